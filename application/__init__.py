@@ -1,0 +1,1 @@
+"""Use cases: proposals (propose, approve, decline, expire, reconcile) and club operations."""

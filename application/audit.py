@@ -1,0 +1,47 @@
+"""The auditor's replay of one proposal's history."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from domain.errors import NotFoundError
+from domain.ports import AggregateStore
+from domain.proposal import Proposal
+
+
+class AuditService:
+    """Reads proposal histories exactly as stored."""
+
+    def __init__(self, store: AggregateStore) -> None:
+        self.store = store
+
+    def history(self, proposal_id: str, as_of: int | None = None) -> dict[str, Any]:
+        """Every event in order, or the state as of a version."""
+        try:
+            pid = UUID(str(proposal_id).strip())
+        except ValueError:
+            raise NotFoundError("proposal") from None
+        proposal = self.store.get(pid, Proposal)  # NotFoundError if it is not a proposal
+        events = self.store.history(pid)
+        if as_of is not None:
+            if not 1 <= as_of <= proposal.version:
+                raise NotFoundError(f"version {as_of}")
+            events = [event for event in events if event.version <= as_of]
+        document: dict[str, Any] = {
+            "proposal_id": str(pid),
+            "events": [
+                {"version": e.version, "type": e.type, "at": e.at.isoformat(), **e.fields}
+                for e in events
+            ],
+        }
+        if as_of is not None:
+            state = self.store.get(pid, Proposal, version=as_of)
+            document["as_of"] = {
+                "version": as_of,
+                "status": str(state.status),
+                "preview": state.preview,
+                "approved_by": state.approved_by,
+                "outcome": state.outcome,
+            }
+        return document

@@ -1,0 +1,28 @@
+"""Who may do what, checked on every request against the organization's current state."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from application.errors import ForbiddenError
+from domain.club.organization import Member, Organization, Permission
+from domain.errors import NotFoundError
+from domain.ports import AggregateStore
+
+
+def organization_by_slug(store: AggregateStore, slug: str) -> Organization:
+    return store.get(Organization.create_id(slug.strip().lower()), Organization)
+
+
+def member_of(store: AggregateStore, organization_id: UUID, email: str) -> Member:
+    """The caller's membership; a non-member gets NotFoundError, like an unknown id would."""
+    organization = store.get(organization_id, Organization)
+    member = organization.member(email)
+    if member is None:
+        raise NotFoundError("not a member")
+    return member
+
+
+def require(member: Member, permission: Permission) -> None:
+    if not member.may(permission):
+        raise ForbiddenError(f"{member.email} may not {permission}")

@@ -1,0 +1,515 @@
+"""The proposal service: propose, approve, decline, expire and reconcile.
+
+``approve`` follows DESIGN.md's approve path step by step. The model is never involved:
+approval is an authenticated command carrying only the proposal's id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+from uuid import UUID, uuid4
+
+from application.authorization import member_of, organization_by_slug, require
+from application.errors import UnknownOperationError
+from application.reports import ApprovalReport, ProposalCard, ProposalCreated, SweepReport
+from domain.contracts import REGISTRY, AnyContract
+from domain.contracts.base import (
+    ExternalCall,
+    RevisionNeededError,
+    UndecodableContractError,
+)
+from domain.errors import ConcurrencyConflictError, NotFoundError
+from domain.handback import outcome_text
+from domain.outcomes import (
+    AlreadyCompleted,
+    Claimed,
+    ExecutionContract,
+    NeedsReconciliation,
+    NotApprovable,
+    NotApprovableReason,
+    RevisionReason,
+    RevisionRequired,
+    Succeeded,
+    TerminalFailure,
+    outcome_from_stored,
+)
+from domain.ports import (
+    AggregateStore,
+    Clock,
+    PaymentProvider,
+    ProviderRefund,
+    ProviderResponseLostError,
+)
+from domain.proposal import Proposal, ProposalStatus, contract_digest
+from domain.scope import Scope
+
+log = logging.getLogger("countersign.proposals")
+
+STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
+_SETTLE_ATTEMPTS = 5
+
+
+def new_correlation_id() -> str:
+    return f"cs-{uuid4().hex[:16]}"
+
+
+def _dump(outcome: Succeeded | NeedsReconciliation | RevisionRequired | TerminalFailure) -> dict[
+    str, Any
+]:
+    return outcome.model_dump(mode="json")
+
+
+def _revision(reason: RevisionReason) -> dict[str, Any]:
+    return _dump(RevisionRequired(reason=reason))
+
+
+class ProposalService:
+    """Turns validated requests into proposals, and approvals into exactly-once executions."""
+
+    def __init__(
+        self,
+        store: AggregateStore,
+        provider: PaymentProvider,
+        clock: Clock,
+        *,
+        registry: Mapping[str, AnyContract] = REGISTRY,
+        ttl: timedelta = timedelta(days=1),
+        lease: timedelta = timedelta(seconds=60),
+    ) -> None:
+        self.store = store
+        self.provider = provider
+        self.clock = clock
+        self.registry = registry
+        self.ttl = ttl
+        self.lease = lease
+
+    # -- propose ------------------------------------------------------------------------------
+
+    def propose(
+        self,
+        *,
+        organization: str,
+        actor: str,
+        operation: str,
+        resource_id: str,
+        request: Any,
+        interaction_id: str | None = None,
+    ) -> ProposalCreated:
+        """Validate the model's request and freeze it as a pending proposal.
+
+        Raises UnknownOperationError, NotFoundError (unknown or foreign organization or
+        resource, or a non-member), ForbiddenError, or InvalidRequestError with problems.
+        """
+        contract = self.registry.get(operation)
+        if contract is None:
+            raise UnknownOperationError(operation)
+        org = organization_by_slug(self.store, organization)
+        member = member_of(self.store, org.id, actor)
+        require(member, contract.permission)
+        scope = Scope(org.id, contract.section, _parse_uuid(resource_id))
+        parsed = contract.parse_request(request)
+        facts = contract.load(scope, self.store)
+        prepared = contract.prepare(parsed, facts)
+        arguments = prepared.arguments.model_dump(mode="json")
+        preview = prepared.preview.model_dump(mode="json")
+        proposal = Proposal(
+            id=uuid4(),
+            organization_id=org.id,
+            section=str(contract.section),
+            resource_id=scope.resource_id,
+            requested_by=member.email,
+            interaction_id=interaction_id or f"int-{uuid4().hex[:16]}",
+            kind=contract.kind,
+            contract_version=contract.contract_version,
+            arguments=arguments,
+            preview=preview,
+            expires_at=self.clock.now() + self.ttl,
+            digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
+        )
+        self.store.save(proposal)
+        return ProposalCreated(
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            operation=proposal.kind,
+            preview=preview,
+            expires_at=proposal.expires_at,
+        )
+
+    # -- read ---------------------------------------------------------------------------------
+
+    def card(self, proposal_id: str, actor: str, language: str = "en") -> ProposalCard:
+        """The reviewer's card. NotFoundError for an unknown id or another tenant's."""
+        proposal = self._load(proposal_id)
+        if proposal is None:
+            raise NotFoundError("proposal")
+        member_of(self.store, proposal.organization_id, actor)
+        return ProposalCard(
+            proposal_id=str(proposal.id),
+            operation=proposal.kind,
+            section=proposal.section,
+            resource_id=str(proposal.resource_id),
+            requested_by=proposal.requested_by,
+            interaction_id=proposal.interaction_id,
+            status=str(proposal.status),
+            preview=proposal.preview,
+            expires_at=proposal.expires_at,
+            approved_by=proposal.approved_by,
+            approved_at=proposal.approved_at,
+            declined_by=proposal.declined_by,
+            outcome=proposal.outcome,
+            message=self.message(proposal, language),
+        )
+
+    def message(self, proposal: Proposal, language: str = "en") -> str | None:
+        """The app-authored text for the proposal's outcome, if it has one."""
+        if proposal.outcome is None:
+            return None
+        outcome = outcome_from_stored(proposal.outcome)
+        success = ""
+        if isinstance(outcome, Succeeded):
+            contract = self.registry[proposal.kind]
+            success = contract.success_text(
+                contract.Preview.model_validate(proposal.preview),
+                contract.Result.model_validate(outcome.result),
+            )
+        return outcome_text(outcome, success, language)
+
+    # -- approve ------------------------------------------------------------------------------
+
+    def approve(self, proposal_id: str, actor: str) -> ApprovalReport:
+        """Claim the proposal exactly once, revalidate, execute, and record the outcome."""
+        for _ in range(_SETTLE_ATTEMPTS):
+            proposal = self._load(proposal_id)
+            if proposal is None:
+                return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+            try:
+                member = member_of(self.store, proposal.organization_id, actor)
+            except NotFoundError:
+                # Another tenant's proposal answers exactly like an unknown one.
+                return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+            contract = self.registry.get(proposal.kind)
+            if contract is not None and not member.may(contract.permission):
+                return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
+            decided = self._decided(proposal)
+            if decided is not None:
+                return self._report(proposal, decided)
+            now = self.clock.now()
+            if proposal.is_expired_at(now):
+                proposal.expire(now)
+                if self._try_save(proposal):
+                    return self._report(proposal, NotApprovable(NotApprovableReason.EXPIRED))
+                continue
+            report = self._claim_and_execute(proposal, contract, member.email)
+            if report is not None:
+                return report
+        # Every round lost a race to another writer of the same facts: report current state.
+        proposal = self._load(proposal_id)
+        assert proposal is not None
+        return self._report(proposal, self._decided(proposal) or NotApprovable(
+            NotApprovableReason.IN_PROGRESS))
+
+    def _claim_and_execute(
+        self, proposal: Proposal, contract: AnyContract | None, actor: str
+    ) -> ApprovalReport | None:
+        """One claim commit; None means "lost a race on the facts, start again"."""
+        now = self.clock.now()
+        attempt_id = uuid4()
+        proposal.approve_and_claim(actor, now, attempt_id)
+        try:
+            if contract is None:
+                raise UndecodableContractError(proposal.kind)
+            arguments = contract.decode_arguments(proposal.arguments)
+        except UndecodableContractError:
+            return self._fail_and_commit(proposal, attempt_id, "UndecodableContractError")
+        claim = Claimed(
+            ExecutionContract(
+                proposal_id=proposal.id,
+                kind=proposal.kind,
+                scope=proposal.scope,
+                arguments=arguments,
+                approved_by=actor,
+                approved_at=now,
+                attempt_id=attempt_id,
+            )
+        )
+        execution = claim.contract
+        try:
+            facts = contract.load(execution.scope, self.store)
+            checked = contract.revalidate(arguments, facts)
+        except NotFoundError:
+            proposal.require_revision(_revision(RevisionReason(code="resource_unavailable")))
+            return self._commit_claim(proposal, [], attempt_id)
+        except RevisionNeededError as stale:
+            proposal.require_revision(_revision(stale.reason))
+            return self._commit_claim(proposal, [], attempt_id)
+        proposal.record_revalidated(checked)
+
+        if not contract.is_external(arguments):
+            try:
+                result = contract.execute(execution, facts)
+            except Exception:
+                return self._fail_and_commit(proposal, attempt_id, "ExecutionError", exc_info=True)
+            proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
+            return self._commit_claim(proposal, facts.aggregates(), attempt_id)
+
+        call = contract.start_external(execution, facts)
+        report = self._commit_claim(proposal, facts.aggregates(), attempt_id)
+        if report is None or report.result != "executed":
+            return report
+        return self._call_provider(proposal, contract, execution, call)
+
+    def _call_provider(
+        self,
+        proposal: Proposal,
+        contract: AnyContract,
+        execution: ExecutionContract[Any],
+        call: ExternalCall,
+    ) -> ApprovalReport:
+        try:
+            refund = self.provider.refund(
+                idempotency_key=call.idempotency_key,
+                charge_id=call.charge_id,
+                amount_cents=call.amount_cents,
+                metadata=call.metadata,
+            )
+        except ProviderResponseLostError:
+            return self._start_reconciling(proposal, call.idempotency_key)
+        except Exception:
+            # Anything unexpected once a request may have left is uncertain, never a retry.
+            log.exception("provider call for proposal %s ended unexpectedly", proposal.id)
+            return self._start_reconciling(proposal, call.idempotency_key)
+        return self._settle(proposal, contract, execution, refund)
+
+    def _start_reconciling(self, proposal: Proposal, key: str) -> ApprovalReport:
+        status_path = STATUS_PATH.format(proposal_id=proposal.id)
+        proposal.start_reconciling(_dump(NeedsReconciliation(status_path=status_path)), key)
+        if not self._try_save(proposal):
+            proposal = self._reload(proposal.id)
+        return self._report(proposal, None)
+
+    def _settle(
+        self,
+        proposal: Proposal,
+        contract: AnyContract,
+        execution: ExecutionContract[Any],
+        refund: ProviderRefund,
+    ) -> ApprovalReport:
+        """Record the provider's authoritative answer with the domain change, in one commit."""
+        for _ in range(_SETTLE_ATTEMPTS):
+            facts = contract.load(execution.scope, self.store)
+            try:
+                result = contract.finish_external(execution, facts, refund)
+                proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
+            except RevisionNeededError as refused:
+                proposal.require_revision(_revision(refused.reason))
+            if self._try_save(proposal, *facts.aggregates()):
+                return self._report(proposal, None)
+            proposal = self._reload(proposal.id)
+            if proposal.is_finished:
+                return self._report(proposal, None)
+        log.error("could not record provider answer for %s; the reconciler will", proposal.id)
+        return self._report(self._reload(proposal.id), None)
+
+    def _fail_and_commit(
+        self, proposal: Proposal, attempt_id: UUID, error_class: str, *, exc_info: bool = False
+    ) -> ApprovalReport | None:
+        correlation_id = new_correlation_id()
+        log.error(
+            "terminal failure for proposal %s (%s), correlation id %s",
+            proposal.id,
+            error_class,
+            correlation_id,
+            exc_info=exc_info,
+        )
+        proposal.fail(_dump(TerminalFailure(correlation_id=correlation_id)), error_class)
+        return self._commit_claim(proposal, [], attempt_id)
+
+    def _commit_claim(
+        self, proposal: Proposal, aggregates: list[Any], attempt_id: UUID
+    ) -> ApprovalReport | None:
+        """Save the claim commit; on a conflict answer from the winner's state, or retry."""
+        if self._try_save(proposal, *aggregates):
+            return self._report(proposal, None)
+        current = self._reload(proposal.id)
+        if current.attempt_id == attempt_id:
+            # A retried insert reported a conflict with our own committed write.
+            return self._report(current, None)
+        decided = self._decided(current)
+        if decided is not None:
+            return self._report(current, decided)
+        return None  # the proposal is still pending: another fact moved; start again
+
+    # -- decline ------------------------------------------------------------------------------
+
+    def decline(self, proposal_id: str, actor: str, note: str | None = None) -> ApprovalReport:
+        """Decline a pending proposal; the outcome is RevisionRequired(declined_by_manager)."""
+        proposal = self._load(proposal_id)
+        if proposal is None:
+            return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+        try:
+            member = member_of(self.store, proposal.organization_id, actor)
+        except NotFoundError:
+            return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+        contract = self.registry.get(proposal.kind)
+        if contract is not None and not member.may(contract.permission):
+            return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
+        decided = self._decided(proposal)
+        if decided is not None:
+            return self._report(proposal, decided)
+        clean_note = note.strip()[:500] if note and note.strip() else None
+        outcome = _revision(RevisionReason(code="declined_by_manager"))
+        proposal.decline(member.email, clean_note, outcome)
+        if not self._try_save(proposal):
+            current = self._reload(proposal.id)
+            return self._report(current, self._decided(current))
+        return ApprovalReport(
+            result="declined",
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            outcome=proposal.outcome,
+            reason=None,
+            message=self.message(proposal),
+        )
+
+    # -- sweepers -----------------------------------------------------------------------------
+
+    def expire_due(self) -> list[SweepReport]:
+        """Record Expired for every pending proposal past its expiry."""
+        reports = []
+        now = self.clock.now()
+        for proposal_id in self.store.ids_with_events([Proposal.Proposed]):
+            proposal = self._load(str(proposal_id))
+            if proposal is None or proposal.status != ProposalStatus.PENDING:
+                continue
+            if not proposal.is_expired_at(now):
+                continue
+            proposal.expire(now)
+            if self._try_save(proposal):
+                reports.append(SweepReport(str(proposal.id), "expired", str(proposal.status), None))
+        return reports
+
+    def reconcile(self) -> list[SweepReport]:
+        """Settle uncertain external effects by looking up their original idempotency keys.
+
+        Candidates: proposals that are Reconciling, and proposals Claimed longer than the
+        lease without an outcome (a crash between commits). Never sends a new request.
+        """
+        reports = []
+        now = self.clock.now()
+        for proposal_id in self.store.ids_with_events([Proposal.Claimed]):
+            proposal = self._load(str(proposal_id))
+            if proposal is None:
+                continue
+            stuck = (
+                proposal.status == ProposalStatus.EXECUTING
+                and proposal.claimed_at is not None
+                and proposal.claimed_at + self.lease <= now
+            )
+            if proposal.status == ProposalStatus.RECONCILING or stuck:
+                reports.append(self._reconcile_one(proposal))
+        return reports
+
+    def _reconcile_one(self, proposal: Proposal) -> SweepReport:
+        contract = self.registry[proposal.kind]
+        execution = ExecutionContract(
+            proposal_id=proposal.id,
+            kind=proposal.kind,
+            scope=proposal.scope,
+            arguments=contract.decode_arguments(proposal.arguments),
+            approved_by=proposal.approved_by or "",
+            approved_at=proposal.approved_at or self.clock.now(),
+            attempt_id=proposal.attempt_id or uuid4(),
+        )
+        key = proposal.idempotency_key or contract.idempotency_key(proposal.id)
+        try:
+            refund = self.provider.find_refund(key)
+        except ProviderResponseLostError:
+            return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+        if refund is not None:
+            report = self._settle(proposal, contract, execution, refund)
+            return SweepReport(report.proposal_id, "settled", report.status or "", report.outcome)
+        # The provider holds nothing under the key: nothing was paid. Release the attempt.
+        facts = contract.load(execution.scope, self.store)
+        reason = contract.abandon_external(execution, facts)
+        proposal.require_revision(_revision(reason))
+        if not self._try_save(proposal, *facts.aggregates()):
+            current = self._reload(proposal.id)
+            return SweepReport(str(current.id), "raced", str(current.status), current.outcome)
+        return SweepReport(str(proposal.id), "not_sent", str(proposal.status), proposal.outcome)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _load(self, proposal_id: str) -> Proposal | None:
+        try:
+            return self.store.get(_parse_uuid(proposal_id), Proposal)
+        except NotFoundError:
+            return None
+
+    def _reload(self, proposal_id: UUID) -> Proposal:
+        return self.store.get(proposal_id, Proposal)
+
+    def _try_save(self, *aggregates: Any) -> bool:
+        try:
+            self.store.save(*aggregates)
+        except ConcurrencyConflictError:
+            return False
+        return True
+
+    @staticmethod
+    def _decided(proposal: Proposal) -> AlreadyCompleted | NotApprovable | None:
+        """The answer a non-pending proposal gives to an approval, from its stored state."""
+        if proposal.status == ProposalStatus.PENDING:
+            return None
+        if proposal.status == ProposalStatus.EXECUTING:
+            return NotApprovable(NotApprovableReason.IN_PROGRESS)
+        if proposal.status == ProposalStatus.EXPIRED:
+            return NotApprovable(NotApprovableReason.EXPIRED)
+        if proposal.status == ProposalStatus.DECLINED:
+            return NotApprovable(NotApprovableReason.NOT_PENDING)
+        assert proposal.outcome is not None
+        return AlreadyCompleted(proposal.outcome)
+
+    def _report(
+        self, proposal: Proposal, answer: AlreadyCompleted | NotApprovable | None
+    ) -> ApprovalReport:
+        if isinstance(answer, NotApprovable):
+            return ApprovalReport(
+                result="not_approvable",
+                proposal_id=str(proposal.id),
+                status=str(proposal.status),
+                outcome=None,
+                reason=str(answer.reason),
+                message=None,
+            )
+        return ApprovalReport(
+            result="already_completed" if answer else "executed",
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            outcome=proposal.outcome,
+            reason=None,
+            message=self.message(proposal),
+        )
+
+    @staticmethod
+    def _not_approvable(
+        proposal_id: str, status: str | None, reason: NotApprovableReason
+    ) -> ApprovalReport:
+        return ApprovalReport(
+            result="not_approvable",
+            proposal_id=proposal_id,
+            status=status,
+            outcome=None,
+            reason=str(reason),
+            message=None,
+        )
+
+
+def _parse_uuid(value: str) -> UUID:
+    try:
+        return UUID(str(value).strip())
+    except ValueError:
+        raise NotFoundError("malformed id") from None
+

@@ -1,0 +1,1 @@
+"""The club's own aggregates: the things proposals act on."""

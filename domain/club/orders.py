@@ -1,0 +1,320 @@
+"""Orders: line items, discounts, payments, refunds and refund attempts keyed by proposal id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.club.ids import stable_id
+from domain.errors import NotFoundError, OrderRuleError
+
+
+@dataclass(frozen=True)
+class LineItem:
+    """One product on an order."""
+
+    ref: str
+    product: str
+    amount_cents: int
+    configuration: str
+
+
+@dataclass(frozen=True)
+class Discount:
+    """A discount the participant was eligible for, and whether it was applied at checkout."""
+
+    ref: str
+    name: str
+    line_item: str
+    percent: int | None
+    amount_cents: int | None
+    applied: bool
+    eligibility: str
+
+
+@dataclass(frozen=True)
+class Payment:
+    """Money received for the order."""
+
+    ref: str
+    method: str  # "card" | "cash" | "account"
+    label: str
+    amount_cents: int
+    charge_id: str | None
+
+
+@dataclass(frozen=True)
+class Refund:
+    """Money given back, to the payment's card or to the member's account."""
+
+    ref: str
+    payment: str
+    amount_cents: int
+    destination: str  # "card" | "account_credit" | "manual"
+    discount: str | None
+    proposal_id: str | None
+    recorded_by: str
+
+
+@dataclass(frozen=True)
+class RefundAttempt:
+    """An external refund that was started for a proposal; unresolved until it settles."""
+
+    proposal_id: str
+    payment: str
+    discount: str
+    amount_cents: int
+    idempotency_key: str
+    status: str  # "pending" | "succeeded" | "failed"
+
+
+class Order(Aggregate):
+    """A participant's order with the club."""
+
+    @staticmethod
+    def create_id(organization_id: UUID, key: str) -> UUID:
+        return stable_id("order", organization_id, key)
+
+    @event("Placed")
+    def __init__(
+        self,
+        organization_id: UUID,
+        key: str,
+        participant_name: str,
+        participant_email: str,
+        currency: str,
+        line_items: list[dict[str, Any]],
+        discounts: list[dict[str, Any]],
+        payments: list[dict[str, Any]],
+        note: str,
+        placed_at: datetime,
+    ) -> None:
+        self.organization_id = organization_id
+        self.key = key
+        self.participant_name = participant_name
+        self.participant_email = participant_email
+        self.currency = currency
+        self._line_items = line_items
+        self._discounts = discounts
+        self._payments = payments
+        self.note = note
+        self.placed_at = placed_at
+        self._refunds: list[dict[str, Any]] = []
+        self._attempts: dict[str, dict[str, Any]] = {}
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def line_items(self) -> list[LineItem]:
+        return [LineItem(**item) for item in self._line_items]
+
+    @property
+    def discounts(self) -> list[Discount]:
+        return [Discount(**item) for item in self._discounts]
+
+    @property
+    def payments(self) -> list[Payment]:
+        return [Payment(**item) for item in self._payments]
+
+    @property
+    def refunds(self) -> list[Refund]:
+        return [Refund(**item) for item in self._refunds]
+
+    @property
+    def attempts(self) -> list[RefundAttempt]:
+        return [RefundAttempt(**item) for item in self._attempts.values()]
+
+    def line_item(self, ref: str) -> LineItem:
+        return _find(self.line_items, ref, "line item")
+
+    def discount(self, ref: str) -> Discount:
+        return _find(self.discounts, ref, "discount")
+
+    def payment(self, ref: str) -> Payment:
+        return _find(self.payments, ref, "payment")
+
+    def attempt(self, proposal_id: UUID) -> RefundAttempt | None:
+        entry = self._attempts.get(str(proposal_id))
+        return RefundAttempt(**entry) if entry else None
+
+    def discount_value_cents(self, discount_ref: str) -> int:
+        """What the discount is worth on its line item, never more than the line item."""
+        discount = self.discount(discount_ref)
+        line = self.line_item(discount.line_item)
+        if discount.percent is not None:
+            # Round half up in integer cents: no floats near money.
+            value = (line.amount_cents * discount.percent + 50) // 100
+        else:
+            value = discount.amount_cents or 0
+        return min(value, line.amount_cents)
+
+    @property
+    def charged_cents(self) -> int:
+        """Line items less the discounts applied at checkout."""
+        lines = sum(item.amount_cents for item in self.line_items)
+        applied = sum(self.discount_value_cents(d.ref) for d in self.discounts if d.applied)
+        return lines - applied
+
+    @property
+    def total_cents(self) -> int:
+        """The order total now: what was charged less every refund granted."""
+        return self.charged_cents - sum(refund.amount_cents for refund in self.refunds)
+
+    def refunded_cents(self, payment_ref: str) -> int:
+        return sum(r.amount_cents for r in self.refunds if r.payment == payment_ref)
+
+    def held_cents(self, payment_ref: str) -> int:
+        """Value held by unresolved refund attempts on the payment."""
+        return sum(
+            a.amount_cents
+            for a in self.attempts
+            if a.payment == payment_ref and a.status == "pending"
+        )
+
+    def refundable_cents(self, payment_ref: str) -> int:
+        payment = self.payment(payment_ref)
+        return payment.amount_cents - self.refunded_cents(payment_ref) - self.held_cents(
+            payment_ref
+        )
+
+    def discount_refunded(self, discount_ref: str) -> bool:
+        return any(r.discount == discount_ref for r in self.refunds)
+
+    def unresolved_attempts(self) -> list[RefundAttempt]:
+        return [a for a in self.attempts if a.status == "pending"]
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def refund_manually(self, payment_ref: str, amount_cents: int, recorded_by: str) -> None:
+        """The ordinary interface's refund, outside any proposal."""
+        self.check_refundable(payment_ref, amount_cents)
+        self._refund_recorded(
+            payment=payment_ref,
+            amount_cents=amount_cents,
+            destination="manual",
+            discount=None,
+            proposal_id=None,
+            recorded_by=recorded_by,
+        )
+
+    def credit_discount_to_account(
+        self, proposal_id: UUID, payment_ref: str, discount_ref: str, amount_cents: int,
+        recorded_by: str,
+    ) -> None:
+        self.check_refundable(payment_ref, amount_cents)
+        self._refund_recorded(
+            payment=payment_ref,
+            amount_cents=amount_cents,
+            destination="account_credit",
+            discount=discount_ref,
+            proposal_id=str(proposal_id),
+            recorded_by=recorded_by,
+        )
+
+    def start_refund_attempt(
+        self, proposal_id: UUID, payment_ref: str, discount_ref: str, amount_cents: int,
+        idempotency_key: str,
+    ) -> None:
+        if str(proposal_id) in self._attempts:
+            raise OrderRuleError("a refund attempt already exists for this proposal")
+        if self.unresolved_attempts():
+            raise OrderRuleError("another refund attempt is unresolved")
+        self.check_refundable(payment_ref, amount_cents)
+        self._refund_attempt_started(
+            proposal_id=str(proposal_id),
+            payment=payment_ref,
+            discount=discount_ref,
+            amount_cents=amount_cents,
+            idempotency_key=idempotency_key,
+        )
+
+    def settle_refund_attempt(self, proposal_id: UUID, recorded_by: str) -> None:
+        attempt = self.check_attempt_pending(proposal_id)
+        self._refund_attempt_succeeded(proposal_id=attempt.proposal_id, recorded_by=recorded_by)
+
+    def release_refund_attempt(self, proposal_id: UUID, reason: str) -> None:
+        attempt = self.check_attempt_pending(proposal_id)
+        self._refund_attempt_failed(proposal_id=attempt.proposal_id, reason=reason)
+
+    # -- guards -----------------------------------------------------------------------------
+
+    def check_refundable(self, payment_ref: str, amount_cents: int) -> None:
+        if amount_cents <= 0:
+            raise OrderRuleError("a refund must be a positive amount")
+        if amount_cents > self.refundable_cents(payment_ref):
+            raise OrderRuleError("the payment has not enough refundable value")
+
+    def check_attempt_pending(self, proposal_id: UUID) -> RefundAttempt:
+        attempt = self.attempt(proposal_id)
+        if attempt is None or attempt.status != "pending":
+            raise OrderRuleError("no unresolved refund attempt for this proposal")
+        return attempt
+
+    # -- events -----------------------------------------------------------------------------
+
+    @event("RefundRecorded")
+    def _refund_recorded(
+        self,
+        payment: str,
+        amount_cents: int,
+        destination: str,
+        discount: str | None,
+        proposal_id: str | None,
+        recorded_by: str,
+    ) -> None:
+        self._refunds.append(
+            {
+                "ref": f"R{len(self._refunds) + 1}",
+                "payment": payment,
+                "amount_cents": amount_cents,
+                "destination": destination,
+                "discount": discount,
+                "proposal_id": proposal_id,
+                "recorded_by": recorded_by,
+            }
+        )
+
+    @event("RefundAttemptStarted")
+    def _refund_attempt_started(
+        self, proposal_id: str, payment: str, discount: str, amount_cents: int,
+        idempotency_key: str,
+    ) -> None:
+        self._attempts[proposal_id] = {
+            "proposal_id": proposal_id,
+            "payment": payment,
+            "discount": discount,
+            "amount_cents": amount_cents,
+            "idempotency_key": idempotency_key,
+            "status": "pending",
+        }
+
+    @event("RefundAttemptSucceeded")
+    def _refund_attempt_succeeded(self, proposal_id: str, recorded_by: str) -> None:
+        attempt = self._attempts[proposal_id]
+        attempt["status"] = "succeeded"
+        self._refunds.append(
+            {
+                "ref": f"R{len(self._refunds) + 1}",
+                "payment": attempt["payment"],
+                "amount_cents": attempt["amount_cents"],
+                "destination": "card",
+                "discount": attempt["discount"],
+                "proposal_id": proposal_id,
+                "recorded_by": recorded_by,
+            }
+        )
+
+    @event("RefundAttemptFailed")
+    def _refund_attempt_failed(self, proposal_id: str, reason: str) -> None:
+        self._attempts[proposal_id]["status"] = "failed"
+
+
+def _find(items: list[Any], ref: str, what: str) -> Any:
+    for item in items:
+        if item.ref == ref:
+            return item
+    raise NotFoundError(f"no {what} {ref}")

@@ -1,0 +1,93 @@
+"""Organizations (tenants) and their members' permissions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.club.ids import stable_id
+from domain.errors import DuplicateError, NotMemberError
+
+
+class Permission(StrEnum):
+    """What a member may do."""
+
+    REFUND_ORDERS = "orders.refund"
+    PREPARE_BROADCASTS = "email_broadcasts.prepare"
+    READ_AUDIT = "audit.read"
+
+
+@dataclass(frozen=True)
+class Member:
+    """A person's membership of one organization."""
+
+    email: str
+    name: str
+    role: str
+    permissions: frozenset[Permission]
+
+    def may(self, permission: Permission) -> bool:
+        return permission in self.permissions
+
+
+class Organization(Aggregate):
+    """A club: the tenant boundary of every proposal."""
+
+    @staticmethod
+    def create_id(slug: str) -> UUID:
+        return stable_id("organization", slug)
+
+    @event("Registered")
+    def __init__(self, slug: str, name: str) -> None:
+        self.slug = slug
+        self.name = name
+        self.members: dict[str, dict[str, Any]] = {}
+
+    def member(self, email: str) -> Member | None:
+        entry = self.members.get(email.strip().lower())
+        if entry is None:
+            return None
+        return Member(
+            email=email.strip().lower(),
+            name=str(entry["name"]),
+            role=str(entry["role"]),
+            permissions=frozenset(Permission(p) for p in entry["permissions"]),
+        )
+
+    def add_member(
+        self, email: str, name: str, role: str, permissions: list[Permission]
+    ) -> None:
+        email = email.strip().lower()
+        if email in self.members:
+            raise DuplicateError(f"{email} is already a member")
+        self._member_added(
+            email=email, name=name, role=role, permissions=sorted(str(p) for p in permissions)
+        )
+
+    def remove_member(self, email: str) -> None:
+        email = email.strip().lower()
+        if email not in self.members:
+            raise NotMemberError(email)
+        self._member_removed(email=email)
+
+    def change_permissions(self, email: str, permissions: list[Permission]) -> None:
+        email = email.strip().lower()
+        if email not in self.members:
+            raise NotMemberError(email)
+        self._permissions_changed(email=email, permissions=sorted(str(p) for p in permissions))
+
+    @event("MemberAdded")
+    def _member_added(self, email: str, name: str, role: str, permissions: list[str]) -> None:
+        self.members[email] = {"name": name, "role": role, "permissions": permissions}
+
+    @event("MemberRemoved")
+    def _member_removed(self, email: str) -> None:
+        self.members.pop(email, None)
+
+    @event("PermissionsChanged")
+    def _permissions_changed(self, email: str, permissions: list[str]) -> None:
+        self.members[email]["permissions"] = permissions

@@ -1,0 +1,214 @@
+"""email_broadcast.apply_draft: copy a frozen audience, subject and body into the editable form.
+
+Approval never creates or sends a broadcast. The application validates the filters against the
+roster and counts the audience; approval recounts it, and a different count fails closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+from pydantic import Field
+
+from domain.club.broadcasts import BroadcastForm
+from domain.club.organization import Permission
+from domain.club.roster import Roster
+from domain.contracts.base import (
+    ContractRequest,
+    Facts,
+    Frozen,
+    InvalidRequestError,
+    OperationContract,
+    Prepared,
+    Problem,
+    RevisionNeededError,
+)
+from domain.errors import NotFoundError
+from domain.outcomes import ExecutionContract
+from domain.ports import AggregateStore
+from domain.scope import Scope, Section
+
+MAX_SUBJECT = 150
+MAX_BODY = 5000
+
+# -- Request ----------------------------------------------------------------------------------
+
+
+class AudienceFilters(ContractRequest):
+    """Who receives the broadcast."""
+
+    leagues: list[str] = Field(
+        description="Names of the leagues whose members receive the email, as listed.",
+        min_length=1,
+        max_length=20,
+    )
+
+
+class BroadcastDraftRequest(ContractRequest):
+    """Propose a draft for the club's email broadcast form: the audience filters, a subject and
+    a body. Approval only fills in the editable form; nothing is sent."""
+
+    filters: AudienceFilters = Field(description="Audience filters.")
+    subject: str = Field(
+        description="The email subject line.", min_length=1, max_length=MAX_SUBJECT
+    )
+    body: str = Field(
+        description="The plain-text email body.", min_length=1, max_length=MAX_BODY
+    )
+
+
+# -- Arguments --------------------------------------------------------------------------------
+
+
+class DraftFilters(Frozen):
+    """Resolved, normalised audience filters."""
+
+    leagues: list[str]
+
+
+class BroadcastDraftArguments(Frozen):
+    """The exact draft to copy into the form."""
+
+    form_id: UUID
+    filters: DraftFilters
+    subject: str
+    body: str
+    audience_count: int
+
+
+# -- Preview ----------------------------------------------------------------------------------
+
+
+class BroadcastDraftPreview(Frozen):
+    """The fixed review presentation of one draft."""
+
+    filters_in_words: str
+    audience_count: int
+    subject: str
+    body: str
+    sends_email: bool
+
+
+# -- Result -----------------------------------------------------------------------------------
+
+
+class BroadcastDraftResult(Frozen):
+    """What applying the draft did."""
+
+    form_id: UUID
+    audience_count: int
+    subject: str
+
+
+@dataclass
+class DraftFacts(Facts):
+    """The roster to count against and the form to fill in."""
+
+    roster: Roster
+    form: BroadcastForm
+
+    def aggregates(self) -> list[Aggregate]:
+        return [self.form]
+
+
+class ApplyBroadcastDraft(
+    OperationContract[
+        BroadcastDraftRequest,
+        BroadcastDraftArguments,
+        BroadcastDraftPreview,
+        BroadcastDraftResult,
+        DraftFacts,
+    ]
+):
+    """Apply a drafted audience, subject and body to the editable broadcast form."""
+
+    kind = "email_broadcast.apply_draft"
+    contract_version = 1
+    section = Section.EMAIL_BROADCASTS
+    permission = Permission.PREPARE_BROADCASTS
+    Request = BroadcastDraftRequest
+    Arguments = BroadcastDraftArguments
+    Preview = BroadcastDraftPreview
+    Result = BroadcastDraftResult
+
+    def load(self, scope: Scope, store: AggregateStore) -> DraftFacts:
+        if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
+            raise NotFoundError("broadcast form")
+        form = store.get(scope.resource_id, BroadcastForm)
+        roster = store.get(Roster.create_id(scope.organization_id), Roster)
+        return DraftFacts(roster=roster, form=form)
+
+    def prepare(
+        self, request: BroadcastDraftRequest, facts: DraftFacts
+    ) -> Prepared[BroadcastDraftArguments, BroadcastDraftPreview]:
+        leagues = sorted({name.strip() for name in request.filters.leagues})
+        known = set(facts.roster.league_names())
+        problems = [
+            Problem(field=f"filters.leagues.{i}", message=f"there is no league named {name!r}")
+            for i, name in enumerate(request.filters.leagues)
+            if name.strip() not in known
+        ]
+        if problems:
+            raise InvalidRequestError(problems)
+        audience = len(facts.roster.audience(leagues))
+        if audience == 0:
+            raise InvalidRequestError.one("filters", "these leagues have no members")
+        arguments = BroadcastDraftArguments(
+            form_id=facts.form.id,
+            filters=DraftFilters(leagues=leagues),
+            subject=request.subject,
+            body=request.body,
+            audience_count=audience,
+        )
+        preview = BroadcastDraftPreview(
+            filters_in_words=describe_filters(leagues),
+            audience_count=audience,
+            subject=request.subject,
+            body=request.body,
+            sends_email=False,
+        )
+        return Prepared(arguments=arguments, preview=preview)
+
+    def revalidate(
+        self, arguments: BroadcastDraftArguments, facts: DraftFacts
+    ) -> dict[str, Any]:
+        leagues = arguments.filters.leagues
+        missing = [name for name in leagues if name not in facts.roster.leagues]
+        current = len(facts.roster.audience(leagues))
+        if missing or current != arguments.audience_count:
+            raise RevisionNeededError(
+                "audience_changed", approved_count=arguments.audience_count, current_count=current
+            )
+        return {"audience_count": current, "leagues": leagues}
+
+    def execute(
+        self, contract: ExecutionContract[BroadcastDraftArguments], facts: DraftFacts
+    ) -> BroadcastDraftResult:
+        arguments = contract.arguments
+        facts.form.apply_draft(
+            filters=arguments.filters.model_dump(mode="json"),
+            subject=arguments.subject,
+            body=arguments.body,
+            proposal_id=contract.proposal_id,
+        )
+        return BroadcastDraftResult(
+            form_id=arguments.form_id,
+            audience_count=arguments.audience_count,
+            subject=arguments.subject,
+        )
+
+    def success_text(self, preview: BroadcastDraftPreview, result: BroadcastDraftResult) -> str:
+        return (
+            f"The draft is in the broadcast form for {result.audience_count} recipients "
+            f"({preview.filters_in_words}). Nothing has been sent: review and send it from the "
+            "form."
+        )
+
+
+def describe_filters(leagues: list[str]) -> str:
+    if len(leagues) == 1:
+        return f"members of {leagues[0]}"
+    return "members of " + ", ".join(leagues[:-1]) + f" or {leagues[-1]}"

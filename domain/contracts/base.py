@@ -1,0 +1,208 @@
+"""The operation-contract base: the shared shape every operation module fills in.
+
+A contract owns, for one operation kind: the model-facing ``Request``, default resolution
+and invalid combinations (``prepare``), the frozen ``Arguments`` and ``Preview``, the
+revalidator, the executor, the typed ``Result`` and the safe hand-back text. The lifecycle,
+approval identity, outcome semantics and audit are shared and live elsewhere.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from domain.club.organization import Permission
+from domain.errors import CountersignError
+from domain.outcomes import ExecutionContract, RevisionReason
+from domain.ports import AggregateStore, ProviderRefund
+from domain.scope import Scope, Section
+
+
+class ContractRequest(BaseModel):
+    """Base of every model-facing request: strict types, unknown fields rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+
+
+class Frozen(BaseModel):
+    """Base of stored arguments, previews and results: immutable, exact."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Problem(BaseModel):
+    """One safe, model-correctable problem with a request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str
+    message: str
+
+
+class InvalidRequestError(CountersignError):
+    """Raised when a model request fails validation; carries safe problems only."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(f"{p.field}: {p.message}" for p in problems))
+        self.problems = problems
+
+    @classmethod
+    def one(cls, field: str, message: str) -> InvalidRequestError:
+        return cls([Problem(field=field, message=message)])
+
+
+class RevisionNeededError(CountersignError):
+    """Raised when current state no longer proves the preview; nothing may execute."""
+
+    def __init__(self, code: str, **params: str | int | bool) -> None:
+        super().__init__(code)
+        self.reason = RevisionReason(code=code, params=params)
+
+
+class UndecodableContractError(CountersignError):
+    """Raised when stored arguments do not decode into the contract's types."""
+
+
+
+
+@dataclass(frozen=True)
+class ExternalCall:
+    """One provider request, with the idempotency key that makes it safe to look up later."""
+
+    idempotency_key: str
+    charge_id: str
+    amount_cents: int
+    metadata: dict[str, str]
+
+
+class Facts(ABC):
+    """The freshly loaded aggregates a contract reads and changes."""
+
+    @abstractmethod
+    def aggregates(self) -> list[Aggregate]:
+        """Every aggregate to save with the proposal, so one commit covers them all."""
+
+
+RequestT = TypeVar("RequestT", bound=ContractRequest)
+ArgumentsT = TypeVar("ArgumentsT", bound=Frozen)
+PreviewT = TypeVar("PreviewT", bound=Frozen)
+ResultT = TypeVar("ResultT", bound=Frozen)
+FactsT = TypeVar("FactsT", bound=Facts)
+
+
+@dataclass(frozen=True)
+class Prepared(Generic[ArgumentsT, PreviewT]):
+    """Frozen arguments and the preview built from the same validated facts."""
+
+    arguments: ArgumentsT
+    preview: PreviewT
+
+
+_SAFE_MESSAGES = {
+    "extra_forbidden": "unknown field; remove it",
+    "missing": "this field is required",
+    "string_too_long": "text is too long",
+    "string_too_short": "text is too short",
+    "too_long": "too many items",
+    "too_short": "too few items",
+    "string_pattern_mismatch": "not a reference this conversation gave you",
+    "literal_error": "not one of the allowed values",
+    "enum": "not one of the allowed values",
+}
+
+
+def problems_from(error: ValidationError) -> list[Problem]:
+    """Translate pydantic errors into safe problems: never echo the input back."""
+    problems = []
+    for item in error.errors(include_input=False, include_url=False):
+        field = ".".join(str(part) for part in item["loc"]) or "request"
+        message = _SAFE_MESSAGES.get(item["type"], item["msg"])
+        if item["type"] == "literal_error":
+            message = f"must be one of: {item['ctx']['expected']}"
+        problems.append(Problem(field=field, message=message))
+    return problems
+
+
+class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
+    """Everything about one operation kind. Subclasses read in the same order as this one."""
+
+    kind: ClassVar[str]
+    contract_version: ClassVar[int]
+    section: ClassVar[Section]
+    permission: ClassVar[Permission]
+    Request: type[RequestT]
+    Arguments: type[ArgumentsT]
+    Preview: type[PreviewT]
+    Result: type[ResultT]
+
+    # -- the model's request ------------------------------------------------------------------
+
+    def parse_request(self, raw: Any) -> RequestT:
+        if not isinstance(raw, dict):
+            raise InvalidRequestError.one("request", "must be a JSON object")
+        try:
+            return self.Request.model_validate(raw)
+        except ValidationError as error:
+            raise InvalidRequestError(problems_from(error)) from None
+
+    @abstractmethod
+    def load(self, scope: Scope, store: AggregateStore) -> FactsT:
+        """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
+
+    @abstractmethod
+    def prepare(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
+        """Resolve defaults, compute derived values, reject invalid combinations."""
+
+    # -- stored arguments ---------------------------------------------------------------------
+
+    def decode_arguments(self, stored: Any) -> ArgumentsT:
+        try:
+            return self.Arguments.model_validate(stored)
+        except ValidationError:
+            raise UndecodableContractError(self.kind) from None
+
+    # -- at approval ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def revalidate(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
+        """Prove the preview still holds; return the facts rechecked, or raise RevisionNeededError."""
+
+    def is_external(self, arguments: ArgumentsT) -> bool:
+        return False
+
+    @abstractmethod
+    def execute(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> ResultT:
+        """Apply a local operation's effect to the facts' aggregates."""
+
+    def idempotency_key(self, proposal_id: UUID) -> str:
+        """The one provider key a proposal will ever use: stable across retries and processes."""
+        return f"countersign:{self.kind}:{proposal_id}"
+
+    def start_external(
+        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
+    ) -> ExternalCall:
+        """Record the attempt on the domain record and describe the provider call."""
+        raise NotImplementedError(f"{self.kind} has no external execution")
+
+    def finish_external(
+        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, refund: ProviderRefund
+    ) -> ResultT:
+        """Record the provider's authoritative answer; RevisionNeededError if it refused."""
+        raise NotImplementedError(f"{self.kind} has no external execution")
+
+    def abandon_external(
+        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
+    ) -> RevisionReason:
+        """The provider holds nothing for the key: release the attempt, nothing was paid."""
+        raise NotImplementedError(f"{self.kind} has no external execution")
+
+    # -- hand-back ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def success_text(self, preview: PreviewT, result: ResultT) -> str:
+        """The app-authored sentence that reports this operation's success."""

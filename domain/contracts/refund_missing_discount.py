@@ -1,0 +1,377 @@
+"""order.refund_missing_discount: refund a discount the participant was eligible for but missed.
+
+The model names the payment, line item, discount and a destination phrase. The application
+computes the amount, resolves the concrete destination, and freezes both with the preview.
+A refund to the card goes through the payment provider; account credit is local.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+from pydantic import Field
+
+from domain.club.accounts import MemberAccount
+from domain.club.orders import Order
+from domain.club.organization import Permission
+from domain.contracts.base import (
+    ContractRequest,
+    ExternalCall,
+    Facts,
+    Frozen,
+    InvalidRequestError,
+    OperationContract,
+    Prepared,
+    Problem,
+    RevisionNeededError,
+)
+from domain.errors import NotFoundError
+from domain.money import format_money
+from domain.outcomes import ExecutionContract, RevisionReason
+from domain.ports import AggregateStore, ProviderRefund
+from domain.scope import Scope, Section
+
+# -- Request: what the model supplies ------------------------------------------------------------
+
+
+class RefundRequest(ContractRequest):
+    """Propose refunding a discount that the participant was eligible for but did not receive
+    at checkout. Name the payment, line item and discount by the references the order
+    investigation gave you. The application computes the amount; never supply one."""
+
+    payment: str = Field(
+        description="Reference of the payment to refund against, for example P1.",
+        pattern=r"^P[0-9]{1,3}$",
+    )
+    line_item: str = Field(
+        description="Reference of the line item the discount belongs to, for example L1.",
+        pattern=r"^L[0-9]{1,3}$",
+    )
+    discount: str = Field(
+        description="Reference of the missed discount, for example D1.",
+        pattern=r"^D[0-9]{1,3}$",
+    )
+    destination: Literal["original_payment_method", "account_credit"] = Field(
+        description=(
+            "Where the money goes: back to the original payment method, "
+            "or as credit on the participant's club account."
+        ),
+    )
+
+
+# -- Arguments: what execution needs, frozen ------------------------------------------------------
+
+
+class RefundDestination(Frozen):
+    """The concrete destination, resolved before the manager sees anything."""
+
+    type: Literal["card", "account_credit"]
+    payment: str
+    account_id: UUID | None
+    label: str
+
+
+class RefundArguments(Frozen):
+    """The exact refund to execute."""
+
+    order_id: UUID
+    payment: str
+    line_item: str
+    discount: str
+    amount_cents: int = Field(gt=0)
+    currency: str
+    destination: RefundDestination
+
+
+# -- Preview: what the manager needs to understand the consequences ------------------------------
+
+
+class RefundPreview(Frozen):
+    """The fixed review presentation of one refund."""
+
+    participant_name: str
+    product_name: str
+    discount_name: str
+    payment_method: str
+    amount_cents: int
+    currency: str
+    current_order_total_cents: int
+    resulting_order_total_cents: int
+    refund_destination: str
+    product_configuration_unchanged: bool
+
+
+# -- Result ---------------------------------------------------------------------------------------
+
+
+class RefundResult(Frozen):
+    """What the refund did."""
+
+    refund_ref: str
+    amount_cents: int
+    currency: str
+    destination: str
+    resulting_order_total_cents: int
+
+
+# -- the facts it reads and changes ---------------------------------------------------------------
+
+
+@dataclass
+class RefundFacts(Facts):
+    """The order, and the participant's account when there is one."""
+
+    order: Order
+    account: MemberAccount | None
+
+    def aggregates(self) -> list[Aggregate]:
+        return [self.order] + ([self.account] if self.account else [])
+
+
+# -- the contract ---------------------------------------------------------------------------------
+
+
+class RefundMissingDiscount(
+    OperationContract[RefundRequest, RefundArguments, RefundPreview, RefundResult, RefundFacts]
+):
+    """Refund a missed discount to the card or to account credit."""
+
+    kind = "order.refund_missing_discount"
+    contract_version = 1
+    section = Section.ORDERS
+    permission = Permission.REFUND_ORDERS
+    Request = RefundRequest
+    Arguments = RefundArguments
+    Preview = RefundPreview
+    Result = RefundResult
+
+    def load(self, scope: Scope, store: AggregateStore) -> RefundFacts:
+        order = store.get(scope.resource_id, Order)
+        if order.organization_id != scope.organization_id:
+            raise NotFoundError("order")
+        account_id = MemberAccount.create_id(order.organization_id, order.participant_email)
+        try:
+            account: MemberAccount | None = store.get(account_id, MemberAccount)
+        except NotFoundError:
+            account = None
+        return RefundFacts(order=order, account=account)
+
+    def prepare(
+        self, request: RefundRequest, facts: RefundFacts
+    ) -> Prepared[RefundArguments, RefundPreview]:
+        order = facts.order
+        payment, line, discount = _resolve_refs(order, request)
+        if discount.line_item != line.ref:
+            raise InvalidRequestError.one(
+                "discount", f"discount {discount.ref} belongs to line item {discount.line_item}"
+            )
+        if discount.applied:
+            raise InvalidRequestError.one(
+                "discount", f"discount {discount.ref} was applied at checkout; nothing is owed"
+            )
+        if order.discount_refunded(discount.ref):
+            raise InvalidRequestError.one(
+                "discount", f"discount {discount.ref} has already been refunded"
+            )
+        if order.unresolved_attempts():
+            raise InvalidRequestError.one(
+                "payment", "a refund on this order is still settling; try again once it settles"
+            )
+        destination = _resolve_destination(request.destination, payment, facts)
+        amount = order.discount_value_cents(discount.ref)
+        refundable = order.refundable_cents(payment.ref)
+        if amount > refundable:
+            raise InvalidRequestError.one(
+                "payment",
+                f"payment {payment.ref} has only {format_money(refundable, order.currency)} "
+                "left to refund",
+            )
+        arguments = RefundArguments(
+            order_id=order.id,
+            payment=payment.ref,
+            line_item=line.ref,
+            discount=discount.ref,
+            amount_cents=amount,
+            currency=order.currency,
+            destination=destination,
+        )
+        preview = RefundPreview(
+            participant_name=order.participant_name,
+            product_name=line.product,
+            discount_name=discount.name,
+            payment_method=payment.label,
+            amount_cents=amount,
+            currency=order.currency,
+            current_order_total_cents=order.total_cents,
+            resulting_order_total_cents=order.total_cents - amount,
+            refund_destination=destination.label,
+            product_configuration_unchanged=True,
+        )
+        return Prepared(arguments=arguments, preview=preview)
+
+    def revalidate(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
+        order = facts.order
+        try:
+            payment = order.payment(arguments.payment)
+            order.line_item(arguments.line_item)
+            discount = order.discount(arguments.discount)
+        except NotFoundError:
+            raise RevisionNeededError("evidence_missing") from None
+        if discount.applied or order.discount_refunded(discount.ref):
+            raise RevisionNeededError("discount_already_refunded", discount=discount.name)
+        amount = order.discount_value_cents(discount.ref)
+        if amount != arguments.amount_cents:
+            raise RevisionNeededError(
+                "amount_changed",
+                approved_cents=arguments.amount_cents,
+                current_cents=amount,
+                currency=order.currency,
+            )
+        if order.unresolved_attempts():
+            raise RevisionNeededError("refund_in_progress")
+        refundable = order.refundable_cents(payment.ref)
+        if refundable <= 0:
+            raise RevisionNeededError("payment_already_refunded", payment=payment.label)
+        if refundable < amount:
+            raise RevisionNeededError(
+                "insufficient_refundable",
+                refundable_cents=refundable,
+                currency=order.currency,
+            )
+        if arguments.destination.type == "card" and payment.method != "card":
+            raise RevisionNeededError("destination_unavailable")
+        if arguments.destination.type == "account_credit" and facts.account is None:
+            raise RevisionNeededError("destination_unavailable")
+        return {
+            "amount_cents": amount,
+            "refundable_cents": refundable,
+            "order_total_cents": order.total_cents,
+            "discount_applied": False,
+            "unresolved_refund_attempts": 0,
+            "destination": arguments.destination.type,
+        }
+
+    def is_external(self, arguments: RefundArguments) -> bool:
+        return arguments.destination.type == "card"
+
+    def execute(
+        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+    ) -> RefundResult:
+        arguments = contract.arguments
+        assert facts.account is not None  # revalidation proved the account exists
+        facts.order.credit_discount_to_account(
+            contract.proposal_id,
+            arguments.payment,
+            arguments.discount,
+            arguments.amount_cents,
+            recorded_by=contract.approved_by,
+        )
+        facts.account.credit(
+            arguments.amount_cents,
+            memo=f"Missed discount on order {facts.order.key}",
+            proposal_id=contract.proposal_id,
+        )
+        return _result(facts.order, contract.proposal_id, arguments)
+
+    def start_external(
+        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+    ) -> ExternalCall:
+        arguments = contract.arguments
+        key = self.idempotency_key(contract.proposal_id)
+        facts.order.start_refund_attempt(
+            contract.proposal_id,
+            arguments.payment,
+            arguments.discount,
+            arguments.amount_cents,
+            idempotency_key=key,
+        )
+        charge_id = facts.order.payment(arguments.payment).charge_id
+        assert charge_id is not None  # a card payment always has a charge
+        return ExternalCall(
+            idempotency_key=key,
+            charge_id=charge_id,
+            amount_cents=arguments.amount_cents,
+            metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+        )
+
+    def finish_external(
+        self,
+        contract: ExecutionContract[RefundArguments],
+        facts: RefundFacts,
+        refund: ProviderRefund,
+    ) -> RefundResult:
+        if refund.status != "succeeded":
+            facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
+            raise RevisionNeededError("refund_declined_by_provider")
+        facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
+        return _result(facts.order, contract.proposal_id, contract.arguments)
+
+    def abandon_external(
+        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+    ) -> RevisionReason:
+        facts.order.release_refund_attempt(contract.proposal_id, reason="not_sent")
+        return RevisionReason(code="refund_not_sent")
+
+    def success_text(self, preview: RefundPreview, result: RefundResult) -> str:
+        return (
+            f"Refunded {format_money(result.amount_cents, result.currency)} to "
+            f"{result.destination} for {preview.participant_name}'s missed "
+            f"{preview.discount_name}. The order total is now "
+            f"{format_money(result.resulting_order_total_cents, result.currency)}."
+        )
+
+
+def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:
+    problems = []
+    found = []
+    for field, finder in (
+        ("payment", order.payment),
+        ("line_item", order.line_item),
+        ("discount", order.discount),
+    ):
+        ref = getattr(request, field)
+        try:
+            found.append(finder(ref))
+        except NotFoundError:
+            problems.append(Problem(field=field, message=f"this order has no {ref}"))
+    if problems:
+        raise InvalidRequestError(problems)
+    return found[0], found[1], found[2]
+
+
+def _resolve_destination(phrase: str, payment: Any, facts: RefundFacts) -> RefundDestination:
+    if phrase == "original_payment_method" and payment.method == "card":
+        return RefundDestination(
+            type="card", payment=payment.ref, account_id=None, label=payment.label
+        )
+    if phrase == "original_payment_method" and payment.method != "account":
+        raise InvalidRequestError.one(
+            "destination",
+            f"payment {payment.ref} was {payment.method}; it cannot be refunded to its "
+            "original method here, use account_credit",
+        )
+    # account_credit, or an original payment that was itself account credit
+    if facts.account is None:
+        raise InvalidRequestError.one(
+            "destination", "the participant has no club account; use original_payment_method"
+        )
+    return RefundDestination(
+        type="account_credit",
+        payment=payment.ref,
+        account_id=facts.account.id,
+        label=f"club account credit for {facts.account.holder_name}",
+    )
+
+
+def _result(order: Order, proposal_id: UUID, arguments: RefundArguments) -> RefundResult:
+    refund = next(r for r in order.refunds if r.proposal_id == str(proposal_id))
+    return RefundResult(
+        refund_ref=refund.ref,
+        amount_cents=arguments.amount_cents,
+        currency=arguments.currency,
+        destination=arguments.destination.label,
+        resulting_order_total_cents=order.total_cents,
+    )

@@ -1,0 +1,40 @@
+"""Domain errors. Each says, in domain words, what went wrong."""
+
+from __future__ import annotations
+
+
+class CountersignError(Exception):
+    """Raised as the base of every countersign domain error."""
+
+
+class NotFoundError(CountersignError):
+    """Raised when a thing does not exist, or belongs to another organization."""
+
+
+class ConcurrencyConflictError(CountersignError):
+    """Raised when another writer changed an aggregate between our read and our write."""
+
+
+class IllegalTransitionError(CountersignError):
+    """Raised when a proposal is asked to move to a state its lifecycle does not allow."""
+
+    def __init__(self, action: str, status: str) -> None:
+        super().__init__(f"cannot {action} a proposal that is {status}")
+        self.action = action
+        self.status = status
+
+
+class NotMemberError(CountersignError):
+    """Raised when a person is not a member of the organization."""
+
+
+class DuplicateError(CountersignError):
+    """Raised when something that must be unique already exists."""
+
+
+class OrderRuleError(CountersignError):
+    """Raised when an order change breaks an order rule (amount, refundable balance, attempt)."""
+
+
+class RosterRuleError(CountersignError):
+    """Raised when a roster change breaks a roster rule (unknown league, duplicate member)."""

@@ -1,0 +1,123 @@
+"""Typed outcomes of an approved proposal, and the results of asking to approve one.
+
+An outcome is stored once, in the proposal's stream, and every later reader (a repeated
+approval, the browser, the assistant hand-back, the auditor) gets exactly those bytes back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Generic, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from domain.scope import Scope
+
+ReasonParam = str | int | bool
+
+
+class RevisionReason(BaseModel):
+    """A safe, app-authored, localizable reason code with its parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    params: dict[str, ReasonParam] = Field(default_factory=dict)
+
+
+class Succeeded(BaseModel):
+    """The operation's effect is recorded; ``result`` is the contract's typed result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["succeeded"] = "succeeded"
+    result: dict[str, Any]
+
+
+class NeedsReconciliation(BaseModel):
+    """An external effect is uncertain; the reconciler will settle it. Never retry by hand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["needs_reconciliation"] = "needs_reconciliation"
+    status_path: str
+
+
+class RevisionRequired(BaseModel):
+    """Nothing was executed: a material fact changed, or the manager declined."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["revision_required"] = "revision_required"
+    reason: RevisionReason
+
+
+class TerminalFailure(BaseModel):
+    """An internal failure; not retryable. The correlation id is also in the logs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["terminal_failure"] = "terminal_failure"
+    correlation_id: str
+
+
+Outcome = Annotated[
+    Succeeded | NeedsReconciliation | RevisionRequired | TerminalFailure,
+    Field(discriminator="kind"),
+]
+OUTCOME_ADAPTER: TypeAdapter[Outcome] = TypeAdapter(Outcome)
+
+
+def outcome_from_stored(stored: dict[str, Any]) -> Outcome:
+    """Decode an outcome exactly as it was stored."""
+    return OUTCOME_ADAPTER.validate_python(stored)
+
+
+class NotApprovableReason(StrEnum):
+    """Why a proposal cannot be approved now."""
+
+    NOT_FOUND = "not_found"
+    NOT_PENDING = "not_pending"
+    EXPIRED = "expired"
+    FORBIDDEN = "forbidden"
+    IN_PROGRESS = "in_progress"
+
+
+ArgumentsT = TypeVar("ArgumentsT")
+
+
+@dataclass(frozen=True)
+class ExecutionContract(Generic[ArgumentsT]):
+    """What a successful claim yields, and the only thing an executor accepts."""
+
+    proposal_id: UUID
+    kind: str
+    scope: Scope
+    arguments: ArgumentsT
+    approved_by: str
+    approved_at: datetime
+    attempt_id: UUID
+
+
+@dataclass(frozen=True)
+class Claimed(Generic[ArgumentsT]):
+    """The caller won the claim and holds the only execution contract."""
+
+    contract: ExecutionContract[ArgumentsT]
+
+
+@dataclass(frozen=True)
+class AlreadyCompleted:
+    """The proposal already has an outcome; here it is, as stored."""
+
+    outcome: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NotApprovable:
+    """The proposal cannot be approved now, for this reason."""
+
+    reason: NotApprovableReason

@@ -1,0 +1,87 @@
+"""Ports: what the domain and application need from the outside world, as Protocols.
+
+Adapters in ``infrastructure`` implement them; tests use the same adapters or fakes that
+implement the same Protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+A = TypeVar("A", bound=Aggregate)
+
+
+class Clock(Protocol):
+    """Tells the time; injectable so expiry and leases can be tested."""
+
+    def now(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class StoredEventView:
+    """One stored event, as an auditor reads it."""
+
+    version: int
+    type: str
+    at: datetime
+    fields: dict[str, Any]
+
+
+class AggregateStore(Protocol):
+    """Loads and saves aggregates of the one event stream."""
+
+    def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
+        """Raises NotFoundError when absent, of another type, or unreadable."""
+        ...
+
+    def save(self, *aggregates: Aggregate) -> None:
+        """One atomic commit of every pending event; ConcurrencyConflictError on a race."""
+        ...
+
+    def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
+
+    def ids_with_events(self, event_classes: Sequence[type[Any]]) -> Iterator[UUID]:
+        """Distinct originator ids that recorded any of these event classes, oldest first."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProviderRefund:
+    """What the payment provider holds for one idempotency key."""
+
+    idempotency_key: str
+    refund_id: str
+    charge_id: str
+    amount_cents: int
+    status: str  # "succeeded" | "failed"
+    failure_code: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class ProviderResponseLostError(Exception):
+    """Raised when a provider call's outcome is unknown: timeout, lost connection or a 5xx."""
+
+
+class IdempotencyConflictError(Exception):
+    """Raised when an idempotency key is reused with other parameters."""
+
+
+class PaymentProvider(Protocol):
+    """A card payment provider with idempotency keys and lookups, like a real one."""
+
+    def refund(
+        self,
+        *,
+        idempotency_key: str,
+        charge_id: str,
+        amount_cents: int,
+        metadata: dict[str, str],
+    ) -> ProviderRefund: ...
+
+    def find_refund(self, idempotency_key: str) -> ProviderRefund | None: ...

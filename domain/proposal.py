@@ -1,0 +1,200 @@
+"""The Proposal aggregate: one operation's whole lifecycle as an immutable event stream."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import IllegalTransitionError
+from domain.scope import Scope, Section
+
+
+class ProposalStatus(StrEnum):
+    """Where a proposal is in its lifecycle."""
+
+    PENDING = "pending"
+    EXECUTING = "executing"
+    RECONCILING = "reconciling"
+    SUCCEEDED = "succeeded"
+    REVISION_REQUIRED = "revision_required"
+    FAILED = "failed"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+FINISHED = frozenset(
+    {
+        ProposalStatus.SUCCEEDED,
+        ProposalStatus.REVISION_REQUIRED,
+        ProposalStatus.FAILED,
+        ProposalStatus.DECLINED,
+    }
+)
+
+
+def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
+    """SHA-256 over the canonical JSON of what the approver is shown and what will run."""
+    canonical = json.dumps(
+        {"kind": kind, "version": version, "arguments": arguments, "preview": preview},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Proposal(Aggregate):
+    """A frozen operation contract awaiting, or past, a person's approval."""
+
+    @event("Proposed")
+    def __init__(
+        self,
+        *,
+        id: UUID,  # noqa: A002 - eventsourcing names the originator id "id"
+        organization_id: UUID,
+        section: str,
+        resource_id: UUID,
+        requested_by: str,
+        interaction_id: str,
+        kind: str,
+        contract_version: int,
+        arguments: dict[str, Any],
+        preview: dict[str, Any],
+        expires_at: datetime,
+        digest: str,
+    ) -> None:
+        self.organization_id = organization_id
+        self.section = section
+        self.resource_id = resource_id
+        self.requested_by = requested_by
+        self.interaction_id = interaction_id
+        self.kind = kind
+        self.contract_version = contract_version
+        self.arguments = arguments
+        self.preview = preview
+        self.expires_at = expires_at
+        self.digest = digest
+        self.status = ProposalStatus.PENDING
+        self.approved_by: str | None = None
+        self.approved_at: datetime | None = None
+        self.attempt_id: UUID | None = None
+        self.claimed_at: datetime | None = None
+        self.revalidated_facts: dict[str, Any] | None = None
+        self.outcome: dict[str, Any] | None = None
+        self.idempotency_key: str | None = None
+        self.declined_by: str | None = None
+        self.decline_note: str | None = None
+        self.expired_at: datetime | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.organization_id, Section(self.section), self.resource_id)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+    def is_expired_at(self, now: datetime) -> bool:
+        return now >= self.expires_at
+
+    # -- guards ---------------------------------------------------------------------------
+
+    def check_is(self, action: str, *allowed: ProposalStatus) -> None:
+        if self.status not in allowed:
+            raise IllegalTransitionError(action, self.status)
+
+    # -- commands -------------------------------------------------------------------------
+
+    def approve_and_claim(self, approved_by: str, at: datetime, attempt_id: UUID) -> None:
+        """Approved and Claimed always travel together, in one commit."""
+        self.check_is("approve", ProposalStatus.PENDING)
+        self._approved(approved_by=approved_by, approved_at=at)
+        self._claimed(attempt_id=attempt_id, claimed_at=at)
+
+    def record_revalidated(self, facts: dict[str, Any]) -> None:
+        self.check_is("revalidate", ProposalStatus.EXECUTING)
+        self._revalidated(facts=facts)
+
+    def succeed(self, outcome: dict[str, Any]) -> None:
+        self.check_is("complete", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
+        self._succeeded(outcome=outcome)
+
+    def require_revision(self, outcome: dict[str, Any]) -> None:
+        self.check_is(
+            "require revision of", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING
+        )
+        self._revision_required(outcome=outcome)
+
+    def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
+        self.check_is("reconcile", ProposalStatus.EXECUTING)
+        self._reconciling(outcome=outcome, idempotency_key=idempotency_key)
+
+    def fail(self, outcome: dict[str, Any], error_class: str) -> None:
+        self.check_is("fail", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
+        self._failed(outcome=outcome, error_class=error_class)
+
+    def decline(self, declined_by: str, note: str | None, outcome: dict[str, Any]) -> None:
+        """Declined and its RevisionRequired(declined_by_manager) travel together."""
+        self.check_is("decline", ProposalStatus.PENDING)
+        self._declined(declined_by=declined_by, note=note)
+        self._revision_required(outcome=outcome)
+
+    def expire(self, at: datetime) -> None:
+        self.check_is("expire", ProposalStatus.PENDING)
+        self._expired(at=at)
+
+    # -- events (replayed on load: they never raise and never look outside) -----------------
+
+    @event("Approved")
+    def _approved(self, approved_by: str, approved_at: datetime) -> None:
+        self.approved_by = approved_by
+        self.approved_at = approved_at
+
+    @event("Claimed")
+    def _claimed(self, attempt_id: UUID, claimed_at: datetime) -> None:
+        self.attempt_id = attempt_id
+        self.claimed_at = claimed_at
+        self.status = ProposalStatus.EXECUTING
+
+    @event("Revalidated")
+    def _revalidated(self, facts: dict[str, Any]) -> None:
+        self.revalidated_facts = facts
+
+    @event("Succeeded")
+    def _succeeded(self, outcome: dict[str, Any]) -> None:
+        self.outcome = outcome
+        self.status = ProposalStatus.SUCCEEDED
+
+    @event("RevisionRequired")
+    def _revision_required(self, outcome: dict[str, Any]) -> None:
+        self.outcome = outcome
+        if self.status != ProposalStatus.DECLINED:
+            self.status = ProposalStatus.REVISION_REQUIRED
+
+    @event("Reconciling")
+    def _reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
+        self.outcome = outcome
+        self.idempotency_key = idempotency_key
+        self.status = ProposalStatus.RECONCILING
+
+    @event("Failed")
+    def _failed(self, outcome: dict[str, Any], error_class: str) -> None:
+        self.outcome = outcome
+        self.status = ProposalStatus.FAILED
+
+    @event("Declined")
+    def _declined(self, declined_by: str, note: str | None) -> None:
+        self.declined_by = declined_by
+        self.decline_note = note
+        self.status = ProposalStatus.DECLINED
+
+    @event("Expired")
+    def _expired(self, at: datetime) -> None:
+        self.expired_at = at
+        self.status = ProposalStatus.EXPIRED

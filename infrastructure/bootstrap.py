@@ -1,0 +1,69 @@
+"""The one place that wires everything. Tests pass fakes; production takes the defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from application.audit import AuditService
+from application.club import ClubService
+from application.proposals import ProposalService
+from domain.ports import Clock, PaymentProvider
+from infrastructure.clock import SystemClock
+from infrastructure.event_store import CountersignApplication, EventSourcedStore
+from infrastructure.payment_sandbox import SandboxPaymentProvider
+from infrastructure.settings import Database, Settings
+from infrastructure.sql import SqlDatabase
+
+
+@dataclass
+class Countersign:
+    """A wired countersign: its services and the adapters behind them."""
+
+    settings: Settings
+    database: Database
+    app: CountersignApplication
+    store: EventSourcedStore
+    sql: SqlDatabase
+    sandbox: SandboxPaymentProvider
+    proposals: ProposalService
+    club: ClubService
+    audit: AuditService
+
+    def close(self) -> None:
+        self.sql.close()
+        self.app.close()
+
+
+def bootstrap(
+    settings: Settings | None = None,
+    *,
+    database_url: str | None = None,
+    clock: Clock | None = None,
+    provider: PaymentProvider | None = None,
+) -> Countersign:
+    """Wire countersign for the configured database; any port can be replaced."""
+    settings = settings or Settings.from_env(database_url)
+    database = Database.parse(settings.database_url)
+    app = CountersignApplication(env=database.eventsourcing_env())
+    store = EventSourcedStore(app)
+    sql = SqlDatabase(database)
+    sandbox = SandboxPaymentProvider(sql)
+    proposals = ProposalService(
+        store,
+        provider or sandbox,
+        clock or SystemClock(),
+        ttl=timedelta(seconds=settings.proposal_ttl_seconds),
+        lease=timedelta(seconds=settings.reconcile_lease_seconds),
+    )
+    return Countersign(
+        settings=settings,
+        database=database,
+        app=app,
+        store=store,
+        sql=sql,
+        sandbox=sandbox,
+        proposals=proposals,
+        club=ClubService(store),
+        audit=AuditService(store),
+    )

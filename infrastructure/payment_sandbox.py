@@ -1,0 +1,202 @@
+"""A payment-provider sandbox with the semantics of a real card provider.
+
+Refunds are keyed by idempotency key: the same key with the same parameters returns the stored
+response (and counts the request); the same key with other parameters is an error. Refunds can
+be looked up by key. Each charge has a refundable balance. State lives in the configured
+database, so a reconciler in another process sees what an approver's request did.
+
+Like a card sandbox, test cards trigger behaviours:
+
+====================  ================================================================
+card                  behaviour of a refund request
+====================  ================================================================
+4242 4242 4242 4242   refunded
+4000 0000 0000 0259   refunded, but the response is lost (the caller sees a timeout)
+4000 0000 0000 0002   declined
+4000 0000 0000 0119   provider outage: a 503 before anything is applied
+====================  ================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from uuid import uuid4
+
+import psycopg
+
+from domain.ports import (
+    IdempotencyConflictError,
+    ProviderRefund,
+    ProviderResponseLostError,
+)
+from infrastructure.sql import Cursor, SqlDatabase
+
+CARD_OK = "4242424242424242"
+CARD_LOST_RESPONSE = "4000000000000259"
+CARD_DECLINED = "4000000000000002"
+CARD_OUTAGE = "4000000000000119"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sandbox_charges ("
+    " charge_id TEXT PRIMARY KEY, card_number TEXT NOT NULL,"
+    " amount_cents BIGINT NOT NULL, refunded_cents BIGINT NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS sandbox_refunds ("
+    " idempotency_key TEXT PRIMARY KEY, refund_id TEXT NOT NULL, charge_id TEXT NOT NULL,"
+    " amount_cents BIGINT NOT NULL, status TEXT NOT NULL, failure_code TEXT,"
+    " metadata TEXT NOT NULL, requests INTEGER NOT NULL)",
+)
+
+
+class SandboxPaymentProvider:
+    """The PaymentProvider port, simulated in the application's database."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
+        with self.db.transaction() as cursor:
+            for statement in _SCHEMA:
+                cursor.execute(statement)
+
+    def create_charge(self, charge_id: str, card_number: str, amount_cents: int) -> None:
+        with self.db.transaction() as cursor:
+            cursor.execute(
+                "INSERT INTO sandbox_charges (charge_id, card_number, amount_cents)"
+                " VALUES (?, ?, ?) ON CONFLICT (charge_id) DO NOTHING",
+                (charge_id, card_number, amount_cents),
+            )
+
+    def refund(
+        self,
+        *,
+        idempotency_key: str,
+        charge_id: str,
+        amount_cents: int,
+        metadata: dict[str, str],
+    ) -> ProviderRefund:
+        card = self._card_of(charge_id)
+        if card == CARD_OUTAGE:
+            raise ProviderResponseLostError("503 Service Unavailable")
+        try:
+            response = self._refund_once(idempotency_key, charge_id, card, amount_cents, metadata)
+        except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+            # A concurrent request with the same key won the insert: answer as it did.
+            response = self._refund_once(idempotency_key, charge_id, card, amount_cents, metadata)
+        if card == CARD_LOST_RESPONSE:
+            raise ProviderResponseLostError("read timed out")
+        return response
+
+    def _refund_once(
+        self,
+        key: str,
+        charge_id: str,
+        card: str | None,
+        amount_cents: int,
+        metadata: dict[str, str],
+    ) -> ProviderRefund:
+        with self.db.transaction() as cursor:
+            stored = _select(cursor, key, for_update=self.db.is_postgres)
+            if stored is None:
+                return _apply(cursor, key, charge_id, card, amount_cents, metadata)
+            if (stored.charge_id, stored.amount_cents) != (charge_id, amount_cents):
+                raise IdempotencyConflictError("idempotency key reused with different parameters")
+            cursor.execute(
+                "UPDATE sandbox_refunds SET requests = requests + 1 WHERE idempotency_key = ?",
+                (key,),
+            )
+            return stored
+
+    def find_refund(self, idempotency_key: str) -> ProviderRefund | None:
+        with self.db.transaction() as cursor:
+            return _select(cursor, idempotency_key, for_update=False)
+
+    def refunds(self) -> list[dict[str, object]]:
+        """What the sandbox holds, per idempotency key, with the number of requests it got."""
+        with self.db.transaction() as cursor:
+            rows = cursor.execute(
+                "SELECT idempotency_key, requests, amount_cents, status, metadata"
+                " FROM sandbox_refunds ORDER BY idempotency_key"
+            ).fetchall()
+        return [
+            {
+                "idempotency_key": key,
+                "requests": requests,
+                "amount_cents": amount,
+                "status": status,
+                "metadata": json.loads(metadata),
+            }
+            for key, requests, amount, status, metadata in rows
+        ]
+
+    def _card_of(self, charge_id: str) -> str | None:
+        with self.db.transaction() as cursor:
+            row = cursor.execute(
+                "SELECT card_number FROM sandbox_charges WHERE charge_id = ?", (charge_id,)
+            ).fetchone()
+        return str(row[0]) if row else None
+
+
+def _select(cursor: Cursor, key: str, *, for_update: bool) -> ProviderRefund | None:
+    row = cursor.execute(
+        "SELECT idempotency_key, refund_id, charge_id, amount_cents, status, failure_code,"
+        " metadata FROM sandbox_refunds WHERE idempotency_key = ?"
+        + (" FOR UPDATE" if for_update else ""),
+        (key,),
+    ).fetchone()
+    if row is None:
+        return None
+    return ProviderRefund(
+        idempotency_key=row[0],
+        refund_id=row[1],
+        charge_id=row[2],
+        amount_cents=int(row[3]),
+        status=row[4],
+        failure_code=row[5],
+        metadata=json.loads(row[6]),
+    )
+
+
+def _apply(
+    cursor: Cursor,
+    key: str,
+    charge_id: str,
+    card: str | None,
+    amount_cents: int,
+    metadata: dict[str, str],
+) -> ProviderRefund:
+    failure = None
+    if card is None:
+        failure = "no_such_charge"
+    elif card == CARD_DECLINED:
+        failure = "refund_declined"
+    else:
+        updated = cursor.execute(
+            "UPDATE sandbox_charges SET refunded_cents = refunded_cents + ?"
+            " WHERE charge_id = ? AND amount_cents - refunded_cents >= ?",
+            (amount_cents, charge_id, amount_cents),
+        ).rowcount
+        if updated != 1:
+            failure = "insufficient_funds"
+    refund = ProviderRefund(
+        idempotency_key=key,
+        refund_id=f"re_{uuid4().hex[:20]}",
+        charge_id=charge_id,
+        amount_cents=amount_cents,
+        status="failed" if failure else "succeeded",
+        failure_code=failure,
+        metadata=dict(metadata),
+    )
+    # A racing request with the same key loses here on the primary key and rolls back.
+    cursor.execute(
+        "INSERT INTO sandbox_refunds (idempotency_key, refund_id, charge_id, amount_cents,"
+        " status, failure_code, metadata, requests) VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+        (
+            key,
+            refund.refund_id,
+            charge_id,
+            amount_cents,
+            refund.status,
+            failure,
+            json.dumps(metadata, sort_keys=True),
+        ),
+    )
+    return refund

@@ -1,0 +1,99 @@
+"""Settings from the environment, overridable per command."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
+
+
+class SettingsError(ValueError):
+    """Raised when a setting has a value countersign cannot use; the message says the fix."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that varies between deployments."""
+
+    database_url: str = DEFAULT_DATABASE_URL
+    proposal_ttl_seconds: int = 86400
+    reconcile_lease_seconds: int = 60
+
+    @classmethod
+    def from_env(cls, database_url: str | None = None) -> Settings:
+        ttl = os.environ.get("COUNTERSIGN_PROPOSAL_TTL", "86400")
+        lease = os.environ.get("COUNTERSIGN_RECONCILE_LEASE", "60")
+        for name, value in (("COUNTERSIGN_PROPOSAL_TTL", ttl), ("COUNTERSIGN_RECONCILE_LEASE", lease)):
+            if not value.isdigit() or int(value) <= 0:
+                raise SettingsError(f"{name} must be a positive number of seconds, not {value!r}")
+        return cls(
+            database_url=database_url
+            or os.environ.get("COUNTERSIGN_DATABASE_URL")
+            or DEFAULT_DATABASE_URL,
+            proposal_ttl_seconds=int(ttl),
+            reconcile_lease_seconds=int(lease),
+        )
+
+
+@dataclass(frozen=True)
+class Database:
+    """A parsed database URL."""
+
+    kind: str  # "sqlite" | "postgres"
+    sqlite_path: str = ""
+    host: str = ""
+    port: int = 5432
+    user: str = ""
+    password: str = ""
+    dbname: str = ""
+
+    @classmethod
+    def parse(cls, url: str) -> Database:
+        parsed = urlparse(url)
+        if parsed.scheme == "sqlite":
+            # sqlite:///relative.db, sqlite:////absolute.db, sqlite:///:memory:
+            path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
+            if not path:
+                raise SettingsError("a SQLite URL looks like sqlite:///countersign.db")
+            if path != ":memory:":
+                Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+            return cls(kind="sqlite", sqlite_path=path)
+        if parsed.scheme in ("postgres", "postgresql"):
+            if not parsed.path.strip("/"):
+                raise SettingsError(
+                    "a PostgreSQL URL names a database: postgresql://user@host:5432/dbname"
+                )
+            return cls(
+                kind="postgres",
+                host=parsed.hostname or "127.0.0.1",
+                port=parsed.port or 5432,
+                user=unquote(parsed.username or "postgres"),
+                password=unquote(parsed.password or ""),
+                dbname=parsed.path.strip("/"),
+            )
+        raise SettingsError(
+            f"unsupported database URL scheme {parsed.scheme!r}: "
+            "use sqlite:///path.db or postgresql://user@host/dbname"
+        )
+
+    def eventsourcing_env(self) -> dict[str, str]:
+        if self.kind == "sqlite":
+            return {
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": self.sqlite_path,
+                "SQLITE_LOCK_TIMEOUT": "30",
+            }
+        return {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": self.dbname,
+            "POSTGRES_HOST": self.host,
+            "POSTGRES_PORT": str(self.port),
+            "POSTGRES_USER": self.user,
+            "POSTGRES_PASSWORD": self.password,
+            "POSTGRES_ENABLE_DB_FUNCTIONS": "y",
+            "POSTGRES_POOL_SIZE": "4",
+            "POSTGRES_LOCK_TIMEOUT": "10",
+        }

@@ -1,0 +1,94 @@
+"""A small DB-API helper so the sandbox and tools speak to SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+from infrastructure.settings import Database
+
+
+class SqlDatabase:
+    """One lazily opened connection, one transaction at a time, ``?`` placeholders."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self._lock = threading.Lock()
+        self._connection: Any = None
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.database.kind == "postgres"
+
+    def _connect(self) -> Any:
+        if self.is_postgres:
+            db = self.database
+            return psycopg.connect(
+                host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.dbname
+            )
+        connection = sqlite3.connect(
+            self.database.sqlite_path, timeout=30, isolation_level=None, check_same_thread=False
+        )
+        connection.execute("PRAGMA journal_mode=WAL")
+        return connection
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        """A write transaction; SQLite takes its write lock at BEGIN so read-then-write is safe."""
+        with self._lock:
+            if self._connection is None:
+                self._connection = self._connect()
+            connection = self._connection
+            try:
+                if not self.is_postgres:
+                    connection.execute("BEGIN IMMEDIATE")
+                yield Cursor(connection.cursor(), self.is_postgres)
+                connection.commit() if self.is_postgres else connection.execute("COMMIT")
+            except BaseException:
+                try:
+                    connection.rollback() if self.is_postgres else connection.execute("ROLLBACK")
+                except Exception:  # noqa: S110 - the connection is dropped just below
+                    pass
+                self._drop()
+                raise
+
+    def _drop(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            finally:
+                self._connection = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+
+class Cursor:
+    """A cursor that accepts ``?`` placeholders on both databases."""
+
+    def __init__(self, cursor: Any, is_postgres: bool) -> None:
+        self._cursor = cursor
+        self._is_postgres = is_postgres
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        if self._is_postgres:
+            sql = sql.replace("?", "%s")
+        self._cursor.execute(sql, tuple(params))
+        return self
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        row = self._cursor.fetchone()
+        return tuple(row) if row is not None else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self._cursor.fetchall()]
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
