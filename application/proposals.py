@@ -56,9 +56,9 @@ def new_correlation_id() -> str:
     return f"cs-{uuid4().hex[:16]}"
 
 
-def _dump(outcome: Succeeded | NeedsReconciliation | RevisionRequired | TerminalFailure) -> dict[
-    str, Any
-]:
+def _dump(
+    outcome: Succeeded | NeedsReconciliation | RevisionRequired | TerminalFailure,
+) -> dict[str, Any]:
     return outcome.model_dump(mode="json")
 
 
@@ -208,8 +208,9 @@ class ProposalService:
         # Every round lost a race to another writer of the same facts: report current state.
         proposal = self._load(proposal_id)
         assert proposal is not None
-        return self._report(proposal, self._decided(proposal) or NotApprovable(
-            NotApprovableReason.IN_PROGRESS))
+        return self._report(
+            proposal, self._decided(proposal) or NotApprovable(NotApprovableReason.IN_PROGRESS)
+        )
 
     def _claim_and_execute(
         self, proposal: Proposal, contract: AnyContract | None, actor: str
@@ -380,7 +381,7 @@ class ProposalService:
         """Record Expired for every pending proposal past its expiry."""
         reports = []
         now = self.clock.now()
-        for proposal_id in self.store.ids_with_events([Proposal.Proposed]):
+        for proposal_id in self.store.ids_with_events(Proposal, ["Proposed"]):
             proposal = self._load(str(proposal_id))
             if proposal is None or proposal.status != ProposalStatus.PENDING:
                 continue
@@ -399,7 +400,7 @@ class ProposalService:
         """
         reports = []
         now = self.clock.now()
-        for proposal_id in self.store.ids_with_events([Proposal.Claimed]):
+        for proposal_id in self.store.ids_with_events(Proposal, ["Claimed"]):
             proposal = self._load(str(proposal_id))
             if proposal is None:
                 continue
@@ -512,4 +513,3 @@ def _parse_uuid(value: str) -> UUID:
         return UUID(str(value).strip())
     except ValueError:
         raise NotFoundError("malformed id") from None
-

@@ -47,7 +47,9 @@ REASONS: dict[str, dict[str, str]] = {
             "depuis la proposition."
         ),
         "payment_already_refunded": "Le paiement {payment} a déjà été remboursé.",
-        "insufficient_refundable": "Il ne reste que {refundable_cents} à rembourser sur ce paiement.",
+        "insufficient_refundable": (
+            "Il ne reste que {refundable_cents} à rembourser sur ce paiement."
+        ),
         "discount_already_refunded": "La remise {discount} a déjà été remboursée.",
         "refund_in_progress": "Un autre remboursement de cette commande est en cours de règlement.",
         "evidence_missing": "La commande ne montre plus l'article ou la remise.",

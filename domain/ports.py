@@ -46,8 +46,10 @@ class AggregateStore(Protocol):
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
 
-    def ids_with_events(self, event_classes: Sequence[type[Any]]) -> Iterator[UUID]:
-        """Distinct originator ids that recorded any of these event classes, oldest first."""
+    def ids_with_events(
+        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
+    ) -> Iterator[UUID]:
+        """Distinct ids of aggregates that recorded any of these events, oldest first."""
         ...
 
 

@@ -56,7 +56,7 @@ class Proposal(Aggregate):
     def __init__(
         self,
         *,
-        id: UUID,  # noqa: A002 - eventsourcing names the originator id "id"
+        id: UUID,
         organization_id: UUID,
         section: str,
         resource_id: UUID,
@@ -126,9 +126,7 @@ class Proposal(Aggregate):
         self._succeeded(outcome=outcome)
 
     def require_revision(self, outcome: dict[str, Any]) -> None:
-        self.check_is(
-            "require revision of", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING
-        )
+        self.check_is("require revision of", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
         self._revision_required(outcome=outcome)
 
     def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:

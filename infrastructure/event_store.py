@@ -75,7 +75,7 @@ class CountersignApplication(Application[UUID]):
     """Proposals and the club aggregates they act on, in one notification log."""
 
     name = "countersign"
-    env = {  # noqa: RUF012 - the library reads this class attribute
+    env = {
         "AGGREGATE_CACHE_MAXSIZE": "2000",
         "AGGREGATE_CACHE_FASTFORWARD": "y",
     }
@@ -94,7 +94,7 @@ class EventSourcedStore:
 
     def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
         try:
-            aggregate = self.app.repository.get(aggregate_id, version=version)
+            aggregate: Aggregate = self.app.repository.get(aggregate_id, version=version)
         except AggregateNotFoundError:
             raise NotFoundError(as_type.__name__) from None
         except (UnreadableEventError, ValueError, TypeError, KeyError) as error:
@@ -124,14 +124,16 @@ class EventSourcedStore:
             StoredEventView(
                 version=event.originator_version,
                 type=type(event).__name__,
-                at=event.timestamp,
+                at=getattr(event, "timestamp"),  # noqa: B009 - not on the library's protocol
                 fields={k: v for k, v in vars(event).items() if k not in _ENVELOPE},
             )
             for event in events
         ]
 
-    def ids_with_events(self, event_classes: Sequence[type[Any]]) -> Iterator[UUID]:
-        topics = [get_topic(cls) for cls in event_classes]
+    def ids_with_events(
+        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
+    ) -> Iterator[UUID]:
+        topics = [f"{get_topic(aggregate_class)}.{name}" for name in event_names]
         seen: set[UUID] = set()
         start = 1
         while True:

@@ -26,7 +26,10 @@ class Settings:
     def from_env(cls, database_url: str | None = None) -> Settings:
         ttl = os.environ.get("COUNTERSIGN_PROPOSAL_TTL", "86400")
         lease = os.environ.get("COUNTERSIGN_RECONCILE_LEASE", "60")
-        for name, value in (("COUNTERSIGN_PROPOSAL_TTL", ttl), ("COUNTERSIGN_RECONCILE_LEASE", lease)):
+        for name, value in (
+            ("COUNTERSIGN_PROPOSAL_TTL", ttl),
+            ("COUNTERSIGN_RECONCILE_LEASE", lease),
+        ):
             if not value.isdigit() or int(value) <= 0:
                 raise SettingsError(f"{name} must be a positive number of seconds, not {value!r}")
         return cls(

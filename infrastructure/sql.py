@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -50,10 +51,8 @@ class SqlDatabase:
                 yield Cursor(connection.cursor(), self.is_postgres)
                 connection.commit() if self.is_postgres else connection.execute("COMMIT")
             except BaseException:
-                try:
+                with contextlib.suppress(Exception):  # the connection is dropped just below
                     connection.rollback() if self.is_postgres else connection.execute("ROLLBACK")
-                except Exception:  # noqa: S110 - the connection is dropped just below
-                    pass
                 self._drop()
                 raise
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
@@ -177,8 +177,8 @@ class Order(Aggregate):
 
     def refundable_cents(self, payment_ref: str) -> int:
         payment = self.payment(payment_ref)
-        return payment.amount_cents - self.refunded_cents(payment_ref) - self.held_cents(
-            payment_ref
+        return (
+            payment.amount_cents - self.refunded_cents(payment_ref) - self.held_cents(payment_ref)
         )
 
     def discount_refunded(self, discount_ref: str) -> bool:
@@ -202,7 +202,11 @@ class Order(Aggregate):
         )
 
     def credit_discount_to_account(
-        self, proposal_id: UUID, payment_ref: str, discount_ref: str, amount_cents: int,
+        self,
+        proposal_id: UUID,
+        payment_ref: str,
+        discount_ref: str,
+        amount_cents: int,
         recorded_by: str,
     ) -> None:
         self.check_refundable(payment_ref, amount_cents)
@@ -216,7 +220,11 @@ class Order(Aggregate):
         )
 
     def start_refund_attempt(
-        self, proposal_id: UUID, payment_ref: str, discount_ref: str, amount_cents: int,
+        self,
+        proposal_id: UUID,
+        payment_ref: str,
+        discount_ref: str,
+        amount_cents: int,
         idempotency_key: str,
     ) -> None:
         if str(proposal_id) in self._attempts:
@@ -280,7 +288,11 @@ class Order(Aggregate):
 
     @event("RefundAttemptStarted")
     def _refund_attempt_started(
-        self, proposal_id: str, payment: str, discount: str, amount_cents: int,
+        self,
+        proposal_id: str,
+        payment: str,
+        discount: str,
+        amount_cents: int,
         idempotency_key: str,
     ) -> None:
         self._attempts[proposal_id] = {
@@ -313,7 +325,15 @@ class Order(Aggregate):
         self._attempts[proposal_id]["status"] = "failed"
 
 
-def _find(items: list[Any], ref: str, what: str) -> Any:
+class _Referenced(Protocol):
+    @property
+    def ref(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Referenced)
+
+
+def _find(items: list[R], ref: str, what: str) -> R:
     for item in items:
         if item.ref == ref:
             return item

@@ -58,9 +58,7 @@ class Organization(Aggregate):
             permissions=frozenset(Permission(p) for p in entry["permissions"]),
         )
 
-    def add_member(
-        self, email: str, name: str, role: str, permissions: list[Permission]
-    ) -> None:
+    def add_member(self, email: str, name: str, role: str, permissions: list[Permission]) -> None:
         email = email.strip().lower()
         if email in self.members:
             raise DuplicateError(f"{email} is already a member")

@@ -55,9 +55,7 @@ class BroadcastDraftRequest(ContractRequest):
     subject: str = Field(
         description="The email subject line.", min_length=1, max_length=MAX_SUBJECT
     )
-    body: str = Field(
-        description="The plain-text email body.", min_length=1, max_length=MAX_BODY
-    )
+    body: str = Field(description="The plain-text email body.", min_length=1, max_length=MAX_BODY)
 
 
 # -- Arguments --------------------------------------------------------------------------------
@@ -172,9 +170,7 @@ class ApplyBroadcastDraft(
         )
         return Prepared(arguments=arguments, preview=preview)
 
-    def revalidate(
-        self, arguments: BroadcastDraftArguments, facts: DraftFacts
-    ) -> dict[str, Any]:
+    def revalidate(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
         leagues = arguments.filters.leagues
         missing = [name for name in leagues if name not in facts.roster.leagues]
         current = len(facts.roster.audience(leagues))

@@ -68,8 +68,6 @@ class UndecodableContractError(CountersignError):
     """Raised when stored arguments do not decode into the contract's types."""
 
 
-
-
 @dataclass(frozen=True)
 class ExternalCall:
     """One provider request, with the idempotency key that makes it safe to look up later."""
@@ -170,7 +168,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     @abstractmethod
     def revalidate(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
-        """Prove the preview still holds; return the facts rechecked, or raise RevisionNeededError."""
+        """Prove the preview still holds: the facts rechecked, or RevisionNeededError."""
 
     def is_external(self, arguments: ArgumentsT) -> bool:
         return False

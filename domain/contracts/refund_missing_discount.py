@@ -317,9 +317,9 @@ class RefundMissingDiscount(
 
     def success_text(self, preview: RefundPreview, result: RefundResult) -> str:
         return (
-            f"Refunded {format_money(result.amount_cents, result.currency)} to "
-            f"{result.destination} for {preview.participant_name}'s missed "
-            f"{preview.discount_name}. The order total is now "
+            f"Refunded {format_money(result.amount_cents, result.currency)} for "
+            f"{preview.participant_name}'s missed {preview.discount_name} to "
+            f"{result.destination}. The order total is now "
             f"{format_money(result.resulting_order_total_cents, result.currency)}."
         )
 

@@ -1,0 +1,301 @@
+"""The ``countersign`` command line, for application services and operators.
+
+Every command takes ``--json`` and then prints exactly one JSON document on stdout. The exit
+status is 0 whenever the command was processed, whatever its outcome; 2 for usage errors and
+1 for internal errors (which print a correlation id, never a stack trace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
+from application.proposals import new_correlation_id
+from domain.contracts.base import InvalidRequestError
+from domain.errors import CountersignError, NotFoundError
+from infrastructure import render
+from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.settings import SettingsError
+
+log = logging.getLogger("countersign.cli")
+
+
+class UsageError(Exception):
+    """Raised when the command line itself is wrong; the message says how to fix it."""
+
+
+# -- commands ---------------------------------------------------------------------------------
+# Each returns (json document, human text).
+
+Result = tuple[Any, str]
+
+
+def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
+    from infrastructure.seed import seed
+
+    data = seed(cs)
+    lines = ["Seeded the demo clubs (running it again changes nothing):"]
+    lines += [f"  organization {o['slug']}: {o['name']}" for o in data["organizations"]]
+    lines += [f"  user {u['email']} ({u['role']} of {u['organization']})" for u in data["users"]]
+    lines += [f"  order {key}: {order_id}" for key, order_id in data["orders"].items()]
+    lines += [f"  broadcast form of {slug}: {fid}" for slug, fid in data["broadcast_forms"].items()]
+    return data, "\n".join(lines)
+
+
+def cmd_orders_show(cs: Countersign, args: argparse.Namespace) -> Result:
+    order = cs.club.investigate(args.org, args.order_id)
+    return order, render.render_order(order)
+
+
+def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Result:
+    order = cs.club.refund_manually(args.org, args.order_id, args.actor, args.payment, args.amount)
+    return order, "Refund recorded.\n" + render.render_order(order)
+
+
+def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
+    leagues = cs.club.leagues(args.org)
+    text = "\n".join(f"{league['name']}: {league['active_members']} members" for league in leagues)
+    return leagues, text
+
+
+def cmd_roster_join(cs: Countersign, args: argparse.Namespace) -> Result:
+    joined = cs.club.join(args.org, args.league, args.name, args.email)
+    return joined, f"{args.name} joined {args.league} ({joined['active_members']} members)."
+
+
+def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
+    request = _read_request(args.request)
+    created = cs.proposals.propose(
+        organization=args.org,
+        actor=args.actor,
+        operation=args.operation,
+        resource_id=args.resource,
+        request=request,
+    ).to_json()
+    return created, render.render_created(created)
+
+
+def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
+    report = cs.proposals.approve(args.proposal_id, args.actor).to_json()
+    return report, render.render_report(report)
+
+
+def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
+    report = cs.proposals.decline(args.proposal_id, args.actor, args.note).to_json()
+    return report, render.render_report(report)
+
+
+def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
+    card = cs.proposals.card(args.proposal_id, args.actor, args.language).to_json()
+    return card, render.render_card(card)
+
+
+def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
+    history = json.loads(render.to_json(cs.audit.history(args.proposal_id, args.as_of)))
+    return history, render.render_history(history)
+
+
+def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:
+    reports = [report.to_json() for report in cs.proposals.reconcile()]
+    return {"resolved": reports}, _sweep_text("reconcile", reports)
+
+
+def cmd_expire(cs: Countersign, args: argparse.Namespace) -> Result:
+    reports = [report.to_json() for report in cs.proposals.expire_due()]
+    return {"expired": reports}, _sweep_text("expire", reports)
+
+
+def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
+    refunds = cs.sandbox.refunds()
+    lines = [
+        f"{r['idempotency_key']}: {r['status']}, {r['amount_cents']} cents, "
+        f"{r['requests']} request(s)"
+        for r in refunds
+    ]
+    return refunds, "\n".join(lines) or "The sandbox holds no refunds."
+
+
+def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:
+    if not reports:
+        return f"{what}: nothing to do."
+    return "\n".join(
+        f"{what}: {r['proposal_id']} {r['action'].replace('_', ' ')} -> {r['status']}"
+        for r in reports
+    )
+
+
+def _read_request(raw: str) -> Any:
+    text = raw
+    if raw.startswith("@"):
+        try:
+            text = Path(raw[1:]).read_text(encoding="utf-8")
+        except OSError:
+            raise UsageError(f"cannot read the request file {raw[1:]!r}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidRequestError.one("request", f"not valid JSON ({error.msg})") from None
+
+
+# -- parser -----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("--database", metavar="URL", help="sqlite:///file.db or postgresql://...")
+
+    parser = argparse.ArgumentParser(
+        prog="countersign",
+        description="AI assistants propose; people approve; the application executes.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(
+        name: str, handler: Callable[..., Result] | None, help_text: str, parent: Any = sub
+    ) -> Any:
+        command = parent.add_parser(name, parents=[common], help=help_text, description=help_text)
+        command.set_defaults(handler=handler)
+        return command
+
+    add("seed", cmd_seed, "create the demo club data (idempotent)")
+
+    orders = sub.add_parser("orders", help="order investigations and manual refunds")
+    orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
+    show = add("show", cmd_orders_show, "the order investigation", orders_sub)
+    show.add_argument("order_id")
+    show.add_argument("--org", required=True)
+    manual = add("refund-manually", cmd_orders_refund_manually, "a manual refund", orders_sub)
+    manual.add_argument("order_id")
+    manual.add_argument("--org", required=True)
+    manual.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    manual.add_argument("--payment", required=True, metavar="REF")
+    manual.add_argument("--amount", required=True, type=int, metavar="CENTS")
+
+    roster = sub.add_parser("roster", help="leagues and members")
+    roster_sub = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND")
+    leagues = add("leagues", cmd_roster_leagues, "leagues and member counts", roster_sub)
+    leagues.add_argument("--org", required=True)
+    join = add("join", cmd_roster_join, "add a member to a league", roster_sub)
+    join.add_argument("--org", required=True)
+    join.add_argument("--league", required=True)
+    join.add_argument("--name", required=True)
+    join.add_argument("--email", required=True)
+
+    propose = add("propose", cmd_propose, "turn a model-facing request into a proposal")
+    propose.add_argument("--org", required=True)
+    propose.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    propose.add_argument("--operation", required=True, metavar="KIND")
+    propose.add_argument("--resource", required=True, metavar="ID")
+    propose.add_argument("--request", required=True, metavar="JSON|@FILE")
+
+    approve = add("approve", cmd_approve, "approve a proposal by its id")
+    approve.add_argument("proposal_id")
+    approve.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+
+    decline = add("decline", cmd_decline, "decline a proposal by its id")
+    decline.add_argument("proposal_id")
+    decline.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    decline.add_argument("--note")
+
+    card = add("show", cmd_show, "a proposal's review card")
+    card.add_argument("proposal_id")
+    card.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    card.add_argument("--language", default="en", choices=["en", "fr"])
+
+    history = add("history", cmd_history, "a proposal's full event history (auditors)")
+    history.add_argument("proposal_id")
+    history.add_argument("--as-of", type=int, metavar="VERSION")
+
+    add("reconcile", cmd_reconcile, "one reconciliation pass over uncertain executions")
+    add("expire", cmd_expire, "one pass recording Expired for overdue proposals")
+
+    provider = sub.add_parser("provider", help="the payment-provider sandbox")
+    provider_sub = provider.add_subparsers(dest="provider_command", required=True)
+    add("refunds", cmd_provider_refunds, "refunds the sandbox holds", provider_sub)
+
+    add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
+    return parser
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from infrastructure.demo import run_demo
+
+        return run_demo(database_url=args.database, as_json=args.json)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    emit = _emitter(args.json)
+    try:
+        cs = bootstrap(database_url=args.database)
+    except SettingsError as error:
+        return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
+    except psycopg.OperationalError:
+        message = "cannot reach the PostgreSQL server; check COUNTERSIGN_DATABASE_URL or --database"
+        return emit({"error": "database_unavailable", "message": message}, f"error: {message}", 1)
+    try:
+        document, text = args.handler(cs, args)
+        return emit(document, text, 0)
+    except InvalidRequestError as invalid:
+        problems = [problem.model_dump() for problem in invalid.problems]
+        return emit(
+            {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
+        )
+    except UnknownOperationError:
+        problems = [{"field": "operation", "message": "no such operation"}]
+        return emit(
+            {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
+        )
+    except NotFoundError:
+        return emit({"error": "not_found"}, "Not found.", 0)
+    except ForbiddenError:
+        return emit({"error": "forbidden"}, "You do not have permission to do that.", 0)
+    except UsageError as error:
+        return emit({"error": "usage", "message": str(error)}, f"error: {error}", 2)
+    except CorruptRecordError as corrupt:
+        return _internal(emit, corrupt.correlation_id)
+    except CountersignError as error:
+        # A domain rule refused the command (for example a manual refund above the balance).
+        return emit({"error": "rejected", "message": str(error)}, f"Rejected: {error}.", 0)
+    except Exception:
+        correlation_id = new_correlation_id()
+        log.exception("internal error, correlation id %s", correlation_id)
+        return _internal(emit, correlation_id)
+    finally:
+        cs.close()
+
+
+def _internal(emit: Callable[[Any, str, int], int], correlation_id: str) -> int:
+    return emit(
+        {"error": "internal_error", "correlation_id": correlation_id},
+        f"Internal error. Reference: {correlation_id}",
+        1,
+    )
+
+
+def _emitter(as_json: bool) -> Callable[[Any, str, int], int]:
+    def emit(document: Any, text: str, status: int) -> int:
+        print(render.to_json(document) if as_json else text)
+        return status
+
+    return emit
+
+
+if __name__ == "__main__":
+    sys.exit(main())

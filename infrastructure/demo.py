@@ -1,0 +1,179 @@
+"""``countersign demo``: the whole approve path as a story a newcomer can follow."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from infrastructure import render
+from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.clock import FakeClock
+from infrastructure.seed import seed
+
+AVA = "ava@granite.example"
+REFUND = "order.refund_missing_discount"
+DRAFT = "email_broadcast.apply_draft"
+TO_CARD = {
+    "payment": "P1",
+    "line_item": "L1",
+    "discount": "D1",
+    "destination": "original_payment_method",
+}
+
+
+class Story:
+    """Prints numbered chapters, or collects them for ``--json``."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.chapters: list[dict[str, Any]] = []
+        self.number = 0
+
+    def chapter(self, title: str) -> None:
+        self.number += 1
+        self.chapters.append({"title": title, "steps": []})
+        if not self.as_json:
+            print(f"\n{self.number}. {title}\n" + "=" * (len(title) + 3))
+
+    def say(self, text: str, document: Any = None) -> None:
+        self.chapters[-1]["steps"].append({"text": text, "data": document})
+        if not self.as_json:
+            print(text)
+
+
+def run_demo(database_url: str | None = None, as_json: bool = False) -> int:
+    if database_url is None:
+        folder = Path(tempfile.mkdtemp(prefix="countersign-demo-"))
+        database_url = f"sqlite:///{folder / 'demo.db'}"
+    clock = FakeClock()
+    cs = bootstrap(database_url=database_url, clock=clock)
+    story = Story(as_json)
+    try:
+        tell(cs, clock, story, database_url)
+    finally:
+        cs.close()
+    if as_json:
+        print(
+            json.dumps(
+                {"database": database_url, "chapters": story.chapters},
+                default=str,
+                ensure_ascii=False,
+            )
+        )
+    return 0
+
+
+def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> None:
+    story.chapter("A club with orders, a roster and a payment sandbox")
+    data = seed(cs)
+    orders = data["orders"]
+    story.say(
+        f"Database: {database_url}\nSeeded {len(orders)} orders in two clubs. "
+        f"Ava manages the Granite Curling Club.",
+        data,
+    )
+    story.say(render.render_order(cs.club.investigate("granite", orders["refund-ok"])))
+
+    story.chapter("The assistant proposes; the application writes the contract")
+    story.say(
+        "The model asked for: "
+        + json.dumps(TO_CARD)
+        + "\nIt never names an amount. The application computed it and froze this preview:"
+    )
+    created = propose(cs, orders["refund-ok"], TO_CARD)
+    story.say(render.render_created(created), created)
+
+    story.chapter("Ava approves by id alone")
+    first = cs.proposals.approve(created["proposal_id"], AVA).to_json()
+    story.say(render.render_report(first), first)
+    story.chapter("Approving again returns the stored outcome, executing nothing")
+    again = cs.proposals.approve(created["proposal_id"], AVA).to_json()
+    same = json.dumps(again["outcome"], sort_keys=True) == json.dumps(
+        first["outcome"], sort_keys=True
+    )
+    story.say(
+        render.render_report(again) + f"\n  Same stored outcome, byte for byte: {same}. "
+        f"Provider requests for it: {requests_for(cs, created['proposal_id'])}.",
+        again,
+    )
+
+    story.chapter("State changes before approval: the proposal fails closed")
+    stale = propose(cs, orders["refund-stale"], TO_CARD)
+    story.say(render.render_created(stale))
+    cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
+    story.say("Meanwhile, in another tab, the whole payment is refunded by hand.")
+    report = cs.proposals.approve(stale["proposal_id"], AVA).to_json()
+    story.say(render.render_report(report), report)
+
+    story.chapter("The card provider's response is lost")
+    lost = propose(cs, orders["refund-lost-response"], TO_CARD)
+    report = cs.proposals.approve(lost["proposal_id"], AVA).to_json()
+    story.say(render.render_report(report), report)
+    story.say(
+        f"The provider did receive it: {requests_for(cs, lost['proposal_id'])} request. "
+        "Nobody improvises a second call."
+    )
+    swept = [r.to_json() for r in cs.proposals.reconcile()]
+    story.say(
+        "The reconciler looks the original idempotency key up:\n  "
+        + "\n  ".join(f"{r['proposal_id']}: {r['action']} -> {r['status']}" for r in swept),
+        swept,
+    )
+    settled = cs.proposals.approve(lost["proposal_id"], AVA).to_json()
+    story.say(
+        render.render_report(settled) + "\n  Provider requests for it, still: "
+        f"{requests_for(cs, lost['proposal_id'])}.",
+        settled,
+    )
+
+    story.chapter("A card that declines, and a refund to account credit instead")
+    declined = propose(cs, orders["refund-declined"], TO_CARD)
+    story.say(render.render_report(cs.proposals.approve(declined["proposal_id"], AVA).to_json()))
+    credit = propose(cs, orders["account-credit"], {**TO_CARD, "destination": "account_credit"})
+    story.say(render.render_created(credit))
+    story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
+
+    story.chapter("An email draft: the audience is recounted at approval")
+    form = data["broadcast_forms"]["granite"]
+    draft_request = {
+        "filters": {"leagues": ["Thursday Seniors", "Monday Night Open"]},
+        "subject": "Ice times change next week",
+        "body": "Hello curlers,\n\nDraws move 30 minutes later next week.\n",
+    }
+    draft = cs.proposals.propose(
+        organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=draft_request
+    ).to_json()
+    story.say(render.render_created(draft))
+    story.say(render.render_report(cs.proposals.approve(draft["proposal_id"], AVA).to_json()))
+    second = cs.proposals.propose(
+        organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=draft_request
+    ).to_json()
+    cs.club.join("granite", "Thursday Seniors", "Grace Kim", "grace.kim@example.com")
+    story.say("A second, identical draft is proposed; then Grace Kim joins Thursday Seniors.")
+    story.say(render.render_report(cs.proposals.approve(second["proposal_id"], AVA).to_json()))
+
+    story.chapter("Proposals expire")
+    late = propose(cs, orders["provider-outage"], TO_CARD)
+    clock.advance(seconds=cs.settings.proposal_ttl_seconds + 1)
+    story.say("A day passes before anyone looks at it.")
+    story.say(render.render_report(cs.proposals.approve(late["proposal_id"], AVA).to_json()))
+
+    story.chapter("The auditor replays one proposal's history")
+    history = cs.audit.history(lost["proposal_id"])
+    story.say(render.render_history(json.loads(render.to_json(history))))
+
+
+def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str, Any]:
+    return cs.proposals.propose(
+        organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=request
+    ).to_json()
+
+
+def requests_for(cs: Countersign, proposal_id: str) -> int:
+    return sum(
+        int(str(r["requests"]))
+        for r in cs.sandbox.refunds()
+        if isinstance(r["metadata"], dict) and r["metadata"].get("proposal_id") == proposal_id
+    )

@@ -1,0 +1,183 @@
+"""Terminal rendering of proposal cards, approval reports, orders and histories."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from domain.money import format_money
+
+WIDTH = 72
+
+_PREVIEW_LABELS = {
+    "order.refund_missing_discount": [
+        ("participant_name", "Participant"),
+        ("product_name", "Product"),
+        ("discount_name", "Missed discount"),
+        ("payment_method", "Payment"),
+        ("amount_cents", "Refund amount"),
+        ("refund_destination", "Refund to"),
+        ("current_order_total_cents", "Order total now"),
+        ("resulting_order_total_cents", "Order total after"),
+        ("product_configuration_unchanged", "Product configuration"),
+    ],
+    "email_broadcast.apply_draft": [
+        ("filters_in_words", "Audience"),
+        ("audience_count", "Recipients"),
+        ("subject", "Subject"),
+        ("body", "Body"),
+        ("sends_email", "Sends email"),
+    ],
+}
+
+
+def to_json(document: Any) -> str:
+    return json.dumps(document, default=_default, ensure_ascii=False, indent=2)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def box(title: str, rows: list[tuple[str, str]]) -> str:
+    label_width = max((len(label) for label, _ in rows), default=0)
+    value_width = WIDTH - label_width - 5
+    lines = [f"┌─ {title} " + "─" * max(0, WIDTH - len(title) - 4) + "┐"]
+    for label, value in rows:
+        wrapped = textwrap.wrap(str(value), value_width) or [""]
+        for i, part in enumerate(wrapped):
+            shown = label if i == 0 else ""
+            lines.append(f"│ {shown:<{label_width}}  {part:<{value_width}} │")
+    lines.append("└" + "─" * (WIDTH - 1) + "┘")
+    return "\n".join(lines)
+
+
+def _preview_value(key: str, value: Any, preview: dict[str, Any]) -> str:
+    if key.endswith("_cents"):
+        return format_money(int(value), str(preview.get("currency", "")))
+    if key == "product_configuration_unchanged":
+        return "unchanged" if value else "CHANGED"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def preview_rows(operation: str, preview: dict[str, Any]) -> list[tuple[str, str]]:
+    labels = _PREVIEW_LABELS.get(operation) or [(key, key) for key in preview]
+    return [
+        (label, _preview_value(key, preview[key], preview))
+        for key, label in labels
+        if key in preview
+    ]
+
+
+def render_card(card: dict[str, Any]) -> str:
+    rows = [
+        ("Proposal", card["proposal_id"]),
+        ("Operation", card["operation"]),
+        ("Requested by", card["requested_by"]),
+        ("Status", card["status"].replace("_", " ")),
+        ("Expires", str(card["expires_at"])[:19].replace("T", " ") + " UTC"),
+    ]
+    rows += preview_rows(card["operation"], card["preview"])
+    if card.get("approved_by"):
+        rows.append(("Approved by", card["approved_by"]))
+    if card.get("message"):
+        rows.append(("Outcome", card["message"]))
+    return box("Review", rows)
+
+
+def render_created(created: dict[str, Any]) -> str:
+    rows = [
+        ("Proposal", created["proposal_id"]),
+        ("Operation", created["operation"]),
+        ("Status", created["status"]),
+        ("Expires", str(created["expires_at"])[:19].replace("T", " ") + " UTC"),
+    ]
+    rows += preview_rows(created["operation"], created["preview"])
+    return box("Review: approve or decline", rows)
+
+
+def render_report(report: dict[str, Any]) -> str:
+    if report["result"] == "not_approvable":
+        return f"Not approvable: {report['reason'].replace('_', ' ')}."
+    outcome = report.get("outcome") or {}
+    headline = {
+        "executed": "Executed",
+        "already_completed": "Already completed (stored outcome)",
+        "declined": "Declined",
+    }[report["result"]]
+    kind = str(outcome.get("kind", "")).replace("_", " ")
+    return f"{headline}: {kind}.\n  {report.get('message') or ''}".rstrip()
+
+
+def render_problems(problems: list[dict[str, str]]) -> str:
+    lines = ["The request was not accepted:"]
+    lines += [f"  - {problem['field']}: {problem['message']}" for problem in problems]
+    return "\n".join(lines)
+
+
+def render_order(order: dict[str, Any]) -> str:
+    currency = order["currency"]
+    rows = [
+        ("Order", order["order_id"]),
+        ("Participant", order["participant"]),
+        ("Total", format_money(order["total_cents"], currency)),
+    ]
+    rows += [
+        (item["ref"], f"{item['product']}: {format_money(item['amount_cents'], currency)}")
+        for item in order["line_items"]
+    ]
+    rows += [
+        (
+            d["ref"],
+            f"{d['name']} on {d['line_item']} ({format_money(d['value_cents'], currency)}), "
+            + ("applied" if d["applied"] else "NOT applied")
+            + f"; {d['eligibility']}",
+        )
+        for d in order["discounts"]
+    ]
+    rows += [
+        (
+            p["ref"],
+            f"{p['label']}: {format_money(p['amount_cents'], currency)}, "
+            f"{format_money(p['refundable_cents'], currency)} refundable",
+        )
+        for p in order["payments"]
+    ]
+    rows += [
+        (
+            r["ref"],
+            f"{format_money(r['amount_cents'], currency)} from {r['payment']} "
+            f"({r['destination'].replace('_', ' ')})",
+        )
+        for r in order["refunds"]
+    ]
+    if order.get("note"):
+        rows.append(("Note", order["note"]))
+    return box("Order investigation", rows)
+
+
+def render_history(history: dict[str, Any]) -> str:
+    lines = [f"History of proposal {history['proposal_id']}"]
+    for event in history["events"]:
+        at = str(event["at"])[:23].replace("T", " ")
+        details = {
+            k: v
+            for k, v in event.items()
+            if k not in {"version", "type", "at", "arguments", "preview"}
+        }
+        lines.append(f"  v{event['version']:<3} {at}  {event['type']}")
+        for key, value in details.items():
+            shown = json.dumps(value, default=_default, ensure_ascii=False)
+            lines.append(f"         {key}: {textwrap.shorten(shown, 90)}")
+    if "as_of" in history:
+        lines.append(f"  State as of v{history['as_of']['version']}: {history['as_of']['status']}")
+    return "\n".join(lines)

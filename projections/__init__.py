@@ -1,0 +1,1 @@
+"""Read models built from the one event stream; they depend on domain events only."""

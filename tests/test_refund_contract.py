@@ -1,0 +1,260 @@
+"""order.refund_missing_discount: propose, approve, replay, stale state, provider behaviours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from domain.contracts import REGISTRY
+from domain.contracts.base import RevisionNeededError
+from infrastructure.bootstrap import Countersign
+from infrastructure.clock import FakeClock
+from tests.conftest import AVA, REFUND, TO_CARD
+
+
+def propose(cs: Countersign, order_id: str, request: dict[str, Any] | None = None) -> str:
+    created = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=order_id,
+        request=request or TO_CARD,
+    )
+    return created.proposal_id
+
+
+def provider_requests(cs: Countersign, proposal_id: str) -> int:
+    return sum(
+        int(r["requests"])  # type: ignore[call-overload]
+        for r in cs.sandbox.refunds()
+        if r["metadata"]["proposal_id"] == proposal_id  # type: ignore[index]
+    )
+
+
+def test_the_preview_shows_the_computed_amount_and_both_totals(cs, seeded):
+    created = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    )
+    assert created.status == "pending"
+    assert created.preview == {
+        "participant_name": "Olivia Chen",
+        "product_name": "Fall Monday Night League",
+        "discount_name": "Early-bird 15% discount",
+        "payment_method": "Visa •••• 4242",
+        "amount_cents": 4800,
+        "currency": "CAD",
+        "current_order_total_cents": 34500,
+        "resulting_order_total_cents": 29700,
+        "refund_destination": "Visa •••• 4242",
+        "product_configuration_unchanged": True,
+    }
+
+
+def test_a_card_refund_succeeds_once_and_replays_the_stored_outcome(cs, seeded):
+    order_id = seeded["orders"]["refund-ok"]
+    proposal_id = propose(cs, order_id)
+
+    first = cs.proposals.approve(proposal_id, AVA)
+    again = cs.proposals.approve(proposal_id, AVA)
+
+    assert first.result == "executed"
+    assert first.outcome == {
+        "kind": "succeeded",
+        "result": {
+            "refund_ref": "R1",
+            "amount_cents": 4800,
+            "currency": "CAD",
+            "destination": "Visa •••• 4242",
+            "resulting_order_total_cents": 29700,
+        },
+    }
+    assert again.result == "already_completed"
+    assert again.outcome == first.outcome
+    assert again.message == first.message
+    assert provider_requests(cs, proposal_id) == 1
+    order = cs.club.investigate("granite", order_id)
+    assert order["total_cents"] == 29700
+    assert order["payments"][0]["refundable_cents"] == 34500 - 4800
+
+
+def test_account_credit_is_local_and_credits_the_members_account(cs, seeded):
+    order_id = seeded["orders"]["account-credit"]
+    proposal_id = propose(cs, order_id, {**TO_CARD, "destination": "account_credit"})
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.status == "succeeded"
+    assert report.outcome["result"]["destination"] == "club account credit for Sophie Martin"
+    assert cs.sandbox.refunds() == []  # nothing went to the provider
+    history = cs.audit.history(proposal_id)
+    assert [e["type"] for e in history["events"]] == [
+        "Proposed",
+        "Approved",
+        "Claimed",
+        "Revalidated",
+        "Succeeded",
+    ]
+
+
+def test_a_manual_refund_in_another_tab_makes_approval_fail_closed(cs, seeded):
+    order_id = seeded["orders"]["refund-stale"]
+    proposal_id = propose(cs, order_id)
+    cs.club.refund_manually("granite", order_id, AVA, "P1", 34500)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.status == "revision_required"
+    assert report.outcome == {
+        "kind": "revision_required",
+        "reason": {"code": "payment_already_refunded", "params": {"payment": "Visa •••• 4242"}},
+    }
+    assert "already been refunded" in report.message
+    assert cs.sandbox.refunds() == []
+    assert cs.proposals.approve(proposal_id, AVA).outcome == report.outcome
+
+
+def test_a_partial_manual_refund_leaving_too_little_is_insufficient(cs, seeded):
+    order_id = seeded["orders"]["refund-stale"]
+    proposal_id = propose(cs, order_id)
+    cs.club.refund_manually("granite", order_id, AVA, "P1", 34500 - 1000)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.outcome["reason"] == {
+        "code": "insufficient_refundable",
+        "params": {"refundable_cents": 1000, "currency": "CAD"},
+    }
+    assert "Only $10.00 CAD" in report.message
+
+
+def test_a_changed_amount_is_a_revision_not_a_silent_update(cs, seeded):
+    contract = REGISTRY[REFUND]
+    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    facts = _load_facts(cs, contract, proposal_id)
+    stored = {**_stored_arguments(cs, proposal_id), "amount_cents": 5000}
+
+    with pytest.raises(RevisionNeededError) as stale:
+        contract.revalidate(contract.decode_arguments(stored), facts)
+
+    assert stale.value.reason.code == "amount_changed"
+    assert stale.value.reason.params == {
+        "approved_cents": 5000,
+        "current_cents": 4800,
+        "currency": "CAD",
+    }
+    assert cs.proposals.card(proposal_id, AVA).status == "pending"
+
+
+def test_a_declining_card_requires_revision_and_releases_the_attempt(cs, seeded):
+    order_id = seeded["orders"]["refund-declined"]
+    proposal_id = propose(cs, order_id)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.outcome["reason"]["code"] == "refund_declined_by_provider"
+    order = cs.club.investigate("granite", order_id)
+    assert order["unresolved_refund_attempts"] == 0
+    assert order["refunds"] == []
+    # The order can take a new proposal now.
+    assert propose(cs, order_id, {**TO_CARD, "destination": "account_credit"})
+
+
+def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, seeded):
+    order_id = seeded["orders"]["refund-lost-response"]
+    proposal_id = propose(cs, order_id)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.outcome == {
+        "kind": "needs_reconciliation",
+        "status_path": f"/api/v1/proposals/{proposal_id}/status",
+    }
+    assert cs.proposals.approve(proposal_id, AVA).outcome == report.outcome
+    assert provider_requests(cs, proposal_id) == 1
+    # While the refund is uncertain, no other refund on the order may be proposed.
+    order = cs.club.investigate("granite", order_id)
+    assert order["unresolved_refund_attempts"] == 1
+
+    swept = cs.proposals.reconcile()
+
+    assert [(s.proposal_id, s.action, s.status) for s in swept] == [
+        (proposal_id, "settled", "succeeded")
+    ]
+    assert provider_requests(cs, proposal_id) == 1
+    settled = cs.proposals.approve(proposal_id, AVA)
+    assert settled.result == "already_completed"
+    assert settled.outcome["kind"] == "succeeded"
+    assert cs.club.investigate("granite", order_id)["total_cents"] == 29700
+    assert cs.proposals.reconcile() == []
+
+
+def test_an_outage_before_anything_applied_is_reconciled_as_not_sent(cs, seeded):
+    order_id = seeded["orders"]["provider-outage"]
+    proposal_id = propose(cs, order_id)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+    assert report.outcome["kind"] == "needs_reconciliation"
+
+    swept = cs.proposals.reconcile()
+
+    assert [(s.action, s.status) for s in swept] == [("not_sent", "revision_required")]
+    card = cs.proposals.card(proposal_id, AVA)
+    assert card.outcome["reason"]["code"] == "refund_not_sent"
+    assert "nothing was paid" in card.message
+    assert cs.sandbox.refunds() == []
+    assert cs.club.investigate("granite", order_id)["unresolved_refund_attempts"] == 0
+
+
+def test_an_expired_proposal_records_expired_and_executes_nothing(cs, seeded, clock: FakeClock):
+    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    clock.advance(days=1, seconds=1)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert (report.result, report.reason, report.status) == ("not_approvable", "expired", "expired")
+    assert cs.sandbox.refunds() == []
+    assert cs.audit.history(proposal_id)["events"][-1]["type"] == "Expired"
+    assert cs.proposals.approve(proposal_id, AVA).reason == "expired"
+
+
+def test_the_sweeper_expires_only_overdue_pending_proposals(cs, seeded, clock: FakeClock):
+    overdue = propose(cs, seeded["orders"]["refund-ok"])
+    clock.advance(hours=20)
+    fresh = propose(cs, seeded["orders"]["refund-stale"])
+    clock.advance(hours=5)
+
+    swept = cs.proposals.expire_due()
+
+    assert [s.proposal_id for s in swept] == [overdue]
+    assert cs.proposals.card(fresh, AVA).status == "pending"
+    assert cs.proposals.expire_due() == []
+
+
+def test_a_second_refund_proposal_for_the_same_discount_is_refused_after_success(cs, seeded):
+    order_id = seeded["orders"]["refund-ok"]
+    first = propose(cs, order_id)
+    second = propose(cs, order_id)  # both prepared while the discount was still owed
+    cs.proposals.approve(first, AVA)
+
+    report = cs.proposals.approve(second, AVA)
+
+    assert report.outcome["reason"]["code"] == "discount_already_refunded"
+    assert provider_requests(cs, second) == 0
+
+
+def _stored_arguments(cs: Countersign, proposal_id: str) -> dict[str, Any]:
+    return cs.audit.history(proposal_id)["events"][0]["arguments"]
+
+
+def _load_facts(cs: Countersign, contract: Any, proposal_id: str) -> Any:
+    from uuid import UUID
+
+    from domain.proposal import Proposal
+
+    proposal = cs.store.get(UUID(proposal_id), Proposal)
+    return contract.load(proposal.scope, cs.store)
