@@ -112,3 +112,8 @@ def count_events(cs: Countersign, topic_suffix: str = "") -> int:
             return count
         count += sum(1 for n in batch if n.topic.endswith(topic_suffix))
         start = batch[-1].id + 1
+
+
+def events_table(cs: Countersign) -> str:
+    """Where the stored events live: eventsourcing names the table per backend."""
+    return "stored_events" if cs.database.kind == "sqlite" else "countersign_events"

@@ -1,0 +1,117 @@
+"""Authorization: staff without permission, foreign tenants and unknown ids."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from application.errors import ForbiddenError
+from domain.club.organization import Organization
+from domain.errors import NotFoundError
+from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD, count_events
+
+
+def _propose(cs, seeded, order="refund-ok"):
+    return cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"][order],
+        request=TO_CARD,
+    ).proposal_id
+
+
+def test_staff_without_the_permission_is_forbidden_and_nothing_runs(cs, seeded):
+    proposal_id = _propose(cs, seeded)
+    before = count_events(cs)
+
+    report = cs.proposals.approve(proposal_id, BEN)
+
+    assert (report.result, report.reason, report.status) == (
+        "not_approvable",
+        "forbidden",
+        "pending",
+    )
+    assert count_events(cs) == before
+    assert cs.proposals.decline(proposal_id, BEN).reason == "forbidden"
+    with pytest.raises(ForbiddenError):
+        cs.proposals.propose(
+            organization="granite",
+            actor=BEN,
+            operation=REFUND,
+            resource_id=seeded["orders"]["refund-stale"],
+            request=TO_CARD,
+        )
+
+
+def test_a_foreign_tenants_id_answers_exactly_like_an_unknown_id(cs, seeded):
+    proposal_id = _propose(cs, seeded)
+    before = count_events(cs)
+
+    foreign = cs.proposals.approve(proposal_id, MIA).to_json()
+    unknown = cs.proposals.approve(str(uuid.uuid4()), MIA).to_json()
+    malformed = cs.proposals.approve("not-an-id", MIA).to_json()
+
+    assert {k: v for k, v in foreign.items() if k != "proposal_id"} == {
+        k: v for k, v in unknown.items() if k != "proposal_id"
+    }
+    assert foreign["reason"] == "not_found"
+    assert foreign["status"] is None
+    assert malformed["reason"] == "not_found"
+    assert count_events(cs) == before  # nothing written to granite's stream
+    assert cs.proposals.decline(proposal_id, MIA).reason == "not_found"
+    with pytest.raises(NotFoundError):
+        cs.proposals.card(proposal_id, MIA)
+
+
+def test_an_expired_foreign_proposal_is_not_touched_by_the_other_tenant(cs, seeded, clock):
+    proposal_id = _propose(cs, seeded)
+    clock.advance(days=2)
+    before = count_events(cs)
+
+    assert cs.proposals.approve(proposal_id, MIA).reason == "not_found"
+
+    assert count_events(cs) == before
+    assert cs.proposals.card(proposal_id, AVA).status == "pending"
+
+
+def test_proposing_against_another_tenants_order_is_not_found(cs, seeded):
+    with pytest.raises(NotFoundError):
+        cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=REFUND,
+            resource_id=seeded["orders"]["maple-refund"],
+            request=TO_CARD,
+        )
+    with pytest.raises(NotFoundError):
+        cs.proposals.propose(
+            organization="maple",
+            actor=AVA,
+            operation=REFUND,
+            resource_id=seeded["orders"]["maple-refund"],
+            request=TO_CARD,
+        )
+    assert count_events(cs, "Proposal.Proposed") == 0
+
+
+def test_a_manager_who_lost_membership_can_no_longer_approve(cs, seeded):
+    proposal_id = _propose(cs, seeded)
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.remove_member(AVA)
+    cs.store.save(granite)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.reason == "not_found"
+    assert cs.sandbox.refunds() == []
+
+
+def test_a_manager_whose_permission_was_revoked_is_forbidden(cs, seeded):
+    proposal_id = _propose(cs, seeded)
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.change_permissions(AVA, [])
+    cs.store.save(granite)
+
+    assert cs.proposals.approve(proposal_id, AVA).reason == "forbidden"

@@ -1,0 +1,103 @@
+"""Bad model requests get safe, correctable problems, and no proposal is stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from application.errors import UnknownOperationError
+from domain.contracts.base import InvalidRequestError
+from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, count_events
+
+
+def _problems(cs, seeded, request, *, operation=REFUND, order="refund-ok", resource=None):
+    with pytest.raises(InvalidRequestError) as invalid:
+        cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=operation,
+            resource_id=resource or seeded["orders"][order],
+            request=request,
+        )
+    assert count_events(cs, "Proposal.Proposed") == 0
+    return [(p.field, p.message) for p in invalid.value.problems]
+
+
+def test_an_amount_field_is_rejected_the_model_never_picks_an_amount(cs, seeded):
+    problems = _problems(cs, seeded, {**TO_CARD, "amount_cents": 500000})
+    assert problems == [("amount_cents", "unknown field; remove it")]
+
+
+def test_extra_fields_and_wrong_types_are_named_without_echoing_input(cs, seeded):
+    request = {**TO_CARD, "payment": 1, "tenant": "maple", "destination": "bitcoin"}
+    problems = _problems(cs, seeded, request)
+    fields = {field for field, _ in problems}
+    assert fields == {"payment", "tenant", "destination"}
+    assert all("maple" not in message and "bitcoin" not in message for _, message in problems)
+    assert ("destination", "must be one of: 'original_payment_method' or 'account_credit'") in (
+        problems
+    )
+
+
+def test_missing_fields_and_a_non_object_request(cs, seeded):
+    assert _problems(cs, seeded, {"payment": "P1"}) == [
+        ("line_item", "this field is required"),
+        ("discount", "this field is required"),
+        ("destination", "this field is required"),
+    ]
+    assert _problems(cs, seeded, ["P1"]) == [("request", "must be a JSON object")]
+
+
+def test_unknown_references_are_problems_for_each_field(cs, seeded):
+    request = {**TO_CARD, "payment": "P7", "discount": "D9"}
+    assert _problems(cs, seeded, request) == [
+        ("payment", "this order has no P7"),
+        ("discount", "this order has no D9"),
+    ]
+
+
+def test_a_reference_that_is_not_a_reference_is_refused(cs, seeded):
+    problems = _problems(cs, seeded, {**TO_CARD, "payment": "ch_granite_refund-ok"})
+    assert problems == [("payment", "not a reference this conversation gave you")]
+
+
+def test_invalid_combinations_are_explained(cs, seeded):
+    assert _problems(cs, seeded, {**TO_CARD, "discount": "D2"}) == [
+        ("discount", "discount D2 was applied at checkout; nothing is owed")
+    ]
+    assert _problems(cs, seeded, {**TO_CARD, "line_item": "L2"}) == [
+        ("discount", "discount D1 belongs to line item L1")
+    ]
+    cash = _problems(cs, seeded, TO_CARD, order="account-credit")
+    assert cash == [
+        (
+            "destination",
+            "payment P1 was cash; it cannot be refunded to its original method here, "
+            "use account_credit",
+        )
+    ]
+
+
+def test_oversized_and_empty_draft_text_is_refused(cs, seeded):
+    form = seeded["broadcast_forms"]["granite"]
+    request = {
+        "filters": {"leagues": ["Thursday Seniors"]},
+        "subject": "x" * 151,
+        "body": "",
+    }
+    problems = _problems(cs, seeded, request, operation=DRAFT, resource=form)
+    assert problems == [("subject", "text is too long"), ("body", "text is too short")]
+
+
+def test_unknown_leagues_and_unknown_operations(cs, seeded):
+    form = seeded["broadcast_forms"]["granite"]
+    request = {"filters": {"leagues": ["Curling on Mars"]}, "subject": "Hi", "body": "Hello"}
+    problems = _problems(cs, seeded, request, operation=DRAFT, resource=form)
+    assert problems == [("filters.leagues.0", "there is no league named 'Curling on Mars'")]
+    with pytest.raises(UnknownOperationError):
+        cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation="order.delete_everything",
+            resource_id=form,
+            request={},
+        )

@@ -1,0 +1,273 @@
+"""The command line: one JSON document per command, exit 0 whenever processed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infrastructure.cli import main
+from tests.conftest import TO_CARD
+
+
+@pytest.fixture
+def cli(database_url, capsys):
+    def run(*argv: str, status: int = 0):
+        code = main([*argv, "--json", "--database", database_url])
+        out = capsys.readouterr().out
+        assert code == status, out
+        return json.loads(out)
+
+    return run
+
+
+@pytest.fixture
+def seeded_cli(cli):
+    return cli, cli("seed")
+
+
+def test_seed_is_idempotent_and_prints_the_documented_shape(cli):
+    first = cli("seed")
+    assert cli("seed") == first
+    assert [o["slug"] for o in first["organizations"]] == ["granite", "maple"]
+    assert {u["email"] for u in first["users"]} == {
+        "ava@granite.example",
+        "ben@granite.example",
+        "mia@maple.example",
+    }
+    assert {
+        "refund-ok",
+        "refund-lost-response",
+        "refund-declined",
+        "provider-outage",
+        "account-credit",
+        "maple-refund",
+    } <= set(first["orders"])
+    assert set(first["broadcast_forms"]) == {"granite", "maple"}
+
+
+def test_orders_show_gives_references_and_no_provider_ids(seeded_cli):
+    cli, data = seeded_cli
+    order = cli("orders", "show", data["orders"]["refund-ok"], "--org", "granite")
+    assert order["line_items"][0]["ref"] == "L1"
+    assert order["discounts"][0] == {
+        "ref": "D1",
+        "name": "Early-bird 15% discount",
+        "line_item": "L1",
+        "applied": False,
+        "eligibility": "Registered on 2026-08-18, before the 2026-09-01 early-bird deadline",
+        "value_cents": 4800,
+    }
+    assert order["payments"][0]["refundable_cents"] == 34500
+    assert "ch_" not in json.dumps(order)
+    assert cli("orders", "show", data["orders"]["maple-refund"], "--org", "granite") == {
+        "error": "not_found"
+    }
+
+
+def test_propose_approve_show_history_round_trip(seeded_cli):
+    cli, data = seeded_cli
+    order_id = data["orders"]["refund-ok"]
+    created = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "order.refund_missing_discount",
+        "--resource",
+        order_id,
+        "--request",
+        json.dumps(TO_CARD),
+    )
+    assert set(created) == {"proposal_id", "status", "operation", "preview", "expires_at"}
+    pid = created["proposal_id"]
+
+    approved = cli("approve", pid, "--as", "ava@granite.example")
+    assert set(approved) >= {"result", "proposal_id", "status", "outcome", "reason"}
+    assert (approved["result"], approved["status"], approved["reason"]) == (
+        "executed",
+        "succeeded",
+        None,
+    )
+    assert approved["outcome"]["kind"] == "succeeded"
+    again = cli("approve", pid, "--as", "ava@granite.example")
+    assert again["result"] == "already_completed"
+    assert again["outcome"] == approved["outcome"]
+
+    card = cli("show", pid, "--as", "ava@granite.example")
+    assert card["status"] == "succeeded"
+    assert card["approved_by"] == "ava@granite.example"
+    history = cli("history", pid)
+    assert [e["type"] for e in history["events"]] == [
+        "Proposed",
+        "Approved",
+        "Claimed",
+        "Revalidated",
+        "Succeeded",
+    ]
+    assert [e["version"] for e in history["events"]] == [1, 2, 3, 4, 5]
+    as_of = cli("history", pid, "--as-of", "1")
+    assert as_of["as_of"]["status"] == "pending"
+    assert as_of["as_of"]["preview"] == created["preview"]
+    refunds = cli("provider", "refunds")
+    assert [(r["requests"], r["metadata"]["proposal_id"]) for r in refunds] == [(1, pid)]
+
+
+def test_invalid_requests_are_processed_with_problems(seeded_cli):
+    cli, data = seeded_cli
+    answer = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "order.refund_missing_discount",
+        "--resource",
+        data["orders"]["refund-ok"],
+        "--request",
+        '{"payment": "P1", "amount_cents": 100',
+    )
+    assert answer["error"] == "invalid_request"
+    assert answer["problems"][0]["field"] == "request"
+
+
+def test_request_from_a_file_and_a_manual_refund_then_a_stale_approval(seeded_cli, tmp_path):
+    cli, data = seeded_cli
+    order_id = data["orders"]["refund-stale"]
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(TO_CARD))
+    created = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "order.refund_missing_discount",
+        "--resource",
+        order_id,
+        "--request",
+        f"@{request}",
+    )
+    manual = cli(
+        "orders",
+        "refund-manually",
+        order_id,
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--payment",
+        "P1",
+        "--amount",
+        "34500",
+    )
+    assert manual["payments"][0]["refundable_cents"] == 0
+    approved = cli("approve", created["proposal_id"], "--as", "ava@granite.example")
+    assert approved["outcome"]["reason"]["code"] == "payment_already_refunded"
+    too_much = cli(
+        "orders",
+        "refund-manually",
+        order_id,
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--payment",
+        "P1",
+        "--amount",
+        "1",
+    )
+    assert too_much["error"] == "rejected"
+
+
+def test_roster_decline_reconcile_and_expire(seeded_cli):
+    cli, data = seeded_cli
+    leagues = cli("roster", "leagues", "--org", "granite")
+    assert {"name": "Thursday Seniors", "active_members": 4} in leagues
+    joined = cli(
+        "roster",
+        "join",
+        "--org",
+        "granite",
+        "--league",
+        "Thursday Seniors",
+        "--name",
+        "Grace Kim",
+        "--email",
+        "grace.kim@example.com",
+    )
+    assert joined["active_members"] == 5
+    created = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "email_broadcast.apply_draft",
+        "--resource",
+        data["broadcast_forms"]["granite"],
+        "--request",
+        json.dumps(
+            {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
+        ),
+    )
+    declined = cli(
+        "decline", created["proposal_id"], "--as", "ava@granite.example", "--note", "not now"
+    )
+    assert declined["outcome"]["reason"]["code"] == "declined_by_manager"
+    assert cli("reconcile") == {"resolved": []}
+    assert cli("expire") == {"expired": []}
+
+
+def test_bad_database_url_is_a_usage_error_with_the_fix(capsys):
+    code = main(["seed", "--json", "--database", "mysql://x/y"])
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 2
+    assert answer["error"] == "configuration"
+    assert "sqlite:///" in answer["message"]
+
+
+def test_the_console_script_runs_from_a_fresh_process(tmp_path: Path):
+    script = Path(sys.executable).with_name("countersign")
+    env = {**os.environ, "COUNTERSIGN_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    seeded = subprocess.run(
+        [str(script), "seed", "--json"], capture_output=True, text=True, env=env, check=False
+    )
+    assert seeded.returncode == 0, seeded.stderr
+    assert "granite" in json.loads(seeded.stdout)["broadcast_forms"]
+    unknown = subprocess.run(
+        [str(script), "approve", "0" * 32, "--as", "ava@granite.example", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert unknown.returncode == 0
+    assert json.loads(unknown.stdout)["reason"] == "not_found"
+    assert "Traceback" not in unknown.stderr
+
+
+def test_the_demo_tells_the_whole_story(capsys, tmp_path):
+    assert main(["demo", "--json", "--database", f"sqlite:///{tmp_path / 'demo.db'}"]) == 0
+    story = json.loads(capsys.readouterr().out)
+    titles = [chapter["title"] for chapter in story["chapters"]]
+    assert len(titles) == 10
+    text = json.dumps(story)
+    for phrase in (
+        "Same stored outcome",
+        "already been refunded",
+        "reconciled",
+        "Nothing has been sent",
+        "The audience changed",
+        "Reconciling",
+    ):
+        assert phrase in text, phrase

@@ -1,0 +1,140 @@
+"""A corrupt stored contract is a terminal failure with a correlation id, never an execution;
+an unreadable stored event fails closed."""
+
+from __future__ import annotations
+
+import json
+import logging
+from uuid import UUID
+
+import pytest
+
+from application.errors import CorruptRecordError
+from domain.proposal import Proposal
+from infrastructure.bootstrap import bootstrap
+from infrastructure.settings import Settings
+from tests.conftest import AVA, REFUND, TO_CARD, events_table
+
+
+def _propose(cs, seeded):
+    return cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    ).proposal_id
+
+
+def _rewrite_state(cs, proposal_id: str, version: int, change) -> None:
+    """Edit one stored event's JSON directly in SQL, as an attacker or a bad migration would."""
+    table = events_table(cs)
+    key = UUID(proposal_id)
+    if cs.database.kind == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(cs.database.sqlite_path)
+        row = conn.execute(
+            f"SELECT state FROM {table} WHERE originator_id=? AND originator_version=?",
+            (key.hex, version),
+        ).fetchone()
+        state = change(json.loads(row[0]))
+        conn.execute(
+            f"UPDATE {table} SET state=? WHERE originator_id=? AND originator_version=?",
+            (json.dumps(state).encode(), key.hex, version),
+        )
+        conn.commit()
+        conn.close()
+        return
+    import psycopg
+
+    db = cs.database
+    with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
+        row = conn.execute(
+            f"SELECT state FROM {table} WHERE originator_id=%s AND originator_version=%s",
+            (key, version),
+        ).fetchone()
+        state = change(json.loads(bytes(row[0])))
+        conn.execute(
+            f"UPDATE {table} SET state=%s WHERE originator_id=%s AND originator_version=%s",
+            (json.dumps(state).encode(), key, version),
+        )
+
+
+def _fresh(cs, clock):
+    """A new process's view: no aggregate cache."""
+    return bootstrap(Settings(database_url=cs.settings.database_url), clock=clock)
+
+
+def test_arguments_that_do_not_decode_are_a_terminal_failure(cs, seeded, clock, caplog):
+    proposal_id = _propose(cs, seeded)
+
+    def corrupt(state):
+        state["arguments"]["amount_cents"] = "lots"
+        return state
+
+    _rewrite_state(cs, proposal_id, 1, corrupt)
+    other = _fresh(cs, clock)
+    try:
+        with caplog.at_level(logging.ERROR, logger="countersign"):
+            report = other.proposals.approve(proposal_id, AVA)
+        again = other.proposals.approve(proposal_id, AVA)
+    finally:
+        other.close()
+
+    assert report.result == "executed"
+    assert report.status == "failed"
+    correlation_id = report.outcome["correlation_id"]
+    assert report.outcome == {"kind": "terminal_failure", "correlation_id": correlation_id}
+    assert correlation_id in caplog.text  # the same reference is in the logs
+    assert correlation_id in report.message
+    assert "will not be retried" in report.message
+    assert "Traceback" not in report.message
+    assert again.outcome == report.outcome
+    assert cs.sandbox.refunds() == []
+    failed = cs.audit.history(proposal_id)["events"][-1]
+    assert (failed["type"], failed["error_class"]) == ("Failed", "UndecodableContractError")
+
+
+def test_a_tampered_topic_fails_closed_without_importing_it(cs, seeded, clock):
+    proposal_id = _propose(cs, seeded)
+    table = events_table(cs)
+    key = UUID(proposal_id)
+    topic = "os:system"
+    if cs.database.kind == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(cs.database.sqlite_path)
+        conn.execute(f"UPDATE {table} SET topic=? WHERE originator_id=?", (topic, key.hex))
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        db = cs.database
+        with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
+            conn.execute(f"UPDATE {table} SET topic=%s WHERE originator_id=%s", (topic, key))
+    other = _fresh(cs, clock)
+    try:
+        with pytest.raises(CorruptRecordError) as corrupt:
+            other.proposals.approve(proposal_id, AVA)
+    finally:
+        other.close()
+    assert corrupt.value.correlation_id.startswith("cs-")
+    assert "os" not in str(corrupt.value).split("reference")[0]
+
+
+def test_an_event_from_a_newer_contract_version_is_not_silently_accepted(cs, seeded, clock):
+    proposal_id = _propose(cs, seeded)
+
+    def from_the_future(state):
+        state["class_version"] = 9
+        return state
+
+    _rewrite_state(cs, proposal_id, 1, from_the_future)
+    other = _fresh(cs, clock)
+    try:
+        with pytest.raises(CorruptRecordError):
+            other.store.get(UUID(proposal_id), Proposal)
+    finally:
+        other.close()

@@ -1,0 +1,78 @@
+"""The payment-provider sandbox behaves like a real provider: idempotency keys and lookups."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.ports import IdempotencyConflictError, ProviderResponseLostError
+from infrastructure.payment_sandbox import (
+    CARD_DECLINED,
+    CARD_LOST_RESPONSE,
+    CARD_OK,
+    CARD_OUTAGE,
+)
+
+
+def _refund(cs, key, charge, amount=1000):
+    return cs.sandbox.refund(
+        idempotency_key=key, charge_id=charge, amount_cents=amount, metadata={"proposal_id": key}
+    )
+
+
+def _requests(cs, key):
+    return next(r["requests"] for r in cs.sandbox.refunds() if r["idempotency_key"] == key)
+
+
+def test_the_same_key_and_parameters_return_the_stored_response(cs):
+    cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
+    first = _refund(cs, "k1", "ch_1")
+    second = _refund(cs, "k1", "ch_1")
+    assert first == second
+    assert first.status == "succeeded"
+    assert _requests(cs, "k1") == 2
+    assert cs.sandbox.find_refund("k1") == first
+    assert cs.sandbox.find_refund("nope") is None
+
+
+def test_the_same_key_with_other_parameters_is_an_error(cs):
+    cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
+    _refund(cs, "k1", "ch_1", 1000)
+    with pytest.raises(IdempotencyConflictError):
+        _refund(cs, "k1", "ch_1", 2000)
+
+
+def test_a_charge_cannot_be_refunded_beyond_its_amount(cs):
+    cs.sandbox.create_charge("ch_1", CARD_OK, 1500)
+    assert _refund(cs, "k1", "ch_1", 1000).status == "succeeded"
+    over = _refund(cs, "k2", "ch_1", 1000)
+    assert (over.status, over.failure_code) == ("failed", "insufficient_funds")
+
+
+def test_test_cards_trigger_lost_responses_declines_and_outages(cs):
+    cs.sandbox.create_charge("ch_lost", CARD_LOST_RESPONSE, 5000)
+    cs.sandbox.create_charge("ch_declined", CARD_DECLINED, 5000)
+    cs.sandbox.create_charge("ch_down", CARD_OUTAGE, 5000)
+
+    with pytest.raises(ProviderResponseLostError):
+        _refund(cs, "lost", "ch_lost")
+    assert cs.sandbox.find_refund("lost").status == "succeeded"  # applied all the same
+
+    declined = _refund(cs, "declined", "ch_declined")
+    assert (declined.status, declined.failure_code) == ("failed", "refund_declined")
+
+    with pytest.raises(ProviderResponseLostError):
+        _refund(cs, "down", "ch_down")
+    assert cs.sandbox.find_refund("down") is None  # nothing was applied
+
+
+def test_sandbox_state_is_shared_between_processes_through_the_database(cs):
+    from infrastructure.payment_sandbox import SandboxPaymentProvider
+    from infrastructure.sql import SqlDatabase
+
+    cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
+    _refund(cs, "k1", "ch_1")
+    other = SqlDatabase(cs.database)
+    try:
+        assert SandboxPaymentProvider(other).find_refund("k1").amount_cents == 1000
+    finally:
+        other.close()
