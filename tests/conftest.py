@@ -54,16 +54,20 @@ def _postgres_available() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> str:
+def postgres_url() -> Iterator[str]:
+    """A database of this test session's own, so parallel runs never collide; dropped after."""
     problem = _postgres_available()
     if problem is not None:
         if os.environ.get("CI"):
             pytest.fail(f"CI is set but PostgreSQL is unreachable at {POSTGRES_SERVER}: {problem}")
         pytest.skip(f"PostgreSQL unreachable ({problem}); set CI=1 to make this a failure")
+    name = f"{TEST_DATABASE}_{os.getpid()}"
     with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {TEST_DATABASE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {TEST_DATABASE}")
-    return f"{POSTGRES_SERVER}/{TEST_DATABASE}"
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    yield f"{POSTGRES_SERVER}/{name}"
+    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def _truncate_postgres(url: str) -> None:
