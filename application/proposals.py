@@ -115,7 +115,7 @@ class ProposalService:
         prepared = contract.prepare(parsed, facts)
         arguments = prepared.arguments.model_dump(mode="json")
         preview = prepared.preview.model_dump(mode="json")
-        proposal = Proposal(
+        proposal = Proposal.propose(
             id=uuid4(),
             organization_id=org.id,
             section=str(contract.section),

@@ -38,6 +38,30 @@ FINISHED = frozenset(
 )
 
 
+def canonical(value: Any) -> Any:
+    """The JSON-ready form used for hashing: ids and times as strings, keys sorted later."""
+    if isinstance(value, dict):
+        return {str(key): canonical(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [canonical(item) for item in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    return value
+
+
+def chain_link(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
+    """One link of a proposal's hash chain: SHA-256 over the previous link and this event."""
+    content = json.dumps(
+        {"previous": previous, "version": version, "type": event_type, "fields": canonical(fields)},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
 def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
     """SHA-256 over the canonical JSON of what the approver is shown and what will run."""
     canonical = json.dumps(
@@ -68,7 +92,9 @@ class Proposal(Aggregate):
         preview: dict[str, Any],
         expires_at: datetime,
         digest: str,
+        chain: str,
     ) -> None:
+        self.chain = chain
         self.organization_id = organization_id
         self.section = section
         self.resource_id = resource_id
@@ -92,6 +118,15 @@ class Proposal(Aggregate):
         self.decline_note: str | None = None
         self.expired_at: datetime | None = None
 
+    @classmethod
+    def propose(cls, **fields: Any) -> Proposal:
+        """Create a proposal whose first event opens its hash chain."""
+        content = {key: value for key, value in fields.items() if key != "id"}
+        return cls(**fields, chain=chain_link("", 1, "Proposed", content))
+
+    def _link(self, event_type: str, **fields: Any) -> str:
+        return chain_link(self.chain, self.version + 1, event_type, fields)
+
     @property
     def scope(self) -> Scope:
         return Scope(self.organization_id, Section(self.section), self.resource_id)
@@ -114,85 +149,104 @@ class Proposal(Aggregate):
     def approve_and_claim(self, approved_by: str, at: datetime, attempt_id: UUID) -> None:
         """Approved and Claimed always travel together, in one commit."""
         self.check_is("approve", ProposalStatus.PENDING)
-        self._approved(approved_by=approved_by, approved_at=at)
-        self._claimed(attempt_id=attempt_id, claimed_at=at)
+        fields: dict[str, Any] = {"approved_by": approved_by, "approved_at": at}
+        self._approved(**fields, chain=self._link("Approved", **fields))
+        fields = {"attempt_id": attempt_id, "claimed_at": at}
+        self._claimed(**fields, chain=self._link("Claimed", **fields))
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
         self.check_is("revalidate", ProposalStatus.EXECUTING)
-        self._revalidated(facts=facts)
+        self._revalidated(facts=facts, chain=self._link("Revalidated", facts=facts))
 
     def succeed(self, outcome: dict[str, Any]) -> None:
         self.check_is("complete", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
-        self._succeeded(outcome=outcome)
+        self._succeeded(outcome=outcome, chain=self._link("Succeeded", outcome=outcome))
 
     def require_revision(self, outcome: dict[str, Any]) -> None:
         self.check_is("require revision of", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
-        self._revision_required(outcome=outcome)
+        self._require_revision(outcome)
 
     def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
         self.check_is("reconcile", ProposalStatus.EXECUTING)
-        self._reconciling(outcome=outcome, idempotency_key=idempotency_key)
+        fields = {"outcome": outcome, "idempotency_key": idempotency_key}
+        self._reconciling(**fields, chain=self._link("Reconciling", **fields))
 
     def fail(self, outcome: dict[str, Any], error_class: str) -> None:
         self.check_is("fail", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
-        self._failed(outcome=outcome, error_class=error_class)
+        fields = {"outcome": outcome, "error_class": error_class}
+        self._failed(**fields, chain=self._link("Failed", **fields))
 
     def decline(self, declined_by: str, note: str | None, outcome: dict[str, Any]) -> None:
         """Declined and its RevisionRequired(declined_by_manager) travel together."""
         self.check_is("decline", ProposalStatus.PENDING)
-        self._declined(declined_by=declined_by, note=note)
-        self._revision_required(outcome=outcome)
+        fields = {"declined_by": declined_by, "note": note}
+        self._declined(**fields, chain=self._link("Declined", **fields))
+        self._require_revision(outcome)
 
     def expire(self, at: datetime) -> None:
         self.check_is("expire", ProposalStatus.PENDING)
-        self._expired(at=at)
+        self._expired(at=at, chain=self._link("Expired", at=at))
+
+    def _require_revision(self, outcome: dict[str, Any]) -> None:
+        self._revision_required(
+            outcome=outcome, chain=self._link("RevisionRequired", outcome=outcome)
+        )
 
     # -- events (replayed on load: they never raise and never look outside) -----------------
 
     @event("Approved")
-    def _approved(self, approved_by: str, approved_at: datetime) -> None:
+    def _approved(self, approved_by: str, approved_at: datetime, chain: str) -> None:
+        self.chain = chain
         self.approved_by = approved_by
         self.approved_at = approved_at
 
     @event("Claimed")
-    def _claimed(self, attempt_id: UUID, claimed_at: datetime) -> None:
+    def _claimed(self, attempt_id: UUID, claimed_at: datetime, chain: str) -> None:
+        self.chain = chain
         self.attempt_id = attempt_id
         self.claimed_at = claimed_at
         self.status = ProposalStatus.EXECUTING
 
     @event("Revalidated")
-    def _revalidated(self, facts: dict[str, Any]) -> None:
+    def _revalidated(self, facts: dict[str, Any], chain: str) -> None:
+        self.chain = chain
         self.revalidated_facts = facts
 
     @event("Succeeded")
-    def _succeeded(self, outcome: dict[str, Any]) -> None:
+    def _succeeded(self, outcome: dict[str, Any], chain: str) -> None:
+        self.chain = chain
         self.outcome = outcome
         self.status = ProposalStatus.SUCCEEDED
 
     @event("RevisionRequired")
-    def _revision_required(self, outcome: dict[str, Any]) -> None:
+    def _revision_required(self, outcome: dict[str, Any], chain: str) -> None:
+        self.chain = chain
         self.outcome = outcome
         if self.status != ProposalStatus.DECLINED:
             self.status = ProposalStatus.REVISION_REQUIRED
 
     @event("Reconciling")
-    def _reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
+    def _reconciling(self, outcome: dict[str, Any], idempotency_key: str, chain: str) -> None:
+        self.chain = chain
         self.outcome = outcome
         self.idempotency_key = idempotency_key
         self.status = ProposalStatus.RECONCILING
 
     @event("Failed")
-    def _failed(self, outcome: dict[str, Any], error_class: str) -> None:
+    def _failed(self, outcome: dict[str, Any], error_class: str, chain: str) -> None:
+        self.chain = chain
         self.outcome = outcome
         self.status = ProposalStatus.FAILED
 
     @event("Declined")
-    def _declined(self, declined_by: str, note: str | None) -> None:
+    def _declined(self, declined_by: str, note: str | None, chain: str) -> None:
+        self.chain = chain
         self.declined_by = declined_by
         self.decline_note = note
         self.status = ProposalStatus.DECLINED
 
     @event("Expired")
-    def _expired(self, at: datetime) -> None:
+    def _expired(self, at: datetime, chain: str) -> None:
+        self.chain = chain
         self.expired_at = at
         self.status = ProposalStatus.EXPIRED

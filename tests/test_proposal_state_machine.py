@@ -18,7 +18,7 @@ FAILURE = {"kind": "terminal_failure", "correlation_id": "cs-1"}
 
 
 def pending() -> Proposal:
-    return Proposal(
+    return Proposal.propose(
         id=uuid4(),
         organization_id=uuid4(),
         section="orders",
