@@ -168,18 +168,18 @@ class Proposal(Aggregate):
 
     def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
         self.check_is("reconcile", ProposalStatus.EXECUTING)
-        fields = {"outcome": outcome, "idempotency_key": idempotency_key}
+        fields: dict[str, Any] = {"outcome": outcome, "idempotency_key": idempotency_key}
         self._reconciling(**fields, chain=self._link("Reconciling", **fields))
 
     def fail(self, outcome: dict[str, Any], error_class: str) -> None:
         self.check_is("fail", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
-        fields = {"outcome": outcome, "error_class": error_class}
+        fields: dict[str, Any] = {"outcome": outcome, "error_class": error_class}
         self._failed(**fields, chain=self._link("Failed", **fields))
 
     def decline(self, declined_by: str, note: str | None, outcome: dict[str, Any]) -> None:
         """Declined and its RevisionRequired(declined_by_manager) travel together."""
         self.check_is("decline", ProposalStatus.PENDING)
-        fields = {"declined_by": declined_by, "note": note}
+        fields: dict[str, Any] = {"declined_by": declined_by, "note": note}
         self._declined(**fields, chain=self._link("Declined", **fields))
         self._require_revision(outcome)
 
