@@ -22,7 +22,7 @@ from domain.contracts.base import (
     UndecodableContractError,
 )
 from domain.errors import ConcurrencyConflictError, NotFoundError
-from domain.handback import outcome_text
+from domain.messages import outcome_message
 from domain.outcomes import (
     AlreadyCompleted,
     Claimed,
@@ -34,7 +34,6 @@ from domain.outcomes import (
     RevisionRequired,
     Succeeded,
     TerminalFailure,
-    outcome_from_stored,
 )
 from domain.ports import (
     AggregateStore,
@@ -167,15 +166,7 @@ class ProposalService:
         """The app-authored text for the proposal's outcome, if it has one."""
         if proposal.outcome is None:
             return None
-        outcome = outcome_from_stored(proposal.outcome)
-        success = ""
-        if isinstance(outcome, Succeeded):
-            contract = self.registry[proposal.kind]
-            success = contract.success_text(
-                contract.Preview.model_validate(proposal.preview),
-                contract.Result.model_validate(outcome.result),
-            )
-        return outcome_text(outcome, success, language)
+        return outcome_message(proposal.kind, proposal.preview, proposal.outcome, language)
 
     # -- approve ------------------------------------------------------------------------------
 

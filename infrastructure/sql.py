@@ -81,6 +81,12 @@ class Cursor:
         self._cursor.execute(sql, tuple(params))
         return self
 
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Cursor:
+        if self._is_postgres:
+            sql = sql.replace("?", "%s")
+        self._cursor.executemany(sql, [tuple(row) for row in rows])
+        return self
+
     def fetchone(self) -> tuple[Any, ...] | None:
         row = self._cursor.fetchone()
         return tuple(row) if row is not None else None

@@ -196,7 +196,15 @@ class ApplyBroadcastDraft(
             subject=arguments.subject,
         )
 
-    def success_text(self, preview: BroadcastDraftPreview, result: BroadcastDraftResult) -> str:
+    def success_text(
+        self, preview: BroadcastDraftPreview, result: BroadcastDraftResult, language: str = "en"
+    ) -> str:
+        if language == "fr":
+            return (
+                f"Le brouillon est dans le formulaire d'envoi pour {result.audience_count} "
+                f"destinataires ({preview.filters_in_words}). Rien n'a été envoyé : relisez-le "
+                "et envoyez-le depuis le formulaire."
+            )
         return (
             f"The draft is in the broadcast form for {result.audience_count} recipients "
             f"({preview.filters_in_words}). Nothing has been sent: review and send it from the "

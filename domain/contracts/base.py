@@ -202,5 +202,5 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     # -- hand-back ------------------------------------------------------------------------------
 
     @abstractmethod
-    def success_text(self, preview: PreviewT, result: ResultT) -> str:
-        """The app-authored sentence that reports this operation's success."""
+    def success_text(self, preview: PreviewT, result: ResultT, language: str = "en") -> str:
+        """The app-authored sentence that reports this operation's success ("en" or "fr")."""

@@ -315,7 +315,16 @@ class RefundMissingDiscount(
         facts.order.release_refund_attempt(contract.proposal_id, reason="not_sent")
         return RevisionReason(code="refund_not_sent")
 
-    def success_text(self, preview: RefundPreview, result: RefundResult) -> str:
+    def success_text(
+        self, preview: RefundPreview, result: RefundResult, language: str = "en"
+    ) -> str:
+        if language == "fr":
+            return (
+                f"Remboursement de {format_money(result.amount_cents, result.currency)} pour la "
+                f"remise manquée « {preview.discount_name} » de {preview.participant_name}, vers "
+                f"{result.destination}. Le total de la commande est maintenant de "
+                f"{format_money(result.resulting_order_total_cents, result.currency)}."
+            )
         return (
             f"Refunded {format_money(result.amount_cents, result.currency)} for "
             f"{preview.participant_name}'s missed {preview.discount_name} to "

@@ -1,0 +1,107 @@
+"""The one shape every projection has.
+
+A projection declares its tables and one handler per event type. Handlers read and write rows
+through the ``Rows`` port only; the runner in ``infrastructure`` gives them a batch-scoped
+implementation whose writes commit in the same transaction as the projection's tracking
+position. That is what makes every projection exactly-once, resumable and rebuildable.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Protocol
+
+ColumnType = str  # "text" | "int" | "bool" | "time" | "json"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a projection table."""
+
+    name: str
+    type: ColumnType = "text"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A projection table: its columns, primary key and secondary indexes."""
+
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    indexes: tuple[tuple[str, ...], ...] = ()
+
+    def column_names(self) -> list[str]:
+        return [column.name for column in self.columns]
+
+
+class Rows(Protocol):
+    """Row access for handlers, scoped to one batch of events."""
+
+    def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The row with this primary key as it stands, including this batch's writes."""
+        ...
+
+    def put(self, table: str, row: dict[str, Any]) -> None:
+        """Insert or replace the whole row (every column of the table)."""
+        ...
+
+    def delete(self, table: str, key: tuple[Any, ...]) -> None: ...
+
+
+Handler = Callable[[Any, Any, int, Rows], None]
+
+
+def handles(*event_types: str) -> Callable[[Handler], Handler]:
+    """Mark a projection method as the handler of events like ``"Proposal.Approved"``."""
+
+    def mark(method: Handler) -> Handler:
+        method._handles = event_types  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
+class Projection(ABC):
+    """A read model of the application's single event stream."""
+
+    name: ClassVar[str]
+    tables: ClassVar[tuple[Table, ...]]
+    _handlers: ClassVar[dict[str, Handler]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers: dict[str, Handler] = {}
+        for klass in reversed(cls.__mro__):
+            for attribute in vars(klass).values():
+                for event_type in getattr(attribute, "_handles", ()):
+                    handlers[event_type] = attribute
+        cls._handlers = handlers
+
+    def process(self, event: Any, position: int, rows: Rows) -> None:
+        """Apply one event; events without a handler only advance the tracking position."""
+        handler = self._handlers.get(type(event).__qualname__)
+        if handler is not None:
+            handler(self, event, position, rows)
+
+    def handled_event_types(self) -> list[str]:
+        return sorted(self._handlers)
+
+
+def event_time(event: Any) -> datetime:
+    """The time the event was recorded, in UTC."""
+    timestamp: datetime = event.timestamp
+    return timestamp.astimezone(UTC)
+
+
+def update(rows: Rows, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
+    """Change some columns of an existing row; a missing row is left missing."""
+    row = rows.get(table, key)
+    if row is None:
+        return None
+    row = {**row, **changes}
+    rows.put(table, row)
+    return row

@@ -1,0 +1,138 @@
+"""The browser view: one card per proposal, and the approval inbox built from the cards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.messages import outcome_message
+from projections.base import Column, Projection, Rows, Table, event_time, handles, update
+
+CARDS = "proposal_cards"
+
+_OUTCOME_STATUS = {
+    "Succeeded": "succeeded",
+    "Reconciling": "reconciling",
+    "Failed": "failed",
+    "RevisionRequired": "revision_required",
+}
+
+
+class BrowserView(Projection):
+    """What a manager sees: the frozen preview, status, approver and the localized outcome."""
+
+    name = "browser_view"
+    tables = (
+        Table(
+            CARDS,
+            (
+                Column("proposal_id"),
+                Column("organization_id"),
+                Column("section"),
+                Column("resource_id"),
+                Column("operation"),
+                Column("requested_by"),
+                Column("interaction_id"),
+                Column("status"),
+                Column("preview", "json"),
+                Column("proposed_at", "time"),
+                Column("expires_at", "time"),
+                Column("approved_by"),
+                Column("approved_at", "time"),
+                Column("declined_by"),
+                Column("decline_note"),
+                Column("outcome", "json"),
+                Column("outcome_kind"),
+                Column("message_en"),
+                Column("message_fr"),
+                Column("updated_at", "time"),
+                Column("version", "int"),
+            ),
+            key=("proposal_id",),
+            indexes=(("organization_id", "status", "proposed_at"),),
+        ),
+    )
+
+    @handles("Proposal.Proposed")
+    def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put(
+            CARDS,
+            {
+                "proposal_id": str(event.originator_id),
+                "organization_id": str(event.organization_id),
+                "section": event.section,
+                "resource_id": str(event.resource_id),
+                "operation": event.kind,
+                "requested_by": event.requested_by,
+                "interaction_id": event.interaction_id,
+                "status": "pending",
+                "preview": event.preview,
+                "proposed_at": event_time(event),
+                "expires_at": event.expires_at,
+                "approved_by": None,
+                "approved_at": None,
+                "declined_by": None,
+                "decline_note": None,
+                "outcome": None,
+                "outcome_kind": None,
+                "message_en": None,
+                "message_fr": None,
+                "updated_at": event_time(event),
+                "version": event.originator_version,
+            },
+        )
+
+    @handles("Proposal.Approved")
+    def approved(self, event: Any, position: int, rows: Rows) -> None:
+        self._change(event, rows, approved_by=event.approved_by, approved_at=event.approved_at)
+
+    @handles("Proposal.Claimed")
+    def claimed(self, event: Any, position: int, rows: Rows) -> None:
+        self._change(event, rows, status="executing")
+
+    @handles("Proposal.Revalidated")
+    def revalidated(self, event: Any, position: int, rows: Rows) -> None:
+        self._change(event, rows)
+
+    @handles(
+        "Proposal.Succeeded",
+        "Proposal.Reconciling",
+        "Proposal.Failed",
+        "Proposal.RevisionRequired",
+    )
+    def outcome(self, event: Any, position: int, rows: Rows) -> None:
+        card = rows.get(CARDS, (str(event.originator_id),))
+        if card is None:
+            return
+        status = _OUTCOME_STATUS[type(event).__name__]
+        if card["status"] == "declined":
+            status = "declined"  # a decline's RevisionRequired keeps the card declined
+        self._change(
+            event,
+            rows,
+            status=status,
+            outcome=event.outcome,
+            outcome_kind=event.outcome["kind"],
+            message_en=outcome_message(card["operation"], card["preview"], event.outcome, "en"),
+            message_fr=outcome_message(card["operation"], card["preview"], event.outcome, "fr"),
+        )
+
+    @handles("Proposal.Declined")
+    def declined(self, event: Any, position: int, rows: Rows) -> None:
+        self._change(
+            event, rows, status="declined", declined_by=event.declined_by, decline_note=event.note
+        )
+
+    @handles("Proposal.Expired")
+    def expired(self, event: Any, position: int, rows: Rows) -> None:
+        self._change(event, rows, status="expired")
+
+    @staticmethod
+    def _change(event: Any, rows: Rows, **changes: Any) -> None:
+        update(
+            rows,
+            CARDS,
+            (str(event.originator_id),),
+            **changes,
+            updated_at=event_time(event),
+            version=event.originator_version,
+        )
