@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -16,14 +17,20 @@ class AuditService:
     def __init__(self, store: AggregateStore) -> None:
         self.store = store
 
-    def history(self, proposal_id: str, as_of: int | None = None) -> dict[str, Any]:
-        """Every event in order, or the state as of a version."""
+    def history(self, proposal_id: str, as_of: int | datetime | None = None) -> dict[str, Any]:
+        """Every event in order; with ``as_of`` (a version or a time) only those up to it,
+        and the state then: exactly what the approver was shown and what had happened."""
         try:
             pid = UUID(str(proposal_id).strip())
         except ValueError:
             raise NotFoundError("proposal") from None
         proposal = self.store.get(pid, Proposal)  # NotFoundError if it is not a proposal
         events = self.store.history(pid)
+        if isinstance(as_of, datetime):
+            versions = [event.version for event in events if event.at <= as_of]
+            if not versions:
+                raise NotFoundError("nothing had happened to this proposal by then")
+            as_of = max(versions)
         if as_of is not None:
             if not 1 <= as_of <= proposal.version:
                 raise NotFoundError(f"version {as_of}")

@@ -12,8 +12,11 @@ from domain.ports import Clock, PaymentProvider
 from infrastructure.clock import SystemClock
 from infrastructure.event_store import CountersignApplication, EventSourcedStore
 from infrastructure.payment_sandbox import SandboxPaymentProvider
-from infrastructure.settings import Database, Settings
+from infrastructure.projection_runner import ProjectionRunner
+from infrastructure.read_models import ReadModels
+from infrastructure.settings import Database, Settings, SettingsError
 from infrastructure.sql import SqlDatabase
+from projections import PROJECTIONS
 
 
 @dataclass
@@ -29,6 +32,21 @@ class Countersign:
     proposals: ProposalService
     club: ClubService
     audit: AuditService
+    read_models: ReadModels
+
+    def projection_runners(
+        self, names: list[str] | None = None, batch_size: int = 1000
+    ) -> list[ProjectionRunner]:
+        """Runners for the named projections (all of them by default)."""
+        unknown = sorted(set(names or []) - set(PROJECTIONS))
+        if unknown:
+            raise SettingsError(
+                f"unknown projection {', '.join(unknown)}; known: {', '.join(PROJECTIONS)}"
+            )
+        return [
+            ProjectionRunner(self.app, self.sql, PROJECTIONS[name], batch_size=batch_size)
+            for name in (names or list(PROJECTIONS))
+        ]
 
     def close(self) -> None:
         self.sql.close()
@@ -66,4 +84,5 @@ def bootstrap(
         proposals=proposals,
         club=ClubService(store),
         audit=AuditService(store),
+        read_models=ReadModels(sql),
     )

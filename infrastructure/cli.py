@@ -10,20 +10,30 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from application.authorization import member_of, organization_by_slug
 from application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from application.proposals import new_correlation_id
 from domain.contracts.base import InvalidRequestError
 from domain.errors import CountersignError, NotFoundError
 from infrastructure import render
+from infrastructure.audit_export import write_export
+from infrastructure.audit_verify import verify
 from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.progress import Progress
+from infrastructure.projection_runner import ProjectionStoppedError, run_forever
 from infrastructure.settings import SettingsError
+from projections import PROJECTIONS
 
 log = logging.getLogger("countersign.cli")
 
@@ -36,6 +46,7 @@ class UsageError(Exception):
 # Each returns (json document, human text).
 
 Result = tuple[Any, str]
+_ALREADY_PRINTED = object()  # commands that stream their own output
 
 
 def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -99,7 +110,8 @@ def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
-    history = json.loads(render.to_json(cs.audit.history(args.proposal_id, args.as_of)))
+    as_of = _version_or_time(args.as_of) if args.as_of else None
+    history = json.loads(render.to_json(cs.audit.history(args.proposal_id, as_of)))
     return history, render.render_history(history)
 
 
@@ -121,6 +133,143 @@ def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
         for r in refunds
     ]
     return refunds, "\n".join(lines) or "The sandbox holds no refunds."
+
+
+def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
+    org = organization_by_slug(cs.store, args.org)
+    member_of(cs.store, org.id, args.actor)
+    _catch_up(cs, ["browser_view"])
+    inbox = cs.read_models.inbox(
+        str(org.id),
+        cs.proposals.clock.now(),
+        section=args.section,
+        page=args.page,
+        page_size=args.page_size,
+    )
+    document = json.loads(render.to_json(inbox))
+    return document, render.render_inbox(document)
+
+
+def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
+    org = organization_by_slug(cs.store, args.org)
+    member_of(cs.store, org.id, args.actor)
+    _catch_up(cs, ["handback"])
+    messages = cs.read_models.handback(str(org.id), args.interaction_id)
+    context = cs.read_models.revision_context(str(org.id), args.interaction_id)
+    document = json.loads(render.to_json({"messages": messages, "revision_context": context}))
+    text_key = f"text_{args.language}"
+    lines = [m[text_key] for m in document["messages"]] or ["No messages."]
+    if context:
+        lines.append(
+            f"Revision context for the next message: {context[f'context_{args.language}']}"
+        )
+    return document, "\n".join(lines)
+
+
+def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
+    statuses = [runner.status().to_json() for runner in cs.projection_runners(args.names)]
+    lines = [f"{s['name']:<14} position {s['position']:>9,}  lag {s['lag']:>9,}" for s in statuses]
+    return statuses, "\n".join(lines)
+
+
+def cmd_projections_rebuild(cs: Countersign, args: argparse.Namespace) -> Result:
+    results = []
+    for runner in cs.projection_runners(args.names, batch_size=args.batch_size):
+        runner.reset()
+        progress = Progress(f"rebuild {runner.name}", runner.head())
+        runner.catch_up(progress.advance)
+        progress.finish()
+        results.append(
+            {
+                "name": runner.name,
+                "events": progress.done,
+                "seconds": round(progress.elapsed, 3),
+                "events_per_second": round(progress.rate),
+            }
+        )
+    lines = [
+        f"{r['name']}: rebuilt from {r['events']:,} events in {r['seconds']} s "
+        f"({r['events_per_second']:,} events/s)"
+        for r in results
+    ]
+    return results, "\n".join(lines)
+
+
+def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:
+    runners = cs.projection_runners(args.names, batch_size=args.batch_size)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    processed: dict[str, int] = {runner.name: 0 for runner in runners}
+    last_report = [time.monotonic()]
+
+    def on_batch(name: str, count: int) -> None:
+        processed[name] += count
+        if time.monotonic() - last_report[0] >= 5:
+            last_report[0] = time.monotonic()
+            print(
+                "projections: " + ", ".join(f"{n} +{c:,}" for n, c in processed.items()),
+                file=sys.stderr,
+                flush=True,
+            )
+
+    print(
+        f"projections: following the log for {', '.join(processed)} (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
+    run_forever(runners, stop, on_batch=on_batch)
+    statuses = [runner.status().to_json() for runner in runners]
+    return {"stopped": True, "processed": processed, "status": statuses}, (
+        "projections: stopped cleanly; " + ", ".join(f"{n} +{c:,}" for n, c in processed.items())
+    )
+
+
+def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
+    org_id = str(organization_by_slug(cs.store, args.org).id) if args.org else None
+    since = _time(args.since) if args.since else None
+    _catch_up(cs, ["audit_trail"])
+    rows = cs.read_models.audit_trail(organization_id=org_id, since=since)
+    count = write_export(rows, args.format, sys.stdout)
+    print(f"audit export: {count} rows", file=sys.stderr)
+    return _ALREADY_PRINTED, ""
+
+
+def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
+    _catch_up(cs, ["audit_trail"])
+    report = verify(cs.app, cs.sql).to_json()
+    if report["ok"]:
+        text = (
+            f"audit verify: OK, {report['events_checked']:,} events of "
+            f"{report['proposals_checked']:,} proposals; every hash-chain link holds."
+        )
+    else:
+        broken = report["first_broken_link"]
+        text = (
+            f"audit verify: BROKEN. First broken link: proposal {broken['proposal_id']} "
+            f"version {broken['version']}: {broken['problem']}. "
+            f"{report['broken_proposals']} proposal(s) affected."
+        )
+    return report, text
+
+
+def _catch_up(cs: Countersign, names: list[str]) -> None:
+    for runner in cs.projection_runners(names):
+        runner.catch_up()
+
+
+def _version_or_time(value: str) -> int | datetime:
+    return int(value) if value.isdigit() else _time(value)
+
+
+def _time(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{value!r} is not a version or an ISO time like 2026-11-30T09:00Z"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:
@@ -157,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="countersign",
         description="AI assistants propose; people approve; the application executes.",
     )
+    # Also accepted before the command; merged in main() (argparse sub-parsers would clobber it).
+    parser.add_argument("--database", dest="database_first", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -213,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     history = add("history", cmd_history, "a proposal's full event history (auditors)")
     history.add_argument("proposal_id")
-    history.add_argument("--as-of", type=int, metavar="VERSION")
+    history.add_argument("--as-of", metavar="VERSION|TIME", help="a version, or an ISO time")
 
     add("reconcile", cmd_reconcile, "one reconciliation pass over uncertain executions")
     add("expire", cmd_expire, "one pass recording Expired for overdue proposals")
@@ -221,6 +373,40 @@ def build_parser() -> argparse.ArgumentParser:
     provider = sub.add_parser("provider", help="the payment-provider sandbox")
     provider_sub = provider.add_subparsers(dest="provider_command", required=True)
     add("refunds", cmd_provider_refunds, "refunds the sandbox holds", provider_sub)
+
+    inbox = add("inbox", cmd_inbox, "pending proposals awaiting approval, newest first")
+    inbox.add_argument("--org", required=True)
+    inbox.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    inbox.add_argument("--section", choices=["orders", "email_broadcasts"])
+    inbox.add_argument("--page", type=int, default=1)
+    inbox.add_argument("--page-size", type=int, default=20)
+
+    handback = add("handback", cmd_handback, "app-authored messages of one conversation")
+    handback.add_argument("interaction_id")
+    handback.add_argument("--org", required=True)
+    handback.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    handback.add_argument("--language", default="en", choices=["en", "fr"])
+
+    projections = sub.add_parser("projections", help="run, rebuild and inspect read models")
+    projections_sub = projections.add_subparsers(
+        dest="projections_command", required=True, metavar="COMMAND"
+    )
+    for name, handler, help_text in (
+        ("run", cmd_projections_run, "follow the log (stops cleanly on SIGTERM or Ctrl-C)"),
+        ("rebuild", cmd_projections_rebuild, "drop and rebuild from the whole log"),
+        ("status", cmd_projections_status, "position and lag of each projection"),
+    ):
+        command = add(name, handler, help_text, projections_sub)
+        command.add_argument("names", nargs="*", metavar="NAME", help=", ".join(PROJECTIONS))
+        command.add_argument("--batch-size", type=int, default=1000, help=argparse.SUPPRESS)
+
+    audit = sub.add_parser("audit", help="export and verify the audit trail")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    export = add("export", cmd_audit_export, "stream the audit trail", audit_sub)
+    export.add_argument("--org")
+    export.add_argument("--since", metavar="TIME")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    add("verify", cmd_audit_verify, "prove no proposal event was altered or removed", audit_sub)
 
     add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
     return parser
@@ -233,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.database = getattr(args, "database", None) or args.database_first
+    args.json = getattr(args, "json", False) or args.json_first
     if args.command == "demo":
         from infrastructure.demo import run_demo
 
@@ -268,6 +456,8 @@ def run(args: argparse.Namespace) -> int:
         return emit({"error": "forbidden"}, "You do not have permission to do that.", 0)
     except UsageError as error:
         return emit({"error": "usage", "message": str(error)}, f"error: {error}", 2)
+    except ProjectionStoppedError as stopped:
+        return emit({"error": "projection_stopped", "message": str(stopped)}, str(stopped), 1)
     except CorruptRecordError as corrupt:
         return _internal(emit, corrupt.correlation_id)
     except CountersignError as error:
@@ -291,7 +481,8 @@ def _internal(emit: Callable[[Any, str, int], int], correlation_id: str) -> int:
 
 def _emitter(as_json: bool) -> Callable[[Any, str, int], int]:
     def emit(document: Any, text: str, status: int) -> int:
-        print(render.to_json(document) if as_json else text)
+        if document is not _ALREADY_PRINTED:
+            print(render.to_json(document) if as_json else text)
         return status
 
     return emit

@@ -91,7 +91,7 @@ class SqlRows:
             row = self.cursor.execute(
                 f"SELECT {', '.join(spec.column_names())} FROM {table} WHERE {where}", params
             ).fetchone()
-            cached = (None if row is None else self._from_db(spec, row), False)
+            cached = (None if row is None else self.decode(spec, row), False)
             self._cache[(table, key)] = cached
         return dict(cached[0]) if cached[0] is not None else None
 
@@ -146,7 +146,7 @@ class SqlRows:
             return int(bool(value))
         return value
 
-    def _from_db(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
+    def decode(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
         result = {}
         for column, value in zip(spec.columns, row, strict=True):
             if value is not None and self.dialect == "sqlite":

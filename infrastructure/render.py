@@ -181,3 +181,22 @@ def render_history(history: dict[str, Any]) -> str:
     if "as_of" in history:
         lines.append(f"  State as of v{history['as_of']['version']}: {history['as_of']['status']}")
     return "\n".join(lines)
+
+
+def render_inbox(inbox: dict[str, Any]) -> str:
+    if not inbox["items"]:
+        return "The inbox is empty: nothing awaits approval."
+    lines = [f"Awaiting approval ({inbox['total']}), page {inbox['page']}:"]
+    for card in inbox["items"]:
+        preview = card["preview"]
+        headline = preview.get("participant_name") or preview.get("subject") or ""
+        amount = (
+            f" {format_money(preview['amount_cents'], preview['currency'])}"
+            if "amount_cents" in preview
+            else ""
+        )
+        lines.append(
+            f"  {card['proposal_id']}  {card['operation']}  {headline}{amount}"
+            f"  (by {card['requested_by']})"
+        )
+    return "\n".join(lines)

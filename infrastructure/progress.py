@@ -1,0 +1,59 @@
+"""Progress for long work: a bar on a terminal, a periodic line otherwise (logs, CI)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Counts work done against a total and shows the rate."""
+
+    def __init__(self, label: str, total: int, stream: TextIO | None = None, every: float = 1.0):
+        self.label = label
+        self.total = max(total, 0)
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.every = every
+        self.started = time.perf_counter()
+        self._last = 0.0
+        self._shown = -1
+        self._tty = self.stream.isatty()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        now = time.perf_counter()
+        if now - self._last >= (0.1 if self._tty else self.every):
+            self._last = now
+            self._show()
+
+    def finish(self) -> None:
+        if self._shown != self.done:
+            self._show()
+        if self._tty:
+            self.stream.write("\n")
+        self.stream.flush()
+
+    def _show(self) -> None:
+        self._shown = self.done
+        share = self.done / self.total if self.total else 1.0
+        text = f"{self.label}: {self.done:,}/{self.total:,} events, {self.rate:,.0f} events/s"
+        if self._tty:
+            width = 30
+            filled = int(width * min(share, 1.0))
+            self.stream.write(
+                f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{share:6.1%} {self.done:,}/{self.total:,} {self.rate:,.0f}/s"
+            )
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()

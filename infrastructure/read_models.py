@@ -1,0 +1,140 @@
+"""Queries over the projection tables, always scoped to the caller's organization."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from infrastructure.projection_runner import SqlRows
+from infrastructure.sql import SqlDatabase
+from projections import PROJECTIONS
+from projections.base import Table
+
+_TABLES = {table.name: table for p in PROJECTIONS.values() for table in p.tables}
+MAX_PAGE_SIZE = 100
+
+
+class ReadModels:
+    """What the browser, the conversation and the auditors read."""
+
+    def __init__(self, sql: SqlDatabase) -> None:
+        self.sql = sql
+        self.dialect = "postgres" if sql.is_postgres else "sqlite"
+
+    def _select(
+        self, table: str, where: str, params: list[Any], tail: str = ""
+    ) -> list[dict[str, Any]]:
+        spec: Table = _TABLES[table]
+        with self.sql.transaction() as cursor:
+            rows = cursor.execute(
+                f"SELECT {', '.join(spec.column_names())} FROM {table} WHERE {where} {tail}",
+                params,
+            ).fetchall()
+            decoder = SqlRows(cursor, [spec], self.dialect)
+            return [decoder.decode(spec, row) for row in rows]
+
+    def _time(self, moment: datetime) -> Any:
+        return moment if self.dialect == "postgres" else moment.isoformat()
+
+    def inbox(
+        self,
+        organization_id: str,
+        now: datetime,
+        *,
+        section: str | None = None,
+        resource_id: str | None = None,
+        page: int = 1,
+        page_size: int = 20,
+    ) -> dict[str, Any]:
+        """Pending, unexpired proposals of one organization, newest first."""
+        page = max(1, page)
+        page_size = min(max(1, page_size), MAX_PAGE_SIZE)
+        where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
+        params: list[Any] = [organization_id, self._time(now)]
+        if section:
+            where += " AND section = ?"
+            params.append(section)
+        if resource_id:
+            where += " AND resource_id = ?"
+            params.append(resource_id)
+        with self.sql.transaction() as cursor:
+            total = cursor.execute(
+                f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
+            ).fetchone()
+        items = self._select(
+            "proposal_cards",
+            where,
+            [*params, page_size, (page - 1) * page_size],
+            "ORDER BY proposed_at DESC, proposal_id LIMIT ? OFFSET ?",
+        )
+        return {
+            "items": items,
+            "page": page,
+            "page_size": page_size,
+            "total": int(total[0]) if total else 0,
+        }
+
+    def card(self, organization_id: str, proposal_id: str) -> dict[str, Any] | None:
+        rows = self._select(
+            "proposal_cards",
+            "proposal_id = ? AND organization_id = ?",
+            [proposal_id, organization_id],
+        )
+        return rows[0] if rows else None
+
+    def handback(self, organization_id: str, interaction_id: str) -> list[dict[str, Any]]:
+        return self._select(
+            "handback_messages",
+            "interaction_id = ? AND organization_id = ?",
+            [interaction_id, organization_id],
+            "ORDER BY position",
+        )
+
+    def revision_context(self, organization_id: str, interaction_id: str) -> dict[str, Any] | None:
+        rows = self._select(
+            "revision_context",
+            "interaction_id = ? AND organization_id = ?",
+            [interaction_id, organization_id],
+        )
+        return rows[0] if rows else None
+
+    def audit_trail(
+        self,
+        *,
+        organization_id: str | None = None,
+        proposal_id: str | None = None,
+        actor: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        batch: int = 1000,
+    ) -> Iterator[dict[str, Any]]:
+        """Stream audit rows in log order, a page at a time (memory stays flat)."""
+        where = ["position > ?"]
+        params: list[Any] = []
+        for column, value in (
+            ("organization_id", organization_id),
+            ("proposal_id", proposal_id),
+            ("actor", actor),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if since is not None:
+            where.append("at >= ?")
+            params.append(self._time(since))
+        if until is not None:
+            where.append("at < ?")
+            params.append(self._time(until))
+        position = 0
+        while True:
+            rows = self._select(
+                "audit_events",
+                " AND ".join(where),
+                [position, *params, batch],
+                "ORDER BY position LIMIT ?",
+            )
+            yield from rows
+            if len(rows) < batch:
+                return
+            position = rows[-1]["position"]
