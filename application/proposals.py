@@ -7,6 +7,8 @@ approval is an authenticated command carrying only the proposal's id.
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -21,7 +23,7 @@ from domain.contracts.base import (
     RevisionNeededError,
     UndecodableContractError,
 )
-from domain.errors import ConcurrencyConflictError, NotFoundError
+from domain.errors import ConcurrencyConflictError, NotFoundError, OrderRuleError
 from domain.messages import outcome_message
 from domain.outcomes import (
     AlreadyCompleted,
@@ -49,6 +51,7 @@ log = logging.getLogger("countersign.proposals")
 
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
+_CLAIM_ROUNDS = 12
 
 
 def new_correlation_id() -> str:
@@ -171,8 +174,15 @@ class ProposalService:
     # -- approve ------------------------------------------------------------------------------
 
     def approve(self, proposal_id: str, actor: str) -> ApprovalReport:
-        """Claim the proposal exactly once, revalidate, execute, and record the outcome."""
-        for _ in range(_SETTLE_ATTEMPTS):
+        """Claim the proposal exactly once, revalidate, execute, and record the outcome.
+
+        Raises ConcurrencyConflictError only if every round lost a race on shared facts
+        (another proposal kept changing the same record): nothing was claimed; try again.
+        """
+        for round_number in range(_CLAIM_ROUNDS):
+            if round_number:
+                # Someone else changed a fact we act on; back off with jitter, then re-read.
+                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**round_number)))  # noqa: S311
             proposal = self._load(proposal_id)
             if proposal is None:
                 return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
@@ -196,12 +206,8 @@ class ProposalService:
             report = self._claim_and_execute(proposal, contract, member.email)
             if report is not None:
                 return report
-        # Every round lost a race to another writer of the same facts: report current state.
-        proposal = self._load(proposal_id)
-        assert proposal is not None
-        return self._report(
-            proposal, self._decided(proposal) or NotApprovable(NotApprovableReason.IN_PROGRESS)
-        )
+        log.warning("approval of %s lost %d races on shared facts", proposal_id, _CLAIM_ROUNDS)
+        raise ConcurrencyConflictError("the facts this proposal acts on keep changing; try again")
 
     def _claim_and_execute(
         self, proposal: Proposal, contract: AnyContract | None, actor: str
@@ -297,6 +303,10 @@ class ProposalService:
                 proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
             except RevisionNeededError as refused:
                 proposal.require_revision(_revision(refused.reason))
+            except OrderRuleError:
+                # The attempt is no longer pending: another process (an approver that woke up,
+                # or the reconciler) already recorded this same provider answer.
+                return self._report(self._reload(proposal.id), None)
             if self._try_save(proposal, *facts.aggregates()):
                 return self._report(proposal, None)
             proposal = self._reload(proposal.id)
@@ -384,10 +394,13 @@ class ProposalService:
         return reports
 
     def reconcile(self) -> list[SweepReport]:
-        """Settle uncertain external effects by looking up their original idempotency keys.
+        """Settle uncertain external effects under their original idempotency keys.
 
         Candidates: proposals that are Reconciling, and proposals Claimed longer than the
-        lease without an outcome (a crash between commits). Never sends a new request.
+        lease without an outcome (a crash between commits). The provider is first asked what
+        it holds for the key. Only if it holds nothing is the original request replayed,
+        unchanged and under the same key, so an original that arrives late (a paused process)
+        cannot pay twice. Never a new request under a new key.
         """
         reports = []
         now = self.clock.now()
@@ -420,17 +433,28 @@ class ProposalService:
             refund = self.provider.find_refund(key)
         except ProviderResponseLostError:
             return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
-        if refund is not None:
-            report = self._settle(proposal, contract, execution, refund)
-            return SweepReport(report.proposal_id, "settled", report.status or "", report.outcome)
-        # The provider holds nothing under the key: nothing was paid. Release the attempt.
-        facts = contract.load(execution.scope, self.store)
-        reason = contract.abandon_external(execution, facts)
-        proposal.require_revision(_revision(reason))
-        if not self._try_save(proposal, *facts.aggregates()):
-            current = self._reload(proposal.id)
-            return SweepReport(str(current.id), "raced", str(current.status), current.outcome)
-        return SweepReport(str(proposal.id), "not_sent", str(proposal.status), proposal.outcome)
+        action = "settled"
+        if refund is None:
+            facts = contract.load(execution.scope, self.store)
+            call = contract.describe_external(execution, facts)
+            if call.idempotency_key != key:
+                log.error("proposal %s: stored key differs from the contract's", proposal.id)
+                return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+            action = "replayed"
+            try:
+                refund = self.provider.refund(
+                    idempotency_key=call.idempotency_key,
+                    charge_id=call.charge_id,
+                    amount_cents=call.amount_cents,
+                    metadata=call.metadata,
+                )
+            except Exception:
+                if proposal.status == ProposalStatus.EXECUTING:
+                    self._start_reconciling(proposal, key)
+                current = self._reload(proposal.id)
+                return SweepReport(str(current.id), "still_uncertain", str(current.status), None)
+        report = self._settle(proposal, contract, execution, refund)
+        return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
 
     # -- helpers ------------------------------------------------------------------------------
 

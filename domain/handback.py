@@ -34,7 +34,6 @@ REASONS: dict[str, dict[str, str]] = {
         "evidence_missing": "The order no longer shows the line item or discount.",
         "destination_unavailable": "The refund destination no longer fits the payment.",
         "refund_declined_by_provider": "The card provider declined the refund.",
-        "refund_not_sent": "The refund never reached the card provider; nothing was paid.",
         "audience_changed": (
             "The audience changed from {approved_count} to {current_count} recipients."
         ),
@@ -55,9 +54,6 @@ REASONS: dict[str, dict[str, str]] = {
         "evidence_missing": "La commande ne montre plus l'article ou la remise.",
         "destination_unavailable": "La destination du remboursement ne convient plus au paiement.",
         "refund_declined_by_provider": "Le fournisseur de paiement a refusé le remboursement.",
-        "refund_not_sent": (
-            "Le remboursement n'a jamais atteint le fournisseur de paiement ; rien n'a été versé."
-        ),
         "audience_changed": (
             "L'audience est passée de {approved_count} à {current_count} destinataires."
         ),

@@ -63,9 +63,11 @@ def bootstrap(
     """Wire countersign for the configured database; any port can be replaced."""
     settings = settings or Settings.from_env(database_url)
     database = Database.parse(settings.database_url)
-    app = CountersignApplication(env=database.eventsourcing_env())
-    store = EventSourcedStore(app)
     sql = SqlDatabase(database)
+    # Processes starting together would race to create the event store's tables and functions.
+    with sql.schema_lock():
+        app = CountersignApplication(env=database.eventsourcing_env())
+    store = EventSourcedStore(app)
     sandbox = SandboxPaymentProvider(sql)
     proposals = ProposalService(
         store,

@@ -13,7 +13,8 @@ card                  behaviour of a refund request
 4242 4242 4242 4242   refunded
 4000 0000 0000 0259   refunded, but the response is lost (the caller sees a timeout)
 4000 0000 0000 0002   declined
-4000 0000 0000 0119   provider outage: a 503 before anything is applied
+4000 0000 0000 0119   provider outage: the first request under a key gets a 503 before
+                      anything is applied; the provider has recovered for later requests
 ====================  ================================================================
 """
 
@@ -45,6 +46,7 @@ _SCHEMA = (
     " idempotency_key TEXT PRIMARY KEY, refund_id TEXT NOT NULL, charge_id TEXT NOT NULL,"
     " amount_cents BIGINT NOT NULL, status TEXT NOT NULL, failure_code TEXT,"
     " metadata TEXT NOT NULL, requests INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS sandbox_outages (idempotency_key TEXT PRIMARY KEY)",
 )
 
 
@@ -54,6 +56,7 @@ class SandboxPaymentProvider:
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
         with self.db.transaction() as cursor:
+            self.db.lock_schema(cursor)
             for statement in _SCHEMA:
                 cursor.execute(statement)
 
@@ -74,7 +77,7 @@ class SandboxPaymentProvider:
         metadata: dict[str, str],
     ) -> ProviderRefund:
         card = self._card_of(charge_id)
-        if card == CARD_OUTAGE:
+        if card == CARD_OUTAGE and self._first_request_during_outage(idempotency_key):
             raise ProviderResponseLostError("503 Service Unavailable")
         try:
             response = self._refund_once(idempotency_key, charge_id, card, amount_cents, metadata)
@@ -126,6 +129,15 @@ class SandboxPaymentProvider:
             }
             for key, requests, amount, status, metadata in rows
         ]
+
+    def _first_request_during_outage(self, key: str) -> bool:
+        with self.db.transaction() as cursor:
+            inserted = cursor.execute(
+                "INSERT INTO sandbox_outages (idempotency_key) VALUES (?)"
+                " ON CONFLICT (idempotency_key) DO NOTHING",
+                (key,),
+            ).rowcount
+        return inserted == 1
 
     def _card_of(self, charge_id: str) -> str | None:
         with self.db.transaction() as cursor:

@@ -219,6 +219,7 @@ class ProjectionRunner:
 
     def setup(self) -> None:
         with self.sql.transaction() as cursor:
+            self.sql.lock_schema(cursor)
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} ("
                 " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
@@ -292,6 +293,7 @@ class ProjectionRunner:
     def reset(self) -> None:
         """Drop the projection's tables and tracking position, ready for a rebuild."""
         with self.sql.transaction() as cursor:
+            self.sql.lock_schema(cursor)
             for table in self.projection.tables:
                 cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
             cursor.execute(f"DELETE FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,))

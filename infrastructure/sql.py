@@ -13,6 +13,9 @@ import psycopg
 
 from infrastructure.settings import Database
 
+#: One advisory-lock key for every schema change countersign makes.
+SCHEMA_LOCK_KEY = 7_361_902_114
+
 
 class SqlDatabase:
     """One lazily opened connection, one transaction at a time, ``?`` placeholders."""
@@ -55,6 +58,36 @@ class SqlDatabase:
                     connection.rollback() if self.is_postgres else connection.execute("ROLLBACK")
                 self._drop()
                 raise
+
+    def lock_schema(self, cursor: Cursor) -> None:
+        """Serialise schema changes across processes for the rest of this transaction.
+
+        Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's catalogue;
+        SQLite's BEGIN IMMEDIATE already serialises them.
+        """
+        if self.is_postgres:
+            cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,))
+
+    @contextmanager
+    def schema_lock(self) -> Iterator[None]:
+        """Hold the schema lock (PostgreSQL) while another library creates its tables."""
+        if not self.is_postgres:
+            yield
+            return
+        db = self.database
+        with psycopg.connect(
+            host=db.host,
+            port=db.port,
+            user=db.user,
+            password=db.password,
+            dbname=db.dbname,
+            autocommit=True,
+        ) as connection:
+            connection.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
+            try:
+                yield
+            finally:
+                connection.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK_KEY,))
 
     def _drop(self) -> None:
         if self._connection is not None:

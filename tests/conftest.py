@@ -30,7 +30,6 @@ TEST_DATABASE = "countersign_test"
 BACKENDS = [
     b.strip() for b in os.environ.get("COUNTERSIGN_TEST_BACKENDS", "sqlite,postgres").split(",")
 ]
-_TABLES = ("countersign_events", "sandbox_charges", "sandbox_refunds")
 
 AVA = "ava@granite.example"
 BEN = "ben@granite.example"
@@ -71,12 +70,10 @@ def postgres_url() -> Iterator[str]:
 
 
 def _truncate_postgres(url: str) -> None:
+    """Start each test from an empty schema: events, sandbox, projections and their tracking."""
     with psycopg.connect(url, autocommit=True) as conn:
-        for table in _TABLES:
-            conn.execute(
-                f"DO $$ BEGIN IF to_regclass('{table}') IS NOT NULL THEN "
-                f"TRUNCATE {table}; END IF; END $$"
-            )
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
 
 
 @pytest.fixture(params=BACKENDS)

@@ -193,21 +193,20 @@ def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, 
     assert cs.proposals.reconcile() == []
 
 
-def test_an_outage_before_anything_applied_is_reconciled_as_not_sent(cs, seeded):
+def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, seeded):
     order_id = seeded["orders"]["provider-outage"]
     proposal_id = propose(cs, order_id)
 
     report = cs.proposals.approve(proposal_id, AVA)
     assert report.outcome["kind"] == "needs_reconciliation"
+    assert cs.sandbox.refunds() == []  # the 503 came before anything was applied
 
     swept = cs.proposals.reconcile()
 
-    assert [(s.action, s.status) for s in swept] == [("not_sent", "revision_required")]
-    card = cs.proposals.card(proposal_id, AVA)
-    assert card.outcome["reason"]["code"] == "refund_not_sent"
-    assert "nothing was paid" in card.message
-    assert cs.sandbox.refunds() == []
-    assert cs.club.investigate("granite", order_id)["unresolved_refund_attempts"] == 0
+    assert [(s.action, s.status) for s in swept] == [("replayed", "succeeded")]
+    assert provider_requests(cs, proposal_id) == 1
+    assert cs.club.investigate("granite", order_id)["total_cents"] == 29700
+    assert cs.proposals.reconcile() == []
 
 
 def test_an_expired_proposal_records_expired_and_executes_nothing(cs, seeded, clock: FakeClock):

@@ -181,6 +181,12 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """The one provider key a proposal will ever use: stable across retries and processes."""
         return f"countersign:{self.kind}:{proposal_id}"
 
+    def describe_external(
+        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
+    ) -> ExternalCall:
+        """The provider call this contract makes: the same call every time it is asked."""
+        raise NotImplementedError(f"{self.kind} has no external execution")
+
     def start_external(
         self, contract: ExecutionContract[ArgumentsT], facts: FactsT
     ) -> ExternalCall:
@@ -191,12 +197,6 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         self, contract: ExecutionContract[ArgumentsT], facts: FactsT, refund: ProviderRefund
     ) -> ResultT:
         """Record the provider's authoritative answer; RevisionNeededError if it refused."""
-        raise NotImplementedError(f"{self.kind} has no external execution")
-
-    def abandon_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
-    ) -> RevisionReason:
-        """The provider holds nothing for the key: release the attempt, nothing was paid."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
     # -- hand-back ------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from domain.contracts.base import (
 )
 from domain.errors import NotFoundError
 from domain.money import format_money
-from domain.outcomes import ExecutionContract, RevisionReason
+from domain.outcomes import ExecutionContract
 from domain.ports import AggregateStore, ProviderRefund
 from domain.scope import Scope, Section
 
@@ -276,26 +276,32 @@ class RefundMissingDiscount(
         )
         return _result(facts.order, contract.proposal_id, arguments)
 
-    def start_external(
+    def describe_external(
         self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> ExternalCall:
         arguments = contract.arguments
-        key = self.idempotency_key(contract.proposal_id)
+        charge_id = facts.order.payment(arguments.payment).charge_id
+        assert charge_id is not None  # a card payment always has a charge
+        return ExternalCall(
+            idempotency_key=self.idempotency_key(contract.proposal_id),
+            charge_id=charge_id,
+            amount_cents=arguments.amount_cents,
+            metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+        )
+
+    def start_external(
+        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+    ) -> ExternalCall:
+        call = self.describe_external(contract, facts)
+        arguments = contract.arguments
         facts.order.start_refund_attempt(
             contract.proposal_id,
             arguments.payment,
             arguments.discount,
             arguments.amount_cents,
-            idempotency_key=key,
+            idempotency_key=call.idempotency_key,
         )
-        charge_id = facts.order.payment(arguments.payment).charge_id
-        assert charge_id is not None  # a card payment always has a charge
-        return ExternalCall(
-            idempotency_key=key,
-            charge_id=charge_id,
-            amount_cents=arguments.amount_cents,
-            metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
-        )
+        return call
 
     def finish_external(
         self,
@@ -308,12 +314,6 @@ class RefundMissingDiscount(
             raise RevisionNeededError("refund_declined_by_provider")
         facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
         return _result(facts.order, contract.proposal_id, contract.arguments)
-
-    def abandon_external(
-        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
-    ) -> RevisionReason:
-        facts.order.release_refund_attempt(contract.proposal_id, reason="not_sent")
-        return RevisionReason(code="refund_not_sent")
 
     def success_text(
         self, preview: RefundPreview, result: RefundResult, language: str = "en"

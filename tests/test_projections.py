@@ -1,0 +1,357 @@
+"""Projections: exactly-once, resumable after SIGKILL, rebuildable to the same rows."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from infrastructure.projection_runner import ProjectionRunner, ProjectionStoppedError, run_forever
+from infrastructure.sql import SqlDatabase
+from projections import PROJECTIONS
+from projections.base import Column, Projection, Rows, Table, handles
+from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
+
+DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
+
+
+def snapshot(cs) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every projection table, in key order."""
+    tables = {}
+    with cs.sql.transaction() as cursor:
+        for projection in PROJECTIONS.values():
+            for table in projection.tables:
+                order = ", ".join(table.key)
+                tables[table.name] = cursor.execute(
+                    f"SELECT {', '.join(table.column_names())} FROM {table.name} ORDER BY {order}"
+                ).fetchall()
+    return tables
+
+
+def catch_up_all(cs, batch_size: int = 1000) -> None:
+    for runner in cs.projection_runners(batch_size=batch_size):
+        runner.catch_up()
+
+
+def propose(cs, order_id, request=None, actor=AVA, org="granite", operation=REFUND):
+    return cs.proposals.propose(
+        organization=org,
+        actor=actor,
+        operation=operation,
+        resource_id=order_id,
+        request=request or TO_CARD,
+    ).proposal_id
+
+
+def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, str]:
+    """One proposal per outcome kind, and a pending one."""
+    orders = seeded["orders"]
+    form = seeded["broadcast_forms"]["granite"]
+    ids = {}
+    ids["succeeded"] = propose(cs, orders["refund-ok"])
+    after_each()
+    cs.proposals.approve(ids["succeeded"], AVA)
+    after_each()
+    ids["stale"] = propose(cs, orders["refund-stale"])
+    cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
+    cs.proposals.approve(ids["stale"], AVA)
+    after_each()
+    ids["lost"] = propose(cs, orders["refund-lost-response"])
+    cs.proposals.approve(ids["lost"], AVA)
+    after_each()
+    ids["declined"] = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
+    cs.proposals.decline(ids["declined"], AVA, note="not this week")
+    after_each()
+    ids["card_declined"] = propose(cs, orders["refund-declined"])
+    cs.proposals.approve(ids["card_declined"], AVA)
+    cs.proposals.reconcile()  # settles the lost response: succeeded
+    after_each()
+    ids["pending"] = propose(
+        cs, orders["account-credit"], {**TO_CARD, "destination": "account_credit"}
+    )
+    ids["maple"] = propose(cs, orders["maple-refund"], actor=MIA, org="maple")
+    after_each()
+    return ids
+
+
+def test_a_rebuild_equals_the_incrementally_built_tables(cs, seeded, clock):
+    lifecycle_history(cs, seeded, clock, after_each=lambda: catch_up_all(cs, batch_size=3))
+    catch_up_all(cs, batch_size=3)
+    incremental = snapshot(cs)
+    assert len(incremental["proposal_cards"]) == 7
+    assert len(incremental["audit_events"]) > 7
+
+    for runner in cs.projection_runners():
+        runner.reset()
+        runner.catch_up()
+
+    assert snapshot(cs) == incremental
+    statuses = [runner.status() for runner in cs.projection_runners()]
+    assert {status.lag for status in statuses} == {0}
+
+
+def test_cards_and_handback_speak_english_and_french_for_every_outcome(cs, seeded, clock):
+    ids = lifecycle_history(cs, seeded, clock)
+    catch_up_all(cs)
+    org = seeded["organizations"][0]["id"]
+    cards = {name: cs.read_models.card(org, pid) for name, pid in ids.items() if name != "maple"}
+
+    assert cards["succeeded"]["message_en"].startswith("Refunded $48.00 CAD")
+    assert cards["succeeded"]["message_fr"].startswith("Remboursement de $48.00 CAD")
+    assert "already been refunded" in cards["stale"]["message_en"]
+    assert "a déjà été remboursé" in cards["stale"]["message_fr"]
+    assert cards["declined"]["status"] == "declined"
+    assert "declined this proposal" in cards["declined"]["message_en"]
+    assert "a refusé cette proposition" in cards["declined"]["message_fr"]
+    assert "card provider declined the refund" in cards["card_declined"]["message_en"]
+    assert "fournisseur de paiement a refusé" in cards["card_declined"]["message_fr"]
+    assert cards["pending"]["message_en"] is None
+
+    # The lost response first said "needs reconciliation", then the reconciler's success.
+    lost = cs.proposals.card(ids["lost"], AVA)
+    messages = cs.read_models.handback(org, lost.interaction_id)
+    assert [m["outcome_kind"] for m in messages] == ["needs_reconciliation", "succeeded"]
+    assert "do not retry it" in messages[0]["text_en"]
+    assert "ne le relancez pas" in messages[0]["text_fr"]
+    assert messages[1]["text_fr"].startswith("Remboursement")
+
+
+def test_terminal_failures_are_localized_with_their_correlation_id(cs, seeded):
+    from domain.messages import outcome_message
+
+    failure = {"kind": "terminal_failure", "correlation_id": "cs-0123456789abcdef"}
+    english = outcome_message(REFUND, {}, failure, "en")
+    french = outcome_message(REFUND, {}, failure, "fr")
+    assert "cs-0123456789abcdef" in english
+    assert "will not be retried" in english
+    assert "cs-0123456789abcdef" in french
+    assert "ne sera pas relancée" in french
+
+
+def test_declined_and_revision_required_leave_bounded_revision_context(cs, seeded, clock):
+    ids = lifecycle_history(cs, seeded, clock)
+    catch_up_all(cs)
+    org = seeded["organizations"][0]["id"]
+    declined = cs.proposals.card(ids["declined"], AVA)
+    context = cs.read_models.revision_context(org, declined.interaction_id)
+    assert context["reason_code"] == "declined_by_manager"
+    assert len(context["context_en"]) <= 600
+    assert "was not executed" in context["context_en"]
+    # Another organization cannot read it.
+    maple = seeded["organizations"][1]["id"]
+    assert cs.read_models.revision_context(maple, declined.interaction_id) is None
+    assert cs.read_models.handback(maple, declined.interaction_id) == []
+
+
+def test_the_inbox_is_per_tenant_newest_first_paged_and_hides_expired(cs, seeded, clock):
+    orders = seeded["orders"]
+    first = propose(cs, orders["refund-ok"])
+    time.sleep(0.01)
+    second = propose(cs, orders["refund-stale"])
+    time.sleep(0.01)
+    draft = propose(cs, seeded["broadcast_forms"]["granite"], DRAFT_REQUEST, operation=DRAFT)
+    maple = propose(cs, orders["maple-refund"], actor=MIA, org="maple")
+    catch_up_all(cs)
+    granite_id, maple_id = (o["id"] for o in seeded["organizations"])
+    now = clock.now()
+
+    inbox = cs.read_models.inbox(granite_id, now)
+    assert [card["proposal_id"] for card in inbox["items"]] == [draft, second, first]
+    assert inbox["total"] == 3
+    page2 = cs.read_models.inbox(granite_id, now, page=2, page_size=2)
+    assert [card["proposal_id"] for card in page2["items"]] == [first]
+    orders_only = cs.read_models.inbox(granite_id, now, section="orders")
+    assert [card["proposal_id"] for card in orders_only["items"]] == [second, first]
+    assert [c["proposal_id"] for c in cs.read_models.inbox(maple_id, now)["items"]] == [maple]
+
+    cs.proposals.approve(second, AVA)
+    catch_up_all(cs)
+    assert cs.read_models.inbox(granite_id, now)["total"] == 2
+    later = now.replace(year=now.year + 1)
+    assert cs.read_models.inbox(granite_id, later)["items"] == []
+
+
+class _Fragile(Projection):
+    """A projection whose handler fails until it is 'fixed'."""
+
+    name = "fragile"
+    tables = (
+        Table("fragile_rows", (Column("proposal_id"), Column("n", "int")), key=("proposal_id",)),
+    )
+    broken = True
+
+    @handles("Proposal.Approved")
+    def approved(self, event: Any, position: int, rows: Rows) -> None:
+        if self.broken:
+            raise RuntimeError("bug in the handler")
+        rows.put("fragile_rows", {"proposal_id": str(event.originator_id), "n": position})
+
+    @handles("Proposal.Proposed")
+    def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put("fragile_rows", {"proposal_id": str(event.originator_id), "n": 0})
+
+
+def test_a_projection_stops_at_the_event_it_cannot_process_and_resumes_once_fixed(cs, seeded):
+    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    cs.proposals.approve(proposal_id, AVA)
+    projection = _Fragile()
+    runner = ProjectionRunner(cs.app, cs.sql, projection, batch_size=1)
+
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        runner.catch_up()
+
+    message = str(stopped.value)
+    approved_at = runner.position() + 1
+    assert f"stopped at notification {approved_at}" in message
+    assert "Proposal.Approved" in message
+    assert "resumes from this event" in message
+    assert runner.position() == approved_at - 1  # nothing skipped
+
+    projection.broken = False
+    runner.catch_up()
+    assert runner.status().lag == 0
+    with cs.sql.transaction() as cursor:
+        n = cursor.execute("SELECT n FROM fragile_rows WHERE proposal_id = ?", (proposal_id,))
+        assert n.fetchone()[0] == approved_at
+
+
+def test_two_writers_and_a_runner_concurrently(cs, seeded, database_url):
+    from infrastructure.bootstrap import bootstrap
+    from infrastructure.settings import Settings
+
+    stop = threading.Event()
+    runner_cs = bootstrap(Settings(database_url=database_url))
+    follower = threading.Thread(
+        target=run_forever, args=(runner_cs.projection_runners(batch_size=50), stop, 0.01)
+    )
+    follower.start()
+    form = seeded["broadcast_forms"]["granite"]
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        other = None
+        try:
+            other = bootstrap(Settings(database_url=database_url))
+            for _ in range(15):
+                pid = propose(other, form, DRAFT_REQUEST, operation=DRAFT)
+                other.proposals.approve(pid, AVA)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            if other is not None:
+                other.close()
+
+    writers = [threading.Thread(target=writer) for _ in range(2)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    deadline = time.monotonic() + 20
+    while any(r.status().lag for r in cs.projection_runners()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    follower.join()
+    runner_cs.close()
+
+    assert errors == []
+    live = snapshot(cs)
+    assert len(live["proposal_cards"]) == 30
+    assert {row[7] for row in live["proposal_cards"]} == {"succeeded"}  # status column
+    for runner in cs.projection_runners():
+        runner.reset()
+        runner.catch_up()
+    assert snapshot(cs) == live
+
+
+def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
+    cs, seeded, database_url
+):
+    form = seeded["broadcast_forms"]["granite"]
+    for _ in range(150):
+        pid = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
+        cs.proposals.approve(pid, AVA)
+    head = cs.projection_runners(["audit_trail"])[0].head()
+
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "infrastructure.cli",
+            "projections",
+            "run",
+            "--batch-size",
+            "5",
+            "--database",
+            database_url,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            positions = [r.position() for r in cs.projection_runners()]
+            if min(positions) > 0:
+                break
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    killed_at = [r.position() for r in cs.projection_runners()]
+    assert min(killed_at) < head, "the runner finished before it could be killed"
+
+    catch_up_all(cs, batch_size=7)
+    resumed = snapshot(cs)
+    assert len(resumed["audit_events"]) == 150 * 5  # Proposed..Succeeded, each exactly once
+    assert len(resumed["proposal_cards"]) == 150
+    for runner in cs.projection_runners():
+        runner.reset()
+        runner.catch_up()
+    assert snapshot(cs) == resumed
+
+
+def test_sql_rows_round_trip_every_column_type(cs):
+    from datetime import UTC, datetime
+
+    from infrastructure.projection_runner import SqlRows, create_statements
+
+    table = Table(
+        "typed_rows",
+        (
+            Column("k"),
+            Column("i", "int"),
+            Column("b", "bool"),
+            Column("t", "time"),
+            Column("j", "json"),
+            Column("r", "real"),
+        ),
+        key=("k",),
+    )
+    dialect = "postgres" if cs.sql.is_postgres else "sqlite"
+    row = {
+        "k": "a",
+        "i": 2**40,
+        "b": True,
+        "t": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "j": {"x": [1, "é"]},
+        "r": 1.5,
+    }
+    other = SqlDatabase(cs.database)
+    try:
+        with other.transaction() as cursor:
+            for statement in create_statements(table, dialect):
+                cursor.execute(statement)
+            rows = SqlRows(cursor, [table], dialect)
+            rows.put("typed_rows", row)
+            rows.flush()
+        with other.transaction() as cursor:
+            assert SqlRows(cursor, [table], dialect).get("typed_rows", ("a",)) == row
+    finally:
+        other.close()
