@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from infrastructure import render
+from infrastructure.audit_verify import verify
 from infrastructure.bootstrap import Countersign, bootstrap
 from infrastructure.clock import FakeClock
 from infrastructure.seed import seed
@@ -15,6 +16,12 @@ from infrastructure.seed import seed
 AVA = "ava@granite.example"
 REFUND = "order.refund_missing_discount"
 DRAFT = "email_broadcast.apply_draft"
+TO_ACCOUNT_CREDIT = {
+    "payment": "P1",
+    "line_item": "L1",
+    "discount": "D1",
+    "destination": "account_credit",
+}
 TO_CARD = {
     "payment": "P1",
     "line_item": "L1",
@@ -131,7 +138,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.chapter("A card that declines, and a refund to account credit instead")
     declined = propose(cs, orders["refund-declined"], TO_CARD)
     story.say(render.render_report(cs.proposals.approve(declined["proposal_id"], AVA).to_json()))
-    credit = propose(cs, orders["account-credit"], {**TO_CARD, "destination": "account_credit"})
+    credit = propose(cs, orders["account-credit"], TO_ACCOUNT_CREDIT)
     story.say(render.render_created(credit))
     story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
@@ -163,6 +170,43 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.chapter("The auditor replays one proposal's history")
     history = cs.audit.history(lost["proposal_id"])
     story.say(render.render_history(json.loads(render.to_json(history))))
+
+    story.chapter("Read models, rebuilt from the one event stream")
+    story.say(
+        "Emma's card declined earlier; Ava proposes account credit instead and leaves it for later."
+    )
+    propose(cs, orders["refund-declined"], TO_ACCOUNT_CREDIT)
+    for runner in cs.projection_runners():
+        runner.catch_up()
+    granite = data["organizations"][0]["id"]
+    inbox = json.loads(render.to_json(cs.read_models.inbox(granite, clock.now())))
+    story.say("Ava's inbox (the browser view projection):\n" + render.render_inbox(inbox), inbox)
+    card = cs.proposals.card(lost["proposal_id"], AVA)
+    messages = cs.read_models.handback(granite, card.interaction_id)
+    story.say(
+        "What the application said back into that conversation (never a model paraphrase):\n"
+        + "\n".join(
+            f"  [{m['outcome_kind']}] {m['text_en']}\n  [fr] {m['text_fr']}" for m in messages
+        )
+    )
+    stale_card = cs.proposals.card(stale["proposal_id"], AVA)
+    context = cs.read_models.revision_context(granite, stale_card.interaction_id)
+    if context:
+        story.say("Revision context left for Ava's next message: " + context["context_en"])
+    rows = list(cs.read_models.audit_trail(organization_id=granite))
+    story.say(
+        f"Audit export ({len(rows)} rows, first five):\n"
+        + "\n".join(
+            f"  {str(r['at'])[:19]}  {r['actor']:<22} {r['event_type']:<16} {r['summary'][:60]}"
+            for r in rows[:5]
+        )
+    )
+    report = verify(cs.app, cs.sql).to_json()
+    story.say(
+        f"audit verify: {'OK' if report['ok'] else 'BROKEN'}: {report['events_checked']} events "
+        f"of {report['proposals_checked']} proposals, every hash-chain link holds.",
+        report,
+    )
 
 
 def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -260,7 +260,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     assert main(["demo", "--json", "--database", f"sqlite:///{tmp_path / 'demo.db'}"]) == 0
     story = json.loads(capsys.readouterr().out)
     titles = [chapter["title"] for chapter in story["chapters"]]
-    assert len(titles) == 10
+    assert len(titles) == 11
     text = json.dumps(story)
     for phrase in (
         "Same stored outcome",
@@ -269,5 +269,8 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "Nothing has been sent",
         "The audience changed",
         "Reconciling",
+        "Awaiting approval (1)",
+        "never a model paraphrase",
+        "every hash-chain link holds",
     ):
         assert phrase in text, phrase
