@@ -1,0 +1,524 @@
+"""``audit verify`` proves no stored proposal event was altered or removed; ``audit export``
+streams the audit trail. Tampering is done directly in SQL, as an attacker or a bad migration
+with database access would, on both backends."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from domain.proposal import chain_link
+from infrastructure.audit_export import COLUMNS
+from infrastructure.audit_verify import verify
+from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.cli import main
+from infrastructure.settings import Settings
+from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table
+
+MALLORY = "mallory@evil.example"
+DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
+PROPOSAL_TOPIC = "domain.proposal:Proposal."
+# What a proposal event's link covers is everything but its envelope (Proposal.propose/_link).
+ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
+
+# The story's proposals, in log order, and their events.
+LIFECYCLES = {
+    "refunded": ["Proposed", "Approved", "Claimed", "Revalidated", "Succeeded"],
+    "declined": ["Proposed", "Declined", "RevisionRequired"],
+    "stale": ["Proposed", "Approved", "Claimed", "RevisionRequired"],
+    "maple": ["Proposed"],
+}
+PROPOSALS = len(LIFECYCLES)
+EVENTS = sum(len(types) for types in LIFECYCLES.values())
+
+CHAIN_MISMATCH = "content does not match its hash-chain link"
+AUDIT_MISMATCH = "link differs from the audit trail's copy"
+
+
+@pytest.fixture
+def story(cs: Countersign, seeded: dict[str, Any]) -> dict[str, str]:
+    """Four proposals with different lifecycles; returns their ids by name."""
+    orders = seeded["orders"]
+    refunded = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=orders["refund-ok"],
+        request=TO_CARD,
+    ).proposal_id
+    assert cs.proposals.approve(refunded, AVA).status == "succeeded"
+
+    declined = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=DRAFT,
+        resource_id=seeded["broadcast_forms"]["granite"],
+        request=DRAFT_REQUEST,
+    ).proposal_id
+    assert cs.proposals.decline(declined, AVA, note="Wrong leagues").status == "declined"
+
+    stale = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=orders["refund-stale"],
+        request=TO_CARD,
+    ).proposal_id
+    cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
+    assert cs.proposals.approve(stale, AVA).status == "revision_required"
+
+    maple = cs.proposals.propose(
+        organization="maple",
+        actor=MIA,
+        operation=REFUND,
+        resource_id=orders["maple-refund"],
+        request=TO_CARD,
+    ).proposal_id
+
+    ids = {"refunded": refunded, "declined": declined, "stale": stale, "maple": maple}
+    for name, types in LIFECYCLES.items():
+        assert [e["type"] for e in cs.audit.history(ids[name])["events"]] == types
+    return ids
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _sql(cs: Countersign, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run one statement on the event table directly ('{table}', '?' placeholders)."""
+    statement = statement.format(table=events_table(cs))
+    if cs.database.kind == "sqlite":
+        values = [p.hex if isinstance(p, UUID) else p for p in params]
+        conn = sqlite3.connect(cs.database.sqlite_path)
+        try:
+            rows = conn.execute(statement, values).fetchall()
+            conn.commit()
+        finally:
+            conn.close()
+        return rows
+    db = cs.database
+    with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
+        cursor = conn.execute(statement.replace("?", "%s"), params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _unchanged(state: dict[str, Any]) -> None:
+    return None
+
+
+def _rewrite_state(
+    cs: Countersign,
+    proposal_id: str,
+    version: int,
+    change: Callable[[dict[str, Any]], None],
+    chain: str | None = None,
+) -> None:
+    """Edit one stored event's JSON in place (and, for a forger, its chain link)."""
+    key = UUID(proposal_id)
+    select = "SELECT state FROM {table} WHERE originator_id=? AND originator_version=?"
+    [(raw,)] = _sql(cs, select, key, version)
+    state = json.loads(bytes(raw))
+    change(state)
+    if chain is not None:
+        state["chain"] = chain
+    update = "UPDATE {table} SET state=? WHERE originator_id=? AND originator_version=?"
+    _sql(cs, update, json.dumps(state).encode(), key, version)
+
+
+def _delete(cs: Countersign, proposal_id: str, version: int | None = None) -> None:
+    if version is None:
+        _sql(cs, "DELETE FROM {table} WHERE originator_id=?", UUID(proposal_id))
+    else:
+        _sql(
+            cs,
+            "DELETE FROM {table} WHERE originator_id=? AND originator_version=?",
+            UUID(proposal_id),
+            version,
+        )
+
+
+def _forge(
+    cs: Countersign,
+    proposal_id: str,
+    version: int,
+    change: Callable[[dict[str, Any]], None],
+    *,
+    through_the_end: bool = False,
+) -> None:
+    """A tamperer who read the code: edit one event and recompute its link with chain_link
+    (and, with ``through_the_end``, every later link too, so the whole stored chain holds)."""
+    events = list(cs.app.events.get(UUID(proposal_id)))
+    previous = events[version - 2].chain if version > 1 else ""
+    stop = len(events) if through_the_end else version
+    for event in events[version - 1 : stop]:
+        at = event.originator_version
+        content = copy.deepcopy({k: v for k, v in vars(event).items() if k not in ENVELOPE})
+        edit = change if at == version else _unchanged
+        edit(content)
+        link = chain_link(previous, at, type(event).__name__, content)
+        _rewrite_state(cs, proposal_id, at, edit, chain=link)
+        previous = link
+
+
+def _catch_up_audit(cs: Countersign) -> None:
+    cs.projection_runners(["audit_trail"])[0].catch_up()
+
+
+def _verify(cs: Countersign) -> dict[str, Any]:
+    """verify() with the test's own application, checked against a fresh process's view: the
+    aggregate cache must play no part (verify reads the stored events)."""
+    report = verify(cs.app, cs.sql).to_json()
+    other = bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.proposals.clock)
+    try:
+        assert verify(other.app, other.sql).to_json() == report
+    finally:
+        other.close()
+    return report
+
+
+def _cli(database_url: str, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[str, str]:
+    capsys.readouterr()
+    code = main([*argv, "--json", "--database", database_url])
+    captured = capsys.readouterr()
+    assert code == 0, captured
+    return captured.out, captured.err
+
+
+def _cli_verify(database_url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    out, _ = _cli(database_url, capsys, "audit", "verify")
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+def _broken(report: dict[str, Any]) -> tuple[str, int | None, str]:
+    assert report["ok"] is False
+    link = report["first_broken_link"]
+    return link["proposal_id"], link["version"], link["problem"]
+
+
+def _set_approved_by(state: dict[str, Any]) -> None:
+    state["approved_by"] = MALLORY
+
+
+def _set_declined_by(state: dict[str, Any]) -> None:
+    state["declined_by"] = MALLORY
+
+
+def _set_preview_amount(state: dict[str, Any]) -> None:
+    state["preview"]["amount_cents"] = 48000
+
+
+def _set_outcome_amount(state: dict[str, Any]) -> None:
+    state["outcome"]["result"]["amount_cents"] = 48000
+
+
+def _set_revision_payment(state: dict[str, Any]) -> None:
+    state["outcome"]["reason"]["params"]["payment"] = "Mastercard •••• 0000"
+
+
+def _set_unprintable_reason(state: dict[str, Any]) -> None:
+    # A code whose text needs other parameters: the audit trail cannot summarize the event.
+    state["outcome"]["reason"]["code"] = "audience_changed"
+
+
+EDITS = {
+    "approved_by": ("refunded", 2, _set_approved_by),
+    "preview_amount": ("refunded", 1, _set_preview_amount),
+    "declined_by": ("declined", 2, _set_declined_by),
+    "succeeded_amount": ("refunded", 5, _set_outcome_amount),
+    "revision_payment": ("stale", 4, _set_revision_payment),
+}
+MIDDLE_EDITS = ["approved_by", "preview_amount", "declined_by"]
+LAST_EDITS = ["succeeded_amount", "revision_payment"]
+
+
+# -- an untouched store -----------------------------------------------------------------------
+
+
+def test_an_untouched_store_verifies_and_counts_every_proposal_and_event(cs, story):
+    expected = {
+        "ok": True,
+        "proposals_checked": PROPOSALS,
+        "events_checked": EVENTS,
+        "first_broken_link": None,
+        "broken_proposals": 0,
+    }
+    assert _verify(cs) == expected  # before the audit trail exists: the chain alone
+    _catch_up_audit(cs)
+    assert _verify(cs) == expected  # and cross-checked against the audit trail's copy
+
+
+def test_the_cli_verifies_an_untouched_store(cs, story, database_url, capsys):
+    assert _cli_verify(database_url, capsys) == {
+        "ok": True,
+        "proposals_checked": PROPOSALS,
+        "events_checked": EVENTS,
+        "first_broken_link": None,
+        "broken_proposals": 0,
+    }
+    # It caught the audit trail up first: every event now has its audited link.
+    assert len(list(cs.read_models.audit_trail())) == EVENTS
+
+
+# -- edited content ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("audited_first", [False, True], ids=["unaudited", "audited"])
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edited_field_breaks_exactly_that_link(
+    cs, story, database_url, capsys, edit, audited_first
+):
+    name, version, change = EDITS[edit]
+    if audited_first:
+        _catch_up_audit(cs)
+
+    _rewrite_state(cs, story[name], version, change)
+
+    report = _verify(cs)
+    assert _broken(report) == (story[name], version, CHAIN_MISMATCH)
+    assert report["broken_proposals"] == 1
+    assert report["proposals_checked"] == PROPOSALS
+    cli = _cli_verify(database_url, capsys)
+    assert cli["ok"] is False
+    assert cli["first_broken_link"] == report["first_broken_link"]
+
+
+def test_the_first_broken_link_is_the_earliest_in_log_order(cs, story):
+    _rewrite_state(cs, story["stale"], 2, _set_approved_by)
+    _rewrite_state(cs, story["refunded"], 4, lambda s: s["facts"].update(refundable_cents=0))
+
+    report = _verify(cs)
+
+    assert _broken(report) == (story["refunded"], 4, CHAIN_MISMATCH)
+    assert report["broken_proposals"] == 2
+    assert report["proposals_checked"] == PROPOSALS
+
+
+def test_the_cli_reports_an_edit_the_audit_trail_cannot_project(cs, story, database_url, capsys):
+    """The CLI catches the audit trail up before verifying. An edited event the trail has not
+    yet reached, and cannot summarize, must still be reported as a broken link (exit 0),
+    not turn ``audit verify`` into an internal ``projection_stopped`` error."""
+    _rewrite_state(cs, story["stale"], 4, _set_unprintable_reason)
+    report = _verify(cs)
+    assert _broken(report) == (story["stale"], 4, CHAIN_MISMATCH)
+
+    capsys.readouterr()
+    code = main(["audit", "verify", "--json", "--database", database_url])
+    document = json.loads(capsys.readouterr().out)
+
+    assert (code, document) == (0, report)
+
+
+def test_an_event_with_a_tampered_topic_is_reported_unreadable(cs, story):
+    _catch_up_audit(cs)
+    key = UUID(story["declined"])
+    _sql(
+        cs,
+        "UPDATE {table} SET topic=? WHERE originator_id=? AND originator_version=2",
+        "os:system",
+        key,
+    )
+
+    report = _verify(cs)
+
+    proposal_id, version, problem = _broken(report)
+    assert (proposal_id, version) == (story["declined"], None)
+    assert "unreadable" in problem
+
+
+# -- removed events ---------------------------------------------------------------------------
+
+
+def test_a_removed_middle_event_is_a_version_gap(cs, story, database_url, capsys):
+    _delete(cs, story["refunded"], 3)
+
+    report = _verify(cs)
+
+    proposal_id, version, problem = _broken(report)
+    assert (proposal_id, version) == (story["refunded"], 3)
+    assert "version gap" in problem
+    assert report["broken_proposals"] == 1
+    cli = _cli_verify(database_url, capsys)  # catching the trail up over the gap is fine
+    assert cli["first_broken_link"] == report["first_broken_link"]
+
+
+@pytest.mark.parametrize("name", ["refunded", "declined", "stale", "maple"])
+def test_a_removed_last_event_the_audit_trail_saw_is_reported(
+    cs, story, database_url, capsys, name
+):
+    _catch_up_audit(cs)
+    last = len(LIFECYCLES[name])
+
+    _delete(cs, story[name], last)
+
+    report = _verify(cs)
+    proposal_id, version, problem = _broken(report)
+    assert (proposal_id, version) == (story[name], last)
+    assert "removed" in problem
+    assert report["broken_proposals"] == 1
+    assert _cli_verify(database_url, capsys)["first_broken_link"] == report["first_broken_link"]
+
+
+def test_a_removed_proposal_the_audit_trail_saw_is_reported(cs, story, database_url, capsys):
+    _catch_up_audit(cs)
+
+    _delete(cs, story["declined"])
+
+    report = _verify(cs)
+    proposal_id, version, problem = _broken(report)
+    assert (proposal_id, version) == (story["declined"], 1)
+    assert "removed" in problem
+    assert report["proposals_checked"] == PROPOSALS  # still checked, found through the trail
+    assert report["broken_proposals"] == 1
+    assert _cli_verify(database_url, capsys)["first_broken_link"] == report["first_broken_link"]
+
+
+# -- forged links -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("edit", MIDDLE_EDITS)
+def test_a_forged_link_breaks_the_next_link(cs, story, database_url, capsys, edit):
+    name, version, change = EDITS[edit]
+
+    _forge(cs, story[name], version, change)
+
+    report = _verify(cs)
+    assert _broken(report) == (story[name], version + 1, CHAIN_MISMATCH)
+    assert report["broken_proposals"] == 1
+    # The CLI catches the trail up over the forged event first: the next link still breaks.
+    assert _cli_verify(database_url, capsys)["first_broken_link"] == report["first_broken_link"]
+
+
+@pytest.mark.parametrize("edit", MIDDLE_EDITS + LAST_EDITS)
+def test_a_forged_link_the_audit_trail_saw_differs_from_its_copy(cs, story, edit):
+    name, version, change = EDITS[edit]
+    _catch_up_audit(cs)
+
+    _forge(cs, story[name], version, change)
+
+    report = _verify(cs)
+    assert _broken(report) == (story[name], version, AUDIT_MISMATCH)
+    assert report["broken_proposals"] == 1
+
+
+@pytest.mark.parametrize("edit", MIDDLE_EDITS)
+def test_a_wholly_reforged_chain_is_caught_by_the_audit_trail(cs, story, edit):
+    name, version, change = EDITS[edit]
+    _catch_up_audit(cs)
+
+    _forge(cs, story[name], version, change, through_the_end=True)
+
+    # The stored chain is self-consistent again; only the audit trail's copy tells.
+    events = list(cs.app.events.get(UUID(story[name])))
+    previous = ""
+    for event in events:
+        content = {k: v for k, v in vars(event).items() if k not in ENVELOPE}
+        previous = chain_link(previous, event.originator_version, type(event).__name__, content)
+        assert event.chain == previous
+    report = _verify(cs)
+    assert _broken(report) == (story[name], version, AUDIT_MISMATCH)
+
+
+# -- audit export -----------------------------------------------------------------------------
+
+
+def _proposal_notifications(cs: Countersign) -> list[tuple[int, str, int, str]]:
+    """(position, proposal id, version, event type) of every proposal event, in log order."""
+    found = []
+    start = 1
+    while True:
+        batch = cs.app.recorder.select_notifications(start, limit=1000)
+        if not batch:
+            return found
+        found += [
+            (n.id, str(UUID(str(n.originator_id))), n.originator_version, n.topic.rsplit(".")[-1])
+            for n in batch
+            if n.topic.startswith(PROPOSAL_TOPIC)
+        ]
+        start = batch[-1].id + 1
+
+
+def _export(database_url, capsys, *options: str) -> tuple[str, str]:
+    return _cli(database_url, capsys, "audit", "export", *options)
+
+
+def test_jsonl_export_prints_one_object_per_audited_event_in_log_order(
+    cs, story, seeded, database_url, capsys
+):
+    out, err = _export(database_url, capsys, "--format", "jsonl")
+
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == EVENTS
+    assert f"{EVENTS} rows" in err
+    assert all(list(row) == COLUMNS for row in rows)  # no wrapper, the documented columns
+    assert [(r["position"], r["proposal_id"], r["version"], r["event_type"]) for r in rows] == (
+        _proposal_notifications(cs)
+    )
+    orgs = {o["slug"]: o["id"] for o in seeded["organizations"]}
+    for name, types in LIFECYCLES.items():
+        mine = [r for r in rows if r["proposal_id"] == story[name]]
+        assert [r["event_type"] for r in mine] == types
+        assert [r["version"] for r in mine] == list(range(1, len(types) + 1))
+        stored = list(cs.app.events.get(UUID(story[name])))
+        assert [r["chain"] for r in mine] == [e.chain for e in stored]
+        org = orgs["maple" if name == "maple" else "granite"]
+        assert {r["organization_id"] for r in mine} == {org}
+    refunded = [r for r in rows if r["proposal_id"] == story["refunded"]]
+    assert refunded[0]["operation"] == REFUND
+    assert [r["actor"] for r in refunded[:2]] == [AVA, AVA]
+    assert refunded[0]["summary"] == f"proposed {REFUND}"
+    declined = [r for r in rows if r["proposal_id"] == story["declined"]]
+    assert (declined[1]["actor"], declined[1]["summary"]) == (AVA, "declined")
+    assert all(isinstance(r["at"], str) and r["at"] for r in rows)
+
+
+def test_csv_export_has_a_header_and_the_same_rows(cs, story, database_url, capsys):
+    jsonl, _ = _export(database_url, capsys, "--format", "jsonl")
+    out, err = _export(database_url, capsys, "--format", "csv")
+
+    reader = csv.DictReader(io.StringIO(out))
+    assert reader.fieldnames == COLUMNS
+    rows = list(reader)
+    assert len(rows) == EVENTS
+    assert f"{EVENTS} rows" in err
+    expected = [json.loads(line) for line in jsonl.splitlines()]
+    assert [(r["proposal_id"], int(r["version"]), r["chain"]) for r in rows] == [
+        (r["proposal_id"], r["version"], r["chain"]) for r in expected
+    ]
+
+
+def test_export_by_organization_holds_nothing_of_another(cs, story, seeded, database_url, capsys):
+    orgs = {o["slug"]: o["id"] for o in seeded["organizations"]}
+
+    maple_out, _ = _export(database_url, capsys, "--org", "maple")
+    granite_out, _ = _export(database_url, capsys, "--org", "granite")
+
+    maple = [json.loads(line) for line in maple_out.splitlines()]
+    granite = [json.loads(line) for line in granite_out.splitlines()]
+    assert {r["proposal_id"] for r in maple} == {story["maple"]}
+    assert {r["organization_id"] for r in maple} == {orgs["maple"]}
+    assert len(maple) == len(LIFECYCLES["maple"])
+    assert story["maple"] not in {r["proposal_id"] for r in granite}
+    assert {r["organization_id"] for r in granite} == {orgs["granite"]}
+    assert len(granite) == EVENTS - len(LIFECYCLES["maple"])
+
+
+def test_export_since_a_future_time_is_empty(cs, story, database_url, capsys):
+    out, err = _export(database_url, capsys, "--since", "2999-01-01T00:00Z")
+    assert out == ""
+    assert "0 rows" in err
+
+    out, _ = _export(database_url, capsys, "--since", "2999-01-01T00:00Z", "--format", "csv")
+    assert out.splitlines() == [",".join(COLUMNS)]
+
+    everything, _ = _export(database_url, capsys, "--since", "2000-01-01T00:00Z")
+    assert len(everything.splitlines()) == EVENTS
