@@ -10,7 +10,7 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -40,6 +40,7 @@ from domain.outcomes import (
 from domain.ports import (
     AggregateStore,
     Clock,
+    OpenWorkIndex,
     PaymentProvider,
     ProviderRefund,
     ProviderResponseLostError,
@@ -80,8 +81,10 @@ class ProposalService:
         registry: Mapping[str, AnyContract] = REGISTRY,
         ttl: timedelta = timedelta(days=1),
         lease: timedelta = timedelta(seconds=60),
+        open_work: OpenWorkIndex | None = None,
     ) -> None:
         self.store = store
+        self.open_work = open_work or ScanOpenWork(store)
         self.provider = provider
         self.clock = clock
         self.registry = registry
@@ -382,7 +385,7 @@ class ProposalService:
         """Record Expired for every pending proposal past its expiry."""
         reports = []
         now = self.clock.now()
-        for proposal_id in self.store.ids_with_events(Proposal, ["Proposed"]):
+        for proposal_id in self.open_work.expiry_candidates(now):
             proposal = self._load(str(proposal_id))
             if proposal is None or proposal.status != ProposalStatus.PENDING:
                 continue
@@ -404,7 +407,7 @@ class ProposalService:
         """
         reports = []
         now = self.clock.now()
-        for proposal_id in self.store.ids_with_events(Proposal, ["Claimed"]):
+        for proposal_id in self.open_work.reconciliation_candidates(now - self.lease):
             proposal = self._load(str(proposal_id))
             if proposal is None:
                 continue
@@ -528,3 +531,20 @@ def _parse_uuid(value: str) -> UUID:
         return UUID(str(value).strip())
     except ValueError:
         raise NotFoundError("malformed id") from None
+
+
+class ScanOpenWork:
+    """The OpenWorkIndex port by scanning the log: no read model needed, O(proposals).
+
+    Production wiring uses the ``open_work`` projection instead; this serves services built
+    without one. The sweepers re-check every candidate's state, so a superset is fine.
+    """
+
+    def __init__(self, store: AggregateStore) -> None:
+        self.store = store
+
+    def expiry_candidates(self, now: datetime) -> list[UUID]:
+        return list(self.store.ids_with_events(Proposal, ["Proposed"]))
+
+    def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
+        return list(self.store.ids_with_events(Proposal, ["Claimed"]))

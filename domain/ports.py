@@ -53,6 +53,18 @@ class AggregateStore(Protocol):
         ...
 
 
+class OpenWorkIndex(Protocol):
+    """Finds the proposals the sweepers must look at, without scanning every proposal."""
+
+    def expiry_candidates(self, now: datetime) -> list[UUID]:
+        """Pending proposals whose expiry has passed."""
+        ...
+
+    def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
+        """Reconciling proposals, and executing ones claimed before the given time."""
+        ...
+
+
 @dataclass(frozen=True)
 class ProviderRefund:
     """What the payment provider holds for one idempotency key."""

@@ -11,6 +11,7 @@ from application.proposals import ProposalService
 from domain.ports import Clock, PaymentProvider
 from infrastructure.clock import SystemClock
 from infrastructure.event_store import CountersignApplication, EventSourcedStore
+from infrastructure.open_work import ProjectedOpenWork
 from infrastructure.payment_sandbox import SandboxPaymentProvider
 from infrastructure.projection_runner import ProjectionRunner
 from infrastructure.read_models import ReadModels
@@ -75,6 +76,7 @@ def bootstrap(
         clock or SystemClock(),
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         lease=timedelta(seconds=settings.reconcile_lease_seconds),
+        open_work=ProjectedOpenWork(app, sql),
     )
     return Countersign(
         settings=settings,

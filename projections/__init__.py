@@ -7,8 +7,9 @@ from projections.audit_trail import AuditTrail
 from projections.base import Projection
 from projections.browser_view import BrowserView
 from projections.handback import Handback
+from projections.operations import OpenWork
 
 PROJECTIONS: dict[str, Projection] = {
     projection.name: projection
-    for projection in (BrowserView(), Handback(), AuditTrail(), Analytics())
+    for projection in (BrowserView(), Handback(), AuditTrail(), Analytics(), OpenWork())
 }

@@ -1,0 +1,64 @@
+"""Open work for the operators' sweepers: proposals that may still need expiry or reconciling.
+
+A proposal leaves this table as soon as it has a final outcome, so the expiry sweeper and the
+reconciler read a handful of rows instead of scanning the whole log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projections.base import Column, Projection, Rows, Table, handles, update
+
+OPEN = "open_proposals"
+
+
+class OpenWork(Projection):
+    """Pending, executing and reconciling proposals, with the times the sweepers need."""
+
+    name = "open_work"
+    tables = (
+        Table(
+            OPEN,
+            (
+                Column("proposal_id"),
+                Column("status"),
+                Column("expires_at", "time"),
+                Column("claimed_at", "time"),
+            ),
+            key=("proposal_id",),
+            indexes=(("status", "expires_at"), ("status", "claimed_at")),
+        ),
+    )
+
+    @handles("Proposal.Proposed")
+    def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put(
+            OPEN,
+            {
+                "proposal_id": str(event.originator_id),
+                "status": "pending",
+                "expires_at": event.expires_at,
+                "claimed_at": None,
+            },
+        )
+
+    @handles("Proposal.Claimed")
+    def claimed(self, event: Any, position: int, rows: Rows) -> None:
+        update(
+            rows, OPEN, (str(event.originator_id),), status="executing", claimed_at=event.claimed_at
+        )
+
+    @handles("Proposal.Reconciling")
+    def reconciling(self, event: Any, position: int, rows: Rows) -> None:
+        update(rows, OPEN, (str(event.originator_id),), status="reconciling")
+
+    @handles(
+        "Proposal.Succeeded",
+        "Proposal.RevisionRequired",
+        "Proposal.Failed",
+        "Proposal.Declined",
+        "Proposal.Expired",
+    )
+    def closed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.delete(OPEN, (str(event.originator_id),))
