@@ -31,7 +31,11 @@ from infrastructure.audit_export import write_export
 from infrastructure.audit_verify import verify
 from infrastructure.bootstrap import Countersign, bootstrap
 from infrastructure.progress import Progress
-from infrastructure.projection_runner import ProjectionStoppedError, run_forever
+from infrastructure.projection_runner import (
+    ProjectionStoppedError,
+    rebuild_together,
+    run_forever,
+)
 from infrastructure.settings import SettingsError
 from projections import PROJECTIONS
 
@@ -173,26 +177,22 @@ def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_projections_rebuild(cs: Countersign, args: argparse.Namespace) -> Result:
-    results = []
-    for runner in cs.projection_runners(args.names, batch_size=args.batch_size):
-        runner.reset()
-        progress = Progress(f"rebuild {runner.name}", runner.head())
-        runner.catch_up(progress.advance)
-        progress.finish()
-        results.append(
-            {
-                "name": runner.name,
-                "events": progress.done,
-                "seconds": round(progress.elapsed, 3),
-                "events_per_second": round(progress.rate),
-            }
-        )
-    lines = [
-        f"{r['name']}: rebuilt from {r['events']:,} events in {r['seconds']} s "
-        f"({r['events_per_second']:,} events/s)"
-        for r in results
-    ]
-    return results, "\n".join(lines)
+    runners = cs.projection_runners(args.names, batch_size=args.batch_size)
+    names = [runner.name for runner in runners]
+    progress = Progress(f"rebuild {', '.join(names)}", runners[0].head() if runners else 0)
+    events = rebuild_together(runners, progress.advance)
+    progress.finish()
+    result = {
+        "projections": names,
+        "events": events,
+        "seconds": round(progress.elapsed, 3),
+        "events_per_second": round(progress.rate),
+    }
+    text = (
+        f"rebuilt {', '.join(names)} from {events:,} events in {result['seconds']} s "
+        f"({result['events_per_second']:,} events/s, the log read once for all)"
+    )
+    return result, text
 
 
 def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -72,6 +72,73 @@ class ProjectionStatus:
         return {"name": self.name, "position": self.position, "head": self.head, "lag": self.lag}
 
 
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _time_to_text(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat()
+
+
+def _time_to_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _json_to_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _bool_to_int(value: Any) -> int:
+    return int(bool(value))
+
+
+_TO_DB: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "sqlite": {"time": _time_to_text, "json": _json_to_text, "bool": _bool_to_int},
+    "postgres": {"time": _time_to_utc, "json": Jsonb},
+}
+_FROM_DB: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "sqlite": {"time": datetime.fromisoformat, "json": json.loads, "bool": bool},
+    "postgres": {"time": _time_to_utc},
+}
+
+
+class _Codec:
+    """Per-table, per-dialect value converters, computed once."""
+
+    def __init__(self, spec: Table, dialect: str) -> None:
+        to_db, from_db = _TO_DB[dialect], _FROM_DB[dialect]
+        self.names = spec.column_names()
+        self.to_db = [to_db.get(column.type, _identity) for column in spec.columns]
+        self.from_db = [from_db.get(column.type, _identity) for column in spec.columns]
+        by_name = dict(zip(self.names, self.to_db, strict=True))
+        self.key_to_db = [by_name[name] for name in spec.key]
+        self.select = f"SELECT {', '.join(self.names)} FROM {spec.name} WHERE " + " AND ".join(
+            f"{column} = ?" for column in spec.key
+        )
+        self.delete = f"DELETE FROM {spec.name} WHERE " + " AND ".join(
+            f"{column} = ?" for column in spec.key
+        )
+        self.upsert = _upsert_sql(spec)
+
+    def row_to_db(self, row: dict[str, Any]) -> list[Any]:
+        return [
+            None if (value := row[name]) is None else convert(value)
+            for name, convert in zip(self.names, self.to_db, strict=True)
+        ]
+
+    def key_params(self, key: tuple[Any, ...]) -> list[Any]:
+        return [
+            None if value is None else convert(value)
+            for value, convert in zip(key, self.key_to_db, strict=True)
+        ]
+
+    def row_from_db(self, row: tuple[Any, ...]) -> dict[str, Any]:
+        return {
+            name: None if value is None else convert(value)
+            for name, value, convert in zip(self.names, row, self.from_db, strict=True)
+        }
+
+
 class SqlRows:
     """The ``Rows`` port over SQL, caching a batch's reads and writes until ``flush``."""
 
@@ -79,94 +146,69 @@ class SqlRows:
         self.cursor = cursor
         self.tables = {table.name: table for table in tables}
         self.dialect = dialect
-        # (table, key) -> (row or None, changed in this batch)
-        self._cache: dict[tuple[str, tuple[Any, ...]], tuple[dict[str, Any] | None, bool]] = {}
+        self.codecs = {name: _Codec(spec, dialect) for name, spec in self.tables.items()}
+        # (table, key) -> [row or None, changed in this batch]
+        self._cache: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+
+    def _entry(self, table: str, key: tuple[Any, ...]) -> list[Any]:
+        entry = self._cache.get((table, key))
+        if entry is None:
+            codec = self.codecs[table]
+            row = self.cursor.execute(codec.select, codec.key_params(key)).fetchone()
+            entry = [None if row is None else codec.row_from_db(row), False]
+            self._cache[(table, key)] = entry
+        return entry
 
     def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
-        cached = self._cache.get((table, key))
-        if cached is None:
-            spec = self.tables[table]
-            where = " AND ".join(f"{column} = ?" for column in spec.key)
-            params = [self._to_db(spec, n, v) for n, v in zip(spec.key, key, strict=True)]
-            row = self.cursor.execute(
-                f"SELECT {', '.join(spec.column_names())} FROM {table} WHERE {where}", params
-            ).fetchone()
-            cached = (None if row is None else self.decode(spec, row), False)
-            self._cache[(table, key)] = cached
-        return dict(cached[0]) if cached[0] is not None else None
+        row = self._entry(table, key)[0]
+        return dict(row) if row is not None else None
+
+    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
+        unknown = set(changes) - set(self.codecs[table].names)
+        if unknown:
+            raise ValueError(f"{table} has no column {sorted(unknown)}")
+        entry = self._entry(table, key)
+        if entry[0] is None:
+            return None
+        entry[0].update(changes)
+        entry[1] = True
+        return dict(entry[0])
 
     def put(self, table: str, row: dict[str, Any]) -> None:
         spec = self.tables[table]
-        missing = set(spec.column_names()) - set(row)
-        if missing:
-            raise ValueError(f"{table} row lacks {sorted(missing)}")
-        self._cache[(table, tuple(row[name] for name in spec.key))] = (dict(row), True)
+        if len(row) != len(spec.columns) or any(name not in row for name in spec.key):
+            missing = set(spec.column_names()) - set(row)
+            raise ValueError(f"{table} row lacks {sorted(missing)} or has extra columns")
+        self._cache[(table, tuple(row[name] for name in spec.key))] = [dict(row), True]
 
     def delete(self, table: str, key: tuple[Any, ...]) -> None:
-        self._cache[(table, key)] = (None, True)
+        self._cache[(table, key)] = [None, True]
 
     def flush(self) -> int:
         """Write every changed row; returns how many rows were written or deleted."""
+        deletes: dict[str, list[list[Any]]] = {name: [] for name in self.tables}
+        puts: dict[str, list[list[Any]]] = {name: [] for name in self.tables}
+        for (table, key), (row, dirty) in self._cache.items():
+            if not dirty:
+                continue
+            codec = self.codecs[table]
+            if row is None:
+                deletes[table].append(codec.key_params(key))
+            else:
+                puts[table].append(codec.row_to_db(row))
         written = 0
-        for spec in self.tables.values():
-            changed = [
-                (key, row)
-                for (table, key), (row, dirty) in self._cache.items()
-                if table == spec.name and dirty
-            ]
-            where = " AND ".join(f"{column} = ?" for column in spec.key)
-            deletes = [
-                [self._to_db(spec, n, v) for n, v in zip(spec.key, key, strict=True)]
-                for key, row in changed
-                if row is None
-            ]
-            if deletes:
-                self.cursor.executemany(f"DELETE FROM {spec.name} WHERE {where}", deletes)
-            puts = [
-                [self._to_db(spec, c, row[c]) for c in spec.column_names()]
-                for _, row in changed
-                if row is not None
-            ]
-            if puts:
-                self.cursor.executemany(_upsert_sql(spec), puts)
-            written += len(changed)
+        for name, codec in self.codecs.items():
+            if deletes[name]:
+                self.cursor.executemany(codec.delete, deletes[name])
+            if puts[name]:
+                self.cursor.executemany(codec.upsert, puts[name])
+            written += len(deletes[name]) + len(puts[name])
         self._cache.clear()
         return written
 
-    def _to_db(self, spec: Table, column: str, value: Any) -> Any:
-        kind = _column_type(spec, column)
-        if value is None:
-            return None
-        if kind == "time":
-            moment = value.astimezone(UTC)
-            return moment if self.dialect == "postgres" else moment.isoformat()
-        if kind == "json":
-            return Jsonb(value) if self.dialect == "postgres" else json.dumps(value, sort_keys=True)
-        if kind == "bool" and self.dialect == "sqlite":
-            return int(bool(value))
-        return value
-
     def decode(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
-        result = {}
-        for column, value in zip(spec.columns, row, strict=True):
-            if value is not None and self.dialect == "sqlite":
-                if column.type == "time":
-                    value = datetime.fromisoformat(value)
-                elif column.type == "json":
-                    value = json.loads(value)
-                elif column.type == "bool":
-                    value = bool(value)
-            elif value is not None and column.type == "time":
-                value = value.astimezone(UTC)
-            result[column.name] = value
-        return result
-
-
-def _column_type(spec: Table, name: str) -> str:
-    for column in spec.columns:
-        if column.name == name:
-            return column.type
-    raise KeyError(name)
+        codec = self.codecs.get(spec.name) or _Codec(spec, self.dialect)
+        return codec.row_from_db(row)
 
 
 def _upsert_sql(spec: Table) -> str:
@@ -184,12 +226,17 @@ def _upsert_sql(spec: Table) -> str:
     )
 
 
-def create_statements(spec: Table, dialect: str) -> list[str]:
+def create_statements(spec: Table, dialect: str, *, indexes: bool = True) -> list[str]:
     types = _SQL_TYPES[dialect]
     columns = ", ".join(f"{c.name} {types[c.type]}" for c in spec.columns)
     statements = [
         f"CREATE TABLE IF NOT EXISTS {spec.name} ({columns}, PRIMARY KEY ({', '.join(spec.key)}))"
     ]
+    return statements + (index_statements(spec) if indexes else [])
+
+
+def index_statements(spec: Table) -> list[str]:
+    statements = []
     for index in spec.indexes:
         name = f"{spec.name}_{'_'.join(index)}_idx"
         statements.append(f"CREATE INDEX IF NOT EXISTS {name} ON {spec.name} ({', '.join(index)})")
@@ -219,7 +266,7 @@ class ProjectionRunner:
     def name(self) -> str:
         return self.projection.name
 
-    def setup(self) -> None:
+    def setup(self, *, indexes: bool = True) -> None:
         with self.sql.transaction() as cursor:
             self.sql.lock_schema(cursor)
             cursor.execute(
@@ -232,7 +279,7 @@ class ProjectionRunner:
                 (self.name,),
             )
             for table in self.projection.tables:
-                for statement in create_statements(table, self.dialect):
+                for statement in create_statements(table, self.dialect, indexes=indexes):
                     cursor.execute(statement)
 
     def position(self) -> int:
@@ -257,10 +304,18 @@ class ProjectionRunner:
             position = self.known_position
         else:
             position = self.position()
+        return self.apply(self.read(position), position)
+
+    def read(self, position: int) -> list[tuple[Notification, Any]]:
+        """The next batch after ``position``, decoded."""
         notifications = self.app.recorder.select_notifications(position + 1, limit=self.batch_size)
-        if not notifications:
+        return [(n, self._decode(n)) for n in notifications]
+
+    def apply(self, events: list[tuple[Notification, Any]], position: int) -> int:
+        """Apply a decoded batch that starts right after ``position``, in one transaction."""
+        if not events:
             return 0
-        events = [(n, self._decode(n)) for n in notifications]
+        last = events[-1][0].id
         with self.sql.transaction() as cursor:
             locked = cursor.execute(
                 f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?"
@@ -281,10 +336,10 @@ class ProjectionRunner:
             rows.flush()
             cursor.execute(
                 f"UPDATE {TRACKING_TABLE} SET position = ?, updated_at = ? WHERE projection = ?",
-                (notifications[-1].id, datetime.now(tz=UTC).isoformat(), self.name),
+                (last, datetime.now(tz=UTC).isoformat(), self.name),
             )
-        self.known_position = notifications[-1].id
-        return len(notifications)
+        self.known_position = last
+        return len(events)
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Process batches until the log is exhausted; returns the events processed."""
@@ -300,7 +355,21 @@ class ProjectionRunner:
             if progress is not None:
                 progress(processed)
 
-    def reset(self) -> None:
+    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+        """Drop and rebuild from the whole log; secondary indexes are built once, at the end."""
+        self.reset(indexes=False)
+        processed = self.catch_up(progress)
+        self.create_indexes()
+        return processed
+
+    def create_indexes(self) -> None:
+        with self.sql.transaction() as cursor:
+            self.sql.lock_schema(cursor)
+            for table in self.projection.tables:
+                for statement in index_statements(table):
+                    cursor.execute(statement)
+
+    def reset(self, *, indexes: bool = True) -> None:
         """Drop the projection's tables and tracking position, ready for a rebuild."""
         with self.sql.transaction() as cursor:
             self.sql.lock_schema(cursor)
@@ -308,7 +377,7 @@ class ProjectionRunner:
                 cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
             cursor.execute(f"DELETE FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,))
         self.known_position = None
-        self.setup()
+        self.setup(indexes=indexes)
 
     def _decode(self, notification: Notification) -> Any:
         try:
@@ -317,6 +386,33 @@ class ProjectionRunner:
             raise ProjectionStoppedError(
                 _stopped(self.name, notification, type(error).__name__)
             ) from None
+
+
+def rebuild_together(
+    runners: list[ProjectionRunner], progress: Callable[[int], None] | None = None
+) -> int:
+    """Rebuild several projections reading and decoding the log once for all of them.
+
+    Each projection still commits each batch with its own tracking position, so a rebuild
+    interrupted part-way resumes like any catch-up. Returns the log events read.
+    """
+    for runner in runners:
+        runner.reset(indexes=False)
+    position = 0
+    total = 0
+    while runners:
+        decoded = runners[0].read(position)
+        if not decoded:
+            break
+        for runner in runners:
+            runner.apply(decoded, position)
+        position = decoded[-1][0].id
+        total += len(decoded)
+        if progress is not None:
+            progress(len(decoded))
+    for runner in runners:
+        runner.create_indexes()
+    return total
 
 
 def _stopped(name: str, notification: Notification, error: str) -> str:

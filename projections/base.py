@@ -49,6 +49,10 @@ class Rows(Protocol):
         """Insert or replace the whole row (every column of the table)."""
         ...
 
+    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
+        """Change some columns of an existing row; a missing row stays missing (None)."""
+        ...
+
     def delete(self, table: str, key: tuple[Any, ...]) -> None: ...
 
 
@@ -99,9 +103,4 @@ def event_time(event: Any) -> datetime:
 
 def update(rows: Rows, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
     """Change some columns of an existing row; a missing row is left missing."""
-    row = rows.get(table, key)
-    if row is None:
-        return None
-    row = {**row, **changes}
-    rows.put(table, row)
-    return row
+    return rows.update(table, key, **changes)

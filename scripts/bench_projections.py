@@ -1,0 +1,302 @@
+"""Projection benchmark: rebuild speed and memory against the store's read ceiling, live lag.
+
+    .venv/bin/python scripts/bench_projections.py                     # both backends
+    .venv/bin/python scripts/bench_projections.py --events 200000 --backends postgres
+
+For each backend it fills a fresh store with real proposal lifecycles (Proposed, Approved,
+Claimed, Revalidated, Succeeded) written in large commits, then measures, in one run:
+
+- the ceiling: reading and decoding every notification (the store's own read rate);
+- rebuild: all projections, each dropped and rebuilt from the whole log, in a fresh process
+  per size so peak memory (max RSS) is that rebuild's alone, at half and at the full size;
+- live lag: with ``projections run`` following the log in another process, the time from an
+  approve commit until that proposal's card shows the outcome, p50/p99, under a steady load.
+
+Figures drift between machines; compare the ratios measured in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import psycopg  # noqa: E402
+
+from domain.proposal import Proposal, contract_digest  # noqa: E402
+from infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
+from infrastructure.seed import seed  # noqa: E402
+from infrastructure.settings import Settings  # noqa: E402
+
+PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
+EVENTS_PER_LIFECYCLE = 5
+AVA = "ava@granite.example"
+DRAFT = "email_broadcast.apply_draft"
+
+
+def fresh_url(backend: str, folder: Path, name: str, pg_server: str) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{folder / (name + '.db')}"
+    with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{pg_server}/{name}"
+
+
+def fill(cs: Countersign, lifecycles: int, per_commit: int = 200) -> int:
+    """Write real proposal lifecycles in large commits; returns the number of events."""
+    seeded = seed(cs)
+    org = seeded["organizations"][0]["id"]
+    form = seeded["broadcast_forms"]["granite"]
+    now = datetime.now(tz=UTC)
+    preview = {
+        "filters_in_words": "members of Thursday Seniors",
+        "audience_count": 4,
+        "subject": "Ice times",
+        "body": "Draws move later.",
+        "sends_email": False,
+    }
+    arguments = {
+        "form_id": form,
+        "filters": {"leagues": ["Thursday Seniors"]},
+        "subject": "Ice times",
+        "body": "Draws move later.",
+        "audience_count": 4,
+    }
+    digest = contract_digest(DRAFT, 1, arguments, preview)
+    result = {
+        "kind": "succeeded",
+        "result": {"form_id": form, "audience_count": 4, "subject": "Ice times"},
+    }
+    written = 0
+    started = time.perf_counter()
+    last = started
+    for offset in range(0, lifecycles, per_commit):
+        batch = []
+        for _ in range(min(per_commit, lifecycles - offset)):
+            proposal = Proposal.propose(
+                id=uuid4(),
+                organization_id=org,
+                section="email_broadcasts",
+                resource_id=form,
+                requested_by=AVA,
+                interaction_id=f"int-{uuid4().hex[:16]}",
+                kind=DRAFT,
+                contract_version=1,
+                arguments=arguments,
+                preview=preview,
+                expires_at=now + timedelta(days=1),
+                digest=digest,
+            )
+            proposal.approve_and_claim(AVA, now, uuid4())
+            proposal.record_revalidated({"audience_count": 4, "leagues": ["Thursday Seniors"]})
+            proposal.succeed(result)
+            batch.append(proposal)
+        cs.app.save(*batch)
+        written += len(batch) * EVENTS_PER_LIFECYCLE
+        if time.perf_counter() - last > 2:
+            last = time.perf_counter()
+            print(
+                f"  filling: {written:,} events ({written / (last - started):,.0f}/s)", flush=True
+            )
+    return written
+
+
+def read_ceiling(cs: Countersign) -> tuple[int, float]:
+    """Read and decode every notification, as fast as the store allows."""
+    count = 0
+    start = 1
+    began = time.perf_counter()
+    while True:
+        batch = cs.app.recorder.select_notifications(start, limit=1000)
+        if not batch:
+            break
+        for notification in batch:
+            cs.app.mapper.to_domain_event(notification)
+        count += len(batch)
+        start = batch[-1].id + 1
+    return count, time.perf_counter() - began
+
+
+REBUILD_CHILD = """
+import json, resource, sys, time
+from infrastructure.bootstrap import bootstrap
+from infrastructure.projection_runner import rebuild_together
+cs = bootstrap(database_url=sys.argv[1])
+began = time.perf_counter()
+events = rebuild_together(cs.projection_runners())
+together = time.perf_counter() - began
+each = {}
+for runner in cs.projection_runners():
+    began = time.perf_counter()
+    count = runner.rebuild()
+    each[runner.name] = count / (time.perf_counter() - began)
+print(json.dumps({"events": events, "seconds": together, "each": each,
+                  "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+cs.close()
+"""
+
+
+def rebuild_in_child(url: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", REBUILD_CHILD, url],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def live_lag(cs: Countersign, url: str, approvals: int, rate: float) -> list[float]:
+    """Approve at a steady rate while a runner process follows; lag until the card shows it."""
+    form = seed(cs)["broadcast_forms"]["granite"]
+    request = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
+    pending = [
+        cs.proposals.propose(
+            organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=request
+        ).proposal_id
+        for _ in range(approvals)
+    ]
+    for runner in cs.projection_runners():
+        runner.catch_up()
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "infrastructure.cli", "projections", "run", "--database", url],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    lags = []
+    try:
+        time.sleep(1.0)  # let the follower start
+        interval = 1.0 / rate
+        granite = seed(cs)["organizations"][0]["id"]
+        for proposal_id in pending:
+            tick = time.perf_counter()
+            cs.proposals.approve(proposal_id, AVA)
+            committed = time.perf_counter()
+            while True:
+                card = cs.read_models.card(granite, proposal_id)
+                if card is not None and card["outcome_kind"] is not None:
+                    break
+                time.sleep(0.001)
+            lags.append((time.perf_counter() - committed) * 1000)
+            time.sleep(max(0.0, interval - (time.perf_counter() - tick)))
+    finally:
+        follower.terminate()
+        follower.wait(timeout=10)
+    return lags
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def bench_backend(
+    backend: str, events: int, folder: Path, pg_server: str, approvals: int, rate: float
+) -> dict[str, Any]:
+    lifecycles = events // EVENTS_PER_LIFECYCLE
+    row: dict[str, Any] = {"backend": backend}
+    sizes = {}
+    for label, count in (("half", lifecycles // 2), ("full", lifecycles)):
+        url = fresh_url(backend, folder, f"countersign_bench_proj_{label}", pg_server)
+        cs = bootstrap(Settings(database_url=url))
+        print(f"{backend}: filling {count * EVENTS_PER_LIFECYCLE:,} events ({label})", flush=True)
+        fill(cs, count)
+        total, seconds = read_ceiling(cs)
+        cs.close()
+        print(f"{backend}: rebuilding all projections from {total:,} events ({label})", flush=True)
+        rebuilt = rebuild_in_child(url)
+        sizes[label] = {
+            "events": total,
+            "ceiling_per_s": total / seconds,
+            # All five projections together, the log read and decoded once.
+            "rebuild_per_s": rebuilt["events"] / rebuilt["seconds"],
+            "each_per_s": rebuilt["each"],
+            "max_rss_mb": rebuilt["max_rss_mb"],
+        }
+    row["sizes"] = sizes
+    url = fresh_url(backend, folder, "countersign_bench_lag", pg_server)
+    cs = bootstrap(Settings(database_url=url))
+    print(f"{backend}: live lag over {approvals} approvals at {rate}/s", flush=True)
+    lags = live_lag(cs, url, approvals, rate)
+    cs.close()
+    row["lag_p50_ms"] = statistics.median(lags)
+    row["lag_p99_ms"] = percentile(lags, 0.99)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--postgres-url", default=PG_SERVER, help="server URL, no database")
+    parser.add_argument("--approvals", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=20.0, help="approvals per second")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
+        for backend in args.backends.split(","):
+            rows.append(
+                bench_backend(
+                    backend.strip(),
+                    args.events,
+                    Path(tmp),
+                    args.postgres_url,
+                    args.approvals,
+                    args.rate,
+                )
+            )
+    print()
+    print("Projection rebuild, batches of 1,000 events. 'all': the five projections rebuilt")
+    print("together, the log read and decoded once; then each projection rebuilt alone, with")
+    print("its events/s and its ratio to the store's read+decode rate.")
+    names = list(rows[0]["sizes"]["full"]["each_per_s"]) if rows else []
+    header = (
+        f"{'backend':<9}{'size':<6}{'events':>9}{'read+decode/s':>14}{'all ev/s':>10}"
+        + "".join(f"{name:>16}" for name in names)
+        + f"{'max RSS MB':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        for label, size in row["sizes"].items():
+            ceiling = size["ceiling_per_s"]
+            each = "".join(
+                f"{rate:>10,.0f} {rate / ceiling:5.2f}" for rate in size["each_per_s"].values()
+            )
+            print(
+                f"{row['backend']:<9}{label:<6}{size['events']:>9,}{ceiling:>14,.0f}"
+                f"{size['rebuild_per_s']:>10,.0f}{each}{size['max_rss_mb']:>12.1f}"
+            )
+    print()
+    print(
+        "Live lag: approve commit -> card shows the outcome, `projections run` in another process"
+    )
+    for row in rows:
+        print(
+            f"{row['backend']:<9} p50 {row['lag_p50_ms']:6.1f} ms   p99 {row['lag_p99_ms']:6.1f} ms"
+        )
+    print(
+        f"\nbench client peak RSS: "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MB (pid {os.getpid()})"
+    )
+
+
+if __name__ == "__main__":
+    main()
