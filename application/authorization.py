@@ -11,12 +11,16 @@ from domain.ports import AggregateStore
 
 
 def organization_by_slug(store: AggregateStore, slug: str) -> Organization:
-    return store.get(Organization.create_id(slug.strip().lower()), Organization)
+    return store.read(Organization.create_id(slug.strip().lower()), Organization)
 
 
 def member_of(store: AggregateStore, organization_id: UUID, email: str) -> Member:
-    """The caller's membership; a non-member gets NotFoundError, like an unknown id would."""
-    organization = store.get(organization_id, Organization)
+    """The caller's membership, read freshly; NotFoundError for a non-member."""
+    return membership(store.read(organization_id, Organization), email)
+
+
+def membership(organization: Organization, email: str) -> Member:
+    """A non-member gets NotFoundError, exactly like an unknown id would."""
     member = organization.member(email)
     if member is None:
         raise NotFoundError("not a member")

@@ -6,6 +6,7 @@ approval is an authenticated command carrying only the proposal's id.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -14,12 +15,14 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from application.authorization import member_of, organization_by_slug, require
+from application.authorization import member_of, membership, organization_by_slug, require
 from application.errors import UnknownOperationError
 from application.reports import ApprovalReport, ProposalCard, ProposalCreated, SweepReport
+from domain.club.organization import Organization
 from domain.contracts import REGISTRY, AnyContract
 from domain.contracts.base import (
     ExternalCall,
+    Facts,
     RevisionNeededError,
     UndecodableContractError,
 )
@@ -111,13 +114,15 @@ class ProposalService:
         contract = self.registry.get(operation)
         if contract is None:
             raise UnknownOperationError(operation)
-        org = organization_by_slug(self.store, organization)
-        member = member_of(self.store, org.id, actor)
-        require(member, contract.permission)
-        scope = Scope(org.id, contract.section, _parse_uuid(resource_id))
         parsed = contract.parse_request(request)
-        facts = contract.load(scope, self.store)
-        prepared = contract.prepare(parsed, facts)
+        organization_id = Organization.create_id(organization.strip().lower())
+        scope = Scope(organization_id, contract.section, _parse_uuid(resource_id))
+        with self.store.preload([organization_id, *contract.preload_ids(scope)]):
+            org = organization_by_slug(self.store, organization)
+            member = membership(org, actor)
+            require(member, contract.permission)
+            facts = contract.load(scope, self.store)
+            prepared = contract.prepare(parsed, facts)
         arguments = prepared.arguments.model_dump(mode="json")
         preview = prepared.preview.model_dump(mode="json")
         proposal = Proposal.propose(
@@ -189,28 +194,44 @@ class ProposalService:
             proposal = self._load(proposal_id)
             if proposal is None:
                 return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
-            try:
-                member = member_of(self.store, proposal.organization_id, actor)
-            except NotFoundError:
-                # Another tenant's proposal answers exactly like an unknown one.
-                return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
             contract = self.registry.get(proposal.kind)
-            if contract is not None and not member.may(contract.permission):
-                return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
-            decided = self._decided(proposal)
-            if decided is not None:
-                return self._report(proposal, decided)
-            now = self.clock.now()
-            if proposal.is_expired_at(now):
-                proposal.expire(now)
-                if self._try_save(proposal):
-                    return self._report(proposal, NotApprovable(NotApprovableReason.EXPIRED))
-                continue
-            report = self._claim_and_execute(proposal, contract, member.email)
+            with self.store.preload(self._facts_ids(proposal, contract)):
+                report = self._approve_round(proposal, contract, actor)
             if report is not None:
                 return report
         log.warning("approval of %s lost %d races on shared facts", proposal_id, _CLAIM_ROUNDS)
         raise ConcurrencyConflictError("the facts this proposal acts on keep changing; try again")
+
+    @staticmethod
+    def _facts_ids(proposal: Proposal, contract: AnyContract | None) -> list[UUID]:
+        """What one approval reads besides the proposal: fetched in a single round trip."""
+        ids = [proposal.organization_id]
+        if contract is not None:
+            with contextlib.suppress(ValueError):  # a corrupt scope is reported later
+                ids += contract.preload_ids(proposal.scope)
+        return ids
+
+    def _approve_round(
+        self, proposal: Proposal, contract: AnyContract | None, actor: str
+    ) -> ApprovalReport | None:
+        """One attempt at the approve path; None means "lost a race, start again"."""
+        try:
+            member = member_of(self.store, proposal.organization_id, actor)
+        except NotFoundError:
+            # Another tenant's proposal answers exactly like an unknown one.
+            return self._not_approvable(str(proposal.id), None, NotApprovableReason.NOT_FOUND)
+        if contract is not None and not member.may(contract.permission):
+            return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
+        decided = self._decided(proposal)
+        if decided is not None:
+            return self._report(proposal, decided)
+        now = self.clock.now()
+        if proposal.is_expired_at(now):
+            proposal.expire(now)
+            if self._try_save(proposal):
+                return self._report(proposal, NotApprovable(NotApprovableReason.EXPIRED))
+            return None
+        return self._claim_and_execute(proposal, contract, member.email)
 
     def _claim_and_execute(
         self, proposal: Proposal, contract: AnyContract | None, actor: str
@@ -260,7 +281,7 @@ class ProposalService:
         report = self._commit_claim(proposal, facts.aggregates(), attempt_id)
         if report is None or report.result != "executed":
             return report
-        return self._call_provider(proposal, contract, execution, call)
+        return self._call_provider(proposal, contract, execution, call, facts)
 
     def _call_provider(
         self,
@@ -268,6 +289,7 @@ class ProposalService:
         contract: AnyContract,
         execution: ExecutionContract[Any],
         call: ExternalCall,
+        facts: Facts,
     ) -> ApprovalReport:
         try:
             refund = self.provider.refund(
@@ -282,7 +304,7 @@ class ProposalService:
             # Anything unexpected once a request may have left is uncertain, never a retry.
             log.exception("provider call for proposal %s ended unexpectedly", proposal.id)
             return self._start_reconciling(proposal, call.idempotency_key)
-        return self._settle(proposal, contract, execution, refund)
+        return self._settle(proposal, contract, execution, refund, facts)
 
     def _start_reconciling(self, proposal: Proposal, key: str) -> ApprovalReport:
         status_path = STATUS_PATH.format(proposal_id=proposal.id)
@@ -297,10 +319,16 @@ class ProposalService:
         contract: AnyContract,
         execution: ExecutionContract[Any],
         refund: ProviderRefund,
+        facts: Facts | None = None,
     ) -> ApprovalReport:
-        """Record the provider's authoritative answer with the domain change, in one commit."""
+        """Record the provider's authoritative answer with the domain change, in one commit.
+
+        ``facts`` are the aggregates as the claim commit left them; they are reused for the
+        first try and reloaded only after a conflict.
+        """
         for _ in range(_SETTLE_ATTEMPTS):
-            facts = contract.load(execution.scope, self.store)
+            if facts is None:
+                facts = contract.load(execution.scope, self.store)
             try:
                 result = contract.finish_external(execution, facts, refund)
                 proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
@@ -312,6 +340,7 @@ class ProposalService:
                 return self._report(self._reload(proposal.id), None)
             if self._try_save(proposal, *facts.aggregates()):
                 return self._report(proposal, None)
+            facts = None
             proposal = self._reload(proposal.id)
             if proposal.is_finished:
                 return self._report(proposal, None)

@@ -7,6 +7,7 @@ implement the same Protocols.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -38,6 +39,15 @@ class AggregateStore(Protocol):
 
     def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
         """Raises NotFoundError when absent, of another type, or unreadable."""
+        ...
+
+    def preload(self, aggregate_ids: Sequence[UUID]) -> AbstractContextManager[None]:
+        """Read these aggregates in one round trip; inside the block, get() and read() of
+        them return that state without reading again. Unknown ids are simply not loaded."""
+        ...
+
+    def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        """Like get, for reading only: the result is shared and must never be changed."""
         ...
 
     def save(self, *aggregates: Aggregate) -> None:

@@ -7,8 +7,11 @@ library's errors into domain errors.
 
 from __future__ import annotations
 
+import copy
 import logging
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -20,6 +23,7 @@ from eventsourcing.persistence import (
     StoredEvent,
     Transcoder,
 )
+from eventsourcing.postgres import PostgresAggregateRecorder
 from eventsourcing.utils import get_topic, resolve_topic
 
 from application.errors import CorruptRecordError
@@ -91,10 +95,110 @@ class EventSourcedStore:
 
     def __init__(self, app: CountersignApplication) -> None:
         self.app = app
+        self._local = threading.local()
 
-    def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
+    @property
+    def _preloaded(self) -> dict[UUID, Aggregate]:
+        preloaded: dict[UUID, Aggregate] | None = getattr(self._local, "preloaded", None)
+        if preloaded is None:
+            preloaded = self._local.preloaded = {}
+        return preloaded
+
+    @contextmanager
+    def preload(self, aggregate_ids: Sequence[UUID]) -> Iterator[None]:
+        wanted = [i for i in dict.fromkeys(aggregate_ids) if i not in self._preloaded]
+        loaded = self._load_many(wanted) if wanted else {}
+        self._preloaded.update(loaded)
         try:
-            aggregate: Aggregate = self.app.repository.get(aggregate_id, version=version)
+            yield
+        finally:
+            for aggregate_id in loaded:
+                self._preloaded.pop(aggregate_id, None)
+
+    def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
+        """Catch every cached aggregate up (or load it whole) with ONE query.
+
+        Cached aggregates are shared, never mutated: one with new events is copied before
+        the events are applied, and the copy replaces it in the cache.
+        """
+        cache: Any = self.app.repository.cache
+        bases: dict[UUID, Any] = {}
+        for aggregate_id in aggregate_ids:
+            try:
+                bases[aggregate_id] = cache.get(aggregate_id) if cache else None
+            except KeyError:
+                bases[aggregate_id] = None
+        changed: set[UUID] = set()
+        try:
+            stored = self._select_after(
+                [(i, base.version if base is not None else 0) for i, base in bases.items()]
+            )
+            for event in stored:
+                originator_id = UUID(str(event.originator_id))
+                if originator_id not in changed:
+                    changed.add(originator_id)
+                    bases[originator_id] = copy.deepcopy(bases[originator_id])
+                domain_event: Any = self.app.mapper.to_domain_event(event)
+                bases[originator_id] = domain_event.mutate(bases[originator_id])
+        except (UnreadableEventError, ValueError, TypeError, KeyError, AttributeError):
+            return {}  # fall back to one read per aggregate, which reports the corruption
+        loaded = {i: aggregate for i, aggregate in bases.items() if aggregate is not None}
+        if cache is not None:
+            for aggregate_id in changed & loaded.keys():
+                cache.put(aggregate_id, loaded[aggregate_id])
+        return loaded
+
+    def _select_after(self, after: list[tuple[UUID, int]]) -> list[StoredEvent]:
+        recorder: Any = self.app.recorder
+        table = recorder.events_table_name
+        where = " OR ".join("(originator_id = {0} AND originator_version > {0})" for _ in after)
+        sql = (
+            f"SELECT originator_id, originator_version, topic, state FROM {table} "
+            f"WHERE {where} ORDER BY originator_id, originator_version"
+        )
+        if isinstance(recorder, PostgresAggregateRecorder):
+            params: list[Any] = [value for pair in after for value in pair]
+            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+                cursor.execute(sql.format("%s"), params, prepare=True)
+                rows = [
+                    (r["originator_id"], r["originator_version"], r["topic"], r["state"])
+                    for r in cursor.fetchall()
+                ]
+        else:
+            params = [value for i, version in after for value in (i.hex, version)]
+            with recorder.datastore.transaction(commit=False) as cursor:
+                cursor.execute(sql.format("?"), params)
+                rows = [tuple(r) for r in cursor.fetchall()]
+        return [
+            StoredEvent(
+                originator_id=UUID(str(originator_id)),
+                originator_version=int(version),
+                topic=topic,
+                state=bytes(state),
+            )
+            for originator_id, version, topic, state in rows
+        ]
+
+    def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        return self.get(aggregate_id, as_type, shared=True)
+
+    def get(
+        self,
+        aggregate_id: UUID,
+        as_type: type[A],
+        version: int | None = None,
+        *,
+        shared: bool = False,
+    ) -> A:
+        preloaded = self._preloaded.get(aggregate_id) if version is None else None
+        if preloaded is not None:
+            if not isinstance(preloaded, as_type):
+                raise NotFoundError(as_type.__name__)
+            return preloaded if shared else copy.deepcopy(preloaded)
+        try:
+            aggregate: Aggregate = self.app.repository.get(
+                aggregate_id, version=version, deepcopy_from_cache=not shared
+            )
         except AggregateNotFoundError:
             raise NotFoundError(as_type.__name__) from None
         except (UnreadableEventError, ValueError, TypeError, KeyError) as error:
@@ -111,6 +215,9 @@ class EventSourcedStore:
         return aggregate
 
     def save(self, *aggregates: Aggregate) -> None:
+        for aggregate in aggregates:
+            # Whatever happens to this commit, the preloaded state is no longer the latest.
+            self._preloaded.pop(aggregate.id, None)
         try:
             self.app.save(*aggregates)
         except IntegrityError:

@@ -76,37 +76,44 @@ class SandboxPaymentProvider:
         amount_cents: int,
         metadata: dict[str, str],
     ) -> ProviderRefund:
-        card = self._card_of(charge_id)
-        if card == CARD_OUTAGE and self._first_request_during_outage(idempotency_key):
-            raise ProviderResponseLostError("503 Service Unavailable")
         try:
-            response = self._refund_once(idempotency_key, charge_id, card, amount_cents, metadata)
+            response, card = self._refund_once(idempotency_key, charge_id, amount_cents, metadata)
         except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
             # A concurrent request with the same key won the insert: answer as it did.
-            response = self._refund_once(idempotency_key, charge_id, card, amount_cents, metadata)
+            response, card = self._refund_once(idempotency_key, charge_id, amount_cents, metadata)
+        if response is None:
+            raise ProviderResponseLostError("503 Service Unavailable")
         if card == CARD_LOST_RESPONSE:
             raise ProviderResponseLostError("read timed out")
         return response
 
     def _refund_once(
-        self,
-        key: str,
-        charge_id: str,
-        card: str | None,
-        amount_cents: int,
-        metadata: dict[str, str],
-    ) -> ProviderRefund:
+        self, key: str, charge_id: str, amount_cents: int, metadata: dict[str, str]
+    ) -> tuple[ProviderRefund | None, str | None]:
+        """One transaction; (None, card) means the outage answered before applying anything."""
         with self.db.transaction() as cursor:
+            row = cursor.execute(
+                "SELECT card_number FROM sandbox_charges WHERE charge_id = ?", (charge_id,)
+            ).fetchone()
+            card = str(row[0]) if row else None
+            if card == CARD_OUTAGE:
+                first = cursor.execute(
+                    "INSERT INTO sandbox_outages (idempotency_key) VALUES (?)"
+                    " ON CONFLICT (idempotency_key) DO NOTHING",
+                    (key,),
+                ).rowcount
+                if first == 1:
+                    return None, card
             stored = _select(cursor, key, for_update=self.db.is_postgres)
             if stored is None:
-                return _apply(cursor, key, charge_id, card, amount_cents, metadata)
+                return _apply(cursor, key, charge_id, card, amount_cents, metadata), card
             if (stored.charge_id, stored.amount_cents) != (charge_id, amount_cents):
                 raise IdempotencyConflictError("idempotency key reused with different parameters")
             cursor.execute(
                 "UPDATE sandbox_refunds SET requests = requests + 1 WHERE idempotency_key = ?",
                 (key,),
             )
-            return stored
+            return stored, card
 
     def find_refund(self, idempotency_key: str) -> ProviderRefund | None:
         with self.db.transaction() as cursor:
@@ -129,22 +136,6 @@ class SandboxPaymentProvider:
             }
             for key, requests, amount, status, metadata in rows
         ]
-
-    def _first_request_during_outage(self, key: str) -> bool:
-        with self.db.transaction() as cursor:
-            inserted = cursor.execute(
-                "INSERT INTO sandbox_outages (idempotency_key) VALUES (?)"
-                " ON CONFLICT (idempotency_key) DO NOTHING",
-                (key,),
-            ).rowcount
-        return inserted == 1
-
-    def _card_of(self, charge_id: str) -> str | None:
-        with self.db.transaction() as cursor:
-            row = cursor.execute(
-                "SELECT card_number FROM sandbox_charges WHERE charge_id = ?", (charge_id,)
-            ).fetchone()
-        return str(row[0]) if row else None
 
 
 def _select(cursor: Cursor, key: str, *, for_update: bool) -> ProviderRefund | None:

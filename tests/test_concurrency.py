@@ -313,6 +313,12 @@ class _StoreWhereAnotherApproverWinsEachRound:
     def get(self, aggregate_id: UUID, as_type: type[Any], version: int | None = None) -> Any:
         return self.inner.get(aggregate_id, as_type, version)
 
+    def preload(self, aggregate_ids: Any) -> Any:
+        return self.inner.preload(aggregate_ids)
+
+    def read(self, aggregate_id: UUID, as_type: type[Any]) -> Any:
+        return self.inner.read(aggregate_id, as_type)
+
     def save(self, *aggregates: Any) -> None:
         if self.drafts and any(isinstance(a, BroadcastForm) for a in aggregates):
             assert self.other.proposals.approve(self.drafts.pop(0), AVA).result == "executed"

@@ -132,11 +132,14 @@ class ApplyBroadcastDraft(
     Preview = BroadcastDraftPreview
     Result = BroadcastDraftResult
 
+    def preload_ids(self, scope: Scope) -> list[UUID]:
+        return [scope.resource_id, Roster.create_id(scope.organization_id)]
+
     def load(self, scope: Scope, store: AggregateStore) -> DraftFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
             raise NotFoundError("broadcast form")
         form = store.get(scope.resource_id, BroadcastForm)
-        roster = store.get(Roster.create_id(scope.organization_id), Roster)
+        roster = store.read(Roster.create_id(scope.organization_id), Roster)
         return DraftFacts(roster=roster, form=form)
 
     def prepare(

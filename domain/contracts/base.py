@@ -148,6 +148,10 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         except ValidationError as error:
             raise InvalidRequestError(problems_from(error)) from None
 
+    def preload_ids(self, scope: Scope) -> list[UUID]:
+        """Aggregates ``load`` will read, so the service can fetch them in one round trip."""
+        return [scope.resource_id]
+
     @abstractmethod
     def load(self, scope: Scope, store: AggregateStore) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""

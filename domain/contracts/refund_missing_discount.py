@@ -7,7 +7,6 @@ A refund to the card goes through the payment provider; account credit is local.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
 
@@ -120,15 +119,31 @@ class RefundResult(Frozen):
 # -- the facts it reads and changes ---------------------------------------------------------------
 
 
-@dataclass
 class RefundFacts(Facts):
-    """The order, and the participant's account when there is one."""
+    """The order, and the participant's club account, loaded only when a refund needs it."""
 
-    order: Order
-    account: MemberAccount | None
+    def __init__(self, order: Order, store: AggregateStore) -> None:
+        self.order = order
+        self._store = store
+        self._account: MemberAccount | None = None
+        self._account_loaded = False
+
+    @property
+    def account(self) -> MemberAccount | None:
+        if not self._account_loaded:
+            account_id = MemberAccount.create_id(
+                self.order.organization_id, self.order.participant_email
+            )
+            try:
+                self._account = self._store.get(account_id, MemberAccount)
+            except NotFoundError:
+                self._account = None
+            self._account_loaded = True
+        return self._account
 
     def aggregates(self) -> list[Aggregate]:
-        return [self.order] + ([self.account] if self.account else [])
+        loaded = self._account if self._account_loaded else None
+        return [self.order] + ([loaded] if loaded is not None else [])
 
 
 # -- the contract ---------------------------------------------------------------------------------
@@ -152,12 +167,7 @@ class RefundMissingDiscount(
         order = store.get(scope.resource_id, Order)
         if order.organization_id != scope.organization_id:
             raise NotFoundError("order")
-        account_id = MemberAccount.create_id(order.organization_id, order.participant_email)
-        try:
-            account: MemberAccount | None = store.get(account_id, MemberAccount)
-        except NotFoundError:
-            account = None
-        return RefundFacts(order=order, account=account)
+        return RefundFacts(order, store)
 
     def prepare(
         self, request: RefundRequest, facts: RefundFacts
@@ -261,7 +271,8 @@ class RefundMissingDiscount(
         self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> RefundResult:
         arguments = contract.arguments
-        assert facts.account is not None  # revalidation proved the account exists
+        account = facts.account
+        assert account is not None  # revalidation proved the account exists
         facts.order.credit_discount_to_account(
             contract.proposal_id,
             arguments.payment,
@@ -269,7 +280,7 @@ class RefundMissingDiscount(
             arguments.amount_cents,
             recorded_by=contract.approved_by,
         )
-        facts.account.credit(
+        account.credit(
             arguments.amount_cents,
             memo=f"Missed discount on order {facts.order.key}",
             proposal_id=contract.proposal_id,
@@ -363,15 +374,16 @@ def _resolve_destination(phrase: str, payment: Any, facts: RefundFacts) -> Refun
             "original method here, use account_credit",
         )
     # account_credit, or an original payment that was itself account credit
-    if facts.account is None:
+    account = facts.account
+    if account is None:
         raise InvalidRequestError.one(
             "destination", "the participant has no club account; use original_payment_method"
         )
     return RefundDestination(
         type="account_credit",
         payment=payment.ref,
-        account_id=facts.account.id,
-        label=f"club account credit for {facts.account.holder_name}",
+        account_id=account.id,
+        label=f"club account credit for {account.holder_name}",
     )
 
 
