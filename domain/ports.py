@@ -109,3 +109,32 @@ class PaymentProvider(Protocol):
     ) -> ProviderRefund: ...
 
     def find_refund(self, idempotency_key: str) -> ProviderRefund | None: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What the model answered: text, tool calls, or both."""
+
+    text: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+class ModelUnavailableError(Exception):
+    """Raised when the model could not answer, after bounded retries of transient failures."""
+
+
+class ChatModel(Protocol):
+    """A chat model with tools (any OpenAI-compatible endpoint, or the offline stand-in)."""
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply: ...

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import timedelta
 
+import openai
+
+from application.assistant.service import AssistantService
 from application.audit import AuditService
 from application.club import ClubService
 from application.proposals import ProposalService
-from domain.ports import Clock, PaymentProvider
+from domain.ports import ChatModel, Clock, PaymentProvider
 from infrastructure.clock import SystemClock
 from infrastructure.event_store import CountersignApplication, EventSourcedStore
 from infrastructure.open_work import ProjectedOpenWork
+from infrastructure.openai_model import OpenAIChatModel
 from infrastructure.payment_sandbox import SandboxPaymentProvider
 from infrastructure.projection_runner import ProjectionRunner
 from infrastructure.read_models import ReadModels
+from infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy
 from infrastructure.settings import Database, Settings, SettingsError
 from infrastructure.sql import SqlDatabase
 from projections import PROJECTIONS
@@ -34,6 +40,7 @@ class Countersign:
     club: ClubService
     audit: AuditService
     read_models: ReadModels
+    assistant: AssistantService
 
     def projection_runners(
         self, names: list[str] | None = None, batch_size: int = 1000
@@ -60,6 +67,7 @@ def bootstrap(
     database_url: str | None = None,
     clock: Clock | None = None,
     provider: PaymentProvider | None = None,
+    model: ChatModel | None = None,
 ) -> Countersign:
     """Wire countersign for the configured database; any port can be replaced."""
     settings = settings or Settings.from_env(database_url)
@@ -78,6 +86,7 @@ def bootstrap(
         lease=timedelta(seconds=settings.reconcile_lease_seconds),
         open_work=ProjectedOpenWork(app, sql),
     )
+    assistant = AssistantService(store, proposals, model or chat_model(settings))
     return Countersign(
         settings=settings,
         database=database,
@@ -89,4 +98,21 @@ def bootstrap(
         club=ClubService(store),
         audit=AuditService(store),
         read_models=ReadModels(sql),
+        assistant=assistant,
     )
+
+
+def chat_model(settings: Settings) -> ChatModel:
+    """The offline stand-in unless COUNTERSIGN_MODEL names a model of a real endpoint.
+
+    A real endpoint is configured the openai client's way: OPENAI_API_KEY and, for any
+    OpenAI-compatible server, OPENAI_BASE_URL.
+    """
+    if settings.model == "scripted":
+        return OpenAIChatModel(ScriptedEndpoint(StandInPolicy()).client(), "scripted")
+    if not os.environ.get("OPENAI_API_KEY"):
+        raise SettingsError(
+            f"COUNTERSIGN_MODEL={settings.model} needs OPENAI_API_KEY (and OPENAI_BASE_URL for "
+            "a non-OpenAI endpoint); or set COUNTERSIGN_MODEL=scripted to run offline"
+        )
+    return OpenAIChatModel(openai.OpenAI(max_retries=0, timeout=30.0), settings.model)

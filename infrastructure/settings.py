@@ -21,6 +21,7 @@ class Settings:
     database_url: str = DEFAULT_DATABASE_URL
     proposal_ttl_seconds: int = 86400
     reconcile_lease_seconds: int = 60
+    model: str = "scripted"  # COUNTERSIGN_MODEL: "scripted" (offline) or an endpoint's model
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -38,6 +39,7 @@ class Settings:
             or DEFAULT_DATABASE_URL,
             proposal_ttl_seconds=int(ttl),
             reconcile_lease_seconds=int(lease),
+            model=os.environ.get("COUNTERSIGN_MODEL", "").strip() or "scripted",
         )
 
 

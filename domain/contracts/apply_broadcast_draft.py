@@ -41,7 +41,10 @@ class AudienceFilters(ContractRequest):
     """Who receives the broadcast."""
 
     leagues: list[str] = Field(
-        description="Names of the leagues whose members receive the email, as listed.",
+        description=(
+            "Names of the leagues whose members receive the email, exactly as the league "
+            "list shows them; between 1 and 20 names."
+        ),
         min_length=1,
         max_length=20,
     )
@@ -53,9 +56,15 @@ class BroadcastDraftRequest(ContractRequest):
 
     filters: AudienceFilters = Field(description="Audience filters.")
     subject: str = Field(
-        description="The email subject line.", min_length=1, max_length=MAX_SUBJECT
+        description=f"The email subject line, at most {MAX_SUBJECT} characters.",
+        min_length=1,
+        max_length=MAX_SUBJECT,
     )
-    body: str = Field(description="The plain-text email body.", min_length=1, max_length=MAX_BODY)
+    body: str = Field(
+        description=f"The plain-text email body, at most {MAX_BODY} characters.",
+        min_length=1,
+        max_length=MAX_BODY,
+    )
 
 
 # -- Arguments --------------------------------------------------------------------------------

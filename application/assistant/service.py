@@ -1,0 +1,318 @@
+"""One assistant turn: bounded context in, at most one proposal out.
+
+The application writes everything the model reads (instructions, a scoped summary, the safe
+revision context of this conversation) and decides what its tool calls mean. Validation
+problems go back to the model as tool results, a bounded number of rounds. Once a proposal
+exists the turn ends with an app-authored message and the proposal card: the model is not
+called again for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid4
+
+from pydantic import ValidationError
+
+from application.assistant.sections import ASSISTANTS, SectionAssistant
+from application.authorization import membership, organization_by_slug, require
+from application.errors import ForbiddenError, UnknownOperationError
+from application.proposals import ProposalService
+from application.reports import Report
+from domain.contracts.base import InvalidRequestError, problems_from
+from domain.errors import NotFoundError
+from domain.handback import reason_text
+from domain.interaction import Interaction
+from domain.outcomes import RevisionReason
+from domain.ports import AggregateStore, ChatModel, ModelReply, ModelUnavailableError, ToolCall
+from domain.proposal import Proposal
+from domain.scope import Scope, Section
+
+log = logging.getLogger("countersign.assistant")
+
+MAX_ROUNDS = 4
+CONTEXT_BUDGET = 6000  # characters of application-written context, history included
+MAX_MESSAGE = 2000
+MAX_TOOL_RESULT = 4000
+HISTORY_ENTRIES = 6
+
+PROPOSED = (
+    "I prepared a proposal for your review. The card shows exactly what approval will do, "
+    "with every amount computed by the application. Nothing changes until you approve it."
+)
+ROUND_LIMIT = (
+    "I could not prepare a valid proposal this time. Nothing was changed. Rephrase the request, "
+    "or use the ordinary interface."
+)
+UNAVAILABLE = "The assistant is unavailable right now. Nothing was changed; try again shortly."
+
+
+@dataclass(frozen=True)
+class TurnReport(Report):
+    """What one turn produced, for the chat UI, the CLI and the API."""
+
+    interaction_id: str
+    ended: str  # "proposal" | "reply" | "round_limit" | "model_unavailable"
+    messages: list[dict[str, str]]
+    proposal: dict[str, Any] | None
+    model_calls: int
+    context_chars: int
+    app_seconds: float
+
+
+class AssistantService:
+    """Runs section assistants over a ChatModel; only the application executes anything."""
+
+    def __init__(
+        self,
+        store: AggregateStore,
+        proposals: ProposalService,
+        model: ChatModel,
+        *,
+        assistants: dict[Section, SectionAssistant] = ASSISTANTS,
+        max_rounds: int = MAX_ROUNDS,
+    ) -> None:
+        self.store = store
+        self.proposals = proposals
+        self.model = model
+        self.assistants = assistants
+        self.max_rounds = max_rounds
+
+    def tools_for(self, section: str) -> list[dict[str, Any]]:
+        return self._assistant(section).tools()
+
+    def turn(
+        self,
+        *,
+        organization: str,
+        actor: str,
+        section: str,
+        resource_id: str,
+        message: str,
+        interaction_id: str | None = None,
+    ) -> TurnReport:
+        """One manager message and what the application made of it.
+
+        Raises NotFoundError (unknown or foreign organization, resource or conversation, or a
+        non-member) and ForbiddenError (a member without the section's permission).
+        """
+        started = time.perf_counter()
+        model_seconds = 0.0
+        assistant = self._assistant(section)
+        org = organization_by_slug(self.store, organization)
+        member = membership(org, actor)
+        for contract in assistant.contracts:
+            require(member, contract.permission)
+        scope = Scope(org.id, assistant.section, _uuid(resource_id))
+        for contract in assistant.contracts:
+            contract.load(scope, self.store)  # NotFoundError unless it is this tenant's
+        interaction = self._interaction(interaction_id, scope, member.email)
+        messages = self._context(assistant, interaction, message, scope)
+        context_chars = sum(len(str(m.get("content") or "")) for m in messages)
+        interaction.hear(message[:MAX_MESSAGE])
+        self.store.save(interaction)
+
+        shown: list[dict[str, str]] = []
+        proposal: dict[str, Any] | None = None
+        ended = "round_limit"
+        calls = 0
+        for _ in range(self.max_rounds):
+            calls += 1
+            began = time.perf_counter()
+            try:
+                reply = self.model.complete(messages, assistant.tools())
+            except ModelUnavailableError:
+                log.warning("model unavailable for interaction %s", interaction.id)
+                ended = "model_unavailable"
+                break
+            finally:
+                model_seconds += time.perf_counter() - began
+            if not reply.tool_calls:
+                text = (reply.text or "").strip()[:MAX_MESSAGE] or "(no answer)"
+                interaction.say(text, author="model")
+                shown.append({"author": "model", "text": text})
+                ended = "reply"
+                break
+            messages.append(_assistant_message(reply))
+            proposal = self._run_tools(
+                assistant, reply.tool_calls, scope, org.slug, member.email, interaction, messages
+            )
+            if proposal is not None:
+                ended = "proposal"
+                break
+        closing = {
+            "proposal": PROPOSED,
+            "round_limit": ROUND_LIMIT,
+            "model_unavailable": UNAVAILABLE,
+        }.get(ended)
+        if closing is not None:
+            interaction.say(closing, author="application")
+            shown.append({"author": "application", "text": closing})
+        interaction.end_turn(ended)
+        self.store.save(interaction)
+        return TurnReport(
+            interaction_id=str(interaction.id),
+            ended=ended,
+            messages=shown,
+            proposal=proposal,
+            model_calls=calls,
+            context_chars=context_chars,
+            app_seconds=round(time.perf_counter() - started - model_seconds, 6),
+        )
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def _run_tools(
+        self,
+        assistant: SectionAssistant,
+        calls: list[ToolCall],
+        scope: Scope,
+        organization: str,
+        actor: str,
+        interaction: Interaction,
+        messages: list[dict[str, Any]],
+    ) -> dict[str, Any] | None:
+        for call in calls:
+            arguments = _arguments(call.arguments)
+            read = assistant.read_tool(call.name)
+            contract = assistant.contract_for(call.name)
+            if arguments is None:
+                result: dict[str, Any] = {"error": "the arguments were not a JSON object"}
+                outcome = "malformed"
+            elif read is not None:
+                try:
+                    request = read.request.model_validate(arguments)
+                except ValidationError as error:
+                    result = {"problems": [p.model_dump() for p in problems_from(error)]}
+                    outcome = "rejected"
+                else:
+                    result = read.run(request, scope, self.store)
+                    outcome = "read"
+            elif contract is not None:
+                try:
+                    created = self.proposals.propose(
+                        organization=organization,
+                        actor=actor,
+                        operation=contract.kind,
+                        resource_id=str(scope.resource_id),
+                        request=arguments,
+                        interaction_id=str(interaction.id),
+                    )
+                except InvalidRequestError as invalid:
+                    result = {"problems": [p.model_dump() for p in invalid.problems]}
+                    outcome = "rejected"
+                except (NotFoundError, ForbiddenError):
+                    result = {"error": "this proposal is not possible here"}
+                    outcome = "refused"
+                else:
+                    interaction.record_tool_call(call.name, arguments, "proposed")
+                    interaction.link(UUID(created.proposal_id))
+                    return created.to_json()
+            else:
+                result = {
+                    "error": f"there is no tool named {call.name[:60]!r} in this conversation"
+                }
+                outcome = "refused"
+            interaction.record_tool_call(call.name, arguments or {}, outcome)
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": json.dumps(result, ensure_ascii=False)[:MAX_TOOL_RESULT],
+                }
+            )
+        return None
+
+    # -- context --------------------------------------------------------------------------------
+
+    def _context(
+        self, assistant: SectionAssistant, interaction: Interaction, message: str, scope: Scope
+    ) -> list[dict[str, Any]]:
+        """The bounded, application-written context for this turn."""
+        written = assistant.instructions + "\n\n" + assistant.summary(scope, self.store)
+        revision = self._revision_context(interaction)
+        if revision:
+            written += "\n\n" + revision
+        messages: list[dict[str, Any]] = [{"role": "system", "content": written}]
+        budget = CONTEXT_BUDGET - len(written) - min(len(message), MAX_MESSAGE)
+        history: list[dict[str, Any]] = []
+        for entry in reversed(interaction.transcript[-HISTORY_ENTRIES:]):
+            text = entry["text"][:MAX_MESSAGE]
+            if len(text) > budget:
+                break
+            budget -= len(text)
+            role = "user" if entry["role"] == "manager" else "assistant"
+            history.insert(0, {"role": role, "content": text})
+        return [*messages, *history, {"role": "user", "content": message[:MAX_MESSAGE]}]
+
+    def _revision_context(self, interaction: Interaction) -> str:
+        """Safe, app-authored context left by this conversation's last proposal."""
+        last = interaction.last_proposal_id
+        if last is None:
+            return ""
+        proposal = self.store.get(UUID(last), Proposal)
+        outcome = proposal.outcome or {}
+        if outcome.get("kind") != "revision_required":
+            return ""
+        reason = RevisionReason.model_validate(outcome["reason"])
+        return (
+            "Context from the application: the last proposal in this conversation was not "
+            f"executed. {reason_text(reason)} Prepare a new proposal only if the manager asks "
+            "for one, from freshly read facts."
+        )[:600]
+
+    def _interaction(self, interaction_id: str | None, scope: Scope, actor: str) -> Interaction:
+        if interaction_id is None:
+            return Interaction(
+                id=uuid4(),
+                organization_id=scope.organization_id,
+                section=str(scope.section),
+                resource_id=scope.resource_id,
+                manager=actor,
+            )
+        interaction = self.store.get(_uuid(interaction_id), Interaction)
+        same = (
+            interaction.organization_id == scope.organization_id
+            and interaction.section == str(scope.section)
+            and interaction.resource_id == scope.resource_id
+            and interaction.manager == actor
+        )
+        if not same:
+            raise NotFoundError("conversation")
+        return interaction
+
+    def _assistant(self, section: str) -> SectionAssistant:
+        try:
+            return self.assistants[Section(section)]
+        except (ValueError, KeyError):
+            raise UnknownOperationError(f"no assistant for section {section[:40]!r}") from None
+
+
+def _assistant_message(reply: ModelReply) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": reply.text,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ],
+    }
+
+
+def _arguments(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw or "{}")
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _uuid(value: str) -> UUID:
+    try:
+        return UUID(str(value).strip())
+    except ValueError:
+        raise NotFoundError("malformed id") from None

@@ -1,0 +1,88 @@
+"""The Interaction aggregate: one conversation between a manager and a section assistant.
+
+It records what was said and done, in the same stream as the proposals it leads to, so the
+hand-back projection can thread the application's outcome messages into the conversation.
+Tool calls are recorded by name with redacted arguments: free text is kept as its length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+MAX_KEPT_TEXT = 40
+
+
+def redact(arguments: Any) -> Any:
+    """Keep references and choices; replace longer free text by its length."""
+    if isinstance(arguments, dict):
+        return {str(key): redact(value) for key, value in arguments.items()}
+    if isinstance(arguments, list):
+        return [redact(item) for item in arguments[:20]]
+    if isinstance(arguments, str) and len(arguments) > MAX_KEPT_TEXT:
+        return f"<{len(arguments)} characters>"
+    return arguments
+
+
+class Interaction(Aggregate):
+    """A manager's conversation with one section assistant about one resource."""
+
+    @event("Started")
+    def __init__(
+        self,
+        *,
+        id: UUID,
+        organization_id: UUID,
+        section: str,
+        resource_id: UUID,
+        manager: str,
+    ) -> None:
+        self.organization_id = organization_id
+        self.section = section
+        self.resource_id = resource_id
+        self.manager = manager
+        self.transcript: list[dict[str, str]] = []
+        self.proposal_ids: list[str] = []
+        self.turns = 0
+
+    def hear(self, text: str) -> None:
+        self._manager_messaged(text=text)
+
+    def say(self, text: str, author: str) -> None:
+        """``author`` is "application" for app-authored text, "model" for the model's reply."""
+        self._assistant_replied(text=text, author=author)
+
+    def record_tool_call(self, name: str, arguments: Any, outcome: str) -> None:
+        self._tool_called(name=name, arguments=redact(arguments), outcome=outcome)
+
+    def link(self, proposal_id: UUID) -> None:
+        self._proposal_created(proposal_id=str(proposal_id))
+
+    def end_turn(self, reason: str) -> None:
+        self._turn_ended(reason=reason)
+
+    @property
+    def last_proposal_id(self) -> str | None:
+        return self.proposal_ids[-1] if self.proposal_ids else None
+
+    @event("ManagerMessaged")
+    def _manager_messaged(self, text: str) -> None:
+        self.transcript.append({"role": "manager", "text": text})
+
+    @event("AssistantReplied")
+    def _assistant_replied(self, text: str, author: str) -> None:
+        self.transcript.append({"role": "assistant", "text": text, "author": author})
+
+    @event("ToolCalled")
+    def _tool_called(self, name: str, arguments: Any, outcome: str) -> None:
+        pass  # the audit record is the event itself
+
+    @event("ProposalCreated")
+    def _proposal_created(self, proposal_id: str) -> None:
+        self.proposal_ids.append(proposal_id)
+
+    @event("TurnEnded")
+    def _turn_ended(self, reason: str) -> None:
+        self.turns += 1

@@ -1,0 +1,106 @@
+"""The ChatModel port over the ``openai`` client: any OpenAI-compatible endpoint.
+
+Retries are tenacity's, and only for transient failures: connection errors and timeouts,
+rate limits (honouring ``Retry-After``) and 5xx answers, with jittered exponential backoff and
+a bounded total time. The client's own retries are off, so there is one retry policy.
+Anything else (a 4xx, a malformed answer) is not retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import openai
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+from domain.ports import ModelReply, ModelUnavailableError, ToolCall
+
+log = logging.getLogger("countersign.model")
+
+MAX_RETRY_AFTER = 20.0
+
+
+def _transient(error: BaseException) -> bool:
+    if isinstance(error, openai.APIConnectionError | openai.RateLimitError):
+        return True  # APITimeoutError is an APIConnectionError
+    return isinstance(error, openai.APIStatusError) and error.status_code >= 500
+
+
+def _retry_after(error: BaseException | None) -> float | None:
+    if not isinstance(error, openai.APIStatusError):
+        return None
+    header = error.response.headers.get("retry-after")
+    try:
+        return min(float(header), MAX_RETRY_AFTER) if header is not None else None
+    except ValueError:
+        return None
+
+
+class _Wait:
+    """Jittered exponential backoff, or the server's Retry-After when it sent one."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
+
+    def __call__(self, state: RetryCallState) -> float:
+        outcome = state.outcome
+        error = outcome.exception() if outcome is not None else None
+        told = _retry_after(error)
+        return told if told is not None else float(self.backoff(state))
+
+
+class OpenAIChatModel:
+    """Chat completions with tools, strict schemas, bounded retries."""
+
+    def __init__(
+        self,
+        client: openai.OpenAI,
+        model: str,
+        *,
+        attempts: int = 4,
+        total_seconds: float = 30.0,
+        initial_wait: float = 0.5,
+        max_wait: float = 8.0,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.retrying = Retrying(
+            retry=retry_if_exception(_transient),
+            stop=stop_after_attempt(attempts) | stop_after_delay(total_seconds),
+            wait=_Wait(initial_wait, max_wait),
+            reraise=True,
+            before_sleep=lambda state: log.warning(
+                "model call failed (%s); retrying",
+                type(state.outcome.exception()).__name__ if state.outcome else "?",
+            ),
+        )
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        try:
+            response = self.retrying(
+                self.client.chat.completions.create,
+                model=self.model,
+                messages=messages,
+                tools=tools,
+                parallel_tool_calls=False,
+            )
+        except openai.OpenAIError as error:
+            log.error("model unavailable: %s", type(error).__name__)
+            raise ModelUnavailableError(type(error).__name__) from None
+        if not response.choices:
+            raise ModelUnavailableError("the model returned no choice")
+        message = response.choices[0].message
+        calls = []
+        for call in message.tool_calls or []:
+            function: Any = getattr(call, "function", None)
+            if function is not None:  # custom (non-function) tool calls are not ours
+                calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments))
+        return ModelReply(text=message.content, tool_calls=calls)
