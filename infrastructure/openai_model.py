@@ -48,7 +48,7 @@ class _Wait:
     """Jittered exponential backoff, or the server's Retry-After when it sent one."""
 
     def __init__(self, initial: float, maximum: float) -> None:
-        self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
+        self.backoff = wait_exponential_jitter(multiplier=initial, max=maximum, jitter=initial)
 
     def __call__(self, state: RetryCallState) -> float:
         outcome = state.outcome
