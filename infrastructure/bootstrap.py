@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
+from uuid import UUID
 
 import openai
 
@@ -41,6 +42,19 @@ class Countersign:
     audit: AuditService
     read_models: ReadModels
     assistant: AssistantService
+
+    def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
+        """The tool calls of one conversation, as recorded (arguments redacted)."""
+        events = self.store.history(UUID(interaction_id))
+        return [
+            {
+                "name": e.fields["name"],
+                "arguments": e.fields["arguments"],
+                "outcome": e.fields["outcome"],
+            }
+            for e in events
+            if e.type == "ToolCalled"
+        ]
 
     def projection_runners(
         self, names: list[str] | None = None, batch_size: int = 1000

@@ -139,6 +139,63 @@ def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
     return refunds, "\n".join(lines) or "The sandbox holds no refunds."
 
 
+def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
+    if args.message is not None:
+        report = _turn(cs, args, args.message, args.interaction)
+        document = json.loads(render.to_json(report.to_json()))
+        return document, render.render_turn(document)
+    return _chat_interactively(cs, args)
+
+
+def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: str | None) -> Any:
+    return cs.assistant.turn(
+        organization=args.org,
+        actor=args.actor,
+        section=args.section,
+        resource_id=args.resource,
+        message=message,
+        interaction_id=interaction,
+    )
+
+
+def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
+    print(
+        f"Chatting with the {args.section.replace('_', ' ')} assistant as {args.actor}. "
+        "Commands: /approve, /decline [note], /quit.",
+        flush=True,
+    )
+    interaction = args.interaction
+    last_proposal: str | None = None
+    turns = 0
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            break
+        if line.startswith(("/approve", "/decline")):
+            if last_proposal is None:
+                print("There is no proposal in this conversation yet.")
+                continue
+            if line.startswith("/approve"):
+                report = cs.proposals.approve(last_proposal, args.actor).to_json()
+            else:
+                note = line[len("/decline") :].strip() or None
+                report = cs.proposals.decline(last_proposal, args.actor, note).to_json()
+            print(render.render_report(report), flush=True)
+            continue
+        turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
+        interaction = turn["interaction_id"]
+        turns += 1
+        if turn["proposal"]:
+            last_proposal = turn["proposal"]["proposal_id"]
+        print(render.render_turn(turn), flush=True)
+    return {"interaction_id": interaction, "turns": turns}, f"Conversation {interaction} ended."
+
+
 def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
     org = organization_by_slug(cs.store, args.org)
     member_of(cs.store, org.id, args.actor)
@@ -377,6 +434,14 @@ def build_parser() -> argparse.ArgumentParser:
     provider = sub.add_parser("provider", help="the payment-provider sandbox")
     provider_sub = provider.add_subparsers(dest="provider_command", required=True)
     add("refunds", cmd_provider_refunds, "refunds the sandbox holds", provider_sub)
+
+    chat = add("chat", cmd_chat, "talk to a section assistant (interactive, or one --message)")
+    chat.add_argument("--org", required=True)
+    chat.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    chat.add_argument("--section", required=True, choices=["orders", "email_broadcasts"])
+    chat.add_argument("--resource", required=True, metavar="ID", help="order id or form id")
+    chat.add_argument("--message", help="one turn, then exit")
+    chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
 
     inbox = add("inbox", cmd_inbox, "pending proposals awaiting approval, newest first")
     inbox.add_argument("--org", required=True)

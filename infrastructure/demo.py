@@ -83,14 +83,26 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     )
     story.say(render.render_order(cs.club.investigate("granite", orders["refund-ok"])))
 
-    story.chapter("The assistant proposes; the application writes the contract")
+    story.chapter("Ava asks the order assistant; the application writes the contract")
+    words = "Olivia says she registered early but never got her early-bird discount. Fix it?"
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="orders",
+        resource_id=orders["refund-ok"],
+        message=words,
+    ).to_json()
+    asked = [
+        f"{e['name']}({json.dumps(e['arguments'])})"
+        for e in cs.audit_interaction(turn["interaction_id"])
+    ]
     story.say(
-        "The model asked for: "
-        + json.dumps(TO_CARD)
-        + "\nIt never names an amount. The application computed it and froze this preview:"
+        "The model read the order and asked for: " + "; ".join(asked) + "\nIt never names an "
+        "amount. The application computed it and froze this preview:"
     )
-    created = propose(cs, orders["refund-ok"], TO_CARD)
-    story.say(render.render_created(created), created)
+    created = turn["proposal"]
+    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
 
     story.chapter("Ava approves by id alone")
     first = cs.proposals.approve(created["proposal_id"], AVA).to_json()
@@ -142,17 +154,26 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(render.render_created(credit))
     story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
-    story.chapter("An email draft: the audience is recounted at approval")
+    story.chapter("An email draft from Ava's words: the audience is recounted at approval")
     form = data["broadcast_forms"]["granite"]
+    words = (
+        "Email the Thursday Seniors and Monday Night Open about ice times moving 30 minutes later."
+    )
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="email_broadcasts",
+        resource_id=form,
+        message=words,
+    ).to_json()
+    draft = turn["proposal"]
+    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
     draft_request = {
         "filters": {"leagues": ["Thursday Seniors", "Monday Night Open"]},
-        "subject": "Ice times change next week",
-        "body": "Hello curlers,\n\nDraws move 30 minutes later next week.\n",
+        "subject": draft["preview"]["subject"],
+        "body": draft["preview"]["body"],
     }
-    draft = cs.proposals.propose(
-        organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=draft_request
-    ).to_json()
-    story.say(render.render_created(draft))
     story.say(render.render_report(cs.proposals.approve(draft["proposal_id"], AVA).to_json()))
     second = cs.proposals.propose(
         organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=draft_request

@@ -200,3 +200,14 @@ def render_inbox(inbox: dict[str, Any]) -> str:
             f"  (by {card['requested_by']})"
         )
     return "\n".join(lines)
+
+
+def render_turn(turn: dict[str, Any]) -> str:
+    lines = []
+    for message in turn["messages"]:
+        who = "assistant" if message["author"] == "model" else "countersign"
+        lines.append(f"{who}> {message['text']}")
+    if turn.get("proposal"):
+        lines.append(render_created(turn["proposal"]))
+        lines.append("Approve or decline it by id (/approve or /decline in a chat).")
+    return "\n".join(lines)
