@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from eventsourcing.persistence import Notification
@@ -159,9 +160,9 @@ class SqlRows:
             self._cache[(table, key)] = entry
         return entry
 
-    def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+    def get(self, table: str, key: tuple[Any, ...]) -> Mapping[str, Any] | None:
         row = self._entry(table, key)[0]
-        return dict(row) if row is not None else None
+        return MappingProxyType(row) if row is not None else None
 
     def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
         unknown = set(changes) - set(self.codecs[table].names)
@@ -306,10 +307,14 @@ class ProjectionRunner:
             position = self.position()
         return self.apply(self.read(position), position)
 
-    def read(self, position: int) -> list[tuple[Notification, Any]]:
-        """The next batch after ``position``, decoded."""
+    def read(
+        self, position: int, wanted: Callable[[str], bool] | None = None
+    ) -> list[tuple[Notification, Any]]:
+        """The next batch after ``position``; only events some handler wants are decoded
+        (the others still advance the position: their event is None)."""
+        wanted = wanted or self.projection.handles_topic
         notifications = self.app.recorder.select_notifications(position + 1, limit=self.batch_size)
-        return [(n, self._decode(n)) for n in notifications]
+        return [(n, self._decode(n) if wanted(n.topic) else None) for n in notifications]
 
     def apply(self, events: list[tuple[Notification, Any]], position: int) -> int:
         """Apply a decoded batch that starts right after ``position``, in one transaction."""
@@ -327,6 +332,8 @@ class ProjectionRunner:
                 raise ProjectionRaceError(self.name)
             rows = SqlRows(cursor, self.projection.tables, self.dialect)
             for notification, event in events:
+                if event is None:
+                    continue
                 try:
                     self.projection.process(event, notification.id, rows)
                 except Exception as error:
@@ -400,8 +407,12 @@ def rebuild_together(
         runner.reset(indexes=False)
     position = 0
     total = 0
+
+    def wanted(topic: str) -> bool:
+        return any(runner.projection.handles_topic(topic) for runner in runners)
+
     while runners:
-        decoded = runners[0].read(position)
+        decoded = runners[0].read(position, wanted)
         if not decoded:
             break
         for runner in runners:

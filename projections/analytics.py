@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from projections.base import Column, Projection, Rows, Table, event_time, handles, update
@@ -182,19 +183,19 @@ class Analytics(Projection):
         _count(rows, fact, +1)
 
 
-def _count(rows: Rows, fact: dict[str, Any], delta: int) -> None:
+def _count(rows: Rows, fact: Mapping[str, Any], delta: int) -> None:
     """Move one proposal in or out of its day's roll-up for its current outcome."""
     key = (fact["proposed_day"], fact["organization_id"], fact["operation"], fact["outcome"])
-    row = rows.get(DAILY, key) or {
+    current = rows.get(DAILY, key)
+    row = {
         "day": key[0],
         "organization_id": key[1],
         "operation": key[2],
         "outcome": key[3],
-        "proposals": 0,
-        "amount_cents": 0,
+        "proposals": (current["proposals"] if current else 0) + delta,
+        "amount_cents": (current["amount_cents"] if current else 0)
+        + delta * (fact["amount_cents"] or 0),
     }
-    row["proposals"] += delta
-    row["amount_cents"] += delta * (fact["amount_cents"] or 0)
     if row["proposals"] == 0:
         rows.delete(DAILY, key)
     else:

@@ -9,7 +9,7 @@ position. That is what makes every projection exactly-once, resumable and rebuil
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
@@ -41,8 +41,10 @@ class Table:
 class Rows(Protocol):
     """Row access for handlers, scoped to one batch of events."""
 
-    def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
-        """The row with this primary key as it stands, including this batch's writes."""
+    def get(self, table: str, key: tuple[Any, ...]) -> Mapping[str, Any] | None:
+        """The row with this primary key as it stands, including this batch's writes.
+
+        Read-only: change rows with ``put`` or ``update``."""
         ...
 
     def put(self, table: str, row: dict[str, Any]) -> None:
@@ -84,6 +86,10 @@ class Projection(ABC):
                 for event_type in getattr(attribute, "_handles", ()):
                     handlers[event_type] = attribute
         cls._handlers = handlers
+
+    def handles_topic(self, topic: str) -> bool:
+        """Whether an event stored under this topic has a handler (else it is not decoded)."""
+        return topic.rpartition(":")[2] in self._handlers
 
     def process(self, event: Any, position: int, rows: Rows) -> None:
         """Apply one event; events without a handler only advance the tracking position."""
