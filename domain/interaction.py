@@ -7,6 +7,7 @@ Tool calls are recorded by name with redacted arguments: free text is kept as it
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from uuid import UUID
 
@@ -15,15 +16,25 @@ from eventsourcing.domain import Aggregate, event
 MAX_KEPT_TEXT = 40
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
+
+
 def redact(arguments: Any) -> Any:
-    """Keep references and choices; replace longer free text by its length."""
+    """Keep references and choices; replace longer free text, and any field name that is not
+    a plain identifier (the model can invent one to smuggle text in), by its length."""
     if isinstance(arguments, dict):
-        return {str(key): redact(value) for key, value in arguments.items()}
+        return {
+            _redact_name(str(key)): redact(value) for key, value in list(arguments.items())[:40]
+        }
     if isinstance(arguments, list):
         return [redact(item) for item in arguments[:20]]
     if isinstance(arguments, str) and len(arguments) > MAX_KEPT_TEXT:
         return f"<{len(arguments)} characters>"
     return arguments
+
+
+def _redact_name(name: str) -> str:
+    return name if _NAME.fullmatch(name) else f"<{len(name)}-character name>"
 
 
 class Interaction(Aggregate):
@@ -55,7 +66,7 @@ class Interaction(Aggregate):
         self._assistant_replied(text=text, author=author)
 
     def record_tool_call(self, name: str, arguments: Any, outcome: str) -> None:
-        self._tool_called(name=name, arguments=redact(arguments), outcome=outcome)
+        self._tool_called(name=_redact_name(name), arguments=redact(arguments), outcome=outcome)
 
     def link(self, proposal_id: UUID) -> None:
         self._proposal_created(proposal_id=str(proposal_id))

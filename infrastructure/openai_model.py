@@ -17,7 +17,7 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
-    stop_after_delay,
+    stop_before_delay,
     wait_exponential_jitter,
 )
 
@@ -74,7 +74,8 @@ class OpenAIChatModel:
         self.model = model
         self.retrying = Retrying(
             retry=retry_if_exception(_transient),
-            stop=stop_after_attempt(attempts) | stop_after_delay(total_seconds),
+            # stop_before_delay also counts the wait before the next attempt (Retry-After).
+            stop=stop_after_attempt(attempts) | stop_before_delay(total_seconds),
             wait=_Wait(initial_wait, max_wait),
             reraise=True,
             before_sleep=lambda state: log.warning(

@@ -29,7 +29,7 @@ from domain.handback import reason_text
 from domain.interaction import Interaction
 from domain.outcomes import RevisionReason
 from domain.ports import AggregateStore, ChatModel, ModelReply, ModelUnavailableError, ToolCall
-from domain.proposal import Proposal
+from domain.proposal import Proposal, ProposalStatus
 from domain.scope import Scope, Section
 
 log = logging.getLogger("countersign.assistant")
@@ -256,6 +256,12 @@ class AssistantService:
             return ""
         proposal = self.store.get(UUID(last), Proposal)
         outcome = proposal.outcome or {}
+        if proposal.status == ProposalStatus.EXPIRED:
+            return (
+                "Context from the application: the last proposal in this conversation expired "
+                "before anyone approved it; nothing was executed. Prepare a new proposal only if "
+                "the manager asks for one, from freshly read facts."
+            )
         if outcome.get("kind") != "revision_required":
             return ""
         reason = RevisionReason.model_validate(outcome["reason"])
