@@ -730,5 +730,28 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+SUITES = {
+    "projections": "bench_projections",  # rebuild speed, memory, live lag
+    "assistant": "bench_assistant",  # context and schema sizes, app time per turn
+}
+
+
+def dispatch(argv: list[str]) -> int:
+    """``bench.py`` runs the approval cycles; ``bench.py projections|assistant|all ...`` the
+    other suites (each is also runnable on its own)."""
+    if argv and argv[0] in (*SUITES, "all"):
+        import importlib
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        names = list(SUITES) if argv[0] == "all" else [argv[0]]
+        status = main([]) if argv[0] == "all" else 0
+        for name in names:
+            module = importlib.import_module(SUITES[name])
+            sys.argv = [f"{name} benchmark", *([] if argv[0] == "all" else argv[1:])]
+            module.main()
+        return status
+    return main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(dispatch(sys.argv[1:]))
