@@ -139,7 +139,12 @@ class ProposalService:
             expires_at=self.clock.now() + self.ttl,
             digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
         )
-        self.store.save(proposal)
+        try:
+            self.store.save(proposal)
+        except ConcurrencyConflictError:
+            # A fresh random id cannot collide with another writer: the conflict is a retried
+            # insert reporting our own committed write. Make sure, then carry on.
+            self._reload(proposal.id)
         return ProposalCreated(
             proposal_id=str(proposal.id),
             status=str(proposal.status),
@@ -196,7 +201,7 @@ class ProposalService:
                 return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
             contract = self.registry.get(proposal.kind)
             with self.store.preload(self._facts_ids(proposal, contract)):
-                report = self._approve_round(proposal, contract, actor)
+                report = self._approve_round(proposal, contract, actor, proposal_id)
             if report is not None:
                 return report
         log.warning("approval of %s lost %d races on shared facts", proposal_id, _CLAIM_ROUNDS)
@@ -212,15 +217,16 @@ class ProposalService:
         return ids
 
     def _approve_round(
-        self, proposal: Proposal, contract: AnyContract | None, actor: str
+        self, proposal: Proposal, contract: AnyContract | None, actor: str, asked_id: str
     ) -> ApprovalReport | None:
         """One attempt at the approve path; None means "lost a race, start again"."""
         try:
             member = member_of(self.store, proposal.organization_id, actor)
         except NotFoundError:
-            # Another tenant's proposal answers exactly like an unknown one.
-            return self._not_approvable(str(proposal.id), None, NotApprovableReason.NOT_FOUND)
-        if contract is not None and not member.may(contract.permission):
+            # Another tenant's proposal answers exactly like an unknown one, echo included.
+            return self._not_approvable(asked_id, None, NotApprovableReason.NOT_FOUND)
+        if contract is None or not member.may(contract.permission):
+            # An unknown kind fails closed: nobody holds the permission it would need.
             return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
         decided = self._decided(proposal)
         if decided is not None:
@@ -246,6 +252,12 @@ class ProposalService:
             arguments = contract.decode_arguments(proposal.arguments)
         except UndecodableContractError:
             return self._fail_and_commit(proposal, attempt_id, "UndecodableContractError")
+        stored_digest = contract_digest(
+            proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
+        )
+        if stored_digest != proposal.digest:
+            # What would run is not what the approver was shown: never execute it.
+            return self._fail_and_commit(proposal, attempt_id, "ContractDigestMismatch")
         claim = Claimed(
             ExecutionContract(
                 proposal_id=proposal.id,
@@ -388,7 +400,7 @@ class ProposalService:
         except NotFoundError:
             return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
         contract = self.registry.get(proposal.kind)
-        if contract is not None and not member.may(contract.permission):
+        if contract is None or not member.may(contract.permission):
             return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
         decided = self._decided(proposal)
         if decided is not None:
@@ -398,7 +410,10 @@ class ProposalService:
         proposal.decline(member.email, clean_note, outcome)
         if not self._try_save(proposal):
             current = self._reload(proposal.id)
-            return self._report(current, self._decided(current))
+            ours = current.status == ProposalStatus.DECLINED and current.declined_by == member.email
+            if not ours:  # else a retried insert reported a conflict with our own decline
+                return self._report(current, self._decided(current))
+            proposal = current
         return ApprovalReport(
             result="declined",
             proposal_id=str(proposal.id),
@@ -446,7 +461,19 @@ class ProposalService:
                 and proposal.claimed_at + self.lease <= now
             )
             if proposal.status == ProposalStatus.RECONCILING or stuck:
-                reports.append(self._reconcile_one(proposal))
+                try:
+                    reports.append(self._reconcile_one(proposal))
+                except Exception:
+                    # One unreadable or misbehaving candidate must not block all the others.
+                    correlation_id = new_correlation_id()
+                    log.exception(
+                        "reconciling %s failed, correlation id %s", proposal.id, correlation_id
+                    )
+                    reports.append(
+                        SweepReport(
+                            str(proposal.id), f"error {correlation_id}", str(proposal.status), None
+                        )
+                    )
         return reports
 
     def _reconcile_one(self, proposal: Proposal) -> SweepReport:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import Aggregate
+from eventsourcing.domain import Aggregate, EventSourcingError
 from eventsourcing.persistence import (
     IntegrityError,
     Mapper,
@@ -24,7 +25,7 @@ from eventsourcing.persistence import (
     Transcoder,
 )
 from eventsourcing.postgres import PostgresAggregateRecorder
-from eventsourcing.utils import get_topic, resolve_topic
+from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from application.errors import CorruptRecordError
 from application.proposals import new_correlation_id
@@ -55,6 +56,8 @@ class GuardedMapper(Mapper[UUID]):
         if not stored_event.topic.startswith(ALLOWED_TOPIC_PREFIXES):
             raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
         cls = resolve_topic(stored_event.topic)
+        if not isinstance(cls, type) or not cls.__module__.startswith(ALLOWED_TOPIC_PREFIXES):
+            raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
         event = super().to_domain_event(stored_event)
         stored_version = _stored_class_version(self, stored_event)
         if stored_version > getattr(cls, "class_version", 1):
@@ -62,6 +65,28 @@ class GuardedMapper(Mapper[UUID]):
                 f"{stored_event.topic} was written by a newer version of countersign"
             )
         return event
+
+
+_UNREADABLE = (
+    UnreadableEventError,
+    EventSourcingError,
+    TopicError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+)
+
+
+def _corrupt(aggregate_ids: Sequence[UUID], error: BaseException) -> CorruptRecordError:
+    correlation_id = new_correlation_id()
+    log.error(
+        "unreadable stored events for %s (%s), correlation id %s",
+        ", ".join(str(i) for i in aggregate_ids),
+        type(error).__name__,
+        correlation_id,
+    )
+    return CorruptRecordError(correlation_id)
 
 
 def _stored_class_version(mapper: Mapper[UUID], stored_event: StoredEvent) -> int:
@@ -79,10 +104,9 @@ class CountersignApplication(Application[UUID]):
     """Proposals and the club aggregates they act on, in one notification log."""
 
     name = "countersign"
-    env = {
-        "AGGREGATE_CACHE_MAXSIZE": "2000",
-        "AGGREGATE_CACHE_FASTFORWARD": "y",
-    }
+    # No repository cache: EventSourcedStore keeps its own immutable snapshots (the library's
+    # cache fast-forwards shared objects in place, which is unsafe to hand out across threads).
+    env: ClassVar[dict[str, str]] = {}
 
     def construct_mapper(self) -> Mapper[UUID]:
         return self.factory.mapper(
@@ -90,12 +114,55 @@ class CountersignApplication(Application[UUID]):
         )
 
 
-class EventSourcedStore:
-    """The domain's AggregateStore port, over CountersignApplication."""
+class _Snapshots:
+    """Immutable aggregate snapshots by id, least recently used evicted; thread-safe.
 
-    def __init__(self, app: CountersignApplication) -> None:
+    A snapshot is never changed after it is stored: catching up copies it first and stores
+    the copy. So a snapshot can be handed to readers without a copy, from any thread.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, aggregate_id: UUID) -> Aggregate | None:
+        with self._lock:
+            item = self._items.get(aggregate_id)
+            if item is not None:
+                self._items.move_to_end(aggregate_id)
+            return item
+
+    def put(self, aggregate_id: UUID, aggregate: Aggregate) -> None:
+        with self._lock:
+            current = self._items.get(aggregate_id)
+            if current is not None and current.version > aggregate.version:
+                return  # another thread stored a newer snapshot meanwhile
+            self._items[aggregate_id] = aggregate
+            self._items.move_to_end(aggregate_id)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def drop(self, aggregate_id: UUID) -> None:
+        with self._lock:
+            self._items.pop(aggregate_id, None)
+
+
+class EventSourcedStore:
+    """The domain's AggregateStore port, over CountersignApplication.
+
+    Every read is one query that catches a snapshot up (or loads the aggregate whole); several
+    aggregates can be read in one query with ``preload``.
+    """
+
+    def __init__(self, app: CountersignApplication, cache_size: int = 2000) -> None:
         self.app = app
         self._local = threading.local()
+        self._snapshots = _Snapshots(cache_size)
+        recorder: Any = app.recorder
+        schema = getattr(getattr(recorder, "datastore", None), "schema", "")
+        table = recorder.events_table_name
+        self._table = f'"{schema}"."{table}"' if schema else table
 
     @property
     def _preloaded(self) -> dict[UUID, Aggregate]:
@@ -116,18 +183,8 @@ class EventSourcedStore:
                 self._preloaded.pop(aggregate_id, None)
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
-        """Catch every cached aggregate up (or load it whole) with ONE query.
-
-        Cached aggregates are shared, never mutated: one with new events is copied before
-        the events are applied, and the copy replaces it in the cache.
-        """
-        cache: Any = self.app.repository.cache
-        bases: dict[UUID, Any] = {}
-        for aggregate_id in aggregate_ids:
-            try:
-                bases[aggregate_id] = cache.get(aggregate_id) if cache else None
-            except KeyError:
-                bases[aggregate_id] = None
+        """Catch every snapshot up (or load the aggregate whole) with ONE query."""
+        bases: dict[UUID, Any] = {i: self._snapshots.get(i) for i in aggregate_ids}
         changed: set[UUID] = set()
         try:
             stored = self._select_after(
@@ -140,20 +197,18 @@ class EventSourcedStore:
                     bases[originator_id] = copy.deepcopy(bases[originator_id])
                 domain_event: Any = self.app.mapper.to_domain_event(event)
                 bases[originator_id] = domain_event.mutate(bases[originator_id])
-        except (UnreadableEventError, ValueError, TypeError, KeyError, AttributeError):
-            return {}  # fall back to one read per aggregate, which reports the corruption
+        except _UNREADABLE as error:
+            raise _corrupt(aggregate_ids, error) from None
         loaded = {i: aggregate for i, aggregate in bases.items() if aggregate is not None}
-        if cache is not None:
-            for aggregate_id in changed & loaded.keys():
-                cache.put(aggregate_id, loaded[aggregate_id])
+        for aggregate_id in changed & loaded.keys():
+            self._snapshots.put(aggregate_id, loaded[aggregate_id])
         return loaded
 
     def _select_after(self, after: list[tuple[UUID, int]]) -> list[StoredEvent]:
         recorder: Any = self.app.recorder
-        table = recorder.events_table_name
         where = " OR ".join("(originator_id = {0} AND originator_version > {0})" for _ in after)
         sql = (
-            f"SELECT originator_id, originator_version, topic, state FROM {table} "
+            f"SELECT originator_id, originator_version, topic, state FROM {self._table} "
             f"WHERE {where} ORDER BY originator_id, originator_version"
         )
         if isinstance(recorder, PostgresAggregateRecorder):
@@ -190,28 +245,26 @@ class EventSourcedStore:
         *,
         shared: bool = False,
     ) -> A:
-        preloaded = self._preloaded.get(aggregate_id) if version is None else None
-        if preloaded is not None:
-            if not isinstance(preloaded, as_type):
-                raise NotFoundError(as_type.__name__)
-            return preloaded if shared else copy.deepcopy(preloaded)
-        try:
-            aggregate: Aggregate = self.app.repository.get(
-                aggregate_id, version=version, deepcopy_from_cache=not shared
-            )
-        except AggregateNotFoundError:
-            raise NotFoundError(as_type.__name__) from None
-        except (UnreadableEventError, ValueError, TypeError, KeyError) as error:
-            correlation_id = new_correlation_id()
-            log.error(
-                "unreadable stored events for %s (%s), correlation id %s",
-                aggregate_id,
-                type(error).__name__,
-                correlation_id,
-            )
-            raise CorruptRecordError(correlation_id) from None
-        if not isinstance(aggregate, as_type):
+        """``shared`` gives the immutable snapshot itself: for reading only."""
+        if version is not None:
+            aggregate: Any = self._historical(aggregate_id, version)
+        else:
+            aggregate = self._preloaded.get(aggregate_id)
+            if aggregate is None:
+                aggregate = self._load_many([aggregate_id]).get(aggregate_id)
+            if aggregate is not None and not shared:
+                aggregate = copy.deepcopy(aggregate)
+        if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)
+        return aggregate
+
+    def _historical(self, aggregate_id: UUID, version: int) -> Aggregate | None:
+        try:
+            aggregate: Aggregate = self.app.repository.get(aggregate_id, version=version)
+        except AggregateNotFoundError:
+            return None
+        except _UNREADABLE as error:
+            raise _corrupt([aggregate_id], error) from None
         return aggregate
 
     def save(self, *aggregates: Aggregate) -> None:
@@ -221,6 +274,8 @@ class EventSourcedStore:
         try:
             self.app.save(*aggregates)
         except IntegrityError:
+            for aggregate in aggregates:
+                self._snapshots.drop(aggregate.id)
             raise ConcurrencyConflictError("an aggregate changed since it was read") from None
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 from infrastructure.event_store import CountersignApplication
@@ -26,7 +26,8 @@ class ProjectedOpenWork:
         return self._runner
 
     def _param(self, moment: datetime) -> object:
-        return moment if self.sql.is_postgres else moment.isoformat()
+        # SQLite compares ISO text: it must be UTC like the stored values.
+        return moment if self.sql.is_postgres else moment.astimezone(UTC).isoformat()
 
     def expiry_candidates(self, now: datetime) -> list[UUID]:
         self.runner.catch_up()

@@ -411,18 +411,26 @@ def rebuild_together(
     def wanted(topic: str) -> bool:
         return any(runner.projection.handles_topic(topic) for runner in runners)
 
-    while runners:
-        decoded = runners[0].read(position, wanted)
-        if not decoded:
-            break
-        for runner in runners:
-            runner.apply(decoded, position)
-        position = decoded[-1][0].id
-        total += len(decoded)
-        if progress is not None:
-            progress(len(decoded))
-    for runner in runners:
-        runner.create_indexes()
+    try:
+        while runners:
+            decoded = runners[0].read(position, wanted)
+            if not decoded:
+                break
+            for runner in runners:
+                try:
+                    runner.apply(decoded, position)
+                except ProjectionRaceError:
+                    raise ProjectionStoppedError(
+                        f"projection {runner.name!r} was advanced by another runner during the "
+                        "rebuild; stop 'countersign projections run' and rebuild again"
+                    ) from None
+            position = decoded[-1][0].id
+            total += len(decoded)
+            if progress is not None:
+                progress(len(decoded))
+    finally:
+        for runner in runners:  # whatever happened, readers get their indexes back
+            runner.create_indexes()
     return total
 
 

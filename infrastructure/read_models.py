@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from infrastructure.projection_runner import SqlRows
@@ -35,7 +35,8 @@ class ReadModels:
             return [decoder.decode(spec, row) for row in rows]
 
     def _time(self, moment: datetime) -> Any:
-        return moment if self.dialect == "postgres" else moment.isoformat()
+        # SQLite compares ISO text: it must be UTC like the stored values.
+        return moment if self.dialect == "postgres" else moment.astimezone(UTC).isoformat()
 
     def inbox(
         self,

@@ -46,12 +46,17 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
+def printable(text: str) -> str:
+    """Show control characters as escapes so stored text cannot move the terminal's cursor."""
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+
+
 def box(title: str, rows: list[tuple[str, str]]) -> str:
     label_width = max((len(label) for label, _ in rows), default=0)
     value_width = WIDTH - label_width - 5
     lines = [f"┌─ {title} " + "─" * max(0, WIDTH - len(title) - 4) + "┐"]
     for label, value in rows:
-        wrapped = textwrap.wrap(str(value), value_width) or [""]
+        wrapped = textwrap.wrap(printable(str(value)), value_width) or [""]
         for i, part in enumerate(wrapped):
             shown = label if i == 0 else ""
             lines.append(f"│ {shown:<{label_width}}  {part:<{value_width}} │")

@@ -115,3 +115,13 @@ def test_a_manager_whose_permission_was_revoked_is_forbidden(cs, seeded):
     cs.store.save(granite)
 
     assert cs.proposals.approve(proposal_id, AVA).reason == "forbidden"
+
+
+def test_a_foreign_id_is_echoed_exactly_like_an_unknown_one(cs, seeded):
+    proposal_id = _propose(cs, seeded)
+    foreign = cs.proposals.approve(proposal_id.upper(), MIA).to_json()
+    unknown = cs.proposals.approve(str(uuid.uuid4()).upper(), MIA).to_json()
+    assert foreign["proposal_id"] == proposal_id.upper()  # not the stored, canonical form
+    assert {k: v for k, v in foreign.items() if k != "proposal_id"} == {
+        k: v for k, v in unknown.items() if k != "proposal_id"
+    }

@@ -101,3 +101,17 @@ def test_unknown_leagues_and_unknown_operations(cs, seeded):
             resource_id=form,
             request={},
         )
+
+
+def test_control_characters_cannot_disguise_what_the_reviewer_sees(cs, seeded):
+    form = seeded["broadcast_forms"]["granite"]
+    request = {
+        "filters": {"leagues": ["Thursday Seniors"]},
+        "subject": "Ice\ntimes",
+        "body": "Hello\x1b[3A\x1b[2K| Recipients 12",
+    }
+    problems = _problems(cs, seeded, request, operation=DRAFT, resource=form)
+    assert problems == [
+        ("subject", "control characters are not allowed (no line breaks)"),
+        ("body", "control characters are not allowed"),
+    ]

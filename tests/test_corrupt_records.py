@@ -138,3 +138,25 @@ def test_an_event_from_a_newer_contract_version_is_not_silently_accepted(cs, see
             other.store.get(UUID(proposal_id), Proposal)
     finally:
         other.close()
+
+
+def test_arguments_changed_behind_the_preview_are_never_executed(cs, seeded, clock):
+    proposal_id = _propose(cs, seeded)
+
+    def move_the_money(state):
+        # Decodes fine, but the approver was shown a card refund to Visa 4242.
+        state["arguments"]["destination"]["label"] = "someone else's card"
+        return state
+
+    _rewrite_state(cs, proposal_id, 1, move_the_money)
+    other = _fresh(cs, clock)
+    try:
+        report = other.proposals.approve(proposal_id, AVA)
+    finally:
+        other.close()
+
+    assert report.status == "failed"
+    assert report.outcome["kind"] == "terminal_failure"
+    assert cs.sandbox.refunds() == []
+    failed = cs.audit.history(proposal_id)["events"][-1]
+    assert failed["error_class"] == "ContractDigestMismatch"

@@ -54,6 +54,8 @@ class BroadcastDraftRequest(ContractRequest):
     """Propose a draft for the club's email broadcast form: the audience filters, a subject and
     a body. Approval only fills in the editable form; nothing is sent."""
 
+    multiline_fields = frozenset({"body"})
+
     filters: AudienceFilters = Field(description="Audience filters.")
     subject: str = Field(
         description=f"The email subject line, at most {MAX_SUBJECT} characters.",

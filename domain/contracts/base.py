@@ -8,13 +8,14 @@ approval identity, outcome semantics and audit are shared and live elsewhere.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from domain.club.organization import Permission
 from domain.errors import CountersignError
@@ -22,11 +23,43 @@ from domain.outcomes import ExecutionContract, RevisionReason
 from domain.ports import AggregateStore, ProviderRefund
 from domain.scope import Scope, Section
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_text(value: str, *, multiline: bool = False) -> str:
+    """Refuse control characters (escape sequences could disguise what a reviewer sees);
+    newlines and tabs are allowed only in multi-line text."""
+    if (_CONTROL if multiline else _CONTROL_OR_NEWLINE).search(value):
+        raise ValueError(
+            "control characters are not allowed" + ("" if multiline else " (no line breaks)")
+        )
+    return value
+
 
 class ContractRequest(BaseModel):
-    """Base of every model-facing request: strict types, unknown fields rejected."""
+    """Base of every model-facing request: strict types, unknown fields rejected, and no
+    control characters in any text (a multi-line field allows newlines and tabs)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+    multiline_fields: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        _check_nested(value, multiline=info.field_name in cls.multiline_fields)
+        return value
+
+
+def _check_nested(value: Any, *, multiline: bool) -> None:
+    if isinstance(value, str):
+        check_text(value, multiline=multiline)
+    elif isinstance(value, list):
+        for item in value:
+            _check_nested(item, multiline=False)
+    elif isinstance(value, BaseModel):
+        for _, item in value:
+            _check_nested(item, multiline=False)
 
 
 class Frozen(BaseModel):
@@ -111,6 +144,7 @@ _SAFE_MESSAGES = {
     "string_pattern_mismatch": "not a reference this conversation gave you",
     "literal_error": "not one of the allowed values",
     "enum": "not one of the allowed values",
+    "value_error": "",  # our own validators' messages are safe: shown without the prefix
 }
 
 
@@ -119,7 +153,7 @@ def problems_from(error: ValidationError) -> list[Problem]:
     problems = []
     for item in error.errors(include_input=False, include_url=False):
         field = ".".join(str(part) for part in item["loc"]) or "request"
-        message = _SAFE_MESSAGES.get(item["type"], item["msg"])
+        message = _SAFE_MESSAGES.get(item["type"]) or item["msg"].removeprefix("Value error, ")
         if item["type"] == "literal_error":
             message = f"must be one of: {item['ctx']['expected']}"
         problems.append(Problem(field=field, message=message))
