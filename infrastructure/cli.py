@@ -196,6 +196,68 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
     return {"interaction_id": interaction, "turns": turns}, f"Conversation {interaction} ended."
 
 
+def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
+    import uvicorn
+
+    from infrastructure.http.app import create_app
+
+    app = create_app(cs)
+    print(
+        f"countersign: serving on http://{args.host}:{args.port} "
+        f"(API under /api/v1, OpenAPI at /openapi.json); Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return {"stopped": True}, "countersign: server stopped."
+
+
+def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
+    from infrastructure.http.tokens import issue_token
+
+    issued = issue_token(
+        cs,
+        args.org,
+        args.name,
+        [p.strip() for p in args.permissions.split(",") if p.strip()],
+        issued_by=args.actor,
+    )
+    document = {
+        "token_id": issued.token_id,
+        "token": issued.token,
+        "organization": issued.organization,
+        "name": issued.name,
+        "issued_by": issued.issued_by,
+        "permissions": list(issued.permissions),
+    }
+    text = (
+        f"Token {issued.token_id} for {issued.organization} ({', '.join(issued.permissions)}), "
+        f"acting as {issued.issued_by}. Shown once; store it now:\n{issued.token}"
+    )
+    return document, text
+
+
+def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
+    from infrastructure.http.tokens import revoke_token
+
+    revoked = revoke_token(cs, args.token_id)
+    return {"token_id": args.token_id, "revoked": revoked}, (
+        f"Token {args.token_id} revoked." if revoked else f"No active token {args.token_id}."
+    )
+
+
+def cmd_tokens_list(cs: Countersign, args: argparse.Namespace) -> Result:
+    from infrastructure.http.tokens import list_tokens
+
+    tokens = json.loads(render.to_json(list_tokens(cs, args.org)))
+    lines = [
+        f"{t['token_id']}  {t['name']:<20} {','.join(t['permissions'])}"
+        + ("  (revoked)" if t.get("revoked_at") else "")
+        for t in tokens
+    ]
+    return tokens, "\n".join(lines) or "No tokens."
+
+
 def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
     org = organization_by_slug(cs.store, args.org)
     member_of(cs.store, org.id, args.actor)
@@ -320,7 +382,8 @@ def _catch_up(cs: Countersign, names: list[str]) -> None:
 
 
 def _version_or_time(value: str) -> int | datetime:
-    return int(value) if value.isdigit() else _time(value)
+    # isascii: str.isdigit() is also true for '¹', which int() refuses.
+    return int(value) if value.isascii() and value.isdigit() else _time(value)
 
 
 def _time(value: str) -> datetime:
@@ -476,6 +539,28 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--since", metavar="TIME")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     add("verify", cmd_audit_verify, "prove no proposal event was altered or removed", audit_sub)
+
+    serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+
+    tokens = sub.add_parser("tokens", help="API tokens for application services")
+    tokens_sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
+    issue = add("issue", cmd_tokens_issue, "issue a token (shown once)", tokens_sub)
+    issue.add_argument("--org", required=True)
+    issue.add_argument(
+        "--as", dest="actor", required=True, metavar="EMAIL", help="the member the service acts as"
+    )
+    issue.add_argument("--name", required=True)
+    issue.add_argument(
+        "--permissions",
+        required=True,
+        help="comma-separated, e.g. orders.refund,email_broadcasts.prepare",
+    )
+    revoke = add("revoke", cmd_tokens_revoke, "revoke a token at once", tokens_sub)
+    revoke.add_argument("token_id")
+    listing = add("list", cmd_tokens_list, "tokens of an organization", tokens_sub)
+    listing.add_argument("--org", required=True)
 
     add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
     return parser

@@ -1,0 +1,9 @@
+"""The HTTP adapter: the versioned JSON API (``/api/v1``), its credentials and problems.
+
+``create_app(cs)`` builds the FastAPI application; ``tokens`` issues and revokes the bearer
+tokens application services use; ``passwords`` keeps people's password hashes.
+"""
+
+from infrastructure.http.app import create_app
+
+__all__ = ["create_app"]

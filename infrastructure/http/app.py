@@ -1,0 +1,70 @@
+"""The FastAPI application: ``create_app(cs)`` over one wired countersign."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from infrastructure.bootstrap import Countersign
+from infrastructure.http.api import router
+from infrastructure.http.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
+from infrastructure.http.tokens import ensure_token_tables
+
+API_VERSION = "1"
+DESCRIPTION = (
+    "AI assistants propose; people approve; the application executes. Application services "
+    "authenticate with bearer API tokens scoped to one organization and a set of "
+    "permissions. Errors are RFC 9457 problem documents with a correlation id."
+)
+
+
+def create_app(cs: Countersign) -> FastAPI:
+    """The HTTP application for ``cs``; the caller keeps ``cs`` open for the app's lifetime."""
+    ensure_token_tables(cs)
+    app = FastAPI(
+        title="countersign",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.countersign = cs
+    install_problem_handlers(app)
+    app.include_router(router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            _problems_as_problem_json(schema)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _problems_as_problem_json(schema: dict[str, Any]) -> None:
+    """Error responses are served as application/problem+json; say so in the document.
+
+    FastAPI's default 422 (its HTTPValidationError) is dropped where a route did not declare
+    one: every validation error is a problem, and a path that names nothing answers 404.
+    """
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.get("responses", {})
+            if "HTTPValidationError" in str(responses.get("422", "")):
+                del responses["422"]
+            for code, response in responses.items():
+                content = response.get("content", {})
+                if code[:1] in ("4", "5") and "application/json" in content:
+                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)

@@ -1,0 +1,92 @@
+"""People's passwords, kept as Argon2id hashes (argon2-cffi, RFC 9106 parameters).
+
+A person is known by email across organizations; which organizations they may act in is the
+organization aggregates' business, checked on every request, not here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from domain.contracts.base import InvalidRequestError
+from infrastructure.bootstrap import Countersign
+from infrastructure.http.storage import ensure_tables
+
+MIN_PASSWORD = 12
+MAX_PASSWORD = 1024
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS user_passwords ("
+    " email TEXT PRIMARY KEY, password_hash TEXT NOT NULL, updated_at TEXT NOT NULL)",
+)
+
+_hasher = PasswordHasher()  # Argon2id with the library's RFC 9106 "low memory" profile
+_dummy_lock = threading.Lock()
+_dummy_hash: list[str] = []
+
+
+def _normalize(email: str) -> str:
+    return email.strip().lower()
+
+
+def _dummy() -> str:
+    """A hash to verify against for unknown emails, so both answers take as long."""
+    with _dummy_lock:
+        if not _dummy_hash:
+            _dummy_hash.append(_hasher.hash("countersign-no-such-user"))
+        return _dummy_hash[0]
+
+
+def set_password(cs: Countersign, email: str, password: str) -> None:
+    """Store (or replace) the Argon2id hash of ``email``'s password.
+
+    Raises InvalidRequestError for an empty email or a password outside 12-1024 characters.
+    """
+    ensure_tables(cs.sql, "user_passwords", _SCHEMA)
+    address = _normalize(email)
+    if "@" not in address:
+        raise InvalidRequestError.one("email", "not an email address")
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise InvalidRequestError.one(
+            "password", f"use between {MIN_PASSWORD} and {MAX_PASSWORD} characters"
+        )
+    _store(cs, address, _hasher.hash(password))
+
+
+def verify_password(cs: Countersign, email: str, password: str) -> bool:
+    """True if ``password`` is ``email``'s; upgrades the stored hash if parameters changed."""
+    ensure_tables(cs.sql, "user_passwords", _SCHEMA)
+    address = _normalize(email)
+    with cs.sql.transaction() as cursor:
+        row = cursor.execute(
+            "SELECT password_hash FROM user_passwords WHERE email = ?", (address,)
+        ).fetchone()
+    stored = str(row[0]) if row else None
+    if stored is None or len(password) > MAX_PASSWORD:
+        _verify(_dummy(), password[:MAX_PASSWORD])
+        return False
+    if not _verify(stored, password):
+        return False
+    if _hasher.check_needs_rehash(stored):
+        _store(cs, address, _hasher.hash(password))
+    return True
+
+
+def _verify(stored: str, password: str) -> bool:
+    try:
+        return _hasher.verify(stored, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def _store(cs: Countersign, email: str, password_hash: str) -> None:
+    with cs.sql.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO user_passwords (email, password_hash, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash,"
+            " updated_at = excluded.updated_at",
+            (email, password_hash, cs.proposals.clock.now().isoformat()),
+        )

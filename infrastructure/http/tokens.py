@@ -1,0 +1,304 @@
+"""Bearer API tokens for application services.
+
+A token belongs to one organization, carries a set of permissions (its scopes) and names the
+member who issued it: the person the service acts as where the application needs one (a
+proposal's requester, an approver). Every request is checked against BOTH the token's scopes
+and that member's current permissions, and stops working when the member leaves.
+
+Only a SHA-256 digest of the token is stored. The raw token is 256 random bits, so a fast
+digest cannot be brute-forced (a slow password hash would only slow every request down); it
+is shown once, by :func:`issue_token`, and never again.
+
+The raw token reads ``cst_<token id>_<secret>``: the id finds the row, the digest of the whole
+token is compared in constant time.
+
+Actions a service takes through the API are recorded in ``api_service_actions`` under the
+token's name (``service:<name>``), beside the acting member the event stream names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+
+from application.authorization import membership, organization_by_slug
+from application.errors import ForbiddenError
+from domain.club.organization import Organization, Permission
+from domain.contracts.base import InvalidRequestError, Problem
+from domain.errors import DuplicateError, NotFoundError
+from infrastructure.bootstrap import Countersign
+from infrastructure.http.storage import ensure_tables
+
+TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+_TOKEN_PATTERN = re.compile(r"^cst_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS api_tokens ("
+    " token_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL,"
+    " organization_slug TEXT NOT NULL, name TEXT NOT NULL, issued_by TEXT NOT NULL,"
+    " permissions TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE,"
+    " created_at TEXT NOT NULL, revoked_at TEXT)",
+    # One active token per name and organization: ``service:<name>`` must say who acted.
+    "CREATE UNIQUE INDEX IF NOT EXISTS api_tokens_active_name"
+    " ON api_tokens (organization_id, name) WHERE revoked_at IS NULL",
+    "CREATE TABLE IF NOT EXISTS api_service_actions ("
+    " action_id TEXT PRIMARY KEY, at TEXT NOT NULL, organization_id TEXT NOT NULL,"
+    " token_id TEXT NOT NULL, service TEXT NOT NULL, acting_member TEXT NOT NULL,"
+    " action TEXT NOT NULL, target TEXT NOT NULL, result TEXT NOT NULL,"
+    " correlation_id TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS api_service_actions_by_organization"
+    " ON api_service_actions (organization_id, at)",
+)
+
+
+def ensure_token_tables(cs: Countersign) -> None:
+    ensure_tables(cs.sql, "api_tokens", _SCHEMA)
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A newly issued token. ``token`` is the only copy of the secret: show it once."""
+
+    token_id: str
+    token: str
+    organization: str
+    name: str
+    issued_by: str
+    permissions: tuple[str, ...]
+
+    @property
+    def service(self) -> str:
+        return f"service:{self.name}"
+
+
+@dataclass(frozen=True)
+class ServicePrincipal:
+    """An authenticated application service: one organization, only its permissions."""
+
+    token_id: str
+    name: str
+    organization_id: UUID
+    organization_slug: str
+    acting_member: str
+    scopes: frozenset[Permission]
+    member_permissions: frozenset[Permission]
+
+    @property
+    def service(self) -> str:
+        """How the service's actions are recorded: ``service:<token name>``."""
+        return f"service:{self.name}"
+
+    def may(self, permission: Permission) -> bool:
+        """Both the token's scopes and the acting member's current permissions allow it."""
+        return permission in self.scopes and permission in self.member_permissions
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _permissions(values: list[str] | tuple[str, ...] | set[str]) -> list[Permission]:
+    problems: list[Problem] = []
+    chosen: set[Permission] = set()
+    for value in values:
+        try:
+            chosen.add(Permission(str(value).strip()))
+        except ValueError:
+            known = ", ".join(p.value for p in Permission)
+            problems.append(
+                Problem(field="permissions", message=f"unknown permission; known: {known}")
+            )
+    if not chosen and not problems:
+        problems.append(Problem(field="permissions", message="name at least one permission"))
+    if problems:
+        raise InvalidRequestError(problems)
+    return sorted(chosen)
+
+
+def issue_token(
+    cs: Countersign,
+    organization_slug: str,
+    name: str,
+    permissions: list[str] | tuple[str, ...] | set[str],
+    *,
+    issued_by: str,
+) -> IssuedToken:
+    """Create a token for ``organization_slug``; the raw token is returned exactly once.
+
+    ``issued_by`` is the member the service acts as; the token may carry only permissions
+    that member holds now. Raises NotFoundError (unknown organization, or ``issued_by`` is
+    not a member), ForbiddenError (a permission the member lacks), InvalidRequestError (a
+    malformed name or an unknown permission) and DuplicateError (an active token of the
+    organization already has that name).
+    """
+    ensure_token_tables(cs)
+    clean_name = name.strip().lower()
+    if not NAME_PATTERN.match(clean_name):
+        raise InvalidRequestError.one(
+            "name", "1-63 lowercase letters, digits, dots, dashes or underscores"
+        )
+    granted = _permissions(permissions)
+    organization = organization_by_slug(cs.store, organization_slug)
+    member = membership(organization, issued_by)
+    missing = [p for p in granted if not member.may(p)]
+    if missing:
+        raise ForbiddenError(f"{member.email} may not grant {', '.join(missing)}")
+    token_id = secrets.token_hex(8)
+    raw = f"{TOKEN_PREFIX}_{token_id}_{secrets.token_urlsafe(32)}"
+    duplicate = DuplicateError(f"an active token named {clean_name!r} exists; revoke it first")
+    try:
+        with cs.sql.transaction() as cursor:
+            taken = cursor.execute(
+                "SELECT 1 FROM api_tokens WHERE organization_id = ? AND name = ?"
+                " AND revoked_at IS NULL",
+                (str(organization.id), clean_name),
+            ).fetchone()
+            if taken:
+                raise duplicate
+            cursor.execute(
+                "INSERT INTO api_tokens (token_id, organization_id, organization_slug, name,"
+                " issued_by, permissions, token_sha256, created_at, revoked_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    token_id,
+                    str(organization.id),
+                    organization.slug,
+                    clean_name,
+                    member.email,
+                    json.dumps([str(p) for p in granted]),
+                    _digest(raw),
+                    cs.proposals.clock.now().isoformat(),
+                ),
+            )
+    except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+        raise duplicate from None  # another process issued the same name just now
+    return IssuedToken(
+        token_id=token_id,
+        token=raw,
+        organization=organization.slug,
+        name=clean_name,
+        issued_by=member.email,
+        permissions=tuple(str(p) for p in granted),
+    )
+
+
+def revoke_token(cs: Countersign, token_id: str) -> bool:
+    """Revoke a token at once; False if no active token has that id."""
+    ensure_token_tables(cs)
+    with cs.sql.transaction() as cursor:
+        changed = cursor.execute(
+            "UPDATE api_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL",
+            (cs.proposals.clock.now().isoformat(), token_id.strip()),
+        ).rowcount
+    return changed == 1
+
+
+def list_tokens(cs: Countersign, organization_slug: str) -> list[dict[str, Any]]:
+    """The organization's tokens (never a secret or its digest), newest first."""
+    ensure_token_tables(cs)
+    organization_id = Organization.create_id(organization_slug.strip().lower())
+    with cs.sql.transaction() as cursor:
+        rows = cursor.execute(
+            "SELECT token_id, name, issued_by, permissions, created_at, revoked_at"
+            " FROM api_tokens WHERE organization_id = ? ORDER BY created_at DESC, token_id",
+            (str(organization_id),),
+        ).fetchall()
+    return [
+        {
+            "token_id": row[0],
+            "name": row[1],
+            "service": f"service:{row[1]}",
+            "issued_by": row[2],
+            "permissions": json.loads(row[3]),
+            "created_at": row[4],
+            "revoked_at": row[5],
+        }
+        for row in rows
+    ]
+
+
+def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
+    """The principal a raw token stands for, or None (unknown, malformed, revoked, or its
+    issuer is no longer a member of the organization)."""
+    match = _TOKEN_PATTERN.match(raw.strip())
+    if match is None:
+        return None
+    ensure_token_tables(cs)
+    with cs.sql.transaction() as cursor:
+        row = cursor.execute(
+            "SELECT organization_id, organization_slug, name, issued_by, permissions,"
+            " token_sha256 FROM api_tokens WHERE token_id = ? AND revoked_at IS NULL",
+            (match.group(1),),
+        ).fetchone()
+    if row is None or not hmac.compare_digest(str(row[5]), _digest(raw.strip())):
+        return None
+    try:
+        organization = cs.store.read(UUID(str(row[0])), Organization)
+        member = membership(organization, str(row[3]))
+    except NotFoundError:
+        return None
+    return ServicePrincipal(
+        token_id=match.group(1),
+        name=str(row[2]),
+        organization_id=organization.id,
+        organization_slug=str(row[1]),
+        acting_member=member.email,
+        scopes=frozenset(Permission(p) for p in json.loads(row[4])),
+        member_permissions=member.permissions,
+    )
+
+
+def record_action(
+    cs: Countersign,
+    principal: ServicePrincipal,
+    *,
+    action: str,
+    target: str,
+    result: str,
+    correlation_id: str,
+) -> None:
+    """Record that the service (by its token's name) did something through the API."""
+    ensure_token_tables(cs)
+    with cs.sql.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO api_service_actions (action_id, at, organization_id, token_id,"
+            " service, acting_member, action, target, result, correlation_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                f"{time.time_ns():020d}-{uuid4().hex[:12]}",  # sorts in recording order
+                cs.proposals.clock.now().isoformat(),
+                str(principal.organization_id),
+                principal.token_id,
+                principal.service,
+                principal.acting_member,
+                action,
+                target,
+                result,
+                correlation_id,
+            ),
+        )
+
+
+def service_actions(cs: Countersign, organization_slug: str) -> list[dict[str, Any]]:
+    """What the organization's services did through the API, oldest first."""
+    ensure_token_tables(cs)
+    organization_id = Organization.create_id(organization_slug.strip().lower())
+    with cs.sql.transaction() as cursor:
+        rows = cursor.execute(
+            "SELECT at, service, acting_member, action, target, result, correlation_id"
+            " FROM api_service_actions WHERE organization_id = ? ORDER BY action_id",
+            (str(organization_id),),
+        ).fetchall()
+    keys = ("at", "service", "acting_member", "action", "target", "result", "correlation_id")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
