@@ -55,11 +55,17 @@ _ALREADY_PRINTED = object()  # commands that stream their own output
 
 def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
     from infrastructure.seed import seed
+    from infrastructure.web import seed_passwords
 
     data = seed(cs)
+    data["passwords"] = seed_passwords(cs)
     lines = ["Seeded the demo clubs (running it again changes nothing):"]
     lines += [f"  organization {o['slug']}: {o['name']}" for o in data["organizations"]]
-    lines += [f"  user {u['email']} ({u['role']} of {u['organization']})" for u in data["users"]]
+    lines += [
+        f"  user {u['email']} ({u['role']} of {u['organization']}), "
+        f"password for local use: {data['passwords'][u['email']]}"
+        for u in data["users"]
+    ]
     lines += [f"  order {key}: {order_id}" for key, order_id in data["orders"].items()]
     lines += [f"  broadcast form of {slug}: {fid}" for slug, fid in data["broadcast_forms"].items()]
     return data, "\n".join(lines)
@@ -200,11 +206,15 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
 
     from infrastructure.http.app import create_app
+    from infrastructure.web import mount_pages
 
     app = create_app(cs)
+    # Secure cookies need HTTPS; on loopback (local use) they would never be sent back.
+    loopback = args.host in ("127.0.0.1", "localhost", "::1")
+    mount_pages(app, cs, secure_cookies=None if not loopback else False)
     print(
-        f"countersign: serving on http://{args.host}:{args.port} "
-        f"(API under /api/v1, OpenAPI at /openapi.json); Ctrl-C stops",
+        f"countersign: serving on http://{args.host}:{args.port} (pages at /, API under "
+        f"/api/v1, OpenAPI at /openapi.json); Ctrl-C stops",
         file=sys.stderr,
         flush=True,
     )

@@ -1,0 +1,462 @@
+"""The browser's words in English and French, and which language a request gets.
+
+Outcome messages are not here: they are the application's own texts from
+``domain.messages.outcome_message`` and ``domain.handback``. This catalogue holds only the
+pages' labels, headings and notices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+LANGUAGES = ("en", "fr")
+DEFAULT_LANGUAGE = "en"
+
+TEXTS: dict[str, dict[str, str]] = {
+    "en": {
+        "app.tagline": "AI assistants propose. You approve. The club's system executes.",
+        "nav.inbox": "Inbox",
+        "nav.email": "Email assistant",
+        "nav.sign_out": "Sign out",
+        "nav.language": "Language",
+        "nav.skip": "Skip to the content",
+        "sign_in.title": "Sign in",
+        "sign_in.lead": "Sign in to review and approve what your club's assistants propose.",
+        "sign_in.email": "Email",
+        "sign_in.password": "Password",
+        "sign_in.submit": "Sign in",
+        "sign_in.failed": "That email and password do not match. Try again.",
+        "sign_in.signed_out": "You are signed out.",
+        "sign_in.choose_club": "Choose a club",
+        "sign_in.choose_lead": "Your account belongs to more than one club. Which one?",
+        "sign_in.expired": "Your session ended. Sign in again.",
+        "inbox.title": "Awaiting your approval",
+        "inbox.lead": "Proposals from the club's assistants. Nothing changes until you approve.",
+        "inbox.empty": "Nothing awaits approval. Proposals from the assistants appear here.",
+        "inbox.count": "{total} awaiting approval",
+        "inbox.no_sections": "Your role does not include approving any kind of proposal.",
+        "inbox.all": "All",
+        "inbox.review": "Review",
+        "inbox.requested_by": "Requested by {who}",
+        "inbox.expires": "Expires {when}",
+        "inbox.page": "Page {page} of {pages}",
+        "inbox.newer": "Newer",
+        "inbox.older": "Older",
+        "start.title": "Start a conversation",
+        "start.order_label": "Order number",
+        "start.order_hint": "The order reference from the registration system, or its id.",
+        "start.order_submit": "Open the order assistant",
+        "start.email": "Draft an email to members",
+        "section.orders": "Orders",
+        "section.email_broadcasts": "Email broadcasts",
+        "chat.title.orders": "Order assistant",
+        "chat.title.email_broadcasts": "Email assistant",
+        "chat.lead.orders": (
+            "Ask about this order. The assistant can only propose a refund; you review the "
+            "exact amount before anything happens."
+        ),
+        "chat.lead.email_broadcasts": (
+            "Describe the email you want. The assistant can only propose a draft for the "
+            "broadcast form; approving it sends nothing."
+        ),
+        "chat.you": "You",
+        "chat.assistant": "Assistant",
+        "chat.application": "countersign",
+        "chat.placeholder.orders": "For example: Olivia missed her early-bird discount",
+        "chat.placeholder.email_broadcasts": (
+            "For example: Email Monday Night Open about the ice schedule"
+        ),
+        "chat.message": "Your message",
+        "chat.send": "Send",
+        "chat.empty": "No messages yet. Say what you need; the assistant answers here.",
+        "chat.message_required": "Write a message first.",
+        "chat.message_too_long": "Keep the message under {limit} characters.",
+        "chat.read.get_order_investigation": "Read the order",
+        "chat.read.list_leagues": "Listed the leagues",
+        "chat.read.count_audience": "Counted the audience",
+        "chat.new": "Start a new conversation",
+        "chat.revision_note": "The last proposal was not executed: {reason}",
+        "chat.expired_note": "The last proposal expired before anyone approved it.",
+        "order.title": "Order",
+        "order.participant": "Participant",
+        "order.total": "Order total",
+        "order.items": "Items",
+        "order.discounts": "Discounts",
+        "order.payments": "Payments",
+        "order.refunds": "Refunds",
+        "order.note": "Note on the order",
+        "order.applied": "applied",
+        "order.not_applied": "not applied",
+        "order.refundable": "{amount} refundable",
+        "club.leagues": "Leagues",
+        "club.members": "{count} members",
+        "club.form": "Broadcast form now",
+        "club.form_empty": "The broadcast form is empty.",
+        "card.review": "Review and decide",
+        "card.open": "Open",
+        "review.title": "Review the proposal",
+        "review.lead": (
+            "This is exactly what approval will do. The application computed every amount; "
+            "it rechecks everything before executing."
+        ),
+        "review.approve": "Approve",
+        "review.decline": "Decline",
+        "review.decline_note": "Note for the record (optional)",
+        "review.decline_hint": "Why you are declining, for the conversation and the audit trail.",
+        "review.requested_by": "Requested by",
+        "review.proposed_at": "Proposed",
+        "review.expires_at": "Expires",
+        "review.approved_by": "Approved by",
+        "review.declined_by": "Declined by",
+        "review.decline_note_shown": "Decline note",
+        "review.reference": "Reference",
+        "review.outcome": "Outcome: {title}",
+        "refund.card": "To the card",
+        "refund.account_credit": "Account credit",
+        "refund.manual": "Recorded by hand",
+        "review.conversation": "Back to the conversation",
+        "review.status_page": "Reconciliation status",
+        "review.forbidden_kind": (
+            "Your role does not allow approving this kind of proposal. Ask a manager."
+        ),
+        "review.expired_note": "This proposal expired before anyone approved it. Nothing changed.",
+        "review.pending_note": "Waiting for your decision. Nothing has changed yet.",
+        "review.executing_note": (
+            "Approved and executing. Refresh in a moment to see the outcome."
+        ),
+        "notice.executed": "Approved. The application executed it and recorded the outcome.",
+        "notice.already_completed": (
+            "This proposal was already approved. This is its stored outcome; nothing was "
+            "executed again."
+        ),
+        "notice.declined": "Declined. Nothing was changed.",
+        "notice.not_pending": "This proposal was declined earlier; it can no longer be approved.",
+        "notice.expired": "This proposal expired; it can no longer be approved.",
+        "notice.in_progress": (
+            "Someone else's approval of this proposal is executing. Refresh in a moment."
+        ),
+        "notice.forbidden": "Your role does not allow approving this kind of proposal.",
+        "notice.busy": "The records this proposal acts on are busy. Try again in a moment.",
+        "notice.order_missing": "There is no order with that number in this club.",
+        "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
+        "status.title": "Reconciliation status",
+        "status.reconciling": (
+            "The card provider's answer was lost. The reconciler asks the provider about the "
+            "original request and records what really happened. Do not refund by hand; this "
+            "page refreshes by itself."
+        ),
+        "status.settled": "Settled. This is the recorded outcome.",
+        "status.not_reconciling": "This proposal needs no reconciliation.",
+        "status.back": "Back to the proposal",
+        "status.checked": "Checked",
+        "state.pending": "Awaiting approval",
+        "state.executing": "Executing",
+        "state.reconciling": "Being reconciled",
+        "state.succeeded": "Succeeded",
+        "state.revision_required": "Revision required",
+        "state.failed": "Failed",
+        "state.declined": "Declined",
+        "state.expired": "Expired",
+        "outcome.succeeded": "Done",
+        "outcome.needs_reconciliation": "Being reconciled with the card provider",
+        "outcome.revision_required": "Not executed",
+        "outcome.terminal_failure": "Failed",
+        "op.order.refund_missing_discount": "Refund a missed discount",
+        "op.email_broadcast.apply_draft": "Put a draft in the broadcast form",
+        "headline.refund": "{amount} to {who}",
+        "headline.draft": "“{subject}” to {count} recipients",
+        "preview.participant_name": "Participant",
+        "preview.product_name": "Product",
+        "preview.discount_name": "Missed discount",
+        "preview.payment_method": "Payment",
+        "preview.amount_cents": "Refund amount",
+        "preview.refund_destination": "Refund to",
+        "preview.current_order_total_cents": "Order total before",
+        "preview.resulting_order_total_cents": "Order total after",
+        "preview.product_configuration_unchanged": "Product configuration",
+        "preview.filters_in_words": "Audience",
+        "preview.audience_count": "Recipients",
+        "preview.subject": "Subject",
+        "preview.body": "Body",
+        "preview.sends_email": "Sends email",
+        "value.unchanged": "Unchanged",
+        "value.changed": "CHANGED",
+        "value.sends_no": "No: it only fills in the broadcast form",
+        "value.sends_yes": "YES",
+        "value.yes": "yes",
+        "value.no": "no",
+        "error.not_found.title": "Not found",
+        "error.not_found.text": (
+            "There is nothing here in your club. The link may be wrong, or it belongs to "
+            "another account."
+        ),
+        "error.forbidden.title": "Not allowed",
+        "error.forbidden.text": "Your role in this club does not allow this.",
+        "error.csrf.title": "This form expired",
+        "error.csrf.text": (
+            "For your safety the form was not accepted. Go back, reload the page and try again."
+        ),
+        "error.too_large.title": "Too much text",
+        "error.too_large.text": "The form sent more text than this page accepts.",
+        "error.busy.title": "Busy for a moment",
+        "error.busy.text": "The records this page works on are busy with other changes. Try again.",
+        "error.unavailable.title": "Temporarily unavailable",
+        "error.unavailable.text": "A part of the application is stopped; an operator is needed.",
+        "error.internal.title": "Something went wrong",
+        "error.internal.text": (
+            "Something went wrong on our side. Nothing was changed by this page. Quote this "
+            "reference if you contact support: {reference}"
+        ),
+        "error.home": "Go to the inbox",
+    },
+    "fr": {
+        "app.tagline": ("Les assistants IA proposent. Vous approuvez. Le système du club exécute."),
+        "nav.inbox": "À approuver",
+        "nav.email": "Assistant courriel",
+        "nav.sign_out": "Se déconnecter",
+        "nav.language": "Langue",
+        "nav.skip": "Aller au contenu",
+        "sign_in.title": "Connexion",
+        "sign_in.lead": (
+            "Connectez-vous pour examiner et approuver ce que proposent les assistants du club."
+        ),
+        "sign_in.email": "Courriel",
+        "sign_in.password": "Mot de passe",
+        "sign_in.submit": "Se connecter",
+        "sign_in.failed": "Ce courriel et ce mot de passe ne correspondent pas. Réessayez.",
+        "sign_in.signed_out": "Vous êtes déconnecté.",
+        "sign_in.choose_club": "Choisissez un club",
+        "sign_in.choose_lead": "Votre compte appartient à plusieurs clubs. Lequel ?",
+        "sign_in.expired": "Votre session a pris fin. Reconnectez-vous.",
+        "inbox.title": "En attente de votre approbation",
+        "inbox.lead": (
+            "Les propositions des assistants du club. Rien ne change avant votre approbation."
+        ),
+        "inbox.empty": (
+            "Rien n'attend d'approbation. Les propositions des assistants apparaissent ici."
+        ),
+        "inbox.count": "{total} en attente d'approbation",
+        "inbox.no_sections": "Votre rôle ne permet d'approuver aucun type de proposition.",
+        "inbox.all": "Toutes",
+        "inbox.review": "Examiner",
+        "inbox.requested_by": "Demandée par {who}",
+        "inbox.expires": "Expire le {when}",
+        "inbox.page": "Page {page} sur {pages}",
+        "inbox.newer": "Plus récentes",
+        "inbox.older": "Plus anciennes",
+        "start.title": "Démarrer une conversation",
+        "start.order_label": "Numéro de commande",
+        "start.order_hint": "La référence de la commande dans le système d'inscription, ou son id.",
+        "start.order_submit": "Ouvrir l'assistant commandes",
+        "start.email": "Rédiger un courriel aux membres",
+        "section.orders": "Commandes",
+        "section.email_broadcasts": "Envois de courriels",
+        "chat.title.orders": "Assistant commandes",
+        "chat.title.email_broadcasts": "Assistant courriel",
+        "chat.lead.orders": (
+            "Posez vos questions sur cette commande. L'assistant peut seulement proposer un "
+            "remboursement ; vous vérifiez le montant exact avant que quoi que ce soit ne se "
+            "produise."
+        ),
+        "chat.lead.email_broadcasts": (
+            "Décrivez le courriel voulu. L'assistant peut seulement proposer un brouillon pour "
+            "le formulaire d'envoi ; l'approuver n'envoie rien."
+        ),
+        "chat.you": "Vous",
+        "chat.assistant": "Assistant",
+        "chat.application": "countersign",
+        "chat.placeholder.orders": "Par exemple : Olivia n'a pas eu sa remise d'inscription hâtive",
+        "chat.placeholder.email_broadcasts": (
+            "Par exemple : Écrire à la ligue Monday Night Open sur l'horaire de la glace"
+        ),
+        "chat.message": "Votre message",
+        "chat.send": "Envoyer",
+        "chat.empty": "Aucun message. Dites ce dont vous avez besoin ; l'assistant répond ici.",
+        "chat.message_required": "Écrivez d'abord un message.",
+        "chat.message_too_long": "Limitez le message à {limit} caractères.",
+        "chat.read.get_order_investigation": "A lu la commande",
+        "chat.read.list_leagues": "A listé les ligues",
+        "chat.read.count_audience": "A compté les destinataires",
+        "chat.new": "Nouvelle conversation",
+        "chat.revision_note": "La dernière proposition n'a pas été exécutée : {reason}",
+        "chat.expired_note": "La dernière proposition a expiré avant d'être approuvée.",
+        "order.title": "Commande",
+        "order.participant": "Participant(e)",
+        "order.total": "Total de la commande",
+        "order.items": "Articles",
+        "order.discounts": "Remises",
+        "order.payments": "Paiements",
+        "order.refunds": "Remboursements",
+        "order.note": "Note sur la commande",
+        "order.applied": "appliquée",
+        "order.not_applied": "non appliquée",
+        "order.refundable": "{amount} remboursable",
+        "club.leagues": "Ligues",
+        "club.members": "{count} membres",
+        "club.form": "Formulaire d'envoi actuel",
+        "club.form_empty": "Le formulaire d'envoi est vide.",
+        "card.review": "Examiner et décider",
+        "card.open": "Ouvrir",
+        "review.title": "Examiner la proposition",
+        "review.lead": (
+            "Voici exactement ce que fera l'approbation. L'application a calculé chaque montant ; "
+            "elle revérifie tout avant d'exécuter."
+        ),
+        "review.approve": "Approuver",
+        "review.decline": "Refuser",
+        "review.decline_note": "Note pour le dossier (facultative)",
+        "review.decline_hint": "Pourquoi vous refusez, pour la conversation et l'audit.",
+        "review.requested_by": "Demandée par",
+        "review.proposed_at": "Proposée",
+        "review.expires_at": "Expire",
+        "review.approved_by": "Approuvée par",
+        "review.declined_by": "Refusée par",
+        "review.decline_note_shown": "Note de refus",
+        "review.reference": "Référence",
+        "review.outcome": "Résultat : {title}",
+        "refund.card": "Sur la carte",
+        "refund.account_credit": "Crédit au compte",
+        "refund.manual": "Saisi à la main",
+        "review.conversation": "Retour à la conversation",
+        "review.status_page": "Suivi du rapprochement",
+        "review.forbidden_kind": (
+            "Votre rôle ne permet pas d'approuver ce type de proposition. Demandez à un "
+            "gestionnaire."
+        ),
+        "review.expired_note": (
+            "Cette proposition a expiré avant d'être approuvée. Rien n'a changé."
+        ),
+        "review.pending_note": "En attente de votre décision. Rien n'a encore changé.",
+        "review.executing_note": (
+            "Approuvée et en cours d'exécution. Actualisez dans un instant pour voir le résultat."
+        ),
+        "notice.executed": ("Approuvée. L'application l'a exécutée et a enregistré le résultat."),
+        "notice.already_completed": (
+            "Cette proposition était déjà approuvée. Voici son résultat enregistré ; rien n'a "
+            "été exécuté de nouveau."
+        ),
+        "notice.declined": "Refusée. Rien n'a été modifié.",
+        "notice.not_pending": (
+            "Cette proposition a déjà été refusée ; elle ne peut plus être approuvée."
+        ),
+        "notice.expired": "Cette proposition a expiré ; elle ne peut plus être approuvée.",
+        "notice.in_progress": (
+            "L'approbation de quelqu'un d'autre est en cours d'exécution. Actualisez dans un "
+            "instant."
+        ),
+        "notice.forbidden": "Votre rôle ne permet pas d'approuver ce type de proposition.",
+        "notice.busy": (
+            "Les éléments visés par cette proposition sont occupés. Réessayez dans un instant."
+        ),
+        "notice.order_missing": "Aucune commande de ce club ne porte ce numéro.",
+        "nav.signed_in_as": "Connecté(e) : {name} ({email}), {club}",
+        "status.title": "Suivi du rapprochement",
+        "status.reconciling": (
+            "La réponse du fournisseur de paiement a été perdue. Le rapprochement interroge le "
+            "fournisseur sur la demande d'origine et enregistre ce qui s'est réellement passé. "
+            "Ne remboursez pas à la main ; cette page s'actualise d'elle-même."
+        ),
+        "status.settled": "Réglé. Voici le résultat enregistré.",
+        "status.not_reconciling": "Cette proposition n'a pas besoin de rapprochement.",
+        "status.back": "Retour à la proposition",
+        "status.checked": "Vérifié",
+        "state.pending": "En attente d'approbation",
+        "state.executing": "En cours d'exécution",
+        "state.reconciling": "En rapprochement",
+        "state.succeeded": "Réussie",
+        "state.revision_required": "Révision requise",
+        "state.failed": "Échec",
+        "state.declined": "Refusée",
+        "state.expired": "Expirée",
+        "outcome.succeeded": "Terminé",
+        "outcome.needs_reconciliation": "En rapprochement avec le fournisseur de paiement",
+        "outcome.revision_required": "Non exécutée",
+        "outcome.terminal_failure": "Échec",
+        "op.order.refund_missing_discount": "Rembourser une remise manquée",
+        "op.email_broadcast.apply_draft": "Placer un brouillon dans le formulaire d'envoi",
+        "headline.refund": "{amount} pour {who}",
+        "headline.draft": "« {subject} » à {count} destinataires",
+        "preview.participant_name": "Participant(e)",
+        "preview.product_name": "Produit",
+        "preview.discount_name": "Remise manquée",
+        "preview.payment_method": "Paiement",
+        "preview.amount_cents": "Montant du remboursement",
+        "preview.refund_destination": "Remboursé vers",
+        "preview.current_order_total_cents": "Total avant remboursement",
+        "preview.resulting_order_total_cents": "Total après remboursement",
+        "preview.product_configuration_unchanged": "Configuration du produit",
+        "preview.filters_in_words": "Destinataires",
+        "preview.audience_count": "Nombre de destinataires",
+        "preview.subject": "Objet",
+        "preview.body": "Message",
+        "preview.sends_email": "Envoie un courriel",
+        "value.unchanged": "Inchangée",
+        "value.changed": "MODIFIÉE",
+        "value.sends_no": "Non : remplit seulement le formulaire d'envoi",
+        "value.sends_yes": "OUI",
+        "value.yes": "oui",
+        "value.no": "non",
+        "error.not_found.title": "Introuvable",
+        "error.not_found.text": (
+            "Il n'y a rien ici dans votre club. Le lien est peut-être erroné, ou il appartient "
+            "à un autre compte."
+        ),
+        "error.forbidden.title": "Non autorisé",
+        "error.forbidden.text": "Votre rôle dans ce club ne le permet pas.",
+        "error.csrf.title": "Ce formulaire a expiré",
+        "error.csrf.text": (
+            "Par sécurité, le formulaire n'a pas été accepté. Revenez en arrière, actualisez la "
+            "page et réessayez."
+        ),
+        "error.too_large.title": "Trop de texte",
+        "error.too_large.text": "Le formulaire a envoyé plus de texte que cette page n'en accepte.",
+        "error.busy.title": "Occupé pour un instant",
+        "error.busy.text": (
+            "Les éléments visés par cette page sont occupés par d'autres changements. Réessayez."
+        ),
+        "error.unavailable.title": "Momentanément indisponible",
+        "error.unavailable.text": (
+            "Une partie de l'application est arrêtée ; un opérateur doit intervenir."
+        ),
+        "error.internal.title": "Une erreur s'est produite",
+        "error.internal.text": (
+            "Une erreur s'est produite de notre côté. Cette page n'a rien modifié. Citez cette "
+            "référence si vous contactez le soutien : {reference}"
+        ),
+        "error.home": "Aller à la liste d'approbation",
+    },
+}
+
+
+def translator(language: str) -> Callable[..., str]:
+    """``t(key, **params)`` in ``language``, falling back to English, then to the key."""
+    catalogue = TEXTS.get(language, TEXTS[DEFAULT_LANGUAGE])
+    fallback = TEXTS[DEFAULT_LANGUAGE]
+
+    def t(key: str, **params: object) -> str:
+        template = catalogue.get(key) or fallback.get(key) or key
+        return template.format(**params) if params else template
+
+    return t
+
+
+def negotiate(chosen: str | None, accept_language: str | None) -> str:
+    """The session's choice if any, else the best of Accept-Language, else English."""
+    if chosen in LANGUAGES:
+        return chosen
+    ranked: list[tuple[float, int, str]] = []
+    for index, part in enumerate((accept_language or "")[:512].split(",")[:20]):
+        pieces = [piece.strip() for piece in part.split(";")]
+        tag = pieces[0].lower()
+        quality = 1.0
+        for parameter in pieces[1:]:
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        primary = tag.split("-", 1)[0]
+        if primary in LANGUAGES and quality > 0:
+            ranked.append((-quality, index, primary))
+    return sorted(ranked)[0][2] if ranked else DEFAULT_LANGUAGE

@@ -1,0 +1,264 @@
+"""What the templates show: proposals, previews and orders as plain, display-ready values.
+
+Every value here is data for an autoescaping template: nothing is marked safe, so text a
+model or a person wrote (a subject, a body, a member's name) is always shown as text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from domain.contracts import REGISTRY
+from domain.messages import outcome_message
+from domain.money import format_money
+
+log = logging.getLogger("countersign.web")
+
+Translate = Callable[..., str]
+
+#: status -> colour family in the stylesheet (tone-ok, tone-warn, ...)
+STATUS_TONE = {
+    "pending": "warn",
+    "executing": "info",
+    "reconciling": "info",
+    "succeeded": "ok",
+    "revision_required": "bad",
+    "failed": "bad",
+    "declined": "muted",
+    "expired": "muted",
+}
+OUTCOME_TONE = {
+    "succeeded": "ok",
+    "needs_reconciliation": "info",
+    "revision_required": "warn",
+    "terminal_failure": "bad",
+}
+
+_PREVIEW_KEYS = {
+    "order.refund_missing_discount": (
+        "participant_name",
+        "product_name",
+        "discount_name",
+        "amount_cents",
+        "payment_method",
+        "refund_destination",
+        "current_order_total_cents",
+        "resulting_order_total_cents",
+        "product_configuration_unchanged",
+    ),
+    "email_broadcast.apply_draft": (
+        "filters_in_words",
+        "audience_count",
+        "subject",
+        "body",
+        "sends_email",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One labelled value of a preview or an order."""
+
+    label: str
+    value: str
+    multiline: bool = False
+    emphasis: bool = False
+    alert: bool = False
+
+
+def as_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_time(value: Any) -> str:
+    """'2026-11-30 09:00 UTC': one unambiguous form for both languages."""
+    moment = as_time(value)
+    if moment is None:
+        return ""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def money(cents: Any, currency: Any) -> str:
+    try:
+        return format_money(int(cents), str(currency or ""))
+    except (TypeError, ValueError):
+        return str(cents)
+
+
+def preview_rows(operation: str, preview: dict[str, Any], t: Translate) -> list[Row]:
+    """The fixed review presentation: labelled, amounts with their currency."""
+    keys = _PREVIEW_KEYS.get(operation) or tuple(k for k in preview if k != "currency")
+    currency = preview.get("currency", "")
+    rows = []
+    for key in keys:
+        if key not in preview:
+            continue
+        value = preview[key]
+        label = t(f"preview.{key}")
+        if label == f"preview.{key}":
+            label = key.replace("_", " ")
+        if key.endswith("_cents"):
+            rows.append(Row(label, money(value, currency), emphasis=key == "amount_cents"))
+        elif key == "product_configuration_unchanged":
+            changed = not value
+            text = t("value.changed") if changed else t("value.unchanged")
+            rows.append(Row(label, text, alert=changed))
+        elif key == "sends_email":
+            text = t("value.sends_yes") if value else t("value.sends_no")
+            rows.append(Row(label, text, alert=bool(value)))
+        elif isinstance(value, bool):
+            rows.append(Row(label, t("value.yes") if value else t("value.no")))
+        else:
+            rows.append(Row(label, str(value), multiline=key == "body"))
+    return rows
+
+
+def headline(operation: str, preview: dict[str, Any], t: Translate) -> str:
+    """One line that says what the proposal does."""
+    if operation == "order.refund_missing_discount":
+        return t(
+            "headline.refund",
+            amount=money(preview.get("amount_cents"), preview.get("currency")),
+            who=str(preview.get("participant_name", "")),
+        )
+    if operation == "email_broadcast.apply_draft":
+        subject = str(preview.get("subject", ""))
+        if len(subject) > 80:
+            subject = subject[:79] + "…"
+        return t("headline.draft", subject=subject, count=preview.get("audience_count", 0))
+    return operation
+
+
+def operation_title(operation: str, t: Translate) -> str:
+    key = f"op.{operation}"
+    text = t(key)
+    return operation if text == key else text
+
+
+def localized_outcome(
+    operation: str, preview: dict[str, Any], outcome: dict[str, Any] | None, language: str
+) -> str | None:
+    """The application's own outcome message (never a model's), in the reader's language."""
+    if not outcome or operation not in REGISTRY:
+        return None
+    try:
+        return outcome_message(operation, preview, outcome, language)
+    except (ValueError, KeyError, TypeError):
+        log.warning("outcome of a %s proposal could not be described", operation)
+        return None
+
+
+def proposal_view(
+    record: dict[str, Any], t: Translate, language: str, now: datetime
+) -> dict[str, Any]:
+    """A proposal for the templates, from the aggregate's fields or a browser_view card."""
+    operation = str(record["operation"])
+    preview = dict(record.get("preview") or {})
+    status = str(record["status"])
+    expires_at = as_time(record.get("expires_at"))
+    if status == "pending" and expires_at is not None and expires_at <= now:
+        status = "expired"  # the sweeper records it later; nobody can approve it now
+    outcome = record.get("outcome")
+    outcome_kind = str(outcome.get("kind")) if isinstance(outcome, dict) else None
+    return {
+        "id": str(record["proposal_id"]),
+        "operation": operation,
+        "title": operation_title(operation, t),
+        "headline": headline(operation, preview, t),
+        "section": str(record.get("section") or ""),
+        "resource_id": str(record.get("resource_id") or ""),
+        "interaction_id": str(record.get("interaction_id") or ""),
+        "status": status,
+        "status_label": t(f"state.{status}"),
+        "tone": STATUS_TONE.get(status, "muted"),
+        "rows": preview_rows(operation, preview, t),
+        "requested_by": str(record.get("requested_by") or ""),
+        "proposed_at": format_time(record.get("proposed_at")),
+        "expires_at": format_time(expires_at),
+        "approved_by": record.get("approved_by"),
+        "approved_at": format_time(record.get("approved_at")),
+        "declined_by": record.get("declined_by"),
+        "decline_note": record.get("decline_note"),
+        "outcome_kind": outcome_kind,
+        "outcome_title": t(f"outcome.{outcome_kind}") if outcome_kind else None,
+        "outcome_tone": OUTCOME_TONE.get(outcome_kind or "", "muted"),
+        "message": localized_outcome(operation, preview, outcome, language),
+        "pending": status == "pending",
+        "reconciling": status == "reconciling",
+    }
+
+
+def proposal_record(proposal: Any) -> dict[str, Any]:
+    """The fields of a Proposal aggregate, named like the browser_view card's columns."""
+    return {
+        "proposal_id": str(proposal.id),
+        "operation": proposal.kind,
+        "section": proposal.section,
+        "resource_id": str(proposal.resource_id),
+        "interaction_id": proposal.interaction_id,
+        "status": str(proposal.status),
+        "preview": proposal.preview,
+        "requested_by": proposal.requested_by,
+        "proposed_at": proposal.created_on,
+        "expires_at": proposal.expires_at,
+        "approved_by": proposal.approved_by,
+        "approved_at": proposal.approved_at,
+        "declined_by": proposal.declined_by,
+        "decline_note": proposal.decline_note,
+        "outcome": proposal.outcome,
+    }
+
+
+def order_view(investigation: dict[str, Any], t: Translate) -> dict[str, Any]:
+    """The order the conversation is about, as staff see it (no provider ids)."""
+    currency = investigation["currency"]
+    return {
+        "participant": investigation["participant"],
+        "total": money(investigation["total_cents"], currency),
+        "note": investigation.get("note") or "",
+        "items": [
+            Row(str(item["product"]), money(item["amount_cents"], currency))
+            for item in investigation["line_items"]
+        ],
+        "discounts": [
+            {
+                "name": d["name"],
+                "value": money(d["value_cents"], currency),
+                "applied": bool(d["applied"]),
+                "state": t("order.applied") if d["applied"] else t("order.not_applied"),
+                "eligibility": d["eligibility"],
+            }
+            for d in investigation["discounts"]
+        ],
+        "payments": [
+            Row(
+                str(p["label"]),
+                money(p["amount_cents"], currency)
+                + " · "
+                + t("order.refundable", amount=money(p["refundable_cents"], currency)),
+            )
+            for p in investigation["payments"]
+        ],
+        "refunds": [
+            Row(_refund_label(str(r["destination"]), t), money(r["amount_cents"], currency))
+            for r in investigation["refunds"]
+        ],
+    }
+
+
+def _refund_label(destination: str, t: Translate) -> str:
+    text = t(f"refund.{destination}")
+    return destination.replace("_", " ") if text == f"refund.{destination}" else text

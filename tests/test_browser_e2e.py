@@ -1,0 +1,269 @@
+"""A real headless Chromium against the app served by uvicorn on 127.0.0.1.
+
+Ava signs in, asks the order assistant about Olivia's missed early-bird discount, opens the
+proposal card's review page, approves it and sees the outcome; a second tab that still shows
+the Approve button approves again and sees the same stored outcome. No JavaScript is needed
+by the pages; the browser also reports no Content-Security-Policy violation. Screenshots go
+to ``test-artifacts/`` (desktop and phone sizes, English and French).
+
+Chromium is Debian's (``/usr/bin/chromium``) driven by Playwright's Python package; Playwright
+never downloads a browser here. Without Chromium this test skips locally and FAILS when CI is
+set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.http import create_app
+from infrastructure.seed import seed
+from infrastructure.settings import Settings
+from infrastructure.web import mount_pages, seed_passwords
+from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+MESSAGE = "Olivia missed her early-bird discount"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def _browser_or_fail() -> Any:
+    """Playwright's sync API, if it and Chromium are here; else skip (fail under CI)."""
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"{CHROMIUM} is missing (apt-get install -y chromium chromium-driver)"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = problem or "the playwright package is missing (pip install -e '.[dev]')"
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but the browser test cannot run: {problem}")
+        pytest.skip(problem)
+    return sync_playwright
+
+
+@dataclass
+class Served:
+    base_url: str
+    cs: Countersign
+    seeded: dict[str, Any]
+    passwords: dict[str, str]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """The JSON API and the pages on one SQLite file, served by uvicorn in a thread."""
+    cs = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'browser.db'}", model="scripted"))
+    seeded = seed(cs)
+    passwords = seed_passwords(cs)
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)  # plain http://127.0.0.1
+    port = _free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield Served(f"http://127.0.0.1:{port}", cs, seeded, passwords)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        cs.close()
+
+
+def _other_pending_work(served: Served) -> None:
+    """Two more proposals so the inbox shows a list, as it would on a busy day."""
+    cs, seeded = served.cs, served.seeded
+    cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["account-credit"],
+        request={**TO_CARD, "destination": "account_credit"},
+    )
+    cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=DRAFT,
+        resource_id=seeded["broadcast_forms"]["granite"],
+        request={
+            "filters": {"leagues": ["Monday Night Open", "Sunday Mixed Doubles"]},
+            "subject": "Ice schedule for December",
+            "body": (
+                "Hello curlers,\n\nThe December draw schedule is posted.\n\nSee you on the ice!"
+            ),
+        },
+    )
+
+
+def test_sign_in_chat_review_approve_twice(served: Served) -> None:
+    sync_playwright = _browser_or_fail()
+    ARTIFACTS.mkdir(exist_ok=True)
+    _other_pending_work(served)
+    order_id = served.seeded["orders"]["refund-ok"]
+    problems: list[str] = []
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+            page = context.new_page()
+            page.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type == "error" else None,
+            )
+
+            # Sign in: the inbox asks for it first.
+            page.goto(served.base_url + "/")
+            assert page.url.endswith("/sign-in")
+            page.screenshot(path=str(ARTIFACTS / "01-sign-in.png"))
+            page.fill("#email", AVA)
+            page.fill("#password", served.passwords[AVA])
+            page.click("button[type=submit] >> text=Sign in")
+            page.wait_for_url(served.base_url + "/")
+            assert page.locator("h1").inner_text() == "Awaiting your approval"
+            assert page.locator(".inbox-card").count() == 2
+            page.screenshot(path=str(ARTIFACTS / "02-inbox.png"), full_page=True)
+
+            # The order assistant for the seeded "refund-ok" order.
+            page.goto(f"{served.base_url}/chat/orders/{order_id}")
+            page.fill("#message", MESSAGE)
+            page.click("button >> text=Send")
+            card = page.locator(".proposal-card")
+            card.wait_for()
+            assert "$48.00 CAD" in card.inner_text()
+            assert "Olivia Chen" in card.inner_text()
+            assert MESSAGE in page.locator(".from-manager").inner_text()
+            interaction = page.locator("input[name=interaction_id]").get_attribute("value")
+            assert interaction
+            assert re.fullmatch(r"[0-9a-f-]{36}", interaction)
+            page.screenshot(path=str(ARTIFACTS / "03-chat-proposal-card.png"), full_page=True)
+
+            # The review page, pending; a second tab opens it too, before anyone approves.
+            card.locator("a >> text=Review and decide").click()
+            page.wait_for_url(re.compile(r".*/proposals/[0-9a-f-]{36}$"))
+            review_url = page.url
+            assert page.locator("#status").inner_text() == "Awaiting approval"
+            page.screenshot(path=str(ARTIFACTS / "04-review-pending.png"), full_page=True)
+            second = context.new_page()
+            second.goto(review_url)
+            assert second.locator("button >> text=Approve").is_visible()
+
+            # Approve: the outcome is shown on the review page.
+            page.click("button >> text=Approve")
+            page.wait_for_url(review_url)
+            assert page.locator("#status").inner_text() == "Succeeded"
+            outcome = page.locator("#outcome").inner_text()
+            assert "Refunded $48.00 CAD" in outcome
+            assert "Approved. The application executed it" in page.locator(".notice").inner_text()
+            assert page.locator("button >> text=Approve").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "05-review-succeeded.png"), full_page=True)
+
+            # Approving again from the second tab returns the same stored outcome.
+            second.click("button >> text=Approve")
+            second.wait_for_url(review_url)
+            assert second.locator("#status").inner_text() == "Succeeded"
+            assert second.locator("#outcome").inner_text() == outcome
+            assert "already approved" in second.locator(".notice").inner_text()
+            second.screenshot(
+                path=str(ARTIFACTS / "06-second-tab-same-outcome.png"), full_page=True
+            )
+
+            # Exactly one refund reached the payment provider.
+            refunds = served.cs.sandbox.refunds()
+            assert len(refunds) == 1
+            assert refunds[0]["amount_cents"] == 4800
+
+            # The conversation shows the card with its outcome.
+            page.goto(f"{served.base_url}/chat/orders/{order_id}?interaction={interaction}")
+            assert "Succeeded" in page.locator(".proposal-card .pill").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "07-chat-after-approval.png"), full_page=True)
+
+            # French, by the language switch kept in the session.
+            page.goto(review_url)
+            page.click(".lang button[value=fr]")
+            page.wait_for_url(review_url)
+            assert page.locator("#status").inner_text() == "Réussie"
+            assert "Remboursement de $48.00 CAD" in page.locator("#outcome").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "08-review-succeeded-fr.png"), full_page=True)
+            page.click(".lang button[value=en]")
+            page.wait_for_url(review_url)
+
+            # Phone-sized screens, same session.
+            phone = browser.new_context(
+                viewport=PHONE, device_scale_factor=2, storage_state=context.storage_state()
+            )
+            small = phone.new_page()
+            small.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type == "error" else None,
+            )
+            small.goto(served.base_url + "/")
+            _fits_the_screen(small)
+            small.screenshot(path=str(ARTIFACTS / "09-phone-inbox.png"), full_page=True)
+            small.goto(review_url)
+            _fits_the_screen(small)
+            small.screenshot(path=str(ARTIFACTS / "10-phone-review-succeeded.png"), full_page=True)
+            small.goto(served.base_url + "/")
+            small.locator(".inbox-card").first.click()
+            small.wait_for_url(re.compile(r".*/proposals/[0-9a-f-]{36}$"))
+            _fits_the_screen(small)
+            small.screenshot(path=str(ARTIFACTS / "11-phone-review-pending.png"), full_page=True)
+            small.goto(f"{served.base_url}/chat/orders/{order_id}?interaction={interaction}")
+            _fits_the_screen(small)
+            small.screenshot(path=str(ARTIFACTS / "12-phone-chat.png"), full_page=True)
+            phone.close()
+
+            # Signing out ends the session: the inbox asks for a sign-in again.
+            page.click("button >> text=Sign out")
+            page.wait_for_url(re.compile(r".*/sign-in$"))
+            page.goto(served.base_url + "/")
+            assert page.url.endswith("/sign-in")
+            context.close()
+        finally:
+            browser.close()
+
+    assert problems == [], f"the browser reported errors (CSP violations?): {problems}"
+
+
+def _fits_the_screen(page: Any) -> None:
+    """Nothing wider than the phone's screen: no sideways scrolling."""
+    overflow = page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"the page is {overflow}px wider than the screen"

@@ -1,0 +1,721 @@
+"""The browser pages through the ASGI app, on every backend.
+
+Sign-in, the session cookie's flags, CSRF on every state-changing form, one identical 404 for
+unknown, malformed and other clubs' ids on every route, escaping of text that members and
+models wrote, the security headers, the inbox, the conversation, approve / decline (twice),
+the reconciliation status page, and French outcomes by Accept-Language or the switch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+from uuid import UUID
+
+import pytest
+from fastapi.testclient import TestClient
+from markupsafe import escape
+
+from domain.club.organization import Organization, Permission
+from domain.club.roster import Roster
+from domain.messages import outcome_message
+from domain.proposal import Proposal
+from domain.scope import Section
+from infrastructure.bootstrap import Countersign
+from infrastructure.clock import FakeClock
+from infrastructure.http import create_app
+from infrastructure.http.passwords import set_password
+from infrastructure.openai_model import OpenAIChatModel
+from infrastructure.scripted_model import Say, Script, ScriptedEndpoint
+from infrastructure.web import mount_pages, seed_passwords
+from infrastructure.web.i18n import TEXTS, negotiate
+from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD, count_events
+
+UNKNOWN = "0f6b3a52-8d1e-4c57-9a3e-5b1f2c7d9e10"
+EVIL_SUBJECT = "<script>alert(1)</script>"
+EVIL_BODY = 'Hi <img src=x onerror="alert(2)">\n</textarea><b>bold</b> & "quotes"'
+EVIL_NAME = '<script>alert("member")</script>'
+EVIL_LEAGUE = "<img src=x onerror=alert(3)>"
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+@dataclass
+class Browser:
+    """A TestClient with a cookie jar, like one browser."""
+
+    client: TestClient
+
+    def get(self, path: str, **headers: str) -> Any:
+        return self.client.get(path, headers=headers)
+
+    def post(self, path: str, data: dict[str, str] | None = None, **headers: str) -> Any:
+        return self.client.post(path, data=data or {}, headers=headers)
+
+    def csrf(self, path: str = "/sign-in") -> str:
+        page = self.get(path)
+        found = CSRF.search(page.text)
+        assert found, f"no CSRF token on {path} ({page.status_code})"
+        return found.group(1)
+
+    def form(self, path: str, data: dict[str, str], from_page: str = "/") -> Any:
+        """Submit a form the way a browser would: with the page's CSRF token."""
+        return self.post(path, {**data, "csrf_token": self.csrf(from_page)})
+
+    def sign_in(self, email: str, password: str, next_path: str = "") -> Any:
+        token = self.csrf("/sign-in")
+        data = {"email": email, "password": password, "csrf_token": token}
+        if next_path:
+            data["next"] = next_path
+        return self.post("/sign-in", data)
+
+
+@dataclass
+class Web:
+    cs: Countersign
+    seeded: dict[str, Any]
+    passwords: dict[str, str]
+    app: Any
+
+    def browser(self, email: str | None = None) -> Browser:
+        browser = Browser(TestClient(self.app, follow_redirects=False))
+        if email is not None:
+            signed = browser.sign_in(email, self.passwords[email])
+            assert signed.status_code == 303, signed.text
+        return browser
+
+    def propose(self, order: str = "refund-ok", actor: str = AVA, org: str = "granite") -> str:
+        destination = "account_credit" if order == "account-credit" else TO_CARD["destination"]
+        created = self.cs.proposals.propose(
+            organization=org,
+            actor=actor,
+            operation=REFUND,
+            resource_id=self.seeded["orders"][order],
+            request={**TO_CARD, "destination": destination},
+        )
+        return created.proposal_id
+
+    def draft(self, subject: str, body: str, leagues: list[str] | None = None) -> str:
+        created = self.cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=DRAFT,
+            resource_id=self.seeded["broadcast_forms"]["granite"],
+            request={
+                "filters": {"leagues": leagues or ["Monday Night Open"]},
+                "subject": subject,
+                "body": body,
+            },
+        )
+        return created.proposal_id
+
+    def proposal(self, proposal_id: str) -> Proposal:
+        return self.cs.store.get(UUID(proposal_id), Proposal)
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    passwords = seed_passwords(cs)
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    return Web(cs=cs, seeded=seeded, passwords=passwords, app=app)
+
+
+def _main(page: Any) -> str:
+    found = re.search(r"<main.*</main>", page.text, re.S)
+    assert found, page.text[:500]
+    return re.sub(r"\s+", " ", found.group(0))
+
+
+def _assert_inert(body: str) -> None:
+    """No markup from data: the pages emit no script and no img at all, and no handlers."""
+    lowered = body.lower()
+    assert "<script" not in lowered
+    assert "<img" not in lowered
+    assert "<b>" not in lowered
+    assert "onerror=" not in lowered.replace("onerror=&#34;", "").replace("onerror=alert", "")
+
+
+# -- signing in ---------------------------------------------------------------------------------
+
+
+def test_signing_in_sets_a_signed_http_only_same_site_cookie(web):
+    browser = web.browser()
+    anonymous = browser.get("/")
+    assert anonymous.status_code == 303
+    assert anonymous.headers["location"] == "/sign-in"
+
+    signed = browser.sign_in(AVA, web.passwords[AVA])
+    assert signed.status_code == 303
+    assert signed.headers["location"] == "/"
+    cookie = signed.headers["set-cookie"]
+    assert cookie.startswith("countersign_session=")
+    flags = [flag.strip().lower() for flag in cookie.split(";")[1:]]
+    assert "httponly" in flags
+    assert "samesite=lax" in flags
+    assert "path=/" in flags
+    assert "secure" not in flags  # plain http://127.0.0.1 in these tests
+    value = cookie.split(";")[0].split("=", 1)[1]
+    assert value.count(".") == 2  # payload.timestamp.signature (itsdangerous)
+
+    inbox = browser.get("/")
+    assert inbox.status_code == 200
+    assert "Ava Lindqvist" in inbox.text
+    assert "Granite Curling Club" in inbox.text
+
+    # A tampered cookie is no session at all.
+    browser.client.cookies.clear()
+    browser.client.cookies.set("countersign_session", value[:-3] + "AAA")
+    assert browser.get("/").status_code == 303
+
+
+def test_secure_cookies_use_the_host_prefix_and_hsts(cs, seeded):
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=True)
+    client = TestClient(app, base_url="https://testserver", follow_redirects=False)
+    page = client.get("/sign-in")
+    cookie = page.headers["set-cookie"]
+    assert cookie.startswith("__Host-countersign=")
+    assert "Secure" in cookie
+    assert "HttpOnly" in cookie
+    assert page.headers["strict-transport-security"].startswith("max-age=")
+
+
+def test_a_wrong_password_or_an_unknown_email_is_refused_alike(web):
+    browser = web.browser()
+    wrong = browser.sign_in(AVA, "not-the-password")
+    unknown = browser.sign_in("nobody@granite.example", web.passwords[AVA])
+    for page in (wrong, unknown):
+        assert page.status_code == 200
+        assert "That email and password do not match." in page.text
+        assert "set-cookie" not in page.headers or "email" not in page.headers["set-cookie"]
+    assert browser.get("/").status_code == 303  # still signed out
+    assert 'value="ava@granite.example"' in wrong.text  # the email is kept, escaped
+    assert 'type="password"' in wrong.text
+    assert "not-the-password" not in wrong.text
+
+
+def test_sign_in_goes_back_to_a_local_page_only(web):
+    proposal_id = web.propose()
+    browser = web.browser()
+    asked = browser.get(f"/proposals/{proposal_id}")
+    assert asked.status_code == 303
+    assert asked.headers["location"] == "/sign-in?" + urlencode(
+        {"next": f"/proposals/{proposal_id}"}
+    )
+    back = browser.sign_in(AVA, web.passwords[AVA], next_path=f"/proposals/{proposal_id}")
+    assert back.headers["location"] == f"/proposals/{proposal_id}"
+
+    for hostile in ("//evil.example/", "https://evil.example/", "/\\evil.example", "javascript:x"):
+        other = web.browser()
+        answer = other.sign_in(AVA, web.passwords[AVA], next_path=hostile)
+        assert answer.headers["location"] == "/", hostile
+
+
+def test_a_person_in_two_clubs_chooses_one(web):
+    cs = web.cs
+    maple = cs.store.get(Organization.create_id("maple"), Organization)
+    maple.add_member(AVA, "Ava Lindqvist", "manager", [Permission.REFUND_ORDERS])
+    cs.store.save(maple)
+    browser = web.browser()
+    choose = browser.sign_in(AVA, web.passwords[AVA])
+    assert choose.status_code == 200
+    assert "Choose a club" in choose.text
+    assert "Granite Curling Club" in choose.text
+    assert "Maple Leaf Curling Centre" in choose.text
+    token = CSRF.search(choose.text).group(1)
+    chosen = browser.post("/sign-in/club", {"club": "maple", "csrf_token": token})
+    assert chosen.status_code == 303
+    assert "Maple Leaf Curling Centre" in browser.get("/").text
+    # Only clubs the person belongs to can be chosen.
+    other = web.browser()
+    other.sign_in(AVA, web.passwords[AVA])
+    forged = other.post("/sign-in/club", {"club": "nowhere", "csrf_token": other.csrf()})
+    assert forged.headers["location"] == "/sign-in"
+    assert other.get("/").status_code == 303
+
+
+def test_signing_out_and_leaving_the_club_end_the_session(web):
+    browser = web.browser(AVA)
+    out = browser.form("/sign-out", {})
+    assert out.status_code == 303
+    assert out.headers["location"] == "/sign-in"
+    assert "You are signed out." in browser.get("/sign-in").text
+    assert browser.get("/").status_code == 303
+
+    again = web.browser(AVA)
+    assert again.get("/").status_code == 200
+    granite = web.cs.store.get(Organization.create_id("granite"), Organization)
+    granite.remove_member(AVA)
+    web.cs.store.save(granite)
+    assert again.get("/").status_code == 303
+
+
+# -- CSRF -------------------------------------------------------------------------------------
+
+
+def test_every_state_changing_form_needs_the_session_csrf_token(web):
+    proposal_id = web.propose()
+    order = web.seeded["orders"]["refund-ok"]
+    browser = web.browser(AVA)
+    other = web.browser(BEN)  # a real token, but of another session
+    foreign_token = other.csrf("/")
+    forms = {
+        "/sign-out": {},
+        "/language": {"lang": "fr", "next": "/"},
+        f"/chat/orders/{order}": {"message": "Olivia missed her early-bird discount"},
+        f"/proposals/{proposal_id}/approve": {},
+        f"/proposals/{proposal_id}/decline": {"note": "no"},
+    }
+    before = count_events(web.cs)
+    for path, data in forms.items():
+        for token in (None, "", "forged-token", foreign_token):
+            sent = dict(data)
+            if token is not None:
+                sent["csrf_token"] = token
+            answer = browser.post(path, sent)
+            assert answer.status_code == 403, (path, token)
+            assert "This form expired" in answer.text
+    # The sign-in form needs it too (login CSRF).
+    stranger = web.browser()
+    refused = stranger.post("/sign-in", {"email": AVA, "password": web.passwords[AVA]})
+    assert refused.status_code == 403
+
+    assert count_events(web.cs) == before  # nothing was said, approved or declined
+    assert web.proposal(proposal_id).status == "pending"
+    page = browser.get("/")
+    assert page.status_code == 200  # still signed in
+    assert '<html lang="en">' in page.text  # language unchanged
+    # With the token, the same forms work.
+    assert browser.form("/language", {"lang": "fr", "next": "/"}).status_code == 303
+    assert '<html lang="fr">' in browser.get("/").text
+
+
+# -- tenant isolation ---------------------------------------------------------------------------
+
+
+def test_other_clubs_ids_answer_exactly_like_unknown_ones_on_every_route(web):
+    cs, seeded = web.cs, web.seeded
+    maple_order = seeded["orders"]["maple-refund"]
+    maple_form = seeded["broadcast_forms"]["maple"]
+    maple_proposal = web.propose("maple-refund", actor=MIA, org="maple")
+    maple_turn = cs.assistant.turn(
+        organization="maple",
+        actor=MIA,
+        section="orders",
+        resource_id=maple_order,
+        message="Jack missed his early-bird discount",
+    )
+    granite_order = seeded["orders"]["refund-ok"]
+    browser = web.browser(AVA)
+    token = browser.csrf("/")
+    before = count_events(cs)
+
+    def answers(method: str, path: str, data: dict[str, str] | None = None) -> tuple[int, str]:
+        if method == "GET":
+            page = browser.get(path)
+        else:
+            page = browser.post(path, {**(data or {}), "csrf_token": token})
+        return page.status_code, page.text
+
+    cases = [
+        ("GET", "/proposals/{}", [maple_proposal, UNKNOWN, "not-a-uuid", granite_order]),
+        ("GET", "/proposals/{}/status", [maple_proposal, UNKNOWN, "not-a-uuid"]),
+        ("POST", "/proposals/{}/approve", [maple_proposal, UNKNOWN, "not-a-uuid"]),
+        ("POST", "/proposals/{}/decline", [maple_proposal, UNKNOWN, "not-a-uuid"]),
+        ("GET", "/chat/orders/{}", [maple_order, UNKNOWN, "not-a-uuid", maple_form]),
+        ("POST", "/chat/orders/{}", [maple_order, UNKNOWN, "not-a-uuid"]),
+        ("GET", "/chat/email_broadcasts/{}", [maple_form, UNKNOWN, granite_order]),
+        ("POST", "/chat/email_broadcasts/{}", [maple_form, UNKNOWN]),
+        ("GET", "/chat/nowhere/{}", [granite_order]),
+        (
+            "GET",
+            f"/chat/orders/{granite_order}?interaction={{}}",
+            [maple_turn.interaction_id, UNKNOWN, "not-a-uuid"],
+        ),
+    ]
+    reference: tuple[int, str] | None = None
+    for method, template, ids in cases:
+        for some_id in ids:
+            data = {"message": "hello", "note": "no"}
+            if "interaction" in template:
+                data = {}
+            answer = answers(method, template.format(some_id), data)
+            reference = reference or answer
+            assert answer == reference, (method, template, some_id)
+    assert reference is not None
+    assert reference[0] == 404
+    assert "Not found" in reference[1]
+    # A conversation of another club's manager in a message form is the same 404.
+    smuggled = answers(
+        "POST",
+        f"/chat/orders/{granite_order}",
+        {"message": "hello", "interaction_id": maple_turn.interaction_id},
+    )
+    assert smuggled == reference
+    assert count_events(cs) == before  # nothing written anywhere
+    assert web.proposal(maple_proposal).status == "pending"
+
+
+def test_a_member_without_the_permission_gets_a_403_for_their_own_club(web):
+    proposal_id = web.propose()
+    ben = web.browser(BEN)
+    assert ben.get(f"/proposals/{proposal_id}").status_code == 403
+    assert ben.get(f"/chat/orders/{web.seeded['orders']['refund-ok']}").status_code == 403
+    inbox = ben.get("/")
+    assert "Your role does not include approving any kind of proposal." in inbox.text
+    assert proposal_id not in inbox.text
+    answer = ben.form(f"/proposals/{proposal_id}/approve", {})
+    assert answer.status_code == 303
+    assert web.proposal(proposal_id).status == "pending"
+
+
+# -- escaping -----------------------------------------------------------------------------------
+
+
+def test_text_from_members_and_models_is_shown_as_text(web):
+    cs = web.cs
+    granite_id = Organization.create_id("granite")
+    granite = cs.store.get(granite_id, Organization)
+    granite.add_member(
+        "eve@granite.example",
+        EVIL_NAME,
+        "manager",
+        [Permission.REFUND_ORDERS, Permission.PREPARE_BROADCASTS],
+    )
+    cs.store.save(granite)
+    set_password(cs, "eve@granite.example", "eve-demo-password")
+    roster = cs.store.get(Roster.create_id(granite_id), Roster)
+    roster.add_league(EVIL_LEAGUE)
+    roster.join(EVIL_LEAGUE, '"><script>alert(5)</script>', "x@example.com")
+    cs.store.save(roster)
+    draft_id = web.draft(EVIL_SUBJECT, EVIL_BODY, ["Monday Night Open", EVIL_LEAGUE])
+
+    browser = web.browser()
+    assert browser.sign_in("eve@granite.example", "eve-demo-password").status_code == 303
+    form_id = web.seeded["broadcast_forms"]["granite"]
+    pages = {
+        "inbox": browser.get("/"),
+        "review": browser.get(f"/proposals/{draft_id}"),
+        "chat": browser.get(f"/chat/email_broadcasts/{form_id}"),
+    }
+    for name, page in pages.items():
+        assert page.status_code == 200, name
+        _assert_inert(page.text)
+    assert str(escape(EVIL_NAME)) in pages["inbox"].text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages["review"].text
+    assert "&lt;/textarea&gt;&lt;b&gt;bold&lt;/b&gt; &amp; &#34;quotes&#34;" in pages["review"].text
+    assert "&lt;img src=x onerror=alert(3)&gt;" in pages["chat"].text
+
+    # Through the conversation: the stand-in model drafts an email whose subject is markup.
+    sent = browser.form(
+        f"/chat/email_broadcasts/{form_id}",
+        {"message": "Email Monday Night Open about <script>alert(6)</script>"},
+    )
+    assert sent.status_code == 303
+    chat = browser.get(sent.headers["location"].split("#")[0])
+    _assert_inert(chat.text)
+    assert "&lt;script&gt;alert(6)&lt;/script&gt;" in chat.text
+    assert chat.text.count('class="proposal-card') == 1
+
+    # And a model reply that is markup.
+    cs.assistant.model = OpenAIChatModel(
+        ScriptedEndpoint(
+            Script(Say('<img src=x onerror="alert(7)"><script>x()</script>'))
+        ).client(),
+        "scripted",
+    )
+    token = CSRF.search(chat.text).group(1)
+    interaction = re.search(r'name="interaction_id" value="([^"]+)"', chat.text).group(1)
+    again = browser.post(
+        f"/chat/email_broadcasts/{form_id}",
+        {"message": "<b>hi</b>", "interaction_id": interaction, "csrf_token": token},
+    )
+    reply = browser.get(again.headers["location"].split("#")[0])
+    _assert_inert(reply.text)
+    assert "&lt;img src=x onerror=&#34;alert(7)&#34;&gt;&lt;script&gt;x()&lt;/script&gt;" in (
+        reply.text
+    )
+    assert "&lt;b&gt;hi&lt;/b&gt;" in reply.text
+
+
+# -- headers ------------------------------------------------------------------------------------
+
+
+def test_html_responses_carry_the_security_headers(web):
+    proposal_id = web.propose()
+    anonymous = web.browser()
+    browser = web.browser(AVA)
+    pages = [
+        anonymous.get("/sign-in"),
+        browser.get("/"),
+        browser.get(f"/proposals/{proposal_id}"),
+        browser.get(f"/proposals/{proposal_id}/status"),
+        browser.get(f"/chat/orders/{web.seeded['orders']['refund-ok']}"),
+        browser.get(f"/proposals/{UNKNOWN}"),
+        browser.form("/language", {"lang": "fr", "next": "/"}),
+    ]
+    for page in pages:
+        csp = page.headers["content-security-policy"]
+        assert "default-src 'self'" in csp
+        assert "script-src 'none'" in csp
+        assert "frame-ancestors 'none'" in csp
+        assert "style-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        assert page.headers["x-frame-options"] == "DENY"
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert page.headers["referrer-policy"] == "same-origin"
+        assert page.headers["cache-control"] == "no-store"
+        if page.status_code != 303:
+            assert page.headers["content-type"].startswith("text/html")
+            assert "<script" not in page.text
+            assert "style=" not in page.text
+            stylesheet = re.search(r'<link rel="stylesheet" href="([^"]+)"', page.text).group(1)
+            assert stylesheet.startswith("/assets/pages.css?v=")
+    css = anonymous.get(stylesheet)
+    assert css.status_code == 200
+    assert css.headers["content-type"].startswith("text/css")
+    assert css.headers["x-content-type-options"] == "nosniff"
+    assert anonymous.get("/assets/../pyproject.toml").status_code == 404
+    assert anonymous.get("/assets/secrets.txt").status_code == 404
+
+
+def test_the_api_document_does_not_list_the_pages(web):
+    paths = TestClient(web.app).get("/openapi.json").json()["paths"]
+    assert all(path.startswith("/api/v1/") for path in paths)
+
+
+# -- the inbox ----------------------------------------------------------------------------------
+
+
+def test_the_inbox_lists_the_clubs_pending_proposals_newest_first_in_pages(web, clock: FakeClock):
+    created = []
+    for order in ["refund-ok", "refund-stale", "refund-declined", "refund-lost-response"] * 3:
+        created.append(web.propose(order))
+        clock.advance(seconds=60)
+    web.propose("maple-refund", actor=MIA, org="maple")
+    finished = web.propose("account-credit")
+    web.cs.proposals.decline(finished, AVA, "not now")
+
+    browser = web.browser(AVA)
+    first = browser.get("/")
+    assert "12 awaiting approval" in first.text
+    listed = re.findall(r'href="/proposals/([0-9a-f-]{36})"', first.text)
+    assert listed == list(reversed(created))[:10]
+    assert "Page 1 of 2" in first.text
+    second = browser.get("/?page=2")
+    assert re.findall(r'href="/proposals/([0-9a-f-]{36})"', second.text) == created[1::-1]
+    orders_only = browser.get("/?section=orders&page=1")
+    assert "12 awaiting approval" in orders_only.text
+    email_only = browser.get("/?section=email_broadcasts")
+    assert "Nothing awaits approval." in email_only.text
+    assert "$48.00 CAD to Olivia Chen" in first.text
+    assert browser.get("/?page=abc").status_code == 200
+
+
+def test_an_order_number_opens_its_assistant(web):
+    browser = web.browser(AVA)
+    opened = browser.get("/orders/open?ref=refund-ok")
+    assert opened.headers["location"] == f"/chat/orders/{web.seeded['orders']['refund-ok']}"
+    for missing in ("maple-refund", web.seeded["orders"]["maple-refund"], "no-such-order", ""):
+        answer = browser.get("/orders/open?" + urlencode({"ref": missing}))
+        assert answer.headers["location"] == "/", missing
+    assert "There is no order with that number in this club." in browser.get("/").text
+
+
+# -- conversation, approve, decline ------------------------------------------------------------
+
+
+def test_a_conversation_keeps_its_interaction_and_shows_the_card(web):
+    order = web.seeded["orders"]["refund-ok"]
+    browser = web.browser(AVA)
+    page = browser.get(f"/chat/orders/{order}")
+    assert "Olivia Chen" in page.text  # the order the conversation is about
+    assert 'name="interaction_id" value=""' in page.text
+    empty = browser.form(f"/chat/orders/{order}", {"message": "   "})
+    assert empty.status_code == 422
+    assert "Write a message first." in empty.text
+    too_long = browser.form(f"/chat/orders/{order}", {"message": "x" * 2001})
+    assert too_long.status_code == 422
+
+    sent = browser.form(f"/chat/orders/{order}", {"message": "Olivia missed her discount"})
+    assert sent.status_code == 303
+    interaction = re.search(r"interaction=([0-9a-f-]{36})", sent.headers["location"]).group(1)
+    chat = browser.get(f"/chat/orders/{order}?interaction={interaction}")
+    assert f'name="interaction_id" value="{interaction}"' in chat.text
+    main = _main(chat)
+    assert "Olivia missed her discount" in main
+    assert "I prepared a proposal for your review." in main
+    assert "$48.00 CAD to Olivia Chen" in main
+    assert "Awaiting approval" in main
+
+    token = CSRF.search(chat.text).group(1)
+    more = browser.post(
+        f"/chat/orders/{order}",
+        {"message": "Thanks", "interaction_id": interaction, "csrf_token": token},
+    )
+    assert f"interaction={interaction}" in more.headers["location"]
+
+
+def test_approve_shows_the_outcome_and_approving_again_the_same_stored_one(web):
+    proposal_id = web.propose()
+    browser = web.browser(AVA)
+    review = browser.get(f"/proposals/{proposal_id}")
+    assert f'action="/proposals/{proposal_id}/approve"' in review.text
+    assert "$48.00 CAD" in review.text
+
+    first = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert first.status_code == 303
+    assert first.headers["location"] == f"/proposals/{proposal_id}"
+    shown = browser.get(f"/proposals/{proposal_id}")
+    outcome = re.search(r'<section class="outcome-panel.*?</section>', shown.text, re.S).group(0)
+    assert "Succeeded" in shown.text
+    assert "Refunded $48.00 CAD for Olivia Chen" in outcome
+    assert "Approved. The application executed it" in shown.text
+    assert f'action="/proposals/{proposal_id}/approve"' not in shown.text
+
+    second = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert second.status_code == 303
+    again = browser.get(f"/proposals/{proposal_id}")
+    assert re.search(r'<section class="outcome-panel.*?</section>', again.text, re.S).group(0) == (
+        outcome
+    )
+    assert "This proposal was already approved." in again.text
+    assert len(web.cs.sandbox.refunds()) == 1
+    assert "already approved" not in browser.get(f"/proposals/{proposal_id}").text  # one-shot
+
+
+def test_decline_records_the_note_and_the_application_message(web):
+    proposal_id = web.propose()
+    browser = web.browser(AVA)
+    declined = browser.form(
+        f"/proposals/{proposal_id}/decline",
+        {"note": "<i>Wrong</i> discount"},
+        f"/proposals/{proposal_id}",
+    )
+    assert declined.status_code == 303
+    page = browser.get(f"/proposals/{proposal_id}")
+    assert "Declined. Nothing was changed." in page.text
+    assert "The manager declined this proposal." in page.text
+    assert "&lt;i&gt;Wrong&lt;/i&gt; discount" in page.text
+    approve = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert approve.status_code == 303
+    assert "it can no longer be approved" in browser.get(f"/proposals/{proposal_id}").text
+    assert web.cs.sandbox.refunds() == []
+
+
+def test_the_status_page_follows_a_refund_through_reconciliation(web):
+    proposal_id = web.propose("refund-lost-response")
+    browser = web.browser(AVA)
+    browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    review = browser.get(f"/proposals/{proposal_id}")
+    assert "Being reconciled" in review.text
+    assert f'href="/proposals/{proposal_id}/status"' in review.text
+    status = browser.get(f"/proposals/{proposal_id}/status")
+    assert status.status_code == 200
+    assert "The reconciler asks the provider" in status.text
+    assert '<meta http-equiv="refresh" content="5">' in status.text
+
+    web.cs.proposals.reconcile()
+    settled = browser.get(f"/proposals/{proposal_id}/status")
+    assert "Settled. This is the recorded outcome." in settled.text
+    assert "http-equiv" not in settled.text
+    assert "Refunded $48.00 CAD for Noah Fraser" in settled.text
+
+
+# -- languages ----------------------------------------------------------------------------------
+
+
+def test_outcomes_are_in_french_by_accept_language_or_the_switch(web):
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, AVA)
+    proposal = web.proposal(proposal_id)
+    french = outcome_message(proposal.kind, proposal.preview, proposal.outcome or {}, "fr")
+    english = outcome_message(proposal.kind, proposal.preview, proposal.outcome or {}, "en")
+
+    browser = web.browser(AVA)
+    page = browser.get(
+        f"/proposals/{proposal_id}", **{"Accept-Language": "fr-CA,fr;q=0.9,en;q=0.5"}
+    )
+    assert '<html lang="fr">' in page.text
+    assert str(escape(french)) in page.text
+    assert "Réussie" in page.text
+    assert "Remboursement de $48.00 CAD" in french
+
+    english_page = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "en-US,fr;q=0.5"})
+    assert str(escape(english)) in english_page.text
+    low_french = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "de, fr;q=0.1"})
+    assert '<html lang="fr">' in low_french.text
+
+    # The switch in the session wins over the browser's header.
+    switched = browser.form("/language", {"lang": "fr", "next": f"/proposals/{proposal_id}"})
+    assert switched.headers["location"] == f"/proposals/{proposal_id}"
+    chosen = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "en"})
+    assert str(escape(french)) in chosen.text
+    assert browser.form("/language", {"lang": "xx", "next": "//evil"}).headers["location"] == "/"
+
+
+def test_forms_that_are_too_large_are_refused(web):
+    browser = web.browser(AVA)
+    token = browser.csrf("/")
+    order = web.seeded["orders"]["refund-ok"]
+    answer = browser.post(f"/chat/orders/{order}", {"message": "x" * 40_000, "csrf_token": token})
+    assert answer.status_code == 413
+    assert count_events(web.cs, "Interaction.Started") == 0
+
+
+def test_an_unexpected_error_is_a_page_with_a_reference(web, monkeypatch, caplog):
+    proposal_id = web.propose()
+    browser = web.browser(AVA)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("SELECT secret FROM /work/x.py")
+
+    monkeypatch.setattr(web.cs.proposals, "approve", broken)
+    answer = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert answer.status_code == 500
+    reference = answer.headers["x-correlation-id"]
+    assert reference in answer.text
+    for leak in ("Traceback", "SELECT", ".py", "RuntimeError"):
+        assert leak not in answer.text
+    assert reference in caplog.text
+
+
+# -- the catalogue ------------------------------------------------------------------------------
+
+
+def test_every_page_text_exists_in_english_and_french():
+    assert set(TEXTS["en"]) == set(TEXTS["fr"])
+    templates = resources.files("infrastructure.web") / "templates"
+    used = set()
+    for template in templates.iterdir():
+        used |= set(re.findall(r"t\('([a-z_.]+)'", template.read_text(encoding="utf-8")))
+    assert used, "no texts found in the templates"
+    # 'chat.title.' ~ section: one text per section
+    used = {k for k in used if not k.endswith(".")} | {
+        k + str(section) for k in used if k.endswith(".") for section in Section
+    }
+    assert used <= set(TEXTS["en"]), sorted(used - set(TEXTS["en"]))
+    for language in ("en", "fr"):
+        for key, text in TEXTS[language].items():
+            assert text.strip(), (language, key)
+
+
+@pytest.mark.parametrize(
+    ("chosen", "header", "expected"),
+    [
+        (None, None, "en"),
+        (None, "fr-CA,fr;q=0.9,en;q=0.8", "fr"),
+        (None, "en-GB,fr;q=0.9", "en"),
+        (None, "de-DE, fr;q=0.2, en;q=0.1", "fr"),
+        (None, "fr;q=0, en", "en"),
+        (None, "fr;q=bogus, en;q=0.5", "en"),
+        (None, "xx" * 1000, "en"),
+        ("fr", "en", "fr"),
+        ("xx", "fr", "fr"),
+    ],
+)
+def test_language_negotiation(chosen, header, expected):
+    assert negotiate(chosen, header) == expected
