@@ -5,23 +5,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from uuid import UUID
-
-import openai
 
 from application.assistant.service import AssistantService
 from application.audit import AuditService
 from application.club import ClubService
 from application.proposals import ProposalService
-from domain.ports import ChatModel, Clock, PaymentProvider
+from domain.ports import ChatModel, Clock, ModelReply, PaymentProvider
 from infrastructure.clock import SystemClock
 from infrastructure.event_store import CountersignApplication, EventSourcedStore
 from infrastructure.open_work import ProjectedOpenWork
-from infrastructure.openai_model import OpenAIChatModel
 from infrastructure.payment_sandbox import SandboxPaymentProvider
 from infrastructure.projection_runner import ProjectionRunner
 from infrastructure.read_models import ReadModels
-from infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy
 from infrastructure.settings import Database, Settings, SettingsError
 from infrastructure.sql import SqlDatabase
 from projections import PROJECTIONS
@@ -100,7 +97,7 @@ def bootstrap(
         lease=timedelta(seconds=settings.reconcile_lease_seconds),
         open_work=ProjectedOpenWork(app, sql),
     )
-    assistant = AssistantService(store, proposals, model or chat_model(settings))
+    assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
     return Countersign(
         settings=settings,
         database=database,
@@ -116,12 +113,31 @@ def bootstrap(
     )
 
 
+class LazyChatModel:
+    """Builds the configured model on first use: most commands never talk to a model, and the
+    openai client is a large import (it matters for the 60 MB client budget)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._model: ChatModel | None = None
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        if self._model is None:
+            self._model = chat_model(self.settings)
+        return self._model.complete(messages, tools)
+
+
 def chat_model(settings: Settings) -> ChatModel:
     """The offline stand-in unless COUNTERSIGN_MODEL names a model of a real endpoint.
 
     A real endpoint is configured the openai client's way: OPENAI_API_KEY and, for any
     OpenAI-compatible server, OPENAI_BASE_URL.
     """
+    import openai
+
+    from infrastructure.openai_model import OpenAIChatModel
+    from infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy
+
     if settings.model == "scripted":
         return OpenAIChatModel(ScriptedEndpoint(StandInPolicy()).client(), "scripted")
     if not os.environ.get("OPENAI_API_KEY"):
