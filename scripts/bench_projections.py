@@ -18,6 +18,7 @@ Figures drift between machines; compare the ratios measured in one run.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import resource
@@ -55,6 +56,14 @@ def fresh_url(backend: str, folder: Path, name: str, pg_server: str) -> str:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
     return f"{pg_server}/{name}"
+
+
+def drop_databases(pg_server: str) -> None:
+    """Leave the server as we found it: the benchmark's databases are scratch."""
+    with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as conn:
+        for name in ("half", "full", "lag"):
+            prefix = "countersign_bench_proj_" if name != "lag" else "countersign_bench_"
+            conn.execute(f"DROP DATABASE IF EXISTS {prefix}{name} WITH (FORCE)")
 
 
 def fill(cs: Countersign, lifecycles: int, per_commit: int = 200) -> int:
@@ -252,6 +261,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
         for backend in args.backends.split(","):
+            if backend.strip() == "postgres":
+                atexit.register(drop_databases, args.postgres_url)
             rows.append(
                 bench_backend(
                     backend.strip(),
