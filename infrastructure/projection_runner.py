@@ -109,6 +109,8 @@ class _Codec:
     def __init__(self, spec: Table, dialect: str) -> None:
         to_db, from_db = _TO_DB[dialect], _FROM_DB[dialect]
         self.names = spec.column_names()
+        self.columns = frozenset(self.names)
+        self.key = spec.key
         self.to_db = [to_db.get(column.type, _identity) for column in spec.columns]
         self.from_db = [from_db.get(column.type, _identity) for column in spec.columns]
         by_name = dict(zip(self.names, self.to_db, strict=True))
@@ -176,11 +178,10 @@ class SqlRows:
         return dict(entry[0])
 
     def put(self, table: str, row: dict[str, Any]) -> None:
-        spec = self.tables[table]
-        if len(row) != len(spec.columns) or any(name not in row for name in spec.key):
-            missing = set(spec.column_names()) - set(row)
-            raise ValueError(f"{table} row lacks {sorted(missing)} or has extra columns")
-        self._cache[(table, tuple(row[name] for name in spec.key))] = [dict(row), True]
+        codec = self.codecs[table]
+        if row.keys() != codec.columns:
+            raise ValueError(f"{table} row must have exactly the columns {sorted(codec.columns)}")
+        self._cache[(table, tuple(row[name] for name in codec.key))] = [dict(row), True]
 
     def delete(self, table: str, key: tuple[Any, ...]) -> None:
         self._cache[(table, key)] = [None, True]

@@ -102,12 +102,13 @@ class AuditTrail(Projection):
 
     @staticmethod
     def _record(event: Any, position: int, rows: Rows, actor: str, summary: str) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),)) or {}
+        proposal_id = str(event.originator_id)
+        proposal = rows.get(PROPOSALS, (proposal_id,)) or {}
         rows.put(
             EVENTS,
             {
                 "position": position,
-                "proposal_id": str(event.originator_id),
+                "proposal_id": proposal_id,
                 "version": event.originator_version,
                 "organization_id": proposal.get("organization_id"),
                 "operation": proposal.get("operation"),
