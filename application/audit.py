@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
+from application.errors import parse_id
 from domain.errors import NotFoundError
 from domain.ports import AggregateStore
 from domain.proposal import Proposal
@@ -20,10 +20,7 @@ class AuditService:
     def history(self, proposal_id: str, as_of: int | datetime | None = None) -> dict[str, Any]:
         """Every event in order; with ``as_of`` (a version or a time) only those up to it,
         and the state then: exactly what the approver was shown and what had happened."""
-        try:
-            pid = UUID(str(proposal_id).strip())
-        except ValueError:
-            raise NotFoundError("proposal") from None
+        pid = parse_id(proposal_id, "proposal")
         proposal = self.store.get(pid, Proposal)  # NotFoundError if it is not a proposal
         events = self.store.history(pid)
         if isinstance(as_of, datetime):

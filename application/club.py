@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 from application.authorization import member_of, organization_by_slug, require
+from application.errors import parse_id
 from domain.club.orders import Order
 from domain.club.organization import Permission
 from domain.club.roster import Roster
 from domain.errors import NotFoundError
 from domain.ports import AggregateStore
-
-
-def _order_id(value: str) -> UUID:
-    try:
-        return UUID(str(value).strip())
-    except ValueError:
-        raise NotFoundError("order") from None
 
 
 class ClubService:
@@ -29,7 +22,7 @@ class ClubService:
     def order(self, organization: str, order_id: str) -> Order:
         """An order of this organization; NotFoundError for unknown and foreign ids alike."""
         org = organization_by_slug(self.store, organization)
-        order = self.store.get(_order_id(order_id), Order)
+        order = self.store.get(parse_id(order_id, "order"), Order)
         if order.organization_id != org.id:
             raise NotFoundError("order")
         return order

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from domain.errors import CountersignError
+from uuid import UUID, uuid4
+
+from domain.errors import CountersignError, NotFoundError
 
 
 class ForbiddenError(CountersignError):
@@ -19,3 +21,16 @@ class CorruptRecordError(CountersignError):
     def __init__(self, correlation_id: str) -> None:
         super().__init__(f"a stored record could not be read (reference {correlation_id})")
         self.correlation_id = correlation_id
+
+
+def new_correlation_id() -> str:
+    """A reference shown to a user and written to the logs, joining the two."""
+    return f"cs-{uuid4().hex[:16]}"
+
+
+def parse_id(value: str, what: str = "record") -> UUID:
+    """An id from a request; a malformed one is simply not found, like an unknown one."""
+    try:
+        return UUID(str(value).strip())
+    except ValueError:
+        raise NotFoundError(f"malformed {what} id") from None

@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from application.authorization import member_of, membership, organization_by_slug, require
-from application.errors import UnknownOperationError
+from application.errors import UnknownOperationError, new_correlation_id, parse_id
 from application.reports import ApprovalReport, ProposalCard, ProposalCreated, SweepReport
 from domain.club.organization import Organization
 from domain.contracts import REGISTRY, AnyContract
@@ -56,10 +56,6 @@ log = logging.getLogger("countersign.proposals")
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
 _CLAIM_ROUNDS = 12
-
-
-def new_correlation_id() -> str:
-    return f"cs-{uuid4().hex[:16]}"
 
 
 def _dump(
@@ -116,7 +112,7 @@ class ProposalService:
             raise UnknownOperationError(operation)
         parsed = contract.parse_request(request)
         organization_id = Organization.create_id(organization.strip().lower())
-        scope = Scope(organization_id, contract.section, _parse_uuid(resource_id))
+        scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
         with self.store.preload([organization_id, *contract.preload_ids(scope)]):
             org = organization_by_slug(self.store, organization)
             member = membership(org, actor)
@@ -519,7 +515,7 @@ class ProposalService:
 
     def _load(self, proposal_id: str) -> Proposal | None:
         try:
-            return self.store.get(_parse_uuid(proposal_id), Proposal)
+            return self.store.get(parse_id(proposal_id, "proposal"), Proposal)
         except NotFoundError:
             return None
 
@@ -581,12 +577,6 @@ class ProposalService:
             message=None,
         )
 
-
-def _parse_uuid(value: str) -> UUID:
-    try:
-        return UUID(str(value).strip())
-    except ValueError:
-        raise NotFoundError("malformed id") from None
 
 
 class ScanOpenWork:

@@ -22,8 +22,12 @@ from typing import Any
 import psycopg
 
 from application.authorization import member_of, organization_by_slug
-from application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
-from application.proposals import new_correlation_id
+from application.errors import (
+    CorruptRecordError,
+    ForbiddenError,
+    UnknownOperationError,
+    new_correlation_id,
+)
 from domain.contracts.base import InvalidRequestError
 from domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from infrastructure import render

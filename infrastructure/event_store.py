@@ -22,13 +22,11 @@ from eventsourcing.persistence import (
     IntegrityError,
     Mapper,
     StoredEvent,
-    Transcoder,
 )
 from eventsourcing.postgres import PostgresAggregateRecorder
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
-from application.errors import CorruptRecordError
-from application.proposals import new_correlation_id
+from application.errors import CorruptRecordError, new_correlation_id
 from domain.errors import ConcurrencyConflictError, NotFoundError
 from domain.ports import StoredEventView
 
@@ -48,9 +46,6 @@ class UnreadableEventError(Exception):
 
 class GuardedMapper(Mapper[UUID]):
     """The library's mapper, failing closed on foreign topics and future class versions."""
-
-    def __init__(self, transcoder: Transcoder, compressor: Any = None, cipher: Any = None):
-        super().__init__(transcoder=transcoder, compressor=compressor, cipher=cipher)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         if not stored_event.topic.startswith(ALLOWED_TOPIC_PREFIXES):

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from application.assistant.sections import ASSISTANTS, SectionAssistant
 from application.authorization import membership, organization_by_slug, require
-from application.errors import ForbiddenError, UnknownOperationError
+from application.errors import ForbiddenError, UnknownOperationError, parse_id
 from application.proposals import ProposalService
 from application.reports import Report
 from domain.contracts.base import InvalidRequestError, problems_from
@@ -107,7 +107,7 @@ class AssistantService:
         member = membership(org, actor)
         for contract in assistant.contracts:
             require(member, contract.permission)
-        scope = Scope(org.id, assistant.section, _uuid(resource_id))
+        scope = Scope(org.id, assistant.section, parse_id(resource_id, "resource"))
         for contract in assistant.contracts:
             contract.load(scope, self.store)  # NotFoundError unless it is this tenant's
         interaction = self._interaction(interaction_id, scope, member.email)
@@ -280,7 +280,7 @@ class AssistantService:
                 resource_id=scope.resource_id,
                 manager=actor,
             )
-        interaction = self.store.get(_uuid(interaction_id), Interaction)
+        interaction = self.store.get(parse_id(interaction_id, "conversation"), Interaction)
         same = (
             interaction.organization_id == scope.organization_id
             and interaction.section == str(scope.section)
@@ -316,9 +316,3 @@ def _arguments(raw: str) -> dict[str, Any] | None:
         return None
     return value if isinstance(value, dict) else None
 
-
-def _uuid(value: str) -> UUID:
-    try:
-        return UUID(str(value).strip())
-    except ValueError:
-        raise NotFoundError("malformed id") from None

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from application.proposals import new_correlation_id
+from application.errors import new_correlation_id
 
 log = logging.getLogger("countersign.http")
 
