@@ -56,6 +56,7 @@ log = logging.getLogger("countersign.proposals")
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
 _CLAIM_ROUNDS = 12
+_REMEMBERED_SCOPES = 10_000
 
 
 def _dump(
@@ -84,6 +85,7 @@ class ProposalService:
     ) -> None:
         self.store = store
         self.open_work = open_work or ScanOpenWork(store)
+        self._scopes: dict[UUID, list[UUID]] = {}  # proposal id -> the ids approve will read
         self.provider = provider
         self.clock = clock
         self.registry = registry
@@ -141,6 +143,7 @@ class ProposalService:
             # A fresh random id cannot collide with another writer: the conflict is a retried
             # insert reporting our own committed write. Make sure, then carry on.
             self._reload(proposal.id)
+        self._remember(proposal)
         return ProposalCreated(
             proposal_id=str(proposal.id),
             status=str(proposal.status),
@@ -192,16 +195,34 @@ class ProposalService:
             if round_number:
                 # Someone else changed a fact we act on; back off with jitter, then re-read.
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**round_number)))  # noqa: S311
-            proposal = self._load(proposal_id)
-            if proposal is None:
-                return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
-            contract = self.registry.get(proposal.kind)
-            with self.store.preload(self._facts_ids(proposal, contract)):
-                report = self._approve_round(proposal, contract, actor, proposal_id)
+            # A proposal whose scope this process knows is read with its facts in one query.
+            with self.store.preload(self._known_ids(proposal_id)):
+                proposal = self._load(proposal_id)
+                if proposal is None:
+                    return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+                self._remember(proposal)
+                contract = self.registry.get(proposal.kind)
+                with self.store.preload(self._facts_ids(proposal, contract)):
+                    report = self._approve_round(proposal, contract, actor, proposal_id)
             if report is not None:
                 return report
         log.warning("approval of %s lost %d races on shared facts", proposal_id, _CLAIM_ROUNDS)
         raise ConcurrencyConflictError("the facts this proposal acts on keep changing; try again")
+
+    def _remember(self, proposal: Proposal) -> None:
+        """A proposal's scope never changes after Proposed, so it is safe to remember."""
+        if proposal.id not in self._scopes:
+            if len(self._scopes) >= _REMEMBERED_SCOPES:
+                self._scopes.pop(next(iter(self._scopes)), None)
+            self._scopes[proposal.id] = self._facts_ids(proposal, self.registry.get(proposal.kind))
+
+    def _known_ids(self, proposal_id: str) -> list[UUID]:
+        try:
+            pid = parse_id(proposal_id, "proposal")
+        except NotFoundError:
+            return []
+        facts = self._scopes.get(pid)
+        return [pid, *facts] if facts is not None else []
 
     @staticmethod
     def _facts_ids(proposal: Proposal, contract: AnyContract | None) -> list[UUID]:
