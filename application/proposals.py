@@ -26,7 +26,13 @@ from domain.contracts.base import (
     RevisionNeededError,
     UndecodableContractError,
 )
-from domain.errors import ConcurrencyConflictError, NotFoundError, OrderRuleError
+from domain.errors import (
+    ConcurrencyConflictError,
+    CountersignError,
+    NotFoundError,
+    OrderRuleError,
+    StaleReadError,
+)
 from domain.messages import outcome_message
 from domain.outcomes import (
     AlreadyCompleted,
@@ -52,6 +58,13 @@ from domain.proposal import Proposal, ProposalStatus, contract_digest
 from domain.scope import Scope
 
 log = logging.getLogger("countersign.proposals")
+
+
+class _ReadAgain:
+    """An approval round's answer: "decide that again on fresh reads"."""
+
+
+_READ_AGAIN = _ReadAgain()
 
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
@@ -115,15 +128,59 @@ class ProposalService:
         parsed = contract.parse_request(request)
         organization_id = Organization.create_id(organization.strip().lower())
         scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
-        with self.store.preload([organization_id, *contract.preload_ids(scope)]):
-            org = organization_by_slug(self.store, organization)
-            member = membership(org, actor)
-            require(member, contract.permission)
-            facts = contract.load(scope, self.store)
-            prepared = contract.prepare(parsed, facts)
+        ids = [organization_id, *contract.preload_ids(scope)]
+        try:
+            # First on what this process already holds, checked inside the commit ...
+            with self.store.preload(ids, optimistic=True):
+                proposal = self._freeze(
+                    contract, parsed, scope, organization, actor, interaction_id
+                )
+                self._save_new(proposal)
+        except CountersignError:
+            # ... and if that state had moved on (StaleReadError), or if it says no, again on
+            # fresh reads: a refusal is only ever given from the current state.
+            with self.store.preload(ids):
+                proposal = self._freeze(
+                    contract, parsed, scope, organization, actor, interaction_id
+                )
+            self._save_new(proposal)
+        self._remember(proposal)
+        return ProposalCreated(
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            operation=proposal.kind,
+            preview=proposal.preview,
+            expires_at=proposal.expires_at,
+        )
+
+    def _save_new(self, proposal: Proposal) -> None:
+        try:
+            self.store.save(proposal)
+        except StaleReadError:
+            raise
+        except ConcurrencyConflictError:
+            # A fresh random id cannot collide with another writer: the conflict is a retried
+            # insert reporting our own committed write. Make sure (NotFoundError if not).
+            self._reload(proposal.id)
+
+    def _freeze(
+        self,
+        contract: AnyContract,
+        parsed: Any,
+        scope: Scope,
+        organization: str,
+        actor: str,
+        interaction_id: str | None,
+    ) -> Proposal:
+        """Check the requester, resolve the contract against the facts, freeze the proposal."""
+        org = organization_by_slug(self.store, organization)
+        member = membership(org, actor)
+        require(member, contract.permission)
+        facts = contract.load(scope, self.store)
+        prepared = contract.prepare(parsed, facts)
         arguments = prepared.arguments.model_dump(mode="json")
         preview = prepared.preview.model_dump(mode="json")
-        proposal = Proposal.propose(
+        return Proposal.propose(
             id=uuid4(),
             organization_id=org.id,
             section=str(contract.section),
@@ -136,20 +193,6 @@ class ProposalService:
             preview=preview,
             expires_at=self.clock.now() + self.ttl,
             digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
-        )
-        try:
-            self.store.save(proposal)
-        except ConcurrencyConflictError:
-            # A fresh random id cannot collide with another writer: the conflict is a retried
-            # insert reporting our own committed write. Make sure, then carry on.
-            self._reload(proposal.id)
-        self._remember(proposal)
-        return ProposalCreated(
-            proposal_id=str(proposal.id),
-            status=str(proposal.status),
-            operation=proposal.kind,
-            preview=preview,
-            expires_at=proposal.expires_at,
         )
 
     # -- read ---------------------------------------------------------------------------------
@@ -191,21 +234,38 @@ class ProposalService:
         Raises ConcurrencyConflictError only if every round lost a race on shared facts
         (another proposal kept changing the same record): nothing was claimed; try again.
         """
-        for round_number in range(_CLAIM_ROUNDS):
+        # The first reads come from what this process holds (no query), checked by the commit
+        # they lead to; an answer that commits nothing is only given from fresh reads.
+        optimistic = True
+        round_number = 0
+        while round_number < _CLAIM_ROUNDS:
             if round_number:
                 # Someone else changed a fact we act on; back off with jitter, then re-read.
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**round_number)))  # noqa: S311
             # A proposal whose scope this process knows is read with its facts in one query.
-            with self.store.preload(self._known_ids(proposal_id)):
+            with self.store.preload(self._known_ids(proposal_id), optimistic=optimistic):
                 proposal = self._load(proposal_id)
                 if proposal is None:
-                    return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
-                self._remember(proposal)
-                contract = self.registry.get(proposal.kind)
-                with self.store.preload(self._facts_ids(proposal, contract)):
-                    report = self._approve_round(proposal, contract, actor, proposal_id)
+                    report: ApprovalReport | _ReadAgain | None = _READ_AGAIN
+                    if not optimistic:
+                        report = self._not_approvable(
+                            proposal_id, None, NotApprovableReason.NOT_FOUND
+                        )
+                else:
+                    self._remember(proposal)
+                    contract = self.registry.get(proposal.kind)
+                    with self.store.preload(
+                        self._facts_ids(proposal, contract), optimistic=optimistic
+                    ):
+                        report = self._approve_round(
+                            proposal, contract, actor, proposal_id, fresh=not optimistic
+                        )
+            if isinstance(report, _ReadAgain):
+                optimistic = False
+                continue
             if report is not None:
                 return report
+            round_number += 1
         log.warning("approval of %s lost %d races on shared facts", proposal_id, _CLAIM_ROUNDS)
         raise ConcurrencyConflictError("the facts this proposal acts on keep changing; try again")
 
@@ -234,19 +294,35 @@ class ProposalService:
         return ids
 
     def _approve_round(
-        self, proposal: Proposal, contract: AnyContract | None, actor: str, asked_id: str
-    ) -> ApprovalReport | None:
-        """One attempt at the approve path; None means "lost a race, start again"."""
+        self,
+        proposal: Proposal,
+        contract: AnyContract | None,
+        actor: str,
+        asked_id: str,
+        *,
+        fresh: bool,
+    ) -> ApprovalReport | _ReadAgain | None:
+        """One attempt at the approve path; None means "lost a race, start again".
+
+        Unless the reads were ``fresh``, an answer that would commit nothing is not given:
+        _READ_AGAIN asks for the same round on fresh reads.
+        """
         try:
             member = member_of(self.store, proposal.organization_id, actor)
         except NotFoundError:
+            if not fresh:
+                return _READ_AGAIN
             # Another tenant's proposal answers exactly like an unknown one, echo included.
             return self._not_approvable(asked_id, None, NotApprovableReason.NOT_FOUND)
         if contract is None or not member.may(contract.permission):
+            if not fresh:
+                return _READ_AGAIN
             # An unknown kind fails closed: nobody holds the permission it would need.
             return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
         decided = self._decided(proposal)
         if decided is not None:
+            if not fresh:
+                return _READ_AGAIN
             return self._report(proposal, decided)
         now = self.clock.now()
         if proposal.is_expired_at(now):
@@ -597,7 +673,6 @@ class ProposalService:
             reason=str(reason),
             message=None,
         )
-
 
 
 class ScanOpenWork:

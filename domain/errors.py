@@ -15,6 +15,13 @@ class ConcurrencyConflictError(CountersignError):
     """Raised when another writer changed an aggregate between our read and our write."""
 
 
+class StaleReadError(ConcurrencyConflictError):
+    """Raised when a commit relied on an aggregate that changed since it was read.
+
+    Nothing was written; read again and decide again.
+    """
+
+
 class IllegalTransitionError(CountersignError):
     """Raised when a proposal is asked to move to a state its lifecycle does not allow."""
 

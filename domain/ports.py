@@ -41,9 +41,18 @@ class AggregateStore(Protocol):
         """Raises NotFoundError when absent, of another type, or unreadable."""
         ...
 
-    def preload(self, aggregate_ids: Sequence[UUID]) -> AbstractContextManager[None]:
+    def preload(
+        self, aggregate_ids: Sequence[UUID], *, optimistic: bool = False
+    ) -> AbstractContextManager[None]:
         """Read these aggregates in one round trip; inside the block, get() and read() of
-        them return that state without reading again. Unknown ids are simply not loaded."""
+        them return that state without reading again. Unknown ids are simply not loaded.
+
+        ``optimistic``: reads in the block may be served from state this process already
+        holds, without any query; in exchange every save in the block checks, inside its
+        commit, that nothing read in the block has changed since, and raises StaleReadError
+        (writing nothing) if something has. An answer decided from such reads WITHOUT a save
+        must be checked against fresh reads before it is given.
+        """
         ...
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:

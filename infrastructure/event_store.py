@@ -27,8 +27,9 @@ from eventsourcing.postgres import PostgresAggregateRecorder
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from application.errors import CorruptRecordError, new_correlation_id
-from domain.errors import ConcurrencyConflictError, NotFoundError
+from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from domain.ports import StoredEventView
+from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 
 log = logging.getLogger("countersign.store")
 
@@ -143,11 +144,30 @@ class _Snapshots:
             self._items.pop(aggregate_id, None)
 
 
+class _Reads:
+    """What one thread's open ``preload`` blocks hold."""
+
+    def __init__(self) -> None:
+        self.preloaded: dict[UUID, Aggregate] = {}
+        #: Open optimistic blocks; while there is one, reads are recorded in ``versions``.
+        self.optimistic = 0
+        #: Aggregate id -> the version the block's decisions were based on.
+        self.versions: dict[UUID, int] = {}
+
+    def saw(self, aggregate: Aggregate) -> None:
+        if self.optimistic:
+            self.versions.setdefault(aggregate.id, aggregate.version)
+
+
 class EventSourcedStore:
     """The domain's AggregateStore port, over CountersignApplication.
 
     Every read is one query that catches a snapshot up (or loads the aggregate whole); several
-    aggregates can be read in one query with ``preload``.
+    aggregates can be read in one query with ``preload``. Inside an optimistic ``preload``,
+    reads come from the snapshots without a query and each save passes what was read to the
+    recorder, which checks it inside the commit (infrastructure/recorders.py). Every commit
+    leaves a snapshot of what it wrote, so the next command on the same aggregates reads
+    nothing at all.
     """
 
     def __init__(self, app: CountersignApplication, cache_size: int = 2000) -> None:
@@ -160,22 +180,40 @@ class EventSourcedStore:
         self._table = f'"{schema}"."{table}"' if schema else table
 
     @property
-    def _preloaded(self) -> dict[UUID, Aggregate]:
-        preloaded: dict[UUID, Aggregate] | None = getattr(self._local, "preloaded", None)
-        if preloaded is None:
-            preloaded = self._local.preloaded = {}
-        return preloaded
+    def _reads(self) -> _Reads:
+        reads: _Reads | None = getattr(self._local, "reads", None)
+        if reads is None:
+            reads = self._local.reads = _Reads()
+        return reads
 
     @contextmanager
-    def preload(self, aggregate_ids: Sequence[UUID]) -> Iterator[None]:
-        wanted = [i for i in dict.fromkeys(aggregate_ids) if i not in self._preloaded]
-        loaded = self._load_many(wanted) if wanted else {}
-        self._preloaded.update(loaded)
+    def preload(self, aggregate_ids: Sequence[UUID], *, optimistic: bool = False) -> Iterator[None]:
+        reads = self._reads
+        optimistic = optimistic or reads.optimistic > 0
+        if optimistic:
+            reads.optimistic += 1
+        loaded: dict[UUID, Aggregate] = {}
         try:
+            wanted = [i for i in dict.fromkeys(aggregate_ids) if i not in reads.preloaded]
+            if optimistic:
+                for aggregate_id in wanted:
+                    held = self._snapshots.get(aggregate_id)
+                    if held is not None:
+                        loaded[aggregate_id] = held
+                wanted = [i for i in wanted if i not in loaded]
+            if wanted:
+                loaded.update(self._load_many(wanted))
+            reads.preloaded.update(loaded)
+            for aggregate in loaded.values():
+                reads.saw(aggregate)
             yield
         finally:
             for aggregate_id in loaded:
-                self._preloaded.pop(aggregate_id, None)
+                reads.preloaded.pop(aggregate_id, None)
+            if optimistic:
+                reads.optimistic -= 1
+                if not reads.optimistic:
+                    reads.versions.clear()
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Catch every snapshot up (or load the aggregate whole) with ONE query."""
@@ -244,11 +282,16 @@ class EventSourcedStore:
         if version is not None:
             aggregate: Any = self._historical(aggregate_id, version)
         else:
-            aggregate = self._preloaded.get(aggregate_id)
+            reads = self._reads
+            aggregate = reads.preloaded.get(aggregate_id)
+            if aggregate is None and reads.optimistic:
+                aggregate = self._snapshots.get(aggregate_id)
             if aggregate is None:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)
-            if aggregate is not None and not shared:
-                aggregate = copy.deepcopy(aggregate)
+            if aggregate is not None:
+                reads.saw(aggregate)
+                if not shared:
+                    aggregate = copy.deepcopy(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)
         return aggregate
@@ -263,15 +306,37 @@ class EventSourcedStore:
         return aggregate
 
     def save(self, *aggregates: Aggregate) -> None:
-        for aggregate in aggregates:
+        reads = self._reads
+        written = {aggregate.id for aggregate in aggregates}
+        for aggregate_id in written:
             # Whatever happens to this commit, the preloaded state is no longer the latest.
-            self._preloaded.pop(aggregate.id, None)
+            reads.preloaded.pop(aggregate_id, None)
+        # What this commit relied on without writing it (what it writes, the primary key
+        # checks): the recorder verifies it under the writers' lock.
+        expected = {i: v for i, v in reads.versions.items() if i not in written}
+        # What Application.save does for us (no snapshotting, no in-process subscribers),
+        # without its per-object protocol checks.
+        to_stored_event = self.app.mapper.to_stored_event
+        stored = [to_stored_event(e) for a in aggregates for e in a.collect_events()]
         try:
-            self.app.save(*aggregates)
+            if stored:
+                self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
         except IntegrityError:
-            for aggregate in aggregates:
-                self._snapshots.drop(aggregate.id)
+            for aggregate_id in written:
+                self._snapshots.drop(aggregate_id)
             raise ConcurrencyConflictError("an aggregate changed since it was read") from None
+        except ReadSetChangedError as stale:
+            for aggregate_id in [*expected, *written]:
+                self._snapshots.drop(aggregate_id)
+                reads.preloaded.pop(aggregate_id, None)
+                reads.versions.pop(aggregate_id, None)
+            log.info("commit refused, %s", stale)
+            raise StaleReadError(str(stale)) from None
+        for aggregate in aggregates:
+            # The caller keeps its object (and may change it further): the snapshot is a copy.
+            self._snapshots.put(aggregate.id, copy.deepcopy(aggregate))
+            if aggregate.id in reads.versions:
+                reads.versions[aggregate.id] = aggregate.version
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:
         events = list(self.app.events.get(aggregate_id))

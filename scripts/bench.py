@@ -350,8 +350,10 @@ RAW_SCHEMA = "countersign_bench_raw"
 
 
 def raw_env(database: Database, sqlite_dir: Path | None) -> dict[str, str]:
-    """Countersign's own persistence settings, with the reference kept apart from its data."""
+    """Countersign's persistence settings with the library's stock recorder (as in the
+    baseline figures), the reference kept apart from countersign's data."""
     env = database.eventsourcing_env()
+    env.pop("APPLICATION_RECORDER_TOPIC", None)
     if database.kind == "sqlite":
         # eventsourcing's SQLite recorder always names its table stored_events: own file.
         assert sqlite_dir is not None
@@ -392,7 +394,9 @@ def _sql_kind(text: str) -> str:
     words = text.strip().split(None, 1)
     verb = words[0].upper() if words else "?"
     if "es_insert_events" in text:
-        return "INSERT events (db function)"
+        return "INSERT events (library db function)"
+    if "_events_insert" in text:
+        return "commit events (countersign's insert function: lock, read-set check, insert)"
     if "sandbox_" in text:
         return f"{verb} sandbox"
     if "_events" in text:

@@ -1,0 +1,192 @@
+"""Decisions taken on state this process already holds are checked inside their commit.
+
+Two wired instances over one database stand for two processes: each has its own snapshots.
+Whatever one changes, the other never executes, refuses or reports from the old state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from uuid import uuid4
+
+import psycopg
+import pytest
+from eventsourcing.domain import Aggregate, event
+
+from application.errors import ForbiddenError
+from domain.club.organization import Organization, Permission
+from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from infrastructure.settings import Settings
+from tests.conftest import (
+    AVA,
+    BEN,
+    REFUND,
+    TO_CARD,
+    _truncate_postgres,
+    count_events,
+    events_table,
+)
+
+
+@pytest.fixture
+def other(database_url: str, cs: Countersign, seeded: dict, clock) -> Iterator[Countersign]:
+    """A second process's view of the same database."""
+    wired = bootstrap(Settings(database_url=database_url), clock=clock)
+    yield wired
+    wired.close()
+
+
+def _propose(cs: Countersign, order_id: str, actor: str = AVA) -> str:
+    return cs.proposals.propose(
+        organization="granite",
+        actor=actor,
+        operation=REFUND,
+        resource_id=order_id,
+        request=TO_CARD,
+    ).proposal_id
+
+
+def _set_permissions(cs: Countersign, email: str, permissions: list[Permission]) -> None:
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.change_permissions(email, permissions)
+    cs.store.save(granite)
+
+
+def test_a_permission_revoked_elsewhere_stops_an_approval_this_process_holds_state_for(
+    cs, other, seeded
+):
+    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    _set_permissions(other, AVA, [])
+    before = count_events(cs)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert (report.result, report.reason, report.status) == (
+        "not_approvable",
+        "forbidden",
+        "pending",
+    )
+    assert count_events(cs) == before
+
+
+def test_a_permission_revoked_elsewhere_stops_a_proposal(cs, other, seeded):
+    _propose(cs, seeded["orders"]["refund-ok"])  # this process now holds granite's state
+    _set_permissions(other, AVA, [])
+    before = count_events(cs)
+
+    with pytest.raises(ForbiddenError):
+        _propose(cs, seeded["orders"]["refund-declined"])
+    assert count_events(cs) == before
+
+
+def test_a_permission_granted_elsewhere_is_honoured_at_once(cs, other, seeded):
+    with pytest.raises(ForbiddenError):
+        _propose(cs, seeded["orders"]["refund-ok"], actor=BEN)
+    _set_permissions(other, BEN, [Permission.REFUND_ORDERS])
+
+    assert _propose(cs, seeded["orders"]["refund-ok"], actor=BEN)
+
+
+def test_a_refund_made_elsewhere_makes_the_approval_fail_closed(cs, other, seeded):
+    order_id = seeded["orders"]["refund-ok"]
+    proposal_id = _propose(cs, order_id)
+    other.club.refund_manually("granite", order_id, AVA, "P1", 34500)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.outcome["kind"] == "revision_required"
+    assert report.status == "revision_required"
+    assert cs.sandbox.refunds() == []
+
+
+def test_an_outcome_recorded_elsewhere_is_the_one_reported(cs, other, seeded):
+    proposal_id = _propose(cs, seeded["orders"]["refund-lost-response"])
+    assert cs.proposals.approve(proposal_id, AVA).outcome["kind"] == "needs_reconciliation"
+
+    swept = other.proposals.reconcile()
+
+    assert [s.status for s in swept] == ["succeeded"]
+    again = cs.proposals.approve(proposal_id, AVA)
+    assert (again.result, again.status) == ("already_completed", "succeeded")
+    assert again.outcome["kind"] == "succeeded"
+
+
+def test_an_approval_elsewhere_is_answered_with_its_stored_outcome(cs, other, seeded):
+    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    first = other.proposals.approve(proposal_id, AVA)
+
+    again = cs.proposals.approve(proposal_id, AVA)
+
+    assert first.result == "executed"
+    assert (again.result, again.outcome) == ("already_completed", first.outcome)
+    assert len(cs.sandbox.refunds()) == 1
+
+
+# -- the recorder ----------------------------------------------------------------------------
+
+
+class Counter(Aggregate):
+    """A throwaway aggregate for the recorder's own tests (its topic is not stored)."""
+
+    @event("Started")
+    def __init__(self) -> None:
+        self.count = 0
+
+    @event("Incremented")
+    def increment(self) -> None:
+        self.count += 1
+
+
+def _stored(cs: Countersign, *aggregates: Aggregate) -> list:
+    return [cs.app.mapper.to_stored_event(e) for a in aggregates for e in a.collect_events()]
+
+
+def test_a_commit_whose_read_set_moved_on_writes_nothing(cs, seeded):
+    recorder = cs.app.recorder
+    read = Counter()
+    recorder.insert_events(_stored(cs, read))
+    written = Counter()
+    before = recorder.max_notification_id()
+
+    # Version 1 is current: the commit goes through.
+    recorder.insert_events(_stored(cs, written), **{EXPECTED_VERSIONS: {read.id: 1}})
+    read.increment()
+    recorder.insert_events(_stored(cs, read))  # someone else moves it to version 2
+    written.increment()
+
+    with pytest.raises(ReadSetChangedError) as refused:
+        recorder.insert_events(_stored(cs, written), **{EXPECTED_VERSIONS: {read.id: 1}})
+
+    assert refused.value.aggregate_id == str(read.id)
+    assert recorder.max_notification_id() == before + 2
+    assert [e.originator_version for e in recorder.select_events(written.id)] == [1]
+
+
+def test_an_aggregate_that_did_not_exist_when_read_fails_the_check(cs, seeded):
+    written = Counter()
+    with pytest.raises(ReadSetChangedError):
+        cs.app.recorder.insert_events(_stored(cs, written), **{EXPECTED_VERSIONS: {uuid4(): 3}})
+
+
+def test_postgres_commits_wait_for_the_writers_lock(postgres_url, clock):
+    """Notification ids follow commit order only if every insert takes the table lock."""
+    _truncate_postgres(postgres_url)
+    cs = bootstrap(Settings(database_url=postgres_url), clock=clock)
+    done = threading.Event()
+    try:
+        with psycopg.connect(postgres_url) as holder:
+            holder.execute(f"LOCK TABLE {events_table(cs)} IN EXCLUSIVE MODE")
+            writer = threading.Thread(
+                target=lambda: (cs.app.recorder.insert_events(_stored(cs, Counter())), done.set())
+            )
+            writer.start()
+            time.sleep(0.3)
+            assert not done.is_set(), "an insert went past another writer's table lock"
+            holder.rollback()
+        writer.join(timeout=10)
+        assert done.is_set()
+    finally:
+        cs.close()
