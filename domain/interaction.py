@@ -13,6 +13,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.state_copy import CheapDeepCopy
+
 MAX_KEPT_TEXT = 40
 
 
@@ -37,7 +39,7 @@ def _redact_name(name: str) -> str:
     return name if _NAME.fullmatch(name) else f"<{len(name)}-character name>"
 
 
-class Interaction(Aggregate):
+class Interaction(CheapDeepCopy, Aggregate):
     """A manager's conversation with one section assistant about one resource."""
 
     @event("Started")

@@ -9,9 +9,10 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import OrderRuleError
+from domain.state_copy import CheapDeepCopy
 
 
-class MemberAccount(Aggregate):
+class MemberAccount(CheapDeepCopy, Aggregate):
     """Credit a member holds with the club, spendable on later orders."""
 
     @staticmethod

@@ -8,9 +8,10 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
+from domain.state_copy import CheapDeepCopy
 
 
-class BroadcastForm(Aggregate):
+class BroadcastForm(CheapDeepCopy, Aggregate):
     """The editable broadcast form a manager finishes and sends through the ordinary interface."""
 
     @staticmethod

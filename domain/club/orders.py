@@ -11,6 +11,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import NotFoundError, OrderRuleError
+from domain.state_copy import CheapDeepCopy
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class RefundAttempt:
     status: str  # "pending" | "succeeded" | "failed"
 
 
-class Order(Aggregate):
+class Order(CheapDeepCopy, Aggregate):
     """A participant's order with the club."""
 
     @staticmethod

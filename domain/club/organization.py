@@ -11,6 +11,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import DuplicateError, NotMemberError
+from domain.state_copy import CheapDeepCopy
 
 
 class Permission(StrEnum):
@@ -34,7 +35,7 @@ class Member:
         return permission in self.permissions
 
 
-class Organization(Aggregate):
+class Organization(CheapDeepCopy, Aggregate):
     """A club: the tenant boundary of every proposal."""
 
     @staticmethod

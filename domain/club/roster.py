@@ -8,9 +8,10 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import DuplicateError, RosterRuleError
+from domain.state_copy import CheapDeepCopy
 
 
-class Roster(Aggregate):
+class Roster(CheapDeepCopy, Aggregate):
     """An organization's leagues and their members."""
 
     @staticmethod

@@ -1,0 +1,296 @@
+"""Aggregates copy themselves cheaply (``CheapDeepCopy``), and the copy is as deep as
+``copy.deepcopy`` would make it: equal state, nothing mutable shared, aliases kept."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+from uuid import UUID, uuid4, uuid5
+
+import pytest
+from eventsourcing.domain import Aggregate
+
+from domain.club.accounts import MemberAccount
+from domain.club.broadcasts import BroadcastForm
+from domain.club.ids import _NAMESPACE, stable_id
+from domain.club.orders import Order
+from domain.club.organization import Organization, Permission
+from domain.club.roster import Roster
+from domain.interaction import Interaction
+from domain.proposal import Proposal, ProposalStatus
+from domain.state_copy import CheapDeepCopy, copy_state
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+ORG = uuid4()
+
+
+def _proposal() -> Proposal:
+    proposal = Proposal.propose(
+        id=uuid4(),
+        organization_id=ORG,
+        section="email_broadcasts",
+        resource_id=uuid4(),
+        requested_by="ava@granite.example",
+        interaction_id="int-1",
+        kind="email_broadcast.apply_draft",
+        contract_version=1,
+        arguments={"filters": {"leagues": ["Monday", "Tuesday"]}, "subject": "Hé", "count": 3},
+        preview={"filters_in_words": "members of Monday or Tuesday", "nested": [{"a": [1, 2]}]},
+        expires_at=NOW + timedelta(days=1),
+        digest="d" * 64,
+    )
+    proposal.approve_and_claim("ava@granite.example", NOW, uuid4())
+    proposal.record_revalidated({"audience_count": 3, "leagues": ["Monday", "Tuesday"]})
+    return proposal
+
+
+def _organization() -> Organization:
+    organization = Organization(slug="granite", name="Granite")
+    organization.add_member("ava@granite.example", "Ava", "manager", list(Permission))
+    organization.add_member("ben@granite.example", "Ben", "staff", [Permission.READ_AUDIT])
+    return organization
+
+
+def _order() -> Order:
+    order = Order(
+        organization_id=ORG,
+        key="A-1",
+        participant_name="Pat",
+        participant_email="pat@example.com",
+        currency="CAD",
+        line_items=[
+            {"ref": "L1", "product": "League", "amount_cents": 32000, "configuration": "x"}
+        ],
+        discounts=[
+            {
+                "ref": "D1",
+                "name": "Early bird",
+                "line_item": "L1",
+                "percent": 10,
+                "amount_cents": None,
+                "applied": False,
+                "eligibility": "before June",
+            }
+        ],
+        payments=[
+            {
+                "ref": "P1",
+                "method": "card",
+                "label": "Visa",
+                "amount_cents": 32000,
+                "charge_id": "ch_1",
+            }
+        ],
+        note="",
+        placed_at=NOW,
+    )
+    order.refund_manually("P1", 100, "ava@granite.example")
+    order.start_refund_attempt(uuid4(), "P1", "D1", 3200, "key-1")
+    return order
+
+
+def _account() -> MemberAccount:
+    account = MemberAccount(
+        organization_id=ORG, email="Pat@Example.com", holder_name="Pat", currency="CAD"
+    )
+    account.credit(500, "goodwill", uuid4())
+    return account
+
+
+def _roster() -> Roster:
+    roster = Roster(organization_id=ORG)
+    roster.add_league("Monday")
+    roster.join("Monday", "Ava", "ava@example.com")
+    roster.join("Monday", "Ben", "ben@example.com")
+    return roster
+
+
+def _form() -> BroadcastForm:
+    form = BroadcastForm(organization_id=ORG)
+    form.apply_draft({"leagues": ["Monday"]}, "Subject", "Body", uuid4())
+    return form
+
+
+def _interaction() -> Interaction:
+    interaction = Interaction(
+        id=uuid4(), organization_id=ORG, section="orders", resource_id=uuid4(), manager="ava"
+    )
+    interaction.hear("refund the early bird discount")
+    interaction.record_tool_call("propose", {"payment": "P1", "refs": ["L1", "D1"]}, "ok")
+    interaction.link(uuid4())
+    interaction.say("Done.", "application")
+    return interaction
+
+
+def _change_proposal(proposal: Any) -> None:
+    proposal.succeed({"kind": "succeeded", "result": {"audience_count": 3}})
+    proposal.arguments["filters"]["leagues"].append("Friday")
+    proposal.preview["nested"][0]["a"].append(3)
+
+
+def _change_organization(organization: Any) -> None:
+    organization.change_permissions("ben@granite.example", [Permission.REFUND_ORDERS])
+    organization.remove_member("ava@granite.example")
+    organization.add_member("cy@granite.example", "Cy", "staff", [])
+
+
+def _change_order(order: Any) -> None:
+    (attempt,) = order.unresolved_attempts()
+    order.settle_refund_attempt(UUID(attempt.proposal_id), "ava@granite.example")
+    order.refund_manually("P1", 50, "ben@granite.example")
+    order._line_items[0]["amount_cents"] = 1
+
+
+def _change_account(account: Any) -> None:
+    account.credit(700, "again", None)
+    account.entries[0]["memo"] = "changed"
+
+
+def _change_roster(roster: Any) -> None:
+    roster.join("Monday", "Cy", "cy@example.com")
+    roster.leave("Monday", "ava@example.com")
+    roster.add_league("Tuesday")
+
+
+def _change_form(form: Any) -> None:
+    form.apply_draft({"leagues": ["Tuesday"]}, "Other", "Other body", uuid4())
+    form.filters["leagues"].append("Friday")
+
+
+def _change_interaction(interaction: Any) -> None:
+    interaction.hear("and another")
+    interaction.link(uuid4())
+    interaction.end_turn("done")
+    interaction.transcript[0]["text"] = "changed"
+
+
+CASES: list[tuple[Callable[[], Aggregate], Callable[[Any], None]]] = [
+    (_proposal, _change_proposal),
+    (_organization, _change_organization),
+    (_order, _change_order),
+    (_account, _change_account),
+    (_roster, _change_roster),
+    (_form, _change_form),
+    (_interaction, _change_interaction),
+]
+IDS = [build.__name__.strip("_") for build, _ in CASES]
+
+
+def _mutables(value: Any, found: dict[int, Any]) -> dict[int, Any]:
+    """Every dict and list reachable from ``value``, through aggregates and events too
+    (enum members are singletons, shared by copy.deepcopy as well)."""
+    if isinstance(value, dict | list) and id(value) not in found:
+        found[id(value)] = value
+        for item in value.values() if isinstance(value, dict) else value:
+            _mutables(item, found)
+    elif hasattr(value, "__dict__") and not isinstance(value, type | Enum):
+        _mutables(vars(value), found)
+    return found
+
+
+def test_every_aggregate_class_copies_cheaply():
+    classes = {type(build()) for build, _ in CASES}
+    assert classes == {
+        Proposal,
+        Organization,
+        Order,
+        MemberAccount,
+        Roster,
+        BroadcastForm,
+        Interaction,
+    }
+    assert all(issubclass(cls, CheapDeepCopy) for cls in classes)
+
+
+@pytest.mark.parametrize("collected", [False, True], ids=["pending", "saved"])
+@pytest.mark.parametrize(("build", "change"), CASES, ids=IDS)
+def test_copy_is_equal_and_independent(build, change, collected):
+    original = build()
+    if collected:
+        original.collect_events()  # as when the store caches it after a save
+    before = pickle.dumps(original)
+
+    copied = copy.deepcopy(original)
+
+    assert type(copied) is type(original)
+    assert vars(copied) == vars(original)
+    assert vars(copied) == vars(copy.deepcopy(pickle.loads(before)))
+    assert copied._pending_events is not original._pending_events
+    assert not _mutables(vars(copied), {}).keys() & _mutables(vars(original), {}).keys()
+
+    change(copied)
+    copied.collect_events()
+
+    assert pickle.dumps(original) == before
+    assert vars(copied) != vars(original)
+
+
+@pytest.mark.parametrize(("build", "change"), CASES, ids=IDS)
+def test_copy_can_be_saved_and_replayed(build, change):
+    """The copy's new events replay onto the original into the copy's state."""
+    original = build()
+    original.collect_events()
+    copied = copy.deepcopy(original)
+    change(copied)
+    for event in copied.collect_events():
+        original = event.mutate(original)
+    if isinstance(copied, Proposal):
+        assert original.status == copied.status == ProposalStatus.SUCCEEDED
+    assert original.version == copied.version
+
+
+def test_aliases_within_an_aggregate_stay_aliases():
+    """Like copy.deepcopy: a pending event and the state share the dict it carried."""
+    original = _proposal()
+    assert original._pending_events[0].arguments is original.arguments
+    copied = copy.deepcopy(original)
+    assert copied._pending_events[0].arguments is copied.arguments
+    assert copied.arguments is not original.arguments
+
+
+@dataclass
+class _Box:
+    items: list[int]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, {"b": (2, 3)}], "c": None, 4: "four", (5, 6): [7]},
+        ["x", 1.5, True, Decimal("1.10"), date(2026, 1, 1), NOW, uuid4(), timedelta(1)],
+        (1, [2, 3]),
+        {1, 2},
+        OrderedDict(a=[1]),
+        _Box([1, 2]),
+        ProposalStatus.PENDING,
+        [[1], [2, [3, {"deep": ["er"]}]]],
+    ],
+)
+def test_copy_state_is_as_deep_as_deepcopy(value):
+    copied = copy_state(value, {})
+    assert copied == copy.deepcopy(value)
+    assert type(copied) is type(value)
+    assert not _mutables(copied, {}).keys() & _mutables(value, {}).keys()
+
+
+def test_copy_state_keeps_shared_containers_shared():
+    shared: list[int] = [1]
+    copied = copy_state({"a": shared, "b": [shared, (shared,)]}, {})
+    assert copied["a"] is copied["b"][0] is copied["b"][1][0]
+    assert copied["a"] is not shared
+
+
+def test_stable_id_is_remembered_but_unchanged():
+    organization_id = UUID("0b8f4a52-54e4-4d3c-9f7e-3c0c4a1f7e21")
+    expected = uuid5(_NAMESPACE, f"roster/{organization_id}")
+    assert Roster.create_id(organization_id) == expected
+    assert Roster.create_id(organization_id) == expected
+    assert stable_id("organization", "granite") == uuid5(_NAMESPACE, "organization/granite")
+    assert stable_id("a", str(organization_id)) == stable_id("a", organization_id)

@@ -1,0 +1,172 @@
+"""The hash chain's links are byte-for-byte what they always were: ``chain_link`` and
+``contract_digest`` are compared with the original implementation, kept here verbatim."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from datetime import UTC, date, datetime, timedelta, timezone
+from decimal import Decimal
+from enum import Enum, IntEnum
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from domain.proposal import ProposalStatus, chain_link, contract_digest
+from domain.scope import Section
+
+# -- the original implementation ---------------------------------------------------------------
+
+
+def original_canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): original_canonical(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [original_canonical(item) for item in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    return value
+
+
+def original_chain_link(
+    previous: str, version: int, event_type: str, fields: dict[str, Any]
+) -> str:
+    content = json.dumps(
+        {
+            "previous": previous,
+            "version": version,
+            "type": event_type,
+            "fields": original_canonical(fields),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def original_contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
+    canonical = json.dumps(
+        {"kind": kind, "version": version, "arguments": arguments, "preview": preview},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# -- payloads ------------------------------------------------------------------------------------
+
+ID = UUID("0b8f4a52-54e4-4d3c-9f7e-3c0c4a1f7e21")
+AT = datetime(2026, 11, 30, 9, 0, 1, 123456, tzinfo=UTC)
+MONTREAL = timezone(timedelta(hours=-5), "EST")
+
+
+class Colour(str, Enum):  # noqa: UP042 -- str() differs from the value, unlike StrEnum
+    RED = "red"
+
+
+class Level(IntEnum):
+    HIGH = 3
+
+
+class Tagged(str):
+    def __str__(self) -> str:
+        return "tagged"
+
+
+class MyUUID(UUID):
+    pass
+
+
+class MyDateTime(datetime):
+    pass
+
+
+PROPOSED = {
+    "organization_id": ID,
+    "section": "email_broadcasts",
+    "resource_id": ID,
+    "requested_by": "ava@granite.example",
+    "interaction_id": "int-1",
+    "kind": "email_broadcast.apply_draft",
+    "contract_version": 1,
+    "arguments": {
+        "form_id": str(ID),
+        "filters": {"leagues": ["Lundi soir", "Mardi — élite", "日本"]},
+        "subject": "Ouverture de la saison 🏒",
+        "body": 'Line one\nline "two"\ttab \\ backslash \u2028 \x7f',
+        "audience_count": 12,
+    },
+    "preview": {"amount_cents": -1250, "ratio": 0.1, "big": 10**30, "ok": True, "none": None},
+    "expires_at": AT,
+    "digest": "d" * 64,
+}
+
+FIELDS: list[dict[str, Any]] = [
+    PROPOSED,
+    {"approved_by": "ava@granite.example", "approved_at": AT},
+    {"attempt_id": ID, "claimed_at": AT.astimezone(MONTREAL)},
+    {"facts": {"audience_count": 3, "leagues": ("Monday", "Tuesday"), "at": [AT, ID]}},
+    {"outcome": {"kind": "succeeded", "result": {"refund_ref": "R1", "nested": [[{"a": []}]]}}},
+    {"outcome": {}, "error_class": "ValueError"},
+    {"declined_by": "ava@granite.example", "note": None},
+    {"at": datetime(2026, 1, 1)},  # naive
+    {"at": MyDateTime(2026, 1, 1, tzinfo=UTC), "id": MyUUID(int=5)},
+    {"status": ProposalStatus.SUCCEEDED, "section": Section.ORDERS, "level": Level.HIGH},
+    {"colour": Colour.RED, "tagged": Tagged("raw"), "floats": [float("inf"), -0.0, 1e-7]},
+    # keys json.dumps would write differently from str(): the original form is kept
+    {"facts": {1: "one", 10: "ten", 9: "nine"}},
+    {"facts": {True: "yes", None: "nothing", 2.5: "half"}},
+    {"facts": {ID: "by id", AT: "by time", (1, 2): "pair"}},
+    {"facts": {Colour.RED: 1, Tagged("k"): 2}},
+    {"facts": OrderedDict([("b", 1), ("a", 2)])},
+    {"facts": [OrderedDict(z=ID)]},
+    {"facts": [OrderedDict([(10, "ten"), (9, "nine")])]},
+    {},
+]
+
+
+@pytest.mark.parametrize("fields", FIELDS)
+def test_chain_link_bytes_are_unchanged(fields):
+    for previous, version, event_type in [("", 1, "Proposed"), ("a" * 64, 7, "Succeeded")]:
+        assert chain_link(previous, version, event_type, fields) == original_chain_link(
+            previous, version, event_type, fields
+        )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"amount": Decimal("1.10")},
+        {"day": date(2026, 1, 1)},
+        {"tags": {"a"}},
+        {"nested": [{"b": object()}]},
+    ],
+)
+def test_chain_link_refuses_what_it_always_refused(fields):
+    with pytest.raises(TypeError) as original:
+        original_chain_link("", 1, "Proposed", fields)
+    with pytest.raises(TypeError) as now:
+        chain_link("", 1, "Proposed", fields)
+    assert str(now.value) == str(original.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "preview"),
+    [
+        (PROPOSED["arguments"], PROPOSED["preview"]),
+        ({"a": 1}, {"p": 1}),
+        ({"z": [1, {"y": "é"}]}, {}),
+    ],
+)
+def test_contract_digest_bytes_are_unchanged(arguments, preview):
+    assert contract_digest("k", 1, arguments, preview) == original_contract_digest(
+        "k", 1, arguments, preview
+    )
+    with pytest.raises(TypeError):
+        contract_digest("k", 1, {"at": AT}, preview)
