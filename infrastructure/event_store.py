@@ -170,7 +170,7 @@ class EventSourcedStore:
     nothing at all.
     """
 
-    def __init__(self, app: CountersignApplication, cache_size: int = 2000) -> None:
+    def __init__(self, app: CountersignApplication, cache_size: int = 1000) -> None:
         self.app = app
         self._local = threading.local()
         self._snapshots = _Snapshots(cache_size)
