@@ -69,6 +69,7 @@ _READ_AGAIN = _ReadAgain()
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
 _CLAIM_ROUNDS = 12
+_PROPOSE_ATTEMPTS = 4
 _REMEMBERED_SCOPES = 10_000
 
 
@@ -129,21 +130,23 @@ class ProposalService:
         organization_id = Organization.create_id(organization.strip().lower())
         scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
         ids = [organization_id, *contract.preload_ids(scope)]
-        try:
-            # First on what this process already holds, checked inside the commit ...
-            with self.store.preload(ids, optimistic=True):
-                proposal = self._freeze(
-                    contract, parsed, scope, organization, actor, interaction_id
-                )
-                self._save_new(proposal)
-        except CountersignError:
-            # ... and if that state had moved on (StaleReadError), or if it says no, again on
-            # fresh reads: a refusal is only ever given from the current state.
-            with self.store.preload(ids):
-                proposal = self._freeze(
-                    contract, parsed, scope, organization, actor, interaction_id
-                )
-            self._save_new(proposal)
+        for attempt in range(_PROPOSE_ATTEMPTS):
+            try:
+                # First on what this process already holds; the commit checks every fact read.
+                with self.store.preload(ids, optimistic=attempt == 0):
+                    proposal = self._freeze(
+                        contract, parsed, scope, organization, actor, interaction_id
+                    )
+                    self._save_new(proposal)
+                break
+            except StaleReadError:
+                continue  # a fact moved on between our read and our commit: decide again
+            except CountersignError:
+                if attempt == 0:
+                    continue  # a refusal is only ever given from fresh reads
+                raise
+        else:
+            raise ConcurrencyConflictError("the facts of this request keep changing; try again")
         self._remember(proposal)
         return ProposalCreated(
             proposal_id=str(proposal.id),

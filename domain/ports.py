@@ -47,11 +47,13 @@ class AggregateStore(Protocol):
         """Read these aggregates in one round trip; inside the block, get() and read() of
         them return that state without reading again. Unknown ids are simply not loaded.
 
+        Every save in the block checks, inside its commit, that nothing read in the block has
+        changed since, and raises StaleReadError (writing nothing) if something has: a
+        decision is never committed on out-of-date facts.
+
         ``optimistic``: reads in the block may be served from state this process already
-        holds, without any query; in exchange every save in the block checks, inside its
-        commit, that nothing read in the block has changed since, and raises StaleReadError
-        (writing nothing) if something has. An answer decided from such reads WITHOUT a save
-        must be checked against fresh reads before it is given.
+        holds, without any query. An answer decided from such reads WITHOUT a save (a
+        refusal, a stored outcome) must be checked against fresh reads before it is given.
         """
         ...
 

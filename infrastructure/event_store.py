@@ -149,13 +149,15 @@ class _Reads:
 
     def __init__(self) -> None:
         self.preloaded: dict[UUID, Aggregate] = {}
-        #: Open optimistic blocks; while there is one, reads are recorded in ``versions``.
+        #: Open blocks; while there is one, reads are recorded in ``versions``.
+        self.blocks = 0
+        #: Open optimistic blocks; while there is one, reads may come from the snapshots.
         self.optimistic = 0
         #: Aggregate id -> the version the block's decisions were based on.
         self.versions: dict[UUID, int] = {}
 
     def saw(self, aggregate: Aggregate) -> None:
-        if self.optimistic:
+        if self.blocks:
             self.versions.setdefault(aggregate.id, aggregate.version)
 
 
@@ -163,11 +165,11 @@ class EventSourcedStore:
     """The domain's AggregateStore port, over CountersignApplication.
 
     Every read is one query that catches a snapshot up (or loads the aggregate whole); several
-    aggregates can be read in one query with ``preload``. Inside an optimistic ``preload``,
-    reads come from the snapshots without a query and each save passes what was read to the
-    recorder, which checks it inside the commit (infrastructure/recorders.py). Every commit
-    leaves a snapshot of what it wrote, so the next command on the same aggregates reads
-    nothing at all.
+    aggregates can be read in one query with ``preload``. Each save inside a ``preload`` block
+    passes what the block read to the recorder, which checks it inside the commit
+    (infrastructure/recorders.py); inside an optimistic block, reads come from the snapshots
+    without a query. Every commit leaves a snapshot of what it wrote, so the next command on
+    the same aggregates reads nothing at all.
     """
 
     def __init__(self, app: CountersignApplication, cache_size: int = 1000) -> None:
@@ -190,6 +192,7 @@ class EventSourcedStore:
     def preload(self, aggregate_ids: Sequence[UUID], *, optimistic: bool = False) -> Iterator[None]:
         reads = self._reads
         optimistic = optimistic or reads.optimistic > 0
+        reads.blocks += 1
         if optimistic:
             reads.optimistic += 1
         loaded: dict[UUID, Aggregate] = {}
@@ -210,10 +213,11 @@ class EventSourcedStore:
         finally:
             for aggregate_id in loaded:
                 reads.preloaded.pop(aggregate_id, None)
+            reads.blocks -= 1
             if optimistic:
                 reads.optimistic -= 1
-                if not reads.optimistic:
-                    reads.versions.clear()
+            if not reads.blocks:
+                reads.versions.clear()
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Catch every snapshot up (or load the aggregate whole) with ONE query."""

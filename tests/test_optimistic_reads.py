@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from uuid import uuid4
 
@@ -16,6 +17,7 @@ import pytest
 from eventsourcing.domain import Aggregate, event
 
 from application.errors import ForbiddenError
+from domain.club.broadcasts import BroadcastForm
 from domain.club.organization import Organization, Permission
 from infrastructure.bootstrap import Countersign, bootstrap
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
@@ -23,6 +25,7 @@ from infrastructure.settings import Settings
 from tests.conftest import (
     AVA,
     BEN,
+    DRAFT,
     REFUND,
     TO_CARD,
     _truncate_postgres,
@@ -190,3 +193,36 @@ def test_postgres_commits_wait_for_the_writers_lock(postgres_url, clock):
         assert done.is_set()
     finally:
         cs.close()
+
+
+def test_a_member_joining_between_revalidation_and_claim_is_caught_by_the_claim_commit(
+    cs, other, seeded
+):
+    """The roster is only read by an approval, never written: its commit must still check it."""
+    form_id = seeded["broadcast_forms"]["granite"]
+    proposal_id = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=DRAFT,
+        resource_id=form_id,
+        request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Ice", "body": "Hi"},
+    ).proposal_id
+    store = cs.store
+    save = store.save
+    joined = []
+
+    def save_after_someone_joins(*aggregates):
+        if not joined:  # the first save is the claim commit, after revalidation
+            joined.append(other.club.join("granite", "Thursday Seniors", "Grace Kim", "g@x.ca"))
+        save(*aggregates)
+
+    store.save = save_after_someone_joins
+    try:
+        report = cs.proposals.approve(proposal_id, AVA)
+    finally:
+        del store.save
+
+    assert report.status == "revision_required"
+    assert report.outcome["reason"]["code"] == "audience_changed"
+    assert report.outcome["reason"]["params"] == {"approved_count": 4, "current_count": 5}
+    assert cs.store.get(uuid.UUID(form_id), BroadcastForm).subject == ""
