@@ -311,17 +311,20 @@ class EventSourcedStore:
 
     def save(self, *aggregates: Aggregate) -> None:
         reads = self._reads
-        written = {aggregate.id for aggregate in aggregates}
+        # What Application.save does for us (no snapshotting, no in-process subscribers),
+        # without its per-object protocol checks.
+        pending = [(aggregate, aggregate.collect_events()) for aggregate in aggregates]
+        changed = [aggregate for aggregate, events in pending if events]
+        written = {aggregate.id for aggregate in changed}
         for aggregate_id in written:
             # Whatever happens to this commit, the preloaded state is no longer the latest.
             reads.preloaded.pop(aggregate_id, None)
         # What this commit relied on without writing it (what it writes, the primary key
-        # checks): the recorder verifies it under the writers' lock.
+        # checks; an aggregate passed here unchanged is only read): the recorder verifies it
+        # under the writers' lock.
         expected = {i: v for i, v in reads.versions.items() if i not in written}
-        # What Application.save does for us (no snapshotting, no in-process subscribers),
-        # without its per-object protocol checks.
         to_stored_event = self.app.mapper.to_stored_event
-        stored = [to_stored_event(e) for a in aggregates for e in a.collect_events()]
+        stored = [to_stored_event(event) for _, events in pending for event in events]
         try:
             if stored:
                 self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
@@ -336,7 +339,7 @@ class EventSourcedStore:
                 reads.versions.pop(aggregate_id, None)
             log.info("commit refused, %s", stale)
             raise StaleReadError(str(stale)) from None
-        for aggregate in aggregates:
+        for aggregate in changed:
             # The caller keeps its object (and may change it further): the snapshot is a copy.
             self._snapshots.put(aggregate.id, copy.deepcopy(aggregate))
             if aggregate.id in reads.versions:
