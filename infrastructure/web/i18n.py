@@ -26,6 +26,12 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.password": "Password",
         "sign_in.submit": "Sign in",
         "sign_in.failed": "That email and password do not match. Try again.",
+        "sign_in.throttled": (
+            "Too many failed sign-in attempts. Wait about {minutes} minutes, then try again."
+        ),
+        "sign_in.throttled_one": (
+            "Too many failed sign-in attempts. Wait about a minute, then try again."
+        ),
         "sign_in.signed_out": "You are signed out.",
         "sign_in.choose_club": "Choose a club",
         "sign_in.choose_lead": "Your account belongs to more than one club. Which one?",
@@ -224,6 +230,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.password": "Mot de passe",
         "sign_in.submit": "Se connecter",
         "sign_in.failed": "Ce courriel et ce mot de passe ne correspondent pas. Réessayez.",
+        "sign_in.throttled": (
+            "Trop de tentatives de connexion ont échoué. "
+            "Patientez environ {minutes} minutes, puis réessayez."
+        ),
+        "sign_in.throttled_one": (
+            "Trop de tentatives de connexion ont échoué. "
+            "Patientez environ une minute, puis réessayez."
+        ),
         "sign_in.signed_out": "Vous êtes déconnecté.",
         "sign_in.choose_club": "Choisissez un club",
         "sign_in.choose_lead": "Votre compte appartient à plusieurs clubs. Lequel ?",

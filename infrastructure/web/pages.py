@@ -9,6 +9,8 @@ Rules every route follows:
 
 * A person signs in with email and password; the session is a signed cookie
   (``sessions.py``). Every request re-reads the club and re-checks the membership.
+* Failed sign-ins are throttled per account and per client address across processes
+  (``throttle.py``): over the limit, 429 with Retry-After and no password check at all.
 * Every id in a path is checked against the signed-in person's club: unknown, malformed and
   foreign ids answer with the same 404 page, byte for byte.
 * Templates autoescape everything; nothing a model or a person wrote is marked safe.
@@ -57,6 +59,7 @@ from infrastructure.http.problems import correlation_id_of
 from infrastructure.projection_runner import ProjectionStoppedError
 from infrastructure.web.i18n import LANGUAGES, negotiate, translator
 from infrastructure.web.sessions import Session, SessionCodec, secure_from_env, session_secret
+from infrastructure.web.throttle import Refusal, SignInThrottle
 from infrastructure.web.views import (
     format_time,
     order_view,
@@ -392,9 +395,34 @@ class Pages:
         email = visit.form.get("email", "").strip().lower()[:320]
         password = visit.form.get("password", "")
         target = _safe_next(visit.form.get("next", ""))
+        client = visit.request.client.host if visit.request.client else "unknown"
+        throttle = SignInThrottle(self.cs.sql, self.cs.proposals.clock)
+        attempt = throttle.admit(email, client)
+        if isinstance(attempt, Refusal):
+            # Refused before any password check: no Argon2 work, and nothing that depends on
+            # whether the email exists (not even the email itself) goes into the page.
+            log.info(
+                "sign-in refused, too many failures for this %s; retry after %d s"
+                " (request %s, client %s)",
+                attempt.scope,
+                attempt.retry_after,
+                correlation_id_of(visit.request),
+                client,
+            )
+            minutes = attempt.minutes
+            error = (
+                visit.t("sign_in.throttled_one")
+                if minutes == 1
+                else visit.t("sign_in.throttled", minutes=minutes)
+            )
+            refused = self.render(visit, "sign_in.html", 429, next=target, email="", error=error)
+            refused.headers["Retry-After"] = str(attempt.retry_after)
+            return refused
         clubs = self._clubs_of(email) if verify_password(self.cs, email, password) else []
         if not clubs:
-            log.info("failed sign-in (request %s)", correlation_id_of(visit.request))
+            log.info(
+                "failed sign-in (request %s, client %s)", correlation_id_of(visit.request), client
+            )
             return self.render(
                 visit,
                 "sign_in.html",
@@ -402,6 +430,7 @@ class Pages:
                 email=email,
                 error=visit.t("sign_in.failed"),
             )
+        throttle.succeeded(attempt)
         if len(clubs) == 1:
             visit.session.sign_in(email, clubs[0].slug, time.time())
             return _redirect(target)

@@ -1,0 +1,185 @@
+"""Throttling of failed browser sign-ins, shared by every server process through the database.
+
+A password form is the one door a guesser can knock on as often as they like, and each knock
+costs the server an Argon2id hash. The counts live in the configured database (table
+``sign_in_failures``), so several server processes enforce one limit together.
+
+The rules:
+
+* Failures are counted per **account** and per **client address**, in a sliding window of
+  ``WINDOW`` (15 minutes). The account key is a SHA-256 digest of the normalised email and
+  the address key a SHA-256 digest of the address: the table holds neither verbatim. An email
+  nobody has is counted exactly like a real one, so the answers never tell them apart.
+* Once an account has ``ACCOUNT_LIMIT`` (5) failures in the window, or an address has
+  ``ADDRESS_LIMIT`` (50, across any number of accounts: a shared office or campus address
+  should not lock out its people, one address trying many accounts should be stopped), further
+  attempts on that key are refused **without checking the password** (no Argon2 work), with
+  how long to wait: until enough failures have left the window to fall under the limit.
+* Refused attempts are not recorded, so knocking on a locked door never extends the lock: it
+  ends ``WINDOW`` after the failure that reached the limit. From then on a persistent guesser
+  gets one more try each time an old failure leaves the window, at most ``ACCOUNT_LIMIT``
+  guesses per account per ``WINDOW`` (480 a day), however many processes serve them.
+* Every admitted attempt is written down as a failure *before* the password is checked, in
+  the same transaction that counted (under a per-key lock on PostgreSQL; SQLite's write
+  transactions are serial anyway), so parallel requests cannot all slip in under the limit.
+  A success then removes that attempt and all of the account's failures, but not the
+  address's others: signing in to one's own account must not reset a guesser's address count.
+  An attempt whose check crashed stays counted as a failure.
+* Rows that left the window are deleted on every attempt, so the table only ever holds the
+  last ``WINDOW`` of failures.
+
+The per-account limit lets anyone lock a known email out for ``WINDOW`` by guessing wrong on
+purpose; that is the accepted price of stopping a distributed guesser at five tries.
+
+Behind a reverse proxy, run the server so that ``request.client`` is the real client (uvicorn
+``--proxy-headers --forwarded-allow-ips``): otherwise every visitor shares the proxy's address
+and one limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from domain.ports import Clock
+from infrastructure.http.storage import ensure_tables
+from infrastructure.sql import Cursor, SqlDatabase
+
+#: How far back failures count (a sliding window).
+WINDOW = timedelta(minutes=15)
+#: Failures per account (normalised email, known or not) within WINDOW before it is refused.
+ACCOUNT_LIMIT = 5
+#: Failures per client address, over all accounts, within WINDOW before it is refused.
+ADDRESS_LIMIT = 50
+
+#: The first half of the two-part PostgreSQL advisory lock key for one throttle key.
+_LOCK_CLASS = 1_397_311_566
+
+_TABLE = "sign_in_failures"
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {_TABLE} ("
+    " scope TEXT NOT NULL, digest TEXT NOT NULL, attempt TEXT NOT NULL,"
+    " failed_at BIGINT NOT NULL)",
+    f"CREATE INDEX IF NOT EXISTS {_TABLE}_key ON {_TABLE} (scope, digest, failed_at)",
+    f"CREATE INDEX IF NOT EXISTS {_TABLE}_age ON {_TABLE} (failed_at)",
+)
+
+Scope = Literal["account", "address"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An admitted attempt, already counted as a failure until ``succeeded`` says otherwise."""
+
+    token: str
+    account: str
+    address: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Too many failures: try again in ``retry_after`` seconds (at least 1)."""
+
+    retry_after: int
+    scope: Scope
+
+    @property
+    def minutes(self) -> int:
+        """The wait in whole minutes, rounded up (at least 1), for people."""
+        return max(1, math.ceil(self.retry_after / 60))
+
+
+def account_key(email: str) -> str:
+    """The account's key: a SHA-256 digest of the normalised email (never stored verbatim)."""
+    return _digest("account", email.strip().lower())
+
+
+def address_key(address: str) -> str:
+    """The client address's key: a SHA-256 digest of it."""
+    return _digest("address", address.strip().lower() or "unknown")
+
+
+def _digest(scope: Scope, value: str) -> str:
+    return hashlib.sha256(f"countersign sign-in {scope}\0{value}".encode()).hexdigest()
+
+
+class SignInThrottle:
+    """Counts failed sign-ins in the database; ``clock`` is the application's clock."""
+
+    def __init__(
+        self,
+        sql: SqlDatabase,
+        clock: Clock,
+        *,
+        window: timedelta = WINDOW,
+        account_limit: int = ACCOUNT_LIMIT,
+        address_limit: int = ADDRESS_LIMIT,
+    ) -> None:
+        self.sql = sql
+        self.clock = clock
+        self.window = window
+        self.limits: dict[Scope, int] = {"account": account_limit, "address": address_limit}
+
+    def admit(self, email: str, address: str) -> Attempt | Refusal:
+        """Refuse if the account or the address is over its limit; else count the attempt as a
+        failure (until ``succeeded``) and let the caller check the password."""
+        ensure_tables(self.sql, _TABLE, _SCHEMA)
+        keys: dict[Scope, str] = {"account": account_key(email), "address": address_key(address)}
+        now = self._now_ms()
+        window = int(self.window.total_seconds() * 1000)
+        with self.sql.transaction() as cursor:
+            self._lock(cursor, list(keys.values()))
+            cursor.execute(f"DELETE FROM {_TABLE} WHERE failed_at <= ?", (now - window,))
+            waits: list[tuple[int, Scope]] = []
+            for scope, digest in keys.items():
+                limit = self.limits[scope]
+                # The limit-th newest failure is the one whose leaving ends the refusal.
+                newest = cursor.execute(
+                    f"SELECT failed_at FROM {_TABLE} WHERE scope = ? AND digest = ?"
+                    " AND failed_at > ? ORDER BY failed_at DESC LIMIT ?",
+                    (scope, digest, now - window, limit),
+                ).fetchall()
+                if len(newest) >= limit:
+                    waits.append((int(newest[limit - 1][0]) + window - now, scope))
+            if waits:
+                wait, scope = max(waits)
+                return Refusal(retry_after=max(1, math.ceil(wait / 1000)), scope=scope)
+            token = uuid.uuid4().hex
+            cursor.executemany(
+                f"INSERT INTO {_TABLE} (scope, digest, attempt, failed_at) VALUES (?, ?, ?, ?)",
+                [(scope, digest, token, now) for scope, digest in keys.items()],
+            )
+        return Attempt(token=token, account=keys["account"], address=keys["address"])
+
+    def succeeded(self, attempt: Attempt) -> None:
+        """The password was right: forget the account's failures and this attempt."""
+        ensure_tables(self.sql, _TABLE, _SCHEMA)
+        with self.sql.transaction() as cursor:
+            self._lock(cursor, [attempt.account, attempt.address])
+            cursor.execute(
+                f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ?", ("account", attempt.account)
+            )
+            cursor.execute(
+                f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ? AND attempt = ?",
+                ("address", attempt.address, attempt.token),
+            )
+
+    def _now_ms(self) -> int:
+        return math.floor(self.clock.now().timestamp() * 1000)
+
+    def _lock(self, cursor: Cursor, digests: list[str]) -> None:
+        """Serialise attempts on the same keys across processes (PostgreSQL), in a fixed order
+        so two attempts never wait on each other crosswise."""
+        if not self.sql.is_postgres:
+            return  # BEGIN IMMEDIATE already serialises SQLite's write transactions
+        for key in sorted(
+            {int.from_bytes(bytes.fromhex(d)[:4], "big", signed=True) for d in digests}
+        ):
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
+                (_LOCK_CLASS, key),
+            )
