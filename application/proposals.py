@@ -11,6 +11,7 @@ import logging
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
@@ -65,6 +66,21 @@ class _ReadAgain:
 
 
 _READ_AGAIN = _ReadAgain()
+
+
+@dataclass(frozen=True)
+class _ClaimedExternal:
+    """An approval round's answer: "claimed; now call the provider" - outside the read blocks,
+    since once the claim has committed, nothing read before it may stop its outcome."""
+
+    proposal: Proposal
+    contract: AnyContract
+    execution: ExecutionContract[Any]
+    call: ExternalCall
+    facts: Facts
+
+
+_RoundAnswer = ApprovalReport | _ReadAgain | _ClaimedExternal | None
 
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
@@ -159,8 +175,13 @@ class ProposalService:
     def _save_new(self, proposal: Proposal) -> None:
         try:
             self.store.save(proposal)
-        except StaleReadError:
-            raise
+        except StaleReadError as stale:
+            # A retried insert (the connection dropped after the first attempt committed) is
+            # checked against facts that may have moved on since: ours may be stored already.
+            try:
+                self._reload(proposal.id)
+            except NotFoundError:
+                raise stale from None
         except ConcurrencyConflictError:
             # A fresh random id cannot collide with another writer: the conflict is a retried
             # insert reporting our own committed write. Make sure (NotFoundError if not).
@@ -249,7 +270,7 @@ class ProposalService:
             with self.store.preload(self._known_ids(proposal_id), optimistic=optimistic):
                 proposal = self._load(proposal_id)
                 if proposal is None:
-                    report: ApprovalReport | _ReadAgain | None = _READ_AGAIN
+                    report: _RoundAnswer = _READ_AGAIN
                     if not optimistic:
                         report = self._not_approvable(
                             proposal_id, None, NotApprovableReason.NOT_FOUND
@@ -266,6 +287,15 @@ class ProposalService:
             if isinstance(report, _ReadAgain):
                 optimistic = False
                 continue
+            if isinstance(report, _ClaimedExternal):
+                claimed = report
+                return self._call_provider(
+                    claimed.proposal,
+                    claimed.contract,
+                    claimed.execution,
+                    claimed.call,
+                    claimed.facts,
+                )
             if report is not None:
                 return report
             round_number += 1
@@ -304,7 +334,7 @@ class ProposalService:
         asked_id: str,
         *,
         fresh: bool,
-    ) -> ApprovalReport | _ReadAgain | None:
+    ) -> _RoundAnswer:
         """One attempt at the approve path; None means "lost a race, start again".
 
         Unless the reads were ``fresh``, an answer that would commit nothing is not given:
@@ -337,7 +367,7 @@ class ProposalService:
 
     def _claim_and_execute(
         self, proposal: Proposal, contract: AnyContract | None, actor: str
-    ) -> ApprovalReport | None:
+    ) -> ApprovalReport | _ClaimedExternal | None:
         """One claim commit; None means "lost a race on the facts, start again"."""
         now = self.clock.now()
         attempt_id = uuid4()
@@ -389,7 +419,7 @@ class ProposalService:
         report = self._commit_claim(proposal, facts.aggregates(), attempt_id)
         if report is None or report.result != "executed":
             return report
-        return self._call_provider(proposal, contract, execution, call, facts)
+        return _ClaimedExternal(proposal, contract, execution, call, facts)
 
     def _call_provider(
         self,

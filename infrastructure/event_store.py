@@ -115,12 +115,26 @@ class _Snapshots:
 
     A snapshot is never changed after it is stored: catching up copies it first and stores
     the copy. So a snapshot can be handed to readers without a copy, from any thread.
+
+    A dropped snapshot (its aggregate moved on under a commit) leaves a tombstone: a snapshot
+    of it that was read before the drop (``since`` an earlier ``generation()``) is refused, so
+    a slow reader in another thread cannot put the old state back.
     """
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
         self._lock = threading.Lock()
+        self._generation = 0
+        #: aggregate id -> the generation at which it was last dropped (most recent last)
+        self._dropped: OrderedDict[UUID, int] = OrderedDict()
+        #: puts read at or before this generation may have lost their tombstone: refused
+        self._forgotten = 0
+
+    def generation(self) -> int:
+        """Take this before reading what will be put, and pass it to ``put``."""
+        with self._lock:
+            return self._generation
 
     def get(self, aggregate_id: UUID) -> Aggregate | None:
         with self._lock:
@@ -129,8 +143,10 @@ class _Snapshots:
                 self._items.move_to_end(aggregate_id)
             return item
 
-    def put(self, aggregate_id: UUID, aggregate: Aggregate) -> None:
+    def put(self, aggregate_id: UUID, aggregate: Aggregate, since: int) -> None:
         with self._lock:
+            if since < self._forgotten or self._dropped.get(aggregate_id, -1) > since:
+                return  # dropped after it was read: older than what the store holds now
             current = self._items.get(aggregate_id)
             if current is not None and current.version > aggregate.version:
                 return  # another thread stored a newer snapshot meanwhile
@@ -141,7 +157,13 @@ class _Snapshots:
 
     def drop(self, aggregate_id: UUID) -> None:
         with self._lock:
+            self._generation += 1
             self._items.pop(aggregate_id, None)
+            self._dropped[aggregate_id] = self._generation
+            self._dropped.move_to_end(aggregate_id)
+            while len(self._dropped) > self.size:
+                _, generation = self._dropped.popitem(last=False)
+                self._forgotten = max(self._forgotten, generation)
 
 
 class _Reads:
@@ -221,6 +243,7 @@ class EventSourcedStore:
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Catch every snapshot up (or load the aggregate whole) with ONE query."""
+        since = self._snapshots.generation()
         bases: dict[UUID, Any] = {i: self._snapshots.get(i) for i in aggregate_ids}
         changed: set[UUID] = set()
         try:
@@ -238,7 +261,7 @@ class EventSourcedStore:
             raise _corrupt(aggregate_ids, error) from None
         loaded = {i: aggregate for i, aggregate in bases.items() if aggregate is not None}
         for aggregate_id in changed & loaded.keys():
-            self._snapshots.put(aggregate_id, loaded[aggregate_id])
+            self._snapshots.put(aggregate_id, loaded[aggregate_id], since)
         return loaded
 
     def _select_after(self, after: list[tuple[UUID, int]]) -> list[StoredEvent]:
@@ -325,6 +348,7 @@ class EventSourcedStore:
         expected = {i: v for i, v in reads.versions.items() if i not in written}
         to_stored_event = self.app.mapper.to_stored_event
         stored = [to_stored_event(event) for _, events in pending for event in events]
+        since = self._snapshots.generation()
         try:
             if stored:
                 self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
@@ -341,7 +365,7 @@ class EventSourcedStore:
             raise StaleReadError(str(stale)) from None
         for aggregate in changed:
             # The caller keeps its object (and may change it further): the snapshot is a copy.
-            self._snapshots.put(aggregate.id, copy.deepcopy(aggregate))
+            self._snapshots.put(aggregate.id, copy.deepcopy(aggregate), since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version
 

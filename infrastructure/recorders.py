@@ -20,6 +20,7 @@ same database even when several processes write to one file.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -139,7 +140,11 @@ class _ImmediateTransaction(SQLiteTransaction):
 
     def __enter__(self) -> SQLiteCursor:
         cursor = self.connection.cursor()
-        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:  # "database is locked" past the timeout
+            cursor.sqlite_cursor.close()
+            raise OperationalError(error) from error
         return cursor
 
 
