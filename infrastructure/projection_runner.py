@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import MappingProxyType
+from functools import lru_cache
+from itertools import chain
+from operator import itemgetter
+from types import MappingProxyType, NoneType
 from typing import Any
 
 from eventsourcing.persistence import Notification
@@ -73,73 +76,210 @@ class ProjectionStatus:
         return {"name": self.name, "position": self.position, "head": self.head, "lag": self.lag}
 
 
-def _identity(value: Any) -> Any:
-    return value
-
-
-def _time_to_text(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat()
-
-
 def _time_to_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
-def _json_to_text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+_json_encode = json.JSONEncoder(sort_keys=True).encode  # json.dumps(value, sort_keys=True)
 
 
-def _bool_to_int(value: Any) -> int:
-    return int(bool(value))
+# Converters take a whole column of a batch (None stays None): one list comprehension per
+# column and batch, not a function call per value.
+def _times_to_text(values: Sequence[Any]) -> list[Any]:
+    return [
+        v if v is None else (v if v.tzinfo is UTC else v.astimezone(UTC)).isoformat()
+        for v in values
+    ]
 
 
-_TO_DB: dict[str, dict[str, Callable[[Any], Any]]] = {
-    "sqlite": {"time": _time_to_text, "json": _json_to_text, "bool": _bool_to_int},
-    "postgres": {"time": _time_to_utc, "json": Jsonb},
+def _times_to_utc(values: Sequence[Any]) -> list[Any]:
+    return [v if v is None or v.tzinfo is UTC else v.astimezone(UTC) for v in values]
+
+
+def _jsons_to_text(values: Sequence[Any]) -> list[Any]:
+    return [v if v is None else _json_encode(v) for v in values]
+
+
+def _jsons_to_jsonb(values: Sequence[Any]) -> list[Any]:
+    return [v if v is None else Jsonb(v) for v in values]
+
+
+def _bools_to_int(values: Sequence[Any]) -> list[Any]:
+    return [v if v is None else int(bool(v)) for v in values]
+
+
+def _bools_to_bool(values: Sequence[Any]) -> list[Any]:
+    return [v if v is None else bool(v) for v in values]
+
+
+Converter = Callable[[Sequence[Any]], list[Any]]
+
+#: How a column's values are converted for the database, by dialect and column type.
+_TO_DB: dict[str, dict[str, Converter]] = {
+    "sqlite": {"time": _times_to_text, "json": _jsons_to_text, "bool": _bools_to_int},
+    # PostgreSQL arrays of values (see ``_unnest``): JSON goes as jsonb.
+    "postgres": {"time": _times_to_utc, "json": _jsons_to_jsonb, "bool": _bools_to_bool},
 }
+#: PostgreSQL COPY dumps each value as its column's type, JSON included.
+_COPY_TO_DB: dict[str, Converter] = {"time": _times_to_utc, "bool": _bools_to_bool}
 _FROM_DB: dict[str, dict[str, Callable[[Any], Any]]] = {
     "sqlite": {"time": datetime.fromisoformat, "json": json.loads, "bool": bool},
     "postgres": {"time": _time_to_utc},
 }
+#: The PostgreSQL type values are sent as (in arrays, or by COPY), by column type.
+_PG_TYPES = {
+    "text": "text",
+    "int": "int8",
+    "bool": "bool",
+    "time": "timestamptz",
+    "json": "jsonb",
+    "real": "float8",
+}
+#: PostgreSQL is sent a column's values as one Python type: a column holding others (an int
+#: in a "real" column, say) is coerced first.
+_PG_COERCE: dict[str, type] = {"text": str, "int": int, "real": float}
+#: From this many rows of one table in one batch, PostgreSQL writes them with COPY into a
+#: temporary table and one upsert from it; fewer go as arrays in one statement (one round
+#: trip). COPY builds its rows in C, which pays for its extra round trips on bulk batches.
+_COPY_ROWS = 100
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """``row -> tuple of row[name] for name in names``, at C speed (a 1-tuple for one name)."""
+    if len(names) == 1:
+        (name,) = names
+        return lambda row: (row[name],)
+    return itemgetter(*names)
 
 
 class _Codec:
-    """Per-table, per-dialect value converters, computed once."""
+    """Per-table, per-dialect statements and value converters, computed once."""
 
     def __init__(self, spec: Table, dialect: str) -> None:
         to_db, from_db = _TO_DB[dialect], _FROM_DB[dialect]
-        self.names = spec.column_names()
+        self.postgres = dialect == "postgres"
+        self.names = tuple(spec.column_names())
         self.columns = frozenset(self.names)
         self.key = spec.key
-        self.to_db = [to_db.get(column.type, _identity) for column in spec.columns]
-        self.from_db = [from_db.get(column.type, _identity) for column in spec.columns]
-        by_name = dict(zip(self.names, self.to_db, strict=True))
-        self.key_to_db = [by_name[name] for name in spec.key]
+        types = {column.name: column.type for column in spec.columns}
+        self.types = [types[name] for name in self.names]
+        self.key_types = [types[name] for name in spec.key]
+        self.values = _getter(self.names)
+        self.key_of = _getter(spec.key)
+        # Only the columns whose values need converting, by position.
+        self.to_db = [(i, to_db[t]) for i, t in enumerate(self.types) if t in to_db]
+        self.key_to_db = [(i, to_db[t]) for i, t in enumerate(self.key_types) if t in to_db]
+        self.from_db = [
+            (i, name, from_db[t])
+            for i, (name, t) in enumerate(zip(self.names, self.types, strict=True))
+            if t in from_db
+        ]
         self.select = f"SELECT {', '.join(self.names)} FROM {spec.name} WHERE " + " AND ".join(
             f"{column} = ?" for column in spec.key
         )
-        self.delete = f"DELETE FROM {spec.name} WHERE " + " AND ".join(
-            f"{column} = ?" for column in spec.key
-        )
-        self.upsert = _upsert_sql(spec)
-
-    def row_to_db(self, row: dict[str, Any]) -> list[Any]:
-        return [
-            None if (value := row[name]) is None else convert(value)
-            for name, convert in zip(self.names, self.to_db, strict=True)
-        ]
+        if self.postgres:
+            columns = ", ".join(self.names)
+            # Few rows: one statement, an array of values per column.
+            self.upsert = _upsert_sql(
+                spec, "SELECT * FROM " + _unnest([_PG_TYPES[t] for t in self.types])
+            )
+            # Many rows: COPY into a temporary table of the same columns, then one upsert.
+            self.copy_to_db = [
+                (i, _COPY_TO_DB[t]) for i, t in enumerate(self.types) if t in _COPY_TO_DB
+            ]
+            self.copy_types = [_PG_TYPES[t] for t in self.types]
+            stage = f"countersign_stage_{spec.name}"
+            self.create_stage = (
+                f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ("
+                + ", ".join(f"{c.name} {_SQL_TYPES[dialect][c.type]}" for c in spec.columns)
+                + ") ON COMMIT DELETE ROWS"
+            )
+            self.copy = f"COPY pg_temp.{stage} ({columns}) FROM STDIN (FORMAT BINARY)"
+            self.upsert_staged = _upsert_sql(spec, f"SELECT {columns} FROM pg_temp.{stage}")
+            self.delete = (
+                f"DELETE FROM {spec.name} AS t USING "
+                + _unnest([_PG_TYPES[t] for t in self.key_types])
+                + f" AS d ({', '.join(spec.key)}) WHERE "
+                + " AND ".join(f"t.{column} = d.{column}" for column in spec.key)
+            )
+        else:
+            row = f"({', '.join('?' for _ in self.names)})"
+            self.upsert = _upsert_sql(spec, f"VALUES {row}")
+            # Many rows per INSERT: SQLite runs one statement per row of executemany, and a
+            # statement costs about as much again as the row it inserts. 999 parameters a
+            # statement at most, the limit of the oldest SQLite builds.
+            self.rows_per_insert = max(1, min(50, 999 // len(self.names)))
+            self.upsert_many = _upsert_sql(
+                spec, "VALUES " + ", ".join([row] * self.rows_per_insert)
+            )
+            self.delete = f"DELETE FROM {spec.name} WHERE " + " AND ".join(
+                f"{column} = ?" for column in spec.key
+            )
 
     def key_params(self, key: tuple[Any, ...]) -> list[Any]:
-        return [
-            None if value is None else convert(value)
-            for value, convert in zip(key, self.key_to_db, strict=True)
-        ]
+        params = list(key)
+        for i, convert in self.key_to_db:
+            params[i] = convert([params[i]])[0]
+        return params
+
+    def rows_to_db(self, rows: list[dict[str, Any]]) -> list[Any]:
+        """PostgreSQL: one array of values per column; SQLite: one tuple per row."""
+        values = list(map(self.values, rows))
+        if self.postgres:
+            return self._columns(values, self.to_db, self.types)
+        if not self.to_db:
+            return values
+        columns: list[Any] = list(zip(*values, strict=True))
+        for i, convert in self.to_db:
+            columns[i] = convert(columns[i])
+        return list(zip(*columns, strict=True))
+
+    def rows_to_copy(self, rows: list[dict[str, Any]]) -> Iterable[tuple[Any, ...]]:
+        """PostgreSQL: the rows' values for COPY, one tuple per row."""
+        columns = self._columns(list(map(self.values, rows)), self.copy_to_db, self.types)
+        return zip(*columns, strict=True)
+
+    def keys_to_db(self, keys: list[tuple[Any, ...]]) -> list[Any]:
+        """PostgreSQL: one array per key column; SQLite: the keys' parameters."""
+        if self.postgres:
+            return self._columns(keys, self.key_to_db, self.key_types)
+        return [self.key_params(key) for key in keys] if self.key_to_db else keys
+
+    @staticmethod
+    def _columns(
+        rows: list[tuple[Any, ...]], converters: list[tuple[int, Converter]], types: list[str]
+    ) -> list[Any]:
+        """PostgreSQL: the rows' values column by column, converted, one Python type each."""
+        columns: list[Any] = list(zip(*rows, strict=True))
+        for i, convert in converters:
+            columns[i] = convert(columns[i])
+        for i, values in enumerate(columns):
+            expected = _PG_COERCE.get(types[i])
+            if expected is not None and not set(map(type, values)) <= {expected, NoneType}:
+                values = [v if v is None else expected(v) for v in values]
+            columns[i] = values if type(values) is list else list(values)
+        return columns
 
     def row_from_db(self, row: tuple[Any, ...]) -> dict[str, Any]:
-        return {
-            name: None if value is None else convert(value)
-            for name, value, convert in zip(self.names, row, self.from_db, strict=True)
-        }
+        decoded = dict(zip(self.names, row, strict=True))
+        for i, name, convert in self.from_db:
+            value = row[i]
+            if value is not None:
+                decoded[name] = convert(value)
+        return decoded
+
+
+_ABSENT: Any = object()
+
+
+@lru_cache(maxsize=256)
+def _codec(spec: Table, dialect: str) -> _Codec:
+    return _Codec(spec, dialect)
+
+
+def _unnest(array_types: list[str]) -> str:
+    # %b: arrays travel in PostgreSQL's binary format, far cheaper to build than text.
+    return f"unnest({', '.join(f'%b::{t}[]' for t in array_types)})"
 
 
 class SqlRows:
@@ -149,73 +289,104 @@ class SqlRows:
         self.cursor = cursor
         self.tables = {table.name: table for table in tables}
         self.dialect = dialect
-        self.codecs = {name: _Codec(spec, dialect) for name, spec in self.tables.items()}
-        # (table, key) -> [row or None, changed in this batch]
-        self._cache: dict[tuple[str, tuple[Any, ...]], list[Any]] = {}
+        self.codecs = {name: _codec(spec, dialect) for name, spec in self.tables.items()}
+        # Per table, the rows written in this batch (None: deleted), in first-write order ...
+        self._written: dict[str, dict[tuple[Any, ...], dict[str, Any] | None]] = {
+            name: {} for name in self.tables
+        }
+        # ... and the rows read from the database (None: no such row). A key is looked up in
+        # the written rows first.
+        self._read: dict[str, dict[tuple[Any, ...], dict[str, Any] | None]] = {
+            name: {} for name in self.tables
+        }
 
-    def _entry(self, table: str, key: tuple[Any, ...]) -> list[Any]:
-        entry = self._cache.get((table, key))
-        if entry is None:
+    def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The row as it stands in the database (before this batch), read at most once."""
+        read = self._read[table]
+        row: dict[str, Any] | None = read.get(key, _ABSENT)
+        if row is _ABSENT:
             codec = self.codecs[table]
-            row = self.cursor.execute(codec.select, codec.key_params(key)).fetchone()
-            entry = [None if row is None else codec.row_from_db(row), False]
-            self._cache[(table, key)] = entry
-        return entry
+            found = self.cursor.execute(codec.select, codec.key_params(key)).fetchone()
+            row = read[key] = None if found is None else codec.row_from_db(found)
+        return row
 
     def get(self, table: str, key: tuple[Any, ...]) -> Mapping[str, Any] | None:
-        row = self._entry(table, key)[0]
-        return MappingProxyType(row) if row is not None else None
+        row: dict[str, Any] | None = self._written[table].get(key, _ABSENT)
+        if row is _ABSENT:
+            row = self._load(table, key)
+        return None if row is None else MappingProxyType(row)
 
-    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
-        unknown = set(changes) - set(self.codecs[table].names)
-        if unknown:
-            raise ValueError(f"{table} has no column {sorted(unknown)}")
-        entry = self._entry(table, key)
-        if entry[0] is None:
+    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:
+        columns = self.codecs[table].columns
+        if not columns.issuperset(changes):
+            raise ValueError(f"{table} has no column {sorted(set(changes) - columns)}")
+        written = self._written[table]
+        row: dict[str, Any] | None = written.get(key, _ABSENT)
+        if row is _ABSENT:
+            row = self._load(table, key)
+            if row is None:
+                return None
+            written[key] = row
+        elif row is None:
             return None
-        entry[0].update(changes)
-        entry[1] = True
-        return dict(entry[0])
+        row.update(changes)
+        return MappingProxyType(row)
 
     def put(self, table: str, row: dict[str, Any]) -> None:
         codec = self.codecs[table]
-        if row.keys() != codec.columns:
+        # The first test is the cheap one when the row lists its columns in table order.
+        if tuple(row) != codec.names and row.keys() != codec.columns:
             raise ValueError(f"{table} row must have exactly the columns {sorted(codec.columns)}")
-        self._cache[(table, tuple(row[name] for name in codec.key))] = [dict(row), True]
+        self._written[table][codec.key_of(row)] = dict(row)
 
     def delete(self, table: str, key: tuple[Any, ...]) -> None:
-        self._cache[(table, key)] = [None, True]
+        self._written[table][key] = None
 
     def flush(self) -> int:
         """Write every changed row; returns how many rows were written or deleted."""
-        deletes: dict[str, list[list[Any]]] = {name: [] for name in self.tables}
-        puts: dict[str, list[list[Any]]] = {name: [] for name in self.tables}
-        for (table, key), (row, dirty) in self._cache.items():
-            if not dirty:
-                continue
-            codec = self.codecs[table]
-            if row is None:
-                deletes[table].append(codec.key_params(key))
-            else:
-                puts[table].append(codec.row_to_db(row))
         written = 0
         for name, codec in self.codecs.items():
-            if deletes[name]:
-                self.cursor.executemany(codec.delete, deletes[name])
-            if puts[name]:
-                self.cursor.executemany(codec.upsert, puts[name])
-            written += len(deletes[name]) + len(puts[name])
-        self._cache.clear()
+            changes = self._written[name]
+            if not changes:
+                continue
+            puts = [row for row in changes.values() if row is not None]
+            if len(puts) < len(changes):
+                deletes = codec.keys_to_db([key for key, row in changes.items() if row is None])
+                if codec.postgres:
+                    self.cursor.execute_native(codec.delete, deletes)
+                else:
+                    self.cursor.executemany(codec.delete, deletes)
+            if puts:
+                if codec.postgres and len(puts) >= _COPY_ROWS:
+                    self.cursor.execute(codec.create_stage)
+                    self.cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
+                    self.cursor.execute(codec.upsert_staged)
+                elif codec.postgres:
+                    self.cursor.execute_native(codec.upsert, codec.rows_to_db(puts))
+                else:
+                    self._upsert_sqlite(codec, codec.rows_to_db(puts))
+            written += len(changes)
+            changes.clear()
+            self._read[name].clear()
         return written
 
+    def _upsert_sqlite(self, codec: _Codec, rows: list[tuple[Any, ...]]) -> None:
+        size = codec.rows_per_insert
+        whole = len(rows) - len(rows) % size
+        for start in range(0, whole, size):
+            self.cursor.execute(
+                codec.upsert_many, list(chain.from_iterable(rows[start : start + size]))
+            )
+        if whole < len(rows):
+            self.cursor.executemany(codec.upsert, rows[whole:])
+
     def decode(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
-        codec = self.codecs.get(spec.name) or _Codec(spec, self.dialect)
+        codec = self.codecs.get(spec.name) or _codec(spec, self.dialect)
         return codec.row_from_db(row)
 
 
-def _upsert_sql(spec: Table) -> str:
+def _upsert_sql(spec: Table, source: str) -> str:
     columns = spec.column_names()
-    placeholders = ", ".join("?" for _ in columns)
     others = [column for column in columns if column not in spec.key]
     action = (
         "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in others)
@@ -223,7 +394,7 @@ def _upsert_sql(spec: Table) -> str:
         else "DO NOTHING"
     )
     return (
-        f"INSERT INTO {spec.name} ({', '.join(columns)}) VALUES ({placeholders}) "
+        f"INSERT INTO {spec.name} ({', '.join(columns)}) {source} "
         f"ON CONFLICT ({', '.join(spec.key)}) {action}"
     )
 
@@ -262,6 +433,8 @@ class ProjectionRunner:
         self.dialect = "postgres" if sql.is_postgres else "sqlite"
         # The position this runner last committed or read; the batch transaction re-checks it.
         self.known_position: int | None = None
+        # Topic -> whether the projection handles it (only those events are decoded).
+        self._wanted: dict[str, bool] = {}
         self.setup()
 
     @property
@@ -306,7 +479,7 @@ class ProjectionRunner:
             position = self.known_position
         else:
             position = self.position()
-        return self.apply(self.read(position), position)
+        return self._apply(self._select(position), position, decoded=False)
 
     def read(
         self, position: int, wanted: Callable[[str], bool] | None = None
@@ -314,40 +487,80 @@ class ProjectionRunner:
         """The next batch after ``position``; only events some handler wants are decoded
         (the others still advance the position: their event is None)."""
         wanted = wanted or self.projection.handles_topic
-        notifications = self.app.recorder.select_notifications(position + 1, limit=self.batch_size)
+        notifications = self._select(position)
         return [(n, self._decode(n) if wanted(n.topic) else None) for n in notifications]
 
     def apply(self, events: list[tuple[Notification, Any]], position: int) -> int:
         """Apply a decoded batch that starts right after ``position``, in one transaction."""
-        if not events:
+        return self._apply(events, position, decoded=True)
+
+    def _apply(self, batch: Sequence[Any], position: int, *, decoded: bool) -> int:
+        """Apply a batch of notifications, decoded (``(notification, event)`` pairs) or not.
+
+        Undecoded notifications are decoded one at a time as they are applied, so a batch's
+        events never all live at once: that keeps memory flat and the garbage collector idle.
+        """
+        if not batch:
             return 0
-        last = events[-1][0].id
+        last = (batch[-1][0] if decoded else batch[-1]).id
         with self.sql.transaction() as cursor:
-            locked = cursor.execute(
-                f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?"
-                + (" FOR UPDATE" if self.sql.is_postgres else ""),
-                (self.name,),
-            ).fetchone()
-            if locked is None or int(locked[0]) != position:
-                self.known_position = None
-                raise ProjectionRaceError(self.name)
+            self._lock_position(cursor, position)
             rows = SqlRows(cursor, self.projection.tables, self.dialect)
-            for notification, event in events:
-                if event is None:
-                    continue
+            process = self.projection.process
+            to_domain_event = self.app.mapper.to_domain_event
+            wanted = self._wanted
+            for item in batch:
+                if decoded:
+                    notification, event = item
+                    if event is None:
+                        continue
+                else:
+                    notification = item
+                    wants = wanted.get(notification.topic)
+                    if wants is None:
+                        wants = self._wants(notification.topic)
+                    if not wants:
+                        continue
+                    try:
+                        event = to_domain_event(notification)
+                    except Exception as error:
+                        raise ProjectionStoppedError(
+                            _stopped(self.name, notification, type(error).__name__)
+                        ) from None
                 try:
-                    self.projection.process(event, notification.id, rows)
+                    process(event, notification.id, rows)
                 except Exception as error:
                     raise ProjectionStoppedError(
                         _stopped(self.name, notification, type(error).__name__)
                     ) from error
             rows.flush()
-            cursor.execute(
-                f"UPDATE {TRACKING_TABLE} SET position = ?, updated_at = ? WHERE projection = ?",
-                (last, datetime.now(tz=UTC).isoformat(), self.name),
-            )
+            self._save_position(cursor, last)
         self.known_position = last
-        return len(events)
+        return len(batch)
+
+    def _lock_position(self, cursor: Cursor, position: int) -> None:
+        """Lock this projection's tracking row; raise if it is no longer at ``position``."""
+        locked = cursor.execute(
+            f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?"
+            + (" FOR UPDATE" if self.sql.is_postgres else ""),
+            (self.name,),
+        ).fetchone()
+        if locked is None or int(locked[0]) != position:
+            self.known_position = None
+            raise ProjectionRaceError(self.name)
+
+    def _save_position(self, cursor: Cursor, last: int) -> None:
+        cursor.execute(
+            f"UPDATE {TRACKING_TABLE} SET position = ?, updated_at = ? WHERE projection = ?",
+            (last, datetime.now(tz=UTC).isoformat(), self.name),
+        )
+
+    def _wants(self, topic: str) -> bool:
+        """Whether the projection handles events of this topic (only those are decoded)."""
+        wants = self._wanted.get(topic)
+        if wants is None:
+            wants = self._wanted[topic] = self.projection.handles_topic(topic)
+        return wants
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Process batches until the log is exhausted; returns the events processed."""
@@ -362,6 +575,9 @@ class ProjectionRunner:
             total += processed
             if progress is not None:
                 progress(processed)
+
+    def _select(self, position: int) -> Sequence[Notification]:
+        return self.app.recorder.select_notifications(position + 1, limit=self.batch_size)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop and rebuild from the whole log; secondary indexes are built once, at the end."""
@@ -381,8 +597,20 @@ class ProjectionRunner:
         """Drop the projection's tables and tracking position, ready for a rebuild."""
         with self.sql.transaction() as cursor:
             self.sql.lock_schema(cursor)
-            for table in self.projection.tables:
-                cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
+            secure_delete = None
+            if not self.sql.is_postgres:
+                # Some SQLite builds (Debian's) zero every freed page by default, which makes
+                # dropping a big table write it all again. The dropped rows are derived from
+                # the log, which stays in the same file: zero only what costs no extra I/O.
+                found = cursor.execute("PRAGMA secure_delete").fetchone()
+                secure_delete = int(found[0]) if found else None
+                cursor.execute("PRAGMA secure_delete = FAST")
+            try:
+                for table in self.projection.tables:
+                    cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
+            finally:
+                if secure_delete is not None:
+                    cursor.execute(f"PRAGMA secure_delete = {secure_delete}")
             cursor.execute(f"DELETE FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,))
         self.known_position = None
         self.setup(indexes=indexes)
@@ -401,38 +629,98 @@ def rebuild_together(
 ) -> int:
     """Rebuild several projections reading and decoding the log once for all of them.
 
-    Each projection still commits each batch with its own tracking position, so a rebuild
-    interrupted part-way resumes like any catch-up. Returns the log events read.
+    Each projection keeps its own tracking position, so a rebuild interrupted part-way resumes
+    like any catch-up. Runners sharing one database (as Countersign's do) apply each batch in
+    ONE transaction, every projection's rows and position together, decoding each event once
+    as it is applied, so a batch's events never all live at once. Returns the log events read.
     """
     for runner in runners:
         runner.reset(indexes=False)
     position = 0
     total = 0
+    shared = all(runner.sql is runners[0].sql for runner in runners)
 
     def wanted(topic: str) -> bool:
         return any(runner.projection.handles_topic(topic) for runner in runners)
 
     try:
         while runners:
-            decoded = runners[0].read(position, wanted)
-            if not decoded:
-                break
-            for runner in runners:
-                try:
-                    runner.apply(decoded, position)
-                except ProjectionRaceError:
-                    raise ProjectionStoppedError(
-                        f"projection {runner.name!r} was advanced by another runner during the "
-                        "rebuild; stop 'countersign projections run' and rebuild again"
-                    ) from None
-            position = decoded[-1][0].id
-            total += len(decoded)
+            if shared:
+                batch = runners[0]._select(position)
+                if not batch:
+                    break
+                _apply_together(runners, batch, position)
+                read, position = len(batch), batch[-1].id
+            else:
+                decoded = runners[0].read(position, wanted)
+                if not decoded:
+                    break
+                for runner in runners:
+                    try:
+                        runner.apply(decoded, position)
+                    except ProjectionRaceError:
+                        raise ProjectionStoppedError(_advanced(runner.name)) from None
+                read, position = len(decoded), decoded[-1][0].id
+            total += read
             if progress is not None:
-                progress(len(decoded))
+                progress(read)
     finally:
         for runner in runners:  # whatever happened, readers get their indexes back
             runner.create_indexes()
     return total
+
+
+def _apply_together(
+    runners: list[ProjectionRunner], batch: Sequence[Notification], position: int
+) -> None:
+    """Apply one batch to every runner (all on one database) in one transaction."""
+    first = runners[0]
+    last = batch[-1].id
+    with first.sql.transaction() as cursor:
+        rows = []
+        for runner in runners:
+            try:
+                runner._lock_position(cursor, position)
+            except ProjectionRaceError:
+                raise ProjectionStoppedError(_advanced(runner.name)) from None
+            rows.append(SqlRows(cursor, runner.projection.tables, runner.dialect))
+        to_domain_event = first.app.mapper.to_domain_event
+        # Topic -> the runners (by index) that handle it.
+        wanting: dict[str, list[int]] = {}
+        for notification in batch:
+            topic = notification.topic
+            indexes = wanting.get(topic)
+            if indexes is None:
+                indexes = wanting[topic] = [
+                    i for i, runner in enumerate(runners) if runner._wants(topic)
+                ]
+            if not indexes:
+                continue
+            try:
+                event = to_domain_event(notification)
+            except Exception as error:
+                raise ProjectionStoppedError(
+                    _stopped(runners[indexes[0]].name, notification, type(error).__name__)
+                ) from None
+            for i in indexes:
+                try:
+                    runners[i].projection.process(event, notification.id, rows[i])
+                except Exception as error:
+                    raise ProjectionStoppedError(
+                        _stopped(runners[i].name, notification, type(error).__name__)
+                    ) from error
+        for runner, runner_rows in zip(runners, rows, strict=True):
+            runner_rows.flush()
+            runner._save_position(cursor, last)
+    for runner in runners:
+        runner.known_position = last
+
+
+def _advanced(name: str) -> str:
+    return (
+        f"projection {name!r} was advanced by another runner during the rebuild; "
+        "stop 'countersign projections run' and rebuild again"
+    )
 
 
 def _stopped(name: str, notification: Notification, error: str) -> str:

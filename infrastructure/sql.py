@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -113,6 +113,18 @@ class Cursor:
             sql = sql.replace("?", "%s")
         self._cursor.execute(sql, tuple(params))
         return self
+
+    def execute_native(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Execute with the driver's own placeholders (``%s``/``%b`` for psycopg), as written."""
+        self._cursor.execute(sql, tuple(params))
+        return self
+
+    def copy_in(self, sql: str, types: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """PostgreSQL only: run ``COPY ... FROM STDIN``, sending each row's values as ``types``."""
+        with self._cursor.copy(sql) as copy:
+            copy.set_types(types)
+            for row in rows:
+                copy.write_row(row)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Cursor:
         if self._is_postgres:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from projections.base import Column, Projection, Rows, Table, event_time, handles, update
+from projections.base import Column, Projection, Rows, Table, event_time, handles
 
 ORGANIZATIONS = "analytics_organizations"
 FACTS = "proposal_facts"
@@ -125,34 +125,34 @@ class Analytics(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        fact = rows.get(FACTS, (str(event.originator_id),))
-        if fact is None or fact["status"] == "declined":
-            if fact is not None:
-                update(
-                    rows,
-                    FACTS,
-                    (fact["proposal_id"],),
-                    revision_reason=event.outcome["reason"]["code"],
-                )
+        key = (str(event.originator_id),)
+        fact = rows.get(FACTS, key)
+        if fact is None:
+            return
+        code = event.outcome["reason"]["code"]
+        if fact["status"] == "declined":
+            rows.update(FACTS, key, revision_reason=code)
             return
         self._settle(
             event,
             rows,
             status="revision_required",
             outcome="revision_required",
-            revision_reason=event.outcome["reason"]["code"],
+            revision_reason=code,
+            key=key,
+            fact=fact,
         )
 
     @staticmethod
     def _decide(event: Any, rows: Rows, decision: str, by: str | None) -> None:
-        fact = rows.get(FACTS, (str(event.originator_id),))
+        key = (str(event.originator_id),)
+        fact = rows.get(FACTS, key)
         if fact is None:
             return
         at = event_time(event)
-        update(
-            rows,
+        rows.update(
             FACTS,
-            (fact["proposal_id"],),
+            key,
             decided_at=at,
             decided_by=by,
             decision=decision,
@@ -168,8 +168,13 @@ class Analytics(Projection):
         outcome: str,
         executed: bool = False,
         revision_reason: str | None = None,
+        key: tuple[str] | None = None,
+        fact: Mapping[str, Any] | None = None,
     ) -> None:
-        fact = rows.get(FACTS, (str(event.originator_id),))
+        """Move the proposal to a new status and outcome (and its roll-up with it)."""
+        if key is None:
+            key = (str(event.originator_id),)
+            fact = rows.get(FACTS, key)
         if fact is None:
             return
         _count(rows, fact, -1)
@@ -178,25 +183,33 @@ class Analytics(Projection):
             changes["executed_at"] = event_time(event)
         if revision_reason is not None:
             changes["revision_reason"] = revision_reason
-        fact = {**fact, **changes}
-        rows.put(FACTS, fact)
-        _count(rows, fact, +1)
+        settled = rows.update(FACTS, key, **changes)
+        assert settled is not None  # it was just read
+        _count(rows, settled, +1)
 
 
 def _count(rows: Rows, fact: Mapping[str, Any], delta: int) -> None:
     """Move one proposal in or out of its day's roll-up for its current outcome."""
     key = (fact["proposed_day"], fact["organization_id"], fact["operation"], fact["outcome"])
     current = rows.get(DAILY, key)
-    row = {
-        "day": key[0],
-        "organization_id": key[1],
-        "operation": key[2],
-        "outcome": key[3],
-        "proposals": (current["proposals"] if current else 0) + delta,
-        "amount_cents": (current["amount_cents"] if current else 0)
-        + delta * (fact["amount_cents"] or 0),
-    }
-    if row["proposals"] == 0:
-        rows.delete(DAILY, key)
+    amount = delta * (fact["amount_cents"] or 0)
+    if current is None:
+        proposals, amount_cents = delta, amount
     else:
-        rows.put(DAILY, row)
+        proposals, amount_cents = current["proposals"] + delta, current["amount_cents"] + amount
+    if proposals == 0:
+        rows.delete(DAILY, key)
+    elif current is None:
+        rows.put(
+            DAILY,
+            {
+                "day": key[0],
+                "organization_id": key[1],
+                "operation": key[2],
+                "outcome": key[3],
+                "proposals": proposals,
+                "amount_cents": amount_cents,
+            },
+        )
+    else:
+        rows.update(DAILY, key, proposals=proposals, amount_cents=amount_cents)

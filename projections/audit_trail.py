@@ -103,15 +103,15 @@ class AuditTrail(Projection):
     @staticmethod
     def _record(event: Any, position: int, rows: Rows, actor: str, summary: str) -> None:
         proposal_id = str(event.originator_id)
-        proposal = rows.get(PROPOSALS, (proposal_id,)) or {}
+        proposal = rows.get(PROPOSALS, (proposal_id,))
         rows.put(
             EVENTS,
             {
                 "position": position,
                 "proposal_id": proposal_id,
                 "version": event.originator_version,
-                "organization_id": proposal.get("organization_id"),
-                "operation": proposal.get("operation"),
+                "organization_id": None if proposal is None else proposal["organization_id"],
+                "operation": None if proposal is None else proposal["operation"],
                 "event_type": type(event).__name__,
                 "actor": actor,
                 "at": event_time(event),

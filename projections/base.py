@@ -51,8 +51,10 @@ class Rows(Protocol):
         """Insert or replace the whole row (every column of the table)."""
         ...
 
-    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
-        """Change some columns of an existing row; a missing row stays missing (None)."""
+    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:
+        """Change some columns of an existing row; a missing row stays missing (None).
+
+        Returns the changed row, read-only like ``get``'s."""
         ...
 
     def delete(self, table: str, key: tuple[Any, ...]) -> None: ...
@@ -104,9 +106,11 @@ class Projection(ABC):
 def event_time(event: Any) -> datetime:
     """The time the event was recorded, in UTC."""
     timestamp: datetime = event.timestamp
-    return timestamp.astimezone(UTC)
+    return timestamp if timestamp.tzinfo is UTC else timestamp.astimezone(UTC)
 
 
-def update(rows: Rows, table: str, key: tuple[Any, ...], **changes: Any) -> dict[str, Any] | None:
+def update(
+    rows: Rows, table: str, key: tuple[Any, ...], **changes: Any
+) -> Mapping[str, Any] | None:
     """Change some columns of an existing row; a missing row is left missing."""
     return rows.update(table, key, **changes)

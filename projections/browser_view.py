@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.messages import outcome_message
-from projections.base import Column, Projection, Rows, Table, event_time, handles, update
+from domain.messages import outcome_messages
+from projections.base import Column, Projection, Rows, Table, event_time, handles
 
 CARDS = "proposal_cards"
 
@@ -54,6 +54,7 @@ class BrowserView(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        at = event_time(event)
         rows.put(
             CARDS,
             {
@@ -66,7 +67,7 @@ class BrowserView(Projection):
                 "interaction_id": event.interaction_id,
                 "status": "pending",
                 "preview": event.preview,
-                "proposed_at": event_time(event),
+                "proposed_at": at,
                 "expires_at": event.expires_at,
                 "approved_by": None,
                 "approved_at": None,
@@ -76,7 +77,7 @@ class BrowserView(Projection):
                 "outcome_kind": None,
                 "message_en": None,
                 "message_fr": None,
-                "updated_at": event_time(event),
+                "updated_at": at,
                 "version": event.originator_version,
             },
         )
@@ -100,20 +101,24 @@ class BrowserView(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        card = rows.get(CARDS, (str(event.originator_id),))
+        key = (str(event.originator_id),)
+        card = rows.get(CARDS, key)
         if card is None:
             return
         status = _OUTCOME_STATUS[type(event).__name__]
         if card["status"] == "declined":
             status = "declined"  # a decline's RevisionRequired keeps the card declined
+        outcome = event.outcome
+        message_en, message_fr = outcome_messages(card["operation"], card["preview"], outcome)
         self._change(
             event,
             rows,
+            key,
             status=status,
-            outcome=event.outcome,
-            outcome_kind=event.outcome["kind"],
-            message_en=outcome_message(card["operation"], card["preview"], event.outcome, "en"),
-            message_fr=outcome_message(card["operation"], card["preview"], event.outcome, "fr"),
+            outcome=outcome,
+            outcome_kind=outcome["kind"],
+            message_en=message_en,
+            message_fr=message_fr,
         )
 
     @handles("Proposal.Declined")
@@ -127,11 +132,11 @@ class BrowserView(Projection):
         self._change(event, rows, status="expired")
 
     @staticmethod
-    def _change(event: Any, rows: Rows, **changes: Any) -> None:
-        update(
-            rows,
+    def _change(event: Any, rows: Rows, key: tuple[str] | None = None, **changes: Any) -> None:
+        """Change the card (a missing one stays missing), stamped with the event's time."""
+        rows.update(
             CARDS,
-            (str(event.originator_id),),
+            key or (str(event.originator_id),),
             **changes,
             updated_at=event_time(event),
             version=event.originator_version,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from domain.handback import reason_text
-from domain.messages import outcome_message
+from domain.messages import outcome_messages
 from domain.outcomes import RevisionReason
 from projections.base import Column, Projection, Rows, Table, event_time, handles
 
@@ -96,12 +96,10 @@ class Handback(Projection):
         proposal = rows.get(PROPOSALS, (str(event.originator_id),))
         if proposal is None:
             return
-        texts = {
-            language: outcome_message(
-                proposal["operation"], proposal["preview"], event.outcome, language
-            )
-            for language in ("en", "fr")
-        }
+        outcome = event.outcome
+        operation = proposal["operation"]
+        text_en, text_fr = outcome_messages(operation, proposal["preview"], outcome)
+        at = event_time(event)
         rows.put(
             MESSAGES,
             {
@@ -110,26 +108,26 @@ class Handback(Projection):
                 "proposal_id": proposal["proposal_id"],
                 "organization_id": proposal["organization_id"],
                 "kind": "outcome",
-                "outcome_kind": event.outcome["kind"],
-                "text_en": texts["en"],
-                "text_fr": texts["fr"],
-                "created_at": event_time(event),
+                "outcome_kind": outcome["kind"],
+                "text_en": text_en,
+                "text_fr": text_fr,
+                "created_at": at,
             },
         )
-        if event.outcome["kind"] == "revision_required":
-            reason = RevisionReason.model_validate(event.outcome["reason"])
+        if outcome["kind"] == "revision_required":
+            reason = RevisionReason.model_validate(outcome["reason"])
             rows.put(
                 CONTEXT,
                 {
                     "interaction_id": proposal["interaction_id"],
                     "proposal_id": proposal["proposal_id"],
                     "organization_id": proposal["organization_id"],
-                    "operation": proposal["operation"],
+                    "operation": operation,
                     "reason_code": reason.code,
                     "reason_params": reason.params,
-                    "context_en": _context(proposal["operation"], reason, "en"),
-                    "context_fr": _context(proposal["operation"], reason, "fr"),
-                    "created_at": event_time(event),
+                    "context_en": _context(operation, reason, "en"),
+                    "context_fr": _context(operation, reason, "fr"),
+                    "created_at": at,
                 },
             )
 

@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from infrastructure.projection_runner import ProjectionRunner, ProjectionStoppedError, run_forever
+from infrastructure.projection_runner import (
+    ProjectionRunner,
+    ProjectionStoppedError,
+    SqlRows,
+    create_statements,
+    rebuild_together,
+    run_forever,
+)
 from infrastructure.sql import SqlDatabase
 from projections import PROJECTIONS
 from projections.base import Column, Projection, Rows, Table, handles
@@ -320,8 +327,6 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
 def test_sql_rows_round_trip_every_column_type(cs):
     from datetime import UTC, datetime
 
-    from infrastructure.projection_runner import SqlRows, create_statements
-
     table = Table(
         "typed_rows",
         (
@@ -355,3 +360,150 @@ def test_sql_rows_round_trip_every_column_type(cs):
             assert SqlRows(cursor, [table], dialect).get("typed_rows", ("a",)) == row
     finally:
         other.close()
+
+
+def test_rebuilding_together_equals_the_incrementally_built_tables(cs, seeded, clock):
+    lifecycle_history(cs, seeded, clock, after_each=lambda: catch_up_all(cs, batch_size=3))
+    catch_up_all(cs, batch_size=3)
+    incremental = snapshot(cs)
+
+    runners = cs.projection_runners(batch_size=4)  # many batches, each split across events
+    events = rebuild_together(runners)
+
+    assert events == runners[0].head()
+    assert snapshot(cs) == incremental
+    assert {runner.status().lag for runner in cs.projection_runners()} == {0}
+
+
+def test_rebuilding_together_stops_at_the_event_a_projection_cannot_process(cs, seeded):
+    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    cs.proposals.approve(proposal_id, AVA)
+    fragile = _Fragile()
+    runners = [*cs.projection_runners(batch_size=1000), ProjectionRunner(cs.app, cs.sql, fragile)]
+
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        rebuild_together(runners)
+
+    assert "projection 'fragile' stopped at notification" in str(stopped.value)
+    assert "Proposal.Approved" in str(stopped.value)
+    # The batch was applied to no projection: every one resumes from the same place.
+    assert {runner.position() for runner in runners} == {0}
+    fragile.broken = False
+    for runner in runners:
+        runner.catch_up()
+    assert {runner.status().lag for runner in runners} == {0}
+    rebuilt = snapshot(cs)
+    for runner in cs.projection_runners():
+        runner.reset()
+        runner.catch_up()
+    assert snapshot(cs) == rebuilt
+
+
+_MIXED = Table(
+    "mixed_rows",
+    (
+        Column("k"),
+        Column("n", "int"),
+        Column("t", "time"),
+        Column("j", "json"),
+        Column("r", "real"),
+        Column("note"),
+    ),
+    key=("k", "n"),
+)
+
+
+def _mixed_row(i: int) -> dict[str, Any]:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    offset = timezone(timedelta(hours=-5)) if i % 3 else UTC  # stored as the same instant
+    return {
+        "k": f"k{i % 7}",
+        "n": i,
+        "t": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).astimezone(offset) if i % 5 else None,
+        "j": {"i": i, "list": [i, "é"]} if i % 4 else None,
+        "r": i if i % 2 else i + 0.5,  # ints and floats in one column
+        "note": None if i % 6 == 0 else f"note {i}",
+    }
+
+
+def test_sql_rows_write_many_rows_in_one_flush_and_read_them_back(cs):
+    dialect = "postgres" if cs.sql.is_postgres else "sqlite"
+    other = SqlDatabase(cs.database)
+    try:
+        with other.transaction() as cursor:
+            for statement in create_statements(_MIXED, dialect):
+                cursor.execute(statement)
+            rows = SqlRows(cursor, [_MIXED], dialect)
+            for i in range(230):  # more rows than one SQLite statement takes
+                rows.put("mixed_rows", _mixed_row(i))
+            assert rows.flush() == 230
+        with other.transaction() as cursor:
+            rows = SqlRows(cursor, [_MIXED], dialect)
+            for i in range(0, 230, 3):
+                rows.delete("mixed_rows", (f"k{i % 7}", i))
+            changed = rows.update("mixed_rows", ("k1", 1), note="changed", r=2)
+            assert changed is not None
+            assert changed["note"] == "changed"
+            with pytest.raises(TypeError):
+                changed["note"] = "read-only"  # type: ignore[index]
+            assert rows.update("mixed_rows", ("k0", 0), note="gone") is None  # deleted above
+            assert rows.get("mixed_rows", ("k0", 0)) is None
+            rows.put("mixed_rows", {**_mixed_row(3), "note": "put again"})
+            for i in range(230, 360):  # a second bulk write: nothing of the first comes back
+                rows.put("mixed_rows", _mixed_row(i))
+            rows.flush()
+        with other.transaction() as cursor:
+            rows = SqlRows(cursor, [_MIXED], dialect)
+            for i in range(360):
+                expected = _mixed_row(i)
+                if i % 3 == 0 and i not in (3, *range(230, 360)):
+                    expected = None
+                elif i == 1:
+                    expected.update(note="changed", r=2)
+                elif i == 3:
+                    expected["note"] = "put again"
+                found = rows.get("mixed_rows", (f"k{i % 7}", i))
+                assert (None if found is None else dict(found)) == expected, i
+    finally:
+        other.close()
+
+
+def test_sql_rows_refuse_rows_that_do_not_match_the_table(cs):
+    dialect = "postgres" if cs.sql.is_postgres else "sqlite"
+    with cs.sql.transaction() as cursor:
+        rows = SqlRows(cursor, [_MIXED], dialect)
+        with pytest.raises(ValueError, match="exactly the columns"):
+            rows.put("mixed_rows", {"k": "a", "n": 1})
+        with pytest.raises(ValueError, match="exactly the columns"):
+            rows.put("mixed_rows", {**_mixed_row(1), "extra": 1})
+        with pytest.raises(ValueError, match="has no column"):
+            rows.update("mixed_rows", ("a", 1), colour="red")
+
+
+def test_stored_messages_are_the_domains_own_in_both_languages(cs, seeded, clock):
+    from domain.messages import outcome_message, outcome_messages
+
+    lifecycle_history(cs, seeded, clock)
+    catch_up_all(cs)
+    with cs.sql.transaction() as cursor:
+        cards = cursor.execute(
+            "SELECT proposal_id FROM proposal_cards WHERE outcome_kind IS NOT NULL"
+        ).fetchall()
+    org = seeded["organizations"][0]["id"]
+    kinds = set()
+    for (proposal_id,) in cards:
+        card = cs.read_models.card(org, proposal_id)
+        kinds.add(card["outcome_kind"])
+        for language in ("en", "fr"):
+            expected = outcome_message(
+                card["operation"], card["preview"], card["outcome"], language
+            )
+            assert card[f"message_{language}"] == expected
+    assert {"succeeded", "revision_required"} <= kinds
+    failure = {"kind": "terminal_failure", "correlation_id": "cs-0123456789abcdef"}
+    reconciling = {"kind": "needs_reconciliation", "status_path": "/status/x"}
+    for stored in (failure, reconciling):
+        assert outcome_messages(REFUND, {}, stored) == tuple(
+            outcome_message(REFUND, {}, stored, language) for language in ("en", "fr")
+        )
