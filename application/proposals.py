@@ -85,7 +85,7 @@ _RoundAnswer = ApprovalReport | _ReadAgain | _ClaimedExternal | None
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
 _CLAIM_ROUNDS = 12
-_PROPOSE_ATTEMPTS = 4
+_PROPOSE_ATTEMPTS = 8
 _REMEMBERED_SCOPES = 10_000
 
 
@@ -147,9 +147,14 @@ class ProposalService:
         scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
         ids = [organization_id, *contract.preload_ids(scope)]
         for attempt in range(_PROPOSE_ATTEMPTS):
+            if attempt > 1:
+                # Facts it depends on keep changing: back off with jitter, then read again.
+                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))  # noqa: S311
             try:
                 # First on what this process already holds; the commit checks every fact read.
-                with self.store.preload(ids, optimistic=attempt == 0):
+                with self.store.preload(
+                    ids, optimistic=attempt == 0, unchecked=contract.targets_only(scope)
+                ):
                     proposal = self._freeze(
                         contract, parsed, scope, organization, actor, interaction_id
                     )

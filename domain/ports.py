@@ -42,7 +42,11 @@ class AggregateStore(Protocol):
         ...
 
     def preload(
-        self, aggregate_ids: Sequence[UUID], *, optimistic: bool = False
+        self,
+        aggregate_ids: Sequence[UUID],
+        *,
+        optimistic: bool = False,
+        unchecked: Sequence[UUID] = (),
     ) -> AbstractContextManager[None]:
         """Read these aggregates in one round trip; inside the block, get() and read() of
         them return that state without reading again. Unknown ids are simply not loaded.
@@ -50,6 +54,9 @@ class AggregateStore(Protocol):
         Every save in the block checks, inside its commit, that nothing read in the block has
         changed since, and raises StaleReadError (writing nothing) if something has: a
         decision is never committed on out-of-date facts.
+
+        ``unchecked``: aggregates the block reads without basing its decision on their state
+        (a save does not check them).
 
         ``optimistic``: reads in the block may be served from state this process already
         holds, without any query. An answer decided from such reads WITHOUT a save (a

@@ -177,6 +177,8 @@ class _Reads:
         self.optimistic = 0
         #: Aggregate id -> the version the block's decisions were based on.
         self.versions: dict[UUID, int] = {}
+        #: Aggregates read without the decision depending on them (not checked).
+        self.unchecked: set[UUID] = set()
 
     def saw(self, aggregate: Aggregate) -> None:
         if self.blocks:
@@ -211,9 +213,17 @@ class EventSourcedStore:
         return reads
 
     @contextmanager
-    def preload(self, aggregate_ids: Sequence[UUID], *, optimistic: bool = False) -> Iterator[None]:
+    def preload(
+        self,
+        aggregate_ids: Sequence[UUID],
+        *,
+        optimistic: bool = False,
+        unchecked: Sequence[UUID] = (),
+    ) -> Iterator[None]:
         reads = self._reads
         optimistic = optimistic or reads.optimistic > 0
+        ignored = set(unchecked) - reads.unchecked
+        reads.unchecked |= ignored
         reads.blocks += 1
         if optimistic:
             reads.optimistic += 1
@@ -236,6 +246,7 @@ class EventSourcedStore:
             for aggregate_id in loaded:
                 reads.preloaded.pop(aggregate_id, None)
             reads.blocks -= 1
+            reads.unchecked -= ignored
             if optimistic:
                 reads.optimistic -= 1
             if not reads.blocks:
@@ -345,7 +356,9 @@ class EventSourcedStore:
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
         # under the writers' lock.
-        expected = {i: v for i, v in reads.versions.items() if i not in written}
+        expected = {
+            i: v for i, v in reads.versions.items() if i not in written and i not in reads.unchecked
+        }
         to_stored_event = self.app.mapper.to_stored_event
         stored = [to_stored_event(event) for _, events in pending for event in events]
         since = self._snapshots.generation()

@@ -313,8 +313,8 @@ class _StoreWhereAnotherApproverWinsEachRound:
     def get(self, aggregate_id: UUID, as_type: type[Any], version: int | None = None) -> Any:
         return self.inner.get(aggregate_id, as_type, version)
 
-    def preload(self, aggregate_ids: Any, *, optimistic: bool = False) -> Any:
-        return self.inner.preload(aggregate_ids, optimistic=optimistic)
+    def preload(self, aggregate_ids: Any, **options: Any) -> Any:
+        return self.inner.preload(aggregate_ids, **options)
 
     def read(self, aggregate_id: UUID, as_type: type[Any]) -> Any:
         return self.inner.read(aggregate_id, as_type)

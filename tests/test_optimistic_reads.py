@@ -226,3 +226,36 @@ def test_a_member_joining_between_revalidation_and_claim_is_caught_by_the_claim_
     assert report.outcome["reason"]["code"] == "audience_changed"
     assert report.outcome["reason"]["params"] == {"approved_count": 4, "current_count": 5}
     assert cs.store.get(uuid.UUID(form_id), BroadcastForm).subject == ""
+
+
+def test_drafts_applied_to_the_form_meanwhile_do_not_make_a_new_draft_stale(cs, other, seeded):
+    """The form is only where a draft goes: another draft applied to it between this process's
+    read and its commit changes nothing in this one, so the proposal is stored at once."""
+    form_id = seeded["broadcast_forms"]["granite"]
+    request = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Ice", "body": "Hi"}
+
+    def draft(wired: Countersign) -> str:
+        return wired.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=DRAFT,
+            resource_id=form_id,
+            request=request,
+        ).proposal_id
+
+    draft(cs)  # this process now holds the form and the roster
+    assert other.proposals.approve(draft(other), AVA).status == "succeeded"  # form moves on
+    commits = []
+    insert_events = cs.app.recorder.insert_events
+
+    def counted(*args, **kwargs):
+        commits.append(kwargs)
+        return insert_events(*args, **kwargs)
+
+    cs.app.recorder.insert_events = counted
+    try:
+        assert draft(cs)
+    finally:
+        del cs.app.recorder.insert_events
+    assert len(commits) == 1  # not refused as stale, not retried
+    assert uuid.UUID(form_id) not in commits[0][EXPECTED_VERSIONS]

@@ -315,4 +315,3 @@ def _arguments(raw: str) -> dict[str, Any] | None:
     except (json.JSONDecodeError, TypeError):
         return None
     return value if isinstance(value, dict) else None
-

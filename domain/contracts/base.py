@@ -186,6 +186,12 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """Aggregates ``load`` will read, so the service can fetch them in one round trip."""
         return [scope.resource_id]
 
+    def targets_only(self, scope: Scope) -> list[UUID]:
+        """Aggregates a proposal only points at: their current state shapes neither its
+        arguments nor its preview, so a change to them before the proposal is stored does not
+        make it stale (everything else ``load`` read does; approval revalidates anyway)."""
+        return []
+
     @abstractmethod
     def load(self, scope: Scope, store: AggregateStore) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
