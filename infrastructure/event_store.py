@@ -196,7 +196,7 @@ class EventSourcedStore:
     the same aggregates reads nothing at all.
     """
 
-    def __init__(self, app: CountersignApplication, cache_size: int = 1000) -> None:
+    def __init__(self, app: CountersignApplication, cache_size: int = 256) -> None:
         self.app = app
         self._local = threading.local()
         self._snapshots = _Snapshots(cache_size)
