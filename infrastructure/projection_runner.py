@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from operator import itemgetter
 from types import MappingProxyType, NoneType
 from typing import Any
 
+import psycopg
 from eventsourcing.persistence import Notification
 from psycopg.types.json import Jsonb
 
@@ -158,6 +160,7 @@ class _Codec:
     def __init__(self, spec: Table, dialect: str) -> None:
         to_db, from_db = _TO_DB[dialect], _FROM_DB[dialect]
         self.postgres = dialect == "postgres"
+        self.append_only = spec.append_only
         self.names = tuple(spec.column_names())
         self.columns = frozenset(self.names)
         self.key = spec.key
@@ -196,6 +199,8 @@ class _Codec:
             )
             self.copy = f"COPY pg_temp.{stage} ({columns}) FROM STDIN (FORMAT BINARY)"
             self.upsert_staged = _upsert_sql(spec, f"SELECT {columns} FROM pg_temp.{stage}")
+            if spec.append_only:  # nothing to merge: straight into the table
+                self.copy = f"COPY {spec.name} ({columns}) FROM STDIN (FORMAT BINARY)"
             self.delete = (
                 f"DELETE FROM {spec.name} AS t USING "
                 + _unnest([_PG_TYPES[t] for t in self.key_types])
@@ -317,6 +322,8 @@ class SqlRows:
         return None if row is None else MappingProxyType(row)
 
     def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:
+        if self.codecs[table].append_only:
+            raise ValueError(f"{table} is append-only: its rows are never changed")
         columns = self.codecs[table].columns
         if not columns.issuperset(changes):
             raise ValueError(f"{table} has no column {sorted(set(changes) - columns)}")
@@ -337,9 +344,14 @@ class SqlRows:
         # The first test is the cheap one when the row lists its columns in table order.
         if tuple(row) != codec.names and row.keys() != codec.columns:
             raise ValueError(f"{table} row must have exactly the columns {sorted(codec.columns)}")
-        self._written[table][codec.key_of(row)] = dict(row)
+        key = codec.key_of(row)
+        if codec.append_only and key in self._written[table]:
+            raise ValueError(f"{table} is append-only: {key!r} was already put")
+        self._written[table][key] = dict(row)
 
     def delete(self, table: str, key: tuple[Any, ...]) -> None:
+        if self.codecs[table].append_only:
+            raise ValueError(f"{table} is append-only: its rows are never deleted")
         self._written[table][key] = None
 
     def flush(self) -> int:
@@ -357,7 +369,9 @@ class SqlRows:
                 else:
                     self.cursor.executemany(codec.delete, deletes)
             if puts:
-                if codec.postgres and len(puts) >= _COPY_ROWS:
+                if codec.postgres and len(puts) >= _COPY_ROWS and codec.append_only:
+                    self.cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
+                elif codec.postgres and len(puts) >= _COPY_ROWS:
                     self.cursor.execute(codec.create_stage)
                     self.cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
                     self.cursor.execute(codec.upsert_staged)
@@ -387,6 +401,8 @@ class SqlRows:
 
 def _upsert_sql(spec: Table, source: str) -> str:
     columns = spec.column_names()
+    if spec.append_only:
+        return f"INSERT INTO {spec.name} ({', '.join(columns)}) {source}"
     others = [column for column in columns if column not in spec.key]
     action = (
         "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in others)
@@ -533,7 +549,7 @@ class ProjectionRunner:
                     raise ProjectionStoppedError(
                         _stopped(self.name, notification, type(error).__name__)
                     ) from error
-            rows.flush()
+            _flush(self.name, rows, last)
             self._save_position(cursor, last)
         self.known_position = last
         return len(batch)
@@ -710,7 +726,7 @@ def _apply_together(
                         _stopped(runners[i].name, notification, type(error).__name__)
                     ) from error
         for runner, runner_rows in zip(runners, rows, strict=True):
-            runner_rows.flush()
+            _flush(runner.name, runner_rows, last)
             runner._save_position(cursor, last)
     for runner in runners:
         runner.known_position = last
@@ -721,6 +737,18 @@ def _advanced(name: str) -> str:
         f"projection {name!r} was advanced by another runner during the rebuild; "
         "stop 'countersign projections run' and rebuild again"
     )
+
+
+def _flush(name: str, rows: SqlRows, last: int) -> None:
+    """Write a batch's rows; a row an append-only table already holds stops the projection."""
+    try:
+        rows.flush()
+    except (sqlite3.IntegrityError, psycopg.errors.IntegrityError) as error:
+        raise ProjectionStoppedError(
+            f"projection {name!r} stopped writing the batch that ends at notification {last}: "
+            f"{type(error).__name__} (a row it puts once is already there). Nothing of the "
+            "batch was applied; fix the cause and run the projection again."
+        ) from error
 
 
 def _stopped(name: str, notification: Notification, error: str) -> str:

@@ -22,6 +22,7 @@ class AuditTrail(Projection):
             PROPOSALS,
             (Column("proposal_id"), Column("organization_id"), Column("operation")),
             key=("proposal_id",),
+            append_only=True,
         ),
         Table(
             EVENTS,
@@ -44,6 +45,7 @@ class AuditTrail(Projection):
                 ("actor", "at"),
                 ("at",),
             ),
+            append_only=True,
         ),
     )
 

@@ -33,6 +33,10 @@ class Table:
     columns: tuple[Column, ...]
     key: tuple[str, ...]
     indexes: tuple[tuple[str, ...], ...] = ()
+    #: Each row is put once and never changed or deleted (a log): the runner inserts instead
+    #: of upserting (COPY straight into the table on PostgreSQL); putting a key again, or
+    #: updating or deleting a row, stops the projection.
+    append_only: bool = False
 
     def column_names(self) -> list[str]:
         return [column.name for column in self.columns]

@@ -507,3 +507,39 @@ def test_stored_messages_are_the_domains_own_in_both_languages(cs, seeded, clock
         assert outcome_messages(REFUND, {}, stored) == tuple(
             outcome_message(REFUND, {}, stored, language) for language in ("en", "fr")
         )
+
+
+def test_an_append_only_table_refuses_a_second_put_update_or_delete(cs, seeded):
+    log = Table("log_rows", (Column("n", "int"), Column("text")), key=("n",), append_only=True)
+    with cs.sql.transaction() as cursor:
+        for statement in create_statements(log, "postgres" if cs.sql.is_postgres else "sqlite"):
+            cursor.execute(statement)
+        rows = SqlRows(cursor, [log], "postgres" if cs.sql.is_postgres else "sqlite")
+        rows.put("log_rows", {"n": 1, "text": "one"})
+        with pytest.raises(ValueError, match="append-only"):
+            rows.put("log_rows", {"n": 1, "text": "again"})
+        with pytest.raises(ValueError, match="append-only"):
+            rows.update("log_rows", (1,), text="changed")
+        with pytest.raises(ValueError, match="append-only"):
+            rows.delete("log_rows", (1,))
+        rows.flush()
+    with cs.sql.transaction() as cursor:
+        assert cursor.execute("SELECT n, text FROM log_rows").fetchall() == [(1, "one")]
+
+
+def test_a_row_an_append_only_table_already_holds_stops_the_projection_by_name(cs, seeded):
+    """Rows written by an earlier batch are not in the batch's memory: the database refuses
+    the second insert, and the projection stops naming itself, with nothing of the batch."""
+    runner = cs.projection_runners(["audit_trail"])[0]
+    propose(cs, seeded["orders"]["refund-ok"], TO_CARD)
+    runner.catch_up()
+    with cs.sql.transaction() as cursor:
+        cursor.execute("DELETE FROM projection_tracking WHERE projection = ?", ("audit_trail",))
+        cursor.execute(
+            "INSERT INTO projection_tracking (projection, position) VALUES (?, 0)",
+            ("audit_trail",),
+        )
+    runner.known_position = None
+    with pytest.raises(ProjectionStoppedError, match="audit_trail"):
+        runner.catch_up()
+    assert runner.position() == 0
