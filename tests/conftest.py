@@ -103,6 +103,16 @@ def seeded(cs: Countersign) -> dict[str, Any]:
     return seed(cs)
 
 
+@pytest.fixture
+def other(
+    database_url: str, cs: Countersign, seeded: dict[str, Any], clock: FakeClock
+) -> Iterator[Countersign]:
+    """A second process's view of the same database: its own services and snapshots."""
+    wired = bootstrap(Settings(database_url=database_url), clock=clock)
+    yield wired
+    wired.close()
+
+
 def count_events(cs: Countersign, topic_suffix: str = "") -> int:
     """How many events are stored (optionally of one event type, e.g. 'Proposal.Proposed')."""
     count = 0

@@ -11,46 +11,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from contextlib import contextmanager
 from uuid import UUID
 
 import psycopg
 import pytest
-from eventsourcing.domain import Aggregate, event
 from eventsourcing.persistence import OperationalError
 
-from domain.club.organization import Organization, Permission
+from domain.club.organization import Permission
 from domain.proposal import Proposal
-from infrastructure.bootstrap import Countersign, bootstrap
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
-from infrastructure.settings import Settings
-from tests.conftest import AVA, BEN, REFUND, TO_CARD, count_events, events_table
-
-
-@pytest.fixture
-def other(database_url: str, cs: Countersign, seeded: dict, clock) -> Iterator[Countersign]:
-    """A second process's view of the same database."""
-    wired = bootstrap(Settings(database_url=database_url), clock=clock)
-    yield wired
-    wired.close()
-
-
-def _propose(cs: Countersign, order_id: str, actor: str = AVA) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=actor,
-        operation=REFUND,
-        resource_id=order_id,
-        request=TO_CARD,
-    ).proposal_id
-
-
-def _set_permissions(cs: Countersign, email: str, permissions: list[Permission]) -> None:
-    granite = cs.store.get(Organization.create_id("granite"), Organization)
-    granite.change_permissions(email, permissions)
-    cs.store.save(granite)
-
+from tests.conftest import AVA, BEN, count_events, events_table
+from tests.test_optimistic_reads import Counter, _propose, _set_permissions, _stored
 
 # -- post-claim commits ----------------------------------------------------------------------
 
@@ -188,22 +160,6 @@ def test_after_a_lost_claim_the_answer_is_not_taken_from_a_snapshot_another_thre
 
 
 # -- the recorder ----------------------------------------------------------------------------
-
-
-class Counter(Aggregate):
-    """A throwaway aggregate for the recorder's own tests (its topic is not stored)."""
-
-    @event("Started")
-    def __init__(self) -> None:
-        self.count = 0
-
-    @event("Incremented")
-    def increment(self) -> None:
-        self.count += 1
-
-
-def _stored(cs: Countersign, *aggregates: Aggregate) -> list:
-    return [cs.app.mapper.to_stored_event(e) for a in aggregates for e in a.collect_events()]
 
 
 def test_the_read_set_check_sees_a_commit_made_while_it_waited_for_the_writers_lock(cs, seeded):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from uuid import uuid4
 
 import psycopg
@@ -32,14 +31,6 @@ from tests.conftest import (
     count_events,
     events_table,
 )
-
-
-@pytest.fixture
-def other(database_url: str, cs: Countersign, seeded: dict, clock) -> Iterator[Countersign]:
-    """A second process's view of the same database."""
-    wired = bootstrap(Settings(database_url=database_url), clock=clock)
-    yield wired
-    wired.close()
 
 
 def _propose(cs: Countersign, order_id: str, actor: str = AVA) -> str:
