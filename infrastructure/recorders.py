@@ -21,7 +21,8 @@ same database even when several processes write to one file.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+import struct
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -35,6 +36,9 @@ from eventsourcing.sqlite import (
     SQLiteTransaction,
 )
 from eventsourcing.utils import retry
+from psycopg.adapt import Dumper
+from psycopg.postgres import types as pg_types
+from psycopg.pq import Format
 from psycopg.sql import SQL, Identifier
 
 #: The keyword argument of ``insert_events`` (and of ``Application.save``) carrying the read set.
@@ -49,6 +53,90 @@ class ReadSetChangedError(Exception):
     def __init__(self, aggregate_id: str) -> None:
         super().__init__(f"aggregate {aggregate_id} changed since it was read")
         self.aggregate_id = aggregate_id
+
+
+class _PackedArray:
+    """A one-dimensional PostgreSQL array already in its binary wire format (``array_send``).
+
+    psycopg adapts Python lists element by element in Python; packing the arrays of a commit
+    here is several times faster, and the commit path runs for every proposal and approval.
+    """
+
+    __slots__ = ("data",)
+    element_type = ""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+def _array_header(element_oid: int, count: int) -> bytes:
+    # ndim, has-nulls flag, element type; then (size, lower bound) for the one dimension.
+    if not count:
+        return struct.pack("!iiI", 0, 0, element_oid)
+    return struct.pack("!iiIii", 1, 0, element_oid, count, 1)
+
+
+class _UUIDs(_PackedArray):
+    __slots__ = ()
+    element_type = "uuid"
+
+    @classmethod
+    def of(cls, values: Sequence[UUID | str]) -> _UUIDs:
+        head = _array_header(pg_types["uuid"].oid, len(values))
+        return cls(head + b"".join([b"\0\0\0\x10" + _uuid(v).bytes for v in values]))
+
+
+def _uuid(value: UUID | str) -> UUID:
+    return value if isinstance(value, UUID) else UUID(value)
+
+
+class _BigInts(_PackedArray):
+    __slots__ = ()
+    element_type = "int8"
+
+    @classmethod
+    def of(cls, values: Sequence[int]) -> _BigInts:
+        head = _array_header(pg_types["int8"].oid, len(values))
+        body = struct.pack("!" + "iq" * len(values), *[x for v in values for x in (8, v)])
+        return cls(head + body)
+
+
+class _Bytes(_PackedArray):
+    """``text[]`` or ``bytea[]``: length-prefixed elements (text as UTF-8)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, values: Iterable[bytes], count: int) -> _Bytes:
+        head = _array_header(pg_types[cls.element_type].oid, count)
+        return cls(head + b"".join([struct.pack("!i", len(v)) + v for v in values]))
+
+
+class _Texts(_Bytes):
+    __slots__ = ()
+    element_type = "text"
+
+
+class _Byteas(_Bytes):
+    __slots__ = ()
+    element_type = "bytea"
+
+
+def _packed_dumper(packed: type[_PackedArray]) -> type[Dumper]:
+    class PackedDumper(Dumper):
+        format = Format.BINARY
+        oid = pg_types[packed.element_type].array_oid
+
+        def dump(self, obj: Any) -> bytes:
+            return obj.data  # type: ignore[no-any-return]
+
+    PackedDumper.__name__ = f"{packed.__name__}Dumper"
+    return PackedDumper
+
+
+# Registered on psycopg's global adapters: these private types appear nowhere else.
+for _packed in (_UUIDs, _BigInts, _Texts, _Byteas):
+    psycopg.adapters.register_dumper(_packed, _packed_dumper(_packed))
 
 
 def _expected(kwargs: Mapping[str, Any]) -> Mapping[UUID, int]:
@@ -114,14 +202,15 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         if not stored_events:
             return []
         expected = _expected(kwargs)
-        # Parallel arrays in binary: no composite values to escape as text on either side.
+        # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one.
+        count = len(stored_events)
         params = (
-            [e.originator_id for e in stored_events],
-            [e.originator_version for e in stored_events],
-            [e.topic for e in stored_events],
-            [e.state for e in stored_events],
-            list(expected),
-            list(expected.values()),
+            _UUIDs.of([e.originator_id for e in stored_events]),
+            _BigInts.of([e.originator_version for e in stored_events]),
+            _Texts.of((e.topic.encode() for e in stored_events), count),
+            _Byteas.of((e.state for e in stored_events), count),
+            _UUIDs.of(list(expected)),
+            _BigInts.of(list(expected.values())),
         )
         with self.datastore.get_connection() as conn, conn.cursor() as cursor:
             try:
@@ -149,24 +238,62 @@ class _ImmediateTransaction(SQLiteTransaction):
 
 
 class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
-    """The library's recorder, checking the read set inside an immediate transaction."""
+    """The library's recorder, checking the read set inside an immediate transaction.
+
+    A commit's events go in one multi-row INSERT (the library runs one statement per event).
+    """
+
+    #: Events per INSERT statement: 4 parameters each, well under SQLite's 32,766.
+    INSERT_CHUNK = 500
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
         expected = _expected(kwargs)
-        check = (
-            f"SELECT max(originator_version) FROM {self.events_table_name} WHERE originator_id = ?"
-        )
         connection: SQLiteConnection
         with (
             self.datastore.get_connection(commit=True) as connection,
             _ImmediateTransaction(connection, commit=True) as cursor,
             cursor,
         ):
-            for aggregate_id, version in expected.items():
-                cursor.execute(check, (aggregate_id.hex,))
-                row = cursor.fetchone()
-                if row is None or row[0] != version:
-                    raise ReadSetChangedError(str(aggregate_id))
+            if expected:
+                self._check_read_set(cursor, expected)
             return self._insert_events(cursor, stored_events, **kwargs)
+
+    def _check_read_set(self, cursor: SQLiteCursor, expected: Mapping[UUID, int]) -> None:
+        check = (
+            f"SELECT max(originator_version) FROM {self.events_table_name} WHERE originator_id = ?"
+        )
+        for aggregate_id, version in expected.items():
+            cursor.execute(check, (aggregate_id.hex,))
+            row = cursor.fetchone()
+            if row is None or row[0] != version:
+                raise ReadSetChangedError(str(aggregate_id))
+
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any
+    ) -> Sequence[int] | None:
+        notification_ids: list[int] = []
+        for start in range(0, len(stored_events), self.INSERT_CHUNK):
+            chunk = stored_events[start : start + self.INSERT_CHUNK]
+            rows = ",".join(["(?,?,?,?)"] * len(chunk))
+            c.execute(
+                f"INSERT INTO {self.events_table_name} VALUES {rows}",
+                [
+                    value
+                    for e in chunk
+                    for value in (
+                        e.originator_id.hex
+                        if isinstance(e.originator_id, UUID)
+                        else e.originator_id,
+                        e.originator_version,
+                        e.topic,
+                        e.state,
+                    )
+                ],
+            )
+            # One statement under the write lock: each row's rowid is one more than the
+            # largest before it, so the chunk's ids are the ones up to the last.
+            last = c.lastrowid
+            notification_ids.extend(range(last - len(chunk) + 1, last + 1))
+        return notification_ids

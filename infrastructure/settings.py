@@ -104,6 +104,10 @@ class Database:
             # notification ids in commit order, and projections would then skip events.
             "APPLICATION_RECORDER_TOPIC": "infrastructure.recorders:CountersignPostgresRecorder",
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
-            "POSTGRES_POOL_SIZE": "4",
+            # psycopg_pool hands connections out first-in first-out: with four held open, a
+            # lone client's commits went round four server processes, each with cold caches
+            # (6% of an approval cycle). One is held; more open under concurrent load (up to
+            # the library's overflow of 10) and close again after ten idle minutes.
+            "POSTGRES_POOL_SIZE": "1",
             "POSTGRES_LOCK_TIMEOUT": "10",
         }

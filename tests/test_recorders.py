@@ -1,0 +1,117 @@
+"""The recorders' commit paths.
+
+PostgreSQL: the recorder packs its commit's arrays itself; the server must read back exactly
+what was packed, for every element type, empty arrays, non-ASCII text and string ids.
+Both: one commit stores every event in order, returns their notification ids in order, and
+refuses (writing nothing) when an aggregate it read has moved on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+import psycopg
+import pytest
+from eventsourcing.persistence import StoredEvent
+
+from infrastructure.bootstrap import Countersign
+from infrastructure.recorders import (
+    CountersignSQLiteRecorder,
+    ReadSetChangedError,
+    _BigInts,
+    _Byteas,
+    _Texts,
+    _UUIDs,
+)
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> psycopg.Connection[tuple[object, ...]]:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_packed_arrays_read_back_as_sent(pg: psycopg.Connection, count: int) -> None:
+    ids = [uuid4() for _ in range(count)]
+    numbers = [(-1) ** i * (2**62 - i) for i in range(count)]
+    texts = [f"Proposal.Événement-{i}" for i in range(count)]
+    blobs = [bytes(range(256)) * i if i % 2 else b"" for i in range(count)]
+    row = pg.execute(
+        "SELECT %s::uuid[], %s::bigint[], %s::text[], %s::bytea[]",
+        (
+            _UUIDs.of(ids),
+            _BigInts.of(numbers),
+            _Texts.of((t.encode() for t in texts), count),
+            _Byteas.of(blobs, count),
+        ),
+        binary=True,
+    ).fetchone()
+    assert row == (ids, numbers, texts, blobs)
+
+
+@pytest.mark.postgres
+def test_string_ids_are_packed_as_uuids(pg: psycopg.Connection) -> None:
+    an_id = uuid4()
+    row = pg.execute("SELECT %s::uuid[]", (_UUIDs.of([str(an_id)]),), binary=True).fetchone()
+    assert row == ([an_id],)
+
+
+@pytest.fixture
+def recorder(cs: Countersign) -> Any:
+    return cs.app.recorder
+
+
+def _event(originator: UUID, version: int, state: bytes) -> StoredEvent:
+    return StoredEvent(
+        originator_id=originator, originator_version=version, topic="t:E", state=state
+    )
+
+
+def test_a_commit_stores_every_event_and_checks_its_read_set(
+    recorder: Any,
+) -> None:
+    read, written = uuid4(), uuid4()
+    ids = recorder.insert_events([_event(read, 1, b"{}")])
+    assert ids is not None
+    assert len(ids) == 1
+    states = [b'{"a":"\xc3\xa9"}', b"x" * 5000]
+    ids = recorder.insert_events(
+        [_event(written, 1, states[0]), _event(written, 2, states[1])],
+        expected_versions={read: 1},
+    )
+    assert ids is not None
+    assert len(ids) == 2
+    stored = recorder.select_events(written)
+    assert [(e.originator_version, e.state) for e in stored] == [(1, states[0]), (2, states[1])]
+
+    with pytest.raises(ReadSetChangedError):
+        recorder.insert_events([_event(written, 3, b"{}")], expected_versions={read: 0})
+    assert len(recorder.select_events(written)) == 2
+
+
+def test_a_large_commit_keeps_its_order(recorder: Any) -> None:
+    """More events than one SQLite statement carries: ids still increase in event order."""
+    many = CountersignSQLiteRecorder.INSERT_CHUNK * 2 + 7
+    aggregates = [uuid4() for _ in range(many)]
+    before = recorder.max_notification_id() or 0
+    ids = recorder.insert_events([_event(a, 1, str(i).encode()) for i, a in enumerate(aggregates)])
+    assert ids == list(range(before + 1, before + many + 1))
+    notifications = recorder.select_notifications(before + 1, limit=many)
+    assert [n.originator_id for n in notifications] == aggregates
+    assert [n.state for n in notifications] == [str(i).encode() for i in range(many)]
+
+
+def test_a_refused_commit_writes_none_of_its_events(recorder: Any) -> None:
+    read = uuid4()
+    recorder.insert_events([_event(read, 1, b"{}"), _event(read, 2, b"{}")])
+    before = recorder.max_notification_id()
+    fresh = [uuid4() for _ in range(3)]
+    with pytest.raises(ReadSetChangedError):
+        recorder.insert_events(
+            [_event(a, 1, b"{}") for a in fresh], expected_versions={read: 1, uuid4(): 1}
+        )
+    assert recorder.max_notification_id() == before
+    assert all(recorder.select_events(a) == [] for a in fresh)
