@@ -27,10 +27,15 @@ from eventsourcing.persistence import Notification
 from psycopg.types.json import Jsonb
 
 from infrastructure.event_store import CountersignApplication
+from infrastructure.projection_events import ProjectionDecoder
+from infrastructure.recorders import LogEntry
 from infrastructure.sql import Cursor, SqlDatabase
 from projections.base import Projection, Table
 
 log = logging.getLogger("countersign.projections")
+
+#: A log entry as a runner reads it: the recorder's plain row, or the library's notification.
+Entry = LogEntry | Notification
 
 TRACKING_TABLE = "projection_tracking"
 
@@ -451,6 +456,13 @@ class ProjectionRunner:
         self.known_position: int | None = None
         # Topic -> whether the projection handles it (only those events are decoded).
         self._wanted: dict[str, bool] = {}
+        # Handlers read events decoded by orjson (infrastructure/projection_events.py) from
+        # the recorder's plain log rows: the read and decode cost half of what they did.
+        self.decode_event = ProjectionDecoder(app.mapper)
+        select_log = getattr(app.recorder, "select_log", None)
+        self._read_log: Callable[[int, int], Sequence[Entry]] = select_log or (
+            lambda after, limit: app.recorder.select_notifications(after + 1, limit=limit)
+        )
         self.setup()
 
     @property
@@ -499,14 +511,14 @@ class ProjectionRunner:
 
     def read(
         self, position: int, wanted: Callable[[str], bool] | None = None
-    ) -> list[tuple[Notification, Any]]:
+    ) -> list[tuple[Entry, Any]]:
         """The next batch after ``position``; only events some handler wants are decoded
         (the others still advance the position: their event is None)."""
         wanted = wanted or self.projection.handles_topic
         notifications = self._select(position)
         return [(n, self._decode(n) if wanted(n.topic) else None) for n in notifications]
 
-    def apply(self, events: list[tuple[Notification, Any]], position: int) -> int:
+    def apply(self, events: list[tuple[Entry, Any]], position: int) -> int:
         """Apply a decoded batch that starts right after ``position``, in one transaction."""
         return self._apply(events, position, decoded=True)
 
@@ -523,7 +535,7 @@ class ProjectionRunner:
             self._lock_position(cursor, position)
             rows = SqlRows(cursor, self.projection.tables, self.dialect)
             process = self.projection.process
-            to_domain_event = self.app.mapper.to_domain_event
+            to_domain_event = self.decode_event
             wanted = self._wanted
             for item in batch:
                 if decoded:
@@ -592,8 +604,8 @@ class ProjectionRunner:
             if progress is not None:
                 progress(processed)
 
-    def _select(self, position: int) -> Sequence[Notification]:
-        return self.app.recorder.select_notifications(position + 1, limit=self.batch_size)
+    def _select(self, position: int) -> Sequence[Entry]:
+        return self._read_log(position, self.batch_size)
 
     def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         """Drop and rebuild from the whole log; secondary indexes are built once, at the end."""
@@ -631,9 +643,9 @@ class ProjectionRunner:
         self.known_position = None
         self.setup(indexes=indexes)
 
-    def _decode(self, notification: Notification) -> Any:
+    def _decode(self, notification: Entry) -> Any:
         try:
-            return self.app.mapper.to_domain_event(notification)
+            return self.decode_event(notification)
         except Exception as error:
             raise ProjectionStoppedError(
                 _stopped(self.name, notification, type(error).__name__)
@@ -686,9 +698,7 @@ def rebuild_together(
     return total
 
 
-def _apply_together(
-    runners: list[ProjectionRunner], batch: Sequence[Notification], position: int
-) -> None:
+def _apply_together(runners: list[ProjectionRunner], batch: Sequence[Entry], position: int) -> None:
     """Apply one batch to every runner (all on one database) in one transaction."""
     first = runners[0]
     last = batch[-1].id
@@ -700,7 +710,7 @@ def _apply_together(
             except ProjectionRaceError:
                 raise ProjectionStoppedError(_advanced(runner.name)) from None
             rows.append(SqlRows(cursor, runner.projection.tables, runner.dialect))
-        to_domain_event = first.app.mapper.to_domain_event
+        to_domain_event = first.decode_event
         # Topic -> the runners (by index) that handle it.
         wanting: dict[str, list[int]] = {}
         for notification in batch:
@@ -751,7 +761,7 @@ def _flush(name: str, rows: SqlRows, last: int) -> None:
         ) from error
 
 
-def _stopped(name: str, notification: Notification, error: str) -> str:
+def _stopped(name: str, notification: Entry, error: str) -> str:
     return (
         f"projection {name!r} stopped at notification {notification.id} "
         f"({notification.topic.rpartition(':')[2]} of {notification.originator_id}): {error}. "

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sqlite3
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import psycopg
@@ -39,12 +39,26 @@ from eventsourcing.utils import retry
 from psycopg.adapt import Dumper
 from psycopg.postgres import types as pg_types
 from psycopg.pq import Format
+from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
 
 #: The keyword argument of ``insert_events`` (and of ``Application.save``) carrying the read set.
 EXPECTED_VERSIONS = "expected_versions"
 #: The SQLSTATE countersign's insert function raises when a read aggregate moved on.
 STALE_READ_SQLSTATE = "CS409"
+
+
+class LogEntry(NamedTuple):
+    """One stored event as the log holds it, for readers that decode it themselves.
+
+    Like the library's ``Notification`` without its per-row costs: ``originator_id`` is as
+    the database returns it (a ``UUID`` from PostgreSQL, 32 hex digits from SQLite)."""
+
+    id: int
+    originator_id: UUID | str
+    originator_version: int
+    topic: str
+    state: bytes
 
 
 class ReadSetChangedError(Exception):
@@ -192,6 +206,18 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
         ).format(schema=schema, function=function)
 
+        self._select_log = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state "
+            "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
+        ).format(schema=schema, table=table)
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def select_log(self, after: int, limit: int) -> list[LogEntry]:
+        """Up to ``limit`` log entries after notification id ``after``, in order."""
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            cursor.execute(self._select_log, (after, limit), prepare=True)
+            return list(map(LogEntry._make, cursor.fetchall()))
+
     # The library's own retry: a dropped connection is retried; if the first attempt had in
     # fact committed, the retry reports an IntegrityError for our own write (the application
     # reloads and checks before treating it as somebody else's).
@@ -259,6 +285,16 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             if expected:
                 self._check_read_set(cursor, expected)
             return self._insert_events(cursor, stored_events, **kwargs)
+
+    def select_log(self, after: int, limit: int) -> list[LogEntry]:
+        """Up to ``limit`` log entries after notification id ``after``, in order."""
+        with self.datastore.transaction(commit=False) as cursor:
+            cursor.execute(
+                "SELECT rowid, originator_id, originator_version, topic, state "
+                f"FROM {self.events_table_name} WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, limit),
+            )
+            return list(map(LogEntry._make, cursor.fetchall()))
 
     def _check_read_set(self, cursor: SQLiteCursor, expected: Mapping[UUID, int]) -> None:
         check = (

@@ -1,0 +1,167 @@
+"""Projections decode events with orjson: the result must be the mapper's, event for event, and
+anything unusual must take the mapper's own path (its upcasts, its guards, its errors)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+from eventsourcing.persistence import Notification
+
+from infrastructure.event_store import UnreadableEventError
+from infrastructure.projection_events import ProjectionDecoder
+from infrastructure.recorders import LogEntry
+from tests.test_projections import lifecycle_history
+
+PROPOSED = "domain.proposal:Proposal.Proposed"
+
+
+def _all_entries(cs) -> list[LogEntry]:
+    entries: list[LogEntry] = []
+    while batch := cs.app.recorder.select_log(entries[-1].id if entries else 0, 500):
+        entries.extend(batch)
+    return entries
+
+
+def _same(fast: Any, slow: Any) -> None:
+    assert type(fast) is type(slow)
+    assert fast.__dict__ == slow.__dict__
+    assert {k: type(v) for k, v in fast.__dict__.items()} == {
+        k: type(v) for k, v in slow.__dict__.items()
+    }
+
+
+def test_every_stored_event_decodes_exactly_as_the_mapper_decodes_it(cs, seeded, clock):
+    lifecycle_history(cs, seeded, clock)
+    decode = ProjectionDecoder(cs.app.mapper)
+    entries = _all_entries(cs)
+    notifications = cs.app.recorder.select_notifications(1, limit=len(entries) + 1)
+    assert [n.id for n in notifications] == [e.id for e in entries]
+    topics = set()
+    for entry, notification in zip(entries, notifications, strict=True):
+        slow = cs.app.mapper.to_domain_event(notification)
+        _same(decode(entry), slow)
+        _same(decode(notification), slow)
+        topics.add(entry.topic)
+    # The history covers every proposal outcome and the club's own events.
+    assert {t.rpartition(".")[2] for t in topics} >= {
+        "Proposed",
+        "Approved",
+        "Claimed",
+        "Revalidated",
+        "Succeeded",
+        "RevisionRequired",
+        "Reconciling",
+        "Declined",
+    }
+    assert any(t.startswith("domain.club") for t in topics)
+
+
+def _entry(state: dict[str, Any] | bytes, topic: str = PROPOSED) -> LogEntry:
+    raw = state if isinstance(state, bytes) else json.dumps(state).encode()
+    return LogEntry(1, uuid4().hex, 1, topic, raw)
+
+
+def _stored_proposed(cs, seeded) -> dict[str, Any]:
+    from tests.test_projections import propose
+
+    propose(cs, seeded["orders"]["refund-ok"])
+    entry = next(e for e in _all_entries(cs) if e.topic == PROPOSED)
+    stored: dict[str, Any] = json.loads(entry.state)
+    return stored
+
+
+def test_transcoded_values_below_the_top_level_are_decoded_too(cs, seeded):
+    state = _stored_proposed(cs, seeded)
+    when = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    an_id = uuid4()
+    state["preview"] = {
+        **state["preview"],
+        "when": {"_type_": "datetime_iso", "_data_": when.isoformat()},
+        "ids": [{"_type_": "uuid_hex", "_data_": an_id.hex}],
+    }
+    decode = ProjectionDecoder(cs.app.mapper)
+    entry = _entry(state)
+    event = decode(entry)
+    assert event.preview["when"] == when
+    assert event.preview["ids"] == [an_id]
+    _same(event, cs.app.mapper.to_domain_event(_as_notification(entry)))
+
+
+def test_an_escaped_key_takes_the_mappers_path_and_agrees_with_it(cs, seeded):
+    state = _stored_proposed(cs, seeded)
+    nested = {"_type_": "datetime_iso", "_data_": "2026-11-30T09:00:00+00:00"}
+    raw = json.dumps({**state, "preview": {"when": nested}}).encode()
+    escaped = raw.replace(
+        b'"_type_":"datetime_iso","_data_"', b'"\\u005ftype_":"datetime_iso","_data_"'
+    )
+    entry = _entry(escaped)
+    event = ProjectionDecoder(cs.app.mapper)(entry)
+    assert event.preview["when"] == datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    _same(event, cs.app.mapper.to_domain_event(_as_notification(entry)))
+
+
+def _as_notification(entry: LogEntry) -> Notification:
+    return Notification(
+        id=entry.id,
+        originator_id=UUID(str(entry.originator_id)),
+        originator_version=entry.originator_version,
+        topic=entry.topic,
+        state=entry.state,
+    )
+
+
+class _Recording:
+    """The application's mapper, counting the events it was asked to decode."""
+
+    def __init__(self, mapper: Any) -> None:
+        self.mapper = mapper
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.mapper, name)
+
+    def to_domain_event(self, notification: Any) -> Any:
+        self.calls += 1
+        return self.mapper.to_domain_event(notification)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda s: {**s, "class_version": 2}, "a class version from a newer countersign"),
+        (lambda s: {**s, "contract_version": float("nan")}, "NaN, which orjson refuses"),
+        (lambda s: {**s, "contract_version": 2**70}, "an integer past 64 bits"),
+    ],
+)
+def test_what_orjson_or_the_fast_path_cannot_decode_goes_to_the_mapper(cs, seeded, change, why):
+    state = change(_stored_proposed(cs, seeded))
+    recording = _Recording(cs.app.mapper)
+    decode = ProjectionDecoder(recording)  # type: ignore[arg-type]
+    entry = _entry(state)
+    try:
+        expected: Any = cs.app.mapper.to_domain_event(_as_notification(entry))
+    except Exception as error:
+        expected = error
+    if isinstance(expected, Exception):
+        with pytest.raises(type(expected)):
+            decode(entry)
+    else:
+        _same(decode(entry), expected)
+    assert recording.calls == 1, why
+
+
+def test_forbidden_topics_and_unknown_transcodings_fail_as_the_mapper_fails(cs, seeded):
+    state = _stored_proposed(cs, seeded)
+    decode = ProjectionDecoder(cs.app.mapper)
+    with pytest.raises(UnreadableEventError):
+        decode(_entry(state, topic="os:system"))
+    unknown = {**state, "preview": {"x": {"_type_": "no_such_type", "_data_": 1}}}
+    entry = _entry(unknown)
+    with pytest.raises(Exception) as mapper_error:
+        cs.app.mapper.to_domain_event(_as_notification(entry))
+    with pytest.raises(type(mapper_error.value)):
+        decode(entry)
