@@ -215,7 +215,7 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
     def select_log(self, after: int, limit: int) -> list[LogEntry]:
         """Up to ``limit`` log entries after notification id ``after``, in order."""
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            cursor.execute(self._select_log, (after, limit), prepare=True)
+            cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
             return list(map(LogEntry._make, cursor.fetchall()))
 
     # The library's own retry: a dropped connection is retried; if the first attempt had in
