@@ -24,16 +24,24 @@ class SqlDatabase:
         self.database = database
         self._lock = threading.Lock()
         self._connection: Any = None
+        # A second connection, for reads of committed data while another process writes.
+        self._read_lock = threading.Lock()
+        self._reader: Any = None
 
     @property
     def is_postgres(self) -> bool:
         return self.database.kind == "postgres"
 
-    def _connect(self) -> Any:
+    def _connect(self, *, autocommit: bool = False) -> Any:
         if self.is_postgres:
             db = self.database
             return psycopg.connect(
-                host=db.host, port=db.port, user=db.user, password=db.password, dbname=db.dbname
+                host=db.host,
+                port=db.port,
+                user=db.user,
+                password=db.password,
+                dbname=db.dbname,
+                autocommit=autocommit,
             )
         connection = sqlite3.connect(
             self.database.sqlite_path, timeout=30, isolation_level=None, check_same_thread=False
@@ -59,6 +67,21 @@ class SqlDatabase:
                 self._drop()
                 raise
 
+    @contextmanager
+    def reading(self) -> Iterator[Cursor]:
+        """Reads of committed data on a connection of their own, each statement on its own
+        (autocommit): they never wait for, nor hold up, this object's write transaction."""
+        with self._read_lock:
+            if self._reader is None:
+                self._reader = self._connect(autocommit=True)
+            try:
+                yield Cursor(self._reader.cursor(), self.is_postgres)
+            except (sqlite3.Error, psycopg.Error):
+                reader, self._reader = self._reader, None
+                with contextlib.suppress(Exception):
+                    reader.close()
+                raise
+
     def lock_schema(self, cursor: Cursor) -> None:
         """Serialise schema changes across processes for the rest of this transaction.
 
@@ -74,15 +97,7 @@ class SqlDatabase:
         if not self.is_postgres:
             yield
             return
-        db = self.database
-        with psycopg.connect(
-            host=db.host,
-            port=db.port,
-            user=db.user,
-            password=db.password,
-            dbname=db.dbname,
-            autocommit=True,
-        ) as connection:
+        with self._connect(autocommit=True) as connection:
             connection.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
             try:
                 yield
@@ -99,6 +114,10 @@ class SqlDatabase:
     def close(self) -> None:
         with self._lock:
             self._drop()
+        with self._read_lock:
+            reader, self._reader = self._reader, None
+            if reader is not None:
+                reader.close()
 
 
 class Cursor:

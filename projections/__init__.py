@@ -1,15 +1,35 @@
-"""Read models built from the one event stream; they depend on domain events only."""
+"""Read models built from the one event stream; they depend on domain events only.
+
+``PROJECTIONS`` (name -> projection) is built on first use, so that importing a module of
+this package (``projections.base``, say, in the projection writer process) does not import
+every projection and the domain with it.
+"""
 
 from __future__ import annotations
 
-from projections.analytics import Analytics
-from projections.audit_trail import AuditTrail
-from projections.base import Projection
-from projections.browser_view import BrowserView
-from projections.handback import Handback
-from projections.operations import OpenWork
+from typing import TYPE_CHECKING, Any
 
-PROJECTIONS: dict[str, Projection] = {
-    projection.name: projection
-    for projection in (BrowserView(), Handback(), AuditTrail(), Analytics(), OpenWork())
-}
+if TYPE_CHECKING:
+    from projections.base import Projection
+
+    PROJECTIONS: dict[str, Projection]
+
+
+def _registry() -> dict[str, Projection]:
+    from projections.analytics import Analytics
+    from projections.audit_trail import AuditTrail
+    from projections.browser_view import BrowserView
+    from projections.handback import Handback
+    from projections.operations import OpenWork
+
+    return {
+        projection.name: projection
+        for projection in (BrowserView(), Handback(), AuditTrail(), Analytics(), OpenWork())
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROJECTIONS":
+        registry = globals()["PROJECTIONS"] = _registry()
+        return registry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

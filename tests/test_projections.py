@@ -20,6 +20,7 @@ from infrastructure.projection_runner import (
     rebuild_together,
     run_forever,
 )
+from infrastructure.projection_writer import WriterProcess
 from infrastructure.sql import SqlDatabase
 from projections import PROJECTIONS
 from projections.base import Column, Projection, Rows, Table, handles
@@ -280,7 +281,8 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
     cs, seeded, database_url
 ):
     form = seeded["broadcast_forms"]["granite"]
-    for _ in range(150):
+    lifecycles = 200
+    for _ in range(lifecycles):
         pid = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
         cs.proposals.approve(pid, AVA)
     head = cs.projection_runners(["audit_trail"])[0].head()
@@ -293,7 +295,7 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
             "projections",
             "run",
             "--batch-size",
-            "5",
+            "2",  # about 2,000 small commits: too many to finish before the kill
             "--database",
             database_url,
         ],
@@ -316,8 +318,8 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
 
     catch_up_all(cs, batch_size=7)
     resumed = snapshot(cs)
-    assert len(resumed["audit_events"]) == 150 * 5  # Proposed..Succeeded, each exactly once
-    assert len(resumed["proposal_cards"]) == 150
+    assert len(resumed["audit_events"]) == lifecycles * 5  # Proposed..Succeeded, each once
+    assert len(resumed["proposal_cards"]) == lifecycles
     for runner in cs.projection_runners():
         runner.reset()
         runner.catch_up()
@@ -543,3 +545,107 @@ def test_a_row_an_append_only_table_already_holds_stops_the_projection_by_name(c
     with pytest.raises(ProjectionStoppedError, match="audit_trail"):
         runner.catch_up()
     assert runner.position() == 0
+
+
+# -- long rebuilds: batches written by a writer process ------------------------------------
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 1000])
+def test_a_rebuild_with_a_writer_process_equals_the_incrementally_built_tables(
+    cs, seeded, clock, batch_size
+):
+    """Each batch is prepared while the last one is written by the other process: rows the
+    handlers read from the batch still in flight (a card updated by the next event, say)
+    must come out as if written one batch at a time."""
+    lifecycle_history(cs, seeded, clock, after_each=lambda: catch_up_all(cs, batch_size=3))
+    catch_up_all(cs, batch_size=3)
+    incremental = snapshot(cs)
+
+    for runner in cs.projection_runners(batch_size=batch_size):
+        assert runner.rebuild(parallel=True) == runner.head()
+    assert snapshot(cs) == incremental
+
+    runners = cs.projection_runners(batch_size=batch_size)
+    assert rebuild_together(runners, parallel=True) == runners[0].head()
+    assert snapshot(cs) == incremental
+    assert {runner.status().lag for runner in cs.projection_runners()} == {0}
+
+
+def test_a_writer_process_stops_at_the_event_a_projection_cannot_process(cs, seeded):
+    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    cs.proposals.approve(proposal_id, AVA)
+    fragile = _Fragile()
+    runners = [*cs.projection_runners(batch_size=2), ProjectionRunner(cs.app, cs.sql, fragile, 2)]
+
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        rebuild_together(runners, parallel=True)
+
+    assert "projection 'fragile' stopped at notification" in str(stopped.value)
+    approved_at = int(str(stopped.value).split("notification ")[1].split(" ")[0])
+    # Every batch before the failing one was committed, for every projection alike.
+    positions = {runner.position() for runner in runners}
+    assert len(positions) == 1
+    assert positions.pop() < approved_at
+    fragile.broken = False
+    for runner in runners:
+        runner.catch_up()
+    rebuilt = snapshot(cs)
+    for runner in cs.projection_runners():
+        runner.reset()
+        runner.catch_up()
+    assert snapshot(cs) == rebuilt
+
+
+def test_a_row_refused_in_the_writer_process_stops_the_projection_by_name(cs, seeded):
+    propose(cs, seeded["orders"]["refund-ok"], TO_CARD)
+    runner = cs.projection_runners(["audit_trail"])[0]
+    catch_up_all(cs)
+    runner.rebuild(parallel=True)
+    before = snapshot(cs)
+    # An append-only row is already there when the writer inserts it again.
+    runner.setup()
+    with cs.sql.transaction() as cursor:
+        cursor.execute(
+            "UPDATE projection_tracking SET position = 0 WHERE projection = ?", ("audit_trail",)
+        )
+    runner.known_position = None
+
+    writer = WriterProcess(cs.sql.database, runner.dialect, {runner.name: runner.projection.tables})
+    try:
+        with pytest.raises(ProjectionStoppedError, match=r"audit_trail.*already there"):
+            runner._catch_up_with(writer, None)
+    finally:
+        writer.close()
+
+    assert runner.position() == 0
+    assert snapshot(cs) == before
+
+
+def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded, monkeypatch):
+    from infrastructure import projection_writer
+
+    form = seeded["broadcast_forms"]["granite"]
+    for _ in range(30):
+        cs.proposals.approve(propose(cs, form, DRAFT_REQUEST, operation=DRAFT), AVA)
+    catch_up_all(cs)
+    complete = snapshot(cs)
+    sent: list[int] = []
+    submit = projection_writer.WriterProcess.submit
+
+    def submit_then_kill(self, position, last, batches):
+        submit(self, position, last, batches)
+        sent.append(last)
+        if len(sent) == 3:
+            self._process.kill()
+
+    monkeypatch.setattr(projection_writer.WriterProcess, "submit", submit_then_kill)
+    runner = cs.projection_runners(["audit_trail"], batch_size=10)[0]
+    with pytest.raises(ProjectionStoppedError, match="writer process ended unexpectedly"):
+        runner.rebuild(parallel=True)
+
+    # What was committed is whole batches, in order; the rest is simply done again.
+    assert runner.position() in (0, *sent[:3])
+    monkeypatch.undo()
+    runner.catch_up()
+    runner.create_indexes()
+    assert snapshot(cs)["audit_events"] == complete["audit_events"]

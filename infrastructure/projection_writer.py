@@ -1,0 +1,217 @@
+"""A writer process for projection rebuilds: one batch is written and committed there while the
+runner reads, decodes and projects the next one on the other core.
+
+Python threads cannot do this: SQLite hands the interpreter lock back and forth for every row
+it steps, and the two threads spent their time waiting for each other (measured: no gain).
+A process of its own has its own lock. It imports only the SQL helper and the projection
+tables, and it is started once per rebuild, so it costs about a tenth of a second; the runner
+uses it only for long rebuilds (``ProjectionRunner.PARALLEL_FROM``).
+
+The protocol is length-prefixed pickles over the child's stdin and stdout (both ends are this
+module, so nothing foreign is ever unpickled):
+
+- ``("setup", database, dialect, {projection: tables})`` once;
+- ``("batch", position, last, [(projection, written rows), ...])``: in ONE transaction, for
+  each projection, check that it still stands at ``position``, write its rows and move it to
+  ``last``; answered ``("ok",)``, ``("raced", projection)``, ``("stopped", message)`` or
+  ``("failed", message)``;
+- ``None``: finish.
+
+At most one batch is in flight: the runner sends the next only after the last one's answer,
+so batches commit in order and a killed rebuild (either process) resumes like any other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pickle
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: pipes keep their default size
+    fcntl = None  # type: ignore[assignment]
+
+from infrastructure.projection_rows import (
+    ProjectionRaceError,
+    ProjectionStoppedError,
+    SqlRows,
+    Written,
+    commit_batch,
+)
+from infrastructure.settings import Database
+from infrastructure.sql import SqlDatabase
+from projections.base import Table
+
+log = logging.getLogger("countersign.projections")
+
+
+_LENGTH = 8  # bytes of the big-endian length before each pickled message
+_PIPE_BYTES = 1 << 20  # a batch of prepared rows is a few hundred KB
+
+
+def _write(stream: IO[bytes], message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(_LENGTH, "big"))
+    stream.write(data)
+    stream.flush()
+
+
+def _read(stream: IO[bytes]) -> Any:
+    """The next message; EOFError when the other end has gone."""
+    head = stream.read(_LENGTH)
+    if len(head) < _LENGTH:
+        raise EOFError
+    size = int.from_bytes(head, "big")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)  # noqa: S301 - the other end is this module, in our own process
+
+
+def _widen(stream: IO[bytes] | None) -> None:
+    """A pipe big enough for a whole batch, so sending one does not wait for the reader
+    (Linux; elsewhere the default pipe simply makes the sender wait a little)."""
+    if stream is not None and fcntl is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+
+
+class WriterProcess:
+    """The runner's end: ``submit`` a prepared batch, ``wait`` for its commit."""
+
+    def __init__(
+        self, database: Database, dialect: str, tables: Mapping[str, Sequence[Table]]
+    ) -> None:
+        self._process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        _widen(self._process.stdin)
+        self._pending = False
+        self._finished = False
+        self._send(("setup", database, dialect, {k: tuple(v) for k, v in tables.items()}))
+
+    def submit(self, position: int, last: int, batches: list[tuple[str, Written]]) -> None:
+        """Send a batch once the previous one has committed (raising its error if it failed)."""
+        self.wait()
+        self._send(("batch", position, last, batches))
+        self._pending = True
+
+    def wait(self) -> None:
+        """Wait for the batch in flight to commit; ProjectionRaceError or ProjectionStoppedError
+        if it did not (nothing of it was written)."""
+        if not self._pending:
+            return
+        self._pending = False
+        try:
+            reply = _read(self._stdout())
+        except (EOFError, OSError, pickle.UnpicklingError):
+            raise ProjectionStoppedError(
+                "the projection writer process ended unexpectedly; run the rebuild again: "
+                "it resumes from the last committed batch"
+            ) from None
+        if reply[0] == "ok":
+            return
+        if reply[0] == "raced":
+            raise ProjectionRaceError(reply[1])
+        raise ProjectionStoppedError(reply[1])
+
+    def settle(self) -> None:
+        """After a failure elsewhere: let the batch in flight commit (it precedes the failure),
+        logging rather than raising what it meets."""
+        try:
+            self.wait()
+        except Exception:
+            log.exception("a projection batch failed to commit during another error")
+
+    def finish(self) -> None:
+        """Wait for the last batch, then let the process end (without waiting for it to)."""
+        self.wait()
+        if not self._finished:
+            self._finished = True
+            with contextlib.suppress(OSError):
+                self._send(None)
+
+    def close(self) -> None:
+        """Make sure the process has ended (it is killed if it does not within 30 s)."""
+        process = self._process
+        try:
+            if not self._finished:
+                self._finished = True
+                self._send(None)
+            process.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+        finally:
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):  # a pipe to a process that died
+                        stream.close()
+
+    def _send(self, message: Any) -> None:
+        stdin = self._process.stdin
+        assert stdin is not None
+        _write(stdin, message)
+
+    def _stdout(self) -> IO[bytes]:
+        stdout = self._process.stdout
+        assert stdout is not None
+        return stdout
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    """The child's end: commit each batch it is sent, answering for each."""
+    try:
+        kind, database, dialect, tables = _read(requests)
+    except EOFError:
+        return  # the runner went away before it sent anything
+    assert kind == "setup"
+    sql = SqlDatabase(database)
+    try:
+        while True:
+            try:
+                message = _read(requests)
+            except EOFError:
+                return  # the runner is gone: nothing is in flight
+            if message is None:
+                return
+            _, position, last, batches = message
+            try:
+                with sql.transaction() as cursor:
+                    commit_batch(
+                        cursor,
+                        [
+                            (name, SqlRows.of_written(cursor, tables[name], dialect, written))
+                            for name, written in batches
+                        ],
+                        position,
+                        last,
+                        postgres=sql.is_postgres,
+                    )
+                reply: tuple[str, ...] = ("ok",)
+            except ProjectionRaceError as raced:
+                reply = ("raced", str(raced))
+            except ProjectionStoppedError as stopped:
+                reply = ("stopped", str(stopped))
+            except Exception as error:
+                log.exception("projection writer: the batch ending at %s failed", last)
+                reply = (
+                    "failed",
+                    f"the projection writer could not commit the batch that ends at "
+                    f"notification {last} ({type(error).__name__}); nothing of it was "
+                    "applied. Fix the cause and run the rebuild again.",
+                )
+            _write(replies, reply)
+    finally:
+        sql.close()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin.buffer, sys.stdout.buffer)
