@@ -10,11 +10,14 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
+
+from eventsourcing.domain import Aggregate
 
 from application.authorization import member_of, membership, organization_by_slug, require
 from application.errors import UnknownOperationError, new_correlation_id, parse_id
@@ -48,12 +51,14 @@ from domain.outcomes import (
     TerminalFailure,
 )
 from domain.ports import (
+    A,
     AggregateStore,
     Clock,
     OpenWorkIndex,
     PaymentProvider,
     ProviderRefund,
     ProviderResponseLostError,
+    StoredEventView,
 )
 from domain.proposal import Proposal, ProposalStatus, contract_digest
 from domain.scope import Scope
@@ -205,7 +210,8 @@ class ProposalService:
         org = organization_by_slug(self.store, organization)
         member = membership(org, actor)
         require(member, contract.permission)
-        facts = contract.load(scope, self.store)
+        # Read-only: nothing here changes them, so the contract reads the shared state.
+        facts = contract.load(scope, _ReadOnlyFacts(self.store))
         prepared = contract.prepare(parsed, facts)
         arguments = prepared.arguments.model_dump(mode="json")
         preview = prepared.preview.model_dump(mode="json")
@@ -728,3 +734,39 @@ class ScanOpenWork:
 
     def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
         return list(self.store.ids_with_events(Proposal, ["Claimed"]))
+
+
+class _ReadOnlyFacts:
+    """The store as a proposal's facts are read through: nothing proposed is saved, and
+    what the contract reads is the shared state itself, not a private copy of it."""
+
+    def __init__(self, store: AggregateStore) -> None:
+        self._store = store
+
+    def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
+        if version is not None:
+            return self._store.get(aggregate_id, as_type, version)
+        return self._store.read(aggregate_id, as_type)
+
+    def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        return self._store.read(aggregate_id, as_type)
+
+    def preload(
+        self,
+        aggregate_ids: Sequence[UUID],
+        *,
+        optimistic: bool = False,
+        unchecked: Sequence[UUID] = (),
+    ) -> AbstractContextManager[None]:
+        return self._store.preload(aggregate_ids, optimistic=optimistic, unchecked=unchecked)
+
+    def save(self, *aggregates: Aggregate) -> None:
+        raise TypeError("a proposal's facts are read, never saved, while it is prepared")
+
+    def history(self, aggregate_id: UUID) -> list[StoredEventView]:
+        return self._store.history(aggregate_id)
+
+    def ids_with_events(
+        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
+    ) -> Iterator[UUID]:
+        return self._store.ids_with_events(aggregate_class, event_names)
