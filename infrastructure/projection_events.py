@@ -38,7 +38,9 @@ _NINETEEN_DIGITS = b"0" * 19
 def _uuid_of(value: Any) -> UUID:
     """A UUID from the 32 hex digits SQLite stores (uuid.UUID's own way of setting its
     immutable slots, without its parsing of the many other forms it accepts)."""
-    if type(value) is str and len(value) == 32:
+    # uuid.UUID drops dashes before it reads the digits ("-" + 31 digits is refused there,
+    # not read as a negative number); anything else int() takes, UUID() takes alike.
+    if type(value) is str and len(value) == 32 and "-" not in value:
         uuid = object.__new__(UUID)
         object.__setattr__(uuid, "int", int(value, 16))
         object.__setattr__(uuid, "is_safe", SafeUUID.unknown)
@@ -106,8 +108,8 @@ class ProjectionDecoder:
         ):
             raise _UseMapper
         state = orjson.loads(stored)
-        if type(state) is not dict:
-            raise _UseMapper
+        if type(state) is not dict or (len(state) == 2 and "_type_" in state):
+            raise _UseMapper  # not an object, or one the transcoder turns into a value
         # The common case, cheaply: every transcoded object sits at the top level (a
         # timestamp, say) and nothing below needs reviving. Each has the key "_type_", which
         # the encoder writes as those very bytes, so counting them tells whether the fields

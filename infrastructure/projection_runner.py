@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
@@ -367,10 +368,12 @@ def rebuild_together(
             writer = WriterProcess(first.sql.database, first.dialect, tables)
         return _rebuild_shared(runners, progress, writer)
     finally:
-        for runner in runners:  # whatever happened, readers get their indexes back
-            runner.create_indexes()
-        if writer is not None:
-            writer.close()
+        try:
+            for runner in runners:  # whatever happened, readers get their indexes back
+                runner.create_indexes()
+        finally:
+            if writer is not None:
+                writer.close()
 
 
 def _rebuild_separately(
@@ -495,6 +498,14 @@ def _prepare_together(
     return rows
 
 
+def _id_text(originator_id: object) -> str:
+    """An aggregate id as users see it everywhere (dashed), whatever the database returned."""
+    try:
+        return str(originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id)))
+    except ValueError:
+        return repr(originator_id)[:80]
+
+
 def _advanced(name: str) -> str:
     return (
         f"projection {name!r} was advanced by another runner during the rebuild; "
@@ -505,7 +516,8 @@ def _advanced(name: str) -> str:
 def _stopped(name: str, notification: Entry, error: str) -> str:
     return (
         f"projection {name!r} stopped at notification {notification.id} "
-        f"({notification.topic.rpartition(':')[2]} of {notification.originator_id}): {error}. "
+        f"({notification.topic.rpartition(':')[2]} of {_id_text(notification.originator_id)}): "
+        f"{error}. "
         "Nothing after it was applied; fix the cause and run the projection again: "
         "it resumes from this event."
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pickle
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -88,7 +89,9 @@ class WriterProcess:
         self, database: Database, dialect: str, tables: Mapping[str, Sequence[Table]]
     ) -> None:
         self._process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
-            [sys.executable, "-m", __name__],
+            # -P: not the working directory first on its path (a module there named like ours
+            # would run instead); -m: this module, by name, as the parent imported it.
+            [sys.executable, "-P", "-m", __name__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -112,10 +115,7 @@ class WriterProcess:
         try:
             reply = _read(self._stdout())
         except (EOFError, OSError, pickle.UnpicklingError):
-            raise ProjectionStoppedError(
-                "the projection writer process ended unexpectedly; run the rebuild again: "
-                "it resumes from the last committed batch"
-            ) from None
+            raise _ended() from None
         if reply[0] == "ok":
             return
         if reply[0] == "raced":
@@ -133,20 +133,15 @@ class WriterProcess:
     def finish(self) -> None:
         """Wait for the last batch, then let the process end (without waiting for it to)."""
         self.wait()
-        if not self._finished:
-            self._finished = True
-            with contextlib.suppress(OSError):
-                self._send(None)
+        self._say_finish()
 
     def close(self) -> None:
         """Make sure the process has ended (it is killed if it does not within 30 s)."""
         process = self._process
         try:
-            if not self._finished:
-                self._finished = True
-                self._send(None)
+            self._say_finish()
             process.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
         finally:
@@ -155,15 +150,32 @@ class WriterProcess:
                     with contextlib.suppress(OSError):  # a pipe to a process that died
                         stream.close()
 
+    def _say_finish(self) -> None:
+        stdin = self._process.stdin
+        if not self._finished and stdin is not None:
+            self._finished = True
+            with contextlib.suppress(OSError):  # it has ended already: so much the better
+                _write(stdin, None)
+
     def _send(self, message: Any) -> None:
         stdin = self._process.stdin
         assert stdin is not None
-        _write(stdin, message)
+        try:
+            _write(stdin, message)
+        except OSError:  # the pipe to a process that has died
+            raise _ended() from None
 
     def _stdout(self) -> IO[bytes]:
         stdout = self._process.stdout
         assert stdout is not None
         return stdout
+
+
+def _ended() -> ProjectionStoppedError:
+    return ProjectionStoppedError(
+        "the projection writer process ended unexpectedly; run the rebuild again: "
+        "it resumes from the last committed batch"
+    )
 
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
@@ -214,4 +226,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group: the runner handles it (and lets the batch in
+    # flight commit), so the writer carries on until the runner says to finish.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -269,8 +269,9 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     A commit's events go in one multi-row INSERT (the library runs one statement per event).
     """
 
-    #: Events per INSERT statement: 4 parameters each, well under SQLite's 32,766.
-    INSERT_CHUNK = 500
+    #: Events per INSERT statement: 4 parameters each, under the 999 that SQLite before 3.32
+    #: allows in one statement.
+    INSERT_CHUNK = 200
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
