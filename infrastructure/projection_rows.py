@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -16,9 +17,6 @@ from itertools import chain
 from operator import itemgetter
 from types import MappingProxyType, NoneType
 from typing import Any
-
-import psycopg
-from psycopg.types.json import Jsonb
 
 from infrastructure.sql import Cursor
 from projections.base import Table
@@ -78,6 +76,8 @@ def _jsons_to_text(values: Sequence[Any]) -> list[Any]:
 
 
 def _jsons_to_jsonb(values: Sequence[Any]) -> list[Any]:
+    from psycopg.types.json import Jsonb  # only on PostgreSQL (the writer process's import)
+
     return [v if v is None else Jsonb(v) for v in values]
 
 
@@ -459,11 +459,21 @@ def save_position(cursor: Cursor, name: str, last: int) -> None:
     )
 
 
+def _is_integrity_error(error: Exception) -> bool:
+    if isinstance(error, sqlite3.IntegrityError):
+        return True
+    # psycopg is imported only where PostgreSQL is used (not by a SQLite writer process).
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.errors.IntegrityError)
+
+
 def flush(name: str, rows: SqlRows, last: int, cursor: Cursor | None = None) -> None:
     """Write a batch's rows; a row an append-only table already holds stops the projection."""
     try:
         rows.flush(cursor)
-    except (sqlite3.IntegrityError, psycopg.errors.IntegrityError) as error:
+    except Exception as error:
+        if not _is_integrity_error(error):
+            raise
         raise ProjectionStoppedError(
             f"projection {name!r} stopped writing the batch that ends at notification {last}: "
             f"{type(error).__name__} (a row it puts once is already there). Nothing of the "

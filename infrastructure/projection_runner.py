@@ -255,16 +255,18 @@ class ProjectionRunner:
         A long rebuild (``PARALLEL_FROM`` events or more, unless ``parallel`` says otherwise)
         writes its batches in a writer process while the next one is being prepared.
         """
-        self.reset(indexes=False)
         if parallel is None:
             parallel = self.head() >= self.PARALLEL_FROM
-        writer = None
+        # Started first, the writer process gets ready while the tables are reset.
+        writer = (
+            WriterProcess(self.sql.database, self.dialect, {self.name: self.projection.tables})
+            if parallel
+            else None
+        )
         try:
+            self.reset(indexes=False)
             processed = 0
-            if parallel:
-                writer = WriterProcess(
-                    self.sql.database, self.dialect, {self.name: self.projection.tables}
-                )
+            if writer is not None:
                 processed = self._catch_up_with(writer, progress)
             processed += self.catch_up(progress)  # what the writer left, if anything
             self.create_indexes()  # meanwhile the writer process ends
@@ -352,28 +354,29 @@ def rebuild_together(
     as it is applied, so a batch's events never all live at once; a long rebuild writes its
     batches in a writer process while the next one is prepared. Returns the events read.
     """
-    for runner in runners:
-        runner.reset(indexes=False)
+    shared = bool(runners) and all(runner.sql is runners[0].sql for runner in runners)
+    if shared and parallel is None:
+        parallel = runners[0].head() >= ProjectionRunner.PARALLEL_FROM
     writer = None
+    if shared and parallel:
+        # Started first, the writer process gets ready while the tables are reset.
+        tables = {runner.name: runner.projection.tables for runner in runners}
+        writer = WriterProcess(runners[0].sql.database, runners[0].dialect, tables)
+    if not runners:
+        return 0
     try:
-        if not runners:
-            return 0
-        first = runners[0]
-        if not all(runner.sql is first.sql for runner in runners):
-            return _rebuild_separately(runners, progress)
-        if parallel is None:
-            parallel = first.head() >= ProjectionRunner.PARALLEL_FROM
-        if parallel:
-            tables = {runner.name: runner.projection.tables for runner in runners}
-            writer = WriterProcess(first.sql.database, first.dialect, tables)
-        return _rebuild_shared(runners, progress, writer)
-    finally:
+        for runner in runners:
+            runner.reset(indexes=False)
         try:
+            if not shared:
+                return _rebuild_separately(runners, progress)
+            return _rebuild_shared(runners, progress, writer)
+        finally:
             for runner in runners:  # whatever happened, readers get their indexes back
                 runner.create_indexes()
-        finally:
-            if writer is not None:
-                writer.close()
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def _rebuild_separately(

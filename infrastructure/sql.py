@@ -9,8 +9,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import psycopg
-
 from infrastructure.settings import Database
 
 #: One advisory-lock key for every schema change countersign makes.
@@ -34,6 +32,8 @@ class SqlDatabase:
 
     def _connect(self, *, autocommit: bool = False) -> Any:
         if self.is_postgres:
+            import psycopg  # here: a SQLite process (the projection writer's) never loads it
+
             db = self.database
             return psycopg.connect(
                 host=db.host,
@@ -76,7 +76,7 @@ class SqlDatabase:
                 self._reader = self._connect(autocommit=True)
             try:
                 yield Cursor(self._reader.cursor(), self.is_postgres)
-            except (sqlite3.Error, psycopg.Error):
+            except Exception:  # the connection may be broken: the next read opens another
                 reader, self._reader = self._reader, None
                 with contextlib.suppress(Exception):
                     reader.close()
