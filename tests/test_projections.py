@@ -649,3 +649,29 @@ def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded
     runner.catch_up()
     runner.create_indexes()
     assert snapshot(cs)["audit_events"] == complete["audit_events"]
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_a_rebuild_leaves_every_declared_index_in_place(cs, seeded, together):
+    """Indexes are dropped with the tables and built once at the end (on PostgreSQL all at
+    once, one connection each): every one a projection declares is there afterwards."""
+    propose(cs, seeded["orders"]["refund-ok"])
+    runners = cs.projection_runners()
+    if together:
+        rebuild_together(runners, parallel=True)
+    else:
+        for runner in runners:
+            runner.rebuild(parallel=False)
+    declared = {
+        f"{table.name}_{'_'.join(index)}_idx"
+        for runner in runners
+        for table in runner.projection.tables
+        for index in table.indexes
+    }
+    with cs.sql.transaction() as cursor:
+        if cs.sql.is_postgres:
+            rows = cursor.execute("SELECT indexname FROM pg_indexes").fetchall()
+        else:
+            rows = cursor.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    assert declared
+    assert declared <= {name for (name,) in rows}

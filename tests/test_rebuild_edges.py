@@ -168,10 +168,8 @@ def test_the_writer_process_does_not_import_modules_from_the_working_directory(
 
 
 def test_rebuild_together_ends_the_writer_even_when_creating_indexes_fails(cs, seeded, monkeypatch):
-    """``rebuild_together`` closes the writer in its ``finally`` only AFTER recreating every
-    runner's indexes; when that raises too (the database went away, a lock timeout), the
-    writer process is never closed: it stays alive, blocked on its stdin, with both pipes
-    open, for as long as the parent keeps the exception (or the WriterProcess) around."""
+    """When recreating the indexes raises too (the database went away, a lock timeout), the
+    writer process must still be closed, not left blocked on its stdin with both pipes open."""
     _some_history(cs, seeded, proposals=1)
     writers: list[WriterProcess] = []
     real_init = WriterProcess.__init__
