@@ -184,7 +184,7 @@ class ProposalService:
 
     def _save_new(self, proposal: Proposal) -> None:
         try:
-            self.store.save(proposal)
+            self.store.save(proposal, final=True)  # read below, never changed
         except StaleReadError as stale:
             # A retried insert (the connection dropped after the first attempt committed) is
             # checked against facts that may have moved on since: ours may be stored already.
@@ -487,7 +487,7 @@ class ProposalService:
                 # The attempt is no longer pending: another process (an approver that woke up,
                 # or the reconciler) already recorded this same provider answer.
                 return self._report(self._reload(proposal.id), None)
-            if self._try_save(proposal, *facts.aggregates()):
+            if self._try_save(proposal, *facts.aggregates(), final=True):
                 return self._report(proposal, None)
             facts = None
             proposal = self._reload(proposal.id)
@@ -514,7 +514,9 @@ class ProposalService:
         self, proposal: Proposal, aggregates: list[Any], attempt_id: UUID
     ) -> ApprovalReport | None:
         """Save the claim commit; on a conflict answer from the winner's state, or retry."""
-        if self._try_save(proposal, *aggregates):
+        # A finished proposal (and what its commit changed) is only read from here on; an
+        # external operation's claim goes on to the provider call.
+        if self._try_save(proposal, *aggregates, final=proposal.is_finished):
             return self._report(proposal, None)
         current = self._reload(proposal.id)
         if current.attempt_id == attempt_id:
@@ -663,9 +665,10 @@ class ProposalService:
     def _reload(self, proposal_id: UUID) -> Proposal:
         return self.store.get(proposal_id, Proposal)
 
-    def _try_save(self, *aggregates: Any) -> bool:
+    def _try_save(self, *aggregates: Any, final: bool = False) -> bool:
+        """Save; False on a conflict. ``final``: this call is done with these objects."""
         try:
-            self.store.save(*aggregates)
+            self.store.save(*aggregates, final=final)
         except ConcurrencyConflictError:
             return False
         return True
@@ -760,7 +763,7 @@ class _ReadOnlyFacts:
     ) -> AbstractContextManager[None]:
         return self._store.preload(aggregate_ids, optimistic=optimistic, unchecked=unchecked)
 
-    def save(self, *aggregates: Aggregate) -> None:
+    def save(self, *aggregates: Aggregate, final: bool = False) -> None:
         raise TypeError("a proposal's facts are read, never saved, while it is prepared")
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:

@@ -68,8 +68,11 @@ class AggregateStore(Protocol):
         """Like get, for reading only: the result is shared and must never be changed."""
         ...
 
-    def save(self, *aggregates: Aggregate) -> None:
-        """One atomic commit of every pending event; ConcurrencyConflictError on a race."""
+    def save(self, *aggregates: Aggregate, final: bool = False) -> None:
+        """One atomic commit of every pending event; ConcurrencyConflictError on a race.
+
+        ``final``: the caller is done with these objects. After the commit they may be kept
+        as shared read-only state, and a command given to one of them raises."""
         ...
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...

@@ -76,11 +76,31 @@ def _remember(original: Any, copied: Any, memo: dict[int, Any]) -> None:
     memo.setdefault(id(memo), []).append(original)
 
 
-class CheapDeepCopy:
-    """Mixin for aggregates: ``copy.deepcopy`` copies the instance state with ``copy_state``.
+#: Set in an aggregate's state when it has become a shared snapshot (see ``freeze``).
+_FROZEN = "_shared_snapshot"
 
-    It adds no state and no events; an aggregate's events and stored form are unchanged.
+
+class SharedSnapshotError(Exception):
+    """A command was given to an aggregate that is a shared snapshot (read-only)."""
+
+
+class CheapDeepCopy:
+    """Mixin for aggregates: ``copy.deepcopy`` copies the instance state with ``copy_state``,
+    and an aggregate handed over as a shared snapshot refuses commands.
+
+    It adds no events; an aggregate's events and stored form are unchanged.
     """
+
+    def freeze(self) -> None:
+        """From now on this object is shared read-only state: a command raises
+        SharedSnapshotError (a deep copy is a private, changeable aggregate again)."""
+        self.__dict__[_FROZEN] = True
+
+    def trigger_event(self, *args: Any, **kwargs: Any) -> None:
+        # Every command changes an aggregate through here (the library's event machinery).
+        if _FROZEN in self.__dict__:
+            raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
+        super().trigger_event(*args, **kwargs)  # type: ignore[misc]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         cls = type(self)
@@ -89,4 +109,5 @@ class CheapDeepCopy:
         state = copied.__dict__
         for name, value in self.__dict__.items():
             state[name] = value if type(value) in _IMMUTABLE else copy_state(value, memo)
+        state.pop(_FROZEN, None)
         return copied

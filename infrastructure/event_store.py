@@ -29,6 +29,7 @@ from eventsourcing.utils import TopicError, get_topic, resolve_topic
 from application.errors import CorruptRecordError, new_correlation_id
 from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from domain.ports import StoredEventView
+from domain.state_copy import CheapDeepCopy
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 
 log = logging.getLogger("countersign.store")
@@ -343,7 +344,9 @@ class EventSourcedStore:
             raise _corrupt([aggregate_id], error) from None
         return aggregate
 
-    def save(self, *aggregates: Aggregate) -> None:
+    def save(self, *aggregates: Aggregate, final: bool = False) -> None:
+        """``final``: the caller is done with these objects; after the commit they become the
+        snapshots themselves (no copy) and refuse any further command."""
         reads = self._reads
         # What Application.save does for us (no snapshotting, no in-process subscribers),
         # without its per-object protocol checks.
@@ -377,8 +380,13 @@ class EventSourcedStore:
             log.info("commit refused, %s", stale)
             raise StaleReadError(str(stale)) from None
         for aggregate in changed:
-            # The caller keeps its object (and may change it further): the snapshot is a copy.
-            self._snapshots.put(aggregate.id, copy.deepcopy(aggregate), since)
+            if final and isinstance(aggregate, CheapDeepCopy):
+                aggregate.freeze()
+                snapshot: Aggregate = aggregate
+            else:
+                # The caller keeps its object and may change it further: the snapshot is a copy.
+                snapshot = copy.deepcopy(aggregate)
+            self._snapshots.put(aggregate.id, snapshot, since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version
 

@@ -25,7 +25,7 @@ from domain.club.organization import Organization, Permission
 from domain.club.roster import Roster
 from domain.interaction import Interaction
 from domain.proposal import Proposal, ProposalStatus
-from domain.state_copy import CheapDeepCopy, copy_state
+from domain.state_copy import CheapDeepCopy, SharedSnapshotError, copy_state
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 ORG = uuid4()
@@ -294,3 +294,31 @@ def test_stable_id_is_remembered_but_unchanged():
     assert Roster.create_id(organization_id) == expected
     assert stable_id("organization", "granite") == uuid5(_NAMESPACE, "organization/granite")
     assert stable_id("a", str(organization_id)) == stable_id("a", organization_id)
+
+
+def test_a_finished_proposal_is_kept_as_the_snapshot_itself_and_refuses_commands(cs, seeded):
+    """A final save hands the caller's object to the store as the shared snapshot: no copy.
+    A command given to it afterwards raises instead of changing what others read."""
+    created = cs.proposals.propose(
+        organization="granite",
+        actor="ava@granite.example",
+        operation="order.refund_missing_discount",
+        resource_id=seeded["orders"]["refund-ok"],
+        request={
+            "payment": "P1",
+            "line_item": "L1",
+            "discount": "D1",
+            "destination": "original_payment_method",
+        },
+    )
+    pid = UUID(created.proposal_id)
+    shared = cs.store.read(pid, Proposal)
+    with pytest.raises(SharedSnapshotError):
+        shared.expire(shared.expires_at)
+    assert cs.store.read(pid, Proposal).status == "pending"
+
+    private = cs.store.get(pid, Proposal)  # a copy: a changeable aggregate again
+    assert private is not shared
+    private.expire(private.expires_at)
+    assert private.status == "expired"
+    assert cs.store.read(pid, Proposal).status == "pending"

@@ -319,10 +319,10 @@ class _StoreWhereAnotherApproverWinsEachRound:
     def read(self, aggregate_id: UUID, as_type: type[Any]) -> Any:
         return self.inner.read(aggregate_id, as_type)
 
-    def save(self, *aggregates: Any) -> None:
+    def save(self, *aggregates: Any, final: bool = False) -> None:
         if self.drafts and any(isinstance(a, BroadcastForm) for a in aggregates):
             assert self.other.proposals.approve(self.drafts.pop(0), AVA).result == "executed"
-        self.inner.save(*aggregates)
+        self.inner.save(*aggregates, final=final)
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:
         return self.inner.history(aggregate_id)

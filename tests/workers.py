@@ -101,10 +101,10 @@ def approve(url: str, clock_at: str, seed: int, ids_file: str) -> None:
     conflicts = 0
     save = cs.store.save
 
-    def counting_save(*aggregates: Any) -> None:
+    def counting_save(*aggregates: Any, final: bool = False) -> None:
         nonlocal conflicts
         try:
-            save(*aggregates)
+            save(*aggregates, final=final)
         except ConcurrencyConflictError:
             conflicts += 1
             raise
