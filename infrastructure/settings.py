@@ -87,7 +87,8 @@ class Database:
     def eventsourcing_env(self) -> dict[str, str]:
         if self.kind == "sqlite":
             return {
-                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                # The library's SQLite persistence, with statement caching fixed.
+                "PERSISTENCE_MODULE": "infrastructure.recorders:CountersignSQLiteFactory",
                 "SQLITE_DBNAME": self.sqlite_path,
                 "SQLITE_LOCK_TIMEOUT": "30",
                 "APPLICATION_RECORDER_TOPIC": "infrastructure.recorders:CountersignSQLiteRecorder",
