@@ -62,6 +62,7 @@ from domain.ports import (
 )
 from domain.proposal import Proposal, ProposalStatus, contract_digest
 from domain.scope import Scope
+from domain.state_copy import copy_state
 
 log = logging.getLogger("countersign.proposals")
 
@@ -178,7 +179,8 @@ class ProposalService:
             proposal_id=str(proposal.id),
             status=str(proposal.status),
             operation=proposal.kind,
-            preview=proposal.preview,
+            # The caller's own copy: the proposal object is now the shared snapshot.
+            preview=copy_state(proposal.preview, {}),
             expires_at=proposal.expires_at,
         )
 
@@ -703,7 +705,8 @@ class ProposalService:
             result="already_completed" if answer else "executed",
             proposal_id=str(proposal.id),
             status=str(proposal.status),
-            outcome=proposal.outcome,
+            # The caller's own copy: a finished proposal may be the shared snapshot.
+            outcome=copy_state(proposal.outcome, {}),
             reason=None,
             message=self.message(proposal),
         )

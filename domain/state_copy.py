@@ -9,6 +9,7 @@ lists itself, shares values that cannot change in place, and hands anything else
 from __future__ import annotations
 
 import copy
+import weakref
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -76,8 +77,10 @@ def _remember(original: Any, copied: Any, memo: dict[int, Any]) -> None:
     memo.setdefault(id(memo), []).append(original)
 
 
-#: Set in an aggregate's state when it has become a shared snapshot (see ``freeze``).
-_FROZEN = "_shared_snapshot"
+#: Aggregates that have become shared snapshots (see ``freeze``), by id(). Kept outside
+#: their state, so that equality, repr and copies of them are as before; an entry goes
+#: with its object.
+_FROZEN: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 class SharedSnapshotError(Exception):
@@ -88,17 +91,17 @@ class CheapDeepCopy:
     """Mixin for aggregates: ``copy.deepcopy`` copies the instance state with ``copy_state``,
     and an aggregate handed over as a shared snapshot refuses commands.
 
-    It adds no events; an aggregate's events and stored form are unchanged.
+    It adds no state and no events; an aggregate's events and stored form are unchanged.
     """
 
     def freeze(self) -> None:
         """From now on this object is shared read-only state: a command raises
         SharedSnapshotError (a deep copy is a private, changeable aggregate again)."""
-        self.__dict__[_FROZEN] = True
+        _FROZEN[id(self)] = self
 
     def trigger_event(self, *args: Any, **kwargs: Any) -> None:
         # Every command changes an aggregate through here (the library's event machinery).
-        if _FROZEN in self.__dict__:
+        if _FROZEN.get(id(self)) is self:
             raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
         super().trigger_event(*args, **kwargs)  # type: ignore[misc]
 
@@ -109,5 +112,4 @@ class CheapDeepCopy:
         state = copied.__dict__
         for name, value in self.__dict__.items():
             state[name] = value if type(value) in _IMMUTABLE else copy_state(value, memo)
-        state.pop(_FROZEN, None)
         return copied

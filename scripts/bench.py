@@ -352,11 +352,13 @@ RAW_SCHEMA = "countersign_bench_raw"
 
 
 def raw_env(database: Database, sqlite_dir: Path | None) -> dict[str, str]:
-    """Countersign's persistence settings with the library's stock recorder (as in the
-    baseline figures), the reference kept apart from countersign's data."""
+    """Countersign's persistence settings with the library's stock recorder and factory (as
+    in the baseline figures), the reference kept apart from countersign's data."""
     env = database.eventsourcing_env()
     env.pop("APPLICATION_RECORDER_TOPIC", None)
     if database.kind == "sqlite":
+        # The library's own SQLite persistence (countersign's factory caches statements).
+        env["PERSISTENCE_MODULE"] = "eventsourcing.sqlite"
         # eventsourcing's SQLite recorder always names its table stored_events: own file.
         assert sqlite_dir is not None
         env["SQLITE_DBNAME"] = str(sqlite_dir / "raw_reference.db")
