@@ -15,7 +15,11 @@ event committed late with a lower id. ``countersign_events_insert`` takes the lo
 read set, notifies listeners and inserts, all in one statement run in autocommit mode.
 
 SQLite: the commit is a ``BEGIN IMMEDIATE`` transaction, so the check and the insert see the
-same database even when several processes write to one file.
+same database even when several processes write to one file. ``CountersignSQLiteFactory`` is
+the library's SQLite persistence with one fix: its connections cache prepared statements.
+
+Both recorders also read the log as plain rows (``select_log``) for the projection runners,
+which decode the events themselves (``infrastructure/projection_events.py``).
 """
 
 from __future__ import annotations
