@@ -98,7 +98,11 @@ class WriterProcess:
         _widen(self._process.stdin)
         self._pending = False
         self._finished = False
-        self._send(("setup", database, dialect, {k: tuple(v) for k, v in tables.items()}))
+        try:
+            self._send(("setup", database, dialect, {k: tuple(v) for k, v in tables.items()}))
+        except ProjectionStoppedError:
+            self.close()  # it ended at once: reap it before saying so
+            raise
 
     def submit(self, position: int, last: int, batches: list[tuple[str, Written]]) -> None:
         """Send a batch once the previous one has committed (raising its error if it failed)."""
