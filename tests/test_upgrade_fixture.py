@@ -1,0 +1,112 @@
+"""An upgrade keeps every stored proposal working: a database written by main at 0a9997d (before
+the ``countersign.`` namespace, so its events name the old topics) is opened by today's code,
+and its pending proposals are approved, its reconciling refund is settled, and its history,
+audit chain, projections and hand-back still read.
+
+The fixture is ``tests/fixtures/golden_0a9997d`` (``make.py`` there says how it was made): a
+SQLite file, and the same story as a PostgreSQL dump.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from infrastructure.audit_verify import verify
+from infrastructure.bootstrap import Countersign, bootstrap
+from infrastructure.clock import FakeClock
+from infrastructure.settings import Settings
+from tests.conftest import AVA
+
+FIXTURE = Path(__file__).parent / "fixtures" / "golden_0a9997d"
+
+
+def _restore_postgres(url: str) -> None:
+    """Load the dump into the test's empty schema (psql's meta-commands are not SQL)."""
+    script = "\n".join(
+        line
+        for line in (FIXTURE / "postgres.sql").read_text().splitlines()
+        if not line.startswith("\\")
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(script)  # type: ignore[arg-type]  # a trusted, committed file
+
+
+@pytest.fixture
+def upgraded(database_url: str, tmp_path: Path) -> Iterator[tuple[Countersign, dict[str, Any]]]:
+    """Today's code on a copy of the old database, an hour after it was written."""
+    if database_url.startswith("sqlite"):
+        copy = tmp_path / "upgraded.db"
+        shutil.copyfile(FIXTURE / "countersign.db", copy)
+        database_url = f"sqlite:///{copy}"
+        manifest = json.loads((FIXTURE / "manifest.json").read_text())
+    else:
+        _restore_postgres(database_url)
+        manifest = json.loads((FIXTURE / "manifest-postgres.json").read_text())
+    clock = FakeClock(datetime.fromisoformat(manifest["written_at"]))
+    clock.advance(hours=1)
+    cs = bootstrap(Settings(database_url=database_url), clock=clock)
+    yield cs, manifest
+    cs.close()
+
+
+def _status(cs: Countersign, proposal_id: str) -> str:
+    return cs.proposals.card(proposal_id, AVA).status
+
+
+def test_every_stored_proposal_reads_as_it_was_left(upgraded):
+    cs, manifest = upgraded
+    ids = manifest["proposals"]
+    assert _status(cs, ids["pending_card_refund"]) == "pending"
+    assert _status(cs, ids["pending_broadcast_draft"]) == "pending"
+    assert _status(cs, ids["succeeded_account_credit"]) == "succeeded"
+    assert _status(cs, ids["reconciling_card_refund"]) == "reconciling"
+    assert _status(cs, ids["declined"]) == "declined"
+    history = cs.audit.history(ids["succeeded_account_credit"])
+    assert [e["type"] for e in history["events"]][:2] == ["Proposed", "Approved"]
+    assert verify(cs.app, cs.sql).ok
+
+
+def test_pending_proposals_are_approved_and_the_reconciling_refund_settles(upgraded):
+    cs, manifest = upgraded
+    ids = manifest["proposals"]
+    card = cs.proposals.approve(ids["pending_card_refund"], AVA)
+    draft = cs.proposals.approve(ids["pending_broadcast_draft"], AVA)
+    assert (card.result, card.status) == ("executed", "succeeded")
+    assert (draft.result, draft.status) == ("executed", "succeeded")
+
+    settled = cs.proposals.reconcile()
+    assert [(r.proposal_id, r.status) for r in settled] == [
+        (ids["reconciling_card_refund"], "succeeded")
+    ]
+    lost_key = next(
+        r for r in cs.sandbox.refunds() if ids["reconciling_card_refund"] in r["idempotency_key"]
+    )
+    assert lost_key["requests"] == 1  # looked up, never sent again
+
+    again = cs.proposals.approve(ids["succeeded_account_credit"], AVA)
+    assert again.result == "already_completed"
+    assert verify(cs.app, cs.sql).ok
+
+
+def test_projections_rebuild_from_the_old_log_and_read_its_conversation(upgraded):
+    cs, manifest = upgraded
+    # The conversation's card refund, approved after the upgrade, hands back to it.
+    cs.proposals.approve(manifest["proposals"]["pending_card_refund"], AVA)
+    for runner in cs.projection_runners():
+        runner.rebuild()
+    granite = manifest["seed"]["organizations"][0]["id"]
+    cards = {
+        pid: cs.read_models.card(granite, pid) for pid in manifest["proposals"].values()
+    }
+    assert all(card is not None for card in cards.values())
+    assert cards[manifest["proposals"]["succeeded_account_credit"]]["status"] == "succeeded"
+    messages = cs.read_models.handback(granite, manifest["interaction_id"])
+    assert messages, "the old conversation hands back the new outcome"
