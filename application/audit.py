@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from application.errors import parse_id
-from domain.errors import NotFoundError
-from domain.ports import AggregateStore
-from domain.proposal import Proposal
+from countersign.application.errors import parse_id
+from countersign.domain.errors import NotFoundError
+from countersign.domain.ports import AggregateStore
+from countersign.domain.proposal import Proposal
 
 
 class AuditService:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from application.errors import ForbiddenError
-from domain.club.organization import Member, Organization, Permission
-from domain.errors import NotFoundError
-from domain.ports import AggregateStore
+from countersign.application.errors import ForbiddenError
+from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.errors import NotFoundError
+from countersign.domain.ports import AggregateStore
 
 
 def organization_by_slug(store: AggregateStore, slug: str) -> Organization:

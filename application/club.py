@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.authorization import member_of, organization_by_slug, require
-from application.errors import parse_id
-from domain.club.orders import Order
-from domain.club.organization import Permission
-from domain.club.roster import Roster
-from domain.errors import NotFoundError
-from domain.ports import AggregateStore
+from countersign.application.authorization import member_of, organization_by_slug, require
+from countersign.application.errors import parse_id
+from countersign.domain.club.orders import Order
+from countersign.domain.club.organization import Permission
+from countersign.domain.club.roster import Roster
+from countersign.domain.errors import NotFoundError
+from countersign.domain.ports import AggregateStore
 
 
 class ClubService:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID, uuid4
 
-from domain.errors import CountersignError, NotFoundError
+from countersign.domain.errors import CountersignError, NotFoundError
 
 
 class ForbiddenError(CountersignError):

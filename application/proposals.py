@@ -17,28 +17,36 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
-from eventsourcing.domain import Aggregate
-
-from application.authorization import member_of, membership, organization_by_slug, require
-from application.errors import UnknownOperationError, new_correlation_id, parse_id
-from application.reports import ApprovalReport, ProposalCard, ProposalCreated, SweepReport
-from domain.club.organization import Organization
-from domain.contracts import REGISTRY, AnyContract
-from domain.contracts.base import (
+from countersign.application.authorization import (
+    member_of,
+    membership,
+    organization_by_slug,
+    require,
+)
+from countersign.application.errors import UnknownOperationError, new_correlation_id, parse_id
+from countersign.application.reports import (
+    ApprovalReport,
+    ProposalCard,
+    ProposalCreated,
+    SweepReport,
+)
+from countersign.domain.club.organization import Organization
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.base import (
     ExternalCall,
     Facts,
     RevisionNeededError,
     UndecodableContractError,
 )
-from domain.errors import (
+from countersign.domain.errors import (
     ConcurrencyConflictError,
     CountersignError,
     NotFoundError,
     OrderRuleError,
     StaleReadError,
 )
-from domain.messages import outcome_message
-from domain.outcomes import (
+from countersign.domain.messages import outcome_message
+from countersign.domain.outcomes import (
     AlreadyCompleted,
     Claimed,
     ExecutionContract,
@@ -50,7 +58,7 @@ from domain.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from domain.ports import (
+from countersign.domain.ports import (
     A,
     AggregateStore,
     Clock,
@@ -60,9 +68,10 @@ from domain.ports import (
     ProviderResponseLostError,
     StoredEventView,
 )
-from domain.proposal import Proposal, ProposalStatus, contract_digest
-from domain.scope import Scope
-from domain.state_copy import copy_state
+from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
+from countersign.domain.scope import Scope
+from countersign.domain.state_copy import copy_state
+from eventsourcing.domain import Aggregate
 
 log = logging.getLogger("countersign.proposals")
 

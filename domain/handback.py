@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.money import format_money
-from domain.outcomes import (
+from countersign.domain.money import format_money
+from countersign.domain.outcomes import (
     NeedsReconciliation,
     Outcome,
     RevisionReason,

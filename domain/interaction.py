@@ -11,9 +11,8 @@ import re
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.state_copy import CheapDeepCopy
 
 MAX_KEPT_TEXT = 40
 

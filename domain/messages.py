@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from domain.contracts import REGISTRY
-from domain.handback import outcome_text
-from domain.outcomes import Succeeded, outcome_from_stored
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.handback import outcome_text
+from countersign.domain.outcomes import Succeeded, outcome_from_stored
 
 LANGUAGES = ("en", "fr")
 

@@ -12,9 +12,8 @@ from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
+from countersign.domain.scope import Scope
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-
-from domain.scope import Scope
 
 ReasonParam = str | int | bool
 

@@ -9,11 +9,10 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.errors import IllegalTransitionError
+from countersign.domain.scope import Scope, Section
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.errors import IllegalTransitionError
-from domain.scope import Scope, Section
-from domain.state_copy import CheapDeepCopy
 
 
 class ProposalStatus(StrEnum):

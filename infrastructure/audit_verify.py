@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.utils import get_topic
-
-from domain.proposal import Proposal, chain_link
-from infrastructure.event_store import CountersignApplication
-from infrastructure.sql import SqlDatabase
+from countersign.domain.proposal import Proposal, chain_link
+from countersign.infrastructure.event_store import CountersignApplication, stored_topics
+from countersign.infrastructure.sql import SqlDatabase
 
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
 
@@ -97,7 +95,7 @@ def _check(
 
 def _proposal_ids(app: CountersignApplication, audited: list[str]) -> Iterator[UUID]:
     seen: set[UUID] = set()
-    topics = [f"{get_topic(Proposal)}.{name}" for name in ("Proposed", "Approved", "Declined")]
+    topics = stored_topics(Proposal, ("Proposed", "Approved", "Declined"))
     start = 1
     while True:
         batch = app.recorder.select_notifications(start, limit=1000, topics=topics)

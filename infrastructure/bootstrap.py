@@ -8,20 +8,20 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from application.assistant.service import AssistantService
-from application.audit import AuditService
-from application.club import ClubService
-from application.proposals import ProposalService
-from domain.ports import ChatModel, Clock, ModelReply, PaymentProvider
-from infrastructure.clock import SystemClock
-from infrastructure.event_store import CountersignApplication, EventSourcedStore
-from infrastructure.open_work import ProjectedOpenWork
-from infrastructure.payment_sandbox import SandboxPaymentProvider
-from infrastructure.projection_runner import ProjectionRunner
-from infrastructure.read_models import ReadModels
-from infrastructure.settings import Database, Settings, SettingsError
-from infrastructure.sql import SqlDatabase
-from projections import PROJECTIONS
+from countersign.application.assistant.service import AssistantService
+from countersign.application.audit import AuditService
+from countersign.application.club import ClubService
+from countersign.application.proposals import ProposalService
+from countersign.domain.ports import ChatModel, Clock, ModelReply, PaymentProvider
+from countersign.infrastructure.clock import SystemClock
+from countersign.infrastructure.event_store import CountersignApplication, EventSourcedStore
+from countersign.infrastructure.open_work import ProjectedOpenWork
+from countersign.infrastructure.payment_sandbox import SandboxPaymentProvider
+from countersign.infrastructure.projection_runner import ProjectionRunner
+from countersign.infrastructure.read_models import ReadModels
+from countersign.infrastructure.settings import Database, Settings, SettingsError
+from countersign.infrastructure.sql import SqlDatabase
+from countersign.projections import PROJECTIONS
 
 
 @dataclass
@@ -134,9 +134,8 @@ def chat_model(settings: Settings) -> ChatModel:
     OpenAI-compatible server, OPENAI_BASE_URL.
     """
     import openai
-
-    from infrastructure.openai_model import OpenAIChatModel
-    from infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy
+    from countersign.infrastructure.openai_model import OpenAIChatModel
+    from countersign.infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy
 
     if settings.model == "scripted":
         return OpenAIChatModel(ScriptedEndpoint(StandInPolicy()).client(), "scripted")

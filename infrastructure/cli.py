@@ -20,28 +20,27 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-
-from application.authorization import member_of, organization_by_slug
-from application.errors import (
+from countersign.application.authorization import member_of, organization_by_slug
+from countersign.application.errors import (
     CorruptRecordError,
     ForbiddenError,
     UnknownOperationError,
     new_correlation_id,
 )
-from domain.contracts.base import InvalidRequestError
-from domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
-from infrastructure import render
-from infrastructure.audit_export import write_export
-from infrastructure.audit_verify import verify
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.progress import Progress
-from infrastructure.projection_runner import (
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
+from countersign.infrastructure import render
+from countersign.infrastructure.audit_export import write_export
+from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.progress import Progress
+from countersign.infrastructure.projection_runner import (
     ProjectionStoppedError,
     rebuild_together,
     run_forever,
 )
-from infrastructure.settings import SettingsError
-from projections import PROJECTIONS
+from countersign.infrastructure.settings import SettingsError
+from countersign.projections import PROJECTIONS
 
 log = logging.getLogger("countersign.cli")
 
@@ -58,8 +57,8 @@ _ALREADY_PRINTED = object()  # commands that stream their own output
 
 
 def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
-    from infrastructure.seed import seed
-    from infrastructure.web import seed_passwords
+    from countersign.infrastructure.seed import seed
+    from countersign.infrastructure.web import seed_passwords
 
     data = seed(cs)
     data["passwords"] = seed_passwords(cs)
@@ -208,9 +207,8 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
-
-    from infrastructure.http.app import create_app
-    from infrastructure.web import mount_pages
+    from countersign.infrastructure.http.app import create_app
+    from countersign.infrastructure.web import mount_pages
 
     app = create_app(cs)
     # Secure cookies need HTTPS; on loopback (local use) they would never be sent back.
@@ -227,7 +225,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
-    from infrastructure.http.tokens import issue_token
+    from countersign.infrastructure.http.tokens import issue_token
 
     issued = issue_token(
         cs,
@@ -252,7 +250,7 @@ def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
-    from infrastructure.http.tokens import revoke_token
+    from countersign.infrastructure.http.tokens import revoke_token
 
     revoked = revoke_token(cs, args.token_id)
     return {"token_id": args.token_id, "revoked": revoked}, (
@@ -261,7 +259,7 @@ def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_tokens_list(cs: Countersign, args: argparse.Namespace) -> Result:
-    from infrastructure.http.tokens import list_tokens
+    from countersign.infrastructure.http.tokens import list_tokens
 
     tokens = json.loads(render.to_json(list_tokens(cs, args.org)))
     lines = [
@@ -590,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first
     if args.command == "demo":
-        from infrastructure.demo import run_demo
+        from countersign.infrastructure.demo import run_demo
 
         return run_demo(database_url=args.database, as_json=args.json)
     return run(args)

@@ -7,11 +7,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from infrastructure import render
-from infrastructure.audit_verify import verify
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.seed import seed
+from countersign.infrastructure import render
+from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.seed import seed
 
 AVA = "ava@granite.example"
 REFUND = "order.refund_missing_discount"

@@ -8,6 +8,7 @@ library's errors into domain errors.
 from __future__ import annotations
 
 import copy
+import importlib
 import logging
 import threading
 from collections import OrderedDict
@@ -16,6 +17,11 @@ from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
+from countersign.application.errors import CorruptRecordError, new_correlation_id
+from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
+from countersign.domain.ports import StoredEventView
+from countersign.domain.state_copy import CheapDeepCopy
+from countersign.infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError
 from eventsourcing.persistence import (
@@ -24,13 +30,7 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.postgres import PostgresAggregateRecorder
-from eventsourcing.utils import TopicError, get_topic, resolve_topic
-
-from application.errors import CorruptRecordError, new_correlation_id
-from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
-from domain.ports import StoredEventView
-from domain.state_copy import CheapDeepCopy
-from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from eventsourcing.utils import TopicError, get_topic, register_topic, resolve_topic
 
 log = logging.getLogger("countersign.store")
 
@@ -38,7 +38,29 @@ A = TypeVar("A", bound=Aggregate)
 
 #: Only classes of our own domain may be named by a stored topic: a tampered topic must not
 #: make the reader import arbitrary code.
-ALLOWED_TOPIC_PREFIXES = ("domain.",)
+DOMAIN_PACKAGE = "countersign.domain"
+#: Events stored before the ``countersign`` namespace (up to 0a9997d) name the same classes
+#: ``domain.…``; the library resolves that package name to today's (its documented way to
+#: move classes), so old and new events load as the same types.
+LEGACY_DOMAIN_PACKAGE = "domain"
+ALLOWED_TOPIC_PREFIXES = (f"{DOMAIN_PACKAGE}.", f"{LEGACY_DOMAIN_PACKAGE}.")
+register_topic(LEGACY_DOMAIN_PACKAGE, importlib.import_module(DOMAIN_PACKAGE))
+
+
+def stored_topics(aggregate_class: type[Aggregate], event_names: Sequence[str]) -> list[str]:
+    """Every topic these events of this aggregate may be stored under: today's and the legacy."""
+    topics = []
+    for name in event_names:
+        topic = f"{get_topic(aggregate_class)}.{name}"
+        topics += [topic, LEGACY_DOMAIN_PACKAGE + topic.removeprefix(DOMAIN_PACKAGE)]
+    return topics
+
+
+def is_domain_class(cls: Any) -> bool:
+    """Whether a resolved topic is one of the domain's own classes."""
+    return isinstance(cls, type) and cls.__module__.startswith(f"{DOMAIN_PACKAGE}.")
+
+
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 
@@ -53,7 +75,7 @@ class GuardedMapper(Mapper[UUID]):
         if not stored_event.topic.startswith(ALLOWED_TOPIC_PREFIXES):
             raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
         cls = resolve_topic(stored_event.topic)
-        if not isinstance(cls, type) or not cls.__module__.startswith(ALLOWED_TOPIC_PREFIXES):
+        if not is_domain_class(cls):
             raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
         event = super().to_domain_event(stored_event)
         stored_version = _stored_class_version(self, stored_event)
@@ -407,7 +429,7 @@ class EventSourcedStore:
     def ids_with_events(
         self, aggregate_class: type[Aggregate], event_names: Sequence[str]
     ) -> Iterator[UUID]:
-        topics = [f"{get_topic(aggregate_class)}.{name}" for name in event_names]
+        topics = stored_topics(aggregate_class, event_names)
         seen: set[UUID] = set()
         start = 1
         while True:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from infrastructure.event_store import CountersignApplication
-from infrastructure.projection_runner import ProjectionRunner
-from infrastructure.sql import SqlDatabase
-from projections.operations import OPEN, OpenWork
+from countersign.infrastructure.event_store import CountersignApplication
+from countersign.infrastructure.projection_runner import ProjectionRunner
+from countersign.infrastructure.sql import SqlDatabase
+from countersign.projections.operations import OPEN, OpenWork
 
 
 class ProjectedOpenWork:

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 import openai
+from countersign.domain.ports import ModelReply, ModelUnavailableError, ToolCall
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -20,8 +21,6 @@ from tenacity import (
     stop_before_delay,
     wait_exponential_jitter,
 )
-
-from domain.ports import ModelReply, ModelUnavailableError, ToolCall
 
 log = logging.getLogger("countersign.model")
 

@@ -25,13 +25,12 @@ import sqlite3
 from uuid import uuid4
 
 import psycopg
-
-from domain.ports import (
+from countersign.domain.ports import (
     IdempotencyConflictError,
     ProviderRefund,
     ProviderResponseLostError,
 )
-from infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 CARD_OK = "4242424242424242"
 CARD_LOST_RESPONSE = "4000000000000259"

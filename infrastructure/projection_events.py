@@ -21,11 +21,10 @@ from typing import Any
 from uuid import UUID, SafeUUID
 
 import orjson
+from countersign.infrastructure.event_store import ALLOWED_TOPIC_PREFIXES, is_domain_class
+from countersign.infrastructure.recorders import LogEntry
 from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
 from eventsourcing.utils import resolve_topic
-
-from infrastructure.event_store import ALLOWED_TOPIC_PREFIXES
-from infrastructure.recorders import LogEntry
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _MISSING: Any = object()
@@ -159,7 +158,7 @@ class ProjectionDecoder:
             cls = resolve_topic(topic)
         except Exception:
             return None  # the mapper reports it, with its own error
-        if not isinstance(cls, type) or not cls.__module__.startswith(ALLOWED_TOPIC_PREFIXES):
+        if not is_domain_class(cls):
             return None
         return _Kind(cls, getattr(cls, "class_version", 1))
 

@@ -18,8 +18,8 @@ from operator import itemgetter
 from types import MappingProxyType, NoneType
 from typing import Any
 
-from infrastructure.sql import Cursor
-from projections.base import Table
+from countersign.infrastructure.sql import Cursor
+from countersign.projections.base import Table
 
 TRACKING_TABLE = "projection_tracking"
 

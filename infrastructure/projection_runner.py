@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import Notification
-
-from infrastructure.event_store import CountersignApplication
-from infrastructure.projection_events import ProjectionDecoder
-from infrastructure.projection_rows import (
+from countersign.infrastructure.event_store import CountersignApplication
+from countersign.infrastructure.projection_events import ProjectionDecoder
+from countersign.infrastructure.projection_rows import (
     _SQL_TYPES,
     TRACKING_TABLE,
     ProjectionRaceError,
@@ -34,10 +32,11 @@ from infrastructure.projection_rows import (
     lock_position,
     save_position,
 )
-from infrastructure.projection_writer import WriterProcess
-from infrastructure.recorders import LogEntry
-from infrastructure.sql import Cursor, SqlDatabase
-from projections.base import Projection
+from countersign.infrastructure.projection_writer import WriterProcess
+from countersign.infrastructure.recorders import LogEntry
+from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.projections.base import Projection
+from eventsourcing.persistence import Notification
 
 __all__ = [
     "TRACKING_TABLE",

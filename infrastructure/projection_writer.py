@@ -37,16 +37,16 @@ try:
 except ImportError:  # not POSIX: pipes keep their default size
     fcntl = None  # type: ignore[assignment]
 
-from infrastructure.projection_rows import (
+from countersign.infrastructure.projection_rows import (
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
     Written,
     commit_batch,
 )
-from infrastructure.settings import Database
-from infrastructure.sql import SqlDatabase
-from projections.base import Table
+from countersign.infrastructure.settings import Database
+from countersign.infrastructure.sql import SqlDatabase
+from countersign.projections.base import Table
 
 log = logging.getLogger("countersign.projections")
 

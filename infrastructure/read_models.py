@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from infrastructure.projection_runner import SqlRows
-from infrastructure.sql import SqlDatabase
-from projections import PROJECTIONS
-from projections.base import Table
+from countersign.infrastructure.projection_runner import SqlRows
+from countersign.infrastructure.sql import SqlDatabase
+from countersign.projections import PROJECTIONS
+from countersign.projections.base import Table
 
 _TABLES = {table.name: table for p in PROJECTIONS.values() for table in p.tables}
 MAX_PAGE_SIZE = 100

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from domain.money import format_money
+from countersign.domain.money import format_money
 
 WIDTH = 72
 

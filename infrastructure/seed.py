@@ -7,21 +7,20 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-
-from domain.club.accounts import MemberAccount
-from domain.club.broadcasts import BroadcastForm
-from domain.club.orders import Order
-from domain.club.organization import Organization, Permission
-from domain.club.roster import Roster
-from domain.errors import NotFoundError
-from infrastructure.bootstrap import Countersign
-from infrastructure.payment_sandbox import (
+from countersign.domain.club.accounts import MemberAccount
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.orders import Order
+from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.club.roster import Roster
+from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.payment_sandbox import (
     CARD_DECLINED,
     CARD_LOST_RESPONSE,
     CARD_OK,
     CARD_OUTAGE,
 )
+from eventsourcing.domain import Aggregate
 
 ORGANIZATIONS = [
     {"slug": "granite", "name": "Granite Curling Club"},

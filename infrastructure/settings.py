@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
+_RECORDERS = "countersign.infrastructure.recorders"  # where our persistence classes live
 
 
 class SettingsError(ValueError):
@@ -88,10 +89,10 @@ class Database:
         if self.kind == "sqlite":
             return {
                 # The library's SQLite persistence, with statement caching fixed.
-                "PERSISTENCE_MODULE": "infrastructure.recorders:CountersignSQLiteFactory",
+                "PERSISTENCE_MODULE": f"{_RECORDERS}:CountersignSQLiteFactory",
                 "SQLITE_DBNAME": self.sqlite_path,
                 "SQLITE_LOCK_TIMEOUT": "30",
-                "APPLICATION_RECORDER_TOPIC": "infrastructure.recorders:CountersignSQLiteRecorder",
+                "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:CountersignSQLiteRecorder",
             }
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
@@ -103,7 +104,7 @@ class Database:
             # Commits go through countersign's own insert function (infrastructure/recorders.py).
             # Not the library's ("y"): in 9.5.6 it skips the table lock that keeps
             # notification ids in commit order, and projections would then skip events.
-            "APPLICATION_RECORDER_TOPIC": "infrastructure.recorders:CountersignPostgresRecorder",
+            "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:CountersignPostgresRecorder",
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
             # psycopg_pool hands connections out first-in first-out: with four held open, a
             # lone client's commits went round four server processes, each with cold caches

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from infrastructure.settings import Database
+from countersign.infrastructure.settings import Database
 
 #: One advisory-lock key for every schema change countersign makes.
 SCHEMA_LOCK_KEY = 7_361_902_114

@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from projections.base import Projection
+    from countersign.projections.base import Projection
 
     PROJECTIONS: dict[str, Projection]
 
 
 def _registry() -> dict[str, Projection]:
-    from projections.analytics import Analytics
-    from projections.audit_trail import AuditTrail
-    from projections.browser_view import BrowserView
-    from projections.handback import Handback
-    from projections.operations import OpenWork
+    from countersign.projections.analytics import Analytics
+    from countersign.projections.audit_trail import AuditTrail
+    from countersign.projections.browser_view import BrowserView
+    from countersign.projections.handback import Handback
+    from countersign.projections.operations import OpenWork
 
     return {
         projection.name: projection

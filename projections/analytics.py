@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
 
 ORGANIZATIONS = "analytics_organizations"
 FACTS = "proposal_facts"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.handback import reason_text
-from domain.outcomes import RevisionReason
-from projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.domain.handback import reason_text
+from countersign.domain.outcomes import RevisionReason
+from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
 
 EVENTS = "audit_events"
 PROPOSALS = "audit_proposals"

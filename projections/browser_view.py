@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.messages import outcome_messages
-from projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.domain.messages import outcome_messages
+from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
 
 CARDS = "proposal_cards"
 

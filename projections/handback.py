@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.handback import reason_text
-from domain.messages import outcome_messages
-from domain.outcomes import RevisionReason
-from projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.domain.handback import reason_text
+from countersign.domain.messages import outcome_messages
+from countersign.domain.outcomes import RevisionReason
+from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
 
 MESSAGES = "handback_messages"
 CONTEXT = "revision_context"

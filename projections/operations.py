@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.base import Column, Projection, Rows, Table, handles, update
+from countersign.projections.base import Column, Projection, Rows, Table, handles, update
 
 OPEN = "open_proposals"
 

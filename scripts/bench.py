@@ -52,15 +52,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
+from countersign.domain.club.organization import Organization  # noqa: E402
+from countersign.infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
+from countersign.infrastructure.payment_sandbox import CARD_OK  # noqa: E402
+from countersign.infrastructure.seed import _order, seed  # noqa: E402
+from countersign.infrastructure.settings import Database, Settings  # noqa: E402
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402
 from psycopg import sql  # noqa: E402
-
-from domain.club.organization import Organization  # noqa: E402
-from infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
-from infrastructure.payment_sandbox import CARD_OK  # noqa: E402
-from infrastructure.seed import _order, seed  # noqa: E402
-from infrastructure.settings import Database, Settings  # noqa: E402
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/countersign_bench"
 BENCH_DATABASE_PREFIX = "countersign_bench"

@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from domain.club.organization import Organization  # noqa: E402
-from infrastructure.bootstrap import bootstrap  # noqa: E402
-from infrastructure.openai_model import OpenAIChatModel  # noqa: E402
-from infrastructure.payment_sandbox import CARD_OK  # noqa: E402
-from infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy  # noqa: E402
-from infrastructure.seed import _order, seed  # noqa: E402
-from infrastructure.settings import Settings  # noqa: E402
+from countersign.domain.club.organization import Organization  # noqa: E402
+from countersign.infrastructure.bootstrap import bootstrap  # noqa: E402
+from countersign.infrastructure.openai_model import OpenAIChatModel  # noqa: E402
+from countersign.infrastructure.payment_sandbox import CARD_OK  # noqa: E402
+from countersign.infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy  # noqa: E402
+from countersign.infrastructure.seed import _order, seed  # noqa: E402
+from countersign.infrastructure.settings import Settings  # noqa: E402
 
 AVA = "ava@granite.example"
 

@@ -38,12 +38,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
+from countersign.domain.proposal import Proposal, contract_digest  # noqa: E402
+from countersign.infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
+from countersign.infrastructure.seed import seed  # noqa: E402
+from countersign.infrastructure.settings import Settings  # noqa: E402
 from eventsourcing.persistence import Mapper  # noqa: E402
-
-from domain.proposal import Proposal, contract_digest  # noqa: E402
-from infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
-from infrastructure.seed import seed  # noqa: E402
-from infrastructure.settings import Settings  # noqa: E402
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 EVENTS_PER_LIFECYCLE = 5
@@ -159,8 +158,8 @@ def ceilings(cs: Countersign, passes: int) -> tuple[int, dict[str, list[float]]]
 
 REBUILD_CHILD = """
 import json, resource, sys, time
-from infrastructure.bootstrap import bootstrap
-from infrastructure.projection_runner import rebuild_together
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.projection_runner import rebuild_together
 
 def peak_rss_mb():
     # This process's own peak. ru_maxrss is not: Linux carries the parent's peak over to a
@@ -213,7 +212,15 @@ def live_lag(cs: Countersign, url: str, approvals: int, rate: float) -> list[flo
     for runner in cs.projection_runners():
         runner.catch_up()
     follower = subprocess.Popen(
-        [sys.executable, "-m", "infrastructure.cli", "projections", "run", "--database", url],
+        [
+            sys.executable,
+            "-m",
+            "countersign.infrastructure.cli",
+            "projections",
+            "run",
+            "--database",
+            url,
+        ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

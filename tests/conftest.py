@@ -17,11 +17,10 @@ from typing import Any
 
 import psycopg
 import pytest
-
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.seed import seed
-from infrastructure.settings import Settings
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.seed import seed
+from countersign.infrastructure.settings import Settings
 
 POSTGRES_SERVER = os.environ.get(
     "COUNTERSIGN_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432"

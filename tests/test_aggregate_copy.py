@@ -15,17 +15,16 @@ from typing import Any
 from uuid import UUID, uuid4, uuid5
 
 import pytest
+from countersign.domain.club.accounts import MemberAccount
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.ids import _NAMESPACE, stable_id
+from countersign.domain.club.orders import Order
+from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.club.roster import Roster
+from countersign.domain.interaction import Interaction
+from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.state_copy import CheapDeepCopy, SharedSnapshotError, copy_state
 from eventsourcing.domain import Aggregate
-
-from domain.club.accounts import MemberAccount
-from domain.club.broadcasts import BroadcastForm
-from domain.club.ids import _NAMESPACE, stable_id
-from domain.club.orders import Order
-from domain.club.organization import Organization, Permission
-from domain.club.roster import Roster
-from domain.interaction import Interaction
-from domain.proposal import Proposal, ProposalStatus
-from domain.state_copy import CheapDeepCopy, SharedSnapshotError, copy_state
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 ORG = uuid4()

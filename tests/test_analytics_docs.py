@@ -15,11 +15,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.projection_runner import _SQL_TYPES
+from countersign.projections.analytics import Analytics
 
-from infrastructure.bootstrap import Countersign
-from infrastructure.clock import FakeClock
-from infrastructure.projection_runner import _SQL_TYPES
-from projections.analytics import Analytics
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "analytics.md"

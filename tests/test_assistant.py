@@ -15,19 +15,17 @@ from uuid import UUID
 
 import httpx2
 import pytest
-from pydantic import BaseModel, Field
-
-from application.assistant.schemas import function_tool
-from application.assistant.service import MAX_ROUNDS, PROPOSED, ROUND_LIMIT, UNAVAILABLE
-from application.errors import ForbiddenError, UnknownOperationError
-from domain.club.accounts import MemberAccount
-from domain.club.roster import Roster
-from domain.errors import NotFoundError
-from domain.proposal import Proposal
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.openai_model import OpenAIChatModel
-from infrastructure.scripted_model import (
+from countersign.application.assistant.schemas import function_tool
+from countersign.application.assistant.service import MAX_ROUNDS, PROPOSED, ROUND_LIMIT, UNAVAILABLE
+from countersign.application.errors import ForbiddenError, UnknownOperationError
+from countersign.domain.club.accounts import MemberAccount
+from countersign.domain.club.roster import Roster
+from countersign.domain.errors import NotFoundError
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.openai_model import OpenAIChatModel
+from countersign.infrastructure.scripted_model import (
     Call,
     Fail,
     Policy,
@@ -36,8 +34,10 @@ from infrastructure.scripted_model import (
     ScriptedEndpoint,
     StandInPolicy,
 )
-from infrastructure.seed import LEAGUES, MAPLE_LEAGUES, MAPLE_ORDER, ORDERS, USERS, seed
-from infrastructure.settings import Settings
+from countersign.infrastructure.seed import LEAGUES, MAPLE_LEAGUES, MAPLE_ORDER, ORDERS, USERS, seed
+from countersign.infrastructure.settings import Settings
+from pydantic import BaseModel, Field
+
 from tests.conftest import AVA, BEN, MIA, TO_CARD, count_events
 
 ATTEMPTS = 4  # the adapter's bounded attempts per model call in these tests

@@ -15,18 +15,18 @@ from uuid import UUID
 
 import psycopg
 import pytest
+from countersign.domain.proposal import chain_link
+from countersign.infrastructure.audit_export import COLUMNS
+from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.cli import main
+from countersign.infrastructure.settings import Settings
 
-from domain.proposal import chain_link
-from infrastructure.audit_export import COLUMNS
-from infrastructure.audit_verify import verify
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.cli import main
-from infrastructure.settings import Settings
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table
 
 MALLORY = "mallory@evil.example"
 DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
-PROPOSAL_TOPIC = "domain.proposal:Proposal."
+PROPOSAL_TOPIC = "countersign.domain.proposal:Proposal."
 # What a proposal event's link covers is everything but its envelope (Proposal.propose/_link).
 ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
 

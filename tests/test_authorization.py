@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from countersign.application.errors import ForbiddenError
+from countersign.domain.club.organization import Organization
+from countersign.domain.errors import NotFoundError
 
-from application.errors import ForbiddenError
-from domain.club.organization import Organization
-from domain.errors import NotFoundError
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD, count_events
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from countersign.application.errors import UnknownOperationError
+from countersign.domain.contracts.base import InvalidRequestError
 
-from application.errors import UnknownOperationError
-from domain.contracts.base import InvalidRequestError
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, count_events
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from domain.club.broadcasts import BroadcastForm
-from domain.club.organization import Organization
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.organization import Organization
+
 from tests.conftest import AVA, DRAFT
 
 REQUEST = {

@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 import uvicorn
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.http import create_app
+from countersign.infrastructure.seed import seed
+from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.web import mount_pages, seed_passwords
 
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.http import create_app
-from infrastructure.seed import seed
-from infrastructure.settings import Settings
-from infrastructure.web import mount_pages, seed_passwords
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -13,9 +13,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-
-from domain.proposal import ProposalStatus, chain_link, contract_digest
-from domain.scope import Section
+from countersign.domain.proposal import ProposalStatus, chain_link, contract_digest
+from countersign.domain.scope import Section
 
 # -- the original implementation ---------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from countersign.infrastructure.cli import main
 
-from infrastructure.cli import main
 from tests.conftest import TO_CARD
 
 

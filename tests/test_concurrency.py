@@ -20,18 +20,18 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from countersign.application.proposals import ProposalService
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.orders import Order
+from countersign.domain.ports import StoredEventView
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.event_store import EventSourcedStore
+from countersign.infrastructure.payment_sandbox import CARD_OK
+from countersign.infrastructure.seed import PLACED_AT, seed
+from countersign.infrastructure.settings import Settings
 from eventsourcing.domain import Aggregate
 
-from application.proposals import ProposalService
-from domain.club.broadcasts import BroadcastForm
-from domain.club.orders import Order
-from domain.ports import StoredEventView
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.event_store import EventSourcedStore
-from infrastructure.payment_sandbox import CARD_OK
-from infrastructure.seed import PLACED_AT, seed
-from infrastructure.settings import Settings
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, _truncate_postgres, count_events
 from tests.workers import REPO, start
 

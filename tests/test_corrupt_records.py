@@ -8,11 +8,11 @@ import logging
 from uuid import UUID
 
 import pytest
+from countersign.application.errors import CorruptRecordError
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.settings import Settings
 
-from application.errors import CorruptRecordError
-from domain.proposal import Proposal
-from infrastructure.bootstrap import bootstrap
-from infrastructure.settings import Settings
 from tests.conftest import AVA, REFUND, TO_CARD, events_table
 
 

@@ -15,12 +15,12 @@ import signal
 from typing import Any
 
 import pytest
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.ports import PaymentProvider, ProviderRefund
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.settings import Settings
 
-from domain.contracts.base import InvalidRequestError
-from domain.ports import PaymentProvider, ProviderRefund
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.settings import Settings
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.workers import start
 

@@ -18,24 +18,29 @@ from typing import Any
 
 import pytest
 import schemathesis
+from countersign.application.errors import CorruptRecordError, ForbiddenError
+from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import ConcurrencyConflictError, DuplicateError, NotFoundError
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure import render
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.http import create_app
+from countersign.infrastructure.http.passwords import set_password, verify_password
+from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE
+from countersign.infrastructure.http.tokens import (
+    issue_token,
+    list_tokens,
+    revoke_token,
+    service_actions,
+)
+from countersign.infrastructure.openai_model import OpenAIChatModel
+from countersign.infrastructure.scripted_model import Call, Say, Script, ScriptedEndpoint
+from countersign.infrastructure.seed import seed
+from countersign.infrastructure.settings import Settings
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 
-from application.errors import CorruptRecordError, ForbiddenError
-from domain.club.organization import Organization, Permission
-from domain.contracts.base import InvalidRequestError
-from domain.errors import ConcurrencyConflictError, DuplicateError, NotFoundError
-from domain.proposal import Proposal
-from infrastructure import render
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.http import create_app
-from infrastructure.http.passwords import set_password, verify_password
-from infrastructure.http.problems import PROBLEM_MEDIA_TYPE
-from infrastructure.http.tokens import issue_token, list_tokens, revoke_token, service_actions
-from infrastructure.openai_model import OpenAIChatModel
-from infrastructure.scripted_model import Call, Say, Script, ScriptedEndpoint
-from infrastructure.seed import seed
-from infrastructure.settings import Settings
 from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD, count_events
 
 ALL = [str(p) for p in Permission]

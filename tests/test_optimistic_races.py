@@ -16,11 +16,11 @@ from uuid import UUID
 
 import psycopg
 import pytest
+from countersign.domain.club.organization import Permission
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from eventsourcing.persistence import OperationalError
 
-from domain.club.organization import Permission
-from domain.proposal import Proposal
-from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from tests.conftest import AVA, BEN, count_events, events_table
 from tests.test_optimistic_reads import Counter, _propose, _set_permissions, _stored
 

@@ -13,14 +13,14 @@ from uuid import uuid4
 
 import psycopg
 import pytest
+from countersign.application.errors import ForbiddenError
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.organization import Organization, Permission
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from countersign.infrastructure.settings import Settings
 from eventsourcing.domain import Aggregate, event
 
-from application.errors import ForbiddenError
-from domain.club.broadcasts import BroadcastForm
-from domain.club.organization import Organization, Permission
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
-from infrastructure.settings import Settings
 from tests.conftest import (
     AVA,
     BEN,

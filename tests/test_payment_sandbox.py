@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from domain.ports import IdempotencyConflictError, ProviderResponseLostError
-from infrastructure.payment_sandbox import (
+from countersign.domain.ports import IdempotencyConflictError, ProviderResponseLostError
+from countersign.infrastructure.payment_sandbox import (
     CARD_DECLINED,
     CARD_LOST_RESPONSE,
     CARD_OK,
@@ -66,8 +65,8 @@ def test_test_cards_trigger_lost_responses_declines_and_outages(cs):
 
 
 def test_sandbox_state_is_shared_between_processes_through_the_database(cs):
-    from infrastructure.payment_sandbox import SandboxPaymentProvider
-    from infrastructure.sql import SqlDatabase
+    from countersign.infrastructure.payment_sandbox import SandboxPaymentProvider
+    from countersign.infrastructure.sql import SqlDatabase
 
     cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
     _refund(cs, "k1", "ch_1")

@@ -9,14 +9,14 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
+from countersign.infrastructure.event_store import UnreadableEventError
+from countersign.infrastructure.projection_events import ProjectionDecoder
+from countersign.infrastructure.recorders import LogEntry
 from eventsourcing.persistence import Notification
 
-from infrastructure.event_store import UnreadableEventError
-from infrastructure.projection_events import ProjectionDecoder
-from infrastructure.recorders import LogEntry
 from tests.test_projections import lifecycle_history
 
-PROPOSED = "domain.proposal:Proposal.Proposed"
+PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
 
 
 def _all_entries(cs) -> list[LogEntry]:
@@ -57,7 +57,7 @@ def test_every_stored_event_decodes_exactly_as_the_mapper_decodes_it(cs, seeded,
         "Reconciling",
         "Declined",
     }
-    assert any(t.startswith("domain.club") for t in topics)
+    assert any(t.startswith("countersign.domain.club") for t in topics)
 
 
 def _entry(state: dict[str, Any] | bytes, topic: str = PROPOSED) -> LogEntry:

@@ -11,8 +11,7 @@ import time
 from typing import Any
 
 import pytest
-
-from infrastructure.projection_runner import (
+from countersign.infrastructure.projection_runner import (
     ProjectionRunner,
     ProjectionStoppedError,
     SqlRows,
@@ -20,10 +19,11 @@ from infrastructure.projection_runner import (
     rebuild_together,
     run_forever,
 )
-from infrastructure.projection_writer import WriterProcess
-from infrastructure.sql import SqlDatabase
-from projections import PROJECTIONS
-from projections.base import Column, Projection, Rows, Table, handles
+from countersign.infrastructure.projection_writer import WriterProcess
+from countersign.infrastructure.sql import SqlDatabase
+from countersign.projections import PROJECTIONS
+from countersign.projections.base import Column, Projection, Rows, Table, handles
+
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
 
 DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
@@ -131,7 +131,7 @@ def test_cards_and_handback_speak_english_and_french_for_every_outcome(cs, seede
 
 
 def test_terminal_failures_are_localized_with_their_correlation_id(cs, seeded):
-    from domain.messages import outcome_message
+    from countersign.domain.messages import outcome_message
 
     failure = {"kind": "terminal_failure", "correlation_id": "cs-0123456789abcdef"}
     english = outcome_message(REFUND, {}, failure, "en")
@@ -230,8 +230,8 @@ def test_a_projection_stops_at_the_event_it_cannot_process_and_resumes_once_fixe
 
 
 def test_two_writers_and_a_runner_concurrently(cs, seeded, database_url):
-    from infrastructure.bootstrap import bootstrap
-    from infrastructure.settings import Settings
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.settings import Settings
 
     stop = threading.Event()
     runner_cs = bootstrap(Settings(database_url=database_url))
@@ -291,7 +291,7 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
         [
             sys.executable,
             "-m",
-            "infrastructure.cli",
+            "countersign.infrastructure.cli",
             "projections",
             "run",
             "--batch-size",
@@ -484,7 +484,7 @@ def test_sql_rows_refuse_rows_that_do_not_match_the_table(cs):
 
 
 def test_stored_messages_are_the_domains_own_in_both_languages(cs, seeded, clock):
-    from domain.messages import outcome_message, outcome_messages
+    from countersign.domain.messages import outcome_message, outcome_messages
 
     lifecycle_history(cs, seeded, clock)
     catch_up_all(cs)
@@ -622,7 +622,7 @@ def test_a_row_refused_in_the_writer_process_stops_the_projection_by_name(cs, se
 
 
 def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded, monkeypatch):
-    from infrastructure import projection_writer
+    from countersign.infrastructure import projection_writer
 
     form = seeded["broadcast_forms"]["granite"]
     for _ in range(30):

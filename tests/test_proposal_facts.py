@@ -5,10 +5,10 @@ from __future__ import annotations
 from uuid import UUID
 
 import pytest
+from countersign.application.proposals import _ReadOnlyFacts
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.orders import Order
 
-from application.proposals import _ReadOnlyFacts
-from domain.club.broadcasts import BroadcastForm
-from domain.club.orders import Order
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 
 DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}

@@ -6,9 +6,8 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 import pytest
-
-from domain.errors import IllegalTransitionError
-from domain.proposal import Proposal, ProposalStatus, contract_digest
+from countersign.domain.errors import IllegalTransitionError
+from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 OUTCOME = {"kind": "succeeded", "result": {}}

@@ -10,20 +10,20 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from eventsourcing.persistence import Notification
-
-from infrastructure.projection_events import ProjectionDecoder
-from infrastructure.projection_runner import (
+from countersign.infrastructure.projection_events import ProjectionDecoder
+from countersign.infrastructure.projection_runner import (
     ProjectionRunner,
     ProjectionStoppedError,
     rebuild_together,
 )
-from infrastructure.projection_writer import WriterProcess
-from infrastructure.recorders import LogEntry
+from countersign.infrastructure.projection_writer import WriterProcess
+from countersign.infrastructure.recorders import LogEntry
+from eventsourcing.persistence import Notification
+
 from tests.conftest import AVA, DRAFT
 from tests.test_projections import DRAFT_REQUEST, _Fragile, propose
 
-PROPOSED = "domain.proposal:Proposal.Proposed"
+PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
 
 
 def _a_stored_proposed_event(cs, seeded) -> LogEntry:

@@ -13,10 +13,8 @@ from uuid import UUID, uuid4
 
 import psycopg
 import pytest
-from eventsourcing.persistence import StoredEvent
-
-from infrastructure.bootstrap import Countersign
-from infrastructure.recorders import (
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.recorders import (
     CountersignSQLiteRecorder,
     ReadSetChangedError,
     _BigInts,
@@ -24,6 +22,7 @@ from infrastructure.recorders import (
     _Texts,
     _UUIDs,
 )
+from eventsourcing.persistence import StoredEvent
 
 
 @pytest.fixture

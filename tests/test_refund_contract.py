@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.base import RevisionNeededError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.clock import FakeClock
 
-from domain.contracts import REGISTRY
-from domain.contracts.base import RevisionNeededError
-from infrastructure.bootstrap import Countersign
-from infrastructure.clock import FakeClock
 from tests.conftest import AVA, REFUND, TO_CARD
 
 
@@ -253,7 +253,7 @@ def _stored_arguments(cs: Countersign, proposal_id: str) -> dict[str, Any]:
 def _load_facts(cs: Countersign, contract: Any, proposal_id: str) -> Any:
     from uuid import UUID
 
-    from domain.proposal import Proposal
+    from countersign.domain.proposal import Proposal
 
     proposal = cs.store.get(UUID(proposal_id), Proposal)
     return contract.load(proposal.scope, cs.store)

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from domain.proposal import Proposal
-from infrastructure.settings import Database
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.settings import Database
+
 from tests.conftest import AVA, REFUND, TO_CARD
 
 ROOT = Path(__file__).resolve().parent.parent

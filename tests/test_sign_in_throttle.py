@@ -16,15 +16,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.http import create_app
-from infrastructure.settings import Settings
-from infrastructure.sql import SqlDatabase
-from infrastructure.web import mount_pages, pages, seed_passwords
-from infrastructure.web.throttle import (
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.http import create_app
+from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.web import mount_pages, pages, seed_passwords
+from countersign.infrastructure.web.throttle import (
     ACCOUNT_LIMIT,
     ADDRESS_LIMIT,
     WINDOW,
@@ -32,6 +30,8 @@ from infrastructure.web.throttle import (
     SignInThrottle,
     account_key,
 )
+from fastapi.testclient import TestClient
+
 from tests.conftest import AVA, BEN
 from tests.test_web_pages import CSRF, Web
 

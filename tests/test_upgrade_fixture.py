@@ -18,11 +18,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.settings import Settings
 
-from infrastructure.audit_verify import verify
-from infrastructure.bootstrap import Countersign, bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.settings import Settings
 from tests.conftest import AVA
 
 FIXTURE = Path(__file__).parent / "fixtures" / "golden_0a9997d"
@@ -103,9 +103,7 @@ def test_projections_rebuild_from_the_old_log_and_read_its_conversation(upgraded
     for runner in cs.projection_runners():
         runner.rebuild()
     granite = manifest["seed"]["organizations"][0]["id"]
-    cards = {
-        pid: cs.read_models.card(granite, pid) for pid in manifest["proposals"].values()
-    }
+    cards = {pid: cs.read_models.card(granite, pid) for pid in manifest["proposals"].values()}
     assert all(card is not None for card in cards.values())
     assert cards[manifest["proposals"]["succeeded_account_credit"]]["status"] == "succeeded"
     messages = cs.read_models.handback(granite, manifest["interaction_id"])

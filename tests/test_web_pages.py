@@ -16,22 +16,22 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 import pytest
+from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.club.roster import Roster
+from countersign.domain.messages import outcome_message
+from countersign.domain.proposal import Proposal
+from countersign.domain.scope import Section
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.http import create_app
+from countersign.infrastructure.http.passwords import set_password
+from countersign.infrastructure.openai_model import OpenAIChatModel
+from countersign.infrastructure.scripted_model import Say, Script, ScriptedEndpoint
+from countersign.infrastructure.web import mount_pages, seed_passwords
+from countersign.infrastructure.web.i18n import TEXTS, negotiate
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from domain.club.organization import Organization, Permission
-from domain.club.roster import Roster
-from domain.messages import outcome_message
-from domain.proposal import Proposal
-from domain.scope import Section
-from infrastructure.bootstrap import Countersign
-from infrastructure.clock import FakeClock
-from infrastructure.http import create_app
-from infrastructure.http.passwords import set_password
-from infrastructure.openai_model import OpenAIChatModel
-from infrastructure.scripted_model import Say, Script, ScriptedEndpoint
-from infrastructure.web import mount_pages, seed_passwords
-from infrastructure.web.i18n import TEXTS, negotiate
 from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD, count_events
 
 UNKNOWN = "0f6b3a52-8d1e-4c57-9a3e-5b1f2c7d9e10"
@@ -689,7 +689,7 @@ def test_an_unexpected_error_is_a_page_with_a_reference(web, monkeypatch, caplog
 
 def test_every_page_text_exists_in_english_and_french():
     assert set(TEXTS["en"]) == set(TEXTS["fr"])
-    templates = resources.files("infrastructure.web") / "templates"
+    templates = resources.files("countersign.infrastructure.web") / "templates"
     used = set()
     for template in templates.iterdir():
         used |= set(re.findall(r"t\('([a-z_.]+)'", template.read_text(encoding="utf-8")))

@@ -29,11 +29,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from domain.errors import ConcurrencyConflictError
-from domain.ports import PaymentProvider, ProviderRefund
-from infrastructure.bootstrap import bootstrap
-from infrastructure.clock import FakeClock
-from infrastructure.settings import Settings
+from countersign.domain.errors import ConcurrencyConflictError
+from countersign.domain.ports import PaymentProvider, ProviderRefund
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.settings import Settings
 
 ACTOR = "ava@granite.example"
 REPO = Path(__file__).resolve().parents[1]

@@ -11,14 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from countersign.application.assistant.schemas import function_tool
+from countersign.domain.club.orders import Order
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.ports import AggregateStore
+from countersign.domain.scope import Scope, Section
 from pydantic import BaseModel, ConfigDict, Field
-
-from application.assistant.schemas import function_tool
-from domain.club.orders import Order
-from domain.club.roster import Roster
-from domain.contracts import REGISTRY, AnyContract
-from domain.ports import AggregateStore
-from domain.scope import Scope, Section
 
 
 class ReadToolRequest(BaseModel):

@@ -16,21 +16,26 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
+from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
+from countersign.application.authorization import membership, organization_by_slug, require
+from countersign.application.errors import ForbiddenError, UnknownOperationError, parse_id
+from countersign.application.proposals import ProposalService
+from countersign.application.reports import Report
+from countersign.domain.contracts.base import InvalidRequestError, problems_from
+from countersign.domain.errors import NotFoundError
+from countersign.domain.handback import reason_text
+from countersign.domain.interaction import Interaction
+from countersign.domain.outcomes import RevisionReason
+from countersign.domain.ports import (
+    AggregateStore,
+    ChatModel,
+    ModelReply,
+    ModelUnavailableError,
+    ToolCall,
+)
+from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.scope import Scope, Section
 from pydantic import ValidationError
-
-from application.assistant.sections import ASSISTANTS, SectionAssistant
-from application.authorization import membership, organization_by_slug, require
-from application.errors import ForbiddenError, UnknownOperationError, parse_id
-from application.proposals import ProposalService
-from application.reports import Report
-from domain.contracts.base import InvalidRequestError, problems_from
-from domain.errors import NotFoundError
-from domain.handback import reason_text
-from domain.interaction import Interaction
-from domain.outcomes import RevisionReason
-from domain.ports import AggregateStore, ChatModel, ModelReply, ModelUnavailableError, ToolCall
-from domain.proposal import Proposal, ProposalStatus
-from domain.scope import Scope, Section
 
 log = logging.getLogger("countersign.assistant")
 

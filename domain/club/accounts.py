@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.ids import stable_id
+from countersign.domain.errors import OrderRuleError
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.club.ids import stable_id
-from domain.errors import OrderRuleError
-from domain.state_copy import CheapDeepCopy
 
 
 class MemberAccount(CheapDeepCopy, Aggregate):

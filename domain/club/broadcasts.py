@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.ids import stable_id
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.club.ids import stable_id
-from domain.state_copy import CheapDeepCopy
 
 
 class BroadcastForm(CheapDeepCopy, Aggregate):

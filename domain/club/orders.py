@@ -7,11 +7,10 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
+from countersign.domain.club.ids import stable_id
+from countersign.domain.errors import NotFoundError, OrderRuleError
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.club.ids import stable_id
-from domain.errors import NotFoundError, OrderRuleError
-from domain.state_copy import CheapDeepCopy
 
 
 @dataclass(frozen=True)

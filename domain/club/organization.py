@@ -7,11 +7,10 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.ids import stable_id
+from countersign.domain.errors import DuplicateError, NotMemberError
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.club.ids import stable_id
-from domain.errors import DuplicateError, NotMemberError
-from domain.state_copy import CheapDeepCopy
 
 
 class Permission(StrEnum):

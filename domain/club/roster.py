@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from countersign.domain.club.ids import stable_id
+from countersign.domain.errors import DuplicateError, RosterRuleError
+from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
-
-from domain.club.ids import stable_id
-from domain.errors import DuplicateError, RosterRuleError
-from domain.state_copy import CheapDeepCopy
 
 
 class Roster(CheapDeepCopy, Aggregate):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
-from domain.contracts.base import OperationContract
-from domain.contracts.refund_missing_discount import RefundMissingDiscount
+from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
+from countersign.domain.contracts.base import OperationContract
+from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 
 AnyContract = OperationContract[Any, Any, Any, Any, Any]
 

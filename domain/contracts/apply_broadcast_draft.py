@@ -10,13 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-from pydantic import Field
-
-from domain.club.broadcasts import BroadcastForm
-from domain.club.organization import Permission
-from domain.club.roster import Roster
-from domain.contracts.base import (
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.organization import Permission
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.base import (
     ContractRequest,
     Facts,
     Frozen,
@@ -26,10 +23,12 @@ from domain.contracts.base import (
     Problem,
     RevisionNeededError,
 )
-from domain.errors import NotFoundError
-from domain.outcomes import ExecutionContract
-from domain.ports import AggregateStore
-from domain.scope import Scope, Section
+from countersign.domain.errors import NotFoundError
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import AggregateStore
+from countersign.domain.scope import Scope, Section
+from eventsourcing.domain import Aggregate
+from pydantic import Field
 
 MAX_SUBJECT = 150
 MAX_BODY = 5000

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
+from countersign.domain.club.organization import Permission
+from countersign.domain.errors import CountersignError
+from countersign.domain.outcomes import ExecutionContract, RevisionReason
+from countersign.domain.ports import AggregateStore, ProviderRefund
+from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
-
-from domain.club.organization import Permission
-from domain.errors import CountersignError
-from domain.outcomes import ExecutionContract, RevisionReason
-from domain.ports import AggregateStore, ProviderRefund
-from domain.scope import Scope, Section
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -10,13 +10,10 @@ from __future__ import annotations
 from typing import Any, Literal
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-from pydantic import Field
-
-from domain.club.accounts import MemberAccount
-from domain.club.orders import Order
-from domain.club.organization import Permission
-from domain.contracts.base import (
+from countersign.domain.club.accounts import MemberAccount
+from countersign.domain.club.orders import Order
+from countersign.domain.club.organization import Permission
+from countersign.domain.contracts.base import (
     ContractRequest,
     ExternalCall,
     Facts,
@@ -27,11 +24,13 @@ from domain.contracts.base import (
     Problem,
     RevisionNeededError,
 )
-from domain.errors import NotFoundError
-from domain.money import format_money
-from domain.outcomes import ExecutionContract
-from domain.ports import AggregateStore, ProviderRefund
-from domain.scope import Scope, Section
+from countersign.domain.errors import NotFoundError
+from countersign.domain.money import format_money
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import AggregateStore, ProviderRefund
+from countersign.domain.scope import Scope, Section
+from eventsourcing.domain import Aggregate
+from pydantic import Field
 
 # -- Request: what the model supplies ------------------------------------------------------------
 

@@ -4,6 +4,6 @@
 tokens application services use; ``passwords`` keeps people's password hashes.
 """
 
-from infrastructure.http.app import create_app
+from countersign.infrastructure.http.app import create_app
 
 __all__ = ["create_app"]

@@ -25,21 +25,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Body, Path, Query, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.responses import JSONResponse
-
-from application.assistant.sections import ASSISTANTS
-from application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
-from domain.club.organization import Permission
-from domain.contracts import REGISTRY
-from domain.contracts.base import InvalidRequestError
-from domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
-from domain.proposal import Proposal, ProposalStatus
-from domain.scope import Section
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.auth import Caller, Wired, require, require_any
-from infrastructure.http.models import (
+from countersign.application.assistant.sections import ASSISTANTS
+from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
+from countersign.domain.club.organization import Permission
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
+from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.scope import Section
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.auth import Caller, Wired, require, require_any
+from countersign.infrastructure.http.models import (
     ApprovalReportOut,
     DeclineIn,
     HistoryOut,
@@ -52,9 +48,16 @@ from infrastructure.http.models import (
     SectionName,
     TurnOut,
 )
-from infrastructure.http.problems import ProblemDocument, ProblemError, correlation_id_of
-from infrastructure.http.tokens import ServicePrincipal, record_action
-from infrastructure.projection_runner import ProjectionStoppedError
+from countersign.infrastructure.http.problems import (
+    ProblemDocument,
+    ProblemError,
+    correlation_id_of,
+)
+from countersign.infrastructure.http.tokens import ServicePrincipal, record_action
+from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 
 log = logging.getLogger("countersign.http")
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.api import router
+from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
+from countersign.infrastructure.http.tokens import ensure_token_tables
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.api import router
-from infrastructure.http.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
-from infrastructure.http.tokens import ensure_token_tables
 
 API_VERSION = "1"
 DESCRIPTION = (

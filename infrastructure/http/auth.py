@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, cast
 
+from countersign.domain.club.organization import Permission
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.problems import ProblemError
+from countersign.infrastructure.http.tokens import ServicePrincipal, authenticate
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-
-from domain.club.organization import Permission
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.problems import ProblemError
-from infrastructure.http.tokens import ServicePrincipal, authenticate
 
 _bearer = HTTPBearer(
     auto_error=False,

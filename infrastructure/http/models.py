@@ -9,9 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from countersign.domain.contracts import REGISTRY
 from pydantic import BaseModel, ConfigDict, Field
-
-from domain.contracts import REGISTRY
 
 SectionName = Literal["orders", "email_broadcasts"]
 

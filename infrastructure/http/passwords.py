@@ -10,10 +10,9 @@ import threading
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-
-from domain.contracts.base import InvalidRequestError
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.storage import ensure_tables
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.storage import ensure_tables
 
 MIN_PASSWORD = 12
 MAX_PASSWORD = 1024

@@ -12,14 +12,13 @@ import json
 import logging
 from typing import Any
 
+from countersign.application.errors import new_correlation_id
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from application.errors import new_correlation_id
 
 log = logging.getLogger("countersign.http")
 

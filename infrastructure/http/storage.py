@@ -6,7 +6,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 
-from infrastructure.sql import SqlDatabase
+from countersign.infrastructure.sql import SqlDatabase
 
 _prepared: weakref.WeakKeyDictionary[SqlDatabase, set[str]] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()

@@ -30,14 +30,13 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-
-from application.authorization import membership, organization_by_slug
-from application.errors import ForbiddenError
-from domain.club.organization import Organization, Permission
-from domain.contracts.base import InvalidRequestError, Problem
-from domain.errors import DuplicateError, NotFoundError
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.storage import ensure_tables
+from countersign.application.authorization import membership, organization_by_slug
+from countersign.application.errors import ForbiddenError
+from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.contracts.base import InvalidRequestError, Problem
+from countersign.domain.errors import DuplicateError, NotFoundError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.storage import ensure_tables
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")

@@ -4,7 +4,7 @@
 the seeded demo people passwords for local use.
 """
 
-from infrastructure.web.demo_passwords import seed_passwords
-from infrastructure.web.pages import mount_pages
+from countersign.infrastructure.web.demo_passwords import seed_passwords
+from countersign.infrastructure.web.pages import mount_pages
 
 __all__ = ["mount_pages", "seed_passwords"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.passwords import set_password
-from infrastructure.seed import USERS
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.passwords import set_password
+from countersign.infrastructure.seed import USERS
 
 
 def demo_password(email: str) -> str:

@@ -33,39 +33,43 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 from uuid import UUID
 
-from fastapi import FastAPI
-from jinja2 import Environment, PackageLoader, StrictUndefined
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
-
-from application.assistant.sections import ASSISTANTS, SectionAssistant
-from application.assistant.service import MAX_MESSAGE
-from application.club import investigation
-from application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
-from domain.club.broadcasts import BroadcastForm
-from domain.club.orders import Order
-from domain.club.organization import Member, Organization, Permission
-from domain.contracts import REGISTRY
-from domain.errors import ConcurrencyConflictError, NotFoundError
-from domain.handback import reason_text
-from domain.interaction import Interaction
-from domain.outcomes import RevisionReason
-from domain.proposal import Proposal, ProposalStatus
-from domain.scope import Scope, Section
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.passwords import verify_password
-from infrastructure.http.problems import correlation_id_of
-from infrastructure.projection_runner import ProjectionStoppedError
-from infrastructure.web.i18n import LANGUAGES, negotiate, translator
-from infrastructure.web.sessions import Session, SessionCodec, secure_from_env, session_secret
-from infrastructure.web.throttle import Refusal, SignInThrottle
-from infrastructure.web.views import (
+from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
+from countersign.application.assistant.service import MAX_MESSAGE
+from countersign.application.club import investigation
+from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.orders import Order
+from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
+from countersign.domain.handback import reason_text
+from countersign.domain.interaction import Interaction
+from countersign.domain.outcomes import RevisionReason
+from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.scope import Scope, Section
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.passwords import verify_password
+from countersign.infrastructure.http.problems import correlation_id_of
+from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from countersign.infrastructure.web.i18n import LANGUAGES, negotiate, translator
+from countersign.infrastructure.web.sessions import (
+    Session,
+    SessionCodec,
+    secure_from_env,
+    session_secret,
+)
+from countersign.infrastructure.web.throttle import Refusal, SignInThrottle
+from countersign.infrastructure.web.views import (
     format_time,
     order_view,
     proposal_record,
     proposal_view,
 )
+from fastapi import FastAPI
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 log = logging.getLogger("countersign.web")
 
@@ -195,13 +199,13 @@ class Pages:
         self.cs = cs
         self.codec = codec
         self.templates = Environment(
-            loader=PackageLoader("infrastructure.web", "templates"),
+            loader=PackageLoader("countersign.infrastructure.web", "templates"),
             autoescape=True,
             undefined=StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        static = resources.files("infrastructure.web") / "static"
+        static = resources.files("countersign.infrastructure.web") / "static"
         self.assets = {name: (static / name).read_bytes() for name in _ASSETS}
         self.asset_version = {
             name: hashlib.sha256(body).hexdigest()[:12] for name, body in self.assets.items()

@@ -21,10 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.storage import ensure_tables
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-
-from infrastructure.bootstrap import Countersign
-from infrastructure.http.storage import ensure_tables
 
 IDLE_SECONDS = 8 * 3600
 ABSOLUTE_SECONDS = 24 * 3600

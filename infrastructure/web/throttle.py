@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from domain.ports import Clock
-from infrastructure.http.storage import ensure_tables
-from infrastructure.sql import Cursor, SqlDatabase
+from countersign.domain.ports import Clock
+from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 #: How far back failures count (a sliding window).
 WINDOW = timedelta(minutes=15)

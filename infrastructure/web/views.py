@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from domain.contracts import REGISTRY
-from domain.messages import outcome_message
-from domain.money import format_money
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.messages import outcome_message
+from countersign.domain.money import format_money
 
 log = logging.getLogger("countersign.web")
 
