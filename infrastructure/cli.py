@@ -226,6 +226,32 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     return {"stopped": True}, "countersign: server stopped."
 
 
+def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
+    """A new password for EMAIL, read from standard input or a prompt (never the command
+    line, where other users and the shell history would see it); every browser session of
+    that person ends."""
+    from infrastructure.http.passwords import set_password
+
+    password = _read_new_password()
+    ended = set_password(cs, args.actor, password)
+    email = args.actor.strip().lower()
+    return {"email": email, "password_set": True, "sessions_ended": ended}, (
+        f"Password set for {email}; {ended} browser session(s) ended."
+    )
+
+
+def _read_new_password() -> str:
+    if not sys.stdin.isatty():
+        # Piped: the first line, without its line ending (a password may hold other spaces).
+        return sys.stdin.readline().rstrip("\r\n")
+    import getpass
+
+    first = getpass.getpass("New password: ")
+    if getpass.getpass("Repeat it: ") != first:
+        raise UsageError("the two passwords differ; nothing was changed")
+    return first
+
+
 def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
     from infrastructure.http.tokens import issue_token
 
@@ -554,6 +580,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     add("verify", cmd_audit_verify, "prove no proposal event was altered or removed", audit_sub)
 
+    users = sub.add_parser("users", help="people's sign-in credentials")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    set_password = add(
+        "set-password",
+        cmd_users_set_password,
+        "set a person's password (read from stdin or a prompt) and end their browser sessions",
+        users_sub,
+    )
+    set_password.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+
     serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -624,6 +660,8 @@ def run(args: argparse.Namespace) -> int:
         return emit({"error": "forbidden"}, "You do not have permission to do that.", 0)
     except UsageError as error:
         return emit({"error": "usage", "message": str(error)}, f"error: {error}", 2)
+    except SettingsError as error:
+        return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
     except ConcurrencyConflictError:
         message = "the records this command acts on are busy with other changes; try again"
         return emit({"error": "busy", "message": message}, f"Busy: {message}.", 1)
