@@ -8,6 +8,7 @@ status is 0 whenever the command was processed, whatever its outcome; 2 for usag
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
 import signal
@@ -210,20 +211,42 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
 
     from infrastructure.http.app import create_app
+    from infrastructure.http.proxies import trusted_proxies_from_env, uvicorn_proxy_options
     from infrastructure.web import mount_pages
+    from infrastructure.web.sessions import secure_from_env
 
+    # Settings first, so a wrong value stops the server before anything is served.
+    trusted = trusted_proxies_from_env()
+    # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
+    # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
+    # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
+    secure = secure_from_env(default=not _is_loopback(args.host))
     app = create_app(cs)
-    # Secure cookies need HTTPS; on loopback (local use) they would never be sent back.
-    loopback = args.host in ("127.0.0.1", "localhost", "::1")
-    mount_pages(app, cs, secure_cookies=None if not loopback else False)
+    mount_pages(app, cs, secure_cookies=secure)
     print(
         f"countersign: serving on http://{args.host}:{args.port} (pages at /, API under "
-        f"/api/v1, OpenAPI at /openapi.json); Ctrl-C stops",
+        f"/api/v1, OpenAPI at /openapi.json); secure cookies {'on' if secure else 'off'}; "
+        f"forwarded headers trusted from {', '.join(trusted) or 'nobody'}; Ctrl-C stops",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        **uvicorn_proxy_options(trusted),
+    )
     return {"stopped": True}, "countersign: server stopped."
+
+
+def _is_loopback(host: str) -> bool:
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
