@@ -8,6 +8,7 @@ status is 0 whenever the command was processed, whatever its outcome; 2 for usag
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
 import signal
@@ -208,20 +209,71 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
 def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
     from countersign.infrastructure.http.app import create_app
+    from countersign.infrastructure.http.proxies import (
+        trusted_proxies_from_env,
+        uvicorn_proxy_options,
+    )
     from countersign.infrastructure.web import mount_pages
+    from countersign.infrastructure.web.sessions import secure_from_env
 
+    # Settings first, so a wrong value stops the server before anything is served.
+    trusted = trusted_proxies_from_env()
+    # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
+    # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
+    # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
+    secure = secure_from_env(default=not _is_loopback(args.host))
     app = create_app(cs)
-    # Secure cookies need HTTPS; on loopback (local use) they would never be sent back.
-    loopback = args.host in ("127.0.0.1", "localhost", "::1")
-    mount_pages(app, cs, secure_cookies=None if not loopback else False)
+    mount_pages(app, cs, secure_cookies=secure)
     print(
         f"countersign: serving on http://{args.host}:{args.port} (pages at /, API under "
-        f"/api/v1, OpenAPI at /openapi.json); Ctrl-C stops",
+        f"/api/v1, OpenAPI at /openapi.json); secure cookies {'on' if secure else 'off'}; "
+        f"forwarded headers trusted from {', '.join(trusted) or 'nobody'}; Ctrl-C stops",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        **uvicorn_proxy_options(trusted),
+    )
     return {"stopped": True}, "countersign: server stopped."
+
+
+def _is_loopback(host: str) -> bool:
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
+    """A new password for EMAIL, read from standard input or a prompt (never the command
+    line, where other users and the shell history would see it); every browser session of
+    that person ends."""
+    from countersign.infrastructure.http.passwords import set_password
+
+    password = _read_new_password()
+    ended = set_password(cs, args.actor, password)
+    email = args.actor.strip().lower()
+    return {"email": email, "password_set": True, "sessions_ended": ended}, (
+        f"Password set for {email}; {ended} browser session(s) ended."
+    )
+
+
+def _read_new_password() -> str:
+    if not sys.stdin.isatty():
+        # Piped: the first line, without its line ending (a password may hold other spaces).
+        return sys.stdin.readline().rstrip("\r\n")
+    import getpass
+
+    first = getpass.getpass("New password: ")
+    if getpass.getpass("Repeat it: ") != first:
+        raise UsageError("the two passwords differ; nothing was changed")
+    return first
 
 
 def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -552,6 +604,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     add("verify", cmd_audit_verify, "prove no proposal event was altered or removed", audit_sub)
 
+    users = sub.add_parser("users", help="people's sign-in credentials")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    set_password = add(
+        "set-password",
+        cmd_users_set_password,
+        "set a person's password (read from stdin or a prompt) and end their browser sessions",
+        users_sub,
+    )
+    set_password.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+
     serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -622,6 +684,8 @@ def run(args: argparse.Namespace) -> int:
         return emit({"error": "forbidden"}, "You do not have permission to do that.", 0)
     except UsageError as error:
         return emit({"error": "usage", "message": str(error)}, f"error: {error}", 2)
+    except SettingsError as error:
+        return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
     except ConcurrencyConflictError:
         message = "the records this command acts on are busy with other changes; try again"
         return emit({"error": "busy", "message": message}, f"Busy: {message}.", 1)

@@ -2,6 +2,9 @@
 
 A person is known by email across organizations; which organizations they may act in is the
 organization aggregates' business, checked on every request, not here.
+
+Setting a password ends every browser session of that person (``session_store``): whoever
+holds a copy of a session cookie from before the change is signed out with everyone else.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http.session_store import ensure_session_table, revoke_person_in
 from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.sql import Cursor
 
 MIN_PASSWORD = 12
 MAX_PASSWORD = 1024
@@ -39,8 +44,9 @@ def _dummy() -> str:
         return _dummy_hash[0]
 
 
-def set_password(cs: Countersign, email: str, password: str) -> None:
-    """Store (or replace) the Argon2id hash of ``email``'s password.
+def set_password(cs: Countersign, email: str, password: str) -> int:
+    """Store (or replace) the Argon2id hash of ``email``'s password and revoke every browser
+    session of ``email``; returns how many sessions ended.
 
     Raises InvalidRequestError for an empty email or a password outside 12-1024 characters.
     """
@@ -52,7 +58,12 @@ def set_password(cs: Countersign, email: str, password: str) -> None:
         raise InvalidRequestError.one(
             "password", f"use between {MIN_PASSWORD} and {MAX_PASSWORD} characters"
         )
-    _store(cs, address, _hasher.hash(password))
+    password_hash = _hasher.hash(password)
+    ensure_session_table(cs.sql)
+    now = cs.proposals.clock.now()
+    with cs.sql.transaction() as cursor:  # the new hash and the revocations, together
+        _store_in(cursor, address, password_hash, now.isoformat())
+        return revoke_person_in(cursor, address, int(now.timestamp()))
 
 
 def verify_password(cs: Countersign, email: str, password: str) -> bool:
@@ -82,10 +93,15 @@ def _verify(stored: str, password: str) -> bool:
 
 
 def _store(cs: Countersign, email: str, password_hash: str) -> None:
+    """A rehash of the same password (new parameters): sessions stay as they are."""
     with cs.sql.transaction() as cursor:
-        cursor.execute(
-            "INSERT INTO user_passwords (email, password_hash, updated_at) VALUES (?, ?, ?)"
-            " ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash,"
-            " updated_at = excluded.updated_at",
-            (email, password_hash, cs.proposals.clock.now().isoformat()),
-        )
+        _store_in(cursor, email, password_hash, cs.proposals.clock.now().isoformat())
+
+
+def _store_in(cursor: Cursor, email: str, password_hash: str, at: str) -> None:
+    cursor.execute(
+        "INSERT INTO user_passwords (email, password_hash, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash,"
+        " updated_at = excluded.updated_at",
+        (email, password_hash, at),
+    )

@@ -18,6 +18,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "nav.inbox": "Inbox",
         "nav.email": "Email assistant",
         "nav.sign_out": "Sign out",
+        "nav.sign_out_everywhere": "Sign out everywhere (every device and browser)",
         "nav.language": "Language",
         "nav.skip": "Skip to the content",
         "sign_in.title": "Sign in",
@@ -33,6 +34,7 @@ TEXTS: dict[str, dict[str, str]] = {
             "Too many failed sign-in attempts. Wait about a minute, then try again."
         ),
         "sign_in.signed_out": "You are signed out.",
+        "sign_in.signed_out_everywhere": "You are signed out everywhere, on every device.",
         "sign_in.choose_club": "Choose a club",
         "sign_in.choose_lead": "Your account belongs to more than one club. Which one?",
         "sign_in.expired": "Your session ended. Sign in again.",
@@ -220,6 +222,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "nav.inbox": "À approuver",
         "nav.email": "Assistant courriel",
         "nav.sign_out": "Se déconnecter",
+        "nav.sign_out_everywhere": "Se déconnecter partout (tous les appareils et navigateurs)",
         "nav.language": "Langue",
         "nav.skip": "Aller au contenu",
         "sign_in.title": "Connexion",
@@ -239,6 +242,7 @@ TEXTS: dict[str, dict[str, str]] = {
             "Patientez environ une minute, puis réessayez."
         ),
         "sign_in.signed_out": "Vous êtes déconnecté.",
+        "sign_in.signed_out_everywhere": "Vous êtes déconnecté partout, sur tous vos appareils.",
         "sign_in.choose_club": "Choisissez un club",
         "sign_in.choose_lead": "Votre compte appartient à plusieurs clubs. Lequel ?",
         "sign_in.expired": "Votre session a pris fin. Reconnectez-vous.",

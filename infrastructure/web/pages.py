@@ -7,8 +7,10 @@ GET), so reloading a page never repeats an action.
 
 Rules every route follows:
 
-* A person signs in with email and password; the session is a signed cookie
-  (``sessions.py``). Every request re-reads the club and re-checks the membership.
+* A person signs in with email and password; the cookie holds only an opaque session id, the
+  session itself is stored server-side (``sessions.py``) and ends for good at sign-out, "sign
+  out everywhere", a password change, or the member's removal from the club. Every request
+  re-reads the club and re-checks the membership.
 * Failed sign-ins are throttled per account and per client address across processes
   (``throttle.py``): over the limit, 429 with Retry-After and no password check at all.
 * Every id in a path is checked against the signed-in person's club: unknown, malformed and
@@ -25,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -54,7 +55,7 @@ from countersign.infrastructure.projection_runner import ProjectionStoppedError
 from countersign.infrastructure.web.i18n import LANGUAGES, negotiate, translator
 from countersign.infrastructure.web.sessions import (
     Session,
-    SessionCodec,
+    Sessions,
     secure_from_env,
     session_secret,
 )
@@ -74,6 +75,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 log = logging.getLogger("countersign.web")
 
 MAX_FORM_BYTES = 32 * 1024
+_SIGN_IN_NOTICES = ("signed_out", "signed_out_everywhere", "expired")
 MAX_NOTE = 500
 PAGE_SIZE = 10
 CHOOSE_CLUB_SECONDS = 300
@@ -163,7 +165,8 @@ def mount_pages(
     COUNTERSIGN_SECURE_COOKIES (on unless set to 0): turn it off only for plain-HTTP local use.
     """
     secure = secure_from_env() if secure_cookies is None else secure_cookies
-    pages = Pages(cs, SessionCodec(session_secret(cs), secure=secure))
+    sessions = Sessions(cs.sql, cs.proposals.clock, session_secret(cs), secure=secure)
+    pages = Pages(cs, sessions)
     app.state.pages = pages
     get, post = ["GET"], ["POST"]
     routes: list[tuple[str, Handler, list[str], bool, bool]] = [
@@ -172,6 +175,7 @@ def mount_pages(
         ("/sign-in", pages.sign_in, post, False, True),
         ("/sign-in/club", pages.choose_club, post, False, True),
         ("/sign-out", pages.sign_out, post, False, True),
+        ("/sign-out/everywhere", pages.sign_out_everywhere, post, True, True),
         ("/language", pages.switch_language, post, False, True),
         ("/", pages.inbox, get, True, False),
         ("/orders/open", pages.open_order, get, True, False),
@@ -195,9 +199,9 @@ def mount_pages(
 class Pages:
     """The handlers; one instance per mounted application."""
 
-    def __init__(self, cs: Countersign, codec: SessionCodec) -> None:
+    def __init__(self, cs: Countersign, sessions: Sessions) -> None:
         self.cs = cs
-        self.codec = codec
+        self.sessions = sessions
         self.templates = Environment(
             loader=PackageLoader("countersign.infrastructure.web", "templates"),
             autoescape=True,
@@ -239,20 +243,27 @@ class Pages:
         csrf: bool,
         too_large: bool,
     ) -> Response:
-        session = self.codec.load(request.cookies.get(self.codec.cookie_name))
-        language = negotiate(session.language, request.headers.get("accept-language"))
-        visit = Visit(request, session, language, form, params=dict(request.path_params))
+        chosen = self.sessions.language(request.cookies)
+        language = negotiate(chosen, request.headers.get("accept-language"))
+        visit = Visit(
+            request, self.sessions.anonymous(), language, form, params=dict(request.path_params)
+        )
+        loaded = False
         try:
+            visit.session = self.sessions.load(request.cookies.get(self.sessions.cookie_name))
+            loaded = True
             if too_large:
                 raise PageError("too_large", 413)
-            if csrf and not session.csrf_ok(form.get("csrf_token")):
-                raise PageError("csrf", 403)
-            visit.user = self._user(session)
+            visit.user = self._user(visit.session)
             if signed_in and visit.user is None:
+                # Before the CSRF check: a signed-out visitor (a revoked or replayed session
+                # among them) is sent to sign in, whatever the form carried.
                 target = "/sign-in"
                 if request.method == "GET" and request.url.path != "/":
                     target += "?" + urlencode({"next": _path_with_query(request)})
                 response: Response = _redirect(target)
+            elif csrf and not visit.session.csrf_ok(form.get("csrf_token")):
+                raise PageError("csrf", 403)
             else:
                 response = handler(visit)
         except PageError as error:
@@ -278,23 +289,36 @@ class Pages:
                 reference,
             )
             response = self._error(visit, "internal", 500, reference=reference)
-        return self._finish(response, session, visit.user is not None)
+        if not loaded:  # the session could not be read: leave the browser's cookie alone
+            visit.session.issue = False
+            return self._finish(visit, response, save=False)
+        return self._finish(visit, response)
 
-    def _finish(self, response: Response, session: Session, signed_in: bool) -> Response:
-        if session.changed or signed_in:  # signed-in sessions slide their idle limit
-            response.headers.append("set-cookie", self.codec.header(session))
+    def _finish(self, visit: Visit, response: Response, *, save: bool = True) -> Response:
+        session = visit.session
+        try:
+            if save:
+                self.sessions.save(session)
+        except Exception:
+            reference = correlation_id_of(visit.request)
+            log.exception("the session could not be stored, correlation id %s", reference)
+            response = self._error(visit, "internal", 500, reference=reference)
+            session.issue = False  # the id it would send names nothing stored
+        cookie = self.sessions.header(session)
+        if cookie is not None:
+            response.headers.append("set-cookie", cookie)
         if response.headers.get("content-type", "").startswith("text/html") or (
             300 <= response.status_code < 400
         ):
             for name, value in SECURITY_HEADERS.items():
                 response.headers[name] = value
-            if self.codec.secure:
+            if self.sessions.secure:
                 response.headers["Strict-Transport-Security"] = "max-age=31536000"
         return response
 
     def _user(self, session: Session) -> User | None:
         email, slug = session.email, session.organization
-        if not email or not slug:
+        if not session.signed_in or not email or not slug:
             return None
         try:
             organization = self.cs.store.read(Organization.create_id(slug), Organization)
@@ -302,9 +326,24 @@ class Pages:
             organization = None
         member = organization.member(email) if organization is not None else None
         if organization is None or member is None:
-            session.clear()  # removed from the club, or the club is gone: signed out at once
+            log.info("a session ended: its person is no longer a member of %s", slug)
+            session.end()  # removed from the club, or the club is gone: signed out for good
             return None
+        if organization.version != session.org_version:
+            if self._removed_since(organization, email, session.org_version):
+                log.info("a session ended: its person was removed from %s and added again", slug)
+                session.end()
+                return None
+            session.confirm_membership(organization.version)
         return User(email=member.email, name=member.name, organization=organization, member=member)
+
+    def _removed_since(self, organization: Organization, email: str, version: int) -> bool:
+        """Was ``email`` removed from the club after ``version`` (and perhaps added again)?"""
+        events = self.cs.app.events.get(organization.id, gt=version, lte=organization.version)
+        return any(
+            type(event).__name__ == "MemberRemoved" and getattr(event, "email", None) == email
+            for event in events
+        )
 
     def render(self, visit: Visit, template: str, status: int = 200, **context: Any) -> Response:
         base: dict[str, Any] = {
@@ -383,7 +422,7 @@ class Pages:
             return _redirect(_safe_next(visit.query("next", 2000)))
         flash = visit.session.data.get("flash")
         notice = None
-        if isinstance(flash, dict) and flash.get("kind") in ("signed_out", "expired"):
+        if isinstance(flash, dict) and flash.get("kind") in _SIGN_IN_NOTICES:
             visit.session.pop("flash")
             notice = visit.t(f"sign_in.{flash['kind']}")
         return self.render(
@@ -436,16 +475,11 @@ class Pages:
             )
         throttle.succeeded(attempt)
         if len(clubs) == 1:
-            visit.session.sign_in(email, clubs[0].slug, time.time())
+            visit.session.sign_in(email, clubs[0].slug, clubs[0].version)
             return _redirect(target)
-        visit.session.set(
-            "choose",
-            {
-                "email": email,
-                "clubs": [c.slug for c in clubs],
-                "at": int(time.time()),
-                "next": target,
-            },
+        visit.session.choosing(
+            email,
+            {"clubs": [c.slug for c in clubs], "at": self.sessions.now(), "next": target},
         )
         return self.render(
             visit,
@@ -455,19 +489,21 @@ class Pages:
 
     def choose_club(self, visit: Visit) -> Response:
         choice = visit.session.pop("choose")
+        email = visit.session.email
         slug = visit.form.get("club", "")
         fresh = (
             isinstance(choice, dict)
-            and time.time() - int(choice.get("at", 0)) < CHOOSE_CLUB_SECONDS
+            and email is not None
+            and self.sessions.now() - int(choice.get("at", 0)) < CHOOSE_CLUB_SECONDS
         )
-        if not fresh or slug not in choice.get("clubs", []):
+        if not fresh or email is None or slug not in choice.get("clubs", []):
             self._flash(visit, "expired")
             return _redirect("/sign-in")
-        email = str(choice["email"])
-        if not any(c.slug == slug for c in self._clubs_of(email)):
+        club = next((c for c in self._clubs_of(email) if c.slug == slug), None)
+        if club is None:
             self._flash(visit, "expired")
             return _redirect("/sign-in")
-        visit.session.sign_in(email, slug, time.time())
+        visit.session.sign_in(email, slug, club.version)
         return _redirect(_safe_next(str(choice.get("next", ""))))
 
     def _clubs_of(self, email: str) -> list[Organization]:
@@ -483,15 +519,30 @@ class Pages:
         return sorted(clubs, key=lambda c: str(c.name))
 
     def sign_out(self, visit: Visit) -> Response:
-        visit.session.clear()
+        visit.session.sign_out()
         self._flash(visit, "signed_out")
+        return _redirect("/sign-in")
+
+    def sign_out_everywhere(self, visit: Visit) -> Response:
+        """End every session of this person: this browser's, other devices', other clubs'."""
+        user = visit.signed_in
+        ended = self.sessions.revoke_person(user.email)
+        log.info(
+            "%s signed out everywhere: %d session(s) ended (request %s)",
+            user.email,
+            ended,
+            correlation_id_of(visit.request),
+        )
+        visit.session.sign_out()
+        self._flash(visit, "signed_out_everywhere")
         return _redirect("/sign-in")
 
     def switch_language(self, visit: Visit) -> Response:
         chosen = visit.form.get("lang", "")
+        response = _redirect(_safe_next(visit.form.get("next", "")))
         if chosen in LANGUAGES:
-            visit.session.set("lang", chosen)
-        return _redirect(_safe_next(visit.form.get("next", "")))
+            response.headers.append("set-cookie", self.sessions.language_header(chosen))
+        return response
 
     # -- the inbox ------------------------------------------------------------------------------
 

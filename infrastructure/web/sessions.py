@@ -1,12 +1,33 @@
-"""Browser sessions: one signed cookie (itsdangerous), a CSRF token per session.
+"""Browser sessions: an opaque random id in the cookie, everything else on the server.
 
-The cookie holds a small JSON document signed with HMAC (``URLSafeTimedSerializer``): who is
-signed in and to which club, the CSRF token, the chosen language and a one-shot notice. It is
-``HttpOnly``, ``SameSite=Lax``, ``Path=/`` and, when ``secure`` is on, ``Secure`` with the
-``__Host-`` name prefix (which browsers accept only from HTTPS, without a Domain). A cookie
-that does not verify, or is older than the idle limit, is simply ignored: a new, anonymous
-session starts. A signed-in session also ends after an absolute limit, and every request
-re-checks that the person is still a member of the club (a removed member is out at once).
+The session cookie carries only a random id (32 bytes from ``secrets``, URL-safe base64) and
+an HMAC of it (itsdangerous ``Signer``, SHA-256), so a forged or mangled cookie is refused
+without touching the database. Nothing in it says who is signed in: no email, no club, no
+CSRF token. The database keeps a SHA-256 digest of the id with the person, the club, the
+times and the revoked flag (``infrastructure/http/session_store.py``), so every server
+process sees the same sessions and any of them can end one for all.
+
+* **Signing in** (and choosing a club) always starts a new id and revokes the previous one:
+  an id planted before sign-in (session fixation) never becomes a signed-in session.
+* **Signing out** revokes the id; **sign out everywhere** and a **password change** revoke
+  every session of the person; a member **removed** from the club is signed out at their
+  next request, and the session stays revoked even if they are added again (the pages look
+  for a removal in the club's events since the membership was last confirmed).
+* **Timeouts** as before: 8 hours without a request (idle), 24 hours after signing in
+  (absolute). The last-seen time is written at most once a minute, so an ordinary page
+  request reads one row by its primary key and writes nothing.
+* **CSRF**: the token in every form is an HMAC of the session id under a key derived from
+  the session secret. It needs no storage (so a signed-out visitor's sign-in form needs no
+  row either), changes whenever the id does, and reveals nothing about the id.
+* **Signed-out visitors** have an id too (the sign-in form's CSRF token needs one) but no
+  row: nothing a visitor does without a password creates a row. The one exception is the
+  notice after signing out, which replaces the signed-in row with one notice row.
+* **The language** chosen with the EN/FR switch lives in a separate cookie holding just
+  ``en`` or ``fr``: it is no secret, it must work before anyone signs in (without a row), and
+  it should survive signing out.
+
+Cookies are ``HttpOnly``, ``SameSite=Lax``, ``Path=/`` and, when ``secure`` is on, ``Secure``
+with the ``__Host-`` name prefix (which browsers accept only from HTTPS, without a Domain).
 
 The signing secret comes from ``COUNTERSIGN_SESSION_SECRET`` or, if that is unset, from a
 random secret created once in the database, so every worker and every restart share it.
@@ -14,23 +35,37 @@ random secret created once in the database, so every worker and every restart sh
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import logging
 import os
 import secrets
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from countersign.domain.ports import Clock
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.http import session_store
+from countersign.infrastructure.http.session_store import SessionRow, id_digest
 from countersign.infrastructure.http.storage import ensure_tables
-from itsdangerous import BadSignature, URLSafeTimedSerializer
+from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.sql import SqlDatabase
+from itsdangerous import BadSignature, Signer
+
+log = logging.getLogger("countersign.web")
 
 IDLE_SECONDS = 8 * 3600
 ABSOLUTE_SECONDS = 24 * 3600
+#: The last-seen time is written when it is at least this old (idle limit precision).
+TOUCH_SECONDS = 60
+LANGUAGE_SECONDS = 365 * 24 * 3600
 SECRET_ENV = "COUNTERSIGN_SESSION_SECRET"  # noqa: S105 - the variable's name, not a secret
 SECURE_ENV = "COUNTERSIGN_SECURE_COOKIES"
-_SALT = "countersign.web.session.v1"
+_SALT = "countersign.web.session.v2"
 _MIN_SECRET = 32
+_MAX_COOKIE = 256
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS web_secrets ("
@@ -60,118 +95,256 @@ def session_secret(cs: Countersign) -> str:
     return str(found[0])
 
 
-def secure_from_env() -> bool:
-    """Secure cookies unless COUNTERSIGN_SECURE_COOKIES says 0/false/no (plain-HTTP dev)."""
-    value = os.environ.get(SECURE_ENV, "1").strip().lower()
-    return value not in {"0", "false", "no", "off"}
+def secure_from_env(default: bool = True) -> bool:
+    """COUNTERSIGN_SECURE_COOKIES when it is set (1/true/yes/on or 0/false/no/off), else
+    ``default``. An explicit setting always wins; callers only choose the default."""
+    value = os.environ.get(SECURE_ENV, "").strip().lower()
+    if not value:
+        return default
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingsError(f"{SECURE_ENV} must be 1 or 0 (true/false, yes/no, on/off), not {value!r}")
 
 
-@dataclass
+def _new_id() -> str:
+    return secrets.token_urlsafe(32)
+
+
 class Session:
-    """One browser's session state; ``changed`` says the cookie must be written again."""
+    """One browser's session during one request.
 
-    data: dict[str, Any] = field(default_factory=dict)
-    changed: bool = False
-    had_cookie: bool = False
+    ``row`` is what the database holds under ``id`` (None: nothing, a signed-out visitor).
+    The request's changes are written by :meth:`Sessions.save`; ``issue`` says the browser
+    must be sent the (new) id.
+    """
 
-    @property
-    def csrf_token(self) -> str:
-        token = self.data.get("csrf")
-        if not isinstance(token, str) or len(token) < 32:
-            token = secrets.token_urlsafe(32)
-            self.data["csrf"] = token
-            self.changed = True
-        return token
+    def __init__(
+        self, raw_id: str, csrf_key: bytes, now: int, *, presented: bool, row: SessionRow | None
+    ) -> None:
+        self.id = raw_id
+        self.now = now
+        self.presented = presented  # the browser sent this id (a fresh one it does not have)
+        self.row = row
+        self.issue = False
+        self.inserting = False  # ``row`` is new: insert it
+        self.changed = False  # ``row`` was loaded and changed: update it
+        self.ended: list[str] = []  # digests of ids to revoke
+        self._csrf_key = csrf_key
 
-    def csrf_ok(self, submitted: str | None) -> bool:
-        expected = self.data.get("csrf")
-        if not isinstance(expected, str) or not expected or not submitted:
-            return False
-        return hmac.compare_digest(expected.encode(), submitted.encode())
+    # -- who ----------------------------------------------------------------------------------
 
     @property
     def email(self) -> str | None:
-        value = self.data.get("email")
-        return value if isinstance(value, str) else None
+        return self.row.email if self.row is not None else None
 
     @property
     def organization(self) -> str | None:
-        value = self.data.get("org")
-        return value if isinstance(value, str) else None
+        return self.row.organization if self.row is not None else None
 
     @property
-    def language(self) -> str | None:
-        value = self.data.get("lang")
-        return value if isinstance(value, str) else None
+    def org_version(self) -> int:
+        return self.row.org_version if self.row is not None else 0
+
+    @property
+    def signed_in(self) -> bool:
+        return bool(self.email and self.organization)
+
+    # -- CSRF -----------------------------------------------------------------------------------
+
+    @property
+    def csrf_token(self) -> str:
+        """This session's form token; handing it out makes sure the browser gets the id."""
+        if not self.presented:
+            self.issue = True
+        return _csrf(self._csrf_key, self.id)
+
+    def csrf_ok(self, submitted: str | None) -> bool:
+        if not self.presented or not submitted:
+            return False
+        return hmac.compare_digest(_csrf(self._csrf_key, self.id).encode(), submitted.encode())
+
+    # -- one-shot values (notices, the pending club choice) -------------------------------------
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """Read only; a signed-out visitor without a row has none (and keeps none)."""
+        return self.row.data if self.row is not None else {}
 
     def set(self, key: str, value: Any) -> None:
-        if self.data.get(key) != value:
-            self.data[key] = value
-            self.changed = True
+        if self.row is not None and self.row.data.get(key) != value:
+            self.row.data[key] = value
+            self._touched()
 
     def pop(self, key: str) -> Any:
-        if key in self.data:
+        if self.row is None or key not in self.row.data:
+            return None
+        self._touched()
+        return self.row.data.pop(key)
+
+    def _touched(self) -> None:
+        if not self.inserting:
             self.changed = True
-            return self.data.pop(key)
-        return None
 
-    def sign_in(self, email: str, organization: str, now: float) -> None:
-        """A fresh session (new CSRF token) for a person who just proved who they are."""
-        language = self.language
-        self.data = {
-            "email": email,
-            "org": organization,
-            "since": int(now),
-            "csrf": secrets.token_urlsafe(32),
-        }
-        if language:
-            self.data["lang"] = language
-        self.changed = True
+    # -- starting and ending ------------------------------------------------------------------
 
-    def clear(self) -> None:
-        language = self.language
-        self.data = {"csrf": secrets.token_urlsafe(32)}
-        if language:
-            self.data["lang"] = language
-        self.changed = True
+    def sign_in(self, email: str, organization: str, org_version: int) -> None:
+        """A new id for a person who just proved who they are; the old id is revoked."""
+        self._start(email, organization, org_version, {})
 
-    def expired(self, now: float) -> bool:
-        since = self.data.get("since")
-        return isinstance(since, int) and now - since > ABSOLUTE_SECONDS
+    def choosing(self, email: str, choice: dict[str, Any]) -> None:
+        """The password was right and the person belongs to several clubs: a new id that
+        remembers the choice to make (not signed in yet)."""
+        self._start(email, None, 0, {"choose": choice})
+
+    def sign_out(self) -> None:
+        """Revoke this id. A stored session is replaced by an empty one that can carry the
+        'signed out' notice; a visitor who had no row gets none."""
+        had_row = self.row is not None
+        self._rotate()
+        if had_row:
+            self._start_row(None, None, 0, {})
+
+    def end(self) -> None:
+        """Revoke this id at once (the member left the club); a signed-out visitor from now."""
+        self._rotate()
+
+    def confirm_membership(self, org_version: int) -> None:
+        """The person is still a member at this version of their club."""
+        if self.row is not None and self.row.org_version != org_version:
+            self.row.org_version = org_version
+            self._touched()
+
+    def _start(
+        self, email: str, organization: str | None, org_version: int, data: dict[str, Any]
+    ) -> None:
+        self._rotate()
+        self._start_row(email, organization, org_version, data)
+
+    def _start_row(
+        self, email: str | None, organization: str | None, org_version: int, data: dict[str, Any]
+    ) -> None:
+        self.row = SessionRow(
+            digest=id_digest(self.id),
+            email=email,
+            organization=organization,
+            org_version=org_version,
+            data=data,
+            created_at=self.now,
+            seen_at=self.now,
+            expires_at=self.now + min(IDLE_SECONDS, ABSOLUTE_SECONDS),
+        )
+        self.inserting = True
+
+    def _rotate(self) -> None:
+        if self.row is not None and not self.inserting:
+            self.ended.append(self.row.digest)
+        self.id = _new_id()
+        self.presented = False
+        self.issue = True
+        self.row = None
+        self.inserting = False
+        self.changed = False
 
 
-class SessionCodec:
-    """Reads and writes the session cookie."""
+def _csrf(key: bytes, raw_id: str) -> str:
+    digest = hmac.new(key, b"csrf\0" + raw_id.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
-    def __init__(self, secret: str, *, secure: bool) -> None:
-        self.serializer = URLSafeTimedSerializer(secret, salt=_SALT)
+
+class Sessions:
+    """Reads sessions from requests and writes their changes and cookies back."""
+
+    def __init__(self, sql: SqlDatabase, clock: Clock, secret: str, *, secure: bool) -> None:
+        self.sql = sql
+        self.clock = clock
         self.secure = secure
+        self.signer = Signer(secret, salt=_SALT, digest_method=hashlib.sha256)
+        self.csrf_key = hmac.new(
+            secret.encode(), b"countersign web csrf key", hashlib.sha256
+        ).digest()
         self.cookie_name = "__Host-countersign" if secure else "countersign_session"
+        self.language_cookie = "__Host-countersign-lang" if secure else "countersign_lang"
+        session_store.ensure_session_table(sql)
 
-    def load(self, raw: str | None) -> Session:
-        if not raw or len(raw) > 4096:
-            return Session()
-        try:
-            data = self.serializer.loads(raw, max_age=IDLE_SECONDS)
-        except BadSignature:  # includes SignatureExpired
-            return Session()
-        if not isinstance(data, dict):
-            return Session()
-        session = Session(data=data, had_cookie=True)
-        if session.expired(time.time()):
-            session.clear()
+    def now(self) -> int:
+        return int(self.clock.now().timestamp())
+
+    def anonymous(self) -> Session:
+        """A fresh signed-out session (nothing stored)."""
+        return Session(_new_id(), self.csrf_key, self.now(), presented=False, row=None)
+
+    def load(self, cookie: str | None) -> Session:
+        """The session the cookie names. Anything else (no cookie, a bad signature, a revoked
+        or expired id) is a signed-out visitor with a new id."""
+        raw_id = self._unsign(cookie)
+        if raw_id is None:
+            return self.anonymous()
+        now = self.now()
+        row = session_store.find(self.sql, id_digest(raw_id))
+        if row is None:  # a signed-out visitor's id: nothing is stored for it
+            return Session(raw_id, self.csrf_key, now, presented=True, row=None)
+        if row.revoked_at is not None or row.expires_at <= now:
+            if row.revoked_at is not None:
+                log.info("a revoked session id was presented; treated as signed out")
+            fresh = self.anonymous()
+            fresh.issue = True  # replace the dead id in the browser
+            return fresh
+        session = Session(raw_id, self.csrf_key, now, presented=True, row=row)
+        if now - row.seen_at >= TOUCH_SECONDS:
+            row.seen_at = now
+            row.expires_at = min(now + IDLE_SECONDS, row.created_at + ABSOLUTE_SECONDS)
+            session.changed = True
         return session
 
-    def header(self, session: Session) -> str:
-        """The Set-Cookie value for this session."""
-        value = self.serializer.dumps(session.data)
-        parts = [
-            f"{self.cookie_name}={value}",
-            "Path=/",
-            f"Max-Age={IDLE_SECONDS}",
-            "HttpOnly",
-            "SameSite=Lax",
-        ]
+    def save(self, session: Session) -> None:
+        """Write what the request changed, in one transaction (nothing if nothing did)."""
+        row = session.row
+        keep = row is not None and bool(row.email or row.data)
+        insert = row if session.inserting and keep else None
+        update = row if session.changed and keep else None
+        delete = row.digest if row is not None and session.changed and not keep else None
+        if session.ended or insert or update or delete:
+            session_store.write(
+                self.sql,
+                revoke=session.ended,
+                insert=insert,
+                update=update,
+                delete=delete,
+                now=session.now,
+            )
+
+    def revoke_person(self, email: str) -> int:
+        """End every session of ``email``, on every device and in every club."""
+        return session_store.revoke_person(self.sql, email, self.now())
+
+    # -- cookies --------------------------------------------------------------------------------
+
+    def header(self, session: Session) -> str | None:
+        """The Set-Cookie value for this session's id, if the browser must be sent it."""
+        if not session.issue:
+            return None
+        value = self.signer.sign(session.id).decode()
+        return self._cookie(self.cookie_name, value, ABSOLUTE_SECONDS)
+
+    def language(self, cookies: dict[str, str]) -> str | None:
+        return cookies.get(self.language_cookie)
+
+    def language_header(self, language: str) -> str:
+        return self._cookie(self.language_cookie, language, LANGUAGE_SECONDS)
+
+    def _cookie(self, name: str, value: str, max_age: int) -> str:
+        parts = [f"{name}={value}", "Path=/", f"Max-Age={max_age}", "HttpOnly", "SameSite=Lax"]
         if self.secure:
             parts.append("Secure")
         return "; ".join(parts)
+
+    def _unsign(self, cookie: str | None) -> str | None:
+        if not cookie or len(cookie) > _MAX_COOKIE:
+            return None
+        try:
+            raw_id = self.signer.unsign(cookie).decode("ascii")
+        except (BadSignature, UnicodeDecodeError):
+            return None
+        return raw_id if 32 <= len(raw_id) <= 64 else None

@@ -31,9 +31,10 @@ The rules:
 The per-account limit lets anyone lock a known email out for ``WINDOW`` by guessing wrong on
 purpose; that is the accepted price of stopping a distributed guesser at five tries.
 
-Behind a reverse proxy, run the server so that ``request.client`` is the real client (uvicorn
-``--proxy-headers --forwarded-allow-ips``): otherwise every visitor shares the proxy's address
-and one limit.
+Behind a reverse proxy, list the proxy's address in ``COUNTERSIGN_TRUSTED_PROXIES``
+(``infrastructure/http/proxies.py``) so that ``request.client`` is the real client: otherwise
+every visitor shares the proxy's address and one limit. Forwarded headers from anyone else are
+ignored, so no client can pick the address it is counted under.
 """
 
 from __future__ import annotations

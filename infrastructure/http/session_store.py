@@ -1,0 +1,159 @@
+"""Browser sessions kept in the database, so every server process shares them and can end them.
+
+A browser holds only an opaque random session id (``infrastructure/web/sessions.py`` puts it in
+the cookie). This table is keyed by a SHA-256 digest of that id, never the id itself: a copy of
+the table signs nobody in. A row says who is signed in to which club (or, between a correct
+password and the choice of a club, who is choosing), when the session began, when it was last
+seen, when it expires (the sooner of the idle and the absolute limit), the organization
+version at which the membership was last confirmed, a one-shot notice, and whether it was
+revoked.
+
+Revoking is how a session ends before its time: signing out revokes that one, "sign out
+everywhere" and a password change revoke every session of the person (by email, across
+clubs), and the pages revoke a session whose member was removed from the club. A revoked or
+expired row is never brought back; rows past their expiry are deleted whenever a new session
+is stored.
+
+Everything here is plain SQL over ``infrastructure.sql`` (SQLite and PostgreSQL alike); the
+email index serves revocation and the expiry index the clean-up, and a page request reads one
+row by its primary key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.sql import Cursor, SqlDatabase
+
+TABLE = "web_sessions"
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+    " id_sha256 TEXT PRIMARY KEY, email TEXT, organization TEXT,"
+    " org_version BIGINT NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '{}',"
+    " created_at BIGINT NOT NULL, seen_at BIGINT NOT NULL, expires_at BIGINT NOT NULL,"
+    " revoked_at BIGINT)",
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_email ON {TABLE} (email)",
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_expiry ON {TABLE} (expires_at)",
+)
+_COLUMNS = "email, organization, org_version, data, created_at, seen_at, expires_at, revoked_at"
+
+
+def id_digest(raw_id: str) -> str:
+    """How a session id is stored: the SHA-256 digest of the raw id (hex)."""
+    return hashlib.sha256(f"countersign web session\0{raw_id}".encode()).hexdigest()
+
+
+@dataclass
+class SessionRow:
+    """One stored session; times are whole seconds since the epoch, by the application clock."""
+
+    digest: str
+    email: str | None
+    organization: str | None
+    org_version: int
+    data: dict[str, Any] = field(default_factory=dict)
+    created_at: int = 0
+    seen_at: int = 0
+    expires_at: int = 0
+    revoked_at: int | None = None
+
+
+def ensure_session_table(sql: SqlDatabase) -> None:
+    ensure_tables(sql, TABLE, _SCHEMA)
+
+
+def find(sql: SqlDatabase, digest: str) -> SessionRow | None:
+    """The row stored under ``digest`` (revoked and expired ones included), or None."""
+    ensure_session_table(sql)
+    with sql.reading() as cursor:
+        found = cursor.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} WHERE id_sha256 = ?", (digest,)
+        ).fetchone()
+    if found is None:
+        return None
+    email, organization, version, data, created, seen, expires, revoked = found
+    try:
+        decoded = json.loads(data) if data else {}
+    except ValueError:
+        decoded = {}
+    return SessionRow(
+        digest=digest,
+        email=str(email) if email is not None else None,
+        organization=str(organization) if organization is not None else None,
+        org_version=int(version),
+        data=decoded if isinstance(decoded, dict) else {},
+        created_at=int(created),
+        seen_at=int(seen),
+        expires_at=int(expires),
+        revoked_at=int(revoked) if revoked is not None else None,
+    )
+
+
+def write(
+    sql: SqlDatabase,
+    *,
+    revoke: list[str],
+    insert: SessionRow | None,
+    update: SessionRow | None,
+    delete: str | None,
+    now: int,
+) -> None:
+    """One transaction: revoke the rows ``revoke`` names, insert a new row, update a live one
+    (never a revoked one: a revocation that got there first wins), delete one."""
+    ensure_session_table(sql)
+    with sql.transaction() as cursor:
+        for digest in revoke:
+            cursor.execute(
+                f"UPDATE {TABLE} SET revoked_at = ? WHERE id_sha256 = ? AND revoked_at IS NULL",
+                (now, digest),
+            )
+        if insert is not None:
+            cursor.execute(f"DELETE FROM {TABLE} WHERE expires_at < ?", (now,))
+            cursor.execute(
+                f"INSERT INTO {TABLE} (id_sha256, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    insert.digest,
+                    insert.email,
+                    insert.organization,
+                    insert.org_version,
+                    json.dumps(insert.data),
+                    insert.created_at,
+                    insert.seen_at,
+                    insert.expires_at,
+                    None,
+                ),
+            )
+        if update is not None:
+            cursor.execute(
+                f"UPDATE {TABLE} SET org_version = ?, data = ?, seen_at = ?, expires_at = ?"
+                " WHERE id_sha256 = ? AND revoked_at IS NULL",
+                (
+                    update.org_version,
+                    json.dumps(update.data),
+                    update.seen_at,
+                    update.expires_at,
+                    update.digest,
+                ),
+            )
+        if delete is not None:
+            cursor.execute(f"DELETE FROM {TABLE} WHERE id_sha256 = ?", (delete,))
+
+
+def revoke_person(sql: SqlDatabase, email: str, now: int) -> int:
+    """Revoke every session of ``email`` (every club, every device); how many rows that took
+    (expired ones not yet deleted included)."""
+    ensure_session_table(sql)
+    with sql.transaction() as cursor:
+        return revoke_person_in(cursor, email, now)
+
+
+def revoke_person_in(cursor: Cursor, email: str, now: int) -> int:
+    """``revoke_person`` inside the caller's transaction (``ensure_session_table`` first)."""
+    return cursor.execute(
+        f"UPDATE {TABLE} SET revoked_at = ? WHERE email = ? AND revoked_at IS NULL",
+        (now, email.strip().lower()),
+    ).rowcount

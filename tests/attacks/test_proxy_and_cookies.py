@@ -1,0 +1,348 @@
+"""Attacks on the server's configuration (issue 10, part 3).
+
+* ``countersign serve --host 127.0.0.1`` used to force insecure cookies whatever
+  COUNTERSIGN_SECURE_COOKIES said, so behind an HTTPS reverse proxy on the same machine the
+  session cookie went without ``Secure`` and without the ``__Host-`` prefix. An explicit
+  setting now always wins; a loopback host only changes the default.
+* uvicorn's defaults believed ``X-Forwarded-For``/``X-Forwarded-Proto`` from any loopback
+  client, so a local client could give every sign-in attempt a new address and never reach
+  the per-address throttle. Forwarded headers are now believed only from the addresses in
+  COUNTERSIGN_TRUSTED_PROXIES (nobody by default). The tests run the app the way uvicorn
+  serves it with that configuration: ``uvicorn.Config(...).load()`` and a real server on a
+  free port.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.cli import main
+from countersign.infrastructure.http import create_app
+from countersign.infrastructure.http.proxies import (
+    TRUSTED_PROXIES_ENV,
+    trusted_proxies_from_env,
+    uvicorn_proxy_options,
+)
+from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.web import mount_pages, seed_passwords
+from countersign.infrastructure.web.sessions import SECURE_ENV
+from countersign.infrastructure.web.throttle import address_key
+from fastapi.testclient import TestClient
+
+from tests.conftest import AVA, count_events
+from tests.test_web_pages import CSRF
+
+WRONG = "not-the-password-at-all"
+SPOOFED = ["203.0.113.1", "203.0.113.2", "203.0.113.3"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (SECURE_ENV, TRUSTED_PROXIES_ENV, "FORWARDED_ALLOW_IPS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def served(app: Any) -> Any:
+    """``app`` wrapped exactly as uvicorn serves it with the configured proxy settings."""
+    config = uvicorn.Config(
+        app, log_config=None, lifespan="off", **uvicorn_proxy_options(trusted_proxies_from_env())
+    )
+    config.load()
+    return config.loaded_app
+
+
+async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """What the application is told about the connection."""
+    body = json.dumps({"client": scope["client"][0], "scheme": scope["scheme"]}).encode()
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def seen_by_app(peer: str) -> dict[str, str]:
+    client = TestClient(served(echo), client=(peer, 50000))
+    forwarded = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"}
+    return dict(client.get("/", headers=forwarded).json())
+
+
+# -- forwarded headers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("peer", ["127.0.0.1", "::1", "198.51.100.20"])
+def test_forwarded_headers_are_ignored_from_everyone_by_default(peer):
+    assert uvicorn_proxy_options(trusted_proxies_from_env())["proxy_headers"] is False
+    assert seen_by_app(peer) == {"client": peer, "scheme": "http"}
+
+
+def test_uvicorns_own_variable_does_not_reopen_the_hole(monkeypatch):
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "*")
+    assert seen_by_app("127.0.0.1") == {"client": "127.0.0.1", "scheme": "http"}
+
+
+@pytest.mark.parametrize(
+    ("trusted", "peer", "honoured"),
+    [
+        ("127.0.0.1", "127.0.0.1", True),
+        ("127.0.0.1", "::1", False),
+        ("127.0.0.1", "198.51.100.20", False),
+        ("127.0.0.1, ::1", "::1", True),
+        ("10.0.0.0/8", "10.1.2.3", True),
+        ("10.0.0.0/8", "127.0.0.1", False),
+    ],
+)
+def test_forwarded_headers_are_honoured_only_from_a_configured_proxy(
+    monkeypatch, trusted, peer, honoured
+):
+    monkeypatch.setenv(TRUSTED_PROXIES_ENV, trusted)
+    if honoured:
+        assert seen_by_app(peer) == {"client": "203.0.113.9", "scheme": "https"}
+    else:
+        assert seen_by_app(peer) == {"client": peer, "scheme": "http"}
+
+
+@pytest.mark.parametrize("value", ["*", "proxy.example", "10.0.0.1/8", "127.0.0.1;::1"])
+def test_a_trusted_proxy_must_be_an_address_or_a_network(monkeypatch, value):
+    monkeypatch.setenv(TRUSTED_PROXIES_ENV, value)
+    with pytest.raises(SettingsError, match=TRUSTED_PROXIES_ENV):
+        trusted_proxies_from_env()
+
+
+# -- the sign-in throttle's address ---------------------------------------------------------
+
+
+@pytest.fixture
+def pages(cs: Countersign, seeded: dict[str, Any]) -> Any:
+    seed_passwords(cs)
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    return app
+
+
+def counted_addresses(cs: Countersign) -> list[str]:
+    """The address keys the sign-in throttle holds failures for, one per failure."""
+    with cs.sql.reading() as cursor:
+        rows = cursor.execute(
+            "SELECT digest FROM sign_in_failures WHERE scope = ? ORDER BY failed_at, digest",
+            ("address",),
+        ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def fail_sign_in(client: TestClient, forwarded_for: str) -> None:
+    token = CSRF.search(client.get("/sign-in").text).group(1)
+    answer = client.post(
+        "/sign-in",
+        data={"email": AVA, "password": WRONG, "csrf_token": token},
+        headers={"X-Forwarded-For": forwarded_for},
+    )
+    assert answer.status_code == 200
+    assert "That email and password do not match." in answer.text
+
+
+def test_a_loopback_client_cannot_rotate_its_throttle_address(cs, pages):
+    before = count_events(cs)
+    local = TestClient(served(pages), client=("127.0.0.1", 50000), follow_redirects=False)
+    for spoofed in SPOOFED:
+        fail_sign_in(local, spoofed)
+    assert counted_addresses(cs) == [address_key("127.0.0.1")] * len(SPOOFED)
+    assert count_events(cs) == before
+
+
+def test_a_configured_proxy_names_the_client_the_throttle_counts(cs, pages, monkeypatch):
+    monkeypatch.setenv(TRUSTED_PROXIES_ENV, "127.0.0.1")
+    proxy = TestClient(served(pages), client=("127.0.0.1", 50000), follow_redirects=False)
+    fail_sign_in(proxy, "203.0.113.50")
+    # A client that is not the proxy still counts as itself, whatever it sends.
+    stranger = TestClient(served(pages), client=("198.51.100.20", 50000), follow_redirects=False)
+    fail_sign_in(stranger, "203.0.113.51")
+    assert sorted(counted_addresses(cs)) == sorted(
+        [address_key("203.0.113.50"), address_key("198.51.100.20")]
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def real_server(pages: Any) -> Iterator[int]:
+    """The pages behind a real uvicorn on 127.0.0.1, configured as ``countersign serve`` is."""
+    port = _free_port()
+    config = uvicorn.Config(
+        pages,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        log_config=None,
+        lifespan="off",
+        **uvicorn_proxy_options(trusted_proxies_from_env()),
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn-attack", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _request(
+    port: int, method: str, path: str, body: str = "", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request(method, path, body=body or None, headers=headers or {})
+        response = connection.getresponse()
+        cookies = [v for k, v in response.getheaders() if k.lower() == "set-cookie"]
+        return response.status, {"set-cookie": "\n".join(cookies)}, response.read().decode()
+    finally:
+        connection.close()
+
+
+def test_a_real_server_on_loopback_ignores_forwarded_headers(cs, real_server):
+    before = count_events(cs)
+    for spoofed in SPOOFED:
+        status, headers, page = _request(real_server, "GET", "/sign-in")
+        assert status == 200
+        cookie = headers["set-cookie"].split(";")[0]
+        token = CSRF.search(page).group(1)
+        form = f"email={AVA}&password={WRONG}&csrf_token={token}"
+        status, _, page = _request(
+            real_server,
+            "POST",
+            "/sign-in",
+            form,
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Cookie": cookie,
+                "X-Forwarded-For": spoofed,
+                "X-Forwarded-Proto": "https",
+            },
+        )
+        assert status == 200
+        assert "That email and password do not match." in page
+    assert counted_addresses(cs) == [address_key("127.0.0.1")] * len(SPOOFED)
+    assert count_events(cs) == before
+
+
+# -- Secure cookies and `countersign serve` ---------------------------------------------------
+
+
+@pytest.fixture
+def serve(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., dict[str, Any]]:
+    """Run ``countersign serve`` with uvicorn replaced by a probe of what it would serve."""
+
+    def run(host: str, **environment: str) -> dict[str, Any]:
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        seen: dict[str, Any] = {}
+
+        def fake_run(app: Any, **options: Any) -> None:
+            seen["options"] = options
+            https = TestClient(app, base_url="https://testserver", follow_redirects=False)
+            page = https.get("/sign-in")
+            seen["cookie"] = page.headers.get("set-cookie", "")
+            seen["hsts"] = page.headers.get("strict-transport-security")
+            token = CSRF.search(page.text).group(1)
+            switched = https.post("/language", data={"lang": "fr", "csrf_token": token})
+            seen["language_cookie"] = switched.headers.get("set-cookie", "")
+
+        monkeypatch.setattr(uvicorn, "run", fake_run)
+        seen["status"] = main(
+            ["serve", "--host", host, "--port", "8000", "--database", database_url]
+        )
+        seen["output"] = capsys.readouterr()
+        return seen
+
+    return run
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+@pytest.mark.parametrize("value", ["1", "true", "on"])
+def test_an_explicit_secure_setting_wins_on_a_loopback_host(serve, host, value):
+    seen = serve(host, **{SECURE_ENV: value})
+    assert seen["status"] == 0
+    assert seen["cookie"].startswith("__Host-countersign=")
+    assert "Secure" in seen["cookie"].split("; ")
+    assert "HttpOnly" in seen["cookie"].split("; ")
+    assert seen["hsts"] is not None
+    assert seen["language_cookie"].startswith("__Host-countersign-lang=fr;")
+    assert "Secure" in seen["language_cookie"].split("; ")
+    assert "secure cookies on" in seen["output"].err
+
+
+@pytest.mark.parametrize(
+    ("host", "environment", "secure"),
+    [
+        ("127.0.0.1", {}, False),  # loopback: plain-HTTP local use by default
+        ("localhost", {}, False),
+        ("0.0.0.0", {}, True),  # anywhere else: secure by default
+        ("192.0.2.10", {}, True),
+        ("0.0.0.0", {SECURE_ENV: "0"}, False),  # an explicit off wins too
+        ("127.0.0.1", {SECURE_ENV: "off"}, False),
+    ],
+)
+def test_loopback_only_changes_the_default(serve, host, environment, secure):
+    seen = serve(host, **environment)
+    assert seen["status"] == 0
+    if secure:
+        assert seen["cookie"].startswith("__Host-countersign=")
+        assert "Secure" in seen["cookie"].split("; ")
+    else:
+        assert seen["cookie"].startswith("countersign_session=")
+        assert "Secure" not in seen["cookie"].split("; ")
+        assert seen["hsts"] is None
+
+
+def test_serve_trusts_no_forwarded_headers_unless_told(serve):
+    seen = serve("127.0.0.1")
+    assert seen["options"]["proxy_headers"] is False
+    assert seen["options"]["forwarded_allow_ips"] == []
+    assert "forwarded headers trusted from nobody" in seen["output"].err
+
+    seen = serve("127.0.0.1", **{TRUSTED_PROXIES_ENV: "127.0.0.1, ::1", SECURE_ENV: "1"})
+    assert seen["options"]["proxy_headers"] is True
+    assert seen["options"]["forwarded_allow_ips"] == ["127.0.0.1", "::1"]
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [{SECURE_ENV: "maybe"}, {TRUSTED_PROXIES_ENV: "*"}, {TRUSTED_PROXIES_ENV: "proxy.example"}],
+)
+def test_a_wrong_setting_stops_serve_before_anything_is_served(serve, environment):
+    seen = serve("127.0.0.1", **environment)
+    assert seen["status"] == 2
+    assert "options" not in seen  # uvicorn never ran
+    name = next(iter(environment))
+    assert name in seen["output"].out
+    assert "Traceback" not in seen["output"].out + seen["output"].err
+
+
+def test_the_session_cookie_never_depends_on_the_scheme_a_client_claims(cs, pages):
+    """With secure cookies off (plain HTTP), a client claiming HTTPS changes nothing."""
+    local = TestClient(served(pages), client=("127.0.0.1", 50000))
+    page = local.get("/sign-in", headers={"X-Forwarded-Proto": "https"})
+    cookie = page.headers["set-cookie"]
+    assert cookie.startswith("countersign_session=")
+    assert "strict-transport-security" not in page.headers
+    assert re.search(r"Max-Age=\d+", cookie)
