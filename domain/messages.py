@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from domain.contracts import REGISTRY
+from domain.contracts.presentation import LANGUAGES
 from domain.handback import outcome_text
 from domain.outcomes import Succeeded, outcome_from_stored
-
-LANGUAGES = ("en", "fr")
 
 
 def outcome_message(
