@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
+from domain.contracts.refund_missing_discount import RefundMissingDiscount
 from infrastructure import render
 from infrastructure.audit_verify import verify
 from infrastructure.bootstrap import Countersign, bootstrap
@@ -14,8 +16,8 @@ from infrastructure.clock import FakeClock
 from infrastructure.seed import seed
 
 AVA = "ava@granite.example"
-REFUND = "order.refund_missing_discount"
-DRAFT = "email_broadcast.apply_draft"
+REFUND = RefundMissingDiscount.kind
+DRAFT = ApplyBroadcastDraft.kind
 TO_ACCOUNT_CREDIT = {
     "payment": "P1",
     "line_item": "L1",
