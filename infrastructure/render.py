@@ -8,10 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import ValidationError
-
-from domain.contracts import REGISTRY, presentation
-from domain.contracts.presentation import fallback_fields
+from domain.messages import preview_rows_of, proposal_headline
 from domain.money import format_money
 
 WIDTH = 72
@@ -50,22 +47,8 @@ def box(title: str, rows: list[tuple[str, str]]) -> str:
 def preview_rows(
     operation: str, preview: dict[str, Any], language: str = "en"
 ) -> list[tuple[str, str]]:
-    """The contract's labelled preview rows, in its declared order; any preview of an operation
-    no longer registered, field by field."""
-    contract = REGISTRY.get(operation)
-    fields = contract.preview_fields if contract is not None else fallback_fields(preview)
-    return [(row.label, row.value) for row in presentation.preview_rows(fields, preview, language)]
-
-
-def headline(operation: str, preview: dict[str, Any], language: str = "en") -> str:
-    """The contract's one line about what a proposal does; the operation if it has none."""
-    contract = REGISTRY.get(operation)
-    if contract is None:
-        return operation
-    try:
-        return contract.headline(contract.Preview.model_validate(preview), language)
-    except ValidationError:
-        return operation
+    """The preview's labelled rows, in the order the operation's contract declares."""
+    return [(row.label, row.value) for row in preview_rows_of(operation, preview, language)]
 
 
 def render_card(card: dict[str, Any], language: str = "en") -> str:
@@ -180,7 +163,7 @@ def render_inbox(inbox: dict[str, Any]) -> str:
     for card in inbox["items"]:
         lines.append(
             f"  {card['proposal_id']}  {card['operation']}  "
-            f"{headline(card['operation'], card['preview'])}  (by {card['requested_by']})"
+            f"{proposal_headline(card['operation'], card['preview'])}  (by {card['requested_by']})"
         )
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ from application.assistant.sections import ASSISTANTS
 from domain.contracts import REGISTRY, REVISION_REASONS, AnyContract, contracts_in
 from domain.contracts.presentation import LANGUAGES, Localized, Shown
 from domain.handback import SHARED_REASONS, reason_text
+from domain.messages import operation_title, proposal_headline
 from domain.outcomes import RevisionReason
 from infrastructure import render
 from infrastructure.web.i18n import translator
@@ -255,7 +256,8 @@ def test_a_preview_of_an_unregistered_operation_still_shows_its_fields():
     preview = {"amount_cents": 1250, "currency": "CAD", "urgent": True, "note": "hi"}
     rows = render.preview_rows("gone.operation", preview)
     assert rows == [("amount cents", "$12.50 CAD"), ("urgent", "yes"), ("note", "hi")]
-    assert render.headline("gone.operation", preview) == "gone.operation"
+    assert proposal_headline("gone.operation", preview) == "gone.operation"
+    assert operation_title("gone.operation", "fr") == "gone.operation"
 
 
 # -- one home per operation ---------------------------------------------------------------------

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
-from domain.contracts import REGISTRY, presentation
-from domain.contracts.presentation import fallback_fields
-from domain.messages import outcome_message
+from domain.contracts import REGISTRY
+from domain.messages import (
+    operation_title,
+    outcome_message,
+    preview_rows_of,
+    proposal_headline,
+)
 from domain.money import format_money
 
 log = logging.getLogger("countersign.web")
@@ -82,29 +84,10 @@ def money(cents: Any, currency: Any) -> str:
 
 def preview_rows(operation: str, preview: dict[str, Any], language: str) -> list[Row]:
     """The fixed review presentation, as the operation's contract declares it."""
-    contract = REGISTRY.get(operation)
-    fields = contract.preview_fields if contract is not None else fallback_fields(preview)
     return [
         Row(row.label, row.value, row.multiline, row.emphasis, row.alert)
-        for row in presentation.preview_rows(fields, preview, language)
+        for row in preview_rows_of(operation, preview, language)
     ]
-
-
-def headline(operation: str, preview: dict[str, Any], language: str) -> str:
-    """One line that says what the proposal does."""
-    contract = REGISTRY.get(operation)
-    if contract is None:
-        return operation
-    try:
-        return contract.headline(contract.Preview.model_validate(preview), language)
-    except ValidationError:
-        log.warning("preview of a %s proposal could not be read", operation)
-        return operation
-
-
-def operation_title(operation: str, language: str) -> str:
-    contract = REGISTRY.get(operation)
-    return operation if contract is None else contract.title.text(language)
 
 
 def localized_outcome(
@@ -136,7 +119,7 @@ def proposal_view(
         "id": str(record["proposal_id"]),
         "operation": operation,
         "title": operation_title(operation, language),
-        "headline": headline(operation, preview, language),
+        "headline": proposal_headline(operation, preview, language),
         "section": str(record.get("section") or ""),
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
