@@ -1,13 +1,16 @@
 """App-authored hand-back text for outcomes. The model never paraphrases an outcome.
 
-Reason codes are localizable: every code has an English and a French sentence. Parameters
-ending in ``_cents`` are formatted as money in the reason's ``currency``.
+Reason codes are localizable: every code has an English and a French sentence, declared by the
+contract that raises it or, for the lifecycle's own reasons, here. Parameters ending in
+``_cents`` are formatted as money in the reason's ``currency``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from countersign.domain.contracts import REVISION_REASONS
+from countersign.domain.contracts.presentation import LANGUAGES, Localized
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import (
     NeedsReconciliation,
@@ -18,48 +21,21 @@ from countersign.domain.outcomes import (
     TerminalFailure,
 )
 
-LANGUAGES = ("en", "fr")
-
-REASONS: dict[str, dict[str, str]] = {
-    "en": {
-        "declined_by_manager": "The manager declined this proposal.",
-        "amount_changed": (
-            "The refund amount changed from {approved_cents} to {current_cents} since it "
-            "was proposed."
-        ),
-        "payment_already_refunded": "The payment {payment} has already been refunded.",
-        "insufficient_refundable": "Only {refundable_cents} of the payment is left to refund.",
-        "discount_already_refunded": "The {discount} has already been refunded.",
-        "refund_in_progress": "Another refund on this order is still settling.",
-        "evidence_missing": "The order no longer shows the line item or discount.",
-        "destination_unavailable": "The refund destination no longer fits the payment.",
-        "refund_declined_by_provider": "The card provider declined the refund.",
-        "audience_changed": (
-            "The audience changed from {approved_count} to {current_count} recipients."
-        ),
-        "resource_unavailable": "The record this proposal acts on is no longer available.",
-    },
-    "fr": {
-        "declined_by_manager": "Le gestionnaire a refusé cette proposition.",
-        "amount_changed": (
-            "Le montant du remboursement est passé de {approved_cents} à {current_cents} "
-            "depuis la proposition."
-        ),
-        "payment_already_refunded": "Le paiement {payment} a déjà été remboursé.",
-        "insufficient_refundable": (
-            "Il ne reste que {refundable_cents} à rembourser sur ce paiement."
-        ),
-        "discount_already_refunded": "La remise {discount} a déjà été remboursée.",
-        "refund_in_progress": "Un autre remboursement de cette commande est en cours de règlement.",
-        "evidence_missing": "La commande ne montre plus l'article ou la remise.",
-        "destination_unavailable": "La destination du remboursement ne convient plus au paiement.",
-        "refund_declined_by_provider": "Le fournisseur de paiement a refusé le remboursement.",
-        "audience_changed": (
-            "L'audience est passée de {approved_count} à {current_count} destinataires."
-        ),
-        "resource_unavailable": "L'élément visé par cette proposition n'est plus disponible.",
-    },
+SHARED_REASONS: dict[str, Localized] = {
+    "declined_by_manager": Localized(
+        "The manager declined this proposal.", "Le gestionnaire a refusé cette proposition."
+    ),
+    "resource_unavailable": Localized(
+        "The record this proposal acts on is no longer available.",
+        "L'élément visé par cette proposition n'est plus disponible.",
+    ),
 }
+"""Reasons the lifecycle itself records, whatever the operation. Each contract declares the
+reasons it raises (``revision_reasons``)."""
+
+_overlap = SHARED_REASONS.keys() & REVISION_REASONS.keys()
+if _overlap:
+    raise ValueError(f"contracts redeclare shared revision reasons: {sorted(_overlap)}")
 
 _FIXED: dict[str, dict[str, str]] = {
     "en": {
@@ -93,11 +69,10 @@ _FIXED: dict[str, dict[str, str]] = {
 
 
 def reason_text(reason: RevisionReason, language: str = "en") -> str:
-    catalogue = REASONS[_language(language)]
-    template = catalogue.get(reason.code)
-    if template is None:
+    sentence = SHARED_REASONS.get(reason.code) or REVISION_REASONS.get(reason.code)
+    if sentence is None:
         return _FIXED[_language(language)]["unknown_reason"]
-    return template.format(**_format_params(reason.params))
+    return sentence.text(_language(language), **_format_params(reason.params))
 
 
 def outcome_text(outcome: Outcome, success_text: str, language: str = "en") -> str:

@@ -1,4 +1,7 @@
-"""The app-authored message for a stored outcome, in English or French."""
+"""What people read about a stored proposal, in English or French: its operation's title,
+headline and preview rows, and the app-authored message for its outcome. Every operation is
+described by its contract; a proposal of an operation no longer registered still shows its
+kind and every preview field."""
 
 from __future__ import annotations
 
@@ -6,10 +9,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.presentation import (
+    LANGUAGES,
+    PreviewRow,
+    fallback_fields,
+    preview_rows,
+)
 from countersign.domain.handback import outcome_text
 from countersign.domain.outcomes import Succeeded, outcome_from_stored
-
-LANGUAGES = ("en", "fr")
+from pydantic import ValidationError
 
 
 def outcome_message(
@@ -37,3 +45,26 @@ def outcome_messages(
         outcome_text(outcome, contract.success_text(valid_preview, result, language), language)
         for language in languages
     )
+
+
+def operation_title(kind: str, language: str = "en") -> str:
+    contract = REGISTRY.get(kind)
+    return kind if contract is None else contract.title.text(language)
+
+
+def proposal_headline(kind: str, preview: dict[str, Any], language: str = "en") -> str:
+    """One line that says what the proposal does; its kind if the preview cannot say."""
+    contract = REGISTRY.get(kind)
+    if contract is None:
+        return kind
+    try:
+        return contract.headline(contract.Preview.model_validate(preview), language)
+    except ValidationError:
+        return kind
+
+
+def preview_rows_of(kind: str, preview: dict[str, Any], language: str = "en") -> list[PreviewRow]:
+    """The preview's labelled rows, in the order its contract declares."""
+    contract = REGISTRY.get(kind)
+    fields = contract.preview_fields if contract is not None else fallback_fields(preview)
+    return preview_rows(fields, preview, language)

@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
+from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 from countersign.infrastructure import render
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -14,8 +16,8 @@ from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.seed import seed
 
 AVA = "ava@granite.example"
-REFUND = "order.refund_missing_discount"
-DRAFT = "email_broadcast.apply_draft"
+REFUND = RefundMissingDiscount.kind
+DRAFT = ApplyBroadcastDraft.kind
 TO_ACCOUNT_CREDIT = {
     "payment": "P1",
     "line_item": "L1",

@@ -8,30 +8,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.messages import preview_rows_of, proposal_headline
 from countersign.domain.money import format_money
 
 WIDTH = 72
-
-_PREVIEW_LABELS = {
-    "order.refund_missing_discount": [
-        ("participant_name", "Participant"),
-        ("product_name", "Product"),
-        ("discount_name", "Missed discount"),
-        ("payment_method", "Payment"),
-        ("amount_cents", "Refund amount"),
-        ("refund_destination", "Refund to"),
-        ("current_order_total_cents", "Order total now"),
-        ("resulting_order_total_cents", "Order total after"),
-        ("product_configuration_unchanged", "Product configuration"),
-    ],
-    "email_broadcast.apply_draft": [
-        ("filters_in_words", "Audience"),
-        ("audience_count", "Recipients"),
-        ("subject", "Subject"),
-        ("body", "Body"),
-        ("sends_email", "Sends email"),
-    ],
-}
 
 
 def to_json(document: Any) -> str:
@@ -64,26 +44,14 @@ def box(title: str, rows: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def _preview_value(key: str, value: Any, preview: dict[str, Any]) -> str:
-    if key.endswith("_cents"):
-        return format_money(int(value), str(preview.get("currency", "")))
-    if key == "product_configuration_unchanged":
-        return "unchanged" if value else "CHANGED"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
+def preview_rows(
+    operation: str, preview: dict[str, Any], language: str = "en"
+) -> list[tuple[str, str]]:
+    """The preview's labelled rows, in the order the operation's contract declares."""
+    return [(row.label, row.value) for row in preview_rows_of(operation, preview, language)]
 
 
-def preview_rows(operation: str, preview: dict[str, Any]) -> list[tuple[str, str]]:
-    labels = _PREVIEW_LABELS.get(operation) or [(key, key) for key in preview]
-    return [
-        (label, _preview_value(key, preview[key], preview))
-        for key, label in labels
-        if key in preview
-    ]
-
-
-def render_card(card: dict[str, Any]) -> str:
+def render_card(card: dict[str, Any], language: str = "en") -> str:
     rows = [
         ("Proposal", card["proposal_id"]),
         ("Operation", card["operation"]),
@@ -91,7 +59,7 @@ def render_card(card: dict[str, Any]) -> str:
         ("Status", card["status"].replace("_", " ")),
         ("Expires", str(card["expires_at"])[:19].replace("T", " ") + " UTC"),
     ]
-    rows += preview_rows(card["operation"], card["preview"])
+    rows += preview_rows(card["operation"], card["preview"], language)
     if card.get("approved_by"):
         rows.append(("Approved by", card["approved_by"]))
     if card.get("message"):
@@ -193,16 +161,9 @@ def render_inbox(inbox: dict[str, Any]) -> str:
         return "The inbox is empty: nothing awaits approval."
     lines = [f"Awaiting approval ({inbox['total']}), page {inbox['page']}:"]
     for card in inbox["items"]:
-        preview = card["preview"]
-        headline = preview.get("participant_name") or preview.get("subject") or ""
-        amount = (
-            f" {format_money(preview['amount_cents'], preview['currency'])}"
-            if "amount_cents" in preview
-            else ""
-        )
         lines.append(
-            f"  {card['proposal_id']}  {card['operation']}  {headline}{amount}"
-            f"  (by {card['requested_by']})"
+            f"  {card['proposal_id']}  {card['operation']}  "
+            f"{proposal_headline(card['operation'], card['preview'])}  (by {card['requested_by']})"
         )
     return "\n".join(lines)
 

@@ -122,8 +122,9 @@ class StandInPolicy:
 
     Orders: it reads the investigation and proposes the first missed discount, to account
     credit when the manager mentions credit, else to the original payment method. Email: it
-    lists the leagues and drafts to the ones the manager named. It corrects a rejected request
-    once by dropping the fields the application called unknown.
+    lists the leagues and drafts to the ones the manager named. Like a model, it knows no
+    operation by name: it proposes with the offered tool whose parameters fit its request. It
+    corrects a rejected request once by dropping the fields the application called unknown.
     """
 
     def __call__(self, request: dict[str, Any]) -> Answer:
@@ -141,10 +142,11 @@ class StandInPolicy:
         result = _json(last.get("content"))
         if "problems" in result and answered is not None:
             return self._correct(answered, result["problems"])
+        offered = request.get("tools", [])
         if answered is not None and answered["name"] == "get_order_investigation":
-            return _propose_refund(result, manager)
+            return _propose(_refund_request(result, manager), offered)
         if answered is not None and answered["name"] == "list_leagues":
-            return _propose_draft(result, manager)
+            return _propose(_draft_request(result, manager), offered)
         return Say("I could not find anything to propose.")
 
     @staticmethod
@@ -157,7 +159,19 @@ class StandInPolicy:
         return Call(call["name"], {k: v for k, v in arguments.items() if k not in unknown})
 
 
-def _propose_refund(order: dict[str, Any], manager: str) -> Answer:
+def _propose(request: dict[str, Any] | Say, offered: list[dict[str, Any]]) -> Answer:
+    """Call the offered tool whose parameters are exactly the request's fields: the stand-in
+    picks its propose tool by reading the schemas it was given, like a model does."""
+    if isinstance(request, Say):
+        return request
+    for tool in offered:
+        function = tool.get("function") or {}
+        if set((function.get("parameters") or {}).get("properties") or {}) == set(request):
+            return Call(function["name"], request)
+    return Say("None of my tools can propose that.")
+
+
+def _refund_request(order: dict[str, Any], manager: str) -> dict[str, Any] | Say:
     for discount in order.get("discounts", []):
         if discount.get("applied_at_checkout") or discount.get("already_refunded"):
             continue
@@ -165,19 +179,16 @@ def _propose_refund(order: dict[str, Any], manager: str) -> Answer:
         if not payments:
             break
         wants_credit = re.search(r"\b(credit|account)\b", manager, re.IGNORECASE) is not None
-        return Call(
-            "propose_refund_missing_discount",
-            {
-                "payment": payments[0]["ref"],
-                "line_item": discount["line_item"],
-                "discount": discount["ref"],
-                "destination": "account_credit" if wants_credit else "original_payment_method",
-            },
-        )
+        return {
+            "payment": payments[0]["ref"],
+            "line_item": discount["line_item"],
+            "discount": discount["ref"],
+            "destination": "account_credit" if wants_credit else "original_payment_method",
+        }
     return Say("Nothing is owed on this order: every eligible discount was applied or refunded.")
 
 
-def _propose_draft(listing: dict[str, Any], manager: str) -> Answer:
+def _draft_request(listing: dict[str, Any], manager: str) -> dict[str, Any] | Say:
     named = [
         league["name"]
         for league in listing.get("leagues", [])
@@ -188,14 +199,11 @@ def _propose_draft(listing: dict[str, Any], manager: str) -> Answer:
         names = ", ".join(league["name"] for league in listing.get("leagues", []))
         return Say(f"Which leagues should receive it? The club has: {names}.")
     topic = manager.split(" about ", 1)[1].rstrip(".") if " about " in manager else "club news"
-    return Call(
-        "propose_apply_draft",
-        {
-            "filters": {"leagues": named},
-            "subject": topic[:1].upper() + topic[1:80],
-            "body": f"Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!",
-        },
-    )
+    return {
+        "filters": {"leagues": named},
+        "subject": topic[:1].upper() + topic[1:80],
+        "body": f"Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!",
+    }
 
 
 def _answered_call(messages: list[dict[str, Any]], call_id: Any) -> dict[str, Any] | None:

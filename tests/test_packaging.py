@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -27,6 +28,14 @@ def test_every_package_folder_is_declared_under_the_namespace():
 
 
 def test_the_wheel_holds_only_the_countersign_namespace(tmp_path):
+    # Built from a copy: setuptools leaves a build/ folder beside the project it builds.
+    source = tmp_path / "source"
+    for folder in FOLDERS:
+        shutil.copytree(
+            ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     subprocess.run(
         [
             sys.executable,
@@ -38,7 +47,7 @@ def test_the_wheel_holds_only_the_countersign_namespace(tmp_path):
             "--no-build-isolation",
             "--wheel-dir",
             str(tmp_path),
-            str(ROOT),
+            str(source),
         ],
         check=True,
         capture_output=True,

@@ -23,6 +23,7 @@ from countersign.domain.contracts.base import (
     Problem,
     RevisionNeededError,
 )
+from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import AggregateStore
@@ -142,6 +143,37 @@ class ApplyBroadcastDraft(
     Preview = BroadcastDraftPreview
     Result = BroadcastDraftResult
 
+    title = Localized(
+        "Put a draft in the broadcast form", "Placer un brouillon dans le formulaire d'envoi"
+    )
+    preview_fields = {
+        "filters_in_words": PreviewField(Localized("Audience", "Destinataires")),
+        "audience_count": PreviewField(Localized("Recipients", "Nombre de destinataires")),
+        "subject": PreviewField(Localized("Subject", "Objet")),
+        "body": PreviewField(Localized("Body", "Message"), Shown.MULTILINE),
+        "sends_email": PreviewField(
+            Localized("Sends email", "Envoie un courriel"),
+            Shown.FLAG,
+            yes=Localized("YES", "OUI"),
+            no=Localized(
+                "No: it only fills in the broadcast form",
+                "Non : remplit seulement le formulaire d'envoi",
+            ),
+            alert_when=True,
+        ),
+    }
+    revision_reasons = {
+        "audience_changed": Localized(
+            "The audience changed from {approved_count} to {current_count} recipients.",
+            "L'audience est passée de {approved_count} à {current_count} destinataires.",
+        ),
+    }
+    assistant_instructions = (
+        "You help the club manager draft ONE email broadcast and propose it with {tool}: "
+        "audience filters (league names), a subject and a plain-text body. Approval only copies "
+        "the draft into the editable broadcast form; nothing is ever sent by you or by approval."
+    )
+
     def preload_ids(self, scope: Scope) -> list[UUID]:
         return [scope.resource_id, Roster.create_id(scope.organization_id)]
 
@@ -213,6 +245,12 @@ class ApplyBroadcastDraft(
             audience_count=arguments.audience_count,
             subject=arguments.subject,
         )
+
+    def headline(self, preview: BroadcastDraftPreview, language: str = "en") -> str:
+        subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
+        return Localized(
+            "“{subject}” to {count} recipients", "« {subject} » à {count} destinataires"
+        ).text(language, subject=subject, count=preview.audience_count)
 
     def success_text(
         self, preview: BroadcastDraftPreview, result: BroadcastDraftResult, language: str = "en"

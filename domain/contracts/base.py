@@ -2,19 +2,22 @@
 
 A contract owns, for one operation kind: the model-facing ``Request``, default resolution
 and invalid combinations (``prepare``), the frozen ``Arguments`` and ``Preview``, the
-revalidator, the executor, the typed ``Result`` and the safe hand-back text. The lifecycle,
-approval identity, outcome semantics and audit are shared and live elsewhere.
+revalidator, the executor, the typed ``Result``, and how it reads for people (title, preview
+labels, headline, success and revision-reason sentences) and for the assistant that proposes
+it. The lifecycle, approval identity, outcome semantics and audit are shared and live elsewhere.
 """
 
 from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
 from countersign.domain.club.organization import Permission
+from countersign.domain.contracts.presentation import Localized, PreviewField
 from countersign.domain.errors import CountersignError
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import AggregateStore, ProviderRefund
@@ -171,6 +174,25 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     Preview: type[PreviewT]
     Result: type[ResultT]
 
+    # -- how it reads for people and for the assistant (domain.contracts.presentation) ---------
+
+    title: ClassVar[Localized]
+    preview_fields: ClassVar[Mapping[str, PreviewField]]
+    """Every ``Preview`` field a reviewer sees, in display order, with its label."""
+    preview_hidden: ClassVar[frozenset[str]] = frozenset()
+    """``Preview`` fields shown through others (a currency read with its amounts)."""
+    revision_reasons: ClassVar[Mapping[str, Localized]]
+    """Every reason code this contract raises, with its sentence; ``_cents`` parameters are
+    shown as money in the reason's ``currency``."""
+    assistant_instructions: ClassVar[str]
+    """What a section's instructions tell the model about proposing this; ``{tool}`` stands
+    for the propose tool's name."""
+
+    @property
+    def tool_name(self) -> str:
+        """The propose tool's name: ``propose_<operation>`` for kind ``<area>.<operation>``."""
+        return "propose_" + self.kind.split(".", 1)[1]
+
     # -- the model's request ------------------------------------------------------------------
 
     def parse_request(self, raw: Any) -> RequestT:
@@ -247,3 +269,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     @abstractmethod
     def success_text(self, preview: PreviewT, result: ResultT, language: str = "en") -> str:
         """The app-authored sentence that reports this operation's success ("en" or "fr")."""
+
+    @abstractmethod
+    def headline(self, preview: PreviewT, language: str = "en") -> str:
+        """One line that says what the proposal does ("en" or "fr")."""

@@ -24,6 +24,7 @@ from countersign.domain.contracts.base import (
     Problem,
     RevisionNeededError,
 )
+from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
@@ -161,6 +162,71 @@ class RefundMissingDiscount(
     Arguments = RefundArguments
     Preview = RefundPreview
     Result = RefundResult
+
+    title = Localized("Refund a missed discount", "Rembourser une remise manquée")
+    preview_fields = {
+        "participant_name": PreviewField(Localized("Participant", "Participant(e)")),
+        "product_name": PreviewField(Localized("Product", "Produit")),
+        "discount_name": PreviewField(Localized("Missed discount", "Remise manquée")),
+        "amount_cents": PreviewField(
+            Localized("Refund amount", "Montant du remboursement"), Shown.MONEY, emphasis=True
+        ),
+        "payment_method": PreviewField(Localized("Payment", "Paiement")),
+        "refund_destination": PreviewField(Localized("Refund to", "Remboursé vers")),
+        "current_order_total_cents": PreviewField(
+            Localized("Order total before", "Total avant remboursement"), Shown.MONEY
+        ),
+        "resulting_order_total_cents": PreviewField(
+            Localized("Order total after", "Total après remboursement"), Shown.MONEY
+        ),
+        "product_configuration_unchanged": PreviewField(
+            Localized("Product configuration", "Configuration du produit"),
+            Shown.FLAG,
+            yes=Localized("Unchanged", "Inchangée"),
+            no=Localized("CHANGED", "MODIFIÉE"),
+            alert_when=False,
+        ),
+    }
+    preview_hidden = frozenset({"currency"})
+    revision_reasons = {
+        "amount_changed": Localized(
+            "The refund amount changed from {approved_cents} to {current_cents} since it was "
+            "proposed.",
+            "Le montant du remboursement est passé de {approved_cents} à {current_cents} "
+            "depuis la proposition.",
+        ),
+        "payment_already_refunded": Localized(
+            "The payment {payment} has already been refunded.",
+            "Le paiement {payment} a déjà été remboursé.",
+        ),
+        "insufficient_refundable": Localized(
+            "Only {refundable_cents} of the payment is left to refund.",
+            "Il ne reste que {refundable_cents} à rembourser sur ce paiement.",
+        ),
+        "discount_already_refunded": Localized(
+            "The {discount} has already been refunded.",
+            "La remise {discount} a déjà été remboursée.",
+        ),
+        "refund_in_progress": Localized(
+            "Another refund on this order is still settling.",
+            "Un autre remboursement de cette commande est en cours de règlement.",
+        ),
+        "evidence_missing": Localized(
+            "The order no longer shows the line item or discount.",
+            "La commande ne montre plus l'article ou la remise.",
+        ),
+        "destination_unavailable": Localized(
+            "The refund destination no longer fits the payment.",
+            "La destination du remboursement ne convient plus au paiement.",
+        ),
+        "refund_declined_by_provider": Localized(
+            "The card provider declined the refund.",
+            "Le fournisseur de paiement a refusé le remboursement.",
+        ),
+    }
+    assistant_instructions = (
+        "When a participant missed a discount they were eligible for, propose a refund with {tool}."
+    )
 
     def load(self, scope: Scope, store: AggregateStore) -> RefundFacts:
         order = store.get(scope.resource_id, Order)
@@ -324,6 +390,13 @@ class RefundMissingDiscount(
             raise RevisionNeededError("refund_declined_by_provider")
         facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
         return _result(facts.order, contract.proposal_id, contract.arguments)
+
+    def headline(self, preview: RefundPreview, language: str = "en") -> str:
+        return Localized("{amount} to {who}", "{amount} pour {who}").text(
+            language,
+            amount=format_money(preview.amount_cents, preview.currency),
+            who=preview.participant_name,
+        )
 
     def success_text(
         self, preview: RefundPreview, result: RefundResult, language: str = "en"

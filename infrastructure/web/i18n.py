@@ -1,8 +1,9 @@
 """The browser's words in English and French, and which language a request gets.
 
 Outcome messages are not here: they are the application's own texts from
-``domain.messages.outcome_message`` and ``domain.handback``. This catalogue holds only the
-pages' labels, headings and notices.
+``domain.messages.outcome_message`` and ``domain.handback``. Nor is anything about one
+operation: its title, headline and preview labels are its contract's (``preview_fields``).
+This catalogue holds only the pages' labels, headings and notices.
 """
 
 from __future__ import annotations
@@ -169,30 +170,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "outcome.needs_reconciliation": "Being reconciled with the card provider",
         "outcome.revision_required": "Not executed",
         "outcome.terminal_failure": "Failed",
-        "op.order.refund_missing_discount": "Refund a missed discount",
-        "op.email_broadcast.apply_draft": "Put a draft in the broadcast form",
-        "headline.refund": "{amount} to {who}",
-        "headline.draft": "“{subject}” to {count} recipients",
-        "preview.participant_name": "Participant",
-        "preview.product_name": "Product",
-        "preview.discount_name": "Missed discount",
-        "preview.payment_method": "Payment",
-        "preview.amount_cents": "Refund amount",
-        "preview.refund_destination": "Refund to",
-        "preview.current_order_total_cents": "Order total before",
-        "preview.resulting_order_total_cents": "Order total after",
-        "preview.product_configuration_unchanged": "Product configuration",
-        "preview.filters_in_words": "Audience",
-        "preview.audience_count": "Recipients",
-        "preview.subject": "Subject",
-        "preview.body": "Body",
-        "preview.sends_email": "Sends email",
-        "value.unchanged": "Unchanged",
-        "value.changed": "CHANGED",
-        "value.sends_no": "No: it only fills in the broadcast form",
-        "value.sends_yes": "YES",
-        "value.yes": "yes",
-        "value.no": "no",
         "error.not_found.title": "Not found",
         "error.not_found.text": (
             "There is nothing here in your club. The link may be wrong, or it belongs to "
@@ -390,30 +367,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "outcome.needs_reconciliation": "En rapprochement avec le fournisseur de paiement",
         "outcome.revision_required": "Non exécutée",
         "outcome.terminal_failure": "Échec",
-        "op.order.refund_missing_discount": "Rembourser une remise manquée",
-        "op.email_broadcast.apply_draft": "Placer un brouillon dans le formulaire d'envoi",
-        "headline.refund": "{amount} pour {who}",
-        "headline.draft": "« {subject} » à {count} destinataires",
-        "preview.participant_name": "Participant(e)",
-        "preview.product_name": "Produit",
-        "preview.discount_name": "Remise manquée",
-        "preview.payment_method": "Paiement",
-        "preview.amount_cents": "Montant du remboursement",
-        "preview.refund_destination": "Remboursé vers",
-        "preview.current_order_total_cents": "Total avant remboursement",
-        "preview.resulting_order_total_cents": "Total après remboursement",
-        "preview.product_configuration_unchanged": "Configuration du produit",
-        "preview.filters_in_words": "Destinataires",
-        "preview.audience_count": "Nombre de destinataires",
-        "preview.subject": "Objet",
-        "preview.body": "Message",
-        "preview.sends_email": "Envoie un courriel",
-        "value.unchanged": "Inchangée",
-        "value.changed": "MODIFIÉE",
-        "value.sends_no": "Non : remplit seulement le formulaire d'envoi",
-        "value.sends_yes": "OUI",
-        "value.yes": "oui",
-        "value.no": "non",
         "error.not_found.title": "Introuvable",
         "error.not_found.text": (
             "Il n'y a rien ici dans votre club. Le lien est peut-être erroné, ou il appartient "

@@ -13,7 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.messages import outcome_message
+from countersign.domain.messages import (
+    operation_title,
+    outcome_message,
+    preview_rows_of,
+    proposal_headline,
+)
 from countersign.domain.money import format_money
 
 log = logging.getLogger("countersign.web")
@@ -36,27 +41,6 @@ OUTCOME_TONE = {
     "needs_reconciliation": "info",
     "revision_required": "warn",
     "terminal_failure": "bad",
-}
-
-_PREVIEW_KEYS = {
-    "order.refund_missing_discount": (
-        "participant_name",
-        "product_name",
-        "discount_name",
-        "amount_cents",
-        "payment_method",
-        "refund_destination",
-        "current_order_total_cents",
-        "resulting_order_total_cents",
-        "product_configuration_unchanged",
-    ),
-    "email_broadcast.apply_draft": (
-        "filters_in_words",
-        "audience_count",
-        "subject",
-        "body",
-        "sends_email",
-    ),
 }
 
 
@@ -98,54 +82,12 @@ def money(cents: Any, currency: Any) -> str:
         return str(cents)
 
 
-def preview_rows(operation: str, preview: dict[str, Any], t: Translate) -> list[Row]:
-    """The fixed review presentation: labelled, amounts with their currency."""
-    keys = _PREVIEW_KEYS.get(operation) or tuple(k for k in preview if k != "currency")
-    currency = preview.get("currency", "")
-    rows = []
-    for key in keys:
-        if key not in preview:
-            continue
-        value = preview[key]
-        label = t(f"preview.{key}")
-        if label == f"preview.{key}":
-            label = key.replace("_", " ")
-        if key.endswith("_cents"):
-            rows.append(Row(label, money(value, currency), emphasis=key == "amount_cents"))
-        elif key == "product_configuration_unchanged":
-            changed = not value
-            text = t("value.changed") if changed else t("value.unchanged")
-            rows.append(Row(label, text, alert=changed))
-        elif key == "sends_email":
-            text = t("value.sends_yes") if value else t("value.sends_no")
-            rows.append(Row(label, text, alert=bool(value)))
-        elif isinstance(value, bool):
-            rows.append(Row(label, t("value.yes") if value else t("value.no")))
-        else:
-            rows.append(Row(label, str(value), multiline=key == "body"))
-    return rows
-
-
-def headline(operation: str, preview: dict[str, Any], t: Translate) -> str:
-    """One line that says what the proposal does."""
-    if operation == "order.refund_missing_discount":
-        return t(
-            "headline.refund",
-            amount=money(preview.get("amount_cents"), preview.get("currency")),
-            who=str(preview.get("participant_name", "")),
-        )
-    if operation == "email_broadcast.apply_draft":
-        subject = str(preview.get("subject", ""))
-        if len(subject) > 80:
-            subject = subject[:79] + "…"
-        return t("headline.draft", subject=subject, count=preview.get("audience_count", 0))
-    return operation
-
-
-def operation_title(operation: str, t: Translate) -> str:
-    key = f"op.{operation}"
-    text = t(key)
-    return operation if text == key else text
+def preview_rows(operation: str, preview: dict[str, Any], language: str) -> list[Row]:
+    """The fixed review presentation, as the operation's contract declares it."""
+    return [
+        Row(row.label, row.value, row.multiline, row.emphasis, row.alert)
+        for row in preview_rows_of(operation, preview, language)
+    ]
 
 
 def localized_outcome(
@@ -176,15 +118,15 @@ def proposal_view(
     return {
         "id": str(record["proposal_id"]),
         "operation": operation,
-        "title": operation_title(operation, t),
-        "headline": headline(operation, preview, t),
+        "title": operation_title(operation, language),
+        "headline": proposal_headline(operation, preview, language),
         "section": str(record.get("section") or ""),
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
         "status": status,
         "status_label": t(f"state.{status}"),
         "tone": STATUS_TONE.get(status, "muted"),
-        "rows": preview_rows(operation, preview, t),
+        "rows": preview_rows(operation, preview, language),
         "requested_by": str(record.get("requested_by") or ""),
         "proposed_at": format_time(record.get("proposed_at")),
         "expires_at": format_time(expires_at),

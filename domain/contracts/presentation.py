@@ -1,0 +1,120 @@
+"""How a contract reads for people: texts in every language, and its preview's labelled rows.
+
+A contract declares these once (``OperationContract.title``, ``preview_fields``,
+``revision_reasons``, ``headline``, ``success_text``); the terminal, the browser, the
+hand-back and the projections all render them from here, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from countersign.domain.money import format_money
+
+LANGUAGES = ("en", "fr")
+
+
+@dataclass(frozen=True)
+class Localized:
+    """One text in every language the application speaks; may hold ``{name}`` placeholders."""
+
+    en: str
+    fr: str
+
+    def text(self, language: str, **params: object) -> str:
+        """The text in ``language`` (English for any other), with ``params`` filled in."""
+        template = self.fr if language == "fr" else self.en
+        return template.format(**params) if params else template
+
+
+class Shown(StrEnum):
+    """How a preview value reads for people."""
+
+    TEXT = "text"
+    """``str(value)`` on one line."""
+    MULTILINE = "multiline"
+    """``str(value)``, its line breaks kept."""
+    MONEY = "money"
+    """An amount in cents, in the currency the preview's ``currency`` field names."""
+    FLAG = "flag"
+    """A yes/no value, read through the field's ``yes`` and ``no`` texts."""
+
+
+YES = Localized("yes", "oui")
+NO = Localized("no", "non")
+
+
+@dataclass(frozen=True)
+class PreviewField:
+    """One labelled row of a preview, in the order the contract declares its fields."""
+
+    label: Localized
+    shown: Shown = Shown.TEXT
+    emphasis: bool = False
+    """The row the reviewer reads first (the amount of a refund)."""
+    yes: Localized = YES
+    no: Localized = NO
+    alert_when: bool | None = None
+    """For a flag: the value the reviewer must not miss, shown as an alert."""
+
+
+@dataclass(frozen=True)
+class PreviewRow:
+    """One preview value as people read it, in one language."""
+
+    key: str
+    label: str
+    value: str
+    multiline: bool = False
+    emphasis: bool = False
+    alert: bool = False
+
+
+def preview_rows(
+    fields: Mapping[str, PreviewField], preview: Mapping[str, Any], language: str
+) -> list[PreviewRow]:
+    """The declared fields of a stored preview, in their declared order and ``language``."""
+    currency = str(preview.get("currency") or "")
+    rows = []
+    for key, field in fields.items():
+        if key not in preview:
+            continue
+        value = preview[key]
+        label = field.label.text(language)
+        if field.shown is Shown.MONEY:
+            rows.append(PreviewRow(key, label, _money(value, currency), emphasis=field.emphasis))
+        elif field.shown is Shown.FLAG:
+            text = (field.yes if value else field.no).text(language)
+            alert = field.alert_when is not None and bool(value) is field.alert_when
+            rows.append(PreviewRow(key, label, text, emphasis=field.emphasis, alert=alert))
+        else:
+            multiline = field.shown is Shown.MULTILINE
+            rows.append(PreviewRow(key, label, str(value), multiline, field.emphasis))
+    return rows
+
+
+def fallback_fields(preview: Mapping[str, Any]) -> dict[str, PreviewField]:
+    """Fields for a preview whose operation is no longer registered: every key but the
+    currency, labelled by its name, read by its type."""
+    fields = {}
+    for key, value in preview.items():
+        if key == "currency":
+            continue
+        label = Localized(key.replace("_", " "), key.replace("_", " "))
+        if key.endswith("_cents"):
+            fields[key] = PreviewField(label, Shown.MONEY)
+        elif isinstance(value, bool):
+            fields[key] = PreviewField(label, Shown.FLAG)
+        else:
+            fields[key] = PreviewField(label)
+    return fields
+
+
+def _money(cents: Any, currency: str) -> str:
+    try:
+        return format_money(int(cents), currency)
+    except (TypeError, ValueError):
+        return str(cents)
