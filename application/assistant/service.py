@@ -23,7 +23,7 @@ from application.authorization import membership, organization_by_slug, require
 from application.errors import ForbiddenError, UnknownOperationError, parse_id
 from application.proposals import ProposalService
 from application.reports import Report
-from domain.contracts.base import InvalidRequestError, problems_from
+from domain.contracts.base import MAX_PROBLEMS, InvalidRequestError, problems_from
 from domain.errors import NotFoundError
 from domain.handback import reason_text
 from domain.interaction import Interaction
@@ -187,7 +187,10 @@ class AssistantService:
                 try:
                     request = read.request.model_validate(arguments)
                 except ValidationError as error:
-                    result = {"problems": [p.model_dump() for p in problems_from(error)]}
+                    problems = problems_from(error, MAX_PROBLEMS)
+                    result = {"problems": [p.model_dump() for p in problems]}
+                    if error.error_count() > len(problems):
+                        result["more_problems"] = error.error_count() - len(problems)
                     outcome = "rejected"
                 else:
                     result = read.run(request, scope, self.store)
@@ -204,6 +207,8 @@ class AssistantService:
                     )
                 except InvalidRequestError as invalid:
                     result = {"problems": [p.model_dump() for p in invalid.problems]}
+                    if invalid.more_problems:
+                        result["more_problems"] = invalid.more_problems
                     outcome = "rejected"
                 except (NotFoundError, ForbiddenError):
                     result = {"error": "this proposal is not possible here"}

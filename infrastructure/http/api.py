@@ -8,7 +8,8 @@ Status scheme (the same on every route):
   is the CLI's ``approve --json`` and repeating the request returns the same stored outcome.
 * 401: no valid token. 403: the token (or the member it acts as) lacks the permission.
 * 404: unknown id, malformed id, or another organization's id: one identical answer.
-* 400 malformed JSON; 422 a request with problems; 409 a domain rule refused it.
+* 400 malformed JSON; 422 a request with problems (at most 20 listed, ``more_problems``
+  counts the rest); 409 a domain rule refused it.
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
 Ids are checked against the caller's organization BEFORE any permission that depends on
@@ -92,7 +93,9 @@ def _answers(request: Request) -> Iterator[None]:
         yield
     except InvalidRequestError as invalid:
         problems = [problem.model_dump() for problem in invalid.problems]
-        raise ProblemError("invalid-request", problems=problems) from None
+        raise ProblemError(
+            "invalid-request", problems=problems, more_problems=invalid.more_problems
+        ) from None
     except UnknownOperationError:
         problems = [{"field": "operation", "message": "no such operation"}]
         raise ProblemError("invalid-request", problems=problems) from None
