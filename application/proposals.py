@@ -101,6 +101,7 @@ STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
 _SETTLE_ATTEMPTS = 5
 _CLAIM_ROUNDS = 12
 _PROPOSE_ATTEMPTS = 8
+_DECLINE_ATTEMPTS = 3
 _REMEMBERED_SCOPES = 10_000
 
 
@@ -552,18 +553,21 @@ class ProposalService:
         contract = self.registry.get(proposal.kind)
         if contract is None or not member.may(contract.permission):
             return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
-        decided = self._decided(proposal)
-        if decided is not None:
-            return self._report(proposal, decided)
         clean_note = note.strip()[:500] if note and note.strip() else None
         outcome = _revision(RevisionReason(code="declined_by_manager"))
-        proposal.decline(member.email, clean_note, outcome)
-        if not self._try_save(proposal):
-            current = self._reload(proposal.id)
-            ours = current.status == ProposalStatus.DECLINED and current.declined_by == member.email
-            if not ours:  # else a retried insert reported a conflict with our own decline
-                return self._report(current, self._decided(current))
-            proposal = current
+        for _ in range(_DECLINE_ATTEMPTS):
+            decided = self._decided(proposal)
+            if decided is not None:
+                return self._report(proposal, decided)
+            proposal.decline(member.email, clean_note, outcome)
+            if self._try_save(proposal):
+                break
+            # Another decline (the same member's too), an approval or an expiry was stored
+            # first: this one answers like any repeat, from the stored state. (A conflict is
+            # never our own commit: the store recognises a retried commit of ours.)
+            proposal = self._reload(proposal.id)
+        else:
+            raise ConcurrencyConflictError("this proposal keeps changing; try again")
         return ApprovalReport(
             result="declined",
             proposal_id=str(proposal.id),

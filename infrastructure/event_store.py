@@ -21,7 +21,11 @@ from countersign.application.errors import CorruptRecordError, new_correlation_i
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import StoredEventView
 from countersign.domain.state_copy import CheapDeepCopy
-from countersign.infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from countersign.infrastructure.recorders import (
+    EXPECTED_VERSIONS,
+    ReadSetChangedError,
+    RetriedCommitRefusedError,
+)
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError
 from eventsourcing.persistence import (
@@ -389,7 +393,7 @@ class EventSourcedStore:
         since = self._snapshots.generation()
         try:
             if stored:
-                self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
+                self._insert(stored, expected)
         except IntegrityError:
             for aggregate_id in written:
                 self._snapshots.drop(aggregate_id)
@@ -411,6 +415,32 @@ class EventSourcedStore:
             self._snapshots.put(aggregate.id, snapshot, since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version
+
+    def _insert(self, stored: list[StoredEvent], expected: dict[UUID, int]) -> None:
+        try:
+            self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
+        except RetriedCommitRefusedError as retried:
+            # The connection dropped during the commit and the retry was refused. If the first
+            # attempt had committed, our events are stored byte for byte (their timestamps
+            # included): then the commit is ours. Anything else is another writer's.
+            if not self._stored_already(stored):
+                raise retried.refusal from None
+            log.info("a retried commit had committed on its first attempt")
+
+    def _stored_already(self, stored: list[StoredEvent]) -> bool:
+        first: dict[UUID, int] = {}
+        for event in stored:
+            originator_id = UUID(str(event.originator_id))
+            version = first.get(originator_id, event.originator_version)
+            first[originator_id] = min(version, event.originator_version)
+        found = {
+            (e.originator_id, e.originator_version): (e.topic, bytes(e.state))
+            for e in self._select_after([(i, v - 1) for i, v in first.items()])
+        }
+        return all(
+            found.get((UUID(str(e.originator_id)), e.originator_version)) == (e.topic, e.state)
+            for e in stored
+        )
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:
         events = list(self.app.events.get(aggregate_id))

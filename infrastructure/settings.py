@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlparse
 
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
 _RECORDERS = "countersign.infrastructure.recorders"  # where our persistence classes live
+DEFAULT_API_MAX_BODY = 64 * 1024
 
 
 class SettingsError(ValueError):
@@ -23,17 +24,23 @@ class Settings:
     proposal_ttl_seconds: int = 86400
     reconcile_lease_seconds: int = 60
     model: str = "scripted"  # COUNTERSIGN_MODEL: "scripted" (offline) or an endpoint's model
+    api_max_body: int = DEFAULT_API_MAX_BODY  # COUNTERSIGN_API_MAX_BODY: bytes per API body
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
         ttl = os.environ.get("COUNTERSIGN_PROPOSAL_TTL", "86400")
         lease = os.environ.get("COUNTERSIGN_RECONCILE_LEASE", "60")
+        max_body = os.environ.get("COUNTERSIGN_API_MAX_BODY", str(DEFAULT_API_MAX_BODY)).strip()
         for name, value in (
             ("COUNTERSIGN_PROPOSAL_TTL", ttl),
             ("COUNTERSIGN_RECONCILE_LEASE", lease),
         ):
             if not value.isdigit() or int(value) <= 0:
                 raise SettingsError(f"{name} must be a positive number of seconds, not {value!r}")
+        if not (max_body.isascii() and max_body.isdigit()) or int(max_body) <= 0:
+            raise SettingsError(
+                f"COUNTERSIGN_API_MAX_BODY must be a positive number of bytes, not {max_body!r}"
+            )
         return cls(
             database_url=database_url
             or os.environ.get("COUNTERSIGN_DATABASE_URL")
@@ -41,6 +48,7 @@ class Settings:
             proposal_ttl_seconds=int(ttl),
             reconcile_lease_seconds=int(lease),
             model=os.environ.get("COUNTERSIGN_MODEL", "").strip() or "scripted",
+            api_max_body=int(max_body),
         )
 
 

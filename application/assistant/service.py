@@ -21,7 +21,7 @@ from countersign.application.authorization import membership, organization_by_sl
 from countersign.application.errors import ForbiddenError, UnknownOperationError, parse_id
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import Report
-from countersign.domain.contracts.base import InvalidRequestError, problems_from
+from countersign.domain.contracts.base import MAX_PROBLEMS, InvalidRequestError, problems_from
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
@@ -192,7 +192,10 @@ class AssistantService:
                 try:
                     request = read.request.model_validate(arguments)
                 except ValidationError as error:
-                    result = {"problems": [p.model_dump() for p in problems_from(error)]}
+                    problems = problems_from(error, MAX_PROBLEMS)
+                    result = {"problems": [p.model_dump() for p in problems]}
+                    if error.error_count() > len(problems):
+                        result["more_problems"] = error.error_count() - len(problems)
                     outcome = "rejected"
                 else:
                     result = read.run(request, scope, self.store)
@@ -209,6 +212,8 @@ class AssistantService:
                     )
                 except InvalidRequestError as invalid:
                     result = {"problems": [p.model_dump() for p in invalid.problems]}
+                    if invalid.more_problems:
+                        result["more_problems"] = invalid.more_problems
                     outcome = "rejected"
                 except (NotFoundError, ForbiddenError):
                     result = {"error": "this proposal is not possible here"}

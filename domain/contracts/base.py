@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
@@ -29,11 +29,16 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+class RequestValueError(ValueError):
+    """Raised by a request model's own validators; its message is the application's own
+    words (never the input), so a problem may show it as it is."""
+
+
 def check_text(value: str, *, multiline: bool = False) -> str:
     """Refuse control characters (escape sequences could disguise what a reviewer sees);
     newlines and tabs are allowed only in multi-line text."""
     if (_CONTROL if multiline else _CONTROL_OR_NEWLINE).search(value):
-        raise ValueError(
+        raise RequestValueError(
             "control characters are not allowed" + ("" if multiline else " (no line breaks)")
         )
     return value
@@ -79,12 +84,22 @@ class Problem(BaseModel):
     message: str
 
 
-class InvalidRequestError(CountersignError):
-    """Raised when a model request fails validation; carries safe problems only."""
+#: A request's problems are reported up to this many; the rest are only counted.
+MAX_PROBLEMS = 20
 
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(f"{p.field}: {p.message}" for p in problems))
-        self.problems = problems
+
+class InvalidRequestError(CountersignError):
+    """Raised when a model request fails validation; carries safe problems only.
+
+    At most MAX_PROBLEMS problems are kept, in order; ``more_problems`` counts the others
+    (``more_problems`` passed in counts problems the caller already left out).
+    """
+
+    def __init__(self, problems: list[Problem], more_problems: int = 0) -> None:
+        kept = problems[:MAX_PROBLEMS]
+        super().__init__("; ".join(f"{p.field}: {p.message}" for p in kept))
+        self.problems = kept
+        self.more_problems = more_problems + len(problems) - len(kept)
 
     @classmethod
     def one(cls, field: str, message: str) -> InvalidRequestError:
@@ -136,30 +151,105 @@ class Prepared(Generic[ArgumentsT, PreviewT]):
     preview: PreviewT
 
 
-_SAFE_MESSAGES = {
-    "extra_forbidden": "unknown field; remove it",
+#: pydantic's error types in the application's own words. Anything not listed is "not a
+#: valid value": pydantic's wording may quote or describe the input, so it is never shown.
+SAFE_MESSAGES: dict[str, str] = {
     "missing": "this field is required",
+    "extra_forbidden": "unknown field; remove it",
+    "string_type": "must be a string",
+    "string_unicode": "must be a string",
+    "string_sub_type": "must be a string",
     "string_too_long": "text is too long",
     "string_too_short": "text is too short",
+    "string_pattern_mismatch": "not in the expected format",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_parsing_size": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "dict_type": "must be a JSON object",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+    "dataclass_type": "must be a JSON object",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "set_type": "must be a list",
     "too_long": "too many items",
     "too_short": "too few items",
-    "string_pattern_mismatch": "not a reference this conversation gave you",
+    "greater_than": "too small",
+    "greater_than_equal": "too small",
+    "less_than": "too large",
+    "less_than_equal": "too large",
     "literal_error": "not one of the allowed values",
     "enum": "not one of the allowed values",
-    "value_error": "",  # our own validators' messages are safe: shown without the prefix
+    "recursion_loop": "nested too deeply",
+    "uuid_type": "must be an id",
+    "uuid_parsing": "must be an id",
+}
+#: A model-facing request's references are ones the conversation gave the model.
+_REQUEST_MESSAGES = {
+    **SAFE_MESSAGES,
+    "string_pattern_mismatch": "not a reference this conversation gave you",
 }
 
 
-def problems_from(error: ValidationError) -> list[Problem]:
-    """Translate pydantic errors into safe problems: never echo the input back."""
-    problems = []
-    for item in error.errors(include_input=False, include_url=False):
-        field = ".".join(str(part) for part in item["loc"]) or "request"
-        message = _SAFE_MESSAGES.get(item["type"]) or item["msg"].removeprefix("Value error, ")
-        if item["type"] == "literal_error":
-            message = f"must be one of: {item['ctx']['expected']}"
-        problems.append(Problem(field=field, message=message))
-    return problems
+def safe_message(error: Mapping[str, Any], messages: Mapping[str, str] = SAFE_MESSAGES) -> str:
+    """One pydantic error (from ``errors()``) in the application's words, without its input."""
+    kind = str(error.get("type", ""))
+    context = error.get("ctx") or {}
+    if kind == "literal_error" and "expected" in context:
+        return f"must be one of: {context['expected']}"  # the schema's values, not the input
+    if kind == "value_error" and isinstance(context.get("error"), RequestValueError):
+        return str(context["error"])  # our own validators' words
+    return messages.get(kind, "not a valid value")
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+UNSHOWN_NAME = "(name not shown)"
+
+
+def field_path(loc: Iterable[Any], default: str = "request") -> str:
+    """A problem's field, dotted (``filters.leagues.0``). Every name a schema declares is a
+    plain identifier; an unknown key can be anything the caller sent, so one that is not
+    plain is named UNSHOWN_NAME rather than echoed."""
+    parts = [
+        str(part) if isinstance(part, int) or _PLAIN_NAME.fullmatch(str(part)) else UNSHOWN_NAME
+        for part in loc
+    ]
+    return ".".join(parts)[:200] or default
+
+
+def problems_from(error: ValidationError, limit: int | None = None) -> list[Problem]:
+    """Translate pydantic errors into safe problems (the first ``limit``): never the input."""
+    return [
+        Problem(field=field_path(item["loc"]), message=safe_message(item, _REQUEST_MESSAGES))
+        for item in error.errors(include_input=False, include_url=False)[:limit]
+    ]
+
+
+def _bounded_unknown_keys(
+    model: type[BaseModel], raw: dict[Any, Any]
+) -> tuple[dict[Any, Any], int]:
+    """``raw`` with at most MAX_PROBLEMS unknown keys (the first ones), and how many were left
+    out: each unknown key is one problem, and only MAX_PROBLEMS are ever reported, so there is
+    no need to have the validator build an error for each of a flood of them."""
+    known: set[Any] = set()
+    for name, info in model.model_fields.items():
+        known.update(a for a in (name, info.alias, info.validation_alias) if isinstance(a, str))
+    unknown = 0
+    kept: dict[Any, Any] = {}
+    for key, value in raw.items():
+        if key not in known:
+            unknown += 1
+            if unknown > MAX_PROBLEMS:
+                continue
+        kept[key] = value
+    dropped = max(0, unknown - MAX_PROBLEMS)
+    return (kept if dropped else raw), dropped
 
 
 class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
@@ -198,10 +288,13 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     def parse_request(self, raw: Any) -> RequestT:
         if not isinstance(raw, dict):
             raise InvalidRequestError.one("request", "must be a JSON object")
+        bounded, dropped = _bounded_unknown_keys(self.Request, raw)
         try:
-            return self.Request.model_validate(raw)
+            return self.Request.model_validate(bounded)
         except ValidationError as error:
-            raise InvalidRequestError(problems_from(error)) from None
+            problems = problems_from(error, MAX_PROBLEMS)
+            more = error.error_count() - len(problems) + dropped
+            raise InvalidRequestError(problems, more) from None
 
     def preload_ids(self, scope: Scope) -> list[UUID]:
         """Aggregates ``load`` will read, so the service can fetch them in one round trip."""

@@ -1,7 +1,8 @@
 """The HTTP adapter: the versioned JSON API (``/api/v1``), its credentials and problems.
 
-``create_app(cs)`` builds the FastAPI application; ``tokens`` issues and revokes the bearer
-tokens application services use; ``passwords`` keeps people's password hashes.
+``create_app(cs)`` builds the FastAPI application; ``gate`` bounds every API request body and
+checks the token before reading it; ``tokens`` issues and revokes the bearer tokens
+application services use; ``passwords`` keeps people's password hashes.
 """
 
 from countersign.infrastructure.http.app import create_app

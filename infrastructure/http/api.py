@@ -8,7 +8,10 @@ Status scheme (the same on every route):
   is the CLI's ``approve --json`` and repeating the request returns the same stored outcome.
 * 401: no valid token. 403: the token (or the member it acts as) lacks the permission.
 * 404: unknown id, malformed id, or another organization's id: one identical answer.
-* 400 malformed JSON; 422 a request with problems; 409 a domain rule refused it.
+* 400 malformed JSON (or a malformed Content-Length); 413 a body over the limit (the gate,
+  ``gate.py``, refuses it before reading it, and checks the token before reading any body);
+  422 a request with problems (at most 20 listed, ``more_problems`` counts the rest);
+  409 a domain rule refused it.
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
 Ids are checked against the caller's organization BEFORE any permission that depends on
@@ -62,11 +65,12 @@ from fastapi.responses import JSONResponse
 log = logging.getLogger("countersign.http")
 
 _DESCRIPTIONS = {
-    400: "The body is not valid JSON.",
-    401: "No valid API token.",
+    400: "The body is not valid JSON (or too deeply nested, not UTF-8, a number too large).",
+    401: "No valid API token (checked before the body is read).",
     403: "The token, or the member it acts as, lacks the permission.",
     404: "No such resource in the token's organization (unknown and foreign ids alike).",
     409: "A rule of the application refused the request.",
+    413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     422: "The request has problems (see 'problems').",
     500: "Unexpected error; quote the correlation id.",
     503: "Busy with other changes (retry), or a read model is stopped.",
@@ -76,7 +80,7 @@ _DESCRIPTIONS = {
 def _problems(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {
         code: {"model": ProblemDocument, "description": _DESCRIPTIONS[code]}
-        for code in (*codes, 401, 500, 503)
+        for code in sorted({*codes, 400, 401, 413, 500, 503})
     }
 
 
@@ -95,7 +99,9 @@ def _answers(request: Request) -> Iterator[None]:
         yield
     except InvalidRequestError as invalid:
         problems = [problem.model_dump() for problem in invalid.problems]
-        raise ProblemError("invalid-request", problems=problems) from None
+        raise ProblemError(
+            "invalid-request", problems=problems, more_problems=invalid.more_problems
+        ) from None
     except UnknownOperationError:
         problems = [{"field": "operation", "message": "no such operation"}]
         raise ProblemError("invalid-request", problems=problems) from None

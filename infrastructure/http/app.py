@@ -6,6 +6,7 @@ from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.http.api import router
+from countersign.infrastructure.http.gate import ApiGate
 from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
 from countersign.infrastructure.http.tokens import ensure_token_tables
 from fastapi import FastAPI
@@ -15,21 +16,31 @@ API_VERSION = "1"
 DESCRIPTION = (
     "AI assistants propose; people approve; the application executes. Application services "
     "authenticate with bearer API tokens scoped to one organization and a set of "
-    "permissions. Errors are RFC 9457 problem documents with a correlation id."
+    "permissions. Errors are RFC 9457 problem documents with a correlation id. A request body "
+    "may hold at most {max_body} bytes (413 otherwise); the token is checked before any of it "
+    "is read."
 )
 
 
-def create_app(cs: Countersign) -> FastAPI:
-    """The HTTP application for ``cs``; the caller keeps ``cs`` open for the app's lifetime."""
+def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
+    """The HTTP application for ``cs``; the caller keeps ``cs`` open for the app's lifetime.
+
+    ``max_body``: the most bytes an API request body may have (default: the settings',
+    COUNTERSIGN_API_MAX_BODY).
+    """
     ensure_token_tables(cs)
+    limit = max_body if max_body is not None else cs.settings.api_max_body
     app = FastAPI(
         title="countersign",
         version=API_VERSION,
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(max_body=limit),
         docs_url=None,
         redoc_url=None,
     )
     app.state.countersign = cs
+    # Outermost first: the correlation id (and the API headers) wrap everything, the gate
+    # wraps every route. (add_middleware puts the latest added outside.)
+    app.add_middleware(ApiGate, cs=cs, max_body=limit)
     install_problem_handlers(app)
     app.include_router(router)
 

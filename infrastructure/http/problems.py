@@ -1,9 +1,13 @@
 """One problem format for every error the API answers (RFC 9457, ``application/problem+json``).
 
-Every response carries an ``X-Correlation-ID``; a problem repeats it in its body. A problem
-never holds a stack trace, SQL, a file path or the rejected input: validation problems name
-the field and say what is wrong in the application's words. Unexpected exceptions become a
-500 whose correlation id is also in the log line that holds the traceback.
+Every response carries an ``X-Correlation-ID``; a problem repeats it in its body. Every
+answer under ``/api/v1`` also carries ``X-Content-Type-Options: nosniff`` and
+``Cache-Control: no-store``. A problem never holds a stack trace, SQL, a file path or the
+rejected input: validation problems name the field and say what is wrong in the application's
+words, at most MAX_PROBLEMS of them (``more_problems`` counts the rest). Every problem's
+``type`` is one of the application's own (``urn:countersign:problem:<kind>``), whichever layer
+refused the request. Unexpected exceptions become a 500 whose correlation id is also in the
+log line that holds the traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 from typing import Any
 
 from countersign.application.errors import new_correlation_id
+from countersign.domain.contracts.base import MAX_PROBLEMS, field_path, safe_message
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -24,6 +29,14 @@ log = logging.getLogger("countersign.http")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 CORRELATION_HEADER = "X-Correlation-ID"
+API_PREFIX = "/api/v1"
+#: Sent with every answer under API_PREFIX, problems included.
+API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+_API_HEADERS_RAW = [(k.lower().encode(), v.encode()) for k, v in API_HEADERS.items()]
+
+
+def is_api_path(path: str) -> bool:
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
 
 
 class ProblemItem(BaseModel):
@@ -42,13 +55,18 @@ class ProblemDocument(BaseModel):
     detail: str = Field(description="What happened, for a person.")
     correlation_id: str = Field(description="Quote this reference; the logs carry it too.")
     problems: list[ProblemItem] | None = Field(
-        default=None, description="Field-level problems (validation problems only)."
+        default=None,
+        description=f"Field-level problems (validation problems only), the first {MAX_PROBLEMS}.",
+    )
+    more_problems: int | None = Field(
+        default=None, description="How many further problems were found but not listed."
     )
 
 
 # kind -> (status, title, default detail)
 KINDS: dict[str, tuple[int, str, str]] = {
     "malformed-request": (400, "Malformed request", "The request body is not valid JSON."),
+    "bad-request": (400, "Bad request", "The request could not be processed."),
     "unauthenticated": (
         401,
         "Authentication required",
@@ -57,6 +75,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
     "forbidden": (403, "Forbidden", "This token may not do that."),
     "not-found": (404, "Not found", "There is no such resource."),
     "method-not-allowed": (405, "Method not allowed", "This resource does not allow that method."),
+    "payload-too-large": (
+        413,
+        "Request body too large",
+        "The request body is larger than this API accepts.",
+    ),
     "rejected": (409, "Rejected", "A rule of the application refused this request."),
     "invalid-request": (422, "Invalid request", "The request has problems; see 'problems'."),
     "busy": (
@@ -82,12 +105,14 @@ class ProblemError(Exception):
         detail: str | None = None,
         *,
         problems: list[dict[str, str]] | None = None,
+        more_problems: int = 0,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(kind)
         self.kind = kind
         self.detail = detail
         self.problems = problems
+        self.more_problems = more_problems
         self.headers = headers or {}
 
 
@@ -102,17 +127,24 @@ def problem_body(
     correlation_id: str,
     detail: str | None = None,
     problems: list[dict[str, str]] | None = None,
+    more_problems: int = 0,
+    *,
+    status: int | None = None,
 ) -> dict[str, Any]:
-    status, title, default = KINDS[kind]
+    """A problem document; ``status`` overrides the kind's own (a generic kind only)."""
+    default_status, title, default = KINDS[kind]
     body: dict[str, Any] = {
         "type": f"urn:countersign:problem:{kind}",
         "title": title,
-        "status": status,
+        "status": status or default_status,
         "detail": detail or default,
         "correlation_id": correlation_id,
     }
     if problems is not None:
-        body["problems"] = problems
+        body["problems"] = problems[:MAX_PROBLEMS]
+        more_problems += len(problems) - len(body["problems"])
+    if more_problems > 0:
+        body["more_problems"] = more_problems
     return body
 
 
@@ -122,9 +154,11 @@ def problem_response(
     detail: str | None = None,
     *,
     problems: list[dict[str, str]] | None = None,
+    more_problems: int = 0,
     headers: dict[str, str] | None = None,
+    status: int | None = None,
 ) -> JSONResponse:
-    body = problem_body(kind, correlation_id, detail, problems)
+    body = problem_body(kind, correlation_id, detail, problems, more_problems, status=status)
     return JSONResponse(
         body,
         status_code=int(body["status"]),
@@ -135,41 +169,21 @@ def problem_response(
 
 # -- request validation -------------------------------------------------------------------------
 
-_SAFE_MESSAGES = {
-    "missing": "this field is required",
-    "extra_forbidden": "unknown field; remove it",
-    "string_type": "must be a string",
-    "int_type": "must be an integer",
-    "int_parsing": "must be an integer",
-    "bool_type": "must be true or false",
-    "dict_type": "must be a JSON object",
-    "model_attributes_type": "must be a JSON object",
-    "list_type": "must be a list",
-    "string_too_long": "text is too long",
-    "string_too_short": "text is too short",
-    "greater_than_equal": "too small",
-    "less_than_equal": "too large",
-    "literal_error": "not one of the allowed values",
-    "enum": "not one of the allowed values",
-    "string_pattern_mismatch": "not in the expected format",
-}
-
 
 def _field(loc: tuple[Any, ...]) -> str:
-    parts = [str(part) for part in loc]
-    if parts and parts[0] in ("body", "query", "header", "path"):
-        parts = parts[1:]
-    return ".".join(parts)[:120] or "body"
+    if loc and loc[0] in ("body", "query", "header", "path"):
+        loc = loc[1:]
+    return field_path(loc, default="body")
 
 
-def validation_problems(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Safe problems from FastAPI's validation errors: never the rejected input."""
-    problems = []
-    for error in errors:
-        kind = str(error.get("type", ""))
-        message = _SAFE_MESSAGES.get(kind, "not a valid value")
-        problems.append({"field": _field(tuple(error.get("loc", ()))), "message": message})
-    return problems
+def validation_problems(errors: list[Any]) -> tuple[list[dict[str, str]], int]:
+    """Safe problems from FastAPI's validation errors (the first MAX_PROBLEMS, and how many
+    more there were), in the application's words: never pydantic's, never the input."""
+    problems = [
+        {"field": _field(tuple(error.get("loc", ()))), "message": safe_message(error)}
+        for error in errors[:MAX_PROBLEMS]
+    ]
+    return problems, len(errors) - len(problems)
 
 
 async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -181,7 +195,10 @@ async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
         return problem_response("not-found", correlation_id)
     if any(error.get("type") == "json_invalid" for error in errors):
         return problem_response("malformed-request", correlation_id)
-    return problem_response("invalid-request", correlation_id, problems=validation_problems(errors))
+    problems, more = validation_problems(errors)
+    return problem_response(
+        "invalid-request", correlation_id, problems=problems, more_problems=more
+    )
 
 
 async def _problem_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -191,38 +208,47 @@ async def _problem_handler(request: Request, exc: Exception) -> JSONResponse:
         correlation_id_of(request),
         exc.detail,
         problems=exc.problems,
+        more_problems=exc.more_problems,
         headers=exc.headers,
     )
 
 
+def _unreadable_body(cause: BaseException | None) -> str | None:
+    """Why FastAPI could not read a body it answered 400 for, in the application's words."""
+    if isinstance(cause, RecursionError):
+        return "The JSON body is nested too deeply."
+    if isinstance(cause, UnicodeError):
+        return "The request body is not valid UTF-8."
+    if isinstance(cause, ValueError):
+        return "The JSON body holds a number too large to read."
+    return None
+
+
 async def _http_handler(request: Request, exc: Exception) -> JSONResponse:
-    """Starlette's own errors (unknown route, wrong method) in the same format."""
+    """Starlette's and FastAPI's own errors (unknown route, wrong method, a body FastAPI could
+    not read) in the same format, with the application's own problem types."""
     assert isinstance(exc, StarletteHTTPException)
     correlation_id = correlation_id_of(request)
     headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
-    if exc.status_code == 405:
-        return problem_response("method-not-allowed", correlation_id, headers=headers)
-    if exc.status_code == 401:
+    status = exc.status_code
+    if status == 400:
+        detail = _unreadable_body(exc.__cause__)
+        return problem_response("malformed-request", correlation_id, detail)
+    if status == 401:
         return problem_response("unauthenticated", correlation_id, headers=dict(exc.headers or {}))
-    if exc.status_code == 403:
+    if status == 403:
         return problem_response("forbidden", correlation_id)
-    if exc.status_code == 404:
+    if status == 404:
         return problem_response("not-found", correlation_id)
-    if exc.status_code >= 500:
+    if status == 405:
+        return problem_response("method-not-allowed", correlation_id, headers=headers)
+    if status == 413:
+        return problem_response(
+            "payload-too-large", correlation_id, headers={"Connection": "close"}
+        )
+    if status >= 500:
         return problem_response("internal-error", correlation_id)
-    body = {
-        "type": "about:blank",
-        "title": "Bad request",
-        "status": exc.status_code,
-        "detail": "The request could not be processed.",
-        "correlation_id": correlation_id,
-    }
-    return JSONResponse(
-        body,
-        status_code=exc.status_code,
-        media_type=PROBLEM_MEDIA_TYPE,
-        headers={**headers, CORRELATION_HEADER: correlation_id},
-    )
+    return problem_response("bad-request", correlation_id, status=status if status >= 400 else 400)
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -237,7 +263,8 @@ class CorrelationMiddleware:
 
     It sits inside Starlette's ServerErrorMiddleware, so an unexpected exception never reaches
     the server's default handler (which would print a traceback): it is logged here once, with
-    the correlation id the client receives.
+    the correlation id the client receives. Answers under API_PREFIX get API_HEADERS here, so
+    every one has them, whichever layer answered.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -249,6 +276,10 @@ class CorrelationMiddleware:
             return
         correlation_id = new_correlation_id()
         scope.setdefault("state", {})["correlation_id"] = correlation_id
+        extra = [(CORRELATION_HEADER.lower().encode(), correlation_id.encode())]
+        if is_api_path(str(scope.get("path", ""))):
+            extra += _API_HEADERS_RAW
+        replaced = {name for name, _ in extra}
         started = False
 
         async def send_with_id(message: Message) -> None:
@@ -256,12 +287,9 @@ class CorrelationMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 headers = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if k.lower() != CORRELATION_HEADER.lower().encode()
+                    (k, v) for k, v in message.get("headers", []) if k.lower() not in replaced
                 ]
-                headers.append((CORRELATION_HEADER.lower().encode(), correlation_id.encode()))
-                message = {**message, "headers": headers}
+                message = {**message, "headers": headers + extra}
             await send(message)
 
         try:
@@ -283,7 +311,7 @@ class CorrelationMiddleware:
                     "headers": [
                         (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
                         (b"content-length", str(len(body)).encode()),
-                        (CORRELATION_HEADER.lower().encode(), correlation_id.encode()),
+                        *extra,
                     ],
                 }
             )
