@@ -1,0 +1,122 @@
+"""Held: the sign-in form tells no one which emails exist, and stops a guesser at five tries.
+
+Enumeration: the red team tried members' emails with wrong passwords and made-up emails; both
+get the same page (apart from the email they typed, which the form keeps), the same headers,
+and take as long (an unknown email costs the same Argon2 check as a known one).
+
+Guessing: with a list of passwords for Ava's account, the guesser gets five checks; from the
+sixth attempt on, even the right password (eighth on the list) is answered 429 with
+Retry-After, without being checked, from any address. Nobody gets signed in and nothing is
+stored but the failure counts. (That a made-up email is throttled byte for byte like a real
+one is kept by tests/test_sign_in_throttle.py.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.web import pages
+from countersign.infrastructure.web.pages import CONTENT_SECURITY_POLICY
+from countersign.infrastructure.web.throttle import ACCOUNT_LIMIT, WINDOW
+
+from tests.attacks.conftest import (
+    Browser,
+    Web,
+    assert_nothing_changed,
+    assert_similar_timing,
+    header_shape,
+    interleaved_medians,
+    snapshot,
+)
+from tests.conftest import AVA, BEN, MIA
+
+FAILED = "That email and password do not match."
+WRONG = "Winter2026!curling"
+ROUNDS = 7  # of each kind, interleaved
+
+
+def _attempt(browser: Browser, email: str, password: str) -> Any:
+    return browser.post(
+        "/sign-in", {"email": email, "password": password, "csrf_token": browser.csrf_token}
+    )
+
+
+def _without_email(page: Any, email: str) -> str:
+    return page.text.replace(f'value="{email}"', 'value="EMAIL"')
+
+
+def test_a_members_email_and_a_made_up_one_get_the_same_answer_in_the_same_time(
+    web: Web, clock: FakeClock
+):
+    browser = web.browser()
+    browser.page_token("/sign-in")
+    before = snapshot(web.cs)
+    members = [AVA, BEN, MIA]
+    answers: dict[str, list[Any]] = {"known": [], "unknown": []}
+
+    def member(i: int) -> None:
+        if i % (ACCOUNT_LIMIT - 1) == 0:
+            clock.advance(seconds=WINDOW.total_seconds() + 1)  # stay under every limit
+        answers["known"].append(_attempt(browser, members[i % len(members)], WRONG))
+
+    def made_up(i: int) -> None:
+        answers["unknown"].append(_attempt(browser, f"nb{i}@granite.example", WRONG))
+
+    known_median, unknown_median = interleaved_medians(member, made_up, ROUNDS)
+
+    for answer in answers["known"] + answers["unknown"]:
+        assert answer.status_code == 200
+        assert FAILED in answer.text
+        assert "set-cookie" not in answer.headers  # no session for anyone
+    known, unknown = answers["known"][0], answers["unknown"][0]  # Ava and nb0: the same length
+    assert _without_email(known, AVA) == _without_email(unknown, "nb0@granite.example")
+    assert header_shape(known) == header_shape(unknown)
+    assert_similar_timing(known_median, unknown_median)
+    assert_nothing_changed(web.cs, before)
+    assert browser.get("/").status_code == 303  # never signed in
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every password check the sign-in form makes (the real Argon2 one), by email."""
+    made: list[str] = []
+    real = pages.verify_password
+
+    def counting(cs: Countersign, email: str, password: str) -> bool:
+        made.append(email)
+        return real(cs, email, password)
+
+    monkeypatch.setattr(pages, "verify_password", counting)
+    return made
+
+
+def test_a_guesser_gets_five_checks_and_then_429_even_for_the_right_password(
+    web: Web, checks: list[str]
+):
+    guesses = [f"guess-number-{n}" for n in range(12)]
+    guesses[7] = web.passwords[AVA]  # the eighth guess is right
+    guesser = web.browser()
+    guesser.page_token("/sign-in")
+    before = snapshot(web.cs)
+
+    answers = [_attempt(guesser, AVA, guess) for guess in guesses]
+
+    assert [a.status_code for a in answers] == [200] * ACCOUNT_LIMIT + [429] * 7
+    assert checks == [AVA] * ACCOUNT_LIMIT  # nothing checked after the fifth
+    refused = answers[7]  # the right password
+    assert refused.headers["retry-after"] == str(int(WINDOW.total_seconds()))
+    assert refused.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "Too many failed sign-in attempts" in refused.text
+    assert AVA not in refused.text
+    assert "set-cookie" not in refused.headers
+    assert guesser.get("/").status_code == 303
+    # Another address, the same account: still refused unchecked (the lock is the account's).
+    elsewhere = web.browser()
+    elsewhere.page_token("/sign-in")
+    assert _attempt(elsewhere, AVA, web.passwords[AVA]).status_code == 429
+    assert checks == [AVA] * ACCOUNT_LIMIT
+    assert_nothing_changed(web.cs, before)
+    assert elsewhere.get("/").status_code == 303
