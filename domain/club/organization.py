@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from countersign.domain.club.ids import stable_id
 from countersign.domain.errors import DuplicateError, NotMemberError
@@ -29,6 +29,10 @@ class Member:
     name: str
     role: str
     permissions: frozenset[Permission]
+    membership_id: str | None = None
+    """New at every joining, so a credential issued before the person left and came back (or
+    before the address went to someone else) is told apart; None for memberships recorded
+    before memberships had ids."""
 
     def may(self, permission: Permission) -> bool:
         return permission in self.permissions
@@ -56,6 +60,7 @@ class Organization(CheapDeepCopy, Aggregate):
             name=str(entry["name"]),
             role=str(entry["role"]),
             permissions=frozenset(Permission(p) for p in entry["permissions"]),
+            membership_id=entry.get("membership_id"),
         )
 
     def add_member(self, email: str, name: str, role: str, permissions: list[Permission]) -> None:
@@ -63,7 +68,11 @@ class Organization(CheapDeepCopy, Aggregate):
         if email in self.members:
             raise DuplicateError(f"{email} is already a member")
         self._member_added(
-            email=email, name=name, role=role, permissions=sorted(str(p) for p in permissions)
+            email=email,
+            name=name,
+            role=role,
+            permissions=sorted(str(p) for p in permissions),
+            membership_id=uuid4().hex,
         )
 
     def remove_member(self, email: str) -> None:
@@ -79,8 +88,20 @@ class Organization(CheapDeepCopy, Aggregate):
         self._permissions_changed(email=email, permissions=sorted(str(p) for p in permissions))
 
     @event("MemberAdded")
-    def _member_added(self, email: str, name: str, role: str, permissions: list[str]) -> None:
-        self.members[email] = {"name": name, "role": role, "permissions": permissions}
+    def _member_added(
+        self,
+        email: str,
+        name: str,
+        role: str,
+        permissions: list[str],
+        membership_id: str | None = None,  # absent from events stored before it existed
+    ) -> None:
+        self.members[email] = {
+            "name": name,
+            "role": role,
+            "permissions": permissions,
+            "membership_id": membership_id,
+        }
 
     @event("MemberRemoved")
     def _member_removed(self, email: str) -> None:

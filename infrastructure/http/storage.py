@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 _prepared: weakref.WeakKeyDictionary[SqlDatabase, set[str]] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()
 
 
-def ensure_tables(sql: SqlDatabase, name: str, statements: Sequence[str]) -> None:
-    """Run ``CREATE TABLE IF NOT EXISTS`` statements once per handle, under the schema lock."""
+def ensure_tables(
+    sql: SqlDatabase,
+    name: str,
+    statements: Sequence[str],
+    migrate: Callable[[SqlDatabase, Cursor], None] | None = None,
+) -> None:
+    """Run ``CREATE TABLE IF NOT EXISTS`` statements (then ``migrate``, which must be
+    idempotent) once per handle, under the schema lock."""
     with _guard:
         done = _prepared.setdefault(sql, set())
         if name in done:
@@ -22,4 +28,6 @@ def ensure_tables(sql: SqlDatabase, name: str, statements: Sequence[str]) -> Non
             sql.lock_schema(cursor)
             for statement in statements:
                 cursor.execute(statement)
+            if migrate is not None:
+                migrate(sql, cursor)
         done.add(name)

@@ -37,6 +37,7 @@ from countersign.domain.contracts.base import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
@@ -47,7 +48,7 @@ _SCHEMA = (
     " token_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL,"
     " organization_slug TEXT NOT NULL, name TEXT NOT NULL, issued_by TEXT NOT NULL,"
     " permissions TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE,"
-    " created_at TEXT NOT NULL, revoked_at TEXT)",
+    " created_at TEXT NOT NULL, revoked_at TEXT, membership_id TEXT)",
     # One active token per name and organization: ``service:<name>`` must say who acted.
     "CREATE UNIQUE INDEX IF NOT EXISTS api_tokens_active_name"
     " ON api_tokens (organization_id, name) WHERE revoked_at IS NULL",
@@ -63,6 +64,18 @@ _SCHEMA = (
 
 def ensure_token_tables(cs: Countersign) -> None:
     ensure_tables(cs.sql, "api_tokens", _SCHEMA)
+    ensure_tables(cs.sql, "api_tokens.membership_id", [], _add_membership_column)
+
+
+def _add_membership_column(sql: SqlDatabase, cursor: Cursor) -> None:
+    """Tables made before tokens recorded the issuer's membership get the column; their
+    tokens keep working for as long as that membership (recorded without an id) lasts."""
+    if sql.is_postgres:
+        cursor.execute("ALTER TABLE api_tokens ADD COLUMN IF NOT EXISTS membership_id TEXT")
+        return
+    columns = {row[1] for row in cursor.execute("PRAGMA table_info(api_tokens)").fetchall()}
+    if "membership_id" not in columns:
+        cursor.execute("ALTER TABLE api_tokens ADD COLUMN membership_id TEXT")
 
 
 @dataclass(frozen=True)
@@ -167,8 +180,8 @@ def issue_token(
                 raise duplicate
             cursor.execute(
                 "INSERT INTO api_tokens (token_id, organization_id, organization_slug, name,"
-                " issued_by, permissions, token_sha256, created_at, revoked_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                " issued_by, permissions, token_sha256, created_at, revoked_at, membership_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
                 (
                     token_id,
                     str(organization.id),
@@ -178,6 +191,7 @@ def issue_token(
                     json.dumps([str(p) for p in granted]),
                     _digest(raw),
                     cs.proposals.clock.now().isoformat(),
+                    member.membership_id,
                 ),
             )
     except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
@@ -229,7 +243,7 @@ def list_tokens(cs: Countersign, organization_slug: str) -> list[dict[str, Any]]
 
 def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
     """The principal a raw token stands for, or None (unknown, malformed, revoked, or its
-    issuer is no longer a member of the organization)."""
+    issuer is no longer the member who issued it: gone, or gone and back)."""
     match = _TOKEN_PATTERN.match(raw.strip())
     if match is None:
         return None
@@ -237,7 +251,8 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
     with cs.sql.transaction() as cursor:
         row = cursor.execute(
             "SELECT organization_id, organization_slug, name, issued_by, permissions,"
-            " token_sha256 FROM api_tokens WHERE token_id = ? AND revoked_at IS NULL",
+            " token_sha256, membership_id FROM api_tokens"
+            " WHERE token_id = ? AND revoked_at IS NULL",
             (match.group(1),),
         ).fetchone()
     if row is None or not hmac.compare_digest(str(row[5]), _digest(raw.strip())):
@@ -247,6 +262,8 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
         member = membership(organization, str(row[3]))
     except NotFoundError:
         return None
+    if member.membership_id != row[6]:
+        return None  # the issuer left since, and joined again (or the address was reused)
     return ServicePrincipal(
         token_id=match.group(1),
         name=str(row[2]),

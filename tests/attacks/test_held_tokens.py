@@ -7,8 +7,8 @@ when she only loses a permission, what needed it answers 403. A token issued wit
 ``--permissions email_broadcasts.prepare`` cannot approve or decline a refund, nor read one
 or its history (403). In every case nothing is written and the proposal stays pending.
 
-One case does not hold and is kept as a strict xfail: a departed member's token works again
-once the same email is added back to the club.
+A departed member's token stays dead when the same address joins again (a returning member,
+or an address given to someone else): a token belongs to one membership, not to an e-mail.
 """
 
 from __future__ import annotations
@@ -142,16 +142,6 @@ def test_a_member_who_lost_a_permission_and_a_narrowed_token_get_403_for_it(
     assert api.cs.sandbox.refunds() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "HOLE: a departed member's token comes back to life when the same email is added to "
-        "the club again (a returning member, or a recycled address given to a newcomer): "
-        "authenticate() in infrastructure/http/tokens.py checks only that the issuer is a "
-        "member NOW, not that they never left since the token was issued."
-    ),
-)
 def test_a_departed_members_token_stays_dead_when_the_email_is_added_again(
     api: Api, capsys: pytest.CaptureFixture[str]
 ) -> None:
