@@ -1,0 +1,712 @@
+"""The conformance suite: every contract in the registry, on every backend, behaves alike.
+
+Each registered contract is checked for: a strict request (unknown fields, control characters
+and wrong types refused; a strict, described propose tool), expiry, stale state, replay,
+failure classification (arguments that no longer decode, a digest that no longer matches),
+digest stability, its texts in English and French for every outcome kind, its golden preview
+and, for an external effect, a lost response reconciled to exactly one effect. After each
+scenario the audit chain verifies.
+
+A contract enrols by being in ``REGISTRY``; what the suite cannot derive from the contract, its
+case declares (``tests/contracts/cases/``, see ``conformance.py``). Each contract keeps its own
+focused tests besides (``tests/test_*_contract.py``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+import string
+from dataclasses import asdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from countersign.application.assistant.sections import ASSISTANTS
+from countersign.application.reports import ApprovalReport, ProposalCreated
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.base import (
+    SAFE_MESSAGES,
+    InvalidRequestError,
+    Problem,
+    UndecodableContractError,
+)
+from countersign.domain.contracts.presentation import LANGUAGES
+from countersign.domain.handback import SHARED_REASONS, reason_text
+from countersign.domain.messages import outcome_messages, preview_rows_of, proposal_headline
+from countersign.domain.outcomes import RevisionReason
+from countersign.domain.proposal import contract_digest
+from countersign.infrastructure import render
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.web.i18n import translator
+from countersign.infrastructure.web.views import proposal_view
+from jinja2 import Environment, PackageLoader, StrictUndefined, Template
+
+from tests.conftest import count_events
+from tests.contracts.conformance import (
+    ConformanceCase,
+    JsonPath,
+    Seeded,
+    all_cases,
+    assert_audit_intact,
+    audit_report,
+    case_for,
+    case_module,
+    dotted,
+    nodes,
+    provider_requests,
+    replaced,
+    rewrite_proposed,
+)
+
+KINDS = [pytest.param(kind, id=kind) for kind in REGISTRY]
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE_GOLDEN = os.environ.get("COUNTERSIGN_UPDATE_GOLDEN") == "1"
+#: An ANSI colour escape, a NUL, and the single-character C1 form of the escape.
+CONTROL_CHARACTERS = ("\x1b[31m", "\x00", "\x9b31m")
+LINE_BREAK = "\n"
+#: ``{name}``, ``{preview.name}``, ``{amount:>8}``: a template field left unformatted.
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][^{}\s]*\}")
+EXAMPLE: Any = object()
+"""``_propose``'s default request: the case's example."""
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _contract(kind: str) -> tuple[ConformanceCase, AnyContract]:
+    return case_for(kind), REGISTRY[kind]
+
+
+def _propose(
+    cs: Countersign,
+    case: ConformanceCase,
+    seeded: Seeded,
+    resource_id: str | None = None,
+    request: Any = EXAMPLE,
+) -> ProposalCreated:
+    return cs.proposals.propose(
+        organization=case.organization,
+        actor=case.actor,
+        operation=case.kind,
+        resource_id=resource_id or case.resource(seeded),
+        request=json.loads(json.dumps(case.request if request is EXAMPLE else request)),
+    )
+
+
+def _events(cs: Countersign, proposal_id: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = cs.audit.history(proposal_id)["events"]
+    return events
+
+
+def _types(cs: Countersign, proposal_id: str) -> list[str]:
+    return [event["type"] for event in _events(cs, proposal_id)]
+
+
+def _proposed(cs: Countersign, proposal_id: str) -> dict[str, Any]:
+    proposed = _events(cs, proposal_id)[0]
+    assert proposed["type"] == "Proposed"
+    return proposed
+
+
+def _is_external(contract: AnyContract, proposed: dict[str, Any]) -> bool:
+    return bool(contract.is_external(contract.decode_arguments(proposed["arguments"])))
+
+
+def _same_bytes(one: Any, other: Any) -> bool:
+    return json.dumps(one, ensure_ascii=False) == json.dumps(other, ensure_ascii=False)
+
+
+def _names(problems: list[Problem], path: JsonPath) -> bool:
+    """A problem names the field at ``path``, or a field that encloses it."""
+    field = dotted(path)
+    return any(p.field == field or field.startswith(p.field + ".") for p in problems)
+
+
+def _accepted(contract: AnyContract, request: Any) -> bool:
+    try:
+        contract.parse_request(request)
+    except InvalidRequestError:
+        return False
+    return True
+
+
+def _decodes(contract: AnyContract, arguments: Any) -> bool:
+    try:
+        contract.decode_arguments(arguments)
+    except UndecodableContractError:
+        return False
+    return True
+
+
+def _wrong_types(value: Any) -> list[Any]:
+    """Values of another JSON type than ``value``'s: a string where a list or an object is
+    expected, a list or an object where a string is, and so on."""
+    if isinstance(value, dict):
+        return ["text", ["text"]]
+    if isinstance(value, list):
+        return ["text", {"key": "text"}]
+    if isinstance(value, str):
+        return [["text"], {"key": "text"}, 7]
+    if isinstance(value, bool):
+        return ["true", 1]
+    if isinstance(value, int | float):
+        return [str(value), [value]]
+    return ["text"]
+
+
+def _assert_terminal_failure(report: ApprovalReport, logged: str) -> str:
+    assert (report.result, report.status) == ("executed", "failed"), report
+    assert report.outcome is not None
+    correlation_id = str(report.outcome.get("correlation_id"))
+    assert report.outcome == {"kind": "terminal_failure", "correlation_id": correlation_id}
+    assert re.fullmatch(r"cs-[0-9a-f]{16}", correlation_id), correlation_id
+    assert correlation_id in logged  # the same reference is in the logs
+    assert report.message is not None
+    assert correlation_id in report.message
+    assert "Traceback" not in report.message
+    return correlation_id
+
+
+def _assert_tampering_shows(cs: Countersign, proposal_id: str) -> None:
+    """The edited event no longer matches its hash-chain link: ``audit verify`` names it."""
+    report = audit_report(cs)
+    assert not report.ok
+    assert (report.broken[0]["proposal_id"], report.broken[0]["version"]) == (proposal_id, 1)
+
+
+@cache
+def _card_template() -> Template:
+    templates = Environment(
+        loader=PackageLoader("countersign.infrastructure.web", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+    )
+    return templates.get_template("_card.html")
+
+
+def _reason_params(sentences: list[str]) -> dict[str, str | int]:
+    """Parameters for every placeholder of a reason's sentences, money ones as cents."""
+    fields = [field for sentence in sentences for field in string.Formatter().parse(sentence)]
+    names = {name for _, name, _, _ in fields if name}
+    params: dict[str, str | int] = {"currency": "CAD"}
+    for name in names:
+        params[name] = 2500 if name.endswith(("_cents", "_count")) else f"<{name}>"
+    return params
+
+
+# -- enrolment -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_registered_contract_has_a_conformance_case(kind):
+    case, contract = _contract(kind)
+    assert case.stale_reason in contract.revision_reasons, (
+        f"{case_module(kind)}: stale_reason {case.stale_reason!r} is not one of {kind}'s "
+        f"revision_reasons {sorted(contract.revision_reasons)}"
+    )
+    assert _accepted(contract, json.loads(json.dumps(case.request))), "the example is invalid"
+
+
+def test_every_conformance_case_and_golden_file_is_of_a_registered_contract():
+    assert set(all_cases()) <= set(REGISTRY), "a case names an operation kind not registered"
+    golden = {path.stem for path in GOLDEN.glob("*.json")}
+    assert golden <= set(REGISTRY), "a golden preview names an operation kind not registered"
+
+
+# -- 1. a strict request and a strict tool ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_request_is_parsed_strictly(kind, cs, seeded):
+    case, contract = _contract(kind)
+    example = json.loads(json.dumps(case.request))
+
+    def problems(request: Any) -> list[Problem]:
+        with pytest.raises(InvalidRequestError) as refused:
+            _propose(cs, case, seeded, request=request)
+        return refused.value.problems
+
+    # An unknown field, at the top and in every nested object, is named and refused.
+    objects: list[JsonPath] = [(), *(p for p, v in nodes(example) if isinstance(v, dict))]
+    for path in objects:
+        unknown = (*path, "unexpected_field")
+        found = problems(replaced(example, unknown, "x"))
+        assert [(p.field, p.message) for p in found] == [
+            (dotted(unknown), SAFE_MESSAGES["extra_forbidden"])
+        ]
+
+    # A control character in any text is refused; a line break unless the field is multi-line.
+    for path, value in [(p, v) for p, v in nodes(example) if isinstance(v, str)]:
+        single_line = path[0] not in contract.Request.multiline_fields
+        # Free text takes any printable character; a reference or a choice refuses one anyway.
+        free_text = _accepted(contract, replaced(example, path, value[:1] + "x" + value[1:]))
+        for control in CONTROL_CHARACTERS + ((LINE_BREAK,) if single_line else ()):
+            tampered = value[:1] + control + value[1:]
+            found = problems(replaced(example, path, tampered))
+            assert _names(found, path), (path, control, found)
+            assert not any(control in p.field + p.message for p in found), "input echoed"
+            if free_text:  # refused for the control character itself, and saying so
+                assert any("control characters" in p.message for p in found), (path, found)
+
+    # A value of the wrong JSON type anywhere is named and refused.
+    for path, value in nodes(example):
+        for wrong in _wrong_types(value):
+            found = problems(replaced(example, path, wrong))
+            assert _names(found, path), (path, wrong, found)
+    for not_an_object in ("text", [example], None):
+        assert [p.field for p in problems(not_an_object)] == ["request"]
+
+    assert count_events(cs, "Proposal.Proposed") == 0  # nothing refused was stored
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_propose_tool_is_strict_and_every_field_described(kind):
+    case, contract = _contract(kind)
+    assistant = ASSISTANTS[contract.section]
+    tools = {tool["function"]["name"]: tool["function"] for tool in assistant.tools()}
+    tool = tools[contract.tool_name]
+    assert tool["strict"] is True
+    assert tool["description"].strip()
+    schema = tool["parameters"]
+    assert set(schema["properties"]) == set(contract.Request.model_fields)
+    assert "$ref" not in json.dumps(schema)
+    objects = [((), schema), *((p, n) for p, n in nodes(schema) if _is_object_schema(n))]
+    for path, node in objects:
+        assert node["additionalProperties"] is False, path
+        assert sorted(node["required"]) == sorted(node["properties"]), path
+        for name, field in node["properties"].items():
+            description = field.get("description")
+            assert isinstance(description, str), (path, name)
+            assert description.strip(), (path, name)
+    _assert_conforms(case.request, schema)  # the example is a call the model could make
+
+
+def _is_object_schema(node: Any) -> bool:
+    return isinstance(node, dict) and node.get("type") == "object"
+
+
+def _assert_conforms(value: Any, schema: dict[str, Any], path: str = "request") -> None:
+    """The strict-mode subset of JSON Schema the propose tools use."""
+    if "anyOf" in schema:
+        errors = []
+        for option in schema["anyOf"]:
+            try:
+                _assert_conforms(value, option, path)
+                return
+            except AssertionError as error:
+                errors.append(str(error))
+        raise AssertionError(f"{path}: matches no option: {errors}")
+    if "enum" in schema:
+        assert value in schema["enum"], path
+    if "const" in schema:
+        assert value == schema["const"], path
+    kind = schema.get("type")
+    if kind == "object":
+        assert isinstance(value, dict), path
+        assert sorted(value) == sorted(schema["properties"]), path
+        for key, item in value.items():
+            _assert_conforms(item, schema["properties"][key], f"{path}.{key}")
+    elif kind == "array":
+        assert isinstance(value, list), path
+        for index, item in enumerate(value):
+            _assert_conforms(item, schema["items"], f"{path}.{index}")
+    elif kind == "string":
+        assert isinstance(value, str), path
+        if "pattern" in schema:
+            assert re.search(schema["pattern"], value), path
+    elif kind == "integer":
+        assert isinstance(value, int), path
+        assert not isinstance(value, bool), path
+    elif kind == "number":
+        assert isinstance(value, int | float), path
+        assert not isinstance(value, bool), path
+    elif kind == "boolean":
+        assert isinstance(value, bool), path
+
+
+# -- 2. expiry -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_expired_proposal_executes_nothing(kind, cs, seeded, clock: FakeClock):
+    case, _ = _contract(kind)
+    resource = case.resource(seeded)
+    approved_late = _propose(cs, case, seeded)
+    swept = _propose(cs, case, seeded)
+    before = case.observe(cs, resource)
+    clock.advance(seconds=(approved_late.expires_at - clock.now()).total_seconds() + 1)
+
+    report = cs.proposals.approve(approved_late.proposal_id, case.actor)
+
+    assert (report.result, report.reason, report.status) == ("not_approvable", "expired", "expired")
+    assert report.outcome is None
+    assert _types(cs, approved_late.proposal_id) == ["Proposed", "Expired"]
+    assert cs.proposals.approve(approved_late.proposal_id, case.actor).reason == "expired"
+    # The sweeper records the other one; it cannot be approved either.
+    assert [s.proposal_id for s in cs.proposals.expire_due()] == [swept.proposal_id]
+    assert _types(cs, swept.proposal_id) == ["Proposed", "Expired"]
+    assert cs.proposals.approve(swept.proposal_id, case.actor).reason == "expired"
+    assert cs.proposals.card(swept.proposal_id, case.actor).status == "expired"
+    assert case.observe(cs, resource) == before
+    assert provider_requests(cs) == {}
+    assert_audit_intact(cs)
+
+
+# -- 3. stale state --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_changed_fact_requires_revision_and_executes_nothing(kind, cs, seeded):
+    case, contract = _contract(kind)
+    resource = case.resource(seeded)
+    created = _propose(cs, case, seeded)
+    case.make_stale(cs, resource)
+    before = case.observe(cs, resource)
+
+    report = cs.proposals.approve(created.proposal_id, case.actor)
+
+    assert (report.result, report.status) == ("executed", "revision_required")
+    assert report.outcome is not None
+    assert report.outcome["kind"] == "revision_required"
+    assert report.outcome["reason"]["code"] == case.stale_reason
+    assert case.stale_reason in contract.revision_reasons
+    assert report.message
+    assert _types(cs, created.proposal_id) == [
+        "Proposed",
+        "Approved",
+        "Claimed",
+        "RevisionRequired",
+    ]
+    again = cs.proposals.approve(created.proposal_id, case.actor)
+    assert again.result == "already_completed"
+    assert _same_bytes(again.outcome, report.outcome)
+    assert case.observe(cs, resource) == before
+    assert provider_requests(cs) == {}
+    assert_audit_intact(cs)
+
+
+# -- 4. replay -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_approving_again_returns_the_stored_outcome_and_executes_once(kind, cs, seeded, other):
+    case, contract = _contract(kind)
+    resource = case.resource(seeded)
+    created = _propose(cs, case, seeded)
+    external = _is_external(contract, _proposed(cs, created.proposal_id))
+    before = case.observe(cs, resource)
+
+    first = cs.proposals.approve(created.proposal_id, case.actor)
+    assert (first.result, first.status) == ("executed", "succeeded"), first
+    assert first.outcome is not None
+    assert first.outcome["kind"] == "succeeded"
+    after = case.observe(cs, resource)
+    assert after != before, "the example's success changed nothing the case observes"
+
+    again = cs.proposals.approve(created.proposal_id, case.actor)
+    elsewhere = other.proposals.approve(created.proposal_id, case.actor)  # another process
+
+    for answer in (again, elsewhere):
+        assert (answer.result, answer.status) == ("already_completed", "succeeded")
+        assert _same_bytes(answer.outcome, first.outcome)
+        assert answer.message == first.message
+    assert case.observe(cs, resource) == after
+    effects = provider_requests(cs)
+    if external:
+        assert effects == provider_requests(cs, created.proposal_id)
+        assert list(effects.values()) == [1]  # one key, one request
+    else:
+        assert effects == {}
+    types = _types(cs, created.proposal_id)
+    assert (types.count("Claimed"), types.count("Succeeded"), types[-1]) == (1, 1, "Succeeded")
+    assert_audit_intact(cs)
+
+
+# -- 5. failure classification ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_arguments_that_no_longer_decode_are_a_terminal_failure(kind, cs, seeded, other, caplog):
+    case, contract = _contract(kind)
+    resource = case.resource(seeded)
+    created = _propose(cs, case, seeded)
+    arguments = _proposed(cs, created.proposal_id)["arguments"]
+    required = next(n for n, f in contract.Arguments.model_fields.items() if f.is_required())
+    tampered = {key: value for key, value in arguments.items() if key != required}
+    assert not _decodes(contract, tampered)
+    before = case.observe(cs, resource)
+
+    def corrupt(state: dict[str, Any]) -> None:
+        state["arguments"] = tampered
+
+    rewrite_proposed(cs, created.proposal_id, corrupt)
+    with caplog.at_level(logging.ERROR, logger="countersign"):
+        report = other.proposals.approve(created.proposal_id, case.actor)
+
+    _assert_terminal_failure(report, caplog.text)
+    failed = _events(other, created.proposal_id)[-1]
+    assert (failed["type"], failed["error_class"]) == ("Failed", "UndecodableContractError")
+    again = other.proposals.approve(created.proposal_id, case.actor)
+    assert again.result == "already_completed"
+    assert _same_bytes(again.outcome, report.outcome)
+    assert case.observe(other, resource) == before
+    assert provider_requests(cs) == {}
+    _assert_tampering_shows(other, created.proposal_id)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_arguments_changed_behind_the_digest_are_a_terminal_failure(
+    kind, cs, seeded, other, caplog
+):
+    case, contract = _contract(kind)
+    resource = case.resource(seeded)
+    created = _propose(cs, case, seeded)
+    proposed = _proposed(cs, created.proposal_id)
+    # Something that still decodes, so only the digest stands between it and execution:
+    # a text of the arguments if one can change, else a text of the preview.
+    part, path = "arguments", None
+    for candidate, value in nodes(proposed["arguments"]):
+        altered = replaced(proposed["arguments"], candidate, f"{value} (altered)")
+        if isinstance(value, str) and _decodes(contract, altered):
+            path = candidate
+            break
+    if path is None:
+        part = "preview"
+        path = next(p for p, v in nodes(proposed["preview"]) if isinstance(v, str))
+    before = case.observe(cs, resource)
+
+    def alter(state: dict[str, Any]) -> None:
+        text = state[part]
+        for key in path[:-1]:
+            text = text[key]
+        text[path[-1]] += " (altered)"
+
+    rewrite_proposed(cs, created.proposal_id, alter)
+    with caplog.at_level(logging.ERROR, logger="countersign"):
+        report = other.proposals.approve(created.proposal_id, case.actor)
+
+    _assert_terminal_failure(report, caplog.text)
+    failed = _events(other, created.proposal_id)[-1]
+    assert (failed["type"], failed["error_class"]) == ("Failed", "ContractDigestMismatch")
+    assert case.observe(other, resource) == before
+    assert provider_requests(cs) == {}
+    _assert_tampering_shows(other, created.proposal_id)
+
+
+# -- 6. digest stability ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_digest_is_stable(kind, cs, seeded, other, clock: FakeClock):
+    case, contract = _contract(kind)
+    first = _propose(cs, case, seeded)
+    clock.advance(minutes=5)
+    second = _propose(cs, case, seeded)  # the same request on the same state, later
+
+    proposed = _proposed(cs, first.proposal_id)
+    digest = proposed["digest"]
+    assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    assert (proposed["kind"], proposed["contract_version"]) == (kind, contract.contract_version)
+    assert digest == contract_digest(
+        kind, proposed["contract_version"], proposed["arguments"], proposed["preview"]
+    )
+    assert _proposed(cs, second.proposal_id)["digest"] == digest
+
+    reloaded = _proposed(other, first.proposal_id)  # a second process reads it back
+    assert reloaded["digest"] == digest
+    assert digest == contract_digest(
+        kind, reloaded["contract_version"], reloaded["arguments"], reloaded["preview"]
+    )
+    # ... and its own check at approval agrees: it executes.
+    assert other.proposals.approve(first.proposal_id, case.actor).status == "succeeded"
+    assert_audit_intact(cs)
+
+
+# -- 7. texts --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_outcome_reads_in_english_and_in_french(kind, cs, seeded, clock: FakeClock):
+    case, contract = _contract(kind)
+    created = _propose(cs, case, seeded)
+    proposal_id = created.proposal_id
+    report = cs.proposals.approve(proposal_id, case.actor)
+    assert report.status == "succeeded"
+    assert report.outcome is not None
+
+    outcomes: dict[str, dict[str, Any]] = {
+        "succeeded": report.outcome,  # the example's real result
+        "needs_reconciliation": {
+            "kind": "needs_reconciliation",
+            "status_path": f"/api/v1/proposals/{proposal_id}/status",
+        },
+        "terminal_failure": {"kind": "terminal_failure", "correlation_id": "cs-0123456789abcdef"},
+    }
+    reasons: dict[str, tuple[str, ...]] = {}  # outcome name -> the reason in each language
+    unknown = tuple(reason_text(RevisionReason(code="no_such_code"), lang) for lang in LANGUAGES)
+    for code, sentence in {**contract.revision_reasons, **SHARED_REASONS}.items():
+        reason = RevisionReason(code=code, params=_reason_params([sentence.en, sentence.fr]))
+        name = f"revision_required {code}"
+        outcomes[name] = {"kind": "revision_required", "reason": reason.model_dump(mode="json")}
+        reasons[name] = tuple(reason_text(reason, language) for language in LANGUAGES)
+        assert reasons[name] != unknown, f"{code} reads as an unknown reason"
+
+    seen: dict[tuple[str, ...], str] = {}
+    for name, outcome in outcomes.items():
+        messages = outcome_messages(kind, created.preview, outcome, LANGUAGES)
+        # The reason sentence on its own too: the message around it reads in both anyway.
+        for texts in [messages, *([reasons[name]] if name in reasons else [])]:
+            assert all(text.strip() for text in texts), (name, texts)
+            assert len(set(texts)) == len(texts), f"{name} reads the same in two languages"
+            for text in texts:
+                assert not PLACEHOLDER.search(text), (name, text)
+            assert texts not in seen, f"{name} reads like {seen.get(texts)}"
+            seen[texts] = name
+        for message, reason_sentence in zip(messages, reasons.get(name, messages), strict=True):
+            assert reason_sentence in message, name
+    succeeded = outcome_messages(kind, created.preview, report.outcome, LANGUAGES)
+    assert report.message == succeeded[0]
+
+    # The card, in the terminal and in the browser, in both languages.
+    pages = []
+    for language, message in zip(LANGUAGES, succeeded, strict=True):
+        card = cs.proposals.card(proposal_id, case.actor, language)
+        assert card.message == message
+        terminal = render.render_card(card.to_json(), language)
+        for label, _ in render.preview_rows(kind, card.preview, language):
+            assert f"│ {label} " in terminal, (language, label)
+        t = translator(language)
+        view = proposal_view(asdict(card), t, language, clock.now())
+        page = html.unescape(_card_template().render(p=view, t=t))
+        assert contract.title.text(language) in page
+        assert proposal_headline(kind, card.preview, language) in page
+        assert message in page
+        pages.append(page)
+    assert len(set(pages)) == len(LANGUAGES)
+    assert_audit_intact(cs)
+
+
+# -- 8. golden preview -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_preview_matches_its_golden_file(kind, cs, seeded):
+    case, _ = _contract(kind)
+    created = _propose(cs, case, seeded)
+    proposed = _proposed(cs, created.proposal_id)
+    shown = {
+        language: {
+            "headline": proposal_headline(kind, created.preview, language),
+            "rows": [
+                {"label": row.label, "value": row.value}
+                | {flag: True for flag in ("emphasis", "alert") if getattr(row, flag)}
+                for row in preview_rows_of(kind, created.preview, language)
+            ],
+        }
+        for language in LANGUAGES
+    }
+    document = json.loads(
+        json.dumps(
+            {
+                "kind": kind,
+                "contract_version": proposed["contract_version"],
+                "request": case.request,
+                "preview": created.preview,
+                "shown": shown,
+                "arguments": proposed["arguments"],
+                "digest": proposed["digest"],
+            }
+        )
+    )
+    path = GOLDEN / f"{kind}.json"
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if UPDATE_GOLDEN:
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            pytest.fail(
+                f"wrote {path.relative_to(ROOT)}: review it (git diff) and commit it, then "
+                "run again without COUNTERSIGN_UPDATE_GOLDEN",
+                pytrace=False,
+            )
+        return
+    if not path.exists():
+        pytest.fail(
+            f"{kind} has no golden preview: write it with COUNTERSIGN_UPDATE_GOLDEN=1 "
+            f".venv/bin/pytest tests/contracts -k golden, then review and commit "
+            f"tests/contracts/golden/{kind}.json",
+            pytrace=False,
+        )
+    golden = json.loads(path.read_text(encoding="utf-8"))
+    assert document == golden, (
+        f"the preview of {kind} differs from tests/contracts/golden/{kind}.json; if the change "
+        "is intended, rewrite it with COUNTERSIGN_UPDATE_GOLDEN=1 (a changed shape of the "
+        "arguments or the digest needs a new contract_version)"
+    )
+
+
+# -- 9. external effects ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_lost_response_is_reconciled_to_exactly_one_effect(kind, cs, seeded):
+    case, contract = _contract(kind)
+    if case.lost_response_resource is None:
+        # A local operation: approval settles without the provider; nothing to reconcile.
+        created = _propose(cs, case, seeded)
+        assert not _is_external(contract, _proposed(cs, created.proposal_id)), (
+            f"{kind}'s example is an external effect: {case_module(kind)} must name a "
+            "lost_response_resource"
+        )
+        assert cs.proposals.approve(created.proposal_id, case.actor).status == "succeeded"
+        assert "Reconciling" not in _types(cs, created.proposal_id)
+        assert cs.proposals.reconcile() == []
+        assert provider_requests(cs) == {}
+        assert_audit_intact(cs)
+        return
+
+    resource = case.lost_response_resource(seeded)
+    created = _propose(cs, case, seeded, resource)
+    proposal_id = created.proposal_id
+    assert _is_external(contract, _proposed(cs, proposal_id))
+    before = case.observe(cs, resource)
+
+    report = cs.proposals.approve(proposal_id, case.actor)
+
+    assert (report.result, report.status) == ("executed", "reconciling")
+    assert report.outcome is not None
+    assert report.outcome["kind"] == "needs_reconciliation"
+    assert proposal_id in report.outcome["status_path"]
+    assert report.message
+    held = provider_requests(cs, proposal_id)
+    assert list(held.values()) == [1]
+    assert provider_requests(cs) == held  # nothing under any other key
+    reconciling = _events(cs, proposal_id)[-1]
+    assert reconciling["type"] == "Reconciling"
+    assert list(held) == [reconciling["idempotency_key"]]
+    again = cs.proposals.approve(proposal_id, case.actor)
+    assert again.result == "already_completed"
+    assert _same_bytes(again.outcome, report.outcome)
+    assert provider_requests(cs) == held  # the repeat called nobody
+
+    swept = cs.proposals.reconcile()
+
+    assert [(s.proposal_id, s.status) for s in swept] == [(proposal_id, "succeeded")]
+    assert swept[0].outcome is not None
+    assert swept[0].outcome["kind"] == "succeeded"
+    assert provider_requests(cs) == held  # found under the same key, not asked again
+    settled = cs.proposals.approve(proposal_id, case.actor)
+    assert (settled.result, settled.status) == ("already_completed", "succeeded")
+    assert _same_bytes(settled.outcome, swept[0].outcome)
+    assert case.observe(cs, resource) != before  # the effect is recorded in the domain
+    types = _types(cs, proposal_id)
+    assert (types.count("Succeeded"), types[-2:]) == (1, ["Reconciling", "Succeeded"])
+    assert cs.proposals.reconcile() == []
+    assert provider_requests(cs) == held
+    assert_audit_intact(cs)
