@@ -62,7 +62,6 @@ from domain.ports import (
 )
 from domain.proposal import Proposal, ProposalStatus, contract_digest
 from domain.scope import Scope
-from domain.state_copy import copy_state
 
 log = logging.getLogger("countersign.proposals")
 
@@ -103,6 +102,16 @@ def _dump(
 
 def _revision(reason: RevisionReason) -> dict[str, Any]:
     return _dump(RevisionRequired(reason=reason))
+
+
+def _own(value: Any) -> Any:
+    """The caller's own copy of a proposal's JSON-ready state (a preview, an outcome): the
+    proposal may be a shared snapshot, which every later reader copies."""
+    if type(value) is dict:
+        return {key: _own(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_own(item) for item in value]
+    return value
 
 
 class ProposalService:
@@ -180,7 +189,7 @@ class ProposalService:
             status=str(proposal.status),
             operation=proposal.kind,
             # The caller's own copy: the proposal object is now the shared snapshot.
-            preview=copy_state(proposal.preview, {}),
+            preview=_own(proposal.preview),
             expires_at=proposal.expires_at,
         )
 
@@ -706,7 +715,7 @@ class ProposalService:
             proposal_id=str(proposal.id),
             status=str(proposal.status),
             # The caller's own copy: a finished proposal may be the shared snapshot.
-            outcome=copy_state(proposal.outcome, {}),
+            outcome=_own(proposal.outcome),
             reason=None,
             message=self.message(proposal),
         )

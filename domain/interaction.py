@@ -13,8 +13,6 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
-from domain.state_copy import CheapDeepCopy
-
 MAX_KEPT_TEXT = 40
 
 
@@ -39,7 +37,7 @@ def _redact_name(name: str) -> str:
     return name if _NAME.fullmatch(name) else f"<{len(name)}-character name>"
 
 
-class Interaction(CheapDeepCopy, Aggregate):
+class Interaction(Aggregate):
     """A manager's conversation with one section assistant about one resource."""
 
     @event("Started")

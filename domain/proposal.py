@@ -13,7 +13,6 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.errors import IllegalTransitionError
 from domain.scope import Scope, Section
-from domain.state_copy import CheapDeepCopy
 
 
 class ProposalStatus(StrEnum):
@@ -103,7 +102,7 @@ def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> st
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class Proposal(CheapDeepCopy, Aggregate):
+class Proposal(Aggregate):
     """A frozen operation contract awaiting, or past, a person's approval."""
 
     @event("Proposed")

@@ -7,7 +7,6 @@ library's errors into domain errors.
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections import OrderedDict
@@ -29,7 +28,7 @@ from eventsourcing.utils import TopicError, get_topic, resolve_topic
 from application.errors import CorruptRecordError, new_correlation_id
 from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from domain.ports import StoredEventView
-from domain.state_copy import CheapDeepCopy
+from domain.state_copy import copy_aggregate, freeze
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 
 log = logging.getLogger("countersign.store")
@@ -266,7 +265,8 @@ class EventSourcedStore:
                 originator_id = UUID(str(event.originator_id))
                 if originator_id not in changed:
                     changed.add(originator_id)
-                    bases[originator_id] = copy.deepcopy(bases[originator_id])
+                    if bases[originator_id] is not None:  # never catch a snapshot up in place
+                        bases[originator_id] = copy_aggregate(bases[originator_id])
                 domain_event: Any = self.app.mapper.to_domain_event(event)
                 bases[originator_id] = domain_event.mutate(bases[originator_id])
         except _UNREADABLE as error:
@@ -330,7 +330,7 @@ class EventSourcedStore:
             if aggregate is not None:
                 reads.saw(aggregate)
                 if not shared:
-                    aggregate = copy.deepcopy(aggregate)
+                    aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)
         return aggregate
@@ -380,12 +380,12 @@ class EventSourcedStore:
             log.info("commit refused, %s", stale)
             raise StaleReadError(str(stale)) from None
         for aggregate in changed:
-            if final and isinstance(aggregate, CheapDeepCopy):
-                aggregate.freeze()
+            if final:
+                freeze(aggregate)
                 snapshot: Aggregate = aggregate
             else:
                 # The caller keeps its object and may change it further: the snapshot is a copy.
-                snapshot = copy.deepcopy(aggregate)
+                snapshot = copy_aggregate(aggregate)
             self._snapshots.put(aggregate.id, snapshot, since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version

@@ -9,10 +9,9 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import OrderRuleError
-from domain.state_copy import CheapDeepCopy
 
 
-class MemberAccount(CheapDeepCopy, Aggregate):
+class MemberAccount(Aggregate):
     """Credit a member holds with the club, spendable on later orders."""
 
     @staticmethod

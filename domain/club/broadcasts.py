@@ -8,10 +8,9 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
-from domain.state_copy import CheapDeepCopy
 
 
-class BroadcastForm(CheapDeepCopy, Aggregate):
+class BroadcastForm(Aggregate):
     """The editable broadcast form a manager finishes and sends through the ordinary interface."""
 
     @staticmethod

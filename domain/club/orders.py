@@ -11,7 +11,6 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import NotFoundError, OrderRuleError
-from domain.state_copy import CheapDeepCopy
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ class RefundAttempt:
     status: str  # "pending" | "succeeded" | "failed"
 
 
-class Order(CheapDeepCopy, Aggregate):
+class Order(Aggregate):
     """A participant's order with the club."""
 
     @staticmethod

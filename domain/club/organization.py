@@ -11,7 +11,6 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import DuplicateError, NotMemberError
-from domain.state_copy import CheapDeepCopy
 
 
 class Permission(StrEnum):
@@ -35,7 +34,7 @@ class Member:
         return permission in self.permissions
 
 
-class Organization(CheapDeepCopy, Aggregate):
+class Organization(Aggregate):
     """A club: the tenant boundary of every proposal."""
 
     @staticmethod

@@ -8,10 +8,9 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.club.ids import stable_id
 from domain.errors import DuplicateError, RosterRuleError
-from domain.state_copy import CheapDeepCopy
 
 
-class Roster(CheapDeepCopy, Aggregate):
+class Roster(Aggregate):
     """An organization's leagues and their members."""
 
     @staticmethod
