@@ -28,7 +28,7 @@ from eventsourcing.utils import TopicError, get_topic, resolve_topic
 from application.errors import CorruptRecordError, new_correlation_id
 from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from domain.ports import StoredEventView
-from domain.state_copy import copy_aggregate, freeze
+from infrastructure.aggregate_copy import copy_aggregate, freeze
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 
 log = logging.getLogger("countersign.store")

@@ -25,7 +25,7 @@ from domain.club.organization import Organization, Permission
 from domain.club.roster import Roster
 from domain.interaction import Interaction
 from domain.proposal import Proposal, ProposalStatus
-from domain.state_copy import SharedSnapshotError, copy_aggregate, copy_state
+from infrastructure.aggregate_copy import SharedSnapshotError, copy_aggregate, copy_state
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 ORG = uuid4()
