@@ -7,14 +7,14 @@ from uuid import UUID
 from application.errors import ForbiddenError
 from domain.club.organization import Member, Organization, Permission
 from domain.errors import NotFoundError
-from domain.ports import AggregateStore
+from domain.ports import Repository
 
 
-def organization_by_slug(store: AggregateStore, slug: str) -> Organization:
+def organization_by_slug(store: Repository, slug: str) -> Organization:
     return store.read(Organization.create_id(slug.strip().lower()), Organization)
 
 
-def member_of(store: AggregateStore, organization_id: UUID, email: str) -> Member:
+def member_of(store: Repository, organization_id: UUID, email: str) -> Member:
     """The caller's membership, read freshly; NotFoundError for a non-member."""
     return membership(store.read(organization_id, Organization), email)
 

@@ -34,6 +34,20 @@ class StoredEventView:
     fields: dict[str, Any]
 
 
+class Repository(Protocol):
+    """Where a contract loads the aggregates it reads and changes. It never saves them: the
+    service commits what a contract changed, together with the proposal, in one commit."""
+
+    def get(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        """The aggregate, for an executor to change; NotFoundError when absent or of another
+        type. (While a proposal is only being prepared, nothing may change it.)"""
+        ...
+
+    def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        """Like get, for reading only: the result may be shared and must never be changed."""
+        ...
+
+
 class AggregateStore(Protocol):
     """Loads and saves aggregates of the one event stream."""
 

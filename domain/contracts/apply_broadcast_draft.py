@@ -28,7 +28,7 @@ from domain.contracts.base import (
 )
 from domain.errors import NotFoundError
 from domain.outcomes import ExecutionContract
-from domain.ports import AggregateStore
+from domain.ports import Repository
 from domain.scope import Scope, Section
 
 MAX_SUBJECT = 150
@@ -151,7 +151,7 @@ class ApplyBroadcastDraft(
         # other drafts applied to it meanwhile change nothing in this one.
         return [scope.resource_id]
 
-    def load(self, scope: Scope, store: AggregateStore) -> DraftFacts:
+    def load(self, scope: Scope, store: Repository) -> DraftFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
             raise NotFoundError("broadcast form")
         form = store.get(scope.resource_id, BroadcastForm)

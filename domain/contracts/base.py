@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 from domain.club.organization import Permission
 from domain.errors import CountersignError
 from domain.outcomes import ExecutionContract, RevisionReason
-from domain.ports import AggregateStore, ProviderRefund
+from domain.ports import ProviderRefund, Repository
 from domain.scope import Scope, Section
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -193,7 +193,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         return []
 
     @abstractmethod
-    def load(self, scope: Scope, store: AggregateStore) -> FactsT:
+    def load(self, scope: Scope, store: Repository) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
 
     @abstractmethod

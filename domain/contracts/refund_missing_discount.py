@@ -30,7 +30,7 @@ from domain.contracts.base import (
 from domain.errors import NotFoundError
 from domain.money import format_money
 from domain.outcomes import ExecutionContract
-from domain.ports import AggregateStore, ProviderRefund
+from domain.ports import ProviderRefund, Repository
 from domain.scope import Scope, Section
 
 # -- Request: what the model supplies ------------------------------------------------------------
@@ -122,7 +122,7 @@ class RefundResult(Frozen):
 class RefundFacts(Facts):
     """The order, and the participant's club account, loaded only when a refund needs it."""
 
-    def __init__(self, order: Order, store: AggregateStore) -> None:
+    def __init__(self, order: Order, store: Repository) -> None:
         self.order = order
         self._store = store
         self._account: MemberAccount | None = None
@@ -163,7 +163,7 @@ class RefundMissingDiscount(
     Preview = RefundPreview
     Result = RefundResult
 
-    def load(self, scope: Scope, store: AggregateStore) -> RefundFacts:
+    def load(self, scope: Scope, store: Repository) -> RefundFacts:
         order = store.get(scope.resource_id, Order)
         if order.organization_id != scope.organization_id:
             raise NotFoundError("order")
