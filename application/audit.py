@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from application.errors import parse_id
+from application.ports import AggregateStore
 from domain.errors import NotFoundError
-from domain.ports import AggregateStore
 from domain.proposal import Proposal
 
 

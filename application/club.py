@@ -6,11 +6,11 @@ from typing import Any
 
 from application.authorization import member_of, organization_by_slug, require
 from application.errors import parse_id
+from application.ports import AggregateStore
 from domain.club.orders import Order
 from domain.club.organization import Permission
 from domain.club.roster import Roster
 from domain.errors import NotFoundError
-from domain.ports import AggregateStore
 
 
 class ClubService:

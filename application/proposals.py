@@ -21,6 +21,7 @@ from eventsourcing.domain import Aggregate
 
 from application.authorization import member_of, membership, organization_by_slug, require
 from application.errors import UnknownOperationError, new_correlation_id, parse_id
+from application.ports import AggregateStore, OpenWorkIndex, StoredEventView
 from application.reports import ApprovalReport, ProposalCard, ProposalCreated, SweepReport
 from domain.club.organization import Organization
 from domain.contracts import REGISTRY, AnyContract
@@ -52,13 +53,10 @@ from domain.outcomes import (
 )
 from domain.ports import (
     A,
-    AggregateStore,
     Clock,
-    OpenWorkIndex,
     PaymentProvider,
     ProviderRefund,
     ProviderResponseLostError,
-    StoredEventView,
 )
 from domain.proposal import Proposal, ProposalStatus, contract_digest
 from domain.scope import Scope

@@ -26,8 +26,8 @@ from eventsourcing.postgres import PostgresAggregateRecorder
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from application.errors import CorruptRecordError, new_correlation_id
+from application.ports import StoredEventView
 from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
-from domain.ports import StoredEventView
 from infrastructure.aggregate_copy import copy_aggregate, freeze
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 

@@ -22,10 +22,10 @@ from uuid import UUID
 import pytest
 from eventsourcing.domain import Aggregate
 
+from application.ports import StoredEventView
 from application.proposals import ProposalService
 from domain.club.broadcasts import BroadcastForm
 from domain.club.orders import Order
-from domain.ports import StoredEventView
 from infrastructure.bootstrap import Countersign, bootstrap
 from infrastructure.clock import FakeClock
 from infrastructure.event_store import EventSourcedStore

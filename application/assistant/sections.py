@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from application.assistant.schemas import function_tool
+from application.ports import AggregateStore
 from domain.club.orders import Order
 from domain.club.roster import Roster
 from domain.contracts import REGISTRY, AnyContract
-from domain.ports import AggregateStore
 from domain.scope import Scope, Section
 
 

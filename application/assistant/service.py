@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from application.assistant.sections import ASSISTANTS, SectionAssistant
 from application.authorization import membership, organization_by_slug, require
 from application.errors import ForbiddenError, UnknownOperationError, parse_id
+from application.ports import AggregateStore
 from application.proposals import ProposalService
 from application.reports import Report
 from domain.contracts.base import InvalidRequestError, problems_from
@@ -28,7 +29,7 @@ from domain.errors import NotFoundError
 from domain.handback import reason_text
 from domain.interaction import Interaction
 from domain.outcomes import RevisionReason
-from domain.ports import AggregateStore, ChatModel, ModelReply, ModelUnavailableError, ToolCall
+from domain.ports import ChatModel, ModelReply, ModelUnavailableError, ToolCall
 from domain.proposal import Proposal, ProposalStatus
 from domain.scope import Scope, Section
 
