@@ -369,16 +369,18 @@ class EventSourcedStore:
             if stored:
                 self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
         except IntegrityError:
-            for aggregate_id in written:
-                self._snapshots.drop(aggregate_id)
-            raise ConcurrencyConflictError("an aggregate changed since it was read") from None
+            if not self._committed_already(stored):
+                for aggregate_id in written:
+                    self._snapshots.drop(aggregate_id)
+                raise ConcurrencyConflictError("an aggregate changed since it was read") from None
         except ReadSetChangedError as stale:
-            for aggregate_id in [*expected, *written]:
-                self._snapshots.drop(aggregate_id)
-                reads.preloaded.pop(aggregate_id, None)
-                reads.versions.pop(aggregate_id, None)
-            log.info("commit refused, %s", stale)
-            raise StaleReadError(str(stale)) from None
+            if not self._committed_already(stored):
+                for aggregate_id in [*expected, *written]:
+                    self._snapshots.drop(aggregate_id)
+                    reads.preloaded.pop(aggregate_id, None)
+                    reads.versions.pop(aggregate_id, None)
+                log.info("commit refused, %s", stale)
+                raise StaleReadError(str(stale)) from None
         for aggregate in changed:
             if final:
                 freeze(aggregate)
@@ -389,6 +391,20 @@ class EventSourcedStore:
             self._snapshots.put(aggregate.id, snapshot, since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version
+
+    def _committed_already(self, stored: list[StoredEvent]) -> bool:
+        """Whether this commit is in the log already. The library retries an insert whose
+        connection dropped, and if the first try had committed, the retry is refused (by the
+        primary key, or by the read-set check if a read aggregate moved on meanwhile) because
+        of our own write. The first event decides: a commit is stored whole or not at all, and
+        its bytes (timestamp included) are ours alone."""
+        first = stored[0]
+        found = self._select_after([(UUID(str(first.originator_id)), first.originator_version - 1)])
+        return bool(found) and (found[0].originator_version, found[0].topic, found[0].state) == (
+            first.originator_version,
+            first.topic,
+            first.state,
+        )
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:
         events = list(self.app.events.get(aggregate_id))
