@@ -6,16 +6,17 @@ implement the same Protocols. (What the domain itself needs is in ``domain/ports
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.ports import A
+from domain.ports import A, Repository
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -28,45 +29,64 @@ class StoredEventView:
     fields: dict[str, Any]
 
 
-class AggregateStore(Protocol):
-    """Loads and saves aggregates of the one event stream."""
+@dataclass(frozen=True)
+class Reads:
+    """What a decision reads, named before it runs so that it can be fetched in one go."""
+
+    #: Aggregates to fetch together (a decision may read others; they are fetched as read).
+    ids: Sequence[UUID]
+    #: Aggregate types the decision only points at: their state shapes nothing it decides,
+    #: so its commit does not check that they are unchanged.
+    targets: frozenset[type[Aggregate]] = frozenset()
+
+
+@dataclass(frozen=True)
+class Commit(Generic[T]):
+    """A decision to record the new events of these aggregates, in one atomic commit, and
+    then to answer ``answer``. The decision is done with them once they are committed."""
+
+    aggregates: Sequence[Aggregate]
+    answer: T
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """A decision to answer ``answer`` and record nothing."""
+
+    answer: T
+
+
+class UnitOfWork(Protocol):
+    """Carries out decisions so that each holds for the facts it was taken on."""
+
+    def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
+        """Run ``decision`` on the facts, commit what it decided, and return its answer.
+
+        ``decision`` is a function of what it reads through the Repository it is given, and
+        must not act on the outside world: it may be run more than once, and only the last
+        run counts. It may also refuse by raising a CountersignError, which is raised here.
+        An answer or a refusal is only ever given from fresh reads, and a commit only goes
+        through if nothing it read has changed since; otherwise the decision is taken
+        again, and ConcurrencyConflictError is raised if the facts keep changing (nothing
+        was committed). How the reads are served is the implementation's business
+        (docs/concurrency.md).
+        """
+        ...
+
+
+class AggregateStore(UnitOfWork, Protocol):
+    """Loads and saves aggregates of the one event stream, and carries out decisions."""
 
     def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
         """Raises NotFoundError when absent, of another type, or unreadable."""
-        ...
-
-    def preload(
-        self,
-        aggregate_ids: Sequence[UUID],
-        *,
-        optimistic: bool = False,
-        unchecked: Sequence[UUID] = (),
-    ) -> AbstractContextManager[None]:
-        """Read these aggregates in one round trip; inside the block, get() and read() of
-        them return that state without reading again. Unknown ids are simply not loaded.
-
-        Every save in the block checks, inside its commit, that nothing read in the block has
-        changed since, and raises StaleReadError (writing nothing) if something has: a
-        decision is never committed on out-of-date facts.
-
-        ``unchecked``: aggregates the block reads without basing its decision on their state
-        (a save does not check them).
-
-        ``optimistic``: reads in the block may be served from state this process already
-        holds, without any query. An answer decided from such reads WITHOUT a save (a
-        refusal, a stored outcome) must be checked against fresh reads before it is given.
-        """
         ...
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
         """Like get, for reading only: the result is shared and must never be changed."""
         ...
 
-    def save(self, *aggregates: Aggregate, final: bool = False) -> None:
-        """One atomic commit of every pending event; ConcurrencyConflictError on a race.
-
-        ``final``: the caller is done with these objects. After the commit they may be kept
-        as shared read-only state, and a command given to one of them raises."""
+    def save(self, *aggregates: Aggregate) -> None:
+        """One atomic commit of every pending event; ConcurrencyConflictError on a race."""
         ...
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
@@ -88,6 +108,3 @@ class OpenWorkIndex(Protocol):
     def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
         """Reconciling proposals, and executing ones claimed before the given time."""
         ...
-
-
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
@@ -26,14 +26,17 @@ from eventsourcing.postgres import PostgresAggregateRecorder
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from application.errors import CorruptRecordError, new_correlation_id
-from application.ports import StoredEventView
+from application.ports import Answer, Commit, Reads, StoredEventView
 from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
+from domain.ports import Repository
 from infrastructure.aggregate_copy import copy_aggregate, freeze
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from infrastructure.unit_of_work import UnitOfWork
 
 log = logging.getLogger("countersign.store")
 
 A = TypeVar("A", bound=Aggregate)
+T = TypeVar("T")
 
 #: Only classes of our own domain may be named by a stored topic: a tampered topic must not
 #: make the reader import arbitrary code.
@@ -167,39 +170,55 @@ class _Snapshots:
 
 
 class _Reads:
-    """What one thread's open ``preload`` blocks hold."""
+    """What the decision running in one thread has read (see ``EventSourcedStore.reading``)."""
 
     def __init__(self) -> None:
+        #: Whether a decision is running; only then are reads recorded.
+        self.open = False
+        #: Whether reads may come from the snapshots this process holds, without a query.
+        self.held = False
+        #: Fetched before the decision ran: its reads take these instead of querying.
         self.preloaded: dict[UUID, Aggregate] = {}
-        #: Open blocks; while there is one, reads are recorded in ``versions``.
-        self.blocks = 0
-        #: Open optimistic blocks; while there is one, reads may come from the snapshots.
-        self.optimistic = 0
-        #: Aggregate id -> the version the block's decisions were based on.
+        #: Aggregate id -> the version the decision read (and based itself on).
         self.versions: dict[UUID, int] = {}
-        #: Aggregates read without the decision depending on them (not checked).
+        #: Aggregate types the decision only points at, and the ids it read of them.
+        self.targets: frozenset[type[Aggregate]] = frozenset()
         self.unchecked: set[UUID] = set()
 
     def saw(self, aggregate: Aggregate) -> None:
-        if self.blocks:
-            self.versions.setdefault(aggregate.id, aggregate.version)
+        if self.open and aggregate.id not in self.versions:
+            self.versions[aggregate.id] = aggregate.version
+            if type(aggregate) in self.targets:
+                self.unchecked.add(aggregate.id)
+
+    def ids(self) -> list[UUID]:
+        """Every aggregate the decision read so far."""
+        return list(self.versions)
+
+    def close(self) -> None:
+        self.open = self.held = False
+        self.preloaded = {}
+        self.versions = {}
+        self.targets = frozenset()
+        self.unchecked = set()
 
 
 class EventSourcedStore:
-    """The domain's AggregateStore port, over CountersignApplication.
+    """The application's AggregateStore port, over CountersignApplication.
 
-    Every read is one query that catches a snapshot up (or loads the aggregate whole); several
-    aggregates can be read in one query with ``preload``. Each save inside a ``preload`` block
-    passes what the block read to the recorder, which checks it inside the commit
-    (infrastructure/recorders.py); inside an optimistic block, reads come from the snapshots
-    without a query. Every commit leaves a snapshot of what it wrote, so the next command on
-    the same aggregates reads nothing at all.
+    Every read is one query that catches a snapshot up (or loads the aggregate whole); every
+    commit leaves a snapshot of what it wrote, so the next command on the same aggregates
+    reads nothing at all. Decisions (``decide``) run in infrastructure/unit_of_work.py: while
+    one runs, this store serves its reads (``reading``) and records them, and its commit
+    passes them to the recorder, which checks them inside the commit
+    (infrastructure/recorders.py).
     """
 
     def __init__(self, app: CountersignApplication, cache_size: int = 256) -> None:
         self.app = app
         self._local = threading.local()
         self._snapshots = _Snapshots(cache_size)
+        self._unit_of_work = UnitOfWork(self)
         recorder: Any = app.recorder
         schema = getattr(getattr(recorder, "datastore", None), "schema", "")
         table = recorder.events_table_name
@@ -212,45 +231,40 @@ class EventSourcedStore:
             reads = self._local.reads = _Reads()
         return reads
 
+    def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
+        return self._unit_of_work.decide(reads, decision)
+
     @contextmanager
-    def preload(
+    def reading(
         self,
         aggregate_ids: Sequence[UUID],
         *,
-        optimistic: bool = False,
-        unchecked: Sequence[UUID] = (),
-    ) -> Iterator[None]:
+        held: bool,
+        targets: frozenset[type[Aggregate]] = frozenset(),
+    ) -> Iterator[_Reads]:
+        """The reads of one decision, in this thread: these aggregates are fetched in one
+        round trip first. ``held``: reads may come from the snapshots this process holds.
+
+        Every read in the block is recorded, with its version, and a save in the block
+        passes them to the recorder, which refuses the commit (StaleReadError) if any of
+        them moved on, except aggregates of the ``targets`` types."""
         reads = self._reads
-        optimistic = optimistic or reads.optimistic > 0
-        ignored = set(unchecked) - reads.unchecked
-        reads.unchecked |= ignored
-        reads.blocks += 1
-        if optimistic:
-            reads.optimistic += 1
-        loaded: dict[UUID, Aggregate] = {}
+        if reads.open:
+            raise RuntimeError("a decision is already running in this thread")
+        reads.open, reads.held, reads.targets = True, held, targets
         try:
-            wanted = [i for i in dict.fromkeys(aggregate_ids) if i not in reads.preloaded]
-            if optimistic:
+            wanted = list(dict.fromkeys(aggregate_ids))
+            if held:
                 for aggregate_id in wanted:
-                    held = self._snapshots.get(aggregate_id)
-                    if held is not None:
-                        loaded[aggregate_id] = held
-                wanted = [i for i in wanted if i not in loaded]
+                    snapshot = self._snapshots.get(aggregate_id)
+                    if snapshot is not None:
+                        reads.preloaded[aggregate_id] = snapshot
+                wanted = [i for i in wanted if i not in reads.preloaded]
             if wanted:
-                loaded.update(self._load_many(wanted))
-            reads.preloaded.update(loaded)
-            for aggregate in loaded.values():
-                reads.saw(aggregate)
-            yield
+                reads.preloaded.update(self._load_many(wanted))
+            yield reads
         finally:
-            for aggregate_id in loaded:
-                reads.preloaded.pop(aggregate_id, None)
-            reads.blocks -= 1
-            reads.unchecked -= ignored
-            if optimistic:
-                reads.optimistic -= 1
-            if not reads.blocks:
-                reads.versions.clear()
+            reads.close()
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Catch every snapshot up (or load the aggregate whole) with ONE query."""
@@ -323,7 +337,7 @@ class EventSourcedStore:
         else:
             reads = self._reads
             aggregate = reads.preloaded.get(aggregate_id)
-            if aggregate is None and reads.optimistic:
+            if aggregate is None and reads.held:
                 aggregate = self._snapshots.get(aggregate_id)
             if aggregate is None:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)

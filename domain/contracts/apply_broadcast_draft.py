@@ -142,14 +142,9 @@ class ApplyBroadcastDraft(
     Arguments = BroadcastDraftArguments
     Preview = BroadcastDraftPreview
     Result = BroadcastDraftResult
-
-    def preload_ids(self, scope: Scope) -> list[UUID]:
-        return [scope.resource_id, Roster.create_id(scope.organization_id)]
-
-    def targets_only(self, scope: Scope) -> list[UUID]:
-        # A draft is counted from the roster; the form is only where it will be applied, and
-        # other drafts applied to it meanwhile change nothing in this one.
-        return [scope.resource_id]
+    # A draft is counted from the roster; the form is only where it will be applied, and
+    # other drafts applied to it meanwhile change nothing in this one.
+    targets = frozenset({BroadcastForm})
 
     def load(self, scope: Scope, store: Repository) -> DraftFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):

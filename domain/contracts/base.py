@@ -171,6 +171,11 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     Arguments: type[ArgumentsT]
     Preview: type[PreviewT]
     Result: type[ResultT]
+    #: Aggregate types ``load`` reads that a proposal only points at: their current state
+    #: shapes neither its arguments nor its preview, so a change to them before the proposal
+    #: is stored does not make it stale (everything else ``load`` read does; approval
+    #: revalidates anyway).
+    targets: ClassVar[frozenset[type[Aggregate]]] = frozenset()
 
     # -- the model's request ------------------------------------------------------------------
 
@@ -181,16 +186,6 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
             return self.Request.model_validate(raw)
         except ValidationError as error:
             raise InvalidRequestError(problems_from(error)) from None
-
-    def preload_ids(self, scope: Scope) -> list[UUID]:
-        """Aggregates ``load`` will read, so the service can fetch them in one round trip."""
-        return [scope.resource_id]
-
-    def targets_only(self, scope: Scope) -> list[UUID]:
-        """Aggregates a proposal only points at: their current state shapes neither its
-        arguments nor its preview, so a change to them before the proposal is stored does not
-        make it stale (everything else ``load`` read does; approval revalidates anyway)."""
-        return []
 
     @abstractmethod
     def load(self, scope: Scope, store: Repository) -> FactsT:
