@@ -6,7 +6,7 @@ implement the same Protocols. (What the domain itself needs is in ``domain/ports
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -14,7 +14,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.ports import A, Repository
+from domain.ports import A, EffectResponse, Repository
 
 T = TypeVar("T")
 
@@ -107,4 +107,33 @@ class OpenWorkIndex(Protocol):
 
     def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
         """Reconciling proposals, and executing ones claimed before the given time."""
+        ...
+
+
+class EffectResponseLostError(Exception):
+    """Raised when a request's outcome is unknown (a timeout, a lost connection, a 5xx): it
+    may or may not have been performed. Only a lookup under its key can tell."""
+
+
+class IdempotencyConflictError(Exception):
+    """Raised when an idempotency key is reused with another request."""
+
+
+class EffectProvider(Protocol):
+    """An outside system that performs requests under idempotency keys (a payment provider,
+    an e-mail service, an accounting system), registered under a name that contracts use.
+
+    The same key with the same request is performed at most once: asking again answers what
+    the provider holds. A definitive refusal is an answer (status "refused"), not an error.
+    """
+
+    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
+        """Perform ``request`` under ``key``, or answer as the first time. Raises
+        EffectResponseLostError when the outcome is unknown, IdempotencyConflictError when
+        ``key`` was used with another request."""
+        ...
+
+    def lookup(self, key: str) -> EffectResponse | None:
+        """What the provider holds under ``key``; None if nothing was ever performed under it.
+        Raises EffectResponseLostError when the provider could not be asked."""
         ...

@@ -23,12 +23,20 @@ from uuid import UUID, uuid4
 
 from application.authorization import member_of, membership, organization_by_slug, require
 from application.errors import UnknownOperationError, new_correlation_id, parse_id
-from application.ports import AggregateStore, Answer, Commit, OpenWorkIndex, Reads
+from application.ports import (
+    AggregateStore,
+    Answer,
+    Commit,
+    EffectProvider,
+    EffectResponseLostError,
+    OpenWorkIndex,
+    Reads,
+)
 from application.reports import ApprovalReport, ProposalCard, ProposalCreated, SweepReport
 from domain.club.organization import Organization
 from domain.contracts import REGISTRY, AnyContract
 from domain.contracts.base import (
-    ExternalCall,
+    Effect,
     RevisionNeededError,
     UndecodableContractError,
 )
@@ -49,14 +57,7 @@ from domain.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from domain.ports import (
-    A,
-    Clock,
-    PaymentProvider,
-    ProviderRefund,
-    ProviderResponseLostError,
-    Repository,
-)
+from domain.ports import A, Clock, EffectResponse, Repository
 from domain.proposal import Proposal, ProposalStatus, contract_digest
 from domain.scope import Scope
 
@@ -70,7 +71,7 @@ class _CallOut:
 
     contract: AnyContract
     execution: ExecutionContract[Any]
-    call: ExternalCall
+    effect: Effect
 
 
 _Claim = Commit[ApprovalReport | _CallOut] | Answer[ApprovalReport | _CallOut]
@@ -105,7 +106,7 @@ class ProposalService:
     def __init__(
         self,
         store: AggregateStore,
-        provider: PaymentProvider,
+        providers: Mapping[str, EffectProvider],
         clock: Clock,
         *,
         registry: Mapping[str, AnyContract] = REGISTRY,
@@ -115,7 +116,7 @@ class ProposalService:
     ) -> None:
         self.store = store
         self.open_work = open_work or ScanOpenWork(store)
-        self.provider = provider
+        self.providers = providers
         self.clock = clock
         self.registry = registry
         self.ttl = ttl
@@ -308,29 +309,28 @@ class ProposalService:
             return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
         #    Or record an external operation's attempt with the claim, and call out once the
         #    claim is committed.
-        call = contract.start_external(execution, loaded)
-        return Commit([proposal, *loaded.aggregates()], _CallOut(contract, execution, call))
+        effect = contract.start_external(execution, loaded)
+        if effect.provider not in self.providers:
+            return self._fail(proposal, "UnknownEffectProvider")
+        return Commit([proposal, *loaded.aggregates()], _CallOut(contract, execution, effect))
 
     def _call_out(self, claimed: _CallOut) -> ApprovalReport:
         """Steps 7 and 8 of an external operation whose claim is committed."""
-        call = claimed.call
+        effect = claimed.effect
         proposal_id = claimed.execution.proposal_id
         # 7. Call the provider under the proposal's idempotency key.
         try:
-            refund = self.provider.refund(
-                idempotency_key=call.idempotency_key,
-                charge_id=call.charge_id,
-                amount_cents=call.amount_cents,
-                metadata=call.metadata,
+            response = self.providers[effect.provider].perform(
+                effect.idempotency_key, effect.payload()
             )
-        except ProviderResponseLostError:
-            return self._start_reconciling(proposal_id, call.idempotency_key)
+        except EffectResponseLostError:
+            return self._start_reconciling(proposal_id, effect.idempotency_key)
         except Exception:
             # Anything unexpected once a request may have left is uncertain, never a retry.
             log.exception("provider call for proposal %s ended unexpectedly", proposal_id)
-            return self._start_reconciling(proposal_id, call.idempotency_key)
+            return self._start_reconciling(proposal_id, effect.idempotency_key)
         # 8. Record its authoritative answer.
-        return self._settle(claimed.contract, claimed.execution, refund)
+        return self._settle(claimed.contract, claimed.execution, response)
 
     def _start_reconciling(self, proposal_id: UUID, key: str) -> ApprovalReport:
         """Record that the provider's answer is unknown: the reconciler will settle it."""
@@ -349,7 +349,7 @@ class ProposalService:
         self,
         contract: AnyContract,
         execution: ExecutionContract[Any],
-        refund: ProviderRefund,
+        response: EffectResponse,
     ) -> ApprovalReport:
         """Record the provider's authoritative answer with the domain change, in one commit."""
 
@@ -359,7 +359,7 @@ class ProposalService:
                 return Answer(self._report(proposal, None))  # recorded by another process
             loaded = contract.load(execution.scope, facts)
             try:
-                result = contract.finish_external(execution, loaded, refund)
+                result = contract.finish_external(execution, loaded, response)
                 proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
             except RevisionNeededError as refused:
                 proposal.require_revision(_revision(refused.reason))
@@ -510,31 +510,30 @@ class ProposalService:
             attempt_id=proposal.attempt_id or uuid4(),
         )
         key = proposal.idempotency_key or contract.idempotency_key(proposal.id)
+        uncertain = SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+        # The request the approval sent, or was about to send, described again: a contract
+        # describes the same request every time, under the same key.
+        facts = contract.load(execution.scope, _ReadOnlyFacts(self.store))
+        effect = contract.describe_external(execution, facts)
+        if effect.idempotency_key != key:
+            log.error("proposal %s: stored key differs from the contract's", proposal.id)
+            return uncertain
+        provider = self.providers[effect.provider]
         try:
-            refund = self.provider.find_refund(key)
-        except ProviderResponseLostError:
-            return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+            response = provider.lookup(key)
+        except EffectResponseLostError:
+            return uncertain
         action = "settled"
-        if refund is None:
-            facts = contract.load(execution.scope, self.store)
-            call = contract.describe_external(execution, facts)
-            if call.idempotency_key != key:
-                log.error("proposal %s: stored key differs from the contract's", proposal.id)
-                return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+        if response is None:
             action = "replayed"
             try:
-                refund = self.provider.refund(
-                    idempotency_key=call.idempotency_key,
-                    charge_id=call.charge_id,
-                    amount_cents=call.amount_cents,
-                    metadata=call.metadata,
-                )
+                response = provider.perform(key, effect.payload())
             except Exception:
                 if proposal.status == ProposalStatus.EXECUTING:
                     self._start_reconciling(proposal.id, key)
                 current = self._reload(proposal.id)
                 return SweepReport(str(current.id), "still_uncertain", str(current.status), None)
-        report = self._settle(contract, execution, refund)
+        report = self._settle(contract, execution, response)
         return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
 
     # -- helpers ------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ implement the same Protocols.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -37,39 +38,20 @@ class Repository(Protocol):
 
 
 @dataclass(frozen=True)
-class ProviderRefund:
-    """What the payment provider holds for one idempotency key."""
+class EffectResponse:
+    """An outside system's definitive answer to one request, as it holds it under the
+    request's idempotency key: it was done, or it was refused (a refusal is an answer too).
+
+    A contract interprets it (``finish_external``); what it means depends on the provider."""
 
     idempotency_key: str
-    refund_id: str
-    charge_id: str
-    amount_cents: int
-    status: str  # "succeeded" | "failed"
-    failure_code: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-
-
-class ProviderResponseLostError(Exception):
-    """Raised when a provider call's outcome is unknown: timeout, lost connection or a 5xx."""
-
-
-class IdempotencyConflictError(Exception):
-    """Raised when an idempotency key is reused with other parameters."""
-
-
-class PaymentProvider(Protocol):
-    """A card payment provider with idempotency keys and lookups, like a real one."""
-
-    def refund(
-        self,
-        *,
-        idempotency_key: str,
-        charge_id: str,
-        amount_cents: int,
-        metadata: dict[str, str],
-    ) -> ProviderRefund: ...
-
-    def find_refund(self, idempotency_key: str) -> ProviderRefund | None: ...
+    status: Literal["succeeded", "refused"]
+    #: The provider's own reference for what it did or refused (a refund id, a message id).
+    reference: str
+    #: Why it refused, in the provider's words (a failure code); None when it succeeded.
+    reason: str | None = None
+    #: Anything else the provider answered, as plain JSON-like values.
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

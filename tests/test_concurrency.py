@@ -333,7 +333,7 @@ def test_an_approval_that_loses_races_on_shared_facts_backs_off_and_then_execute
 
     pg.store.save = save_after_another_approver_wins  # type: ignore[method-assign]
     try:
-        report = ProposalService(pg.store, pg.sandbox, clock).approve(target, AVA)
+        report = ProposalService(pg.store, {"payments": pg.sandbox}, clock).approve(target, AVA)
     finally:
         del pg.store.save
         other.close()

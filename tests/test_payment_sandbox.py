@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from domain.ports import IdempotencyConflictError, ProviderResponseLostError
+from application.ports import IdempotencyConflictError
 from infrastructure.payment_sandbox import (
     CARD_DECLINED,
     CARD_LOST_RESPONSE,
     CARD_OK,
     CARD_OUTAGE,
+    ProviderResponseLostError,
 )
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 from domain.club.organization import Permission
 from domain.errors import CountersignError
 from domain.outcomes import ExecutionContract, RevisionReason
-from domain.ports import ProviderRefund, Repository
+from domain.ports import EffectResponse, Repository
 from domain.scope import Scope, Section
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -102,13 +102,18 @@ class UndecodableContractError(CountersignError):
 
 
 @dataclass(frozen=True)
-class ExternalCall:
-    """One provider request, with the idempotency key that makes it safe to look up later."""
+class Effect:
+    """One request to an outside system, as a contract describes it: the provider it goes
+    to (by the name it is registered under), the idempotency key that makes it safe to ask
+    again and to look up later, and the request itself."""
 
+    provider: str
     idempotency_key: str
-    charge_id: str
-    amount_cents: int
-    metadata: dict[str, str]
+    request: Frozen
+
+    def payload(self) -> dict[str, Any]:
+        """The request as the provider receives it: plain JSON-like values."""
+        return self.request.model_dump(mode="json")
 
 
 class Facts(ABC):
@@ -220,20 +225,18 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """The one provider key a proposal will ever use: stable across retries and processes."""
         return f"countersign:{self.kind}:{proposal_id}"
 
-    def describe_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
-    ) -> ExternalCall:
-        """The provider call this contract makes: the same call every time it is asked."""
+    def describe_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+        """The request this contract sends, under ``idempotency_key``: the same request every
+        time it is asked for one proposal (the reconciler replays it), so it depends only on
+        the frozen arguments and on facts that never change."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
-    def start_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
-    ) -> ExternalCall:
-        """Record the attempt on the domain record and describe the provider call."""
+    def start_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+        """Record the attempt on the domain record and describe the request."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
     def finish_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, refund: ProviderRefund
+        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
     ) -> ResultT:
         """Record the provider's authoritative answer; RevisionNeededError if it refused."""
         raise NotImplementedError(f"{self.kind} has no external execution")

@@ -18,7 +18,7 @@ from domain.club.orders import Order
 from domain.club.organization import Permission
 from domain.contracts.base import (
     ContractRequest,
-    ExternalCall,
+    Effect,
     Facts,
     Frozen,
     InvalidRequestError,
@@ -30,7 +30,7 @@ from domain.contracts.base import (
 from domain.errors import NotFoundError
 from domain.money import format_money
 from domain.outcomes import ExecutionContract
-from domain.ports import ProviderRefund, Repository
+from domain.ports import EffectResponse, Repository
 from domain.scope import Scope, Section
 
 # -- Request: what the model supplies ------------------------------------------------------------
@@ -114,6 +114,17 @@ class RefundResult(Frozen):
     currency: str
     destination: str
     resulting_order_total_cents: int
+
+
+# -- the provider request, for a refund to the card -----------------------------------------------
+
+
+class CardRefund(Frozen):
+    """What the payment provider is asked: refund this much of this charge."""
+
+    charge_id: str
+    amount_cents: int
+    metadata: dict[str, str]
 
 
 # -- the facts it reads and changes ---------------------------------------------------------------
@@ -289,38 +300,42 @@ class RefundMissingDiscount(
 
     def describe_external(
         self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
-    ) -> ExternalCall:
+    ) -> Effect:
         arguments = contract.arguments
+        # A payment's charge and an order's key never change: the request is always the same.
         charge_id = facts.order.payment(arguments.payment).charge_id
         assert charge_id is not None  # a card payment always has a charge
-        return ExternalCall(
+        return Effect(
+            provider="payments",
             idempotency_key=self.idempotency_key(contract.proposal_id),
-            charge_id=charge_id,
-            amount_cents=arguments.amount_cents,
-            metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+            request=CardRefund(
+                charge_id=charge_id,
+                amount_cents=arguments.amount_cents,
+                metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+            ),
         )
 
     def start_external(
         self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
-    ) -> ExternalCall:
-        call = self.describe_external(contract, facts)
+    ) -> Effect:
+        effect = self.describe_external(contract, facts)
         arguments = contract.arguments
         facts.order.start_refund_attempt(
             contract.proposal_id,
             arguments.payment,
             arguments.discount,
             arguments.amount_cents,
-            idempotency_key=call.idempotency_key,
+            idempotency_key=effect.idempotency_key,
         )
-        return call
+        return effect
 
     def finish_external(
         self,
         contract: ExecutionContract[RefundArguments],
         facts: RefundFacts,
-        refund: ProviderRefund,
+        response: EffectResponse,
     ) -> RefundResult:
-        if refund.status != "succeeded":
+        if response.status != "succeeded":
             facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
             raise RevisionNeededError("refund_declined_by_provider")
         facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
