@@ -454,6 +454,7 @@ class ProposalService:
     def _expire_if_due(
         proposal_id: UUID, now: datetime, facts: Repository
     ) -> Commit[SweepReport | None] | Answer[SweepReport | None]:
+        """Expire the proposal if it is pending and past its expiry; else nothing to do."""
         proposal = facts.get(proposal_id, Proposal)
         if proposal.status != ProposalStatus.PENDING or not proposal.is_expired_at(now):
             return Answer(None)
@@ -466,10 +467,11 @@ class ProposalService:
         """Settle uncertain external effects under their original idempotency keys.
 
         Candidates: proposals that are Reconciling, and proposals Claimed longer than the
-        lease without an outcome (a crash between commits). The provider is first asked what
-        it holds for the key. Only if it holds nothing is the original request replayed,
-        unchanged and under the same key, so an original that arrives late (a paused process)
-        cannot pay twice. Never a new request under a new key.
+        lease without an outcome (a crash between commits). The contract describes the request
+        again, under the stored key, and the provider is asked what it holds for the key. Only
+        if it holds nothing is that request replayed, unchanged and under the same key, so an
+        original that arrives late (a paused process) cannot pay twice. Never a new request
+        under a new key.
         """
         reports = []
         now = self.clock.now()

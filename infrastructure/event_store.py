@@ -31,7 +31,7 @@ from domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadErro
 from domain.ports import Repository
 from infrastructure.aggregate_copy import copy_aggregate, freeze
 from infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
-from infrastructure.unit_of_work import UnitOfWork
+from infrastructure.unit_of_work import StoreUnitOfWork
 
 log = logging.getLogger("countersign.store")
 
@@ -218,7 +218,7 @@ class EventSourcedStore:
         self.app = app
         self._local = threading.local()
         self._snapshots = _Snapshots(cache_size)
-        self._unit_of_work = UnitOfWork(self)
+        self._unit_of_work = StoreUnitOfWork(self)
         recorder: Any = app.recorder
         schema = getattr(getattr(recorder, "datastore", None), "schema", "")
         table = recorder.events_table_name

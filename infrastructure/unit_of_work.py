@@ -39,7 +39,7 @@ T = TypeVar("T")
 
 #: How many lost races a decision takes before ConcurrencyConflictError.
 ATTEMPTS = 12
-#: How many read sets are remembered (least recently used forgotten).
+#: How many read sets are remembered (the oldest learned are forgotten first).
 REMEMBERED = 10_000
 
 
@@ -76,7 +76,7 @@ class _ReadSets:
                 self._items.popitem(last=False)
 
 
-class UnitOfWork:
+class StoreUnitOfWork:
     """The UnitOfWork port (application/ports.py) over one EventSourcedStore."""
 
     def __init__(self, store: EventSourcedStore) -> None:
