@@ -43,7 +43,8 @@ class Reads:
 @dataclass(frozen=True)
 class Commit(Generic[T]):
     """A decision to record the new events of these aggregates, in one atomic commit, and
-    then to answer ``answer``. The decision is done with them once they are committed."""
+    then to answer ``answer``. Once committed they are shared read-only state: the decision
+    is done with them, and a command given to one raises."""
 
     aggregates: Sequence[Aggregate]
     answer: T
