@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from countersign.application.errors import parse_id
+from countersign.application.ports import AggregateStore
 from countersign.domain.errors import NotFoundError
-from countersign.domain.ports import AggregateStore
 from countersign.domain.proposal import Proposal
 
 

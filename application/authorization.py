@@ -7,14 +7,14 @@ from uuid import UUID
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.errors import NotFoundError
-from countersign.domain.ports import AggregateStore
+from countersign.domain.ports import Repository
 
 
-def organization_by_slug(store: AggregateStore, slug: str) -> Organization:
+def organization_by_slug(store: Repository, slug: str) -> Organization:
     return store.read(Organization.create_id(slug.strip().lower()), Organization)
 
 
-def member_of(store: AggregateStore, organization_id: UUID, email: str) -> Member:
+def member_of(store: Repository, organization_id: UUID, email: str) -> Member:
     """The caller's membership, read freshly; NotFoundError for a non-member."""
     return membership(store.read(organization_id, Organization), email)
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from countersign.application.authorization import member_of, organization_by_slug, require
 from countersign.application.errors import parse_id
+from countersign.application.ports import AggregateStore
 from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.errors import NotFoundError
-from countersign.domain.ports import AggregateStore
 
 
 class ClubService:

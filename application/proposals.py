@@ -2,18 +2,22 @@
 
 ``approve`` follows DESIGN.md's approve path step by step. The model is never involved:
 approval is an authenticated command carrying only the proposal's id.
+
+Each step that reads facts and records what it decided on them is one *decision*: a function
+of what it reads that returns the commit to make (``Commit``) or the answer to give without
+one (``Answer``), carried out by the store's unit of work (``decide``, application/ports.py).
+How the reads are served and checked, and when a decision is taken again, is the unit of
+work's business (docs/concurrency.md): a decision only says what it decides.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import random
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -24,6 +28,15 @@ from countersign.application.authorization import (
     require,
 )
 from countersign.application.errors import UnknownOperationError, new_correlation_id, parse_id
+from countersign.application.ports import (
+    AggregateStore,
+    Answer,
+    Commit,
+    EffectProvider,
+    EffectResponseLostError,
+    OpenWorkIndex,
+    Reads,
+)
 from countersign.application.reports import (
     ApprovalReport,
     ProposalCard,
@@ -33,22 +46,18 @@ from countersign.application.reports import (
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import (
-    ExternalCall,
-    Facts,
+    Effect,
     RevisionNeededError,
     UndecodableContractError,
 )
 from countersign.domain.errors import (
     ConcurrencyConflictError,
-    CountersignError,
     NotFoundError,
     OrderRuleError,
-    StaleReadError,
 )
 from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import (
     AlreadyCompleted,
-    Claimed,
     ExecutionContract,
     NeedsReconciliation,
     NotApprovable,
@@ -58,51 +67,27 @@ from countersign.domain.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from countersign.domain.ports import (
-    A,
-    AggregateStore,
-    Clock,
-    OpenWorkIndex,
-    PaymentProvider,
-    ProviderRefund,
-    ProviderResponseLostError,
-    StoredEventView,
-)
+from countersign.domain.ports import A, Clock, EffectResponse, Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
 from countersign.domain.scope import Scope
-from countersign.domain.state_copy import copy_state
-from eventsourcing.domain import Aggregate
 
 log = logging.getLogger("countersign.proposals")
 
 
-class _ReadAgain:
-    """An approval round's answer: "decide that again on fresh reads"."""
-
-
-_READ_AGAIN = _ReadAgain()
-
-
 @dataclass(frozen=True)
-class _ClaimedExternal:
-    """An approval round's answer: "claimed; now call the provider" - outside the read blocks,
-    since once the claim has committed, nothing read before it may stop its outcome."""
+class _CallOut:
+    """A committed claim of an external operation: the provider is called next, outside any
+    decision, since once the claim is committed nothing read before it may stop it."""
 
-    proposal: Proposal
     contract: AnyContract
     execution: ExecutionContract[Any]
-    call: ExternalCall
-    facts: Facts
+    effect: Effect
 
 
-_RoundAnswer = ApprovalReport | _ReadAgain | _ClaimedExternal | None
+_Claim = Commit[ApprovalReport | _CallOut] | Answer[ApprovalReport | _CallOut]
+_Report = Commit[ApprovalReport] | Answer[ApprovalReport]
 
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
-_SETTLE_ATTEMPTS = 5
-_CLAIM_ROUNDS = 12
-_PROPOSE_ATTEMPTS = 8
-_DECLINE_ATTEMPTS = 3
-_REMEMBERED_SCOPES = 10_000
 
 
 def _dump(
@@ -115,13 +100,23 @@ def _revision(reason: RevisionReason) -> dict[str, Any]:
     return _dump(RevisionRequired(reason=reason))
 
 
+def _own(value: Any) -> Any:
+    """The caller's own copy of a proposal's JSON-ready state (a preview, an outcome): the
+    proposal may be a shared snapshot, which every later reader copies."""
+    if type(value) is dict:
+        return {key: _own(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_own(item) for item in value]
+    return value
+
+
 class ProposalService:
     """Turns validated requests into proposals, and approvals into exactly-once executions."""
 
     def __init__(
         self,
         store: AggregateStore,
-        provider: PaymentProvider,
+        providers: Mapping[str, EffectProvider],
         clock: Clock,
         *,
         registry: Mapping[str, AnyContract] = REGISTRY,
@@ -131,8 +126,7 @@ class ProposalService:
     ) -> None:
         self.store = store
         self.open_work = open_work or ScanOpenWork(store)
-        self._scopes: dict[UUID, list[UUID]] = {}  # proposal id -> the ids approve will read
-        self.provider = provider
+        self.providers = providers
         self.clock = clock
         self.registry = registry
         self.ttl = ttl
@@ -161,73 +155,32 @@ class ProposalService:
         parsed = contract.parse_request(request)
         organization_id = Organization.create_id(organization.strip().lower())
         scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
-        ids = [organization_id, *contract.preload_ids(scope)]
-        for attempt in range(_PROPOSE_ATTEMPTS):
-            if attempt > 1:
-                # Facts it depends on keep changing: back off with jitter, then read again.
-                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))  # noqa: S311
-            try:
-                # First on what this process already holds; the commit checks every fact read.
-                with self.store.preload(
-                    ids, optimistic=attempt == 0, unchecked=contract.targets_only(scope)
-                ):
-                    proposal = self._freeze(
-                        contract, parsed, scope, organization, actor, interaction_id
-                    )
-                    self._save_new(proposal)
-                break
-            except StaleReadError:
-                continue  # a fact moved on between our read and our commit: decide again
-            except CountersignError:
-                if attempt == 0:
-                    continue  # a refusal is only ever given from fresh reads
-                raise
-        else:
-            raise ConcurrencyConflictError("the facts of this request keep changing; try again")
-        self._remember(proposal)
-        return ProposalCreated(
-            proposal_id=str(proposal.id),
-            status=str(proposal.status),
-            operation=proposal.kind,
-            # The caller's own copy: the proposal object is now the shared snapshot.
-            preview=copy_state(proposal.preview, {}),
-            expires_at=proposal.expires_at,
+        return self.store.decide(
+            Reads([organization_id, scope.resource_id], targets=contract.targets),
+            lambda facts: self._freeze(
+                facts, contract, parsed, scope, organization, actor, interaction_id
+            ),
         )
-
-    def _save_new(self, proposal: Proposal) -> None:
-        try:
-            self.store.save(proposal, final=True)  # read below, never changed
-        except StaleReadError as stale:
-            # A retried insert (the connection dropped after the first attempt committed) is
-            # checked against facts that may have moved on since: ours may be stored already.
-            try:
-                self._reload(proposal.id)
-            except NotFoundError:
-                raise stale from None
-        except ConcurrencyConflictError:
-            # A fresh random id cannot collide with another writer: the conflict is a retried
-            # insert reporting our own committed write. Make sure (NotFoundError if not).
-            self._reload(proposal.id)
 
     def _freeze(
         self,
+        facts: Repository,
         contract: AnyContract,
         parsed: Any,
         scope: Scope,
         organization: str,
         actor: str,
         interaction_id: str | None,
-    ) -> Proposal:
+    ) -> Commit[ProposalCreated]:
         """Check the requester, resolve the contract against the facts, freeze the proposal."""
-        org = organization_by_slug(self.store, organization)
+        org = organization_by_slug(facts, organization)
         member = membership(org, actor)
         require(member, contract.permission)
         # Read-only: nothing here changes them, so the contract reads the shared state.
-        facts = contract.load(scope, _ReadOnlyFacts(self.store))
-        prepared = contract.prepare(parsed, facts)
+        prepared = contract.prepare(parsed, contract.load(scope, _ReadOnlyFacts(facts)))
         arguments = prepared.arguments.model_dump(mode="json")
         preview = prepared.preview.model_dump(mode="json")
-        return Proposal.propose(
+        proposal = Proposal.propose(
             id=uuid4(),
             organization_id=org.id,
             section=str(contract.section),
@@ -241,6 +194,15 @@ class ProposalService:
             expires_at=self.clock.now() + self.ttl,
             digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
         )
+        created = ProposalCreated(
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            operation=proposal.kind,
+            # The caller's own copy: once committed, the proposal is the shared snapshot.
+            preview=_own(proposal.preview),
+            expires_at=proposal.expires_at,
+        )
+        return Commit([proposal], created)
 
     # -- read ---------------------------------------------------------------------------------
 
@@ -278,239 +240,165 @@ class ProposalService:
     def approve(self, proposal_id: str, actor: str) -> ApprovalReport:
         """Claim the proposal exactly once, revalidate, execute, and record the outcome.
 
-        Raises ConcurrencyConflictError only if every round lost a race on shared facts
+        Raises ConcurrencyConflictError only if the claim kept losing races on shared facts
         (another proposal kept changing the same record): nothing was claimed; try again.
         """
-        # The first reads come from what this process holds (no query), checked by the commit
-        # they lead to; an answer that commits nothing is only given from fresh reads.
-        optimistic = True
-        round_number = 0
-        while round_number < _CLAIM_ROUNDS:
-            if round_number:
-                # Someone else changed a fact we act on; back off with jitter, then re-read.
-                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**round_number)))  # noqa: S311
-            # A proposal whose scope this process knows is read with its facts in one query.
-            with self.store.preload(self._known_ids(proposal_id), optimistic=optimistic):
-                proposal = self._load(proposal_id)
-                if proposal is None:
-                    report: _RoundAnswer = _READ_AGAIN
-                    if not optimistic:
-                        report = self._not_approvable(
-                            proposal_id, None, NotApprovableReason.NOT_FOUND
-                        )
-                else:
-                    self._remember(proposal)
-                    contract = self.registry.get(proposal.kind)
-                    with self.store.preload(
-                        self._facts_ids(proposal, contract), optimistic=optimistic
-                    ):
-                        report = self._approve_round(
-                            proposal, contract, actor, proposal_id, fresh=not optimistic
-                        )
-            if isinstance(report, _ReadAgain):
-                optimistic = False
-                continue
-            if isinstance(report, _ClaimedExternal):
-                claimed = report
-                return self._call_provider(
-                    claimed.proposal,
-                    claimed.contract,
-                    claimed.execution,
-                    claimed.call,
-                    claimed.facts,
-                )
-            if report is not None:
-                return report
-            round_number += 1
-        log.warning("approval of %s lost %d races on shared facts", proposal_id, _CLAIM_ROUNDS)
-        raise ConcurrencyConflictError("the facts this proposal acts on keep changing; try again")
-
-    def _remember(self, proposal: Proposal) -> None:
-        """A proposal's scope never changes after Proposed, so it is safe to remember."""
-        if proposal.id not in self._scopes:
-            if len(self._scopes) >= _REMEMBERED_SCOPES:
-                self._scopes.pop(next(iter(self._scopes)), None)
-            self._scopes[proposal.id] = self._facts_ids(proposal, self.registry.get(proposal.kind))
-
-    def _known_ids(self, proposal_id: str) -> list[UUID]:
         try:
             pid = parse_id(proposal_id, "proposal")
+            claimed = self.store.decide(Reads([pid]), lambda facts: self._claim(facts, pid, actor))
         except NotFoundError:
-            return []
-        facts = self._scopes.get(pid)
-        return [pid, *facts] if facts is not None else []
+            # An unknown id, and another tenant's proposal, get the same answer, echo included.
+            return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+        if isinstance(claimed, _CallOut):
+            return self._call_out(claimed)
+        return claimed
 
-    @staticmethod
-    def _facts_ids(proposal: Proposal, contract: AnyContract | None) -> list[UUID]:
-        """What one approval reads besides the proposal: fetched in a single round trip."""
-        ids = [proposal.organization_id]
-        if contract is not None:
-            with contextlib.suppress(ValueError):  # a corrupt scope is reported later
-                ids += contract.preload_ids(proposal.scope)
-        return ids
+    def _claim(self, facts: Repository, pid: UUID, actor: str) -> _Claim:
+        """The approve path up to its claim commit, decided on ``facts``.
 
-    def _approve_round(
-        self,
-        proposal: Proposal,
-        contract: AnyContract | None,
-        actor: str,
-        asked_id: str,
-        *,
-        fresh: bool,
-    ) -> _RoundAnswer:
-        """One attempt at the approve path; None means "lost a race, start again".
-
-        Unless the reads were ``fresh``, an answer that would commit nothing is not given:
-        _READ_AGAIN asks for the same round on fresh reads.
+        A local operation executes here, in the claim's commit; an external one records its
+        attempt here and is called out once the claim is committed (``_call_out``).
         """
-        try:
-            member = member_of(self.store, proposal.organization_id, actor)
-        except NotFoundError:
-            if not fresh:
-                return _READ_AGAIN
-            # Another tenant's proposal answers exactly like an unknown one, echo included.
-            return self._not_approvable(asked_id, None, NotApprovableReason.NOT_FOUND)
+        # 1. Load the proposal (NotFoundError: an unknown id).
+        proposal = facts.get(pid, Proposal)
+        contract = self.registry.get(proposal.kind)
+        # 2. Check the caller: still a member (NotFoundError otherwise: another tenant's
+        #    proposal answers like an unknown one), still holding the operation's permission.
+        #    An unknown kind fails closed: nobody holds the permission it would need.
+        member = member_of(facts, proposal.organization_id, actor)
         if contract is None or not member.may(contract.permission):
-            if not fresh:
-                return _READ_AGAIN
-            # An unknown kind fails closed: nobody holds the permission it would need.
-            return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
+            return Answer(self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
+        # 3. Check that it is pending and not expired (recording Expired if it is).
         decided = self._decided(proposal)
         if decided is not None:
-            if not fresh:
-                return _READ_AGAIN
-            return self._report(proposal, decided)
+            return Answer(self._report(proposal, decided))
         now = self.clock.now()
         if proposal.is_expired_at(now):
             proposal.expire(now)
-            if self._try_save(proposal):
-                return self._report(proposal, NotApprovable(NotApprovableReason.EXPIRED))
-            return None
-        return self._claim_and_execute(proposal, contract, member.email)
-
-    def _claim_and_execute(
-        self, proposal: Proposal, contract: AnyContract | None, actor: str
-    ) -> ApprovalReport | _ClaimedExternal | None:
-        """One claim commit; None means "lost a race on the facts, start again"."""
-        now = self.clock.now()
+            expired = NotApprovable(NotApprovableReason.EXPIRED)
+            return Commit([proposal], self._report(proposal, expired))
+        # 4. Claim: Approved and Claimed, in the one commit this decision makes.
         attempt_id = uuid4()
-        proposal.approve_and_claim(actor, now, attempt_id)
+        proposal.approve_and_claim(member.email, now, attempt_id)
+        # 5. Decode the arguments and check the digest: what runs is what the approver saw.
         try:
-            if contract is None:
-                raise UndecodableContractError(proposal.kind)
             arguments = contract.decode_arguments(proposal.arguments)
         except UndecodableContractError:
-            return self._fail_and_commit(proposal, attempt_id, "UndecodableContractError")
-        stored_digest = contract_digest(
+            return self._fail(proposal, "UndecodableContractError")
+        digest = contract_digest(
             proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
         )
-        if stored_digest != proposal.digest:
-            # What would run is not what the approver was shown: never execute it.
-            return self._fail_and_commit(proposal, attempt_id, "ContractDigestMismatch")
-        claim = Claimed(
-            ExecutionContract(
-                proposal_id=proposal.id,
-                kind=proposal.kind,
-                scope=proposal.scope,
-                arguments=arguments,
-                approved_by=actor,
-                approved_at=now,
-                attempt_id=attempt_id,
-            )
+        if digest != proposal.digest:
+            return self._fail(proposal, "ContractDigestMismatch")
+        execution = ExecutionContract(  # what the claim yields: the only thing that executes
+            proposal_id=proposal.id,
+            kind=proposal.kind,
+            scope=proposal.scope,
+            arguments=arguments,
+            approved_by=member.email,
+            approved_at=now,
+            attempt_id=attempt_id,
         )
-        execution = claim.contract
+        # 6. Revalidate against the facts as they are now; a changed one fails closed.
         try:
-            facts = contract.load(execution.scope, self.store)
-            checked = contract.revalidate(arguments, facts)
+            loaded = contract.load(execution.scope, facts)
+            checked = contract.revalidate(arguments, loaded)
         except NotFoundError:
-            proposal.require_revision(_revision(RevisionReason(code="resource_unavailable")))
-            return self._commit_claim(proposal, [], attempt_id)
+            return self._revise(proposal, RevisionReason(code="resource_unavailable"))
         except RevisionNeededError as stale:
-            proposal.require_revision(_revision(stale.reason))
-            return self._commit_claim(proposal, [], attempt_id)
+            return self._revise(proposal, stale.reason)
         proposal.record_revalidated(checked)
-
+        # 7. Execute a local operation; 8. record its outcome: the effect and Succeeded go
+        #    into the claim's commit.
         if not contract.is_external(arguments):
             try:
-                result = contract.execute(execution, facts)
+                result = contract.execute(execution, loaded)
             except Exception:
-                return self._fail_and_commit(proposal, attempt_id, "ExecutionError", exc_info=True)
+                return self._fail(proposal, "ExecutionError", exc_info=True)
             proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
-            return self._commit_claim(proposal, facts.aggregates(), attempt_id)
+            return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
+        #    Or record an external operation's attempt with the claim, and call out once the
+        #    claim is committed.
+        effect = contract.start_external(execution, loaded)
+        if effect.provider not in self.providers:
+            return self._fail(proposal, "UnknownEffectProvider")
+        return Commit([proposal, *loaded.aggregates()], _CallOut(contract, execution, effect))
 
-        call = contract.start_external(execution, facts)
-        report = self._commit_claim(proposal, facts.aggregates(), attempt_id)
-        if report is None or report.result != "executed":
-            return report
-        return _ClaimedExternal(proposal, contract, execution, call, facts)
-
-    def _call_provider(
-        self,
-        proposal: Proposal,
-        contract: AnyContract,
-        execution: ExecutionContract[Any],
-        call: ExternalCall,
-        facts: Facts,
-    ) -> ApprovalReport:
+    def _call_out(self, claimed: _CallOut) -> ApprovalReport:
+        """Steps 7 and 8 of an external operation whose claim is committed."""
+        effect = claimed.effect
+        proposal_id = claimed.execution.proposal_id
+        # 7. Call the provider under the proposal's idempotency key.
         try:
-            refund = self.provider.refund(
-                idempotency_key=call.idempotency_key,
-                charge_id=call.charge_id,
-                amount_cents=call.amount_cents,
-                metadata=call.metadata,
+            response = self.providers[effect.provider].perform(
+                effect.idempotency_key, effect.payload()
             )
-        except ProviderResponseLostError:
-            return self._start_reconciling(proposal, call.idempotency_key)
+        except EffectResponseLostError:
+            return self._start_reconciling(proposal_id, effect.idempotency_key)
         except Exception:
             # Anything unexpected once a request may have left is uncertain, never a retry.
-            log.exception("provider call for proposal %s ended unexpectedly", proposal.id)
-            return self._start_reconciling(proposal, call.idempotency_key)
-        return self._settle(proposal, contract, execution, refund, facts)
+            log.exception("provider call for proposal %s ended unexpectedly", proposal_id)
+            return self._start_reconciling(proposal_id, effect.idempotency_key)
+        # 8. Record its authoritative answer.
+        return self._settle(claimed.contract, claimed.execution, response)
 
-    def _start_reconciling(self, proposal: Proposal, key: str) -> ApprovalReport:
-        status_path = STATUS_PATH.format(proposal_id=proposal.id)
-        proposal.start_reconciling(_dump(NeedsReconciliation(status_path=status_path)), key)
-        if not self._try_save(proposal):
-            proposal = self._reload(proposal.id)
-        return self._report(proposal, None)
+    def _start_reconciling(self, proposal_id: UUID, key: str) -> ApprovalReport:
+        """Record that the provider's answer is unknown: the reconciler will settle it."""
+
+        def reconciling(facts: Repository) -> _Report:
+            proposal = facts.get(proposal_id, Proposal)
+            if proposal.status != ProposalStatus.EXECUTING:
+                return Answer(self._report(proposal, None))  # settled meanwhile
+            status_path = STATUS_PATH.format(proposal_id=proposal.id)
+            proposal.start_reconciling(_dump(NeedsReconciliation(status_path=status_path)), key)
+            return Commit([proposal], self._report(proposal, None))
+
+        return self.store.decide(Reads([proposal_id]), reconciling)
 
     def _settle(
         self,
-        proposal: Proposal,
         contract: AnyContract,
         execution: ExecutionContract[Any],
-        refund: ProviderRefund,
-        facts: Facts | None = None,
+        response: EffectResponse,
     ) -> ApprovalReport:
-        """Record the provider's authoritative answer with the domain change, in one commit.
+        """Record the provider's authoritative answer with the domain change, in one commit."""
 
-        ``facts`` are the aggregates as the claim commit left them; they are reused for the
-        first try and reloaded only after a conflict.
-        """
-        for _ in range(_SETTLE_ATTEMPTS):
-            if facts is None:
-                facts = contract.load(execution.scope, self.store)
+        def settlement(facts: Repository) -> _Report:
+            proposal = facts.get(execution.proposal_id, Proposal)
+            if proposal.status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
+                return Answer(self._report(proposal, None))  # recorded by another process
+            loaded = contract.load(execution.scope, facts)
             try:
-                result = contract.finish_external(execution, facts, refund)
+                result = contract.finish_external(execution, loaded, response)
                 proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
             except RevisionNeededError as refused:
                 proposal.require_revision(_revision(refused.reason))
             except OrderRuleError:
                 # The attempt is no longer pending: another process (an approver that woke up,
                 # or the reconciler) already recorded this same provider answer.
-                return self._report(self._reload(proposal.id), None)
-            if self._try_save(proposal, *facts.aggregates(), final=True):
-                return self._report(proposal, None)
-            facts = None
-            proposal = self._reload(proposal.id)
-            if proposal.is_finished:
-                return self._report(proposal, None)
-        log.error("could not record provider answer for %s; the reconciler will", proposal.id)
-        return self._report(self._reload(proposal.id), None)
+                return Answer(self._report(proposal, None))
+            return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
 
-    def _fail_and_commit(
-        self, proposal: Proposal, attempt_id: UUID, error_class: str, *, exc_info: bool = False
-    ) -> ApprovalReport | None:
+        try:
+            return self.store.decide(Reads([execution.proposal_id]), settlement)
+        except ConcurrencyConflictError:
+            log.error(
+                "could not record provider answer for %s; the reconciler will",
+                execution.proposal_id,
+            )
+            return self._report(self._reload(execution.proposal_id), None)
+
+    def _revise(
+        self, proposal: Proposal, reason: RevisionReason
+    ) -> Commit[ApprovalReport | _CallOut]:
+        """The claim's commit records RevisionRequired: nothing executes."""
+        proposal.require_revision(_revision(reason))
+        return Commit([proposal], self._report(proposal, None))
+
+    def _fail(
+        self, proposal: Proposal, error_class: str, *, exc_info: bool = False
+    ) -> Commit[ApprovalReport | _CallOut]:
+        """The claim's commit records a terminal failure, with a correlation id in the logs."""
         correlation_id = new_correlation_id()
         log.error(
             "terminal failure for proposal %s (%s), correlation id %s",
@@ -520,55 +408,41 @@ class ProposalService:
             exc_info=exc_info,
         )
         proposal.fail(_dump(TerminalFailure(correlation_id=correlation_id)), error_class)
-        return self._commit_claim(proposal, [], attempt_id)
-
-    def _commit_claim(
-        self, proposal: Proposal, aggregates: list[Any], attempt_id: UUID
-    ) -> ApprovalReport | None:
-        """Save the claim commit; on a conflict answer from the winner's state, or retry."""
-        # A finished proposal (and what its commit changed) is only read from here on; an
-        # external operation's claim goes on to the provider call.
-        if self._try_save(proposal, *aggregates, final=proposal.is_finished):
-            return self._report(proposal, None)
-        current = self._reload(proposal.id)
-        if current.attempt_id == attempt_id:
-            # A retried insert reported a conflict with our own committed write.
-            return self._report(current, None)
-        decided = self._decided(current)
-        if decided is not None:
-            return self._report(current, decided)
-        return None  # the proposal is still pending: another fact moved; start again
+        return Commit([proposal], self._report(proposal, None))
 
     # -- decline ------------------------------------------------------------------------------
 
     def decline(self, proposal_id: str, actor: str, note: str | None = None) -> ApprovalReport:
-        """Decline a pending proposal; the outcome is RevisionRequired(declined_by_manager)."""
-        proposal = self._load(proposal_id)
-        if proposal is None:
-            return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+        """Decline a pending proposal; the outcome is RevisionRequired(declined_by_manager).
+
+        Of two declines racing (the same member's too), one answers ``declined``; the other
+        lost to it and answers like any repeat, from the stored state.
+        """
         try:
-            member = member_of(self.store, proposal.organization_id, actor)
+            pid = parse_id(proposal_id, "proposal")
+            return self.store.decide(
+                Reads([pid]), lambda facts: self._decline(facts, pid, actor, note)
+            )
         except NotFoundError:
+            # An unknown id, and another tenant's proposal, get the same answer, echo included.
             return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
+
+    def _decline(
+        self, facts: Repository, pid: UUID, actor: str, note: str | None
+    ) -> Commit[ApprovalReport] | Answer[ApprovalReport]:
+        proposal = facts.get(pid, Proposal)
+        member = member_of(facts, proposal.organization_id, actor)
         contract = self.registry.get(proposal.kind)
         if contract is None or not member.may(contract.permission):
-            return self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN))
+            return Answer(self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
+        decided = self._decided(proposal)
+        if decided is not None:
+            return Answer(self._report(proposal, decided))
         clean_note = note.strip()[:500] if note and note.strip() else None
-        outcome = _revision(RevisionReason(code="declined_by_manager"))
-        for _ in range(_DECLINE_ATTEMPTS):
-            decided = self._decided(proposal)
-            if decided is not None:
-                return self._report(proposal, decided)
-            proposal.decline(member.email, clean_note, outcome)
-            if self._try_save(proposal):
-                break
-            # Another decline (the same member's too), an approval or an expiry was stored
-            # first: this one answers like any repeat, from the stored state. (A conflict is
-            # never our own commit: the store recognises a retried commit of ours.)
-            proposal = self._reload(proposal.id)
-        else:
-            raise ConcurrencyConflictError("this proposal keeps changing; try again")
-        return ApprovalReport(
+        proposal.decline(
+            member.email, clean_note, _revision(RevisionReason(code="declined_by_manager"))
+        )
+        declined = ApprovalReport(
             result="declined",
             proposal_id=str(proposal.id),
             status=str(proposal.status),
@@ -576,6 +450,7 @@ class ProposalService:
             reason=None,
             message=self.message(proposal),
         )
+        return Commit([proposal], declined)
 
     # -- sweepers -----------------------------------------------------------------------------
 
@@ -584,24 +459,36 @@ class ProposalService:
         reports = []
         now = self.clock.now()
         for proposal_id in self.open_work.expiry_candidates(now):
-            proposal = self._load(str(proposal_id))
-            if proposal is None or proposal.status != ProposalStatus.PENDING:
-                continue
-            if not proposal.is_expired_at(now):
-                continue
-            proposal.expire(now)
-            if self._try_save(proposal):
-                reports.append(SweepReport(str(proposal.id), "expired", str(proposal.status), None))
+            with contextlib.suppress(NotFoundError):
+                expired = self.store.decide(
+                    Reads([proposal_id]), partial(self._expire_if_due, proposal_id, now)
+                )
+                if expired is not None:
+                    reports.append(expired)
         return reports
+
+    @staticmethod
+    def _expire_if_due(
+        proposal_id: UUID, now: datetime, facts: Repository
+    ) -> Commit[SweepReport | None] | Answer[SweepReport | None]:
+        """Expire the proposal if it is pending and past its expiry; else nothing to do."""
+        proposal = facts.get(proposal_id, Proposal)
+        if proposal.status != ProposalStatus.PENDING or not proposal.is_expired_at(now):
+            return Answer(None)
+        proposal.expire(now)
+        return Commit(
+            [proposal], SweepReport(str(proposal.id), "expired", str(proposal.status), None)
+        )
 
     def reconcile(self) -> list[SweepReport]:
         """Settle uncertain external effects under their original idempotency keys.
 
         Candidates: proposals that are Reconciling, and proposals Claimed longer than the
-        lease without an outcome (a crash between commits). The provider is first asked what
-        it holds for the key. Only if it holds nothing is the original request replayed,
-        unchanged and under the same key, so an original that arrives late (a paused process)
-        cannot pay twice. Never a new request under a new key.
+        lease without an outcome (a crash between commits). The contract describes the request
+        again, under the stored key, and the provider is asked what it holds for the key. Only
+        if it holds nothing is that request replayed, unchanged and under the same key, so an
+        original that arrives late (a paused process) cannot pay twice. Never a new request
+        under a new key.
         """
         reports = []
         now = self.clock.now()
@@ -642,31 +529,30 @@ class ProposalService:
             attempt_id=proposal.attempt_id or uuid4(),
         )
         key = proposal.idempotency_key or contract.idempotency_key(proposal.id)
+        uncertain = SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+        # The request the approval sent, or was about to send, described again: a contract
+        # describes the same request every time, under the same key.
+        facts = contract.load(execution.scope, _ReadOnlyFacts(self.store))
+        effect = contract.describe_external(execution, facts)
+        if effect.idempotency_key != key:
+            log.error("proposal %s: stored key differs from the contract's", proposal.id)
+            return uncertain
+        provider = self.providers[effect.provider]
         try:
-            refund = self.provider.find_refund(key)
-        except ProviderResponseLostError:
-            return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+            response = provider.lookup(key)
+        except EffectResponseLostError:
+            return uncertain
         action = "settled"
-        if refund is None:
-            facts = contract.load(execution.scope, self.store)
-            call = contract.describe_external(execution, facts)
-            if call.idempotency_key != key:
-                log.error("proposal %s: stored key differs from the contract's", proposal.id)
-                return SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+        if response is None:
             action = "replayed"
             try:
-                refund = self.provider.refund(
-                    idempotency_key=call.idempotency_key,
-                    charge_id=call.charge_id,
-                    amount_cents=call.amount_cents,
-                    metadata=call.metadata,
-                )
+                response = provider.perform(key, effect.payload())
             except Exception:
                 if proposal.status == ProposalStatus.EXECUTING:
-                    self._start_reconciling(proposal, key)
+                    self._start_reconciling(proposal.id, key)
                 current = self._reload(proposal.id)
                 return SweepReport(str(current.id), "still_uncertain", str(current.status), None)
-        report = self._settle(proposal, contract, execution, refund)
+        report = self._settle(contract, execution, response)
         return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -680,10 +566,10 @@ class ProposalService:
     def _reload(self, proposal_id: UUID) -> Proposal:
         return self.store.get(proposal_id, Proposal)
 
-    def _try_save(self, *aggregates: Any, final: bool = False) -> bool:
-        """Save; False on a conflict. ``final``: this call is done with these objects."""
+    def _try_save(self, *aggregates: Any) -> bool:
+        """Save; False on a conflict."""
         try:
-            self.store.save(*aggregates, final=final)
+            self.store.save(*aggregates)
         except ConcurrencyConflictError:
             return False
         return True
@@ -719,7 +605,7 @@ class ProposalService:
             proposal_id=str(proposal.id),
             status=str(proposal.status),
             # The caller's own copy: a finished proposal may be the shared snapshot.
-            outcome=copy_state(proposal.outcome, {}),
+            outcome=_own(proposal.outcome),
             reason=None,
             message=self.message(proposal),
         )
@@ -756,36 +642,14 @@ class ScanOpenWork:
 
 
 class _ReadOnlyFacts:
-    """The store as a proposal's facts are read through: nothing proposed is saved, and
-    what the contract reads is the shared state itself, not a private copy of it."""
+    """The facts a proposal is prepared from: nothing preparing does changes them, so the
+    contract reads the shared state itself, not a private copy of it."""
 
-    def __init__(self, store: AggregateStore) -> None:
-        self._store = store
+    def __init__(self, facts: Repository) -> None:
+        self._facts = facts
 
-    def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
-        if version is not None:
-            return self._store.get(aggregate_id, as_type, version)
-        return self._store.read(aggregate_id, as_type)
+    def get(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        return self._facts.read(aggregate_id, as_type)
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
-        return self._store.read(aggregate_id, as_type)
-
-    def preload(
-        self,
-        aggregate_ids: Sequence[UUID],
-        *,
-        optimistic: bool = False,
-        unchecked: Sequence[UUID] = (),
-    ) -> AbstractContextManager[None]:
-        return self._store.preload(aggregate_ids, optimistic=optimistic, unchecked=unchecked)
-
-    def save(self, *aggregates: Aggregate, final: bool = False) -> None:
-        raise TypeError("a proposal's facts are read, never saved, while it is prepared")
-
-    def history(self, aggregate_id: UUID) -> list[StoredEventView]:
-        return self._store.history(aggregate_id)
-
-    def ids_with_events(
-        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
-    ) -> Iterator[UUID]:
-        return self._store.ids_with_events(aggregate_class, event_names)
+        return self._facts.read(aggregate_id, as_type)

@@ -11,7 +11,6 @@ import re
 from typing import Any
 from uuid import UUID
 
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 MAX_KEPT_TEXT = 40
@@ -38,7 +37,7 @@ def _redact_name(name: str) -> str:
     return name if _NAME.fullmatch(name) else f"<{len(name)}-character name>"
 
 
-class Interaction(CheapDeepCopy, Aggregate):
+class Interaction(Aggregate):
     """A manager's conversation with one section assistant about one resource."""
 
     @event("Started")

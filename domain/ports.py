@@ -6,11 +6,10 @@ implement the same Protocols.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
@@ -24,112 +23,35 @@ class Clock(Protocol):
     def now(self) -> datetime: ...
 
 
-@dataclass(frozen=True)
-class StoredEventView:
-    """One stored event, as an auditor reads it."""
+class Repository(Protocol):
+    """Where a contract loads the aggregates it reads and changes. It never saves them: the
+    service commits what a contract changed, together with the proposal, in one commit."""
 
-    version: int
-    type: str
-    at: datetime
-    fields: dict[str, Any]
-
-
-class AggregateStore(Protocol):
-    """Loads and saves aggregates of the one event stream."""
-
-    def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
-        """Raises NotFoundError when absent, of another type, or unreadable."""
-        ...
-
-    def preload(
-        self,
-        aggregate_ids: Sequence[UUID],
-        *,
-        optimistic: bool = False,
-        unchecked: Sequence[UUID] = (),
-    ) -> AbstractContextManager[None]:
-        """Read these aggregates in one round trip; inside the block, get() and read() of
-        them return that state without reading again. Unknown ids are simply not loaded.
-
-        Every save in the block checks, inside its commit, that nothing read in the block has
-        changed since, and raises StaleReadError (writing nothing) if something has: a
-        decision is never committed on out-of-date facts.
-
-        ``unchecked``: aggregates the block reads without basing its decision on their state
-        (a save does not check them).
-
-        ``optimistic``: reads in the block may be served from state this process already
-        holds, without any query. An answer decided from such reads WITHOUT a save (a
-        refusal, a stored outcome) must be checked against fresh reads before it is given.
-        """
+    def get(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        """The aggregate, for an executor to change; NotFoundError when absent or of another
+        type. (While a proposal is only being prepared, nothing may change it.)"""
         ...
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
-        """Like get, for reading only: the result is shared and must never be changed."""
-        ...
-
-    def save(self, *aggregates: Aggregate, final: bool = False) -> None:
-        """One atomic commit of every pending event; ConcurrencyConflictError on a race.
-
-        ``final``: the caller is done with these objects. After the commit they may be kept
-        as shared read-only state, and a command given to one of them raises."""
-        ...
-
-    def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
-
-    def ids_with_events(
-        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
-    ) -> Iterator[UUID]:
-        """Distinct ids of aggregates that recorded any of these events, oldest first."""
-        ...
-
-
-class OpenWorkIndex(Protocol):
-    """Finds the proposals the sweepers must look at, without scanning every proposal."""
-
-    def expiry_candidates(self, now: datetime) -> list[UUID]:
-        """Pending proposals whose expiry has passed."""
-        ...
-
-    def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
-        """Reconciling proposals, and executing ones claimed before the given time."""
+        """Like get, for reading only: the result may be shared and must never be changed."""
         ...
 
 
 @dataclass(frozen=True)
-class ProviderRefund:
-    """What the payment provider holds for one idempotency key."""
+class EffectResponse:
+    """An outside system's definitive answer to one request, as it holds it under the
+    request's idempotency key: it was done, or it was refused (a refusal is an answer too).
+
+    A contract interprets it (``finish_external``); what it means depends on the provider."""
 
     idempotency_key: str
-    refund_id: str
-    charge_id: str
-    amount_cents: int
-    status: str  # "succeeded" | "failed"
-    failure_code: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-
-
-class ProviderResponseLostError(Exception):
-    """Raised when a provider call's outcome is unknown: timeout, lost connection or a 5xx."""
-
-
-class IdempotencyConflictError(Exception):
-    """Raised when an idempotency key is reused with other parameters."""
-
-
-class PaymentProvider(Protocol):
-    """A card payment provider with idempotency keys and lookups, like a real one."""
-
-    def refund(
-        self,
-        *,
-        idempotency_key: str,
-        charge_id: str,
-        amount_cents: int,
-        metadata: dict[str, str],
-    ) -> ProviderRefund: ...
-
-    def find_refund(self, idempotency_key: str) -> ProviderRefund | None: ...
+    status: Literal["succeeded", "refused"]
+    #: The provider's own reference for what it did or refused (a refund id, a message id).
+    reference: str
+    #: Why it refused, in the provider's words (a failure code); None when it succeeded.
+    reason: str | None = None
+    #: Anything else the provider answered, as plain JSON-like values.
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from uuid import UUID
 
 from countersign.domain.errors import IllegalTransitionError
 from countersign.domain.scope import Scope, Section
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 
@@ -102,7 +101,7 @@ def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> st
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class Proposal(CheapDeepCopy, Aggregate):
+class Proposal(Aggregate):
     """A frozen operation contract awaiting, or past, a person's approval."""
 
     @event("Proposed")

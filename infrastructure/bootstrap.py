@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -11,8 +12,9 @@ from uuid import UUID
 from countersign.application.assistant.service import AssistantService
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
+from countersign.application.ports import EffectProvider
 from countersign.application.proposals import ProposalService
-from countersign.domain.ports import ChatModel, Clock, ModelReply, PaymentProvider
+from countersign.domain.ports import ChatModel, Clock, ModelReply
 from countersign.infrastructure.clock import SystemClock
 from countersign.infrastructure.event_store import CountersignApplication, EventSourcedStore
 from countersign.infrastructure.open_work import ProjectedOpenWork
@@ -77,10 +79,13 @@ def bootstrap(
     *,
     database_url: str | None = None,
     clock: Clock | None = None,
-    provider: PaymentProvider | None = None,
+    providers: Mapping[str, EffectProvider] | None = None,
     model: ChatModel | None = None,
 ) -> Countersign:
-    """Wire countersign for the configured database; any port can be replaced."""
+    """Wire countersign for the configured database; any port can be replaced.
+
+    ``providers``: effect providers by the name contracts use, added to (or replacing) the
+    defaults: ``"payments"``, the payment sandbox."""
     settings = settings or Settings.from_env(database_url)
     database = Database.parse(settings.database_url)
     sql = SqlDatabase(database)
@@ -91,7 +96,7 @@ def bootstrap(
     sandbox = SandboxPaymentProvider(sql)
     proposals = ProposalService(
         store,
-        provider or sandbox,
+        {"payments": sandbox, **(providers or {})},
         clock or SystemClock(),
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         lease=timedelta(seconds=settings.reconcile_lease_seconds),

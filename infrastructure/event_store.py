@@ -7,25 +7,25 @@ library's errors into domain errors.
 
 from __future__ import annotations
 
-import copy
 import importlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
 from countersign.application.errors import CorruptRecordError, new_correlation_id
+from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
-from countersign.domain.ports import StoredEventView
-from countersign.domain.state_copy import CheapDeepCopy
+from countersign.domain.ports import Repository
+from countersign.infrastructure.aggregate_copy import copy_aggregate, freeze
 from countersign.infrastructure.recorders import (
     EXPECTED_VERSIONS,
     ReadSetChangedError,
-    RetriedCommitRefusedError,
 )
+from countersign.infrastructure.unit_of_work import StoreUnitOfWork
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError
 from eventsourcing.persistence import (
@@ -39,6 +39,7 @@ from eventsourcing.utils import TopicError, get_topic, register_topic, resolve_t
 log = logging.getLogger("countersign.store")
 
 A = TypeVar("A", bound=Aggregate)
+T = TypeVar("T")
 
 #: Only classes of our own domain may be named by a stored topic: a tampered topic must not
 #: make the reader import arbitrary code.
@@ -194,39 +195,55 @@ class _Snapshots:
 
 
 class _Reads:
-    """What one thread's open ``preload`` blocks hold."""
+    """What the decision running in one thread has read (see ``EventSourcedStore.reading``)."""
 
     def __init__(self) -> None:
+        #: Whether a decision is running; only then are reads recorded.
+        self.open = False
+        #: Whether reads may come from the snapshots this process holds, without a query.
+        self.held = False
+        #: Fetched before the decision ran: its reads take these instead of querying.
         self.preloaded: dict[UUID, Aggregate] = {}
-        #: Open blocks; while there is one, reads are recorded in ``versions``.
-        self.blocks = 0
-        #: Open optimistic blocks; while there is one, reads may come from the snapshots.
-        self.optimistic = 0
-        #: Aggregate id -> the version the block's decisions were based on.
+        #: Aggregate id -> the version the decision read (and based itself on).
         self.versions: dict[UUID, int] = {}
-        #: Aggregates read without the decision depending on them (not checked).
+        #: Aggregate types the decision only points at, and the ids it read of them.
+        self.targets: frozenset[type[Aggregate]] = frozenset()
         self.unchecked: set[UUID] = set()
 
     def saw(self, aggregate: Aggregate) -> None:
-        if self.blocks:
-            self.versions.setdefault(aggregate.id, aggregate.version)
+        if self.open and aggregate.id not in self.versions:
+            self.versions[aggregate.id] = aggregate.version
+            if type(aggregate) in self.targets:
+                self.unchecked.add(aggregate.id)
+
+    def ids(self) -> list[UUID]:
+        """Every aggregate the decision read so far."""
+        return list(self.versions)
+
+    def close(self) -> None:
+        self.open = self.held = False
+        self.preloaded = {}
+        self.versions = {}
+        self.targets = frozenset()
+        self.unchecked = set()
 
 
 class EventSourcedStore:
-    """The domain's AggregateStore port, over CountersignApplication.
+    """The application's AggregateStore port, over CountersignApplication.
 
-    Every read is one query that catches a snapshot up (or loads the aggregate whole); several
-    aggregates can be read in one query with ``preload``. Each save inside a ``preload`` block
-    passes what the block read to the recorder, which checks it inside the commit
-    (infrastructure/recorders.py); inside an optimistic block, reads come from the snapshots
-    without a query. Every commit leaves a snapshot of what it wrote, so the next command on
-    the same aggregates reads nothing at all.
+    Every read is one query that catches a snapshot up (or loads the aggregate whole); every
+    commit leaves a snapshot of what it wrote, so the next command on the same aggregates
+    reads nothing at all. Decisions (``decide``) run in infrastructure/unit_of_work.py: while
+    one runs, this store serves its reads (``reading``) and records them, and its commit
+    passes them to the recorder, which checks them inside the commit
+    (infrastructure/recorders.py).
     """
 
     def __init__(self, app: CountersignApplication, cache_size: int = 256) -> None:
         self.app = app
         self._local = threading.local()
         self._snapshots = _Snapshots(cache_size)
+        self._unit_of_work = StoreUnitOfWork(self)
         recorder: Any = app.recorder
         schema = getattr(getattr(recorder, "datastore", None), "schema", "")
         table = recorder.events_table_name
@@ -239,45 +256,40 @@ class EventSourcedStore:
             reads = self._local.reads = _Reads()
         return reads
 
+    def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
+        return self._unit_of_work.decide(reads, decision)
+
     @contextmanager
-    def preload(
+    def reading(
         self,
         aggregate_ids: Sequence[UUID],
         *,
-        optimistic: bool = False,
-        unchecked: Sequence[UUID] = (),
-    ) -> Iterator[None]:
+        held: bool,
+        targets: frozenset[type[Aggregate]] = frozenset(),
+    ) -> Iterator[_Reads]:
+        """The reads of one decision, in this thread: these aggregates are fetched in one
+        round trip first. ``held``: reads may come from the snapshots this process holds.
+
+        Every read in the block is recorded, with its version, and a save in the block
+        passes them to the recorder, which refuses the commit (StaleReadError) if any of
+        them moved on, except aggregates of the ``targets`` types."""
         reads = self._reads
-        optimistic = optimistic or reads.optimistic > 0
-        ignored = set(unchecked) - reads.unchecked
-        reads.unchecked |= ignored
-        reads.blocks += 1
-        if optimistic:
-            reads.optimistic += 1
-        loaded: dict[UUID, Aggregate] = {}
+        if reads.open:
+            raise RuntimeError("a decision is already running in this thread")
+        reads.open, reads.held, reads.targets = True, held, targets
         try:
-            wanted = [i for i in dict.fromkeys(aggregate_ids) if i not in reads.preloaded]
-            if optimistic:
+            wanted = list(dict.fromkeys(aggregate_ids))
+            if held:
                 for aggregate_id in wanted:
-                    held = self._snapshots.get(aggregate_id)
-                    if held is not None:
-                        loaded[aggregate_id] = held
-                wanted = [i for i in wanted if i not in loaded]
+                    snapshot = self._snapshots.get(aggregate_id)
+                    if snapshot is not None:
+                        reads.preloaded[aggregate_id] = snapshot
+                wanted = [i for i in wanted if i not in reads.preloaded]
             if wanted:
-                loaded.update(self._load_many(wanted))
-            reads.preloaded.update(loaded)
-            for aggregate in loaded.values():
-                reads.saw(aggregate)
-            yield
+                reads.preloaded.update(self._load_many(wanted))
+            yield reads
         finally:
-            for aggregate_id in loaded:
-                reads.preloaded.pop(aggregate_id, None)
-            reads.blocks -= 1
-            reads.unchecked -= ignored
-            if optimistic:
-                reads.optimistic -= 1
-            if not reads.blocks:
-                reads.versions.clear()
+            reads.close()
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Catch every snapshot up (or load the aggregate whole) with ONE query."""
@@ -292,7 +304,8 @@ class EventSourcedStore:
                 originator_id = UUID(str(event.originator_id))
                 if originator_id not in changed:
                     changed.add(originator_id)
-                    bases[originator_id] = copy.deepcopy(bases[originator_id])
+                    if bases[originator_id] is not None:  # never catch a snapshot up in place
+                        bases[originator_id] = copy_aggregate(bases[originator_id])
                 domain_event: Any = self.app.mapper.to_domain_event(event)
                 bases[originator_id] = domain_event.mutate(bases[originator_id])
         except _UNREADABLE as error:
@@ -349,14 +362,14 @@ class EventSourcedStore:
         else:
             reads = self._reads
             aggregate = reads.preloaded.get(aggregate_id)
-            if aggregate is None and reads.optimistic:
+            if aggregate is None and reads.held:
                 aggregate = self._snapshots.get(aggregate_id)
             if aggregate is None:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)
             if aggregate is not None:
                 reads.saw(aggregate)
                 if not shared:
-                    aggregate = copy.deepcopy(aggregate)
+                    aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)
         return aggregate
@@ -393,53 +406,43 @@ class EventSourcedStore:
         since = self._snapshots.generation()
         try:
             if stored:
-                self._insert(stored, expected)
+                self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
         except IntegrityError:
-            for aggregate_id in written:
-                self._snapshots.drop(aggregate_id)
-            raise ConcurrencyConflictError("an aggregate changed since it was read") from None
+            if not self._committed_already(stored):
+                for aggregate_id in written:
+                    self._snapshots.drop(aggregate_id)
+                raise ConcurrencyConflictError("an aggregate changed since it was read") from None
         except ReadSetChangedError as stale:
-            for aggregate_id in [*expected, *written]:
-                self._snapshots.drop(aggregate_id)
-                reads.preloaded.pop(aggregate_id, None)
-                reads.versions.pop(aggregate_id, None)
-            log.info("commit refused, %s", stale)
-            raise StaleReadError(str(stale)) from None
+            if not self._committed_already(stored):
+                for aggregate_id in [*expected, *written]:
+                    self._snapshots.drop(aggregate_id)
+                    reads.preloaded.pop(aggregate_id, None)
+                    reads.versions.pop(aggregate_id, None)
+                log.info("commit refused, %s", stale)
+                raise StaleReadError(str(stale)) from None
         for aggregate in changed:
-            if final and isinstance(aggregate, CheapDeepCopy):
-                aggregate.freeze()
+            if final:
+                freeze(aggregate)
                 snapshot: Aggregate = aggregate
             else:
                 # The caller keeps its object and may change it further: the snapshot is a copy.
-                snapshot = copy.deepcopy(aggregate)
+                snapshot = copy_aggregate(aggregate)
             self._snapshots.put(aggregate.id, snapshot, since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version
 
-    def _insert(self, stored: list[StoredEvent], expected: dict[UUID, int]) -> None:
-        try:
-            self.app.recorder.insert_events(stored, **{EXPECTED_VERSIONS: expected})
-        except RetriedCommitRefusedError as retried:
-            # The connection dropped during the commit and the retry was refused. If the first
-            # attempt had committed, our events are stored byte for byte (their timestamps
-            # included): then the commit is ours. Anything else is another writer's.
-            if not self._stored_already(stored):
-                raise retried.refusal from None
-            log.info("a retried commit had committed on its first attempt")
-
-    def _stored_already(self, stored: list[StoredEvent]) -> bool:
-        first: dict[UUID, int] = {}
-        for event in stored:
-            originator_id = UUID(str(event.originator_id))
-            version = first.get(originator_id, event.originator_version)
-            first[originator_id] = min(version, event.originator_version)
-        found = {
-            (e.originator_id, e.originator_version): (e.topic, bytes(e.state))
-            for e in self._select_after([(i, v - 1) for i, v in first.items()])
-        }
-        return all(
-            found.get((UUID(str(e.originator_id)), e.originator_version)) == (e.topic, e.state)
-            for e in stored
+    def _committed_already(self, stored: list[StoredEvent]) -> bool:
+        """Whether this commit is in the log already. The library retries an insert whose
+        connection dropped, and if the first try had committed, the retry is refused (by the
+        primary key, or by the read-set check if a read aggregate moved on meanwhile) because
+        of our own write. The first event decides: a commit is stored whole or not at all, and
+        its bytes (timestamp included) are ours alone."""
+        first = stored[0]
+        found = self._select_after([(UUID(str(first.originator_id)), first.originator_version - 1)])
+        return bool(found) and (found[0].originator_version, found[0].topic, found[0].state) == (
+            first.originator_version,
+            first.topic,
+            first.state,
         )
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]:

@@ -5,6 +5,10 @@ response (and counts the request); the same key with other parameters is an erro
 be looked up by key. Each charge has a refundable balance. State lives in the configured
 database, so a reconciler in another process sees what an approver's request did.
 
+``refund`` and ``find_refund`` are the provider's own API; ``perform`` and ``lookup`` adapt
+it to the EffectProvider port (application/ports.py), under which bootstrap registers it as
+``"payments"``.
+
 Like a card sandbox, test cards trigger behaviours:
 
 ====================  ================================================================
@@ -22,14 +26,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 from uuid import uuid4
 
 import psycopg
-from countersign.domain.ports import (
-    IdempotencyConflictError,
-    ProviderRefund,
-    ProviderResponseLostError,
-)
+from countersign.application.ports import EffectResponseLostError, IdempotencyConflictError
+from countersign.domain.ports import EffectResponse
 from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 CARD_OK = "4242424242424242"
@@ -49,8 +53,27 @@ _SCHEMA = (
 )
 
 
+@dataclass(frozen=True)
+class ProviderRefund:
+    """What the payment provider holds for one idempotency key."""
+
+    idempotency_key: str
+    refund_id: str
+    charge_id: str
+    amount_cents: int
+    status: str  # "succeeded" | "failed"
+    failure_code: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class ProviderResponseLostError(EffectResponseLostError):
+    """Raised when a refund's outcome is unknown: a timeout, a lost connection or a 5xx."""
+
+
 class SandboxPaymentProvider:
-    """The PaymentProvider port, simulated in the application's database."""
+    """A card payment provider, simulated in the application's database; as an
+    EffectProvider it performs CardRefund requests (domain/contracts/refund_missing_discount.py).
+    """
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
@@ -118,6 +141,21 @@ class SandboxPaymentProvider:
         with self.db.transaction() as cursor:
             return _select(cursor, idempotency_key, for_update=False)
 
+    # -- the EffectProvider port ----------------------------------------------------------------
+
+    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
+        refund = self.refund(
+            idempotency_key=key,
+            charge_id=str(request["charge_id"]),
+            amount_cents=int(request["amount_cents"]),
+            metadata={str(k): str(v) for k, v in request.get("metadata", {}).items()},
+        )
+        return _response(refund)
+
+    def lookup(self, key: str) -> EffectResponse | None:
+        refund = self.find_refund(key)
+        return None if refund is None else _response(refund)
+
     def refunds(self) -> list[dict[str, object]]:
         """What the sandbox holds, per idempotency key, with the number of requests it got."""
         with self.db.transaction() as cursor:
@@ -135,6 +173,20 @@ class SandboxPaymentProvider:
             }
             for key, requests, amount, status, metadata in rows
         ]
+
+
+def _response(refund: ProviderRefund) -> EffectResponse:
+    return EffectResponse(
+        idempotency_key=refund.idempotency_key,
+        status="succeeded" if refund.status == "succeeded" else "refused",
+        reference=refund.refund_id,
+        reason=refund.failure_code,
+        details={
+            "charge_id": refund.charge_id,
+            "amount_cents": refund.amount_cents,
+            "metadata": dict(refund.metadata),
+        },
+    )
 
 
 def _select(cursor: Cursor, key: str, *, for_update: bool) -> ProviderRefund | None:

@@ -31,12 +31,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 import psycopg
-from eventsourcing.persistence import (
-    IntegrityError,
-    InterfaceError,
-    OperationalError,
-    StoredEvent,
-)
+from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
@@ -79,16 +74,6 @@ class ReadSetChangedError(Exception):
     def __init__(self, aggregate_id: str) -> None:
         super().__init__(f"aggregate {aggregate_id} changed since it was read")
         self.aggregate_id = aggregate_id
-
-
-class RetriedCommitRefusedError(Exception):
-    """A commit lost its connection, was retried, and the retry was refused (``refusal``: an
-    IntegrityError or a ReadSetChangedError). The first attempt may have committed: the
-    refusal may be about our own write. The caller checks what is stored."""
-
-    def __init__(self, refusal: Exception) -> None:
-        super().__init__(f"retried commit refused: {refusal}")
-        self.refusal = refusal
 
 
 class _PackedArray:
@@ -240,27 +225,13 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
             return list(map(LogEntry._make, cursor.fetchall()))
 
+    # The library's own retry: a dropped connection is retried; if the first attempt had in
+    # fact committed, the retry reports an IntegrityError for our own write (the application
+    # reloads and checks before treating it as somebody else's).
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """Insert in one round trip. A refusal that follows a retry (the first attempt lost
-        its connection, and may have committed) is a RetriedCommitRefusedError: only then can
-        a duplicate key or a moved read be our own write; otherwise it is another writer's."""
-        attempts: list[None] = []
-        try:
-            inserted: Sequence[int] | None = self._insert_attempt(stored_events, attempts, **kwargs)
-        except (IntegrityError, ReadSetChangedError) as refusal:
-            if len(attempts) > 1:
-                raise RetriedCommitRefusedError(refusal) from refusal
-            raise
-        return inserted
-
-    # The library's own retry: a dropped connection is retried.
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def _insert_attempt(
-        self, stored_events: Sequence[StoredEvent], attempts: list[None], **kwargs: Any
-    ) -> Sequence[int] | None:
-        attempts.append(None)
         if not stored_events:
             return []
         expected = _expected(kwargs)

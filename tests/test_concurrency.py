@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -23,14 +23,11 @@ import pytest
 from countersign.application.proposals import ProposalService
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
-from countersign.domain.ports import StoredEventView
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.event_store import EventSourcedStore
 from countersign.infrastructure.payment_sandbox import CARD_OK
 from countersign.infrastructure.seed import PLACED_AT, seed
 from countersign.infrastructure.settings import Settings
-from eventsourcing.domain import Aggregate
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, _truncate_postgres, count_events
 from tests.workers import REPO, start
@@ -301,38 +298,6 @@ def test_workers_that_start_at_the_same_moment_all_bootstrap(
     assert failures == []
 
 
-class _StoreWhereAnotherApproverWinsEachRound:
-    """The AggregateStore port over the real store, except that just before each save that
-    writes the broadcast form, another approver applies another draft to that form."""
-
-    def __init__(self, inner: EventSourcedStore, other: Countersign, drafts: list[str]) -> None:
-        self.inner = inner
-        self.other = other
-        self.drafts = drafts
-
-    def get(self, aggregate_id: UUID, as_type: type[Any], version: int | None = None) -> Any:
-        return self.inner.get(aggregate_id, as_type, version)
-
-    def preload(self, aggregate_ids: Any, **options: Any) -> Any:
-        return self.inner.preload(aggregate_ids, **options)
-
-    def read(self, aggregate_id: UUID, as_type: type[Any]) -> Any:
-        return self.inner.read(aggregate_id, as_type)
-
-    def save(self, *aggregates: Any, final: bool = False) -> None:
-        if self.drafts and any(isinstance(a, BroadcastForm) for a in aggregates):
-            assert self.other.proposals.approve(self.drafts.pop(0), AVA).result == "executed"
-        self.inner.save(*aggregates, final=final)
-
-    def history(self, aggregate_id: UUID) -> list[StoredEventView]:
-        return self.inner.history(aggregate_id)
-
-    def ids_with_events(
-        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
-    ) -> Iterator[UUID]:
-        return self.inner.ids_with_events(aggregate_class, event_names)
-
-
 def test_an_approval_that_loses_races_on_shared_facts_backs_off_and_then_executes(
     pg: Countersign, clock: FakeClock, postgres_url: str
 ) -> None:
@@ -357,10 +322,20 @@ def test_an_approval_that_loses_races_on_shared_facts_backs_off_and_then_execute
         for number in range(6)
     ]
     other = bootstrap(Settings(database_url=postgres_url), clock=clock)
-    store = _StoreWhereAnotherApproverWinsEachRound(pg.store, other, others)
+    save = pg.store.save
+
+    def save_after_another_approver_wins(*aggregates: Any, **options: Any) -> None:
+        """Just before each save that writes the broadcast form, another approver applies
+        another draft to that form."""
+        if others and any(isinstance(a, BroadcastForm) for a in aggregates):
+            assert other.proposals.approve(others.pop(0), AVA).result == "executed"
+        save(*aggregates, **options)
+
+    pg.store.save = save_after_another_approver_wins  # type: ignore[method-assign]
     try:
-        report = ProposalService(store, pg.sandbox, clock).approve(target, AVA)
+        report = ProposalService(pg.store, {"payments": pg.sandbox}, clock).approve(target, AVA)
     finally:
+        del pg.store.save
         other.close()
 
     status = pg.proposals.card(target, AVA).status

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from countersign.application.ports import EffectProvider
 from countersign.domain.contracts.base import InvalidRequestError
-from countersign.domain.ports import PaymentProvider, ProviderRefund
+from countersign.domain.ports import EffectResponse
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.settings import Settings
@@ -188,30 +190,18 @@ class _PausedProvider:
         self.clock = clock
         self.reconciler = reconciler
         self.lease_seconds = lease_seconds
-        self.inner: PaymentProvider | None = None
+        self.inner: EffectProvider | None = None
         self.swept: list[tuple[str, str]] = []
 
-    def refund(
-        self,
-        *,
-        idempotency_key: str,
-        charge_id: str,
-        amount_cents: int,
-        metadata: dict[str, str],
-    ) -> ProviderRefund:
+    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
         assert self.inner is not None
         self.clock.advance(seconds=self.lease_seconds + 1)
         self.swept = [(s.action, s.status) for s in self.reconciler.proposals.reconcile()]
-        return self.inner.refund(
-            idempotency_key=idempotency_key,
-            charge_id=charge_id,
-            amount_cents=amount_cents,
-            metadata=metadata,
-        )
+        return self.inner.perform(key, request)
 
-    def find_refund(self, idempotency_key: str) -> ProviderRefund | None:
+    def lookup(self, key: str) -> EffectResponse | None:
         assert self.inner is not None
-        return self.inner.find_refund(idempotency_key)
+        return self.inner.lookup(key)
 
 
 def test_a_claimant_paused_past_the_lease_never_pays_twice(
@@ -223,7 +213,9 @@ def test_a_claimant_paused_past_the_lease_never_pays_twice(
     order_id = seeded["orders"]["refund-ok"]
     proposal_id = _propose(cs, order_id)
     paused = _PausedProvider(clock, cs, cs.settings.reconcile_lease_seconds)
-    approver = bootstrap(Settings(database_url=database_url), clock=clock, provider=paused)
+    approver = bootstrap(
+        Settings(database_url=database_url), clock=clock, providers={"payments": paused}
+    )
     paused.inner = approver.sandbox
     raised = None
     try:

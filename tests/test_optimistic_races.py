@@ -33,13 +33,14 @@ def test_a_permission_change_during_the_provider_call_does_not_lose_the_reconcil
     """After the claim the decision is taken: recording what the provider did must not depend
     on the organization (read by the approval) staying unchanged while the provider answered."""
     proposal_id = _propose(cs, seeded["orders"]["refund-lost-response"])
-    real_refund = cs.proposals.provider.refund
+    payments = cs.proposals.providers["payments"]
+    real_perform = payments.perform
 
-    def refund_while_someone_edits_permissions(**kwargs):
+    def perform_while_someone_edits_permissions(key, request):
         _set_permissions(other, BEN, [Permission.REFUND_ORDERS])  # unrelated to this approval
-        return real_refund(**kwargs)
+        return real_perform(key, request)
 
-    monkeypatch.setattr(cs.proposals.provider, "refund", refund_while_someone_edits_permissions)
+    monkeypatch.setattr(payments, "perform", perform_while_someone_edits_permissions)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -140,16 +141,17 @@ def test_after_a_lost_claim_the_answer_is_not_taken_from_a_snapshot_another_thre
 
     monkeypatch.setattr(snapshots, "put", put)
     monkeypatch.setattr(snapshots, "drop", drop)
-    real_refund = other.proposals.provider.refund
+    payments = other.proposals.providers["payments"]
+    real_perform = payments.perform
 
-    def refund_while_b_reads(**kwargs):
+    def perform_while_b_reads(key, request):
         # The other process has committed its claim; B (a thread of `cs`) reads it now.
         reader.append(threading.Thread(target=lambda: cs.store.read(pid, Proposal)))
         reader[0].start()
         assert queried.wait(10)
-        return real_refund(**kwargs)
+        return real_perform(key, request)
 
-    monkeypatch.setattr(other.proposals.provider, "refund", refund_while_b_reads)
+    monkeypatch.setattr(payments, "perform", perform_while_b_reads)
     assert other.proposals.approve(proposal_id, AVA).status == "reconciling"
 
     report = cs.proposals.approve(proposal_id, AVA)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from countersign.domain.ports import IdempotencyConflictError, ProviderResponseLostError
+from countersign.application.ports import IdempotencyConflictError
 from countersign.infrastructure.payment_sandbox import (
     CARD_DECLINED,
     CARD_LOST_RESPONSE,
     CARD_OK,
     CARD_OUTAGE,
+    ProviderResponseLostError,
 )
 
 

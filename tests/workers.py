@@ -12,7 +12,7 @@ or approver process would, and talks to the parent test only through argv, stdin
 
 ``crash URL CLOCK PROPOSAL_ID WHEN``
     Approve one proposal through a payment provider that SIGKILLs its own process: at the
-    start of ``refund`` (WHEN=before: the claim is committed, nothing was sent), or right
+    start of its request (WHEN=before: the claim is committed, nothing was sent), or right
     after the real sandbox applied the refund (WHEN=after: the money moved, the outcome was
     never recorded). If the process survives, it prints ``report <json>`` and exits 3.
 """
@@ -25,12 +25,14 @@ import random
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from countersign.application.ports import EffectProvider
 from countersign.domain.errors import ConcurrencyConflictError
-from countersign.domain.ports import PaymentProvider, ProviderRefund
+from countersign.domain.ports import EffectResponse
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.settings import Settings
@@ -60,38 +62,26 @@ def _die() -> None:
 
 
 class DyingProvider:
-    """The PaymentProvider port: the real sandbox, and a SIGKILL before or after its refund."""
+    """The EffectProvider port: the real sandbox, and a SIGKILL before or after its refund."""
 
     def __init__(self, when: str) -> None:
         if when not in ("before", "after"):
             raise ValueError(f"WHEN is before or after, not {when!r}")
         self.when = when
-        self.inner: PaymentProvider | None = None
+        self.inner: EffectProvider | None = None
 
-    def refund(
-        self,
-        *,
-        idempotency_key: str,
-        charge_id: str,
-        amount_cents: int,
-        metadata: dict[str, str],
-    ) -> ProviderRefund:
+    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
         assert self.inner is not None
         if self.when == "before":
             _die()
-        refund = self.inner.refund(
-            idempotency_key=idempotency_key,
-            charge_id=charge_id,
-            amount_cents=amount_cents,
-            metadata=metadata,
-        )
+        response = self.inner.perform(key, request)
         if self.when == "after":
             _die()
-        return refund
+        return response
 
-    def find_refund(self, idempotency_key: str) -> ProviderRefund | None:
+    def lookup(self, key: str) -> EffectResponse | None:
         assert self.inner is not None
-        return self.inner.find_refund(idempotency_key)
+        return self.inner.lookup(key)
 
 
 def approve(url: str, clock_at: str, seed: int, ids_file: str) -> None:
@@ -129,7 +119,7 @@ def crash(url: str, clock_at: str, proposal_id: str, when: str) -> None:
     cs = bootstrap(
         Settings(database_url=url),
         clock=FakeClock(datetime.fromisoformat(clock_at)),
-        provider=provider,
+        providers={"payments": provider},
     )
     provider.inner = cs.sandbox
     report = cs.proposals.approve(proposal_id, ACTOR)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from countersign.application.assistant.schemas import function_tool
+from countersign.application.ports import AggregateStore
 from countersign.domain.club.orders import Order
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts import AnyContract, contracts_in
-from countersign.domain.ports import AggregateStore
 from countersign.domain.scope import Scope, Section
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -19,6 +19,7 @@ from uuid import UUID, uuid4
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
 from countersign.application.authorization import membership, organization_by_slug, require
 from countersign.application.errors import ForbiddenError, UnknownOperationError, parse_id
+from countersign.application.ports import AggregateStore
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import Report
 from countersign.domain.contracts.base import MAX_PROBLEMS, InvalidRequestError, problems_from
@@ -27,7 +28,6 @@ from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
 from countersign.domain.outcomes import RevisionReason
 from countersign.domain.ports import (
-    AggregateStore,
     ChatModel,
     ModelReply,
     ModelUnavailableError,

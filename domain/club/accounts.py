@@ -7,11 +7,10 @@ from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
 from countersign.domain.errors import OrderRuleError
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 
-class MemberAccount(CheapDeepCopy, Aggregate):
+class MemberAccount(Aggregate):
     """Credit a member holds with the club, spendable on later orders."""
 
     @staticmethod

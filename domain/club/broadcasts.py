@@ -6,11 +6,10 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 
-class BroadcastForm(CheapDeepCopy, Aggregate):
+class BroadcastForm(Aggregate):
     """The editable broadcast form a manager finishes and sends through the ordinary interface."""
 
     @staticmethod

@@ -9,7 +9,6 @@ from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
 from countersign.domain.errors import NotFoundError, OrderRuleError
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 
@@ -72,7 +71,7 @@ class RefundAttempt:
     status: str  # "pending" | "succeeded" | "failed"
 
 
-class Order(CheapDeepCopy, Aggregate):
+class Order(Aggregate):
     """A participant's order with the club."""
 
     @staticmethod

@@ -9,7 +9,6 @@ from uuid import UUID, uuid4
 
 from countersign.domain.club.ids import stable_id
 from countersign.domain.errors import DuplicateError, NotMemberError
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 
@@ -38,7 +37,7 @@ class Member:
         return permission in self.permissions
 
 
-class Organization(CheapDeepCopy, Aggregate):
+class Organization(Aggregate):
     """A club: the tenant boundary of every proposal."""
 
     @staticmethod

@@ -6,11 +6,10 @@ from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
 from countersign.domain.errors import DuplicateError, RosterRuleError
-from countersign.domain.state_copy import CheapDeepCopy
 from eventsourcing.domain import Aggregate, event
 
 
-class Roster(CheapDeepCopy, Aggregate):
+class Roster(Aggregate):
     """An organization's leagues and their members."""
 
     @staticmethod

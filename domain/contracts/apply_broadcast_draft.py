@@ -26,7 +26,7 @@ from countersign.domain.contracts.base import (
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
-from countersign.domain.ports import AggregateStore
+from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate
 from pydantic import Field
@@ -142,6 +142,9 @@ class ApplyBroadcastDraft(
     Arguments = BroadcastDraftArguments
     Preview = BroadcastDraftPreview
     Result = BroadcastDraftResult
+    # A draft is counted from the roster; the form is only where it will be applied, and
+    # other drafts applied to it meanwhile change nothing in this one.
+    targets = frozenset({BroadcastForm})
 
     title = Localized(
         "Put a draft in the broadcast form", "Placer un brouillon dans le formulaire d'envoi"
@@ -174,15 +177,7 @@ class ApplyBroadcastDraft(
         "the draft into the editable broadcast form; nothing is ever sent by you or by approval."
     )
 
-    def preload_ids(self, scope: Scope) -> list[UUID]:
-        return [scope.resource_id, Roster.create_id(scope.organization_id)]
-
-    def targets_only(self, scope: Scope) -> list[UUID]:
-        # A draft is counted from the roster; the form is only where it will be applied, and
-        # other drafts applied to it meanwhile change nothing in this one.
-        return [scope.resource_id]
-
-    def load(self, scope: Scope, store: AggregateStore) -> DraftFacts:
+    def load(self, scope: Scope, store: Repository) -> DraftFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
             raise NotFoundError("broadcast form")
         form = store.get(scope.resource_id, BroadcastForm)

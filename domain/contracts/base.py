@@ -20,7 +20,7 @@ from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.presentation import Localized, PreviewField
 from countersign.domain.errors import CountersignError
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
-from countersign.domain.ports import AggregateStore, ProviderRefund
+from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
@@ -119,13 +119,18 @@ class UndecodableContractError(CountersignError):
 
 
 @dataclass(frozen=True)
-class ExternalCall:
-    """One provider request, with the idempotency key that makes it safe to look up later."""
+class Effect:
+    """One request to an outside system, as a contract describes it: the provider it goes
+    to (by the name it is registered under), the idempotency key that makes it safe to ask
+    again and to look up later, and the request itself."""
 
+    provider: str
     idempotency_key: str
-    charge_id: str
-    amount_cents: int
-    metadata: dict[str, str]
+    request: Frozen
+
+    def payload(self) -> dict[str, Any]:
+        """The request as the provider receives it: plain JSON-like values."""
+        return self.request.model_dump(mode="json")
 
 
 class Facts(ABC):
@@ -263,6 +268,11 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     Arguments: type[ArgumentsT]
     Preview: type[PreviewT]
     Result: type[ResultT]
+    #: Aggregate types ``load`` reads that a proposal only points at: their current state
+    #: shapes neither its arguments nor its preview, so a change to them before the proposal
+    #: is stored does not make it stale (everything else ``load`` read does; approval
+    #: revalidates anyway).
+    targets: ClassVar[frozenset[type[Aggregate]]] = frozenset()
 
     # -- how it reads for people and for the assistant (domain.contracts.presentation) ---------
 
@@ -296,18 +306,8 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
             more = error.error_count() - len(problems) + dropped
             raise InvalidRequestError(problems, more) from None
 
-    def preload_ids(self, scope: Scope) -> list[UUID]:
-        """Aggregates ``load`` will read, so the service can fetch them in one round trip."""
-        return [scope.resource_id]
-
-    def targets_only(self, scope: Scope) -> list[UUID]:
-        """Aggregates a proposal only points at: their current state shapes neither its
-        arguments nor its preview, so a change to them before the proposal is stored does not
-        make it stale (everything else ``load`` read does; approval revalidates anyway)."""
-        return []
-
     @abstractmethod
-    def load(self, scope: Scope, store: AggregateStore) -> FactsT:
+    def load(self, scope: Scope, store: Repository) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
 
     @abstractmethod
@@ -339,20 +339,18 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """The one provider key a proposal will ever use: stable across retries and processes."""
         return f"countersign:{self.kind}:{proposal_id}"
 
-    def describe_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
-    ) -> ExternalCall:
-        """The provider call this contract makes: the same call every time it is asked."""
+    def describe_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+        """The request this contract sends, under ``idempotency_key``: the same request every
+        time it is asked for one proposal (the reconciler replays it), so it depends only on
+        the frozen arguments and on facts that never change."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
-    def start_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT
-    ) -> ExternalCall:
-        """Record the attempt on the domain record and describe the provider call."""
+    def start_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+        """Record the attempt on the domain record and describe the request."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
     def finish_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, refund: ProviderRefund
+        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
     ) -> ResultT:
         """Record the provider's authoritative answer; RevisionNeededError if it refused."""
         raise NotImplementedError(f"{self.kind} has no external execution")

@@ -15,7 +15,7 @@ from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.base import (
     ContractRequest,
-    ExternalCall,
+    Effect,
     Facts,
     Frozen,
     InvalidRequestError,
@@ -28,7 +28,7 @@ from countersign.domain.contracts.presentation import Localized, PreviewField, S
 from countersign.domain.errors import NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
-from countersign.domain.ports import AggregateStore, ProviderRefund
+from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate
 from pydantic import Field
@@ -116,13 +116,24 @@ class RefundResult(Frozen):
     resulting_order_total_cents: int
 
 
+# -- the provider request, for a refund to the card -----------------------------------------------
+
+
+class CardRefund(Frozen):
+    """What the payment provider is asked: refund this much of this charge."""
+
+    charge_id: str
+    amount_cents: int
+    metadata: dict[str, str]
+
+
 # -- the facts it reads and changes ---------------------------------------------------------------
 
 
 class RefundFacts(Facts):
     """The order, and the participant's club account, loaded only when a refund needs it."""
 
-    def __init__(self, order: Order, store: AggregateStore) -> None:
+    def __init__(self, order: Order, store: Repository) -> None:
         self.order = order
         self._store = store
         self._account: MemberAccount | None = None
@@ -228,7 +239,7 @@ class RefundMissingDiscount(
         "When a participant missed a discount they were eligible for, propose a refund with {tool}."
     )
 
-    def load(self, scope: Scope, store: AggregateStore) -> RefundFacts:
+    def load(self, scope: Scope, store: Repository) -> RefundFacts:
         order = store.get(scope.resource_id, Order)
         if order.organization_id != scope.organization_id:
             raise NotFoundError("order")
@@ -354,38 +365,42 @@ class RefundMissingDiscount(
 
     def describe_external(
         self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
-    ) -> ExternalCall:
+    ) -> Effect:
         arguments = contract.arguments
+        # A payment's charge and an order's key never change: the request is always the same.
         charge_id = facts.order.payment(arguments.payment).charge_id
         assert charge_id is not None  # a card payment always has a charge
-        return ExternalCall(
+        return Effect(
+            provider="payments",
             idempotency_key=self.idempotency_key(contract.proposal_id),
-            charge_id=charge_id,
-            amount_cents=arguments.amount_cents,
-            metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+            request=CardRefund(
+                charge_id=charge_id,
+                amount_cents=arguments.amount_cents,
+                metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+            ),
         )
 
     def start_external(
         self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
-    ) -> ExternalCall:
-        call = self.describe_external(contract, facts)
+    ) -> Effect:
+        effect = self.describe_external(contract, facts)
         arguments = contract.arguments
         facts.order.start_refund_attempt(
             contract.proposal_id,
             arguments.payment,
             arguments.discount,
             arguments.amount_cents,
-            idempotency_key=call.idempotency_key,
+            idempotency_key=effect.idempotency_key,
         )
-        return call
+        return effect
 
     def finish_external(
         self,
         contract: ExecutionContract[RefundArguments],
         facts: RefundFacts,
-        refund: ProviderRefund,
+        response: EffectResponse,
     ) -> RefundResult:
-        if refund.status != "succeeded":
+        if response.status != "succeeded":
             facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
             raise RevisionNeededError("refund_declined_by_provider")
         facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)

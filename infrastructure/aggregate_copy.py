@@ -1,20 +1,28 @@
-"""Cheap deep copies of aggregates, whose state is JSON-like: dicts, lists and plain values.
+"""Cheap deep copies of aggregates, whose state is JSON-like, and frozen shared snapshots.
 
 The store deep-copies aggregates often (a cached snapshot becomes a private, mutable copy).
 ``copy.deepcopy`` pays for generality on every nested value; ``copy_state`` copies dicts and
 lists itself, shares values that cannot change in place, and hands anything else to
 ``copy.deepcopy`` with the same memo, so it is never less thorough than ``deepcopy``.
+
+An aggregate the store keeps as a shared snapshot is frozen: a command given to it raises
+instead of changing what every other reader sees. The aggregate classes know nothing of
+either: the store copies with ``copy_aggregate`` and freezes with ``freeze``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import threading
 import weakref
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Self
+from typing import Any, TypeVar
 from uuid import UUID
+
+from eventsourcing.domain import Aggregate
 
 # Exact types whose values cannot be changed in place: a copy may share them.
 _IMMUTABLE: frozenset[type] = frozenset(
@@ -37,6 +45,8 @@ _IMMUTABLE: frozenset[type] = frozenset(
 )
 
 _MISSING = object()
+
+A = TypeVar("A", bound=Aggregate)
 
 
 def copy_state(value: Any, memo: dict[int, Any]) -> Any:
@@ -81,35 +91,49 @@ def _remember(original: Any, copied: Any, memo: dict[int, Any]) -> None:
 #: their state, so that equality, repr and copies of them are as before; an entry goes
 #: with its object.
 _FROZEN: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+#: Aggregate classes whose commands check ``_FROZEN`` first (see ``_guard``).
+_GUARDED: set[type] = set()
+_GUARDING = threading.Lock()
 
 
 class SharedSnapshotError(Exception):
     """A command was given to an aggregate that is a shared snapshot (read-only)."""
 
 
-class CheapDeepCopy:
-    """Mixin for aggregates: ``copy.deepcopy`` copies the instance state with ``copy_state``,
-    and an aggregate handed over as a shared snapshot refuses commands.
+def copy_aggregate(aggregate: A) -> A:
+    """A private, changeable deep copy of an aggregate, as ``copy.deepcopy`` would make it,
+    with its state copied by ``copy_state``. It adds no state and no events."""
+    cls = type(aggregate)
+    copied = cls.__new__(cls)
+    memo: dict[int, Any] = {id(aggregate): copied}
+    state = copied.__dict__
+    for name, value in aggregate.__dict__.items():
+        state[name] = value if type(value) in _IMMUTABLE else copy_state(value, memo)
+    return copied
 
-    It adds no state and no events; an aggregate's events and stored form are unchanged.
-    """
 
-    def freeze(self) -> None:
-        """From now on this object is shared read-only state: a command raises
-        SharedSnapshotError (a deep copy is a private, changeable aggregate again)."""
-        _FROZEN[id(self)] = self
+def freeze(aggregate: Aggregate) -> None:
+    """From now on this object is shared read-only state: a command raises
+    SharedSnapshotError (a copy is a private, changeable aggregate again)."""
+    if type(aggregate) not in _GUARDED:
+        _guard(type(aggregate))
+    _FROZEN[id(aggregate)] = aggregate
 
-    def trigger_event(self, *args: Any, **kwargs: Any) -> None:
-        # Every command changes an aggregate through here (the library's event machinery).
-        if _FROZEN.get(id(self)) is self:
-            raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
-        super().trigger_event(*args, **kwargs)  # type: ignore[misc]
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
-        cls = type(self)
-        copied = cls.__new__(cls)
-        memo[id(self)] = copied
-        state = copied.__dict__
-        for name, value in self.__dict__.items():
-            state[name] = value if type(value) in _IMMUTABLE else copy_state(value, memo)
-        return copied
+def _guard(cls: type[Aggregate]) -> None:
+    """Make the commands of ``cls`` refuse a frozen object. Every command changes an
+    aggregate through ``trigger_event`` (the library's event machinery), so that is where the
+    check goes; the domain class itself stays plain."""
+    with _GUARDING:
+        if cls in _GUARDED:
+            return
+        trigger = cls.trigger_event
+
+        @functools.wraps(trigger)
+        def trigger_event(self: Aggregate, *args: Any, **kwargs: Any) -> None:
+            if _FROZEN.get(id(self)) is self:
+                raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
+            trigger(self, *args, **kwargs)
+
+        cls.trigger_event = trigger_event  # type: ignore[method-assign,assignment]
+        _GUARDED.add(cls)

@@ -1,0 +1,139 @@
+"""Ports: what the application's use cases need from the outside world, as Protocols.
+
+Adapters in ``infrastructure`` implement them; tests use the same adapters or fakes that
+implement the same Protocols. (What the domain itself needs is in ``domain/ports.py``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+from uuid import UUID
+
+from countersign.domain.ports import A, EffectResponse, Repository
+from eventsourcing.domain import Aggregate
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StoredEventView:
+    """One stored event, as an auditor reads it."""
+
+    version: int
+    type: str
+    at: datetime
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What a decision reads, named before it runs so that it can be fetched in one go."""
+
+    #: Aggregates to fetch together (a decision may read others; they are fetched as read).
+    ids: Sequence[UUID]
+    #: Aggregate types the decision only points at: their state shapes nothing it decides,
+    #: so its commit does not check that they are unchanged.
+    targets: frozenset[type[Aggregate]] = frozenset()
+
+
+@dataclass(frozen=True)
+class Commit(Generic[T]):
+    """A decision to record the new events of these aggregates, in one atomic commit, and
+    then to answer ``answer``. Once committed they are shared read-only state: the decision
+    is done with them, and a command given to one raises."""
+
+    aggregates: Sequence[Aggregate]
+    answer: T
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """A decision to answer ``answer`` and record nothing."""
+
+    answer: T
+
+
+class UnitOfWork(Protocol):
+    """Carries out decisions so that each holds for the facts it was taken on."""
+
+    def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
+        """Run ``decision`` on the facts, commit what it decided, and return its answer.
+
+        ``decision`` is a function of what it reads through the Repository it is given, and
+        must not act on the outside world: it may be run more than once, and only the last
+        run counts. It may also refuse by raising a CountersignError, which is raised here.
+        An answer or a refusal is only ever given from fresh reads, and a commit only goes
+        through if nothing it read has changed since; otherwise the decision is taken
+        again, and ConcurrencyConflictError is raised if the facts keep changing (nothing
+        was committed). How the reads are served is the implementation's business
+        (docs/concurrency.md).
+        """
+        ...
+
+
+class AggregateStore(UnitOfWork, Protocol):
+    """Loads and saves aggregates of the one event stream, and carries out decisions."""
+
+    def get(self, aggregate_id: UUID, as_type: type[A], version: int | None = None) -> A:
+        """Raises NotFoundError when absent, of another type, or unreadable."""
+        ...
+
+    def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        """Like get, for reading only: the result is shared and must never be changed."""
+        ...
+
+    def save(self, *aggregates: Aggregate) -> None:
+        """One atomic commit of every pending event; ConcurrencyConflictError on a race."""
+        ...
+
+    def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
+
+    def ids_with_events(
+        self, aggregate_class: type[Aggregate], event_names: Sequence[str]
+    ) -> Iterator[UUID]:
+        """Distinct ids of aggregates that recorded any of these events, oldest first."""
+        ...
+
+
+class OpenWorkIndex(Protocol):
+    """Finds the proposals the sweepers must look at, without scanning every proposal."""
+
+    def expiry_candidates(self, now: datetime) -> list[UUID]:
+        """Pending proposals whose expiry has passed."""
+        ...
+
+    def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
+        """Reconciling proposals, and executing ones claimed before the given time."""
+        ...
+
+
+class EffectResponseLostError(Exception):
+    """Raised when a request's outcome is unknown (a timeout, a lost connection, a 5xx): it
+    may or may not have been performed. Only a lookup under its key can tell."""
+
+
+class IdempotencyConflictError(Exception):
+    """Raised when an idempotency key is reused with another request."""
+
+
+class EffectProvider(Protocol):
+    """An outside system that performs requests under idempotency keys (a payment provider,
+    an e-mail service, an accounting system), registered under a name that contracts use.
+
+    The same key with the same request is performed at most once: asking again answers what
+    the provider holds. A definitive refusal is an answer (status "refused"), not an error.
+    """
+
+    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
+        """Perform ``request`` under ``key``, or answer as the first time. Raises
+        EffectResponseLostError when the outcome is unknown, IdempotencyConflictError when
+        ``key`` was used with another request."""
+        ...
+
+    def lookup(self, key: str) -> EffectResponse | None:
+        """What the provider holds under ``key``; None if nothing was ever performed under it.
+        Raises EffectResponseLostError when the provider could not be asked."""
+        ...

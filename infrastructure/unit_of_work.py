@@ -1,0 +1,120 @@
+"""The unit of work: how a decision's reads are served, its commit checked, and it retried.
+
+``EventSourcedStore.decide`` runs here. The policy, in the order a decision meets it
+(docs/concurrency.md tells why each part exists and which test guards it):
+
+1. Its reads are fetched together, in one round trip for whatever this process does not
+   hold: the ids the caller names, and what decisions with the same names read last time.
+2. It runs first on the snapshots this process already holds, with no query.
+3. An answer that commits nothing, and a refusal (a ``CountersignError``), are only given
+   from fresh reads: decided on held snapshots, the decision runs again on fresh reads.
+4. Its commit carries its read set; the recorder refuses it (``StaleReadError``) if any
+   aggregate it read has moved on. A refused commit, or one that lost a race on an aggregate
+   it writes, is decided again on fresh reads after a jittered, growing pause;
+   ``ConcurrencyConflictError`` after ``ATTEMPTS`` such losses.
+5. What a commit wrote becomes the shared snapshot itself, frozen: no copy is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+from uuid import UUID
+
+from countersign.application.ports import Answer, Commit, Reads
+from countersign.domain.errors import ConcurrencyConflictError, CountersignError
+from countersign.domain.ports import Repository
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.event_store import EventSourcedStore
+
+log = logging.getLogger("countersign.store")
+
+T = TypeVar("T")
+
+#: How many lost races a decision takes before ConcurrencyConflictError.
+ATTEMPTS = 12
+#: How many read sets are remembered (the oldest learned are forgotten first).
+REMEMBERED = 10_000
+
+
+def backoff(losses: int) -> float:
+    """Seconds to wait before deciding again after ``losses`` lost races: random, so that
+    racers part, and growing, so that a hot aggregate is given room (at most 0.2 s)."""
+    return random.uniform(0, min(0.2, 0.002 * 2**losses))  # noqa: S311
+
+
+class _ReadSets:
+    """What decisions read, by the ids their callers named: fetched with them next time.
+
+    Only a hint: a remembered id that a decision no longer reads is fetched for nothing,
+    never checked (a commit checks what its decision actually read)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[UUID, ...], tuple[UUID, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def with_remembered(self, named: tuple[UUID, ...]) -> list[UUID]:
+        with self._lock:
+            remembered = self._items.get(named, ())
+        return list(dict.fromkeys((*named, *remembered)))
+
+    def remember(self, named: tuple[UUID, ...], read: Sequence[UUID]) -> None:
+        with self._lock:
+            known = self._items.get(named, ())
+            if set(read) <= set(known):
+                return
+            self._items[named] = tuple(dict.fromkeys((*known, *read)))
+            self._items.move_to_end(named)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class StoreUnitOfWork:
+    """The UnitOfWork port (application/ports.py) over one EventSourcedStore."""
+
+    def __init__(self, store: EventSourcedStore) -> None:
+        self.store = store
+        self._read_sets = _ReadSets(REMEMBERED)
+
+    def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
+        named = tuple(reads.ids)
+        held = True  # first on the snapshots this process holds
+        losses = 0
+        while True:
+            ids = self._read_sets.with_remembered(named)
+            with self.store.reading(ids, held=held, targets=reads.targets) as read:
+                try:
+                    decided = decision(self.store)
+                except CountersignError:
+                    if not held:
+                        raise
+                    held = False  # a refusal is only ever given from fresh reads
+                    continue
+                finally:
+                    self._read_sets.remember(named, read.ids())
+                if isinstance(decided, Answer):
+                    if not held:
+                        return decided.answer
+                    held = False  # so is an answer that commits nothing
+                    continue
+                try:
+                    # Done with these objects: they become the shared snapshots themselves.
+                    self.store.save(*decided.aggregates, final=True)
+                except ConcurrencyConflictError:
+                    losses += 1  # a fact it read or writes moved on: decide again
+                else:
+                    return decided.answer
+            if losses >= ATTEMPTS:
+                log.warning("a decision on %s lost %d races on shared facts", named, losses)
+                raise ConcurrencyConflictError(
+                    "the facts of this decision keep changing; try again"
+                )
+            held = False
+            time.sleep(backoff(losses))
