@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.domain.contracts import REVISION_REASONS
-from countersign.domain.contracts.presentation import LANGUAGES, Localized
+from countersign.domain.contracts.presentation import EFFECT_UNCERTAIN, LANGUAGES, Localized
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import (
     NeedsReconciliation,
@@ -40,10 +40,7 @@ if _overlap:
 _FIXED: dict[str, dict[str, str]] = {
     "en": {
         "revision": "Nothing was changed. {reason} Prepare a new proposal if it is still needed.",
-        "reconciling": (
-            "The card provider's answer was lost. The refund is being reconciled with the "
-            "provider; do not retry it. Status: {status_path}"
-        ),
+        "reconciling": "{uncertain} Status: {status_path}",
         "failure": (
             "This proposal could not be executed because of an internal error. It will not be "
             "retried. Reference: {correlation_id}"
@@ -55,10 +52,7 @@ _FIXED: dict[str, dict[str, str]] = {
             "Rien n'a été modifié. {reason} Préparez une nouvelle proposition si elle est "
             "toujours nécessaire."
         ),
-        "reconciling": (
-            "La réponse du fournisseur de paiement a été perdue. Le remboursement est en cours "
-            "de rapprochement ; ne le relancez pas. Suivi : {status_path}"
-        ),
+        "reconciling": "{uncertain} Suivi : {status_path}",
         "failure": (
             "Cette proposition n'a pas pu être exécutée à cause d'une erreur interne. Elle ne "
             "sera pas relancée. Référence : {correlation_id}"
@@ -75,15 +69,25 @@ def reason_text(reason: RevisionReason, language: str = "en") -> str:
     return sentence.text(_language(language), **_format_params(reason.params))
 
 
-def outcome_text(outcome: Outcome, success_text: str, language: str = "en") -> str:
-    """The app-authored message for any outcome; ``success_text`` comes from the contract."""
+
+
+def outcome_text(
+    outcome: Outcome,
+    success_text: str,
+    language: str = "en",
+    uncertain: Localized = EFFECT_UNCERTAIN,
+) -> str:
+    """The app-authored message for any outcome; ``success_text`` and what an uncertain
+    effect means (``uncertain``) come from the contract."""
     texts = _FIXED[_language(language)]
     if isinstance(outcome, Succeeded):
         return success_text
     if isinstance(outcome, RevisionRequired):
         return texts["revision"].format(reason=reason_text(outcome.reason, language))
     if isinstance(outcome, NeedsReconciliation):
-        return texts["reconciling"].format(status_path=outcome.status_path)
+        return texts["reconciling"].format(
+            uncertain=uncertain.text(_language(language)), status_path=outcome.status_path
+        )
     assert isinstance(outcome, TerminalFailure)
     return texts["failure"].format(correlation_id=outcome.correlation_id)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.presentation import (
+    EFFECT_UNCERTAIN,
     LANGUAGES,
     PreviewRow,
     fallback_fields,
@@ -36,8 +37,10 @@ def outcome_messages(
     """``outcome_message`` in several languages, validating the stored values once (the
     projections store every language of every outcome)."""
     outcome = outcome_from_stored(stored_outcome)
+    contract = REGISTRY.get(kind)
     if not isinstance(outcome, Succeeded):
-        return tuple(outcome_text(outcome, "", language) for language in languages)
+        uncertain = contract.effect_uncertain if contract is not None else EFFECT_UNCERTAIN
+        return tuple(outcome_text(outcome, "", language, uncertain) for language in languages)
     contract = REGISTRY[kind]
     valid_preview = contract.Preview.model_validate(preview)
     result = contract.Result.model_validate(outcome.result)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
 from countersign.domain.club.organization import Permission
-from countersign.domain.contracts.presentation import Localized, PreviewField
+from countersign.domain.contracts.presentation import EFFECT_UNCERTAIN, Localized, PreviewField
 from countersign.domain.errors import CountersignError
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
@@ -284,6 +284,8 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     revision_reasons: ClassVar[Mapping[str, Localized]]
     """Every reason code this contract raises, with its sentence; ``_cents`` parameters are
     shown as money in the reason's ``currency``."""
+    effect_uncertain: ClassVar[Localized] = EFFECT_UNCERTAIN
+    """What it means for this operation that its provider's answer was lost (external only)."""
     assistant_instructions: ClassVar[str]
     """What a section's instructions tell the model about proposing this; ``{tool}`` stands
     for the propose tool's name."""

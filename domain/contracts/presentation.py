@@ -30,6 +30,15 @@ class Localized:
         return template.format(**params) if params else template
 
 
+EFFECT_UNCERTAIN = Localized(
+    "The provider's answer was lost, so it is not yet known whether this took effect. It is "
+    "being reconciled with the provider; do not retry it.",
+    "La réponse du fournisseur a été perdue : on ne sait pas encore si l'opération a eu lieu. "
+    "Elle est en cours de rapprochement avec le fournisseur ; ne la relancez pas.",
+)
+"""What a lost provider answer means, for an operation that does not say it in its own words."""
+
+
 class Shown(StrEnum):
     """How a preview value reads for people."""
 

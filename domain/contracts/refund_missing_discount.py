@@ -235,6 +235,12 @@ class RefundMissingDiscount(
             "Le fournisseur de paiement a refusé le remboursement.",
         ),
     }
+    effect_uncertain = Localized(
+        "The card provider's answer was lost. The refund is being reconciled with the "
+        "provider; do not retry it.",
+        "La réponse du fournisseur de paiement a été perdue. Le remboursement est en cours "
+        "de rapprochement ; ne le relancez pas.",
+    )
     assistant_instructions = (
         "When a participant missed a discount they were eligible for, propose a refund with {tool}."
     )
