@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 import psycopg  # noqa: E402
 from countersign.domain.proposal import Proposal, contract_digest  # noqa: E402
 from countersign.infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
-from countersign.infrastructure.seed import seed  # noqa: E402
+from countersign.infrastructure.demo.seed import seed  # noqa: E402
 from countersign.infrastructure.settings import Settings  # noqa: E402
 from eventsourcing.persistence import Mapper  # noqa: E402
 
@@ -215,7 +215,7 @@ def live_lag(cs: Countersign, url: str, approvals: int, rate: float) -> list[flo
         [
             sys.executable,
             "-m",
-            "countersign.infrastructure.cli",
+            "countersign.infrastructure.entrypoints.cli",
             "projections",
             "run",
             "--database",

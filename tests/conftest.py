@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.seed import seed
+from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.settings import Settings
 
 POSTGRES_SERVER = os.environ.get(

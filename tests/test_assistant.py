@@ -24,6 +24,14 @@ from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.demo.seed import (
+    LEAGUES,
+    MAPLE_LEAGUES,
+    MAPLE_ORDER,
+    ORDERS,
+    USERS,
+    seed,
+)
 from countersign.infrastructure.openai_model import OpenAIChatModel
 from countersign.infrastructure.scripted_model import (
     Call,
@@ -34,7 +42,6 @@ from countersign.infrastructure.scripted_model import (
     ScriptedEndpoint,
     StandInPolicy,
 )
-from countersign.infrastructure.seed import LEAGUES, MAPLE_LEAGUES, MAPLE_ORDER, ORDERS, USERS, seed
 from countersign.infrastructure.settings import Settings
 from pydantic import BaseModel, Field
 

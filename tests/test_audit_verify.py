@@ -19,7 +19,7 @@ from countersign.domain.proposal import chain_link
 from countersign.infrastructure.audit_export import COLUMNS
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.cli import main
+from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table

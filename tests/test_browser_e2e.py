@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 import uvicorn
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.seed import seed
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.settings import Settings
-from countersign.infrastructure.web import mount_pages, seed_passwords
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from countersign.infrastructure.cli import main
+from countersign.infrastructure.entrypoints.cli import main
 
 from tests.conftest import TO_CARD
 

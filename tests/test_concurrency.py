@@ -25,8 +25,8 @@ from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
+from countersign.infrastructure.demo.seed import PLACED_AT, seed
 from countersign.infrastructure.payment_sandbox import CARD_OK
-from countersign.infrastructure.seed import PLACED_AT, seed
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, _truncate_postgres, count_events

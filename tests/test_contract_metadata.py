@@ -22,9 +22,9 @@ from countersign.domain.contracts.presentation import LANGUAGES, Localized, Show
 from countersign.domain.handback import SHARED_REASONS, reason_text
 from countersign.domain.messages import operation_title, proposal_headline
 from countersign.domain.outcomes import RevisionReason
-from countersign.infrastructure import render
-from countersign.infrastructure.web.i18n import translator
-from countersign.infrastructure.web.views import proposal_view
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.web.i18n import translator
+from countersign.infrastructure.entrypoints.web.views import proposal_view
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel
 
@@ -223,7 +223,7 @@ def test_the_browser_shows_the_title_headline_and_labels_in_order(contract, lang
     t = translator(language)
     view = proposal_view(record, t, language, now)
     templates = Environment(
-        loader=PackageLoader("countersign.infrastructure.web", "templates"),
+        loader=PackageLoader("countersign.infrastructure.entrypoints.web", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
     )
@@ -262,7 +262,7 @@ def test_a_preview_of_an_unregistered_operation_still_shows_its_fields():
 # -- one home per operation ---------------------------------------------------------------------
 
 _NOT_APPLICATION = {"tests", "docs", "scripts", "examples", ".venv", ".git"}
-_DEMO_FILES = {"infrastructure/demo.py", "infrastructure/seed.py"}
+_DEMO_FILES = {"infrastructure/demo/story.py", "infrastructure/demo/seed.py"}
 
 
 def _application_files() -> list[Path]:

@@ -23,12 +23,13 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, DuplicateError, NotFoundError
 from countersign.domain.proposal import Proposal
-from countersign.infrastructure import render
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.http.passwords import set_password, verify_password
-from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE
-from countersign.infrastructure.http.tokens import (
+from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from countersign.infrastructure.identity.passwords import set_password, verify_password
+from countersign.infrastructure.identity.tokens import (
     issue_token,
     list_tokens,
     revoke_token,
@@ -36,7 +37,6 @@ from countersign.infrastructure.http.tokens import (
 )
 from countersign.infrastructure.openai_model import OpenAIChatModel
 from countersign.infrastructure.scripted_model import Call, Say, Script, ScriptedEndpoint
-from countersign.infrastructure.seed import seed
 from countersign.infrastructure.settings import Settings
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings

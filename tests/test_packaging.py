@@ -57,6 +57,6 @@ def test_the_wheel_holds_only_the_countersign_namespace(tmp_path):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"countersign"}
     names = zipfile.ZipFile(wheel).namelist()
     assert "countersign/domain/proposal.py" in names
-    assert "countersign/infrastructure/web/templates/base.html" in names or any(
-        n.startswith("countersign/infrastructure/web/templates/") for n in names
+    assert "countersign/infrastructure/entrypoints/web/templates/base.html" in names or any(
+        n.startswith("countersign/infrastructure/entrypoints/web/templates/") for n in names
     )

@@ -291,7 +291,7 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
         [
             sys.executable,
             "-m",
-            "countersign.infrastructure.cli",
+            "countersign.infrastructure.entrypoints.cli",
             "projections",
             "run",
             "--batch-size",

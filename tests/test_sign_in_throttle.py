@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.settings import Settings
-from countersign.infrastructure.sql import SqlDatabase
-from countersign.infrastructure.web import mount_pages, pages, seed_passwords
-from countersign.infrastructure.web.throttle import (
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages, pages
+from countersign.infrastructure.entrypoints.web.throttle import (
     ACCOUNT_LIMIT,
     ADDRESS_LIMIT,
     WINDOW,
@@ -30,6 +29,8 @@ from countersign.infrastructure.web.throttle import (
     SignInThrottle,
     account_key,
 )
+from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.sql import SqlDatabase
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, BEN

@@ -3,7 +3,7 @@ the tokens in it keep working for as long as that (id-less, older) membership la
 
 from __future__ import annotations
 
-from countersign.infrastructure.http.tokens import authenticate, issue_token
+from countersign.infrastructure.identity.tokens import authenticate, issue_token
 
 from tests.conftest import AVA
 

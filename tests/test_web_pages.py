@@ -23,12 +23,13 @@ from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.http.passwords import set_password
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.entrypoints.web.i18n import TEXTS, negotiate
+from countersign.infrastructure.identity.passwords import set_password
 from countersign.infrastructure.openai_model import OpenAIChatModel
 from countersign.infrastructure.scripted_model import Say, Script, ScriptedEndpoint
-from countersign.infrastructure.web import mount_pages, seed_passwords
-from countersign.infrastructure.web.i18n import TEXTS, negotiate
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
@@ -689,7 +690,7 @@ def test_an_unexpected_error_is_a_page_with_a_reference(web, monkeypatch, caplog
 
 def test_every_page_text_exists_in_english_and_french():
     assert set(TEXTS["en"]) == set(TEXTS["fr"])
-    templates = resources.files("countersign.infrastructure.web") / "templates"
+    templates = resources.files("countersign.infrastructure.entrypoints.web") / "templates"
     used = set()
     for template in templates.iterdir():
         used |= set(re.findall(r"t\('([a-z_.]+)'", template.read_text(encoding="utf-8")))

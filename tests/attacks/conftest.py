@@ -34,14 +34,15 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http import create_app, passwords
-from countersign.infrastructure.http.passwords import set_password
-from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE
-from countersign.infrastructure.http.storage import ensure_tables
-from countersign.infrastructure.http.tokens import ensure_token_tables, issue_token
-from countersign.infrastructure.seed import USERS
-from countersign.infrastructure.web import mount_pages
-from countersign.infrastructure.web.demo_passwords import demo_password
+from countersign.infrastructure.demo.passwords import demo_password
+from countersign.infrastructure.demo.seed import USERS
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.identity import passwords
+from countersign.infrastructure.identity.passwords import set_password
+from countersign.infrastructure.identity.storage import ensure_tables
+from countersign.infrastructure.identity.tokens import ensure_token_tables, issue_token
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from httpx2 import Response

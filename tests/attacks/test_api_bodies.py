@@ -33,9 +33,9 @@ import pytest
 import uvicorn
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE
-from countersign.infrastructure.http.tokens import issue_token, service_actions
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from countersign.infrastructure.identity.tokens import issue_token, service_actions
 from countersign.infrastructure.settings import Settings, SettingsError
 from fastapi import FastAPI
 from fastapi.testclient import TestClient

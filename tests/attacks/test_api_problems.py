@@ -31,7 +31,7 @@ from countersign.domain.contracts.base import (
     InvalidRequestError,
 )
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http import create_app
+from countersign.infrastructure.entrypoints.http import create_app
 from fastapi.testclient import TestClient
 
 from tests.attacks.test_api_bodies import (

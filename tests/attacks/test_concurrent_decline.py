@@ -25,8 +25,8 @@ import pytest
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.http.tokens import issue_token, service_actions
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.identity.tokens import issue_token, service_actions
 from eventsourcing.persistence import OperationalError
 from fastapi.testclient import TestClient
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.http.tokens import service_actions
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.identity.tokens import service_actions
 from fastapi.testclient import TestClient
 
 from tests.attacks.conftest import Api, audit_verify

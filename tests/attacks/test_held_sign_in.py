@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.web import pages
-from countersign.infrastructure.web.pages import CONTENT_SECURITY_POLICY
-from countersign.infrastructure.web.throttle import ACCOUNT_LIMIT, WINDOW
+from countersign.infrastructure.entrypoints.web import pages
+from countersign.infrastructure.entrypoints.web.pages import CONTENT_SECURITY_POLICY
+from countersign.infrastructure.entrypoints.web.throttle import ACCOUNT_LIMIT, WINDOW
 
 from tests.attacks.conftest import (
     Browser,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from countersign.domain.club.organization import Organization, Permission
-from countersign.infrastructure.cli import main
+from countersign.infrastructure.entrypoints.cli import main
 from httpx2 import Response
 
 from tests.attacks.conftest import Api, assert_nothing_changed, problem, snapshot

@@ -26,17 +26,18 @@ from typing import Any
 import pytest
 import uvicorn
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.cli import main
-from countersign.infrastructure.http import create_app
-from countersign.infrastructure.http.proxies import (
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.http.proxies import (
     TRUSTED_PROXIES_ENV,
     trusted_proxies_from_env,
     uvicorn_proxy_options,
 )
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.entrypoints.web.sessions import SECURE_ENV
+from countersign.infrastructure.entrypoints.web.throttle import address_key
 from countersign.infrastructure.settings import SettingsError
-from countersign.infrastructure.web import mount_pages, seed_passwords
-from countersign.infrastructure.web.sessions import SECURE_ENV
-from countersign.infrastructure.web.throttle import address_key
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, count_events

@@ -31,13 +31,15 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.cli import main
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.http import create_app, session_store
-from countersign.infrastructure.http.passwords import verify_password
-from countersign.infrastructure.http.session_store import id_digest
-from countersign.infrastructure.web import mount_pages, seed_passwords
-from countersign.infrastructure.web.sessions import ABSOLUTE_SECONDS, IDLE_SECONDS
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.entrypoints.web.sessions import ABSOLUTE_SECONDS, IDLE_SECONDS
+from countersign.infrastructure.identity import session_store
+from countersign.infrastructure.identity.passwords import verify_password
+from countersign.infrastructure.identity.session_store import id_digest
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, BEN, REFUND, TO_CARD, count_events

@@ -30,7 +30,7 @@ from tests.conftest import AVA, events_table
 from tests.contracts import cases as cases_package
 
 Seeded = Mapping[str, Any]
-"""What ``infrastructure.seed.seed`` returned: the demo records' ids."""
+"""What ``infrastructure.demo.seed.seed`` returned: the demo records' ids."""
 
 
 @dataclass(frozen=True)

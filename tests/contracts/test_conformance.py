@@ -40,11 +40,11 @@ from countersign.domain.handback import SHARED_REASONS, reason_text
 from countersign.domain.messages import outcome_messages, preview_rows_of, proposal_headline
 from countersign.domain.outcomes import RevisionReason
 from countersign.domain.proposal import contract_digest
-from countersign.infrastructure import render
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.web.i18n import translator
-from countersign.infrastructure.web.views import proposal_view
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.web.i18n import translator
+from countersign.infrastructure.entrypoints.web.views import proposal_view
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 
 from tests.conftest import count_events
@@ -184,7 +184,7 @@ def _assert_tampering_shows(cs: Countersign, proposal_id: str) -> None:
 @cache
 def _card_template() -> Template:
     templates = Environment(
-        loader=PackageLoader("countersign.infrastructure.web", "templates"),
+        loader=PackageLoader("countersign.infrastructure.entrypoints.web", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
     )

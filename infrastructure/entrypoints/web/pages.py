@@ -49,23 +49,23 @@ from countersign.domain.outcomes import RevisionReason
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Scope, Section
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.passwords import verify_password
-from countersign.infrastructure.http.problems import correlation_id_of
-from countersign.infrastructure.projection_runner import ProjectionStoppedError
-from countersign.infrastructure.web.i18n import LANGUAGES, negotiate, translator
-from countersign.infrastructure.web.sessions import (
+from countersign.infrastructure.entrypoints.http.problems import correlation_id_of
+from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
+from countersign.infrastructure.entrypoints.web.sessions import (
     Session,
     Sessions,
     secure_from_env,
     session_secret,
 )
-from countersign.infrastructure.web.throttle import Refusal, SignInThrottle
-from countersign.infrastructure.web.views import (
+from countersign.infrastructure.entrypoints.web.throttle import Refusal, SignInThrottle
+from countersign.infrastructure.entrypoints.web.views import (
     format_time,
     order_view,
     proposal_record,
     proposal_view,
 )
+from countersign.infrastructure.identity.passwords import verify_password
+from countersign.infrastructure.projection_runner import ProjectionStoppedError
 from fastapi import FastAPI
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
@@ -203,13 +203,13 @@ class Pages:
         self.cs = cs
         self.sessions = sessions
         self.templates = Environment(
-            loader=PackageLoader("countersign.infrastructure.web", "templates"),
+            loader=PackageLoader("countersign.infrastructure.entrypoints.web", "templates"),
             autoescape=True,
             undefined=StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        static = resources.files("countersign.infrastructure.web") / "static"
+        static = resources.files("countersign.infrastructure.entrypoints.web") / "static"
         self.assets = {name: (static / name).read_bytes() for name in _ASSETS}
         self.asset_version = {
             name: hashlib.sha256(body).hexdigest()[:12] for name, body in self.assets.items()

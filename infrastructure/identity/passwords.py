@@ -15,8 +15,8 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.session_store import ensure_session_table, revoke_person_in
-from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.identity.session_store import ensure_session_table, revoke_person_in
+from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.sql import Cursor
 
 MIN_PASSWORD = 12

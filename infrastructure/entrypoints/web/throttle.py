@@ -47,7 +47,7 @@ from datetime import timedelta
 from typing import Literal
 
 from countersign.domain.ports import Clock
-from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 #: How far back failures count (a sliding window).

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.passwords import set_password
-from countersign.infrastructure.seed import USERS
+from countersign.infrastructure.demo.seed import USERS
+from countersign.infrastructure.identity.passwords import set_password
 
 
 def demo_password(email: str) -> str:

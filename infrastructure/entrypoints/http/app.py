@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.api import router
-from countersign.infrastructure.http.gate import ApiGate
-from countersign.infrastructure.http.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers
-from countersign.infrastructure.http.tokens import ensure_token_tables
+from countersign.infrastructure.entrypoints.http.api import router
+from countersign.infrastructure.entrypoints.http.gate import ApiGate
+from countersign.infrastructure.entrypoints.http.problems import (
+    PROBLEM_MEDIA_TYPE,
+    install_problem_handlers,
+)
+from countersign.infrastructure.identity.tokens import ensure_token_tables
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 

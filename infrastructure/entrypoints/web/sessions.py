@@ -45,9 +45,9 @@ from typing import Any
 
 from countersign.domain.ports import Clock
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http import session_store
-from countersign.infrastructure.http.session_store import SessionRow, id_digest
-from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.identity import session_store
+from countersign.infrastructure.identity.session_store import SessionRow, id_digest
+from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.settings import SettingsError
 from countersign.infrastructure.sql import SqlDatabase
 from itsdangerous import BadSignature, Signer

@@ -37,8 +37,8 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.auth import Caller, Wired, require, require_any
-from countersign.infrastructure.http.models import (
+from countersign.infrastructure.entrypoints.http.auth import Caller, Wired, require, require_any
+from countersign.infrastructure.entrypoints.http.models import (
     ApprovalReportOut,
     DeclineIn,
     HistoryOut,
@@ -51,12 +51,12 @@ from countersign.infrastructure.http.models import (
     SectionName,
     TurnOut,
 )
-from countersign.infrastructure.http.problems import (
+from countersign.infrastructure.entrypoints.http.problems import (
     ProblemDocument,
     ProblemError,
     correlation_id_of,
 )
-from countersign.infrastructure.http.tokens import ServicePrincipal, record_action
+from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
 from countersign.infrastructure.projection_runner import ProjectionStoppedError
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.encoders import jsonable_encoder

@@ -11,8 +11,8 @@ from typing import Annotated, cast
 
 from countersign.domain.club.organization import Permission
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.problems import ProblemError
-from countersign.infrastructure.http.tokens import ServicePrincipal, authenticate
+from countersign.infrastructure.entrypoints.http.problems import ProblemError
+from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param

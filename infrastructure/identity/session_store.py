@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 TABLE = "web_sessions"

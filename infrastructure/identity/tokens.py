@@ -36,7 +36,7 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.contracts.base import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.storage import ensure_tables
+from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.sql import Cursor, SqlDatabase
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret

@@ -21,8 +21,12 @@ from __future__ import annotations
 from anyio import to_thread
 from countersign.application.errors import new_correlation_id
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.http.auth import identify
-from countersign.infrastructure.http.problems import ProblemError, is_api_path, problem_response
+from countersign.infrastructure.entrypoints.http.auth import identify
+from countersign.infrastructure.entrypoints.http.problems import (
+    ProblemError,
+    is_api_path,
+    problem_response,
+)
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 DEFAULT_MAX_BODY = 64 * 1024

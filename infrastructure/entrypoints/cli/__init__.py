@@ -30,11 +30,11 @@ from countersign.application.errors import (
 )
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
-from countersign.infrastructure import render
 from countersign.infrastructure.audit_export import write_export
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.progress import Progress
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli.progress import Progress
 from countersign.infrastructure.projection_runner import (
     ProjectionStoppedError,
     rebuild_together,
@@ -58,8 +58,8 @@ _ALREADY_PRINTED = object()  # commands that stream their own output
 
 
 def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
-    from countersign.infrastructure.seed import seed
-    from countersign.infrastructure.web import seed_passwords
+    from countersign.infrastructure.demo.passwords import seed_passwords
+    from countersign.infrastructure.demo.seed import seed
 
     data = seed(cs)
     data["passwords"] = seed_passwords(cs)
@@ -208,13 +208,13 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
-    from countersign.infrastructure.http.app import create_app
-    from countersign.infrastructure.http.proxies import (
+    from countersign.infrastructure.entrypoints.http.app import create_app
+    from countersign.infrastructure.entrypoints.http.proxies import (
         trusted_proxies_from_env,
         uvicorn_proxy_options,
     )
-    from countersign.infrastructure.web import mount_pages
-    from countersign.infrastructure.web.sessions import secure_from_env
+    from countersign.infrastructure.entrypoints.web import mount_pages
+    from countersign.infrastructure.entrypoints.web.sessions import secure_from_env
 
     # Settings first, so a wrong value stops the server before anything is served.
     trusted = trusted_proxies_from_env()
@@ -254,7 +254,7 @@ def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
     """A new password for EMAIL, read from standard input or a prompt (never the command
     line, where other users and the shell history would see it); every browser session of
     that person ends."""
-    from countersign.infrastructure.http.passwords import set_password
+    from countersign.infrastructure.identity.passwords import set_password
 
     password = _read_new_password()
     ended = set_password(cs, args.actor, password)
@@ -277,7 +277,7 @@ def _read_new_password() -> str:
 
 
 def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
-    from countersign.infrastructure.http.tokens import issue_token
+    from countersign.infrastructure.identity.tokens import issue_token
 
     issued = issue_token(
         cs,
@@ -302,7 +302,7 @@ def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
-    from countersign.infrastructure.http.tokens import revoke_token
+    from countersign.infrastructure.identity.tokens import revoke_token
 
     revoked = revoke_token(cs, args.token_id)
     return {"token_id": args.token_id, "revoked": revoked}, (
@@ -311,7 +311,7 @@ def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_tokens_list(cs: Countersign, args: argparse.Namespace) -> Result:
-    from countersign.infrastructure.http.tokens import list_tokens
+    from countersign.infrastructure.identity.tokens import list_tokens
 
     tokens = json.loads(render.to_json(list_tokens(cs, args.org)))
     lines = [
@@ -650,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first
     if args.command == "demo":
-        from countersign.infrastructure.demo import run_demo
+        from countersign.infrastructure.demo.story import run_demo
 
         return run_demo(database_url=args.database, as_json=args.json)
     return run(args)
@@ -719,7 +719,3 @@ def _emitter(as_json: bool) -> Callable[[Any, str, int], int]:
         return status
 
     return emit
-
-
-if __name__ == "__main__":
-    sys.exit(main())
