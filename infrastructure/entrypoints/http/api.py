@@ -37,6 +37,7 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.auth import Caller, Wired, require, require_any
 from countersign.infrastructure.entrypoints.http.models import (
     ApprovalReportOut,
@@ -51,11 +52,7 @@ from countersign.infrastructure.entrypoints.http.models import (
     SectionName,
     TurnOut,
 )
-from countersign.infrastructure.entrypoints.http.problems import (
-    ProblemDocument,
-    ProblemError,
-    correlation_id_of,
-)
+from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
 from countersign.infrastructure.projection_runner import ProjectionStoppedError
 from fastapi import APIRouter, Body, Path, Query, Request

@@ -19,8 +19,8 @@ the server then stops reading the rest instead of draining it.
 from __future__ import annotations
 
 from anyio import to_thread
-from countersign.application.errors import new_correlation_id
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.correlation import correlation_id_in
 from countersign.infrastructure.entrypoints.http.auth import identify
 from countersign.infrastructure.entrypoints.http.problems import (
     ProblemError,
@@ -93,7 +93,7 @@ class ApiGate:
 
     async def _refuse(self, scope: Scope, send: Send, refused: ProblemError) -> None:
         """Answer without reading (the rest of) the body, and close the connection after."""
-        correlation_id = scope.get("state", {}).get("correlation_id") or new_correlation_id()
+        correlation_id = correlation_id_in(scope)
         response = problem_response(
             refused.kind,
             correlation_id,

@@ -13,22 +13,21 @@ log line that holds the traceback.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
-from countersign.application.errors import new_correlation_id
 from countersign.domain.contracts.base import MAX_PROBLEMS, field_path, safe_message
+from countersign.infrastructure.correlation import (
+    CORRELATION_HEADER,
+    CorrelationMiddleware,
+    correlation_id_of,
+)
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-log = logging.getLogger("countersign.http")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-CORRELATION_HEADER = "X-Correlation-ID"
 API_PREFIX = "/api/v1"
 #: Sent with every answer under API_PREFIX, problems included.
 API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
@@ -114,12 +113,6 @@ class ProblemError(Exception):
         self.problems = problems
         self.more_problems = more_problems
         self.headers = headers or {}
-
-
-def correlation_id_of(request: Request) -> str:
-    """This request's correlation id (set by the middleware)."""
-    value = getattr(request.state, "correlation_id", None)
-    return value if isinstance(value, str) else new_correlation_id()
 
 
 def problem_body(
@@ -255,64 +248,14 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_handler)
     app.add_exception_handler(ProblemError, _problem_handler)
     app.add_exception_handler(StarletteHTTPException, _http_handler)
-    app.add_middleware(CorrelationMiddleware)
+    app.add_middleware(
+        CorrelationMiddleware, headers_for=_api_headers, error_answer=_internal_problem
+    )
 
 
-class CorrelationMiddleware:
-    """Gives every request a correlation id and turns any escaped exception into a 500 problem.
+def _api_headers(path: str) -> list[tuple[bytes, bytes]]:
+    return list(_API_HEADERS_RAW) if is_api_path(path) else []
 
-    It sits inside Starlette's ServerErrorMiddleware, so an unexpected exception never reaches
-    the server's default handler (which would print a traceback): it is logged here once, with
-    the correlation id the client receives. Answers under API_PREFIX get API_HEADERS here, so
-    every one has them, whichever layer answered.
-    """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        correlation_id = new_correlation_id()
-        scope.setdefault("state", {})["correlation_id"] = correlation_id
-        extra = [(CORRELATION_HEADER.lower().encode(), correlation_id.encode())]
-        if is_api_path(str(scope.get("path", ""))):
-            extra += _API_HEADERS_RAW
-        replaced = {name for name, _ in extra}
-        started = False
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                headers = [
-                    (k, v) for k, v in message.get("headers", []) if k.lower() not in replaced
-                ]
-                message = {**message, "headers": headers + extra}
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        except Exception:
-            log.exception(
-                "internal error on %s %s, correlation id %s",
-                scope.get("method"),
-                scope.get("path"),
-                correlation_id,
-            )
-            if started:
-                raise
-            body = json.dumps(problem_body("internal-error", correlation_id)).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 500,
-                    "headers": [
-                        (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                        (b"content-length", str(len(body)).encode()),
-                        *extra,
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+def _internal_problem(correlation_id: str) -> tuple[str, bytes]:
+    return PROBLEM_MEDIA_TYPE, json.dumps(problem_body("internal-error", correlation_id)).encode()

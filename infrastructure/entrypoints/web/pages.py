@@ -49,7 +49,7 @@ from countersign.domain.outcomes import RevisionReason
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Scope, Section
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.http.problems import correlation_id_of
+from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
 from countersign.infrastructure.entrypoints.web.sessions import (
     Session,
