@@ -1,7 +1,7 @@
 """Browser sessions kept in the database, so every server process shares them and can end them.
 
-A browser holds only an opaque random session id (``infrastructure/web/sessions.py`` puts it in
-the cookie). This table is keyed by a SHA-256 digest of that id, never the id itself: a copy of
+A browser holds only an opaque random session id (the pages' ``sessions.py`` puts it in the
+cookie). This table is keyed by a SHA-256 digest of that id, never the id itself: a copy of
 the table signs nobody in. A row says who is signed in to which club (or, between a correct
 password and the choice of a club, who is choosing), when the session began, when it was last
 seen, when it expires (the sooner of the idle and the absolute limit), the organization

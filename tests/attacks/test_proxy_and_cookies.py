@@ -29,14 +29,14 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http import create_app
-from countersign.infrastructure.entrypoints.http.proxies import (
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.entrypoints.web.throttle import address_key
+from countersign.infrastructure.server_settings import (
+    SECURE_ENV,
     TRUSTED_PROXIES_ENV,
     trusted_proxies_from_env,
     uvicorn_proxy_options,
 )
-from countersign.infrastructure.entrypoints.web import mount_pages
-from countersign.infrastructure.entrypoints.web.sessions import SECURE_ENV
-from countersign.infrastructure.entrypoints.web.throttle import address_key
 from countersign.infrastructure.settings import SettingsError
 from fastapi.testclient import TestClient
 

@@ -8,7 +8,6 @@ status is 0 whenever the command was processed, whatever its outcome; 2 for usag
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import logging
 import signal
@@ -209,19 +208,20 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
 def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
     from countersign.infrastructure.entrypoints.http.app import create_app
-    from countersign.infrastructure.entrypoints.http.proxies import (
+    from countersign.infrastructure.entrypoints.web import mount_pages
+    from countersign.infrastructure.server_settings import (
+        is_loopback,
+        secure_from_env,
         trusted_proxies_from_env,
         uvicorn_proxy_options,
     )
-    from countersign.infrastructure.entrypoints.web import mount_pages
-    from countersign.infrastructure.entrypoints.web.sessions import secure_from_env
 
     # Settings first, so a wrong value stops the server before anything is served.
     trusted = trusted_proxies_from_env()
     # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
     # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
     # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
-    secure = secure_from_env(default=not _is_loopback(args.host))
+    secure = secure_from_env(default=not is_loopback(args.host))
     app = create_app(cs)
     mount_pages(app, cs, secure_cookies=secure)
     print(
@@ -239,15 +239,6 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         **uvicorn_proxy_options(trusted),
     )
     return {"stopped": True}, "countersign: server stopped."
-
-
-def _is_loopback(host: str) -> bool:
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:

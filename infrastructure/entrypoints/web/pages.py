@@ -54,7 +54,6 @@ from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate
 from countersign.infrastructure.entrypoints.web.sessions import (
     Session,
     Sessions,
-    secure_from_env,
     session_secret,
 )
 from countersign.infrastructure.entrypoints.web.throttle import Refusal, SignInThrottle
@@ -66,6 +65,7 @@ from countersign.infrastructure.entrypoints.web.views import (
 )
 from countersign.infrastructure.identity.passwords import verify_password
 from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from countersign.infrastructure.server_settings import secure_from_env
 from fastapi import FastAPI
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool

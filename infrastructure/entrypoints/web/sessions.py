@@ -4,7 +4,7 @@ The session cookie carries only a random id (32 bytes from ``secrets``, URL-safe
 an HMAC of it (itsdangerous ``Signer``, SHA-256), so a forged or mangled cookie is refused
 without touching the database. Nothing in it says who is signed in: no email, no club, no
 CSRF token. The database keeps a SHA-256 digest of the id with the person, the club, the
-times and the revoked flag (``infrastructure/http/session_store.py``), so every server
+times and the revoked flag (``infrastructure/identity/session_store.py``), so every server
 process sees the same sessions and any of them can end one for all.
 
 * **Signing in** (and choosing a club) always starts a new id and revokes the previous one:
@@ -48,7 +48,6 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity import session_store
 from countersign.infrastructure.identity.session_store import SessionRow, id_digest
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.settings import SettingsError
 from countersign.infrastructure.sql import SqlDatabase
 from itsdangerous import BadSignature, Signer
 
@@ -60,12 +59,9 @@ ABSOLUTE_SECONDS = 24 * 3600
 TOUCH_SECONDS = 60
 LANGUAGE_SECONDS = 365 * 24 * 3600
 SECRET_ENV = "COUNTERSIGN_SESSION_SECRET"  # noqa: S105 - the variable's name, not a secret
-SECURE_ENV = "COUNTERSIGN_SECURE_COOKIES"
 _SALT = "countersign.web.session.v2"
 _MIN_SECRET = 32
 _MAX_COOKIE = 256
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS web_secrets ("
@@ -93,19 +89,6 @@ def session_secret(cs: Countersign) -> str:
     if found is None:
         raise RuntimeError("the session secret could not be stored")
     return str(found[0])
-
-
-def secure_from_env(default: bool = True) -> bool:
-    """COUNTERSIGN_SECURE_COOKIES when it is set (1/true/yes/on or 0/false/no/off), else
-    ``default``. An explicit setting always wins; callers only choose the default."""
-    value = os.environ.get(SECURE_ENV, "").strip().lower()
-    if not value:
-        return default
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise SettingsError(f"{SECURE_ENV} must be 1 or 0 (true/false, yes/no, on/off), not {value!r}")
 
 
 def _new_id() -> str:

@@ -32,7 +32,7 @@ The per-account limit lets anyone lock a known email out for ``WINDOW`` by guess
 purpose; that is the accepted price of stopping a distributed guesser at five tries.
 
 Behind a reverse proxy, list the proxy's address in ``COUNTERSIGN_TRUSTED_PROXIES``
-(``infrastructure/http/proxies.py``) so that ``request.client`` is the real client: otherwise
+(``infrastructure/server_settings.py``) so that ``request.client`` is the real client: otherwise
 every visitor shares the proxy's address and one limit. Forwarded headers from anyone else are
 ignored, so no client can pick the address it is counted under.
 """
