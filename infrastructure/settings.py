@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
 _RECORDERS = "countersign.infrastructure.recorders"  # where our persistence classes live
 DEFAULT_API_MAX_BODY = 64 * 1024
@@ -42,9 +43,7 @@ class Settings:
                 f"COUNTERSIGN_API_MAX_BODY must be a positive number of bytes, not {max_body!r}"
             )
         return cls(
-            database_url=database_url
-            or os.environ.get("COUNTERSIGN_DATABASE_URL")
-            or DEFAULT_DATABASE_URL,
+            database_url=database_url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL,
             proposal_ttl_seconds=int(ttl),
             reconcile_lease_seconds=int(lease),
             model=os.environ.get("COUNTERSIGN_MODEL", "").strip() or "scripted",

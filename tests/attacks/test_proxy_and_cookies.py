@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import socket
 import threading
@@ -37,7 +38,7 @@ from countersign.infrastructure.server_settings import (
     trusted_proxies_from_env,
     uvicorn_proxy_options,
 )
-from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, count_events
@@ -257,22 +258,31 @@ def serve(
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
         seen: dict[str, Any] = {}
+        before = {name: os.environ.get(name) for name in (SECURE_ENV, DATABASE_URL_ENV)}
 
         def fake_run(app: Any, **options: Any) -> None:
+            # The server builds its own application from the environment, as each uvicorn
+            # worker would: by calling the factory `serve` names.
+            assert app == "countersign.infrastructure.server:create_app"
+            assert options.pop("factory") is True
             seen["options"] = options
-            https = TestClient(app, base_url="https://testserver", follow_redirects=False)
-            page = https.get("/sign-in")
-            seen["cookie"] = page.headers.get("set-cookie", "")
-            seen["hsts"] = page.headers.get("strict-transport-security")
-            token = CSRF.search(page.text).group(1)
-            switched = https.post("/language", data={"lang": "fr", "csrf_token": token})
-            seen["language_cookie"] = switched.headers.get("set-cookie", "")
+            built = uvicorn.importer.import_from_string(app)()
+            assert built.state.countersign.settings.database_url == database_url
+            with TestClient(built, base_url="https://testserver", follow_redirects=False) as https:
+                page = https.get("/sign-in")
+                seen["cookie"] = page.headers.get("set-cookie", "")
+                seen["hsts"] = page.headers.get("strict-transport-security")
+                token = CSRF.search(page.text).group(1)
+                switched = https.post("/language", data={"lang": "fr", "csrf_token": token})
+                seen["language_cookie"] = switched.headers.get("set-cookie", "")
 
         monkeypatch.setattr(uvicorn, "run", fake_run)
         seen["status"] = main(
             ["serve", "--host", host, "--port", "8000", "--database", database_url]
         )
         seen["output"] = capsys.readouterr()
+        # What `serve` handed the server through the environment is taken back afterwards.
+        assert {name: os.environ.get(name) for name in before} == before
         return seen
 
     return run

@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,10 +41,14 @@ from countersign.infrastructure.projection_runner import (
     rebuild_together,
     run_forever,
 )
-from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
 from countersign.projections import PROJECTIONS
 
 log = logging.getLogger("countersign.cli")
+
+#: The application ``serve`` runs, named rather than imported: the CLI does not import the
+#: HTTP API or the pages (each entry point is independent of the others).
+SERVER_FACTORY = "countersign.infrastructure.server:create_app"
 
 
 class UsageError(Exception):
@@ -207,9 +213,8 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
-    from countersign.infrastructure.entrypoints.http.app import create_app
-    from countersign.infrastructure.entrypoints.web import mount_pages
     from countersign.infrastructure.server_settings import (
+        SECURE_ENV,
         is_loopback,
         secure_from_env,
         trusted_proxies_from_env,
@@ -222,8 +227,10 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
     # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
     secure = secure_from_env(default=not is_loopback(args.host))
-    app = create_app(cs)
-    mount_pages(app, cs, secure_cookies=secure)
+    # The server wires its own countersign from the environment (server.create_app, once per
+    # worker): this one has checked the settings and the database, and is done.
+    configuration = {DATABASE_URL_ENV: cs.settings.database_url, SECURE_ENV: str(int(secure))}
+    cs.close()
     print(
         f"countersign: serving on http://{args.host}:{args.port} (pages at /, API under "
         f"/api/v1, OpenAPI at /openapi.json); secure cookies {'on' if secure else 'off'}; "
@@ -231,14 +238,31 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        **uvicorn_proxy_options(trusted),
-    )
+    with _environment(configuration):
+        uvicorn.run(
+            SERVER_FACTORY,
+            factory=True,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            **uvicorn_proxy_options(trusted),
+        )
     return {"stopped": True}, "countersign: server stopped."
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """These environment variables for the block (the server process reads them), then back."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:

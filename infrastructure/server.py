@@ -1,0 +1,52 @@
+"""The ASGI application ``countersign serve`` runs: the JSON API and the browser pages, over
+one countersign wired from the environment.
+
+uvicorn builds it in each worker process by calling the factory::
+
+    uvicorn --factory countersign.infrastructure.server:create_app --workers 4
+
+Everything comes from the environment (``Settings``, ``COUNTERSIGN_SECURE_COOKIES``, the
+session secret), so every worker builds the same application; ``countersign serve`` sets it
+from its options. Forwarded headers are uvicorn's to honour or not (``server_settings``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.entrypoints.http import create_app as create_api
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.server_settings import secure_from_env
+from countersign.infrastructure.settings import Settings
+from fastapi import FastAPI
+
+
+def create_app() -> FastAPI:
+    """A newly wired countersign behind the API and the pages; closed when the server stops."""
+    settings = Settings.from_env()
+    secure = secure_from_env()  # a wrong value stops the worker before it wires anything
+    cs = bootstrap(settings)
+    try:
+        app = compose(cs, secure_cookies=secure)
+    except BaseException:
+        cs.close()
+        raise
+
+    @asynccontextmanager
+    async def closing(_: object) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            cs.close()
+
+    app.router.lifespan_context = closing
+    return app
+
+
+def compose(cs: Countersign, *, secure_cookies: bool | None = None) -> FastAPI:
+    """The API under /api/v1 and the pages at /, over ``cs`` (the caller keeps it open)."""
+    app = create_api(cs)
+    mount_pages(app, cs, secure_cookies=secure_cookies)
+    return app
