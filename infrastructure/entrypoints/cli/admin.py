@@ -1,0 +1,148 @@
+"""Commands that run the server and manage who may use it: serve, API tokens, passwords."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli.common import (
+    Result,
+    UsageError,
+)
+from countersign.infrastructure.settings import DATABASE_URL_ENV
+
+#: The application ``serve`` runs, named rather than imported: the CLI does not import the
+#: HTTP API or the pages (each entry point is independent of the others).
+SERVER_FACTORY = "countersign.infrastructure.server:create_app"
+
+
+def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
+    import uvicorn
+    from countersign.infrastructure.server_settings import (
+        SECURE_ENV,
+        is_loopback,
+        secure_from_env,
+        trusted_proxies_from_env,
+        uvicorn_proxy_options,
+    )
+
+    # Settings first, so a wrong value stops the server before anything is served.
+    trusted = trusted_proxies_from_env()
+    # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
+    # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
+    # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
+    secure = secure_from_env(default=not is_loopback(args.host))
+    # The server wires its own countersign from the environment (server.create_app, once per
+    # worker): this one has checked the settings and the database, and is done.
+    configuration = {DATABASE_URL_ENV: cs.settings.database_url, SECURE_ENV: str(int(secure))}
+    cs.close()
+    print(
+        f"countersign: serving on http://{args.host}:{args.port} (pages at /, API under "
+        f"/api/v1, OpenAPI at /openapi.json); secure cookies {'on' if secure else 'off'}; "
+        f"forwarded headers trusted from {', '.join(trusted) or 'nobody'}; Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    with _environment(configuration):
+        uvicorn.run(
+            SERVER_FACTORY,
+            factory=True,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            **uvicorn_proxy_options(trusted),
+        )
+    return {"stopped": True}, "countersign: server stopped."
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """These environment variables for the block (the server process reads them), then back."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
+    """A new password for EMAIL, read from standard input or a prompt (never the command
+    line, where other users and the shell history would see it); every browser session of
+    that person ends."""
+    from countersign.infrastructure.identity.passwords import set_password
+
+    password = _read_new_password()
+    ended = set_password(cs, args.actor, password)
+    email = args.actor.strip().lower()
+    return {"email": email, "password_set": True, "sessions_ended": ended}, (
+        f"Password set for {email}; {ended} browser session(s) ended."
+    )
+
+
+def _read_new_password() -> str:
+    if not sys.stdin.isatty():
+        # Piped: the first line, without its line ending (a password may hold other spaces).
+        return sys.stdin.readline().rstrip("\r\n")
+    import getpass
+
+    first = getpass.getpass("New password: ")
+    if getpass.getpass("Repeat it: ") != first:
+        raise UsageError("the two passwords differ; nothing was changed")
+    return first
+
+
+def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.identity.tokens import issue_token
+
+    issued = issue_token(
+        cs,
+        args.org,
+        args.name,
+        [p.strip() for p in args.permissions.split(",") if p.strip()],
+        issued_by=args.actor,
+    )
+    document = {
+        "token_id": issued.token_id,
+        "token": issued.token,
+        "organization": issued.organization,
+        "name": issued.name,
+        "issued_by": issued.issued_by,
+        "permissions": list(issued.permissions),
+    }
+    text = (
+        f"Token {issued.token_id} for {issued.organization} ({', '.join(issued.permissions)}), "
+        f"acting as {issued.issued_by}. Shown once; store it now:\n{issued.token}"
+    )
+    return document, text
+
+
+def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.identity.tokens import revoke_token
+
+    revoked = revoke_token(cs, args.token_id)
+    return {"token_id": args.token_id, "revoked": revoked}, (
+        f"Token {args.token_id} revoked." if revoked else f"No active token {args.token_id}."
+    )
+
+
+def cmd_tokens_list(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.identity.tokens import list_tokens
+
+    tokens = json.loads(render.to_json(list_tokens(cs, args.org)))
+    lines = [
+        f"{t['token_id']}  {t['name']:<20} {','.join(t['permissions'])}"
+        + ("  (revoked)" if t.get("revoked_at") else "")
+        for t in tokens
+    ]
+    return tokens, "\n".join(lines) or "No tokens."

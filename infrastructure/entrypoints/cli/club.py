@@ -1,0 +1,60 @@
+"""Commands on the club's own records: the demo seed, orders, the roster, the sandbox's refunds."""
+
+from __future__ import annotations
+
+import argparse
+
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli.common import (
+    Result,
+)
+
+
+def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.demo.passwords import seed_passwords
+    from countersign.infrastructure.demo.seed import seed
+
+    data = seed(cs)
+    data["passwords"] = seed_passwords(cs)
+    lines = ["Seeded the demo clubs (running it again changes nothing):"]
+    lines += [f"  organization {o['slug']}: {o['name']}" for o in data["organizations"]]
+    lines += [
+        f"  user {u['email']} ({u['role']} of {u['organization']}), "
+        f"password for local use: {data['passwords'][u['email']]}"
+        for u in data["users"]
+    ]
+    lines += [f"  order {key}: {order_id}" for key, order_id in data["orders"].items()]
+    lines += [f"  broadcast form of {slug}: {fid}" for slug, fid in data["broadcast_forms"].items()]
+    return data, "\n".join(lines)
+
+
+def cmd_orders_show(cs: Countersign, args: argparse.Namespace) -> Result:
+    order = cs.club.investigate(args.org, args.order_id)
+    return order, render.render_order(order)
+
+
+def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Result:
+    order = cs.club.refund_manually(args.org, args.order_id, args.actor, args.payment, args.amount)
+    return order, "Refund recorded.\n" + render.render_order(order)
+
+
+def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
+    leagues = cs.club.leagues(args.org)
+    text = "\n".join(f"{league['name']}: {league['active_members']} members" for league in leagues)
+    return leagues, text
+
+
+def cmd_roster_join(cs: Countersign, args: argparse.Namespace) -> Result:
+    joined = cs.club.join(args.org, args.league, args.name, args.email)
+    return joined, f"{args.name} joined {args.league} ({joined['active_members']} members)."
+
+
+def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
+    refunds = cs.sandbox.refunds()
+    lines = [
+        f"{r['idempotency_key']}: {r['status']}, {r['amount_cents']} cents, "
+        f"{r['requests']} request(s)"
+        for r in refunds
+    ]
+    return refunds, "\n".join(lines) or "The sandbox holds no refunds."

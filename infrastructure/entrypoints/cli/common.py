@@ -1,0 +1,32 @@
+"""What every command shares: its result, its usage errors, reading times, catching up."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from countersign.infrastructure.bootstrap import Countersign
+
+#: What a command returns: its JSON document and its text for a person.
+Result = tuple[Any, str]
+#: The document of a command that printed its own output (it streamed it).
+ALREADY_PRINTED = object()
+
+
+class UsageError(Exception):
+    """Raised when the command line itself is wrong; the message says how to fix it."""
+
+
+def catch_up(cs: Countersign, names: list[str]) -> None:
+    for runner in cs.projection_runners(names):
+        runner.catch_up()
+
+
+def parse_time(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{value!r} is not a version or an ISO time like 2026-11-30T09:00Z"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -1,0 +1,201 @@
+"""The command line's grammar: every command, its arguments and the handler that runs it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from countersign.infrastructure.entrypoints.cli.admin import (
+    cmd_serve,
+    cmd_tokens_issue,
+    cmd_tokens_list,
+    cmd_tokens_revoke,
+    cmd_users_set_password,
+)
+from countersign.infrastructure.entrypoints.cli.club import (
+    cmd_orders_refund_manually,
+    cmd_orders_show,
+    cmd_provider_refunds,
+    cmd_roster_join,
+    cmd_roster_leagues,
+    cmd_seed,
+)
+from countersign.infrastructure.entrypoints.cli.common import (
+    Result,
+)
+from countersign.infrastructure.entrypoints.cli.projections import (
+    cmd_audit_export,
+    cmd_audit_verify,
+    cmd_projections_rebuild,
+    cmd_projections_run,
+    cmd_projections_status,
+)
+from countersign.infrastructure.entrypoints.cli.proposals import (
+    cmd_approve,
+    cmd_chat,
+    cmd_decline,
+    cmd_expire,
+    cmd_handback,
+    cmd_history,
+    cmd_inbox,
+    cmd_propose,
+    cmd_reconcile,
+    cmd_show,
+)
+from countersign.projections import PROJECTIONS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("--database", metavar="URL", help="sqlite:///file.db or postgresql://...")
+
+    parser = argparse.ArgumentParser(
+        prog="countersign",
+        description="AI assistants propose; people approve; the application executes.",
+    )
+    # Also accepted before the command; merged in main() (argparse sub-parsers would clobber it).
+    parser.add_argument("--database", dest="database_first", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(
+        name: str, handler: Callable[..., Result] | None, help_text: str, parent: Any = sub
+    ) -> Any:
+        command = parent.add_parser(name, parents=[common], help=help_text, description=help_text)
+        command.set_defaults(handler=handler)
+        return command
+
+    add("seed", cmd_seed, "create the demo club data (idempotent)")
+
+    orders = sub.add_parser("orders", help="order investigations and manual refunds")
+    orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
+    show = add("show", cmd_orders_show, "the order investigation", orders_sub)
+    show.add_argument("order_id")
+    show.add_argument("--org", required=True)
+    manual = add("refund-manually", cmd_orders_refund_manually, "a manual refund", orders_sub)
+    manual.add_argument("order_id")
+    manual.add_argument("--org", required=True)
+    manual.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    manual.add_argument("--payment", required=True, metavar="REF")
+    manual.add_argument("--amount", required=True, type=int, metavar="CENTS")
+
+    roster = sub.add_parser("roster", help="leagues and members")
+    roster_sub = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND")
+    leagues = add("leagues", cmd_roster_leagues, "leagues and member counts", roster_sub)
+    leagues.add_argument("--org", required=True)
+    join = add("join", cmd_roster_join, "add a member to a league", roster_sub)
+    join.add_argument("--org", required=True)
+    join.add_argument("--league", required=True)
+    join.add_argument("--name", required=True)
+    join.add_argument("--email", required=True)
+
+    propose = add("propose", cmd_propose, "turn a model-facing request into a proposal")
+    propose.add_argument("--org", required=True)
+    propose.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    propose.add_argument("--operation", required=True, metavar="KIND")
+    propose.add_argument("--resource", required=True, metavar="ID")
+    propose.add_argument("--request", required=True, metavar="JSON|@FILE")
+
+    approve = add("approve", cmd_approve, "approve a proposal by its id")
+    approve.add_argument("proposal_id")
+    approve.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+
+    decline = add("decline", cmd_decline, "decline a proposal by its id")
+    decline.add_argument("proposal_id")
+    decline.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    decline.add_argument("--note")
+
+    card = add("show", cmd_show, "a proposal's review card")
+    card.add_argument("proposal_id")
+    card.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    card.add_argument("--language", default="en", choices=["en", "fr"])
+
+    history = add("history", cmd_history, "a proposal's full event history (auditors)")
+    history.add_argument("proposal_id")
+    history.add_argument("--as-of", metavar="VERSION|TIME", help="a version, or an ISO time")
+
+    add("reconcile", cmd_reconcile, "one reconciliation pass over uncertain executions")
+    add("expire", cmd_expire, "one pass recording Expired for overdue proposals")
+
+    provider = sub.add_parser("provider", help="the payment-provider sandbox")
+    provider_sub = provider.add_subparsers(dest="provider_command", required=True)
+    add("refunds", cmd_provider_refunds, "refunds the sandbox holds", provider_sub)
+
+    chat = add("chat", cmd_chat, "talk to a section assistant (interactive, or one --message)")
+    chat.add_argument("--org", required=True)
+    chat.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    chat.add_argument("--section", required=True, choices=["orders", "email_broadcasts"])
+    chat.add_argument("--resource", required=True, metavar="ID", help="order id or form id")
+    chat.add_argument("--message", help="one turn, then exit")
+    chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
+
+    inbox = add("inbox", cmd_inbox, "pending proposals awaiting approval, newest first")
+    inbox.add_argument("--org", required=True)
+    inbox.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    inbox.add_argument("--section", choices=["orders", "email_broadcasts"])
+    inbox.add_argument("--page", type=int, default=1)
+    inbox.add_argument("--page-size", type=int, default=20)
+
+    handback = add("handback", cmd_handback, "app-authored messages of one conversation")
+    handback.add_argument("interaction_id")
+    handback.add_argument("--org", required=True)
+    handback.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    handback.add_argument("--language", default="en", choices=["en", "fr"])
+
+    projections = sub.add_parser("projections", help="run, rebuild and inspect read models")
+    projections_sub = projections.add_subparsers(
+        dest="projections_command", required=True, metavar="COMMAND"
+    )
+    for name, handler, help_text in (
+        ("run", cmd_projections_run, "follow the log (stops cleanly on SIGTERM or Ctrl-C)"),
+        ("rebuild", cmd_projections_rebuild, "drop and rebuild from the whole log"),
+        ("status", cmd_projections_status, "position and lag of each projection"),
+    ):
+        command = add(name, handler, help_text, projections_sub)
+        command.add_argument("names", nargs="*", metavar="NAME", help=", ".join(PROJECTIONS))
+        command.add_argument("--batch-size", type=int, default=1000, help=argparse.SUPPRESS)
+
+    audit = sub.add_parser("audit", help="export and verify the audit trail")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    export = add("export", cmd_audit_export, "stream the audit trail", audit_sub)
+    export.add_argument("--org")
+    export.add_argument("--since", metavar="TIME")
+    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    add("verify", cmd_audit_verify, "prove no proposal event was altered or removed", audit_sub)
+
+    users = sub.add_parser("users", help="people's sign-in credentials")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    set_password = add(
+        "set-password",
+        cmd_users_set_password,
+        "set a person's password (read from stdin or a prompt) and end their browser sessions",
+        users_sub,
+    )
+    set_password.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+
+    serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+
+    tokens = sub.add_parser("tokens", help="API tokens for application services")
+    tokens_sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
+    issue = add("issue", cmd_tokens_issue, "issue a token (shown once)", tokens_sub)
+    issue.add_argument("--org", required=True)
+    issue.add_argument(
+        "--as", dest="actor", required=True, metavar="EMAIL", help="the member the service acts as"
+    )
+    issue.add_argument("--name", required=True)
+    issue.add_argument(
+        "--permissions",
+        required=True,
+        help="comma-separated, e.g. orders.refund,email_broadcasts.prepare",
+    )
+    revoke = add("revoke", cmd_tokens_revoke, "revoke a token at once", tokens_sub)
+    revoke.add_argument("token_id")
+    listing = add("list", cmd_tokens_list, "tokens of an organization", tokens_sub)
+    listing.add_argument("--org", required=True)
+
+    add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
+    return parser

@@ -1,0 +1,179 @@
+"""Commands on proposals: propose, approve, decline, show, history, the sweepers, the
+assistants' chat, the inbox and a conversation's hand-back."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from countersign.application.authorization import member_of, organization_by_slug
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli.common import (
+    Result,
+    UsageError,
+    catch_up,
+    parse_time,
+)
+
+
+def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
+    request = _read_request(args.request)
+    created = cs.proposals.propose(
+        organization=args.org,
+        actor=args.actor,
+        operation=args.operation,
+        resource_id=args.resource,
+        request=request,
+    ).to_json()
+    return created, render.render_created(created)
+
+
+def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
+    report = cs.proposals.approve(args.proposal_id, args.actor).to_json()
+    return report, render.render_report(report)
+
+
+def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
+    report = cs.proposals.decline(args.proposal_id, args.actor, args.note).to_json()
+    return report, render.render_report(report)
+
+
+def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
+    card = cs.proposals.card(args.proposal_id, args.actor, args.language).to_json()
+    return card, render.render_card(card)
+
+
+def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
+    as_of = _version_or_time(args.as_of) if args.as_of else None
+    history = json.loads(render.to_json(cs.audit.history(args.proposal_id, as_of)))
+    return history, render.render_history(history)
+
+
+def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:
+    reports = [report.to_json() for report in cs.proposals.reconcile()]
+    return {"resolved": reports}, _sweep_text("reconcile", reports)
+
+
+def cmd_expire(cs: Countersign, args: argparse.Namespace) -> Result:
+    reports = [report.to_json() for report in cs.proposals.expire_due()]
+    return {"expired": reports}, _sweep_text("expire", reports)
+
+
+def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
+    if args.message is not None:
+        report = _turn(cs, args, args.message, args.interaction)
+        document = json.loads(render.to_json(report.to_json()))
+        return document, render.render_turn(document)
+    return _chat_interactively(cs, args)
+
+
+def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: str | None) -> Any:
+    return cs.assistant.turn(
+        organization=args.org,
+        actor=args.actor,
+        section=args.section,
+        resource_id=args.resource,
+        message=message,
+        interaction_id=interaction,
+    )
+
+
+def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
+    print(
+        f"Chatting with the {args.section.replace('_', ' ')} assistant as {args.actor}. "
+        "Commands: /approve, /decline [note], /quit.",
+        flush=True,
+    )
+    interaction = args.interaction
+    last_proposal: str | None = None
+    turns = 0
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            break
+        if line.startswith(("/approve", "/decline")):
+            if last_proposal is None:
+                print("There is no proposal in this conversation yet.")
+                continue
+            if line.startswith("/approve"):
+                report = cs.proposals.approve(last_proposal, args.actor).to_json()
+            else:
+                note = line[len("/decline") :].strip() or None
+                report = cs.proposals.decline(last_proposal, args.actor, note).to_json()
+            print(render.render_report(report), flush=True)
+            continue
+        turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
+        interaction = turn["interaction_id"]
+        turns += 1
+        if turn["proposal"]:
+            last_proposal = turn["proposal"]["proposal_id"]
+        print(render.render_turn(turn), flush=True)
+    return {"interaction_id": interaction, "turns": turns}, f"Conversation {interaction} ended."
+
+
+def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
+    org = organization_by_slug(cs.store, args.org)
+    member_of(cs.store, org.id, args.actor)
+    catch_up(cs, ["browser_view"])
+    inbox = cs.read_models.inbox(
+        str(org.id),
+        cs.proposals.clock.now(),
+        section=args.section,
+        page=args.page,
+        page_size=args.page_size,
+    )
+    document = json.loads(render.to_json(inbox))
+    return document, render.render_inbox(document)
+
+
+def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
+    org = organization_by_slug(cs.store, args.org)
+    member_of(cs.store, org.id, args.actor)
+    catch_up(cs, ["handback"])
+    messages = cs.read_models.handback(str(org.id), args.interaction_id)
+    context = cs.read_models.revision_context(str(org.id), args.interaction_id)
+    document = json.loads(render.to_json({"messages": messages, "revision_context": context}))
+    text_key = f"text_{args.language}"
+    lines = [m[text_key] for m in document["messages"]] or ["No messages."]
+    if context:
+        lines.append(
+            f"Revision context for the next message: {context[f'context_{args.language}']}"
+        )
+    return document, "\n".join(lines)
+
+
+def _version_or_time(value: str) -> int | datetime:
+    # isascii: str.isdigit() is also true for '¹', which int() refuses.
+    return int(value) if value.isascii() and value.isdigit() else parse_time(value)
+
+
+def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:
+    if not reports:
+        return f"{what}: nothing to do."
+    return "\n".join(
+        f"{what}: {r['proposal_id']} {r['action'].replace('_', ' ')} -> {r['status']}"
+        for r in reports
+    )
+
+
+def _read_request(raw: str) -> Any:
+    text = raw
+    if raw.startswith("@"):
+        try:
+            text = Path(raw[1:]).read_text(encoding="utf-8")
+        except OSError:
+            raise UsageError(f"cannot read the request file {raw[1:]!r}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidRequestError.one("request", f"not valid JSON ({error.msg})") from None
