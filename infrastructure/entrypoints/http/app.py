@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.http.api import router
+from countersign.infrastructure.entrypoints.http import assistants, proposals
 from countersign.infrastructure.entrypoints.http.gate import ApiGate
 from countersign.infrastructure.entrypoints.http.problems import (
     PROBLEM_MEDIA_TYPE,
@@ -45,7 +45,8 @@ def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
     # wraps every route. (add_middleware puts the latest added outside.)
     app.add_middleware(ApiGate, cs=cs, max_body=limit)
     install_problem_handlers(app)
-    app.include_router(router)
+    app.include_router(assistants.router)
+    app.include_router(proposals.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

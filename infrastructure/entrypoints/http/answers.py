@@ -1,0 +1,138 @@
+"""What every route of the JSON API (``/api/v1``) answers, and how a route's outcome is recorded.
+
+Status scheme (the same on every route):
+
+* 200 / 201: the request was processed. For approve and decline that includes every answer
+  the proposal itself gives (``executed``, ``already_completed``, ``declined``, and
+  ``not_approvable`` because it is no longer pending, expired, or in progress): the document
+  is the CLI's ``approve --json`` and repeating the request returns the same stored outcome.
+* 401: no valid token. 403: the token (or the member it acts as) lacks the permission.
+* 404: unknown id, malformed id, or another organization's id: one identical answer.
+* 400 malformed JSON (or a malformed Content-Length); 413 a body over the limit (the gate,
+  ``gate.py``, refuses it before reading it, and checks the token before reading any body);
+  422 a request with problems (at most 20 listed, ``more_problems`` counts the rest);
+  409 a domain rule refused it.
+* 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
+
+Ids are checked against the caller's organization BEFORE any permission that depends on
+what the id names, so a foreign id never answers 403.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
+from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
+from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+log = logging.getLogger("countersign.http")
+
+DESCRIPTIONS = {
+    400: "The body is not valid JSON (or too deeply nested, not UTF-8, a number too large).",
+    401: "No valid API token (checked before the body is read).",
+    403: "The token, or the member it acts as, lacks the permission.",
+    404: "No such resource in the token's organization (unknown and foreign ids alike).",
+    409: "A rule of the application refused the request.",
+    413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
+    422: "The request has problems (see 'problems').",
+    500: "Unexpected error; quote the correlation id.",
+    503: "Busy with other changes (retry), or a read model is stopped.",
+}
+
+
+def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """A route's problem answers for the OpenAPI document (the ones every route has, too)."""
+    return {
+        code: {"model": ProblemDocument, "description": DESCRIPTIONS[code]}
+        for code in sorted({*codes, 400, 401, 413, 500, 503})
+    }
+
+
+@contextmanager
+def answers(request: Request) -> Iterator[None]:
+    """Translate what the application services raise into problems."""
+    try:
+        yield
+    except InvalidRequestError as invalid:
+        problems = [problem.model_dump() for problem in invalid.problems]
+        raise ProblemError(
+            "invalid-request", problems=problems, more_problems=invalid.more_problems
+        ) from None
+    except UnknownOperationError:
+        problems = [{"field": "operation", "message": "no such operation"}]
+        raise ProblemError("invalid-request", problems=problems) from None
+    except NotFoundError:
+        raise ProblemError("not-found") from None
+    except ForbiddenError:
+        raise ProblemError("forbidden") from None
+    except ConcurrencyConflictError:
+        raise ProblemError("busy", headers={"Retry-After": "1"}) from None
+    except ProjectionStoppedError as stopped:
+        log.error("projection stopped (request %s): %s", correlation_id_of(request), stopped)
+        raise ProblemError("unavailable") from None
+    except CorruptRecordError as corrupt:
+        log.error(
+            "unreadable record, reference %s (request correlation id %s)",
+            corrupt.correlation_id,
+            correlation_id_of(request),
+        )
+        raise ProblemError("internal-error") from None
+    except CountersignError as refused:
+        log.info("refused (request %s): %s", correlation_id_of(request), refused)
+        raise ProblemError("rejected") from None
+
+
+def record(
+    cs: Countersign,
+    request: Request,
+    caller: ServicePrincipal,
+    action: str,
+    target: str,
+    result: str,
+) -> None:
+    """Log and record what the service did (``api_service_actions``), never failing the call."""
+    correlation_id = correlation_id_of(request)
+    log.info(
+        "%s (acting as %s) %s %s: %s [%s]",
+        caller.service,
+        caller.acting_member,
+        action,
+        target,
+        result,
+        correlation_id,
+    )
+    try:
+        record_action(
+            cs, caller, action=action, target=target, result=result, correlation_id=correlation_id
+        )
+    except Exception:
+        # The outcome is already in the event stream; the caller must still learn it.
+        log.exception("could not record %s's %s [%s]", caller.service, action, correlation_id)
+
+
+def report_response(
+    cs: Countersign,
+    request: Request,
+    caller: ServicePrincipal,
+    action: str,
+    report: dict[str, Any],
+) -> JSONResponse:
+    """An approve or decline answer: 404 and 403 as problems, anything else recorded and sent."""
+    if report["result"] == "not_approvable" and report["reason"] == "not_found":
+        raise ProblemError("not-found")
+    if report["result"] == "not_approvable" and report["reason"] == "forbidden":
+        raise ProblemError("forbidden")
+    result = str(report["result"]) + (f":{report['reason']}" if report["reason"] else "")
+    record(cs, request, caller, action, str(report["proposal_id"]), result)
+    return JSONResponse(report)
