@@ -20,7 +20,7 @@ from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.http import create_app
-from countersign.infrastructure.entrypoints.web import mount_pages, pages
+from countersign.infrastructure.entrypoints.web import mount_pages, signing_in
 from countersign.infrastructure.entrypoints.web.throttle import (
     ACCOUNT_LIMIT,
     ADDRESS_LIMIT,
@@ -52,13 +52,13 @@ def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every password check the sign-in page makes (the real Argon2 one), by email."""
     calls: list[str] = []
-    real = pages.verify_password
+    real = signing_in.verify_password
 
     def counting(cs: Countersign, email: str, password: str) -> bool:
         calls.append(email)
         return real(cs, email, password)
 
-    monkeypatch.setattr(pages, "verify_password", counting)
+    monkeypatch.setattr(signing_in, "verify_password", counting)
     return calls
 
 
@@ -281,7 +281,7 @@ def test_one_address_trying_many_accounts_is_refused(
         calls.append(email)
         return web.passwords.get(email) == password
 
-    monkeypatch.setattr(pages, "verify_password", fast)
+    monkeypatch.setattr(signing_in, "verify_password", fast)
     guesser = client(web.app, address="192.0.2.66")
     for number in range(ADDRESS_LIMIT):  # one guess each: no account comes near its limit
         fail(guesser, f"member{number}@granite.example", times=1)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.entrypoints.web import pages
-from countersign.infrastructure.entrypoints.web.pages import CONTENT_SECURITY_POLICY
+from countersign.infrastructure.entrypoints.web import signing_in
+from countersign.infrastructure.entrypoints.web.site import CONTENT_SECURITY_POLICY
 from countersign.infrastructure.entrypoints.web.throttle import ACCOUNT_LIMIT, WINDOW
 
 from tests.attacks.conftest import (
@@ -83,13 +83,13 @@ def test_a_members_email_and_a_made_up_one_get_the_same_answer_in_the_same_time(
 def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every password check the sign-in form makes (the real Argon2 one), by email."""
     made: list[str] = []
-    real = pages.verify_password
+    real = signing_in.verify_password
 
     def counting(cs: Countersign, email: str, password: str) -> bool:
         made.append(email)
         return real(cs, email, password)
 
-    monkeypatch.setattr(pages, "verify_password", counting)
+    monkeypatch.setattr(signing_in, "verify_password", counting)
     return made
 
 

@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 import anyio
 from countersign.domain.club.organization import Permission
-from countersign.infrastructure.entrypoints.web.pages import CONTENT_SECURITY_POLICY
+from countersign.infrastructure.entrypoints.web.site import CONTENT_SECURITY_POLICY
 from fastapi import FastAPI
 from starlette.routing import Route
 

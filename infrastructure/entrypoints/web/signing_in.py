@@ -1,0 +1,162 @@
+"""Signing in and out: the sign-in form and its throttle, choosing a club, signing out
+(here or everywhere), and the language switch."""
+
+from __future__ import annotations
+
+import logging
+
+from countersign.domain.club.organization import Organization
+from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES
+from countersign.infrastructure.entrypoints.web.site import (
+    Site,
+    Visit,
+    redirect,
+    safe_next,
+)
+from countersign.infrastructure.entrypoints.web.throttle import Refusal, SignInThrottle
+from countersign.infrastructure.identity.passwords import verify_password
+from starlette.responses import Response
+
+log = logging.getLogger("countersign.web")
+
+_SIGN_IN_NOTICES = ("signed_out", "signed_out_everywhere", "expired")
+CHOOSE_CLUB_SECONDS = 300
+
+
+class SignInPages:
+    """The handlers of signing in and out."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.cs = site.cs
+
+    def sign_in_form(self, visit: Visit) -> Response:
+        if visit.user is not None:
+            return redirect(safe_next(visit.query("next", 2000)))
+        flash = visit.session.data.get("flash")
+        notice = None
+        if isinstance(flash, dict) and flash.get("kind") in _SIGN_IN_NOTICES:
+            visit.session.pop("flash")
+            notice = visit.t(f"sign_in.{flash['kind']}")
+        return self.site.render(
+            visit,
+            "sign_in.html",
+            next=safe_next(visit.query("next", 2000)),
+            email="",
+            error=None,
+            notice=notice,
+        )
+
+    def sign_in(self, visit: Visit) -> Response:
+        email = visit.form.get("email", "").strip().lower()[:320]
+        password = visit.form.get("password", "")
+        target = safe_next(visit.form.get("next", ""))
+        client = visit.request.client.host if visit.request.client else "unknown"
+        throttle = SignInThrottle(self.cs.sql, self.cs.proposals.clock)
+        attempt = throttle.admit(email, client)
+        if isinstance(attempt, Refusal):
+            # Refused before any password check: no Argon2 work, and nothing that depends on
+            # whether the email exists (not even the email itself) goes into the page.
+            log.info(
+                "sign-in refused, too many failures for this %s; retry after %d s"
+                " (request %s, client %s)",
+                attempt.scope,
+                attempt.retry_after,
+                correlation_id_of(visit.request),
+                client,
+            )
+            minutes = attempt.minutes
+            error = (
+                visit.t("sign_in.throttled_one")
+                if minutes == 1
+                else visit.t("sign_in.throttled", minutes=minutes)
+            )
+            refused = self.site.render(
+                visit, "sign_in.html", 429, next=target, email="", error=error
+            )
+            refused.headers["Retry-After"] = str(attempt.retry_after)
+            return refused
+        clubs = self._clubs_of(email) if verify_password(self.cs, email, password) else []
+        if not clubs:
+            log.info(
+                "failed sign-in (request %s, client %s)", correlation_id_of(visit.request), client
+            )
+            return self.site.render(
+                visit,
+                "sign_in.html",
+                next=target,
+                email=email,
+                error=visit.t("sign_in.failed"),
+            )
+        throttle.succeeded(attempt)
+        if len(clubs) == 1:
+            visit.session.sign_in(email, clubs[0].slug, clubs[0].version)
+            return redirect(target)
+        visit.session.choosing(
+            email,
+            {"clubs": [c.slug for c in clubs], "at": self.site.sessions.now(), "next": target},
+        )
+        return self.site.render(
+            visit,
+            "choose_club.html",
+            clubs=[{"slug": c.slug, "name": c.name} for c in clubs],
+        )
+
+    def choose_club(self, visit: Visit) -> Response:
+        choice = visit.session.pop("choose")
+        email = visit.session.email
+        slug = visit.form.get("club", "")
+        fresh = (
+            isinstance(choice, dict)
+            and email is not None
+            and self.site.sessions.now() - int(choice.get("at", 0)) < CHOOSE_CLUB_SECONDS
+        )
+        if not fresh or email is None or slug not in choice.get("clubs", []):
+            self.site.flash(visit, "expired")
+            return redirect("/sign-in")
+        club = next((c for c in self._clubs_of(email) if c.slug == slug), None)
+        if club is None:
+            self.site.flash(visit, "expired")
+            return redirect("/sign-in")
+        visit.session.sign_in(email, slug, club.version)
+        return redirect(safe_next(str(choice.get("next", ""))))
+
+    def _clubs_of(self, email: str) -> list[Organization]:
+        """The clubs this person belongs to now (a person is known by email across clubs)."""
+        clubs = []
+        for organization_id in self.cs.store.ids_with_events(Organization, ["Registered"]):
+            try:
+                organization = self.cs.store.read(organization_id, Organization)
+            except NotFoundError:
+                continue
+            if organization.member(email) is not None:
+                clubs.append(organization)
+        return sorted(clubs, key=lambda c: str(c.name))
+
+    def sign_out(self, visit: Visit) -> Response:
+        visit.session.sign_out()
+        self.site.flash(visit, "signed_out")
+        return redirect("/sign-in")
+
+    def sign_out_everywhere(self, visit: Visit) -> Response:
+        """End every session of this person: this browser's, other devices', other clubs'."""
+        user = visit.signed_in
+        ended = self.site.sessions.revoke_person(user.email)
+        log.info(
+            "%s signed out everywhere: %d session(s) ended (request %s)",
+            user.email,
+            ended,
+            correlation_id_of(visit.request),
+        )
+        visit.session.sign_out()
+        self.site.flash(visit, "signed_out_everywhere")
+        return redirect("/sign-in")
+
+    def switch_language(self, visit: Visit) -> Response:
+        chosen = visit.form.get("lang", "")
+        response = redirect(safe_next(visit.form.get("next", "")))
+        if chosen in LANGUAGES:
+            response.headers.append("set-cookie", self.site.sessions.language_header(chosen))
+        return response

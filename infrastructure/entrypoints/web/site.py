@@ -1,0 +1,373 @@
+"""The site: what every page shares.
+
+``Site.endpoint`` wraps a handler: it reads a bounded form, loads the session, re-reads the
+club and the membership (``User``), checks the CSRF token, maps errors to the error pages and
+adds the security headers. ``render`` fills a template; ``error``, ``notice`` and ``flash``
+are the error pages and the one-shot notices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from countersign.application.errors import CorruptRecordError, ForbiddenError
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
+from countersign.domain.scope import Section
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
+from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
+from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+log = logging.getLogger("countersign.web")
+
+MAX_FORM_BYTES = 32 * 1024
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'none'; object-src 'none'; style-src 'self'; "
+    "img-src 'self'; font-src 'self'; connect-src 'none'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
+    "Cache-Control": "no-store",
+}
+_ASSETS = {"pages.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
+
+
+class PageError(Exception):
+    """Answer with one of the error pages (``kind`` names its texts)."""
+
+    def __init__(self, kind: str, status: int) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.status = status
+
+
+class _FormTooLargeError(Exception):
+    """Raised when a form is larger than MAX_FORM_BYTES (or has too many fields)."""
+
+
+@dataclass(frozen=True)
+class User:
+    """The signed-in person, as their club knows them right now."""
+
+    email: str
+    name: str
+    organization: Organization
+    member: Member
+
+    @property
+    def club(self) -> str:
+        return str(self.organization.name)
+
+    def may(self, permission: Permission) -> bool:
+        return self.member.may(permission)
+
+
+@dataclass
+class Visit:
+    """One request as a handler sees it."""
+
+    request: Request
+    session: Session
+    language: str
+    form: dict[str, str]
+    user: User | None = None
+    params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def t(self) -> Callable[..., str]:
+        return translator(self.language)
+
+    @property
+    def signed_in(self) -> User:
+        assert self.user is not None
+        return self.user
+
+    def query(self, name: str, limit: int = 200) -> str:
+        return str(self.request.query_params.get(name, ""))[:limit]
+
+
+Handler = Callable[[Visit], Response]
+
+
+class Site:
+    """What the handlers share; one instance per mounted application."""
+
+    def __init__(self, cs: Countersign, sessions: Sessions) -> None:
+        self.cs = cs
+        self.sessions = sessions
+        self.templates = Environment(
+            loader=PackageLoader("countersign.infrastructure.entrypoints.web", "templates"),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        static = resources.files("countersign.infrastructure.entrypoints.web") / "static"
+        self.assets = {name: (static / name).read_bytes() for name in _ASSETS}
+        self.asset_version = {
+            name: hashlib.sha256(body).hexdigest()[:12] for name, body in self.assets.items()
+        }
+
+    def endpoint(
+        self, handler: Handler, *, signed_in: bool, csrf: bool
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            form: dict[str, str] = {}
+            too_large = False
+            if request.method == "POST":
+                try:
+                    form = await _read_form(request)
+                except _FormTooLargeError:
+                    too_large = True
+            return await run_in_threadpool(
+                self._run, request, form, handler, signed_in, csrf, too_large
+            )
+
+        return endpoint
+
+    def _run(
+        self,
+        request: Request,
+        form: dict[str, str],
+        handler: Handler,
+        signed_in: bool,
+        csrf: bool,
+        too_large: bool,
+    ) -> Response:
+        chosen = self.sessions.language(request.cookies)
+        language = negotiate(chosen, request.headers.get("accept-language"))
+        visit = Visit(
+            request, self.sessions.anonymous(), language, form, params=dict(request.path_params)
+        )
+        loaded = False
+        try:
+            visit.session = self.sessions.load(request.cookies.get(self.sessions.cookie_name))
+            loaded = True
+            if too_large:
+                raise PageError("too_large", 413)
+            visit.user = self._user(visit.session)
+            if signed_in and visit.user is None:
+                # Before the CSRF check: a signed-out visitor (a revoked or replayed session
+                # among them) is sent to sign in, whatever the form carried.
+                target = "/sign-in"
+                if request.method == "GET" and request.url.path != "/":
+                    target += "?" + urlencode({"next": _path_with_query(request)})
+                response: Response = redirect(target)
+            elif csrf and not visit.session.csrf_ok(form.get("csrf_token")):
+                raise PageError("csrf", 403)
+            else:
+                response = handler(visit)
+        except PageError as error:
+            response = self.error(visit, error.kind, error.status)
+        except NotFoundError:
+            response = self.error(visit, "not_found", 404)
+        except ForbiddenError:
+            response = self.error(visit, "forbidden", 403)
+        except ConcurrencyConflictError:
+            response = self.error(visit, "busy", 503)
+            response.headers["Retry-After"] = "1"
+        except ProjectionStoppedError as stopped:
+            log.error("projection stopped (request %s): %s", correlation_id_of(request), stopped)
+            response = self.error(visit, "unavailable", 503)
+        except Exception as error:
+            reference = correlation_id_of(request)
+            if isinstance(error, CorruptRecordError):
+                reference = error.correlation_id
+            log.exception(
+                "internal error on %s %s, correlation id %s",
+                request.method,
+                request.url.path,
+                reference,
+            )
+            response = self.error(visit, "internal", 500, reference=reference)
+        if not loaded:  # the session could not be read: leave the browser's cookie alone
+            visit.session.issue = False
+            return self._finish(visit, response, save=False)
+        return self._finish(visit, response)
+
+    def _finish(self, visit: Visit, response: Response, *, save: bool = True) -> Response:
+        session = visit.session
+        try:
+            if save:
+                self.sessions.save(session)
+        except Exception:
+            reference = correlation_id_of(visit.request)
+            log.exception("the session could not be stored, correlation id %s", reference)
+            response = self.error(visit, "internal", 500, reference=reference)
+            session.issue = False  # the id it would send names nothing stored
+        cookie = self.sessions.header(session)
+        if cookie is not None:
+            response.headers.append("set-cookie", cookie)
+        if response.headers.get("content-type", "").startswith("text/html") or (
+            300 <= response.status_code < 400
+        ):
+            for name, value in SECURITY_HEADERS.items():
+                response.headers[name] = value
+            if self.sessions.secure:
+                response.headers["Strict-Transport-Security"] = "max-age=31536000"
+        return response
+
+    def _user(self, session: Session) -> User | None:
+        email, slug = session.email, session.organization
+        if not session.signed_in or not email or not slug:
+            return None
+        try:
+            organization = self.cs.store.read(Organization.create_id(slug), Organization)
+        except NotFoundError:
+            organization = None
+        member = organization.member(email) if organization is not None else None
+        if organization is None or member is None:
+            log.info("a session ended: its person is no longer a member of %s", slug)
+            session.end()  # removed from the club, or the club is gone: signed out for good
+            return None
+        if organization.version != session.org_version:
+            if self._removed_since(organization, email, session.org_version):
+                log.info("a session ended: its person was removed from %s and added again", slug)
+                session.end()
+                return None
+            session.confirm_membership(organization.version)
+        return User(email=member.email, name=member.name, organization=organization, member=member)
+
+    def _removed_since(self, organization: Organization, email: str, version: int) -> bool:
+        """Was ``email`` removed from the club after ``version`` (and perhaps added again)?"""
+        events = self.cs.app.events.get(organization.id, gt=version, lte=organization.version)
+        return any(
+            type(event).__name__ == "MemberRemoved" and getattr(event, "email", None) == email
+            for event in events
+        )
+
+    def render(self, visit: Visit, template: str, status: int = 200, **context: Any) -> Response:
+        base: dict[str, Any] = {
+            "t": visit.t,
+            "lang": visit.language,
+            "languages": LANGUAGES,
+            "user": visit.user,
+            "csrf_token": visit.session.csrf_token,
+            "here": _path_with_query(visit.request),
+            "notice": None,
+            "css": f"/assets/pages.css?v={self.asset_version['pages.css']}",
+            "icon": f"/assets/favicon.svg?v={self.asset_version['favicon.svg']}",
+            "refresh": None,
+            "email_chat": None,
+            "nav": None,
+        }
+        if visit.user is not None and visit.user.may(Permission.PREPARE_BROADCASTS):
+            form_id = BroadcastForm.create_id(visit.user.organization.id)
+            base["email_chat"] = f"/chat/{Section.EMAIL_BROADCASTS}/{form_id}"
+        base.update(context)
+        html = self.templates.get_template(template).render(**base)
+        return HTMLResponse(html, status_code=status)
+
+    def error(self, visit: Visit, kind: str, status: int, reference: str = "") -> Response:
+        # Nothing request-specific on the page (not even the path): an unknown id and another
+        # club's id give the same bytes.
+        t = visit.t
+        text = (
+            t(f"error.{kind}.text", reference=reference) if reference else t(f"error.{kind}.text")
+        )
+        try:
+            return self.render(
+                visit,
+                "error.html",
+                status,
+                title=t(f"error.{kind}.title"),
+                text=text,
+                here="/",
+            )
+        except Exception:
+            log.exception("the error page itself failed")
+            return HTMLResponse("<!doctype html><title>Error</title><p>Error.</p>", status)
+
+    def notice(self, visit: Visit, proposal_id: str | None = None) -> str | None:
+        """The one-shot notice the previous action left, if it belongs on this page."""
+        flash = visit.session.data.get("flash")
+        if not isinstance(flash, dict):
+            return None
+        if flash.get("proposal") != proposal_id:
+            return None
+        visit.session.pop("flash")
+        return visit.t(f"notice.{flash.get('kind', '')}")
+
+    @staticmethod
+    def flash(visit: Visit, kind: str, proposal_id: str | None = None) -> None:
+        visit.session.set("flash", {"kind": kind, "proposal": proposal_id})
+
+    async def asset(self, request: Request) -> Response:
+        name = str(request.path_params.get("name", ""))
+        if name not in self.assets:
+            return Response("Not found", 404, media_type="text/plain")
+        return Response(
+            self.assets[name],
+            media_type=_ASSETS[name],
+            headers={
+                "Cache-Control": "public, max-age=31536000, immutable",
+                "X-Content-Type-Options": "nosniff",
+                "Cross-Origin-Resource-Policy": "same-origin",
+            },
+        )
+
+
+async def _read_form(request: Request) -> dict[str, str]:
+    """An urlencoded form, at most MAX_FORM_BYTES; the first value of each field wins."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise _FormTooLargeError
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/x-www-form-urlencoded":
+        return {}
+    try:
+        pairs = parse_qsl(
+            body.decode("utf-8", errors="replace"), keep_blank_values=True, max_num_fields=20
+        )
+    except ValueError:
+        raise _FormTooLargeError from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        form.setdefault(name, value)
+    return form
+
+
+def redirect(target: str) -> Response:
+    return RedirectResponse(target, status_code=303)
+
+
+def _path_with_query(request: Request) -> str:
+    path = quote(request.url.path, safe="/-_.~")
+    return path + (f"?{request.url.query}" if request.url.query else "")
+
+
+def safe_next(value: str) -> str:
+    """A local path to go back to; anything else (another host, a scheme) becomes '/'."""
+    value = value.strip()
+    if (
+        not value.startswith("/")
+        or value.startswith("//")
+        or "\\" in value
+        or any(ord(ch) < 33 or ord(ch) == 127 for ch in value)
+        or len(value) > 2000
+    ):
+        return "/"
+    return value
