@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from countersign.application.errors import ForbiddenError
+from countersign.application.errors import MissingPermissionError
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
@@ -28,5 +28,6 @@ def membership(organization: Organization, email: str) -> Member:
 
 
 def require(member: Member, permission: Permission) -> None:
+    """MissingPermissionError (a ForbiddenError naming the permission) unless it is held."""
     if not member.may(permission):
-        raise ForbiddenError(f"{member.email} may not {permission}")
+        raise MissingPermissionError([permission])

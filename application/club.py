@@ -1,20 +1,36 @@
-"""The ordinary interface's club operations: order investigations, manual refunds, roster."""
+"""The ordinary interface's club operations: order investigations, manual refunds, roster, and
+who belongs to which club."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
+from countersign.application import authorization
 from countersign.application.authorization import member_of, organization_by_slug, require
 from countersign.application.errors import parse_id
 from countersign.application.ports import AggregateStore
+from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
-from countersign.domain.club.organization import Permission
+from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.errors import NotFoundError
 
 
+@dataclass(frozen=True)
+class Membership:
+    """A person's membership of one club, as the club stood at ``version``."""
+
+    organization_id: UUID
+    organization: str  # the slug
+    club: str  # the name
+    version: int
+    member: Member
+
+
 class ClubService:
-    """What a club's staff do outside any assistant."""
+    """What a club's staff do outside any assistant, and who belongs to which club."""
 
     def __init__(self, store: AggregateStore) -> None:
         self.store = store
@@ -54,9 +70,75 @@ class ClubService:
         self.store.save(roster)
         return {"league": league, "active_members": len(roster.members_of(league))}
 
+    def membership(
+        self, organization: str, email: str, *, unchanged_since: int | None = None
+    ) -> Membership:
+        """The person's membership of the club, read now. NotFoundError for an unknown club,
+        a non-member, and, with ``unchanged_since`` (a version of the organization), a
+        person removed from the club since then, even if added again."""
+        org = organization_by_slug(self.store, organization)
+        member = authorization.membership(org, email)
+        if unchanged_since is not None and org.version != unchanged_since:
+            removed = any(
+                event.version > unchanged_since
+                and event.type == "MemberRemoved"
+                and event.fields.get("email") == member.email
+                for event in self.store.history(org.id)
+            )
+            if removed:
+                raise NotFoundError("removed from the club since")
+        return _membership(org, member)
+
+    def clubs_of(self, email: str) -> list[Membership]:
+        """Every club the person belongs to now (a person is known by email across clubs)."""
+        found = []
+        for organization_id in self.store.ids_with_events(Organization, ["Registered"]):
+            try:
+                org = self.store.read(organization_id, Organization)
+            except NotFoundError:
+                continue
+            member = org.member(email)
+            if member is not None:
+                found.append(_membership(org, member))
+        return sorted(found, key=lambda club: club.club)
+
+    def organization_id(self, organization: str) -> str:
+        """The organization's id; NotFoundError for an unknown one."""
+        return str(organization_by_slug(self.store, organization).id)
+
+    def order_id(self, organization: str, reference: str) -> str:
+        """The id of this organization's order named by its id or its order number."""
+        org = organization_by_slug(self.store, organization)
+        try:
+            order_id = UUID(reference.strip())
+        except ValueError:
+            order_id = Order.create_id(org.id, reference.strip())
+        order = self.store.read(order_id, Order)
+        if order.organization_id != org.id:
+            raise NotFoundError("order")
+        return str(order.id)
+
+    def broadcast_form(self, organization: str, form_id: str) -> dict[str, str]:
+        """The subject and body on the organization's broadcast form."""
+        org = organization_by_slug(self.store, organization)
+        form = self.store.read(parse_id(form_id, "broadcast form"), BroadcastForm)
+        if form.organization_id != org.id:
+            raise NotFoundError("broadcast form")
+        return {"subject": form.subject, "body": form.body}
+
     def _roster(self, organization: str) -> Roster:
         org = organization_by_slug(self.store, organization)
         return self.store.get(Roster.create_id(org.id), Roster)
+
+
+def _membership(org: Organization, member: Member) -> Membership:
+    return Membership(
+        organization_id=org.id,
+        organization=org.slug,
+        club=str(org.name),
+        version=org.version,
+        member=member,
+    )
 
 
 def investigation(order: Order) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from uuid import UUID, uuid4
 
 from countersign.domain.errors import CountersignError, NotFoundError
@@ -9,6 +10,16 @@ from countersign.domain.errors import CountersignError, NotFoundError
 
 class ForbiddenError(CountersignError):
     """Raised when a member lacks the permission an operation needs."""
+
+
+class MissingPermissionError(ForbiddenError):
+    """Raised when the caller lacks a permission; ``needs`` names the ones that would do
+    (any one of them when ``any_of``)."""
+
+    def __init__(self, needs: Iterable[str], *, any_of: bool = False) -> None:
+        self.needs = tuple(sorted(set(needs)))
+        self.any_of = any_of and len(self.needs) > 1
+        super().__init__(("needs one of " if self.any_of else "needs ") + ", ".join(self.needs))
 
 
 class UnknownOperationError(CountersignError):

@@ -13,6 +13,7 @@ from countersign.application.assistant.service import AssistantService
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
 from countersign.application.ports import EffectProvider
+from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposals import ProposalService
 from countersign.domain.ports import ChatModel, Clock, ModelReply
 from countersign.infrastructure.clock import SystemClock
@@ -41,6 +42,7 @@ class Countersign:
     audit: AuditService
     read_models: ReadModels
     assistant: AssistantService
+    access: ProposalAccess  # who may see and act on a proposal: what the entry points call
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -103,6 +105,7 @@ def bootstrap(
         open_work=ProjectedOpenWork(app, sql),
     )
     assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
+    audit = AuditService(store)
     return Countersign(
         settings=settings,
         database=database,
@@ -112,9 +115,10 @@ def bootstrap(
         sandbox=sandbox,
         proposals=proposals,
         club=ClubService(store),
-        audit=AuditService(store),
+        audit=audit,
         read_models=ReadModels(sql),
         assistant=assistant,
+        access=ProposalAccess(store, proposals, audit),
     )
 
 

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
+from countersign.application.access import Caller
+from countersign.application.assistant.conversations import (
+    ConversationView,
+    check_owned,
+    conversation_view,
+    last_outcome,
+    open_scope,
+    section_assistant,
+)
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
-from countersign.application.authorization import membership, organization_by_slug, require
-from countersign.application.errors import ForbiddenError, UnknownOperationError, parse_id
+from countersign.application.errors import ForbiddenError, parse_id
 from countersign.application.ports import AggregateStore
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import Report
@@ -26,14 +34,12 @@ from countersign.domain.contracts.base import MAX_PROBLEMS, InvalidRequestError,
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
-from countersign.domain.outcomes import RevisionReason
 from countersign.domain.ports import (
     ChatModel,
     ModelReply,
     ModelUnavailableError,
     ToolCall,
 )
-from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Scope, Section
 from pydantic import ValidationError
 
@@ -94,7 +100,7 @@ class AssistantService:
         self,
         *,
         organization: str,
-        actor: str,
+        actor: str | Caller,
         section: str,
         resource_id: str,
         message: str,
@@ -103,18 +109,16 @@ class AssistantService:
         """One manager message and what the application made of it.
 
         Raises NotFoundError (unknown or foreign organization, resource or conversation, or a
-        non-member) and ForbiddenError (a member without the section's permission).
+        non-member) and ForbiddenError (a member, or a token, without the section's
+        permissions).
         """
         started = time.perf_counter()
         model_seconds = 0.0
-        assistant = self._assistant(section)
-        org = organization_by_slug(self.store, organization)
-        member = membership(org, actor)
-        for contract in assistant.contracts:
-            require(member, contract.permission)
-        scope = Scope(org.id, assistant.section, parse_id(resource_id, "resource"))
-        for contract in assistant.contracts:
-            contract.load(scope, self.store)  # NotFoundError unless it is this tenant's
+        opened = open_scope(
+            self.store, self.assistants, organization, Caller.of(actor), section, resource_id
+        )
+        assistant, scope = opened.assistant, opened.scope
+        org, member = opened.organization, opened.member
         interaction = self._interaction(interaction_id, scope, member.email)
         messages = self._context(assistant, interaction, message, scope)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
@@ -261,23 +265,19 @@ class AssistantService:
 
     def _revision_context(self, interaction: Interaction) -> str:
         """Safe, app-authored context left by this conversation's last proposal."""
-        last = interaction.last_proposal_id
+        last = last_outcome(self.store, interaction)
         if last is None:
             return ""
-        proposal = self.store.get(UUID(last), Proposal)
-        outcome = proposal.outcome or {}
-        if proposal.status == ProposalStatus.EXPIRED:
+        if last.expired:
             return (
                 "Context from the application: the last proposal in this conversation expired "
                 "before anyone approved it; nothing was executed. Prepare a new proposal only if "
                 "the manager asks for one, from freshly read facts."
             )
-        if outcome.get("kind") != "revision_required":
-            return ""
-        reason = RevisionReason.model_validate(outcome["reason"])
+        assert last.reason is not None
         return (
             "Context from the application: the last proposal in this conversation was not "
-            f"executed. {reason_text(reason)} Prepare a new proposal only if the manager asks "
+            f"executed. {reason_text(last.reason)} Prepare a new proposal only if the manager asks "
             "for one, from freshly read facts."
         )[:600]
 
@@ -291,21 +291,33 @@ class AssistantService:
                 manager=actor,
             )
         interaction = self.store.get(parse_id(interaction_id, "conversation"), Interaction)
-        same = (
-            interaction.organization_id == scope.organization_id
-            and interaction.section == str(scope.section)
-            and interaction.resource_id == scope.resource_id
-            and interaction.manager == actor
-        )
-        if not same:
-            raise NotFoundError("conversation")
-        return interaction
+        return check_owned(interaction, scope, actor)
 
     def _assistant(self, section: str) -> SectionAssistant:
-        try:
-            return self.assistants[Section(section)]
-        except (ValueError, KeyError):
-            raise UnknownOperationError(f"no assistant for section {section[:40]!r}") from None
+        return section_assistant(self.assistants, section)
+
+    # -- reading a conversation -----------------------------------------------------------------
+
+    def conversation(
+        self,
+        *,
+        organization: str,
+        actor: str | Caller,
+        section: str,
+        resource_id: str,
+        interaction_id: str | None = None,
+        language: str = "en",
+    ) -> ConversationView:
+        """A conversation about a resource as its manager may see it (none yet without
+        ``interaction_id``). Raises exactly what ``turn`` raises for the same arguments."""
+        opened = open_scope(
+            self.store, self.assistants, organization, Caller.of(actor), section, resource_id
+        )
+        interaction = None
+        if interaction_id is not None:
+            found = self.store.read(parse_id(interaction_id, "conversation"), Interaction)
+            interaction = check_owned(found, opened.scope, opened.member.email)
+        return conversation_view(self.store, opened.scope, interaction, language)
 
 
 def _assistant_message(reply: ModelReply) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 A token belongs to one organization, carries a set of permissions (its scopes) and names the
 member who issued it: the person the service acts as where the application needs one (a
 proposal's requester, an approver). Every request is checked against BOTH the token's scopes
-and that member's current permissions, and stops working when the member leaves.
+and that member's current permissions (the application does it: ``ServicePrincipal.caller``
+carries the scopes), and stops working when the member leaves.
 
 Only a SHA-256 digest of the token is stored. The raw token is 256 random bits, so a fast
 digest cannot be brute-forced (a slow password hash would only slow every request down); it
@@ -30,7 +31,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-from countersign.application.authorization import membership, organization_by_slug
+from countersign.application.access import Caller
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.contracts.base import InvalidRequestError, Problem
@@ -104,16 +105,19 @@ class ServicePrincipal:
     organization_slug: str
     acting_member: str
     scopes: frozenset[Permission]
-    member_permissions: frozenset[Permission]
 
     @property
     def service(self) -> str:
         """How the service's actions are recorded: ``service:<token name>``."""
         return f"service:{self.name}"
 
-    def may(self, permission: Permission) -> bool:
-        """Both the token's scopes and the acting member's current permissions allow it."""
-        return permission in self.scopes and permission in self.member_permissions
+    @property
+    def caller(self) -> Caller:
+        """Who the application sees: the acting member, in the token's organization, with
+        at most the token's permissions."""
+        return Caller(
+            email=self.acting_member, organization=self.organization_slug, scopes=self.scopes
+        )
 
 
 def _digest(raw: str) -> str:
@@ -161,8 +165,8 @@ def issue_token(
             "name", "1-63 lowercase letters, digits, dots, dashes or underscores"
         )
     granted = _permissions(permissions)
-    organization = organization_by_slug(cs.store, organization_slug)
-    member = membership(organization, issued_by)
+    issuer = cs.club.membership(organization_slug, issued_by)
+    member = issuer.member
     missing = [p for p in granted if not member.may(p)]
     if missing:
         raise ForbiddenError(f"{member.email} may not grant {', '.join(missing)}")
@@ -174,7 +178,7 @@ def issue_token(
             taken = cursor.execute(
                 "SELECT 1 FROM api_tokens WHERE organization_id = ? AND name = ?"
                 " AND revoked_at IS NULL",
-                (str(organization.id), clean_name),
+                (str(issuer.organization_id), clean_name),
             ).fetchone()
             if taken:
                 raise duplicate
@@ -184,8 +188,8 @@ def issue_token(
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
                 (
                     token_id,
-                    str(organization.id),
-                    organization.slug,
+                    str(issuer.organization_id),
+                    issuer.organization,
                     clean_name,
                     member.email,
                     json.dumps([str(p) for p in granted]),
@@ -199,7 +203,7 @@ def issue_token(
     return IssuedToken(
         token_id=token_id,
         token=raw,
-        organization=organization.slug,
+        organization=issuer.organization,
         name=clean_name,
         issued_by=member.email,
         permissions=tuple(str(p) for p in granted),
@@ -258,20 +262,18 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
     if row is None or not hmac.compare_digest(str(row[5]), _digest(raw.strip())):
         return None
     try:
-        organization = cs.store.read(UUID(str(row[0])), Organization)
-        member = membership(organization, str(row[3]))
+        issuer = cs.club.membership(str(row[1]), str(row[3]))
     except NotFoundError:
         return None
-    if member.membership_id != row[6]:
+    if str(issuer.organization_id) != str(row[0]) or issuer.member.membership_id != row[6]:
         return None  # the issuer left since, and joined again (or the address was reused)
     return ServicePrincipal(
         token_id=match.group(1),
         name=str(row[2]),
-        organization_id=organization.id,
-        organization_slug=str(row[1]),
-        acting_member=member.email,
+        organization_id=issuer.organization_id,
+        organization_slug=issuer.organization,
+        acting_member=issuer.member.email,
         scopes=frozenset(Permission(p) for p in json.loads(row[4])),
-        member_permissions=member.permissions,
     )
 
 

@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 
-from countersign.application.authorization import organization_by_slug
 from countersign.infrastructure.audit_export import write_export
 from countersign.infrastructure.audit_verify import verify
 from countersign.infrastructure.bootstrap import Countersign
@@ -86,7 +85,7 @@ def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
-    org_id = str(organization_by_slug(cs.store, args.org).id) if args.org else None
+    org_id = cs.club.organization_id(args.org) if args.org else None
     since = parse_time(args.since) if args.since else None
     catch_up(cs, ["audit_trail"])
     rows = cs.read_models.audit_trail(organization_id=org_id, since=since)

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from countersign.application.authorization import member_of, organization_by_slug
+from countersign.application.access import Caller
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
@@ -21,11 +21,15 @@ from countersign.infrastructure.entrypoints.cli.common import (
 )
 
 
+def _caller(args: argparse.Namespace) -> Caller:
+    """``--as`` in ``--org`` where the command names one (else the proposal's organization)."""
+    return Caller(email=args.actor, organization=getattr(args, "org", None))
+
+
 def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
     request = _read_request(args.request)
-    created = cs.proposals.propose(
-        organization=args.org,
-        actor=args.actor,
+    created = cs.access.propose(
+        _caller(args),
         operation=args.operation,
         resource_id=args.resource,
         request=request,
@@ -34,17 +38,17 @@ def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
-    report = cs.proposals.approve(args.proposal_id, args.actor).to_json()
+    report = cs.access.approve(args.proposal_id, _caller(args)).to_json()
     return report, render.render_report(report)
 
 
 def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
-    report = cs.proposals.decline(args.proposal_id, args.actor, args.note).to_json()
+    report = cs.access.decline(args.proposal_id, _caller(args), args.note).to_json()
     return report, render.render_report(report)
 
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
-    card = cs.proposals.card(args.proposal_id, args.actor, args.language).to_json()
+    card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
     return card, render.render_card(card)
 
 
@@ -106,10 +110,10 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
                 print("There is no proposal in this conversation yet.")
                 continue
             if line.startswith("/approve"):
-                report = cs.proposals.approve(last_proposal, args.actor).to_json()
+                report = cs.access.approve(last_proposal, _caller(args)).to_json()
             else:
                 note = line[len("/decline") :].strip() or None
-                report = cs.proposals.decline(last_proposal, args.actor, note).to_json()
+                report = cs.access.decline(last_proposal, _caller(args), note).to_json()
             print(render.render_report(report), flush=True)
             continue
         turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
@@ -122,13 +126,12 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
-    org = organization_by_slug(cs.store, args.org)
-    member_of(cs.store, org.id, args.actor)
+    listed = cs.access.inbox_scope(_caller(args), args.section)
     catch_up(cs, ["browser_view"])
     inbox = cs.read_models.inbox(
-        str(org.id),
+        listed.organization_id,
         cs.proposals.clock.now(),
-        section=args.section,
+        section=listed.section,
         page=args.page,
         page_size=args.page_size,
     )
@@ -137,11 +140,10 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
-    org = organization_by_slug(cs.store, args.org)
-    member_of(cs.store, org.id, args.actor)
+    organization_id = str(cs.club.membership(args.org, args.actor).organization_id)
     catch_up(cs, ["handback"])
-    messages = cs.read_models.handback(str(org.id), args.interaction_id)
-    context = cs.read_models.revision_context(str(org.id), args.interaction_id)
+    messages = cs.read_models.handback(organization_id, args.interaction_id)
+    context = cs.read_models.revision_context(organization_id, args.interaction_id)
     document = json.loads(render.to_json({"messages": messages, "revision_context": context}))
     text_key = f"text_{args.language}"
     lines = [m[text_key] for m in document["messages"]] or ["No messages."]

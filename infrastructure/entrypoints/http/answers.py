@@ -14,8 +14,10 @@ Status scheme (the same on every route):
   409 a domain rule refused it.
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
-Ids are checked against the caller's organization BEFORE any permission that depends on
-what the id names, so a foreign id never answers 403.
+The application decides (``cs.access``, ``cs.assistant``; a token's scopes travel in its
+``Caller``): ids are checked against the caller's organization BEFORE any permission that
+depends on what the id names, so a foreign id never answers 403. ``answers`` turns what it
+raises into these problems.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
+from countersign.application.errors import (
+    CorruptRecordError,
+    ForbiddenError,
+    MissingPermissionError,
+    UnknownOperationError,
+)
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
@@ -74,6 +81,9 @@ def answers(request: Request) -> Iterator[None]:
         raise ProblemError("invalid-request", problems=problems) from None
     except NotFoundError:
         raise ProblemError("not-found") from None
+    except MissingPermissionError as missing:
+        needs = ("one of " if missing.any_of else "") + ", ".join(missing.needs)
+        raise ProblemError("forbidden", f"This token may not do that; it needs {needs}.") from None
     except ForbiddenError:
         raise ProblemError("forbidden") from None
     except ConcurrencyConflictError:
@@ -96,7 +106,7 @@ def answers(request: Request) -> Iterator[None]:
 def record(
     cs: Countersign,
     request: Request,
-    caller: ServicePrincipal,
+    service: ServicePrincipal,
     action: str,
     target: str,
     result: str,
@@ -105,8 +115,8 @@ def record(
     correlation_id = correlation_id_of(request)
     log.info(
         "%s (acting as %s) %s %s: %s [%s]",
-        caller.service,
-        caller.acting_member,
+        service.service,
+        service.acting_member,
         action,
         target,
         result,
@@ -114,17 +124,17 @@ def record(
     )
     try:
         record_action(
-            cs, caller, action=action, target=target, result=result, correlation_id=correlation_id
+            cs, service, action=action, target=target, result=result, correlation_id=correlation_id
         )
     except Exception:
         # The outcome is already in the event stream; the caller must still learn it.
-        log.exception("could not record %s's %s [%s]", caller.service, action, correlation_id)
+        log.exception("could not record %s's %s [%s]", service.service, action, correlation_id)
 
 
 def report_response(
     cs: Countersign,
     request: Request,
-    caller: ServicePrincipal,
+    service: ServicePrincipal,
     action: str,
     report: dict[str, Any],
 ) -> JSONResponse:
@@ -134,5 +144,5 @@ def report_response(
     if report["result"] == "not_approvable" and report["reason"] == "forbidden":
         raise ProblemError("forbidden")
     result = str(report["result"]) + (f":{report['reason']}" if report["reason"] else "")
-    record(cs, request, caller, action, str(report["proposal_id"]), result)
+    record(cs, request, service, action, str(report["proposal_id"]), result)
     return JSONResponse(report)

@@ -4,32 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from countersign.application.assistant.sections import ASSISTANTS
-from countersign.domain.club.organization import Permission
-from countersign.domain.contracts import REGISTRY
-from countersign.domain.scope import Section
 from countersign.infrastructure.entrypoints.http.answers import (
     answers,
     problem_responses,
     record,
 )
-from countersign.infrastructure.entrypoints.http.auth import Caller, Wired, require
+from countersign.infrastructure.entrypoints.http.auth import Service, Wired
 from countersign.infrastructure.entrypoints.http.models import (
     InboxOut,
     MessageIn,
     SectionName,
     TurnOut,
 )
-from countersign.infrastructure.entrypoints.http.problems import API_PREFIX, ProblemError
+from countersign.infrastructure.entrypoints.http.problems import API_PREFIX
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 router = APIRouter(prefix=API_PREFIX)
-
-
-def _section_permissions(section: str) -> list[Permission]:
-    return sorted({c.permission for c in REGISTRY.values() if str(c.section) == section})
 
 
 @router.post(
@@ -42,7 +34,7 @@ def _section_permissions(section: str) -> list[Permission]:
 def post_message(
     request: Request,
     cs: Wired,
-    caller: Caller,
+    service: Service,
     section: Annotated[SectionName, Path(description="orders or email_broadcasts")],
     resource_id: Annotated[
         str, Path(max_length=64, description="The order id or broadcast form id.")
@@ -50,12 +42,10 @@ def post_message(
     body: MessageIn,
 ) -> JSONResponse:
     """One assistant turn. At most one proposal comes out; nothing executes until approval."""
-    assistant = ASSISTANTS[Section(section)]
-    require(caller, *sorted({c.permission for c in assistant.contracts}))
     with answers(request):
         report = cs.assistant.turn(
-            organization=caller.organization_slug,
-            actor=caller.acting_member,
+            organization=service.organization_slug,
+            actor=service.caller,
             section=section,
             resource_id=resource_id,
             message=body.message,
@@ -63,7 +53,7 @@ def post_message(
         )
     document = jsonable_encoder(report.to_json())
     target = document["proposal"]["proposal_id"] if document["proposal"] else resource_id
-    record(cs, request, caller, f"assistant_message:{section}", target, report.ended)
+    record(cs, request, service, f"assistant_message:{section}", target, report.ended)
     return JSONResponse(document)
 
 
@@ -77,33 +67,21 @@ def post_message(
 def inbox(
     request: Request,
     cs: Wired,
-    caller: Caller,
+    service: Service,
     section: Annotated[SectionName | None, Query(description="Only this section.")] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> JSONResponse:
     """Sections the token cannot read are not listed: without ``section`` the token must read
     every section, or exactly one (which is then listed)."""
-    readable = [
-        s.value
-        for s in Section
-        if caller.may(Permission.READ_AUDIT)
-        or any(caller.may(p) for p in _section_permissions(s.value))
-    ]
-    chosen: str | None = section
-    if chosen is not None and chosen not in readable:
-        raise ProblemError("forbidden", "This token may not read that section.")
-    if chosen is None and len(readable) < len(Section):
-        if len(readable) != 1:
-            raise ProblemError("forbidden", "Name a section this token may read.")
-        chosen = readable[0]
     with answers(request):
+        listed = cs.access.inbox_scope(service.caller, section)
         for runner in cs.projection_runners(["browser_view"]):
             runner.catch_up()
         document = cs.read_models.inbox(
-            str(caller.organization_id),
+            listed.organization_id,
             cs.proposals.clock.now(),
-            section=chosen,
+            section=listed.section,
             page=page,
             page_size=page_size,
         )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Annotated, cast
 
-from countersign.domain.club.organization import Permission
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.problems import ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
@@ -61,22 +60,7 @@ def principal(
     return found
 
 
-def require(caller: ServicePrincipal, *permissions: Permission) -> None:
-    """403 unless the token's scopes and its acting member both hold every permission."""
-    missing = [p for p in permissions if not caller.may(p)]
-    if missing:
-        raise ProblemError(
-            "forbidden", f"This token may not do that; it needs {', '.join(missing)}."
-        )
-
-
-def require_any(caller: ServicePrincipal, *permissions: Permission) -> None:
-    """403 unless the caller holds at least one of the permissions."""
-    if not any(caller.may(p) for p in permissions):
-        raise ProblemError(
-            "forbidden", f"This token may not do that; it needs one of {', '.join(permissions)}."
-        )
-
-
-Caller = Annotated[ServicePrincipal, Depends(principal)]
+#: The authenticated service a route acts for; what it may do is the application's to decide
+#: (``ServicePrincipal.caller`` carries the token's scopes there).
+Service = Annotated[ServicePrincipal, Depends(principal)]
 Wired = Annotated[Countersign, Depends(countersign)]

@@ -8,24 +8,19 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Permission
-from countersign.domain.contracts import REGISTRY
-from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
-from countersign.domain.interaction import Interaction
-from countersign.domain.proposal import Proposal
+from countersign.domain.errors import ConcurrencyConflictError
 from countersign.domain.scope import Section
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
     Site,
-    User,
     Visit,
     redirect,
 )
 from countersign.infrastructure.entrypoints.web.views import (
     format_time,
-    proposal_record,
     proposal_view,
 )
 from starlette.responses import Response
@@ -37,7 +32,8 @@ PAGE_SIZE = 10
 
 
 class ProposalPages:
-    """The handlers of the inbox and of one proposal."""
+    """The handlers of the inbox and of one proposal. Who may see and decide which proposal
+    is the application's (``cs.access``); these pages show what it answers."""
 
     def __init__(self, site: Site) -> None:
         self.site = site
@@ -45,7 +41,7 @@ class ProposalPages:
 
     def inbox(self, visit: Visit) -> Response:
         user = visit.signed_in
-        readable = _readable_sections(user)
+        readable = self.cs.access.readable_sections(user.caller)
         section = visit.query("section")
         if section not in readable:
             section = ""
@@ -53,18 +49,15 @@ class ProposalPages:
         items: list[dict[str, Any]] = []
         total = 0
         if readable:
+            # Without a section: every section if all are readable, else the one that is.
+            listed = self.cs.access.inbox_scope(user.caller, section or None)
+            section = listed.section or ""
             for runner in self.cs.projection_runners(["browser_view"]):
                 runner.catch_up()
-            if section:
-                chosen: str | None = section
-            elif len(readable) == len(Section):
-                chosen = None  # every section: no filter
-            else:
-                chosen = section = readable[0]
             found = self.cs.read_models.inbox(
-                str(user.organization.id),
+                listed.organization_id,
                 self.cs.proposals.clock.now(),
-                section=chosen,
+                section=listed.section,
                 page=page,
                 page_size=PAGE_SIZE,
             )
@@ -98,52 +91,25 @@ class ProposalPages:
             nav="inbox",
         )
 
-    def _owned(self, visit: Visit) -> Proposal:
-        """The club's proposal named in the path; anything else is the same 404 page."""
-        proposal = proposal_of(self.cs, visit.signed_in, visit.params.get("proposal_id", ""))
-        if proposal is None:
-            raise PageError("not_found", 404)
-        return proposal
-
-    @staticmethod
-    def _may_read(user: User, proposal: Proposal) -> bool:
-        contract = REGISTRY.get(proposal.kind)
-        return user.may(Permission.READ_AUDIT) or (
-            contract is not None and user.may(contract.permission)
-        )
-
-    @staticmethod
-    def _may_decide(user: User, proposal: Proposal) -> bool:
-        contract = REGISTRY.get(proposal.kind)
-        return contract is not None and user.may(contract.permission)
-
     def review(self, visit: Visit) -> Response:
-        user = visit.signed_in
-        proposal = self._owned(visit)
-        if not self._may_read(user, proposal):
-            raise PageError("forbidden", 403)
+        reviewed = self.cs.access.review(_proposal_id(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
-        view = proposal_view(proposal_record(proposal), visit.t, visit.language, now)
+        view = proposal_view(reviewed.record, visit.t, visit.language, now)
+        conversation = None
+        if reviewed.conversation is not None:
+            link = reviewed.conversation
+            query = urlencode({"interaction": link.interaction_id})
+            conversation = f"/chat/{link.section}/{link.resource_id}?{query}"
         return self.site.render(
             visit,
             "review.html",
             proposal=view,
-            may_decide=self._may_decide(user, proposal),
-            conversation=self._conversation_link(user, proposal),
+            may_decide=reviewed.may_decide,
+            conversation=conversation,
             notice=self.site.notice(visit, view["id"]),
             refresh=3 if view["status"] == "executing" else None,
             max_note=MAX_NOTE,
         )
-
-    def _conversation_link(self, user: User, proposal: Proposal) -> str | None:
-        try:
-            interaction = self.cs.store.read(UUID(proposal.interaction_id), Interaction)
-        except (ValueError, NotFoundError):
-            return None
-        if interaction.organization_id != user.organization.id or interaction.manager != user.email:
-            return None
-        query = urlencode({"interaction": str(interaction.id)})
-        return f"/chat/{interaction.section}/{interaction.resource_id}?{query}"
 
     def approve(self, visit: Visit) -> Response:
         return self._decide(visit, decline=False)
@@ -153,20 +119,23 @@ class ProposalPages:
 
     def _decide(self, visit: Visit, *, decline: bool) -> Response:
         user = visit.signed_in
-        proposal = self._owned(visit)
-        pid = str(proposal.id)
+        pid = _proposal_id(visit)
+        kind: str
         try:
             if decline:
                 note = visit.form.get("note", "").replace("\r\n", "\n").strip()[:MAX_NOTE]
-                report = self.cs.proposals.decline(pid, user.email, note or None)
+                report = self.cs.access.decline(pid, user.caller, note or None)
             else:
-                report = self.cs.proposals.approve(pid, user.email)
+                report = self.cs.access.approve(pid, user.caller)
         except ConcurrencyConflictError:
             self.site.flash(visit, "busy", pid)
             return redirect(f"/proposals/{pid}")
-        if report.result == "not_approvable" and report.reason == "not_found":
-            raise PageError("not_found", 404)
-        kind = report.reason if report.result == "not_approvable" else report.result
+        except ForbiddenError:
+            kind = "forbidden"
+        else:
+            if report.result == "not_approvable" and report.reason == "not_found":
+                raise PageError("not_found", 404)
+            kind = str(report.reason if report.result == "not_approvable" else report.result)
         log.info(
             "%s %s %s: %s (request %s)",
             user.email,
@@ -175,16 +144,13 @@ class ProposalPages:
             kind,
             correlation_id_of(visit.request),
         )
-        self.site.flash(visit, str(kind), pid)
+        self.site.flash(visit, kind, pid)
         return redirect(f"/proposals/{pid}")
 
     def status(self, visit: Visit) -> Response:
-        user = visit.signed_in
-        proposal = self._owned(visit)
-        if not self._may_read(user, proposal):
-            raise PageError("forbidden", 403)
+        record = self.cs.access.record(_proposal_id(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
-        view = proposal_view(proposal_record(proposal), visit.t, visit.language, now)
+        view = proposal_view(record, visit.t, visit.language, now)
         return self.site.render(
             visit,
             "status.html",
@@ -194,24 +160,13 @@ class ProposalPages:
         )
 
 
+def _proposal_id(visit: Visit) -> str:
+    """The proposal id in the path, in its one spelling; a malformed one is not found."""
+    try:
+        return str(UUID(visit.params.get("proposal_id", "").strip()))
+    except ValueError:
+        raise PageError("not_found", 404) from None
+
+
 def _page_number(value: str) -> int:
     return int(value) if value.isascii() and value.isdigit() and 0 < len(value) < 7 else 1
-
-
-def _readable_sections(user: User) -> list[str]:
-    """Sections whose proposals this person may see: their operations' permission, or audit."""
-    return [
-        str(section)
-        for section in Section
-        if user.may(Permission.READ_AUDIT)
-        or any(user.may(c.permission) for c in REGISTRY.values() if c.section == section)
-    ]
-
-
-def proposal_of(cs: Countersign, user: User, proposal_id: str) -> Proposal | None:
-    """The club's proposal of that id, or None (unknown, malformed, another club's)."""
-    try:
-        proposal = cs.store.read(UUID(proposal_id.strip()), Proposal)
-    except (ValueError, NotFoundError):
-        return None
-    return proposal if proposal.organization_id == user.organization.id else None

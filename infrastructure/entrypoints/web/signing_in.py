@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import logging
 
-from countersign.domain.club.organization import Organization
-from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES
 from countersign.infrastructure.entrypoints.web.site import (
@@ -78,7 +76,7 @@ class SignInPages:
             )
             refused.headers["Retry-After"] = str(attempt.retry_after)
             return refused
-        clubs = self._clubs_of(email) if verify_password(self.cs, email, password) else []
+        clubs = self.cs.club.clubs_of(email) if verify_password(self.cs, email, password) else []
         if not clubs:
             log.info(
                 "failed sign-in (request %s, client %s)", correlation_id_of(visit.request), client
@@ -92,16 +90,20 @@ class SignInPages:
             )
         throttle.succeeded(attempt)
         if len(clubs) == 1:
-            visit.session.sign_in(email, clubs[0].slug, clubs[0].version)
+            visit.session.sign_in(email, clubs[0].organization, clubs[0].version)
             return redirect(target)
         visit.session.choosing(
             email,
-            {"clubs": [c.slug for c in clubs], "at": self.site.sessions.now(), "next": target},
+            {
+                "clubs": [c.organization for c in clubs],
+                "at": self.site.sessions.now(),
+                "next": target,
+            },
         )
         return self.site.render(
             visit,
             "choose_club.html",
-            clubs=[{"slug": c.slug, "name": c.name} for c in clubs],
+            clubs=[{"slug": c.organization, "name": c.club} for c in clubs],
         )
 
     def choose_club(self, visit: Visit) -> Response:
@@ -116,24 +118,12 @@ class SignInPages:
         if not fresh or email is None or slug not in choice.get("clubs", []):
             self.site.flash(visit, "expired")
             return redirect("/sign-in")
-        club = next((c for c in self._clubs_of(email) if c.slug == slug), None)
+        club = next((c for c in self.cs.club.clubs_of(email) if c.organization == slug), None)
         if club is None:
             self.site.flash(visit, "expired")
             return redirect("/sign-in")
         visit.session.sign_in(email, slug, club.version)
         return redirect(safe_next(str(choice.get("next", ""))))
-
-    def _clubs_of(self, email: str) -> list[Organization]:
-        """The clubs this person belongs to now (a person is known by email across clubs)."""
-        clubs = []
-        for organization_id in self.cs.store.ids_with_events(Organization, ["Registered"]):
-            try:
-                organization = self.cs.store.read(organization_id, Organization)
-            except NotFoundError:
-                continue
-            if organization.member(email) is not None:
-                clubs.append(organization)
-        return sorted(clubs, key=lambda c: str(c.name))
 
     def sign_out(self, visit: Visit) -> Response:
         visit.session.sign_out()

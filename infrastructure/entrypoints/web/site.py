@@ -16,9 +16,11 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from countersign.application.errors import CorruptRecordError, ForbiddenError
+from countersign.application.access import Caller
+from countersign.application.club import Membership
+from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.domain.club.broadcasts import BroadcastForm
-from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
@@ -70,17 +72,33 @@ class _FormTooLargeError(Exception):
 class User:
     """The signed-in person, as their club knows them right now."""
 
-    email: str
-    name: str
-    organization: Organization
-    member: Member
+    membership: Membership
+
+    @property
+    def email(self) -> str:
+        return self.membership.member.email
+
+    @property
+    def name(self) -> str:
+        return self.membership.member.name
 
     @property
     def club(self) -> str:
-        return str(self.organization.name)
+        return self.membership.club
+
+    @property
+    def organization(self) -> str:
+        """The club's slug."""
+        return self.membership.organization
+
+    @property
+    def caller(self) -> Caller:
+        """Who the application sees: this person, acting in this club."""
+        return Caller(email=self.email, organization=self.organization)
 
     def may(self, permission: Permission) -> bool:
-        return self.member.may(permission)
+        """For what a page offers; the application decides what the person may do."""
+        return self.membership.member.may(permission)
 
 
 @dataclass
@@ -180,7 +198,7 @@ class Site:
                 response = handler(visit)
         except PageError as error:
             response = self.error(visit, error.kind, error.status)
-        except NotFoundError:
+        except (NotFoundError, UnknownOperationError):
             response = self.error(visit, "not_found", 404)
         except ForbiddenError:
             response = self.error(visit, "forbidden", 403)
@@ -233,29 +251,15 @@ class Site:
         if not session.signed_in or not email or not slug:
             return None
         try:
-            organization = self.cs.store.read(Organization.create_id(slug), Organization)
+            membership = self.cs.club.membership(slug, email, unchanged_since=session.org_version)
         except NotFoundError:
-            organization = None
-        member = organization.member(email) if organization is not None else None
-        if organization is None or member is None:
+            # Removed from the club (even if added again since), or the club is gone.
             log.info("a session ended: its person is no longer a member of %s", slug)
-            session.end()  # removed from the club, or the club is gone: signed out for good
+            session.end()  # signed out for good
             return None
-        if organization.version != session.org_version:
-            if self._removed_since(organization, email, session.org_version):
-                log.info("a session ended: its person was removed from %s and added again", slug)
-                session.end()
-                return None
-            session.confirm_membership(organization.version)
-        return User(email=member.email, name=member.name, organization=organization, member=member)
-
-    def _removed_since(self, organization: Organization, email: str, version: int) -> bool:
-        """Was ``email`` removed from the club after ``version`` (and perhaps added again)?"""
-        events = self.cs.app.events.get(organization.id, gt=version, lte=organization.version)
-        return any(
-            type(event).__name__ == "MemberRemoved" and getattr(event, "email", None) == email
-            for event in events
-        )
+        if membership.version != session.org_version:
+            session.confirm_membership(membership.version)
+        return User(membership)
 
     def render(self, visit: Visit, template: str, status: int = 200, **context: Any) -> Response:
         base: dict[str, Any] = {
@@ -273,7 +277,7 @@ class Site:
             "nav": None,
         }
         if visit.user is not None and visit.user.may(Permission.PREPARE_BROADCASTS):
-            form_id = BroadcastForm.create_id(visit.user.organization.id)
+            form_id = BroadcastForm.create_id(visit.user.membership.organization_id)
             base["email_chat"] = f"/chat/{Section.EMAIL_BROADCASTS}/{form_id}"
         base.update(context)
         html = self.templates.get_template(template).render(**base)

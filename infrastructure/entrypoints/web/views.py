@@ -106,7 +106,8 @@ def localized_outcome(
 def proposal_view(
     record: dict[str, Any], t: Translate, language: str, now: datetime
 ) -> dict[str, Any]:
-    """A proposal for the templates, from the aggregate's fields or a browser_view card."""
+    """A proposal for the templates, from its record (``ProposalAccess.record``, named like
+    the columns) or a browser_view card."""
     operation = str(record["operation"])
     preview = dict(record.get("preview") or {})
     status = str(record["status"])
@@ -140,27 +141,6 @@ def proposal_view(
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
-    }
-
-
-def proposal_record(proposal: Any) -> dict[str, Any]:
-    """The fields of a Proposal aggregate, named like the browser_view card's columns."""
-    return {
-        "proposal_id": str(proposal.id),
-        "operation": proposal.kind,
-        "section": proposal.section,
-        "resource_id": str(proposal.resource_id),
-        "interaction_id": proposal.interaction_id,
-        "status": str(proposal.status),
-        "preview": proposal.preview,
-        "requested_by": proposal.requested_by,
-        "proposed_at": proposal.created_on,
-        "expires_at": proposal.expires_at,
-        "approved_by": proposal.approved_by,
-        "approved_at": proposal.approved_at,
-        "declined_by": proposal.declined_by,
-        "decline_note": proposal.decline_note,
-        "outcome": proposal.outcome,
     }
 
 

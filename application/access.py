@@ -1,0 +1,101 @@
+"""Who may see and act on what: the rules every entry point's caller is held to, written once.
+
+A caller is a person, known by email, acting either in one organization (the club a browser
+session signed in to, the organization an API token belongs to) or in whichever organization
+a record belongs to, if they are a member there (the command line). An API token may narrow
+what its member holds to the permissions it was given (its scopes); it never widens it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from uuid import UUID
+
+from countersign.application.errors import MissingPermissionError
+from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.scope import Section
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: ``email``; ``organization``, the slug of the club they act in (None: the
+    one the record belongs to); ``scopes``, an API token's permissions (None: no token)."""
+
+    email: str
+    organization: str | None = None
+    scopes: frozenset[Permission] | None = None
+
+    @classmethod
+    def of(cls, actor: str | Caller) -> Caller:
+        return actor if isinstance(actor, Caller) else cls(email=actor)
+
+    @property
+    def organization_id(self) -> UUID | None:
+        if self.organization is None:
+            return None
+        return Organization.create_id(self.organization.strip().lower())
+
+    def acts_in(self, organization_id: UUID) -> bool:
+        """Does a record of this organization belong where the caller acts?"""
+        return self.organization is None or self.organization_id == organization_id
+
+    def may(self, member: Member, permission: Permission) -> bool:
+        """The member holds the permission now, and the caller's token (if any) was given it."""
+        return member.may(permission) and (self.scopes is None or permission in self.scopes)
+
+
+def require(caller: Caller, member: Member, *permissions: Permission) -> None:
+    """MissingPermissionError unless the caller may do all of it."""
+    missing = [p for p in permissions if not caller.may(member, p)]
+    if missing:
+        raise MissingPermissionError(missing)
+
+
+def require_any(caller: Caller, member: Member, permissions: Iterable[Permission]) -> None:
+    """MissingPermissionError unless the caller holds at least one of the permissions."""
+    wanted = list(permissions)
+    if not any(caller.may(member, p) for p in wanted):
+        raise MissingPermissionError(wanted, any_of=True)
+
+
+def decide_permission(
+    kind: str, registry: Mapping[str, AnyContract] = REGISTRY
+) -> Permission | None:
+    """What approving or declining a proposal of this kind needs; None for an unknown kind,
+    which nobody may decide (it fails closed)."""
+    contract = registry.get(kind)
+    return contract.permission if contract is not None else None
+
+
+def read_permissions(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> list[Permission]:
+    """Reading a proposal needs its operation's permission, or the auditor's (any one)."""
+    permission = decide_permission(kind, registry)
+    return [Permission.READ_AUDIT] + ([permission] if permission else [])
+
+
+def may_decide(
+    caller: Caller, member: Member, kind: str, registry: Mapping[str, AnyContract] = REGISTRY
+) -> bool:
+    permission = decide_permission(kind, registry)
+    return permission is not None and caller.may(member, permission)
+
+
+def section_permissions(
+    section: Section, registry: Mapping[str, AnyContract] = REGISTRY
+) -> list[Permission]:
+    """The permissions of a section's operations: any one lets a member read its proposals."""
+    return sorted({c.permission for c in registry.values() if c.section == section})
+
+
+def readable_sections(
+    caller: Caller, member: Member, registry: Mapping[str, AnyContract] = REGISTRY
+) -> list[str]:
+    """Sections whose proposals the caller may see: an operation's permission, or audit."""
+    return [
+        str(section)
+        for section in Section
+        if caller.may(member, Permission.READ_AUDIT)
+        or any(caller.may(member, p) for p in section_permissions(section, registry))
+    ]

@@ -1,0 +1,175 @@
+"""A conversation as its manager may see it: what it is about, and what was said and proposed.
+
+``open_scope`` is the one check of who may talk to a section's assistant about a resource;
+``check_owned`` the one check of whose conversation an interaction is. The assistant's turn
+and every page that shows a conversation go through both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from countersign.application.access import Caller, require
+from countersign.application.assistant.sections import SectionAssistant
+from countersign.application.authorization import membership, organization_by_slug
+from countersign.application.errors import UnknownOperationError, parse_id
+from countersign.application.ports import AggregateStore
+from countersign.application.proposal_access import proposal_record
+from countersign.domain.club.organization import Member, Organization
+from countersign.domain.errors import NotFoundError
+from countersign.domain.handback import reason_text
+from countersign.domain.interaction import Interaction
+from countersign.domain.outcomes import RevisionReason
+from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.scope import Scope, Section
+
+
+@dataclass(frozen=True)
+class OpenScope:
+    """A section's assistant, about a resource of the caller's organization."""
+
+    assistant: SectionAssistant
+    organization: Organization
+    member: Member
+    scope: Scope
+
+
+@dataclass(frozen=True)
+class LastOutcome:
+    """Why the conversation's last proposal was not executed: it ``expired``, or a revision
+    is required for ``reason``."""
+
+    expired: bool
+    reason: RevisionReason | None
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """One conversation for its manager, in order: ``timeline`` entries are dicts with a
+    ``kind`` of manager, model or application (with ``text``), tool (a read tool's
+    ``name``) or card (a ``proposal`` record, after the message that presents it)."""
+
+    section: str
+    resource_id: str
+    interaction_id: str | None
+    timeline: list[dict[str, Any]]
+    expired: bool
+    revision: str | None  # the application's reason, in the language asked for
+
+
+def section_assistant(
+    assistants: Mapping[Section, SectionAssistant], section: str
+) -> SectionAssistant:
+    try:
+        return assistants[Section(section)]
+    except (ValueError, KeyError):
+        raise UnknownOperationError(f"no assistant for section {section[:40]!r}") from None
+
+
+def open_scope(
+    store: AggregateStore,
+    assistants: Mapping[Section, SectionAssistant],
+    organization: str,
+    caller: Caller,
+    section: str,
+    resource_id: str,
+) -> OpenScope:
+    """UnknownOperationError for a section without an assistant; NotFoundError for an
+    unknown organization, a non-member, or a resource that is not the organization's
+    (checked first); then ForbiddenError unless the caller may use every contract of it."""
+    assistant = section_assistant(assistants, section)
+    org = organization_by_slug(store, organization)
+    member = membership(org, caller.email)
+    scope = Scope(org.id, assistant.section, parse_id(resource_id, "resource"))
+    for contract in assistant.contracts:
+        contract.load(scope, store)  # NotFoundError unless it is this organization's
+    require(caller, member, *(contract.permission for contract in assistant.contracts))
+    return OpenScope(assistant, org, member, scope)
+
+
+def check_owned(interaction: Interaction, scope: Scope, manager: str) -> Interaction:
+    """The interaction if it is this manager's conversation about this resource; any other
+    (another organization's, another manager's, about another resource) is NotFoundError."""
+    same = (
+        interaction.organization_id == scope.organization_id
+        and interaction.section == str(scope.section)
+        and interaction.resource_id == scope.resource_id
+        and interaction.manager == manager
+    )
+    if not same:
+        raise NotFoundError("conversation")
+    return interaction
+
+
+def last_outcome(store: AggregateStore, interaction: Interaction) -> LastOutcome | None:
+    """The conversation's last proposal, if it ended without being executed."""
+    last = interaction.last_proposal_id
+    if last is None:
+        return None
+    proposal = _proposal(store, interaction, last)
+    if proposal is None:
+        return None
+    if proposal.status == ProposalStatus.EXPIRED:
+        return LastOutcome(expired=True, reason=None)
+    outcome = proposal.outcome or {}
+    if outcome.get("kind") != "revision_required":
+        return None
+    return LastOutcome(expired=False, reason=RevisionReason.model_validate(outcome["reason"]))
+
+
+def conversation_view(
+    store: AggregateStore, scope: Scope, interaction: Interaction | None, language: str
+) -> ConversationView:
+    """The conversation (an owned one: see ``check_owned``) as its manager reads it."""
+    timeline = _timeline(store, interaction) if interaction is not None else []
+    last = last_outcome(store, interaction) if interaction is not None else None
+    return ConversationView(
+        section=str(scope.section),
+        resource_id=str(scope.resource_id),
+        interaction_id=str(interaction.id) if interaction is not None else None,
+        timeline=timeline,
+        expired=last is not None and last.expired,
+        revision=(
+            reason_text(last.reason, language)
+            if last is not None and last.reason is not None
+            else None
+        ),
+    )
+
+
+def _timeline(store: AggregateStore, interaction: Interaction) -> list[dict[str, Any]]:
+    """The conversation in order, each proposal card after the message that presents it."""
+    entries: list[dict[str, Any]] = []
+    cards: list[dict[str, Any]] = []
+    for event in store.history(interaction.id):
+        fields = event.fields
+        if event.type == "ManagerMessaged":
+            entries.append({"kind": "manager", "text": str(fields.get("text", ""))})
+        elif event.type == "AssistantReplied":
+            author = "application" if fields.get("author") == "application" else "model"
+            entries.append({"kind": author, "text": str(fields.get("text", ""))})
+            if author == "application":
+                entries += cards
+                cards = []
+        elif event.type == "ToolCalled" and fields.get("outcome") == "read":
+            entries.append({"kind": "tool", "name": str(fields.get("name", ""))})
+        elif event.type == "ProposalCreated":
+            proposal = _proposal(store, interaction, str(fields.get("proposal_id", "")))
+            if proposal is not None:
+                cards.append({"kind": "card", "proposal": proposal_record(proposal)})
+        elif event.type == "TurnEnded":
+            entries += cards
+            cards = []
+    return entries + cards
+
+
+def _proposal(store: AggregateStore, interaction: Interaction, proposal_id: str) -> Proposal | None:
+    """A proposal of the conversation's organization, or None."""
+    try:
+        proposal = store.read(UUID(proposal_id.strip()), Proposal)
+    except (ValueError, NotFoundError):
+        return None
+    return proposal if proposal.organization_id == interaction.organization_id else None

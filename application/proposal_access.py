@@ -1,0 +1,322 @@
+"""The one place that decides who may see and act on a proposal, for every entry point.
+
+Every id is checked against the caller's organization before any permission that depends on
+what the id names: a malformed id, an unknown one, another organization's proposal and a
+non-member's request all answer alike (NotFoundError, or the ``not_found`` report the
+approve path gives) after the same work, so a foreign id never answers "forbidden". Then:
+
+* reading a proposal (its card, status, review) needs its operation's permission or the
+  auditor's; its history needs the auditor's;
+* approving or declining it needs its operation's permission (ProposalService rechecks the
+  member's own on the approve path; an API token's scopes are checked here first);
+* proposing needs the operation's permission, in the caller's organization.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from countersign.application.access import (
+    Caller,
+    decide_permission,
+    may_decide,
+    read_permissions,
+    readable_sections,
+    require,
+    require_any,
+    section_permissions,
+)
+from countersign.application.audit import AuditService
+from countersign.application.authorization import member_of
+from countersign.application.errors import (
+    MissingPermissionError,
+    UnknownOperationError,
+    parse_id,
+)
+from countersign.application.ports import AggregateStore
+from countersign.application.proposals import ProposalService
+from countersign.application.reports import (
+    ApprovalReport,
+    ProposalCard,
+    ProposalCreated,
+    Report,
+)
+from countersign.domain.club.organization import Member, Permission
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import NotFoundError
+from countersign.domain.interaction import Interaction
+from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.scope import Section
+
+
+@dataclass(frozen=True)
+class ProposalStatusReport(Report):
+    """Where a proposal's execution stands (what an outcome's ``status_path`` points to)."""
+
+    proposal_id: str
+    status: str
+    outcome_kind: str | None
+    reconciliation_pending: bool
+    message: str | None
+
+
+@dataclass(frozen=True)
+class ConversationLink:
+    """The conversation a proposal came from, for the person who held it."""
+
+    section: str
+    resource_id: str
+    interaction_id: str
+
+
+@dataclass(frozen=True)
+class ProposalReview:
+    """What a reviewer's page shows: the proposal's fields and what the caller may do."""
+
+    record: dict[str, Any]
+    may_decide: bool
+    conversation: ConversationLink | None
+
+
+@dataclass(frozen=True)
+class InboxScope:
+    """The pending proposals a caller may list: one organization, one section or all."""
+
+    organization_id: str
+    section: str | None
+
+
+class ProposalAccess:
+    """Proposals as a caller may see and act on them; the entry points ask here."""
+
+    def __init__(
+        self,
+        store: AggregateStore,
+        proposals: ProposalService,
+        audit: AuditService,
+        *,
+        registry: Mapping[str, AnyContract] = REGISTRY,
+    ) -> None:
+        self.store = store
+        self.proposals = proposals
+        self.audit = audit
+        self.registry = registry
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def propose(
+        self,
+        actor: Caller,
+        *,
+        operation: str,
+        resource_id: str,
+        request: Any,
+        interaction_id: str | None = None,
+    ) -> ProposalCreated:
+        """ProposalService.propose in the caller's organization, within a token's scopes."""
+        if actor.organization is None:
+            raise NotFoundError("organization")
+        if actor.scopes is not None:
+            contract = self.registry.get(operation)
+            if contract is None:
+                raise UnknownOperationError(operation)
+            if contract.permission not in actor.scopes:
+                raise MissingPermissionError([contract.permission])
+        return self.proposals.propose(
+            organization=actor.organization,
+            actor=actor.email,
+            operation=operation,
+            resource_id=resource_id,
+            request=request,
+            interaction_id=interaction_id,
+        )
+
+    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
+        """ProposalService.approve, once ``_check_decision`` lets the caller."""
+        caller = Caller.of(actor)
+        self._check_decision(proposal_id, caller)
+        return self.proposals.approve(proposal_id, caller.email)
+
+    def decline(
+        self, proposal_id: str, actor: str | Caller, note: str | None = None
+    ) -> ApprovalReport:
+        """ProposalService.decline, once ``_check_decision`` lets the caller."""
+        caller = Caller.of(actor)
+        self._check_decision(proposal_id, caller)
+        return self.proposals.decline(proposal_id, caller.email, note)
+
+    def _check_decision(self, proposal_id: str, caller: Caller) -> None:
+        """For a caller acting in one organization or within a token's scopes: NotFoundError
+        for a proposal outside it (as for an unknown one), MissingPermissionError without the
+        permission to decide it. The approve path itself answers every other caller, and
+        rechecks the member's permission as it decides."""
+        if caller.organization is None and caller.scopes is None:
+            return
+        proposal, member = self._visible(proposal_id, caller)
+        permission = decide_permission(proposal.kind, self.registry)
+        if permission is not None:  # an unknown kind: the approve path refuses it
+            require(caller, member, permission)
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def card(self, proposal_id: str, actor: str | Caller, language: str = "en") -> ProposalCard:
+        """The reviewer's card; ForbiddenError without a permission to read it."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        require_any(caller, member, read_permissions(proposal.kind, self.registry))
+        return self.proposals.card(str(proposal.id), caller.email, language)
+
+    def status(
+        self, proposal_id: str, actor: str | Caller, language: str = "en"
+    ) -> ProposalStatusReport:
+        """Where the execution stands; ForbiddenError without a permission to read it."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        require_any(caller, member, read_permissions(proposal.kind, self.registry))
+        outcome = proposal.outcome or {}
+        return ProposalStatusReport(
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            outcome_kind=outcome.get("kind"),
+            reconciliation_pending=proposal.status == ProposalStatus.RECONCILING,
+            message=self.proposals.message(proposal, language),
+        )
+
+    def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
+        """The proposal's fields; ForbiddenError without a permission to read it."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        require_any(caller, member, read_permissions(proposal.kind, self.registry))
+        return proposal_record(proposal)
+
+    def review(self, proposal_id: str, actor: str | Caller) -> ProposalReview:
+        """The fields, whether the caller may decide, and the caller's own conversation that
+        led to it; ForbiddenError without a permission to read it."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        require_any(caller, member, read_permissions(proposal.kind, self.registry))
+        return ProposalReview(
+            record=proposal_record(proposal),
+            may_decide=may_decide(caller, member, proposal.kind, self.registry),
+            conversation=self._conversation(proposal, caller),
+        )
+
+    def history(
+        self,
+        proposal_id: str,
+        actor: str | Caller,
+        as_of: int | datetime | str | None = None,
+    ) -> dict[str, Any]:
+        """The auditor's replay (AuditService.history); ``as_of`` may be given as text (a
+        version or an ISO 8601 time), read only once the caller may see the history."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        require(caller, member, Permission.READ_AUDIT)
+        moment = parse_as_of(as_of) if isinstance(as_of, str) else as_of
+        return self.audit.history(str(proposal.id), moment)
+
+    def readable_sections(self, actor: Caller) -> list[str]:
+        """The sections whose proposals the caller may list in their organization."""
+        return readable_sections(actor, self._member(actor), self.registry)
+
+    def inbox_scope(self, actor: Caller, section: str | None = None) -> InboxScope:
+        """What the caller may list: ``section`` if they may read it; without one, every
+        section if they may read them all, or the only one they may read."""
+        member = self._member(actor)
+        readable = readable_sections(actor, member, self.registry)
+        assert actor.organization_id is not None  # _member checked it
+        organization_id = str(actor.organization_id)
+        if section is not None:
+            if section not in readable:
+                raise MissingPermissionError(self._readers_of(section), any_of=True)
+            return InboxScope(organization_id, section)
+        if len(readable) == len(Section):
+            return InboxScope(organization_id, None)
+        if len(readable) != 1:
+            everyone = [p for s in Section for p in self._readers_of(s)]
+            raise MissingPermissionError(everyone, any_of=True)
+        return InboxScope(organization_id, readable[0])
+
+    # -- the checks ---------------------------------------------------------------------------
+
+    def _visible(self, proposal_id: str, caller: Caller) -> tuple[Proposal, Member]:
+        """The proposal and the caller's membership of its organization; NotFoundError alike
+        for a malformed or unknown id, another organization's proposal and a non-member."""
+        # One read, whatever the id names: an unknown id and another organization's proposal
+        # are refused after the same work.
+        proposal = self.store.read(parse_id(proposal_id, "proposal"), Proposal)
+        if not caller.acts_in(proposal.organization_id):
+            raise NotFoundError("proposal")
+        return proposal, member_of(self.store, proposal.organization_id, caller.email)
+
+    def _readers_of(self, section: str) -> list[Permission]:
+        """Who may read a section's proposals: its operations' permissions, or the auditor."""
+        try:
+            permissions = section_permissions(Section(section), self.registry)
+        except ValueError:
+            permissions = []
+        return [Permission.READ_AUDIT, *permissions]
+
+    def _member(self, caller: Caller) -> Member:
+        if caller.organization_id is None:
+            raise NotFoundError("organization")
+        return member_of(self.store, caller.organization_id, caller.email)
+
+    def _conversation(self, proposal: Proposal, caller: Caller) -> ConversationLink | None:
+        try:
+            interaction = self.store.read(UUID(proposal.interaction_id), Interaction)
+        except (ValueError, NotFoundError):
+            return None  # proposed outside a conversation, or the id names something else
+        if (
+            interaction.organization_id != proposal.organization_id
+            or interaction.manager != caller.email.strip().lower()
+        ):
+            return None
+        return ConversationLink(
+            section=interaction.section,
+            resource_id=str(interaction.resource_id),
+            interaction_id=str(interaction.id),
+        )
+
+
+def proposal_record(proposal: Proposal) -> dict[str, Any]:
+    """The fields of a proposal, named like the browser_view card's columns."""
+    return {
+        "proposal_id": str(proposal.id),
+        "operation": proposal.kind,
+        "section": proposal.section,
+        "resource_id": str(proposal.resource_id),
+        "interaction_id": proposal.interaction_id,
+        "status": str(proposal.status),
+        "preview": proposal.preview,
+        "requested_by": proposal.requested_by,
+        "proposed_at": proposal.created_on,
+        "expires_at": proposal.expires_at,
+        "approved_by": proposal.approved_by,
+        "approved_at": proposal.approved_at,
+        "declined_by": proposal.declined_by,
+        "decline_note": proposal.decline_note,
+        "outcome": proposal.outcome,
+    }
+
+
+def parse_as_of(value: str) -> int | datetime:
+    """A version number or an ISO 8601 time (ASCII only: ``'¹'.isdigit()`` is True)."""
+    text = value.strip()
+    if re.fullmatch(r"[0-9]{1,9}", text):
+        return int(text)
+    if re.fullmatch(r"[0-9]{10,}", text):
+        return 0  # beyond any version: the history answers not found
+    try:
+        if not text.isascii():
+            raise ValueError(text)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequestError.one("as_of", "a version number or an ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
