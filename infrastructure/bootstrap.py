@@ -16,14 +16,17 @@ from countersign.application.ports import EffectProvider
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposals import ProposalService
 from countersign.domain.ports import ChatModel, Clock, ModelReply
-from countersign.infrastructure.clock import SystemClock
-from countersign.infrastructure.event_store import CountersignApplication, EventSourcedStore
-from countersign.infrastructure.open_work import ProjectedOpenWork
-from countersign.infrastructure.payment_sandbox import SandboxPaymentProvider
-from countersign.infrastructure.projection_runner import ProjectionRunner
-from countersign.infrastructure.read_models import ReadModels
+from countersign.infrastructure.adapters.clock import SystemClock
+from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
+from countersign.infrastructure.persistence.event_store import (
+    CountersignApplication,
+    EventSourcedStore,
+)
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
+from countersign.infrastructure.projection_engine.read_models import ReadModels
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.infrastructure.settings import Database, Settings, SettingsError
-from countersign.infrastructure.sql import SqlDatabase
 from countersign.projections import PROJECTIONS
 
 
@@ -143,8 +146,8 @@ def chat_model(settings: Settings) -> ChatModel:
     OpenAI-compatible server, OPENAI_BASE_URL.
     """
     import openai
-    from countersign.infrastructure.openai_model import OpenAIChatModel
-    from countersign.infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import ScriptedEndpoint, StandInPolicy
 
     if settings.model == "scripted":
         return OpenAIChatModel(ScriptedEndpoint(StandInPolicy()).client(), "scripted")

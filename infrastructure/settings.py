@@ -9,7 +9,9 @@ from urllib.parse import unquote, urlparse
 
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
-_RECORDERS = "countersign.infrastructure.recorders"  # where our persistence classes live
+_RECORDERS = (
+    "countersign.infrastructure.persistence.recorders"  # where our persistence classes live
+)
 DEFAULT_API_MAX_BODY = 64 * 1024
 
 

@@ -53,9 +53,9 @@ if str(ROOT) not in sys.path:
 
 import psycopg  # noqa: E402
 from countersign.domain.club.organization import Organization  # noqa: E402
+from countersign.infrastructure.adapters.payment_sandbox import CARD_OK  # noqa: E402
 from countersign.infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
 from countersign.infrastructure.demo.seed import _order, seed  # noqa: E402
-from countersign.infrastructure.payment_sandbox import CARD_OK  # noqa: E402
 from countersign.infrastructure.settings import Database, Settings  # noqa: E402
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402

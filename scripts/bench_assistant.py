@@ -22,11 +22,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from countersign.domain.club.organization import Organization  # noqa: E402
+from countersign.infrastructure.adapters.openai_model import OpenAIChatModel  # noqa: E402
+from countersign.infrastructure.adapters.payment_sandbox import CARD_OK  # noqa: E402
+from countersign.infrastructure.adapters.scripted_model import ScriptedEndpoint, StandInPolicy  # noqa: E402
 from countersign.infrastructure.bootstrap import bootstrap  # noqa: E402
 from countersign.infrastructure.demo.seed import _order, seed  # noqa: E402
-from countersign.infrastructure.openai_model import OpenAIChatModel  # noqa: E402
-from countersign.infrastructure.payment_sandbox import CARD_OK  # noqa: E402
-from countersign.infrastructure.scripted_model import ScriptedEndpoint, StandInPolicy  # noqa: E402
 from countersign.infrastructure.settings import Settings  # noqa: E402
 
 AVA = "ava@granite.example"

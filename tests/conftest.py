@@ -17,8 +17,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.settings import Settings
 

@@ -23,7 +23,7 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.interaction import Interaction
 from countersign.domain.proposal import Proposal, ProposalStatus
-from countersign.infrastructure.aggregate_copy import (
+from countersign.infrastructure.persistence.aggregate_copy import (
     SharedSnapshotError,
     copy_aggregate,
     copy_state,

@@ -15,9 +15,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.projection_runner import _SQL_TYPES
+from countersign.infrastructure.projection_engine.runner import _SQL_TYPES
 from countersign.projections.analytics import Analytics
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD

@@ -22,18 +22,9 @@ from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.roster import Roster
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
-from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
-from countersign.infrastructure.demo.seed import (
-    LEAGUES,
-    MAPLE_LEAGUES,
-    MAPLE_ORDER,
-    ORDERS,
-    USERS,
-    seed,
-)
-from countersign.infrastructure.openai_model import OpenAIChatModel
-from countersign.infrastructure.scripted_model import (
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+from countersign.infrastructure.adapters.scripted_model import (
     Call,
     Fail,
     Policy,
@@ -41,6 +32,15 @@ from countersign.infrastructure.scripted_model import (
     Script,
     ScriptedEndpoint,
     StandInPolicy,
+)
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.demo.seed import (
+    LEAGUES,
+    MAPLE_LEAGUES,
+    MAPLE_ORDER,
+    ORDERS,
+    USERS,
+    seed,
 )
 from countersign.infrastructure.settings import Settings
 from pydantic import BaseModel, Field

@@ -16,8 +16,8 @@ from uuid import UUID
 import psycopg
 import pytest
 from countersign.domain.proposal import chain_link
-from countersign.infrastructure.audit_export import COLUMNS
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.audit.export import COLUMNS
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.settings import Settings

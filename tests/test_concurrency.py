@@ -23,10 +23,10 @@ import pytest
 from countersign.application.proposals import ProposalService
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.adapters.payment_sandbox import CARD_OK
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.seed import PLACED_AT, seed
-from countersign.infrastructure.payment_sandbox import CARD_OK
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, _truncate_postgres, count_events

@@ -19,8 +19,8 @@ import pytest
 from countersign.application.ports import EffectProvider
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.ports import EffectResponse
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, REFUND, TO_CARD

@@ -23,6 +23,8 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, DuplicateError, NotFoundError
 from countersign.domain.proposal import Proposal
+from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+from countersign.infrastructure.adapters.scripted_model import Call, Say, Script, ScriptedEndpoint
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import render
@@ -35,8 +37,6 @@ from countersign.infrastructure.identity.tokens import (
     revoke_token,
     service_actions,
 )
-from countersign.infrastructure.openai_model import OpenAIChatModel
-from countersign.infrastructure.scripted_model import Call, Say, Script, ScriptedEndpoint
 from countersign.infrastructure.settings import Settings
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from countersign.domain.club.organization import Permission
 from countersign.domain.proposal import Proposal
-from countersign.infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from countersign.infrastructure.persistence.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from eventsourcing.persistence import OperationalError
 
 from tests.conftest import AVA, BEN, count_events, events_table

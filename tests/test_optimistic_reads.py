@@ -17,7 +17,7 @@ from countersign.application.errors import ForbiddenError
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.organization import Organization, Permission
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.recorders import EXPECTED_VERSIONS, ReadSetChangedError
+from countersign.infrastructure.persistence.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from countersign.infrastructure.settings import Settings
 from eventsourcing.domain import Aggregate, event
 

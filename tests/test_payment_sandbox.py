@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from countersign.application.ports import IdempotencyConflictError
-from countersign.infrastructure.payment_sandbox import (
+from countersign.infrastructure.adapters.payment_sandbox import (
     CARD_DECLINED,
     CARD_LOST_RESPONSE,
     CARD_OK,
@@ -66,8 +66,8 @@ def test_test_cards_trigger_lost_responses_declines_and_outages(cs):
 
 
 def test_sandbox_state_is_shared_between_processes_through_the_database(cs):
-    from countersign.infrastructure.payment_sandbox import SandboxPaymentProvider
-    from countersign.infrastructure.sql import SqlDatabase
+    from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
+    from countersign.infrastructure.persistence.sql import SqlDatabase
 
     cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
     _refund(cs, "k1", "ch_1")

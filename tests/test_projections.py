@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 import pytest
-from countersign.infrastructure.projection_runner import (
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     ProjectionStoppedError,
     SqlRows,
@@ -19,8 +20,7 @@ from countersign.infrastructure.projection_runner import (
     rebuild_together,
     run_forever,
 )
-from countersign.infrastructure.projection_writer import WriterProcess
-from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections import PROJECTIONS
 from countersign.projections.base import Column, Projection, Rows, Table, handles
 
@@ -622,7 +622,6 @@ def test_a_row_refused_in_the_writer_process_stops_the_projection_by_name(cs, se
 
 
 def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded, monkeypatch):
-    from countersign.infrastructure import projection_writer
 
     form = seeded["broadcast_forms"]["granite"]
     for _ in range(30):
@@ -630,7 +629,7 @@ def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded
     catch_up_all(cs)
     complete = snapshot(cs)
     sent: list[int] = []
-    submit = projection_writer.WriterProcess.submit
+    submit = WriterProcess.submit
 
     def submit_then_kill(self, position, last, batches):
         submit(self, position, last, batches)
@@ -638,7 +637,7 @@ def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded
         if len(sent) == 3:
             self._process.kill()
 
-    monkeypatch.setattr(projection_writer.WriterProcess, "submit", submit_then_kill)
+    monkeypatch.setattr(WriterProcess, "submit", submit_then_kill)
     runner = cs.projection_runners(["audit_trail"], batch_size=10)[0]
     with pytest.raises(ProjectionStoppedError, match="writer process ended unexpectedly"):
         runner.rebuild(parallel=True)

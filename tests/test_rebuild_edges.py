@@ -10,14 +10,14 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from countersign.infrastructure.projection_events import ProjectionDecoder
-from countersign.infrastructure.projection_runner import (
+from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
+from countersign.infrastructure.persistence.recorders import LogEntry
+from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     ProjectionStoppedError,
     rebuild_together,
 )
-from countersign.infrastructure.projection_writer import WriterProcess
-from countersign.infrastructure.recorders import LogEntry
+from countersign.infrastructure.projection_engine.writer import WriterProcess
 from eventsourcing.persistence import Notification
 
 from tests.conftest import AVA, DRAFT
@@ -139,8 +139,9 @@ def test_a_writer_that_dies_between_batches_stops_the_rebuild_with_its_message(
 def test_the_writer_process_does_not_import_modules_from_the_working_directory(
     cs, seeded, tmp_path, monkeypatch
 ):
-    """``python -m infrastructure.projection_writer`` puts the CURRENT DIRECTORY first on the
-    child's sys.path (the ``countersign`` console script does not do that for the parent). Run
+    """``python -m countersign.infrastructure.projection_engine.writer`` puts the CURRENT
+    DIRECTORY first on the child's sys.path (the ``countersign`` console script does not do
+    that for the parent). Run
     from a directory that holds a ``projections`` package (any project of that name, or a
     planted one in a shared directory), the writer imports and runs that code instead of
     countersign's; the rebuild then fails although a rebuild in-process works."""

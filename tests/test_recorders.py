@@ -14,7 +14,7 @@ from uuid import UUID, uuid4
 import psycopg
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.recorders import (
+from countersign.infrastructure.persistence.recorders import (
     CountersignSQLiteRecorder,
     ReadSetChangedError,
     _BigInts,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.base import RevisionNeededError
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.clock import FakeClock
 
 from tests.conftest import AVA, REFUND, TO_CARD
 

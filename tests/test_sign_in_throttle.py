@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages, signing_in
@@ -29,8 +29,8 @@ from countersign.infrastructure.entrypoints.web.throttle import (
     SignInThrottle,
     account_key,
 )
+from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.settings import Settings
-from countersign.infrastructure.sql import SqlDatabase
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, BEN

@@ -18,9 +18,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA

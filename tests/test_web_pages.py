@@ -21,15 +21,15 @@ from countersign.domain.club.roster import Roster
 from countersign.domain.messages import outcome_message
 from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+from countersign.infrastructure.adapters.scripted_model import Say, Script, ScriptedEndpoint
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.entrypoints.web.i18n import TEXTS, negotiate
 from countersign.infrastructure.identity.passwords import set_password
-from countersign.infrastructure.openai_model import OpenAIChatModel
-from countersign.infrastructure.scripted_model import Say, Script, ScriptedEndpoint
 from fastapi.testclient import TestClient
 from markupsafe import escape
 

@@ -33,8 +33,8 @@ from typing import Any
 from countersign.application.ports import EffectProvider
 from countersign.domain.errors import ConcurrencyConflictError
 from countersign.domain.ports import EffectResponse
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.settings import Settings
 
 ACTOR = "ava@granite.example"

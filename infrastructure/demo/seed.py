@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.accounts import MemberAccount
@@ -13,14 +13,14 @@ from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.errors import NotFoundError
-from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.payment_sandbox import (
+from countersign.domain.ports import A
+from countersign.infrastructure.adapters.payment_sandbox import (
     CARD_DECLINED,
     CARD_LOST_RESPONSE,
     CARD_OK,
     CARD_OUTAGE,
 )
-from eventsourcing.domain import Aggregate
+from countersign.infrastructure.bootstrap import Countersign
 
 ORGANIZATIONS = [
     {"slug": "granite", "name": "Granite Curling Club"},
@@ -120,7 +120,6 @@ LEAGUES: dict[str, list[tuple[str, str]]] = {
 }
 MAPLE_LEAGUES = {"Tuesday Draw": [("Jack Wilson", "jack.wilson@example.com")]}
 
-A = TypeVar("A", bound=Aggregate)
 
 PLACED_AT = datetime(2026, 9, 3, 18, 30, tzinfo=UTC)
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import render
 

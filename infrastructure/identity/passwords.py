@@ -17,7 +17,7 @@ from countersign.domain.contracts.base import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.session_store import ensure_session_table, revoke_person_in
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.sql import Cursor
+from countersign.infrastructure.persistence.sql import Cursor
 
 MIN_PASSWORD = 12
 MAX_PASSWORD = 1024

@@ -14,7 +14,8 @@ clubs), and the pages revoke a session whose member was removed from the club. A
 expired row is never brought back; rows past their expiry are deleted whenever a new session
 is stored.
 
-Everything here is plain SQL over ``infrastructure.sql`` (SQLite and PostgreSQL alike); the
+Everything here is plain SQL over ``infrastructure.persistence.sql`` (SQLite and PostgreSQL
+alike); the
 email index serves revocation and the expiry index the clean-up, and a page request reads one
 row by its primary key.
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 TABLE = "web_sessions"
 _SCHEMA = (

@@ -6,7 +6,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 
-from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 _prepared: weakref.WeakKeyDictionary[SqlDatabase, set[str]] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()

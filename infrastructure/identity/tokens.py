@@ -38,7 +38,7 @@ from countersign.domain.contracts.base import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")

@@ -32,7 +32,7 @@ from uuid import UUID
 import pytest
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.proposal import Proposal
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.passwords import demo_password
 from countersign.infrastructure.demo.seed import USERS

@@ -31,7 +31,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 import uvicorn
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.http.problems import PROBLEM_MEDIA_TYPE

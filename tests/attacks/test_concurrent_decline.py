@@ -23,7 +23,7 @@ from uuid import UUID
 
 import pytest
 from countersign.domain.proposal import Proposal
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token, service_actions

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.entrypoints.web import signing_in
 from countersign.infrastructure.entrypoints.web.site import CONTENT_SECURITY_POLICY
 from countersign.infrastructure.entrypoints.web.throttle import ACCOUNT_LIMIT, WINDOW

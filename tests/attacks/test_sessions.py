@@ -29,9 +29,9 @@ from uuid import UUID
 import pytest
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.proposal import Proposal
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http import create_app

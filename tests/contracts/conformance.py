@@ -23,7 +23,7 @@ from uuid import UUID
 
 import pytest
 from countersign.domain.contracts import REGISTRY
-from countersign.infrastructure.audit_verify import VerifyReport, verify
+from countersign.infrastructure.audit.verify import VerifyReport, verify
 from countersign.infrastructure.bootstrap import Countersign
 
 from tests.conftest import AVA, events_table

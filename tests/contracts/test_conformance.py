@@ -40,8 +40,8 @@ from countersign.domain.handback import SHARED_REASONS, reason_text
 from countersign.domain.messages import outcome_messages, preview_rows_of, proposal_headline
 from countersign.domain.outcomes import RevisionReason
 from countersign.domain.proposal import contract_digest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.clock import FakeClock
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.web.i18n import translator
 from countersign.infrastructure.entrypoints.web.views import proposal_view

@@ -29,7 +29,7 @@ from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
-from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from countersign.infrastructure.settings import SettingsError
 
 log = logging.getLogger("countersign.cli")

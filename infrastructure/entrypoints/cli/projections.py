@@ -10,8 +10,8 @@ import sys
 import threading
 import time
 
-from countersign.infrastructure.audit_export import write_export
-from countersign.infrastructure.audit_verify import verify
+from countersign.infrastructure.audit.export import write_export
+from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -20,7 +20,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     parse_time,
 )
 from countersign.infrastructure.entrypoints.cli.progress import Progress
-from countersign.infrastructure.projection_runner import (
+from countersign.infrastructure.projection_engine.runner import (
     ProjectionStoppedError,
     rebuild_together,
     run_forever,

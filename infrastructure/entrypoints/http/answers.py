@@ -39,7 +39,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
-from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from fastapi import Request
 from fastapi.responses import JSONResponse
 

@@ -48,7 +48,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity import session_store
 from countersign.infrastructure.identity.session_store import SessionRow, id_digest
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.persistence.sql import SqlDatabase
 from itsdangerous import BadSignature, Signer
 
 log = logging.getLogger("countersign.web")

@@ -27,7 +27,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
-from countersign.infrastructure.projection_runner import ProjectionStoppedError
+from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request

@@ -48,7 +48,7 @@ from typing import Literal
 
 from countersign.domain.ports import Clock
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 #: How far back failures count (a sliding window).
 WINDOW = timedelta(minutes=15)

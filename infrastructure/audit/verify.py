@@ -14,8 +14,8 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.proposal import Proposal, chain_link
-from countersign.infrastructure.event_store import CountersignApplication, stored_topics
-from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.persistence.event_store import CountersignApplication, stored_topics
+from countersign.infrastructure.persistence.sql import SqlDatabase
 
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
 

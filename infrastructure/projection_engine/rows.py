@@ -18,7 +18,7 @@ from operator import itemgetter
 from types import MappingProxyType, NoneType
 from typing import Any
 
-from countersign.infrastructure.sql import Cursor
+from countersign.infrastructure.persistence.sql import Cursor
 from countersign.projections.base import Table
 
 TRACKING_TABLE = "projection_tracking"

@@ -34,7 +34,7 @@ from uuid import uuid4
 import psycopg
 from countersign.application.ports import EffectResponseLostError, IdempotencyConflictError
 from countersign.domain.ports import EffectResponse
-from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 CARD_OK = "4242424242424242"
 CARD_LOST_RESPONSE = "4000000000000259"

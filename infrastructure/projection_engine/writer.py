@@ -37,7 +37,8 @@ try:
 except ImportError:  # not POSIX: pipes keep their default size
     fcntl = None  # type: ignore[assignment]
 
-from countersign.infrastructure.projection_rows import (
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.projection_engine.rows import (
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
@@ -45,7 +46,6 @@ from countersign.infrastructure.projection_rows import (
     commit_batch,
 )
 from countersign.infrastructure.settings import Database
-from countersign.infrastructure.sql import SqlDatabase
 from countersign.projections.base import Table
 
 log = logging.getLogger("countersign.projections")

@@ -5,7 +5,7 @@ then writes the changed rows and the new tracking position in ONE transaction. T
 first re-reads the tracking position under a lock, so two runners of one projection never both
 apply a batch. A killed runner resumes from its last committed batch; a rebuild recreates the
 tables and replays the whole log through the same code (a long one with a writer process,
-``infrastructure/projection_writer.py``). The tables' SQL is in ``projection_rows``.
+``infrastructure/projection_engine/writer.py``). The tables' SQL is in ``projection_rows``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from countersign.infrastructure.event_store import CountersignApplication
-from countersign.infrastructure.projection_events import ProjectionDecoder
-from countersign.infrastructure.projection_rows import (
+from countersign.infrastructure.persistence.event_store import CountersignApplication
+from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
+from countersign.infrastructure.persistence.recorders import Entry
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.projection_engine.rows import (
     _SQL_TYPES,
     TRACKING_TABLE,
     ProjectionRaceError,
@@ -32,11 +34,8 @@ from countersign.infrastructure.projection_rows import (
     lock_position,
     save_position,
 )
-from countersign.infrastructure.projection_writer import WriterProcess
-from countersign.infrastructure.recorders import LogEntry
-from countersign.infrastructure.sql import Cursor, SqlDatabase
+from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections.base import Projection
-from eventsourcing.persistence import Notification
 
 __all__ = [
     "TRACKING_TABLE",
@@ -52,10 +51,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("countersign.projections")
-
-#: A log entry as a runner reads it: the recorder's plain row, or the library's notification.
-Entry = LogEntry | Notification
-
 
 @dataclass(frozen=True)
 class ProjectionStatus:

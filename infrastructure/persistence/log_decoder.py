@@ -21,8 +21,11 @@ from typing import Any
 from uuid import UUID, SafeUUID
 
 import orjson
-from countersign.infrastructure.event_store import ALLOWED_TOPIC_PREFIXES, is_domain_class
-from countersign.infrastructure.recorders import LogEntry
+from countersign.infrastructure.persistence.event_store import (
+    ALLOWED_TOPIC_PREFIXES,
+    is_domain_class,
+)
+from countersign.infrastructure.persistence.recorders import LogEntry
 from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
 from eventsourcing.utils import resolve_topic
 

@@ -31,7 +31,7 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.domain.ports import Repository
 
 if TYPE_CHECKING:
-    from countersign.infrastructure.event_store import EventSourcedStore
+    from countersign.infrastructure.persistence.event_store import EventSourcedStore
 
 log = logging.getLogger("countersign.store")
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from countersign.infrastructure.projection_runner import SqlRows
-from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.projection_engine.runner import SqlRows
 from countersign.projections import PROJECTIONS
 from countersign.projections.base import Table
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from countersign.infrastructure.event_store import CountersignApplication
-from countersign.infrastructure.projection_runner import ProjectionRunner
-from countersign.infrastructure.sql import SqlDatabase
+from countersign.infrastructure.persistence.event_store import CountersignApplication
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.projections.operations import OPEN, OpenWork
 
 

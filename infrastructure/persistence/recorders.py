@@ -19,7 +19,7 @@ same database even when several processes write to one file. ``CountersignSQLite
 the library's SQLite persistence with one fix: its connections cache prepared statements.
 
 Both recorders also read the log as plain rows (``select_log``) for the projection runners,
-which decode the events themselves (``infrastructure/projection_events.py``).
+which decode the events themselves (``infrastructure/persistence/log_decoder.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,12 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 import psycopg
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+from eventsourcing.persistence import (
+    InterfaceError,
+    Notification,
+    OperationalError,
+    StoredEvent,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
@@ -66,6 +71,10 @@ class LogEntry(NamedTuple):
     originator_version: int
     topic: str
     state: bytes
+
+
+#: A log entry as a reader gets it: the recorder's plain row, or the library's notification.
+Entry = LogEntry | Notification
 
 
 class ReadSetChangedError(Exception):

@@ -20,12 +20,12 @@ from countersign.application.errors import CorruptRecordError, new_correlation_i
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.aggregate_copy import copy_aggregate, freeze
-from countersign.infrastructure.recorders import (
+from countersign.infrastructure.persistence.aggregate_copy import copy_aggregate, freeze
+from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
     ReadSetChangedError,
 )
-from countersign.infrastructure.unit_of_work import StoreUnitOfWork
+from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError
 from eventsourcing.persistence import (

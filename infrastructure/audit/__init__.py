@@ -1,0 +1,1 @@
+"""The auditor's tools: verify the hash chain, export the audit trail."""
