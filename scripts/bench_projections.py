@@ -159,7 +159,7 @@ def ceilings(cs: Countersign, passes: int) -> tuple[int, dict[str, list[float]]]
 REBUILD_CHILD = """
 import json, resource, sys, time
 from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.projection_engine.runner import rebuild_together
+from countersign.infrastructure.projection_engine.together import rebuild_together
 
 def peak_rss_mb():
     # This process's own peak. ru_maxrss is not: Linux carries the parent's peak over to a

@@ -17,9 +17,8 @@ from countersign.infrastructure.projection_engine.runner import (
     ProjectionStoppedError,
     SqlRows,
     create_statements,
-    rebuild_together,
-    run_forever,
 )
+from countersign.infrastructure.projection_engine.together import rebuild_together, run_forever
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections import PROJECTIONS
 from countersign.projections.base import Column, Projection, Rows, Table, handles

@@ -15,8 +15,8 @@ from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     ProjectionStoppedError,
-    rebuild_together,
 )
+from countersign.infrastructure.projection_engine.together import rebuild_together
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from eventsourcing.persistence import Notification
 

@@ -33,6 +33,8 @@ from countersign.infrastructure.projection_engine.runner import ProjectionStoppe
 from countersign.infrastructure.settings import SettingsError
 
 log = logging.getLogger("countersign.cli")
+#: What a command answers: the document for --json, the text for people, the exit status.
+Answer = tuple[Any, str, int]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,44 +62,61 @@ def run(args: argparse.Namespace) -> int:
     try:
         document, text = args.handler(cs, args)
         return emit(document, text, 0)
-    except InvalidRequestError as invalid:
-        problems = [problem.model_dump() for problem in invalid.problems]
-        return emit(
-            {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
-        )
-    except UnknownOperationError:
-        problems = [{"field": "operation", "message": "no such operation"}]
-        return emit(
-            {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
-        )
-    except NotFoundError:
-        return emit({"error": "not_found"}, "Not found.", 0)
-    except ForbiddenError:
-        return emit({"error": "forbidden"}, "You do not have permission to do that.", 0)
-    except UsageError as error:
-        return emit({"error": "usage", "message": str(error)}, f"error: {error}", 2)
-    except SettingsError as error:
-        return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
-    except ConcurrencyConflictError:
-        message = "the records this command acts on are busy with other changes; try again"
-        return emit({"error": "busy", "message": message}, f"Busy: {message}.", 1)
-    except ProjectionStoppedError as stopped:
-        return emit({"error": "projection_stopped", "message": str(stopped)}, str(stopped), 1)
-    except CorruptRecordError as corrupt:
-        return _internal(emit, corrupt.correlation_id)
-    except CountersignError as error:
-        # A domain rule refused the command (for example a manual refund above the balance).
-        return emit({"error": "rejected", "message": str(error)}, f"Rejected: {error}.", 0)
-    except Exception:
-        correlation_id = new_correlation_id()
-        log.exception("internal error, correlation id %s", correlation_id)
-        return _internal(emit, correlation_id)
+    except Exception as error:  # every refusal has its answer; anything else is internal
+        return emit(*_answer_to(error))
     finally:
         cs.close()
 
 
-def _internal(emit: Callable[[Any, str, int], int], correlation_id: str) -> int:
-    return emit(
+def _problems(problems: list[dict[str, Any]]) -> Answer:
+    return {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
+
+
+def _busy(_: Exception) -> Answer:
+    message = "the records this command acts on are busy with other changes; try again"
+    return {"error": "busy", "message": message}, f"Busy: {message}.", 1
+
+
+#: What the CLI answers for each refusal, most specific first: the document for --json, the
+#: text for people, the exit status (0 whenever the command was processed).
+_ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
+    (
+        InvalidRequestError,
+        lambda e: _problems([problem.model_dump() for problem in e.problems]),
+    ),
+    (
+        UnknownOperationError,
+        lambda _: _problems([{"field": "operation", "message": "no such operation"}]),
+    ),
+    (NotFoundError, lambda _: ({"error": "not_found"}, "Not found.", 0)),
+    (
+        ForbiddenError,
+        lambda _: ({"error": "forbidden"}, "You do not have permission to do that.", 0),
+    ),
+    (UsageError, lambda e: ({"error": "usage", "message": str(e)}, f"error: {e}", 2)),
+    (SettingsError, lambda e: ({"error": "configuration", "message": str(e)}, f"error: {e}", 2)),
+    (ConcurrencyConflictError, _busy),
+    (
+        ProjectionStoppedError,
+        lambda e: ({"error": "projection_stopped", "message": str(e)}, str(e), 1),
+    ),
+    (CorruptRecordError, lambda e: _internal(e.correlation_id)),
+    # A domain rule refused the command (for example a manual refund above the balance).
+    (CountersignError, lambda e: ({"error": "rejected", "message": str(e)}, f"Rejected: {e}.", 0)),
+)
+
+
+def _answer_to(error: Exception) -> Answer:
+    for refusal, answer in _ANSWERS:
+        if isinstance(error, refusal):
+            return answer(error)
+    correlation_id = new_correlation_id()
+    log.exception("internal error, correlation id %s", correlation_id)
+    return _internal(correlation_id)
+
+
+def _internal(correlation_id: str) -> Answer:
+    return (
         {"error": "internal_error", "correlation_id": correlation_id},
         f"Internal error. Reference: {correlation_id}",
         1,

@@ -20,11 +20,8 @@ from countersign.infrastructure.entrypoints.cli.common import (
     parse_time,
 )
 from countersign.infrastructure.entrypoints.cli.progress import Progress
-from countersign.infrastructure.projection_engine.runner import (
-    ProjectionStoppedError,
-    rebuild_together,
-    run_forever,
-)
+from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
+from countersign.infrastructure.projection_engine.together import rebuild_together, run_forever
 
 log = logging.getLogger("countersign.cli")
 

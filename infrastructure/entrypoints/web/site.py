@@ -182,47 +182,63 @@ class Site:
         try:
             visit.session = self.sessions.load(request.cookies.get(self.sessions.cookie_name))
             loaded = True
-            if too_large:
-                raise PageError("too_large", 413)
-            visit.user = self._user(visit.session)
-            if signed_in and visit.user is None:
-                # Before the CSRF check: a signed-out visitor (a revoked or replayed session
-                # among them) is sent to sign in, whatever the form carried.
-                target = "/sign-in"
-                if request.method == "GET" and request.url.path != "/":
-                    target += "?" + urlencode({"next": _path_with_query(request)})
-                response: Response = redirect(target)
-            elif csrf and not visit.session.csrf_ok(form.get("csrf_token")):
-                raise PageError("csrf", 403)
-            else:
-                response = handler(visit)
-        except PageError as error:
-            response = self.error(visit, error.kind, error.status)
-        except (NotFoundError, UnknownOperationError):
-            response = self.error(visit, "not_found", 404)
-        except ForbiddenError:
-            response = self.error(visit, "forbidden", 403)
-        except ConcurrencyConflictError:
-            response = self.error(visit, "busy", 503)
-            response.headers["Retry-After"] = "1"
-        except ProjectionStoppedError as stopped:
-            log.error("projection stopped (request %s): %s", correlation_id_of(request), stopped)
-            response = self.error(visit, "unavailable", 503)
-        except Exception as error:
-            reference = correlation_id_of(request)
-            if isinstance(error, CorruptRecordError):
-                reference = error.correlation_id
-            log.exception(
-                "internal error on %s %s, correlation id %s",
-                request.method,
-                request.url.path,
-                reference,
+            response = self._respond(
+                visit, handler, signed_in=signed_in, csrf=csrf, too_large=too_large
             )
-            response = self.error(visit, "internal", 500, reference=reference)
+        except Exception as error:  # every refusal has its page; anything else is internal
+            response = self._error_page(visit, error)
         if not loaded:  # the session could not be read: leave the browser's cookie alone
             visit.session.issue = False
             return self._finish(visit, response, save=False)
         return self._finish(visit, response)
+
+    def _respond(
+        self, visit: Visit, handler: Handler, *, signed_in: bool, csrf: bool, too_large: bool
+    ) -> Response:
+        """The handler's page, once the visit may see it."""
+        request = visit.request
+        if too_large:
+            raise PageError("too_large", 413)
+        visit.user = self._user(visit.session)
+        if signed_in and visit.user is None:
+            # Before the CSRF check: a signed-out visitor (a revoked or replayed session among
+            # them) is sent to sign in, whatever the form carried.
+            target = "/sign-in"
+            if request.method == "GET" and request.url.path != "/":
+                target += "?" + urlencode({"next": _path_with_query(request)})
+            return redirect(target)
+        if csrf and not visit.session.csrf_ok(visit.form.get("csrf_token")):
+            raise PageError("csrf", 403)
+        return handler(visit)
+
+    def _error_page(self, visit: Visit, error: Exception) -> Response:
+        """The page a refusal shows; an unexpected error is logged with its reference."""
+        request = visit.request
+        if isinstance(error, PageError):
+            return self.error(visit, error.kind, error.status)
+        if isinstance(error, NotFoundError | UnknownOperationError):
+            return self.error(visit, "not_found", 404)
+        if isinstance(error, ForbiddenError):
+            return self.error(visit, "forbidden", 403)
+        if isinstance(error, ConcurrencyConflictError):
+            response = self.error(visit, "busy", 503)
+            response.headers["Retry-After"] = "1"
+            return response
+        if isinstance(error, ProjectionStoppedError):
+            log.error("projection stopped (request %s): %s", correlation_id_of(request), error)
+            return self.error(visit, "unavailable", 503)
+        reference = (
+            error.correlation_id
+            if isinstance(error, CorruptRecordError)
+            else correlation_id_of(request)
+        )
+        log.exception(
+            "internal error on %s %s, correlation id %s",
+            request.method,
+            request.url.path,
+            reference,
+        )
+        return self.error(visit, "internal", 500, reference=reference)
 
     def _finish(self, visit: Visit, response: Response, *, save: bool = True) -> Response:
         session = visit.session

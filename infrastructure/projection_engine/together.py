@@ -1,0 +1,219 @@
+"""Several projections over ONE read of the log: rebuilt together, or followed together.
+
+Rebuilding together reads and decodes each batch once for every projection that wants it;
+each projection still keeps its own tracking position, so an interrupted rebuild resumes like
+any other. Following (``run_forever``) polls the log's head once for all runners.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from countersign.infrastructure.persistence.recorders import Entry
+from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.projection_engine.rows import (
+    ProjectionRaceError,
+    ProjectionStoppedError,
+    SqlRows,
+    Written,
+    flush,
+    save_position,
+)
+from countersign.infrastructure.projection_engine.runner import (
+    ProjectionRunner,
+    _advanced,
+    _stopped,
+)
+from countersign.infrastructure.projection_engine.writer import WriterProcess
+
+
+def rebuild_together(
+    runners: list[ProjectionRunner],
+    progress: Callable[[int], None] | None = None,
+    *,
+    parallel: bool | None = None,
+) -> int:
+    """Rebuild several projections reading and decoding the log once for all of them.
+
+    Each projection keeps its own tracking position, so a rebuild interrupted part-way resumes
+    like any catch-up. Runners sharing one database (as Countersign's do) apply each batch in
+    ONE transaction, every projection's rows and position together, decoding each event once
+    as it is applied, so a batch's events never all live at once; a long rebuild writes its
+    batches in a writer process while the next one is prepared. Returns the events read.
+    """
+    shared = bool(runners) and all(runner.sql is runners[0].sql for runner in runners)
+    if shared and parallel is None:
+        parallel = runners[0].head() >= ProjectionRunner.PARALLEL_FROM
+    writer = None
+    if shared and parallel:
+        # Started first, the writer process gets ready while the tables are reset.
+        tables = {runner.name: runner.projection.tables for runner in runners}
+        writer = WriterProcess(runners[0].sql.database, runners[0].dialect, tables)
+    if not runners:
+        return 0
+    try:
+        for runner in runners:
+            runner.reset(indexes=False)
+        try:
+            if not shared:
+                return _rebuild_separately(runners, progress)
+            return _rebuild_shared(runners, progress, writer)
+        finally:
+            for runner in runners:  # whatever happened, readers get their indexes back
+                runner.create_indexes()
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _rebuild_separately(
+    runners: list[ProjectionRunner], progress: Callable[[int], None] | None
+) -> int:
+    """Runners on different databases: each decoded batch is applied to each in turn."""
+
+    def wanted(topic: str) -> bool:
+        return any(runner.projection.handles_topic(topic) for runner in runners)
+
+    position = total = 0
+    while decoded := runners[0].read(position, wanted):
+        for runner in runners:
+            try:
+                runner.apply(decoded, position)
+            except ProjectionRaceError:
+                raise ProjectionStoppedError(_advanced(runner.name)) from None
+        total += len(decoded)
+        position = decoded[-1][0].id
+        if progress is not None:
+            progress(len(decoded))
+    return total
+
+
+def _rebuild_shared(
+    runners: list[ProjectionRunner],
+    progress: Callable[[int], None] | None,
+    writer: WriterProcess | None,
+) -> int:
+    """Runners on one database: each batch is written for all of them in one transaction,
+    here or by the ``writer`` process while the next batch is prepared."""
+    first = runners[0]
+    position = total = 0
+    overlays: list[Written] | None = None
+    try:
+        while batch := first._select(position):
+            last = batch[-1].id
+            if writer is None:
+                with first.sql.transaction() as cursor:
+                    for runner in runners:
+                        _lock_or_stop(runner, cursor, position)
+                    rows = _prepare_together(runners, batch, cursor, None)
+                    for runner, runner_rows in zip(runners, rows, strict=True):
+                        flush(runner.name, runner_rows, last, cursor)
+                        save_position(cursor, runner.name, last)
+            else:
+                with first.sql.reading() as reader:
+                    rows = _prepare_together(runners, batch, reader, overlays)
+                written = [(r.name, rows[i].written) for i, r in enumerate(runners)]
+                _submit_or_stop(writer, position, last, written)
+                overlays = [runner_rows.written for runner_rows in rows]
+            position = last
+            total += len(batch)
+            if progress is not None:
+                progress(len(batch))
+        if writer is not None:
+            _submit_or_stop(writer, position, position, None)
+    except BaseException:
+        if writer is not None:
+            writer.settle()
+        raise
+    for runner in runners:
+        runner.known_position = position
+    return total
+
+
+def _submit_or_stop(
+    writer: WriterProcess, position: int, last: int, written: list[tuple[str, Written]] | None
+) -> None:
+    """Hand a batch to the writer (None: only wait for the last one); a race means another
+    runner moved a projection during the rebuild."""
+    try:
+        if written is None:
+            writer.finish()
+        else:
+            writer.submit(position, last, written)
+    except ProjectionRaceError as raced:
+        raise ProjectionStoppedError(_advanced(str(raced))) from None
+
+
+def _lock_or_stop(runner: ProjectionRunner, cursor: Cursor, position: int) -> None:
+    try:
+        runner._lock_position(cursor, position)
+    except ProjectionRaceError:
+        raise ProjectionStoppedError(_advanced(runner.name)) from None
+
+
+def _prepare_together(
+    runners: list[ProjectionRunner],
+    batch: Sequence[Entry],
+    reader: Cursor,
+    overlays: list[Written] | None,
+) -> list[SqlRows]:
+    """Run one batch through every runner's handlers, decoding each event once."""
+    rows = [
+        SqlRows(reader, runner.projection.tables, runner.dialect, overlays[i] if overlays else None)
+        for i, runner in enumerate(runners)
+    ]
+    to_domain_event = runners[0].decode_event
+    # Topic -> the runners (by index) that handle it.
+    wanting: dict[str, list[int]] = {}
+    for notification in batch:
+        topic = notification.topic
+        indexes = wanting.get(topic)
+        if indexes is None:
+            indexes = wanting[topic] = [i for i, r in enumerate(runners) if r._wants(topic)]
+        if not indexes:
+            continue
+        try:
+            event = to_domain_event(notification)
+        except Exception as error:
+            raise ProjectionStoppedError(
+                _stopped(runners[indexes[0]].name, notification, type(error).__name__)
+            ) from None
+        for i in indexes:
+            try:
+                runners[i].projection.process(event, notification.id, rows[i])
+            except Exception as error:
+                raise ProjectionStoppedError(
+                    _stopped(runners[i].name, notification, type(error).__name__)
+                ) from error
+    return rows
+
+
+def run_forever(
+    runners: list[ProjectionRunner],
+    stop: threading.Event,
+    idle_sleep: float = 0.02,
+    on_batch: Callable[[str, int], None] | None = None,
+) -> None:
+    """Follow the log until ``stop`` is set; poll with a short sleep while caught up.
+
+    While caught up, one cheap read of the log's head per poll decides whether any runner
+    has work, so idle projections cost one query per ``idle_sleep``, not one per projection.
+    """
+    while not stop.is_set():
+        busy = False
+        head = runners[0].head() if runners else 0
+        for runner in runners:
+            if runner.known_position is not None and runner.known_position >= head:
+                continue
+            try:
+                processed = runner.run_batch()
+            except ProjectionRaceError:
+                busy = True
+                continue
+            if processed:
+                busy = True
+                if on_batch is not None:
+                    on_batch(runner.name, processed)
+        if not busy:
+            stop.wait(idle_sleep)
