@@ -7,7 +7,7 @@ implement the same Protocols. (What the domain itself needs is in ``domain/ports
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 from uuid import UUID
@@ -137,3 +137,38 @@ class EffectProvider(Protocol):
         """What the provider holds under ``key``; None if nothing was ever performed under it.
         Raises EffectResponseLostError when the provider could not be asked."""
         ...
+
+
+class Clock(Protocol):
+    """Tells the time; injectable so expiry and leases can be tested."""
+
+    def now(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What the model answered: text, tool calls, or both."""
+
+    text: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+class ModelUnavailableError(Exception):
+    """Raised when the model could not answer, after bounded retries of transient failures."""
+
+
+class ChatModel(Protocol):
+    """A chat model with tools (any OpenAI-compatible endpoint, or the offline stand-in)."""
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply: ...

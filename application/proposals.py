@@ -31,6 +31,7 @@ from countersign.application.errors import UnknownOperationError, new_correlatio
 from countersign.application.ports import (
     AggregateStore,
     Answer,
+    Clock,
     Commit,
     EffectProvider,
     EffectResponseLostError,
@@ -67,7 +68,7 @@ from countersign.domain.outcomes import (
     Succeeded,
     TerminalFailure,
 )
-from countersign.domain.ports import A, Clock, EffectResponse, Repository
+from countersign.domain.ports import A, EffectResponse, Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
 from countersign.domain.scope import Scope
 

@@ -1,26 +1,18 @@
-"""Ports: what the domain and application need from the outside world, as Protocols.
-
-Adapters in ``infrastructure`` implement them; tests use the same adapters or fakes that
-implement the same Protocols.
+"""Ports: what the domain itself needs from the outside world. A contract loads its facts
+through a ``Repository`` and interprets an outside system's ``EffectResponse``; everything
+else the use cases need is in ``application/ports.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
 A = TypeVar("A", bound=Aggregate)
-
-
-class Clock(Protocol):
-    """Tells the time; injectable so expiry and leases can be tested."""
-
-    def now(self) -> datetime: ...
 
 
 class Repository(Protocol):
@@ -52,32 +44,3 @@ class EffectResponse:
     reason: str | None = None
     #: Anything else the provider answered, as plain JSON-like values.
     details: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call the model asked for; ``arguments`` is the raw JSON text it sent."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    """What the model answered: text, tool calls, or both."""
-
-    text: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-
-
-class ModelUnavailableError(Exception):
-    """Raised when the model could not answer, after bounded retries of transient failures."""
-
-
-class ChatModel(Protocol):
-    """A chat model with tools (any OpenAI-compatible endpoint, or the offline stand-in)."""
-
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelReply: ...

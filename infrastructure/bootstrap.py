@@ -12,10 +12,9 @@ from uuid import UUID
 from countersign.application.assistant.service import AssistantService
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
-from countersign.application.ports import EffectProvider
+from countersign.application.ports import ChatModel, Clock, EffectProvider, ModelReply
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposals import ProposalService
-from countersign.domain.ports import ChatModel, Clock, ModelReply
 from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
 from countersign.infrastructure.persistence.event_store import (

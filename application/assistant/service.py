@@ -27,19 +27,19 @@ from countersign.application.assistant.conversations import (
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
 from countersign.application.errors import ForbiddenError, parse_id
-from countersign.application.ports import AggregateStore
+from countersign.application.ports import (
+    AggregateStore,
+    ChatModel,
+    ModelReply,
+    ModelUnavailableError,
+    ToolCall,
+)
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import Report
 from countersign.domain.contracts.base import MAX_PROBLEMS, InvalidRequestError, problems_from
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
-from countersign.domain.ports import (
-    ChatModel,
-    ModelReply,
-    ModelUnavailableError,
-    ToolCall,
-)
 from countersign.domain.scope import Scope, Section
 from pydantic import ValidationError
 

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 import openai
-from countersign.domain.ports import ModelReply, ModelUnavailableError, ToolCall
+from countersign.application.ports import ModelReply, ModelUnavailableError, ToolCall
 from tenacity import (
     RetryCallState,
     Retrying,

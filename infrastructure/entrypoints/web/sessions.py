@@ -43,7 +43,7 @@ import os
 import secrets
 from typing import Any
 
-from countersign.domain.ports import Clock
+from countersign.application.ports import Clock
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity import session_store
 from countersign.infrastructure.identity.session_store import SessionRow, id_digest

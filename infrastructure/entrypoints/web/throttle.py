@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from countersign.domain.ports import Clock
+from countersign.application.ports import Clock
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
