@@ -567,14 +567,6 @@ class ProposalService:
     def _reload(self, proposal_id: UUID) -> Proposal:
         return self.store.get(proposal_id, Proposal)
 
-    def _try_save(self, *aggregates: Any) -> bool:
-        """Save; False on a conflict."""
-        try:
-            self.store.save(*aggregates)
-        except ConcurrencyConflictError:
-            return False
-        return True
-
     @staticmethod
     def _decided(proposal: Proposal) -> AlreadyCompleted | NotApprovable | None:
         """The answer a non-pending proposal gives to an approval, from its stored state."""
