@@ -416,12 +416,23 @@ def server(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Server]:
         sock.close()
 
 
+#: An attack whose connection the server closed before the client could read the refusal.
+DROPPED = 0
+
+
 def _attack(base: str, token: str | None) -> tuple[int, float, dict[str, Any]]:
-    """Stream 210 MB at propose (chunked: no Content-Length); the answer and its time."""
+    """Stream 210 MB at propose (chunked: no Content-Length); the answer and its time.
+
+    The server answers at once and closes the connection while the client is still sending;
+    the kernel may then reset it before the client has read the answer (TCP discards what
+    arrives after an unread close). That is the same refusal, seen as a dropped connection."""
     headers = {**_auth(token), "Content-Type": "application/json"}
     started = time.perf_counter()
-    with httpx.Client(timeout=30) as client:
-        response = client.post(f"{base}/api/v1/proposals", content=chunks(), headers=headers)
+    try:
+        with httpx.Client(timeout=30) as client:
+            response = client.post(f"{base}/api/v1/proposals", content=chunks(), headers=headers)
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+        return DROPPED, time.perf_counter() - started, {}
     seconds = time.perf_counter() - started
     check_problem(
         response.status_code,
@@ -461,9 +472,11 @@ def test_a_server_sent_210_mb_bodies_refuses_them_at_once_and_keeps_answering(se
             for future in running:
                 future.result(timeout=30)
 
-    assert {status for status, _, _ in attacks} == {401, 413}
+    statuses = {status for status, _, _ in attacks}
+    assert {401, 413} <= statuses <= {401, 413, DROPPED}, statuses
     assert all(seconds < SAFE_SECONDS for _, seconds, _ in attacks), attacks
-    assert all(headers["connection"] == "close" for _, _, headers in attacks)
+    answered = [headers for status, _, headers in attacks if status != DROPPED]
+    assert all(headers["connection"] == "close" for headers in answered)
     assert max(inbox_seconds) < PROMPT_SECONDS, inbox_seconds
     assert server.thread.is_alive()
     unchanged.check()
