@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import seed
@@ -33,6 +29,7 @@ from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
+from tests.servers import serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -73,12 +70,6 @@ class Served:
     passwords: dict[str, str]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     """The JSON API and the pages on one SQLite file, served by uvicorn in a thread."""
@@ -87,21 +78,10 @@ def served(tmp_path: Path) -> Iterator[Served]:
     passwords = seed_passwords(cs)
     app = create_app(cs)
     mount_pages(app, cs, secure_cookies=False)  # plain http://127.0.0.1
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
     try:
-        yield Served(f"http://127.0.0.1:{port}", cs, seeded, passwords)
+        with serving(app) as running:
+            yield Served(running.base, cs, seeded, passwords)
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         cs.close()
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD, count_events
+from tests.servers import serving
 
 LIMIT = 64 * 1024
 HUGE = 210 * 1024 * 1024
@@ -396,24 +396,8 @@ class Server:
 @pytest.fixture
 def server(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Server]:
     token = _token(cs)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(cs), log_level="warning", lifespan="off")
-    running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not running.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    try:
-        yield Server(f"http://127.0.0.1:{port}", token, thread, running)
-    finally:
-        running.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serving(create_app(cs)) as running:
+        yield Server(running.base, token, running.thread, running.server)
 
 
 #: An attack whose connection the server closed before the client could read the refusal.

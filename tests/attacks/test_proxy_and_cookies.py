@@ -18,9 +18,6 @@ import http.client
 import json
 import os
 import re
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,6 +39,7 @@ from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, count_events
+from tests.servers import serving
 from tests.test_web_pages import CSRF
 
 WRONG = "not-the-password-at-all"
@@ -172,38 +170,13 @@ def test_a_configured_proxy_names_the_client_the_throttle_counts(cs, pages, monk
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def real_server(pages: Any) -> Iterator[int]:
     """The pages behind a real uvicorn on 127.0.0.1, configured as ``countersign serve`` is."""
-    port = _free_port()
-    config = uvicorn.Config(
-        pages,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        log_config=None,
-        lifespan="off",
-        **uvicorn_proxy_options(trusted_proxies_from_env()),
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn-attack", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(
+        pages, log_config=None, **uvicorn_proxy_options(trusted_proxies_from_env())
+    ) as running:
+        yield running.port
 
 
 def _request(
