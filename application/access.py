@@ -25,7 +25,7 @@ class Caller:
 
     email: str
     organization: str | None = None
-    scopes: frozenset[Permission] | None = None
+    scopes: frozenset[str] | None = None
 
     @classmethod
     def of(cls, actor: str | Caller) -> Caller:
@@ -41,35 +41,33 @@ class Caller:
         """Does a record of this organization belong where the caller acts?"""
         return self.organization is None or self.organization_id == organization_id
 
-    def may(self, member: Member, permission: Permission) -> bool:
+    def may(self, member: Member, permission: str) -> bool:
         """The member holds the permission now, and the caller's token (if any) was given it."""
         return member.may(permission) and (self.scopes is None or permission in self.scopes)
 
 
-def require(caller: Caller, member: Member, *permissions: Permission) -> None:
+def require(caller: Caller, member: Member, *permissions: str) -> None:
     """MissingPermissionError unless the caller may do all of it."""
     missing = [p for p in permissions if not caller.may(member, p)]
     if missing:
         raise MissingPermissionError(missing)
 
 
-def require_any(caller: Caller, member: Member, permissions: Iterable[Permission]) -> None:
+def require_any(caller: Caller, member: Member, permissions: Iterable[str]) -> None:
     """MissingPermissionError unless the caller holds at least one of the permissions."""
     wanted = list(permissions)
     if not any(caller.may(member, p) for p in wanted):
         raise MissingPermissionError(wanted, any_of=True)
 
 
-def decide_permission(
-    kind: str, registry: Mapping[str, AnyContract] = REGISTRY
-) -> Permission | None:
+def decide_permission(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> str | None:
     """What approving or declining a proposal of this kind needs; None for an unknown kind,
     which nobody may decide (it fails closed)."""
     contract = registry.get(kind)
     return contract.permission if contract is not None else None
 
 
-def read_permissions(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> list[Permission]:
+def read_permissions(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> list[str]:
     """Reading a proposal needs its operation's permission, or the auditor's (any one)."""
     permission = decide_permission(kind, registry)
     return [Permission.READ_AUDIT] + ([permission] if permission else [])
@@ -84,9 +82,14 @@ def may_decide(
 
 def section_permissions(
     section: Section, registry: Mapping[str, AnyContract] = REGISTRY
-) -> list[Permission]:
+) -> list[str]:
     """The permissions of a section's operations: any one lets a member read its proposals."""
     return sorted({c.permission for c in registry.values() if c.section == section})
+
+
+def sections_of(registry: Mapping[str, AnyContract] = REGISTRY) -> list[Section]:
+    """Every section some registered contract belongs to, in registry order."""
+    return list(dict.fromkeys(c.section for c in registry.values()))
 
 
 def readable_sections(
@@ -95,7 +98,7 @@ def readable_sections(
     """Sections whose proposals the caller may see: an operation's permission, or audit."""
     return [
         str(section)
-        for section in Section
+        for section in sections_of(registry)
         if caller.may(member, Permission.READ_AUDIT)
         or any(caller.may(member, p) for p in section_permissions(section, registry))
     ]

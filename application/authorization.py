@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from countersign.application.errors import MissingPermissionError
-from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.club.organization import Member, Organization
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
 
@@ -27,7 +27,7 @@ def membership(organization: Organization, email: str) -> Member:
     return member
 
 
-def require(member: Member, permission: Permission) -> None:
+def require(member: Member, permission: str) -> None:
     """MissingPermissionError (a ForbiddenError naming the permission) unless it is held."""
     if not member.may(permission):
         raise MissingPermissionError([permission])

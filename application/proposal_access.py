@@ -30,6 +30,7 @@ from countersign.application.access import (
     require,
     require_any,
     section_permissions,
+    sections_of,
 )
 from countersign.application.audit import AuditService
 from countersign.application.authorization import member_of
@@ -236,10 +237,11 @@ class ProposalAccess:
             if section not in readable:
                 raise MissingPermissionError(self._readers_of(section), any_of=True)
             return InboxScope(organization_id, section)
-        if len(readable) == len(Section):
+        sections = sections_of(self.registry)
+        if len(readable) == len(sections):
             return InboxScope(organization_id, None)
         if len(readable) != 1:
-            everyone = [p for s in Section for p in self._readers_of(s)]
+            everyone = [p for s in sections for p in self._readers_of(s)]
             raise MissingPermissionError(everyone, any_of=True)
         return InboxScope(organization_id, readable[0])
 
@@ -255,13 +257,9 @@ class ProposalAccess:
             raise NotFoundError("proposal")
         return proposal, member_of(self.store, proposal.organization_id, caller.email)
 
-    def _readers_of(self, section: str) -> list[Permission]:
+    def _readers_of(self, section: str) -> list[str]:
         """Who may read a section's proposals: its operations' permissions, or the auditor."""
-        try:
-            permissions = section_permissions(Section(section), self.registry)
-        except ValueError:
-            permissions = []
-        return [Permission.READ_AUDIT, *permissions]
+        return [Permission.READ_AUDIT, *section_permissions(Section(section), self.registry)]
 
     def _member(self, caller: Caller) -> Member:
         if caller.organization_id is None:

@@ -69,8 +69,6 @@ def reason_text(reason: RevisionReason, language: str = "en") -> str:
     return sentence.text(_language(language), **_format_params(reason.params))
 
 
-
-
 def outcome_text(
     outcome: Outcome,
     success_text: str,

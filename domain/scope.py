@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from typing import NewType
 from uuid import UUID
 
-
-class Section(StrEnum):
-    """The application sections that have an assistant."""
-
-    ORDERS = "orders"
-    EMAIL_BROADCASTS = "email_broadcasts"
+Section = NewType("Section", str)
+"""The name of an application section ("orders"). A contract declares the section it belongs
+to; the sections that exist are the ones registered contracts name, each with one
+assistant (``application/assistant/sections/``).
+"""
 
 
 @dataclass(frozen=True)

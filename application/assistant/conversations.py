@@ -65,7 +65,7 @@ def section_assistant(
 ) -> SectionAssistant:
     try:
         return assistants[Section(section)]
-    except (ValueError, KeyError):
+    except KeyError:
         raise UnknownOperationError(f"no assistant for section {section[:40]!r}") from None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -13,7 +14,9 @@ from eventsourcing.domain import Aggregate, event
 
 
 class Permission(StrEnum):
-    """What a member may do."""
+    """The permissions the application checks itself. A permission is a plain string: each
+    operation contract declares the one its proposals need (``OperationContract.permission``),
+    so the set grows with the registry (``domain.contracts.PERMISSIONS``)."""
 
     REFUND_ORDERS = "orders.refund"
     PREPARE_BROADCASTS = "email_broadcasts.prepare"
@@ -27,13 +30,13 @@ class Member:
     email: str
     name: str
     role: str
-    permissions: frozenset[Permission]
+    permissions: frozenset[str]
     membership_id: str | None = None
     """New at every joining, so a credential issued before the person left and came back (or
     before the address went to someone else) is told apart; None for memberships recorded
     before memberships had ids."""
 
-    def may(self, permission: Permission) -> bool:
+    def may(self, permission: str) -> bool:
         return permission in self.permissions
 
 
@@ -58,11 +61,11 @@ class Organization(Aggregate):
             email=email.strip().lower(),
             name=str(entry["name"]),
             role=str(entry["role"]),
-            permissions=frozenset(Permission(p) for p in entry["permissions"]),
+            permissions=frozenset(str(p) for p in entry["permissions"]),
             membership_id=entry.get("membership_id"),
         )
 
-    def add_member(self, email: str, name: str, role: str, permissions: list[Permission]) -> None:
+    def add_member(self, email: str, name: str, role: str, permissions: Iterable[str]) -> None:
         email = email.strip().lower()
         if email in self.members:
             raise DuplicateError(f"{email} is already a member")
@@ -80,7 +83,7 @@ class Organization(Aggregate):
             raise NotMemberError(email)
         self._member_removed(email=email)
 
-    def change_permissions(self, email: str, permissions: list[Permission]) -> None:
+    def change_permissions(self, email: str, permissions: Iterable[str]) -> None:
         email = email.strip().lower()
         if email not in self.members:
             raise NotMemberError(email)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
 from countersign.domain.contracts.base import OperationContract
 from countersign.domain.contracts.presentation import Localized
@@ -51,3 +52,9 @@ def _revision_reasons() -> dict[str, Localized]:
 
 REVISION_REASONS: dict[str, Localized] = _revision_reasons()
 """Every contract's revision reasons by code: a stored code names one sentence everywhere."""
+
+
+PERMISSIONS: frozenset[str] = frozenset(
+    {*Permission, *(contract.permission for contract in REGISTRY.values())}
+)
+"""Every permission a member may hold: the application's own, and each contract's."""

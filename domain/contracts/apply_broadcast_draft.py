@@ -136,7 +136,7 @@ class ApplyBroadcastDraft(
 
     kind = "email_broadcast.apply_draft"
     contract_version = 1
-    section = Section.EMAIL_BROADCASTS
+    section = Section("email_broadcasts")
     permission = Permission.PREPARE_BROADCASTS
     Request = BroadcastDraftRequest
     Arguments = BroadcastDraftArguments

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
-from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.presentation import EFFECT_UNCERTAIN, Localized, PreviewField
 from countersign.domain.errors import CountersignError
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
@@ -263,7 +262,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     kind: ClassVar[str]
     contract_version: ClassVar[int]
     section: ClassVar[Section]
-    permission: ClassVar[Permission]
+    permission: ClassVar[str]
     Request: type[RequestT]
     Arguments: type[ArgumentsT]
     Preview: type[PreviewT]

@@ -167,7 +167,7 @@ class RefundMissingDiscount(
 
     kind = "order.refund_missing_discount"
     contract_version = 1
-    section = Section.ORDERS
+    section = Section("orders")
     permission = Permission.REFUND_ORDERS
     Request = RefundRequest
     Arguments = RefundArguments

@@ -10,8 +10,9 @@ from uuid import UUID
 from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
-from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.club.organization import Organization
 from countersign.domain.club.roster import Roster
+from countersign.domain.contracts import PERMISSIONS
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import A
 from countersign.infrastructure.adapters.payment_sandbox import (
@@ -36,10 +37,10 @@ class SeedUser:
     email: str
     name: str
     role: str
-    permissions: tuple[Permission, ...]
+    permissions: tuple[str, ...]
 
 
-_MANAGER = (Permission.REFUND_ORDERS, Permission.PREPARE_BROADCASTS, Permission.READ_AUDIT)
+_MANAGER = tuple(sorted(PERMISSIONS))  # every permission: the application's and each contract's
 USERS = [
     SeedUser("granite", "ava@granite.example", "Ava Lindqvist", "manager", _MANAGER),
     SeedUser("granite", "ben@granite.example", "Ben Okafor", "staff", ()),

@@ -33,7 +33,8 @@ from uuid import UUID, uuid4
 import psycopg
 from countersign.application.access import Caller
 from countersign.application.errors import ForbiddenError
-from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.club.organization import Organization
+from countersign.domain.contracts import PERMISSIONS
 from countersign.domain.contracts.base import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
@@ -104,7 +105,7 @@ class ServicePrincipal:
     organization_id: UUID
     organization_slug: str
     acting_member: str
-    scopes: frozenset[Permission]
+    scopes: frozenset[str]
 
     @property
     def service(self) -> str:
@@ -124,14 +125,14 @@ def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def _permissions(values: list[str] | tuple[str, ...] | set[str]) -> list[Permission]:
+def _permissions(values: list[str] | tuple[str, ...] | set[str]) -> list[str]:
     problems: list[Problem] = []
-    chosen: set[Permission] = set()
+    chosen: set[str] = set()
     for value in values:
-        try:
-            chosen.add(Permission(str(value).strip()))
-        except ValueError:
-            known = ", ".join(p.value for p in Permission)
+        if str(value).strip() in PERMISSIONS:
+            chosen.add(str(value).strip())
+        else:
+            known = ", ".join(sorted(PERMISSIONS))
             problems.append(
                 Problem(field="permissions", message=f"unknown permission; known: {known}")
             )
@@ -273,7 +274,7 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
         organization_id=issuer.organization_id,
         organization_slug=issuer.organization,
         acting_member=issuer.member.email,
-        scopes=frozenset(Permission(p) for p in json.loads(row[4])),
+        scopes=frozenset(str(p) for p in json.loads(row[4])),
     )
 
 

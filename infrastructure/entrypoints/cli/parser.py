@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from countersign.application.assistant.sections import ASSISTANTS
 from countersign.infrastructure.entrypoints.cli.admin import (
     cmd_serve,
     cmd_tokens_issue,
@@ -126,15 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     chat = add("chat", cmd_chat, "talk to a section assistant (interactive, or one --message)")
     chat.add_argument("--org", required=True)
     chat.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    chat.add_argument("--section", required=True, choices=["orders", "email_broadcasts"])
-    chat.add_argument("--resource", required=True, metavar="ID", help="order id or form id")
+    chat.add_argument("--section", required=True, choices=list(ASSISTANTS))
+    chat.add_argument("--resource", required=True, metavar="ID", help="order, form or roster id")
     chat.add_argument("--message", help="one turn, then exit")
     chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
 
     inbox = add("inbox", cmd_inbox, "pending proposals awaiting approval, newest first")
     inbox.add_argument("--org", required=True)
     inbox.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    inbox.add_argument("--section", choices=["orders", "email_broadcasts"])
+    inbox.add_argument("--section", choices=list(ASSISTANTS))
     inbox.add_argument("--page", type=int, default=1)
     inbox.add_argument("--page-size", type=int, default=20)
 

@@ -11,9 +11,10 @@ from countersign.infrastructure.entrypoints.http.answers import (
 )
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
 from countersign.infrastructure.entrypoints.http.models import (
+    SECTION_PATTERN,
+    SECTIONS,
     InboxOut,
     MessageIn,
-    SectionName,
     TurnOut,
 )
 from countersign.infrastructure.entrypoints.http.problems import API_PREFIX
@@ -35,9 +36,13 @@ def post_message(
     request: Request,
     cs: Wired,
     service: Service,
-    section: Annotated[SectionName, Path(description="orders or email_broadcasts")],
+    section: Annotated[str, Path(pattern=SECTION_PATTERN, description=f"One of: {SECTIONS}.")],
     resource_id: Annotated[
-        str, Path(max_length=64, description="The order id or broadcast form id.")
+        str,
+        Path(
+            max_length=64,
+            description="What the conversation is about: an order id, the form or roster id.",
+        ),
     ],
     body: MessageIn,
 ) -> JSONResponse:
@@ -68,7 +73,9 @@ def inbox(
     request: Request,
     cs: Wired,
     service: Service,
-    section: Annotated[SectionName | None, Query(description="Only this section.")] = None,
+    section: Annotated[
+        str | None, Query(pattern=SECTION_PATTERN, description=f"Only this one of: {SECTIONS}.")
+    ] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> JSONResponse:

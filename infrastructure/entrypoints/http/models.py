@@ -9,10 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY
 from pydantic import BaseModel, ConfigDict, Field
 
-SectionName = Literal["orders", "email_broadcasts"]
+SECTIONS = ", ".join(ASSISTANTS)
+"""Every section with an assistant, as the API names them."""
+SECTION_PATTERN = "^(" + "|".join(ASSISTANTS) + ")$"
 
 
 class _Body(BaseModel):

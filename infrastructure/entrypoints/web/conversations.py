@@ -7,9 +7,10 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from countersign.application.assistant.sections.orders import ORDERS
 from countersign.application.assistant.service import MAX_MESSAGE
+from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
-from countersign.domain.scope import Section
 from countersign.infrastructure.entrypoints.web.site import (
     Site,
     Visit,
@@ -43,7 +44,7 @@ class ConversationPages:
         if order_id is None:
             self.site.flash(visit, "order_missing")
             return redirect("/")
-        return redirect(f"/chat/{Section.ORDERS}/{order_id}")
+        return redirect(f"/chat/{ORDERS.section}/{order_id}")
 
     def chat(self, visit: Visit, error: str | None = None, draft: str = "") -> Response:
         user = visit.signed_in
@@ -74,16 +75,18 @@ class ConversationPages:
             "draft": draft,
             "max_message": MAX_MESSAGE,
             "action": f"/chat/{section}/{resource_id}",
-            "nav": "email" if section == Section.EMAIL_BROADCASTS else None,
+            "nav": section,
         }
-        if section == Section.ORDERS:
+        if section == ORDERS.section:
             order = self.cs.club.investigate(user.organization, resource_id)
             context["order"] = order_view(order, visit.t)
         else:
-            context["club"] = {
-                "leagues": self.cs.club.leagues(user.organization),
-                **self.cs.club.broadcast_form(user.organization, resource_id),
-            }
+            # A club-wide assistant: the leagues, and the broadcast form when it is the subject.
+            context["club"] = {"leagues": self.cs.club.leagues(user.organization), "form": None}
+            if UUID(resource_id) == BroadcastForm.create_id(user.membership.organization_id):
+                context["club"]["form"] = self.cs.club.broadcast_form(
+                    user.organization, resource_id
+                )
         return self.site.render(visit, "chat.html", 422 if error else 200, **context)
 
     def send_message(self, visit: Visit) -> Response:

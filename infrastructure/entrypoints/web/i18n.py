@@ -3,12 +3,18 @@
 Outcome messages are not here: they are the application's own texts from
 ``domain.messages.outcome_message`` and ``domain.handback``. Nor is anything about one
 operation: its title, headline and preview labels are its contract's (``preview_fields``).
-This catalogue holds only the pages' labels, headings and notices.
+Nor anything about one section: its names, chat texts and read-tool labels are its
+assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``,
+``chat.title.<name>``, ``chat.lead.<name>``, ``chat.placeholder.<name>``, ``start.<name>``,
+``chat.read.<tool>``). This catalogue holds only the pages' own labels, headings and notices.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from countersign.application.assistant.sections import ASSISTANTS
+from countersign.domain.contracts.presentation import Localized
 
 LANGUAGES = ("en", "fr")
 DEFAULT_LANGUAGE = "en"
@@ -17,7 +23,6 @@ TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "app.tagline": "AI assistants propose. You approve. The club's system executes.",
         "nav.inbox": "Inbox",
-        "nav.email": "Email assistant",
         "nav.sign_out": "Sign out",
         "nav.sign_out_everywhere": "Sign out everywhere (every device and browser)",
         "nav.language": "Language",
@@ -55,34 +60,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "start.order_label": "Order number",
         "start.order_hint": "The order reference from the registration system, or its id.",
         "start.order_submit": "Open the order assistant",
-        "start.email": "Draft an email to members",
-        "section.orders": "Orders",
-        "section.email_broadcasts": "Email broadcasts",
-        "chat.title.orders": "Order assistant",
-        "chat.title.email_broadcasts": "Email assistant",
-        "chat.lead.orders": (
-            "Ask about this order. The assistant can only propose a refund; you review the "
-            "exact amount before anything happens."
-        ),
-        "chat.lead.email_broadcasts": (
-            "Describe the email you want. The assistant can only propose a draft for the "
-            "broadcast form; approving it sends nothing."
-        ),
         "chat.you": "You",
         "chat.assistant": "Assistant",
         "chat.application": "countersign",
-        "chat.placeholder.orders": "For example: Olivia missed her early-bird discount",
-        "chat.placeholder.email_broadcasts": (
-            "For example: Email Monday Night Open about the ice schedule"
-        ),
         "chat.message": "Your message",
         "chat.send": "Send",
         "chat.empty": "No messages yet. Say what you need; the assistant answers here.",
         "chat.message_required": "Write a message first.",
         "chat.message_too_long": "Keep the message under {limit} characters.",
-        "chat.read.get_order_investigation": "Read the order",
-        "chat.read.list_leagues": "Listed the leagues",
-        "chat.read.count_audience": "Counted the audience",
         "chat.new": "Start a new conversation",
         "chat.revision_note": "The last proposal was not executed: {reason}",
         "chat.expired_note": "The last proposal expired before anyone approved it.",
@@ -197,7 +182,6 @@ TEXTS: dict[str, dict[str, str]] = {
     "fr": {
         "app.tagline": ("Les assistants IA proposent. Vous approuvez. Le système du club exécute."),
         "nav.inbox": "À approuver",
-        "nav.email": "Assistant courriel",
         "nav.sign_out": "Se déconnecter",
         "nav.sign_out_everywhere": "Se déconnecter partout (tous les appareils et navigateurs)",
         "nav.language": "Langue",
@@ -243,35 +227,14 @@ TEXTS: dict[str, dict[str, str]] = {
         "start.order_label": "Numéro de commande",
         "start.order_hint": "La référence de la commande dans le système d'inscription, ou son id.",
         "start.order_submit": "Ouvrir l'assistant commandes",
-        "start.email": "Rédiger un courriel aux membres",
-        "section.orders": "Commandes",
-        "section.email_broadcasts": "Envois de courriels",
-        "chat.title.orders": "Assistant commandes",
-        "chat.title.email_broadcasts": "Assistant courriel",
-        "chat.lead.orders": (
-            "Posez vos questions sur cette commande. L'assistant peut seulement proposer un "
-            "remboursement ; vous vérifiez le montant exact avant que quoi que ce soit ne se "
-            "produise."
-        ),
-        "chat.lead.email_broadcasts": (
-            "Décrivez le courriel voulu. L'assistant peut seulement proposer un brouillon pour "
-            "le formulaire d'envoi ; l'approuver n'envoie rien."
-        ),
         "chat.you": "Vous",
         "chat.assistant": "Assistant",
         "chat.application": "countersign",
-        "chat.placeholder.orders": "Par exemple : Olivia n'a pas eu sa remise d'inscription hâtive",
-        "chat.placeholder.email_broadcasts": (
-            "Par exemple : Écrire à la ligue Monday Night Open sur l'horaire de la glace"
-        ),
         "chat.message": "Votre message",
         "chat.send": "Envoyer",
         "chat.empty": "Aucun message. Dites ce dont vous avez besoin ; l'assistant répond ici.",
         "chat.message_required": "Écrivez d'abord un message.",
         "chat.message_too_long": "Limitez le message à {limit} caractères.",
-        "chat.read.get_order_investigation": "A lu la commande",
-        "chat.read.list_leagues": "A listé les ligues",
-        "chat.read.count_audience": "A compté les destinataires",
         "chat.new": "Nouvelle conversation",
         "chat.revision_note": "La dernière proposition n'a pas été exécutée : {reason}",
         "chat.expired_note": "La dernière proposition a expiré avant d'être approuvée.",
@@ -397,6 +360,35 @@ TEXTS: dict[str, dict[str, str]] = {
         "error.home": "Aller à la liste d'approbation",
     },
 }
+
+
+_ONLY_PROPOSES = Localized(
+    "It can only propose ({operations}); nothing happens until you approve.",
+    "Il peut seulement proposer ({operations}) ; rien ne se passe avant votre approbation.",
+)
+
+
+def _section_texts(language: str) -> dict[str, str]:
+    """Every registered section's texts in ``language``: see the module's docstring."""
+    texts: dict[str, str] = {}
+    for section, assistant in ASSISTANTS.items():
+        words = assistant.texts
+        titles = "; ".join(c.title.text(language).lower() for c in assistant.contracts)
+        only = _ONLY_PROPOSES.text(language, operations=titles)
+        texts[f"section.{section}"] = words.name.text(language)
+        texts[f"chat.title.{section}"] = words.assistant.text(language)
+        texts[f"chat.lead.{section}"] = f"{words.lead.text(language)} {only}"
+        texts[f"chat.placeholder.{section}"] = words.placeholder.text(language)
+        if words.start is not None:
+            texts[f"start.{section}"] = words.start.text(language)
+        for tool in assistant.read_tools:
+            if tool.label is not None:
+                texts[f"chat.read.{tool.name}"] = tool.label.text(language)
+    return texts
+
+
+for _language, _catalogue in TEXTS.items():
+    _catalogue.update(_section_texts(_language))
 
 
 def translator(language: str) -> Callable[..., str]:

@@ -8,10 +8,10 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from countersign.application.access import sections_of
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError
-from countersign.domain.scope import Section
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -83,7 +83,7 @@ class ProposalPages:
             newer=page_link(page - 1) if page > 1 else None,
             older=page_link(page + 1) if page < pages else None,
             sections=readable if len(readable) > 1 else [],
-            all_tab=len(readable) == len(Section),
+            all_tab=len(readable) == len(sections_of()),
             section=section,
             readable=readable,
             may_refund=user.may(Permission.REFUND_ORDERS),

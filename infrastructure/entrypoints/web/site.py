@@ -17,12 +17,10 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from countersign.application.access import Caller
+from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.club import Membership
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
-from countersign.domain.club.broadcasts import BroadcastForm
-from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
-from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
@@ -96,7 +94,7 @@ class User:
         """Who the application sees: this person, acting in this club."""
         return Caller(email=self.email, organization=self.organization)
 
-    def may(self, permission: Permission) -> bool:
+    def may(self, permission: str) -> bool:
         """For what a page offers; the application decides what the person may do."""
         return self.membership.member.may(permission)
 
@@ -289,12 +287,11 @@ class Site:
             "css": f"/assets/pages.css?v={self.asset_version['pages.css']}",
             "icon": f"/assets/favicon.svg?v={self.asset_version['favicon.svg']}",
             "refresh": None,
-            "email_chat": None,
+            "chats": [],
             "nav": None,
         }
-        if visit.user is not None and visit.user.may(Permission.PREPARE_BROADCASTS):
-            form_id = BroadcastForm.create_id(visit.user.membership.organization_id)
-            base["email_chat"] = f"/chat/{Section.EMAIL_BROADCASTS}/{form_id}"
+        if visit.user is not None:
+            base["chats"] = club_chats(visit.user)
         base.update(context)
         html = self.templates.get_template(template).render(**base)
         return HTMLResponse(html, status_code=status)
@@ -391,3 +388,18 @@ def safe_next(value: str) -> str:
     ):
         return "/"
     return value
+
+
+def club_chats(user: User) -> list[dict[str, str]]:
+    """The assistants of sections with one resource per club (the broadcast form, the roster)
+    that the person may use: each has a navigation link and a start-page link."""
+    organization_id = user.membership.organization_id
+    return [
+        {
+            "section": str(section),
+            "href": f"/chat/{section}/{assistant.club_resource(organization_id)}",
+        }
+        for section, assistant in ASSISTANTS.items()
+        if assistant.club_resource is not None
+        and any(user.may(permission) for permission in assistant.permissions)
+    ]
