@@ -53,8 +53,8 @@ from countersign.domain.contracts.base import (
 )
 from countersign.domain.errors import (
     ConcurrencyConflictError,
+    EffectAlreadyRecordedError,
     NotFoundError,
-    OrderRuleError,
 )
 from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import (
@@ -374,9 +374,9 @@ class ProposalService:
                 proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
             except RevisionNeededError as refused:
                 proposal.require_revision(_revision(refused.reason))
-            except OrderRuleError:
-                # The attempt is no longer pending: another process (an approver that woke up,
-                # or the reconciler) already recorded this same provider answer.
+            except EffectAlreadyRecordedError:
+                # Another process (an approver that woke up, or the reconciler) already
+                # recorded this same provider answer.
                 return Answer(self._report(proposal, None))
             return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
 

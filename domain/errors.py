@@ -45,3 +45,8 @@ class OrderRuleError(CountersignError):
 
 class RosterRuleError(CountersignError):
     """Raised when a roster change breaks a roster rule (unknown league, duplicate member)."""
+
+
+class EffectAlreadyRecordedError(CountersignError):
+    """Raised when an outside system's answer is recorded for an attempt that is no longer
+    pending: another process (an approver that woke up, the reconciler) recorded it first."""

@@ -274,3 +274,34 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "every hash-chain link holds",
     ):
         assert phrase in text, phrase
+
+
+def test_operations_lists_every_registered_operation_with_the_schema_assistants_see(cli):
+    from countersign.application.assistant.sections import ASSISTANTS
+    from countersign.domain.contracts import REGISTRY
+
+    listed = cli("operations")
+
+    assert [entry["kind"] for entry in listed] == list(REGISTRY)
+    for entry in listed:
+        assert set(entry) == {"kind", "section", "permission", "external", "request_schema"}
+        contract = REGISTRY[entry["kind"]]
+        assert entry["section"] == contract.section
+        assert entry["permission"] == contract.permission
+        assert entry["external"] is (contract.provider is not None)
+        tools = {t["function"]["name"]: t for t in ASSISTANTS[contract.section].tools()}
+        assert entry["request_schema"] == tools[contract.tool_name]["function"]["parameters"]
+        assert entry["request_schema"]["additionalProperties"] is False
+    refund = next(e for e in listed if e["kind"] == "order.refund_missing_discount")
+    assert (refund["section"], refund["permission"], refund["external"]) == (
+        "orders",
+        "orders.refund",
+        True,
+    )
+
+
+def test_operations_reads_for_people_without_json(database_url, capsys):
+    assert main(["operations", "--database", database_url]) == 0
+    out = capsys.readouterr().out
+    assert "order.refund_missing_discount" in out
+    assert "needs orders.refund" in out

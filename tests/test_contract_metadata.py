@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 import pytest
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY, REVISION_REASONS, AnyContract, contracts_in
+from countersign.domain.contracts.base import Frozen
 from countersign.domain.contracts.presentation import LANGUAGES, Localized, Shown
 from countersign.domain.handback import SHARED_REASONS, reason_text
 from countersign.domain.messages import operation_title, proposal_headline
@@ -174,6 +175,17 @@ def test_a_contract_brings_its_own_propose_tool_to_its_sections_assistant(contra
     tools = {tool["function"]["name"]: tool["function"] for tool in assistant.tools()}
     assert tools[contract.tool_name]["description"] == " ".join(contract.Request.__doc__.split())
     assert assistant.contract_for(contract.tool_name) is contract
+
+
+@pytest.mark.parametrize("contract", CONTRACTS)
+def test_a_contract_that_may_call_out_names_a_provider_the_application_has(contract, cs):
+    if contract.provider is None:
+        with pytest.raises(NotImplementedError):
+            contract.effect(uuid4(), Frozen())
+    else:
+        assert contract.provider in cs.proposals.providers
+        effect = contract.effect(uuid4(), Frozen())
+        assert effect.provider == contract.provider
 
 
 def test_sections_list_exactly_the_registry_contracts_of_their_section():

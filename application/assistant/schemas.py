@@ -7,8 +7,10 @@ field descriptions and are enforced by the application when the request is parse
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from countersign.domain.contracts import REGISTRY, AnyContract
 from pydantic import BaseModel
 
 _UNSUPPORTED = {"title", "default", "minLength", "maxLength", "minItems", "maxItems"}
@@ -63,3 +65,19 @@ def function_tool(name: str, model: type[BaseModel]) -> dict[str, Any]:
             "strict": True,
         },
     }
+
+
+def operation_catalogue(registry: Mapping[str, AnyContract] = REGISTRY) -> list[dict[str, Any]]:
+    """Every registered operation as an application service sees it: its kind, section, the
+    permission that proposes and approves it, whether it may call an outside system, and the
+    strict JSON Schema of its request (the propose tool's parameters, as assistants see them)."""
+    return [
+        {
+            "kind": contract.kind,
+            "section": str(contract.section),
+            "permission": contract.permission,
+            "external": contract.provider is not None,
+            "request_schema": strict_schema(contract.Request),
+        }
+        for contract in registry.values()
+    ]

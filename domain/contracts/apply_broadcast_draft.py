@@ -6,6 +6,7 @@ roster and counts the audience; approval recounts it, and a different count fail
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -176,6 +177,25 @@ class ApplyBroadcastDraft(
         "audience filters (league names), a subject and a plain-text body. Approval only copies "
         "the draft into the editable broadcast form; nothing is ever sent by you or by approval."
     )
+
+    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+        """A short draft to the leagues the manager named, about what follows "about"."""
+        leagues = (reads.get("list_leagues") or {}).get("leagues", [])
+        named = [
+            league["name"]
+            for league in leagues
+            if league["name"].lower() in words.lower()
+            or league["name"].split()[0].lower() in words.lower().split()
+        ]
+        if not named:
+            names = ", ".join(league["name"] for league in leagues)
+            return f"Which leagues should receive it? The club has: {names}."
+        topic = words.split(" about ", 1)[1].rstrip(".") if " about " in words else "club news"
+        return {
+            "filters": {"leagues": named},
+            "subject": topic[:1].upper() + topic[1:80],
+            "body": f"Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!",
+        }
 
     def load(self, scope: Scope, store: Repository) -> DraftFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):

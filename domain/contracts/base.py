@@ -272,6 +272,9 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     #: is stored does not make it stale (everything else ``load`` read does; approval
     #: revalidates anyway).
     targets: ClassVar[frozenset[type[Aggregate]]] = frozenset()
+    provider: ClassVar[str | None] = None
+    """The outside system an external execution calls, by the name its EffectProvider is
+    registered under ("payments", "email"); None for an operation that is always local."""
 
     # -- how it reads for people and for the assistant (domain.contracts.presentation) ---------
 
@@ -288,6 +291,17 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     assistant_instructions: ClassVar[str]
     """What a section's instructions tell the model about proposing this; ``{tool}`` stands
     for the propose tool's name."""
+
+    stand_in_cue: ClassVar[str | None] = None
+    """A pattern (case-insensitive) of the manager's words that asks for this operation rather
+    than another of its section's; the offline stand-in model asks cued contracts first."""
+
+    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+        """How the offline stand-in model (demo and tests, never a real model) fills this
+        contract's request from the manager's ``words`` and what the section's read tools
+        returned (``reads``, by tool name): the request, a sentence to say instead when the
+        facts do not support the operation, or None when the words ask for something else."""
+        return None
 
     @property
     def tool_name(self) -> str:
@@ -340,6 +354,12 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """The one provider key a proposal will ever use: stable across retries and processes."""
         return f"countersign:{self.kind}:{proposal_id}"
 
+    def effect(self, proposal_id: UUID, request: Frozen) -> Effect:
+        """``request`` to this contract's provider, under the proposal's idempotency key."""
+        if self.provider is None:
+            raise NotImplementedError(f"{self.kind} has no provider")
+        return Effect(self.provider, self.idempotency_key(proposal_id), request)
+
     def describe_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
         """The request this contract sends, under ``idempotency_key``: the same request every
         time it is asked for one proposal (the reconciler replays it), so it depends only on
@@ -353,7 +373,9 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     def finish_external(
         self, contract: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
     ) -> ResultT:
-        """Record the provider's authoritative answer; RevisionNeededError if it refused."""
+        """Record the provider's authoritative answer; RevisionNeededError if it refused;
+        EffectAlreadyRecordedError if the attempt is no longer pending (another process
+        recorded this same answer first)."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
     # -- hand-back ------------------------------------------------------------------------------

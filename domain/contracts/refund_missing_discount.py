@@ -7,6 +7,8 @@ A refund to the card goes through the payment provider; account credit is local.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
@@ -25,7 +27,7 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
 )
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
-from countersign.domain.errors import NotFoundError
+from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
@@ -169,6 +171,7 @@ class RefundMissingDiscount(
     contract_version = 1
     section = Section("orders")
     permission = Permission.REFUND_ORDERS
+    provider = "payments"
     Request = RefundRequest
     Arguments = RefundArguments
     Preview = RefundPreview
@@ -244,6 +247,24 @@ class RefundMissingDiscount(
     assistant_instructions = (
         "When a participant missed a discount they were eligible for, propose a refund with {tool}."
     )
+
+    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+        """The first missed discount, to account credit when the manager mentions credit."""
+        order = reads.get("get_order_investigation") or {}
+        for discount in order.get("discounts", []):
+            if discount.get("applied_at_checkout") or discount.get("already_refunded"):
+                continue
+            payments = [p for p in order.get("payments", []) if p.get("refundable_cents", 0) > 0]
+            if not payments:
+                break
+            wants_credit = re.search(r"\b(credit|account)\b", words, re.IGNORECASE) is not None
+            return {
+                "payment": payments[0]["ref"],
+                "line_item": discount["line_item"],
+                "discount": discount["ref"],
+                "destination": "account_credit" if wants_credit else "original_payment_method",
+            }
+        return "Nothing is owed on this order: every eligible discount was applied or refunded."
 
     def load(self, scope: Scope, store: Repository) -> RefundFacts:
         order = store.get(scope.resource_id, Order)
@@ -376,10 +397,9 @@ class RefundMissingDiscount(
         # A payment's charge and an order's key never change: the request is always the same.
         charge_id = facts.order.payment(arguments.payment).charge_id
         assert charge_id is not None  # a card payment always has a charge
-        return Effect(
-            provider="payments",
-            idempotency_key=self.idempotency_key(contract.proposal_id),
-            request=CardRefund(
+        return self.effect(
+            contract.proposal_id,
+            CardRefund(
                 charge_id=charge_id,
                 amount_cents=arguments.amount_cents,
                 metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
@@ -406,6 +426,9 @@ class RefundMissingDiscount(
         facts: RefundFacts,
         response: EffectResponse,
     ) -> RefundResult:
+        attempt = facts.order.attempt(contract.proposal_id)
+        if attempt is None or attempt.status != "pending":
+            raise EffectAlreadyRecordedError(str(contract.proposal_id))
         if response.status != "succeeded":
             facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
             raise RevisionNeededError("refund_declined_by_provider")

@@ -156,6 +156,11 @@ class SandboxPaymentProvider:
         refund = self.find_refund(key)
         return None if refund is None else _response(refund)
 
+    def held(self) -> list[dict[str, object]]:
+        """What the sandbox holds under each idempotency key, with the number of requests it
+        got and the request's metadata: the view every sandbox provider gives its tests."""
+        return self.refunds()
+
     def refunds(self) -> list[dict[str, object]]:
         """What the sandbox holds, per idempotency key, with the number of requests it got."""
         with self.db.transaction() as cursor:

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx2
 import openai
+from countersign.domain.contracts import REGISTRY, AnyContract
 
 BASE_URL = "http://scripted.countersign.invalid/v1"
 
@@ -120,34 +121,35 @@ class Script:
 class StandInPolicy:
     """A small deterministic model: it reads, then proposes what the facts support.
 
-    Orders: it reads the investigation and proposes the first missed discount, to account
-    credit when the manager mentions credit, else to the original payment method. Email: it
-    lists the leagues and drafts to the ones the manager named. Like a model, it knows no
-    operation by name: it proposes with the offered tool whose parameters fit its request. It
-    corrects a rejected request once by dropping the fields the application called unknown.
+    Like a model, it knows no operation by name. It first calls each offered read tool that
+    needs no arguments, once per manager message. Then it asks the contracts behind the
+    offered propose tools to fill their request from the manager's words and what it read
+    (``OperationContract.stand_in``), those whose ``stand_in_cue`` matches the words first, and
+    proposes the first request it gets. It corrects a rejected request once by dropping the
+    fields the application called unknown.
     """
 
     def __call__(self, request: dict[str, Any]) -> Answer:
         messages = request.get("messages", [])
-        tools = {t["function"]["name"] for t in request.get("tools", [])}
-        manager = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        last = messages[-1] if messages else {}
-        if last.get("role") == "user":
-            if "get_order_investigation" in tools:
-                return Call("get_order_investigation")
-            return Call("list_leagues")
-        if last.get("role") != "tool":
-            return Say("How can I help with this?")
-        answered = _answered_call(messages, last.get("tool_call_id"))
-        result = _json(last.get("content"))
-        if "problems" in result and answered is not None:
-            return self._correct(answered, result["problems"])
         offered = request.get("tools", [])
-        if answered is not None and answered["name"] == "get_order_investigation":
-            return _propose(_refund_request(result, manager), offered)
-        if answered is not None and answered["name"] == "list_leagues":
-            return _propose(_draft_request(result, manager), offered)
-        return Say("I could not find anything to propose.")
+        last = messages[-1] if messages else {}
+        if last.get("role") not in ("user", "tool"):
+            return Say("How can I help with this?")
+        if last.get("role") == "tool":
+            answered = _answered_call(messages, last.get("tool_call_id"))
+            result = _json(last.get("content"))
+            if "problems" in result and answered is not None:
+                return self._correct(answered, result["problems"])
+        words = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        reads = _read_this_turn(messages)
+        proposers = _proposers(offered)
+        for tool in offered:
+            function = tool.get("function") or {}
+            name = str(function.get("name", ""))
+            needs = (function.get("parameters") or {}).get("required")
+            if name not in proposers and not needs and name not in reads:
+                return Call(name)
+        return _propose(words, reads, proposers)
 
     @staticmethod
     def _correct(call: dict[str, Any], problems: list[dict[str, str]]) -> Answer:
@@ -159,51 +161,48 @@ class StandInPolicy:
         return Call(call["name"], {k: v for k, v in arguments.items() if k not in unknown})
 
 
-def _propose(request: dict[str, Any] | Say, offered: list[dict[str, Any]]) -> Answer:
-    """Call the offered tool whose parameters are exactly the request's fields: the stand-in
-    picks its propose tool by reading the schemas it was given, like a model does."""
-    if isinstance(request, Say):
-        return request
+def _proposers(offered: list[dict[str, Any]]) -> dict[str, AnyContract]:
+    """The contracts behind the offered propose tools: same name, same parameters."""
+    found = {}
     for tool in offered:
         function = tool.get("function") or {}
-        if set((function.get("parameters") or {}).get("properties") or {}) == set(request):
-            return Call(function["name"], request)
-    return Say("None of my tools can propose that.")
+        fields = set((function.get("parameters") or {}).get("properties") or {})
+        for contract in REGISTRY.values():
+            if (
+                contract.tool_name == function.get("name")
+                and set(contract.Request.model_fields) == fields
+            ):
+                found[contract.tool_name] = contract
+    return found
 
 
-def _refund_request(order: dict[str, Any], manager: str) -> dict[str, Any] | Say:
-    for discount in order.get("discounts", []):
-        if discount.get("applied_at_checkout") or discount.get("already_refunded"):
-            continue
-        payments = [p for p in order.get("payments", []) if p.get("refundable_cents", 0) > 0]
-        if not payments:
-            break
-        wants_credit = re.search(r"\b(credit|account)\b", manager, re.IGNORECASE) is not None
-        return {
-            "payment": payments[0]["ref"],
-            "line_item": discount["line_item"],
-            "discount": discount["ref"],
-            "destination": "account_credit" if wants_credit else "original_payment_method",
-        }
-    return Say("Nothing is owed on this order: every eligible discount was applied or refunded.")
-
-
-def _draft_request(listing: dict[str, Any], manager: str) -> dict[str, Any] | Say:
-    named = [
-        league["name"]
-        for league in listing.get("leagues", [])
-        if league["name"].lower() in manager.lower()
-        or league["name"].split()[0].lower() in manager.lower().split()
+def _propose(words: str, reads: dict[str, Any], proposers: dict[str, AnyContract]) -> Answer:
+    """The first request a contract fills, cued contracts first; else what one said."""
+    cued = [
+        c
+        for c in proposers.values()
+        if c.stand_in_cue and re.search(c.stand_in_cue, words, re.IGNORECASE)
     ]
-    if not named:
-        names = ", ".join(league["name"] for league in listing.get("leagues", []))
-        return Say(f"Which leagues should receive it? The club has: {names}.")
-    topic = manager.split(" about ", 1)[1].rstrip(".") if " about " in manager else "club news"
-    return {
-        "filters": {"leagues": named},
-        "subject": topic[:1].upper() + topic[1:80],
-        "body": f"Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!",
-    }
+    uncued = [c for c in proposers.values() if not c.stand_in_cue]
+    said = None
+    for contract in cued + uncued:
+        filled = contract.stand_in(words, reads)
+        if isinstance(filled, dict):
+            return Call(contract.tool_name, filled)
+        said = said or filled
+    return Say(said or "I could not find anything to propose.")
+
+
+def _read_this_turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """What each tool called since the manager's last message returned, by tool name."""
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    reads: dict[str, Any] = {}
+    for message in messages[start + 1 :]:
+        if message.get("role") == "tool":
+            call = _answered_call(messages, message.get("tool_call_id"))
+            if call is not None:
+                reads[call["name"]] = _json(message.get("content"))
+    return reads
 
 
 def _answered_call(messages: list[dict[str, Any]], call_id: Any) -> dict[str, Any] | None:

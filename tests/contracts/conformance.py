@@ -109,15 +109,20 @@ def case_for(kind: str) -> ConformanceCase:
 # -- the provider: the one place that reads its internals ------------------------------------
 
 
-def provider_requests(cs: Countersign, proposal_id: str | None = None) -> dict[str, int]:
-    """Every idempotency key the provider holds an effect under (only those of
-    ``proposal_id``, if given), with how many requests it received under that key."""
+def provider_requests(
+    cs: Countersign, proposal_id: str | None = None, provider: str | None = None
+) -> dict[str, int]:
+    """Every idempotency key a provider (every sandbox, or the one named ``provider``) holds
+    an effect under (only those of ``proposal_id``, if given), with how many requests it
+    received under that key. Each sandbox lists what it holds with ``held()``."""
     return {
-        str(refund["idempotency_key"]): int(refund["requests"])  # type: ignore[call-overload]
-        for refund in cs.sandbox.refunds()
+        str(record["idempotency_key"]): int(record["requests"])
+        for name, sandbox in cs.proposals.providers.items()
+        if provider is None or name == provider
+        for record in sandbox.held()  # type: ignore[attr-defined]
         if proposal_id is None
-        or proposal_id in str(refund["idempotency_key"])
-        or refund["metadata"].get("proposal_id") == proposal_id  # type: ignore[attr-defined]
+        or proposal_id in str(record["idempotency_key"])
+        or record["metadata"].get("proposal_id") == proposal_id
     }
 
 

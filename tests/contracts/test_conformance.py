@@ -686,6 +686,9 @@ def test_a_lost_response_is_reconciled_to_exactly_one_effect(kind, cs, seeded):
     assert report.message
     held = provider_requests(cs, proposal_id)
     assert list(held.values()) == [1]
+    assert provider_requests(cs, proposal_id, provider=contract.provider) == held, (
+        f"{kind} called a provider other than the one it declares ({contract.provider!r})"
+    )
     assert provider_requests(cs) == held  # nothing under any other key
     reconciling = _events(cs, proposal_id)[-1]
     assert reconciling["type"] == "Reconciling"

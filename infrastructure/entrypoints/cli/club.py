@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from countersign.application.assistant.schemas import operation_catalogue
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
@@ -58,3 +59,16 @@ def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
         for r in refunds
     ]
     return refunds, "\n".join(lines) or "The sandbox holds no refunds."
+
+
+def cmd_operations(cs: Countersign, args: argparse.Namespace) -> Result:
+    catalogue = operation_catalogue()
+    lines = [f"{len(catalogue)} operations (propose with: countersign propose --operation KIND):"]
+    for entry in catalogue:
+        fields = ", ".join(entry["request_schema"].get("properties", {})) or "no fields"
+        where = "may call a provider" if entry["external"] else "local"
+        lines.append(
+            f"  {entry['kind']:<32} section {entry['section']}, needs {entry['permission']}, "
+            f"{where}; request: {{{fields}}}"
+        )
+    return catalogue, "\n".join(lines)

@@ -15,6 +15,7 @@ from countersign.infrastructure.entrypoints.cli.admin import (
     cmd_users_set_password,
 )
 from countersign.infrastructure.entrypoints.cli.club import (
+    cmd_operations,
     cmd_orders_refund_manually,
     cmd_orders_show,
     cmd_provider_refunds,
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     add("seed", cmd_seed, "create the demo club data (idempotent)")
+    add("operations", cmd_operations, "every registered operation and its request schema")
 
     orders = sub.add_parser("orders", help="order investigations and manual refunds")
     orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
