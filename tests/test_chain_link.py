@@ -116,7 +116,7 @@ FIELDS: list[dict[str, Any]] = [
     {"declined_by": "ava@granite.example", "note": None},
     {"at": datetime(2026, 1, 1)},  # naive
     {"at": MyDateTime(2026, 1, 1, tzinfo=UTC), "id": MyUUID(int=5)},
-    {"status": ProposalStatus.SUCCEEDED, "section": Section.ORDERS, "level": Level.HIGH},
+    {"status": ProposalStatus.SUCCEEDED, "section": Section("orders"), "level": Level.HIGH},
     {"colour": Colour.RED, "tagged": Tagged("raw"), "floats": [float("inf"), -0.0, 1e-7]},
     # keys json.dumps would write differently from str(): the original form is kept
     {"facts": {1: "one", 10: "ten", 9: "nine"}},
