@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,11 +44,13 @@ class ReadModels:
         now: datetime,
         *,
         section: str | None = None,
+        sections: Sequence[str] | None = None,
         resource_id: str | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
-        """Pending, unexpired proposals of one organization, newest first."""
+        """Pending, unexpired proposals of one organization (of ``section``, or of any of
+        ``sections``), newest first."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
@@ -56,6 +58,10 @@ class ReadModels:
         if section:
             where += " AND section = ?"
             params.append(section)
+        if sections is not None:
+            # An empty list lists nothing (never every section).
+            where += " AND section IN (" + (", ".join("?" for _ in sections) or "NULL") + ")"
+            params.extend(sections)
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)

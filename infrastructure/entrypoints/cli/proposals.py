@@ -131,7 +131,7 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
     inbox = cs.read_models.inbox(
         listed.organization_id,
         cs.proposals.clock.now(),
-        section=listed.section,
+        sections=listed.sections,
         page=args.page,
         page_size=args.page_size,
     )

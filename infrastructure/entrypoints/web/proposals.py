@@ -49,7 +49,7 @@ class ProposalPages:
         items: list[dict[str, Any]] = []
         total = 0
         if readable:
-            # Without a section: every section if all are readable, else the one that is.
+            # Without a section: every section the person may read.
             listed = self.cs.access.inbox_scope(user.caller, section or None)
             section = listed.section or ""
             for runner in self.cs.projection_runners(["browser_view"]):
@@ -57,7 +57,7 @@ class ProposalPages:
             found = self.cs.read_models.inbox(
                 listed.organization_id,
                 self.cs.proposals.clock.now(),
-                section=listed.section,
+                sections=listed.sections,
                 page=page,
                 page_size=PAGE_SIZE,
             )
