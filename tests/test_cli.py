@@ -301,7 +301,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     assert main(["demo", "--json", "--database", f"sqlite:///{tmp_path / 'demo.db'}"]) == 0
     story = json.loads(capsys.readouterr().out)
     titles = [chapter["title"] for chapter in story["chapters"]]
-    assert len(titles) == 11
+    assert len(titles) == 12
     text = json.dumps(story)
     for phrase in (
         "Same stored outcome",
@@ -309,6 +309,8 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "reconciled",
         "Nothing has been sent",
         "The audience changed",
+        "Olivia Chen now plays in Thursday Seniors",
+        "Lucas Roy already plays in Junior Program.",
         "Reconciling",
         "Awaiting approval (1)",
         "never a model paraphrase",
