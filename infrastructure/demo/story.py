@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
+from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
@@ -18,6 +19,7 @@ from countersign.infrastructure.entrypoints.cli import render
 AVA = "ava@granite.example"
 REFUND = RefundMissingDiscount.kind
 DRAFT = ApplyBroadcastDraft.kind
+MOVE = MoveMember.kind
 TO_ACCOUNT_CREDIT = {
     "payment": "P1",
     "line_item": "L1",
@@ -183,6 +185,44 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     cs.club.join("granite", "Thursday Seniors", "Grace Kim", "grace.kim@example.com")
     story.say("A second, identical draft is proposed; then Grace Kim joins Thursday Seniors.")
     story.say(render.render_report(cs.proposals.approve(second["proposal_id"], AVA).to_json()))
+
+    story.chapter("A member changes league from Ava's words: the roster is rechecked at approval")
+    roster = data["rosters"]["granite"]
+    words = "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors"
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite", actor=AVA, section="roster", resource_id=roster, message=words
+    ).to_json()
+    asked = [
+        f"{e['name']}({json.dumps(e['arguments'])})"
+        for e in cs.audit_interaction(turn["interaction_id"])
+    ]
+    story.say(
+        "The model asked for: " + "; ".join(asked) + "\nIt names the member by the email the "
+        "search showed; the application counted both leagues before and after the move:\n"
+        + render.render_turn(json.loads(render.to_json(turn))),
+        turn,
+    )
+    story.say(
+        render.render_report(cs.proposals.approve(turn["proposal"]["proposal_id"], AVA).to_json())
+    )
+    lucas = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=MOVE,
+        resource_id=roster,
+        request={
+            "email": "lucas.roy@example.com",
+            "from_league": "Sunday Mixed Doubles",
+            "to_league": "Junior Program",
+        },
+    ).to_json()
+    cs.club.join("granite", "Junior Program", "Lucas Roy", "lucas.roy@example.com")
+    story.say(
+        "Ava also proposes moving Lucas Roy to the Junior Program; before she approves, the "
+        "front desk signs him up for it directly."
+    )
+    story.say(render.render_report(cs.proposals.approve(lucas["proposal_id"], AVA).to_json()))
 
     story.chapter("Proposals expire")
     late = propose(cs, orders["provider-outage"], TO_CARD)
