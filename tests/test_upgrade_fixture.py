@@ -108,3 +108,11 @@ def test_projections_rebuild_from_the_old_log_and_read_its_conversation(upgraded
     assert cards[manifest["proposals"]["succeeded_account_credit"]]["status"] == "succeeded"
     messages = cs.read_models.handback(granite, manifest["interaction_id"])
     assert messages, "the old conversation hands back the new outcome"
+
+
+def test_orders_stored_before_they_recorded_a_league_load_active_and_without_one(upgraded):
+    cs, manifest = upgraded
+    order = cs.club.order("granite", manifest["seed"]["orders"]["refund-stale"])
+    assert order.league is None
+    assert order.is_active
+    assert order.refundable_balance_cents == order.paid_cents == 34500

@@ -28,6 +28,10 @@ class Roster(Aggregate):
     def members_of(self, league: str) -> dict[str, str]:
         return dict(self.leagues.get(league, {}))
 
+    def plays_in(self, league: str, email: str) -> bool:
+        """Whether the member holds a spot in the league."""
+        return email.strip().lower() in self.leagues.get(league, {})
+
     def audience(self, leagues: list[str]) -> set[str]:
         """Distinct member emails across the given leagues."""
         return {email for league in leagues for email in self.leagues.get(league, {})}
