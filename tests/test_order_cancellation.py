@@ -8,10 +8,15 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+from countersign.application.assistant.sections.orders import order_for_model
 from countersign.domain.club.orders import Order, OrderStatus
 from countersign.domain.club.roster import Roster
 from countersign.domain.errors import OrderRuleError
+from countersign.domain.scope import Scope, Section
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli.render import render_order
+from countersign.infrastructure.entrypoints.web.i18n import translator
+from countersign.infrastructure.entrypoints.web.views import order_view
 
 from tests.conftest import AVA
 
@@ -207,3 +212,41 @@ def test_a_cancelled_order_reads_back_cancelled_in_another_process(cs, seeded, o
         "RefundAttemptSucceeded",
         "Cancelled",
     ]
+
+
+# -- what staff and the order assistant see -----------------------------------------------------
+
+
+def test_the_investigation_shows_the_registration_to_staff_and_to_the_model(cs, seeded):
+    order_id = seeded["orders"]["refund-ok"]
+    order = cs.club.order("granite", order_id)
+    scope = Scope(order.organization_id, Section("orders"), order.id)
+
+    shown = cs.club.investigate("granite", order_id)
+
+    assert shown["registration"] == {
+        "status": "active",
+        "league": "Monday Night Open",
+        "refundable_balance_cents": 34500,
+    }
+    assert "Registration  active, a spot in Monday Night Open" in render_order(shown)
+    assert order_view(shown, translator("fr"))["registration"] == (
+        "Active · une place dans la ligue Monday Night Open"
+    )
+    assert order_for_model(None, scope, cs.store)["registration"] == {
+        "status": "active",
+        "league_spot": "Monday Night Open",
+        "refundable_balance_cents": 34500,
+    }
+
+    order.refund_balance_to_account(uuid4(), 34500, recorded_by=AVA)
+    order.cancel(None, cancelled_by=AVA)
+    cs.store.save(order)
+    shown = cs.club.investigate("granite", order_id)
+
+    assert shown["registration"]["status"] == "cancelled"
+    assert shown["registration"]["refundable_balance_cents"] == 0
+    assert "Registration  cancelled" in render_order(shown)
+    assert order_view(shown, translator("en"))["registration"] == "Cancelled"
+    assert order_view(shown, translator("fr"))["registration"] == "Annulée"
+    assert order_for_model(None, scope, cs.store)["registration"]["status"] == "cancelled"
