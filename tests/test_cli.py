@@ -260,7 +260,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     assert main(["demo", "--json", "--database", f"sqlite:///{tmp_path / 'demo.db'}"]) == 0
     story = json.loads(capsys.readouterr().out)
     titles = [chapter["title"] for chapter in story["chapters"]]
-    assert len(titles) == 11
+    assert len(titles) == 12
     text = json.dumps(story)
     for phrase in (
         "Same stored outcome",
@@ -270,6 +270,8 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "The audience changed",
         "Reconciling",
         "Awaiting approval (1)",
+        "Monday Night Open: 6 -> 5 members",
+        "cancelled",
         "never a model paraphrase",
         "every hash-chain link holds",
     ):
