@@ -153,6 +153,11 @@ def investigation(order: Order) -> dict[str, Any]:
         "participant": order.participant_name,
         "currency": order.currency,
         "total_cents": order.total_cents,
+        "registration": {
+            "status": str(order.status),
+            "league": order.league,
+            "refundable_balance_cents": order.refundable_balance_cents,
+        },
         "note": order.note,
         "line_items": [
             {

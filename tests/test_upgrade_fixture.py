@@ -125,3 +125,11 @@ def test_leagues_stored_before_capacities_have_no_limit_and_take_moves(upgraded)
     roster.move("olivia.chen@example.com", "Sunday Mixed Doubles", "Thursday Seniors")
     cs.store.save(roster)
     assert cs.club.leagues("granite")[-1]["active_members"] == 5  # Thursday Seniors, sorted last
+
+
+def test_orders_stored_before_they_recorded_a_league_load_active_and_without_one(upgraded):
+    cs, manifest = upgraded
+    order = cs.club.order("granite", manifest["seed"]["orders"]["refund-stale"])
+    assert order.league is None
+    assert order.is_active
+    assert order.refundable_balance_cents == order.paid_cents == 34500

@@ -65,6 +65,10 @@ class Roster(Aggregate):
         email = email.strip().lower()
         return [name for name in self.league_names() if email in self.leagues[name]]
 
+    def plays_in(self, league: str, email: str) -> bool:
+        """Whether the member holds a spot in the league."""
+        return email.strip().lower() in self.leagues.get(league, {})
+
     def audience(self, leagues: list[str]) -> set[str]:
         """Distinct member emails across the given leagues."""
         return {email for league in leagues for email in self.leagues.get(league, {})}

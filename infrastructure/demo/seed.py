@@ -93,6 +93,9 @@ ORDERS: dict[str, tuple[str, str, str | None, str]] = {
     ),
 }
 MAPLE_ORDER = ("maple-refund", "Jack Wilson", "jack.wilson@example.com", CARD_OK)
+#: The roster league whose spot each club's registrations hold: participants of the Fall Monday
+#: Night League play in Monday Night Open; Maple's registration is for its Tuesday Draw.
+REGISTRATION_LEAGUE = {"granite": "Monday Night Open", "maple": "Tuesday Draw"}
 
 LEAGUES: dict[str, list[tuple[str, str]]] = {
     "Monday Night Open": [
@@ -218,6 +221,7 @@ def _order(
         payments=[payment],
         note=note,
         placed_at=PLACED_AT,
+        league=REGISTRATION_LEAGUE[org.slug],
     )
     account = _existing(cs, MemberAccount.create_id(org.id, email), MemberAccount) or MemberAccount(
         organization_id=org.id, email=email, holder_name=name, currency="CAD"

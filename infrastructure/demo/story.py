@@ -158,6 +158,8 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(render.render_created(credit))
     story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
+    cancel_registration(cs, story, orders["refund-ok"])
+
     story.chapter("An email draft from Ava's words: the audience is recounted at approval")
     form = data["broadcast_forms"]["granite"]
     words = (
@@ -270,6 +272,37 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         f"of {report['proposals_checked']} proposals, every hash-chain link holds.",
         report,
     )
+
+
+def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
+    """Olivia, refunded her missed discount earlier, cancels: what is left goes back to her
+    card, and only the provider's answer cancels the order and releases her league spot."""
+    story.chapter("A registration is cancelled: a card refund and a roster change, together")
+    before = {league["name"]: league["active_members"] for league in cs.club.leagues("granite")}
+    words = "Olivia can't play this season after all. Please cancel her registration."
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite", actor=AVA, section="orders", resource_id=order_id, message=words
+    ).to_json()
+    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(
+        "The model chose only where the money goes. The application computed what is left to "
+        "refund (what was paid, less the discount refunded earlier) and the spot to release."
+    )
+    proposal_id = turn["proposal"]["proposal_id"]
+    report = cs.proposals.approve(proposal_id, AVA).to_json()
+    story.say(render.render_report(report), report)
+    after = {league["name"]: league["active_members"] for league in cs.club.leagues("granite")}
+    story.say(
+        f"Provider requests for it: {requests_for(cs, proposal_id)}. The order was cancelled "
+        "and the spot released in the commit that recorded the provider's answer:\n"
+        + "\n".join(
+            f"  {name}: {before[name]} -> {after[name]} members"
+            for name in after
+            if after[name] != before.get(name)
+        )
+    )
+    story.say(render.render_order(cs.club.investigate("granite", order_id)))
 
 
 def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str, Any]:
