@@ -62,3 +62,8 @@ class AlreadyInLeagueError(RosterRuleError):
 
 class LeagueFullError(RosterRuleError):
     """Raised when a member would join or move into a league that is at its capacity."""
+
+
+class BroadcastRuleError(CountersignError):
+    """Raised when a broadcast form change breaks a form rule (sending a draft that is not the
+    one applied, sending a draft twice, settling a send that is not pending)."""

@@ -16,6 +16,7 @@ from countersign.application.ports import ChatModel, Clock, EffectProvider, Mode
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposals import ProposalService
 from countersign.infrastructure.adapters.clock import SystemClock
+from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
 from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,
@@ -39,6 +40,7 @@ class Countersign:
     store: EventSourcedStore
     sql: SqlDatabase
     sandbox: SandboxPaymentProvider
+    email_sandbox: SandboxEmailProvider
     proposals: ProposalService
     club: ClubService
     audit: AuditService
@@ -89,7 +91,7 @@ def bootstrap(
     """Wire countersign for the configured database; any port can be replaced.
 
     ``providers``: effect providers by the name contracts use, added to (or replacing) the
-    defaults: ``"payments"``, the payment sandbox."""
+    defaults: ``"payments"``, the payment sandbox, and ``"email"``, the e-mail delivery sandbox."""
     settings = settings or Settings.from_env(database_url)
     database = Database.parse(settings.database_url)
     sql = SqlDatabase(database)
@@ -98,9 +100,10 @@ def bootstrap(
         app = CountersignApplication(env=database.eventsourcing_env())
     store = EventSourcedStore(app)
     sandbox = SandboxPaymentProvider(sql)
+    email_sandbox = SandboxEmailProvider(sql)
     proposals = ProposalService(
         store,
-        {"payments": sandbox, **(providers or {})},
+        {"payments": sandbox, "email": email_sandbox, **(providers or {})},
         clock or SystemClock(),
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         lease=timedelta(seconds=settings.reconcile_lease_seconds),
@@ -115,6 +118,7 @@ def bootstrap(
         store=store,
         sql=sql,
         sandbox=sandbox,
+        email_sandbox=email_sandbox,
         proposals=proposals,
         club=ClubService(store),
         audit=audit,

@@ -298,7 +298,8 @@ def test_the_console_script_runs_from_a_fresh_process(tmp_path: Path):
 
 
 def test_the_demo_tells_the_whole_story(capsys, tmp_path):
-    assert main(["demo", "--json", "--database", f"sqlite:///{tmp_path / 'demo.db'}"]) == 0
+    database = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--json", "--database", database]) == 0
     story = json.loads(capsys.readouterr().out)
     titles = [chapter["title"] for chapter in story["chapters"]]
     assert len(titles) == len(set(titles)) >= 12
@@ -321,8 +322,15 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "cancelled",
         "never a model paraphrase",
         "every hash-chain link holds",
+        "do not send the draft again",
+        "Exactly one delivery",
+        "already been sent",
     ):
         assert phrase in text, phrase
+    # The send whose answer was lost was settled by the reconciler: one delivery, one request.
+    assert main(["provider", "deliveries", "--json", "--database", database]) == 0
+    deliveries = json.loads(capsys.readouterr().out)
+    assert [(d["status"], d["requests"]) for d in deliveries] == [("succeeded", 1)]
 
 
 def test_operations_lists_every_registered_operation_with_the_schema_assistants_see(cli):

@@ -19,6 +19,7 @@ import pytest
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
+from countersign.domain.contracts import PERMISSIONS
 from countersign.domain.messages import outcome_message
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.clock import FakeClock
@@ -385,7 +386,7 @@ def test_text_from_members_and_models_is_shown_as_text(web):
         "eve@granite.example",
         EVIL_NAME,
         "manager",
-        [Permission.REFUND_ORDERS, Permission.PREPARE_BROADCASTS],
+        sorted(PERMISSIONS),  # a manager holds every permission, as the demo's do
     )
     cs.store.save(granite)
     set_password(cs, "eve@granite.example", "eve-demo-password")

@@ -1,12 +1,36 @@
-"""The organization's editable email broadcast form. Applying a draft never sends anything."""
+"""The organization's editable email broadcast form, and its sends.
+
+Applying a draft never sends anything. Each applied draft is numbered on its form (1 for the
+first draft applied; ``applied_from`` names the proposal that applied it); a send of it is
+started for a proposal, with the idempotency key of its delivery request, and settles as sent
+or failed. An applied draft is sent at most once,
+ever: a second send is refused while one is pending or after one succeeded (a failed send
+sent nothing, so the draft may be sent again).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
+from countersign.domain.errors import BroadcastRuleError
 from eventsourcing.domain import Aggregate, event
+
+
+@dataclass(frozen=True)
+class BroadcastSend:
+    """One send of an applied draft, started for a proposal; pending until it settles."""
+
+    proposal_id: str
+    draft: int
+    idempotency_key: str
+    recipients: int
+    status: str  # "pending" | "sent" | "failed"
+    delivery_ref: str | None = None
+    sent_by: str | None = None
+    failure: str | None = None
 
 
 class BroadcastForm(Aggregate):
@@ -23,6 +47,33 @@ class BroadcastForm(Aggregate):
         self.subject = ""
         self.body = ""
         self.applied_from: str | None = None
+        self.drafts_applied = 0
+        self._sends: dict[str, dict[str, Any]] = {}
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def draft(self) -> int | None:
+        """The applied draft's number on this form (1 for the first); None before any."""
+        return self.drafts_applied or None
+
+    @property
+    def sends(self) -> list[BroadcastSend]:
+        return [BroadcastSend(**entry) for entry in self._sends.values()]
+
+    def send(self, proposal_id: UUID) -> BroadcastSend | None:
+        entry = self._sends.get(str(proposal_id))
+        return BroadcastSend(**entry) if entry else None
+
+    def draft_sent(self, draft: int) -> bool:
+        """Whether this draft was sent (a send of it succeeded)."""
+        return any(s.draft == draft and s.status == "sent" for s in self.sends)
+
+    def draft_sending(self, draft: int) -> bool:
+        """Whether a send of this draft is pending: it may have been sent already."""
+        return any(s.draft == draft and s.status == "pending" for s in self.sends)
+
+    # -- commands ---------------------------------------------------------------------------
 
     def apply_draft(
         self, filters: dict[str, Any], subject: str, body: str, proposal_id: UUID
@@ -30,6 +81,48 @@ class BroadcastForm(Aggregate):
         self._draft_applied(
             filters=filters, subject=subject, body=body, proposal_id=str(proposal_id)
         )
+
+    def start_send(
+        self, proposal_id: UUID, draft: int, idempotency_key: str, recipients: int
+    ) -> None:
+        """Record that the applied draft is being sent for this proposal."""
+        if str(proposal_id) in self._sends:
+            raise BroadcastRuleError("a send already exists for this proposal")
+        self.check_sendable(draft)
+        self._send_started(
+            proposal_id=str(proposal_id),
+            draft=draft,
+            idempotency_key=idempotency_key,
+            recipients=recipients,
+        )
+
+    def settle_send(self, proposal_id: UUID, delivery_ref: str, sent_by: str) -> None:
+        """Record that the delivery service sent it."""
+        send = self.check_send_pending(proposal_id)
+        self._send_settled(proposal_id=send.proposal_id, delivery_ref=delivery_ref, sent_by=sent_by)
+
+    def fail_send(self, proposal_id: UUID, reason: str) -> None:
+        """Record that the delivery service refused it: nothing was sent."""
+        send = self.check_send_pending(proposal_id)
+        self._send_failed(proposal_id=send.proposal_id, reason=reason)
+
+    # -- guards -----------------------------------------------------------------------------
+
+    def check_sendable(self, draft: int) -> None:
+        if self.draft is None or draft != self.draft:
+            raise BroadcastRuleError("only the draft applied to the form can be sent")
+        if self.draft_sent(draft):
+            raise BroadcastRuleError("this draft has already been sent")
+        if self.draft_sending(draft):
+            raise BroadcastRuleError("a send of this draft is still settling")
+
+    def check_send_pending(self, proposal_id: UUID) -> BroadcastSend:
+        send = self.send(proposal_id)
+        if send is None or send.status != "pending":
+            raise BroadcastRuleError("no pending send for this proposal")
+        return send
+
+    # -- events -----------------------------------------------------------------------------
 
     @event("DraftApplied")
     def _draft_applied(
@@ -39,3 +132,24 @@ class BroadcastForm(Aggregate):
         self.subject = subject
         self.body = body
         self.applied_from = proposal_id
+        self.drafts_applied += 1
+
+    @event("SendStarted")
+    def _send_started(
+        self, proposal_id: str, draft: int, idempotency_key: str, recipients: int
+    ) -> None:
+        self._sends[proposal_id] = {
+            "proposal_id": proposal_id,
+            "draft": draft,
+            "idempotency_key": idempotency_key,
+            "recipients": recipients,
+            "status": "pending",
+        }
+
+    @event("SendSettled")
+    def _send_settled(self, proposal_id: str, delivery_ref: str, sent_by: str) -> None:
+        self._sends[proposal_id].update(status="sent", delivery_ref=delivery_ref, sent_by=sent_by)
+
+    @event("SendFailed")
+    def _send_failed(self, proposal_id: str, reason: str) -> None:
+        self._sends[proposal_id].update(status="failed", failure=reason)

@@ -10,7 +10,9 @@ from typing import Any
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
 from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
+from countersign.domain.contracts.send_broadcast import SendBroadcast
 from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.adapters.email_sandbox import LOST_RESPONSE
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
@@ -20,6 +22,7 @@ AVA = "ava@granite.example"
 REFUND = RefundMissingDiscount.kind
 DRAFT = ApplyBroadcastDraft.kind
 MOVE = MoveMember.kind
+SEND = SendBroadcast.kind
 TO_ACCOUNT_CREDIT = {
     "payment": "P1",
     "line_item": "L1",
@@ -77,7 +80,7 @@ def run_demo(database_url: str | None = None, as_json: bool = False) -> int:
 
 
 def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> None:
-    story.chapter("A club with orders, a roster and a payment sandbox")
+    story.chapter("A club with orders, a roster, and sandboxes for payments and e-mail")
     data = seed(cs)
     orders = data["orders"]
     story.say(
@@ -226,6 +229,8 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     )
     story.say(render.render_report(cs.proposals.approve(lucas["proposal_id"], AVA).to_json()))
 
+    send_the_draft(cs, story, form)
+
     story.chapter("Proposals expire")
     late = propose(cs, orders["provider-outage"], TO_CARD)
     clock.advance(seconds=cs.settings.proposal_ttl_seconds + 1)
@@ -305,10 +310,80 @@ def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
     story.say(render.render_order(cs.club.investigate("granite", order_id)))
 
 
+def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
+    """The applied draft is sent once, ever; the e-mail service's answer is lost on the way."""
+    story.chapter("Sending the applied draft: once, though the e-mail service's answer is lost")
+    cs.club.join("granite", "Thursday Seniors", "Delivery test", LOST_RESPONSE)
+    story.say(
+        f"The club's e-mail test address, {LOST_RESPONSE}, joins Thursday Seniors: the "
+        "e-mail sandbox delivers to it, then loses its answer."
+    )
+    words = "The draft looks good: send the draft to them."
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="email_broadcasts",
+        resource_id=form,
+        message=words,
+    ).to_json()
+    story.say(
+        "The model chooses nothing: the application froze the applied draft with its counted "
+        "audience and every address.\n" + render.render_turn(json.loads(render.to_json(turn))),
+        turn,
+    )
+    send = turn["proposal"]
+    report = cs.proposals.approve(send["proposal_id"], AVA).to_json()
+    story.say(render.render_report(report), report)
+    story.say(
+        f"The service did receive it: {deliveries_for(cs, send['proposal_id'])} request. "
+        "Nobody sends it again."
+    )
+    swept = [r.to_json() for r in cs.proposals.reconcile()]
+    story.say(
+        "countersign reconcile looks the original idempotency key up:\n  "
+        + "\n  ".join(f"{r['proposal_id']}: {r['action']} -> {r['status']}" for r in swept),
+        swept,
+    )
+    deliveries = cs.email_sandbox.deliveries()
+    story.say(
+        "What the e-mail sandbox holds (countersign provider deliveries): "
+        + "; ".join(
+            f"{len(d['recipients'])} recipients, {d['status']}, {d['requests']} request(s)"
+            for d in deliveries
+        )
+        + ". Exactly one delivery.",
+        deliveries,
+    )
+    words = "Send the draft again, just to be sure."
+    story.say(f"ava> {words}")
+    again = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="email_broadcasts",
+        resource_id=form,
+        message=words,
+        interaction_id=turn["interaction_id"],
+    ).to_json()
+    story.say(
+        render.render_turn(json.loads(render.to_json(again)))
+        + "\n  One send per applied draft, ever.",
+        again,
+    )
+
+
 def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str, Any]:
     return cs.proposals.propose(
         organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=request
     ).to_json()
+
+
+def deliveries_for(cs: Countersign, proposal_id: str) -> int:
+    return sum(
+        int(d["requests"])
+        for d in cs.email_sandbox.deliveries()
+        if d["metadata"].get("proposal_id") == proposal_id
+    )
 
 
 def requests_for(cs: Countersign, proposal_id: str) -> int:

@@ -1,10 +1,11 @@
 """The conformance suite's per-contract scaffolding and its few helpers.
 
 Every contract in ``REGISTRY`` is checked by ``test_conformance.py``. What the suite cannot
-derive from the contract itself (which seeded record to act on, a valid example request, how
-to make a material fact change behind a proposal's back, how to make the provider lose its
-answer) a contract's *case* declares: one module in ``tests/contracts/cases/`` per contract,
-calling ``register(ConformanceCase(...))``. A registered contract without a case fails the
+derive from the contract itself (which seeded record to act on and, if the seed is not
+enough, how to bring it to the state the example needs, a valid example request, how to make
+a material fact change behind a proposal's back, how to make the provider lose its answer) a
+contract's *case* declares: one module in ``tests/contracts/cases/`` per contract, calling
+``register(ConformanceCase(...))``. A registered contract without a case fails the
 suite. Its golden preview lives in ``tests/contracts/golden/<kind>.json``.
 
 Everything that touches a provider's internals is in ``provider_requests``: when providers
@@ -56,7 +57,17 @@ class ConformanceCase:
     lost_response_resource: Callable[[Seeded], str] | None = None
     """For a contract with an external effect: a seeded resource on which the example request
     is external and the provider performs the effect but its answer is lost (the sandbox's
-    lost-response card). Required when the example's arguments are external."""
+    lost-response card). Required when the example's arguments are external, unless
+    ``lose_response`` makes the provider lose it on ``resource``."""
+    lose_response: Callable[[Countersign, str], None] | None = None
+    """For an external effect whose provider loses its answer because of a fact rather than a
+    seeded record of its own (a recipient the e-mail sandbox answers with a lost response):
+    establish that fact on the resource, through the ordinary interface, before the
+    lost-response scenario proposes on it (``lost_response_resource``, else ``resource``)."""
+    arrange: Callable[[Countersign, Seeded], None] | None = None
+    """For an operation that acts on what another one produced (a draft applied to the
+    broadcast form): bring the seeded records to the state the example needs, through the
+    ordinary interface, before each scenario. None: the seed is all it needs."""
     organization: str = "granite"
     """The organization (slug) the resource belongs to."""
     actor: str = AVA

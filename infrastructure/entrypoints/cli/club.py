@@ -1,4 +1,5 @@
-"""Commands on the club's own records: the demo seed, orders, the roster, the sandbox's refunds."""
+"""Commands on the club's own records: the demo seed, orders, the roster, and what the
+providers' sandboxes hold (the payment sandbox's refunds, the e-mail sandbox's deliveries)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,17 @@ def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
         for r in refunds
     ]
     return refunds, "\n".join(lines) or "The sandbox holds no refunds."
+
+
+def cmd_provider_deliveries(cs: Countersign, args: argparse.Namespace) -> Result:
+    deliveries = cs.email_sandbox.deliveries()
+    lines = [
+        f"{d['idempotency_key']}: {d['status']}"
+        + (f" ({d['failure_code']})" if d["failure_code"] else "")
+        + f", {len(d['recipients'])} recipient(s), {d['requests']} request(s)"
+        for d in deliveries
+    ]
+    return deliveries, "\n".join(lines) or "The sandbox holds no deliveries."
 
 
 def cmd_operations(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -18,6 +18,7 @@ from countersign.infrastructure.entrypoints.cli.club import (
     cmd_operations,
     cmd_orders_refund_manually,
     cmd_orders_show,
+    cmd_provider_deliveries,
     cmd_provider_refunds,
     cmd_roster_join,
     cmd_roster_leagues,
@@ -122,9 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("reconcile", cmd_reconcile, "one reconciliation pass over uncertain executions")
     add("expire", cmd_expire, "one pass recording Expired for overdue proposals")
 
-    provider = sub.add_parser("provider", help="the payment-provider sandbox")
+    provider = sub.add_parser("provider", help="the providers' sandboxes")
     provider_sub = provider.add_subparsers(dest="provider_command", required=True)
-    add("refunds", cmd_provider_refunds, "refunds the sandbox holds", provider_sub)
+    add("refunds", cmd_provider_refunds, "refunds the payment sandbox holds", provider_sub)
+    add("deliveries", cmd_provider_deliveries, "deliveries the e-mail sandbox holds", provider_sub)
 
     chat = add("chat", cmd_chat, "talk to a section assistant (interactive, or one --message)")
     chat.add_argument("--org", required=True)

@@ -1,0 +1,362 @@
+"""email_broadcast.send: send the draft applied to the broadcast form to its audience.
+
+The model chooses nothing: the request is empty, and what is sent is the draft the form holds.
+At propose time the application freezes that draft (its number, leagues, subject and body)
+with the audience counted from the roster and every recipient's address. Approval proves
+that the form still holds that draft, that the audience is the same, and that the draft was
+never sent, records the send on the form, and asks the e-mail delivery service to deliver it
+under the proposal's idempotency key. An applied draft is sent once, ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.apply_broadcast_draft import describe_filters
+from countersign.domain.contracts.base import (
+    ContractRequest,
+    Effect,
+    Facts,
+    Frozen,
+    InvalidRequestError,
+    OperationContract,
+    Prepared,
+    RevisionNeededError,
+)
+from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import EffectResponse, Repository
+from countersign.domain.scope import Scope, Section
+from eventsourcing.domain import Aggregate
+
+#: How many recipients the preview names; the rest are counted.
+FIRST_RECIPIENTS = 5
+
+# -- Request ----------------------------------------------------------------------------------
+
+
+class SendBroadcastRequest(ContractRequest):
+    """Propose sending the draft that is applied to the club's broadcast form, exactly as it
+    stands, to its audience. There is nothing to choose: the application sends the applied
+    draft, to the members of its leagues. Propose it only when the manager asks to send it."""
+
+
+# -- Arguments --------------------------------------------------------------------------------
+
+
+class SendBroadcastArguments(Frozen):
+    """The exact message to deliver, and the facts it was frozen from."""
+
+    form_id: UUID
+    draft: int
+    leagues: list[str]
+    subject: str
+    body: str
+    audience_count: int
+    recipients: list[str]
+
+
+# -- Preview ----------------------------------------------------------------------------------
+
+
+class SendBroadcastPreview(Frozen):
+    """The fixed review presentation of one send."""
+
+    subject: str
+    audience_count: int
+    first_recipients: str
+    filters_in_words: str
+    body: str
+    sends_email: bool
+
+
+# -- Result -----------------------------------------------------------------------------------
+
+
+class SendBroadcastResult(Frozen):
+    """What sending did."""
+
+    form_id: UUID
+    delivery_ref: str
+    audience_count: int
+    subject: str
+
+
+# -- the provider request ---------------------------------------------------------------------
+
+
+class EmailDelivery(Frozen):
+    """What the e-mail delivery service is asked: this message, to these recipients."""
+
+    subject: str
+    body: str
+    recipients: list[str]
+    metadata: dict[str, str]
+
+
+@dataclass
+class SendFacts(Facts):
+    """The form whose draft is sent, and the roster its audience is counted from."""
+
+    form: BroadcastForm
+    roster: Roster
+
+    def aggregates(self) -> list[Aggregate]:
+        return [self.form]
+
+
+class SendBroadcast(
+    OperationContract[
+        SendBroadcastRequest,
+        SendBroadcastArguments,
+        SendBroadcastPreview,
+        SendBroadcastResult,
+        SendFacts,
+    ]
+):
+    """Send the draft applied to the broadcast form, once, through the e-mail provider."""
+
+    kind = "email_broadcast.send"
+    contract_version = 1
+    section = Section("email_broadcasts")
+    permission = "email_broadcasts.send"
+    provider = "email"
+    Request = SendBroadcastRequest
+    Arguments = SendBroadcastArguments
+    Preview = SendBroadcastPreview
+    Result = SendBroadcastResult
+
+    title = Localized("Send the broadcast", "Envoyer le courriel aux membres")
+    preview_fields = {
+        "subject": PreviewField(Localized("Subject", "Objet")),
+        "audience_count": PreviewField(
+            Localized("Recipients", "Nombre de destinataires"), emphasis=True
+        ),
+        "first_recipients": PreviewField(Localized("First recipients", "Premiers destinataires")),
+        "filters_in_words": PreviewField(Localized("Audience", "Destinataires")),
+        "body": PreviewField(Localized("Body", "Message"), Shown.MULTILINE),
+        "sends_email": PreviewField(
+            Localized("Sends email", "Envoie un courriel"),
+            Shown.FLAG,
+            yes=Localized(
+                "YES: to every recipient, once", "OUI : à chaque destinataire, une seule fois"
+            ),
+            no=Localized("No", "Non"),
+            alert_when=True,
+        ),
+    }
+    revision_reasons = {
+        "broadcast_draft_changed": Localized(
+            "The broadcast form holds another draft than the one proposed for sending.",
+            "Le formulaire d'envoi contient un autre brouillon que celui proposé à l'envoi.",
+        ),
+        "broadcast_audience_count_changed": Localized(
+            "The audience of the draft changed from {approved_count} to {current_count} "
+            "recipients.",
+            "L'audience du brouillon est passée de {approved_count} à {current_count} "
+            "destinataires.",
+        ),
+        "broadcast_recipients_changed": Localized(
+            "The draft still reaches {approved_count} recipients, but not the same ones.",
+            "Le brouillon atteint toujours {approved_count} destinataires, mais pas les mêmes.",
+        ),
+        "broadcast_already_sent": Localized(
+            "This draft has already been sent; it is sent only once.",
+            "Ce brouillon a déjà été envoyé ; il ne l'est qu'une fois.",
+        ),
+        "broadcast_send_in_progress": Localized(
+            "Another send of this draft is still settling.",
+            "Un autre envoi de ce brouillon est en cours de règlement.",
+        ),
+        "broadcast_delivery_refused": Localized(
+            "The e-mail delivery service refused the broadcast; nothing was sent.",
+            "Le service d'envoi de courriels a refusé l'envoi ; rien n'a été envoyé.",
+        ),
+    }
+    effect_uncertain = Localized(
+        "The e-mail delivery service's answer was lost. The send is being reconciled with the "
+        "service; do not send the draft again.",
+        "La réponse du service d'envoi de courriels a été perdue. L'envoi est en cours de "
+        "rapprochement ; ne renvoyez pas le brouillon.",
+    )
+    assistant_instructions = (
+        "When the manager asks to send the draft that is in the broadcast form, propose "
+        "sending it with {tool}: it takes no arguments and sends exactly the applied draft. "
+        "Never propose a send the manager did not ask for."
+    )
+    stand_in_cue = r"\b(send|envoie|envoyez|envoyer)\b.*\b(draft|form|brouillon|formulaire)\b"
+
+    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+        """Asked only when the manager's words ask to send the draft (``stand_in_cue``): there
+        is nothing to fill in, and the application says if the form holds no draft to send."""
+        return {}
+
+    def load(self, scope: Scope, store: Repository) -> SendFacts:
+        if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
+            raise NotFoundError("broadcast form")
+        form = store.get(scope.resource_id, BroadcastForm)
+        roster = store.read(Roster.create_id(scope.organization_id), Roster)
+        return SendFacts(form=form, roster=roster)
+
+    def prepare(
+        self, request: SendBroadcastRequest, facts: SendFacts
+    ) -> Prepared[SendBroadcastArguments, SendBroadcastPreview]:
+        form = facts.form
+        draft = form.draft
+        if draft is None:
+            raise InvalidRequestError.one(
+                "request",
+                "the broadcast form has no applied draft: propose a draft and have it approved "
+                "before sending",
+            )
+        if form.draft_sent(draft):
+            raise InvalidRequestError.one(
+                "request", "the draft in the broadcast form has already been sent"
+            )
+        if form.draft_sending(draft):
+            raise InvalidRequestError.one(
+                "request", "a send of the draft in the broadcast form is still settling"
+            )
+        leagues = sorted(str(name) for name in form.filters.get("leagues", []))
+        recipients = sorted(facts.roster.audience(leagues))
+        if not recipients:
+            raise InvalidRequestError.one("request", "the draft's leagues have no members")
+        names = _names(facts.roster, leagues)
+        arguments = SendBroadcastArguments(
+            form_id=form.id,
+            draft=draft,
+            leagues=leagues,
+            subject=form.subject,
+            body=form.body,
+            audience_count=len(recipients),
+            recipients=recipients,
+        )
+        preview = SendBroadcastPreview(
+            subject=form.subject,
+            audience_count=len(recipients),
+            first_recipients=", ".join(
+                f"{names.get(address, address)} <{address}>"
+                for address in recipients[:FIRST_RECIPIENTS]
+            ),
+            filters_in_words=describe_filters(leagues),
+            body=form.body,
+            sends_email=True,
+        )
+        return Prepared(arguments=arguments, preview=preview)
+
+    def revalidate(self, arguments: SendBroadcastArguments, facts: SendFacts) -> dict[str, Any]:
+        form = facts.form
+        if form.draft != arguments.draft:
+            raise RevisionNeededError("broadcast_draft_changed")
+        if form.draft_sent(arguments.draft):
+            raise RevisionNeededError("broadcast_already_sent")
+        if form.draft_sending(arguments.draft):
+            raise RevisionNeededError("broadcast_send_in_progress")
+        current = sorted(facts.roster.audience(arguments.leagues))
+        if len(current) != arguments.audience_count:
+            raise RevisionNeededError(
+                "broadcast_audience_count_changed",
+                approved_count=arguments.audience_count,
+                current_count=len(current),
+            )
+        if current != arguments.recipients:
+            raise RevisionNeededError(
+                "broadcast_recipients_changed", approved_count=arguments.audience_count
+            )
+        return {"draft": arguments.draft, "audience_count": len(current), "sent": False}
+
+    def is_external(self, arguments: SendBroadcastArguments) -> bool:
+        return True
+
+    def execute(
+        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+    ) -> SendBroadcastResult:
+        raise NotImplementedError("a broadcast is only ever sent through the e-mail provider")
+
+    def describe_external(
+        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+    ) -> Effect:
+        arguments = contract.arguments
+        # Everything comes from the frozen arguments: the request is always the same.
+        return self.effect(
+            contract.proposal_id,
+            EmailDelivery(
+                subject=arguments.subject,
+                body=arguments.body,
+                recipients=list(arguments.recipients),
+                metadata={
+                    "proposal_id": str(contract.proposal_id),
+                    "form_id": str(arguments.form_id),
+                    "draft": str(arguments.draft),
+                },
+            ),
+        )
+
+    def start_external(
+        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+    ) -> Effect:
+        effect = self.describe_external(contract, facts)
+        facts.form.start_send(
+            contract.proposal_id,
+            contract.arguments.draft,
+            effect.idempotency_key,
+            recipients=contract.arguments.audience_count,
+        )
+        return effect
+
+    def finish_external(
+        self,
+        contract: ExecutionContract[SendBroadcastArguments],
+        facts: SendFacts,
+        response: EffectResponse,
+    ) -> SendBroadcastResult:
+        form = facts.form
+        send = form.send(contract.proposal_id)
+        if send is None or send.status != "pending":
+            raise EffectAlreadyRecordedError(str(contract.proposal_id))
+        if response.status != "succeeded":
+            form.fail_send(contract.proposal_id, reason=response.reason or "refused")
+            raise RevisionNeededError("broadcast_delivery_refused")
+        form.settle_send(
+            contract.proposal_id, delivery_ref=response.reference, sent_by=contract.approved_by
+        )
+        arguments = contract.arguments
+        return SendBroadcastResult(
+            form_id=arguments.form_id,
+            delivery_ref=response.reference,
+            audience_count=arguments.audience_count,
+            subject=arguments.subject,
+        )
+
+    def headline(self, preview: SendBroadcastPreview, language: str = "en") -> str:
+        subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
+        return Localized(
+            "Send “{subject}” to {count} recipients",
+            "Envoyer « {subject} » à {count} destinataires",
+        ).text(language, subject=subject, count=preview.audience_count)
+
+    def success_text(
+        self, preview: SendBroadcastPreview, result: SendBroadcastResult, language: str = "en"
+    ) -> str:
+        return Localized(
+            "Sent “{subject}” to {count} recipients ({audience}), once.",
+            "« {subject} » a été envoyé à {count} destinataires ({audience}), une seule fois.",
+        ).text(
+            language,
+            subject=result.subject,
+            count=result.audience_count,
+            audience=preview.filters_in_words,
+        )
+
+
+def _names(roster: Roster, leagues: list[str]) -> dict[str, str]:
+    """Each member's name by address, across the leagues."""
+    return {
+        address: name for league in leagues for address, name in roster.members_of(league).items()
+    }
