@@ -19,8 +19,9 @@ from countersign.application.assistant.schemas import function_tool
 from countersign.application.assistant.service import MAX_ROUNDS, PROPOSED, ROUND_LIMIT, UNAVAILABLE
 from countersign.application.errors import ForbiddenError, UnknownOperationError
 from countersign.domain.club.accounts import MemberAccount
+from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
-from countersign.domain.contracts import contracts_in
+from countersign.domain.contracts import REGISTRY, contracts_in
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
@@ -930,3 +931,26 @@ def test_scope_is_enforced_before_the_model_is_called(wire):
 
     assert len(w.endpoint.requests) == calls  # the model was never asked
     assert count_events(w.cs) == events  # nothing was recorded
+
+
+def test_a_member_with_some_of_a_sections_permissions_is_offered_only_those_tools(wire):
+    """Holding one of the section's permissions opens its assistant, which offers only the
+    contracts that member may propose: no tool, and no instruction, for the others."""
+    w = wire(Script(Say("Here to help with the draft.")))
+    org = w.cs.store.get(Organization.create_id("granite"), Organization)
+    org.change_permissions(BEN, [Permission.PREPARE_BROADCASTS])
+    w.cs.store.save(org)
+
+    w.turn("email_broadcasts", w.form, "Hi", actor=BEN)
+
+    request = w.endpoint.requests[-1]
+    offered = [name for name in tool_names(request) if name.startswith("propose_")]
+    drafts = [c for c in REGISTRY.values() if c.permission == Permission.PREPARE_BROADCASTS]
+    others = [c for c in contracts_in(Section("email_broadcasts")) if c not in drafts]
+    assert offered == [c.tool_name for c in drafts]
+    assert others, "the section must have a contract Ben may not propose"
+    system = request["messages"][0]["content"]
+    for contract in others:
+        assert contract.tool_name not in system
+    with pytest.raises(ForbiddenError):  # and none of the orders section's
+        w.turn("orders", w.order, "Hi", actor=BEN)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from countersign.application.access import Caller, require
+from countersign.application.access import Caller, require_any
 from countersign.application.assistant.sections import SectionAssistant
 from countersign.application.authorization import membership, organization_by_slug
 from countersign.application.errors import UnknownOperationError, parse_id
@@ -79,15 +79,17 @@ def open_scope(
 ) -> OpenScope:
     """UnknownOperationError for a section without an assistant; NotFoundError for an
     unknown organization, a non-member, or a resource that is not the organization's
-    (checked first); then ForbiddenError unless the caller may use every contract of it."""
+    (checked first); then ForbiddenError unless the caller may propose at least one of its
+    contracts. The assistant it opens offers only the contracts the caller may propose."""
     assistant = section_assistant(assistants, section)
     org = organization_by_slug(store, organization)
     member = membership(org, caller.email)
     scope = Scope(org.id, assistant.section, parse_id(resource_id, "resource"))
     for contract in assistant.contracts:
         contract.load(scope, store)  # NotFoundError unless it is this organization's
-    require(caller, member, *(contract.permission for contract in assistant.contracts))
-    return OpenScope(assistant, org, member, scope)
+    require_any(caller, member, (contract.permission for contract in assistant.contracts))
+    offered = assistant.for_holder(lambda permission: caller.may(member, permission))
+    return OpenScope(offered, org, member, scope)
 
 
 def check_owned(interaction: Interaction, scope: Scope, manager: str) -> Interaction:

@@ -13,7 +13,7 @@ database ids, no tenant ids, no provider payloads, no other customer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
@@ -72,6 +72,10 @@ class SectionAssistant:
     """What holds for everything it does in the section."""
     read_tools: tuple[ReadTool, ...]
     summary: Callable[[Scope, Repository], str]
+    offered: frozenset[str] | None = None
+    """The kinds this assistant may propose here (None: every one of its section's): a
+    conversation of someone who holds only some of the section's permissions is offered only
+    the contracts they may propose (``for_holder``)."""
     club_resource: Callable[[UUID], UUID] | None = None
     """For a section with one resource per organization (its roster, its broadcast form):
     that resource's id, from the organization's. None when each conversation is about one
@@ -79,7 +83,17 @@ class SectionAssistant:
 
     @property
     def contracts(self) -> tuple[AnyContract, ...]:
-        return contracts_in(self.section)
+        return tuple(
+            contract
+            for contract in contracts_in(self.section)
+            if self.offered is None or contract.kind in self.offered
+        )
+
+    def for_holder(self, may: Callable[[str], bool]) -> SectionAssistant:
+        """This assistant as it is offered to someone: only the contracts whose permission
+        ``may`` says they hold (their tools and instruction sentences; the rest are absent)."""
+        kinds = frozenset(c.kind for c in self.contracts if may(c.permission))
+        return replace(self, offered=kinds)
 
     @property
     def instructions(self) -> str:
