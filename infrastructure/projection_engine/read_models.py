@@ -76,6 +76,92 @@ class ReadModels:
             "total": int(total[0]) if total else 0,
         }
 
+    def needs_attention(
+        self, organization_id: str, *, section: str | None = None, limit: int = 20
+    ) -> dict[str, Any]:
+        """Decided proposals of one organization that need someone's attention (the
+        ``attention`` projection says which), newest first: their cards, and how many."""
+        where = "a.organization_id = ? AND a.open = ?"
+        params: list[Any] = [organization_id, True]
+        if section:
+            where += " AND a.section = ?"
+            params.append(section)
+        joined = "proposal_cards c JOIN attention_items a ON a.proposal_id = c.proposal_id"
+        spec = _TABLES["proposal_cards"]
+        columns = ", ".join(f"c.{name}" for name in spec.column_names())
+        limit = min(max(1, limit), MAX_PAGE_SIZE)
+        with self.sql.transaction() as cursor:
+            total = cursor.execute(
+                f"SELECT COUNT(*) FROM {joined} WHERE {where}", params
+            ).fetchone()
+            rows = cursor.execute(
+                f"SELECT {columns} FROM {joined} WHERE {where}"
+                " ORDER BY a.since DESC, c.proposal_id LIMIT ?",
+                [*params, limit],
+            ).fetchall()
+            decoder = SqlRows(cursor, [spec], self.dialect)
+            items = [decoder.decode(spec, row) for row in rows]
+        return {"items": items, "total": int(total[0]) if total else 0}
+
+    def recent(
+        self,
+        organization_id: str,
+        *,
+        section: str | None = None,
+        page: int = 1,
+        page_size: int = 20,
+    ) -> dict[str, Any]:
+        """Decided proposals of one organization (any outcome, declined and expired ones too),
+        the most recently changed first."""
+        page = max(1, page)
+        page_size = min(max(1, page_size), MAX_PAGE_SIZE)
+        where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
+        params: list[Any] = [organization_id]
+        if section:
+            where += " AND section = ?"
+            params.append(section)
+        with self.sql.transaction() as cursor:
+            total = cursor.execute(
+                f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
+            ).fetchone()
+        items = self._select(
+            "proposal_cards",
+            where,
+            [*params, page_size, (page - 1) * page_size],
+            "ORDER BY updated_at DESC, proposal_id LIMIT ? OFFSET ?",
+        )
+        return {
+            "items": items,
+            "page": page,
+            "page_size": page_size,
+            "total": int(total[0]) if total else 0,
+        }
+
+    def counts(
+        self, organization_id: str, now: datetime, *, section: str | None = None
+    ) -> dict[str, int]:
+        """How many proposals await a decision, and how many need attention."""
+        awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
+        open_items = "organization_id = ? AND open = ?"
+        awaiting_params: list[Any] = [organization_id, self._time(now)]
+        open_params: list[Any] = [organization_id, True]
+        if section:
+            awaiting += " AND section = ?"
+            open_items += " AND section = ?"
+            awaiting_params.append(section)
+            open_params.append(section)
+        with self.sql.transaction() as cursor:
+            pending = cursor.execute(
+                f"SELECT COUNT(*) FROM proposal_cards WHERE {awaiting}", awaiting_params
+            ).fetchone()
+            attention = cursor.execute(
+                f"SELECT COUNT(*) FROM attention_items WHERE {open_items}", open_params
+            ).fetchone()
+        return {
+            "awaiting": int(pending[0]) if pending else 0,
+            "attention": int(attention[0]) if attention else 0,
+        }
+
     def card(self, organization_id: str, proposal_id: str) -> dict[str, Any] | None:
         rows = self._select(
             "proposal_cards",
