@@ -58,9 +58,14 @@ class ClubService:
         return investigation(order)
 
     def leagues(self, organization: str) -> list[dict[str, Any]]:
+        """Every league with its member count and capacity (None: no limit)."""
         roster = self._roster(organization)
         return [
-            {"name": name, "active_members": len(roster.members_of(name))}
+            {
+                "name": name,
+                "active_members": roster.member_count(name),
+                "capacity": roster.capacity_of(name),
+            }
             for name in roster.league_names()
         ]
 
@@ -148,6 +153,11 @@ def investigation(order: Order) -> dict[str, Any]:
         "participant": order.participant_name,
         "currency": order.currency,
         "total_cents": order.total_cents,
+        "registration": {
+            "status": str(order.status),
+            "league": order.league,
+            "refundable_balance_cents": order.refundable_balance_cents,
+        },
         "note": order.note,
         "line_items": [
             {

@@ -91,10 +91,16 @@ class ProposalReview:
 
 @dataclass(frozen=True)
 class InboxScope:
-    """The pending proposals a caller may list: one organization, one section or all."""
+    """The pending proposals a caller may list: one organization, and the sections of it the
+    caller may read (None: every section)."""
 
     organization_id: str
-    section: str | None
+    sections: tuple[str, ...] | None
+
+    @property
+    def section(self) -> str | None:
+        """The one section listed, when only one is."""
+        return self.sections[0] if self.sections is not None and len(self.sections) == 1 else None
 
 
 class ProposalAccess:
@@ -239,7 +245,7 @@ class ProposalAccess:
 
     def inbox_scope(self, actor: Caller, section: str | None = None) -> InboxScope:
         """What the caller may list: ``section`` if they may read it; without one, every
-        section if they may read them all, or the only one they may read."""
+        section they may read (MissingPermissionError if that is none)."""
         member = self._member(actor)
         readable = readable_sections(actor, member, self.registry)
         assert actor.organization_id is not None  # _member checked it
@@ -247,14 +253,14 @@ class ProposalAccess:
         if section is not None:
             if section not in readable:
                 raise MissingPermissionError(self._readers_of(section), any_of=True)
-            return InboxScope(organization_id, section)
+            return InboxScope(organization_id, (section,))
         sections = sections_of(self.registry)
-        if len(readable) == len(sections):
-            return InboxScope(organization_id, None)
-        if len(readable) != 1:
+        if not readable:
             everyone = [p for s in sections for p in self._readers_of(s)]
             raise MissingPermissionError(everyone, any_of=True)
-        return InboxScope(organization_id, readable[0])
+        if len(readable) == len(sections):
+            return InboxScope(organization_id, None)
+        return InboxScope(organization_id, tuple(readable))
 
     # -- the checks ---------------------------------------------------------------------------
 

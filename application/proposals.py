@@ -322,7 +322,10 @@ class ProposalService:
             return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
         #    Or record an external operation's attempt with the claim, and call out once the
         #    claim is committed.
-        effect = contract.start_external(execution, loaded)
+        try:
+            effect = contract.start_external(execution, loaded)
+        except Exception:
+            return self._fail(proposal, "ExecutionError", exc_info=True)
         if effect.provider not in self.providers:
             return self._fail(proposal, "UnknownEffectProvider")
         return Commit([proposal, *loaded.aggregates()], _CallOut(contract, execution, effect))

@@ -50,3 +50,15 @@ class RosterRuleError(CountersignError):
 class EffectAlreadyRecordedError(CountersignError):
     """Raised when an outside system's answer is recorded for an attempt that is no longer
     pending: another process (an approver that woke up, the reconciler) recorded it first."""
+
+
+class NotInLeagueError(RosterRuleError):
+    """Raised when a member is moved out of a league they do not play in."""
+
+
+class AlreadyInLeagueError(RosterRuleError):
+    """Raised when a member is moved into a league they already play in."""
+
+
+class LeagueFullError(RosterRuleError):
+    """Raised when a member would join or move into a league that is at its capacity."""

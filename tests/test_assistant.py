@@ -20,8 +20,10 @@ from countersign.application.assistant.service import MAX_ROUNDS, PROPOSED, ROUN
 from countersign.application.errors import ForbiddenError, UnknownOperationError
 from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.roster import Roster
+from countersign.domain.contracts import contracts_in
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
+from countersign.domain.scope import Section
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import (
@@ -210,6 +212,23 @@ EMAIL_TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+def _with_later_contracts(section: str, snapshot: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A section's snapshot, then the propose tool of each contract of the section registered
+    since it was taken, in registry order (the conformance suite checks each contract's tool):
+    a new operation plugs in without editing this file."""
+    pinned = {tool["function"]["name"] for tool in snapshot}
+    later = [
+        function_tool(contract.tool_name, contract.Request)
+        for contract in contracts_in(Section(section))
+        if contract.tool_name not in pinned
+    ]
+    return snapshot + later
+
+
+ORDERS_TOOLS = _with_later_contracts("orders", ORDERS_TOOLS)
+EMAIL_TOOLS = _with_later_contracts("email_broadcasts", EMAIL_TOOLS)
 
 
 # -- fixtures and helpers ------------------------------------------------------------------------

@@ -275,3 +275,84 @@ def _fits_the_screen(page: Any) -> None:
         "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
     assert overflow <= 0, f"the page is {overflow}px wider than the screen"
+
+
+def test_ava_asks_the_roster_assistant_to_move_a_member_and_approves_it(served: Served) -> None:
+    """The roster section, from its start link: the stand-in proposes the move Ava asked for,
+    the review page shows the section's labels, and approving moves her in the roster."""
+    sync_playwright = _browser_or_fail()
+    ARTIFACTS.mkdir(exist_ok=True)
+    problems: list[str] = []
+    roster_id = served.seeded["rosters"]["granite"]
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+            page = context.new_page()
+            page.on(
+                "console",
+                lambda message: problems.append(message.text) if message.type == "error" else None,
+            )
+            page.goto(served.base_url + "/sign-in")
+            page.fill("#email", AVA)
+            page.fill("#password", served.passwords[AVA])
+            page.click("button[type=submit] >> text=Sign in")
+            page.wait_for_url(served.base_url + "/")
+
+            # The start link opens the roster assistant on the club's roster.
+            page.click("a >> text=Change the league rosters")
+            page.wait_for_url(f"{served.base_url}/chat/roster/{roster_id}")
+            assert page.locator("h1").inner_text() == "Roster assistant"
+            page.fill("#message", "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors")
+            page.click("button >> text=Send")
+            card = page.locator(".proposal-card")
+            card.wait_for()
+            shown = card.inner_text()
+            assert "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors" in shown
+            page.screenshot(path=str(ARTIFACTS / "roster-01-chat-card.png"), full_page=True)
+
+            # The inbox lists it under the roster's own tab.
+            page.goto(served.base_url + "/?section=roster")
+            assert page.locator(".inbox-card").count() == 1
+            assert "Roster" in page.locator("nav.segments").inner_text()
+
+            # Review and approve.
+            page.locator(".inbox-card").first.click()
+            page.wait_for_url(re.compile(r".*/proposals/[0-9a-f-]{36}$"))
+            review_url = page.url
+            assert page.locator("#status").inner_text() == "Awaiting approval"
+            review = page.locator("main").text_content() or ""
+            assert "Move a member to another league" in review
+            assert "To league: members after" in review
+            page.screenshot(path=str(ARTIFACTS / "roster-02-review-pending.png"), full_page=True)
+            page.click("button >> text=Approve")
+            page.wait_for_url(review_url)
+            assert page.locator("#status").inner_text() == "Succeeded"
+            assert "Olivia Chen now plays in Thursday Seniors (5 members)" in (
+                page.locator("#outcome").inner_text()
+            )
+            page.screenshot(path=str(ARTIFACTS / "roster-03-review-succeeded.png"), full_page=True)
+            leagues = {league["name"]: league for league in served.cs.club.leagues("granite")}
+            assert leagues["Thursday Seniors"]["active_members"] == 5
+            assert leagues["Sunday Mixed Doubles"]["active_members"] == 1
+
+            # In French, the section's and the operation's own labels.
+            page.click(".lang button[value=fr]")
+            page.wait_for_url(review_url)
+            assert page.locator("#status").inner_text() == "Réussie"
+            assert "Ligue rejointe : membres après" in (page.locator("main").text_content() or "")
+            assert "Olivia Chen joue maintenant dans Thursday Seniors" in (
+                page.locator("#outcome").inner_text()
+            )
+            page.screenshot(path=str(ARTIFACTS / "roster-04-review-fr.png"), full_page=True)
+            page.goto(served.base_url + "/?section=roster")
+            assert "Effectifs" in page.locator("nav.segments").inner_text()
+            page.click(".lang button[value=en]")
+            context.close()
+        finally:
+            browser.close()
+
+    assert problems == [], f"the browser reported errors (CSP violations?): {problems}"

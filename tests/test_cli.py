@@ -48,6 +48,7 @@ def test_seed_is_idempotent_and_prints_the_documented_shape(cli):
         "maple-refund",
     } <= set(first["orders"])
     assert set(first["broadcast_forms"]) == {"granite", "maple"}
+    assert set(first["rosters"]) == {"granite", "maple"}
 
 
 def test_orders_show_gives_references_and_no_provider_ids(seeded_cli):
@@ -191,7 +192,7 @@ def test_request_from_a_file_and_a_manual_refund_then_a_stale_approval(seeded_cl
 def test_roster_decline_reconcile_and_expire(seeded_cli):
     cli, data = seeded_cli
     leagues = cli("roster", "leagues", "--org", "granite")
-    assert {"name": "Thursday Seniors", "active_members": 4} in leagues
+    assert {"name": "Thursday Seniors", "active_members": 4, "capacity": 8} in leagues
     joined = cli(
         "roster",
         "join",
@@ -228,6 +229,46 @@ def test_roster_decline_reconcile_and_expire(seeded_cli):
     assert cli("expire") == {"expired": []}
 
 
+def test_roster_leagues_show_each_capacity_and_a_full_league_takes_nobody(
+    seeded_cli, database_url, capsys
+):
+    cli, data = seeded_cli
+    assert cli("roster", "leagues", "--org", "granite") == [
+        {"name": "Junior Program", "active_members": 3, "capacity": 12},
+        {"name": "Monday Night Open", "active_members": 6, "capacity": 8},
+        {"name": "Sunday Mixed Doubles", "active_members": 2, "capacity": 8},
+        {"name": "Thursday Seniors", "active_members": 4, "capacity": 8},
+    ]
+    assert data["rosters"]["granite"] != data["rosters"]["maple"]
+
+    def join(name: str, email: str):
+        return cli(
+            "roster",
+            "join",
+            "--org",
+            "granite",
+            "--league",
+            "Monday Night Open",
+            "--name",
+            name,
+            "--email",
+            email,
+        )
+
+    assert join("Grace Kim", "grace.kim@example.com")["active_members"] == 7
+    assert join("Owen Price", "owen.price@example.com")["active_members"] == 8
+    refused = join("Ruth Lee", "ruth.lee@example.com")
+    assert refused == {
+        "error": "rejected",
+        "message": "'Monday Night Open' is full (8 members)",
+    }
+
+    assert main(["roster", "leagues", "--org", "granite", "--database", database_url]) == 0
+    text = capsys.readouterr().out
+    assert "Monday Night Open: 8 members, capacity 8" in text
+    assert "Junior Program: 3 members, capacity 12" in text
+
+
 def test_bad_database_url_is_a_usage_error_with_the_fix(capsys):
     code = main(["seed", "--json", "--database", "mysql://x/y"])
     answer = json.loads(capsys.readouterr().out)
@@ -260,16 +301,24 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     assert main(["demo", "--json", "--database", f"sqlite:///{tmp_path / 'demo.db'}"]) == 0
     story = json.loads(capsys.readouterr().out)
     titles = [chapter["title"] for chapter in story["chapters"]]
-    assert len(titles) == 11
+    assert len(titles) == len(set(titles)) >= 12
     text = json.dumps(story)
+    from countersign.domain.contracts import REGISTRY
+
+    for kind in REGISTRY:  # a scene for every registered operation
+        assert f'"operation": "{kind}"' in text, kind
     for phrase in (
         "Same stored outcome",
         "already been refunded",
         "reconciled",
         "Nothing has been sent",
         "The audience changed",
+        "Olivia Chen now plays in Thursday Seniors",
+        "Lucas Roy already plays in Junior Program.",
         "Reconciling",
         "Awaiting approval (1)",
+        "Monday Night Open: 6 -> 5 members",
+        "cancelled",
         "never a model paraphrase",
         "every hash-chain link holds",
     ):

@@ -88,3 +88,26 @@ def test_an_effect_for_a_provider_nobody_registered_fails_closed_before_anything
     assert cs.sandbox.refunds() == []
     order = cs.club.investigate("granite", seeded["orders"]["refund-ok"])
     assert order["unresolved_refund_attempts"] == 0
+
+
+def test_a_contract_that_cannot_start_its_effect_fails_closed_with_a_reference(
+    cs, seeded, monkeypatch, caplog
+):
+    from countersign.domain.contracts import REGISTRY
+
+    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("the domain record refused the attempt")
+
+    monkeypatch.setattr(REGISTRY[REFUND], "start_external", broken)
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert (report.result, report.status) == ("executed", "failed")
+    assert report.outcome["kind"] == "terminal_failure"
+    assert report.outcome["correlation_id"] in caplog.text
+    assert cs.sandbox.refunds() == []  # nothing was sent
+    order = cs.club.investigate("granite", seeded["orders"]["refund-ok"])
+    assert order["unresolved_refund_attempts"] == 0  # nor recorded half-way
+    again = cs.proposals.approve(proposal_id, AVA)
+    assert (again.result, again.outcome) == ("already_completed", report.outcome)

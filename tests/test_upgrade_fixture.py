@@ -18,6 +18,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from countersign.domain.club.organization import Organization
+from countersign.domain.club.roster import Roster
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -108,3 +110,26 @@ def test_projections_rebuild_from_the_old_log_and_read_its_conversation(upgraded
     assert cards[manifest["proposals"]["succeeded_account_credit"]]["status"] == "succeeded"
     messages = cs.read_models.handback(granite, manifest["interaction_id"])
     assert messages, "the old conversation hands back the new outcome"
+
+
+def test_leagues_stored_before_capacities_have_no_limit_and_take_moves(upgraded):
+    cs, _ = upgraded
+    leagues = {league["name"]: league for league in cs.club.leagues("granite")}
+    assert leagues["Thursday Seniors"] == {
+        "name": "Thursday Seniors",
+        "active_members": 4,
+        "capacity": None,
+    }
+    roster_id = Roster.create_id(Organization.create_id("granite"))
+    roster = cs.store.get(roster_id, Roster)
+    roster.move("olivia.chen@example.com", "Sunday Mixed Doubles", "Thursday Seniors")
+    cs.store.save(roster)
+    assert cs.club.leagues("granite")[-1]["active_members"] == 5  # Thursday Seniors, sorted last
+
+
+def test_orders_stored_before_they_recorded_a_league_load_active_and_without_one(upgraded):
+    cs, manifest = upgraded
+    order = cs.club.order("granite", manifest["seed"]["orders"]["refund-stale"])
+    assert order.league is None
+    assert order.is_active
+    assert order.refundable_balance_cents == order.paid_cents == 34500

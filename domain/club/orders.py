@@ -1,9 +1,11 @@
-"""Orders: line items, discounts, payments, refunds and refund attempts keyed by proposal id."""
+"""Orders: line items, discounts, payments, refunds, refund attempts keyed by proposal id, and
+the league spot a registration holds until it is cancelled."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
@@ -65,14 +67,26 @@ class RefundAttempt:
 
     proposal_id: str
     payment: str
-    discount: str
+    discount: str | None  # None: a refund of the order's balance, not of a discount
     amount_cents: int
     idempotency_key: str
     status: str  # "pending" | "succeeded" | "failed"
 
 
+class OrderStatus(StrEnum):
+    """Where an order's registration stands."""
+
+    ACTIVE = "active"
+    CANCELLED = "cancelled"
+
+
 class Order(Aggregate):
-    """A participant's order with the club."""
+    """A participant's order with the club.
+
+    ``league`` is the roster league whose spot the registration holds (``None`` for an order
+    that holds none, and for orders placed before orders recorded it). A cancelled order keeps
+    its history and refuses to be cancelled again.
+    """
 
     @staticmethod
     def create_id(organization_id: UUID, key: str) -> UUID:
@@ -91,6 +105,7 @@ class Order(Aggregate):
         payments: list[dict[str, Any]],
         note: str,
         placed_at: datetime,
+        league: str | None = None,  # a default: orders placed before it was recorded load
     ) -> None:
         self.organization_id = organization_id
         self.key = key
@@ -102,6 +117,9 @@ class Order(Aggregate):
         self._payments = payments
         self.note = note
         self.placed_at = placed_at
+        self.league = league
+        self.status = OrderStatus.ACTIVE
+        self.cancelled_by: str | None = None
         self._refunds: list[dict[str, Any]] = []
         self._attempts: dict[str, dict[str, Any]] = {}
 
@@ -180,6 +198,22 @@ class Order(Aggregate):
             payment.amount_cents - self.refunded_cents(payment_ref) - self.held_cents(payment_ref)
         )
 
+    @property
+    def paid_cents(self) -> int:
+        """Everything received for the order, across its payments."""
+        return sum(payment.amount_cents for payment in self.payments)
+
+    @property
+    def refundable_balance_cents(self) -> int:
+        """What is left to give back across every payment: what was paid, less the refunds
+        granted, less what unresolved refund attempts hold."""
+        return sum(self.refundable_cents(payment.ref) for payment in self.payments)
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the registration still stands (it has not been cancelled)."""
+        return self.status == OrderStatus.ACTIVE
+
     def discount_refunded(self, discount_ref: str) -> bool:
         return any(r.discount == discount_ref for r in self.refunds)
 
@@ -218,14 +252,51 @@ class Order(Aggregate):
             recorded_by=recorded_by,
         )
 
+    def refund_balance_to_account(
+        self, proposal_id: UUID, amount_cents: int, recorded_by: str
+    ) -> None:
+        """Give the whole refundable balance back as account credit: one refund per payment
+        that still holds value. ``amount_cents`` is the balance the caller expects; a balance
+        that moved since, or a refund still settling, is refused."""
+        if self.unresolved_attempts():
+            raise OrderRuleError("another refund attempt is unresolved")
+        if amount_cents <= 0:
+            raise OrderRuleError("a refund must be a positive amount")
+        if amount_cents != self.refundable_balance_cents:
+            raise OrderRuleError("the refundable balance is not the amount expected")
+        for payment in self.payments:
+            value = self.refundable_cents(payment.ref)
+            if value > 0:
+                self._refund_recorded(
+                    payment=payment.ref,
+                    amount_cents=value,
+                    destination="account_credit",
+                    discount=None,
+                    proposal_id=str(proposal_id),
+                    recorded_by=recorded_by,
+                )
+
+    def cancel(self, proposal_id: UUID | None, cancelled_by: str) -> None:
+        """Cancel the registration. An order is cancelled once, and not while a refund on it is
+        still settling (its answer would land on a closed order)."""
+        if not self.is_active:
+            raise OrderRuleError("the registration is already cancelled")
+        if self.unresolved_attempts():
+            raise OrderRuleError("a refund on this order is still settling")
+        self._cancelled(
+            proposal_id=str(proposal_id) if proposal_id else None, cancelled_by=cancelled_by
+        )
+
     def start_refund_attempt(
         self,
         proposal_id: UUID,
         payment_ref: str,
-        discount_ref: str,
+        discount_ref: str | None,
         amount_cents: int,
         idempotency_key: str,
     ) -> None:
+        """Hold ``amount_cents`` of the payment for an external refund (for a missed discount,
+        or with no discount, for the order's balance) until the provider's answer settles it."""
         if str(proposal_id) in self._attempts:
             raise OrderRuleError("a refund attempt already exists for this proposal")
         if self.unresolved_attempts():
@@ -290,7 +361,7 @@ class Order(Aggregate):
         self,
         proposal_id: str,
         payment: str,
-        discount: str,
+        discount: str | None,
         amount_cents: int,
         idempotency_key: str,
     ) -> None:
@@ -322,6 +393,11 @@ class Order(Aggregate):
     @event("RefundAttemptFailed")
     def _refund_attempt_failed(self, proposal_id: str, reason: str) -> None:
         self._attempts[proposal_id]["status"] = "failed"
+
+    @event("Cancelled")
+    def _cancelled(self, proposal_id: str | None, cancelled_by: str) -> None:
+        self.status = OrderStatus.CANCELLED
+        self.cancelled_by = cancelled_by
 
 
 class _Referenced(Protocol):

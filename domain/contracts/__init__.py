@@ -7,6 +7,8 @@ from typing import Any
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
 from countersign.domain.contracts.base import OperationContract
+from countersign.domain.contracts.cancel_registration import CancelRegistration
+from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 from countersign.domain.scope import Section
@@ -32,6 +34,8 @@ def _registry(*contracts: AnyContract) -> dict[str, AnyContract]:
 REGISTRY: dict[str, AnyContract] = _registry(
     RefundMissingDiscount(),
     ApplyBroadcastDraft(),
+    MoveMember(),
+    CancelRegistration(),
 )
 
 

@@ -122,11 +122,12 @@ class StandInPolicy:
     """A small deterministic model: it reads, then proposes what the facts support.
 
     Like a model, it knows no operation by name. It first calls each offered read tool that
-    needs no arguments, once per manager message. Then it asks the contracts behind the
-    offered propose tools to fill their request from the manager's words and what it read
-    (``OperationContract.stand_in``), those whose ``stand_in_cue`` matches the words first, and
-    proposes the first request it gets. It corrects a rejected request once by dropping the
-    fields the application called unknown.
+    needs no choice of arguments (it has no parameters, or only ones that accept null, such as
+    an optional search query: it sends them as null), once per manager message. Then it asks
+    the contracts behind the offered propose tools to fill their request from the manager's
+    words and what it read (``OperationContract.stand_in``), those whose ``stand_in_cue``
+    matches the words first, and proposes the first request it gets. It corrects a rejected
+    request once by dropping the fields the application called unknown.
     """
 
     def __call__(self, request: dict[str, Any]) -> Answer:
@@ -146,9 +147,9 @@ class StandInPolicy:
         for tool in offered:
             function = tool.get("function") or {}
             name = str(function.get("name", ""))
-            needs = (function.get("parameters") or {}).get("required")
-            if name not in proposers and not needs and name not in reads:
-                return Call(name)
+            arguments = _all_null(function.get("parameters") or {})
+            if name not in proposers and arguments is not None and name not in reads:
+                return Call(name, arguments)
         return _propose(words, reads, proposers)
 
     @staticmethod
@@ -159,6 +160,22 @@ class StandInPolicy:
             first = problems[0] if problems else {"field": "?", "message": "rejected"}
             return Say(f"I could not prepare it: {first['field']}: {first['message']}.")
         return Call(call["name"], {k: v for k, v in arguments.items() if k not in unknown})
+
+
+def _all_null(parameters: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments for a tool called without choosing anything: every parameter null (strict
+    schemas require them all); None when one of them does not accept null."""
+    properties = parameters.get("properties") or {}
+    if not all(_accepts_null(schema) for schema in properties.values()):
+        return None
+    return dict.fromkeys(properties)
+
+
+def _accepts_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    types = [option.get("type") for option in [schema, *(schema.get("anyOf") or [])]]
+    return any(kind == "null" or (isinstance(kind, list) and "null" in kind) for kind in types)
 
 
 def _proposers(offered: list[dict[str, Any]]) -> dict[str, AnyContract]:

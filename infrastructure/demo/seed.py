@@ -93,6 +93,9 @@ ORDERS: dict[str, tuple[str, str, str | None, str]] = {
     ),
 }
 MAPLE_ORDER = ("maple-refund", "Jack Wilson", "jack.wilson@example.com", CARD_OK)
+#: The roster league whose spot each club's registrations hold: participants of the Fall Monday
+#: Night League play in Monday Night Open; Maple's registration is for its Tuesday Draw.
+REGISTRATION_LEAGUE = {"granite": "Monday Night Open", "maple": "Tuesday Draw"}
 
 LEAGUES: dict[str, list[tuple[str, str]]] = {
     "Monday Night Open": [
@@ -120,6 +123,14 @@ LEAGUES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 MAPLE_LEAGUES = {"Tuesday Draw": [("Jack Wilson", "jack.wilson@example.com")]}
+# The most members each seeded league may hold: every one has room to take more.
+CAPACITIES = {
+    "Monday Night Open": 8,
+    "Thursday Seniors": 8,
+    "Junior Program": 12,
+    "Sunday Mixed Doubles": 8,
+    "Tuesday Draw": 16,
+}
 
 
 PLACED_AT = datetime(2026, 9, 3, 18, 30, tzinfo=UTC)
@@ -141,8 +152,10 @@ def seed(cs: Countersign) -> dict[str, Any]:
     maple_key, name, email, card = MAPLE_ORDER
     orders[maple_key] = str(_order(cs, orgs["maple"], maple_key, name, email, card, "").id)
 
-    _roster(cs, granite, LEAGUES)
-    _roster(cs, orgs["maple"], MAPLE_LEAGUES)
+    rosters = {
+        "granite": str(_roster(cs, granite, LEAGUES).id),
+        "maple": str(_roster(cs, orgs["maple"], MAPLE_LEAGUES).id),
+    }
     forms = {slug: str(_form(cs, org).id) for slug, org in orgs.items()}
     return {
         "organizations": [{"slug": o.slug, "name": o.name, "id": str(o.id)} for o in orgs.values()],
@@ -157,6 +170,7 @@ def seed(cs: Countersign) -> dict[str, Any]:
         ],
         "orders": orders,
         "broadcast_forms": forms,
+        "rosters": rosters,
     }
 
 
@@ -207,6 +221,7 @@ def _order(
         payments=[payment],
         note=note,
         placed_at=PLACED_AT,
+        league=REGISTRATION_LEAGUE[org.slug],
     )
     account = _existing(cs, MemberAccount.create_id(org.id, email), MemberAccount) or MemberAccount(
         organization_id=org.id, email=email, holder_name=name, currency="CAD"
@@ -215,17 +230,21 @@ def _order(
     return order
 
 
-def _roster(cs: Countersign, org: Organization, leagues: dict[str, list[tuple[str, str]]]) -> None:
-    if _existing(cs, Roster.create_id(org.id), Roster) is not None:
-        return  # seeded before: members may have joined or left since
+def _roster(
+    cs: Countersign, org: Organization, leagues: dict[str, list[tuple[str, str]]]
+) -> Roster:
+    existing = _existing(cs, Roster.create_id(org.id), Roster)
+    if existing is not None:
+        return existing  # seeded before: members may have joined, left or moved since
     roster = Roster(organization_id=org.id)
     for league, members in leagues.items():
         if league not in roster.leagues:
-            roster.add_league(league)
+            roster.add_league(league, CAPACITIES[league])
         for name, email in members:
             if email not in roster.members_of(league):
                 roster.join(league, name, email)
     cs.store.save(roster)
+    return roster
 
 
 def _form(cs: Countersign, org: Organization) -> BroadcastForm:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
+from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
@@ -18,6 +19,7 @@ from countersign.infrastructure.entrypoints.cli import render
 AVA = "ava@granite.example"
 REFUND = RefundMissingDiscount.kind
 DRAFT = ApplyBroadcastDraft.kind
+MOVE = MoveMember.kind
 TO_ACCOUNT_CREDIT = {
     "payment": "P1",
     "line_item": "L1",
@@ -156,6 +158,8 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(render.render_created(credit))
     story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
+    cancel_registration(cs, story, orders["refund-ok"])
+
     story.chapter("An email draft from Ava's words: the audience is recounted at approval")
     form = data["broadcast_forms"]["granite"]
     words = (
@@ -183,6 +187,44 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     cs.club.join("granite", "Thursday Seniors", "Grace Kim", "grace.kim@example.com")
     story.say("A second, identical draft is proposed; then Grace Kim joins Thursday Seniors.")
     story.say(render.render_report(cs.proposals.approve(second["proposal_id"], AVA).to_json()))
+
+    story.chapter("A member changes league from Ava's words: the roster is rechecked at approval")
+    roster = data["rosters"]["granite"]
+    words = "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors"
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite", actor=AVA, section="roster", resource_id=roster, message=words
+    ).to_json()
+    asked = [
+        f"{e['name']}({json.dumps(e['arguments'])})"
+        for e in cs.audit_interaction(turn["interaction_id"])
+    ]
+    story.say(
+        "The model asked for: " + "; ".join(asked) + "\nIt names the member by the email the "
+        "search showed; the application counted both leagues before and after the move:\n"
+        + render.render_turn(json.loads(render.to_json(turn))),
+        turn,
+    )
+    story.say(
+        render.render_report(cs.proposals.approve(turn["proposal"]["proposal_id"], AVA).to_json())
+    )
+    lucas = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=MOVE,
+        resource_id=roster,
+        request={
+            "email": "lucas.roy@example.com",
+            "from_league": "Sunday Mixed Doubles",
+            "to_league": "Junior Program",
+        },
+    ).to_json()
+    cs.club.join("granite", "Junior Program", "Lucas Roy", "lucas.roy@example.com")
+    story.say(
+        "Ava also proposes moving Lucas Roy to the Junior Program; before she approves, the "
+        "front desk signs him up for it directly."
+    )
+    story.say(render.render_report(cs.proposals.approve(lucas["proposal_id"], AVA).to_json()))
 
     story.chapter("Proposals expire")
     late = propose(cs, orders["provider-outage"], TO_CARD)
@@ -230,6 +272,37 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         f"of {report['proposals_checked']} proposals, every hash-chain link holds.",
         report,
     )
+
+
+def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
+    """Olivia, refunded her missed discount earlier, cancels: what is left goes back to her
+    card, and only the provider's answer cancels the order and releases her league spot."""
+    story.chapter("A registration is cancelled: a card refund and a roster change, together")
+    before = {league["name"]: league["active_members"] for league in cs.club.leagues("granite")}
+    words = "Olivia can't play this season after all. Please cancel her registration."
+    story.say(f"ava> {words}")
+    turn = cs.assistant.turn(
+        organization="granite", actor=AVA, section="orders", resource_id=order_id, message=words
+    ).to_json()
+    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(
+        "The model chose only where the money goes. The application computed what is left to "
+        "refund (what was paid, less the discount refunded earlier) and the spot to release."
+    )
+    proposal_id = turn["proposal"]["proposal_id"]
+    report = cs.proposals.approve(proposal_id, AVA).to_json()
+    story.say(render.render_report(report), report)
+    after = {league["name"]: league["active_members"] for league in cs.club.leagues("granite")}
+    story.say(
+        f"Provider requests for it: {requests_for(cs, proposal_id)}. The order was cancelled "
+        "and the spot released in the commit that recorded the provider's answer:\n"
+        + "\n".join(
+            f"  {name}: {before[name]} -> {after[name]} members"
+            for name in after
+            if after[name] != before.get(name)
+        )
+    )
+    story.say(render.render_order(cs.club.investigate("granite", order_id)))
 
 
 def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str, Any]:

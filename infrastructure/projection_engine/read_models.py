@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,18 +44,18 @@ class ReadModels:
         now: datetime,
         *,
         section: str | None = None,
+        sections: Sequence[str] | None = None,
         resource_id: str | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
-        """Pending, unexpired proposals of one organization, newest first."""
+        """Pending, unexpired proposals of one organization (of ``section``, or of any of
+        ``sections``), newest first."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
-        if section:
-            where += " AND section = ?"
-            params.append(section)
+        where += _in_sections("section", section, sections, params)
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)
@@ -77,15 +77,18 @@ class ReadModels:
         }
 
     def needs_attention(
-        self, organization_id: str, *, section: str | None = None, limit: int = 20
+        self,
+        organization_id: str,
+        *,
+        section: str | None = None,
+        sections: Sequence[str] | None = None,
+        limit: int = 20,
     ) -> dict[str, Any]:
         """Decided proposals of one organization that need someone's attention (the
         ``attention`` projection says which), newest first: their cards, and how many."""
         where = "a.organization_id = ? AND a.open = ?"
         params: list[Any] = [organization_id, True]
-        if section:
-            where += " AND a.section = ?"
-            params.append(section)
+        where += _in_sections("a.section", section, sections, params)
         joined = "proposal_cards c JOIN attention_items a ON a.proposal_id = c.proposal_id"
         spec = _TABLES["proposal_cards"]
         columns = ", ".join(f"c.{name}" for name in spec.column_names())
@@ -108,6 +111,7 @@ class ReadModels:
         organization_id: str,
         *,
         section: str | None = None,
+        sections: Sequence[str] | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
@@ -117,9 +121,7 @@ class ReadModels:
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
         params: list[Any] = [organization_id]
-        if section:
-            where += " AND section = ?"
-            params.append(section)
+        where += _in_sections("section", section, sections, params)
         with self.sql.transaction() as cursor:
             total = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
@@ -138,18 +140,20 @@ class ReadModels:
         }
 
     def counts(
-        self, organization_id: str, now: datetime, *, section: str | None = None
+        self,
+        organization_id: str,
+        now: datetime,
+        *,
+        section: str | None = None,
+        sections: Sequence[str] | None = None,
     ) -> dict[str, int]:
         """How many proposals await a decision, and how many need attention."""
         awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         open_items = "organization_id = ? AND open = ?"
         awaiting_params: list[Any] = [organization_id, self._time(now)]
         open_params: list[Any] = [organization_id, True]
-        if section:
-            awaiting += " AND section = ?"
-            open_items += " AND section = ?"
-            awaiting_params.append(section)
-            open_params.append(section)
+        awaiting += _in_sections("section", section, sections, awaiting_params)
+        open_items += _in_sections("section", section, sections, open_params)
         with self.sql.transaction() as cursor:
             pending = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {awaiting}", awaiting_params
@@ -225,3 +229,18 @@ class ReadModels:
             if len(rows) < batch:
                 return
             position = rows[-1]["position"]
+
+
+def _in_sections(
+    column: str, section: str | None, sections: Sequence[str] | None, params: list[Any]
+) -> str:
+    """The condition (appended to a WHERE) that keeps ``section``'s rows, or those of any of
+    ``sections`` (an empty list keeps none, never every one); its values go to ``params``."""
+    condition = ""
+    if section:
+        condition += f" AND {column} = ?"
+        params.append(section)
+    if sections is not None:
+        condition += f" AND {column} IN (" + (", ".join("?" for _ in sections) or "NULL") + ")"
+        params.extend(sections)
+    return condition

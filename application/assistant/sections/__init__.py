@@ -10,6 +10,7 @@ from countersign.application.assistant.sections.base import (
 )
 from countersign.application.assistant.sections.email_broadcasts import EMAIL_BROADCASTS
 from countersign.application.assistant.sections.orders import ORDERS
+from countersign.application.assistant.sections.roster import ROSTER
 from countersign.domain.scope import Section
 
 __all__ = [
@@ -37,5 +38,6 @@ def _registry(*assistants: SectionAssistant) -> dict[Section, SectionAssistant]:
 ASSISTANTS: dict[Section, SectionAssistant] = _registry(
     ORDERS,
     EMAIL_BROADCASTS,
+    ROSTER,
 )
 """Every section's assistant, in the order pages list them."""

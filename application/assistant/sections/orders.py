@@ -30,6 +30,11 @@ def order_for_model(request: Any, scope: Scope, store: Repository) -> dict[str, 
         "participant": order.participant_name,
         "currency": order.currency,
         "order_total_cents": order.total_cents,
+        "registration": {
+            "status": str(order.status),
+            "league_spot": order.league,
+            "refundable_balance_cents": order.refundable_balance_cents,
+        },
         "note_from_the_order_record": order.note,
         "line_items": [
             {"ref": i.ref, "product": i.product, "amount_cents": i.amount_cents}

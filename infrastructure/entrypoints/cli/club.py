@@ -27,6 +27,7 @@ def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
     ]
     lines += [f"  order {key}: {order_id}" for key, order_id in data["orders"].items()]
     lines += [f"  broadcast form of {slug}: {fid}" for slug, fid in data["broadcast_forms"].items()]
+    lines += [f"  roster of {slug}: {rid}" for slug, rid in data["rosters"].items()]
     return data, "\n".join(lines)
 
 
@@ -42,7 +43,11 @@ def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Res
 
 def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
     leagues = cs.club.leagues(args.org)
-    text = "\n".join(f"{league['name']}: {league['active_members']} members" for league in leagues)
+    text = "\n".join(
+        f"{league['name']}: {league['active_members']} members, "
+        + ("no limit" if league["capacity"] is None else f"capacity {league['capacity']}")
+        for league in leagues
+    )
     return leagues, text
 
 

@@ -49,7 +49,7 @@ def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
     card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
-    return card, render.render_card(card)
+    return card, render.render_card(card, args.language)
 
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -131,7 +131,7 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
     inbox = cs.read_models.inbox(
         listed.organization_id,
         cs.proposals.clock.now(),
-        section=listed.section,
+        sections=listed.sections,
         page=args.page,
         page_size=args.page_size,
     )

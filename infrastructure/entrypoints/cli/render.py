@@ -97,12 +97,19 @@ def render_problems(problems: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def _registration(registration: dict[str, Any]) -> str:
+    status = str(registration.get("status") or "active")
+    league = registration.get("league")
+    return f"{status}, a spot in {league}" if league and status == "active" else status
+
+
 def render_order(order: dict[str, Any]) -> str:
     currency = order["currency"]
     rows = [
         ("Order", order["order_id"]),
         ("Participant", order["participant"]),
         ("Total", format_money(order["total_cents"], currency)),
+        ("Registration", _registration(order.get("registration") or {})),
     ]
     rows += [
         (item["ref"], f"{item['product']}: {format_money(item['amount_cents'], currency)}")

@@ -79,8 +79,8 @@ def inbox(
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> JSONResponse:
-    """Sections the token cannot read are not listed: without ``section`` the token must read
-    every section, or exactly one (which is then listed)."""
+    """Sections the token cannot read are not listed: without ``section``, every section it
+    may read is (403 when it may read none)."""
     with answers(request):
         listed = cs.access.inbox_scope(service.caller, section)
         for runner in cs.projection_runners(["browser_view"]):
@@ -88,7 +88,7 @@ def inbox(
         document = cs.read_models.inbox(
             listed.organization_id,
             cs.proposals.clock.now(),
-            section=listed.section,
+            sections=listed.sections,
             page=page,
             page_size=page_size,
         )

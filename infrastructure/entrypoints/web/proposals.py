@@ -54,24 +54,24 @@ class ProposalPages:
         listed: dict[str, Any] = {"items": [], "total": 0}
         attention: dict[str, Any] = {"items": [], "total": 0}
         if readable:
-            # Without a section: every section if all are readable, else the one that is.
+            # Without a section: every section the person may read.
             scope = self.cs.access.inbox_scope(user.caller, section or None)
             section = scope.section or ""
             self.site.catch_up_inbox()
             found = self.cs.read_models
             if recent:
                 listed = found.recent(
-                    scope.organization_id, section=scope.section, page=page, page_size=PAGE_SIZE
+                    scope.organization_id, sections=scope.sections, page=page, page_size=PAGE_SIZE
                 )
             else:
                 listed = found.inbox(
                     scope.organization_id,
                     now,
-                    section=scope.section,
+                    sections=scope.sections,
                     page=page,
                     page_size=PAGE_SIZE,
                 )
-                attention = found.needs_attention(scope.organization_id, section=scope.section)
+                attention = found.needs_attention(scope.organization_id, sections=scope.sections)
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
             return [proposal_view(item, visit.t, visit.language, now) for item in found["items"]]

@@ -194,6 +194,7 @@ def order_view(investigation: dict[str, Any], t: Translate) -> dict[str, Any]:
     return {
         "participant": investigation["participant"],
         "total": money(investigation["total_cents"], currency),
+        "registration": _registration(investigation.get("registration") or {}, t),
         "note": investigation.get("note") or "",
         "items": [
             Row(str(item["product"]), money(item["amount_cents"], currency))
@@ -223,6 +224,13 @@ def order_view(investigation: dict[str, Any], t: Translate) -> dict[str, Any]:
             for r in investigation["refunds"]
         ],
     }
+
+
+def _registration(registration: dict[str, Any], t: Translate) -> str:
+    if registration.get("status") == "cancelled":
+        return t("order.registration_cancelled")
+    league = registration.get("league")
+    return t("order.registration_in", league=league) if league else t("order.registration_active")
 
 
 def _refund_label(destination: str, t: Translate) -> str:

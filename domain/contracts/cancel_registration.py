@@ -1,0 +1,530 @@
+"""order.cancel_registration: cancel a participant's registration, refund what is left of what
+they paid, and release their spot in the league.
+
+The model only says where the money goes. The application computes the refundable balance
+(what was paid, less earlier refunds) and the league spot the registration holds, and freezes
+both with the preview. To the card, the refund goes through the payment provider and the order
+is cancelled and the spot released only once the provider has answered, in the commit that
+records the outcome; to account credit, the refund, the credit, the cancellation and the
+released spot are one local commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+from uuid import UUID
+
+from countersign.domain.club.accounts import MemberAccount
+from countersign.domain.club.orders import Order, Payment
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.base import (
+    ContractRequest,
+    Effect,
+    Facts,
+    Frozen,
+    InvalidRequestError,
+    OperationContract,
+    Prepared,
+    RevisionNeededError,
+)
+from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
+from countersign.domain.money import format_money
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import EffectResponse, Repository
+from countersign.domain.scope import Scope, Section
+from eventsourcing.domain import Aggregate
+from pydantic import Field
+
+# -- Request: what the model supplies ------------------------------------------------------------
+
+
+class CancelRegistrationRequest(ContractRequest):
+    """Propose cancelling the participant's registration: the application refunds what is left
+    of what they paid and releases their spot in the league. Say only where the money goes;
+    the application computes the amount and the spot, never supply them."""
+
+    destination: Literal["original_payment_method", "account_credit"] = Field(
+        description=(
+            "Where the refund goes: back to the original payment method (the card), or as "
+            "credit on the participant's club account."
+        ),
+    )
+
+
+# -- Arguments: what execution needs, frozen ------------------------------------------------------
+
+
+class CancellationRefundDestination(Frozen):
+    """The concrete destination of the refund, resolved before the manager sees anything."""
+
+    type: Literal["card", "account_credit"]
+    payment: str | None
+    """The card payment refunded (``card`` only)."""
+    account_id: UUID | None
+    """The participant's club account (``account_credit`` only)."""
+    label: str
+    """The card's label, or the account holder's name: the same in every language."""
+
+
+class CancelRegistrationArguments(Frozen):
+    """The exact cancellation to execute."""
+
+    order_id: UUID
+    amount_cents: int = Field(gt=0)
+    currency: str
+    destination: CancellationRefundDestination
+    league: str
+    member_email: str
+
+
+# -- Preview: what the manager needs to understand the consequences ------------------------------
+
+
+class CancelRegistrationPreview(Frozen):
+    """The fixed review presentation of one cancellation."""
+
+    participant_name: str
+    amount_cents: int
+    currency: str
+    paid_cents: int
+    refunded_before_cents: int
+    to_account_credit: bool
+    refund_destination: str
+    league_spot_released: str
+
+
+# -- Result ---------------------------------------------------------------------------------------
+
+
+class CancelRegistrationResult(Frozen):
+    """What the cancellation did."""
+
+    refund_refs: list[str]
+    amount_cents: int
+    currency: str
+    to_account_credit: bool
+    destination: str
+    league: str
+    spot_released: bool
+    """False only when the member had already left the league before the card refund settled."""
+
+
+# -- the provider request, for a refund to the card -----------------------------------------------
+
+
+class BalanceCardRefund(Frozen):
+    """What the payment provider is asked: refund this much of this charge."""
+
+    charge_id: str
+    amount_cents: int
+    metadata: dict[str, str]
+
+
+# -- the facts it reads and changes ---------------------------------------------------------------
+
+
+class CancellationFacts(Facts):
+    """The order, the club's roster, and the participant's club account, loaded only when a
+    refund to account credit needs it."""
+
+    def __init__(self, order: Order, roster: Roster, store: Repository) -> None:
+        self.order = order
+        self.roster = roster
+        self._store = store
+        self._account: MemberAccount | None = None
+        self._account_loaded = False
+
+    @property
+    def account(self) -> MemberAccount | None:
+        if not self._account_loaded:
+            account_id = MemberAccount.create_id(
+                self.order.organization_id, self.order.participant_email
+            )
+            try:
+                self._account = self._store.get(account_id, MemberAccount)
+            except NotFoundError:
+                self._account = None
+            self._account_loaded = True
+        return self._account
+
+    def aggregates(self) -> list[Aggregate]:
+        loaded = self._account if self._account_loaded else None
+        return [self.order, self.roster] + ([loaded] if loaded is not None else [])
+
+
+# -- the contract ---------------------------------------------------------------------------------
+
+
+class CancelRegistration(
+    OperationContract[
+        CancelRegistrationRequest,
+        CancelRegistrationArguments,
+        CancelRegistrationPreview,
+        CancelRegistrationResult,
+        CancellationFacts,
+    ]
+):
+    """Cancel a registration: refund its balance to the card or to account credit, cancel the
+    order and release the league spot."""
+
+    kind = "order.cancel_registration"
+    contract_version = 1
+    section = Section("orders")
+    permission = "orders.refund"
+    provider = "payments"
+    Request = CancelRegistrationRequest
+    Arguments = CancelRegistrationArguments
+    Preview = CancelRegistrationPreview
+    Result = CancelRegistrationResult
+
+    title = Localized("Cancel a registration", "Annuler une inscription")
+    preview_fields = {
+        "participant_name": PreviewField(Localized("Participant", "Participant(e)")),
+        "amount_cents": PreviewField(
+            Localized("Refund amount", "Montant du remboursement"), Shown.MONEY, emphasis=True
+        ),
+        "to_account_credit": PreviewField(
+            Localized("Refund method", "Mode de remboursement"),
+            Shown.FLAG,
+            yes=Localized("Club account credit", "Crédit au compte du club"),
+            no=Localized("Back to the card", "Retour sur la carte"),
+        ),
+        "refund_destination": PreviewField(Localized("Refund to", "Remboursé vers")),
+        "paid_cents": PreviewField(Localized("Paid", "Payé"), Shown.MONEY),
+        "refunded_before_cents": PreviewField(
+            Localized("Refunded earlier", "Déjà remboursé"), Shown.MONEY
+        ),
+        "league_spot_released": PreviewField(
+            Localized("League spot released", "Place libérée dans la ligue")
+        ),
+    }
+    preview_hidden = frozenset({"currency"})
+    revision_reasons = {
+        "registration_no_longer_active": Localized(
+            "The registration has already been cancelled.",
+            "L'inscription a déjà été annulée.",
+        ),
+        "refundable_balance_changed": Localized(
+            "What is left to refund on the order changed from {approved_cents} to "
+            "{current_cents} since it was proposed.",
+            "Le montant restant à rembourser sur la commande est passé de {approved_cents} à "
+            "{current_cents} depuis la proposition.",
+        ),
+        "cancellation_refund_settling": Localized(
+            "Another refund on this order is still settling.",
+            "Un autre remboursement de cette commande est en cours de règlement.",
+        ),
+        "league_spot_gone": Localized(
+            "{participant} no longer holds a spot in {league}.",
+            "{participant} n'a plus de place dans la ligue {league}.",
+        ),
+        "cancellation_destination_unavailable": Localized(
+            "The refund destination no longer fits the order's payments.",
+            "La destination du remboursement ne convient plus aux paiements de la commande.",
+        ),
+        "cancellation_refund_declined": Localized(
+            "The card provider declined the refund; the registration was not cancelled.",
+            "Le fournisseur de paiement a refusé le remboursement ; l'inscription n'a pas été "
+            "annulée.",
+        ),
+    }
+    effect_uncertain = Localized(
+        "The card provider's answer was lost. The refund is being reconciled with the "
+        "provider, and the registration is cancelled once it settles; do not retry it.",
+        "La réponse du fournisseur de paiement a été perdue. Le remboursement est en cours "
+        "de rapprochement, et l'inscription sera annulée une fois réglée ; ne le relancez pas.",
+    )
+    assistant_instructions = (
+        "When the manager asks to cancel the participant's registration, propose it with "
+        "{tool}: the application refunds what is left of what they paid and releases their "
+        "league spot; you only choose where the money goes, as the manager says."
+    )
+    stand_in_cue = r"\b(cancel|annul)"
+
+    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+        """The destination the manager's words name: credit or account means account credit,
+        anything else the original payment method; nothing once the order investigation says
+        the registration is cancelled."""
+        order = reads.get("get_order_investigation") or {}
+        if (order.get("registration") or {}).get("status") == "cancelled":
+            return "This registration is already cancelled; there is nothing left to cancel."
+        if re.search(r"\b(credit|account|crédit|compte)", words, re.IGNORECASE):
+            return {"destination": "account_credit"}
+        return {"destination": "original_payment_method"}
+
+    def load(self, scope: Scope, store: Repository) -> CancellationFacts:
+        order = store.get(scope.resource_id, Order)
+        if order.organization_id != scope.organization_id:
+            raise NotFoundError("order")
+        roster = store.get(Roster.create_id(order.organization_id), Roster)
+        return CancellationFacts(order, roster, store)
+
+    def prepare(
+        self, request: CancelRegistrationRequest, facts: CancellationFacts
+    ) -> Prepared[CancelRegistrationArguments, CancelRegistrationPreview]:
+        order = facts.order
+        league = _league_spot(order, facts.roster)
+        if order.unresolved_attempts():
+            raise InvalidRequestError.one(
+                "request",
+                "a refund on this order is still settling; try again once it settles",
+            )
+        amount = order.refundable_balance_cents
+        if amount <= 0:
+            raise InvalidRequestError.one(
+                "request",
+                "nothing is left to refund on this order; it cannot be cancelled here",
+            )
+        destination = _resolve_destination(request.destination, order, facts)
+        arguments = CancelRegistrationArguments(
+            order_id=order.id,
+            amount_cents=amount,
+            currency=order.currency,
+            destination=destination,
+            league=league,
+            member_email=order.participant_email,
+        )
+        preview = CancelRegistrationPreview(
+            participant_name=order.participant_name,
+            amount_cents=amount,
+            currency=order.currency,
+            paid_cents=order.paid_cents,
+            refunded_before_cents=order.paid_cents - amount,
+            to_account_credit=destination.type == "account_credit",
+            refund_destination=destination.label,
+            league_spot_released=league,
+        )
+        return Prepared(arguments=arguments, preview=preview)
+
+    def revalidate(
+        self, arguments: CancelRegistrationArguments, facts: CancellationFacts
+    ) -> dict[str, Any]:
+        order = facts.order
+        if not order.is_active:
+            raise RevisionNeededError("registration_no_longer_active")
+        if order.unresolved_attempts():
+            raise RevisionNeededError("cancellation_refund_settling")
+        balance = order.refundable_balance_cents
+        if balance != arguments.amount_cents:
+            raise RevisionNeededError(
+                "refundable_balance_changed",
+                approved_cents=arguments.amount_cents,
+                current_cents=balance,
+                currency=order.currency,
+            )
+        if not facts.roster.plays_in(arguments.league, arguments.member_email):
+            raise RevisionNeededError(
+                "league_spot_gone", participant=order.participant_name, league=arguments.league
+            )
+        if not _destination_still_fits(arguments, facts):
+            raise RevisionNeededError("cancellation_destination_unavailable")
+        return {
+            "registration_active": True,
+            "refundable_balance_cents": balance,
+            "unresolved_refund_attempts": 0,
+            "league": arguments.league,
+            "holds_league_spot": True,
+            "destination": arguments.destination.type,
+        }
+
+    def is_external(self, arguments: CancelRegistrationArguments) -> bool:
+        return arguments.destination.type == "card"
+
+    def execute(
+        self,
+        contract: ExecutionContract[CancelRegistrationArguments],
+        facts: CancellationFacts,
+    ) -> CancelRegistrationResult:
+        arguments = contract.arguments
+        account = facts.account
+        assert account is not None  # revalidation proved the account exists
+        facts.order.refund_balance_to_account(
+            contract.proposal_id, arguments.amount_cents, recorded_by=contract.approved_by
+        )
+        account.credit(
+            arguments.amount_cents,
+            memo=f"Cancelled registration, order {facts.order.key}",
+            proposal_id=contract.proposal_id,
+        )
+        return _cancel(contract, facts)
+
+    def describe_external(
+        self,
+        contract: ExecutionContract[CancelRegistrationArguments],
+        facts: CancellationFacts,
+    ) -> Effect:
+        arguments = contract.arguments
+        assert arguments.destination.payment is not None  # a card destination names its payment
+        # A payment's charge and an order's key never change: the request is always the same.
+        charge_id = facts.order.payment(arguments.destination.payment).charge_id
+        assert charge_id is not None  # a card payment always has a charge
+        return self.effect(
+            contract.proposal_id,
+            BalanceCardRefund(
+                charge_id=charge_id,
+                amount_cents=arguments.amount_cents,
+                metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+            ),
+        )
+
+    def start_external(
+        self,
+        contract: ExecutionContract[CancelRegistrationArguments],
+        facts: CancellationFacts,
+    ) -> Effect:
+        effect = self.describe_external(contract, facts)
+        arguments = contract.arguments
+        assert arguments.destination.payment is not None
+        facts.order.start_refund_attempt(
+            contract.proposal_id,
+            arguments.destination.payment,
+            None,
+            arguments.amount_cents,
+            idempotency_key=effect.idempotency_key,
+        )
+        return effect
+
+    def finish_external(
+        self,
+        contract: ExecutionContract[CancelRegistrationArguments],
+        facts: CancellationFacts,
+        response: EffectResponse,
+    ) -> CancelRegistrationResult:
+        attempt = facts.order.attempt(contract.proposal_id)
+        if attempt is None or attempt.status != "pending":
+            raise EffectAlreadyRecordedError(str(contract.proposal_id))
+        if response.status != "succeeded":
+            facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
+            raise RevisionNeededError("cancellation_refund_declined")
+        facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
+        return _cancel(contract, facts)
+
+    def headline(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
+        return Localized(
+            "Cancel {who}'s registration and refund {amount}",
+            "{who} : annuler l'inscription et rembourser {amount}",
+        ).text(
+            language,
+            who=preview.participant_name,
+            amount=format_money(preview.amount_cents, preview.currency),
+        )
+
+    def success_text(
+        self,
+        preview: CancelRegistrationPreview,
+        result: CancelRegistrationResult,
+        language: str = "en",
+    ) -> str:
+        amount = format_money(result.amount_cents, result.currency)
+        who = preview.participant_name
+        if language == "fr":
+            where = (
+                f"en crédit au compte du club de {result.destination}"
+                if result.to_account_credit
+                else f"sur la carte {result.destination}"
+            )
+            spot = (
+                f"sa place dans la ligue {result.league} est libérée"
+                if result.spot_released
+                else f"{who} n'avait déjà plus de place dans la ligue {result.league}"
+            )
+            return f"Inscription de {who} annulée : {amount} remboursés {where}, et {spot}."
+        where = (
+            f"as club account credit for {result.destination}"
+            if result.to_account_credit
+            else f"to {result.destination}"
+        )
+        spot = (
+            f"their spot in {result.league} is released"
+            if result.spot_released
+            else f"they no longer held a spot in {result.league}"
+        )
+        return f"Cancelled {who}'s registration: refunded {amount} {where}, and {spot}."
+
+
+def _league_spot(order: Order, roster: Roster) -> str:
+    """The league whose spot the registration holds, or the problem that stops a proposal."""
+    if not order.is_active:
+        raise InvalidRequestError.one("request", "this registration has already been cancelled")
+    if order.league is None:
+        raise InvalidRequestError.one(
+            "request", "this order holds no league registration to cancel"
+        )
+    if not roster.plays_in(order.league, order.participant_email):
+        raise InvalidRequestError.one(
+            "request",
+            f"the participant no longer plays in {order.league}; there is no spot to release",
+        )
+    return order.league
+
+
+def _holding_payments(order: Order) -> list[Payment]:
+    """The payments that still hold refundable value."""
+    return [p for p in order.payments if order.refundable_cents(p.ref) > 0]
+
+
+def _refundable_by_card(payment: Payment) -> bool:
+    """A card payment with the provider's charge to refund."""
+    return payment.method == "card" and payment.charge_id is not None
+
+
+def _resolve_destination(
+    phrase: str, order: Order, facts: CancellationFacts
+) -> CancellationRefundDestination:
+    holding = _holding_payments(order)
+    if phrase == "original_payment_method" and not all(p.method == "account" for p in holding):
+        if len(holding) != 1 or not _refundable_by_card(holding[0]):
+            raise InvalidRequestError.one(
+                "destination",
+                "what is left to refund was not paid by one card; it cannot go back to its "
+                "original method here, use account_credit",
+            )
+        return CancellationRefundDestination(
+            type="card", payment=holding[0].ref, account_id=None, label=holding[0].label
+        )
+    # account_credit, or a balance that was itself paid with account credit
+    account = facts.account
+    if account is None:
+        raise InvalidRequestError.one(
+            "destination", "the participant has no club account; use original_payment_method"
+        )
+    return CancellationRefundDestination(
+        type="account_credit",
+        payment=None,
+        account_id=account.id,
+        label=account.holder_name,
+    )
+
+
+def _destination_still_fits(
+    arguments: CancelRegistrationArguments, facts: CancellationFacts
+) -> bool:
+    destination = arguments.destination
+    if destination.type == "account_credit":
+        return facts.account is not None and facts.account.id == destination.account_id
+    holding = _holding_payments(facts.order)
+    return [p.ref for p in holding] == [destination.payment] and _refundable_by_card(holding[0])
+
+
+def _cancel(
+    contract: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
+) -> CancelRegistrationResult:
+    """Once the refund is recorded: cancel the order and release the spot if it is still held."""
+    arguments = contract.arguments
+    facts.order.cancel(contract.proposal_id, cancelled_by=contract.approved_by)
+    released = facts.roster.plays_in(arguments.league, arguments.member_email)
+    if released:
+        facts.roster.leave(arguments.league, arguments.member_email)
+    refunds = [r for r in facts.order.refunds if r.proposal_id == str(contract.proposal_id)]
+    return CancelRegistrationResult(
+        refund_refs=[r.ref for r in refunds],
+        amount_cents=sum(r.amount_cents for r in refunds),
+        currency=arguments.currency,
+        to_account_credit=arguments.destination.type == "account_credit",
+        destination=arguments.destination.label,
+        league=arguments.league,
+        spot_released=released,
+    )

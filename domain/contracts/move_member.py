@@ -1,0 +1,350 @@
+"""roster.move_member: move one member from one league of the club's roster to another.
+
+The model names the member by email and both leagues by name. The application finds the
+member's name, checks that they play in the first league and not in the second and that the
+second has room, and freezes each league's member count before and after. Approval checks the
+same three facts again (any of them changed fails closed) and moves the member in the commit
+that records the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.base import (
+    ContractRequest,
+    Facts,
+    Frozen,
+    InvalidRequestError,
+    OperationContract,
+    Prepared,
+    Problem,
+    RevisionNeededError,
+)
+from countersign.domain.contracts.presentation import Localized, PreviewField
+from countersign.domain.errors import NotFoundError
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import Repository
+from countersign.domain.scope import Scope, Section
+from eventsourcing.domain import Aggregate
+from pydantic import Field
+
+MAX_LEAGUE_NAME = 100
+MAX_EMAIL = 254
+
+# -- Request: what the model supplies ------------------------------------------------------------
+
+
+class MoveMemberRequest(ContractRequest):
+    """Propose moving one club member from one league to another. Name the member by the email
+    the member search gave you, and both leagues exactly as the league list shows them. The
+    member leaves the first league and joins the second; the application checks that the
+    second league has room."""
+
+    email: str = Field(
+        description="The member's email, exactly as the member search shows it.",
+        min_length=3,
+        max_length=MAX_EMAIL,
+    )
+    from_league: str = Field(
+        description="The league the member leaves: one they play in now.",
+        min_length=1,
+        max_length=MAX_LEAGUE_NAME,
+    )
+    to_league: str = Field(
+        description="The league the member joins: one they do not play in yet.",
+        min_length=1,
+        max_length=MAX_LEAGUE_NAME,
+    )
+
+
+# -- Arguments: what execution needs, frozen ------------------------------------------------------
+
+
+class MoveMemberArguments(Frozen):
+    """The exact move to make."""
+
+    roster_id: UUID
+    email: str
+    member_name: str
+    from_league: str
+    to_league: str
+
+
+# -- Preview: what the manager needs to see ------------------------------------------------------
+
+
+class MoveMemberPreview(Frozen):
+    """The fixed review presentation of one move: who, where from, where to, and how many
+    members each league holds before and after."""
+
+    member_name: str
+    email: str
+    from_league: str
+    to_league: str
+    from_league_members_before: int
+    from_league_members_after: int
+    to_league_members_before: int
+    to_league_members_after: int
+
+
+# -- Result ---------------------------------------------------------------------------------------
+
+
+class MoveMemberResult(Frozen):
+    """What the move did: each league's member count after it."""
+
+    email: str
+    from_league: str
+    to_league: str
+    from_league_members: int
+    to_league_members: int
+
+
+@dataclass
+class MoveFacts(Facts):
+    """The roster the member moves within."""
+
+    roster: Roster
+
+    def aggregates(self) -> list[Aggregate]:
+        return [self.roster]
+
+
+class MoveMember(
+    OperationContract[
+        MoveMemberRequest, MoveMemberArguments, MoveMemberPreview, MoveMemberResult, MoveFacts
+    ]
+):
+    """Move a member from one league of the roster to another."""
+
+    kind = "roster.move_member"
+    contract_version = 1
+    section = Section("roster")
+    permission = "roster.manage"
+    Request = MoveMemberRequest
+    Arguments = MoveMemberArguments
+    Preview = MoveMemberPreview
+    Result = MoveMemberResult
+
+    title = Localized("Move a member to another league", "Changer un membre de ligue")
+    preview_fields = {
+        "member_name": PreviewField(Localized("Member", "Membre")),
+        "email": PreviewField(Localized("Email", "Courriel")),
+        "from_league": PreviewField(Localized("From league", "Ligue quittée")),
+        "to_league": PreviewField(Localized("To league", "Ligue rejointe"), emphasis=True),
+        "from_league_members_before": PreviewField(
+            Localized("From league: members before", "Ligue quittée : membres avant")
+        ),
+        "from_league_members_after": PreviewField(
+            Localized("From league: members after", "Ligue quittée : membres après")
+        ),
+        "to_league_members_before": PreviewField(
+            Localized("To league: members before", "Ligue rejointe : membres avant")
+        ),
+        "to_league_members_after": PreviewField(
+            Localized("To league: members after", "Ligue rejointe : membres après")
+        ),
+    }
+    revision_reasons = {
+        "member_left_source_league": Localized(
+            "{member} no longer plays in {league}.", "{member} ne joue plus dans {league}."
+        ),
+        "member_already_in_destination": Localized(
+            "{member} already plays in {league}.", "{member} joue déjà dans {league}."
+        ),
+        "destination_league_full": Localized(
+            "{league} is full: it holds its {capacity} members.",
+            "{league} est complète : elle compte déjà ses {capacity} membres.",
+        ),
+    }
+    assistant_instructions = (
+        "To move ONE member from one league to another, find the member with the member "
+        "search, check the leagues and their room with the league list, and propose it with "
+        "{tool}."
+    )
+    stand_in_cue = r"\b(move|moving|transfer|switch)\b|d[ée]pla[cç]|fai(re|tes) passer|transf[ée]r"
+
+    # -- propose ----------------------------------------------------------------------------
+
+    def load(self, scope: Scope, store: Repository) -> MoveFacts:
+        if scope.resource_id != Roster.create_id(scope.organization_id):
+            raise NotFoundError("roster")
+        return MoveFacts(roster=store.get(scope.resource_id, Roster))
+
+    def prepare(
+        self, request: MoveMemberRequest, facts: MoveFacts
+    ) -> Prepared[MoveMemberArguments, MoveMemberPreview]:
+        roster = facts.roster
+        email = request.email.lower()
+        source, destination = request.from_league, request.to_league
+        _check_leagues(roster, source, destination)
+        source_members = roster.members_of(source)
+        if email not in source_members:
+            raise InvalidRequestError.one(
+                "email", f"no member with this email plays in {source!r}; search the members"
+            )
+        if email in roster.members_of(destination):
+            raise InvalidRequestError.one(
+                "to_league", f"{source_members[email]} already plays in {destination!r}"
+            )
+        if roster.is_full(destination):
+            raise InvalidRequestError.one(
+                "to_league", f"{destination!r} is full ({roster.capacity_of(destination)} members)"
+            )
+        arguments = MoveMemberArguments(
+            roster_id=roster.id,
+            email=email,
+            member_name=source_members[email],
+            from_league=source,
+            to_league=destination,
+        )
+        from_count, to_count = roster.member_count(source), roster.member_count(destination)
+        preview = MoveMemberPreview(
+            member_name=source_members[email],
+            email=email,
+            from_league=source,
+            to_league=destination,
+            from_league_members_before=from_count,
+            from_league_members_after=from_count - 1,
+            to_league_members_before=to_count,
+            to_league_members_after=to_count + 1,
+        )
+        return Prepared(arguments=arguments, preview=preview)
+
+    # -- approve ----------------------------------------------------------------------------
+
+    def revalidate(self, arguments: MoveMemberArguments, facts: MoveFacts) -> dict[str, Any]:
+        roster = facts.roster
+        member, email = arguments.member_name, arguments.email
+        source, destination = arguments.from_league, arguments.to_league
+        if email not in roster.members_of(source):
+            raise RevisionNeededError("member_left_source_league", member=member, league=source)
+        if email in roster.members_of(destination):
+            raise RevisionNeededError(
+                "member_already_in_destination", member=member, league=destination
+            )
+        if roster.is_full(destination):
+            raise RevisionNeededError(
+                "destination_league_full",
+                league=destination,
+                capacity=roster.capacity_of(destination) or 0,
+            )
+        return {
+            "email": email,
+            "from_league_members": roster.member_count(source),
+            "to_league_members": roster.member_count(destination),
+            "to_league_capacity": roster.capacity_of(destination),
+        }
+
+    def execute(
+        self, contract: ExecutionContract[MoveMemberArguments], facts: MoveFacts
+    ) -> MoveMemberResult:
+        arguments = contract.arguments
+        facts.roster.move(arguments.email, arguments.from_league, arguments.to_league)
+        return MoveMemberResult(
+            email=arguments.email,
+            from_league=arguments.from_league,
+            to_league=arguments.to_league,
+            from_league_members=facts.roster.member_count(arguments.from_league),
+            to_league_members=facts.roster.member_count(arguments.to_league),
+        )
+
+    # -- how it reads -----------------------------------------------------------------------
+
+    def headline(self, preview: MoveMemberPreview, language: str = "en") -> str:
+        return Localized(
+            "Move {member} from {source} to {destination}",
+            "Faire passer {member} de {source} à {destination}",
+        ).text(
+            language,
+            member=preview.member_name,
+            source=preview.from_league,
+            destination=preview.to_league,
+        )
+
+    def success_text(
+        self, preview: MoveMemberPreview, result: MoveMemberResult, language: str = "en"
+    ) -> str:
+        return Localized(
+            "{member} now plays in {destination} ({to_count}) instead of {source} ({from_count}).",
+            "{member} joue maintenant dans {destination} ({to_count}) au lieu de {source} "
+            "({from_count}).",
+        ).text(
+            language,
+            member=preview.member_name,
+            destination=result.to_league,
+            to_count=_members(result.to_league_members, language),
+            source=result.from_league,
+            from_count=_members(result.from_league_members, language),
+        )
+
+    # -- the offline stand-in model ---------------------------------------------------------
+
+    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+        """The move the manager's words describe: the one member they name (as the member
+        search shows them) and the league they name that the member plays in (the source)
+        and the one they do not (the destination). Naming only the destination is enough
+        for a member who plays in one league."""
+        said = words.casefold()
+        member = _one_named_member(said, reads.get("find_members"))
+        if member is None:
+            return "Which member should move? Give their name as the member search shows it."
+        leagues = _named_leagues(said, reads.get("list_leagues"))
+        plays_in = [name for name in leagues if name in member["leagues"]]
+        joins = [name for name in leagues if name not in member["leagues"]]
+        if len(plays_in) == 1 and len(joins) == 1:
+            source, destination = plays_in[0], joins[0]
+        elif not plays_in and len(joins) == 1 and len(member["leagues"]) == 1:
+            source, destination = member["leagues"][0], joins[0]
+        else:
+            plays = ", ".join(member["leagues"]) or "no league"
+            return (
+                f"{member['name']} plays in {plays}. Which league should they leave, and which "
+                "should they join?"
+            )
+        return {"email": member["email"], "from_league": source, "to_league": destination}
+
+
+_MEMBERS = Localized("{count} members", "{count} membres")
+_ONE_MEMBER = Localized("{count} member", "{count} membre")
+
+
+def _members(count: int, language: str) -> str:
+    """A member count in words: "1 member", "5 members" ("0 membre" in French)."""
+    singular = count == 1 or (count == 0 and language == "fr")
+    return (_ONE_MEMBER if singular else _MEMBERS).text(language, count=count)
+
+
+def _check_leagues(roster: Roster, source: str, destination: str) -> None:
+    problems = [
+        Problem(field=field, message=f"there is no league named {name!r}; list the leagues")
+        for field, name in (("from_league", source), ("to_league", destination))
+        if name not in roster.leagues
+    ]
+    if not problems and source == destination:
+        problems = [Problem(field="to_league", message="must be another league than from_league")]
+    if problems:
+        raise InvalidRequestError(problems)
+
+
+def _one_named_member(said: str, found: Any) -> dict[str, Any] | None:
+    """The one member whose name or email the words contain, among those the search found."""
+    members = found.get("members", []) if isinstance(found, Mapping) else []
+    named = [
+        member
+        for member in members
+        if any(member[key].casefold() in said for key in ("name", "email") if member[key])
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def _named_leagues(said: str, listing: Any) -> list[str]:
+    """The leagues the words name, in the order they say them."""
+    leagues = listing.get("leagues", []) if isinstance(listing, Mapping) else []
+    at = {league["name"]: said.find(league["name"].casefold()) for league in leagues}
+    return sorted((name for name in at if name and at[name] >= 0), key=at.__getitem__)

@@ -1,0 +1,406 @@
+"""roster.move_member: a manager moves a member between leagues. The preview shows who, from
+where, to where and each league's count before and after; approval checks the member is still
+in the first league, not yet in the second, and that the second has room, and moves them in
+the commit that records the outcome."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.application.errors import ForbiddenError
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages
+from fastapi.testclient import TestClient
+
+from tests.conftest import AVA, BEN, MIA
+
+MOVE = "roster.move_member"
+OLIVIA = "olivia.chen@example.com"
+TO_SENIORS = {
+    "email": OLIVIA,
+    "from_league": "Sunday Mixed Doubles",
+    "to_league": "Thursday Seniors",
+}
+
+
+def _propose(cs, seeded, request=TO_SENIORS, actor=AVA, organization="granite", roster=None):
+    return cs.proposals.propose(
+        organization=organization,
+        actor=actor,
+        operation=MOVE,
+        resource_id=roster or seeded["rosters"]["granite"],
+        request=request,
+    )
+
+
+def _roster(cs, seeded, club="granite") -> Roster:
+    return cs.store.get(UUID(seeded["rosters"][club]), Roster)
+
+
+def _leagues_of(cs, seeded, email=OLIVIA) -> list[str]:
+    return _roster(cs, seeded).leagues_of(email)
+
+
+# -- propose ------------------------------------------------------------------------------------
+
+
+def test_the_preview_names_the_member_both_leagues_and_each_count_before_and_after(cs, seeded):
+    created = _propose(cs, seeded, {**TO_SENIORS, "email": "  Olivia.Chen@Example.com "})
+
+    assert created.preview == {
+        "member_name": "Olivia Chen",
+        "email": OLIVIA,
+        "from_league": "Sunday Mixed Doubles",
+        "to_league": "Thursday Seniors",
+        "from_league_members_before": 2,
+        "from_league_members_after": 1,
+        "to_league_members_before": 4,
+        "to_league_members_after": 5,
+    }
+    assert created.status == "pending"
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        (
+            {"from_league": "Friday Fun"},
+            "from_league",
+            "there is no league named 'Friday Fun'; list the leagues",
+        ),
+        (
+            {"to_league": "Sunday Mixed Doubles"},
+            "to_league",
+            "must be another league than from_league",
+        ),
+        (
+            {"email": "nobody@example.com"},
+            "email",
+            "no member with this email plays in 'Sunday Mixed Doubles'; search the members",
+        ),
+        (
+            {"from_league": "Monday Night Open", "to_league": "Sunday Mixed Doubles"},
+            "to_league",
+            "Olivia Chen already plays in 'Sunday Mixed Doubles'",
+        ),
+    ],
+)
+def test_a_move_the_roster_does_not_allow_is_refused_with_a_problem(
+    cs, seeded, change, field, message
+):
+    with pytest.raises(InvalidRequestError) as refused:
+        _propose(cs, seeded, {**TO_SENIORS, **change})
+    assert [(p.field, p.message) for p in refused.value.problems] == [(field, message)]
+
+
+def test_a_move_into_a_full_league_is_refused_before_anyone_reviews_it(cs, seeded):
+    for n in range(4):
+        cs.club.join("granite", "Thursday Seniors", f"Curler {n}", f"curler{n}@example.com")
+
+    with pytest.raises(InvalidRequestError) as refused:
+        _propose(cs, seeded)
+
+    assert refused.value.problems[0].message == "'Thursday Seniors' is full (8 members)"
+
+
+# -- approve ------------------------------------------------------------------------------------
+
+
+def test_approval_moves_the_member_in_the_commit_that_records_the_outcome(cs, seeded):
+    created = _propose(cs, seeded)
+    start = cs.app.recorder.max_notification_id() or 0
+
+    report = cs.proposals.approve(created.proposal_id, AVA)
+
+    assert (report.result, report.status) == ("executed", "succeeded")
+    assert report.outcome == {
+        "kind": "succeeded",
+        "result": {
+            "email": OLIVIA,
+            "from_league": "Sunday Mixed Doubles",
+            "to_league": "Thursday Seniors",
+            "from_league_members": 1,
+            "to_league_members": 5,
+        },
+    }
+    assert report.message == (
+        "Olivia Chen now plays in Thursday Seniors (5 members) instead of Sunday Mixed Doubles "
+        "(1 member)."
+    )
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
+    written = cs.app.recorder.select_notifications(start + 1, limit=100)
+    assert [n.topic.rsplit(".", 1)[-1] for n in written] == [
+        "Approved",
+        "Claimed",
+        "Revalidated",
+        "Succeeded",
+        "MemberMoved",
+    ]
+    # One commit: the claim, the outcome and the move, consecutive, nothing else.
+    assert [n.id for n in written] == list(range(start + 1, start + 6))
+    card = cs.proposals.card(created.proposal_id, AVA, language="fr")
+    assert card.message == (
+        "Olivia Chen joue maintenant dans Thursday Seniors (5 membres) au lieu de "
+        "Sunday Mixed Doubles (1 membre)."
+    )
+
+
+def test_approving_twice_moves_once_and_returns_the_stored_outcome(cs, seeded, other):
+    created = _propose(cs, seeded)
+    first = cs.proposals.approve(created.proposal_id, AVA)
+    version = _roster(cs, seeded).version
+
+    again = other.proposals.approve(created.proposal_id, AVA)
+
+    assert again.result == "already_completed"
+    assert again.outcome == first.outcome
+    assert _roster(other, seeded).version == version
+
+
+def test_a_member_who_left_the_source_league_meanwhile_requires_revision(cs, seeded):
+    to_seniors = _propose(cs, seeded)
+    to_juniors = _propose(cs, seeded, {**TO_SENIORS, "to_league": "Junior Program"})
+    cs.proposals.approve(to_seniors.proposal_id, AVA)
+
+    report = cs.proposals.approve(to_juniors.proposal_id, AVA)
+
+    assert report.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "member_left_source_league",
+            "params": {"member": "Olivia Chen", "league": "Sunday Mixed Doubles"},
+        },
+    }
+    assert report.message == (
+        "Nothing was changed. Olivia Chen no longer plays in Sunday Mixed Doubles. Ask the "
+        "assistant for a new proposal if it is still needed."
+    )
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
+
+
+def test_a_member_already_in_the_destination_meanwhile_requires_revision(cs, seeded):
+    created = _propose(cs, seeded)
+    cs.club.join("granite", "Thursday Seniors", "Olivia Chen", OLIVIA)
+
+    report = cs.proposals.approve(created.proposal_id, AVA)
+
+    assert report.outcome["reason"] == {
+        "code": "member_already_in_destination",
+        "params": {"member": "Olivia Chen", "league": "Thursday Seniors"},
+    }
+    assert "Olivia Chen joue déjà dans Thursday Seniors." in (
+        cs.proposals.card(created.proposal_id, AVA, language="fr").message or ""
+    )
+    assert _leagues_of(cs, seeded) == [
+        "Monday Night Open",
+        "Sunday Mixed Doubles",
+        "Thursday Seniors",
+    ]
+
+
+def test_a_destination_that_filled_up_meanwhile_requires_revision(cs, seeded):
+    created = _propose(cs, seeded)
+    for n in range(4):
+        cs.club.join("granite", "Thursday Seniors", f"Curler {n}", f"curler{n}@example.com")
+
+    report = cs.proposals.approve(created.proposal_id, AVA)
+
+    assert report.outcome["reason"] == {
+        "code": "destination_league_full",
+        "params": {"league": "Thursday Seniors", "capacity": 8},
+    }
+    assert "Thursday Seniors is full: it holds its 8 members." in (report.message or "")
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
+    assert _roster(cs, seeded).member_count("Thursday Seniors") == 8
+
+
+def test_a_move_expires(cs, seeded, clock):
+    created = _propose(cs, seeded)
+    clock.advance(days=1, seconds=1)
+
+    report = cs.proposals.approve(created.proposal_id, AVA)
+
+    assert (report.result, report.reason) == ("not_approvable", "expired")
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
+
+
+# -- who may ------------------------------------------------------------------------------------
+
+
+def test_ava_manages_the_roster_and_ben_may_neither_propose_nor_approve_a_move(cs, seeded):
+    assert cs.club.membership("granite", AVA).member.may("roster.manage")
+    assert not cs.club.membership("granite", BEN).member.may("roster.manage")
+    with pytest.raises(ForbiddenError):
+        _propose(cs, seeded, actor=BEN)
+    created = _propose(cs, seeded)
+
+    refused = cs.proposals.approve(created.proposal_id, BEN)
+
+    assert (refused.result, refused.reason) == ("not_approvable", "forbidden")
+    assert cs.proposals.card(created.proposal_id, AVA).status == "pending"
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
+
+
+def test_another_club_neither_moves_nor_sees_this_clubs_members(cs, seeded):
+    # Another club's roster, or a resource that is not a roster, is not found.
+    with pytest.raises(NotFoundError):
+        _propose(cs, seeded, roster=seeded["rosters"]["maple"])
+    with pytest.raises(NotFoundError):
+        _propose(cs, seeded, roster=seeded["broadcast_forms"]["granite"])
+    # Mia manages maple: granite's roster and proposals do not exist for her.
+    with pytest.raises(NotFoundError):
+        _propose(cs, seeded, actor=MIA, organization="maple")
+    created = _propose(cs, seeded)
+    foreign = cs.proposals.approve(created.proposal_id, MIA)
+    unknown = cs.proposals.approve("0f6b3a52-8d1e-4c57-9a3e-5b1f2c7d9e10", MIA)
+    assert (foreign.result, foreign.reason) == (unknown.result, unknown.reason)
+    assert foreign.reason == "not_found"
+    # Her own club's member moves in her own roster only.
+    cs.club.join("maple", "Tuesday Draw", "Ruth Lee", "ruth.lee@example.com")
+    with pytest.raises(InvalidRequestError):
+        _propose(cs, seeded, actor=MIA, organization="maple", roster=seeded["rosters"]["maple"])
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def _cli(database_url: str, capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code = main([*argv, "--json", "--database", database_url])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_the_command_line_proposes_shows_and_approves_a_move(database_url, capsys):
+    seeded = _cli(database_url, capsys, "seed")
+    roster = seeded["rosters"]["granite"]
+    propose = ["propose", "--org", "granite", "--operation", MOVE, "--resource", roster]
+
+    refused = _cli(database_url, capsys, *propose, "--as", BEN, "--request", json.dumps(TO_SENIORS))
+    created = _cli(database_url, capsys, *propose, "--as", AVA, "--request", json.dumps(TO_SENIORS))
+    bad = _cli(
+        database_url,
+        capsys,
+        *propose,
+        "--as",
+        AVA,
+        "--request",
+        json.dumps({**TO_SENIORS, "to_league": "Friday Fun", "rank": 1}),
+    )
+
+    assert refused["error"] == "forbidden"
+    assert created["preview"]["to_league_members_after"] == 5
+    assert bad["error"] == "invalid_request"
+    assert {p["field"] for p in bad["problems"]} == {"rank"}
+    card = _cli(database_url, capsys, "show", created["proposal_id"], "--as", AVA)
+    assert (card["operation"], card["status"]) == (MOVE, "pending")
+    assert card["preview"] == created["preview"]
+    by_ben = _cli(database_url, capsys, "approve", created["proposal_id"], "--as", BEN)
+    assert (by_ben["result"], by_ben["reason"]) == ("not_approvable", "forbidden")
+
+    approved = _cli(database_url, capsys, "approve", created["proposal_id"], "--as", AVA)
+    again = _cli(database_url, capsys, "approve", created["proposal_id"], "--as", AVA)
+
+    assert (approved["result"], approved["outcome"]["kind"]) == ("executed", "succeeded")
+    assert again["result"] == "already_completed"
+    assert again["outcome"] == approved["outcome"]
+    leagues = _cli(database_url, capsys, "roster", "leagues", "--org", "granite")
+    assert {"name": "Thursday Seniors", "active_members": 5, "capacity": 8} in leagues
+    assert {"name": "Sunday Mixed Doubles", "active_members": 1, "capacity": 8} in leagues
+
+
+# -- the assistant and the pages ----------------------------------------------------------------
+
+
+def _ask(cs, seeded, words):
+    return cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="roster",
+        resource_id=seeded["rosters"]["granite"],
+        message=words,
+    )
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors",
+        "Olivia Chen should switch to Thursday Seniors from Sunday Mixed Doubles, please.",
+        "Déplacer Olivia Chen de Sunday Mixed Doubles à Thursday Seniors",
+    ],
+)
+def test_the_offline_stand_in_proposes_the_move_the_manager_asked_for(cs, seeded, words):
+    turn = _ask(cs, seeded, words)
+
+    assert turn.ended == "proposal"
+    assert turn.proposal is not None
+    assert turn.proposal["operation"] == MOVE
+    preview = turn.proposal["preview"]
+    assert (preview["email"], preview["from_league"], preview["to_league"]) == (
+        OLIVIA,
+        "Sunday Mixed Doubles",
+        "Thursday Seniors",
+    )
+
+
+def test_the_stand_in_asks_when_the_words_do_not_say_which_move(cs, seeded):
+    # Olivia plays in two leagues: which one she leaves is not said.
+    unclear = _ask(cs, seeded, "Move Olivia Chen to Junior Program")
+    nobody = _ask(cs, seeded, "Move Grace Kim to Junior Program")
+    # Margaret plays in one league only: naming where she goes is enough.
+    clear = _ask(cs, seeded, "Move Margaret Hughes to Monday Night Open")
+
+    assert (unclear.ended, unclear.proposal) == ("reply", None)
+    assert (
+        "Olivia Chen plays in Monday Night Open, Sunday Mixed Doubles"
+        in (unclear.messages[-1]["text"])
+    )
+    assert (nobody.ended, nobody.proposal) == ("reply", None)
+    assert clear.ended == "proposal"
+    assert clear.proposal is not None
+    assert clear.proposal["preview"]["from_league"] == "Thursday Seniors"
+
+
+def test_the_inbox_and_review_page_show_the_roster_section_in_english_and_french(cs, seeded):
+    passwords = seed_passwords(cs)
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    created = _propose(cs, seeded)
+    browser = TestClient(app, follow_redirects=False)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', browser.get("/sign-in").text)
+    assert token is not None
+    signed = browser.post(
+        "/sign-in",
+        data={"email": AVA, "password": passwords[AVA], "csrf_token": token.group(1)},
+    )
+    assert signed.status_code == 303
+
+    inbox = browser.get("/?section=roster")
+    french = browser.get("/?section=roster", headers={"Accept-Language": "fr"})
+    review = browser.get(f"/proposals/{created.proposal_id}")
+    revue = browser.get(f"/proposals/{created.proposal_id}", headers={"Accept-Language": "fr"})
+
+    assert "Roster" in inbox.text
+    assert "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors" in inbox.text
+    assert "Effectifs" in french.text
+    assert "Faire passer Olivia Chen de Sunday Mixed Doubles à Thursday Seniors" in french.text
+    assert "Move a member to another league" in review.text
+    assert "To league: members after" in review.text
+    assert f'action="/proposals/{created.proposal_id}/approve"' in review.text
+    assert "Changer un membre de ligue" in revue.text
+    assert "Ligue rejointe : membres après" in revue.text
+    chat = browser.get(f"/chat/roster/{seeded['rosters']['granite']}")
+    assert chat.status_code == 200
+    assert "Roster assistant" in chat.text
