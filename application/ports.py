@@ -115,6 +115,13 @@ class EffectResponseLostError(Exception):
     may or may not have been performed. Only a lookup under its key can tell."""
 
 
+class ProviderUnavailableError(EffectResponseLostError):
+    """Raised when the provider answered, definitively, that it applied nothing (an outage
+    before the request was looked at). Still uncertain to the approve path, which never calls
+    again itself: the reconciler asks under the same key later. Only what a provider knows for
+    sure lets people be told that nothing happened yet."""
+
+
 class IdempotencyConflictError(Exception):
     """Raised when an idempotency key is reused with another request."""
 

@@ -47,7 +47,7 @@ from countersign.application.reports import (
     ProposalCreated,
     Report,
 )
-from countersign.domain.club.organization import Member, Permission
+from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import NotFoundError
@@ -83,6 +83,10 @@ class ProposalReview:
     record: dict[str, Any]
     may_decide: bool
     conversation: ConversationLink | None
+    #: The requester's name as the club knows them ("" if they left the club).
+    requester_name: str = ""
+    #: Whether an assistant drafted it in the requester's own conversation.
+    drafted_by_assistant: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,10 +212,17 @@ class ProposalAccess:
         caller = Caller.of(actor)
         proposal, member = self._visible(proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
+        interaction = self._interaction(proposal)
+        requester = self.store.read(proposal.organization_id, Organization).member(
+            proposal.requested_by
+        )
         return ProposalReview(
             record=proposal_record(proposal),
             may_decide=may_decide(caller, member, proposal.kind, self.registry),
-            conversation=self._conversation(proposal, caller),
+            conversation=self._conversation(interaction, caller),
+            requester_name=requester.name if requester is not None else "",
+            drafted_by_assistant=interaction is not None
+            and interaction.manager == proposal.requested_by.strip().lower(),
         )
 
     def history(
@@ -272,15 +283,19 @@ class ProposalAccess:
             raise NotFoundError("organization")
         return member_of(self.store, caller.organization_id, caller.email)
 
-    def _conversation(self, proposal: Proposal, caller: Caller) -> ConversationLink | None:
+    def _interaction(self, proposal: Proposal) -> Interaction | None:
+        """The conversation the proposal was made in, if it was made in one of its club's."""
         try:
             interaction = self.store.read(UUID(proposal.interaction_id), Interaction)
         except (ValueError, NotFoundError):
             return None  # proposed outside a conversation, or the id names something else
-        if (
-            interaction.organization_id != proposal.organization_id
-            or interaction.manager != caller.email.strip().lower()
-        ):
+        if interaction.organization_id != proposal.organization_id:
+            return None
+        return interaction
+
+    @staticmethod
+    def _conversation(interaction: Interaction | None, caller: Caller) -> ConversationLink | None:
+        if interaction is None or interaction.manager != caller.email.strip().lower():
             return None
         return ConversationLink(
             section=interaction.section,

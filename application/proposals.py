@@ -36,6 +36,7 @@ from countersign.application.ports import (
     EffectProvider,
     EffectResponseLostError,
     OpenWorkIndex,
+    ProviderUnavailableError,
     Reads,
 )
 from countersign.application.reports import (
@@ -63,6 +64,7 @@ from countersign.domain.outcomes import (
     NeedsReconciliation,
     NotApprovable,
     NotApprovableReason,
+    ReconciliationCause,
     RevisionReason,
     RevisionRequired,
     Succeeded,
@@ -332,10 +334,16 @@ class ProposalService:
         """Steps 7 and 8 of an external operation whose claim is committed."""
         effect = claimed.effect
         proposal_id = claimed.execution.proposal_id
-        # 7. Call the provider under the proposal's idempotency key.
+        # 7. Call the provider under the proposal's idempotency key. Whatever goes wrong is
+        #    left to the reconciler, under the same key; only the cause told differs.
         try:
             response = self.providers[effect.provider].perform(
                 effect.idempotency_key, effect.payload()
+            )
+        except ProviderUnavailableError:
+            # The provider said it applied nothing: people may be told nothing happened yet.
+            return self._start_reconciling(
+                proposal_id, effect.idempotency_key, "provider_unavailable"
             )
         except EffectResponseLostError:
             return self._start_reconciling(proposal_id, effect.idempotency_key)
@@ -346,7 +354,9 @@ class ProposalService:
         # 8. Record its authoritative answer.
         return self._settle(claimed.contract, claimed.execution, response)
 
-    def _start_reconciling(self, proposal_id: UUID, key: str) -> ApprovalReport:
+    def _start_reconciling(
+        self, proposal_id: UUID, key: str, cause: ReconciliationCause = "response_lost"
+    ) -> ApprovalReport:
         """Record that the provider's answer is unknown: the reconciler will settle it."""
 
         def reconciling(facts: Repository) -> _Report:
@@ -354,7 +364,8 @@ class ProposalService:
             if proposal.status != ProposalStatus.EXECUTING:
                 return Answer(self._report(proposal, None))  # settled meanwhile
             status_path = STATUS_PATH.format(proposal_id=proposal.id)
-            proposal.start_reconciling(_dump(NeedsReconciliation(status_path=status_path)), key)
+            uncertain = NeedsReconciliation(status_path=status_path, cause=cause)
+            proposal.start_reconciling(_dump(uncertain), key)
             return Commit([proposal], self._report(proposal, None))
 
         return self.store.decide(Reads([proposal_id]), reconciling)

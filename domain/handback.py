@@ -10,7 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.domain.contracts import REVISION_REASONS
-from countersign.domain.contracts.presentation import EFFECT_UNCERTAIN, LANGUAGES, Localized
+from countersign.domain.contracts.presentation import (
+    EFFECT_UNAVAILABLE,
+    EFFECT_UNCERTAIN,
+    LANGUAGES,
+    Localized,
+)
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import (
     NeedsReconciliation,
@@ -37,25 +42,40 @@ _overlap = SHARED_REASONS.keys() & REVISION_REASONS.keys()
 if _overlap:
     raise ValueError(f"contracts redeclare shared revision reasons: {sorted(_overlap)}")
 
+OUTCOME_TITLES: dict[str, Localized] = {
+    "succeeded": Localized("Done", "Terminé"),
+    "needs_reconciliation": Localized(
+        "Checking with the provider", "Vérification auprès du fournisseur"
+    ),
+    "revision_required": Localized(
+        "Not executed: nothing changed", "Non exécutée : rien n'a changé"
+    ),
+    "declined": Localized("Declined: nothing changed", "Refusée : rien n'a changé"),
+    "terminal_failure": Localized("Failed: nothing changed", "Échec : rien n'a changé"),
+}
+"""The headline of each kind of outcome (a decline is a revision-required outcome of its own
+kind here), unless the operation words it itself (``OperationContract.outcome_titles``)."""
+
 _FIXED: dict[str, dict[str, str]] = {
     "en": {
-        "revision": "Nothing was changed. {reason} Prepare a new proposal if it is still needed.",
-        "reconciling": "{uncertain} Status: {status_path}",
+        "revision": (
+            "Nothing was changed. {reason} Ask the assistant for a new proposal if it is "
+            "still needed."
+        ),
         "failure": (
-            "This proposal could not be executed because of an internal error. It will not be "
-            "retried. Reference: {correlation_id}"
+            "Nothing was changed: an internal error stopped this proposal, and it will not be "
+            "retried. Give support this reference: {correlation_id}"
         ),
         "unknown_reason": "A fact the proposal relied on has changed.",
     },
     "fr": {
         "revision": (
-            "Rien n'a été modifié. {reason} Préparez une nouvelle proposition si elle est "
-            "toujours nécessaire."
+            "Rien n'a été modifié. {reason} Demandez à l'assistant une nouvelle proposition si "
+            "elle est toujours nécessaire."
         ),
-        "reconciling": "{uncertain} Suivi : {status_path}",
         "failure": (
-            "Cette proposition n'a pas pu être exécutée à cause d'une erreur interne. Elle ne "
-            "sera pas relancée. Référence : {correlation_id}"
+            "Rien n'a été modifié : une erreur interne a arrêté cette proposition, qui ne sera "
+            "pas relancée. Donnez cette référence au soutien : {correlation_id}"
         ),
         "unknown_reason": "Un fait sur lequel reposait la proposition a changé.",
     },
@@ -74,20 +94,28 @@ def outcome_text(
     success_text: str,
     language: str = "en",
     uncertain: Localized = EFFECT_UNCERTAIN,
+    unavailable: Localized = EFFECT_UNAVAILABLE,
 ) -> str:
     """The app-authored message for any outcome; ``success_text`` and what an uncertain
-    effect means (``uncertain``) come from the contract."""
+    effect means (``uncertain`` when the provider's answer was lost, ``unavailable`` when it
+    applied nothing) come from the contract. Written for people: no API path, no code."""
     texts = _FIXED[_language(language)]
     if isinstance(outcome, Succeeded):
         return success_text
     if isinstance(outcome, RevisionRequired):
         return texts["revision"].format(reason=reason_text(outcome.reason, language))
     if isinstance(outcome, NeedsReconciliation):
-        return texts["reconciling"].format(
-            uncertain=uncertain.text(_language(language)), status_path=outcome.status_path
-        )
+        told = unavailable if outcome.cause == "provider_unavailable" else uncertain
+        return told.text(_language(language))
     assert isinstance(outcome, TerminalFailure)
     return texts["failure"].format(correlation_id=outcome.correlation_id)
+
+
+def outcome_title_key(outcome: Outcome) -> str:
+    """Which headline an outcome reads under: its kind, or "declined" for a decline."""
+    if isinstance(outcome, RevisionRequired) and outcome.reason.code == "declined_by_manager":
+        return "declined"
+    return outcome.kind
 
 
 def _language(language: str) -> str:

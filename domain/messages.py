@@ -10,13 +10,14 @@ from typing import Any
 
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.presentation import (
+    EFFECT_UNAVAILABLE,
     EFFECT_UNCERTAIN,
     LANGUAGES,
     PreviewRow,
     fallback_fields,
     preview_rows,
 )
-from countersign.domain.handback import outcome_text
+from countersign.domain.handback import OUTCOME_TITLES, outcome_text, outcome_title_key
 from countersign.domain.outcomes import Succeeded, outcome_from_stored
 from pydantic import ValidationError
 
@@ -40,7 +41,10 @@ def outcome_messages(
     contract = REGISTRY.get(kind)
     if not isinstance(outcome, Succeeded):
         uncertain = contract.effect_uncertain if contract is not None else EFFECT_UNCERTAIN
-        return tuple(outcome_text(outcome, "", language, uncertain) for language in languages)
+        unavailable = contract.effect_unavailable if contract is not None else EFFECT_UNAVAILABLE
+        return tuple(
+            outcome_text(outcome, "", language, uncertain, unavailable) for language in languages
+        )
     contract = REGISTRY[kind]
     valid_preview = contract.Preview.model_validate(preview)
     result = contract.Result.model_validate(outcome.result)
@@ -48,6 +52,49 @@ def outcome_messages(
         outcome_text(outcome, contract.success_text(valid_preview, result, language), language)
         for language in languages
     )
+
+
+def outcome_title(kind: str, stored_outcome: dict[str, Any], language: str = "en") -> str:
+    """The outcome's headline ("Refund sent", "Not executed: nothing changed"), in the
+    operation's own words where it has them."""
+    key = outcome_title_key(outcome_from_stored(stored_outcome))
+    contract = REGISTRY.get(kind)
+    titles = contract.outcome_titles if contract is not None else {}
+    return (titles.get(key) or OUTCOME_TITLES[key]).text(language)
+
+
+def approve_label(kind: str, preview: dict[str, Any], language: str = "en") -> str | None:
+    """What the approve button says; None if the operation is unknown or the preview does not
+    read (nobody can approve such a proposal anyway)."""
+    contract = REGISTRY.get(kind)
+    if contract is None:
+        return None
+    try:
+        return contract.approve_label(contract.Preview.model_validate(preview), language)
+    except ValidationError:
+        return None
+
+
+def irreversible_note(kind: str, preview: dict[str, Any], language: str = "en") -> str | None:
+    """What approving cannot undo, when the operation asks for a confirmation step."""
+    contract = REGISTRY.get(kind)
+    if contract is None:
+        return None
+    try:
+        return contract.irreversible_note(contract.Preview.model_validate(preview), language)
+    except ValidationError:
+        return None
+
+
+def inbox_reason(kind: str, preview: dict[str, Any], language: str = "en") -> str | None:
+    """Why it was proposed, in a few words, if the operation says more than its headline."""
+    contract = REGISTRY.get(kind)
+    if contract is None:
+        return None
+    try:
+        return contract.inbox_reason(contract.Preview.model_validate(preview), language)
+    except ValidationError:
+        return None
 
 
 def operation_title(kind: str, language: str = "en") -> str:

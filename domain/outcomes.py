@@ -16,6 +16,7 @@ from countersign.domain.scope import Scope
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 ReasonParam = str | int | bool
+ReconciliationCause = Literal["response_lost", "provider_unavailable"]
 
 
 class RevisionReason(BaseModel):
@@ -37,12 +38,20 @@ class Succeeded(BaseModel):
 
 
 class NeedsReconciliation(BaseModel):
-    """An external effect is uncertain; the reconciler will settle it. Never retry by hand."""
+    """An external effect is uncertain; the reconciler will settle it. Never retry by hand.
+
+    ``status_path`` is for machines (the API's status resource), never shown to people.
+    ``cause`` tells why: the provider's answer was lost (the effect may have happened), or the
+    provider said it was unavailable and applied nothing (nothing happened yet). Either way the
+    reconciler settles it under the same idempotency key. Outcomes stored before ``cause``
+    existed read as a lost answer, the only cause there was then.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["needs_reconciliation"] = "needs_reconciliation"
     status_path: str
+    cause: ReconciliationCause = "response_lost"
 
 
 class RevisionRequired(BaseModel):

@@ -34,7 +34,7 @@ def correlation_id_in(scope: Scope) -> str:
     return value if isinstance(value, str) else new_correlation_id()
 
 
-def _plain_error(correlation_id: str) -> tuple[str, bytes]:
+def _plain_error(correlation_id: str, scope: Scope) -> tuple[str, bytes]:
     return "text/plain; charset=utf-8", f"Internal error. Reference: {correlation_id}".encode()
 
 
@@ -46,7 +46,8 @@ class CorrelationMiddleware:
     the correlation id the client receives.
 
     ``headers_for(path)``: further headers for every answer to that path, whichever layer
-    answered. ``error_answer(correlation_id)``: the 500's media type and body.
+    answered. ``error_answer(correlation_id, scope)``: the 500's media type and body for that
+    request (a page for a browser's path, a problem document for the API's).
     """
 
     def __init__(
@@ -54,7 +55,7 @@ class CorrelationMiddleware:
         app: ASGIApp,
         *,
         headers_for: Callable[[str], RawHeaders] = lambda path: [],
-        error_answer: Callable[[str], tuple[str, bytes]] = _plain_error,
+        error_answer: Callable[[str, Scope], tuple[str, bytes]] = _plain_error,
     ) -> None:
         self.app = app
         self.headers_for = headers_for
@@ -92,7 +93,7 @@ class CorrelationMiddleware:
             )
             if started:
                 raise
-            media_type, body = self.error_answer(correlation_id)
+            media_type, body = self.error_answer(correlation_id, scope)
             await send(
                 {
                     "type": "http.response.start",

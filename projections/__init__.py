@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 def _registry() -> dict[str, Projection]:
     from countersign.projections.analytics import Analytics
+    from countersign.projections.attention import Attention
     from countersign.projections.audit_trail import AuditTrail
     from countersign.projections.browser_view import BrowserView
     from countersign.projections.handback import Handback
@@ -24,7 +25,14 @@ def _registry() -> dict[str, Projection]:
 
     return {
         projection.name: projection
-        for projection in (BrowserView(), Handback(), AuditTrail(), Analytics(), OpenWork())
+        for projection in (
+            BrowserView(),
+            Handback(),
+            AuditTrail(),
+            Analytics(),
+            OpenWork(),
+            Attention(),
+        )
     }
 
 

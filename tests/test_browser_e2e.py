@@ -1,8 +1,10 @@
 """A real headless Chromium against the app served by uvicorn on 127.0.0.1.
 
 Ava signs in, asks the order assistant about Olivia's missed early-bird discount, opens the
-proposal card's review page, approves it and sees the outcome; a second tab that still shows
-the Approve button approves again and sees the same stored outcome. No JavaScript is needed
+proposal card's review page, approves it (its button names the refund; a card refund is
+confirmed once more) and sees the outcome; a second tab that still shows the button approves
+again and sees the same stored outcome. On a phone the decision is on screen without
+scrolling; an unknown path is a styled page. No JavaScript is needed
 by the pages; the browser also reports no Content-Security-Policy violation. Screenshots go
 to ``test-artifacts/`` (desktop and phone sizes, English and French).
 
@@ -137,8 +139,9 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             page.fill("#password", served.passwords[AVA])
             page.click("button[type=submit] >> text=Sign in")
             page.wait_for_url(served.base_url + "/")
-            assert page.locator("h1").inner_text() == "Awaiting your approval"
-            assert page.locator(".inbox-card").count() == 2
+            assert page.locator("h1").inner_text() == "Inbox"
+            assert page.locator("#awaiting .inbox-card").count() == 2
+            assert page.locator("#attention").inner_text().endswith("Nothing needs attention.")
             page.screenshot(path=str(ARTIFACTS / "02-inbox.png"), full_page=True)
 
             # The order assistant for the seeded "refund-ok" order.
@@ -163,20 +166,30 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             page.screenshot(path=str(ARTIFACTS / "04-review-pending.png"), full_page=True)
             second = context.new_page()
             second.goto(review_url)
-            assert second.locator("button >> text=Approve").is_visible()
+            approve = "button.approve"
+            assert page.locator(approve).inner_text() == "Refund $48.00 CAD to Visa •••• 4242"
+            assert second.locator(approve).is_visible()
 
-            # Approve: the outcome is shown on the review page.
-            page.click("button >> text=Approve")
+            # Approve: a card refund cannot be undone, so it is confirmed once more (a plain
+            # form); then the outcome is shown on the review page.
+            page.click(approve)
+            page.wait_for_url(review_url + "/approve")
+            assert page.locator("h1").inner_text() == "Confirm once more"
+            assert "A card refund cannot be undone" in page.locator(".irreversible").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "05-confirm-card-refund.png"), full_page=True)
+            assert served.cs.sandbox.refunds() == []
+            page.click("button >> text=Yes: Refund $48.00 CAD to Visa •••• 4242")
             page.wait_for_url(review_url)
             assert page.locator("#status").inner_text() == "Succeeded"
             outcome = page.locator("#outcome").inner_text()
+            assert outcome.startswith("Refund sent")
             assert "Refunded $48.00 CAD" in outcome
-            assert "Approved. The application executed it" in page.locator(".notice").inner_text()
-            assert page.locator("button >> text=Approve").count() == 0
+            assert page.locator(".notice").inner_text() == "Approved. Here is what happened."
+            assert page.locator(approve).count() == 0
             page.screenshot(path=str(ARTIFACTS / "05-review-succeeded.png"), full_page=True)
 
             # Approving again from the second tab returns the same stored outcome.
-            second.click("button >> text=Approve")
+            second.click(approve)
             second.wait_for_url(review_url)
             assert second.locator("#status").inner_text() == "Succeeded"
             assert second.locator("#outcome").inner_text() == outcome
@@ -224,11 +237,25 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             small.locator(".inbox-card").first.click()
             small.wait_for_url(re.compile(r".*/proposals/[0-9a-f-]{36}$"))
             _fits_the_screen(small)
-            small.screenshot(path=str(ARTIFACTS / "11-phone-review-pending.png"), full_page=True)
+            # The decision is within reach without scrolling past the card.
+            box = small.locator("button.approve").bounding_box()
+            assert box is not None
+            assert box["y"] + box["height"] <= PHONE["height"], box
+            small.screenshot(path=str(ARTIFACTS / "11-phone-review-pending.png"))
             small.goto(f"{served.base_url}/chat/orders/{order_id}?interaction={interaction}")
             _fits_the_screen(small)
             small.screenshot(path=str(ARTIFACTS / "12-phone-chat.png"), full_page=True)
             phone.close()
+
+            # A path that names nothing is a page, not a JSON document. (A tab without the
+            # console watch: the browser reports every 404 it loads.)
+            lost = context.new_page()
+            missing = lost.goto(served.base_url + "/inbox")
+            assert missing is not None
+            assert missing.status == 404
+            assert lost.locator("h1").inner_text() == "Not found"
+            lost.screenshot(path=str(ARTIFACTS / "13-not-found.png"))
+            lost.close()
 
             # Signing out ends the session: the inbox asks for a sign-in again.
             page.click("button >> text=Sign out")

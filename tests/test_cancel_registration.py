@@ -247,7 +247,7 @@ def test_a_declined_card_requires_revision_and_changes_nothing(cs, seeded):
     assert report.outcome["reason"] == {"code": "cancellation_refund_declined", "params": {}}
     assert report.message == (
         "Nothing was changed. The card provider declined the refund; the registration was not "
-        "cancelled. Prepare a new proposal if it is still needed."
+        "cancelled. Ask the assistant for a new proposal if it is still needed."
     )
     order = order_of(cs, order_id)
     assert (order.is_active, order.refunds, order.unresolved_attempts()) == (True, [], [])
@@ -266,6 +266,7 @@ def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
     assert report.outcome == {
         "kind": "needs_reconciliation",
         "status_path": f"/api/v1/proposals/{proposal_id}/status",
+        "cause": "response_lost",
     }
     assert "registration is cancelled once it settles" in str(report.message)
     # Until the answer is known, the registration stands and its money is held.
@@ -413,8 +414,8 @@ def test_two_cancellations_of_one_order_the_second_fails_closed(cs, seeded):
     assert second.status == "revision_required"
     assert second.outcome["reason"]["code"] == "registration_no_longer_active"
     assert second.message == (
-        "Nothing was changed. The registration has already been cancelled. Prepare a new "
-        "proposal if it is still needed."
+        "Nothing was changed. The registration has already been cancelled. Ask the assistant "
+        "for a new proposal if it is still needed."
     )
     assert cs.sandbox.refunds() == []
     assert len(order_of(cs, order_id).refunds) == 1

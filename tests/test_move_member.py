@@ -182,8 +182,8 @@ def test_a_member_who_left_the_source_league_meanwhile_requires_revision(cs, see
         },
     }
     assert report.message == (
-        "Nothing was changed. Olivia Chen no longer plays in Sunday Mixed Doubles. Prepare a "
-        "new proposal if it is still needed."
+        "Nothing was changed. Olivia Chen no longer plays in Sunday Mixed Doubles. Ask the "
+        "assistant for a new proposal if it is still needed."
     )
     assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
 

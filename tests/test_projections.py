@@ -124,8 +124,9 @@ def test_cards_and_handback_speak_english_and_french_for_every_outcome(cs, seede
     lost = cs.proposals.card(ids["lost"], AVA)
     messages = cs.read_models.handback(org, lost.interaction_id)
     assert [m["outcome_kind"] for m in messages] == ["needs_reconciliation", "succeeded"]
-    assert "do not retry it" in messages[0]["text_en"]
-    assert "ne le relancez pas" in messages[0]["text_fr"]
+    assert "Do not refund by hand." in messages[0]["text_en"]
+    assert "Ne remboursez pas à la main." in messages[0]["text_fr"]
+    assert "/api/" not in messages[0]["text_en"] + messages[0]["text_fr"]
     assert messages[1]["text_fr"].startswith("Remboursement")
 
 

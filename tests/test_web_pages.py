@@ -504,18 +504,104 @@ def test_the_inbox_lists_the_clubs_pending_proposals_newest_first_in_pages(web, 
 
     browser = web.browser(AVA)
     first = browser.get("/")
-    assert "12 awaiting approval" in first.text
+    assert 'Awaiting your decision <span class="count-badge">12</span>' in _main(first)
+    assert "12 awaiting your decision" in first.text  # the navigation's count
+    assert "Nothing needs attention." in first.text  # a decline is the manager's own decision
     listed = re.findall(r'href="/proposals/([0-9a-f-]{36})"', first.text)
     assert listed == list(reversed(created))[:10]
     assert "Page 1 of 2" in first.text
     second = browser.get("/?page=2")
     assert re.findall(r'href="/proposals/([0-9a-f-]{36})"', second.text) == created[1::-1]
     orders_only = browser.get("/?section=orders&page=1")
-    assert "12 awaiting approval" in orders_only.text
+    assert 'Awaiting your decision <span class="count-badge">12</span>' in _main(orders_only)
     email_only = browser.get("/?section=email_broadcasts")
     assert "Nothing awaits approval." in email_only.text
     assert "$48.00 CAD to Olivia Chen" in first.text
     assert browser.get("/?page=abc").status_code == 200
+
+
+def _cards(page: Any, list_id: str) -> list[str]:
+    """The proposal ids listed in one of the inbox's lists, in order."""
+    found = re.search(rf'<section class="inbox-list" id="{list_id}".*?</section>', page.text, re.S)
+    assert found, list_id
+    return re.findall(r'href="/proposals/([0-9a-f-]{36})"', found.group(0))
+
+
+def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed_up(
+    web, clock: FakeClock, monkeypatch
+):
+    cs = web.cs
+    lost = web.propose("refund-lost-response")
+    cs.proposals.approve(lost, AVA)
+    clock.advance(seconds=60)
+    provider_declined = web.propose("refund-declined")
+    cs.proposals.approve(provider_declined, AVA)
+    clock.advance(seconds=60)
+    failed = web.propose("refund-stale")
+    with monkeypatch.context() as patched:
+        patched.setattr(cs.proposals, "providers", {})
+        cs.proposals.approve(failed, AVA)
+    clock.advance(seconds=60)
+    declined = web.propose("account-credit")
+    cs.proposals.decline(declined, AVA, "not now")
+    pending = web.propose("refund-ok")
+
+    browser = web.browser(AVA)
+    inbox = browser.get("/")
+    assert _cards(inbox, "awaiting") == [pending]
+    assert _cards(inbox, "attention") == [failed, provider_declined, lost]  # newest first
+    main = _main(inbox)
+    assert 'Needs attention <span class="count-badge hot">3</span>' in main
+    assert "Not executed: nothing changed</strong> · The card provider declined the refund." in main
+    assert "Failed: no money moved</strong> · reference cs-" in main
+    assert "<strong>Checking with the card provider</strong>" in main
+    # Each card says where the money goes and why.
+    assert "Refund $48.00 CAD to Visa •••• 4242" in main
+    assert "Missed discount: Early-bird 15% discount · Fall Monday Night League" in main
+    # The navigation counts on every page.
+    review = browser.get(f"/proposals/{pending}")
+    assert "1 awaiting your decision" in review.text
+    assert "3 needing attention" in review.text
+    assert 'href="/#attention"' in review.text
+
+    # Settled by the reconciler: it leaves the list.
+    cs.proposals.reconcile()
+    assert lost not in _cards(browser.get("/"), "attention")
+
+    # A newer proposal in the same conversation follows a revision up.
+    def propose_in(conversation: str, order: str) -> str:
+        return cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=REFUND,
+            resource_id=web.seeded["orders"][order],
+            request=TO_CARD,
+            interaction_id=conversation,
+        ).proposal_id
+
+    stale = propose_in("int-follow-up", "refund-ok")
+    cs.proposals.approve(pending, AVA)  # the same discount: the other proposal turns stale
+    cs.proposals.approve(stale, AVA)
+    assert stale in _cards(browser.get("/"), "attention")
+    propose_in("int-follow-up", "refund-declined")
+    attention = _cards(browser.get("/"), "attention")
+    assert stale not in attention
+    assert attention == [failed, provider_declined]
+
+    # Every outcome, declined ones too, is a filter away.
+    recent = browser.get("/?view=recent")
+    listed = re.findall(r'href="/proposals/([0-9a-f-]{36})"', _main(recent))
+    assert {declined, lost, failed, provider_declined, pending} <= set(listed)
+    assert "Recent outcomes" in recent.text
+    french = browser.get("/", **{"Accept-Language": "fr"})
+    assert "À surveiller" in french.text
+    assert "Remise manquée : Early-bird 15% discount" in french.text
+
+    # The list rebuilds from the log alone.
+    before = cs.read_models.needs_attention(str(Organization.create_id("granite")))
+    for runner in cs.projection_runners(["attention"]):
+        runner.rebuild()
+    assert cs.read_models.needs_attention(str(Organization.create_id("granite"))) == before
 
 
 def test_an_order_number_opens_its_assistant(web):
@@ -569,17 +655,22 @@ def test_approve_shows_the_outcome_and_approving_again_the_same_stored_one(web):
     assert f'action="/proposals/{proposal_id}/approve"' in review.text
     assert "$48.00 CAD" in review.text
 
-    first = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    first = browser.form(
+        f"/proposals/{proposal_id}/approve", {"confirm": "yes"}, f"/proposals/{proposal_id}"
+    )
     assert first.status_code == 303
     assert first.headers["location"] == f"/proposals/{proposal_id}"
     shown = browser.get(f"/proposals/{proposal_id}")
     outcome = re.search(r'<section class="outcome-panel.*?</section>', shown.text, re.S).group(0)
     assert "Succeeded" in shown.text
+    assert '<h2 id="outcome-title">Refund sent</h2>' in outcome
     assert "Refunded $48.00 CAD for Olivia Chen" in outcome
-    assert "Approved. The application executed it" in shown.text
+    assert "Approved. Here is what happened." in shown.text
     assert f'action="/proposals/{proposal_id}/approve"' not in shown.text
 
-    second = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    second = browser.form(
+        f"/proposals/{proposal_id}/approve", {"confirm": "yes"}, f"/proposals/{proposal_id}"
+    )
     assert second.status_code == 303
     again = browser.get(f"/proposals/{proposal_id}")
     assert re.search(r'<section class="outcome-panel.*?</section>', again.text, re.S).group(0) == (
@@ -609,23 +700,181 @@ def test_decline_records_the_note_and_the_application_message(web):
     assert web.cs.sandbox.refunds() == []
 
 
+def _outcome_panel(page: Any) -> str:
+    found = re.search(r'<section class="outcome-panel.*?</section>', page.text, re.S)
+    assert found, _main(page)[:2000]
+    return re.sub(r"\s+", " ", found.group(0))
+
+
+def _approve(browser: Browser, proposal_id: str) -> Any:
+    """Approve as a manager does: the button, then the confirmation page's button if any."""
+    path = f"/proposals/{proposal_id}"
+    answer = browser.form(f"{path}/approve", {}, path)
+    if answer.status_code == 200 and 'name="confirm" value="yes"' in answer.text:
+        token = CSRF.search(answer.text).group(1)
+        answer = browser.post(f"{path}/approve", {"confirm": "yes", "csrf_token": token})
+    assert answer.status_code == 303, answer.text[:500]
+    return browser.get(path)
+
+
 def test_the_status_page_follows_a_refund_through_reconciliation(web):
     proposal_id = web.propose("refund-lost-response")
     browser = web.browser(AVA)
-    browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
-    review = browser.get(f"/proposals/{proposal_id}")
-    assert "Being reconciled" in review.text
-    assert f'href="/proposals/{proposal_id}/status"' in review.text
+    review = _approve(browser, proposal_id)
+    panel = _outcome_panel(review)
+    assert "Being reconciled" in review.text  # the status
+    assert "Checking with the card provider" in panel
+    assert "it is not yet known whether the money moved" in panel
+    assert "Tell the member their refund is being processed." in panel
+    assert "Do not refund by hand." in panel
+    assert f'href="/proposals/{proposal_id}/status">Follow the check' in panel
+    assert '<meta http-equiv="refresh" content="15">' in review.text  # it updates by itself
     status = browser.get(f"/proposals/{proposal_id}/status")
     assert status.status_code == 200
-    assert "The reconciler asks the provider" in status.text
+    assert "Checking with the card provider" in _outcome_panel(status)
     assert '<meta http-equiv="refresh" content="5">' in status.text
+    for page in (review, status):
+        assert "/api/" not in _main(page)
 
     web.cs.proposals.reconcile()
     settled = browser.get(f"/proposals/{proposal_id}/status")
-    assert "Settled. This is the recorded outcome." in settled.text
+    assert "Settled. This is the recorded outcome" in settled.text
     assert "http-equiv" not in settled.text
+    assert "Refund sent" in _outcome_panel(settled)
     assert "Refunded $48.00 CAD for Noah Fraser" in settled.text
+    assert "http-equiv" not in browser.get(f"/proposals/{proposal_id}").text
+
+
+def test_a_provider_outage_before_anything_was_applied_says_no_money_moved(web):
+    proposal_id = web.propose("provider-outage")
+    browser = web.browser(AVA)
+    panel = _outcome_panel(_approve(browser, proposal_id))
+    assert "Checking with the card provider" in panel
+    assert "The card provider was unavailable and refunded nothing: no money has moved yet." in (
+        panel
+    )
+    assert "answer was lost" not in panel
+    assert "/api/" not in panel
+    french = _outcome_panel(browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}))
+    assert "Vérification auprès du fournisseur de paiement" in french
+    assert str(escape("aucun argent n'a encore bougé")) in french
+    assert "/api/" not in french
+    # The machine's status path stays in the stored outcome, for the API.
+    outcome = web.proposal(proposal_id).outcome or {}
+    assert outcome["status_path"] == f"/api/v1/proposals/{proposal_id}/status"
+    assert outcome["cause"] == "provider_unavailable"
+
+    # The reconciler sends the same request under the same key, once: one refund.
+    web.cs.proposals.reconcile()
+    assert "Refund sent" in _outcome_panel(browser.get(f"/proposals/{proposal_id}"))
+    held = web.cs.sandbox.refunds()
+    assert [(h["status"], h["metadata"]["proposal_id"]) for h in held] == [
+        ("succeeded", proposal_id)
+    ]
+
+
+def test_not_executed_says_nothing_changed_and_offers_the_assistant(web):
+    order = web.seeded["orders"]["refund-ok"]
+    browser = web.browser(AVA)
+    # Ava asks the order assistant twice, and approves the first refund: the second is stale.
+    sent = browser.form(f"/chat/orders/{order}", {"message": "Olivia missed her early-bird"})
+    first_chat = sent.headers["location"].split("#")[0]
+    again = browser.form(f"/chat/orders/{order}", {"message": "Olivia missed her early-bird"})
+    second_chat = again.headers["location"].split("#")[0]
+    first, second = (
+        re.search(r'href="/proposals/([0-9a-f-]{36})"', browser.get(chat).text).group(1)
+        for chat in (first_chat, second_chat)
+    )
+    _approve(browser, first)
+    page = _approve(browser, second)
+    panel = _outcome_panel(page)
+    assert "Not executed: nothing changed" in panel
+    assert "has already been refunded" in panel
+    assert f'href="{second_chat}">Ask the assistant for a new proposal' in panel.replace(
+        "&amp;", "&"
+    )
+    # The conversation it opens says why.
+    chat = browser.get(second_chat)
+    assert "The last proposal was not executed" in chat.text
+    # Another manager gets a new conversation about the same order.
+    mia_like = web.browser(AVA)
+    assert mia_like.get(f"/proposals/{second}").status_code == 200
+
+
+def test_a_failure_says_no_money_moved_and_gives_the_reference(web, monkeypatch):
+    proposal_id = web.propose()
+    monkeypatch.setattr(web.cs.proposals, "providers", {})  # no card provider wired: fails
+    browser = web.browser(AVA)
+    page = _approve(browser, proposal_id)
+    panel = _outcome_panel(page)
+    reference = (web.proposal(proposal_id).outcome or {})["correlation_id"]
+    assert "Failed: no money moved" in panel
+    assert "Give support this reference" in panel
+    assert f'<code class="mono">{reference}</code>' in panel
+    assert "Reference for support:" in panel
+    assert web.cs.sandbox.refunds() == []
+
+
+def test_a_declined_proposal_reads_as_declined(web):
+    proposal_id = web.propose()
+    browser = web.browser(AVA)
+    browser.form(f"/proposals/{proposal_id}/decline", {"note": ""}, f"/proposals/{proposal_id}")
+    panel = _outcome_panel(browser.get(f"/proposals/{proposal_id}"))
+    assert "Declined: nothing changed" in panel
+    assert 'class="next-step"' not in panel  # the manager decided: no next step to offer
+
+
+def test_a_card_refund_is_confirmed_once_more_and_credit_is_not(web):
+    proposal_id = web.propose()
+    browser = web.browser(AVA)
+    review = browser.get(f"/proposals/{proposal_id}")
+    assert ">Refund $48.00 CAD to Visa •••• 4242</button>" in review.text
+    assert "You will confirm once more: this cannot be undone." in review.text
+    before = count_events(web.cs)
+
+    asked = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert asked.status_code == 200
+    page = _main(asked)
+    assert "Confirm once more" in page
+    assert "A card refund cannot be undone: once you confirm, $48.00 CAD goes back to Visa" in page
+    assert "within 5 to 10 business days" in page
+    assert ">Yes: Refund $48.00 CAD to Visa •••• 4242</button>" in page
+    assert f'href="/proposals/{proposal_id}">Not now, back to the proposal' in page
+    assert count_events(web.cs) == before  # nothing happened yet
+    assert web.proposal(proposal_id).status == "pending"
+
+    token = CSRF.search(asked.text).group(1)
+    done = browser.post(
+        f"/proposals/{proposal_id}/approve", {"confirm": "yes", "csrf_token": token}
+    )
+    assert done.status_code == 303
+    assert "Refund sent" in _outcome_panel(browser.get(f"/proposals/{proposal_id}"))
+    assert len(web.cs.sandbox.refunds()) == 1
+
+    # In French too; and account credit stays in the club's books: one click.
+    credit = web.propose("account-credit")
+    french = browser.get(f"/proposals/{credit}", **{"Accept-Language": "fr"})
+    assert "Créditer" in french.text
+    assert "au compte de" in french.text
+    assert "irréversible" not in french.text
+    english = browser.get(f"/proposals/{credit}")
+    assert "s club account</button>" in english.text
+    answer = browser.form(f"/proposals/{credit}/approve", {}, f"/proposals/{credit}")
+    assert answer.status_code == 303
+    assert web.proposal(credit).status == "succeeded"
+
+
+def test_the_requester_reads_as_the_assistant_on_their_behalf(web):
+    order = web.seeded["orders"]["refund-ok"]
+    browser = web.browser(AVA)
+    sent = browser.form(f"/chat/orders/{order}", {"message": "Olivia missed her early-bird"})
+    chat = browser.get(sent.headers["location"].split("#")[0])
+    drafted = re.search(r'href="/proposals/([0-9a-f-]{36})"', chat.text).group(1)
+    page = _main(browser.get(f"/proposals/{drafted}"))
+    assert "The assistant, on behalf of Ava" in page
+    direct = _main(browser.get(f"/proposals/{web.propose('refund-stale')}"))
+    assert "on behalf of" not in direct
+    assert f"({AVA})" in direct
 
 
 # -- languages ----------------------------------------------------------------------------------
@@ -677,7 +926,9 @@ def test_an_unexpected_error_is_a_page_with_a_reference(web, monkeypatch, caplog
         raise RuntimeError("SELECT secret FROM /work/x.py")
 
     monkeypatch.setattr(web.cs.proposals, "approve", broken)
-    answer = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    answer = browser.form(
+        f"/proposals/{proposal_id}/approve", {"confirm": "yes"}, f"/proposals/{proposal_id}"
+    )
     assert answer.status_code == 500
     reference = answer.headers["x-correlation-id"]
     assert reference in answer.text
@@ -726,3 +977,49 @@ def test_every_page_text_exists_in_english_and_french():
 )
 def test_language_negotiation(chosen, header, expected):
     assert negotiate(chosen, header) == expected
+
+
+# -- pages for what the router refuses -----------------------------------------------------------
+
+
+def test_unknown_paths_and_methods_get_a_page_in_the_visitors_language(web):
+    browser = web.browser(AVA)
+    for path in ("/inbox", "/no-such-page", "/proposals/x/y/z"):
+        page = browser.get(path)
+        assert page.status_code == 404, path
+        assert page.headers["content-type"].startswith("text/html")
+        assert "<h1>Not found</h1>" in _main(page)
+        assert "script-src 'none'" in page.headers["content-security-policy"]
+        assert 'href="/"' in page.text  # the way back
+        assert "Signed in as" in page.text  # their own navigation
+    french = web.browser().get("/no-such-page", **{"Accept-Language": "fr-CA,fr;q=0.9"})
+    assert french.status_code == 404
+    assert '<html lang="fr">' in french.text
+    assert "<h1>Introuvable</h1>" in _main(french)
+
+    refused = browser.client.put("/")
+    assert refused.status_code == 405
+    assert "GET" in refused.headers["allow"]
+    assert "This page cannot do that" in _main(refused)
+
+    # The API keeps its problem documents.
+    api = browser.get("/api/v1/no-such-thing")
+    assert api.status_code in (401, 404)
+    assert api.headers["content-type"].startswith("application/problem+json")
+
+
+def test_an_error_that_escapes_every_handler_is_a_page_with_a_reference(web, caplog):
+    def boom(request: Any) -> Any:
+        raise RuntimeError("SELECT secret FROM /work/x.py")
+
+    web.app.add_route("/boom", boom)
+    client = TestClient(web.app, raise_server_exceptions=False)
+    answer = client.get("/boom", headers={"Accept-Language": "fr"})
+    assert answer.status_code == 500
+    assert answer.headers["content-type"].startswith("text/html")
+    reference = answer.headers["x-correlation-id"]
+    assert reference in answer.text
+    assert "Une erreur s'est produite" in answer.text.replace("&#39;", "'")
+    for leak in ("Traceback", "SELECT", ".py", "RuntimeError"):
+        assert leak not in answer.text
+    assert reference in caplog.text

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
-from countersign.domain.contracts.presentation import EFFECT_UNCERTAIN, Localized, PreviewField
+from countersign.domain.contracts.presentation import (
+    APPROVE,
+    EFFECT_UNAVAILABLE,
+    EFFECT_UNCERTAIN,
+    Localized,
+    PreviewField,
+)
 from countersign.domain.errors import CountersignError
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
@@ -287,7 +293,19 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     """Every reason code this contract raises, with its sentence; ``_cents`` parameters are
     shown as money in the reason's ``currency``."""
     effect_uncertain: ClassVar[Localized] = EFFECT_UNCERTAIN
-    """What it means for this operation that its provider's answer was lost (external only)."""
+    """What it means for this operation that its provider's answer was lost (external only):
+    what is not known yet, what happens next, and what to tell the people it concerns."""
+    effect_unavailable: ClassVar[Localized] = EFFECT_UNAVAILABLE
+    """What it means for this operation that its provider was unavailable and applied nothing
+    (external only); the reconciler sends the same request later."""
+    outcome_titles: ClassVar[Mapping[str, Localized]] = {}
+    """Headlines of this operation's outcomes in its own words, by outcome kind
+    (``"succeeded": "Refund sent"``); a kind it does not list reads the shared headline
+    (``domain.handback.OUTCOME_TITLES``)."""
+    irreversible: ClassVar[Localized | None] = None
+    """What approving cannot undo, for an effect that leaves the application (a card refund):
+    the manager then confirms once more, reading it, before anything runs. None: one click
+    approves."""
     assistant_instructions: ClassVar[str]
     """What a section's instructions tell the model about proposing this; ``{tool}`` stands
     for the propose tool's name."""
@@ -387,3 +405,18 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     @abstractmethod
     def headline(self, preview: PreviewT, language: str = "en") -> str:
         """One line that says what the proposal does ("en" or "fr")."""
+
+    def approve_label(self, preview: PreviewT, language: str = "en") -> str:
+        """The approve button's words: what approving does ("Refund $48.00 to Visa ••••4242").
+        By default "Approve: " and the operation's title."""
+        return APPROVE.text(language, title=self.title.text(language))
+
+    def inbox_reason(self, preview: PreviewT, language: str = "en") -> str | None:
+        """Why it was proposed, in a few words, for an inbox card that must not look like its
+        neighbours ("Missed discount: Early-bird 15%"); None when the headline says it all."""
+        return None
+
+    def irreversible_note(self, preview: PreviewT, language: str = "en") -> str | None:
+        """What approving this proposal cannot undo (``irreversible``), or None when approving
+        it needs no confirmation step."""
+        return None if self.irreversible is None else self.irreversible.text(language)

@@ -38,6 +38,18 @@ EFFECT_UNCERTAIN = Localized(
 )
 """What a lost provider answer means, for an operation that does not say it in its own words."""
 
+EFFECT_UNAVAILABLE = Localized(
+    "The provider was unavailable and applied nothing: nothing has happened yet. The same "
+    "request will be sent again, once, when the provider answers; do not retry it.",
+    "Le fournisseur était indisponible et n'a rien appliqué : rien ne s'est encore produit. "
+    "La même demande lui sera renvoyée, une seule fois, dès qu'il répondra ; ne la relancez pas.",
+)
+"""What a provider's outage before it applied anything means, for an operation that does not
+say it in its own words."""
+
+APPROVE = Localized("Approve: {title}", "Approuver : {title}")
+"""The approve button of an operation that does not word it itself (``approve_label``)."""
+
 
 class Shown(StrEnum):
     """How a preview value reads for people."""

@@ -239,10 +239,40 @@ class RefundMissingDiscount(
         ),
     }
     effect_uncertain = Localized(
-        "The card provider's answer was lost. The refund is being reconciled with the "
-        "provider; do not retry it.",
-        "La réponse du fournisseur de paiement a été perdue. Le remboursement est en cours "
-        "de rapprochement ; ne le relancez pas.",
+        "The refund was sent, but the card provider's answer was lost, so it is not yet known "
+        "whether the money moved. It will be reconciled with the provider at the reconciler's "
+        "next pass, by asking about that same request: countersign never sends a second "
+        "refund. Tell the member their refund is being processed. Do not refund by hand.",
+        "Le remboursement a été envoyé, mais la réponse du fournisseur de paiement a été "
+        "perdue : on ne sait pas encore si l'argent a bougé. Il sera rapproché avec le "
+        "fournisseur au prochain passage du rapprochement, en l'interrogeant sur cette même "
+        "demande : countersign n'envoie jamais un second remboursement. Dites au membre que "
+        "son remboursement est en cours de traitement. Ne remboursez pas à la main.",
+    )
+    effect_unavailable = Localized(
+        "The card provider was unavailable and refunded nothing: no money has moved yet. "
+        "countersign will send this same refund, once, when the provider answers again at the "
+        "reconciler's next pass. Tell the member their refund is on its way. Do not refund by "
+        "hand.",
+        "Le fournisseur de paiement était indisponible et n'a rien remboursé : aucun argent "
+        "n'a encore bougé. countersign enverra ce même remboursement, une seule fois, quand le "
+        "fournisseur répondra de nouveau, au prochain passage du rapprochement. Dites au "
+        "membre que son remboursement est en route. Ne remboursez pas à la main.",
+    )
+    outcome_titles = {
+        "succeeded": Localized("Refund sent", "Remboursement envoyé"),
+        "needs_reconciliation": Localized(
+            "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
+        ),
+        "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
+    }
+    irreversible = Localized(
+        "A card refund cannot be undone: once you confirm, {amount} goes back to {card} and the "
+        "club cannot take it back. The member usually sees it on their statement within 5 to "
+        "10 business days.",
+        "Un remboursement sur carte est irréversible : dès que vous confirmez, {amount} "
+        "retourne sur {card} et le club ne peut pas le reprendre. Le membre le voit "
+        "généralement sur son relevé d'ici 5 à 10 jours ouvrables.",
     )
     assistant_instructions = (
         "When a participant missed a discount they were eligible for, propose a refund with {tool}."
@@ -442,6 +472,31 @@ class RefundMissingDiscount(
             who=preview.participant_name,
         )
 
+    def approve_label(self, preview: RefundPreview, language: str = "en") -> str:
+        amount = format_money(preview.amount_cents, preview.currency)
+        if _to_card(preview):
+            return Localized("Refund {amount} to {card}", "Rembourser {amount} sur {card}").text(
+                language, amount=amount, card=preview.payment_method
+            )
+        return Localized(
+            "Credit {amount} to {who}'s club account", "Créditer {amount} au compte de {who}"
+        ).text(language, amount=amount, who=preview.participant_name)
+
+    def inbox_reason(self, preview: RefundPreview, language: str = "en") -> str | None:
+        return Localized(
+            "Missed discount: {discount} · {product}", "Remise manquée : {discount} · {product}"
+        ).text(language, discount=preview.discount_name, product=preview.product_name)
+
+    def irreversible_note(self, preview: RefundPreview, language: str = "en") -> str | None:
+        """A card refund leaves the club for good; account credit stays in the club's books."""
+        if not _to_card(preview) or self.irreversible is None:
+            return None
+        return self.irreversible.text(
+            language,
+            amount=format_money(preview.amount_cents, preview.currency),
+            card=preview.payment_method,
+        )
+
     def success_text(
         self, preview: RefundPreview, result: RefundResult, language: str = "en"
     ) -> str:
@@ -458,6 +513,12 @@ class RefundMissingDiscount(
             f"{result.destination}. The order total is now "
             f"{format_money(result.resulting_order_total_cents, result.currency)}."
         )
+
+
+def _to_card(preview: RefundPreview) -> bool:
+    """Whether the refund goes back to the card: ``prepare`` names a card destination by the
+    payment's own label, and account credit otherwise."""
+    return preview.refund_destination == preview.payment_method
 
 
 def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:

@@ -32,7 +32,11 @@ from typing import Any
 from uuid import uuid4
 
 import psycopg
-from countersign.application.ports import EffectResponseLostError, IdempotencyConflictError
+from countersign.application.ports import (
+    EffectResponseLostError,
+    IdempotencyConflictError,
+    ProviderUnavailableError,
+)
 from countersign.domain.ports import EffectResponse
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
@@ -70,6 +74,11 @@ class ProviderResponseLostError(EffectResponseLostError):
     """Raised when a refund's outcome is unknown: a timeout, a lost connection or a 5xx."""
 
 
+class ProviderOutageError(ProviderResponseLostError, ProviderUnavailableError):
+    """Raised when the provider is down and says so before applying anything (the outage
+    card's first request): nothing was refunded; the same key may be asked again later."""
+
+
 class SandboxPaymentProvider:
     """A card payment provider, simulated in the application's database; as an
     EffectProvider it performs CardRefund requests (domain/contracts/refund_missing_discount.py).
@@ -104,7 +113,7 @@ class SandboxPaymentProvider:
             # A concurrent request with the same key won the insert: answer as it did.
             response, card = self._refund_once(idempotency_key, charge_id, amount_cents, metadata)
         if response is None:
-            raise ProviderResponseLostError("503 Service Unavailable")
+            raise ProviderOutageError("503 Service Unavailable")
         if card == CARD_LOST_RESPONSE:
             raise ProviderResponseLostError("read timed out")
         return response

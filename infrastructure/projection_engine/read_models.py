@@ -55,13 +55,7 @@ class ReadModels:
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
-        if section:
-            where += " AND section = ?"
-            params.append(section)
-        if sections is not None:
-            # An empty list lists nothing (never every section).
-            where += " AND section IN (" + (", ".join("?" for _ in sections) or "NULL") + ")"
-            params.extend(sections)
+        where += _in_sections("section", section, sections, params)
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)
@@ -80,6 +74,96 @@ class ReadModels:
             "page": page,
             "page_size": page_size,
             "total": int(total[0]) if total else 0,
+        }
+
+    def needs_attention(
+        self,
+        organization_id: str,
+        *,
+        section: str | None = None,
+        sections: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        """Decided proposals of one organization that need someone's attention (the
+        ``attention`` projection says which), newest first: their cards, and how many."""
+        where = "a.organization_id = ? AND a.open = ?"
+        params: list[Any] = [organization_id, True]
+        where += _in_sections("a.section", section, sections, params)
+        joined = "proposal_cards c JOIN attention_items a ON a.proposal_id = c.proposal_id"
+        spec = _TABLES["proposal_cards"]
+        columns = ", ".join(f"c.{name}" for name in spec.column_names())
+        limit = min(max(1, limit), MAX_PAGE_SIZE)
+        with self.sql.transaction() as cursor:
+            total = cursor.execute(
+                f"SELECT COUNT(*) FROM {joined} WHERE {where}", params
+            ).fetchone()
+            rows = cursor.execute(
+                f"SELECT {columns} FROM {joined} WHERE {where}"
+                " ORDER BY a.since DESC, c.proposal_id LIMIT ?",
+                [*params, limit],
+            ).fetchall()
+            decoder = SqlRows(cursor, [spec], self.dialect)
+            items = [decoder.decode(spec, row) for row in rows]
+        return {"items": items, "total": int(total[0]) if total else 0}
+
+    def recent(
+        self,
+        organization_id: str,
+        *,
+        section: str | None = None,
+        sections: Sequence[str] | None = None,
+        page: int = 1,
+        page_size: int = 20,
+    ) -> dict[str, Any]:
+        """Decided proposals of one organization (any outcome, declined and expired ones too),
+        the most recently changed first."""
+        page = max(1, page)
+        page_size = min(max(1, page_size), MAX_PAGE_SIZE)
+        where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
+        params: list[Any] = [organization_id]
+        where += _in_sections("section", section, sections, params)
+        with self.sql.transaction() as cursor:
+            total = cursor.execute(
+                f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
+            ).fetchone()
+        items = self._select(
+            "proposal_cards",
+            where,
+            [*params, page_size, (page - 1) * page_size],
+            "ORDER BY updated_at DESC, proposal_id LIMIT ? OFFSET ?",
+        )
+        return {
+            "items": items,
+            "page": page,
+            "page_size": page_size,
+            "total": int(total[0]) if total else 0,
+        }
+
+    def counts(
+        self,
+        organization_id: str,
+        now: datetime,
+        *,
+        section: str | None = None,
+        sections: Sequence[str] | None = None,
+    ) -> dict[str, int]:
+        """How many proposals await a decision, and how many need attention."""
+        awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
+        open_items = "organization_id = ? AND open = ?"
+        awaiting_params: list[Any] = [organization_id, self._time(now)]
+        open_params: list[Any] = [organization_id, True]
+        awaiting += _in_sections("section", section, sections, awaiting_params)
+        open_items += _in_sections("section", section, sections, open_params)
+        with self.sql.transaction() as cursor:
+            pending = cursor.execute(
+                f"SELECT COUNT(*) FROM proposal_cards WHERE {awaiting}", awaiting_params
+            ).fetchone()
+            attention = cursor.execute(
+                f"SELECT COUNT(*) FROM attention_items WHERE {open_items}", open_params
+            ).fetchone()
+        return {
+            "awaiting": int(pending[0]) if pending else 0,
+            "attention": int(attention[0]) if attention else 0,
         }
 
     def card(self, organization_id: str, proposal_id: str) -> dict[str, Any] | None:
@@ -145,3 +229,18 @@ class ReadModels:
             if len(rows) < batch:
                 return
             position = rows[-1]["position"]
+
+
+def _in_sections(
+    column: str, section: str | None, sections: Sequence[str] | None, params: list[Any]
+) -> str:
+    """The condition (appended to a WHERE) that keeps ``section``'s rows, or those of any of
+    ``sections`` (an empty list keeps none, never every one); its values go to ``params``."""
+    condition = ""
+    if section:
+        condition += f" AND {column} = ?"
+        params.append(section)
+    if sections is not None:
+        condition += f" AND {column} IN (" + (", ".join("?" for _ in sections) or "NULL") + ")"
+        params.extend(sections)
+    return condition

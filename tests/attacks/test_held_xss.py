@@ -266,13 +266,14 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
     assert errors["markup as an id"].text == unknown.text
     assert errors["markup as an interaction"].text == unknown.text
 
-    # With a slash the path names no page at all: the API's 404 problem, which echoes nothing.
+    # With a slash the path names no page at all: the styled 404 page, which echoes nothing.
     nowhere = raw_get(web.app, f"/proposals/{ATTRIBUTE}{SCRIPT}", ava)
     assert (nowhere.status_code, nowhere.headers["content-type"]) == (
         404,
-        "application/problem+json",
+        "text/html; charset=utf-8",
     )
-    assert "alert" not in nowhere.text
+    assert nowhere.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "alert" not in inert(nowhere, "a path that names no page").text
 
     language = ava.submit("/language", {"lang": SCRIPT, "next": ATTRIBUTE})
     assert (language.status_code, language.headers["location"]) == (303, "/")

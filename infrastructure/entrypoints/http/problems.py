@@ -13,6 +13,7 @@ log line that holds the traceback.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from countersign.domain.contracts.base import MAX_PROBLEMS, field_path, safe_message
@@ -26,6 +27,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
+
+log = logging.getLogger("countersign.http")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 API_PREFIX = "/api/v1"
@@ -257,5 +261,14 @@ def _api_headers(path: str) -> list[tuple[bytes, bytes]]:
     return list(_API_HEADERS_RAW) if is_api_path(path) else []
 
 
-def _internal_problem(correlation_id: str) -> tuple[str, bytes]:
+def _internal_problem(correlation_id: str, scope: Scope) -> tuple[str, bytes]:
+    """An escaped error's answer: a problem document on the API's paths; elsewhere the
+    browser pages' own error page, when they are mounted (``app.state.internal_error_page``)."""
+    app = scope.get("app")
+    page = getattr(getattr(app, "state", None), "internal_error_page", None)
+    if page is not None and not is_api_path(str(scope.get("path", ""))):
+        try:
+            return "text/html; charset=utf-8", page(correlation_id, scope)
+        except Exception:
+            log.exception("the error page itself failed, correlation id %s", correlation_id)
     return PROBLEM_MEDIA_TYPE, json.dumps(problem_body("internal-error", correlation_id)).encode()

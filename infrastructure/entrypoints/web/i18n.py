@@ -44,13 +44,36 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.choose_club": "Choose a club",
         "sign_in.choose_lead": "Your account belongs to more than one club. Which one?",
         "sign_in.expired": "Your session ended. Sign in again.",
-        "inbox.title": "Awaiting your approval",
-        "inbox.lead": "Proposals from the club's assistants. Nothing changes until you approve.",
+        "inbox.title": "Inbox",
+        "inbox.lead": (
+            "What the club's assistants propose, and what needs attention after a decision. "
+            "Nothing changes until someone approves."
+        ),
         "inbox.empty": "Nothing awaits approval. Proposals from the assistants appear here.",
-        "inbox.count": "{total} awaiting approval",
+        "inbox.awaiting": "Awaiting your decision",
+        "inbox.attention": "Needs attention",
+        "inbox.attention_lead": (
+            "Being checked with a provider, failed, or not executed. Each leaves this list once "
+            "it settles, or once a newer proposal follows it in the same conversation."
+        ),
+        "inbox.attention_empty": "Nothing needs attention.",
+        "inbox.attention_more": "{count} more.",
+        "inbox.views": "Which proposals",
+        "inbox.sections": "Sections",
+        "inbox.pages": "Pages",
+        "inbox.open_view": "To do",
+        "inbox.recent_view": "Recent outcomes",
+        "inbox.recent_title": "Recent outcomes",
+        "inbox.recent_lead": "Every decided proposal, the most recently changed first.",
+        "inbox.recent_count": "{total} decided",
+        "inbox.recent_empty": "No proposal has been decided yet.",
+        "inbox.reference": "reference {reference}",
+        "inbox.updated": "Last change {when}",
+        "nav.attention": "Needs attention",
+        "nav.awaiting_count": "{count} awaiting your decision",
+        "nav.attention_count": "{count} needing attention",
         "inbox.no_sections": "Your role does not include approving any kind of proposal.",
         "inbox.all": "All",
-        "inbox.review": "Review",
         "inbox.requested_by": "Requested by {who}",
         "inbox.expires": "Expires {when}",
         "inbox.page": "Page {page} of {pages}",
@@ -113,7 +136,20 @@ TEXTS: dict[str, dict[str, str]] = {
         "refund.account_credit": "Account credit",
         "refund.manual": "Recorded by hand",
         "review.conversation": "Back to the conversation",
-        "review.status_page": "Reconciliation status",
+        "review.status_page": "Follow the check",
+        "review.updates_itself": (
+            "This page updates by itself until the check is done; the outcome also stays in "
+            "the inbox under Needs attention."
+        ),
+        "review.revise": "Ask the assistant for a new proposal",
+        "review.support_reference": "Reference for support:",
+        "review.requested_by_assistant": "The assistant, on behalf of {who}",
+        "review.confirm_hint": "You will confirm once more: this cannot be undone.",
+        "confirm.title": "Confirm once more",
+        "confirm.cannot_undo": "This cannot be undone",
+        "confirm.yes": "Yes: {action}",
+        "confirm.cancel": "Not now, back to the proposal",
+        "confirm.back": "Back to the proposal",
         "review.forbidden_kind": (
             "Your role does not allow approving this kind of proposal. Ask a manager."
         ),
@@ -122,7 +158,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.executing_note": (
             "Approved and executing. Refresh in a moment to see the outcome."
         ),
-        "notice.executed": "Approved. The application executed it and recorded the outcome.",
+        "notice.executed": "Approved. Here is what happened.",
         "notice.already_completed": (
             "This proposal was already approved. This is its stored outcome; nothing was "
             "executed again."
@@ -137,13 +173,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "notice.busy": "The records this proposal acts on are busy. Try again in a moment.",
         "notice.order_missing": "There is no order with that number in this club.",
         "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
-        "status.title": "Reconciliation status",
-        "status.reconciling": (
-            "The card provider's answer was lost. The reconciler asks the provider about the "
-            "original request and records what really happened. Do not refund by hand; this "
-            "page refreshes by itself."
-        ),
-        "status.settled": "Settled. This is the recorded outcome.",
+        "status.title": "Where it stands",
+        "status.settled": "Settled. This is the recorded outcome; nothing more will happen.",
         "status.not_reconciling": "This proposal needs no reconciliation.",
         "status.back": "Back to the proposal",
         "status.checked": "Checked",
@@ -155,15 +186,18 @@ TEXTS: dict[str, dict[str, str]] = {
         "state.failed": "Failed",
         "state.declined": "Declined",
         "state.expired": "Expired",
-        "outcome.succeeded": "Done",
-        "outcome.needs_reconciliation": "Being reconciled with the card provider",
-        "outcome.revision_required": "Not executed",
-        "outcome.terminal_failure": "Failed",
         "error.not_found.title": "Not found",
         "error.not_found.text": (
             "There is nothing here in your club. The link may be wrong, or it belongs to "
             "another account."
         ),
+        "error.method_not_allowed.title": "This page cannot do that",
+        "error.method_not_allowed.text": (
+            "This address does not accept that kind of request. Open it from a link or a "
+            "button on the site."
+        ),
+        "error.bad_request.title": "This request cannot be read",
+        "error.bad_request.text": "The browser sent something this page cannot read. Try again.",
         "error.forbidden.title": "Not allowed",
         "error.forbidden.text": "Your role in this club does not allow this.",
         "error.csrf.title": "This form expired",
@@ -185,7 +219,7 @@ TEXTS: dict[str, dict[str, str]] = {
     },
     "fr": {
         "app.tagline": ("Les assistants IA proposent. Vous approuvez. Le système du club exécute."),
-        "nav.inbox": "À approuver",
+        "nav.inbox": "À traiter",
         "nav.sign_out": "Se déconnecter",
         "nav.sign_out_everywhere": "Se déconnecter partout (tous les appareils et navigateurs)",
         "nav.language": "Langue",
@@ -211,17 +245,39 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.choose_club": "Choisissez un club",
         "sign_in.choose_lead": "Votre compte appartient à plusieurs clubs. Lequel ?",
         "sign_in.expired": "Votre session a pris fin. Reconnectez-vous.",
-        "inbox.title": "En attente de votre approbation",
+        "inbox.title": "À traiter",
         "inbox.lead": (
-            "Les propositions des assistants du club. Rien ne change avant votre approbation."
+            "Ce que proposent les assistants du club, et ce qui demande un suivi après une "
+            "décision. Rien ne change avant qu'une personne approuve."
         ),
+        "inbox.awaiting": "En attente de votre décision",
+        "inbox.attention": "À surveiller",
+        "inbox.attention_lead": (
+            "En vérification auprès d'un fournisseur, en échec ou non exécutées. Chacune quitte "
+            "cette liste une fois réglée, ou quand une proposition plus récente la suit dans la "
+            "même conversation."
+        ),
+        "inbox.attention_empty": "Rien à surveiller.",
+        "inbox.attention_more": "{count} de plus.",
+        "inbox.views": "Quelles propositions",
+        "inbox.sections": "Sections",
+        "inbox.pages": "Pages",
+        "inbox.open_view": "À faire",
+        "inbox.recent_view": "Résultats récents",
+        "inbox.recent_title": "Résultats récents",
+        "inbox.recent_lead": "Chaque proposition décidée, la plus récemment modifiée d'abord.",
+        "inbox.recent_count": "{total} décidées",
+        "inbox.recent_empty": "Aucune proposition n'a encore été décidée.",
+        "inbox.reference": "référence {reference}",
+        "inbox.updated": "Dernier changement le {when}",
+        "nav.attention": "À surveiller",
+        "nav.awaiting_count": "{count} en attente de votre décision",
+        "nav.attention_count": "{count} à surveiller",
         "inbox.empty": (
             "Rien n'attend d'approbation. Les propositions des assistants apparaissent ici."
         ),
-        "inbox.count": "{total} en attente d'approbation",
         "inbox.no_sections": "Votre rôle ne permet d'approuver aucun type de proposition.",
         "inbox.all": "Toutes",
-        "inbox.review": "Examiner",
         "inbox.requested_by": "Demandée par {who}",
         "inbox.expires": "Expire le {when}",
         "inbox.page": "Page {page} sur {pages}",
@@ -284,7 +340,20 @@ TEXTS: dict[str, dict[str, str]] = {
         "refund.account_credit": "Crédit au compte",
         "refund.manual": "Saisi à la main",
         "review.conversation": "Retour à la conversation",
-        "review.status_page": "Suivi du rapprochement",
+        "review.status_page": "Suivre la vérification",
+        "review.updates_itself": (
+            "Cette page s'actualise d'elle-même jusqu'à la fin de la vérification ; le résultat "
+            "reste aussi dans la liste, sous À surveiller."
+        ),
+        "review.revise": "Demander une nouvelle proposition à l'assistant",
+        "review.support_reference": "Référence pour le soutien :",
+        "review.requested_by_assistant": "L'assistant, pour le compte de {who}",
+        "review.confirm_hint": "Vous confirmerez une dernière fois : c'est irréversible.",
+        "confirm.title": "Confirmez une dernière fois",
+        "confirm.cannot_undo": "C'est irréversible",
+        "confirm.yes": "Oui : {action}",
+        "confirm.cancel": "Pas maintenant, retour à la proposition",
+        "confirm.back": "Retour à la proposition",
         "review.forbidden_kind": (
             "Votre rôle ne permet pas d'approuver ce type de proposition. Demandez à un "
             "gestionnaire."
@@ -296,7 +365,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.executing_note": (
             "Approuvée et en cours d'exécution. Actualisez dans un instant pour voir le résultat."
         ),
-        "notice.executed": ("Approuvée. L'application l'a exécutée et a enregistré le résultat."),
+        "notice.executed": "Approuvée. Voici ce qui s'est passé.",
         "notice.already_completed": (
             "Cette proposition était déjà approuvée. Voici son résultat enregistré ; rien n'a "
             "été exécuté de nouveau."
@@ -316,13 +385,8 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "notice.order_missing": "Aucune commande de ce club ne porte ce numéro.",
         "nav.signed_in_as": "Connecté(e) : {name} ({email}), {club}",
-        "status.title": "Suivi du rapprochement",
-        "status.reconciling": (
-            "La réponse du fournisseur de paiement a été perdue. Le rapprochement interroge le "
-            "fournisseur sur la demande d'origine et enregistre ce qui s'est réellement passé. "
-            "Ne remboursez pas à la main ; cette page s'actualise d'elle-même."
-        ),
-        "status.settled": "Réglé. Voici le résultat enregistré.",
+        "status.title": "Où elle en est",
+        "status.settled": "Réglé. Voici le résultat enregistré ; rien d'autre ne se passera.",
         "status.not_reconciling": "Cette proposition n'a pas besoin de rapprochement.",
         "status.back": "Retour à la proposition",
         "status.checked": "Vérifié",
@@ -334,14 +398,19 @@ TEXTS: dict[str, dict[str, str]] = {
         "state.failed": "Échec",
         "state.declined": "Refusée",
         "state.expired": "Expirée",
-        "outcome.succeeded": "Terminé",
-        "outcome.needs_reconciliation": "En rapprochement avec le fournisseur de paiement",
-        "outcome.revision_required": "Non exécutée",
-        "outcome.terminal_failure": "Échec",
         "error.not_found.title": "Introuvable",
         "error.not_found.text": (
             "Il n'y a rien ici dans votre club. Le lien est peut-être erroné, ou il appartient "
             "à un autre compte."
+        ),
+        "error.method_not_allowed.title": "Cette page ne peut pas faire cela",
+        "error.method_not_allowed.text": (
+            "Cette adresse n'accepte pas ce type de demande. Ouvrez-la depuis un lien ou un "
+            "bouton du site."
+        ),
+        "error.bad_request.title": "Cette demande est illisible",
+        "error.bad_request.text": (
+            "Le navigateur a envoyé quelque chose que cette page ne peut pas lire. Réessayez."
         ),
         "error.forbidden.title": "Non autorisé",
         "error.forbidden.text": "Votre rôle dans ce club ne le permet pas.",
@@ -365,7 +434,7 @@ TEXTS: dict[str, dict[str, str]] = {
             "Une erreur s'est produite de notre côté. Cette page n'a rien modifié. Citez cette "
             "référence si vous contactez le soutien : {reference}"
         ),
-        "error.home": "Aller à la liste d'approbation",
+        "error.home": "Aller à la liste à traiter",
     },
 }
 

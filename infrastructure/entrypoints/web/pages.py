@@ -27,6 +27,8 @@ Rules every route follows:
 
 from __future__ import annotations
 
+import inspect
+
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
@@ -35,6 +37,9 @@ from countersign.infrastructure.entrypoints.web.signing_in import SignInPages
 from countersign.infrastructure.entrypoints.web.site import Handler, Site
 from countersign.infrastructure.server_settings import secure_from_env
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 
 
 def mount_pages(
@@ -79,3 +84,26 @@ def mount_pages(
             include_in_schema=False,
         )
     app.add_route("/assets/{name}", site.asset, methods=get, include_in_schema=False)
+    _refuse_with_pages(app, site)
+
+
+def _refuse_with_pages(app: FastAPI, site: Site) -> None:
+    """What the router refuses, and errors nothing else caught, answer with a page on every
+    path but the API's, which keep their problem documents (RFC 9457)."""
+    api_answer = app.exception_handlers.get(StarletteHTTPException)
+
+    async def refusal(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if api_answer is not None and _is_api(request.url.path):
+            answer = api_answer(request, exc)
+            return await answer if inspect.isawaitable(answer) else answer
+        allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow")
+        return await site.refusal(request, exc.status_code, allow)
+
+    app.add_exception_handler(StarletteHTTPException, refusal)
+    app.state.internal_error_page = site.internal_error_page
+
+
+def _is_api(path: str) -> bool:
+    """The JSON API's paths (/api and below): answered by the API's own handlers."""
+    return path == "/api" or path.startswith("/api/")

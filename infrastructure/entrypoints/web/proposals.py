@@ -10,6 +10,7 @@ from uuid import UUID
 
 from countersign.application.access import sections_of
 from countersign.application.errors import ForbiddenError
+from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError
 from countersign.infrastructure.correlation import correlation_id_of
@@ -40,44 +41,67 @@ class ProposalPages:
         self.cs = site.cs
 
     def inbox(self, visit: Visit) -> Response:
+        """Two lists: what awaits the person's decision, and what needs attention after one;
+        or, a filter away (``?view=recent``), every recent outcome."""
         user = visit.signed_in
         readable = self.cs.access.readable_sections(user.caller)
         section = visit.query("section")
         if section not in readable:
             section = ""
+        recent = visit.query("view") == "recent"
         page = _page_number(visit.query("page"))
-        items: list[dict[str, Any]] = []
-        total = 0
+        now = self.cs.proposals.clock.now()
+        listed: dict[str, Any] = {"items": [], "total": 0}
+        attention: dict[str, Any] = {"items": [], "total": 0}
         if readable:
             # Without a section: every section the person may read.
-            listed = self.cs.access.inbox_scope(user.caller, section or None)
-            section = listed.section or ""
-            for runner in self.cs.projection_runners(["browser_view"]):
-                runner.catch_up()
-            found = self.cs.read_models.inbox(
-                listed.organization_id,
-                self.cs.proposals.clock.now(),
-                sections=listed.sections,
-                page=page,
-                page_size=PAGE_SIZE,
-            )
-            now = self.cs.proposals.clock.now()
-            items = [proposal_view(item, visit.t, visit.language, now) for item in found["items"]]
-            total = int(found["total"])
+            scope = self.cs.access.inbox_scope(user.caller, section or None)
+            section = scope.section or ""
+            self.site.catch_up_inbox()
+            found = self.cs.read_models
+            if recent:
+                listed = found.recent(
+                    scope.organization_id, sections=scope.sections, page=page, page_size=PAGE_SIZE
+                )
+            else:
+                listed = found.inbox(
+                    scope.organization_id,
+                    now,
+                    sections=scope.sections,
+                    page=page,
+                    page_size=PAGE_SIZE,
+                )
+                attention = found.needs_attention(scope.organization_id, sections=scope.sections)
+
+        def views(found: dict[str, Any]) -> list[dict[str, Any]]:
+            return [proposal_view(item, visit.t, visit.language, now) for item in found["items"]]
+
+        total = int(listed["total"])
         pages = max(1, math.ceil(total / PAGE_SIZE))
 
         def page_link(number: int) -> str:
             query = {"page": str(number)}
             if section:
                 query["section"] = section
+            if recent:
+                query["view"] = "recent"
             return "/?" + urlencode(query)
 
-        notice = self.site.notice(visit)
+        def filter_link(view: str, name: str) -> str:
+            query = {key: value for key, value in (("section", name), ("view", view)) if value}
+            return "/" + ("?" + urlencode(query) if query else "")
+
         return self.site.render(
             visit,
             "inbox.html",
-            items=items,
+            items=views(listed),
             total=total,
+            attention=views(attention),
+            attention_total=int(attention["total"]),
+            recent=recent,
+            open_link=filter_link("", section),
+            recent_link=filter_link("recent", section),
+            section_link=lambda name: filter_link("recent" if recent else "", name),
             page=page,
             pages=pages,
             newer=page_link(page - 1) if page > 1 else None,
@@ -87,7 +111,7 @@ class ProposalPages:
             section=section,
             readable=readable,
             may_refund=user.may(Permission.REFUND_ORDERS),
-            notice=notice,
+            notice=self.site.notice(visit),
             nav="inbox",
         )
 
@@ -106,13 +130,35 @@ class ProposalPages:
             proposal=view,
             may_decide=reviewed.may_decide,
             conversation=conversation,
+            next_step=_next_step(view, conversation, visit),
+            requester=_requester(reviewed, visit),
             notice=self.site.notice(visit, view["id"]),
-            refresh=3 if view["status"] == "executing" else None,
+            refresh=REFRESH.get(view["status"]),
             max_note=MAX_NOTE,
         )
 
     def approve(self, visit: Visit) -> Response:
+        """Approve; an effect that cannot be undone first shows what it is, once, and runs
+        when that page's form comes back with ``confirm``. The JSON API approves by id alone."""
+        if visit.form.get("confirm") != "yes":
+            confirmation = self._confirmation(visit)
+            if confirmation is not None:
+                return confirmation
         return self._decide(visit, decline=False)
+
+    def _confirmation(self, visit: Visit) -> Response | None:
+        """The confirmation page, if this proposal needs one and the caller may approve it
+        now; otherwise None, and approving answers as it always does."""
+        try:
+            reviewed = self.cs.access.review(_proposal_id(visit), visit.signed_in.caller)
+        except ForbiddenError:
+            return None
+        view = proposal_view(
+            reviewed.record, visit.t, visit.language, self.cs.proposals.clock.now()
+        )
+        if not (view["pending"] and reviewed.may_decide and view["irreversible"]):
+            return None
+        return self.site.render(visit, "confirm.html", proposal=view)
 
     def decline(self, visit: Visit) -> Response:
         return self._decide(visit, decline=True)
@@ -155,9 +201,37 @@ class ProposalPages:
             visit,
             "status.html",
             proposal=view,
+            next_step=None,
             checked_at=format_time(now),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
         )
+
+
+#: Seconds after which a page of a proposal in this state reloads itself (no script needed).
+REFRESH = {"executing": 3, "reconciling": 15}
+
+
+def _next_step(
+    view: dict[str, Any], conversation: str | None, visit: Visit
+) -> dict[str, str] | None:
+    """The one thing the outcome asks of the manager next, as a button."""
+    if view["reconciling"]:
+        return {"href": f"/proposals/{view['id']}/status", "label": visit.t("review.status_page")}
+    if view["status"] == "revision_required":
+        # Their own conversation shows why it was not executed; anyone else starts one about
+        # the same record.
+        href = conversation or f"/chat/{view['section']}/{view['resource_id']}"
+        return {"href": href, "label": visit.t("review.revise")}
+    return None
+
+
+def _requester(reviewed: ProposalReview, visit: Visit) -> str:
+    """Who asked for it: the person, and whether their assistant drafted it for them."""
+    email = str(reviewed.record.get("requested_by") or "")
+    who = f"{reviewed.requester_name} ({email})" if reviewed.requester_name else email
+    if reviewed.drafted_by_assistant:
+        return visit.t("review.requested_by_assistant", who=who)
+    return who
 
 
 def _proposal_id(visit: Visit) -> str:

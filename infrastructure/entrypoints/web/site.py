@@ -34,6 +34,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 log = logging.getLogger("countersign.web")
 
 MAX_FORM_BYTES = 32 * 1024
+#: The read models the inbox and the navigation's counts read.
+INBOX_PROJECTIONS = ("browser_view", "attention")
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'none'; object-src 'none'; style-src 'self'; "
@@ -288,13 +290,35 @@ class Site:
             "icon": f"/assets/favicon.svg?v={self.asset_version['favicon.svg']}",
             "refresh": None,
             "chats": [],
+            "counts": None,
             "nav": None,
         }
         if visit.user is not None:
             base["chats"] = club_chats(visit.user)
+            base["counts"] = self._counts(visit.user)
         base.update(context)
         html = self.templates.get_template(template).render(**base)
         return HTMLResponse(html, status_code=status)
+
+    def catch_up_inbox(self) -> None:
+        """Bring the inbox's read models up to the log, so a page shows what just happened."""
+        for runner in self.cs.projection_runners(list(INBOX_PROJECTIONS)):
+            runner.catch_up()
+
+    def _counts(self, user: User) -> dict[str, int] | None:
+        """The navigation's counts: awaiting the person's decision, needing attention; None
+        when they may list no proposals, or the read models cannot say right now."""
+        try:
+            if not self.cs.access.readable_sections(user.caller):
+                return None
+            scope = self.cs.access.inbox_scope(user.caller)
+            self.catch_up_inbox()
+            return self.cs.read_models.counts(
+                scope.organization_id, self.cs.proposals.clock.now(), sections=scope.sections
+            )
+        except Exception:  # counts are a convenience: the page itself must still show
+            log.warning("the navigation's counts could not be read", exc_info=True)
+            return None
 
     def error(self, visit: Visit, kind: str, status: int, reference: str = "") -> Response:
         # Nothing request-specific on the page (not even the path): an unknown id and another
@@ -315,6 +339,29 @@ class Site:
         except Exception:
             log.exception("the error page itself failed")
             return HTMLResponse("<!doctype html><title>Error</title><p>Error.</p>", status)
+
+    async def refusal(self, request: Request, status: int, allow: str | None = None) -> Response:
+        """The page for what the router itself refuses on a page path (no such page, a
+        method the page does not take), like any page: the visitor's language, their club's
+        navigation, the security headers."""
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+        shown = status if kind != "bad_request" else 400
+
+        def refuse(visit: Visit) -> Response:
+            raise PageError(kind, shown)
+
+        response = await run_in_threadpool(self._run, request, {}, refuse, False, False, False)
+        if allow and status == 405:
+            response.headers["Allow"] = allow
+        return response
+
+    def internal_error_page(self, correlation_id: str, scope: Any) -> bytes:
+        """The page for an error that escaped everything else (the middleware answers with
+        it): rendered without the session, which may be what failed."""
+        request = Request(scope)
+        language = negotiate(None, request.headers.get("accept-language"))
+        visit = Visit(request, self.sessions.anonymous(), language, {})
+        return bytes(self.error(visit, "internal", 500, reference=correlation_id).body)
 
     def notice(self, visit: Visit, proposal_id: str | None = None) -> str | None:
         """The one-shot notice the previous action left, if it belongs on this page."""

@@ -13,13 +13,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from countersign.domain.contracts import REGISTRY
+from countersign.domain.handback import reason_text
 from countersign.domain.messages import (
+    approve_label,
+    inbox_reason,
+    irreversible_note,
     operation_title,
     outcome_message,
+    outcome_title,
     preview_rows_of,
     proposal_headline,
 )
 from countersign.domain.money import format_money
+from countersign.domain.outcomes import RevisionReason
 
 log = logging.getLogger("countersign.web")
 
@@ -103,6 +109,19 @@ def localized_outcome(
         return None
 
 
+def localized_outcome_title(
+    operation: str, outcome: dict[str, Any] | None, language: str
+) -> str | None:
+    """The outcome's headline in the reader's language ("Refund sent")."""
+    if not outcome:
+        return None
+    try:
+        return outcome_title(operation, outcome, language)
+    except (ValueError, KeyError, TypeError):
+        log.warning("outcome of a %s proposal has no headline", operation)
+        return None
+
+
 def proposal_view(
     record: dict[str, Any], t: Translate, language: str, now: datetime
 ) -> dict[str, Any]:
@@ -136,12 +155,37 @@ def proposal_view(
         "declined_by": record.get("declined_by"),
         "decline_note": record.get("decline_note"),
         "outcome_kind": outcome_kind,
-        "outcome_title": t(f"outcome.{outcome_kind}") if outcome_kind else None,
-        "outcome_tone": OUTCOME_TONE.get(outcome_kind or "", "muted"),
+        "outcome_title": localized_outcome_title(
+            operation, outcome if isinstance(outcome, dict) else None, language
+        ),
+        "outcome_tone": "muted"
+        if status == "declined"
+        else OUTCOME_TONE.get(outcome_kind or "", "muted"),
+        "declined": status == "declined",
+        "reason": inbox_reason(operation, preview, language),
+        "why_not": _why_not(outcome, language),
+        "updated_at": format_time(record.get("updated_at")),
+        "support_reference": (
+            str(outcome.get("correlation_id", ""))
+            if isinstance(outcome, dict) and outcome_kind == "terminal_failure"
+            else ""
+        ),
+        "approve_label": approve_label(operation, preview, language) or t("review.approve"),
+        "irreversible": irreversible_note(operation, preview, language),
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
     }
+
+
+def _why_not(outcome: Any, language: str) -> str | None:
+    """Why a proposal was not executed, in one sentence (a revision's reason)."""
+    if not isinstance(outcome, dict) or outcome.get("kind") != "revision_required":
+        return None
+    try:
+        return reason_text(RevisionReason.model_validate(outcome.get("reason")), language)
+    except ValueError:
+        return None
 
 
 def order_view(investigation: dict[str, Any], t: Translate) -> dict[str, Any]:
