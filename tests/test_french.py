@@ -46,7 +46,8 @@ GOLDEN = Path(__file__).parent / "contracts" / "golden"
 ENGLISH = re.compile(
     r"\b(the|and|to|for|of|with|was|were|has|have|been|will|not|nothing|refund(?:ed)?|"
     r"approve[ds]?|credit|account|member|order|cancel(?:led)?|league|spot|sent|failed|"
-    r"checking|provider|changed|cannot|yes|no)\b|\$\d|\bCAD\b",
+    r"checking|provider|changed|cannot|yes|no|by|review|status|proposal|requested|expires)\b"
+    r"|\$\d|\bCAD\b",
     re.IGNORECASE,
 )
 
@@ -128,6 +129,11 @@ def french_texts(contract: AnyContract, preview: dict[str, Any]) -> dict[str, st
     texts = {
         "browser card": html.unescape(re.sub(r"<[^>]+>", " ", card)),
         "terminal rows": "\n".join(v for _, v in render.preview_rows(kind, preview, "fr")),
+        # Its frame (the rows are above; the box wraps the club's records across lines). The
+        # operation's kind and status are the machine's names, kept in every language.
+        "terminal card": render.render_card(
+            {**record, "requested_by": "ava", "approved_by": "ava", "preview": {}}, "fr"
+        ).replace(kind, " "),
         "headline": proposal_headline(kind, preview, "fr"),
         "approve button": approve_label(kind, preview, "fr") or "",
         "confirmation": irreversible_note(kind, preview, "fr") or "",
