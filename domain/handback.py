@@ -86,7 +86,7 @@ def reason_text(reason: RevisionReason, language: str = "en") -> str:
     sentence = SHARED_REASONS.get(reason.code) or REVISION_REASONS.get(reason.code)
     if sentence is None:
         return _FIXED[_language(language)]["unknown_reason"]
-    return sentence.text(_language(language), **_format_params(reason.params))
+    return sentence.text(_language(language), **_format_params(reason.params, language))
 
 
 def outcome_text(
@@ -122,9 +122,9 @@ def _language(language: str) -> str:
     return language if language in LANGUAGES else "en"
 
 
-def _format_params(params: dict[str, Any]) -> dict[str, Any]:
+def _format_params(params: dict[str, Any], language: str) -> dict[str, Any]:
     currency = str(params.get("currency", ""))
     return {
-        key: format_money(int(value), currency) if key.endswith("_cents") else value
+        key: format_money(int(value), currency, language) if key.endswith("_cents") else value
         for key, value in params.items()
     }

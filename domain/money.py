@@ -1,13 +1,36 @@
-"""Money is integer minor units (cents) with an ISO currency code; never a float."""
+"""Money is integer minor units (cents) with an ISO currency code; never a float.
+
+Amounts read the way each language writes them, through Babel's locale data (CLDR): "$48.00
+CAD" in English, "48,00 $ CA" in French. The club's books are Canadian, so both read the
+Canadian locale (en_CA, fr_CA); where that locale's symbol is a bare sign that other
+currencies share ("$"), the currency is named beside it, so an amount never reads as another
+country's dollars.
+"""
 
 from __future__ import annotations
 
-_SYMBOLS = {"CAD": "$", "USD": "$", "EUR": "€", "GBP": "£"}
+from decimal import Decimal
+
+from babel.numbers import format_currency, format_decimal, get_currency_symbol
+
+_LOCALES = {"en": "en_CA", "fr": "fr_CA"}
+_NBSP = "\N{NO-BREAK SPACE}"
 
 
-def format_money(cents: int, currency: str) -> str:
-    """'$12.50 CAD' for 1250 CAD."""
-    sign = "-" if cents < 0 else ""
-    whole, part = divmod(abs(cents), 100)
-    symbol = _SYMBOLS.get(currency, "")
-    return f"{sign}{symbol}{whole:,}.{part:02d} {currency}"
+def format_money(cents: int, currency: str, language: str = "en") -> str:
+    """'$12.50 CAD' for 1250 CAD in English; '12,50 $ CA' in French (any other language
+    reads English)."""
+    locale = _LOCALES.get(language, _LOCALES["en"])
+    amount = Decimal(cents) / 100
+    code = currency.upper()
+    if len(code) != 3 or not code.isalpha():
+        # Not a currency code: the number alone, never a made-up symbol.
+        return format_decimal(amount, format="#,##0.00", locale=locale)
+    text = format_currency(amount, code, locale=locale)
+    if any(c.isalpha() for c in get_currency_symbol(code, locale=locale)):
+        return text  # the symbol names its currency already: "US$", "$ US", "XYZ"
+    if locale == "fr_CA":
+        # fr_CA qualifies a dollar with its country ("$ US"); ISO 4217's first two letters
+        # are that country, so its own dollar reads "$ CA" too.
+        return f"{text}{_NBSP}{code[:2]}" if text.endswith("$") else text
+    return f"{text} {code}"

@@ -409,7 +409,7 @@ class CancelRegistration(
         ).text(
             language,
             who=preview.participant_name,
-            amount=format_money(preview.amount_cents, preview.currency),
+            amount=format_money(preview.amount_cents, preview.currency, language),
         )
 
     def success_text(
@@ -418,7 +418,7 @@ class CancelRegistration(
         result: CancelRegistrationResult,
         language: str = "en",
     ) -> str:
-        amount = format_money(result.amount_cents, result.currency)
+        amount = format_money(result.amount_cents, result.currency, language)
         who = preview.participant_name
         if language == "fr":
             where = (

@@ -7,7 +7,7 @@ hand-back and the projections all render them from here, so they cannot disagree
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -80,6 +80,10 @@ class PreviewField:
     no: Localized = NO
     alert_when: bool | None = None
     """For a flag: the value the reviewer must not miss, shown as an alert."""
+    words: Callable[[str, str], str] | None = None
+    """For text the contract itself wrote into the preview (a resolved destination's label):
+    how the stored value reads in a language, ``words(value, language)``. Stored previews keep
+    the words they were written with; this reads old and new ones alike."""
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,17 @@ def preview_rows(
         value = preview[key]
         label = field.label.text(language)
         if field.shown is Shown.MONEY:
-            rows.append(PreviewRow(key, label, _money(value, currency), emphasis=field.emphasis))
+            rows.append(
+                PreviewRow(key, label, _money(value, currency, language), emphasis=field.emphasis)
+            )
         elif field.shown is Shown.FLAG:
             text = (field.yes if value else field.no).text(language)
             alert = field.alert_when is not None and bool(value) is field.alert_when
             rows.append(PreviewRow(key, label, text, emphasis=field.emphasis, alert=alert))
         else:
             multiline = field.shown is Shown.MULTILINE
-            rows.append(PreviewRow(key, label, str(value), multiline, field.emphasis))
+            text = str(value) if field.words is None else field.words(str(value), language)
+            rows.append(PreviewRow(key, label, text, multiline, field.emphasis))
     return rows
 
 
@@ -134,8 +141,8 @@ def fallback_fields(preview: Mapping[str, Any]) -> dict[str, PreviewField]:
     return fields
 
 
-def _money(cents: Any, currency: str) -> str:
+def _money(cents: Any, currency: str, language: str) -> str:
     try:
-        return format_money(int(cents), currency)
+        return format_money(int(cents), currency, language)
     except (TypeError, ValueError):
         return str(cents)

@@ -186,7 +186,10 @@ class RefundMissingDiscount(
             Localized("Refund amount", "Montant du remboursement"), Shown.MONEY, emphasis=True
         ),
         "payment_method": PreviewField(Localized("Payment", "Paiement")),
-        "refund_destination": PreviewField(Localized("Refund to", "Remboursé vers")),
+        "refund_destination": PreviewField(
+            Localized("Refund to", "Remboursé vers"),
+            words=lambda label, language: _destination(label, language),
+        ),
         "current_order_total_cents": PreviewField(
             Localized("Order total before", "Total avant remboursement"), Shown.MONEY
         ),
@@ -468,12 +471,12 @@ class RefundMissingDiscount(
     def headline(self, preview: RefundPreview, language: str = "en") -> str:
         return Localized("{amount} to {who}", "{amount} pour {who}").text(
             language,
-            amount=format_money(preview.amount_cents, preview.currency),
+            amount=format_money(preview.amount_cents, preview.currency, language),
             who=preview.participant_name,
         )
 
     def approve_label(self, preview: RefundPreview, language: str = "en") -> str:
-        amount = format_money(preview.amount_cents, preview.currency)
+        amount = format_money(preview.amount_cents, preview.currency, language)
         if _to_card(preview):
             return Localized("Refund {amount} to {card}", "Rembourser {amount} sur {card}").text(
                 language, amount=amount, card=preview.payment_method
@@ -493,26 +496,44 @@ class RefundMissingDiscount(
             return None
         return self.irreversible.text(
             language,
-            amount=format_money(preview.amount_cents, preview.currency),
+            amount=format_money(preview.amount_cents, preview.currency, language),
             card=preview.payment_method,
         )
 
     def success_text(
         self, preview: RefundPreview, result: RefundResult, language: str = "en"
     ) -> str:
-        if language == "fr":
-            return (
-                f"Remboursement de {format_money(result.amount_cents, result.currency)} pour la "
-                f"remise manquée « {preview.discount_name} » de {preview.participant_name}, vers "
-                f"{result.destination}. Le total de la commande est maintenant de "
-                f"{format_money(result.resulting_order_total_cents, result.currency)}."
-            )
-        return (
-            f"Refunded {format_money(result.amount_cents, result.currency)} for "
-            f"{preview.participant_name}'s missed {preview.discount_name} to "
-            f"{result.destination}. The order total is now "
-            f"{format_money(result.resulting_order_total_cents, result.currency)}."
+        return _SUCCESS.text(
+            language,
+            amount=format_money(result.amount_cents, result.currency, language),
+            who=preview.participant_name,
+            discount=preview.discount_name,
+            destination=_destination(result.destination, language),
+            total=format_money(result.resulting_order_total_cents, result.currency, language),
         )
+
+
+_SUCCESS = Localized(
+    "Refunded {amount} for {who}'s missed {discount} to {destination}. The order total is now "
+    "{total}.",
+    "Remboursement de {amount} pour la remise manquée « {discount} » de {who}, vers "
+    "{destination}. Le total de la commande est maintenant de {total}.",
+)
+
+_ACCOUNT_CREDIT = Localized(
+    "club account credit for {holder}", "crédit au compte du club de {holder}"
+)
+"""A refund to account credit, by its holder: ``prepare`` freezes the English words in the
+destination's label (so every stored proposal holds them); people read them in their own."""
+_ACCOUNT_CREDIT_PREFIX = _ACCOUNT_CREDIT.en.removesuffix("{holder}")
+
+
+def _destination(label: str, language: str) -> str:
+    """A frozen destination label in ``language``: a card's label is the card's own name in
+    every language; account credit is worded for its holder."""
+    if label.startswith(_ACCOUNT_CREDIT_PREFIX):
+        return _ACCOUNT_CREDIT.text(language, holder=label.removeprefix(_ACCOUNT_CREDIT_PREFIX))
+    return label
 
 
 def _to_card(preview: RefundPreview) -> bool:
@@ -560,7 +581,7 @@ def _resolve_destination(phrase: str, payment: Any, facts: RefundFacts) -> Refun
         type="account_credit",
         payment=payment.ref,
         account_id=account.id,
-        label=f"club account credit for {account.holder_name}",
+        label=_ACCOUNT_CREDIT.text("en", holder=account.holder_name),
     )
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import preview_rows_of, proposal_headline
 from countersign.domain.money import format_money
 
@@ -51,20 +52,39 @@ def preview_rows(
     return [(row.label, row.value) for row in preview_rows_of(operation, preview, language)]
 
 
+_CARD = {
+    "title": Localized("Review", "Examen"),
+    "proposal": Localized("Proposal", "Proposition"),
+    "operation": Localized("Operation", "Opération"),
+    "requested_by": Localized("Requested by", "Demandée par"),
+    "status": Localized("Status", "Statut"),
+    "expires": Localized("Expires", "Expire le"),
+    "approved_by": Localized("Approved by", "Approuvée par"),
+    "outcome": Localized("Outcome", "Résultat"),
+}
+"""The review card's own labels: the preview's rows are labelled by the operation's contract."""
+
+
 def render_card(card: dict[str, Any], language: str = "en") -> str:
+    """The review card in ``language``: its frame, the preview's rows and the outcome. The
+    operation and status stay the machine's names, which scripts and support search for."""
+
+    def label(key: str) -> str:
+        return _CARD[key].text(language)
+
     rows = [
-        ("Proposal", card["proposal_id"]),
-        ("Operation", card["operation"]),
-        ("Requested by", card["requested_by"]),
-        ("Status", card["status"].replace("_", " ")),
-        ("Expires", str(card["expires_at"])[:19].replace("T", " ") + " UTC"),
+        (label("proposal"), card["proposal_id"]),
+        (label("operation"), card["operation"]),
+        (label("requested_by"), card["requested_by"]),
+        (label("status"), card["status"].replace("_", " ")),
+        (label("expires"), str(card["expires_at"])[:19].replace("T", " ") + " UTC"),
     ]
     rows += preview_rows(card["operation"], card["preview"], language)
     if card.get("approved_by"):
-        rows.append(("Approved by", card["approved_by"]))
+        rows.append((label("approved_by"), card["approved_by"]))
     if card.get("message"):
-        rows.append(("Outcome", card["message"]))
-    return box("Review", rows)
+        rows.append((label("outcome"), card["message"]))
+    return box(label("title"), rows)
 
 
 def render_created(created: dict[str, Any]) -> str:

@@ -81,9 +81,10 @@ def format_time(value: Any) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def money(cents: Any, currency: Any) -> str:
+def money(cents: Any, currency: Any, language: str = "en") -> str:
+    """An amount as ``language`` writes it ("48,00 $ CA" in French)."""
     try:
-        return format_money(int(cents), str(currency or ""))
+        return format_money(int(cents), str(currency or ""), language)
     except (TypeError, ValueError):
         return str(cents)
 
@@ -188,22 +189,27 @@ def _why_not(outcome: Any, language: str) -> str | None:
         return None
 
 
-def order_view(investigation: dict[str, Any], t: Translate) -> dict[str, Any]:
-    """The order the conversation is about, as staff see it (no provider ids)."""
+def order_view(investigation: dict[str, Any], t: Translate, language: str = "en") -> dict[str, Any]:
+    """The order the conversation is about, as staff see it (no provider ids), its amounts
+    written as ``language`` writes them."""
     currency = investigation["currency"]
+
+    def amount(cents: Any) -> str:
+        return money(cents, currency, language)
+
     return {
         "participant": investigation["participant"],
-        "total": money(investigation["total_cents"], currency),
+        "total": amount(investigation["total_cents"]),
         "registration": _registration(investigation.get("registration") or {}, t),
         "note": investigation.get("note") or "",
         "items": [
-            Row(str(item["product"]), money(item["amount_cents"], currency))
+            Row(str(item["product"]), amount(item["amount_cents"]))
             for item in investigation["line_items"]
         ],
         "discounts": [
             {
                 "name": d["name"],
-                "value": money(d["value_cents"], currency),
+                "value": amount(d["value_cents"]),
                 "applied": bool(d["applied"]),
                 "state": t("order.applied") if d["applied"] else t("order.not_applied"),
                 "eligibility": d["eligibility"],
@@ -213,14 +219,14 @@ def order_view(investigation: dict[str, Any], t: Translate) -> dict[str, Any]:
         "payments": [
             Row(
                 str(p["label"]),
-                money(p["amount_cents"], currency)
+                amount(p["amount_cents"])
                 + " · "
-                + t("order.refundable", amount=money(p["refundable_cents"], currency)),
+                + t("order.refundable", amount=amount(p["refundable_cents"])),
             )
             for p in investigation["payments"]
         ],
         "refunds": [
-            Row(_refund_label(str(r["destination"]), t), money(r["amount_cents"], currency))
+            Row(_refund_label(str(r["destination"]), t), amount(r["amount_cents"]))
             for r in investigation["refunds"]
         ],
     }
