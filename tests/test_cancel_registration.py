@@ -111,7 +111,7 @@ def test_the_preview_shows_what_is_left_after_a_manual_refund_where_it_goes_and_
         "Cancel Olivia Chen's registration and refund $295.00 CAD"
     )
     assert proposal_headline(CANCEL, created.preview, "fr") == (
-        "Olivia Chen : annuler l'inscription et rembourser $295.00 CAD"
+        "Olivia Chen : annuler l'inscription et rembourser 295,00\u00a0$\u00a0CA"
     )
 
 

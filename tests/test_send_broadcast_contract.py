@@ -271,7 +271,9 @@ def test_an_outage_is_reconciled_by_replaying_the_same_request_once(cs, seeded):
     report = cs.proposals.approve(proposal_id, AVA)
 
     assert (report.status, report.outcome["kind"]) == ("reconciling", "needs_reconciliation")
-    assert "do not send the draft again" in report.message
+    assert report.outcome["cause"] == "provider_unavailable"  # told apart from a lost answer
+    assert "unavailable and sent nothing" in report.message
+    assert "Do not send the draft again" in report.message
     assert _deliveries(cs) == []  # the 503 came before anything was sent
     swept = cs.proposals.reconcile()
     assert [(s.proposal_id, s.action, s.status) for s in swept] == [

@@ -237,6 +237,30 @@ class CancelRegistration(
         "La réponse du fournisseur de paiement a été perdue. Le remboursement est en cours "
         "de rapprochement, et l'inscription sera annulée une fois réglée ; ne le relancez pas.",
     )
+    effect_unavailable = Localized(
+        "The card provider was unavailable and refunded nothing: no money has moved and the "
+        "registration is still active. countersign will send this same refund, once, at the "
+        "reconciler's next pass, and cancel the registration when it settles. Do not refund "
+        "by hand.",
+        "Le fournisseur de paiement était indisponible et n'a rien remboursé : aucun argent "
+        "n'a bougé et l'inscription est toujours active. countersign enverra ce même "
+        "remboursement, une seule fois, au prochain passage du rapprochement, et annulera "
+        "l'inscription une fois réglé. Ne remboursez pas à la main.",
+    )
+    outcome_titles = {
+        "succeeded": Localized("Registration cancelled", "Inscription annulée"),
+        "needs_reconciliation": Localized(
+            "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
+        ),
+        "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
+    }
+    irreversible = Localized(
+        "Cancelling refunds {amount} to {card}, which cannot be undone, and releases {who}'s "
+        "spot in {league}. The member usually sees the refund within 5 to 10 business days.",
+        "L'annulation rembourse {amount} sur {card}, ce qui est irréversible, et libère la "
+        "place de {who} dans {league}. Le membre voit généralement le remboursement d'ici 5 à "
+        "10 jours ouvrables.",
+    )
     assistant_instructions = (
         "When the manager asks to cancel the participant's registration, propose it with "
         "{tool}: the application refunds what is left of what they paid and releases their "
@@ -401,6 +425,34 @@ class CancelRegistration(
             raise RevisionNeededError("cancellation_refund_declined")
         facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
         return _cancel(contract, facts)
+
+    def approve_label(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
+        return Localized(
+            "Cancel and refund {amount} to {where}", "Annuler et rembourser {amount} : {where}"
+        ).text(
+            language,
+            amount=format_money(preview.amount_cents, preview.currency, language),
+            where=preview.refund_destination,
+        )
+
+    def inbox_reason(self, preview: CancelRegistrationPreview, language: str = "en") -> str | None:
+        return Localized("Cancellation: {league}", "Annulation : {league}").text(
+            language, league=preview.league_spot_released
+        )
+
+    def irreversible_note(
+        self, preview: CancelRegistrationPreview, language: str = "en"
+    ) -> str | None:
+        """Money back to a card leaves the club for good; account credit stays in its books."""
+        if preview.to_account_credit or self.irreversible is None:
+            return None
+        return self.irreversible.text(
+            language,
+            amount=format_money(preview.amount_cents, preview.currency, language),
+            card=preview.refund_destination,
+            who=preview.participant_name,
+            league=preview.league_spot_released,
+        )
 
     def headline(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
         return Localized(

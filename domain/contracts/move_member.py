@@ -162,6 +162,7 @@ class MoveMember(
             "{league} est complète : elle compte déjà ses {capacity} membres.",
         ),
     }
+    outcome_titles = {"succeeded": Localized("Member moved", "Membre déplacé")}
     assistant_instructions = (
         "To move ONE member from one league to another, find the member with the member "
         "search, check the leagues and their room with the league list, and propose it with "
@@ -255,6 +256,11 @@ class MoveMember(
         )
 
     # -- how it reads -----------------------------------------------------------------------
+
+    def approve_label(self, preview: MoveMemberPreview, language: str = "en") -> str:
+        return Localized("Move {who} to {league}", "Déplacer {who} vers {league}").text(
+            language, who=preview.member_name, league=preview.to_league
+        )
 
     def headline(self, preview: MoveMemberPreview, language: str = "en") -> str:
         return Localized(

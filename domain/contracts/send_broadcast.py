@@ -185,6 +185,26 @@ class SendBroadcast(
         "La réponse du service d'envoi de courriels a été perdue. L'envoi est en cours de "
         "rapprochement ; ne renvoyez pas le brouillon.",
     )
+    effect_unavailable = Localized(
+        "The e-mail delivery service was unavailable and sent nothing. countersign will send "
+        "this same broadcast, once, at the reconciler's next pass. Do not send the draft again.",
+        "Le service d'envoi de courriels était indisponible et n'a rien envoyé. countersign "
+        "enverra ce même envoi, une seule fois, au prochain passage du rapprochement. Ne "
+        "renvoyez pas le brouillon.",
+    )
+    outcome_titles = {
+        "succeeded": Localized("Email sent", "Courriel envoyé"),
+        "needs_reconciliation": Localized(
+            "Checking with the e-mail delivery service",
+            "Vérification auprès du service d'envoi de courriels",
+        ),
+        "terminal_failure": Localized("Failed: nothing was sent", "Échec : rien n'a été envoyé"),
+    }
+    irreversible = Localized(
+        "An e-mail cannot be unsent: once you confirm, “{subject}” goes to {count} recipients.",
+        "Un courriel ne peut pas être rappelé : dès que vous confirmez, « {subject} » part vers "
+        "{count} destinataires.",
+    )
     assistant_instructions = (
         "When the manager asks to send the draft that is in the broadcast form, propose "
         "sending it with {tool}: it takes no arguments and sends exactly the applied draft. "
@@ -332,6 +352,18 @@ class SendBroadcast(
             delivery_ref=response.reference,
             audience_count=arguments.audience_count,
             subject=arguments.subject,
+        )
+
+    def approve_label(self, preview: SendBroadcastPreview, language: str = "en") -> str:
+        return Localized("Send to {count} recipients", "Envoyer à {count} destinataires").text(
+            language, count=preview.audience_count
+        )
+
+    def irreversible_note(self, preview: SendBroadcastPreview, language: str = "en") -> str | None:
+        if self.irreversible is None:
+            return None
+        return self.irreversible.text(
+            language, subject=preview.subject, count=preview.audience_count
         )
 
     def headline(self, preview: SendBroadcastPreview, language: str = "en") -> str:

@@ -38,7 +38,11 @@ from typing import Any
 from uuid import uuid4
 
 import psycopg
-from countersign.application.ports import EffectResponseLostError, IdempotencyConflictError
+from countersign.application.ports import (
+    EffectResponseLostError,
+    IdempotencyConflictError,
+    ProviderUnavailableError,
+)
 from countersign.domain.ports import EffectResponse
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
@@ -82,6 +86,11 @@ class DeliveryResponseLostError(EffectResponseLostError):
     """Raised when a delivery's outcome is unknown: a timeout, a lost connection or a 5xx."""
 
 
+class DeliveryUnavailableError(DeliveryResponseLostError, ProviderUnavailableError):
+    """Raised when the service refused before sending anything (an outage): nothing was sent,
+    and the same request may be sent again under the same key."""
+
+
 class SandboxEmailProvider:
     """An e-mail delivery service, simulated in the application's database; as an
     EffectProvider it performs deliveries of one message to a list of recipients."""
@@ -102,7 +111,7 @@ class SandboxEmailProvider:
             # A concurrent request with the same key won the insert: answer as it did.
             response = self._deliver_once(idempotency_key, message, metadata)
         if response is None:
-            raise DeliveryResponseLostError("503 Service Unavailable")
+            raise DeliveryUnavailableError("503 Service Unavailable: nothing was sent")
         if LOST_RESPONSE in message.recipients:
             raise DeliveryResponseLostError("read timed out")
         return response
