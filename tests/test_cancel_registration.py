@@ -360,8 +360,8 @@ def test_account_credit_cancels_credits_and_releases_in_one_local_commit(cs, see
         "for Sophie Martin, and their spot in Monday Night Open is released."
     )
     assert cs.proposals.card(proposal_id, AVA, language="fr").message == (
-        "Inscription de Sophie Martin annulée : $345.00 CAD remboursés en crédit au compte du "
-        "club de Sophie Martin, et sa place dans la ligue Monday Night Open est libérée."
+        "Inscription de Sophie Martin annulée : 345,00\u00a0$\u00a0CA remboursés en crédit au "
+        "compte du club de Sophie Martin, et sa place dans la ligue Monday Night Open est libérée."
     )
 
 
@@ -400,7 +400,7 @@ def test_a_manual_refund_after_proposing_changes_the_balance_and_fails_closed(cs
     assert order_of(cs, order_id).is_active
     assert plays_in(cs, MONDAY, "lucas.roy@example.com")
     fr = cs.proposals.card(proposal_id, AVA, language="fr").message
-    assert "est passé de $345.00 CAD à $325.00 CAD" in str(fr)
+    assert "est passé de 345,00\u00a0$\u00a0CA à 325,00\u00a0$\u00a0CA" in str(fr)
 
 
 def test_two_cancellations_of_one_order_the_second_fails_closed(cs, seeded):

@@ -16,19 +16,18 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
-from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.orders import Order, Payment
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
-    Facts,
     Frozen,
     InvalidRequestError,
     OperationContract,
     Prepared,
     RevisionNeededError,
 )
+from countersign.domain.contracts.order_facts import OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
@@ -126,33 +125,17 @@ class BalanceCardRefund(Frozen):
 # -- the facts it reads and changes ---------------------------------------------------------------
 
 
-class CancellationFacts(Facts):
+class CancellationFacts(OrderFacts):
     """The order, the club's roster, and the participant's club account, loaded only when a
     refund to account credit needs it."""
 
     def __init__(self, order: Order, roster: Roster, store: Repository) -> None:
-        self.order = order
+        super().__init__(order, store)
         self.roster = roster
-        self._store = store
-        self._account: MemberAccount | None = None
-        self._account_loaded = False
-
-    @property
-    def account(self) -> MemberAccount | None:
-        if not self._account_loaded:
-            account_id = MemberAccount.create_id(
-                self.order.organization_id, self.order.participant_email
-            )
-            try:
-                self._account = self._store.get(account_id, MemberAccount)
-            except NotFoundError:
-                self._account = None
-            self._account_loaded = True
-        return self._account
 
     def aggregates(self) -> list[Aggregate]:
-        loaded = self._account if self._account_loaded else None
-        return [self.order, self.roster] + ([loaded] if loaded is not None else [])
+        order, *account = super().aggregates()
+        return [order, self.roster, *account]
 
 
 # -- the contract ---------------------------------------------------------------------------------

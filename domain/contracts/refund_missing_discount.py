@@ -12,13 +12,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
-from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
-    Facts,
     Frozen,
     InvalidRequestError,
     OperationContract,
@@ -26,13 +24,13 @@ from countersign.domain.contracts.base import (
     Problem,
     RevisionNeededError,
 )
+from countersign.domain.contracts.order_facts import OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
-from eventsourcing.domain import Aggregate
 from pydantic import Field
 
 # -- Request: what the model supplies ------------------------------------------------------------
@@ -132,31 +130,8 @@ class CardRefund(Frozen):
 # -- the facts it reads and changes ---------------------------------------------------------------
 
 
-class RefundFacts(Facts):
+class RefundFacts(OrderFacts):
     """The order, and the participant's club account, loaded only when a refund needs it."""
-
-    def __init__(self, order: Order, store: Repository) -> None:
-        self.order = order
-        self._store = store
-        self._account: MemberAccount | None = None
-        self._account_loaded = False
-
-    @property
-    def account(self) -> MemberAccount | None:
-        if not self._account_loaded:
-            account_id = MemberAccount.create_id(
-                self.order.organization_id, self.order.participant_email
-            )
-            try:
-                self._account = self._store.get(account_id, MemberAccount)
-            except NotFoundError:
-                self._account = None
-            self._account_loaded = True
-        return self._account
-
-    def aggregates(self) -> list[Aggregate]:
-        loaded = self._account if self._account_loaded else None
-        return [self.order] + ([loaded] if loaded is not None else [])
 
 
 # -- the contract ---------------------------------------------------------------------------------
