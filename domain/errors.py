@@ -62,3 +62,7 @@ class AlreadyInLeagueError(RosterRuleError):
 
 class LeagueFullError(RosterRuleError):
     """Raised when a member would join or move into a league that is at its capacity."""
+
+
+class TimeZoneError(CountersignError):
+    """Raised when a time zone is not an IANA name (America/Toronto) the system knows."""

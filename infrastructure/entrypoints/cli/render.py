@@ -8,8 +8,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.messages import preview_rows_of, proposal_headline
 from countersign.domain.money import format_money
+from countersign.domain.times import expiry, local_time
 
 WIDTH = 72
 
@@ -51,13 +53,22 @@ def preview_rows(
     return [(row.label, row.value) for row in preview_rows_of(operation, preview, language)]
 
 
-def render_card(card: dict[str, Any], language: str = "en") -> str:
+def expires(
+    value: Any, zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None, language: str = "en"
+) -> str:
+    """'2026-11-30 04:00 EST (expires in 23 h)': in the club's zone, and how far away."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    shown = local_time(moment, zone)
+    return f"{shown} ({expiry(moment, now, language)})" if now is not None else shown
+
+
+def render_card(card: dict[str, Any], language: str = "en", now: datetime | None = None) -> str:
     rows = [
         ("Proposal", card["proposal_id"]),
         ("Operation", card["operation"]),
         ("Requested by", card["requested_by"]),
         ("Status", card["status"].replace("_", " ")),
-        ("Expires", str(card["expires_at"])[:19].replace("T", " ") + " UTC"),
+        ("Expires", expires(card["expires_at"], card.get("time_zone") or "UTC", now, language)),
     ]
     rows += preview_rows(card["operation"], card["preview"], language)
     if card.get("approved_by"):
@@ -67,12 +78,14 @@ def render_card(card: dict[str, Any], language: str = "en") -> str:
     return box("Review", rows)
 
 
-def render_created(created: dict[str, Any]) -> str:
+def render_created(
+    created: dict[str, Any], zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None
+) -> str:
     rows = [
         ("Proposal", created["proposal_id"]),
         ("Operation", created["operation"]),
         ("Status", created["status"]),
-        ("Expires", str(created["expires_at"])[:19].replace("T", " ") + " UTC"),
+        ("Expires", expires(created["expires_at"], zone, now)),
     ]
     rows += preview_rows(created["operation"], created["preview"])
     return box("Review: approve or decline", rows)

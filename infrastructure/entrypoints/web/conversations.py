@@ -122,7 +122,13 @@ class ConversationPages:
                 if label != key:
                     shown.append({"kind": "tool", "text": label})
             elif entry["kind"] == "card":
-                view = proposal_view(entry["proposal"], visit.t, visit.language, now)
+                view = proposal_view(
+                    entry["proposal"],
+                    visit.t,
+                    visit.language,
+                    now,
+                    visit.signed_in.membership.time_zone,
+                )
                 shown.append({"kind": "card", "proposal": view})
             else:
                 shown.append(entry)
