@@ -87,7 +87,9 @@ class ConversationPages:
                 context["club"]["form"] = self.cs.club.broadcast_form(
                     user.organization, resource_id
                 )
-        return self.site.render(visit, "chat.html", 422 if error else 200, **context)
+        return self.site.render(
+            visit, "chat.html", 422 if error else 200, script="chat.js", **context
+        )
 
     def send_message(self, visit: Visit) -> Response:
         user = visit.signed_in
