@@ -15,6 +15,7 @@ from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.club.roster import Roster
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.errors import NotFoundError
 
 
@@ -27,6 +28,8 @@ class Membership:
     club: str  # the name
     version: int
     member: Member
+    time_zone: str = DEFAULT_TIME_ZONE
+    """Where the club's people read times (an IANA name such as America/Toronto)."""
 
 
 class ClubService:
@@ -107,6 +110,18 @@ class ClubService:
                 found.append(_membership(org, member))
         return sorted(found, key=lambda club: club.club)
 
+    def set_time_zone(self, organization: str, time_zone: str) -> str:
+        """Show the club's times in ``time_zone`` from now on; the zone as stored.
+        NotFoundError for an unknown club, TimeZoneError for a name that is not a zone."""
+        org = organization_by_slug(self.store, organization)
+        org.set_time_zone(time_zone)
+        self.store.save(org)
+        return org.time_zone
+
+    def time_zone(self, organization: str) -> str:
+        """The club's time zone (UTC for a club that never set one)."""
+        return organization_by_slug(self.store, organization).time_zone
+
     def organization_id(self, organization: str) -> str:
         """The organization's id; NotFoundError for an unknown one."""
         return str(organization_by_slug(self.store, organization).id)
@@ -143,6 +158,7 @@ def _membership(org: Organization, member: Member) -> Membership:
         club=str(org.name),
         version=org.version,
         member=member,
+        time_zone=org.time_zone,
     )
 
 

@@ -65,6 +65,8 @@ class ProposalCard(Report):
     declined_by: str | None
     outcome: dict[str, Any] | None
     message: str | None
+    time_zone: str = "UTC"
+    """The club's time zone, where its people read the card's times."""
 
 
 @dataclass(frozen=True)

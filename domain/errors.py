@@ -67,3 +67,7 @@ class LeagueFullError(RosterRuleError):
 class BroadcastRuleError(CountersignError):
     """Raised when a broadcast form change breaks a form rule (sending a draft that is not the
     one applied, sending a draft twice, settling a send that is not pending)."""
+
+
+class TimeZoneError(CountersignError):
+    """Raised when a time zone is not an IANA name (America/Toronto) the system knows."""

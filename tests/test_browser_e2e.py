@@ -213,7 +213,7 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             page.click(".lang button[value=fr]")
             page.wait_for_url(review_url)
             assert page.locator("#status").inner_text() == "Réussie"
-            assert "Remboursement de $48.00 CAD" in page.locator("#outcome").inner_text()
+            assert "Remboursement de 48,00\u00a0$\u00a0CA" in page.locator("#outcome").inner_text()
             page.screenshot(path=str(ARTIFACTS / "08-review-succeeded-fr.png"), full_page=True)
             page.click(".lang button[value=en]")
             page.wait_for_url(review_url)
@@ -317,7 +317,7 @@ def test_ava_asks_the_roster_assistant_to_move_a_member_and_approves_it(served: 
             # The inbox lists it under the roster's own tab.
             page.goto(served.base_url + "/?section=roster")
             assert page.locator(".inbox-card").count() == 1
-            assert "Roster" in page.locator("nav.segments").inner_text()
+            assert "Roster" in page.locator("nav.segments").last.inner_text()
 
             # Review and approve.
             page.locator(".inbox-card").first.click()
@@ -328,9 +328,11 @@ def test_ava_asks_the_roster_assistant_to_move_a_member_and_approves_it(served: 
             assert "Move a member to another league" in review
             assert "To league: members after" in review
             page.screenshot(path=str(ARTIFACTS / "roster-02-review-pending.png"), full_page=True)
-            page.click("button >> text=Approve")
+            # The approve button names the move; a move is local, so no confirmation step.
+            page.click("button >> text=Move Olivia Chen to Thursday Seniors")
             page.wait_for_url(review_url)
             assert page.locator("#status").inner_text() == "Succeeded"
+            assert "Member moved" in page.locator("#outcome").inner_text()
             assert "Olivia Chen now plays in Thursday Seniors (5 members)" in (
                 page.locator("#outcome").inner_text()
             )
@@ -349,7 +351,7 @@ def test_ava_asks_the_roster_assistant_to_move_a_member_and_approves_it(served: 
             )
             page.screenshot(path=str(ARTIFACTS / "roster-04-review-fr.png"), full_page=True)
             page.goto(served.base_url + "/?section=roster")
-            assert "Effectifs" in page.locator("nav.segments").inner_text()
+            assert "Effectifs" in page.locator("nav.segments").last.inner_text()
             page.click(".lang button[value=en]")
             context.close()
         finally:

@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from countersign.domain.club.ids import stable_id
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE, valid_time_zone
 from countersign.domain.errors import DuplicateError, NotMemberError
 from eventsourcing.domain import Aggregate, event
 
@@ -42,6 +43,10 @@ class Member:
 
 class Organization(Aggregate):
     """A club: the tenant boundary of every proposal."""
+
+    time_zone = DEFAULT_TIME_ZONE
+    """Where the club's people read times (an IANA name). A class default, so a club
+    registered before clubs had a time zone (its events and snapshots lack one) reads as UTC."""
 
     @staticmethod
     def create_id(slug: str) -> UUID:
@@ -88,6 +93,17 @@ class Organization(Aggregate):
         if email not in self.members:
             raise NotMemberError(email)
         self._permissions_changed(email=email, permissions=sorted(str(p) for p in permissions))
+
+    def set_time_zone(self, name: str) -> None:
+        """Show the club's times in ``name`` (``America/Toronto``); TimeZoneError for a name
+        that is not an IANA time zone. Setting the zone it has already records nothing."""
+        zone = valid_time_zone(name)
+        if zone != self.time_zone:
+            self._time_zone_set(time_zone=zone)
+
+    @event("TimeZoneSet")
+    def _time_zone_set(self, time_zone: str) -> None:
+        self.time_zone = time_zone
 
     @event("MemberAdded")
     def _member_added(

@@ -24,8 +24,8 @@ from countersign.infrastructure.adapters.payment_sandbox import (
 from countersign.infrastructure.bootstrap import Countersign
 
 ORGANIZATIONS = [
-    {"slug": "granite", "name": "Granite Curling Club"},
-    {"slug": "maple", "name": "Maple Leaf Curling Centre"},
+    {"slug": "granite", "name": "Granite Curling Club", "time_zone": "America/Toronto"},
+    {"slug": "maple", "name": "Maple Leaf Curling Centre", "time_zone": "America/Toronto"},
 ]
 
 
@@ -139,6 +139,8 @@ PLACED_AT = datetime(2026, 9, 3, 18, 30, tzinfo=UTC)
 def seed(cs: Countersign) -> dict[str, Any]:
     """Create the demo data if it is missing; running it again changes nothing."""
     orgs = {spec["slug"]: _organization(cs, spec["slug"], spec["name"]) for spec in ORGANIZATIONS}
+    for spec in ORGANIZATIONS:
+        orgs[spec["slug"]].set_time_zone(spec["time_zone"])
     for user in USERS:
         org = orgs[user.organization]
         if org.member(user.email) is None:
@@ -158,7 +160,10 @@ def seed(cs: Countersign) -> dict[str, Any]:
     }
     forms = {slug: str(_form(cs, org).id) for slug, org in orgs.items()}
     return {
-        "organizations": [{"slug": o.slug, "name": o.name, "id": str(o.id)} for o in orgs.values()],
+        "organizations": [
+            {"slug": o.slug, "name": o.name, "id": str(o.id), "time_zone": o.time_zone}
+            for o in orgs.values()
+        ],
         "users": [
             {
                 "email": user.email,

@@ -26,7 +26,10 @@ from urllib.parse import unquote
 
 import anyio
 from countersign.domain.contracts import PERMISSIONS
-from countersign.infrastructure.entrypoints.web.site import CONTENT_SECURITY_POLICY
+from countersign.infrastructure.entrypoints.web.site import (
+    CHAT_CONTENT_SECURITY_POLICY,
+    CONTENT_SECURITY_POLICY,
+)
 from fastapi import FastAPI
 from starlette.routing import Route
 
@@ -66,15 +69,35 @@ class Shown:
     values: list[str]
 
 
+def is_chat_page(page: Any) -> bool:
+    """A conversation page itself (its message form), not an error on a chat path."""
+    return page.status_code in (200, 422) and 'class="composer"' in page.text
+
+
+def policy_of(page: Any) -> str:
+    """The one policy a page may carry: the chat page runs its own static script, no other
+    page runs any."""
+    return CHAT_CONTENT_SECURITY_POLICY if is_chat_page(page) else CONTENT_SECURITY_POLICY
+
+
 def inert(page: Any, where: str) -> Shown:
-    """The page is HTML under the no-script policy, and holds no active markup at all."""
+    """The page is HTML under the no-script policy (the chat page: its one static script),
+    and holds no active markup at all."""
     assert page.headers["content-type"].startswith("text/html"), where
-    assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, where
+    assert page.headers["content-security-policy"] == policy_of(page), where
     assert page.headers["x-content-type-options"] == "nosniff", where
     markup = _Markup()
     markup.feed(page.text)
     markup.close()
-    assert not ACTIVE_TAGS & set(markup.tags), (where, ACTIVE_TAGS & set(markup.tags))
+    tags = list(markup.tags)
+    if is_chat_page(page):
+        # Exactly one script: the versioned static file, no inline code.
+        assert tags.count("script") == 1, where
+        assert re.search(
+            r'<script src="/assets/chat\.js\?v=[0-9a-f]{12}" defer></script>', page.text
+        ), where
+        tags.remove("script")
+    assert not ACTIVE_TAGS & set(tags), (where, ACTIVE_TAGS & set(tags))
     for name, value in markup.attributes:
         assert not name.startswith("on"), (where, name, value)
         if name in URL_ATTRIBUTES:
@@ -227,7 +250,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         with_query = target if "?" in target else f"{target}?{query}"
         page = raw_get(web.app, with_query, ava)
         assert page.status_code == status, (route, page.status_code)
-        assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, route
+        assert page.headers["content-security-policy"] == policy_of(page), route
         if status == 303:
             assert page.headers["location"].startswith("/"), route
             assert "<" not in page.headers["location"], route
@@ -278,6 +301,31 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
     language = ava.submit("/language", {"lang": SCRIPT, "next": ATTRIBUTE})
     assert (language.status_code, language.headers["location"]) == (303, "/")
     assert language.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
+def test_only_the_chat_page_runs_a_script_and_only_its_own_static_file(web: Web):
+    """The chat page's loading state: ``script-src 'self'`` there (no inline code, no eval,
+    no other origin), and the script itself is served as a static asset; every other page
+    keeps ``script-src 'none'``."""
+    expected = CONTENT_SECURITY_POLICY.replace("script-src 'none'", "script-src 'self'")
+    assert expected == CHAT_CONTENT_SECURITY_POLICY
+    assert "unsafe" not in CHAT_CONTENT_SECURITY_POLICY
+    order = web.seeded["orders"]["refund-ok"]
+    ava = web.member(AVA)
+    chat = raw_get(web.app, f"/chat/orders/{order}", ava)
+    assert chat.headers["content-security-policy"] == CHAT_CONTENT_SECURITY_POLICY
+    found = re.search(r'<script src="(/assets/chat\.js\?v=[0-9a-f]{12})" defer>', chat.text)
+    assert found
+    script = ava.get(found.group(1))
+    assert script.status_code == 200
+    assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert script.headers["x-content-type-options"] == "nosniff"
+    assert "eval(" not in script.text
+    assert "innerHTML" not in script.text
+    for path in ("/", f"/chat/orders/{order}?interaction={SCRIPT}", "/no-such-page"):
+        page = raw_get(web.app, path, ava)
+        assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, path
+        assert "<script" not in page.text, path
     french = raw_get(web.app, "/", ava, **{"accept-language": f"fr;q=0.9, {SCRIPT};q=1"})
     assert '<html lang="fr">' in french.text
     english = raw_get(web.app, "/", ava, **{"accept-language": ATTRIBUTE})

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 
 from countersign.application.assistant.schemas import operation_catalogue
+from countersign.domain.errors import TimeZoneError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
+    UsageError,
 )
 
 
@@ -30,6 +32,14 @@ def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
     lines += [f"  broadcast form of {slug}: {fid}" for slug, fid in data["broadcast_forms"].items()]
     lines += [f"  roster of {slug}: {rid}" for slug, rid in data["rosters"].items()]
     return data, "\n".join(lines)
+
+
+def cmd_org_set_timezone(cs: Countersign, args: argparse.Namespace) -> Result:
+    try:
+        zone = cs.club.set_time_zone(args.org, args.tz)
+    except TimeZoneError as error:
+        raise UsageError(str(error)) from None
+    return {"organization": args.org, "time_zone": zone}, f"{args.org} shows times in {zone}."
 
 
 def cmd_orders_show(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -18,6 +18,7 @@ from countersign.infrastructure.entrypoints.cli.club import (
     cmd_operations,
     cmd_orders_refund_manually,
     cmd_orders_show,
+    cmd_org_set_timezone,
     cmd_provider_deliveries,
     cmd_provider_refunds,
     cmd_roster_join,
@@ -72,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("seed", cmd_seed, "create the demo club data (idempotent)")
     add("operations", cmd_operations, "every registered operation and its request schema")
+
+    org = sub.add_parser("org", help="the club's own settings")
+    org_sub = org.add_subparsers(dest="org_command", required=True, metavar="COMMAND")
+    set_timezone = add(
+        "set-timezone", cmd_org_set_timezone, "show the club's times in a time zone", org_sub
+    )
+    set_timezone.add_argument("--org", required=True)
+    set_timezone.add_argument("--tz", required=True, metavar="ZONE", help="e.g. America/Toronto")
 
     orders = sub.add_parser("orders", help="order investigations and manual refunds")
     orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")

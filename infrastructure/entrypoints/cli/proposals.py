@@ -34,7 +34,8 @@ def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
         resource_id=args.resource,
         request=request,
     ).to_json()
-    return created, render.render_created(created)
+    zone = cs.club.time_zone(args.org)
+    return created, render.render_created(created, zone, cs.proposals.clock.now())
 
 
 def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -49,7 +50,7 @@ def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
     card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
-    return card, render.render_card(card, args.language)
+    return card, render.render_card(card, args.language, cs.proposals.clock.now())
 
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:

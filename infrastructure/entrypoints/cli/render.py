@@ -8,9 +8,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import preview_rows_of, proposal_headline
 from countersign.domain.money import format_money
+from countersign.domain.times import expiry, local_time
 
 WIDTH = 72
 
@@ -52,6 +54,15 @@ def preview_rows(
     return [(row.label, row.value) for row in preview_rows_of(operation, preview, language)]
 
 
+def expires(
+    value: Any, zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None, language: str = "en"
+) -> str:
+    """'2026-11-30 04:00 EST (expires in 23 h)': in the club's zone, and how far away."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    shown = local_time(moment, zone)
+    return f"{shown} ({expiry(moment, now, language)})" if now is not None else shown
+
+
 _CARD = {
     "title": Localized("Review", "Examen"),
     "proposal": Localized("Proposal", "Proposition"),
@@ -65,7 +76,7 @@ _CARD = {
 """The review card's own labels: the preview's rows are labelled by the operation's contract."""
 
 
-def render_card(card: dict[str, Any], language: str = "en") -> str:
+def render_card(card: dict[str, Any], language: str = "en", now: datetime | None = None) -> str:
     """The review card in ``language``: its frame, the preview's rows and the outcome. The
     operation and status stay the machine's names, which scripts and support search for."""
 
@@ -77,7 +88,10 @@ def render_card(card: dict[str, Any], language: str = "en") -> str:
         (label("operation"), card["operation"]),
         (label("requested_by"), card["requested_by"]),
         (label("status"), card["status"].replace("_", " ")),
-        (label("expires"), str(card["expires_at"])[:19].replace("T", " ") + " UTC"),
+        (
+            label("expires"),
+            expires(card["expires_at"], card.get("time_zone") or "UTC", now, language),
+        ),
     ]
     rows += preview_rows(card["operation"], card["preview"], language)
     if card.get("approved_by"):
@@ -87,12 +101,14 @@ def render_card(card: dict[str, Any], language: str = "en") -> str:
     return box(label("title"), rows)
 
 
-def render_created(created: dict[str, Any]) -> str:
+def render_created(
+    created: dict[str, Any], zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None
+) -> str:
     rows = [
         ("Proposal", created["proposal_id"]),
         ("Operation", created["operation"]),
         ("Status", created["status"]),
-        ("Expires", str(created["expires_at"])[:19].replace("T", " ") + " UTC"),
+        ("Expires", expires(created["expires_at"], zone, now)),
     ]
     rows += preview_rows(created["operation"], created["preview"])
     return box("Review: approve or decline", rows)

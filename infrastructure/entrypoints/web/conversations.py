@@ -87,7 +87,9 @@ class ConversationPages:
                 context["club"]["form"] = self.cs.club.broadcast_form(
                     user.organization, resource_id
                 )
-        return self.site.render(visit, "chat.html", 422 if error else 200, **context)
+        return self.site.render(
+            visit, "chat.html", 422 if error else 200, script="chat.js", **context
+        )
 
     def send_message(self, visit: Visit) -> Response:
         user = visit.signed_in
@@ -122,7 +124,13 @@ class ConversationPages:
                 if label != key:
                     shown.append({"kind": "tool", "text": label})
             elif entry["kind"] == "card":
-                view = proposal_view(entry["proposal"], visit.t, visit.language, now)
+                view = proposal_view(
+                    entry["proposal"],
+                    visit.t,
+                    visit.language,
+                    now,
+                    visit.signed_in.membership.time_zone,
+                )
                 shown.append({"kind": "card", "proposal": view})
             else:
                 shown.append(entry)

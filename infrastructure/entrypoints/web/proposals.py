@@ -74,7 +74,10 @@ class ProposalPages:
                 attention = found.needs_attention(scope.organization_id, sections=scope.sections)
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
-            return [proposal_view(item, visit.t, visit.language, now) for item in found["items"]]
+            return [
+                proposal_view(item, visit.t, visit.language, now, _zone(visit))
+                for item in found["items"]
+            ]
 
         total = int(listed["total"])
         pages = max(1, math.ceil(total / PAGE_SIZE))
@@ -118,7 +121,7 @@ class ProposalPages:
     def review(self, visit: Visit) -> Response:
         reviewed = self.cs.access.review(_proposal_id(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
-        view = proposal_view(reviewed.record, visit.t, visit.language, now)
+        view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         conversation = None
         if reviewed.conversation is not None:
             link = reviewed.conversation
@@ -153,9 +156,8 @@ class ProposalPages:
             reviewed = self.cs.access.review(_proposal_id(visit), visit.signed_in.caller)
         except ForbiddenError:
             return None
-        view = proposal_view(
-            reviewed.record, visit.t, visit.language, self.cs.proposals.clock.now()
-        )
+        now = self.cs.proposals.clock.now()
+        view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         if not (view["pending"] and reviewed.may_decide and view["irreversible"]):
             return None
         return self.site.render(visit, "confirm.html", proposal=view)
@@ -196,13 +198,13 @@ class ProposalPages:
     def status(self, visit: Visit) -> Response:
         record = self.cs.access.record(_proposal_id(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
-        view = proposal_view(record, visit.t, visit.language, now)
+        view = proposal_view(record, visit.t, visit.language, now, _zone(visit))
         return self.site.render(
             visit,
             "status.html",
             proposal=view,
             next_step=None,
-            checked_at=format_time(now),
+            checked_at=format_time(now, _zone(visit)),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
         )
 
@@ -232,6 +234,11 @@ def _requester(reviewed: ProposalReview, visit: Visit) -> str:
     if reviewed.drafted_by_assistant:
         return visit.t("review.requested_by_assistant", who=who)
     return who
+
+
+def _zone(visit: Visit) -> str:
+    """Where the signed-in person's club reads times."""
+    return visit.signed_in.membership.time_zone
 
 
 def _proposal_id(visit: Visit) -> str:

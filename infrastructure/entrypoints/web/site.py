@@ -42,6 +42,11 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self'; font-src 'self'; connect-src 'none'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+CHAT_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY.replace(
+    "script-src 'none'", "script-src 'self'"
+)
+"""The chat page's policy: its one static script (``/assets/chat.js``, the loading state)
+may run; still no inline script, no eval, no other origin. Every other page runs none."""
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -52,7 +57,11 @@ SECURITY_HEADERS = {
     "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()",
     "Cache-Control": "no-store",
 }
-_ASSETS = {"pages.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
+_ASSETS = {
+    "pages.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+    "chat.js": "text/javascript; charset=utf-8",
+}
 
 
 class PageError(Exception):
@@ -256,8 +265,14 @@ class Site:
         if response.headers.get("content-type", "").startswith("text/html") or (
             300 <= response.status_code < 400
         ):
+            # Only the policy render gave the chat page survives; any other is replaced.
+            runs_script = (
+                response.headers.get("content-security-policy") == CHAT_CONTENT_SECURITY_POLICY
+            )
             for name, value in SECURITY_HEADERS.items():
                 response.headers[name] = value
+            if runs_script:
+                response.headers["Content-Security-Policy"] = CHAT_CONTENT_SECURITY_POLICY
             if self.sessions.secure:
                 response.headers["Strict-Transport-Security"] = "max-age=31536000"
         return response
@@ -277,7 +292,16 @@ class Site:
             session.confirm_membership(membership.version)
         return User(membership)
 
-    def render(self, visit: Visit, template: str, status: int = 200, **context: Any) -> Response:
+    def render(
+        self,
+        visit: Visit,
+        template: str,
+        status: int = 200,
+        script: str | None = None,
+        **context: Any,
+    ) -> Response:
+        """The page; ``script`` names the one static script it loads (the chat page's), and
+        only such a page's policy lets that script run."""
         base: dict[str, Any] = {
             "t": visit.t,
             "lang": visit.language,
@@ -289,6 +313,7 @@ class Site:
             "css": f"/assets/pages.css?v={self.asset_version['pages.css']}",
             "icon": f"/assets/favicon.svg?v={self.asset_version['favicon.svg']}",
             "refresh": None,
+            "script": f"/assets/{script}?v={self.asset_version[script]}" if script else None,
             "chats": [],
             "counts": None,
             "nav": None,
@@ -298,7 +323,10 @@ class Site:
             base["counts"] = self._counts(visit.user)
         base.update(context)
         html = self.templates.get_template(template).render(**base)
-        return HTMLResponse(html, status_code=status)
+        response = HTMLResponse(html, status_code=status)
+        if script:
+            response.headers["Content-Security-Policy"] = CHAT_CONTENT_SECURITY_POLICY
+        return response
 
     def catch_up_inbox(self) -> None:
         """Bring the inbox's read models up to the log, so a page shows what just happened."""

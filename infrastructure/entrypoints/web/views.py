@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.handback import reason_text
 from countersign.domain.messages import (
@@ -26,6 +27,7 @@ from countersign.domain.messages import (
 )
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import RevisionReason
+from countersign.domain.times import expiry, local_time
 
 log = logging.getLogger("countersign.web")
 
@@ -73,12 +75,19 @@ def as_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def format_time(value: Any) -> str:
-    """'2026-11-30 09:00 UTC': one unambiguous form for both languages."""
+def format_time(value: Any, zone: str = DEFAULT_TIME_ZONE) -> str:
+    """'2026-11-30 04:00 EST': in the club's time zone, with its abbreviation; one form for
+    both languages."""
     moment = as_time(value)
     if moment is None:
         return ""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return local_time(moment, zone)
+
+
+def iso_time(value: Any) -> str:
+    """The instant for a ``<time datetime>`` attribute (UTC, ISO 8601)."""
+    moment = as_time(value)
+    return moment.astimezone(UTC).isoformat(timespec="minutes") if moment else ""
 
 
 def money(cents: Any, currency: Any, language: str = "en") -> str:
@@ -124,10 +133,14 @@ def localized_outcome_title(
 
 
 def proposal_view(
-    record: dict[str, Any], t: Translate, language: str, now: datetime
+    record: dict[str, Any],
+    t: Translate,
+    language: str,
+    now: datetime,
+    zone: str = DEFAULT_TIME_ZONE,
 ) -> dict[str, Any]:
     """A proposal for the templates, from its record (``ProposalAccess.record``, named like
-    the columns) or a browser_view card."""
+    the columns) or a browser_view card; times in the club's ``zone``."""
     operation = str(record["operation"])
     preview = dict(record.get("preview") or {})
     status = str(record["status"])
@@ -149,10 +162,12 @@ def proposal_view(
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
         "requested_by": str(record.get("requested_by") or ""),
-        "proposed_at": format_time(record.get("proposed_at")),
-        "expires_at": format_time(expires_at),
+        "proposed_at": format_time(record.get("proposed_at"), zone),
+        "expires_at": format_time(expires_at, zone),
+        "expires_iso": iso_time(expires_at),
+        "expiry": expiry(expires_at, now, language) if expires_at else "",
         "approved_by": record.get("approved_by"),
-        "approved_at": format_time(record.get("approved_at")),
+        "approved_at": format_time(record.get("approved_at"), zone),
         "declined_by": record.get("declined_by"),
         "decline_note": record.get("decline_note"),
         "outcome_kind": outcome_kind,
@@ -165,7 +180,7 @@ def proposal_view(
         "declined": status == "declined",
         "reason": inbox_reason(operation, preview, language),
         "why_not": _why_not(outcome, language),
-        "updated_at": format_time(record.get("updated_at")),
+        "updated_at": format_time(record.get("updated_at"), zone),
         "support_reference": (
             str(outcome.get("correlation_id", ""))
             if isinstance(outcome, dict) and outcome_kind == "terminal_failure"

@@ -1,0 +1,153 @@
+"""Every page kind, checked by axe-core in a real Chromium, at desktop and phone sizes, in
+English and French: no serious or critical accessibility violation. Each page's screenshot
+goes to ``test-artifacts/a11y/`` (``<language>-<size>-<page>.png``) for a person to look at.
+
+One server and one browser for the module. The outcomes are made through the application
+(the payment sandbox's test cards decide them): a refund sent, one not executed (stale), a
+failure, one being reconciled, and an outage before anything was applied. Without Chromium
+this test skips locally and FAILS when CI is set (``tests/test_browser_e2e.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.settings import Settings
+
+from tests.conftest import AVA, REFUND, TO_CARD
+from tests.servers import serving
+from tests.test_browser_e2e import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DESKTOP,
+    PHONE,
+    Served,
+    _browser_or_fail,
+)
+
+SHOTS = ARTIFACTS / "a11y"
+#: axe-core impacts that fail the test.
+BLOCKING = {"serious", "critical"}
+#: Known and reported, not yet fixed: a proposal being reconciled reloads itself with
+#: ``<meta http-equiv="refresh">`` (issue 13 item 1 asks for a page that updates by itself,
+#: and the pages run no script), which axe-core rates critical (WCAG 2.2.1: the person cannot
+#: turn it off). Only that rule, only on a page that carries the refresh, is set aside.
+REFRESHING_RULE = "meta-refresh"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dict[str, str]]]:
+    """The app with one proposal in each state a page shows; the paths of every page kind."""
+    folder = tmp_path_factory.mktemp("a11y")
+    cs = bootstrap(Settings(database_url=f"sqlite:///{folder / 'a11y.db'}", model="scripted"))
+    seeded = seed(cs)
+    passwords = seed_passwords(cs)
+
+    def propose(order: str) -> str:
+        return cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=REFUND,
+            resource_id=seeded["orders"][order],
+            request=TO_CARD,
+        ).proposal_id
+
+    sent, stale, pending = propose("refund-ok"), propose("refund-ok"), propose("refund-ok")
+    failed, lost, outage = (
+        propose(order) for order in ("refund-declined", "refund-lost-response", "provider-outage")
+    )
+    for proposal_id in (sent, stale, failed, lost, outage):
+        cs.proposals.approve(proposal_id, AVA)
+    paths = {
+        "inbox": "/",
+        "recent": "/?view=recent",
+        "review-pending": f"/proposals/{pending}",
+        "review-sent": f"/proposals/{sent}",
+        "review-not-executed": f"/proposals/{stale}",
+        "review-failed": f"/proposals/{failed}",
+        "review-reconciling": f"/proposals/{lost}",
+        "review-outage": f"/proposals/{outage}",
+        "status-reconciling": f"/proposals/{lost}/status",
+        "chat-orders": f"/chat/orders/{seeded['orders']['refund-ok']}",
+        "chat-email": f"/chat/email_broadcasts/{seeded['broadcast_forms']['granite']}",
+        "chat-roster": f"/chat/roster/{seeded['rosters']['granite']}",
+        "not-found": "/no-such-page",
+    }
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    try:
+        with serving(app) as running:
+            yield Served(running.base, cs, seeded, passwords), paths
+    finally:
+        cs.close()
+
+
+def _blocking(axe: Any, page: Any) -> list[str]:
+    """The serious and critical violations axe-core finds on the page, one line each."""
+    refreshing = page.locator('meta[http-equiv="refresh"]').count() > 0
+    found = axe.run(page).response.get("violations", [])
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at "
+        + ", ".join(str(node.get("target")) for node in v.get("nodes", [])[:3])
+        for v in found
+        if v.get("impact") in BLOCKING and not (refreshing and v["id"] == REFRESHING_RULE)
+    ]
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_every_page_passes_axe_at_desktop_and_phone_size(
+    site: tuple[Served, dict[str, str]], language: str
+) -> None:
+    sync_playwright = _browser_or_fail()
+    from axe_playwright_python.sync_playwright import Axe
+
+    served, paths = site
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    axe = Axe()
+    problems: dict[str, list[str]] = {}
+    locale = "fr-CA" if language == "fr" else "en-CA"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            for size, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+                context = browser.new_context(viewport=viewport, locale=locale)
+                page = context.new_page()
+                page.goto(served.base_url + "/sign-in")
+                assert page.locator("html").get_attribute("lang") == language
+                _check(page, axe, problems, f"{language}-{size}-sign-in")
+                page.fill("#email", AVA)
+                page.fill("#password", served.passwords[AVA])
+                page.locator(
+                    "form.sign-in button[type=submit], main button[type=submit]"
+                ).first.click()
+                page.wait_for_url(served.base_url + "/")
+                for name, path in paths.items():
+                    page.goto(served.base_url + path)
+                    _check(page, axe, problems, f"{language}-{size}-{name}")
+                # The confirmation step of an irreversible refund (a plain form post).
+                page.goto(served.base_url + paths["review-pending"])
+                page.click("button.approve")
+                page.wait_for_url(re.compile(r".*/approve$"))
+                _check(page, axe, problems, f"{language}-{size}-confirm")
+                context.close()
+        finally:
+            browser.close()
+    assert problems == {}, problems
+
+
+def _check(page: Any, axe: Any, problems: dict[str, list[str]], name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    found = _blocking(axe, page)
+    if found:
+        problems[name] = found
