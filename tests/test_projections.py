@@ -110,7 +110,7 @@ def test_cards_and_handback_speak_english_and_french_for_every_outcome(cs, seede
     cards = {name: cs.read_models.card(org, pid) for name, pid in ids.items() if name != "maple"}
 
     assert cards["succeeded"]["message_en"].startswith("Refunded $48.00 CAD")
-    assert cards["succeeded"]["message_fr"].startswith("Remboursement de $48.00 CAD")
+    assert cards["succeeded"]["message_fr"].startswith("Remboursement de 48,00\u00a0$\u00a0CA")
     assert "already been refunded" in cards["stale"]["message_en"]
     assert "a déjà été remboursé" in cards["stale"]["message_fr"]
     assert cards["declined"]["status"] == "declined"

@@ -731,11 +731,16 @@ def test_the_status_page_follows_a_refund_through_reconciliation(web):
     assert "Tell the member their refund is being processed." in panel
     assert "Do not refund by hand." in panel
     assert f'href="/proposals/{proposal_id}/status">Follow the check' in panel
-    assert '<meta http-equiv="refresh" content="15">' in review.text  # it updates by itself
+    # It updates by itself, by a script the manager can pause (and a link without script).
+    assert 'data-refresh-seconds="15"' in review.text
+    assert '<script src="/assets/refresh.js?v=' in review.text
+    assert "script-src 'self'" in review.headers["content-security-policy"]
+    assert "Check now</a>" in review.text
+    assert 'http-equiv="refresh"' not in review.text
     status = browser.get(f"/proposals/{proposal_id}/status")
     assert status.status_code == 200
     assert "Checking with the card provider" in _outcome_panel(status)
-    assert '<meta http-equiv="refresh" content="5">' in status.text
+    assert 'data-refresh-seconds="5"' in status.text
     for page in (review, status):
         assert "/api/" not in _main(page)
 
@@ -897,7 +902,7 @@ def test_outcomes_are_in_french_by_accept_language_or_the_switch(web):
     assert '<html lang="fr">' in page.text
     assert str(escape(french)) in page.text
     assert "Réussie" in page.text
-    assert "Remboursement de $48.00 CAD" in french
+    assert "Remboursement de 48,00\u00a0$\u00a0CA" in french
 
     english_page = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "en-US,fr;q=0.5"})
     assert str(escape(english)) in english_page.text

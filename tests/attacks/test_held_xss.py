@@ -74,10 +74,22 @@ def is_chat_page(page: Any) -> bool:
     return page.status_code in (200, 422) and 'class="composer"' in page.text
 
 
+def is_updating_page(page: Any) -> bool:
+    """A page that updates by itself (a proposal being reconciled), by its pausable script."""
+    return page.status_code == 200 and 'id="updates"' in page.text
+
+
+def own_script(page: Any) -> str | None:
+    """The one static script of the application's a page may run, if any."""
+    if is_chat_page(page):
+        return "chat"
+    return "refresh" if is_updating_page(page) else None
+
+
 def policy_of(page: Any) -> str:
-    """The one policy a page may carry: the chat page runs its own static script, no other
-    page runs any."""
-    return CHAT_CONTENT_SECURITY_POLICY if is_chat_page(page) else CONTENT_SECURITY_POLICY
+    """The one policy a page may carry: the chat page and a self-updating page run their own
+    static script, no other page runs any."""
+    return CHAT_CONTENT_SECURITY_POLICY if own_script(page) else CONTENT_SECURITY_POLICY
 
 
 def inert(page: Any, where: str) -> Shown:
@@ -90,11 +102,12 @@ def inert(page: Any, where: str) -> Shown:
     markup.feed(page.text)
     markup.close()
     tags = list(markup.tags)
-    if is_chat_page(page):
+    script = own_script(page)
+    if script is not None:
         # Exactly one script: the versioned static file, no inline code.
         assert tags.count("script") == 1, where
         assert re.search(
-            r'<script src="/assets/chat\.js\?v=[0-9a-f]{12}" defer></script>', page.text
+            rf'<script src="/assets/{script}\.js\?v=[0-9a-f]{{12}}" defer></script>', page.text
         ), where
         tags.remove("script")
     assert not ACTIVE_TAGS & set(tags), (where, ACTIVE_TAGS & set(tags))

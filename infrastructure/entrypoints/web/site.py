@@ -45,8 +45,10 @@ CONTENT_SECURITY_POLICY = (
 CHAT_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY.replace(
     "script-src 'none'", "script-src 'self'"
 )
-"""The chat page's policy: its one static script (``/assets/chat.js``, the loading state)
-may run; still no inline script, no eval, no other origin. Every other page runs none."""
+"""The policy of a page that runs one of the application's own static scripts (the chat
+page's loading state, ``/assets/chat.js``; a self-updating page's pausable updater,
+``/assets/refresh.js``): still no inline script, no eval, no other origin. Every other page
+runs none."""
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -61,6 +63,7 @@ _ASSETS = {
     "pages.css": "text/css; charset=utf-8",
     "favicon.svg": "image/svg+xml",
     "chat.js": "text/javascript; charset=utf-8",
+    "refresh.js": "text/javascript; charset=utf-8",
 }
 
 
@@ -300,8 +303,9 @@ class Site:
         script: str | None = None,
         **context: Any,
     ) -> Response:
-        """The page; ``script`` names the one static script it loads (the chat page's), and
-        only such a page's policy lets that script run."""
+        """The page; ``script`` names the one static script it loads (the chat page's loading
+        state; a page with ``refresh`` seconds gets the pausable updater), and only such a
+        page's policy lets that script run."""
         base: dict[str, Any] = {
             "t": visit.t,
             "lang": visit.language,
@@ -322,6 +326,10 @@ class Site:
             base["chats"] = club_chats(visit.user)
             base["counts"] = self._counts(visit.user)
         base.update(context)
+        if base["refresh"] and script is None:
+            # A page that updates by itself does so by a script the person can pause.
+            script = "refresh.js"
+            base["script"] = f"/assets/{script}?v={self.asset_version[script]}"
         html = self.templates.get_template(template).render(**base)
         response = HTMLResponse(html, status_code=status)
         if script:
