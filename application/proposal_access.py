@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -181,9 +181,7 @@ class ProposalAccess:
         caller = Caller.of(actor)
         proposal, member = self._visible(proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
-        card = self.proposals.card(str(proposal.id), caller.email, language)
-        club = self.store.read(proposal.organization_id, Organization)
-        return replace(card, time_zone=club.time_zone)
+        return self.proposals.card(str(proposal.id), caller.email, language)
 
     def status(
         self, proposal_id: str, actor: str | Caller, language: str = "en"

@@ -215,6 +215,7 @@ class ProposalService:
         if proposal is None:
             raise NotFoundError("proposal")
         member_of(self.store, proposal.organization_id, actor)
+        club = self.store.read(proposal.organization_id, Organization)
         return ProposalCard(
             proposal_id=str(proposal.id),
             operation=proposal.kind,
@@ -230,6 +231,7 @@ class ProposalService:
             declined_by=proposal.declined_by,
             outcome=proposal.outcome,
             message=self.message(proposal, language),
+            time_zone=club.time_zone,
         )
 
     def message(self, proposal: Proposal, language: str = "en") -> str | None:

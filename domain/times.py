@@ -16,8 +16,8 @@ from countersign.domain.contracts.presentation import Localized
 
 EXPIRES_IN = Localized("expires in {distance}", "expire dans {distance}")
 EXPIRED_AGO = Localized("expired {distance} ago", "a expiré il y a {distance}")
-MINUTES = Localized("{n} min", "{n} min")
-HOURS = Localized("{n} h", "{n} h")
+MINUTES = "{n} min"  # the unit's symbol, the same in both languages
+HOURS = "{n} h"
 DAYS = Localized("{n} days", "{n} jours")
 ONE_DAY = Localized("1 day", "1 jour")
 
@@ -41,10 +41,10 @@ def distance(seconds: float, language: str) -> str:
     """A rough, readable distance: '45 min', '23 h', '3 days' (rounded down, at least 1 min)."""
     minutes = max(1, int(abs(seconds)) // 60)
     if minutes < 60:
-        return MINUTES.text(language, n=minutes)
+        return MINUTES.format(n=minutes)
     hours = minutes // 60
     if hours < 48:
-        return HOURS.text(language, n=hours)
+        return HOURS.format(n=hours)
     days = hours // 24
     return ONE_DAY.text(language) if days == 1 else DAYS.text(language, n=days)
 
