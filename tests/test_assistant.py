@@ -16,12 +16,19 @@ from uuid import UUID
 import httpx2
 import pytest
 from countersign.application.assistant.schemas import function_tool
-from countersign.application.assistant.service import MAX_ROUNDS, PROPOSED, ROUND_LIMIT, UNAVAILABLE
+from countersign.application.assistant.service import (
+    EXPLAIN,
+    MAX_ROUNDS,
+    PROPOSED,
+    ROUND_LIMIT,
+    UNAVAILABLE,
+)
 from countersign.application.errors import ForbiddenError, UnknownOperationError
 from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts import REGISTRY, contracts_in
+from countersign.domain.contracts.base import SAFE_SENTENCES
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
@@ -493,7 +500,7 @@ def test_a_rejected_request_is_corrected_in_a_second_round(wire):
 
     assert report.ended == "proposal"
     assert report.model_calls == 2
-    assert report.messages == [{"author": "application", "text": PROPOSED}]
+    assert report.messages == [{"author": "application", "text": PROPOSED.en}]
     assert w.proposals() == 1
     assert report.proposal["preview"]["amount_cents"] == 4800
     stored = w.cs.store.get(UUID(report.proposal["proposal_id"]), Proposal)
@@ -508,7 +515,9 @@ def test_a_rejected_request_is_corrected_in_a_second_round(wire):
     call_id, result = last_tool_result(second)
     assert call_id == assistant["tool_calls"][0]["id"]
     assert result == {
-        "problems": [{"field": "amount_cents", "message": "unknown field; remove it"}]
+        "problems": [{"field": "amount_cents", "message": "unknown field; remove it"}],
+        "explain_to_manager": SAFE_SENTENCES["extra_forbidden"].en,
+        "note": EXPLAIN,
     }
     assert "500000" not in second["messages"][-1]["content"]  # the input is never echoed back
     assert len(script.answers) == 1
@@ -530,16 +539,20 @@ def test_a_model_that_never_proposes_validly_stops_at_the_round_limit(wire, answ
     w = wire(script)
     report = w.turn("orders", w.order, "Refund the missed discount")
 
+    closing = ROUND_LIMIT.text("en", why="")
+    if "amount_cents" in str(answer):  # the last refusal, in the manager's words
+        closing = ROUND_LIMIT.text("en", why=SAFE_SENTENCES["extra_forbidden"].en + " ")
+        assert "holds something this operation does not take" in closing
     assert report.ended == "round_limit"
     assert report.proposal is None
-    assert report.messages == [{"author": "application", "text": ROUND_LIMIT}]
+    assert report.messages == [{"author": "application", "text": closing}]
     assert report.model_calls == MAX_ROUNDS
     assert len(w.endpoint.requests) == MAX_ROUNDS
     assert len(script.answers) == 3
     assert w.proposals() == 0
     events = w.history(report.interaction_id)
     assert [e.type for e in events][-2:] == ["AssistantReplied", "TurnEnded"]
-    assert events[-2].fields == {"text": ROUND_LIMIT, "author": "application"}
+    assert events[-2].fields == {"text": closing, "author": "application"}
     assert events[-1].fields == {"reason": "round_limit"}
     assert sum(e.type == "ToolCalled" for e in events) == MAX_ROUNDS
 
@@ -658,7 +671,9 @@ def test_an_injected_order_note_cannot_set_the_amount_or_the_destination(wire):
     requests = w.endpoint.requests
     assert len(requests) == 4
     assert last_tool_result(requests[2])[1] == {
-        "problems": [{"field": "amount_cents", "message": "unknown field; remove it"}]
+        "problems": [{"field": "amount_cents", "message": "unknown field; remove it"}],
+        "explain_to_manager": SAFE_SENTENCES["extra_forbidden"].en,
+        "note": EXPLAIN,
     }
     _, wrong_destination = last_tool_result(requests[3])
     assert [p["field"] for p in wrong_destination["problems"]] == ["destination"]
@@ -780,7 +795,7 @@ def test_a_client_error_is_not_retried(wire):
     w = wire(script)
     report = w.turn("orders", w.order, "Refund the missed discount")
     assert report.ended == "model_unavailable"
-    assert report.messages == [{"author": "application", "text": UNAVAILABLE}]
+    assert report.messages == [{"author": "application", "text": UNAVAILABLE.en}]
     assert report.proposal is None
     assert len(w.endpoint.requests) == 1
     assert len(script.answers) == 1
@@ -792,7 +807,7 @@ def test_too_many_server_errors_end_the_turn_after_bounded_attempts(wire):
     w = wire(Script(Call("get_order_investigation"), *[Fail(500)] * (ATTEMPTS + 5)))
     report = w.turn("orders", w.order, "Refund the missed discount")
     assert report.ended == "model_unavailable"
-    assert report.messages == [{"author": "application", "text": UNAVAILABLE}]
+    assert report.messages == [{"author": "application", "text": UNAVAILABLE.en}]
     assert report.model_calls == 2
     assert len(w.endpoint.requests) == 1 + ATTEMPTS
     assert w.proposals() == 0
@@ -806,7 +821,7 @@ def test_the_model_is_not_called_again_once_a_proposal_exists(wire):
     assert report.model_calls == 1
     assert len(w.endpoint.requests) == 1
     assert len(script.answers) == 2
-    assert report.messages == [{"author": "application", "text": PROPOSED}]
+    assert report.messages == [{"author": "application", "text": PROPOSED.en}]
 
 
 # -- 9. the conversation record -----------------------------------------------------------------
@@ -856,7 +871,7 @@ def test_the_interaction_records_the_turn_with_redacted_tool_arguments(wire):
         "outcome": "proposed",
     }
     assert created == {"proposal_id": report.proposal["proposal_id"]}
-    assert replied == {"text": PROPOSED, "author": "application"}
+    assert replied == {"text": PROPOSED.en, "author": "application"}
     assert ended == {"reason": "proposal"}
     assert not any("check the board" in repr(e.fields) for e in events)
     # The proposal itself keeps the full draft for the reviewer, linked to the conversation.

@@ -401,7 +401,7 @@ def _say(cs: Countersign, seeded: dict[str, Any], words: str) -> Any:
 def test_the_stand_in_proposes_a_send_only_when_asked_to_send_the_draft(cs, seeded):
     refused = _say(cs, seeded, "Please send the draft in the form.")
     assert (refused.ended, refused.proposal) == ("reply", None)  # no draft to send yet
-    assert "no applied draft" in refused.messages[-1]["text"]
+    assert "no approved draft yet" in refused.messages[-1]["text"]  # in the manager's words
 
     drafted = _say(cs, seeded, "Email the Thursday Seniors about the ice time moving.")
     assert drafted.proposal["operation"] == DRAFT

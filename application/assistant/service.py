@@ -36,7 +36,14 @@ from countersign.application.ports import (
 )
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import Report
-from countersign.domain.contracts.base import MAX_PROBLEMS, InvalidRequestError, problems_from
+from countersign.domain.contracts.base import (
+    MAX_PROBLEMS,
+    InvalidRequestError,
+    Problem,
+    explain,
+    problems_from,
+)
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
@@ -51,15 +58,30 @@ MAX_MESSAGE = 2000
 MAX_TOOL_RESULT = 4000
 HISTORY_ENTRIES = 6
 
-PROPOSED = (
+PROPOSED = Localized(
     "I prepared a proposal for your review. The card shows exactly what approval will do, "
-    "with every amount computed by the application. Nothing changes until you approve it."
+    "with every amount computed by the application. Nothing changes until you approve it.",
+    "J'ai préparé une proposition à votre intention. La carte montre exactement ce que fera "
+    "l'approbation, chaque montant calculé par l'application. Rien ne change tant que vous ne "
+    "l'approuvez pas.",
 )
-ROUND_LIMIT = (
-    "I could not prepare a valid proposal this time. Nothing was changed. Rephrase the request, "
-    "or use the ordinary interface."
+ROUND_LIMIT = Localized(
+    "I could not prepare a valid proposal this time. {why}Nothing was changed. Rephrase the "
+    "request, or use the ordinary interface.",
+    "Je n'ai pas pu préparer de proposition valable cette fois. {why}Rien n'a été modifié. "
+    "Reformulez la demande, ou passez par l'interface habituelle.",
 )
-UNAVAILABLE = "The assistant is unavailable right now. Nothing was changed; try again shortly."
+"""The closing text of a turn that ran out of rounds; ``{why}`` is the last refusal in the
+manager's words (``Problem.for_people``) followed by a space, or nothing."""
+UNAVAILABLE = Localized(
+    "The assistant is unavailable right now. Nothing was changed; try again shortly.",
+    "L'assistant est indisponible pour le moment. Rien n'a été modifié ; réessayez bientôt.",
+)
+EXPLAIN = (
+    "If you cannot correct the call, tell the manager why with explain_to_manager, in their "
+    "words: never show them field names, references or option codes."
+)
+"""What a refused call's tool result tells the model about the words meant for the manager."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +127,10 @@ class AssistantService:
         resource_id: str,
         message: str,
         interaction_id: str | None = None,
+        language: str = "en",
     ) -> TurnReport:
-        """One manager message and what the application made of it.
+        """One manager message and what the application made of it; the application's own
+        words, and what a refusal tells the manager, are in ``language`` ("en" or "fr").
 
         Raises NotFoundError (unknown or foreign organization, resource or conversation, or a
         non-member) and ForbiddenError (a member, or a token, without the section's
@@ -126,6 +150,7 @@ class AssistantService:
         self.store.save(interaction)
 
         shown: list[dict[str, str]] = []
+        refused: list[Problem] = []
         proposal: dict[str, Any] | None = None
         ended = "round_limit"
         calls = 0
@@ -148,16 +173,15 @@ class AssistantService:
                 break
             messages.append(_assistant_message(reply))
             proposal = self._run_tools(
-                assistant, reply.tool_calls, scope, org.slug, member.email, interaction, messages
+                assistant,
+                reply.tool_calls,
+                _Turn(scope, org.slug, member.email, interaction, language, refused),
+                messages,
             )
             if proposal is not None:
                 ended = "proposal"
                 break
-        closing = {
-            "proposal": PROPOSED,
-            "round_limit": ROUND_LIMIT,
-            "model_unavailable": UNAVAILABLE,
-        }.get(ended)
+        closing = _closing(ended, refused, language)
         if closing is not None:
             interaction.say(closing, author="application")
             shown.append({"author": "application", "text": closing})
@@ -179,12 +203,10 @@ class AssistantService:
         self,
         assistant: SectionAssistant,
         calls: list[ToolCall],
-        scope: Scope,
-        organization: str,
-        actor: str,
-        interaction: Interaction,
+        turn: _Turn,
         messages: list[dict[str, Any]],
     ) -> dict[str, Any] | None:
+        scope, interaction = turn.scope, turn.interaction
         for call in calls:
             arguments = _arguments(call.arguments)
             read = assistant.read_tool(call.name)
@@ -197,9 +219,8 @@ class AssistantService:
                     request = read.request.model_validate(arguments)
                 except ValidationError as error:
                     problems = problems_from(error, MAX_PROBLEMS)
-                    result = {"problems": [p.model_dump() for p in problems]}
-                    if error.error_count() > len(problems):
-                        result["more_problems"] = error.error_count() - len(problems)
+                    more = error.error_count() - len(problems)
+                    result = turn.refusal(problems, more)
                     outcome = "rejected"
                 else:
                     result = read.run(request, scope, self.store)
@@ -207,17 +228,15 @@ class AssistantService:
             elif contract is not None:
                 try:
                     created = self.proposals.propose(
-                        organization=organization,
-                        actor=actor,
+                        organization=turn.organization,
+                        actor=turn.actor,
                         operation=contract.kind,
                         resource_id=str(scope.resource_id),
                         request=arguments,
                         interaction_id=str(interaction.id),
                     )
                 except InvalidRequestError as invalid:
-                    result = {"problems": [p.model_dump() for p in invalid.problems]}
-                    if invalid.more_problems:
-                        result["more_problems"] = invalid.more_problems
+                    result = turn.refusal(invalid.problems, invalid.more_problems)
                     outcome = "rejected"
                 except (NotFoundError, ForbiddenError):
                     result = {"error": "this proposal is not possible here"}
@@ -318,6 +337,41 @@ class AssistantService:
             found = self.store.read(parse_id(interaction_id, "conversation"), Interaction)
             interaction = check_owned(found, opened.scope, opened.member.email)
         return conversation_view(self.store, opened.scope, interaction, language)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """Who a turn's tool calls act for, and what they tell the manager, in which language."""
+
+    scope: Scope
+    organization: str
+    actor: str
+    interaction: Interaction
+    language: str
+    refused: list[Problem]  # the last refusal's problems, for the closing text
+
+    def refusal(self, problems: list[Problem], more: int = 0) -> dict[str, Any]:
+        """A refused call's tool result: the precise problems the model corrects its call
+        from, and the same in the manager's words, which it tells them if it cannot."""
+        self.refused[:] = problems
+        result: dict[str, Any] = {"problems": [p.model_dump() for p in problems]}
+        if more > 0:
+            result["more_problems"] = more
+        result["explain_to_manager"] = explain(problems, self.language)
+        result["note"] = EXPLAIN
+        return result
+
+
+def _closing(ended: str, refused: list[Problem], language: str) -> str | None:
+    """The application's own closing text of a turn that ``ended`` so, in ``language``."""
+    if ended == "proposal":
+        return PROPOSED.text(language)
+    if ended == "round_limit":
+        why = explain(refused, language)
+        return ROUND_LIMIT.text(language, why=f"{why} " if why else "")
+    if ended == "model_unavailable":
+        return UNAVAILABLE.text(language)
+    return None
 
 
 def _assistant_message(reply: ModelReply) -> dict[str, Any]:

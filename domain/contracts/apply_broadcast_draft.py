@@ -124,6 +124,18 @@ class DraftFacts(Facts):
         return [self.form]
 
 
+#: What people read about a draft request ``prepare`` refuses (``request_problems``).
+_PROBLEMS = {
+    "unknown_league": Localized(
+        "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
+    ),
+    "nobody": Localized(
+        "Nobody plays in these leagues, so the message would reach no one.",
+        "Personne ne joue dans ces ligues : le message n'atteindrait personne.",
+    ),
+}
+
+
 class ApplyBroadcastDraft(
     OperationContract[
         BroadcastDraftRequest,
@@ -166,6 +178,7 @@ class ApplyBroadcastDraft(
             alert_when=True,
         ),
     }
+    request_problems = _PROBLEMS
     revision_reasons = {
         "audience_changed": Localized(
             "The audience changed from {approved_count} to {current_count} recipients.",
@@ -210,7 +223,11 @@ class ApplyBroadcastDraft(
         leagues = sorted({name.strip() for name in request.filters.leagues})
         known = set(facts.roster.league_names())
         problems = [
-            Problem(field=f"filters.leagues.{i}", message=f"there is no league named {name!r}")
+            Problem(
+                field=f"filters.leagues.{i}",
+                message=f"there is no league named {name!r}",
+                for_people=_PROBLEMS["unknown_league"].filled(name=name.strip()[:60]),
+            )
             for i, name in enumerate(request.filters.leagues)
             if name.strip() not in known
         ]
@@ -218,7 +235,9 @@ class ApplyBroadcastDraft(
             raise InvalidRequestError(problems)
         audience = len(facts.roster.audience(leagues))
         if audience == 0:
-            raise InvalidRequestError.one("filters", "these leagues have no members")
+            raise InvalidRequestError.one(
+                "filters", "these leagues have no members", _PROBLEMS["nobody"]
+            )
         arguments = BroadcastDraftArguments(
             form_id=facts.form.id,
             filters=DraftFilters(leagues=leagues),

@@ -28,7 +28,14 @@ from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -80,13 +87,37 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+UNFIT_REQUEST = Localized(
+    "The request did not fit this record, so nothing was prepared.",
+    "La demande ne correspondait pas à ce dossier : rien n'a été préparé.",
+)
+"""What people read about a problem its raiser gave no sentence of its own."""
+
+
 class Problem(BaseModel):
-    """One safe, model-correctable problem with a request."""
+    """One safe, model-correctable problem with a request.
+
+    ``field`` and ``message`` are precise, for the model that corrects its call and for the
+    application services that read problem documents; ``for_people`` says the same to a
+    manager, in every language, without field names, references or codes ("This payment was
+    made in cash, so it can only go back as club account credit."). It is never dumped: the
+    machine-facing answers keep exactly their two fields.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     field: str
     message: str
+    for_people: Localized = Field(default=UNFIT_REQUEST, exclude=True)
+
+    def explain(self, language: str = "en") -> str:
+        """The problem for people, in ``language``."""
+        return self.for_people.text(language)
+
+
+def explain(problems: Iterable[Problem], language: str = "en") -> str:
+    """Problems for people, in ``language``: each distinct sentence once, in order."""
+    return " ".join(dict.fromkeys(problem.explain(language) for problem in problems))
 
 
 #: A request's problems are reported up to this many; the rest are only counted.
@@ -107,8 +138,10 @@ class InvalidRequestError(CountersignError):
         self.more_problems = more_problems + len(problems) - len(kept)
 
     @classmethod
-    def one(cls, field: str, message: str) -> InvalidRequestError:
-        return cls([Problem(field=field, message=message)])
+    def one(
+        cls, field: str, message: str, for_people: Localized = UNFIT_REQUEST
+    ) -> InvalidRequestError:
+        return cls([Problem(field=field, message=message, for_people=for_people)])
 
 
 class RevisionNeededError(CountersignError):
@@ -233,10 +266,60 @@ def field_path(loc: Iterable[Any], default: str = "request") -> str:
     return ".".join(parts)[:200] or default
 
 
+MALFORMED_REQUEST = Localized(
+    "The request was not in the form the application expects, so nothing was prepared.",
+    "La demande n'avait pas la forme attendue par l'application : rien n'a été préparé.",
+)
+_LEFT_OUT = Localized(
+    "The request left out something it needs, so nothing was prepared.",
+    "Il manque à la demande une information nécessaire : rien n'a été préparé.",
+)
+_TOO_LONG = Localized(
+    "Something in the request is too long or lists too many items, so nothing was prepared.",
+    "Un élément de la demande est trop long ou compte trop d'éléments : rien n'a été préparé.",
+)
+_TOO_SHORT = Localized(
+    "Something in the request is empty or too short, so nothing was prepared.",
+    "Un élément de la demande est vide ou trop court : rien n'a été préparé.",
+)
+#: pydantic's error types for people: what went wrong, never which field or which value.
+SAFE_SENTENCES: dict[str, Localized] = {
+    "missing": _LEFT_OUT,
+    "extra_forbidden": Localized(
+        "The request holds something this operation does not take, so nothing was prepared.",
+        "La demande contient une information que cette opération ne prévoit pas : rien n'a été "
+        "préparé.",
+    ),
+    "string_pattern_mismatch": Localized(
+        "The request names something that is not in this record, so nothing was prepared.",
+        "La demande désigne un élément qui ne figure pas dans ce dossier : rien n'a été préparé.",
+    ),
+    "string_too_long": _TOO_LONG,
+    "too_long": _TOO_LONG,
+    "string_too_short": _TOO_SHORT,
+    "too_short": _TOO_SHORT,
+    "literal_error": Localized(
+        "The request chose an option this operation does not offer, so nothing was prepared.",
+        "La demande choisit une option que cette opération ne propose pas : rien n'a été préparé.",
+    ),
+    "value_error": Localized(
+        "A text in the request holds something not allowed there (a line break or a control "
+        "character), so nothing was prepared.",
+        "Un texte de la demande contient quelque chose d'interdit à cet endroit (un saut de ligne "
+        "ou un caractère de contrôle) : rien n'a été préparé.",
+    ),
+}
+SAFE_SENTENCES["enum"] = SAFE_SENTENCES["literal_error"]
+
+
 def problems_from(error: ValidationError, limit: int | None = None) -> list[Problem]:
     """Translate pydantic errors into safe problems (the first ``limit``): never the input."""
     return [
-        Problem(field=field_path(item["loc"]), message=safe_message(item, _REQUEST_MESSAGES))
+        Problem(
+            field=field_path(item["loc"]),
+            message=safe_message(item, _REQUEST_MESSAGES),
+            for_people=SAFE_SENTENCES.get(str(item.get("type", "")), MALFORMED_REQUEST),
+        )
         for item in error.errors(include_input=False, include_url=False)[:limit]
     ]
 
@@ -290,6 +373,11 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     preview_hidden: ClassVar[frozenset[str]] = frozenset()
     """``Preview`` fields shown through others (a currency read with its amounts)."""
     revision_reasons: ClassVar[Mapping[str, Localized]]
+    request_problems: ClassVar[Mapping[str, Localized]] = {}
+    """Every sentence ``prepare`` gives people about a request it refuses, by a code of the
+    contract's own (each ``Problem.for_people``): what is wrong in the manager's words, with
+    no field name, reference or code of the request; ``{name}`` placeholders are filled with
+    ``Localized.filled``."""
     """Every reason code this contract raises, with its sentence; ``_cents`` parameters are
     shown as money in the reason's ``currency``."""
     effect_uncertain: ClassVar[Localized] = EFFECT_UNCERTAIN
@@ -330,7 +418,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     def parse_request(self, raw: Any) -> RequestT:
         if not isinstance(raw, dict):
-            raise InvalidRequestError.one("request", "must be a JSON object")
+            raise InvalidRequestError.one("request", "must be a JSON object", MALFORMED_REQUEST)
         bounded, dropped = _bounded_unknown_keys(self.Request, raw)
         try:
             return self.Request.model_validate(bounded)

@@ -141,6 +141,44 @@ class CancellationFacts(OrderFacts):
 # -- the contract ---------------------------------------------------------------------------------
 
 
+#: What people read about a cancellation request ``prepare`` refuses (``request_problems``).
+_PROBLEMS = {
+    "refund_settling": Localized(
+        "A refund on this order is still settling; try again once it has settled.",
+        "Un remboursement de cette commande est en cours de règlement ; réessayez une fois "
+        "qu'il sera réglé.",
+    ),
+    "nothing_left": Localized(
+        "Nothing is left to refund on this order, so its registration cannot be cancelled here.",
+        "Il ne reste rien à rembourser sur cette commande : son inscription ne peut pas être "
+        "annulée ici.",
+    ),
+    "already_cancelled": Localized(
+        "This registration has already been cancelled.",
+        "Cette inscription a déjà été annulée.",
+    ),
+    "no_registration": Localized(
+        "This order holds no league registration to cancel.",
+        "Cette commande ne contient aucune inscription à une ligue à annuler.",
+    ),
+    "spot_gone": Localized(
+        "The participant no longer plays in {league}, so there is no spot to release.",
+        "Le ou la participant(e) ne joue plus dans {league} : il n'y a pas de place à libérer.",
+    ),
+    "not_one_card": Localized(
+        "What is left to refund was not paid by a single card, so it can only go back as club "
+        "account credit.",
+        "Ce qui reste à rembourser n'a pas été payé par une seule carte : cela ne peut être "
+        "rendu qu'en crédit au compte du club.",
+    ),
+    "no_account": Localized(
+        "The participant has no club account, so the money can only go back the way it was paid.",
+        "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
+        "le moyen de paiement d'origine.",
+    ),
+}
+
+
 class CancelRegistration(
     OperationContract[
         CancelRegistrationRequest,
@@ -185,6 +223,7 @@ class CancelRegistration(
         ),
     }
     preview_hidden = frozenset({"currency"})
+    request_problems = _PROBLEMS
     revision_reasons = {
         "registration_no_longer_active": Localized(
             "The registration has already been cancelled.",
@@ -278,12 +317,14 @@ class CancelRegistration(
             raise InvalidRequestError.one(
                 "request",
                 "a refund on this order is still settling; try again once it settles",
+                _PROBLEMS["refund_settling"],
             )
         amount = order.refundable_balance_cents
         if amount <= 0:
             raise InvalidRequestError.one(
                 "request",
                 "nothing is left to refund on this order; it cannot be cancelled here",
+                _PROBLEMS["nothing_left"],
             )
         destination = _resolve_destination(request.destination, order, facts)
         arguments = CancelRegistrationArguments(
@@ -483,15 +524,22 @@ class CancelRegistration(
 def _league_spot(order: Order, roster: Roster) -> str:
     """The league whose spot the registration holds, or the problem that stops a proposal."""
     if not order.is_active:
-        raise InvalidRequestError.one("request", "this registration has already been cancelled")
+        raise InvalidRequestError.one(
+            "request",
+            "this registration has already been cancelled",
+            _PROBLEMS["already_cancelled"],
+        )
     if order.league is None:
         raise InvalidRequestError.one(
-            "request", "this order holds no league registration to cancel"
+            "request",
+            "this order holds no league registration to cancel",
+            _PROBLEMS["no_registration"],
         )
     if not roster.plays_in(order.league, order.participant_email):
         raise InvalidRequestError.one(
             "request",
             f"the participant no longer plays in {order.league}; there is no spot to release",
+            _PROBLEMS["spot_gone"].filled(league=order.league),
         )
     return order.league
 
@@ -516,6 +564,7 @@ def _resolve_destination(
                 "destination",
                 "what is left to refund was not paid by one card; it cannot go back to its "
                 "original method here, use account_credit",
+                _PROBLEMS["not_one_card"],
             )
         return CancellationRefundDestination(
             type="card", payment=holding[0].ref, account_id=None, label=holding[0].label
@@ -524,7 +573,9 @@ def _resolve_destination(
     account = facts.account
     if account is None:
         raise InvalidRequestError.one(
-            "destination", "the participant has no club account; use original_payment_method"
+            "destination",
+            "the participant has no club account; use original_payment_method",
+            _PROBLEMS["no_account"],
         )
     return CancellationRefundDestination(
         type="account_credit",

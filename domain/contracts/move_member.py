@@ -115,6 +115,29 @@ class MoveFacts(Facts):
         return [self.roster]
 
 
+#: What people read about a move request ``prepare`` refuses (``request_problems``).
+_PROBLEMS = {
+    "unknown_league": Localized(
+        "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
+    ),
+    "same_league": Localized(
+        "A member can only be moved to another league than the one they play in.",
+        "Un membre ne peut être déplacé que vers une autre ligue que la sienne.",
+    ),
+    "not_in_league": Localized(
+        "No member with this email address plays in {league}.",
+        "Aucun membre ayant cette adresse courriel ne joue dans {league}.",
+    ),
+    "already_there": Localized(
+        "{member} already plays in {league}.", "{member} joue déjà dans {league}."
+    ),
+    "league_full": Localized(
+        "{league} is full: it holds its {capacity} members.",
+        "{league} est complète : elle compte déjà ses {capacity} membres.",
+    ),
+}
+
+
 class MoveMember(
     OperationContract[
         MoveMemberRequest, MoveMemberArguments, MoveMemberPreview, MoveMemberResult, MoveFacts
@@ -150,6 +173,7 @@ class MoveMember(
             Localized("To league: members after", "Ligue rejointe : membres après")
         ),
     }
+    request_problems = _PROBLEMS
     revision_reasons = {
         "member_left_source_league": Localized(
             "{member} no longer plays in {league}.", "{member} ne joue plus dans {league}."
@@ -187,15 +211,22 @@ class MoveMember(
         source_members = roster.members_of(source)
         if email not in source_members:
             raise InvalidRequestError.one(
-                "email", f"no member with this email plays in {source!r}; search the members"
+                "email",
+                f"no member with this email plays in {source!r}; search the members",
+                _PROBLEMS["not_in_league"].filled(league=source),
             )
         if email in roster.members_of(destination):
             raise InvalidRequestError.one(
-                "to_league", f"{source_members[email]} already plays in {destination!r}"
+                "to_league",
+                f"{source_members[email]} already plays in {destination!r}",
+                _PROBLEMS["already_there"].filled(member=source_members[email], league=destination),
             )
         if roster.is_full(destination):
+            capacity = roster.capacity_of(destination)
             raise InvalidRequestError.one(
-                "to_league", f"{destination!r} is full ({roster.capacity_of(destination)} members)"
+                "to_league",
+                f"{destination!r} is full ({capacity} members)",
+                _PROBLEMS["league_full"].filled(league=destination, capacity=capacity),
             )
         arguments = MoveMemberArguments(
             roster_id=roster.id,
@@ -328,12 +359,22 @@ def _members(count: int, language: str) -> str:
 
 def _check_leagues(roster: Roster, source: str, destination: str) -> None:
     problems = [
-        Problem(field=field, message=f"there is no league named {name!r}; list the leagues")
+        Problem(
+            field=field,
+            message=f"there is no league named {name!r}; list the leagues",
+            for_people=_PROBLEMS["unknown_league"].filled(name=name[:60]),
+        )
         for field, name in (("from_league", source), ("to_league", destination))
         if name not in roster.leagues
     ]
     if not problems and source == destination:
-        problems = [Problem(field="to_league", message="must be another league than from_league")]
+        problems = [
+            Problem(
+                field="to_league",
+                message="must be another league than from_league",
+                for_people=_PROBLEMS["same_league"],
+            )
+        ]
     if problems:
         raise InvalidRequestError(problems)
 

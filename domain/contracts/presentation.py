@@ -29,6 +29,18 @@ class Localized:
         template = self.fr if language == "fr" else self.en
         return template.format(**params) if params else template
 
+    def filled(self, **params: object) -> Localized:
+        """The text with ``params`` filled in, in every language; a Localized parameter (an
+        amount written each language's way) reads in the text's own language."""
+        return Localized(self.en.format(**_in("en", params)), self.fr.format(**_in("fr", params)))
+
+
+def _in(language: str, params: dict[str, object]) -> dict[str, object]:
+    return {
+        key: value.text(language) if isinstance(value, Localized) else value
+        for key, value in params.items()
+    }
+
 
 EFFECT_UNCERTAIN = Localized(
     "The provider's answer was lost, so it is not yet known whether this took effect. It is "

@@ -136,6 +136,53 @@ class RefundFacts(OrderFacts):
 
 # -- the contract ---------------------------------------------------------------------------------
 
+#: What people read about a refund request ``prepare`` refuses (``request_problems``).
+_PROBLEMS = {
+    "unknown_payment": Localized(
+        "This order has no such payment.",
+        "Cette commande n'a pas ce paiement.",
+    ),
+    "unknown_line_item": Localized(
+        "This order has no such item.",
+        "Cette commande n'a pas cet article.",
+    ),
+    "unknown_discount": Localized(
+        "This order has no such discount.",
+        "Cette commande n'a pas cette remise.",
+    ),
+    "discount_elsewhere": Localized(
+        "“{discount}” belongs to another item of this order.",
+        "« {discount} » porte sur un autre article de cette commande.",
+    ),
+    "discount_applied": Localized(
+        "“{discount}” was applied at checkout, so nothing is owed.",
+        "« {discount} » a été appliquée au paiement : rien n'est dû.",
+    ),
+    "discount_refunded": Localized(
+        "“{discount}” has already been refunded.",
+        "« {discount} » a déjà été remboursée.",
+    ),
+    "refund_settling": Localized(
+        "Another refund on this order is still settling; try again once it has settled.",
+        "Un autre remboursement de cette commande est en cours de règlement ; réessayez une "
+        "fois qu'il sera réglé.",
+    ),
+    "payment_short": Localized(
+        "This payment has only {left} left to refund, less than the missed discount.",
+        "Il ne reste que {left} à rembourser sur ce paiement, moins que la remise manquée.",
+    ),
+    "not_by_card": Localized(
+        "This payment was not made by card, so it can only go back as club account credit.",
+        "Ce paiement n'a pas été fait par carte : il ne peut être rendu qu'en crédit au compte "
+        "du club.",
+    ),
+    "no_account": Localized(
+        "The participant has no club account, so the money can only go back the way it was paid.",
+        "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
+        "le moyen de paiement d'origine.",
+    ),
+}
+
 
 class RefundMissingDiscount(
     OperationContract[RefundRequest, RefundArguments, RefundPreview, RefundResult, RefundFacts]
@@ -180,6 +227,7 @@ class RefundMissingDiscount(
         ),
     }
     preview_hidden = frozenset({"currency"})
+    request_problems = _PROBLEMS
     revision_reasons = {
         "amount_changed": Localized(
             "The refund amount changed from {approved_cents} to {current_cents} since it was "
@@ -287,19 +335,27 @@ class RefundMissingDiscount(
         payment, line, discount = _resolve_refs(order, request)
         if discount.line_item != line.ref:
             raise InvalidRequestError.one(
-                "discount", f"discount {discount.ref} belongs to line item {discount.line_item}"
+                "discount",
+                f"discount {discount.ref} belongs to line item {discount.line_item}",
+                _PROBLEMS["discount_elsewhere"].filled(discount=discount.name),
             )
         if discount.applied:
             raise InvalidRequestError.one(
-                "discount", f"discount {discount.ref} was applied at checkout; nothing is owed"
+                "discount",
+                f"discount {discount.ref} was applied at checkout; nothing is owed",
+                _PROBLEMS["discount_applied"].filled(discount=discount.name),
             )
         if order.discount_refunded(discount.ref):
             raise InvalidRequestError.one(
-                "discount", f"discount {discount.ref} has already been refunded"
+                "discount",
+                f"discount {discount.ref} has already been refunded",
+                _PROBLEMS["discount_refunded"].filled(discount=discount.name),
             )
         if order.unresolved_attempts():
             raise InvalidRequestError.one(
-                "payment", "a refund on this order is still settling; try again once it settles"
+                "payment",
+                "a refund on this order is still settling; try again once it settles",
+                _PROBLEMS["refund_settling"],
             )
         destination = _resolve_destination(request.destination, payment, facts)
         amount = order.discount_value_cents(discount.ref)
@@ -309,6 +365,12 @@ class RefundMissingDiscount(
                 "payment",
                 f"payment {payment.ref} has only {format_money(refundable, order.currency)} "
                 "left to refund",
+                _PROBLEMS["payment_short"].filled(
+                    left=Localized(
+                        format_money(refundable, order.currency, "en"),
+                        format_money(refundable, order.currency, "fr"),
+                    )
+                ),
             )
         arguments = RefundArguments(
             order_id=order.id,
@@ -529,7 +591,13 @@ def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:
         try:
             found.append(finder(ref))
         except NotFoundError:
-            problems.append(Problem(field=field, message=f"this order has no {ref}"))
+            problems.append(
+                Problem(
+                    field=field,
+                    message=f"this order has no {ref}",
+                    for_people=_PROBLEMS[f"unknown_{field}"],
+                )
+            )
     if problems:
         raise InvalidRequestError(problems)
     return found[0], found[1], found[2]
@@ -545,12 +613,15 @@ def _resolve_destination(phrase: str, payment: Any, facts: RefundFacts) -> Refun
             "destination",
             f"payment {payment.ref} was {payment.method}; it cannot be refunded to its "
             "original method here, use account_credit",
+            _PROBLEMS["not_by_card"],
         )
     # account_credit, or an original payment that was itself account credit
     account = facts.account
     if account is None:
         raise InvalidRequestError.one(
-            "destination", "the participant has no club account; use original_payment_method"
+            "destination",
+            "the participant has no club account; use original_payment_method",
+            _PROBLEMS["no_account"],
         )
     return RefundDestination(
         type="account_credit",

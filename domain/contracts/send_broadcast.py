@@ -111,6 +111,28 @@ class SendFacts(Facts):
         return [self.form]
 
 
+#: What people read about a send request ``prepare`` refuses (``request_problems``).
+_PROBLEMS = {
+    "no_draft": Localized(
+        "The broadcast form has no approved draft yet: have a draft proposed and approved "
+        "before sending it.",
+        "Le formulaire d'envoi n'a pas encore de brouillon approuvé : faites proposer et "
+        "approuver un brouillon avant de l'envoyer.",
+    ),
+    "already_sent": Localized(
+        "This draft has already been sent.", "Ce brouillon a déjà été envoyé."
+    ),
+    "sending": Localized(
+        "A send of this draft is still settling; wait for it to finish.",
+        "Un envoi de ce brouillon est en cours de règlement ; attendez qu'il se termine.",
+    ),
+    "nobody": Localized(
+        "Nobody plays in the draft's leagues, so the message would reach no one.",
+        "Personne ne joue dans les ligues du brouillon : le message n'atteindrait personne.",
+    ),
+}
+
+
 class SendBroadcast(
     OperationContract[
         SendBroadcastRequest,
@@ -151,6 +173,7 @@ class SendBroadcast(
             alert_when=True,
         ),
     }
+    request_problems = _PROBLEMS
     revision_reasons = {
         "broadcast_draft_changed": Localized(
             "The broadcast form holds another draft than the one proposed for sending.",
@@ -234,19 +257,26 @@ class SendBroadcast(
                 "request",
                 "the broadcast form has no applied draft: propose a draft and have it approved "
                 "before sending",
+                _PROBLEMS["no_draft"],
             )
         if form.draft_sent(draft):
             raise InvalidRequestError.one(
-                "request", "the draft in the broadcast form has already been sent"
+                "request",
+                "the draft in the broadcast form has already been sent",
+                _PROBLEMS["already_sent"],
             )
         if form.draft_sending(draft):
             raise InvalidRequestError.one(
-                "request", "a send of the draft in the broadcast form is still settling"
+                "request",
+                "a send of the draft in the broadcast form is still settling",
+                _PROBLEMS["sending"],
             )
         leagues = sorted(str(name) for name in form.filters.get("leagues", []))
         recipients = sorted(facts.roster.audience(leagues))
         if not recipients:
-            raise InvalidRequestError.one("request", "the draft's leagues have no members")
+            raise InvalidRequestError.one(
+                "request", "the draft's leagues have no members", _PROBLEMS["nobody"]
+            )
         names = _names(facts.roster, leagues)
         arguments = SendBroadcastArguments(
             form_id=form.id,

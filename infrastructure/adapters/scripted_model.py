@@ -127,7 +127,8 @@ class StandInPolicy:
     the contracts behind the offered propose tools to fill their request from the manager's
     words and what it read (``OperationContract.stand_in``), those whose ``stand_in_cue``
     matches the words first, and proposes the first request it gets. It corrects a rejected
-    request once by dropping the fields the application called unknown.
+    request once by dropping the fields the application called unknown; a refusal it cannot
+    correct, it explains to the manager in the words the application gave for them.
     """
 
     def __call__(self, request: dict[str, Any]) -> Answer:
@@ -140,7 +141,7 @@ class StandInPolicy:
             answered = _answered_call(messages, last.get("tool_call_id"))
             result = _json(last.get("content"))
             if "problems" in result and answered is not None:
-                return self._correct(answered, result["problems"])
+                return self._correct(answered, result)
         words = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         reads = _read_this_turn(messages)
         proposers = _proposers(offered)
@@ -153,12 +154,14 @@ class StandInPolicy:
         return _propose(words, reads, proposers)
 
     @staticmethod
-    def _correct(call: dict[str, Any], problems: list[dict[str, str]]) -> Answer:
-        unknown = {p["field"] for p in problems if "unknown field" in p.get("message", "")}
+    def _correct(call: dict[str, Any], refusal: dict[str, Any]) -> Answer:
+        """Drop the fields the application called unknown and call again; otherwise tell the
+        manager what the application said is wrong, in the words it gave for them."""
+        problems = refusal.get("problems") or []
+        unknown = {p.get("field") for p in problems if "unknown field" in p.get("message", "")}
         arguments = _json(call.get("arguments"))
         if not unknown or not isinstance(arguments, dict):
-            first = problems[0] if problems else {"field": "?", "message": "rejected"}
-            return Say(f"I could not prepare it: {first['field']}: {first['message']}.")
+            return Say(str(refusal.get("explain_to_manager") or "I could not prepare it."))
         return Call(call["name"], {k: v for k, v in arguments.items() if k not in unknown})
 
 

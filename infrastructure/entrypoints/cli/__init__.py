@@ -63,13 +63,23 @@ def run(args: argparse.Namespace) -> int:
         document, text = args.handler(cs, args)
         return emit(document, text, 0)
     except Exception as error:  # every refusal has its answer; anything else is internal
-        return emit(*_answer_to(error))
+        return emit(*_answer_to(error, getattr(args, "language", "en")))
     finally:
         cs.close()
 
 
 def _problems(problems: list[dict[str, Any]]) -> Answer:
     return {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
+
+
+def _refused(invalid: InvalidRequestError, language: str) -> Answer:
+    """A refused request: --json keeps each problem's field and message (what a program or
+    the model corrects a request from); the text says it in the manager's words."""
+    document = {
+        "error": "invalid_request",
+        "problems": [problem.model_dump() for problem in invalid.problems],
+    }
+    return document, render.render_refusal(invalid.problems, language), 0
 
 
 def _busy(_: Exception) -> Answer:
@@ -80,10 +90,6 @@ def _busy(_: Exception) -> Answer:
 #: What the CLI answers for each refusal, most specific first: the document for --json, the
 #: text for people, the exit status (0 whenever the command was processed).
 _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
-    (
-        InvalidRequestError,
-        lambda e: _problems([problem.model_dump() for problem in e.problems]),
-    ),
     (
         UnknownOperationError,
         lambda _: _problems([{"field": "operation", "message": "no such operation"}]),
@@ -106,7 +112,9 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
 )
 
 
-def _answer_to(error: Exception) -> Answer:
+def _answer_to(error: Exception, language: str = "en") -> Answer:
+    if isinstance(error, InvalidRequestError):
+        return _refused(error, language)
     for refusal, answer in _ANSWERS:
         if isinstance(error, refusal):
             return answer(error)

@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     propose.add_argument("--operation", required=True, metavar="KIND")
     propose.add_argument("--resource", required=True, metavar="ID")
     propose.add_argument("--request", required=True, metavar="JSON|@FILE")
+    propose.add_argument("--language", default="en", choices=["en", "fr"])
 
     approve = add("approve", cmd_approve, "approve a proposal by its id")
     approve.add_argument("proposal_id")
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--resource", required=True, metavar="ID", help="order, form or roster id")
     chat.add_argument("--message", help="one turn, then exit")
     chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
+    chat.add_argument("--language", default="en", choices=["en", "fr"])
 
     inbox = add("inbox", cmd_inbox, "pending proposals awaiting approval, newest first")
     inbox.add_argument("--org", required=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from countersign.application.access import Caller
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.base import MALFORMED_REQUEST, InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
@@ -85,6 +85,7 @@ def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: 
         resource_id=args.resource,
         message=message,
         interaction_id=interaction,
+        language=args.language,
     )
 
 
@@ -179,4 +180,6 @@ def _read_request(raw: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidRequestError.one("request", f"not valid JSON ({error.msg})") from None
+        raise InvalidRequestError.one(
+            "request", f"not valid JSON ({error.msg})", MALFORMED_REQUEST
+        ) from None

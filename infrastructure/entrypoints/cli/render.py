@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
+from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import preview_rows_of, proposal_headline
 from countersign.domain.money import format_money
@@ -125,6 +126,21 @@ def render_report(report: dict[str, Any]) -> str:
     }[report["result"]]
     kind = str(outcome.get("kind", "")).replace("_", " ")
     return f"{headline}: {kind}.\n  {report.get('message') or ''}".rstrip()
+
+
+_NOT_ACCEPTED = Localized("The request was not accepted:", "La demande n'a pas été acceptée :")
+_FIELDS_IN_JSON = Localized(
+    "(--json gives each problem's field and message.)",
+    "(--json donne le champ et le message de chaque problème.)",
+)
+
+
+def render_refusal(problems: list[Problem], language: str = "en") -> str:
+    """A refused request in the manager's words: each distinct sentence once."""
+    sentences = dict.fromkeys(problem.explain(language) for problem in problems)
+    lines = [_NOT_ACCEPTED.text(language)]
+    lines += [f"  - {sentence}" for sentence in sentences]
+    return "\n".join([*lines, _FIELDS_IN_JSON.text(language)])
 
 
 def render_problems(problems: list[dict[str, str]]) -> str:

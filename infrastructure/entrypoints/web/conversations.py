@@ -108,6 +108,7 @@ class ConversationPages:
             resource_id=resource_id,
             message=message,
             interaction_id=visit.form.get("interaction_id", "").strip() or None,
+            language=visit.language,
         )
         query = urlencode({"interaction": report.interaction_id})
         return redirect(f"/chat/{section}/{UUID(resource_id.strip())}?{query}#latest")
