@@ -11,15 +11,36 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from babel.numbers import format_currency, format_decimal, get_currency_symbol
-
 _LOCALES = {"en": "en_CA", "fr": "fr_CA"}
 _NBSP = "\N{NO-BREAK SPACE}"
+
+#: The club's own currency as Babel writes it in en_CA and fr_CA: sign prefix, grouping
+#: separator, decimal separator, suffix. Formatting it does not load Babel's locale data
+#: (about 6 MB of CLDR tables a server would otherwise carry for good); tests/test_money.py
+#: checks every entry against Babel itself, so Babel stays the source of truth.
+_CHECKED: dict[tuple[str, str], tuple[str, str, str, str]] = {
+    ("en", "CAD"): ("$", ",", ".", " CAD"),
+    ("fr", "CAD"): ("", _NBSP, ",", f"{_NBSP}${_NBSP}CA"),
+}
 
 
 def format_money(cents: int, currency: str, language: str = "en") -> str:
     """'$12.50 CAD' for 1250 CAD in English; '12,50 $ CA' in French (any other language
     reads English)."""
+    language = language if language in _LOCALES else "en"
+    checked = _CHECKED.get((language, currency.upper()))
+    if checked is None:
+        return babel_money(cents, currency, language)
+    prefix, group, decimal, suffix = checked
+    whole, part = divmod(abs(cents), 100)
+    sign = "-" if cents < 0 else ""
+    return f"{sign}{prefix}{whole:,}".replace(",", group) + f"{decimal}{part:02d}{suffix}"
+
+
+def babel_money(cents: int, currency: str, language: str = "en") -> str:
+    """``format_money`` through Babel's locale data, for any currency."""
+    from babel.numbers import format_currency, format_decimal, get_currency_symbol
+
     locale = _LOCALES.get(language, _LOCALES["en"])
     amount = Decimal(cents) / 100
     code = currency.upper()
