@@ -145,3 +145,65 @@ def _check(page: Any, axe: Any, problems: dict[str, list[str]], name: str) -> No
     found = _blocking(axe, page)
     if found:
         problems[name] = found
+
+
+def test_each_outcome_reads_as_what_it_is_with_its_next_step(
+    site: tuple[Served, dict[str, str]],
+) -> None:
+    """In a real browser: each outcome's headline and next step, the needs-attention list,
+    the styled 404, and the French card with French money."""
+    sync_playwright = _browser_or_fail()
+    served, paths = site
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    revise = "Ask the assistant for a new proposal"
+    expected = {
+        "review-sent": ("Refund sent", None),
+        "review-not-executed": ("Not executed: nothing changed", revise),
+        "review-failed": ("Not executed: nothing changed", revise),  # the card declined
+        "review-reconciling": ("Checking with the card provider", "Follow the check"),
+        "review-outage": ("Checking with the card provider", "Follow the check"),
+    }
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+            page = context.new_page()
+            page.goto(served.base_url + "/sign-in")
+            page.fill("#email", AVA)
+            page.fill("#password", served.passwords[AVA])
+            page.locator("form.sign-in button[type=submit], main button[type=submit]").first.click()
+            page.wait_for_url(served.base_url + "/")
+            # Needs attention: every decided proposal that still needs a person.
+            attention = page.locator("#attention .inbox-card")
+            assert attention.count() == 4, page.locator("#attention").inner_text()
+            for name, (title, next_step) in expected.items():
+                page.goto(served.base_url + paths[name])
+                assert page.locator("#outcome-title").inner_text() == title, name
+                step = page.locator("#outcome .next-step a")
+                if next_step is None:
+                    assert step.count() == 0, name
+                else:
+                    assert step.inner_text() == next_step, name
+                assert "/api/" not in page.locator("#outcome").inner_text(), name
+            page.goto(served.base_url + paths["review-outage"])
+            assert "refunded nothing" in page.locator("#outcome").inner_text()
+            page.goto(served.base_url + paths["review-reconciling"])
+            assert "answer was lost" in page.locator("#outcome").inner_text()
+            # A styled page, not a problem document, for a path that is not there.
+            missing = page.goto(served.base_url + "/no-such-page")
+            assert missing is not None
+            assert missing.status == 404
+            assert page.locator("header.topbar").count() == 1
+            assert "application/problem+json" not in (missing.headers.get("content-type") or "")
+            # The French card, with French money.
+            page.goto(served.base_url + paths["review-sent"])
+            page.click(".lang button[value=fr]")
+            page.wait_for_url(served.base_url + paths["review-sent"])
+            assert page.locator("#outcome-title").inner_text() == "Remboursement envoyé"
+            assert "48,00\u00a0$\u00a0CA" in page.locator("main").inner_text()
+            page.screenshot(path=str(SHOTS / "outcome-sent-fr.png"), full_page=True)
+            context.close()
+        finally:
+            browser.close()

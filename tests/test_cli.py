@@ -362,3 +362,14 @@ def test_operations_reads_for_people_without_json(database_url, capsys):
     out = capsys.readouterr().out
     assert "order.refund_missing_discount" in out
     assert "needs orders.refund" in out
+
+
+def test_a_multi_line_value_keeps_its_lines_in_the_terminal_and_escapes_the_rest():
+    from countersign.infrastructure.entrypoints.cli import render
+
+    shown = render.box("Review", [("Body", "Hello curlers,\n\nSee you!\r\x1b[2J")]).splitlines()
+
+    assert "Hello curlers," in shown[1]
+    assert shown[2].strip("│ ") == ""  # the blank line between paragraphs
+    assert "See you!\\r\\x1b[2J" in shown[3]  # other control characters stay escapes
+    assert not any("\\n" in line for line in shown)

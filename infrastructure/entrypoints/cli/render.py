@@ -40,7 +40,12 @@ def box(title: str, rows: list[tuple[str, str]]) -> str:
     value_width = WIDTH - label_width - 5
     lines = [f"┌─ {title} " + "─" * max(0, WIDTH - len(title) - 4) + "┐"]
     for label, value in rows:
-        wrapped = textwrap.wrap(printable(str(value)), value_width) or [""]
+        # A multi-line value (an e-mail body) keeps its lines; each is wrapped on its own.
+        wrapped = [
+            part
+            for line in str(value).split("\n")
+            for part in (textwrap.wrap(printable(line), value_width) or [""])
+        ]
         for i, part in enumerate(wrapped):
             shown = label if i == 0 else ""
             lines.append(f"│ {shown:<{label_width}}  {part:<{value_width}} │")
