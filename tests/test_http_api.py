@@ -743,3 +743,20 @@ def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(a
             run()
     # The run reached the handlers, not only the validation in front of them.
     assert {200, 201, 400, 401, 404, 422} <= set(seen), seen
+
+
+def test_an_assistant_turn_answers_in_the_language_asked_for(api):
+    order = api.seeded["orders"]["refund-ok"]
+    path = f"/api/v1/assistants/orders/resources/{order}/messages"
+    words = "Olivia registered early but never got her early-bird discount."
+
+    french = api.post(path, api.granite, {"message": words, "language": "fr"}).json()
+    english = api.post(path, api.granite, {"message": words}).json()
+
+    assert french["proposal"] is not None
+    said = [m["text"] for m in french["messages"] if m["author"] == "application"]
+    assert any(text.startswith("J'ai préparé une proposition") for text in said), said
+    said = [m["text"] for m in english["messages"] if m["author"] == "application"]
+    assert any(text.startswith("I prepared a proposal") for text in said), said
+    refused = api.post(path, api.granite, {"message": words, "language": "de"})
+    assert refused.status_code == 422

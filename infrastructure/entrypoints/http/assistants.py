@@ -55,6 +55,7 @@ def post_message(
             resource_id=resource_id,
             message=body.message,
             interaction_id=body.interaction_id,
+            language=body.language,
         )
     document = jsonable_encoder(report.to_json())
     target = document["proposal"]["proposal_id"] if document["proposal"] else resource_id

@@ -31,6 +31,11 @@ class MessageIn(_Body):
         max_length=64,
         description="Continue this conversation (from an earlier answer); omit to start one.",
     )
+    language: Literal["en", "fr"] = Field(
+        default="en",
+        description="The language of the application's own words in the answer (its "
+        "messages and what a refusal tells the manager): en or fr.",
+    )
 
 
 class ProposeIn(_Body):
