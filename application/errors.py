@@ -26,6 +26,20 @@ class UnknownOperationError(CountersignError):
     """Raised when a request names an operation kind that has no contract."""
 
 
+class NotRevisableError(CountersignError):
+    """Raised when an edit names a proposal that can no longer be revised (approved, executing
+    or finished by an execution, or already superseded by a newer one)."""
+
+    def __init__(self, status: str, superseded_by: UUID | None = None) -> None:
+        detail = f"; edit the newer one, {superseded_by}" if superseded_by else ""
+        super().__init__(
+            "only a pending, declined, expired or revision-required proposal can be edited; "
+            f"this one is {status}{detail}"
+        )
+        self.status = status
+        self.superseded_by = superseded_by
+
+
 class CorruptRecordError(CountersignError):
     """Raised when a stored record cannot be read; carries a correlation id for the logs."""
 

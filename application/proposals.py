@@ -24,10 +24,14 @@ from uuid import UUID, uuid4
 from countersign.application.authorization import (
     member_of,
     membership,
-    organization_by_slug,
     require,
 )
-from countersign.application.errors import UnknownOperationError, new_correlation_id, parse_id
+from countersign.application.errors import (
+    NotRevisableError,
+    UnknownOperationError,
+    new_correlation_id,
+    parse_id,
+)
 from countersign.application.ports import (
     AggregateStore,
     Answer,
@@ -70,6 +74,7 @@ from countersign.domain.outcomes import (
     Succeeded,
     TerminalFailure,
 )
+from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import A, EffectResponse, Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
 from countersign.domain.scope import Scope
@@ -113,6 +118,47 @@ def _own(value: Any) -> Any:
     return value
 
 
+_REVISABLE = frozenset(
+    {
+        ProposalStatus.PENDING,
+        ProposalStatus.DECLINED,
+        ProposalStatus.EXPIRED,
+        ProposalStatus.REVISION_REQUIRED,
+    }
+)
+"""What an edit may start from: nothing that ran, or is running, and nothing already
+replaced (the newer proposal is the one to edit)."""
+
+
+def _slot(facts: Repository, scope: Scope, kind: str) -> PendingSlot:
+    """The pending-proposal slot of ``kind`` on the scope's resource, opened if new."""
+    slot_id = PendingSlot.create_id(scope.organization_id, kind, scope.resource_id)
+    try:
+        return facts.get(slot_id, PendingSlot)
+    except NotFoundError:
+        return PendingSlot(
+            organization_id=scope.organization_id, kind=kind, resource_id=scope.resource_id
+        )
+
+
+def _pending(facts: Repository, proposal_id: UUID | None) -> list[Proposal]:
+    """The proposal, if there is one and it is still pending."""
+    if proposal_id is None:
+        return []
+    proposal = facts.get(proposal_id, Proposal)
+    return [proposal] if proposal.status == ProposalStatus.PENDING else []
+
+
+def _supersede(proposals: list[Proposal], by: UUID) -> list[Proposal]:
+    """Record ``Superseded{by}`` on each still pending one (each once); the ones changed."""
+    changed: dict[UUID, Proposal] = {}
+    for proposal in proposals:
+        if proposal.status == ProposalStatus.PENDING and proposal.id not in changed:
+            proposal.supersede(by)
+            changed[proposal.id] = proposal
+    return list(changed.values())
+
+
 class ProposalService:
     """Turns validated requests into proposals, and approvals into exactly-once executions."""
 
@@ -147,7 +193,8 @@ class ProposalService:
         request: Any,
         interaction_id: str | None = None,
     ) -> ProposalCreated:
-        """Validate the model's request and freeze it as a pending proposal.
+        """Validate the model's request and freeze it as a pending proposal; the pending one
+        for the same thing, if any, is superseded in the same commit.
 
         Raises UnknownOperationError, NotFoundError (unknown or foreign organization or
         resource, or a non-member), ForbiddenError, or InvalidRequestError with problems.
@@ -159,11 +206,46 @@ class ProposalService:
         organization_id = Organization.create_id(organization.strip().lower())
         scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
         return self.store.decide(
-            Reads([organization_id, scope.resource_id], targets=contract.targets),
+            self._freezing_reads(contract, scope),
             lambda facts: self._freeze(
-                facts, contract, parsed, scope, organization, actor, interaction_id
+                facts, contract, parsed, scope, actor, interaction_id, revision_of=None
             ),
         )
+
+    def revise(self, proposal_id: str, actor: str, request: Any) -> ProposalCreated:
+        """Edit a proposal: run the whole contract again on the edited request (validation,
+        defaults, derived values, preview) and freeze the result as a new pending proposal
+        with ``revision_of`` set; a pending original is superseded in the same commit. Frozen
+        arguments are never changed in place.
+
+        Raises NotFoundError (unknown or another organization's id, or a non-member),
+        ForbiddenError, NotRevisableError, or InvalidRequestError with problems.
+        """
+        pid = parse_id(proposal_id, "proposal")
+        original = self.store.get(pid, Proposal)
+        member_of(self.store, original.organization_id, actor)
+        contract = self.registry.get(original.kind)
+        if contract is None:
+            raise NotRevisableError(str(original.status))
+        parsed = contract.parse_request(request)
+        reads = self._freezing_reads(contract, original.scope)
+        return self.store.decide(
+            Reads([*reads.ids, pid], targets=reads.targets),
+            lambda facts: self._freeze(
+                facts,
+                contract,
+                parsed,
+                original.scope,
+                actor,
+                original.interaction_id,
+                revision_of=facts.get(pid, Proposal),
+            ),
+        )
+
+    @staticmethod
+    def _freezing_reads(contract: AnyContract, scope: Scope) -> Reads:
+        slot = PendingSlot.create_id(scope.organization_id, contract.kind, scope.resource_id)
+        return Reads([scope.organization_id, scope.resource_id, slot], targets=contract.targets)
 
     def _freeze(
         self,
@@ -171,18 +253,26 @@ class ProposalService:
         contract: AnyContract,
         parsed: Any,
         scope: Scope,
-        organization: str,
         actor: str,
         interaction_id: str | None,
+        *,
+        revision_of: Proposal | None,
     ) -> Commit[ProposalCreated]:
-        """Check the requester, resolve the contract against the facts, freeze the proposal."""
-        org = organization_by_slug(facts, organization)
+        """Check the requester, resolve the contract against the facts, freeze the proposal
+        under the policy in force, and supersede what it replaces."""
+        org = facts.read(scope.organization_id, Organization)
         member = membership(org, actor)
         require(member, contract.permission)
+        if revision_of is not None and revision_of.status not in _REVISABLE:
+            raise NotRevisableError(str(revision_of.status), revision_of.superseded_by)
         # Read-only: nothing here changes them, so the contract reads the shared state.
         prepared = contract.prepare(parsed, contract.load(scope, _ReadOnlyFacts(facts)))
         arguments = prepared.arguments.model_dump(mode="json")
         preview = prepared.preview.model_dump(mode="json")
+        policy = None
+        if contract.kind in org.policies:
+            amount = contract.amount_cents(prepared.arguments)
+            policy = org.approval_policy(contract.kind).frozen_for(amount)
         proposal = Proposal.propose(
             id=uuid4(),
             organization_id=org.id,
@@ -196,7 +286,18 @@ class ProposalService:
             preview=preview,
             expires_at=self.clock.now() + self.ttl,
             digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
+            request=parsed.model_dump(mode="json"),
+            revision_of=None if revision_of is None else revision_of.id,
+            policy=policy,
         )
+        slot = _slot(facts, scope, contract.kind)
+        subject = contract.subject(prepared.arguments)
+        replaced = [
+            *_pending(facts, slot.latest_for(subject)),
+            *([revision_of] if revision_of is not None else []),
+        ]
+        superseded = _supersede(replaced, proposal.id)
+        slot.hold(subject, proposal.id)
         created = ProposalCreated(
             proposal_id=str(proposal.id),
             status=str(proposal.status),
@@ -204,8 +305,11 @@ class ProposalService:
             # The caller's own copy: once committed, the proposal is the shared snapshot.
             preview=_own(proposal.preview),
             expires_at=proposal.expires_at,
+            supersedes=[str(old.id) for old in superseded],
+            revision_of=None if revision_of is None else str(revision_of.id),
+            approvals_required=proposal.approvals_required,
         )
-        return Commit([proposal], created)
+        return Commit([proposal, slot, *superseded], created)
 
     # -- read ---------------------------------------------------------------------------------
 
@@ -274,18 +378,20 @@ class ProposalService:
         if contract is None or not member.may(contract.permission):
             return Answer(self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
         # 3. Check that it is pending and not expired (recording Expired if it is).
-        decided = self._decided(proposal)
-        if decided is not None:
-            return Answer(self._report(proposal, decided))
         now = self.clock.now()
-        if proposal.is_expired_at(now):
-            proposal.expire(now)
-            expired = NotApprovable(NotApprovableReason.EXPIRED)
-            return Commit([proposal], self._report(proposal, expired))
-        # 4. Claim: Approved and Claimed, in the one commit this decision makes.
+        closed = self._closed_to_approval(proposal, now)
+        if closed is not None:
+            return closed
+        # 4. Check the approval policy it was frozen under: whether the requester may approve
+        #    it, and whether this approval is the last one its quorum needs. An earlier one is
+        #    recorded alone; approving twice changes nothing.
+        not_yet = self._policy_short_of_claim(proposal, member.email, now)
+        if not_yet is not None:
+            return not_yet
+        # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
         attempt_id = uuid4()
         proposal.approve_and_claim(member.email, now, attempt_id)
-        # 5. Decode the arguments and check the digest: what runs is what the approver saw.
+        # 6. Decode the arguments and check the digest: what runs is what the approver saw.
         try:
             arguments = contract.decode_arguments(proposal.arguments)
         except UndecodableContractError:
@@ -304,7 +410,7 @@ class ProposalService:
             approved_at=now,
             attempt_id=attempt_id,
         )
-        # 6. Revalidate against the facts as they are now; a changed one fails closed.
+        # 7. Revalidate against the facts as they are now; a changed one fails closed.
         try:
             loaded = contract.load(execution.scope, facts)
             checked = contract.revalidate(arguments, loaded)
@@ -313,15 +419,16 @@ class ProposalService:
         except RevisionNeededError as stale:
             return self._revise(proposal, stale.reason)
         proposal.record_revalidated(checked)
-        # 7. Execute a local operation; 8. record its outcome: the effect and Succeeded go
-        #    into the claim's commit.
+        # 8. Execute a local operation; 9. record its outcome: the effect and Succeeded go
+        #    into the claim's commit, with the pending proposals it made stale superseded.
         if not contract.is_external(arguments):
             try:
                 result = contract.execute(execution, loaded)
             except Exception:
                 return self._fail(proposal, "ExecutionError", exc_info=True)
             proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
-            return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
+            retired = self._retire(facts, contract, proposal, arguments, result, loaded)
+            return Commit([proposal, *loaded.aggregates(), *retired], self._report(proposal, None))
         #    Or record an external operation's attempt with the claim, and call out once the
         #    claim is committed.
         try:
@@ -332,11 +439,39 @@ class ProposalService:
             return self._fail(proposal, "UnknownEffectProvider")
         return Commit([proposal, *loaded.aggregates()], _CallOut(contract, execution, effect))
 
+    def _closed_to_approval(self, proposal: Proposal, now: datetime) -> _Claim | None:
+        """Step 3: the answer of a proposal that is no longer pending (its stored outcome, or
+        why not), or of one past its expiry (recording Expired); None if it is open."""
+        decided = self._decided(proposal)
+        if decided is not None:
+            return Answer(self._report(proposal, decided))
+        if proposal.is_expired_at(now):
+            proposal.expire(now)
+            expired = NotApprovable(NotApprovableReason.EXPIRED)
+            return Commit([proposal], self._report(proposal, expired))
+        return None
+
+    def _policy_short_of_claim(
+        self, proposal: Proposal, email: str, now: datetime
+    ) -> _Claim | None:
+        """Step 4: the answer when this approval may not claim the proposal (the requester
+        may not approve it; this member already has; more approvals are needed, this one
+        recorded alone), or None when it is the last one needed."""
+        if email == proposal.requested_by and not proposal.requester_may_approve:
+            refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)
+            return Answer(self._report(proposal, refused))
+        if proposal.has_approved(email):
+            return Answer(self._awaiting(proposal, again=True))
+        if len(proposal.approvals) + 1 < proposal.approvals_required:
+            proposal.approve(email, now)
+            return Commit([proposal], self._awaiting(proposal))
+        return None
+
     def _call_out(self, claimed: _CallOut) -> ApprovalReport:
-        """Steps 7 and 8 of an external operation whose claim is committed."""
+        """Steps 8 and 9 of an external operation whose claim is committed."""
         effect = claimed.effect
         proposal_id = claimed.execution.proposal_id
-        # 7. Call the provider under the proposal's idempotency key. Whatever goes wrong is
+        # 8. Call the provider under the proposal's idempotency key. Whatever goes wrong is
         #    left to the reconciler, under the same key; only the cause told differs.
         try:
             response = self.providers[effect.provider].perform(
@@ -353,7 +488,7 @@ class ProposalService:
             # Anything unexpected once a request may have left is uncertain, never a retry.
             log.exception("provider call for proposal %s ended unexpectedly", proposal_id)
             return self._start_reconciling(proposal_id, effect.idempotency_key)
-        # 8. Record its authoritative answer.
+        # 9. Record its authoritative answer.
         return self._settle(claimed.contract, claimed.execution, response)
 
     def _start_reconciling(
@@ -385,16 +520,20 @@ class ProposalService:
             if proposal.status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
                 return Answer(self._report(proposal, None))  # recorded by another process
             loaded = contract.load(execution.scope, facts)
+            retired: list[Proposal] = []
             try:
                 result = contract.finish_external(execution, loaded, response)
                 proposal.succeed(_dump(Succeeded(result=result.model_dump(mode="json"))))
+                retired = self._retire(
+                    facts, contract, proposal, execution.arguments, result, loaded
+                )
             except RevisionNeededError as refused:
                 proposal.require_revision(_revision(refused.reason))
             except EffectAlreadyRecordedError:
                 # Another process (an approver that woke up, or the reconciler) already
                 # recorded this same provider answer.
                 return Answer(self._report(proposal, None))
-            return Commit([proposal, *loaded.aggregates()], self._report(proposal, None))
+            return Commit([proposal, *loaded.aggregates(), *retired], self._report(proposal, None))
 
         try:
             return self.store.decide(Reads([execution.proposal_id]), settlement)
@@ -404,6 +543,29 @@ class ProposalService:
                 execution.proposal_id,
             )
             return self._report(self._reload(execution.proposal_id), None)
+
+    @staticmethod
+    def _retire(
+        facts: Repository,
+        contract: AnyContract,
+        proposal: Proposal,
+        arguments: Any,
+        result: Any,
+        loaded: Any,
+    ) -> list[Proposal]:
+        """Supersede the pending proposals on the same resource whose previews this success
+        made stale: those of the operations the contract says it retires."""
+        stale: list[Proposal] = []
+        for kind in sorted(contract.retires(arguments, result, loaded)):
+            slot_id = PendingSlot.create_id(proposal.organization_id, kind, proposal.resource_id)
+            try:
+                slot = facts.read(slot_id, PendingSlot)
+            except NotFoundError:
+                continue  # nothing of that kind was ever proposed here
+            for pending_id in slot.latest.values():
+                if pending_id != proposal.id:
+                    stale.extend(_pending(facts, pending_id))
+        return _supersede(stale, proposal.id)
 
     def _revise(
         self, proposal: Proposal, reason: RevisionReason
@@ -594,6 +756,8 @@ class ProposalService:
             return NotApprovable(NotApprovableReason.EXPIRED)
         if proposal.status == ProposalStatus.DECLINED:
             return NotApprovable(NotApprovableReason.NOT_PENDING)
+        if proposal.status == ProposalStatus.SUPERSEDED:
+            return NotApprovable(NotApprovableReason.SUPERSEDED)
         assert proposal.outcome is not None
         return AlreadyCompleted(proposal.outcome)
 
@@ -601,6 +765,7 @@ class ProposalService:
         self, proposal: Proposal, answer: AlreadyCompleted | NotApprovable | None
     ) -> ApprovalReport:
         if isinstance(answer, NotApprovable):
+            superseded = answer.reason == NotApprovableReason.SUPERSEDED
             return ApprovalReport(
                 result="not_approvable",
                 proposal_id=str(proposal.id),
@@ -608,6 +773,7 @@ class ProposalService:
                 outcome=None,
                 reason=str(answer.reason),
                 message=None,
+                superseded_by=str(proposal.superseded_by) if superseded else None,
             )
         return ApprovalReport(
             result="already_completed" if answer else "executed",
@@ -617,6 +783,20 @@ class ProposalService:
             outcome=_own(proposal.outcome),
             reason=None,
             message=self.message(proposal),
+        )
+
+    @staticmethod
+    def _awaiting(proposal: Proposal, *, again: bool = False) -> ApprovalReport:
+        """A pending proposal's answer to an approval its quorum still needs more than."""
+        return ApprovalReport(
+            result="awaiting_approvals",
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            outcome=None,
+            reason="already_approved_by_you" if again else None,
+            message=None,
+            approvals=len(proposal.approvals),
+            required=proposal.approvals_required,
         )
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -33,18 +33,30 @@ class ProposalCreated(Report):
     operation: str
     preview: dict[str, Any]
     expires_at: datetime
+    supersedes: list[str] = field(default_factory=list)
+    """The pending proposals this one replaced (each now ``superseded``)."""
+    revision_of: str | None = None
+    approvals_required: int = 1
 
 
 @dataclass(frozen=True)
 class ApprovalReport(Report):
     """What an approve (or decline) command did."""
 
-    result: Literal["executed", "already_completed", "not_approvable", "declined"]
+    result: Literal[
+        "executed", "already_completed", "not_approvable", "declined", "awaiting_approvals"
+    ]
     proposal_id: str
     status: str | None
     outcome: dict[str, Any] | None
     reason: str | None
     message: str | None
+    approvals: int | None = None
+    """For awaiting_approvals: how many distinct people have approved so far."""
+    required: int | None = None
+    """For awaiting_approvals: how many its policy requires."""
+    superseded_by: str | None = None
+    """For not_approvable because superseded: the proposal that replaced it."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,17 @@ class ProposalCard(Report):
     message: str | None
     time_zone: str = "UTC"
     """The club's time zone, where its people read the card's times."""
+    approvals: list[str] = field(default_factory=list)
+    """Who has approved so far."""
+    approvals_required: int = 1
+    policy: dict[str, Any] | None = None
+    """The approval policy in force when it was frozen (None: one approval by anyone
+    permitted)."""
+    revision_of: str | None = None
+    superseded_by: str | None = None
+    changes: list[dict[str, str]] = field(default_factory=list)
+    """For a revision: what it changed against the proposal it revised, field by field
+    (``field``, ``label``, ``before``, ``after``)."""
 
 
 @dataclass(frozen=True)

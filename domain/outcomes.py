@@ -92,6 +92,12 @@ class NotApprovableReason(StrEnum):
     EXPIRED = "expired"
     FORBIDDEN = "forbidden"
     IN_PROGRESS = "in_progress"
+    SUPERSEDED = "superseded"
+    """A newer proposal (an edit, or a fresh one for the same thing) replaced it, or an
+    execution made its preview stale: ``superseded_by`` names the one that did."""
+    REQUESTER_MAY_NOT_APPROVE = "requester_may_not_approve"
+    """Separation of duties: the policy it was frozen under lets others approve it, not the
+    person who requested it."""
 
 
 ArgumentsT = TypeVar("ArgumentsT")

@@ -25,6 +25,7 @@ class ProposalStatus(StrEnum):
     FAILED = "failed"
     DECLINED = "declined"
     EXPIRED = "expired"
+    SUPERSEDED = "superseded"
 
 
 FINISHED = frozenset(
@@ -33,6 +34,7 @@ FINISHED = frozenset(
         ProposalStatus.REVISION_REQUIRED,
         ProposalStatus.FAILED,
         ProposalStatus.DECLINED,
+        ProposalStatus.SUPERSEDED,
     }
 )
 
@@ -121,7 +123,12 @@ class Proposal(Aggregate):
         expires_at: datetime,
         digest: str,
         chain: str,
+        request: dict[str, Any] | None = None,
+        revision_of: UUID | None = None,
+        policy: dict[str, Any] | None = None,
     ) -> None:
+        # The last three are absent from events stored before revisions and policies: a
+        # decoded old event keeps what it stored, and its chain link covers only that.
         self.chain = chain
         self.organization_id = organization_id
         self.section = section
@@ -145,10 +152,19 @@ class Proposal(Aggregate):
         self.declined_by: str | None = None
         self.decline_note: str | None = None
         self.expired_at: datetime | None = None
+        self.request = request
+        self.revision_of = revision_of
+        self.policy = policy
+        #: Who has approved so far, in order (a quorum policy asks for several people).
+        self.approvals: tuple[str, ...] = ()
+        self.superseded_by: UUID | None = None
 
     @classmethod
     def propose(cls, **fields: Any) -> Proposal:
         """Create a proposal whose first event opens its hash chain."""
+        # eventsourcing 9.5.6 asks for every keyword-only argument of an event-decorated
+        # __init__, defaults or not, when the aggregate is created.
+        fields = {"request": None, "revision_of": None, "policy": None, **fields}
         content = {key: value for key, value in fields.items() if key != "id"}
         return cls(**fields, chain=chain_link("", 1, "Proposed", content))
 
@@ -166,6 +182,18 @@ class Proposal(Aggregate):
     def is_expired_at(self, now: datetime) -> bool:
         return now >= self.expires_at
 
+    @property
+    def approvals_required(self) -> int:
+        """How many distinct people must approve: the policy frozen with it, else one."""
+        return int((self.policy or {}).get("approvals_required", 1))
+
+    @property
+    def requester_may_approve(self) -> bool:
+        return bool((self.policy or {}).get("requester_may_approve", True))
+
+    def has_approved(self, email: str) -> bool:
+        return email in self.approvals
+
     # -- guards ---------------------------------------------------------------------------
 
     def check_is(self, action: str, *allowed: ProposalStatus) -> None:
@@ -174,13 +202,25 @@ class Proposal(Aggregate):
 
     # -- commands -------------------------------------------------------------------------
 
-    def approve_and_claim(self, approved_by: str, at: datetime, attempt_id: UUID) -> None:
-        """Approved and Claimed always travel together, in one commit."""
+    def approve(self, approved_by: str, at: datetime) -> None:
+        """One approval of several a policy requires; the last one is ``approve_and_claim``."""
         self.check_is("approve", ProposalStatus.PENDING)
+        if self.has_approved(approved_by):
+            raise IllegalTransitionError("approve twice", self.status)
         fields: dict[str, Any] = {"approved_by": approved_by, "approved_at": at}
         self._approved(**fields, chain=self._link("Approved", **fields))
-        fields = {"attempt_id": attempt_id, "claimed_at": at}
+
+    def approve_and_claim(self, approved_by: str, at: datetime, attempt_id: UUID) -> None:
+        """The last required approval and the claim always travel together, in one commit."""
+        self.approve(approved_by, at)
+        fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
         self._claimed(**fields, chain=self._link("Claimed", **fields))
+
+    def supersede(self, by: UUID) -> None:
+        """A newer proposal (a revision, or a fresh one for the same thing), or an execution
+        that made this preview stale, retires it: it can no longer be approved."""
+        self.check_is("supersede", ProposalStatus.PENDING)
+        self._superseded(by=by, chain=self._link("Superseded", by=by))
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
         self.check_is("revalidate", ProposalStatus.EXECUTING)
@@ -227,6 +267,7 @@ class Proposal(Aggregate):
         self.chain = chain
         self.approved_by = approved_by
         self.approved_at = approved_at
+        self.approvals = (*self.approvals, approved_by)
 
     @event("Claimed")
     def _claimed(self, attempt_id: UUID, claimed_at: datetime, chain: str) -> None:
@@ -278,3 +319,9 @@ class Proposal(Aggregate):
         self.chain = chain
         self.expired_at = at
         self.status = ProposalStatus.EXPIRED
+
+    @event("Superseded")
+    def _superseded(self, by: UUID, chain: str) -> None:
+        self.chain = chain
+        self.superseded_by = by
+        self.status = ProposalStatus.SUPERSEDED

@@ -403,24 +403,40 @@ def test_a_manual_refund_after_proposing_changes_the_balance_and_fails_closed(cs
     assert "est passé de 345,00\u00a0$\u00a0CA à 325,00\u00a0$\u00a0CA" in str(fr)
 
 
-def test_two_cancellations_of_one_order_the_second_fails_closed(cs, seeded):
+def test_a_second_cancellation_supersedes_the_first_and_only_it_runs(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
     to_card = propose(cs, order_id)
     to_account = propose(cs, order_id, TO_ACCOUNT)
-    assert cs.proposals.approve(to_account, AVA).status == "succeeded"
 
-    second = cs.proposals.approve(to_card, AVA)
-
-    assert second.status == "revision_required"
-    assert second.outcome["reason"]["code"] == "registration_no_longer_active"
-    assert second.message == (
-        "Nothing was changed. The registration has already been cancelled. Ask the assistant "
-        "for a new proposal if it is still needed."
+    first = cs.proposals.approve(to_card, AVA)
+    assert (first.result, first.reason, first.superseded_by) == (
+        "not_approvable",
+        "superseded",
+        to_account,
     )
+    assert cs.proposals.approve(to_account, AVA).status == "succeeded"
     assert cs.sandbox.refunds() == []
     assert len(order_of(cs, order_id).refunds) == 1
     with pytest.raises(InvalidRequestError, match="already been cancelled"):
         propose(cs, order_id)
+
+
+def test_a_registration_cancelled_elsewhere_after_proposing_fails_closed(cs, seeded):
+    order_id = seeded["orders"]["refund-ok"]
+    to_card = propose(cs, order_id)
+    order = cs.store.get(UUID(order_id), Order)
+    order.cancel(None, "office@granite.example")  # at the club's desk, not by a proposal
+    cs.store.save(order)
+
+    report = cs.proposals.approve(to_card, AVA)
+
+    assert report.status == "revision_required"
+    assert report.outcome["reason"]["code"] == "registration_no_longer_active"
+    assert report.message == (
+        "Nothing was changed. The registration has already been cancelled. Ask the assistant "
+        "for a new proposal if it is still needed."
+    )
+    assert cs.sandbox.refunds() == []
 
 
 def test_leaving_the_league_after_proposing_fails_closed(cs, seeded):
@@ -470,17 +486,24 @@ def test_a_settling_discount_refund_holds_off_a_cancellation_until_it_settles(cs
     assert cs.proposals.approve(created.proposal_id, AVA).status == "succeeded"
 
 
-def test_after_a_cancellation_a_missed_discount_has_nothing_left_to_refund(cs, seeded):
+def test_a_cancellation_supersedes_the_pending_discount_refund_of_its_order(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
     refund = cs.proposals.propose(
         organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=TO_CARD
     ).proposal_id
-    assert cs.proposals.approve(propose(cs, order_id), AVA).status == "succeeded"
+    cancellation = propose(cs, order_id)
+    assert cs.proposals.approve(cancellation, AVA).status == "succeeded"
 
     late = cs.proposals.approve(refund, AVA)
 
-    assert late.status == "revision_required"
-    assert late.outcome["reason"]["code"] == "payment_already_refunded"
+    # The cancellation refunded the whole balance: the refund's preview is stale, and the
+    # success that made it so retired it in the same commit.
+    assert (late.result, late.reason, late.superseded_by) == (
+        "not_approvable",
+        "superseded",
+        cancellation,
+    )
+    assert cs.proposals.card(refund, AVA).status == "superseded"
     assert provider_requests(cs, refund) == []
 
 

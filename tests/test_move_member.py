@@ -168,9 +168,10 @@ def test_approving_twice_moves_once_and_returns_the_stored_outcome(cs, seeded, o
 
 
 def test_a_member_who_left_the_source_league_meanwhile_requires_revision(cs, seeded):
-    to_seniors = _propose(cs, seeded)
     to_juniors = _propose(cs, seeded, {**TO_SENIORS, "to_league": "Junior Program"})
-    cs.proposals.approve(to_seniors.proposal_id, AVA)
+    roster = cs.store.get(UUID(seeded["rosters"]["granite"]), Roster)
+    roster.move(OLIVIA, "Sunday Mixed Doubles", "Thursday Seniors")  # at the club's desk
+    cs.store.save(roster)
 
     report = cs.proposals.approve(to_juniors.proposal_id, AVA)
 

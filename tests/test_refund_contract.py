@@ -235,16 +235,21 @@ def test_the_sweeper_expires_only_overdue_pending_proposals(cs, seeded, clock: F
     assert cs.proposals.expire_due() == []
 
 
-def test_a_second_refund_proposal_for_the_same_discount_is_refused_after_success(cs, seeded):
+def test_a_second_refund_proposal_for_the_same_discount_supersedes_the_first(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
     first = propose(cs, order_id)
-    second = propose(cs, order_id)  # both prepared while the discount was still owed
-    cs.proposals.approve(first, AVA)
+    second = propose(cs, order_id)  # the same discount: the newer proposal replaces the older
 
-    report = cs.proposals.approve(second, AVA)
+    stale = cs.proposals.approve(first, AVA)
+    fresh = cs.proposals.approve(second, AVA)
 
-    assert report.outcome["reason"]["code"] == "discount_already_refunded"
-    assert provider_requests(cs, second) == 0
+    assert (stale.result, stale.reason, stale.superseded_by) == (
+        "not_approvable",
+        "superseded",
+        second,
+    )
+    assert fresh.outcome["kind"] == "succeeded"
+    assert (provider_requests(cs, first), provider_requests(cs, second)) == (0, 1)
 
 
 def _stored_arguments(cs: Countersign, proposal_id: str) -> dict[str, Any]:

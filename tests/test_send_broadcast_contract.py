@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from countersign.application.errors import ForbiddenError
@@ -189,13 +190,11 @@ def test_approval_sends_the_frozen_draft_once_and_a_repeat_answers_the_same(cs, 
 def test_a_draft_is_sent_once_ever(cs, seeded):
     _apply(cs, seeded)
     first = _propose_send(cs, seeded)
-    second = _propose_send(cs, seeded)  # the same draft, proposed twice before either is approved
+    second = _propose_send(cs, seeded)  # the same draft, proposed twice: the second replaces it
 
-    assert cs.proposals.approve(first, AVA).status == "succeeded"
-    report = cs.proposals.approve(second, AVA)
-
-    assert _revision_code(report) == "broadcast_already_sent"
-    assert "This draft has already been sent; it is sent only once." in report.message
+    assert cs.proposals.approve(first, AVA).reason == "superseded"
+    assert cs.proposals.approve(second, AVA).status == "succeeded"
+    assert cs.proposals.approve(first, AVA).reason == "superseded"
     assert len(_deliveries(cs)) == 1
     with pytest.raises(InvalidRequestError) as refused:
         _propose_send(cs, seeded)  # and a third cannot even be proposed
@@ -207,10 +206,24 @@ def test_a_draft_is_sent_once_ever(cs, seeded):
     assert len(_deliveries(cs)) == 2
 
 
-def test_a_draft_replaced_after_proposing_requires_revision(cs, seeded):
+def test_applying_another_draft_supersedes_the_pending_send(cs, seeded):
     _apply(cs, seeded)
     proposal_id = _propose_send(cs, seeded)
-    _apply(cs, seeded, {**A_DRAFT, "subject": "A different subject"})
+    replacing = _apply(cs, seeded, {**A_DRAFT, "subject": "A different subject"})
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert (report.reason, report.superseded_by) == ("superseded", replacing)
+    assert _deliveries(cs) == []
+    assert _form(cs).sends == []
+
+
+def test_a_draft_replaced_outside_a_proposal_requires_revision(cs, seeded):
+    _apply(cs, seeded)
+    proposal_id = _propose_send(cs, seeded)
+    form = _form(cs)
+    form.apply_draft({}, "Typed at the desk", "Another body", uuid4())
+    cs.store.save(form)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -311,16 +324,15 @@ def test_a_lost_response_is_settled_by_the_reconciler_with_exactly_one_delivery(
     assert cs.proposals.approve(proposal_id, AVA).result == "already_completed"
 
 
-def test_a_second_send_approved_while_one_settles_requires_revision(cs, seeded):
+def test_no_second_send_can_be_proposed_while_one_settles(cs, seeded):
     _joins(cs, LOST_RESPONSE, "Delivery test")
     _apply(cs, seeded)
     first = _propose_send(cs, seeded)
-    second = _propose_send(cs, seeded)
     assert cs.proposals.approve(first, AVA).status == "reconciling"
 
-    report = cs.proposals.approve(second, AVA)
+    with pytest.raises(InvalidRequestError, match="still settling"):
+        _propose_send(cs, seeded)
 
-    assert _revision_code(report) == "broadcast_send_in_progress"
     assert len(_deliveries(cs)) == 1
 
 

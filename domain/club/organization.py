@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID, uuid4
 
+from countersign.domain.approval_policy import ApprovalPolicy
 from countersign.domain.club.ids import stable_id
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE, valid_time_zone
 from countersign.domain.errors import DuplicateError, NotMemberError
@@ -22,6 +23,7 @@ class Permission(StrEnum):
     REFUND_ORDERS = "orders.refund"
     PREPARE_BROADCASTS = "email_broadcasts.prepare"
     READ_AUDIT = "audit.read"
+    MANAGE_POLICIES = "policies.manage"
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,52 @@ class Organization(Aggregate):
         zone = valid_time_zone(name)
         if zone != self.time_zone:
             self._time_zone_set(time_zone=zone)
+
+    @property
+    def policies(self) -> dict[str, dict[str, Any]]:
+        """Approval policies by operation kind, as set (none for a club that never set one)."""
+        policies: dict[str, dict[str, Any]] = self.__dict__.get("_policies", {})
+        return policies
+
+    def approval_policy(self, operation: str) -> ApprovalPolicy:
+        """The policy in force for ``operation``: the one set, or one approval by anyone
+        permitted."""
+        entry = self.policies.get(operation)
+        if entry is None:
+            return ApprovalPolicy(operation)
+        return ApprovalPolicy(
+            operation=operation,
+            approvals=int(entry["approvals"]),
+            above_cents=entry["above_cents"],
+            requester_may_approve=bool(entry["requester_may_approve"]),
+        )
+
+    def set_approval_policy(self, policy: ApprovalPolicy, set_by: str) -> bool:
+        """Put ``policy`` in force for new proposals of its operation; True if it changed
+        anything (setting the policy in force again records nothing)."""
+        if policy == self.approval_policy(policy.operation):
+            return False
+        self._approval_policy_set(**policy.to_json(), set_by=set_by)
+        return True
+
+    @event("ApprovalPolicySet")
+    def _approval_policy_set(
+        self,
+        operation: str,
+        approvals: int,
+        above_cents: int | None,
+        requester_may_approve: bool,
+        set_by: str,
+    ) -> None:
+        self._policies = {
+            **self.policies,
+            operation: {
+                "approvals": approvals,
+                "above_cents": above_cents,
+                "requester_may_approve": requester_may_approve,
+                "set_by": set_by,
+            },
+        }
 
     @event("TimeZoneSet")
     def _time_zone_set(self, time_zone: str) -> None:

@@ -254,6 +254,14 @@ class ApplyBroadcastDraft(
         )
         return Prepared(arguments=arguments, preview=preview)
 
+    # -- governance -----------------------------------------------------------------------------
+
+    def retires(
+        self, arguments: BroadcastDraftArguments, result: BroadcastDraftResult, facts: DraftFacts
+    ) -> frozenset[str]:
+        """A pending send froze the draft this one replaces."""
+        return frozenset({"email_broadcast.send"})
+
     def revalidate(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
         leagues = arguments.filters.leagues
         missing = [name for name in leagues if name not in facts.roster.leagues]

@@ -435,6 +435,27 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     def prepare(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
         """Resolve defaults, compute derived values, reject invalid combinations."""
 
+    # -- governance: supersession and approval policies -----------------------------------------
+
+    def subject(self, arguments: ArgumentsT) -> str:
+        """What, within the resource, a proposal is about, when one resource holds many
+        independent things (the roster's members): a new proposal supersedes the pending one
+        of the same organization, operation, resource *and* subject. "" (the default): the
+        resource is the thing."""
+        return ""
+
+    def amount_cents(self, arguments: ArgumentsT) -> int | None:
+        """The money this proposal moves, in cents, for an approval policy's threshold; None
+        for an operation that moves none."""
+        return None
+
+    def retires(self, arguments: ArgumentsT, result: ResultT, facts: FactsT) -> frozenset[str]:
+        """Operation kinds whose pending proposals on the same resource this success has made
+        stale, judged on the facts as the success left them (a refund that exhausts the
+        payment retires the other pending refunds of the order): they are superseded in the
+        commit that records the success."""
+        return frozenset()
+
     # -- stored arguments ---------------------------------------------------------------------
 
     def decode_arguments(self, stored: Any) -> ArgumentsT:

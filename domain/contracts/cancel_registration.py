@@ -347,6 +347,20 @@ class CancelRegistration(
         )
         return Prepared(arguments=arguments, preview=preview)
 
+    # -- governance -----------------------------------------------------------------------------
+
+    def amount_cents(self, arguments: CancelRegistrationArguments) -> int | None:
+        return arguments.amount_cents
+
+    def retires(
+        self,
+        arguments: CancelRegistrationArguments,
+        result: CancelRegistrationResult,
+        facts: CancellationFacts,
+    ) -> frozenset[str]:
+        """A cancelled order has nothing left for a pending discount refund."""
+        return frozenset({"order.refund_missing_discount"})
+
     def revalidate(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts
     ) -> dict[str, Any]:

@@ -250,6 +250,12 @@ class MoveMember(
 
     # -- approve ----------------------------------------------------------------------------
 
+    # -- governance -----------------------------------------------------------------------------
+
+    def subject(self, arguments: MoveMemberArguments) -> str:
+        """The roster holds many members: moving one does not replace a move of another."""
+        return arguments.email
+
     def revalidate(self, arguments: MoveMemberArguments, facts: MoveFacts) -> dict[str, Any]:
         roster = facts.roster
         member, email = arguments.member_name, arguments.email

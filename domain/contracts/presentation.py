@@ -158,3 +158,35 @@ def _money(cents: Any, currency: str, language: str) -> str:
         return format_money(int(cents), currency, language)
     except (TypeError, ValueError):
         return str(cents)
+
+
+@dataclass(frozen=True)
+class PreviewChange:
+    """One preview value an edit changed, as people read it before and after."""
+
+    key: str
+    label: str
+    before: str
+    after: str
+
+
+def preview_changes(
+    fields: Mapping[str, PreviewField],
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    language: str,
+) -> list[PreviewChange]:
+    """What a revision changed, field by field, in the declared order: the fields whose stored
+    values differ (one only one of the two previews has reads as changed from, or to, "")."""
+    old = {row.key: row for row in preview_rows(fields, before, language)}
+    new = {row.key: row for row in preview_rows(fields, after, language)}
+    changes = []
+    for key in fields:
+        if before.get(key) == after.get(key) or (key not in old and key not in new):
+            continue
+        label = (new.get(key) or old[key]).label
+        was, now = old.get(key), new.get(key)
+        changes.append(
+            PreviewChange(key, label, was.value if was else "", now.value if now else "")
+        )
+    return changes

@@ -395,6 +395,24 @@ class RefundMissingDiscount(
         )
         return Prepared(arguments=arguments, preview=preview)
 
+    # -- governance -----------------------------------------------------------------------------
+
+    def subject(self, arguments: RefundArguments) -> str:
+        """One order may have several discounts missed: each is its own thing to refund."""
+        return f"{arguments.payment}/{arguments.line_item}/{arguments.discount}"
+
+    def amount_cents(self, arguments: RefundArguments) -> int | None:
+        return arguments.amount_cents
+
+    def retires(
+        self, arguments: RefundArguments, result: RefundResult, facts: RefundFacts
+    ) -> frozenset[str]:
+        """A refund changes the balance a pending cancellation would give back; one that
+        exhausts the payment also leaves nothing for the order's other pending refunds."""
+        if facts.order.refundable_cents(arguments.payment) <= 0:
+            return frozenset({"order.cancel_registration", self.kind})
+        return frozenset({"order.cancel_registration"})
+
     def revalidate(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
         order = facts.order
         try:

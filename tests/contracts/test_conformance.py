@@ -352,7 +352,6 @@ def test_an_expired_proposal_executes_nothing(kind, cs, seeded, clock: FakeClock
     case, _ = _contract(kind)
     resource = case.resource(seeded)
     approved_late = _propose(cs, case, seeded)
-    swept = _propose(cs, case, seeded)
     before = case.observe(cs, resource)
     clock.advance(seconds=(approved_late.expires_at - clock.now()).total_seconds() + 1)
 
@@ -362,7 +361,10 @@ def test_an_expired_proposal_executes_nothing(kind, cs, seeded, clock: FakeClock
     assert report.outcome is None
     assert _types(cs, approved_late.proposal_id) == ["Proposed", "Expired"]
     assert cs.proposals.approve(approved_late.proposal_id, case.actor).reason == "expired"
-    # The sweeper records the other one; it cannot be approved either.
+    # The sweeper records the next one (nothing pending for it to supersede) once it is
+    # overdue; it cannot be approved either.
+    swept = _propose(cs, case, seeded)
+    clock.advance(seconds=(swept.expires_at - clock.now()).total_seconds() + 1)
     assert [s.proposal_id for s in cs.proposals.expire_due()] == [swept.proposal_id]
     assert _types(cs, swept.proposal_id) == ["Proposed", "Expired"]
     assert cs.proposals.approve(swept.proposal_id, case.actor).reason == "expired"
@@ -532,13 +534,15 @@ def test_the_digest_is_stable(kind, cs, seeded, other, clock: FakeClock):
     )
     assert _proposed(cs, second.proposal_id)["digest"] == digest
 
-    reloaded = _proposed(other, first.proposal_id)  # a second process reads it back
+    reloaded = _proposed(other, second.proposal_id)  # a second process reads it back
     assert reloaded["digest"] == digest
     assert digest == contract_digest(
         kind, reloaded["contract_version"], reloaded["arguments"], reloaded["preview"]
     )
-    # ... and its own check at approval agrees: it executes.
-    assert other.proposals.approve(first.proposal_id, case.actor).status == "succeeded"
+    # ... and its own check at approval agrees: it executes (the newer of the two; the
+    # first, superseded by it, cannot be approved).
+    assert other.proposals.approve(second.proposal_id, case.actor).status == "succeeded"
+    assert other.proposals.approve(first.proposal_id, case.actor).reason == "superseded"
     assert_audit_intact(cs)
 
 
