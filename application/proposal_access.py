@@ -148,6 +148,16 @@ class ProposalAccess:
             interaction_id=interaction_id,
         )
 
+    def revise(self, proposal_id: str, actor: str | Caller, request: Any) -> ProposalCreated:
+        """ProposalService.revise: an edit is a new proposal, so it needs what proposing the
+        operation needs, in the proposal's organization (NotFoundError for another's)."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        permission = decide_permission(proposal.kind, self.registry)
+        if permission is not None:  # an unknown kind: the service refuses to revise it
+            require(caller, member, permission)
+        return self.proposals.revise(str(proposal.id), caller.email, request)
+
     def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
         """ProposalService.approve, once ``_check_decision`` lets the caller."""
         caller = Caller.of(actor)
@@ -322,6 +332,12 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "declined_by": proposal.declined_by,
         "decline_note": proposal.decline_note,
         "outcome": proposal.outcome,
+        "approvals": list(proposal.approvals),
+        "approvals_required": proposal.approvals_required,
+        "policy": proposal.policy,
+        "revision_of": str(proposal.revision_of) if proposal.revision_of else None,
+        "superseded_by": str(proposal.superseded_by) if proposal.superseded_by else None,
+        "request": proposal.request,
     }
 
 

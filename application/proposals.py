@@ -56,6 +56,7 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     UndecodableContractError,
 )
+from countersign.domain.contracts.presentation import preview_changes
 from countersign.domain.errors import (
     ConcurrencyConflictError,
     EffectAlreadyRecordedError,
@@ -336,7 +337,29 @@ class ProposalService:
             outcome=proposal.outcome,
             message=self.message(proposal, language),
             time_zone=club.time_zone,
+            approvals=list(proposal.approvals),
+            approvals_required=proposal.approvals_required,
+            policy=proposal.policy,
+            revision_of=str(proposal.revision_of) if proposal.revision_of else None,
+            superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
+            changes=self.changes(proposal, language),
         )
+
+    def changes(self, proposal: Proposal, language: str = "en") -> list[dict[str, str]]:
+        """What a revision changed against the proposal it revised, field by field, as
+        people read it (none for a proposal that revised nothing)."""
+        if proposal.revision_of is None:
+            return []
+        contract = self.registry.get(proposal.kind)
+        original = self._load(str(proposal.revision_of))
+        if contract is None or original is None:
+            return []
+        return [
+            {"field": c.key, "label": c.label, "before": c.before, "after": c.after}
+            for c in preview_changes(
+                contract.preview_fields, original.preview, proposal.preview, language
+            )
+        ]
 
     def message(self, proposal: Proposal, language: str = "en") -> str | None:
         """The app-authored text for the proposal's outcome, if it has one."""

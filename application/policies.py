@@ -1,0 +1,91 @@
+"""Approval policies: how many distinct people an operation's proposals need, set by command.
+
+A policy is an ``ApprovalPolicySet`` event of the organization, so every change is in the one
+stream with who made it. It binds proposals frozen after it: each proposal keeps the policy it
+was frozen under (``ApprovalPolicy.frozen_for``), so raising or lowering a quorum never
+changes what an open proposal needs.
+
+The operator's command line sets policies for any club (``set_by`` "operator"); a member, or a
+service acting as one, needs ``policies.manage`` in their own club.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from countersign.application.access import Caller, require
+from countersign.application.authorization import membership
+from countersign.application.errors import UnknownOperationError
+from countersign.application.ports import AggregateStore, Answer, Commit, Reads
+from countersign.domain.approval_policy import ApprovalPolicy
+from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.errors import NotFoundError
+from countersign.domain.ports import Repository
+
+OPERATOR = "operator"
+
+
+class PolicyService:
+    """Sets and lists organizations' approval policies."""
+
+    def __init__(
+        self, store: AggregateStore, *, registry: Mapping[str, AnyContract] = REGISTRY
+    ) -> None:
+        self.store = store
+        self.registry = registry
+
+    def set(
+        self,
+        organization: str,
+        operation: str,
+        approvals: int,
+        *,
+        above_cents: int | None = None,
+        requester_may_approve: bool = True,
+        by: Caller | None = None,
+    ) -> dict[str, Any]:
+        """Put a policy in force for new proposals of ``operation``; what is now in force, and
+        whether this changed it. UnknownOperationError, PolicyError (a value out of range),
+        NotFoundError (an unknown club, or one the caller does not act in), or
+        MissingPermissionError."""
+        if operation not in self.registry:
+            raise UnknownOperationError(operation)
+        policy = ApprovalPolicy(operation, approvals, above_cents, requester_may_approve)
+        organization_id = self._organization_id(organization, by)
+
+        def setting(facts: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
+            org = facts.get(organization_id, Organization)
+            set_by = OPERATOR if by is None else self._manager(org, by)
+            if not org.set_approval_policy(policy, set_by):
+                return Answer({**policy.to_json(), "changed": False})
+            return Commit([org], {**policy.to_json(), "changed": True})
+
+        return self.store.decide(Reads([organization_id]), setting)
+
+    def in_force(self, organization: str, by: Caller | None = None) -> list[dict[str, Any]]:
+        """Every operation's policy in force, by operation (one approval where none is set)."""
+        organization_id = self._organization_id(organization, by)
+        org = self.store.read(organization_id, Organization)
+        if by is not None:
+            self._manager(org, by)
+        listed = []
+        for operation in self.registry:
+            entry = org.policies.get(operation, {})
+            policy = org.approval_policy(operation).to_json()
+            listed.append({**policy, "set_by": entry.get("set_by")})
+        return listed
+
+    @staticmethod
+    def _organization_id(organization: str, by: Caller | None) -> Any:
+        slug = organization.strip().lower()
+        if by is not None and by.organization is not None and by.organization != slug:
+            raise NotFoundError("organization")  # another club answers like an unknown one
+        return Organization.create_id(slug)
+
+    @staticmethod
+    def _manager(org: Organization, caller: Caller) -> str:
+        member = membership(org, caller.email)
+        require(caller, member, Permission.MANAGE_POLICIES)
+        return member.email
