@@ -131,23 +131,23 @@ _REVISABLE = frozenset(
 replaced (the newer proposal is the one to edit)."""
 
 
-def _slot(facts: Repository, scope: Scope, kind: str) -> PendingSlot:
-    """The pending-proposal slot of ``kind`` on the scope's resource, opened if new."""
-    slot_id = PendingSlot.create_id(scope.organization_id, kind, scope.resource_id)
+def _slot(facts: Repository, scope: Scope) -> PendingSlot:
+    """The pending-proposal slot of the scope's resource, opened if new."""
+    slot_id = PendingSlot.create_id(scope.organization_id, scope.resource_id)
     try:
         return facts.get(slot_id, PendingSlot)
     except NotFoundError:
-        return PendingSlot(
-            organization_id=scope.organization_id, kind=kind, resource_id=scope.resource_id
-        )
+        return PendingSlot(organization_id=scope.organization_id, resource_id=scope.resource_id)
 
 
 def _pending(facts: Repository, proposal_id: UUID | None) -> list[Proposal]:
     """The proposal, if there is one and it is still pending."""
     if proposal_id is None:
         return []
-    proposal = facts.get(proposal_id, Proposal)
-    return [proposal] if proposal.status == ProposalStatus.PENDING else []
+    # Read first: most often it has long left pending, and is not worth a private copy.
+    if facts.read(proposal_id, Proposal).status != ProposalStatus.PENDING:
+        return []
+    return [facts.get(proposal_id, Proposal)]
 
 
 def _supersede(proposals: list[Proposal], by: UUID) -> list[Proposal]:
@@ -245,7 +245,7 @@ class ProposalService:
 
     @staticmethod
     def _freezing_reads(contract: AnyContract, scope: Scope) -> Reads:
-        slot = PendingSlot.create_id(scope.organization_id, contract.kind, scope.resource_id)
+        slot = PendingSlot.create_id(scope.organization_id, scope.resource_id)
         return Reads([scope.organization_id, scope.resource_id, slot], targets=contract.targets)
 
     def _freeze(
@@ -291,14 +291,14 @@ class ProposalService:
             revision_of=None if revision_of is None else revision_of.id,
             policy=policy,
         )
-        slot = _slot(facts, scope, contract.kind)
+        slot = _slot(facts, scope)
         subject = contract.subject(prepared.arguments)
         replaced = [
-            *_pending(facts, slot.latest_for(subject)),
+            *_pending(facts, slot.latest_for(contract.kind, subject)),
             *([revision_of] if revision_of is not None else []),
         ]
         superseded = _supersede(replaced, proposal.id)
-        slot.hold(subject, proposal.id)
+        slot.hold(contract.kind, subject, proposal.id)
         created = ProposalCreated(
             proposal_id=str(proposal.id),
             status=str(proposal.status),
@@ -578,14 +578,17 @@ class ProposalService:
     ) -> list[Proposal]:
         """Supersede the pending proposals on the same resource whose previews this success
         made stale: those of the operations the contract says it retires."""
+        retired = contract.retires(arguments, result, loaded)
+        if not retired:
+            return []
+        slot_id = PendingSlot.create_id(proposal.organization_id, proposal.resource_id)
+        try:
+            slot = facts.read(slot_id, PendingSlot)
+        except NotFoundError:
+            return []  # frozen before supersession existed: nothing was ever held
         stale: list[Proposal] = []
-        for kind in sorted(contract.retires(arguments, result, loaded)):
-            slot_id = PendingSlot.create_id(proposal.organization_id, kind, proposal.resource_id)
-            try:
-                slot = facts.read(slot_id, PendingSlot)
-            except NotFoundError:
-                continue  # nothing of that kind was ever proposed here
-            for pending_id in slot.latest.values():
+        for kind in sorted(retired):
+            for pending_id in slot.latest_of(kind):
                 if pending_id != proposal.id:
                     stale.extend(_pending(facts, pending_id))
         return _supersede(stale, proposal.id)

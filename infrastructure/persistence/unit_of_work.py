@@ -68,9 +68,12 @@ class _ReadSets:
     def remember(self, named: tuple[UUID, ...], read: Sequence[UUID]) -> None:
         with self._lock:
             known = self._items.get(named, ())
-            if set(read) <= set(known):
+            if set(read) == set(known):
                 return
-            self._items[named] = tuple(dict.fromkeys((*known, *read)))
+            # What it read last time, not all it ever read: a decision whose reads drift from
+            # run to run (the proposal a supersession slot held) must not make every later
+            # run fetch everything its predecessors read.
+            self._items[named] = tuple(dict.fromkeys(read))
             self._items.move_to_end(named)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
