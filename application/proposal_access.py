@@ -129,6 +129,7 @@ class ProposalAccess:
         resource_id: str,
         request: Any,
         interaction_id: str | None = None,
+        origin: Mapping[str, str] | None = None,
     ) -> ProposalCreated:
         """ProposalService.propose in the caller's organization, within a token's scopes."""
         if actor.organization is None:
@@ -146,6 +147,7 @@ class ProposalAccess:
             resource_id=resource_id,
             request=request,
             interaction_id=interaction_id,
+            origin=origin,
         )
 
     def revise(self, proposal_id: str, actor: str | Caller, request: Any) -> ProposalCreated:
@@ -338,6 +340,7 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "revision_of": str(proposal.revision_of) if proposal.revision_of else None,
         "superseded_by": str(proposal.superseded_by) if proposal.superseded_by else None,
         "request": proposal.request,
+        "origin": proposal.origin,
     }
 
 

@@ -119,6 +119,24 @@ def _own(value: Any) -> Any:
     return value
 
 
+_ORIGIN_KEYS = ("channel", "client", "client_version")
+
+
+def clean_origin(origin: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Where a request came from, as recorded: only the known keys, each a short line of
+    printable text (an MCP client names itself; nothing it says is trusted beyond that)."""
+    if not origin:
+        return None
+    cleaned = {}
+    for key in _ORIGIN_KEYS:
+        value = origin.get(key)
+        if isinstance(value, str):
+            text = "".join(ch for ch in value if ch.isprintable()).strip()[:80]
+            if text:
+                cleaned[key] = text
+    return cleaned or None
+
+
 _REVISABLE = frozenset(
     {
         ProposalStatus.PENDING,
@@ -193,6 +211,7 @@ class ProposalService:
         resource_id: str,
         request: Any,
         interaction_id: str | None = None,
+        origin: Mapping[str, str] | None = None,
     ) -> ProposalCreated:
         """Validate the model's request and freeze it as a pending proposal; the pending one
         for the same thing, if any, is superseded in the same commit.
@@ -209,7 +228,14 @@ class ProposalService:
         return self.store.decide(
             self._freezing_reads(contract, scope),
             lambda facts: self._freeze(
-                facts, contract, parsed, scope, actor, interaction_id, revision_of=None
+                facts,
+                contract,
+                parsed,
+                scope,
+                actor,
+                interaction_id,
+                revision_of=None,
+                origin=clean_origin(origin),
             ),
         )
 
@@ -258,6 +284,7 @@ class ProposalService:
         interaction_id: str | None,
         *,
         revision_of: Proposal | None,
+        origin: dict[str, str] | None = None,
     ) -> Commit[ProposalCreated]:
         """Check the requester, resolve the contract against the facts, freeze the proposal
         under the policy in force, and supersede what it replaces."""
@@ -290,6 +317,7 @@ class ProposalService:
             request=parsed.model_dump(mode="json"),
             revision_of=None if revision_of is None else revision_of.id,
             policy=policy,
+            origin=origin,
         )
         slot = _slot(facts, scope)
         subject = contract.subject(prepared.arguments)
@@ -343,6 +371,7 @@ class ProposalService:
             revision_of=str(proposal.revision_of) if proposal.revision_of else None,
             superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
             changes=self.changes(proposal, language),
+            origin=proposal.origin,
         )
 
     def changes(self, proposal: Proposal, language: str = "en") -> list[dict[str, str]]:

@@ -90,6 +90,8 @@ class ProposalCard(Report):
     changes: list[dict[str, str]] = field(default_factory=list)
     """For a revision: what it changed against the proposal it revised, field by field
     (``field``, ``label``, ``before``, ``after``)."""
+    origin: dict[str, str] | None = None
+    """Where the request came from when not from countersign itself (an MCP client)."""
 
 
 @dataclass(frozen=True)

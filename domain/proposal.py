@@ -126,9 +126,11 @@ class Proposal(Aggregate):
         request: dict[str, Any] | None = None,
         revision_of: UUID | None = None,
         policy: dict[str, Any] | None = None,
+        origin: dict[str, str] | None = None,
     ) -> None:
-        # The last three are absent from events stored before revisions and policies: a
-        # decoded old event keeps what it stored, and its chain link covers only that.
+        # The last four are absent from events stored before revisions, policies and
+        # origins: a decoded old event keeps what it stored, and its chain link covers only
+        # that.
         self.chain = chain
         self.organization_id = organization_id
         self.section = section
@@ -155,6 +157,9 @@ class Proposal(Aggregate):
         self.request = request
         self.revision_of = revision_of
         self.policy = policy
+        #: Where the request came from when not from countersign's own assistants, CLI or
+        #: API: {"channel": "mcp", "client": ..., "client_version": ...}.
+        self.origin = origin
         #: Who has approved so far, in order (a quorum policy asks for several people).
         self.approvals: tuple[str, ...] = ()
         self.superseded_by: UUID | None = None
@@ -164,7 +169,7 @@ class Proposal(Aggregate):
         """Create a proposal whose first event opens its hash chain."""
         # eventsourcing 9.5.6 asks for every keyword-only argument of an event-decorated
         # __init__, defaults or not, when the aggregate is created.
-        fields = {"request": None, "revision_of": None, "policy": None, **fields}
+        fields = {"request": None, "revision_of": None, "policy": None, "origin": None, **fields}
         content = {key: value for key, value in fields.items() if key != "id"}
         return cls(**fields, chain=chain_link("", 1, "Proposed", content))
 

@@ -330,3 +330,31 @@ def test_policy_changes_are_recorded_and_checked(cs, seeded):
         "set_by": "seed",
     }
     assert in_force["roster.move_member"]["approvals"] == 1
+
+
+# -- where a request came from ------------------------------------------------------------------
+
+
+def test_a_proposal_records_where_its_request_came_from_cleaned(cs, seeded):
+    created = cs.access.propose(
+        Caller(AVA, "granite"),
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+        origin={
+            "channel": "mcp",
+            "client": "desk-agent\x1b[31m" + "x" * 200,
+            "client_version": "1.2.0",
+            "token": "never recorded",
+        },
+    )
+
+    origin = cs.access.record(created.proposal_id, AVA)["origin"]
+    assert origin == {
+        "channel": "mcp",
+        "client": "desk-agent[31m" + "x" * 67,
+        "client_version": "1.2.0",
+    }
+    assert cs.proposals.card(created.proposal_id, AVA).origin == origin
+    plain = _propose(cs, seeded["orders"]["refund-stale"])
+    assert cs.access.record(plain, AVA)["origin"] is None
