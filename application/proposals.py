@@ -54,6 +54,7 @@ from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import (
     Effect,
     RevisionNeededError,
+    Siblings,
     UndecodableContractError,
 )
 from countersign.domain.contracts.presentation import preview_changes
@@ -616,10 +617,12 @@ class ProposalService:
         except NotFoundError:
             return []  # frozen before supersession existed: nothing was ever held
         stale: list[Proposal] = []
-        for kind in sorted(retired):
-            for pending_id in slot.latest_of(kind):
-                if pending_id != proposal.id:
-                    stale.extend(_pending(facts, pending_id))
+        for kind in sorted(slot.latest):
+            same = kind == proposal.kind
+            if (Siblings.SAME_OPERATION if same else Siblings.OTHER_OPERATIONS) in retired:
+                for pending_id in slot.latest_of(kind):
+                    if pending_id != proposal.id:
+                        stale.extend(_pending(facts, pending_id))
         return _supersede(stale, proposal.id)
 
     def _revise(

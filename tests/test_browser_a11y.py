@@ -56,7 +56,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
             request=TO_CARD,
         ).proposal_id
 
-    sent, stale, pending = propose("refund-ok"), propose("refund-ok"), propose("refund-ok")
+    sent, stale, pending = (
+        propose("refund-ok"),
+        propose("refund-stale"),
+        propose("refund-two-approvers"),
+    )
+    # The payment is refunded by hand before the stale one is approved: it is not executed.
+    cs.club.refund_manually("granite", seeded["orders"]["refund-stale"], AVA, "P1", 34500)
     failed, lost, outage = (
         propose(order) for order in ("refund-declined", "refund-lost-response", "provider-outage")
     )

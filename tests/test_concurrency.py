@@ -21,22 +21,31 @@ from uuid import UUID
 
 import pytest
 from countersign.application.proposals import ProposalService
-from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
+from countersign.domain.club.roster import Roster
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.adapters.payment_sandbox import CARD_OK
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import PLACED_AT, seed
 from countersign.infrastructure.settings import Settings
 
-from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, _truncate_postgres, count_events
+from tests.conftest import AVA, REFUND, TO_CARD, _truncate_postgres, count_events
 from tests.workers import REPO, start
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 WORKERS = 4
 CARD_ORDERS = 16
-DRAFTS = 7
+#: (member, the league they leave) for moves to the Junior Program, which has room for all.
+MOVES = [
+    ("olivia.chen@example.com", "Monday Night Open"),
+    ("noah.fraser@example.com", "Monday Night Open"),
+    ("emma.singh@example.com", "Monday Night Open"),
+    ("liam.gagnon@example.com", "Monday Night Open"),
+    ("sophie.martin@example.com", "Monday Night Open"),
+    ("lucas.roy@example.com", "Monday Night Open"),
+    ("margaret.hughes@example.com", "Thursday Seniors"),
+]
 TIMEOUT = 120
 BOOTSTRAP_ROUNDS = 15
 
@@ -113,6 +122,11 @@ def _card_order(cs: Countersign, organization_id: UUID, number: int) -> str:
     return str(order.id)
 
 
+def _move(cs: Countersign, roster_id: str, email: str, from_league: str) -> str:
+    request = {"email": email, "from_league": from_league, "to_league": "Junior Program"}
+    return _propose(cs, "roster.move_member", roster_id, request)
+
+
 def _propose(cs: Countersign, operation: str, resource_id: str, request: dict[str, Any]) -> str:
     return cs.proposals.propose(
         organization="granite",
@@ -182,21 +196,11 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
         card_orders[_propose(pg, REFUND, order_id, TO_CARD)] = order_id
     credit_order = seeded["orders"]["account-credit"]
     local_refund = _propose(pg, REFUND, credit_order, {**TO_CARD, "destination": "account_credit"})
-    form_id = seeded["broadcast_forms"]["granite"]
-    drafts = [
-        _propose(
-            pg,
-            DRAFT,
-            form_id,
-            {
-                "filters": {"leagues": ["Thursday Seniors"]},
-                "subject": f"Thursday Seniors notice {number}",
-                "body": f"Draw schedule update number {number}.",
-            },
-        )
-        for number in range(DRAFTS)
-    ]
-    ids = [*card_orders, local_refund, *drafts]
+    # Moves of different members: each is its own thing (no supersession), and every one
+    # changes the one roster, so their claims race on a shared fact.
+    roster_id = seeded["rosters"]["granite"]
+    moves = [_move(pg, roster_id, email, league) for email, league in MOVES]
+    ids = [*card_orders, local_refund, *moves]
     assert len(ids) == 24
 
     started = time.monotonic()
@@ -255,8 +259,8 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
         assert types == _EXPECTED_TYPES, (proposal_id, types)
     credit = pg.club.investigate("granite", credit_order)
     assert [r["destination"] for r in credit["refunds"]] == ["account_credit"]
-    form_events = Counter(e.type for e in pg.store.history(UUID(form_id)))
-    assert form_events["DraftApplied"] == DRAFTS
+    roster_events = Counter(e.type for e in pg.store.history(UUID(roster_id)))
+    assert roster_events["MemberMoved"] == len(MOVES)
     assert count_events(pg, "Proposal.Succeeded") == len(ids)
     assert count_events(pg, "Proposal.Claimed") == len(ids)
     assert elapsed < 30, f"the race took {elapsed:.1f}s"
@@ -301,33 +305,21 @@ def test_workers_that_start_at_the_same_moment_all_bootstrap(
 def test_an_approval_that_loses_races_on_shared_facts_backs_off_and_then_executes(
     pg: Countersign, clock: FakeClock, postgres_url: str
 ) -> None:
-    """Drafts share one broadcast form, so a draft's claim commit conflicts whenever another
-    draft was applied since it loaded the form. ``approve`` backs off with jitter and tries
-    again; it never answers "in progress" for a proposal that is still pending. (Here another
-    approver wins each of the first five rounds deterministically.)
+    """Moves of different members share one roster, so a move's claim commit conflicts
+    whenever another member was moved since it loaded the roster. ``approve`` backs off with
+    jitter and tries again; it never answers "in progress" for a proposal that is still
+    pending. (Here another approver wins each of the first five rounds deterministically.)
     """
     seeded = seed(pg)
-    form_id = seeded["broadcast_forms"]["granite"]
-    target, *others = [
-        _propose(
-            pg,
-            DRAFT,
-            form_id,
-            {
-                "filters": {"leagues": ["Thursday Seniors"]},
-                "subject": f"Notice {number}",
-                "body": "Draw schedule update.",
-            },
-        )
-        for number in range(6)
-    ]
+    roster_id = seeded["rosters"]["granite"]
+    target, *others = [_move(pg, roster_id, email, league) for email, league in MOVES[:6]]
     other = bootstrap(Settings(database_url=postgres_url), clock=clock)
     save = pg.store.save
 
     def save_after_another_approver_wins(*aggregates: Any, **options: Any) -> None:
-        """Just before each save that writes the broadcast form, another approver applies
-        another draft to that form."""
-        if others and any(isinstance(a, BroadcastForm) for a in aggregates):
+        """Just before each save that writes the roster, another approver moves another
+        member."""
+        if others and any(isinstance(a, Roster) for a in aggregates):
             assert other.proposals.approve(others.pop(0), AVA).result == "executed"
         save(*aggregates, **options)
 

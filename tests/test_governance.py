@@ -352,7 +352,7 @@ def test_a_proposal_records_where_its_request_came_from_cleaned(cs, seeded):
     origin = cs.access.record(created.proposal_id, AVA)["origin"]
     assert origin == {
         "channel": "mcp",
-        "client": "desk-agent[31m" + "x" * 67,
+        "client": ("desk-agent[31m" + "x" * 200)[:80],
         "client_version": "1.2.0",
     }
     assert cs.proposals.card(created.proposal_id, AVA).origin == origin

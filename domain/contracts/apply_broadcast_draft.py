@@ -23,6 +23,7 @@ from countersign.domain.contracts.base import (
     Prepared,
     Problem,
     RevisionNeededError,
+    Siblings,
 )
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
@@ -258,9 +259,10 @@ class ApplyBroadcastDraft(
 
     def retires(
         self, arguments: BroadcastDraftArguments, result: BroadcastDraftResult, facts: DraftFacts
-    ) -> frozenset[str]:
-        """A pending send froze the draft this one replaces."""
-        return frozenset({"email_broadcast.send"})
+    ) -> frozenset[Siblings]:
+        """Another operation's pending proposal on the form (a send) froze the draft this one
+        replaces."""
+        return frozenset({Siblings.OTHER_OPERATIONS})
 
     def revalidate(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
         leagues = arguments.filters.leagues

@@ -13,6 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Generic, TypeVar
 from uuid import UUID
 
@@ -345,6 +346,20 @@ def _bounded_unknown_keys(
     return (kept if dropped else raw), dropped
 
 
+class Siblings(StrEnum):
+    """The pending proposals on a resource that a success may retire (``retires``)."""
+
+    SAME_OPERATION = "same_operation"
+    """This operation's proposals about other subjects of the resource (the order's other
+    discounts, once the payment is exhausted)."""
+    OTHER_OPERATIONS = "other_operations"
+    """Every other operation's proposals on the resource (a cancellation's refund, once a
+    discount refund changed the balance)."""
+
+
+ALL_SIBLINGS = frozenset(Siblings)
+
+
 class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
     """Everything about one operation kind. Subclasses read in the same order as this one."""
 
@@ -449,11 +464,11 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         for an operation that moves none."""
         return None
 
-    def retires(self, arguments: ArgumentsT, result: ResultT, facts: FactsT) -> frozenset[str]:
-        """Operation kinds whose pending proposals on the same resource this success has made
-        stale, judged on the facts as the success left them (a refund that exhausts the
-        payment retires the other pending refunds of the order): they are superseded in the
-        commit that records the success."""
+    def retires(self, arguments: ArgumentsT, result: ResultT, facts: FactsT) -> frozenset[Siblings]:
+        """Which pending proposals on the same resource this success has made stale, judged on
+        the facts as the success left them: they are superseded in the commit that records
+        the success. A contract names no other operation: it says which *kind* of sibling
+        (``Siblings``). Default: none."""
         return frozenset()
 
     # -- stored arguments ---------------------------------------------------------------------

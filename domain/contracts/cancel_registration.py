@@ -19,6 +19,7 @@ from uuid import UUID
 from countersign.domain.club.orders import Order, Payment
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.base import (
+    ALL_SIBLINGS,
     ContractRequest,
     Effect,
     Frozen,
@@ -26,6 +27,7 @@ from countersign.domain.contracts.base import (
     OperationContract,
     Prepared,
     RevisionNeededError,
+    Siblings,
 )
 from countersign.domain.contracts.order_facts import OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
@@ -357,9 +359,9 @@ class CancelRegistration(
         arguments: CancelRegistrationArguments,
         result: CancelRegistrationResult,
         facts: CancellationFacts,
-    ) -> frozenset[str]:
-        """A cancelled order has nothing left for a pending discount refund."""
-        return frozenset({"order.refund_missing_discount"})
+    ) -> frozenset[Siblings]:
+        """A cancelled order has nothing left for any other pending proposal on it."""
+        return ALL_SIBLINGS
 
     def revalidate(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts

@@ -15,6 +15,7 @@ from uuid import UUID
 from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.base import (
+    ALL_SIBLINGS,
     ContractRequest,
     Effect,
     Frozen,
@@ -23,6 +24,7 @@ from countersign.domain.contracts.base import (
     Prepared,
     Problem,
     RevisionNeededError,
+    Siblings,
 )
 from countersign.domain.contracts.order_facts import OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
@@ -406,12 +408,13 @@ class RefundMissingDiscount(
 
     def retires(
         self, arguments: RefundArguments, result: RefundResult, facts: RefundFacts
-    ) -> frozenset[str]:
-        """A refund changes the balance a pending cancellation would give back; one that
-        exhausts the payment also leaves nothing for the order's other pending refunds."""
+    ) -> frozenset[Siblings]:
+        """A refund changes the balance other operations on the order would work from (a
+        cancellation's refund); one that exhausts the payment also leaves nothing for the
+        order's other pending discount refunds."""
         if facts.order.refundable_cents(arguments.payment) <= 0:
-            return frozenset({"order.cancel_registration", self.kind})
-        return frozenset({"order.cancel_registration"})
+            return ALL_SIBLINGS
+        return frozenset({Siblings.OTHER_OPERATIONS})
 
     def revalidate(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
         order = facts.order

@@ -93,7 +93,8 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
     cs, seeded = web.cs, web.seeded
     web.add_member(NORA, "Nora Berg", [Permission.REFUND_ORDERS], ("granite", "maple"))
     to_approve, to_decline = web.propose("refund-ok"), web.propose("refund-stale")
-    order = seeded["orders"]["refund-ok"]
+    # Another order than the proposals': a proposal the chat makes must not supersede them.
+    order = seeded["orders"]["refund-declined"]
     email_form = seeded["broadcast_forms"]["granite"]
 
     ava = web.member(AVA)
@@ -123,7 +124,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
         Form("/language", "/language", {"lang": "fr", "next": "/"},
              ava, stranger_token, 405, ava_state),
         Form("/chat/{section}/{resource_id}", f"/chat/orders/{order}",
-             {"message": "Olivia missed her early-bird discount", "interaction_id": ""},
+             {"message": "Emma missed her early-bird discount", "interaction_id": ""},
              ava, stranger_token, 200, ava_state),
         Form("/chat/{section}/{resource_id}", f"/chat/email_broadcasts/{email_form}",
              {"message": "Email Monday Night Open about the ice", "interaction_id": ""},
