@@ -82,6 +82,8 @@ EXPLAIN = (
     "words: never show them field names, references or option codes."
 )
 """What a refused call's tool result tells the model about the words meant for the manager."""
+NOT_POSSIBLE = "this proposal is not possible here"
+"""A propose call on something the caller may not see or propose on: one answer for both."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,7 @@ class AssistantService:
                     result = turn.refusal(invalid.problems, invalid.more_problems)
                     outcome = "rejected"
                 except (NotFoundError, ForbiddenError):
-                    result = {"error": "this proposal is not possible here"}
+                    result = {"error": NOT_POSSIBLE}
                     outcome = "refused"
                 else:
                     interaction.record_tool_call(call.name, arguments, "proposed")
@@ -351,15 +353,21 @@ class _Turn:
     refused: list[Problem]  # the last refusal's problems, for the closing text
 
     def refusal(self, problems: list[Problem], more: int = 0) -> dict[str, Any]:
-        """A refused call's tool result: the precise problems the model corrects its call
-        from, and the same in the manager's words, which it tells them if it cannot."""
+        """A refused call's tool result (``refusal``), remembered for the closing text."""
         self.refused[:] = problems
-        result: dict[str, Any] = {"problems": [p.model_dump() for p in problems]}
-        if more > 0:
-            result["more_problems"] = more
-        result["explain_to_manager"] = explain(problems, self.language)
-        result["note"] = EXPLAIN
-        return result
+        return refusal(problems, more, self.language)
+
+
+def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dict[str, Any]:
+    """A refused call's tool result: the precise problems the model corrects its call from,
+    and the same in the manager's words (in ``language``), which it tells them if it cannot.
+    The section assistants and the agent-framework adapters answer a refused call alike."""
+    result: dict[str, Any] = {"problems": [p.model_dump() for p in problems]}
+    if more > 0:
+        result["more_problems"] = more
+    result["explain_to_manager"] = explain(problems, language)
+    result["note"] = EXPLAIN
+    return result
 
 
 def _closing(ended: str, refused: list[Problem], language: str) -> str | None:

@@ -1,0 +1,157 @@
+"""What every framework's propose tool does, written once and importing no framework.
+
+A ``Proposer`` is bound, when the adapter is built, to one member of one club (the caller)
+and to where its requests come from (the origin each proposal records). The model only fills
+the contract's small request: it never names the club, the member, the resource or an
+amount. Each ``ProposeTool`` is one operation on one resource, also bound when it is built,
+with the contract's strict request schema as its input schema: the very schema the section
+assistants' models receive. Calling it validates the request strictly (an unknown field such
+as ``amount_cents`` is refused), freezes the proposal through ``ProposalAccess.propose`` and
+answers with the app-authored card; a refusal answers with the same safe problems the
+assistants' models get, for the model to correct its call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from countersign.application.access import Caller
+from countersign.application.assistant.schemas import function_tool
+from countersign.application.assistant.service import NOT_POSSIBLE, refusal
+from countersign.application.errors import (
+    ForbiddenError,
+    UnknownOperationError,
+    new_correlation_id,
+)
+from countersign.application.proposal_access import ProposalAccess
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.adapters.agent_frameworks.card_text import card_text
+
+log = logging.getLogger("countersign.agent_frameworks")
+
+NOT_AN_OBJECT = "the arguments were not a JSON object"
+UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
+
+
+def framework_origin(channel: str, distribution: str) -> dict[str, str]:
+    """The origin a framework's proposals record: the channel, the framework's package and
+    the version installed here."""
+    try:
+        version = metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"channel": channel, "client": distribution, "client_version": version}
+
+
+@dataclass(frozen=True)
+class ProposeTool:
+    """One operation on one resource, as a framework offers it to its model."""
+
+    name: str
+    """``propose_`` + the operation's name, as the section assistants call it."""
+    description: str
+    """The contract request's docstring."""
+    parameters: dict[str, Any]
+    """The strict JSON schema of the contract's request (closed, every field required)."""
+    operation: str
+    resource_id: str
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """A frozen proposal and its app-authored card."""
+
+    proposal_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """No proposal: what the model reads to correct its call (JSON), or why it cannot."""
+
+    text: str
+
+
+class Proposer:
+    """Proposes for one caller, from one origin; it cannot approve, decline or execute."""
+
+    def __init__(
+        self,
+        access: ProposalAccess,
+        caller: Caller,
+        origin: Mapping[str, str],
+        *,
+        language: str = "en",
+    ) -> None:
+        if caller.organization is None:
+            raise ValueError("bind the caller's organization: Caller(email, organization)")
+        self.access = access
+        self.caller = caller
+        self.origin = dict(origin)
+        self.language = language
+
+    def tools(self, resources: Mapping[str, str]) -> list[ProposeTool]:
+        """One tool per operation kind in ``resources``, each bound to its resource id."""
+        tools = []
+        for kind, resource_id in resources.items():
+            contract = REGISTRY.get(kind)
+            if contract is None:
+                raise ValueError(f"unknown operation {kind!r}; known: {', '.join(REGISTRY)}")
+            spec = function_tool(contract.tool_name, contract.Request)["function"]
+            tools.append(
+                ProposeTool(
+                    name=spec["name"],
+                    description=spec["description"],
+                    parameters=spec["parameters"],
+                    operation=kind,
+                    resource_id=str(resource_id),
+                )
+            )
+        return tools
+
+    def propose(self, tool: ProposeTool, arguments: Any) -> Proposed | Refused:
+        """Freeze the model's request (a JSON object, or its text) as a proposal."""
+        request = _object(arguments)
+        if request is None:
+            return _refused({"error": NOT_AN_OBJECT})
+        try:
+            created = self.access.propose(
+                self.caller,
+                operation=tool.operation,
+                resource_id=tool.resource_id,
+                request=request,
+                origin=self.origin,
+            )
+            card = self.access.card(created.proposal_id, self.caller, self.language)
+        except InvalidRequestError as invalid:
+            return _refused(refusal(invalid.problems, invalid.more_problems, self.language))
+        except (NotFoundError, ForbiddenError, UnknownOperationError):
+            return _refused({"error": NOT_POSSIBLE})
+        except Exception:
+            # The framework would hand an exception's text to its model or its logs' readers:
+            # the model gets a reference, the log the whole story.
+            reference = new_correlation_id()
+            log.exception("proposing through %s failed, reference %s", tool.name, reference)
+            return _refused({"error": UNAVAILABLE.format(ref=reference)})
+        text = card_text(card, self.language, tuple(created.supersedes))
+        return Proposed(created.proposal_id, text)
+
+
+def _object(arguments: Any) -> dict[str, Any] | None:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            return None
+    return arguments if isinstance(arguments, dict) else None
+
+
+def _refused(result: dict[str, Any]) -> Refused:
+    return Refused(json.dumps(result, ensure_ascii=False))

@@ -1,0 +1,377 @@
+"""Agent frameworks propose through countersign and never execute (issue 15, part 2).
+
+Each framework runs with its own offline test model: the Agents SDK's ``ScriptedModel``,
+langchain-core's ``GenericFakeChatModel`` in a LangGraph graph, Pydantic AI's
+``FunctionModel``. In each, the model first sends an amount, which the contract's strict
+request refuses (nothing is frozen); then the references alone, and the application computes
+the amount, freezes the proposal with the framework as its origin and answers with its own
+card. A manager's approval by id then executes it exactly once (one refund in the payment
+sandbox) and no model is called again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, RunConfig, Runner
+from agents.testing import ScriptedModel, function_call
+from countersign.application.access import Caller
+from countersign.application.assistant.schemas import strict_schema
+from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
+from countersign.infrastructure.adapters.agent_frameworks import (
+    for_langgraph,
+    for_openai_agents,
+    for_pydantic_ai,
+)
+from countersign.infrastructure.adapters.agent_frameworks.proposing import (
+    Proposed,
+    Proposer,
+    Refused,
+)
+from countersign.infrastructure.bootstrap import Countersign
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from tests.conftest import AVA, MIA, REFUND, TO_CARD, count_events
+from tests.test_french import ENGLISH
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOL = "propose_refund_missing_discount"
+WITH_AMOUNT = {**TO_CARD, "amount_cents": 100_000}
+REFUSED = [{"field": "amount_cents", "message": "unknown field; remove it"}]
+AVA_IN_GRANITE = Caller(AVA, "granite")
+
+
+def _refunds(cs: Countersign, proposal_id: str) -> int:
+    return sum(
+        int(r["requests"])  # type: ignore[call-overload]
+        for r in cs.sandbox.refunds()
+        if r["metadata"]["proposal_id"] == proposal_id  # type: ignore[index]
+    )
+
+
+def _assert_refused(tool_output: str) -> None:
+    assert json.loads(tool_output)["problems"] == REFUSED
+
+
+def _assert_frozen(cs: Countersign, proposal_id: str, channel: str, client: str) -> None:
+    """One pending proposal (the refused call froze nothing), its amount the application's."""
+    assert count_events(cs, "Proposal.Proposed") == 1
+    record = cs.access.record(proposal_id, AVA)
+    assert record["status"] == "pending"
+    assert record["request"] == TO_CARD  # what the model sent: references, no amount
+    assert record["preview"]["amount_cents"] == 4800  # what the application computed
+    assert record["origin"] == {
+        "channel": channel,
+        "client": client,
+        "client_version": metadata.version(client),
+    }
+
+
+def _assert_card(text: str, proposal_id: str) -> None:
+    lines = text.splitlines()
+    assert lines[0] == (
+        f"Proposal {proposal_id}: Refund a missed discount. $48.00 CAD to Olivia Chen"
+    )
+    assert "Refund amount: $48.00 CAD" in lines
+    assert f"a manager approves it by id ({proposal_id})" in lines[-1]
+
+
+def _approve_once(cs: Countersign, proposal_id: str, model_calls: Callable[[], int]) -> None:
+    """Approval by id executes once, and no model runs for it."""
+    before = model_calls()
+    first = cs.access.approve(proposal_id, AVA_IN_GRANITE)
+    assert (first.result, first.status) == ("executed", "succeeded")
+    assert str(first.message).startswith("Refunded $48.00 CAD")
+    again = cs.access.approve(proposal_id, AVA_IN_GRANITE)
+    assert again.result == "already_completed"
+    assert _refunds(cs, proposal_id) == 1
+    assert model_calls() == before
+
+
+# -- the OpenAI Agents SDK ----------------------------------------------------------------------
+
+
+def test_openai_agents_function_tool_proposes_and_approval_executes_without_the_model(cs, seeded):
+    tools = for_openai_agents.propose_tools(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    assert [t.name for t in tools] == [TOOL]
+    assert tools[0].params_json_schema == strict_schema(RefundMissingDiscount.Request)
+    assert tools[0].strict_json_schema
+    assert tools[0].needs_approval is False  # no pause-and-resume in the SDK
+    model = ScriptedModel(
+        [
+            [function_call(TOOL, WITH_AMOUNT, call_id="call-1")],
+            [function_call(TOOL, TO_CARD, call_id="call-2")],
+        ]
+    )
+    agent = Agent(
+        name="billing",
+        model=model,
+        tools=tools,
+        tool_use_behavior=for_openai_agents.stop_on_proposal,
+    )
+
+    # asyncio.run: each framework's run_sync reuses one default loop, which the other's closes.
+    result = asyncio.run(
+        Runner.run(agent, "Refund it", run_config=RunConfig(tracing_disabled=True))
+    )
+
+    assert len(model.calls) == 2
+    assert model.remaining_steps == 0
+    _assert_refused(model.calls[1].input[-1]["output"])  # type: ignore[index]
+    (proposal_id,) = for_openai_agents.proposal_ids(result)
+    _assert_card(str(result.final_output), proposal_id)  # the card ends the run, verbatim
+    _assert_frozen(cs, proposal_id, "openai-agents", "openai-agents")
+    _approve_once(cs, proposal_id, lambda: len(model.calls))
+
+
+# -- LangGraph ----------------------------------------------------------------------------------
+
+
+class FakeChat:
+    """Scripted AI messages for GenericFakeChatModel, counting the model's calls."""
+
+    def __init__(self, *arguments: dict[str, Any]) -> None:
+        self.arguments = arguments
+        self.calls = 0
+
+    def replies(self) -> Iterator[AIMessage]:
+        for args in self.arguments:
+            self.calls += 1
+            yield AIMessage("", tool_calls=[{"name": TOOL, "args": args, "id": f"c{self.calls}"}])
+
+    def model(self) -> GenericFakeChatModel:
+        return GenericFakeChatModel(messages=self.replies())
+
+
+def test_langgraph_propose_node_ends_the_turn_with_the_proposal_id(cs, seeded):
+    node = for_langgraph.ProposeNode(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    (spec,) = node.tools
+    assert spec["function"]["name"] == TOOL
+    assert spec["function"]["parameters"] == strict_schema(RefundMissingDiscount.Request)
+    chat = FakeChat(WITH_AMOUNT, TO_CARD, TO_CARD)  # a third call would be a bug
+    graph = for_langgraph.propose_graph(chat.model(), node)
+
+    state = graph.invoke({"messages": [HumanMessage("Refund it")]})
+
+    assert chat.calls == 2
+    proposal_id = state["proposal_id"]
+    refusal, card = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert refusal.status == "error"
+    _assert_refused(str(refusal.content))
+    assert state["messages"][-1] is card  # the turn ends on the card
+    assert card.artifact == {"proposal_id": proposal_id}
+    _assert_card(str(card.content), proposal_id)
+    _assert_frozen(cs, proposal_id, "langgraph", "langgraph")
+    _approve_once(cs, proposal_id, lambda: chat.calls)
+
+
+def test_langgraph_gives_up_after_its_rounds_with_nothing_frozen(cs, seeded):
+    node = for_langgraph.ProposeNode(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    chat = FakeChat(*[WITH_AMOUNT] * 5)
+    graph = for_langgraph.propose_graph(chat.model(), node, max_rounds=3)
+
+    state = graph.invoke({"messages": [HumanMessage("Refund it")]})
+
+    assert chat.calls == 3
+    assert state["proposal_id"] is None
+    assert count_events(cs, "Proposal.Proposed") == 0
+
+
+def test_langgraph_answers_calls_after_a_proposal_without_running_them(cs, seeded):
+    node = for_langgraph.ProposeNode(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    calls = [
+        {"name": TOOL, "args": TO_CARD, "id": "c1"},
+        {"name": TOOL, "args": TO_CARD, "id": "c2"},
+        {"name": "approve_proposal", "args": {}, "id": "c3"},
+    ]
+    answer = node({"messages": [AIMessage("", tool_calls=calls)]})
+
+    first, second, third = answer["messages"]
+    assert first.artifact == {"proposal_id": answer["proposal_id"]}
+    assert (
+        second.content
+        == third.content
+        == f"not run: this turn already ended with proposal {answer['proposal_id']}"
+    )
+    assert count_events(cs, "Proposal.Proposed") == 1
+
+
+# -- Pydantic AI --------------------------------------------------------------------------------
+
+
+def test_pydantic_ai_toolset_proposes_and_approval_executes_without_the_agent(cs, seeded):
+    toolset = for_pydantic_ai.propose_toolset(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    seen: list[AgentInfo] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info)
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart(TOOL, WITH_AMOUNT, tool_call_id="c1")])
+        if len(seen) == 2:
+            return ModelResponse(parts=[ToolCallPart(TOOL, TO_CARD, tool_call_id="c2")])
+        return ModelResponse(parts=[TextPart("It awaits approval.")])
+
+    agent = PydanticAgent(FunctionModel(model), toolsets=[toolset])
+    result = asyncio.run(agent.run("Refund it"))
+
+    (tool,) = seen[0].function_tools
+    assert tool.name == TOOL
+    assert tool.strict is True
+    assert tool.parameters_json_schema == strict_schema(RefundMissingDiscount.Request)
+    assert len(seen) == 3
+    returns = [
+        part
+        for message in result.new_messages()
+        for part in message.parts
+        if getattr(part, "part_kind", "") == "tool-return"
+    ]
+    refusal, card = returns
+    _assert_refused(str(refusal.content))
+    (proposal_id,) = for_pydantic_ai.proposal_ids(result.new_messages())
+    assert card.metadata == {"proposal_id": proposal_id}
+    _assert_card(str(card.content), proposal_id)
+    _assert_frozen(cs, proposal_id, "pydantic-ai", "pydantic-ai-slim")
+    _approve_once(cs, proposal_id, lambda: len(seen))
+
+
+# -- what every framework's tool does -----------------------------------------------------------
+
+
+def _proposer(cs: Countersign, caller: Caller = AVA_IN_GRANITE, language: str = "en") -> Proposer:
+    return Proposer(cs.access, caller, {"channel": "test"}, language=language)
+
+
+def test_another_clubs_resource_and_a_non_member_are_not_possible_alike(cs, seeded):
+    foreign = _proposer(cs).tools({REFUND: seeded["orders"]["maple-refund"]})[0]
+    stranger = _proposer(cs, Caller(MIA, "granite"))
+    own = stranger.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+
+    answers = [_proposer(cs).propose(foreign, TO_CARD), stranger.propose(own, TO_CARD)]
+
+    assert answers == [Refused('{"error": "this proposal is not possible here"}')] * 2
+    assert count_events(cs, "Proposal.Proposed") == 0
+
+
+def test_arguments_that_are_not_an_object_are_refused(cs, seeded):
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+
+    for arguments in ("[1, 2]", "{not json", 7):
+        answer = proposer.propose(tool, arguments)
+        assert answer == Refused('{"error": "the arguments were not a JSON object"}')
+
+
+def test_an_unexpected_failure_reaches_the_model_as_a_reference_only(cs, seeded, monkeypatch):
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("SELECT * FROM stored_events at /srv/countersign.db")
+
+    monkeypatch.setattr(cs.access, "propose", broken)
+    answer = proposer.propose(tool, TO_CARD)
+
+    assert isinstance(answer, Refused)
+    assert re.fullmatch(
+        r'\{"error": "countersign could not take this proposal now; nothing was changed '
+        r'\(reference cs-[0-9a-f]{16}\)"\}',
+        answer.text,
+    )
+
+
+def test_the_caller_and_the_operations_are_bound_when_the_adapter_is_built(cs):
+    with pytest.raises(ValueError, match="organization"):
+        Proposer(cs.access, Caller(AVA), {"channel": "test"})
+    with pytest.raises(ValueError, match="unknown operation"):
+        _proposer(cs).tools({"order.execute_anything": "x"})
+
+
+def test_a_second_proposal_says_which_pending_one_it_replaced(cs, seeded):
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+    first = proposer.propose(tool, TO_CARD)
+    second = proposer.propose(tool, TO_CARD)
+
+    assert isinstance(first, Proposed)
+    assert isinstance(second, Proposed)
+    assert (
+        f"It replaces the pending proposal {first.proposal_id}, which can no longer be "
+        "approved." in second.text
+    )
+
+
+def test_a_card_says_when_it_needs_more_than_one_approval(cs, seeded):
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-two-approvers"]})[0]
+
+    answer = proposer.propose(tool, TO_CARD)
+
+    assert isinstance(answer, Proposed)
+    assert "It needs 2 approvals by different people." in answer.text.splitlines()
+
+
+def test_the_card_reads_in_french(cs, seeded):
+    proposer = _proposer(cs, language="fr")
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+
+    answer = proposer.propose(tool, TO_CARD)
+
+    assert isinstance(answer, Proposed)
+    text = answer.text
+    assert text.startswith(f"Proposition {answer.proposal_id} : Rembourser une remise manquée.")
+    assert "Montant du remboursement : 48,00\N{NO-BREAK SPACE}$\N{NO-BREAK SPACE}CA" in text
+    assert f"l'approuve par son identifiant ({answer.proposal_id})" in text
+    records = ("Olivia Chen", "Fall Monday Night League", "Early-bird 15% discount", "Visa")
+    for record in records:
+        text = text.replace(record, "")
+    assert ENGLISH.findall(text) == []
+
+
+# -- the examples -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("example", "model_calls"),
+    [("openai_agents_refund", 2), ("langgraph_refund", 2), ("pydantic_ai_refund", 3)],
+)
+def test_each_example_runs_offline_and_approves_by_id(example, model_calls):
+    ran = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / f"{example}.py")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[0] == "First call refused, nothing frozen (amount_cents: unknown field; remove it)"
+    assert re.fullmatch(r"Proposal [0-9a-f-]{36}: Refund a missed discount\. .*", lines[1])
+    assert "Refund amount: $48.00 CAD" in lines
+    assert lines[-4].startswith("Approved by id: executed, succeeded. Refunded $48.00 CAD")
+    assert lines[-3].startswith("Approved again: already_completed")
+    assert lines[-2] == "Refunds the payment sandbox received for it: 1"
+    assert lines[-1] == f"Model calls: {model_calls} before approval, {model_calls} after"
