@@ -179,30 +179,12 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
     shown = cli("policy", "show", "--org", "granite")
     before = _propose(cli, orders["refund-ok"])["proposal_id"]  # $48: below the threshold
 
-    changed = cli(
-        "policy",
-        "set",
-        "--org",
-        "granite",
-        "--operation",
-        REFUND,
-        "--approvals",
-        "2",
-        "--requester-may-approve",
-        "false",
+    two_not_the_requester = (
+        *("policy", "set", "--org", "granite", "--operation", REFUND),
+        *("--approvals", "2", "--requester-may-approve", "false"),
     )
-    again = cli(
-        "policy",
-        "set",
-        "--org",
-        "granite",
-        "--operation",
-        REFUND,
-        "--approvals",
-        "2",
-        "--requester-may-approve",
-        "false",
-    )
+    changed = cli(*two_not_the_requester)
+    again = cli(*two_not_the_requester)
 
     refund = next(p for p in shown["policies"] if p["operation"] == REFUND)
     assert refund == {

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from countersign.application.reports import ProposalCreated
+from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.answers import (
     answers,
     problem_responses,
@@ -23,6 +25,7 @@ from countersign.infrastructure.entrypoints.http.models import (
     RevisionIn,
 )
 from countersign.infrastructure.entrypoints.http.problems import API_PREFIX
+from countersign.infrastructure.identity.tokens import ServicePrincipal
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
@@ -49,12 +52,7 @@ def propose(request: Request, cs: Wired, service: Service, body: ProposeIn) -> J
             resource_id=body.resource_id,
             request=body.request,
         )
-    record(cs, request, service, "propose", created.proposal_id, created.status)
-    return JSONResponse(
-        created.to_json(),
-        status_code=201,
-        headers={"Location": f"{router.prefix}/proposals/{created.proposal_id}"},
-    )
+    return _created(cs, request, service, "propose", created)
 
 
 @router.post(
@@ -75,11 +73,22 @@ def revise(
     that ran or was superseded."""
     with answers(request):
         created = cs.access.revise(proposal_id, service.caller, body.request)
-    record(cs, request, service, "revise", created.proposal_id, created.status)
+    return _created(cs, request, service, "revise", created)
+
+
+def _created(
+    cs: Countersign,
+    request: Request,
+    service: ServicePrincipal,
+    action: str,
+    made: ProposalCreated,
+) -> JSONResponse:
+    """A new proposal's 201, where it lives, recorded under the service's name."""
+    record(cs, request, service, action, made.proposal_id, made.status)
     return JSONResponse(
-        created.to_json(),
+        made.to_json(),
         status_code=201,
-        headers={"Location": f"{router.prefix}/proposals/{created.proposal_id}"},
+        headers={"Location": f"{router.prefix}/proposals/{made.proposal_id}"},
     )
 
 
