@@ -37,6 +37,7 @@ def test_seed_is_idempotent_and_prints_the_documented_shape(cli):
     assert {u["email"] for u in first["users"]} == {
         "ava@granite.example",
         "ben@granite.example",
+        "noah@granite.example",
         "mia@maple.example",
     }
     assert {
@@ -86,7 +87,17 @@ def test_propose_approve_show_history_round_trip(seeded_cli):
         "--request",
         json.dumps(TO_CARD),
     )
-    assert set(created) == {"proposal_id", "status", "operation", "preview", "expires_at"}
+    assert set(created) == {
+        "proposal_id",
+        "status",
+        "operation",
+        "preview",
+        "expires_at",
+        "supersedes",
+        "revision_of",
+        "approvals_required",
+    }
+    assert (created["supersedes"], created["revision_of"]) == ([], None)
     pid = created["proposal_id"]
 
     approved = cli("approve", pid, "--as", "ava@granite.example")

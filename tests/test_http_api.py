@@ -45,7 +45,17 @@ from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD, count_events
 
 ALL = [str(p) for p in Permission]
 PROBLEM_KEYS = {"type", "title", "status", "detail", "correlation_id"}
-REPORT_KEYS = {"result", "proposal_id", "status", "outcome", "reason", "message"}
+REPORT_KEYS = {
+    "result",
+    "proposal_id",
+    "status",
+    "outcome",
+    "reason",
+    "message",
+    "approvals",
+    "required",
+    "superseded_by",
+}
 A_DRAFT = {
     "filters": {"leagues": ["Monday Night Open"]},
     "subject": "Ice schedule",
@@ -152,6 +162,9 @@ def test_a_missing_invalid_or_revoked_token_is_a_401_problem(api):
         ("get", f"{card_path}/history"),
         ("get", "/api/v1/inbox"),
         ("post", f"/api/v1/assistants/orders/resources/{uuid.uuid4()}/messages"),
+        ("post", f"{card_path}/revisions"),
+        ("get", "/api/v1/policies"),
+        ("put", f"/api/v1/policies/{REFUND}"),
     ]:
         assert getattr(api.client, method)(path).status_code == 401
 
@@ -254,6 +267,7 @@ def test_a_foreign_id_answers_exactly_like_an_unknown_one_on_every_route(api):
             ("get", f"{base}/history", None),
             ("post", f"{base}/approve", None),
             ("post", f"{base}/decline", {"note": "no"}),
+            ("post", f"{base}/revisions", {"request": TO_CARD}),
             ("post", "/api/v1/proposals", {"operation": REFUND, "resource_id": order_id,
                                            "request": TO_CARD}),
             ("post", f"/api/v1/assistants/orders/resources/{order_id}/messages",
@@ -703,6 +717,7 @@ def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(a
         "proposal_id": api.proposal(),
         "resource_id": api.seeded["orders"]["refund-stale"],
         "section": "orders",
+        "operation": REFUND,
     }
     valid_proposal = {
         "operation": DRAFT,

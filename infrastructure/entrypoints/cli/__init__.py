@@ -1,8 +1,10 @@
 """The ``countersign`` command line, for application services and operators.
 
 Every command takes ``--json`` and then prints exactly one JSON document on stdout. The exit
-status is 0 whenever the command was processed, whatever its outcome; 2 for usage errors and
-1 for internal errors (which print a correlation id, never a stack trace).
+status is 0 whenever the command was processed, whatever its outcome; 2 for usage errors,
+3 when the command cannot apply to the record it names (an edit of a proposal that already ran
+or was superseded) and 1 for internal errors (which print a correlation id, never a stack
+trace).
 
 ``parser`` names every command and its handler; the handlers live by area (``proposals``,
 ``club``, ``projections`` for the read models and the audit trail, ``admin`` for the server,
@@ -20,6 +22,7 @@ import psycopg
 from countersign.application.errors import (
     CorruptRecordError,
     ForbiddenError,
+    NotRevisableError,
     UnknownOperationError,
     new_correlation_id,
 )
@@ -33,6 +36,8 @@ from countersign.infrastructure.projection_engine.runner import ProjectionStoppe
 from countersign.infrastructure.settings import SettingsError
 
 log = logging.getLogger("countersign.cli")
+#: The exit status of a command that cannot apply to the record it names.
+NOT_APPLICABLE = 3
 #: What a command answers: the document for --json, the text for people, the exit status.
 Answer = tuple[Any, str, int]
 
@@ -82,6 +87,20 @@ def _refused(invalid: InvalidRequestError, language: str) -> Answer:
     return document, render.render_refusal(invalid.problems, language), 0
 
 
+def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
+    """An edit of a proposal that ran or was superseded: nothing was written; the text says
+    why and, for a superseded one, which newer proposal to edit instead."""
+    newer = str(refused.superseded_by) if refused.superseded_by else None
+    document = {
+        "error": "not_revisable",
+        "status": refused.status,
+        "superseded_by": newer,
+        "message": str(refused),
+    }
+    text = render.render_not_revisable(refused.status, newer, language)
+    return document, text, NOT_APPLICABLE
+
+
 def _busy(_: Exception) -> Answer:
     message = "the records this command acts on are busy with other changes; try again"
     return {"error": "busy", "message": message}, f"Busy: {message}.", 1
@@ -115,6 +134,8 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
 def _answer_to(error: Exception, language: str = "en") -> Answer:
     if isinstance(error, InvalidRequestError):
         return _refused(error, language)
+    if isinstance(error, NotRevisableError):
+        return _not_revisable(error, language)
     for refusal, answer in _ANSWERS:
         if isinstance(error, refusal):
             return answer(error)

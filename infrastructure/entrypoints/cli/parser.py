@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.entrypoints.cli.admin import (
     cmd_serve,
     cmd_tokens_issue,
@@ -28,6 +29,13 @@ from countersign.infrastructure.entrypoints.cli.club import (
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
 )
+from countersign.infrastructure.entrypoints.cli.policies import (
+    approvals_count,
+    cents,
+    cmd_policy_set,
+    cmd_policy_show,
+    true_or_false,
+)
 from countersign.infrastructure.entrypoints.cli.projections import (
     cmd_audit_export,
     cmd_audit_verify,
@@ -45,6 +53,7 @@ from countersign.infrastructure.entrypoints.cli.proposals import (
     cmd_inbox,
     cmd_propose,
     cmd_reconcile,
+    cmd_revise,
     cmd_show,
 )
 from countersign.projections import PROJECTIONS
@@ -82,6 +91,33 @@ def build_parser() -> argparse.ArgumentParser:
     set_timezone.add_argument("--org", required=True)
     set_timezone.add_argument("--tz", required=True, metavar="ZONE", help="e.g. America/Toronto")
 
+    policy = sub.add_parser("policy", help="approval policies: who and how many approve")
+    policy_sub = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
+    policy_set = add(
+        "set",
+        cmd_policy_set,
+        "how many distinct people approve an operation's proposals",
+        policy_sub,
+    )
+    policy_set.add_argument("--org", required=True)
+    policy_set.add_argument("--operation", required=True, metavar="KIND", choices=list(REGISTRY))
+    policy_set.add_argument("--approvals", required=True, type=approvals_count, metavar="N")
+    policy_set.add_argument(
+        "--above-cents",
+        type=cents,
+        metavar="AMOUNT",
+        help="only proposals above this amount in cents (default: every proposal)",
+    )
+    policy_set.add_argument(
+        "--requester-may-approve",
+        type=true_or_false,
+        default=True,
+        metavar="true|false",
+        help="may the person who requested a proposal approve it (default: true)",
+    )
+    policy_show = add("show", cmd_policy_show, "every operation's policy in force", policy_sub)
+    policy_show.add_argument("--org", required=True)
+
     orders = sub.add_parser("orders", help="order investigations and manual refunds")
     orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
     show = add("show", cmd_orders_show, "the order investigation", orders_sub)
@@ -111,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     propose.add_argument("--resource", required=True, metavar="ID")
     propose.add_argument("--request", required=True, metavar="JSON|@FILE")
     propose.add_argument("--language", default="en", choices=["en", "fr"])
+
+    revise = add(
+        "revise", cmd_revise, "edit a proposal: a new revision of it from an edited request"
+    )
+    revise.add_argument("proposal_id")
+    revise.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    revise.add_argument("--request", required=True, metavar="JSON|@FILE")
+    revise.add_argument("--language", default="en", choices=["en", "fr"])
 
     approve = add("approve", cmd_approve, "approve a proposal by its id")
     approve.add_argument("proposal_id")

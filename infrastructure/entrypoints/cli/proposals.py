@@ -1,4 +1,4 @@
-"""Commands on proposals: propose, approve, decline, show, history, the sweepers, the
+"""Commands on proposals: propose, revise, approve, decline, show, history, the sweepers, the
 assistants' chat, the inbox and a conversation's hand-back."""
 
 from __future__ import annotations
@@ -38,19 +38,32 @@ def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
     return created, render.render_created(created, zone, cs.proposals.clock.now())
 
 
+def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
+    """An edit: the whole contract runs again on the edited request and freezes a new
+    proposal (``revision_of`` the old one, which it supersedes if it was pending). Prints the
+    new card with what changed against the old preview, field by field."""
+    request = _read_request(args.request)
+    created = cs.access.revise(args.proposal_id, _caller(args), request).to_json()
+    card = cs.access.card(created["proposal_id"], _caller(args), args.language).to_json()
+    document = {**created, "changes": card["changes"]}
+    now = cs.proposals.clock.now()
+    return document, render.render_revision(created, card, args.language, now, args.actor)
+
+
 def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
     report = cs.access.approve(args.proposal_id, _caller(args)).to_json()
-    return report, render.render_report(report)
+    return report, render.render_report(report, args.actor)
 
 
 def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
     report = cs.access.decline(args.proposal_id, _caller(args), args.note).to_json()
-    return report, render.render_report(report)
+    return report, render.render_report(report, args.actor)
 
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
     card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
-    return card, render.render_card(card, args.language, cs.proposals.clock.now())
+    now = cs.proposals.clock.now()
+    return card, render.render_card(card, args.language, now, args.actor)
 
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -116,7 +129,7 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             else:
                 note = line[len("/decline") :].strip() or None
                 report = cs.access.decline(last_proposal, _caller(args), note).to_json()
-            print(render.render_report(report), flush=True)
+            print(render.render_report(report, args.actor), flush=True)
             continue
         turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
         interaction = turn["interaction_id"]

@@ -11,7 +11,8 @@ Status scheme (the same on every route):
 * 400 malformed JSON (or a malformed Content-Length); 413 a body over the limit (the gate,
   ``gate.py``, refuses it before reading it, and checks the token before reading any body);
   422 a request with problems (at most 20 listed, ``more_problems`` counts the rest);
-  409 a domain rule refused it.
+  409 a domain rule refused it (``not-revisable``: an edit of a proposal that ran or was
+  superseded; its detail names the newer proposal to edit instead).
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
 The application decides (``cs.access``, ``cs.assistant``; a token's scopes travel in its
@@ -31,6 +32,7 @@ from countersign.application.errors import (
     CorruptRecordError,
     ForbiddenError,
     MissingPermissionError,
+    NotRevisableError,
     UnknownOperationError,
 )
 from countersign.domain.contracts.base import InvalidRequestError
@@ -50,7 +52,8 @@ DESCRIPTIONS = {
     401: "No valid API token (checked before the body is read).",
     403: "The token, or the member it acts as, lacks the permission.",
     404: "No such resource in the token's organization (unknown and foreign ids alike).",
-    409: "A rule of the application refused the request.",
+    409: "A rule of the application refused the request (not-revisable: the proposal ran or "
+    "was superseded, and can no longer be edited).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     422: "The request has problems (see 'problems').",
     500: "Unexpected error; quote the correlation id.",
@@ -98,6 +101,11 @@ def answers(request: Request) -> Iterator[None]:
             correlation_id_of(request),
         )
         raise ProblemError("internal-error") from None
+    except NotRevisableError as settled:
+        detail = f"This proposal is {settled.status}, so it can no longer be edited."
+        if settled.superseded_by is not None:
+            detail += f" Edit the newer one instead: {settled.superseded_by}."
+        raise ProblemError("not-revisable", detail) from None
     except CountersignError as refused:
         log.info("refused (request %s): %s", correlation_id_of(request), refused)
         raise ProblemError("rejected") from None

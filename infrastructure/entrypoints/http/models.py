@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.domain.approval_policy import MAX_APPROVALS
 from countersign.domain.contracts import REGISTRY
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,6 +63,18 @@ class DeclineIn(_Body):
     note: str | None = Field(default=None, max_length=500, description="Why, for the requester.")
 
 
+class RevisionIn(_Body):
+    """An edit of a proposal: the whole model-facing request again, with the edits."""
+
+    request: dict[str, Any] = Field(
+        description=(
+            "The operation's model-facing request, edited (as for proposing: the operation's "
+            "contract validates it, resolves its defaults and computes every derived value "
+            "again). Frozen arguments are never changed in place."
+        )
+    )
+
+
 class ProposalCreatedOut(BaseModel):
     """A validated request became a pending proposal."""
 
@@ -70,12 +83,37 @@ class ProposalCreatedOut(BaseModel):
     operation: str
     preview: dict[str, Any] = Field(description="Exactly what approval will do.")
     expires_at: datetime
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description=(
+            "The pending proposals for the same thing this one replaced: each is now "
+            "'superseded' and can no longer be approved."
+        ),
+    )
+    revision_of: str | None = Field(
+        default=None, description="For an edit: the proposal it revises (else null)."
+    )
+    approvals_required: int = Field(
+        default=1,
+        description=(
+            "How many distinct people must approve it, by the organization's policy for the "
+            "operation in force when it was frozen."
+        ),
+    )
 
 
 class ApprovalReportOut(BaseModel):
     """What an approve or decline command did: the CLI's ``approve --json`` document."""
 
-    result: Literal["executed", "already_completed", "not_approvable", "declined"]
+    result: Literal[
+        "executed", "already_completed", "not_approvable", "declined", "awaiting_approvals"
+    ] = Field(
+        description=(
+            "executed (this call claimed and ran it), already_completed (its stored outcome), "
+            "declined, awaiting_approvals (this approval is recorded; its policy needs more "
+            "distinct approvers before it runs), or not_approvable (see 'reason')."
+        )
+    )
     proposal_id: str
     status: str | None
     outcome: dict[str, Any] | None = Field(
@@ -84,9 +122,62 @@ class ApprovalReportOut(BaseModel):
         )
     )
     reason: str | None = Field(
-        description="For not_approvable: not_pending, expired or in_progress."
+        description=(
+            "For not_approvable: not_pending, expired, in_progress, superseded (see "
+            "'superseded_by') or requester_may_not_approve (its policy does not let the "
+            "person who requested it approve it, whichever token acts for them). For "
+            "awaiting_approvals: already_approved_by_you when the same person approves again "
+            "(nothing changes), else null."
+        )
     )
     message: str | None = Field(description="The application's text for the outcome.")
+    approvals: int | None = Field(
+        default=None,
+        description="For awaiting_approvals: how many distinct people have approved so far.",
+    )
+    required: int | None = Field(
+        default=None, description="For awaiting_approvals: how many its policy requires."
+    )
+    superseded_by: str | None = Field(
+        default=None,
+        description="For not_approvable because superseded: the newer proposal to review.",
+    )
+
+
+class PolicyRuleOut(BaseModel):
+    """An approval policy: how many distinct people approve an operation's proposals."""
+
+    operation: str = Field(description="The operation kind it governs.")
+    approvals: int = Field(description="How many distinct people must approve.")
+    above_cents: int | None = Field(
+        description=(
+            "It applies to proposals whose amount is above this, in cents (null: to every "
+            "proposal; an operation that moves no money is covered only without a threshold)."
+        )
+    )
+    requester_may_approve: bool = Field(
+        description="Whether the person who requested a proposal may approve it."
+    )
+
+
+class FrozenPolicyOut(BaseModel):
+    """The policy a proposal was frozen under, and what it asks of this proposal."""
+
+    rule: PolicyRuleOut
+    amount_cents: int | None = Field(description="The proposal's amount the rule was read for.")
+    approvals_required: int = Field(description="Distinct approvals this proposal needs.")
+    requester_may_approve: bool = Field(
+        description="Whether its requester may approve this proposal."
+    )
+
+
+class ChangeOut(BaseModel):
+    """One preview field a revision changed, as people read it."""
+
+    field: str = Field(description="The preview field's name.")
+    label: str = Field(description="Its label, in the card's language.")
+    before: str = Field(description="Its value in the revised proposal's preview.")
+    after: str = Field(description="Its value in this one's.")
 
 
 class ProposalCardOut(BaseModel):
@@ -98,14 +189,45 @@ class ProposalCardOut(BaseModel):
     resource_id: str
     requested_by: str
     interaction_id: str
-    status: str
+    status: str = Field(
+        description=(
+            "pending, executing, reconciling, succeeded, revision_required, failed, "
+            "declined, expired or superseded."
+        )
+    )
     preview: dict[str, Any]
     expires_at: datetime
-    approved_by: str | None
+    approved_by: str | None = Field(description="Who gave the approval that claimed it.")
     approved_at: datetime | None
     declined_by: str | None
     outcome: dict[str, Any] | None
     message: str | None
+    time_zone: str = Field(
+        default="UTC", description="The club's time zone, where its people read the times."
+    )
+    approvals: list[str] = Field(
+        default_factory=list, description="Who has approved it so far, in order."
+    )
+    approvals_required: int = Field(
+        default=1, description="How many distinct people must approve it."
+    )
+    policy: FrozenPolicyOut | None = Field(
+        default=None,
+        description=(
+            "The approval policy in force when it was frozen (null: none was set, so one "
+            "approval by anyone permitted). A later change of policy never changes it."
+        ),
+    )
+    revision_of: str | None = Field(
+        default=None, description="The proposal this one revises (an edit), if any."
+    )
+    superseded_by: str | None = Field(
+        default=None, description="The newer proposal that replaced this one, if any."
+    )
+    changes: list[ChangeOut] = Field(
+        default_factory=list,
+        description="For a revision: what it changed against the proposal it revises.",
+    )
 
 
 class ProposalStatusOut(BaseModel):
@@ -125,6 +247,52 @@ class ProposalStatusOut(BaseModel):
         description="True while the external effect is uncertain and the reconciler owes an answer."
     )
     message: str | None = Field(description="The application's text for the outcome.")
+
+
+class PolicyIn(_Body):
+    """The approval policy to put in force for an operation's new proposals."""
+
+    approvals: int = Field(
+        strict=True,
+        ge=1,
+        le=MAX_APPROVALS,
+        description=f"How many distinct people must approve (1 to {MAX_APPROVALS}).",
+    )
+    above_cents: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        le=10**15,
+        description="Only proposals above this amount in cents (null: every proposal).",
+    )
+    requester_may_approve: bool = Field(
+        default=True,
+        strict=True,
+        description="Whether the person who requested a proposal may approve it.",
+    )
+
+
+class PolicyOut(PolicyRuleOut):
+    """One operation's policy in force."""
+
+    set_by: str | None = Field(
+        description=(
+            "Who set it: a member's email, 'operator' (the command line), 'seed', or null "
+            "where none was set (one approval by anyone permitted)."
+        )
+    )
+
+
+class PoliciesOut(BaseModel):
+    """Every operation's approval policy in force in the token's organization."""
+
+    policies: list[PolicyOut]
+
+
+class PolicySetOut(PolicyRuleOut):
+    """The policy now in force for the operation's new proposals."""
+
+    changed: bool = Field(description="False when the same policy was already in force.")
 
 
 class TurnMessageOut(BaseModel):

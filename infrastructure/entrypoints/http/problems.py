@@ -84,6 +84,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "The request body is larger than this API accepts.",
     ),
     "rejected": (409, "Rejected", "A rule of the application refused this request."),
+    "not-revisable": (
+        409,
+        "Not revisable",
+        "Only a pending, declined, expired or revision-required proposal can be edited.",
+    ),
     "invalid-request": (422, "Invalid request", "The request has problems; see 'problems'."),
     "busy": (
         503,

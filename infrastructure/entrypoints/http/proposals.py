@@ -1,10 +1,12 @@
-"""The proposals' routes: propose, read the card, approve, decline, the status an outcome
-points to, and the audit replay."""
+"""The proposals' routes: propose, edit (a new revision), read the card, approve, decline, the
+status an outcome points to, and the audit replay."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from countersign.application.reports import ProposalCreated
+from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.answers import (
     answers,
     problem_responses,
@@ -20,8 +22,10 @@ from countersign.infrastructure.entrypoints.http.models import (
     ProposalCreatedOut,
     ProposalStatusOut,
     ProposeIn,
+    RevisionIn,
 )
 from countersign.infrastructure.entrypoints.http.problems import API_PREFIX
+from countersign.infrastructure.identity.tokens import ServicePrincipal
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
@@ -48,11 +52,43 @@ def propose(request: Request, cs: Wired, service: Service, body: ProposeIn) -> J
             resource_id=body.resource_id,
             request=body.request,
         )
-    record(cs, request, service, "propose", created.proposal_id, created.status)
+    return _created(cs, request, service, "propose", created)
+
+
+@router.post(
+    "/proposals/{proposal_id}/revisions",
+    status_code=201,
+    response_model=ProposalCreatedOut,
+    responses=problem_responses(400, 403, 404, 409, 422),
+    summary="Edit a proposal: a new revision from an edited request",
+    tags=["proposals"],
+)
+def revise(
+    request: Request, cs: Wired, service: Service, proposal_id: ProposalId, body: RevisionIn
+) -> JSONResponse:
+    """Run the operation's whole contract again on the edited request (validation, defaults,
+    derived values, preview) and freeze a new pending proposal with ``revision_of`` set; a
+    pending original is superseded in the same commit (``supersedes``). Its card lists what
+    changed. Needs what proposing the operation needs. 409 (not-revisable) for a proposal
+    that ran or was superseded."""
+    with answers(request):
+        created = cs.access.revise(proposal_id, service.caller, body.request)
+    return _created(cs, request, service, "revise", created)
+
+
+def _created(
+    cs: Countersign,
+    request: Request,
+    service: ServicePrincipal,
+    action: str,
+    made: ProposalCreated,
+) -> JSONResponse:
+    """A new proposal's 201, where it lives, recorded under the service's name."""
+    record(cs, request, service, action, made.proposal_id, made.status)
     return JSONResponse(
-        created.to_json(),
+        made.to_json(),
         status_code=201,
-        headers={"Location": f"{router.prefix}/proposals/{created.proposal_id}"},
+        headers={"Location": f"{router.prefix}/proposals/{made.proposal_id}"},
     )
 
 
@@ -84,7 +120,9 @@ def card(
 )
 def approve(request: Request, cs: Wired, service: Service, proposal_id: ProposalId) -> JSONResponse:
     """Claim exactly once, recheck, execute, record the outcome. Repeating it returns the
-    stored outcome (``already_completed``) and executes nothing."""
+    stored outcome (``already_completed``) and executes nothing. Where the proposal's policy
+    needs several distinct approvers, an earlier approval is recorded alone and answers
+    ``awaiting_approvals`` (``approvals`` of ``required``); the claim comes with the last one."""
     with answers(request):
         report = cs.access.approve(proposal_id, service.caller).to_json()
     return report_response(cs, request, service, "approve", report)

@@ -1,0 +1,80 @@
+"""Approval policies from the command line: ``policy set`` and ``policy show``.
+
+The command line is the operator's: it sets a club's policy without naming a member (the
+event records ``set_by`` "operator"). A policy binds the proposals frozen after it; each open
+proposal keeps the one it was frozen under.
+
+Bad values are refused by argparse itself (its one-line error, exit 2), before anything is
+read or written: the types below say what each option takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from countersign.domain.approval_policy import MAX_APPROVALS, PolicyError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
+from countersign.infrastructure.entrypoints.cli.render import describe_policy
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def approvals_count(value: str) -> int:
+    """``--approvals``: a whole number of distinct approvers, 1 to MAX_APPROVALS."""
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_APPROVALS:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_APPROVALS}")
+    return int(text)
+
+
+def cents(value: str) -> int:
+    """``--above-cents``: an amount in cents, zero or more (12800 is $128.00)."""
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 15:
+        raise argparse.ArgumentTypeError("must be a whole number of cents, zero or more")
+    return int(text)
+
+
+def true_or_false(value: str) -> bool:
+    """``--requester-may-approve``: true or false (also yes/no, on/off, 1/0)."""
+    text = value.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError("must be true or false")
+
+
+def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
+    try:
+        policy = cs.policies.set(
+            args.org,
+            args.operation,
+            args.approvals,
+            above_cents=args.above_cents,
+            requester_may_approve=args.requester_may_approve,
+        )
+    except PolicyError as error:  # the domain's own bounds, should argparse's ever differ
+        raise UsageError(str(error)) from None
+    document = {"organization": args.org.strip().lower(), **policy}
+    verb = "now need" if policy["changed"] else "already needed"
+    text = (
+        f"{document['organization']}: new {policy['operation']} proposals {verb} "
+        f"{describe_policy(policy, None)}. Open proposals keep the policy they were frozen under."
+    )
+    return document, text
+
+
+def cmd_policy_show(cs: Countersign, args: argparse.Namespace) -> Result:
+    organization = args.org.strip().lower()
+    policies = cs.policies.in_force(organization)
+    document: dict[str, Any] = {"organization": organization, "policies": policies}
+    lines = [f"Approval policies of {organization} (for proposals frozen from now on):"]
+    width = max((len(p["operation"]) for p in policies), default=0)
+    for policy in policies:
+        source = f" (set by {policy['set_by']})" if policy.get("set_by") else ""
+        lines.append(f"  {policy['operation']:<{width}}  {describe_policy(policy, None)}{source}")
+    return document, "\n".join(lines)
