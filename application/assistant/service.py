@@ -351,15 +351,21 @@ class _Turn:
     refused: list[Problem]  # the last refusal's problems, for the closing text
 
     def refusal(self, problems: list[Problem], more: int = 0) -> dict[str, Any]:
-        """A refused call's tool result: the precise problems the model corrects its call
-        from, and the same in the manager's words, which it tells them if it cannot."""
+        """A refused call's tool result (``refusal``), remembered for the closing text."""
         self.refused[:] = problems
-        result: dict[str, Any] = {"problems": [p.model_dump() for p in problems]}
-        if more > 0:
-            result["more_problems"] = more
-        result["explain_to_manager"] = explain(problems, self.language)
-        result["note"] = EXPLAIN
-        return result
+        return refusal(problems, more, self.language)
+
+
+def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dict[str, Any]:
+    """A refused call's tool result: the precise problems the model corrects its call from,
+    and the same in the manager's words, which it tells them if it cannot. An outside agent's
+    refused call (the MCP server's) gets exactly this too."""
+    result: dict[str, Any] = {"problems": [p.model_dump() for p in problems]}
+    if more > 0:
+        result["more_problems"] = more
+    result["explain_to_manager"] = explain(problems, language)
+    result["note"] = EXPLAIN
+    return result
 
 
 def _closing(ended: str, refused: list[Problem], language: str) -> str | None:
