@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from countersign.application.access import Caller
@@ -31,11 +32,18 @@ from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.identity.tokens import issue_token, revoke_token, service_actions
 from countersign.infrastructure.settings import Settings
 from fastapi.testclient import TestClient
-from mcp import ClientSession
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp_types import Implementation
 
 from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD
-from tests.mcp_client import error_of, over_http, over_stdio, structured, tool_names
+from tests.mcp_client import (
+    COUNTERSIGN,
+    error_of,
+    over_http,
+    over_stdio,
+    structured,
+    tool_names,
+)
 from tests.servers import serving
 from tests.test_web_pages import Browser
 
@@ -56,6 +64,7 @@ READS = {
     "roster_find_members",
 }
 PROPOSES = {"propose_" + kind.replace(".", "_") for kind in REGISTRY}
+DRAFT_TOOL = "propose_email_broadcast_apply_draft"
 
 
 def assert_propose_only(names: list[str]) -> None:
@@ -482,4 +491,29 @@ def test_another_client_names_itself_in_the_origin(cs, seeded, served):
         "channel": "mcp",
         "client": "claude-ai",
         "client_version": "0.1.0",
+    }
+
+
+def test_the_sdks_high_level_client_on_the_newest_protocol_proposes_too(sqlite_file):
+    """``mcp.Client`` speaks the 2026-07-28 protocol (no handshake: the client names itself on
+    every request); the server serves it the same tools and records the same origin."""
+    url, cs, _ = sqlite_file
+    params = StdioServerParameters(
+        command=COUNTERSIGN, args=["mcp", "--database", url, "--org", "granite", "--as", AVA]
+    )
+
+    async def proposing() -> tuple[str | None, list[str], dict[str, Any]]:
+        async with Client(params, client_info=Implementation(name="newest", version="2")) as c:
+            names = [tool.name for tool in (await c.list_tools()).tools]
+            created = await c.call_tool(DRAFT_TOOL, A_DRAFT)
+            return c.session.protocol_version, names, structured(created)
+
+    version, names, created = anyio.run(proposing)
+
+    assert version == "2026-07-28"
+    assert_propose_only(names)
+    assert cs.access.record(created["proposal_id"], AVA)["origin"] == {
+        "channel": "mcp",
+        "client": "newest",
+        "client_version": "2",
     }
