@@ -13,6 +13,7 @@ from countersign.domain.contracts.presentation import (
     EFFECT_UNAVAILABLE,
     EFFECT_UNCERTAIN,
     LANGUAGES,
+    Localized,
     PreviewRow,
     fallback_fields,
     preview_rows,
@@ -118,3 +119,23 @@ def preview_rows_of(kind: str, preview: dict[str, Any], language: str = "en") ->
     contract = REGISTRY.get(kind)
     fields = contract.preview_fields if contract is not None else fallback_fields(preview)
     return preview_rows(fields, preview, language)
+
+
+_CHANNELS = {"mcp": "MCP"}
+_PROPOSED_THROUGH = Localized("Proposed through {source}", "Proposée via {source}")
+
+
+def origin_source(origin: dict[str, Any] | None) -> str | None:
+    """Where a request came from, in a few words ("MCP (Claude Desktop 1.2)"); None for one
+    made in countersign itself (no recorded origin)."""
+    if not origin or not origin.get("channel"):
+        return None
+    channel = str(origin["channel"])
+    client = " ".join(str(origin[key]) for key in ("client", "client_version") if origin.get(key))
+    return _CHANNELS.get(channel, channel) + (f" ({client})" if client else "")
+
+
+def origin_line(origin: dict[str, Any] | None, language: str = "en") -> str | None:
+    """The card's line about it: "Proposed through MCP (Claude Desktop 1.2)"."""
+    source = origin_source(origin)
+    return None if source is None else _PROPOSED_THROUGH.text(language, source=source)

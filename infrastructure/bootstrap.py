@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from countersign.application.assistant.service import AssistantService
+from countersign.application.assistant.toolbox import AgentToolbox
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
 from countersign.application.policies import PolicyService
@@ -49,6 +50,7 @@ class Countersign:
     assistant: AssistantService
     access: ProposalAccess  # who may see and act on a proposal: what the entry points call
     policies: PolicyService
+    toolbox: AgentToolbox  # the assistants' tools for an outside agent (the MCP server)
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -113,6 +115,7 @@ def bootstrap(
     )
     assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
     audit = AuditService(store)
+    access = ProposalAccess(store, proposals, audit)
     return Countersign(
         settings=settings,
         database=database,
@@ -126,8 +129,9 @@ def bootstrap(
         audit=audit,
         read_models=ReadModels(sql),
         assistant=assistant,
-        access=ProposalAccess(store, proposals, audit),
+        access=access,
         policies=PolicyService(store),
+        toolbox=AgentToolbox(store, access),
     )
 
 

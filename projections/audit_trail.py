@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.domain.handback import reason_text
+from countersign.domain.messages import origin_source
 from countersign.domain.outcomes import RevisionReason
 from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
 
@@ -59,7 +60,11 @@ class AuditTrail(Projection):
                 "operation": event.kind,
             },
         )
-        self._record(event, position, rows, event.requested_by, f"proposed {event.kind}")
+        summary = f"proposed {event.kind}"
+        source = origin_source(getattr(event, "origin", None))  # absent before origins
+        if source is not None:
+            summary += f" through {source}"
+        self._record(event, position, rows, event.requested_by, summary)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:

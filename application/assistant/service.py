@@ -361,7 +361,8 @@ class _Turn:
 def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dict[str, Any]:
     """A refused call's tool result: the precise problems the model corrects its call from,
     and the same in the manager's words (in ``language``), which it tells them if it cannot.
-    The section assistants and the agent-framework adapters answer a refused call alike."""
+    The section assistants, the agent-framework adapters and the MCP server's outside agents
+    all get exactly this for a refused call."""
     result: dict[str, Any] = {"problems": [p.model_dump() for p in problems]}
     if more > 0:
         result["more_problems"] = more

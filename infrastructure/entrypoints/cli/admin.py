@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
+    ALREADY_PRINTED,
     Result,
     UsageError,
 )
@@ -59,6 +60,30 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
             **uvicorn_proxy_options(trusted),
         )
     return {"stopped": True}, "countersign: server stopped."
+
+
+#: The MCP server, named rather than imported, like the HTTP application above.
+MCP_SERVER = "countersign.infrastructure.entrypoints.mcp"
+
+
+def cmd_mcp(cs: Countersign, args: argparse.Namespace) -> Result:
+    """Serve the propose-only MCP server: over stdio as one member (the agent's host launches
+    this command), or over streamable HTTP for API tokens. Nothing is printed on stdout, which
+    belongs to the protocol."""
+    import importlib
+
+    from countersign.application.access import Caller
+
+    mcp = importlib.import_module(MCP_SERVER)
+    if args.http:
+        mcp.serve_http(cs, host=args.host, port=args.port, language=args.language)
+        return ALREADY_PRINTED, ""
+    if not args.org or not args.actor:
+        raise UsageError("serving over stdio needs --org ORG and --as EMAIL (or use --http)")
+    membership = cs.club.membership(args.org, args.actor)  # not found: refused before serving
+    caller = Caller(email=membership.member.email, organization=membership.organization)
+    mcp.serve_stdio(cs, caller, language=args.language)
+    return ALREADY_PRINTED, ""
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from typing import Any
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.entrypoints.cli.admin import (
+    cmd_mcp,
     cmd_serve,
     cmd_tokens_issue,
     cmd_tokens_list,
@@ -238,6 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+
+    mcp = add("mcp", cmd_mcp, "serve the propose-only MCP server (stdio, or --http with tokens)")
+    mcp.add_argument("--org", help="stdio: the club the member acts in")
+    mcp.add_argument("--as", dest="actor", metavar="EMAIL", help="stdio: the member")
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP, API tokens as bearer")
+    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument("--port", type=int, default=8001)
+    mcp.add_argument("--language", default="en", choices=["en", "fr"])
 
     tokens = sub.add_parser("tokens", help="API tokens for application services")
     tokens_sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")

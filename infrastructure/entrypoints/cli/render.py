@@ -11,7 +11,7 @@ from uuid import UUID
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
-from countersign.domain.messages import preview_rows_of, proposal_headline
+from countersign.domain.messages import origin_line, preview_rows_of, proposal_headline
 from countersign.domain.money import format_money
 from countersign.domain.times import expiry, local_time
 
@@ -74,6 +74,7 @@ _CARD = {
     "proposal": Localized("Proposal", "Proposition"),
     "operation": Localized("Operation", "Opération"),
     "requested_by": Localized("Requested by", "Demandée par"),
+    "origin": Localized("Origin", "Origine"),
     "status": Localized("Status", "Statut"),
     "expires": Localized("Expires", "Expire le"),
     "approved_by": Localized("Approved by", "Approuvée par"),
@@ -167,6 +168,11 @@ def render_card(
         (label("proposal"), card["proposal_id"]),
         (label("operation"), card["operation"]),
         (label("requested_by"), card["requested_by"]),
+    ]
+    origin = origin_line(card.get("origin"), language)
+    if origin:
+        rows.append((label("origin"), origin))
+    rows += [
         (label("status"), card["status"].replace("_", " ")),
         (
             label("expires"),

@@ -13,6 +13,7 @@ from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError
+from countersign.domain.messages import origin_line
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -135,6 +136,7 @@ class ProposalPages:
             conversation=conversation,
             next_step=_next_step(view, conversation, visit),
             requester=_requester(reviewed, visit),
+            origin=origin_line(reviewed.record.get("origin"), visit.language),
             notice=self.site.notice(visit, view["id"]),
             refresh=REFRESH.get(view["status"]),
             max_note=MAX_NOTE,

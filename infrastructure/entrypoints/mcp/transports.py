@@ -1,0 +1,190 @@
+"""How the MCP server is reached: stdio for one member, streamable HTTP for API tokens.
+
+* **stdio** (``countersign mcp --org ORG --as EMAIL``): the agent's host launches the command;
+  every request acts as that member of that club, with the member's own permissions, read
+  afresh on every call.
+* **streamable HTTP** (``countersign mcp --http --port N``): every request carries one of the
+  API tokens the JSON API takes, as ``Authorization: Bearer cst_...``; ``BearerGate`` checks it
+  with the same ``authenticate`` before the SDK reads a byte, answers 401 without a valid one,
+  and hands the request the token's member and scopes. A session is bound to the token that
+  opened it: another token naming its session id is answered as for an unknown session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+import uvicorn
+from anyio import to_thread
+from countersign.application.access import Caller
+from countersign.application.errors import new_correlation_id
+from countersign.application.reports import ProposalCreated
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.mcp.server import CountersignTools
+from countersign.infrastructure.identity.tokens import (
+    ServicePrincipal,
+    authenticate,
+    ensure_token_tables,
+    record_action,
+)
+from mcp.server import ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("countersign.mcp")
+
+PATH = "/mcp"
+PRINCIPAL = "countersign_principal"
+#: Longer than any token (``cst_`` + 16 + 1 + 43 characters): not looked up at all.
+_MAX_TOKEN = 200
+_CHALLENGE = 'Bearer realm="countersign"'
+#: How many session bindings are kept (the oldest go first; the SDK ends idle sessions).
+_SESSIONS = 10_000
+
+
+def serve_stdio(cs: Countersign, caller: Caller, *, language: str = "en") -> None:
+    """Serve one member over this process's stdin and stdout until the client closes them."""
+    server = CountersignTools(cs, lambda ctx: caller, language=language).server()
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def http_app(cs: Countersign, *, host: str = "127.0.0.1", language: str = "en") -> ASGIApp:
+    """The streamable HTTP application at ``/mcp``, behind the bearer-token gate."""
+    ensure_token_tables(cs)
+
+    def recorded(ctx: ServerRequestContext[Any, Any], created: ProposalCreated) -> None:
+        """Log the proposal under the token's name, as the JSON API logs its services'."""
+        correlation_id = new_correlation_id()
+        try:
+            record_action(
+                cs,
+                _principal(ctx),
+                action="mcp.propose",
+                target=created.proposal_id,
+                result=created.status,
+                correlation_id=correlation_id,
+            )
+        except Exception:  # the proposal stands; the log line says what was not recorded
+            log.exception("could not record an MCP proposal [%s]", correlation_id)
+
+    tools = CountersignTools(cs, token_caller, language=language, on_proposed=recorded)
+    server = tools.server().streamable_http_app(
+        streamable_http_path=PATH, host=host, max_request_body_size=cs.settings.api_max_body
+    )
+    return BearerGate(server, cs)
+
+
+def serve_http(cs: Countersign, *, host: str, port: int, language: str = "en") -> None:
+    """Serve streamable HTTP on ``host:port`` until interrupted."""
+    print(
+        f"countersign: MCP over streamable HTTP at http://{host}:{port}{PATH} "
+        "(Authorization: Bearer <API token>); Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    app = http_app(cs, host=host, language=language)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def token_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
+    """The member and scopes of the token the gate checked on this request."""
+    return _principal(ctx).caller
+
+
+def _principal(ctx: ServerRequestContext[Any, Any]) -> ServicePrincipal:
+    request = ctx.request
+    state = request.scope.get("state", {}) if request is not None else {}
+    principal = state.get(PRINCIPAL)
+    if not isinstance(principal, ServicePrincipal):  # not behind the gate: refuse
+        raise MCPError(INVALID_REQUEST, "unauthenticated")
+    return principal
+
+
+class BearerGate:
+    """Pure ASGI: a valid API token on every HTTP request, or 401 before the SDK sees it."""
+
+    def __init__(self, app: ASGIApp, cs: Countersign) -> None:
+        self.app = app
+        self.cs = cs
+        self._sessions: OrderedDict[str, str] = OrderedDict()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # the lifespan: the SDK's session manager starts there
+            await self.app(scope, receive, send)
+            return
+        authorization, session = _headers(scope)
+        principal = await to_thread.run_sync(self._identify, authorization)
+        if principal is None:
+            await _refuse(send, 401, "unauthenticated", _challenge(authorization))
+            return
+        bound = self._sessions.get(session) if session else None
+        if bound is not None and bound != principal.token_id:
+            await _refuse(send, 404, "not_found", {})
+            return
+        scope.setdefault("state", {})[PRINCIPAL] = principal
+
+        async def binding(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id":
+                        self._bind(value.decode("latin-1"), principal.token_id)
+            await send(message)
+
+        await self.app(scope, receive, binding)
+
+    def _identify(self, authorization: str | None) -> ServicePrincipal | None:
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or len(token) > _MAX_TOKEN:
+            return None
+        return authenticate(self.cs, token)
+
+    def _bind(self, session: str, token_id: str) -> None:
+        self._sessions.setdefault(session, token_id)
+        while len(self._sessions) > _SESSIONS:
+            self._sessions.popitem(last=False)
+
+
+def _headers(scope: Scope) -> tuple[str | None, str | None]:
+    """The first ``Authorization`` and ``Mcp-Session-Id`` headers (latin-1, as HTTP has it)."""
+    found: dict[bytes, str] = {}
+    for name, value in scope.get("headers", []):
+        key = name.lower()
+        if key in (b"authorization", b"mcp-session-id") and key not in found:
+            found[key] = value.decode("latin-1")
+    return found.get(b"authorization"), found.get(b"mcp-session-id")
+
+
+def _challenge(authorization: str | None) -> dict[str, str]:
+    if authorization:
+        return {"WWW-Authenticate": f'{_CHALLENGE}, error="invalid_token"'}
+    return {"WWW-Authenticate": _CHALLENGE}
+
+
+async def _refuse(send: Send, status: int, error: str, headers: dict[str, str]) -> None:
+    messages = {
+        "unauthenticated": "An API token is required: Authorization: Bearer cst_... "
+        "(unknown, revoked, or its issuer left).",
+        "not_found": "Session not found.",
+    }
+    body = json.dumps({"error": error, "message": messages[error]}).encode()
+    raw = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),  # the body, if any, is not read: stop here
+    ]
+    raw += [(name.lower().encode(), value.encode()) for name, value in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
