@@ -19,6 +19,7 @@ from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import render
 
 AVA = "ava@granite.example"
+NOAH = "noah@granite.example"
 REFUND = RefundMissingDiscount.kind
 DRAFT = ApplyBroadcastDraft.kind
 MOVE = MoveMember.kind
@@ -127,7 +128,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
 
     story.chapter("State changes before approval: the proposal fails closed")
     stale = propose(cs, orders["refund-stale"], TO_CARD)
-    story.say(render.render_created(stale))
+    story.say(render.render_created(stale, cs.club.time_zone("granite")))
     cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
     story.say("Meanwhile, in another tab, the whole payment is refunded by hand.")
     report = cs.proposals.approve(stale["proposal_id"], AVA).to_json()
@@ -158,10 +159,11 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     declined = propose(cs, orders["refund-declined"], TO_CARD)
     story.say(render.render_report(cs.proposals.approve(declined["proposal_id"], AVA).to_json()))
     credit = propose(cs, orders["account-credit"], TO_ACCOUNT_CREDIT)
-    story.say(render.render_created(credit))
+    story.say(render.render_created(credit, cs.club.time_zone("granite")))
     story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
     cancel_registration(cs, story, orders["refund-ok"])
+    two_managers(cs, story, orders["refund-two-approvers"])
 
     story.chapter("An email draft from Ava's words: the audience is recounted at approval")
     form = data["broadcast_forms"]["granite"]
@@ -308,6 +310,34 @@ def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
         )
     )
     story.say(render.render_order(cs.club.investigate("granite", order_id)))
+
+
+def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
+    """Granite's policy: a refund above $100 needs two managers. Ava proposes one, edits it
+    (a new revision, never an in-place change), approves, and Noah's approval runs it."""
+    story.chapter("Two managers for a refund above $100, and an edit that is a new revision")
+    policy = next(p for p in cs.policies.in_force("granite") if p["operation"] == REFUND)
+    story.say(
+        f"Granite's approval policy for {REFUND}: {policy['approvals']} distinct managers "
+        f"above {policy['above_cents'] / 100:.2f} CAD (set by command: countersign policy set)."
+    )
+    first = propose(cs, order_id, TO_CARD)
+    story.say(render.render_created(first, cs.club.time_zone("granite")))
+    revised = cs.access.revise(first["proposal_id"], AVA, TO_ACCOUNT_CREDIT).to_json()
+    card = cs.proposals.card(revised["proposal_id"], AVA).to_json()
+    story.say(
+        "Ava edits it: account credit instead of the card. The whole contract ran again on the "
+        "edited request; the first proposal is superseded in the same commit.\n"
+        + render.render_revision(
+            json.loads(render.to_json(revised)), json.loads(render.to_json(card)), actor=AVA
+        ),
+        card,
+    )
+    stale = cs.proposals.approve(first["proposal_id"], AVA).to_json()
+    story.say("Approving the first one now:\n" + render.render_report(stale, AVA), stale)
+    for approver in (AVA, AVA, NOAH):
+        report = cs.proposals.approve(revised["proposal_id"], approver).to_json()
+        story.say(f"{approver} approves:\n" + render.render_report(report, approver), report)
 
 
 def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
