@@ -56,11 +56,16 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
             request=TO_CARD,
         ).proposal_id
 
-    sent, stale, pending = propose("refund-ok"), propose("refund-ok"), propose("refund-ok")
+    sent = propose("refund-ok")
+    cs.proposals.approve(sent, AVA)
+    # Refunded by hand after it was proposed: approving it executes nothing.
+    stale = propose("refund-stale")
+    cs.club.refund_manually("granite", seeded["orders"]["refund-stale"], AVA, "P1", 34500)
+    pending = propose("refund-two-approvers")
     failed, lost, outage = (
         propose(order) for order in ("refund-declined", "refund-lost-response", "provider-outage")
     )
-    for proposal_id in (sent, stale, failed, lost, outage):
+    for proposal_id in (stale, failed, lost, outage):
         cs.proposals.approve(proposal_id, AVA)
     paths = {
         "inbox": "/",
