@@ -117,12 +117,17 @@ class Web:
         return self.cs.store.get(UUID(proposal_id), Proposal)
 
 
-@pytest.fixture
-def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+def web_for(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    """The JSON API and the pages over ``cs``, with the seeded people's passwords set."""
     passwords = seed_passwords(cs)
     app = create_app(cs)
     mount_pages(app, cs, secure_cookies=False)
     return Web(cs=cs, seeded=seeded, passwords=passwords, app=app)
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
 
 
 def _main(page: Any) -> str:
