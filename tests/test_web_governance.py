@@ -234,8 +234,8 @@ def test_an_edit_is_a_new_revision_that_shows_what_changed(web: Web) -> None:
     assert changes, main
     assert "What changed</h2>" in changes.group(0)
     assert re.search(
-        r'<th scope="row">Refund to</th> <td data-label="Before"><del>Visa •••• 4242</del></td>'
-        r' <td data-label="After"><ins>[^<]*[Aa]ccount[^<]*</ins></td>',
+        r'<th scope="row">Refund to</th> <td data-label="Before:"><del>Visa •••• 4242</del></td>'
+        r' <td data-label="After:"><ins>[^<]*[Aa]ccount[^<]*</ins></td>',
         changes.group(0),
     ), changes.group(0)
     assert f'<a href="/proposals/{original}">See the earlier version</a>' in changes.group(0)

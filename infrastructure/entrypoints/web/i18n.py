@@ -235,6 +235,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.changes_field": "What",
         "review.changes_before": "Before",
         "review.changes_after": "After",
+        "review.changes_label": "{label}:",
         "review.changes_none": "This edit changed nothing the review shows.",
         "review.earlier_version": "See the earlier version",
         "review.approvals": "Approvals",
@@ -291,9 +292,9 @@ TEXTS: dict[str, dict[str, str]] = {
         "edit.title": "Edit the proposal",
         "edit.back": "Back to the proposal",
         "edit.lead": (
-            "Change what the proposal asks for. The application checks it again and computes "
-            "every amount itself, then makes a new proposal; nothing changes until someone "
-            "approves it."
+            "Change what the proposal asks for. The application checks it again and works out "
+            "everything else itself, amounts included, then makes a new proposal; nothing "
+            "changes until someone approves it."
         ),
         "edit.nothing_to_choose": (
             "This proposal has nothing to choose: preparing it again reads the records as they "
@@ -562,6 +563,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.changes_field": "Élément",
         "review.changes_before": "Avant",
         "review.changes_after": "Après",
+        "review.changes_label": "{label} :",
         "review.changes_none": "Cette modification ne change rien de ce qui est affiché.",
         "review.earlier_version": "Voir la version précédente",
         "review.approvals": "Approbations",
@@ -626,8 +628,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "edit.back": "Retour à la proposition",
         "edit.lead": (
             "Changez ce que demande la proposition. L'application la vérifie de nouveau et "
-            "calcule elle-même chaque montant, puis crée une nouvelle proposition ; rien ne "
-            "change avant qu'une personne l'approuve."
+            "établit elle-même tout le reste, montants compris, puis crée une nouvelle "
+            "proposition ; rien ne change avant qu'une personne l'approuve."
         ),
         "edit.nothing_to_choose": (
             "Cette proposition n'a rien à choisir : la préparer de nouveau relit les dossiers "
