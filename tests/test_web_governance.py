@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.web.i18n import TEXTS, translator
+from countersign.infrastructure.entrypoints.web.i18n import translator
 from countersign.infrastructure.entrypoints.web.request_form import (
-    leaves,
     request_of,
     shown,
     specs,
@@ -395,14 +394,20 @@ def test_another_clubs_proposal_edit_is_the_404_page_and_csrf_is_required(web: W
 
 
 @pytest.mark.parametrize("kind", sorted(REGISTRY))
-def test_every_request_field_has_a_label_in_both_languages(kind: str) -> None:
-    fields = specs(REGISTRY[kind].Request)
-    paths = [s.path for s in fields] + [c.path for s in fields for c in s.children]
-    for language in ("en", "fr"):
-        missing = [p for p in paths if f"edit.field.{p}" not in TEXTS[language]]
-        assert missing == [], (kind, language)
-        options = {str(o) for s in leaves(fields) for o in s.options}
-        assert [o for o in options if f"edit.option.{o}" not in TEXTS[language]] == []
+def test_every_request_field_and_choice_has_the_contracts_words_in_both_languages(
+    kind: str,
+) -> None:
+    contract = REGISTRY[kind]
+    fields = specs(contract.Request)
+    everything = list(fields) + [c for s in fields for c in s.children]
+    assert sorted(contract.request_fields) == sorted(s.path for s in everything)
+    for spec in everything:
+        words = contract.request_fields[spec.path]
+        assert sorted(words.options) == sorted(str(o) for o in spec.options), spec.path
+        texts = [words.label, *([words.hint] if words.hint else []), *words.options.values()]
+        for text in texts:
+            assert text.en.strip(), spec.path
+            assert text.fr.strip(), spec.path
 
 
 def test_a_proposal_kept_without_its_request_starts_from_a_blank_form() -> None:

@@ -125,7 +125,9 @@ class EditPages:
             status=status,
             proposal_id=str(record["proposal_id"]),
             title=contract.title.text(visit.language),
-            fields=form_fields(fields, values, errors or {}, visit.t),
+            fields=form_fields(
+                fields, values, errors or {}, contract.request_fields, visit.language, visit.t
+            ),
             general=general or [],
             invalid=bool(errors or general),
         )

@@ -2,13 +2,12 @@
 
 Outcome messages are not here: they are the application's own texts from
 ``domain.messages.outcome_message`` and ``domain.handback``. Nor is anything about one
-operation: its title, headline and preview labels are its contract's (``preview_fields``).
+operation: its title, headline, preview labels and edit-form labels are its contract's
+(``preview_fields``, ``request_fields``).
 Nor anything about one section: its names, chat texts and read-tool labels are its
 assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``,
 ``chat.title.<name>``, ``chat.lead.<name>``, ``chat.placeholder.<name>``, ``start.<name>``,
-``chat.read.<tool>``). This catalogue holds the pages' own labels, headings and notices, and
-the edit form's labels of the model-facing request fields, by field path (``edit.field.<path>``,
-``edit.hint.<path>``, ``edit.option.<value>``; tests/test_web_edit.py checks every contract's).
+``chat.read.<tool>``). This catalogue holds only the pages' own labels, headings and notices.
 """
 
 from __future__ import annotations
@@ -310,23 +309,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "edit.none": "(none)",
         "edit.problem.number": "Write a whole number.",
         "edit.problem.json": "This is not in the expected form (JSON).",
-        "edit.field.payment": "Payment",
-        "edit.hint.payment": "The payment's reference in the order, like P1.",
-        "edit.field.line_item": "Line item",
-        "edit.hint.line_item": "The item's reference in the order, like L1.",
-        "edit.field.discount": "Discount",
-        "edit.hint.discount": "The missed discount's reference in the order, like D1.",
-        "edit.field.destination": "Where the money goes",
-        "edit.option.original_payment_method": "Back to the original payment method",
-        "edit.option.account_credit": "As credit on the club account",
-        "edit.field.email": "Member's email",
-        "edit.field.from_league": "League they leave",
-        "edit.field.to_league": "League they join",
-        "edit.field.filters": "Audience",
-        "edit.field.filters.leagues": "Leagues",
-        "edit.hint.filters.leagues": "One league per line, exactly as the league list shows it.",
-        "edit.field.subject": "Subject",
-        "edit.field.body": "Message",
     },
     "fr": {
         "app.tagline": ("Les assistants IA proposent. Vous approuvez. Le système du club exécute."),
@@ -645,27 +627,6 @@ TEXTS: dict[str, dict[str, str]] = {
         "edit.none": "(aucun)",
         "edit.problem.number": "Écrivez un nombre entier.",
         "edit.problem.json": "Ce n'est pas dans la forme attendue (JSON).",
-        "edit.field.payment": "Paiement",
-        "edit.hint.payment": "La référence du paiement dans la commande, par exemple P1.",
-        "edit.field.line_item": "Article",
-        "edit.hint.line_item": "La référence de l'article dans la commande, par exemple L1.",
-        "edit.field.discount": "Remise",
-        "edit.hint.discount": (
-            "La référence de la remise manquée dans la commande, par exemple D1."
-        ),
-        "edit.field.destination": "Où va l'argent",
-        "edit.option.original_payment_method": "Sur le moyen de paiement d'origine",
-        "edit.option.account_credit": "En crédit au compte du club",
-        "edit.field.email": "Courriel du membre",
-        "edit.field.from_league": "Ligue quittée",
-        "edit.field.to_league": "Ligue rejointe",
-        "edit.field.filters": "Destinataires",
-        "edit.field.filters.leagues": "Ligues",
-        "edit.hint.filters.leagues": (
-            "Une ligue par ligne, exactement comme dans la liste des ligues."
-        ),
-        "edit.field.subject": "Objet",
-        "edit.field.body": "Message",
     },
 }
 

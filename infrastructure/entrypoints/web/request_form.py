@@ -12,8 +12,8 @@ an ``int`` a number input, a ``str`` a text input (a textarea for the model's
 model a fieldset of its own fields. Anything else (none of today's contracts) is a JSON
 textarea. An optional field (``X | None``) may be left blank.
 
-Labels and hints are the catalogue's (``edit.field.<path>``, ``edit.hint.<path>``,
-``edit.option.<value>``), by the field's dotted path.
+Labels, hints and the words of each choice are the contract's (``request_fields``, by the
+field's dotted path), like every other text about one operation.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any, Literal, Union, get_args, get_origin
 
 from countersign.domain.contracts.base import Problem
+from countersign.domain.contracts.presentation import Localized, RequestField
 from pydantic import BaseModel
 
 Translate = Callable[..., str]
@@ -286,45 +287,54 @@ def form_fields(
     fields: Iterable[Spec],
     values: Mapping[str, str],
     errors: Mapping[str, list[str]],
+    words: Mapping[str, RequestField],
+    language: str,
     t: Translate,
 ) -> list[FormField]:
-    """The fields as the template shows them, labelled in the reader's language."""
-    return [_form_field(spec, values, errors, t) for spec in fields]
+    """The fields as the template shows them, in ``language``: labelled by the contract's
+    ``request_fields`` (a field it does not describe reads as its name)."""
+    return [_form_field(spec, values, errors, words, language, t) for spec in fields]
 
 
 def _form_field(
-    spec: Spec, values: Mapping[str, str], errors: Mapping[str, list[str]], t: Translate
+    spec: Spec,
+    values: Mapping[str, str],
+    errors: Mapping[str, list[str]],
+    words: Mapping[str, RequestField],
+    language: str,
+    t: Translate,
 ) -> FormField:
     value = values.get(spec.path, "")
+    described = words.get(spec.path)
+    option_words = described.options if described is not None else {}
     options = tuple(
         Option(
             _option_value(o),
-            _label(t, f"edit.option.{_option_value(o)}", _option_value(o)),
+            _text(option_words.get(_option_value(o)), language, _option_value(o)),
             _option_value(o) == value,
         )
         for o in spec.options
     )
     if spec.kind == "select" and not spec.required:
         options = (Option("", t("edit.none"), value == ""), *options)
-    hint_key = f"edit.hint.{spec.path}"
-    hint = t(hint_key)
     return FormField(
         path=spec.path,
         id="field-" + spec.path.replace(".", "-"),
         kind=spec.kind,
-        label=_label(t, f"edit.field.{spec.path}", spec.path.rsplit(".", 1)[-1]),
-        hint="" if hint == hint_key else hint,
+        label=_text(described.label if described else None, language, spec.path.rsplit(".")[-1]),
+        hint=described.hint.text(language) if described and described.hint else "",
         required=spec.required,
         value=value,
         checked=value == "on",
         max_length=spec.max_length or DEFAULT_MAX_LENGTH,
         options=options,
         errors=tuple(errors.get(spec.path, ())),
-        children=tuple(_form_field(child, values, errors, t) for child in spec.children),
+        children=tuple(
+            _form_field(child, values, errors, words, language, t) for child in spec.children
+        ),
     )
 
 
-def _label(t: Translate, key: str, fallback: str) -> str:
-    """The catalogue's label, or the name with its underscores as spaces."""
-    text = t(key)
-    return fallback.replace("_", " ").capitalize() if text == key else text
+def _text(words: Localized | None, language: str, name: str) -> str:
+    """The contract's words, or the name with its underscores as spaces."""
+    return words.text(language) if words is not None else name.replace("_", " ").capitalize()
