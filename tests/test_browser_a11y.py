@@ -22,7 +22,7 @@ from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.settings import Settings
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.servers import serving
 from tests.test_browser_e2e import (
     ARTIFACTS,
@@ -56,22 +56,48 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
             request=TO_CARD,
         ).proposal_id
 
-    sent, stale, pending = (
-        propose("refund-ok"),
-        propose("refund-stale"),
-        propose("refund-two-approvers"),
-    )
-    # The payment is refunded by hand before the stale one is approved: it is not executed.
+    sent = propose("refund-ok")
+    cs.proposals.approve(sent, AVA)
+    # Refunded by hand after it was proposed: approving it executes nothing.
+    stale = propose("refund-stale")
     cs.club.refund_manually("granite", seeded["orders"]["refund-stale"], AVA, "P1", 34500)
     failed, lost, outage = (
         propose(order) for order in ("refund-declined", "refund-lost-response", "provider-outage")
     )
-    for proposal_id in (sent, stale, failed, lost, outage):
+    for proposal_id in (stale, failed, lost, outage):
         cs.proposals.approve(proposal_id, AVA)
+    # Under a policy of two approvals for every refund: one awaiting a second manager.
+    cs.policies.set("granite", REFUND, 2)
+    awaiting = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["account-credit"],
+        request={**TO_CARD, "destination": "account_credit"},
+    ).proposal_id
+    cs.proposals.approve(awaiting, AVA)
+    # One approval again: a card refund that one click (and its confirmation) runs.
+    cs.policies.set("granite", REFUND, 1)
+    pending = propose("refund-two-approvers")
+    # A broadcast draft, edited: the earlier version is replaced, the new one shows changes.
+    draft = {"filters": {"leagues": ["Monday Night Open"]}, "subject": "Ice", "body": "Hello"}
+    replaced = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=DRAFT,
+        resource_id=seeded["broadcast_forms"]["granite"],
+        request=draft,
+    ).proposal_id
+    revised = cs.access.revise(replaced, AVA, {**draft, "subject": "Ice times"}).proposal_id
     paths = {
         "inbox": "/",
         "recent": "/?view=recent",
         "review-pending": f"/proposals/{pending}",
+        "review-awaiting": f"/proposals/{awaiting}",
+        "review-replaced": f"/proposals/{replaced}",
+        "review-revised": f"/proposals/{revised}",
+        "edit-refund": f"/proposals/{pending}/edit",
+        "edit-draft": f"/proposals/{revised}/edit",
         "review-sent": f"/proposals/{sent}",
         "review-not-executed": f"/proposals/{stale}",
         "review-failed": f"/proposals/{failed}",

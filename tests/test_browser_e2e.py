@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,13 @@ class Served:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     """The JSON API and the pages on one SQLite file, served by uvicorn in a thread."""
+    with served_from(tmp_path) as running:
+        yield running
+
+
+@contextmanager
+def served_from(tmp_path: Path) -> Iterator[Served]:
+    """The seeded app on a SQLite file in ``tmp_path``, served until the block ends."""
     cs = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'browser.db'}", model="scripted"))
     seeded = seed(cs)
     passwords = seed_passwords(cs)

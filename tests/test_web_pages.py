@@ -117,12 +117,17 @@ class Web:
         return self.cs.store.get(UUID(proposal_id), Proposal)
 
 
-@pytest.fixture
-def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+def web_for(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    """The JSON API and the pages over ``cs``, with the seeded people's passwords set."""
     passwords = seed_passwords(cs)
     app = create_app(cs)
     mount_pages(app, cs, secure_cookies=False)
     return Web(cs=cs, seeded=seeded, passwords=passwords, app=app)
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
 
 
 def _main(page: Any) -> str:
@@ -305,7 +310,6 @@ def test_other_clubs_ids_answer_exactly_like_unknown_ones_on_every_route(web):
     cs, seeded = web.cs, web.seeded
     maple_order = seeded["orders"]["maple-refund"]
     maple_form = seeded["broadcast_forms"]["maple"]
-    maple_proposal = web.propose("maple-refund", actor=MIA, org="maple")
     maple_turn = cs.assistant.turn(
         organization="maple",
         actor=MIA,
@@ -313,6 +317,8 @@ def test_other_clubs_ids_answer_exactly_like_unknown_ones_on_every_route(web):
         resource_id=maple_order,
         message="Jack missed his early-bird discount",
     )
+    # After the turn: a newer proposal for the same refund supersedes the turn's own.
+    maple_proposal = web.propose("maple-refund", actor=MIA, org="maple")
     granite_order = seeded["orders"]["refund-ok"]
     browser = web.browser(AVA)
     token = browser.csrf("/")
@@ -582,9 +588,10 @@ def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed
             interaction_id=conversation,
         ).proposal_id
 
-    stale = propose_in("int-follow-up", "refund-ok")
-    cs.proposals.approve(pending, AVA)  # the same discount: the other proposal turns stale
-    cs.proposals.approve(stale, AVA)
+    cs.proposals.approve(pending, AVA)
+    stale = propose_in("int-follow-up", "refund-stale")
+    cs.club.refund_manually("granite", web.seeded["orders"]["refund-stale"], AVA, "P1", 34500)
+    cs.proposals.approve(stale, AVA)  # refunded by hand meanwhile: not executed
     assert stale in _cards(browser.get("/"), "attention")
     propose_in("int-follow-up", "refund-declined")
     attention = _cards(browser.get("/"), "attention")
@@ -782,31 +789,28 @@ def test_a_provider_outage_before_anything_was_applied_says_no_money_moved(web):
 
 
 def test_not_executed_says_nothing_changed_and_offers_the_assistant(web):
-    order = web.seeded["orders"]["refund-ok"]
+    order = web.seeded["orders"]["refund-stale"]
     browser = web.browser(AVA)
-    # Ava asks the order assistant twice, and approves the first refund: the second is stale.
-    sent = browser.form(f"/chat/orders/{order}", {"message": "Olivia missed her early-bird"})
-    first_chat = sent.headers["location"].split("#")[0]
-    again = browser.form(f"/chat/orders/{order}", {"message": "Olivia missed her early-bird"})
-    second_chat = again.headers["location"].split("#")[0]
-    first, second = (
-        re.search(r'href="/proposals/([0-9a-f-]{36})"', browser.get(chat).text).group(1)
-        for chat in (first_chat, second_chat)
-    )
-    _approve(browser, first)
-    page = _approve(browser, second)
+    # Ava asks the order assistant; the payment is refunded by hand before she approves.
+    sent = browser.form(f"/chat/orders/{order}", {"message": "Lucas missed his early-bird"})
+    conversation = sent.headers["location"].split("#")[0]
+    found = re.search(r'href="/proposals/([0-9a-f-]{36})"', browser.get(conversation).text)
+    assert found
+    proposal_id = found.group(1)
+    web.cs.club.refund_manually("granite", order, AVA, "P1", 34500)
+    page = _approve(browser, proposal_id)
     panel = _outcome_panel(page)
     assert "Not executed: nothing changed" in panel
     assert "has already been refunded" in panel
-    assert f'href="{second_chat}">Ask the assistant for a new proposal' in panel.replace(
+    assert f'href="{conversation}">Ask the assistant for a new proposal' in panel.replace(
         "&amp;", "&"
     )
     # The conversation it opens says why.
-    chat = browser.get(second_chat)
+    chat = browser.get(conversation)
     assert "The last proposal was not executed" in chat.text
     # Another manager gets a new conversation about the same order.
     mia_like = web.browser(AVA)
-    assert mia_like.get(f"/proposals/{second}").status_code == 200
+    assert mia_like.get(f"/proposals/{proposal_id}").status_code == 200
 
 
 def test_a_failure_says_no_money_moved_and_gives_the_reference(web, monkeypatch):

@@ -25,7 +25,7 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
-from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -163,6 +163,18 @@ class ApplyBroadcastDraft(
     title = Localized(
         "Put a draft in the broadcast form", "Placer un brouillon dans le formulaire d'envoi"
     )
+    request_fields = {
+        "filters": RequestField(Localized("Audience", "Destinataires")),
+        "filters.leagues": RequestField(
+            Localized("Leagues", "Ligues"),
+            Localized(
+                "One league per line, exactly as the league list shows it.",
+                "Une ligue par ligne, exactement comme dans la liste des ligues.",
+            ),
+        ),
+        "subject": RequestField(Localized("Subject", "Objet")),
+        "body": RequestField(Localized("Message", "Message")),
+    }
     preview_fields = {
         "filters_in_words": PreviewField(Localized("Audience", "Destinataires")),
         "audience_count": PreviewField(Localized("Recipients", "Nombre de destinataires")),

@@ -23,6 +23,7 @@ from countersign.domain.contracts.presentation import (
     EFFECT_UNCERTAIN,
     Localized,
     PreviewField,
+    RequestField,
 )
 from countersign.domain.errors import CountersignError
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
@@ -387,6 +388,10 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     """Every ``Preview`` field a reviewer sees, in display order, with its label."""
     preview_hidden: ClassVar[frozenset[str]] = frozenset()
     """``Preview`` fields shown through others (a currency read with its amounts)."""
+    request_fields: ClassVar[Mapping[str, RequestField]] = {}
+    """How every ``Request`` field reads on the Edit page, where a person changes what a
+    proposal asked for, by dotted path (``filters.leagues`` for a nested model's field): its
+    label, a hint, and a label for each value it chooses from."""
     revision_reasons: ClassVar[Mapping[str, Localized]]
     request_problems: ClassVar[Mapping[str, Localized]] = {}
     """Every sentence ``prepare`` gives people about a request it refuses, by a code of the

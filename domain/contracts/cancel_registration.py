@@ -29,7 +29,7 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
-from countersign.domain.contracts.order_facts import OrderFacts
+from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
@@ -204,6 +204,9 @@ class CancelRegistration(
     Result = CancelRegistrationResult
 
     title = Localized("Cancel a registration", "Annuler une inscription")
+    request_fields = {
+        "destination": REFUND_DESTINATION,
+    }
     preview_fields = {
         "participant_name": PreviewField(Localized("Participant", "Participant(e)")),
         "amount_cents": PreviewField(

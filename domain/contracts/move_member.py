@@ -25,7 +25,7 @@ from countersign.domain.contracts.base import (
     Problem,
     RevisionNeededError,
 )
-from countersign.domain.contracts.presentation import Localized, PreviewField
+from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -155,6 +155,11 @@ class MoveMember(
     Result = MoveMemberResult
 
     title = Localized("Move a member to another league", "Changer un membre de ligue")
+    request_fields = {
+        "email": RequestField(Localized("Member's email", "Courriel du membre")),
+        "from_league": RequestField(Localized("League they leave", "Ligue quittée")),
+        "to_league": RequestField(Localized("League they join", "Ligue rejointe")),
+    }
     preview_fields = {
         "member_name": PreviewField(Localized("Member", "Membre")),
         "email": PreviewField(Localized("Email", "Courriel")),

@@ -1,14 +1,27 @@
-"""Facts shared by the orders section's contracts: an order, and its participant's club
-account, loaded only when an operation needs it (a refund to account credit)."""
+"""What the orders section's contracts share: the facts (an order, and its participant's club
+account, loaded only when an operation needs it: a refund to account credit), and how their
+choice of where the money goes reads on the Edit page."""
 
 from __future__ import annotations
 
 from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.orders import Order
 from countersign.domain.contracts.base import Facts
+from countersign.domain.contracts.presentation import Localized, RequestField
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
 from eventsourcing.domain import Aggregate
+
+REFUND_DESTINATION = RequestField(
+    Localized("Where the money goes", "Où va l'argent"),
+    options={
+        "original_payment_method": Localized(
+            "Back to the original payment method", "Sur le moyen de paiement d'origine"
+        ),
+        "account_credit": Localized("As credit on the club account", "En crédit au compte du club"),
+    },
+)
+"""The request's ``destination`` of a refund or a cancellation, for people."""
 
 
 class OrderFacts(Facts):

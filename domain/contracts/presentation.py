@@ -1,14 +1,15 @@
 """How a contract reads for people: texts in every language, and its preview's labelled rows.
 
 A contract declares these once (``OperationContract.title``, ``preview_fields``,
-``revision_reasons``, ``headline``, ``success_text``); the terminal, the browser, the
-hand-back and the projections all render them from here, so they cannot disagree.
+``request_fields``, ``revision_reasons``, ``headline``, ``success_text``); the terminal, the
+browser, the hand-back and the projections all render them from here, so they cannot disagree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from enum import StrEnum
 from typing import Any
 
@@ -96,6 +97,17 @@ class PreviewField:
     """For text the contract itself wrote into the preview (a resolved destination's label):
     how the stored value reads in a language, ``words(value, language)``. Stored previews keep
     the words they were written with; this reads old and new ones alike."""
+
+
+@dataclass(frozen=True)
+class RequestField:
+    """How one field of the model-facing request reads on the Edit page, where a person
+    changes what a proposal asked for: its label, a hint, and a label for each value it may
+    choose from (a ``Literal``'s or an enum's)."""
+
+    label: Localized
+    hint: Localized | None = None
+    options: Mapping[str, Localized] = dataclass_field(default_factory=dict)
 
 
 @dataclass(frozen=True)

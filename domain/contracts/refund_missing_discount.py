@@ -26,8 +26,8 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
-from countersign.domain.contracts.order_facts import OrderFacts
-from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
+from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
@@ -202,6 +202,30 @@ class RefundMissingDiscount(
     Result = RefundResult
 
     title = Localized("Refund a missed discount", "Rembourser une remise manquée")
+    request_fields = {
+        "payment": RequestField(
+            Localized("Payment", "Paiement"),
+            Localized(
+                "The payment's reference in the order, like P1.",
+                "La référence du paiement dans la commande, par exemple P1.",
+            ),
+        ),
+        "line_item": RequestField(
+            Localized("Line item", "Article"),
+            Localized(
+                "The item's reference in the order, like L1.",
+                "La référence de l'article dans la commande, par exemple L1.",
+            ),
+        ),
+        "discount": RequestField(
+            Localized("Discount", "Remise"),
+            Localized(
+                "The missed discount's reference in the order, like D1.",
+                "La référence de la remise manquée dans la commande, par exemple D1.",
+            ),
+        ),
+        "destination": REFUND_DESTINATION,
+    }
     preview_fields = {
         "participant_name": PreviewField(Localized("Participant", "Participant(e)")),
         "product_name": PreviewField(Localized("Product", "Produit")),

@@ -93,6 +93,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
     cs, seeded = web.cs, web.seeded
     web.add_member(NORA, "Nora Berg", [Permission.REFUND_ORDERS], ("granite", "maple"))
     to_approve, to_decline = web.propose("refund-ok"), web.propose("refund-stale")
+    to_edit = web.propose("refund-lost-response")
     # Another order than the proposals': a proposal the chat makes must not supersede them.
     order = seeded["orders"]["refund-declined"]
     email_form = seeded["broadcast_forms"]["granite"]
@@ -107,7 +108,12 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
     choosing.page_token("/sign-in")
 
     def ava_state() -> Any:
-        return signed_in_state(ava), web.status(to_approve), web.status(to_decline)
+        return (
+            signed_in_state(ava),
+            web.status(to_approve),
+            web.status(to_decline),
+            web.status(to_edit),
+        )
 
     def signed_out_state(browser: Browser) -> Callable[[], Any]:
         return lambda: (browser.get("/").headers.get("location"), sign_in_rows(web))
@@ -134,6 +140,10 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
              ava, stranger_token, 405, ava_state),
         Form("/proposals/{proposal_id}/decline", f"/proposals/{to_decline}/decline",
              {"note": "forged"}, ava, stranger_token, 405, ava_state),
+        Form("/proposals/{proposal_id}/edit", f"/proposals/{to_edit}/edit",
+             {"payment": "P1", "line_item": "L1", "discount": "D1",
+              "destination": "account_credit"},
+             ava, stranger_token, 200, ava_state),
     ]  # fmt: skip
     assert {form.route for form in forms} == page_forms(web.app)
     before = snapshot(cs)
@@ -160,7 +170,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             if count_events(cs) != before.events:
                 wrong.append(f"{case}: stored an event")
 
-    assert len(tried) == 63
+    assert len(tried) == 70
     assert wrong == []
     assert_nothing_changed(cs, before)
 

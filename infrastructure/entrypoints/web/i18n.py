@@ -2,7 +2,8 @@
 
 Outcome messages are not here: they are the application's own texts from
 ``domain.messages.outcome_message`` and ``domain.handback``. Nor is anything about one
-operation: its title, headline and preview labels are its contract's (``preview_fields``).
+operation: its title, headline, preview labels and edit-form labels are its contract's
+(``preview_fields``, ``request_fields``).
 Nor anything about one section: its names, chat texts and read-tool labels are its
 assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``,
 ``chat.title.<name>``, ``chat.lead.<name>``, ``chat.placeholder.<name>``, ``start.<name>``,
@@ -222,6 +223,92 @@ TEXTS: dict[str, dict[str, str]] = {
             "reference if you contact support: {reference}"
         ),
         "error.home": "Go to the inbox",
+        "state.superseded": "Replaced",
+        "review.replaced_title": "Replaced by a newer proposal",
+        "review.replaced_text": (
+            "A newer proposal for the same thing replaced this one, so it can no longer be "
+            "approved or declined. This one changed nothing."
+        ),
+        "review.replaced_link": "Open the newer proposal",
+        "review.changes_title": "What changed",
+        "review.changes_field": "What",
+        "review.changes_before": "Before",
+        "review.changes_after": "After",
+        "review.changes_label": "{label}:",
+        "review.changes_none": "This edit changed nothing the review shows.",
+        "review.earlier_version": "See the earlier version",
+        "review.approvals": "Approvals",
+        "review.approvals_count": "{given} of {required}",
+        "review.you_approved": "You have approved it.",
+        "review.awaiting_one": "It awaits one more manager's approval; nothing runs until then.",
+        "review.awaiting_more": (
+            "It awaits {count} more managers' approvals; nothing runs until then."
+        ),
+        "review.requester_barred": (
+            "You requested this proposal, and the club's policy asks another manager to "
+            "approve it. You may still decline it."
+        ),
+        "review.first_of": (
+            "Your approval will be {given} of {required}: nothing runs until another manager "
+            "approves too."
+        ),
+        "review.policy": "Approval policy",
+        "review.edit": "Edit",
+        "review.edit_hint": (
+            "Change what it asks for: the application prepares a new proposal from your changes."
+        ),
+        "policy.rule": "When this was proposed, the club's rule for it was: {quorum}.",
+        "policy.rule_above": (
+            "When this was proposed, the club's rule for it was: above {amount}, {quorum}."
+        ),
+        "policy.quorum": "{count} different managers must approve",
+        "policy.single": "one manager's approval is enough",
+        "policy.not_requester": "The person who requested it may not approve it.",
+        "policy.under_threshold": (
+            "This one is not above that amount: one manager's approval is enough."
+        ),
+        "inbox.approvals": "{given} of {required} approvals",
+        "notice.awaiting_approvals": (
+            "Your approval is recorded. Nothing runs until another manager approves too."
+        ),
+        "notice.already_approved_by_you": (
+            "You have already approved this proposal, and an approval counts once per person. "
+            "It awaits another manager."
+        ),
+        "notice.superseded": (
+            "A newer proposal replaced this one; it can no longer be approved or declined."
+        ),
+        "notice.requester_may_not_approve": (
+            "You requested this proposal; the club's policy asks another manager to approve it."
+        ),
+        "notice.not_revisable": (
+            "This proposal can no longer be edited: it was approved, or a newer one replaced it."
+        ),
+        "notice.revised": (
+            "Here is the new proposal, prepared again from your changes. Review it before "
+            "anyone approves it."
+        ),
+        "edit.title": "Edit the proposal",
+        "edit.back": "Back to the proposal",
+        "edit.lead": (
+            "Change what the proposal asks for. The application checks it again and works out "
+            "everything else itself, amounts included, then makes a new proposal; nothing "
+            "changes until someone approves it."
+        ),
+        "edit.nothing_to_choose": (
+            "This proposal has nothing to choose: preparing it again reads the records as they "
+            "are now."
+        ),
+        "edit.problems": (
+            "The new proposal could not be prepared, and nothing was changed. Correct what is "
+            "marked, then try again."
+        ),
+        "edit.submit": "Prepare the new proposal",
+        "edit.cancel": "Cancel",
+        "edit.optional": "(optional)",
+        "edit.none": "(none)",
+        "edit.problem.number": "Write a whole number.",
+        "edit.problem.json": "This is not in the expected form (JSON).",
     },
     "fr": {
         "app.tagline": ("Les assistants IA proposent. Vous approuvez. Le système du club exécute."),
@@ -447,6 +534,99 @@ TEXTS: dict[str, dict[str, str]] = {
             "référence si vous contactez le soutien : {reference}"
         ),
         "error.home": "Aller à la liste à traiter",
+        "state.superseded": "Remplacée",
+        "review.replaced_title": "Remplacée par une proposition plus récente",
+        "review.replaced_text": (
+            "Une proposition plus récente pour la même chose a remplacé celle-ci : elle ne peut "
+            "plus être approuvée ni refusée. Celle-ci n'a rien modifié."
+        ),
+        "review.replaced_link": "Ouvrir la proposition plus récente",
+        "review.changes_title": "Ce qui a changé",
+        "review.changes_field": "Élément",
+        "review.changes_before": "Avant",
+        "review.changes_after": "Après",
+        "review.changes_label": "{label} :",
+        "review.changes_none": "Cette modification ne change rien de ce qui est affiché.",
+        "review.earlier_version": "Voir la version précédente",
+        "review.approvals": "Approbations",
+        "review.approvals_count": "{given} sur {required}",
+        "review.you_approved": "Vous l'avez approuvée.",
+        "review.awaiting_one": (
+            "Il manque l'approbation d'un autre gestionnaire ; rien ne s'exécute d'ici là."
+        ),
+        "review.awaiting_more": (
+            "Il manque l'approbation de {count} autres gestionnaires ; rien ne s'exécute d'ici là."
+        ),
+        "review.requester_barred": (
+            "Vous avez demandé cette proposition, et la règle du club demande qu'un autre "
+            "gestionnaire l'approuve. Vous pouvez encore la refuser."
+        ),
+        "review.first_of": (
+            "Votre approbation comptera pour {given} sur {required} : rien ne s'exécute tant "
+            "qu'un autre gestionnaire n'a pas approuvé aussi."
+        ),
+        "review.policy": "Règle d'approbation",
+        "review.edit": "Modifier",
+        "review.edit_hint": (
+            "Changez ce qu'elle demande : l'application prépare une nouvelle proposition à partir "
+            "de vos modifications."
+        ),
+        "policy.rule": "Au moment de la proposition, la règle du club était : {quorum}.",
+        "policy.rule_above": (
+            "Au moment de la proposition, la règle du club était : au-delà de {amount}, {quorum}."
+        ),
+        "policy.quorum": "{count} gestionnaires différents doivent approuver",
+        "policy.single": "l'approbation d'un seul gestionnaire suffit",
+        "policy.not_requester": "La personne qui l'a demandée ne peut pas l'approuver.",
+        "policy.under_threshold": (
+            "Celle-ci ne dépasse pas ce montant : l'approbation d'un seul gestionnaire suffit."
+        ),
+        "inbox.approvals": "Approbations : {given} sur {required}",
+        "notice.awaiting_approvals": (
+            "Votre approbation est enregistrée. Rien ne s'exécute avant qu'un autre gestionnaire "
+            "approuve aussi."
+        ),
+        "notice.already_approved_by_you": (
+            "Vous avez déjà approuvé cette proposition, et chaque personne ne compte qu'une "
+            "fois. Elle attend un autre gestionnaire."
+        ),
+        "notice.superseded": (
+            "Une proposition plus récente a remplacé celle-ci ; elle ne peut plus être approuvée "
+            "ni refusée."
+        ),
+        "notice.requester_may_not_approve": (
+            "Vous avez demandé cette proposition ; la règle du club demande qu'un autre "
+            "gestionnaire l'approuve."
+        ),
+        "notice.not_revisable": (
+            "Cette proposition ne peut plus être modifiée : elle a été approuvée, ou une plus "
+            "récente l'a remplacée."
+        ),
+        "notice.revised": (
+            "Voici la nouvelle proposition, préparée de nouveau à partir de vos modifications. "
+            "Examinez-la avant que quiconque l'approuve."
+        ),
+        "edit.title": "Modifier la proposition",
+        "edit.back": "Retour à la proposition",
+        "edit.lead": (
+            "Changez ce que demande la proposition. L'application la vérifie de nouveau et "
+            "établit elle-même tout le reste, montants compris, puis crée une nouvelle "
+            "proposition ; rien ne change avant qu'une personne l'approuve."
+        ),
+        "edit.nothing_to_choose": (
+            "Cette proposition n'a rien à choisir : la préparer de nouveau relit les dossiers "
+            "tels qu'ils sont maintenant."
+        ),
+        "edit.problems": (
+            "La nouvelle proposition n'a pas pu être préparée, et rien n'a été modifié. "
+            "Corrigez ce qui est signalé, puis réessayez."
+        ),
+        "edit.submit": "Préparer la nouvelle proposition",
+        "edit.cancel": "Annuler",
+        "edit.optional": "(facultatif)",
+        "edit.none": "(aucun)",
+        "edit.problem.number": "Écrivez un nombre entier.",
+        "edit.problem.json": "Ce n'est pas dans la forme attendue (JSON).",
     },
 }
 

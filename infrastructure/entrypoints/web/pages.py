@@ -1,12 +1,13 @@
 """The server-rendered browser experience, mounted on the HTTP application.
 
 ``mount_pages(app, cs)`` adds HTML routes beside the JSON API: the site's plumbing
-(``site.py``), then the handlers by area (``signing_in.py``, ``proposals.py``,
+(``site.py``), then the handlers by area (``signing_in.py``, ``proposals.py``, ``edits.py``,
 ``conversations.py``), which render ``views.py``'s values through the templates.
 
-Everything works without JavaScript: approve, decline, sending a message and switching
-language are plain POST forms, each carrying the session's CSRF token, and every one answers
-with a redirect (POST, then GET), so reloading a page never repeats an action.
+Everything works without JavaScript: approve, decline, editing a proposal, sending a message
+and switching language are plain POST forms, each carrying the session's CSRF token, and every
+one that succeeds answers with a redirect (POST, then GET), so reloading a page never repeats
+an action.
 
 Rules every route follows:
 
@@ -31,6 +32,7 @@ import inspect
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
+from countersign.infrastructure.entrypoints.web.edits import EditPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
 from countersign.infrastructure.entrypoints.web.sessions import Sessions, session_secret
 from countersign.infrastructure.entrypoints.web.signing_in import SignInPages
@@ -58,6 +60,7 @@ def mount_pages(
     signing = SignInPages(site)
     proposals = ProposalPages(site)
     conversations = ConversationPages(site)
+    edits = EditPages(site)
     get, post = ["GET"], ["POST"]
     routes: list[tuple[str, Handler, list[str], bool, bool]] = [
         # path, handler, methods, signed in, CSRF checked
@@ -75,6 +78,8 @@ def mount_pages(
         ("/proposals/{proposal_id}/approve", proposals.approve, post, True, True),
         ("/proposals/{proposal_id}/decline", proposals.decline, post, True, True),
         ("/proposals/{proposal_id}/status", proposals.status, get, True, False),
+        ("/proposals/{proposal_id}/edit", edits.form, get, True, False),
+        ("/proposals/{proposal_id}/edit", edits.revise, post, True, True),
     ]
     for path, handler, methods, signed_in, csrf in routes:
         app.add_route(

@@ -12,17 +12,20 @@ from countersign.application.access import sections_of
 from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.organization import Permission
-from countersign.domain.errors import ConcurrencyConflictError
+from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.messages import origin_line
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
     Site,
+    User,
     Visit,
     redirect,
 )
 from countersign.infrastructure.entrypoints.web.views import (
+    decision,
     format_time,
+    policy_lines,
     proposal_view,
 )
 from starlette.responses import Response
@@ -120,7 +123,8 @@ class ProposalPages:
         )
 
     def review(self, visit: Visit) -> Response:
-        reviewed = self.cs.access.review(_proposal_id(visit), visit.signed_in.caller)
+        user = visit.signed_in
+        reviewed = self.cs.access.review(proposal_id_of(visit), user.caller)
         now = self.cs.proposals.clock.now()
         view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         conversation = None
@@ -133,6 +137,15 @@ class ProposalPages:
             "review.html",
             proposal=view,
             may_decide=reviewed.may_decide,
+            decision=decision(view, reviewed.record, reviewed.may_decide, user.email),
+            approvers=[self._name(user, email) for email in view["approvals"]],
+            policy=policy_lines(
+                reviewed.record.get("policy"),
+                dict(reviewed.record.get("preview") or {}),
+                visit.t,
+                visit.language,
+            ),
+            changes=self._changes(view, visit),
             conversation=conversation,
             next_step=_next_step(view, conversation, visit),
             requester=_requester(reviewed, visit),
@@ -141,6 +154,20 @@ class ProposalPages:
             refresh=REFRESH.get(view["status"]),
             max_note=MAX_NOTE,
         )
+
+    def _name(self, user: User, email: str) -> str:
+        """A member's name as their club knows them now; their email once they left it."""
+        try:
+            return self.cs.club.membership(user.organization, email).member.name
+        except NotFoundError:
+            return email
+
+    def _changes(self, view: dict[str, Any], visit: Visit) -> list[dict[str, str]]:
+        """What a revision changed against the version it revised, field by field."""
+        if not view["revision_of"]:
+            return []
+        card = self.cs.access.card(view["id"], visit.signed_in.caller, visit.language)
+        return [dict(change) for change in card.changes]
 
     def approve(self, visit: Visit) -> Response:
         """Approve; an effect that cannot be undone first shows what it is, once, and runs
@@ -155,12 +182,14 @@ class ProposalPages:
         """The confirmation page, if this proposal needs one and the caller may approve it
         now; otherwise None, and approving answers as it always does."""
         try:
-            reviewed = self.cs.access.review(_proposal_id(visit), visit.signed_in.caller)
+            reviewed = self.cs.access.review(proposal_id_of(visit), visit.signed_in.caller)
         except ForbiddenError:
             return None
         now = self.cs.proposals.clock.now()
         view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
-        if not (view["pending"] and reviewed.may_decide and view["irreversible"]):
+        mine = decision(view, reviewed.record, reviewed.may_decide, visit.signed_in.email)
+        # Only the approval that runs it: an earlier one of several changes nothing yet.
+        if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
         return self.site.render(visit, "confirm.html", proposal=view)
 
@@ -169,7 +198,7 @@ class ProposalPages:
 
     def _decide(self, visit: Visit, *, decline: bool) -> Response:
         user = visit.signed_in
-        pid = _proposal_id(visit)
+        pid = proposal_id_of(visit)
         kind: str
         try:
             if decline:
@@ -185,7 +214,8 @@ class ProposalPages:
         else:
             if report.result == "not_approvable" and report.reason == "not_found":
                 raise PageError("not_found", 404)
-            kind = str(report.reason if report.result == "not_approvable" else report.result)
+            # Why not, or why not yet (already approved by you), else what happened.
+            kind = str(report.reason or report.result)
         log.info(
             "%s %s %s: %s (request %s)",
             user.email,
@@ -198,7 +228,7 @@ class ProposalPages:
         return redirect(f"/proposals/{pid}")
 
     def status(self, visit: Visit) -> Response:
-        record = self.cs.access.record(_proposal_id(visit), visit.signed_in.caller)
+        record = self.cs.access.record(proposal_id_of(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
         view = proposal_view(record, visit.t, visit.language, now, _zone(visit))
         return self.site.render(
@@ -243,7 +273,7 @@ def _zone(visit: Visit) -> str:
     return visit.signed_in.membership.time_zone
 
 
-def _proposal_id(visit: Visit) -> str:
+def proposal_id_of(visit: Visit) -> str:
     """The proposal id in the path, in its one spelling; a malformed one is not found."""
     try:
         return str(UUID(visit.params.get("proposal_id", "").strip()))

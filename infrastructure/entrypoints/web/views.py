@@ -43,7 +43,11 @@ STATUS_TONE = {
     "failed": "bad",
     "declined": "muted",
     "expired": "muted",
+    "superseded": "muted",
 }
+#: The states an edit may start from (``ProposalService.revise``): never one that ran or
+#: that a newer proposal replaced.
+REVISABLE = frozenset({"pending", "declined", "expired", "revision_required"})
 OUTCOME_TONE = {
     "succeeded": "ok",
     "needs_reconciliation": "info",
@@ -191,7 +195,89 @@ def proposal_view(
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
+        **_governance(record, t),
     }
+
+
+def _governance(record: dict[str, Any], t: Translate) -> dict[str, Any]:
+    """Quorum, supersession and revision, from a record or a card (a card of a projection
+    without these columns reads as one approval needed, never replaced, no earlier version)."""
+    approvals = [str(email) for email in record.get("approvals") or []]
+    required = int(record.get("approvals_required") or 1)
+    superseded_by = record.get("superseded_by")
+    revision_of = record.get("revision_of")
+    return {
+        "approvals": approvals,
+        "approvals_required": required,
+        "quorum": required > 1 or len(approvals) > 1,
+        "approvals_count": t("review.approvals_count", given=len(approvals), required=required),
+        "approvals_line": t("inbox.approvals", given=len(approvals), required=required)
+        if required > 1
+        else "",
+        "superseded_by": str(superseded_by) if superseded_by else None,
+        "revision_of": str(revision_of) if revision_of else None,
+    }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the signed-in person may do about a proposal, and why not when they may not."""
+
+    may_approve: bool
+    you_approved: bool
+    barred: bool
+    final: bool
+    """Whether their approval would be the last one needed (and so run it)."""
+    may_edit: bool
+
+
+def decision(
+    view: dict[str, Any], record: dict[str, Any], may_decide: bool, email: str
+) -> Decision:
+    """The person's part in ``view`` (a proposal_view of ``record``): approving needs the
+    permission, a pending proposal, not having approved it already, and, for the requester,
+    a policy that lets them; their approval runs it when it is the last one its quorum needs.
+    Editing needs the permission and a state an edit starts from."""
+    policy = record.get("policy") if isinstance(record.get("policy"), dict) else {}
+    who = email.strip().lower()
+    you_approved = who in view["approvals"]
+    barred = who == str(record.get("requested_by") or "").strip().lower() and not bool(
+        (policy or {}).get("requester_may_approve", True)
+    )
+    return Decision(
+        may_approve=may_decide and view["pending"] and not you_approved and not barred,
+        you_approved=you_approved,
+        barred=barred,
+        final=len(view["approvals"]) + 1 >= view["approvals_required"],
+        may_edit=may_decide and view["status"] in REVISABLE and not view["superseded_by"],
+    )
+
+
+def policy_lines(policy: Any, preview: dict[str, Any], t: Translate, language: str) -> list[str]:
+    """The approval policy a proposal was frozen under, in sentences; none without one."""
+    if not isinstance(policy, dict) or not isinstance(policy.get("rule"), dict):
+        return []
+    rule = policy["rule"]
+    approvals = int(rule.get("approvals") or 1)
+    quorum = t("policy.quorum", count=approvals) if approvals > 1 else t("policy.single")
+    above = rule.get("above_cents")
+    lines = [
+        t("policy.rule", quorum=quorum)
+        if above is None
+        else t(
+            "policy.rule_above",
+            amount=money(above, preview.get("currency"), language),
+            quorum=quorum,
+        )
+    ]
+    applies = int(policy.get("approvals_required") or 1) == approvals and bool(
+        policy.get("requester_may_approve", True)
+    ) == bool(rule.get("requester_may_approve", True))
+    if not applies:  # under the threshold: one approval by anyone permitted
+        lines.append(t("policy.under_threshold"))
+    elif not rule.get("requester_may_approve", True):
+        lines.append(t("policy.not_requester"))
+    return lines
 
 
 def _why_not(outcome: Any, language: str) -> str | None:

@@ -1,0 +1,133 @@
+"""Editing a proposal: a form of its request, and a new proposal from what it holds.
+
+An edit is a new revision, never a change in place: the form (``request_form.py``) shows
+what the request asked for, and posting it asks the application to run the whole contract
+again (``ProposalAccess.revise``). Problems come back next to the fields they are about, in
+the application's own people-worded sentences, with everything the person typed kept; a
+success goes to the new proposal, which shows what changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from countersign.application.errors import NotRevisableError
+from countersign.application.proposal_access import ProposalReview
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.errors import ConcurrencyConflictError
+from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of
+from countersign.infrastructure.entrypoints.web.request_form import (
+    Spec,
+    form_fields,
+    place,
+    posted,
+    request_of,
+    shown,
+    specs,
+)
+from countersign.infrastructure.entrypoints.web.site import PageError, Site, Visit, redirect
+from countersign.infrastructure.entrypoints.web.views import REVISABLE
+from starlette.responses import Response
+
+log = logging.getLogger("countersign.web")
+
+
+class EditPages:
+    """The edit form of one proposal, and the new revision it makes."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.cs = site.cs
+
+    def form(self, visit: Visit) -> Response:
+        """The form, filled with the request the proposal was frozen from (blank for one
+        frozen before requests were kept)."""
+        found = self._editable(visit)
+        if isinstance(found, Response):
+            return found
+        reviewed, contract = found
+        fields = specs(contract.Request)
+        values = shown(fields, reviewed.record.get("request"))
+        return self._page(visit, reviewed, contract, fields, values)
+
+    def revise(self, visit: Visit) -> Response:
+        """A new proposal from the posted form; the form again, with what is wrong, if the
+        application refuses it."""
+        found = self._editable(visit)
+        if isinstance(found, Response):
+            return found
+        reviewed, contract = found
+        fields = specs(contract.Request)
+        values = posted(fields, visit.form)
+        request, unreadable = request_of(fields, values)
+        if unreadable:
+            errors = {path: [visit.t(key)] for path, key in unreadable.items()}
+            return self._page(visit, reviewed, contract, fields, values, errors, status=422)
+        pid = str(reviewed.record["proposal_id"])
+        try:
+            created = self.cs.access.revise(pid, visit.signed_in.caller, request)
+        except InvalidRequestError as refused:
+            by_field, general = place(fields, refused.problems, visit.language)
+            return self._page(
+                visit, reviewed, contract, fields, values, by_field, general, status=422
+            )
+        except NotRevisableError:
+            # Approved or replaced meanwhile: its page says which, and links the newer one.
+            self.site.flash(visit, "not_revisable", pid)
+            return redirect(f"/proposals/{pid}")
+        except ConcurrencyConflictError:
+            general = [visit.t("notice.busy")]
+            return self._page(visit, reviewed, contract, fields, values, {}, general, status=409)
+        log.info(
+            "%s revised %s as %s (request %s)",
+            visit.signed_in.email,
+            pid,
+            created.proposal_id,
+            correlation_id_of(visit.request),
+        )
+        self.site.flash(visit, "revised", created.proposal_id)
+        return redirect(f"/proposals/{created.proposal_id}")
+
+    def _editable(self, visit: Visit) -> tuple[ProposalReview, AnyContract] | Response:
+        """The proposal and its contract, if the person may edit it now: 404 for another
+        club's or an unknown one, 403 without the permission to decide it, and its own page
+        (saying why) when its state no longer takes an edit."""
+        pid = proposal_id_of(visit)
+        reviewed = self.cs.access.review(pid, visit.signed_in.caller)
+        contract = REGISTRY.get(str(reviewed.record["operation"]))
+        if contract is None:
+            raise PageError("not_found", 404)
+        if not reviewed.may_decide:
+            raise PageError("forbidden", 403)
+        if str(reviewed.record["status"]) not in REVISABLE:
+            self.site.flash(visit, "not_revisable", pid)
+            return redirect(f"/proposals/{pid}")
+        return reviewed, contract
+
+    def _page(
+        self,
+        visit: Visit,
+        reviewed: ProposalReview,
+        contract: AnyContract,
+        fields: tuple[Spec, ...],
+        values: dict[str, str],
+        errors: dict[str, list[str]] | None = None,
+        general: list[str] | None = None,
+        status: int = 200,
+    ) -> Response:
+        record: dict[str, Any] = reviewed.record
+        return self.site.render(
+            visit,
+            "edit.html",
+            status=status,
+            proposal_id=str(record["proposal_id"]),
+            title=contract.title.text(visit.language),
+            fields=form_fields(
+                fields, values, errors or {}, contract.request_fields, visit.language, visit.t
+            ),
+            general=general or [],
+            invalid=bool(errors or general),
+        )
