@@ -133,3 +133,9 @@ def update(
 ) -> Mapping[str, Any] | None:
     """Change some columns of an existing row; a missing row is left missing."""
     return rows.update(table, key, **changes)
+
+
+def approvals_required(policy: Mapping[str, Any] | None) -> int:
+    """How many distinct people a proposal frozen under ``policy`` needs (``Proposed.policy``,
+    None before policies or where none is set: one), as ``Proposal.approvals_required``."""
+    return int((policy or {}).get("approvals_required", 1))

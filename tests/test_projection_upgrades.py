@@ -12,6 +12,7 @@ from countersign.projections.base import Column, Projection, Rows, Table, handle
 
 from tests.conftest import AVA
 from tests.test_projections import propose
+from tests.test_upgrade_fixture import upgraded  # noqa: F401 (a fixture)
 
 
 class _Proposals(Projection):
@@ -80,3 +81,31 @@ def test_tables_built_by_other_code_are_dropped_and_rebuilt_on_the_next_catch_up
     rewritten.catch_up()
     assert _rows(cs) == [(proposal_id, "ORDER.REFUND_MISSING_DISCOUNT", AVA)]
     assert rewritten.status().lag == 0
+
+
+def test_an_old_deployments_projections_rebuild_themselves_and_show_the_new_columns(upgraded):  # noqa: F811
+    """The golden database's cards were built before approvals and supersession: today's
+    runners rebuild them on their first catch-up, old proposals reading as one approval."""
+    cs, manifest = upgraded
+    ids = manifest["proposals"]
+    cs.proposals.approve(ids["pending_card_refund"], AVA)
+    for runner in cs.projection_runners():
+        runner.catch_up()
+        assert runner.status().lag == 0
+    granite = manifest["seed"]["organizations"][0]["id"]
+    approved = cs.read_models.card(granite, ids["pending_card_refund"])
+    assert approved is not None
+    assert (approved["status"], approved["approvals"], approved["approvals_required"]) == (
+        "succeeded",
+        [AVA],
+        1,
+    )
+    declined = cs.read_models.card(granite, ids["declined"])
+    assert declined is not None
+    assert (declined["status"], declined["approvals"], declined["policy"]) == ("declined", [], None)
+    with cs.sql.transaction() as cursor:
+        facts = dict(
+            cursor.execute("SELECT proposal_id, approvals_count FROM proposal_facts").fetchall()
+        )
+    assert facts[ids["pending_card_refund"]] == 1
+    assert facts[ids["declined"]] == 0
