@@ -56,6 +56,41 @@ OUTCOME_TITLES: dict[str, Localized] = {
 """The headline of each kind of outcome (a decline is a revision-required outcome of its own
 kind here), unless the operation words it itself (``OperationContract.outcome_titles``)."""
 
+SUPERSEDED: dict[str, Localized] = {
+    "revision": Localized(
+        "Replaced by an edit: this proposal will not run, and nothing was changed by it. "
+        "The edited proposal: {headline} (proposal {proposal_id}).",
+        "Remplacée par une modification : cette proposition ne sera pas exécutée et n'a rien "
+        "modifié. La proposition modifiée : {headline} (proposition {proposal_id}).",
+    ),
+    "newer": Localized(
+        "Replaced by a newer proposal for the same thing: this proposal will not run, and "
+        "nothing was changed by it. The newer proposal: {headline} (proposal {proposal_id}).",
+        "Remplacée par une proposition plus récente pour la même chose : cette proposition ne "
+        "sera pas exécutée et n'a rien modifié. La plus récente : {headline} "
+        "(proposition {proposal_id}).",
+    ),
+    "executed": Localized(
+        "Out of date: another proposal was carried out and changed what this one relied on. "
+        "This proposal will not run, and nothing was changed by it. The one carried out: "
+        "{headline} (proposal {proposal_id}).",
+        "Dépassée : une autre proposition a été exécutée et a changé ce sur quoi reposait "
+        "celle-ci. Cette proposition ne sera pas exécutée et n'a rien modifié. Celle qui a été "
+        "exécutée : {headline} (proposition {proposal_id}).",
+    ),
+}
+"""What the conversation is told when its proposal is superseded, by how it was replaced:
+by an edit of it (``revision``), by a newer proposal for the same thing (``newer``), or by
+another proposal whose execution made its preview stale (``executed``)."""
+
+AWAITING_APPROVALS = Localized(
+    "Approved by {approvals} of {required}. Nothing has changed yet: it runs once the "
+    "remaining approvals are given.",
+    "Approuvée par {approvals} sur {required}. Rien n'a encore changé : elle sera exécutée "
+    "une fois les approbations restantes données.",
+)
+"""What the conversation is told when its proposal has some, not all, of its approvals."""
+
 _FIXED: dict[str, dict[str, str]] = {
     "en": {
         "revision": (

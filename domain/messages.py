@@ -18,7 +18,13 @@ from countersign.domain.contracts.presentation import (
     fallback_fields,
     preview_rows,
 )
-from countersign.domain.handback import OUTCOME_TITLES, outcome_text, outcome_title_key
+from countersign.domain.handback import (
+    AWAITING_APPROVALS,
+    OUTCOME_TITLES,
+    SUPERSEDED,
+    outcome_text,
+    outcome_title_key,
+)
 from countersign.domain.outcomes import Succeeded, outcome_from_stored
 from pydantic import ValidationError
 
@@ -51,6 +57,36 @@ def outcome_messages(
     result = contract.Result.model_validate(outcome.result)
     return tuple(
         outcome_text(outcome, contract.success_text(valid_preview, result, language), language)
+        for language in languages
+    )
+
+
+def superseded_messages(
+    how: str,
+    replacing_kind: str,
+    replacing_preview: dict[str, Any],
+    replacing_id: str,
+    languages: Sequence[str] = LANGUAGES,
+) -> tuple[str, ...]:
+    """What the conversation of a superseded proposal is told: how it was replaced (a key of
+    ``domain.handback.SUPERSEDED``) and by which proposal, named by its headline and id."""
+    text = SUPERSEDED[how]
+    return tuple(
+        text.text(
+            language,
+            headline=proposal_headline(replacing_kind, replacing_preview, language),
+            proposal_id=replacing_id,
+        )
+        for language in languages
+    )
+
+
+def awaiting_approvals_messages(
+    approvals: int, required: int, languages: Sequence[str] = LANGUAGES
+) -> tuple[str, ...]:
+    """ "Approved by 1 of 2": a proposal that has some of the approvals its policy asks for."""
+    return tuple(
+        AWAITING_APPROVALS.text(language, approvals=approvals, required=required)
         for language in languages
     )
 

@@ -1,14 +1,26 @@
-"""Analytics: one fact row per proposal and daily roll-ups. Documented in docs/analytics.md."""
+"""Analytics: one fact row per proposal, one row per approval, and daily roll-ups. Documented
+in docs/analytics.md (tests/test_analytics_docs.py keeps every column documented)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.domain.approval_policy import ApprovalPolicy
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    approvals_required,
+    event_time,
+    handles,
+)
 
 ORGANIZATIONS = "analytics_organizations"
 FACTS = "proposal_facts"
+APPROVALS = "proposal_approvals"
 DAILY = "daily_outcomes"
 
 
@@ -16,6 +28,7 @@ class Analytics(Projection):
     """Tables for analysts: facts per proposal, roll-ups per day, organization and outcome."""
 
     name = "analytics"
+    version = 2  # supersession, quorum approvals, revisions, policies
     tables = (
         Table(
             ORGANIZATIONS,
@@ -42,9 +55,31 @@ class Analytics(Projection):
                 Column("revision_reason"),
                 Column("amount_cents", "int"),
                 Column("currency"),
+                Column("approvals_count", "int"),
+                Column("approvals_required", "int"),
+                Column("policy_applied", "bool"),
+                Column("revision_of"),
+                Column("superseded_by"),
+                Column("superseded_at", "time"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "proposed_day"), ("operation", "outcome")),
+        ),
+        Table(
+            APPROVALS,
+            (
+                Column("proposal_id"),
+                Column("ordinal", "int"),
+                Column("organization_id"),
+                Column("operation"),
+                Column("approver"),
+                Column("approved_at", "time"),
+                Column("seconds_since_proposed", "real"),
+                Column("seconds_since_previous", "real"),
+            ),
+            key=("proposal_id", "ordinal"),
+            indexes=(("organization_id", "approved_at"), ("approver",)),
+            append_only=True,
         ),
         Table(
             DAILY,
@@ -71,6 +106,8 @@ class Analytics(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         at = event_time(event)
         amount = event.preview.get("amount_cents")
+        policy = getattr(event, "policy", None)  # None in events stored before policies
+        revision_of = getattr(event, "revision_of", None)
         fact = {
             "proposal_id": str(event.originator_id),
             "organization_id": str(event.organization_id),
@@ -89,13 +126,51 @@ class Analytics(Projection):
             "revision_reason": None,
             "amount_cents": amount if isinstance(amount, int) else None,
             "currency": event.preview.get("currency"),
+            "approvals_count": 0,
+            "approvals_required": approvals_required(policy),
+            "policy_applied": policy_applied(policy),
+            "revision_of": None if revision_of is None else str(revision_of),
+            "superseded_by": None,
+            "superseded_at": None,
         }
         rows.put(FACTS, fact)
         _count(rows, fact, +1)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        self._decide(event, rows, "approved", event.approved_by)
+        """Every approval is a row of ``proposal_approvals``; the one that completes the
+        quorum is the proposal's decision (an earlier one leaves it pending)."""
+        key = (str(event.originator_id),)
+        fact = rows.get(FACTS, key)
+        if fact is None:
+            return
+        at = event_time(event)
+        ordinal = fact["approvals_count"] + 1
+        previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
+        rows.put(
+            APPROVALS,
+            {
+                "proposal_id": key[0],
+                "ordinal": ordinal,
+                "organization_id": fact["organization_id"],
+                "operation": fact["operation"],
+                "approver": event.approved_by,
+                "approved_at": at,
+                "seconds_since_proposed": _seconds(fact["proposed_at"], at),
+                "seconds_since_previous": (
+                    None if previous is None else _seconds(previous["approved_at"], at)
+                ),
+            },
+        )
+        rows.update(FACTS, key, approvals_count=ordinal)
+        if ordinal >= fact["approvals_required"]:
+            self._decide(event, rows, "approved", event.approved_by)
+
+    @handles("Proposal.Superseded")
+    def superseded(self, event: Any, position: int, rows: Rows) -> None:
+        key = (str(event.originator_id),)
+        rows.update(FACTS, key, superseded_by=str(event.by), superseded_at=event_time(event))
+        self._settle(event, rows, status="superseded", outcome="superseded")
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
@@ -156,7 +231,7 @@ class Analytics(Projection):
             decided_at=at,
             decided_by=by,
             decision=decision,
-            seconds_to_decision=round((at - fact["proposed_at"]).total_seconds(), 3),
+            seconds_to_decision=_seconds(fact["proposed_at"], at),
         )
 
     @staticmethod
@@ -186,6 +261,18 @@ class Analytics(Projection):
         settled = rows.update(FACTS, key, **changes)
         assert settled is not None  # it was just read
         _count(rows, settled, +1)
+
+
+def _seconds(since: datetime, until: datetime) -> float:
+    return round((until - since).total_seconds(), 3)
+
+
+def policy_applied(policy: Mapping[str, Any] | None) -> bool:
+    """Whether the policy a proposal was frozen under covers it (its amount is above the
+    rule's threshold, or the rule has none); False where no policy was set."""
+    if policy is None:
+        return False
+    return ApprovalPolicy(**policy["rule"]).applies_to(policy.get("amount_cents"))
 
 
 def _count(rows: Rows, fact: Mapping[str, Any], delta: int) -> None:

@@ -6,6 +6,7 @@ and when it was not executed because a fact changed (someone may want a new prop
 needing attention when it settles, or, for a failure or a revision, once a newer proposal is
 made in the same conversation: the manager followed it up. A proposal the manager declined
 never needs attention: declining was that person's own decision, and nothing is owed to anyone.
+Nor does a superseded one: a newer proposal, or an execution, has taken its place.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Attention(Projection):
     """One row per proposal: its status, and whether it needs attention now (``open``)."""
 
     name = "attention"
+    version = 2  # superseded proposals; "superseded" (by a newer one in the thread) renamed
     tables = (
         Table(
             ITEMS,
@@ -33,7 +35,7 @@ class Attention(Projection):
                 Column("organization_id"),
                 Column("section"),
                 Column("status"),
-                Column("superseded", "bool"),
+                Column("followed_up", "bool"),
                 Column("open", "bool"),
                 Column("since", "time"),
             ),
@@ -55,7 +57,7 @@ class Attention(Projection):
         if earlier is not None:
             item = rows.get(ITEMS, (earlier["proposal_id"],))
             if item is not None:
-                self._set(rows, item, item["status"], superseded=True)
+                self._set(rows, item, item["status"], followed_up=True)
         rows.put(
             THREADS,
             {
@@ -71,7 +73,7 @@ class Attention(Projection):
                 "organization_id": organization_id,
                 "section": event.section,
                 "status": "pending",
-                "superseded": False,
+                "followed_up": False,
                 "open": False,
                 "since": event_time(event),
             },
@@ -107,6 +109,10 @@ class Attention(Projection):
     def expired(self, event: Any, position: int, rows: Rows) -> None:
         self._status(event, rows, "expired")
 
+    @handles("Proposal.Superseded")
+    def superseded(self, event: Any, position: int, rows: Rows) -> None:
+        self._status(event, rows, "superseded")
+
     def _status(self, event: Any, rows: Rows, status: str) -> None:
         item = rows.get(ITEMS, (str(event.originator_id),))
         if item is not None:
@@ -114,9 +120,10 @@ class Attention(Projection):
 
     @staticmethod
     def _set(
-        rows: Rows, item: Any, status: str, *, superseded: bool | None = None, **at: Any
+        rows: Rows, item: Any, status: str, *, followed_up: bool | None = None, **at: Any
     ) -> None:
-        followed_up = bool(item["superseded"]) if superseded is None else superseded
+        if followed_up is None:
+            followed_up = bool(item["followed_up"])
         needs_attention = status == "reconciling" or (
             status in _FOLLOWED_UP_BY_A_NEW_PROPOSAL and not followed_up
         )
@@ -124,7 +131,7 @@ class Attention(Projection):
             ITEMS,
             (item["proposal_id"],),
             status=status,
-            superseded=followed_up,
+            followed_up=followed_up,
             open=needs_attention,
             **at,
         )

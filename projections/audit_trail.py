@@ -1,4 +1,11 @@
-"""The audit trail: one row per proposal lifecycle event, with actor, time and a safe summary."""
+"""The audit trail: one row per proposal lifecycle event, with actor, time and a safe summary,
+and one row per change of an organization's approval policy.
+
+Each approval of a quorum is its own row ("approved (1 of 2)"); a supersession names the
+proposal that replaced it. Policy changes are organization events, kept apart in
+``policy_changes`` with who set them: the trail of proposal events stays one row per link of
+their hash chains (``audit verify`` checks them against it).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,19 @@ from typing import Any
 from countersign.domain.handback import reason_text
 from countersign.domain.messages import origin_source
 from countersign.domain.outcomes import RevisionReason
-from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    approvals_required,
+    event_time,
+    handles,
+)
 
 EVENTS = "audit_events"
 PROPOSALS = "audit_proposals"
+POLICY_CHANGES = "policy_changes"
 SYSTEM = "countersign"
 
 
@@ -18,10 +34,16 @@ class AuditTrail(Projection):
     """Who did what to which proposal, when; queryable per proposal, tenant, actor and time."""
 
     name = "audit_trail"
+    version = 2  # supersessions, quorums, revisions and policy changes
     tables = (
         Table(
             PROPOSALS,
-            (Column("proposal_id"), Column("organization_id"), Column("operation")),
+            (
+                Column("proposal_id"),
+                Column("organization_id"),
+                Column("operation"),
+                Column("approvals_required", "int"),
+            ),
             key=("proposal_id",),
             append_only=True,
         ),
@@ -48,27 +70,81 @@ class AuditTrail(Projection):
             ),
             append_only=True,
         ),
+        Table(
+            POLICY_CHANGES,
+            (
+                Column("position", "int"),
+                Column("organization_id"),
+                Column("operation"),
+                Column("approvals", "int"),
+                Column("above_cents", "int"),
+                Column("requester_may_approve", "bool"),
+                Column("set_by"),
+                Column("at", "time"),
+            ),
+            key=("position",),
+            indexes=(("organization_id", "at"),),
+            append_only=True,
+        ),
     )
+
+    @handles("Organization.ApprovalPolicySet")
+    def policy_set(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put(
+            POLICY_CHANGES,
+            {
+                "position": position,
+                "organization_id": str(event.originator_id),
+                "operation": event.operation,
+                "approvals": event.approvals,
+                "above_cents": event.above_cents,
+                "requester_may_approve": event.requester_may_approve,
+                "set_by": event.set_by,
+                "at": event_time(event),
+            },
+        )
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        policy = getattr(event, "policy", None)
+        required = approvals_required(policy)
         rows.put(
             PROPOSALS,
             {
                 "proposal_id": str(event.originator_id),
                 "organization_id": str(event.organization_id),
                 "operation": event.kind,
+                "approvals_required": required,
             },
         )
         summary = f"proposed {event.kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
             summary += f" through {source}"
+        revision_of = getattr(event, "revision_of", None)
+        if revision_of is not None:
+            summary += f" as a revision of {revision_of}"
+        # What its policy asks beyond one approval by anyone permitted, if anything.
+        asks = [f"needs {required} approvals"] if required > 1 else []
+        if not (policy or {}).get("requester_may_approve", True):
+            asks.append("its requester may not approve")
+        if asks:
+            summary += "; " + ", ".join(asks)
         self._record(event, position, rows, event.requested_by, summary)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, event.approved_by, "approved")
+        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        required = 1 if proposal is None else proposal["approvals_required"]
+        summary = "approved"
+        if required > 1:
+            # While pending a proposal records nothing but approvals: version 2 is the first.
+            summary += f" ({event.originator_version - 1} of {required})"
+        self._record(event, position, rows, event.approved_by, summary)
+
+    @handles("Proposal.Superseded")
+    def superseded(self, event: Any, position: int, rows: Rows) -> None:
+        self._record(event, position, rows, SYSTEM, f"superseded by {event.by}")
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:

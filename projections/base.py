@@ -8,6 +8,7 @@ position. That is what makes every projection exactly-once, resumable and rebuil
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -82,6 +83,10 @@ class Projection(ABC):
 
     name: ClassVar[str]
     tables: ClassVar[tuple[Table, ...]]
+    #: Bump when the handlers write something else for the same events (a new status, an
+    #: event newly handled): with the tables' shape it makes the ``fingerprint`` the runner
+    #: compares with the one its tables were built under, rebuilding them when it differs.
+    version: ClassVar[int] = 1
     _handlers: ClassVar[dict[str, Handler]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -106,6 +111,16 @@ class Projection(ABC):
     def handled_event_types(self) -> list[str]:
         return sorted(self._handlers)
 
+    def fingerprint(self) -> str:
+        """What the stored rows were built by: ``version`` and every table's name, columns,
+        types, key and kind. Indexes are left out: a new one is simply created."""
+        shape = [
+            (t.name, [(c.name, c.type) for c in t.columns], list(t.key), t.append_only)
+            for t in self.tables
+        ]
+        digest = hashlib.sha256(repr(shape).encode()).hexdigest()[:16]
+        return f"v{self.version}-{digest}"
+
 
 def event_time(event: Any) -> datetime:
     """The time the event was recorded, in UTC."""
@@ -118,3 +133,9 @@ def update(
 ) -> Mapping[str, Any] | None:
     """Change some columns of an existing row; a missing row is left missing."""
     return rows.update(table, key, **changes)
+
+
+def approvals_required(policy: Mapping[str, Any] | None) -> int:
+    """How many distinct people a proposal frozen under ``policy`` needs (``Proposed.policy``,
+    None before policies or where none is set: one), as ``Proposal.approvals_required``."""
+    return int((policy or {}).get("approvals_required", 1))

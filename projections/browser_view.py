@@ -1,11 +1,25 @@
-"""The browser view: one card per proposal, and the approval inbox built from the cards."""
+"""The browser view: one card per proposal, and the approval inbox built from the cards.
+
+A card shows the quorum its proposal was frozen under (``policy``, ``approvals_required``) and
+who has approved so far (``approvals``): a first approval of several leaves it pending. A
+superseded card names the proposal that replaced it (``superseded_by``), a revision the one it
+replaces (``revision_of``). Events stored before these existed read as one approval needed.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from countersign.domain.messages import outcome_messages
-from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    approvals_required,
+    event_time,
+    handles,
+)
 
 CARDS = "proposal_cards"
 
@@ -21,6 +35,7 @@ class BrowserView(Projection):
     """What a manager sees: the frozen preview, status, approver and the localized outcome."""
 
     name = "browser_view"
+    version = 2  # superseded cards, approvals
     tables = (
         Table(
             CARDS,
@@ -46,6 +61,11 @@ class BrowserView(Projection):
                 Column("message_fr"),
                 Column("updated_at", "time"),
                 Column("version", "int"),
+                Column("approvals", "json"),
+                Column("approvals_required", "int"),
+                Column("revision_of"),
+                Column("superseded_by"),
+                Column("policy", "json"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "status", "proposed_at"),),
@@ -55,6 +75,8 @@ class BrowserView(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         at = event_time(event)
+        policy = getattr(event, "policy", None)
+        revision_of = getattr(event, "revision_of", None)
         rows.put(
             CARDS,
             {
@@ -79,12 +101,34 @@ class BrowserView(Projection):
                 "message_fr": None,
                 "updated_at": at,
                 "version": event.originator_version,
+                "approvals": [],
+                "approvals_required": approvals_required(policy),
+                "revision_of": None if revision_of is None else str(revision_of),
+                "superseded_by": None,
+                "policy": policy,
             },
         )
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        self._change(event, rows, approved_by=event.approved_by, approved_at=event.approved_at)
+        """One approval: the last one a quorum needs comes with ``Claimed`` (executing), an
+        earlier one leaves the card pending with one more approver."""
+        key = (str(event.originator_id),)
+        card = rows.get(CARDS, key)
+        if card is None:
+            return
+        self._change(
+            event,
+            rows,
+            key,
+            approved_by=event.approved_by,
+            approved_at=event.approved_at,
+            approvals=[*(card["approvals"] or []), event.approved_by],
+        )
+
+    @handles("Proposal.Superseded")
+    def superseded(self, event: Any, position: int, rows: Rows) -> None:
+        self._change(event, rows, status="superseded", superseded_by=str(event.by))
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:

@@ -1,18 +1,33 @@
 """The assistant hand-back: app-authored follow-ups per interaction, and revision context.
 
 Every outcome becomes a message in the conversation that asked for the proposal, written by
-the application (never a model paraphrase). A declined or revision-required proposal leaves
-bounded, safe revision context for the manager's next message in that conversation.
+the application (never a model paraphrase). So does a proposal's supersession (how it was
+replaced, and by which proposal) and a first approval of several ("approved by 1 of 2"). A
+declined or revision-required proposal leaves bounded, safe revision context for the manager's
+next message in that conversation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from countersign.domain.handback import reason_text
-from countersign.domain.messages import outcome_messages
+from countersign.domain.messages import (
+    awaiting_approvals_messages,
+    outcome_messages,
+    superseded_messages,
+)
 from countersign.domain.outcomes import RevisionReason
-from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    approvals_required,
+    event_time,
+    handles,
+)
 
 MESSAGES = "handback_messages"
 CONTEXT = "revision_context"
@@ -26,6 +41,7 @@ class Handback(Projection):
     """What the application says back into the conversation."""
 
     name = "handback"
+    version = 2  # supersession and first approvals are told
     tables = (
         Table(
             PROPOSALS,
@@ -35,6 +51,10 @@ class Handback(Projection):
                 Column("organization_id"),
                 Column("operation"),
                 Column("preview", "json"),
+                Column("revision_of"),
+                Column("approvals", "int"),
+                Column("approvals_required", "int"),
+                Column("executed", "bool"),
             ),
             key=("proposal_id",),
         ),
@@ -73,6 +93,7 @@ class Handback(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        revision_of = getattr(event, "revision_of", None)
         rows.put(
             PROPOSALS,
             {
@@ -81,13 +102,59 @@ class Handback(Projection):
                 "organization_id": str(event.organization_id),
                 "operation": event.kind,
                 "preview": event.preview,
+                "revision_of": None if revision_of is None else str(revision_of),
+                "approvals": 0,
+                "approvals_required": approvals_required(getattr(event, "policy", None)),
+                "executed": False,
             },
         )
         # A new proposal in the conversation supersedes the earlier revision context.
         rows.delete(CONTEXT, (event.interaction_id,))
 
+    @handles("Proposal.Approved")
+    def approved(self, event: Any, position: int, rows: Rows) -> None:
+        """A first approval of several is told ("approved by 1 of 2"); the last one needs no
+        message of its own: the execution it starts ends in an outcome, which is."""
+        key = (str(event.originator_id),)
+        proposal = rows.get(PROPOSALS, key)
+        if proposal is None:
+            return
+        proposal = rows.update(PROPOSALS, key, approvals=proposal["approvals"] + 1)
+        if proposal is None or proposal["approvals"] >= proposal["approvals_required"]:
+            return
+        texts = awaiting_approvals_messages(proposal["approvals"], proposal["approvals_required"])
+        _say(rows, proposal, position, event, "awaiting_approvals", texts)
+
+    @handles("Proposal.Superseded")
+    def superseded(self, event: Any, position: int, rows: Rows) -> None:
+        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        if proposal is None:
+            return
+        by = str(event.by)
+        replacing = rows.get(PROPOSALS, (by,))
+        if replacing is None:  # not in this log: it can only be named by its id
+            how, kind, preview = "newer", proposal["operation"], {}
+        elif replacing["executed"]:
+            how, kind, preview = "executed", replacing["operation"], replacing["preview"]
+        else:
+            how = "revision" if replacing["revision_of"] == proposal["proposal_id"] else "newer"
+            kind, preview = replacing["operation"], replacing["preview"]
+        _say(
+            rows,
+            proposal,
+            position,
+            event,
+            "superseded",
+            superseded_messages(how, kind, preview, by),
+        )
+
+    @handles("Proposal.Succeeded")
+    def executed(self, event: Any, position: int, rows: Rows) -> None:
+        """Remembered so that a proposal this success retires says so; then told."""
+        rows.update(PROPOSALS, (str(event.originator_id),), executed=True)
+        self.outcome(event, position, rows)
+
     @handles(
-        "Proposal.Succeeded",
         "Proposal.Reconciling",
         "Proposal.Failed",
         "Proposal.RevisionRequired",
@@ -98,22 +165,8 @@ class Handback(Projection):
             return
         outcome = event.outcome
         operation = proposal["operation"]
-        text_en, text_fr = outcome_messages(operation, proposal["preview"], outcome)
-        at = event_time(event)
-        rows.put(
-            MESSAGES,
-            {
-                "interaction_id": proposal["interaction_id"],
-                "position": position,
-                "proposal_id": proposal["proposal_id"],
-                "organization_id": proposal["organization_id"],
-                "kind": "outcome",
-                "outcome_kind": outcome["kind"],
-                "text_en": text_en,
-                "text_fr": text_fr,
-                "created_at": at,
-            },
-        )
+        texts = outcome_messages(operation, proposal["preview"], outcome)
+        _say(rows, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
         if outcome["kind"] == "revision_required":
             reason = RevisionReason.model_validate(outcome["reason"])
             rows.put(
@@ -127,9 +180,36 @@ class Handback(Projection):
                     "reason_params": reason.params,
                     "context_en": _context(operation, reason, "en"),
                     "context_fr": _context(operation, reason, "fr"),
-                    "created_at": at,
+                    "created_at": event_time(event),
                 },
             )
+
+
+def _say(
+    rows: Rows,
+    proposal: Mapping[str, Any],
+    position: int,
+    event: Any,
+    kind: str,
+    texts: tuple[str, ...],
+    outcome_kind: str | None = None,
+) -> None:
+    """One app-authored message, in English and French, in the proposal's conversation."""
+    text_en, text_fr = texts
+    rows.put(
+        MESSAGES,
+        {
+            "interaction_id": proposal["interaction_id"],
+            "position": position,
+            "proposal_id": proposal["proposal_id"],
+            "organization_id": proposal["organization_id"],
+            "kind": kind,
+            "outcome_kind": outcome_kind,
+            "text_en": text_en,
+            "text_fr": text_fr,
+            "created_at": event_time(event),
+        },
+    )
 
 
 def _context(operation: str, reason: RevisionReason, language: str) -> str:

@@ -1,7 +1,9 @@
 """Open work for the operators' sweepers: proposals that may still need expiry or reconciling.
 
 A proposal leaves this table as soon as it has a final outcome, so the expiry sweeper and the
-reconciler read a handful of rows instead of scanning the whole log.
+reconciler read a handful of rows instead of scanning the whole log. A superseded proposal has
+one (nothing can approve it, so nothing needs to expire it); a proposal with some of the
+approvals its quorum needs is still pending, and still expires if the rest never come.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ class OpenWork(Projection):
     """Pending, executing and reconciling proposals, with the times the sweepers need."""
 
     name = "open_work"
+    version = 2  # superseded proposals leave
     tables = (
         Table(
             OPEN,
@@ -59,6 +62,7 @@ class OpenWork(Projection):
         "Proposal.Failed",
         "Proposal.Declined",
         "Proposal.Expired",
+        "Proposal.Superseded",
     )
     def closed(self, event: Any, position: int, rows: Rows) -> None:
         rows.delete(OPEN, (str(event.originator_id),))

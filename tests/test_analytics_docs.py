@@ -22,6 +22,8 @@ from countersign.projections.analytics import Analytics
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
 
+NOAH = "noah@granite.example"
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "analytics.md"
 DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
 
@@ -102,7 +104,8 @@ def run(connection: Any, sql: str) -> list[dict[str, Any]]:
 
 
 def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> dict[str, str]:
-    """Seven proposals over two tenants, one per interesting outcome."""
+    """Ten proposals over two tenants, one per interesting outcome: a refund two managers
+    approve, and a draft superseded by its edit among them."""
     orders = seeded["orders"]
     form = seeded["broadcast_forms"]["granite"]
 
@@ -156,6 +159,20 @@ def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> 
     clock.advance(days=2)
     assert cs.proposals.approve(ids["expired"], MIA).reason == "expired"
 
+    ids["two_approvers"] = propose("refund-two-approvers")  # $128.00: above granite's $100
+    think()
+    assert cs.proposals.approve(ids["two_approvers"], AVA).result == "awaiting_approvals"
+    think()
+    assert cs.proposals.approve(ids["two_approvers"], NOAH).status == "succeeded"
+
+    ids["edited"] = draft()
+    think()
+    ids["revision"] = cs.proposals.revise(
+        ids["edited"], AVA, {**DRAFT_REQUEST, "subject": "Hello all"}
+    ).proposal_id
+    think()
+    assert cs.proposals.approve(ids["revision"], AVA).status == "succeeded"
+
     ids["pending"] = propose("account-credit", {**TO_CARD, "destination": "account_credit"})
     return ids
 
@@ -196,6 +213,10 @@ def test_the_doc_has_at_least_six_queries_each_under_its_own_heading():
         "Reconciliation backlog",
         "Volume per tenant",
         "Refunded amount per day",
+        "Approvals per proposal",
+        "Supersession rate per operation",
+        "Revisions per proposal",
+        "Time to quorum per operation",
     } <= set(queries)
     for heading, sql in queries.items():
         assert sql.upper().startswith(("SELECT", "WITH")), heading
@@ -244,22 +265,22 @@ def test_every_value_the_history_produced_is_documented(cs, history):
 def test_approval_rate_per_operation(answers):
     rows = {row["operation"]: row for row in answers["Approval rate per operation"]}
     assert set(rows) == {REFUND, DRAFT}
-    refund = rows[REFUND]  # three approved on granite, one expired on maple; one still pending
+    refund = rows[REFUND]  # four approved on granite, one expired on maple; one still pending
     assert (refund["decided"], refund["approved"], refund["declined"], refund["expired"]) == (
+        5,
         4,
-        3,
         0,
         1,
     )
-    assert float(refund["approval_rate"]) == pytest.approx(0.75)
-    draft = rows[DRAFT]
+    assert float(refund["approval_rate"]) == pytest.approx(0.8)
+    draft = rows[DRAFT]  # the superseded draft was never decided
     assert (draft["decided"], draft["approved"], draft["declined"], draft["expired"]) == (
+        3,
         2,
         1,
-        1,
         0,
     )
-    assert float(draft["approval_rate"]) == pytest.approx(0.5)
+    assert float(draft["approval_rate"]) == pytest.approx(0.667)
 
 
 def test_median_time_to_approval_matches_the_facts(cs, answers):
@@ -330,8 +351,9 @@ def test_volume_per_tenant(answers):
     assert set(rows) == {"granite", "maple"}
     granite = rows["granite"]
     assert granite["name"] == "Granite Curling Club"
-    # refund-ok, refund-stale, lost response, declined draft, applied draft, pending credit
-    assert (granite["proposals"], granite["succeeded"], granite["still_open"]) == (6, 2, 2)
+    # refund-ok, refund-stale, lost response, declined draft, applied draft, the two-approver
+    # refund, the edited draft and its revision, pending credit
+    assert (granite["proposals"], granite["succeeded"], granite["still_open"]) == (9, 4, 2)
     maple = rows["maple"]
     assert (maple["proposals"], maple["succeeded"], maple["still_open"]) == (1, 0, 0)
     assert [row["slug"] for row in answers["Volume per tenant"]] == ["granite", "maple"]
@@ -341,8 +363,8 @@ def test_refunded_amount_per_day_counts_only_succeeded_refunds(answers):
     rows = answers["Refunded amount per day"]
     # Days are wall-clock UTC days: usually one, two if the test straddles midnight.
     assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["day"]) for row in rows)
-    assert sum(int(row["refunds"]) for row in rows) == 1
-    assert sum(int(row["refunded_cents"]) for row in rows) == 4800
+    assert sum(int(row["refunds"]) for row in rows) == 2
+    assert sum(int(row["refunded_cents"]) for row in rows) == 4800 + 12800
 
 
 def test_outcome_mix_per_operation(answers):
@@ -351,22 +373,25 @@ def test_outcome_mix_per_operation(answers):
         for row in answers["Outcome mix per operation"]
     }
     assert mix == {
-        (REFUND, "succeeded"): (1, 4800),
+        (REFUND, "succeeded"): (2, 4800 + 12800),
         (REFUND, "revision_required"): (1, 4800),
         (REFUND, "needs_reconciliation"): (1, 4800),
         (REFUND, "expired"): (1, 4800),
         (REFUND, "pending"): (1, 4800),
         (DRAFT, "declined"): (1, 0),
-        (DRAFT, "succeeded"): (1, 0),
+        (DRAFT, "succeeded"): (2, 0),
+        (DRAFT, "superseded"): (1, 0),
     }
 
 
 def test_decisions_per_reviewer(answers):
     rows = answers["Decisions per reviewer"]
+    # Noah's approval completed the two-approver refund's quorum: the decision is his.
     assert [(r["slug"], r["decided_by"], r["approved"], r["declined"]) for r in rows] == [
-        ("granite", AVA, 4, 1)
+        ("granite", AVA, 5, 1),
+        ("granite", NOAH, 1, 0),
     ]
-    assert float(rows[0]["mean_seconds_to_decision"]) > 0
+    assert all(float(row["mean_seconds_to_decision"]) > 0 for row in rows)
 
 
 def test_proposals_awaiting_a_decision(answers, history):
@@ -405,3 +430,59 @@ def test_the_daily_roll_up_agrees_with_the_facts(cs, history):
 
     assert normal(daily) == normal(grouped)
     assert sum(int(r["proposals"]) for r in daily) == len(history)
+
+
+def test_approvals_per_proposal(answers):
+    rows = {
+        (row["operation"], int(row["approvals"])): row for row in answers["Approvals per proposal"]
+    }
+    assert {key: int(row["proposals"]) for key, row in rows.items()} == {
+        (REFUND, 0): 2,  # expired on maple, pending
+        (REFUND, 1): 3,
+        (REFUND, 2): 1,  # the two-approver refund
+        (DRAFT, 0): 2,  # declined, superseded by its edit
+        (DRAFT, 1): 2,
+    }
+    assert int(rows[(REFUND, 2)]["reached_quorum"]) == 1
+    assert int(rows[(REFUND, 2)]["under_a_policy"]) == 1
+    # granite's refunds below $100 have its policy, which does not cover them.
+    assert int(rows[(REFUND, 1)]["under_a_policy"]) == 0
+    assert int(rows[(REFUND, 0)]["reached_quorum"]) == 0
+
+
+def test_supersession_rate_per_operation(answers):
+    rows = {row["operation"]: row for row in answers["Supersession rate per operation"]}
+    assert (int(rows[DRAFT]["proposed"]), int(rows[DRAFT]["superseded"])) == (4, 1)
+    assert float(rows[DRAFT]["supersession_rate"]) == pytest.approx(0.25)
+    assert (int(rows[REFUND]["proposed"]), int(rows[REFUND]["superseded"])) == (6, 0)
+
+
+def test_revisions_per_proposal(answers, history):
+    assert [
+        (row["proposal_id"], row["operation"], int(row["revisions"]))
+        for row in answers["Revisions per proposal"]
+    ] == [(history["edited"], DRAFT, 1)]
+
+
+def test_time_to_quorum_is_the_time_to_the_last_approval_needed(cs, answers, history):
+    [row] = answers["Time to quorum per operation"]
+    assert (row["operation"], int(row["proposals"])) == (REFUND, 1)
+    with analyst_connection(cs) as connection:
+        [fact] = run(
+            connection,
+            "SELECT seconds_to_decision FROM proposal_facts"
+            f" WHERE proposal_id = '{history['two_approvers']}'",
+        )
+        approvals = run(
+            connection,
+            "SELECT ordinal, approver, seconds_since_proposed, seconds_since_previous"
+            f" FROM proposal_approvals WHERE proposal_id = '{history['two_approvers']}'"
+            " ORDER BY ordinal",
+        )
+    assert [(a["ordinal"], a["approver"]) for a in approvals] == [(1, AVA), (2, NOAH)]
+    to_quorum = float(row["mean_seconds_to_quorum"])
+    assert to_quorum == pytest.approx(fact["seconds_to_decision"])
+    assert to_quorum == pytest.approx(approvals[1]["seconds_since_proposed"])
+    waited = float(row["mean_seconds_first_to_last_approval"])
+    assert waited == pytest.approx(approvals[1]["seconds_since_previous"], abs=0.002)
+    assert 0 < waited < to_quorum  # the first approval came after the proposal

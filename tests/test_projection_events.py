@@ -46,8 +46,11 @@ def test_every_stored_event_decodes_exactly_as_the_mapper_decodes_it(cs, seeded,
         _same(decode(entry), slow)
         _same(decode(notification), slow)
         topics.add(entry.topic)
-    # The history covers every proposal outcome and the club's own events.
+    # The history covers every proposal outcome, supersession, a quorum's lone approval and
+    # the club's own events, a policy change among them.
     assert {t.rpartition(".")[2] for t in topics} >= {
+        "Superseded",
+        "ApprovalPolicySet",
         "Proposed",
         "Approved",
         "Claimed",

@@ -25,6 +25,8 @@ from countersign.projections.base import Column, Projection, Rows, Table, handle
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
 
+CANCEL = "order.cancel_registration"
+NOAH = "noah@granite.example"
 DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
 
 
@@ -57,7 +59,9 @@ def propose(cs, order_id, request=None, actor=AVA, org="granite", operation=REFU
 
 
 def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, str]:
-    """One proposal per outcome kind, and a pending one."""
+    """One proposal per outcome kind, and a pending one; then governance: a proposal replaced
+    by a newer one, an edit, a two-approver refund whose success retires a pending
+    cancellation, and a policy change that binds the pending refund."""
     orders = seeded["orders"]
     form = seeded["broadcast_forms"]["granite"]
     ids = {}
@@ -79,6 +83,26 @@ def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, s
     cs.proposals.approve(ids["card_declined"], AVA)
     cs.proposals.reconcile()  # settles the lost response: succeeded
     after_each()
+    ids["replaced"] = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
+    ids["replacing"] = propose(cs, form, {**DRAFT_REQUEST, "subject": "Hi all"}, operation=DRAFT)
+    after_each()
+    ids["revision"] = cs.proposals.revise(
+        ids["replacing"], AVA, {**DRAFT_REQUEST, "subject": "Hello all"}
+    ).proposal_id
+    after_each()
+    # A cancellation's success retires the order's pending refund.
+    ids["retired"] = propose(cs, orders["provider-outage"])
+    ids["cancelled"] = propose(
+        cs, orders["provider-outage"], {"destination": "account_credit"}, operation=CANCEL
+    )
+    assert cs.proposals.approve(ids["cancelled"], AVA).status == "succeeded"
+    after_each()
+    ids["two_approvers"] = propose(cs, orders["refund-two-approvers"])
+    assert cs.proposals.approve(ids["two_approvers"], AVA).result == "awaiting_approvals"
+    after_each()
+    assert cs.proposals.approve(ids["two_approvers"], NOAH).status == "succeeded"
+    after_each()
+    cs.policies.set("granite", REFUND, 1, requester_may_approve=False)
     ids["pending"] = propose(
         cs, orders["account-credit"], {**TO_CARD, "destination": "account_credit"}
     )
@@ -91,8 +115,10 @@ def test_a_rebuild_equals_the_incrementally_built_tables(cs, seeded, clock):
     lifecycle_history(cs, seeded, clock, after_each=lambda: catch_up_all(cs, batch_size=3))
     catch_up_all(cs, batch_size=3)
     incremental = snapshot(cs)
-    assert len(incremental["proposal_cards"]) == 7
-    assert len(incremental["audit_events"]) > 7
+    assert len(incremental["proposal_cards"]) == 13
+    assert len(incremental["audit_events"]) > 13
+    assert len(incremental["policy_changes"]) == 2  # the seed's, and the history's
+    assert len(incremental["proposal_approvals"]) == 7
 
     for runner in cs.projection_runners():
         runner.reset()
@@ -241,6 +267,7 @@ def test_two_writers_and_a_runner_concurrently(cs, seeded, database_url):
     follower.start()
     form = seeded["broadcast_forms"]["granite"]
     errors: list[BaseException] = []
+    statuses: list[str] = []
 
     def writer() -> None:
         other = None
@@ -248,7 +275,8 @@ def test_two_writers_and_a_runner_concurrently(cs, seeded, database_url):
             other = bootstrap(Settings(database_url=database_url))
             for _ in range(15):
                 pid = propose(other, form, DRAFT_REQUEST, operation=DRAFT)
-                other.proposals.approve(pid, AVA)
+                # The other writer's draft, frozen in between, may have superseded this one.
+                statuses.append(other.proposals.approve(pid, AVA).status or "")
         except BaseException as error:
             errors.append(error)
         finally:
@@ -270,7 +298,9 @@ def test_two_writers_and_a_runner_concurrently(cs, seeded, database_url):
     assert errors == []
     live = snapshot(cs)
     assert len(live["proposal_cards"]) == 30
-    assert {row[7] for row in live["proposal_cards"]} == {"succeeded"}  # status column
+    cards = sorted(row[7] for row in live["proposal_cards"])  # status column
+    assert cards == sorted(statuses)
+    assert set(cards) <= {"succeeded", "superseded"}
     for runner in cs.projection_runners():
         runner.reset()
         runner.catch_up()

@@ -24,9 +24,11 @@ from countersign.domain.messages import outcome_message
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+from countersign.infrastructure.adapters.payment_sandbox import CARD_OK
 from countersign.infrastructure.adapters.scripted_model import Say, Script, ScriptedEndpoint
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.demo.seed import _order
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.entrypoints.web.i18n import TEXTS, negotiate
@@ -503,9 +505,17 @@ def test_the_api_document_does_not_list_the_pages(web):
 
 
 def test_the_inbox_lists_the_clubs_pending_proposals_newest_first_in_pages(web, clock: FakeClock):
+    # Twelve orders, one refund proposal each: proposals about different things all stay
+    # pending (a second proposal for the same order would supersede the first).
+    granite = web.cs.store.get(Organization.create_id("granite"), Organization)
     created = []
-    for order in ["refund-ok", "refund-stale", "refund-declined", "refund-lost-response"] * 3:
-        created.append(web.propose(order))
+    for number in range(12):
+        order = _order(
+            web.cs, granite, f"inbox-{number}", f"Member {number}", f"m{number}@example.com",
+            CARD_OK, "",
+        )  # fmt: skip
+        web.seeded["orders"][f"inbox-{number}"] = str(order.id)
+        created.append(web.propose(f"inbox-{number}"))
         clock.advance(seconds=60)
     web.propose("maple-refund", actor=MIA, org="maple")
     finished = web.propose("account-credit")
@@ -525,7 +535,7 @@ def test_the_inbox_lists_the_clubs_pending_proposals_newest_first_in_pages(web, 
     assert 'Awaiting your decision <span class="count-badge">12</span>' in _main(orders_only)
     email_only = browser.get("/?section=email_broadcasts")
     assert "Nothing awaits approval." in email_only.text
-    assert "$48.00 CAD to Olivia Chen" in first.text
+    assert "$48.00 CAD to Member 11" in first.text
     assert browser.get("/?page=abc").status_code == 200
 
 

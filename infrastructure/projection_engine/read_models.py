@@ -50,7 +50,8 @@ class ReadModels:
         page_size: int = 20,
     ) -> dict[str, Any]:
         """Pending, unexpired proposals of one organization (of ``section``, or of any of
-        ``sections``), newest first."""
+        ``sections``), newest first: a partly approved one still awaits the rest, a superseded
+        one awaits nobody."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
@@ -115,8 +116,8 @@ class ReadModels:
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
-        """Decided proposals of one organization (any outcome, declined and expired ones too),
-        the most recently changed first."""
+        """Decided proposals of one organization (any outcome, declined, expired and superseded
+        ones too), the most recently changed first."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
@@ -189,6 +190,16 @@ class ReadModels:
             [interaction_id, organization_id],
         )
         return rows[0] if rows else None
+
+    def policy_changes(
+        self, organization_id: str, operation: str | None = None
+    ) -> list[dict[str, Any]]:
+        """One organization's approval policy changes (of one operation), oldest first."""
+        where, params = "organization_id = ?", [organization_id]
+        if operation is not None:
+            where += " AND operation = ?"
+            params.append(operation)
+        return self._select("policy_changes", where, params, "ORDER BY position")
 
     def audit_trail(
         self,

@@ -22,6 +22,8 @@ from countersign.infrastructure.persistence.sql import Cursor
 from countersign.projections.base import Table
 
 TRACKING_TABLE = "projection_tracking"
+#: Each projection's ``fingerprint`` as its tables were built: a different one rebuilds them.
+SCHEMA_TABLE = "projection_schemas"
 
 _SQL_TYPES = {
     "sqlite": {

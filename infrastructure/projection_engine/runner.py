@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -23,6 +24,7 @@ from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.projection_engine.rows import (
     _SQL_TYPES,
+    SCHEMA_TABLE,
     TRACKING_TABLE,
     ProjectionRaceError,
     ProjectionStoppedError,
@@ -38,6 +40,7 @@ from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections.base import Projection
 
 __all__ = [
+    "SCHEMA_TABLE",
     "TRACKING_TABLE",
     "_SQL_TYPES",
     "ProjectionRaceError",
@@ -104,12 +107,16 @@ class ProjectionRunner:
         return self.projection.name
 
     def setup(self, *, indexes: bool = True) -> None:
+        """Create the projection's tables and tracking row if they are missing. Tables built
+        under another ``fingerprint`` (an upgrade changed the projection) are dropped and the
+        position set back to 0: the next catch-up rebuilds them from the whole log."""
         with self.sql.transaction() as cursor:
             self.sql.lock_schema(cursor)
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} ("
                 " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
             )
+            self._drop_if_built_by_other_code(cursor)
             cursor.execute(
                 f"INSERT INTO {TRACKING_TABLE} (projection, position) VALUES (?, 0)"
                 " ON CONFLICT (projection) DO NOTHING",
@@ -118,6 +125,39 @@ class ProjectionRunner:
             for table in self.projection.tables:
                 for statement in create_statements(table, self.dialect, indexes=indexes):
                     cursor.execute(statement)
+
+    def _drop_if_built_by_other_code(self, cursor: Cursor) -> None:
+        cursor.execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
+            " projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, updated_at TEXT)"
+        )
+        fingerprint = self.projection.fingerprint()
+        stored = cursor.execute(
+            f"SELECT fingerprint FROM {SCHEMA_TABLE} WHERE projection = ?", (self.name,)
+        ).fetchone()
+        if stored is not None and stored[0] == fingerprint:
+            return
+        tracked = cursor.execute(
+            f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
+        ).fetchone()
+        if tracked is not None:  # built before, by other code (or before fingerprints)
+            log.warning(
+                "projection %r was built by another version of countersign (%s, now %s): "
+                "its tables are dropped and rebuilt from the log",
+                self.name,
+                stored[0] if stored is not None else "no fingerprint",
+                fingerprint,
+            )
+            for table in self.projection.tables:
+                cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
+            cursor.execute(f"DELETE FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,))
+            self.known_position = None
+        cursor.execute(
+            f"INSERT INTO {SCHEMA_TABLE} (projection, fingerprint, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (projection) DO UPDATE"
+            " SET fingerprint = excluded.fingerprint, updated_at = excluded.updated_at",
+            (self.name, fingerprint, datetime.now(tz=UTC).isoformat()),
+        )
 
     def position(self) -> int:
         with self.sql.transaction() as cursor:
