@@ -12,6 +12,7 @@ from uuid import UUID
 from countersign.application.assistant.service import AssistantService
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
+from countersign.application.notifications import NotificationsService
 from countersign.application.ports import ChatModel, Clock, EffectProvider, ModelReply
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposals import ProposalService
@@ -47,6 +48,7 @@ class Countersign:
     read_models: ReadModels
     assistant: AssistantService
     access: ProposalAccess  # who may see and act on a proposal: what the entry points call
+    notifications: NotificationsService  # webhook endpoints, members' languages, recipients
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -125,6 +127,7 @@ def bootstrap(
         read_models=ReadModels(sql),
         assistant=assistant,
         access=ProposalAccess(store, proposals, audit),
+        notifications=NotificationsService(store),
     )
 
 
