@@ -102,7 +102,6 @@ def email_message(
     message["Subject"] = _SUBJECTS[reason].text(language, club=club, title=title)
     message["From"] = sender
     message["To"] = mail.to
-    message["Content-Language"] = language
     message["Message-ID"] = make_msgid(idstring=notification["event_id"], domain="countersign")
     # The stable event id: one notification, one id, however often it is retried.
     message["X-Countersign-Event-Id"] = notification["event_id"]
@@ -114,4 +113,5 @@ def email_message(
         link=review_url,
     )
     message.set_content(body + _SIGNATURE.text(language, club=club))
+    message["Content-Language"] = language  # after set_content, which clears Content-*
     return message
