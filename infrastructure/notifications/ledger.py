@@ -39,6 +39,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "next_attempt_at": ("TIMESTAMPTZ", "TEXT"),
         "created_at": ("TIMESTAMPTZ", "TEXT"),
         "delivered_at": ("TIMESTAMPTZ", "TEXT"),
+        "seconds_to_deliver": ("DOUBLE PRECISION", "REAL"),
         "last_error": ("TEXT", "TEXT"),
     },
     "notification_attempts": {
@@ -54,7 +55,14 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
 }
 #: Columns that may be NULL: a delivery not yet delivered, an attempt that got no answer (no
 #: status code) or did not fail, and an attempt that left nothing to try next.
-_NULLABLE = {"delivered_at", "last_error", "status_code", "error_class", "next_attempt_at"}
+_NULLABLE = {
+    "delivered_at",
+    "seconds_to_deliver",
+    "last_error",
+    "status_code",
+    "error_class",
+    "next_attempt_at",
+}
 
 
 def _schema(dialect: int) -> list[str]:
@@ -358,6 +366,12 @@ class DeliveryLedger:
         error = attempt.error_class or (
             None if attempt.delivered else f"HTTP {attempt.status_code}"
         )
+        occurred_at = claimed.notification.get("occurred_at")
+        seconds = (
+            round((attempt.started_at - occurred_at).total_seconds(), 3)
+            if status == DELIVERED and occurred_at is not None
+            else None
+        )
         with self.sql.transaction() as cursor:
             row = cursor.execute(
                 "SELECT COUNT(*) FROM notification_attempts WHERE delivery_id = ?",
@@ -381,12 +395,13 @@ class DeliveryLedger:
             )
             cursor.execute(
                 "UPDATE notification_deliveries SET status = ?, attempts = attempts + 1,"
-                " next_attempt_at = ?, delivered_at = ?, last_error = ?"
+                " next_attempt_at = ?, delivered_at = ?, seconds_to_deliver = ?, last_error = ?"
                 " WHERE delivery_id = ? AND status = ?",
                 (
                     status,
                     self._t(next_attempt_at or attempt.started_at),
                     self._t(attempt.started_at) if status == DELIVERED else None,
+                    seconds,
                     error,
                     claimed.delivery_id,
                     PENDING,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.http import assistants, proposals
+from countersign.infrastructure.entrypoints.http import assistants, proposals, webhooks
 from countersign.infrastructure.entrypoints.http.gate import ApiGate
 from countersign.infrastructure.entrypoints.http.problems import (
     PROBLEM_MEDIA_TYPE,
@@ -47,6 +47,7 @@ def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
     install_problem_handlers(app)
     app.include_router(assistants.router)
     app.include_router(proposals.router)
+    app.include_router(webhooks.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
