@@ -269,6 +269,7 @@ def test_a_removed_endpoint_gets_nothing_more_and_other_clubs_get_nothing(cs, se
         "https://user:pw@example.com/hook",
         "https://example.com/hook#frag",
         "https://exa mple.com/hook",
+        'https://example.com/"><script>alert(1)</script>',
         "https://example.com/" + "a" * 2100,
     ],
 )

@@ -15,6 +15,10 @@ MAX_ENDPOINTS = 10
 """The most endpoints one club may hold at once: each notification is POSTed to every one."""
 
 
+#: Characters RFC 3986 never allows unencoded in a URL (markup and quoting among them).
+_NOT_IN_URLS = frozenset('<>"{}|\\^`')
+
+
 class WebhookUrlError(CountersignError):
     """Raised when a webhook URL is not an http(s) URL countersign may POST to; the message
     says what is wrong in words safe to show anyone who typed it."""
@@ -31,6 +35,10 @@ def valid_webhook_url(url: str) -> str:
         raise WebhookUrlError(f"the webhook URL is longer than {MAX_URL_LENGTH} characters")
     if any(ord(character) < 0x21 or ord(character) == 0x7F for character in url):
         raise WebhookUrlError("the webhook URL contains spaces or control characters")
+    if any(character in _NOT_IN_URLS for character in url):
+        raise WebhookUrlError(
+            'the webhook URL contains characters a URL may not hold unencoded (<>"{}|\\^`)'
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
