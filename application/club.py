@@ -113,7 +113,7 @@ class ClubService:
     def set_time_zone(self, organization: str, time_zone: str) -> str:
         """Show the club's times in ``time_zone`` from now on; the zone as stored.
         NotFoundError for an unknown club, TimeZoneError for a name that is not a zone."""
-        org = organization_by_slug(self.store, organization)
+        org = self.store.get(Organization.create_id(organization.strip().lower()), Organization)
         org.set_time_zone(time_zone)
         self.store.save(org)
         return org.time_zone

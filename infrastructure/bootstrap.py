@@ -13,6 +13,7 @@ from countersign.application.assistant.service import AssistantService
 from countersign.application.assistant.toolbox import AgentToolbox
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
+from countersign.application.notifications import NotificationsService
 from countersign.application.policies import PolicyService
 from countersign.application.ports import ChatModel, Clock, EffectProvider, ModelReply
 from countersign.application.proposal_access import ProposalAccess
@@ -51,6 +52,7 @@ class Countersign:
     access: ProposalAccess  # who may see and act on a proposal: what the entry points call
     policies: PolicyService
     toolbox: AgentToolbox  # the assistants' tools for an outside agent (the MCP server)
+    notifications: NotificationsService  # webhook endpoints, members' languages, recipients
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -132,6 +134,7 @@ def bootstrap(
         access=access,
         policies=PolicyService(store),
         toolbox=AgentToolbox(store, access),
+        notifications=NotificationsService(store),
     )
 
 

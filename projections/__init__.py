@@ -21,6 +21,7 @@ def _registry() -> dict[str, Projection]:
     from countersign.projections.audit_trail import AuditTrail
     from countersign.projections.browser_view import BrowserView
     from countersign.projections.handback import Handback
+    from countersign.projections.notifications import Notifications
     from countersign.projections.operations import OpenWork
 
     return {
@@ -32,6 +33,7 @@ def _registry() -> dict[str, Projection]:
             Analytics(),
             OpenWork(),
             Attention(),
+            Notifications(),
         )
     }
 

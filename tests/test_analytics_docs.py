@@ -17,10 +17,15 @@ import psycopg
 import pytest
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.notifications.ledger import COLUMNS as LEDGER_COLUMNS
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from countersign.infrastructure.projection_engine.runner import _SQL_TYPES
 from countersign.projections.analytics import Analytics
+from countersign.projections.notifications import ENDPOINTS, NOTIFICATIONS, Notifications
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
+from tests.receivers import free_port, receiving
 
 NOAH = "noah@granite.example"
 
@@ -179,7 +184,12 @@ def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> 
 
 @pytest.fixture
 def history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> dict[str, str]:
-    ids = build_history(cs, seeded, clock)
+    with receiving() as receiver:
+        # Granite's notifications go to a receiver that answers and to one that is down.
+        Webhooks(cs).add(None, "granite", receiver.url)
+        Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/down")
+        ids = build_history(cs, seeded, clock)
+        notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
     [runner] = cs.projection_runners(["analytics"])
     runner.reset()  # as `countersign projections rebuild analytics` does
     assert runner.catch_up() > 0
@@ -223,10 +233,23 @@ def test_the_doc_has_at_least_six_queries_each_under_its_own_heading():
         assert "percentile_cont" not in sql.lower(), heading  # SQLite lacks it
 
 
+#: The notification tables analysts read (the projection's helper table is left out).
+NOTIFICATION_TABLES = [t for t in Notifications.tables if t.name in (NOTIFICATIONS, ENDPOINTS)]
+
+
 def test_every_column_of_every_analytics_table_is_documented_with_its_real_types():
     documented = documented_columns()
-    assert set(documented) == {table.name for table in Analytics.tables}
-    for table in Analytics.tables:
+    assert set(documented) == {
+        *(table.name for table in (*Analytics.tables, *NOTIFICATION_TABLES)),
+        *LEDGER_COLUMNS,
+    }
+    for name, columns in LEDGER_COLUMNS.items():
+        found = documented[name]
+        assert set(found) == set(columns), name
+        for column, (postgres, sqlite) in columns.items():
+            assert found[column][0] == postgres, (name, column)
+            assert found[column][1].split(" ")[0] == sqlite, (name, column)
+    for table in (*Analytics.tables, *NOTIFICATION_TABLES):
         columns = documented[table.name]
         assert set(columns) == set(table.column_names()), (
             f"{table.name}: documented {sorted(columns)}, actual {sorted(table.column_names())}"
@@ -486,3 +509,22 @@ def test_time_to_quorum_is_the_time_to_the_last_approval_needed(cs, answers, his
     waited = float(row["mean_seconds_first_to_last_approval"])
     assert waited == pytest.approx(approvals[1]["seconds_since_previous"], abs=0.002)
     assert 0 < waited < to_quorum  # the first approval came after the proposal
+
+
+def test_notification_latency_counts_every_delivered_notification(answers):
+    # Ten granite notifications (nine proposals awaiting approval, among them a draft and its
+    # revision, and one reconciling), each delivered once to the receiver that answers.
+    [webhook] = answers["Notification latency per channel"]
+    assert webhook["channel"] == "webhook"
+    assert int(webhook["delivered"]) == 10
+    assert webhook["p50_seconds"] is not None
+    assert float(webhook["p99_seconds"]) >= float(webhook["p50_seconds"])
+
+
+def test_dead_letters_are_those_of_the_receiver_that_is_down(answers, history):
+    rows = answers["Dead letters"]
+    assert len(rows) == 10
+    assert {row["slug"] for row in rows} == {"granite"}
+    assert {row["reason"] for row in rows} == {"awaiting_approval", "needs_reconciliation"}
+    assert {row["last_error"] for row in rows} == {"ConnectionRefusedError"}
+    assert history["lost"] in {row["proposal_id"] for row in rows}

@@ -20,9 +20,12 @@ from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
+from tests.receivers import free_port
 from tests.servers import serving
 from tests.test_browser_e2e import (
     ARTIFACTS,
@@ -89,6 +92,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         request=draft,
     ).proposal_id
     revised = cs.access.revise(replaced, AVA, {**draft, "subject": "Ice times"}).proposal_id
+
+    # The webhooks page with an endpoint that is down, and its dead letters.
+    Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks/countersign")
+    notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
     paths = {
         "inbox": "/",
         "recent": "/?view=recent",
@@ -107,6 +114,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "chat-orders": f"/chat/orders/{seeded['orders']['refund-ok']}",
         "chat-email": f"/chat/email_broadcasts/{seeded['broadcast_forms']['granite']}",
         "chat-roster": f"/chat/roster/{seeded['rosters']['granite']}",
+        "webhooks": "/webhooks",
         "not-found": "/no-such-page",
     }
     app = create_app(cs)

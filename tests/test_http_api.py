@@ -713,11 +713,14 @@ EXAMPLES = 30
 def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(api):
     """Every operation of the app's own OpenAPI document, generated valid and invalid, with
     unknown and real ids alike: never a 5xx, and every answer matches the document."""
+    endpoint = api.post("/api/v1/webhooks", api.granite, {"url": "https://hooks.example/a"})
     real = {
         "proposal_id": api.proposal(),
         "resource_id": api.seeded["orders"]["refund-stale"],
         "section": "orders",
         "operation": REFUND,
+        "endpoint_id": endpoint.json()["endpoint_id"],
+        "delivery_id": "dlv_" + "0" * 32,
     }
     valid_proposal = {
         "operation": DRAFT,

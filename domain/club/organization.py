@@ -11,7 +11,13 @@ from uuid import UUID, uuid4
 from countersign.domain.approval_policy import ApprovalPolicy
 from countersign.domain.club.ids import stable_id
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE, valid_time_zone
-from countersign.domain.errors import DuplicateError, NotMemberError
+from countersign.domain.club.webhooks import MAX_ENDPOINTS, WebhookUrlError, valid_webhook_url
+from countersign.domain.errors import (
+    CountersignError,
+    DuplicateError,
+    NotFoundError,
+    NotMemberError,
+)
 from eventsourcing.domain import Aggregate, event
 
 
@@ -24,6 +30,27 @@ class Permission(StrEnum):
     PREPARE_BROADCASTS = "email_broadcasts.prepare"
     READ_AUDIT = "audit.read"
     MANAGE_POLICIES = "policies.manage"
+    MANAGE_WEBHOOKS = "webhooks.manage"
+
+
+class LanguageError(CountersignError):
+    """Raised when a language is not one the application writes in (en, fr)."""
+
+
+DEFAULT_LANGUAGE = "en"
+"""The language of a member who never chose one."""
+MEMBER_LANGUAGES = ("en", "fr")
+"""The languages the application writes to members in (``presentation.LANGUAGES``; not
+imported from there: the contracts package imports this module)."""
+
+
+@dataclass(frozen=True)
+class WebhookEndpoint:
+    """Where the club's notifications are POSTed (its signing secret is not domain state)."""
+
+    endpoint_id: str
+    url: str
+    added_by: str
 
 
 @dataclass(frozen=True)
@@ -38,9 +65,14 @@ class Member:
     """New at every joining, so a credential issued before the person left and came back (or
     before the address went to someone else) is told apart; None for memberships recorded
     before memberships had ids."""
+    language: str = DEFAULT_LANGUAGE
+    """The language the application writes to this person in (its e-mails): en or fr."""
 
     def may(self, permission: str) -> bool:
         return permission in self.permissions
+
+
+_NO_WEBHOOKS: dict[str, dict[str, str]] = {}  # shared, so never changed in place
 
 
 class Organization(Aggregate):
@@ -49,6 +81,10 @@ class Organization(Aggregate):
     time_zone = DEFAULT_TIME_ZONE
     """Where the club's people read times (an IANA name). A class default, so a club
     registered before clubs had a time zone (its events and snapshots lack one) reads as UTC."""
+
+    webhooks = _NO_WEBHOOKS
+    """Endpoint id -> its url and who added it. A class default (replaced, never changed in
+    place), so a club recorded before webhooks existed has none."""
 
     @staticmethod
     def create_id(slug: str) -> UUID:
@@ -70,7 +106,13 @@ class Organization(Aggregate):
             role=str(entry["role"]),
             permissions=frozenset(str(p) for p in entry["permissions"]),
             membership_id=entry.get("membership_id"),
+            language=str(entry.get("language", DEFAULT_LANGUAGE)),
         )
+
+    def members_holding(self, permission: str) -> list[Member]:
+        """Every member who holds ``permission`` now, by email."""
+        found = (self.member(email) for email in sorted(self.members))
+        return [member for member in found if member is not None and member.may(permission)]
 
     def add_member(self, email: str, name: str, role: str, permissions: Iterable[str]) -> None:
         email = email.strip().lower()
@@ -148,6 +190,56 @@ class Organization(Aggregate):
                 "set_by": set_by,
             },
         }
+
+    def set_member_language(self, email: str, language: str) -> None:
+        """Write to the member in ``language`` (en or fr) from now on; NotMemberError for a
+        non-member, LanguageError for another language. Setting it again records nothing."""
+        email = email.strip().lower()
+        language = language.strip().lower()
+        if email not in self.members:
+            raise NotMemberError(email)
+        if language not in MEMBER_LANGUAGES:
+            raise LanguageError(f"{language[:20]!r} is not a language; use one of: en, fr")
+        if self.members[email].get("language", DEFAULT_LANGUAGE) != language:
+            self._member_language_set(email=email, language=language)
+
+    def webhook_endpoints(self) -> list[WebhookEndpoint]:
+        """The club's endpoints, in the order they were added."""
+        return [
+            WebhookEndpoint(endpoint_id, entry["url"], entry["added_by"])
+            for endpoint_id, entry in self.webhooks.items()
+        ]
+
+    def add_webhook_endpoint(self, url: str, added_by: str) -> WebhookEndpoint:
+        """Register ``url`` to receive the club's notifications. WebhookUrlError for anything
+        but an http(s) URL, DuplicateError for a URL already registered, and WebhookUrlError
+        past ``MAX_ENDPOINTS`` endpoints."""
+        url = valid_webhook_url(url)
+        if any(entry["url"] == url for entry in self.webhooks.values()):
+            raise DuplicateError("this webhook URL is already registered")
+        if len(self.webhooks) >= MAX_ENDPOINTS:
+            raise WebhookUrlError(f"a club may register at most {MAX_ENDPOINTS} webhook URLs")
+        endpoint_id = f"we_{uuid4().hex[:20]}"
+        self._webhook_endpoint_added(endpoint_id=endpoint_id, url=url, added_by=added_by)
+        return WebhookEndpoint(endpoint_id, url, added_by)
+
+    def remove_webhook_endpoint(self, endpoint_id: str, removed_by: str) -> None:
+        """Stop POSTing to the endpoint; NotFoundError for an id the club does not hold."""
+        if endpoint_id not in self.webhooks:
+            raise NotFoundError("webhook endpoint")
+        self._webhook_endpoint_removed(endpoint_id=endpoint_id, removed_by=removed_by)
+
+    @event("WebhookEndpointAdded")
+    def _webhook_endpoint_added(self, endpoint_id: str, url: str, added_by: str) -> None:
+        self.webhooks = {**self.webhooks, endpoint_id: {"url": url, "added_by": added_by}}
+
+    @event("WebhookEndpointRemoved")
+    def _webhook_endpoint_removed(self, endpoint_id: str, removed_by: str) -> None:
+        self.webhooks = {k: entry for k, entry in self.webhooks.items() if k != endpoint_id}
+
+    @event("MemberLanguageSet")
+    def _member_language_set(self, email: str, language: str) -> None:
+        self.members[email]["language"] = language
 
     @event("TimeZoneSet")
     def _time_zone_set(self, time_zone: str) -> None:

@@ -39,6 +39,7 @@ class SeedUser:
     name: str
     role: str
     permissions: tuple[str, ...]
+    language: str = "en"  # what countersign's e-mails to them are written in
 
 
 _MANAGER = tuple(sorted(PERMISSIONS))  # every permission: the application's and each contract's
@@ -46,7 +47,7 @@ USERS = [
     SeedUser("granite", "ava@granite.example", "Ava Lindqvist", "manager", _MANAGER),
     SeedUser("granite", "ben@granite.example", "Ben Okafor", "staff", ()),
     SeedUser("granite", "noah@granite.example", "Noah Bergeron", "manager", _MANAGER),
-    SeedUser("maple", "mia@maple.example", "Mia Tremblay", "manager", _MANAGER),
+    SeedUser("maple", "mia@maple.example", "Mia Tremblay", "manager", _MANAGER, "fr"),
 ]
 
 _LEAGUE_FEE = {
@@ -168,6 +169,7 @@ def seed(cs: Countersign) -> dict[str, Any]:
         org = orgs[user.organization]
         if org.member(user.email) is None:
             org.add_member(user.email, user.name, user.role, list(user.permissions))
+        org.set_member_language(user.email, user.language)  # records nothing if already so
     for slug, policy in POLICIES:
         orgs[slug].set_approval_policy(policy, "seed")
     cs.store.save(*orgs.values())
@@ -195,6 +197,7 @@ def seed(cs: Countersign) -> dict[str, Any]:
                 "organization": user.organization,
                 "role": user.role,
                 "permissions": [str(p) for p in user.permissions],
+                "language": user.language,
             }
             for user in USERS
         ],

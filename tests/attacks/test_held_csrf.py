@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from countersign.domain.club.organization import Permission
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from fastapi import FastAPI
 from httpx2 import Response
 from starlette.routing import Route
 
 from tests.attacks.conftest import Browser, Web, assert_nothing_changed, snapshot, tables
 from tests.conftest import AVA, MIA, count_events
+from tests.receivers import free_port
 
 NORA = "nora@granite.example"  # a member of both clubs: signing in asks which one
 REFUSED = "This form expired"
@@ -107,12 +110,18 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
     assert "Choose a club" in choosing.sign_in(NORA, web.passwords[NORA]).text
     choosing.page_token("/sign-in")
 
+    # A dead letter for the webhooks page's Redeliver button.
+    Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks")
+    assert notification_sender(cs, NotifySettings(max_attempts=1)).run_once().dead > 0
+
     def ava_state() -> Any:
+        dead = len(Webhooks(cs).deliveries(None, "granite", dead_only=True))
         return (
             signed_in_state(ava),
             web.status(to_approve),
             web.status(to_decline),
             web.status(to_edit),
+            dead,
         )
 
     def signed_out_state(browser: Browser) -> Callable[[], Any]:
@@ -144,6 +153,8 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
              {"payment": "P1", "line_item": "L1", "discount": "D1",
               "destination": "account_credit"},
              ava, stranger_token, 200, ava_state),
+        Form("/webhooks/redeliver", "/webhooks/redeliver", {"delivery": "all"},
+             ava, stranger_token, 405, ava_state),
     ]  # fmt: skip
     assert {form.route for form in forms} == page_forms(web.app)
     before = snapshot(cs)
@@ -170,7 +181,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             if count_events(cs) != before.events:
                 wrong.append(f"{case}: stored an event")
 
-    assert len(tried) == 70
+    assert len(tried) == 77
     assert wrong == []
     assert_nothing_changed(cs, before)
 

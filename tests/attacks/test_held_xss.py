@@ -257,6 +257,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/proposals/{proposal_id}": (f"/proposals/{proposal_id}", 200),
         "/proposals/{proposal_id}/status": (f"/proposals/{proposal_id}/status", 200),
         "/sign-in": (f"/sign-in?next={hostile_next}", 303),  # signed in already: goes on
+        "/webhooks": ("/webhooks", 200),
     }
     assert set(signed_in_pages) == get_pages(web.app)
     for route, (target, status) in signed_in_pages.items():

@@ -30,6 +30,15 @@ from countersign.infrastructure.entrypoints.cli.club import (
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
 )
+from countersign.infrastructure.entrypoints.cli.notify import (
+    cmd_members_set_language,
+    cmd_notify_run,
+    cmd_webhooks_add,
+    cmd_webhooks_deliveries,
+    cmd_webhooks_list,
+    cmd_webhooks_redeliver,
+    cmd_webhooks_remove,
+)
 from countersign.infrastructure.entrypoints.cli.policies import (
     approvals_count,
     cents,
@@ -118,6 +127,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     policy_show = add("show", cmd_policy_show, "every operation's policy in force", policy_sub)
     policy_show.add_argument("--org", required=True)
+
+    members = sub.add_parser("members", help="the club's members")
+    members_sub = members.add_subparsers(dest="members_command", required=True, metavar="COMMAND")
+    language = add(
+        "set-language",
+        cmd_members_set_language,
+        "the language countersign writes to a member in (its e-mails)",
+        members_sub,
+    )
+    language.add_argument("--org", required=True)
+    language.add_argument("--email", required=True)
+    language.add_argument("--language", required=True, metavar="LANG", help="en or fr")
+
+    _add_notifications(sub, add)
 
     orders = sub.add_parser("orders", help="order investigations and manual refunds")
     orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
@@ -268,3 +291,47 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
     return parser
+
+
+def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
+    """``webhooks ...`` and ``notify run``."""
+    webhooks = sub.add_parser("webhooks", help="where a club's notifications are POSTed")
+    webhooks_sub = webhooks.add_subparsers(
+        dest="webhooks_command", required=True, metavar="COMMAND"
+    )
+    added = add(
+        "add", cmd_webhooks_add, "register an endpoint (prints its secret once)", webhooks_sub
+    )
+    added.add_argument("--org", required=True)
+    added.add_argument("--url", required=True, help="https://... (or http://)")
+    listing = add("list", cmd_webhooks_list, "a club's endpoints", webhooks_sub)
+    listing.add_argument("--org", required=True)
+    removed = add("remove", cmd_webhooks_remove, "stop posting to an endpoint", webhooks_sub)
+    removed.add_argument("endpoint_id")
+    removed.add_argument("--org", required=True)
+    deliveries = add(
+        "deliveries",
+        cmd_webhooks_deliveries,
+        "a club's deliveries, newest first, each attempt with its status, latency, next try",
+        webhooks_sub,
+    )
+    deliveries.add_argument("--org", required=True)
+    deliveries.add_argument("--dead", action="store_true", help="only the dead letters")
+    deliveries.add_argument("--limit", type=int, default=50)
+    redeliver = add(
+        "redeliver", cmd_webhooks_redeliver, "put dead letters back in line", webhooks_sub
+    )
+    redeliver.add_argument("delivery_id", nargs="?")
+    redeliver.add_argument("--org", required=True)
+    redeliver.add_argument("--all", action="store_true", help="every dead letter of the club")
+
+    notify = sub.add_parser("notify", help="deliver the notifications (webhooks and e-mail)")
+    notify_sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
+    run = add(
+        "run",
+        cmd_notify_run,
+        "deliver the outbox, pass after pass (stops cleanly on SIGTERM or Ctrl-C)",
+        notify_sub,
+    )
+    run.add_argument("--once", action="store_true", help="one pass, then exit")
+    run.add_argument("--interval", type=float, default=5.0, metavar="SECONDS")

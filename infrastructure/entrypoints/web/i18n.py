@@ -179,6 +179,40 @@ TEXTS: dict[str, dict[str, str]] = {
         "notice.forbidden": "Your role does not allow approving this kind of proposal.",
         "notice.busy": "The records this proposal acts on are busy. Try again in a moment.",
         "notice.order_missing": "There is no order with that number in this club.",
+        "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
+        "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
+        "nav.webhooks": "Webhooks",
+        "webhooks.title": "Webhooks",
+        "webhooks.lead": (
+            "Where the club's notifications are posted: a proposal awaiting approval, a result "
+            "being checked with a provider, a failure. Each is signed, and sent until the "
+            "receiver accepts it."
+        ),
+        "webhooks.endpoints": "Endpoints",
+        "webhooks.no_endpoints": "The club has no webhook endpoints.",
+        "webhooks.added_by": "Added by {who} · {id}",
+        "webhooks.how_to_add": (
+            "An endpoint is added with 'countersign webhooks add' or the API, which show its "
+            "signing secret once."
+        ),
+        "webhooks.dead_letters": "Dead letters",
+        "webhooks.dead_lead": (
+            "Notifications that could not be delivered after every try. Redeliver one once "
+            "its receiver works again."
+        ),
+        "webhooks.no_dead_letters": "No dead letters: everything was delivered or is on its way.",
+        "webhooks.dead": "Not delivered",
+        "webhooks.redeliver": "Redeliver",
+        "webhooks.redeliver_all": "Redeliver all",
+        "webhooks.last_answer": "Last answer",
+        "webhooks.attempts": "tries: {count}",
+        "webhooks.event_id": "Event id",
+        "webhooks.status_code": "HTTP {code}",
+        "webhooks.channel.webhook": "Webhook",
+        "webhooks.channel.email": "E-mail",
+        "webhooks.type.awaiting_approval": "Awaiting approval",
+        "webhooks.type.needs_reconciliation": "Being checked with the provider",
+        "webhooks.type.failed": "Failed",
         "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
         "status.title": "Where it stands",
         "status.settled": "Settled. This is the recorded outcome; nothing more will happen.",
@@ -483,6 +517,42 @@ TEXTS: dict[str, dict[str, str]] = {
             "Les éléments visés par cette proposition sont occupés. Réessayez dans un instant."
         ),
         "notice.order_missing": "Aucune commande de ce club ne porte ce numéro.",
+        "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
+        "notice.nothing_redelivered": "Aucune lettre morte de ce type ; rien n'a été modifié.",
+        "nav.webhooks": "Webhooks",
+        "webhooks.title": "Webhooks",
+        "webhooks.lead": (
+            "Où les notifications du club sont publiées : une proposition en attente "
+            "d'approbation, un résultat en vérification auprès d'un fournisseur, un échec. "
+            "Chacune est signée et envoyée jusqu'à ce que le destinataire l'accepte."
+        ),
+        "webhooks.endpoints": "Points de réception",
+        "webhooks.no_endpoints": "Le club n'a aucun point de réception de webhooks.",
+        "webhooks.added_by": "Ajouté par {who} · {id}",
+        "webhooks.how_to_add": (
+            "Un point de réception s'ajoute avec « countersign webhooks add » ou l'API, qui "
+            "montrent son secret de signature une seule fois."
+        ),
+        "webhooks.dead_letters": "Lettres mortes",
+        "webhooks.dead_lead": (
+            "Les notifications qui n'ont pas pu être livrées après tous les essais. Renvoyez-en "
+            "une dès que son destinataire fonctionne de nouveau."
+        ),
+        "webhooks.no_dead_letters": (
+            "Aucune lettre morte : tout a été livré ou est en cours d'envoi."
+        ),
+        "webhooks.dead": "Non livrée",
+        "webhooks.redeliver": "Renvoyer",
+        "webhooks.redeliver_all": "Tout renvoyer",
+        "webhooks.last_answer": "Dernière réponse",
+        "webhooks.attempts": "essais : {count}",
+        "webhooks.event_id": "Identifiant d'événement",
+        "webhooks.status_code": "HTTP {code}",
+        "webhooks.channel.webhook": "Webhook",
+        "webhooks.channel.email": "Courriel",
+        "webhooks.type.awaiting_approval": "En attente d'approbation",
+        "webhooks.type.needs_reconciliation": "En vérification auprès du fournisseur",
+        "webhooks.type.failed": "Échec",
         "nav.signed_in_as": "Connecté(e) : {name} ({email}), {club}",
         "status.title": "Où elle en est",
         "status.settled": "Réglé. Voici le résultat enregistré ; rien d'autre ne se passera.",

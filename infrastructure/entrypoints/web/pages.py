@@ -37,6 +37,7 @@ from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
 from countersign.infrastructure.entrypoints.web.sessions import Sessions, session_secret
 from countersign.infrastructure.entrypoints.web.signing_in import SignInPages
 from countersign.infrastructure.entrypoints.web.site import Handler, Site
+from countersign.infrastructure.entrypoints.web.webhooks import WebhookPages
 from countersign.infrastructure.server_settings import secure_from_env
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -61,6 +62,8 @@ def mount_pages(
     proposals = ProposalPages(site)
     conversations = ConversationPages(site)
     edits = EditPages(site)
+
+    webhooks = WebhookPages(site)
     get, post = ["GET"], ["POST"]
     routes: list[tuple[str, Handler, list[str], bool, bool]] = [
         # path, handler, methods, signed in, CSRF checked
@@ -80,6 +83,8 @@ def mount_pages(
         ("/proposals/{proposal_id}/status", proposals.status, get, True, False),
         ("/proposals/{proposal_id}/edit", edits.form, get, True, False),
         ("/proposals/{proposal_id}/edit", edits.revise, post, True, True),
+        ("/webhooks", webhooks.page, get, True, False),
+        ("/webhooks/redeliver", webhooks.redeliver, post, True, True),
     ]
     for path, handler, methods, signed_in, csrf in routes:
         app.add_route(

@@ -1,0 +1,128 @@
+"""Commands for notifications: a club's webhooks and their deliveries, members' languages,
+and the sender (``notify run``) that delivers the outbox.
+
+The operator's command line acts for no member: it may manage any club's webhooks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from typing import Any
+
+from countersign.domain.club.organization import LanguageError
+from countersign.domain.club.webhooks import WebhookUrlError
+from countersign.domain.errors import NotMemberError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
+from countersign.infrastructure.notifications.sender import PassReport
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+
+
+def cmd_webhooks_add(cs: Countersign, args: argparse.Namespace) -> Result:
+    try:
+        added = Webhooks(cs).add(None, args.org, args.url)
+    except WebhookUrlError as error:
+        raise UsageError(str(error)) from None
+    text = (
+        f"Webhook {added.endpoint_id} of {added.organization} posts to {added.url}.\n"
+        f"Its signing secret is shown once; store it now:\n{added.secret}"
+    )
+    return added.to_json(), text
+
+
+def cmd_webhooks_list(cs: Countersign, args: argparse.Namespace) -> Result:
+    endpoints = Webhooks(cs).endpoints(None, args.org)
+    lines = [f"{e['endpoint_id']}  {e['url']}  (added by {e['added_by']})" for e in endpoints]
+    return endpoints, "\n".join(lines) or f"{args.org} has no webhooks."
+
+
+def cmd_webhooks_remove(cs: Countersign, args: argparse.Namespace) -> Result:
+    Webhooks(cs).remove(None, args.org, args.endpoint_id)
+    return {"endpoint_id": args.endpoint_id, "removed": True}, (
+        f"Webhook {args.endpoint_id} removed: nothing more is posted to it."
+    )
+
+
+def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result:
+    found = Webhooks(cs).deliveries(None, args.org, dead_only=args.dead, limit=args.limit)
+    document: Any = _json(found)
+    lines = []
+    for delivery in found:
+        lines.append(
+            f"{delivery['delivery_id']}  {delivery['type']}  {delivery['channel']} "
+            f"{delivery['target']}: {delivery['status']} after {delivery['attempts']} attempt(s)"
+        )
+        for attempt in delivery["attempt_log"]:
+            answer = (
+                f"status {attempt['status_code']}"
+                if attempt["status_code"] is not None
+                else attempt["error_class"]
+            )
+            next_try = attempt["next_attempt_at"]
+            lines.append(
+                f"    #{attempt['attempt']} {attempt['started_at']:%Y-%m-%d %H:%M:%S}Z "
+                f"{answer}, {attempt['latency_ms']} ms"
+                + (f", next try {next_try:%Y-%m-%d %H:%M:%S}Z" if next_try else "")
+            )
+    empty = "No dead letters." if args.dead else "No deliveries."
+    return document, "\n".join(lines) or empty
+
+
+def cmd_webhooks_redeliver(cs: Countersign, args: argparse.Namespace) -> Result:
+    if not args.all and not args.delivery_id:
+        raise UsageError("name a dead letter's delivery id, or --all for every dead letter")
+    ids = Webhooks(cs).redeliver(None, args.org, None if args.all else args.delivery_id)
+    text = (
+        f"{len(ids)} dead letter(s) put back in line; the next 'countersign notify run' sends them."
+        if ids
+        else "No such dead letter."
+    )
+    return {"redelivered": ids}, text
+
+
+def cmd_members_set_language(cs: Countersign, args: argparse.Namespace) -> Result:
+    try:
+        language = cs.notifications.set_member_language(args.org, args.email, args.language)
+    except LanguageError as error:
+        raise UsageError(str(error)) from None
+    except NotMemberError:
+        raise UsageError(f"{args.email} is not a member of {args.org}") from None
+    email = args.email.strip().lower()
+    return {"organization": args.org, "email": email, "language": language}, (
+        f"{email} is written to in {language}."
+    )
+
+
+def cmd_notify_run(cs: Countersign, args: argparse.Namespace) -> Result:
+    """Pass after pass (or one, with --once), a progress line per pass that did something."""
+    sender = notification_sender(cs)
+    if args.once:
+        report = sender.run_once()
+        return report.to_json(), f"notify: {report.line()}"
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    totals = PassReport()
+
+    def progress(report: PassReport) -> None:
+        for name in ("fanned_out", "attempted", "delivered", "retrying", "dead"):
+            setattr(totals, name, getattr(totals, name) + getattr(report, name))
+        if report.fanned_out or report.attempted:
+            print(f"notify: {report.line()}", file=sys.stderr, flush=True)
+
+    print(
+        f"notify: delivering the outbox every {args.interval:g} s (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
+    sender.run(stop, args.interval, progress)
+    return {"stopped": True, **totals.to_json()}, f"notify: stopped cleanly; {totals.line()}"
+
+
+def _json(value: Any) -> Any:
+    return json.loads(render.to_json(value))

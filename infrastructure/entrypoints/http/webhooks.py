@@ -1,0 +1,129 @@
+"""The webhooks' routes: an organization's endpoints, its deliveries and dead letters.
+
+Everything here needs the ``webhooks.manage`` permission (the token's, and its member's), in
+the token's organization. A URL that is not http(s) is a 422 naming the ``url`` field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from countersign.domain.club.webhooks import WebhookUrlError
+from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
+from countersign.infrastructure.entrypoints.http.auth import Service, Wired
+from countersign.infrastructure.entrypoints.http.models import (
+    DeliveriesOut,
+    RedeliveredOut,
+    WebhookAddedOut,
+    WebhookIn,
+    WebhookListOut,
+    WebhookRemovedOut,
+)
+from countersign.infrastructure.entrypoints.http.problems import API_PREFIX, ProblemError
+from countersign.infrastructure.identity.tokens import ServicePrincipal
+from countersign.infrastructure.notifications.webhooks import Webhooks
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+
+router = APIRouter(prefix=API_PREFIX, tags=["webhooks"])
+
+EndpointId = Annotated[str, Path(max_length=64, description="The endpoint's id (we_...).")]
+DeliveryId = Annotated[str, Path(max_length=64, description="The delivery's id (dlv_...).")]
+
+
+def _slug(service: ServicePrincipal) -> str:
+    return service.organization_slug
+
+
+@router.get(
+    "/webhooks",
+    response_model=WebhookListOut,
+    responses=problem_responses(403, 404),
+    summary="The organization's webhook endpoints",
+)
+def list_endpoints(request: Request, cs: Wired, service: Service) -> JSONResponse:
+    with answers(request):
+        items = Webhooks(cs).endpoints(service.caller, _slug(service))
+    return JSONResponse({"items": items})
+
+
+@router.post(
+    "/webhooks",
+    status_code=201,
+    response_model=WebhookAddedOut,
+    responses=problem_responses(403, 404, 409, 422),
+    summary="Register a webhook endpoint (its signing secret is answered once)",
+)
+def add_endpoint(request: Request, cs: Wired, service: Service, body: WebhookIn) -> JSONResponse:
+    with answers(request):
+        try:
+            added = Webhooks(cs).add(service.caller, _slug(service), body.url)
+        except WebhookUrlError as error:
+            problems = [{"field": "url", "message": str(error)}]
+            raise ProblemError("invalid-request", problems=problems) from None
+    record(cs, request, service, "webhooks.add", added.endpoint_id, "added")
+    return JSONResponse(added.to_json(), status_code=201)
+
+
+@router.delete(
+    "/webhooks/{endpoint_id}",
+    response_model=WebhookRemovedOut,
+    responses=problem_responses(403, 404),
+    summary="Stop posting to a webhook endpoint",
+)
+def remove_endpoint(
+    request: Request, cs: Wired, service: Service, endpoint_id: EndpointId
+) -> JSONResponse:
+    with answers(request):
+        Webhooks(cs).remove(service.caller, _slug(service), endpoint_id)
+    record(cs, request, service, "webhooks.remove", endpoint_id, "removed")
+    return JSONResponse({"endpoint_id": endpoint_id, "removed": True})
+
+
+@router.get(
+    "/webhooks/deliveries",
+    response_model=DeliveriesOut,
+    responses=problem_responses(403, 404, 422),
+    summary="The organization's deliveries, newest first, each with its attempts",
+)
+def deliveries(
+    request: Request,
+    cs: Wired,
+    service: Service,
+    dead: Annotated[bool, Query(description="Only the dead letters.")] = False,
+    limit: Annotated[int, Query(ge=1, le=100, description="At most this many.")] = 50,
+) -> JSONResponse:
+    with answers(request):
+        items = Webhooks(cs).deliveries(service.caller, _slug(service), dead_only=dead, limit=limit)
+    return JSONResponse(jsonable_encoder({"items": items}))
+
+
+@router.post(
+    "/webhooks/deliveries/{delivery_id}/redeliver",
+    response_model=RedeliveredOut,
+    responses=problem_responses(403, 404),
+    summary="Put one dead letter back in line",
+)
+def redeliver(
+    request: Request, cs: Wired, service: Service, delivery_id: DeliveryId
+) -> JSONResponse:
+    with answers(request):
+        ids = Webhooks(cs).redeliver(service.caller, _slug(service), delivery_id)
+    if not ids:
+        raise ProblemError("not-found")
+    record(cs, request, service, "webhooks.redeliver", delivery_id, "redelivered")
+    return JSONResponse({"redelivered": ids})
+
+
+@router.post(
+    "/webhooks/dead-letters/redeliver",
+    response_model=RedeliveredOut,
+    responses=problem_responses(403, 404),
+    summary="Put every dead letter of the organization back in line",
+)
+def redeliver_all(request: Request, cs: Wired, service: Service) -> JSONResponse:
+    with answers(request):
+        ids = Webhooks(cs).redeliver(service.caller, _slug(service))
+    record(cs, request, service, "webhooks.redeliver", "all", f"{len(ids)} redelivered")
+    return JSONResponse({"redelivered": ids})

@@ -1,0 +1,265 @@
+"""One sender pass, and the long-running loop (``countersign notify run``).
+
+A pass catches the ``notifications`` projection up, fans new outbox rows out into deliveries,
+then attempts every due delivery on a thread pool and records each attempt as soon as it
+ends. The next try after a failure is tenacity's exponential wait with jitter, stored in the
+ledger (so it survives the process); the last failed try makes the delivery a dead letter.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from countersign.application.notifications import NotificationsService
+from countersign.application.ports import Clock
+from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.notifications import channels
+from countersign.infrastructure.notifications.ledger import (
+    DEAD,
+    DELIVERED,
+    EMAIL,
+    WEBHOOK,
+    Attempt,
+    Claimed,
+    DeliveryLedger,
+    Target,
+)
+from countersign.infrastructure.notifications.messages import Mail, email_message, webhook_body
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.signing import signed_headers
+from tenacity import RetryCallState, wait_exponential_jitter
+
+log = logging.getLogger("countersign.notify")
+
+FANOUT_BATCH = 500
+CLAIM_BATCH = 100
+
+ENDPOINT_REMOVED = "EndpointRemoved"
+NO_SECRET = "NoSigningSecret"  # noqa: S105 - an error class, not a secret
+NO_SMTP = "NoSmtpRelay"
+#: Failures no retry can mend: the delivery is a dead letter at once.
+_HOPELESS = frozenset({ENDPOINT_REMOVED, NO_SECRET, NO_SMTP})
+
+
+@dataclass
+class PassReport:
+    """What one pass did."""
+
+    fanned_out: int = 0
+    attempted: int = 0
+    delivered: int = 0
+    retrying: int = 0
+    dead: int = 0
+    dead_letters: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fanned_out": self.fanned_out,
+            "attempted": self.attempted,
+            "delivered": self.delivered,
+            "retrying": self.retrying,
+            "dead": self.dead,
+        }
+
+    def line(self) -> str:
+        return (
+            f"{self.fanned_out} new deliveries; {self.attempted} attempted: "
+            f"{self.delivered} delivered, {self.retrying} to retry, {self.dead} dead"
+        )
+
+
+class NotificationSender:
+    """Fans the outbox out and delivers it, at least once."""
+
+    def __init__(
+        self,
+        ledger: DeliveryLedger,
+        notifications: NotificationsService,
+        clock: Clock,
+        settings: NotifySettings,
+        *,
+        catch_up: Callable[[], object] | None = None,
+        recorded: Callable[[Claimed, str], None] | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.notifications = notifications
+        self.clock = clock
+        self.settings = settings
+        self.catch_up = catch_up
+        #: Called after each attempt is recorded, with its delivery's status (progress lines).
+        self.recorded = recorded
+        self._wait = wait_exponential_jitter(
+            multiplier=settings.first_retry_seconds,
+            max=settings.max_retry_seconds,
+            jitter=settings.first_retry_seconds,
+        )
+        self._slugs: dict[str, str] = {}
+
+    # -- a pass ---------------------------------------------------------------------------------
+
+    def run_once(self) -> PassReport:
+        """Catch up, fan out, then attempt everything due now."""
+        if self.catch_up is not None:
+            self.catch_up()
+        report = PassReport(fanned_out=self.fan_out())
+        self.deliver_due(report)
+        return report
+
+    def fan_out(self) -> int:
+        """Deliveries for the outbox rows not fanned out yet; how many were new."""
+        created = 0
+        while True:
+            after = self.ledger.fanout_position()
+            rows = self.ledger.outbox_after(after, FANOUT_BATCH)
+            if not rows:
+                return created
+            deliveries = [(row, target) for row in rows for target in self.targets(row)]
+            created += self.ledger.fan_out(
+                after, rows[-1]["position"], deliveries, self.clock.now()
+            )
+
+    def targets(self, notification: dict[str, Any]) -> list[Target]:
+        """Every endpoint of the club, and every recipient when e-mail is configured."""
+        organization_id = notification["organization_id"]
+        found = [Target(WEBHOOK, e) for e in self.ledger.active_endpoints(organization_id)]
+        if self.settings.email_enabled:
+            try:
+                recipients = self.notifications.recipients(
+                    organization_id,
+                    notification["reason"],
+                    notification["operation"],
+                    notification["requester"],
+                    notification["approvers"],
+                )
+            except NotFoundError:
+                recipients = []
+            found += [Target(EMAIL, r.email, r.language) for r in recipients]
+        return found
+
+    def deliver_due(self, report: PassReport | None = None) -> PassReport:
+        """Attempt every due delivery, a batch at a time, recording each as it ends."""
+        report = report or PassReport()
+        lease = timedelta(seconds=self.settings.lease_seconds)
+        with ThreadPoolExecutor(self.settings.workers, "countersign-notify") as pool:
+            while claimed := self.ledger.claim_due(self.clock.now(), lease, CLAIM_BATCH):
+                futures: dict[Future[Attempt], Claimed] = {
+                    pool.submit(self.send, delivery): delivery for delivery in claimed
+                }
+                for future, delivery in _as_completed(futures):
+                    self._record(delivery, future.result(), report)
+        return report
+
+    def _record(self, delivery: Claimed, attempt: Attempt, report: PassReport) -> None:
+        tries = delivery.attempts + 1
+        dead = not attempt.delivered and (
+            tries >= self.settings.max_attempts or attempt.error_class in _HOPELESS
+        )
+        next_try = None if attempt.delivered or dead else self.next_attempt_at(attempt, tries)
+        status = self.ledger.record(delivery, attempt, next_try, dead)
+        report.attempted += 1
+        if status == DELIVERED:
+            report.delivered += 1
+        elif status == DEAD:
+            report.dead += 1
+            report.dead_letters.append(delivery.delivery_id)
+        else:
+            report.retrying += 1
+        if self.recorded is not None:
+            self.recorded(delivery, status)
+
+    def next_attempt_at(self, attempt: Attempt, tries: int) -> datetime:
+        """When to try again after ``tries`` failed tries: tenacity's exponential wait with
+        jitter, from now."""
+        state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
+        state.attempt_number = tries
+        return self.clock.now() + timedelta(seconds=self._wait(state))
+
+    # -- sending one ----------------------------------------------------------------------------
+
+    def send(self, delivery: Claimed) -> Attempt:
+        """One attempt (runs on the pool's threads: it touches no database)."""
+        started_at = self.clock.now()
+        try:
+            if delivery.channel == WEBHOOK:
+                return self._post(delivery, started_at)
+            return self._mail(delivery, started_at)
+        except Exception as error:  # a bug here must not stop the others' deliveries
+            log.exception("delivery %s could not be attempted", delivery.delivery_id)
+            return Attempt(started_at, 0, error_class=type(error).__name__)
+
+    def _post(self, delivery: Claimed, started_at: datetime) -> Attempt:
+        if delivery.url is None:
+            return Attempt(started_at, 0, error_class=ENDPOINT_REMOVED)
+        if delivery.secret is None:
+            return Attempt(started_at, 0, error_class=NO_SECRET)
+        notification = delivery.notification
+        body = webhook_body(
+            notification,
+            self.slug(delivery.organization_id),
+            self.settings.review_url(notification["proposal_id"]),
+        )
+        # The wall clock's, whatever the application's clock says: receivers refuse a
+        # timestamp far from their own time (replay protection).
+        timestamp = int(time.time())
+        headers = signed_headers(delivery.secret, delivery.event_id, timestamp, body)
+        return channels.post_webhook(
+            delivery.url, body, headers, self.settings.timeout_seconds, started_at
+        )
+
+    def _mail(self, delivery: Claimed, started_at: datetime) -> Attempt:
+        host = self.settings.smtp_host
+        if host is None:
+            return Attempt(started_at, 0, error_class=NO_SMTP)
+        notification = delivery.notification
+        club = self.club_name(delivery.organization_id)
+        name = self.member_name(delivery.organization_id, delivery.target)
+        message = email_message(
+            notification,
+            Mail(delivery.target, name, delivery.language),
+            club,
+            self.settings.review_url(notification["proposal_id"]),
+            self.settings.smtp_from,
+        )
+        return channels.send_email(
+            message, host, self.settings.smtp_port, self.settings.timeout_seconds, started_at
+        )
+
+    def slug(self, organization_id: str) -> str:
+        if organization_id not in self._slugs:
+            self._slugs[organization_id] = self.notifications.slug_of(organization_id)
+        return self._slugs[organization_id]
+
+    def club_name(self, organization_id: str) -> str:
+        return self.notifications.club_name(organization_id)
+
+    def member_name(self, organization_id: str, email: str) -> str:
+        return self.notifications.member_name(organization_id, email)
+
+    # -- the long run ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        stop: threading.Event,
+        interval: float,
+        progress: Callable[[PassReport], None] | None = None,
+    ) -> None:
+        """Pass after pass until ``stop`` is set, waiting ``interval`` seconds between them."""
+        while not stop.is_set():
+            report = self.run_once()
+            if progress is not None:
+                progress(report)
+            stop.wait(interval)
+
+
+def _as_completed(
+    futures: dict[Future[Attempt], Claimed],
+) -> Iterator[tuple[Future[Attempt], Claimed]]:
+    for future in as_completed(futures):
+        yield future, futures[future]

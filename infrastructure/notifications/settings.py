@@ -1,0 +1,69 @@
+"""The sender's settings, from the environment (README, "Configuration")."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from countersign.infrastructure.settings import SettingsError
+
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """Where links point, how e-mail leaves, and how hard the sender tries."""
+
+    public_url: str = DEFAULT_PUBLIC_URL
+    """COUNTERSIGN_PUBLIC_URL: the site's address, for the review links."""
+    smtp_host: str | None = None
+    """COUNTERSIGN_SMTP_HOST: the relay e-mail is handed to; unset, no e-mail is sent."""
+    smtp_port: int = 25
+    smtp_from: str = "countersign@localhost"
+    max_attempts: int = 8
+    """COUNTERSIGN_NOTIFY_MAX_ATTEMPTS: tries before a delivery becomes a dead letter."""
+    first_retry_seconds: float = 30.0
+    """COUNTERSIGN_NOTIFY_FIRST_RETRY: the first wait; each next one doubles (plus jitter)."""
+    max_retry_seconds: float = 6 * 3600.0
+    timeout_seconds: float = 10.0
+    """COUNTERSIGN_NOTIFY_TIMEOUT: the most one request may take."""
+    workers: int = 8
+    """How many deliveries are attempted at once."""
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a claimed delivery is left to its sender before another may attempt it."""
+        return self.timeout_seconds * 3 + 30
+
+    @property
+    def email_enabled(self) -> bool:
+        return bool(self.smtp_host)
+
+    def review_url(self, proposal_id: str) -> str:
+        """The review page of a proposal (never an approve link: approving is a POST there)."""
+        return f"{self.public_url.rstrip('/')}/proposals/{proposal_id}"
+
+    @classmethod
+    def from_env(cls) -> NotifySettings:
+        env = os.environ
+        public_url = env.get("COUNTERSIGN_PUBLIC_URL", "").strip() or DEFAULT_PUBLIC_URL
+        if not public_url.startswith(("http://", "https://")):
+            raise SettingsError(
+                f"COUNTERSIGN_PUBLIC_URL must start with https:// or http://, not {public_url!r}"
+            )
+        return cls(
+            public_url=public_url,
+            smtp_host=env.get("COUNTERSIGN_SMTP_HOST", "").strip() or None,
+            smtp_port=_number(env, "COUNTERSIGN_SMTP_PORT", 25),
+            smtp_from=env.get("COUNTERSIGN_SMTP_FROM", "").strip() or "countersign@localhost",
+            max_attempts=_number(env, "COUNTERSIGN_NOTIFY_MAX_ATTEMPTS", 8),
+            first_retry_seconds=_number(env, "COUNTERSIGN_NOTIFY_FIRST_RETRY", 30),
+            timeout_seconds=_number(env, "COUNTERSIGN_NOTIFY_TIMEOUT", 10),
+        )
+
+
+def _number(env: os._Environ[str], name: str, default: int) -> int:
+    value = env.get(name, "").strip() or str(default)
+    if not (value.isascii() and value.isdigit()) or int(value) <= 0:
+        raise SettingsError(f"{name} must be a positive whole number, not {value!r}")
+    return int(value)

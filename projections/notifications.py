@@ -1,0 +1,154 @@
+"""The notifications outbox: what people must be told, one row per notification.
+
+A proposal awaiting someone (``Proposed``) and an outcome that needs a person
+(``Reconciling``: someone must check with the provider; ``Failed``: someone gives support its
+reference) each make one row. Nothing is sent in the commit that records the event: a sender
+(``infrastructure/notifications``) reads this table afterwards and keeps what it delivered in
+operational tables of its own. Delivery state never lives here, so a rebuild gives back the
+very same rows, and the same event ids, without resending anything.
+
+The club's webhook endpoints (``Organization.WebhookEndpointAdded/Removed``) are kept here too:
+where the sender POSTs. Their signing secrets are not events and not in these tables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid5
+
+from countersign.domain.notifications import AWAITING_APPROVAL, FAILED, NEEDS_RECONCILIATION
+from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+
+NOTIFICATIONS = "notifications"
+PROPOSALS = "notification_proposals"
+ENDPOINTS = "webhook_endpoints"
+
+_NAMESPACE = UUID("0b8f3c52-91d4-4e0a-a7c4-5d2f7f0d6e13")
+
+
+def notification_id(proposal_id: str, version: int) -> str:
+    """The stable event id of the notification a proposal's event makes: the same on every
+    rebuild, every retry and every target, so receivers can deduplicate by it."""
+    return f"msg_{uuid5(_NAMESPACE, f'{proposal_id}/{version}').hex}"
+
+
+class Notifications(Projection):
+    """The outbox (``notifications``), what it needs to know of each proposal, and the clubs'
+    webhook endpoints."""
+
+    name = "notifications"
+    tables = (
+        Table(
+            NOTIFICATIONS,
+            (
+                Column("event_id"),
+                Column("position", "int"),
+                Column("organization_id"),
+                Column("proposal_id"),
+                Column("operation"),
+                Column("section"),
+                Column("reason"),
+                Column("requester"),
+                Column("approvers", "json"),
+                Column("occurred_at", "time"),
+            ),
+            key=("event_id",),
+            indexes=(("position",), ("organization_id", "occurred_at")),
+            append_only=True,
+        ),
+        Table(
+            PROPOSALS,
+            (
+                Column("proposal_id"),
+                Column("organization_id"),
+                Column("operation"),
+                Column("section"),
+                Column("requester"),
+                Column("approvers", "json"),
+            ),
+            key=("proposal_id",),
+        ),
+        Table(
+            ENDPOINTS,
+            (
+                Column("endpoint_id"),
+                Column("organization_id"),
+                Column("url"),
+                Column("added_by"),
+                Column("added_at", "time"),
+                Column("removed_at", "time"),
+                Column("active", "bool"),
+            ),
+            key=("endpoint_id",),
+            indexes=(("organization_id", "active"),),
+        ),
+    )
+
+    @handles("Proposal.Proposed")
+    def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        proposal = {
+            "proposal_id": str(event.originator_id),
+            "organization_id": str(event.organization_id),
+            "operation": event.kind,
+            "section": str(event.section),
+            "requester": event.requested_by,
+            "approvers": [],
+        }
+        rows.put(PROPOSALS, proposal)
+        self._notify(event, position, rows, proposal, AWAITING_APPROVAL)
+
+    @handles("Proposal.Approved")
+    def approved(self, event: Any, position: int, rows: Rows) -> None:
+        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        if proposal is not None and event.approved_by not in proposal["approvers"]:
+            approvers = [*proposal["approvers"], event.approved_by]
+            rows.update(PROPOSALS, (str(event.originator_id),), approvers=approvers)
+
+    @handles("Proposal.Reconciling")
+    def reconciling(self, event: Any, position: int, rows: Rows) -> None:
+        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        if proposal is not None:
+            self._notify(event, position, rows, proposal, NEEDS_RECONCILIATION)
+
+    @handles("Proposal.Failed")
+    def failed(self, event: Any, position: int, rows: Rows) -> None:
+        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        if proposal is not None:
+            self._notify(event, position, rows, proposal, FAILED)
+
+    @handles("Organization.WebhookEndpointAdded")
+    def endpoint_added(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put(
+            ENDPOINTS,
+            {
+                "endpoint_id": event.endpoint_id,
+                "organization_id": str(event.originator_id),
+                "url": event.url,
+                "added_by": event.added_by,
+                "added_at": event_time(event),
+                "removed_at": None,
+                "active": True,
+            },
+        )
+
+    @handles("Organization.WebhookEndpointRemoved")
+    def endpoint_removed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.update(ENDPOINTS, (event.endpoint_id,), removed_at=event_time(event), active=False)
+
+    @staticmethod
+    def _notify(event: Any, position: int, rows: Rows, proposal: Any, reason: str) -> None:
+        rows.put(
+            NOTIFICATIONS,
+            {
+                "event_id": notification_id(proposal["proposal_id"], event.originator_version),
+                "position": position,
+                "organization_id": proposal["organization_id"],
+                "proposal_id": proposal["proposal_id"],
+                "operation": proposal["operation"],
+                "section": proposal["section"],
+                "reason": reason,
+                "requester": proposal["requester"],
+                "approvers": list(proposal["approvers"]),
+                "occurred_at": event_time(event),
+            },
+        )

@@ -1,0 +1,176 @@
+"""E-mail notifications: sent over SMTP to a real local server (aiosmtpd), in each member's
+language, with the review link and never an approve link."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from email.message import EmailMessage
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from countersign.domain.club.organization import Organization, Permission
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+
+from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.receivers import free_port, receiving
+
+CLEO = "cleo@granite.example"  # may approve refunds, reads French
+DAN = "dan@granite.example"  # may approve refunds, reads English
+NOAH = "noah@granite.example"  # the seeded second manager: may approve refunds, English
+
+
+class Inbox:
+    """What the SMTP server accepted, one message per recipient."""
+
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+        self._lock = threading.Lock()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
+        with self._lock:
+            self.messages.append(parsed)
+        return "250 Message accepted for delivery"
+
+    def to(self, address: str) -> list[EmailMessage]:
+        return [m for m in self.messages if m["To"] == address]
+
+
+@pytest.fixture
+def smtp() -> Iterator[tuple[Inbox, int]]:
+    inbox = Inbox()
+    port = free_port()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield inbox, port
+    finally:
+        controller.stop()
+
+
+def settings(port: int) -> NotifySettings:
+    return NotifySettings(
+        public_url="https://club.example",
+        smtp_host="127.0.0.1",
+        smtp_port=port,
+        smtp_from="countersign@club.example",
+        max_attempts=3,
+        first_retry_seconds=10,
+        timeout_seconds=5,
+    )
+
+
+def approvers(cs: Countersign) -> None:
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.add_member(CLEO, "Cléo Roy", "manager", [Permission.REFUND_ORDERS])
+    granite.add_member(DAN, "Dan Ng", "manager", [Permission.REFUND_ORDERS])
+    cs.store.save(granite)
+    cs.notifications.set_member_language("granite", CLEO, "fr")
+
+
+def propose(cs: Countersign, seeded: dict[str, Any], order: str) -> str:
+    return cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"][order],
+        request=TO_CARD,
+    ).proposal_id
+
+
+def body(message: EmailMessage) -> str:
+    part = message.get_body(("plain",))
+    assert part is not None
+    return str(part.get_content())
+
+
+def test_members_who_may_approve_are_emailed_in_their_language(cs, seeded, smtp):
+    inbox, port = smtp
+    approvers(cs)
+    proposal_id = propose(cs, seeded, "refund-ok")
+    report = notification_sender(cs, settings(port)).run_once()
+    assert (report.fanned_out, report.delivered) == (3, 3)
+    # The requester and a member without the permission are not asked to approve.
+    assert sorted(m["To"] for m in inbox.messages) == [CLEO, DAN, NOAH]
+    link = f"https://club.example/proposals/{proposal_id}"
+
+    [french] = inbox.to(CLEO)
+    assert french["Content-Language"] == "fr"
+    assert "attend votre approbation" in french["Subject"]
+    assert "Granite Curling Club" in french["Subject"]
+    assert "Bonjour Cléo Roy" in body(french)
+    assert link in body(french)
+
+    [english] = inbox.to(DAN)
+    assert english["Content-Language"] == "en"
+    assert "awaits your approval" in english["Subject"]
+    assert "Hello Dan Ng" in body(english)
+    assert f"{AVA} proposed" in body(english)
+    assert link in body(english)
+
+    for message in inbox.messages:
+        assert "/approve" not in message.as_string()  # a review link, never an approve link
+        assert "4800" not in body(message)  # no amounts, no arguments
+        assert message["From"] == "countersign@club.example"
+    # One notification, one event id, on every message.
+    assert len({m["X-Countersign-Event-Id"] for m in inbox.messages}) == 1
+    assert notification_sender(cs, settings(port)).run_once().attempted == 0
+
+
+def test_an_outcome_needing_a_person_is_mailed_to_its_requester_and_approver(cs, seeded, smtp):
+    inbox, port = smtp
+    approvers(cs)
+    proposal_id = propose(cs, seeded, "refund-lost-response")
+    notification_sender(cs, settings(port)).run_once()
+    inbox.messages.clear()
+    assert cs.proposals.approve(proposal_id, CLEO).status == "reconciling"
+    notification_sender(cs, settings(port)).run_once()
+    assert sorted(m["To"] for m in inbox.messages) == [AVA, CLEO]
+    [french] = inbox.to(CLEO)
+    assert "vérification auprès du fournisseur" in french["Subject"]
+    assert f"https://club.example/proposals/{proposal_id}" in body(french)
+    [english] = inbox.to(AVA)
+    assert "being checked with the provider" in english["Subject"]
+    assert BEN not in [m["To"] for m in inbox.messages]
+
+
+def test_mail_waits_while_the_relay_is_down_and_arrives_once_it_is_up(cs, seeded, clock):
+    approvers(cs)
+    port = free_port()
+    propose(cs, seeded, "refund-ok")
+    sender = notification_sender(cs, settings(port))
+    first = sender.run_once()
+    assert (first.attempted, first.retrying) == (3, 3)
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        clock.advance(seconds=25)
+        assert sender.run_once().delivered == 3
+    finally:
+        controller.stop()
+    assert sorted(m["To"] for m in inbox.messages) == [CLEO, DAN, NOAH]
+
+
+def test_without_a_relay_only_webhooks_are_sent(cs, seeded):
+    approvers(cs)
+    with receiving() as receiver:
+        Webhooks(cs).add(None, "granite", receiver.url)
+        propose(cs, seeded, "refund-ok")
+        quiet = replace(settings(1), smtp_host=None)
+        report = notification_sender(cs, quiet).run_once()
+        assert (report.fanned_out, report.delivered) == (1, 1)
+    assert [d["channel"] for d in Webhooks(cs).deliveries(None, "granite")] == ["webhook"]
+
+
+def test_the_seeded_maple_manager_reads_french(cs, seeded):
+    assert cs.club.membership("maple", MIA).member.language == "fr"
+    assert cs.club.membership("granite", AVA).member.language == "en"

@@ -1,0 +1,138 @@
+"""The notification commands, as an operator types them: webhooks, notify run, languages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from countersign.infrastructure.entrypoints.cli import main
+from standardwebhooks.webhooks import Webhook
+
+from tests.conftest import TO_CARD
+from tests.receivers import free_port, receiving
+
+
+@pytest.fixture
+def cli(database_url, capsys, monkeypatch):
+    monkeypatch.setenv("COUNTERSIGN_PUBLIC_URL", "https://club.example")
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_MAX_ATTEMPTS", "1")
+    monkeypatch.delenv("COUNTERSIGN_SMTP_HOST", raising=False)
+
+    def run(*argv: str, status: int = 0):
+        code = main([*argv, "--json", "--database", database_url])
+        out = capsys.readouterr().out
+        assert code == status, out
+        return json.loads(out)
+
+    run("seed")
+    return run
+
+
+def propose(cli) -> str:
+    seeded = cli("seed")
+    created = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "order.refund_missing_discount",
+        "--resource",
+        seeded["orders"]["refund-ok"],
+        "--request",
+        json.dumps(TO_CARD),
+    )
+    return str(created["proposal_id"])
+
+
+def test_an_operator_adds_a_webhook_and_notify_run_delivers_to_it(cli):
+    with receiving() as receiver:
+        added = cli("webhooks", "add", "--org", "granite", "--url", receiver.url)
+        assert added["secret"].startswith("whsec_")
+        assert added["url"] == receiver.url
+        listed = cli("webhooks", "list", "--org", "granite")
+        assert listed == [
+            {"endpoint_id": added["endpoint_id"], "url": receiver.url, "added_by": "operator"}
+        ]
+        assert "secret" not in json.dumps(listed)  # shown once, at add
+        proposal_id = propose(cli)
+        report = cli("notify", "run", "--once")
+        assert report["delivered"] == 1
+        [request] = receiver.received
+        payload = Webhook(added["secret"]).verify(request.body, request.headers)
+        assert payload["review_url"] == f"https://club.example/proposals/{proposal_id}"
+    [delivery] = cli("webhooks", "deliveries", "--org", "granite")
+    assert delivery["status"] == "delivered"
+    assert delivery["attempt_log"][0]["status_code"] == 200
+    assert cli("webhooks", "deliveries", "--org", "granite", "--dead") == []
+
+
+def test_a_dead_letter_is_listed_and_redelivered(cli, capsys, database_url):
+    port = free_port()
+    cli("webhooks", "add", "--org", "granite", "--url", f"http://127.0.0.1:{port}/hook")
+    propose(cli)
+    assert cli("notify", "run", "--once")["dead"] == 1
+    [dead] = cli("webhooks", "deliveries", "--org", "granite", "--dead")
+    assert dead["attempt_log"][0]["error_class"] == "ConnectionRefusedError"
+    assert dead["attempt_log"][0]["next_attempt_at"] is None
+    # What a person reads: each attempt's answer, latency and next try.
+    assert main(["webhooks", "deliveries", "--org", "granite", "--database", database_url]) == 0
+    text = capsys.readouterr().out
+    assert "dead after 1 attempt(s)" in text
+    assert "ConnectionRefusedError" in text
+    assert " ms" in text
+    with receiving(port=port) as receiver:
+        assert cli("webhooks", "redeliver", "--org", "granite", "--all") == {
+            "redelivered": [dead["delivery_id"]]
+        }
+        assert cli("notify", "run", "--once")["delivered"] == 1
+        assert len(receiver.received) == 1
+    assert cli("webhooks", "redeliver", dead["delivery_id"], "--org", "granite") == {
+        "redelivered": []
+    }
+    cli("webhooks", "redeliver", "--org", "granite", status=2)  # neither an id nor --all
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://example.com", "javascript:alert(1)", "example.com/hook", "https://a:b@x.io"]
+)
+def test_a_bad_url_is_refused_with_a_clear_error(cli, url):
+    refused = cli("webhooks", "add", "--org", "granite", "--url", url, status=2)
+    assert refused["error"] == "usage"
+    assert "webhook URL" in refused["message"]
+    assert "Traceback" not in refused["message"]
+    assert cli("webhooks", "list", "--org", "granite") == []
+
+
+def test_an_unknown_club_or_endpoint_is_not_found(cli):
+    assert cli("webhooks", "add", "--org", "nowhere", "--url", "https://x.example")["error"] == (
+        "not_found"
+    )
+    assert cli("webhooks", "list", "--org", "nowhere")["error"] == "not_found"
+    assert cli("webhooks", "remove", "we_nope", "--org", "granite")["error"] == "not_found"
+    added = cli("webhooks", "add", "--org", "maple", "--url", "https://maple.example/h")
+    # Another club's endpoint is not found through this club.
+    assert cli("webhooks", "remove", added["endpoint_id"], "--org", "granite")["error"] == (
+        "not_found"
+    )
+    assert len(cli("webhooks", "list", "--org", "maple")) == 1
+    assert cli("webhooks", "remove", added["endpoint_id"], "--org", "maple")["removed"] is True
+
+
+def test_members_set_language(cli):
+    changed = cli(
+        "members", "set-language", "--org", "granite", "--email", "BEN@granite.example",
+        "--language", "fr",
+    )  # fmt: skip
+    assert changed == {"organization": "granite", "email": "ben@granite.example", "language": "fr"}
+    refused = cli(
+        "members", "set-language", "--org", "granite", "--email", "ben@granite.example",
+        "--language", "de",
+    status=2)  # fmt: skip
+    assert "not a language" in refused["message"]
+    stranger = cli(
+        "members", "set-language", "--org", "granite", "--email", "mia@maple.example",
+        "--language", "fr",
+    status=2)  # fmt: skip
+    assert "not a member" in stranger["message"]

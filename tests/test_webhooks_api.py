@@ -1,0 +1,134 @@
+"""The webhooks in the JSON API: /api/v1/webhooks..., for tokens holding webhooks.manage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from countersign.domain.club.organization import Organization
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.identity.tokens import issue_token
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import notification_sender
+from fastapi.testclient import TestClient
+from standardwebhooks.webhooks import Webhook
+
+from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.receivers import free_port, receiving
+
+HOOKS = "/api/v1/webhooks"
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
+    with TestClient(create_app(cs), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture
+def manager(cs: Countersign, seeded: dict[str, Any]) -> str:
+    return issue_token(cs, "granite", "hooks-bot", ["webhooks.manage"], issued_by=AVA).token
+
+
+def test_a_service_registers_lists_and_removes_an_endpoint(cs, seeded, client, manager):
+    with receiving() as receiver:
+        added = client.post(HOOKS, headers=auth(manager), json={"url": receiver.url})
+        assert added.status_code == 201, added.text
+        document = added.json()
+        assert document["secret"].startswith("whsec_")
+        assert document["organization"] == "granite"
+        listed = client.get(HOOKS, headers=auth(manager)).json()
+        assert listed == {
+            "items": [
+                {"endpoint_id": document["endpoint_id"], "url": receiver.url, "added_by": AVA}
+            ]
+        }
+        cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=REFUND,
+            resource_id=seeded["orders"]["refund-ok"],
+            request=TO_CARD,
+        )
+        notification_sender(cs, NotifySettings(public_url="https://club.example")).run_once()
+        [request] = receiver.received
+        Webhook(document["secret"]).verify(request.body, request.headers)
+    [delivery] = client.get(f"{HOOKS}/deliveries", headers=auth(manager)).json()["items"]
+    assert delivery["status"] == "delivered"
+    assert delivery["event_id"] == request.headers["webhook-id"]
+    assert delivery["attempt_log"][0]["status_code"] == 200
+    removed = client.delete(f"{HOOKS}/{document['endpoint_id']}", headers=auth(manager))
+    assert removed.json() == {"endpoint_id": document["endpoint_id"], "removed": True}
+    assert client.get(HOOKS, headers=auth(manager)).json() == {"items": []}
+    gone = client.delete(f"{HOOKS}/{document['endpoint_id']}", headers=auth(manager))
+    assert gone.status_code == 404
+
+
+def test_dead_letters_are_listed_and_redelivered_over_the_api(cs, seeded, client, manager):
+    port = free_port()
+    client.post(HOOKS, headers=auth(manager), json={"url": f"http://127.0.0.1:{port}/h"})
+    cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    )
+    one_try = NotifySettings(max_attempts=1)
+    assert notification_sender(cs, one_try).run_once().dead == 1
+    [dead] = client.get(f"{HOOKS}/deliveries?dead=true", headers=auth(manager)).json()["items"]
+    assert dead["status"] == "dead"
+    assert dead["attempt_log"][0]["error_class"] == "ConnectionRefusedError"
+    path = f"{HOOKS}/deliveries/{dead['delivery_id']}/redeliver"
+    with receiving(port=port) as receiver:
+        assert client.post(path, headers=auth(manager)).json() == {
+            "redelivered": [dead["delivery_id"]]
+        }
+        assert notification_sender(cs, one_try).run_once().delivered == 1
+        assert len(receiver.received) == 1
+    assert client.post(path, headers=auth(manager)).status_code == 404  # not dead any more
+    everything = client.post(f"{HOOKS}/dead-letters/redeliver", headers=auth(manager))
+    assert everything.json() == {"redelivered": []}
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://x.example/h", "javascript:alert(1)", "https://u:p@x.example/", "no url"]
+)
+def test_a_bad_url_is_a_422_naming_the_field(client, manager, url):
+    refused = client.post(HOOKS, headers=auth(manager), json={"url": url})
+    assert refused.status_code == 422
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    [problem] = refused.json()["problems"]
+    assert problem["field"] == "url"
+    assert "webhook URL" in problem["message"]
+    assert client.get(HOOKS, headers=auth(manager)).json() == {"items": []}
+
+
+def test_permissions_and_tenants(cs, seeded, client, manager):
+    refunds_only = issue_token(cs, "granite", "refunds", ["orders.refund"], issued_by=AVA).token
+    assert client.get(HOOKS, headers=auth(refunds_only)).status_code == 403
+    # A token with the scope, whose member has since lost the permission: 403.
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.change_permissions(BEN, ["webhooks.manage"])
+    cs.store.save(granite)
+    ben = issue_token(cs, "granite", "ben-bot", ["webhooks.manage"], issued_by=BEN).token
+    granite.change_permissions(BEN, [])
+    cs.store.save(granite)
+    assert client.post(HOOKS, headers=auth(ben), json={"url": "https://x.example"}).status_code == (
+        403
+    )
+    assert client.get(HOOKS).status_code == 401
+    # Another club's endpoint and delivery ids are simply not found.
+    maple = issue_token(cs, "maple", "maple-hooks", ["webhooks.manage"], issued_by=MIA).token
+    granite_endpoint = client.post(
+        HOOKS, headers=auth(manager), json={"url": "https://granite.example/h"}
+    ).json()["endpoint_id"]
+    assert client.delete(f"{HOOKS}/{granite_endpoint}", headers=auth(maple)).status_code == 404
+    assert client.get(HOOKS, headers=auth(maple)).json() == {"items": []}
+    assert len(client.get(HOOKS, headers=auth(manager)).json()["items"]) == 1
