@@ -21,6 +21,7 @@ from countersign.application.proposals import ProposalService
 from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
+from countersign.infrastructure.observability.metrics import MeteredProposalService, counted
 from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,
     EventSourcedStore,
@@ -107,9 +108,10 @@ def bootstrap(
     store = EventSourcedStore(app)
     sandbox = SandboxPaymentProvider(sql)
     email_sandbox = SandboxEmailProvider(sql)
-    proposals = ProposalService(
+    # Metered: approval latency and every provider call are counted (observability/metrics.py).
+    proposals = MeteredProposalService(
         store,
-        {"payments": sandbox, "email": email_sandbox, **(providers or {})},
+        counted({"payments": sandbox, "email": email_sandbox, **(providers or {})}),
         clock or SystemClock(),
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         lease=timedelta(seconds=settings.reconcile_lease_seconds),

@@ -3,24 +3,38 @@ about it, so what a person is shown (an error page's reference, a problem's
 ``correlation_id``) finds the log line that holds the details.
 
 ``CorrelationMiddleware`` gives each request its id; ``correlation_id_of`` is how a handler,
-of any entry point, reads it.
+of any entry point, reads it, and ``current_correlation_id`` how a log line finds it (the
+JSON log format, ``observability/logs.py``, adds it to every line written for the request).
+At INFO level the middleware also writes one access line per request.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from countersign.application.errors import new_correlation_id
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("countersign.http")
+access_log = logging.getLogger("countersign.access")
 
 CORRELATION_HEADER = "X-Correlation-ID"
 _STATE_KEY = "correlation_id"
 
 RawHeaders = list[tuple[bytes, bytes]]
+
+#: The correlation id of the request being answered in this context (threads that run a
+#: route's work get a copy of it), for log lines.
+_current: ContextVar[str | None] = ContextVar("countersign_correlation_id", default=None)
+
+
+def current_correlation_id() -> str | None:
+    """The correlation id of the request this code is answering, if any."""
+    return _current.get()
 
 
 def correlation_id_of(request: Request) -> str:
@@ -71,11 +85,15 @@ class CorrelationMiddleware:
         extra += self.headers_for(str(scope.get("path", "")))
         replaced = {name for name, _ in extra}
         started = False
+        status = 500
+        began = time.perf_counter()
+        context = _current.set(correlation_id)
 
         async def send_with_id(message: Message) -> None:
-            nonlocal started
+            nonlocal started, status
             if message["type"] == "http.response.start":
                 started = True
+                status = int(message["status"])
                 headers = [
                     (k, v) for k, v in message.get("headers", []) if k.lower() not in replaced
                 ]
@@ -106,3 +124,22 @@ class CorrelationMiddleware:
                 }
             )
             await send({"type": "http.response.body", "body": body})
+        finally:
+            _log_access(scope, status, began)
+            _current.reset(context)
+
+
+def _log_access(scope: Scope, status: int, began: float) -> None:
+    """One INFO line per request: method, path (never the query), status and duration."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    method, path = str(scope.get("method", "")), str(scope.get("path", ""))
+    duration_ms = round((time.perf_counter() - began) * 1000, 1)
+    access_log.info(
+        "%s %s %s %.1f ms",
+        method,
+        path,
+        status,
+        duration_ms,
+        extra={"method": method, "path": path, "status": status, "duration_ms": duration_ms},
+    )

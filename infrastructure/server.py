@@ -6,7 +6,8 @@ uvicorn builds it in each worker process by calling the factory::
     uvicorn --factory countersign.infrastructure.server:create_app --workers 4
 
 Everything comes from the environment (``Settings``, ``COUNTERSIGN_SECURE_COOKIES``, the
-session secret), so every worker builds the same application; ``countersign serve`` sets it
+session secret, ``COUNTERSIGN_LOG_FORMAT``, ``PROMETHEUS_MULTIPROC_DIR``), so every worker
+builds the same application; ``countersign serve`` sets it
 from its options. Forwarded headers are uvicorn's to honour or not (``server_settings``).
 """
 
@@ -18,6 +19,8 @@ from contextlib import asynccontextmanager
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.entrypoints.http import create_app as create_api
 from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.observability.health import mount_operations
+from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.server_settings import secure_from_env
 from countersign.infrastructure.settings import Settings
 from fastapi import FastAPI
@@ -25,6 +28,7 @@ from fastapi import FastAPI
 
 def create_app() -> FastAPI:
     """A newly wired countersign behind the API and the pages; closed when the server stops."""
+    configure_logging()  # each worker process sets up its own (COUNTERSIGN_LOG_FORMAT)
     settings = Settings.from_env()
     secure = secure_from_env()  # a wrong value stops the worker before it wires anything
     cs = bootstrap(settings)
@@ -46,7 +50,9 @@ def create_app() -> FastAPI:
 
 
 def compose(cs: Countersign, *, secure_cookies: bool | None = None) -> FastAPI:
-    """The API under /api/v1 and the pages at /, over ``cs`` (the caller keeps it open)."""
+    """The API under /api/v1, the pages at /, and /healthz, /readyz and /metrics for the
+    operator, over ``cs`` (the caller keeps it open)."""
     app = create_api(cs)
+    mount_operations(app, cs)
     mount_pages(app, cs, secure_cookies=secure_cookies)
     return app

@@ -13,6 +13,7 @@ _RECORDERS = (
     "countersign.infrastructure.persistence.recorders"  # where our persistence classes live
 )
 DEFAULT_API_MAX_BODY = 64 * 1024
+DEFAULT_READY_MAX_LAG = 10_000
 
 
 class SettingsError(ValueError):
@@ -28,6 +29,9 @@ class Settings:
     reconcile_lease_seconds: int = 60
     model: str = "scripted"  # COUNTERSIGN_MODEL: "scripted" (offline) or an endpoint's model
     api_max_body: int = DEFAULT_API_MAX_BODY  # COUNTERSIGN_API_MAX_BODY: bytes per API body
+    #: COUNTERSIGN_READY_MAX_LAG: /readyz fails while a projection is more events behind the
+    #: log than this (0: projection lag never fails readiness).
+    ready_max_lag: int = DEFAULT_READY_MAX_LAG
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -44,12 +48,19 @@ class Settings:
             raise SettingsError(
                 f"COUNTERSIGN_API_MAX_BODY must be a positive number of bytes, not {max_body!r}"
             )
+        max_lag = os.environ.get("COUNTERSIGN_READY_MAX_LAG", str(DEFAULT_READY_MAX_LAG)).strip()
+        if not (max_lag.isascii() and max_lag.isdigit()):
+            raise SettingsError(
+                "COUNTERSIGN_READY_MAX_LAG must be a number of events (0: no limit), "
+                f"not {max_lag!r}"
+            )
         return cls(
             database_url=database_url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL,
             proposal_ttl_seconds=int(ttl),
             reconcile_lease_seconds=int(lease),
             model=os.environ.get("COUNTERSIGN_MODEL", "").strip() or "scripted",
             api_max_body=int(max_body),
+            ready_max_lag=int(max_lag),
         )
 
 

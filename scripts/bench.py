@@ -783,11 +783,12 @@ def main(argv: list[str] | None = None) -> int:
 SUITES = {
     "projections": "bench_projections",  # rebuild speed, memory, live lag
     "assistant": "bench_assistant",  # context and schema sizes, app time per turn
+    "http": "bench_http",  # suite 4 through `serve --workers 2`: latency p50/p99, requests/s
 }
 
 
 def dispatch(argv: list[str]) -> int:
-    """``bench.py`` runs the approval cycles; ``bench.py projections|assistant|all ...`` the
+    """``bench.py`` runs the approval cycles; ``bench.py projections|assistant|http|all ...`` the
     other suites (each is also runnable on its own)."""
     if argv and argv[0] in (*SUITES, "all"):
         import importlib

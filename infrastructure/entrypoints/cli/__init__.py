@@ -32,6 +32,7 @@ from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
+from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from countersign.infrastructure.settings import SettingsError
 
@@ -43,8 +44,11 @@ Answer = tuple[Any, str, int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
+    try:
+        configure_logging()  # COUNTERSIGN_LOG_FORMAT (text or json), COUNTERSIGN_LOG_LEVEL
+    except SettingsError as error:
+        parser.exit(2, f"error: {error}\n")
     args = parser.parse_args(argv)
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
@@ -16,7 +21,8 @@ from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
 )
-from countersign.infrastructure.settings import DATABASE_URL_ENV
+from countersign.infrastructure.observability.logs import log_format
+from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
 
 #: The application ``serve`` runs, named rather than imported: the CLI does not import the
 #: HTTP API or the pages (each entry point is independent of the others).
@@ -32,6 +38,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         trusted_proxies_from_env,
         uvicorn_proxy_options,
     )
+    from uvicorn.config import LOGGING_CONFIG
 
     # Settings first, so a wrong value stops the server before anything is served.
     trusted = trusted_proxies_from_env()
@@ -43,23 +50,93 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # worker): this one has checked the settings and the database, and is done.
     configuration = {DATABASE_URL_ENV: cs.settings.database_url, SECURE_ENV: str(int(secure))}
     cs.close()
+    workers = args.workers
     print(
-        f"countersign: serving on http://{args.host}:{args.port} (pages at /, API under "
-        f"/api/v1, OpenAPI at /openapi.json); secure cookies {'on' if secure else 'off'}; "
-        f"forwarded headers trusted from {', '.join(trusted) or 'nobody'}; Ctrl-C stops",
+        f"countersign: serving on http://{args.host}:{args.port} with {workers} "
+        f"process{'es' if workers > 1 else ''} (pages at /, API under /api/v1, OpenAPI at "
+        f"/openapi.json, /healthz, /readyz, /metrics); secure cookies "
+        f"{'on' if secure else 'off'}; forwarded headers trusted from "
+        f"{', '.join(trusted) or 'nobody'}; Ctrl-C stops",
         file=sys.stderr,
         flush=True,
     )
-    with _environment(configuration):
-        uvicorn.run(
-            SERVER_FACTORY,
-            factory=True,
-            host=args.host,
-            port=args.port,
-            log_level="warning",
-            **uvicorn_proxy_options(trusted),
-        )
+    config = uvicorn.Config(
+        SERVER_FACTORY,
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=workers,
+        log_level="warning",
+        # JSON logs: uvicorn's loggers go through countersign's handler (server.py).
+        log_config=None if log_format() == "json" else LOGGING_CONFIG,
+        **uvicorn_proxy_options(trusted),
+    )
+    with _environment(configuration), _metrics_shared_by(workers), _stopped_by_signals():
+        started = _run(config)
+    if not started:
+        raise SettingsError("the server did not start; its log above says why")
     return {"stopped": True}, "countersign: server stopped."
+
+
+def _run(config: Any) -> bool:
+    """Serve until stopped, as ``uvicorn.run`` does; whether the server started.
+
+    Several workers share one listening socket bound here with TCP_NODELAY, which the
+    connections it accepts inherit. uvicorn binds that socket without naming the protocol,
+    and asyncio then leaves Nagle's algorithm on for every connection: each answer waited
+    for the client's delayed ACK, about 40 ms per request (one process binds its own
+    sockets through asyncio, which sets the option).
+    """
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    if config.workers == 1:
+        server = uvicorn.Server(config)
+        server.run()
+        return bool(server.started)
+    sock = config.bind_socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    Multiprocess(config, sockets=[sock]).run()
+    return True
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and Ctrl-C stop the server cleanly (exit status 0). uvicorn stops on them,
+    then raises the signal again for whatever handler was there before: this one takes it,
+    so the command ends normally instead of being killed by its own stop signal."""
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in saved:
+        signal.signal(signum, lambda *_: None)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def _metrics_shared_by(workers: int) -> Iterator[None]:
+    """Several server processes answer /metrics from counters they all write to files in
+    one directory (prometheus_client's multiprocess mode): PROMETHEUS_MULTIPROC_DIR if the
+    operator set it (its files from a previous run are removed first), else a temporary one
+    removed when the server stops. One process keeps its counters in memory."""
+    from countersign.infrastructure.observability.metrics import MULTIPROCESS_ENV
+
+    configured = os.environ.get(MULTIPROCESS_ENV)
+    if configured:
+        for stale in Path(configured).glob("*.db"):
+            stale.unlink()
+        yield
+        return
+    if workers == 1:
+        yield
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="countersign-metrics-") as directory,
+        _environment({MULTIPROCESS_ENV: directory}),
+    ):
+        yield
 
 
 #: The MCP server, named rather than imported, like the HTTP application above.

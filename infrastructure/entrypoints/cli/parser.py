@@ -66,7 +66,15 @@ from countersign.infrastructure.entrypoints.cli.proposals import (
     cmd_revise,
     cmd_show,
 )
+from countersign.infrastructure.entrypoints.cli.worker import cmd_worker
 from countersign.projections import PROJECTIONS
+
+
+def worker_count(value: str) -> int:
+    """A number of server processes: 1 to 64."""
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= 64:
+        raise argparse.ArgumentTypeError(f"a number of processes from 1 to 64, not {value!r}")
+    return int(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,6 +270,26 @@ def build_parser() -> argparse.ArgumentParser:
     serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        metavar="N",
+        help="server processes sharing the port (default 1); the projection runner and the "
+        "sweepers run as their own services",
+    )
+
+    worker = add(
+        "worker",
+        cmd_worker,
+        "run the sweepers (reconcile, expire) on a schedule until SIGTERM or Ctrl-C",
+    )
+    worker.add_argument(
+        "--interval", type=float, default=10.0, metavar="SECONDS", help="pause between passes"
+    )
+    worker.add_argument("--once", action="store_true", help="one pass of each sweeper, then stop")
+    worker.add_argument("--metrics-port", type=int, metavar="PORT", help="serve its metrics")
+    worker.add_argument("--metrics-host", default="127.0.0.1")
 
     mcp = add("mcp", cmd_mcp, "serve the propose-only MCP server (stdio, or --http with tokens)")
     mcp.add_argument("--org", help="stdio: the club the member acts in")

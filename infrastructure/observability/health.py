@@ -1,0 +1,79 @@
+"""Liveness, readiness and the metrics scrape, beside the API and the pages.
+
+* ``GET /healthz``: the process answers (liveness). It touches nothing else, so a database
+  outage never gets healthy workers restarted.
+* ``GET /readyz``: this worker can serve (readiness): the database answers a query, and no
+  projection is more than ``COUNTERSIGN_READY_MAX_LAG`` events behind the log (a stopped or
+  overwhelmed projection runner: pages and inboxes would show stale state). 200 when ready,
+  503 otherwise; the body names each check, never an error's text (which is logged, with the
+  request's correlation id).
+* ``GET /metrics``: Prometheus' text format (``metrics.py``). Keep these three paths on the
+  internal network: the reverse proxy should not route them from outside.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.observability.metrics import DatabaseCollector, render
+from countersign.infrastructure.projection_engine.rows import TRACKING_TABLE
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, Response
+
+log = logging.getLogger("countersign.health")
+
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+def mount_operations(app: FastAPI, cs: Countersign) -> None:
+    """Add ``/healthz``, ``/readyz`` and ``/metrics`` to ``app`` (over ``cs``, kept open by
+    the caller)."""
+    cs.projection_runners()  # every projection's tables and tracking row exist from the start
+    database = DatabaseCollector(cs.sql, lambda: _head(cs))
+
+    def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok"}, headers=_NO_STORE)
+
+    def readyz() -> JSONResponse:
+        checks = readiness(cs)
+        ready = all(check["ok"] for check in checks.values())
+        document = {"status": "ready" if ready else "not_ready", "checks": checks}
+        return JSONResponse(document, status_code=200 if ready else 503, headers=_NO_STORE)
+
+    def metrics() -> Response:
+        body, media_type = render(database)
+        return Response(body, media_type=media_type, headers=_NO_STORE)
+
+    for path, endpoint in (("/healthz", healthz), ("/readyz", readyz), ("/metrics", metrics)):
+        app.add_api_route(path, endpoint, methods=["GET"], include_in_schema=False)
+
+
+def readiness(cs: Countersign) -> dict[str, dict[str, Any]]:
+    """Each readiness check: whether it passed, and what an operator needs to know."""
+    try:
+        with cs.sql.reading() as cursor:
+            positions = cursor.execute(
+                f"SELECT projection, position FROM {TRACKING_TABLE}"
+            ).fetchall()
+        head = _head(cs)
+    except Exception:
+        log.exception("readiness: the database did not answer")
+        return {"database": {"ok": False}, "projections": {"ok": False}}
+    limit = cs.settings.ready_max_lag
+    lags = {str(name): max(0, head - int(position)) for name, position in positions}
+    worst = max(lags.values(), default=0)
+    return {
+        "database": {"ok": True},
+        "projections": {
+            "ok": limit == 0 or worst <= limit,
+            "max_lag": worst,
+            "limit": limit,
+            "lag": dict(sorted(lags.items())),
+        },
+    }
+
+
+def _head(cs: Countersign) -> int:
+    return int(cs.app.recorder.max_notification_id() or 0)

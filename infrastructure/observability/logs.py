@@ -1,0 +1,98 @@
+"""Log lines as text for a person, or as one JSON object per line for a log pipeline.
+
+``COUNTERSIGN_LOG_FORMAT``: ``text`` (the default) or ``json``. ``COUNTERSIGN_LOG_LEVEL``:
+``WARNING`` by default; ``INFO`` adds one access line per HTTP request and the worker's
+passes. A JSON line holds ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``,
+``process`` and, for a line written while a request was being answered, its
+``correlation_id``: the id the person was shown (``X-Correlation-ID``, a problem's
+``correlation_id``, an error page's reference) finds every line about their request.
+``exception`` holds a traceback when there is one: logs are the operator's, never a
+browser's or a model's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from countersign.infrastructure.correlation import current_correlation_id
+from countersign.infrastructure.settings import SettingsError
+
+LOG_FORMAT_ENV = "COUNTERSIGN_LOG_FORMAT"
+LOG_LEVEL_ENV = "COUNTERSIGN_LOG_LEVEL"
+TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
+#: Fields a log call may add with ``extra=`` that a JSON line carries as they are.
+EXTRA_FIELDS = ("method", "path", "status", "duration_ms")
+#: The loggers uvicorn configures for itself; in JSON mode their lines go through ours.
+_UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with the request's correlation id when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "process": record.process,
+        }
+        correlation_id = getattr(record, "correlation_id", None) or current_correlation_id()
+        if correlation_id:
+            line["correlation_id"] = correlation_id
+        for name in EXTRA_FIELDS:
+            if hasattr(record, name):
+                line[name] = getattr(record, name)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+class _OurHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler ``configure_logging`` installs (so a second call replaces it)."""
+
+
+def log_format() -> str:
+    value = os.environ.get(LOG_FORMAT_ENV, "").strip().lower() or "text"
+    if value not in ("text", "json"):
+        raise SettingsError(f"{LOG_FORMAT_ENV} is text or json, not {value!r}")
+    return value
+
+
+def log_level() -> int:
+    value = os.environ.get(LOG_LEVEL_ENV, "").strip().upper() or "WARNING"
+    level = logging.getLevelName(value)
+    if not isinstance(level, int):
+        raise SettingsError(
+            f"{LOG_LEVEL_ENV} is DEBUG, INFO, WARNING or ERROR, not {value.lower()!r}"
+        )
+    return level
+
+
+def configure_logging(stream: TextIO | None = None) -> None:
+    """Set up the root logger from the environment; call it once per process.
+
+    Text keeps ``logging.basicConfig``'s manners (nothing changes where the root logger
+    already has handlers, as under a test runner). JSON replaces them with one handler, and
+    routes uvicorn's own loggers through it too, so every line of a server is JSON.
+    """
+    fmt, level = log_format(), log_level()
+    root = logging.getLogger()
+    if fmt == "text":
+        logging.basicConfig(level=level, format=TEXT_FORMAT, stream=stream)
+        return
+    for handler in [h for h in root.handlers if isinstance(h, _OurHandler)]:
+        root.removeHandler(handler)
+    handler = _OurHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    for name in _UVICORN:
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True

@@ -1,0 +1,95 @@
+"""Benchmark: suite 4's load through the real HTTP server, as figures.
+
+    .venv/bin/python scripts/bench.py http
+    .venv/bin/python scripts/bench.py http --backends postgres --proposals 1000 --clients 8
+
+For each backend it starts ``countersign serve --workers N`` on a fresh database (PostgreSQL:
+``countersign_bench_http``, dropped and recreated; SQLite: a temporary file), loads card-refund
+proposals, lets the client processes approve every one at once over HTTP (tests/http_load.py)
+and prints approve latency p50/p99 (every request: executions and repeats) and requests per
+second, with the checks' verdict: one provider request per key, one stored answer, no 5xx.
+Defaults: PostgreSQL 1,000 x 8, SQLite 200 x 4, two API workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+from bench import prepare_postgres  # noqa: E402
+
+from tests.http_load import Figures, run_suite  # noqa: E402
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/countersign_bench_http"
+SIZES = {"postgres": (1000, 8), "sqlite": (200, 4)}
+_T0 = time.perf_counter()
+
+
+def say(message: str) -> None:
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def table(rows: list[tuple[Figures, list[str]]]) -> str:
+    header = (
+        f"{'backend':<9} {'proposals x clients':>19} {'workers':>7} {'requests':>8} "
+        f"{'seconds':>8} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'5xx':>4}  checks"
+    )
+    lines = [header, "-" * len(header)]
+    for f, problems in rows:
+        size = f"{f.proposals:,} x {f.clients}"
+        lines.append(
+            f"{f.backend:<9} {size:>19} {f.workers:>7} {f.requests:>8,} {f.seconds:>8.1f} "
+            f"{f.requests_per_second:>7.1f} {f.p50_ms:>7.1f} {f.p99_ms:>7.1f} "
+            f"{f.server_errors:>4}  {'held' if not problems else 'FAILED: ' + problems[0]}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--backends", default="postgres,sqlite")
+    parser.add_argument("--proposals", type=int, help="default: 1,000 (PostgreSQL), 200 (SQLite)")
+    parser.add_argument("--clients", type=int, help="default: 8 (PostgreSQL), 4 (SQLite)")
+    parser.add_argument("--workers", type=int, default=2, help="API worker processes")
+    parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    rows = []
+    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        proposals, clients = SIZES[backend]
+        with tempfile.TemporaryDirectory(prefix="countersign-bench-http-") as workdir:
+            if backend == "postgres":
+                prepare_postgres(args.postgres_url)
+                url = args.postgres_url
+            else:
+                url = f"sqlite:///{Path(workdir) / 'countersign.db'}"
+            run = run_suite(
+                backend,
+                url,
+                Path(workdir),
+                proposals=args.proposals or proposals,
+                clients=args.clients or clients,
+                workers=args.workers,
+                say=say,
+            )
+        rows.append((run.figures, run.problems))
+        for problem in run.problems:
+            say(f"{backend}: {problem}")
+    print(table(rows))
+    print(
+        f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs: the clients, the "
+        "server processes and the database share them"
+    )
+    return 1 if any(problems for _, problems in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,420 @@
+"""What an operator runs and watches: health and readiness, metrics, JSON logs, the worker.
+
+In-process through the composed server application (``server.compose``: the API, the pages
+and the operator's routes), and as real processes where the behaviour is a process's:
+``serve --workers 2`` (metrics gathered from both workers, JSON logs, a clean stop) and
+``countersign worker`` stopping on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.identity.tokens import issue_token
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+from countersign.infrastructure.observability import logs
+from countersign.infrastructure.server import compose
+from countersign.infrastructure.settings import Settings
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import AVA, REFUND, TO_CARD
+from tests.http_load import CLI, Deployment, load
+from tests.http_load import _env as child_env
+from tests.receivers import free_port
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(text: str) -> Samples:
+    """Every sample of a scrape, by name and labels."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+@pytest.fixture
+def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
+    with TestClient(compose(cs, secure_cookies=False), raise_server_exceptions=False) as test:
+        yield test
+
+
+def _token(cs: Countersign) -> dict[str, str]:
+    token = issue_token(cs, "granite", "ops-bot", ["orders.refund"], issued_by=AVA).token
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _propose(cs: Countersign, order_id: str, **request: str) -> str:
+    return cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=order_id,
+        request={**TO_CARD, **request},
+    ).proposal_id
+
+
+def _catch_up(cs: Countersign) -> None:
+    for runner in cs.projection_runners():
+        runner.catch_up()
+
+
+# -- health and readiness ---------------------------------------------------------------------
+
+
+def test_healthz_answers_while_the_database_is_down_and_readyz_says_not_ready(
+    client, cs, monkeypatch
+):
+    assert client.get("/readyz").status_code == 200
+
+    def unreachable() -> Any:
+        raise OSError("connection to server at 10.1.2.3 refused (secret-host)")
+
+    monkeypatch.setattr(cs.sql, "reading", unreachable)
+    live = client.get("/healthz")
+    ready = client.get("/readyz")
+
+    assert (live.status_code, live.json()) == (200, {"status": "ok"})
+    assert ready.status_code == 503
+    assert ready.json() == {
+        "status": "not_ready",
+        "checks": {"database": {"ok": False}, "projections": {"ok": False}},
+    }
+    assert "secret-host" not in ready.text  # the error is logged, never answered
+    assert ready.headers["cache-control"] == "no-store"
+
+
+def test_readyz_fails_while_a_projection_lags_past_the_limit_and_passes_once_caught_up(
+    database_url, clock
+):
+    cs = bootstrap(Settings(database_url=database_url, ready_max_lag=5), clock=clock)
+    try:
+        with TestClient(compose(cs, secure_cookies=False)) as client:
+            seed(cs)  # far more than five events, and no projection runner
+            behind = client.get("/readyz")
+            _catch_up(cs)
+            caught_up = client.get("/readyz")
+    finally:
+        cs.close()
+
+    assert behind.status_code == 503
+    projections = behind.json()["checks"]["projections"]
+    assert behind.json()["checks"]["database"] == {"ok": True}
+    assert projections["ok"] is False
+    assert projections["limit"] == 5
+    assert projections["max_lag"] > 5
+    assert set(projections["lag"]) >= {"browser_view", "audit_trail", "open_work"}
+    assert caught_up.status_code == 200
+    assert caught_up.json()["status"] == "ready"
+    assert caught_up.json()["checks"]["projections"]["max_lag"] == 0
+
+
+def test_a_zero_lag_limit_never_fails_readiness(database_url, clock):
+    cs = bootstrap(Settings(database_url=database_url, ready_max_lag=0), clock=clock)
+    try:
+        with TestClient(compose(cs, secure_cookies=False)) as client:
+            seed(cs)
+            ready = client.get("/readyz")
+    finally:
+        cs.close()
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["projections"]["max_lag"] > 0
+
+
+def test_a_bad_lag_limit_is_refused_with_the_fix(monkeypatch):
+    monkeypatch.setenv("COUNTERSIGN_READY_MAX_LAG", "lots")
+    with pytest.raises(ValueError, match="COUNTERSIGN_READY_MAX_LAG must be a number of events"):
+        Settings.from_env()
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def test_metrics_count_approvals_and_provider_calls_and_read_the_rest_from_the_database(
+    client, cs, seeded
+):
+    auth = _token(cs)
+    before = scrape(client.get("/metrics").text)
+    ok = _propose(cs, seeded["orders"]["refund-ok"])
+    lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+    pending = _propose(cs, seeded["orders"]["account-credit"], destination="account_credit")
+    answers = [
+        client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth).json()["result"]
+        for proposal_id in (ok, lost, ok)
+    ]
+    _catch_up(cs)
+    response = client.get("/metrics")
+    after = scrape(response.text)
+
+    assert answers == ["executed", "executed", "already_completed"]
+    assert response.headers["content-type"].startswith("text/plain; version=")
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta("countersign_approve_seconds_count", result="executed") == 2
+    assert delta("countersign_approve_seconds_count", result="already_completed") == 1
+    payments = {"provider": "payments", "call": "perform"}
+    assert delta("countersign_provider_calls_total", **payments, result="succeeded") == 1
+    assert delta("countersign_provider_calls_total", **payments, result="lost") == 1
+    assert value(after, "countersign_proposals", status="succeeded") == 1
+    assert value(after, "countersign_proposals", status="reconciling") == 1
+    assert value(after, "countersign_proposals", status="pending") == 1
+    assert pending
+    for projection in ("browser_view", "audit_trail", "open_work", "analytics"):
+        assert ("countersign_projection_lag_events", (("projection", projection),)) in after
+        assert value(after, "countersign_projection_lag_events", projection=projection) == 0
+    assert value(after, "countersign_log_head") > 0
+    assert ("countersign_notifications_pending", ()) in after
+    assert value(after, "countersign_notifications_pending") == 0  # no sender pass yet
+
+    # A receiver that is down: each notification waits for its next try.
+    Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/down")
+    report = notification_sender(cs, NotifySettings(max_attempts=3)).run_once()
+    waiting = scrape(client.get("/metrics").text)
+    assert report.retrying == 4  # three proposals awaited approval; one is being reconciled
+    assert value(waiting, "countersign_notifications_pending") == 4
+
+
+def test_the_reconcilers_lookups_are_counted_by_what_the_provider_held(cs, seeded):
+    from countersign.infrastructure.observability.metrics import PROVIDER_CALLS
+
+    def found() -> float:
+        return PROVIDER_CALLS.labels("payments", "lookup", "found")._value.get()
+
+    lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+    cs.proposals.approve(lost, AVA)
+    before = found()
+    settled = cs.proposals.reconcile()
+    assert [report.proposal_id for report in settled] == [lost]
+    assert found() - before == 1
+
+
+# -- logs -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def json_lines(monkeypatch) -> Iterator[io.StringIO]:
+    """The process's logging set up as a server's with COUNTERSIGN_LOG_FORMAT=json at INFO,
+    into a buffer; put back afterwards."""
+    monkeypatch.setenv(logs.LOG_FORMAT_ENV, "json")
+    monkeypatch.setenv(logs.LOG_LEVEL_ENV, "INFO")
+    root = logging.getLogger()
+    level = root.level
+    buffer = io.StringIO()
+    logs.configure_logging(buffer)
+    yield buffer
+    for handler in [h for h in root.handlers if isinstance(h, logs._OurHandler)]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def test_json_log_lines_carry_the_correlation_id_the_caller_was_given(
+    client, cs, seeded, json_lines, monkeypatch
+):
+    auth = _token(cs)
+    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    approved = client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth)
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setattr(cs.access, "approve", broken)
+    failed = client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth)
+
+    lines = [json.loads(line) for line in json_lines.getvalue().splitlines()]
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        assert {"time", "level", "logger", "message", "process"} <= set(line)
+        by_id.setdefault(line.get("correlation_id", ""), []).append(line)
+
+    ok_id = approved.headers["x-correlation-id"]
+    ok_lines = {line["logger"]: line for line in by_id[ok_id]}
+    # Written in the thread that ran the route, and by the middleware: both know the id.
+    assert f"approve {proposal_id}: executed" in ok_lines["countersign.http"]["message"]
+    access = ok_lines["countersign.access"]
+    assert (access["method"], access["status"]) == ("POST", 200)
+    assert access["path"] == f"/api/v1/proposals/{proposal_id}/approve"
+
+    error_id = failed.json()["correlation_id"]
+    assert failed.status_code == 500
+    assert error_id == failed.headers["x-correlation-id"]
+    error = next(line for line in by_id[error_id] if line["level"] == "ERROR")
+    assert "RuntimeError: the disk is on fire" in error["exception"]
+    assert "the disk is on fire" not in failed.text
+
+
+def test_an_unknown_log_format_stops_the_command_with_the_fix(monkeypatch, capsys):
+    monkeypatch.setenv(logs.LOG_FORMAT_ENV, "yaml")
+    with pytest.raises(SystemExit) as stopped:
+        main(["operations"])
+    assert stopped.value.code == 2
+    assert "COUNTERSIGN_LOG_FORMAT is text or json, not 'yaml'" in capsys.readouterr().err
+
+
+# -- the worker -------------------------------------------------------------------------------
+
+
+def test_one_worker_pass_settles_lost_responses_and_expires_overdue_proposals(database_url, capsys):
+    """Real clock: a proposal that lives one second is overdue a second later."""
+    cs = bootstrap(Settings(database_url=database_url, proposal_ttl_seconds=1))
+    try:
+        seeded = seed(cs)
+        lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+        assert cs.proposals.approve(lost, AVA).status == "reconciling"
+        overdue = _propose(cs, seeded["orders"]["refund-ok"])
+        time.sleep(1.2)
+        status = main(["worker", "--once", "--json", "--database", database_url])
+        document = json.loads(capsys.readouterr().out)
+        statuses = {pid: cs.proposals.card(pid, AVA).status for pid in (lost, overdue)}
+    finally:
+        cs.close()
+
+    assert status == 0
+    assert document == {
+        "stopped": True,
+        "passes": 1,
+        "done": {"reconcile": 1, "expire": 1, "notify": 0},  # no endpoint, no SMTP relay
+        "failures": 0,
+    }
+    assert statuses == {lost: "succeeded", overdue: "expired"}
+
+
+def test_the_worker_refuses_a_pause_that_is_not_positive(capsys):
+    assert main(["worker", "--interval", "0", "--database", "sqlite:///:memory:"]) == 2
+    assert "--interval is a positive number of seconds" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_worker_logs_its_passes_and_stops_cleanly_on_sigterm(tmp_path):
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    cs = bootstrap(Settings(database_url=url))
+    try:
+        seeded = seed(cs)
+        lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+        cs.proposals.approve(lost, AVA)
+    finally:
+        cs.close()
+    env = child_env({"COUNTERSIGN_LOG_FORMAT": "json", "COUNTERSIGN_DATABASE_URL": url})
+    worker = subprocess.Popen(
+        [*CLI, "worker", "--interval", "0.2", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert worker.stderr is not None
+    lines = []
+    try:
+        for line in worker.stderr:  # the second line: the first pass settled the refund
+            lines.append(json.loads(line))
+            if len(lines) == 2:
+                break
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, err
+    assert [line["logger"] for line in lines] == ["countersign.worker"] * 2
+    assert "running reconcile, expire, notify every 0.2 s" in lines[0]["message"]
+    assert "pass 1: reconcile settled 1, expire expired 0" in lines[1]["message"]
+    document = json.loads(out)
+    assert document["stopped"] is True
+    assert document["done"] == {"reconcile": 1, "expire": 0, "notify": 0}
+    assert document["passes"] >= 1
+
+
+# -- serve --workers --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_serve_with_two_workers_gathers_both_workers_metrics_and_stops_cleanly(
+    database_url, tmp_path
+):
+    """Eight connections approve at once, so both worker processes answer some; every
+    scrape, whichever worker answers it, counts every approval (multiprocess mode)."""
+    deployment = Deployment(
+        database_url,
+        tmp_path,
+        env={"COUNTERSIGN_LOG_FORMAT": "json", "COUNTERSIGN_LOG_LEVEL": "INFO"},
+    )
+    try:
+        base = deployment.serve(workers=2)
+        loaded = load(database_url, proposals=12, clients=8)
+        server = deployment.services[0].process.pid
+        workers = _children(server)
+
+        def approve_all(token: str) -> None:
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+                for proposal_id in loaded.ids:
+                    assert http.post(f"/api/v1/proposals/{proposal_id}/approve").status_code == 200
+
+        threads = [threading.Thread(target=approve_all, args=(t,)) for t in loaded.tokens]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        scrapes = [scrape(httpx.get(f"{base}/metrics").text) for _ in range(6)]
+    finally:
+        problems = deployment.stop()
+
+    assert problems == []
+    assert len(workers) == 2
+    approvals = 8 * 12
+    for samples in scrapes:
+        counted = sum(
+            v for (name, _), v in samples.items() if name == "countersign_approve_seconds_count"
+        )
+        assert counted == approvals
+        assert value(samples, "countersign_approve_seconds_count", result="executed") == 12
+    log = (tmp_path / "serve.log").read_text().splitlines()
+    access = [json.loads(line) for line in log if '"countersign.access"' in line]
+    approves = [line for line in access if line["path"].endswith("/approve")]
+    assert len(approves) == approvals
+    assert {line["process"] for line in approves} == set(workers)
+    assert all(line["correlation_id"].startswith("cs-") for line in approves)
+
+
+def _children(pid: int) -> set[int]:
+    """uvicorn's worker processes under ``pid`` (multiprocessing's spawned children, not its
+    resource tracker), from /proc."""
+    children = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
+                children.add(int(entry.name))
+    return children
+
+
+def test_serve_refuses_a_number_of_workers_out_of_range(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "--workers", "0"])
+    assert stopped.value.code == 2
+    assert "a number of processes from 1 to 64" in capsys.readouterr().err
