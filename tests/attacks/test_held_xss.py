@@ -167,6 +167,8 @@ def test_stored_markup_is_shown_as_text_to_every_member_on_every_page(web: Web, 
         "Ava's inbox": (ava.get("/"), [SCRIPT, ATTRIBUTE]),
         "Ava's review of the draft": (ava.get(f"/proposals/{draft_id}"), [said]),
         "Ava's status of the draft": (ava.get(f"/proposals/{draft_id}/status"), [SCRIPT]),
+        # The Edit form starts from the stored request: the hostile words, as field values.
+        "Ava's edit of the draft": (ava.get(f"/proposals/{draft_id}/edit"), [said]),
         "Ava's review of the declined refund": (ava.get(f"/proposals/{refund_id}"), [said]),
         "Ava's status of the refund": (ava.get(f"/proposals/{refund_id}/status"), []),
     }
@@ -256,6 +258,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/chat/{section}/{resource_id}": (f"/chat/orders/{order}", 200),
         "/proposals/{proposal_id}": (f"/proposals/{proposal_id}", 200),
         "/proposals/{proposal_id}/status": (f"/proposals/{proposal_id}/status", 200),
+        "/proposals/{proposal_id}/edit": (f"/proposals/{proposal_id}/edit", 200),
         "/sign-in": (f"/sign-in?next={hostile_next}", 303),  # signed in already: goes on
         "/webhooks": ("/webhooks", 200),
     }
