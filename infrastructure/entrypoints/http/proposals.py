@@ -26,7 +26,7 @@ from countersign.infrastructure.entrypoints.http.models import (
 )
 from countersign.infrastructure.entrypoints.http.problems import API_PREFIX
 from countersign.infrastructure.identity.tokens import ServicePrincipal
-from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
@@ -140,7 +140,9 @@ def decline(
     cs: Wired,
     service: Service,
     proposal_id: ProposalId,
-    body: Annotated[DeclineIn | None, Body()] = None,
+    # A model (or None) is the body by itself: ``Body()`` around the union would have pydantic
+    # warn, on the route's first request, that the alias FastAPI gives it does nothing.
+    body: DeclineIn | None = None,
 ) -> JSONResponse:
     note = body.note if body is not None else None
     with answers(request):
