@@ -296,3 +296,56 @@ def test_a_flipped_amount_that_still_decodes_is_a_terminal_failure_never_a_refun
     assert (report.status, report.outcome["kind"]) == ("failed", "terminal_failure")
     assert report.outcome["correlation_id"].startswith("cs-")
     assert _effects(cs, pending) == []
+
+
+# -- versioned events: Proposal.Approved v2 records the approver's role ---------------------------
+
+
+def _stored_state(cs: Countersign, proposal_id: str, version: int) -> dict[str, Any]:
+    (stored,) = cs.app.recorder.select_events(
+        UUID(proposal_id), gt=version - 1, lte=version, limit=1
+    )
+    return json.loads(stored.state)
+
+
+def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v2(golden):
+    cs, manifest = golden
+    awaiting = manifest["proposals"]["awaiting_second_approval"]
+    written = _stored_state(cs, awaiting, 2)  # Ava's approval, as the release wrote it
+    assert "class_version" not in written
+    assert "role" not in written
+
+    before = cs.store.get(UUID(awaiting), Proposal)
+    assert before.approver_roles == (None,)  # unknown: never guessed from today's role
+    assert cs.audit.history(awaiting)["events"][1]["role"] is None
+
+    assert cs.access.approve(awaiting, NOAH).status == "succeeded"
+    second = _stored_state(cs, awaiting, 3)
+    assert (second["class_version"], second["role"]) == (2, "manager")
+    after = cs.store.get(UUID(awaiting), Proposal)
+    assert after.approvals == (AVA, NOAH)
+    assert after.approver_roles == (None, "manager")
+    # One chain across both shapes: each link covers its event as it was written.
+    assert verify(cs.app, cs.sql).ok
+    runners = cs.projection_runners()
+    assert rebuild_together(runners) == runners[0].head()
+
+
+def test_the_upcaster_adds_the_role_as_unknown():
+    state: dict[str, Any] = {"approved_by": AVA, "approved_at": "t", "chain": "c"}
+    Proposal.Approved.upcast_v1_v2(state)
+    assert state == {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
+    assert Proposal.Approved.class_version == 2
+
+
+def test_an_approval_from_a_version_after_this_one_fails_closed(golden):
+    cs, manifest = golden
+    awaiting = manifest["proposals"]["awaiting_second_approval"]
+    _rewrite_state(cs, awaiting, 2, lambda state: {**state, "class_version": 3, "role": "x"})
+    other = _reopened(cs)
+    try:
+        with pytest.raises(CorruptRecordError):
+            other.store.get(UUID(awaiting), Proposal)
+        assert not verify(other.app, other.sql).ok
+    finally:
+        other.close()
