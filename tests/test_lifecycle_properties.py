@@ -362,7 +362,6 @@ class Lifecycle(RuleBasedStateMachine):
         #: (proposal, status) pairs seen: the report counts the proposals each status had.
         self.seen: set[tuple[str, ProposalStatus]] = set()
         self.lease = timedelta(seconds=self.cs.settings.reconcile_lease_seconds)
-        self.ttl = timedelta(seconds=self.cs.settings.proposal_ttl_seconds)
 
     def _start(self) -> Countersign:
         """A process: the services, with providers the test can kill it around."""
