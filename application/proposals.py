@@ -49,7 +49,7 @@ from countersign.application.reports import (
     ProposalCreated,
     SweepReport,
 )
-from countersign.domain.club.organization import Organization
+from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import (
     Effect,
@@ -438,12 +438,12 @@ class ProposalService:
         # 4. Check the approval policy it was frozen under: whether the requester may approve
         #    it, and whether this approval is the last one its quorum needs. An earlier one is
         #    recorded alone; approving twice changes nothing.
-        not_yet = self._policy_short_of_claim(proposal, member.email, now)
+        not_yet = self._policy_short_of_claim(proposal, member, now)
         if not_yet is not None:
             return not_yet
         # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
         attempt_id = uuid4()
-        proposal.approve_and_claim(member.email, now, attempt_id)
+        proposal.approve_and_claim(member.email, now, attempt_id, member.role)
         # 6. Decode the arguments and check the digest: what runs is what the approver saw.
         try:
             arguments = contract.decode_arguments(proposal.arguments)
@@ -505,18 +505,19 @@ class ProposalService:
         return None
 
     def _policy_short_of_claim(
-        self, proposal: Proposal, email: str, now: datetime
+        self, proposal: Proposal, member: Member, now: datetime
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
         may not approve it; this member already has; more approvals are needed, this one
         recorded alone), or None when it is the last one needed."""
+        email = member.email
         if email == proposal.requested_by and not proposal.requester_may_approve:
             refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)
             return Answer(self._report(proposal, refused))
         if proposal.has_approved(email):
             return Answer(self._awaiting(proposal, again=True))
         if len(proposal.approvals) + 1 < proposal.approvals_required:
-            proposal.approve(email, now)
+            proposal.approve(email, now, member.role)
             return Commit([proposal], self._awaiting(proposal))
         return None
 

@@ -162,6 +162,8 @@ class Proposal(Aggregate):
         self.origin = origin
         #: Who has approved so far, in order (a quorum policy asks for several people).
         self.approvals: tuple[str, ...] = ()
+        #: Each approver's role in the club as they approved (None: recorded before roles were).
+        self.approver_roles: tuple[str | None, ...] = ()
         self.superseded_by: UUID | None = None
 
     @classmethod
@@ -207,17 +209,20 @@ class Proposal(Aggregate):
 
     # -- commands -------------------------------------------------------------------------
 
-    def approve(self, approved_by: str, at: datetime) -> None:
-        """One approval of several a policy requires; the last one is ``approve_and_claim``."""
+    def approve(self, approved_by: str, at: datetime, role: str | None = None) -> None:
+        """One approval of several a policy requires; the last one is ``approve_and_claim``.
+        ``role``: the approver's role in the club as they approve (manager, staff...)."""
         self.check_is("approve", ProposalStatus.PENDING)
         if self.has_approved(approved_by):
             raise IllegalTransitionError("approve twice", self.status)
-        fields: dict[str, Any] = {"approved_by": approved_by, "approved_at": at}
+        fields: dict[str, Any] = {"approved_by": approved_by, "approved_at": at, "role": role}
         self._approved(**fields, chain=self._link("Approved", **fields))
 
-    def approve_and_claim(self, approved_by: str, at: datetime, attempt_id: UUID) -> None:
+    def approve_and_claim(
+        self, approved_by: str, at: datetime, attempt_id: UUID, role: str | None = None
+    ) -> None:
         """The last required approval and the claim always travel together, in one commit."""
-        self.approve(approved_by, at)
+        self.approve(approved_by, at, role)
         fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
         self._claimed(**fields, chain=self._link("Claimed", **fields))
 
@@ -267,12 +272,36 @@ class Proposal(Aggregate):
 
     # -- events (replayed on load: they never raise and never look outside) -----------------
 
-    @event("Approved")
-    def _approved(self, approved_by: str, approved_at: datetime, chain: str) -> None:
+    class Approved(Aggregate.Event):
+        """A permitted member approved it. Version 2 records the approver's role in the club
+        as they approved: an auditor reads in what capacity each of a quorum's approvals was
+        given, though roles change and people leave afterwards.
+
+        Events change shape only through a new ``class_version`` and an upcaster from the
+        one before (docs/proof.md): the chain link of an upcast event still covers the fields
+        as they were written, which ``audit verify`` hashes."""
+
+        class_version = 2
+        approved_by: str
+        approved_at: datetime
+        role: str | None
+        chain: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 (up to a41ffac) did not record the role: it is unknown, not guessed
+            from the approver's role today."""
+            state["role"] = None
+
+    @event(Approved)
+    def _approved(
+        self, approved_by: str, approved_at: datetime, role: str | None, chain: str
+    ) -> None:
         self.chain = chain
         self.approved_by = approved_by
         self.approved_at = approved_at
         self.approvals = (*self.approvals, approved_by)
+        self.approver_roles = (*self.approver_roles, role)
 
     @event("Claimed")
     def _claimed(self, attempt_id: UUID, claimed_at: datetime, chain: str) -> None:

@@ -113,15 +113,29 @@ def _corrupt(aggregate_ids: Sequence[UUID], error: BaseException) -> CorruptReco
     return CorruptRecordError(correlation_id)
 
 
-def _stored_class_version(mapper: Mapper[UUID], stored_event: StoredEvent) -> int:
+def _plain_state(mapper: Mapper[UUID], stored_event: StoredEvent) -> bytes:
     state = stored_event.state
     if mapper.cipher:
         state = mapper.cipher.decrypt(state)
     if mapper.compressor:
         state = mapper.compressor.decompress(state)
+    return state
+
+
+def _stored_class_version(mapper: Mapper[UUID], stored_event: StoredEvent) -> int:
+    state = _plain_state(mapper, stored_event)
     if b'"class_version"' not in state:
         return 1
     return int(mapper.transcoder.decode(state).get("class_version", 1))
+
+
+def written_fields(mapper: Mapper[UUID], stored_event: StoredEvent) -> dict[str, Any]:
+    """A stored event's fields as they were written, before any upcaster ran: what its
+    hash-chain link covers. (The mapper's event has today's shape: an upcaster may have added
+    or changed fields since.) Read it through the mapper first, so its guards apply."""
+    state: dict[str, Any] = mapper.transcoder.decode(_plain_state(mapper, stored_event))
+    state.pop("class_version", None)
+    return state
 
 
 class CountersignApplication(Application[UUID]):

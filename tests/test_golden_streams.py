@@ -1,0 +1,351 @@
+"""Golden streams (issue 16, suite 5): a database written by each release from cdaaaa4 on, with
+proposals in every status, is opened by today's code. Every aggregate replays, every
+projection rebuilds, ``audit verify`` passes, and the pending proposals are approved with
+exactly one provider effect each; the stuck and the reconciling ones settle once.
+
+A copy is damaged the ways a disk, an attacker or a newer release could: flipped bytes, a
+tampered topic, an event from a newer version of countersign. Each fails closed with a
+correlation id, and nothing executes.
+
+Each release's fixture is ``tests/fixtures/golden_<commit>/`` (its ``make.py`` says how it was
+made): a SQLite file and the same story as a PostgreSQL dump, with a manifest of the ids and
+the status each proposal was left in.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+from countersign.application.errors import CorruptRecordError
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.audit.verify import verify
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.projection_engine.together import rebuild_together
+from countersign.infrastructure.settings import Settings
+
+from tests.conftest import AVA, MIA, events_table
+from tests.test_corrupt_records import _rewrite_state
+
+NOAH = "noah@granite.example"
+FIXTURES = Path(__file__).parent / "fixtures"
+#: Every release's golden stream from cdaaaa4 on (older fixtures have their own test).
+RELEASES = sorted(
+    path.name
+    for path in FIXTURES.glob("golden_*")
+    if "status" in json.loads((path / "manifest.json").read_text())
+)
+
+
+@pytest.fixture(params=RELEASES)
+def golden(
+    request: pytest.FixtureRequest, database_url: str, tmp_path: Path
+) -> Iterator[tuple[Countersign, dict[str, Any]]]:
+    """Today's code on a copy of the release's database, an hour after it was written."""
+    fixture = FIXTURES / request.param
+    if database_url.startswith("sqlite"):
+        copy = tmp_path / "golden.db"
+        shutil.copyfile(fixture / "countersign.db", copy)
+        database_url = f"sqlite:///{copy}"
+        manifest = json.loads((fixture / "manifest.json").read_text())
+    else:
+        _restore_postgres(fixture / "postgres.sql", database_url)
+        manifest = json.loads((fixture / "manifest-postgres.json").read_text())
+    clock = FakeClock(datetime.fromisoformat(manifest["written_at"]))
+    clock.advance(hours=1)
+    cs = bootstrap(Settings(database_url=database_url), clock=clock)
+    yield cs, manifest
+    cs.close()
+
+
+def _restore_postgres(dump: Path, url: str) -> None:
+    """Load the dump into the test's empty schema (psql's meta-commands are not SQL)."""
+    script = "\n".join(line for line in dump.read_text().splitlines() if not line.startswith("\\"))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(script)  # type: ignore[arg-type]  # a trusted, committed file
+
+
+def _aggregate_ids(cs: Countersign) -> list[UUID]:
+    ids: dict[UUID, None] = {}
+    start = 1
+    while batch := cs.app.recorder.select_notifications(start, limit=500):
+        ids.update((UUID(str(n.originator_id)), None) for n in batch)
+        start = batch[-1].id + 1
+    return list(ids)
+
+
+def _effects(cs: Countersign, proposal_id: str) -> list[dict[str, Any]]:
+    """What both sandboxes hold for one proposal, by key."""
+    held = [*cs.sandbox.held(), *cs.email_sandbox.held()]
+    return [entry for entry in held if str(entry["idempotency_key"]).endswith(proposal_id)]
+
+
+# -- the stream reads as it was left -------------------------------------------------------------
+
+
+def test_every_aggregate_replays_and_every_proposal_is_as_it_was_left(golden):
+    cs, manifest = golden
+    replayed = {i: cs.app.repository.get(i) for i in _aggregate_ids(cs)}
+    assert sum(aggregate.version for aggregate in replayed.values()) == manifest["events"]
+    for name, proposal_id in manifest["proposals"].items():
+        proposal = replayed[UUID(proposal_id)]
+        assert isinstance(proposal, Proposal)
+        assert str(proposal.status) == manifest["status"][name], name
+    assert set(manifest["status"].values()) >= {
+        "pending",
+        "executing",
+        "reconciling",
+        "succeeded",
+        "revision_required",
+        "failed",
+        "declined",
+        "expired",
+        "superseded",
+    }
+    revision = replayed[UUID(manifest["proposals"]["pending_revision"])]
+    assert str(revision.revision_of) == manifest["proposals"]["superseded_by_revision"]
+    awaiting = replayed[UUID(manifest["proposals"]["awaiting_second_approval"])]
+    assert (awaiting.approvals, awaiting.approvals_required) == ((AVA,), 2)
+
+
+def test_every_projection_rebuilds_and_the_audit_chain_verifies(golden):
+    cs, manifest = golden
+    runners = cs.projection_runners()
+    assert rebuild_together(runners) == manifest["events"]
+    for name, proposal_id in manifest["proposals"].items():
+        proposal = cs.store.get(UUID(proposal_id), Proposal)
+        card = cs.read_models.card(str(proposal.organization_id), proposal_id)
+        assert card is not None, name
+        assert card["status"] == manifest["status"][name], name
+    assert cs.read_models.handback(
+        manifest["seed"]["organizations"][0]["id"], manifest["interaction_id"]
+    )
+    report = verify(cs.app, cs.sql)
+    assert report.ok, report.to_json()
+    assert report.proposals == len(manifest["proposals"])
+
+
+# -- and carries on ------------------------------------------------------------------------------
+
+
+def test_pending_proposals_execute_once_and_the_uncertain_ones_settle_once(golden):
+    cs, manifest = golden
+    ids = manifest["proposals"]
+    approvals = {
+        "pending_card_refund": AVA,
+        "pending_revision": AVA,
+        "pending_mcp_draft": AVA,
+        "awaiting_second_approval": NOAH,
+    }
+    for name, approver in approvals.items():
+        report = cs.access.approve(ids[name], approver)
+        assert (report.result, report.status) == ("executed", "succeeded"), name
+
+    cs.proposals.clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
+    settled = {report.proposal_id: report for report in cs.proposals.reconcile()}
+    assert settled[ids["executing"]].action == "replayed"  # the dead process never called
+    assert settled[ids["reconciling"]].action == "settled"  # the lost response is looked up
+    assert {r.status for r in settled.values()} == {"succeeded"}
+
+    for name in ("pending_card_refund", "awaiting_second_approval", "executing", "reconciling"):
+        effects = _effects(cs, ids[name])
+        assert len(effects) == 1, name  # one key
+        assert (effects[0]["status"], effects[0]["requests"]) == ("succeeded", 1), name
+    for name in ("pending_revision", "pending_mcp_draft", "superseded_by_newer", "expired"):
+        assert _effects(cs, ids[name]) == [], name  # local operations, or never executed
+
+    for name in (*approvals, "executing", "reconciling", "succeeded_card_refund"):
+        before = cs.proposals.card(ids[name], MIA if name == "executing" else AVA).outcome
+        again = cs.access.approve(ids[name], MIA if name == "executing" else AVA)
+        assert (again.result, again.outcome) == ("already_completed", before), name
+    assert verify(cs.app, cs.sql).ok
+
+
+def test_proposals_no_longer_pending_are_refused_as_before(golden):
+    cs, manifest = golden
+    ids = manifest["proposals"]
+    expected = {
+        "expired": "expired",
+        "declined": "not_pending",
+        "superseded_by_newer": "superseded",
+        "superseded_by_revision": "superseded",
+    }
+    held = cs.sandbox.held()
+    for name, reason in expected.items():
+        report = cs.access.approve(ids[name], AVA)
+        assert (report.result, report.reason) == ("not_approvable", reason), name
+    assert cs.sandbox.held() == held
+
+
+# -- damaged copies fail closed ------------------------------------------------------------------
+
+
+def _damage(cs: Countersign, proposal_id: str, version: int, *, state=None, topic=None) -> None:
+    """Rewrite one stored event's bytes or topic in SQL, as a disk or an attacker would."""
+    table = events_table(cs)
+    key = UUID(proposal_id)
+    if cs.database.kind == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(cs.database.sqlite_path)
+        where = "originator_id = ? AND originator_version = ?"
+        (stored, old_topic) = conn.execute(
+            f"SELECT state, topic FROM {table} WHERE {where}", (key.hex, version)
+        ).fetchone()
+        conn.execute(
+            f"UPDATE {table} SET state = ?, topic = ? WHERE {where}",
+            (state(bytes(stored)) if state else stored, topic or old_topic, key.hex, version),
+        )
+        conn.commit()
+        conn.close()
+        return
+    db = cs.database
+    with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
+        where = "originator_id = %s AND originator_version = %s"
+        (stored, old_topic) = conn.execute(
+            f"SELECT state, topic FROM {table} WHERE {where}", (key, version)
+        ).fetchone()
+        conn.execute(
+            f"UPDATE {table} SET state = %s, topic = %s WHERE {where}",
+            (state(bytes(stored)) if state else stored, topic or old_topic, key, version),
+        )
+
+
+def _flip_first_byte(stored: bytes) -> bytes:
+    return bytes([stored[0] ^ 0xFF]) + stored[1:]
+
+
+def _reopened(cs: Countersign) -> Countersign:
+    """Another process on the damaged database: nothing of it is held in memory."""
+    return bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.proposals.clock)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param({"state": _flip_first_byte}, id="flipped-bytes"),
+        pytest.param(
+            {"topic": "countersign.domain.proposal:Proposal.Vanished"}, id="unknown-topic"
+        ),
+        pytest.param({"topic": "subprocess:Popen"}, id="foreign-topic"),
+    ],
+)
+def test_a_damaged_golden_event_fails_closed_and_nothing_executes(golden, damage, caplog):
+    cs, manifest = golden
+    pending = manifest["proposals"]["pending_card_refund"]
+    held = cs.sandbox.held()
+    _damage(cs, pending, 1, **damage)
+    other = _reopened(cs)
+    try:
+        with pytest.raises(CorruptRecordError) as refused:
+            other.access.approve(pending, AVA)
+        report = verify(other.app, other.sql)
+    finally:
+        other.close()
+    correlation_id = refused.value.correlation_id
+    assert correlation_id.startswith("cs-")
+    assert correlation_id in caplog.text  # the operator finds it in the logs
+    assert "Popen" not in str(refused.value)
+    assert "Vanished" not in str(refused.value)
+    assert cs.sandbox.held() == held  # nothing was sent
+    assert not report.ok
+    assert report.broken[0]["proposal_id"] == pending
+
+
+def test_a_golden_event_from_a_newer_release_fails_closed(golden):
+    cs, manifest = golden
+    awaiting = manifest["proposals"]["awaiting_second_approval"]
+
+    def from_the_future(state: dict[str, Any]) -> dict[str, Any]:
+        return {**state, "class_version": 99}
+
+    _rewrite_state(cs, awaiting, 2, from_the_future)  # its Approved, written by Ava
+    held = cs.sandbox.held()
+    other = _reopened(cs)
+    try:
+        with pytest.raises(CorruptRecordError) as refused:
+            other.access.approve(awaiting, NOAH)
+    finally:
+        other.close()
+    assert refused.value.correlation_id.startswith("cs-")
+    assert cs.sandbox.held() == held
+
+
+def test_a_flipped_amount_that_still_decodes_is_a_terminal_failure_never_a_refund(golden):
+    cs, manifest = golden
+    pending = manifest["proposals"]["pending_card_refund"]
+
+    def more_money(state: dict[str, Any]) -> dict[str, Any]:
+        state["arguments"]["amount_cents"] += 1
+        return state
+
+    _rewrite_state(cs, pending, 1, more_money)
+    other = _reopened(cs)
+    try:
+        report = other.access.approve(pending, AVA)
+    finally:
+        other.close()
+    assert (report.status, report.outcome["kind"]) == ("failed", "terminal_failure")
+    assert report.outcome["correlation_id"].startswith("cs-")
+    assert _effects(cs, pending) == []
+
+
+# -- versioned events: Proposal.Approved v2 records the approver's role ---------------------------
+
+
+def _stored_state(cs: Countersign, proposal_id: str, version: int) -> dict[str, Any]:
+    (stored,) = cs.app.recorder.select_events(
+        UUID(proposal_id), gt=version - 1, lte=version, limit=1
+    )
+    return json.loads(stored.state)
+
+
+def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v2(golden):
+    cs, manifest = golden
+    awaiting = manifest["proposals"]["awaiting_second_approval"]
+    written = _stored_state(cs, awaiting, 2)  # Ava's approval, as the release wrote it
+    assert "class_version" not in written
+    assert "role" not in written
+
+    before = cs.store.get(UUID(awaiting), Proposal)
+    assert before.approver_roles == (None,)  # unknown: never guessed from today's role
+    assert cs.audit.history(awaiting)["events"][1]["role"] is None
+
+    assert cs.access.approve(awaiting, NOAH).status == "succeeded"
+    second = _stored_state(cs, awaiting, 3)
+    assert (second["class_version"], second["role"]) == (2, "manager")
+    after = cs.store.get(UUID(awaiting), Proposal)
+    assert after.approvals == (AVA, NOAH)
+    assert after.approver_roles == (None, "manager")
+    # One chain across both shapes: each link covers its event as it was written.
+    assert verify(cs.app, cs.sql).ok
+    runners = cs.projection_runners()
+    assert rebuild_together(runners) == runners[0].head()
+
+
+def test_the_upcaster_adds_the_role_as_unknown():
+    state: dict[str, Any] = {"approved_by": AVA, "approved_at": "t", "chain": "c"}
+    Proposal.Approved.upcast_v1_v2(state)
+    assert state == {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
+    assert Proposal.Approved.class_version == 2
+
+
+def test_an_approval_from_a_version_after_this_one_fails_closed(golden):
+    cs, manifest = golden
+    awaiting = manifest["proposals"]["awaiting_second_approval"]
+    _rewrite_state(cs, awaiting, 2, lambda state: {**state, "class_version": 3, "role": "x"})
+    other = _reopened(cs)
+    try:
+        with pytest.raises(CorruptRecordError):
+            other.store.get(UUID(awaiting), Proposal)
+        assert not verify(other.app, other.sql).ok
+    finally:
+        other.close()
