@@ -25,7 +25,7 @@ import pytest
 import uvicorn
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.passwords import seed_passwords
-from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.cli import admin, main
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.entrypoints.web.throttle import address_key
@@ -233,12 +233,16 @@ def serve(
         seen: dict[str, Any] = {}
         before = {name: os.environ.get(name) for name in (SECURE_ENV, DATABASE_URL_ENV)}
 
-        def fake_run(app: Any, **options: Any) -> None:
+        def fake_run(config: Any) -> bool:
             # The server builds its own application from the environment, as each uvicorn
             # worker would: by calling the factory `serve` names.
+            app = config.app
             assert app == "countersign.infrastructure.server:create_app"
-            assert options.pop("factory") is True
-            seen["options"] = options
+            assert config.factory is True
+            seen["options"] = {
+                "proxy_headers": config.proxy_headers,
+                "forwarded_allow_ips": config.forwarded_allow_ips,
+            }
             built = uvicorn.importer.import_from_string(app)()
             assert built.state.countersign.settings.database_url == database_url
             with TestClient(built, base_url="https://testserver", follow_redirects=False) as https:
@@ -248,8 +252,10 @@ def serve(
                 token = CSRF.search(page.text).group(1)
                 switched = https.post("/language", data={"lang": "fr", "csrf_token": token})
                 seen["language_cookie"] = switched.headers.get("set-cookie", "")
+            return True
 
-        monkeypatch.setattr(uvicorn, "run", fake_run)
+        # What `serve` runs the configured server with (one worker or several), replaced.
+        monkeypatch.setattr(admin, "_run", fake_run)
         seen["status"] = main(
             ["serve", "--host", host, "--port", "8000", "--database", database_url]
         )
