@@ -81,6 +81,32 @@ def held(cs: Countersign) -> dict[str, dict[str, Any]]:
     return {h["idempotency_key"]: h for h in [*cs.sandbox.held(), *cs.email_sandbox.held()]}
 
 
+def _held_naming(cs: Countersign, proposal_id: str) -> dict[str, dict[str, Any]]:
+    """What both sandboxes hold under any key that names the proposal: the rows of
+    ``held()`` for those keys, found without reading every key (a suite makes thousands)."""
+    pattern = f"%{proposal_id}%"
+    with cs.sql.transaction() as cursor:
+        refunds = cursor.execute(
+            "SELECT idempotency_key, requests, status FROM sandbox_refunds"
+            " WHERE idempotency_key LIKE ?",
+            (pattern,),
+        ).fetchall()
+        deliveries = cursor.execute(
+            "SELECT idempotency_key, requests, status, delivery_id, subject"
+            " FROM sandbox_deliveries WHERE idempotency_key LIKE ?",
+            (pattern,),
+        ).fetchall()
+    found = {key: {"requests": n, "status": status} for key, n, status in refunds}
+    for key, n, status, delivery_id, subject in deliveries:
+        found[key] = {
+            "requests": n,
+            "status": status,
+            "delivery_id": delivery_id,
+            "subject": subject,
+        }
+    return found
+
+
 def _refunded_cents(cs: Countersign, charge_id: str | None) -> int:
     with cs.sql.transaction() as cursor:
         row = cursor.execute(
@@ -149,13 +175,13 @@ def check_exactly_once(
     The key is the proposal's own, and no other key names the proposal: a second key would
     be a second effect the provider could not deduplicate.
     """
-    holding = held(cs)
     statuses = {}
     for proposal in proposals:
         card = cs.proposals.card(proposal.proposal_id, AVA)
         where = (proposal, card.status, card.outcome)
         assert card.status in FINISHED, where
-        assert [k for k in holding if proposal.proposal_id in k] == [proposal.key], where
+        holding = _held_naming(cs, proposal.proposal_id)
+        assert list(holding) == [proposal.key], (where, holding)
         answer = holding[proposal.key]
         if requests is not None:
             assert answer["requests"] == requests, (where, answer)
