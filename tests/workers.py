@@ -33,6 +33,7 @@ or approver process would, and talks to the parent test only through argv, stdin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -252,6 +253,7 @@ class Forks:
         self._stderr = stderr_path.open("w")
         self.server = start("forks", stdin=subprocess.PIPE, stderr=self._stderr)
         self._lines: queue.Queue[str] = queue.Queue()
+        self._live: Child | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         assert self._next() == "ready", self.errors()
@@ -282,7 +284,8 @@ class Forks:
         while not (line := self._next()).startswith("forked "):
             assert line, f"the fork server died: {self.errors()}"
             early.append(line)
-        return Child(int(line.split()[1]), early)
+        self._live = Child(int(line.split()[1]), early)
+        return self._live
 
     def read_until(self, child: Child, prefix: str) -> bool:
         """Collect the child's lines up to one starting with ``prefix`` (True), or its end."""
@@ -292,6 +295,7 @@ class Forks:
             if line.startswith("exited "):
                 ended = json.loads(line[len("exited ") :])
                 child.signal, child.code = ended["signal"], ended["code"]
+                self._live = None
                 return False
             child.lines.append(line)
             if line.startswith(prefix):
@@ -306,6 +310,9 @@ class Forks:
         return self.wait(self.spawn(command, *args, env=env))
 
     def close(self) -> None:
+        if self._live is not None:  # a test that failed with a child still running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._live.pid, signal.SIGKILL)
         if self.server.stdin is not None:
             self.server.stdin.close()
         self.server.wait(timeout=self.TIMEOUT)
