@@ -19,8 +19,11 @@ from countersign.domain.club.organization import Organization
 from countersign.infrastructure.adapters.payment_sandbox import CARD_OK
 from countersign.infrastructure.bootstrap import Countersign
 
-# The seeded orders' maker: an order like theirs, its charge created in the payment sandbox.
+# The seed's makers: an order like the seeded ones (its charge created in the payment
+# sandbox), a roster, the manager's permissions.
+from countersign.infrastructure.demo.seed import _MANAGER, LEAGUES
 from countersign.infrastructure.demo.seed import _order as seeded_order
+from countersign.infrastructure.demo.seed import _roster as seeded_roster
 
 from tests.conftest import AVA, REFUND, TO_CARD
 
@@ -66,12 +69,18 @@ def card_refund(cs: Countersign, name: str) -> External:
 
 
 def broadcast_send(cs: Countersign, name: str) -> External:
-    """A send of a newly applied draft to Thursday Seniors."""
-    form = cs.store.get(BroadcastForm.create_id(GRANITE), BroadcastForm)
+    """A send of a draft applied to the broadcast form of a new club of its own, which Ava
+    manages and whose Thursday Seniors are the seeded four. A club of its own because a form
+    keeps every send it ever made: thousands on one form would make the suites measure the
+    replay of one ever-growing aggregate."""
+    club = Organization(slug=f"club-{name}", name=f"Club {name}")
+    club.add_member(AVA, "Ava Lindqvist", "manager", list(_MANAGER))
+    form = BroadcastForm(organization_id=club.id)
     form.apply_draft({"leagues": ["Thursday Seniors"]}, f"Draw {name}", "Later.", uuid4())
-    cs.store.save(form)
+    cs.store.save(club, form)
+    seeded_roster(cs, club, {"Thursday Seniors": LEAGUES["Thursday Seniors"]})
     created = cs.proposals.propose(
-        organization="granite", actor=AVA, operation=SEND, resource_id=str(form.id), request={}
+        organization=club.slug, actor=AVA, operation=SEND, resource_id=str(form.id), request={}
     )
     return External(created.proposal_id, SEND, str(form.id))
 
