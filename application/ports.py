@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 from uuid import UUID
 
 from countersign.domain.ports import A, EffectResponse, Repository
@@ -144,6 +144,35 @@ class EffectProvider(Protocol):
         """What the provider holds under ``key``; None if nothing was ever performed under it.
         Raises EffectResponseLostError when the provider could not be asked."""
         ...
+
+
+FaultPoint = Literal[
+    "after_claim_commit",
+    "before_provider_call",
+    "after_provider_call",
+    "before_outcome_commit",
+    "after_outcome_commit",
+    "reconcile_before_replay",
+    "reconcile_after_replay",
+]
+"""The steps of the approve path (and of the reconciler) where a process may die: the
+moments between its commits and its provider calls (docs/faults.md)."""
+FAULT_POINTS: tuple[FaultPoint, ...] = get_args(FaultPoint)
+
+
+class FaultPoints(Protocol):
+    """Told each time the approve path or the reconciler reaches one of its fault points, so
+    that a test can kill the process exactly there. Production wires ``NoFaults``."""
+
+    def reached(self, point: FaultPoint) -> None: ...
+
+
+class NoFaults:
+    """The FaultPoints port when no test injects faults: every point passes, at the cost of
+    one empty call."""
+
+    def reached(self, point: FaultPoint) -> None:
+        return None
 
 
 class Clock(Protocol):

@@ -39,6 +39,8 @@ from countersign.application.ports import (
     Commit,
     EffectProvider,
     EffectResponseLostError,
+    FaultPoints,
+    NoFaults,
     OpenWorkIndex,
     ProviderUnavailableError,
     Reads,
@@ -192,8 +194,10 @@ class ProposalService:
         ttl: timedelta = timedelta(days=1),
         lease: timedelta = timedelta(seconds=60),
         open_work: OpenWorkIndex | None = None,
+        faults: FaultPoints | None = None,
     ) -> None:
         self.store = store
+        self.faults = faults or NoFaults()  # where a test may kill the process (faults.md)
         self.open_work = open_work or ScanOpenWork(store)
         self.providers = providers
         self.clock = clock
@@ -525,8 +529,10 @@ class ProposalService:
         """Steps 8 and 9 of an external operation whose claim is committed."""
         effect = claimed.effect
         proposal_id = claimed.execution.proposal_id
+        self.faults.reached("after_claim_commit")
         # 8. Call the provider under the proposal's idempotency key. Whatever goes wrong is
         #    left to the reconciler, under the same key; only the cause told differs.
+        self.faults.reached("before_provider_call")
         try:
             response = self.providers[effect.provider].perform(
                 effect.idempotency_key, effect.payload()
@@ -542,6 +548,7 @@ class ProposalService:
             # Anything unexpected once a request may have left is uncertain, never a retry.
             log.exception("provider call for proposal %s ended unexpectedly", proposal_id)
             return self._start_reconciling(proposal_id, effect.idempotency_key)
+        self.faults.reached("after_provider_call")
         # 9. Record its authoritative answer.
         return self._settle(claimed.contract, claimed.execution, response)
 
@@ -587,16 +594,19 @@ class ProposalService:
                 # Another process (an approver that woke up, or the reconciler) already
                 # recorded this same provider answer.
                 return Answer(self._report(proposal, None))
+            self.faults.reached("before_outcome_commit")
             return Commit([proposal, *loaded.aggregates(), *retired], self._report(proposal, None))
 
         try:
-            return self.store.decide(Reads([execution.proposal_id]), settlement)
+            settled = self.store.decide(Reads([execution.proposal_id]), settlement)
         except ConcurrencyConflictError:
             log.error(
                 "could not record provider answer for %s; the reconciler will",
                 execution.proposal_id,
             )
             return self._report(self._reload(execution.proposal_id), None)
+        self.faults.reached("after_outcome_commit")
+        return settled
 
     @staticmethod
     def _retire(
@@ -783,6 +793,7 @@ class ProposalService:
         action = "settled"
         if response is None:
             action = "replayed"
+            self.faults.reached("reconcile_before_replay")
             try:
                 response = provider.perform(key, effect.payload())
             except Exception:
@@ -790,6 +801,7 @@ class ProposalService:
                     self._start_reconciling(proposal.id, key)
                 current = self._reload(proposal.id)
                 return SweepReport(str(current.id), "still_uncertain", str(current.status), None)
+            self.faults.reached("reconcile_after_replay")
         report = self._settle(contract, execution, response)
         return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
 

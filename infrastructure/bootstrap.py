@@ -15,10 +15,17 @@ from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
 from countersign.application.notifications import NotificationsService
 from countersign.application.policies import PolicyService
-from countersign.application.ports import ChatModel, Clock, EffectProvider, ModelReply
+from countersign.application.ports import (
+    ChatModel,
+    Clock,
+    EffectProvider,
+    FaultPoints,
+    ModelReply,
+)
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposals import ProposalService
 from countersign.infrastructure.adapters.clock import SystemClock
+from countersign.infrastructure.adapters.crash_points import fault_points_from_env
 from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
 from countersign.infrastructure.observability.metrics import MeteredProposalService, counted
@@ -94,11 +101,15 @@ def bootstrap(
     clock: Clock | None = None,
     providers: Mapping[str, EffectProvider] | None = None,
     model: ChatModel | None = None,
+    faults: FaultPoints | None = None,
 ) -> Countersign:
     """Wire countersign for the configured database; any port can be replaced.
 
     ``providers``: effect providers by the name contracts use, added to (or replacing) the
-    defaults: ``"payments"``, the payment sandbox, and ``"email"``, the e-mail delivery sandbox."""
+    defaults: ``"payments"``, the payment sandbox, and ``"email"``, the e-mail delivery sandbox.
+
+    ``faults``: where the approve path may be stopped; by default none, unless the
+    ``COUNTERSIGN_CRASH_AT`` variable names a crash point (crash tests, docs/faults.md)."""
     settings = settings or Settings.from_env(database_url)
     database = Database.parse(settings.database_url)
     sql = SqlDatabase(database)
@@ -116,6 +127,7 @@ def bootstrap(
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         lease=timedelta(seconds=settings.reconcile_lease_seconds),
         open_work=ProjectedOpenWork(app, sql),
+        faults=faults or fault_points_from_env(),
     )
     assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
     audit = AuditService(store)

@@ -26,6 +26,9 @@ outage@delivery.test          service outage: the first request under a key gets
 ============================  ==========================================================
 
 A delivery without recipients, or with an address that is not one, is refused as well.
+
+Sequences of faults (a 503, then a lost response, then a slow answer...) are scripted per key
+through ``faults`` (sandbox_faults.py); a declined script step fails with ``delivery_declined``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from countersign.application.ports import (
     ProviderUnavailableError,
 )
 from countersign.domain.ports import EffectResponse
+from countersign.infrastructure.adapters.sandbox_faults import ScriptedFaults
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 TEST_DOMAIN = "delivery.test"
@@ -101,23 +105,33 @@ class SandboxEmailProvider:
             self.db.lock_schema(cursor)
             for statement in _SCHEMA:
                 cursor.execute(statement)
+        self.faults = ScriptedFaults(db, "email")
 
     def deliver(
         self, *, idempotency_key: str, message: Message, metadata: dict[str, str]
     ) -> ProviderDelivery:
-        try:
-            response = self._deliver_once(idempotency_key, message, metadata)
-        except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
-            # A concurrent request with the same key won the insert: answer as it did.
-            response = self._deliver_once(idempotency_key, message, metadata)
-        if response is None:
-            raise DeliveryUnavailableError("503 Service Unavailable: nothing was sent")
-        if LOST_RESPONSE in message.recipients:
-            raise DeliveryResponseLostError("read timed out")
-        return response
+        def request(declined: bool) -> ProviderDelivery:
+            arguments = (idempotency_key, message, metadata, declined)
+            try:
+                response = self._deliver_once(*arguments)
+            except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+                # A concurrent request with the same key won the insert: answer as it did.
+                response = self._deliver_once(*arguments)
+            if response is None:
+                raise DeliveryUnavailableError("503 Service Unavailable: nothing was sent")
+            if LOST_RESPONSE in message.recipients:
+                raise DeliveryResponseLostError("read timed out")
+            return response
+
+        return self.faults.around(
+            idempotency_key,
+            request,
+            unavailable=DeliveryUnavailableError,
+            lost=DeliveryResponseLostError,
+        )
 
     def _deliver_once(
-        self, key: str, message: Message, metadata: dict[str, str]
+        self, key: str, message: Message, metadata: dict[str, str], declined: bool
     ) -> ProviderDelivery | None:
         """One transaction; None means the outage answered before sending anything."""
         with self.db.transaction() as cursor:
@@ -131,7 +145,7 @@ class SandboxEmailProvider:
                     return None
             stored = _select(cursor, key, for_update=self.db.is_postgres)
             if stored is None:
-                return _apply(cursor, key, message, metadata)
+                return _apply(cursor, key, message, metadata, declined)
             if stored.message != message:
                 raise IdempotencyConflictError("idempotency key reused with another message")
             cursor.execute(
@@ -239,9 +253,9 @@ def _is_address(address: str) -> bool:
 
 
 def _apply(
-    cursor: Cursor, key: str, message: Message, metadata: dict[str, str]
+    cursor: Cursor, key: str, message: Message, metadata: dict[str, str], declined: bool
 ) -> ProviderDelivery:
-    failure = _refusal(message.recipients)
+    failure = "delivery_declined" if declined else _refusal(message.recipients)
     delivery = ProviderDelivery(
         idempotency_key=key,
         delivery_id=f"msg_{uuid4().hex[:20]}",

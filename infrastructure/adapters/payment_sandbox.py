@@ -20,6 +20,9 @@ card                  behaviour of a refund request
 4000 0000 0000 0119   provider outage: the first request under a key gets a 503 before
                       anything is applied; the provider has recovered for later requests
 ====================  ================================================================
+
+Sequences of faults (a 503, then a lost response, then a slow answer...) are scripted per key
+through ``faults`` (sandbox_faults.py); a declined script step fails with ``refund_declined``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from countersign.application.ports import (
     ProviderUnavailableError,
 )
 from countersign.domain.ports import EffectResponse
+from countersign.infrastructure.adapters.sandbox_faults import ScriptedFaults
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 CARD_OK = "4242424242424242"
@@ -90,6 +94,7 @@ class SandboxPaymentProvider:
             self.db.lock_schema(cursor)
             for statement in _SCHEMA:
                 cursor.execute(statement)
+        self.faults = ScriptedFaults(db, "payments")
 
     def create_charge(self, charge_id: str, card_number: str, amount_cents: int) -> None:
         with self.db.transaction() as cursor:
@@ -107,19 +112,28 @@ class SandboxPaymentProvider:
         amount_cents: int,
         metadata: dict[str, str],
     ) -> ProviderRefund:
-        try:
-            response, card = self._refund_once(idempotency_key, charge_id, amount_cents, metadata)
-        except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
-            # A concurrent request with the same key won the insert: answer as it did.
-            response, card = self._refund_once(idempotency_key, charge_id, amount_cents, metadata)
-        if response is None:
-            raise ProviderOutageError("503 Service Unavailable")
-        if card == CARD_LOST_RESPONSE:
-            raise ProviderResponseLostError("read timed out")
-        return response
+        def request(declined: bool) -> ProviderRefund:
+            arguments = (idempotency_key, charge_id, amount_cents, metadata, declined)
+            try:
+                response, card = self._refund_once(*arguments)
+            except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+                # A concurrent request with the same key won the insert: answer as it did.
+                response, card = self._refund_once(*arguments)
+            if response is None:
+                raise ProviderOutageError("503 Service Unavailable")
+            if card == CARD_LOST_RESPONSE:
+                raise ProviderResponseLostError("read timed out")
+            return response
+
+        return self.faults.around(
+            idempotency_key,
+            request,
+            unavailable=ProviderOutageError,
+            lost=ProviderResponseLostError,
+        )
 
     def _refund_once(
-        self, key: str, charge_id: str, amount_cents: int, metadata: dict[str, str]
+        self, key: str, charge_id: str, amount_cents: int, metadata: dict[str, str], declined: bool
     ) -> tuple[ProviderRefund | None, str | None]:
         """One transaction; (None, card) means the outage answered before applying anything."""
         with self.db.transaction() as cursor:
@@ -137,7 +151,7 @@ class SandboxPaymentProvider:
                     return None, card
             stored = _select(cursor, key, for_update=self.db.is_postgres)
             if stored is None:
-                return _apply(cursor, key, charge_id, card, amount_cents, metadata), card
+                return _apply(cursor, key, charge_id, card, amount_cents, metadata, declined), card
             if (stored.charge_id, stored.amount_cents) != (charge_id, amount_cents):
                 raise IdempotencyConflictError("idempotency key reused with different parameters")
             cursor.execute(
@@ -230,11 +244,12 @@ def _apply(
     card: str | None,
     amount_cents: int,
     metadata: dict[str, str],
+    declined: bool,
 ) -> ProviderRefund:
     failure = None
     if card is None:
         failure = "no_such_charge"
-    elif card == CARD_DECLINED:
+    elif declined or card == CARD_DECLINED:
         failure = "refund_declined"
     else:
         updated = cursor.execute(
