@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -22,10 +20,16 @@ from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.settings import Settings
 
-POSTGRES_SERVER = os.environ.get(
-    "COUNTERSIGN_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432"
+from tests.support.databases import (
+    POSTGRES_SERVER,
+    START,
+    TestDatabases,
+    postgres_problem,
+    worker_tag,
 )
-TEST_DATABASE = "countersign_test"
+
+_SEEDED = pytest.StashKey[dict[str, Any] | None]()
+
 BACKENDS = [
     b.strip() for b in os.environ.get("COUNTERSIGN_TEST_BACKENDS", "sqlite,postgres").split(",")
 ]
@@ -43,23 +47,29 @@ TO_CARD = {
 }
 
 
-def _postgres_available() -> str | None:
-    try:
-        with psycopg.connect(f"{POSTGRES_SERVER}/postgres", connect_timeout=3):
-            return None
-    except psycopg.OperationalError as error:
-        return str(error).strip().splitlines()[0]
+def _require_postgres() -> None:
+    problem = postgres_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but PostgreSQL is unreachable at {POSTGRES_SERVER}: {problem}")
+    pytest.skip(f"PostgreSQL unreachable ({problem}); set CI=1 to make this a failure")
+
+
+@pytest.fixture(scope="session")
+def test_databases() -> Iterator[TestDatabases]:
+    """This session's (this xdist worker's) templates, and every copy made from them."""
+    databases = TestDatabases()
+    yield databases
+    databases.close()
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A database of this test session's own, so parallel runs never collide; dropped after."""
-    problem = _postgres_available()
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but PostgreSQL is unreachable at {POSTGRES_SERVER}: {problem}")
-        pytest.skip(f"PostgreSQL unreachable ({problem}); set CI=1 to make this a failure")
-    name = f"{TEST_DATABASE}_{os.getpid()}"
+    """An empty PostgreSQL database of this session's own, for tests that manage their
+    database themselves (``_truncate_postgres`` empties it)."""
+    _require_postgres()
+    name = f"countersign_test_{worker_tag()}"
     with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
@@ -69,25 +79,29 @@ def postgres_url() -> Iterator[str]:
 
 
 def _truncate_postgres(url: str) -> None:
-    """Start each test from an empty schema: events, sandbox, projections and their tracking."""
+    """Start from an empty schema: events, sandbox, projections and their tracking."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP SCHEMA public CASCADE")
         conn.execute("CREATE SCHEMA public")
 
 
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'countersign.db'}"
-    request.node.add_marker(pytest.mark.postgres)
-    url: str = request.getfixturevalue("postgres_url")
-    _truncate_postgres(url)
-    return url
+def database_url(request: pytest.FixtureRequest, test_databases: TestDatabases) -> Iterator[str]:
+    """A database of the test's own, on each backend: the demo clubs' state when the test
+    asks for ``seeded``, else empty (``cs`` then makes the schema)."""
+    if request.param == "postgres":
+        request.node.add_marker(pytest.mark.postgres)
+        _require_postgres()
+    kind = "seeded" if "seeded" in request.fixturenames else "empty"
+    url, seeded = test_databases.copy(request.param, kind)
+    request.node.stash[_SEEDED] = seeded
+    yield url
+    test_databases.release(url)
 
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    return FakeClock(START)
 
 
 @pytest.fixture
@@ -98,8 +112,13 @@ def cs(database_url: str, clock: FakeClock) -> Iterator[Countersign]:
 
 
 @pytest.fixture
-def seeded(cs: Countersign) -> dict[str, Any]:
-    return seed(cs)
+def seeded(request: pytest.FixtureRequest, cs: Countersign) -> dict[str, Any]:
+    """The demo clubs (``countersign.infrastructure.demo.seed``): ``cs``'s database is a copy
+    of the session's seeded template, and this is what seeding it returned."""
+    found = request.node.stash.get(_SEEDED, None)
+    if found is None:  # a test that parametrizes ``database_url`` itself: seed it here
+        return seed(cs)
+    return found
 
 
 @pytest.fixture
