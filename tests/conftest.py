@@ -27,8 +27,21 @@ from tests.support.databases import (
     postgres_problem,
     worker_tag,
 )
+from tests.support.mutants import apply_from_environment
 
 _SEEDED = pytest.StashKey[dict[str, Any] | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``COUNTERSIGN_MUTANT`` applies a deliberate bug (``tests/support/mutants.py``)."""
+    apply_from_environment()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests (marked ``slow``) first: run in parallel, the suite then ends with
+    many short tests spread over the workers instead of one long one running alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
 
 BACKENDS = [
     b.strip() for b in os.environ.get("COUNTERSIGN_TEST_BACKENDS", "sqlite,postgres").split(",")

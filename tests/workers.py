@@ -57,6 +57,8 @@ from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.settings import Settings
 
+from tests.support.mutants import apply_from_environment
+
 ACTOR = "ava@granite.example"
 REPO = Path(__file__).resolve().parents[1]
 
@@ -323,6 +325,7 @@ class Forks:
 
 
 def main(argv: list[str]) -> None:
+    apply_from_environment()  # a deliberate bug, when scripts/mutants runs the suites
     command, *args = argv
     if command == "approve":
         url, clock_at, seed, ids_file = args

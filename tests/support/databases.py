@@ -163,7 +163,8 @@ class PostgresCopies:
             for table in self._tables:
                 conn.execute(f"INSERT INTO public.{table} SELECT * FROM {_SNAPSHOT}.{table}")
             for name, value in self._sequences:
-                conn.execute("SELECT setval(%s, %s, %s)", (f"public.{name}", max(value, 1), value > 0))
+                position = (f"public.{name}", max(value, 1), value > 0)
+                conn.execute("SELECT setval(%s, %s, %s)", position)
 
     def close(self) -> None:
         with contextlib.suppress(psycopg.Error), _admin() as conn:
