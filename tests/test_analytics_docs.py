@@ -24,8 +24,9 @@ from countersign.infrastructure.projection_engine.runner import _SQL_TYPES
 from countersign.projections.analytics import Analytics
 from countersign.projections.notifications import ENDPOINTS, NOTIFICATIONS, Notifications
 
-from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
+from tests.conftest import AVA, DRAFT, MIA, REFUND
 from tests.receivers import free_port, receiving
+from tests.support.proposing import TO_ACCOUNT_CREDIT, propose
 
 NOAH = "noah@granite.example"
 
@@ -112,25 +113,6 @@ def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> 
     """Ten proposals over two tenants, one per interesting outcome: a refund two managers
     approve, and a draft superseded by its edit among them."""
     orders = seeded["orders"]
-    form = seeded["broadcast_forms"]["granite"]
-
-    def propose(order: str, request: Any = TO_CARD, org: str = "granite", actor: str = AVA) -> str:
-        return cs.proposals.propose(
-            organization=org,
-            actor=actor,
-            operation=REFUND,
-            resource_id=orders[order],
-            request=request,
-        ).proposal_id
-
-    def draft() -> str:
-        return cs.proposals.propose(
-            organization="granite",
-            actor=AVA,
-            operation=DRAFT,
-            resource_id=form,
-            request=DRAFT_REQUEST,
-        ).proposal_id
 
     def think() -> None:
         # The projection times events by their stored (wall-clock) timestamp, not the
@@ -139,38 +121,39 @@ def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> 
         time.sleep(0.01)
 
     ids: dict[str, str] = {}
-    ids["succeeded"] = propose("refund-ok")
+    ids["succeeded"] = propose(cs, seeded, "refund-ok")
     think()
     assert cs.proposals.approve(ids["succeeded"], AVA).status == "succeeded"
 
-    ids["stale"] = propose("refund-stale")
+    ids["stale"] = propose(cs, seeded, "refund-stale")
     cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
     think()
     assert cs.proposals.approve(ids["stale"], AVA).status == "revision_required"
 
-    ids["lost"] = propose("refund-lost-response")
+    ids["lost"] = propose(cs, seeded, "refund-lost-response")
     think()
     assert cs.proposals.approve(ids["lost"], AVA).status == "reconciling"  # not reconciled
 
-    ids["declined"] = draft()
+    ids["declined"] = propose(cs, seeded, operation=DRAFT, request=DRAFT_REQUEST)
     think()
     assert cs.proposals.decline(ids["declined"], AVA, "not this week").status == "declined"
 
-    ids["draft"] = draft()
+    ids["draft"] = propose(cs, seeded, operation=DRAFT, request=DRAFT_REQUEST)
     think()
     assert cs.proposals.approve(ids["draft"], AVA).status == "succeeded"
 
-    ids["expired"] = propose("maple-refund", org="maple", actor=MIA)
+    ids["expired"] = propose(cs, seeded, "maple-refund", organization="maple", actor=MIA)
     clock.advance(days=2)
     assert cs.proposals.approve(ids["expired"], MIA).reason == "expired"
 
-    ids["two_approvers"] = propose("refund-two-approvers")  # $128.00: above granite's $100
+    # $128.00: above granite's $100
+    ids["two_approvers"] = propose(cs, seeded, "refund-two-approvers")
     think()
     assert cs.proposals.approve(ids["two_approvers"], AVA).result == "awaiting_approvals"
     think()
     assert cs.proposals.approve(ids["two_approvers"], NOAH).status == "succeeded"
 
-    ids["edited"] = draft()
+    ids["edited"] = propose(cs, seeded, operation=DRAFT, request=DRAFT_REQUEST)
     think()
     ids["revision"] = cs.proposals.revise(
         ids["edited"], AVA, {**DRAFT_REQUEST, "subject": "Hello all"}
@@ -178,7 +161,7 @@ def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> 
     think()
     assert cs.proposals.approve(ids["revision"], AVA).status == "succeeded"
 
-    ids["pending"] = propose("account-credit", {**TO_CARD, "destination": "account_credit"})
+    ids["pending"] = propose(cs, seeded, "account-credit", request=TO_ACCOUNT_CREDIT)
     return ids
 
 

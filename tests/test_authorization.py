@@ -10,20 +10,11 @@ from countersign.domain.club.organization import Organization
 from countersign.domain.errors import NotFoundError
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD, count_events
-
-
-def _propose(cs, seeded, order="refund-ok"):
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"][order],
-        request=TO_CARD,
-    ).proposal_id
+from tests.support.proposing import propose
 
 
 def test_staff_without_the_permission_is_forbidden_and_nothing_runs(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     before = count_events(cs)
 
     report = cs.proposals.approve(proposal_id, BEN)
@@ -46,7 +37,7 @@ def test_staff_without_the_permission_is_forbidden_and_nothing_runs(cs, seeded):
 
 
 def test_a_foreign_tenants_id_answers_exactly_like_an_unknown_id(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     before = count_events(cs)
 
     foreign = cs.proposals.approve(proposal_id, MIA).to_json()
@@ -66,7 +57,7 @@ def test_a_foreign_tenants_id_answers_exactly_like_an_unknown_id(cs, seeded):
 
 
 def test_an_expired_foreign_proposal_is_not_touched_by_the_other_tenant(cs, seeded, clock):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     clock.advance(days=2)
     before = count_events(cs)
 
@@ -97,7 +88,7 @@ def test_proposing_against_another_tenants_order_is_not_found(cs, seeded):
 
 
 def test_a_manager_who_lost_membership_can_no_longer_approve(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     granite = cs.store.get(Organization.create_id("granite"), Organization)
     granite.remove_member(AVA)
     cs.store.save(granite)
@@ -109,7 +100,7 @@ def test_a_manager_who_lost_membership_can_no_longer_approve(cs, seeded):
 
 
 def test_a_manager_whose_permission_was_revoked_is_forbidden(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     granite = cs.store.get(Organization.create_id("granite"), Organization)
     granite.change_permissions(AVA, [])
     cs.store.save(granite)
@@ -118,7 +109,7 @@ def test_a_manager_whose_permission_was_revoked_is_forbidden(cs, seeded):
 
 
 def test_a_foreign_id_is_echoed_exactly_like_an_unknown_one(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     foreign = cs.proposals.approve(proposal_id.upper(), MIA).to_json()
     unknown = cs.proposals.approve(str(uuid.uuid4()).upper(), MIA).to_json()
     assert foreign["proposal_id"] == proposal_id.upper()  # not the stored, canonical form

@@ -6,22 +6,7 @@ from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.organization import Organization
 
 from tests.conftest import AVA, DRAFT
-
-REQUEST = {
-    "filters": {"leagues": ["Thursday Seniors", "Monday Night Open"]},
-    "subject": "Ice times change next week",
-    "body": "Draws move 30 minutes later.",
-}
-
-
-def _propose(cs, seeded, request=REQUEST):
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=DRAFT,
-        resource_id=seeded["broadcast_forms"]["granite"],
-        request=request,
-    )
+from tests.support.proposing import ICE_TIMES_DRAFT, proposal
 
 
 def _form(cs):
@@ -29,7 +14,7 @@ def _form(cs):
 
 
 def test_the_preview_counts_distinct_members_and_says_nothing_is_sent(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=DRAFT)
     # Noah Fraser plays in both leagues and is counted once: 6 + 4 - 1.
     assert created.preview == {
         "filters_in_words": "members of Monday Night Open or Thursday Seniors",
@@ -41,7 +26,7 @@ def test_the_preview_counts_distinct_members_and_says_nothing_is_sent(cs, seeded
 
 
 def test_approval_copies_the_frozen_draft_into_the_form_and_sends_nothing(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=DRAFT)
 
     report = cs.proposals.approve(created.proposal_id, AVA)
 
@@ -62,7 +47,7 @@ def test_approval_copies_the_frozen_draft_into_the_form_and_sends_nothing(cs, se
 
 
 def test_a_changed_audience_requires_revision_and_leaves_the_form_alone(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=DRAFT)
     cs.club.join("granite", "Thursday Seniors", "Grace Kim", "grace.kim@example.com")
 
     report = cs.proposals.approve(created.proposal_id, AVA)
@@ -78,14 +63,14 @@ def test_a_changed_audience_requires_revision_and_leaves_the_form_alone(cs, seed
 
 
 def test_a_draft_expires(cs, seeded, clock):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=DRAFT)
     clock.advance(days=1)
     assert cs.proposals.approve(created.proposal_id, AVA).reason == "expired"
     assert _form(cs).subject == ""
 
 
 def test_declining_leaves_revision_context_and_cannot_then_be_approved(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=DRAFT)
 
     declined = cs.proposals.decline(created.proposal_id, AVA, note="  Wrong leagues  ")
 
@@ -103,6 +88,6 @@ def test_declining_leaves_revision_context_and_cannot_then_be_approved(cs, seede
 
 def test_model_written_text_is_stored_verbatim_not_interpreted(cs, seeded):
     body = "<script>alert('x')</script> {amount_cents} ${HOME}"
-    created = _propose(cs, seeded, {**REQUEST, "body": body})
+    created = proposal(cs, seeded, operation=DRAFT, request={**ICE_TIMES_DRAFT, "body": body})
     cs.proposals.approve(created.proposal_id, AVA)
     assert _form(cs).body == body

@@ -27,6 +27,7 @@ from countersign.infrastructure.settings import Settings
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.receivers import free_port
 from tests.servers import serving
+from tests.support.proposing import propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
     CHROMIUM,
@@ -50,22 +51,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     seeded = seed(cs)
     passwords = seed_passwords(cs)
 
-    def propose(order: str) -> str:
-        return cs.proposals.propose(
-            organization="granite",
-            actor=AVA,
-            operation=REFUND,
-            resource_id=seeded["orders"][order],
-            request=TO_CARD,
-        ).proposal_id
-
-    sent = propose("refund-ok")
+    sent = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(sent, AVA)
     # Refunded by hand after it was proposed: approving it executes nothing.
-    stale = propose("refund-stale")
+    stale = propose(cs, seeded, "refund-stale")
     cs.club.refund_manually("granite", seeded["orders"]["refund-stale"], AVA, "P1", 34500)
     failed, lost, outage = (
-        propose(order) for order in ("refund-declined", "refund-lost-response", "provider-outage")
+        propose(cs, seeded, order)
+        for order in ("refund-declined", "refund-lost-response", "provider-outage")
     )
     for proposal_id in (stale, failed, lost, outage):
         cs.proposals.approve(proposal_id, AVA)
@@ -81,7 +74,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     cs.proposals.approve(awaiting, AVA)
     # One approval again: a card refund that one click (and its confirmation) runs.
     cs.policies.set("granite", REFUND, 1)
-    pending = propose("refund-two-approvers")
+    pending = propose(cs, seeded, "refund-two-approvers")
     # A broadcast draft, edited: the earlier version is replaced, the new one shows changes.
     draft = {"filters": {"leagues": ["Monday Night Open"]}, "subject": "Ice", "body": "Hello"}
     replaced = cs.proposals.propose(

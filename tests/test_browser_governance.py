@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA
+from tests.support.proposing import propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
     CHROMIUM,
@@ -42,16 +43,6 @@ REVIEW = re.compile(r".*/proposals/[0-9a-f-]{36}$")
 def served(tmp_path: Path) -> Iterator[Served]:
     with served_from(tmp_path) as running:
         yield running
-
-
-def _propose(served: Served, order: str) -> str:
-    return served.cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=served.seeded["orders"][order],
-        request=TO_CARD,
-    ).proposal_id
 
 
 def _sign_in(page: Any, served: Served, email: str) -> None:
@@ -77,8 +68,8 @@ def test_two_managers_approve_a_large_refund_and_an_edit_replaces_a_proposal(
 ) -> None:
     sync_playwright = _browser_or_fail()
     SHOTS.mkdir(parents=True, exist_ok=True)
-    large = _propose(served, "refund-two-approvers")  # $128.00
-    small = _propose(served, "refund-ok")  # $48.00, to edit
+    large = propose(served.cs, served.seeded, "refund-two-approvers")  # $128.00
+    small = propose(served.cs, served.seeded, "refund-ok")  # $48.00, to edit
     problems: list[str] = []
 
     def watch(page: Any) -> Any:

@@ -22,29 +22,10 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.support.proposing import BACK_TO_CARD, CANCEL, propose_on
 
-CANCEL = "order.cancel_registration"
-BACK_TO_CARD = {"destination": "original_payment_method"}
 TO_ACCOUNT = {"destination": "account_credit"}
 MONDAY = "Monday Night Open"
-
-
-def propose(
-    cs: Countersign,
-    order_id: str,
-    request: dict[str, Any] | None = None,
-    *,
-    actor: str = AVA,
-    organization: str = "granite",
-) -> str:
-    created = cs.proposals.propose(
-        organization=organization,
-        actor=actor,
-        operation=CANCEL,
-        resource_id=order_id,
-        request=request or BACK_TO_CARD,
-    )
-    return created.proposal_id
 
 
 def order_of(cs: Countersign, order_id: str, organization: str = "granite") -> Order:
@@ -135,7 +116,7 @@ def test_account_credit_names_the_participants_account(cs, seeded):
 
 def test_a_cash_payment_cannot_go_back_to_its_original_method(cs, seeded):
     with pytest.raises(InvalidRequestError) as refused:
-        propose(cs, seeded["orders"]["account-credit"], BACK_TO_CARD)
+        propose_on(cs, seeded["orders"]["account-credit"], BACK_TO_CARD, operation=CANCEL)
     [problem] = refused.value.problems
     assert problem.field == "destination"
     assert "use account_credit" in problem.message
@@ -143,10 +124,11 @@ def test_a_cash_payment_cannot_go_back_to_its_original_method(cs, seeded):
 
 def test_the_model_cannot_name_an_amount_or_a_league(cs, seeded):
     with pytest.raises(InvalidRequestError) as refused:
-        propose(
+        propose_on(
             cs,
             seeded["orders"]["refund-ok"],
             {**BACK_TO_CARD, "amount_cents": 100, "league": "Junior Program"},
+            operation=CANCEL,
         )
     assert {(p.field, p.message) for p in refused.value.problems} == {
         ("amount_cents", "unknown field; remove it"),
@@ -159,7 +141,7 @@ def test_a_participant_who_left_the_league_has_no_spot_to_release(cs, seeded):
     _leave(cs, MONDAY, "olivia.chen@example.com")
 
     with pytest.raises(InvalidRequestError) as refused:
-        propose(cs, order_id)
+        propose_on(cs, order_id, operation=CANCEL)
 
     assert "no longer plays in Monday Night Open" in str(refused.value)
 
@@ -171,7 +153,7 @@ def test_a_card_cancellation_refunds_once_and_cancels_only_with_the_providers_an
     cs, seeded, monkeypatch
 ):
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
     during_the_call: dict[str, Any] = {}
     perform = cs.sandbox.perform
 
@@ -224,7 +206,7 @@ def test_a_card_cancellation_refunds_once_and_cancels_only_with_the_providers_an
 
 def test_approving_twice_answers_from_the_stored_outcome(cs, seeded, other):
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
     first = cs.proposals.approve(proposal_id, AVA)
 
     again = cs.proposals.approve(proposal_id, AVA)
@@ -239,7 +221,7 @@ def test_approving_twice_answers_from_the_stored_outcome(cs, seeded, other):
 
 def test_a_declined_card_requires_revision_and_changes_nothing(cs, seeded):
     order_id = seeded["orders"]["refund-declined"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -254,12 +236,13 @@ def test_a_declined_card_requires_revision_and_changes_nothing(cs, seeded):
     assert order.refundable_balance_cents == 34500
     assert plays_in(cs, MONDAY, "emma.singh@example.com")
     # The registration can still be cancelled another way.
-    assert cs.proposals.approve(propose(cs, order_id, TO_ACCOUNT), AVA).status == "succeeded"
+    to_account = propose_on(cs, order_id, TO_ACCOUNT, operation=CANCEL)
+    assert cs.proposals.approve(to_account, AVA).status == "succeeded"
 
 
 def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
     order_id = seeded["orders"]["refund-lost-response"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -274,7 +257,7 @@ def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
     assert (order.is_active, len(order.unresolved_attempts())) == (True, 1)
     assert plays_in(cs, MONDAY, "noah.fraser@example.com")
     with pytest.raises(InvalidRequestError, match="still settling"):
-        propose(cs, order_id, TO_ACCOUNT)
+        propose_on(cs, order_id, TO_ACCOUNT, operation=CANCEL)
 
     swept = cs.proposals.reconcile()
 
@@ -292,7 +275,7 @@ def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
 
 def test_an_outage_replays_the_same_request_under_the_same_key(cs, seeded):
     order_id = seeded["orders"]["provider-outage"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
     assert cs.proposals.approve(proposal_id, AVA).outcome["kind"] == "needs_reconciliation"
     assert cs.sandbox.refunds() == []  # the 503 came before anything was applied
 
@@ -305,7 +288,7 @@ def test_an_outage_replays_the_same_request_under_the_same_key(cs, seeded):
 
 def test_a_member_who_left_before_the_card_settled_is_not_released_twice(cs, seeded):
     order_id = seeded["orders"]["refund-lost-response"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
     cs.proposals.approve(proposal_id, AVA)  # the answer is lost: the refund is held
     _leave(cs, MONDAY, "noah.fraser@example.com")
 
@@ -327,7 +310,7 @@ def test_a_member_who_left_before_the_card_settled_is_not_released_twice(cs, see
 
 def test_account_credit_cancels_credits_and_releases_in_one_local_commit(cs, seeded, monkeypatch):
     order_id = seeded["orders"]["account-credit"]
-    proposal_id = propose(cs, order_id, TO_ACCOUNT)
+    proposal_id = propose_on(cs, order_id, TO_ACCOUNT, operation=CANCEL)
     stored = commits(cs, monkeypatch)
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -369,7 +352,7 @@ def test_a_card_order_can_be_cancelled_to_account_credit_too(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
     cs.club.refund_manually("granite", order_id, AVA, "P1", 5000)
 
-    report = cs.proposals.approve(propose(cs, order_id, TO_ACCOUNT), AVA)
+    report = cs.proposals.approve(propose_on(cs, order_id, TO_ACCOUNT, operation=CANCEL), AVA)
 
     assert report.status == "succeeded"
     assert report.outcome["result"]["amount_cents"] == 29500
@@ -385,7 +368,7 @@ def test_a_card_order_can_be_cancelled_to_account_credit_too(cs, seeded):
 
 def test_a_manual_refund_after_proposing_changes_the_balance_and_fails_closed(cs, seeded):
     order_id = seeded["orders"]["refund-stale"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
     cs.club.refund_manually("granite", order_id, AVA, "P1", 2000)
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -405,8 +388,8 @@ def test_a_manual_refund_after_proposing_changes_the_balance_and_fails_closed(cs
 
 def test_a_second_cancellation_supersedes_the_first_and_only_it_runs(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
-    to_card = propose(cs, order_id)
-    to_account = propose(cs, order_id, TO_ACCOUNT)
+    to_card = propose_on(cs, order_id, operation=CANCEL)
+    to_account = propose_on(cs, order_id, TO_ACCOUNT, operation=CANCEL)
 
     first = cs.proposals.approve(to_card, AVA)
     assert (first.result, first.reason, first.superseded_by) == (
@@ -418,12 +401,12 @@ def test_a_second_cancellation_supersedes_the_first_and_only_it_runs(cs, seeded)
     assert cs.sandbox.refunds() == []
     assert len(order_of(cs, order_id).refunds) == 1
     with pytest.raises(InvalidRequestError, match="already been cancelled"):
-        propose(cs, order_id)
+        propose_on(cs, order_id, operation=CANCEL)
 
 
 def test_a_registration_cancelled_elsewhere_after_proposing_fails_closed(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
-    to_card = propose(cs, order_id)
+    to_card = propose_on(cs, order_id, operation=CANCEL)
     order = cs.store.get(UUID(order_id), Order)
     order.cancel(None, "office@granite.example")  # at the club's desk, not by a proposal
     cs.store.save(order)
@@ -441,7 +424,7 @@ def test_a_registration_cancelled_elsewhere_after_proposing_fails_closed(cs, see
 
 def test_leaving_the_league_after_proposing_fails_closed(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
     _leave(cs, MONDAY, "olivia.chen@example.com")
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -459,7 +442,7 @@ def test_leaving_the_league_after_proposing_fails_closed(cs, seeded):
 
 def test_a_settling_discount_refund_holds_off_a_cancellation_until_it_settles(cs, seeded):
     order_id = seeded["orders"]["refund-lost-response"]
-    cancellation = propose(cs, order_id)
+    cancellation = propose_on(cs, order_id, operation=CANCEL)
     refund = cs.proposals.propose(
         organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=TO_CARD
     ).proposal_id
@@ -469,7 +452,7 @@ def test_a_settling_discount_refund_holds_off_a_cancellation_until_it_settles(cs
 
     assert held_off.outcome["reason"]["code"] == "cancellation_refund_settling"
     with pytest.raises(InvalidRequestError, match="still settling"):
-        propose(cs, order_id)
+        propose_on(cs, order_id, operation=CANCEL)
     # Once the discount refund settles, a new cancellation refunds what is left.
     assert [s.status for s in cs.proposals.reconcile()] == ["succeeded"]
     created = cs.proposals.propose(
@@ -491,7 +474,7 @@ def test_a_cancellation_supersedes_the_pending_discount_refund_of_its_order(cs, 
     refund = cs.proposals.propose(
         organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=TO_CARD
     ).proposal_id
-    cancellation = propose(cs, order_id)
+    cancellation = propose_on(cs, order_id, operation=CANCEL)
     assert cs.proposals.approve(cancellation, AVA).status == "succeeded"
 
     late = cs.proposals.approve(refund, AVA)
@@ -513,8 +496,8 @@ def test_a_cancellation_supersedes_the_pending_discount_refund_of_its_order(cs, 
 def test_staff_without_the_refund_permission_can_neither_propose_nor_approve(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
     with pytest.raises(ForbiddenError):
-        propose(cs, order_id, actor=BEN)
-    proposal_id = propose(cs, order_id)
+        propose_on(cs, order_id, actor=BEN, operation=CANCEL)
+    proposal_id = propose_on(cs, order_id, operation=CANCEL)
 
     report = cs.proposals.approve(proposal_id, BEN)
 
@@ -526,9 +509,9 @@ def test_staff_without_the_refund_permission_can_neither_propose_nor_approve(cs,
 def test_another_clubs_order_is_not_found_and_its_own_manager_cancels_it(cs, seeded):
     maple_order = seeded["orders"]["maple-refund"]
     with pytest.raises(NotFoundError):
-        propose(cs, maple_order)
+        propose_on(cs, maple_order, operation=CANCEL)
 
-    proposal_id = propose(cs, maple_order, actor=MIA, organization="maple")
+    proposal_id = propose_on(cs, maple_order, actor=MIA, organization="maple", operation=CANCEL)
     report = cs.proposals.approve(proposal_id, MIA)
 
     assert report.status == "succeeded"

@@ -30,6 +30,7 @@ from countersign.infrastructure.demo.seed import PLACED_AT, seed
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, REFUND, TO_CARD, _truncate_postgres, count_events
+from tests.support.proposing import MOVE, TO_ACCOUNT_CREDIT, propose_on
 from tests.workers import REPO, start
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -124,17 +125,7 @@ def _card_order(cs: Countersign, organization_id: UUID, number: int) -> str:
 
 def _move(cs: Countersign, roster_id: str, email: str, from_league: str) -> str:
     request = {"email": email, "from_league": from_league, "to_league": "Junior Program"}
-    return _propose(cs, "roster.move_member", roster_id, request)
-
-
-def _propose(cs: Countersign, operation: str, resource_id: str, request: dict[str, Any]) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=operation,
-        resource_id=resource_id,
-        request=request,
-    ).proposal_id
+    return propose_on(cs, roster_id, request, operation=MOVE)
 
 
 def _race(
@@ -193,9 +184,9 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
     card_orders = {}
     for number in range(CARD_ORDERS):
         order_id = _card_order(pg, granite, number)
-        card_orders[_propose(pg, REFUND, order_id, TO_CARD)] = order_id
+        card_orders[propose_on(pg, order_id, TO_CARD)] = order_id
     credit_order = seeded["orders"]["account-credit"]
-    local_refund = _propose(pg, REFUND, credit_order, {**TO_CARD, "destination": "account_credit"})
+    local_refund = propose_on(pg, credit_order, TO_ACCOUNT_CREDIT)
     # Moves of different members: each is its own thing (no supersession), and every one
     # changes the one roster, so their claims race on a shared fact.
     roster_id = seeded["rosters"]["granite"]

@@ -13,17 +13,8 @@ from countersign.domain.proposal import Proposal
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.settings import Settings
 
-from tests.conftest import AVA, REFUND, TO_CARD, events_table
-
-
-def _propose(cs, seeded):
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"]["refund-ok"],
-        request=TO_CARD,
-    ).proposal_id
+from tests.conftest import AVA, events_table
+from tests.support.proposing import propose
 
 
 def _rewrite_state(cs, proposal_id: str, version: int, change) -> None:
@@ -67,7 +58,7 @@ def _fresh(cs, clock):
 
 
 def test_arguments_that_do_not_decode_are_a_terminal_failure(cs, seeded, clock, caplog):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
 
     def corrupt(state):
         state["arguments"]["amount_cents"] = "lots"
@@ -97,7 +88,7 @@ def test_arguments_that_do_not_decode_are_a_terminal_failure(cs, seeded, clock, 
 
 
 def test_a_tampered_topic_fails_closed_without_importing_it(cs, seeded, clock):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     table = events_table(cs)
     key = UUID(proposal_id)
     topic = "os:system"
@@ -125,7 +116,7 @@ def test_a_tampered_topic_fails_closed_without_importing_it(cs, seeded, clock):
 
 
 def test_an_event_from_a_newer_contract_version_is_not_silently_accepted(cs, seeded, clock):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
 
     def from_the_future(state):
         state["class_version"] = 9
@@ -141,7 +132,7 @@ def test_an_event_from_a_newer_contract_version_is_not_silently_accepted(cs, see
 
 
 def test_arguments_changed_behind_the_preview_are_never_executed(cs, seeded, clock):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
 
     def move_the_money(state):
         # Decodes fine, but the approver was shown a card refund to Visa 4242.

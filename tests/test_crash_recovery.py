@@ -23,7 +23,8 @@ from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.settings import Settings
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA, REFUND
+from tests.support.proposing import propose_on
 from tests.workers import start
 
 pytestmark = pytest.mark.slow
@@ -41,12 +42,6 @@ SUCCEEDED = {
         "resulting_order_total_cents": CHARGED - REFUNDED,
     },
 }
-
-
-def _propose(cs: Countersign, order_id: str) -> str:
-    return cs.proposals.propose(
-        organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=TO_CARD
-    ).proposal_id
 
 
 def _approve_in_a_process_that_dies(
@@ -92,7 +87,7 @@ def test_killed_after_the_provider_refunded_the_reconciler_settles_without_a_sec
     cs: Countersign, seeded: dict[str, Any], database_url: str, clock: FakeClock
 ) -> None:
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = _propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
 
     _approve_in_a_process_that_dies(database_url, clock, proposal_id, "after")
 
@@ -146,7 +141,7 @@ def test_killed_after_the_claim_before_the_provider_call_is_replayed_under_the_s
     cs: Countersign, seeded: dict[str, Any], database_url: str, clock: FakeClock
 ) -> None:
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = _propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
 
     _approve_in_a_process_that_dies(database_url, clock, proposal_id, "before")
 
@@ -211,7 +206,7 @@ def test_a_claimant_paused_past_the_lease_never_pays_twice(
     request under the same key, so when the paused claimant's request arrives the provider
     answers with the stored refund: one payment, recorded once, and no second proposal."""
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = _propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
     paused = _PausedProvider(clock, cs, cs.settings.reconcile_lease_seconds)
     approver = bootstrap(
         Settings(database_url=database_url), clock=clock, providers={"payments": paused}
@@ -237,7 +232,7 @@ def test_a_claimant_paused_past_the_lease_never_pays_twice(
         "recorded on the order": sum(r["amount_cents"] for r in order["refunds"]),
     }
     try:
-        second = _propose(cs, order_id)
+        second = propose_on(cs, order_id)
     except InvalidRequestError:
         pass  # the discount is recorded as refunded: no second proposal
     else:

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from countersign.application.ports import EffectResponseLostError
 from countersign.domain.ports import EffectResponse
-from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.settings import Settings
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA, REFUND
+from tests.support.proposing import propose
 
 
 class RecordingProvider:
@@ -47,17 +48,11 @@ def faked(database_url, clock, cs, seeded):
     wired.close()
 
 
-def _propose(cs: Countersign, order_id: str) -> str:
-    return cs.proposals.propose(
-        organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=TO_CARD
-    ).proposal_id
-
-
 def test_a_registered_provider_gets_the_described_request_and_the_reconciler_replays_it(
     faked, seeded
 ):
     cs, provider = faked
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
 
     lost = cs.proposals.approve(proposal_id, AVA)
     swept = cs.proposals.reconcile()
@@ -79,7 +74,7 @@ def test_a_registered_provider_gets_the_described_request_and_the_reconciler_rep
 def test_an_effect_for_a_provider_nobody_registered_fails_closed_before_anything_is_sent(
     cs, seeded
 ):
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     cs.proposals.providers = {}
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -95,7 +90,7 @@ def test_a_contract_that_cannot_start_its_effect_fails_closed_with_a_reference(
 ):
     from countersign.domain.contracts import REGISTRY
 
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
 
     def broken(*_: Any) -> Any:
         raise RuntimeError("the domain record refused the attempt")

@@ -14,7 +14,8 @@ from countersign.infrastructure.adapters.crash_points import CrashAt, fault_poin
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.settings import Settings, SettingsError
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA
+from tests.support.proposing import TO_ACCOUNT_CREDIT, propose
 
 
 class Recorded:
@@ -36,18 +37,6 @@ APPROVE_PATH = [
 ]
 
 
-def _propose(cs: Any, seeded: dict[str, Any], order: str, **request: str) -> str:
-    return str(
-        cs.proposals.propose(
-            organization="granite",
-            actor=AVA,
-            operation=REFUND,
-            resource_id=seeded["orders"][order],
-            request={**TO_CARD, **request},
-        ).proposal_id
-    )
-
-
 @pytest.fixture
 def recorded(database_url: str, clock: FakeClock, seeded: dict[str, Any]) -> Any:
     faults = Recorded()
@@ -58,7 +47,7 @@ def recorded(database_url: str, clock: FakeClock, seeded: dict[str, Any]) -> Any
 
 def test_the_approve_path_of_a_card_refund_reaches_every_point_in_order(recorded, seeded):
     cs, faults = recorded
-    proposal = _propose(cs, seeded, "refund-ok")
+    proposal = propose(cs, seeded, "refund-ok")
 
     assert cs.proposals.approve(proposal, AVA).status == "succeeded"
 
@@ -72,7 +61,7 @@ def test_a_local_operation_commits_its_outcome_with_its_claim_and_reaches_no_poi
     recorded, seeded
 ):
     cs, faults = recorded
-    proposal = _propose(cs, seeded, "account-credit", destination="account_credit")
+    proposal = propose(cs, seeded, "account-credit", request=TO_ACCOUNT_CREDIT)
 
     assert cs.proposals.approve(proposal, AVA).status == "succeeded"
     assert faults.points == []
@@ -80,7 +69,7 @@ def test_a_local_operation_commits_its_outcome_with_its_claim_and_reaches_no_poi
 
 def test_the_reconciler_reaches_its_replay_points_and_the_outcome_commit(recorded, seeded, clock):
     cs, faults = recorded
-    proposal = _propose(cs, seeded, "provider-outage")  # its first request gets a 503
+    proposal = propose(cs, seeded, "provider-outage")  # its first request gets a 503
     assert cs.proposals.approve(proposal, AVA).status == "reconciling"
     assert faults.points == ["after_claim_commit", "before_provider_call"]
     faults.points.clear()

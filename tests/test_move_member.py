@@ -22,24 +22,9 @@ from countersign.infrastructure.entrypoints.web import mount_pages
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, BEN, MIA
+from tests.support.proposing import MOVE, TO_SENIORS, proposal
 
-MOVE = "roster.move_member"
 OLIVIA = "olivia.chen@example.com"
-TO_SENIORS = {
-    "email": OLIVIA,
-    "from_league": "Sunday Mixed Doubles",
-    "to_league": "Thursday Seniors",
-}
-
-
-def _propose(cs, seeded, request=TO_SENIORS, actor=AVA, organization="granite", roster=None):
-    return cs.proposals.propose(
-        organization=organization,
-        actor=actor,
-        operation=MOVE,
-        resource_id=roster or seeded["rosters"]["granite"],
-        request=request,
-    )
 
 
 def _roster(cs, seeded, club="granite") -> Roster:
@@ -54,7 +39,9 @@ def _leagues_of(cs, seeded, email=OLIVIA) -> list[str]:
 
 
 def test_the_preview_names_the_member_both_leagues_and_each_count_before_and_after(cs, seeded):
-    created = _propose(cs, seeded, {**TO_SENIORS, "email": "  Olivia.Chen@Example.com "})
+    created = proposal(
+        cs, seeded, operation=MOVE, request={**TO_SENIORS, "email": "  Olivia.Chen@Example.com "}
+    )
 
     assert created.preview == {
         "member_name": "Olivia Chen",
@@ -99,7 +86,7 @@ def test_a_move_the_roster_does_not_allow_is_refused_with_a_problem(
     cs, seeded, change, field, message
 ):
     with pytest.raises(InvalidRequestError) as refused:
-        _propose(cs, seeded, {**TO_SENIORS, **change})
+        proposal(cs, seeded, operation=MOVE, request={**TO_SENIORS, **change})
     assert [(p.field, p.message) for p in refused.value.problems] == [(field, message)]
 
 
@@ -108,7 +95,7 @@ def test_a_move_into_a_full_league_is_refused_before_anyone_reviews_it(cs, seede
         cs.club.join("granite", "Thursday Seniors", f"Curler {n}", f"curler{n}@example.com")
 
     with pytest.raises(InvalidRequestError) as refused:
-        _propose(cs, seeded)
+        proposal(cs, seeded, operation=MOVE)
 
     assert refused.value.problems[0].message == "'Thursday Seniors' is full (8 members)"
 
@@ -117,7 +104,7 @@ def test_a_move_into_a_full_league_is_refused_before_anyone_reviews_it(cs, seede
 
 
 def test_approval_moves_the_member_in_the_commit_that_records_the_outcome(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=MOVE)
     start = cs.app.recorder.max_notification_id() or 0
 
     report = cs.proposals.approve(created.proposal_id, AVA)
@@ -156,7 +143,7 @@ def test_approval_moves_the_member_in_the_commit_that_records_the_outcome(cs, se
 
 
 def test_approving_twice_moves_once_and_returns_the_stored_outcome(cs, seeded, other):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=MOVE)
     first = cs.proposals.approve(created.proposal_id, AVA)
     version = _roster(cs, seeded).version
 
@@ -168,7 +155,9 @@ def test_approving_twice_moves_once_and_returns_the_stored_outcome(cs, seeded, o
 
 
 def test_a_member_who_left_the_source_league_meanwhile_requires_revision(cs, seeded):
-    to_juniors = _propose(cs, seeded, {**TO_SENIORS, "to_league": "Junior Program"})
+    to_juniors = proposal(
+        cs, seeded, operation=MOVE, request={**TO_SENIORS, "to_league": "Junior Program"}
+    )
     roster = cs.store.get(UUID(seeded["rosters"]["granite"]), Roster)
     roster.move(OLIVIA, "Sunday Mixed Doubles", "Thursday Seniors")  # at the club's desk
     cs.store.save(roster)
@@ -190,7 +179,7 @@ def test_a_member_who_left_the_source_league_meanwhile_requires_revision(cs, see
 
 
 def test_a_member_already_in_the_destination_meanwhile_requires_revision(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=MOVE)
     cs.club.join("granite", "Thursday Seniors", "Olivia Chen", OLIVIA)
 
     report = cs.proposals.approve(created.proposal_id, AVA)
@@ -210,7 +199,7 @@ def test_a_member_already_in_the_destination_meanwhile_requires_revision(cs, see
 
 
 def test_a_destination_that_filled_up_meanwhile_requires_revision(cs, seeded):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=MOVE)
     for n in range(4):
         cs.club.join("granite", "Thursday Seniors", f"Curler {n}", f"curler{n}@example.com")
 
@@ -226,7 +215,7 @@ def test_a_destination_that_filled_up_meanwhile_requires_revision(cs, seeded):
 
 
 def test_a_move_expires(cs, seeded, clock):
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=MOVE)
     clock.advance(days=1, seconds=1)
 
     report = cs.proposals.approve(created.proposal_id, AVA)
@@ -242,8 +231,8 @@ def test_ava_manages_the_roster_and_ben_may_neither_propose_nor_approve_a_move(c
     assert cs.club.membership("granite", AVA).member.may("roster.manage")
     assert not cs.club.membership("granite", BEN).member.may("roster.manage")
     with pytest.raises(ForbiddenError):
-        _propose(cs, seeded, actor=BEN)
-    created = _propose(cs, seeded)
+        proposal(cs, seeded, operation=MOVE, actor=BEN)
+    created = proposal(cs, seeded, operation=MOVE)
 
     refused = cs.proposals.approve(created.proposal_id, BEN)
 
@@ -255,13 +244,20 @@ def test_ava_manages_the_roster_and_ben_may_neither_propose_nor_approve_a_move(c
 def test_another_club_neither_moves_nor_sees_this_clubs_members(cs, seeded):
     # Another club's roster, or a resource that is not a roster, is not found.
     with pytest.raises(NotFoundError):
-        _propose(cs, seeded, roster=seeded["rosters"]["maple"])
+        proposal(cs, seeded, operation=MOVE, resource_id=seeded["rosters"]["maple"])
     with pytest.raises(NotFoundError):
-        _propose(cs, seeded, roster=seeded["broadcast_forms"]["granite"])
+        proposal(cs, seeded, operation=MOVE, resource_id=seeded["broadcast_forms"]["granite"])
     # Mia manages maple: granite's roster and proposals do not exist for her.
     with pytest.raises(NotFoundError):
-        _propose(cs, seeded, actor=MIA, organization="maple")
-    created = _propose(cs, seeded)
+        proposal(
+            cs,
+            seeded,
+            operation=MOVE,
+            actor=MIA,
+            organization="maple",
+            resource_id=seeded["rosters"]["granite"],
+        )
+    created = proposal(cs, seeded, operation=MOVE)
     foreign = cs.proposals.approve(created.proposal_id, MIA)
     unknown = cs.proposals.approve("0f6b3a52-8d1e-4c57-9a3e-5b1f2c7d9e10", MIA)
     assert (foreign.result, foreign.reason) == (unknown.result, unknown.reason)
@@ -269,7 +265,7 @@ def test_another_club_neither_moves_nor_sees_this_clubs_members(cs, seeded):
     # Her own club's member moves in her own roster only.
     cs.club.join("maple", "Tuesday Draw", "Ruth Lee", "ruth.lee@example.com")
     with pytest.raises(InvalidRequestError):
-        _propose(cs, seeded, actor=MIA, organization="maple", roster=seeded["rosters"]["maple"])
+        proposal(cs, seeded, operation=MOVE, actor=MIA, organization="maple")
     assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
 
 
@@ -378,7 +374,7 @@ def test_the_inbox_and_review_page_show_the_roster_section_in_english_and_french
     passwords = seed_passwords(cs)
     app = create_app(cs)
     mount_pages(app, cs, secure_cookies=False)
-    created = _propose(cs, seeded)
+    created = proposal(cs, seeded, operation=MOVE)
     browser = TestClient(app, follow_redirects=False)
     token = re.search(r'name="csrf_token" value="([^"]+)"', browser.get("/sign-in").text)
     assert token is not None

@@ -18,8 +18,9 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 
-from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.conftest import AVA, BEN, MIA
 from tests.receivers import free_port, receiving
+from tests.support.proposing import propose
 
 CLEO = "cleo@granite.example"  # may approve refunds, reads French
 DAN = "dan@granite.example"  # may approve refunds, reads English
@@ -74,16 +75,6 @@ def approvers(cs: Countersign) -> None:
     granite.add_member(DAN, "Dan Ng", "manager", [Permission.REFUND_ORDERS])
     cs.store.save(granite)
     cs.notifications.set_member_language("granite", CLEO, "fr")
-
-
-def propose(cs: Countersign, seeded: dict[str, Any], order: str) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"][order],
-        request=TO_CARD,
-    ).proposal_id
 
 
 def body(message: EmailMessage) -> str:

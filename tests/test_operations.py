@@ -33,10 +33,11 @@ from countersign.infrastructure.settings import Settings
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA
 from tests.http_load import CLI, Deployment, load
 from tests.http_load import _env as child_env
 from tests.receivers import free_port
+from tests.support.proposing import TO_ACCOUNT_CREDIT, propose
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -63,16 +64,6 @@ def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
 def _token(cs: Countersign) -> dict[str, str]:
     token = issue_token(cs, "granite", "ops-bot", ["orders.refund"], issued_by=AVA).token
     return {"Authorization": f"Bearer {token}"}
-
-
-def _propose(cs: Countersign, order_id: str, **request: str) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=order_id,
-        request={**TO_CARD, **request},
-    ).proposal_id
 
 
 def _catch_up(cs: Countersign) -> None:
@@ -156,9 +147,9 @@ def test_metrics_count_approvals_and_provider_calls_and_read_the_rest_from_the_d
 ):
     auth = _token(cs)
     before = scrape(client.get("/metrics").text)
-    ok = _propose(cs, seeded["orders"]["refund-ok"])
-    lost = _propose(cs, seeded["orders"]["refund-lost-response"])
-    pending = _propose(cs, seeded["orders"]["account-credit"], destination="account_credit")
+    ok = propose(cs, seeded, "refund-ok")
+    lost = propose(cs, seeded, "refund-lost-response")
+    pending = propose(cs, seeded, "account-credit", request=TO_ACCOUNT_CREDIT)
     answers = [
         client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth).json()["result"]
         for proposal_id in (ok, lost, ok)
@@ -203,7 +194,7 @@ def test_the_reconcilers_lookups_are_counted_by_what_the_provider_held(cs, seede
     def found() -> float:
         return PROVIDER_CALLS.labels("payments", "lookup", "found")._value.get()
 
-    lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+    lost = propose(cs, seeded, "refund-lost-response")
     cs.proposals.approve(lost, AVA)
     before = found()
     settled = cs.proposals.reconcile()
@@ -234,7 +225,7 @@ def test_json_log_lines_carry_the_correlation_id_the_caller_was_given(
     client, cs, seeded, json_lines, monkeypatch
 ):
     auth = _token(cs)
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     approved = client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth)
 
     def broken(*_: Any) -> Any:
@@ -281,9 +272,9 @@ def test_one_worker_pass_settles_lost_responses_and_expires_overdue_proposals(da
     cs = bootstrap(Settings(database_url=database_url, proposal_ttl_seconds=1))
     try:
         seeded = seed(cs)
-        lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+        lost = propose(cs, seeded, "refund-lost-response")
         assert cs.proposals.approve(lost, AVA).status == "reconciling"
-        overdue = _propose(cs, seeded["orders"]["refund-ok"])
+        overdue = propose(cs, seeded, "refund-ok")
         time.sleep(1.2)
         status = main(["worker", "--once", "--json", "--database", database_url])
         document = json.loads(capsys.readouterr().out)
@@ -312,7 +303,7 @@ def test_the_worker_logs_its_passes_and_stops_cleanly_on_sigterm(tmp_path):
     cs = bootstrap(Settings(database_url=url))
     try:
         seeded = seed(cs)
-        lost = _propose(cs, seeded["orders"]["refund-lost-response"])
+        lost = propose(cs, seeded, "refund-lost-response")
         cs.proposals.approve(lost, AVA)
     finally:
         cs.close()

@@ -25,22 +25,11 @@ from tests.conftest import (
     AVA,
     BEN,
     DRAFT,
-    REFUND,
-    TO_CARD,
     _truncate_postgres,
     count_events,
     events_table,
 )
-
-
-def _propose(cs: Countersign, order_id: str, actor: str = AVA) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=actor,
-        operation=REFUND,
-        resource_id=order_id,
-        request=TO_CARD,
-    ).proposal_id
+from tests.support.proposing import propose, propose_on
 
 
 def _set_permissions(cs: Countersign, email: str, permissions: list[Permission]) -> None:
@@ -52,7 +41,7 @@ def _set_permissions(cs: Countersign, email: str, permissions: list[Permission])
 def test_a_permission_revoked_elsewhere_stops_an_approval_this_process_holds_state_for(
     cs, other, seeded
 ):
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     _set_permissions(other, AVA, [])
     before = count_events(cs)
 
@@ -67,26 +56,26 @@ def test_a_permission_revoked_elsewhere_stops_an_approval_this_process_holds_sta
 
 
 def test_a_permission_revoked_elsewhere_stops_a_proposal(cs, other, seeded):
-    _propose(cs, seeded["orders"]["refund-ok"])  # this process now holds granite's state
+    propose(cs, seeded, "refund-ok")  # this process now holds granite's state
     _set_permissions(other, AVA, [])
     before = count_events(cs)
 
     with pytest.raises(ForbiddenError):
-        _propose(cs, seeded["orders"]["refund-declined"])
+        propose(cs, seeded, "refund-declined")
     assert count_events(cs) == before
 
 
 def test_a_permission_granted_elsewhere_is_honoured_at_once(cs, other, seeded):
     with pytest.raises(ForbiddenError):
-        _propose(cs, seeded["orders"]["refund-ok"], actor=BEN)
+        propose(cs, seeded, "refund-ok", actor=BEN)
     _set_permissions(other, BEN, [Permission.REFUND_ORDERS])
 
-    assert _propose(cs, seeded["orders"]["refund-ok"], actor=BEN)
+    assert propose(cs, seeded, "refund-ok", actor=BEN)
 
 
 def test_a_refund_made_elsewhere_makes_the_approval_fail_closed(cs, other, seeded):
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = _propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
     other.club.refund_manually("granite", order_id, AVA, "P1", 34500)
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -97,7 +86,7 @@ def test_a_refund_made_elsewhere_makes_the_approval_fail_closed(cs, other, seede
 
 
 def test_an_outcome_recorded_elsewhere_is_the_one_reported(cs, other, seeded):
-    proposal_id = _propose(cs, seeded["orders"]["refund-lost-response"])
+    proposal_id = propose(cs, seeded, "refund-lost-response")
     assert cs.proposals.approve(proposal_id, AVA).outcome["kind"] == "needs_reconciliation"
 
     swept = other.proposals.reconcile()
@@ -109,7 +98,7 @@ def test_an_outcome_recorded_elsewhere_is_the_one_reported(cs, other, seeded):
 
 
 def test_an_approval_elsewhere_is_answered_with_its_stored_outcome(cs, other, seeded):
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     first = other.proposals.approve(proposal_id, AVA)
 
     again = cs.proposals.approve(proposal_id, AVA)

@@ -24,6 +24,7 @@ from countersign.projections import PROJECTIONS
 from countersign.projections.base import Column, Projection, Rows, Table, handles
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
+from tests.support.proposing import TO_ACCOUNT_CREDIT, propose, propose_on
 
 CANCEL = "order.cancel_registration"
 NOAH = "noah@granite.example"
@@ -48,16 +49,6 @@ def catch_up_all(cs, batch_size: int = 1000) -> None:
         runner.catch_up()
 
 
-def propose(cs, order_id, request=None, actor=AVA, org="granite", operation=REFUND):
-    return cs.proposals.propose(
-        organization=org,
-        actor=actor,
-        operation=operation,
-        resource_id=order_id,
-        request=request or TO_CARD,
-    ).proposal_id
-
-
 def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, str]:
     """One proposal per outcome kind, and a pending one; then governance: a proposal replaced
     by a newer one, an edit, a two-approver refund whose success retires a pending
@@ -65,48 +56,46 @@ def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, s
     orders = seeded["orders"]
     form = seeded["broadcast_forms"]["granite"]
     ids = {}
-    ids["succeeded"] = propose(cs, orders["refund-ok"])
+    ids["succeeded"] = propose_on(cs, orders["refund-ok"])
     after_each()
     cs.proposals.approve(ids["succeeded"], AVA)
     after_each()
-    ids["stale"] = propose(cs, orders["refund-stale"])
+    ids["stale"] = propose_on(cs, orders["refund-stale"])
     cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
     cs.proposals.approve(ids["stale"], AVA)
     after_each()
-    ids["lost"] = propose(cs, orders["refund-lost-response"])
+    ids["lost"] = propose_on(cs, orders["refund-lost-response"])
     cs.proposals.approve(ids["lost"], AVA)
     after_each()
-    ids["declined"] = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
+    ids["declined"] = propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT)
     cs.proposals.decline(ids["declined"], AVA, note="not this week")
     after_each()
-    ids["card_declined"] = propose(cs, orders["refund-declined"])
+    ids["card_declined"] = propose_on(cs, orders["refund-declined"])
     cs.proposals.approve(ids["card_declined"], AVA)
     cs.proposals.reconcile()  # settles the lost response: succeeded
     after_each()
-    ids["replaced"] = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
-    ids["replacing"] = propose(cs, form, {**DRAFT_REQUEST, "subject": "Hi all"}, operation=DRAFT)
+    ids["replaced"] = propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT)
+    ids["replacing"] = propose_on(cs, form, {**DRAFT_REQUEST, "subject": "Hi all"}, operation=DRAFT)
     after_each()
     ids["revision"] = cs.proposals.revise(
         ids["replacing"], AVA, {**DRAFT_REQUEST, "subject": "Hello all"}
     ).proposal_id
     after_each()
     # A cancellation's success retires the order's pending refund.
-    ids["retired"] = propose(cs, orders["provider-outage"])
-    ids["cancelled"] = propose(
+    ids["retired"] = propose_on(cs, orders["provider-outage"])
+    ids["cancelled"] = propose_on(
         cs, orders["provider-outage"], {"destination": "account_credit"}, operation=CANCEL
     )
     assert cs.proposals.approve(ids["cancelled"], AVA).status == "succeeded"
     after_each()
-    ids["two_approvers"] = propose(cs, orders["refund-two-approvers"])
+    ids["two_approvers"] = propose_on(cs, orders["refund-two-approvers"])
     assert cs.proposals.approve(ids["two_approvers"], AVA).result == "awaiting_approvals"
     after_each()
     assert cs.proposals.approve(ids["two_approvers"], NOAH).status == "succeeded"
     after_each()
     cs.policies.set("granite", REFUND, 1, requester_may_approve=False)
-    ids["pending"] = propose(
-        cs, orders["account-credit"], {**TO_CARD, "destination": "account_credit"}
-    )
-    ids["maple"] = propose(cs, orders["maple-refund"], actor=MIA, org="maple")
+    ids["pending"] = propose_on(cs, orders["account-credit"], TO_ACCOUNT_CREDIT)
+    ids["maple"] = propose_on(cs, orders["maple-refund"], actor=MIA, organization="maple")
     after_each()
     return ids
 
@@ -185,12 +174,12 @@ def test_declined_and_revision_required_leave_bounded_revision_context(cs, seede
 
 def test_the_inbox_is_per_tenant_newest_first_paged_and_hides_expired(cs, seeded, clock):
     orders = seeded["orders"]
-    first = propose(cs, orders["refund-ok"])
+    first = propose_on(cs, orders["refund-ok"])
     time.sleep(0.01)
-    second = propose(cs, orders["refund-stale"])
+    second = propose_on(cs, orders["refund-stale"])
     time.sleep(0.01)
-    draft = propose(cs, seeded["broadcast_forms"]["granite"], DRAFT_REQUEST, operation=DRAFT)
-    maple = propose(cs, orders["maple-refund"], actor=MIA, org="maple")
+    draft = propose_on(cs, seeded["broadcast_forms"]["granite"], DRAFT_REQUEST, operation=DRAFT)
+    maple = propose_on(cs, orders["maple-refund"], actor=MIA, organization="maple")
     catch_up_all(cs)
     granite_id, maple_id = (o["id"] for o in seeded["organizations"])
     now = clock.now()
@@ -232,7 +221,7 @@ class _Fragile(Projection):
 
 
 def test_a_projection_stops_at_the_event_it_cannot_process_and_resumes_once_fixed(cs, seeded):
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(proposal_id, AVA)
     projection = _Fragile()
     runner = ProjectionRunner(cs.app, cs.sql, projection, batch_size=1)
@@ -274,7 +263,7 @@ def test_two_writers_and_a_runner_concurrently(cs, seeded, database_url):
         try:
             other = bootstrap(Settings(database_url=database_url))
             for _ in range(15):
-                pid = propose(other, form, DRAFT_REQUEST, operation=DRAFT)
+                pid = propose_on(other, form, DRAFT_REQUEST, operation=DRAFT)
                 # The other writer's draft, frozen in between, may have superseded this one.
                 statuses.append(other.proposals.approve(pid, AVA).status or "")
         except BaseException as error:
@@ -313,7 +302,7 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
     form = seeded["broadcast_forms"]["granite"]
     lifecycles = 200
     for _ in range(lifecycles):
-        pid = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
+        pid = propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT)
         cs.proposals.approve(pid, AVA)
     head = cs.projection_runners(["audit_trail"])[0].head()
 
@@ -408,7 +397,7 @@ def test_rebuilding_together_equals_the_incrementally_built_tables(cs, seeded, c
 
 
 def test_rebuilding_together_stops_at_the_event_a_projection_cannot_process(cs, seeded):
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(proposal_id, AVA)
     fragile = _Fragile()
     runners = [*cs.projection_runners(batch_size=1000), ProjectionRunner(cs.app, cs.sql, fragile)]
@@ -563,7 +552,7 @@ def test_a_row_an_append_only_table_already_holds_stops_the_projection_by_name(c
     """Rows written by an earlier batch are not in the batch's memory: the database refuses
     the second insert, and the projection stops naming itself, with nothing of the batch."""
     runner = cs.projection_runners(["audit_trail"])[0]
-    propose(cs, seeded["orders"]["refund-ok"], TO_CARD)
+    propose(cs, seeded, "refund-ok", request=TO_CARD)
     runner.catch_up()
     with cs.sql.transaction() as cursor:
         cursor.execute("DELETE FROM projection_tracking WHERE projection = ?", ("audit_trail",))
@@ -602,7 +591,7 @@ def test_a_rebuild_with_a_writer_process_equals_the_incrementally_built_tables(
 
 
 def test_a_writer_process_stops_at_the_event_a_projection_cannot_process(cs, seeded):
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(proposal_id, AVA)
     fragile = _Fragile()
     runners = [*cs.projection_runners(batch_size=2), ProjectionRunner(cs.app, cs.sql, fragile, 2)]
@@ -627,7 +616,7 @@ def test_a_writer_process_stops_at_the_event_a_projection_cannot_process(cs, see
 
 
 def test_a_row_refused_in_the_writer_process_stops_the_projection_by_name(cs, seeded):
-    propose(cs, seeded["orders"]["refund-ok"], TO_CARD)
+    propose(cs, seeded, "refund-ok", request=TO_CARD)
     runner = cs.projection_runners(["audit_trail"])[0]
     catch_up_all(cs)
     runner.rebuild(parallel=True)
@@ -655,7 +644,7 @@ def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded
 
     form = seeded["broadcast_forms"]["granite"]
     for _ in range(30):
-        cs.proposals.approve(propose(cs, form, DRAFT_REQUEST, operation=DRAFT), AVA)
+        cs.proposals.approve(propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT), AVA)
     catch_up_all(cs)
     complete = snapshot(cs)
     sent: list[int] = []
@@ -684,7 +673,7 @@ def test_a_killed_writer_process_stops_the_rebuild_which_then_resumes(cs, seeded
 def test_a_rebuild_leaves_every_declared_index_in_place(cs, seeded, together):
     """Indexes are dropped with the tables and built once at the end (on PostgreSQL all at
     once, one connection each): every one a projection declares is there afterwards."""
-    propose(cs, seeded["orders"]["refund-ok"])
+    propose(cs, seeded, "refund-ok")
     runners = cs.projection_runners()
     if together:
         rebuild_together(runners, parallel=True)

@@ -14,19 +14,10 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.errors import NotFoundError
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD, count_events
+from tests.support.proposing import propose
 
 ROOT = Path(__file__).resolve().parent.parent
 ASKED = "Refund the missing early-bird discount to the card"
-
-
-def _propose(cs, seeded, order="refund-ok"):
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"][order],
-        request=TO_CARD,
-    ).proposal_id
 
 
 def _join_maple(cs, email, permissions):
@@ -36,7 +27,7 @@ def _join_maple(cs, email, permissions):
 
 
 def test_a_caller_acting_in_one_club_finds_nothing_of_another_club_they_belong_to(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     _join_maple(cs, AVA, [Permission.REFUND_ORDERS, Permission.READ_AUDIT])
     in_maple = Caller(AVA, organization="maple")
     before = count_events(cs)
@@ -58,7 +49,7 @@ def test_a_caller_acting_in_one_club_finds_nothing_of_another_club_they_belong_t
 
 
 def test_a_tokens_scopes_narrow_what_its_member_may_do(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     auditor = Caller(AVA, organization="granite", scopes=frozenset({Permission.READ_AUDIT}))
     drafter = Caller(AVA, organization="granite", scopes=frozenset({Permission.PREPARE_BROADCASTS}))
     before = count_events(cs)
@@ -88,7 +79,7 @@ def test_a_tokens_scopes_narrow_what_its_member_may_do(cs, seeded):
 
 
 def test_a_member_without_a_permission_to_read_it_may_not_see_it_anywhere(cs, seeded):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     for read in (cs.access.card, cs.access.status, cs.access.record, cs.access.review):
         with pytest.raises(ForbiddenError):
             read(proposal_id, BEN)  # the command line's caller too

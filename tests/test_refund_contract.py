@@ -11,17 +11,7 @@ from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
 
 from tests.conftest import AVA, REFUND, TO_CARD
-
-
-def propose(cs: Countersign, order_id: str, request: dict[str, Any] | None = None) -> str:
-    created = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=order_id,
-        request=request or TO_CARD,
-    )
-    return created.proposal_id
+from tests.support.proposing import TO_ACCOUNT_CREDIT, propose, propose_on
 
 
 def provider_requests(cs: Countersign, proposal_id: str) -> int:
@@ -57,7 +47,7 @@ def test_the_preview_shows_the_computed_amount_and_both_totals(cs, seeded):
 
 def test_a_card_refund_succeeds_once_and_replays_the_stored_outcome(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
 
     first = cs.proposals.approve(proposal_id, AVA)
     again = cs.proposals.approve(proposal_id, AVA)
@@ -84,7 +74,7 @@ def test_a_card_refund_succeeds_once_and_replays_the_stored_outcome(cs, seeded):
 
 def test_account_credit_is_local_and_credits_the_members_account(cs, seeded):
     order_id = seeded["orders"]["account-credit"]
-    proposal_id = propose(cs, order_id, {**TO_CARD, "destination": "account_credit"})
+    proposal_id = propose_on(cs, order_id, TO_ACCOUNT_CREDIT)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -103,7 +93,7 @@ def test_account_credit_is_local_and_credits_the_members_account(cs, seeded):
 
 def test_a_manual_refund_in_another_tab_makes_approval_fail_closed(cs, seeded):
     order_id = seeded["orders"]["refund-stale"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
     cs.club.refund_manually("granite", order_id, AVA, "P1", 34500)
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -120,7 +110,7 @@ def test_a_manual_refund_in_another_tab_makes_approval_fail_closed(cs, seeded):
 
 def test_a_partial_manual_refund_leaving_too_little_is_insufficient(cs, seeded):
     order_id = seeded["orders"]["refund-stale"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
     cs.club.refund_manually("granite", order_id, AVA, "P1", 34500 - 1000)
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -134,7 +124,7 @@ def test_a_partial_manual_refund_leaving_too_little_is_insufficient(cs, seeded):
 
 def test_a_changed_amount_is_a_revision_not_a_silent_update(cs, seeded):
     contract = REGISTRY[REFUND]
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     facts = _load_facts(cs, contract, proposal_id)
     stored = {**_stored_arguments(cs, proposal_id), "amount_cents": 5000}
 
@@ -152,7 +142,7 @@ def test_a_changed_amount_is_a_revision_not_a_silent_update(cs, seeded):
 
 def test_a_declining_card_requires_revision_and_releases_the_attempt(cs, seeded):
     order_id = seeded["orders"]["refund-declined"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -161,12 +151,12 @@ def test_a_declining_card_requires_revision_and_releases_the_attempt(cs, seeded)
     assert order["unresolved_refund_attempts"] == 0
     assert order["refunds"] == []
     # The order can take a new proposal now.
-    assert propose(cs, order_id, {**TO_CARD, "destination": "account_credit"})
+    assert propose_on(cs, order_id, TO_ACCOUNT_CREDIT)
 
 
 def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, seeded):
     order_id = seeded["orders"]["refund-lost-response"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -196,7 +186,7 @@ def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, 
 
 def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, seeded):
     order_id = seeded["orders"]["provider-outage"]
-    proposal_id = propose(cs, order_id)
+    proposal_id = propose_on(cs, order_id)
 
     report = cs.proposals.approve(proposal_id, AVA)
     assert report.outcome["kind"] == "needs_reconciliation"
@@ -211,7 +201,7 @@ def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, 
 
 
 def test_an_expired_proposal_records_expired_and_executes_nothing(cs, seeded, clock: FakeClock):
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose(cs, seeded, "refund-ok")
     clock.advance(days=1, seconds=1)
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -223,9 +213,9 @@ def test_an_expired_proposal_records_expired_and_executes_nothing(cs, seeded, cl
 
 
 def test_the_sweeper_expires_only_overdue_pending_proposals(cs, seeded, clock: FakeClock):
-    overdue = propose(cs, seeded["orders"]["refund-ok"])
+    overdue = propose(cs, seeded, "refund-ok")
     clock.advance(hours=20)
-    fresh = propose(cs, seeded["orders"]["refund-stale"])
+    fresh = propose(cs, seeded, "refund-stale")
     clock.advance(hours=5)
 
     swept = cs.proposals.expire_due()
@@ -237,8 +227,8 @@ def test_the_sweeper_expires_only_overdue_pending_proposals(cs, seeded, clock: F
 
 def test_a_second_refund_proposal_for_the_same_discount_supersedes_the_first(cs, seeded):
     order_id = seeded["orders"]["refund-ok"]
-    first = propose(cs, order_id)
-    second = propose(cs, order_id)  # the same discount: the newer proposal replaces the older
+    first = propose_on(cs, order_id)
+    second = propose_on(cs, order_id)  # the same discount: the newer proposal replaces the older
 
     stale = cs.proposals.approve(first, AVA)
     fresh = cs.proposals.approve(second, AVA)

@@ -18,8 +18,8 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 
 from tests.conftest import AVA, BEN, DRAFT
+from tests.support.proposing import SEND, propose
 
-SEND = "email_broadcast.send"
 GRANITE = Organization.create_id("granite")
 A_DRAFT = {
     "filters": {"leagues": ["Thursday Seniors"]},
@@ -39,26 +39,10 @@ def _form_id(seeded: dict[str, Any]) -> str:
 
 
 def _apply(cs: Countersign, seeded: dict[str, Any], draft: dict[str, Any] = A_DRAFT) -> str:
-    created = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=DRAFT,
-        resource_id=_form_id(seeded),
-        request=draft,
-    )
-    assert cs.proposals.approve(created.proposal_id, AVA).status == "succeeded"
-    return created.proposal_id
-
-
-def _propose_send(cs: Countersign, seeded: dict[str, Any], actor: str = AVA) -> str:
-    created = cs.proposals.propose(
-        organization="granite",
-        actor=actor,
-        operation=SEND,
-        resource_id=_form_id(seeded),
-        request={},
-    )
-    return created.proposal_id
+    """The draft applied to Granite's form (proposed and approved): what a send sends."""
+    proposal_id = propose(cs, seeded, operation=DRAFT, request=draft)
+    assert cs.proposals.approve(proposal_id, AVA).status == "succeeded"
+    return proposal_id
 
 
 def _form(cs: Countersign) -> BroadcastForm:
@@ -83,7 +67,7 @@ def _joins(cs: Countersign, email: str, name: str = "Grace Kim") -> None:
 
 def test_a_form_without_an_applied_draft_has_nothing_to_send(cs, seeded):
     with pytest.raises(InvalidRequestError) as refused:
-        _propose_send(cs, seeded)
+        propose(cs, seeded, operation=SEND)
 
     assert [(p.field, p.message) for p in refused.value.problems] == [
         (
@@ -154,7 +138,7 @@ def test_the_preview_names_the_first_five_recipients_and_counts_them_all(cs, see
 
 def test_approval_sends_the_frozen_draft_once_and_a_repeat_answers_the_same(cs, seeded, other):
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -189,26 +173,27 @@ def test_approval_sends_the_frozen_draft_once_and_a_repeat_answers_the_same(cs, 
 
 def test_a_draft_is_sent_once_ever(cs, seeded):
     _apply(cs, seeded)
-    first = _propose_send(cs, seeded)
-    second = _propose_send(cs, seeded)  # the same draft, proposed twice: the second replaces it
+    first = propose(cs, seeded, operation=SEND)
+    # The same draft, proposed twice: the second replaces it.
+    second = propose(cs, seeded, operation=SEND)
 
     assert cs.proposals.approve(first, AVA).reason == "superseded"
     assert cs.proposals.approve(second, AVA).status == "succeeded"
     assert cs.proposals.approve(first, AVA).reason == "superseded"
     assert len(_deliveries(cs)) == 1
     with pytest.raises(InvalidRequestError) as refused:
-        _propose_send(cs, seeded)  # and a third cannot even be proposed
+        propose(cs, seeded, operation=SEND)  # and a third cannot even be proposed
     assert [p.message for p in refused.value.problems] == [
         "the draft in the broadcast form has already been sent"
     ]
     _apply(cs, seeded)  # the same words, applied again, are a new draft
-    assert cs.proposals.approve(_propose_send(cs, seeded), AVA).status == "succeeded"
+    assert cs.proposals.approve(propose(cs, seeded, operation=SEND), AVA).status == "succeeded"
     assert len(_deliveries(cs)) == 2
 
 
 def test_applying_another_draft_supersedes_the_pending_send(cs, seeded):
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
     replacing = _apply(cs, seeded, {**A_DRAFT, "subject": "A different subject"})
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -220,7 +205,7 @@ def test_applying_another_draft_supersedes_the_pending_send(cs, seeded):
 
 def test_a_draft_replaced_outside_a_proposal_requires_revision(cs, seeded):
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
     form = _form(cs)
     form.apply_draft({}, "Typed at the desk", "Another body", uuid4())
     cs.store.save(form)
@@ -235,7 +220,7 @@ def test_a_draft_replaced_outside_a_proposal_requires_revision(cs, seeded):
 
 def test_an_audience_grown_after_proposing_requires_revision(cs, seeded):
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
     _joins(cs, "grace.kim@example.com")
 
     report = cs.proposals.approve(proposal_id, AVA)
@@ -248,7 +233,7 @@ def test_an_audience_grown_after_proposing_requires_revision(cs, seeded):
 
 def test_the_same_count_of_other_recipients_requires_revision(cs, seeded):
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
     roster = cs.store.get(Roster.create_id(GRANITE), Roster)
     roster.leave("Thursday Seniors", "walter.brooks@example.com")
     cs.store.save(roster)
@@ -264,7 +249,7 @@ def test_the_same_count_of_other_recipients_requires_revision(cs, seeded):
 def test_a_refusing_service_requires_revision_and_sends_nothing(cs, seeded):
     _joins(cs, SUPPRESSED, "Suppressed address")
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -273,13 +258,13 @@ def test_a_refusing_service_requires_revision_and_sends_nothing(cs, seeded):
     [delivery] = _deliveries(cs)
     assert (delivery["status"], delivery["failure_code"]) == ("failed", "recipient_suppressed")
     assert [(s.status, s.failure) for s in _form(cs).sends] == [("failed", "recipient_suppressed")]
-    assert _propose_send(cs, seeded)  # nothing was sent: the draft may be proposed again
+    assert propose(cs, seeded, operation=SEND)  # nothing was sent: the draft may be proposed again
 
 
 def test_an_outage_is_reconciled_by_replaying_the_same_request_once(cs, seeded):
     _joins(cs, OUTAGE, "Outage address")
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
@@ -300,14 +285,14 @@ def test_an_outage_is_reconciled_by_replaying_the_same_request_once(cs, seeded):
 def test_a_lost_response_is_settled_by_the_reconciler_with_exactly_one_delivery(cs, seeded):
     _joins(cs, LOST_RESPONSE, "Delivery test")
     _apply(cs, seeded)
-    proposal_id = _propose_send(cs, seeded)
+    proposal_id = propose(cs, seeded, operation=SEND)
 
     report = cs.proposals.approve(proposal_id, AVA)
 
     assert (report.status, report.outcome["kind"]) == ("reconciling", "needs_reconciliation")
     assert [d["requests"] for d in _deliveries(cs)] == [1]  # it was sent, the answer lost
     with pytest.raises(InvalidRequestError) as refused:
-        _propose_send(cs, seeded)  # nobody sends it again meanwhile
+        propose(cs, seeded, operation=SEND)  # nobody sends it again meanwhile
     assert [p.message for p in refused.value.problems] == [
         "a send of the draft in the broadcast form is still settling"
     ]
@@ -327,11 +312,11 @@ def test_a_lost_response_is_settled_by_the_reconciler_with_exactly_one_delivery(
 def test_no_second_send_can_be_proposed_while_one_settles(cs, seeded):
     _joins(cs, LOST_RESPONSE, "Delivery test")
     _apply(cs, seeded)
-    first = _propose_send(cs, seeded)
+    first = propose(cs, seeded, operation=SEND)
     assert cs.proposals.approve(first, AVA).status == "reconciling"
 
     with pytest.raises(InvalidRequestError, match="still settling"):
-        _propose_send(cs, seeded)
+        propose(cs, seeded, operation=SEND)
 
     assert len(_deliveries(cs)) == 1
 
@@ -339,8 +324,8 @@ def test_no_second_send_can_be_proposed_while_one_settles(cs, seeded):
 def test_staff_without_the_permission_can_neither_propose_nor_approve(cs, seeded):
     _apply(cs, seeded)
     with pytest.raises(ForbiddenError):
-        _propose_send(cs, seeded, actor=BEN)
-    proposal_id = _propose_send(cs, seeded)
+        propose(cs, seeded, operation=SEND, actor=BEN)
+    proposal_id = propose(cs, seeded, operation=SEND)
 
     report = cs.proposals.approve(proposal_id, BEN)
 
@@ -366,7 +351,7 @@ def cli(database_url, capsys):
 def test_the_command_line_proposes_approves_and_reconciles_a_send(cli):
     form = cli("seed")["broadcast_forms"]["granite"]
 
-    def propose(kind: str, request: dict[str, Any]) -> Any:
+    def propose(kind: str, request: dict[str, Any]) -> Any:  # over the CLI: what is tested
         as_ava = ["--org", "granite", "--as", AVA, "--resource", form]
         return cli("propose", *as_ava, "--operation", kind, "--request", json.dumps(request))
 

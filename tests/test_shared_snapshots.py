@@ -19,20 +19,10 @@ from uuid import UUID
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.settings import Database
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA, TO_CARD
+from tests.support.proposing import TO_ACCOUNT_CREDIT, proposal, proposal_on
 
 ROOT = Path(__file__).resolve().parent.parent
-TO_ACCOUNT_CREDIT = {**TO_CARD, "destination": "account_credit"}
-
-
-def _propose(cs, order_id: str, request: dict[str, Any]):
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=order_id,
-        request=request,
-    )
 
 
 # -- 0f1bc99: the frozen flag is part of the aggregate's state ------------------------------------
@@ -44,7 +34,7 @@ def test_a_finalized_snapshot_equals_its_private_copy(cs, seeded):
     ``__repr__`` lists ``__dict__`` too). So after a final save the shared snapshot and the
     private copy ``store.get`` hands out, the same aggregate at the same version, compare
     unequal and print differently; before 0f1bc99 they compared equal."""
-    pid = UUID(_propose(cs, seeded["orders"]["refund-ok"], TO_CARD).proposal_id)
+    pid = UUID(proposal(cs, seeded, "refund-ok", request=TO_CARD).proposal_id)
     shared = cs.store.read(pid, Proposal)
     private = cs.store.get(pid, Proposal)
     assert private.version == shared.version
@@ -62,7 +52,7 @@ def test_changing_what_propose_returned_does_not_change_the_stored_proposal(cs, 
     here the approval then sees a preview whose digest no longer matches and fails the
     proposal. Before 0f1bc99 the snapshot was a copy and the report was the caller's own."""
     order_id = seeded["orders"]["account-credit"]
-    created = _propose(cs, order_id, TO_ACCOUNT_CREDIT)
+    created = proposal_on(cs, order_id, TO_ACCOUNT_CREDIT)
     pid = UUID(created.proposal_id)
     shown = copy.deepcopy(cs.store.get(pid, Proposal).preview)
 
@@ -76,7 +66,7 @@ def test_changing_what_propose_returned_does_not_change_the_stored_proposal(cs, 
 def test_changing_what_approve_returned_does_not_change_the_stored_outcome(cs, seeded):
     """Same aliasing for a finished proposal: ``ApprovalReport.outcome`` is the outcome dict of
     the frozen snapshot, so changing the report changes the card every reader is shown."""
-    created = _propose(cs, seeded["orders"]["account-credit"], TO_ACCOUNT_CREDIT)
+    created = proposal(cs, seeded, "account-credit", request=TO_ACCOUNT_CREDIT)
     report = cs.proposals.approve(created.proposal_id, AVA)
     assert report.status == "succeeded"
     stored = copy.deepcopy(cs.store.get(UUID(created.proposal_id), Proposal).outcome)
