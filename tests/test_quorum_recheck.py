@@ -17,12 +17,14 @@ from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http.app import create_app
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.test_projections import catch_up_all
+from tests.test_web_pages import _main, web_for
 
 NOAH = "noah@granite.example"
 REFUND_PERMISSION = str(Permission.REFUND_ORDERS)
@@ -216,3 +218,37 @@ def test_the_api_and_every_projection_show_an_approval_that_no_longer_counts(cs,
     ]
     assert tuple(facts) == (2, 1, None)  # two given, one lapsed: no decision yet
     assert [row[0] for row in said][-1].startswith("Approved by 1 of 2")
+
+
+def test_the_review_page_and_the_cli_card_say_which_approval_no_longer_counts(
+    cs, seeded, database_url, capsys
+):
+    proposal_id = _propose(cs, seeded)
+    cs.proposals.approve(proposal_id, NOAH)
+    _change_club(cs, lambda org: org.change_permissions(NOAH, [Permission.READ_AUDIT]))
+    cs.proposals.approve(proposal_id, AVA)
+    sentence = (
+        "no longer counts: Noah Bergeron lost the permission to approve"
+        " “Refund a missed discount” (orders.refund)"
+    )
+
+    web = web_for(cs, seeded)
+    page = web.browser(AVA).get(f"/proposals/{proposal_id}")
+    assert page.status_code == 200
+    assert sentence in _main(page)
+    assert "1 of 2" in _main(page)
+
+    assert main(["--database", database_url, "show", proposal_id, "--as", AVA]) == 0
+    assert sentence in _unboxed(capsys.readouterr().out)
+    assert (
+        main(["--database", database_url, "show", proposal_id, "--as", AVA, "--language", "fr"])
+        == 0
+    )
+    french = _unboxed(capsys.readouterr().out)
+    assert "ne compte plus : Noah Bergeron a perdu la permission" in french
+
+
+def _unboxed(text: str) -> str:
+    """The card's text with its frame and line wrapping taken out."""
+    lines = [line.strip("│ ").strip() for line in text.splitlines()]
+    return " ".join(" ".join(lines).split())

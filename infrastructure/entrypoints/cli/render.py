@@ -11,7 +11,12 @@ from uuid import UUID
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
-from countersign.domain.messages import origin_line, preview_rows_of, proposal_headline
+from countersign.domain.messages import (
+    credential_note,
+    origin_line,
+    preview_rows_of,
+    proposal_headline,
+)
 from countersign.domain.money import format_money
 from countersign.domain.times import expiry, local_time
 
@@ -132,7 +137,14 @@ def governance_rows(
     approvals = list(card.get("approvals") or [])
     required = int(card.get("approvals_required") or 1)
     count = _APPROVALS.text(language, count=len(approvals), required=required)
-    rows = [(label("approvals"), f"{count} ({', '.join(approvals)})" if approvals else count)]
+    credentials = list(card.get("approval_credentials") or [])
+    named = [
+        " ".join(filter(None, (email, credential_note(how, language))))
+        for email, how in zip(approvals, credentials + [None] * len(approvals), strict=False)
+    ]
+    rows = [(label("approvals"), f"{count} ({', '.join(named)})" if approvals else count)]
+    for lapsed in card.get("no_longer_counting") or []:
+        rows.append(("", str(lapsed.get("message") or lapsed.get("reason"))))
     policy = card.get("policy")
     if policy:
         currency = (card.get("preview") or {}).get("currency")
