@@ -332,6 +332,7 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "approved_by": proposal.approved_by,
         "approved_at": proposal.approved_at,
         "declined_by": proposal.declined_by,
+        "declined_credential": proposal.declined_credential,
         "decline_note": proposal.decline_note,
         "outcome": proposal.outcome,
         "approvals": list(proposal.approvals),

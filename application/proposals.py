@@ -412,6 +412,7 @@ class ProposalService:
             approved_by=proposal.approved_by,
             approved_at=proposal.approved_at,
             declined_by=proposal.declined_by,
+            declined_credential=proposal.declined_credential,
             outcome=proposal.outcome,
             message=self.message(proposal, language),
             time_zone=club.time_zone,
@@ -777,7 +778,10 @@ class ProposalService:
             return Answer(self._report(proposal, decided))
         clean_note = note.strip()[:500] if note and note.strip() else None
         proposal.decline(
-            member.email, clean_note, _revision(RevisionReason(code="declined_by_manager"))
+            member.email,
+            clean_note,
+            _revision(RevisionReason(code="declined_by_manager")),
+            credential=caller.recorded_credential,
         )
         declined = ApprovalReport(
             result="declined",

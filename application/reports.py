@@ -108,6 +108,8 @@ class ProposalCard(Report):
     no_longer_counting: list[dict[str, str]] = field(default_factory=list)
     """Approvals that no longer count towards the quorum: ``approved_by``, ``reason``
     (removed, lost_permission, rejoined) and ``message`` in the card's language."""
+    declined_credential: str | None = None
+    """What the decliner presented, as ``approval_credentials`` says it."""
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,9 @@ class Proposal(Aggregate):
         self.idempotency_key: str | None = None
         self.declined_by: str | None = None
         self.decline_note: str | None = None
+        #: What the decliner presented (``person``, ``approver_token:<name>``; ``unknown``
+        #: for a decline recorded before this was).
+        self.declined_credential: str | None = None
         self.expired_at: datetime | None = None
         self.request = request
         self.revision_of = revision_of
@@ -293,10 +296,21 @@ class Proposal(Aggregate):
         fields: dict[str, Any] = {"outcome": outcome, "error_class": error_class}
         self._failed(**fields, chain=self._link("Failed", **fields))
 
-    def decline(self, declined_by: str, note: str | None, outcome: dict[str, Any]) -> None:
+    def decline(
+        self,
+        declined_by: str,
+        note: str | None,
+        outcome: dict[str, Any],
+        *,
+        credential: str = "person",
+    ) -> None:
         """Declined and its RevisionRequired(declined_by_manager) travel together."""
         self.check_is("decline", ProposalStatus.PENDING)
-        fields: dict[str, Any] = {"declined_by": declined_by, "note": note}
+        fields: dict[str, Any] = {
+            "declined_by": declined_by,
+            "note": note,
+            "credential": credential,
+        }
         self._declined(**fields, chain=self._link("Declined", **fields))
         self._require_revision(outcome)
 
@@ -423,11 +437,28 @@ class Proposal(Aggregate):
         self.outcome = outcome
         self.status = ProposalStatus.FAILED
 
-    @event("Declined")
-    def _declined(self, declined_by: str, note: str | None, chain: str) -> None:
+    class Declined(Aggregate.Event):
+        """A permitted member declined it. Version 2 records what they presented
+        (``credential``: ``person``, or ``approver_token:<token name>``)."""
+
+        class_version = 2
+        declined_by: str
+        note: str | None
+        credential: str
+        chain: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 (up to 417270c) did not record the credential: ``unknown`` (a person,
+            or a token that could decline then)."""
+            state["credential"] = "unknown"
+
+    @event(Declined)
+    def _declined(self, declined_by: str, note: str | None, credential: str, chain: str) -> None:
         self.chain = chain
         self.declined_by = declined_by
         self.decline_note = note
+        self.declined_credential = credential
         self.status = ProposalStatus.DECLINED
 
     @event("Expired")

@@ -200,7 +200,9 @@ class AuditTrail(Projection):
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, event.declined_by, "declined")
+        how = credential_note(getattr(event, "credential", None))
+        summary = f"declined {how}" if how else "declined"
+        self._record(event, position, rows, event.declined_by, summary)
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:

@@ -366,3 +366,15 @@ def test_an_approval_from_a_version_after_this_one_fails_closed(golden):
         assert not verify(other.app, other.sql).ok
     finally:
         other.close()
+
+
+def test_golden_declines_read_the_credential_as_unknown(golden):
+    """``Proposal.Declined`` v2 records what the decliner presented; a release's v1 decline
+    reads ``unknown`` (a person, or a token that could decline then), never guessed."""
+    cs, manifest = golden
+    declined = manifest["proposals"]["declined"]
+    written = _stored_state(cs, declined, 2)
+    assert "credential" not in written
+    assert cs.store.get(UUID(declined), Proposal).declined_credential == "unknown"
+    assert cs.audit.history(declined)["events"][1]["credential"] == "unknown"
+    assert Proposal.Declined.class_version == 2

@@ -380,3 +380,22 @@ def test_every_mcp_tool_called_with_an_agent_token_decides_nothing(cs, seeded, s
         assert not any(verb in name for verb in ("approve", "decline", "revise", "execute"))
     assert _events(cs, noahs) == ["Proposed"]
     assert cs.sandbox.refunds() == []
+
+
+def test_an_approver_tokens_decline_is_recorded_with_its_kind(api):
+    cs = api.cs
+    proposal_id = api.proposal(_agent(cs))
+    answer = api.call(
+        "POST", f"/api/v1/proposals/{proposal_id}/decline", _approver(cs), {"note": "no"}
+    )
+    assert (answer.status_code, answer.json()["result"]) == (200, "declined")
+    card = api.call("GET", f"/api/v1/proposals/{proposal_id}", _approver(cs, name="desk")).json()
+    assert (card["declined_by"], card["declined_credential"]) == (AVA, "approver_token:billing")
+    assert cs.audit.history(proposal_id)["events"][1]["credential"] == "approver_token:billing"
+    catch_up_all(cs)
+    with cs.sql.transaction() as cursor:
+        row = cursor.execute(
+            "SELECT summary FROM audit_events WHERE proposal_id = ? AND event_type = 'Declined'",
+            (proposal_id,),
+        ).fetchone()
+    assert row[0] == "declined through the service “billing” (approver token)"

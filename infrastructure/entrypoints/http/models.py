@@ -245,6 +245,10 @@ class ProposalCardOut(BaseModel):
         default_factory=list,
         description="Approvals that no longer count towards the quorum, and why.",
     )
+    declined_credential: str | None = Field(
+        default=None,
+        description="What the decliner presented, as 'approval_credentials' says it.",
+    )
     policy: FrozenPolicyOut | None = Field(
         default=None,
         description=(
