@@ -18,6 +18,7 @@ from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.cli.render import render_report
 from countersign.infrastructure.entrypoints.http.app import create_app
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
@@ -252,3 +253,14 @@ def _unboxed(text: str) -> str:
     """The card's text with its frame and line wrapping taken out."""
     lines = [line.strip("│ ").strip() for line in text.splitlines()]
     return " ".join(" ".join(lines).split())
+
+
+def test_countersign_approve_says_which_approval_no_longer_counts(cs, seeded):
+    proposal_id = _propose(cs, seeded)
+    cs.proposals.approve(proposal_id, NOAH)
+    _change_club(cs, lambda org: org.remove_member(NOAH))
+    report = cs.proposals.approve(proposal_id, AVA).to_json()
+    assert render_report(report).splitlines() == [
+        "Approved: 1 of 2 approvals; waiting for another manager.",
+        f"  No longer counts: {NOAH}'s approval (no longer a member of the club).",
+    ]

@@ -292,7 +292,18 @@ def _awaiting(report: dict[str, Any]) -> str:
         if report.get("reason") == "already_approved_by_you"
         else "Approved"
     )
-    return f"{headline}: {approvals} of {required} approvals; waiting for {waiting}."
+    text = f"{headline}: {approvals} of {required} approvals; waiting for {waiting}."
+    for lapsed in report.get("no_longer_counting") or []:
+        reason = _LAPSED_REASONS.get(str(lapsed.get("reason")), str(lapsed.get("reason")))
+        text += f"\n  No longer counts: {lapsed.get('approved_by')}'s approval ({reason})."
+    return text
+
+
+_LAPSED_REASONS = {
+    "removed": "no longer a member of the club",
+    "lost_permission": "no longer holds the permission to approve it",
+    "rejoined": "left the club and joined again since approving",
+}
 
 
 def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
