@@ -46,13 +46,14 @@ from countersign.application.ports import (
     ProviderUnavailableError,
     Reads,
 )
+from countersign.application.quorum import Approval, display_name, lapse_reason, recheck
 from countersign.application.reports import (
     ApprovalReport,
     ProposalCard,
     ProposalCreated,
     SweepReport,
 )
-from countersign.domain.club.organization import Member, Organization
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import (
     Effect,
@@ -85,46 +86,6 @@ from countersign.domain.proposal import Proposal, ProposalStatus, contract_diges
 from countersign.domain.scope import Scope
 
 log = logging.getLogger("countersign.proposals")
-
-
-@dataclass(frozen=True)
-class _Approval:
-    """Who approves, as the Approved event records them."""
-
-    member: Member
-    credential: str
-
-    @property
-    def fields(self) -> dict[str, Any]:
-        return {
-            "role": self.member.role,
-            "credential": self.credential,
-            "membership_id": self.member.membership_id,
-        }
-
-
-def _name(club: Organization, email: str) -> str:
-    """How the club calls a person: their name while a member, else their address."""
-    member = club.member(email)
-    return member.name if member is not None and member.name else email
-
-
-def _lapse_reason(
-    proposal: Proposal, org: Organization, contract: AnyContract, email: str
-) -> str | None:
-    """Why ``email``'s approval of the proposal no longer counts, or None if it does: they
-    left the club (``removed``), left and joined again since (``rejoined``: another
-    membership), or no longer hold the operation's permission (``lost_permission``). An
-    approval recorded before memberships were (None) is judged by the member of today."""
-    member = org.member(email)
-    if member is None:
-        return "removed"
-    recorded = proposal.approver_memberships[proposal.approvals.index(email)]
-    if recorded is not None and recorded != member.membership_id:
-        return "rejoined"
-    if not member.may(contract.permission):
-        return "lost_permission"
-    return None
 
 
 @dataclass(frozen=True)
@@ -424,7 +385,7 @@ class ProposalService:
                     **lapsed,
                     "message": lapsed_approval_message(
                         proposal.kind,
-                        _name(club, lapsed["approved_by"]),
+                        display_name(club, lapsed["approved_by"]),
                         lapsed["reason"],
                         language,
                     ),
@@ -508,7 +469,7 @@ class ProposalService:
         #    it, and whether this approval is the last one its quorum needs, counting only
         #    earlier approvers who may still approve (rechecked now). An earlier one is
         #    recorded alone; approving twice changes nothing.
-        approval = _Approval(member, caller.recorded_credential)
+        approval = Approval(member, caller.recorded_credential)
         not_yet = self._policy_short_of_claim(proposal, org, contract, approval, now)
         if not_yet is not None:
             return not_yet
@@ -580,7 +541,7 @@ class ProposalService:
         proposal: Proposal,
         org: Organization,
         contract: AnyContract,
-        approval: _Approval,
+        approval: Approval,
         now: datetime,
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
@@ -597,14 +558,11 @@ class ProposalService:
             return Answer(self._report(proposal, refused))
         if proposal.has_approved(email):
             # Their own earlier approval counts only if given by this same membership.
-            if _lapse_reason(proposal, org, contract, email) is None:
+            if lapse_reason(proposal, org, contract, email) is None:
                 return Answer(self._awaiting(proposal, again=True))
             proposal.lapse_approval(email, "rejoined")
         if len(proposal.approvals) + 1 >= proposal.approvals_required:
-            for earlier in list(proposal.approvals):
-                reason = _lapse_reason(proposal, org, contract, earlier)
-                if reason is not None:
-                    proposal.lapse_approval(earlier, reason)
+            recheck(proposal, org, contract)
         if len(proposal.approvals) + 1 < proposal.approvals_required:
             proposal.approve(email, now, **approval.fields)
             return Commit([proposal], self._awaiting(proposal))
