@@ -88,6 +88,9 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
     except NotFoundError:
         raise ProblemError("not-found") from None
     except AgentCannotDecideError:
+        # Worth a look: an agent's token was used to decide (an agent, or someone holding
+        # its token, tried to approve, decline, edit or change the club's rules).
+        log.warning("an agent token asked to decide (request %s)", correlation_id_of(request))
         raise ProblemError("agent-cannot-decide") from None
     except MissingPermissionError as missing:
         needs = ("one of " if missing.any_of else "") + ", ".join(missing.needs)
