@@ -264,3 +264,32 @@ def test_countersign_approve_says_which_approval_no_longer_counts(cs, seeded):
         "Approved: 1 of 2 approvals; waiting for another manager.",
         f"  No longer counts: {NOAH}'s approval (no longer a member of the club).",
     ]
+
+
+def test_a_permission_revoked_elsewhere_as_the_last_approval_commits_is_caught(cs, other, seeded):
+    """The recheck decided on the club as read; the claim commit checks that the club did not
+    move on since. Noah loses the permission in another process just before Ava's claim
+    commits: that commit writes nothing, the decision runs again, and Noah no longer counts."""
+    proposal_id = _propose(cs, seeded)
+    cs.proposals.approve(proposal_id, NOAH)
+    store = cs.store
+    save = store.save
+    revoked: list[bool] = []
+
+    def save_after_noah_loses_the_permission(*aggregates: Any, **options: Any) -> Any:
+        if not revoked:
+            revoked.append(True)
+            _change_club(other, lambda org: org.change_permissions(NOAH, [Permission.READ_AUDIT]))
+        return save(*aggregates, **options)
+
+    store.save = save_after_noah_loses_the_permission  # type: ignore[method-assign]
+    try:
+        answer = cs.proposals.approve(proposal_id, AVA)
+    finally:
+        del store.save
+
+    assert revoked == [True]
+    assert (answer.result, answer.approvals) == ("awaiting_approvals", 1)
+    assert answer.no_longer_counting == [{"approved_by": NOAH, "reason": "lost_permission"}]
+    assert _events(cs, proposal_id) == ["Proposed", "Approved", "ApprovalLapsed", "Approved"]
+    assert cs.sandbox.refunds() == []
