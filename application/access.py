@@ -4,28 +4,59 @@ A caller is a person, known by email, acting either in one organization (the clu
 session signed in to, the organization an API token belongs to) or in whichever organization
 a record belongs to, if they are a member there (the command line). An API token may narrow
 what its member holds to the permissions it was given (its scopes); it never widens it.
+
+A token is also of a kind (``Credential``): an *agent token*, given to an assistant, reads,
+proposes and follows its proposals, and never decides (approve, decline, edit, or change the
+club's rules: ``require_decider``); an *approver token* acts for the person who holds it,
+after that person decided in the service's own interface.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from uuid import UUID
 
-from countersign.application.errors import MissingPermissionError
+from countersign.application.errors import AgentCannotDecideError, MissingPermissionError
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.scope import Section
 
 
+class Credential(StrEnum):
+    """What a caller presented: a person's own sign-in (the pages, the command line), or an
+    API token of one of two kinds."""
+
+    PERSON = "person"
+    AGENT_TOKEN = "agent_token"  # noqa: S105 - a kind of credential, not a secret
+    APPROVER_TOKEN = "approver_token"  # noqa: S105 - a kind of credential, not a secret
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who is asking: ``email``; ``organization``, the slug of the club they act in (None: the
-    one the record belongs to); ``scopes``, an API token's permissions (None: no token)."""
+    one the record belongs to); ``scopes``, an API token's permissions (None: no token);
+    ``credential``, what they presented, and ``service``, the token's name if a token."""
 
     email: str
     organization: str | None = None
     scopes: frozenset[str] | None = None
+    credential: Credential = Credential.PERSON
+    service: str | None = None
+
+    @property
+    def may_decide(self) -> bool:
+        """Whether this credential may decide at all (an agent token never may)."""
+        return self.credential != Credential.AGENT_TOKEN
+
+    @property
+    def recorded_credential(self) -> str:
+        """How a decision records what acted: ``person``, or the token's kind and its name
+        (``approver_token:billing``)."""
+        if self.credential == Credential.PERSON or not self.service:
+            return str(self.credential)
+        return f"{self.credential}:{self.service}"
 
     @classmethod
     def of(cls, actor: str | Caller) -> Caller:
@@ -44,6 +75,13 @@ class Caller:
     def may(self, member: Member, permission: str) -> bool:
         """The member holds the permission now, and the caller's token (if any) was given it."""
         return member.may(permission) and (self.scopes is None or permission in self.scopes)
+
+
+def require_decider(actor: str | Caller) -> None:
+    """AgentCannotDecideError for an agent token: it reads, proposes and follows what it
+    proposed, and never approves, declines, edits or sets the club's rules."""
+    if isinstance(actor, Caller) and not actor.may_decide:
+        raise AgentCannotDecideError()
 
 
 def require(caller: Caller, member: Member, *permissions: str) -> None:

@@ -22,6 +22,17 @@ class MissingPermissionError(ForbiddenError):
         super().__init__(("needs one of " if self.any_of else "needs ") + ", ".join(self.needs))
 
 
+class AgentCannotDecideError(ForbiddenError):
+    """Raised when an agent token asks to decide: approve, decline, edit a proposal, or change
+    the rules people decide under. Agent tokens read, propose and follow their proposals."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "an agent token cannot decide: it may read, propose and follow its proposals; "
+            "a person decides (or an approver token acting for one)"
+        )
+
+
 class UnknownOperationError(CountersignError):
     """Raised when a request names an operation kind that has no contract."""
 

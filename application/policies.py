@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from countersign.application.access import Caller, require
+from countersign.application.access import Caller, require, require_decider
 from countersign.application.authorization import membership
 from countersign.application.errors import UnknownOperationError
 from countersign.application.ports import AggregateStore, Answer, Commit, Reads
@@ -58,6 +58,8 @@ class PolicyService:
         def setting(facts: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
             org = facts.get(organization_id, Organization)
             set_by = OPERATOR if by is None else self._manager(org, by)
+            if by is not None:
+                require_decider(by)  # the rules people decide under are theirs to set
             if not org.set_approval_policy(policy, set_by):
                 return Answer({**policy.to_json(), "changed": False})
             return Commit([org], {**policy.to_json(), "changed": True})

@@ -158,13 +158,13 @@ class ProposalAccess:
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the service refuses to revise it
             require(caller, member, permission)
-        return self.proposals.revise(str(proposal.id), caller.email, request)
+        return self.proposals.revise(str(proposal.id), caller, request)
 
     def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
         """ProposalService.approve, once ``_check_decision`` lets the caller."""
         caller = Caller.of(actor)
         self._check_decision(proposal_id, caller)
-        return self.proposals.approve(proposal_id, caller.email)
+        return self.proposals.approve(proposal_id, caller)
 
     def decline(
         self, proposal_id: str, actor: str | Caller, note: str | None = None
@@ -172,7 +172,7 @@ class ProposalAccess:
         """ProposalService.decline, once ``_check_decision`` lets the caller."""
         caller = Caller.of(actor)
         self._check_decision(proposal_id, caller)
-        return self.proposals.decline(proposal_id, caller.email, note)
+        return self.proposals.decline(proposal_id, caller, note)
 
     def _check_decision(self, proposal_id: str, caller: Caller) -> None:
         """For a caller acting in one organization or within a token's scopes: NotFoundError
@@ -332,10 +332,13 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "approved_by": proposal.approved_by,
         "approved_at": proposal.approved_at,
         "declined_by": proposal.declined_by,
+        "declined_credential": proposal.declined_credential,
         "decline_note": proposal.decline_note,
         "outcome": proposal.outcome,
         "approvals": list(proposal.approvals),
         "approvals_required": proposal.approvals_required,
+        "approval_credentials": list(proposal.approver_credentials),
+        "no_longer_counting": [dict(lapsed) for lapsed in proposal.lapsed_approvals],
         "policy": proposal.policy,
         "revision_of": str(proposal.revision_of) if proposal.revision_of else None,
         "superseded_by": str(proposal.superseded_by) if proposal.superseded_by else None,

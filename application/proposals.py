@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any
 from uuid import UUID, uuid4
 
+from countersign.application.access import Caller, require_decider
 from countersign.application.authorization import (
     member_of,
     membership,
@@ -45,13 +46,14 @@ from countersign.application.ports import (
     ProviderUnavailableError,
     Reads,
 )
+from countersign.application.quorum import Approval, display_name, lapse_reason, recheck
 from countersign.application.reports import (
     ApprovalReport,
     ProposalCard,
     ProposalCreated,
     SweepReport,
 )
-from countersign.domain.club.organization import Member, Organization
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import (
     Effect,
@@ -65,7 +67,7 @@ from countersign.domain.errors import (
     EffectAlreadyRecordedError,
     NotFoundError,
 )
-from countersign.domain.messages import outcome_message
+from countersign.domain.messages import lapsed_approval_message, outcome_message
 from countersign.domain.outcomes import (
     AlreadyCompleted,
     ExecutionContract,
@@ -244,18 +246,22 @@ class ProposalService:
             ),
         )
 
-    def revise(self, proposal_id: str, actor: str, request: Any) -> ProposalCreated:
+    def revise(self, proposal_id: str, actor: str | Caller, request: Any) -> ProposalCreated:
         """Edit a proposal: run the whole contract again on the edited request (validation,
         defaults, derived values, preview) and freeze the result as a new pending proposal
         with ``revision_of`` set; a pending original is superseded in the same commit. Frozen
         arguments are never changed in place.
 
         Raises NotFoundError (unknown or another organization's id, or a non-member),
-        ForbiddenError, NotRevisableError, or InvalidRequestError with problems.
+        ForbiddenError (AgentCannotDecideError for an agent token: an edit decides what
+        people are asked to approve), NotRevisableError, or InvalidRequestError with problems.
         """
+        caller = Caller.of(actor)
+        actor = caller.email
         pid = parse_id(proposal_id, "proposal")
         original = self.store.get(pid, Proposal)
         member_of(self.store, original.organization_id, actor)
+        require_decider(caller)
         contract = self.registry.get(original.kind)
         if contract is None:
             raise NotRevisableError(str(original.status))
@@ -367,11 +373,25 @@ class ProposalService:
             approved_by=proposal.approved_by,
             approved_at=proposal.approved_at,
             declined_by=proposal.declined_by,
+            declined_credential=proposal.declined_credential,
             outcome=proposal.outcome,
             message=self.message(proposal, language),
             time_zone=club.time_zone,
             approvals=list(proposal.approvals),
             approvals_required=proposal.approvals_required,
+            approval_credentials=list(proposal.approver_credentials),
+            no_longer_counting=[
+                {
+                    **lapsed,
+                    "message": lapsed_approval_message(
+                        proposal.kind,
+                        display_name(club, lapsed["approved_by"]),
+                        lapsed["reason"],
+                        language,
+                    ),
+                }
+                for lapsed in proposal.lapsed_approvals
+            ],
             policy=proposal.policy,
             revision_of=str(proposal.revision_of) if proposal.revision_of else None,
             superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
@@ -403,15 +423,18 @@ class ProposalService:
 
     # -- approve ------------------------------------------------------------------------------
 
-    def approve(self, proposal_id: str, actor: str) -> ApprovalReport:
+    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
         """Claim the proposal exactly once, revalidate, execute, and record the outcome.
 
-        Raises ConcurrencyConflictError only if the claim kept losing races on shared facts
+        ``actor``: the approver's email (a person), or the Caller with the credential they
+        presented. Raises AgentCannotDecideError for an agent token, and
+        ConcurrencyConflictError only if the claim kept losing races on shared facts
         (another proposal kept changing the same record): nothing was claimed; try again.
         """
+        caller = Caller.of(actor)
         try:
             pid = parse_id(proposal_id, "proposal")
-            claimed = self.store.decide(Reads([pid]), lambda facts: self._claim(facts, pid, actor))
+            claimed = self.store.decide(Reads([pid]), lambda facts: self._claim(facts, pid, caller))
         except NotFoundError:
             # An unknown id, and another tenant's proposal, get the same answer, echo included.
             return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
@@ -419,7 +442,7 @@ class ProposalService:
             return self._call_out(claimed)
         return claimed
 
-    def _claim(self, facts: Repository, pid: UUID, actor: str) -> _Claim:
+    def _claim(self, facts: Repository, pid: UUID, caller: Caller) -> _Claim:
         """The approve path up to its claim commit, decided on ``facts``.
 
         A local operation executes here, in the claim's commit; an external one records its
@@ -429,25 +452,30 @@ class ProposalService:
         proposal = facts.get(pid, Proposal)
         contract = self.registry.get(proposal.kind)
         # 2. Check the caller: still a member (NotFoundError otherwise: another tenant's
-        #    proposal answers like an unknown one), still holding the operation's permission.
+        #    proposal answers like an unknown one), still holding the operation's permission,
+        #    with a credential that may decide (an agent token never does).
         #    An unknown kind fails closed: nobody holds the permission it would need.
-        member = member_of(facts, proposal.organization_id, actor)
+        org = facts.read(proposal.organization_id, Organization)
+        member = membership(org, caller.email)
         if contract is None or not member.may(contract.permission):
             return Answer(self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
+        require_decider(caller)
         # 3. Check that it is pending and not expired (recording Expired if it is).
         now = self.clock.now()
         closed = self._closed_to_approval(proposal, now)
         if closed is not None:
             return closed
         # 4. Check the approval policy it was frozen under: whether the requester may approve
-        #    it, and whether this approval is the last one its quorum needs. An earlier one is
+        #    it, and whether this approval is the last one its quorum needs, counting only
+        #    earlier approvers who may still approve (rechecked now). An earlier one is
         #    recorded alone; approving twice changes nothing.
-        not_yet = self._policy_short_of_claim(proposal, member, now)
+        approval = Approval(member, caller.recorded_credential)
+        not_yet = self._policy_short_of_claim(proposal, org, contract, approval, now)
         if not_yet is not None:
             return not_yet
         # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
         attempt_id = uuid4()
-        proposal.approve_and_claim(member.email, now, attempt_id, member.role)
+        proposal.approve_and_claim(member.email, now, attempt_id, **approval.fields)
         # 6. Decode the arguments and check the digest: what runs is what the approver saw.
         try:
             arguments = contract.decode_arguments(proposal.arguments)
@@ -509,21 +537,36 @@ class ProposalService:
         return None
 
     def _policy_short_of_claim(
-        self, proposal: Proposal, member: Member, now: datetime
+        self,
+        proposal: Proposal,
+        org: Organization,
+        contract: AnyContract,
+        approval: Approval,
+        now: datetime,
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
         may not approve it; this member already has; more approvals are needed, this one
-        recorded alone), or None when it is the last one needed."""
-        email = member.email
+        recorded alone), or None when it is the last one needed.
+
+        Before an approval may complete the quorum, every earlier one is rechecked: its
+        approver must still be the same member (not gone, nor gone and back) holding the
+        operation's permission. One that is not stays recorded and is marked as no longer
+        counting (``ApprovalLapsed``), in this decision's commit."""
+        email = approval.member.email
         if email == proposal.requested_by and not proposal.requester_may_approve:
             refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)
             return Answer(self._report(proposal, refused))
         if proposal.has_approved(email):
-            return Answer(self._awaiting(proposal, again=True))
+            # Their own earlier approval counts only if given by this same membership.
+            if lapse_reason(proposal, org, contract, email) is None:
+                return Answer(self._awaiting(proposal, again=True))
+            proposal.lapse_approval(email, "rejoined")
+        if len(proposal.approvals) + 1 >= proposal.approvals_required:
+            recheck(proposal, org, contract)
         if len(proposal.approvals) + 1 < proposal.approvals_required:
-            proposal.approve(email, now, member.role)
+            proposal.approve(email, now, **approval.fields)
             return Commit([proposal], self._awaiting(proposal))
-        return None
+        return None  # any lapses travel in the claim's commit, with Approved and Claimed
 
     def _call_out(self, claimed: _CallOut) -> ApprovalReport:
         """Steps 8 and 9 of an external operation whose claim is committed."""
@@ -660,35 +703,43 @@ class ProposalService:
 
     # -- decline ------------------------------------------------------------------------------
 
-    def decline(self, proposal_id: str, actor: str, note: str | None = None) -> ApprovalReport:
+    def decline(
+        self, proposal_id: str, actor: str | Caller, note: str | None = None
+    ) -> ApprovalReport:
         """Decline a pending proposal; the outcome is RevisionRequired(declined_by_manager).
 
         Of two declines racing (the same member's too), one answers ``declined``; the other
-        lost to it and answers like any repeat, from the stored state.
+        lost to it and answers like any repeat, from the stored state. AgentCannotDecideError
+        for an agent token.
         """
+        caller = Caller.of(actor)
         try:
             pid = parse_id(proposal_id, "proposal")
             return self.store.decide(
-                Reads([pid]), lambda facts: self._decline(facts, pid, actor, note)
+                Reads([pid]), lambda facts: self._decline(facts, pid, caller, note)
             )
         except NotFoundError:
             # An unknown id, and another tenant's proposal, get the same answer, echo included.
             return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
 
     def _decline(
-        self, facts: Repository, pid: UUID, actor: str, note: str | None
+        self, facts: Repository, pid: UUID, caller: Caller, note: str | None
     ) -> Commit[ApprovalReport] | Answer[ApprovalReport]:
         proposal = facts.get(pid, Proposal)
-        member = member_of(facts, proposal.organization_id, actor)
+        member = member_of(facts, proposal.organization_id, caller.email)
         contract = self.registry.get(proposal.kind)
         if contract is None or not member.may(contract.permission):
             return Answer(self._report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
+        require_decider(caller)
         decided = self._decided(proposal)
         if decided is not None:
             return Answer(self._report(proposal, decided))
         clean_note = note.strip()[:500] if note and note.strip() else None
         proposal.decline(
-            member.email, clean_note, _revision(RevisionReason(code="declined_by_manager"))
+            member.email,
+            clean_note,
+            _revision(RevisionReason(code="declined_by_manager")),
+            credential=caller.recorded_credential,
         )
         declined = ApprovalReport(
             result="declined",
@@ -868,6 +919,7 @@ class ProposalService:
             message=None,
             approvals=len(proposal.approvals),
             required=proposal.approvals_required,
+            no_longer_counting=[dict(lapsed) for lapsed in proposal.lapsed_approvals] or None,
         )
 
     @staticmethod

@@ -57,6 +57,16 @@ class ApprovalReport(Report):
     """For awaiting_approvals: how many its policy requires."""
     superseded_by: str | None = None
     """For not_approvable because superseded: the proposal that replaced it."""
+    no_longer_counting: list[dict[str, str]] | None = None
+    """For awaiting_approvals: earlier approvals the recheck found no longer count
+    (``approved_by``, ``reason``: removed, lost_permission, rejoined); the key is left out of
+    the document when there are none."""
+
+    def to_json(self) -> dict[str, Any]:
+        document = super().to_json()
+        if document.get("no_longer_counting") is None:
+            document.pop("no_longer_counting", None)
+        return document
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,14 @@ class ProposalCard(Report):
     (``field``, ``label``, ``before``, ``after``)."""
     origin: dict[str, str] | None = None
     """Where the request came from when not from countersign itself (an MCP client)."""
+    approval_credentials: list[str] = field(default_factory=list)
+    """What each counting approver presented, as ``approvals`` lists them: ``person``,
+    ``approver_token:<name>``, or ``unknown`` (recorded before credentials were)."""
+    no_longer_counting: list[dict[str, str]] = field(default_factory=list)
+    """Approvals that no longer count towards the quorum: ``approved_by``, ``reason``
+    (removed, lost_permission, rejoined) and ``message`` in the card's language."""
+    declined_credential: str | None = None
+    """What the decliner presented, as ``approval_credentials`` says it."""
 
 
 @dataclass(frozen=True)

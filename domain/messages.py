@@ -175,3 +175,46 @@ def origin_line(origin: dict[str, Any] | None, language: str = "en") -> str | No
     """The card's line about it: "Proposed through MCP (Claude Desktop 1.2)"."""
     source = origin_source(origin)
     return None if source is None else _PROPOSED_THROUGH.text(language, source=source)
+
+
+_LAPSED = {
+    "removed": Localized(
+        "no longer counts: {who} is no longer a member of the club",
+        "ne compte plus : {who} n'est plus membre du club",
+    ),
+    "lost_permission": Localized(
+        "no longer counts: {who} lost the permission to approve {title} ({permission})",
+        "ne compte plus : {who} a perdu la permission d'approuver {title} ({permission})",
+    ),
+    "rejoined": Localized(
+        "no longer counts: {who} left the club and joined again since approving",
+        "ne compte plus : {who} a quitté le club et l'a rejoint depuis son approbation",
+    ),
+}
+
+
+def lapsed_approval_message(kind: str, who: str, reason: str, language: str = "en") -> str:
+    """Why an earlier approval no longer counts towards the quorum: "no longer counts: Noah
+    lost the permission to approve “Refund a missed discount” (orders.refund)"."""
+    contract = REGISTRY.get(kind)
+    title = f"“{operation_title(kind, language)}”"
+    permission = contract.permission if contract is not None else kind
+    text = _LAPSED.get(reason, _LAPSED["removed"])
+    return text.text(language, who=who, title=title, permission=permission)
+
+
+_THROUGH_APPROVER_TOKEN = Localized(
+    "through the service “{service}” (approver token)",
+    "via le service « {service} » (jeton d'approbateur)",
+)
+
+
+def credential_note(credential: str | None, language: str = "en") -> str:
+    """How an approval was given, when not by the person themselves: "through the service
+    “billing” (approver token)"; "" for a person (or before this was recorded: unknown)."""
+    kind, _, service = (credential or "person").partition(":")
+    if kind in ("person", "unknown"):
+        return ""
+    if kind == "approver_token":
+        return _THROUGH_APPROVER_TOKEN.text(language, service=service or "?")
+    return f"({kind})"

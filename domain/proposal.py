@@ -153,6 +153,9 @@ class Proposal(Aggregate):
         self.idempotency_key: str | None = None
         self.declined_by: str | None = None
         self.decline_note: str | None = None
+        #: What the decliner presented (``person``, ``approver_token:<name>``; ``unknown``
+        #: for a decline recorded before this was).
+        self.declined_credential: str | None = None
         self.expired_at: datetime | None = None
         self.request = request
         self.revision_of = revision_of
@@ -160,10 +163,17 @@ class Proposal(Aggregate):
         #: Where the request came from when not from countersign's own assistants, CLI or
         #: API: {"channel": "mcp", "client": ..., "client_version": ...}.
         self.origin = origin
-        #: Who has approved so far, in order (a quorum policy asks for several people).
+        #: Who has approved so far and still counts, in order (a quorum policy asks for
+        #: several people); an approval that no longer counts moves to ``lapsed_approvals``.
         self.approvals: tuple[str, ...] = ()
         #: Each approver's role in the club as they approved (None: recorded before roles were).
         self.approver_roles: tuple[str | None, ...] = ()
+        #: What each approver presented (``person``, ``approver_token:<name>``).
+        self.approver_credentials: tuple[str, ...] = ()
+        #: Each approver's membership as they approved (None: recorded before it was).
+        self.approver_memberships: tuple[str | None, ...] = ()
+        #: Approvals that no longer count, in order: {"approved_by", "reason"}.
+        self.lapsed_approvals: tuple[dict[str, str], ...] = ()
         self.superseded_by: UUID | None = None
 
     @classmethod
@@ -209,22 +219,54 @@ class Proposal(Aggregate):
 
     # -- commands -------------------------------------------------------------------------
 
-    def approve(self, approved_by: str, at: datetime, role: str | None = None) -> None:
+    def approve(
+        self,
+        approved_by: str,
+        at: datetime,
+        role: str | None = None,
+        *,
+        credential: str = "person",
+        membership_id: str | None = None,
+    ) -> None:
         """One approval of several a policy requires; the last one is ``approve_and_claim``.
-        ``role``: the approver's role in the club as they approve (manager, staff...)."""
+        ``role``: the approver's role in the club as they approve (manager, staff...);
+        ``credential``: what they presented; ``membership_id``: which membership approved."""
         self.check_is("approve", ProposalStatus.PENDING)
         if self.has_approved(approved_by):
             raise IllegalTransitionError("approve twice", self.status)
-        fields: dict[str, Any] = {"approved_by": approved_by, "approved_at": at, "role": role}
+        fields: dict[str, Any] = {
+            "approved_by": approved_by,
+            "approved_at": at,
+            "role": role,
+            "credential": credential,
+            "membership_id": membership_id,
+        }
         self._approved(**fields, chain=self._link("Approved", **fields))
 
     def approve_and_claim(
-        self, approved_by: str, at: datetime, attempt_id: UUID, role: str | None = None
+        self,
+        approved_by: str,
+        at: datetime,
+        attempt_id: UUID,
+        role: str | None = None,
+        *,
+        credential: str = "person",
+        membership_id: str | None = None,
     ) -> None:
         """The last required approval and the claim always travel together, in one commit."""
-        self.approve(approved_by, at, role)
+        self.approve(approved_by, at, role, credential=credential, membership_id=membership_id)
         fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
         self._claimed(**fields, chain=self._link("Claimed", **fields))
+
+    def lapse_approval(self, approved_by: str, reason: str) -> None:
+        """An earlier approval no longer counts towards the quorum (its approver left the
+        club, lost the permission, or left and came back): it stays recorded, as lapsed.
+        ``reason``: ``removed``, ``lost_permission`` or ``rejoined``."""
+        self.check_is("recheck", ProposalStatus.PENDING)
+        if not self.has_approved(approved_by):
+            raise IllegalTransitionError("lapse an approval never given", self.status)
+        fields: dict[str, Any] = {"approved_by": approved_by, "reason": reason}
+        self._approval_lapsed(**fields, chain=self._link("ApprovalLapsed", **fields))
 
     def supersede(self, by: UUID) -> None:
         """A newer proposal (a revision, or a fresh one for the same thing), or an execution
@@ -254,10 +296,21 @@ class Proposal(Aggregate):
         fields: dict[str, Any] = {"outcome": outcome, "error_class": error_class}
         self._failed(**fields, chain=self._link("Failed", **fields))
 
-    def decline(self, declined_by: str, note: str | None, outcome: dict[str, Any]) -> None:
+    def decline(
+        self,
+        declined_by: str,
+        note: str | None,
+        outcome: dict[str, Any],
+        *,
+        credential: str = "person",
+    ) -> None:
         """Declined and its RevisionRequired(declined_by_manager) travel together."""
         self.check_is("decline", ProposalStatus.PENDING)
-        fields: dict[str, Any] = {"declined_by": declined_by, "note": note}
+        fields: dict[str, Any] = {
+            "declined_by": declined_by,
+            "note": note,
+            "credential": credential,
+        }
         self._declined(**fields, chain=self._link("Declined", **fields))
         self._require_revision(outcome)
 
@@ -275,16 +328,21 @@ class Proposal(Aggregate):
     class Approved(Aggregate.Event):
         """A permitted member approved it. Version 2 records the approver's role in the club
         as they approved: an auditor reads in what capacity each of a quorum's approvals was
-        given, though roles change and people leave afterwards.
+        given, though roles change and people leave afterwards. Version 3 records what the
+        approver presented (``credential``: ``person``, or ``approver_token:<token name>``)
+        and which membership approved (``membership_id``), so that a quorum's final approval
+        can tell whether an earlier approver is still the same member.
 
         Events change shape only through a new ``class_version`` and an upcaster from the
         one before (docs/proof.md): the chain link of an upcast event still covers the fields
         as they were written, which ``audit verify`` hashes."""
 
-        class_version = 2
+        class_version = 3
         approved_by: str
         approved_at: datetime
         role: str | None
+        credential: str
+        membership_id: str | None
         chain: str
 
         @staticmethod
@@ -293,15 +351,53 @@ class Proposal(Aggregate):
             from the approver's role today."""
             state["role"] = None
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 2 (up to 417270c) did not record the credential: it was ``unknown``
+            then (a person, or a token that could approve), and the membership unknown."""
+            state["credential"] = "unknown"
+            state["membership_id"] = None
+
     @event(Approved)
     def _approved(
-        self, approved_by: str, approved_at: datetime, role: str | None, chain: str
+        self,
+        approved_by: str,
+        approved_at: datetime,
+        role: str | None,
+        credential: str,
+        membership_id: str | None,
+        chain: str,
     ) -> None:
         self.chain = chain
         self.approved_by = approved_by
         self.approved_at = approved_at
         self.approvals = (*self.approvals, approved_by)
         self.approver_roles = (*self.approver_roles, role)
+        self.approver_credentials = (*self.approver_credentials, credential)
+        self.approver_memberships = (*self.approver_memberships, membership_id)
+
+    class ApprovalLapsed(Aggregate.Event):
+        """An earlier approval stopped counting towards the quorum when a later approval
+        rechecked it (``reason``: ``removed``, ``lost_permission``, ``rejoined``). The
+        ``Approved`` it names stays in the stream."""
+
+        approved_by: str
+        reason: str
+        chain: str
+
+    @event(ApprovalLapsed)
+    def _approval_lapsed(self, approved_by: str, reason: str, chain: str) -> None:
+        self.chain = chain
+        index = self.approvals.index(approved_by)
+        keep = [i for i in range(len(self.approvals)) if i != index]
+        self.approvals = tuple(self.approvals[i] for i in keep)
+        self.approver_roles = tuple(self.approver_roles[i] for i in keep)
+        self.approver_credentials = tuple(self.approver_credentials[i] for i in keep)
+        self.approver_memberships = tuple(self.approver_memberships[i] for i in keep)
+        self.lapsed_approvals = (
+            *self.lapsed_approvals,
+            {"approved_by": approved_by, "reason": reason},
+        )
 
     @event("Claimed")
     def _claimed(self, attempt_id: UUID, claimed_at: datetime, chain: str) -> None:
@@ -341,11 +437,28 @@ class Proposal(Aggregate):
         self.outcome = outcome
         self.status = ProposalStatus.FAILED
 
-    @event("Declined")
-    def _declined(self, declined_by: str, note: str | None, chain: str) -> None:
+    class Declined(Aggregate.Event):
+        """A permitted member declined it. Version 2 records what they presented
+        (``credential``: ``person``, or ``approver_token:<token name>``)."""
+
+        class_version = 2
+        declined_by: str
+        note: str | None
+        credential: str
+        chain: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 (up to 417270c) did not record the credential: ``unknown`` (a person,
+            or a token that could decline then)."""
+            state["credential"] = "unknown"
+
+    @event(Declined)
+    def _declined(self, declined_by: str, note: str | None, credential: str, chain: str) -> None:
         self.chain = chain
         self.declined_by = declined_by
         self.decline_note = note
+        self.declined_credential = credential
         self.status = ProposalStatus.DECLINED
 
     @event("Expired")

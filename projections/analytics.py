@@ -28,7 +28,7 @@ class Analytics(Projection):
     """Tables for analysts: facts per proposal, roll-ups per day, organization and outcome."""
 
     name = "analytics"
-    version = 2  # supersession, quorum approvals, revisions, policies
+    version = 3  # supersession, quorum approvals, revisions, policies; lapsed approvals
     tables = (
         Table(
             ORGANIZATIONS,
@@ -56,6 +56,7 @@ class Analytics(Projection):
                 Column("amount_cents", "int"),
                 Column("currency"),
                 Column("approvals_count", "int"),
+                Column("approvals_lapsed", "int"),
                 Column("approvals_required", "int"),
                 Column("policy_applied", "bool"),
                 Column("revision_of"),
@@ -127,6 +128,7 @@ class Analytics(Projection):
             "amount_cents": amount if isinstance(amount, int) else None,
             "currency": event.preview.get("currency"),
             "approvals_count": 0,
+            "approvals_lapsed": 0,
             "approvals_required": approvals_required(policy),
             "policy_applied": policy_applied(policy),
             "revision_of": None if revision_of is None else str(revision_of),
@@ -163,8 +165,16 @@ class Analytics(Projection):
             },
         )
         rows.update(FACTS, key, approvals_count=ordinal)
-        if ordinal >= fact["approvals_required"]:
+        if ordinal - (fact["approvals_lapsed"] or 0) >= fact["approvals_required"]:
             self._decide(event, rows, "approved", event.approved_by)
+
+    @handles("Proposal.ApprovalLapsed")
+    def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
+        """An earlier approval stopped counting: its row stays; the quorum needs one more."""
+        key = (str(event.originator_id),)
+        fact = rows.get(FACTS, key)
+        if fact is not None:
+            rows.update(FACTS, key, approvals_lapsed=(fact["approvals_lapsed"] or 0) + 1)
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:

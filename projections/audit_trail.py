@@ -12,7 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.domain.handback import reason_text
-from countersign.domain.messages import origin_source
+from countersign.domain.messages import (
+    credential_note,
+    lapsed_approval_message,
+    origin_source,
+)
 from countersign.domain.outcomes import RevisionReason
 from countersign.projections.base import (
     Column,
@@ -26,6 +30,7 @@ from countersign.projections.base import (
 
 EVENTS = "audit_events"
 PROPOSALS = "audit_proposals"
+COUNTS = "audit_approval_counts"
 POLICY_CHANGES = "policy_changes"
 SYSTEM = "countersign"
 
@@ -34,7 +39,7 @@ class AuditTrail(Projection):
     """Who did what to which proposal, when; queryable per proposal, tenant, actor and time."""
 
     name = "audit_trail"
-    version = 2  # supersessions, quorums, revisions and policy changes
+    version = 3  # supersessions, quorums, revisions, policy changes; credentials, lapses
     tables = (
         Table(
             PROPOSALS,
@@ -46,6 +51,11 @@ class AuditTrail(Projection):
             ),
             key=("proposal_id",),
             append_only=True,
+        ),
+        Table(
+            COUNTS,
+            (Column("proposal_id"), Column("approvals", "int")),
+            key=("proposal_id",),
         ),
         Table(
             EVENTS,
@@ -134,13 +144,26 @@ class AuditTrail(Projection):
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal_id = str(event.originator_id)
+        proposal = rows.get(PROPOSALS, (proposal_id,))
         required = 1 if proposal is None else proposal["approvals_required"]
+        counted = _count(rows, proposal_id, +1)
         summary = "approved"
+        how = credential_note(getattr(event, "credential", None))
+        if how:
+            summary += f" {how}"
         if required > 1:
-            # While pending a proposal records nothing but approvals: version 2 is the first.
-            summary += f" ({event.originator_version - 1} of {required})"
+            summary += f" ({counted} of {required})"
         self._record(event, position, rows, event.approved_by, summary)
+
+    @handles("Proposal.ApprovalLapsed")
+    def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
+        proposal_id = str(event.originator_id)
+        proposal = rows.get(PROPOSALS, (proposal_id,))
+        _count(rows, proposal_id, -1)
+        kind = "" if proposal is None else proposal["operation"]
+        summary = lapsed_approval_message(kind, event.approved_by, event.reason)
+        self._record(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
@@ -177,7 +200,9 @@ class AuditTrail(Projection):
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, event.declined_by, "declined")
+        how = credential_note(getattr(event, "credential", None))
+        summary = f"declined {how}" if how else "declined"
+        self._record(event, position, rows, event.declined_by, summary)
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
@@ -202,3 +227,11 @@ class AuditTrail(Projection):
                 "chain": event.chain,
             },
         )
+
+
+def _count(rows: Rows, proposal_id: str, change: int) -> int:
+    """The proposal's approvals that count, after ``change``."""
+    row = rows.get(COUNTS, (proposal_id,))
+    counted = max(0, (0 if row is None else int(row["approvals"])) + change)
+    rows.put(COUNTS, {"proposal_id": proposal_id, "approvals": counted})
+    return counted

@@ -1,7 +1,9 @@
 """The browser view: one card per proposal, and the approval inbox built from the cards.
 
 A card shows the quorum its proposal was frozen under (``policy``, ``approvals_required``) and
-who has approved so far (``approvals``): a first approval of several leaves it pending. A
+who has approved so far and still counts (``approvals``, with what each presented in
+``approval_credentials``; an approval a later recheck found no longer counts moves to
+``no_longer_counting``): a first approval of several leaves it pending. A
 superseded card names the proposal that replaced it (``superseded_by``), a revision the one it
 replaces (``revision_of``). Events stored before these existed read as one approval needed.
 """
@@ -35,7 +37,7 @@ class BrowserView(Projection):
     """What a manager sees: the frozen preview, status, approver and the localized outcome."""
 
     name = "browser_view"
-    version = 2  # superseded cards, approvals
+    version = 3  # superseded cards, approvals; approvals that no longer count
     tables = (
         Table(
             CARDS,
@@ -66,6 +68,8 @@ class BrowserView(Projection):
                 Column("revision_of"),
                 Column("superseded_by"),
                 Column("policy", "json"),
+                Column("approval_credentials", "json"),
+                Column("no_longer_counting", "json"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "status", "proposed_at"),),
@@ -102,6 +106,8 @@ class BrowserView(Projection):
                 "updated_at": at,
                 "version": event.originator_version,
                 "approvals": [],
+                "approval_credentials": [],
+                "no_longer_counting": [],
                 "approvals_required": approvals_required(policy),
                 "revision_of": None if revision_of is None else str(revision_of),
                 "superseded_by": None,
@@ -124,6 +130,35 @@ class BrowserView(Projection):
             approved_by=event.approved_by,
             approved_at=event.approved_at,
             approvals=[*(card["approvals"] or []), event.approved_by],
+            approval_credentials=[
+                *(card["approval_credentials"] or []),
+                getattr(event, "credential", "unknown"),
+            ],
+        )
+
+    @handles("Proposal.ApprovalLapsed")
+    def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
+        """An earlier approval stopped counting: it leaves ``approvals`` (and the count) and
+        is listed, with why, in ``no_longer_counting``."""
+        key = (str(event.originator_id),)
+        card = rows.get(CARDS, key)
+        if card is None:
+            return
+        approvals = list(card["approvals"] or [])
+        credentials = list(card["approval_credentials"] or [])
+        if event.approved_by in approvals:
+            index = approvals.index(event.approved_by)
+            del approvals[index]
+            if index < len(credentials):
+                del credentials[index]
+        lapsed = {"approved_by": event.approved_by, "reason": event.reason}
+        self._change(
+            event,
+            rows,
+            key,
+            approvals=approvals,
+            approval_credentials=credentials,
+            no_longer_counting=[*(card["no_longer_counting"] or []), lapsed],
         )
 
     @handles("Proposal.Superseded")

@@ -41,7 +41,7 @@ class Handback(Projection):
     """What the application says back into the conversation."""
 
     name = "handback"
-    version = 2  # supersession and first approvals are told
+    version = 3  # supersession and first approvals are told; lapsed approvals recounted
     tables = (
         Table(
             PROPOSALS,
@@ -124,6 +124,15 @@ class Handback(Projection):
             return
         texts = awaiting_approvals_messages(proposal["approvals"], proposal["approvals_required"])
         _say(rows, proposal, position, event, "awaiting_approvals", texts)
+
+    @handles("Proposal.ApprovalLapsed")
+    def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
+        """An earlier approval no longer counts: the count goes down; the approval that
+        follows it in the same commit tells the conversation the count after the recheck."""
+        key = (str(event.originator_id),)
+        proposal = rows.get(PROPOSALS, key)
+        if proposal is not None:
+            rows.update(PROPOSALS, key, approvals=max(0, proposal["approvals"] - 1))
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:

@@ -298,7 +298,8 @@ def test_a_flipped_amount_that_still_decodes_is_a_terminal_failure_never_a_refun
     assert _effects(cs, pending) == []
 
 
-# -- versioned events: Proposal.Approved v2 records the approver's role ---------------------------
+# -- versioned events: Proposal.Approved v2 records the approver's role, v3 the credential and
+#    the membership -----------------------------------------------------------------------------
 
 
 def _stored_state(cs: Countersign, proposal_id: str, version: int) -> dict[str, Any]:
@@ -308,7 +309,7 @@ def _stored_state(cs: Countersign, proposal_id: str, version: int) -> dict[str, 
     return json.loads(stored.state)
 
 
-def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v2(golden):
+def test_golden_v1_approvals_decode_through_the_upcasters_and_new_ones_are_current(golden):
     cs, manifest = golden
     awaiting = manifest["proposals"]["awaiting_second_approval"]
     written = _stored_state(cs, awaiting, 2)  # Ava's approval, as the release wrote it
@@ -321,27 +322,43 @@ def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v2(gol
 
     assert cs.access.approve(awaiting, NOAH).status == "succeeded"
     second = _stored_state(cs, awaiting, 3)
-    assert (second["class_version"], second["role"]) == (2, "manager")
+    assert (second["class_version"], second["role"]) == (3, "manager")
+    assert (second["credential"], second["membership_id"]) == ("person", _membership(cs, NOAH))
     after = cs.store.get(UUID(awaiting), Proposal)
     assert after.approvals == (AVA, NOAH)
     assert after.approver_roles == (None, "manager")
+    # What Ava presented was not recorded then (a person, or a token that could approve).
+    assert after.approver_credentials == ("unknown", "person")
+    assert after.approver_memberships == (None, _membership(cs, NOAH))
     # One chain across both shapes: each link covers its event as it was written.
     assert verify(cs.app, cs.sql).ok
     runners = cs.projection_runners()
     assert rebuild_together(runners) == runners[0].head()
 
 
+def _membership(cs: Countersign, email: str) -> str | None:
+    member = cs.club.membership("granite", email).member
+    return member.membership_id
+
+
 def test_the_upcaster_adds_the_role_as_unknown():
     state: dict[str, Any] = {"approved_by": AVA, "approved_at": "t", "chain": "c"}
     Proposal.Approved.upcast_v1_v2(state)
     assert state == {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
-    assert Proposal.Approved.class_version == 2
+
+
+def test_the_upcaster_adds_the_credential_and_membership_as_unknown():
+    state: dict[str, Any] = {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
+    Proposal.Approved.upcast_v2_v3(state)
+    assert state["credential"] == "unknown"
+    assert state["membership_id"] is None
+    assert Proposal.Approved.class_version == 3
 
 
 def test_an_approval_from_a_version_after_this_one_fails_closed(golden):
     cs, manifest = golden
     awaiting = manifest["proposals"]["awaiting_second_approval"]
-    _rewrite_state(cs, awaiting, 2, lambda state: {**state, "class_version": 3, "role": "x"})
+    _rewrite_state(cs, awaiting, 2, lambda state: {**state, "class_version": 4, "role": "x"})
     other = _reopened(cs)
     try:
         with pytest.raises(CorruptRecordError):
@@ -349,3 +366,15 @@ def test_an_approval_from_a_version_after_this_one_fails_closed(golden):
         assert not verify(other.app, other.sql).ok
     finally:
         other.close()
+
+
+def test_golden_declines_read_the_credential_as_unknown(golden):
+    """``Proposal.Declined`` v2 records what the decliner presented; a release's v1 decline
+    reads ``unknown`` (a person, or a token that could decline then), never guessed."""
+    cs, manifest = golden
+    declined = manifest["proposals"]["declined"]
+    written = _stored_state(cs, declined, 2)
+    assert "credential" not in written
+    assert cs.store.get(UUID(declined), Proposal).declined_credential == "unknown"
+    assert cs.audit.history(declined)["events"][1]["credential"] == "unknown"
+    assert Proposal.Declined.class_version == 2

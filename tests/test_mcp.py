@@ -200,7 +200,7 @@ def served(cs: Countersign, seeded: dict[str, Any]):
 
 
 def token(cs: Countersign, permissions: list[str], *, org="granite", who=AVA, name="agent"):
-    return issue_token(cs, org, name, permissions, issued_by=who).token
+    return issue_token(cs, org, name, permissions, issued_by=who, kind="agent").token
 
 
 def test_an_agent_over_http_proposes_with_a_token_and_only_a_person_executes(cs, seeded, served):
@@ -383,7 +383,7 @@ def post(base: str, message: dict[str, Any], **headers: str) -> httpx2.Response:
 
 
 def test_http_without_a_valid_token_is_401_and_the_sdk_client_cannot_connect(cs, seeded, served):
-    revoked = issue_token(cs, "granite", "old", ALL, issued_by=AVA)
+    revoked = issue_token(cs, "granite", "old", ALL, issued_by=AVA, kind="agent")
     revoke_token(cs, revoked.token_id)
     for authorization in (None, "Bearer nope", f"Bearer {revoked.token}", "Basic abc"):
         answer = post(

@@ -15,6 +15,12 @@ token is compared in constant time.
 
 Actions a service takes through the API are recorded in ``api_service_actions`` under the
 token's name (``service:<name>``), beside the acting member the event stream names.
+
+A token is of one of two kinds (``kind``): an ``agent`` token (the default) reads, proposes
+and follows its proposals, and never decides; an ``approver`` token acts for the person who
+holds it (a service's own interface asked them) and may approve, decline and edit through the
+JSON API, but the MCP server and the agent-framework adapters refuse it. Tokens stored before
+tokens had kinds (no ``kind`` recorded) keep working as approver tokens.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-from countersign.application.access import Caller
+from countersign.application.access import Caller, Credential
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import PERMISSIONS
@@ -50,7 +56,7 @@ _SCHEMA = (
     " token_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL,"
     " organization_slug TEXT NOT NULL, name TEXT NOT NULL, issued_by TEXT NOT NULL,"
     " permissions TEXT NOT NULL, token_sha256 TEXT NOT NULL UNIQUE,"
-    " created_at TEXT NOT NULL, revoked_at TEXT, membership_id TEXT)",
+    " created_at TEXT NOT NULL, revoked_at TEXT, membership_id TEXT, kind TEXT)",
     # One active token per name and organization: ``service:<name>`` must say who acted.
     "CREATE UNIQUE INDEX IF NOT EXISTS api_tokens_active_name"
     " ON api_tokens (organization_id, name) WHERE revoked_at IS NULL",
@@ -64,9 +70,31 @@ _SCHEMA = (
 )
 
 
+AGENT = "agent"
+APPROVER = "approver"
+KINDS = (AGENT, APPROVER)
+
+
 def ensure_token_tables(cs: Countersign) -> None:
     ensure_tables(cs.sql, "api_tokens", _SCHEMA)
     ensure_tables(cs.sql, "api_tokens.membership_id", [], _add_membership_column)
+    ensure_tables(cs.sql, "api_tokens.kind", [], _add_kind_column)
+
+
+def _add_kind_column(sql: SqlDatabase, cursor: Cursor) -> None:
+    """Tables made before tokens had kinds get the column, empty: those tokens were issued
+    when every token could approve, so they stay approver tokens (``_kind``)."""
+    if sql.is_postgres:
+        cursor.execute("ALTER TABLE api_tokens ADD COLUMN IF NOT EXISTS kind TEXT")
+        return
+    columns = {row[1] for row in cursor.execute("PRAGMA table_info(api_tokens)").fetchall()}
+    if "kind" not in columns:
+        cursor.execute("ALTER TABLE api_tokens ADD COLUMN kind TEXT")
+
+
+def _kind(stored: Any) -> str:
+    """A stored kind; a token issued before kinds (NULL) is an approver token."""
+    return AGENT if stored == AGENT else APPROVER
 
 
 def _add_membership_column(sql: SqlDatabase, cursor: Cursor) -> None:
@@ -90,6 +118,7 @@ class IssuedToken:
     name: str
     issued_by: str
     permissions: tuple[str, ...]
+    kind: str = AGENT
 
     @property
     def service(self) -> str:
@@ -106,6 +135,7 @@ class ServicePrincipal:
     organization_slug: str
     acting_member: str
     scopes: frozenset[str]
+    kind: str = AGENT
 
     @property
     def service(self) -> str:
@@ -113,11 +143,20 @@ class ServicePrincipal:
         return f"service:{self.name}"
 
     @property
+    def may_decide(self) -> bool:
+        """An approver token may decide; an agent token never."""
+        return self.kind == APPROVER
+
+    @property
     def caller(self) -> Caller:
         """Who the application sees: the acting member, in the token's organization, with
-        at most the token's permissions."""
+        at most the token's permissions, and the token's kind as its credential."""
         return Caller(
-            email=self.acting_member, organization=self.organization_slug, scopes=self.scopes
+            email=self.acting_member,
+            organization=self.organization_slug,
+            scopes=self.scopes,
+            credential=Credential.APPROVER_TOKEN if self.may_decide else Credential.AGENT_TOKEN,
+            service=self.name,
         )
 
 
@@ -150,8 +189,12 @@ def issue_token(
     permissions: list[str] | tuple[str, ...] | set[str],
     *,
     issued_by: str,
+    kind: str = APPROVER,
 ) -> IssuedToken:
     """Create a token for ``organization_slug``; the raw token is returned exactly once.
+    ``kind``: ``agent`` (it never decides) or ``approver``. ``countersign tokens issue``
+    issues agent tokens unless told ``--approver``; this function keeps the kind every token
+    issued in code had before kinds existed (it could approve) unless told ``agent``.
 
     ``issued_by`` is the member the service acts as; the token may carry only permissions
     that member holds now. Raises NotFoundError (unknown organization, or ``issued_by`` is
@@ -165,6 +208,8 @@ def issue_token(
         raise InvalidRequestError.one(
             "name", "1-63 lowercase letters, digits, dots, dashes or underscores"
         )
+    if kind not in KINDS:
+        raise InvalidRequestError.one("kind", "agent or approver")
     granted = _permissions(permissions)
     issuer = cs.club.membership(organization_slug, issued_by)
     member = issuer.member
@@ -185,8 +230,8 @@ def issue_token(
                 raise duplicate
             cursor.execute(
                 "INSERT INTO api_tokens (token_id, organization_id, organization_slug, name,"
-                " issued_by, permissions, token_sha256, created_at, revoked_at, membership_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+                " issued_by, permissions, token_sha256, created_at, revoked_at, membership_id,"
+                " kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
                 (
                     token_id,
                     str(issuer.organization_id),
@@ -197,6 +242,7 @@ def issue_token(
                     _digest(raw),
                     cs.proposals.clock.now().isoformat(),
                     member.membership_id,
+                    kind,
                 ),
             )
     except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
@@ -208,6 +254,7 @@ def issue_token(
         name=clean_name,
         issued_by=member.email,
         permissions=tuple(str(p) for p in granted),
+        kind=kind,
     )
 
 
@@ -228,7 +275,7 @@ def list_tokens(cs: Countersign, organization_slug: str) -> list[dict[str, Any]]
     organization_id = Organization.create_id(organization_slug.strip().lower())
     with cs.sql.transaction() as cursor:
         rows = cursor.execute(
-            "SELECT token_id, name, issued_by, permissions, created_at, revoked_at"
+            "SELECT token_id, name, issued_by, permissions, created_at, revoked_at, kind"
             " FROM api_tokens WHERE organization_id = ? ORDER BY created_at DESC, token_id",
             (str(organization_id),),
         ).fetchall()
@@ -241,6 +288,7 @@ def list_tokens(cs: Countersign, organization_slug: str) -> list[dict[str, Any]]
             "permissions": json.loads(row[3]),
             "created_at": row[4],
             "revoked_at": row[5],
+            "kind": _kind(row[6]),
         }
         for row in rows
     ]
@@ -256,7 +304,7 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
     with cs.sql.transaction() as cursor:
         row = cursor.execute(
             "SELECT organization_id, organization_slug, name, issued_by, permissions,"
-            " token_sha256, membership_id FROM api_tokens"
+            " token_sha256, membership_id, kind FROM api_tokens"
             " WHERE token_id = ? AND revoked_at IS NULL",
             (match.group(1),),
         ).fetchone()
@@ -275,6 +323,7 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
         organization_slug=issuer.organization,
         acting_member=issuer.member.email,
         scopes=frozenset(str(p) for p in json.loads(row[4])),
+        kind=_kind(row[7]),
     )
 
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from countersign.application.access import Caller
 from countersign.application.ports import EffectProvider, EffectResponseLostError
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ApprovalReport
@@ -66,7 +67,7 @@ PROVIDER_CALLS = Counter(
 class MeteredProposalService(ProposalService):
     """The proposal service, timing every approval into ``countersign_approve_seconds``."""
 
-    def approve(self, proposal_id: str, actor: str) -> ApprovalReport:
+    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
         started = time.perf_counter()
         result = "error"
         try:

@@ -32,7 +32,7 @@ DRAFT_TOOL = "propose_email_broadcast_apply_draft"
 @pytest.fixture
 def agent(cs: Countersign, seeded: dict[str, Any]):
     """The server in a thread, Ava's token, and one pending refund of hers to aim at."""
-    token = issue_token(cs, "granite", "agent", ALL, issued_by=AVA).token
+    token = issue_token(cs, "granite", "agent", ALL, issued_by=AVA, kind="agent").token
     pending = cs.access.propose(
         Caller(AVA, "granite"),
         operation=REFUND,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from countersign.application.access import Caller
+from countersign.application.access import Caller, Credential
 from countersign.application.assistant.schemas import function_tool
 from countersign.application.assistant.service import NOT_POSSIBLE, refusal
 from countersign.application.errors import (
@@ -38,6 +38,17 @@ log = logging.getLogger("countersign.agent_frameworks")
 
 NOT_AN_OBJECT = "the arguments were not a JSON object"
 UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
+
+
+class ApproverTokenRefusedError(ValueError):
+    """Raised when an adapter is given an approver token's caller: an agent must never hold a
+    credential that can approve."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this is an approver token, which can approve: an agent may not hold it; issue an"
+            " agent token instead (countersign tokens issue without --approver)"
+        )
 
 
 def framework_origin(channel: str, distribution: str) -> dict[str, str]:
@@ -92,6 +103,8 @@ class Proposer:
     ) -> None:
         if caller.organization is None:
             raise ValueError("bind the caller's organization: Caller(email, organization)")
+        if caller.credential == Credential.APPROVER_TOKEN:
+            raise ApproverTokenRefusedError()
         self.access = access
         self.caller = caller
         self.origin = dict(origin)

@@ -213,6 +213,7 @@ def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
         args.name,
         [p.strip() for p in args.permissions.split(",") if p.strip()],
         issued_by=args.actor,
+        kind="approver" if args.approver else "agent",
     )
     document = {
         "token_id": issued.token_id,
@@ -221,10 +222,16 @@ def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
         "name": issued.name,
         "issued_by": issued.issued_by,
         "permissions": list(issued.permissions),
+        "kind": issued.kind,
     }
+    what = (
+        "an approver token: it may approve, decline and edit for this person"
+        if issued.kind == "approver"
+        else "an agent token: it reads and proposes, and can never approve"
+    )
     text = (
         f"Token {issued.token_id} for {issued.organization} ({', '.join(issued.permissions)}), "
-        f"acting as {issued.issued_by}. Shown once; store it now:\n{issued.token}"
+        f"acting as {issued.issued_by}; {what}. Shown once; store it now:\n{issued.token}"
     )
     return document, text
 
@@ -243,7 +250,7 @@ def cmd_tokens_list(cs: Countersign, args: argparse.Namespace) -> Result:
 
     tokens = json.loads(render.to_json(list_tokens(cs, args.org)))
     lines = [
-        f"{t['token_id']}  {t['name']:<20} {','.join(t['permissions'])}"
+        f"{t['token_id']}  {t['name']:<20} {t['kind']:<8}  {','.join(t['permissions'])}"
         + ("  (revoked)" if t.get("revoked_at") else "")
         for t in tokens
     ]

@@ -312,6 +312,13 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="comma-separated, e.g. orders.refund,email_broadcasts.prepare",
     )
+    issue.add_argument(
+        "--approver",
+        action="store_true",
+        help="an approver token, for a service that acts for this person after they decided in"
+        " its own interface (it may approve, decline and edit; MCP refuses it). Without it: an"
+        " agent token, which reads and proposes and never decides",
+    )
     revoke = add("revoke", cmd_tokens_revoke, "revoke a token at once", tokens_sub)
     revoke.add_argument("token_id")
     listing = add("list", cmd_tokens_list, "tokens of an organization", tokens_sub)

@@ -11,7 +11,12 @@ from uuid import UUID
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
-from countersign.domain.messages import origin_line, preview_rows_of, proposal_headline
+from countersign.domain.messages import (
+    credential_note,
+    origin_line,
+    preview_rows_of,
+    proposal_headline,
+)
 from countersign.domain.money import format_money
 from countersign.domain.times import expiry, local_time
 
@@ -132,7 +137,14 @@ def governance_rows(
     approvals = list(card.get("approvals") or [])
     required = int(card.get("approvals_required") or 1)
     count = _APPROVALS.text(language, count=len(approvals), required=required)
-    rows = [(label("approvals"), f"{count} ({', '.join(approvals)})" if approvals else count)]
+    credentials = list(card.get("approval_credentials") or [])
+    named = [
+        " ".join(filter(None, (email, credential_note(how, language))))
+        for email, how in zip(approvals, credentials + [None] * len(approvals), strict=False)
+    ]
+    rows = [(label("approvals"), f"{count} ({', '.join(named)})" if approvals else count)]
+    for lapsed in card.get("no_longer_counting") or []:
+        rows.append(("", str(lapsed.get("message") or lapsed.get("reason"))))
     policy = card.get("policy")
     if policy:
         currency = (card.get("preview") or {}).get("currency")
@@ -280,7 +292,18 @@ def _awaiting(report: dict[str, Any]) -> str:
         if report.get("reason") == "already_approved_by_you"
         else "Approved"
     )
-    return f"{headline}: {approvals} of {required} approvals; waiting for {waiting}."
+    text = f"{headline}: {approvals} of {required} approvals; waiting for {waiting}."
+    for lapsed in report.get("no_longer_counting") or []:
+        reason = _LAPSED_REASONS.get(str(lapsed.get("reason")), str(lapsed.get("reason")))
+        text += f"\n  No longer counts: {lapsed.get('approved_by')}'s approval ({reason})."
+    return text
+
+
+_LAPSED_REASONS = {
+    "removed": "no longer a member of the club",
+    "lost_permission": "no longer holds the permission to approve it",
+    "rejoined": "left the club and joined again since approving",
+}
 
 
 def _not_approvable(report: dict[str, Any], actor: str | None) -> str:

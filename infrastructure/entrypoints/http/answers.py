@@ -6,7 +6,8 @@ Status scheme (the same on every route):
   the proposal itself gives (``executed``, ``already_completed``, ``declined``, and
   ``not_approvable`` because it is no longer pending, expired, or in progress): the document
   is the CLI's ``approve --json`` and repeating the request returns the same stored outcome.
-* 401: no valid token. 403: the token (or the member it acts as) lacks the permission.
+* 401: no valid token. 403: the token (or the member it acts as) lacks the permission, or
+  an agent token asked to decide (``agent-cannot-decide``).
 * 404: unknown id, malformed id, or another organization's id: one identical answer.
 * 400 malformed JSON (or a malformed Content-Length); 413 a body over the limit (the gate,
   ``gate.py``, refuses it before reading it, and checks the token before reading any body);
@@ -29,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from countersign.application.errors import (
+    AgentCannotDecideError,
     CorruptRecordError,
     ForbiddenError,
     MissingPermissionError,
@@ -50,7 +52,8 @@ log = logging.getLogger("countersign.http")
 DESCRIPTIONS = {
     400: "The body is not valid JSON (or too deeply nested, not UTF-8, a number too large).",
     401: "No valid API token (checked before the body is read).",
-    403: "The token, or the member it acts as, lacks the permission.",
+    403: "The token, or the member it acts as, lacks the permission; or an agent token asked "
+    "to decide (agent-cannot-decide).",
     404: "No such resource in the token's organization (unknown and foreign ids alike).",
     409: "A rule of the application refused the request (not-revisable: the proposal ran or "
     "was superseded, and can no longer be edited).",
@@ -70,7 +73,7 @@ def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 @contextmanager
-def answers(request: Request) -> Iterator[None]:
+def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per problem kind
     """Translate what the application services raise into problems."""
     try:
         yield
@@ -84,6 +87,11 @@ def answers(request: Request) -> Iterator[None]:
         raise ProblemError("invalid-request", problems=problems) from None
     except NotFoundError:
         raise ProblemError("not-found") from None
+    except AgentCannotDecideError:
+        # Worth a look: an agent's token was used to decide (an agent, or someone holding
+        # its token, tried to approve, decline, edit or change the club's rules).
+        log.warning("an agent token asked to decide (request %s)", correlation_id_of(request))
+        raise ProblemError("agent-cannot-decide") from None
     except MissingPermissionError as missing:
         needs = ("one of " if missing.any_of else "") + ", ".join(missing.needs)
         raise ProblemError("forbidden", f"This token may not do that; it needs {needs}.") from None

@@ -102,6 +102,21 @@ class ProposalCreatedOut(BaseModel):
     )
 
 
+class LapsedApprovalOut(BaseModel):
+    """An approval that no longer counts towards its proposal's quorum; it stays recorded."""
+
+    approved_by: str = Field(description="Who gave it.")
+    reason: Literal["removed", "lost_permission", "rejoined"] = Field(
+        description=(
+            "removed (no longer a member), lost_permission (no longer holds the operation's "
+            "permission), rejoined (left the club and joined again since approving)."
+        )
+    )
+    message: str | None = Field(
+        default=None, description="On a card: the sentence people read, in its language."
+    )
+
+
 class ApprovalReportOut(BaseModel):
     """What an approve or decline command did: the CLI's ``approve --json`` document."""
 
@@ -141,6 +156,14 @@ class ApprovalReportOut(BaseModel):
     superseded_by: str | None = Field(
         default=None,
         description="For not_approvable because superseded: the newer proposal to review.",
+    )
+    no_longer_counting: list[LapsedApprovalOut] | None = Field(
+        default=None,
+        description=(
+            "For awaiting_approvals: earlier approvals that no longer count (their approver "
+            "left the club, left and came back, or lost the operation's permission); "
+            "'approvals' is the count after this recheck."
+        ),
     )
 
 
@@ -210,6 +233,21 @@ class ProposalCardOut(BaseModel):
     )
     approvals_required: int = Field(
         default=1, description="How many distinct people must approve it."
+    )
+    approval_credentials: list[str] = Field(
+        default_factory=list,
+        description=(
+            "What each approver in 'approvals' presented: person, approver_token:<token "
+            "name>, or unknown (approved before this was recorded)."
+        ),
+    )
+    no_longer_counting: list[LapsedApprovalOut] = Field(
+        default_factory=list,
+        description="Approvals that no longer count towards the quorum, and why.",
+    )
+    declined_credential: str | None = Field(
+        default=None,
+        description="What the decliner presented, as 'approval_credentials' says it.",
     )
     policy: FrozenPolicyOut | None = Field(
         default=None,

@@ -76,6 +76,13 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Send a valid API token as 'Authorization: Bearer <token>'.",
     ),
     "forbidden": (403, "Forbidden", "This token may not do that."),
+    "agent-cannot-decide": (
+        403,
+        "An agent token cannot decide",
+        "An agent token cannot decide: it may read, propose and follow the proposals it made."
+        " Approving, declining and editing proposals, and the club's rules, are for people"
+        " (or an approver token acting for one).",
+    ),
     "not-found": (404, "Not found", "There is no such resource."),
     "method-not-allowed": (405, "Method not allowed", "This resource does not allow that method."),
     "payload-too-large": (

@@ -129,6 +129,11 @@ class BearerGate:
         if principal is None:
             await _refuse(send, 401, "unauthenticated", _challenge(authorization))
             return
+        if principal.may_decide:
+            # A token that can approve never goes to an agent: it would cross the line.
+            challenge = {"WWW-Authenticate": f'{_CHALLENGE}, error="invalid_token"'}
+            await _refuse(send, 401, "approver_token", challenge)
+            return
         bound = self._sessions.get(session) if session else None
         if bound is not None and bound != principal.token_id:
             await _refuse(send, 404, "not_found", {})
@@ -178,6 +183,8 @@ async def _refuse(send: Send, status: int, error: str, headers: dict[str, str]) 
         "unauthenticated": "An API token is required: Authorization: Bearer cst_... "
         "(unknown, revoked, or its issuer left).",
         "not_found": "Session not found.",
+        "approver_token": "This is an approver token, which can approve: MCP does not take it."
+        " Issue an agent token instead (countersign tokens issue without --approver).",
     }
     body = json.dumps({"error": error, "message": messages[error]}).encode()
     raw = [

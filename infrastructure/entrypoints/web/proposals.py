@@ -13,7 +13,7 @@ from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
-from countersign.domain.messages import origin_line
+from countersign.domain.messages import lapsed_approval_message, origin_line
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -139,6 +139,12 @@ class ProposalPages:
             may_decide=reviewed.may_decide,
             decision=decision(view, reviewed.record, reviewed.may_decide, user.email),
             approvers=[self._name(user, email) for email in view["approvals"]],
+            no_longer_counting=[
+                lapsed_approval_message(
+                    view["operation"], self._name(user, email), reason, visit.language
+                )
+                for email, reason in view["no_longer_counting"]
+            ],
             policy=policy_lines(
                 reviewed.record.get("policy"),
                 dict(reviewed.record.get("preview") or {}),

@@ -196,6 +196,11 @@ def proposal_view(
         "pending": status == "pending",
         "reconciling": status == "reconciling",
         **_governance(record, t),
+        "no_longer_counting": [
+            (str(lapsed.get("approved_by")), str(lapsed.get("reason")))
+            for lapsed in record.get("no_longer_counting") or []
+            if isinstance(lapsed, dict)
+        ],
     }
 
 
