@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.passkeys import PasskeyAssertion
 from countersign.domain.errors import IllegalTransitionError
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate, event
@@ -164,6 +165,8 @@ class Proposal(Aggregate):
         self.approvals: tuple[str, ...] = ()
         #: Each approver's role in the club as they approved (None: recorded before roles were).
         self.approver_roles: tuple[str | None, ...] = ()
+        #: Each approval's passkey assertion, in the order of ``approvals`` (None: without).
+        self.approval_passkeys: tuple[PasskeyAssertion | None, ...] = ()
         self.superseded_by: UUID | None = None
 
     @classmethod
@@ -198,6 +201,11 @@ class Proposal(Aggregate):
     def requester_may_approve(self) -> bool:
         return bool((self.policy or {}).get("requester_may_approve", True))
 
+    @property
+    def requires_passkey(self) -> bool:
+        """Whether each approval must be signed with the approver's passkey."""
+        return bool((self.policy or {}).get("require_passkey", False))
+
     def has_approved(self, email: str) -> bool:
         return email in self.approvals
 
@@ -209,20 +217,37 @@ class Proposal(Aggregate):
 
     # -- commands -------------------------------------------------------------------------
 
-    def approve(self, approved_by: str, at: datetime, role: str | None = None) -> None:
+    def approve(
+        self,
+        approved_by: str,
+        at: datetime,
+        role: str | None = None,
+        passkey: PasskeyAssertion | None = None,
+    ) -> None:
         """One approval of several a policy requires; the last one is ``approve_and_claim``.
-        ``role``: the approver's role in the club as they approve (manager, staff...)."""
+        ``role``: the approver's role in the club as they approve (manager, staff...);
+        ``passkey``: the verified assertion it was signed with, if any."""
         self.check_is("approve", ProposalStatus.PENDING)
         if self.has_approved(approved_by):
             raise IllegalTransitionError("approve twice", self.status)
-        fields: dict[str, Any] = {"approved_by": approved_by, "approved_at": at, "role": role}
+        fields: dict[str, Any] = {
+            "approved_by": approved_by,
+            "approved_at": at,
+            "role": role,
+            "passkey": passkey,
+        }
         self._approved(**fields, chain=self._link("Approved", **fields))
 
     def approve_and_claim(
-        self, approved_by: str, at: datetime, attempt_id: UUID, role: str | None = None
+        self,
+        approved_by: str,
+        at: datetime,
+        attempt_id: UUID,
+        role: str | None = None,
+        passkey: PasskeyAssertion | None = None,
     ) -> None:
         """The last required approval and the claim always travel together, in one commit."""
-        self.approve(approved_by, at, role)
+        self.approve(approved_by, at, role, passkey)
         fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
         self._claimed(**fields, chain=self._link("Claimed", **fields))
 
@@ -277,14 +302,19 @@ class Proposal(Aggregate):
         as they approved: an auditor reads in what capacity each of a quorum's approvals was
         given, though roles change and people leave afterwards.
 
+        Version 3 adds ``passkey``: the WebAuthn assertion the approval was signed with
+        (credential id, authenticator data, client data, signature and the nonce of its
+        challenge), which ``audit verify`` checks against the key the approver registered.
+
         Events change shape only through a new ``class_version`` and an upcaster from the
         one before (docs/proof.md): the chain link of an upcast event still covers the fields
         as they were written, which ``audit verify`` hashes."""
 
-        class_version = 2
+        class_version = 3
         approved_by: str
         approved_at: datetime
         role: str | None
+        passkey: PasskeyAssertion | None
         chain: str
 
         @staticmethod
@@ -293,15 +323,27 @@ class Proposal(Aggregate):
             from the approver's role today."""
             state["role"] = None
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            """Version 3 records the passkey assertion an approval was signed with; every
+            approval before it was given without one."""
+            state["passkey"] = None
+
     @event(Approved)
     def _approved(
-        self, approved_by: str, approved_at: datetime, role: str | None, chain: str
+        self,
+        approved_by: str,
+        approved_at: datetime,
+        role: str | None,
+        passkey: PasskeyAssertion | None,
+        chain: str,
     ) -> None:
         self.chain = chain
         self.approved_by = approved_by
         self.approved_at = approved_at
         self.approvals = (*self.approvals, approved_by)
         self.approver_roles = (*self.approver_roles, role)
+        self.approval_passkeys = (*self.approval_passkeys, passkey)
 
     @event("Claimed")
     def _claimed(self, attempt_id: UUID, claimed_at: datetime, chain: str) -> None:

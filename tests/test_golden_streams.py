@@ -308,7 +308,7 @@ def _stored_state(cs: Countersign, proposal_id: str, version: int) -> dict[str, 
     return json.loads(stored.state)
 
 
-def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v2(golden):
+def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v3(golden):
     cs, manifest = golden
     awaiting = manifest["proposals"]["awaiting_second_approval"]
     written = _stored_state(cs, awaiting, 2)  # Ava's approval, as the release wrote it
@@ -321,7 +321,7 @@ def test_golden_v1_approvals_decode_through_the_upcaster_and_new_ones_are_v2(gol
 
     assert cs.access.approve(awaiting, NOAH).status == "succeeded"
     second = _stored_state(cs, awaiting, 3)
-    assert (second["class_version"], second["role"]) == (2, "manager")
+    assert (second["class_version"], second["role"], second["passkey"]) == (3, "manager", None)
     after = cs.store.get(UUID(awaiting), Proposal)
     assert after.approvals == (AVA, NOAH)
     assert after.approver_roles == (None, "manager")
@@ -335,13 +335,15 @@ def test_the_upcaster_adds_the_role_as_unknown():
     state: dict[str, Any] = {"approved_by": AVA, "approved_at": "t", "chain": "c"}
     Proposal.Approved.upcast_v1_v2(state)
     assert state == {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
-    assert Proposal.Approved.class_version == 2
+    Proposal.Approved.upcast_v2_v3(state)
+    assert state["passkey"] is None  # every approval before version 3 was given without one
+    assert Proposal.Approved.class_version == 3
 
 
 def test_an_approval_from_a_version_after_this_one_fails_closed(golden):
     cs, manifest = golden
     awaiting = manifest["proposals"]["awaiting_second_approval"]
-    _rewrite_state(cs, awaiting, 2, lambda state: {**state, "class_version": 3, "role": "x"})
+    _rewrite_state(cs, awaiting, 2, lambda state: {**state, "class_version": 4, "role": "x"})
     other = _reopened(cs)
     try:
         with pytest.raises(CorruptRecordError):
