@@ -160,11 +160,28 @@ class ProposalAccess:
             require(caller, member, permission)
         return self.proposals.revise(str(proposal.id), caller.email, request)
 
-    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
+    def approve(
+        self,
+        proposal_id: str,
+        actor: str | Caller,
+        passkey_assertion: Mapping[str, Any] | None = None,
+    ) -> ApprovalReport:
         """ProposalService.approve, once ``_check_decision`` lets the caller."""
         caller = Caller.of(actor)
         self._check_decision(proposal_id, caller)
-        return self.proposals.approve(proposal_id, caller.email)
+        return self.proposals.approve(proposal_id, caller.email, passkey_assertion)
+
+    def approval_challenge(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
+        """What the caller's authenticator signs to approve the proposal: NotFoundError for
+        a proposal outside the caller's club, ForbiddenError without the permission to
+        decide it."""
+        caller = Caller.of(actor)
+        proposal, member = self._visible(proposal_id, caller)
+        permission = decide_permission(proposal.kind, self.registry)
+        if permission is None:
+            raise NotFoundError("proposal")
+        require(caller, member, permission)
+        return self.proposals.approval_challenge(str(proposal.id), caller.email)
 
     def decline(
         self, proposal_id: str, actor: str | Caller, note: str | None = None
