@@ -140,6 +140,9 @@ class AuditTrail(Projection):
         if required > 1:
             # While pending a proposal records nothing but approvals: version 2 is the first.
             summary += f" ({event.originator_version - 1} of {required})"
+        passkey = getattr(event, "passkey", None)  # absent before version 3
+        if passkey:
+            summary = summary.replace("approved", f'approved with a passkey ("{passkey["name"]}")')
         self._record(event, position, rows, event.approved_by, summary)
 
     @handles("Proposal.Superseded")

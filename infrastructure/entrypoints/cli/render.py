@@ -11,7 +11,12 @@ from uuid import UUID
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
-from countersign.domain.messages import origin_line, preview_rows_of, proposal_headline
+from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
+    origin_line,
+    preview_rows_of,
+    proposal_headline,
+)
 from countersign.domain.money import format_money
 from countersign.domain.times import expiry, local_time
 
@@ -117,6 +122,11 @@ def describe_policy(rule: dict[str, Any], currency: str | None, language: str = 
             "; the requester may not approve their own",
             " ; la personne qui la demande ne peut pas l'approuver",
         ).text(language)
+    if rule.get("require_passkey"):
+        text += Localized(
+            "; each approval signed with a passkey",
+            " ; chaque approbation signée avec une clé d'accès",
+        ).text(language)
     return text
 
 
@@ -132,7 +142,14 @@ def governance_rows(
     approvals = list(card.get("approvals") or [])
     required = int(card.get("approvals_required") or 1)
     count = _APPROVALS.text(language, count=len(approvals), required=required)
-    rows = [(label("approvals"), f"{count} ({', '.join(approvals)})" if approvals else count)]
+    signed = {a["approved_by"]: a["passkey"] for a in card.get("approval_passkeys") or []}
+    who = [
+        f"{email}, {APPROVED_WITH_PASSKEY.text(language, name=signed[email])}"
+        if email in signed
+        else email
+        for email in approvals
+    ]
+    rows = [(label("approvals"), f"{count} ({'; '.join(who)})" if approvals else count)]
     policy = card.get("policy")
     if policy:
         currency = (card.get("preview") or {}).get("currency")
@@ -292,6 +309,14 @@ def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
             f"Not approvable: superseded by a newer proposal, {newer}.\n"
             f"  Review that one instead: {show}"
         )
+    if reason == "passkey_required":
+        return (
+            "Not approvable: its approval policy requires each approval to be signed with the "
+            "approver's passkey. Approve it on its page in the browser (or relay an assertion "
+            "through the API's approval-challenge)."
+        )
+    if reason == "passkey_rejected":
+        return "Not approvable: the passkey assertion given does not verify; nothing changed."
     if reason == "requester_may_not_approve":
         return (
             "Not approvable: its approval policy does not let the person who requested it "
