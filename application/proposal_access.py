@@ -358,6 +358,11 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "superseded_by": str(proposal.superseded_by) if proposal.superseded_by else None,
         "request": proposal.request,
         "origin": proposal.origin,
+        "approval_passkeys": {
+            email: passkey["name"]
+            for email, passkey in zip(proposal.approvals, proposal.approval_passkeys, strict=True)
+            if passkey is not None
+        },
     }
 
 
