@@ -27,6 +27,11 @@ from countersign.domain.ports import Repository
 OPERATOR = "operator"
 
 
+def _shown(policy: ApprovalPolicy) -> dict[str, Any]:
+    """A policy as callers read it: every setting, ``require_passkey`` included."""
+    return {**policy.to_json(), "require_passkey": policy.require_passkey}
+
+
 class PolicyService:
     """Sets and lists organizations' approval policies."""
 
@@ -44,6 +49,7 @@ class PolicyService:
         *,
         above_cents: int | None = None,
         requester_may_approve: bool = True,
+        require_passkey: bool = False,
         by: Caller | None = None,
     ) -> dict[str, Any]:
         """Put a policy in force for new proposals of ``operation``; what is now in force, and
@@ -52,7 +58,9 @@ class PolicyService:
         MissingPermissionError."""
         if operation not in self.registry:
             raise UnknownOperationError(operation)
-        policy = ApprovalPolicy(operation, approvals, above_cents, requester_may_approve)
+        policy = ApprovalPolicy(
+            operation, approvals, above_cents, requester_may_approve, require_passkey
+        )
         organization_id = self._organization_id(organization, by)
 
         def setting(facts: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
@@ -61,8 +69,8 @@ class PolicyService:
             if by is not None:
                 require_decider(by)  # the rules people decide under are theirs to set
             if not org.set_approval_policy(policy, set_by):
-                return Answer({**policy.to_json(), "changed": False})
-            return Commit([org], {**policy.to_json(), "changed": True})
+                return Answer({**_shown(policy), "changed": False})
+            return Commit([org], {**_shown(policy), "changed": True})
 
         return self.store.decide(Reads([organization_id]), setting)
 
@@ -75,7 +83,7 @@ class PolicyService:
         listed = []
         for operation in self.registry:
             entry = org.policies.get(operation, {})
-            policy = org.approval_policy(operation).to_json()
+            policy = _shown(org.approval_policy(operation))
             listed.append({**policy, "set_by": entry.get("set_by")})
         return listed
 

@@ -208,3 +208,71 @@ class ChatModel(Protocol):
     def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply: ...
+
+
+@dataclass(frozen=True)
+class NewPasskey:
+    """A passkey whose registration verified: its credential id and COSE public key
+    (base64url), and the authenticator's signature counter."""
+
+    credential_id: str
+    public_key: str
+    sign_count: int
+
+
+@dataclass(frozen=True)
+class CheckedAssertion:
+    """An assertion that verified, in the form ``Approved`` stores (base64url), with the
+    authenticator's new signature counter."""
+
+    credential_id: str
+    authenticator_data: str
+    client_data_json: str
+    signature: str
+    sign_count: int
+
+
+class PasskeyRejectedError(Exception):
+    """A passkey ceremony that did not verify (wrong challenge, origin or RP id, a bad
+    signature, no user verification, a counter that went back); the reason is for logs."""
+
+
+class PasskeyCeremonies(Protocol):
+    """WebAuthn, done by a well-kept library: the options a browser is given, and the
+    verification of what its authenticator answers. Also issues the fresh nonces challenges
+    are made of, each bound to what it was issued for and valid for a few minutes."""
+
+    rp_id: str
+
+    def issue_nonce(self, purpose: str, now: datetime) -> str: ...
+
+    def nonce_holds(self, nonce: str, purpose: str, now: datetime) -> bool: ...
+
+    def registration_options(
+        self,
+        *,
+        user_id: bytes,
+        user_name: str,
+        display_name: str,
+        challenge: bytes,
+        exclude: Sequence[str],
+    ) -> dict[str, Any]: ...
+
+    def verify_registration(self, credential: Mapping[str, Any], challenge: bytes) -> NewPasskey:
+        """PasskeyRejectedError unless it verifies, user verification included."""
+        ...
+
+    def assertion_options(self, challenge: bytes, allow: Sequence[str]) -> dict[str, Any]: ...
+
+    def verify_assertion(
+        self,
+        credential: Mapping[str, Any],
+        challenge: bytes,
+        *,
+        public_key: str,
+        sign_count: int,
+        rp_id: str,
+    ) -> CheckedAssertion:
+        """PasskeyRejectedError unless it verifies against the origin and RP id configured,
+        the public key, the challenge and the counter, user verification included."""
+        ...

@@ -29,6 +29,7 @@ from countersign.application.access import (
     readable_sections,
     require,
     require_any,
+    require_decider,
     section_permissions,
     sections_of,
 )
@@ -160,11 +161,29 @@ class ProposalAccess:
             require(caller, member, permission)
         return self.proposals.revise(str(proposal.id), caller, request)
 
-    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
+    def approve(
+        self,
+        proposal_id: str,
+        actor: str | Caller,
+        passkey_assertion: Mapping[str, Any] | None = None,
+    ) -> ApprovalReport:
         """ProposalService.approve, once ``_check_decision`` lets the caller."""
         caller = Caller.of(actor)
         self._check_decision(proposal_id, caller)
-        return self.proposals.approve(proposal_id, caller)
+        return self.proposals.approve(proposal_id, caller, passkey_assertion)
+
+    def approval_challenge(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
+        """What the caller's authenticator signs to approve the proposal: NotFoundError for
+        a proposal outside the caller's club, ForbiddenError without the permission to
+        decide it, AgentCannotDecideError for an agent token."""
+        caller = Caller.of(actor)
+        require_decider(caller)
+        proposal, member = self._visible(proposal_id, caller)
+        permission = decide_permission(proposal.kind, self.registry)
+        if permission is None:
+            raise NotFoundError("proposal")
+        require(caller, member, permission)
+        return self.proposals.approval_challenge(str(proposal.id), caller.email)
 
     def decline(
         self, proposal_id: str, actor: str | Caller, note: str | None = None
@@ -344,6 +363,11 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "superseded_by": str(proposal.superseded_by) if proposal.superseded_by else None,
         "request": proposal.request,
         "origin": proposal.origin,
+        "approval_passkeys": {
+            email: passkey["name"]
+            for email, passkey in zip(proposal.approvals, proposal.approval_passkeys, strict=True)
+            if passkey is not None
+        },
     }
 
 

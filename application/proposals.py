@@ -33,6 +33,7 @@ from countersign.application.errors import (
     new_correlation_id,
     parse_id,
 )
+from countersign.application.passkeys import PasskeyRefusal, PasskeyStep, SignedApproval
 from countersign.application.ports import (
     AggregateStore,
     Answer,
@@ -53,7 +54,7 @@ from countersign.application.reports import (
     ProposalCreated,
     SweepReport,
 )
-from countersign.domain.club.organization import Organization
+from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import (
     Effect,
@@ -197,8 +198,12 @@ class ProposalService:
         lease: timedelta = timedelta(seconds=60),
         open_work: OpenWorkIndex | None = None,
         faults: FaultPoints | None = None,
+        passkeys: PasskeyStep | None = None,
     ) -> None:
         self.store = store
+        #: Checks the passkey a proposal's policy may require (None: no passkey can be
+        #: checked, so a proposal that requires one cannot be approved).
+        self.passkeys = passkeys
         self.faults = faults or NoFaults()  # where a test may kill the process (faults.md)
         self.open_work = open_work or ScanOpenWork(store)
         self.providers = providers
@@ -397,6 +402,13 @@ class ProposalService:
             superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
             changes=self.changes(proposal, language),
             origin=proposal.origin,
+            approval_passkeys=[
+                {"approved_by": email, "passkey": passkey["name"]}
+                for email, passkey in zip(
+                    proposal.approvals, proposal.approval_passkeys, strict=True
+                )
+                if passkey is not None
+            ],
         )
 
     def changes(self, proposal: Proposal, language: str = "en") -> list[dict[str, str]]:
@@ -423,18 +435,29 @@ class ProposalService:
 
     # -- approve ------------------------------------------------------------------------------
 
-    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
+    def approve(
+        self,
+        proposal_id: str,
+        actor: str | Caller,
+        passkey_assertion: Mapping[str, Any] | None = None,
+    ) -> ApprovalReport:
         """Claim the proposal exactly once, revalidate, execute, and record the outcome.
 
         ``actor``: the approver's email (a person), or the Caller with the credential they
-        presented. Raises AgentCannotDecideError for an agent token, and
-        ConcurrencyConflictError only if the claim kept losing races on shared facts
+        presented. ``passkey_assertion``: ``{"nonce", "credential"}``, the answer of the
+        approver's authenticator to ``approval_challenge`` (needed where the proposal's
+        policy requires a passkey).
+
+        Raises AgentCannotDecideError for an agent token, and ConcurrencyConflictError only
+        if the claim kept losing races on shared facts
         (another proposal kept changing the same record): nothing was claimed; try again.
         """
         caller = Caller.of(actor)
         try:
             pid = parse_id(proposal_id, "proposal")
-            claimed = self.store.decide(Reads([pid]), lambda facts: self._claim(facts, pid, caller))
+            claimed = self.store.decide(
+                Reads([pid]), lambda facts: self._claim(facts, pid, caller, passkey_assertion)
+            )
         except NotFoundError:
             # An unknown id, and another tenant's proposal, get the same answer, echo included.
             return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
@@ -442,8 +465,26 @@ class ProposalService:
             return self._call_out(claimed)
         return claimed
 
-    def _claim(self, facts: Repository, pid: UUID, caller: Caller) -> _Claim:
-        """The approve path up to its claim commit, decided on ``facts``.
+    def _claim(
+        self, facts: Repository, pid: UUID, caller: Caller, passkey: Mapping[str, Any] | None
+    ) -> _Claim:
+        """The approve path up to its claim commit, decided on ``facts``; a passkey's new
+        signature counter goes into whatever it commits."""
+        signed: list[SignedApproval] = []
+        decided = self._claim_steps(facts, pid, caller, passkey, signed)
+        if signed and isinstance(decided, Commit):
+            return Commit([*decided.aggregates, signed[0].ring], decided.answer)
+        return decided
+
+    def _claim_steps(
+        self,
+        facts: Repository,
+        pid: UUID,
+        caller: Caller,
+        passkey: Mapping[str, Any] | None,
+        signed: list[SignedApproval],
+    ) -> _Claim:
+        """The approve path's steps up to its claim commit.
 
         A local operation executes here, in the claim's commit; an external one records its
         attempt here and is called out once the claim is committed (``_call_out``).
@@ -466,16 +507,22 @@ class ProposalService:
         if closed is not None:
             return closed
         # 4. Check the approval policy it was frozen under: whether the requester may approve
-        #    it, and whether this approval is the last one its quorum needs, counting only
-        #    earlier approvers who may still approve (rechecked now). An earlier one is
-        #    recorded alone; approving twice changes nothing.
+        #    it; whether it takes a passkey, and this approval was signed with one of the
+        #    approver's over this proposal's digest; and whether this approval is the last one
+        #    its quorum needs, counting only earlier approvers who may still approve (rechecked
+        #    now). An earlier one is recorded alone; approving twice changes nothing.
         approval = Approval(member, caller.recorded_credential)
-        not_yet = self._policy_short_of_claim(proposal, org, contract, approval, now)
+        not_yet = self._policy_short_of_claim(
+            facts, proposal, org, contract, approval, now, passkey, signed
+        )
         if not_yet is not None:
             return not_yet
+        assertion = signed[0].assertion if signed else None
         # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
         attempt_id = uuid4()
-        proposal.approve_and_claim(member.email, now, attempt_id, **approval.fields)
+        proposal.approve_and_claim(
+            member.email, now, attempt_id, passkey=assertion, **approval.fields
+        )
         # 6. Decode the arguments and check the digest: what runs is what the approver saw.
         try:
             arguments = contract.decode_arguments(proposal.arguments)
@@ -538,15 +585,19 @@ class ProposalService:
 
     def _policy_short_of_claim(
         self,
+        facts: Repository,
         proposal: Proposal,
         org: Organization,
         contract: AnyContract,
         approval: Approval,
         now: datetime,
+        passkey: Mapping[str, Any] | None,
+        signed: list[SignedApproval],
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
-        may not approve it; this member already has; more approvals are needed, this one
-        recorded alone), or None when it is the last one needed.
+        may not approve it; this member already has; its passkey is missing or does not
+        verify; more approvals are needed, this one recorded alone), or None when it is the
+        last one needed. A verified passkey is appended to ``signed``.
 
         Before an approval may complete the quorum, every earlier one is rechecked: its
         approver must still be the same member (not gone, nor gone and back) holding the
@@ -561,12 +612,44 @@ class ProposalService:
             if lapse_reason(proposal, org, contract, email) is None:
                 return Answer(self._awaiting(proposal, again=True))
             proposal.lapse_approval(email, "rejoined")
+        checked = self._passkey_check(facts, proposal, approval.member, passkey)
+        if isinstance(checked, PasskeyRefusal):
+            refusal = NotApprovable(NotApprovableReason(checked.reason))
+            return Answer(self._report(proposal, refusal))
+        if checked is not None:
+            signed.append(checked)
         if len(proposal.approvals) + 1 >= proposal.approvals_required:
             recheck(proposal, org, contract)
         if len(proposal.approvals) + 1 < proposal.approvals_required:
-            proposal.approve(email, now, **approval.fields)
+            assertion = None if checked is None else checked.assertion
+            proposal.approve(email, now, passkey=assertion, **approval.fields)
             return Commit([proposal], self._awaiting(proposal))
         return None  # any lapses travel in the claim's commit, with Approved and Claimed
+
+    def _passkey_check(
+        self,
+        facts: Repository,
+        proposal: Proposal,
+        member: Member,
+        submitted: Mapping[str, Any] | None,
+    ) -> SignedApproval | PasskeyRefusal | None:
+        """Step 4's passkey: the verified assertion, why it does not count, or None (none
+        needed, none given). Without a configured check a required passkey fails closed."""
+        if self.passkeys is None:
+            needed = proposal.requires_passkey or submitted is not None
+            return PasskeyRefusal("passkey_required") if needed else None
+        return self.passkeys.check(facts, proposal, member, submitted)
+
+    def approval_challenge(self, proposal_id: str, actor: str) -> dict[str, Any]:
+        """What an approver's authenticator signs to approve this proposal (``PasskeyStep``).
+        NotFoundError for an unknown id, another club's, or a non-member (and where no
+        passkey check is wired). A proposal no longer pending gets one too: approving it
+        answers from its stored state, as always."""
+        proposal = self._load(proposal_id)
+        if proposal is None or self.passkeys is None:
+            raise NotFoundError("proposal")
+        member = member_of(self.store, proposal.organization_id, actor)
+        return self.passkeys.challenge(self.store, proposal, member)
 
     def _call_out(self, claimed: _CallOut) -> ApprovalReport:
         """Steps 8 and 9 of an external operation whose claim is committed."""

@@ -101,6 +101,8 @@ class ProposalCard(Report):
     """For a revision: what it changed against the proposal it revised, field by field
     (``field``, ``label``, ``before``, ``after``)."""
     origin: dict[str, str] | None = None
+    #: The approvals given with a passkey: who, and the passkey's name as it approved.
+    approval_passkeys: list[dict[str, str]] = field(default_factory=list)
     """Where the request came from when not from countersign itself (an MCP client)."""
     approval_credentials: list[str] = field(default_factory=list)
     """What each counting approver presented, as ``approvals`` lists them: ``person``,

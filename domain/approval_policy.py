@@ -30,6 +30,9 @@ class ApprovalPolicy:
     """The policy applies to proposals whose amount is above this (None: to every one). An
     operation that moves no money has no amount, and is covered only without a threshold."""
     requester_may_approve: bool = True
+    require_passkey: bool = False
+    """Each approval (above the amount, as the quorum) must be signed with the approver's
+    passkey, bound to the proposal's contract digest."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.approvals <= MAX_APPROVALS:
@@ -51,6 +54,8 @@ class ApprovalPolicy:
             "amount_cents": amount_cents,
             "approvals_required": self.approvals if applies else 1,
             "requester_may_approve": self.requester_may_approve or not applies,
+            # Only when it asks for one: records frozen before passkeys keep their shape.
+            **({"require_passkey": True} if self.require_passkey and applies else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -59,4 +64,5 @@ class ApprovalPolicy:
             "approvals": self.approvals,
             "above_cents": self.above_cents,
             "requester_may_approve": self.requester_may_approve,
+            **({"require_passkey": True} if self.require_passkey else {}),
         }

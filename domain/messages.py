@@ -28,6 +28,11 @@ from countersign.domain.handback import (
 from countersign.domain.outcomes import Succeeded, outcome_from_stored
 from pydantic import ValidationError
 
+APPROVED_WITH_PASSKEY = Localized(
+    'Approved with a passkey ("{name}")', "Approuvée avec une clé d'accès (« {name} »)"
+)
+"""How an approval signed with a passkey reads, on cards and in the audit trail."""
+
 
 def outcome_message(
     kind: str, preview: dict[str, Any], stored_outcome: dict[str, Any], language: str = "en"

@@ -98,6 +98,12 @@ class NotApprovableReason(StrEnum):
     REQUESTER_MAY_NOT_APPROVE = "requester_may_not_approve"
     """Separation of duties: the policy it was frozen under lets others approve it, not the
     person who requested it."""
+    PASSKEY_REQUIRED = "passkey_required"
+    """The policy it was frozen under requires each approval to be signed with the
+    approver's passkey, and none was given."""
+    PASSKEY_REJECTED = "passkey_rejected"
+    """A passkey assertion was given and does not verify: not one of the approver's
+    passkeys, an expired or foreign challenge, a bad signature or no user verification."""
 
 
 ArgumentsT = TypeVar("ArgumentsT")

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.passkeys import PasskeyAssertion
 from countersign.domain.errors import IllegalTransitionError
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate, event
@@ -174,6 +175,8 @@ class Proposal(Aggregate):
         self.approver_memberships: tuple[str | None, ...] = ()
         #: Approvals that no longer count, in order: {"approved_by", "reason"}.
         self.lapsed_approvals: tuple[dict[str, str], ...] = ()
+        #: Each approval's passkey assertion, in the order of ``approvals`` (None: without).
+        self.approval_passkeys: tuple[PasskeyAssertion | None, ...] = ()
         self.superseded_by: UUID | None = None
 
     @classmethod
@@ -208,6 +211,11 @@ class Proposal(Aggregate):
     def requester_may_approve(self) -> bool:
         return bool((self.policy or {}).get("requester_may_approve", True))
 
+    @property
+    def requires_passkey(self) -> bool:
+        """Whether each approval must be signed with the approver's passkey."""
+        return bool((self.policy or {}).get("require_passkey", False))
+
     def has_approved(self, email: str) -> bool:
         return email in self.approvals
 
@@ -224,13 +232,15 @@ class Proposal(Aggregate):
         approved_by: str,
         at: datetime,
         role: str | None = None,
+        passkey: PasskeyAssertion | None = None,
         *,
         credential: str = "person",
         membership_id: str | None = None,
     ) -> None:
         """One approval of several a policy requires; the last one is ``approve_and_claim``.
         ``role``: the approver's role in the club as they approve (manager, staff...);
-        ``credential``: what they presented; ``membership_id``: which membership approved."""
+        ``passkey``: the verified assertion it was signed with, if any; ``credential``: what
+        they presented; ``membership_id``: which membership approved."""
         self.check_is("approve", ProposalStatus.PENDING)
         if self.has_approved(approved_by):
             raise IllegalTransitionError("approve twice", self.status)
@@ -240,6 +250,7 @@ class Proposal(Aggregate):
             "role": role,
             "credential": credential,
             "membership_id": membership_id,
+            "passkey": passkey,
         }
         self._approved(**fields, chain=self._link("Approved", **fields))
 
@@ -249,12 +260,15 @@ class Proposal(Aggregate):
         at: datetime,
         attempt_id: UUID,
         role: str | None = None,
+        passkey: PasskeyAssertion | None = None,
         *,
         credential: str = "person",
         membership_id: str | None = None,
     ) -> None:
         """The last required approval and the claim always travel together, in one commit."""
-        self.approve(approved_by, at, role, credential=credential, membership_id=membership_id)
+        self.approve(
+            approved_by, at, role, passkey, credential=credential, membership_id=membership_id
+        )
         fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
         self._claimed(**fields, chain=self._link("Claimed", **fields))
 
@@ -333,6 +347,10 @@ class Proposal(Aggregate):
         and which membership approved (``membership_id``), so that a quorum's final approval
         can tell whether an earlier approver is still the same member.
 
+        Version 3 also adds ``passkey``: the WebAuthn assertion the approval was signed with
+        (credential id, authenticator data, client data, signature and the nonce of its
+        challenge), which ``audit verify`` checks against the key the approver registered.
+
         Events change shape only through a new ``class_version`` and an upcaster from the
         one before (docs/proof.md): the chain link of an upcast event still covers the fields
         as they were written, which ``audit verify`` hashes."""
@@ -343,6 +361,7 @@ class Proposal(Aggregate):
         role: str | None
         credential: str
         membership_id: str | None
+        passkey: PasskeyAssertion | None
         chain: str
 
         @staticmethod
@@ -354,9 +373,11 @@ class Proposal(Aggregate):
         @staticmethod
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             """Version 2 (up to 417270c) did not record the credential: it was ``unknown``
-            then (a person, or a token that could approve), and the membership unknown."""
+            then (a person, or a token that could approve), and the membership unknown. Nor
+            did it record a passkey: every approval before version 3 was given without one."""
             state["credential"] = "unknown"
             state["membership_id"] = None
+            state["passkey"] = None
 
     @event(Approved)
     def _approved(
@@ -366,6 +387,7 @@ class Proposal(Aggregate):
         role: str | None,
         credential: str,
         membership_id: str | None,
+        passkey: PasskeyAssertion | None,
         chain: str,
     ) -> None:
         self.chain = chain
@@ -375,6 +397,7 @@ class Proposal(Aggregate):
         self.approver_roles = (*self.approver_roles, role)
         self.approver_credentials = (*self.approver_credentials, credential)
         self.approver_memberships = (*self.approver_memberships, membership_id)
+        self.approval_passkeys = (*self.approval_passkeys, passkey)
 
     class ApprovalLapsed(Aggregate.Event):
         """An earlier approval stopped counting towards the quorum when a later approval
@@ -394,6 +417,7 @@ class Proposal(Aggregate):
         self.approver_roles = tuple(self.approver_roles[i] for i in keep)
         self.approver_credentials = tuple(self.approver_credentials[i] for i in keep)
         self.approver_memberships = tuple(self.approver_memberships[i] for i in keep)
+        self.approval_passkeys = tuple(self.approval_passkeys[i] for i in keep)
         self.lapsed_approvals = (
             *self.lapsed_approvals,
             {"approved_by": approved_by, "reason": reason},

@@ -14,6 +14,7 @@ from countersign.application.assistant.toolbox import AgentToolbox
 from countersign.application.audit import AuditService
 from countersign.application.club import ClubService
 from countersign.application.notifications import NotificationsService
+from countersign.application.passkeys import PasskeyService, PasskeyStep
 from countersign.application.policies import PolicyService
 from countersign.application.ports import (
     ChatModel,
@@ -28,6 +29,7 @@ from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.crash_points import fault_points_from_env
 from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
+from countersign.infrastructure.identity.passkeys import WebAuthnCeremonies
 from countersign.infrastructure.observability.metrics import MeteredProposalService, counted
 from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,
@@ -61,6 +63,7 @@ class Countersign:
     policies: PolicyService
     toolbox: AgentToolbox  # the assistants' tools for an outside agent (the MCP server)
     notifications: NotificationsService  # webhook endpoints, members' languages, recipients
+    passkeys: PasskeyService  # members' passkeys (the account page)
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -119,15 +122,18 @@ def bootstrap(
     store = EventSourcedStore(app)
     sandbox = SandboxPaymentProvider(sql)
     email_sandbox = SandboxEmailProvider(sql)
+    clock = clock or SystemClock()
+    ceremonies = WebAuthnCeremonies(sql, settings.webauthn_rp_id, settings.webauthn_origins)
     # Metered: approval latency and every provider call are counted (observability/metrics.py).
     proposals = MeteredProposalService(
         store,
         counted({"payments": sandbox, "email": email_sandbox, **(providers or {})}),
-        clock or SystemClock(),
+        clock,
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         lease=timedelta(seconds=settings.reconcile_lease_seconds),
         open_work=ProjectedOpenWork(app, sql),
         faults=faults or fault_points_from_env(),
+        passkeys=PasskeyStep(ceremonies, clock),
     )
     assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
     audit = AuditService(store)
@@ -149,6 +155,7 @@ def bootstrap(
         policies=PolicyService(store),
         toolbox=AgentToolbox(store, access),
         notifications=NotificationsService(store),
+        passkeys=PasskeyService(store, ceremonies, clock),
     )
 
 

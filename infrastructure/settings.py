@@ -32,6 +32,11 @@ class Settings:
     #: COUNTERSIGN_READY_MAX_LAG: /readyz fails while a projection is more events behind the
     #: log than this (0: projection lag never fails readiness).
     ready_max_lag: int = DEFAULT_READY_MAX_LAG
+    #: COUNTERSIGN_WEBAUTHN_RP_ID: the domain passkeys are registered for (no scheme, no port).
+    webauthn_rp_id: str = "localhost"
+    #: COUNTERSIGN_WEBAUTHN_ORIGIN: the origins (comma-separated) the pages that use passkeys
+    #: are served from; an assertion from any other origin does not verify.
+    webauthn_origins: tuple[str, ...] = ("http://localhost:8000",)
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -54,7 +59,26 @@ class Settings:
                 "COUNTERSIGN_READY_MAX_LAG must be a number of events (0: no limit), "
                 f"not {max_lag!r}"
             )
+        rp_id = os.environ.get("COUNTERSIGN_WEBAUTHN_RP_ID", "").strip().lower() or "localhost"
+        if not rp_id.replace(".", "").replace("-", "").isalnum():
+            raise SettingsError(
+                "COUNTERSIGN_WEBAUTHN_RP_ID must be a domain name such as example.org, "
+                f"not {rp_id!r}"
+            )
+        origins = tuple(
+            o.strip().rstrip("/")
+            for o in os.environ.get("COUNTERSIGN_WEBAUTHN_ORIGIN", "").split(",")
+            if o.strip()
+        ) or (f"http://{rp_id}:8000" if rp_id == "localhost" else f"https://{rp_id}",)
+        for origin in origins:
+            if not origin.startswith(("https://", "http://localhost")):
+                raise SettingsError(
+                    "COUNTERSIGN_WEBAUTHN_ORIGIN must be https:// origins (http:// only for "
+                    f"localhost), not {origin!r}"
+                )
         return cls(
+            webauthn_rp_id=rp_id,
+            webauthn_origins=origins,
             database_url=database_url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL,
             proposal_ttl_seconds=int(ttl),
             reconcile_lease_seconds=int(lease),

@@ -154,6 +154,10 @@ class AuditTrail(Projection):
             summary += f" {how}"
         if required > 1:
             summary += f" ({counted} of {required})"
+        passkey = getattr(event, "passkey", None)  # absent before version 3
+        if passkey:
+            named = f'approved with a passkey ("{passkey["name"]}")'
+            summary = summary.replace("approved", named, 1)
         self._record(event, position, rows, event.approved_by, summary)
 
     @handles("Proposal.ApprovalLapsed")

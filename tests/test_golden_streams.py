@@ -322,7 +322,7 @@ def test_golden_v1_approvals_decode_through_the_upcasters_and_new_ones_are_curre
 
     assert cs.access.approve(awaiting, NOAH).status == "succeeded"
     second = _stored_state(cs, awaiting, 3)
-    assert (second["class_version"], second["role"]) == (3, "manager")
+    assert (second["class_version"], second["role"], second["passkey"]) == (3, "manager", None)
     assert (second["credential"], second["membership_id"]) == ("person", _membership(cs, NOAH))
     after = cs.store.get(UUID(awaiting), Proposal)
     assert after.approvals == (AVA, NOAH)
@@ -347,11 +347,12 @@ def test_the_upcaster_adds_the_role_as_unknown():
     assert state == {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
 
 
-def test_the_upcaster_adds_the_credential_and_membership_as_unknown():
+def test_the_upcaster_adds_the_credential_membership_and_passkey_as_unknown():
     state: dict[str, Any] = {"approved_by": AVA, "approved_at": "t", "chain": "c", "role": None}
     Proposal.Approved.upcast_v2_v3(state)
     assert state["credential"] == "unknown"
     assert state["membership_id"] is None
+    assert state["passkey"] is None  # every approval before version 3 was given without one
     assert Proposal.Approved.class_version == 3
 
 

@@ -297,6 +297,7 @@ def test_a_proposal_keeps_the_policy_it_was_frozen_under(cs, seeded):
         "approvals": 1,
         "above_cents": None,
         "requester_may_approve": True,
+        "require_passkey": False,
         "changed": True,
     }
     assert cs.proposals.approve(before, AVA).result == "awaiting_approvals"
@@ -327,6 +328,7 @@ def test_policy_changes_are_recorded_and_checked(cs, seeded):
         "approvals": 2,
         "above_cents": 10000,
         "requester_may_approve": True,
+        "require_passkey": False,
         "set_by": "seed",
     }
     assert in_force["roster.move_member"]["approvals"] == 1

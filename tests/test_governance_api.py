@@ -262,6 +262,7 @@ def test_policies_list_and_set_in_the_tokens_club(api):
         "approvals": 2,
         "above_cents": 10000,
         "requester_may_approve": True,
+        "require_passkey": False,
         "set_by": "seed",
     }
     assert policies["roster.move_member"]["set_by"] is None
@@ -278,6 +279,7 @@ def test_policies_list_and_set_in_the_tokens_club(api):
         "approvals": 3,
         "above_cents": 1000,
         "requester_may_approve": True,
+        "require_passkey": False,
         "changed": True,
     }
     assert same.json()["changed"] is False

@@ -192,6 +192,7 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
         "approvals": 2,
         "above_cents": 10000,
         "requester_may_approve": True,
+        "require_passkey": False,
         "set_by": "seed",
     }
     assert {p["operation"] for p in shown["policies"]} >= {REFUND, "roster.move_member"}
@@ -201,6 +202,7 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
         "approvals": 2,
         "above_cents": None,
         "requester_may_approve": False,
+        "require_passkey": False,
         "changed": True,
     }
     assert again["changed"] is False

@@ -162,6 +162,7 @@ class Organization(Aggregate):
             approvals=int(entry["approvals"]),
             above_cents=entry["above_cents"],
             requester_may_approve=bool(entry["requester_may_approve"]),
+            require_passkey=bool(entry.get("require_passkey", False)),
         )
 
     def set_approval_policy(self, policy: ApprovalPolicy, set_by: str) -> bool:
@@ -180,6 +181,7 @@ class Organization(Aggregate):
         above_cents: int | None,
         requester_may_approve: bool,
         set_by: str,
+        require_passkey: bool = False,  # absent from events stored before passkeys
     ) -> None:
         self._policies = {
             **self.policies,
@@ -187,6 +189,7 @@ class Organization(Aggregate):
                 "approvals": approvals,
                 "above_cents": above_cents,
                 "requester_may_approve": requester_may_approve,
+                "require_passkey": require_passkey,
                 "set_by": set_by,
             },
         }

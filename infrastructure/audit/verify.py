@@ -4,6 +4,12 @@ Every proposal event carries ``chain = SHA-256(previous link, version, type, fie
 verifier re-derives each link from the stored content, checks versions run 1, 2, 3… without a
 gap, and cross-checks the audit trail's copy of every link, which also reveals a removed last
 event. It reports the first broken link it finds, in log order.
+
+An approval signed with a passkey is verified again from the event stream alone: its
+signature against the public key the approver's ``PasskeyRegistered`` event holds (removed
+passkeys included), and its challenge against this proposal's contract digest, id and
+approver (``assertion_problem``). A proposal whose assertion does not hold is named like a
+broken link.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.proposal import Proposal, chain_link
+from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,
     stored_topics,
@@ -98,9 +106,36 @@ def _check(
         if version in audited and audited[version] != stored:
             return {"version": version, "problem": "link differs from the audit trail's copy"}
         previous = link
+        if type(event).__name__ == "Approved" and written.get("passkey"):
+            problem = _passkey_problem(app, events[0][1], proposal_id, written)
+            if problem is not None:
+                return {"version": version, "problem": problem}
     if audited and max(audited) > len(events):
         return {"version": len(events) + 1, "problem": "event removed (audited, now missing)"}
     return None
+
+
+def _passkey_problem(
+    app: CountersignApplication,
+    proposed: dict[str, Any],
+    proposal_id: UUID,
+    approved: dict[str, Any],
+) -> str | None:
+    """Why an approval's stored passkey assertion does not hold, or None."""
+    approver = str(approved.get("approved_by"))
+    try:
+        ring_id = PasskeyRing.create_id(UUID(str(proposed["organization_id"])), approver)
+        ring: object = app.repository.get(ring_id)
+        registered = ring.registered if isinstance(ring, PasskeyRing) else {}
+    except Exception:
+        registered = {}
+    return assertion_problem(
+        approved["passkey"],
+        registered=registered,
+        digest=str(proposed.get("digest")),
+        proposal_id=str(proposal_id),
+        approver=approver,
+    )
 
 
 def _proposal_ids(app: CountersignApplication, audited: list[str]) -> Iterator[UUID]:

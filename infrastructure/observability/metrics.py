@@ -67,11 +67,16 @@ PROVIDER_CALLS = Counter(
 class MeteredProposalService(ProposalService):
     """The proposal service, timing every approval into ``countersign_approve_seconds``."""
 
-    def approve(self, proposal_id: str, actor: str | Caller) -> ApprovalReport:
+    def approve(
+        self,
+        proposal_id: str,
+        actor: str | Caller,
+        passkey_assertion: Mapping[str, Any] | None = None,
+    ) -> ApprovalReport:
         started = time.perf_counter()
         result = "error"
         try:
-            report = super().approve(proposal_id, actor)
+            report = super().approve(proposal_id, actor, passkey_assertion)
             result = report.result
             return report
         finally:

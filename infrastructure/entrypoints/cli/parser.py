@@ -133,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="true|false",
         help="may the person who requested a proposal approve it (default: true)",
     )
+    policy_set.add_argument(
+        "--require-passkey",
+        type=true_or_false,
+        default=False,
+        metavar="true|false",
+        help="must each approval be signed with the approver's passkey (default: false)",
+    )
     policy_show = add("show", cmd_policy_show, "every operation's policy in force", policy_sub)
     policy_show.add_argument("--org", required=True)
 

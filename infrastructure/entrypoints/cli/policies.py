@@ -56,6 +56,7 @@ def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
             args.approvals,
             above_cents=args.above_cents,
             requester_may_approve=args.requester_may_approve,
+            require_passkey=args.require_passkey,
         )
     except PolicyError as error:  # the domain's own bounds, should argparse's ever differ
         raise UsageError(str(error)) from None

@@ -12,6 +12,7 @@ from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
     credential_note,
     origin_line,
     preview_rows_of,
@@ -122,6 +123,11 @@ def describe_policy(rule: dict[str, Any], currency: str | None, language: str = 
             "; the requester may not approve their own",
             " ; la personne qui la demande ne peut pas l'approuver",
         ).text(language)
+    if rule.get("require_passkey"):
+        text += Localized(
+            "; each approval signed with a passkey",
+            " ; chaque approbation signée avec une clé d'accès",
+        ).text(language)
     return text
 
 
@@ -138,11 +144,14 @@ def governance_rows(
     required = int(card.get("approvals_required") or 1)
     count = _APPROVALS.text(language, count=len(approvals), required=required)
     credentials = list(card.get("approval_credentials") or [])
-    named = [
-        " ".join(filter(None, (email, credential_note(how, language))))
-        for email, how in zip(approvals, credentials + [None] * len(approvals), strict=False)
-    ]
-    rows = [(label("approvals"), f"{count} ({', '.join(named)})" if approvals else count)]
+    signed = {a["approved_by"]: a["passkey"] for a in card.get("approval_passkeys") or []}
+    named = []
+    for email, how in zip(approvals, credentials + [None] * len(approvals), strict=False):
+        note = " ".join(filter(None, (email, credential_note(how, language))))
+        if email in signed:
+            note += f", {APPROVED_WITH_PASSKEY.text(language, name=signed[email])}"
+        named.append(note)
+    rows = [(label("approvals"), f"{count} ({'; '.join(named)})" if approvals else count)]
     for lapsed in card.get("no_longer_counting") or []:
         rows.append(("", str(lapsed.get("message") or lapsed.get("reason"))))
     policy = card.get("policy")
@@ -315,6 +324,14 @@ def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
             f"Not approvable: superseded by a newer proposal, {newer}.\n"
             f"  Review that one instead: {show}"
         )
+    if reason == "passkey_required":
+        return (
+            "Not approvable: its approval policy requires each approval to be signed with the "
+            "approver's passkey. Approve it on its page in the browser (or relay an assertion "
+            "through the API's approval-challenge)."
+        )
+    if reason == "passkey_rejected":
+        return "Not approvable: the passkey assertion given does not verify; nothing changed."
     if reason == "requester_may_not_approve":
         return (
             "Not approvable: its approval policy does not let the person who requested it "

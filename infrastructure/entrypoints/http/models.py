@@ -63,6 +63,45 @@ class DeclineIn(_Body):
     note: str | None = Field(default=None, max_length=500, description="Why, for the requester.")
 
 
+class PasskeyAssertionIn(_Body):
+    """An approver's passkey assertion, relayed by a service from its own interface."""
+
+    nonce: str = Field(
+        max_length=200,
+        description="The nonce GET /proposals/{id}/approval-challenge answered with.",
+    )
+    credential: dict[str, Any] = Field(
+        description=(
+            "What navigator.credentials.get() gave for that challenge's options, as JSON "
+            "(PublicKeyCredential.toJSON(): id, rawId, type, response with clientDataJSON, "
+            "authenticatorData, signature and userHandle, base64url)."
+        )
+    )
+
+
+class ApproveIn(_Body):
+    """An approval's optional passkey assertion (required where the proposal's policy asks
+    for a passkey)."""
+
+    passkey_assertion: PasskeyAssertionIn | None = None
+
+
+class ApprovalChallengeOut(BaseModel):
+    """What the approver's authenticator signs to approve one proposal."""
+
+    proposal_id: str
+    digest: str = Field(description="The contract digest the challenge binds.")
+    nonce: str = Field(description="Send it back with the assertion; valid for 5 minutes.")
+    passkeys: int = Field(description="How many passkeys the approver may sign with.")
+    options: dict[str, Any] = Field(
+        description=(
+            "PublicKeyCredentialRequestOptions for navigator.credentials.get(), base64url: "
+            "challenge = SHA-256 of the digest, the proposal's id, the approver and the "
+            "nonce; user verification required."
+        )
+    )
+
+
 class RevisionIn(_Body):
     """An edit of a proposal: the whole model-facing request again, with the edits."""
 
@@ -140,7 +179,10 @@ class ApprovalReportOut(BaseModel):
         description=(
             "For not_approvable: not_pending, expired, in_progress, superseded (see "
             "'superseded_by') or requester_may_not_approve (its policy does not let the "
-            "person who requested it approve it, whichever token acts for them). For "
+            "person who requested it approve it, whichever token acts for them), "
+            "passkey_required (its policy asks each approval to be signed with the "
+            "approver's passkey: see approval-challenge) or passkey_rejected (the assertion "
+            "given does not verify). For "
             "awaiting_approvals: already_approved_by_you when the same person approves again "
             "(nothing changes), else null."
         )
@@ -180,6 +222,10 @@ class PolicyRuleOut(BaseModel):
     )
     requester_may_approve: bool = Field(
         description="Whether the person who requested a proposal may approve it."
+    )
+    require_passkey: bool = Field(
+        default=False,
+        description="Whether each approval must be signed with the approver's passkey.",
     )
 
 
@@ -307,6 +353,14 @@ class PolicyIn(_Body):
         default=True,
         strict=True,
         description="Whether the person who requested a proposal may approve it.",
+    )
+    require_passkey: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Whether each approval (above above_cents, like the quorum) must be signed with "
+            "the approver's passkey, bound to the proposal's contract digest."
+        ),
     )
 
 

@@ -74,6 +74,7 @@ def set_policy(
                 body.approvals,
                 above_cents=body.above_cents,
                 requester_may_approve=body.requester_may_approve,
+                require_passkey=body.require_passkey,
                 by=caller,
             )
         except UnknownOperationError:

@@ -15,7 +15,9 @@ from countersign.infrastructure.entrypoints.http.answers import (
 )
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
 from countersign.infrastructure.entrypoints.http.models import (
+    ApprovalChallengeOut,
     ApprovalReportOut,
+    ApproveIn,
     DeclineIn,
     HistoryOut,
     ProposalCardOut,
@@ -118,14 +120,44 @@ def card(
     summary="Approve a proposal by its id",
     tags=["proposals"],
 )
-def approve(request: Request, cs: Wired, service: Service, proposal_id: ProposalId) -> JSONResponse:
+def approve(
+    request: Request,
+    cs: Wired,
+    service: Service,
+    proposal_id: ProposalId,
+    body: ApproveIn | None = None,
+) -> JSONResponse:
     """Claim exactly once, recheck, execute, record the outcome. Repeating it returns the
     stored outcome (``already_completed``) and executes nothing. Where the proposal's policy
     needs several distinct approvers, an earlier approval is recorded alone and answers
-    ``awaiting_approvals`` (``approvals`` of ``required``); the claim comes with the last one."""
+    ``awaiting_approvals`` (``approvals`` of ``required``); the claim comes with the last one.
+    Where it requires a passkey, the body carries the approver's ``passkey_assertion`` over
+    ``approval-challenge``; without it the answer is ``not_approvable`` ``passkey_required``."""
+    relayed = None
+    if body is not None and body.passkey_assertion is not None:
+        relayed = body.passkey_assertion.model_dump()
     with answers(request):
-        report = cs.access.approve(proposal_id, service.caller).to_json()
+        report = cs.access.approve(proposal_id, service.caller, relayed).to_json()
     return report_response(cs, request, service, "approve", report)
+
+
+@router.get(
+    "/proposals/{proposal_id}/approval-challenge",
+    response_model=ApprovalChallengeOut,
+    responses=problem_responses(403, 404),
+    summary="What the approver's passkey signs to approve a proposal",
+    tags=["proposals"],
+)
+def approval_challenge(
+    request: Request, cs: Wired, service: Service, proposal_id: ProposalId
+) -> JSONResponse:
+    """A fresh challenge for the token's member: pass ``options`` to
+    ``navigator.credentials.get()`` in your own interface, then POST the result with
+    ``nonce`` as ``passkey_assertion`` to ``approve``. It binds this proposal's contract
+    digest, its id and the approver, so the assertion approves nothing else."""
+    with answers(request):
+        document = cs.access.approval_challenge(proposal_id, service.caller)
+    return JSONResponse(document)
 
 
 @router.post(

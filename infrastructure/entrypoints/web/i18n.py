@@ -315,6 +315,40 @@ TEXTS: dict[str, dict[str, str]] = {
         "notice.requester_may_not_approve": (
             "You requested this proposal; the club's policy asks another manager to approve it."
         ),
+        "notice.passkey_required": (
+            "This proposal's policy asks you to approve it with your passkey: nothing changed."
+        ),
+        "notice.passkey_rejected": (
+            "Your passkey's answer could not be verified, so nothing was approved. Try again."
+        ),
+        "review.approve_with_passkey": "Approve with my passkey",
+        "review.passkey_hint": (
+            "The club's policy asks for your passkey: it signs exactly this proposal."
+        ),
+        "review.passkey_none": (
+            "The club's policy asks for a passkey, and you have none yet: add one on your "
+            "passkeys page (Account, then Passkeys)."
+        ),
+        "passkeys.title": "Your passkeys",
+        "passkeys.lead": (
+            "A passkey signs each approval a club's policy asks it for, bound to exactly what "
+            "you approve. It stays on your device; only its public key is kept here."
+        ),
+        "passkeys.yours": "Passkeys",
+        "passkeys.none": "You have no passkey in this club yet.",
+        "passkeys.added": "Added {at}",
+        "passkeys.name": "Name",
+        "passkeys.name_hint": "So you can tell it apart, for example “Ava's laptop”.",
+        "passkeys.rename": "Rename",
+        "passkeys.remove": "Remove {name}",
+        "passkeys.add": "Add a passkey",
+        "passkeys.cancelled": "The passkey was not used: nothing changed. You can try again.",
+        "passkeys.not_added": "The passkey could not be added: nothing changed. Try again.",
+        "passkeys.renamed": "The passkey was renamed.",
+        "passkeys.not_renamed": "The passkey could not be renamed: give it a name.",
+        "passkeys.removed": "The passkey was removed: it approves nothing any more.",
+        "passkeys.not_removed": "That passkey was already removed.",
+        "passkeys.registered": "The passkey was added.",
         "notice.not_revisable": (
             "This proposal can no longer be edited: it was approved, or a newer one replaced it."
         ),
@@ -668,6 +702,48 @@ TEXTS: dict[str, dict[str, str]] = {
             "Vous avez demandé cette proposition ; la règle du club demande qu'un autre "
             "gestionnaire l'approuve."
         ),
+        "notice.passkey_required": (
+            "La règle de cette proposition demande de l'approuver avec votre clé d'accès : "
+            "rien n'a changé."
+        ),
+        "notice.passkey_rejected": (
+            "La réponse de votre clé d'accès n'a pas pu être vérifiée ; rien n'a été approuvé. "
+            "Réessayez."
+        ),
+        "review.approve_with_passkey": "Approuver avec ma clé d'accès",
+        "review.passkey_hint": (
+            "La règle du club demande votre clé d'accès : elle signe exactement cette "
+            "proposition."
+        ),
+        "review.passkey_none": (
+            "La règle du club demande une clé d'accès, et vous n'en avez pas encore : "
+            "ajoutez-en une sur la page de vos clés d'accès."
+        ),
+        "passkeys.title": "Vos clés d'accès",
+        "passkeys.lead": (
+            "Une clé d'accès signe chaque approbation pour laquelle la règle d'un club la "
+            "demande, liée exactement à ce que vous approuvez. Elle reste sur votre appareil ; "
+            "seule sa clé publique est gardée ici."
+        ),
+        "passkeys.yours": "Clés d'accès",
+        "passkeys.none": "Vous n'avez pas encore de clé d'accès dans ce club.",
+        "passkeys.added": "Ajoutée {at}",
+        "passkeys.name": "Nom",
+        "passkeys.name_hint": "Pour la reconnaître, par exemple « Portable d'Ava ».",
+        "passkeys.rename": "Renommer",
+        "passkeys.remove": "Retirer {name}",
+        "passkeys.add": "Ajouter une clé d'accès",
+        "passkeys.cancelled": (
+            "La clé d'accès n'a pas été utilisée : rien n'a changé. Vous pouvez réessayer."
+        ),
+        "passkeys.not_added": (
+            "La clé d'accès n'a pas pu être ajoutée : rien n'a changé. Réessayez."
+        ),
+        "passkeys.renamed": "La clé d'accès a été renommée.",
+        "passkeys.not_renamed": "La clé d'accès n'a pas pu être renommée : donnez-lui un nom.",
+        "passkeys.removed": "La clé d'accès a été retirée : elle n'approuve plus rien.",
+        "passkeys.not_removed": "Cette clé d'accès était déjà retirée.",
+        "passkeys.registered": "La clé d'accès a été ajoutée.",
         "notice.not_revisable": (
             "Cette proposition ne peut plus être modifiée : elle a été approuvée, ou une plus "
             "récente l'a remplacée."

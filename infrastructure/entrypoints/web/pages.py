@@ -31,6 +31,7 @@ from __future__ import annotations
 import inspect
 
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.web.account import AccountPages
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
 from countersign.infrastructure.entrypoints.web.edits import EditPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
@@ -64,6 +65,7 @@ def mount_pages(
     edits = EditPages(site)
 
     webhooks = WebhookPages(site)
+    account = AccountPages(site)
     get, post = ["GET"], ["POST"]
     routes: list[tuple[str, Handler, list[str], bool, bool]] = [
         # path, handler, methods, signed in, CSRF checked
@@ -84,6 +86,10 @@ def mount_pages(
         ("/proposals/{proposal_id}/edit", edits.form, get, True, False),
         ("/proposals/{proposal_id}/edit", edits.revise, post, True, True),
         ("/webhooks", webhooks.page, get, True, False),
+        ("/account/passkeys", account.page, get, True, False),
+        ("/account/passkeys", account.add, post, True, True),
+        ("/account/passkeys/rename", account.rename, post, True, True),
+        ("/account/passkeys/remove", account.remove, post, True, True),
         ("/webhooks/redeliver", webhooks.redeliver, post, True, True),
     ]
     for path, handler, methods, signed_in, csrf in routes:

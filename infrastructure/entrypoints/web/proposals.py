@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from typing import Any
@@ -13,7 +14,7 @@ from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
-from countersign.domain.messages import lapsed_approval_message, origin_line
+from countersign.domain.messages import APPROVED_WITH_PASSKEY, lapsed_approval_message, origin_line
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -132,13 +133,29 @@ class ProposalPages:
             link = reviewed.conversation
             query = urlencode({"interaction": link.interaction_id})
             conversation = f"/chat/{link.section}/{link.resource_id}?{query}"
+        mine = decision(view, reviewed.record, reviewed.may_decide, user.email)
+        passkey = None
+        if mine.may_approve and (reviewed.record.get("policy") or {}).get("require_passkey"):
+            challenge = self.cs.access.approval_challenge(view["id"], user.caller)
+            passkey = {"options_json": json.dumps(challenge["options"]), **challenge}
+        signed = reviewed.record.get("approval_passkeys") or {}
         return self.site.render(
             visit,
             "review.html",
+            script="passkey.js" if passkey else None,
+            passkey=passkey,
             proposal=view,
             may_decide=reviewed.may_decide,
-            decision=decision(view, reviewed.record, reviewed.may_decide, user.email),
-            approvers=[self._name(user, email) for email in view["approvals"]],
+            decision=mine,
+            approvers=[
+                self._name(user, email)
+                + (
+                    f" — {APPROVED_WITH_PASSKEY.text(visit.language, name=signed[email])}"
+                    if email in signed
+                    else ""
+                )
+                for email in view["approvals"]
+            ],
             no_longer_counting=[
                 lapsed_approval_message(
                     view["operation"], self._name(user, email), reason, visit.language
@@ -211,7 +228,7 @@ class ProposalPages:
                 note = visit.form.get("note", "").replace("\r\n", "\n").strip()[:MAX_NOTE]
                 report = self.cs.access.decline(pid, user.caller, note or None)
             else:
-                report = self.cs.access.approve(pid, user.caller)
+                report = self.cs.access.approve(pid, user.caller, _assertion(visit))
         except ConcurrencyConflictError:
             self.site.flash(visit, "busy", pid)
             return redirect(f"/proposals/{pid}")
@@ -249,6 +266,19 @@ class ProposalPages:
 
 #: Seconds after which a page of a proposal in this state reloads itself (no script needed).
 REFRESH = {"executing": 3, "reconciling": 15}
+
+
+def _assertion(visit: Visit) -> dict[str, Any] | None:
+    """The passkey assertion the approve form carries (passkey.js puts the authenticator's
+    answer in ``credential``), or None; something unreadable is passed on to be refused."""
+    raw = visit.form.get("credential", "")
+    if not raw:
+        return None
+    try:
+        credential = json.loads(raw)
+    except ValueError:
+        credential = None
+    return {"nonce": visit.form.get("nonce", ""), "credential": credential}
 
 
 def _next_step(

@@ -64,6 +64,7 @@ _ASSETS = {
     "favicon.svg": "image/svg+xml",
     "chat.js": "text/javascript; charset=utf-8",
     "refresh.js": "text/javascript; charset=utf-8",
+    "passkey.js": "text/javascript; charset=utf-8",
 }
 
 

@@ -1,0 +1,183 @@
+"""Passkey-bound approvals in a real headless Chromium, its authenticator Chromium's own
+virtual one (CDP ``WebAuthn.addVirtualAuthenticator``): no mock of navigator.credentials.
+
+Pages are served under ``http://localhost:PORT`` (127.0.0.1 is not a valid RP id); the
+relying party's origin is configured once the port is known. Ava and Noah each add a passkey
+on ``/account/passkeys``; a $128 refund needs both, each with their own passkey: Ava's
+approval waits for Noah, Noah's first prompt fails user verification (nothing changes, the
+page says so), his second runs the refund. Then Ava removes her passkey, and approving with
+it no longer works."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.demo.passwords import seed_passwords
+from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.entrypoints.web import mount_pages
+from countersign.infrastructure.settings import Settings
+
+from tests.conftest import AVA, REFUND, TO_CARD
+from tests.servers import serving
+from tests.test_browser_e2e import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Served, _browser_or_fail
+
+NOAH = "noah@granite.example"
+
+
+@contextmanager
+def _served(tmp_path: Path) -> Iterator[Served]:
+    cs = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'passkeys.db'}"))
+    seeded = seed(cs)
+    passwords = seed_passwords(cs)
+    cs.policies.set("granite", REFUND, 2, above_cents=10_000, require_passkey=True)
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    try:
+        with serving(app) as running:
+            base = f"http://localhost:{running.port}"
+            cs.passkeys.ceremonies.origins[:] = [base]  # type: ignore[attr-defined]
+            yield Served(base, cs, seeded, passwords)
+    finally:
+        cs.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with _served(tmp_path) as running:
+        yield running
+
+
+def _person(browser: Any, served: Served, email: str) -> tuple[Any, Any, str]:
+    """A signed-in page with its own virtual authenticator (user verification on)."""
+    context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    authenticator = cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+            }
+        },
+    )["authenticatorId"]
+    page.goto(served.base_url + "/sign-in")
+    page.fill("#email", email)
+    page.fill("#password", served.passwords[email])
+    page.locator("main button[type=submit]").click()
+    page.wait_for_url(served.base_url + "/")
+    return page, cdp, authenticator
+
+
+def _add_passkey(page: Any, served: Served, name: str) -> None:
+    page.goto(served.base_url + "/account/passkeys")
+    page.fill("#passkey-name", name)
+    page.click("#add-passkey button[type=submit]")
+    page.wait_for_selector("#notice")
+    assert page.locator("#notice").inner_text() == "The passkey was added."
+    assert name in page.locator("#passkey-list").inner_text()
+
+
+def _refunds(served: Served, proposal_id: str) -> int:
+    return sum(
+        1 for r in served.cs.sandbox.refunds() if r["metadata"]["proposal_id"] == proposal_id
+    )
+
+
+def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_works(
+    served: Served,
+) -> None:
+    sync_playwright = _browser_or_fail()
+    large = served.cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=served.seeded["orders"]["refund-two-approvers"],
+        request=TO_CARD,
+    ).proposal_id
+    review = f"{served.base_url}/proposals/{large}"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            ava, ava_cdp, ava_key = _person(browser, served, AVA)
+            _add_passkey(ava, served, "Ava's laptop")
+            ava.goto(review)
+            assert "asks for your passkey" in ava.locator("#passkey-hint").inner_text()
+            ava.click("#approve-passkey button[type=submit]")
+            ava.wait_for_url(review)
+            assert ava.locator("#quorum-title").inner_text() == (
+                'Approvals: 1 of 2 — Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")'
+            )
+            assert _refunds(served, large) == 0
+
+            noah, noah_cdp, noah_key = _person(browser, served, NOAH)
+            _add_passkey(noah, served, "Noah's phone")
+            noah.goto(review)
+            # A prompt that fails user verification: nothing is sent, nothing changes.
+            noah_cdp.send(
+                "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": False}
+            )
+            noah.click("#approve-passkey button[type=submit]")
+            error = noah.locator("[data-passkey-error]")
+            error.wait_for(state="visible")
+            noah.wait_for_function(
+                "() => document.querySelector('[data-passkey-error]').textContent.length > 0"
+            )
+            assert "The passkey was not used" in error.inner_text()
+            assert noah.url == review
+            assert _refunds(served, large) == 0
+            noah_cdp.send(
+                "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": True}
+            )
+            noah.click("#approve-passkey button[type=submit]")
+            noah.wait_for_url(review)
+            assert noah.locator("#status").inner_text() == "Succeeded"
+            approvals = noah.locator(".meta-list").inner_text()
+            assert 'Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")' in approvals
+            assert 'Noah Bergeron — Approved with a passkey ("Noah\'s phone")' in approvals
+            assert _refunds(served, large) == 1
+            stored = [
+                e["passkey"]["name"]
+                for e in served.cs.audit.history(large)["events"]
+                if e["type"] == "Approved"
+            ]
+            assert stored == ["Ava's laptop", "Noah's phone"]
+
+            # Ava removes her passkey: approving with it no longer works.
+            served.cs.policies.set("granite", REFUND, 1, require_passkey=True)
+            small = served.cs.proposals.propose(
+                organization="granite",
+                actor=AVA,
+                operation=REFUND,
+                resource_id=served.seeded["orders"]["refund-ok"],
+                request=TO_CARD,
+            ).proposal_id
+            ava.goto(served.base_url + "/account/passkeys")
+            ava.click("button >> text=Remove Ava's laptop")
+            ava.wait_for_selector("#notice")
+            assert "it approves nothing any more" in ava.locator("#notice").inner_text()
+            ava.goto(f"{served.base_url}/proposals/{small}")
+            assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
+            ava.click("#approve-passkey button[type=submit]")
+            ava.wait_for_url(re.compile(r".*/proposals/[0-9a-f-]{36}$"))
+            assert "could not be verified" in ava.locator(".notice").inner_text()
+            assert ava.locator("#status").inner_text() == "Awaiting approval"
+            assert _refunds(served, small) == 0
+            assert ava_cdp.send("WebAuthn.getCredentials", {"authenticatorId": ava_key})[
+                "credentials"
+            ]  # still on her device, no longer accepted by the club
+        finally:
+            browser.close()

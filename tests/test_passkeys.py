@@ -1,0 +1,220 @@
+"""Passkey-bound approvals, without a browser: a software authenticator (an EC P-256 key and
+the responses a platform authenticator gives) registers passkeys and signs approvals, and the
+server's ``webauthn`` library verifies them, on both databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from countersign.domain.club.passkeys import PasskeyError
+from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.conftest import AVA, BEN, REFUND, TO_CARD, count_events
+from tests.passkey_authenticator import Authenticator
+
+NOAH = "noah@granite.example"
+
+
+def register(
+    cs: Countersign, email: str, name: str, key: Authenticator | None = None
+) -> Authenticator:
+    key = key or Authenticator()
+    begun = cs.passkeys.begin_registration("granite", email)
+    cs.passkeys.finish_registration(
+        "granite", email, name, begun["nonce"], key.register(begun["options"])
+    )
+    return key
+
+
+def signed(cs: Countersign, proposal_id: str, email: str, key: Authenticator) -> dict[str, Any]:
+    challenge = cs.access.approval_challenge(proposal_id, email)
+    return {"nonce": challenge["nonce"], "credential": key.sign(challenge["options"])}
+
+
+def require_passkey(cs: Countersign, approvals: int = 1, above_cents: int | None = None) -> None:
+    cs.policies.set("granite", REFUND, approvals, above_cents=above_cents, require_passkey=True)
+
+
+def propose(cs: Countersign, seeded: dict[str, Any], order: str = "refund-ok") -> str:
+    return cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"][order],
+        request=TO_CARD,
+    ).proposal_id
+
+
+def approvals(cs: Countersign, proposal_id: str) -> list[dict[str, Any]]:
+    return [e for e in cs.audit.history(proposal_id)["events"] if e["type"] == "Approved"]
+
+
+def test_without_a_passkey_there_is_no_approval_and_nothing_is_written(cs, seeded):
+    require_passkey(cs)
+    proposal_id = propose(cs, seeded)
+    before = count_events(cs)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.result == "not_approvable"
+    assert report.reason == "passkey_required"
+    assert report.status == "pending"
+    assert count_events(cs) == before
+    assert cs.sandbox.refunds() == []
+
+
+def test_a_registered_passkey_approves_and_its_assertion_is_stored(cs, seeded):
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    proposal_id = propose(cs, seeded)
+
+    report = cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key))
+
+    assert report.result == "executed", report
+    assert report.outcome["kind"] == "succeeded"
+    [approved] = approvals(cs, proposal_id)
+    stored = approved["passkey"]
+    assert stored["credential_id"] == key.id
+    assert stored["name"] == "Ava's laptop"
+    assert set(stored) == {
+        "credential_id",
+        "name",
+        "nonce",
+        "authenticator_data",
+        "client_data_json",
+        "signature",
+    }
+    assert cs.proposals.card(proposal_id, AVA).to_json()["approval_passkeys"] == [
+        {"approved_by": AVA, "passkey": "Ava's laptop"}
+    ]
+
+
+def test_the_policy_is_frozen_and_applies_above_its_amount(cs, seeded):
+    require_passkey(cs, above_cents=1_000_000)
+    below = propose(cs, seeded)
+    assert cs.proposals.approve(below, AVA).result == "executed"
+
+    require_passkey(cs)
+    frozen = propose(cs, seeded, "refund-stale")
+    cs.policies.set("granite", REFUND, 1, require_passkey=False)
+    assert cs.proposals.approve(frozen, AVA).reason == "passkey_required"
+    assert cs.proposals.card(frozen, AVA).to_json()["policy"]["require_passkey"] is True
+
+
+def test_an_assertion_counts_once_for_its_own_proposal_and_approver(cs, seeded):
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    first = propose(cs, seeded)
+    second = propose(cs, seeded, "refund-stale")
+    for_first = signed(cs, first, AVA, key)
+
+    # Signed for another proposal: its challenge binds the other digest and id.
+    assert cs.proposals.approve(second, AVA, for_first).reason == "passkey_rejected"
+    # Relayed for another approver: Noah has no such passkey, and the challenge names Ava.
+    assert cs.proposals.approve(first, NOAH, for_first).reason == "passkey_rejected"
+    assert cs.proposals.approve(first, AVA, for_first).result == "executed"
+
+
+def test_a_stale_nonce_a_replayed_counter_and_no_user_verification_are_refused(cs, seeded, clock):
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    proposal_id = propose(cs, seeded)
+
+    old = signed(cs, proposal_id, AVA, key)
+    clock.advance(minutes=6)
+    assert cs.proposals.approve(proposal_id, AVA, old).reason == "passkey_rejected"
+
+    key.user_verified = False
+    assert (
+        cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key)).reason
+        == "passkey_rejected"
+    )
+
+    assert cs.proposals.approve(proposal_id, AVA, {"nonce": 3, "credential": []}).reason == (
+        "passkey_rejected"
+    )
+    assert cs.sandbox.refunds() == []
+
+    # A cloned authenticator whose counter went back, once the real one has signed.
+    key.user_verified = True
+    assert (
+        cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key)).result
+        == "executed"
+    )
+    second = propose(cs, seeded, "refund-stale")
+    key.sign_count = 0
+    assert (
+        cs.proposals.approve(second, AVA, signed(cs, second, AVA, key)).reason == "passkey_rejected"
+    )
+    assert len(cs.sandbox.refunds()) == 1
+
+
+def test_a_removed_passkey_no_longer_approves_and_names_stay_in_history(cs, seeded):
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    spare = register(cs, AVA, "Ava's phone")
+    cs.passkeys.rename("granite", AVA, spare.id, "Ava's old phone")
+    assert [p["name"] for p in cs.passkeys.passkeys("granite", AVA)] == [
+        "Ava's laptop",
+        "Ava's old phone",
+    ]
+    proposal_id = propose(cs, seeded)
+    cs.passkeys.remove("granite", AVA, key.id)
+
+    assert (
+        cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key)).reason
+        == "passkey_rejected"
+    )
+    assert (
+        cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, spare)).result
+        == "executed"
+    )
+    with pytest.raises(NotFoundError):
+        cs.passkeys.remove("granite", AVA, key.id)
+
+
+def test_registration_refuses_a_bad_name_a_foreign_challenge_and_a_second_copy(cs, seeded):
+    key = Authenticator()
+    begun = cs.passkeys.begin_registration("granite", AVA)
+    with pytest.raises(PasskeyError, match="name"):
+        cs.passkeys.finish_registration(
+            "granite", AVA, "  ", begun["nonce"], key.register(begun["options"])
+        )
+    bens = cs.passkeys.begin_registration("granite", BEN)
+    with pytest.raises(PasskeyError, match="expired"):
+        cs.passkeys.finish_registration(
+            "granite", AVA, "x", bens["nonce"], key.register(bens["options"])
+        )
+    forged = key.register(begun["options"], origin="https://evil.example")
+    with pytest.raises(PasskeyError, match="could not be verified"):
+        cs.passkeys.finish_registration("granite", AVA, "x", begun["nonce"], forged)
+    register(cs, AVA, "Ava's laptop", key)
+    with pytest.raises(Exception, match="already registered"):
+        register(cs, AVA, "again", key)
+    with pytest.raises(NotFoundError):
+        cs.passkeys.begin_registration("granite", "nobody@granite.example")
+
+
+def test_each_approval_of_a_quorum_needs_its_own_assertion(cs, seeded):
+    require_passkey(cs, approvals=2)
+    ava = register(cs, AVA, "Ava's laptop")
+    noah = register(cs, NOAH, "Noah's phone")
+    proposal_id = propose(cs, seeded)
+
+    first = cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, ava))
+    assert (first.result, first.approvals, first.required) == ("awaiting_approvals", 1, 2)
+    assert cs.proposals.approve(proposal_id, NOAH).reason == "passkey_required"
+    # Ava's key cannot sign for Noah.
+    assert (
+        cs.proposals.approve(proposal_id, NOAH, signed(cs, proposal_id, NOAH, ava)).reason
+        == "passkey_rejected"
+    )
+    last = cs.proposals.approve(proposal_id, NOAH, signed(cs, proposal_id, NOAH, noah))
+
+    assert last.result == "executed"
+    assert [a["passkey"]["name"] for a in approvals(cs, proposal_id)] == [
+        "Ava's laptop",
+        "Noah's phone",
+    ]
