@@ -13,6 +13,7 @@ fails this test.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ from starlette.routing import Route
 
 from tests.attacks.conftest import Browser, Web, assert_nothing_changed, snapshot, tables
 from tests.conftest import AVA, MIA, count_events
+from tests.passkey_authenticator import Authenticator
 from tests.receivers import free_port
+from tests.test_passkeys import register
 
 NORA = "nora@granite.example"  # a member of both clubs: signing in asks which one
 REFUSED = "This form expired"
@@ -110,6 +113,13 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
     assert "Choose a club" in choosing.sign_in(NORA, web.passwords[NORA]).text
     choosing.page_token("/sign-in")
 
+    # A passkey of Ava's for the account page's Rename and Remove, and a registration the
+    # attacker prepared for the Add form (a real authenticator's answer to a real challenge).
+    register(cs, AVA, "Ava's laptop")
+    laptop = cs.passkeys.passkeys("granite", AVA)[0]["credential_id"]
+    begun = cs.passkeys.begin_registration("granite", AVA)
+    forged_key = json.dumps(Authenticator().register(begun["options"]))
+
     # A dead letter for the webhooks page's Redeliver button.
     Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks")
     assert notification_sender(cs, NotifySettings(max_attempts=1)).run_once().dead > 0
@@ -118,6 +128,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
         dead = len(Webhooks(cs).deliveries(None, "granite", dead_only=True))
         return (
             signed_in_state(ava),
+            [(p["credential_id"], p["name"]) for p in cs.passkeys.passkeys("granite", AVA)],
             web.status(to_approve),
             web.status(to_decline),
             web.status(to_edit),
@@ -155,6 +166,13 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
              ava, stranger_token, 200, ava_state),
         Form("/webhooks/redeliver", "/webhooks/redeliver", {"delivery": "all"},
              ava, stranger_token, 405, ava_state),
+        Form("/account/passkeys", "/account/passkeys",
+             {"name": "forged", "nonce": begun["nonce"], "credential": forged_key},
+             ava, stranger_token, 200, ava_state),
+        Form("/account/passkeys/rename", "/account/passkeys/rename",
+             {"credential_id": laptop, "name": "forged"}, ava, stranger_token, 405, ava_state),
+        Form("/account/passkeys/remove", "/account/passkeys/remove",
+             {"credential_id": laptop}, ava, stranger_token, 405, ava_state),
     ]  # fmt: skip
     assert {form.route for form in forms} == page_forms(web.app)
     before = snapshot(cs)
@@ -181,7 +199,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             if count_events(cs) != before.events:
                 wrong.append(f"{case}: stored an event")
 
-    assert len(tried) == 77
+    assert len(tried) == 14 * 7  # every form, every forgery
     assert wrong == []
     assert_nothing_changed(cs, before)
 

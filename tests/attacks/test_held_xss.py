@@ -79,10 +79,17 @@ def is_updating_page(page: Any) -> bool:
     return page.status_code == 200 and 'id="updates"' in page.text
 
 
+def is_passkey_page(page: Any) -> bool:
+    """A page that asks for a passkey (the account page; a review that requires one)."""
+    return page.status_code == 200 and "/assets/passkey.js?v=" in page.text
+
+
 def own_script(page: Any) -> str | None:
     """The one static script of the application's a page may run, if any."""
     if is_chat_page(page):
         return "chat"
+    if is_passkey_page(page):
+        return "passkey"
     return "refresh" if is_updating_page(page) else None
 
 
@@ -261,6 +268,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/proposals/{proposal_id}/edit": (f"/proposals/{proposal_id}/edit", 200),
         "/sign-in": (f"/sign-in?next={hostile_next}", 303),  # signed in already: goes on
         "/webhooks": ("/webhooks", 200),
+        "/account/passkeys": ("/account/passkeys", 200),
     }
     assert set(signed_in_pages) == get_pages(web.app)
     for route, (target, status) in signed_in_pages.items():

@@ -116,7 +116,7 @@ def card(
 @router.post(
     "/proposals/{proposal_id}/approve",
     response_model=ApprovalReportOut,
-    responses=problem_responses(403, 404, 409),
+    responses=problem_responses(403, 404, 409, 422),
     summary="Approve a proposal by its id",
     tags=["proposals"],
 )
