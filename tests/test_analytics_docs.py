@@ -25,7 +25,11 @@ from countersign.projections.analytics import Analytics
 from countersign.projections.notifications import ENDPOINTS, NOTIFICATIONS, Notifications
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD
-from tests.receivers import free_port, receiving
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+    receiving,
+)
 
 NOAH = "noah@granite.example"
 
@@ -526,5 +530,5 @@ def test_dead_letters_are_those_of_the_receiver_that_is_down(answers, history):
     assert len(rows) == 10
     assert {row["slug"] for row in rows} == {"granite"}
     assert {row["reason"] for row in rows} == {"awaiting_approval", "needs_reconciliation"}
-    assert {row["last_error"] for row in rows} == {"ConnectionRefusedError"}
+    assert {row["last_error"] for row in rows} == {"CouldNotConnect"}
     assert history["lost"] in {row["proposal_id"] for row in rows}

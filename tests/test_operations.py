@@ -36,7 +36,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.http_load import CLI, Deployment, load
 from tests.http_load import _env as child_env
-from tests.receivers import free_port
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+)
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

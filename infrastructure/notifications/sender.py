@@ -44,6 +44,7 @@ CLAIM_BATCH = 100
 ENDPOINT_REMOVED = "EndpointRemoved"
 NO_SECRET = "NoSigningSecret"  # noqa: S105 - an error class, not a secret
 NO_SMTP = "NoSmtpRelay"
+SENDER_ERROR = "SenderError"
 #: Failures no retry can mend: the delivery is a dead letter at once.
 _HOPELESS = frozenset({ENDPOINT_REMOVED, NO_SECRET, NO_SMTP})
 
@@ -190,9 +191,9 @@ class NotificationSender:
             if delivery.channel == WEBHOOK:
                 return self._post(delivery, started_at)
             return self._mail(delivery, started_at)
-        except Exception as error:  # a bug here must not stop the others' deliveries
+        except Exception:  # a bug here must not stop the others' deliveries
             log.exception("delivery %s could not be attempted", delivery.delivery_id)
-            return Attempt(started_at, 0, error_class=type(error).__name__)
+            return Attempt(started_at, 0, error_class=SENDER_ERROR)
 
     def _post(self, delivery: Claimed, started_at: datetime) -> Attempt:
         if delivery.url is None:
@@ -210,7 +211,12 @@ class NotificationSender:
         timestamp = int(time.time())
         headers = signed_headers(delivery.secret, delivery.event_id, timestamp, body)
         return channels.post_webhook(
-            delivery.url, body, headers, self.settings.timeout_seconds, started_at
+            delivery.url,
+            body,
+            headers,
+            self.settings.timeout_seconds,
+            started_at,
+            self.settings.allowed_networks,
         )
 
     def _mail(self, delivery: Claimed, started_at: datetime) -> Attempt:

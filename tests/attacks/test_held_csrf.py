@@ -27,7 +27,10 @@ from starlette.routing import Route
 
 from tests.attacks.conftest import Browser, Web, assert_nothing_changed, snapshot, tables
 from tests.conftest import AVA, MIA, count_events
-from tests.receivers import free_port
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+)
 
 NORA = "nora@granite.example"  # a member of both clubs: signing in asks which one
 REFUSED = "This form expired"

@@ -388,8 +388,13 @@ class DeliveryAttemptOut(BaseModel):
     attempt: int
     started_at: datetime
     status_code: int | None = Field(description="The receiver's HTTP status (250: mail accepted).")
-    latency_ms: int
-    error_class: str | None = Field(description="Why no answer came (ConnectionRefusedError...).")
+    result: str = Field(
+        description=(
+            "How it went: 'delivered', 'failed: the endpoint answered 500',"
+            " 'failed: could not connect' or 'failed: the endpoint was removed'."
+        )
+    )
+    result_key: Literal["delivered", "answered", "could_not_connect", "endpoint_removed"]
     outcome: Literal["delivered", "retry", "dead"]
     next_attempt_at: datetime | None
 
@@ -409,7 +414,7 @@ class DeliveryOut(BaseModel):
     next_attempt_at: datetime | None
     created_at: datetime
     delivered_at: datetime | None
-    last_error: str | None
+    last_error: str | None = Field(description="The last attempt's result, unless delivered.")
     attempt_log: list[DeliveryAttemptOut]
 
 
