@@ -281,18 +281,33 @@ class DeliveryLedger:
 
     # -- attempts -------------------------------------------------------------------------------
 
-    def claim_due(self, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
+    def claim_due(
+        self,
+        now: datetime,
+        lease: timedelta,
+        limit: int,
+        *,
+        busy_endpoints: Sequence[str] = (),
+        busy_clubs: Sequence[str] = (),
+    ) -> list[Claimed]:
         """Due pending deliveries, each claimed until ``now + lease``: another sender leaves
-        them alone until then (and attempts them again if this one never records how it went)."""
+        them alone until then (and attempts them again if this one never records how it went).
+        Webhook deliveries to ``busy_endpoints`` or of ``busy_clubs`` are left for later."""
         skip = " FOR UPDATE SKIP LOCKED" if self.postgres else ""
+        where = "status = ? AND next_attempt_at <= ?"
+        params: list[Any] = [PENDING, self._t(now)]
+        for column, busy in (("target", busy_endpoints), ("organization_id", busy_clubs)):
+            if busy:
+                marks = ", ".join("?" for _ in busy)
+                where += f" AND NOT (channel = ? AND {column} IN ({marks}))"
+                params += [WEBHOOK, *busy]
         with self.sql.transaction() as cursor:
             ids = [
                 str(row[0])
                 for row in cursor.execute(
-                    "SELECT delivery_id FROM notification_deliveries"
-                    " WHERE status = ? AND next_attempt_at <= ?"
+                    f"SELECT delivery_id FROM notification_deliveries WHERE {where}"
                     f" ORDER BY next_attempt_at, delivery_id LIMIT ?{skip}",
-                    (PENDING, self._t(now), limit),
+                    (*params, limit),
                 ).fetchall()
             ]
             if not ids:
@@ -338,6 +353,19 @@ class DeliveryLedger:
                 )
             )
         return claimed
+
+    def release(self, deliveries: Sequence[Claimed], now: datetime) -> None:
+        """Give claimed deliveries back, due at ``now``, without an attempt (their endpoint
+        or club already has as many attempts under way as it may)."""
+        if not deliveries:
+            return
+        marks = ", ".join("?" for _ in deliveries)
+        with self.sql.transaction() as cursor:
+            cursor.execute(
+                f"UPDATE notification_deliveries SET next_attempt_at = ?"
+                f" WHERE status = ? AND delivery_id IN ({marks})",
+                (self._t(now), PENDING, *(d.delivery_id for d in deliveries)),
+            )
 
     @staticmethod
     def _endpoints(cursor: Cursor, ids: set[str]) -> dict[str, tuple[str | None, str | None]]:
