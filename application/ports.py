@@ -208,3 +208,15 @@ class ChatModel(Protocol):
     def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply: ...
+
+
+class ProposalCounts(Protocol):
+    """When each member's recent proposals were made (shared by every process)."""
+
+    def newest(self, key: str, after: datetime, limit: int) -> list[datetime]:
+        """When the newest ``limit`` made under ``key`` after ``after`` were, newest first."""
+        ...
+
+    def add(self, key: str, at: datetime, forget_before: datetime) -> None:
+        """One more made under ``key`` at ``at``; those before ``forget_before`` may go."""
+        ...

@@ -23,6 +23,7 @@ from countersign.application.ports import (
     ModelReply,
 )
 from countersign.application.proposal_access import ProposalAccess
+from countersign.application.proposal_limit import ProposalLimiter, RateLimit
 from countersign.application.proposals import ProposalService
 from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.crash_points import fault_points_from_env
@@ -37,6 +38,7 @@ from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
+from countersign.infrastructure.proposal_counts import SqlProposalCounts
 from countersign.infrastructure.settings import Database, Settings, SettingsError
 from countersign.projections import PROJECTIONS
 
@@ -129,9 +131,14 @@ def bootstrap(
         open_work=ProjectedOpenWork(app, sql),
         faults=faults or fault_points_from_env(),
     )
-    assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
+    limiter = ProposalLimiter(
+        SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), proposals.clock
+    )
+    assistant = AssistantService(
+        store, proposals, model or LazyChatModel(settings), limiter=limiter
+    )
     audit = AuditService(store)
-    access = ProposalAccess(store, proposals, audit)
+    access = ProposalAccess(store, proposals, audit, limiter=limiter)
     return Countersign(
         settings=settings,
         database=database,

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from countersign.application.proposal_limit import RateLimit
+
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
 _RECORDERS = (
@@ -14,6 +16,7 @@ _RECORDERS = (
 )
 DEFAULT_API_MAX_BODY = 64 * 1024
 DEFAULT_READY_MAX_LAG = 10_000
+DEFAULT_PROPOSAL_LIMIT = "30/minute"
 
 
 class SettingsError(ValueError):
@@ -32,6 +35,9 @@ class Settings:
     #: COUNTERSIGN_READY_MAX_LAG: /readyz fails while a projection is more events behind the
     #: log than this (0: projection lag never fails readiness).
     ready_max_lag: int = DEFAULT_READY_MAX_LAG
+    #: COUNTERSIGN_PROPOSAL_LIMIT: how many proposals one member may make in a while,
+    #: through the API, MCP, the assistants and the pages together.
+    proposal_limit: str = DEFAULT_PROPOSAL_LIMIT
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -54,6 +60,11 @@ class Settings:
                 "COUNTERSIGN_READY_MAX_LAG must be a number of events (0: no limit), "
                 f"not {max_lag!r}"
             )
+        limit = os.environ.get("COUNTERSIGN_PROPOSAL_LIMIT", "").strip() or DEFAULT_PROPOSAL_LIMIT
+        try:
+            RateLimit.parse(limit)
+        except ValueError as error:
+            raise SettingsError(f"COUNTERSIGN_PROPOSAL_LIMIT: {error}") from None
         return cls(
             database_url=database_url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL,
             proposal_ttl_seconds=int(ttl),
@@ -61,6 +72,7 @@ class Settings:
             model=os.environ.get("COUNTERSIGN_MODEL", "").strip() or "scripted",
             api_max_body=int(max_body),
             ready_max_lag=int(max_lag),
+            proposal_limit=limit,
         )
 
 

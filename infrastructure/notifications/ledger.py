@@ -20,7 +20,10 @@ from uuid import UUID, uuid5
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
-PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
+PENDING, DELIVERED, DEAD, SKIPPED = "pending", "delivered", "dead", "skipped"
+#: The error class of an attempt that sent nothing because the proposal no longer awaits
+#: approval: the delivery ends as ``skipped``.
+NO_LONGER_PENDING = "NoLongerPending"
 WEBHOOK, EMAIL = "webhook", "email"
 _NAMESPACE = UUID("4c1e2a7b-6f53-4d0e-8b9a-1f2e3d4c5b6a")
 _OUTBOX = "outbox"
@@ -387,6 +390,8 @@ class DeliveryLedger:
         """Record how an attempt went and what follows it; returns the delivery's status."""
         if attempt.delivered:
             status, outcome = DELIVERED, DELIVERED
+        elif attempt.error_class == NO_LONGER_PENDING:
+            status, outcome = SKIPPED, SKIPPED
         elif dead:
             status, outcome = DEAD, DEAD
         else:

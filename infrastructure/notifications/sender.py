@@ -24,11 +24,14 @@ from typing import Any
 from countersign.application.notifications import NotificationsService
 from countersign.application.ports import Clock
 from countersign.domain.errors import NotFoundError
+from countersign.domain.notifications import AWAITING_APPROVAL
 from countersign.infrastructure.notifications import channels
 from countersign.infrastructure.notifications.ledger import (
     DEAD,
     DELIVERED,
     EMAIL,
+    NO_LONGER_PENDING,
+    SKIPPED,
     WEBHOOK,
     Attempt,
     Claimed,
@@ -62,6 +65,8 @@ class PassReport:
     delivered: int = 0
     retrying: int = 0
     dead: int = 0
+    skipped: int = 0
+    """Deliveries of "awaits your approval" not sent: the proposal was no longer pending."""
     dead_letters: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -71,12 +76,14 @@ class PassReport:
             "delivered": self.delivered,
             "retrying": self.retrying,
             "dead": self.dead,
+            "skipped": self.skipped,
         }
 
     def line(self) -> str:
         return (
             f"{self.fanned_out} new deliveries; {self.attempted} attempted: "
             f"{self.delivered} delivered, {self.retrying} to retry, {self.dead} dead"
+            + (f", {self.skipped} skipped (no longer pending)" if self.skipped else "")
         )
 
 
@@ -183,8 +190,14 @@ class NotificationSender:
                         busy_clubs=slots.busy_clubs(),
                     )
                     later = []
+                    pending: dict[str, bool] = {}
                     for delivery in claimed:
-                        if slots.take(delivery):
+                        if self._stale(delivery, pending):
+                            now = self.clock.now()
+                            self._record(
+                                delivery, Attempt(now, 0, error_class=NO_LONGER_PENDING), report
+                            )
+                        elif slots.take(delivery):
                             under_way[pool.submit(self.send, delivery)] = delivery
                         else:
                             later.append(delivery)
@@ -199,6 +212,17 @@ class NotificationSender:
                 if not done and not (stop is not None and stop.is_set()):
                     self._refresh(report)  # what was notified meanwhile goes out now
 
+    def _stale(self, delivery: Claimed, pending: dict[str, bool]) -> bool:
+        """Whether the delivery says a proposal awaits approval that no longer does (asked
+        once per proposal and claim)."""
+        notification = delivery.notification
+        if notification["reason"] != AWAITING_APPROVAL:
+            return False
+        proposal_id = str(notification["proposal_id"])
+        if proposal_id not in pending:
+            pending[proposal_id] = self.notifications.still_awaits_approval(proposal_id)
+        return not pending[proposal_id]
+
     def _record(self, delivery: Claimed, attempt: Attempt, report: PassReport) -> None:
         tries = delivery.attempts + 1
         dead = not attempt.delivered and (
@@ -212,6 +236,8 @@ class NotificationSender:
         elif status == DEAD:
             report.dead += 1
             report.dead_letters.append(delivery.delivery_id)
+        elif status == SKIPPED:
+            report.skipped += 1
         else:
             report.retrying += 1
         if self.recorded is not None:

@@ -15,7 +15,11 @@ from countersign.application.access import Caller
 from countersign.domain.club.webhooks import valid_webhook_url
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications.destinations import Network, check_url_host
-from countersign.infrastructure.notifications.ledger import DELIVERED, DeliveryLedger
+from countersign.infrastructure.notifications.ledger import (
+    DELIVERED,
+    NO_LONGER_PENDING,
+    DeliveryLedger,
+)
 from countersign.infrastructure.notifications.sender import ENDPOINT_REMOVED, NotificationSender
 from countersign.infrastructure.notifications.settings import (
     NotifySettings,
@@ -121,6 +125,7 @@ RESULTS = {
     "answered": "failed: the endpoint answered {code}",
     "could_not_connect": "failed: could not connect",
     "endpoint_removed": "failed: the endpoint was removed",
+    "skipped": "not sent: the proposal no longer awaits approval",
 }
 
 
@@ -133,6 +138,8 @@ def result_key(status_code: int | None, error_class: str | None) -> str:
         return "answered"
     if error_class == ENDPOINT_REMOVED:
         return "endpoint_removed"
+    if error_class == NO_LONGER_PENDING:
+        return "skipped"
     return "could_not_connect"
 
 

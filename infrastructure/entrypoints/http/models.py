@@ -304,7 +304,7 @@ class TurnOut(BaseModel):
     """What one assistant turn produced."""
 
     interaction_id: str
-    ended: Literal["proposal", "reply", "round_limit", "model_unavailable"]
+    ended: Literal["proposal", "reply", "round_limit", "model_unavailable", "rate_limited"]
     messages: list[TurnMessageOut]
     proposal: ProposalCreatedOut | None
     model_calls: int
@@ -391,11 +391,12 @@ class DeliveryAttemptOut(BaseModel):
     result: str = Field(
         description=(
             "How it went: 'delivered', 'failed: the endpoint answered 500',"
-            " 'failed: could not connect' or 'failed: the endpoint was removed'."
+            " 'failed: could not connect', 'failed: the endpoint was removed' or 'not sent: the"
+            " proposal no longer awaits approval'."
         )
     )
-    result_key: Literal["delivered", "answered", "could_not_connect", "endpoint_removed"]
-    outcome: Literal["delivered", "retry", "dead"]
+    result_key: Literal["delivered", "answered", "could_not_connect", "endpoint_removed", "skipped"]
+    outcome: Literal["delivered", "retry", "dead", "skipped"]
     next_attempt_at: datetime | None
 
 
@@ -409,7 +410,9 @@ class DeliveryOut(BaseModel):
     operation: str
     channel: Literal["webhook", "email"]
     target: str = Field(description="The endpoint id, or the recipient's address.")
-    status: Literal["pending", "delivered", "dead"]
+    status: Literal["pending", "delivered", "dead", "skipped"] = Field(
+        description="skipped: not sent, the proposal no longer awaited approval when it was due."
+    )
     attempts: int
     next_attempt_at: datetime | None
     created_at: datetime
