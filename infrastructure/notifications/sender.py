@@ -181,6 +181,7 @@ class NotificationSender:
         with ThreadPoolExecutor(self.settings.workers, "countersign-notify") as pool:
             while True:
                 free = self.settings.workers - len(under_way)
+                skipped = 0
                 if free > 0 and not (stop is not None and stop.is_set()):
                     claimed = self.ledger.claim_due(
                         self.clock.now(),
@@ -197,12 +198,15 @@ class NotificationSender:
                             self._record(
                                 delivery, Attempt(now, 0, error_class=NO_LONGER_PENDING), report
                             )
+                            skipped += 1
                         elif slots.take(delivery):
                             under_way[pool.submit(self.send, delivery)] = delivery
                         else:
                             later.append(delivery)
                     self.ledger.release(later, self.clock.now())
                 if not under_way:
+                    if skipped:
+                        continue  # a batch of stale ones only: more may be due behind it
                     return report
                 done, _ = wait(under_way, timeout=poll, return_when=FIRST_COMPLETED)
                 for future in done:
