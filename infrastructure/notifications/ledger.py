@@ -207,7 +207,7 @@ class DeliveryLedger:
     def outbox_after(self, position: int, limit: int) -> list[dict[str, Any]]:
         """Outbox rows after ``position``, in log order (the projection's table)."""
         with self.sql.transaction() as cursor:
-            if not _table_exists(cursor, "notifications", self.postgres):
+            if not table_exists(cursor, "notifications", self.postgres):
                 return []
             rows = cursor.execute(
                 f"SELECT {', '.join(_NOTIFICATION_COLUMNS)} FROM notifications"
@@ -227,7 +227,7 @@ class DeliveryLedger:
 
     def active_endpoints(self, organization_id: str) -> list[str]:
         with self.sql.transaction() as cursor:
-            if not _table_exists(cursor, "webhook_endpoints", self.postgres):
+            if not table_exists(cursor, "webhook_endpoints", self.postgres):
                 return []
             rows = cursor.execute(
                 "SELECT endpoint_id FROM webhook_endpoints"
@@ -442,64 +442,6 @@ class DeliveryLedger:
             )
         return status
 
-    # -- what operators and managers read -------------------------------------------------------
-
-    def deliveries(
-        self, organization_id: str, *, dead_only: bool = False, limit: int = 50
-    ) -> list[dict[str, Any]]:
-        """The club's deliveries, newest first, each with its attempts."""
-        where = "d.organization_id = ?" + (" AND d.status = ?" if dead_only else "")
-        params: list[Any] = [organization_id] + ([DEAD] if dead_only else [])
-        with self.sql.transaction() as cursor:
-            if not _table_exists(cursor, "notifications", self.postgres):
-                return []
-            rows = cursor.execute(
-                "SELECT d.delivery_id, d.event_id, d.channel, d.target, d.status, d.attempts,"
-                " d.next_attempt_at, d.created_at, d.delivered_at, d.last_error,"
-                " n.reason, n.proposal_id, n.operation"
-                " FROM notification_deliveries d JOIN notifications n ON n.event_id = d.event_id"
-                f" WHERE {where} ORDER BY d.created_at DESC, d.delivery_id LIMIT ?",
-                [*params, limit],
-            ).fetchall()
-            found = []
-            for row in rows:
-                attempts = cursor.execute(
-                    "SELECT attempt, started_at, status_code, latency_ms, error_class, outcome,"
-                    " next_attempt_at FROM notification_attempts WHERE delivery_id = ?"
-                    " ORDER BY attempt",
-                    (row[0],),
-                ).fetchall()
-                found.append(
-                    {
-                        "delivery_id": row[0],
-                        "event_id": row[1],
-                        "channel": row[2],
-                        "target": row[3],
-                        "status": row[4],
-                        "attempts": int(row[5]),
-                        "next_attempt_at": self._time(row[6]) if row[4] == PENDING else None,
-                        "created_at": self._time(row[7]),
-                        "delivered_at": self._time(row[8]),
-                        "last_error": row[9],
-                        "type": f"proposal.{row[10]}",
-                        "proposal_id": row[11],
-                        "operation": row[12],
-                        "attempt_log": [
-                            {
-                                "attempt": int(a[0]),
-                                "started_at": self._time(a[1]),
-                                "status_code": a[2],
-                                "latency_ms": int(a[3]),
-                                "error_class": a[4],
-                                "outcome": a[5],
-                                "next_attempt_at": self._time(a[6]),
-                            }
-                            for a in attempts
-                        ],
-                    }
-                )
-        return found
-
     def redeliver(self, organization_id: str, delivery: str | None, now: datetime) -> list[str]:
         """Put the club's dead letters (one, or all) back in line, due now, with a fresh set of
         tries; the ids put back. A delivery that is not a dead letter of this club is left."""
@@ -525,7 +467,7 @@ class DeliveryLedger:
         return ids
 
 
-def _table_exists(cursor: Cursor, table: str, postgres: bool) -> bool:
+def table_exists(cursor: Cursor, table: str, postgres: bool) -> bool:
     """Whether the projection made its table yet (a sender may start before it)."""
     if postgres:
         row = cursor.execute("SELECT to_regclass(?)", (table,)).fetchone()

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from countersign.application.access import Caller
 from countersign.domain.club.webhooks import valid_webhook_url
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.notifications import delivery_log
 from countersign.infrastructure.notifications.destinations import Network, check_url_host
 from countersign.infrastructure.notifications.ledger import (
     DELIVERED,
@@ -92,7 +93,7 @@ class Webhooks:
     ) -> list[dict[str, Any]]:
         """The club's deliveries (or only its dead letters), newest first, with attempts."""
         org = self.cs.notifications.managed_organization(caller, organization)
-        found = self.ledger.deliveries(str(org.id), dead_only=dead_only, limit=limit)
+        found = delivery_log.deliveries(self.ledger, str(org.id), dead_only=dead_only, limit=limit)
         return [club_view(delivery) for delivery in found]
 
     def redeliver(
