@@ -84,6 +84,29 @@ class _PinnedConnection(http.client.HTTPConnection):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
+def _resolved_by(deadline: float, host: str, port: int, allowed: Sequence[Network]) -> Address:
+    """The checked address of ``host``, resolved within the attempt's deadline (the resolver
+    cannot be interrupted: a lookup still running then is left to finish on its own thread).
+    UnresolvableHostError once the deadline passes."""
+    found: list[Address] = []
+    failed: list[BaseException] = []
+
+    def resolving() -> None:
+        try:
+            found.append(checked_addresses(host, port, allowed)[0])
+        except BaseException as error:  # handed to the attempt's thread below
+            failed.append(error)
+
+    lookup = threading.Thread(target=resolving, name="countersign-resolve", daemon=True)
+    lookup.start()
+    lookup.join(max(deadline - time.monotonic(), 0))
+    if failed:
+        raise failed[0]
+    if not found:
+        raise UnresolvableHostError(host)
+    return found[0]
+
+
 def post_webhook(
     url: str,
     body: bytes,
@@ -102,7 +125,7 @@ def post_webhook(
     host = parts.hostname or ""
     try:
         port = parts.port or (443 if https else 80)
-        address = checked_addresses(host, port, allowed)[0]
+        address = _resolved_by(deadline, host, port, allowed)
     except AddressNotAllowedError:
         log.warning("webhook %s refused: its host resolves to an internal address", url)
         return Attempt(started_at, _elapsed(begun), error_class=ADDRESS_NOT_ALLOWED)
