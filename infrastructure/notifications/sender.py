@@ -182,6 +182,7 @@ class NotificationSender:
             while True:
                 free = self.settings.workers - len(under_way)
                 skipped = 0
+                later: list[Claimed] = []
                 if free > 0 and not (stop is not None and stop.is_set()):
                     claimed = self.ledger.claim_due(
                         self.clock.now(),
@@ -190,7 +191,6 @@ class NotificationSender:
                         busy_endpoints=slots.busy_endpoints(),
                         busy_clubs=slots.busy_clubs(),
                     )
-                    later = []
                     pending: dict[str, bool] = {}
                     for delivery in claimed:
                         if self._stale(delivery, pending):
@@ -204,9 +204,11 @@ class NotificationSender:
                         else:
                             later.append(delivery)
                     self.ledger.release(later, self.clock.now())
+                if (later or skipped) and len(under_way) < self.settings.workers:
+                    # Claim again at once: deliveries left to a busy endpoint or club, or
+                    # skipped as stale, may have hidden others due behind them.
+                    continue
                 if not under_way:
-                    if skipped:
-                        continue  # a batch of stale ones only: more may be due behind it
                     return report
                 done, _ = wait(under_way, timeout=poll, return_when=FIRST_COMPLETED)
                 for future in done:

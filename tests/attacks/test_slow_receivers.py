@@ -141,3 +141,22 @@ def test_a_trickling_receiver_does_not_delay_another_clubs_delivery(
     assert not running.is_alive()
     assert delay < 1.0, f"maple's delivery waited {delay:.2f} s for granite's receiver"
     assert len(healthy.received) == 1
+
+
+def test_one_pass_does_not_leave_another_club_behind_a_busy_one(cs, seeded) -> None:
+    """A single pass (the worker's): granite's slow deliveries fill its club's slots, and
+    maple's, due behind them, is attempted at once rather than after granite's deadline."""
+    with trickling() as trickler, receiving() as healthy:
+        for n in range(4):
+            Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", f"{trickler.url}/{n}")
+        Webhooks(cs, LOOPBACK_NETWORKS).add(None, "maple", healthy.url)
+        propose(cs, seeded, "granite")
+        propose(cs, seeded, "maple")
+        sender = notification_sender(cs, settings(timeout_seconds=2.0, workers=4, per_club=2))
+        began = time.monotonic()
+        passing = threading.Thread(target=sender.run_once, daemon=True)
+        passing.start()
+        assert healthy.arrived.wait(5), "maple's delivery never arrived"
+        delay = time.monotonic() - began
+        passing.join(30)
+    assert delay < 1.0, f"maple's delivery waited {delay:.2f} s behind granite's"
