@@ -127,10 +127,11 @@ def post_webhook(
         port = parts.port or (443 if https else 80)
         address = _resolved_by(deadline, host, port, allowed)
     except AddressNotAllowedError:
-        log.warning("webhook %s refused: its host resolves to an internal address", url)
+        # The host only: a URL's path or query may hold the receiver's own secret.
+        log.warning("webhook to %s refused: it resolves to an internal address", host)
         return Attempt(started_at, _elapsed(begun), error_class=ADDRESS_NOT_ALLOWED)
     except (UnresolvableHostError, ValueError):
-        log.info("webhook %s: its host does not resolve", url)
+        log.info("webhook to %s: the name does not resolve", host)
         return Attempt(started_at, _elapsed(begun), error_class=COULD_NOT_CONNECT)
     context = ssl.create_default_context() if https else None
     connection = _PinnedConnection(host, port, address, deadline, context)
@@ -155,7 +156,7 @@ def post_webhook(
         status = response.status
     except Exception as error:
         # The operator's log may say more; the ledger (which the club reads) does not.
-        log.info("webhook %s got no answer (%s)", url, type(error).__name__)
+        log.info("webhook to %s got no answer (%s)", host, type(error).__name__)
         return Attempt(started_at, _elapsed(begun), error_class=COULD_NOT_CONNECT)
     finally:
         watchdog.cancel()
