@@ -25,6 +25,7 @@ from countersign.domain.contracts import REGISTRY
 from countersign.domain.errors import NotFoundError
 from countersign.domain.notifications import AWAITING_APPROVAL
 from countersign.domain.ports import Repository
+from countersign.domain.proposal import Proposal, ProposalStatus
 
 T = TypeVar("T")
 
@@ -98,6 +99,18 @@ class NotificationsService:
             return membership(org, email).language
 
         return self._change(organization, setting)
+
+    # -- before sending -------------------------------------------------------------------------
+
+    def still_awaits_approval(self, proposal_id: str) -> bool:
+        """Whether the proposal is still pending, as the log has it now (False for an unknown
+        id): "awaits your approval" is not sent about one that was approved, declined,
+        superseded or expired meanwhile."""
+        try:
+            proposal = self.store.read(UUID(str(proposal_id)), Proposal)
+        except (NotFoundError, ValueError):
+            return False
+        return proposal.status == ProposalStatus.PENDING
 
     # -- recipients -----------------------------------------------------------------------------
 

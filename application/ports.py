@@ -275,4 +275,13 @@ class PasskeyCeremonies(Protocol):
     ) -> CheckedAssertion:
         """PasskeyRejectedError unless it verifies against the origin and RP id configured,
         the public key, the challenge and the counter, user verification included."""
+class ProposalCounts(Protocol):
+    """When each member's recent proposals were made (shared by every process)."""
+
+    def newest(self, key: str, after: datetime, limit: int) -> list[datetime]:
+        """When the newest ``limit`` made under ``key`` after ``after`` were, newest first."""
+        ...
+
+    def add(self, key: str, at: datetime, forget_before: datetime) -> None:
+        """One more made under ``key`` at ``at``; those before ``forget_before`` may go."""
         ...

@@ -41,6 +41,7 @@ from countersign.application.errors import (
     parse_id,
 )
 from countersign.application.ports import AggregateStore
+from countersign.application.proposal_limit import ProposalLimiter
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import (
     ApprovalReport,
@@ -114,11 +115,14 @@ class ProposalAccess:
         audit: AuditService,
         *,
         registry: Mapping[str, AnyContract] = REGISTRY,
+        limiter: ProposalLimiter | None = None,
     ) -> None:
         self.store = store
         self.proposals = proposals
         self.audit = audit
         self.registry = registry
+        #: How many proposals a member may make in a while (None: no limit).
+        self.limiter = limiter
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -141,7 +145,10 @@ class ProposalAccess:
                 raise UnknownOperationError(operation)
             if contract.permission not in actor.scopes:
                 raise MissingPermissionError([contract.permission])
-        return self.proposals.propose(
+        club = str(Organization.create_id(actor.organization.strip().lower()))
+        if self.limiter is not None:
+            self.limiter.check(club, actor.email)
+        created = self.proposals.propose(
             organization=actor.organization,
             actor=actor.email,
             operation=operation,
@@ -150,6 +157,9 @@ class ProposalAccess:
             interaction_id=interaction_id,
             origin=origin,
         )
+        if self.limiter is not None:
+            self.limiter.count(club, actor.email)
+        return created
 
     def revise(self, proposal_id: str, actor: str | Caller, request: Any) -> ProposalCreated:
         """ProposalService.revise: an edit is a new proposal, so it needs what proposing the
@@ -159,7 +169,13 @@ class ProposalAccess:
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the service refuses to revise it
             require(caller, member, permission)
-        return self.proposals.revise(str(proposal.id), caller, request)
+        club = str(proposal.organization_id)
+        if self.limiter is not None:
+            self.limiter.check(club, caller.email)
+        created = self.proposals.revise(str(proposal.id), caller, request)
+        if self.limiter is not None:
+            self.limiter.count(club, caller.email)
+        return created
 
     def approve(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -99,7 +100,28 @@ class _CallOut:
     effect: Effect
 
 
-_Claim = Commit[ApprovalReport | _CallOut] | Answer[ApprovalReport | _CallOut]
+@dataclass(frozen=True)
+class _Failed:
+    """A claim committed as a terminal failure, and what to log once that commit stands (a
+    decision may run again, and only its last run's correlation id is stored)."""
+
+    report: ApprovalReport
+    proposal_id: UUID
+    error_class: str
+    correlation_id: str
+    exc_info: Any = None  # sys.exc_info() of the failure, for the log's traceback
+
+    def log(self) -> None:
+        log.error(
+            "terminal failure for proposal %s (%s), correlation id %s",
+            self.proposal_id,
+            self.error_class,
+            self.correlation_id,
+            exc_info=self.exc_info,
+        )
+
+
+_Claim = Commit[ApprovalReport | _CallOut | _Failed] | Answer[ApprovalReport | _CallOut | _Failed]
 _Report = Commit[ApprovalReport] | Answer[ApprovalReport]
 
 STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
@@ -463,6 +485,9 @@ class ProposalService:
             return self._not_approvable(proposal_id, None, NotApprovableReason.NOT_FOUND)
         if isinstance(claimed, _CallOut):
             return self._call_out(claimed)
+        if isinstance(claimed, _Failed):
+            claimed.log()  # the commit stands: its correlation id is the stored one
+            return claimed.report
         return claimed
 
     def _claim(
@@ -764,25 +789,26 @@ class ProposalService:
 
     def _revise(
         self, proposal: Proposal, reason: RevisionReason
-    ) -> Commit[ApprovalReport | _CallOut]:
+    ) -> Commit[ApprovalReport | _CallOut | _Failed]:
         """The claim's commit records RevisionRequired: nothing executes."""
         proposal.require_revision(_revision(reason))
         return Commit([proposal], self._report(proposal, None))
 
     def _fail(
         self, proposal: Proposal, error_class: str, *, exc_info: bool = False
-    ) -> Commit[ApprovalReport | _CallOut]:
-        """The claim's commit records a terminal failure, with a correlation id in the logs."""
+    ) -> Commit[ApprovalReport | _CallOut | _Failed]:
+        """The claim's commit records a terminal failure, with a correlation id that is logged
+        once the commit stands (``approve``), never from inside the decision."""
         correlation_id = new_correlation_id()
-        log.error(
-            "terminal failure for proposal %s (%s), correlation id %s",
+        proposal.fail(_dump(TerminalFailure(correlation_id=correlation_id)), error_class)
+        failed = _Failed(
+            self._report(proposal, None),
             proposal.id,
             error_class,
             correlation_id,
-            exc_info=exc_info,
+            sys.exc_info() if exc_info else None,
         )
-        proposal.fail(_dump(TerminalFailure(correlation_id=correlation_id)), error_class)
-        return Commit([proposal], self._report(proposal, None))
+        return Commit([proposal], failed)
 
     # -- decline ------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from countersign.application.ports import (
     ModelReply,
 )
 from countersign.application.proposal_access import ProposalAccess
+from countersign.application.proposal_limit import ProposalLimiter, RateLimit
 from countersign.application.proposals import ProposalService
 from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.crash_points import fault_points_from_env
@@ -39,6 +40,7 @@ from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
+from countersign.infrastructure.proposal_counts import SqlProposalCounts
 from countersign.infrastructure.settings import Database, Settings, SettingsError
 from countersign.projections import PROJECTIONS
 
@@ -135,9 +137,14 @@ def bootstrap(
         faults=faults or fault_points_from_env(),
         passkeys=PasskeyStep(ceremonies, clock),
     )
-    assistant = AssistantService(store, proposals, model or LazyChatModel(settings))
+    limiter = ProposalLimiter(
+        SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), proposals.clock
+    )
+    assistant = AssistantService(
+        store, proposals, model or LazyChatModel(settings), limiter=limiter
+    )
     audit = AuditService(store)
-    access = ProposalAccess(store, proposals, audit)
+    access = ProposalAccess(store, proposals, audit, limiter=limiter)
     return Countersign(
         settings=settings,
         database=database,

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from countersign.application.proposal_limit import RateLimit
+
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
 _RECORDERS = (
@@ -14,6 +16,7 @@ _RECORDERS = (
 )
 DEFAULT_API_MAX_BODY = 64 * 1024
 DEFAULT_READY_MAX_LAG = 10_000
+DEFAULT_PROPOSAL_LIMIT = "30/minute"
 
 
 class SettingsError(ValueError):
@@ -37,6 +40,9 @@ class Settings:
     #: COUNTERSIGN_WEBAUTHN_ORIGIN: the origins (comma-separated) the pages that use passkeys
     #: are served from; an assertion from any other origin does not verify.
     webauthn_origins: tuple[str, ...] = ("http://localhost:8000",)
+    #: COUNTERSIGN_PROPOSAL_LIMIT: how many proposals one member may make in a while,
+    #: through the API, MCP, the assistants and the pages together.
+    proposal_limit: str = DEFAULT_PROPOSAL_LIMIT
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -76,6 +82,11 @@ class Settings:
                     "COUNTERSIGN_WEBAUTHN_ORIGIN must be https:// origins (http:// only for "
                     f"localhost), not {origin!r}"
                 )
+        limit = os.environ.get("COUNTERSIGN_PROPOSAL_LIMIT", "").strip() or DEFAULT_PROPOSAL_LIMIT
+        try:
+            RateLimit.parse(limit)
+        except ValueError as error:
+            raise SettingsError(f"COUNTERSIGN_PROPOSAL_LIMIT: {error}") from None
         return cls(
             webauthn_rp_id=rp_id,
             webauthn_origins=origins,
@@ -85,6 +96,7 @@ class Settings:
             model=os.environ.get("COUNTERSIGN_MODEL", "").strip() or "scripted",
             api_max_body=int(max_body),
             ready_max_lag=int(max_lag),
+            proposal_limit=limit,
         )
 
 

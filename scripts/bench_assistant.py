@@ -43,7 +43,10 @@ def main() -> None:
     endpoint = ScriptedEndpoint(StandInPolicy())
     with tempfile.TemporaryDirectory() as folder:
         cs = bootstrap(
-            Settings(database_url=f"sqlite:///{folder}/assistant.db"),
+            # One member makes every proposal: the per-member limit would stop the benchmark.
+            Settings(
+                database_url=f"sqlite:///{folder}/assistant.db", proposal_limit="1000000/minute"
+            ),
             model=OpenAIChatModel(endpoint.client(), "scripted"),
         )
         data = seed(cs)

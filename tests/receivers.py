@@ -11,6 +11,19 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+from countersign.infrastructure.notifications.destinations import parse_networks
+
+#: Receivers listen on loopback, which webhooks may reach only when allowed.
+LOOPBACK = "127.0.0.0/8"
+LOOPBACK_NETWORKS = parse_networks(LOOPBACK)
+
+
+@pytest.fixture(autouse=True)
+def allow_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Allow webhooks to this module's receivers on 127.0.0.0/8 (imported by test modules)."""
+    monkeypatch.setenv("COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS", LOOPBACK)
+
 
 @dataclass
 class Received:

@@ -25,7 +25,10 @@ from countersign.infrastructure.notifications.webhooks import Webhooks, notifica
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
-from tests.receivers import free_port
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+)
 from tests.servers import serving
 from tests.support.proposing import propose
 from tests.test_browser_e2e import (

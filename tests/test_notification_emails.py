@@ -19,7 +19,11 @@ from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 
 from tests.conftest import AVA, BEN, MIA
-from tests.receivers import free_port, receiving
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+    receiving,
+)
 from tests.support.proposing import propose
 
 CLEO = "cleo@granite.example"  # may approve refunds, reads French

@@ -16,7 +16,11 @@ from fastapi.testclient import TestClient
 from standardwebhooks.webhooks import Webhook
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
-from tests.receivers import free_port, receiving
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+    receiving,
+)
 
 HOOKS = "/api/v1/webhooks"
 
@@ -84,7 +88,8 @@ def test_dead_letters_are_listed_and_redelivered_over_the_api(cs, seeded, client
     assert notification_sender(cs, one_try).run_once().dead == 1
     [dead] = client.get(f"{HOOKS}/deliveries?dead=true", headers=auth(manager)).json()["items"]
     assert dead["status"] == "dead"
-    assert dead["attempt_log"][0]["error_class"] == "ConnectionRefusedError"
+    assert dead["attempt_log"][0]["result"] == "failed: could not connect"
+    assert dead["last_error"] == "failed: could not connect"
     path = f"{HOOKS}/deliveries/{dead['delivery_id']}/redeliver"
     with receiving(port=port) as receiver:
         assert client.post(path, headers=auth(manager)).json() == {

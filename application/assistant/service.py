@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -34,8 +34,9 @@ from countersign.application.ports import (
     ModelUnavailableError,
     ToolCall,
 )
+from countersign.application.proposal_limit import ProposalLimiter, TooManyProposalsError
 from countersign.application.proposals import ProposalService
-from countersign.application.reports import Report
+from countersign.application.reports import ProposalCreated, Report
 from countersign.domain.contracts.base import (
     MAX_PROBLEMS,
     InvalidRequestError,
@@ -73,6 +74,12 @@ ROUND_LIMIT = Localized(
 )
 """The closing text of a turn that ran out of rounds; ``{why}`` is the last refusal in the
 manager's words (``Problem.for_people``) followed by a space, or nothing."""
+RATE_LIMITED = Localized(
+    "You have made many proposals in a short time, so I cannot prepare another one now. "
+    "Nothing was changed; try again in {seconds} seconds.",
+    "Vous avez fait beaucoup de propositions en peu de temps : je ne peux pas en préparer une "
+    "autre maintenant. Rien n'a été modifié ; réessayez dans {seconds} secondes.",
+)
 UNAVAILABLE = Localized(
     "The assistant is unavailable right now. Nothing was changed; try again shortly.",
     "L'assistant est indisponible pour le moment. Rien n'a été modifié ; réessayez bientôt.",
@@ -91,7 +98,7 @@ class TurnReport(Report):
     """What one turn produced, for the chat UI, the CLI and the API."""
 
     interaction_id: str
-    ended: str  # "proposal" | "reply" | "round_limit" | "model_unavailable"
+    ended: str  # "proposal" | "reply" | "round_limit" | "model_unavailable" | "rate_limited"
     messages: list[dict[str, str]]
     proposal: dict[str, Any] | None
     model_calls: int
@@ -110,12 +117,15 @@ class AssistantService:
         *,
         assistants: dict[Section, SectionAssistant] = ASSISTANTS,
         max_rounds: int = MAX_ROUNDS,
+        limiter: ProposalLimiter | None = None,
     ) -> None:
         self.store = store
         self.proposals = proposals
         self.model = model
         self.assistants = assistants
         self.max_rounds = max_rounds
+        #: How many proposals a member may make in a while (None: no limit).
+        self.limiter = limiter
 
     def tools_for(self, section: str) -> list[dict[str, Any]]:
         return self._assistant(section).tools()
@@ -156,6 +166,7 @@ class AssistantService:
         proposal: dict[str, Any] | None = None
         ended = "round_limit"
         calls = 0
+        turn = _Turn(scope, org.slug, member.email, interaction, language, refused)
         for _ in range(self.max_rounds):
             calls += 1
             began = time.perf_counter()
@@ -174,16 +185,14 @@ class AssistantService:
                 ended = "reply"
                 break
             messages.append(_assistant_message(reply))
-            proposal = self._run_tools(
-                assistant,
-                reply.tool_calls,
-                _Turn(scope, org.slug, member.email, interaction, language, refused),
-                messages,
-            )
+            proposal = self._run_tools(assistant, reply.tool_calls, turn, messages)
             if proposal is not None:
                 ended = "proposal"
                 break
-        closing = _closing(ended, refused, language)
+            if turn.limited:
+                ended = "rate_limited"
+                break
+        closing = _closing(ended, refused, language, turn.limited)
         if closing is not None:
             interaction.say(closing, author="application")
             shown.append({"author": "application", "text": closing})
@@ -228,22 +237,8 @@ class AssistantService:
                     result = read.run(request, scope, self.store)
                     outcome = "read"
             elif contract is not None:
-                try:
-                    created = self.proposals.propose(
-                        organization=turn.organization,
-                        actor=turn.actor,
-                        operation=contract.kind,
-                        resource_id=str(scope.resource_id),
-                        request=arguments,
-                        interaction_id=str(interaction.id),
-                    )
-                except InvalidRequestError as invalid:
-                    result = turn.refusal(invalid.problems, invalid.more_problems)
-                    outcome = "rejected"
-                except (NotFoundError, ForbiddenError):
-                    result = {"error": NOT_POSSIBLE}
-                    outcome = "refused"
-                else:
+                created, result, outcome = self._propose(turn, contract.kind, arguments)
+                if created is not None:
                     interaction.record_tool_call(call.name, arguments, "proposed")
                     interaction.link(UUID(created.proposal_id))
                     return created.to_json()
@@ -261,6 +256,33 @@ class AssistantService:
                 }
             )
         return None
+
+    def _propose(
+        self, turn: _Turn, operation: str, arguments: dict[str, Any]
+    ) -> tuple[ProposalCreated | None, dict[str, Any], str]:
+        """The proposal a propose call made, or the tool result and outcome of its refusal."""
+        club = str(turn.scope.organization_id)
+        try:
+            if self.limiter is not None:
+                self.limiter.check(club, turn.actor)
+            created = self.proposals.propose(
+                organization=turn.organization,
+                actor=turn.actor,
+                operation=operation,
+                resource_id=str(turn.scope.resource_id),
+                request=arguments,
+                interaction_id=str(turn.interaction.id),
+            )
+        except TooManyProposalsError as limited:
+            turn.limited.append(limited.retry_after)
+            return None, {"error": str(limited)}, "refused"  # plain words to pass on
+        except InvalidRequestError as invalid:
+            return None, turn.refusal(invalid.problems, invalid.more_problems), "rejected"
+        except (NotFoundError, ForbiddenError):
+            return None, {"error": NOT_POSSIBLE}, "refused"
+        if self.limiter is not None:
+            self.limiter.count(club, turn.actor)
+        return created, {}, "proposed"
 
     # -- context --------------------------------------------------------------------------------
 
@@ -351,6 +373,8 @@ class _Turn:
     interaction: Interaction
     language: str
     refused: list[Problem]  # the last refusal's problems, for the closing text
+    #: Seconds to wait, when the proposal limit refused a propose call: the turn ends there.
+    limited: list[int] = field(default_factory=list)
 
     def refusal(self, problems: list[Problem], more: int = 0) -> dict[str, Any]:
         """A refused call's tool result (``refusal``), remembered for the closing text."""
@@ -371,10 +395,12 @@ def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dic
     return result
 
 
-def _closing(ended: str, refused: list[Problem], language: str) -> str | None:
+def _closing(ended: str, refused: list[Problem], language: str, limited: list[int]) -> str | None:
     """The application's own closing text of a turn that ``ended`` so, in ``language``."""
     if ended == "proposal":
         return PROPOSED.text(language)
+    if ended == "rate_limited":
+        return RATE_LIMITED.text(language, seconds=limited[-1])
     if ended == "round_limit":
         why = explain(refused, language)
         return ROUND_LIMIT.text(language, why=f"{why} " if why else "")

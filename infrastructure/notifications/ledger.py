@@ -20,7 +20,10 @@ from uuid import UUID, uuid5
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
-PENDING, DELIVERED, DEAD = "pending", "delivered", "dead"
+PENDING, DELIVERED, DEAD, SKIPPED = "pending", "delivered", "dead", "skipped"
+#: The error class of an attempt that sent nothing because the proposal no longer awaits
+#: approval: the delivery ends as ``skipped``.
+NO_LONGER_PENDING = "NoLongerPending"
 WEBHOOK, EMAIL = "webhook", "email"
 _NAMESPACE = UUID("4c1e2a7b-6f53-4d0e-8b9a-1f2e3d4c5b6a")
 _OUTBOX = "outbox"
@@ -204,7 +207,7 @@ class DeliveryLedger:
     def outbox_after(self, position: int, limit: int) -> list[dict[str, Any]]:
         """Outbox rows after ``position``, in log order (the projection's table)."""
         with self.sql.transaction() as cursor:
-            if not _table_exists(cursor, "notifications", self.postgres):
+            if not table_exists(cursor, "notifications", self.postgres):
                 return []
             rows = cursor.execute(
                 f"SELECT {', '.join(_NOTIFICATION_COLUMNS)} FROM notifications"
@@ -224,7 +227,7 @@ class DeliveryLedger:
 
     def active_endpoints(self, organization_id: str) -> list[str]:
         with self.sql.transaction() as cursor:
-            if not _table_exists(cursor, "webhook_endpoints", self.postgres):
+            if not table_exists(cursor, "webhook_endpoints", self.postgres):
                 return []
             rows = cursor.execute(
                 "SELECT endpoint_id FROM webhook_endpoints"
@@ -281,18 +284,33 @@ class DeliveryLedger:
 
     # -- attempts -------------------------------------------------------------------------------
 
-    def claim_due(self, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
+    def claim_due(
+        self,
+        now: datetime,
+        lease: timedelta,
+        limit: int,
+        *,
+        busy_endpoints: Sequence[str] = (),
+        busy_clubs: Sequence[str] = (),
+    ) -> list[Claimed]:
         """Due pending deliveries, each claimed until ``now + lease``: another sender leaves
-        them alone until then (and attempts them again if this one never records how it went)."""
+        them alone until then (and attempts them again if this one never records how it went).
+        Webhook deliveries to ``busy_endpoints`` or of ``busy_clubs`` are left for later."""
         skip = " FOR UPDATE SKIP LOCKED" if self.postgres else ""
+        where = "status = ? AND next_attempt_at <= ?"
+        params: list[Any] = [PENDING, self._t(now)]
+        for column, busy in (("target", busy_endpoints), ("organization_id", busy_clubs)):
+            if busy:
+                marks = ", ".join("?" for _ in busy)
+                where += f" AND NOT (channel = ? AND {column} IN ({marks}))"
+                params += [WEBHOOK, *busy]
         with self.sql.transaction() as cursor:
             ids = [
                 str(row[0])
                 for row in cursor.execute(
-                    "SELECT delivery_id FROM notification_deliveries"
-                    " WHERE status = ? AND next_attempt_at <= ?"
+                    f"SELECT delivery_id FROM notification_deliveries WHERE {where}"
                     f" ORDER BY next_attempt_at, delivery_id LIMIT ?{skip}",
-                    (PENDING, self._t(now), limit),
+                    (*params, limit),
                 ).fetchall()
             ]
             if not ids:
@@ -339,6 +357,19 @@ class DeliveryLedger:
             )
         return claimed
 
+    def release(self, deliveries: Sequence[Claimed], now: datetime) -> None:
+        """Give claimed deliveries back, due at ``now``, without an attempt (their endpoint
+        or club already has as many attempts under way as it may)."""
+        if not deliveries:
+            return
+        marks = ", ".join("?" for _ in deliveries)
+        with self.sql.transaction() as cursor:
+            cursor.execute(
+                f"UPDATE notification_deliveries SET next_attempt_at = ?"
+                f" WHERE status = ? AND delivery_id IN ({marks})",
+                (self._t(now), PENDING, *(d.delivery_id for d in deliveries)),
+            )
+
     @staticmethod
     def _endpoints(cursor: Cursor, ids: set[str]) -> dict[str, tuple[str | None, str | None]]:
         """Active endpoints' URLs and secrets, by id."""
@@ -359,6 +390,8 @@ class DeliveryLedger:
         """Record how an attempt went and what follows it; returns the delivery's status."""
         if attempt.delivered:
             status, outcome = DELIVERED, DELIVERED
+        elif attempt.error_class == NO_LONGER_PENDING:
+            status, outcome = SKIPPED, SKIPPED
         elif dead:
             status, outcome = DEAD, DEAD
         else:
@@ -409,64 +442,6 @@ class DeliveryLedger:
             )
         return status
 
-    # -- what operators and managers read -------------------------------------------------------
-
-    def deliveries(
-        self, organization_id: str, *, dead_only: bool = False, limit: int = 50
-    ) -> list[dict[str, Any]]:
-        """The club's deliveries, newest first, each with its attempts."""
-        where = "d.organization_id = ?" + (" AND d.status = ?" if dead_only else "")
-        params: list[Any] = [organization_id] + ([DEAD] if dead_only else [])
-        with self.sql.transaction() as cursor:
-            if not _table_exists(cursor, "notifications", self.postgres):
-                return []
-            rows = cursor.execute(
-                "SELECT d.delivery_id, d.event_id, d.channel, d.target, d.status, d.attempts,"
-                " d.next_attempt_at, d.created_at, d.delivered_at, d.last_error,"
-                " n.reason, n.proposal_id, n.operation"
-                " FROM notification_deliveries d JOIN notifications n ON n.event_id = d.event_id"
-                f" WHERE {where} ORDER BY d.created_at DESC, d.delivery_id LIMIT ?",
-                [*params, limit],
-            ).fetchall()
-            found = []
-            for row in rows:
-                attempts = cursor.execute(
-                    "SELECT attempt, started_at, status_code, latency_ms, error_class, outcome,"
-                    " next_attempt_at FROM notification_attempts WHERE delivery_id = ?"
-                    " ORDER BY attempt",
-                    (row[0],),
-                ).fetchall()
-                found.append(
-                    {
-                        "delivery_id": row[0],
-                        "event_id": row[1],
-                        "channel": row[2],
-                        "target": row[3],
-                        "status": row[4],
-                        "attempts": int(row[5]),
-                        "next_attempt_at": self._time(row[6]) if row[4] == PENDING else None,
-                        "created_at": self._time(row[7]),
-                        "delivered_at": self._time(row[8]),
-                        "last_error": row[9],
-                        "type": f"proposal.{row[10]}",
-                        "proposal_id": row[11],
-                        "operation": row[12],
-                        "attempt_log": [
-                            {
-                                "attempt": int(a[0]),
-                                "started_at": self._time(a[1]),
-                                "status_code": a[2],
-                                "latency_ms": int(a[3]),
-                                "error_class": a[4],
-                                "outcome": a[5],
-                                "next_attempt_at": self._time(a[6]),
-                            }
-                            for a in attempts
-                        ],
-                    }
-                )
-        return found
-
     def redeliver(self, organization_id: str, delivery: str | None, now: datetime) -> list[str]:
         """Put the club's dead letters (one, or all) back in line, due now, with a fresh set of
         tries; the ids put back. A delivery that is not a dead letter of this club is left."""
@@ -492,7 +467,7 @@ class DeliveryLedger:
         return ids
 
 
-def _table_exists(cursor: Cursor, table: str, postgres: bool) -> bool:
+def table_exists(cursor: Cursor, table: str, postgres: bool) -> bool:
     """Whether the projection made its table yet (a sender may start before it)."""
     if postgres:
         row = cursor.execute("SELECT to_regclass(?)", (table,)).fetchone()

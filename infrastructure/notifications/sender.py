@@ -2,8 +2,11 @@
 
 A pass catches the ``notifications`` projection up, fans new outbox rows out into deliveries,
 then attempts every due delivery on a thread pool and records each attempt as soon as it
-ends. The next try after a failure is tenacity's exponential wait with jitter, stored in the
-ledger (so it survives the process); the last failed try makes the delivery a dead letter.
+ends. Attempts run concurrently, bounded overall, per webhook endpoint and per club, and each
+has one deadline; the pass claims more as soon as one ends, and the long-running loop also
+picks up new notifications while slow attempts are under way. The next try after a failure
+is tenacity's exponential wait with jitter, stored in the ledger (so it survives the
+process); the last failed try makes the delivery a dead letter.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,11 +24,14 @@ from typing import Any
 from countersign.application.notifications import NotificationsService
 from countersign.application.ports import Clock
 from countersign.domain.errors import NotFoundError
+from countersign.domain.notifications import AWAITING_APPROVAL
 from countersign.infrastructure.notifications import channels
 from countersign.infrastructure.notifications.ledger import (
     DEAD,
     DELIVERED,
     EMAIL,
+    NO_LONGER_PENDING,
+    SKIPPED,
     WEBHOOK,
     Attempt,
     Claimed,
@@ -44,6 +51,7 @@ CLAIM_BATCH = 100
 ENDPOINT_REMOVED = "EndpointRemoved"
 NO_SECRET = "NoSigningSecret"  # noqa: S105 - an error class, not a secret
 NO_SMTP = "NoSmtpRelay"
+SENDER_ERROR = "SenderError"
 #: Failures no retry can mend: the delivery is a dead letter at once.
 _HOPELESS = frozenset({ENDPOINT_REMOVED, NO_SECRET, NO_SMTP})
 
@@ -57,6 +65,8 @@ class PassReport:
     delivered: int = 0
     retrying: int = 0
     dead: int = 0
+    skipped: int = 0
+    """Deliveries of "awaits your approval" not sent: the proposal was no longer pending."""
     dead_letters: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -66,12 +76,14 @@ class PassReport:
             "delivered": self.delivered,
             "retrying": self.retrying,
             "dead": self.dead,
+            "skipped": self.skipped,
         }
 
     def line(self) -> str:
         return (
             f"{self.fanned_out} new deliveries; {self.attempted} attempted: "
             f"{self.delivered} delivered, {self.retrying} to retry, {self.dead} dead"
+            + (f", {self.skipped} skipped (no longer pending)" if self.skipped else "")
         )
 
 
@@ -104,13 +116,21 @@ class NotificationSender:
 
     # -- a pass ---------------------------------------------------------------------------------
 
-    def run_once(self) -> PassReport:
-        """Catch up, fan out, then attempt everything due now."""
+    def run_once(
+        self, stop: threading.Event | None = None, poll: float | None = None
+    ) -> PassReport:
+        """Catch up, fan out, then attempt everything due now. With ``poll`` (seconds), the
+        pass also catches up, fans out and claims again every ``poll`` seconds while attempts
+        are under way, so a notification made during a slow attempt does not wait for it."""
+        report = PassReport()
+        self._refresh(report)
+        self.deliver_due(report, stop=stop, poll=poll)
+        return report
+
+    def _refresh(self, report: PassReport) -> None:
         if self.catch_up is not None:
             self.catch_up()
-        report = PassReport(fanned_out=self.fan_out())
-        self.deliver_due(report)
-        return report
+        report.fanned_out += self.fan_out()
 
     def fan_out(self) -> int:
         """Deliveries for the outbox rows not fanned out yet; how many were new."""
@@ -143,18 +163,71 @@ class NotificationSender:
             found += [Target(EMAIL, r.email, r.language) for r in recipients]
         return found
 
-    def deliver_due(self, report: PassReport | None = None) -> PassReport:
-        """Attempt every due delivery, a batch at a time, recording each as it ends."""
+    def deliver_due(
+        self,
+        report: PassReport | None = None,
+        *,
+        stop: threading.Event | None = None,
+        poll: float | None = None,
+    ) -> PassReport:
+        """Attempt every due delivery concurrently, recording each as it ends. At most
+        ``settings.workers`` attempts run at once, at most ``per_endpoint`` to one webhook
+        endpoint and ``per_club`` webhooks of one club: a slow endpoint holds only its own
+        slots, and the pass claims more as soon as any attempt ends."""
         report = report or PassReport()
         lease = timedelta(seconds=self.settings.lease_seconds)
+        under_way: dict[Future[Attempt], Claimed] = {}
+        slots = _Slots(self.settings)
         with ThreadPoolExecutor(self.settings.workers, "countersign-notify") as pool:
-            while claimed := self.ledger.claim_due(self.clock.now(), lease, CLAIM_BATCH):
-                futures: dict[Future[Attempt], Claimed] = {
-                    pool.submit(self.send, delivery): delivery for delivery in claimed
-                }
-                for future, delivery in _as_completed(futures):
+            while True:
+                free = self.settings.workers - len(under_way)
+                skipped = 0
+                later: list[Claimed] = []
+                if free > 0 and not (stop is not None and stop.is_set()):
+                    claimed = self.ledger.claim_due(
+                        self.clock.now(),
+                        lease,
+                        free,
+                        busy_endpoints=slots.busy_endpoints(),
+                        busy_clubs=slots.busy_clubs(),
+                    )
+                    pending: dict[str, bool] = {}
+                    for delivery in claimed:
+                        if self._stale(delivery, pending):
+                            now = self.clock.now()
+                            self._record(
+                                delivery, Attempt(now, 0, error_class=NO_LONGER_PENDING), report
+                            )
+                            skipped += 1
+                        elif slots.take(delivery):
+                            under_way[pool.submit(self.send, delivery)] = delivery
+                        else:
+                            later.append(delivery)
+                    self.ledger.release(later, self.clock.now())
+                if (later or skipped) and len(under_way) < self.settings.workers:
+                    # Claim again at once: deliveries left to a busy endpoint or club, or
+                    # skipped as stale, may have hidden others due behind them.
+                    continue
+                if not under_way:
+                    return report
+                done, _ = wait(under_way, timeout=poll, return_when=FIRST_COMPLETED)
+                for future in done:
+                    delivery = under_way.pop(future)
+                    slots.give_back(delivery)
                     self._record(delivery, future.result(), report)
-        return report
+                if not done and not (stop is not None and stop.is_set()):
+                    self._refresh(report)  # what was notified meanwhile goes out now
+
+    def _stale(self, delivery: Claimed, pending: dict[str, bool]) -> bool:
+        """Whether the delivery says a proposal awaits approval that no longer does (asked
+        once per proposal and claim)."""
+        notification = delivery.notification
+        if notification["reason"] != AWAITING_APPROVAL:
+            return False
+        proposal_id = str(notification["proposal_id"])
+        if proposal_id not in pending:
+            pending[proposal_id] = self.notifications.still_awaits_approval(proposal_id)
+        return not pending[proposal_id]
 
     def _record(self, delivery: Claimed, attempt: Attempt, report: PassReport) -> None:
         tries = delivery.attempts + 1
@@ -169,6 +242,8 @@ class NotificationSender:
         elif status == DEAD:
             report.dead += 1
             report.dead_letters.append(delivery.delivery_id)
+        elif status == SKIPPED:
+            report.skipped += 1
         else:
             report.retrying += 1
         if self.recorded is not None:
@@ -190,9 +265,9 @@ class NotificationSender:
             if delivery.channel == WEBHOOK:
                 return self._post(delivery, started_at)
             return self._mail(delivery, started_at)
-        except Exception as error:  # a bug here must not stop the others' deliveries
+        except Exception:  # a bug here must not stop the others' deliveries
             log.exception("delivery %s could not be attempted", delivery.delivery_id)
-            return Attempt(started_at, 0, error_class=type(error).__name__)
+            return Attempt(started_at, 0, error_class=SENDER_ERROR)
 
     def _post(self, delivery: Claimed, started_at: datetime) -> Attempt:
         if delivery.url is None:
@@ -210,7 +285,12 @@ class NotificationSender:
         timestamp = int(time.time())
         headers = signed_headers(delivery.secret, delivery.event_id, timestamp, body)
         return channels.post_webhook(
-            delivery.url, body, headers, self.settings.timeout_seconds, started_at
+            delivery.url,
+            body,
+            headers,
+            self.settings.timeout_seconds,
+            started_at,
+            self.settings.allowed_networks,
         )
 
     def _mail(self, delivery: Claimed, started_at: datetime) -> Attempt:
@@ -250,16 +330,44 @@ class NotificationSender:
         interval: float,
         progress: Callable[[PassReport], None] | None = None,
     ) -> None:
-        """Pass after pass until ``stop`` is set, waiting ``interval`` seconds between them."""
+        """Pass after pass until ``stop`` is set, waiting ``interval`` seconds between them;
+        while attempts are under way, new notifications are picked up every ``interval``."""
+        poll = min(max(interval, 0.01), 1.0)
         while not stop.is_set():
-            report = self.run_once()
+            report = self.run_once(stop, poll)
             if progress is not None:
                 progress(report)
             stop.wait(interval)
 
 
-def _as_completed(
-    futures: dict[Future[Attempt], Claimed],
-) -> Iterator[tuple[Future[Attempt], Claimed]]:
-    for future in as_completed(futures):
-        yield future, futures[future]
+class _Slots:
+    """Attempts under way, by webhook endpoint and by club."""
+
+    def __init__(self, settings: NotifySettings) -> None:
+        self.per_endpoint = settings.per_endpoint
+        self.per_club = settings.per_club
+        self.endpoints: Counter[str] = Counter()
+        self.clubs: Counter[str] = Counter()
+
+    def busy_endpoints(self) -> list[str]:
+        return sorted(e for e, n in self.endpoints.items() if n >= self.per_endpoint)
+
+    def busy_clubs(self) -> list[str]:
+        return sorted(c for c, n in self.clubs.items() if n >= self.per_club)
+
+    def take(self, delivery: Claimed) -> bool:
+        if delivery.channel != WEBHOOK:
+            return True
+        if (
+            self.endpoints[delivery.target] >= self.per_endpoint
+            or self.clubs[delivery.organization_id] >= self.per_club
+        ):
+            return False
+        self.endpoints[delivery.target] += 1
+        self.clubs[delivery.organization_id] += 1
+        return True
+
+    def give_back(self, delivery: Claimed) -> None:
+        if delivery.channel == WEBHOOK:
+            self.endpoints[delivery.target] -= 1
+            self.clubs[delivery.organization_id] -= 1

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from countersign.infrastructure.notifications.destinations import (
+    ENVIRONMENT as ALLOWED_NETWORKS,
+)
+from countersign.infrastructure.notifications.destinations import Network, parse_networks
 from countersign.infrastructure.settings import SettingsError
 
 DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
@@ -26,9 +30,20 @@ class NotifySettings:
     """COUNTERSIGN_NOTIFY_FIRST_RETRY: the first wait; each next one doubles (plus jitter)."""
     max_retry_seconds: float = 6 * 3600.0
     timeout_seconds: float = 10.0
-    """COUNTERSIGN_NOTIFY_TIMEOUT: the most one request may take."""
-    workers: int = 8
-    """How many deliveries are attempted at once."""
+    """COUNTERSIGN_NOTIFY_TIMEOUT: the most one attempt may take, all told (connecting,
+    sending and reading the answer)."""
+    workers: int = 16
+    """How many deliveries are attempted at once, all endpoints together."""
+    per_endpoint: int = 2
+    """How many deliveries to one webhook endpoint are attempted at once."""
+    per_club: int = 4
+    """How many webhook deliveries of one club are attempted at once."""
+    allowed_networks: tuple[Network, ...] = field(
+        default_factory=lambda: allowed_networks_from_env()
+    )
+    """COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS (read when the settings are made, unless given):
+    internal networks webhooks may be posted to anyway; none by default, only public
+    addresses."""
 
     @property
     def lease_seconds(self) -> float:
@@ -59,7 +74,16 @@ class NotifySettings:
             max_attempts=_number(env, "COUNTERSIGN_NOTIFY_MAX_ATTEMPTS", 8),
             first_retry_seconds=_number(env, "COUNTERSIGN_NOTIFY_FIRST_RETRY", 30),
             timeout_seconds=_number(env, "COUNTERSIGN_NOTIFY_TIMEOUT", 10),
+            allowed_networks=allowed_networks_from_env(),
         )
+
+
+def allowed_networks_from_env() -> tuple[Network, ...]:
+    """COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS, parsed; SettingsError naming a bad entry."""
+    try:
+        return parse_networks(os.environ.get(ALLOWED_NETWORKS, ""))
+    except ValueError as error:
+        raise SettingsError(f"{ALLOWED_NETWORKS}: {error}") from None
 
 
 def _number(env: os._Environ[str], name: str, default: int) -> int:

@@ -9,12 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from countersign.application.access import Caller
+from countersign.domain.club.webhooks import valid_webhook_url
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.notifications.ledger import DeliveryLedger
-from countersign.infrastructure.notifications.sender import NotificationSender
-from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications import delivery_log
+from countersign.infrastructure.notifications.destinations import Network, check_url_host
+from countersign.infrastructure.notifications.ledger import (
+    DELIVERED,
+    NO_LONGER_PENDING,
+    DeliveryLedger,
+)
+from countersign.infrastructure.notifications.sender import ENDPOINT_REMOVED, NotificationSender
+from countersign.infrastructure.notifications.settings import (
+    NotifySettings,
+    allowed_networks_from_env,
+)
 from countersign.infrastructure.notifications.signing import new_secret
 
 
@@ -39,11 +50,24 @@ class AddedEndpoint:
 class Webhooks:
     """A club's webhook endpoints and its deliveries, for a caller (None: the operator)."""
 
-    def __init__(self, cs: Countersign) -> None:
+    def __init__(
+        self, cs: Countersign, allowed_networks: tuple[Network, ...] | None = None
+    ) -> None:
         self.cs = cs
         self.ledger = DeliveryLedger(cs.sql)
+        self.allowed_networks = (
+            allowed_networks_from_env() if allowed_networks is None else allowed_networks
+        )
 
     def add(self, caller: Caller | None, organization: str, url: str) -> AddedEndpoint:
+        """Register ``url``. WebhookUrlError for anything but an http(s) URL, and
+        AddressNotAllowedError for a host that is or resolves to an internal address
+        (destinations.py), checked only once the caller may manage the club."""
+        self.cs.notifications.managed_organization(caller, organization)
+        checked = valid_webhook_url(url)
+        parts = urlsplit(checked)
+        default_port = 443 if parts.scheme.lower() == "https" else 80
+        check_url_host(parts.hostname or "", parts.port or default_port, self.allowed_networks)
         endpoint = self.cs.notifications.add_endpoint(caller, organization, url)
         secret = new_secret()
         org_id = self.cs.club.organization_id(organization)
@@ -69,7 +93,8 @@ class Webhooks:
     ) -> list[dict[str, Any]]:
         """The club's deliveries (or only its dead letters), newest first, with attempts."""
         org = self.cs.notifications.managed_organization(caller, organization)
-        return self.ledger.deliveries(str(org.id), dead_only=dead_only, limit=limit)
+        found = delivery_log.deliveries(self.ledger, str(org.id), dead_only=dead_only, limit=limit)
+        return [club_view(delivery) for delivery in found]
 
     def redeliver(
         self, caller: Caller | None, organization: str, delivery_id: str | None = None
@@ -93,3 +118,57 @@ def notification_sender(
         catch_up=runner.catch_up,
         **options,
     )
+
+
+#: What a club reads about an attempt, in English (the pages use ``webhooks.result.<key>``).
+RESULTS = {
+    "delivered": "delivered",
+    "answered": "failed: the endpoint answered {code}",
+    "could_not_connect": "failed: could not connect",
+    "endpoint_removed": "failed: the endpoint was removed",
+    "skipped": "not sent: the proposal no longer awaits approval",
+}
+
+
+def result_key(status_code: int | None, error_class: str | None) -> str:
+    """Which of RESULTS an attempt was: never an exception's name or a timing, which would map
+    the network behind the endpoint."""
+    if error_class is None and status_code is not None and 200 <= status_code < 300:
+        return "delivered"
+    if status_code is not None:
+        return "answered"
+    if error_class == ENDPOINT_REMOVED:
+        return "endpoint_removed"
+    if error_class == NO_LONGER_PENDING:
+        return "skipped"
+    return "could_not_connect"
+
+
+def result_text(status_code: int | None, error_class: str | None) -> str:
+    return RESULTS[result_key(status_code, error_class)].format(code=status_code)
+
+
+def club_view(delivery: dict[str, Any]) -> dict[str, Any]:
+    """A delivery as a club sees it: each attempt's result in plain words, without latency or
+    error class."""
+    attempts = []
+    for attempt in delivery["attempt_log"]:
+        attempts.append(
+            {
+                "attempt": attempt["attempt"],
+                "started_at": attempt["started_at"],
+                "status_code": attempt["status_code"],
+                "result": result_text(attempt["status_code"], attempt["error_class"]),
+                "result_key": result_key(attempt["status_code"], attempt["error_class"]),
+                "outcome": attempt["outcome"],
+                "next_attempt_at": attempt["next_attempt_at"],
+            }
+        )
+    last = attempts[-1] if attempts else None
+    return {
+        **delivery,
+        "last_error": (
+            last["result"] if last is not None and delivery["status"] != DELIVERED else None
+        ),
+        "attempt_log": attempts,
+    }

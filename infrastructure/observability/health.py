@@ -7,29 +7,68 @@
   overwhelmed projection runner: pages and inboxes would show stale state). 200 when ready,
   503 otherwise; the body names each check, never an error's text (which is logged, with the
   request's correlation id).
-* ``GET /metrics``: Prometheus' text format (``metrics.py``). Keep these three paths on the
-  internal network: the reverse proxy should not route them from outside.
+* ``GET /metrics``: Prometheus' text format (``metrics.py``), for the operator only: with
+  ``COUNTERSIGN_METRICS_TOKEN`` set, to a request carrying ``Authorization: Bearer <it>``;
+  without it, only to a request made directly from this machine (a loopback client address
+  and no forwarding header, so nothing relayed by a reverse proxy). Anyone else gets 404, as
+  for a path that does not exist. ``/healthz`` and ``/readyz`` carry no tenant data (no club,
+  person, proposal or count of them). Keep all three on the internal network anyway: the
+  reverse proxy should not route them from outside (docs/deploy.md).
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import logging
+import os
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.observability.metrics import DatabaseCollector, render
 from countersign.infrastructure.projection_engine.rows import TRACKING_TABLE
-from fastapi import FastAPI
+from countersign.infrastructure.settings import SettingsError
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 log = logging.getLogger("countersign.health")
 
 _NO_STORE = {"Cache-Control": "no-store"}
+METRICS_TOKEN_ENV = "COUNTERSIGN_METRICS_TOKEN"  # noqa: S105 - the variable's name
+#: Headers a reverse proxy adds: a request carrying one was relayed, whatever its address.
+_FORWARDING = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host")
+
+
+def metrics_token_from_env() -> str | None:
+    """COUNTERSIGN_METRICS_TOKEN: the operator's scrape token (at least 24 characters)."""
+    token = os.environ.get(METRICS_TOKEN_ENV, "").strip()
+    if not token:
+        return None
+    if len(token) < 24:
+        raise SettingsError(f"{METRICS_TOKEN_ENV} must be at least 24 characters long")
+    return token
+
+
+def may_scrape(request: Request, token: str | None) -> bool:
+    """Whether ``request`` may read ``/metrics`` (see the module's docstring)."""
+    if token is not None:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        )
+    if any(name in request.headers for name in _FORWARDING):
+        return False
+    client = request.client.host if request.client is not None else ""
+    try:
+        return ipaddress.ip_address(client).is_loopback
+    except ValueError:
+        return False
 
 
 def mount_operations(app: FastAPI, cs: Countersign) -> None:
     """Add ``/healthz``, ``/readyz`` and ``/metrics`` to ``app`` (over ``cs``, kept open by
     the caller)."""
+    token = metrics_token_from_env()  # a wrong value stops the worker before it serves
     cs.projection_runners()  # every projection's tables and tracking row exist from the start
     database = DatabaseCollector(cs.sql, lambda: _head(cs))
 
@@ -42,7 +81,9 @@ def mount_operations(app: FastAPI, cs: Countersign) -> None:
         document = {"status": "ready" if ready else "not_ready", "checks": checks}
         return JSONResponse(document, status_code=200 if ready else 503, headers=_NO_STORE)
 
-    def metrics() -> Response:
+    def metrics(request: Request) -> Response:
+        if not may_scrape(request, token):
+            raise HTTPException(status_code=404)  # answered as for a path that does not exist
         body, media_type = render(database)
         return Response(body, media_type=media_type, headers=_NO_STORE)
 

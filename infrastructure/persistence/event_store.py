@@ -192,6 +192,7 @@ class _Snapshots:
             current = self._items.get(aggregate_id)
             if current is not None and current.version > aggregate.version:
                 return  # another thread stored a newer snapshot meanwhile
+            freeze(aggregate)  # shared from now on, however it got here (commit or load)
             self._items[aggregate_id] = aggregate
             self._items.move_to_end(aggregate_id)
             while len(self._items) > self.size:
@@ -382,7 +383,9 @@ class EventSourcedStore:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)
             if aggregate is not None:
                 reads.saw(aggregate)
-                if not shared:
+                if shared:
+                    freeze(aggregate)  # read-only, even if it was not kept as a snapshot
+                else:
                     aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)

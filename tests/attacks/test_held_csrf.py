@@ -29,7 +29,10 @@ from starlette.routing import Route
 from tests.attacks.conftest import Browser, Web, assert_nothing_changed, snapshot, tables
 from tests.conftest import AVA, MIA, count_events
 from tests.passkey_authenticator import Authenticator
-from tests.receivers import free_port
+from tests.receivers import (
+    allow_loopback,  # noqa: F401 - autouse
+    free_port,
+)
 from tests.test_passkeys import register
 
 NORA = "nora@granite.example"  # a member of both clubs: signing in asks which one

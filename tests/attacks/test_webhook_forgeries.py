@@ -19,9 +19,19 @@ from countersign.infrastructure.notifications.webhooks import Webhooks, notifica
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from tests.conftest import AVA, REFUND, TO_CARD
-from tests.receivers import Receiver, receiving
+from tests.receivers import (
+    LOOPBACK_NETWORKS,
+    Receiver,
+    allow_loopback,  # noqa: F401 - autouse
+    receiving,
+)
 
-SETTINGS = NotifySettings(public_url="https://club.example", max_attempts=1, timeout_seconds=5)
+SETTINGS = NotifySettings(
+    public_url="https://club.example",
+    max_attempts=1,
+    timeout_seconds=5,
+    allowed_networks=LOOPBACK_NETWORKS,
+)
 
 
 def _delivery(cs: Countersign, seeded: dict[str, Any], receiver: Receiver) -> tuple[Any, str]:

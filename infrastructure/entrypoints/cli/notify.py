@@ -58,15 +58,10 @@ def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result
             f"{delivery['target']}: {delivery['status']} after {delivery['attempts']} attempt(s)"
         )
         for attempt in delivery["attempt_log"]:
-            answer = (
-                f"status {attempt['status_code']}"
-                if attempt["status_code"] is not None
-                else attempt["error_class"]
-            )
             next_try = attempt["next_attempt_at"]
             lines.append(
                 f"    #{attempt['attempt']} {attempt['started_at']:%Y-%m-%d %H:%M:%S}Z "
-                f"{answer}, {attempt['latency_ms']} ms"
+                f"{attempt['result']}"
                 + (f", next try {next_try:%Y-%m-%d %H:%M:%S}Z" if next_try else "")
             )
     empty = "No dead letters." if args.dead else "No deliveries."

@@ -354,7 +354,7 @@ def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
     deliveries = add(
         "deliveries",
         cmd_webhooks_deliveries,
-        "a club's deliveries, newest first, each attempt with its status, latency, next try",
+        "a club's deliveries, newest first, each attempt with its result and next try",
         webhooks_sub,
     )
     deliveries.add_argument("--org", required=True)

@@ -37,6 +37,7 @@ from countersign.application.errors import (
     NotRevisableError,
     UnknownOperationError,
 )
+from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
@@ -59,6 +60,8 @@ DESCRIPTIONS = {
     "was superseded, and can no longer be edited).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     422: "The request has problems (see 'problems').",
+    429: "The member made too many proposals in a short time (COUNTERSIGN_PROPOSAL_LIMIT); "
+    "wait Retry-After seconds.",
     500: "Unexpected error; quote the correlation id.",
     503: "Busy with other changes (retry), or a read model is stopped.",
 }
@@ -97,8 +100,6 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         raise ProblemError("forbidden", f"This token may not do that; it needs {needs}.") from None
     except ForbiddenError:
         raise ProblemError("forbidden") from None
-    except ConcurrencyConflictError:
-        raise ProblemError("busy", headers={"Retry-After": "1"}) from None
     except ProjectionStoppedError as stopped:
         log.error("projection stopped (request %s): %s", correlation_id_of(request), stopped)
         raise ProblemError("unavailable") from None
@@ -115,8 +116,25 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
             detail += f" Edit the newer one instead: {settled.superseded_by}."
         raise ProblemError("not-revisable", detail) from None
     except CountersignError as refused:
+        later = _retry_later(refused)
+        if later is not None:
+            raise later from None
         log.info("refused (request %s): %s", correlation_id_of(request), refused)
         raise ProblemError("rejected") from None
+
+
+def _retry_later(error: CountersignError) -> ProblemError | None:
+    """The problem of a refusal that a retry after a while may overcome (503, 429)."""
+    if isinstance(error, ConcurrencyConflictError):
+        return ProblemError("busy", headers={"Retry-After": "1"})
+    if isinstance(error, TooManyProposalsError):
+        return ProblemError(
+            "too-many-proposals",
+            f"This member made too many proposals in a short time; try again in "
+            f"{error.retry_after} seconds.",
+            headers={"Retry-After": str(error.retry_after)},
+        )
+    return None
 
 
 def record(

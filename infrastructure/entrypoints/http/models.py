@@ -396,7 +396,7 @@ class TurnOut(BaseModel):
     """What one assistant turn produced."""
 
     interaction_id: str
-    ended: Literal["proposal", "reply", "round_limit", "model_unavailable"]
+    ended: Literal["proposal", "reply", "round_limit", "model_unavailable", "rate_limited"]
     messages: list[TurnMessageOut]
     proposal: ProposalCreatedOut | None
     model_calls: int
@@ -480,9 +480,15 @@ class DeliveryAttemptOut(BaseModel):
     attempt: int
     started_at: datetime
     status_code: int | None = Field(description="The receiver's HTTP status (250: mail accepted).")
-    latency_ms: int
-    error_class: str | None = Field(description="Why no answer came (ConnectionRefusedError...).")
-    outcome: Literal["delivered", "retry", "dead"]
+    result: str = Field(
+        description=(
+            "How it went: 'delivered', 'failed: the endpoint answered 500',"
+            " 'failed: could not connect', 'failed: the endpoint was removed' or 'not sent: the"
+            " proposal no longer awaits approval'."
+        )
+    )
+    result_key: Literal["delivered", "answered", "could_not_connect", "endpoint_removed", "skipped"]
+    outcome: Literal["delivered", "retry", "dead", "skipped"]
     next_attempt_at: datetime | None
 
 
@@ -496,12 +502,14 @@ class DeliveryOut(BaseModel):
     operation: str
     channel: Literal["webhook", "email"]
     target: str = Field(description="The endpoint id, or the recipient's address.")
-    status: Literal["pending", "delivered", "dead"]
+    status: Literal["pending", "delivered", "dead", "skipped"] = Field(
+        description="skipped: not sent, the proposal no longer awaited approval when it was due."
+    )
     attempts: int
     next_attempt_at: datetime | None
     created_at: datetime
     delivered_at: datetime | None
-    last_error: str | None
+    last_error: str | None = Field(description="The last attempt's result, unless delivered.")
     attempt_log: list[DeliveryAttemptOut]
 
 

@@ -97,6 +97,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Only a pending, declined, expired or revision-required proposal can be edited.",
     ),
     "invalid-request": (422, "Invalid request", "The request has problems; see 'problems'."),
+    "too-many-proposals": (
+        429,
+        "Too many proposals",
+        "This member made too many proposals in a short time; see Retry-After.",
+    ),
     "busy": (
         503,
         "Busy",

@@ -41,7 +41,7 @@ ProposalId = Annotated[str, Path(max_length=64, description="The proposal's opaq
     "/proposals",
     status_code=201,
     response_model=ProposalCreatedOut,
-    responses=problem_responses(400, 403, 404, 409, 422),
+    responses=problem_responses(400, 403, 404, 409, 422, 429),
     summary="Turn a model-facing request into a proposal",
     tags=["proposals"],
 )
@@ -61,7 +61,7 @@ def propose(request: Request, cs: Wired, service: Service, body: ProposeIn) -> J
     "/proposals/{proposal_id}/revisions",
     status_code=201,
     response_model=ProposalCreatedOut,
-    responses=problem_responses(400, 403, 404, 409, 422),
+    responses=problem_responses(400, 403, 404, 409, 422, 429),
     summary="Edit a proposal: a new revision from an edited request",
     tags=["proposals"],
 )

@@ -26,6 +26,7 @@ from anyio import to_thread
 from countersign.application.access import Caller
 from countersign.application.assistant.toolbox import AgentTool, UnknownToolError
 from countersign.application.errors import ForbiddenError, new_correlation_id
+from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.reports import ProposalCreated
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
@@ -129,6 +130,8 @@ class CountersignTools:
             return answers.refused({"error": "not_found"})
         except ForbiddenError:
             return answers.refused({"error": "forbidden"})
+        except TooManyProposalsError as limited:
+            return answers.refused({"error": "too_many_proposals", "message": str(limited)})
         except ConcurrencyConflictError:
             return answers.refused(
                 {"error": "busy", "message": "the records are busy with other changes; try again"}

@@ -7,7 +7,8 @@
   API tokens the JSON API takes, as ``Authorization: Bearer cst_...``; ``BearerGate`` checks it
   with the same ``authenticate`` before the SDK reads a byte, answers 401 without a valid one,
   and hands the request the token's member and scopes. A session is bound to the token that
-  opened it: another token naming its session id is answered as for an unknown session.
+  opened it, for as long as it lives: another token naming its session id is answered as for
+  an unknown session. Each token and each club may hold a few open sessions (sessions.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections import OrderedDict
 from typing import Any
 
 import anyio
@@ -26,6 +26,7 @@ from countersign.application.errors import new_correlation_id
 from countersign.application.reports import ProposalCreated
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.mcp.server import CountersignTools
+from countersign.infrastructure.entrypoints.mcp.sessions import SessionBook, SessionLimits
 from countersign.infrastructure.identity.tokens import (
     ServicePrincipal,
     authenticate,
@@ -45,8 +46,6 @@ PRINCIPAL = "countersign_principal"
 #: Longer than any token (``cst_`` + 16 + 1 + 43 characters): not looked up at all.
 _MAX_TOKEN = 200
 _CHALLENGE = 'Bearer realm="countersign"'
-#: How many session bindings are kept (the oldest go first; the SDK ends idle sessions).
-_SESSIONS = 10_000
 
 
 def serve_stdio(cs: Countersign, caller: Caller, *, language: str = "en") -> None:
@@ -60,9 +59,17 @@ def serve_stdio(cs: Countersign, caller: Caller, *, language: str = "en") -> Non
     anyio.run(main)
 
 
-def http_app(cs: Countersign, *, host: str = "127.0.0.1", language: str = "en") -> ASGIApp:
-    """The streamable HTTP application at ``/mcp``, behind the bearer-token gate."""
+def http_app(
+    cs: Countersign,
+    *,
+    host: str = "127.0.0.1",
+    language: str = "en",
+    limits: SessionLimits | None = None,
+) -> BearerGate:
+    """The streamable HTTP application at ``/mcp``, behind the bearer-token gate; session
+    limits from the environment unless given."""
     ensure_token_tables(cs)
+    limits = limits or SessionLimits.from_env()
 
     def recorded(ctx: ServerRequestContext[Any, Any], created: ProposalCreated) -> None:
         """Log the proposal under the token's name, as the JSON API logs its services'."""
@@ -81,9 +88,12 @@ def http_app(cs: Countersign, *, host: str = "127.0.0.1", language: str = "en") 
 
     tools = CountersignTools(cs, token_caller, language=language, on_proposed=recorded)
     server = tools.server().streamable_http_app(
-        streamable_http_path=PATH, host=host, max_request_body_size=cs.settings.api_max_body
+        streamable_http_path=PATH,
+        host=host,
+        max_request_body_size=cs.settings.api_max_body,
+        session_idle_timeout=limits.idle_seconds,
     )
-    return BearerGate(server, cs)
+    return BearerGate(server, cs, limits)
 
 
 def serve_http(cs: Countersign, *, host: str, port: int, language: str = "en") -> None:
@@ -113,12 +123,14 @@ def _principal(ctx: ServerRequestContext[Any, Any]) -> ServicePrincipal:
 
 
 class BearerGate:
-    """Pure ASGI: a valid API token on every HTTP request, or 401 before the SDK sees it."""
+    """Pure ASGI: a valid API token on every HTTP request, or 401 before the SDK sees it; a
+    session used only by the token that opened it; a token's and a club's sessions within
+    their limits (sessions.py), or 429."""
 
-    def __init__(self, app: ASGIApp, cs: Countersign) -> None:
+    def __init__(self, app: ASGIApp, cs: Countersign, limits: SessionLimits | None = None) -> None:
         self.app = app
         self.cs = cs
-        self._sessions: OrderedDict[str, str] = OrderedDict()
+        self.sessions = SessionBook(limits or SessionLimits())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # the lifespan: the SDK's session manager starts there
@@ -134,20 +146,54 @@ class BearerGate:
             challenge = {"WWW-Authenticate": f'{_CHALLENGE}, error="invalid_token"'}
             await _refuse(send, 401, "approver_token", challenge)
             return
-        bound = self._sessions.get(session) if session else None
-        if bound is not None and bound != principal.token_id:
+        scope.setdefault("state", {})[PRINCIPAL] = principal
+        if session:
+            await self._on_session(session, principal, scope, receive, send)
+        else:
+            await self._opening(principal, scope, receive, send)
+
+    async def _on_session(
+        self, session: str, principal: ServicePrincipal, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """A request naming a session: only its own token's, and only while it lives."""
+        if self.sessions.owner(session) != principal.token_id:
             await _refuse(send, 404, "not_found", {})
             return
-        scope.setdefault("state", {})[PRINCIPAL] = principal
+        status: list[int] = []
 
-        async def binding(message: Message) -> None:
+        async def watching(message: Message) -> None:
             if message["type"] == "http.response.start":
-                for name, value in message.get("headers", []):
-                    if name.lower() == b"mcp-session-id":
-                        self._bind(value.decode("latin-1"), principal.token_id)
+                status.append(int(message["status"]))
             await send(message)
 
-        await self.app(scope, receive, binding)
+        self.sessions.begin(session)
+        try:
+            await self.app(scope, receive, watching)
+        finally:
+            method = str(scope.get("method", "")).upper()
+            self.sessions.end(session, method, status[0] if status else None)
+
+    async def _opening(
+        self, principal: ServicePrincipal, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """A request without a session (an ``initialize`` opens one): within the limits."""
+        token, club = principal.token_id, principal.organization_slug
+        if not self.sessions.reserve(token, club):
+            retry = {"Retry-After": str(max(int(self.sessions.limits.idle_seconds), 1))}
+            await _refuse(send, 429, "too_many_sessions", retry)
+            return
+
+        async def binding(message: Message) -> None:
+            if message["type"] == "http.response.start" and int(message["status"]) < 400:
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id":
+                        self.sessions.opened(value.decode("latin-1"), token, club)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, binding)
+        finally:
+            self.sessions.unreserve(token, club)
 
     def _identify(self, authorization: str | None) -> ServicePrincipal | None:
         scheme, _, token = (authorization or "").strip().partition(" ")
@@ -155,11 +201,6 @@ class BearerGate:
         if scheme.lower() != "bearer" or not token or len(token) > _MAX_TOKEN:
             return None
         return authenticate(self.cs, token)
-
-    def _bind(self, session: str, token_id: str) -> None:
-        self._sessions.setdefault(session, token_id)
-        while len(self._sessions) > _SESSIONS:
-            self._sessions.popitem(last=False)
 
 
 def _headers(scope: Scope) -> tuple[str | None, str | None]:
@@ -185,6 +226,8 @@ async def _refuse(send: Send, status: int, error: str, headers: dict[str, str]) 
         "not_found": "Session not found.",
         "approver_token": "This is an approver token, which can approve: MCP does not take it."
         " Issue an agent token instead (countersign tokens issue without --approver).",
+        "too_many_sessions": "This token, or its club, has as many open MCP sessions as it "
+        "may: end one (DELETE /mcp with its Mcp-Session-Id) or let an idle one expire.",
     }
     body = json.dumps({"error": error, "message": messages[error]}).encode()
     raw = [

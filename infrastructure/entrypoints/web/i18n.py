@@ -207,7 +207,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "webhooks.last_answer": "Last answer",
         "webhooks.attempts": "tries: {count}",
         "webhooks.event_id": "Event id",
-        "webhooks.status_code": "HTTP {code}",
+        "webhooks.result.delivered": "delivered",
+        "webhooks.result.answered": "failed: the endpoint answered {code}",
+        "webhooks.result.could_not_connect": "failed: could not connect",
+        "webhooks.result.endpoint_removed": "failed: the endpoint was removed",
+        "webhooks.result.skipped": "not sent: the proposal no longer awaits approval",
         "webhooks.channel.webhook": "Webhook",
         "webhooks.channel.email": "E-mail",
         "webhooks.type.awaiting_approval": "Awaiting approval",
@@ -247,6 +251,11 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "error.too_large.title": "Too much text",
         "error.too_large.text": "The form sent more text than this page accepts.",
+        "error.too_many_proposals.title": "Too many proposals for now",
+        "error.too_many_proposals.text": (
+            "You have made many proposals in a short time. Nothing was changed; wait a minute, "
+            "then try again."
+        ),
         "error.busy.title": "Busy for a moment",
         "error.busy.text": "The records this page works on are busy with other changes. Try again.",
         "error.unavailable.title": "Temporarily unavailable",
@@ -581,7 +590,11 @@ TEXTS: dict[str, dict[str, str]] = {
         "webhooks.last_answer": "Dernière réponse",
         "webhooks.attempts": "essais : {count}",
         "webhooks.event_id": "Identifiant d'événement",
-        "webhooks.status_code": "HTTP {code}",
+        "webhooks.result.delivered": "livré",
+        "webhooks.result.answered": "échec : le point de réception a répondu {code}",
+        "webhooks.result.could_not_connect": "échec : connexion impossible",
+        "webhooks.result.endpoint_removed": "échec : le point de réception a été retiré",
+        "webhooks.result.skipped": "non envoyé : la proposition n'attend plus d'approbation",
         "webhooks.channel.webhook": "Webhook",
         "webhooks.channel.email": "Courriel",
         "webhooks.type.awaiting_approval": "En attente d'approbation",
@@ -624,6 +637,11 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "error.too_large.title": "Trop de texte",
         "error.too_large.text": "Le formulaire a envoyé plus de texte que cette page n'en accepte.",
+        "error.too_many_proposals.title": "Trop de propositions pour l'instant",
+        "error.too_many_proposals.text": (
+            "Vous avez fait beaucoup de propositions en peu de temps. Rien n'a été modifié ; "
+            "attendez une minute, puis réessayez."
+        ),
         "error.busy.title": "Occupé pour un instant",
         "error.busy.text": (
             "Les éléments visés par cette page sont occupés par d'autres changements. Réessayez."

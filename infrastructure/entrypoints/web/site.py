@@ -20,6 +20,7 @@ from countersign.application.access import Caller
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.club import Membership
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
+from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
@@ -233,6 +234,10 @@ class Site:
             return self.error(visit, "not_found", 404)
         if isinstance(error, ForbiddenError):
             return self.error(visit, "forbidden", 403)
+        if isinstance(error, TooManyProposalsError):
+            response = self.error(visit, "too_many_proposals", 429)
+            response.headers["Retry-After"] = str(error.retry_after)
+            return response
         if isinstance(error, ConcurrencyConflictError):
             response = self.error(visit, "busy", 503)
             response.headers["Retry-After"] = "1"

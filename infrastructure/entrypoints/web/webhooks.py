@@ -61,11 +61,7 @@ def _dead_letter(
     contract = REGISTRY.get(delivery["operation"])
     answer = ""
     if last is not None:
-        answer = (
-            visit.t("webhooks.status_code", code=last["status_code"])
-            if last["status_code"] is not None
-            else str(last["error_class"] or "")
-        )
+        answer = visit.t(f"webhooks.result.{last['result_key']}", code=last["status_code"])
     target = delivery["target"]
     return {
         "id": delivery["delivery_id"],

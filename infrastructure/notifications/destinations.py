@@ -1,0 +1,144 @@
+"""Where a webhook may be POSTed: public addresses only, never the host's own network.
+
+A club types the URL, so its host is untrusted. It is refused, at registration and again at
+every attempt, if it is or resolves to a loopback, private, link-local, unique-local,
+multicast, unspecified or otherwise non-global address, in any spelling: ``127.1``,
+``2130706433``, ``0x7f000001``, ``0177.0.0.1`` (the C library's ``inet_aton`` forms, which
+``getaddrinfo`` accepts too), ``[::ffff:127.0.0.1]`` and the other IPv6 forms that embed an
+IPv4 address (IPv4-compatible, 6to4, Teredo, NAT64). The sender connects to the very address it
+checked, so a name that resolves differently a moment later (DNS rebinding) cannot slip past.
+
+``COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS`` (comma-separated networks, empty by default) is the
+only way to allow an internal target, such as a receiver on 127.0.0.0/8 in tests.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable, Sequence
+
+from countersign.domain.club.webhooks import WebhookUrlError
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+ENVIRONMENT = "COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS"
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+class AddressNotAllowedError(WebhookUrlError):
+    """The URL's host is, or resolves to, an address countersign never posts to."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the webhook URL points at a private, loopback or otherwise internal address;"
+            " webhooks are posted to public addresses only"
+        )
+
+
+class UnresolvableHostError(Exception):
+    """The host has no address (it may have one later: the attempt is tried again)."""
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """``"127.0.0.0/8, ::1/128"`` as networks; ValueError naming the bad entry."""
+    found: list[Network] = []
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        try:
+            found.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not a network (such as 127.0.0.0/8)") from None
+    return tuple(found)
+
+
+def literal_address(host: str) -> Address | None:
+    """The address ``host`` spells, in any form the resolver would read as one; None for a
+    name."""
+    bare = host.strip().removeprefix("[").removesuffix("]").split("%", 1)[0].rstrip(".")
+    try:
+        return ipaddress.ip_address(bare)
+    except ValueError:
+        pass
+    if ":" in bare:
+        return None
+    try:  # 127.1, 2130706433, 0x7f000001, 0177.0.0.1: what inet_aton (and getaddrinfo) read
+        return ipaddress.IPv4Address(socket.inet_aton(bare))
+    except (OSError, ValueError):
+        return None
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def is_allowed(address: Address, allowed: Sequence[Network] = ()) -> bool:
+    """Whether a webhook may be posted to ``address``: a public unicast address, or one in
+    ``allowed``."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if any(address.version == net.version and address in net for net in allowed):
+        return True
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(address)
+        if embedded is not None and not is_allowed(embedded, allowed):
+            return False
+    return address.is_global and not (
+        address.is_multicast
+        or address.is_unspecified
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_private
+        or address.is_reserved
+    )
+
+
+def resolve(host: str, port: int) -> list[Address]:
+    """Every address ``host`` stands for (a literal stands for itself); UnresolvableHostError
+    when it has none."""
+    literal = literal_address(host)
+    if literal is not None:
+        return [literal]
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise UnresolvableHostError(host) from None
+    found: list[Address] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if address not in found:
+            found.append(address)
+    if not found:
+        raise UnresolvableHostError(host)
+    return found
+
+
+def checked_addresses(host: str, port: int, allowed: Sequence[Network] = ()) -> list[Address]:
+    """The addresses of ``host`` a webhook may be posted to. AddressNotAllowedError if any of
+    them is internal (a name that also resolves inward is refused as a whole);
+    UnresolvableHostError if it has none."""
+    addresses = resolve(host, port)
+    if not all(is_allowed(address, allowed) for address in addresses):
+        raise AddressNotAllowedError
+    return addresses
+
+
+def check_url_host(host: str, port: int, allowed: Iterable[Network] = ()) -> None:
+    """At registration: refuse a host that is or resolves to an internal address. A name that
+    does not resolve yet is accepted; every attempt checks it again before connecting."""
+    try:
+        checked_addresses(host, port, tuple(allowed))
+    except UnresolvableHostError:
+        return

@@ -1,0 +1,143 @@
+"""Issue 23, part 3: one token could exhaust the MCP server's sessions, and bindings leaked.
+
+The attack run's maple token opened 10,000 sessions (the server grew to about 490 MB) and
+granite's ``initialize`` then got ``503 Too many open sessions``; after 10,050 open-and-DELETE
+cycles the oldest binding was evicted and maple used a granite session. Now each token and
+each club holds a few sessions at most, idle sessions expire, and a binding lives exactly as
+long as its session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from countersign.infrastructure.entrypoints.mcp import http_app
+from countersign.infrastructure.entrypoints.mcp.sessions import SessionLimits
+from countersign.infrastructure.identity.tokens import issue_token
+
+from tests.conftest import AVA, MIA
+from tests.servers import RunningServer, serving
+
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "1"},
+    },
+}
+LIMITS = SessionLimits(per_token=5, per_club=8, idle_seconds=1)
+
+
+class Mcp:
+    def __init__(self, running: RunningServer, gate: Any, cs: Any) -> None:
+        self.base = running.base
+        self.gate = gate
+        self.client = httpx2.Client(timeout=10)
+        self.cs = cs
+
+    def token(self, org: str, who: str, name: str) -> str:
+        return issue_token(self.cs, org, name, ["orders.refund"], issued_by=who).token
+
+    def open(self, token: str) -> httpx2.Response:
+        return self.client.post(
+            f"{self.base}/mcp",
+            json=HELLO,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+
+    def close(self, token: str, session: str) -> httpx2.Response:
+        return self.client.delete(
+            f"{self.base}/mcp",
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Mcp-Session-Id": session,
+                "Mcp-Protocol-Version": "2025-06-18",
+            },
+        )
+
+    def ping(self, token: str, session: str) -> httpx2.Response:
+        return self.client.post(
+            f"{self.base}/mcp",
+            json={"jsonrpc": "2.0", "id": 7, "method": "ping"},
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+                "Mcp-Session-Id": session,
+                "Mcp-Protocol-Version": "2025-06-18",
+            },
+        )
+
+
+@pytest.fixture
+def mcp(cs, seeded) -> Iterator[Mcp]:
+    gate = http_app(cs, limits=LIMITS)
+    with serving(gate, lifespan="on") as running:
+        served = Mcp(running, gate, cs)
+        yield served
+        served.client.close()
+
+
+def test_one_tokens_flood_leaves_another_clubs_initialize_answering(mcp: Mcp) -> None:
+    maple = mcp.token("maple", MIA, "maple-agent")
+    granite = mcp.token("granite", AVA, "granite-agent")
+    answers = [mcp.open(maple) for _ in range(12)]
+    statuses = [a.status_code for a in answers]
+    assert statuses == [200] * LIMITS.per_token + [429] * (12 - LIMITS.per_token)
+    refused = answers[-1]
+    assert refused.json()["error"] == "too_many_sessions"
+    assert int(refused.headers["retry-after"]) >= 1
+    opened = mcp.open(granite)
+    assert opened.status_code == 200, opened.text
+    assert opened.headers["mcp-session-id"]
+
+
+def test_a_club_is_limited_across_its_tokens(mcp: Mcp) -> None:
+    tokens = [mcp.token("maple", MIA, f"maple-{n}") for n in range(3)]
+    opened = sum(mcp.open(t).status_code == 200 for t in tokens for _ in range(5))
+    assert opened == LIMITS.per_club
+    assert mcp.open(mcp.token("granite", AVA, "granite-agent")).status_code == 200
+
+
+def test_a_closed_sessions_binding_goes_and_frees_its_place(mcp: Mcp) -> None:
+    maple = mcp.token("maple", MIA, "maple-agent")
+    granite = mcp.token("granite", AVA, "granite-agent")
+    theirs = mcp.open(granite).headers["mcp-session-id"]
+    for _ in range(3 * LIMITS.per_token):  # far more cycles than the token may hold at once
+        session = mcp.open(maple).headers["mcp-session-id"]
+        assert mcp.close(maple, session).status_code == 200
+        assert mcp.ping(maple, session).status_code == 404
+    assert mcp.gate.sessions.counts() == {_token_id(mcp, granite): 1}
+    # Granite's session is still bound to granite, and only to granite.
+    assert mcp.ping(maple, theirs).status_code == 404
+    assert mcp.close(maple, theirs).status_code == 404
+    assert mcp.ping(granite, theirs).status_code == 200
+
+
+def test_an_idle_session_expires_and_its_binding_with_it(mcp: Mcp) -> None:
+    maple = mcp.token("maple", MIA, "maple-agent")
+    sessions = [mcp.open(maple).headers["mcp-session-id"] for _ in range(LIMITS.per_token)]
+    assert mcp.open(maple).status_code == 429
+    kept = sessions[0]
+    deadline = time.monotonic() + LIMITS.idle_seconds + 1.5
+    while time.monotonic() < deadline:  # one session in use, the others idle
+        assert mcp.ping(maple, kept).status_code == 200
+        time.sleep(0.2)
+    for session in sessions[1:]:
+        assert mcp.ping(maple, session).status_code == 404
+    assert mcp.ping(maple, kept).status_code == 200
+    assert len(mcp.gate.sessions) == 1
+    assert mcp.open(maple).status_code == 200  # the expired ones freed their places
+
+
+def _token_id(mcp: Mcp, token: str) -> str:
+    return token.split("_")[1]

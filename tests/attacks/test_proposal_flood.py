@@ -1,0 +1,132 @@
+"""Issue 23, part 4: no limit on proposing, and stale notifications were still sent.
+
+The attack run made 200 proposals in 1.8 s from one token: Noah got 200 "awaits your
+approval" e-mails and the webhook 200 posts, though 199 of those proposals were superseded by
+then. Now a member may make ``COUNTERSIGN_PROPOSAL_LIMIT`` proposals (default 30 a minute)
+through the API, MCP, the assistants and the pages together; past it the API answers 429 with
+Retry-After, and the model loop gets a plain refusal. The sender does not send "awaits your
+approval" about a proposal that no longer awaits it, and says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from countersign.application.access import Caller
+from countersign.application.proposal_limit import RateLimit, TooManyProposalsError
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+from countersign.infrastructure.settings import Settings, SettingsError
+
+from tests.attacks.conftest import Api, assert_no_leak, assert_nothing_changed, problem, snapshot
+from tests.conftest import AVA, MIA, REFUND, TO_CARD, count_events
+from tests.receivers import LOOPBACK_NETWORKS, receiving
+
+LIMIT = RateLimit.parse(Settings().proposal_limit)
+PROPOSALS = "/api/v1/proposals"
+WORDS = "Olivia says she registered early but never got her early-bird discount. Fix it?"
+
+
+def _body(api: Api) -> dict[str, Any]:
+    return {
+        "operation": REFUND,
+        "resource_id": api.seeded["orders"]["refund-ok"],
+        "request": TO_CARD,
+    }
+
+
+def test_the_default_is_thirty_a_minute_and_a_bad_setting_is_refused(monkeypatch) -> None:
+    assert (LIMIT.count, LIMIT.seconds) == (30, 60)
+    monkeypatch.setenv("COUNTERSIGN_PROPOSAL_LIMIT", "500/hour")
+    assert Settings.from_env().proposal_limit == "500/hour"
+    monkeypatch.setenv("COUNTERSIGN_PROPOSAL_LIMIT", "lots")
+    with pytest.raises(SettingsError, match="30/minute"):
+        Settings.from_env()
+
+
+def test_a_token_flooding_proposals_gets_429_with_retry_after(api: Api, clock: FakeClock) -> None:
+    for _ in range(LIMIT.count):
+        assert api.post(PROPOSALS, _body(api)).status_code == 201
+    before = snapshot(api.cs)
+    refused = api.post(PROPOSALS, _body(api))
+    status, document = problem(refused)
+    assert status == 429
+    assert document["title"] == "Too many proposals"
+    assert 1 <= int(refused.headers["retry-after"]) <= LIMIT.seconds
+    assert_no_leak(refused.text)
+    assert_nothing_changed(api.cs, before)
+    # Another member of another club is not held back by it.
+    maple = {**_body(api), "resource_id": api.seeded["orders"]["maple-refund"]}
+    assert api.post(PROPOSALS, maple, as_=MIA).status_code == 201
+    clock.advance(seconds=LIMIT.seconds + 1)
+    assert api.post(PROPOSALS, _body(api)).status_code == 201
+
+
+def test_the_limit_is_one_across_entry_points(api: Api) -> None:
+    """Proposals made through the MCP tools and the CLI (both ``cs.access``) count against the
+    API's limit too, and the other way round."""
+    ava = Caller(AVA, "granite")
+    order = api.seeded["orders"]["refund-ok"]
+    for _ in range(LIMIT.count - 1):
+        api.cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
+    assert api.post(PROPOSALS, _body(api)).status_code == 201
+    with pytest.raises(TooManyProposalsError):
+        api.cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
+    revised = api.post(f"{PROPOSALS}/{_newest(api)}/revisions", {"request": TO_CARD})
+    assert revised.status_code == 429
+
+
+def test_the_assistant_passes_on_a_plain_refusal(api: Api) -> None:
+    ava = Caller(AVA, "granite")
+    order = api.seeded["orders"]["refund-ok"]
+    for _ in range(LIMIT.count):
+        api.cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
+    before_proposals = count_events(api.cs, "Proposal.Proposed")
+    before = snapshot(api.cs)
+    for language, words in (("en", "try again in"), ("fr", "réessayez dans")):
+        report = api.cs.assistant.turn(
+            organization="granite",
+            actor=AVA,
+            section="orders",
+            resource_id=order,
+            message=WORDS,
+            language=language,
+        ).to_json()
+        assert report["proposal"] is None
+        assert report["ended"] == "rate_limited"
+        assert report["model_calls"] == 2  # a read, the refused proposal, and no more rounds
+        [closing] = [m["text"] for m in report["messages"] if m["author"] == "application"]
+        assert words in closing
+        assert "Nothing was changed" in closing or "Rien n'a été modifié" in closing
+    assert snapshot(api.cs).refunds == before.refunds
+    assert count_events(api.cs, "Proposal.Proposed") == before_proposals
+
+
+def test_the_sender_skips_awaits_your_approval_for_superseded_proposals(cs, seeded) -> None:
+    ava = Caller(AVA, "granite")
+    order = seeded["orders"]["refund-ok"]
+    with receiving() as receiver:
+        Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", receiver.url)
+        made = [
+            cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
+            for _ in range(5)
+        ]
+        # Fewer workers than stale deliveries: a claim of stale ones only does not end the pass.
+        settings = NotifySettings(allowed_networks=LOOPBACK_NETWORKS, workers=2)
+        report = notification_sender(cs, settings).run_once()
+        assert (report.delivered, report.skipped) == (1, 4)
+        [received] = receiver.received
+        assert made[-1].proposal_id.encode() in received.body
+    deliveries = Webhooks(cs).deliveries(None, "granite")
+    skipped = [d for d in deliveries if d["status"] == "skipped"]
+    assert {d["proposal_id"] for d in skipped} == {m.proposal_id for m in made[:-1]}
+    assert {d["attempt_log"][0]["result"] for d in skipped} == {
+        "not sent: the proposal no longer awaits approval"
+    }
+
+
+def _newest(api: Api) -> str:
+    items = api.get("/api/v1/inbox").json()["items"]
+    return str(items[0]["proposal_id"])

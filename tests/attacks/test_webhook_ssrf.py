@@ -1,0 +1,246 @@
+"""Issue 23, part 1: a webhook URL must never reach the host's own network.
+
+The attack run registered every loopback and internal spelling as a club's webhook, and the
+attempt log then read like a port scanner (``RemoteDisconnected`` for an open port,
+``ConnectionRefusedError`` for a closed one, timings, countersign's own ``HTTP 401``). Each
+spelling is now refused at registration, the sender checks the address again at every attempt
+and connects to the address it checked, and the club reads only "delivered", "failed: the
+endpoint answered 500" or "failed: could not connect".
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from countersign.domain.club.webhooks import WebhookUrlError
+from countersign.infrastructure.notifications.destinations import (
+    ENVIRONMENT,
+    is_allowed,
+    literal_address,
+    parse_networks,
+)
+from countersign.infrastructure.notifications.settings import NotifySettings
+from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+
+from tests.attacks.conftest import Api, assert_no_leak, assert_nothing_changed, snapshot
+from tests.conftest import AVA, REFUND, TO_CARD
+from tests.receivers import LOOPBACK_NETWORKS, free_port, receiving
+
+HOOKS = "/api/v1/webhooks"
+
+#: Every spelling the attack run got accepted, and the forms it named besides.
+INTERNAL = [
+    "http://127.0.0.1:5432/",
+    "http://localhost:6379/",
+    "http://[::1]/",
+    "http://0.0.0.0/",
+    "http://127.1/",
+    "http://2130706433/",
+    "http://0x7f000001/",
+    "http://0x7f.1/",
+    "http://0177.0.0.1/",
+    "http://017700000001/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::ffff:7f00:1]/",
+    "http://[::127.0.0.1]/",
+    "http://[64:ff9b::a9fe:a9fe]/",
+    "http://[2002:7f00:1::]/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://10.0.0.1/",
+    "http://192.168.1.1/",
+    "http://172.16.0.1/",
+    "http://100.64.0.1/",
+    "http://[fd00::1]/",
+    "http://[fe80::1]/",
+    "http://224.0.0.1/",
+    "http://[ff02::1]/",
+    "http://[::]/",
+    "https://127.0.0.1.:8443/",
+]
+
+
+@pytest.fixture(autouse=True)
+def no_allowed_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default: no internal network is allowed."""
+    monkeypatch.delenv(ENVIRONMENT, raising=False)
+
+
+@pytest.mark.parametrize("url", INTERNAL)
+def test_every_internal_spelling_is_refused_at_registration(api: Api, url: str) -> None:
+    before = snapshot(api.cs)
+    answer = api.post(HOOKS, {"url": url})
+    assert answer.status_code == 422, answer.text
+    [problem] = answer.json()["problems"]
+    assert problem["field"] == "url"
+    assert "internal address" in problem["message"]
+    assert_no_leak(answer.text)
+    assert api.get(HOOKS).json() == {"items": []}
+    assert_nothing_changed(api.cs, before)
+
+
+def test_the_operators_command_line_is_refused_too(cs, seeded) -> None:
+    with pytest.raises(WebhookUrlError, match="internal address"):
+        Webhooks(cs).add(None, "granite", "http://127.1:8000/api/v1/proposals")
+    assert Webhooks(cs).endpoints(None, "granite") == []
+
+
+def test_a_public_address_and_a_name_that_does_not_resolve_yet_are_accepted(api: Api) -> None:
+    for url in ("https://93.184.215.14/hooks", "https://hooks.invalid/countersign"):
+        answer = api.post(HOOKS, {"url": url})
+        assert answer.status_code == 201, answer.text
+
+
+def test_only_the_allowed_networks_open_an_internal_target(cs, seeded, monkeypatch) -> None:
+    monkeypatch.setenv(ENVIRONMENT, "127.0.0.0/8")
+    Webhooks(cs).add(None, "granite", "http://127.0.0.1:9/hooks")
+    Webhooks(cs).add(None, "granite", "http://[::ffff:127.0.0.2]:9/hooks")
+    with pytest.raises(WebhookUrlError, match="internal address"):
+        Webhooks(cs).add(None, "granite", "http://10.0.0.1/hooks")
+    monkeypatch.setenv(ENVIRONMENT, "not-a-network")
+    with pytest.raises(ValueError, match="COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS"):
+        NotifySettings()
+
+
+def test_the_address_rules_cover_the_short_and_embedded_forms() -> None:
+    for spelling in ("127.1", "2130706433", "0x7f000001", "0177.0.0.1", "0x7f.0.0.1"):
+        assert str(literal_address(spelling)) == "127.0.0.1", spelling
+    assert literal_address("hooks.example") is None
+    for address in ("::ffff:10.0.0.1", "2002:a00:1::", "64:ff9b::a00:1", "2001::a00:1"):
+        found = literal_address(address)
+        assert found is not None, address
+        assert not is_allowed(found), address
+    public = literal_address("93.184.215.14")
+    assert public is not None
+    assert is_allowed(public)
+    mapped = literal_address("::ffff:127.0.0.1")
+    assert mapped is not None
+    assert is_allowed(mapped, parse_networks("127.0.0.0/8"))
+
+
+# -- at every attempt ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
+    """Names under ``.test`` resolve to the next address of their list, one per lookup (a DNS
+    server an attacker controls); every other name resolves as usual."""
+    answers: dict[str, list[str]] = {}
+    lookups: list[str] = []
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host in answers:
+            lookups.append(host)
+            address = answers[host].pop(0) if len(answers[host]) > 1 else answers[host][0]
+            return real(address, port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    answers["lookups"] = lookups
+    return answers
+
+
+def _propose(cs: Any, seeded: dict[str, Any]) -> None:
+    cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    )
+
+
+def test_a_name_rebound_to_loopback_after_registration_gets_nothing(cs, seeded, dns) -> None:
+    with receiving() as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        dns["rebind.test"] = ["93.184.215.14", "127.0.0.1"]
+        Webhooks(cs).add(None, "granite", f"http://rebind.test:{port}/hooks")
+        _propose(cs, seeded)
+        report = notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
+        assert report.dead == 1
+        assert receiver.received == []
+    [delivery] = Webhooks(cs).deliveries(None, "granite")
+    assert delivery["attempt_log"][0]["result"] == "failed: could not connect"
+
+
+def test_the_sender_connects_to_the_address_it_checked(cs, seeded, dns) -> None:
+    """The name resolves to the allowed receiver for the check, and elsewhere afterwards: the
+    POST still reaches the receiver, with the name in its Host header, after one lookup."""
+    with receiving() as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        dns["pinned.test"] = ["127.0.0.1"]
+        Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", f"http://pinned.test:{port}/hooks")
+        dns["pinned.test"] = ["127.0.0.1", "10.255.255.1"]
+        del dns["lookups"][:]
+        _propose(cs, seeded)
+        settings = NotifySettings(max_attempts=1, allowed_networks=LOOPBACK_NETWORKS)
+        report = notification_sender(cs, settings).run_once()
+        assert report.delivered == 1
+        [received] = receiver.received
+        assert received.headers["host"] == f"pinned.test:{port}"
+        assert dns["lookups"] == ["pinned.test"]
+
+
+def test_an_endpoint_registered_before_the_fix_is_checked_at_every_attempt(
+    cs, seeded, monkeypatch
+) -> None:
+    with receiving() as receiver:
+        Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", receiver.url)
+        _propose(cs, seeded)
+        report = notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
+        assert report.dead == 1
+        Webhooks(cs).redeliver(None, "granite")  # redeliver does not re-probe either
+        notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
+        assert receiver.received == []
+    attempts = Webhooks(cs).deliveries(None, "granite")[0]["attempt_log"]
+    assert [a["result"] for a in attempts] == ["failed: could not connect"] * 2
+
+
+# -- what the club reads ---------------------------------------------------------------------------
+
+
+class _Closing(BaseHTTPRequestHandler):
+    """An open port that hangs up without answering (PostgreSQL, Redis to an HTTP client)."""
+
+    def do_POST(self) -> None:
+        self.connection.close()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_the_delivery_log_is_no_port_scanner(api: Api, monkeypatch) -> None:
+    monkeypatch.setenv(ENVIRONMENT, "127.0.0.0/8")
+    hangup = ThreadingHTTPServer(("127.0.0.1", 0), _Closing)
+    threading.Thread(target=hangup.serve_forever, daemon=True).start()
+    try:
+        with receiving() as failing:
+            failing.statuses = [500]
+            urls = [
+                f"http://127.0.0.1:{hangup.server_address[1]}/open",
+                f"http://127.0.0.1:{free_port()}/closed",
+                failing.url,
+            ]
+            for url in urls:
+                assert api.post(HOOKS, {"url": url}).status_code == 201
+            api.propose()
+            settings = NotifySettings(max_attempts=1, timeout_seconds=2)
+            assert notification_sender(api.cs, settings).run_once().dead == 3
+    finally:
+        hangup.shutdown()
+        hangup.server_close()
+    answer = api.get(f"{HOOKS}/deliveries")
+    assert answer.status_code == 200
+    results = sorted(d["attempt_log"][0]["result"] for d in answer.json()["items"])
+    assert results == [
+        "failed: could not connect",
+        "failed: could not connect",
+        "failed: the endpoint answered 500",
+    ]
+    for leak in ("Error", "Disconnected", "latency", "_ms", "Timeout"):
+        assert leak not in answer.text, leak
