@@ -12,8 +12,9 @@ import pytest
 from countersign.infrastructure.audit.verify import verify
 
 from tests.conftest import AVA, MIA, REFUND, TO_CARD
+from tests.support.proposing import propose_on
 from tests.test_french import english_in
-from tests.test_projections import NOAH, catch_up_all, lifecycle_history, propose
+from tests.test_projections import NOAH, catch_up_all, lifecycle_history
 
 
 def _history(cs, seeded, clock) -> tuple[dict[str, str], str]:
@@ -85,7 +86,7 @@ def test_cards_show_supersession_revisions_quorums_and_policies(cs, seeded, cloc
 
 
 def test_a_first_approval_of_two_leaves_the_proposal_pending_and_open(cs, seeded, clock):
-    proposal_id = propose(cs, seeded["orders"]["refund-two-approvers"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
     assert cs.proposals.approve(proposal_id, AVA).result == "awaiting_approvals"
     catch_up_all(cs)
     org = seeded["organizations"][0]["id"]
@@ -267,7 +268,9 @@ def test_analytics_count_approvals_supersessions_revisions_and_policies(cs, seed
 
 def test_an_approval_with_no_quorum_policy_set_is_the_decision(cs, seeded):
     """Refunds in maple have no policy: the one approval decides, as before policies."""
-    proposal_id = propose(cs, seeded["orders"]["maple-refund"], TO_CARD, actor=MIA, org="maple")
+    proposal_id = propose_on(
+        cs, seeded["orders"]["maple-refund"], TO_CARD, actor=MIA, organization="maple"
+    )
     cs.proposals.approve(proposal_id, MIA)
     catch_up_all(cs)
     [(decision, count, required, applied)] = _rows(

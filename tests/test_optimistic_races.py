@@ -22,7 +22,8 @@ from countersign.infrastructure.persistence.recorders import EXPECTED_VERSIONS, 
 from eventsourcing.persistence import OperationalError
 
 from tests.conftest import AVA, BEN, count_events, events_table
-from tests.test_optimistic_reads import Counter, _propose, _set_permissions, _stored
+from tests.support.proposing import propose_on
+from tests.test_optimistic_reads import Counter, _set_permissions, _stored
 
 # -- post-claim commits ----------------------------------------------------------------------
 
@@ -32,7 +33,7 @@ def test_a_permission_change_during_the_provider_call_does_not_lose_the_reconcil
 ):
     """After the claim the decision is taken: recording what the provider did must not depend
     on the organization (read by the approval) staying unchanged while the provider answered."""
-    proposal_id = _propose(cs, seeded["orders"]["refund-lost-response"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-lost-response"])
     payments = cs.proposals.providers["payments"]
     real_perform = payments.perform
 
@@ -103,7 +104,7 @@ def test_a_retried_insert_that_had_committed_does_not_make_propose_freeze_a_seco
     monkeypatch.setattr(datastore, "get_connection", flaky_get_connection)
     before = count_events(cs, "Proposal.Proposed")
 
-    created = _propose(cs, seeded["orders"]["refund-ok"])
+    created = propose_on(cs, seeded["orders"]["refund-ok"])
 
     assert dropped
     assert count_events(cs, "Proposal.Proposed") == before + 1, "one request, two proposals"
@@ -120,7 +121,7 @@ def test_after_a_lost_claim_the_answer_is_not_taken_from_a_snapshot_another_thre
     (Claimed, before Reconciling) and stores that snapshot just after the main thread's claim
     commit failed and dropped it. The main thread's reload then answers from B's old snapshot,
     without a query, instead of from the database."""
-    proposal_id = _propose(cs, seeded["orders"]["refund-lost-response"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-lost-response"])
     pid = UUID(proposal_id)
     snapshots = cs.store._snapshots
     real_put, real_drop = snapshots.put, snapshots.drop

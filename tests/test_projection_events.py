@@ -69,9 +69,9 @@ def _entry(state: dict[str, Any] | bytes, topic: str = PROPOSED) -> LogEntry:
 
 
 def _stored_proposed(cs, seeded) -> dict[str, Any]:
-    from tests.test_projections import propose
+    from tests.support.proposing import propose_on
 
-    propose(cs, seeded["orders"]["refund-ok"])
+    propose_on(cs, seeded["orders"]["refund-ok"])
     entry = next(e for e in _all_entries(cs) if e.topic == PROPOSED)
     stored: dict[str, Any] = json.loads(entry.state)
     return stored

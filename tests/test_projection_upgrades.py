@@ -11,7 +11,7 @@ from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.projections.base import Column, Projection, Rows, Table, handles
 
 from tests.conftest import AVA
-from tests.test_projections import propose
+from tests.support.proposing import propose_on
 from tests.test_upgrade_fixture import upgraded  # noqa: F401 (a fixture)
 
 
@@ -60,7 +60,7 @@ def _rows(cs) -> list[tuple[Any, ...]]:
 
 
 def test_tables_built_by_other_code_are_dropped_and_rebuilt_on_the_next_catch_up(cs, seeded):
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
     first = ProjectionRunner(cs.app, cs.sql, _Proposals())
     first.catch_up()
     assert _rows(cs) == [(proposal_id, "order.refund_missing_discount")]

@@ -21,13 +21,14 @@ from countersign.infrastructure.projection_engine.writer import WriterProcess
 from eventsourcing.persistence import Notification
 
 from tests.conftest import AVA, DRAFT
-from tests.test_projections import DRAFT_REQUEST, _Fragile, propose
+from tests.support.proposing import propose_on
+from tests.test_projections import DRAFT_REQUEST, _Fragile
 
 PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
 
 
 def _a_stored_proposed_event(cs, seeded) -> LogEntry:
-    propose(cs, seeded["orders"]["refund-ok"])
+    propose_on(cs, seeded["orders"]["refund-ok"])
     after = 0
     while batch := cs.app.recorder.select_log(after, 500):
         for entry in batch:
@@ -40,7 +41,7 @@ def _a_stored_proposed_event(cs, seeded) -> LogEntry:
 def _some_history(cs, seeded, proposals: int = 4) -> None:
     form = seeded["broadcast_forms"]["granite"]
     for _ in range(proposals):
-        proposal_id = propose(cs, form, DRAFT_REQUEST, operation=DRAFT)
+        proposal_id = propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT)
         cs.proposals.approve(proposal_id, AVA)
 
 
@@ -210,7 +211,7 @@ def test_a_stopped_projection_names_the_aggregate_as_users_know_its_id(cs, seede
     """Before these commits the message named the event's aggregate by its UUID (the id shown
     everywhere else: CLI, API, pages). Runners now read SQLite's raw log rows, whose
     originator id is 32 hex digits: the message on SQLite names an id nobody can look up."""
-    proposal_id = propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
     cs.proposals.approve(proposal_id, AVA)
     runner = ProjectionRunner(cs.app, cs.sql, _Fragile(), batch_size=1)
 

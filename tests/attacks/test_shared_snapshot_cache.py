@@ -23,7 +23,8 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.persistence.aggregate_copy import SharedSnapshotError
 
 from tests.conftest import AVA
-from tests.test_corrupt_records import _fresh, _propose, _rewrite_state
+from tests.support.proposing import propose
+from tests.test_corrupt_records import _fresh, _rewrite_state
 
 LEAGUE = "Monday Night Open"
 
@@ -78,7 +79,7 @@ def test_the_read_only_facts_refuse_commands(other: Countersign, seeded):
 def test_a_terminal_failure_logs_only_the_correlation_id_it_stored(cs, seeded, clock, caplog):
     """The claim's decision runs twice (its first commit is refused as stale): only the
     second run's correlation id is stored, and only it may be logged."""
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
 
     def corrupt(state: dict[str, Any]) -> dict[str, Any]:
         state["arguments"]["amount_cents"] = "lots"
