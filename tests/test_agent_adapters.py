@@ -19,33 +19,27 @@ import sys
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import Agent, RunConfig, Runner
-from agents.testing import ScriptedModel, function_call
 from countersign.application.access import Caller
 from countersign.application.assistant.schemas import strict_schema
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
-from countersign.infrastructure.adapters.agent_frameworks import (
-    for_langgraph,
-    for_openai_agents,
-    for_pydantic_ai,
-)
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,
     Proposer,
     Refused,
 )
 from countersign.infrastructure.bootstrap import Countersign
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from pydantic_ai import Agent as PydanticAgent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.conftest import AVA, MIA, REFUND, TO_CARD, count_events
 from tests.test_french import ENGLISH
+
+if TYPE_CHECKING:  # the frameworks are imported by the tests that drive them: collecting
+    # this module imports none of them (docs/testing.md)
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from pydantic_ai.messages import ModelMessage
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = "propose_refund_missing_discount"
@@ -105,6 +99,10 @@ def _approve_once(cs: Countersign, proposal_id: str, model_calls: Callable[[], i
 
 
 def test_openai_agents_function_tool_proposes_and_approval_executes_without_the_model(cs, seeded):
+    from agents import Agent, RunConfig, Runner
+    from agents.testing import ScriptedModel, function_call
+    from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
+
     tools = for_openai_agents.propose_tools(
         cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
     )
@@ -150,15 +148,22 @@ class FakeChat:
         self.calls = 0
 
     def replies(self) -> Iterator[AIMessage]:
+        from langchain_core.messages import AIMessage
+
         for args in self.arguments:
             self.calls += 1
             yield AIMessage("", tool_calls=[{"name": TOOL, "args": args, "id": f"c{self.calls}"}])
 
     def model(self) -> GenericFakeChatModel:
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
         return GenericFakeChatModel(messages=self.replies())
 
 
 def test_langgraph_propose_node_ends_the_turn_with_the_proposal_id(cs, seeded):
+    from countersign.infrastructure.adapters.agent_frameworks import for_langgraph
+    from langchain_core.messages import HumanMessage, ToolMessage
+
     node = for_langgraph.ProposeNode(
         cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
     )
@@ -183,6 +188,9 @@ def test_langgraph_propose_node_ends_the_turn_with_the_proposal_id(cs, seeded):
 
 
 def test_langgraph_gives_up_after_its_rounds_with_nothing_frozen(cs, seeded):
+    from countersign.infrastructure.adapters.agent_frameworks import for_langgraph
+    from langchain_core.messages import HumanMessage
+
     node = for_langgraph.ProposeNode(
         cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
     )
@@ -197,6 +205,9 @@ def test_langgraph_gives_up_after_its_rounds_with_nothing_frozen(cs, seeded):
 
 
 def test_langgraph_answers_calls_after_a_proposal_without_running_them(cs, seeded):
+    from countersign.infrastructure.adapters.agent_frameworks import for_langgraph
+    from langchain_core.messages import AIMessage
+
     node = for_langgraph.ProposeNode(
         cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
     )
@@ -221,6 +232,11 @@ def test_langgraph_answers_calls_after_a_proposal_without_running_them(cs, seede
 
 
 def test_pydantic_ai_toolset_proposes_and_approval_executes_without_the_agent(cs, seeded):
+    from countersign.infrastructure.adapters.agent_frameworks import for_pydantic_ai
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
     toolset = for_pydantic_ai.propose_toolset(
         cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
     )
