@@ -11,18 +11,25 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CallToolResult, Implementation
+
+if TYPE_CHECKING:  # the SDK is imported when a client runs: collecting a module that
+    # imports this one imports no MCP (docs/testing.md)
+    from mcp import ClientSession
+    from mcp_types import CallToolResult, Implementation
 
 T = TypeVar("T")
-Scenario = Callable[[ClientSession], Awaitable[T]]
+Scenario = Callable[["ClientSession"], Awaitable[T]]
 COUNTERSIGN = str(Path(sys.executable).parent / "countersign")
-CLIENT = Implementation(name="pytest-agent", version="1.0")
+
+
+def default_client() -> Implementation:
+    """How the tests' client names itself unless a test says otherwise."""
+    from mcp_types import Implementation
+
+    return Implementation(name="pytest-agent", version="1.0")
 
 
 def over_stdio(
@@ -31,10 +38,13 @@ def over_stdio(
     *,
     org: str = "granite",
     email: str = "ava@granite.example",
-    client: Implementation = CLIENT,
+    client: Implementation | None = None,
 ) -> tuple[T, str]:
     """Run ``scenario`` against ``countersign mcp --org ORG --as EMAIL`` on stdio; the result
     and what the server wrote on its stderr."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    client_info = client if client is not None else default_client()
     params = StdioServerParameters(
         command=COUNTERSIGN,
         args=["mcp", "--database", database_url, "--org", org, "--as", email],
@@ -44,7 +54,7 @@ def over_stdio(
         async def main() -> T:
             async with (
                 stdio_client(params, errlog=errors) as (read, write),
-                ClientSession(read, write, client_info=client) as session,
+                ClientSession(read, write, client_info=client_info) as session,
             ):
                 await session.initialize()
                 return await scenario(session)
@@ -55,16 +65,21 @@ def over_stdio(
 
 
 def over_http(
-    base: str, token: str | None, scenario: Scenario[T], *, client: Implementation = CLIENT
+    base: str, token: str | None, scenario: Scenario[T], *, client: Implementation | None = None
 ) -> T:
     """Run ``scenario`` over streamable HTTP at ``base/mcp`` with ``token`` as the bearer."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    client_info = client if client is not None else default_client()
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
 
     async def main() -> T:
         async with (
             create_mcp_http_client(headers=headers) as http,
             streamable_http_client(f"{base}/mcp", http_client=http) as (read, write),
-            ClientSession(read, write, client_info=client) as session,
+            ClientSession(read, write, client_info=client_info) as session,
         ):
             await session.initialize()
             return await scenario(session)

@@ -10,9 +10,10 @@ approves by id, and only then does anything run, once.
 from __future__ import annotations
 
 import json
+import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -27,13 +28,10 @@ from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http import create_app
-from countersign.infrastructure.entrypoints.mcp import http_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.identity.tokens import issue_token, revoke_token, service_actions
 from countersign.infrastructure.settings import Settings
 from fastapi.testclient import TestClient
-from mcp import Client, ClientSession, StdioServerParameters
-from mcp_types import Implementation
 
 from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD
 from tests.mcp_client import (
@@ -46,6 +44,10 @@ from tests.mcp_client import (
 )
 from tests.servers import serving
 from tests.test_web_pages import Browser
+
+if TYPE_CHECKING:  # the MCP SDK and countersign's MCP server are imported by the tests and
+    # fixtures that use them: collecting this module imports neither (docs/testing.md)
+    from mcp import ClientSession
 
 ALL = [str(p) for p in Permission] + ["email_broadcasts.send", "roster.manage"]
 NOAH = "noah@granite.example"
@@ -195,6 +197,8 @@ def test_stdio_refuses_to_start_for_a_non_member(sqlite_file, capsys):
 
 @pytest.fixture
 def served(cs: Countersign, seeded: dict[str, Any]):
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
     with serving(http_app(cs), lifespan="on") as running:
         yield running
 
@@ -476,6 +480,8 @@ def test_the_review_page_says_it_came_through_mcp(cs, seeded):
 
 
 def test_another_client_names_itself_in_the_origin(cs, seeded, served):
+    from mcp_types import Implementation
+
     bearer = token(cs, ALL)
 
     async def proposing(session: ClientSession) -> str:
@@ -497,16 +503,25 @@ def test_another_client_names_itself_in_the_origin(cs, seeded, served):
 def test_the_sdks_high_level_client_on_the_newest_protocol_proposes_too(sqlite_file):
     """``mcp.Client`` speaks the 2026-07-28 protocol (no handshake: the client names itself on
     every request); the server serves it the same tools and records the same origin."""
+    from mcp import Client, StdioServerParameters, stdio_client
+    from mcp_types import Implementation
+
     url, cs, _ = sqlite_file
     params = StdioServerParameters(
         command=COUNTERSIGN, args=["mcp", "--database", url, "--org", "granite", "--as", AVA]
     )
 
     async def proposing() -> tuple[str | None, list[str], dict[str, Any]]:
-        async with Client(params, client_info=Implementation(name="newest", version="2")) as c:
-            names = [tool.name for tool in (await c.list_tools()).tools]
-            created = await c.call_tool(DRAFT_TOOL, A_DRAFT)
-            return c.session.protocol_version, names, structured(created)
+        # Client(params) is Client(stdio_client(params)), whose errlog defaults to the
+        # sys.stderr of when the SDK was first imported: now that is inside some test, perhaps
+        # one with capsys (no fileno). The server's stderr goes to a file, as in over_stdio.
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
+            transport = stdio_client(params, errlog=errors)
+            client_info = Implementation(name="newest", version="2")
+            async with Client(transport, client_info=client_info) as c:
+                names = [tool.name for tool in (await c.list_tools()).tools]
+                created = await c.call_tool(DRAFT_TOOL, A_DRAFT)
+                return c.session.protocol_version, names, structured(created)
 
     version, names, created = anyio.run(proposing)
 
