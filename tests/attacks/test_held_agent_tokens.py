@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pytest
@@ -20,19 +20,23 @@ from countersign.application.access import Caller
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http.app import create_app
-from countersign.infrastructure.entrypoints.mcp import http_app
-from mcp import ClientSession
 
 from tests.attacks.conftest import assert_nothing_changed, snapshot
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.mcp_client import over_http, structured
 from tests.servers import serving
 
+if TYPE_CHECKING:  # the MCP SDK is imported by the client that runs: collecting this module
+    # imports neither it nor countersign's MCP server (docs/testing.md)
+    from mcp import ClientSession
+
 NOAH = "noah@granite.example"
 
 
 @pytest.fixture
 def served(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Any]:
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
     with serving(create_app(cs), lifespan="on") as api, serving(http_app(cs), lifespan="on") as mcp:
         yield api.base, mcp.base
 

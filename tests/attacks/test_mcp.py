@@ -9,20 +9,21 @@ event, no refund, no table dropped, the hash chains whole (``assert_nothing_chan
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from countersign.application.access import Caller
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.mcp import http_app
 from countersign.infrastructure.identity.tokens import issue_token
-from mcp import ClientSession
-from mcp_types import Implementation
 
 from tests.attacks.conftest import assert_no_leak, assert_nothing_changed, snapshot
 from tests.conftest import AVA, MIA, REFUND, TO_CARD
 from tests.mcp_client import error_of, over_http, structured
 from tests.servers import serving
+
+if TYPE_CHECKING:  # the MCP SDK and countersign's MCP server are imported where they are
+    # used: collecting this module imports neither (docs/testing.md)
+    from mcp import ClientSession
 
 ALL = ["orders.refund", "email_broadcasts.prepare", "email_broadcasts.send", "roster.manage"]
 REFUND_TOOL = "propose_order_refund_missing_discount"
@@ -32,6 +33,8 @@ DRAFT_TOOL = "propose_email_broadcast_apply_draft"
 @pytest.fixture
 def agent(cs: Countersign, seeded: dict[str, Any]):
     """The server in a thread, Ava's token, and one pending refund of hers to aim at."""
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
     token = issue_token(cs, "granite", "agent", ALL, issued_by=AVA, kind="agent").token
     pending = cs.access.propose(
         Caller(AVA, "granite"),
@@ -146,6 +149,8 @@ def test_oversize_and_garbage_arguments_are_refused_safely(cs, seeded, agent):
 
 
 def test_a_client_that_names_itself_with_control_characters_is_recorded_cleaned(cs, agent):
+    from mcp_types import Implementation
+
     base, token, _ = agent
     liar = Implementation(
         name="evil\x1b[31m\nclient\u202e\x00" + "A" * 5000,

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pytest
-from countersign.infrastructure.entrypoints.mcp import http_app
-from countersign.infrastructure.entrypoints.mcp.sessions import SessionLimits
 from countersign.infrastructure.identity.tokens import issue_token
 
 from tests.conftest import AVA, MIA
 from tests.servers import RunningServer, serving
+
+if TYPE_CHECKING:  # countersign's MCP server imports the MCP SDK: the fixture imports it, so
+    # collecting this module imports neither (docs/testing.md)
+    from countersign.infrastructure.entrypoints.mcp.sessions import SessionLimits
 
 HELLO = {
     "jsonrpc": "2.0",
@@ -32,7 +35,14 @@ HELLO = {
         "clientInfo": {"name": "flood", "version": "1"},
     },
 }
-LIMITS = SessionLimits(per_token=5, per_club=8, idle_seconds=1)
+
+
+@cache
+def limits() -> SessionLimits:
+    """The small limits the server under attack runs with (one object, built on first use)."""
+    from countersign.infrastructure.entrypoints.mcp.sessions import SessionLimits
+
+    return SessionLimits(per_token=5, per_club=8, idle_seconds=1)
 
 
 class Mcp:
@@ -80,7 +90,9 @@ class Mcp:
 
 @pytest.fixture
 def mcp(cs, seeded) -> Iterator[Mcp]:
-    gate = http_app(cs, limits=LIMITS)
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
+    gate = http_app(cs, limits=limits())
     with serving(gate, lifespan="on") as running:
         served = Mcp(running, gate, cs)
         yield served
@@ -92,7 +104,7 @@ def test_one_tokens_flood_leaves_another_clubs_initialize_answering(mcp: Mcp) ->
     granite = mcp.token("granite", AVA, "granite-agent")
     answers = [mcp.open(maple) for _ in range(12)]
     statuses = [a.status_code for a in answers]
-    assert statuses == [200] * LIMITS.per_token + [429] * (12 - LIMITS.per_token)
+    assert statuses == [200] * limits().per_token + [429] * (12 - limits().per_token)
     refused = answers[-1]
     assert refused.json()["error"] == "too_many_sessions"
     assert int(refused.headers["retry-after"]) >= 1
@@ -104,7 +116,7 @@ def test_one_tokens_flood_leaves_another_clubs_initialize_answering(mcp: Mcp) ->
 def test_a_club_is_limited_across_its_tokens(mcp: Mcp) -> None:
     tokens = [mcp.token("maple", MIA, f"maple-{n}") for n in range(3)]
     opened = sum(mcp.open(t).status_code == 200 for t in tokens for _ in range(5))
-    assert opened == LIMITS.per_club
+    assert opened == limits().per_club
     assert mcp.open(mcp.token("granite", AVA, "granite-agent")).status_code == 200
 
 
@@ -112,7 +124,7 @@ def test_a_closed_sessions_binding_goes_and_frees_its_place(mcp: Mcp) -> None:
     maple = mcp.token("maple", MIA, "maple-agent")
     granite = mcp.token("granite", AVA, "granite-agent")
     theirs = mcp.open(granite).headers["mcp-session-id"]
-    for _ in range(3 * LIMITS.per_token):  # far more cycles than the token may hold at once
+    for _ in range(3 * limits().per_token):  # far more cycles than the token may hold at once
         session = mcp.open(maple).headers["mcp-session-id"]
         assert mcp.close(maple, session).status_code == 200
         assert mcp.ping(maple, session).status_code == 404
@@ -125,10 +137,10 @@ def test_a_closed_sessions_binding_goes_and_frees_its_place(mcp: Mcp) -> None:
 
 def test_an_idle_session_expires_and_its_binding_with_it(mcp: Mcp) -> None:
     maple = mcp.token("maple", MIA, "maple-agent")
-    sessions = [mcp.open(maple).headers["mcp-session-id"] for _ in range(LIMITS.per_token)]
+    sessions = [mcp.open(maple).headers["mcp-session-id"] for _ in range(limits().per_token)]
     assert mcp.open(maple).status_code == 429
     kept = sessions[0]
-    deadline = time.monotonic() + LIMITS.idle_seconds + 1.5
+    deadline = time.monotonic() + limits().idle_seconds + 1.5
     while time.monotonic() < deadline:  # one session in use, the others idle
         assert mcp.ping(maple, kept).status_code == 200
         time.sleep(0.2)
