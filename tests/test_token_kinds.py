@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import httpx2
@@ -28,16 +28,18 @@ from countersign.infrastructure.adapters.agent_frameworks.proposing import (
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http.app import create_app
-from countersign.infrastructure.entrypoints.mcp import http_app
 from countersign.infrastructure.identity.tokens import authenticate, issue_token
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-from mcp import ClientSession
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.mcp_client import over_http, tool_names
 from tests.servers import serving
 from tests.test_projections import catch_up_all
+
+if TYPE_CHECKING:  # the MCP SDK and countersign's MCP server are imported where they are
+    # used: collecting this module imports neither (docs/testing.md)
+    from mcp import ClientSession
 
 NOAH = "noah@granite.example"
 ALL = [
@@ -324,6 +326,8 @@ def test_the_agent_framework_adapters_refuse_an_approver_tokens_caller(cs, seede
 
 @pytest.fixture
 def served(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Any]:
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
     with serving(http_app(cs), lifespan="on") as running:
         yield running
 
