@@ -26,6 +26,7 @@ from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.receivers import (
+    LOOPBACK,
     allow_loopback,  # noqa: F401 - autouse
     free_port,
 )
@@ -89,9 +90,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     ).proposal_id
     revised = cs.access.revise(replaced, AVA, {**draft, "subject": "Ice times"}).proposal_id
 
-    # The webhooks page with an endpoint that is down, and its dead letters.
-    Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks/countersign")
-    notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
+    # The webhooks page with an endpoint that is down, and its dead letters. (The module's
+    # site is made before any test's own fixtures, so it allows loopback for itself.)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS", LOOPBACK)
+        Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks/countersign")
+        notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
     paths = {
         "inbox": "/",
         "recent": "/?view=recent",

@@ -168,10 +168,14 @@ def header_shape(response: Response) -> list[tuple[str, str]]:
 # -- timing -----------------------------------------------------------------------------------
 
 
-def interleaved_medians(
+def interleaved_lower_quartiles(
     first: Callable[[int], object], second: Callable[[int], object], rounds: int
 ) -> tuple[float, float]:
-    """The median seconds of ``first(i)`` and ``second(i)``, alternating which goes first."""
+    """The lower quartile of the seconds ``first(i)`` and ``second(i)`` took, alternating
+    which goes first. Other work on the machine only ever adds time, so the lower quartile
+    is what the request itself costs; the median moved with the load (under pytest-xdist
+    beside other work, a PostgreSQL run once measured medians of 21.9 ms against 13.9 ms
+    for two requests that cost the same on a quiet machine)."""
     times: tuple[list[float], list[float]] = ([], [])
     for i in range(rounds):
         order = (0, 1) if i % 2 == 0 else (1, 0)
@@ -179,13 +183,13 @@ def interleaved_medians(
             started = time.perf_counter()
             (first, second)[which](i)
             times[which].append(time.perf_counter() - started)
-    return statistics.median(times[0]), statistics.median(times[1])
+    return statistics.quantiles(times[0], n=4)[0], statistics.quantiles(times[1], n=4)[0]
 
 
 def assert_similar_timing(a: float, b: float, *, ratio: float = 1.5, slack: float = 0.005) -> None:
     """Generous on purpose (the machine is shared): within ``slack`` seconds or ``ratio``."""
     assert abs(a - b) < slack or max(a, b) / min(a, b) < ratio, (
-        f"medians {a * 1000:.1f} ms vs {b * 1000:.1f} ms"
+        f"lower quartiles {a * 1000:.1f} ms vs {b * 1000:.1f} ms"
     )
 
 

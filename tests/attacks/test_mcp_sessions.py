@@ -53,7 +53,7 @@ class Mcp:
         self.cs = cs
 
     def token(self, org: str, who: str, name: str) -> str:
-        return issue_token(self.cs, org, name, ["orders.refund"], issued_by=who).token
+        return issue_token(self.cs, org, name, ["orders.refund"], issued_by=who, kind="agent").token
 
     def open(self, token: str) -> httpx2.Response:
         return self.client.post(
