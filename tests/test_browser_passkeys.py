@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +31,8 @@ NOAH = "noah@granite.example"
 
 
 @contextmanager
-def _served(tmp_path: Path) -> Iterator[Served]:
-    cs = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'passkeys.db'}"))
+def _served(database_url: str) -> Iterator[Served]:
+    cs = bootstrap(Settings(database_url=database_url))
     seeded = seed(cs)
     passwords = seed_passwords(cs)
     cs.policies.set("granite", REFUND, 2, above_cents=10_000, require_passkey=True)
@@ -49,8 +48,10 @@ def _served(tmp_path: Path) -> Iterator[Served]:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    with _served(tmp_path) as running:
+def served(database_url: str) -> Iterator[Served]:
+    """The pages on each database (an empty one of the test's own, seeded here), with the
+    real clock: a passkey's nonce and a browser session live in real time."""
+    with _served(database_url) as running:
         yield running
 
 
