@@ -41,7 +41,10 @@ def limits() -> SessionLimits:
     """The small limits the server under attack runs with (one object, built on first use)."""
     from countersign.infrastructure.entrypoints.mcp.sessions import SessionLimits
 
-    return SessionLimits(per_token=5, per_club=8, idle_seconds=1)
+    # Idle for a minute: the SDK's own session manager counts it in real time, and a slow
+    # run must not see a session end that the test still uses; the gate's book counts it on
+    # the test's clock (``Ticking``), which only the expiry test moves.
+    return SessionLimits(per_token=5, per_club=8, idle_seconds=60)
 
 
 class Ticking:
@@ -154,7 +157,7 @@ def test_an_idle_session_expires_and_its_binding_with_it(mcp: Mcp) -> None:
     assert mcp.open(maple).status_code == 429
     kept = sessions[0]
     for _ in range(3):  # one session in use, the others idle past the limit and its margin
-        mcp.clock.now += 0.9
+        mcp.clock.now += (limits().idle_seconds + 1.5) / 2
         assert mcp.ping(maple, kept).status_code == 200
     for session in sessions[1:]:
         assert mcp.ping(maple, session).status_code == 404
