@@ -351,8 +351,10 @@ def test_the_worker_logs_its_passes_and_stops_cleanly_on_sigterm(tmp_path):
 def test_serve_with_two_workers_gathers_both_workers_metrics_and_stops_cleanly(
     database_url, tmp_path
 ):
-    """Eight connections approve at once, so both worker processes answer some; every
-    scrape, whichever worker answers it, counts every approval (multiprocess mode)."""
+    """Eight clients approve at once, each request on a connection of its own (96 accepts),
+    so both worker processes answer some; every scrape, whichever worker answers it, counts
+    every approval (multiprocess mode). With eight kept-alive connections, a loaded machine
+    once let one worker accept all eight."""
     deployment = Deployment(
         database_url,
         tmp_path,
@@ -365,7 +367,11 @@ def test_serve_with_two_workers_gathers_both_workers_metrics_and_stops_cleanly(
         workers = _children(server)
 
         def approve_all(token: str) -> None:
-            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+            with httpx.Client(
+                base_url=base,
+                headers={"Authorization": f"Bearer {token}"},
+                limits=httpx.Limits(max_keepalive_connections=0),
+            ) as http:
                 for proposal_id in loaded.ids:
                     assert http.post(f"/api/v1/proposals/{proposal_id}/approve").status_code == 200
 
