@@ -117,8 +117,10 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
             _add_passkey(ava, served, "Ava's laptop")
             ava.goto(review)
             assert "asks for your passkey" in ava.locator("#passkey-hint").inner_text()
-            ava.click("#approve-passkey button[type=submit]")
-            ava.wait_for_url(review)
+            # The page is already at the review address, so waiting for that address would
+            # return at once: wait for the navigation the signed approval makes.
+            with ava.expect_navigation(url=review):
+                ava.click("#approve-passkey button[type=submit]")
             assert ava.locator("#quorum-title").inner_text() == (
                 'Approvals: 1 of 2 — Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")'
             )
@@ -143,8 +145,8 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
             noah_cdp.send(
                 "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": True}
             )
-            noah.click("#approve-passkey button[type=submit]")
-            noah.wait_for_url(review)
+            with noah.expect_navigation(url=review):
+                noah.click("#approve-passkey button[type=submit]")
             assert noah.locator("#status").inner_text() == "Succeeded"
             approvals = noah.locator(".meta-list").inner_text()
             assert 'Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")' in approvals
@@ -172,8 +174,8 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
             assert "it approves nothing any more" in ava.locator("#notice").inner_text()
             ava.goto(f"{served.base_url}/proposals/{small}")
             assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
-            ava.click("#approve-passkey button[type=submit]")
-            ava.wait_for_url(re.compile(r".*/proposals/[0-9a-f-]{36}$"))
+            with ava.expect_navigation(url=re.compile(r".*/proposals/[0-9a-f-]{36}$")):
+                ava.click("#approve-passkey button[type=submit]")
             assert "could not be verified" in ava.locator(".notice").inner_text()
             assert ava.locator("#status").inner_text() == "Awaiting approval"
             assert _refunds(served, small) == 0
