@@ -28,13 +28,16 @@ from tests.support.databases import (
     worker_tag,
 )
 from tests.support.mutants import apply_from_environment
+from tests.support.passwords import use_test_strength
 
 _SEEDED = pytest.StashKey[dict[str, Any] | None]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """``COUNTERSIGN_MUTANT`` applies a deliberate bug (``tests/support/mutants.py``)."""
+    """``COUNTERSIGN_MUTANT`` applies a deliberate bug (``tests/support/mutants.py``);
+    passwords are hashed at test strength (``tests/support/passwords.py``)."""
     apply_from_environment()
+    use_test_strength()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

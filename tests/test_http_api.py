@@ -29,6 +29,7 @@ from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from countersign.infrastructure.identity import passwords
 from countersign.infrastructure.identity.passwords import set_password, verify_password
 from countersign.infrastructure.identity.tokens import (
     issue_token,
@@ -41,6 +42,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD, count_events
+from tests.support.passwords import PRODUCT_HASHER, TEST_HASHER
 
 ALL = [str(p) for p in Permission]
 PROBLEM_KEYS = {"type", "title", "status", "detail", "correlation_id"}
@@ -673,6 +675,29 @@ def test_unknown_routes_and_methods_answer_problems_too(api):
 
 
 # -- passwords --------------------------------------------------------------------------------
+
+
+def test_the_product_hashes_with_the_rfc_9106_profile(cs, monkeypatch):
+    """The suite hashes at test strength (tests/support/passwords.py); the product does not."""
+    monkeypatch.setattr(passwords, "_hasher", PRODUCT_HASHER)
+    monkeypatch.setattr(passwords, "_dummy_hash", [])
+    set_password(cs, AVA, "correct horse battery staple")
+    with cs.sql.transaction() as cursor:
+        (stored,) = cursor.execute(
+            "SELECT password_hash FROM user_passwords WHERE email = ?", (AVA,)
+        ).fetchone()
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert verify_password(cs, AVA, "correct horse battery staple") is True
+    # A hash made at test strength is upgraded to the product's profile at its next check.
+    monkeypatch.setattr(passwords, "_hasher", TEST_HASHER)
+    set_password(cs, AVA, "correct horse battery staple")
+    monkeypatch.setattr(passwords, "_hasher", PRODUCT_HASHER)
+    assert verify_password(cs, AVA, "correct horse battery staple") is True
+    with cs.sql.transaction() as cursor:
+        (upgraded,) = cursor.execute(
+            "SELECT password_hash FROM user_passwords WHERE email = ?", (AVA,)
+        ).fetchone()
+    assert upgraded.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
 
 
 def test_passwords_are_argon2id_hashes_that_verify_and_reject(cs):
