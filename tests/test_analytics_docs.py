@@ -10,26 +10,30 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from countersign.infrastructure.adapters.clock import FakeClock
-from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.ledger import COLUMNS as LEDGER_COLUMNS
 from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from countersign.infrastructure.projection_engine.runner import _SQL_TYPES
+from countersign.infrastructure.settings import Settings
 from countersign.projections.analytics import Analytics
 from countersign.projections.notifications import ENDPOINTS, NOTIFICATIONS, Notifications
 
-from tests.conftest import AVA, DRAFT, MIA, REFUND
+from tests.conftest import AVA, BACKENDS, DRAFT, MIA, REFUND, _require_postgres
 from tests.receivers import (
+    LOOPBACK,
     allow_loopback,  # noqa: F401 - autouse
     free_port,
     receiving,
 )
+from tests.support.databases import START, TestDatabases
 from tests.support.proposing import TO_ACCOUNT_CREDIT, propose
 
 NOAH = "noah@granite.example"
@@ -169,24 +173,45 @@ def build_history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> 
     return ids
 
 
-@pytest.fixture
-def history(cs: Countersign, seeded: dict[str, Any], clock: FakeClock) -> dict[str, str]:
-    with receiving() as receiver:
-        # Granite's notifications go to a receiver that answers and to one that is down.
-        Webhooks(cs).add(None, "granite", receiver.url)
-        Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/down")
-        ids = build_history(cs, seeded, clock)
-        notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
-    [runner] = cs.projection_runners(["analytics"])
-    runner.reset()  # as `countersign projections rebuild analytics` does
-    assert runner.catch_up() > 0
-    assert runner.status().lag == 0
-    return ids
+@dataclass(frozen=True)
+class Site:
+    """One history built for the whole module, per database: ``ids`` names its proposals,
+    ``answers`` holds every documented query's rows, by heading. The tests only read it
+    (building it took 1.7 s on PostgreSQL, and nineteen tests read it)."""
+
+    cs: Countersign
+    ids: dict[str, str]
+    answers: dict[str, list[dict[str, Any]]]
 
 
-@pytest.fixture
-def answers(cs: Countersign, history: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
-    """Every documented query's rows, by heading."""
+@pytest.fixture(scope="module", params=BACKENDS)
+def site(request: pytest.FixtureRequest, test_databases: TestDatabases) -> Iterator[Site]:
+    if request.param == "postgres":
+        _require_postgres()
+    url, seeded = test_databases.private(request.param)
+    allowed = pytest.MonkeyPatch()  # allow_loopback's setting, for the module's whole life
+    allowed.setenv("COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS", LOOPBACK)
+    clock = FakeClock(START)
+    cs = bootstrap(Settings(database_url=url), clock=clock)
+    try:
+        with receiving() as receiver:
+            # Granite's notifications go to a receiver that answers and to one that is down.
+            Webhooks(cs).add(None, "granite", receiver.url)
+            Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/down")
+            ids = build_history(cs, seeded, clock)
+            notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
+        [runner] = cs.projection_runners(["analytics"])
+        runner.reset()  # as `countersign projections rebuild analytics` does
+        assert runner.catch_up() > 0
+        assert runner.status().lag == 0
+        yield Site(cs, ids, _answers(cs))
+    finally:
+        cs.close()
+        allowed.undo()
+        test_databases.release(url)
+
+
+def _answers(cs: Countersign) -> dict[str, list[dict[str, Any]]]:
     results = {}
     with analyst_connection(cs) as connection:
         for heading, sql in documented_queries().items():
@@ -195,6 +220,17 @@ def answers(cs: Countersign, history: dict[str, str]) -> dict[str, list[dict[str
             except (sqlite3.Error, psycopg.Error) as error:
                 pytest.fail(f"### {heading} does not run on {cs.database.kind}: {error}")
     return results
+
+
+@pytest.fixture
+def history(site: Site) -> dict[str, str]:
+    return site.ids
+
+
+@pytest.fixture
+def answers(site: Site) -> dict[str, list[dict[str, Any]]]:
+    """Every documented query's rows, by heading."""
+    return site.answers
 
 
 # -- the document's structure -----------------------------------------------------------------
@@ -256,9 +292,9 @@ def test_every_documented_query_runs_and_returns_rows(answers):
         assert rows, f"### {heading} returned no rows"
 
 
-def test_every_value_the_history_produced_is_documented(cs, history):
+def test_every_value_the_history_produced_is_documented(site: Site):
     text = doc_text()
-    with analyst_connection(cs) as connection:
+    with analyst_connection(site.cs) as connection:
         rows = run(
             connection,
             "SELECT DISTINCT status, outcome, decision, revision_reason, operation, section"
@@ -293,8 +329,8 @@ def test_approval_rate_per_operation(answers):
     assert float(draft["approval_rate"]) == pytest.approx(0.667)
 
 
-def test_median_time_to_approval_matches_the_facts(cs, answers):
-    with analyst_connection(cs) as connection:
+def test_median_time_to_approval_matches_the_facts(site: Site, answers):
+    with analyst_connection(site.cs) as connection:
         facts = run(
             connection,
             "SELECT operation, seconds_to_decision FROM proposal_facts WHERE decision = 'approved'",
@@ -410,9 +446,9 @@ def test_proposals_awaiting_a_decision(answers, history):
     assert rows[0]["requested_by"] == AVA
 
 
-def test_the_daily_roll_up_agrees_with_the_facts(cs, history):
+def test_the_daily_roll_up_agrees_with_the_facts(site: Site):
     """The identity the doc states for daily_outcomes."""
-    with analyst_connection(cs) as connection:
+    with analyst_connection(site.cs) as connection:
         daily = run(
             connection,
             "SELECT day, organization_id, operation, outcome, proposals, amount_cents"
@@ -439,7 +475,7 @@ def test_the_daily_roll_up_agrees_with_the_facts(cs, history):
         )
 
     assert normal(daily) == normal(grouped)
-    assert sum(int(r["proposals"]) for r in daily) == len(history)
+    assert sum(int(r["proposals"]) for r in daily) == len(site.ids)
 
 
 def test_approvals_per_proposal(answers):
@@ -474,19 +510,19 @@ def test_revisions_per_proposal(answers, history):
     ] == [(history["edited"], DRAFT, 1)]
 
 
-def test_time_to_quorum_is_the_time_to_the_last_approval_needed(cs, answers, history):
+def test_time_to_quorum_is_the_time_to_the_last_approval_needed(site: Site, answers):
     [row] = answers["Time to quorum per operation"]
     assert (row["operation"], int(row["proposals"])) == (REFUND, 1)
-    with analyst_connection(cs) as connection:
+    with analyst_connection(site.cs) as connection:
         [fact] = run(
             connection,
             "SELECT seconds_to_decision FROM proposal_facts"
-            f" WHERE proposal_id = '{history['two_approvers']}'",
+            f" WHERE proposal_id = '{site.ids['two_approvers']}'",
         )
         approvals = run(
             connection,
             "SELECT ordinal, approver, seconds_since_proposed, seconds_since_previous"
-            f" FROM proposal_approvals WHERE proposal_id = '{history['two_approvers']}'"
+            f" FROM proposal_approvals WHERE proposal_id = '{site.ids['two_approvers']}'"
             " ORDER BY ordinal",
         )
     assert [(a["ordinal"], a["approver"]) for a in approvals] == [(1, AVA), (2, NOAH)]

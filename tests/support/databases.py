@@ -79,6 +79,11 @@ def _seed(url: str) -> dict[str, Any]:
         wired.close()
 
 
+def _drop(url: str) -> None:
+    with contextlib.suppress(psycopg.Error), _admin() as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {url.rpartition('/')[2]} WITH (FORCE)")
+
+
 _SNAPSHOT = "template_seeded"
 
 
@@ -186,6 +191,7 @@ class TestDatabases:
         self._sqlite_seeded: dict[str, Any] | None = None
         self._postgres: PostgresCopies | None = None
         self._copies = 0
+        self._private: list[str] = []
 
     def copy(self, backend: str, kind: str) -> tuple[str, dict[str, Any] | None]:
         """A database in ``kind``'s state (``empty``: nothing, not even the schema; or
@@ -211,12 +217,35 @@ class TestDatabases:
         shutil.copyfile(self._sqlite_template, path)
         return f"sqlite:///{path}", copy.deepcopy(self._sqlite_seeded)
 
+    def private(self, backend: str) -> tuple[str, dict[str, Any]]:
+        """A seeded database no other test touches, for a fixture that outlives one test
+        (a module's shared history): a file copy on SQLite; on PostgreSQL a database of its
+        own, seeded (about half a second), dropped by ``release`` or at the session's end."""
+        if backend == "sqlite":
+            url, seeded = self.copy("sqlite", "seeded")
+            assert seeded is not None
+            return url, seeded
+        self._copies += 1
+        url = f"{POSTGRES_SERVER}/countersign_test_{self.tag}_private{self._copies}"
+        name = url.rpartition("/")[2]
+        with _admin() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {name}")
+            conn.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
+        self._private.append(url)
+        return url, _seed(url)
+
     def release(self, url: str) -> None:
         """The test is over: a SQLite copy goes (PostgreSQL's is reset when next used)."""
         if url.startswith("sqlite:///"):
             shutil.rmtree(Path(url.removeprefix("sqlite:///")).parent, ignore_errors=True)
+        elif url in self._private:
+            self._private.remove(url)
+            _drop(url)
 
     def close(self) -> None:
+        for url in self._private:
+            _drop(url)
         if self._postgres is not None:
             self._postgres.close()
         shutil.rmtree(self.directory, ignore_errors=True)
