@@ -103,12 +103,14 @@ def _truncate_postgres(url: str) -> None:
 
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, test_databases: TestDatabases) -> Iterator[str]:
-    """A database of the test's own, on each backend: the demo clubs' state when the test
-    asks for ``seeded``, else empty (``cs`` then makes the schema)."""
+    """A database of the test's own, on each backend (tests/support/databases.py): the demo
+    clubs' state when the test asks for ``seeded``; the schema with nobody's rows when it asks
+    for ``cs`` alone; else empty, not even a schema (for a test that makes its own)."""
     if request.param == "postgres":
         request.node.add_marker(pytest.mark.postgres)
         _require_postgres()
-    kind = "seeded" if "seeded" in request.fixturenames else "empty"
+    names = request.fixturenames
+    kind = "seeded" if "seeded" in names else "schema" if "cs" in names else "empty"
     url, seeded = test_databases.copy(request.param, kind)
     request.node.stash[_SEEDED] = seeded
     yield url
