@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 from countersign.application.assistant.sections import ASSISTANTS
@@ -77,6 +78,25 @@ def worker_count(value: str) -> int:
     return int(value)
 
 
+def positive_seconds(value: str) -> float:
+    """A pause between passes: a positive number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def installed_version() -> str:
+    """The installed package's version (pyproject.toml's, as pip installed it)."""
+    try:
+        return metadata.version("countersign")
+    except metadata.PackageNotFoundError:  # run from a source tree nobody installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
@@ -89,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Also accepted before the command; merged in main() (argparse sub-parsers would clobber it).
     parser.add_argument("--database", dest="database_first", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="version", version=f"countersign {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -292,7 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run the sweepers (reconcile, expire) on a schedule until SIGTERM or Ctrl-C",
     )
     worker.add_argument(
-        "--interval", type=float, default=10.0, metavar="SECONDS", help="pause between passes"
+        "--interval",
+        type=positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="pause between passes",
     )
     worker.add_argument("--once", action="store_true", help="one pass of each sweeper, then stop")
     worker.add_argument("--metrics-port", type=int, metavar="PORT", help="serve its metrics")
@@ -376,4 +401,4 @@ def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
         notify_sub,
     )
     run.add_argument("--once", action="store_true", help="one pass, then exit")
-    run.add_argument("--interval", type=float, default=5.0, metavar="SECONDS")
+    run.add_argument("--interval", type=positive_seconds, default=5.0, metavar="SECONDS")

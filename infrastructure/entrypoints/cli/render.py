@@ -387,23 +387,34 @@ def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
 
 
 _NOT_ACCEPTED = Localized("The request was not accepted:", "La demande n'a pas été acceptée :")
-_FIELDS_IN_JSON = Localized(
-    "(--json gives each problem's field and message.)",
-    "(--json donne le champ et le message de chaque problème.)",
+_MORE_PROBLEMS = Localized(
+    "  ... and {n} more problem(s) of the same request.",
+    "  ... et {n} autre(s) problème(s) de la même demande.",
 )
 
 
-def render_refusal(problems: list[Problem], language: str = "en") -> str:
-    """A refused request in the manager's words: each distinct sentence once."""
-    sentences = dict.fromkeys(problem.explain(language) for problem in problems)
+def render_refusal(problems: list[Problem], language: str = "en", more: int = 0) -> str:
+    """A refused request: each distinct reason in the manager's words, once, and under it
+    each field it concerns with the precise problem ('amount: unknown field; remove it')."""
+    fields: dict[str, list[str]] = {}
+    for problem in problems:
+        fields.setdefault(problem.explain(language), []).append(
+            f"{printable(problem.field)}: {printable(problem.message)}"
+        )
     lines = [_NOT_ACCEPTED.text(language)]
-    lines += [f"  - {sentence}" for sentence in sentences]
-    return "\n".join([*lines, _FIELDS_IN_JSON.text(language)])
+    for sentence, concerned in fields.items():
+        lines.append(f"  - {sentence}")
+        lines += [f"      {field}" for field in concerned]
+    if more:
+        lines.append(_MORE_PROBLEMS.text(language, n=more))
+    return "\n".join(lines)
 
 
-def render_problems(problems: list[dict[str, str]]) -> str:
+def render_problems(problems: list[dict[str, str]], hint: str = "") -> str:
     lines = ["The request was not accepted:"]
     lines += [f"  - {problem['field']}: {problem['message']}" for problem in problems]
+    if hint:
+        lines[-1] += f" ({hint})"
     return "\n".join(lines)
 
 
