@@ -126,3 +126,61 @@ def test_a_reader_that_goes_away_stops_every_command_quietly(database_url, seede
     ):
         stopped = _with_reader_gone(*argv, env=env)
         assert (stopped.returncode, stopped.stderr) == (status, b""), argv
+
+
+# -- a database that is not there ----------------------------------------------------------------
+
+
+def test_a_mistyped_database_is_refused_and_nothing_is_created(tmp_path, capsys):
+    typo = tmp_path / "typo" / "x.db"
+    url = f"sqlite:///{typo}"
+
+    status = main(["show", "0" * 32, "--as", AVA, "--database", url])
+
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert err == (
+        f"error: no database at {url}; run `countersign seed` to create the demo, or check the "
+        "URL (--create makes an empty one)\n"
+    )
+    assert not typo.parent.exists()
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--json", "--database", url]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "no_database"
+
+    assert main(["seed", "--database", url]) == 0  # seed makes it
+    assert typo.is_file()
+    capsys.readouterr()
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--database", url]) == 0
+    assert capsys.readouterr().out.startswith("The inbox is empty")
+
+
+def test_a_database_without_countersign_is_refused_until_create_makes_its_tables(command):
+    """An empty database: a SQLite path whose file is not there yet; a PostgreSQL database
+    that exists and holds no countersign tables (a database made for something else)."""
+    status, out, err = command("projections", "status")
+    assert (status, out) == (2, "")
+    assert err.startswith("error: no database at ")
+    assert "countersign seed" in err
+
+    assert command("projections", "status", "--create")[0] == 0
+    status, out, err = command("projections", "status")
+    assert (status, err) == (0, "")
+    assert "browser_view" in out
+
+
+def test_a_postgres_database_the_server_does_not_have_is_named(postgres_url, capsys):
+    server = postgres_url.rsplit("/", 1)[0].replace("postgres@", "postgres:hunter2@", 1)
+    url = f"{server}/countersign_no_such_database"
+
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--database", url]) == 2
+
+    err = capsys.readouterr().err
+    assert "the server has no database countersign_no_such_database: createdb makes it" in err
+    assert "hunter2" not in err  # the URL is shown without its password
+
+
+def test_operations_reads_no_database(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'nothing.db'}"
+    assert main(["operations", "--database", url]) == 0
+    assert "order.refund_missing_discount" in capsys.readouterr().out
+    assert not (tmp_path / "nothing.db").exists()

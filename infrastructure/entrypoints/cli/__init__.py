@@ -41,7 +41,7 @@ from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, U
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
-from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.settings import NoDatabaseError, SettingsError
 
 log = logging.getLogger("countersign.cli")
 #: The exit status of a command that cannot apply to the record it names.
@@ -76,6 +76,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first
+    args.create = getattr(args, "create", False) or args.create_first
     if args.command == "demo":
         from countersign.infrastructure.demo.story import run_demo
 
@@ -83,14 +84,27 @@ def _main(argv: list[str] | None) -> int:
     return run(args)
 
 
+#: The commands that make the database they name when it is missing (others need --create).
+CREATING = frozenset({"seed", "demo"})
+
+
 def run(args: argparse.Namespace) -> int:
     emit = _emitter(args.json)
+    if not getattr(args, "opens_database", True):
+        document, text = args.handler(None, args)
+        return emit(document, text, 0)
     try:
-        cs = bootstrap(database_url=args.database)
+        cs = bootstrap(database_url=args.database, create=args.create or args.command in CREATING)
+    except NoDatabaseError as error:
+        return emit({"error": "no_database", "message": str(error)}, f"error: {error}", 2)
     except SettingsError as error:
         return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
-    except psycopg.OperationalError:
-        message = "cannot reach the PostgreSQL server; check COUNTERSIGN_DATABASE_URL or --database"
+    except psycopg.OperationalError as error:
+        server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        message = (
+            f"cannot reach the PostgreSQL database ({server_said}); check "
+            "COUNTERSIGN_DATABASE_URL or --database"
+        )
         return emit({"error": "database_unavailable", "message": message}, f"error: {message}", 1)
     try:
         document, text = args.handler(cs, args)

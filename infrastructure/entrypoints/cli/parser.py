@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--database", metavar="URL", help="sqlite:///file.db or postgresql://...")
+    common.add_argument(
+        "--create",
+        action="store_true",
+        help="create countersign's tables (and a SQLite file) if the database has none; only "
+        "seed and demo do without it",
+    )
 
     parser = argparse.ArgumentParser(
         prog="countersign",
@@ -109,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Also accepted before the command; merged in main() (argparse sub-parsers would clobber it).
     parser.add_argument("--database", dest="database_first", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--create", dest="create_first", action="store_true", help=argparse.SUPPRESS
+    )
     parser.add_argument("--version", action="version", version=f"countersign {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -120,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     add("seed", cmd_seed, "create the demo club data (idempotent)")
-    add("operations", cmd_operations, "every registered operation and its request schema")
+    operations = add(
+        "operations", cmd_operations, "every registered operation and its request schema"
+    )
+    operations.set_defaults(opens_database=False)  # the contracts' own: no database to read
 
     org = sub.add_parser("org", help="the club's own settings")
     org_sub = org.add_subparsers(dest="org_command", required=True, metavar="COMMAND")
