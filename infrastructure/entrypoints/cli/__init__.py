@@ -38,6 +38,7 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
+from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
@@ -78,9 +79,19 @@ def _main(argv: list[str] | None) -> int:
     args.json = getattr(args, "json", False) or args.json_first
     args.create = getattr(args, "create", False) or args.create_first
     if args.command == "demo":
-        from countersign.infrastructure.demo.story import run_demo
+        return _demo(args)
+    return run(args)
 
-        return run_demo(database_url=args.database, as_json=args.json)
+
+def _demo(args: argparse.Namespace) -> int:
+    """The guided story; with ``--serve``, then the pages over the data it left."""
+    from countersign.infrastructure.demo.story import run_demo, throwaway_database_url
+
+    args.database = args.database or throwaway_database_url()
+    told = run_demo(database_url=args.database, as_json=args.json)
+    if told != 0 or not args.serve:
+        return told
+    args.handler = cmd_demo_serve
     return run(args)
 
 

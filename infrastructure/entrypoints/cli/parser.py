@@ -368,7 +368,15 @@ def build_parser() -> argparse.ArgumentParser:
     listing = add("list", cmd_tokens_list, "tokens of an organization", tokens_sub)
     listing.add_argument("--org", required=True)
 
-    add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
+    demo = add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="then serve the pages over the demo's data, and print the address and sign-ins",
+    )
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.set_defaults(workers=1)
     return parser
 
 
