@@ -179,6 +179,13 @@ def test_a_postgres_database_the_server_does_not_have_is_named(postgres_url, cap
     assert "hunter2" not in err  # the URL is shown without its password
 
 
+def test_the_demo_refuses_a_database_url_it_cannot_use(capsys):
+    assert main(["demo", "--database", "mysql://x/y"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: unsupported database URL scheme 'mysql'")
+
+
 def test_operations_reads_no_database(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'nothing.db'}"
     assert main(["operations", "--database", url]) == 0

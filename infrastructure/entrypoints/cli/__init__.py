@@ -88,7 +88,12 @@ def _demo(args: argparse.Namespace) -> int:
     from countersign.infrastructure.demo.story import run_demo, throwaway_database_url
 
     args.database = args.database or throwaway_database_url()
-    told = run_demo(database_url=args.database, as_json=args.json)
+    try:
+        told = run_demo(database_url=args.database, as_json=args.json)
+    except SettingsError as error:  # a database URL it cannot use
+        return _emitter(args.json)(
+            {"error": "configuration", "message": str(error)}, f"error: {error}", 2
+        )
     if told != 0 or not args.serve:
         return told
     args.handler = cmd_demo_serve
