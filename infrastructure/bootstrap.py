@@ -36,6 +36,7 @@ from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,
     EventSourcedStore,
 )
+from countersign.infrastructure.persistence.presence import prepare
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
@@ -103,6 +104,7 @@ def bootstrap(
     settings: Settings | None = None,
     *,
     database_url: str | None = None,
+    create: bool = True,
     clock: Clock | None = None,
     providers: Mapping[str, EffectProvider] | None = None,
     model: ChatModel | None = None,
@@ -114,9 +116,15 @@ def bootstrap(
     defaults: ``"payments"``, the payment sandbox, and ``"email"``, the e-mail delivery sandbox.
 
     ``faults``: where the approve path may be stopped; by default none, unless the
-    ``COUNTERSIGN_CRASH_AT`` variable names a crash point (crash tests, docs/faults.md)."""
+    ``COUNTERSIGN_CRASH_AT`` variable names a crash point (crash tests, docs/faults.md).
+
+    ``create``: make countersign's tables (and a SQLite file, in its folder) where they are
+    missing. With False, a database that does not hold countersign yet raises
+    NoDatabaseError, saying what to do, and nothing is created (the command line's way for
+    every command but ``seed``, ``demo`` and ``--create``)."""
     settings = settings or Settings.from_env(database_url)
     database = Database.parse(settings.database_url)
+    prepare(database, create)
     sql = SqlDatabase(database)
     # Processes starting together would race to create the event store's tables and functions.
     with sql.schema_lock():

@@ -23,6 +23,10 @@ class SettingsError(ValueError):
     """Raised when a setting has a value countersign cannot use; the message says the fix."""
 
 
+class NoDatabaseError(SettingsError):
+    """Raised when the database named holds no countersign yet and may not be created here."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything that varies between deployments."""
@@ -120,8 +124,6 @@ class Database:
             path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
             if not path:
                 raise SettingsError("a SQLite URL looks like sqlite:///countersign.db")
-            if path != ":memory:":
-                Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
             return cls(kind="sqlite", sqlite_path=path)
         if parsed.scheme in ("postgres", "postgresql"):
             if not parsed.path.strip("/"):
@@ -140,6 +142,20 @@ class Database:
             f"unsupported database URL scheme {parsed.scheme!r}: "
             "use sqlite:///path.db or postgresql://user@host/dbname"
         )
+
+    @property
+    def url(self) -> str:
+        """The database's URL as people may read it: never the password."""
+        if self.kind == "sqlite":
+            return f"sqlite:///{self.sqlite_path}"
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}"
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        """Where an embedded database's file is (None in memory)."""
+        if self.kind != "sqlite" or self.sqlite_path == ":memory:":
+            return None
+        return Path(self.sqlite_path).expanduser().resolve()
 
     def eventsourcing_env(self) -> dict[str, str]:
         if self.kind == "sqlite":

@@ -4,8 +4,8 @@ Used by ``tests/test_http_load.py`` (its CI size), ``scripts/bench.py http`` (th
 benchmark) and ``scripts/soak`` (full size, and ``--quick`` with every service running).
 
 * ``Deployment`` starts countersign's services as real processes, each in a process group of
-  its own: ``countersign serve --workers N``, and optionally ``countersign projections run``
-  and ``countersign worker``. ``stop()`` sends SIGTERM, waits, and reports any service that
+  its own: ``countersign serve --create --workers N``, and optionally ``countersign projections
+  run`` and ``countersign worker``. ``stop()`` sends SIGTERM, waits, and reports any service that
   did not exit 0 and any process left in its group (an orphaned server worker).
 * ``load`` freezes card-refund proposals (each on its own order, paid with the sandbox's
   card that refunds) and issues one API token per client.
@@ -111,7 +111,8 @@ class Deployment:
         port = free_port()
         self.env.setdefault("COUNTERSIGN_SECURE_COOKIES", "0")
         service = self._start(
-            "serve", "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)
+            *("serve", "serve", "--create"),  # the first service makes the tables
+            *("--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)),
         )
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT

@@ -523,8 +523,8 @@ def test_another_clubs_order_is_not_found_and_its_own_manager_cancels_it(cs, see
 
 
 def test_the_command_line_proposes_and_approves_a_cancellation(database_url, capsys):
-    def cli(*argv: str) -> Any:
-        assert main([*argv, "--json", "--database", database_url]) == 0
+    def cli(*argv: str, status: int = 0) -> Any:
+        assert main([*argv, "--json", "--database", database_url]) == status
         return json.loads(capsys.readouterr().out)
 
     order_id = cli("seed")["orders"]["account-credit"]
@@ -542,7 +542,7 @@ def test_the_command_line_proposes_and_approves_a_cancellation(database_url, cap
     assert approved["outcome"]["result"]["spot_released"] is True
     refused = cli(
         "propose", "--org", "granite", "--as", AVA, "--operation", CANCEL,
-        "--resource", order_id, "--request", '{"destination": "cash"}',
+        "--resource", order_id, "--request", '{"destination": "cash"}', status=4,
     )  # fmt: skip
     assert refused["error"] == "invalid_request"
     assert refused["problems"][0]["field"] == "destination"

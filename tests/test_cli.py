@@ -145,6 +145,7 @@ def test_invalid_requests_are_processed_with_problems(seeded_cli):
         data["orders"]["refund-ok"],
         "--request",
         '{"payment": "P1", "amount_cents": 100',
+        status=4,
     )
     assert answer["error"] == "invalid_request"
     assert answer["problems"][0]["field"] == "request"

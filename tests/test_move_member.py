@@ -272,10 +272,10 @@ def test_another_club_neither_moves_nor_sees_this_clubs_members(cs, seeded):
 # -- the command line ---------------------------------------------------------------------------
 
 
-def _cli(database_url: str, capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+def _cli(database_url: str, capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> Any:
     code = main([*argv, "--json", "--database", database_url])
     out = capsys.readouterr().out
-    assert code == 0, out
+    assert code == status, out
     return json.loads(out)
 
 
@@ -294,6 +294,7 @@ def test_the_command_line_proposes_shows_and_approves_a_move(database_url, capsy
         AVA,
         "--request",
         json.dumps({**TO_SENIORS, "to_league": "Friday Fun", "rank": 1}),
+        status=4,  # a refused request
     )
 
     assert refused["error"] == "forbidden"

@@ -300,8 +300,10 @@ def test_one_worker_pass_settles_lost_responses_and_expires_overdue_proposals(da
 
 
 def test_the_worker_refuses_a_pause_that_is_not_positive(capsys):
-    assert main(["worker", "--interval", "0", "--database", "sqlite:///:memory:"]) == 2
-    assert "--interval is a positive number of seconds" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as stopped:
+        main(["worker", "--interval", "0", "--database", "sqlite:///:memory:"])
+    assert stopped.value.code == 2
+    assert "--interval: a positive number of seconds, not '0'" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -10,21 +10,34 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("domain", "application", "projections", "infrastructure")
 
 
-def test_every_package_folder_is_declared_under_the_namespace():
-    declared = set(
-        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    )
+#: The folders of package data (pages' templates and assets), and the files each ships.
+DATA = ("infrastructure/entrypoints/web/static", "infrastructure/entrypoints/web/templates")
+
+
+def _setuptools() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_every_folder_is_declared_under_the_namespace():
+    """Packages and folders of package data alike: setuptools takes any folder for an
+    importable package, and warns about one holding package data that is not declared."""
     on_disk = {
-        "countersign." + ".".join(init.parent.relative_to(ROOT).parts)
-        for folder in FOLDERS
-        for init in (ROOT / folder).rglob("__init__.py")
+        "countersign." + ".".join(folder.relative_to(ROOT).parts)
+        for top in FOLDERS
+        for folder in [ROOT / top, *(ROOT / top).rglob("*")]
+        if folder.is_dir()
+        and folder.name != "__pycache__"
+        and any(child.is_file() for child in folder.iterdir())
     }
-    assert declared == on_disk
+    assert set(_setuptools()["packages"]) == on_disk
+    data = {"countersign." + folder.replace("/", ".") for folder in DATA}
+    assert set(_setuptools()["package-data"]) == data
 
 
 def test_the_wheel_holds_only_the_countersign_namespace(tmp_path):
@@ -36,13 +49,13 @@ def test_the_wheel_holds_only_the_countersign_namespace(tmp_path):
         )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    subprocess.run(
+    built = subprocess.run(
         [
             sys.executable,
             "-m",
             "pip",
             "wheel",
-            "--quiet",
+            "--verbose",  # the build backend's own warnings
             "--no-deps",
             "--no-build-isolation",
             "--wheel-dir",
@@ -51,12 +64,14 @@ def test_the_wheel_holds_only_the_countersign_namespace(tmp_path):
         ],
         check=True,
         capture_output=True,
+        text=True,
     )
+    assert "absent from the `packages` configuration" not in built.stdout + built.stderr
     (wheel,) = tmp_path.glob("countersign-*.whl")
     tops = {name.split("/", 1)[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"countersign"}
     names = zipfile.ZipFile(wheel).namelist()
     assert "countersign/domain/proposal.py" in names
-    assert "countersign/infrastructure/entrypoints/web/templates/base.html" in names or any(
-        n.startswith("countersign/infrastructure/entrypoints/web/templates/") for n in names
-    )
+    for folder in DATA:  # every template and asset the pages read
+        for path in (ROOT / folder).iterdir():
+            assert f"countersign/{folder}/{path.name}" in names

@@ -258,18 +258,19 @@ def test_a_refused_propose_on_the_command_line_reads_plainly_and_json_keeps_the_
         *("--resource", orders["account-credit"], "--request", json.dumps(TO_CARD)),
         *("--database", database_url),
     ]
-    assert main(argv) == 0
-    text = capsys.readouterr().out
+    assert main(argv) == 4  # refused
+    out, text = capsys.readouterr()
+    assert out == ""
     assert text.splitlines()[:2] == [
         "The request was not accepted:",
         "  - This payment was not made by card, so it can only go back as club account credit.",
     ]
     assert leaks(text.splitlines()[1]) == []
 
-    assert main([*argv, "--language", "fr"]) == 0
-    assert "  - Ce paiement n'a pas été fait par carte" in capsys.readouterr().out
+    assert main([*argv, "--language", "fr"]) == 4
+    assert "  - Ce paiement n'a pas été fait par carte" in capsys.readouterr().err
 
-    assert main([*argv, "--json"]) == 0
+    assert main([*argv, "--json"]) == 4
     document = json.loads(capsys.readouterr().out)
     assert document["error"] == "invalid_request"
     assert [p["field"] for p in document["problems"]] == ["destination"]

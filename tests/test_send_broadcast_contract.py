@@ -339,10 +339,10 @@ def test_staff_without_the_permission_can_neither_propose_nor_approve(cs, seeded
 
 @pytest.fixture
 def cli(database_url, capsys):
-    def run(*argv: str) -> Any:
+    def run(*argv: str, status: int = 0) -> Any:
         code = main([*argv, "--json", "--database", database_url])
         out = capsys.readouterr().out
-        assert code == 0, out
+        assert code == status, out
         return json.loads(out)
 
     return run
@@ -351,13 +351,16 @@ def cli(database_url, capsys):
 def test_the_command_line_proposes_approves_and_reconciles_a_send(cli):
     form = cli("seed")["broadcast_forms"]["granite"]
 
-    def propose(kind: str, request: dict[str, Any]) -> Any:  # over the CLI: what is tested
+    def propose(kind: str, request: dict[str, Any], status: int = 0) -> Any:  # over the CLI
         as_ava = ["--org", "granite", "--as", AVA, "--resource", form]
-        return cli("propose", *as_ava, "--operation", kind, "--request", json.dumps(request))
+        request_json = json.dumps(request)
+        return cli(
+            "propose", *as_ava, "--operation", kind, "--request", request_json, status=status
+        )
 
     test_address = ["--name", "Delivery test", "--email", LOST_RESPONSE]
     cli("roster", "join", "--org", "granite", "--league", "Thursday Seniors", *test_address)
-    nothing = propose(SEND, {})
+    nothing = propose(SEND, {}, status=4)
     assert nothing["error"] == "invalid_request"
     assert nothing["problems"][0]["field"] == "request"
     cli("approve", propose(DRAFT, A_DRAFT)["proposal_id"], "--as", AVA)

@@ -58,10 +58,14 @@ class Story:
             print(text)
 
 
+def throwaway_database_url() -> str:
+    """A new SQLite file in a temporary folder of its own: the demo's unless told otherwise."""
+    folder = Path(tempfile.mkdtemp(prefix="countersign-demo-"))
+    return f"sqlite:///{folder / 'demo.db'}"
+
+
 def run_demo(database_url: str | None = None, as_json: bool = False) -> int:
-    if database_url is None:
-        folder = Path(tempfile.mkdtemp(prefix="countersign-demo-"))
-        database_url = f"sqlite:///{folder / 'demo.db'}"
+    database_url = database_url or throwaway_database_url()
     clock = FakeClock()
     cs = bootstrap(database_url=database_url, clock=clock)
     story = Story(as_json)

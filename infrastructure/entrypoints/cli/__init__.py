@@ -1,10 +1,13 @@
 """The ``countersign`` command line, for application services and operators.
 
-Every command takes ``--json`` and then prints exactly one JSON document on stdout. The exit
-status is 0 whenever the command was processed, whatever its outcome; 2 for usage errors,
-3 when the command cannot apply to the record it names (an edit of a proposal that already ran
-or was superseded) and 1 for internal errors (which print a correlation id, never a stack
-trace).
+Every command takes ``--json`` and then prints exactly one JSON document on stdout, its
+answer or its error. The exit status is 0 whenever the command was processed, whatever its
+outcome; 1 for internal errors (which print a correlation id, never a stack trace) and an
+unreachable database; 2 for usage and configuration errors; 3 when the command cannot apply
+to the record it names (an edit of a proposal that already ran or was superseded); 4 for a
+request refused (a proposal's request the contract does not accept); 141 when the reader of
+its output went away (``countersign show ... | head``), as a program stopped by SIGPIPE.
+Whatever ends in a non-zero status says why on stderr, in words.
 
 ``parser`` names every command and its handler; the handlers live by area (``proposals``,
 ``club``, ``projections`` for the read models and the audit trail, ``admin`` for the server,
@@ -14,7 +17,11 @@ tokens and passwords); ``render`` and ``progress`` are the terminal's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import select
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,64 +38,142 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
+from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
-from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.settings import NoDatabaseError, SettingsError
 
 log = logging.getLogger("countersign.cli")
 #: The exit status of a command that cannot apply to the record it names.
 NOT_APPLICABLE = 3
+#: The exit status of a request refused (the contract does not accept it as it is).
+REFUSED = 4
+#: The exit status when the reader of the output went away: a program stopped by SIGPIPE's.
+READER_GONE = 128 + 13
 #: What a command answers: the document for --json, the text for people, the exit status.
 Answer = tuple[Any, str, int]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``countersign`` command; its exit status (the module's docstring lists them)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit: a reader gone is then caught just below
+        return status
+    except BrokenPipeError:
+        return _stop_writing()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         configure_logging()  # COUNTERSIGN_LOG_FORMAT (text or json), COUNTERSIGN_LOG_LEVEL
     except SettingsError as error:
         parser.exit(2, f"error: {error}\n")
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help()  # a bare `countersign`: what it can do
+        return 0
     args = parser.parse_args(argv)
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first
+    args.create = getattr(args, "create", False) or args.create_first
     if args.command == "demo":
-        from countersign.infrastructure.demo.story import run_demo
-
-        return run_demo(database_url=args.database, as_json=args.json)
+        return _demo(args)
     return run(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """The guided story; with ``--serve``, then the pages over the data it left."""
+    from countersign.infrastructure.demo.story import run_demo, throwaway_database_url
+
+    args.database = args.database or throwaway_database_url()
+    try:
+        told = run_demo(database_url=args.database, as_json=args.json)
+    except SettingsError as error:  # a database URL it cannot use
+        return _emitter(args.json)(
+            {"error": "configuration", "message": str(error)}, f"error: {error}", 2
+        )
+    if told != 0 or not args.serve:
+        return told
+    args.handler = cmd_demo_serve
+    return run(args)
+
+
+#: The commands that make the database they name when it is missing (others need --create).
+CREATING = frozenset({"seed", "demo"})
 
 
 def run(args: argparse.Namespace) -> int:
     emit = _emitter(args.json)
+    if not getattr(args, "opens_database", True):
+        document, text = args.handler(None, args)
+        return emit(document, text, 0)
     try:
-        cs = bootstrap(database_url=args.database)
+        cs = bootstrap(database_url=args.database, create=args.create or args.command in CREATING)
+    except NoDatabaseError as error:
+        return emit({"error": "no_database", "message": str(error)}, f"error: {error}", 2)
     except SettingsError as error:
         return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
-    except psycopg.OperationalError:
-        message = "cannot reach the PostgreSQL server; check COUNTERSIGN_DATABASE_URL or --database"
+    except psycopg.OperationalError as error:
+        server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        message = (
+            f"cannot reach the PostgreSQL database ({server_said}); check "
+            "COUNTERSIGN_DATABASE_URL or --database"
+        )
         return emit({"error": "database_unavailable", "message": message}, f"error: {message}", 1)
     try:
         document, text = args.handler(cs, args)
         return emit(document, text, 0)
     except Exception as error:  # every refusal has its answer; anything else is internal
+        if isinstance(error, BrokenPipeError) and _stdout_reader_gone():
+            raise
         return emit(*_answer_to(error, getattr(args, "language", "en")))
     finally:
         cs.close()
 
 
-def _problems(problems: list[dict[str, Any]]) -> Answer:
-    return {"error": "invalid_request", "problems": problems}, render.render_problems(problems), 0
+def _stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe nobody reads any more (a broken pipe of another
+    kind, a socket's, is an internal error like any other)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)  # POLLERR: a pipe whose reader closed it
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):  # not a file (a test's capture): never "gone"
+        return False
+
+
+def _stop_writing() -> int:
+    """The reader of the output went away (``countersign show ... | head``): stop quietly,
+    as a program stopped by SIGPIPE does, with nothing on stderr. Python ignores SIGPIPE, so
+    a write raised; standard output now goes nowhere, so that the interpreter's own flush at
+    exit has nothing left to complain about."""
+    with contextlib.suppress(OSError, ValueError):
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(nowhere, sys.stdout.fileno())
+        os.close(nowhere)
+    return READER_GONE
+
+
+def _unknown_operation(_: UnknownOperationError) -> Answer:
+    problem = {"field": "operation", "message": "no such operation"}
+    text = render.render_problems([problem], "`countersign operations` lists them")
+    return {"error": "invalid_request", "problems": [problem]}, text, REFUSED
 
 
 def _refused(invalid: InvalidRequestError, language: str) -> Answer:
     """A refused request: --json keeps each problem's field and message (what a program or
-    the model corrects a request from); the text says it in the manager's words."""
-    document = {
+    the model corrects a request from); the text says each in the manager's words, with the
+    field it concerns."""
+    document: dict[str, Any] = {
         "error": "invalid_request",
         "problems": [problem.model_dump() for problem in invalid.problems],
     }
-    return document, render.render_refusal(invalid.problems, language), 0
+    if invalid.more_problems:
+        document["more_problems"] = invalid.more_problems
+    text = render.render_refusal(invalid.problems, language, invalid.more_problems)
+    return document, text, REFUSED
 
 
 def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
@@ -113,10 +198,7 @@ def _busy(_: Exception) -> Answer:
 #: What the CLI answers for each refusal, most specific first: the document for --json, the
 #: text for people, the exit status (0 whenever the command was processed).
 _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
-    (
-        UnknownOperationError,
-        lambda _: _problems([{"field": "operation", "message": "no such operation"}]),
-    ),
+    (UnknownOperationError, _unknown_operation),
     (NotFoundError, lambda _: ({"error": "not_found"}, "Not found.", 0)),
     (
         ForbiddenError,
@@ -157,9 +239,16 @@ def _internal(correlation_id: str) -> Answer:
 
 
 def _emitter(as_json: bool) -> Callable[[Any, str, int], int]:
+    """Prints an answer: the document on stdout for --json, else the text; an answer with a
+    non-zero status says why on stderr, in words, in both modes."""
+
     def emit(document: Any, text: str, status: int) -> int:
-        if document is not ALREADY_PRINTED:
-            print(render.to_json(document) if as_json else text)
+        if document is not ALREADY_PRINTED and as_json:
+            print(render.to_json(document), flush=True)
+        if status != 0:
+            print(text, file=sys.stderr, flush=True)
+        elif document is not ALREADY_PRINTED and not as_json:
+            print(text, flush=True)
         return status
 
     return emit

@@ -88,7 +88,7 @@ def cmd_provider_deliveries(cs: Countersign, args: argparse.Namespace) -> Result
     return deliveries, "\n".join(lines) or "The sandbox holds no deliveries."
 
 
-def cmd_operations(cs: Countersign, args: argparse.Namespace) -> Result:
+def cmd_operations(_: Countersign | None, args: argparse.Namespace) -> Result:
     catalogue = operation_catalogue()
     lines = [f"{len(catalogue)} operations (propose with: countersign propose --operation KIND):"]
     for entry in catalogue:

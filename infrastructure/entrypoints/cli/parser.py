@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 from countersign.application.assistant.sections import ASSISTANTS
@@ -77,10 +78,35 @@ def worker_count(value: str) -> int:
     return int(value)
 
 
+def positive_seconds(value: str) -> float:
+    """A pause between passes: a positive number of seconds."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def installed_version() -> str:
+    """The installed package's version (pyproject.toml's, as pip installed it)."""
+    try:
+        return metadata.version("countersign")
+    except metadata.PackageNotFoundError:  # run from a source tree nobody installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--database", metavar="URL", help="sqlite:///file.db or postgresql://...")
+    common.add_argument(
+        "--create",
+        action="store_true",
+        help="create countersign's tables (and a SQLite file) if the database has none; only "
+        "seed and demo do without it",
+    )
 
     parser = argparse.ArgumentParser(
         prog="countersign",
@@ -89,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     # Also accepted before the command; merged in main() (argparse sub-parsers would clobber it).
     parser.add_argument("--database", dest="database_first", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--create", dest="create_first", action="store_true", help=argparse.SUPPRESS
+    )
+    parser.add_argument("--version", action="version", version=f"countersign {installed_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -99,7 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
         return command
 
     add("seed", cmd_seed, "create the demo club data (idempotent)")
-    add("operations", cmd_operations, "every registered operation and its request schema")
+    operations = add(
+        "operations", cmd_operations, "every registered operation and its request schema"
+    )
+    operations.set_defaults(opens_database=False)  # the contracts' own: no database to read
 
     org = sub.add_parser("org", help="the club's own settings")
     org_sub = org.add_subparsers(dest="org_command", required=True, metavar="COMMAND")
@@ -292,7 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run the sweepers (reconcile, expire) on a schedule until SIGTERM or Ctrl-C",
     )
     worker.add_argument(
-        "--interval", type=float, default=10.0, metavar="SECONDS", help="pause between passes"
+        "--interval",
+        type=positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="pause between passes",
     )
     worker.add_argument("--once", action="store_true", help="one pass of each sweeper, then stop")
     worker.add_argument("--metrics-port", type=int, metavar="PORT", help="serve its metrics")
@@ -331,7 +368,15 @@ def build_parser() -> argparse.ArgumentParser:
     listing = add("list", cmd_tokens_list, "tokens of an organization", tokens_sub)
     listing.add_argument("--org", required=True)
 
-    add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
+    demo = add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="then serve the pages over the demo's data, and print the address and sign-ins",
+    )
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.set_defaults(workers=1)
     return parser
 
 
@@ -376,4 +421,4 @@ def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
         notify_sub,
     )
     run.add_argument("--once", action="store_true", help="one pass, then exit")
-    run.add_argument("--interval", type=float, default=5.0, metavar="SECONDS")
+    run.add_argument("--interval", type=positive_seconds, default=5.0, metavar="SECONDS")

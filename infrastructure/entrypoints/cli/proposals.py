@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from countersign.application.access import Caller
+from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts.base import MALFORMED_REQUEST, InvalidRequestError
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
@@ -35,7 +37,8 @@ def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
         request=request,
     ).to_json()
     zone = cs.club.time_zone(args.org)
-    return created, render.render_created(created, zone, cs.proposals.clock.now())
+    now = cs.proposals.clock.now()
+    return created, render.render_created(created, zone, now, args.language)
 
 
 def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -86,8 +89,14 @@ def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
     if args.message is not None:
         report = _turn(cs, args, args.message, args.interaction)
         document = json.loads(render.to_json(report.to_json()))
-        return document, render.render_turn(document)
+        return document, _turn_text(cs, args, document)
     return _chat_interactively(cs, args)
+
+
+def _turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) -> str:
+    """A turn in the chat's language, its card's times in the club's zone."""
+    zone = cs.club.time_zone(args.org)
+    return render.render_turn(turn, args.language, zone, cs.proposals.clock.now())
 
 
 def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: str | None) -> Any:
@@ -102,18 +111,28 @@ def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: 
     )
 
 
+_CHATTING = Localized(
+    "{assistant}, for {actor}. Commands: /approve, /decline [note], /quit.",
+    "{assistant}, pour {actor}. Commandes : /approve, /decline [note], /quit.",
+)
+_NO_PROPOSAL_YET = Localized(
+    "There is no proposal in this conversation yet.",
+    "Cette conversation n'a encore fait aucune proposition.",
+)
+_ENDED = Localized("Conversation {id} ended.", "Conversation {id} terminée.")
+_NOTHING_SAID = Localized("Nothing was said.", "Rien n'a été dit.")
+_YOU = Localized("you> ", "vous> ")
+
+
 def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
-    print(
-        f"Chatting with the {args.section.replace('_', ' ')} assistant as {args.actor}. "
-        "Commands: /approve, /decline [note], /quit.",
-        flush=True,
-    )
+    assistant = ASSISTANTS[args.section].texts.assistant.text(args.language)
+    print(_CHATTING.text(args.language, assistant=assistant, actor=args.actor), flush=True)
     interaction = args.interaction
     last_proposal: str | None = None
     turns = 0
     while True:
         try:
-            line = input("you> ").strip()
+            line = input(_YOU.text(args.language)).strip()
         except EOFError:
             break
         if not line:
@@ -122,7 +141,7 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             break
         if line.startswith(("/approve", "/decline")):
             if last_proposal is None:
-                print("There is no proposal in this conversation yet.")
+                print(_NO_PROPOSAL_YET.text(args.language))
                 continue
             if line.startswith("/approve"):
                 report = cs.access.approve(last_proposal, _caller(args)).to_json()
@@ -136,8 +155,13 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
         turns += 1
         if turn["proposal"]:
             last_proposal = turn["proposal"]["proposal_id"]
-        print(render.render_turn(turn), flush=True)
-    return {"interaction_id": interaction, "turns": turns}, f"Conversation {interaction} ended."
+        print(_turn_text(cs, args, turn), flush=True)
+    ended = (
+        _ENDED.text(args.language, id=interaction)
+        if interaction
+        else _NOTHING_SAID.text(args.language)
+    )
+    return {"interaction_id": interaction, "turns": turns}, ended
 
 
 def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import unicodedata
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -37,8 +38,16 @@ def _default(value: Any) -> Any:
 
 
 def printable(text: str) -> str:
-    """Show control characters as escapes so stored text cannot move the terminal's cursor."""
-    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+    """Show control and format characters as escapes, so stored text cannot move the
+    terminal's cursor or reorder what it shows; spaces of every kind stay spaces (French
+    amounts hold no-break spaces: '48,00 $ CA')."""
+    return "".join(ch if _shows_as_itself(ch) else repr(ch)[1:-1] for ch in text)
+
+
+def _shows_as_itself(ch: str) -> bool:
+    # str.isprintable() is False for every space but ' ': U+00A0, U+202F and the other
+    # space separators (Zs) move nothing; line and paragraph separators (Zl, Zp) do.
+    return ch.isprintable() or unicodedata.category(ch) == "Zs"
 
 
 def box(title: str, rows: list[tuple[str, str]]) -> str:
@@ -92,6 +101,26 @@ _CARD = {
     "changed": Localized("Changed", "Modifié"),
 }
 """The review card's own labels: the preview's rows are labelled by the operation's contract."""
+
+_STATUS = {
+    "pending": Localized("pending", "en attente"),
+    "executing": Localized("executing", "en cours d'exécution"),
+    "reconciling": Localized("reconciling", "en rapprochement"),
+    "succeeded": Localized("succeeded", "réussie"),
+    "revision_required": Localized("revision required", "révision requise"),
+    "failed": Localized("failed", "échec"),
+    "declined": Localized("declined", "refusée"),
+    "expired": Localized("expired", "expirée"),
+    "superseded": Localized("superseded", "remplacée"),
+}
+"""A proposal's status in words. English keeps the name --json gives (with spaces for its
+underscores), which scripts and support search for."""
+
+
+def status_words(status: str, language: str = "en") -> str:
+    known = _STATUS.get(status)
+    return known.text(language) if known else status.replace("_", " ")
+
 
 _APPROVALS = Localized("{count} of {required}", "{count} sur {required}")
 _NOTHING_CHANGED = Localized(
@@ -179,8 +208,8 @@ def render_card(
     actor: str | None = None,
 ) -> str:
     """The review card in ``language``: its frame, the preview's rows, its approvals and
-    revisions, and the outcome. The operation and status stay the machine's names, which
-    scripts and support search for."""
+    revisions, and the outcome. The operation stays the machine's name, which scripts and
+    support search for."""
 
     def label(key: str) -> str:
         return _CARD[key].text(language)
@@ -194,7 +223,7 @@ def render_card(
     if origin:
         rows.append((label("origin"), origin))
     rows += [
-        (label("status"), card["status"].replace("_", " ")),
+        (label("status"), status_words(card["status"], language)),
         (
             label("expires"),
             expires(card["expires_at"], card.get("time_zone") or "UTC", now, language),
@@ -209,24 +238,41 @@ def render_card(
     return box(label("title"), rows)
 
 
+_CREATED = {
+    "title": Localized("Review: approve or decline", "Examen : approuver ou refuser"),
+    "supersedes": Localized("Supersedes", "Remplace"),
+    "approvals": Localized(
+        "{n} distinct people must approve it", "{n} personnes distinctes doivent l'approuver"
+    ),
+}
+
+
 def render_created(
-    created: dict[str, Any], zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None
+    created: dict[str, Any],
+    zone: str = DEFAULT_TIME_ZONE,
+    now: datetime | None = None,
+    language: str = "en",
 ) -> str:
+    """A proposal just frozen, in ``language``: what approving it will do."""
+
+    def label(key: str) -> str:
+        return _CARD[key].text(language)
+
     rows = [
-        ("Proposal", created["proposal_id"]),
-        ("Operation", created["operation"]),
-        ("Status", created["status"]),
-        ("Expires", expires(created["expires_at"], zone, now)),
+        (label("proposal"), created["proposal_id"]),
+        (label("operation"), created["operation"]),
+        (label("status"), status_words(created["status"], language)),
+        (label("expires"), expires(created["expires_at"], zone, now, language)),
     ]
-    rows += preview_rows(created["operation"], created["preview"])
+    rows += preview_rows(created["operation"], created["preview"], language)
     required = int(created.get("approvals_required") or 1)
     if required > 1:
-        rows.append(("Approvals", f"{required} distinct people must approve it"))
+        rows.append((label("approvals"), _CREATED["approvals"].text(language, n=required)))
     if created.get("revision_of"):
-        rows.append(("Revision of", created["revision_of"]))
+        rows.append((label("revision_of"), created["revision_of"]))
     for i, old in enumerate(created.get("supersedes") or []):
-        rows.append(("Supersedes" if i == 0 else "", old))
-    return box("Review: approve or decline", rows)
+        rows.append((_CREATED["supersedes"].text(language) if i == 0 else "", old))
+    return box(_CREATED["title"].text(language), rows)
 
 
 _REVISED = Localized(
@@ -341,23 +387,34 @@ def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
 
 
 _NOT_ACCEPTED = Localized("The request was not accepted:", "La demande n'a pas été acceptée :")
-_FIELDS_IN_JSON = Localized(
-    "(--json gives each problem's field and message.)",
-    "(--json donne le champ et le message de chaque problème.)",
+_MORE_PROBLEMS = Localized(
+    "  ... and {n} more problem(s) of the same request.",
+    "  ... et {n} autre(s) problème(s) de la même demande.",
 )
 
 
-def render_refusal(problems: list[Problem], language: str = "en") -> str:
-    """A refused request in the manager's words: each distinct sentence once."""
-    sentences = dict.fromkeys(problem.explain(language) for problem in problems)
+def render_refusal(problems: list[Problem], language: str = "en", more: int = 0) -> str:
+    """A refused request: each distinct reason in the manager's words, once, and under it
+    each field it concerns with the precise problem ('amount: unknown field; remove it')."""
+    fields: dict[str, list[str]] = {}
+    for problem in problems:
+        fields.setdefault(problem.explain(language), []).append(
+            f"{printable(problem.field)}: {printable(problem.message)}"
+        )
     lines = [_NOT_ACCEPTED.text(language)]
-    lines += [f"  - {sentence}" for sentence in sentences]
-    return "\n".join([*lines, _FIELDS_IN_JSON.text(language)])
+    for sentence, concerned in fields.items():
+        lines.append(f"  - {sentence}")
+        lines += [f"      {field}" for field in concerned]
+    if more:
+        lines.append(_MORE_PROBLEMS.text(language, n=more))
+    return "\n".join(lines)
 
 
-def render_problems(problems: list[dict[str, str]]) -> str:
+def render_problems(problems: list[dict[str, str]], hint: str = "") -> str:
     lines = ["The request was not accepted:"]
     lines += [f"  - {problem['field']}: {problem['message']}" for problem in problems]
+    if hint:
+        lines[-1] += f" ({hint})"
     return "\n".join(lines)
 
 
@@ -439,12 +496,25 @@ def render_inbox(inbox: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_turn(turn: dict[str, Any]) -> str:
+_BY_ID = Localized(
+    "Approve or decline it by id (/approve or /decline in a chat).",
+    "Approuvez-la ou refusez-la par son identifiant (/approve ou /decline dans une conversation).",
+)
+
+
+def render_turn(
+    turn: dict[str, Any],
+    language: str = "en",
+    zone: str = DEFAULT_TIME_ZONE,
+    now: datetime | None = None,
+) -> str:
+    """One turn of a conversation: its messages, and the card of what it proposed."""
     lines = []
     for message in turn["messages"]:
         who = "assistant" if message["author"] == "model" else "countersign"
-        lines.append(f"{who}> {message['text']}")
+        text = "\n".join(printable(line) for line in str(message["text"]).split("\n"))
+        lines.append(f"{who}> {text}")
     if turn.get("proposal"):
-        lines.append(render_created(turn["proposal"]))
-        lines.append("Approve or decline it by id (/approve or /decline in a chat).")
+        lines.append(render_created(turn["proposal"], zone, now, language))
+        lines.append(_BY_ID.text(language))
     return "\n".join(lines)

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
+from countersign.infrastructure.entrypoints.cli.common import Result
 from countersign.infrastructure.sweepers import PassReport, run_schedule, sweepers
 
 log = logging.getLogger("countersign.worker")
@@ -26,8 +26,6 @@ ALIVE_EVERY = 60.0
 
 
 def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
-    if args.interval <= 0:
-        raise UsageError("--interval is a positive number of seconds")
     log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
     stop = threading.Event()
     if not args.once:

@@ -1,0 +1,98 @@
+"""Whether a database holds countersign yet, found without creating anything.
+
+Only ``seed``, ``demo`` and an explicit ``--create`` make a database: every other command on
+a database that does not hold countersign is refused, so that a mistyped URL is not answered
+from an empty database made for it on the spot. A database holds countersign when it has the
+event table the library names (``stored_events`` in SQLite, ``countersign_events`` in
+PostgreSQL). A PostgreSQL database itself is never created here: that is its
+administrator's (``createdb``); ``--create`` makes countersign's tables in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from typing import Any
+
+from countersign.infrastructure.settings import Database, NoDatabaseError
+
+SQLITE_EVENTS = "stored_events"
+POSTGRES_EVENTS = "countersign_events"
+_WHAT_TO_DO = (
+    "run `countersign seed` to create the demo, or check the URL (--create makes an empty one)"
+)
+
+
+def prepare(database: Database, create: bool) -> None:
+    """Make room for a database that may be created (a SQLite file's folder); else raise
+    NoDatabaseError, saying what to do, unless the database already holds countersign."""
+    if create:
+        if database.sqlite_file is not None:
+            database.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        return
+    lacking = _sqlite_lacks(database) if database.kind == "sqlite" else _postgres_lacks(database)
+    if lacking is not None:
+        raise NoDatabaseError(f"no database at {database.url}{lacking}; {_WHAT_TO_DO}")
+
+
+def _sqlite_lacks(database: Database) -> str | None:
+    """None when the file holds countersign; else what it lacks ('' for the file itself)."""
+    path = database.sqlite_file
+    if path is None:
+        return " (an in-memory database starts empty)"
+    if not path.is_file():
+        return ""
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SQLITE_EVENTS,)
+            ).fetchone()
+    except sqlite3.DatabaseError:
+        return " (the file is not a SQLite database)"
+    return None if found else " (the file holds no countersign tables)"
+
+
+def _postgres_lacks(database: Database) -> str | None:
+    """None when the database holds countersign; else what it lacks. An unreachable server
+    raises psycopg's OperationalError, as connecting later would."""
+    import psycopg  # here: a SQLite process never loads it
+
+    try:
+        with _connect(database, database.dbname) as connection:
+            (table,) = connection.execute(
+                "SELECT to_regclass(%s)::text", (POSTGRES_EVENTS,)
+            ).fetchone()
+    except psycopg.OperationalError:
+        if _server_lacks_database(database):
+            return f" (the server has no database {database.dbname}: createdb makes it)"
+        raise
+    return None if table else " (the database holds no countersign tables)"
+
+
+def _server_lacks_database(database: Database) -> bool:
+    """Whether the server answers and has no database of that name (asked of its maintenance
+    database, not read from an error message, which is in the server's language)."""
+    import psycopg
+
+    try:
+        with _connect(database, "postgres") as connection:
+            found = connection.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (database.dbname,)
+            ).fetchone()
+    except psycopg.Error:
+        return False
+    return found is None
+
+
+def _connect(database: Database, dbname: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(
+        host=database.host,
+        port=database.port,
+        user=database.user,
+        password=database.password,
+        dbname=dbname,
+        autocommit=True,
+        connect_timeout=10,
+    )

@@ -1,0 +1,193 @@
+"""The command line's exit statuses and streams, as a script and a person see them: a refused
+request exits 4 with its reason and field on stderr; --version and a bare ``countersign``;
+and a reader that goes away (``countersign show ... | head``) stops it quietly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from countersign.infrastructure.entrypoints.cli import main
+
+from tests.conftest import AVA, REFUND, TO_CARD
+
+COUNTERSIGN = Path(sys.executable).with_name("countersign")
+
+
+@pytest.fixture
+def command(database_url, capsys):
+    """The ``countersign`` command in this process: (status, stdout, stderr)."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            status = main([*argv, "--database", database_url])
+        except SystemExit as stopped:  # argparse's own answers
+            status = int(stopped.code or 0)
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def _propose(seeded, request: str, *more: str) -> list[str]:
+    return [
+        *("propose", "--org", "granite", "--as", AVA, "--operation", REFUND),
+        *("--resource", seeded["orders"]["refund-ok"], "--request", request, *more),
+    ]
+
+
+def test_a_refused_request_exits_4_naming_its_field_and_reason_on_stderr(command, seeded):
+    with_amount = json.dumps({**TO_CARD, "amount": 100})
+
+    status, out, err = command(*_propose(seeded, with_amount))
+
+    assert (status, out) == (4, "")
+    assert err.splitlines() == [
+        "The request was not accepted:",
+        "  - The request holds something this operation does not take, so nothing was prepared.",
+        "      amount: unknown field; remove it",
+    ]
+
+    status, out, err = command(*_propose(seeded, with_amount, "--json"))
+    assert status == 4
+    assert json.loads(out) == {
+        "error": "invalid_request",
+        "problems": [{"field": "amount", "message": "unknown field; remove it"}],
+    }
+    assert "amount: unknown field" in err
+
+
+def test_a_request_that_is_not_json_says_where_it_broke(command, seeded):
+    status, out, err = command(*_propose(seeded, '{"payment": "P1"', "--language", "fr"))
+
+    assert (status, out) == (4, "")
+    assert err.startswith("La demande n'a pas été acceptée :\n")
+    assert "      request: not valid JSON (Expecting ',' delimiter)" in err.splitlines()
+
+
+def test_an_unknown_operation_is_a_refused_request(command, seeded):
+    argv = _propose(seeded, json.dumps(TO_CARD))
+    argv[argv.index(REFUND)] = "order.refund_everything"
+
+    status, out, err = command(*argv)
+
+    assert (status, out) == (4, "")
+    assert "operation: no such operation (`countersign operations` lists them)" in err
+
+
+def test_version_and_a_bare_command(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == f"countersign {metadata.version('countersign')}\n"
+
+    assert main([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: countersign ")
+    assert "seed" in out
+    assert "propose" in out
+    assert err == ""
+
+
+def _with_reader_gone(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """Runs the console script with its standard output a pipe nobody reads any more."""
+    reader, writer = os.pipe()
+    os.close(reader)  # `| head` that already had its lines
+    try:
+        process = subprocess.Popen(
+            [str(COUNTERSIGN), *argv], stdout=writer, stderr=subprocess.PIPE, env=env
+        )
+    finally:
+        os.close(writer)
+    _, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(process.args, process.returncode, b"", err)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # no database in play
+def test_a_reader_that_goes_away_stops_every_command_quietly(database_url, seeded, cs):
+    created = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    )
+    env = {**os.environ, "COUNTERSIGN_DATABASE_URL": database_url}
+
+    for argv, status in (
+        (("show", str(created.proposal_id), "--as", AVA), 141),  # a card: SIGPIPE's status
+        (("audit", "export"), 141),  # a stream
+        (("--help",), 0),  # argparse's own answer, which ignores a failed write
+    ):
+        stopped = _with_reader_gone(*argv, env=env)
+        assert (stopped.returncode, stopped.stderr) == (status, b""), argv
+
+
+# -- a database that is not there ----------------------------------------------------------------
+
+
+def test_a_mistyped_database_is_refused_and_nothing_is_created(tmp_path, capsys):
+    typo = tmp_path / "typo" / "x.db"
+    url = f"sqlite:///{typo}"
+
+    status = main(["show", "0" * 32, "--as", AVA, "--database", url])
+
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert err == (
+        f"error: no database at {url}; run `countersign seed` to create the demo, or check the "
+        "URL (--create makes an empty one)\n"
+    )
+    assert not typo.parent.exists()
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--json", "--database", url]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "no_database"
+
+    assert main(["seed", "--database", url]) == 0  # seed makes it
+    assert typo.is_file()
+    capsys.readouterr()
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--database", url]) == 0
+    assert capsys.readouterr().out.startswith("The inbox is empty")
+
+
+def test_a_database_without_countersign_is_refused_until_create_makes_its_tables(command):
+    """An empty database: a SQLite path whose file is not there yet; a PostgreSQL database
+    that exists and holds no countersign tables (a database made for something else)."""
+    status, out, err = command("projections", "status")
+    assert (status, out) == (2, "")
+    assert err.startswith("error: no database at ")
+    assert "countersign seed" in err
+
+    assert command("projections", "status", "--create")[0] == 0
+    status, out, err = command("projections", "status")
+    assert (status, err) == (0, "")
+    assert "browser_view" in out
+
+
+def test_a_postgres_database_the_server_does_not_have_is_named(postgres_url, capsys):
+    server = postgres_url.rsplit("/", 1)[0].replace("postgres@", "postgres:hunter2@", 1)
+    url = f"{server}/countersign_no_such_database"
+
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--database", url]) == 2
+
+    err = capsys.readouterr().err
+    assert "the server has no database countersign_no_such_database: createdb makes it" in err
+    assert "hunter2" not in err  # the URL is shown without its password
+
+
+def test_the_demo_refuses_a_database_url_it_cannot_use(capsys):
+    assert main(["demo", "--database", "mysql://x/y"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("error: unsupported database URL scheme 'mysql'")
+
+
+def test_operations_reads_no_database(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'nothing.db'}"
+    assert main(["operations", "--database", url]) == 0
+    assert "order.refund_missing_discount" in capsys.readouterr().out
+    assert not (tmp_path / "nothing.db").exists()
