@@ -223,9 +223,13 @@ def test_a_real_server_on_loopback_ignores_forwarded_headers(cs, real_server):
 
 @pytest.fixture
 def serve(
-    database_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    database_url: str,
+    cs: Countersign,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> Callable[..., dict[str, Any]]:
-    """Run ``countersign serve`` with uvicorn replaced by a probe of what it would serve."""
+    """Run ``countersign serve`` with uvicorn replaced by a probe of what it would serve, on a
+    database countersign has made (``cs``: serve makes none)."""
 
     def run(host: str, **environment: str) -> dict[str, Any]:
         for name, value in environment.items():
@@ -324,7 +328,8 @@ def test_a_wrong_setting_stops_serve_before_anything_is_served(serve, environmen
     assert seen["status"] == 2
     assert "options" not in seen  # uvicorn never ran
     name = next(iter(environment))
-    assert name in seen["output"].out
+    assert name in seen["output"].err  # a refusal says why on stderr
+    assert seen["output"].out == ""
     assert "Traceback" not in seen["output"].out + seen["output"].err
 
 
