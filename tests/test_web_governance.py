@@ -97,6 +97,9 @@ def test_a_first_approval_awaits_another_manager_and_the_second_runs_it(web: Web
     after = _review(ava, proposal_id)
     assert "Your approval is recorded. Nothing runs until another manager approves too." in after
     assert "Approvals: 1 of 2 — Ava Lindqvist</h2>" in after
+    # French spacing (the raw page: _main folds every space, a non-breaking one too).
+    after_french = ava.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}).text
+    assert "Approbations\N{NO-BREAK SPACE}: 1 sur 2 — Ava Lindqvist</h2>" in after_french
     assert "You have approved it. It awaits one more manager&#39;s approval" in after
     assert not _approve_button(after, proposal_id)  # she already did
     assert f'action="/proposals/{proposal_id}/decline"' in after  # a decline still ends it
@@ -440,7 +443,7 @@ def test_an_inbox_card_counts_its_approvals(web: Web) -> None:
         return str(site.templates.get_template("_inbox_card.html").render(p=view, t=t))
 
     assert "1 of 2 approvals" in card("en", record)
-    assert "Approbations : 1 sur 2" in card("fr", record)
+    assert "Approbations\N{NO-BREAK SPACE}: 1 sur 2" in card("fr", record)
     old = {k: v for k, v in record.items() if k not in ("approvals", "approvals_required")}
     assert "approvals-line" not in card("en", old)
 

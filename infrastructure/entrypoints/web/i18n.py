@@ -12,6 +12,7 @@ assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from countersign.application.assistant.sections import ASSISTANTS
@@ -282,6 +283,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.earlier_version": "See the earlier version",
         "review.approvals": "Approvals",
         "review.approvals_count": "{given} of {required}",
+        "review.approvals_heading": "Approvals: {count}",
         "review.you_approved": "You have approved it.",
         "review.awaiting_one": "It awaits one more manager's approval; nothing runs until then.",
         "review.awaiting_more": (
@@ -672,6 +674,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.earlier_version": "Voir la version précédente",
         "review.approvals": "Approbations",
         "review.approvals_count": "{given} sur {required}",
+        "review.approvals_heading": "Approbations : {count}",
         "review.you_approved": "Vous l'avez approuvée.",
         "review.awaiting_one": (
             "Il manque l'approbation d'un autre gestionnaire ; rien ne s'exécute d'ici là."
@@ -806,7 +809,8 @@ def _section_texts(language: str) -> dict[str, str]:
     texts: dict[str, str] = {}
     for section, assistant in ASSISTANTS.items():
         words = assistant.texts
-        titles = "; ".join(c.title.text(language).lower() for c in assistant.contracts)
+        separator = " ; " if language == "fr" else "; "
+        titles = separator.join(c.title.text(language).lower() for c in assistant.contracts)
         only = _ONLY_PROPOSES.text(language, operations=titles)
         texts[f"section.{section}"] = words.name.text(language)
         texts[f"chat.title.{section}"] = words.assistant.text(language)
@@ -820,8 +824,20 @@ def _section_texts(language: str) -> dict[str, str]:
     return texts
 
 
+NBSP = "\N{NO-BREAK SPACE}"
+
+
+def french_typography(text: str) -> str:
+    """French spacing: a non-breaking space before ``:``, ``;``, ``?`` and ``!`` and inside
+    « », so a line never starts with the sign (applied to the catalogue's own words only,
+    never to what people or models wrote)."""
+    text = re.sub(r" ([:;?!])(?=\s|$)", NBSP + r"\1", text)
+    return text.replace("« ", "«" + NBSP).replace(" »", NBSP + "»")
+
+
 for _language, _catalogue in TEXTS.items():
     _catalogue.update(_section_texts(_language))
+TEXTS["fr"] = {key: french_typography(text) for key, text in TEXTS["fr"].items()}
 
 
 def translator(language: str) -> Callable[..., str]:

@@ -259,7 +259,7 @@ class ProposalPages:
             "status.html",
             proposal=view,
             next_step=None,
-            checked_at=format_time(now, _zone(visit)),
+            checked_at=format_time(now, _zone(visit), visit.language),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
         )
 

@@ -79,13 +79,13 @@ def as_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def format_time(value: Any, zone: str = DEFAULT_TIME_ZONE) -> str:
-    """'2026-11-30 04:00 EST': in the club's time zone, with its abbreviation; one form for
-    both languages."""
+def format_time(value: Any, zone: str = DEFAULT_TIME_ZONE, language: str = "en") -> str:
+    """'2026-11-30 04:00 EST' ('30 nov. 2026, 4 h 00 HNE' in French): in the club's time
+    zone, with its abbreviation."""
     moment = as_time(value)
     if moment is None:
         return ""
-    return local_time(moment, zone)
+    return local_time(moment, zone, language)
 
 
 def iso_time(value: Any) -> str:
@@ -166,12 +166,12 @@ def proposal_view(
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
         "requested_by": str(record.get("requested_by") or ""),
-        "proposed_at": format_time(record.get("proposed_at"), zone),
-        "expires_at": format_time(expires_at, zone),
+        "proposed_at": format_time(record.get("proposed_at"), zone, language),
+        "expires_at": format_time(expires_at, zone, language),
         "expires_iso": iso_time(expires_at),
         "expiry": expiry(expires_at, now, language) if expires_at else "",
         "approved_by": record.get("approved_by"),
-        "approved_at": format_time(record.get("approved_at"), zone),
+        "approved_at": format_time(record.get("approved_at"), zone, language),
         "declined_by": record.get("declined_by"),
         "decline_note": record.get("decline_note"),
         "outcome_kind": outcome_kind,
@@ -184,7 +184,7 @@ def proposal_view(
         "declined": status == "declined",
         "reason": inbox_reason(operation, preview, language),
         "why_not": _why_not(outcome, language),
-        "updated_at": format_time(record.get("updated_at"), zone),
+        "updated_at": format_time(record.get("updated_at"), zone, language),
         "support_reference": (
             str(outcome.get("correlation_id", ""))
             if isinstance(outcome, dict) and outcome_kind == "terminal_failure"

@@ -73,5 +73,5 @@ def _dead_letter(
         "target": urls.get(target, target) if delivery["channel"] == "webhook" else target,
         "attempts": delivery["attempts"],
         "answer": answer,
-        "last_at": format_time(last["started_at"], zone) if last else "",
+        "last_at": format_time(last["started_at"], zone, visit.language) if last else "",
     }
