@@ -199,7 +199,7 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
     expected = {
         "review-sent": ("Refund sent", None),
         "review-not-executed": ("Not executed: nothing changed", revise),
-        "review-failed": ("Not executed: nothing changed", revise),  # the card declined
+        "review-failed": ("Not executed: the card was declined", revise),
         "review-reconciling": ("Checking with the card provider", "Follow the check"),
         "review-outage": ("Checking with the card provider", "Follow the check"),
     }

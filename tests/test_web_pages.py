@@ -571,7 +571,14 @@ def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed
     assert _cards(inbox, "attention") == [failed, provider_declined, lost]  # newest first
     main = _main(inbox)
     assert 'Needs attention <span class="count-badge hot">3</span>' in main
-    assert "Not executed: nothing changed</strong> · The card provider declined the refund." in main
+    # Plain status words: the headline names the reason once, and no status is jargon.
+    assert "Not executed: the card was declined</strong></span>" in main
+    assert "The card provider declined the refund" not in main
+    assert '<span class="pill tone-bad">Not executed</span>' in main
+    assert "Revision required" not in main
+    french = _main(browser.get("/", **{"Accept-Language": "fr"}))
+    assert "Non exécutée : la carte a été refusée</strong>" in french
+    assert '<span class="pill tone-bad">Non exécutée</span>' in french
     assert "Failed: no money moved</strong> · reference cs-" in main
     assert "<strong>Checking with the card provider</strong>" in main
     # Each card says where the money goes and why.

@@ -280,6 +280,9 @@ class CancelRegistration(
             "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
         ),
         "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
+        "revision_required:cancellation_refund_declined": Localized(
+            "Not cancelled: the card was declined", "Non annulée : la carte a été refusée"
+        ),
     }
     irreversible = Localized(
         "Cancelling refunds {amount} to {card}, which cannot be undone, and releases {who}'s "

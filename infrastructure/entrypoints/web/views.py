@@ -22,6 +22,7 @@ from countersign.domain.messages import (
     operation_title,
     outcome_message,
     outcome_title,
+    outcome_title_says_why,
     preview_rows_of,
     proposal_headline,
 )
@@ -183,7 +184,7 @@ def proposal_view(
         else OUTCOME_TONE.get(outcome_kind or "", "muted"),
         "declined": status == "declined",
         "reason": inbox_reason(operation, preview, language),
-        "why_not": _why_not(outcome, language),
+        "why_not": _why_not(operation, outcome, language),
         "updated_at": format_time(record.get("updated_at"), zone, language),
         "support_reference": (
             str(outcome.get("correlation_id", ""))
@@ -285,11 +286,14 @@ def policy_lines(policy: Any, preview: dict[str, Any], t: Translate, language: s
     return lines
 
 
-def _why_not(outcome: Any, language: str) -> str | None:
-    """Why a proposal was not executed, in one sentence (a revision's reason)."""
+def _why_not(operation: str, outcome: Any, language: str) -> str | None:
+    """Why a proposal was not executed, in one sentence (a revision's reason), unless its
+    headline already says it."""
     if not isinstance(outcome, dict) or outcome.get("kind") != "revision_required":
         return None
     try:
+        if outcome_title_says_why(operation, outcome):
+            return None
         return reason_text(RevisionReason.model_validate(outcome.get("reason")), language)
     except ValueError:
         return None
