@@ -192,7 +192,9 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             outcome = page.locator("#outcome").inner_text()
             assert outcome.startswith("Refund sent")
             assert "Refunded $48.00 CAD" in outcome
-            assert page.locator(".notice").inner_text() == "Approved. Here is what happened."
+            assert page.locator(".notice").inner_text() == (
+                "Approved and done. Here is what happened."
+            )
             assert page.locator(approve).count() == 0
             page.screenshot(path=str(ARTIFACTS / "05-review-succeeded.png"), full_page=True)
 

@@ -692,7 +692,7 @@ def test_approve_shows_the_outcome_and_approving_again_the_same_stored_one(web):
     assert "Succeeded" in shown.text
     assert '<h2 id="outcome-title">Refund sent</h2>' in outcome
     assert "Refunded $48.00 CAD for Olivia Chen" in outcome
-    assert "Approved. Here is what happened." in shown.text
+    assert "Approved and done. Here is what happened." in shown.text
     assert f'action="/proposals/{proposal_id}/approve"' not in shown.text
 
     second = browser.form(
@@ -828,6 +828,52 @@ def test_not_executed_says_nothing_changed_and_offers_the_assistant(web):
     # Another manager gets a new conversation about the same order.
     mia_like = web.browser(AVA)
     assert mia_like.get(f"/proposals/{proposal_id}").status_code == 200
+
+
+def _notice(page: Any) -> str:
+    found = re.search(r'<p class="notice" role="status">(.*?)</p>', page.text, re.S)
+    assert found, page.text[:500]
+    return found.group(1)
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_notice_after_approving_says_how_it_ended(web, monkeypatch, language):
+    """Never "Here is what happened" above a card that was declined or an answer lost."""
+    words = {
+        "en": {
+            "refund-ok": "Approved and done. Here is what happened.",
+            "refund-declined": "Approved, but not executed: nothing changed. Here is why.",
+            "refund-lost-response": (
+                "Approved, but the provider has not confirmed it yet. Do not do it again: this "
+                "page says when it settles."
+            ),
+            "refund-stale": (
+                "Approved, but it failed: nothing changed. Give support the reference below."
+            ),
+        },
+        "fr": {
+            "refund-ok": "Approuvée et effectuée. Voici ce qui s&#39;est passé.",
+            "refund-declined": (
+                "Approuvée, mais non exécutée\N{NO-BREAK SPACE}: rien n&#39;a changé. "
+                "Voici pourquoi."
+            ),
+            "refund-lost-response": (
+                "Approuvée, mais le fournisseur ne l&#39;a pas encore confirmée. Ne la refaites "
+                "pas\N{NO-BREAK SPACE}: cette page indique quand elle est réglée."
+            ),
+            "refund-stale": (
+                "Approuvée, mais en échec\N{NO-BREAK SPACE}: rien n&#39;a changé. Donnez au "
+                "soutien la référence ci-dessous."
+            ),
+        },
+    }[language]
+    browser = web.browser(AVA)
+    browser.form("/language", {"lang": language, "next": "/"})
+    for order, notice in words.items():
+        proposal_id = web.propose(order)
+        if order == "refund-stale":
+            monkeypatch.setattr(web.cs.proposals, "providers", {})  # no provider: it fails
+        assert _notice(_approve(browser, proposal_id)) == notice, order
 
 
 def test_a_failure_says_no_money_moved_and_gives_the_reference(web, monkeypatch):

@@ -167,6 +167,18 @@ TEXTS: dict[str, dict[str, str]] = {
             "Approved and executing. Refresh in a moment to see the outcome."
         ),
         "notice.executed": "Approved. Here is what happened.",
+        "notice.executed.succeeded": "Approved and done. Here is what happened.",
+        "notice.executed.revision_required": (
+            "Approved, but not executed: nothing changed. Here is why."
+        ),
+        "notice.executed.needs_reconciliation": (
+            "Approved, but the provider has not confirmed it yet. Do not do it again: this "
+            "page says when it settles."
+        ),
+        "notice.executed.terminal_failure": (
+            "Approved, but it failed: nothing changed. Give support the reference below."
+        ),
+        "notice.executed.other": "Approved. Here is what happened.",
         "notice.already_completed": (
             "This proposal was already approved. This is its stored outcome; nothing was "
             "executed again."
@@ -544,6 +556,19 @@ TEXTS: dict[str, dict[str, str]] = {
             "Approuvée et en cours d'exécution. Actualisez dans un instant pour voir le résultat."
         ),
         "notice.executed": "Approuvée. Voici ce qui s'est passé.",
+        "notice.executed.succeeded": "Approuvée et effectuée. Voici ce qui s'est passé.",
+        "notice.executed.revision_required": (
+            "Approuvée, mais non exécutée : rien n'a changé. Voici pourquoi."
+        ),
+        "notice.executed.needs_reconciliation": (
+            "Approuvée, mais le fournisseur ne l'a pas encore confirmée. Ne la refaites pas : "
+            "cette page indique quand elle est réglée."
+        ),
+        "notice.executed.terminal_failure": (
+            "Approuvée, mais en échec : rien n'a changé. Donnez au soutien la référence "
+            "ci-dessous."
+        ),
+        "notice.executed.other": "Approuvée. Voici ce qui s'est passé.",
         "notice.already_completed": (
             "Cette proposition était déjà approuvée. Voici son résultat enregistré ; rien n'a "
             "été exécuté de nouveau."

@@ -239,6 +239,9 @@ class ProposalPages:
                 raise PageError("not_found", 404)
             # Why not, or why not yet (already approved by you), else what happened.
             kind = str(report.reason or report.result)
+            if kind == "executed" and report.outcome:
+                # The notice above the card says how it ended, as the card below does.
+                kind = f"executed.{_notice_outcome(report.outcome)}"
         log.info(
             "%s %s %s: %s (request %s)",
             user.email,
@@ -262,6 +265,15 @@ class ProposalPages:
             checked_at=format_time(now, _zone(visit), visit.language),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
         )
+
+
+def _notice_outcome(outcome: dict[str, Any]) -> str:
+    """Which of the approval notices an outcome reads under: its kind."""
+    kind = str(outcome.get("kind") or "")
+    return kind if kind in _NOTICED_OUTCOMES else "other"
+
+
+_NOTICED_OUTCOMES = ("succeeded", "revision_required", "needs_reconciliation", "terminal_failure")
 
 
 #: Seconds after which a page of a proposal in this state reloads itself (no script needed).
