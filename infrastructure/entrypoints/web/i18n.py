@@ -53,6 +53,14 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "inbox.empty": "Nothing awaits approval. Proposals from the assistants appear here.",
         "inbox.awaiting": "Awaiting your decision",
+        "inbox.empty_waiting": (
+            "Nothing else awaits your decision: what you approved is below, waiting on others."
+        ),
+        "inbox.waiting": "Waiting on others",
+        "inbox.waiting_lead": (
+            "You approved these; each needs another manager's approval before anything runs."
+        ),
+        "inbox.you_approved": "You approved it",
         "inbox.attention": "Needs attention",
         "inbox.attention_lead": (
             "Being checked with a provider, failed, or not executed. Each leaves this list once "
@@ -435,6 +443,16 @@ TEXTS: dict[str, dict[str, str]] = {
             "décision. Rien ne change avant qu'une personne approuve."
         ),
         "inbox.awaiting": "En attente de votre décision",
+        "inbox.empty_waiting": (
+            "Rien d'autre n'attend votre décision : ce que vous avez approuvé est plus bas, en "
+            "attente des autres."
+        ),
+        "inbox.waiting": "En attente des autres",
+        "inbox.waiting_lead": (
+            "Vous les avez approuvées ; chacune attend encore l'approbation d'un autre "
+            "gestionnaire, et rien ne s'exécute d'ici là."
+        ),
+        "inbox.you_approved": "Vous l'avez approuvée",
         "inbox.attention": "À surveiller",
         "inbox.attention_lead": (
             "En vérification auprès d'un fournisseur, en échec ou non exécutées. Chacune quitte "

@@ -35,6 +35,8 @@ log = logging.getLogger("countersign.web")
 
 MAX_NOTE = 500
 PAGE_SIZE = 10
+#: At most this many proposals the person approved are listed as waiting on others.
+WAITING_SIZE = 20
 
 
 class ProposalPages:
@@ -46,8 +48,9 @@ class ProposalPages:
         self.cs = site.cs
 
     def inbox(self, visit: Visit) -> Response:
-        """Two lists: what awaits the person's decision, and what needs attention after one;
-        or, a filter away (``?view=recent``), every recent outcome."""
+        """Three lists: what awaits the person's decision, what they approved that waits on
+        others, and what needs attention after a decision; or, a filter away
+        (``?view=recent``), every recent outcome."""
         user = visit.signed_in
         readable = self.cs.access.readable_sections(user.caller)
         section = visit.query("section")
@@ -58,6 +61,7 @@ class ProposalPages:
         now = self.cs.proposals.clock.now()
         listed: dict[str, Any] = {"items": [], "total": 0}
         attention: dict[str, Any] = {"items": [], "total": 0}
+        waiting: dict[str, Any] = {"items": [], "total": 0}
         if readable:
             # Without a section: every section the person may read.
             scope = self.cs.access.inbox_scope(user.caller, section or None)
@@ -69,12 +73,21 @@ class ProposalPages:
                     scope.organization_id, sections=scope.sections, page=page, page_size=PAGE_SIZE
                 )
             else:
+                # What the person approved waits on others, in a group of its own.
                 listed = found.inbox(
                     scope.organization_id,
                     now,
                     sections=scope.sections,
+                    not_approved_by=user.email,
                     page=page,
                     page_size=PAGE_SIZE,
+                )
+                waiting = found.inbox(
+                    scope.organization_id,
+                    now,
+                    sections=scope.sections,
+                    approved_by=user.email,
+                    page_size=WAITING_SIZE,
                 )
                 attention = found.needs_attention(scope.organization_id, sections=scope.sections)
 
@@ -104,6 +117,8 @@ class ProposalPages:
             "inbox.html",
             items=views(listed),
             total=total,
+            waiting=views(waiting),
+            waiting_total=int(waiting["total"]),
             attention=views(attention),
             attention_total=int(attention["total"]),
             recent=recent,
