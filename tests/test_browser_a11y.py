@@ -174,6 +174,16 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
                 page.click("button.approve")
                 page.wait_for_url(re.compile(r".*/approve$"))
                 _check(page, axe, problems, f"{language}-{size}-confirm")
+                # The webhooks page's form: a refused URL, then an added endpoint's secret.
+                page.goto(served.base_url + paths["webhooks"])
+                page.fill("#url", "http://10.0.0.7/hooks")
+                page.click("#add-endpoint button[type=submit]")
+                page.wait_for_selector("#url-error")
+                _check(page, axe, problems, f"{language}-{size}-webhooks-refused")
+                page.fill("#url", f"https://93.184.215.14/hooks/{language}-{size}")
+                page.click("#add-endpoint button[type=submit]")
+                page.wait_for_selector("#new-secret")
+                _check(page, axe, problems, f"{language}-{size}-webhooks-added")
                 context.close()
         finally:
             browser.close()
