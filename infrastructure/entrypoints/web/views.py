@@ -28,7 +28,7 @@ from countersign.domain.messages import (
 )
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import RevisionReason
-from countersign.domain.times import expiry, local_time
+from countersign.domain.times import expiry, local_day, local_time
 
 log = logging.getLogger("countersign.web")
 
@@ -299,13 +299,36 @@ def _why_not(operation: str, outcome: Any, language: str) -> str | None:
         return None
 
 
-def order_view(investigation: dict[str, Any], t: Translate, language: str = "en") -> dict[str, Any]:
+def order_view(
+    investigation: dict[str, Any],
+    t: Translate,
+    language: str = "en",
+    refund_days: dict[str, datetime] | None = None,
+    zone: str = DEFAULT_TIME_ZONE,
+) -> dict[str, Any]:
     """The order the conversation is about, as staff see it (no provider ids), its amounts
-    written as ``language`` writes them."""
+    written as ``language`` writes them; a discount already refunded says so, and when
+    (``refund_days``: each refund's time, by its reference)."""
     currency = investigation["currency"]
 
     def amount(cents: Any) -> str:
         return money(cents, currency, language)
+
+    refunded = {
+        str(r["discount"]): r for r in investigation["refunds"] if r.get("discount") is not None
+    }
+
+    def discount_state(discount: dict[str, Any]) -> tuple[str, str]:
+        """What the discount's pill says, and its tone."""
+        refund = refunded.get(str(discount["ref"]))
+        if refund is not None:
+            day = (refund_days or {}).get(str(refund["ref"]))
+            when = {"day": local_day(day, zone, language)} if day is not None else {}
+            key = "order.refunded_on" if when else "order.refunded"
+            return t(key, amount=amount(refund["amount_cents"]), **when), "ok"
+        if discount["applied"]:
+            return t("order.applied"), "ok"
+        return t("order.not_applied"), "warn"
 
     return {
         "participant": investigation["participant"],
@@ -321,7 +344,8 @@ def order_view(investigation: dict[str, Any], t: Translate, language: str = "en"
                 "name": d["name"],
                 "value": amount(d["value_cents"]),
                 "applied": bool(d["applied"]),
-                "state": t("order.applied") if d["applied"] else t("order.not_applied"),
+                "state": discount_state(d)[0],
+                "tone": discount_state(d)[1],
                 "eligibility": d["eligibility"],
             }
             for d in investigation["discounts"]
