@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 
-from tests.conftest import AVA
+from tests.conftest import AVA, DRAFT
+from tests.support.proposing import SEND, propose
 from tests.test_web_pages import Web, web_for
 
 NBSP = "\N{NO-BREAK SPACE}"
@@ -54,3 +55,35 @@ def test_a_refunded_discount_says_when_it_was_refunded_not_that_it_is_missing(we
         rf"48,00{NBSP}\${NBSP}CA remboursés le (1er|\d{{1,2}}){NBSP}[a-zéû]+\.?</span>", french
     ), french
     assert "non appliquée" not in french
+
+
+def _row(page: Any, label: str) -> str:
+    """The value of one row of the review card's preview."""
+    found = re.search(rf"<dt>{re.escape(label)}</dt>\s*<dd[^>]*>(.*?)</dd>", page.text, re.S)
+    assert found, page.text[:500]
+    return found.group(1)
+
+
+def _send_proposal(web: Web) -> str:
+    """A send of the ice-times draft (nine recipients), once the draft is in the form."""
+    draft = propose(web.cs, web.seeded, operation=DRAFT)
+    web.cs.proposals.approve(draft, AVA)
+    return propose(web.cs, web.seeded, operation=SEND)
+
+
+def test_a_send_lists_its_first_recipients_with_how_many_more_and_its_audience_in_french(
+    web: Web,
+):
+    send = _send_proposal(web)
+    browser = web.browser(AVA)
+    english = browser.get(f"/proposals/{send}")
+    first = _row(english, "First recipients")
+    assert first.count("&lt;") == 5
+    assert first.endswith("&gt; (+4 more)")
+    assert _row(english, "Audience") == "members of Monday Night Open or Thursday Seniors"
+    french = browser.get(f"/proposals/{send}", **{"Accept-Language": "fr"})
+    assert _row(french, "Premiers destinataires").endswith("&gt; (+4 autres)")
+    assert _row(french, "Destinataires") == (
+        "membres des ligues Monday Night Open ou Thursday Seniors"
+    )
+    assert "members of" not in french.text
