@@ -175,7 +175,9 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             second = context.new_page()
             second.goto(review_url)
             approve = "button.approve"
-            assert page.locator(approve).inner_text() == "Refund $48.00 CAD to Visa •••• 4242"
+            assert page.locator(approve).inner_text() == (
+                "Refund $48.00 CAD to Visa\N{NO-BREAK SPACE}••••\N{NO-BREAK SPACE}4242"
+            )
             assert second.locator(approve).is_visible()
 
             # Approve: a card refund cannot be undone, so it is confirmed once more (a plain

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 
-from tests.conftest import AVA, DRAFT
-from tests.support.proposing import SEND, propose
+from tests.conftest import AVA, DRAFT, count_events
+from tests.support.proposing import CANCEL, SEND, propose
 from tests.test_web_pages import Web, web_for
 
 NBSP = "\N{NO-BREAK SPACE}"
+NOAH = "noah@granite.example"
 
 
 @pytest.fixture
@@ -87,3 +88,119 @@ def test_a_send_lists_its_first_recipients_with_how_many_more_and_its_audience_i
         "membres des ligues Monday Night Open ou Thursday Seniors"
     )
     assert "members of" not in french.text
+
+
+def _main_text(page: Any) -> str:
+    found = re.search(r"<main.*</main>", page.text, re.S)
+    assert found
+    return re.sub(r"[ \t\n]+", " ", found.group(0))  # a non-breaking space stays
+
+
+def test_only_a_card_with_amounts_says_the_application_computed_them(web: Web):
+    browser = web.browser(AVA)
+    refund = _main_text(browser.get(f"/proposals/{web.propose('refund-ok')}"))
+    assert "The application computed every amount" in refund
+    draft = _main_text(browser.get(f"/proposals/{propose(web.cs, web.seeded, operation=DRAFT)}"))
+    assert "This is exactly what approval will do." in draft
+    assert "computed every amount" not in draft
+    french = _main_text(
+        browser.get(
+            f"/proposals/{propose(web.cs, web.seeded, operation=DRAFT)}",
+            **{"Accept-Language": "fr"},
+        )
+    )
+    assert "calculé chaque montant" not in french
+    assert "L&#39;application revérifie tout avant d&#39;exécuter." in french
+
+
+def test_who_decided_reads_by_name_with_the_time_of_a_decline(web: Web):
+    approved, declined = web.propose("refund-ok"), web.propose("refund-two-approvers")
+    web.cs.proposals.approve(approved, AVA)
+    web.cs.proposals.decline(declined, NOAH, "not this week")
+    browser = web.browser(AVA)
+    shown = _main_text(browser.get(f"/proposals/{approved}"))
+    assert (
+        "<dt>Approved by</dt><dd>Ava Lindqvist (ava@granite.example) · "
+        '<span class="nowrap">2026-11-30 04:00 EST</span></dd>'
+    ) in shown
+    # A decline's time is its event's (the wall clock's, like "Proposed"), in the club's zone.
+    refused = _main_text(browser.get(f"/proposals/{declined}"))
+    assert re.search(
+        r"<dt>Declined by</dt><dd>Noah Bergeron \(noah@granite\.example\) · "
+        r'<span class="nowrap">\d{4}-\d\d-\d\d \d\d:\d\d E[SD]T</span></dd>',
+        refused,
+    ), refused
+    french = _main_text(browser.get(f"/proposals/{declined}", **{"Accept-Language": "fr"}))
+    assert re.search(
+        rf"<dt>Refusée par</dt><dd>Noah Bergeron \(noah@granite\.example\) · "
+        rf'<span class="nowrap">(1er|\d+){NBSP}\w+\.?{NBSP}\d{{4}}, '
+        rf"\d+{NBSP}h{NBSP}\d\d H[NA]E</span>",
+        french,
+    ), french
+
+
+def test_a_cancellation_to_account_credit_says_so_on_its_button(web: Web):
+    proposal_id = propose(
+        web.cs,
+        web.seeded,
+        "account-credit",
+        operation=CANCEL,
+        request={"destination": "account_credit"},
+    )
+    browser = web.browser(AVA)
+    review = _main_text(browser.get(f"/proposals/{proposal_id}"))
+    assert ">Cancel and credit $345.00 CAD to Sophie Martin&#39;s club account</button>" in review
+    french = _main_text(browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}))
+    assert f">Annuler et créditer 345,00{NBSP}${NBSP}CA au compte de Sophie Martin</button>" in (
+        french
+    )
+
+
+def test_a_proposal_with_nothing_to_edit_offers_no_edit(web: Web):
+    browser = web.browser(AVA)
+    send = _send_proposal(web)
+    assert f'href="/proposals/{send}/edit"' not in browser.get(f"/proposals/{send}").text
+    refund = web.propose("refund-ok")
+    assert f'href="/proposals/{refund}/edit"' in browser.get(f"/proposals/{refund}").text
+
+
+def test_an_edit_that_changes_nothing_is_refused_and_says_so(web: Web):
+    proposal_id = web.propose("refund-ok")
+    browser = web.browser(AVA)
+    form = browser.get(f"/proposals/{proposal_id}/edit")
+    assert f'<a class="button" href="/proposals/{proposal_id}">Discard changes</a>' in form.text
+    before = count_events(web.cs)
+    same = {"payment": "P1", "line_item": "L1", "discount": "D1"}
+    unchanged = browser.form(
+        f"/proposals/{proposal_id}/edit",
+        {**same, "destination": "original_payment_method"},
+        f"/proposals/{proposal_id}/edit",
+    )
+    assert unchanged.status_code == 422
+    assert (
+        "Nothing was changed: this is what the proposal already asks for, so no new proposal "
+        "was made." in _main_text(unchanged)
+    )
+    assert "could not be prepared" not in unchanged.text
+    assert count_events(web.cs) == before
+    assert web.proposal(proposal_id).status == "pending"
+    french = browser.get(f"/proposals/{proposal_id}/edit", **{"Accept-Language": "fr"})
+    assert "Annuler les modifications</a>" in french.text
+    # A real change makes the revision.
+    changed = browser.form(
+        f"/proposals/{proposal_id}/edit",
+        {**same, "destination": "account_credit"},
+        f"/proposals/{proposal_id}/edit",
+    )
+    assert changed.status_code == 303
+    assert web.proposal(proposal_id).status == "superseded"
+
+
+def test_an_expiry_seconds_ago_reads_just_now(web: Web, clock):
+    proposal_id = web.propose("refund-ok")
+    expires_at = web.proposal(proposal_id).expires_at
+    clock.advance(seconds=(expires_at - web.cs.proposals.clock.now()).total_seconds() + 5)
+    browser = web.browser(AVA)
+    assert "expired just now</strong>" in browser.get(f"/proposals/{proposal_id}").text
+    french = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}).text
+    assert "a expiré à l&#39;instant</strong>" in french

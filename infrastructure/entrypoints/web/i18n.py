@@ -138,6 +138,10 @@ TEXTS: dict[str, dict[str, str]] = {
             "This is exactly what approval will do. The application computed every amount; "
             "it rechecks everything before executing."
         ),
+        "review.lead_no_amounts": (
+            "This is exactly what approval will do. The application rechecks everything before "
+            "executing."
+        ),
         "review.approve": "Approve",
         "review.decline": "Decline",
         "review.decline_note": "Note for the record (optional)",
@@ -465,7 +469,11 @@ TEXTS: dict[str, dict[str, str]] = {
             "marked, then try again."
         ),
         "edit.submit": "Prepare the new proposal",
-        "edit.cancel": "Cancel",
+        "edit.discard": "Discard changes",
+        "edit.unchanged": (
+            "Nothing was changed: this is what the proposal already asks for, so no new "
+            "proposal was made. Change a field, or discard the changes."
+        ),
         "edit.optional": "(optional)",
         "edit.none": "(none)",
         "edit.problem.number": "Write a whole number.",
@@ -595,6 +603,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.lead": (
             "Voici exactement ce que fera l'approbation. L'application a calculé chaque montant ; "
             "elle revérifie tout avant d'exécuter."
+        ),
+        "review.lead_no_amounts": (
+            "Voici exactement ce que fera l'approbation. L'application revérifie tout avant "
+            "d'exécuter."
         ),
         "review.approve": "Approuver",
         "review.decline": "Refuser",
@@ -960,7 +972,11 @@ TEXTS: dict[str, dict[str, str]] = {
             "Corrigez ce qui est signalé, puis réessayez."
         ),
         "edit.submit": "Préparer la nouvelle proposition",
-        "edit.cancel": "Annuler",
+        "edit.discard": "Annuler les modifications",
+        "edit.unchanged": (
+            "Rien n'a changé : c'est déjà ce que demande la proposition, donc aucune nouvelle "
+            "proposition n'a été faite. Modifiez un champ, ou annulez les modifications."
+        ),
         "edit.optional": "(facultatif)",
         "edit.none": "(aucun)",
         "edit.problem.number": "Écrivez un nombre entier.",

@@ -187,6 +187,8 @@ class ProposalPages:
             conversation=conversation,
             next_step=_next_step(view, conversation, visit),
             requester=_requester(reviewed, visit),
+            approved_by=self._who(user, view["approved_by"]),
+            declined_by=self._who(user, view["declined_by"]),
             origin=origin_line(reviewed.record.get("origin"), visit.language),
             notice=self.site.notice(visit, view["id"]),
             refresh=REFRESH.get(view["status"]),
@@ -199,6 +201,14 @@ class ProposalPages:
             return self.cs.club.membership(user.organization, email).member.name
         except NotFoundError:
             return email
+
+    def _who(self, user: User, email: Any) -> str:
+        """Who decided, as "Requested by" reads: their name and address (the address alone
+        once they left the club)."""
+        if not email:
+            return ""
+        name = self._name(user, str(email))
+        return str(email) if name == email else f"{name} ({email})"
 
     def _changes(self, view: dict[str, Any], visit: Visit) -> list[dict[str, str]]:
         """What a revision changed against the version it revised, field by field."""

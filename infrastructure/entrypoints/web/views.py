@@ -7,6 +7,7 @@ model or a person wrote (a subject, a body, a member's name) is always shown as 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from typing import Any
 
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.presentation import Shown
 from countersign.domain.handback import reason_text
 from countersign.domain.messages import (
     approve_label,
@@ -33,6 +35,7 @@ from countersign.domain.times import expiry, local_day, local_time
 log = logging.getLogger("countersign.web")
 
 Translate = Callable[..., str]
+NBSP = "\N{NO-BREAK SPACE}"
 
 #: status -> colour family in the stylesheet (tone-ok, tone-warn, ...)
 STATUS_TONE = {
@@ -106,9 +109,32 @@ def money(cents: Any, currency: Any, language: str = "en") -> str:
 def preview_rows(operation: str, preview: dict[str, Any], language: str) -> list[Row]:
     """The fixed review presentation, as the operation's contract declares it."""
     return [
-        Row(row.label, row.value, row.multiline, row.emphasis, row.alert)
+        Row(row.label, unbroken(row.value), row.multiline, row.emphasis, row.alert)
         for row in preview_rows_of(operation, preview, language)
     ]
+
+
+def _has_amounts(operation: str, preview: dict[str, Any]) -> bool:
+    """Whether the card shows an amount the application computed (a refund's, not a
+    draft's): only then does the review say it computed every amount."""
+    contract = REGISTRY.get(operation)
+    if contract is None:
+        return False
+    return any(
+        field.shown is Shown.MONEY and key in preview
+        for key, field in contract.preview_fields.items()
+    )
+
+
+_CARD_MASK = re.compile(r"(\S+) (•+) ?(\d{2,4})\b")
+
+
+def unbroken(text: str | None) -> str:
+    """``text`` with each masked card ("Visa •••• 4242") kept on one line: a line break
+    inside it would read as two things."""
+    if not text:
+        return text or ""
+    return _CARD_MASK.sub(lambda m: f"{m[1]}{NBSP}{m[2]}{NBSP}{m[3]}", text)
 
 
 def localized_outcome(
@@ -158,7 +184,7 @@ def proposal_view(
         "id": str(record["proposal_id"]),
         "operation": operation,
         "title": operation_title(operation, language),
-        "headline": proposal_headline(operation, preview, language),
+        "headline": unbroken(proposal_headline(operation, preview, language)),
         "section": str(record.get("section") or ""),
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
@@ -166,6 +192,7 @@ def proposal_view(
         "status_label": t(f"state.{status}"),
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
+        "has_amounts": _has_amounts(operation, preview),
         "requested_by": str(record.get("requested_by") or ""),
         "proposed_at": format_time(record.get("proposed_at"), zone, language),
         "expires_at": format_time(expires_at, zone, language),
@@ -174,6 +201,12 @@ def proposal_view(
         "approved_by": record.get("approved_by"),
         "approved_at": format_time(record.get("approved_at"), zone, language),
         "declined_by": record.get("declined_by"),
+        "declined_at": format_time(
+            record.get("declined_at")
+            or (record.get("updated_at") if status == "declined" else None),
+            zone,
+            language,
+        ),
         "decline_note": record.get("decline_note"),
         "outcome_kind": outcome_kind,
         "outcome_title": localized_outcome_title(
@@ -191,8 +224,10 @@ def proposal_view(
             if isinstance(outcome, dict) and outcome_kind == "terminal_failure"
             else ""
         ),
-        "approve_label": approve_label(operation, preview, language) or t("review.approve"),
-        "irreversible": irreversible_note(operation, preview, language),
+        "approve_label": unbroken(
+            approve_label(operation, preview, language) or t("review.approve")
+        ),
+        "irreversible": unbroken(irreversible_note(operation, preview, language)) or None,
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
@@ -243,7 +278,7 @@ def decision(
     """The person's part in ``view`` (a proposal_view of ``record``): approving needs the
     permission, a pending proposal, not having approved it already, and, for the requester,
     a policy that lets them; their approval runs it when it is the last one its quorum needs.
-    Editing needs the permission and a state an edit starts from."""
+    Editing needs the permission, a state an edit starts from, and a request with fields."""
     policy = record.get("policy") if isinstance(record.get("policy"), dict) else {}
     who = email.strip().lower()
     you_approved = who in view["approvals"]
@@ -255,8 +290,18 @@ def decision(
         you_approved=you_approved,
         barred=barred,
         final=len(view["approvals"]) + 1 >= view["approvals_required"],
-        may_edit=may_decide and view["status"] in REVISABLE and not view["superseded_by"],
+        may_edit=may_decide
+        and view["status"] in REVISABLE
+        and not view["superseded_by"]
+        and _has_request_fields(view["operation"]),
     )
+
+
+def _has_request_fields(operation: str) -> bool:
+    """Whether the operation's request has anything a person could change (a send has
+    nothing: it sends the draft in the form)."""
+    contract = REGISTRY.get(operation)
+    return contract is not None and bool(contract.Request.model_fields)
 
 
 def policy_lines(policy: Any, preview: dict[str, Any], t: Translate, language: str) -> list[str]:
@@ -352,7 +397,7 @@ def order_view(
         ],
         "payments": [
             Row(
-                str(p["label"]),
+                unbroken(str(p["label"])),
                 amount(p["amount_cents"])
                 + " · "
                 + t("order.refundable", amount=amount(p["refundable_cents"])),
