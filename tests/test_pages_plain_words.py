@@ -204,3 +204,25 @@ def test_an_expiry_seconds_ago_reads_just_now(web: Web, clock):
     assert "expired just now</strong>" in browser.get(f"/proposals/{proposal_id}").text
     french = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}).text
     assert "a expiré à l&#39;instant</strong>" in french
+
+
+def test_another_device_signed_out_everywhere_is_told_its_session_ended(web: Web):
+    laptop, phone = web.browser(AVA), web.browser(AVA)
+    done = laptop.form("/sign-out/everywhere", {})
+    assert done.status_code == 303
+    assert "You are signed out everywhere" in laptop.get("/sign-in").text
+
+    sent = phone.get("/")
+    assert (sent.status_code, sent.headers["location"]) == (303, "/sign-in")
+    told = _main_text(phone.get("/sign-in"))
+    assert (
+        "Your session ended: signed out on every device, a new password, or unused for too "
+        "long. Sign in again to continue."
+    ) in told
+    assert "Your session ended" not in phone.get("/sign-in").text  # said once
+
+    tablet = web.browser(AVA)
+    web.browser(AVA).form("/sign-out/everywhere", {})
+    tablet.get("/proposals/00000000-0000-4000-8000-000000000000")
+    french = _main_text(tablet.get("/sign-in", **{"Accept-Language": "fr"}))
+    assert "Votre session a pris fin\N{NO-BREAK SPACE}: déconnexion de tous les appareils" in french

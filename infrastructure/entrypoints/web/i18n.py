@@ -46,6 +46,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.choose_club": "Choose a club",
         "sign_in.choose_lead": "Your account belongs to more than one club. Which one?",
         "sign_in.expired": "Your session ended. Sign in again.",
+        "sign_in.session_ended": (
+            "Your session ended: signed out on every device, a new password, or unused for too "
+            "long. Sign in again to continue."
+        ),
         "inbox.title": "Inbox",
         "inbox.lead": (
             "What the club's assistants propose, and what needs attention after a decision. "
@@ -507,6 +511,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.choose_club": "Choisissez un club",
         "sign_in.choose_lead": "Votre compte appartient à plusieurs clubs. Lequel ?",
         "sign_in.expired": "Votre session a pris fin. Reconnectez-vous.",
+        "sign_in.session_ended": (
+            "Votre session a pris fin : déconnexion de tous les appareils, nouveau mot de passe "
+            "ou trop longue inactivité. Reconnectez-vous pour continuer."
+        ),
         "inbox.title": "À traiter",
         "inbox.lead": (
             "Ce que proposent les assistants du club, et ce qui demande un suivi après une "
