@@ -15,6 +15,7 @@ from countersign.domain.contracts.presentation import (
     LANGUAGES,
     Localized,
     PreviewRow,
+    Shown,
     fallback_fields,
     preview_rows,
 )
@@ -114,6 +115,18 @@ def outcome_title_says_why(kind: str, stored_outcome: dict[str, Any]) -> bool:
     keys = outcome_title_keys(outcome_from_stored(stored_outcome))
     contract = REGISTRY.get(kind)
     return len(keys) > 1 and contract is not None and keys[0] in contract.outcome_titles
+
+
+def shows_amounts(kind: str, preview: dict[str, Any]) -> bool:
+    """Whether the proposal's card shows an amount the application computed (a refund's,
+    never a draft's or a move's): only then do its texts say it computed every amount."""
+    contract = REGISTRY.get(kind)
+    if contract is None:
+        return False
+    return any(
+        field.shown is Shown.MONEY and key in preview
+        for key, field in contract.preview_fields.items()
+    )
 
 
 def approve_label(kind: str, preview: dict[str, Any], language: str = "en") -> str | None:

@@ -226,3 +226,27 @@ def test_another_device_signed_out_everywhere_is_told_its_session_ended(web: Web
     tablet.get("/proposals/00000000-0000-4000-8000-000000000000")
     french = _main_text(tablet.get("/sign-in", **{"Accept-Language": "fr"}))
     assert "Votre session a pris fin\N{NO-BREAK SPACE}: déconnexion de tous les appareils" in french
+
+
+def _chat(browser: Any, path: str, message: str) -> str:
+    sent = browser.form(path, {"message": message, "interaction_id": ""})
+    assert sent.status_code == 303, sent.text[:300]
+    return _main_text(browser.get(sent.headers["location"].split("#")[0]))
+
+
+def test_the_roster_assistant_names_whom_it_found_and_says_what_it_can_do(web: Web):
+    roster = f"/chat/roster/{web.seeded['rosters']['granite']}"
+    browser = web.browser(AVA)
+    unnamed = _chat(browser, roster, "Move her to Thursday Seniors")
+    assert "Which member should move, and to which league? The member search found: " in unnamed
+    assert "Emma Singh, Ethan Clark" in unnamed
+    assert "as the member search shows it" not in unnamed
+    off_topic = _chat(browser, roster, "What is the weather tomorrow?")
+    assert (
+        "I could not find anything to propose from that. Here I can only propose: move a "
+        "member to another league." in off_topic
+    )
+    # A move has no amount: the closing words do not claim one was computed.
+    moved = _chat(browser, roster, "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors")
+    assert "I prepared a proposal for your review." in moved
+    assert "every amount" not in moved

@@ -15,7 +15,6 @@ from typing import Any
 
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.presentation import Shown
 from countersign.domain.handback import reason_text
 from countersign.domain.messages import (
     approve_label,
@@ -27,6 +26,7 @@ from countersign.domain.messages import (
     outcome_title_says_why,
     preview_rows_of,
     proposal_headline,
+    shows_amounts,
 )
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import RevisionReason
@@ -114,18 +114,6 @@ def preview_rows(operation: str, preview: dict[str, Any], language: str) -> list
     ]
 
 
-def _has_amounts(operation: str, preview: dict[str, Any]) -> bool:
-    """Whether the card shows an amount the application computed (a refund's, not a
-    draft's): only then does the review say it computed every amount."""
-    contract = REGISTRY.get(operation)
-    if contract is None:
-        return False
-    return any(
-        field.shown is Shown.MONEY and key in preview
-        for key, field in contract.preview_fields.items()
-    )
-
-
 _CARD_MASK = re.compile(r"(\S+) (•+) ?(\d{2,4})\b")
 
 
@@ -192,7 +180,7 @@ def proposal_view(
         "status_label": t(f"state.{status}"),
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
-        "has_amounts": _has_amounts(operation, preview),
+        "has_amounts": shows_amounts(operation, preview),
         "requested_by": str(record.get("requested_by") or ""),
         "proposed_at": format_time(record.get("proposed_at"), zone, language),
         "expires_at": format_time(expires_at, zone, language),
