@@ -166,6 +166,12 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
                     "form.sign-in button[type=submit], main button[type=submit]"
                 ).first.click()
                 page.wait_for_url(served.base_url + "/")
+                # Every tab is in sight at this size (on a phone they wrap, never scroll away).
+                for tab in page.locator(".tabs-main a").all():
+                    box = tab.bounding_box()
+                    assert box is not None
+                    assert box["x"] >= 0, (size, tab.inner_text())
+                    assert box["x"] + box["width"] <= viewport["width"], (size, tab.inner_text())
                 for name, path in paths.items():
                     page.goto(served.base_url + path)
                     _check(page, axe, problems, f"{language}-{size}-{name}")

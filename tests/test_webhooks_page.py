@@ -178,7 +178,7 @@ def test_a_manager_adds_an_endpoint_sees_its_secret_once_and_removes_it(web):
     page = browser.get("/webhooks")
     secret = _section(page, "new-secret")
     assert "Endpoint added" in secret
-    shown = re.search(r'id="secret" class="mono" type="text" value="(whsec_[^"]+)"', secret)
+    shown = re.search(r'<textarea id="secret" [^>]*readonly[^>]*>(whsec_[^<]+)</textarea>', secret)
     assert shown, secret
     with web.cs.sql.transaction() as cursor:
         stored = cursor.execute("SELECT secret FROM webhook_secrets").fetchone()
