@@ -939,7 +939,7 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "passkeys.yours": "Clés d'accès",
         "passkeys.none": "Vous n'avez pas encore de clé d'accès dans ce club.",
-        "passkeys.added": "Ajoutée {at}",
+        "passkeys.added": "Ajoutée le {at}",
         "passkeys.name": "Nom",
         "passkeys.name_hint": "Pour la reconnaître, par exemple « Portable d'Ava ».",
         "passkeys.rename": "Renommer",
