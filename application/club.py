@@ -4,6 +4,7 @@ who belongs to which club."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -17,6 +18,9 @@ from countersign.domain.club.organization import Member, Organization, Permissio
 from countersign.domain.club.roster import Roster
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.errors import NotFoundError
+
+#: The order events that each record one refund (``Order._refunds`` numbers them in turn).
+_REFUND_EVENTS = ("RefundRecorded", "RefundAttemptSucceeded")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,15 @@ class ClubService:
         """The order investigation, with the references a request uses."""
         order = self.order(organization, order_id)
         return investigation(order)
+
+    def refund_days(self, organization: str, order_id: str) -> dict[str, datetime]:
+        """When each of the order's refunds was recorded, by its reference (``R1``, ...): the
+        order numbers its refunds in the order their events were recorded."""
+        order = self.order(organization, order_id)
+        recorded = [
+            event.at for event in self.store.history(order.id) if event.type in _REFUND_EVENTS
+        ]
+        return {f"R{number}": at for number, at in enumerate(recorded, start=1)}
 
     def refund_manually(
         self, organization: str, order_id: str, actor: str, payment: str, amount_cents: int

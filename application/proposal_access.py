@@ -367,6 +367,8 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "approved_by": proposal.approved_by,
         "approved_at": proposal.approved_at,
         "declined_by": proposal.declined_by,
+        # A decline is the last thing that happens to a proposal: its time is the last change.
+        "declined_at": proposal.modified_on if proposal.declined_by else None,
         "declined_credential": proposal.declined_credential,
         "decline_note": proposal.decline_note,
         "outcome": proposal.outcome,

@@ -54,7 +54,8 @@ OUTCOME_TITLES: dict[str, Localized] = {
     "terminal_failure": Localized("Failed: nothing changed", "Échec : rien n'a changé"),
 }
 """The headline of each kind of outcome (a decline is a revision-required outcome of its own
-kind here), unless the operation words it itself (``OperationContract.outcome_titles``)."""
+kind here), unless the operation words it itself (``OperationContract.outcome_titles``, which
+may also word one revision reason: ``"revision_required:<code>"``)."""
 
 SUPERSEDED: dict[str, Localized] = {
     "revision": Localized(
@@ -151,6 +152,16 @@ def outcome_title_key(outcome: Outcome) -> str:
     if isinstance(outcome, RevisionRequired) and outcome.reason.code == "declined_by_manager":
         return "declined"
     return outcome.kind
+
+
+def outcome_title_keys(outcome: Outcome) -> tuple[str, ...]:
+    """The headlines an outcome may read under, the most particular first: a revision for a
+    reason an operation words itself ("revision_required:refund_declined_by_provider"),
+    then ``outcome_title_key``."""
+    key = outcome_title_key(outcome)
+    if isinstance(outcome, RevisionRequired) and key == "revision_required":
+        return (f"{key}:{outcome.reason.code}", key)
+    return (key,)
 
 
 def _language(language: str) -> str:

@@ -15,6 +15,7 @@ from countersign.domain.contracts.presentation import (
     LANGUAGES,
     Localized,
     PreviewRow,
+    Shown,
     fallback_fields,
     preview_rows,
 )
@@ -23,7 +24,7 @@ from countersign.domain.handback import (
     OUTCOME_TITLES,
     SUPERSEDED,
     outcome_text,
-    outcome_title_key,
+    outcome_title_keys,
 )
 from countersign.domain.outcomes import Succeeded, outcome_from_stored
 from pydantic import ValidationError
@@ -97,12 +98,35 @@ def awaiting_approvals_messages(
 
 
 def outcome_title(kind: str, stored_outcome: dict[str, Any], language: str = "en") -> str:
-    """The outcome's headline ("Refund sent", "Not executed: nothing changed"), in the
-    operation's own words where it has them."""
-    key = outcome_title_key(outcome_from_stored(stored_outcome))
+    """The outcome's headline ("Refund sent", "Not executed: the card was declined", "Not
+    executed: nothing changed"), in the operation's own words where it has them."""
+    keys = outcome_title_keys(outcome_from_stored(stored_outcome))
     contract = REGISTRY.get(kind)
     titles = contract.outcome_titles if contract is not None else {}
-    return (titles.get(key) or OUTCOME_TITLES[key]).text(language)
+    for key in keys:
+        if key in titles:
+            return titles[key].text(language)
+    return OUTCOME_TITLES[keys[-1]].text(language)
+
+
+def outcome_title_says_why(kind: str, stored_outcome: dict[str, Any]) -> bool:
+    """Whether the outcome's headline already names its reason ("Not executed: the card was
+    declined"), so a list need not repeat the reason's sentence beside it."""
+    keys = outcome_title_keys(outcome_from_stored(stored_outcome))
+    contract = REGISTRY.get(kind)
+    return len(keys) > 1 and contract is not None and keys[0] in contract.outcome_titles
+
+
+def shows_amounts(kind: str, preview: dict[str, Any]) -> bool:
+    """Whether the proposal's card shows an amount the application computed (a refund's,
+    never a draft's or a move's): only then do its texts say it computed every amount."""
+    contract = REGISTRY.get(kind)
+    if contract is None:
+        return False
+    return any(
+        field.shown is Shown.MONEY and key in preview
+        for key, field in contract.preview_fields.items()
+    )
 
 
 def approve_label(kind: str, preview: dict[str, Any], language: str = "en") -> str | None:

@@ -20,6 +20,7 @@ from countersign.application.assistant.service import (
     EXPLAIN,
     MAX_ROUNDS,
     PROPOSED,
+    PROPOSED_NO_AMOUNTS,
     ROUND_LIMIT,
     UNAVAILABLE,
 )
@@ -871,7 +872,8 @@ def test_the_interaction_records_the_turn_with_redacted_tool_arguments(wire):
         "outcome": "proposed",
     }
     assert created == {"proposal_id": report.proposal["proposal_id"]}
-    assert replied == {"text": PROPOSED.en, "author": "application"}
+    # A draft has no amount: the closing words claim none was computed.
+    assert replied == {"text": PROPOSED_NO_AMOUNTS.en, "author": "application"}
     assert ended == {"reason": "proposal"}
     assert not any("check the board" in repr(e.fields) for e in events)
     # The proposal itself keeps the full draft for the reviewer, linked to the conversation.

@@ -166,6 +166,12 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
                     "form.sign-in button[type=submit], main button[type=submit]"
                 ).first.click()
                 page.wait_for_url(served.base_url + "/")
+                # Every tab is in sight at this size (on a phone they wrap, never scroll away).
+                for tab in page.locator(".tabs-main a").all():
+                    box = tab.bounding_box()
+                    assert box is not None
+                    assert box["x"] >= 0, (size, tab.inner_text())
+                    assert box["x"] + box["width"] <= viewport["width"], (size, tab.inner_text())
                 for name, path in paths.items():
                     page.goto(served.base_url + path)
                     _check(page, axe, problems, f"{language}-{size}-{name}")
@@ -174,6 +180,16 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
                 page.click("button.approve")
                 page.wait_for_url(re.compile(r".*/approve$"))
                 _check(page, axe, problems, f"{language}-{size}-confirm")
+                # The webhooks page's form: a refused URL, then an added endpoint's secret.
+                page.goto(served.base_url + paths["webhooks"])
+                page.fill("#url", "http://10.0.0.7/hooks")
+                page.click("#add-endpoint button[type=submit]")
+                page.wait_for_selector("#url-error")
+                _check(page, axe, problems, f"{language}-{size}-webhooks-refused")
+                page.fill("#url", f"https://93.184.215.14/hooks/{language}-{size}")
+                page.click("#add-endpoint button[type=submit]")
+                page.wait_for_selector("#new-secret")
+                _check(page, axe, problems, f"{language}-{size}-webhooks-added")
                 context.close()
         finally:
             browser.close()
@@ -199,7 +215,7 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
     expected = {
         "review-sent": ("Refund sent", None),
         "review-not-executed": ("Not executed: nothing changed", revise),
-        "review-failed": ("Not executed: nothing changed", revise),  # the card declined
+        "review-failed": ("Not executed: the card was declined", revise),
         "review-reconciling": ("Checking with the card provider", "Follow the check"),
         "review-outage": ("Checking with the card provider", "Follow the check"),
     }

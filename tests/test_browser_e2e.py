@@ -175,7 +175,9 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             second = context.new_page()
             second.goto(review_url)
             approve = "button.approve"
-            assert page.locator(approve).inner_text() == "Refund $48.00 CAD to Visa •••• 4242"
+            assert page.locator(approve).inner_text() == (
+                "Refund $48.00 CAD to Visa\N{NO-BREAK SPACE}••••\N{NO-BREAK SPACE}4242"
+            )
             assert second.locator(approve).is_visible()
 
             # Approve: a card refund cannot be undone, so it is confirmed once more (a plain
@@ -192,7 +194,9 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             outcome = page.locator("#outcome").inner_text()
             assert outcome.startswith("Refund sent")
             assert "Refunded $48.00 CAD" in outcome
-            assert page.locator(".notice").inner_text() == "Approved. Here is what happened."
+            assert page.locator(".notice").inner_text() == (
+                "Approved and done. Here is what happened."
+            )
             assert page.locator(approve).count() == 0
             page.screenshot(path=str(ARTIFACTS / "05-review-succeeded.png"), full_page=True)
 

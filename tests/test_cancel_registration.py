@@ -17,7 +17,7 @@ from countersign.domain.club.roster import Roster
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import NotFoundError
-from countersign.domain.messages import preview_rows_of, proposal_headline
+from countersign.domain.messages import outcome_title, preview_rows_of, proposal_headline
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 
@@ -231,6 +231,9 @@ def test_a_declined_card_requires_revision_and_changes_nothing(cs, seeded):
         "Nothing was changed. The card provider declined the refund; the registration was not "
         "cancelled. Ask the assistant for a new proposal if it is still needed."
     )
+    # Its headline is plain words, the reason included; the API keeps the internal name.
+    assert outcome_title(CANCEL, report.outcome) == "Not cancelled: the card was declined"
+    assert outcome_title(CANCEL, report.outcome, "fr") == "Non annulée : la carte a été refusée"
     order = order_of(cs, order_id)
     assert (order.is_active, order.refunds, order.unresolved_attempts()) == (True, [], [])
     assert order.refundable_balance_cents == 34500

@@ -167,7 +167,7 @@ def test_approval_sends_the_frozen_draft_once_and_a_repeat_answers_the_same(cs, 
     assert [d["requests"] for d in _deliveries(cs)] == [1]  # nobody asked the service again
     assert cs.proposals.card(proposal_id, AVA, "fr").message == (
         "« Seniors' ice time moves » a été envoyé à 4 destinataires "
-        "(members of Thursday Seniors), une seule fois."
+        "(membres de la ligue Thursday Seniors), une seule fois."
     )
 
 

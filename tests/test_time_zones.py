@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from countersign.domain.club.organization import Organization
 from countersign.domain.errors import TimeZoneError
-from countersign.domain.times import expiry, local_time
+from countersign.domain.times import expiry, local_day, local_time
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.entrypoints.cli import main
 
@@ -22,6 +22,7 @@ from tests.conftest import AVA, REFUND, TO_CARD
 from tests.test_web_pages import Web, web  # noqa: F401  (the pages fixture)
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+NBSP = "\N{NO-BREAK SPACE}"
 
 
 def test_a_club_without_a_time_zone_reads_utc_and_can_set_one() -> None:
@@ -50,15 +51,35 @@ def test_times_read_in_the_zone_with_its_abbreviation_summer_and_winter() -> Non
     assert local_time(NOW, "UTC") == "2026-11-30 09:00 UTC"
 
 
+def test_french_reads_the_day_month_and_hour_as_french_does() -> None:
+    afternoon = datetime(2026, 12, 1, 19, 52, tzinfo=UTC)
+    assert local_time(afternoon, "America/Toronto", "fr") == (
+        f"1er{NBSP}déc.{NBSP}2026, 14{NBSP}h{NBSP}52 HNE"
+    )
+    assert local_time(datetime(2026, 7, 1, 12, 5, tzinfo=UTC), "America/Toronto", "fr") == (
+        f"1er{NBSP}juil.{NBSP}2026, 8{NBSP}h{NBSP}05 HAE"
+    )
+    assert local_time(NOW, "UTC", "fr") == f"30{NBSP}nov.{NBSP}2026, 9{NBSP}h{NBSP}00 UTC"
+    assert local_day(afternoon, "America/Toronto") == "Dec 1"
+    assert local_day(afternoon, "America/Toronto", "fr") == f"1er{NBSP}déc."
+
+
 @pytest.mark.parametrize(
     ("left", "en", "fr"),
     [
         (timedelta(hours=23, minutes=59), "expires in 23 h", "expire dans 23 h"),
         (timedelta(minutes=45), "expires in 45 min", "expire dans 45 min"),
-        (timedelta(seconds=10), "expires in 1 min", "expire dans 1 min"),
+        (timedelta(seconds=70), "expires in 1 min", "expire dans 1 min"),
+        (
+            timedelta(seconds=10),
+            "expires in less than a minute",
+            "expire dans moins d'une minute",
+        ),
         (timedelta(days=3, hours=2), "expires in 3 days", "expire dans 3 jours"),
         (-timedelta(hours=2, minutes=5), "expired 2 h ago", "a expiré il y a 2 h"),
-        (timedelta(0), "expired 1 min ago", "a expiré il y a 1 min"),
+        (timedelta(0), "expired just now", "a expiré à l'instant"),
+        (-timedelta(seconds=59), "expired just now", "a expiré à l'instant"),
+        (-timedelta(seconds=61), "expired 1 min ago", "a expiré il y a 1 min"),
     ],
 )
 def test_an_expiry_reads_as_a_distance_in_both_languages(left: timedelta, en: str, fr: str) -> None:
@@ -88,8 +109,13 @@ def test_the_pages_show_the_clubs_local_time_and_the_time_left(
     assert "2026-12-01 04:00 EST" in inbox
 
     browser.form("/language", {"lang": "fr", "next": "/"})
-    assert "Expire dans 23 h" in browser.get("/").text
-    assert "expire dans 23 h" in browser.get(f"/proposals/{proposal_id}").text
+    french_inbox = browser.get("/").text
+    assert "Expire dans 23 h" in french_inbox
+    assert f"1er{NBSP}déc.{NBSP}2026, 4{NBSP}h{NBSP}00 HNE" in french_inbox
+    assert " EST" not in french_inbox
+    french_review = browser.get(f"/proposals/{proposal_id}").text
+    assert "expire dans 23 h" in french_review
+    assert f">1er{NBSP}déc.{NBSP}2026, 4{NBSP}h{NBSP}00 HNE</time>" in french_review
 
 
 def test_the_command_line_sets_the_zone_and_shows_cards_in_it(

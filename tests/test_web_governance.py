@@ -97,6 +97,9 @@ def test_a_first_approval_awaits_another_manager_and_the_second_runs_it(web: Web
     after = _review(ava, proposal_id)
     assert "Your approval is recorded. Nothing runs until another manager approves too." in after
     assert "Approvals: 1 of 2 — Ava Lindqvist</h2>" in after
+    # French spacing (the raw page: _main folds every space, a non-breaking one too).
+    after_french = ava.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}).text
+    assert "Approbations\N{NO-BREAK SPACE}: 1 sur 2 — Ava Lindqvist</h2>" in after_french
     assert "You have approved it. It awaits one more manager&#39;s approval" in after
     assert not _approve_button(after, proposal_id)  # she already did
     assert f'action="/proposals/{proposal_id}/decline"' in after  # a decline still ends it
@@ -440,7 +443,7 @@ def test_an_inbox_card_counts_its_approvals(web: Web) -> None:
         return str(site.templates.get_template("_inbox_card.html").render(p=view, t=t))
 
     assert "1 of 2 approvals" in card("en", record)
-    assert "Approbations : 1 sur 2" in card("fr", record)
+    assert "Approbations\N{NO-BREAK SPACE}: 1 sur 2" in card("fr", record)
     old = {k: v for k, v in record.items() if k not in ("approvals", "approvals_required")}
     assert "approvals-line" not in card("en", old)
 
@@ -458,3 +461,41 @@ def test_the_inbox_counts_approvals_and_leaves_out_replaced_proposals(web: Web) 
     assert sorted(listed) == sorted([two, newer])
     assert older not in listed
     assert "1 of 2 approvals" in awaiting.group(0)
+
+
+def _listed(inbox: str, list_id: str) -> list[str]:
+    found = re.search(rf'<section class="inbox-list" id="{list_id}".*?</section>', inbox, re.S)
+    return re.findall(r'href="/proposals/([0-9a-f-]{36})"', found.group(0)) if found else []
+
+
+def test_what_you_approved_waits_on_others_and_is_not_asked_of_you_again(web: Web) -> None:
+    two = web.propose("refund-two-approvers")
+    other = web.propose("refund-ok")
+    ava = web.browser(AVA)
+    _approve(ava, two)  # 1 of 2
+
+    page = ava.get("/")
+    inbox = _main(page)
+    assert _listed(inbox, "awaiting") == [other]
+    assert _listed(inbox, "waiting") == [two]
+    assert 'Awaiting your decision <span class="count-badge">1</span>' in inbox
+    assert 'Waiting on others <span class="count-badge">1</span>' in inbox
+    waiting = re.search(r'id="waiting".*?</section>', inbox, re.S)
+    assert waiting
+    assert "You approved it" in waiting.group(0)
+    assert "1 of 2 approvals" in waiting.group(0)
+    assert "Refund $128.00" not in waiting.group(0)  # no approve label: nothing to do
+    assert "1 awaiting your decision" in page.text  # the navigation's count agrees
+
+    # Noah has not approved it: it awaits his decision, and nothing waits on others for him.
+    his = _main(web.browser(NOAH).get("/"))
+    assert sorted(_listed(his, "awaiting")) == sorted([two, other])
+    assert 'id="waiting"' not in his
+
+    # Once nothing else awaits her, her list says where the rest went; in French too.
+    web.cs.proposals.decline(other, NOAH)
+    french = _main(ava.get("/", **{"Accept-Language": "fr"}))
+    assert _listed(french, "awaiting") == []
+    assert "Rien d&#39;autre n&#39;attend votre décision" in french
+    assert "En attente des autres" in french
+    assert "Vous l&#39;avez approuvée" in french

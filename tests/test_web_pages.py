@@ -571,7 +571,14 @@ def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed
     assert _cards(inbox, "attention") == [failed, provider_declined, lost]  # newest first
     main = _main(inbox)
     assert 'Needs attention <span class="count-badge hot">3</span>' in main
-    assert "Not executed: nothing changed</strong> · The card provider declined the refund." in main
+    # Plain status words: the headline names the reason once, and no status is jargon.
+    assert "Not executed: the card was declined</strong></span>" in main
+    assert "The card provider declined the refund" not in main
+    assert '<span class="pill tone-bad">Not executed</span>' in main
+    assert "Revision required" not in main
+    french = _main(browser.get("/", **{"Accept-Language": "fr"}))
+    assert "Non exécutée : la carte a été refusée</strong>" in french
+    assert '<span class="pill tone-bad">Non exécutée</span>' in french
     assert "Failed: no money moved</strong> · reference cs-" in main
     assert "<strong>Checking with the card provider</strong>" in main
     # Each card says where the money goes and why.
@@ -685,7 +692,7 @@ def test_approve_shows_the_outcome_and_approving_again_the_same_stored_one(web):
     assert "Succeeded" in shown.text
     assert '<h2 id="outcome-title">Refund sent</h2>' in outcome
     assert "Refunded $48.00 CAD for Olivia Chen" in outcome
-    assert "Approved. Here is what happened." in shown.text
+    assert "Approved and done. Here is what happened." in shown.text
     assert f'action="/proposals/{proposal_id}/approve"' not in shown.text
 
     second = browser.form(
@@ -823,6 +830,52 @@ def test_not_executed_says_nothing_changed_and_offers_the_assistant(web):
     assert mia_like.get(f"/proposals/{proposal_id}").status_code == 200
 
 
+def _notice(page: Any) -> str:
+    found = re.search(r'<p class="notice" role="status">(.*?)</p>', page.text, re.S)
+    assert found, page.text[:500]
+    return found.group(1)
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_notice_after_approving_says_how_it_ended(web, monkeypatch, language):
+    """Never "Here is what happened" above a card that was declined or an answer lost."""
+    words = {
+        "en": {
+            "refund-ok": "Approved and done. Here is what happened.",
+            "refund-declined": "Approved, but not executed: nothing changed. Here is why.",
+            "refund-lost-response": (
+                "Approved, but the provider has not confirmed it yet. Do not do it again: this "
+                "page says when it settles."
+            ),
+            "refund-stale": (
+                "Approved, but it failed: nothing changed. Give support the reference below."
+            ),
+        },
+        "fr": {
+            "refund-ok": "Approuvée et effectuée. Voici ce qui s&#39;est passé.",
+            "refund-declined": (
+                "Approuvée, mais non exécutée\N{NO-BREAK SPACE}: rien n&#39;a changé. "
+                "Voici pourquoi."
+            ),
+            "refund-lost-response": (
+                "Approuvée, mais le fournisseur ne l&#39;a pas encore confirmée. Ne la refaites "
+                "pas\N{NO-BREAK SPACE}: cette page indique quand elle est réglée."
+            ),
+            "refund-stale": (
+                "Approuvée, mais en échec\N{NO-BREAK SPACE}: rien n&#39;a changé. Donnez au "
+                "soutien la référence ci-dessous."
+            ),
+        },
+    }[language]
+    browser = web.browser(AVA)
+    browser.form("/language", {"lang": language, "next": "/"})
+    for order, notice in words.items():
+        proposal_id = web.propose(order)
+        if order == "refund-stale":
+            monkeypatch.setattr(web.cs.proposals, "providers", {})  # no provider: it fails
+        assert _notice(_approve(browser, proposal_id)) == notice, order
+
+
 def test_a_failure_says_no_money_moved_and_gives_the_reference(web, monkeypatch):
     proposal_id = web.propose()
     monkeypatch.setattr(web.cs.proposals, "providers", {})  # no card provider wired: fails
@@ -850,7 +903,10 @@ def test_a_card_refund_is_confirmed_once_more_and_credit_is_not(web):
     proposal_id = web.propose()
     browser = web.browser(AVA)
     review = browser.get(f"/proposals/{proposal_id}")
-    assert ">Refund $48.00 CAD to Visa •••• 4242</button>" in review.text
+    # The card's mask stays on one line (non-breaking spaces).
+    assert ">Refund $48.00 CAD to Visa\N{NO-BREAK SPACE}••••\N{NO-BREAK SPACE}4242</button>" in (
+        review.text
+    )
     assert "You will confirm once more: this cannot be undone." in review.text
     before = count_events(web.cs)
 
@@ -860,7 +916,8 @@ def test_a_card_refund_is_confirmed_once_more_and_credit_is_not(web):
     assert "Confirm once more" in page
     assert "A card refund cannot be undone: once you confirm, $48.00 CAD goes back to Visa" in page
     assert "within 5 to 10 business days" in page
-    assert ">Yes: Refund $48.00 CAD to Visa •••• 4242</button>" in page
+    yes = ">Yes: Refund $48.00 CAD to Visa\N{NO-BREAK SPACE}••••\N{NO-BREAK SPACE}4242</button>"
+    assert yes in asked.text
     assert f'href="/proposals/{proposal_id}">Not now, back to the proposal' in page
     assert count_events(web.cs) == before  # nothing happened yet
     assert web.proposal(proposal_id).status == "pending"

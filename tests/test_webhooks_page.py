@@ -1,10 +1,13 @@
-"""The webhooks page: the club's endpoints and dead letters, and the Redeliver button."""
+"""The webhooks page: the club's endpoints with their health (last attempt, error rate, next
+retry), adding and removing one from the page, the dead letters and the Redeliver button."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.http import create_app
@@ -48,7 +51,7 @@ def test_a_manager_sees_the_endpoints_and_dead_letters_and_redelivers_one(web):
     assert "Dead letters" in main
     assert "Awaiting approval" in main
     assert "failed: could not connect" in main
-    assert "Error" not in main
+    assert re.search(r"\w+Error\b", main) is None  # never an exception's name
     assert f'href="/proposals/{proposal_id}"' in main
     assert "Redeliver all" in main
 
@@ -104,3 +107,164 @@ def test_another_clubs_dead_letters_are_out_of_reach(web):
     assert done.status_code == 303
     assert "There was no such dead letter" in browser.get("/webhooks").text
     assert len(Webhooks(web.cs).deliveries(None, "granite", dead_only=True)) == 1
+
+
+NBSP = "\N{NO-BREAK SPACE}"
+
+
+def _section(page: Any, section_id: str) -> str:
+    found = re.search(rf'<section [^>]*id="{section_id}".*?</section>', page.text, re.S)
+    assert found, page.text[:500]
+    return re.sub(r"[ \t\n]+", " ", found.group(0))
+
+
+def test_each_endpoint_shows_its_last_attempt_error_rate_and_next_retry(web, clock: FakeClock):
+    """Failing deliveries are not 'delivered or on their way': the page says they fail, per
+    endpoint, and when they are tried next."""
+    port = free_port()
+    Webhooks(web.cs).add(None, "granite", f"http://127.0.0.1:{port}/hooks")
+    web.propose("refund-ok")
+    web.propose("refund-two-approvers")
+    sender = notification_sender(web.cs, NotifySettings(max_attempts=5))
+    assert sender.run_once().delivered == 0  # both failed, both to be tried again
+    browser = web.browser(AVA)
+
+    page = browser.get("/webhooks")
+    endpoint = _section(page, "endpoints")
+    assert "Failing</span>" in endpoint
+    assert "Added by the operator, from the command line" in endpoint
+    assert "<dt>Last attempt</dt><dd>failed: could not connect · 2026-11-30 04:00 EST</dd>" in (
+        endpoint
+    )
+    assert "<dt>Error rate, last 24 h</dt><dd>100% · 2 failed of 2</dd>" in endpoint
+    assert re.search(
+        r"<dt>Next retry</dt><dd>2026-11-30 04:0\d EST · 2 to try again</dd>", endpoint
+    ), endpoint
+    dead = _section(page, "dead-letters")
+    assert "everything was delivered" not in dead
+    assert "No dead letters yet, but deliveries are failing: 2 will be tried again" in dead
+
+    # The receiver works again: the retries deliver, and the endpoint reads healthy.
+    clock.advance(hours=1)
+    with receiving(port=port):
+        assert sender.run_once().delivered == 2
+    healed = browser.get("/webhooks")
+    endpoint = _section(healed, "endpoints")
+    assert "Delivering</span>" in endpoint
+    assert "<dt>Last attempt</dt><dd>delivered · 2026-11-30 05:00 EST</dd>" in endpoint
+    assert "<dt>Error rate, last 24 h</dt><dd>50% · 2 failed of 4</dd>" in endpoint
+    assert "None: nothing is waiting to be tried again" in endpoint
+    assert "No dead letters: everything was delivered or is on its way." in _section(
+        healed, "dead-letters"
+    )
+
+    french = browser.get("/webhooks", **{"Accept-Language": "fr"})
+    endpoint = _section(french, "endpoints")
+    assert "Fonctionne</span>" in endpoint
+    assert "Ajouté par l&#39;opérateur, en ligne de commande" in endpoint
+    assert f"livré · 30{NBSP}nov.{NBSP}2026, 5{NBSP}h{NBSP}00 HNE" in endpoint
+    assert f"50{NBSP}% · 2 en échec sur 4" in endpoint
+
+
+def test_a_manager_adds_an_endpoint_sees_its_secret_once_and_removes_it(web):
+    browser = web.browser(AVA)
+    url = "https://93.184.215.14/countersign"  # public; nothing is posted when it is added
+    added = browser.form("/webhooks", {"url": f"  {url} "}, from_page="/webhooks")
+    assert added.status_code == 303
+    assert added.headers["location"] == "/webhooks"
+    [endpoint] = Webhooks(web.cs).endpoints(None, "granite")
+    assert (endpoint["url"], endpoint["added_by"]) == (url, AVA)
+
+    page = browser.get("/webhooks")
+    secret = _section(page, "new-secret")
+    assert "Endpoint added" in secret
+    shown = re.search(r'<textarea id="secret" [^>]*readonly[^>]*>(whsec_[^<]+)</textarea>', secret)
+    assert shown, secret
+    with web.cs.sql.transaction() as cursor:
+        stored = cursor.execute("SELECT secret FROM webhook_secrets").fetchone()
+    assert stored[0] == shown.group(1)  # the one that signs
+    listed = _section(page, "endpoints")
+    assert url in listed
+    assert "Added by Ava Lindqvist" in listed
+    assert "No attempts yet</span>" in listed
+    assert "<dt>Last attempt</dt><dd>None yet</dd>" in listed
+    again = browser.get("/webhooks")  # shown once
+    assert 'id="new-secret"' not in again.text
+    assert shown.group(1) not in again.text
+
+    # Remove it, from its own form.
+    removed = browser.form(
+        "/webhooks/remove", {"endpoint": endpoint["endpoint_id"]}, from_page="/webhooks"
+    )
+    assert removed.status_code == 303
+    after = browser.get("/webhooks")
+    assert "The endpoint was removed: it receives nothing more." in after.text
+    assert Webhooks(web.cs).endpoints(None, "granite") == []
+    with web.cs.sql.transaction() as cursor:
+        assert cursor.execute("SELECT COUNT(*) FROM webhook_secrets").fetchone()[0] == 0
+    twice = browser.form(
+        "/webhooks/remove", {"endpoint": endpoint["endpoint_id"]}, from_page="/webhooks"
+    )
+    assert twice.status_code == 303
+    assert "There was no such endpoint; nothing was changed." in browser.get("/webhooks").text
+
+
+@pytest.mark.parametrize(
+    ("url", "english", "french"),
+    [
+        (
+            "http://169.254.169.254/latest/meta-data",
+            "This URL leads to a private, loopback or otherwise internal address. Webhooks are "
+            "posted to public addresses only.",
+            "Cette URL mène à une adresse privée, locale ou autrement interne.",
+        ),
+        (
+            "http://10.0.0.7:8080/hooks",
+            "This URL leads to a private, loopback or otherwise internal address.",
+            "Cette URL mène à une adresse privée",
+        ),
+        ("ftp://hooks.example/x", "The URL must start with https:// (or http://).", "doit "),
+        (
+            "https://user:pw@hooks.example/x",
+            "The URL must not carry a user name or password",
+            "ni nom d&#39;utilisateur ni mot de passe",
+        ),
+    ],
+)
+def test_an_endpoint_the_guards_refuse_is_not_added_and_the_page_says_why(
+    web, url: str, english: str, french: str
+):
+    """The same SSRF guards as the command line and the API: an internal address is refused
+    at the form, with a clear reason and what was typed kept."""
+    browser = web.browser(AVA)
+    refused = browser.form("/webhooks", {"url": url}, from_page="/webhooks")
+    assert refused.status_code == 422
+    form = _section(refused, "add-endpoint")
+    assert english in form
+    assert 'aria-invalid="true"' in form
+    assert f'value="{url}"' in form  # kept, to correct
+    assert Webhooks(web.cs).endpoints(None, "granite") == []
+    browser.form("/language", {"lang": "fr", "next": "/webhooks"})
+    refused = browser.form("/webhooks", {"url": url}, from_page="/webhooks")
+    assert french in _section(refused, "add-endpoint")
+
+
+def test_only_a_webhook_manager_of_the_club_adds_or_removes(web):
+    Webhooks(web.cs).add(None, "granite", "https://93.184.215.14/granite")
+    [endpoint] = Webhooks(web.cs).endpoints(None, "granite")
+    ben = web.browser(BEN)  # granite staff without webhooks.manage
+    assert ben.form("/webhooks", {"url": "https://93.184.215.14/ben"}).status_code == 403
+    assert ben.form("/webhooks/remove", {"endpoint": endpoint["endpoint_id"]}).status_code == 403
+    mia = web.browser(MIA)  # a manager of another club
+    done = mia.form(
+        "/webhooks/remove", {"endpoint": endpoint["endpoint_id"]}, from_page="/webhooks"
+    )
+    assert done.status_code == 303
+    assert "There was no such endpoint" in mia.get("/webhooks").text
+    assert [e["url"] for e in Webhooks(web.cs).endpoints(None, "granite")] == [
+        "https://93.184.215.14/granite"
+    ]
+    # Without the form's CSRF token nothing is added.
+    ava = web.browser(AVA)
+    assert ava.post("/webhooks", {"url": "https://93.184.215.14/forged"}).status_code == 403
+    assert len(Webhooks(web.cs).endpoints(None, "granite")) == 1

@@ -48,6 +48,7 @@ from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
+from countersign.domain.messages import shows_amounts
 from countersign.domain.scope import Scope, Section
 from pydantic import ValidationError
 
@@ -66,6 +67,13 @@ PROPOSED = Localized(
     "l'approbation, chaque montant calculé par l'application. Rien ne change tant que vous ne "
     "l'approuvez pas.",
 )
+PROPOSED_NO_AMOUNTS = Localized(
+    "I prepared a proposal for your review. The card shows exactly what approval will do. "
+    "Nothing changes until you approve it.",
+    "J'ai préparé une proposition à votre intention. La carte montre exactement ce que fera "
+    "l'approbation. Rien ne change tant que vous ne l'approuvez pas.",
+)
+"""What a turn that proposed something without an amount (a draft, a move) ends with."""
 ROUND_LIMIT = Localized(
     "I could not prepare a valid proposal this time. {why}Nothing was changed. Rephrase the "
     "request, or use the ordinary interface.",
@@ -192,7 +200,7 @@ class AssistantService:
             if turn.limited:
                 ended = "rate_limited"
                 break
-        closing = _closing(ended, refused, language, turn.limited)
+        closing = _closing(ended, refused, language, turn.limited, proposal)
         if closing is not None:
             interaction.say(closing, author="application")
             shown.append({"author": "application", "text": closing})
@@ -395,10 +403,18 @@ def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dic
     return result
 
 
-def _closing(ended: str, refused: list[Problem], language: str, limited: list[int]) -> str | None:
+def _closing(
+    ended: str,
+    refused: list[Problem],
+    language: str,
+    limited: list[int],
+    proposal: dict[str, Any] | None = None,
+) -> str | None:
     """The application's own closing text of a turn that ``ended`` so, in ``language``."""
     if ended == "proposal":
-        return PROPOSED.text(language)
+        made = proposal or {}
+        with_amounts = shows_amounts(str(made.get("operation")), dict(made.get("preview") or {}))
+        return (PROPOSED if with_amounts else PROPOSED_NO_AMOUNTS).text(language)
     if ended == "rate_limited":
         return RATE_LIMITED.text(language, seconds=limited[-1])
     if ended == "round_limit":

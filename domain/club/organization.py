@@ -221,7 +221,9 @@ class Organization(Aggregate):
         if any(entry["url"] == url for entry in self.webhooks.values()):
             raise DuplicateError("this webhook URL is already registered")
         if len(self.webhooks) >= MAX_ENDPOINTS:
-            raise WebhookUrlError(f"a club may register at most {MAX_ENDPOINTS} webhook URLs")
+            raise WebhookUrlError(
+                f"a club may register at most {MAX_ENDPOINTS} webhook URLs", "too_many"
+            )
         endpoint_id = f"we_{uuid4().hex[:20]}"
         self._webhook_endpoint_added(endpoint_id=endpoint_id, url=url, added_by=added_by)
         return WebhookEndpoint(endpoint_id, url, added_by)

@@ -21,7 +21,12 @@ _NOT_IN_URLS = frozenset('<>"{}|\\^`')
 
 class WebhookUrlError(CountersignError):
     """Raised when a webhook URL is not an http(s) URL countersign may POST to; the message
-    says what is wrong in words safe to show anyone who typed it."""
+    says what is wrong in words safe to show anyone who typed it, and ``code`` which rule it
+    broke (for pages that say it in another language)."""
+
+    def __init__(self, message: str, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def valid_webhook_url(url: str) -> str:
@@ -30,28 +35,33 @@ def valid_webhook_url(url: str) -> str:
     otherwise."""
     url = url.strip()
     if not url:
-        raise WebhookUrlError("the webhook URL is empty")
+        raise WebhookUrlError("the webhook URL is empty", "empty")
     if len(url) > MAX_URL_LENGTH:
-        raise WebhookUrlError(f"the webhook URL is longer than {MAX_URL_LENGTH} characters")
+        raise WebhookUrlError(
+            f"the webhook URL is longer than {MAX_URL_LENGTH} characters", "too_long"
+        )
     if any(ord(character) < 0x21 or ord(character) == 0x7F for character in url):
-        raise WebhookUrlError("the webhook URL contains spaces or control characters")
+        raise WebhookUrlError("the webhook URL contains spaces or control characters", "spaces")
     if any(character in _NOT_IN_URLS for character in url):
         raise WebhookUrlError(
-            'the webhook URL contains characters a URL may not hold unencoded (<>"{}|\\^`)'
+            'the webhook URL contains characters a URL may not hold unencoded (<>"{}|\\^`)',
+            "characters",
         )
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise WebhookUrlError("the webhook URL is not a valid URL") from None
+        raise WebhookUrlError("the webhook URL is not a valid URL", "invalid") from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise WebhookUrlError("the webhook URL must start with https:// or http://")
+        raise WebhookUrlError("the webhook URL must start with https:// or http://", "scheme")
     if not parts.hostname:
-        raise WebhookUrlError("the webhook URL has no host")
+        raise WebhookUrlError("the webhook URL has no host", "no_host")
     if parts.username is not None or parts.password is not None:
-        raise WebhookUrlError("the webhook URL must not carry a user name or password")
+        raise WebhookUrlError(
+            "the webhook URL must not carry a user name or password", "credentials"
+        )
     if parts.fragment or url.endswith("#"):
-        raise WebhookUrlError("the webhook URL must not have a #fragment")
+        raise WebhookUrlError("the webhook URL must not have a #fragment", "fragment")
     if port == 0:
-        raise WebhookUrlError("the webhook URL's port is not valid")
+        raise WebhookUrlError("the webhook URL's port is not valid", "port")
     return url

@@ -137,6 +137,26 @@ _PROBLEMS = {
 }
 
 
+def describe_filters(leagues: list[str]) -> str:
+    """The audience in the words the preview stores ("members of A, B or C")."""
+    if len(leagues) == 1:
+        return f"members of {leagues[0]}"
+    return "members of " + ", ".join(leagues[:-1]) + f" or {leagues[-1]}"
+
+
+def audience_words(stored: str, language: str) -> str:
+    """How an audience the preview stored in English (``describe_filters``) reads in
+    ``language``: "membres de la ligue A", "membres des ligues A, B ou C". The stored words
+    stay as they were frozen; only their reading changes."""
+    if language != "fr" or not stored.startswith("members of "):
+        return stored
+    leagues = stored.removeprefix("members of ")
+    head, separator, last = leagues.rpartition(" or ")
+    if not separator:
+        return f"membres de la ligue {leagues}"
+    return f"membres des ligues {head} ou {last}"
+
+
 class ApplyBroadcastDraft(
     OperationContract[
         BroadcastDraftRequest,
@@ -176,7 +196,9 @@ class ApplyBroadcastDraft(
         "body": RequestField(Localized("Message", "Message")),
     }
     preview_fields = {
-        "filters_in_words": PreviewField(Localized("Audience", "Destinataires")),
+        "filters_in_words": PreviewField(
+            Localized("Audience", "Destinataires"), words=audience_words
+        ),
         "audience_count": PreviewField(Localized("Recipients", "Nombre de destinataires")),
         "subject": PreviewField(Localized("Subject", "Objet")),
         "body": PreviewField(Localized("Body", "Message"), Shown.MULTILINE),
@@ -314,7 +336,8 @@ class ApplyBroadcastDraft(
         if language == "fr":
             return (
                 f"Le brouillon est dans le formulaire d'envoi pour {result.audience_count} "
-                f"destinataires ({preview.filters_in_words}). Rien n'a été envoyé : relisez-le "
+                f"destinataires ({audience_words(preview.filters_in_words, 'fr')}). Rien n'a "
+                "été envoyé : relisez-le "
                 "et envoyez-le depuis le formulaire."
             )
         return (
@@ -322,9 +345,3 @@ class ApplyBroadcastDraft(
             f"({preview.filters_in_words}). Nothing has been sent: review and send it from the "
             "form."
         )
-
-
-def describe_filters(leagues: list[str]) -> str:
-    if len(leagues) == 1:
-        return f"members of {leagues[0]}"
-    return "members of " + ", ".join(leagues[:-1]) + f" or {leagues[-1]}"

@@ -408,7 +408,9 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     (external only); the reconciler sends the same request later."""
     outcome_titles: ClassVar[Mapping[str, Localized]] = {}
     """Headlines of this operation's outcomes in its own words, by outcome kind
-    (``"succeeded": "Refund sent"``); a kind it does not list reads the shared headline
+    (``"succeeded": "Refund sent"``) or by one of its revision reasons
+    (``"revision_required:refund_declined_by_provider": "Not executed: the card was
+    declined"``); a kind it does not list reads the shared headline
     (``domain.handback.OUTCOME_TITLES``)."""
     irreversible: ClassVar[Localized | None] = None
     """What approving cannot undo, for an effect that leaves the application (a card refund):

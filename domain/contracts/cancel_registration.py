@@ -280,6 +280,9 @@ class CancelRegistration(
             "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
         ),
         "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
+        "revision_required:cancellation_refund_declined": Localized(
+            "Not cancelled: the card was declined", "Non annulée : la carte a été refusée"
+        ),
     }
     irreversible = Localized(
         "Cancelling refunds {amount} to {card}, which cannot be undone, and releases {who}'s "
@@ -470,13 +473,16 @@ class CancelRegistration(
         return _cancel(contract, facts)
 
     def approve_label(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
+        """What the button does with the money: back to the card, or account credit."""
+        amount = format_money(preview.amount_cents, preview.currency, language)
+        if preview.to_account_credit:
+            return Localized(
+                "Cancel and credit {amount} to {who}'s club account",
+                "Annuler et créditer {amount} au compte de {who}",
+            ).text(language, amount=amount, who=preview.participant_name)
         return Localized(
-            "Cancel and refund {amount} to {where}", "Annuler et rembourser {amount} : {where}"
-        ).text(
-            language,
-            amount=format_money(preview.amount_cents, preview.currency, language),
-            where=preview.refund_destination,
-        )
+            "Cancel and refund {amount} to {where}", "Annuler et rembourser {amount} sur {where}"
+        ).text(language, amount=amount, where=preview.refund_destination)
 
     def inbox_reason(self, preview: CancelRegistrationPreview, language: str = "en") -> str | None:
         return Localized("Cancellation: {league}", "Annulation : {league}").text(

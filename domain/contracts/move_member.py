@@ -335,13 +335,14 @@ class MoveMember(
 
     def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
         """The move the manager's words describe: the one member they name (as the member
-        search shows them) and the league they name that the member plays in (the source)
+        search shows them; else the question names those it found) and the league they name
+        that the member plays in (the source)
         and the one they do not (the destination). Naming only the destination is enough
         for a member who plays in one league."""
         said = words.casefold()
         member = _one_named_member(said, reads.get("find_members"))
         if member is None:
-            return "Which member should move? Give their name as the member search shows it."
+            return _which_member(said, reads.get("find_members"))
         leagues = _named_leagues(said, reads.get("list_leagues"))
         plays_in = [name for name in leagues if name in member["leagues"]]
         joins = [name for name in leagues if name not in member["leagues"]]
@@ -399,6 +400,35 @@ def _one_named_member(said: str, found: Any) -> dict[str, Any] | None:
         if any(member[key].casefold() in said for key in ("name", "email") if member[key])
     ]
     return named[0] if len(named) == 1 else None
+
+
+#: How many of the members a search found the stand-in names when it asks which one.
+_NAMED_AT_MOST = 6
+
+
+def _which_member(said: str, found: Any) -> str:
+    """The question when the words name no one member: the members the search found (the
+    ones the words name, if several), so the manager can answer with one of them."""
+    members = list(found.get("members", [])) if isinstance(found, Mapping) else []
+    more = int(found.get("more_matches", 0)) if isinstance(found, Mapping) else 0
+    named = [m for m in members if m["name"] and m["name"].casefold() in said]
+    if len(named) > 1:
+        members, more = named, 0
+    if not members:
+        return (
+            "The member search found nobody by that name. Which member should move, and to "
+            "which league? For example: Move Olivia Chen from Sunday Mixed Doubles to "
+            "Thursday Seniors."
+        )
+    shown = ", ".join(m["name"] for m in members[:_NAMED_AT_MOST])
+    left = len(members) - _NAMED_AT_MOST + more
+    if left > 0:
+        shown += f" and {left} more"
+    return (
+        f"Which member should move, and to which league? The member search found: {shown}. "
+        "Name one of them, for example: Move Olivia Chen from Sunday Mixed Doubles to "
+        "Thursday Seniors."
+    )
 
 
 def _named_leagues(said: str, listing: Any) -> list[str]:

@@ -77,6 +77,8 @@ class Shown(StrEnum):
     """A yes/no value, read through the field's ``yes`` and ``no`` texts."""
 
 
+MORE = Localized("{shown} (+{count} more)", "{shown} (+{count} autres)")
+"""A list shown in part, and how many more it holds (``PreviewField.more``)."""
 YES = Localized("yes", "oui")
 NO = Localized("no", "non")
 
@@ -97,6 +99,9 @@ class PreviewField:
     """For text the contract itself wrote into the preview (a resolved destination's label):
     how the stored value reads in a language, ``words(value, language)``. Stored previews keep
     the words they were written with; this reads old and new ones alike."""
+    more: Callable[[Mapping[str, Any]], int] | None = None
+    """For a list the preview shows in part (the first recipients): how many it leaves out,
+    read from the whole stored preview; the row then ends with "(+4 more)"."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,9 @@ def preview_rows(
         else:
             multiline = field.shown is Shown.MULTILINE
             text = str(value) if field.words is None else field.words(str(value), language)
+            left_out = field.more(preview) if field.more is not None else 0
+            if left_out > 0:
+                text = MORE.text(language, shown=text, count=left_out)
             rows.append(PreviewRow(key, label, text, multiline, field.emphasis))
     return rows
 

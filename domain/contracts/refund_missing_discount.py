@@ -317,6 +317,9 @@ class RefundMissingDiscount(
             "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
         ),
         "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
+        "revision_required:refund_declined_by_provider": Localized(
+            "Not executed: the card was declined", "Non exécutée : la carte a été refusée"
+        ),
     }
     irreversible = Localized(
         "A card refund cannot be undone: once you confirm, {amount} goes back to {card} and the "

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.roster import Roster
-from countersign.domain.contracts.apply_broadcast_draft import describe_filters
+from countersign.domain.contracts.apply_broadcast_draft import audience_words, describe_filters
 from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
@@ -160,8 +160,13 @@ class SendBroadcast(
         "audience_count": PreviewField(
             Localized("Recipients", "Nombre de destinataires"), emphasis=True
         ),
-        "first_recipients": PreviewField(Localized("First recipients", "Premiers destinataires")),
-        "filters_in_words": PreviewField(Localized("Audience", "Destinataires")),
+        "first_recipients": PreviewField(
+            Localized("First recipients", "Premiers destinataires"),
+            more=lambda preview: int(preview.get("audience_count") or 0) - FIRST_RECIPIENTS,
+        ),
+        "filters_in_words": PreviewField(
+            Localized("Audience", "Destinataires"), words=audience_words
+        ),
         "body": PreviewField(Localized("Body", "Message"), Shown.MULTILINE),
         "sends_email": PreviewField(
             Localized("Sends email", "Envoie un courriel"),
@@ -413,7 +418,7 @@ class SendBroadcast(
             language,
             subject=result.subject,
             count=result.audience_count,
-            audience=preview.filters_in_words,
+            audience=audience_words(preview.filters_in_words, language),
         )
 
 

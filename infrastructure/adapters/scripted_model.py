@@ -210,7 +210,18 @@ def _propose(words: str, reads: dict[str, Any], proposers: dict[str, AnyContract
         if isinstance(filled, dict):
             return Call(contract.tool_name, filled)
         said = said or filled
-    return Say(said or "I could not find anything to propose.")
+    return Say(said or _what_i_can_do(proposers))
+
+
+def _what_i_can_do(proposers: dict[str, AnyContract]) -> str:
+    """Nothing the words asked for is something this assistant proposes: say what it can."""
+    can = "; ".join(contract.title.text("en").lower() for contract in proposers.values())
+    if not can:
+        return "I could not find anything to propose."
+    return (
+        f"I could not find anything to propose from that. Here I can only propose: {can}. "
+        "Say what you need in those terms."
+    )
 
 
 def _read_this_turn(messages: list[dict[str, Any]]) -> dict[str, Any]:

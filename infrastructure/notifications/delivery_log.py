@@ -1,13 +1,18 @@
 """What operators and managers read of the delivery ledger: a club's deliveries, newest
-first, each with every attempt (``Webhooks.deliveries`` turns them into what a club sees)."""
+first, each with every attempt (``Webhooks.deliveries`` turns them into what a club sees),
+and each endpoint's health: its last attempt, its recent attempts and its next retry."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from countersign.infrastructure.notifications.ledger import (
     DEAD,
+    DELIVERED,
+    NO_LONGER_PENDING,
     PENDING,
+    WEBHOOK,
     DeliveryLedger,
     table_exists,
 )
@@ -68,3 +73,70 @@ def deliveries(
                 }
             )
     return found
+
+
+def endpoint_health(
+    ledger: DeliveryLedger, organization_id: str, endpoint_id: str, since: datetime
+) -> dict[str, Any]:
+    """One webhook endpoint of the club: its last attempt (None before the first), the
+    attempts made since ``since`` (``attempts``, of which ``failed``; an attempt that sent
+    nothing because the proposal no longer awaited approval is not one), and the deliveries
+    that failed and will be tried again (``retrying``, the next one due at ``next_retry_at``)."""
+    health: dict[str, Any] = {
+        "last_attempt": None,
+        "attempts": 0,
+        "failed": 0,
+        "retrying": 0,
+        "next_retry_at": None,
+    }
+    joined = (
+        "notification_attempts a JOIN notification_deliveries d ON d.delivery_id = a.delivery_id"
+        " WHERE d.organization_id = ? AND d.channel = ? AND d.target = ?"
+        " AND (a.error_class IS NULL OR a.error_class <> ?)"
+    )
+    scope = [organization_id, WEBHOOK, endpoint_id, NO_LONGER_PENDING]
+    with ledger.sql.transaction() as cursor:
+        if not table_exists(cursor, "notification_attempts", ledger.postgres):
+            return health
+        last = cursor.execute(
+            f"SELECT a.started_at, a.status_code, a.error_class FROM {joined}"
+            " ORDER BY a.started_at DESC LIMIT 1",
+            scope,
+        ).fetchone()
+        recent = cursor.execute(
+            f"SELECT COUNT(*), SUM(CASE WHEN a.outcome = ? THEN 0 ELSE 1 END)"
+            f" FROM {joined} AND a.started_at >= ?",
+            [DELIVERED, *scope, ledger._t(since)],
+        ).fetchone()
+        retrying = cursor.execute(
+            "SELECT COUNT(*), MIN(next_attempt_at) FROM notification_deliveries"
+            " WHERE organization_id = ? AND channel = ? AND target = ? AND status = ?"
+            " AND attempts > 0",
+            (organization_id, WEBHOOK, endpoint_id, PENDING),
+        ).fetchone()
+    if last is not None:
+        health["last_attempt"] = {
+            "started_at": ledger._time(last[0]),
+            "status_code": last[1],
+            "error_class": last[2],
+        }
+    if recent is not None:
+        health["attempts"], health["failed"] = int(recent[0] or 0), int(recent[1] or 0)
+    if retrying is not None and int(retrying[0] or 0):
+        health["retrying"] = int(retrying[0])
+        health["next_retry_at"] = ledger._time(retrying[1])
+    return health
+
+
+def failing_deliveries(ledger: DeliveryLedger, organization_id: str) -> int:
+    """How many of the club's deliveries (webhooks and e-mail) failed at least once and will
+    be tried again: not dead letters yet, not delivered either."""
+    with ledger.sql.transaction() as cursor:
+        if not table_exists(cursor, "notification_deliveries", ledger.postgres):
+            return 0
+        found = cursor.execute(
+            "SELECT COUNT(*) FROM notification_deliveries"
+            " WHERE organization_id = ? AND status = ? AND attempts > 0",
+            (organization_id, PENDING),
+        ).fetchone()
+    return int(found[0]) if found else 0

@@ -35,7 +35,8 @@ class AddressNotAllowedError(WebhookUrlError):
     def __init__(self) -> None:
         super().__init__(
             "the webhook URL points at a private, loopback or otherwise internal address;"
-            " webhooks are posted to public addresses only"
+            " webhooks are posted to public addresses only",
+            "internal_address",
         )
 
 

@@ -8,6 +8,7 @@ Deliveries and dead letters are read and redelivered after the same check.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -87,6 +88,36 @@ class Webhooks:
             {"endpoint_id": e.endpoint_id, "url": e.url, "added_by": e.added_by}
             for e in self.cs.notifications.endpoints(caller, organization)
         ]
+
+    def health(
+        self, caller: Caller | None, organization: str, since: datetime
+    ) -> list[dict[str, Any]]:
+        """Each of the club's endpoints with its health (``delivery_log.endpoint_health``:
+        the last attempt in a club's words, the attempts since ``since`` and how many failed,
+        the deliveries that will be tried again and when the next is due)."""
+        org = self.cs.notifications.managed_organization(caller, organization)
+        found = []
+        for endpoint in org.webhook_endpoints():
+            health = delivery_log.endpoint_health(
+                self.ledger, str(org.id), endpoint.endpoint_id, since
+            )
+            last = health["last_attempt"]
+            if last is not None:
+                last["result_key"] = result_key(last["status_code"], last.pop("error_class"))
+            found.append(
+                {
+                    "endpoint_id": endpoint.endpoint_id,
+                    "url": endpoint.url,
+                    "added_by": endpoint.added_by,
+                    **health,
+                }
+            )
+        return found
+
+    def failing(self, caller: Caller | None, organization: str) -> int:
+        """How many of the club's deliveries failed and will be tried again."""
+        org = self.cs.notifications.managed_organization(caller, organization)
+        return delivery_log.failing_deliveries(self.ledger, str(org.id))
 
     def deliveries(
         self, caller: Caller | None, organization: str, *, dead_only: bool = False, limit: int = 50

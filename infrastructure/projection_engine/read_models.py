@@ -46,17 +46,21 @@ class ReadModels:
         section: str | None = None,
         sections: Sequence[str] | None = None,
         resource_id: str | None = None,
+        approved_by: str | None = None,
+        not_approved_by: str | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
         """Pending, unexpired proposals of one organization (of ``section``, or of any of
         ``sections``), newest first: a partly approved one still awaits the rest, a superseded
-        one awaits nobody."""
+        one awaits nobody. ``approved_by`` keeps those that person already approved (they
+        wait on others), ``not_approved_by`` those they have not."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
         where += _in_sections("section", section, sections, params)
+        where += self._approvals("approvals", approved_by, not_approved_by, params)
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)
@@ -147,13 +151,16 @@ class ReadModels:
         *,
         section: str | None = None,
         sections: Sequence[str] | None = None,
+        not_approved_by: str | None = None,
     ) -> dict[str, int]:
-        """How many proposals await a decision, and how many need attention."""
+        """How many proposals await a decision (of ``not_approved_by``: those they have not
+        approved yet), and how many need attention."""
         awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         open_items = "organization_id = ? AND open = ?"
         awaiting_params: list[Any] = [organization_id, self._time(now)]
         open_params: list[Any] = [organization_id, True]
         awaiting += _in_sections("section", section, sections, awaiting_params)
+        awaiting += self._approvals("approvals", None, not_approved_by, awaiting_params)
         open_items += _in_sections("section", section, sections, open_params)
         with self.sql.transaction() as cursor:
             pending = cursor.execute(
@@ -166,6 +173,23 @@ class ReadModels:
             "awaiting": int(pending[0]) if pending else 0,
             "attention": int(attention[0]) if attention else 0,
         }
+
+    def _approvals(self, column: str, by: str | None, not_by: str | None, params: list[Any]) -> str:
+        """The condition (appended to a WHERE) on whether a person's approval is among a
+        card's ``approvals`` (a JSON list of e-mails; a card without it has none)."""
+        condition = ""
+        for email, negated in ((by, False), (not_by, True)):
+            if email is None:
+                continue
+            params.append(email.strip().lower())
+            if self.dialect == "postgres":
+                found = f"COALESCE({column}, '[]'::jsonb) @> jsonb_build_array(CAST(? AS text))"
+            else:
+                found = (
+                    f"EXISTS (SELECT 1 FROM json_each(COALESCE({column}, '[]')) WHERE value = ?)"
+                )
+            condition += f" AND {'NOT ' if negated else ''}{found}"
+        return condition
 
     def card(self, organization_id: str, proposal_id: str) -> dict[str, Any] | None:
         rows = self._select(

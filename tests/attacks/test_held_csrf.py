@@ -5,7 +5,8 @@ site would make the victim's browser send: without a token, with a made-up one, 
 session's real one, with the victim's real one in the query string (or a header, or a JSON
 body) instead of the form body, and by GET instead of POST. Every combination is refused and
 nothing changes: the victim stays signed in (or out), keeps the language, no message reaches
-an assistant, the proposals stay pending, no refund is requested, no sign-in is attempted.
+an assistant, the proposals stay pending, no refund is requested, no sign-in is attempted, no
+webhook endpoint is added or removed.
 
 The forms are enumerated from the application's routes, so a new form without an entry here
 fails this test.
@@ -123,9 +124,10 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
     begun = cs.passkeys.begin_registration("granite", AVA)
     forged_key = json.dumps(Authenticator().register(begun["options"]))
 
-    # A dead letter for the webhooks page's Redeliver button.
+    # A dead letter for the webhooks page's Redeliver button, and an endpoint for its Remove.
     Webhooks(cs).add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks")
     assert notification_sender(cs, NotifySettings(max_attempts=1)).run_once().dead > 0
+    [endpoint] = Webhooks(cs).endpoints(None, "granite")
 
     def ava_state() -> Any:
         dead = len(Webhooks(cs).deliveries(None, "granite", dead_only=True))
@@ -136,6 +138,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             web.status(to_decline),
             web.status(to_edit),
             dead,
+            [e["url"] for e in Webhooks(cs).endpoints(None, "granite")],
         )
 
     def signed_out_state(browser: Browser) -> Callable[[], Any]:
@@ -168,6 +171,11 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
               "destination": "account_credit"},
              ava, stranger_token, 200, ava_state),
         Form("/webhooks/redeliver", "/webhooks/redeliver", {"delivery": "all"},
+             ava, stranger_token, 405, ava_state),
+        # Adding an endpoint would point the club's notifications at the attacker's receiver.
+        Form("/webhooks", "/webhooks", {"url": "https://93.184.215.14/attacker"},
+             ava, stranger_token, 200, ava_state),
+        Form("/webhooks/remove", "/webhooks/remove", {"endpoint": endpoint["endpoint_id"]},
              ava, stranger_token, 405, ava_state),
         Form("/account/passkeys", "/account/passkeys",
              {"name": "forged", "nonce": begun["nonce"], "credential": forged_key},
@@ -202,7 +210,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             if count_events(cs) != before.events:
                 wrong.append(f"{case}: stored an event")
 
-    assert len(tried) == 14 * 7  # every form, every forgery
+    assert len(tried) == 16 * 7  # every form, every forgery
     assert wrong == []
     assert_nothing_changed(cs, before)
 

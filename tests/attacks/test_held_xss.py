@@ -9,8 +9,8 @@ page shows the text as text: no script, image, event handler or javascript: URL 
 markup. The audit history (JSON) holds the note verbatim, as data.
 
 Reflected: the same strings in query strings (``?lang=``, ``?next=``, any name), sent raw as
-curl would, in the path, in the sign-in form's fields and in Accept-Language come back
-escaped or not at all.
+curl would, in the path, in the sign-in form's fields, in the webhook URL the webhooks page
+refuses and in Accept-Language come back escaped or not at all.
 
 Every page, error pages and redirects included, carries the Content-Security-Policy that
 forbids every script.
@@ -164,6 +164,8 @@ def test_stored_markup_is_shown_as_text_to_every_member_on_every_page(web: Web, 
     refund_id, draft_id = (_card_on(eve.get(chat).text) for chat in (orders_chat, email_chat))
     declined = eve.submit(f"/proposals/{refund_id}/decline", {"note": said})
     assert declined.status_code == 303
+    # Eve adds a webhook endpoint from the page: Ava's webhooks page names her.
+    assert eve.submit("/webhooks", {"url": "https://93.184.215.14/eve"}).status_code == 303
     assert (web.status(refund_id), web.status(draft_id)) == ("declined", "pending")
 
     ava = web.member(AVA)
@@ -178,6 +180,7 @@ def test_stored_markup_is_shown_as_text_to_every_member_on_every_page(web: Web, 
         "Ava's edit of the draft": (ava.get(f"/proposals/{draft_id}/edit"), [said]),
         "Ava's review of the declined refund": (ava.get(f"/proposals/{refund_id}"), [said]),
         "Ava's status of the refund": (ava.get(f"/proposals/{refund_id}/status"), []),
+        "Ava's webhooks page (Eve's endpoint)": (ava.get("/webhooks"), [EVE_NAME]),
     }
     for where, (page, expected) in pages.items():
         assert page.status_code == 200, where
@@ -296,6 +299,13 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
     shown = inert(failed, "failed sign-in")
     assert ATTRIBUTE in shown.values  # the email stays in its field, as a value
     assert SCRIPT not in shown.values  # the password is never echoed
+
+    # A webhook URL the page refuses comes back in its field, as a value, with the reason.
+    for url in (*PAYLOADS, f"https://hooks.example/{ATTRIBUTE}", f"https://{SCRIPT}/"):
+        refused = ava.submit("/webhooks", {"url": url})
+        assert refused.status_code == 422, url
+        shown = inert(refused, f"refused webhook URL {url}")
+        assert url in shown.values, url
 
     errors = {
         "markup as an id": raw_get(web.app, f"/proposals/{ATTRIBUTE}", ava),

@@ -33,7 +33,7 @@ class AccountPages:
         user = visit.signed_in
         zone = user.membership.time_zone
         passkeys = [
-            {**p, "registered_at": format_time(p["registered_at"], zone)}
+            {**p, "registered_at": format_time(p["registered_at"], zone, visit.language)}
             for p in self.cs.passkeys.passkeys(user.organization, user.email)
         ]
         begun = self.cs.passkeys.begin_registration(user.organization, user.email)

@@ -79,7 +79,13 @@ class ConversationPages:
         }
         if section == ORDERS.section:
             order = self.cs.club.investigate(user.organization, resource_id)
-            context["order"] = order_view(order, visit.t, visit.language)
+            context["order"] = order_view(
+                order,
+                visit.t,
+                visit.language,
+                self.cs.club.refund_days(user.organization, resource_id),
+                user.membership.time_zone,
+            )
         else:
             # A club-wide assistant: the leagues, and the broadcast form when it is the subject.
             context["club"] = {"leagues": self.cs.club.leagues(user.organization), "form": None}

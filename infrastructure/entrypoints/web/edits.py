@@ -3,8 +3,9 @@
 An edit is a new revision, never a change in place: the form (``request_form.py``) shows
 what the request asked for, and posting it asks the application to run the whole contract
 again (``ProposalAccess.revise``). Problems come back next to the fields they are about, in
-the application's own people-worded sentences, with everything the person typed kept; a
-success goes to the new proposal, which shows what changed.
+the application's own people-worded sentences, with everything the person typed kept. An
+edit of a pending proposal that asks for exactly what it already asks for is refused, and
+says so. A success goes to the new proposal, which shows what changed.
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ class EditPages:
             errors = {path: [visit.t(key)] for path, key in unreadable.items()}
             return self._page(visit, reviewed, contract, fields, values, errors, status=422)
         pid = str(reviewed.record["proposal_id"])
+        pending = reviewed.record.get("status") == "pending"
+        if pending and _unchanged(contract, request, reviewed.record.get("request")):
+            # It would only replace this one with a copy. (A declined or expired one asked for
+            # again unchanged is proposed afresh: that is an edit worth making.)
+            general = [visit.t("edit.unchanged")]
+            return self._page(
+                visit, reviewed, contract, fields, values, {}, general, status=422, unchanged=True
+            )
         try:
             created = self.cs.access.revise(pid, visit.signed_in.caller, request)
         except InvalidRequestError as refused:
@@ -117,6 +126,7 @@ class EditPages:
         errors: dict[str, list[str]] | None = None,
         general: list[str] | None = None,
         status: int = 200,
+        unchanged: bool = False,
     ) -> Response:
         record: dict[str, Any] = reviewed.record
         return self.site.render(
@@ -129,5 +139,17 @@ class EditPages:
                 fields, values, errors or {}, contract.request_fields, visit.language, visit.t
             ),
             general=general or [],
-            invalid=bool(errors or general),
+            invalid=bool(errors or general) and not unchanged,
+            unchanged=unchanged,
         )
+
+
+def _unchanged(contract: AnyContract, request: dict[str, Any], stored: Any) -> bool:
+    """Whether the edited request asks for exactly what the proposal was frozen from (as the
+    contract reads both); False when either does not read, or no request was kept."""
+    if not isinstance(stored, dict):
+        return False
+    try:
+        return bool(contract.parse_request(request) == contract.parse_request(stored))
+    except InvalidRequestError:
+        return False

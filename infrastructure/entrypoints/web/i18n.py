@@ -12,6 +12,7 @@ assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from countersign.application.assistant.sections import ASSISTANTS
@@ -45,6 +46,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.choose_club": "Choose a club",
         "sign_in.choose_lead": "Your account belongs to more than one club. Which one?",
         "sign_in.expired": "Your session ended. Sign in again.",
+        "sign_in.session_ended": (
+            "Your session ended: signed out on every device, a new password, or unused for too "
+            "long. Sign in again to continue."
+        ),
         "inbox.title": "Inbox",
         "inbox.lead": (
             "What the club's assistants propose, and what needs attention after a decision. "
@@ -52,6 +57,14 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "inbox.empty": "Nothing awaits approval. Proposals from the assistants appear here.",
         "inbox.awaiting": "Awaiting your decision",
+        "inbox.empty_waiting": (
+            "Nothing else awaits your decision: what you approved is below, waiting on others."
+        ),
+        "inbox.waiting": "Waiting on others",
+        "inbox.waiting_lead": (
+            "You approved these; each needs another manager's approval before anything runs."
+        ),
+        "inbox.you_approved": "You approved it",
         "inbox.attention": "Needs attention",
         "inbox.attention_lead": (
             "Being checked with a provider, failed, or not executed. Each leaves this list once "
@@ -115,6 +128,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "order.note": "Note on the order",
         "order.applied": "applied",
         "order.not_applied": "not applied",
+        "order.refunded_on": "Refunded {amount} on {day}",
+        "order.refunded": "Refunded {amount}",
         "order.refundable": "{amount} refundable",
         "club.leagues": "Leagues",
         "club.members": "{count} members",
@@ -126,6 +141,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.lead": (
             "This is exactly what approval will do. The application computed every amount; "
             "it rechecks everything before executing."
+        ),
+        "review.lead_no_amounts": (
+            "This is exactly what approval will do. The application rechecks everything before "
+            "executing."
         ),
         "review.approve": "Approve",
         "review.decline": "Decline",
@@ -166,6 +185,18 @@ TEXTS: dict[str, dict[str, str]] = {
             "Approved and executing. Refresh in a moment to see the outcome."
         ),
         "notice.executed": "Approved. Here is what happened.",
+        "notice.executed.succeeded": "Approved and done. Here is what happened.",
+        "notice.executed.revision_required": (
+            "Approved, but not executed: nothing changed. Here is why."
+        ),
+        "notice.executed.needs_reconciliation": (
+            "Approved, but the provider has not confirmed it yet. Do not do it again: this "
+            "page says when it settles."
+        ),
+        "notice.executed.terminal_failure": (
+            "Approved, but it failed: nothing changed. Give support the reference below."
+        ),
+        "notice.executed.other": "Approved. Here is what happened.",
         "notice.already_completed": (
             "This proposal was already approved. This is its stored outcome; nothing was "
             "executed again."
@@ -190,17 +221,77 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "webhooks.endpoints": "Endpoints",
         "webhooks.no_endpoints": "The club has no webhook endpoints.",
-        "webhooks.added_by": "Added by {who} · {id}",
+        "webhooks.added_by": "Added by {who}",
+        "webhooks.added_by_operator": "Added by the operator, from the command line",
         "webhooks.how_to_add": (
-            "An endpoint is added with 'countersign webhooks add' or the API, which show its "
-            "signing secret once."
+            "Endpoints can also be added with 'countersign webhooks add' or the API."
         ),
+        "webhooks.state.new": "No attempts yet",
+        "webhooks.state.healthy": "Delivering",
+        "webhooks.state.failing": "Failing",
+        "webhooks.last_attempt": "Last attempt",
+        "webhooks.last_attempt_was": "{result} · {when}",
+        "webhooks.no_attempt": "None yet",
+        "webhooks.error_rate": "Error rate, last 24 h",
+        "webhooks.error_rate_value": "{percent}% · {failed} failed of {count}",
+        "webhooks.no_recent_attempts": "No attempts in the last 24 h",
+        "webhooks.next_retry": "Next retry",
+        "webhooks.next_retry_value": "{when} · {count} to try again",
+        "webhooks.no_retry": "None: nothing is waiting to be tried again",
+        "webhooks.remove": "Remove",
+        "webhooks.remove_hint": (
+            "It stops receiving the club's notifications at once, and what is still on its way "
+            "to it is not sent. Adding it again makes a new signing secret."
+        ),
+        "webhooks.remove_confirm": "Remove {url}",
+        "webhooks.add": "Add an endpoint",
+        "webhooks.url": "Endpoint URL",
+        "webhooks.url_hint": (
+            "The https:// address of your receiver; only public addresses are accepted. Its "
+            "signing secret is shown once, after it is added."
+        ),
+        "webhooks.add_submit": "Add the endpoint",
+        "webhooks.added_title": "Endpoint added",
+        "webhooks.secret_label": "Signing secret (shown once)",
+        "webhooks.secret_hint": (
+            "Copy it into your receiver now: it checks each notification's signature with it, "
+            "and this page will not show it again."
+        ),
+        "webhooks.error.empty": "Write the endpoint's URL.",
+        "webhooks.error.too_long": "This URL is too long: at most 2,000 characters.",
+        "webhooks.error.spaces": "A URL cannot contain spaces or control characters.",
+        "webhooks.error.characters": (
+            'This URL holds characters a URL cannot hold unencoded (< > " { } | \\ ^ `).'
+        ),
+        "webhooks.error.invalid": "This is not a valid URL.",
+        "webhooks.error.scheme": "The URL must start with https:// (or http://).",
+        "webhooks.error.no_host": "The URL has no host name.",
+        "webhooks.error.credentials": (
+            "The URL must not carry a user name or password: they would be kept in the "
+            "club's records."
+        ),
+        "webhooks.error.fragment": "The URL must not end with a #fragment.",
+        "webhooks.error.port": "The URL's port is not valid.",
+        "webhooks.error.too_many": (
+            "The club already has 10 endpoints, the most it may have. Remove one first."
+        ),
+        "webhooks.error.internal_address": (
+            "This URL leads to a private, loopback or otherwise internal address. Webhooks "
+            "are posted to public addresses only."
+        ),
+        "webhooks.error.duplicate": "This URL is already one of the club's endpoints.",
+        "notice.endpoint_removed": "The endpoint was removed: it receives nothing more.",
+        "notice.endpoint_not_removed": "There was no such endpoint; nothing was changed.",
         "webhooks.dead_letters": "Dead letters",
         "webhooks.dead_lead": (
             "Notifications that could not be delivered after every try. Redeliver one once "
             "its receiver works again."
         ),
         "webhooks.no_dead_letters": "No dead letters: everything was delivered or is on its way.",
+        "webhooks.no_dead_letters_failing": (
+            "No dead letters yet, but deliveries are failing: {count} will be tried again, and "
+            "each becomes a dead letter here after its last try."
+        ),
         "webhooks.dead": "Not delivered",
         "webhooks.redeliver": "Redeliver",
         "webhooks.redeliver_all": "Redeliver all",
@@ -227,7 +318,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "state.executing": "Executing",
         "state.reconciling": "Being reconciled",
         "state.succeeded": "Succeeded",
-        "state.revision_required": "Revision required",
+        "state.revision_required": "Not executed",
         "state.failed": "Failed",
         "state.declined": "Declined",
         "state.expired": "Expired",
@@ -282,6 +373,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.earlier_version": "See the earlier version",
         "review.approvals": "Approvals",
         "review.approvals_count": "{given} of {required}",
+        "review.approvals_heading": "Approvals: {count}",
         "review.you_approved": "You have approved it.",
         "review.awaiting_one": "It awaits one more manager's approval; nothing runs until then.",
         "review.awaiting_more": (
@@ -381,7 +473,11 @@ TEXTS: dict[str, dict[str, str]] = {
             "marked, then try again."
         ),
         "edit.submit": "Prepare the new proposal",
-        "edit.cancel": "Cancel",
+        "edit.discard": "Discard changes",
+        "edit.unchanged": (
+            "Nothing was changed: this is what the proposal already asks for, so no new "
+            "proposal was made. Change a field, or discard the changes."
+        ),
         "edit.optional": "(optional)",
         "edit.none": "(none)",
         "edit.problem.number": "Write a whole number.",
@@ -415,12 +511,26 @@ TEXTS: dict[str, dict[str, str]] = {
         "sign_in.choose_club": "Choisissez un club",
         "sign_in.choose_lead": "Votre compte appartient à plusieurs clubs. Lequel ?",
         "sign_in.expired": "Votre session a pris fin. Reconnectez-vous.",
+        "sign_in.session_ended": (
+            "Votre session a pris fin : déconnexion de tous les appareils, nouveau mot de passe "
+            "ou trop longue inactivité. Reconnectez-vous pour continuer."
+        ),
         "inbox.title": "À traiter",
         "inbox.lead": (
             "Ce que proposent les assistants du club, et ce qui demande un suivi après une "
             "décision. Rien ne change avant qu'une personne approuve."
         ),
         "inbox.awaiting": "En attente de votre décision",
+        "inbox.empty_waiting": (
+            "Rien d'autre n'attend votre décision : ce que vous avez approuvé est plus bas, en "
+            "attente des autres."
+        ),
+        "inbox.waiting": "En attente des autres",
+        "inbox.waiting_lead": (
+            "Vous les avez approuvées ; chacune attend encore l'approbation d'un autre "
+            "gestionnaire, et rien ne s'exécute d'ici là."
+        ),
+        "inbox.you_approved": "Vous l'avez approuvée",
         "inbox.attention": "À surveiller",
         "inbox.attention_lead": (
             "En vérification auprès d'un fournisseur, en échec ou non exécutées. Chacune quitte "
@@ -488,6 +598,8 @@ TEXTS: dict[str, dict[str, str]] = {
         "order.note": "Note sur la commande",
         "order.applied": "appliquée",
         "order.not_applied": "non appliquée",
+        "order.refunded_on": "{amount} remboursés le {day}",
+        "order.refunded": "{amount} remboursés",
         "order.refundable": "{amount} remboursable",
         "club.leagues": "Ligues",
         "club.members": "{count} membres",
@@ -499,6 +611,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.lead": (
             "Voici exactement ce que fera l'approbation. L'application a calculé chaque montant ; "
             "elle revérifie tout avant d'exécuter."
+        ),
+        "review.lead_no_amounts": (
+            "Voici exactement ce que fera l'approbation. L'application revérifie tout avant "
+            "d'exécuter."
         ),
         "review.approve": "Approuver",
         "review.decline": "Refuser",
@@ -542,6 +658,18 @@ TEXTS: dict[str, dict[str, str]] = {
             "Approuvée et en cours d'exécution. Actualisez dans un instant pour voir le résultat."
         ),
         "notice.executed": "Approuvée. Voici ce qui s'est passé.",
+        "notice.executed.succeeded": "Approuvée et effectuée. Voici ce qui s'est passé.",
+        "notice.executed.revision_required": (
+            "Approuvée, mais non exécutée : rien n'a changé. Voici pourquoi."
+        ),
+        "notice.executed.needs_reconciliation": (
+            "Approuvée, mais le fournisseur ne l'a pas encore confirmée. Ne la refaites pas : "
+            "cette page indique quand elle est réglée."
+        ),
+        "notice.executed.terminal_failure": (
+            "Approuvée, mais en échec : rien n'a changé. Donnez au soutien la référence ci-dessous."
+        ),
+        "notice.executed.other": "Approuvée. Voici ce qui s'est passé.",
         "notice.already_completed": (
             "Cette proposition était déjà approuvée. Voici son résultat enregistré ; rien n'a "
             "été exécuté de nouveau."
@@ -571,10 +699,72 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "webhooks.endpoints": "Points de réception",
         "webhooks.no_endpoints": "Le club n'a aucun point de réception de webhooks.",
-        "webhooks.added_by": "Ajouté par {who} · {id}",
+        "webhooks.added_by": "Ajouté par {who}",
+        "webhooks.added_by_operator": "Ajouté par l'opérateur, en ligne de commande",
         "webhooks.how_to_add": (
-            "Un point de réception s'ajoute avec « countersign webhooks add » ou l'API, qui "
-            "montrent son secret de signature une seule fois."
+            "Un point de réception peut aussi s'ajouter avec « countersign webhooks add » ou l'API."
+        ),
+        "webhooks.state.new": "Pas encore d'essai",
+        "webhooks.state.healthy": "Fonctionne",
+        "webhooks.state.failing": "En échec",
+        "webhooks.last_attempt": "Dernier essai",
+        "webhooks.last_attempt_was": "{result} · {when}",
+        "webhooks.no_attempt": "Aucun pour l'instant",
+        "webhooks.error_rate": "Taux d'échec, dernières 24 h",
+        "webhooks.error_rate_value": "{percent}\N{NO-BREAK SPACE}% · {failed} en échec sur {count}",
+        "webhooks.no_recent_attempts": "Aucun essai ces dernières 24 h",
+        "webhooks.next_retry": "Prochain essai",
+        "webhooks.next_retry_value": "{when} · {count} à réessayer",
+        "webhooks.no_retry": "Aucun : rien n'attend d'être réessayé",
+        "webhooks.remove": "Retirer",
+        "webhooks.remove_hint": (
+            "Il cesse aussitôt de recevoir les notifications du club, et ce qui était en route "
+            "vers lui n'est pas envoyé. L'ajouter de nouveau crée un nouveau secret de "
+            "signature."
+        ),
+        "webhooks.remove_confirm": "Retirer {url}",
+        "webhooks.add": "Ajouter un point de réception",
+        "webhooks.url": "URL du point de réception",
+        "webhooks.url_hint": (
+            "L'adresse https:// de votre récepteur ; seules les adresses publiques sont "
+            "acceptées. Son secret de signature est montré une seule fois, après l'ajout."
+        ),
+        "webhooks.add_submit": "Ajouter le point de réception",
+        "webhooks.added_title": "Point de réception ajouté",
+        "webhooks.secret_label": "Secret de signature (montré une seule fois)",
+        "webhooks.secret_hint": (
+            "Copiez-le maintenant dans votre récepteur : il vérifie avec lui la signature de "
+            "chaque notification, et cette page ne le montrera plus."
+        ),
+        "webhooks.error.empty": "Écrivez l'URL du point de réception.",
+        "webhooks.error.too_long": "Cette URL est trop longue : 2 000 caractères au plus.",
+        "webhooks.error.spaces": (
+            "Une URL ne peut pas contenir d'espaces ni de caractères de contrôle."
+        ),
+        "webhooks.error.characters": (
+            "Cette URL contient des caractères qu'une URL ne peut pas contenir tels quels "
+            '(< > " { } | \\ ^ `).'
+        ),
+        "webhooks.error.invalid": "Ce n'est pas une URL valide.",
+        "webhooks.error.scheme": "L'URL doit commencer par https:// (ou http://).",
+        "webhooks.error.no_host": "L'URL n'a pas de nom d'hôte.",
+        "webhooks.error.credentials": (
+            "L'URL ne doit contenir ni nom d'utilisateur ni mot de passe : ils seraient "
+            "conservés dans les dossiers du club."
+        ),
+        "webhooks.error.fragment": "L'URL ne doit pas se terminer par un #fragment.",
+        "webhooks.error.port": "Le port de l'URL n'est pas valide.",
+        "webhooks.error.too_many": (
+            "Le club a déjà 10 points de réception, le maximum. Retirez-en un d'abord."
+        ),
+        "webhooks.error.internal_address": (
+            "Cette URL mène à une adresse privée, locale ou autrement interne. Les webhooks ne "
+            "sont publiés qu'à des adresses publiques."
+        ),
+        "webhooks.error.duplicate": "Cette URL est déjà un point de réception du club.",
+        "notice.endpoint_removed": "Le point de réception a été retiré : il ne reçoit plus rien.",
+        "notice.endpoint_not_removed": (
+            "Aucun point de réception de ce type ; rien n'a été modifié."
         ),
         "webhooks.dead_letters": "Lettres mortes",
         "webhooks.dead_lead": (
@@ -583,6 +773,10 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "webhooks.no_dead_letters": (
             "Aucune lettre morte : tout a été livré ou est en cours d'envoi."
+        ),
+        "webhooks.no_dead_letters_failing": (
+            "Aucune lettre morte pour l'instant, mais des livraisons échouent : {count} seront "
+            "réessayées, et chacune devient une lettre morte ici après son dernier essai."
         ),
         "webhooks.dead": "Non livrée",
         "webhooks.redeliver": "Renvoyer",
@@ -610,7 +804,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "state.executing": "En cours d'exécution",
         "state.reconciling": "En rapprochement",
         "state.succeeded": "Réussie",
-        "state.revision_required": "Révision requise",
+        "state.revision_required": "Non exécutée",
         "state.failed": "Échec",
         "state.declined": "Refusée",
         "state.expired": "Expirée",
@@ -672,6 +866,7 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.earlier_version": "Voir la version précédente",
         "review.approvals": "Approbations",
         "review.approvals_count": "{given} sur {required}",
+        "review.approvals_heading": "Approbations : {count}",
         "review.you_approved": "Vous l'avez approuvée.",
         "review.awaiting_one": (
             "Il manque l'approbation d'un autre gestionnaire ; rien ne s'exécute d'ici là."
@@ -730,8 +925,7 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "review.approve_with_passkey": "Approuver avec ma clé d'accès",
         "review.passkey_hint": (
-            "La règle du club demande votre clé d'accès : elle signe exactement cette "
-            "proposition."
+            "La règle du club demande votre clé d'accès : elle signe exactement cette proposition."
         ),
         "review.passkey_none": (
             "La règle du club demande une clé d'accès, et vous n'en avez pas encore : "
@@ -745,7 +939,7 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "passkeys.yours": "Clés d'accès",
         "passkeys.none": "Vous n'avez pas encore de clé d'accès dans ce club.",
-        "passkeys.added": "Ajoutée {at}",
+        "passkeys.added": "Ajoutée le {at}",
         "passkeys.name": "Nom",
         "passkeys.name_hint": "Pour la reconnaître, par exemple « Portable d'Ava ».",
         "passkeys.rename": "Renommer",
@@ -786,7 +980,11 @@ TEXTS: dict[str, dict[str, str]] = {
             "Corrigez ce qui est signalé, puis réessayez."
         ),
         "edit.submit": "Préparer la nouvelle proposition",
-        "edit.cancel": "Annuler",
+        "edit.discard": "Annuler les modifications",
+        "edit.unchanged": (
+            "Rien n'a changé : c'est déjà ce que demande la proposition, donc aucune nouvelle "
+            "proposition n'a été faite. Modifiez un champ, ou annulez les modifications."
+        ),
         "edit.optional": "(facultatif)",
         "edit.none": "(aucun)",
         "edit.problem.number": "Écrivez un nombre entier.",
@@ -806,7 +1004,8 @@ def _section_texts(language: str) -> dict[str, str]:
     texts: dict[str, str] = {}
     for section, assistant in ASSISTANTS.items():
         words = assistant.texts
-        titles = "; ".join(c.title.text(language).lower() for c in assistant.contracts)
+        separator = " ; " if language == "fr" else "; "
+        titles = separator.join(c.title.text(language).lower() for c in assistant.contracts)
         only = _ONLY_PROPOSES.text(language, operations=titles)
         texts[f"section.{section}"] = words.name.text(language)
         texts[f"chat.title.{section}"] = words.assistant.text(language)
@@ -820,8 +1019,20 @@ def _section_texts(language: str) -> dict[str, str]:
     return texts
 
 
+NBSP = "\N{NO-BREAK SPACE}"
+
+
+def french_typography(text: str) -> str:
+    """French spacing: a non-breaking space before ``:``, ``;``, ``?`` and ``!`` and inside
+    « », so a line never starts with the sign (applied to the catalogue's own words only,
+    never to what people or models wrote)."""
+    text = re.sub(r" ([:;?!])(?=\s|$)", NBSP + r"\1", text)
+    return text.replace("« ", "«" + NBSP).replace(" »", NBSP + "»")
+
+
 for _language, _catalogue in TEXTS.items():
     _catalogue.update(_section_texts(_language))
+TEXTS["fr"] = {key: french_typography(text) for key, text in TEXTS["fr"].items()}
 
 
 def translator(language: str) -> Callable[..., str]:

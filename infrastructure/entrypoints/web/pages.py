@@ -90,6 +90,8 @@ def mount_pages(
         ("/account/passkeys", account.add, post, True, True),
         ("/account/passkeys/rename", account.rename, post, True, True),
         ("/account/passkeys/remove", account.remove, post, True, True),
+        ("/webhooks", webhooks.add, post, True, True),
+        ("/webhooks/remove", webhooks.remove, post, True, True),
         ("/webhooks/redeliver", webhooks.redeliver, post, True, True),
     ]
     for path, handler, methods, signed_in, csrf in routes:

@@ -35,6 +35,8 @@ log = logging.getLogger("countersign.web")
 
 MAX_NOTE = 500
 PAGE_SIZE = 10
+#: At most this many proposals the person approved are listed as waiting on others.
+WAITING_SIZE = 20
 
 
 class ProposalPages:
@@ -46,8 +48,9 @@ class ProposalPages:
         self.cs = site.cs
 
     def inbox(self, visit: Visit) -> Response:
-        """Two lists: what awaits the person's decision, and what needs attention after one;
-        or, a filter away (``?view=recent``), every recent outcome."""
+        """Three lists: what awaits the person's decision, what they approved that waits on
+        others, and what needs attention after a decision; or, a filter away
+        (``?view=recent``), every recent outcome."""
         user = visit.signed_in
         readable = self.cs.access.readable_sections(user.caller)
         section = visit.query("section")
@@ -58,6 +61,7 @@ class ProposalPages:
         now = self.cs.proposals.clock.now()
         listed: dict[str, Any] = {"items": [], "total": 0}
         attention: dict[str, Any] = {"items": [], "total": 0}
+        waiting: dict[str, Any] = {"items": [], "total": 0}
         if readable:
             # Without a section: every section the person may read.
             scope = self.cs.access.inbox_scope(user.caller, section or None)
@@ -69,12 +73,21 @@ class ProposalPages:
                     scope.organization_id, sections=scope.sections, page=page, page_size=PAGE_SIZE
                 )
             else:
+                # What the person approved waits on others, in a group of its own.
                 listed = found.inbox(
                     scope.organization_id,
                     now,
                     sections=scope.sections,
+                    not_approved_by=user.email,
                     page=page,
                     page_size=PAGE_SIZE,
+                )
+                waiting = found.inbox(
+                    scope.organization_id,
+                    now,
+                    sections=scope.sections,
+                    approved_by=user.email,
+                    page_size=WAITING_SIZE,
                 )
                 attention = found.needs_attention(scope.organization_id, sections=scope.sections)
 
@@ -104,6 +117,8 @@ class ProposalPages:
             "inbox.html",
             items=views(listed),
             total=total,
+            waiting=views(waiting),
+            waiting_total=int(waiting["total"]),
             attention=views(attention),
             attention_total=int(attention["total"]),
             recent=recent,
@@ -172,6 +187,8 @@ class ProposalPages:
             conversation=conversation,
             next_step=_next_step(view, conversation, visit),
             requester=_requester(reviewed, visit),
+            approved_by=self._who(user, view["approved_by"]),
+            declined_by=self._who(user, view["declined_by"]),
             origin=origin_line(reviewed.record.get("origin"), visit.language),
             notice=self.site.notice(visit, view["id"]),
             refresh=REFRESH.get(view["status"]),
@@ -184,6 +201,14 @@ class ProposalPages:
             return self.cs.club.membership(user.organization, email).member.name
         except NotFoundError:
             return email
+
+    def _who(self, user: User, email: Any) -> str:
+        """Who decided, as "Requested by" reads: their name and address (the address alone
+        once they left the club)."""
+        if not email:
+            return ""
+        name = self._name(user, str(email))
+        return str(email) if name == email else f"{name} ({email})"
 
     def _changes(self, view: dict[str, Any], visit: Visit) -> list[dict[str, str]]:
         """What a revision changed against the version it revised, field by field."""
@@ -239,6 +264,9 @@ class ProposalPages:
                 raise PageError("not_found", 404)
             # Why not, or why not yet (already approved by you), else what happened.
             kind = str(report.reason or report.result)
+            if kind == "executed" and report.outcome:
+                # The notice above the card says how it ended, as the card below does.
+                kind = f"executed.{_notice_outcome(report.outcome)}"
         log.info(
             "%s %s %s: %s (request %s)",
             user.email,
@@ -259,9 +287,18 @@ class ProposalPages:
             "status.html",
             proposal=view,
             next_step=None,
-            checked_at=format_time(now, _zone(visit)),
+            checked_at=format_time(now, _zone(visit), visit.language),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
         )
+
+
+def _notice_outcome(outcome: dict[str, Any]) -> str:
+    """Which of the approval notices an outcome reads under: its kind."""
+    kind = str(outcome.get("kind") or "")
+    return kind if kind in _NOTICED_OUTCOMES else "other"
+
+
+_NOTICED_OUTCOMES = ("succeeded", "revision_required", "needs_reconciliation", "terminal_failure")
 
 
 #: Seconds after which a page of a proposal in this state reloads itself (no script needed).

@@ -192,6 +192,13 @@ class Session:
     def end(self) -> None:
         """Revoke this id at once (the member left the club); a signed-out visitor from now."""
         self._rotate()
+        self.note_ended()
+
+    def note_ended(self) -> None:
+        """The browser's session ended without it (signed out everywhere, a new password,
+        too long unused, no longer a member): a fresh signed-out row carries "Your session
+        ended" to the sign-in page, where it is read once."""
+        self._start_row(None, None, 0, {"flash": {"kind": "session_ended", "proposal": None}})
 
     def confirm_membership(self, org_version: int) -> None:
         """The person is still a member at this version of their club."""
@@ -272,6 +279,7 @@ class Sessions:
             if row.revoked_at is not None:
                 log.info("a revoked session id was presented; treated as signed out")
             fresh = self.anonymous()
+            fresh.note_ended()  # the sign-in page says why
             fresh.issue = True  # replace the dead id in the browser
             return fresh
         session = Session(raw_id, self.csrf_key, now, presented=True, row=row)

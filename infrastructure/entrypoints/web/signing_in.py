@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")
 
-_SIGN_IN_NOTICES = ("signed_out", "signed_out_everywhere", "expired")
+_SIGN_IN_NOTICES = ("signed_out", "signed_out_everywhere", "expired", "session_ended")
 CHOOSE_CLUB_SECONDS = 300
 
 

@@ -7,6 +7,7 @@ model or a person wrote (a subject, a body, a member's name) is always shown as 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,16 +23,19 @@ from countersign.domain.messages import (
     operation_title,
     outcome_message,
     outcome_title,
+    outcome_title_says_why,
     preview_rows_of,
     proposal_headline,
+    shows_amounts,
 )
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import RevisionReason
-from countersign.domain.times import expiry, local_time
+from countersign.domain.times import expiry, local_day, local_time
 
 log = logging.getLogger("countersign.web")
 
 Translate = Callable[..., str]
+NBSP = "\N{NO-BREAK SPACE}"
 
 #: status -> colour family in the stylesheet (tone-ok, tone-warn, ...)
 STATUS_TONE = {
@@ -79,13 +83,13 @@ def as_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def format_time(value: Any, zone: str = DEFAULT_TIME_ZONE) -> str:
-    """'2026-11-30 04:00 EST': in the club's time zone, with its abbreviation; one form for
-    both languages."""
+def format_time(value: Any, zone: str = DEFAULT_TIME_ZONE, language: str = "en") -> str:
+    """'2026-11-30 04:00 EST' ('30 nov. 2026, 4 h 00 HNE' in French): in the club's time
+    zone, with its abbreviation."""
     moment = as_time(value)
     if moment is None:
         return ""
-    return local_time(moment, zone)
+    return local_time(moment, zone, language)
 
 
 def iso_time(value: Any) -> str:
@@ -105,9 +109,20 @@ def money(cents: Any, currency: Any, language: str = "en") -> str:
 def preview_rows(operation: str, preview: dict[str, Any], language: str) -> list[Row]:
     """The fixed review presentation, as the operation's contract declares it."""
     return [
-        Row(row.label, row.value, row.multiline, row.emphasis, row.alert)
+        Row(row.label, unbroken(row.value), row.multiline, row.emphasis, row.alert)
         for row in preview_rows_of(operation, preview, language)
     ]
+
+
+_CARD_MASK = re.compile(r"(\S+) (•+) ?(\d{2,4})\b")
+
+
+def unbroken(text: str | None) -> str:
+    """``text`` with each masked card ("Visa •••• 4242") kept on one line: a line break
+    inside it would read as two things."""
+    if not text:
+        return text or ""
+    return _CARD_MASK.sub(lambda m: f"{m[1]}{NBSP}{m[2]}{NBSP}{m[3]}", text)
 
 
 def localized_outcome(
@@ -157,7 +172,7 @@ def proposal_view(
         "id": str(record["proposal_id"]),
         "operation": operation,
         "title": operation_title(operation, language),
-        "headline": proposal_headline(operation, preview, language),
+        "headline": unbroken(proposal_headline(operation, preview, language)),
         "section": str(record.get("section") or ""),
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
@@ -165,14 +180,21 @@ def proposal_view(
         "status_label": t(f"state.{status}"),
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
+        "has_amounts": shows_amounts(operation, preview),
         "requested_by": str(record.get("requested_by") or ""),
-        "proposed_at": format_time(record.get("proposed_at"), zone),
-        "expires_at": format_time(expires_at, zone),
+        "proposed_at": format_time(record.get("proposed_at"), zone, language),
+        "expires_at": format_time(expires_at, zone, language),
         "expires_iso": iso_time(expires_at),
         "expiry": expiry(expires_at, now, language) if expires_at else "",
         "approved_by": record.get("approved_by"),
-        "approved_at": format_time(record.get("approved_at"), zone),
+        "approved_at": format_time(record.get("approved_at"), zone, language),
         "declined_by": record.get("declined_by"),
+        "declined_at": format_time(
+            record.get("declined_at")
+            or (record.get("updated_at") if status == "declined" else None),
+            zone,
+            language,
+        ),
         "decline_note": record.get("decline_note"),
         "outcome_kind": outcome_kind,
         "outcome_title": localized_outcome_title(
@@ -183,15 +205,17 @@ def proposal_view(
         else OUTCOME_TONE.get(outcome_kind or "", "muted"),
         "declined": status == "declined",
         "reason": inbox_reason(operation, preview, language),
-        "why_not": _why_not(outcome, language),
-        "updated_at": format_time(record.get("updated_at"), zone),
+        "why_not": _why_not(operation, outcome, language),
+        "updated_at": format_time(record.get("updated_at"), zone, language),
         "support_reference": (
             str(outcome.get("correlation_id", ""))
             if isinstance(outcome, dict) and outcome_kind == "terminal_failure"
             else ""
         ),
-        "approve_label": approve_label(operation, preview, language) or t("review.approve"),
-        "irreversible": irreversible_note(operation, preview, language),
+        "approve_label": unbroken(
+            approve_label(operation, preview, language) or t("review.approve")
+        ),
+        "irreversible": unbroken(irreversible_note(operation, preview, language)) or None,
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
@@ -242,7 +266,7 @@ def decision(
     """The person's part in ``view`` (a proposal_view of ``record``): approving needs the
     permission, a pending proposal, not having approved it already, and, for the requester,
     a policy that lets them; their approval runs it when it is the last one its quorum needs.
-    Editing needs the permission and a state an edit starts from."""
+    Editing needs the permission, a state an edit starts from, and a request with fields."""
     policy = record.get("policy") if isinstance(record.get("policy"), dict) else {}
     who = email.strip().lower()
     you_approved = who in view["approvals"]
@@ -254,8 +278,18 @@ def decision(
         you_approved=you_approved,
         barred=barred,
         final=len(view["approvals"]) + 1 >= view["approvals_required"],
-        may_edit=may_decide and view["status"] in REVISABLE and not view["superseded_by"],
+        may_edit=may_decide
+        and view["status"] in REVISABLE
+        and not view["superseded_by"]
+        and _has_request_fields(view["operation"]),
     )
+
+
+def _has_request_fields(operation: str) -> bool:
+    """Whether the operation's request has anything a person could change (a send has
+    nothing: it sends the draft in the form)."""
+    contract = REGISTRY.get(operation)
+    return contract is not None and bool(contract.Request.model_fields)
 
 
 def policy_lines(policy: Any, preview: dict[str, Any], t: Translate, language: str) -> list[str]:
@@ -285,23 +319,49 @@ def policy_lines(policy: Any, preview: dict[str, Any], t: Translate, language: s
     return lines
 
 
-def _why_not(outcome: Any, language: str) -> str | None:
-    """Why a proposal was not executed, in one sentence (a revision's reason)."""
+def _why_not(operation: str, outcome: Any, language: str) -> str | None:
+    """Why a proposal was not executed, in one sentence (a revision's reason), unless its
+    headline already says it."""
     if not isinstance(outcome, dict) or outcome.get("kind") != "revision_required":
         return None
     try:
+        if outcome_title_says_why(operation, outcome):
+            return None
         return reason_text(RevisionReason.model_validate(outcome.get("reason")), language)
     except ValueError:
         return None
 
 
-def order_view(investigation: dict[str, Any], t: Translate, language: str = "en") -> dict[str, Any]:
+def order_view(
+    investigation: dict[str, Any],
+    t: Translate,
+    language: str = "en",
+    refund_days: dict[str, datetime] | None = None,
+    zone: str = DEFAULT_TIME_ZONE,
+) -> dict[str, Any]:
     """The order the conversation is about, as staff see it (no provider ids), its amounts
-    written as ``language`` writes them."""
+    written as ``language`` writes them; a discount already refunded says so, and when
+    (``refund_days``: each refund's time, by its reference)."""
     currency = investigation["currency"]
 
     def amount(cents: Any) -> str:
         return money(cents, currency, language)
+
+    refunded = {
+        str(r["discount"]): r for r in investigation["refunds"] if r.get("discount") is not None
+    }
+
+    def discount_state(discount: dict[str, Any]) -> tuple[str, str]:
+        """What the discount's pill says, and its tone."""
+        refund = refunded.get(str(discount["ref"]))
+        if refund is not None:
+            day = (refund_days or {}).get(str(refund["ref"]))
+            when = {"day": local_day(day, zone, language)} if day is not None else {}
+            key = "order.refunded_on" if when else "order.refunded"
+            return t(key, amount=amount(refund["amount_cents"]), **when), "ok"
+        if discount["applied"]:
+            return t("order.applied"), "ok"
+        return t("order.not_applied"), "warn"
 
     return {
         "participant": investigation["participant"],
@@ -317,14 +377,15 @@ def order_view(investigation: dict[str, Any], t: Translate, language: str = "en"
                 "name": d["name"],
                 "value": amount(d["value_cents"]),
                 "applied": bool(d["applied"]),
-                "state": t("order.applied") if d["applied"] else t("order.not_applied"),
+                "state": discount_state(d)[0],
+                "tone": discount_state(d)[1],
                 "eligibility": d["eligibility"],
             }
             for d in investigation["discounts"]
         ],
         "payments": [
             Row(
-                str(p["label"]),
+                unbroken(str(p["label"])),
                 amount(p["amount_cents"])
                 + " · "
                 + t("order.refundable", amount=amount(p["refundable_cents"])),
