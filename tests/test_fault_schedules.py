@@ -45,7 +45,7 @@ from tests.exactly_once import (
 pytestmark = pytest.mark.slow
 
 FULL = os.environ.get("COUNTERSIGN_SOAK") == "full"
-SCHEDULES = {"sqlite": 10_000, "postgres": 10_000} if FULL else {"sqlite": 300, "postgres": 150}
+SCHEDULES = {"sqlite": 10_000, "postgres": 10_000} if FULL else {"sqlite": 150, "postgres": 75}
 APPROVERS = 3
 #: A reconciler pass replays a proposal at most once, and each replay takes a script step:
 #: this many passes after the lease settle any script (a test failing here found a proposal
