@@ -203,6 +203,7 @@ class CancelRegistration(
     Preview = CancelRegistrationPreview
     Result = CancelRegistrationResult
 
+    this_resource = Localized("this order", "cette commande")
     title = Localized("Cancel a registration", "Annuler une inscription")
     request_fields = {
         "destination": REFUND_DESTINATION,
@@ -365,6 +366,17 @@ class CancelRegistration(
     ) -> frozenset[Siblings]:
         """A cancelled order has nothing left for any other pending proposal on it."""
         return ALL_SIBLINGS
+
+    def would_retire(
+        self, arguments: CancelRegistrationArguments, facts: CancellationFacts
+    ) -> frozenset[Siblings]:
+        return ALL_SIBLINGS
+
+    withdrew = Localized(
+        "the cancellation of {participant_name}'s registration approved {when} closed this order.",
+        "l'annulation de l'inscription de {participant_name} approuvée {when} a clos cette "
+        "commande.",
+    )
 
     def revalidate(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts

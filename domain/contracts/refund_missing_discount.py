@@ -201,6 +201,7 @@ class RefundMissingDiscount(
     Preview = RefundPreview
     Result = RefundResult
 
+    this_resource = Localized("this order", "cette commande")
     title = Localized("Refund a missed discount", "Rembourser une remise manquée")
     request_fields = {
         "payment": RequestField(
@@ -436,9 +437,16 @@ class RefundMissingDiscount(
         """A refund changes the balance other operations on the order would work from (a
         cancellation's refund); one that exhausts the payment also leaves nothing for the
         order's other pending discount refunds."""
-        if facts.order.refundable_cents(arguments.payment) <= 0:
-            return ALL_SIBLINGS
-        return frozenset({Siblings.OTHER_OPERATIONS})
+        return _retired_by(facts.order.refundable_cents(arguments.payment))
+
+    def would_retire(self, arguments: RefundArguments, facts: RefundFacts) -> frozenset[Siblings]:
+        left = facts.order.refundable_cents(arguments.payment) - arguments.amount_cents
+        return _retired_by(left)
+
+    withdrew = Localized(
+        "the {amount_cents} refund approved {when} changed this order's balance.",
+        "le remboursement de {amount_cents} approuvé {when} a modifié le solde de cette commande.",
+    )
 
     def revalidate(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
         order = facts.order
@@ -685,3 +693,12 @@ def _result(order: Order, proposal_id: UUID, arguments: RefundArguments) -> Refu
         destination=arguments.destination.label,
         resulting_order_total_cents=order.total_cents,
     )
+
+
+def _retired_by(refundable_after_cents: int) -> frozenset[Siblings]:
+    """What a refund that leaves this much of its payment refundable retires: the other
+    operations' proposals on the order, and, once the payment is exhausted, its other
+    discount refunds too."""
+    if refundable_after_cents <= 0:
+        return ALL_SIBLINGS
+    return frozenset({Siblings.OTHER_OPERATIONS})

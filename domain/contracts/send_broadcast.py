@@ -154,6 +154,7 @@ class SendBroadcast(
     Preview = SendBroadcastPreview
     Result = SendBroadcastResult
 
+    this_resource = Localized("this broadcast form", "ce formulaire d'envoi")
     title = Localized("Send the broadcast", "Envoyer le courriel aux membres")
     preview_fields = {
         "subject": PreviewField(Localized("Subject", "Objet")),

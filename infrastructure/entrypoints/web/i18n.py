@@ -273,6 +273,14 @@ TEXTS: dict[str, dict[str, str]] = {
             "approved or declined. This one changed nothing."
         ),
         "review.replaced_link": "Open the newer proposal",
+        "review.withdrawn_title": "This proposal will not run",
+        "review.withdrawn_link": "Open the proposal that withdrew it",
+        "review.withdraws_private": "A proposal your role does not let you open",
+        "state.withdrawn": "Withdrawn",
+        "notice.withdrawn": (
+            "Another proposal was carried out and withdrew this one: it can no longer be "
+            "approved or declined."
+        ),
         "review.changes_title": "What changed",
         "review.changes_field": "What",
         "review.changes_before": "Before",
@@ -663,6 +671,14 @@ TEXTS: dict[str, dict[str, str]] = {
             "plus être approuvée ni refusée. Celle-ci n'a rien modifié."
         ),
         "review.replaced_link": "Ouvrir la proposition plus récente",
+        "review.withdrawn_title": "Cette proposition ne sera pas exécutée",
+        "review.withdrawn_link": "Ouvrir la proposition qui l'a retirée",
+        "review.withdraws_private": "Une proposition que votre rôle ne vous permet pas d'ouvrir",
+        "state.withdrawn": "Retirée",
+        "notice.withdrawn": (
+            "Une autre proposition a été exécutée et a retiré celle-ci\u00a0: elle ne peut plus "
+            "être approuvée ni refusée."
+        ),
         "review.changes_title": "Ce qui a changé",
         "review.changes_field": "Élément",
         "review.changes_before": "Avant",
@@ -730,8 +746,7 @@ TEXTS: dict[str, dict[str, str]] = {
         ),
         "review.approve_with_passkey": "Approuver avec ma clé d'accès",
         "review.passkey_hint": (
-            "La règle du club demande votre clé d'accès : elle signe exactement cette "
-            "proposition."
+            "La règle du club demande votre clé d'accès : elle signe exactement cette proposition."
         ),
         "review.passkey_none": (
             "La règle du club demande une clé d'accès, et vous n'en avez pas encore : "

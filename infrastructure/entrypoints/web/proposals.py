@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
@@ -14,7 +15,15 @@ from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
-from countersign.domain.messages import APPROVED_WITH_PASSKEY, lapsed_approval_message, origin_line
+from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
+    lapsed_approval_message,
+    origin_line,
+    proposal_headline,
+    withdrawn_message,
+    withdraws_line,
+)
+from countersign.domain.times import at_time
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -24,6 +33,7 @@ from countersign.infrastructure.entrypoints.web.site import (
     redirect,
 )
 from countersign.infrastructure.entrypoints.web.views import (
+    as_time,
     decision,
     format_time,
     policy_lines,
@@ -176,6 +186,8 @@ class ProposalPages:
             notice=self.site.notice(visit, view["id"]),
             refresh=REFRESH.get(view["status"]),
             max_note=MAX_NOTE,
+            withdraws=_withdraws(reviewed, visit),
+            withdrawn=_withdrawn(reviewed, visit, now),
         )
 
     def _name(self, user: User, email: str) -> str:
@@ -214,7 +226,9 @@ class ProposalPages:
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
-        return self.site.render(visit, "confirm.html", proposal=view)
+        return self.site.render(
+            visit, "confirm.html", proposal=view, withdraws=_withdraws(reviewed, visit)
+        )
 
     def decline(self, visit: Visit) -> Response:
         return self._decide(visit, decline=True)
@@ -239,6 +253,8 @@ class ProposalPages:
                 raise PageError("not_found", 404)
             # Why not, or why not yet (already approved by you), else what happened.
             kind = str(report.reason or report.result)
+            if kind == "superseded" and report.superseded_reason == "withdrawn":
+                kind = "withdrawn"  # another proposal was carried out: not a newer one
         log.info(
             "%s %s %s: %s (request %s)",
             user.email,
@@ -293,6 +309,38 @@ def _next_step(
         href = conversation or f"/chat/{view['section']}/{view['resource_id']}"
         return {"href": href, "label": visit.t("review.revise")}
     return None
+
+
+def _withdraws(reviewed: ProposalReview, visit: Visit) -> dict[str, Any] | None:
+    """The warning before approval: what approving also withdraws, each one named (and
+    linked) where the person may read it."""
+    if not reviewed.withdraws:
+        return None
+    items: list[dict[str, str | None]] = []
+    for withdrawn in reviewed.withdraws:
+        if withdrawn["readable"]:
+            kind, preview = withdrawn["operation"], withdrawn["preview"]
+            headline = proposal_headline(kind, preview, visit.language)
+            items.append({"headline": headline, "href": f"/proposals/{withdrawn['proposal_id']}"})
+        else:
+            items.append({"headline": visit.t("review.withdraws_private"), "href": None})
+    operation = str(reviewed.record["operation"])
+    return {"lead": withdraws_line(operation, len(items), visit.language), "items": items}
+
+
+def _withdrawn(reviewed: ProposalReview, visit: Visit, now: datetime) -> dict[str, Any] | None:
+    """Why a proposal another one's success withdrew will not run, and that one's link."""
+    by = reviewed.withdrawn_by
+    if by is None:
+        return None
+    approved_at = as_time(by.get("approved_at"))
+    if by["readable"] and approved_at is not None:
+        when = at_time(approved_at, now, _zone(visit), visit.language)
+        text = withdrawn_message(by["operation"], by["preview"], when, visit.language)
+    else:  # named by what it did only to whoever may read it
+        text = withdrawn_message("", {}, "", visit.language)
+    href = f"/proposals/{by['proposal_id']}" if by["readable"] else None
+    return {"text": text, "href": href}
 
 
 def _requester(reviewed: ProposalReview, visit: Visit) -> str:

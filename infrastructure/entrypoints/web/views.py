@@ -162,7 +162,7 @@ def proposal_view(
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
         "status": status,
-        "status_label": t(f"state.{status}"),
+        "status_label": t(_state_key(status, record.get("superseded_reason"))),
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
         "requested_by": str(record.get("requested_by") or ""),
@@ -204,6 +204,13 @@ def proposal_view(
     }
 
 
+def _state_key(status: str, superseded_reason: Any) -> str:
+    """The status's label: a proposal another one's success withdrew reads "Withdrawn", not
+    "Replaced" (nothing newer took its place)."""
+    withdrawn = status == "superseded" and superseded_reason == "withdrawn"
+    return "state.withdrawn" if withdrawn else f"state.{status}"
+
+
 def _governance(record: dict[str, Any], t: Translate) -> dict[str, Any]:
     """Quorum, supersession and revision, from a record or a card (a card of a projection
     without these columns reads as one approval needed, never replaced, no earlier version)."""
@@ -220,6 +227,7 @@ def _governance(record: dict[str, Any], t: Translate) -> dict[str, Any]:
         if required > 1
         else "",
         "superseded_by": str(superseded_by) if superseded_by else None,
+        "superseded_reason": record.get("superseded_reason"),
         "revision_of": str(revision_of) if revision_of else None,
     }
 
