@@ -49,6 +49,7 @@ from countersign.application.reports import (
     ProposalCreated,
     Report,
 )
+from countersign.application.settling import Settling
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import InvalidRequestError
@@ -96,6 +97,9 @@ class ProposalReview:
     #: For a proposal another one's success withdrew: that one (``proposal_id``,
     #: ``approved_at``, and ``operation`` and ``preview`` when ``readable``).
     withdrawn_by: dict[str, Any] | None = None
+    #: For an executing or reconciling proposal: since when it waits for its provider's
+    #: answer, and whether anything is settling it.
+    settling: Settling | None = None
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,7 @@ class ProposalAccess:
                 for withdrawn in self.proposals.withdrawn_by_approving(proposal)
             ),
             withdrawn_by=self._withdrawn_by(caller, member, proposal),
+            settling=self.proposals.settling(str(proposal.status), proposal.claimed_at),
         )
 
     def _withdrawn_by(

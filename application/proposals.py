@@ -47,6 +47,8 @@ from countersign.application.ports import (
     OpenWorkIndex,
     ProviderUnavailableError,
     Reads,
+    SweeperPass,
+    SweeperPasses,
 )
 from countersign.application.quorum import Approval, display_name, lapse_reason, recheck
 from countersign.application.reports import (
@@ -54,6 +56,12 @@ from countersign.application.reports import (
     ProposalCard,
     ProposalCreated,
     SweepReport,
+)
+from countersign.application.settling import (
+    DEFAULT_EVERY,
+    RECONCILE,
+    Settling,
+    settling_of,
 )
 from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
@@ -251,8 +259,12 @@ class ProposalService:
         open_work: OpenWorkIndex | None = None,
         faults: FaultPoints | None = None,
         passkeys: PasskeyStep | None = None,
+        passes: SweeperPasses | None = None,
     ) -> None:
         self.store = store
+        #: Where the sweepers' schedules record their passes (None: nobody records them, so
+        #: no reconciler is known to run).
+        self.passes = passes
         #: Checks the passkey a proposal's policy may require (None: no passkey can be
         #: checked, so a proposal that requires one cannot be approved).
         self.passkeys = passkeys
@@ -1018,6 +1030,25 @@ class ProposalService:
             self.faults.reached("reconcile_after_replay")
         report = self._settle(contract, execution, response)
         return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
+
+    def settling(self, status: str, claimed_at: datetime | None) -> Settling | None:
+        """How an executing or reconciling proposal's wait for its provider's answer stands
+        (since when, whether it is overdue, whether a reconciler runs); None for any other."""
+        if status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
+            return None
+        if claimed_at is None:
+            return None
+        return settling_of(claimed_at, self.clock.now(), self.lease, self._last_reconcile())
+
+    def overdue_claims_before(self) -> datetime:
+        """Proposals claimed by this moment and still executing or reconciling are overdue
+        (``settling``): they need someone's attention."""
+        last = self._last_reconcile()
+        every = last.every if last is not None else DEFAULT_EVERY
+        return self.clock.now() - self.lease - every
+
+    def _last_reconcile(self) -> SweeperPass | None:
+        return self.passes.last(RECONCILE) if self.passes is not None else None
 
     # -- helpers ------------------------------------------------------------------------------
 

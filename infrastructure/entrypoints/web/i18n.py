@@ -220,12 +220,23 @@ TEXTS: dict[str, dict[str, str]] = {
         "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
         "status.title": "Where it stands",
         "status.settled": "Settled. This is the recorded outcome; nothing more will happen.",
-        "status.not_reconciling": "This proposal needs no reconciliation.",
+        "status.not_reconciling": "Nothing waits on a provider for this proposal.",
         "status.back": "Back to the proposal",
         "status.checked": "Checked",
+        "settling.waiting": "Waiting since {since}, {waited}.",
+        "settling.unattended": (
+            "Nothing is settling it: an operator must start the worker (countersign worker), "
+            "which asks the provider what happened. Until then, do not do it again another "
+            "way: it may already have happened."
+        ),
+        "settling.unattended_short": "Nothing is settling it: an operator must start the worker.",
+        "settling.provider_silent": (
+            "The provider has not confirmed it yet: countersign asks again every {seconds} "
+            "seconds. Do not do it again another way: it may already have happened."
+        ),
         "state.pending": "Awaiting approval",
         "state.executing": "Executing",
-        "state.reconciling": "Being reconciled",
+        "state.reconciling": "Confirming with the provider",
         "state.succeeded": "Succeeded",
         "state.revision_required": "Revision required",
         "state.failed": "Failed",
@@ -611,12 +622,28 @@ TEXTS: dict[str, dict[str, str]] = {
         "nav.signed_in_as": "Connecté(e) : {name} ({email}), {club}",
         "status.title": "Où elle en est",
         "status.settled": "Réglé. Voici le résultat enregistré ; rien d'autre ne se passera.",
-        "status.not_reconciling": "Cette proposition n'a pas besoin de rapprochement.",
+        "status.not_reconciling": (
+            "Rien n'attend la réponse d'un fournisseur pour cette proposition."
+        ),
         "status.back": "Retour à la proposition",
         "status.checked": "Vérifié",
+        "settling.waiting": "En attente depuis {since}, {waited}.",
+        "settling.unattended": (
+            "Rien ne la règle\u00a0: un opérateur doit démarrer le service d'arrière-plan "
+            "(countersign worker), qui demande au fournisseur ce qui s'est passé. D'ici là, ne "
+            "la refaites pas autrement\u00a0: elle a peut-être déjà eu lieu."
+        ),
+        "settling.unattended_short": (
+            "Rien ne la règle\u00a0: un opérateur doit démarrer le service d'arrière-plan."
+        ),
+        "settling.provider_silent": (
+            "Le fournisseur ne l'a pas encore confirmée\u00a0: countersign le lui redemande "
+            "toutes les {seconds} secondes. Ne la refaites pas autrement\u00a0: elle a "
+            "peut-être déjà eu lieu."
+        ),
         "state.pending": "En attente d'approbation",
         "state.executing": "En cours d'exécution",
-        "state.reconciling": "En rapprochement",
+        "state.reconciling": "Confirmation auprès du fournisseur",
         "state.succeeded": "Réussie",
         "state.revision_required": "Révision requise",
         "state.failed": "Échec",

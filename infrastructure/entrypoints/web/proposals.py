@@ -13,6 +13,7 @@ from uuid import UUID
 from countersign.application.access import sections_of
 from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
+from countersign.application.settling import Settling
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.messages import (
@@ -23,7 +24,7 @@ from countersign.domain.messages import (
     withdrawn_message,
     withdraws_line,
 )
-from countersign.domain.times import at_time
+from countersign.domain.times import at_time, distance, since_time
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -86,11 +87,17 @@ class ProposalPages:
                     page=page,
                     page_size=PAGE_SIZE,
                 )
-                attention = found.needs_attention(scope.organization_id, sections=scope.sections)
+                attention = found.needs_attention(
+                    scope.organization_id,
+                    sections=scope.sections,
+                    overdue_before=self.cs.proposals.overdue_claims_before(),
+                )
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
             return [
-                proposal_view(item, visit.t, visit.language, now, _zone(visit))
+                self._with_settling(
+                    proposal_view(item, visit.t, visit.language, now, _zone(visit)), item, visit
+                )
                 for item in found["items"]
             ]
 
@@ -132,6 +139,14 @@ class ProposalPages:
             notice=self.site.notice(visit),
             nav="inbox",
         )
+
+    def _with_settling(
+        self, view: dict[str, Any], record: dict[str, Any], visit: Visit
+    ) -> dict[str, Any]:
+        """An inbox card of a proposal waiting on its provider says since when, and whether
+        anything is settling it."""
+        waiting = self.cs.proposals.settling(view["status"], as_time(record.get("approved_at")))
+        return {**view, "settling": settling_view(waiting, visit)}
 
     def review(self, visit: Visit) -> Response:
         user = visit.signed_in
@@ -188,6 +203,7 @@ class ProposalPages:
             max_note=MAX_NOTE,
             withdraws=_withdraws(reviewed, visit),
             withdrawn=_withdrawn(reviewed, visit, now),
+            settling=settling_view(reviewed.settling, visit),
         )
 
     def _name(self, user: User, email: str) -> str:
@@ -267,9 +283,9 @@ class ProposalPages:
         return redirect(f"/proposals/{pid}")
 
     def status(self, visit: Visit) -> Response:
-        record = self.cs.access.record(proposal_id_of(visit), visit.signed_in.caller)
+        reviewed = self.cs.access.review(proposal_id_of(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
-        view = proposal_view(record, visit.t, visit.language, now, _zone(visit))
+        view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         return self.site.render(
             visit,
             "status.html",
@@ -277,6 +293,7 @@ class ProposalPages:
             next_step=None,
             checked_at=format_time(now, _zone(visit)),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
+            settling=settling_view(reviewed.settling, visit),
         )
 
 
@@ -341,6 +358,27 @@ def _withdrawn(reviewed: ProposalReview, visit: Visit, now: datetime) -> dict[st
         text = withdrawn_message("", {}, "", visit.language)
     href = f"/proposals/{by['proposal_id']}" if by["readable"] else None
     return {"text": text, "href": href}
+
+
+def settling_view(settling: Settling | None, visit: Visit) -> dict[str, Any] | None:
+    """How long an approved proposal has waited for its provider's answer ("Waiting since
+    14:53, 9 min."), and, once overdue, what that means: the provider has not answered yet,
+    or nothing is settling it and an operator must start the worker."""
+    if settling is None:
+        return None
+    now = settling.since + settling.waited
+    zone, language = _zone(visit), visit.language
+    waiting = visit.t(
+        "settling.waiting",
+        since=since_time(settling.since, now, zone, language),
+        waited=distance(settling.waited.total_seconds(), language),
+    )
+    alert = None
+    if settling.unattended:
+        alert = visit.t("settling.unattended")
+    elif settling.overdue:
+        alert = visit.t("settling.provider_silent", seconds=int(settling.every.total_seconds()))
+    return {"waiting": waiting, "alert": alert, "unattended": settling.unattended}
 
 
 def _requester(reviewed: ProposalReview, visit: Visit) -> str:

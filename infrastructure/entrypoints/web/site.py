@@ -356,7 +356,10 @@ class Site:
             scope = self.cs.access.inbox_scope(user.caller)
             self.catch_up_inbox()
             return self.cs.read_models.counts(
-                scope.organization_id, self.cs.proposals.clock.now(), sections=scope.sections
+                scope.organization_id,
+                self.cs.proposals.clock.now(),
+                sections=scope.sections,
+                overdue_before=self.cs.proposals.overdue_claims_before(),
             )
         except Exception:  # counts are a convenience: the page itself must still show
             log.warning("the navigation's counts could not be read", exc_info=True)
