@@ -195,6 +195,8 @@ def proposal_view(
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
+        # Since when it waits on its provider; the inbox fills it in (ProposalService.settling).
+        "settling": None,
         **_governance(record, t),
         "no_longer_counting": [
             (str(lapsed.get("approved_by")), str(lapsed.get("reason")))
