@@ -322,7 +322,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     for phrase in (
         "Same stored outcome",
         "already been refunded",
-        "reconciled",
+        "confirming it with the card provider",
         "Nothing has been sent",
         "The audience changed",
         "Olivia Chen now plays in Thursday Seniors",
@@ -333,7 +333,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "cancelled",
         "never a model paraphrase",
         "every hash-chain link holds",
-        "do not send the draft again",
+        "Do not send the draft again",
         "Exactly one delivery",
         "already been sent",
     ):
