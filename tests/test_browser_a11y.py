@@ -5,9 +5,10 @@ goes to ``test-artifacts/a11y/`` (``<language>-<size>-<page>.png``) for a person
 One server and one browser for the module. The outcomes are made through the application
 (the payment sandbox's test cards decide them): a refund sent (which withdrew a pending
 cancellation), one not executed (stale), a failure, one whose lost answer nothing has settled
-for ten minutes, and an outage before anything was applied, just approved; and a pending
-refund that would withdraw a pending cancellation, with its confirmation step. Without Chromium
-this test skips locally and FAILS when CI is set (``tests/test_browser_e2e.py``).
+for ten minutes, an outage before anything was applied, just approved, and a broadcast send
+whose approving process died after its claim; and a pending refund that would withdraw a
+pending cancellation, with its confirmation step. Without Chromium this test skips locally
+and FAILS when CI is set (``tests/test_browser_e2e.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from tests.receivers import (
     free_port,
 )
 from tests.servers import serving
-from tests.support.proposing import BACK_TO_CARD, CANCEL, propose
+from tests.support.proposing import BACK_TO_CARD, CANCEL, SEND, propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
     CHROMIUM,
@@ -45,6 +46,7 @@ from tests.test_browser_e2e import (
     Served,
     _browser_or_fail,
 )
+from tests.test_settling import stuck_claim
 
 SHOTS = ARTIFACTS / "a11y"
 CONFIRMING = "Confirming with the card provider: do not refund again"
@@ -63,6 +65,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     seeded = seed(cs)
     passwords = seed_passwords(cs)
 
+    # A draft in the broadcast form, and its send claimed by a process that died before it
+    # called the e-mail service: executing, and overdue once the clock moves on.
+    cs.proposals.approve(propose(cs, seeded, operation=DRAFT), AVA)
+    executing = stuck_claim(settings.database_url, clock, seeded, operation=SEND)
     # A pending cancellation that the refund's success withdraws.
     withdrawn = propose(cs, seeded, "refund-ok", operation=CANCEL, request=BACK_TO_CARD)
     sent = propose(cs, seeded, "refund-ok")
@@ -130,6 +136,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "review-failed": f"/proposals/{failed}",
         "review-reconciling": f"/proposals/{lost}",
         "review-outage": f"/proposals/{outage}",
+        "review-executing": f"/proposals/{executing}",
         "status-reconciling": f"/proposals/{lost}/status",
         "status-waiting": f"/proposals/{outage}/status",
         "chat-orders": f"/chat/orders/{seeded['orders']['refund-ok']}",
@@ -240,7 +247,7 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
             page.wait_for_url(served.base_url + "/")
             # Needs attention: every decided proposal that still needs a person.
             attention = page.locator("#attention .inbox-card")
-            assert attention.count() == 4, page.locator("#attention").inner_text()
+            assert attention.count() == 5, page.locator("#attention").inner_text()
             for name, (title, next_step) in expected.items():
                 page.goto(served.base_url + paths[name])
                 assert page.locator("#outcome-title").inner_text() == title, name

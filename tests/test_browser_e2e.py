@@ -38,6 +38,7 @@ from countersign.infrastructure.settings import Settings
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.servers import serving
 from tests.support.proposing import propose
+from tests.test_settling import stuck_claim
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -390,6 +391,8 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
     with served_from(tmp_path, clock) as served, sync_playwright() as playwright:
         lost = propose(served.cs, served.seeded, "refund-lost-response")
         assert served.cs.proposals.approve(lost, AVA).status == "reconciling"
+        # And a claim whose approving process died before it called the provider.
+        stuck = stuck_claim(served.cs.settings.database_url, clock, served.seeded)
         since = local_time(clock.now(), "America/Toronto")[11:16]  # the club's zone
         clock.advance(minutes=9)
         review_url = f"{served.base_url}/proposals/{lost}"
@@ -406,13 +409,14 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
             page.click("button[type=submit] >> text=Sign in")
             page.wait_for_url(served.base_url + "/")
 
-            # Needs attention lists it, with how long it has waited and why it still does.
-            card = page.locator("#attention .inbox-card")
-            assert card.count() == 1
-            assert (
-                f"Waiting since {since}, 9 min. Nothing is settling it: an operator must start "
-                "the worker." in card.inner_text()
-            )
+            # Needs attention lists both, with how long each has waited and why it still does.
+            cards = page.locator("#attention .inbox-card")
+            assert cards.count() == 2
+            for index in range(2):
+                assert (
+                    f"Waiting since {since}, 9 min. Nothing is settling it: an operator must "
+                    "start the worker." in cards.nth(index).inner_text()
+                )
             page.screenshot(path=str(shots / "01-inbox-attention-en.png"), full_page=True)
 
             page.goto(review_url)
@@ -429,7 +433,27 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
             assert page.locator("#settling-alert").inner_text() == alert
             page.screenshot(path=str(shots / "03-status-unattended-en.png"), full_page=True)
 
+            # The dead claim's page: executing, for nine minutes, and nothing settles it.
+            page.goto(f"{served.base_url}/proposals/{stuck}")
+            assert page.locator("#status").inner_text() == "Executing"
+            assert "no outcome has been recorded" in page.locator("main").inner_text()
+            assert "Refresh in a moment" not in page.locator("main").inner_text()
+            assert page.locator("#waiting").inner_text() == f"Waiting since {since}, 9 min."
+            assert page.locator("#settling-alert").inner_text() == alert
+            page.screenshot(
+                path=str(shots / "03-review-executing-unattended-en.png"), full_page=True
+            )
+
             # French, by the language switch.
+            page.goto(f"{served.base_url}/proposals/{stuck}")
+            page.click(".lang button[value=fr]")
+            page.wait_for_url(f"{served.base_url}/proposals/{stuck}")
+            assert page.locator("#waiting").inner_text().startswith("En attente depuis ")
+            page.screenshot(
+                path=str(shots / "04-review-executing-unattended-fr.png"), full_page=True
+            )
+            page.goto(served.base_url + "/")
+            page.screenshot(path=str(shots / "04-inbox-attention-fr.png"), full_page=True)
             page.goto(review_url)
             page.click(".lang button[value=fr]")
             page.wait_for_url(review_url)
@@ -460,6 +484,11 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
                 small.screenshot(
                     path=str(shots / f"05-phone-review-unattended-{language}.png"), full_page=True
                 )
+                small.goto(f"{served.base_url}/proposals/{stuck}")
+                _fits_the_screen(small)
+                small.screenshot(
+                    path=str(shots / f"05-phone-review-executing-{language}.png"), full_page=True
+                )
             small.goto(served.base_url + "/")
             _fits_the_screen(small)
             small.screenshot(path=str(shots / "06-phone-inbox-attention-en.png"), full_page=True)
@@ -473,12 +502,13 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
             assert silent.startswith("The provider has not confirmed it yet: countersign asks")
             page.screenshot(path=str(shots / "07-review-provider-silent-en.png"), full_page=True)
 
-            # The reconciler settles it: one refund, and the page says so.
+            # The reconciler settles both: one refund each, and the pages say so.
             served.cs.proposals.reconcile()
-            page.goto(review_url)
-            assert page.locator("#status").inner_text() == "Succeeded"
-            assert page.locator("#waiting").count() == 0
-            assert len(served.cs.sandbox.refunds()) == 1
+            for url in (review_url, f"{served.base_url}/proposals/{stuck}"):
+                page.goto(url)
+                assert page.locator("#status").inner_text() == "Succeeded"
+                assert page.locator("#waiting").count() == 0
+            assert len(served.cs.sandbox.refunds()) == 2
             context.close()
         finally:
             browser.close()

@@ -23,7 +23,7 @@ from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.settings import Settings
 from countersign.infrastructure.sweepers import run_pass, sweepers
 
-from tests.conftest import AVA
+from tests.conftest import AVA, REFUND
 from tests.support.proposing import propose
 from tests.test_web_pages import Web, _cards, _main, web_for
 
@@ -49,22 +49,31 @@ def _lost(cs: Countersign, seeded: dict[str, Any]) -> str:
     return lost
 
 
-class _DiesAfterItsClaim(Exception):
+class DiesAfterItsClaim(Exception):
     """The approving process dies between its claim commit and the provider call."""
 
 
-class _CrashAfterClaim:
+class CrashAfterClaim:
+    """FaultPoints that end the approval right after its claim commit."""
+
     def reached(self, point: str) -> None:
         if point == "after_claim_commit":
-            raise _DiesAfterItsClaim
+            raise DiesAfterItsClaim
 
 
-def _stuck_claim(database_url: str, clock: FakeClock, seeded: dict[str, Any]) -> str:
-    """A refund claimed by a process that died before calling the provider: executing."""
-    dying = bootstrap(Settings(database_url=database_url), clock=clock, faults=_CrashAfterClaim())
+def stuck_claim(
+    database_url: str,
+    clock: FakeClock,
+    seeded: dict[str, Any],
+    order: str = "refund-ok",
+    operation: str = REFUND,
+) -> str:
+    """A refund (or ``operation``) claimed by a process that died before calling the
+    provider: executing."""
+    dying = bootstrap(Settings(database_url=database_url), clock=clock, faults=CrashAfterClaim())
     try:
-        stuck = propose(dying, seeded, "refund-ok")
-        with pytest.raises(_DiesAfterItsClaim):
+        stuck = propose(dying, seeded, order, operation=operation)
+        with pytest.raises(DiesAfterItsClaim):
             dying.proposals.approve(stuck, AVA)
         assert dying.proposals.card(stuck, AVA).status == "executing"
     finally:
@@ -184,7 +193,7 @@ def test_needs_attention_lists_an_overdue_claim_and_says_nothing_settles_it(
     web: Web, database_url, clock
 ):
     lost = _lost(web.cs, web.seeded)
-    stuck = _stuck_claim(database_url, clock, web.seeded)
+    stuck = stuck_claim(database_url, clock, web.seeded)
     ava = web.browser(AVA)
 
     # Within the lease a claim is simply executing: nobody needs to look at it yet.
@@ -203,7 +212,9 @@ def test_needs_attention_lists_an_overdue_claim_and_says_nothing_settles_it(
         "settling it: an operator must start the worker.</span>"
     )
     assert _main(inbox).count(line) == 2
-    assert UNATTENDED in _main(ava.get(f"/proposals/{stuck}")).replace("&#39;", "'")
+    overdue = _main(ava.get(f"/proposals/{stuck}")).replace("&#39;", "'")
+    assert UNATTENDED in overdue
+    assert "Approved, but no outcome has been recorded" in overdue
     # The worker's reconciler replays the dead claim's request under its key: settled.
     web.cs.proposals.reconcile()
     web.cs.sweeper_passes.record("reconcile", clock.now(), timedelta(seconds=10))

@@ -165,6 +165,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.executing_note": (
             "Approved and executing. Refresh in a moment to see the outcome."
         ),
+        "review.executing_overdue": (
+            "Approved, but no outcome has been recorded: the process carrying it out seems to "
+            "have stopped."
+        ),
         "notice.executed": "Approved. Here is what happened.",
         "notice.already_completed": (
             "This proposal was already approved. This is its stored outcome; nothing was "
@@ -559,6 +563,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.pending_note": "En attente de votre décision. Rien n'a encore changé.",
         "review.executing_note": (
             "Approuvée et en cours d'exécution. Actualisez dans un instant pour voir le résultat."
+        ),
+        "review.executing_overdue": (
+            "Approuvée, mais aucun résultat n'a été enregistré\u00a0: le processus qui "
+            "l'exécutait semble s'être arrêté."
         ),
         "notice.executed": "Approuvée. Voici ce qui s'est passé.",
         "notice.already_completed": (

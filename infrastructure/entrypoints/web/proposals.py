@@ -378,7 +378,12 @@ def settling_view(settling: Settling | None, visit: Visit) -> dict[str, Any] | N
         alert = visit.t("settling.unattended")
     elif settling.overdue:
         alert = visit.t("settling.provider_silent", seconds=int(settling.every.total_seconds()))
-    return {"waiting": waiting, "alert": alert, "unattended": settling.unattended}
+    return {
+        "waiting": waiting,
+        "alert": alert,
+        "overdue": settling.overdue,
+        "unattended": settling.unattended,
+    }
 
 
 def _requester(reviewed: ProposalReview, visit: Visit) -> str:
