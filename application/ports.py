@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 from uuid import UUID
 
@@ -107,6 +107,28 @@ class OpenWorkIndex(Protocol):
 
     def reconciliation_candidates(self, claimed_before: datetime) -> list[UUID]:
         """Reconciling proposals, and executing ones claimed before the given time."""
+        ...
+
+
+@dataclass(frozen=True)
+class SweeperPass:
+    """When a sweeper (``reconcile``, ``expire``, ``notify``) last finished a pass, in any
+    process, and how often its schedule runs one."""
+
+    finished_at: datetime
+    every: timedelta
+
+
+class SweeperPasses(Protocol):
+    """Where the sweepers' schedules say they ran (``countersign worker``, or ``serve`` on
+    the embedded database): whether anything is settling what waits on them."""
+
+    def record(self, sweeper: str, finished_at: datetime, every: timedelta) -> None:
+        """A pass of ``sweeper`` just finished; its schedule runs one every ``every``."""
+        ...
+
+    def last(self, sweeper: str) -> SweeperPass | None:
+        """The latest pass any process recorded for ``sweeper``; None if none ever did."""
         ...
 
 
@@ -275,6 +297,8 @@ class PasskeyCeremonies(Protocol):
     ) -> CheckedAssertion:
         """PasskeyRejectedError unless it verifies against the origin and RP id configured,
         the public key, the challenge and the counter, user verification included."""
+
+
 class ProposalCounts(Protocol):
     """When each member's recent proposals were made (shared by every process)."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -49,12 +49,13 @@ from countersign.application.reports import (
     ProposalCreated,
     Report,
 )
+from countersign.application.settling import Settling
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.interaction import Interaction
-from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
 from countersign.domain.scope import Section
 
 
@@ -89,6 +90,16 @@ class ProposalReview:
     requester_name: str = ""
     #: Whether an assistant drafted it in the requester's own conversation.
     drafted_by_assistant: bool = False
+    #: For a pending proposal: the pending proposals on the same resource that approving it
+    #: would withdraw (``proposal_id``, and ``operation`` and ``preview`` when the caller
+    #: may read it; ``readable`` says which).
+    withdraws: tuple[dict[str, Any], ...] = ()
+    #: For a proposal another one's success withdrew: that one (``proposal_id``,
+    #: ``approved_at``, and ``operation`` and ``preview`` when ``readable``).
+    withdrawn_by: dict[str, Any] | None = None
+    #: For an executing or reconciling proposal: since when it waits for its provider's
+    #: answer, and whether anything is settling it.
+    settling: Settling | None = None
 
 
 @dataclass(frozen=True)
@@ -228,7 +239,17 @@ class ProposalAccess:
         caller = Caller.of(actor)
         proposal, member = self._visible(proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
-        return self.proposals.card(str(proposal.id), caller.email, language)
+        card = self.proposals.card(str(proposal.id), caller.email, language)
+        if not card.withdraws:
+            return card
+        # What the caller may not read is named by its id only.
+        withdraws = [
+            withdrawn
+            if self._may_read(caller, member, str(withdrawn["operation"]))
+            else {**withdrawn, "headline": None}
+            for withdrawn in card.withdraws
+        ]
+        return replace(card, withdraws=withdraws)
 
     def status(
         self, proposal_id: str, actor: str | Caller, language: str = "en"
@@ -270,7 +291,39 @@ class ProposalAccess:
             requester_name=requester.name if requester is not None else "",
             drafted_by_assistant=interaction is not None
             and interaction.manager == proposal.requested_by.strip().lower(),
+            withdraws=tuple(
+                self._as_read_by(caller, member, withdrawn)
+                for withdrawn in self.proposals.withdrawn_by_approving(proposal)
+            ),
+            withdrawn_by=self._withdrawn_by(caller, member, proposal),
+            settling=self.proposals.settling(str(proposal.status), proposal.claimed_at),
         )
+
+    def _withdrawn_by(
+        self, caller: Caller, member: Member, proposal: Proposal
+    ) -> dict[str, Any] | None:
+        """The proposal whose success withdrew this one, as the caller may read it."""
+        withdrawn = proposal.superseded_reason == SupersessionReason.WITHDRAWN
+        if not withdrawn or proposal.superseded_by is None:
+            return None
+        try:
+            by = self.store.read(proposal.superseded_by, Proposal)
+        except NotFoundError:
+            return None
+        return {**self._as_read_by(caller, member, by), "approved_at": by.approved_at}
+
+    def _as_read_by(self, caller: Caller, member: Member, proposal: Proposal) -> dict[str, Any]:
+        """Another proposal of the same club, named only as far as the caller may read it:
+        its id always, what it does (``operation``, ``preview``) with a permission to read
+        its operation's proposals."""
+        readable = self._may_read(caller, member, proposal.kind)
+        named: dict[str, Any] = {"proposal_id": str(proposal.id), "readable": readable}
+        if readable:
+            named.update(operation=proposal.kind, preview=proposal.preview)
+        return named
+
+    def _may_read(self, caller: Caller, member: Member, kind: str) -> bool:
+        return any(caller.may(member, p) for p in read_permissions(kind, self.registry))
 
     def history(
         self,
@@ -379,6 +432,8 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "policy": proposal.policy,
         "revision_of": str(proposal.revision_of) if proposal.revision_of else None,
         "superseded_by": str(proposal.superseded_by) if proposal.superseded_by else None,
+        "superseded_reason": proposal.superseded_reason,
+        "claimed_at": proposal.claimed_at,
         "request": proposal.request,
         "origin": proposal.origin,
         "approval_passkeys": {

@@ -47,6 +47,8 @@ from countersign.application.ports import (
     OpenWorkIndex,
     ProviderUnavailableError,
     Reads,
+    SweeperPass,
+    SweeperPasses,
 )
 from countersign.application.quorum import Approval, display_name, lapse_reason, recheck
 from countersign.application.reports import (
@@ -54,6 +56,12 @@ from countersign.application.reports import (
     ProposalCard,
     ProposalCreated,
     SweepReport,
+)
+from countersign.application.settling import (
+    DEFAULT_EVERY,
+    RECONCILE,
+    Settling,
+    settling_of,
 )
 from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
@@ -66,10 +74,15 @@ from countersign.domain.contracts.base import (
 from countersign.domain.contracts.presentation import preview_changes
 from countersign.domain.errors import (
     ConcurrencyConflictError,
+    CountersignError,
     EffectAlreadyRecordedError,
     NotFoundError,
 )
-from countersign.domain.messages import lapsed_approval_message, outcome_message
+from countersign.domain.messages import (
+    lapsed_approval_message,
+    outcome_message,
+    proposal_headline,
+)
 from countersign.domain.outcomes import (
     AlreadyCompleted,
     ExecutionContract,
@@ -84,7 +97,12 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import A, EffectResponse, Repository
-from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
+from countersign.domain.proposal import (
+    Proposal,
+    ProposalStatus,
+    SupersessionReason,
+    contract_digest,
+)
 from countersign.domain.scope import Scope
 
 log = logging.getLogger("countersign.proposals")
@@ -196,14 +214,34 @@ def _pending(facts: Repository, proposal_id: UUID | None) -> list[Proposal]:
     return [facts.get(proposal_id, Proposal)]
 
 
-def _supersede(proposals: list[Proposal], by: UUID) -> list[Proposal]:
-    """Record ``Superseded{by}`` on each still pending one (each once); the ones changed."""
+def _supersede(proposals: list[tuple[Proposal, SupersessionReason]], by: UUID) -> list[Proposal]:
+    """Record ``Superseded{by, reason}`` on each still pending one (each once, with the first
+    reason given for it); the ones changed."""
     changed: dict[UUID, Proposal] = {}
-    for proposal in proposals:
+    for proposal, reason in proposals:
         if proposal.status == ProposalStatus.PENDING and proposal.id not in changed:
-            proposal.supersede(by)
+            proposal.supersede(by, reason)
             changed[proposal.id] = proposal
     return list(changed.values())
+
+
+def _siblings(facts: Repository, proposal: Proposal, retired: frozenset[Siblings]) -> list[UUID]:
+    """The latest proposals on ``proposal``'s resource of the kinds of sibling ``retired``
+    names (its own operation's other subjects, other operations): the ones a success of it
+    retires, if they are still pending."""
+    if not retired:
+        return []
+    slot_id = PendingSlot.create_id(proposal.organization_id, proposal.resource_id)
+    try:
+        slot = facts.read(slot_id, PendingSlot)
+    except NotFoundError:
+        return []  # frozen before supersession existed: nothing was ever held
+    found: list[UUID] = []
+    for kind in sorted(slot.latest):
+        same = kind == proposal.kind
+        if (Siblings.SAME_OPERATION if same else Siblings.OTHER_OPERATIONS) in retired:
+            found.extend(other for other in slot.latest_of(kind) if other != proposal.id)
+    return found
 
 
 class ProposalService:
@@ -221,8 +259,12 @@ class ProposalService:
         open_work: OpenWorkIndex | None = None,
         faults: FaultPoints | None = None,
         passkeys: PasskeyStep | None = None,
+        passes: SweeperPasses | None = None,
     ) -> None:
         self.store = store
+        #: Where the sweepers' schedules record their passes (None: nobody records them, so
+        #: no reconciler is known to run).
+        self.passes = passes
         #: Checks the passkey a proposal's policy may require (None: no passkey can be
         #: checked, so a proposal that requires one cannot be approved).
         self.passkeys = passkeys
@@ -359,9 +401,13 @@ class ProposalService:
         )
         slot = _slot(facts, scope)
         subject = contract.subject(prepared.arguments)
+        # The edited proposal first: when it is also the slot's latest, it was revised.
         replaced = [
-            *_pending(facts, slot.latest_for(contract.kind, subject)),
-            *([revision_of] if revision_of is not None else []),
+            *([(revision_of, SupersessionReason.REVISED)] if revision_of is not None else []),
+            *(
+                (pending, SupersessionReason.REPLACED)
+                for pending in _pending(facts, slot.latest_for(contract.kind, subject))
+            ),
         ]
         superseded = _supersede(replaced, proposal.id)
         slot.hold(contract.kind, subject, proposal.id)
@@ -422,6 +468,15 @@ class ProposalService:
             policy=proposal.policy,
             revision_of=str(proposal.revision_of) if proposal.revision_of else None,
             superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
+            superseded_reason=proposal.superseded_reason,
+            withdraws=[
+                {
+                    "proposal_id": str(withdrawn.id),
+                    "operation": withdrawn.kind,
+                    "headline": proposal_headline(withdrawn.kind, withdrawn.preview, language),
+                }
+                for withdrawn in self.withdrawn_by_approving(proposal)
+            ],
             changes=self.changes(proposal, language),
             origin=proposal.origin,
             approval_passkeys=[
@@ -769,23 +824,34 @@ class ProposalService:
         loaded: Any,
     ) -> list[Proposal]:
         """Supersede the pending proposals on the same resource whose previews this success
-        made stale: those of the operations the contract says it retires."""
-        retired = contract.retires(arguments, result, loaded)
-        if not retired:
+        made stale (those of the operations the contract says it retires): withdrawn."""
+        siblings = _siblings(facts, proposal, contract.retires(arguments, result, loaded))
+        stale = [pending for sibling in siblings for pending in _pending(facts, sibling)]
+        withdrawn = [(pending, SupersessionReason.WITHDRAWN) for pending in stale]
+        return _supersede(withdrawn, proposal.id)
+
+    def withdrawn_by_approving(self, proposal: Proposal) -> list[Proposal]:
+        """The pending proposals that approving ``proposal`` would withdraw, were it carried
+        out now: what its contract says a success would retire (``would_retire``), judged on
+        the facts as they are. The review warns of them before anyone approves. None for a
+        proposal that is not pending, nor expired ones, which nobody can approve anyway."""
+        contract = self.registry.get(proposal.kind)
+        if proposal.status != ProposalStatus.PENDING or contract is None:
             return []
-        slot_id = PendingSlot.create_id(proposal.organization_id, proposal.resource_id)
+        facts = _ReadOnlyFacts(self.store)
         try:
-            slot = facts.read(slot_id, PendingSlot)
-        except NotFoundError:
-            return []  # frozen before supersession existed: nothing was ever held
-        stale: list[Proposal] = []
-        for kind in sorted(slot.latest):
-            same = kind == proposal.kind
-            if (Siblings.SAME_OPERATION if same else Siblings.OTHER_OPERATIONS) in retired:
-                for pending_id in slot.latest_of(kind):
-                    if pending_id != proposal.id:
-                        stale.extend(_pending(facts, pending_id))
-        return _supersede(stale, proposal.id)
+            arguments = contract.decode_arguments(proposal.arguments)
+            retired = contract.would_retire(arguments, contract.load(proposal.scope, facts))
+        except CountersignError:
+            return []  # approving it fails closed, and withdraws nothing
+        now = self.clock.now()
+        withdrawn = []
+        for sibling_id in _siblings(facts, proposal, retired):
+            with contextlib.suppress(NotFoundError):
+                sibling = self.store.read(sibling_id, Proposal)
+                if sibling.status == ProposalStatus.PENDING and not sibling.is_expired_at(now):
+                    withdrawn.append(sibling)
+        return withdrawn
 
     def _revise(
         self, proposal: Proposal, reason: RevisionReason
@@ -965,6 +1031,25 @@ class ProposalService:
         report = self._settle(contract, execution, response)
         return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
 
+    def settling(self, status: str, claimed_at: datetime | None) -> Settling | None:
+        """How an executing or reconciling proposal's wait for its provider's answer stands
+        (since when, whether it is overdue, whether a reconciler runs); None for any other."""
+        if status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
+            return None
+        if claimed_at is None:
+            return None
+        return settling_of(claimed_at, self.clock.now(), self.lease, self._last_reconcile())
+
+    def overdue_claims_before(self) -> datetime:
+        """Proposals claimed by this moment and still executing or reconciling are overdue
+        (``settling``): they need someone's attention."""
+        last = self._last_reconcile()
+        every = last.every if last is not None else DEFAULT_EVERY
+        return self.clock.now() - self.lease - every
+
+    def _last_reconcile(self) -> SweeperPass | None:
+        return self.passes.last(RECONCILE) if self.passes is not None else None
+
     # -- helpers ------------------------------------------------------------------------------
 
     def _load(self, proposal_id: str) -> Proposal | None:
@@ -1005,6 +1090,7 @@ class ProposalService:
                 reason=str(answer.reason),
                 message=None,
                 superseded_by=str(proposal.superseded_by) if superseded else None,
+                superseded_reason=proposal.superseded_reason if superseded else None,
             )
         return ApprovalReport(
             result="already_completed" if answer else "executed",

@@ -57,6 +57,10 @@ class ApprovalReport(Report):
     """For awaiting_approvals: how many its policy requires."""
     superseded_by: str | None = None
     """For not_approvable because superseded: the proposal that replaced it."""
+    superseded_reason: str | None = None
+    """For not_approvable because superseded: why (``revised``, ``replaced``, ``withdrawn``;
+    left out of the document when unknown, as for one superseded before reasons were
+    recorded)."""
     no_longer_counting: list[dict[str, str]] | None = None
     """For awaiting_approvals: earlier approvals the recheck found no longer count
     (``approved_by``, ``reason``: removed, lost_permission, rejoined); the key is left out of
@@ -64,8 +68,9 @@ class ApprovalReport(Report):
 
     def to_json(self) -> dict[str, Any]:
         document = super().to_json()
-        if document.get("no_longer_counting") is None:
-            document.pop("no_longer_counting", None)
+        for optional in ("no_longer_counting", "superseded_reason"):
+            if document.get(optional) is None:
+                document.pop(optional, None)
         return document
 
 
@@ -97,6 +102,14 @@ class ProposalCard(Report):
     permitted)."""
     revision_of: str | None = None
     superseded_by: str | None = None
+    superseded_reason: str | None = None
+    """Why it was superseded: ``revised`` (an edit of it), ``replaced`` (a newer proposal for
+    the same thing) or ``withdrawn`` (another proposal was carried out and changed what it
+    relied on); None when not superseded, or superseded before reasons were recorded."""
+    withdraws: list[dict[str, str | None]] = field(default_factory=list)
+    """For a pending proposal: the pending proposals on the same resource that approving it
+    would withdraw, were it carried out now (``proposal_id``, ``operation``, ``headline`` in
+    the card's language)."""
     changes: list[dict[str, str]] = field(default_factory=list)
     """For a revision: what it changed against the proposal it revised, field by field
     (``field``, ``label``, ``before``, ``after``)."""

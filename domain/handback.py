@@ -45,7 +45,8 @@ if _overlap:
 OUTCOME_TITLES: dict[str, Localized] = {
     "succeeded": Localized("Done", "Terminé"),
     "needs_reconciliation": Localized(
-        "Checking with the provider", "Vérification auprès du fournisseur"
+        "Confirming with the provider: do not do it again",
+        "Confirmation auprès du fournisseur\u00a0: ne la refaites pas",
     ),
     "revision_required": Localized(
         "Not executed: nothing changed", "Non exécutée : rien n'a changé"

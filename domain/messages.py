@@ -179,6 +179,57 @@ def proposal_headline(kind: str, preview: dict[str, Any], language: str = "en") 
         return kind
 
 
+WITHDRAWN = Localized(
+    "Withdrawn: {why} Propose it again if it is still wanted.",
+    "Retirée\u00a0: {why} Proposez-la de nouveau si elle est toujours souhaitée.",
+)
+"""What a proposal reads once another proposal's success withdrew it (``Superseded`` with
+reason ``withdrawn``); ``{why}`` is the withdrawing operation's own sentence."""
+
+WITHDRAWN_UNKNOWN = Localized(
+    "another proposal was carried out and changed what this one relied on.",
+    "une autre proposition a été exécutée et a changé ce sur quoi celle-ci reposait.",
+)
+"""``{why}`` when the withdrawing proposal cannot be described (its operation is unknown)."""
+
+
+def withdrawn_message(
+    by_kind: str, by_preview: dict[str, Any], when: str, language: str = "en"
+) -> str:
+    """ "Withdrawn: the $48.00 refund approved at 15:03 changed this order's balance. Propose
+    it again if it is still wanted.": why a pending proposal can no longer run, in the words
+    of the operation whose success withdrew it (``when``: its approval, ``at_time``)."""
+    contract = REGISTRY.get(by_kind)
+    why = WITHDRAWN_UNKNOWN.text(language)
+    if contract is not None:
+        try:
+            preview = contract.Preview.model_validate(by_preview)
+        except ValidationError:
+            pass
+        else:
+            why = contract.withdrawal_text(preview, when, language)
+    return WITHDRAWN.text(language, why=why)
+
+
+WITHDRAWS = Localized(
+    "Approving this also withdraws {count} pending proposal on {record}:",
+    "Approuver celle-ci retire aussi {count} proposition en attente sur {record}\u00a0:",
+)
+WITHDRAWS_MANY = Localized(
+    "Approving this also withdraws {count} pending proposals on {record}:",
+    "Approuver celle-ci retire aussi {count} propositions en attente sur {record}\u00a0:",
+)
+_THIS_RECORD = Localized("this record", "cet élément")
+
+
+def withdraws_line(kind: str, count: int, language: str = "en") -> str:
+    """The review's warning before approval ("Approving this also withdraws 1 pending
+    proposal on this order:"), followed by the list of what it withdraws."""
+    contract = REGISTRY.get(kind)
+    record = (contract.this_resource if contract is not None else _THIS_RECORD).text(language)
+    return (WITHDRAWS if count == 1 else WITHDRAWS_MANY).text(language, count=count, record=record)
+
+
 def preview_rows_of(kind: str, preview: dict[str, Any], language: str = "en") -> list[PreviewRow]:
     """The preview's labelled rows, in the order its contract declares."""
     contract = REGISTRY.get(kind)

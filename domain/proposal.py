@@ -29,6 +29,18 @@ class ProposalStatus(StrEnum):
     SUPERSEDED = "superseded"
 
 
+class SupersessionReason(StrEnum):
+    """Why a pending proposal was retired (``Superseded.reason``)."""
+
+    REVISED = "revised"
+    """An edit of it took its place (the new proposal's ``revision_of`` names it)."""
+    REPLACED = "replaced"
+    """A newer proposal for the same thing took its place."""
+    WITHDRAWN = "withdrawn"
+    """Another proposal was carried out and changed what this one relied on (a refund
+    changed the order's balance a cancellation was computed from)."""
+
+
 FINISHED = frozenset(
     {
         ProposalStatus.SUCCEEDED,
@@ -178,6 +190,9 @@ class Proposal(Aggregate):
         #: Each approval's passkey assertion, in the order of ``approvals`` (None: without).
         self.approval_passkeys: tuple[PasskeyAssertion | None, ...] = ()
         self.superseded_by: UUID | None = None
+        #: Why it was superseded (a SupersessionReason's value); None when it was recorded
+        #: before reasons were, or while it is not superseded.
+        self.superseded_reason: str | None = None
 
     @classmethod
     def propose(cls, **fields: Any) -> Proposal:
@@ -282,11 +297,13 @@ class Proposal(Aggregate):
         fields: dict[str, Any] = {"approved_by": approved_by, "reason": reason}
         self._approval_lapsed(**fields, chain=self._link("ApprovalLapsed", **fields))
 
-    def supersede(self, by: UUID) -> None:
+    def supersede(self, by: UUID, reason: SupersessionReason) -> None:
         """A newer proposal (a revision, or a fresh one for the same thing), or an execution
-        that made this preview stale, retires it: it can no longer be approved."""
+        that made this preview stale, retires it: it can no longer be approved. ``reason``
+        says which of these it was."""
         self.check_is("supersede", ProposalStatus.PENDING)
-        self._superseded(by=by, chain=self._link("Superseded", by=by))
+        fields: dict[str, Any] = {"by": by, "reason": str(reason)}
+        self._superseded(**fields, chain=self._link("Superseded", **fields))
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
         self.check_is("revalidate", ProposalStatus.EXECUTING)
@@ -491,8 +508,25 @@ class Proposal(Aggregate):
         self.expired_at = at
         self.status = ProposalStatus.EXPIRED
 
-    @event("Superseded")
-    def _superseded(self, by: UUID, chain: str) -> None:
+    class Superseded(Aggregate.Event):
+        """Something took its place while it was pending: ``by`` names the proposal.
+        Version 2 records why (``reason``, a SupersessionReason): an edit of it, a newer
+        proposal for the same thing, or another proposal carried out, which withdrew it."""
+
+        class_version = 2
+        by: UUID
+        reason: str | None
+        chain: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 (up to bf728c4) did not record why: unknown, not guessed from what
+            the proposal that took its place did afterwards."""
+            state["reason"] = None
+
+    @event(Superseded)
+    def _superseded(self, by: UUID, reason: str | None, chain: str) -> None:
         self.chain = chain
         self.superseded_by = by
+        self.superseded_reason = reason
         self.status = ProposalStatus.SUPERSEDED

@@ -23,6 +23,8 @@ MINUTES = "{n} min"  # the unit's symbol, the same in both languages
 HOURS = "{n} h"
 DAYS = Localized("{n} days", "{n} jours")
 ONE_DAY = Localized("1 day", "1 jour")
+AT = Localized("at {time}", "à {time}")
+ON_AT = Localized("on {date} at {time}", "le {date} à {time}")
 
 
 def zone_of(name: str) -> ZoneInfo:
@@ -78,6 +80,40 @@ def local_day(moment: datetime, zone: str, language: str = "en") -> str:
 def _french_day(local: datetime) -> str:
     day = "1er" if local.day == 1 else str(local.day)
     return f"{day}{_NBSP}{_FRENCH_MONTHS[local.month - 1]}"
+
+
+def clock_time(moment: datetime, zone: str, language: str) -> str:
+    """'14:53' (French: '14 h 53'): the time of day in the club's zone."""
+    local = _local(moment, zone)
+    if language == "fr":
+        return f"{local.hour} h {local.minute:02d}"
+    return local.strftime("%H:%M")
+
+
+def since_time(moment: datetime, now: datetime, zone: str, language: str) -> str:
+    """'14:53' on the club's day of ``now``, else '2026-12-01 14:53': when something began,
+    read in the club's zone without repeating today's date."""
+    time = clock_time(moment, zone, language)
+    local = _local(moment, zone)
+    if local.date() == _local(now, zone).date():
+        return time
+    return f"{local:%Y-%m-%d} {time}"
+
+
+def at_time(moment: datetime, now: datetime, zone: str, language: str) -> str:
+    """'at 14:53' on the club's day of ``now``, else 'on 2026-12-01 at 14:53' (French: 'à 14 h
+    53', 'le 2026-12-01 à 14 h 53')."""
+    time = clock_time(moment, zone, language)
+    local = _local(moment, zone)
+    if local.date() == _local(now, zone).date():
+        return AT.text(language, time=time)
+    return ON_AT.text(language, date=f"{local:%Y-%m-%d}", time=time)
+
+
+def _local(moment: datetime, zone: str) -> datetime:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(zone_of(zone))
 
 
 def distance(seconds: float, language: str) -> str:

@@ -43,6 +43,7 @@ from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.infrastructure.proposal_counts import SqlProposalCounts
 from countersign.infrastructure.settings import Database, Settings, SettingsError
+from countersign.infrastructure.sweeper_passes import SqlSweeperPasses
 from countersign.projections import PROJECTIONS
 
 
@@ -67,6 +68,7 @@ class Countersign:
     toolbox: AgentToolbox  # the assistants' tools for an outside agent (the MCP server)
     notifications: NotificationsService  # webhook endpoints, members' languages, recipients
     passkeys: PasskeyService  # members' passkeys (the account page)
+    sweeper_passes: SqlSweeperPasses  # where the sweepers' schedules record their passes
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -134,6 +136,7 @@ def bootstrap(
     email_sandbox = SandboxEmailProvider(sql)
     clock = clock or SystemClock()
     ceremonies = WebAuthnCeremonies(sql, settings.webauthn_rp_id, settings.webauthn_origins)
+    sweeper_passes = SqlSweeperPasses(sql)
     # Metered: approval latency and every provider call are counted (observability/metrics.py).
     proposals = MeteredProposalService(
         store,
@@ -144,6 +147,7 @@ def bootstrap(
         open_work=ProjectedOpenWork(app, sql),
         faults=faults or fault_points_from_env(),
         passkeys=PasskeyStep(ceremonies, clock),
+        passes=sweeper_passes,
     )
     limiter = ProposalLimiter(
         SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), proposals.clock
@@ -171,6 +175,7 @@ def bootstrap(
         toolbox=AgentToolbox(store, access),
         notifications=NotificationsService(store),
         passkeys=PasskeyService(store, ceremonies, clock),
+        sweeper_passes=sweeper_passes,
     )
 
 

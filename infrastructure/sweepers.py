@@ -1,4 +1,6 @@
 """The sweepers ``countersign worker`` runs on a schedule: one pass of each, then a pause.
+``countersign serve`` runs the same schedule in a thread of its own process on the embedded
+database (``InProcessSweepers``), where no worker is deployed beside it.
 
 * reconcile: settle uncertain external effects under their original idempotency keys;
 * expire: record Expired for pending proposals past their expiry;
@@ -6,7 +8,9 @@
 
 Each is safe to run in several processes at once (every change is a decision whose commit
 checks what it read), so a second worker during a deploy does no harm. A sweeper that fails
-is logged with a correlation id and tried again at the next pass; the others still run.
+is logged with a correlation id and tried again at the next pass; the others still run. Each
+pass that finishes is recorded (``SweeperPasses``), so the pages can tell whether anything
+is settling a lost provider answer.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from countersign.application.errors import new_correlation_id
-from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.webhooks import notification_sender
+from countersign.infrastructure.settings import Settings
 
 log = logging.getLogger("countersign.worker")
 
@@ -33,15 +39,32 @@ class Sweeper:
     run: Callable[[], int]
 
 
-def sweepers(cs: Countersign) -> list[Sweeper]:
-    """The sweepers of this countersign, in the order a pass runs them."""
+#: Seconds between passes unless told otherwise (``countersign worker --interval``).
+DEFAULT_INTERVAL = 10.0
+
+
+def sweepers(cs: Countersign, every: float = DEFAULT_INTERVAL) -> list[Sweeper]:
+    """The sweepers of this countersign, in the order a pass runs them, each recording its
+    finished passes for a schedule of one pass every ``every`` seconds."""
     sender = notification_sender(cs)
-    return [
+    work = [
         Sweeper("reconcile", "settled", lambda: len(cs.proposals.reconcile())),
         Sweeper("expire", "expired", lambda: len(cs.proposals.expire_due())),
         # The outbox: notifications of what the passes above (and every approval) recorded.
         Sweeper("notify", "delivered", lambda: sender.run_once().delivered),
     ]
+    return [_recorded(cs, sweeper, timedelta(seconds=every)) for sweeper in work]
+
+
+def _recorded(cs: Countersign, sweeper: Sweeper, every: timedelta) -> Sweeper:
+    """The sweeper, recording each pass it finishes (a failed one is not recorded)."""
+
+    def run() -> int:
+        done = sweeper.run()
+        cs.sweeper_passes.record(sweeper.name, cs.proposals.clock.now(), every)
+        return done
+
+    return Sweeper(sweeper.name, sweeper.verb, run)
 
 
 @dataclass
@@ -98,3 +121,70 @@ def run_schedule(
             break
         stop.wait(interval)
     return totals
+
+
+class PassLog:
+    """Logs a line for every pass that did something or failed, and one a minute to say the
+    schedule is alive (``countersign.worker``)."""
+
+    ALIVE_EVERY = 60.0
+
+    def __init__(self, work: list[Sweeper], prefix: str = "worker") -> None:
+        self.verbs = {sweeper.name: sweeper.verb for sweeper in work}
+        self.prefix = prefix
+        self.last_said = time.monotonic()
+
+    def __call__(self, report: PassReport) -> None:
+        did = self.summary(report.done)
+        if any(report.done.values()) or report.failed:
+            failed = f"; failed: {', '.join(report.failed)}" if report.failed else ""
+            log.info(
+                "%s: pass %d: %s%s (%.2f s)",
+                self.prefix,
+                report.number,
+                did,
+                failed,
+                report.seconds,
+            )
+        elif time.monotonic() - self.last_said >= self.ALIVE_EVERY:
+            log.info("%s: pass %d: nothing to do", self.prefix, report.number)
+        else:
+            return
+        self.last_said = time.monotonic()
+
+    def summary(self, done: dict[str, int]) -> str:
+        """'reconcile settled 1, expire expired 0, notify delivered 0'."""
+        return ", ".join(f"{name} {self.verbs[name]} {count}" for name, count in done.items())
+
+
+class InProcessSweepers:
+    """The sweepers' schedule in a thread of this process, for ``countersign serve`` on the
+    embedded database: started before serving, stopped after (the pass under way finishes,
+    as ``countersign worker``'s does on SIGTERM). It wires its own countersign, so it shares
+    no connection with the server's workers."""
+
+    def __init__(self, settings: Settings, every: float = DEFAULT_INTERVAL) -> None:
+        self.settings = settings
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="countersign-sweepers")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            cs = bootstrap(self.settings)
+        except Exception:
+            log.exception("serve: the sweepers could not start; run countersign worker instead")
+            return
+        try:
+            work = sweepers(cs, self.every)
+            run_schedule(work, self._stop, self.every, PassLog(work, "serve sweepers"))
+        finally:
+            cs.close()

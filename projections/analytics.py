@@ -28,7 +28,8 @@ class Analytics(Projection):
     """Tables for analysts: facts per proposal, roll-ups per day, organization and outcome."""
 
     name = "analytics"
-    version = 3  # supersession, quorum approvals, revisions, policies; lapsed approvals
+    # supersession, quorum approvals, revisions, policies; lapsed approvals; why superseded
+    version = 4
     tables = (
         Table(
             ORGANIZATIONS,
@@ -62,6 +63,7 @@ class Analytics(Projection):
                 Column("revision_of"),
                 Column("superseded_by"),
                 Column("superseded_at", "time"),
+                Column("superseded_reason"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "proposed_day"), ("operation", "outcome")),
@@ -134,6 +136,7 @@ class Analytics(Projection):
             "revision_of": None if revision_of is None else str(revision_of),
             "superseded_by": None,
             "superseded_at": None,
+            "superseded_reason": None,
         }
         rows.put(FACTS, fact)
         _count(rows, fact, +1)
@@ -179,7 +182,13 @@ class Analytics(Projection):
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
         key = (str(event.originator_id),)
-        rows.update(FACTS, key, superseded_by=str(event.by), superseded_at=event_time(event))
+        rows.update(
+            FACTS,
+            key,
+            superseded_by=str(event.by),
+            superseded_at=event_time(event),
+            superseded_reason=event.reason,  # None: recorded before reasons were
+        )
         self._settle(event, rows, status="superseded", outcome="superseded")
 
     @handles("Proposal.Declined")

@@ -171,7 +171,9 @@ class AuditTrail(Projection):
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, SYSTEM, f"superseded by {event.by}")
+        why = _SUPERSEDED_BECAUSE.get(event.reason or "")  # None before reasons were
+        summary = f"superseded by {event.by}" + (f" ({why})" if why else "")
+        self._record(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
@@ -231,6 +233,14 @@ class AuditTrail(Projection):
                 "chain": event.chain,
             },
         )
+
+
+#: Why a proposal was superseded, as the audit trail's summary says it.
+_SUPERSEDED_BECAUSE = {
+    "revised": "revised: an edit of it",
+    "replaced": "replaced: a newer proposal for the same thing",
+    "withdrawn": "withdrawn: that proposal was carried out and changed what this one relied on",
+}
 
 
 def _count(rows: Rows, proposal_id: str, change: int) -> int:

@@ -4,8 +4,9 @@ A card shows the quorum its proposal was frozen under (``policy``, ``approvals_r
 who has approved so far and still counts (``approvals``, with what each presented in
 ``approval_credentials``; an approval a later recheck found no longer counts moves to
 ``no_longer_counting``): a first approval of several leaves it pending. A
-superseded card names the proposal that replaced it (``superseded_by``), a revision the one it
-replaces (``revision_of``). Events stored before these existed read as one approval needed.
+superseded card names the proposal that replaced it (``superseded_by``) and why
+(``superseded_reason``: revised, replaced, withdrawn), a revision the one it replaces
+(``revision_of``). Events stored before these existed read as one approval needed.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class BrowserView(Projection):
     """What a manager sees: the frozen preview, status, approver and the localized outcome."""
 
     name = "browser_view"
-    version = 3  # superseded cards, approvals; approvals that no longer count
+    version = 4  # superseded cards, approvals; approvals that no longer count; why superseded
     tables = (
         Table(
             CARDS,
@@ -67,6 +68,7 @@ class BrowserView(Projection):
                 Column("approvals_required", "int"),
                 Column("revision_of"),
                 Column("superseded_by"),
+                Column("superseded_reason"),
                 Column("policy", "json"),
                 Column("approval_credentials", "json"),
                 Column("no_longer_counting", "json"),
@@ -111,6 +113,7 @@ class BrowserView(Projection):
                 "approvals_required": approvals_required(policy),
                 "revision_of": None if revision_of is None else str(revision_of),
                 "superseded_by": None,
+                "superseded_reason": None,
                 "policy": policy,
             },
         )
@@ -163,7 +166,13 @@ class BrowserView(Projection):
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        self._change(event, rows, status="superseded", superseded_by=str(event.by))
+        self._change(
+            event,
+            rows,
+            status="superseded",
+            superseded_by=str(event.by),
+            superseded_reason=event.reason,  # None: recorded before reasons were
+        )
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:

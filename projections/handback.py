@@ -143,10 +143,8 @@ class Handback(Projection):
         replacing = rows.get(PROPOSALS, (by,))
         if replacing is None:  # not in this log: it can only be named by its id
             how, kind, preview = "newer", proposal["operation"], {}
-        elif replacing["executed"]:
-            how, kind, preview = "executed", replacing["operation"], replacing["preview"]
         else:
-            how = "revision" if replacing["revision_of"] == proposal["proposal_id"] else "newer"
+            how = _HOW.get(event.reason or "") or _how_before_reasons(proposal, replacing)
             kind, preview = replacing["operation"], replacing["preview"]
         _say(
             rows,
@@ -192,6 +190,20 @@ class Handback(Projection):
                     "created_at": event_time(event),
                 },
             )
+
+
+#: How a supersession reads in the conversation (``domain.handback.SUPERSEDED``), by its
+#: recorded reason.
+_HOW = {"revised": "revision", "replaced": "newer", "withdrawn": "executed"}
+
+
+def _how_before_reasons(proposal: Mapping[str, Any], replacing: Mapping[str, Any]) -> str:
+    """How a supersession recorded before its reason was reads: in log order, a proposal that
+    took this one's place after it had already run withdrew it; else an edit of this one
+    revised it, and any other was a newer proposal for the same thing."""
+    if replacing["executed"]:
+        return "executed"
+    return "revision" if replacing["revision_of"] == proposal["proposal_id"] else "newer"
 
 
 def _say(

@@ -106,13 +106,17 @@ class Deployment:
         self.services.append(service)
         return service
 
-    def serve(self, workers: int = 2) -> str:
-        """Start ``serve --workers N`` and wait until /readyz answers 200; its base URL."""
+    def serve(self, workers: int = 2, *options: str) -> str:
+        """Start ``serve --workers N`` (and ``options``) and wait until /readyz answers 200;
+        its base URL."""
         port = free_port()
         self.env.setdefault("COUNTERSIGN_SECURE_COOKIES", "0")
+        address = ("--host", "127.0.0.1", "--port", str(port))
         service = self._start(
             *("serve", "serve", "--create"),  # the first service makes the tables
-            *("--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)),
+            *address,
+            *("--workers", str(workers)),
+            *options,
         )
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT

@@ -3,18 +3,23 @@ English and French: no serious or critical accessibility violation. Each page's 
 goes to ``test-artifacts/a11y/`` (``<language>-<size>-<page>.png``) for a person to look at.
 
 One server and one browser for the module. The outcomes are made through the application
-(the payment sandbox's test cards decide them): a refund sent, one not executed (stale), a
-failure, one being reconciled, and an outage before anything was applied. Without Chromium
-this test skips locally and FAILS when CI is set (``tests/test_browser_e2e.py``).
+(the payment sandbox's test cards decide them): a refund sent (which withdrew a pending
+cancellation), one not executed (stale), a failure, one whose lost answer nothing has settled
+for ten minutes, an outage before anything was applied, just approved, and a broadcast send
+whose approving process died after its claim; and a pending refund that would withdraw a
+pending cancellation, with its confirmation step. Without Chromium this test skips locally
+and FAILS when CI is set (``tests/test_browser_e2e.py``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import seed
@@ -31,7 +36,7 @@ from tests.receivers import (
     free_port,
 )
 from tests.servers import serving
-from tests.support.proposing import propose
+from tests.support.proposing import BACK_TO_CARD, CANCEL, SEND, propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
     CHROMIUM,
@@ -41,8 +46,10 @@ from tests.test_browser_e2e import (
     Served,
     _browser_or_fail,
 )
+from tests.test_settling import stuck_claim
 
 SHOTS = ARTIFACTS / "a11y"
+CONFIRMING = "Confirming with the card provider: do not refund again"
 #: axe-core impacts that fail the test.
 BLOCKING = {"serious", "critical"}
 
@@ -51,10 +58,19 @@ BLOCKING = {"serious", "critical"}
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dict[str, str]]]:
     """The app with one proposal in each state a page shows; the paths of every page kind."""
     folder = tmp_path_factory.mktemp("a11y")
-    cs = bootstrap(Settings(database_url=f"sqlite:///{folder / 'a11y.db'}", model="scripted"))
+    # Ten minutes ago, so that a lost answer approved then is overdue now.
+    clock = FakeClock(datetime.now(UTC) - timedelta(minutes=10))
+    settings = Settings(database_url=f"sqlite:///{folder / 'a11y.db'}", model="scripted")
+    cs = bootstrap(settings, clock=clock)
     seeded = seed(cs)
     passwords = seed_passwords(cs)
 
+    # A draft in the broadcast form, and its send claimed by a process that died before it
+    # called the e-mail service: executing, and overdue once the clock moves on.
+    cs.proposals.approve(propose(cs, seeded, operation=DRAFT), AVA)
+    executing = stuck_claim(settings.database_url, clock, seeded, operation=SEND)
+    # A pending cancellation that the refund's success withdraws.
+    withdrawn = propose(cs, seeded, "refund-ok", operation=CANCEL, request=BACK_TO_CARD)
     sent = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(sent, AVA)
     # Refunded by hand after it was proposed: approving it executes nothing.
@@ -64,8 +80,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         propose(cs, seeded, order)
         for order in ("refund-declined", "refund-lost-response", "provider-outage")
     )
-    for proposal_id in (stale, failed, lost, outage):
+    for proposal_id in (stale, failed, lost):
         cs.proposals.approve(proposal_id, AVA)
+    # Ten minutes on, with no reconciler running: the lost answer is overdue and nothing
+    # settles it; the outage, approved now, has just started waiting.
+    clock.advance(minutes=10)
+    cs.proposals.approve(outage, AVA)
     # Under a policy of two approvals for every refund: one awaiting a second manager.
     cs.policies.set("granite", REFUND, 2)
     awaiting = cs.proposals.propose(
@@ -79,6 +99,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     # One approval again: a card refund that one click (and its confirmation) runs.
     cs.policies.set("granite", REFUND, 1)
     pending = propose(cs, seeded, "refund-two-approvers")
+    # Emma's card declined her refund; a cancellation and a new refund of her order now wait,
+    # and the refund's review and confirmation warn of the cancellation it would withdraw.
+    propose(cs, seeded, "refund-declined", operation=CANCEL, request=BACK_TO_CARD)
+    withdrawing = propose(cs, seeded, "refund-declined")
     # A broadcast draft, edited: the earlier version is replaced, the new one shows changes.
     draft = {"filters": {"leagues": ["Monday Night Open"]}, "subject": "Ice", "body": "Hello"}
     replaced = cs.proposals.propose(
@@ -100,8 +124,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "inbox": "/",
         "recent": "/?view=recent",
         "review-pending": f"/proposals/{pending}",
+        "review-withdraws": f"/proposals/{withdrawing}",
         "review-awaiting": f"/proposals/{awaiting}",
         "review-replaced": f"/proposals/{replaced}",
+        "review-withdrawn": f"/proposals/{withdrawn}",
         "review-revised": f"/proposals/{revised}",
         "edit-refund": f"/proposals/{pending}/edit",
         "edit-draft": f"/proposals/{revised}/edit",
@@ -110,7 +136,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "review-failed": f"/proposals/{failed}",
         "review-reconciling": f"/proposals/{lost}",
         "review-outage": f"/proposals/{outage}",
+        "review-executing": f"/proposals/{executing}",
         "status-reconciling": f"/proposals/{lost}/status",
+        "status-waiting": f"/proposals/{outage}/status",
         "chat-orders": f"/chat/orders/{seeded['orders']['refund-ok']}",
         "chat-email": f"/chat/email_broadcasts/{seeded['broadcast_forms']['granite']}",
         "chat-roster": f"/chat/roster/{seeded['rosters']['granite']}",
@@ -175,11 +203,13 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
                 for name, path in paths.items():
                     page.goto(served.base_url + path)
                     _check(page, axe, problems, f"{language}-{size}-{name}")
-                # The confirmation step of an irreversible refund (a plain form post).
-                page.goto(served.base_url + paths["review-pending"])
-                page.click("button.approve")
-                page.wait_for_url(re.compile(r".*/approve$"))
-                _check(page, axe, problems, f"{language}-{size}-confirm")
+                # The confirmation step of an irreversible refund (a plain form post), and
+                # of one that also withdraws another proposal.
+                for review, name in (("review-pending", "confirm"), ("review-withdraws", "")):
+                    page.goto(served.base_url + paths[review])
+                    page.click("button.approve")
+                    page.wait_for_url(re.compile(r".*/approve$"))
+                    _check(page, axe, problems, f"{language}-{size}-{name or 'confirm-withdraws'}")
                 # The webhooks page's form: a refused URL, then an added endpoint's secret.
                 page.goto(served.base_url + paths["webhooks"])
                 page.fill("#url", "http://10.0.0.7/hooks")
@@ -216,8 +246,8 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
         "review-sent": ("Refund sent", None),
         "review-not-executed": ("Not executed: nothing changed", revise),
         "review-failed": ("Not executed: the card was declined", revise),
-        "review-reconciling": ("Checking with the card provider", "Follow the check"),
-        "review-outage": ("Checking with the card provider", "Follow the check"),
+        "review-reconciling": (CONFIRMING, "Follow the check"),
+        "review-outage": (CONFIRMING, "Follow the check"),
     }
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -233,7 +263,7 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
             page.wait_for_url(served.base_url + "/")
             # Needs attention: every decided proposal that still needs a person.
             attention = page.locator("#attention .inbox-card")
-            assert attention.count() == 4, page.locator("#attention").inner_text()
+            assert attention.count() == 5, page.locator("#attention").inner_text()
             for name, (title, next_step) in expected.items():
                 page.goto(served.base_url + paths[name])
                 assert page.locator("#outcome-title").inner_text() == title, name
@@ -245,8 +275,23 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
                 assert "/api/" not in page.locator("#outcome").inner_text(), name
             page.goto(served.base_url + paths["review-outage"])
             assert "refunded nothing" in page.locator("#outcome").inner_text()
+            assert page.locator("#waiting").inner_text().startswith("Waiting since ")
+            assert page.locator("#settling-alert").count() == 0  # it has just started
             page.goto(served.base_url + paths["review-reconciling"])
             assert "answer was lost" in page.locator("#outcome").inner_text()
+            assert page.locator("#waiting").inner_text().endswith(", 10 min.")
+            assert (
+                page.locator("#settling-alert")
+                .inner_text()
+                .startswith("Nothing is settling it: an operator must start the worker")
+            )
+            page.goto(served.base_url + paths["review-withdrawn"])
+            assert page.locator("#status").inner_text() == "Withdrawn"
+            assert (
+                page.locator("#withdrawn-why")
+                .inner_text()
+                .startswith("Withdrawn: the $48.00 CAD refund approved at ")
+            )
             # A styled page, not a problem document, for a path that is not there.
             missing = page.goto(served.base_url + "/no-such-page")
             assert missing is not None

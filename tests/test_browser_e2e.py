@@ -20,10 +20,14 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from countersign.application.ports import Clock
+from countersign.domain.times import local_time
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import seed
@@ -33,6 +37,8 @@ from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.servers import serving
+from tests.support.proposing import propose
+from tests.test_settling import stuck_claim
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -81,9 +87,11 @@ def served(tmp_path: Path) -> Iterator[Served]:
 
 
 @contextmanager
-def served_from(tmp_path: Path) -> Iterator[Served]:
-    """The seeded app on a SQLite file in ``tmp_path``, served until the block ends."""
-    cs = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'browser.db'}", model="scripted"))
+def served_from(tmp_path: Path, clock: Clock | None = None) -> Iterator[Served]:
+    """The seeded app on a SQLite file in ``tmp_path``, served until the block ends (on
+    ``clock``, when the test moves time itself)."""
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'browser.db'}", model="scripted")
+    cs = bootstrap(settings, clock=clock)
     seeded = seed(cs)
     passwords = seed_passwords(cs)
     app = create_app(cs)
@@ -369,4 +377,143 @@ def test_ava_asks_the_roster_assistant_to_move_a_member_and_approves_it(served: 
         finally:
             browser.close()
 
+    assert problems == [], f"the browser reported errors (CSP violations?): {problems}"
+
+
+def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Path) -> None:
+    """A card refund whose provider answer was lost, with nothing but the pages running (no
+    worker, no sweeping serve: the app is served here without them): nine minutes later the
+    review page, the status page and Needs attention say since when it waits and that an
+    operator must start the worker, in English and French, at desktop and phone size. Once a
+    worker passes and the provider still has not answered, it says that instead; once the
+    reconciler settles it, the refund is sent."""
+    sync_playwright = _browser_or_fail()
+    shots = ARTIFACTS / "settling"
+    shots.mkdir(parents=True, exist_ok=True)
+    clock = FakeClock(datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=9))
+    problems: list[str] = []
+    with served_from(tmp_path, clock) as served, sync_playwright() as playwright:
+        lost = propose(served.cs, served.seeded, "refund-lost-response")
+        assert served.cs.proposals.approve(lost, AVA).status == "reconciling"
+        # And a claim whose approving process died before it called the provider.
+        stuck = stuck_claim(served.cs.settings.database_url, clock, served.seeded)
+        since = local_time(clock.now(), "America/Toronto")[11:16]  # the club's zone
+        clock.advance(minutes=9)
+        review_url = f"{served.base_url}/proposals/{lost}"
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+            page = context.new_page()
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.goto(served.base_url + "/sign-in")
+            page.fill("#email", AVA)
+            page.fill("#password", served.passwords[AVA])
+            page.click("button[type=submit] >> text=Sign in")
+            page.wait_for_url(served.base_url + "/")
+
+            # Needs attention lists both, with how long each has waited and why it still does.
+            cards = page.locator("#attention .inbox-card")
+            assert cards.count() == 2
+            for index in range(2):
+                assert (
+                    f"Waiting since {since}, 9 min. Nothing is settling it: an operator must "
+                    "start the worker." in cards.nth(index).inner_text()
+                )
+            page.screenshot(path=str(shots / "01-inbox-attention-en.png"), full_page=True)
+
+            page.goto(review_url)
+            assert page.locator("#status").inner_text() == "Confirming with the provider"
+            assert page.locator("#outcome-title").inner_text() == (
+                "Confirming with the card provider: do not refund again"
+            )
+            assert "reconciler" not in page.locator("main").inner_text()
+            assert page.locator("#waiting").inner_text() == f"Waiting since {since}, 9 min."
+            alert = page.locator("#settling-alert").inner_text()
+            assert alert.startswith("Nothing is settling it: an operator must start the worker")
+            page.screenshot(path=str(shots / "02-review-unattended-en.png"), full_page=True)
+            page.goto(review_url + "/status")
+            assert page.locator("#settling-alert").inner_text() == alert
+            page.screenshot(path=str(shots / "03-status-unattended-en.png"), full_page=True)
+
+            # The dead claim's page: executing, for nine minutes, and nothing settles it.
+            page.goto(f"{served.base_url}/proposals/{stuck}")
+            assert page.locator("#status").inner_text() == "Executing"
+            assert "no outcome has been recorded" in page.locator("main").inner_text()
+            assert "Refresh in a moment" not in page.locator("main").inner_text()
+            assert page.locator("#waiting").inner_text() == f"Waiting since {since}, 9 min."
+            assert page.locator("#settling-alert").inner_text() == alert
+            page.screenshot(
+                path=str(shots / "03-review-executing-unattended-en.png"), full_page=True
+            )
+
+            # French, by the language switch.
+            page.goto(f"{served.base_url}/proposals/{stuck}")
+            page.click(".lang button[value=fr]")
+            page.wait_for_url(f"{served.base_url}/proposals/{stuck}")
+            assert page.locator("#waiting").inner_text().startswith("En attente depuis ")
+            page.screenshot(
+                path=str(shots / "04-review-executing-unattended-fr.png"), full_page=True
+            )
+            page.goto(served.base_url + "/")
+            page.screenshot(path=str(shots / "04-inbox-attention-fr.png"), full_page=True)
+            page.goto(review_url)
+            page.click(".lang button[value=fr]")
+            page.wait_for_url(review_url)
+            hour, minute = since.split(":")
+            assert page.locator("#waiting").inner_text() == (
+                f"En attente depuis {int(hour)} h {minute}, 9 min."
+            )
+            assert (
+                page.locator("#settling-alert")
+                .inner_text()
+                .startswith("Rien ne la règle\u00a0: un opérateur doit démarrer")
+            )
+            page.screenshot(path=str(shots / "04-review-unattended-fr.png"), full_page=True)
+
+            # Phone-sized, both languages.
+            phone = browser.new_context(
+                viewport=PHONE, device_scale_factor=2, storage_state=context.storage_state()
+            )
+            small = phone.new_page()
+            small.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            for language in ("fr", "en"):
+                small.goto(review_url)
+                if small.locator("html").get_attribute("lang") != language:
+                    small.click(f".lang button[value={language}]")
+                    small.wait_for_url(review_url)
+                _fits_the_screen(small)
+                assert small.locator("#settling-alert").is_visible()
+                small.screenshot(
+                    path=str(shots / f"05-phone-review-unattended-{language}.png"), full_page=True
+                )
+                small.goto(f"{served.base_url}/proposals/{stuck}")
+                _fits_the_screen(small)
+                small.screenshot(
+                    path=str(shots / f"05-phone-review-executing-{language}.png"), full_page=True
+                )
+            small.goto(served.base_url + "/")
+            _fits_the_screen(small)
+            small.screenshot(path=str(shots / "06-phone-inbox-attention-en.png"), full_page=True)
+            phone.close()
+
+            # A worker passes, and the provider has still not answered its lookups.
+            served.cs.sweeper_passes.record("reconcile", clock.now(), timedelta(seconds=10))
+            page.click(".lang button[value=en]")
+            page.wait_for_url(review_url)
+            silent = page.locator("#settling-alert").inner_text()
+            assert silent.startswith("The provider has not confirmed it yet: countersign asks")
+            page.screenshot(path=str(shots / "07-review-provider-silent-en.png"), full_page=True)
+
+            # The reconciler settles both: one refund each, and the pages say so.
+            served.cs.proposals.reconcile()
+            for url in (review_url, f"{served.base_url}/proposals/{stuck}"):
+                page.goto(url)
+                assert page.locator("#status").inner_text() == "Succeeded"
+                assert page.locator("#waiting").count() == 0
+            assert len(served.cs.sandbox.refunds()) == 2
+            context.close()
+        finally:
+            browser.close()
     assert problems == [], f"the browser reported errors (CSP violations?): {problems}"

@@ -6,9 +6,10 @@ in, sees her approval and the policy, approves and confirms: it succeeds with ex
 refund. Then an edit: Ava opens the Edit page of another refund, first sends a payment that is
 not on the order (the problem shows next to the field, her choice of destination kept), then
 sends the new destination: the new proposal shows what changed and the old one says it was
-replaced, linking the new one. In English and French, at desktop and phone size; screenshots
-go to ``test-artifacts/governance/``. No JavaScript is needed, and the browser reports no
-error (a Content-Security-Policy violation would be one).
+replaced, linking the new one. An approval that would withdraw another pending proposal says so
+before, and the withdrawn one says why after. In English and French, at desktop and phone
+size; screenshots go to ``test-artifacts/governance/``. No JavaScript is needed, and the
+browser reports no error (a Content-Security-Policy violation would be one).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import AVA
-from tests.support.proposing import propose
+from tests.support.proposing import BACK_TO_CARD, CANCEL, propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
     CHROMIUM,
@@ -217,3 +218,117 @@ def test_two_managers_approve_a_large_refund_and_an_edit_replaces_a_proposal(
     assert problems == [], f"the browser reported errors (CSP violations?): {problems}"
     assert len(served.cs.sandbox.refunds()) == 1  # the edited refund was never approved
     assert Path(SHOTS / "08-revision-shows-what-changed.png").exists()
+
+
+def test_an_approval_warns_of_what_it_withdraws_and_the_withdrawn_card_says_why(
+    served: Served,
+) -> None:
+    """Lucas Roy's order: a pending cancellation ($345.00 back), then a $48.00 discount
+    refund. The refund's review and its confirmation step list the cancellation it would
+    withdraw, linked; once the refund runs, the cancellation reads "Withdrawn", says which
+    approval withdrew it and when, and links that refund. In English and French, at desktop
+    and phone size."""
+    sync_playwright = _browser_or_fail()
+    shots = SHOTS / "withdrawal"
+    shots.mkdir(parents=True, exist_ok=True)
+    order = served.seeded["orders"]["refund-stale"]
+    cancellation = propose(
+        served.cs, served.seeded, operation=CANCEL, resource_id=order, request=BACK_TO_CARD
+    )
+    refund = propose(served.cs, served.seeded, "refund-stale")
+    refund_url = f"{served.base_url}/proposals/{refund}"
+    cancellation_url = f"{served.base_url}/proposals/{cancellation}"
+    problems: list[str] = []
+
+    def watch(page: Any) -> Any:
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        return page
+
+    def shoot(page: Any, name: str) -> None:
+        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+
+    def at_phone_size(context: Any, name: str, url: str) -> None:
+        phone = browser.new_context(
+            viewport=PHONE, device_scale_factor=2, storage_state=context.storage_state()
+        )
+        small = watch(phone.new_page())
+        small.goto(url)
+        _fits_the_screen(small)
+        shoot(small, name)
+        phone.close()
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+            ava = watch(context.new_page())
+            _sign_in(ava, served, AVA)
+
+            # Before: the warning, in French first (the language switch is kept).
+            ava.goto(refund_url)
+            ava.click(".lang button[value=fr]")
+            ava.wait_for_url(refund_url)
+            assert ava.locator("#withdraws-lead").inner_text() == (
+                "Approuver celle-ci retire aussi 1 proposition en attente sur cette commande\u00a0:"
+            )
+            shoot(ava, "01-refund-warns-fr")
+            at_phone_size(context, "02-phone-refund-warns-fr", refund_url)
+            ava.click(".lang button[value=en]")
+            ava.wait_for_url(refund_url)
+            warning = ava.locator("#withdraws")
+            assert warning.locator("#withdraws-lead").inner_text() == (
+                "Approving this also withdraws 1 pending proposal on this order:"
+            )
+            link = warning.locator("li a")
+            assert link.inner_text() == "Cancel Lucas Roy's registration and refund $345.00 CAD"
+            assert link.get_attribute("href") == f"/proposals/{cancellation}"
+            described = ava.locator("button.approve").get_attribute("aria-describedby") or ""
+            assert "withdraws-lead" in described.split()
+            shoot(ava, "03-refund-warns-en")
+            at_phone_size(context, "04-phone-refund-warns-en", refund_url)
+
+            # The confirmation step says it again, next to what cannot be undone.
+            ava.click("button.approve")
+            ava.wait_for_url(re.compile(r".*/approve$"))
+            assert ava.locator("h1").inner_text() == "Confirm once more"
+            assert "Cancel Lucas Roy's registration" in ava.locator("#withdraws").inner_text()
+            shoot(ava, "05-confirm-warns-en")
+            ava.click("button >> text=Yes: Refund $48.00 CAD to Visa •••• 4242")
+            ava.wait_for_url(refund_url)
+            assert ava.locator("#status").inner_text() == "Succeeded"
+            assert ava.locator("#withdraws").count() == 0
+
+            # After: the cancellation says which approval withdrew it, and links it.
+            ava.goto(cancellation_url)
+            assert ava.locator("#status").inner_text() == "Withdrawn"
+            assert ava.locator("#replaced-title").inner_text() == "This proposal will not run"
+            why = ava.locator("#withdrawn-why").inner_text()
+            assert why.startswith("Withdrawn: the $48.00 CAD refund approved at ")
+            assert why.endswith(
+                "changed this order's balance. Propose it again if it is still wanted."
+            )
+            assert "newer proposal" not in ava.locator("main").inner_text()
+            assert ava.locator("button.approve").count() == 0
+            shoot(ava, "06-cancellation-withdrawn-en")
+            at_phone_size(context, "07-phone-cancellation-withdrawn-en", cancellation_url)
+            ava.click("a >> text=Open the proposal that withdrew it")
+            ava.wait_for_url(refund_url)
+            ava.goto(cancellation_url)
+            ava.click(".lang button[value=fr]")
+            ava.wait_for_url(cancellation_url)
+            assert ava.locator("#status").inner_text() == "Retirée"
+            assert (
+                ava.locator("#withdrawn-why")
+                .inner_text()
+                .startswith("Retirée\u00a0: le remboursement de 48,00\u00a0$\u00a0CA approuvé à ")
+            )
+            shoot(ava, "08-cancellation-withdrawn-fr")
+            at_phone_size(context, "09-phone-cancellation-withdrawn-fr", cancellation_url)
+            context.close()
+        finally:
+            browser.close()
+
+    assert problems == [], f"the browser reported errors (CSP violations?): {problems}"
+    assert len(served.cs.sandbox.refunds()) == 1  # the refund's; the cancellation never ran

@@ -254,7 +254,7 @@ def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
         "status_path": f"/api/v1/proposals/{proposal_id}/status",
         "cause": "response_lost",
     }
-    assert "registration is cancelled once it settles" in str(report.message)
+    assert "cancels the registration once it is confirmed" in str(report.message)
     # Until the answer is known, the registration stands and its money is held.
     order = order_of(cs, order_id)
     assert (order.is_active, len(order.unresolved_attempts())) == (True, 1)

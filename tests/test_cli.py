@@ -323,7 +323,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     for phrase in (
         "Same stored outcome",
         "already been refunded",
-        "reconciled",
+        "confirming it with the card provider",
         "Nothing has been sent",
         "The audience changed",
         "Olivia Chen now plays in Thursday Seniors",
@@ -334,7 +334,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "cancelled",
         "never a model paraphrase",
         "every hash-chain link holds",
-        "do not send the draft again",
+        "Do not send the draft again",
         "Exactly one delivery",
         "already been sent",
     ):

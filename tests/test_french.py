@@ -28,8 +28,11 @@ from countersign.domain.messages import (
     outcome_messages,
     outcome_title,
     proposal_headline,
+    withdrawn_message,
+    withdraws_line,
 )
 from countersign.domain.money import format_money
+from countersign.domain.times import at_time
 from countersign.infrastructure.bootstrap import Countersign  # noqa: F401 (imports every module)
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.web.i18n import translator
@@ -138,6 +141,10 @@ def french_texts(contract: AnyContract, preview: dict[str, Any]) -> dict[str, st
         "approve button": approve_label(kind, preview, "fr") or "",
         "confirmation": irreversible_note(kind, preview, "fr") or "",
         "inbox reason": inbox_reason(kind, preview, "fr") or "",
+        # What another proposal reads once this one's success withdrew it, and the warning
+        # this one's review gives before it.
+        "withdrew another": withdrawn_message(kind, preview, at_time(now, now, "UTC", "fr"), "fr"),
+        "withdraws others": withdraws_line(kind, 2, "fr"),
     }
     for stored in stored_outcomes(contract):
         name = stored["kind"] + str(stored.get("reason", {}).get("code", stored.get("cause", "")))

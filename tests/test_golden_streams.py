@@ -379,3 +379,39 @@ def test_golden_declines_read_the_credential_as_unknown(golden):
     assert cs.store.get(UUID(declined), Proposal).declined_credential == "unknown"
     assert cs.audit.history(declined)["events"][1]["credential"] == "unknown"
     assert Proposal.Declined.class_version == 2
+
+
+def test_golden_supersessions_read_their_reason_as_unknown_and_keep_their_words(golden):
+    """``Proposal.Superseded`` v2 records why; a release's v1 supersession reads ``None``
+    (never guessed), its card keeps the words it had, and the conversation still tells an
+    edit from a newer proposal by the log's order."""
+    cs, manifest = golden
+    by_revision = manifest["proposals"]["superseded_by_revision"]
+    by_newer = manifest["proposals"]["superseded_by_newer"]
+    written = _stored_state(cs, by_newer, 2)
+    assert "class_version" not in written
+    assert "reason" not in written
+
+    for proposal_id in (by_revision, by_newer):
+        assert cs.store.get(UUID(proposal_id), Proposal).superseded_reason is None
+        assert cs.audit.history(proposal_id)["events"][1]["reason"] is None
+        assert cs.access.card(proposal_id, AVA).superseded_reason is None
+        answer = cs.access.approve(proposal_id, AVA).to_json()
+        assert answer["reason"] == "superseded"
+        assert "superseded_reason" not in answer  # unknown: left out, not guessed
+    runners = cs.projection_runners()
+    assert rebuild_together(runners) == runners[0].head()
+    organization = cs.club.organization_id("granite")
+    told = []
+    for proposal_id in (by_newer, by_revision):
+        card = cs.read_models.card(organization, proposal_id)
+        assert card is not None
+        assert (card["status"], card["superseded_reason"]) == ("superseded", None)
+        told += [
+            message["text_en"].split(":")[0]
+            for message in cs.read_models.handback(organization, card["interaction_id"])
+            if message["proposal_id"] == proposal_id and message["kind"] == "superseded"
+        ]
+    assert told == ["Replaced by a newer proposal for the same thing", "Replaced by an edit"]
+    assert verify(cs.app, cs.sql).ok
+    assert Proposal.Superseded.class_version == 2

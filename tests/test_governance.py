@@ -69,7 +69,7 @@ def test_a_new_proposal_for_the_same_thing_supersedes_the_pending_one(cs, seeded
     assert second.supersedes == [first.proposal_id]
     assert _types(cs, first.proposal_id) == ["Proposed", "Superseded"]
     superseded = cs.audit.history(first.proposal_id)["events"][1]
-    assert str(superseded["by"]) == second.proposal_id
+    assert (str(superseded["by"]), superseded["reason"]) == (second.proposal_id, "replaced")
     for answer in (
         cs.proposals.approve(first.proposal_id, AVA),
         cs.proposals.decline(first.proposal_id, AVA),
@@ -84,9 +84,14 @@ def test_a_new_proposal_for_the_same_thing_supersedes_the_pending_one(cs, seeded
             "approvals": None,
             "required": None,
             "superseded_by": second.proposal_id,
+            "superseded_reason": "replaced",
         }
     card = cs.proposals.card(first.proposal_id, AVA)
-    assert (card.status, card.superseded_by) == ("superseded", second.proposal_id)
+    assert (card.status, card.superseded_by, card.superseded_reason) == (
+        "superseded",
+        second.proposal_id,
+        "replaced",
+    )
     assert cs.proposals.approve(second.proposal_id, AVA).status == "succeeded"
     assert _card_refunds(cs, first.proposal_id) == 0
 

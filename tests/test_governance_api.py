@@ -103,7 +103,11 @@ def test_a_revision_is_a_new_proposal_that_supersedes_the_old_one(api):
     french = api.call("GET", f"/api/v1/proposals/{new}?language=fr").json()["changes"]
     assert french[0]["label"] != "Refund to"
     old = api.card(original)
-    assert (old["status"], old["superseded_by"]) == ("superseded", new)
+    assert (old["status"], old["superseded_by"], old["superseded_reason"]) == (
+        "superseded",
+        new,
+        "revised",
+    )
     approving_old = api.approve(original)
     assert approving_old.status_code == 200
     assert approving_old.json() | {"status": None} == {
@@ -116,6 +120,7 @@ def test_a_revision_is_a_new_proposal_that_supersedes_the_old_one(api):
         "approvals": None,
         "required": None,
         "superseded_by": new,
+        "superseded_reason": "revised",
     }
     assert api.approve(new).json()["result"] == "executed"
     assert _refunds(api.cs) == 0  # an account credit: no card refund at all

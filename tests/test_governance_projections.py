@@ -54,6 +54,12 @@ def test_cards_show_supersession_revisions_quorums_and_policies(cs, seeded, cloc
         "superseded",
         ids["cancelled"],
     )
+    # Why each was superseded, as recorded: an edit, a newer proposal, an execution.
+    assert [cards[name]["superseded_reason"] for name in ("replacing", "replaced", "retired")] == [
+        "revised",
+        "replaced",
+        "withdrawn",
+    ]
     two = cards["two_approvers"]
     assert (two["status"], two["approvals"], two["approvals_required"]) == (
         "succeeded",
@@ -187,12 +193,18 @@ def test_the_audit_trail_records_each_approval_supersession_edit_and_policy_chan
     assert trail("replacing")[-1] == (
         "Superseded",
         "countersign",
-        f"superseded by {ids['revision']}",
+        f"superseded by {ids['revision']} (revised: an edit of it)",
+    )
+    assert trail("replaced")[-1] == (
+        "Superseded",
+        "countersign",
+        f"superseded by {ids['replacing']} (replaced: a newer proposal for the same thing)",
     )
     assert trail("retired")[-1] == (
         "Superseded",
         "countersign",
-        f"superseded by {ids['cancelled']}",
+        f"superseded by {ids['cancelled']} (withdrawn: that proposal was carried out and "
+        "changed what this one relied on)",
     )
     assert trail("revision")[0][2].endswith(f"as a revision of {ids['replacing']}")
     assert trail("pending")[0][2] == f"proposed {REFUND}; its requester may not approve"
@@ -251,6 +263,16 @@ def test_analytics_count_approvals_supersessions_revisions_and_policies(cs, seed
     )
     assert fact("revision")[7] == ids["replacing"]
     assert fact("retired")[8] == ids["cancelled"]
+    reasons = {
+        row[0]: row[1]
+        for row in _rows(cs, "SELECT proposal_id, superseded_reason FROM proposal_facts")
+    }
+    assert [reasons[ids[name]] for name in ("replacing", "replaced", "retired", "pending")] == [
+        "revised",
+        "replaced",
+        "withdrawn",
+        None,
+    ]
     assert fact("pending")[6] is True  # one approval, not the requester's: it applies
 
     approvals = _rows(

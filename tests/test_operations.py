@@ -18,9 +18,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import httpx
 import pytest
+from countersign.domain.proposal import Proposal
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import main
@@ -401,6 +403,91 @@ def test_serve_with_two_workers_gathers_both_workers_metrics_and_stops_cleanly(
     assert len(approves) == approvals
     assert {line["process"] for line in approves} == set(workers)
     assert all(line["correlation_id"].startswith("cs-") for line in approves)
+
+
+@pytest.mark.slow
+def test_serve_on_the_embedded_database_settles_a_lost_answer_in_one_process_and_stops_cleanly(
+    tmp_path,
+):
+    """The README's setup, nothing but ``serve``: a refund whose provider answer was lost
+    settles by itself. Two server workers, yet every sweeper pass is the serve process's own:
+    the workers never sweep."""
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    lost = _a_lost_answer(url)
+    deployment = Deployment(
+        url, tmp_path, env={"COUNTERSIGN_LOG_FORMAT": "json", "COUNTERSIGN_LOG_LEVEL": "INFO"}
+    )
+    try:
+        deployment.serve(2)
+        settled = _status_within(url, lost, "succeeded", seconds=30)
+        server = deployment.services[0].process.pid
+    finally:
+        problems = deployment.stop()
+
+    assert problems == []
+    assert settled == "succeeded"
+    said = (tmp_path / "serve.log").read_text().splitlines()
+    assert (
+        "countersign: the sweepers (reconcile, expire, notify) run in this process every 10 s; "
+        "--no-sweepers leaves them to countersign worker"
+    ) in said
+    lines = [json.loads(line) for line in said if line.startswith("{")]  # the logs
+    passes = [line for line in lines if line["message"].startswith("serve sweepers: pass")]
+    assert "reconcile settled 1" in passes[0]["message"]
+    assert {line["process"] for line in passes} == {server}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("options", "sweeps"),
+    [((), "on sqlite"), (("--no-sweepers",), "never"), (("--sweepers",), "always")],
+)
+def test_serve_says_when_no_sweeper_runs_and_sweepers_choose_explicitly(
+    database_url, tmp_path, options, sweeps
+):
+    """PostgreSQL's default is off (``countersign worker`` is the service there), and serve
+    says so in one line naming what to start; ``--sweepers`` and ``--no-sweepers`` choose."""
+    lost = _a_lost_answer(database_url)
+    sweeping = sweeps == "always" or (sweeps == "on sqlite" and database_url.startswith("sqlite"))
+    deployment = Deployment(database_url, tmp_path)
+    try:
+        deployment.serve(1, *options)
+        status = _status_within(database_url, lost, "succeeded", seconds=20 if sweeping else 3)
+    finally:
+        problems = deployment.stop()
+
+    assert problems == []
+    said = (tmp_path / "serve.log").read_text()
+    assert status == ("succeeded" if sweeping else "reconciling")
+    assert ("countersign: no sweeper runs in this process: start `countersign worker`" in said) is (
+        not sweeping
+    )
+
+
+def _a_lost_answer(url: str) -> str:
+    """A refund approved on the demo data whose provider answer was lost: reconciling."""
+    cs = bootstrap(Settings(database_url=url))
+    try:
+        seeded = seed(cs)
+        lost = propose(cs, seeded, "refund-lost-response")
+        assert cs.proposals.approve(lost, AVA).status == "reconciling"
+    finally:
+        cs.close()
+    return lost
+
+
+def _status_within(url: str, proposal_id: str, wanted: str, seconds: float) -> str:
+    """The proposal's status once it is ``wanted``, or when ``seconds`` have passed."""
+    cs = bootstrap(Settings(database_url=url))
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            status = cs.store.get(UUID(proposal_id), Proposal).status
+            if status == wanted or time.monotonic() > deadline:
+                return str(status)
+            time.sleep(0.2)
+    finally:
+        cs.close()
 
 
 def _children(pid: int) -> set[int]:

@@ -139,8 +139,9 @@ def test_cards_and_handback_speak_english_and_french_for_every_outcome(cs, seede
     lost = cs.proposals.card(ids["lost"], AVA)
     messages = cs.read_models.handback(org, lost.interaction_id)
     assert [m["outcome_kind"] for m in messages] == ["needs_reconciliation", "succeeded"]
-    assert "Do not refund by hand." in messages[0]["text_en"]
-    assert "Ne remboursez pas à la main." in messages[0]["text_fr"]
+    assert "Do not refund again, by hand or otherwise." in messages[0]["text_en"]
+    assert "Ne remboursez pas de nouveau, ni à la main ni autrement." in messages[0]["text_fr"]
+    assert "reconciler" not in messages[0]["text_en"]  # plain words, not the machinery's
     assert "/api/" not in messages[0]["text_en"] + messages[0]["text_fr"]
     assert messages[1]["text_fr"].startswith("Remboursement")
 

@@ -580,7 +580,7 @@ def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed
     assert "Non exécutée : la carte a été refusée</strong>" in french
     assert '<span class="pill tone-bad">Non exécutée</span>' in french
     assert "Failed: no money moved</strong> · reference cs-" in main
-    assert "<strong>Checking with the card provider</strong>" in main
+    assert "<strong>Confirming with the card provider: do not refund again</strong>" in main
     # Each card says where the money goes and why.
     assert "Refund $48.00 CAD to Visa •••• 4242" in main
     assert "Missed discount: Early-bird 15% discount · Fall Monday Night League" in main
@@ -749,11 +749,14 @@ def test_the_status_page_follows_a_refund_through_reconciliation(web):
     browser = web.browser(AVA)
     review = _approve(browser, proposal_id)
     panel = _outcome_panel(review)
-    assert "Being reconciled" in review.text  # the status
-    assert "Checking with the card provider" in panel
+    assert "Confirming with the provider</span>" in review.text  # the status
+    assert "Confirming with the card provider: do not refund again" in panel
     assert "it is not yet known whether the money moved" in panel
+    assert "countersign is confirming it with the card provider" in panel
     assert "Tell the member their refund is being processed." in panel
-    assert "Do not refund by hand." in panel
+    assert "Do not refund again, by hand or otherwise." in panel
+    assert "reconciler" not in panel  # plain words, not the machinery's names
+    assert '<p class="waiting" id="waiting">Waiting since 04:00, 1 min.</p>' in panel
     assert f'href="/proposals/{proposal_id}/status">Follow the check' in panel
     # It updates by itself, by a script the manager can pause (and a link without script).
     assert 'data-refresh-seconds="15"' in review.text
@@ -763,7 +766,7 @@ def test_the_status_page_follows_a_refund_through_reconciliation(web):
     assert 'http-equiv="refresh"' not in review.text
     status = browser.get(f"/proposals/{proposal_id}/status")
     assert status.status_code == 200
-    assert "Checking with the card provider" in _outcome_panel(status)
+    assert "Confirming with the card provider" in _outcome_panel(status)
     assert 'data-refresh-seconds="5"' in status.text
     for page in (review, status):
         assert "/api/" not in _main(page)
@@ -781,14 +784,14 @@ def test_a_provider_outage_before_anything_was_applied_says_no_money_moved(web):
     proposal_id = web.propose("provider-outage")
     browser = web.browser(AVA)
     panel = _outcome_panel(_approve(browser, proposal_id))
-    assert "Checking with the card provider" in panel
+    assert "Confirming with the card provider: do not refund again" in panel
     assert "The card provider was unavailable and refunded nothing: no money has moved yet." in (
         panel
     )
     assert "answer was lost" not in panel
     assert "/api/" not in panel
     french = _outcome_panel(browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}))
-    assert "Vérification auprès du fournisseur de paiement" in french
+    assert "Confirmation auprès du fournisseur de paiement" in french
     assert str(escape("aucun argent n'a encore bougé")) in french
     assert "/api/" not in french
     # The machine's status path stays in the stored outcome, for the API.

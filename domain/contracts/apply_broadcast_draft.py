@@ -180,6 +180,7 @@ class ApplyBroadcastDraft(
     # other drafts applied to it meanwhile change nothing in this one.
     targets = frozenset({BroadcastForm})
 
+    this_resource = Localized("this broadcast form", "ce formulaire d'envoi")
     title = Localized(
         "Put a draft in the broadcast form", "Placer un brouillon dans le formulaire d'envoi"
     )
@@ -297,6 +298,16 @@ class ApplyBroadcastDraft(
         """Another operation's pending proposal on the form (a send) froze the draft this one
         replaces."""
         return frozenset({Siblings.OTHER_OPERATIONS})
+
+    def would_retire(
+        self, arguments: BroadcastDraftArguments, facts: DraftFacts
+    ) -> frozenset[Siblings]:
+        return frozenset({Siblings.OTHER_OPERATIONS})
+
+    withdrew = Localized(
+        "the draft “{subject}” approved {when} replaced the one in the broadcast form.",
+        "le brouillon « {subject} » approuvé {when} a remplacé celui du formulaire d'envoi.",
+    )
 
     def revalidate(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
         leagues = arguments.filters.leagues

@@ -26,6 +26,7 @@ from countersign.domain.contracts.presentation import (
     RequestField,
 )
 from countersign.domain.errors import CountersignError
+from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
@@ -477,6 +478,37 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         the success. A contract names no other operation: it says which *kind* of sibling
         (``Siblings``). Default: none."""
         return frozenset()
+
+    this_resource: ClassVar[Localized] = Localized("this record", "cet élément")
+    """The resource a proposal acts on, as a sentence names it ("this order")."""
+
+    def would_retire(self, arguments: ArgumentsT, facts: FactsT) -> frozenset[Siblings]:
+        """What ``retires`` would say if this proposal succeeded now, judged on the facts as
+        they are before it runs: the review warns of the pending proposals that approving it
+        would withdraw. A contract that retires says the same here. Default: none."""
+        return frozenset()
+
+    withdrew: ClassVar[Localized] = Localized(
+        "the proposal “{headline}” approved {when} changed what this one relied on.",
+        "la proposition « {headline} » approuvée {when} a changé ce sur quoi celle-ci reposait.",
+    )
+    """Why a pending proposal this one's success retired can no longer run, naming this one
+    and when it was approved (``{when}``: "at 15:03", ``domain.times.at_time``); its
+    preview's fields (``_cents`` ones read as money) and ``{headline}`` may be used. It
+    follows "Withdrawn:" (``domain.messages.withdrawn_message``)."""
+
+    def withdrawal_text(self, preview: PreviewT, when: str, language: str = "en") -> str:
+        """``withdrew`` filled from this proposal's preview (amounts as money)."""
+        values = preview.model_dump()
+        currency = str(values.get("currency") or "")
+        filled = {
+            key: format_money(value, currency, language)
+            if key.endswith("_cents") and isinstance(value, int)
+            else value
+            for key, value in values.items()
+        }
+        named = {"when": when, "headline": self.headline(preview, language)}
+        return self.withdrew.text(language, **{**filled, **named})
 
     # -- stored arguments ---------------------------------------------------------------------
 

@@ -203,6 +203,7 @@ class CancelRegistration(
     Preview = CancelRegistrationPreview
     Result = CancelRegistrationResult
 
+    this_resource = Localized("this order", "cette commande")
     title = Localized("Cancel a registration", "Annuler une inscription")
     request_fields = {
         "destination": REFUND_DESTINATION,
@@ -259,25 +260,29 @@ class CancelRegistration(
         ),
     }
     effect_uncertain = Localized(
-        "The card provider's answer was lost. The refund is being reconciled with the "
-        "provider, and the registration is cancelled once it settles; do not retry it.",
-        "La réponse du fournisseur de paiement a été perdue. Le remboursement est en cours "
-        "de rapprochement, et l'inscription sera annulée une fois réglée ; ne le relancez pas.",
+        "The card provider's answer was lost. countersign is confirming the refund with the "
+        "card provider, and cancels the registration once it is confirmed. Do not refund "
+        "again or cancel it another way.",
+        "La réponse du fournisseur de paiement a été perdue. countersign confirme le "
+        "remboursement auprès du fournisseur de paiement, et annule l'inscription une fois "
+        "qu'il est confirmé. Ne remboursez pas de nouveau et ne l'annulez pas autrement.",
     )
     effect_unavailable = Localized(
         "The card provider was unavailable and refunded nothing: no money has moved and the "
-        "registration is still active. countersign will send this same refund, once, at the "
-        "reconciler's next pass, and cancel the registration when it settles. Do not refund "
-        "by hand.",
-        "Le fournisseur de paiement était indisponible et n'a rien remboursé : aucun argent "
-        "n'a bougé et l'inscription est toujours active. countersign enverra ce même "
-        "remboursement, une seule fois, au prochain passage du rapprochement, et annulera "
-        "l'inscription une fois réglé. Ne remboursez pas à la main.",
+        "registration is still active. countersign sends this same refund, once, as soon as "
+        "the provider answers again, and cancels the registration when it is confirmed. Do "
+        "not refund again or cancel it another way.",
+        "Le fournisseur de paiement était indisponible et n'a rien remboursé\u00a0: aucun "
+        "argent n'a bougé et l'inscription est toujours active. countersign envoie ce même "
+        "remboursement, une seule fois, dès que le fournisseur répond de nouveau, et annule "
+        "l'inscription une fois confirmé. Ne remboursez pas de nouveau et ne l'annulez pas "
+        "autrement.",
     )
     outcome_titles = {
         "succeeded": Localized("Registration cancelled", "Inscription annulée"),
         "needs_reconciliation": Localized(
-            "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
+            "Confirming with the card provider: do not refund again",
+            "Confirmation auprès du fournisseur de paiement\u00a0: ne remboursez pas de nouveau",
         ),
         "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
         "revision_required:cancellation_refund_declined": Localized(
@@ -368,6 +373,17 @@ class CancelRegistration(
     ) -> frozenset[Siblings]:
         """A cancelled order has nothing left for any other pending proposal on it."""
         return ALL_SIBLINGS
+
+    def would_retire(
+        self, arguments: CancelRegistrationArguments, facts: CancellationFacts
+    ) -> frozenset[Siblings]:
+        return ALL_SIBLINGS
+
+    withdrew = Localized(
+        "the cancellation of {participant_name}'s registration approved {when} closed this order.",
+        "l'annulation de l'inscription de {participant_name} approuvée {when} a clos cette "
+        "commande.",
+    )
 
     def revalidate(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts

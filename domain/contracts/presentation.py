@@ -44,18 +44,22 @@ def _in(language: str, params: dict[str, object]) -> dict[str, object]:
 
 
 EFFECT_UNCERTAIN = Localized(
-    "The provider's answer was lost, so it is not yet known whether this took effect. It is "
-    "being reconciled with the provider; do not retry it.",
-    "La réponse du fournisseur a été perdue : on ne sait pas encore si l'opération a eu lieu. "
-    "Elle est en cours de rapprochement avec le fournisseur ; ne la relancez pas.",
+    "The provider's answer was lost, so it is not yet known whether this took effect. "
+    "countersign is confirming it with the provider, by asking about that same request: it "
+    "never sends it twice. Do not do it again another way.",
+    "La réponse du fournisseur a été perdue\u00a0: on ne sait pas encore si l'opération a eu "
+    "lieu. countersign la confirme auprès du fournisseur, en l'interrogeant sur cette même "
+    "demande\u00a0: il ne l'envoie jamais deux fois. Ne la refaites pas autrement.",
 )
 """What a lost provider answer means, for an operation that does not say it in its own words."""
 
 EFFECT_UNAVAILABLE = Localized(
-    "The provider was unavailable and applied nothing: nothing has happened yet. The same "
-    "request will be sent again, once, when the provider answers; do not retry it.",
-    "Le fournisseur était indisponible et n'a rien appliqué : rien ne s'est encore produit. "
-    "La même demande lui sera renvoyée, une seule fois, dès qu'il répondra ; ne la relancez pas.",
+    "The provider was unavailable and applied nothing: nothing has happened yet. countersign "
+    "sends the same request, once, as soon as the provider answers again; do not do it "
+    "another way.",
+    "Le fournisseur était indisponible et n'a rien appliqué\u00a0: rien ne s'est encore "
+    "produit. countersign lui renvoie la même demande, une seule fois, dès qu'il répond de "
+    "nouveau\u00a0; ne la faites pas autrement.",
 )
 """What a provider's outage before it applied anything means, for an operation that does not
 say it in its own words."""

@@ -201,6 +201,7 @@ class RefundMissingDiscount(
     Preview = RefundPreview
     Result = RefundResult
 
+    this_resource = Localized("this order", "cette commande")
     title = Localized("Refund a missed discount", "Rembourser une remise manquée")
     request_fields = {
         "payment": RequestField(
@@ -292,29 +293,30 @@ class RefundMissingDiscount(
     }
     effect_uncertain = Localized(
         "The refund was sent, but the card provider's answer was lost, so it is not yet known "
-        "whether the money moved. It will be reconciled with the provider at the reconciler's "
-        "next pass, by asking about that same request: countersign never sends a second "
-        "refund. Tell the member their refund is being processed. Do not refund by hand.",
+        "whether the money moved. countersign is confirming it with the card provider, by "
+        "asking about that same refund: it never sends a second one. Tell the member their "
+        "refund is being processed. Do not refund again, by hand or otherwise.",
         "Le remboursement a été envoyé, mais la réponse du fournisseur de paiement a été "
-        "perdue : on ne sait pas encore si l'argent a bougé. Il sera rapproché avec le "
-        "fournisseur au prochain passage du rapprochement, en l'interrogeant sur cette même "
-        "demande : countersign n'envoie jamais un second remboursement. Dites au membre que "
-        "son remboursement est en cours de traitement. Ne remboursez pas à la main.",
+        "perdue\u00a0: on ne sait pas encore si l'argent a bougé. countersign le confirme "
+        "auprès du fournisseur de paiement, en l'interrogeant sur ce même remboursement\u00a0: "
+        "il n'en envoie jamais un second. Dites au membre que son remboursement est en cours "
+        "de traitement. Ne remboursez pas de nouveau, ni à la main ni autrement.",
     )
     effect_unavailable = Localized(
         "The card provider was unavailable and refunded nothing: no money has moved yet. "
-        "countersign will send this same refund, once, when the provider answers again at the "
-        "reconciler's next pass. Tell the member their refund is on its way. Do not refund by "
-        "hand.",
-        "Le fournisseur de paiement était indisponible et n'a rien remboursé : aucun argent "
-        "n'a encore bougé. countersign enverra ce même remboursement, une seule fois, quand le "
-        "fournisseur répondra de nouveau, au prochain passage du rapprochement. Dites au "
-        "membre que son remboursement est en route. Ne remboursez pas à la main.",
+        "countersign sends this same refund, once, as soon as the provider answers again. "
+        "Tell the member their refund is on its way. Do not refund again, by hand or "
+        "otherwise.",
+        "Le fournisseur de paiement était indisponible et n'a rien remboursé\u00a0: aucun "
+        "argent n'a encore bougé. countersign envoie ce même remboursement, une seule fois, "
+        "dès que le fournisseur répond de nouveau. Dites au membre que son remboursement est "
+        "en route. Ne remboursez pas de nouveau, ni à la main ni autrement.",
     )
     outcome_titles = {
         "succeeded": Localized("Refund sent", "Remboursement envoyé"),
         "needs_reconciliation": Localized(
-            "Checking with the card provider", "Vérification auprès du fournisseur de paiement"
+            "Confirming with the card provider: do not refund again",
+            "Confirmation auprès du fournisseur de paiement\u00a0: ne remboursez pas de nouveau",
         ),
         "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
         "revision_required:refund_declined_by_provider": Localized(
@@ -439,9 +441,16 @@ class RefundMissingDiscount(
         """A refund changes the balance other operations on the order would work from (a
         cancellation's refund); one that exhausts the payment also leaves nothing for the
         order's other pending discount refunds."""
-        if facts.order.refundable_cents(arguments.payment) <= 0:
-            return ALL_SIBLINGS
-        return frozenset({Siblings.OTHER_OPERATIONS})
+        return _retired_by(facts.order.refundable_cents(arguments.payment))
+
+    def would_retire(self, arguments: RefundArguments, facts: RefundFacts) -> frozenset[Siblings]:
+        left = facts.order.refundable_cents(arguments.payment) - arguments.amount_cents
+        return _retired_by(left)
+
+    withdrew = Localized(
+        "the {amount_cents} refund approved {when} changed this order's balance.",
+        "le remboursement de {amount_cents} approuvé {when} a modifié le solde de cette commande.",
+    )
 
     def revalidate(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
         order = facts.order
@@ -688,3 +697,12 @@ def _result(order: Order, proposal_id: UUID, arguments: RefundArguments) -> Refu
         destination=arguments.destination.label,
         resulting_order_total_cents=order.total_cents,
     )
+
+
+def _retired_by(refundable_after_cents: int) -> frozenset[Siblings]:
+    """What a refund that leaves this much of its payment refundable retires: the other
+    operations' proposals on the order, and, once the payment is exhausted, its other
+    discount refunds too."""
+    if refundable_after_cents <= 0:
+        return ALL_SIBLINGS
+    return frozenset({Siblings.OTHER_OPERATIONS})

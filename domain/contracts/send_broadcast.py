@@ -154,6 +154,7 @@ class SendBroadcast(
     Preview = SendBroadcastPreview
     Result = SendBroadcastResult
 
+    this_resource = Localized("this broadcast form", "ce formulaire d'envoi")
     title = Localized("Send the broadcast", "Envoyer le courriel aux membres")
     preview_fields = {
         "subject": PreviewField(Localized("Subject", "Objet")),
@@ -208,23 +209,26 @@ class SendBroadcast(
         ),
     }
     effect_uncertain = Localized(
-        "The e-mail delivery service's answer was lost. The send is being reconciled with the "
-        "service; do not send the draft again.",
-        "La réponse du service d'envoi de courriels a été perdue. L'envoi est en cours de "
-        "rapprochement ; ne renvoyez pas le brouillon.",
+        "The e-mail delivery service's answer was lost. countersign is confirming the send "
+        "with the service, by asking about that same send: it never sends it twice. Do not "
+        "send the draft again.",
+        "La réponse du service d'envoi de courriels a été perdue. countersign confirme l'envoi "
+        "auprès du service, en l'interrogeant sur ce même envoi\u00a0: il ne l'envoie jamais "
+        "deux fois. Ne renvoyez pas le brouillon.",
     )
     effect_unavailable = Localized(
-        "The e-mail delivery service was unavailable and sent nothing. countersign will send "
-        "this same broadcast, once, at the reconciler's next pass. Do not send the draft again.",
+        "The e-mail delivery service was unavailable and sent nothing. countersign sends this "
+        "same broadcast, once, as soon as the service answers again. Do not send the draft "
+        "again.",
         "Le service d'envoi de courriels était indisponible et n'a rien envoyé. countersign "
-        "enverra ce même envoi, une seule fois, au prochain passage du rapprochement. Ne "
+        "envoie ce même courriel, une seule fois, dès que le service répond de nouveau. Ne "
         "renvoyez pas le brouillon.",
     )
     outcome_titles = {
         "succeeded": Localized("Email sent", "Courriel envoyé"),
         "needs_reconciliation": Localized(
-            "Checking with the e-mail delivery service",
-            "Vérification auprès du service d'envoi de courriels",
+            "Confirming with the e-mail delivery service: do not send it again",
+            "Confirmation auprès du service d'envoi de courriels\u00a0: ne le renvoyez pas",
         ),
         "terminal_failure": Localized("Failed: nothing was sent", "Échec : rien n'a été envoyé"),
     }

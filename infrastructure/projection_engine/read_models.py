@@ -88,11 +88,13 @@ class ReadModels:
         section: str | None = None,
         sections: Sequence[str] | None = None,
         limit: int = 20,
+        overdue_before: datetime | None = None,
     ) -> dict[str, Any]:
         """Decided proposals of one organization that need someone's attention (the
-        ``attention`` projection says which), newest first: their cards, and how many."""
-        where = "a.organization_id = ? AND a.open = ?"
-        params: list[Any] = [organization_id, True]
+        ``attention`` projection says which), newest first: their cards, and how many. With
+        ``overdue_before``, also those still executing although approved by then (a claim
+        whose process died, that no reconciler has settled: ``ProposalService.settling``)."""
+        where, params = self._attention(organization_id, overdue_before)
         where += _in_sections("a.section", section, sections, params)
         joined = "proposal_cards c JOIN attention_items a ON a.proposal_id = c.proposal_id"
         spec = _TABLES["proposal_cards"]
@@ -110,6 +112,18 @@ class ReadModels:
             decoder = SqlRows(cursor, [spec], self.dialect)
             items = [decoder.decode(spec, row) for row in rows]
         return {"items": items, "total": int(total[0]) if total else 0}
+
+    def _attention(
+        self, organization_id: str, overdue_before: datetime | None
+    ) -> tuple[str, list[Any]]:
+        """Which attention items need attention: the open ones, and executing ones approved
+        by ``overdue_before``."""
+        where = "a.organization_id = ? AND (a.open = ?"
+        params: list[Any] = [organization_id, True]
+        if overdue_before is not None:
+            where += " OR (a.status = 'executing' AND c.approved_at <= ?)"
+            params.append(self._time(overdue_before))
+        return where + ")", params
 
     def recent(
         self,
@@ -152,22 +166,24 @@ class ReadModels:
         section: str | None = None,
         sections: Sequence[str] | None = None,
         not_approved_by: str | None = None,
+        overdue_before: datetime | None = None,
     ) -> dict[str, int]:
         """How many proposals await a decision (of ``not_approved_by``: those they have not
-        approved yet), and how many need attention."""
+        approved yet), and how many need attention (with ``overdue_before``, as
+        ``needs_attention`` counts them)."""
         awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
-        open_items = "organization_id = ? AND open = ?"
         awaiting_params: list[Any] = [organization_id, self._time(now)]
-        open_params: list[Any] = [organization_id, True]
         awaiting += _in_sections("section", section, sections, awaiting_params)
         awaiting += self._approvals("approvals", None, not_approved_by, awaiting_params)
-        open_items += _in_sections("section", section, sections, open_params)
+        open_items, open_params = self._attention(organization_id, overdue_before)
+        open_items += _in_sections("a.section", section, sections, open_params)
+        joined = "attention_items a JOIN proposal_cards c ON c.proposal_id = a.proposal_id"
         with self.sql.transaction() as cursor:
             pending = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {awaiting}", awaiting_params
             ).fetchone()
             attention = cursor.execute(
-                f"SELECT COUNT(*) FROM attention_items WHERE {open_items}", open_params
+                f"SELECT COUNT(*) FROM {joined} WHERE {open_items}", open_params
             ).fetchone()
         return {
             "awaiting": int(pending[0]) if pending else 0,

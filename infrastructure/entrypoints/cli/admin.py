@@ -23,6 +23,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
 )
 from countersign.infrastructure.observability.logs import log_format
 from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
+from countersign.infrastructure.sweepers import InProcessSweepers
 
 #: The application ``serve`` runs, named rather than imported: the CLI does not import the
 #: HTTP API or the pages (each entry point is independent of the others).
@@ -49,6 +50,11 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # The server wires its own countersign from the environment (server.create_app, once per
     # worker): this one has checked the settings and the database, and is done.
     configuration = {DATABASE_URL_ENV: cs.settings.database_url, SECURE_ENV: str(int(secure))}
+    # On the embedded database nothing else is deployed beside serve: it runs the sweepers
+    # itself, in one thread of this process (never one per worker). On PostgreSQL the worker
+    # is a service of its own (docs/deploy.md).
+    sweeping = args.sweepers if args.sweepers is not None else cs.database.kind == "sqlite"
+    background = InProcessSweepers(cs.settings) if sweeping else None
     cs.close()
     workers = args.workers
     print(
@@ -57,6 +63,11 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         f"/openapi.json, /healthz, /readyz, /metrics); secure cookies "
         f"{'on' if secure else 'off'}; forwarded headers trusted from "
         f"{', '.join(trusted) or 'nobody'}; Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    print(
+        SWEEPING.format(every=f"{background.every:g}") if background else NOT_SWEEPING,
         file=sys.stderr,
         flush=True,
     )
@@ -71,11 +82,41 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         log_config=None if log_format() == "json" else LOGGING_CONFIG,
         **uvicorn_proxy_options(trusted),
     )
-    with _environment(configuration), _metrics_shared_by(workers), _stopped_by_signals():
+    with (
+        _environment(configuration),
+        _metrics_shared_by(workers),
+        _stopped_by_signals(),
+        _sweeping(background),
+    ):
         started = _run(config)
     if not started:
         raise SettingsError("the server did not start; its log above says why")
     return {"stopped": True}, "countersign: server stopped."
+
+
+SWEEPING = (
+    "countersign: the sweepers (reconcile, expire, notify) run in this process every {every} s; "
+    "--no-sweepers leaves them to countersign worker"
+)
+NOT_SWEEPING = (
+    "countersign: no sweeper runs in this process: start `countersign worker` beside it, or "
+    "lost provider answers are never settled, overdue proposals never expire and nobody is "
+    "notified (or serve with --sweepers)"
+)
+
+
+@contextmanager
+def _sweeping(background: InProcessSweepers | None) -> Iterator[None]:
+    """The sweepers' schedule for as long as the server runs; when it stops, the pass under
+    way finishes and the thread ends."""
+    if background is None:
+        yield
+        return
+    background.start()
+    try:
+        yield
+    finally:
+        background.stop()
 
 
 def _run(config: Any) -> bool:

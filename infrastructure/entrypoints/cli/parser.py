@@ -315,14 +315,21 @@ def build_parser() -> argparse.ArgumentParser:
         type=worker_count,
         default=1,
         metavar="N",
-        help="server processes sharing the port (default 1); the projection runner and the "
-        "sweepers run as their own services",
+        help="server processes sharing the port (default 1); the projection runner runs as "
+        "its own service",
+    )
+    serve.add_argument(
+        "--sweepers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the sweepers (reconcile, expire, notify) in this process, once however many "
+        "workers; default: on for SQLite, off for PostgreSQL, where countersign worker runs them",
     )
 
     worker = add(
         "worker",
         cmd_worker,
-        "run the sweepers (reconcile, expire) on a schedule until SIGTERM or Ctrl-C",
+        "run the sweepers (reconcile, expire, notify) on a schedule until SIGTERM or Ctrl-C",
     )
     worker.add_argument(
         "--interval",

@@ -1,4 +1,4 @@
-"""``countersign worker``: the sweepers (reconcile, expire) as a long-running service.
+"""``countersign worker``: the sweepers (reconcile, expire, notify) as a long-running service.
 
 It runs a pass of every sweeper, waits ``--interval`` seconds, and again, until SIGTERM or
 Ctrl-C, which let the pass under way finish and then stop it cleanly (exit status 0). It
@@ -14,15 +14,13 @@ import argparse
 import logging
 import signal
 import threading
-import time
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli.common import Result
-from countersign.infrastructure.sweepers import PassReport, run_schedule, sweepers
+from countersign.infrastructure.sweepers import PassLog, run_schedule, sweepers
 
 log = logging.getLogger("countersign.worker")
-ALIVE_EVERY = 60.0
 
 
 def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -32,35 +30,22 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
     server = _serve_metrics(args.metrics_host, args.metrics_port) if args.metrics_port else None
-    work = sweepers(cs)
+    work = sweepers(cs, args.interval)
     names = ", ".join(sweeper.name for sweeper in work)
     log.info("worker: running %s every %s s (SIGTERM or Ctrl-C stops)", names, args.interval)
-    last_alive = [time.monotonic()]
-    verbs = {sweeper.name: sweeper.verb for sweeper in work}
-
-    def on_pass(report: PassReport) -> None:
-        did = ", ".join(f"{n} {verbs[n]} {c}" for n, c in report.done.items())
-        if any(report.done.values()) or report.failed:
-            failed = f"; failed: {', '.join(report.failed)}" if report.failed else ""
-            log.info("worker: pass %d: %s%s (%.2f s)", report.number, did, failed, report.seconds)
-        elif time.monotonic() - last_alive[0] >= ALIVE_EVERY:
-            log.info("worker: pass %d: nothing to do", report.number)
-        else:
-            return
-        last_alive[0] = time.monotonic()
-
+    passes = PassLog(work)
     try:
-        totals = run_schedule(work, stop, args.interval, on_pass, once=args.once)
+        totals = run_schedule(work, stop, args.interval, passes, once=args.once)
     finally:
         if server is not None:
             server.shutdown()
-    summary = ", ".join(f"{n} {verbs[n]} {c}" for n, c in totals.done.items())
     document: dict[str, Any] = {
         "stopped": True,
         "passes": totals.passes,
         "done": totals.done,
         "failures": totals.failures,
     }
+    summary = passes.summary(totals.done)
     return document, f"worker: stopped cleanly after {totals.passes} pass(es); {summary}"
 
 

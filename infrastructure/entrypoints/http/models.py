@@ -199,6 +199,14 @@ class ApprovalReportOut(BaseModel):
         default=None,
         description="For not_approvable because superseded: the newer proposal to review.",
     )
+    superseded_reason: str | None = Field(
+        default=None,
+        description=(
+            "For not_approvable because superseded: why. revised (an edit of it), replaced (a "
+            "newer proposal for the same thing) or withdrawn (the proposal in "
+            "'superseded_by' was carried out and changed what this one relied on)."
+        ),
+    )
     no_longer_counting: list[LapsedApprovalOut] | None = Field(
         default=None,
         description=(
@@ -247,6 +255,16 @@ class ChangeOut(BaseModel):
     label: str = Field(description="Its label, in the card's language.")
     before: str = Field(description="Its value in the revised proposal's preview.")
     after: str = Field(description="Its value in this one's.")
+
+
+class WithdrawnOut(BaseModel):
+    """A pending proposal that approving another one would withdraw."""
+
+    proposal_id: str
+    operation: str
+    headline: str | None = Field(
+        description="What it does, in the card's language (null: you may not read it)."
+    )
 
 
 class ProposalCardOut(BaseModel):
@@ -306,7 +324,24 @@ class ProposalCardOut(BaseModel):
         default=None, description="The proposal this one revises (an edit), if any."
     )
     superseded_by: str | None = Field(
-        default=None, description="The newer proposal that replaced this one, if any."
+        default=None,
+        description=("The proposal that took this one's place, if any: see 'superseded_reason'."),
+    )
+    superseded_reason: str | None = Field(
+        default=None,
+        description=(
+            "Why it was superseded: revised (an edit of it), replaced (a newer proposal for "
+            "the same thing) or withdrawn (the proposal in 'superseded_by' was carried out "
+            "and changed what this one relied on). Null when it is not superseded, or was "
+            "superseded before reasons were recorded."
+        ),
+    )
+    withdraws: list[WithdrawnOut] = Field(
+        default_factory=list,
+        description=(
+            "For a pending proposal: the pending proposals on the same resource that "
+            "approving it would withdraw, were it carried out now."
+        ),
     )
     changes: list[ChangeOut] = Field(
         default_factory=list,

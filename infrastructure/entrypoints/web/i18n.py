@@ -184,6 +184,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.executing_note": (
             "Approved and executing. Refresh in a moment to see the outcome."
         ),
+        "review.executing_overdue": (
+            "Approved, but no outcome has been recorded: the process carrying it out seems to "
+            "have stopped."
+        ),
         "notice.executed": "Approved. Here is what happened.",
         "notice.executed.succeeded": "Approved and done. Here is what happened.",
         "notice.executed.revision_required": (
@@ -311,12 +315,23 @@ TEXTS: dict[str, dict[str, str]] = {
         "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
         "status.title": "Where it stands",
         "status.settled": "Settled. This is the recorded outcome; nothing more will happen.",
-        "status.not_reconciling": "This proposal needs no reconciliation.",
+        "status.not_reconciling": "Nothing waits on a provider for this proposal.",
         "status.back": "Back to the proposal",
         "status.checked": "Checked",
+        "settling.waiting": "Waiting since {since}, {waited}.",
+        "settling.unattended": (
+            "Nothing is settling it: an operator must start the worker (countersign worker), "
+            "which asks the provider what happened. Until then, do not do it again another "
+            "way: it may already have happened."
+        ),
+        "settling.unattended_short": "Nothing is settling it: an operator must start the worker.",
+        "settling.provider_silent": (
+            "The provider has not confirmed it yet: countersign asks again every {seconds} "
+            "seconds. Do not do it again another way: it may already have happened."
+        ),
         "state.pending": "Awaiting approval",
         "state.executing": "Executing",
-        "state.reconciling": "Being reconciled",
+        "state.reconciling": "Confirming with the provider",
         "state.succeeded": "Succeeded",
         "state.revision_required": "Not executed",
         "state.failed": "Failed",
@@ -364,6 +379,14 @@ TEXTS: dict[str, dict[str, str]] = {
             "approved or declined. This one changed nothing."
         ),
         "review.replaced_link": "Open the newer proposal",
+        "review.withdrawn_title": "This proposal will not run",
+        "review.withdrawn_link": "Open the proposal that withdrew it",
+        "review.withdraws_private": "A proposal your role does not let you open",
+        "state.withdrawn": "Withdrawn",
+        "notice.withdrawn": (
+            "Another proposal was carried out and withdrew this one: it can no longer be "
+            "approved or declined."
+        ),
         "review.changes_title": "What changed",
         "review.changes_field": "What",
         "review.changes_before": "Before",
@@ -657,6 +680,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "review.executing_note": (
             "Approuvée et en cours d'exécution. Actualisez dans un instant pour voir le résultat."
         ),
+        "review.executing_overdue": (
+            "Approuvée, mais aucun résultat n'a été enregistré\u00a0: le processus qui "
+            "l'exécutait semble s'être arrêté."
+        ),
         "notice.executed": "Approuvée. Voici ce qui s'est passé.",
         "notice.executed.succeeded": "Approuvée et effectuée. Voici ce qui s'est passé.",
         "notice.executed.revision_required": (
@@ -797,12 +824,28 @@ TEXTS: dict[str, dict[str, str]] = {
         "nav.signed_in_as": "Connecté(e) : {name} ({email}), {club}",
         "status.title": "Où elle en est",
         "status.settled": "Réglé. Voici le résultat enregistré ; rien d'autre ne se passera.",
-        "status.not_reconciling": "Cette proposition n'a pas besoin de rapprochement.",
+        "status.not_reconciling": (
+            "Rien n'attend la réponse d'un fournisseur pour cette proposition."
+        ),
         "status.back": "Retour à la proposition",
         "status.checked": "Vérifié",
+        "settling.waiting": "En attente depuis {since}, {waited}.",
+        "settling.unattended": (
+            "Rien ne la règle\u00a0: un opérateur doit démarrer le service d'arrière-plan "
+            "(countersign worker), qui demande au fournisseur ce qui s'est passé. D'ici là, ne "
+            "la refaites pas autrement\u00a0: elle a peut-être déjà eu lieu."
+        ),
+        "settling.unattended_short": (
+            "Rien ne la règle\u00a0: un opérateur doit démarrer le service d'arrière-plan."
+        ),
+        "settling.provider_silent": (
+            "Le fournisseur ne l'a pas encore confirmée\u00a0: countersign le lui redemande "
+            "toutes les {seconds} secondes. Ne la refaites pas autrement\u00a0: elle a "
+            "peut-être déjà eu lieu."
+        ),
         "state.pending": "En attente d'approbation",
         "state.executing": "En cours d'exécution",
-        "state.reconciling": "En rapprochement",
+        "state.reconciling": "Confirmation auprès du fournisseur",
         "state.succeeded": "Réussie",
         "state.revision_required": "Non exécutée",
         "state.failed": "Échec",
@@ -857,6 +900,14 @@ TEXTS: dict[str, dict[str, str]] = {
             "plus être approuvée ni refusée. Celle-ci n'a rien modifié."
         ),
         "review.replaced_link": "Ouvrir la proposition plus récente",
+        "review.withdrawn_title": "Cette proposition ne sera pas exécutée",
+        "review.withdrawn_link": "Ouvrir la proposition qui l'a retirée",
+        "review.withdraws_private": "Une proposition que votre rôle ne vous permet pas d'ouvrir",
+        "state.withdrawn": "Retirée",
+        "notice.withdrawn": (
+            "Une autre proposition a été exécutée et a retiré celle-ci\u00a0: elle ne peut plus "
+            "être approuvée ni refusée."
+        ),
         "review.changes_title": "Ce qui a changé",
         "review.changes_field": "Élément",
         "review.changes_before": "Avant",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
@@ -12,9 +13,18 @@ from uuid import UUID
 from countersign.application.access import sections_of
 from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
+from countersign.application.settling import Settling
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
-from countersign.domain.messages import APPROVED_WITH_PASSKEY, lapsed_approval_message, origin_line
+from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
+    lapsed_approval_message,
+    origin_line,
+    proposal_headline,
+    withdrawn_message,
+    withdraws_line,
+)
+from countersign.domain.times import at_time, distance, since_time
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import (
     PageError,
@@ -24,6 +34,7 @@ from countersign.infrastructure.entrypoints.web.site import (
     redirect,
 )
 from countersign.infrastructure.entrypoints.web.views import (
+    as_time,
     decision,
     format_time,
     policy_lines,
@@ -89,11 +100,17 @@ class ProposalPages:
                     approved_by=user.email,
                     page_size=WAITING_SIZE,
                 )
-                attention = found.needs_attention(scope.organization_id, sections=scope.sections)
+                attention = found.needs_attention(
+                    scope.organization_id,
+                    sections=scope.sections,
+                    overdue_before=self.cs.proposals.overdue_claims_before(),
+                )
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
             return [
-                proposal_view(item, visit.t, visit.language, now, _zone(visit))
+                self._with_settling(
+                    proposal_view(item, visit.t, visit.language, now, _zone(visit)), item, visit
+                )
                 for item in found["items"]
             ]
 
@@ -137,6 +154,14 @@ class ProposalPages:
             notice=self.site.notice(visit),
             nav="inbox",
         )
+
+    def _with_settling(
+        self, view: dict[str, Any], record: dict[str, Any], visit: Visit
+    ) -> dict[str, Any]:
+        """An inbox card of a proposal waiting on its provider says since when, and whether
+        anything is settling it."""
+        waiting = self.cs.proposals.settling(view["status"], as_time(record.get("approved_at")))
+        return {**view, "settling": settling_view(waiting, visit)}
 
     def review(self, visit: Visit) -> Response:
         user = visit.signed_in
@@ -193,6 +218,9 @@ class ProposalPages:
             notice=self.site.notice(visit, view["id"]),
             refresh=REFRESH.get(view["status"]),
             max_note=MAX_NOTE,
+            withdraws=_withdraws(reviewed, visit),
+            withdrawn=_withdrawn(reviewed, visit, now),
+            settling=settling_view(reviewed.settling, visit),
         )
 
     def _name(self, user: User, email: str) -> str:
@@ -239,7 +267,9 @@ class ProposalPages:
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
-        return self.site.render(visit, "confirm.html", proposal=view)
+        return self.site.render(
+            visit, "confirm.html", proposal=view, withdraws=_withdraws(reviewed, visit)
+        )
 
     def decline(self, visit: Visit) -> Response:
         return self._decide(visit, decline=True)
@@ -264,7 +294,9 @@ class ProposalPages:
                 raise PageError("not_found", 404)
             # Why not, or why not yet (already approved by you), else what happened.
             kind = str(report.reason or report.result)
-            if kind == "executed" and report.outcome:
+            if kind == "superseded" and report.superseded_reason == "withdrawn":
+                kind = "withdrawn"  # another proposal was carried out: not a newer one
+            elif kind == "executed" and report.outcome:
                 # The notice above the card says how it ended, as the card below does.
                 kind = f"executed.{_notice_outcome(report.outcome)}"
         log.info(
@@ -279,9 +311,9 @@ class ProposalPages:
         return redirect(f"/proposals/{pid}")
 
     def status(self, visit: Visit) -> Response:
-        record = self.cs.access.record(proposal_id_of(visit), visit.signed_in.caller)
+        reviewed = self.cs.access.review(proposal_id_of(visit), visit.signed_in.caller)
         now = self.cs.proposals.clock.now()
-        view = proposal_view(record, visit.t, visit.language, now, _zone(visit))
+        view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         return self.site.render(
             visit,
             "status.html",
@@ -289,6 +321,7 @@ class ProposalPages:
             next_step=None,
             checked_at=format_time(now, _zone(visit), visit.language),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
+            settling=settling_view(reviewed.settling, visit),
         )
 
 
@@ -330,6 +363,64 @@ def _next_step(
         href = conversation or f"/chat/{view['section']}/{view['resource_id']}"
         return {"href": href, "label": visit.t("review.revise")}
     return None
+
+
+def _withdraws(reviewed: ProposalReview, visit: Visit) -> dict[str, Any] | None:
+    """The warning before approval: what approving also withdraws, each one named (and
+    linked) where the person may read it."""
+    if not reviewed.withdraws:
+        return None
+    items: list[dict[str, str | None]] = []
+    for withdrawn in reviewed.withdraws:
+        if withdrawn["readable"]:
+            kind, preview = withdrawn["operation"], withdrawn["preview"]
+            headline = proposal_headline(kind, preview, visit.language)
+            items.append({"headline": headline, "href": f"/proposals/{withdrawn['proposal_id']}"})
+        else:
+            items.append({"headline": visit.t("review.withdraws_private"), "href": None})
+    operation = str(reviewed.record["operation"])
+    return {"lead": withdraws_line(operation, len(items), visit.language), "items": items}
+
+
+def _withdrawn(reviewed: ProposalReview, visit: Visit, now: datetime) -> dict[str, Any] | None:
+    """Why a proposal another one's success withdrew will not run, and that one's link."""
+    by = reviewed.withdrawn_by
+    if by is None:
+        return None
+    approved_at = as_time(by.get("approved_at"))
+    if by["readable"] and approved_at is not None:
+        when = at_time(approved_at, now, _zone(visit), visit.language)
+        text = withdrawn_message(by["operation"], by["preview"], when, visit.language)
+    else:  # named by what it did only to whoever may read it
+        text = withdrawn_message("", {}, "", visit.language)
+    href = f"/proposals/{by['proposal_id']}" if by["readable"] else None
+    return {"text": text, "href": href}
+
+
+def settling_view(settling: Settling | None, visit: Visit) -> dict[str, Any] | None:
+    """How long an approved proposal has waited for its provider's answer ("Waiting since
+    14:53, 9 min."), and, once overdue, what that means: the provider has not answered yet,
+    or nothing is settling it and an operator must start the worker."""
+    if settling is None:
+        return None
+    now = settling.since + settling.waited
+    zone, language = _zone(visit), visit.language
+    waiting = visit.t(
+        "settling.waiting",
+        since=since_time(settling.since, now, zone, language),
+        waited=distance(settling.waited.total_seconds(), language),
+    )
+    alert = None
+    if settling.unattended:
+        alert = visit.t("settling.unattended")
+    elif settling.overdue:
+        alert = visit.t("settling.provider_silent", seconds=int(settling.every.total_seconds()))
+    return {
+        "waiting": waiting,
+        "alert": alert,
+        "overdue": settling.overdue,
+        "unattended": settling.unattended,
+    }
 
 
 def _requester(reviewed: ProposalReview, visit: Visit) -> str:

@@ -360,6 +360,7 @@ class Site:
                 self.cs.proposals.clock.now(),
                 sections=scope.sections,
                 not_approved_by=user.email,
+                overdue_before=self.cs.proposals.overdue_claims_before(),
             )
         except Exception:  # counts are a convenience: the page itself must still show
             log.warning("the navigation's counts could not be read", exc_info=True)

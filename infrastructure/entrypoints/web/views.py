@@ -177,7 +177,7 @@ def proposal_view(
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
         "status": status,
-        "status_label": t(f"state.{status}"),
+        "status_label": t(_state_key(status, record.get("superseded_reason"))),
         "tone": STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
         "has_amounts": shows_amounts(operation, preview),
@@ -219,6 +219,8 @@ def proposal_view(
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
+        # Since when it waits on its provider; the inbox fills it in (ProposalService.settling).
+        "settling": None,
         **_governance(record, t),
         "no_longer_counting": [
             (str(lapsed.get("approved_by")), str(lapsed.get("reason")))
@@ -226,6 +228,13 @@ def proposal_view(
             if isinstance(lapsed, dict)
         ],
     }
+
+
+def _state_key(status: str, superseded_reason: Any) -> str:
+    """The status's label: a proposal another one's success withdrew reads "Withdrawn", not
+    "Replaced" (nothing newer took its place)."""
+    withdrawn = status == "superseded" and superseded_reason == "withdrawn"
+    return "state.withdrawn" if withdrawn else f"state.{status}"
 
 
 def _governance(record: dict[str, Any], t: Translate) -> dict[str, Any]:
@@ -244,6 +253,7 @@ def _governance(record: dict[str, Any], t: Translate) -> dict[str, Any]:
         if required > 1
         else "",
         "superseded_by": str(superseded_by) if superseded_by else None,
+        "superseded_reason": record.get("superseded_reason"),
         "revision_of": str(revision_of) if revision_of else None,
     }
 
