@@ -318,13 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="server processes sharing the port (default 1); the projection runner runs as "
         "its own service",
     )
-    serve.add_argument(
-        "--sweepers",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run the sweepers (reconcile, expire, notify) in this process, once however many "
-        "workers; default: on for SQLite, off for PostgreSQL, where countersign worker runs them",
-    )
+    _add_sweepers_option(serve)
 
     worker = add(
         "worker",
@@ -383,8 +377,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
+    _add_sweepers_option(demo)
     demo.set_defaults(workers=1)
     return parser
+
+
+def _add_sweepers_option(command: argparse.ArgumentParser) -> None:
+    """``--sweepers``/``--no-sweepers`` of the commands that serve the pages."""
+    command.add_argument(
+        "--sweepers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run the sweepers (reconcile, expire, notify) in this process, once however many "
+        "workers; default: on for SQLite, off for PostgreSQL, where countersign worker runs them",
+    )
 
 
 def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
