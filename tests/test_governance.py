@@ -8,7 +8,6 @@ tests drive them through the services every entry point calls, on both databases
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 from uuid import UUID
 
 import pytest
@@ -20,21 +19,10 @@ from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.support.proposing import propose_on
 
 NOAH = "noah@granite.example"
 TO_ACCOUNT = {**TO_CARD, "destination": "account_credit"}
-
-
-def _propose(
-    cs: Countersign, order_id: str, request: dict[str, Any] | None = None, actor: str = AVA
-) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=actor,
-        operation=REFUND,
-        resource_id=order_id,
-        request=request or TO_CARD,
-    ).proposal_id
 
 
 def _types(cs: Countersign, proposal_id: str) -> list[str]:
@@ -97,8 +85,8 @@ def test_a_new_proposal_for_the_same_thing_supersedes_the_pending_one(cs, seeded
 
 
 def test_proposals_about_different_things_do_not_supersede_each_other(cs, seeded):
-    refund_ok = _propose(cs, seeded["orders"]["refund-ok"])
-    refund_stale = _propose(cs, seeded["orders"]["refund-stale"])
+    refund_ok = propose_on(cs, seeded["orders"]["refund-ok"])
+    refund_stale = propose_on(cs, seeded["orders"]["refund-stale"])
     roster = seeded["rosters"]["granite"]
 
     def move(email: str, name_from: str, to: str) -> str:
@@ -123,7 +111,7 @@ def test_proposals_frozen_at_once_for_the_same_thing_leave_exactly_one_pending(c
     services = [cs, other] * 4
 
     with ThreadPoolExecutor(max_workers=len(services)) as pool:
-        created = list(pool.map(lambda wired: _propose(wired, order_id), services))
+        created = list(pool.map(lambda wired: propose_on(wired, order_id), services))
 
     statuses = [cs.proposals.card(proposal_id, AVA).status for proposal_id in created]
     assert sorted(statuses) == ["pending"] + ["superseded"] * (len(created) - 1)
@@ -136,7 +124,7 @@ def test_proposals_frozen_at_once_for_the_same_thing_leave_exactly_one_pending(c
 
 
 def test_an_edit_reruns_the_contract_and_supersedes_the_original(cs, seeded):
-    original = _propose(cs, seeded["orders"]["refund-ok"])
+    original = propose_on(cs, seeded["orders"]["refund-ok"])
 
     revised = cs.access.revise(original, Caller(AVA, "granite"), TO_ACCOUNT)
 
@@ -155,7 +143,7 @@ def test_an_edit_reruns_the_contract_and_supersedes_the_original(cs, seeded):
 
 
 def test_an_invalid_edit_is_refused_and_changes_nothing(cs, seeded):
-    original = _propose(cs, seeded["orders"]["refund-ok"])
+    original = propose_on(cs, seeded["orders"]["refund-ok"])
 
     with pytest.raises(InvalidRequestError) as refused:
         cs.access.revise(original, AVA, {**TO_CARD, "amount_cents": 1})
@@ -166,12 +154,12 @@ def test_an_invalid_edit_is_refused_and_changes_nothing(cs, seeded):
 
 
 def test_only_what_never_ran_can_be_edited(cs, seeded):
-    executed = _propose(cs, seeded["orders"]["refund-ok"])
+    executed = propose_on(cs, seeded["orders"]["refund-ok"])
     cs.proposals.approve(executed, AVA)
     with pytest.raises(NotRevisableError, match="succeeded"):
         cs.access.revise(executed, AVA, TO_ACCOUNT)
 
-    declined = _propose(cs, seeded["orders"]["refund-stale"])
+    declined = propose_on(cs, seeded["orders"]["refund-stale"])
     cs.proposals.decline(declined, AVA, "wrong card")
     again = cs.access.revise(declined, AVA, TO_ACCOUNT)
     assert (again.revision_of, again.supersedes) == (declined, [])
@@ -183,7 +171,7 @@ def test_only_what_never_ran_can_be_edited(cs, seeded):
 
 
 def test_nobody_outside_the_club_or_without_the_permission_can_edit(cs, seeded):
-    original = _propose(cs, seeded["orders"]["refund-ok"])
+    original = propose_on(cs, seeded["orders"]["refund-ok"])
 
     with pytest.raises(NotFoundError):
         cs.access.revise(original, Caller(MIA, "maple"), TO_ACCOUNT)
@@ -200,7 +188,7 @@ def test_nobody_outside_the_club_or_without_the_permission_can_edit(cs, seeded):
 
 
 def test_a_refund_above_the_threshold_needs_two_distinct_managers(cs, seeded):
-    proposal_id = _propose(cs, seeded["orders"]["refund-two-approvers"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
     card = cs.proposals.card(proposal_id, AVA)
     assert card.preview["amount_cents"] == 12800
     assert card.approvals_required == 2
@@ -250,14 +238,14 @@ def test_a_refund_above_the_threshold_needs_two_distinct_managers(cs, seeded):
 
 
 def test_below_the_threshold_one_approval_runs_it(cs, seeded):
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])  # $48.00
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])  # $48.00
 
     assert cs.proposals.card(proposal_id, AVA).approvals_required == 1
     assert cs.proposals.approve(proposal_id, AVA).status == "succeeded"
 
 
 def test_the_last_approvals_given_at_once_execute_exactly_once(cs, other, seeded):
-    proposal_id = _propose(cs, seeded["orders"]["refund-two-approvers"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
     cs.proposals.approve(proposal_id, AVA)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -271,7 +259,7 @@ def test_the_last_approvals_given_at_once_execute_exactly_once(cs, other, seeded
 
 
 def test_one_decline_ends_a_proposal_that_had_an_approval(cs, seeded):
-    proposal_id = _propose(cs, seeded["orders"]["refund-two-approvers"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
     cs.proposals.approve(proposal_id, AVA)
 
     declined = cs.proposals.decline(proposal_id, NOAH, "not this season")
@@ -283,7 +271,7 @@ def test_one_decline_ends_a_proposal_that_had_an_approval(cs, seeded):
 
 def test_a_requester_may_be_barred_from_approving_their_own_proposal(cs, seeded):
     cs.policies.set("granite", REFUND, 1, requester_may_approve=False)
-    proposal_id = _propose(cs, seeded["orders"]["refund-ok"])
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
 
     own = cs.proposals.approve(proposal_id, AVA)
 
@@ -293,7 +281,7 @@ def test_a_requester_may_be_barred_from_approving_their_own_proposal(cs, seeded)
 
 
 def test_a_proposal_keeps_the_policy_it_was_frozen_under(cs, seeded):
-    before = _propose(cs, seeded["orders"]["refund-two-approvers"])
+    before = propose_on(cs, seeded["orders"]["refund-two-approvers"])
 
     changed = cs.policies.set("granite", REFUND, 1, by=Caller(NOAH, "granite"))
 
@@ -363,5 +351,5 @@ def test_a_proposal_records_where_its_request_came_from_cleaned(cs, seeded):
         "client_version": "1.2.0",
     }
     assert cs.proposals.card(created.proposal_id, AVA).origin == origin
-    plain = _propose(cs, seeded["orders"]["refund-stale"])
+    plain = propose_on(cs, seeded["orders"]["refund-stale"])
     assert cs.access.record(plain, AVA)["origin"] is None

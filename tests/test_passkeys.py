@@ -11,8 +11,9 @@ from countersign.domain.club.passkeys import PasskeyError
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 
-from tests.conftest import AVA, BEN, REFUND, TO_CARD, count_events
+from tests.conftest import AVA, BEN, REFUND, count_events
 from tests.passkey_authenticator import Authenticator
+from tests.support.proposing import propose
 
 NOAH = "noah@granite.example"
 
@@ -35,16 +36,6 @@ def signed(cs: Countersign, proposal_id: str, email: str, key: Authenticator) ->
 
 def require_passkey(cs: Countersign, approvals: int = 1, above_cents: int | None = None) -> None:
     cs.policies.set("granite", REFUND, approvals, above_cents=above_cents, require_passkey=True)
-
-
-def propose(cs: Countersign, seeded: dict[str, Any], order: str = "refund-ok") -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"][order],
-        request=TO_CARD,
-    ).proposal_id
 
 
 def approvals(cs: Countersign, proposal_id: str) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from standardwebhooks.webhooks import Webhook
 
-from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.conftest import AVA, BEN, MIA, REFUND
 from tests.receivers import (
     LOOPBACK_NETWORKS,
     Receiver,
@@ -31,6 +31,7 @@ from tests.receivers import (
     free_port,
     receiving,
 )
+from tests.support.proposing import propose
 
 SETTINGS = NotifySettings(
     public_url="https://club.example",
@@ -43,16 +44,6 @@ SETTINGS = NotifySettings(
 
 def sender(cs: Countersign, **options: Any) -> NotificationSender:
     return notification_sender(cs, SETTINGS, **options)
-
-
-def propose(cs: Countersign, seeded: dict[str, Any], order: str = "refund-ok") -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"][order],
-        request=TO_CARD,
-    ).proposal_id
 
 
 def outbox(cs: Countersign) -> list[tuple[str, str, str]]:

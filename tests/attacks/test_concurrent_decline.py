@@ -39,19 +39,10 @@ from countersign.infrastructure.identity.tokens import issue_token, service_acti
 from eventsourcing.persistence import OperationalError
 from fastapi.testclient import TestClient
 
-from tests.conftest import AVA, REFUND, TO_CARD, count_events
+from tests.conftest import AVA, count_events
+from tests.support.proposing import propose
 
 RACE_TIMEOUT = 60  # generous: a loaded CI machine may be slow to bring both threads to the barrier
-
-
-def _propose(cs: Countersign, seeded: dict[str, Any]) -> str:
-    return cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"]["refund-ok"],
-        request=TO_CARD,
-    ).proposal_id
 
 
 @contextmanager
@@ -125,7 +116,7 @@ def _one_declined_one_repeat(answers: list[dict[str, Any]]) -> None:
 
 
 def test_two_threads_declining_at_once_decline_once(cs, seeded, monkeypatch):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     before = count_events(cs)
 
     with _both_decide_before_either_commits(monkeypatch, cs) as barrier:
@@ -140,7 +131,7 @@ def test_two_threads_declining_at_once_decline_once(cs, seeded, monkeypatch):
 
 
 def test_two_processes_declining_at_once_decline_once(cs, other, seeded, monkeypatch):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     assert other.store.read(UUID(proposal_id), Proposal).status == "pending"  # both have read it
     before = count_events(cs)
 
@@ -174,7 +165,7 @@ def _logged_declines(cs: Countersign) -> list[str]:
 
 
 def test_two_api_requests_declining_at_once_are_logged_once_as_declined(cs, seeded, monkeypatch):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     token = issue_token(cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA).token
     before = count_events(cs)
 
@@ -195,7 +186,7 @@ def test_two_api_requests_declining_at_once_are_logged_once_as_declined(cs, seed
 
 
 def test_two_servers_declining_at_once_are_logged_once_as_declined(cs, other, seeded, monkeypatch):
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     token = issue_token(cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA).token
     before = count_events(cs)
 
@@ -226,7 +217,7 @@ def test_a_decline_whose_commit_was_retried_after_it_committed_is_still_ours(
 ):
     """The connection drops just after the decline committed; the library's retry is then
     refused as a duplicate of our own write. That is not someone else's decline."""
-    proposal_id = _propose(cs, seeded)
+    proposal_id = propose(cs, seeded)
     token = issue_token(cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA).token
     before = count_events(cs)
     recorder: Any = cs.app.recorder

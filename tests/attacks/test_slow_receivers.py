@@ -22,8 +22,9 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 
-from tests.conftest import AVA, MIA, REFUND, TO_CARD
+from tests.conftest import AVA, MIA
 from tests.receivers import LOOPBACK_NETWORKS, receiving
+from tests.support.proposing import propose
 
 #: How long the trickling receiver keeps trickling at most (the old sender waited all of it).
 TRICKLE_FOR = 8.0
@@ -87,21 +88,16 @@ def settings(**changes: Any) -> NotifySettings:
     return NotifySettings(allowed_networks=LOOPBACK_NETWORKS, **chosen)
 
 
-def propose(cs: Countersign, seeded: dict[str, Any], club: str) -> None:
+def propose_in(cs: Countersign, seeded: dict[str, Any], club: str) -> None:
+    """A pending card refund in ``club`` (granite's by Ava, maple's by Mia)."""
     actor, order = (AVA, "refund-ok") if club == "granite" else (MIA, "maple-refund")
-    cs.proposals.propose(
-        organization=club,
-        actor=actor,
-        operation=REFUND,
-        resource_id=seeded["orders"][order],
-        request=TO_CARD,
-    )
+    propose(cs, seeded, order, actor=actor, organization=club)
 
 
 def test_a_trickling_receiver_gets_one_deadline_for_the_whole_attempt(cs, seeded) -> None:
     with trickling() as trickler:
         Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", trickler.url)
-        propose(cs, seeded, "granite")
+        propose_in(cs, seeded, "granite")
         began = time.monotonic()
         report = notification_sender(cs, settings()).run_once()
         took = time.monotonic() - began
@@ -129,10 +125,10 @@ def test_a_trickling_receiver_does_not_delay_another_clubs_delivery(
         running = threading.Thread(target=sender.run, args=(stop, 0.05), daemon=True)
         running.start()
         try:
-            propose(cs, seeded, "granite")
+            propose_in(cs, seeded, "granite")
             assert trickler.arrived.wait(5), "the slow receiver was never reached"
             made = time.monotonic()
-            propose(cs, seeded, "maple")
+            propose_in(cs, seeded, "maple")
             assert healthy.arrived.wait(5), "maple's delivery never arrived"
             delay = time.monotonic() - made
         finally:
@@ -150,8 +146,8 @@ def test_one_pass_does_not_leave_another_club_behind_a_busy_one(cs, seeded) -> N
         for n in range(4):
             Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", f"{trickler.url}/{n}")
         Webhooks(cs, LOOPBACK_NETWORKS).add(None, "maple", healthy.url)
-        propose(cs, seeded, "granite")
-        propose(cs, seeded, "maple")
+        propose_in(cs, seeded, "granite")
+        propose_in(cs, seeded, "maple")
         sender = notification_sender(cs, settings(timeout_seconds=2.0, workers=4, per_club=2))
         began = time.monotonic()
         passing = threading.Thread(target=sender.run_once, daemon=True)

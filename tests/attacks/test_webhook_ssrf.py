@@ -28,8 +28,8 @@ from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 
 from tests.attacks.conftest import Api, assert_no_leak, assert_nothing_changed, snapshot
-from tests.conftest import AVA, REFUND, TO_CARD
 from tests.receivers import LOOPBACK_NETWORKS, free_port, receiving
+from tests.support.proposing import propose
 
 HOOKS = "/api/v1/webhooks"
 
@@ -145,22 +145,12 @@ def dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[str]]]:
     return answers
 
 
-def _propose(cs: Any, seeded: dict[str, Any]) -> None:
-    cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"]["refund-ok"],
-        request=TO_CARD,
-    )
-
-
 def test_a_name_rebound_to_loopback_after_registration_gets_nothing(cs, seeded, dns) -> None:
     with receiving() as receiver:
         port = receiver.url.split(":")[2].split("/")[0]
         dns["rebind.test"] = ["93.184.215.14", "127.0.0.1"]
         Webhooks(cs).add(None, "granite", f"http://rebind.test:{port}/hooks")
-        _propose(cs, seeded)
+        propose(cs, seeded)
         report = notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
         assert report.dead == 1
         assert receiver.received == []
@@ -177,7 +167,7 @@ def test_the_sender_connects_to_the_address_it_checked(cs, seeded, dns) -> None:
         Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", f"http://pinned.test:{port}/hooks")
         dns["pinned.test"] = ["127.0.0.1", "10.255.255.1"]
         del dns["lookups"][:]
-        _propose(cs, seeded)
+        propose(cs, seeded)
         settings = NotifySettings(max_attempts=1, allowed_networks=LOOPBACK_NETWORKS)
         report = notification_sender(cs, settings).run_once()
         assert report.delivered == 1
@@ -191,7 +181,7 @@ def test_an_endpoint_registered_before_the_fix_is_checked_at_every_attempt(
 ) -> None:
     with receiving() as receiver:
         Webhooks(cs, LOOPBACK_NETWORKS).add(None, "granite", receiver.url)
-        _propose(cs, seeded)
+        propose(cs, seeded)
         report = notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
         assert report.dead == 1
         Webhooks(cs).redeliver(None, "granite")  # redeliver does not re-probe either
