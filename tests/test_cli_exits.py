@@ -15,6 +15,7 @@ import pytest
 from countersign.infrastructure.entrypoints.cli import main
 
 from tests.conftest import AVA, REFUND, TO_CARD
+from tests.support.proposing import propose
 
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
 
@@ -110,17 +111,11 @@ def _with_reader_gone(*argv: str, env: dict[str, str]) -> subprocess.CompletedPr
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # no database in play
 def test_a_reader_that_goes_away_stops_every_command_quietly(database_url, seeded, cs):
-    created = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"]["refund-ok"],
-        request=TO_CARD,
-    )
+    proposal_id = propose(cs, seeded)
     env = {**os.environ, "COUNTERSIGN_DATABASE_URL": database_url}
 
     for argv, status in (
-        (("show", str(created.proposal_id), "--as", AVA), 141),  # a card: SIGPIPE's status
+        (("show", proposal_id, "--as", AVA), 141),  # a card: SIGPIPE's status
         (("audit", "export"), 141),  # a stream
         (("--help",), 0),  # argparse's own answer, which ignores a failed write
     ):
