@@ -28,13 +28,17 @@ class Api:
         self.seeded = seeded
         self.client = client
         self.tokens = {
-            AVA: issue_token(cs, "granite", "ava-bot", ALL, issued_by=AVA).token,
-            NOAH: issue_token(cs, "granite", "noah-bot", ALL, issued_by=NOAH).token,
-            MIA: issue_token(cs, "maple", "mia-bot", ALL, issued_by=MIA).token,
+            AVA: issue_token(cs, "granite", "ava-bot", ALL, issued_by=AVA, kind="approver").token,
+            NOAH: issue_token(
+                cs, "granite", "noah-bot", ALL, issued_by=NOAH, kind="approver"
+            ).token,
+            MIA: issue_token(cs, "maple", "mia-bot", ALL, issued_by=MIA, kind="approver").token,
         }
 
     def token(self, name: str, permissions: list[str], issued_by: str = AVA) -> str:
-        return issue_token(self.cs, "granite", name, permissions, issued_by=issued_by).token
+        return issue_token(
+            self.cs, "granite", name, permissions, issued_by=issued_by, kind="approver"
+        ).token
 
     def call(self, method: str, path: str, as_: str = AVA, body: Any = None) -> Any:
         headers = {"Authorization": f"Bearer {self.tokens.get(as_, as_)}"}

@@ -30,7 +30,9 @@ def client(cs: Countersign, seeded: dict[str, Any]) -> Any:
 
 
 def _bearer(cs: Countersign, email: str) -> dict[str, str]:
-    token = issue_token(cs, "granite", email.split("@")[0] + "-service", ALL, issued_by=email).token
+    token = issue_token(
+        cs, "granite", email.split("@")[0] + "-service", ALL, issued_by=email, kind="approver"
+    ).token
     return {"Authorization": f"Bearer {token}"}
 
 

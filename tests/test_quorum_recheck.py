@@ -163,7 +163,9 @@ def test_the_api_and_every_projection_show_an_approval_that_no_longer_counts(cs,
     proposal_id = _propose(cs, seeded)
     cs.proposals.approve(proposal_id, NOAH)
     _change_club(cs, lambda org: org.change_permissions(NOAH, [Permission.READ_AUDIT]))
-    billing = issue_token(cs, "granite", "billing", [REFUND_PERMISSION], issued_by=AVA)
+    billing = issue_token(
+        cs, "granite", "billing", [REFUND_PERMISSION], issued_by=AVA, kind="approver"
+    )
 
     with TestClient(create_app(cs), raise_server_exceptions=False) as client:
         bearer = {"Authorization": f"Bearer {billing.token}"}
