@@ -16,7 +16,7 @@ from tests.conftest import AVA, BEN, REFUND, count_events
 from tests.passkey_authenticator import Authenticator
 from tests.support.proposing import propose
 from tests.test_governance_cli import row
-from tests.test_projections import catch_up_all
+from tests.test_projections import projected
 
 NOAH = "noah@granite.example"
 
@@ -167,14 +167,12 @@ def test_an_approval_with_a_passkey_reads_as_the_card_says_in_the_trail_and_the_
         f"1 sur 2 ({AVA}, Approuvée avec une clé d'accès (« Ava's laptop »))"
     )
 
-    catch_up_all(cs)
-    with cs.sql.transaction() as cursor:
-        [(actor, summary)] = cursor.execute(
-            "SELECT actor, summary FROM audit_events"
-            " WHERE proposal_id = ? AND event_type = 'Approved'",
-            (proposal_id,),
-        ).fetchall()
-    assert (actor, summary) == (AVA, 'Approved with a passkey ("Ava\'s laptop") (1 of 2)')
+    trail = projected(
+        cs,
+        "SELECT actor, summary FROM audit_events WHERE proposal_id = ? AND event_type = 'Approved'",
+        (proposal_id,),
+    )
+    assert trail == [(AVA, 'Approved with a passkey ("Ava\'s laptop") (1 of 2)')]
 
 
 def test_a_stale_nonce_a_replayed_counter_and_no_user_verification_are_refused(cs, seeded, clock):

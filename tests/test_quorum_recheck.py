@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.support.proposing import propose
-from tests.test_projections import catch_up_all
+from tests.test_projections import catch_up_all, projected
 from tests.test_web_pages import _main, web_for
 
 NOAH = "noah@granite.example"
@@ -309,13 +309,12 @@ def test_the_notifications_outbox_does_not_name_an_approval_that_no_longer_count
     _change_club(cs, lambda org: org.add_member(zoe, "Zoé Tremblay", "manager", MANAGER))
     assert cs.proposals.approve(proposal_id, zoe).status == "reconciling"
 
-    catch_up_all(cs)
-    with cs.sql.transaction() as cursor:
-        [(reason, approvers)] = cursor.execute(
-            "SELECT reason, approvers FROM notifications"
-            " WHERE proposal_id = ? AND reason <> 'awaiting_approval'",
-            (proposal_id,),
-        ).fetchall()
+    [(reason, approvers)] = projected(
+        cs,
+        "SELECT reason, approvers FROM notifications"
+        " WHERE proposal_id = ? AND reason <> 'awaiting_approval'",
+        (proposal_id,),
+    )
     assert reason == "needs_reconciliation"
     named = json.loads(approvers) if isinstance(approvers, str) else approvers
     assert named == [AVA, zoe]  # not Noah, whose approval lapsed when he left
