@@ -300,6 +300,21 @@ def test_policies_list_and_set_in_the_tokens_club(api):
     assert api.propose("refund-stale")["approvals_required"] == 3
 
 
+def test_a_policy_body_without_require_passkey_keeps_the_one_in_force(api):
+    """Omitted (or null), ``require_passkey`` is left as it is, like the command line's option;
+    only ``false`` turns it off."""
+    on = api.set_policy(REFUND, {"approvals": 2, "require_passkey": True})
+    kept = api.set_policy(REFUND, {"approvals": 1})
+    null = api.set_policy(REFUND, {"approvals": 1, "require_passkey": None})
+    off = api.set_policy(REFUND, {"approvals": 1, "require_passkey": False})
+
+    assert [r.status_code for r in (on, kept, null, off)] == [200] * 4
+    assert [(r.json()["approvals"], r.json()["require_passkey"], r.json()["changed"]) for r in (
+        on, kept, null, off
+    )] == [(2, True, True), (1, True, True), (1, True, False), (1, False, True)]  # fmt: skip
+    assert api.set_policy(REFUND, {"approvals": 1, "require_passkey": "yes"}).status_code == 422
+
+
 @pytest.mark.parametrize(
     ("body", "field", "message"),
     [
