@@ -172,10 +172,6 @@ class ApplyBroadcastDraft(
     contract_version = 1
     section = Section("email_broadcasts")
     permission = Permission.PREPARE_BROADCASTS
-    Request = BroadcastDraftRequest
-    Arguments = BroadcastDraftArguments
-    Preview = BroadcastDraftPreview
-    Result = BroadcastDraftResult
     # A draft is counted from the roster; the form is only where it will be applied, and
     # other drafts applied to it meanwhile change nothing in this one.
     targets = frozenset({BroadcastForm})

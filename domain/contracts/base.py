@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 from uuid import UUID
 
 from countersign.domain.contracts.presentation import (
@@ -363,7 +363,12 @@ ALL_SIBLINGS = frozenset(Siblings)
 
 
 class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
-    """Everything about one operation kind. Subclasses read in the same order as this one."""
+    """Everything about one operation kind. Subclasses read in the same order as this one.
+
+    A contract names its five types once, as this class's parameters
+    (``class MoveMember(OperationContract[Request, Arguments, Preview, Result, Facts])``);
+    ``Request``, ``Arguments``, ``Preview``, ``Result`` and ``Facts`` are read from them.
+    """
 
     kind: ClassVar[str]
     contract_version: ClassVar[int]
@@ -373,6 +378,14 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     Arguments: type[ArgumentsT]
     Preview: type[PreviewT]
     Result: type[ResultT]
+    Facts: type[FactsT]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for parent in getattr(cls, "__orig_bases__", ()):
+            if get_origin(parent) is OperationContract:
+                cls.Request, cls.Arguments, cls.Preview, cls.Result, cls.Facts = get_args(parent)
+
     #: Aggregate types ``load`` reads that a proposal only points at: their current state
     #: shapes neither its arguments nor its preview, so a change to them before the proposal
     #: is stored does not make it stale (everything else ``load`` read does; approval

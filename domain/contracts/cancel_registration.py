@@ -198,10 +198,6 @@ class CancelRegistration(
     section = Section("orders")
     permission = "orders.refund"
     provider = "payments"
-    Request = CancelRegistrationRequest
-    Arguments = CancelRegistrationArguments
-    Preview = CancelRegistrationPreview
-    Result = CancelRegistrationResult
 
     this_resource = Localized("this order", "cette commande")
     title = Localized("Cancel a registration", "Annuler une inscription")

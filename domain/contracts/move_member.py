@@ -149,10 +149,6 @@ class MoveMember(
     contract_version = 1
     section = Section("roster")
     permission = "roster.manage"
-    Request = MoveMemberRequest
-    Arguments = MoveMemberArguments
-    Preview = MoveMemberPreview
-    Result = MoveMemberResult
 
     title = Localized("Move a member to another league", "Changer un membre de ligue")
     request_fields = {

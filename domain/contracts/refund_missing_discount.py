@@ -196,10 +196,6 @@ class RefundMissingDiscount(
     section = Section("orders")
     permission = Permission.REFUND_ORDERS
     provider = "payments"
-    Request = RefundRequest
-    Arguments = RefundArguments
-    Preview = RefundPreview
-    Result = RefundResult
 
     this_resource = Localized("this order", "cette commande")
     title = Localized("Refund a missed discount", "Rembourser une remise manquée")

@@ -149,10 +149,6 @@ class SendBroadcast(
     section = Section("email_broadcasts")
     permission = "email_broadcasts.send"
     provider = "email"
-    Request = SendBroadcastRequest
-    Arguments = SendBroadcastArguments
-    Preview = SendBroadcastPreview
-    Result = SendBroadcastResult
 
     this_resource = Localized("this broadcast form", "ce formulaire d'envoi")
     title = Localized("Send the broadcast", "Envoyer le courriel aux membres")
