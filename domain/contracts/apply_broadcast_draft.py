@@ -316,14 +316,14 @@ class ApplyBroadcastDraft(
         return {"audience_count": current, "leagues": leagues}
 
     def execute(
-        self, contract: ExecutionContract[BroadcastDraftArguments], facts: DraftFacts
+        self, execution: ExecutionContract[BroadcastDraftArguments], facts: DraftFacts
     ) -> BroadcastDraftResult:
-        arguments = contract.arguments
+        arguments = execution.arguments
         facts.form.apply_draft(
             filters=arguments.filters.model_dump(mode="json"),
             subject=arguments.subject,
             body=arguments.body,
-            proposal_id=contract.proposal_id,
+            proposal_id=execution.proposal_id,
         )
         return BroadcastDraftResult(
             form_id=arguments.form_id,

@@ -541,7 +541,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         return False
 
     @abstractmethod
-    def execute(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> ResultT:
+    def execute(self, execution: ExecutionContract[ArgumentsT], facts: FactsT) -> ResultT:
         """Apply a local operation's effect to the facts' aggregates."""
 
     def idempotency_key(self, proposal_id: UUID) -> str:
@@ -554,18 +554,18 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
             raise NotImplementedError(f"{self.kind} has no provider")
         return Effect(self.provider, self.idempotency_key(proposal_id), request)
 
-    def describe_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+    def describe_external(self, execution: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
         """The request this contract sends, under ``idempotency_key``: the same request every
         time it is asked for one proposal (the reconciler replays it), so it depends only on
         the frozen arguments and on facts that never change."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
-    def start_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+    def start_external(self, execution: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
         """Record the attempt on the domain record and describe the request."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
     def finish_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
+        self, execution: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
     ) -> ResultT:
         """Record the provider's authoritative answer; RevisionNeededError if it refused;
         EffectAlreadyRecordedError if the attempt is no longer pending (another process

@@ -417,51 +417,51 @@ class CancelRegistration(
 
     def execute(
         self,
-        contract: ExecutionContract[CancelRegistrationArguments],
+        execution: ExecutionContract[CancelRegistrationArguments],
         facts: CancellationFacts,
     ) -> CancelRegistrationResult:
-        arguments = contract.arguments
+        arguments = execution.arguments
         account = facts.account
         assert account is not None  # revalidation proved the account exists
         facts.order.refund_balance_to_account(
-            contract.proposal_id, arguments.amount_cents, recorded_by=contract.approved_by
+            execution.proposal_id, arguments.amount_cents, recorded_by=execution.approved_by
         )
         account.credit(
             arguments.amount_cents,
             memo=f"Cancelled registration, order {facts.order.key}",
-            proposal_id=contract.proposal_id,
+            proposal_id=execution.proposal_id,
         )
-        return _cancel(contract, facts)
+        return _cancel(execution, facts)
 
     def describe_external(
         self,
-        contract: ExecutionContract[CancelRegistrationArguments],
+        execution: ExecutionContract[CancelRegistrationArguments],
         facts: CancellationFacts,
     ) -> Effect:
-        arguments = contract.arguments
+        arguments = execution.arguments
         assert arguments.destination.payment is not None  # a card destination names its payment
         # A payment's charge and an order's key never change: the request is always the same.
         charge_id = facts.order.payment(arguments.destination.payment).charge_id
         assert charge_id is not None  # a card payment always has a charge
         return self.effect(
-            contract.proposal_id,
+            execution.proposal_id,
             BalanceCardRefund(
                 charge_id=charge_id,
                 amount_cents=arguments.amount_cents,
-                metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+                metadata={"proposal_id": str(execution.proposal_id), "order_key": facts.order.key},
             ),
         )
 
     def start_external(
         self,
-        contract: ExecutionContract[CancelRegistrationArguments],
+        execution: ExecutionContract[CancelRegistrationArguments],
         facts: CancellationFacts,
     ) -> Effect:
-        effect = self.describe_external(contract, facts)
-        arguments = contract.arguments
+        effect = self.describe_external(execution, facts)
+        arguments = execution.arguments
         assert arguments.destination.payment is not None
         facts.order.start_refund_attempt(
-            contract.proposal_id,
+            execution.proposal_id,
             arguments.destination.payment,
             None,
             arguments.amount_cents,
@@ -471,18 +471,18 @@ class CancelRegistration(
 
     def finish_external(
         self,
-        contract: ExecutionContract[CancelRegistrationArguments],
+        execution: ExecutionContract[CancelRegistrationArguments],
         facts: CancellationFacts,
         response: EffectResponse,
     ) -> CancelRegistrationResult:
-        attempt = facts.order.attempt(contract.proposal_id)
+        attempt = facts.order.attempt(execution.proposal_id)
         if attempt is None or attempt.status != "pending":
-            raise EffectAlreadyRecordedError(str(contract.proposal_id))
+            raise EffectAlreadyRecordedError(str(execution.proposal_id))
         if response.status != "succeeded":
-            facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
+            facts.order.release_refund_attempt(execution.proposal_id, reason="declined")
             raise RevisionNeededError("cancellation_refund_declined")
-        facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
-        return _cancel(contract, facts)
+        facts.order.settle_refund_attempt(execution.proposal_id, recorded_by=execution.approved_by)
+        return _cancel(execution, facts)
 
     def approve_label(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
         """What the button does with the money: back to the card, or account credit."""
@@ -633,15 +633,15 @@ def _destination_still_fits(
 
 
 def _cancel(
-    contract: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
+    execution: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
 ) -> CancelRegistrationResult:
     """Once the refund is recorded: cancel the order and release the spot if it is still held."""
-    arguments = contract.arguments
-    facts.order.cancel(contract.proposal_id, cancelled_by=contract.approved_by)
+    arguments = execution.arguments
+    facts.order.cancel(execution.proposal_id, cancelled_by=execution.approved_by)
     released = facts.roster.plays_in(arguments.league, arguments.member_email)
     if released:
         facts.roster.leave(arguments.league, arguments.member_email)
-    refunds = [r for r in facts.order.refunds if r.proposal_id == str(contract.proposal_id)]
+    refunds = [r for r in facts.order.refunds if r.proposal_id == str(execution.proposal_id)]
     return CancelRegistrationResult(
         refund_refs=[r.ref for r in refunds],
         amount_cents=sum(r.amount_cents for r in refunds),

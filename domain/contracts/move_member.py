@@ -281,9 +281,9 @@ class MoveMember(
         }
 
     def execute(
-        self, contract: ExecutionContract[MoveMemberArguments], facts: MoveFacts
+        self, execution: ExecutionContract[MoveMemberArguments], facts: MoveFacts
     ) -> MoveMemberResult:
-        arguments = contract.arguments
+        arguments = execution.arguments
         facts.roster.move(arguments.email, arguments.from_league, arguments.to_league)
         return MoveMemberResult(
             email=arguments.email,

@@ -494,48 +494,48 @@ class RefundMissingDiscount(
         return arguments.destination.type == "card"
 
     def execute(
-        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+        self, execution: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> RefundResult:
-        arguments = contract.arguments
+        arguments = execution.arguments
         account = facts.account
         assert account is not None  # revalidation proved the account exists
         facts.order.credit_discount_to_account(
-            contract.proposal_id,
+            execution.proposal_id,
             arguments.payment,
             arguments.discount,
             arguments.amount_cents,
-            recorded_by=contract.approved_by,
+            recorded_by=execution.approved_by,
         )
         account.credit(
             arguments.amount_cents,
             memo=f"Missed discount on order {facts.order.key}",
-            proposal_id=contract.proposal_id,
+            proposal_id=execution.proposal_id,
         )
-        return _result(facts.order, contract.proposal_id, arguments)
+        return _result(facts.order, execution.proposal_id, arguments)
 
     def describe_external(
-        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+        self, execution: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> Effect:
-        arguments = contract.arguments
+        arguments = execution.arguments
         # A payment's charge and an order's key never change: the request is always the same.
         charge_id = facts.order.payment(arguments.payment).charge_id
         assert charge_id is not None  # a card payment always has a charge
         return self.effect(
-            contract.proposal_id,
+            execution.proposal_id,
             CardRefund(
                 charge_id=charge_id,
                 amount_cents=arguments.amount_cents,
-                metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
+                metadata={"proposal_id": str(execution.proposal_id), "order_key": facts.order.key},
             ),
         )
 
     def start_external(
-        self, contract: ExecutionContract[RefundArguments], facts: RefundFacts
+        self, execution: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> Effect:
-        effect = self.describe_external(contract, facts)
-        arguments = contract.arguments
+        effect = self.describe_external(execution, facts)
+        arguments = execution.arguments
         facts.order.start_refund_attempt(
-            contract.proposal_id,
+            execution.proposal_id,
             arguments.payment,
             arguments.discount,
             arguments.amount_cents,
@@ -545,18 +545,18 @@ class RefundMissingDiscount(
 
     def finish_external(
         self,
-        contract: ExecutionContract[RefundArguments],
+        execution: ExecutionContract[RefundArguments],
         facts: RefundFacts,
         response: EffectResponse,
     ) -> RefundResult:
-        attempt = facts.order.attempt(contract.proposal_id)
+        attempt = facts.order.attempt(execution.proposal_id)
         if attempt is None or attempt.status != "pending":
-            raise EffectAlreadyRecordedError(str(contract.proposal_id))
+            raise EffectAlreadyRecordedError(str(execution.proposal_id))
         if response.status != "succeeded":
-            facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
+            facts.order.release_refund_attempt(execution.proposal_id, reason="declined")
             raise RevisionNeededError("refund_declined_by_provider")
-        facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
-        return _result(facts.order, contract.proposal_id, contract.arguments)
+        facts.order.settle_refund_attempt(execution.proposal_id, recorded_by=execution.approved_by)
+        return _result(facts.order, execution.proposal_id, execution.arguments)
 
     def headline(self, preview: RefundPreview, language: str = "en") -> str:
         return Localized("{amount} to {who}", "{amount} pour {who}").text(

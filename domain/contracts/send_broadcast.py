@@ -330,23 +330,23 @@ class SendBroadcast(
         return True
 
     def execute(
-        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+        self, execution: ExecutionContract[SendBroadcastArguments], facts: SendFacts
     ) -> SendBroadcastResult:
         raise NotImplementedError("a broadcast is only ever sent through the e-mail provider")
 
     def describe_external(
-        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+        self, execution: ExecutionContract[SendBroadcastArguments], facts: SendFacts
     ) -> Effect:
-        arguments = contract.arguments
+        arguments = execution.arguments
         # Everything comes from the frozen arguments: the request is always the same.
         return self.effect(
-            contract.proposal_id,
+            execution.proposal_id,
             EmailDelivery(
                 subject=arguments.subject,
                 body=arguments.body,
                 recipients=list(arguments.recipients),
                 metadata={
-                    "proposal_id": str(contract.proposal_id),
+                    "proposal_id": str(execution.proposal_id),
                     "form_id": str(arguments.form_id),
                     "draft": str(arguments.draft),
                 },
@@ -354,34 +354,34 @@ class SendBroadcast(
         )
 
     def start_external(
-        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+        self, execution: ExecutionContract[SendBroadcastArguments], facts: SendFacts
     ) -> Effect:
-        effect = self.describe_external(contract, facts)
+        effect = self.describe_external(execution, facts)
         facts.form.start_send(
-            contract.proposal_id,
-            contract.arguments.draft,
+            execution.proposal_id,
+            execution.arguments.draft,
             effect.idempotency_key,
-            recipients=contract.arguments.audience_count,
+            recipients=execution.arguments.audience_count,
         )
         return effect
 
     def finish_external(
         self,
-        contract: ExecutionContract[SendBroadcastArguments],
+        execution: ExecutionContract[SendBroadcastArguments],
         facts: SendFacts,
         response: EffectResponse,
     ) -> SendBroadcastResult:
         form = facts.form
-        send = form.send(contract.proposal_id)
+        send = form.send(execution.proposal_id)
         if send is None or send.status != "pending":
-            raise EffectAlreadyRecordedError(str(contract.proposal_id))
+            raise EffectAlreadyRecordedError(str(execution.proposal_id))
         if response.status != "succeeded":
-            form.fail_send(contract.proposal_id, reason=response.reason or "refused")
+            form.fail_send(execution.proposal_id, reason=response.reason or "refused")
             raise RevisionNeededError("broadcast_delivery_refused")
         form.settle_send(
-            contract.proposal_id, delivery_ref=response.reference, sent_by=contract.approved_by
+            execution.proposal_id, delivery_ref=response.reference, sent_by=execution.approved_by
         )
-        arguments = contract.arguments
+        arguments = execution.arguments
         return SendBroadcastResult(
             form_id=arguments.form_id,
             delivery_ref=response.reference,
