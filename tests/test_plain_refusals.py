@@ -19,14 +19,9 @@ from typing import Any
 
 import pytest
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.base import (
-    MALFORMED_REQUEST,
-    SAFE_SENTENCES,
-    UNFIT_REQUEST,
-    InvalidRequestError,
-    Problem,
-)
 from countersign.domain.contracts.presentation import LANGUAGES, Localized
+from countersign.domain.contracts.problems import UNFIT_REQUEST, InvalidRequestError, Problem
+from countersign.domain.contracts.request_errors import MALFORMED_REQUEST, SAFE_SENTENCES
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import ScriptedEndpoint, StandInPolicy
 from countersign.infrastructure.bootstrap import Countersign, bootstrap

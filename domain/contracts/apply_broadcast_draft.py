@@ -18,14 +18,13 @@ from countersign.domain.contracts.base import (
     ContractRequest,
     Facts,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
-    Problem,
     RevisionNeededError,
     Siblings,
 )
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
+from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository

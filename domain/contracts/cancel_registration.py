@@ -23,7 +23,6 @@ from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
     RevisionNeededError,
@@ -31,6 +30,7 @@ from countersign.domain.contracts.base import (
 )
 from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract

@@ -19,13 +19,12 @@ from countersign.domain.contracts.base import (
     ContractRequest,
     Facts,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
-    Problem,
     RevisionNeededError,
 )
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField
+from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository

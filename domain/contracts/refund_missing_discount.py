@@ -19,15 +19,14 @@ from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
-    Problem,
     RevisionNeededError,
     Siblings,
 )
 from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
+from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract

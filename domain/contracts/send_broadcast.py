@@ -23,12 +23,12 @@ from countersign.domain.contracts.base import (
     Effect,
     Facts,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
     RevisionNeededError,
 )
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
