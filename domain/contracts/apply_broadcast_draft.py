@@ -20,11 +20,10 @@ from countersign.domain.contracts.base import (
     Frozen,
     OperationContract,
     Prepared,
-    RevisionNeededError,
     Siblings,
 )
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
-from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -134,6 +133,38 @@ _PROBLEMS = {
         "Personne ne joue dans ces ligues : le message n'atteindrait personne.",
     ),
 }
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def check_leagues_exist(roster: Roster, named: list[str]) -> None:
+    known = set(roster.league_names())
+    unknown = [
+        Finding(
+            "unknown_league",
+            f"filters.leagues.{i}",
+            f"there is no league named {name!r}",
+            name=name.strip()[:60],
+        )
+        for i, name in enumerate(named)
+        if name.strip() not in known
+    ]
+    if unknown:
+        raise RuleBrokenError(*unknown)
+
+
+def check_audience(count: int) -> None:
+    if count == 0:
+        raise RuleBrokenError(Finding("nobody", "filters", "these leagues have no members"))
+
+
+def check_same_audience(roster: Roster, leagues: list[str], approved: int, current: int) -> None:
+    """The leagues all still exist, and hold as many members as the preview counted."""
+    if any(name not in roster.leagues for name in leagues) or current != approved:
+        raise RuleBrokenError(
+            Finding("audience_changed", approved_count=approved, current_count=current)
+        )
 
 
 def describe_filters(leagues: list[str]) -> str:
@@ -248,27 +279,13 @@ class ApplyBroadcastDraft(
         roster = store.read(Roster.create_id(scope.organization_id), Roster)
         return DraftFacts(roster=roster, form=form)
 
-    def prepare(
+    def resolve(
         self, request: BroadcastDraftRequest, facts: DraftFacts
     ) -> Prepared[BroadcastDraftArguments, BroadcastDraftPreview]:
         leagues = sorted({name.strip() for name in request.filters.leagues})
-        known = set(facts.roster.league_names())
-        problems = [
-            Problem(
-                field=f"filters.leagues.{i}",
-                message=f"there is no league named {name!r}",
-                for_people=_PROBLEMS["unknown_league"].filled(name=name.strip()[:60]),
-            )
-            for i, name in enumerate(request.filters.leagues)
-            if name.strip() not in known
-        ]
-        if problems:
-            raise InvalidRequestError(problems)
+        check_leagues_exist(facts.roster, request.filters.leagues)
         audience = len(facts.roster.audience(leagues))
-        if audience == 0:
-            raise InvalidRequestError.one(
-                "filters", "these leagues have no members", _PROBLEMS["nobody"]
-            )
+        check_audience(audience)
         arguments = BroadcastDraftArguments(
             form_id=facts.form.id,
             filters=DraftFilters(leagues=leagues),
@@ -304,14 +321,10 @@ class ApplyBroadcastDraft(
         "le brouillon « {subject} » approuvé {when} a remplacé celui du formulaire d'envoi.",
     )
 
-    def revalidate(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
+    def recheck(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
         leagues = arguments.filters.leagues
-        missing = [name for name in leagues if name not in facts.roster.leagues]
         current = len(facts.roster.audience(leagues))
-        if missing or current != arguments.audience_count:
-            raise RevisionNeededError(
-                "audience_changed", approved_count=arguments.audience_count, current_count=current
-            )
+        check_same_audience(facts.roster, leagues, arguments.audience_count, current)
         return {"audience_count": current, "leagues": leagues}
 
     def execute(

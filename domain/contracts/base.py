@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 from uuid import UUID
 
+from countersign.domain.contracts.findings import RuleBrokenError
 from countersign.domain.contracts.presentation import (
     APPROVE,
     EFFECT_UNAVAILABLE,
@@ -25,7 +26,7 @@ from countersign.domain.contracts.presentation import (
     PreviewField,
     RequestField,
 )
-from countersign.domain.contracts.problems import RequestValueError
+from countersign.domain.contracts.problems import InvalidRequestError, Problem, RequestValueError
 from countersign.domain.contracts.request_errors import parse_request
 from countersign.domain.errors import CountersignError
 from countersign.domain.money import format_money
@@ -248,9 +249,27 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     def load(self, scope: Scope, store: Repository) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
 
-    @abstractmethod
     def prepare(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
-        """Resolve defaults, compute derived values, reject invalid combinations."""
+        """The request resolved on the facts (``resolve``); InvalidRequestError with the
+        findings of the rule it broke, each a problem with its ``request_problems`` sentence."""
+        try:
+            return self.resolve(request, facts)
+        except RuleBrokenError as broken:
+            raise InvalidRequestError(
+                [
+                    Problem(
+                        field=finding.field,
+                        message=finding.message,
+                        for_people=finding.for_people(self.request_problems),
+                    )
+                    for finding in broken.findings
+                ]
+            ) from None
+
+    @abstractmethod
+    def resolve(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
+        """Resolve defaults, compute derived values, and check the rules (each raises
+        RuleBrokenError with its finding)."""
 
     # -- governance: supersession and approval policies -----------------------------------------
 
@@ -314,9 +333,19 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     # -- at approval ----------------------------------------------------------------------------
 
-    @abstractmethod
     def revalidate(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
-        """Prove the preview still holds: the facts rechecked, or RevisionNeededError."""
+        """The facts rechecked (``recheck``); RevisionNeededError with the first finding of the
+        rule they broke, as its stored reason (code and params)."""
+        try:
+            return self.recheck(arguments, facts)
+        except RuleBrokenError as broken:
+            finding = broken.findings[0]
+            raise RevisionNeededError(finding.code, **finding.params) from None
+
+    @abstractmethod
+    def recheck(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
+        """Prove the preview still holds on current facts: the same rules ``resolve`` checks
+        (and any that compare with what was frozen), and the facts checked, for the record."""
 
     def is_external(self, arguments: ArgumentsT) -> bool:
         return False

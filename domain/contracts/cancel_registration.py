@@ -28,9 +28,9 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
-from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
@@ -145,7 +145,7 @@ class CancellationFacts(OrderFacts):
 
 #: What people read about a cancellation request ``prepare`` refuses (``request_problems``).
 _PROBLEMS = {
-    "refund_settling": Localized(
+    "cancellation_refund_settling": Localized(
         "A refund on this order is still settling; try again once it has settled.",
         "Un remboursement de cette commande est en cours de règlement ; réessayez une fois "
         "qu'il sera réglé.",
@@ -155,7 +155,7 @@ _PROBLEMS = {
         "Il ne reste rien à rembourser sur cette commande : son inscription ne peut pas être "
         "annulée ici.",
     ),
-    "already_cancelled": Localized(
+    "registration_no_longer_active": Localized(
         "This registration has already been cancelled.",
         "Cette inscription a déjà été annulée.",
     ),
@@ -163,7 +163,7 @@ _PROBLEMS = {
         "This order holds no league registration to cancel.",
         "Cette commande ne contient aucune inscription à une ligue à annuler.",
     ),
-    "spot_gone": Localized(
+    "league_spot_gone": Localized(
         "The participant no longer plays in {league}, so there is no spot to release.",
         "Le ou la participant(e) ne joue plus dans {league} : il n'y a pas de place à libérer.",
     ),
@@ -317,24 +317,16 @@ class CancelRegistration(
         roster = store.get(Roster.create_id(order.organization_id), Roster)
         return CancellationFacts(order, roster, store)
 
-    def prepare(
+    def resolve(
         self, request: CancelRegistrationRequest, facts: CancellationFacts
     ) -> Prepared[CancelRegistrationArguments, CancelRegistrationPreview]:
         order = facts.order
-        league = _league_spot(order, facts.roster)
-        if order.unresolved_attempts():
-            raise InvalidRequestError.one(
-                "request",
-                "a refund on this order is still settling; try again once it settles",
-                _PROBLEMS["refund_settling"],
-            )
+        check_active(order)
+        league = check_registered(order)
+        check_holds_spot(order, facts.roster, league)
+        check_nothing_settling(order)
         amount = order.refundable_balance_cents
-        if amount <= 0:
-            raise InvalidRequestError.one(
-                "request",
-                "nothing is left to refund on this order; it cannot be cancelled here",
-                _PROBLEMS["nothing_left"],
-            )
+        check_something_left(amount)
         destination = _resolve_destination(request.destination, order, facts)
         arguments = CancelRegistrationArguments(
             order_id=order.id,
@@ -381,28 +373,16 @@ class CancelRegistration(
         "commande.",
     )
 
-    def revalidate(
+    def recheck(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts
     ) -> dict[str, Any]:
         order = facts.order
-        if not order.is_active:
-            raise RevisionNeededError("registration_no_longer_active")
-        if order.unresolved_attempts():
-            raise RevisionNeededError("cancellation_refund_settling")
+        check_active(order)
+        check_nothing_settling(order)
         balance = order.refundable_balance_cents
-        if balance != arguments.amount_cents:
-            raise RevisionNeededError(
-                "refundable_balance_changed",
-                approved_cents=arguments.amount_cents,
-                current_cents=balance,
-                currency=order.currency,
-            )
-        if not facts.roster.plays_in(arguments.league, arguments.member_email):
-            raise RevisionNeededError(
-                "league_spot_gone", participant=order.participant_name, league=arguments.league
-            )
-        if not _destination_still_fits(arguments, facts):
-            raise RevisionNeededError("cancellation_destination_unavailable")
+        check_same_balance(order, arguments.amount_cents)
+        check_holds_spot(order, facts.roster, arguments.league)
+        check_destination_fits(arguments, facts)
         return {
             "registration_active": True,
             "refundable_balance_cents": balance,
@@ -558,27 +538,78 @@ class CancelRegistration(
         return f"Cancelled {who}'s registration: refunded {amount} {where}, and {spot}."
 
 
-def _league_spot(order: Order, roster: Roster) -> str:
-    """The league whose spot the registration holds, or the problem that stops a proposal."""
+# -- the rules: each checked when proposing and, where it can change, again when approving ----
+
+
+def check_active(order: Order) -> None:
     if not order.is_active:
-        raise InvalidRequestError.one(
-            "request",
-            "this registration has already been cancelled",
-            _PROBLEMS["already_cancelled"],
+        raise RuleBrokenError(
+            Finding(
+                "registration_no_longer_active",
+                message="this registration has already been cancelled",
+            )
         )
+
+
+def check_registered(order: Order) -> str:
+    """The league whose spot the registration holds."""
     if order.league is None:
-        raise InvalidRequestError.one(
-            "request",
-            "this order holds no league registration to cancel",
-            _PROBLEMS["no_registration"],
-        )
-    if not roster.plays_in(order.league, order.participant_email):
-        raise InvalidRequestError.one(
-            "request",
-            f"the participant no longer plays in {order.league}; there is no spot to release",
-            _PROBLEMS["spot_gone"].filled(league=order.league),
+        raise RuleBrokenError(
+            Finding("no_registration", message="this order holds no league registration to cancel")
         )
     return order.league
+
+
+def check_holds_spot(order: Order, roster: Roster, league: str) -> None:
+    if not roster.plays_in(league, order.participant_email):
+        raise RuleBrokenError(
+            Finding(
+                "league_spot_gone",
+                message=f"the participant no longer plays in {league}; there is no spot to release",
+                participant=order.participant_name,
+                league=league,
+            )
+        )
+
+
+def check_nothing_settling(order: Order) -> None:
+    if order.unresolved_attempts():
+        raise RuleBrokenError(
+            Finding(
+                "cancellation_refund_settling",
+                message="a refund on this order is still settling; try again once it settles",
+            )
+        )
+
+
+def check_something_left(amount_cents: int) -> None:
+    if amount_cents <= 0:
+        raise RuleBrokenError(
+            Finding(
+                "nothing_left",
+                message="nothing is left to refund on this order; it cannot be cancelled here",
+            )
+        )
+
+
+def check_same_balance(order: Order, approved_cents: int) -> None:
+    balance = order.refundable_balance_cents
+    if balance != approved_cents:
+        raise RuleBrokenError(
+            Finding(
+                "refundable_balance_changed",
+                approved_cents=approved_cents,
+                current_cents=balance,
+                currency=order.currency,
+            )
+        )
+
+
+def check_destination_fits(
+    arguments: CancelRegistrationArguments, facts: CancellationFacts
+) -> None:
+    if not _destination_still_fits(arguments, facts):
+        raise RuleBrokenError(Finding("cancellation_destination_unavailable"))
 
 
 def _holding_payments(order: Order) -> list[Payment]:
@@ -597,11 +628,13 @@ def _resolve_destination(
     holding = _holding_payments(order)
     if phrase == "original_payment_method" and not all(p.method == "account" for p in holding):
         if len(holding) != 1 or not _refundable_by_card(holding[0]):
-            raise InvalidRequestError.one(
-                "destination",
-                "what is left to refund was not paid by one card; it cannot go back to its "
-                "original method here, use account_credit",
-                _PROBLEMS["not_one_card"],
+            raise RuleBrokenError(
+                Finding(
+                    "not_one_card",
+                    "destination",
+                    "what is left to refund was not paid by one card; it cannot go back to its "
+                    "original method here, use account_credit",
+                )
             )
         return CancellationRefundDestination(
             type="card", payment=holding[0].ref, account_id=None, label=holding[0].label
@@ -609,10 +642,12 @@ def _resolve_destination(
     # account_credit, or a balance that was itself paid with account credit
     account = facts.account
     if account is None:
-        raise InvalidRequestError.one(
-            "destination",
-            "the participant has no club account; use original_payment_method",
-            _PROBLEMS["no_account"],
+        raise RuleBrokenError(
+            Finding(
+                "no_account",
+                "destination",
+                "the participant has no club account; use original_payment_method",
+            )
         )
     return CancellationRefundDestination(
         type="account_credit",

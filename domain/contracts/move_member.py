@@ -21,10 +21,9 @@ from countersign.domain.contracts.base import (
     Frozen,
     OperationContract,
     Prepared,
-    RevisionNeededError,
 )
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField
-from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -114,7 +113,8 @@ class MoveFacts(Facts):
         return [self.roster]
 
 
-#: What people read about a move request ``prepare`` refuses (``request_problems``).
+#: What people read about a move request ``prepare`` refuses (``request_problems``), by the
+#: code of the rule it broke.
 _PROBLEMS = {
     "unknown_league": Localized(
         "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
@@ -123,14 +123,14 @@ _PROBLEMS = {
         "A member can only be moved to another league than the one they play in.",
         "Un membre ne peut être déplacé que vers une autre ligue que la sienne.",
     ),
-    "not_in_league": Localized(
+    "member_left_source_league": Localized(
         "No member with this email address plays in {league}.",
         "Aucun membre ayant cette adresse courriel ne joue dans {league}.",
     ),
-    "already_there": Localized(
+    "member_already_in_destination": Localized(
         "{member} already plays in {league}.", "{member} joue déjà dans {league}."
     ),
-    "league_full": Localized(
+    "destination_league_full": Localized(
         "{league} is full: it holds its {capacity} members.",
         "{league} est complète : elle compte déjà ses {capacity} membres.",
     ),
@@ -201,43 +201,28 @@ class MoveMember(
             raise NotFoundError("roster")
         return MoveFacts(roster=store.get(scope.resource_id, Roster))
 
-    def prepare(
+    def resolve(
         self, request: MoveMemberRequest, facts: MoveFacts
     ) -> Prepared[MoveMemberArguments, MoveMemberPreview]:
         roster = facts.roster
         email = request.email.lower()
         source, destination = request.from_league, request.to_league
-        _check_leagues(roster, source, destination)
-        source_members = roster.members_of(source)
-        if email not in source_members:
-            raise InvalidRequestError.one(
-                "email",
-                f"no member with this email plays in {source!r}; search the members",
-                _PROBLEMS["not_in_league"].filled(league=source),
-            )
-        if email in roster.members_of(destination):
-            raise InvalidRequestError.one(
-                "to_league",
-                f"{source_members[email]} already plays in {destination!r}",
-                _PROBLEMS["already_there"].filled(member=source_members[email], league=destination),
-            )
-        if roster.is_full(destination):
-            capacity = roster.capacity_of(destination)
-            raise InvalidRequestError.one(
-                "to_league",
-                f"{destination!r} is full ({capacity} members)",
-                _PROBLEMS["league_full"].filled(league=destination, capacity=capacity),
-            )
+        check_leagues_exist(roster, source, destination)
+        check_leagues_differ(source, destination)
+        member = roster.members_of(source).get(email, email)
+        check_plays_in(roster, email, member, source)
+        check_not_in(roster, email, member, destination)
+        check_has_room(roster, destination)
         arguments = MoveMemberArguments(
             roster_id=roster.id,
             email=email,
-            member_name=source_members[email],
+            member_name=member,
             from_league=source,
             to_league=destination,
         )
         from_count, to_count = roster.member_count(source), roster.member_count(destination)
         preview = MoveMemberPreview(
-            member_name=source_members[email],
+            member_name=member,
             email=email,
             from_league=source,
             to_league=destination,
@@ -256,22 +241,13 @@ class MoveMember(
         """The roster holds many members: moving one does not replace a move of another."""
         return arguments.email
 
-    def revalidate(self, arguments: MoveMemberArguments, facts: MoveFacts) -> dict[str, Any]:
+    def recheck(self, arguments: MoveMemberArguments, facts: MoveFacts) -> dict[str, Any]:
         roster = facts.roster
         member, email = arguments.member_name, arguments.email
         source, destination = arguments.from_league, arguments.to_league
-        if email not in roster.members_of(source):
-            raise RevisionNeededError("member_left_source_league", member=member, league=source)
-        if email in roster.members_of(destination):
-            raise RevisionNeededError(
-                "member_already_in_destination", member=member, league=destination
-            )
-        if roster.is_full(destination):
-            raise RevisionNeededError(
-                "destination_league_full",
-                league=destination,
-                capacity=roster.capacity_of(destination) or 0,
-            )
+        check_plays_in(roster, email, member, source)
+        check_not_in(roster, email, member, destination)
+        check_has_room(roster, destination)
         return {
             "email": email,
             "from_league_members": roster.member_count(source),
@@ -364,26 +340,69 @@ def _members(count: int, language: str) -> str:
     return (_ONE_MEMBER if singular else _MEMBERS).text(language, count=count)
 
 
-def _check_leagues(roster: Roster, source: str, destination: str) -> None:
-    problems = [
-        Problem(
-            field=field,
-            message=f"there is no league named {name!r}; list the leagues",
-            for_people=_PROBLEMS["unknown_league"].filled(name=name[:60]),
+# -- the rules: each checked when proposing and, where it can change, again when approving ----
+
+
+def check_leagues_exist(roster: Roster, source: str, destination: str) -> None:
+    unknown = [
+        Finding(
+            "unknown_league",
+            field,
+            f"there is no league named {name!r}; list the leagues",
+            name=name[:60],
         )
         for field, name in (("from_league", source), ("to_league", destination))
         if name not in roster.leagues
     ]
-    if not problems and source == destination:
-        problems = [
-            Problem(
-                field="to_league",
-                message="must be another league than from_league",
-                for_people=_PROBLEMS["same_league"],
+    if unknown:
+        raise RuleBrokenError(*unknown)
+
+
+def check_leagues_differ(source: str, destination: str) -> None:
+    if source == destination:
+        raise RuleBrokenError(
+            Finding("same_league", "to_league", "must be another league than from_league")
+        )
+
+
+def check_plays_in(roster: Roster, email: str, member: str, league: str) -> None:
+    if email not in roster.members_of(league):
+        raise RuleBrokenError(
+            Finding(
+                "member_left_source_league",
+                "email",
+                f"no member with this email plays in {league!r}; search the members",
+                member=member,
+                league=league,
             )
-        ]
-    if problems:
-        raise InvalidRequestError(problems)
+        )
+
+
+def check_not_in(roster: Roster, email: str, member: str, league: str) -> None:
+    if email in roster.members_of(league):
+        raise RuleBrokenError(
+            Finding(
+                "member_already_in_destination",
+                "to_league",
+                f"{member} already plays in {league!r}",
+                member=member,
+                league=league,
+            )
+        )
+
+
+def check_has_room(roster: Roster, league: str) -> None:
+    if roster.is_full(league):
+        capacity = roster.capacity_of(league) or 0
+        raise RuleBrokenError(
+            Finding(
+                "destination_league_full",
+                "to_league",
+                f"{league!r} is full ({capacity} members)",
+                league=league,
+                capacity=capacity,
+            )
+        )
 
 
 def _one_named_member(said: str, found: Any) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
-from countersign.domain.club.orders import Order
+from countersign.domain.club.orders import Discount, Order, Payment
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts.base import (
     ALL_SIBLINGS,
@@ -24,9 +24,9 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
-from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
@@ -163,14 +163,15 @@ _PROBLEMS = {
         "“{discount}” has already been refunded.",
         "« {discount} » a déjà été remboursée.",
     ),
-    "refund_settling": Localized(
+    "refund_in_progress": Localized(
         "Another refund on this order is still settling; try again once it has settled.",
         "Un autre remboursement de cette commande est en cours de règlement ; réessayez une "
         "fois qu'il sera réglé.",
     ),
     "payment_short": Localized(
-        "This payment has only {left} left to refund, less than the missed discount.",
-        "Il ne reste que {left} à rembourser sur ce paiement, moins que la remise manquée.",
+        "This payment has only {refundable_cents} left to refund, less than the missed discount.",
+        "Il ne reste que {refundable_cents} à rembourser sur ce paiement, moins que la remise "
+        "manquée.",
     ),
     "not_by_card": Localized(
         "This payment was not made by card, so it can only go back as club account credit.",
@@ -354,50 +355,17 @@ class RefundMissingDiscount(
             raise NotFoundError("order")
         return RefundFacts(order, store)
 
-    def prepare(
+    def resolve(
         self, request: RefundRequest, facts: RefundFacts
     ) -> Prepared[RefundArguments, RefundPreview]:
         order = facts.order
         payment, line, discount = _resolve_refs(order, request)
-        if discount.line_item != line.ref:
-            raise InvalidRequestError.one(
-                "discount",
-                f"discount {discount.ref} belongs to line item {discount.line_item}",
-                _PROBLEMS["discount_elsewhere"].filled(discount=discount.name),
-            )
-        if discount.applied:
-            raise InvalidRequestError.one(
-                "discount",
-                f"discount {discount.ref} was applied at checkout; nothing is owed",
-                _PROBLEMS["discount_applied"].filled(discount=discount.name),
-            )
-        if order.discount_refunded(discount.ref):
-            raise InvalidRequestError.one(
-                "discount",
-                f"discount {discount.ref} has already been refunded",
-                _PROBLEMS["discount_refunded"].filled(discount=discount.name),
-            )
-        if order.unresolved_attempts():
-            raise InvalidRequestError.one(
-                "payment",
-                "a refund on this order is still settling; try again once it settles",
-                _PROBLEMS["refund_settling"],
-            )
+        check_discount_on(discount, line.ref)
+        check_discount_owed(order, discount)
+        check_nothing_settling(order)
         destination = _resolve_destination(request.destination, payment, facts)
         amount = order.discount_value_cents(discount.ref)
-        refundable = order.refundable_cents(payment.ref)
-        if amount > refundable:
-            raise InvalidRequestError.one(
-                "payment",
-                f"payment {payment.ref} has only {format_money(refundable, order.currency)} "
-                "left to refund",
-                _PROBLEMS["payment_short"].filled(
-                    left=Localized(
-                        format_money(refundable, order.currency, "en"),
-                        format_money(refundable, order.currency, "fr"),
-                    )
-                ),
-            )
+        check_refundable(order, payment, amount)
         arguments = RefundArguments(
             order_id=order.id,
             payment=payment.ref,
@@ -447,39 +415,17 @@ class RefundMissingDiscount(
         "le remboursement de {amount_cents} approuvé {when} a modifié le solde de cette commande.",
     )
 
-    def revalidate(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
+    def recheck(self, arguments: RefundArguments, facts: RefundFacts) -> dict[str, Any]:
         order = facts.order
-        try:
-            payment = order.payment(arguments.payment)
-            order.line_item(arguments.line_item)
-            discount = order.discount(arguments.discount)
-        except NotFoundError:
-            raise RevisionNeededError("evidence_missing") from None
-        if discount.applied or order.discount_refunded(discount.ref):
-            raise RevisionNeededError("discount_already_refunded", discount=discount.name)
+        payment, discount = check_evidence(order, arguments)
+        check_discount_owed(order, discount)
         amount = order.discount_value_cents(discount.ref)
-        if amount != arguments.amount_cents:
-            raise RevisionNeededError(
-                "amount_changed",
-                approved_cents=arguments.amount_cents,
-                current_cents=amount,
-                currency=order.currency,
-            )
-        if order.unresolved_attempts():
-            raise RevisionNeededError("refund_in_progress")
+        check_same_amount(order, arguments.amount_cents, amount)
+        check_nothing_settling(order)
+        check_not_exhausted(order, payment)
+        check_refundable(order, payment, amount)
         refundable = order.refundable_cents(payment.ref)
-        if refundable <= 0:
-            raise RevisionNeededError("payment_already_refunded", payment=payment.label)
-        if refundable < amount:
-            raise RevisionNeededError(
-                "insufficient_refundable",
-                refundable_cents=refundable,
-                currency=order.currency,
-            )
-        if arguments.destination.type == "card" and payment.method != "card":
-            raise RevisionNeededError("destination_unavailable")
-        if arguments.destination.type == "account_credit" and facts.account is None:
-            raise RevisionNeededError("destination_unavailable")
+        check_destination_fits(arguments, payment, facts)
         return {
             "amount_cents": amount,
             "refundable_cents": refundable,
@@ -631,6 +577,110 @@ def _to_card(preview: RefundPreview) -> bool:
     return preview.refund_destination == preview.payment_method
 
 
+# -- the rules: each checked when proposing and, where it can change, again when approving ----
+
+
+def check_discount_on(discount: Discount, line_item: str) -> None:
+    if discount.line_item != line_item:
+        raise RuleBrokenError(
+            Finding(
+                "discount_elsewhere",
+                "discount",
+                f"discount {discount.ref} belongs to line item {discount.line_item}",
+                discount=discount.name,
+            )
+        )
+
+
+def check_discount_owed(order: Order, discount: Discount) -> None:
+    """Neither applied at checkout nor refunded since: one reason when approving, each its own
+    sentence when proposing."""
+    if discount.applied:
+        raise RuleBrokenError(
+            Finding(
+                "discount_already_refunded",
+                "discount",
+                f"discount {discount.ref} was applied at checkout; nothing is owed",
+                problem="discount_applied",
+                discount=discount.name,
+            )
+        )
+    if order.discount_refunded(discount.ref):
+        raise RuleBrokenError(
+            Finding(
+                "discount_already_refunded",
+                "discount",
+                f"discount {discount.ref} has already been refunded",
+                problem="discount_refunded",
+                discount=discount.name,
+            )
+        )
+
+
+def check_nothing_settling(order: Order) -> None:
+    if order.unresolved_attempts():
+        raise RuleBrokenError(
+            Finding(
+                "refund_in_progress",
+                "payment",
+                "a refund on this order is still settling; try again once it settles",
+            )
+        )
+
+
+def check_refundable(order: Order, payment: Payment, amount_cents: int) -> None:
+    refundable = order.refundable_cents(payment.ref)
+    if refundable < amount_cents:
+        raise RuleBrokenError(
+            Finding(
+                "insufficient_refundable",
+                "payment",
+                f"payment {payment.ref} has only {format_money(refundable, order.currency)} "
+                "left to refund",
+                problem="payment_short",
+                refundable_cents=refundable,
+                currency=order.currency,
+            )
+        )
+
+
+def check_evidence(order: Order, arguments: RefundArguments) -> tuple[Payment, Discount]:
+    """The payment, line item and discount the proposal names, still on the order."""
+    try:
+        payment = order.payment(arguments.payment)
+        order.line_item(arguments.line_item)
+        return payment, order.discount(arguments.discount)
+    except NotFoundError:
+        raise RuleBrokenError(Finding("evidence_missing")) from None
+
+
+def check_same_amount(order: Order, approved_cents: int, current_cents: int) -> None:
+    if current_cents != approved_cents:
+        raise RuleBrokenError(
+            Finding(
+                "amount_changed",
+                approved_cents=approved_cents,
+                current_cents=current_cents,
+                currency=order.currency,
+            )
+        )
+
+
+def check_not_exhausted(order: Order, payment: Payment) -> None:
+    if order.refundable_cents(payment.ref) <= 0:
+        raise RuleBrokenError(Finding("payment_already_refunded", payment=payment.label))
+
+
+def check_destination_fits(
+    arguments: RefundArguments, payment: Payment, facts: RefundFacts
+) -> None:
+    kind = arguments.destination.type
+    if (kind == "card" and payment.method != "card") or (
+        kind == "account_credit" and facts.account is None
+    ):
+        raise RuleBrokenError(Finding("destination_unavailable"))
+
+
 def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:
     problems = []
     found = []
@@ -643,15 +693,9 @@ def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:
         try:
             found.append(finder(ref))
         except NotFoundError:
-            problems.append(
-                Problem(
-                    field=field,
-                    message=f"this order has no {ref}",
-                    for_people=_PROBLEMS[f"unknown_{field}"],
-                )
-            )
+            problems.append(Finding(f"unknown_{field}", field, f"this order has no {ref}"))
     if problems:
-        raise InvalidRequestError(problems)
+        raise RuleBrokenError(*problems)
     return found[0], found[1], found[2]
 
 
@@ -661,19 +705,23 @@ def _resolve_destination(phrase: str, payment: Any, facts: RefundFacts) -> Refun
             type="card", payment=payment.ref, account_id=None, label=payment.label
         )
     if phrase == "original_payment_method" and payment.method != "account":
-        raise InvalidRequestError.one(
-            "destination",
-            f"payment {payment.ref} was {payment.method}; it cannot be refunded to its "
-            "original method here, use account_credit",
-            _PROBLEMS["not_by_card"],
+        raise RuleBrokenError(
+            Finding(
+                "not_by_card",
+                "destination",
+                f"payment {payment.ref} was {payment.method}; it cannot be refunded to its "
+                "original method here, use account_credit",
+            )
         )
     # account_credit, or an original payment that was itself account credit
     account = facts.account
     if account is None:
-        raise InvalidRequestError.one(
-            "destination",
-            "the participant has no club account; use original_payment_method",
-            _PROBLEMS["no_account"],
+        raise RuleBrokenError(
+            Finding(
+                "no_account",
+                "destination",
+                "the participant has no club account; use original_payment_method",
+            )
         )
     return RefundDestination(
         type="account_credit",

@@ -27,8 +27,8 @@ from countersign.domain.contracts.base import (
     Prepared,
     RevisionNeededError,
 )
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
-from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
@@ -111,7 +111,8 @@ class SendFacts(Facts):
         return [self.form]
 
 
-#: What people read about a send request ``prepare`` refuses (``request_problems``).
+#: What people read about a send request ``prepare`` refuses (``request_problems``), by the code
+#: of the rule it broke.
 _PROBLEMS = {
     "no_draft": Localized(
         "The broadcast form has no approved draft yet: have a draft proposed and approved "
@@ -119,10 +120,10 @@ _PROBLEMS = {
         "Le formulaire d'envoi n'a pas encore de brouillon approuvé : faites proposer et "
         "approuver un brouillon avant de l'envoyer.",
     ),
-    "already_sent": Localized(
+    "broadcast_already_sent": Localized(
         "This draft has already been sent.", "Ce brouillon a déjà été envoyé."
     ),
-    "sending": Localized(
+    "broadcast_send_in_progress": Localized(
         "A send of this draft is still settling; wait for it to finish.",
         "Un envoi de ce brouillon est en cours de règlement ; attendez qu'il se termine.",
     ),
@@ -131,6 +132,67 @@ _PROBLEMS = {
         "Personne ne joue dans les ligues du brouillon : le message n'atteindrait personne.",
     ),
 }
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def check_has_draft(form: BroadcastForm) -> int:
+    """The number of the draft the form holds; a form without one has nothing to send."""
+    if form.draft is None:
+        raise RuleBrokenError(
+            Finding(
+                "no_draft",
+                message="the broadcast form has no applied draft: propose a draft and have it "
+                "approved before sending",
+            )
+        )
+    return form.draft
+
+
+def check_same_draft(form: BroadcastForm, draft: int) -> None:
+    if form.draft != draft:
+        raise RuleBrokenError(Finding("broadcast_draft_changed"))
+
+
+def check_not_sent(form: BroadcastForm, draft: int) -> None:
+    if form.draft_sent(draft):
+        raise RuleBrokenError(
+            Finding(
+                "broadcast_already_sent",
+                message="the draft in the broadcast form has already been sent",
+            )
+        )
+
+
+def check_not_sending(form: BroadcastForm, draft: int) -> None:
+    if form.draft_sending(draft):
+        raise RuleBrokenError(
+            Finding(
+                "broadcast_send_in_progress",
+                message="a send of the draft in the broadcast form is still settling",
+            )
+        )
+
+
+def check_audience(recipients: list[str]) -> None:
+    if not recipients:
+        raise RuleBrokenError(Finding("nobody", message="the draft's leagues have no members"))
+
+
+def check_same_recipients(current: list[str], arguments: SendBroadcastArguments) -> None:
+    """The same addresses the preview froze: first as many, then the same ones."""
+    approved = arguments.audience_count
+    if len(current) != approved:
+        raise RuleBrokenError(
+            Finding(
+                "broadcast_audience_count_changed",
+                approved_count=approved,
+                current_count=len(current),
+            )
+        )
+    if current != arguments.recipients:
+        raise RuleBrokenError(Finding("broadcast_recipients_changed", approved_count=approved))
 
 
 class SendBroadcast(
@@ -252,36 +314,16 @@ class SendBroadcast(
         roster = store.read(Roster.create_id(scope.organization_id), Roster)
         return SendFacts(form=form, roster=roster)
 
-    def prepare(
+    def resolve(
         self, request: SendBroadcastRequest, facts: SendFacts
     ) -> Prepared[SendBroadcastArguments, SendBroadcastPreview]:
         form = facts.form
-        draft = form.draft
-        if draft is None:
-            raise InvalidRequestError.one(
-                "request",
-                "the broadcast form has no applied draft: propose a draft and have it approved "
-                "before sending",
-                _PROBLEMS["no_draft"],
-            )
-        if form.draft_sent(draft):
-            raise InvalidRequestError.one(
-                "request",
-                "the draft in the broadcast form has already been sent",
-                _PROBLEMS["already_sent"],
-            )
-        if form.draft_sending(draft):
-            raise InvalidRequestError.one(
-                "request",
-                "a send of the draft in the broadcast form is still settling",
-                _PROBLEMS["sending"],
-            )
+        draft = check_has_draft(form)
+        check_not_sent(form, draft)
+        check_not_sending(form, draft)
         leagues = sorted(str(name) for name in form.filters.get("leagues", []))
         recipients = sorted(facts.roster.audience(leagues))
-        if not recipients:
-            raise InvalidRequestError.one(
-                "request", "the draft's leagues have no members", _PROBLEMS["nobody"]
-            )
+        check_audience(recipients)
         names = _names(facts.roster, leagues)
         arguments = SendBroadcastArguments(
             form_id=form.id,
@@ -305,25 +347,13 @@ class SendBroadcast(
         )
         return Prepared(arguments=arguments, preview=preview)
 
-    def revalidate(self, arguments: SendBroadcastArguments, facts: SendFacts) -> dict[str, Any]:
+    def recheck(self, arguments: SendBroadcastArguments, facts: SendFacts) -> dict[str, Any]:
         form = facts.form
-        if form.draft != arguments.draft:
-            raise RevisionNeededError("broadcast_draft_changed")
-        if form.draft_sent(arguments.draft):
-            raise RevisionNeededError("broadcast_already_sent")
-        if form.draft_sending(arguments.draft):
-            raise RevisionNeededError("broadcast_send_in_progress")
+        check_same_draft(form, arguments.draft)
+        check_not_sent(form, arguments.draft)
+        check_not_sending(form, arguments.draft)
         current = sorted(facts.roster.audience(arguments.leagues))
-        if len(current) != arguments.audience_count:
-            raise RevisionNeededError(
-                "broadcast_audience_count_changed",
-                approved_count=arguments.audience_count,
-                current_count=len(current),
-            )
-        if current != arguments.recipients:
-            raise RevisionNeededError(
-                "broadcast_recipients_changed", approved_count=arguments.audience_count
-            )
+        check_same_recipients(current, arguments)
         return {"draft": arguments.draft, "audience_count": len(current), "sent": False}
 
     def is_external(self, arguments: SendBroadcastArguments) -> bool:
