@@ -28,10 +28,15 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
+from countersign.domain.contracts.card_refund import (
+    card_refund,
+    record_card_refund,
+    start_card_refund,
+)
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
-from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
+from countersign.domain.errors import NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
@@ -111,17 +116,6 @@ class CancelRegistrationResult(Frozen):
     league: str
     spot_released: bool
     """False only when the member had already left the league before the card refund settled."""
-
-
-# -- the provider request, for a refund to the card -----------------------------------------------
-
-
-class BalanceCardRefund(Frozen):
-    """What the payment provider is asked: refund this much of this charge."""
-
-    charge_id: str
-    amount_cents: int
-    metadata: dict[str, str]
 
 
 # -- the facts it reads and changes ---------------------------------------------------------------
@@ -414,40 +408,18 @@ class CancelRegistration(
         return _cancel(execution, facts)
 
     def describe_external(
-        self,
-        execution: ExecutionContract[CancelRegistrationArguments],
-        facts: CancellationFacts,
+        self, execution: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
     ) -> Effect:
         arguments = execution.arguments
-        assert arguments.destination.payment is not None  # a card destination names its payment
-        # A payment's charge and an order's key never change: the request is always the same.
-        charge_id = facts.order.payment(arguments.destination.payment).charge_id
-        assert charge_id is not None  # a card payment always has a charge
-        return self.effect(
-            execution.proposal_id,
-            BalanceCardRefund(
-                charge_id=charge_id,
-                amount_cents=arguments.amount_cents,
-                metadata={"proposal_id": str(execution.proposal_id), "order_key": facts.order.key},
-            ),
-        )
+        payment = _card_payment(arguments)
+        return card_refund(self, execution, facts.order, payment, arguments.amount_cents)
 
     def start_external(
-        self,
-        execution: ExecutionContract[CancelRegistrationArguments],
-        facts: CancellationFacts,
+        self, execution: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
     ) -> Effect:
-        effect = self.describe_external(execution, facts)
         arguments = execution.arguments
-        assert arguments.destination.payment is not None
-        facts.order.start_refund_attempt(
-            execution.proposal_id,
-            arguments.destination.payment,
-            None,
-            arguments.amount_cents,
-            idempotency_key=effect.idempotency_key,
-        )
-        return effect
+        payment, amount = _card_payment(arguments), arguments.amount_cents
+        return start_card_refund(self, execution, facts.order, payment, None, amount)
 
     def finish_external(
         self,
@@ -455,13 +427,8 @@ class CancelRegistration(
         facts: CancellationFacts,
         response: EffectResponse,
     ) -> CancelRegistrationResult:
-        attempt = facts.order.attempt(execution.proposal_id)
-        if attempt is None or attempt.status != "pending":
-            raise EffectAlreadyRecordedError(str(execution.proposal_id))
-        if response.status != "succeeded":
-            facts.order.release_refund_attempt(execution.proposal_id, reason="declined")
+        if not record_card_refund(execution, facts.order, response):
             raise RevisionNeededError("cancellation_refund_declined")
-        facts.order.settle_refund_attempt(execution.proposal_id, recorded_by=execution.approved_by)
         return _cancel(execution, facts)
 
     def approve_label(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
@@ -610,6 +577,12 @@ def check_destination_fits(
 ) -> None:
     if not _destination_still_fits(arguments, facts):
         raise RuleBrokenError(Finding("cancellation_destination_unavailable"))
+
+
+def _card_payment(arguments: CancelRegistrationArguments) -> str:
+    payment = arguments.destination.payment
+    assert payment is not None  # a card destination names its payment
+    return payment
 
 
 def _holding_payments(order: Order) -> list[Payment]:

@@ -24,10 +24,15 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
     Siblings,
 )
+from countersign.domain.contracts.card_refund import (
+    card_refund,
+    record_card_refund,
+    start_card_refund,
+)
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
-from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
+from countersign.domain.errors import NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
@@ -115,17 +120,6 @@ class RefundResult(Frozen):
     currency: str
     destination: str
     resulting_order_total_cents: int
-
-
-# -- the provider request, for a refund to the card -----------------------------------------------
-
-
-class CardRefund(Frozen):
-    """What the payment provider is asked: refund this much of this charge."""
-
-    charge_id: str
-    amount_cents: int
-    metadata: dict[str, str]
 
 
 # -- the facts it reads and changes ---------------------------------------------------------------
@@ -462,31 +456,20 @@ class RefundMissingDiscount(
         self, execution: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> Effect:
         arguments = execution.arguments
-        # A payment's charge and an order's key never change: the request is always the same.
-        charge_id = facts.order.payment(arguments.payment).charge_id
-        assert charge_id is not None  # a card payment always has a charge
-        return self.effect(
-            execution.proposal_id,
-            CardRefund(
-                charge_id=charge_id,
-                amount_cents=arguments.amount_cents,
-                metadata={"proposal_id": str(execution.proposal_id), "order_key": facts.order.key},
-            ),
-        )
+        return card_refund(self, execution, facts.order, arguments.payment, arguments.amount_cents)
 
     def start_external(
         self, execution: ExecutionContract[RefundArguments], facts: RefundFacts
     ) -> Effect:
-        effect = self.describe_external(execution, facts)
         arguments = execution.arguments
-        facts.order.start_refund_attempt(
-            execution.proposal_id,
+        return start_card_refund(
+            self,
+            execution,
+            facts.order,
             arguments.payment,
             arguments.discount,
             arguments.amount_cents,
-            idempotency_key=effect.idempotency_key,
         )
-        return effect
 
     def finish_external(
         self,
@@ -494,13 +477,8 @@ class RefundMissingDiscount(
         facts: RefundFacts,
         response: EffectResponse,
     ) -> RefundResult:
-        attempt = facts.order.attempt(execution.proposal_id)
-        if attempt is None or attempt.status != "pending":
-            raise EffectAlreadyRecordedError(str(execution.proposal_id))
-        if response.status != "succeeded":
-            facts.order.release_refund_attempt(execution.proposal_id, reason="declined")
+        if not record_card_refund(execution, facts.order, response):
             raise RevisionNeededError("refund_declined_by_provider")
-        facts.order.settle_refund_attempt(execution.proposal_id, recorded_by=execution.approved_by)
         return _result(facts.order, execution.proposal_id, execution.arguments)
 
     def headline(self, preview: RefundPreview, language: str = "en") -> str:
