@@ -15,17 +15,6 @@ if TYPE_CHECKING:
         BroadcastDraftResult,
     )
 
-#: What people read about a draft request ``prepare`` refuses (``request_problems``).
-_PROBLEMS = {
-    "unknown_league": Localized(
-        "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
-    ),
-    "nobody": Localized(
-        "Nobody plays in these leagues, so the message would reach no one.",
-        "Personne ne joue dans ces ligues : le message n'atteindrait personne.",
-    ),
-}
-
 
 def audience_words(stored: str, language: str) -> str:
     """How an audience the preview stored in English (``describe_filters``) reads in
@@ -77,7 +66,15 @@ class ApplyBroadcastDraftTexts:
             alert_when=True,
         ),
     }
-    request_problems: ClassVar[Mapping[str, Localized]] = _PROBLEMS
+    request_problems: ClassVar[Mapping[str, Localized]] = {
+        "unknown_league": Localized(
+            "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
+        ),
+        "nobody": Localized(
+            "Nobody plays in these leagues, so the message would reach no one.",
+            "Personne ne joue dans ces ligues : le message n'atteindrait personne.",
+        ),
+    }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "audience_changed": Localized(
             "The audience changed from {approved_count} to {current_count} recipients.",

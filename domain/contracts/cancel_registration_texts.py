@@ -17,43 +17,6 @@ if TYPE_CHECKING:
         CancelRegistrationResult,
     )
 
-#: What people read about a cancellation request ``prepare`` refuses (``request_problems``).
-_PROBLEMS = {
-    "cancellation_refund_settling": Localized(
-        "A refund on this order is still settling; try again once it has settled.",
-        "Un remboursement de cette commande est en cours de règlement ; réessayez une fois "
-        "qu'il sera réglé.",
-    ),
-    "nothing_left": Localized(
-        "Nothing is left to refund on this order, so its registration cannot be cancelled here.",
-        "Il ne reste rien à rembourser sur cette commande : son inscription ne peut pas être "
-        "annulée ici.",
-    ),
-    "registration_no_longer_active": Localized(
-        "This registration has already been cancelled.",
-        "Cette inscription a déjà été annulée.",
-    ),
-    "no_registration": Localized(
-        "This order holds no league registration to cancel.",
-        "Cette commande ne contient aucune inscription à une ligue à annuler.",
-    ),
-    "league_spot_gone": Localized(
-        "The participant no longer plays in {league}, so there is no spot to release.",
-        "Le ou la participant(e) ne joue plus dans {league} : il n'y a pas de place à libérer.",
-    ),
-    "not_one_card": Localized(
-        "What is left to refund was not paid by a single card, so it can only go back as club "
-        "account credit.",
-        "Ce qui reste à rembourser n'a pas été payé par une seule carte : cela ne peut être "
-        "rendu qu'en crédit au compte du club.",
-    ),
-    "no_account": Localized(
-        "The participant has no club account, so the money can only go back the way it was paid.",
-        "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
-        "le moyen de paiement d'origine.",
-    ),
-}
-
 
 class CancelRegistrationTexts:
     """How the operation reads: its texts, its preview's rows and its sentences."""
@@ -84,7 +47,43 @@ class CancelRegistrationTexts:
         ),
     }
     preview_hidden = frozenset({"currency"})
-    request_problems: ClassVar[Mapping[str, Localized]] = _PROBLEMS
+    request_problems: ClassVar[Mapping[str, Localized]] = {
+        "cancellation_refund_settling": Localized(
+            "A refund on this order is still settling; try again once it has settled.",
+            "Un remboursement de cette commande est en cours de règlement ; réessayez une fois "
+            "qu'il sera réglé.",
+        ),
+        "nothing_left": Localized(
+            "Nothing is left to refund on this order, so its registration cannot be cancelled "
+            "here.",
+            "Il ne reste rien à rembourser sur cette commande : son inscription ne peut pas être "
+            "annulée ici.",
+        ),
+        "registration_no_longer_active": Localized(
+            "This registration has already been cancelled.",
+            "Cette inscription a déjà été annulée.",
+        ),
+        "no_registration": Localized(
+            "This order holds no league registration to cancel.",
+            "Cette commande ne contient aucune inscription à une ligue à annuler.",
+        ),
+        "league_spot_gone": Localized(
+            "The participant no longer plays in {league}, so there is no spot to release.",
+            "Le ou la participant(e) ne joue plus dans {league} : il n'y a pas de place à libérer.",
+        ),
+        "not_one_card": Localized(
+            "What is left to refund was not paid by a single card, so it can only go back as club "
+            "account credit.",
+            "Ce qui reste à rembourser n'a pas été payé par une seule carte : cela ne peut être "
+            "rendu qu'en crédit au compte du club.",
+        ),
+        "no_account": Localized(
+            "The participant has no club account, so the money can only go back the way it was "
+            "paid.",
+            "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
+            "le moyen de paiement d'origine.",
+        ),
+    }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "registration_no_longer_active": Localized(
             "The registration has already been cancelled.",

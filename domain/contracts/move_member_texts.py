@@ -12,29 +12,6 @@ from countersign.domain.contracts.presentation import Localized, PreviewField, R
 if TYPE_CHECKING:
     from countersign.domain.contracts.move_member import MoveMemberPreview, MoveMemberResult
 
-#: What people read about a move request ``prepare`` refuses (``request_problems``), by the
-#: code of the rule it broke.
-_PROBLEMS = {
-    "unknown_league": Localized(
-        "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
-    ),
-    "same_league": Localized(
-        "A member can only be moved to another league than the one they play in.",
-        "Un membre ne peut être déplacé que vers une autre ligue que la sienne.",
-    ),
-    "member_left_source_league": Localized(
-        "No member with this email address plays in {league}.",
-        "Aucun membre ayant cette adresse courriel ne joue dans {league}.",
-    ),
-    "member_already_in_destination": Localized(
-        "{member} already plays in {league}.", "{member} joue déjà dans {league}."
-    ),
-    "destination_league_full": Localized(
-        "{league} is full: it holds its {capacity} members.",
-        "{league} est complète : elle compte déjà ses {capacity} membres.",
-    ),
-}
-
 
 _MEMBERS = Localized("{count} members", "{count} membres")
 
@@ -75,7 +52,26 @@ class MoveMemberTexts:
             Localized("To league: members after", "Ligue rejointe : membres après")
         ),
     }
-    request_problems: ClassVar[Mapping[str, Localized]] = _PROBLEMS
+    request_problems: ClassVar[Mapping[str, Localized]] = {
+        "unknown_league": Localized(
+            "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
+        ),
+        "same_league": Localized(
+            "A member can only be moved to another league than the one they play in.",
+            "Un membre ne peut être déplacé que vers une autre ligue que la sienne.",
+        ),
+        "member_left_source_league": Localized(
+            "No member with this email address plays in {league}.",
+            "Aucun membre ayant cette adresse courriel ne joue dans {league}.",
+        ),
+        "member_already_in_destination": Localized(
+            "{member} already plays in {league}.", "{member} joue déjà dans {league}."
+        ),
+        "destination_league_full": Localized(
+            "{league} is full: it holds its {capacity} members.",
+            "{league} est complète : elle compte déjà ses {capacity} membres.",
+        ),
+    }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "member_left_source_league": Localized(
             "{member} no longer plays in {league}.", "{member} ne joue plus dans {league}."

@@ -14,54 +14,6 @@ from countersign.domain.money import format_money
 if TYPE_CHECKING:
     from countersign.domain.contracts.refund_missing_discount import RefundPreview, RefundResult
 
-#: What people read about a refund request ``prepare`` refuses (``request_problems``).
-_PROBLEMS = {
-    "unknown_payment": Localized(
-        "This order has no such payment.",
-        "Cette commande n'a pas ce paiement.",
-    ),
-    "unknown_line_item": Localized(
-        "This order has no such item.",
-        "Cette commande n'a pas cet article.",
-    ),
-    "unknown_discount": Localized(
-        "This order has no such discount.",
-        "Cette commande n'a pas cette remise.",
-    ),
-    "discount_elsewhere": Localized(
-        "“{discount}” belongs to another item of this order.",
-        "« {discount} » porte sur un autre article de cette commande.",
-    ),
-    "discount_applied": Localized(
-        "“{discount}” was applied at checkout, so nothing is owed.",
-        "« {discount} » a été appliquée au paiement : rien n'est dû.",
-    ),
-    "discount_refunded": Localized(
-        "“{discount}” has already been refunded.",
-        "« {discount} » a déjà été remboursée.",
-    ),
-    "refund_in_progress": Localized(
-        "Another refund on this order is still settling; try again once it has settled.",
-        "Un autre remboursement de cette commande est en cours de règlement ; réessayez une "
-        "fois qu'il sera réglé.",
-    ),
-    "payment_short": Localized(
-        "This payment has only {refundable_cents} left to refund, less than the missed discount.",
-        "Il ne reste que {refundable_cents} à rembourser sur ce paiement, moins que la remise "
-        "manquée.",
-    ),
-    "not_by_card": Localized(
-        "This payment was not made by card, so it can only go back as club account credit.",
-        "Ce paiement n'a pas été fait par carte : il ne peut être rendu qu'en crédit au compte "
-        "du club.",
-    ),
-    "no_account": Localized(
-        "The participant has no club account, so the money can only go back the way it was paid.",
-        "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
-        "le moyen de paiement d'origine.",
-    ),
-}
-
 
 _SUCCESS = Localized(
     "Refunded {amount} for {who}'s missed {discount} to {destination}. The order total is now "
@@ -151,7 +103,54 @@ class RefundMissingDiscountTexts:
         ),
     }
     preview_hidden = frozenset({"currency"})
-    request_problems: ClassVar[Mapping[str, Localized]] = _PROBLEMS
+    request_problems: ClassVar[Mapping[str, Localized]] = {
+        "unknown_payment": Localized(
+            "This order has no such payment.",
+            "Cette commande n'a pas ce paiement.",
+        ),
+        "unknown_line_item": Localized(
+            "This order has no such item.",
+            "Cette commande n'a pas cet article.",
+        ),
+        "unknown_discount": Localized(
+            "This order has no such discount.",
+            "Cette commande n'a pas cette remise.",
+        ),
+        "discount_elsewhere": Localized(
+            "“{discount}” belongs to another item of this order.",
+            "« {discount} » porte sur un autre article de cette commande.",
+        ),
+        "discount_applied": Localized(
+            "“{discount}” was applied at checkout, so nothing is owed.",
+            "« {discount} » a été appliquée au paiement : rien n'est dû.",
+        ),
+        "discount_refunded": Localized(
+            "“{discount}” has already been refunded.",
+            "« {discount} » a déjà été remboursée.",
+        ),
+        "refund_in_progress": Localized(
+            "Another refund on this order is still settling; try again once it has settled.",
+            "Un autre remboursement de cette commande est en cours de règlement ; réessayez une "
+            "fois qu'il sera réglé.",
+        ),
+        "payment_short": Localized(
+            "This payment has only {refundable_cents} left to refund, less than the missed "
+            "discount.",
+            "Il ne reste que {refundable_cents} à rembourser sur ce paiement, moins que la remise "
+            "manquée.",
+        ),
+        "not_by_card": Localized(
+            "This payment was not made by card, so it can only go back as club account credit.",
+            "Ce paiement n'a pas été fait par carte : il ne peut être rendu qu'en crédit au compte "
+            "du club.",
+        ),
+        "no_account": Localized(
+            "The participant has no club account, so the money can only go back the way it was "
+            "paid.",
+            "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
+            "le moyen de paiement d'origine.",
+        ),
+    }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "amount_changed": Localized(
             "The refund amount changed from {approved_cents} to {current_cents} since it was "

@@ -19,28 +19,6 @@ if TYPE_CHECKING:
 #: How many recipients the preview names; the rest are counted.
 FIRST_RECIPIENTS = 5
 
-#: What people read about a send request ``prepare`` refuses (``request_problems``), by the code
-#: of the rule it broke.
-_PROBLEMS = {
-    "no_draft": Localized(
-        "The broadcast form has no approved draft yet: have a draft proposed and approved "
-        "before sending it.",
-        "Le formulaire d'envoi n'a pas encore de brouillon approuvé : faites proposer et "
-        "approuver un brouillon avant de l'envoyer.",
-    ),
-    "broadcast_already_sent": Localized(
-        "This draft has already been sent.", "Ce brouillon a déjà été envoyé."
-    ),
-    "broadcast_send_in_progress": Localized(
-        "A send of this draft is still settling; wait for it to finish.",
-        "Un envoi de ce brouillon est en cours de règlement ; attendez qu'il se termine.",
-    ),
-    "nobody": Localized(
-        "Nobody plays in the draft's leagues, so the message would reach no one.",
-        "Personne ne joue dans les ligues du brouillon : le message n'atteindrait personne.",
-    ),
-}
-
 
 class SendBroadcastTexts:
     """How the operation reads: its texts, its preview's rows and its sentences."""
@@ -70,7 +48,25 @@ class SendBroadcastTexts:
             alert_when=True,
         ),
     }
-    request_problems: ClassVar[Mapping[str, Localized]] = _PROBLEMS
+    request_problems: ClassVar[Mapping[str, Localized]] = {
+        "no_draft": Localized(
+            "The broadcast form has no approved draft yet: have a draft proposed and approved "
+            "before sending it.",
+            "Le formulaire d'envoi n'a pas encore de brouillon approuvé : faites proposer et "
+            "approuver un brouillon avant de l'envoyer.",
+        ),
+        "broadcast_already_sent": Localized(
+            "This draft has already been sent.", "Ce brouillon a déjà été envoyé."
+        ),
+        "broadcast_send_in_progress": Localized(
+            "A send of this draft is still settling; wait for it to finish.",
+            "Un envoi de ce brouillon est en cours de règlement ; attendez qu'il se termine.",
+        ),
+        "nobody": Localized(
+            "Nobody plays in the draft's leagues, so the message would reach no one.",
+            "Personne ne joue dans les ligues du brouillon : le message n'atteindrait personne.",
+        ),
+    }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "broadcast_draft_changed": Localized(
             "The broadcast form holds another draft than the one proposed for sending.",
