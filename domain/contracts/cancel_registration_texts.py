@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from countersign.domain.contracts.cancel_registration_stand_in import request_from_words
-from countersign.domain.contracts.order_facts import REFUND_DESTINATION
+from countersign.domain.contracts.order_facts import NO_ACCOUNT, REFUND_DESTINATION
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
 from countersign.domain.money import format_money
 
@@ -77,12 +77,7 @@ class CancelRegistrationTexts:
             "Ce qui reste à rembourser n'a pas été payé par une seule carte : cela ne peut être "
             "rendu qu'en crédit au compte du club.",
         ),
-        "no_account": Localized(
-            "The participant has no club account, so the money can only go back the way it was "
-            "paid.",
-            "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
-            "le moyen de paiement d'origine.",
-        ),
+        "no_account": NO_ACCOUNT,
     }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "registration_no_longer_active": Localized(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from countersign.domain.contracts.order_facts import REFUND_DESTINATION
+from countersign.domain.contracts.order_facts import NO_ACCOUNT, REFUND_DESTINATION
 from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
 from countersign.domain.contracts.refund_missing_discount_stand_in import request_from_words
 from countersign.domain.money import format_money
@@ -144,12 +144,7 @@ class RefundMissingDiscountTexts:
             "Ce paiement n'a pas été fait par carte : il ne peut être rendu qu'en crédit au compte "
             "du club.",
         ),
-        "no_account": Localized(
-            "The participant has no club account, so the money can only go back the way it was "
-            "paid.",
-            "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
-            "le moyen de paiement d'origine.",
-        ),
+        "no_account": NO_ACCOUNT,
     }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
         "amount_changed": Localized(

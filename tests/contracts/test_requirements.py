@@ -18,34 +18,30 @@ from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.web.request_form import specs
 
-from tests.support.findings import findings
+from tests.support.findings import Stage, findings
 
 
 def _texts_file(contract: AnyContract) -> str:
     return type(contract).__module__.replace("countersign.", "").replace(".", "/") + "_texts.py"
 
 
-def _missing_request_problems(contract: AnyContract) -> Iterator[str]:
-    for code, params in sorted(findings(contract, "resolve").items()):
-        if not any(fnmatch(key, code) for key in contract.request_problems):
+def _missing_sentences(contract: AnyContract, stage: Stage) -> Iterator[str]:
+    """A sentence for each finding ``stage`` can raise: a request problem when proposing
+    (``resolve``), a revision reason when approving (``recheck``)."""
+    declared, what = (
+        ("request_problems", "what is wrong, for the manager")
+        if stage == "resolve"
+        else ("revision_reasons", "what changed since it was proposed")
+    )
+    sentences = getattr(contract, declared)
+    for code, params in sorted(findings(contract, stage).items()):
+        if not any(fnmatch(key, code) for key in sentences):
             placeholders = "".join(f" {{{name}}}" for name in sorted(params))
             yield (
-                f"request_problems[{code!r}] (a rule resolve checks raises it): in "
-                f"{_texts_file(contract)}, add to request_problems "
-                f'"{code}": Localized("<what is wrong, for the manager{placeholders}>.", '
+                f"{declared}[{code!r}] (a rule {stage} checks raises it): in "
+                f"{_texts_file(contract)}, add to {declared} "
+                f'"{code}": Localized("<{what}{placeholders}>.", '
                 f'"<la même chose en français{placeholders}>."),'
-            )
-
-
-def _missing_revision_reasons(contract: AnyContract) -> Iterator[str]:
-    for code, params in sorted(findings(contract, "recheck").items()):
-        if code not in contract.revision_reasons:
-            placeholders = "".join(f" {{{name}}}" for name in sorted(params))
-            yield (
-                f"revision_reasons[{code!r}] (a rule recheck checks raises it): in "
-                f"{_texts_file(contract)}, add to revision_reasons "
-                f'"{code}": Localized("<what changed{placeholders}>.", '
-                f'"<ce qui a changé{placeholders}>."),'
             )
 
 
@@ -99,8 +95,8 @@ def _missing_demo_scene(contract: AnyContract, story: str) -> Iterator[str]:
 def test_an_operation_declares_everything_the_suite_needs(kind: str, demo_story: str) -> None:
     contract = REGISTRY[kind]
     missing = [
-        *_missing_request_problems(contract),
-        *_missing_revision_reasons(contract),
+        *_missing_sentences(contract, "resolve"),
+        *_missing_sentences(contract, "recheck"),
         *_missing_request_fields(contract),
         *_missing_demo_scene(contract, demo_story),
     ]
