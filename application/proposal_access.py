@@ -52,7 +52,7 @@ from countersign.application.reports import (
 from countersign.application.settling import Settling
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.interaction import Interaction
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason

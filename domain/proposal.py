@@ -11,6 +11,7 @@ from uuid import UUID
 
 from countersign.domain.club.passkeys import PasskeyAssertion
 from countersign.domain.errors import IllegalTransitionError
+from countersign.domain.hash_chain import chain_link
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate, event
 
@@ -52,60 +53,8 @@ FINISHED = frozenset(
 )
 
 
-def canonical(value: Any) -> Any:
-    """The JSON-ready form used for hashing: ids and times as strings, keys sorted later."""
-    if isinstance(value, dict):
-        return {str(key): canonical(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [canonical(item) for item in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, UUID):
-        return str(value)
-    return value
-
-
-class _CanonicalEncoder(json.JSONEncoder):
-    """Writes ids and times as ``canonical`` does, when json.dumps meets them."""
-
-    def default(self, o: Any) -> Any:
-        if isinstance(o, datetime):
-            return o.isoformat()
-        if isinstance(o, UUID):
-            return str(o)
-        return super().default(o)
-
-
 # Built once: json.dumps would build an encoder with these options on every call.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_CHAIN_JSON = _CanonicalEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-# Exact types the encoder writes just as it writes their ``canonical`` form.
-_PLAIN: frozenset[type] = frozenset({str, int, float, bool, type(None), datetime, UUID})
-
-
-def _encodes_as_canonical(value: Any) -> bool:
-    """Whether the encoder can take ``value`` as it is, skipping ``canonical``: every dict key
-    is a str (json writes other keys its own way: True as "true", ints sorted as numbers) and
-    every container is an exact dict, list or tuple."""
-    kind = type(value)
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or not (type(item) in _PLAIN or _encodes_as_canonical(item)):
-                return False
-        return True
-    if kind is list or kind is tuple:
-        return all(type(item) in _PLAIN or _encodes_as_canonical(item) for item in value)
-    return not isinstance(value, dict | list | tuple)
-
-
-def chain_link(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
-    """One link of a proposal's hash chain: SHA-256 over the previous link and this event."""
-    ready = fields if _encodes_as_canonical(fields) else canonical(fields)
-    content = _CHAIN_JSON.encode(
-        {"previous": previous, "version": version, "type": event_type, "fields": ready}
-    )
-    return hashlib.sha256(content.encode()).hexdigest()
 
 
 def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:

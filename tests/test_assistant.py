@@ -29,7 +29,7 @@ from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts import REGISTRY, contracts_in
-from countersign.domain.contracts.base import SAFE_SENTENCES
+from countersign.domain.contracts.request_errors import SAFE_SENTENCES
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section

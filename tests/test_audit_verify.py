@@ -15,7 +15,7 @@ from uuid import UUID
 
 import psycopg
 import pytest
-from countersign.domain.proposal import chain_link
+from countersign.domain.hash_chain import chain_link
 from countersign.infrastructure.audit.export import COLUMNS
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap

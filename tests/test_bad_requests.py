@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from countersign.application.errors import UnknownOperationError
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD, count_events
 

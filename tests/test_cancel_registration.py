@@ -15,7 +15,7 @@ from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.orders import Order
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.messages import outcome_title, preview_rows_of, proposal_headline
 from countersign.infrastructure.bootstrap import Countersign

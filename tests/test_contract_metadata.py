@@ -29,6 +29,8 @@ from countersign.infrastructure.entrypoints.web.views import proposal_view
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from pydantic import BaseModel
 
+from tests.support.findings import findings
+
 CONTRACTS = [pytest.param(contract, id=kind) for kind, contract in REGISTRY.items()]
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +76,8 @@ def declared_labels(contract: AnyContract, language: str) -> list[str]:
 
 
 def raised_reasons(contract: AnyContract) -> dict[str, set[str]]:
-    """Each ``RevisionNeededError(code, **params)`` in the contract's module: code -> params."""
+    """Each ``RevisionNeededError(code, **params)`` in the contract's module, and each finding
+    its ``recheck`` can raise: code -> params."""
     tree = ast.parse(inspect.getsource(inspect.getmodule(type(contract))))
     raised: dict[str, set[str]] = {}
     for node in ast.walk(tree):
@@ -86,6 +89,8 @@ def raised_reasons(contract: AnyContract) -> dict[str, set[str]]:
             code = node.args[0]
             assert isinstance(code, ast.Constant), "a reason code is a literal"
             raised.setdefault(code.value, set()).update(k.arg for k in node.keywords if k.arg)
+    for code, params in findings(contract, "recheck").items():
+        raised.setdefault(code, set()).update(params)
     return raised
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from countersign.application.ports import EffectProvider
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.ports import EffectResponse
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap

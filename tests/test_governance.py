@@ -14,7 +14,7 @@ import pytest
 from countersign.application.access import Caller
 from countersign.application.errors import MissingPermissionError, NotRevisableError
 from countersign.domain.approval_policy import PolicyError
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from countersign.application.errors import CorruptRecordError, ForbiddenError
 from countersign.domain.club.organization import Organization, Permission
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, DuplicateError, NotFoundError
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel

@@ -45,7 +45,7 @@ from countersign.application.ports import EffectProvider
 from countersign.domain.approval_policy import PolicyError
 from countersign.domain.club.organization import Organization
 from countersign.domain.club.roster import Roster
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import (
     BroadcastRuleError,
     DuplicateError,

@@ -22,7 +22,7 @@ from countersign.application.access import Caller
 from countersign.application.assistant.service import refusal
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import seed

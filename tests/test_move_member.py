@@ -13,7 +13,7 @@ from uuid import UUID
 import pytest
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.roster import Roster
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.cli import main

@@ -10,23 +10,19 @@ sees in the chat and on the command line.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
+import string
 from collections.abc import Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 import pytest
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.base import (
-    MALFORMED_REQUEST,
-    SAFE_SENTENCES,
-    UNFIT_REQUEST,
-    InvalidRequestError,
-    Problem,
-)
 from countersign.domain.contracts.presentation import LANGUAGES, Localized
+from countersign.domain.contracts.problems import UNFIT_REQUEST, InvalidRequestError, Problem
+from countersign.domain.contracts.request_errors import MALFORMED_REQUEST, SAFE_SENTENCES
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import ScriptedEndpoint, StandInPolicy
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -35,6 +31,7 @@ from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, REFUND, TO_CARD
+from tests.support.findings import findings
 
 CONTRACTS = Path(__file__).parents[1] / "domain" / "contracts"
 REF = re.compile(r"\b[PLDR][0-9]+\b")
@@ -116,36 +113,19 @@ def test_the_leak_check_catches_what_the_issue_showed():
     assert leaks("This payment was not made by card.", refund) == []
 
 
-def _raisers(tree: ast.AST) -> Iterator[ast.Call]:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        function = node.func
-        if isinstance(function, ast.Name) and function.id == "Problem":
-            yield node
-        if (
-            isinstance(function, ast.Attribute)
-            and function.attr == "one"
-            and isinstance(function.value, ast.Name)
-            and function.value.id == "InvalidRequestError"
-        ):
-            yield node
-
-
 @pytest.mark.parametrize("contract", REGISTRY.values(), ids=list(REGISTRY))
 def test_every_problem_a_contract_raises_carries_its_sentence_for_people(contract):
-    module = Path(type(contract).__module__.replace("countersign.", "").replace(".", "/") + ".py")
-    source = Path(__file__).parents[1] / module
-    raisers = list(_raisers(ast.parse(source.read_text())))
-    assert raisers, f"{module} raises no problems?"
-    bare = [
-        node.lineno
-        for node in raisers
-        if not any(k.arg == "for_people" for k in node.keywords)
-        and len(node.args) < 3  # InvalidRequestError.one(field, message, for_people)
-    ]
-    assert bare == [], f"{module}: problems without a sentence for people at lines {bare}"
-    assert contract.request_problems, f"{contract.kind} declares no request_problems"
+    said = findings(contract, "resolve")  # each finding proposing can raise -> its params
+    assert said, f"{contract.kind} refuses no request?"
+    for code, params in said.items():
+        sentences = [s for key, s in contract.request_problems.items() if fnmatch(key, code)]
+        assert sentences, f"{contract.kind}: request_problems has no sentence for {code!r}"
+        for sentence in sentences:
+            assert placeholders(sentence.en) <= params, code
+
+
+def placeholders(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
 # -- the refund's refusals, driven with the seeded orders --------------------------------------

@@ -12,7 +12,7 @@ from countersign.application.errors import ForbiddenError
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.organization import Organization
 from countersign.domain.club.roster import Roster
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.infrastructure.adapters.email_sandbox import LOST_RESPONSE, OUTAGE, SUPPRESSED
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main

@@ -41,14 +41,14 @@ from countersign.application.proposal_limit import (
 )
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ProposalCreated, Report
-from countersign.domain.contracts.base import (
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.problems import (
     MAX_PROBLEMS,
     InvalidRequestError,
     Problem,
     explain,
-    problems_from,
 )
-from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.request_errors import problems_from
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction

@@ -32,12 +32,8 @@ from countersign.application.ports import AggregateStore
 from countersign.application.proposal_access import ProposalAccess, ProposalStatusReport
 from countersign.application.reports import ProposalCard, ProposalCreated
 from countersign.domain.contracts import AnyContract
-from countersign.domain.contracts.base import (
-    MAX_PROBLEMS,
-    InvalidRequestError,
-    Problem,
-    problems_from,
-)
+from countersign.domain.contracts.problems import MAX_PROBLEMS, InvalidRequestError, Problem
+from countersign.domain.contracts.request_errors import problems_from
 from countersign.domain.errors import NotFoundError
 from countersign.domain.scope import Section
 from pydantic import ValidationError

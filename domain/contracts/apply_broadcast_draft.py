@@ -6,7 +6,6 @@ roster and counts the audience; approval recounts it, and a different count fail
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -14,18 +13,16 @@ from uuid import UUID
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.organization import Permission
 from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.apply_broadcast_draft_texts import ApplyBroadcastDraftTexts
 from countersign.domain.contracts.base import (
     ContractRequest,
     Facts,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
-    Problem,
-    RevisionNeededError,
     Siblings,
 )
-from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -125,16 +122,36 @@ class DraftFacts(Facts):
         return [self.form]
 
 
-#: What people read about a draft request ``prepare`` refuses (``request_problems``).
-_PROBLEMS = {
-    "unknown_league": Localized(
-        "The club has no league named “{name}”.", "Le club n'a pas de ligue nommée « {name} »."
-    ),
-    "nobody": Localized(
-        "Nobody plays in these leagues, so the message would reach no one.",
-        "Personne ne joue dans ces ligues : le message n'atteindrait personne.",
-    ),
-}
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def check_leagues_exist(roster: Roster, named: list[str]) -> None:
+    known = set(roster.league_names())
+    unknown = [
+        Finding(
+            "unknown_league",
+            f"filters.leagues.{i}",
+            f"there is no league named {name!r}",
+            name=name.strip()[:60],
+        )
+        for i, name in enumerate(named)
+        if name.strip() not in known
+    ]
+    if unknown:
+        raise RuleBrokenError(*unknown)
+
+
+def check_audience(count: int) -> None:
+    if count == 0:
+        raise RuleBrokenError(Finding("nobody", "filters", "these leagues have no members"))
+
+
+def check_same_audience(roster: Roster, leagues: list[str], approved: int, current: int) -> None:
+    """The leagues all still exist, and hold as many members as the preview counted."""
+    if any(name not in roster.leagues for name in leagues) or current != approved:
+        raise RuleBrokenError(
+            Finding("audience_changed", approved_count=approved, current_count=current)
+        )
 
 
 def describe_filters(leagues: list[str]) -> str:
@@ -144,27 +161,15 @@ def describe_filters(leagues: list[str]) -> str:
     return "members of " + ", ".join(leagues[:-1]) + f" or {leagues[-1]}"
 
 
-def audience_words(stored: str, language: str) -> str:
-    """How an audience the preview stored in English (``describe_filters``) reads in
-    ``language``: "membres de la ligue A", "membres des ligues A, B ou C". The stored words
-    stay as they were frozen; only their reading changes."""
-    if language != "fr" or not stored.startswith("members of "):
-        return stored
-    leagues = stored.removeprefix("members of ")
-    head, separator, last = leagues.rpartition(" or ")
-    if not separator:
-        return f"membres de la ligue {leagues}"
-    return f"membres des ligues {head} ou {last}"
-
-
 class ApplyBroadcastDraft(
+    ApplyBroadcastDraftTexts,
     OperationContract[
         BroadcastDraftRequest,
         BroadcastDraftArguments,
         BroadcastDraftPreview,
         BroadcastDraftResult,
         DraftFacts,
-    ]
+    ],
 ):
     """Apply a drafted audience, subject and body to the editable broadcast form."""
 
@@ -172,79 +177,9 @@ class ApplyBroadcastDraft(
     contract_version = 1
     section = Section("email_broadcasts")
     permission = Permission.PREPARE_BROADCASTS
-    Request = BroadcastDraftRequest
-    Arguments = BroadcastDraftArguments
-    Preview = BroadcastDraftPreview
-    Result = BroadcastDraftResult
     # A draft is counted from the roster; the form is only where it will be applied, and
     # other drafts applied to it meanwhile change nothing in this one.
     targets = frozenset({BroadcastForm})
-
-    this_resource = Localized("this broadcast form", "ce formulaire d'envoi")
-    title = Localized(
-        "Put a draft in the broadcast form", "Placer un brouillon dans le formulaire d'envoi"
-    )
-    request_fields = {
-        "filters": RequestField(Localized("Audience", "Destinataires")),
-        "filters.leagues": RequestField(
-            Localized("Leagues", "Ligues"),
-            Localized(
-                "One league per line, exactly as the league list shows it.",
-                "Une ligue par ligne, exactement comme dans la liste des ligues.",
-            ),
-        ),
-        "subject": RequestField(Localized("Subject", "Objet")),
-        "body": RequestField(Localized("Message", "Message")),
-    }
-    preview_fields = {
-        "filters_in_words": PreviewField(
-            Localized("Audience", "Destinataires"), words=audience_words
-        ),
-        "audience_count": PreviewField(Localized("Recipients", "Nombre de destinataires")),
-        "subject": PreviewField(Localized("Subject", "Objet")),
-        "body": PreviewField(Localized("Body", "Message"), Shown.MULTILINE),
-        "sends_email": PreviewField(
-            Localized("Sends email", "Envoie un courriel"),
-            Shown.FLAG,
-            yes=Localized("YES", "OUI"),
-            no=Localized(
-                "No: it only fills in the broadcast form",
-                "Non : remplit seulement le formulaire d'envoi",
-            ),
-            alert_when=True,
-        ),
-    }
-    request_problems = _PROBLEMS
-    revision_reasons = {
-        "audience_changed": Localized(
-            "The audience changed from {approved_count} to {current_count} recipients.",
-            "L'audience est passée de {approved_count} à {current_count} destinataires.",
-        ),
-    }
-    assistant_instructions = (
-        "You help the club manager draft ONE email broadcast and propose it with {tool}: "
-        "audience filters (league names), a subject and a plain-text body. Approval only copies "
-        "the draft into the editable broadcast form; nothing is ever sent by you or by approval."
-    )
-
-    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
-        """A short draft to the leagues the manager named, about what follows "about"."""
-        leagues = (reads.get("list_leagues") or {}).get("leagues", [])
-        named = [
-            league["name"]
-            for league in leagues
-            if league["name"].lower() in words.lower()
-            or league["name"].split()[0].lower() in words.lower().split()
-        ]
-        if not named:
-            names = ", ".join(league["name"] for league in leagues)
-            return f"Which leagues should receive it? The club has: {names}."
-        topic = words.split(" about ", 1)[1].rstrip(".") if " about " in words else "club news"
-        return {
-            "filters": {"leagues": named},
-            "subject": topic[:1].upper() + topic[1:80],
-            "body": f"Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!",
-        }
 
     def load(self, scope: Scope, store: Repository) -> DraftFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
@@ -253,27 +188,13 @@ class ApplyBroadcastDraft(
         roster = store.read(Roster.create_id(scope.organization_id), Roster)
         return DraftFacts(roster=roster, form=form)
 
-    def prepare(
+    def resolve(
         self, request: BroadcastDraftRequest, facts: DraftFacts
     ) -> Prepared[BroadcastDraftArguments, BroadcastDraftPreview]:
         leagues = sorted({name.strip() for name in request.filters.leagues})
-        known = set(facts.roster.league_names())
-        problems = [
-            Problem(
-                field=f"filters.leagues.{i}",
-                message=f"there is no league named {name!r}",
-                for_people=_PROBLEMS["unknown_league"].filled(name=name.strip()[:60]),
-            )
-            for i, name in enumerate(request.filters.leagues)
-            if name.strip() not in known
-        ]
-        if problems:
-            raise InvalidRequestError(problems)
+        check_leagues_exist(facts.roster, request.filters.leagues)
         audience = len(facts.roster.audience(leagues))
-        if audience == 0:
-            raise InvalidRequestError.one(
-                "filters", "these leagues have no members", _PROBLEMS["nobody"]
-            )
+        check_audience(audience)
         arguments = BroadcastDraftArguments(
             form_id=facts.form.id,
             filters=DraftFilters(leagues=leagues),
@@ -304,55 +225,24 @@ class ApplyBroadcastDraft(
     ) -> frozenset[Siblings]:
         return frozenset({Siblings.OTHER_OPERATIONS})
 
-    withdrew = Localized(
-        "the draft “{subject}” approved {when} replaced the one in the broadcast form.",
-        "le brouillon « {subject} » approuvé {when} a remplacé celui du formulaire d'envoi.",
-    )
-
-    def revalidate(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
+    def recheck(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
         leagues = arguments.filters.leagues
-        missing = [name for name in leagues if name not in facts.roster.leagues]
         current = len(facts.roster.audience(leagues))
-        if missing or current != arguments.audience_count:
-            raise RevisionNeededError(
-                "audience_changed", approved_count=arguments.audience_count, current_count=current
-            )
+        check_same_audience(facts.roster, leagues, arguments.audience_count, current)
         return {"audience_count": current, "leagues": leagues}
 
     def execute(
-        self, contract: ExecutionContract[BroadcastDraftArguments], facts: DraftFacts
+        self, execution: ExecutionContract[BroadcastDraftArguments], facts: DraftFacts
     ) -> BroadcastDraftResult:
-        arguments = contract.arguments
+        arguments = execution.arguments
         facts.form.apply_draft(
             filters=arguments.filters.model_dump(mode="json"),
             subject=arguments.subject,
             body=arguments.body,
-            proposal_id=contract.proposal_id,
+            proposal_id=execution.proposal_id,
         )
         return BroadcastDraftResult(
             form_id=arguments.form_id,
             audience_count=arguments.audience_count,
             subject=arguments.subject,
-        )
-
-    def headline(self, preview: BroadcastDraftPreview, language: str = "en") -> str:
-        subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
-        return Localized(
-            "“{subject}” to {count} recipients", "« {subject} » à {count} destinataires"
-        ).text(language, subject=subject, count=preview.audience_count)
-
-    def success_text(
-        self, preview: BroadcastDraftPreview, result: BroadcastDraftResult, language: str = "en"
-    ) -> str:
-        if language == "fr":
-            return (
-                f"Le brouillon est dans le formulaire d'envoi pour {result.audience_count} "
-                f"destinataires ({audience_words(preview.filters_in_words, 'fr')}). Rien n'a "
-                "été envoyé : relisez-le "
-                "et envoyez-le depuis le formulaire."
-            )
-        return (
-            f"The draft is in the broadcast form for {result.audience_count} recipients "
-            f"({preview.filters_in_words}). Nothing has been sent: review and send it from the "
-            "form."
         )

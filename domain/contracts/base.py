@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 from uuid import UUID
 
+from countersign.domain.contracts.findings import RuleBrokenError
 from countersign.domain.contracts.presentation import (
     APPROVE,
     EFFECT_UNAVAILABLE,
@@ -25,6 +26,8 @@ from countersign.domain.contracts.presentation import (
     PreviewField,
     RequestField,
 )
+from countersign.domain.contracts.problems import InvalidRequestError, Problem, RequestValueError
+from countersign.domain.contracts.request_errors import parse_request
 from countersign.domain.errors import CountersignError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
@@ -34,7 +37,6 @@ from eventsourcing.domain import Aggregate
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Field,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -42,11 +44,6 @@ from pydantic import (
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-class RequestValueError(ValueError):
-    """Raised by a request model's own validators; its message is the application's own
-    words (never the input), so a problem may show it as it is."""
 
 
 def check_text(value: str, *, multiline: bool = False) -> str:
@@ -88,63 +85,6 @@ class Frozen(BaseModel):
     """Base of stored arguments, previews and results: immutable, exact."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-UNFIT_REQUEST = Localized(
-    "The request did not fit this record, so nothing was prepared.",
-    "La demande ne correspondait pas à ce dossier : rien n'a été préparé.",
-)
-"""What people read about a problem its raiser gave no sentence of its own."""
-
-
-class Problem(BaseModel):
-    """One safe, model-correctable problem with a request.
-
-    ``field`` and ``message`` are precise, for the model that corrects its call and for the
-    application services that read problem documents; ``for_people`` says the same to a
-    manager, in every language, without field names, references or codes ("This payment was
-    made in cash, so it can only go back as club account credit."). It is never dumped: the
-    machine-facing answers keep exactly their two fields.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    field: str
-    message: str
-    for_people: Localized = Field(default=UNFIT_REQUEST, exclude=True)
-
-    def explain(self, language: str = "en") -> str:
-        """The problem for people, in ``language``."""
-        return self.for_people.text(language)
-
-
-def explain(problems: Iterable[Problem], language: str = "en") -> str:
-    """Problems for people, in ``language``: each distinct sentence once, in order."""
-    return " ".join(dict.fromkeys(problem.explain(language) for problem in problems))
-
-
-#: A request's problems are reported up to this many; the rest are only counted.
-MAX_PROBLEMS = 20
-
-
-class InvalidRequestError(CountersignError):
-    """Raised when a model request fails validation; carries safe problems only.
-
-    At most MAX_PROBLEMS problems are kept, in order; ``more_problems`` counts the others
-    (``more_problems`` passed in counts problems the caller already left out).
-    """
-
-    def __init__(self, problems: list[Problem], more_problems: int = 0) -> None:
-        kept = problems[:MAX_PROBLEMS]
-        super().__init__("; ".join(f"{p.field}: {p.message}" for p in kept))
-        self.problems = kept
-        self.more_problems = more_problems + len(problems) - len(kept)
-
-    @classmethod
-    def one(
-        cls, field: str, message: str, for_people: Localized = UNFIT_REQUEST
-    ) -> InvalidRequestError:
-        return cls([Problem(field=field, message=message, for_people=for_people)])
 
 
 class RevisionNeededError(CountersignError):
@@ -197,157 +137,6 @@ class Prepared(Generic[ArgumentsT, PreviewT]):
     preview: PreviewT
 
 
-#: pydantic's error types in the application's own words. Anything not listed is "not a
-#: valid value": pydantic's wording may quote or describe the input, so it is never shown.
-SAFE_MESSAGES: dict[str, str] = {
-    "missing": "this field is required",
-    "extra_forbidden": "unknown field; remove it",
-    "string_type": "must be a string",
-    "string_unicode": "must be a string",
-    "string_sub_type": "must be a string",
-    "string_too_long": "text is too long",
-    "string_too_short": "text is too short",
-    "string_pattern_mismatch": "not in the expected format",
-    "int_type": "must be an integer",
-    "int_parsing": "must be an integer",
-    "int_parsing_size": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "finite_number": "must be a number",
-    "bool_type": "must be true or false",
-    "bool_parsing": "must be true or false",
-    "dict_type": "must be a JSON object",
-    "model_type": "must be a JSON object",
-    "model_attributes_type": "must be a JSON object",
-    "dataclass_type": "must be a JSON object",
-    "list_type": "must be a list",
-    "tuple_type": "must be a list",
-    "set_type": "must be a list",
-    "too_long": "too many items",
-    "too_short": "too few items",
-    "greater_than": "too small",
-    "greater_than_equal": "too small",
-    "less_than": "too large",
-    "less_than_equal": "too large",
-    "literal_error": "not one of the allowed values",
-    "enum": "not one of the allowed values",
-    "recursion_loop": "nested too deeply",
-    "uuid_type": "must be an id",
-    "uuid_parsing": "must be an id",
-}
-#: A model-facing request's references are ones the conversation gave the model.
-_REQUEST_MESSAGES = {
-    **SAFE_MESSAGES,
-    "string_pattern_mismatch": "not a reference this conversation gave you",
-}
-
-
-def safe_message(error: Mapping[str, Any], messages: Mapping[str, str] = SAFE_MESSAGES) -> str:
-    """One pydantic error (from ``errors()``) in the application's words, without its input."""
-    kind = str(error.get("type", ""))
-    context = error.get("ctx") or {}
-    if kind == "literal_error" and "expected" in context:
-        return f"must be one of: {context['expected']}"  # the schema's values, not the input
-    if kind == "value_error" and isinstance(context.get("error"), RequestValueError):
-        return str(context["error"])  # our own validators' words
-    return messages.get(kind, "not a valid value")
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-UNSHOWN_NAME = "(name not shown)"
-
-
-def field_path(loc: Iterable[Any], default: str = "request") -> str:
-    """A problem's field, dotted (``filters.leagues.0``). Every name a schema declares is a
-    plain identifier; an unknown key can be anything the caller sent, so one that is not
-    plain is named UNSHOWN_NAME rather than echoed."""
-    parts = [
-        str(part) if isinstance(part, int) or _PLAIN_NAME.fullmatch(str(part)) else UNSHOWN_NAME
-        for part in loc
-    ]
-    return ".".join(parts)[:200] or default
-
-
-MALFORMED_REQUEST = Localized(
-    "The request was not in the form the application expects, so nothing was prepared.",
-    "La demande n'avait pas la forme attendue par l'application : rien n'a été préparé.",
-)
-_LEFT_OUT = Localized(
-    "The request left out something it needs, so nothing was prepared.",
-    "Il manque à la demande une information nécessaire : rien n'a été préparé.",
-)
-_TOO_LONG = Localized(
-    "Something in the request is too long or lists too many items, so nothing was prepared.",
-    "Un élément de la demande est trop long ou compte trop d'éléments : rien n'a été préparé.",
-)
-_TOO_SHORT = Localized(
-    "Something in the request is empty or too short, so nothing was prepared.",
-    "Un élément de la demande est vide ou trop court : rien n'a été préparé.",
-)
-#: pydantic's error types for people: what went wrong, never which field or which value.
-SAFE_SENTENCES: dict[str, Localized] = {
-    "missing": _LEFT_OUT,
-    "extra_forbidden": Localized(
-        "The request holds something this operation does not take, so nothing was prepared.",
-        "La demande contient une information que cette opération ne prévoit pas : rien n'a été "
-        "préparé.",
-    ),
-    "string_pattern_mismatch": Localized(
-        "The request names something that is not in this record, so nothing was prepared.",
-        "La demande désigne un élément qui ne figure pas dans ce dossier : rien n'a été préparé.",
-    ),
-    "string_too_long": _TOO_LONG,
-    "too_long": _TOO_LONG,
-    "string_too_short": _TOO_SHORT,
-    "too_short": _TOO_SHORT,
-    "literal_error": Localized(
-        "The request chose an option this operation does not offer, so nothing was prepared.",
-        "La demande choisit une option que cette opération ne propose pas : rien n'a été préparé.",
-    ),
-    "value_error": Localized(
-        "A text in the request holds something not allowed there (a line break or a control "
-        "character), so nothing was prepared.",
-        "Un texte de la demande contient quelque chose d'interdit à cet endroit (un saut de ligne "
-        "ou un caractère de contrôle) : rien n'a été préparé.",
-    ),
-}
-SAFE_SENTENCES["enum"] = SAFE_SENTENCES["literal_error"]
-
-
-def problems_from(error: ValidationError, limit: int | None = None) -> list[Problem]:
-    """Translate pydantic errors into safe problems (the first ``limit``): never the input."""
-    return [
-        Problem(
-            field=field_path(item["loc"]),
-            message=safe_message(item, _REQUEST_MESSAGES),
-            for_people=SAFE_SENTENCES.get(str(item.get("type", "")), MALFORMED_REQUEST),
-        )
-        for item in error.errors(include_input=False, include_url=False)[:limit]
-    ]
-
-
-def _bounded_unknown_keys(
-    model: type[BaseModel], raw: dict[Any, Any]
-) -> tuple[dict[Any, Any], int]:
-    """``raw`` with at most MAX_PROBLEMS unknown keys (the first ones), and how many were left
-    out: each unknown key is one problem, and only MAX_PROBLEMS are ever reported, so there is
-    no need to have the validator build an error for each of a flood of them."""
-    known: set[Any] = set()
-    for name, info in model.model_fields.items():
-        known.update(a for a in (name, info.alias, info.validation_alias) if isinstance(a, str))
-    unknown = 0
-    kept: dict[Any, Any] = {}
-    for key, value in raw.items():
-        if key not in known:
-            unknown += 1
-            if unknown > MAX_PROBLEMS:
-                continue
-        kept[key] = value
-    dropped = max(0, unknown - MAX_PROBLEMS)
-    return (kept if dropped else raw), dropped
-
-
 class Siblings(StrEnum):
     """The pending proposals on a resource that a success may retire (``retires``)."""
 
@@ -363,7 +152,12 @@ ALL_SIBLINGS = frozenset(Siblings)
 
 
 class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
-    """Everything about one operation kind. Subclasses read in the same order as this one."""
+    """Everything about one operation kind. Subclasses read in the same order as this one.
+
+    A contract names its five types once, as this class's parameters
+    (``class MoveMember(OperationContract[Request, Arguments, Preview, Result, Facts])``);
+    ``Request``, ``Arguments``, ``Preview``, ``Result`` and ``Facts`` are read from them.
+    """
 
     kind: ClassVar[str]
     contract_version: ClassVar[int]
@@ -373,6 +167,14 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     Arguments: type[ArgumentsT]
     Preview: type[PreviewT]
     Result: type[ResultT]
+    Facts: type[FactsT]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for parent in getattr(cls, "__orig_bases__", ()):
+            if get_origin(parent) is OperationContract:
+                cls.Request, cls.Arguments, cls.Preview, cls.Result, cls.Facts = get_args(parent)
+
     #: Aggregate types ``load`` reads that a proposal only points at: their current state
     #: shapes neither its arguments nor its preview, so a change to them before the proposal
     #: is stored does not make it stale (everything else ``load`` read does; approval
@@ -440,23 +242,34 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     # -- the model's request ------------------------------------------------------------------
 
     def parse_request(self, raw: Any) -> RequestT:
-        if not isinstance(raw, dict):
-            raise InvalidRequestError.one("request", "must be a JSON object", MALFORMED_REQUEST)
-        bounded, dropped = _bounded_unknown_keys(self.Request, raw)
-        try:
-            return self.Request.model_validate(bounded)
-        except ValidationError as error:
-            problems = problems_from(error, MAX_PROBLEMS)
-            more = error.error_count() - len(problems) + dropped
-            raise InvalidRequestError(problems, more) from None
+        """The model's request, validated; InvalidRequestError with safe problems if not."""
+        return parse_request(self.Request, raw)
 
     @abstractmethod
     def load(self, scope: Scope, store: Repository) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
 
-    @abstractmethod
     def prepare(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
-        """Resolve defaults, compute derived values, reject invalid combinations."""
+        """The request resolved on the facts (``resolve``); InvalidRequestError with the
+        findings of the rule it broke, each a problem with its ``request_problems`` sentence."""
+        try:
+            return self.resolve(request, facts)
+        except RuleBrokenError as broken:
+            raise InvalidRequestError(
+                [
+                    Problem(
+                        field=finding.field,
+                        message=finding.message,
+                        for_people=finding.for_people(self.request_problems),
+                    )
+                    for finding in broken.findings
+                ]
+            ) from None
+
+    @abstractmethod
+    def resolve(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
+        """Resolve defaults, compute derived values, and check the rules (each raises
+        RuleBrokenError with its finding)."""
 
     # -- governance: supersession and approval policies -----------------------------------------
 
@@ -520,15 +333,25 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     # -- at approval ----------------------------------------------------------------------------
 
-    @abstractmethod
     def revalidate(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
-        """Prove the preview still holds: the facts rechecked, or RevisionNeededError."""
+        """The facts rechecked (``recheck``); RevisionNeededError with the first finding of the
+        rule they broke, as its stored reason (code and params)."""
+        try:
+            return self.recheck(arguments, facts)
+        except RuleBrokenError as broken:
+            finding = broken.findings[0]
+            raise RevisionNeededError(finding.code, **finding.params) from None
+
+    @abstractmethod
+    def recheck(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
+        """Prove the preview still holds on current facts: the same rules ``resolve`` checks
+        (and any that compare with what was frozen), and the facts checked, for the record."""
 
     def is_external(self, arguments: ArgumentsT) -> bool:
         return False
 
     @abstractmethod
-    def execute(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> ResultT:
+    def execute(self, execution: ExecutionContract[ArgumentsT], facts: FactsT) -> ResultT:
         """Apply a local operation's effect to the facts' aggregates."""
 
     def idempotency_key(self, proposal_id: UUID) -> str:
@@ -541,18 +364,18 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
             raise NotImplementedError(f"{self.kind} has no provider")
         return Effect(self.provider, self.idempotency_key(proposal_id), request)
 
-    def describe_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+    def describe_external(self, execution: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
         """The request this contract sends, under ``idempotency_key``: the same request every
         time it is asked for one proposal (the reconciler replays it), so it depends only on
         the frozen arguments and on facts that never change."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
-    def start_external(self, contract: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
+    def start_external(self, execution: ExecutionContract[ArgumentsT], facts: FactsT) -> Effect:
         """Record the attempt on the domain record and describe the request."""
         raise NotImplementedError(f"{self.kind} has no external execution")
 
     def finish_external(
-        self, contract: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
+        self, execution: ExecutionContract[ArgumentsT], facts: FactsT, response: EffectResponse
     ) -> ResultT:
         """Record the provider's authoritative answer; RevisionNeededError if it refused;
         EffectAlreadyRecordedError if the attempt is no longer pending (another process

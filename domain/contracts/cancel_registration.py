@@ -11,8 +11,6 @@ released spot are one local commit.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
@@ -23,16 +21,20 @@ from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
     RevisionNeededError,
     Siblings,
 )
-from countersign.domain.contracts.order_facts import REFUND_DESTINATION, OrderFacts
-from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
-from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
-from countersign.domain.money import format_money
+from countersign.domain.contracts.cancel_registration_texts import CancelRegistrationTexts
+from countersign.domain.contracts.card_refund import (
+    card_refund,
+    record_card_refund,
+    start_card_refund,
+)
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
+from countersign.domain.contracts.order_facts import OrderFacts
+from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
@@ -113,17 +115,6 @@ class CancelRegistrationResult(Frozen):
     """False only when the member had already left the league before the card refund settled."""
 
 
-# -- the provider request, for a refund to the card -----------------------------------------------
-
-
-class BalanceCardRefund(Frozen):
-    """What the payment provider is asked: refund this much of this charge."""
-
-    charge_id: str
-    amount_cents: int
-    metadata: dict[str, str]
-
-
 # -- the facts it reads and changes ---------------------------------------------------------------
 
 
@@ -143,52 +134,15 @@ class CancellationFacts(OrderFacts):
 # -- the contract ---------------------------------------------------------------------------------
 
 
-#: What people read about a cancellation request ``prepare`` refuses (``request_problems``).
-_PROBLEMS = {
-    "refund_settling": Localized(
-        "A refund on this order is still settling; try again once it has settled.",
-        "Un remboursement de cette commande est en cours de règlement ; réessayez une fois "
-        "qu'il sera réglé.",
-    ),
-    "nothing_left": Localized(
-        "Nothing is left to refund on this order, so its registration cannot be cancelled here.",
-        "Il ne reste rien à rembourser sur cette commande : son inscription ne peut pas être "
-        "annulée ici.",
-    ),
-    "already_cancelled": Localized(
-        "This registration has already been cancelled.",
-        "Cette inscription a déjà été annulée.",
-    ),
-    "no_registration": Localized(
-        "This order holds no league registration to cancel.",
-        "Cette commande ne contient aucune inscription à une ligue à annuler.",
-    ),
-    "spot_gone": Localized(
-        "The participant no longer plays in {league}, so there is no spot to release.",
-        "Le ou la participant(e) ne joue plus dans {league} : il n'y a pas de place à libérer.",
-    ),
-    "not_one_card": Localized(
-        "What is left to refund was not paid by a single card, so it can only go back as club "
-        "account credit.",
-        "Ce qui reste à rembourser n'a pas été payé par une seule carte : cela ne peut être "
-        "rendu qu'en crédit au compte du club.",
-    ),
-    "no_account": Localized(
-        "The participant has no club account, so the money can only go back the way it was paid.",
-        "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
-        "le moyen de paiement d'origine.",
-    ),
-}
-
-
 class CancelRegistration(
+    CancelRegistrationTexts,
     OperationContract[
         CancelRegistrationRequest,
         CancelRegistrationArguments,
         CancelRegistrationPreview,
         CancelRegistrationResult,
         CancellationFacts,
-    ]
+    ],
 ):
     """Cancel a registration: refund its balance to the card or to account credit, cancel the
     order and release the league spot."""
@@ -198,121 +152,6 @@ class CancelRegistration(
     section = Section("orders")
     permission = "orders.refund"
     provider = "payments"
-    Request = CancelRegistrationRequest
-    Arguments = CancelRegistrationArguments
-    Preview = CancelRegistrationPreview
-    Result = CancelRegistrationResult
-
-    this_resource = Localized("this order", "cette commande")
-    title = Localized("Cancel a registration", "Annuler une inscription")
-    request_fields = {
-        "destination": REFUND_DESTINATION,
-    }
-    preview_fields = {
-        "participant_name": PreviewField(Localized("Participant", "Participant(e)")),
-        "amount_cents": PreviewField(
-            Localized("Refund amount", "Montant du remboursement"), Shown.MONEY, emphasis=True
-        ),
-        "to_account_credit": PreviewField(
-            Localized("Refund method", "Mode de remboursement"),
-            Shown.FLAG,
-            yes=Localized("Club account credit", "Crédit au compte du club"),
-            no=Localized("Back to the card", "Retour sur la carte"),
-        ),
-        "refund_destination": PreviewField(Localized("Refund to", "Remboursé vers")),
-        "paid_cents": PreviewField(Localized("Paid", "Payé"), Shown.MONEY),
-        "refunded_before_cents": PreviewField(
-            Localized("Refunded earlier", "Déjà remboursé"), Shown.MONEY
-        ),
-        "league_spot_released": PreviewField(
-            Localized("League spot released", "Place libérée dans la ligue")
-        ),
-    }
-    preview_hidden = frozenset({"currency"})
-    request_problems = _PROBLEMS
-    revision_reasons = {
-        "registration_no_longer_active": Localized(
-            "The registration has already been cancelled.",
-            "L'inscription a déjà été annulée.",
-        ),
-        "refundable_balance_changed": Localized(
-            "What is left to refund on the order changed from {approved_cents} to "
-            "{current_cents} since it was proposed.",
-            "Le montant restant à rembourser sur la commande est passé de {approved_cents} à "
-            "{current_cents} depuis la proposition.",
-        ),
-        "cancellation_refund_settling": Localized(
-            "Another refund on this order is still settling.",
-            "Un autre remboursement de cette commande est en cours de règlement.",
-        ),
-        "league_spot_gone": Localized(
-            "{participant} no longer holds a spot in {league}.",
-            "{participant} n'a plus de place dans la ligue {league}.",
-        ),
-        "cancellation_destination_unavailable": Localized(
-            "The refund destination no longer fits the order's payments.",
-            "La destination du remboursement ne convient plus aux paiements de la commande.",
-        ),
-        "cancellation_refund_declined": Localized(
-            "The card provider declined the refund; the registration was not cancelled.",
-            "Le fournisseur de paiement a refusé le remboursement ; l'inscription n'a pas été "
-            "annulée.",
-        ),
-    }
-    effect_uncertain = Localized(
-        "The card provider's answer was lost. countersign is confirming the refund with the "
-        "card provider, and cancels the registration once it is confirmed. Do not refund "
-        "again or cancel it another way.",
-        "La réponse du fournisseur de paiement a été perdue. countersign confirme le "
-        "remboursement auprès du fournisseur de paiement, et annule l'inscription une fois "
-        "qu'il est confirmé. Ne remboursez pas de nouveau et ne l'annulez pas autrement.",
-    )
-    effect_unavailable = Localized(
-        "The card provider was unavailable and refunded nothing: no money has moved and the "
-        "registration is still active. countersign sends this same refund, once, as soon as "
-        "the provider answers again, and cancels the registration when it is confirmed. Do "
-        "not refund again or cancel it another way.",
-        "Le fournisseur de paiement était indisponible et n'a rien remboursé\u00a0: aucun "
-        "argent n'a bougé et l'inscription est toujours active. countersign envoie ce même "
-        "remboursement, une seule fois, dès que le fournisseur répond de nouveau, et annule "
-        "l'inscription une fois confirmé. Ne remboursez pas de nouveau et ne l'annulez pas "
-        "autrement.",
-    )
-    outcome_titles = {
-        "succeeded": Localized("Registration cancelled", "Inscription annulée"),
-        "needs_reconciliation": Localized(
-            "Confirming with the card provider: do not refund again",
-            "Confirmation auprès du fournisseur de paiement\u00a0: ne remboursez pas de nouveau",
-        ),
-        "terminal_failure": Localized("Failed: no money moved", "Échec : aucun argent n'a bougé"),
-        "revision_required:cancellation_refund_declined": Localized(
-            "Not cancelled: the card was declined", "Non annulée : la carte a été refusée"
-        ),
-    }
-    irreversible = Localized(
-        "Cancelling refunds {amount} to {card}, which cannot be undone, and releases {who}'s "
-        "spot in {league}. The member usually sees the refund within 5 to 10 business days.",
-        "L'annulation rembourse {amount} sur {card}, ce qui est irréversible, et libère la "
-        "place de {who} dans {league}. Le membre voit généralement le remboursement d'ici 5 à "
-        "10 jours ouvrables.",
-    )
-    assistant_instructions = (
-        "When the manager asks to cancel the participant's registration, propose it with "
-        "{tool}: the application refunds what is left of what they paid and releases their "
-        "league spot; you only choose where the money goes, as the manager says."
-    )
-    stand_in_cue = r"\b(cancel|annul)"
-
-    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
-        """The destination the manager's words name: credit or account means account credit,
-        anything else the original payment method; nothing once the order investigation says
-        the registration is cancelled."""
-        order = reads.get("get_order_investigation") or {}
-        if (order.get("registration") or {}).get("status") == "cancelled":
-            return "This registration is already cancelled; there is nothing left to cancel."
-        if re.search(r"\b(credit|account|crédit|compte)", words, re.IGNORECASE):
-            return {"destination": "account_credit"}
-        return {"destination": "original_payment_method"}
 
     def load(self, scope: Scope, store: Repository) -> CancellationFacts:
         order = store.get(scope.resource_id, Order)
@@ -321,24 +160,16 @@ class CancelRegistration(
         roster = store.get(Roster.create_id(order.organization_id), Roster)
         return CancellationFacts(order, roster, store)
 
-    def prepare(
+    def resolve(
         self, request: CancelRegistrationRequest, facts: CancellationFacts
     ) -> Prepared[CancelRegistrationArguments, CancelRegistrationPreview]:
         order = facts.order
-        league = _league_spot(order, facts.roster)
-        if order.unresolved_attempts():
-            raise InvalidRequestError.one(
-                "request",
-                "a refund on this order is still settling; try again once it settles",
-                _PROBLEMS["refund_settling"],
-            )
+        check_active(order)
+        league = check_registered(order)
+        check_holds_spot(order, facts.roster, league)
+        check_nothing_settling(order)
         amount = order.refundable_balance_cents
-        if amount <= 0:
-            raise InvalidRequestError.one(
-                "request",
-                "nothing is left to refund on this order; it cannot be cancelled here",
-                _PROBLEMS["nothing_left"],
-            )
+        check_something_left(amount)
         destination = _resolve_destination(request.destination, order, facts)
         arguments = CancelRegistrationArguments(
             order_id=order.id,
@@ -379,34 +210,16 @@ class CancelRegistration(
     ) -> frozenset[Siblings]:
         return ALL_SIBLINGS
 
-    withdrew = Localized(
-        "the cancellation of {participant_name}'s registration approved {when} closed this order.",
-        "l'annulation de l'inscription de {participant_name} approuvée {when} a clos cette "
-        "commande.",
-    )
-
-    def revalidate(
+    def recheck(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts
     ) -> dict[str, Any]:
         order = facts.order
-        if not order.is_active:
-            raise RevisionNeededError("registration_no_longer_active")
-        if order.unresolved_attempts():
-            raise RevisionNeededError("cancellation_refund_settling")
+        check_active(order)
+        check_nothing_settling(order)
         balance = order.refundable_balance_cents
-        if balance != arguments.amount_cents:
-            raise RevisionNeededError(
-                "refundable_balance_changed",
-                approved_cents=arguments.amount_cents,
-                current_cents=balance,
-                currency=order.currency,
-            )
-        if not facts.roster.plays_in(arguments.league, arguments.member_email):
-            raise RevisionNeededError(
-                "league_spot_gone", participant=order.participant_name, league=arguments.league
-            )
-        if not _destination_still_fits(arguments, facts):
-            raise RevisionNeededError("cancellation_destination_unavailable")
+        check_same_balance(order, arguments.amount_cents)
+        check_holds_spot(order, facts.roster, arguments.league)
+        check_destination_fits(arguments, facts)
         return {
             "registration_active": True,
             "refundable_balance_cents": balance,
@@ -421,168 +234,125 @@ class CancelRegistration(
 
     def execute(
         self,
-        contract: ExecutionContract[CancelRegistrationArguments],
+        execution: ExecutionContract[CancelRegistrationArguments],
         facts: CancellationFacts,
     ) -> CancelRegistrationResult:
-        arguments = contract.arguments
+        arguments = execution.arguments
         account = facts.account
         assert account is not None  # revalidation proved the account exists
         facts.order.refund_balance_to_account(
-            contract.proposal_id, arguments.amount_cents, recorded_by=contract.approved_by
+            execution.proposal_id, arguments.amount_cents, recorded_by=execution.approved_by
         )
         account.credit(
             arguments.amount_cents,
             memo=f"Cancelled registration, order {facts.order.key}",
-            proposal_id=contract.proposal_id,
+            proposal_id=execution.proposal_id,
         )
-        return _cancel(contract, facts)
+        return _cancel(execution, facts)
 
     def describe_external(
-        self,
-        contract: ExecutionContract[CancelRegistrationArguments],
-        facts: CancellationFacts,
+        self, execution: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
     ) -> Effect:
-        arguments = contract.arguments
-        assert arguments.destination.payment is not None  # a card destination names its payment
-        # A payment's charge and an order's key never change: the request is always the same.
-        charge_id = facts.order.payment(arguments.destination.payment).charge_id
-        assert charge_id is not None  # a card payment always has a charge
-        return self.effect(
-            contract.proposal_id,
-            BalanceCardRefund(
-                charge_id=charge_id,
-                amount_cents=arguments.amount_cents,
-                metadata={"proposal_id": str(contract.proposal_id), "order_key": facts.order.key},
-            ),
-        )
+        arguments = execution.arguments
+        payment = _card_payment(arguments)
+        return card_refund(self, execution, facts.order, payment, arguments.amount_cents)
 
     def start_external(
-        self,
-        contract: ExecutionContract[CancelRegistrationArguments],
-        facts: CancellationFacts,
+        self, execution: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
     ) -> Effect:
-        effect = self.describe_external(contract, facts)
-        arguments = contract.arguments
-        assert arguments.destination.payment is not None
-        facts.order.start_refund_attempt(
-            contract.proposal_id,
-            arguments.destination.payment,
-            None,
-            arguments.amount_cents,
-            idempotency_key=effect.idempotency_key,
-        )
-        return effect
+        arguments = execution.arguments
+        payment, amount = _card_payment(arguments), arguments.amount_cents
+        return start_card_refund(self, execution, facts.order, payment, None, amount)
 
     def finish_external(
         self,
-        contract: ExecutionContract[CancelRegistrationArguments],
+        execution: ExecutionContract[CancelRegistrationArguments],
         facts: CancellationFacts,
         response: EffectResponse,
     ) -> CancelRegistrationResult:
-        attempt = facts.order.attempt(contract.proposal_id)
-        if attempt is None or attempt.status != "pending":
-            raise EffectAlreadyRecordedError(str(contract.proposal_id))
-        if response.status != "succeeded":
-            facts.order.release_refund_attempt(contract.proposal_id, reason="declined")
+        if not record_card_refund(execution, facts.order, response):
             raise RevisionNeededError("cancellation_refund_declined")
-        facts.order.settle_refund_attempt(contract.proposal_id, recorded_by=contract.approved_by)
-        return _cancel(contract, facts)
-
-    def approve_label(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
-        """What the button does with the money: back to the card, or account credit."""
-        amount = format_money(preview.amount_cents, preview.currency, language)
-        if preview.to_account_credit:
-            return Localized(
-                "Cancel and credit {amount} to {who}'s club account",
-                "Annuler et créditer {amount} au compte de {who}",
-            ).text(language, amount=amount, who=preview.participant_name)
-        return Localized(
-            "Cancel and refund {amount} to {where}", "Annuler et rembourser {amount} sur {where}"
-        ).text(language, amount=amount, where=preview.refund_destination)
-
-    def inbox_reason(self, preview: CancelRegistrationPreview, language: str = "en") -> str | None:
-        return Localized("Cancellation: {league}", "Annulation : {league}").text(
-            language, league=preview.league_spot_released
-        )
-
-    def irreversible_note(
-        self, preview: CancelRegistrationPreview, language: str = "en"
-    ) -> str | None:
-        """Money back to a card leaves the club for good; account credit stays in its books."""
-        if preview.to_account_credit or self.irreversible is None:
-            return None
-        return self.irreversible.text(
-            language,
-            amount=format_money(preview.amount_cents, preview.currency, language),
-            card=preview.refund_destination,
-            who=preview.participant_name,
-            league=preview.league_spot_released,
-        )
-
-    def headline(self, preview: CancelRegistrationPreview, language: str = "en") -> str:
-        return Localized(
-            "Cancel {who}'s registration and refund {amount}",
-            "{who} : annuler l'inscription et rembourser {amount}",
-        ).text(
-            language,
-            who=preview.participant_name,
-            amount=format_money(preview.amount_cents, preview.currency, language),
-        )
-
-    def success_text(
-        self,
-        preview: CancelRegistrationPreview,
-        result: CancelRegistrationResult,
-        language: str = "en",
-    ) -> str:
-        amount = format_money(result.amount_cents, result.currency, language)
-        who = preview.participant_name
-        if language == "fr":
-            where = (
-                f"en crédit au compte du club de {result.destination}"
-                if result.to_account_credit
-                else f"sur la carte {result.destination}"
-            )
-            spot = (
-                f"sa place dans la ligue {result.league} est libérée"
-                if result.spot_released
-                else f"{who} n'avait déjà plus de place dans la ligue {result.league}"
-            )
-            return f"Inscription de {who} annulée : {amount} remboursés {where}, et {spot}."
-        where = (
-            f"as club account credit for {result.destination}"
-            if result.to_account_credit
-            else f"to {result.destination}"
-        )
-        spot = (
-            f"their spot in {result.league} is released"
-            if result.spot_released
-            else f"they no longer held a spot in {result.league}"
-        )
-        return f"Cancelled {who}'s registration: refunded {amount} {where}, and {spot}."
+        return _cancel(execution, facts)
 
 
-def _league_spot(order: Order, roster: Roster) -> str:
-    """The league whose spot the registration holds, or the problem that stops a proposal."""
+# -- the rules: each checked when proposing and, where it can change, again when approving ----
+
+
+def check_active(order: Order) -> None:
     if not order.is_active:
-        raise InvalidRequestError.one(
-            "request",
-            "this registration has already been cancelled",
-            _PROBLEMS["already_cancelled"],
+        raise RuleBrokenError(
+            Finding(
+                "registration_no_longer_active",
+                message="this registration has already been cancelled",
+            )
         )
+
+
+def check_registered(order: Order) -> str:
+    """The league whose spot the registration holds."""
     if order.league is None:
-        raise InvalidRequestError.one(
-            "request",
-            "this order holds no league registration to cancel",
-            _PROBLEMS["no_registration"],
-        )
-    if not roster.plays_in(order.league, order.participant_email):
-        raise InvalidRequestError.one(
-            "request",
-            f"the participant no longer plays in {order.league}; there is no spot to release",
-            _PROBLEMS["spot_gone"].filled(league=order.league),
+        raise RuleBrokenError(
+            Finding("no_registration", message="this order holds no league registration to cancel")
         )
     return order.league
+
+
+def check_holds_spot(order: Order, roster: Roster, league: str) -> None:
+    if not roster.plays_in(league, order.participant_email):
+        raise RuleBrokenError(
+            Finding(
+                "league_spot_gone",
+                message=f"the participant no longer plays in {league}; there is no spot to release",
+                participant=order.participant_name,
+                league=league,
+            )
+        )
+
+
+def check_nothing_settling(order: Order) -> None:
+    if order.unresolved_attempts():
+        raise RuleBrokenError(
+            Finding(
+                "cancellation_refund_settling",
+                message="a refund on this order is still settling; try again once it settles",
+            )
+        )
+
+
+def check_something_left(amount_cents: int) -> None:
+    if amount_cents <= 0:
+        raise RuleBrokenError(
+            Finding(
+                "nothing_left",
+                message="nothing is left to refund on this order; it cannot be cancelled here",
+            )
+        )
+
+
+def check_same_balance(order: Order, approved_cents: int) -> None:
+    balance = order.refundable_balance_cents
+    if balance != approved_cents:
+        raise RuleBrokenError(
+            Finding(
+                "refundable_balance_changed",
+                approved_cents=approved_cents,
+                current_cents=balance,
+                currency=order.currency,
+            )
+        )
+
+
+def check_destination_fits(
+    arguments: CancelRegistrationArguments, facts: CancellationFacts
+) -> None:
+    if not _destination_still_fits(arguments, facts):
+        raise RuleBrokenError(Finding("cancellation_destination_unavailable"))
+
+
+def _card_payment(arguments: CancelRegistrationArguments) -> str:
+    payment = arguments.destination.payment
+    assert payment is not None  # a card destination names its payment
+    return payment
 
 
 def _holding_payments(order: Order) -> list[Payment]:
@@ -601,11 +371,13 @@ def _resolve_destination(
     holding = _holding_payments(order)
     if phrase == "original_payment_method" and not all(p.method == "account" for p in holding):
         if len(holding) != 1 or not _refundable_by_card(holding[0]):
-            raise InvalidRequestError.one(
-                "destination",
-                "what is left to refund was not paid by one card; it cannot go back to its "
-                "original method here, use account_credit",
-                _PROBLEMS["not_one_card"],
+            raise RuleBrokenError(
+                Finding(
+                    "not_one_card",
+                    "destination",
+                    "what is left to refund was not paid by one card; it cannot go back to its "
+                    "original method here, use account_credit",
+                )
             )
         return CancellationRefundDestination(
             type="card", payment=holding[0].ref, account_id=None, label=holding[0].label
@@ -613,10 +385,12 @@ def _resolve_destination(
     # account_credit, or a balance that was itself paid with account credit
     account = facts.account
     if account is None:
-        raise InvalidRequestError.one(
-            "destination",
-            "the participant has no club account; use original_payment_method",
-            _PROBLEMS["no_account"],
+        raise RuleBrokenError(
+            Finding(
+                "no_account",
+                "destination",
+                "the participant has no club account; use original_payment_method",
+            )
         )
     return CancellationRefundDestination(
         type="account_credit",
@@ -637,15 +411,15 @@ def _destination_still_fits(
 
 
 def _cancel(
-    contract: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
+    execution: ExecutionContract[CancelRegistrationArguments], facts: CancellationFacts
 ) -> CancelRegistrationResult:
     """Once the refund is recorded: cancel the order and release the spot if it is still held."""
-    arguments = contract.arguments
-    facts.order.cancel(contract.proposal_id, cancelled_by=contract.approved_by)
+    arguments = execution.arguments
+    facts.order.cancel(execution.proposal_id, cancelled_by=execution.approved_by)
     released = facts.roster.plays_in(arguments.league, arguments.member_email)
     if released:
         facts.roster.leave(arguments.league, arguments.member_email)
-    refunds = [r for r in facts.order.refunds if r.proposal_id == str(contract.proposal_id)]
+    refunds = [r for r in facts.order.refunds if r.proposal_id == str(execution.proposal_id)]
     return CancelRegistrationResult(
         refund_refs=[r.ref for r in refunds],
         amount_cents=sum(r.amount_cents for r in refunds),

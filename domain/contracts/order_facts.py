@@ -23,6 +23,13 @@ REFUND_DESTINATION = RequestField(
 )
 """The request's ``destination`` of a refund or a cancellation, for people."""
 
+NO_ACCOUNT = Localized(
+    "The participant has no club account, so the money can only go back the way it was paid.",
+    "Le ou la participant(e) n'a pas de compte au club : l'argent ne peut revenir que par "
+    "le moyen de paiement d'origine.",
+)
+"""Why a refund or a cancellation cannot go to account credit (request problem ``no_account``)."""
+
 
 class OrderFacts(Facts):
     """The order, and the participant's club account once something asks for it."""

@@ -10,33 +10,29 @@ under the proposal's idempotency key. An applied draft is sent once, ever.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.roster import Roster
-from countersign.domain.contracts.apply_broadcast_draft import audience_words, describe_filters
+from countersign.domain.contracts.apply_broadcast_draft import describe_filters
 from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
     Facts,
     Frozen,
-    InvalidRequestError,
     OperationContract,
     Prepared,
     RevisionNeededError,
 )
-from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
+from countersign.domain.contracts.send_broadcast_texts import FIRST_RECIPIENTS, SendBroadcastTexts
 from countersign.domain.errors import EffectAlreadyRecordedError, NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate
-
-#: How many recipients the preview names; the rest are counted.
-FIRST_RECIPIENTS = 5
 
 # -- Request ----------------------------------------------------------------------------------
 
@@ -111,36 +107,76 @@ class SendFacts(Facts):
         return [self.form]
 
 
-#: What people read about a send request ``prepare`` refuses (``request_problems``).
-_PROBLEMS = {
-    "no_draft": Localized(
-        "The broadcast form has no approved draft yet: have a draft proposed and approved "
-        "before sending it.",
-        "Le formulaire d'envoi n'a pas encore de brouillon approuvé : faites proposer et "
-        "approuver un brouillon avant de l'envoyer.",
-    ),
-    "already_sent": Localized(
-        "This draft has already been sent.", "Ce brouillon a déjà été envoyé."
-    ),
-    "sending": Localized(
-        "A send of this draft is still settling; wait for it to finish.",
-        "Un envoi de ce brouillon est en cours de règlement ; attendez qu'il se termine.",
-    ),
-    "nobody": Localized(
-        "Nobody plays in the draft's leagues, so the message would reach no one.",
-        "Personne ne joue dans les ligues du brouillon : le message n'atteindrait personne.",
-    ),
-}
+# -- the rules ------------------------------------------------------------------------------------
+
+
+def check_has_draft(form: BroadcastForm) -> int:
+    """The number of the draft the form holds; a form without one has nothing to send."""
+    if form.draft is None:
+        raise RuleBrokenError(
+            Finding(
+                "no_draft",
+                message="the broadcast form has no applied draft: propose a draft and have it "
+                "approved before sending",
+            )
+        )
+    return form.draft
+
+
+def check_same_draft(form: BroadcastForm, draft: int) -> None:
+    if form.draft != draft:
+        raise RuleBrokenError(Finding("broadcast_draft_changed"))
+
+
+def check_not_sent(form: BroadcastForm, draft: int) -> None:
+    if form.draft_sent(draft):
+        raise RuleBrokenError(
+            Finding(
+                "broadcast_already_sent",
+                message="the draft in the broadcast form has already been sent",
+            )
+        )
+
+
+def check_not_sending(form: BroadcastForm, draft: int) -> None:
+    if form.draft_sending(draft):
+        raise RuleBrokenError(
+            Finding(
+                "broadcast_send_in_progress",
+                message="a send of the draft in the broadcast form is still settling",
+            )
+        )
+
+
+def check_audience(recipients: list[str]) -> None:
+    if not recipients:
+        raise RuleBrokenError(Finding("nobody", message="the draft's leagues have no members"))
+
+
+def check_same_recipients(current: list[str], arguments: SendBroadcastArguments) -> None:
+    """The same addresses the preview froze: first as many, then the same ones."""
+    approved = arguments.audience_count
+    if len(current) != approved:
+        raise RuleBrokenError(
+            Finding(
+                "broadcast_audience_count_changed",
+                approved_count=approved,
+                current_count=len(current),
+            )
+        )
+    if current != arguments.recipients:
+        raise RuleBrokenError(Finding("broadcast_recipients_changed", approved_count=approved))
 
 
 class SendBroadcast(
+    SendBroadcastTexts,
     OperationContract[
         SendBroadcastRequest,
         SendBroadcastArguments,
         SendBroadcastPreview,
         SendBroadcastResult,
         SendFacts,
-    ]
+    ],
 ):
     """Send the draft applied to the broadcast form, once, through the e-mail provider."""
 
@@ -149,105 +185,6 @@ class SendBroadcast(
     section = Section("email_broadcasts")
     permission = "email_broadcasts.send"
     provider = "email"
-    Request = SendBroadcastRequest
-    Arguments = SendBroadcastArguments
-    Preview = SendBroadcastPreview
-    Result = SendBroadcastResult
-
-    this_resource = Localized("this broadcast form", "ce formulaire d'envoi")
-    title = Localized("Send the broadcast", "Envoyer le courriel aux membres")
-    preview_fields = {
-        "subject": PreviewField(Localized("Subject", "Objet")),
-        "audience_count": PreviewField(
-            Localized("Recipients", "Nombre de destinataires"), emphasis=True
-        ),
-        "first_recipients": PreviewField(
-            Localized("First recipients", "Premiers destinataires"),
-            more=lambda preview: int(preview.get("audience_count") or 0) - FIRST_RECIPIENTS,
-        ),
-        "filters_in_words": PreviewField(
-            Localized("Audience", "Destinataires"), words=audience_words
-        ),
-        "body": PreviewField(Localized("Body", "Message"), Shown.MULTILINE),
-        "sends_email": PreviewField(
-            Localized("Sends email", "Envoie un courriel"),
-            Shown.FLAG,
-            yes=Localized(
-                "YES: to every recipient, once", "OUI : à chaque destinataire, une seule fois"
-            ),
-            no=Localized("No", "Non"),
-            alert_when=True,
-        ),
-    }
-    request_problems = _PROBLEMS
-    revision_reasons = {
-        "broadcast_draft_changed": Localized(
-            "The broadcast form holds another draft than the one proposed for sending.",
-            "Le formulaire d'envoi contient un autre brouillon que celui proposé à l'envoi.",
-        ),
-        "broadcast_audience_count_changed": Localized(
-            "The audience of the draft changed from {approved_count} to {current_count} "
-            "recipients.",
-            "L'audience du brouillon est passée de {approved_count} à {current_count} "
-            "destinataires.",
-        ),
-        "broadcast_recipients_changed": Localized(
-            "The draft still reaches {approved_count} recipients, but not the same ones.",
-            "Le brouillon atteint toujours {approved_count} destinataires, mais pas les mêmes.",
-        ),
-        "broadcast_already_sent": Localized(
-            "This draft has already been sent; it is sent only once.",
-            "Ce brouillon a déjà été envoyé ; il ne l'est qu'une fois.",
-        ),
-        "broadcast_send_in_progress": Localized(
-            "Another send of this draft is still settling.",
-            "Un autre envoi de ce brouillon est en cours de règlement.",
-        ),
-        "broadcast_delivery_refused": Localized(
-            "The e-mail delivery service refused the broadcast; nothing was sent.",
-            "Le service d'envoi de courriels a refusé l'envoi ; rien n'a été envoyé.",
-        ),
-    }
-    effect_uncertain = Localized(
-        "The e-mail delivery service's answer was lost. countersign is confirming the send "
-        "with the service, by asking about that same send: it never sends it twice. Do not "
-        "send the draft again.",
-        "La réponse du service d'envoi de courriels a été perdue. countersign confirme l'envoi "
-        "auprès du service, en l'interrogeant sur ce même envoi\u00a0: il ne l'envoie jamais "
-        "deux fois. Ne renvoyez pas le brouillon.",
-    )
-    effect_unavailable = Localized(
-        "The e-mail delivery service was unavailable and sent nothing. countersign sends this "
-        "same broadcast, once, as soon as the service answers again. Do not send the draft "
-        "again.",
-        "Le service d'envoi de courriels était indisponible et n'a rien envoyé. countersign "
-        "envoie ce même courriel, une seule fois, dès que le service répond de nouveau. Ne "
-        "renvoyez pas le brouillon.",
-    )
-    outcome_titles = {
-        "succeeded": Localized("Email sent", "Courriel envoyé"),
-        "needs_reconciliation": Localized(
-            "Confirming with the e-mail delivery service: do not send it again",
-            "Confirmation auprès du service d'envoi de courriels\u00a0: ne le renvoyez pas",
-        ),
-        "terminal_failure": Localized("Failed: nothing was sent", "Échec : rien n'a été envoyé"),
-    }
-    irreversible = Localized(
-        "An e-mail cannot be unsent: once you confirm, “{subject}” goes to {count} recipients.",
-        "Un courriel ne peut pas être rappelé : dès que vous confirmez, « {subject} » part vers "
-        "{count} destinataires.",
-    )
-    assistant_instructions = (
-        "When the manager asks to send the draft that is in the broadcast form, propose "
-        "sending it with {tool}: it takes no arguments and sends exactly the applied draft. "
-        "Never propose a send the manager did not ask for."
-    )
-    stand_in_cue = r"\b(send|envoie|envoyez|envoyer)\b.*\b(draft|form|brouillon|formulaire)\b"
-
-    def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
-        """Asked only when the manager's words ask to send the draft (``stand_in_cue``): there
-        is nothing to fill in, and the application says if the form holds no draft to send."""
-        return {}
 
     def load(self, scope: Scope, store: Repository) -> SendFacts:
         if scope.resource_id != BroadcastForm.create_id(scope.organization_id):
@@ -256,36 +193,16 @@ class SendBroadcast(
         roster = store.read(Roster.create_id(scope.organization_id), Roster)
         return SendFacts(form=form, roster=roster)
 
-    def prepare(
+    def resolve(
         self, request: SendBroadcastRequest, facts: SendFacts
     ) -> Prepared[SendBroadcastArguments, SendBroadcastPreview]:
         form = facts.form
-        draft = form.draft
-        if draft is None:
-            raise InvalidRequestError.one(
-                "request",
-                "the broadcast form has no applied draft: propose a draft and have it approved "
-                "before sending",
-                _PROBLEMS["no_draft"],
-            )
-        if form.draft_sent(draft):
-            raise InvalidRequestError.one(
-                "request",
-                "the draft in the broadcast form has already been sent",
-                _PROBLEMS["already_sent"],
-            )
-        if form.draft_sending(draft):
-            raise InvalidRequestError.one(
-                "request",
-                "a send of the draft in the broadcast form is still settling",
-                _PROBLEMS["sending"],
-            )
+        draft = check_has_draft(form)
+        check_not_sent(form, draft)
+        check_not_sending(form, draft)
         leagues = sorted(str(name) for name in form.filters.get("leagues", []))
         recipients = sorted(facts.roster.audience(leagues))
-        if not recipients:
-            raise InvalidRequestError.one(
-                "request", "the draft's leagues have no members", _PROBLEMS["nobody"]
-            )
+        check_audience(recipients)
         names = _names(facts.roster, leagues)
         arguments = SendBroadcastArguments(
             form_id=form.id,
@@ -309,48 +226,36 @@ class SendBroadcast(
         )
         return Prepared(arguments=arguments, preview=preview)
 
-    def revalidate(self, arguments: SendBroadcastArguments, facts: SendFacts) -> dict[str, Any]:
+    def recheck(self, arguments: SendBroadcastArguments, facts: SendFacts) -> dict[str, Any]:
         form = facts.form
-        if form.draft != arguments.draft:
-            raise RevisionNeededError("broadcast_draft_changed")
-        if form.draft_sent(arguments.draft):
-            raise RevisionNeededError("broadcast_already_sent")
-        if form.draft_sending(arguments.draft):
-            raise RevisionNeededError("broadcast_send_in_progress")
+        check_same_draft(form, arguments.draft)
+        check_not_sent(form, arguments.draft)
+        check_not_sending(form, arguments.draft)
         current = sorted(facts.roster.audience(arguments.leagues))
-        if len(current) != arguments.audience_count:
-            raise RevisionNeededError(
-                "broadcast_audience_count_changed",
-                approved_count=arguments.audience_count,
-                current_count=len(current),
-            )
-        if current != arguments.recipients:
-            raise RevisionNeededError(
-                "broadcast_recipients_changed", approved_count=arguments.audience_count
-            )
+        check_same_recipients(current, arguments)
         return {"draft": arguments.draft, "audience_count": len(current), "sent": False}
 
     def is_external(self, arguments: SendBroadcastArguments) -> bool:
         return True
 
     def execute(
-        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+        self, execution: ExecutionContract[SendBroadcastArguments], facts: SendFacts
     ) -> SendBroadcastResult:
         raise NotImplementedError("a broadcast is only ever sent through the e-mail provider")
 
     def describe_external(
-        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+        self, execution: ExecutionContract[SendBroadcastArguments], facts: SendFacts
     ) -> Effect:
-        arguments = contract.arguments
+        arguments = execution.arguments
         # Everything comes from the frozen arguments: the request is always the same.
         return self.effect(
-            contract.proposal_id,
+            execution.proposal_id,
             EmailDelivery(
                 subject=arguments.subject,
                 body=arguments.body,
                 recipients=list(arguments.recipients),
                 metadata={
-                    "proposal_id": str(contract.proposal_id),
+                    "proposal_id": str(execution.proposal_id),
                     "form_id": str(arguments.form_id),
                     "draft": str(arguments.draft),
                 },
@@ -358,71 +263,39 @@ class SendBroadcast(
         )
 
     def start_external(
-        self, contract: ExecutionContract[SendBroadcastArguments], facts: SendFacts
+        self, execution: ExecutionContract[SendBroadcastArguments], facts: SendFacts
     ) -> Effect:
-        effect = self.describe_external(contract, facts)
+        effect = self.describe_external(execution, facts)
         facts.form.start_send(
-            contract.proposal_id,
-            contract.arguments.draft,
+            execution.proposal_id,
+            execution.arguments.draft,
             effect.idempotency_key,
-            recipients=contract.arguments.audience_count,
+            recipients=execution.arguments.audience_count,
         )
         return effect
 
     def finish_external(
         self,
-        contract: ExecutionContract[SendBroadcastArguments],
+        execution: ExecutionContract[SendBroadcastArguments],
         facts: SendFacts,
         response: EffectResponse,
     ) -> SendBroadcastResult:
         form = facts.form
-        send = form.send(contract.proposal_id)
+        send = form.send(execution.proposal_id)
         if send is None or send.status != "pending":
-            raise EffectAlreadyRecordedError(str(contract.proposal_id))
+            raise EffectAlreadyRecordedError(str(execution.proposal_id))
         if response.status != "succeeded":
-            form.fail_send(contract.proposal_id, reason=response.reason or "refused")
+            form.fail_send(execution.proposal_id, reason=response.reason or "refused")
             raise RevisionNeededError("broadcast_delivery_refused")
         form.settle_send(
-            contract.proposal_id, delivery_ref=response.reference, sent_by=contract.approved_by
+            execution.proposal_id, delivery_ref=response.reference, sent_by=execution.approved_by
         )
-        arguments = contract.arguments
+        arguments = execution.arguments
         return SendBroadcastResult(
             form_id=arguments.form_id,
             delivery_ref=response.reference,
             audience_count=arguments.audience_count,
             subject=arguments.subject,
-        )
-
-    def approve_label(self, preview: SendBroadcastPreview, language: str = "en") -> str:
-        return Localized("Send to {count} recipients", "Envoyer à {count} destinataires").text(
-            language, count=preview.audience_count
-        )
-
-    def irreversible_note(self, preview: SendBroadcastPreview, language: str = "en") -> str | None:
-        if self.irreversible is None:
-            return None
-        return self.irreversible.text(
-            language, subject=preview.subject, count=preview.audience_count
-        )
-
-    def headline(self, preview: SendBroadcastPreview, language: str = "en") -> str:
-        subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
-        return Localized(
-            "Send “{subject}” to {count} recipients",
-            "Envoyer « {subject} » à {count} destinataires",
-        ).text(language, subject=subject, count=preview.audience_count)
-
-    def success_text(
-        self, preview: SendBroadcastPreview, result: SendBroadcastResult, language: str = "en"
-    ) -> str:
-        return Localized(
-            "Sent “{subject}” to {count} recipients ({audience}), once.",
-            "« {subject} » a été envoyé à {count} destinataires ({audience}), une seule fois.",
-        ).text(
-            language,
-            subject=result.subject,
-            count=result.audience_count,
-            audience=audience_words(preview.filters_in_words, language),
         )
 
 

@@ -34,21 +34,19 @@ through ``faults`` (sandbox_faults.py); a declined script step fails with ``deli
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
-import psycopg
 from countersign.application.ports import (
     EffectResponseLostError,
     IdempotencyConflictError,
     ProviderUnavailableError,
 )
 from countersign.domain.ports import EffectResponse
-from countersign.infrastructure.adapters.sandbox_faults import ScriptedFaults
-from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.adapters.sandbox import SandboxProvider
+from countersign.infrastructure.persistence.sql import Cursor
 
 TEST_DOMAIN = "delivery.test"
 LOST_RESPONSE = f"lost-response@{TEST_DOMAIN}"
@@ -95,64 +93,41 @@ class DeliveryUnavailableError(DeliveryResponseLostError, ProviderUnavailableErr
     and the same request may be sent again under the same key."""
 
 
-class SandboxEmailProvider:
+class SandboxEmailProvider(SandboxProvider[ProviderDelivery]):
     """An e-mail delivery service, simulated in the application's database; as an
     EffectProvider it performs deliveries of one message to a list of recipients."""
 
-    def __init__(self, db: SqlDatabase) -> None:
-        self.db = db
-        with self.db.transaction() as cursor:
-            self.db.lock_schema(cursor)
-            for statement in _SCHEMA:
-                cursor.execute(statement)
-        self.faults = ScriptedFaults(db, "email")
+    name = "email"
+    schema = _SCHEMA
+    table = "sandbox_deliveries"
+    outages_table = "sandbox_delivery_outages"
+    unavailable = DeliveryUnavailableError
+    lost = DeliveryResponseLostError
+    unavailable_message = "503 Service Unavailable: nothing was sent"
 
     def deliver(
         self, *, idempotency_key: str, message: Message, metadata: dict[str, str]
     ) -> ProviderDelivery:
-        def request(declined: bool) -> ProviderDelivery:
-            arguments = (idempotency_key, message, metadata, declined)
-            try:
-                response = self._deliver_once(*arguments)
-            except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
-                # A concurrent request with the same key won the insert: answer as it did.
-                response = self._deliver_once(*arguments)
-            if response is None:
-                raise DeliveryUnavailableError("503 Service Unavailable: nothing was sent")
-            if LOST_RESPONSE in message.recipients:
-                raise DeliveryResponseLostError("read timed out")
-            return response
-
-        return self.faults.around(
+        return self._request(
             idempotency_key,
-            request,
-            unavailable=DeliveryUnavailableError,
-            lost=DeliveryResponseLostError,
+            lambda declined: self._deliver_once(idempotency_key, message, metadata, declined),
         )
 
     def _deliver_once(
         self, key: str, message: Message, metadata: dict[str, str], declined: bool
-    ) -> ProviderDelivery | None:
-        """One transaction; None means the outage answered before sending anything."""
+    ) -> tuple[ProviderDelivery | None, bool]:
+        """One transaction (``Once``): the delivery held, and whether its answer is lost."""
+        lost = LOST_RESPONSE in message.recipients
         with self.db.transaction() as cursor:
-            if OUTAGE in message.recipients:
-                first = cursor.execute(
-                    "INSERT INTO sandbox_delivery_outages (idempotency_key) VALUES (?)"
-                    " ON CONFLICT (idempotency_key) DO NOTHING",
-                    (key,),
-                ).rowcount
-                if first == 1:
-                    return None
+            if OUTAGE in message.recipients and self._first_outage(cursor, key):
+                return None, False
             stored = _select(cursor, key, for_update=self.db.is_postgres)
             if stored is None:
-                return _apply(cursor, key, message, metadata, declined)
+                return _apply(cursor, key, message, metadata, declined), lost
             if stored.message != message:
                 raise IdempotencyConflictError("idempotency key reused with another message")
-            cursor.execute(
-                "UPDATE sandbox_deliveries SET requests = requests + 1 WHERE idempotency_key = ?",
-                (key,),
-            )
-            return stored
+            self._count_request(cursor, key)
+            return stored, lost
 
     def find_delivery(self, idempotency_key: str) -> ProviderDelivery | None:
         with self.db.transaction() as cursor:

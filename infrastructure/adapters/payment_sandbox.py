@@ -28,21 +28,19 @@ through ``faults`` (sandbox_faults.py); a declined script step fails with ``refu
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
-import psycopg
 from countersign.application.ports import (
     EffectResponseLostError,
     IdempotencyConflictError,
     ProviderUnavailableError,
 )
 from countersign.domain.ports import EffectResponse
-from countersign.infrastructure.adapters.sandbox_faults import ScriptedFaults
-from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.adapters.sandbox import SandboxProvider
+from countersign.infrastructure.persistence.sql import Cursor
 
 CARD_OK = "4242424242424242"
 CARD_LOST_RESPONSE = "4000000000000259"
@@ -83,18 +81,16 @@ class ProviderOutageError(ProviderResponseLostError, ProviderUnavailableError):
     card's first request): nothing was refunded; the same key may be asked again later."""
 
 
-class SandboxPaymentProvider:
+class SandboxPaymentProvider(SandboxProvider[ProviderRefund]):
     """A card payment provider, simulated in the application's database; as an
-    EffectProvider it performs CardRefund requests (domain/contracts/refund_missing_discount.py).
-    """
+    EffectProvider it performs CardRefund requests (domain/contracts/card_refund.py)."""
 
-    def __init__(self, db: SqlDatabase) -> None:
-        self.db = db
-        with self.db.transaction() as cursor:
-            self.db.lock_schema(cursor)
-            for statement in _SCHEMA:
-                cursor.execute(statement)
-        self.faults = ScriptedFaults(db, "payments")
+    name = "payments"
+    schema = _SCHEMA
+    table = "sandbox_refunds"
+    outages_table = "sandbox_outages"
+    unavailable = ProviderOutageError
+    lost = ProviderResponseLostError
 
     def create_charge(self, charge_id: str, card_number: str, amount_cents: int) -> None:
         with self.db.transaction() as cursor:
@@ -112,53 +108,32 @@ class SandboxPaymentProvider:
         amount_cents: int,
         metadata: dict[str, str],
     ) -> ProviderRefund:
-        def request(declined: bool) -> ProviderRefund:
-            arguments = (idempotency_key, charge_id, amount_cents, metadata, declined)
-            try:
-                response, card = self._refund_once(*arguments)
-            except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
-                # A concurrent request with the same key won the insert: answer as it did.
-                response, card = self._refund_once(*arguments)
-            if response is None:
-                raise ProviderOutageError("503 Service Unavailable")
-            if card == CARD_LOST_RESPONSE:
-                raise ProviderResponseLostError("read timed out")
-            return response
-
-        return self.faults.around(
+        return self._request(
             idempotency_key,
-            request,
-            unavailable=ProviderOutageError,
-            lost=ProviderResponseLostError,
+            lambda declined: self._refund_once(
+                idempotency_key, charge_id, amount_cents, metadata, declined
+            ),
         )
 
     def _refund_once(
         self, key: str, charge_id: str, amount_cents: int, metadata: dict[str, str], declined: bool
-    ) -> tuple[ProviderRefund | None, str | None]:
-        """One transaction; (None, card) means the outage answered before applying anything."""
+    ) -> tuple[ProviderRefund | None, bool]:
+        """One transaction (``Once``): the refund held, and whether its answer is lost."""
         with self.db.transaction() as cursor:
             row = cursor.execute(
                 "SELECT card_number FROM sandbox_charges WHERE charge_id = ?", (charge_id,)
             ).fetchone()
             card = str(row[0]) if row else None
-            if card == CARD_OUTAGE:
-                first = cursor.execute(
-                    "INSERT INTO sandbox_outages (idempotency_key) VALUES (?)"
-                    " ON CONFLICT (idempotency_key) DO NOTHING",
-                    (key,),
-                ).rowcount
-                if first == 1:
-                    return None, card
+            if card == CARD_OUTAGE and self._first_outage(cursor, key):
+                return None, False
+            lost = card == CARD_LOST_RESPONSE
             stored = _select(cursor, key, for_update=self.db.is_postgres)
             if stored is None:
-                return _apply(cursor, key, charge_id, card, amount_cents, metadata, declined), card
+                return _apply(cursor, key, charge_id, card, amount_cents, metadata, declined), lost
             if (stored.charge_id, stored.amount_cents) != (charge_id, amount_cents):
                 raise IdempotencyConflictError("idempotency key reused with different parameters")
-            cursor.execute(
-                "UPDATE sandbox_refunds SET requests = requests + 1 WHERE idempotency_key = ?",
-                (key,),
-            )
-            return stored, card
+            self._count_request(cursor, key)
+            return stored, lost
 
     def find_refund(self, idempotency_key: str) -> ProviderRefund | None:
         with self.db.transaction() as cursor:

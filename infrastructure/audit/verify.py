@@ -20,7 +20,8 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.passkeys import PasskeyRing
-from countersign.domain.proposal import Proposal, chain_link
+from countersign.domain.hash_chain import chain_link
+from countersign.domain.proposal import Proposal
 from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,

@@ -13,7 +13,7 @@ import threading
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.session_store import ensure_session_table, revoke_person_in
 from countersign.infrastructure.identity.storage import ensure_tables

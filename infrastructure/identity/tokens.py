@@ -41,7 +41,7 @@ from countersign.application.access import Caller, Credential
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import PERMISSIONS
-from countersign.domain.contracts.base import InvalidRequestError, Problem
+from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.storage import ensure_tables

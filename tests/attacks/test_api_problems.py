@@ -24,12 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from countersign.domain.contracts.base import (
-    MAX_PROBLEMS,
-    SAFE_MESSAGES,
-    UNSHOWN_NAME,
-    InvalidRequestError,
-)
+from countersign.domain.contracts.problems import MAX_PROBLEMS, InvalidRequestError
+from countersign.domain.contracts.request_errors import SAFE_MESSAGES, UNSHOWN_NAME
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from fastapi.testclient import TestClient

@@ -29,13 +29,10 @@ import pytest
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.reports import ApprovalReport, ProposalCreated
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.base import (
-    SAFE_MESSAGES,
-    InvalidRequestError,
-    Problem,
-    UndecodableContractError,
-)
+from countersign.domain.contracts.base import UndecodableContractError
 from countersign.domain.contracts.presentation import LANGUAGES
+from countersign.domain.contracts.problems import InvalidRequestError, Problem
+from countersign.domain.contracts.request_errors import SAFE_MESSAGES
 from countersign.domain.handback import SHARED_REASONS, reason_text
 from countersign.domain.messages import outcome_messages, preview_rows_of, proposal_headline
 from countersign.domain.outcomes import RevisionReason

@@ -30,7 +30,7 @@ from countersign.application.errors import (
 )
 from countersign.application.proposal_access import ProposalAccess
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.adapters.agent_frameworks.card_text import card_text
 

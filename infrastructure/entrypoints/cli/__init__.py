@@ -33,7 +33,7 @@ from countersign.application.errors import (
     UnknownOperationError,
     new_correlation_id,
 )
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.entrypoints.cli import render

@@ -11,8 +11,9 @@ from typing import Any
 
 from countersign.application.access import Caller
 from countersign.application.assistant.sections import ASSISTANTS
-from countersign.domain.contracts.base import MALFORMED_REQUEST, InvalidRequestError
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.problems import InvalidRequestError
+from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (

@@ -10,8 +10,8 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
-from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.problems import Problem
 from countersign.domain.messages import (
     APPROVED_WITH_PASSKEY,
     credential_note,

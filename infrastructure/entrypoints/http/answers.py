@@ -38,7 +38,7 @@ from countersign.application.errors import (
     UnknownOperationError,
 )
 from countersign.application.proposal_limit import TooManyProposalsError
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of

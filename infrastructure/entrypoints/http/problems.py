@@ -16,7 +16,8 @@ import json
 import logging
 from typing import Any
 
-from countersign.domain.contracts.base import MAX_PROBLEMS, field_path, safe_message
+from countersign.domain.contracts.problems import MAX_PROBLEMS
+from countersign.domain.contracts.request_errors import field_path, safe_message
 from countersign.infrastructure.correlation import (
     CORRELATION_HEADER,
     CorrelationMiddleware,

@@ -16,8 +16,8 @@ from countersign.application.assistant.schemas import strict_schema
 from countersign.application.assistant.service import refusal
 from countersign.application.proposal_access import ProposalStatusReport
 from countersign.application.reports import ProposalCard, ProposalCreated
-from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.messages import (
     operation_title,
     origin_line,

@@ -28,7 +28,7 @@ from countersign.application.assistant.toolbox import AgentTool, UnknownToolErro
 from countersign.application.errors import ForbiddenError, new_correlation_id
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.reports import ProposalCreated
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.mcp import answers

@@ -16,7 +16,7 @@ from typing import Any
 from countersign.application.errors import NotRevisableError
 from countersign.application.proposal_access import ProposalReview
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, Union, get_args, get_origin
 
-from countersign.domain.contracts.base import Problem
 from countersign.domain.contracts.presentation import Localized, RequestField
+from countersign.domain.contracts.problems import Problem
 from pydantic import BaseModel
 
 Translate = Callable[..., str]

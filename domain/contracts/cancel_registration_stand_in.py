@@ -1,0 +1,22 @@
+"""The cancel_registration contract: the offline stand-in model's part (the demo's
+``COUNTERSIGN_MODEL=scripted`` and the tests; never a real model): the request the manager's
+words ask for. It sits beside the contract, not in the stand-in model, so that an operation's
+files stay together."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+
+def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
+    """The destination the manager's words name: credit or account means account credit,
+    anything else the original payment method; nothing once the order investigation says
+    the registration is cancelled."""
+    order = reads.get("get_order_investigation") or {}
+    if (order.get("registration") or {}).get("status") == "cancelled":
+        return "This registration is already cancelled; there is nothing left to cancel."
+    if re.search(r"\b(credit|account|crédit|compte)", words, re.IGNORECASE):
+        return {"destination": "account_credit"}
+    return {"destination": "original_payment_method"}

@@ -1,0 +1,103 @@
+"""What a new operation must declare besides its contract, each named in one fast test with
+what to write and where, instead of being found by a full-suite run: a sentence for people
+for every request problem ``resolve`` can raise and for every reason ``recheck`` can give, the
+Edit page's words for every request field, and a scene in the demo."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Iterator
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.web.request_form import specs
+
+from tests.support.findings import Stage, findings
+
+
+def _texts_file(contract: AnyContract) -> str:
+    return type(contract).__module__.replace("countersign.", "").replace(".", "/") + "_texts.py"
+
+
+def _missing_sentences(contract: AnyContract, stage: Stage) -> Iterator[str]:
+    """A sentence for each finding ``stage`` can raise: a request problem when proposing
+    (``resolve``), a revision reason when approving (``recheck``)."""
+    declared, what = (
+        ("request_problems", "what is wrong, for the manager")
+        if stage == "resolve"
+        else ("revision_reasons", "what changed since it was proposed")
+    )
+    sentences = getattr(contract, declared)
+    for code, params in sorted(findings(contract, stage).items()):
+        if not any(fnmatch(key, code) for key in sentences):
+            placeholders = "".join(f" {{{name}}}" for name in sorted(params))
+            yield (
+                f"{declared}[{code!r}] (a rule {stage} checks raises it): in "
+                f"{_texts_file(contract)}, add to {declared} "
+                f'"{code}": Localized("<{what}{placeholders}>.", '
+                f'"<la même chose en français{placeholders}>."),'
+            )
+
+
+def _missing_request_fields(contract: AnyContract) -> Iterator[str]:
+    fields = specs(contract.Request)
+    for spec in [*fields, *(child for s in fields for child in s.children)]:
+        words = contract.request_fields.get(spec.path)
+        options = {str(option) for option in spec.options}
+        if words is None:
+            choices = (
+                ", options={"
+                + ", ".join(f'"{o}": Localized("…", "…")' for o in sorted(options))
+                + "}"
+                if options
+                else ""
+            )
+            yield (
+                f"request_fields[{spec.path!r}] (the Edit page's label for it): in "
+                f"{_texts_file(contract)}, add to request_fields "
+                f'"{spec.path}": RequestField(Localized("<label>", "<libellé>"){choices}),'
+            )
+        elif set(words.options) != options:
+            yield (
+                f"request_fields[{spec.path!r}].options must name exactly {sorted(options)} "
+                f"(it names {sorted(words.options)}), in {_texts_file(contract)}"
+            )
+
+
+@pytest.fixture(scope="module")
+def demo_story(tmp_path_factory: pytest.TempPathFactory) -> str:
+    database = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'demo.db'}"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["demo", "--json", "--database", database]) == 0
+    story: dict[str, Any] = json.loads(out.getvalue())
+    return json.dumps(story)
+
+
+def _missing_demo_scene(contract: AnyContract, story: str) -> Iterator[str]:
+    if f'"operation": "{contract.kind}"' not in story:
+        demo = Path("infrastructure/demo/story.py")
+        yield (
+            f"a demo scene (tests/test_cli.py wants one for every operation): in {demo}, write "
+            f"a function that proposes {contract.kind} on a seeded record (through the "
+            "assistant's turn or cs.proposals.propose) and approves it, saying each step "
+            "with story.chapter(...) and story.say(...), and call it from tell()"
+        )
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_an_operation_declares_everything_the_suite_needs(kind: str, demo_story: str) -> None:
+    contract = REGISTRY[kind]
+    missing = [
+        *_missing_sentences(contract, "resolve"),
+        *_missing_sentences(contract, "recheck"),
+        *_missing_request_fields(contract),
+        *_missing_demo_scene(contract, demo_story),
+    ]
+    assert not missing, f"{kind} is missing:\n- " + "\n- ".join(missing)
