@@ -22,7 +22,7 @@ from countersign.application.proposal_limit import (
     RateLimit,
     TooManyProposalsError,
 )
-from countersign.domain.contracts.base import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.tokens import issue_token
