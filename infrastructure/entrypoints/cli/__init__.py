@@ -11,7 +11,7 @@ Whatever ends in a non-zero status says why on stderr, in words.
 
 ``parser`` names every command and its handler; the handlers live by area (``proposals``,
 ``club``, ``projections`` for the read models and the audit trail, ``admin`` for the server,
-tokens and passwords); ``render`` and ``progress`` are the terminal's.
+tokens and passwords); ``render``, ``cards``, ``listings`` and ``progress`` are the terminal's.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from countersign.application.errors import (
 from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import cards, render
 from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
 from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
@@ -186,7 +186,7 @@ def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
         "superseded_by": newer,
         "message": str(refused),
     }
-    text = render.render_not_revisable(refused.status, newer, language)
+    text = cards.render_not_revisable(refused.status, newer, language)
     return document, text, NOT_APPLICABLE
 
 
