@@ -5,7 +5,8 @@ answer or its error. The exit status is 0 whenever the command was processed, wh
 outcome; 1 for internal errors (which print a correlation id, never a stack trace) and an
 unreachable database; 2 for usage and configuration errors; 3 when the command cannot apply
 to the record it names (an edit of a proposal that already ran or was superseded); 4 for a
-request refused (a proposal's request the contract does not accept); 141 when the reader of
+request refused (a proposal's request the contract does not accept, a change of permissions
+the club's rules refuse); 141 when the reader of
 its output went away (``countersign show ... | head``), as a program stopped by SIGPIPE.
 Whatever ends in a non-zero status says why on stderr, in words.
 
@@ -37,7 +38,11 @@ from countersign.domain.contracts.base import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.entrypoints.cli import cards, render
-from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
+from countersign.infrastructure.entrypoints.cli.common import (
+    ALREADY_PRINTED,
+    RefusedError,
+    UsageError,
+)
 from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
@@ -199,6 +204,7 @@ def _busy(_: Exception) -> Answer:
 #: text for people, the exit status (0 whenever the command was processed).
 _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
     (UnknownOperationError, _unknown_operation),
+    (RefusedError, lambda e: (e.document(), str(e), REFUSED)),
     (NotFoundError, lambda _: ({"error": "not_found"}, "Not found.", 0)),
     (
         ForbiddenError,

@@ -21,6 +21,7 @@ from countersign.infrastructure.entrypoints.web.i18n import (
     account,
     frame,
     inbox,
+    members,
     proposals,
     webhooks,
 )
@@ -29,7 +30,7 @@ LANGUAGES = ("en", "fr")
 DEFAULT_LANGUAGE = "en"
 
 #: The pages' own words by area (a module each), then every section's (below).
-_AREAS = (frame, inbox, proposals, webhooks, account)
+_AREAS = (frame, inbox, proposals, webhooks, members, account)
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {key: text for area in _AREAS for key, text in area.EN.items()},

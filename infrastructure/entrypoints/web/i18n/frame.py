@@ -67,6 +67,9 @@ EN: dict[str, str] = {
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
     "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
     "nav.webhooks": "Webhooks",
+    "nav.members": "Members",
+    "notice.permissions_saved": "The permissions were saved: they apply from the next request.",
+    "notice.permissions_unchanged": "Nothing changed: the member already held exactly those.",
     "notice.endpoint_removed": "The endpoint was removed: it receives nothing more.",
     "notice.endpoint_not_removed": "There was no such endpoint; nothing was changed.",
     "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
@@ -208,6 +211,13 @@ FR: dict[str, str] = {
     "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
     "notice.nothing_redelivered": "Aucune lettre morte de ce type ; rien n'a été modifié.",
     "nav.webhooks": "Webhooks",
+    "nav.members": "Membres",
+    "notice.permissions_saved": (
+        "Les permissions sont enregistrées : elles s'appliquent dès la prochaine requête."
+    ),
+    "notice.permissions_unchanged": (
+        "Rien n'a changé : le membre détenait déjà exactement celles-ci."
+    ),
     "notice.endpoint_removed": "Le point de réception a été retiré : il ne reçoit plus rien.",
     "notice.endpoint_not_removed": ("Aucun point de réception de ce type ; rien n'a été modifié."),
     "nav.signed_in_as": "Connecté(e) : {name} ({email}), {club}",
