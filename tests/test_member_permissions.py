@@ -316,3 +316,33 @@ def test_every_permission_has_its_words_on_the_page_in_both_languages():
     for language in ("en", "fr"):
         missing = [p for p in PERMISSIONS if f"members.permission.{p}" not in TEXTS[language]]
         assert missing == [], (language, missing)
+
+
+def test_a_permissions_change_stored_before_changed_by_was_kept_still_loads(cs, seeded):
+    from eventsourcing.persistence import Notification
+
+    cs.club.set_permissions("granite", BEN, [AUDIT])
+    stored = [
+        n
+        for n in cs.app.recorder.select_notifications(1, limit=10_000)
+        if n.topic.endswith("Organization.PermissionsChanged")
+    ][-1]
+    state = json.loads(stored.state)
+    assert state.pop("changed_by") == "operator"
+    older = Notification(
+        id=stored.id,
+        originator_id=stored.originator_id,
+        originator_version=stored.originator_version,
+        topic=stored.topic,
+        state=json.dumps(state).encode(),
+    )
+    event = cs.app.mapper.to_domain_event(older)
+    assert (event.email, event.permissions) == (BEN, [AUDIT])
+    assert getattr(event, "changed_by", None) is None
+    org = cs.store.get(
+        Organization.create_id("granite"), Organization, version=stored.originator_version - 1
+    )
+    event.mutate(org)
+    member = org.member(BEN)
+    assert member is not None
+    assert sorted(member.permissions) == [AUDIT]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -174,7 +174,7 @@ class Organization(Aggregate):
         self._permissions_changed(email=email, permissions=wanted, changed_by=changed_by)
         return True
 
-    def check_keeps_a_member_manager(self, member: Member, permissions: Iterable[str]) -> None:
+    def check_keeps_a_member_manager(self, member: Member, permissions: Collection[str]) -> None:
         """LastMemberManagerError if ``member`` is the last holder of members.manage and
         would lose it."""
         manage = Permission.MANAGE_MEMBERS
