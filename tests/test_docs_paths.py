@@ -5,9 +5,10 @@ A path is recognised by its first folder, one of the repository's own top-level 
 (``application/``, ``domain/contracts/``, ``tests/``, ``scripts/``...), standing on its own
 (not the tail of a URL or of another path), and not a media type (``application/json``). A
 pattern (``<name>``, ``*``, ``{a,b}``, ``...``) names no one file and is not checked; a test's
-id is checked as its file (``tests/test_cli.py::test_<name>``); a path written relative to its
-Markdown file (``../domain/<module>.py``) is read from that file's folder. A failure names each
-missing path with the file and line that name it.
+id or a line is checked as its file (``tests/test_cli.py::test_<name>``,
+``domain/proposal.py:<line>``); a path written relative to its Markdown file
+(``../domain/<module>.py``) is read from that file's folder. A failure names each missing path
+with the file and line that name it.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def named_paths(text: str) -> Iterator[tuple[str, int]]:
     """Each repository path in ``text`` and the line (from 1) it is on."""
     for number, line in enumerate(text.splitlines(), start=1):
         for match in _PATH.finditer(line):
-            path = match.group(1).split("::", 1)[0].split("#", 1)[0]
+            # No repository path holds a colon: what follows one is a test's name or a line.
+            path = match.group(1).split(":", 1)[0].split("#", 1)[0]
             if not (_PATTERN_SIGNS.search(path) or _MEDIA_TYPE.fullmatch(path.rstrip(".:"))):
                 yield path.rstrip(".:"), number
 
@@ -135,6 +137,10 @@ def test_every_repository_path_the_prose_names_exists() -> None:
             ["tests/test_cli.py", "domain/contracts/"],
         ),
         ("(../domain/proposal.py)", ["../domain/proposal.py"]),
+        (
+            "at domain/proposal.py:120: and docs/design.md#who-may-decide",
+            ["domain/proposal.py", "docs/design.md"],
+        ),
         ("domain/contracts/<name>.py, tests/test_*.py, docs/...", []),
         ("https://example.org/domain/x.py and src/tests/y.py", []),
         ("the application/ports.py seam: application.ports", ["application/ports.py"]),
