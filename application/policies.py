@@ -12,6 +12,7 @@ service acting as one, needs ``policies.manage`` in their own club.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from countersign.application.access import Caller, require, require_decider
@@ -49,18 +50,20 @@ class PolicyService:
         *,
         above_cents: int | None = None,
         requester_may_approve: bool = True,
-        require_passkey: bool = False,
+        require_passkey: bool | None = None,
         by: Caller | None = None,
     ) -> dict[str, Any]:
         """Put a policy in force for new proposals of ``operation``; what is now in force, and
-        whether this changed it. UnknownOperationError, PolicyError (a value out of range),
+        whether this changed it. ``require_passkey`` None keeps what the policy in force asks
+        (a passkey is never dropped by leaving it unsaid). UnknownOperationError, PolicyError
+        (a value out of range),
         NotFoundError (an unknown club, or one the caller does not act in), or
         MissingPermissionError."""
         if operation not in self.registry:
             raise UnknownOperationError(operation)
-        policy = ApprovalPolicy(
-            operation, approvals, above_cents, requester_may_approve, require_passkey
-        )
+        asked = ApprovalPolicy(
+            operation, approvals, above_cents, requester_may_approve, bool(require_passkey)
+        )  # refuses a value out of range before anything is read
         organization_id = self._organization_id(organization, by)
 
         def setting(facts: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
@@ -68,6 +71,10 @@ class PolicyService:
             set_by = OPERATOR if by is None else self._manager(org, by)
             if by is not None:
                 require_decider(by)  # the rules people decide under are theirs to set
+            policy = asked
+            if require_passkey is None:
+                kept = org.approval_policy(operation).require_passkey
+                policy = replace(asked, require_passkey=kept)
             if not org.set_approval_policy(policy, set_by):
                 return Answer({**_shown(policy), "changed": False})
             return Commit([org], {**_shown(policy), "changed": True})

@@ -302,10 +302,12 @@ class PasskeyCeremonies(Protocol):
 class ProposalCounts(Protocol):
     """When each member's recent proposals were made (shared by every process)."""
 
-    def newest(self, key: str, after: datetime, limit: int) -> list[datetime]:
-        """When the newest ``limit`` made under ``key`` after ``after`` were, newest first."""
+    def take(self, key: str, at: datetime, after: datetime, limit: int) -> datetime | None:
+        """In one step, atomic across processes: if fewer than ``limit`` were made under
+        ``key`` after ``after``, one more made at ``at`` (None); else nothing, and when the
+        oldest of the ``limit`` newest was made. Those made before ``after`` may go."""
         ...
 
-    def add(self, key: str, at: datetime, forget_before: datetime) -> None:
-        """One more made under ``key`` at ``at``; those before ``forget_before`` may go."""
+    def give_back(self, key: str, at: datetime) -> None:
+        """Forget one taken under ``key`` at ``at``: it was not made after all."""
         ...

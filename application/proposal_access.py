@@ -41,7 +41,7 @@ from countersign.application.errors import (
     parse_id,
 )
 from countersign.application.ports import AggregateStore
-from countersign.application.proposal_limit import ProposalLimiter
+from countersign.application.proposal_limit import ProposalLimiter, limited
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import (
     ApprovalReport,
@@ -157,20 +157,16 @@ class ProposalAccess:
             if contract.permission not in actor.scopes:
                 raise MissingPermissionError([contract.permission])
         club = str(Organization.create_id(actor.organization.strip().lower()))
-        if self.limiter is not None:
-            self.limiter.check(club, actor.email)
-        created = self.proposals.propose(
-            organization=actor.organization,
-            actor=actor.email,
-            operation=operation,
-            resource_id=resource_id,
-            request=request,
-            interaction_id=interaction_id,
-            origin=origin,
-        )
-        if self.limiter is not None:
-            self.limiter.count(club, actor.email)
-        return created
+        with limited(self.limiter, club, actor.email):
+            return self.proposals.propose(
+                organization=actor.organization,
+                actor=actor.email,
+                operation=operation,
+                resource_id=resource_id,
+                request=request,
+                interaction_id=interaction_id,
+                origin=origin,
+            )
 
     def revise(self, proposal_id: str, actor: str | Caller, request: Any) -> ProposalCreated:
         """ProposalService.revise: an edit is a new proposal, so it needs what proposing the
@@ -181,12 +177,8 @@ class ProposalAccess:
         if permission is not None:  # an unknown kind: the service refuses to revise it
             require(caller, member, permission)
         club = str(proposal.organization_id)
-        if self.limiter is not None:
-            self.limiter.check(club, caller.email)
-        created = self.proposals.revise(str(proposal.id), caller, request)
-        if self.limiter is not None:
-            self.limiter.count(club, caller.email)
-        return created
+        with limited(self.limiter, club, caller.email):
+            return self.proposals.revise(str(proposal.id), caller, request)
 
     def approve(
         self,

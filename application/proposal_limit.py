@@ -1,9 +1,11 @@
 """How many proposals a member may make in a while, whatever the entry point.
 
 The API, MCP, the section assistants and the pages all propose (and revise) through
-``ProposalAccess`` or the assistant, and both ask the one ``ProposalLimiter`` first: past
-``COUNTERSIGN_PROPOSAL_LIMIT`` (for example ``30/minute``) the member is refused with
-``TooManyProposalsError``, which says when to try again. Only proposals actually made count.
+``ProposalAccess`` or the assistant, and both propose inside the one ``ProposalLimiter``'s
+``admitted``: past ``COUNTERSIGN_PROPOSAL_LIMIT`` (for example ``30/minute``) the member is
+refused with ``TooManyProposalsError``, which says when to try again. The check and the count
+are one step, so concurrent proposals cannot overshoot the limit; only proposals actually made
+count (a proposal refused for another reason gives its room back).
 The counts live behind the ``ProposalCounts`` port, in the database every process shares, so
 the limit holds across API workers and the MCP server alike. Application services calling
 ``ProposalService`` directly are trusted code and are not limited.
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -58,29 +62,40 @@ DEFAULT_LIMIT = RateLimit(30, 60)
 
 
 class ProposalLimiter:
-    """Checks a member's recent proposals before they propose, and counts the ones made."""
+    """Admits a member's proposal if their recent ones leave room for it, and counts it."""
 
     def __init__(self, counts: ProposalCounts, limit: RateLimit, clock: Clock) -> None:
         self.counts = counts
         self.limit = limit
         self.clock = clock
 
-    def check(self, organization: str, member: str) -> None:
-        """TooManyProposalsError if ``member`` of ``organization`` is at the limit now."""
+    @contextmanager
+    def admitted(self, organization: str, member: str) -> Iterator[None]:
+        """Room for one more proposal by ``member`` of ``organization``, taken now: checked
+        and counted in one step of the shared counts, so a burst of concurrent proposals (in
+        any number of processes) never gets past the limit. TooManyProposalsError, counting
+        nothing, if there is none. The body makes the proposal; if it raises, no proposal was
+        made and the room is given back."""
         now = self.clock.now()
         window = timedelta(seconds=self.limit.seconds)
-        made = self.counts.newest(_key(organization, member), now - window, self.limit.count)
-        if len(made) < self.limit.count:
-            return
-        # The refusal ends when the limit-th newest proposal leaves the window.
-        wait = (made[-1] + window - now).total_seconds()
-        raise TooManyProposalsError(max(1, math.ceil(wait)))
+        key = _key(organization, member)
+        oldest = self.counts.take(key, now, now - window, self.limit.count)
+        if oldest is not None:
+            # The refusal ends when the limit-th newest proposal leaves the window.
+            wait = (oldest + window - now).total_seconds()
+            raise TooManyProposalsError(max(1, math.ceil(wait)))
+        try:
+            yield
+        except BaseException:
+            self.counts.give_back(key, now)
+            raise
 
-    def count(self, organization: str, member: str) -> None:
-        """One more proposal made by the member, now."""
-        now = self.clock.now()
-        forget_before = now - timedelta(seconds=self.limit.seconds)
-        self.counts.add(_key(organization, member), now, forget_before)
+
+def limited(
+    limiter: ProposalLimiter | None, organization: str, member: str
+) -> AbstractContextManager[None]:
+    """``limiter.admitted(organization, member)``, or no limit at all without a limiter."""
+    return nullcontext() if limiter is None else limiter.admitted(organization, member)
 
 
 def _key(organization: str, member: str) -> str:

@@ -1,18 +1,27 @@
 """The ``ProposalCounts`` port over the shared database: when each member's recent proposals
-were made, so that ``COUNTERSIGN_PROPOSAL_LIMIT`` holds across every process."""
+were made, so that ``COUNTERSIGN_PROPOSAL_LIMIT`` holds across every process.
+
+``take`` checks and counts in one transaction that no other ``take`` of the same member can
+interleave with: SQLite's ``BEGIN IMMEDIATE`` serialises write transactions, and PostgreSQL
+takes a transaction-scoped advisory lock on the member's key first. Reading the count in one
+transaction and adding to it in another would let a concurrent burst past the limit.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 _TABLE = "proposal_counts"
 _SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {_TABLE} (member_key TEXT NOT NULL, made_at BIGINT NOT NULL)",
     f"CREATE INDEX IF NOT EXISTS {_TABLE}_key ON {_TABLE} (member_key, made_at)",
 )
+#: The first half of the two-part PostgreSQL advisory lock key for one member's counts.
+_LOCK_CLASS = 1_347_571_532
 
 
 def _ms(moment: datetime) -> int:
@@ -26,21 +35,39 @@ class SqlProposalCounts:
         self.sql = sql
         ensure_tables(sql, _TABLE, _SCHEMA)
 
-    def newest(self, key: str, after: datetime, limit: int) -> list[datetime]:
+    def take(self, key: str, at: datetime, after: datetime, limit: int) -> datetime | None:
         with self.sql.transaction() as cursor:
-            rows = cursor.execute(
-                f"SELECT made_at FROM {_TABLE} WHERE member_key = ? AND made_at > ?"
-                " ORDER BY made_at DESC LIMIT ?",
-                (key, _ms(after), limit),
-            ).fetchall()
-        return [datetime.fromtimestamp(int(row[0]) / 1000, UTC) for row in rows]
-
-    def add(self, key: str, at: datetime, forget_before: datetime) -> None:
-        with self.sql.transaction() as cursor:
+            self._lock(cursor, key)
             cursor.execute(
-                f"DELETE FROM {_TABLE} WHERE member_key = ? AND made_at <= ?",
-                (key, _ms(forget_before)),
+                f"DELETE FROM {_TABLE} WHERE member_key = ? AND made_at <= ?", (key, _ms(after))
             )
+            rows = cursor.execute(
+                f"SELECT made_at FROM {_TABLE} WHERE member_key = ? ORDER BY made_at DESC LIMIT ?",
+                (key, limit),
+            ).fetchall()
+            if len(rows) >= limit:
+                return datetime.fromtimestamp(int(rows[-1][0]) / 1000, UTC)
             cursor.execute(
                 f"INSERT INTO {_TABLE} (member_key, made_at) VALUES (?, ?)", (key, _ms(at))
             )
+        return None
+
+    def give_back(self, key: str, at: datetime) -> None:
+        row = "ctid" if self.sql.is_postgres else "rowid"  # one of identical rows
+        with self.sql.transaction() as cursor:
+            self._lock(cursor, key)
+            cursor.execute(
+                f"DELETE FROM {_TABLE} WHERE {row} IN (SELECT {row} FROM {_TABLE}"
+                " WHERE member_key = ? AND made_at = ? LIMIT 1)",
+                (key, _ms(at)),
+            )
+
+    def _lock(self, cursor: Cursor, key: str) -> None:
+        """Serialise the member's counts across processes until the transaction ends."""
+        if not self.sql.is_postgres:
+            return  # BEGIN IMMEDIATE already serialises SQLite's write transactions
+        half = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big", signed=True)
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
+            (_LOCK_CLASS, half),
+        )

@@ -13,6 +13,7 @@ from typing import Any
 
 from countersign.domain.handback import reason_text
 from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
     credential_note,
     lapsed_approval_message,
     origin_source,
@@ -40,9 +41,9 @@ class AuditTrail(Projection):
     """Who did what to which proposal, when; queryable per proposal, tenant, actor and time."""
 
     name = "audit_trail"
-    version = (
-        4  # supersessions, quorums, revisions, policy changes; credentials, lapses; permissions
-    )
+    # supersessions, quorums, revisions, policy changes; credentials, lapses; 4: an approval
+    # with a passkey reads as the card says it; 5: members' permission changes
+    version = 5
     tables = (
         Table(
             PROPOSALS,
@@ -179,16 +180,14 @@ class AuditTrail(Projection):
         proposal = rows.get(PROPOSALS, (proposal_id,))
         required = 1 if proposal is None else proposal["approvals_required"]
         counted = _count(rows, proposal_id, +1)
-        summary = "approved"
+        passkey = getattr(event, "passkey", None)  # absent before version 3
+        # Signed with a passkey, it reads as the card says it (the trail is in English).
+        summary = APPROVED_WITH_PASSKEY.text("en", name=passkey["name"]) if passkey else "approved"
         how = credential_note(getattr(event, "credential", None))
         if how:
             summary += f" {how}"
         if required > 1:
             summary += f" ({counted} of {required})"
-        passkey = getattr(event, "passkey", None)  # absent before version 3
-        if passkey:
-            named = f'approved with a passkey ("{passkey["name"]}")'
-            summary = summary.replace("approved", named, 1)
         self._record(event, position, rows, event.approved_by, summary)
 
     @handles("Proposal.ApprovalLapsed")

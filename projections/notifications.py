@@ -37,6 +37,7 @@ class Notifications(Projection):
     webhook endpoints."""
 
     name = "notifications"
+    version = 2  # an approval that no longer counts leaves ``approvers``
     tables = (
         Table(
             NOTIFICATIONS,
@@ -102,6 +103,15 @@ class Notifications(Projection):
         proposal = rows.get(PROPOSALS, (str(event.originator_id),))
         if proposal is not None and event.approved_by not in proposal["approvers"]:
             approvers = [*proposal["approvers"], event.approved_by]
+            rows.update(PROPOSALS, (str(event.originator_id),), approvers=approvers)
+
+    @handles("Proposal.ApprovalLapsed")
+    def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
+        """An approval the quorum recheck no longer counts: its approver is not told about
+        the outcome as one of its approvers (unless they approve again)."""
+        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        if proposal is not None and event.approved_by in proposal["approvers"]:
+            approvers = [a for a in proposal["approvers"] if a != event.approved_by]
             rows.update(PROPOSALS, (str(event.originator_id),), approvers=approvers)
 
     @handles("Proposal.Reconciling")

@@ -185,8 +185,10 @@ HELLO = {
 
 def session_flood(results: dict[str, Any], attempts: int = 2000) -> None:
     cs, _seeded = fresh(str(WORK / "mcp.db"))
-    maple = issue_token(cs, "maple", "flood", ["orders.refund"], issued_by=MIA).token
-    granite = issue_token(cs, "granite", "agent", ["orders.refund"], issued_by=AVA).token
+    maple = issue_token(cs, "maple", "flood", ["orders.refund"], issued_by=MIA, kind="agent").token
+    granite = issue_token(
+        cs, "granite", "agent", ["orders.refund"], issued_by=AVA, kind="agent"
+    ).token
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with serving(http_app(cs), lifespan="on") as running, httpx2.Client(timeout=10) as client:
         h = {"Accept": "application/json, text/event-stream"}
@@ -217,7 +219,9 @@ def session_flood(results: dict[str, Any], attempts: int = 2000) -> None:
 
 def proposal_flood(results: dict[str, Any], n: int = 200) -> None:
     cs, seeded = fresh(str(WORK / "flood.db"))
-    token = issue_token(cs, "granite", "flood", ["orders.refund"], issued_by=AVA).token
+    token = issue_token(
+        cs, "granite", "flood", ["orders.refund"], issued_by=AVA, kind="agent"
+    ).token
     with receiving() as receiver:
         Webhooks(cs).add(None, "granite", receiver.url)
         with TestClient(create_app(cs), raise_server_exceptions=False) as client:

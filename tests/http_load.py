@@ -222,7 +222,14 @@ def load(database_url: str, proposals: int, clients: int, say: Any = None) -> Lo
             if say is not None and (i + 1) % 250 == 0:
                 say(f"loaded {i + 1}/{proposals} proposals")
         tokens = [
-            issue_token(cs, "granite", f"load-{run}-{k}", ["orders.refund"], issued_by=ACTOR).token
+            issue_token(
+                cs,
+                "granite",
+                f"load-{run}-{k}",
+                ["orders.refund"],
+                issued_by=ACTOR,
+                kind="approver",
+            ).token
             for k in range(clients)
         ]
         return Loaded(ids, tokens)

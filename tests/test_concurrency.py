@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,9 +192,7 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
     ids = [*card_orders, local_refund, *moves]
     assert len(ids) == 24
 
-    started = time.monotonic()
     reports, conflicts = _race(postgres_url, clock, ids, tmp_path)
-    elapsed = time.monotonic() - started
 
     assert conflicts > 0, "the workers never raced: nothing was tested"
     errors = [r for r in reports if "error" in r]
@@ -253,7 +250,6 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
     assert roster_events["MemberMoved"] == len(MOVES)
     assert count_events(pg, "Proposal.Succeeded") == len(ids)
     assert count_events(pg, "Proposal.Claimed") == len(ids)
-    assert elapsed < 30, f"the race took {elapsed:.1f}s"
 
 
 def test_workers_that_start_at_the_same_moment_all_bootstrap(

@@ -28,13 +28,17 @@ class Api:
         self.seeded = seeded
         self.client = client
         self.tokens = {
-            AVA: issue_token(cs, "granite", "ava-bot", ALL, issued_by=AVA).token,
-            NOAH: issue_token(cs, "granite", "noah-bot", ALL, issued_by=NOAH).token,
-            MIA: issue_token(cs, "maple", "mia-bot", ALL, issued_by=MIA).token,
+            AVA: issue_token(cs, "granite", "ava-bot", ALL, issued_by=AVA, kind="approver").token,
+            NOAH: issue_token(
+                cs, "granite", "noah-bot", ALL, issued_by=NOAH, kind="approver"
+            ).token,
+            MIA: issue_token(cs, "maple", "mia-bot", ALL, issued_by=MIA, kind="approver").token,
         }
 
     def token(self, name: str, permissions: list[str], issued_by: str = AVA) -> str:
-        return issue_token(self.cs, "granite", name, permissions, issued_by=issued_by).token
+        return issue_token(
+            self.cs, "granite", name, permissions, issued_by=issued_by, kind="approver"
+        ).token
 
     def call(self, method: str, path: str, as_: str = AVA, body: Any = None) -> Any:
         headers = {"Authorization": f"Bearer {self.tokens.get(as_, as_)}"}
@@ -294,6 +298,21 @@ def test_policies_list_and_set_in_the_tokens_club(api):
     maple = {p["operation"]: p for p in api.call("GET", "/api/v1/policies", MIA).json()["policies"]}
     assert maple[REFUND]["set_by"] is None
     assert api.propose("refund-stale")["approvals_required"] == 3
+
+
+def test_a_policy_body_without_require_passkey_keeps_the_one_in_force(api):
+    """Omitted (or null), ``require_passkey`` is left as it is, like the command line's option;
+    only ``false`` turns it off."""
+    on = api.set_policy(REFUND, {"approvals": 2, "require_passkey": True})
+    kept = api.set_policy(REFUND, {"approvals": 1})
+    null = api.set_policy(REFUND, {"approvals": 1, "require_passkey": None})
+    off = api.set_policy(REFUND, {"approvals": 1, "require_passkey": False})
+
+    assert [r.status_code for r in (on, kept, null, off)] == [200] * 4
+    assert [(r.json()["approvals"], r.json()["require_passkey"], r.json()["changed"]) for r in (
+        on, kept, null, off
+    )] == [(2, True, True), (1, True, True), (1, True, False), (1, False, True)]  # fmt: skip
+    assert api.set_policy(REFUND, {"approvals": 1, "require_passkey": "yes"}).status_code == 422
 
 
 @pytest.mark.parametrize(

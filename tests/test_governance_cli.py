@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from countersign.infrastructure.entrypoints.cli import main
 
-from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
+from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD, count_events
 
 NOAH = "noah@granite.example"
 TO_ACCOUNT = {**TO_CARD, "destination": "account_credit"}
@@ -221,6 +221,44 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
     assert code == 0
     assert f"{REFUND}  2 distinct approvals; the requester may not approve" in text
     assert "(set by operator)" in text
+
+
+def test_require_passkey_is_set_kept_when_left_out_and_refuses_approve(cs, seeded, cli, run):
+    """``--require-passkey true`` through the command line; a later ``policy set`` that leaves
+    the option out keeps it (it used to reset it to false); ``countersign approve`` of such a
+    proposal is ``passkey_required``: exit 0, in words, and nothing written or paid."""
+    quorum = ("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals")
+
+    on = cli(*quorum, "2", "--require-passkey", "true")
+    kept = cli(*quorum, "1")
+    again = cli(*quorum, "1")
+
+    assert (on["approvals"], on["require_passkey"], on["changed"]) == (2, True, True)
+    assert (kept["approvals"], kept["require_passkey"], kept["changed"]) == (1, True, True)
+    assert (again["require_passkey"], again["changed"]) == (True, False)
+    code, text, _ = run("policy", "show", "--org", "granite")
+    assert f"{REFUND}  one approval; each approval signed with a passkey" in text
+    proposal_id = _propose(cli, seeded["orders"]["refund-ok"])["proposal_id"]
+    before = count_events(cs)
+
+    code, said, err = run("approve", proposal_id, "--as", AVA)
+    refused = cli("approve", proposal_id, "--as", AVA)
+
+    assert (code, err) == (0, "")
+    assert said.strip() == (
+        "Not approvable: its approval policy requires each approval to be signed with the "
+        "approver's passkey. Approve it on its page in the browser (or relay an assertion "
+        "through the API's approval-challenge)."
+    )
+    assert (refused["result"], refused["reason"], refused["status"]) == (
+        "not_approvable",
+        "passkey_required",
+        "pending",
+    )
+    assert count_events(cs) == before
+    assert cs.sandbox.refunds() == []
+    off = cli(*quorum, "1", "--require-passkey", "false")
+    assert (off["require_passkey"], off["changed"]) == (False, True)
 
 
 @pytest.mark.parametrize(

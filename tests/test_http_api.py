@@ -77,7 +77,9 @@ class Api:
     maple: str
 
     def token(self, org: str, name: str, permissions: list[str], issued_by: str = AVA) -> str:
-        return issue_token(self.cs, org, name, permissions, issued_by=issued_by).token
+        return issue_token(
+            self.cs, org, name, permissions, issued_by=issued_by, kind="approver"
+        ).token
 
     def get(self, path: str, token: str | None, **params: Any) -> Any:
         return self.client.get(path, headers=_auth(token), params=params)
@@ -127,8 +129,8 @@ def problem(response: Any) -> tuple[int, dict[str, Any]]:
 
 @pytest.fixture
 def api(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Api]:
-    granite = issue_token(cs, "granite", "billing-bot", ALL, issued_by=AVA).token
-    maple = issue_token(cs, "maple", "maple-bot", ALL, issued_by=MIA).token
+    granite = issue_token(cs, "granite", "billing-bot", ALL, issued_by=AVA, kind="approver").token
+    maple = issue_token(cs, "maple", "maple-bot", ALL, issued_by=MIA, kind="approver").token
     with TestClient(create_app(cs), raise_server_exceptions=False) as client:
         yield Api(cs=cs, seeded=seeded, client=client, granite=granite, maple=maple)
 
@@ -138,7 +140,9 @@ def api(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Api]:
 
 def test_a_missing_invalid_or_revoked_token_is_a_401_problem(api):
     card_path = f"/api/v1/proposals/{api.proposal()}"
-    revocable = issue_token(api.cs, "granite", "short-lived", ["orders.refund"], issued_by=AVA)
+    revocable = issue_token(
+        api.cs, "granite", "short-lived", ["orders.refund"], issued_by=AVA, kind="approver"
+    )
     assert api.get(card_path, revocable.token).status_code == 200
     assert revoke_token(api.cs, revocable.token_id) is True
     assert revoke_token(api.cs, revocable.token_id) is False
@@ -190,19 +194,23 @@ def test_a_token_stops_working_when_its_issuer_leaves_or_loses_a_permission(api)
 
 def test_issuing_checks_the_issuer_the_name_and_the_permissions(api):
     with pytest.raises(ForbiddenError):
-        issue_token(api.cs, "granite", "ben-bot", ["orders.refund"], issued_by=BEN)
+        issue_token(api.cs, "granite", "ben-bot", ["orders.refund"], issued_by=BEN, kind="approver")
     with pytest.raises(NotFoundError):
-        issue_token(api.cs, "granite", "mia-bot", ["orders.refund"], issued_by=MIA)
+        issue_token(api.cs, "granite", "mia-bot", ["orders.refund"], issued_by=MIA, kind="approver")
     with pytest.raises(NotFoundError):
-        issue_token(api.cs, "nowhere", "bot", ["orders.refund"], issued_by=AVA)
+        issue_token(api.cs, "nowhere", "bot", ["orders.refund"], issued_by=AVA, kind="approver")
     with pytest.raises(InvalidRequestError):
-        issue_token(api.cs, "granite", "Not A Name!", ["orders.refund"], issued_by=AVA)
+        issue_token(
+            api.cs, "granite", "Not A Name!", ["orders.refund"], issued_by=AVA, kind="approver"
+        )
     with pytest.raises(InvalidRequestError):
-        issue_token(api.cs, "granite", "bot", ["orders.everything"], issued_by=AVA)
+        issue_token(api.cs, "granite", "bot", ["orders.everything"], issued_by=AVA, kind="approver")
     with pytest.raises(InvalidRequestError):
-        issue_token(api.cs, "granite", "bot", [], issued_by=AVA)
+        issue_token(api.cs, "granite", "bot", [], issued_by=AVA, kind="approver")
     with pytest.raises(DuplicateError):
-        issue_token(api.cs, "granite", "billing-bot", ["orders.refund"], issued_by=AVA)
+        issue_token(
+            api.cs, "granite", "billing-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+        )
 
     listed = list_tokens(api.cs, "granite")
     assert [(t["name"], t["issued_by"], t["revoked_at"]) for t in listed] == [
@@ -211,11 +219,15 @@ def test_issuing_checks_the_issuer_the_name_and_the_permissions(api):
     assert "token" not in json.dumps(listed).replace("token_id", "")
     # Once revoked, the name can be issued again.
     revoke_token(api.cs, listed[0]["token_id"])
-    assert issue_token(api.cs, "granite", "billing-bot", ["orders.refund"], issued_by=AVA).token
+    assert issue_token(
+        api.cs, "granite", "billing-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
 
 
 def test_tokens_are_stored_hashed_the_raw_token_is_nowhere_in_the_database(api):
-    issued = issue_token(api.cs, "granite", "audit-bot", ["audit.read"], issued_by=AVA)
+    issued = issue_token(
+        api.cs, "granite", "audit-bot", ["audit.read"], issued_by=AVA, kind="approver"
+    )
     assert issued.token.startswith(f"cst_{issued.token_id}_")
     # The secret part is everything after the id: it may itself contain "_".
     secret = issued.token.removeprefix(f"cst_{issued.token_id}_")
@@ -593,7 +605,9 @@ def test_the_assistant_route_feeds_problems_back_to_a_scripted_model(database_ur
     cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
     try:
         seeded = seed(cs)
-        token = issue_token(cs, "granite", "chat-bot", ["orders.refund"], issued_by=AVA).token
+        token = issue_token(
+            cs, "granite", "chat-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+        ).token
         with TestClient(create_app(cs)) as client:
             order = seeded["orders"]["refund-ok"]
             response = client.post(

@@ -69,7 +69,9 @@ def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
 
 
 def _token(cs: Countersign) -> dict[str, str]:
-    token = issue_token(cs, "granite", "ops-bot", ["orders.refund"], issued_by=AVA).token
+    token = issue_token(
+        cs, "granite", "ops-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
     return {"Authorization": f"Bearer {token}"}
 
 

@@ -30,7 +30,9 @@ def client(cs: Countersign, seeded: dict[str, Any]) -> Any:
 
 
 def _bearer(cs: Countersign, email: str) -> dict[str, str]:
-    token = issue_token(cs, "granite", email.split("@")[0] + "-service", ALL, issued_by=email).token
+    token = issue_token(
+        cs, "granite", email.split("@")[0] + "-service", ALL, issued_by=email, kind="approver"
+    ).token
     return {"Authorization": f"Bearer {token}"}
 
 
@@ -197,3 +199,47 @@ def test_audit_verify_names_an_approval_signed_with_another_members_key(cs, seed
         first,
         "approved with a passkey the approver never registered",
     )
+
+
+def test_audit_verify_names_a_required_passkey_stripped_from_an_approval(cs, seeded):
+    first, _ = _approved_with_passkeys(cs, seeded)
+
+    def strip(state: dict[str, Any]) -> None:
+        state["passkey"] = None  # an insider makes it look like a plain approval
+
+    _forge(cs, first, _approved_version(cs, first), strip, through_the_end=True)
+    found = verify(cs.app, cs.sql).to_json()["first_broken_link"]
+
+    assert found == {
+        "proposal_id": first,
+        "version": _approved_version(cs, first),
+        "problem": "approved without the passkey its policy required",
+    }
+
+
+def test_audit_verify_refuses_a_key_added_to_the_approvers_ring_after_the_approval(
+    cs, seeded, clock
+):
+    first, _ = _approved_with_passkeys(cs, seeded)
+    clock.advance(minutes=5)
+    # An insider adds their own key to Ava's ring, then re-signs her approval with it.
+    insider = register(cs, AVA, "insider's key")
+    [approved] = approvals(cs, first)
+    digest = cs.audit.history(first)["events"][0]["digest"]
+    bound = approval_challenge(digest, first, AVA, approved["passkey"]["nonce"])
+    signed_later = insider.sign({"challenge": b64url(bound), "rpId": "localhost"})
+
+    def resigned(state: dict[str, Any]) -> None:
+        state["passkey"] = {
+            **state["passkey"],
+            "credential_id": insider.id,
+            "authenticator_data": signed_later["response"]["authenticatorData"],
+            "client_data_json": signed_later["response"]["clientDataJSON"],
+            "signature": signed_later["response"]["signature"],
+        }
+
+    _forge(cs, first, _approved_version(cs, first), resigned, through_the_end=True)
+    found = verify(cs.app, cs.sql).to_json()["first_broken_link"]
+
+    assert found["proposal_id"] == first
+    assert found["problem"] == "approved with a passkey registered only after the approval"

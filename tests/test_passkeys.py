@@ -10,10 +10,13 @@ import pytest
 from countersign.domain.club.passkeys import PasskeyError
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import main
 
 from tests.conftest import AVA, BEN, REFUND, count_events
 from tests.passkey_authenticator import Authenticator
 from tests.support.proposing import propose
+from tests.test_governance_cli import row
+from tests.test_projections import projected
 
 NOAH = "noah@granite.example"
 
@@ -106,6 +109,70 @@ def test_an_assertion_counts_once_for_its_own_proposal_and_approver(cs, seeded):
     # Relayed for another approver: Noah has no such passkey, and the challenge names Ava.
     assert cs.proposals.approve(first, NOAH, for_first).reason == "passkey_rejected"
     assert cs.proposals.approve(first, AVA, for_first).result == "executed"
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [{"origin": "https://evil.example"}, {"rp_id": "evil.example"}],
+    ids=["another origin", "another RP id"],
+)
+def test_an_assertion_made_for_another_site_is_refused(cs, seeded, forged):
+    """A phishing page, or another relying party, gets a real signature from Ava's real key:
+    the server checks the origin in the client data and the RP id hash in the authenticator
+    data, so it approves nothing."""
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    proposal_id = propose(cs, seeded)
+    challenge = cs.access.approval_challenge(proposal_id, AVA)
+    before = count_events(cs)
+
+    credential = key.sign(challenge["options"], **forged)
+    report = cs.proposals.approve(
+        proposal_id, AVA, {"nonce": challenge["nonce"], "credential": credential}
+    )
+
+    assert (report.result, report.reason, report.status) == (
+        "not_approvable",
+        "passkey_rejected",
+        "pending",
+    )
+    assert count_events(cs) == before
+    assert cs.sandbox.refunds() == []
+    # The same key, signing for this site, approves.
+    assert (
+        cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key)).result
+        == "executed"
+    )
+
+
+def test_an_approval_with_a_passkey_reads_as_the_card_says_in_the_trail_and_the_terminal(
+    cs, seeded, database_url, capsys
+):
+    """'Approved with a passkey ("Ava's laptop")' on the card, in English and in French, and in
+    the audit trail (which is in English, like all its summaries)."""
+    require_passkey(cs, approvals=2)
+    key = register(cs, AVA, "Ava's laptop")
+    proposal_id = propose(cs, seeded)
+    cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key))
+
+    shown = {}
+    for language in ("en", "fr"):
+        argv = ["--database", database_url, "show", proposal_id, "--as", AVA]
+        assert main([*argv, "--language", language]) == 0
+        shown[language] = capsys.readouterr().out
+    assert row(shown["en"], "Approvals") == (
+        f'1 of 2 ({AVA}, Approved with a passkey ("Ava\'s laptop"))'
+    )
+    assert row(shown["fr"], "Approbations") == (
+        f"1 sur 2 ({AVA}, Approuvée avec une clé d'accès (« Ava's laptop »))"
+    )
+
+    trail = projected(
+        cs,
+        "SELECT actor, summary FROM audit_events WHERE proposal_id = ? AND event_type = 'Approved'",
+        (proposal_id,),
+    )
+    assert trail == [(AVA, 'Approved with a passkey ("Ava\'s laptop") (1 of 2)')]
 
 
 def test_a_stale_nonce_a_replayed_counter_and_no_user_verification_are_refused(cs, seeded, clock):

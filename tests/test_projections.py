@@ -49,6 +49,13 @@ def catch_up_all(cs, batch_size: int = 1000) -> None:
         runner.catch_up()
 
 
+def projected(cs, query: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """The rows ``query`` reads from the projections, once they have caught up."""
+    catch_up_all(cs)
+    with cs.sql.transaction() as cursor:
+        return [tuple(row) for row in cursor.execute(query, params).fetchall()]
+
+
 def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, str]:
     """One proposal per outcome kind, and a pending one; then governance: a proposal replaced
     by a newer one, an edit, a two-approver refund whose success retires a pending

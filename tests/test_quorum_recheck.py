@@ -9,6 +9,7 @@ One that is not stays recorded, shown as no longer counting, and the answer is
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
@@ -24,7 +25,8 @@ from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD
-from tests.test_projections import catch_up_all
+from tests.support.proposing import propose
+from tests.test_projections import catch_up_all, projected
 from tests.test_web_pages import _main, web_for
 
 NOAH = "noah@granite.example"
@@ -163,7 +165,9 @@ def test_the_api_and_every_projection_show_an_approval_that_no_longer_counts(cs,
     proposal_id = _propose(cs, seeded)
     cs.proposals.approve(proposal_id, NOAH)
     _change_club(cs, lambda org: org.change_permissions(NOAH, [Permission.READ_AUDIT]))
-    billing = issue_token(cs, "granite", "billing", [REFUND_PERMISSION], issued_by=AVA)
+    billing = issue_token(
+        cs, "granite", "billing", [REFUND_PERMISSION], issued_by=AVA, kind="approver"
+    )
 
     with TestClient(create_app(cs), raise_server_exceptions=False) as client:
         bearer = {"Authorization": f"Bearer {billing.token}"}
@@ -293,3 +297,26 @@ def test_a_permission_revoked_elsewhere_as_the_last_approval_commits_is_caught(c
     assert answer.no_longer_counting == [{"approved_by": NOAH, "reason": "lost_permission"}]
     assert _events(cs, proposal_id) == ["Proposed", "Approved", "ApprovalLapsed", "Approved"]
     assert cs.sandbox.refunds() == []
+
+
+def test_the_notifications_outbox_does_not_name_an_approval_that_no_longer_counts(cs, seeded):
+    """The outcome that needs a person is sent to the proposal's requester and approvers: an
+    approver whose approval lapsed is not one of them (the ``notifications`` projection)."""
+    zoe = "zoe@granite.example"
+    cs.policies.set("granite", REFUND, 2)
+    proposal_id = propose(cs, seeded, "refund-lost-response")
+    cs.proposals.approve(proposal_id, NOAH)
+    _change_club(cs, lambda org: org.remove_member(NOAH))
+    assert cs.proposals.approve(proposal_id, AVA).result == "awaiting_approvals"
+    _change_club(cs, lambda org: org.add_member(zoe, "Zoé Tremblay", "manager", MANAGER))
+    assert cs.proposals.approve(proposal_id, zoe).status == "reconciling"
+
+    [(reason, approvers)] = projected(
+        cs,
+        "SELECT reason, approvers FROM notifications"
+        " WHERE proposal_id = ? AND reason <> 'awaiting_approval'",
+        (proposal_id,),
+    )
+    assert reason == "needs_reconciliation"
+    named = json.loads(approvers) if isinstance(approvers, str) else approvers
+    assert named == [AVA, zoe]  # not Noah, whose approval lapsed when he left

@@ -22,7 +22,9 @@ def test_an_old_token_table_gains_the_membership_column_and_new_tokens_work(cs, 
         # in its place, as a database from before the column has it.
         cursor.execute("DROP TABLE api_tokens")
         cursor.execute(OLD_SCHEMA)
-    issued = issue_token(cs, "granite", "billing-bot", ["orders.refund"], issued_by=AVA)
+    issued = issue_token(
+        cs, "granite", "billing-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    )
     caller = authenticate(cs, issued.token)
     assert caller is not None
     assert caller.acting_member == AVA

@@ -37,7 +37,9 @@ def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
 
 @pytest.fixture
 def manager(cs: Countersign, seeded: dict[str, Any]) -> str:
-    return issue_token(cs, "granite", "hooks-bot", ["webhooks.manage"], issued_by=AVA).token
+    return issue_token(
+        cs, "granite", "hooks-bot", ["webhooks.manage"], issued_by=AVA, kind="approver"
+    ).token
 
 
 def test_a_service_registers_lists_and_removes_an_endpoint(cs, seeded, client, manager):
@@ -116,13 +118,17 @@ def test_a_bad_url_is_a_422_naming_the_field(client, manager, url):
 
 
 def test_permissions_and_tenants(cs, seeded, client, manager):
-    refunds_only = issue_token(cs, "granite", "refunds", ["orders.refund"], issued_by=AVA).token
+    refunds_only = issue_token(
+        cs, "granite", "refunds", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
     assert client.get(HOOKS, headers=auth(refunds_only)).status_code == 403
     # A token with the scope, whose member has since lost the permission: 403.
     granite = cs.store.get(Organization.create_id("granite"), Organization)
     granite.change_permissions(BEN, ["webhooks.manage"])
     cs.store.save(granite)
-    ben = issue_token(cs, "granite", "ben-bot", ["webhooks.manage"], issued_by=BEN).token
+    ben = issue_token(
+        cs, "granite", "ben-bot", ["webhooks.manage"], issued_by=BEN, kind="approver"
+    ).token
     granite.change_permissions(BEN, [])
     cs.store.save(granite)
     assert client.post(HOOKS, headers=auth(ben), json={"url": "https://x.example"}).status_code == (
@@ -130,7 +136,9 @@ def test_permissions_and_tenants(cs, seeded, client, manager):
     )
     assert client.get(HOOKS).status_code == 401
     # Another club's endpoint and delivery ids are simply not found.
-    maple = issue_token(cs, "maple", "maple-hooks", ["webhooks.manage"], issued_by=MIA).token
+    maple = issue_token(
+        cs, "maple", "maple-hooks", ["webhooks.manage"], issued_by=MIA, kind="approver"
+    ).token
     granite_endpoint = client.post(
         HOOKS, headers=auth(manager), json={"url": "https://granite.example/h"}
     ).json()["endpoint_id"]

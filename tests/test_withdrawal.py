@@ -267,7 +267,9 @@ def test_staff_who_may_not_read_the_withdrawn_one_are_told_it_exists_without_wha
 
 def test_the_api_card_lists_what_approving_withdraws_and_why_one_was_superseded(web: Web):
     cancellation, refund = _cancellation_then_refund(web.cs, web.seeded)
-    bearer = issue_token(web.cs, "granite", "billing", ["orders.refund"], issued_by=AVA).token
+    bearer = issue_token(
+        web.cs, "granite", "billing", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
     api = web.browser().client
     headers = {"Authorization": f"Bearer {bearer}"}
 

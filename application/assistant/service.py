@@ -34,7 +34,11 @@ from countersign.application.ports import (
     ModelUnavailableError,
     ToolCall,
 )
-from countersign.application.proposal_limit import ProposalLimiter, TooManyProposalsError
+from countersign.application.proposal_limit import (
+    ProposalLimiter,
+    TooManyProposalsError,
+    limited,
+)
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ProposalCreated, Report
 from countersign.domain.contracts.base import (
@@ -271,25 +275,22 @@ class AssistantService:
         """The proposal a propose call made, or the tool result and outcome of its refusal."""
         club = str(turn.scope.organization_id)
         try:
-            if self.limiter is not None:
-                self.limiter.check(club, turn.actor)
-            created = self.proposals.propose(
-                organization=turn.organization,
-                actor=turn.actor,
-                operation=operation,
-                resource_id=str(turn.scope.resource_id),
-                request=arguments,
-                interaction_id=str(turn.interaction.id),
-            )
-        except TooManyProposalsError as limited:
-            turn.limited.append(limited.retry_after)
-            return None, {"error": str(limited)}, "refused"  # plain words to pass on
+            with limited(self.limiter, club, turn.actor):
+                created = self.proposals.propose(
+                    organization=turn.organization,
+                    actor=turn.actor,
+                    operation=operation,
+                    resource_id=str(turn.scope.resource_id),
+                    request=arguments,
+                    interaction_id=str(turn.interaction.id),
+                )
+        except TooManyProposalsError as too_many:
+            turn.limited.append(too_many.retry_after)
+            return None, {"error": str(too_many)}, "refused"  # plain words to pass on
         except InvalidRequestError as invalid:
             return None, turn.refusal(invalid.problems, invalid.more_problems), "rejected"
         except (NotFoundError, ForbiddenError):
             return None, {"error": NOT_POSSIBLE}, "refused"
-        if self.limiter is not None:
-            self.limiter.count(club, turn.actor)
         return created, {}, "proposed"
 
     # -- context --------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ def _check(
         if version in audited and audited[version] != stored:
             return {"version": version, "problem": "link differs from the audit trail's copy"}
         previous = link
-        if type(event).__name__ == "Approved" and written.get("passkey"):
-            problem = _passkey_problem(app, events[0][1], proposal_id, written)
+        if type(event).__name__ == "Approved":
+            problem = _approval_problem(app, events[0][1], proposal_id, written)
             if problem is not None:
                 return {"version": version, "problem": problem}
     if audited and max(audited) > len(events):
@@ -115,27 +115,56 @@ def _check(
     return None
 
 
-def _passkey_problem(
+def _approval_problem(
     app: CountersignApplication,
     proposed: dict[str, Any],
     proposal_id: UUID,
     approved: dict[str, Any],
 ) -> str | None:
-    """Why an approval's stored passkey assertion does not hold, or None."""
-    approver = str(approved.get("approved_by"))
-    try:
-        ring_id = PasskeyRing.create_id(UUID(str(proposed["organization_id"])), approver)
-        ring: object = app.repository.get(ring_id)
-        registered = ring.registered if isinstance(ring, PasskeyRing) else {}
-    except Exception:
-        registered = {}
+    """Why an approval does not hold as the proposal's frozen policy asked, or None: where
+    the policy required a passkey, the approval must carry an assertion, and an assertion
+    must verify against a key the approver registered before approving, during the
+    membership that approved."""
+    assertion = approved.get("passkey")
+    if not assertion:
+        if (proposed.get("policy") or {}).get("require_passkey"):
+            return "approved without the passkey its policy required"
+        return None
+    registered = _ring_keys(app, proposed, approved)
+    entry = registered.get(str(assertion.get("credential_id")))
+    if entry is not None and not _before(entry.get("registered_at"), approved.get("approved_at")):
+        return "approved with a passkey registered only after the approval"
+    membership = approved.get("membership_id")
+    if entry is not None and membership is not None and entry.get("membership_id") != membership:
+        return "approved with a passkey registered during another membership"
     return assertion_problem(
-        approved["passkey"],
+        assertion,
         registered=registered,
         digest=str(proposed.get("digest")),
         proposal_id=str(proposal_id),
-        approver=approver,
+        approver=str(approved.get("approved_by")),
     )
+
+
+def _ring_keys(
+    app: CountersignApplication, proposed: dict[str, Any], approved: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every key the approver's ring ever held in this club, removed ones included."""
+    try:
+        ring_id = PasskeyRing.create_id(
+            UUID(str(proposed["organization_id"])), str(approved.get("approved_by"))
+        )
+        ring: object = app.repository.get(ring_id)
+    except Exception:
+        return {}
+    return dict(ring.registered) if isinstance(ring, PasskeyRing) else {}
+
+
+def _before(registered_at: Any, approved_at: Any) -> bool:
+    try:
+        return bool(registered_at <= approved_at)
+    except TypeError:  # a missing time proves nothing
+        return False
 
 
 def _proposal_ids(app: CountersignApplication, audited: list[str]) -> Iterator[UUID]:

@@ -189,12 +189,12 @@ def issue_token(
     permissions: list[str] | tuple[str, ...] | set[str],
     *,
     issued_by: str,
-    kind: str = APPROVER,
+    kind: str,
 ) -> IssuedToken:
     """Create a token for ``organization_slug``; the raw token is returned exactly once.
-    ``kind``: ``agent`` (it never decides) or ``approver``. ``countersign tokens issue``
-    issues agent tokens unless told ``--approver``; this function keeps the kind every token
-    issued in code had before kinds existed (it could approve) unless told ``agent``.
+    ``kind``: ``agent`` (it never decides) or ``approver``, always said by the caller: a
+    token that can decide is never issued by default. (``countersign tokens issue`` issues
+    agent tokens unless told ``--approver``.)
 
     ``issued_by`` is the member the service acts as; the token may carry only permissions
     that member holds now. Raises NotFoundError (unknown organization, or ``issued_by`` is

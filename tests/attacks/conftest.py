@@ -270,8 +270,12 @@ class Api:
 @pytest.fixture
 def api(app: FastAPI, cs: Countersign, seeded: dict[str, Any]) -> Iterator[Api]:
     tokens = {
-        AVA: issue_token(cs, "granite", "ava-bot", ALL_PERMISSIONS, issued_by=AVA).token,
-        MIA: issue_token(cs, "maple", "mia-bot", ALL_PERMISSIONS, issued_by=MIA).token,
+        AVA: issue_token(
+            cs, "granite", "ava-bot", ALL_PERMISSIONS, issued_by=AVA, kind="approver"
+        ).token,
+        MIA: issue_token(
+            cs, "maple", "mia-bot", ALL_PERMISSIONS, issued_by=MIA, kind="approver"
+        ).token,
     }
     with TestClient(app, raise_server_exceptions=False) as client:
         yield Api(cs=cs, seeded=seeded, client=client, tokens=tokens)

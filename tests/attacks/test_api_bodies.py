@@ -119,7 +119,9 @@ class Api:
 
 
 def _token(cs: Countersign) -> str:
-    return issue_token(cs, "granite", "attack-bot", ["orders.refund"], issued_by=AVA).token
+    return issue_token(
+        cs, "granite", "attack-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
 
 
 @pytest.fixture

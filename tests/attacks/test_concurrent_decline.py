@@ -166,7 +166,9 @@ def _logged_declines(cs: Countersign) -> list[str]:
 
 def test_two_api_requests_declining_at_once_are_logged_once_as_declined(cs, seeded, monkeypatch):
     proposal_id = propose(cs, seeded)
-    token = issue_token(cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA).token
+    token = issue_token(
+        cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
     before = count_events(cs)
 
     with (
@@ -187,7 +189,9 @@ def test_two_api_requests_declining_at_once_are_logged_once_as_declined(cs, seed
 
 def test_two_servers_declining_at_once_are_logged_once_as_declined(cs, other, seeded, monkeypatch):
     proposal_id = propose(cs, seeded)
-    token = issue_token(cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA).token
+    token = issue_token(
+        cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
     before = count_events(cs)
 
     with (
@@ -218,7 +222,9 @@ def test_a_decline_whose_commit_was_retried_after_it_committed_is_still_ours(
     """The connection drops just after the decline committed; the library's retry is then
     refused as a duplicate of our own write. That is not someone else's decline."""
     proposal_id = propose(cs, seeded)
-    token = issue_token(cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA).token
+    token = issue_token(
+        cs, "granite", "decline-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
     before = count_events(cs)
     recorder: Any = cs.app.recorder
     real_get_connection = recorder.datastore.get_connection

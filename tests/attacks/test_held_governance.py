@@ -57,8 +57,12 @@ def test_mia_cannot_edit_a_granite_proposal(api: Api):
 
 
 def test_a_token_without_policies_manage_cannot_read_or_change_a_policy(api: Api):
-    narrow = issue_token(api.cs, "granite", "refund-bot", ["orders.refund"], issued_by=AVA).token
-    noah = issue_token(api.cs, "granite", "noah-bot", ALL_PERMISSIONS, issued_by=NOAH).token
+    narrow = issue_token(
+        api.cs, "granite", "refund-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
+    noah = issue_token(
+        api.cs, "granite", "noah-bot", ALL_PERMISSIONS, issued_by=NOAH, kind="approver"
+    ).token
     # Noah's token was given policies.manage; then Noah lost it. The token does not keep it.
     club = api.cs.store.get(Organization.create_id("granite"), Organization)
     club.change_permissions(NOAH, [Permission.REFUND_ORDERS])
@@ -87,7 +91,9 @@ def test_a_token_without_policies_manage_cannot_read_or_change_a_policy(api: Api
 
 
 def test_lowering_the_quorum_does_not_lower_a_frozen_proposals_requirement(api: Api):
-    noah = issue_token(api.cs, "granite", "noah-bot", ALL_PERMISSIONS, issued_by=NOAH).token
+    noah = issue_token(
+        api.cs, "granite", "noah-bot", ALL_PERMISSIONS, issued_by=NOAH, kind="approver"
+    ).token
     proposal_id = api.propose("refund-two-approvers")  # $128.00: two approvers
     assert api.post(f"/api/v1/proposals/{proposal_id}/approve").json()["result"] == (
         "awaiting_approvals"
@@ -95,7 +101,9 @@ def test_lowering_the_quorum_does_not_lower_a_frozen_proposals_requirement(api: 
 
     lowered = _put_policy(api, {"approvals": 1}, AVA)  # Ava, who already approved, lowers it
     repeat = api.post(f"/api/v1/proposals/{proposal_id}/approve")
-    other_token = issue_token(api.cs, "granite", "ava-again", ALL_PERMISSIONS, issued_by=AVA)
+    other_token = issue_token(
+        api.cs, "granite", "ava-again", ALL_PERMISSIONS, issued_by=AVA, kind="approver"
+    )
     by_another_token = api.post(f"/api/v1/proposals/{proposal_id}/approve", as_=other_token.token)
 
     assert lowered.json()["changed"] is True

@@ -10,22 +10,47 @@ approval" about a proposal that no longer awaits it, and says why.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from countersign.application.access import Caller
-from countersign.application.proposal_limit import RateLimit, TooManyProposalsError
+from countersign.application.proposal_limit import (
+    ProposalLimiter,
+    RateLimit,
+    TooManyProposalsError,
+)
+from countersign.domain.contracts.base import InvalidRequestError
 from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.identity.tokens import issue_token
 from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.proposal_counts import SqlProposalCounts
 from countersign.infrastructure.settings import Settings, SettingsError
 
-from tests.attacks.conftest import Api, assert_no_leak, assert_nothing_changed, problem, snapshot
+from tests.attacks.conftest import (
+    Api,
+    Web,
+    assert_no_leak,
+    assert_nothing_changed,
+    problem,
+    snapshot,
+)
 from tests.conftest import AVA, MIA, REFUND, TO_CARD, count_events
+from tests.mcp_client import error_of, over_http
 from tests.receivers import LOOPBACK_NETWORKS, receiving
+from tests.servers import serving
+
+if TYPE_CHECKING:  # the MCP SDK is imported where it is used (docs/testing.md)
+    from mcp import ClientSession
 
 LIMIT = RateLimit.parse(Settings().proposal_limit)
 PROPOSALS = "/api/v1/proposals"
+REFUND_TOOL = "propose_order_refund_missing_discount"
 WORDS = "Olivia says she registered early but never got her early-bird discount. Fix it?"
 
 
@@ -102,6 +127,115 @@ def test_the_assistant_passes_on_a_plain_refusal(api: Api) -> None:
         assert "Nothing was changed" in closing or "Rien n'a été modifié" in closing
     assert snapshot(api.cs).refunds == before.refunds
     assert count_events(api.cs, "Proposal.Proposed") == before_proposals
+
+
+def _fill_the_limit(cs: Countersign, order: str) -> None:
+    """Ava makes as many proposals as the limit allows, as the CLI and MCP would."""
+    for _ in range(LIMIT.count):
+        cs.access.propose(
+            Caller(AVA, "granite"), operation=REFUND, resource_id=order, request=TO_CARD
+        )
+
+
+def test_an_agent_past_the_limit_gets_a_plain_mcp_refusal(cs, seeded) -> None:
+    """An agent flooding proposals through MCP gets a tool error it can read and pass on:
+    ``too_many_proposals`` and a sentence saying when to try again; nothing is proposed."""
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
+    order = seeded["orders"]["refund-ok"]
+    agent = issue_token(cs, "granite", "agent", ["orders.refund"], issued_by=AVA, kind="agent")
+    _fill_the_limit(cs, order)
+    before = snapshot(cs)
+
+    async def proposing(session: ClientSession) -> dict[str, Any]:
+        return error_of(await session.call_tool(REFUND_TOOL, {"resource_id": order, **TO_CARD}))
+
+    with serving(http_app(cs), lifespan="on") as running:
+        refused = over_http(running.base, agent.token, proposing)
+
+    assert refused["error"] == "too_many_proposals"
+    said = re.fullmatch(
+        r"too many proposals in a short time; try again in (\d+) seconds", refused["message"]
+    )
+    assert said is not None, refused
+    assert 1 <= int(said.group(1)) <= LIMIT.seconds
+    assert_nothing_changed(cs, before)
+
+
+def test_an_edit_on_the_pages_past_the_limit_is_a_429_page(web: Web) -> None:
+    """The page that proposes (an edit is a new proposal) answers 429 with Retry-After and a
+    page in words, never a stack trace; nothing is proposed."""
+    order = web.seeded["orders"]["refund-ok"]
+    original = web.propose("refund-stale")  # another order: filling the limit replaces none
+    _fill_the_limit(web.cs, order)
+    ava = web.member(AVA)
+    before = snapshot(web.cs)
+
+    edit = {"payment": "P1", "line_item": "L1", "discount": "D1", "destination": "account_credit"}
+    refused = ava.submit(f"/proposals/{original}/edit", edit)
+
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["retry-after"]) <= LIMIT.seconds
+    assert refused.headers["content-type"].startswith("text/html")
+    assert "Too many proposals for now" in refused.text
+    assert "Nothing was changed; wait a minute, then try again." in refused.text
+    assert_no_leak(refused.text)
+    assert_nothing_changed(web.cs, before)
+    assert web.status(original) == "pending"
+
+
+def test_a_burst_of_concurrent_proposals_admits_exactly_the_limit(cs, clock) -> None:
+    """Each thread has its own connection, as separate processes would, and they all ask at
+    once. Checking and counting in one step admits exactly the limit. Each admitted thread
+    holds its proposal open until every thread has been admitted or refused: a limiter that
+    counted only after the proposal was made would admit them all."""
+    limit, threads = RateLimit(5, 60), 12
+    start = threading.Barrier(threads)
+    settled = threading.Condition()
+    decided: list[str] = []
+
+    def decide(how: str) -> None:
+        with settled:
+            decided.append(how)
+            settled.notify_all()
+
+    def attempt() -> None:
+        sql = SqlDatabase(cs.sql.database)
+        try:
+            limiter = ProposalLimiter(SqlProposalCounts(sql), limit, clock)
+            start.wait(timeout=30)
+            try:
+                with limiter.admitted("granite", AVA):
+                    decide("admitted")
+                    with settled:
+                        everyone = settled.wait_for(lambda: len(decided) == threads, timeout=30)
+                    assert everyone, f"only {len(decided)} of {threads} threads got an answer"
+            except TooManyProposalsError:
+                decide("refused")
+        finally:
+            sql.close()
+
+    with ThreadPoolExecutor(threads) as pool:
+        for done in [pool.submit(attempt) for _ in range(threads)]:
+            done.result(timeout=60)
+
+    admitted = limit.count
+    assert sorted(decided) == ["admitted"] * admitted + ["refused"] * (threads - admitted)
+    with cs.sql.transaction() as cursor:
+        counted = cursor.execute("SELECT COUNT(*) FROM proposal_counts").fetchone()
+    assert counted is not None
+    assert counted[0] == admitted
+
+
+def test_a_proposal_refused_for_another_reason_does_not_count(cs, seeded) -> None:
+    ava = Caller(AVA, "granite")
+    order = seeded["orders"]["refund-ok"]
+    for _ in range(LIMIT.count + 1):
+        with pytest.raises(InvalidRequestError):
+            cs.access.propose(ava, operation=REFUND, resource_id=order, request={"amount": 1})
+    _fill_the_limit(cs, order)
+    with pytest.raises(TooManyProposalsError):
+        cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
 
 
 def test_the_sender_skips_awaits_your_approval_for_superseded_proposals(cs, seeded) -> None:

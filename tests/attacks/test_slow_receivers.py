@@ -4,14 +4,18 @@ The attack run's receiver trickled its answer one byte a second: the timeout app
 socket read, so one attempt lasted 25 s, and a maple notification made meanwhile arrived 24.9 s
 late because a pass waited for its whole batch. Now an attempt has one deadline for connecting,
 sending and reading together, and attempts run concurrently, bounded per endpoint, per club
-and overall, while the long-running sender keeps picking up new notifications.
+and overall, while the long-running sender keeps picking up new notifications. The trickling
+receiver counts the connections it has open at once, by endpoint, by club and in all, while
+many deliveries are due: none of those bounds is ever exceeded.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,9 +37,74 @@ DEADLINE = 1.0
 
 @dataclass
 class Trickler:
+    """The trickling receiver, and the most connections it had open at once: overall, by
+    request path (each path is an endpoint of its own to the sender) and by the club a path
+    names (``/hooks/<club>/<n>``)."""
+
     url: str = ""
     arrived: threading.Event = field(default_factory=threading.Event)
     requests: int = 0
+    most: int = 0
+    most_by_path: Counter[str] = field(default_factory=Counter)
+    most_by_club: Counter[str] = field(default_factory=Counter)
+    _open: dict[socket.socket, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def opened(self, connection: socket.socket, path: str) -> None:
+        """A request arrived. The sender closes an attempt's socket (it sends its FIN) before
+        it connects again, so any connection at end of stream here is one the sender already
+        ended, whether or not its trickling thread has noticed yet."""
+        with self._lock:
+            for other in [c for c in self._open if _ended(c)]:
+                del self._open[other]
+            self._open[connection] = path
+            self.requests += 1
+            self.most = max(self.most, len(self._open))
+            paths = list(self._open.values())
+            self.most_by_path[path] = max(self.most_by_path[path], paths.count(path))
+            club = _club(path)
+            on_club = sum(1 for p in paths if _club(p) == club)
+            self.most_by_club[club] = max(self.most_by_club[club], on_club)
+
+    def closed(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._open.pop(connection, None)
+
+
+def _club(path: str) -> str:
+    return path.split("/")[2] if path.count("/") >= 3 else ""
+
+
+def _ended(connection: socket.socket) -> bool:
+    """Whether the peer closed the connection (its whole request was read before): readable
+    now, with nothing left to read. Asked without waiting."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:  # reset by the peer
+        return True
+
+
+def _read_request(connection: socket.socket) -> bytes:
+    """The whole request: its head, and a body of its Content-Length."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+         if line.lower().startswith(b"content-length:")),
+        0,
+    )  # fmt: skip
+    while len(body) < length:
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head
 
 
 @contextmanager
@@ -43,15 +112,16 @@ def trickling() -> Iterator[Trickler]:
     """A receiver that reads the request, then answers one byte every 0.1 s."""
     trickler = Trickler()
     stop = threading.Event()
-    server = socket.create_server(("127.0.0.1", 0))
+    server = socket.create_server(("127.0.0.1", 0), backlog=64)
     server.settimeout(0.2)
 
     def answer(connection: socket.socket) -> None:
         with connection:
             connection.settimeout(TRICKLE_FOR)
             try:
-                connection.recv(65536)
-                trickler.requests += 1
+                head = _read_request(connection)
+                path = head.split(b" ", 2)[1].decode() if head.count(b" ") >= 2 else ""
+                trickler.opened(connection, path)
                 trickler.arrived.set()
                 ends = time.monotonic() + TRICKLE_FOR
                 for byte in b"HTTP/1.1 200 OK\r\n" + b"x-trickle: " + b"a" * 1000:
@@ -61,6 +131,8 @@ def trickling() -> Iterator[Trickler]:
                     time.sleep(0.1)
             except OSError:
                 return
+            finally:
+                trickler.closed(connection)
 
     def serve() -> None:
         while not stop.is_set():
@@ -156,3 +228,50 @@ def test_one_pass_does_not_leave_another_club_behind_a_busy_one(cs, seeded) -> N
         delay = time.monotonic() - began
         passing.join(30)
     assert delay < 1.0, f"maple's delivery waited {delay:.2f} s behind granite's"
+
+
+def _due_to_the_trickler(
+    cs: Countersign, seeded: dict[str, Any], url: str, endpoints: dict[str, int]
+) -> None:
+    """``endpoints[club]`` endpoints of each club at the trickling receiver, and a pending
+    proposal of each of that club's orders (none replaces another): every one of them is due
+    at every endpoint of its club."""
+    orders = {
+        "granite": ["refund-ok", "refund-stale", "refund-declined", "refund-lost-response"],
+        "maple": ["maple-refund"],
+    }
+    for club, count in endpoints.items():
+        for n in range(count):
+            Webhooks(cs, LOOPBACK_NETWORKS).add(None, club, f"{url}/{club}/{n}")
+    for club in endpoints:
+        actor = AVA if club == "granite" else MIA
+        for order in orders[club]:
+            propose(cs, seeded, order, actor=actor, organization=club)
+
+
+def test_the_sender_keeps_to_its_bound_per_endpoint(cs, seeded) -> None:
+    """Four deliveries due at one slow endpoint, with workers and club slots to spare: never
+    more than ``per_endpoint`` connections to it at once (and that many: they do overlap).
+    Each attempt holds its connection to its deadline, 2 s, so the overlaps are seen."""
+    chosen = settings(workers=8, per_club=8, per_endpoint=2, timeout_seconds=2.0)
+    with trickling() as trickler:
+        _due_to_the_trickler(cs, seeded, trickler.url, {"granite": 1})
+        report = notification_sender(cs, chosen).run_once()
+    assert report.dead == trickler.requests == 4
+    assert trickler.most_by_path == {"/hooks/granite/0": chosen.per_endpoint}
+
+
+def test_the_sender_keeps_to_its_bounds_per_club_and_overall(cs, seeded) -> None:
+    """Twelve deliveries due to granite's three slow endpoints and three to maple's: never
+    more than ``per_club`` connections for one club, ``per_endpoint`` to one endpoint, and
+    ``workers`` in all, at once."""
+    chosen = settings(workers=5, per_club=3, per_endpoint=2, timeout_seconds=2.0)
+    with trickling() as trickler:
+        _due_to_the_trickler(cs, seeded, trickler.url, {"granite": 3, "maple": 3})
+        report = notification_sender(cs, chosen).run_once()
+    assert report.dead == trickler.requests == 15
+    assert max(trickler.most_by_path.values()) <= chosen.per_endpoint, trickler.most_by_path
+    # Granite has deliveries enough to fill its club's slots, and both clubs the workers.
+    assert trickler.most_by_club["granite"] == chosen.per_club, trickler.most_by_club
+    assert trickler.most_by_club["maple"] <= chosen.per_club, trickler.most_by_club
+    assert trickler.most == chosen.workers

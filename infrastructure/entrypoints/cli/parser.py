@@ -173,9 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     policy_set.add_argument(
         "--require-passkey",
         type=true_or_false,
-        default=False,
         metavar="true|false",
-        help="must each approval be signed with the approver's passkey (default: false)",
+        help="must each approval be signed with the approver's passkey (default: as it is)",
     )
     policy_show = add("show", cmd_policy_show, "every operation's policy in force", policy_sub)
     policy_show.add_argument("--org", required=True)

@@ -48,12 +48,13 @@ class PolicyIn(Body):
         strict=True,
         description="Whether the person who requested a proposal may approve it.",
     )
-    require_passkey: bool = Field(
-        default=False,
+    require_passkey: bool | None = Field(
+        default=None,
         strict=True,
         description=(
             "Whether each approval (above above_cents, like the quorum) must be signed with "
-            "the approver's passkey, bound to the proposal's contract digest."
+            "the approver's passkey, bound to the proposal's contract digest (omitted: as the "
+            "policy in force asks)."
         ),
     )
 

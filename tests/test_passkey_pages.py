@@ -1,0 +1,76 @@
+"""Passkeys on the pages, without a browser (the ASGI app, on both databases): the review page
+says who approved with which passkey, in English and in French, and the account page renames a
+passkey through its form."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.conftest import AVA
+from tests.support.proposing import propose
+from tests.test_passkeys import register, require_passkey, signed
+from tests.test_web_pages import Web, _main, web_for
+
+PAGE = "/account/passkeys"
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
+
+
+def _text(page: Any) -> str:
+    assert page.status_code == 200, page.text[:300]
+    return html.unescape(_main(page))
+
+
+def _names(page: Any) -> list[str]:
+    """The passkeys the account page lists, by name."""
+    return re.findall(r'<span class="passkey-name">([^<]*)</span>', _text(page))
+
+
+def test_the_review_page_names_the_passkey_an_approval_was_signed_with(web: Web) -> None:
+    require_passkey(web.cs, approvals=2)
+    key = register(web.cs, AVA, "Ava's laptop")
+    proposal_id = propose(web.cs, web.seeded)
+    web.cs.proposals.approve(proposal_id, AVA, signed(web.cs, proposal_id, AVA, key))
+    browser = web.browser(AVA)
+
+    english = _text(browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "en"}))
+    french = _text(browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}))
+
+    assert 'Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")' in english
+    assert "Ava Lindqvist — Approuvée avec une clé d'accès (« Ava's laptop »)" in french
+    assert "Approved with" not in french
+
+
+def test_a_passkey_is_renamed_through_the_account_page(web: Web) -> None:
+    key = register(web.cs, AVA, "Ava's laptop")
+    browser = web.browser(AVA)
+    assert _names(browser.get(PAGE)) == ["Ava's laptop"]
+
+    renamed = browser.form(
+        f"{PAGE}/rename", {"credential_id": key.id, "name": "Ava's work laptop"}, PAGE
+    )
+
+    assert (renamed.status_code, renamed.headers["location"]) == (303, PAGE)
+    page = browser.get(PAGE)
+    assert "The passkey was renamed." in _text(page)
+    assert _names(page) == ["Ava's work laptop"]
+    assert [p["name"] for p in web.cs.passkeys.passkeys("granite", AVA)] == ["Ava's work laptop"]
+
+    # A blank name is refused with the page's own sentence; the name stays.
+    blank = browser.form(f"{PAGE}/rename", {"credential_id": key.id, "name": "  "}, PAGE)
+    assert blank.status_code == 303
+    page = _text(browser.get(PAGE))
+    assert "The passkey could not be renamed: give it a name." in page
+    assert [p["name"] for p in web.cs.passkeys.passkeys("granite", AVA)] == ["Ava's work laptop"]
+    # Without the session's CSRF token, nothing is renamed.
+    forged = browser.post(f"{PAGE}/rename", {"credential_id": key.id, "name": "x"})
+    assert forged.status_code == 403
+    assert [p["name"] for p in web.cs.passkeys.passkeys("granite", AVA)] == ["Ava's work laptop"]
