@@ -55,8 +55,13 @@ def cmd_members_set_permissions(cs: Countersign, args: argparse.Namespace) -> Re
     email = args.email.strip().lower()
     try:
         held = cs.club.set_permissions(organization, email, args.permissions)
-    except (UnknownPermissionError, NotMemberError, LastMemberManagerError, NotFoundError) as no:
-        raise _refusal(no, organization, email, args.language) from None
+    except (
+        UnknownPermissionError,
+        NotMemberError,
+        LastMemberManagerError,
+        NotFoundError,
+    ) as refused:
+        raise _refusal(refused, organization, email, args.language) from None
     document: dict[str, Any] = {"organization": organization, **held}
     return document, _held_text(held, args.language)
 
