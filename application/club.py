@@ -8,17 +8,27 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from countersign.application import authorization
+from countersign.application import access, authorization
+from countersign.application.access import Caller, require_decider
 from countersign.application.authorization import member_of, organization_by_slug, require
 from countersign.application.errors import parse_id
-from countersign.application.ports import AggregateStore
+from countersign.application.ports import AggregateStore, Answer, Commit, Reads
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
-from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.club.organization import (
+    Member,
+    Organization,
+    Permission,
+    UnknownPermissionError,
+)
 from countersign.domain.club.roster import Roster
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
+from countersign.domain.contracts import PERMISSIONS
 from countersign.domain.errors import NotFoundError
+from countersign.domain.ports import Repository
 
+#: Who changed a member's permissions from the command line (it names no member).
+OPERATOR = "operator"
 #: The order events that each record one refund (``Order._refunds`` numbers them in turn).
 _REFUND_EVENTS = ("RefundRecorded", "RefundAttemptSucceeded")
 
@@ -159,9 +169,65 @@ class ClubService:
             raise NotFoundError("broadcast form")
         return {"subject": form.subject, "body": form.body}
 
+    def members(self, organization: str, by: Caller) -> list[Member]:
+        """Every member of the club with their permissions, by email; for a caller who holds
+        members.manage there. NotFoundError for an unknown club or one the caller does not act
+        in, MissingPermissionError without the permission."""
+        org = self.store.read(_organization_id(organization, by), Organization)
+        _member_manager(org, by)
+        found = (org.member(email) for email in sorted(org.members))
+        return [member for member in found if member is not None]
+
+    def set_permissions(
+        self,
+        organization: str,
+        email: str,
+        permissions: list[str],
+        *,
+        by: Caller | None = None,
+    ) -> dict[str, Any]:
+        """Give the member exactly ``permissions`` (a PermissionsChanged event naming who did;
+        the command line, ``by`` None, is the operator); what they hold now, and whether this
+        changed it. UnknownPermissionError, NotMemberError, LastMemberManagerError,
+        NotFoundError (an unknown club, or one the caller does not act in),
+        AgentCannotDecideError or MissingPermissionError."""
+        wanted = sorted({p.strip() for p in permissions if p.strip()})
+        unknown = [p for p in wanted if p not in PERMISSIONS]
+        if unknown:
+            raise UnknownPermissionError(unknown, PERMISSIONS)
+        organization_id = _organization_id(organization, by)
+        if by is not None:
+            require_decider(by)  # who may decide is the people's to set, never an agent's
+
+        def setting(facts: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
+            org = facts.get(organization_id, Organization)
+            changed_by = OPERATOR if by is None else _member_manager(org, by)
+            changed = org.change_permissions(email, wanted, changed_by)
+            held = {"email": email.strip().lower(), "permissions": wanted, "changed": changed}
+            return Commit([org], held) if changed else Answer(held)
+
+        return self.store.decide(Reads([organization_id]), setting)
+
     def _roster(self, organization: str) -> Roster:
         org = organization_by_slug(self.store, organization)
         return self.store.get(Roster.create_id(org.id), Roster)
+
+
+def _organization_id(organization: str, by: Caller | None) -> UUID:
+    """The club's id; NotFoundError for a club the caller does not act in, like an unknown
+    one."""
+    slug = organization.strip().lower()
+    if by is not None and by.organization is not None and by.organization != slug:
+        raise NotFoundError("organization")
+    return Organization.create_id(slug)
+
+
+def _member_manager(org: Organization, caller: Caller) -> str:
+    """The caller's email if they may manage the club's members (MissingPermissionError
+    if not, NotFoundError for a non-member)."""
+    member = authorization.membership(org, caller.email)
+    access.require(caller, member, Permission.MANAGE_MEMBERS)
+    return member.email
 
 
 def _membership(org: Organization, member: Member) -> Membership:

@@ -173,7 +173,8 @@ class Database:
             "POSTGRES_PORT": str(self.port),
             "POSTGRES_USER": self.user,
             "POSTGRES_PASSWORD": self.password,
-            # Commits go through countersign's own insert function (infrastructure/recorders.py).
+            # Commits go through countersign's own insert function
+            # (infrastructure/persistence/recorders.py).
             # Not the library's ("y"): in 9.5.6 it skips the table lock that keeps
             # notification ids in commit order, and projections would then skip events.
             "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:CountersignPostgresRecorder",

@@ -22,7 +22,7 @@ def _registry() -> dict[str, Projection]:
     from countersign.projections.browser_view import BrowserView
     from countersign.projections.handback import Handback
     from countersign.projections.notifications import Notifications
-    from countersign.projections.operations import OpenWork
+    from countersign.projections.open_work import OpenWork
 
     return {
         projection.name: projection

@@ -1,10 +1,10 @@
 """The audit trail: one row per proposal lifecycle event, with actor, time and a safe summary,
-and one row per change of an organization's approval policy.
+and one row per change of an organization's approval policy or of a member's permissions.
 
 Each approval of a quorum is its own row ("approved (1 of 2)"); a supersession names the
-proposal that replaced it. Policy changes are organization events, kept apart in
-``policy_changes`` with who set them: the trail of proposal events stays one row per link of
-their hash chains (``audit verify`` checks them against it).
+proposal that replaced it. Policy and permission changes are organization events, kept apart
+in ``policy_changes`` and ``permission_changes`` with who made them: the trail of proposal
+events stays one row per link of their hash chains (``audit verify`` checks them against it).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ EVENTS = "audit_events"
 PROPOSALS = "audit_proposals"
 COUNTS = "audit_approval_counts"
 POLICY_CHANGES = "policy_changes"
+PERMISSION_CHANGES = "permission_changes"
 SYSTEM = "countersign"
 
 
@@ -40,8 +41,9 @@ class AuditTrail(Projection):
     """Who did what to which proposal, when; queryable per proposal, tenant, actor and time."""
 
     name = "audit_trail"
-    version = 4  # supersessions, quorums, revisions, policy changes; credentials, lapses;
-    # an approval with a passkey reads as the card says it
+    # supersessions, quorums, revisions, policy changes; credentials, lapses; 4: an approval
+    # with a passkey reads as the card says it; 5: members' permission changes
+    version = 5
     tables = (
         Table(
             PROPOSALS,
@@ -98,7 +100,35 @@ class AuditTrail(Projection):
             indexes=(("organization_id", "at"),),
             append_only=True,
         ),
+        Table(
+            PERMISSION_CHANGES,
+            (
+                Column("position", "int"),
+                Column("organization_id"),
+                Column("email"),
+                Column("permissions", "json"),
+                Column("changed_by"),
+                Column("at", "time"),
+            ),
+            key=("position",),
+            indexes=(("organization_id", "at"),),
+            append_only=True,
+        ),
     )
+
+    @handles("Organization.PermissionsChanged")
+    def permissions_changed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put(
+            PERMISSION_CHANGES,
+            {
+                "position": position,
+                "organization_id": str(event.originator_id),
+                "email": event.email,
+                "permissions": list(event.permissions),
+                "changed_by": getattr(event, "changed_by", None),  # absent before it was kept
+                "at": event_time(event),
+            },
+        )
 
     @handles("Organization.ApprovalPolicySet")
     def policy_set(self, event: Any, position: int, rows: Rows) -> None:

@@ -143,6 +143,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "chat-email": f"/chat/email_broadcasts/{seeded['broadcast_forms']['granite']}",
         "chat-roster": f"/chat/roster/{seeded['rosters']['granite']}",
         "webhooks": "/webhooks",
+        "members": "/members",
         "not-found": "/no-such-page",
     }
     app = create_app(cs)

@@ -23,7 +23,7 @@ from countersign.domain.contracts.presentation import LANGUAGES, Localized, Show
 from countersign.domain.handback import SHARED_REASONS, reason_text
 from countersign.domain.messages import operation_title, proposal_headline
 from countersign.domain.outcomes import RevisionReason
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import cards
 from countersign.infrastructure.entrypoints.web.i18n import translator
 from countersign.infrastructure.entrypoints.web.views import proposal_view
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -207,10 +207,10 @@ def test_sections_list_exactly_the_registry_contracts_of_their_section():
 @pytest.mark.parametrize("contract", CONTRACTS)
 def test_the_terminal_shows_the_declared_labels_in_order(contract, language):
     preview = example_preview(contract)
-    rows = render.preview_rows(contract.kind, preview, language)
+    rows = cards.preview_rows(contract.kind, preview, language)
     assert [label for label, _ in rows] == declared_labels(contract, language)
 
-    card = render.render_card(
+    card = cards.render_card(
         {
             "proposal_id": str(uuid4()),
             "operation": contract.kind,
@@ -257,7 +257,7 @@ def test_money_and_flags_read_the_same_in_the_terminal_and_the_browser():
     for contract in REGISTRY.values():
         preview = example_preview(contract)
         for language in LANGUAGES:
-            terminal = render.preview_rows(contract.kind, preview, language)
+            terminal = cards.preview_rows(contract.kind, preview, language)
             record = {
                 "proposal_id": str(uuid4()),
                 "operation": contract.kind,
@@ -270,7 +270,7 @@ def test_money_and_flags_read_the_same_in_the_terminal_and_the_browser():
 
 def test_a_preview_of_an_unregistered_operation_still_shows_its_fields():
     preview = {"amount_cents": 1250, "currency": "CAD", "urgent": True, "note": "hi"}
-    rows = render.preview_rows("gone.operation", preview)
+    rows = cards.preview_rows("gone.operation", preview)
     assert rows == [("amount cents", "$12.50 CAD"), ("urgent", "yes"), ("note", "hi")]
     assert proposal_headline("gone.operation", preview) == "gone.operation"
     assert operation_title("gone.operation", "fr") == "gone.operation"

@@ -34,7 +34,7 @@ from countersign.domain.messages import (
 from countersign.domain.money import format_money
 from countersign.domain.times import at_time
 from countersign.infrastructure.bootstrap import Countersign  # noqa: F401 (imports every module)
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import cards
 from countersign.infrastructure.entrypoints.web.i18n import translator
 from countersign.infrastructure.entrypoints.web.views import money, proposal_view
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -131,10 +131,10 @@ def french_texts(contract: AnyContract, preview: dict[str, Any]) -> dict[str, st
     card = templates.get_template("_card.html").render(p=proposal_view(record, t, "fr", now), t=t)
     texts = {
         "browser card": html.unescape(re.sub(r"<[^>]+>", " ", card)),
-        "terminal rows": "\n".join(v for _, v in render.preview_rows(kind, preview, "fr")),
+        "terminal rows": "\n".join(v for _, v in cards.preview_rows(kind, preview, "fr")),
         # Its frame (the rows are above; the box wraps the club's records across lines). The
         # operation's kind and status are the machine's names, kept in every language.
-        "terminal card": render.render_card(
+        "terminal card": cards.render_card(
             {**record, "requested_by": "ava", "approved_by": "ava", "preview": {}}, "fr"
         ).replace(kind, " "),
         "headline": proposal_headline(kind, preview, "fr"),
@@ -261,9 +261,9 @@ def test_account_credit_reads_in_french_on_the_card_and_in_the_outcome(cs, seede
     # Stored as the contract wrote it, so proposals stored before French still read.
     assert created.preview["refund_destination"] == "club account credit for Sophie Martin"
 
-    rows = dict(render.preview_rows(REFUND, created.preview, "fr"))
+    rows = dict(cards.preview_rows(REFUND, created.preview, "fr"))
     assert rows["Remboursé vers"] == "crédit au compte du club de Sophie Martin"
-    assert dict(render.preview_rows(REFUND, created.preview))["Refund to"] == (
+    assert dict(cards.preview_rows(REFUND, created.preview))["Refund to"] == (
         "club account credit for Sophie Martin"
     )
     amount = rows["Montant du remboursement"]

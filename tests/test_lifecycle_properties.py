@@ -43,7 +43,7 @@ from countersign.application.access import Caller
 from countersign.application.errors import ForbiddenError, NotRevisableError, UnknownOperationError
 from countersign.application.ports import EffectProvider
 from countersign.domain.approval_policy import PolicyError
-from countersign.domain.club.organization import Organization
+from countersign.domain.club.organization import LastMemberManagerError, Organization
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import (
@@ -177,6 +177,7 @@ REFUSALS = (
     InvalidRequestError,
     PolicyError,
     NotMemberError,
+    LastMemberManagerError,  # revoking Ava's and Noah's: the second keeps members.manage
     DuplicateError,
     OrderRuleError,
     RosterRuleError,

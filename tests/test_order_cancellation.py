@@ -14,7 +14,7 @@ from countersign.domain.club.roster import Roster
 from countersign.domain.errors import OrderRuleError
 from countersign.domain.scope import Scope, Section
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.cli.render import render_order
+from countersign.infrastructure.entrypoints.cli.listings import render_order
 from countersign.infrastructure.entrypoints.web.i18n import translator
 from countersign.infrastructure.entrypoints.web.views import order_view
 

@@ -19,7 +19,7 @@ from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
-from countersign.infrastructure.entrypoints.cli.render import render_report
+from countersign.infrastructure.entrypoints.cli.cards import render_report
 from countersign.infrastructure.entrypoints.http.app import create_app
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient

@@ -50,6 +50,7 @@ ALL = [
     "audit.read",
     "policies.manage",
     "webhooks.manage",
+    "members.manage",
 ]
 AGENT_PROBLEM = "urn:countersign:problem:agent-cannot-decide"
 
@@ -176,6 +177,7 @@ _BODIES: dict[tuple[str, str], Any] = {
         "requester_may_approve": True,
     },
     ("POST", "/api/v1/webhooks"): {"url": "https://hooks.example/countersign"},
+    ("PUT", "/api/v1/members/{email}/permissions"): {"permissions": ["members.manage"]},
     ("POST", "/api/v1/assistants/{section}/resources/{resource_id}/messages"): {
         "message": "Refund the missed discount to the card"
     },
@@ -195,6 +197,7 @@ def test_every_route_of_the_api_walked_with_an_agent_token_decides_nothing(api):
     endpoint = cs.notifications.add_endpoint(None, "granite", "https://hooks.example/a")
     org_before = cs.store.read(Organization.create_id("granite"), Organization)
     policies_before = json.dumps(org_before.policies, sort_keys=True, default=str)
+    members_before = json.dumps(org_before.members, sort_keys=True, default=str)
     values = {
         "proposal_id": noahs,
         "operation": REFUND,
@@ -202,6 +205,7 @@ def test_every_route_of_the_api_walked_with_an_agent_token_decides_nothing(api):
         "resource_id": api.seeded["orders"]["refund-ok"],
         "endpoint_id": endpoint.endpoint_id,
         "delivery_id": "00000000000000000000000000000000",
+        "email": "ben@granite.example",
     }
     walked = []
     app = create_app(cs)
@@ -231,6 +235,7 @@ def test_every_route_of_the_api_walked_with_an_agent_token_decides_nothing(api):
         ("POST", "/api/v1/proposals/{proposal_id}/decline"),
         ("POST", "/api/v1/proposals/{proposal_id}/revisions"),
         ("PUT", "/api/v1/policies/{operation}"),
+        ("PUT", "/api/v1/members/{email}/permissions"),
     }
     assert deciding <= set(walked)
     # Nothing was missed: the walk covers every operation the OpenAPI document declares.
@@ -246,6 +251,7 @@ def test_every_route_of_the_api_walked_with_an_agent_token_decides_nothing(api):
     org_after = cs.store.read(Organization.create_id("granite"), Organization)
     assert json.dumps(org_after.policies, sort_keys=True, default=str) == policies_before
     assert [e.endpoint_id for e in org_after.webhook_endpoints()] == [endpoint.endpoint_id]
+    assert json.dumps(org_after.members, sort_keys=True, default=str) == members_before
     assert cs.sandbox.refunds() == []
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -31,6 +31,31 @@ class Permission(StrEnum):
     READ_AUDIT = "audit.read"
     MANAGE_POLICIES = "policies.manage"
     MANAGE_WEBHOOKS = "webhooks.manage"
+    MANAGE_MEMBERS = "members.manage"
+
+
+class UnknownPermissionError(CountersignError):
+    """Raised when a change of permissions names a permission nobody may hold."""
+
+    def __init__(self, unknown: Iterable[str], known: Iterable[str]) -> None:
+        self.unknown = tuple(sorted(set(unknown)))
+        self.known = tuple(sorted(set(known)))
+        super().__init__(
+            f"no such permission: {', '.join(self.unknown)}; "
+            f"the permissions are: {', '.join(self.known)}"
+        )
+
+
+class LastMemberManagerError(CountersignError):
+    """Raised when a change would leave the club with nobody holding members.manage, so that
+    nobody could grant a permission again."""
+
+    def __init__(self, email: str) -> None:
+        self.email = email
+        super().__init__(
+            f"{email} is the last member who holds {Permission.MANAGE_MEMBERS}: give it to "
+            "someone else first, or nobody could change a member's permissions again"
+        )
 
 
 class LanguageError(CountersignError):
@@ -132,11 +157,30 @@ class Organization(Aggregate):
             raise NotMemberError(email)
         self._member_removed(email=email)
 
-    def change_permissions(self, email: str, permissions: Iterable[str]) -> None:
+    def change_permissions(
+        self, email: str, permissions: Iterable[str], changed_by: str | None = None
+    ) -> bool:
+        """Give the member exactly ``permissions``; True if that changed anything (giving the
+        ones held records nothing). NotMemberError for a non-member, LastMemberManagerError
+        for taking members.manage from the last member who holds it."""
         email = email.strip().lower()
-        if email not in self.members:
+        wanted = sorted({str(p) for p in permissions})
+        member = self.member(email)
+        if member is None:
             raise NotMemberError(email)
-        self._permissions_changed(email=email, permissions=sorted(str(p) for p in permissions))
+        if wanted == sorted(member.permissions):
+            return False
+        self.check_keeps_a_member_manager(member, wanted)
+        self._permissions_changed(email=email, permissions=wanted, changed_by=changed_by)
+        return True
+
+    def check_keeps_a_member_manager(self, member: Member, permissions: Collection[str]) -> None:
+        """LastMemberManagerError if ``member`` is the last holder of members.manage and
+        would lose it."""
+        manage = Permission.MANAGE_MEMBERS
+        holders = self.members_holding(manage)
+        if manage not in permissions and [h.email for h in holders] == [member.email]:
+            raise LastMemberManagerError(member.email)
 
     def set_time_zone(self, name: str) -> None:
         """Show the club's times in ``name`` (``America/Toronto``); TimeZoneError for a name
@@ -271,5 +315,10 @@ class Organization(Aggregate):
         self.members.pop(email, None)
 
     @event("PermissionsChanged")
-    def _permissions_changed(self, email: str, permissions: list[str]) -> None:
+    def _permissions_changed(
+        self,
+        email: str,
+        permissions: list[str],
+        changed_by: str | None = None,  # absent from events stored before it was recorded
+    ) -> None:
         self.members[email]["permissions"] = permissions

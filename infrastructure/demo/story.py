@@ -16,7 +16,7 @@ from countersign.infrastructure.adapters.email_sandbox import LOST_RESPONSE
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import cards, listings, render
 
 AVA = "ava@granite.example"
 NOAH = "noah@granite.example"
@@ -93,7 +93,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         f"Ava manages the Granite Curling Club.",
         data,
     )
-    story.say(render.render_order(cs.club.investigate("granite", orders["refund-ok"])))
+    story.say(listings.render_order(cs.club.investigate("granite", orders["refund-ok"])))
 
     story.chapter("Ava asks the order assistant; the application writes the contract")
     words = "Olivia says she registered early but never got her early-bird discount. Fix it?"
@@ -114,34 +114,34 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         "amount. The application computed it and froze this preview:"
     )
     created = turn["proposal"]
-    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
 
     story.chapter("Ava approves by id alone")
     first = cs.proposals.approve(created["proposal_id"], AVA).to_json()
-    story.say(render.render_report(first), first)
+    story.say(cards.render_report(first), first)
     story.chapter("Approving again returns the stored outcome, executing nothing")
     again = cs.proposals.approve(created["proposal_id"], AVA).to_json()
     same = json.dumps(again["outcome"], sort_keys=True) == json.dumps(
         first["outcome"], sort_keys=True
     )
     story.say(
-        render.render_report(again) + f"\n  Same stored outcome, byte for byte: {same}. "
+        cards.render_report(again) + f"\n  Same stored outcome, byte for byte: {same}. "
         f"Provider requests for it: {requests_for(cs, created['proposal_id'])}.",
         again,
     )
 
     story.chapter("State changes before approval: the proposal fails closed")
     stale = propose(cs, orders["refund-stale"], TO_CARD)
-    story.say(render.render_created(stale, cs.club.time_zone("granite")))
+    story.say(cards.render_created(stale, cs.club.time_zone("granite")))
     cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
     story.say("Meanwhile, in another tab, the whole payment is refunded by hand.")
     report = cs.proposals.approve(stale["proposal_id"], AVA).to_json()
-    story.say(render.render_report(report), report)
+    story.say(cards.render_report(report), report)
 
     story.chapter("The card provider's response is lost")
     lost = propose(cs, orders["refund-lost-response"], TO_CARD)
     report = cs.proposals.approve(lost["proposal_id"], AVA).to_json()
-    story.say(render.render_report(report), report)
+    story.say(cards.render_report(report), report)
     story.say(
         f"The provider did receive it: {requests_for(cs, lost['proposal_id'])} request. "
         "Nobody improvises a second call."
@@ -154,17 +154,17 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     )
     settled = cs.proposals.approve(lost["proposal_id"], AVA).to_json()
     story.say(
-        render.render_report(settled) + "\n  Provider requests for it, still: "
+        cards.render_report(settled) + "\n  Provider requests for it, still: "
         f"{requests_for(cs, lost['proposal_id'])}.",
         settled,
     )
 
     story.chapter("A card that declines, and a refund to account credit instead")
     declined = propose(cs, orders["refund-declined"], TO_CARD)
-    story.say(render.render_report(cs.proposals.approve(declined["proposal_id"], AVA).to_json()))
+    story.say(cards.render_report(cs.proposals.approve(declined["proposal_id"], AVA).to_json()))
     credit = propose(cs, orders["account-credit"], TO_ACCOUNT_CREDIT)
-    story.say(render.render_created(credit, cs.club.time_zone("granite")))
-    story.say(render.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
+    story.say(cards.render_created(credit, cs.club.time_zone("granite")))
+    story.say(cards.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
     cancel_registration(cs, story, orders["refund-ok"])
     two_managers(cs, story, orders["refund-two-approvers"])
@@ -183,19 +183,19 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         message=words,
     ).to_json()
     draft = turn["proposal"]
-    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
     draft_request = {
         "filters": {"leagues": ["Thursday Seniors", "Monday Night Open"]},
         "subject": draft["preview"]["subject"],
         "body": draft["preview"]["body"],
     }
-    story.say(render.render_report(cs.proposals.approve(draft["proposal_id"], AVA).to_json()))
+    story.say(cards.render_report(cs.proposals.approve(draft["proposal_id"], AVA).to_json()))
     second = cs.proposals.propose(
         organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=draft_request
     ).to_json()
     cs.club.join("granite", "Thursday Seniors", "Grace Kim", "grace.kim@example.com")
     story.say("A second, identical draft is proposed; then Grace Kim joins Thursday Seniors.")
-    story.say(render.render_report(cs.proposals.approve(second["proposal_id"], AVA).to_json()))
+    story.say(cards.render_report(cs.proposals.approve(second["proposal_id"], AVA).to_json()))
 
     story.chapter("A member changes league from Ava's words: the roster is rechecked at approval")
     roster = data["rosters"]["granite"]
@@ -211,11 +211,11 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(
         "The model asked for: " + "; ".join(asked) + "\nIt names the member by the email the "
         "search showed; the application counted both leagues before and after the move:\n"
-        + render.render_turn(json.loads(render.to_json(turn))),
+        + listings.render_turn(json.loads(render.to_json(turn))),
         turn,
     )
     story.say(
-        render.render_report(cs.proposals.approve(turn["proposal"]["proposal_id"], AVA).to_json())
+        cards.render_report(cs.proposals.approve(turn["proposal"]["proposal_id"], AVA).to_json())
     )
     lucas = cs.proposals.propose(
         organization="granite",
@@ -233,7 +233,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         "Ava also proposes moving Lucas Roy to the Junior Program; before she approves, the "
         "front desk signs him up for it directly."
     )
-    story.say(render.render_report(cs.proposals.approve(lucas["proposal_id"], AVA).to_json()))
+    story.say(cards.render_report(cs.proposals.approve(lucas["proposal_id"], AVA).to_json()))
 
     send_the_draft(cs, story, form)
 
@@ -241,11 +241,11 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     late = propose(cs, orders["provider-outage"], TO_CARD)
     clock.advance(seconds=cs.settings.proposal_ttl_seconds + 1)
     story.say("A day passes before anyone looks at it.")
-    story.say(render.render_report(cs.proposals.approve(late["proposal_id"], AVA).to_json()))
+    story.say(cards.render_report(cs.proposals.approve(late["proposal_id"], AVA).to_json()))
 
     story.chapter("The auditor replays one proposal's history")
     history = cs.audit.history(lost["proposal_id"])
-    story.say(render.render_history(json.loads(render.to_json(history))))
+    story.say(listings.render_history(json.loads(render.to_json(history))))
 
     story.chapter("Read models, rebuilt from the one event stream")
     story.say(
@@ -256,7 +256,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         runner.catch_up()
     granite = data["organizations"][0]["id"]
     inbox = json.loads(render.to_json(cs.read_models.inbox(granite, clock.now())))
-    story.say("Ava's inbox (the browser view projection):\n" + render.render_inbox(inbox), inbox)
+    story.say("Ava's inbox (the browser view projection):\n" + listings.render_inbox(inbox), inbox)
     card = cs.proposals.card(lost["proposal_id"], AVA)
     messages = cs.read_models.handback(granite, card.interaction_id)
     story.say(
@@ -295,14 +295,14 @@ def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
     turn = cs.assistant.turn(
         organization="granite", actor=AVA, section="orders", resource_id=order_id, message=words
     ).to_json()
-    story.say(render.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
     story.say(
         "The model chose only where the money goes. The application computed what is left to "
         "refund (what was paid, less the discount refunded earlier) and the spot to release."
     )
     proposal_id = turn["proposal"]["proposal_id"]
     report = cs.proposals.approve(proposal_id, AVA).to_json()
-    story.say(render.render_report(report), report)
+    story.say(cards.render_report(report), report)
     after = {league["name"]: league["active_members"] for league in cs.club.leagues("granite")}
     story.say(
         f"Provider requests for it: {requests_for(cs, proposal_id)}. The order was cancelled "
@@ -313,7 +313,7 @@ def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
             if after[name] != before.get(name)
         )
     )
-    story.say(render.render_order(cs.club.investigate("granite", order_id)))
+    story.say(listings.render_order(cs.club.investigate("granite", order_id)))
 
 
 def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
@@ -326,22 +326,22 @@ def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
         f"above {policy['above_cents'] / 100:.2f} CAD (set by command: countersign policy set)."
     )
     first = propose(cs, order_id, TO_CARD)
-    story.say(render.render_created(first, cs.club.time_zone("granite")))
+    story.say(cards.render_created(first, cs.club.time_zone("granite")))
     revised = cs.access.revise(first["proposal_id"], AVA, TO_ACCOUNT_CREDIT).to_json()
     card = cs.proposals.card(revised["proposal_id"], AVA).to_json()
     story.say(
         "Ava edits it: account credit instead of the card. The whole contract ran again on the "
         "edited request; the first proposal is superseded in the same commit.\n"
-        + render.render_revision(
+        + cards.render_revision(
             json.loads(render.to_json(revised)), json.loads(render.to_json(card)), actor=AVA
         ),
         card,
     )
     stale = cs.proposals.approve(first["proposal_id"], AVA).to_json()
-    story.say("Approving the first one now:\n" + render.render_report(stale, AVA), stale)
+    story.say("Approving the first one now:\n" + cards.render_report(stale, AVA), stale)
     for approver in (AVA, AVA, NOAH):
         report = cs.proposals.approve(revised["proposal_id"], approver).to_json()
-        story.say(f"{approver} approves:\n" + render.render_report(report, approver), report)
+        story.say(f"{approver} approves:\n" + cards.render_report(report, approver), report)
 
 
 def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
@@ -363,12 +363,12 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
     ).to_json()
     story.say(
         "The model chooses nothing: the application froze the applied draft with its counted "
-        "audience and every address.\n" + render.render_turn(json.loads(render.to_json(turn))),
+        "audience and every address.\n" + listings.render_turn(json.loads(render.to_json(turn))),
         turn,
     )
     send = turn["proposal"]
     report = cs.proposals.approve(send["proposal_id"], AVA).to_json()
-    story.say(render.render_report(report), report)
+    story.say(cards.render_report(report), report)
     story.say(
         f"The service did receive it: {deliveries_for(cs, send['proposal_id'])} request. "
         "Nobody sends it again."
@@ -400,7 +400,7 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
         interaction_id=turn["interaction_id"],
     ).to_json()
     story.say(
-        render.render_turn(json.loads(render.to_json(again)))
+        listings.render_turn(json.loads(render.to_json(again)))
         + "\n  One send per applied draft, ever.",
         again,
     )

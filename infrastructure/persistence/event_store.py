@@ -248,10 +248,10 @@ class EventSourcedStore:
 
     Every read is one query that catches a snapshot up (or loads the aggregate whole); every
     commit leaves a snapshot of what it wrote, so the next command on the same aggregates
-    reads nothing at all. Decisions (``decide``) run in infrastructure/unit_of_work.py: while
-    one runs, this store serves its reads (``reading``) and records them, and its commit
-    passes them to the recorder, which checks them inside the commit
-    (infrastructure/recorders.py).
+    reads nothing at all. Decisions (``decide``) run in
+    infrastructure/persistence/unit_of_work.py: while one runs, this store serves its reads
+    (``reading``) and records them, and its commit passes them to the recorder, which checks
+    them inside the commit (infrastructure/persistence/recorders.py).
     """
 
     def __init__(self, app: CountersignApplication, cache_size: int = 256) -> None:

@@ -8,7 +8,7 @@ from uuid import UUID
 from countersign.infrastructure.persistence.event_store import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
-from countersign.projections.operations import OPEN, OpenWork
+from countersign.projections.open_work import OPEN, OpenWork
 
 
 class ProjectedOpenWork:

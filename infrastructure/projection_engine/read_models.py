@@ -241,6 +241,12 @@ class ReadModels:
             params.append(operation)
         return self._select("policy_changes", where, params, "ORDER BY position")
 
+    def permission_changes(self, organization_id: str) -> list[dict[str, Any]]:
+        """One organization's changes of its members' permissions, oldest first."""
+        return self._select(
+            "permission_changes", "organization_id = ?", [organization_id], "ORDER BY position"
+        )
+
     def audit_trail(
         self,
         *,

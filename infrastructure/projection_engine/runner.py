@@ -93,8 +93,8 @@ class ProjectionRunner:
         self.known_position: int | None = None
         # Topic -> whether the projection handles it (only those events are decoded).
         self._wanted: dict[str, bool] = {}
-        # Handlers read events decoded by orjson (infrastructure/projection_events.py) from
-        # the recorder's plain log rows: the read and decode cost half of what they did.
+        # Handlers read events decoded by orjson (infrastructure/persistence/log_decoder.py)
+        # from the recorder's plain log rows: the read and decode cost half of what they did.
         self.decode_event = ProjectionDecoder(app.mapper)
         select_log = getattr(app.recorder, "select_log", None)
         self._read_log: Callable[[int, int], Sequence[Entry]] = select_log or (

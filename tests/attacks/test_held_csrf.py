@@ -28,7 +28,7 @@ from httpx2 import Response
 from starlette.routing import Route
 
 from tests.attacks.conftest import Browser, Web, assert_nothing_changed, snapshot, tables
-from tests.conftest import AVA, MIA, count_events
+from tests.conftest import AVA, BEN, MIA, count_events
 from tests.passkey_authenticator import Authenticator
 from tests.receivers import (
     allow_loopback,  # noqa: F401 - autouse
@@ -139,6 +139,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             web.status(to_edit),
             dead,
             [e["url"] for e in Webhooks(cs).endpoints(None, "granite")],
+            sorted(cs.club.membership("granite", BEN).member.permissions),
         )
 
     def signed_out_state(browser: Browser) -> Callable[[], Any]:
@@ -177,6 +178,10 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
              ava, stranger_token, 200, ava_state),
         Form("/webhooks/remove", "/webhooks/remove", {"endpoint": endpoint["endpoint_id"]},
              ava, stranger_token, 405, ava_state),
+        # Granting members.manage would let the attacker's accomplice hand out every right.
+        Form("/members/permissions", "/members/permissions",
+             {"email": BEN, "permission.members.manage": "on"},
+             ava, stranger_token, 405, ava_state),
         Form("/account/passkeys", "/account/passkeys",
              {"name": "forged", "nonce": begun["nonce"], "credential": forged_key},
              ava, stranger_token, 200, ava_state),
@@ -210,7 +215,7 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
             if count_events(cs) != before.events:
                 wrong.append(f"{case}: stored an event")
 
-    assert len(tried) == 16 * 7  # every form, every forgery
+    assert len(tried) == 17 * 7  # every form, every forgery
     assert wrong == []
     assert_nothing_changed(cs, before)
 

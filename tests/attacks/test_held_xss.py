@@ -181,6 +181,7 @@ def test_stored_markup_is_shown_as_text_to_every_member_on_every_page(web: Web, 
         "Ava's review of the declined refund": (ava.get(f"/proposals/{refund_id}"), [said]),
         "Ava's status of the refund": (ava.get(f"/proposals/{refund_id}/status"), []),
         "Ava's webhooks page (Eve's endpoint)": (ava.get("/webhooks"), [EVE_NAME]),
+        "Ava's members page (Eve's name)": (ava.get("/members"), [EVE_NAME, EVE]),
     }
     for where, (page, expected) in pages.items():
         assert page.status_code == 200, where
@@ -271,6 +272,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/proposals/{proposal_id}/edit": (f"/proposals/{proposal_id}/edit", 200),
         "/sign-in": (f"/sign-in?next={hostile_next}", 303),  # signed in already: goes on
         "/webhooks": ("/webhooks", 200),
+        "/members": ("/members", 200),
         "/account/passkeys": ("/account/passkeys", 200),
     }
     assert set(signed_in_pages) == get_pages(web.app)
@@ -306,6 +308,11 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         assert refused.status_code == 422, url
         shown = inert(refused, f"refused webhook URL {url}")
         assert url in shown.values, url
+
+    # A member the page refuses to change is named in the reason, as text.
+    refused = ava.submit("/members/permissions", {"email": ATTRIBUTE})
+    assert refused.status_code == 422
+    assert ATTRIBUTE in inert(refused, "refused member").text
 
     errors = {
         "markup as an id": raw_get(web.app, f"/proposals/{ATTRIBUTE}", ava),

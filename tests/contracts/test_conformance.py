@@ -40,7 +40,7 @@ from countersign.domain.proposal import contract_digest
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.seed import seed
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import cards
 from countersign.infrastructure.entrypoints.web.i18n import translator
 from countersign.infrastructure.entrypoints.web.views import proposal_view
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
@@ -593,8 +593,8 @@ def test_every_outcome_reads_in_english_and_in_french(kind, cs, seeded, clock: F
     for language, message in zip(LANGUAGES, succeeded, strict=True):
         card = cs.proposals.card(proposal_id, case.actor, language)
         assert card.message == message
-        terminal = render.render_card(card.to_json(), language)
-        for label, _ in render.preview_rows(kind, card.preview, language):
+        terminal = cards.render_card(card.to_json(), language)
+        for label, _ in cards.preview_rows(kind, card.preview, language):
             assert f"│ {label} " in terminal, (language, label)
         t = translator(language)
         view = proposal_view(asdict(card), t, language, clock.now())

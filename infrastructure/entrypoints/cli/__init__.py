@@ -5,13 +5,14 @@ answer or its error. The exit status is 0 whenever the command was processed, wh
 outcome; 1 for internal errors (which print a correlation id, never a stack trace) and an
 unreachable database; 2 for usage and configuration errors; 3 when the command cannot apply
 to the record it names (an edit of a proposal that already ran or was superseded); 4 for a
-request refused (a proposal's request the contract does not accept); 141 when the reader of
+request refused (a proposal's request the contract does not accept, a change of permissions
+the club's rules refuse); 141 when the reader of
 its output went away (``countersign show ... | head``), as a program stopped by SIGPIPE.
 Whatever ends in a non-zero status says why on stderr, in words.
 
 ``parser`` names every command and its handler; the handlers live by area (``proposals``,
 ``club``, ``projections`` for the read models and the audit trail, ``admin`` for the server,
-tokens and passwords); ``render`` and ``progress`` are the terminal's.
+tokens and passwords); ``render``, ``cards``, ``listings`` and ``progress`` are the terminal's.
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ from countersign.application.errors import (
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.entrypoints.cli import render
-from countersign.infrastructure.entrypoints.cli.common import ALREADY_PRINTED, UsageError
+from countersign.infrastructure.entrypoints.cli import cards, render
+from countersign.infrastructure.entrypoints.cli.common import (
+    ALREADY_PRINTED,
+    RefusedError,
+    UsageError,
+)
 from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
@@ -186,7 +191,7 @@ def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
         "superseded_by": newer,
         "message": str(refused),
     }
-    text = render.render_not_revisable(refused.status, newer, language)
+    text = cards.render_not_revisable(refused.status, newer, language)
     return document, text, NOT_APPLICABLE
 
 
@@ -199,6 +204,7 @@ def _busy(_: Exception) -> Answer:
 #: text for people, the exit status (0 whenever the command was processed).
 _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
     (UnknownOperationError, _unknown_operation),
+    (RefusedError, lambda e: (e.document(), str(e), REFUSED)),
     (NotFoundError, lambda _: ({"error": "not_found"}, "Not found.", 0)),
     (
         ForbiddenError,

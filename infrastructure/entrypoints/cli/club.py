@@ -8,7 +8,7 @@ import argparse
 from countersign.application.assistant.schemas import operation_catalogue
 from countersign.domain.errors import TimeZoneError
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import listings
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
@@ -44,12 +44,12 @@ def cmd_org_set_timezone(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_orders_show(cs: Countersign, args: argparse.Namespace) -> Result:
     order = cs.club.investigate(args.org, args.order_id)
-    return order, render.render_order(order)
+    return order, listings.render_order(order)
 
 
 def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Result:
     order = cs.club.refund_manually(args.org, args.order_id, args.actor, args.payment, args.amount)
-    return order, "Refund recorded.\n" + render.render_order(order)
+    return order, "Refund recorded.\n" + listings.render_order(order)
 
 
 def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -17,6 +17,20 @@ class UsageError(Exception):
     """Raised when the command line itself is wrong; the message says how to fix it."""
 
 
+class RefusedError(Exception):
+    """Raised when the command's request is refused as it stands (nothing was written):
+    ``reason`` is a code for programs, the message says why in the reader's language, and
+    ``details`` go into the --json document."""
+
+    def __init__(self, reason: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.details = details
+
+    def document(self) -> dict[str, Any]:
+        return {"error": "refused", "reason": self.reason, "message": str(self), **self.details}
+
+
 def catch_up(cs: Countersign, names: list[str]) -> None:
     for runner in cs.projection_runners(names):
         runner.catch_up()

@@ -31,6 +31,10 @@ from countersign.infrastructure.entrypoints.cli.club import (
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
 )
+from countersign.infrastructure.entrypoints.cli.members import (
+    cmd_members_set_permissions,
+    permission_list,
+)
 from countersign.infrastructure.entrypoints.cli.notify import (
     cmd_members_set_language,
     cmd_notify_run,
@@ -186,6 +190,22 @@ def build_parser() -> argparse.ArgumentParser:
     language.add_argument("--org", required=True)
     language.add_argument("--email", required=True)
     language.add_argument("--language", required=True, metavar="LANG", help="en or fr")
+    permissions = add(
+        "set-permissions",
+        cmd_members_set_permissions,
+        "give a member exactly these permissions (the ones not named are withdrawn)",
+        members_sub,
+    )
+    permissions.add_argument("--org", required=True)
+    permissions.add_argument("--email", required=True)
+    permissions.add_argument(
+        "--permissions",
+        required=True,
+        type=permission_list,
+        metavar="A,B,C",
+        help="permission names separated by commas; an empty value withdraws them all",
+    )
+    permissions.add_argument("--language", default="en", choices=["en", "fr"])
 
     _add_notifications(sub, add)
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from countersign.domain.approval_policy import MAX_APPROVALS, PolicyError
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli.cards import describe_policy
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
-from countersign.infrastructure.entrypoints.cli.render import describe_policy
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}

@@ -15,7 +15,7 @@ from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import cards, listings, render
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
@@ -39,7 +39,7 @@ def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
     ).to_json()
     zone = cs.club.time_zone(args.org)
     now = cs.proposals.clock.now()
-    return created, render.render_created(created, zone, now, args.language)
+    return created, cards.render_created(created, zone, now, args.language)
 
 
 def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -51,29 +51,29 @@ def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
     card = cs.access.card(created["proposal_id"], _caller(args), args.language).to_json()
     document = {**created, "changes": card["changes"]}
     now = cs.proposals.clock.now()
-    return document, render.render_revision(created, card, args.language, now, args.actor)
+    return document, cards.render_revision(created, card, args.language, now, args.actor)
 
 
 def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
     report = cs.access.approve(args.proposal_id, _caller(args)).to_json()
-    return report, render.render_report(report, args.actor)
+    return report, cards.render_report(report, args.actor)
 
 
 def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
     report = cs.access.decline(args.proposal_id, _caller(args), args.note).to_json()
-    return report, render.render_report(report, args.actor)
+    return report, cards.render_report(report, args.actor)
 
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
     card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
     now = cs.proposals.clock.now()
-    return card, render.render_card(card, args.language, now, args.actor)
+    return card, cards.render_card(card, args.language, now, args.actor)
 
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     as_of = _version_or_time(args.as_of) if args.as_of else None
     history = json.loads(render.to_json(cs.audit.history(args.proposal_id, as_of)))
-    return history, render.render_history(history)
+    return history, listings.render_history(history)
 
 
 def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -97,7 +97,7 @@ def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
 def _turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) -> str:
     """A turn in the chat's language, its card's times in the club's zone."""
     zone = cs.club.time_zone(args.org)
-    return render.render_turn(turn, args.language, zone, cs.proposals.clock.now())
+    return listings.render_turn(turn, args.language, zone, cs.proposals.clock.now())
 
 
 def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: str | None) -> Any:
@@ -149,7 +149,7 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             else:
                 note = line[len("/decline") :].strip() or None
                 report = cs.access.decline(last_proposal, _caller(args), note).to_json()
-            print(render.render_report(report, args.actor), flush=True)
+            print(cards.render_report(report, args.actor), flush=True)
             continue
         turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
         interaction = turn["interaction_id"]
@@ -176,7 +176,7 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
         page_size=args.page_size,
     )
     document = json.loads(render.to_json(inbox))
-    return document, render.render_inbox(document)
+    return document, listings.render_inbox(document)
 
 
 def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.http import assistants, policies, proposals, webhooks
+from countersign.infrastructure.entrypoints.http import (
+    assistants,
+    members,
+    policies,
+    proposals,
+    webhooks,
+)
 from countersign.infrastructure.entrypoints.http.gate import ApiGate
 from countersign.infrastructure.entrypoints.http.problems import (
     PROBLEM_MEDIA_TYPE,
@@ -48,6 +54,7 @@ def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
     app.include_router(assistants.router)
     app.include_router(proposals.router)
     app.include_router(policies.router)
+    app.include_router(members.router)
 
     app.include_router(webhooks.router)
 

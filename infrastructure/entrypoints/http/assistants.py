@@ -10,7 +10,7 @@ from countersign.infrastructure.entrypoints.http.answers import (
     record,
 )
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
-from countersign.infrastructure.entrypoints.http.models import (
+from countersign.infrastructure.entrypoints.http.models.assistants import (
     SECTION_PATTERN,
     SECTIONS,
     InboxOut,

@@ -16,7 +16,7 @@ from countersign.application.errors import UnknownOperationError
 from countersign.domain.approval_policy import PolicyError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
-from countersign.infrastructure.entrypoints.http.models import (
+from countersign.infrastructure.entrypoints.http.models.policies import (
     PoliciesOut,
     PolicyIn,
     PolicySetOut,

@@ -14,7 +14,7 @@ from countersign.infrastructure.entrypoints.http.answers import (
     report_response,
 )
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
-from countersign.infrastructure.entrypoints.http.models import (
+from countersign.infrastructure.entrypoints.http.models.proposals import (
     ApprovalChallengeOut,
     ApprovalReportOut,
     ApproveIn,

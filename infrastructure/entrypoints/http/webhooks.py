@@ -11,7 +11,7 @@ from typing import Annotated
 from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
-from countersign.infrastructure.entrypoints.http.models import (
+from countersign.infrastructure.entrypoints.http.models.webhooks import (
     DeliveriesOut,
     RedeliveredOut,
     WebhookAddedOut,

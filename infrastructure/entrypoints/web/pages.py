@@ -34,6 +34,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.account import AccountPages
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
 from countersign.infrastructure.entrypoints.web.edits import EditPages
+from countersign.infrastructure.entrypoints.web.members import MemberPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
 from countersign.infrastructure.entrypoints.web.sessions import Sessions, session_secret
 from countersign.infrastructure.entrypoints.web.signing_in import SignInPages
@@ -65,6 +66,7 @@ def mount_pages(
     edits = EditPages(site)
 
     webhooks = WebhookPages(site)
+    members = MemberPages(site)
     account = AccountPages(site)
     get, post = ["GET"], ["POST"]
     routes: list[tuple[str, Handler, list[str], bool, bool]] = [
@@ -93,6 +95,8 @@ def mount_pages(
         ("/webhooks", webhooks.add, post, True, True),
         ("/webhooks/remove", webhooks.remove, post, True, True),
         ("/webhooks/redeliver", webhooks.redeliver, post, True, True),
+        ("/members", members.page, get, True, False),
+        ("/members/permissions", members.set_permissions, post, True, True),
     ]
     for path, handler, methods, signed_in, csrf in routes:
         app.add_route(

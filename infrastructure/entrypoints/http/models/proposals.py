@@ -1,45 +1,18 @@
-"""The API's request bodies and the documents it answers, as they appear in the OpenAPI schema.
-
-Handlers answer the application's own report documents (``Report.to_json()``), the very
-documents the CLI prints with ``--json``; these models describe them.
-"""
+"""What the proposals' routes take and answer: a request to propose, a decision, an edit;
+a proposal's card, status, history and approval report."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
 
-from countersign.application.assistant.sections import ASSISTANTS
-from countersign.domain.approval_policy import MAX_APPROVALS
 from countersign.domain.contracts import REGISTRY
+from countersign.infrastructure.entrypoints.http.models import Body
+from countersign.infrastructure.entrypoints.http.models.policies import PolicyRuleOut
 from pydantic import BaseModel, ConfigDict, Field
 
-SECTIONS = ", ".join(ASSISTANTS)
-"""Every section with an assistant, as the API names them."""
-SECTION_PATTERN = "^(" + "|".join(ASSISTANTS) + ")$"
 
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MessageIn(_Body):
-    """One manager message for a section assistant."""
-
-    message: str = Field(min_length=1, max_length=2000, description="What the manager wrote.")
-    interaction_id: str | None = Field(
-        default=None,
-        max_length=64,
-        description="Continue this conversation (from an earlier answer); omit to start one.",
-    )
-    language: Literal["en", "fr"] = Field(
-        default="en",
-        description="The language of the application's own words in the answer (its "
-        "messages and what a refusal tells the manager): en or fr.",
-    )
-
-
-class ProposeIn(_Body):
+class ProposeIn(Body):
     """A model-facing request to turn into a proposal."""
 
     operation: str = Field(
@@ -57,13 +30,13 @@ class ProposeIn(_Body):
     )
 
 
-class DeclineIn(_Body):
+class DeclineIn(Body):
     """An optional note for declining."""
 
     note: str | None = Field(default=None, max_length=500, description="Why, for the requester.")
 
 
-class PasskeyAssertionIn(_Body):
+class PasskeyAssertionIn(Body):
     """An approver's passkey assertion, relayed by a service from its own interface."""
 
     nonce: str = Field(
@@ -79,7 +52,7 @@ class PasskeyAssertionIn(_Body):
     )
 
 
-class ApproveIn(_Body):
+class ApproveIn(Body):
     """An approval's optional passkey assertion (required where the proposal's policy asks
     for a passkey)."""
 
@@ -102,7 +75,7 @@ class ApprovalChallengeOut(BaseModel):
     )
 
 
-class RevisionIn(_Body):
+class RevisionIn(Body):
     """An edit of a proposal: the whole model-facing request again, with the edits."""
 
     request: dict[str, Any] = Field(
@@ -214,26 +187,6 @@ class ApprovalReportOut(BaseModel):
             "left the club, left and came back, or lost the operation's permission); "
             "'approvals' is the count after this recheck."
         ),
-    )
-
-
-class PolicyRuleOut(BaseModel):
-    """An approval policy: how many distinct people approve an operation's proposals."""
-
-    operation: str = Field(description="The operation kind it governs.")
-    approvals: int = Field(description="How many distinct people must approve.")
-    above_cents: int | None = Field(
-        description=(
-            "It applies to proposals whose amount is above this, in cents (null: to every "
-            "proposal; an operation that moves no money is covered only without a threshold)."
-        )
-    )
-    requester_may_approve: bool = Field(
-        description="Whether the person who requested a proposal may approve it."
-    )
-    require_passkey: bool = Field(
-        default=False,
-        description="Whether each approval must be signed with the approver's passkey.",
     )
 
 
@@ -368,89 +321,6 @@ class ProposalStatusOut(BaseModel):
     message: str | None = Field(description="The application's text for the outcome.")
 
 
-class PolicyIn(_Body):
-    """The approval policy to put in force for an operation's new proposals."""
-
-    approvals: int = Field(
-        strict=True,
-        ge=1,
-        le=MAX_APPROVALS,
-        description=f"How many distinct people must approve (1 to {MAX_APPROVALS}).",
-    )
-    above_cents: int | None = Field(
-        default=None,
-        strict=True,
-        ge=0,
-        le=10**15,
-        description="Only proposals above this amount in cents (null: every proposal).",
-    )
-    requester_may_approve: bool = Field(
-        default=True,
-        strict=True,
-        description="Whether the person who requested a proposal may approve it.",
-    )
-    require_passkey: bool | None = Field(
-        default=None,
-        strict=True,
-        description=(
-            "Whether each approval (above above_cents, like the quorum) must be signed with "
-            "the approver's passkey, bound to the proposal's contract digest (omitted: as the "
-            "policy in force asks)."
-        ),
-    )
-
-
-class PolicyOut(PolicyRuleOut):
-    """One operation's policy in force."""
-
-    set_by: str | None = Field(
-        description=(
-            "Who set it: a member's email, 'operator' (the command line), 'seed', or null "
-            "where none was set (one approval by anyone permitted)."
-        )
-    )
-
-
-class PoliciesOut(BaseModel):
-    """Every operation's approval policy in force in the token's organization."""
-
-    policies: list[PolicyOut]
-
-
-class PolicySetOut(PolicyRuleOut):
-    """The policy now in force for the operation's new proposals."""
-
-    changed: bool = Field(description="False when the same policy was already in force.")
-
-
-class TurnMessageOut(BaseModel):
-    author: str
-    text: str
-
-
-class TurnOut(BaseModel):
-    """What one assistant turn produced."""
-
-    interaction_id: str
-    ended: Literal["proposal", "reply", "round_limit", "model_unavailable", "rate_limited"]
-    messages: list[TurnMessageOut]
-    proposal: ProposalCreatedOut | None
-    model_calls: int
-    context_chars: int
-    app_seconds: float
-
-
-class InboxOut(BaseModel):
-    """Pending, unexpired proposals, newest first."""
-
-    items: list[dict[str, Any]] = Field(
-        description="Proposal cards as the browser view holds them."
-    )
-    page: int
-    page_size: int
-    total: int
-
-
 class HistoryEventOut(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -473,85 +343,3 @@ class HistoryOut(BaseModel):
     proposal_id: str
     events: list[HistoryEventOut]
     as_of: HistoryAsOfOut | None = None
-
-
-class WebhookIn(_Body):
-    """An endpoint the organization's notifications are POSTed to."""
-
-    url: str = Field(
-        min_length=1,
-        max_length=2000,
-        description="An absolute https:// (or http://) URL, without credentials or #fragment.",
-    )
-
-
-class WebhookEndpointOut(BaseModel):
-    endpoint_id: str
-    url: str
-    added_by: str = Field(description="Who registered it: a member's email, or operator.")
-
-
-class WebhookAddedOut(BaseModel):
-    """A registered endpoint and its signing secret, shown this once."""
-
-    endpoint_id: str
-    url: str
-    organization: str
-    secret: str = Field(
-        description="The Standard Webhooks signing secret (whsec_...): verify each request's "
-        "webhook-signature with it. Shown once."
-    )
-
-
-class WebhookListOut(BaseModel):
-    items: list[WebhookEndpointOut]
-
-
-class WebhookRemovedOut(BaseModel):
-    endpoint_id: str
-    removed: bool
-
-
-class DeliveryAttemptOut(BaseModel):
-    attempt: int
-    started_at: datetime
-    status_code: int | None = Field(description="The receiver's HTTP status (250: mail accepted).")
-    result: str = Field(
-        description=(
-            "How it went: 'delivered', 'failed: the endpoint answered 500',"
-            " 'failed: could not connect', 'failed: the endpoint was removed' or 'not sent: the"
-            " proposal no longer awaits approval'."
-        )
-    )
-    result_key: Literal["delivered", "answered", "could_not_connect", "endpoint_removed", "skipped"]
-    outcome: Literal["delivered", "retry", "dead", "skipped"]
-    next_attempt_at: datetime | None
-
-
-class DeliveryOut(BaseModel):
-    """One notification to one target, and every attempt at it."""
-
-    delivery_id: str
-    event_id: str = Field(description="The notification's stable id (the webhook-id header).")
-    type: str = Field(description="proposal.awaiting_approval, .needs_reconciliation or .failed.")
-    proposal_id: str
-    operation: str
-    channel: Literal["webhook", "email"]
-    target: str = Field(description="The endpoint id, or the recipient's address.")
-    status: Literal["pending", "delivered", "dead", "skipped"] = Field(
-        description="skipped: not sent, the proposal no longer awaited approval when it was due."
-    )
-    attempts: int
-    next_attempt_at: datetime | None
-    created_at: datetime
-    delivered_at: datetime | None
-    last_error: str | None = Field(description="The last attempt's result, unless delivered.")
-    attempt_log: list[DeliveryAttemptOut]
-
-
-class DeliveriesOut(BaseModel):
-    items: list[DeliveryOut]
-
-
-class RedeliveredOut(BaseModel):
-    redelivered: list[str] = Field(description="The dead letters put back in line.")

@@ -1,0 +1,337 @@
+"""A proposal in the terminal: its review card, the card of one just frozen or revised, why
+it cannot be edited, and the report of an approval."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
+    credential_note,
+    origin_line,
+    preview_rows_of,
+)
+from countersign.domain.money import format_money
+from countersign.domain.times import expiry, local_time
+from countersign.infrastructure.entrypoints.cli.render import box
+
+
+def preview_rows(
+    operation: str, preview: dict[str, Any], language: str = "en"
+) -> list[tuple[str, str]]:
+    """The preview's labelled rows, in the order the operation's contract declares."""
+    return [(row.label, row.value) for row in preview_rows_of(operation, preview, language)]
+
+
+def expires(
+    value: Any, zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None, language: str = "en"
+) -> str:
+    """'2026-11-30 04:00 EST (expires in 23 h)': in the club's zone, and how far away."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    shown = local_time(moment, zone)
+    return f"{shown} ({expiry(moment, now, language)})" if now is not None else shown
+
+
+_CARD = {
+    "title": Localized("Review", "Examen"),
+    "proposal": Localized("Proposal", "Proposition"),
+    "operation": Localized("Operation", "Opération"),
+    "requested_by": Localized("Requested by", "Demandée par"),
+    "origin": Localized("Origin", "Origine"),
+    "status": Localized("Status", "Statut"),
+    "expires": Localized("Expires", "Expire le"),
+    "approved_by": Localized("Approved by", "Approuvée par"),
+    "outcome": Localized("Outcome", "Résultat"),
+    "approvals": Localized("Approvals", "Approbations"),
+    "policy": Localized("Policy", "Règle"),
+    "revision_of": Localized("Revision of", "Révision de"),
+    "superseded_by": Localized("Superseded by", "Remplacée par"),
+    "changed": Localized("Changed", "Modifié"),
+}
+"""The review card's own labels: the preview's rows are labelled by the operation's contract."""
+
+_STATUS = {
+    "pending": Localized("pending", "en attente"),
+    "executing": Localized("executing", "en cours d'exécution"),
+    "reconciling": Localized("reconciling", "en rapprochement"),
+    "succeeded": Localized("succeeded", "réussie"),
+    "revision_required": Localized("revision required", "révision requise"),
+    "failed": Localized("failed", "échec"),
+    "declined": Localized("declined", "refusée"),
+    "expired": Localized("expired", "expirée"),
+    "superseded": Localized("superseded", "remplacée"),
+}
+"""A proposal's status in words. English keeps the name --json gives (with spaces for its
+underscores), which scripts and support search for."""
+
+
+def status_words(status: str, language: str = "en") -> str:
+    known = _STATUS.get(status)
+    return known.text(language) if known else status.replace("_", " ")
+
+
+_APPROVALS = Localized("{count} of {required}", "{count} sur {required}")
+_NOTHING_CHANGED = Localized(
+    "nothing: the same preview as the proposal it revises",
+    "rien : le même aperçu que la proposition qu'elle révise",
+)
+_SHOW_IT = Localized("show it: {command}", "pour l'afficher : {command}")
+
+
+def describe_policy(rule: dict[str, Any], currency: str | None, language: str = "en") -> str:
+    """An approval rule in words: '2 distinct approvals above $100.00 CAD; the requester may
+    not approve their own'. Amounts read in ``currency`` where there is one, else in cents."""
+    count = int(rule["approvals"])
+    text = (
+        Localized("one approval", "une approbation")
+        if count == 1
+        else Localized("{n} distinct approvals", "{n} approbations distinctes")
+    ).text(language, n=count)
+    above = rule.get("above_cents")
+    if above is not None:
+        amount = (
+            format_money(int(above), currency, language)
+            if currency
+            else Localized("{n} cents", "{n} cents").text(language, n=int(above))
+        )
+        text += Localized(" above {amount}", " au-delà de {amount}").text(language, amount=amount)
+    if not rule.get("requester_may_approve", True):
+        text += Localized(
+            "; the requester may not approve their own",
+            " ; la personne qui la demande ne peut pas l'approuver",
+        ).text(language)
+    if rule.get("require_passkey"):
+        text += Localized(
+            "; each approval signed with a passkey",
+            " ; chaque approbation signée avec une clé d'accès",
+        ).text(language)
+    return text
+
+
+def governance_rows(
+    card: dict[str, Any], language: str = "en", actor: str | None = None
+) -> list[tuple[str, str]]:
+    """The card's approvals so far against what its policy requires, the policy it was frozen
+    under (if any), the proposal it revises with what changed, and the one that replaced it."""
+
+    def label(key: str) -> str:
+        return _CARD[key].text(language)
+
+    approvals = list(card.get("approvals") or [])
+    required = int(card.get("approvals_required") or 1)
+    count = _APPROVALS.text(language, count=len(approvals), required=required)
+    credentials = list(card.get("approval_credentials") or [])
+    signed = {a["approved_by"]: a["passkey"] for a in card.get("approval_passkeys") or []}
+    named = []
+    for email, how in zip(approvals, credentials + [None] * len(approvals), strict=False):
+        note = " ".join(filter(None, (email, credential_note(how, language))))
+        if email in signed:
+            note += f", {APPROVED_WITH_PASSKEY.text(language, name=signed[email])}"
+        named.append(note)
+    rows = [(label("approvals"), f"{count} ({'; '.join(named)})" if approvals else count)]
+    for lapsed in card.get("no_longer_counting") or []:
+        rows.append(("", str(lapsed.get("message") or lapsed.get("reason"))))
+    policy = card.get("policy")
+    if policy:
+        currency = (card.get("preview") or {}).get("currency")
+        rows.append((label("policy"), describe_policy(policy["rule"], currency, language)))
+    if card.get("revision_of"):
+        rows.append((label("revision_of"), card["revision_of"]))
+        changes = card.get("changes") or []
+        shown = [f"{c['label']}: {c['before']} → {c['after']}" for c in changes]
+        for i, line in enumerate(shown or [_NOTHING_CHANGED.text(language)]):
+            rows.append((label("changed") if i == 0 else "", line))
+    newer = card.get("superseded_by")
+    if newer:
+        command = f"countersign show {newer}" + (f" --as {actor}" if actor else "")
+        rows.append((label("superseded_by"), newer))
+        rows.append(("", _SHOW_IT.text(language, command=command)))
+    return rows
+
+
+def render_card(
+    card: dict[str, Any],
+    language: str = "en",
+    now: datetime | None = None,
+    actor: str | None = None,
+) -> str:
+    """The review card in ``language``: its frame, the preview's rows, its approvals and
+    revisions, and the outcome. The operation stays the machine's name, which scripts and
+    support search for."""
+
+    def label(key: str) -> str:
+        return _CARD[key].text(language)
+
+    rows = [
+        (label("proposal"), card["proposal_id"]),
+        (label("operation"), card["operation"]),
+        (label("requested_by"), card["requested_by"]),
+    ]
+    origin = origin_line(card.get("origin"), language)
+    if origin:
+        rows.append((label("origin"), origin))
+    rows += [
+        (label("status"), status_words(card["status"], language)),
+        (
+            label("expires"),
+            expires(card["expires_at"], card.get("time_zone") or "UTC", now, language),
+        ),
+    ]
+    rows += preview_rows(card["operation"], card["preview"], language)
+    rows += governance_rows(card, language, actor)
+    if card.get("approved_by"):
+        rows.append((label("approved_by"), card["approved_by"]))
+    if card.get("message"):
+        rows.append((label("outcome"), card["message"]))
+    return box(label("title"), rows)
+
+
+_CREATED = {
+    "title": Localized("Review: approve or decline", "Examen : approuver ou refuser"),
+    "supersedes": Localized("Supersedes", "Remplace"),
+    "approvals": Localized(
+        "{n} distinct people must approve it", "{n} personnes distinctes doivent l'approuver"
+    ),
+}
+
+
+def render_created(
+    created: dict[str, Any],
+    zone: str = DEFAULT_TIME_ZONE,
+    now: datetime | None = None,
+    language: str = "en",
+) -> str:
+    """A proposal just frozen, in ``language``: what approving it will do."""
+
+    def label(key: str) -> str:
+        return _CARD[key].text(language)
+
+    rows = [
+        (label("proposal"), created["proposal_id"]),
+        (label("operation"), created["operation"]),
+        (label("status"), status_words(created["status"], language)),
+        (label("expires"), expires(created["expires_at"], zone, now, language)),
+    ]
+    rows += preview_rows(created["operation"], created["preview"], language)
+    required = int(created.get("approvals_required") or 1)
+    if required > 1:
+        rows.append((label("approvals"), _CREATED["approvals"].text(language, n=required)))
+    if created.get("revision_of"):
+        rows.append((label("revision_of"), created["revision_of"]))
+    for i, old in enumerate(created.get("supersedes") or []):
+        rows.append((_CREATED["supersedes"].text(language) if i == 0 else "", old))
+    return box(_CREATED["title"].text(language), rows)
+
+
+_REVISED = Localized(
+    "Revision {new} of {old}: the contract ran again on the edited request.",
+    "Révision {new} de {old} : le contrat a été appliqué de nouveau à la demande modifiée.",
+)
+_SUPERSEDED_NOW = Localized(
+    "{old} is superseded: only the revision can be approved.",
+    "{old} est remplacée : seule la révision peut être approuvée.",
+)
+
+
+def render_revision(
+    created: dict[str, Any],
+    card: dict[str, Any],
+    language: str = "en",
+    now: datetime | None = None,
+    actor: str | None = None,
+) -> str:
+    """What an edit made: the new proposal's card, with what changed against the old one."""
+    old = created["revision_of"]
+    lines = [_REVISED.text(language, new=created["proposal_id"], old=old)]
+    if old in (created.get("supersedes") or []):
+        lines.append(_SUPERSEDED_NOW.text(language, old=old))
+    return "\n".join([*lines, render_card(card, language, now, actor)])
+
+
+_NOT_REVISABLE = Localized(
+    "Not revisable: this proposal is {status}, and only a pending, declined, expired or "
+    "revision-required proposal can be edited. Nothing was changed.",
+    "Modification impossible : cette proposition a le statut {status}, et seule une "
+    "proposition en attente, refusée, expirée ou à réviser peut être modifiée. Rien n'a été "
+    "changé.",
+)
+_EDIT_NEWER = Localized(
+    "Edit the newer one instead: countersign revise {newer} --as EMAIL --request JSON",
+    "Modifiez plutôt la plus récente : countersign revise {newer} --as EMAIL --request JSON",
+)
+
+
+def render_not_revisable(status: str, superseded_by: str | None, language: str = "en") -> str:
+    lines = [_NOT_REVISABLE.text(language, status=status.replace("_", " "))]
+    if superseded_by:
+        lines.append("  " + _EDIT_NEWER.text(language, newer=superseded_by))
+    return "\n".join(lines)
+
+
+def render_report(report: dict[str, Any], actor: str | None = None) -> str:
+    """An approve or decline answer for a person; ``actor`` completes the command that
+    shows a newer proposal."""
+    if report["result"] == "awaiting_approvals":
+        return _awaiting(report)
+    if report["result"] == "not_approvable":
+        return _not_approvable(report, actor)
+    outcome = report.get("outcome") or {}
+    headline = {
+        "executed": "Executed",
+        "already_completed": "Already completed (stored outcome)",
+        "declined": "Declined",
+    }[report["result"]]
+    kind = str(outcome.get("kind", "")).replace("_", " ")
+    return f"{headline}: {kind}.\n  {report.get('message') or ''}".rstrip()
+
+
+def _awaiting(report: dict[str, Any]) -> str:
+    """'Approved: 1 of 2 approvals; waiting for another manager.'"""
+    approvals, required = int(report["approvals"]), int(report["required"])
+    missing = required - approvals
+    waiting = "another manager" if missing == 1 else f"{missing} more managers"
+    headline = (
+        "Already approved by you; nothing changed"
+        if report.get("reason") == "already_approved_by_you"
+        else "Approved"
+    )
+    text = f"{headline}: {approvals} of {required} approvals; waiting for {waiting}."
+    for lapsed in report.get("no_longer_counting") or []:
+        reason = _LAPSED_REASONS.get(str(lapsed.get("reason")), str(lapsed.get("reason")))
+        text += f"\n  No longer counts: {lapsed.get('approved_by')}'s approval ({reason})."
+    return text
+
+
+_LAPSED_REASONS = {
+    "removed": "no longer a member of the club",
+    "lost_permission": "no longer holds the permission to approve it",
+    "rejoined": "left the club and joined again since approving",
+}
+
+
+def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
+    reason = str(report["reason"])
+    if reason == "superseded" and report.get("superseded_by"):
+        newer = report["superseded_by"]
+        show = f"countersign show {newer}" + (f" --as {actor}" if actor else "")
+        return (
+            f"Not approvable: superseded by a newer proposal, {newer}.\n"
+            f"  Review that one instead: {show}"
+        )
+    if reason == "passkey_required":
+        return (
+            "Not approvable: its approval policy requires each approval to be signed with the "
+            "approver's passkey. Approve it on its page in the browser (or relay an assertion "
+            "through the API's approval-challenge)."
+        )
+    if reason == "passkey_rejected":
+        return "Not approvable: the passkey assertion given does not verify; nothing changed."
+    if reason == "requester_may_not_approve":
+        return (
+            "Not approvable: its approval policy does not let the person who requested it "
+            "approve it; another manager must."
+        )
+    return f"Not approvable: {reason.replace('_', ' ')}."

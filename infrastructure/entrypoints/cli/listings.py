@@ -1,0 +1,117 @@
+"""Orders, histories, inboxes and assistant turns in the terminal."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from datetime import datetime
+from typing import Any
+
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.messages import proposal_headline
+from countersign.domain.money import format_money
+from countersign.infrastructure.entrypoints.cli.cards import render_created
+from countersign.infrastructure.entrypoints.cli.render import box, json_value, printable
+
+
+def _registration(registration: dict[str, Any]) -> str:
+    status = str(registration.get("status") or "active")
+    league = registration.get("league")
+    return f"{status}, a spot in {league}" if league and status == "active" else status
+
+
+def render_order(order: dict[str, Any]) -> str:
+    currency = order["currency"]
+    rows = [
+        ("Order", order["order_id"]),
+        ("Participant", order["participant"]),
+        ("Total", format_money(order["total_cents"], currency)),
+        ("Registration", _registration(order.get("registration") or {})),
+    ]
+    rows += [
+        (item["ref"], f"{item['product']}: {format_money(item['amount_cents'], currency)}")
+        for item in order["line_items"]
+    ]
+    rows += [
+        (
+            d["ref"],
+            f"{d['name']} on {d['line_item']} ({format_money(d['value_cents'], currency)}), "
+            + ("applied" if d["applied"] else "NOT applied")
+            + f"; {d['eligibility']}",
+        )
+        for d in order["discounts"]
+    ]
+    rows += [
+        (
+            p["ref"],
+            f"{p['label']}: {format_money(p['amount_cents'], currency)}, "
+            f"{format_money(p['refundable_cents'], currency)} refundable",
+        )
+        for p in order["payments"]
+    ]
+    rows += [
+        (
+            r["ref"],
+            f"{format_money(r['amount_cents'], currency)} from {r['payment']} "
+            f"({r['destination'].replace('_', ' ')})",
+        )
+        for r in order["refunds"]
+    ]
+    if order.get("note"):
+        rows.append(("Note", order["note"]))
+    return box("Order investigation", rows)
+
+
+def render_history(history: dict[str, Any]) -> str:
+    lines = [f"History of proposal {history['proposal_id']}"]
+    for event in history["events"]:
+        at = str(event["at"])[:23].replace("T", " ")
+        details = {
+            k: v
+            for k, v in event.items()
+            if k not in {"version", "type", "at", "arguments", "preview"}
+        }
+        lines.append(f"  v{event['version']:<3} {at}  {event['type']}")
+        for key, value in details.items():
+            shown = json.dumps(value, default=json_value, ensure_ascii=False)
+            lines.append(f"         {key}: {textwrap.shorten(shown, 90)}")
+    if "as_of" in history:
+        lines.append(f"  State as of v{history['as_of']['version']}: {history['as_of']['status']}")
+    return "\n".join(lines)
+
+
+def render_inbox(inbox: dict[str, Any]) -> str:
+    if not inbox["items"]:
+        return "The inbox is empty: nothing awaits approval."
+    lines = [f"Awaiting approval ({inbox['total']}), page {inbox['page']}:"]
+    for card in inbox["items"]:
+        lines.append(
+            f"  {card['proposal_id']}  {card['operation']}  "
+            f"{proposal_headline(card['operation'], card['preview'])}  (by {card['requested_by']})"
+        )
+    return "\n".join(lines)
+
+
+_BY_ID = Localized(
+    "Approve or decline it by id (/approve or /decline in a chat).",
+    "Approuvez-la ou refusez-la par son identifiant (/approve ou /decline dans une conversation).",
+)
+
+
+def render_turn(
+    turn: dict[str, Any],
+    language: str = "en",
+    zone: str = DEFAULT_TIME_ZONE,
+    now: datetime | None = None,
+) -> str:
+    """One turn of a conversation: its messages, and the card of what it proposed."""
+    lines = []
+    for message in turn["messages"]:
+        who = "assistant" if message["author"] == "model" else "countersign"
+        text = "\n".join(printable(line) for line in str(message["text"]).split("\n"))
+        lines.append(f"{who}> {text}")
+    if turn.get("proposal"):
+        lines.append(render_created(turn["proposal"], zone, now, language))
+        lines.append(_BY_ID.text(language))
+    return "\n".join(lines)

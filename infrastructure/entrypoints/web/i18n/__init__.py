@@ -1,0 +1,114 @@
+"""The browser's words in English and French, and which language a request gets.
+
+Outcome messages are not here: they are the application's own texts from
+``domain.messages.outcome_message`` and ``domain.handback``. Nor is anything about one
+operation: its title, headline, preview labels and edit-form labels are its contract's
+(``preview_fields``, ``request_fields``).
+Nor anything about one section: its names, chat texts and read-tool labels are its
+assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``,
+``chat.title.<name>``, ``chat.lead.<name>``, ``chat.placeholder.<name>``, ``start.<name>``,
+``chat.read.<tool>``). This catalogue holds only the pages' own labels, headings and notices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from countersign.application.assistant.sections import ASSISTANTS
+from countersign.domain.contracts.presentation import Localized
+from countersign.infrastructure.entrypoints.web.i18n import (
+    account,
+    frame,
+    inbox,
+    members,
+    proposals,
+    webhooks,
+)
+
+LANGUAGES = ("en", "fr")
+DEFAULT_LANGUAGE = "en"
+
+#: The pages' own words by area (a module each), then every section's (below).
+_AREAS = (frame, inbox, proposals, webhooks, members, account)
+
+TEXTS: dict[str, dict[str, str]] = {
+    "en": {key: text for area in _AREAS for key, text in area.EN.items()},
+    "fr": {key: text for area in _AREAS for key, text in area.FR.items()},
+}
+
+
+_ONLY_PROPOSES = Localized(
+    "It can only propose ({operations}); nothing happens until you approve.",
+    "Il peut seulement proposer ({operations}) ; rien ne se passe avant votre approbation.",
+)
+
+
+def _section_texts(language: str) -> dict[str, str]:
+    """Every registered section's texts in ``language``: see the module's docstring."""
+    texts: dict[str, str] = {}
+    for section, assistant in ASSISTANTS.items():
+        words = assistant.texts
+        separator = " ; " if language == "fr" else "; "
+        titles = separator.join(c.title.text(language).lower() for c in assistant.contracts)
+        only = _ONLY_PROPOSES.text(language, operations=titles)
+        texts[f"section.{section}"] = words.name.text(language)
+        texts[f"chat.title.{section}"] = words.assistant.text(language)
+        texts[f"chat.lead.{section}"] = f"{words.lead.text(language)} {only}"
+        texts[f"chat.placeholder.{section}"] = words.placeholder.text(language)
+        if words.start is not None:
+            texts[f"start.{section}"] = words.start.text(language)
+        for tool in assistant.read_tools:
+            if tool.label is not None:
+                texts[f"chat.read.{tool.name}"] = tool.label.text(language)
+    return texts
+
+
+NBSP = "\N{NO-BREAK SPACE}"
+
+
+def french_typography(text: str) -> str:
+    """French spacing: a non-breaking space before ``:``, ``;``, ``?`` and ``!`` and inside
+    « », so a line never starts with the sign (applied to the catalogue's own words only,
+    never to what people or models wrote)."""
+    text = re.sub(r" ([:;?!])(?=\s|$)", NBSP + r"\1", text)
+    return text.replace("« ", "«" + NBSP).replace(" »", NBSP + "»")
+
+
+for _language, _catalogue in TEXTS.items():
+    _catalogue.update(_section_texts(_language))
+TEXTS["fr"] = {key: french_typography(text) for key, text in TEXTS["fr"].items()}
+
+
+def translator(language: str) -> Callable[..., str]:
+    """``t(key, **params)`` in ``language``, falling back to English, then to the key."""
+    catalogue = TEXTS.get(language, TEXTS[DEFAULT_LANGUAGE])
+    fallback = TEXTS[DEFAULT_LANGUAGE]
+
+    def t(key: str, **params: object) -> str:
+        template = catalogue.get(key) or fallback.get(key) or key
+        return template.format(**params) if params else template
+
+    return t
+
+
+def negotiate(chosen: str | None, accept_language: str | None) -> str:
+    """The session's choice if any, else the best of Accept-Language, else English."""
+    if chosen in LANGUAGES:
+        return chosen
+    ranked: list[tuple[float, int, str]] = []
+    for index, part in enumerate((accept_language or "")[:512].split(",")[:20]):
+        pieces = [piece.strip() for piece in part.split(";")]
+        tag = pieces[0].lower()
+        quality = 1.0
+        for parameter in pieces[1:]:
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        primary = tag.split("-", 1)[0]
+        if primary in LANGUAGES and quality > 0:
+            ranked.append((-quality, index, primary))
+    return sorted(ranked)[0][2] if ranked else DEFAULT_LANGUAGE

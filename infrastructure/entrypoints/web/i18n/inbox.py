@@ -1,0 +1,172 @@
+"""The inbox, opening an order and the assistants' chat."""
+
+from __future__ import annotations
+
+EN: dict[str, str] = {
+    "inbox.title": "Inbox",
+    "inbox.lead": (
+        "What the club's assistants propose, and what needs attention after a decision. "
+        "Nothing changes until someone approves."
+    ),
+    "inbox.empty": "Nothing awaits approval. Proposals from the assistants appear here.",
+    "inbox.awaiting": "Awaiting your decision",
+    "inbox.empty_waiting": (
+        "Nothing else awaits your decision: what you approved is below, waiting on others."
+    ),
+    "inbox.waiting": "Waiting on others",
+    "inbox.waiting_lead": (
+        "You approved these; each needs another manager's approval before anything runs."
+    ),
+    "inbox.you_approved": "You approved it",
+    "inbox.attention": "Needs attention",
+    "inbox.attention_lead": (
+        "Being checked with a provider, failed, or not executed. Each leaves this list once "
+        "it settles, or once a newer proposal follows it in the same conversation."
+    ),
+    "inbox.attention_empty": "Nothing needs attention.",
+    "inbox.attention_more": "{count} more.",
+    "inbox.views": "Which proposals",
+    "inbox.sections": "Sections",
+    "inbox.pages": "Pages",
+    "inbox.open_view": "To do",
+    "inbox.recent_view": "Recent outcomes",
+    "inbox.recent_title": "Recent outcomes",
+    "inbox.recent_lead": "Every decided proposal, the most recently changed first.",
+    "inbox.recent_count": "{total} decided",
+    "inbox.recent_empty": "No proposal has been decided yet.",
+    "inbox.reference": "reference {reference}",
+    "inbox.updated": "Last change {when}",
+    "inbox.no_sections": "Your role does not include approving any kind of proposal.",
+    "inbox.all": "All",
+    "inbox.requested_by": "Requested by {who}",
+    "inbox.page": "Page {page} of {pages}",
+    "inbox.newer": "Newer",
+    "inbox.older": "Older",
+    "start.title": "Start a conversation",
+    "start.order_label": "Order number",
+    "start.order_hint": "The order reference from the registration system, or its id.",
+    "start.order_submit": "Open the order assistant",
+    "chat.you": "You",
+    "chat.assistant": "Assistant",
+    "chat.application": "countersign",
+    "chat.message": "Your message",
+    "chat.send": "Send",
+    "chat.busy": "The assistant is reading…",
+    "chat.empty": "No messages yet. Say what you need; the assistant answers here.",
+    "chat.message_required": "Write a message first.",
+    "chat.message_too_long": "Keep the message under {limit} characters.",
+    "chat.new": "Start a new conversation",
+    "updates.still": "Not settled yet. Check again for the latest.",
+    "updates.running": "This page checks again every {seconds} seconds.",
+    "updates.paused": "Updates paused.",
+    "updates.pause": "Pause updates",
+    "updates.resume": "Resume updates",
+    "updates.now": "Check now",
+    "chat.revision_note": "The last proposal was not executed: {reason}",
+    "chat.expired_note": "The last proposal expired before anyone approved it.",
+    "order.title": "Order",
+    "order.participant": "Participant",
+    "order.total": "Order total",
+    "order.registration": "Registration",
+    "order.registration_active": "Active",
+    "order.registration_in": "Active · a spot in {league}",
+    "order.registration_cancelled": "Cancelled",
+    "order.items": "Items",
+    "order.discounts": "Discounts",
+    "order.payments": "Payments",
+    "order.refunds": "Refunds",
+    "order.note": "Note on the order",
+    "order.applied": "applied",
+    "order.not_applied": "not applied",
+    "order.refunded_on": "Refunded {amount} on {day}",
+    "order.refunded": "Refunded {amount}",
+    "order.refundable": "{amount} refundable",
+    "inbox.approvals": "{given} of {required} approvals",
+}
+
+FR: dict[str, str] = {
+    "inbox.title": "À traiter",
+    "inbox.lead": (
+        "Ce que proposent les assistants du club, et ce qui demande un suivi après une "
+        "décision. Rien ne change avant qu'une personne approuve."
+    ),
+    "inbox.awaiting": "En attente de votre décision",
+    "inbox.empty_waiting": (
+        "Rien d'autre n'attend votre décision : ce que vous avez approuvé est plus bas, en "
+        "attente des autres."
+    ),
+    "inbox.waiting": "En attente des autres",
+    "inbox.waiting_lead": (
+        "Vous les avez approuvées ; chacune attend encore l'approbation d'un autre "
+        "gestionnaire, et rien ne s'exécute d'ici là."
+    ),
+    "inbox.you_approved": "Vous l'avez approuvée",
+    "inbox.attention": "À surveiller",
+    "inbox.attention_lead": (
+        "En vérification auprès d'un fournisseur, en échec ou non exécutées. Chacune quitte "
+        "cette liste une fois réglée, ou quand une proposition plus récente la suit dans la "
+        "même conversation."
+    ),
+    "inbox.attention_empty": "Rien à surveiller.",
+    "inbox.attention_more": "{count} de plus.",
+    "inbox.views": "Quelles propositions",
+    "inbox.sections": "Sections",
+    "inbox.pages": "Pages",
+    "inbox.open_view": "À faire",
+    "inbox.recent_view": "Résultats récents",
+    "inbox.recent_title": "Résultats récents",
+    "inbox.recent_lead": "Chaque proposition décidée, la plus récemment modifiée d'abord.",
+    "inbox.recent_count": "{total} décidées",
+    "inbox.recent_empty": "Aucune proposition n'a encore été décidée.",
+    "inbox.reference": "référence {reference}",
+    "inbox.updated": "Dernier changement le {when}",
+    "inbox.empty": (
+        "Rien n'attend d'approbation. Les propositions des assistants apparaissent ici."
+    ),
+    "inbox.no_sections": "Votre rôle ne permet d'approuver aucun type de proposition.",
+    "inbox.all": "Toutes",
+    "inbox.requested_by": "Demandée par {who}",
+    "inbox.page": "Page {page} sur {pages}",
+    "inbox.newer": "Plus récentes",
+    "inbox.older": "Plus anciennes",
+    "start.title": "Démarrer une conversation",
+    "start.order_label": "Numéro de commande",
+    "start.order_hint": "La référence de la commande dans le système d'inscription, ou son id.",
+    "start.order_submit": "Ouvrir l'assistant commandes",
+    "chat.you": "Vous",
+    "chat.assistant": "Assistant",
+    "chat.application": "countersign",
+    "chat.message": "Votre message",
+    "chat.send": "Envoyer",
+    "chat.busy": "L'assistant lit…",
+    "chat.empty": "Aucun message. Dites ce dont vous avez besoin ; l'assistant répond ici.",
+    "chat.message_required": "Écrivez d'abord un message.",
+    "chat.message_too_long": "Limitez le message à {limit} caractères.",
+    "chat.new": "Nouvelle conversation",
+    "updates.still": "Pas encore réglé. Vérifiez de nouveau pour la dernière situation.",
+    "updates.running": "Cette page vérifie de nouveau toutes les {seconds} secondes.",
+    "updates.paused": "Mises à jour suspendues.",
+    "updates.pause": "Suspendre les mises à jour",
+    "updates.resume": "Reprendre les mises à jour",
+    "updates.now": "Vérifier maintenant",
+    "chat.revision_note": "La dernière proposition n'a pas été exécutée : {reason}",
+    "chat.expired_note": "La dernière proposition a expiré avant d'être approuvée.",
+    "order.title": "Commande",
+    "order.participant": "Participant(e)",
+    "order.total": "Total de la commande",
+    "order.registration": "Inscription",
+    "order.registration_active": "Active",
+    "order.registration_in": "Active · une place dans la ligue {league}",
+    "order.registration_cancelled": "Annulée",
+    "order.items": "Articles",
+    "order.discounts": "Remises",
+    "order.payments": "Paiements",
+    "order.refunds": "Remboursements",
+    "order.note": "Note sur la commande",
+    "order.applied": "appliquée",
+    "order.not_applied": "non appliquée",
+    "order.refunded_on": "{amount} remboursés le {day}",
+    "order.refunded": "{amount} remboursés",
+    "order.refundable": "{amount} remboursable",
+    "inbox.approvals": "Approbations : {given} sur {required}",
+}

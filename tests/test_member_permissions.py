@@ -1,0 +1,348 @@
+"""Granting and withdrawing a member's permissions: the service, ``members set-permissions``,
+``PUT /api/v1/members/{email}/permissions`` and the members page. Each change is one
+``PermissionsChanged`` event naming who made it, in the audit trail's ``permission_changes``;
+a permission that does not exist, a person who is not a member, and taking ``members.manage``
+from its last holder are refused and change nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from html import unescape
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from countersign.application.access import Caller, Credential
+from countersign.application.errors import AgentCannotDecideError, MissingPermissionError
+from countersign.domain.club.organization import (
+    LastMemberManagerError,
+    Organization,
+    UnknownPermissionError,
+)
+from countersign.domain.contracts import PERMISSIONS
+from countersign.domain.errors import NotMemberError
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.identity.tokens import issue_token
+from fastapi.testclient import TestClient
+
+from tests.conftest import AVA, BEN, MIA, count_events
+from tests.test_http_api import problem
+from tests.test_projections import catch_up_all
+from tests.test_web_pages import Web, _main, web_for
+
+NOAH = "noah@granite.example"
+MANAGE = "members.manage"
+AUDIT = "audit.read"
+
+
+def _granite(cs: Countersign) -> Organization:
+    return cs.store.read(Organization.create_id("granite"), Organization)
+
+
+def _held(cs: Countersign, email: str, organization: str = "granite") -> list[str]:
+    org = cs.store.read(Organization.create_id(organization), Organization)
+    member = org.member(email)
+    assert member is not None
+    return sorted(member.permissions)
+
+
+# -- the service -------------------------------------------------------------------------------
+
+
+def test_a_manager_grants_and_withdraws_and_each_change_is_one_event_naming_them(cs, seeded):
+    ava = Caller(AVA, "granite")
+    assert MANAGE in _held(cs, AVA)  # the demo's managers hold every permission
+    before = count_events(cs, "Organization.PermissionsChanged")
+
+    held = cs.club.set_permissions("granite", BEN, [AUDIT, MANAGE], by=ava)
+    assert held == {"email": BEN, "permissions": [AUDIT, MANAGE], "changed": True}
+    again = cs.club.set_permissions("granite", " Ben@Granite.example ", [MANAGE, AUDIT], by=ava)
+    assert again["changed"] is False  # giving what is held records nothing
+    cs.club.set_permissions("granite", BEN, [], by=ava)
+
+    assert _held(cs, BEN) == []
+    assert count_events(cs, "Organization.PermissionsChanged") == before + 2
+    changes = [e for e in cs.store.history(_granite(cs).id) if e.type == "PermissionsChanged"]
+    assert [(e.fields["email"], e.fields["changed_by"]) for e in changes] == [(BEN, AVA)] * 2
+
+    catch_up_all(cs)
+    rows = cs.read_models.permission_changes(str(_granite(cs).id))
+    assert [(r["email"], r["permissions"], r["changed_by"]) for r in rows] == [
+        (BEN, [AUDIT, MANAGE], AVA),
+        (BEN, [], AVA),
+    ]
+
+
+def test_the_command_line_is_the_operator_and_refusals_change_nothing(cs, seeded):
+    cs.club.set_permissions("granite", BEN, [AUDIT])
+    [change] = [e for e in cs.store.history(_granite(cs).id) if e.type == "PermissionsChanged"]
+    assert change.fields["changed_by"] == "operator"
+
+    with pytest.raises(UnknownPermissionError) as unknown:
+        cs.club.set_permissions("granite", BEN, [AUDIT, "orders.refund_all"])
+    assert unknown.value.unknown == ("orders.refund_all",)
+    assert set(unknown.value.known) == PERMISSIONS
+    with pytest.raises(NotMemberError):
+        cs.club.set_permissions("granite", "zoe@granite.example", [AUDIT])
+    with pytest.raises(LastMemberManagerError):
+        cs.club.set_permissions("maple", MIA, [AUDIT])  # Mia alone manages maple's members
+    assert _held(cs, BEN) == [AUDIT]
+    assert MANAGE in _held(cs, MIA, "maple")
+
+
+def test_the_last_holder_keeps_members_manage_once_the_others_gave_it_up(cs, seeded):
+    ava = Caller(AVA, "granite")
+    cs.club.set_permissions("granite", NOAH, [AUDIT], by=ava)
+    with pytest.raises(LastMemberManagerError, match=r"last member who holds members\.manage"):
+        cs.club.set_permissions("granite", AVA, [AUDIT], by=ava)
+    cs.club.set_permissions("granite", NOAH, [MANAGE], by=ava)  # a second holder first
+    cs.club.set_permissions("granite", AVA, [AUDIT], by=ava)
+    assert _held(cs, AVA) == [AUDIT]
+
+
+def test_only_a_person_holding_members_manage_in_their_own_club_may_change_permissions(cs, seeded):
+    with pytest.raises(MissingPermissionError):
+        cs.club.set_permissions("granite", BEN, [AUDIT], by=Caller(BEN, "granite"))
+    agent = Caller(AVA, "granite", frozenset(PERMISSIONS), Credential.AGENT_TOKEN, "ava-bot")
+    with pytest.raises(AgentCannotDecideError):
+        cs.club.set_permissions("granite", BEN, [AUDIT], by=agent)
+    scoped = Caller(AVA, "granite", frozenset({AUDIT}), Credential.APPROVER_TOKEN, "ava-bot")
+    with pytest.raises(MissingPermissionError):
+        cs.club.set_permissions("granite", BEN, [AUDIT], by=scoped)
+    with pytest.raises(Exception, match="organization"):  # another club answers as unknown
+        cs.club.set_permissions("maple", MIA, [AUDIT], by=Caller(AVA, "granite"))
+    assert _held(cs, BEN) == []
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run(database_url, capsys):
+    """The command's exit status, stdout and stderr."""
+
+    def command(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--database", database_url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return command
+
+
+def _set(run, email: str, permissions: str, *more: str) -> tuple[int, str, str]:
+    argv = ["members", "set-permissions", "--org", "granite", "--email", email]
+    return run(*argv, "--permissions", permissions, *more)
+
+
+def test_set_permissions_from_the_command_line_in_english_and_french(run):
+    assert run("seed")[0] == 0
+    assert _set(run, BEN, "audit.read, members.manage") == (
+        0,
+        "ben@granite.example now holds: audit.read, members.manage.\n",
+        "",
+    )
+    code, out, _ = _set(run, BEN, "members.manage,audit.read", "--language", "fr")
+    assert (code, out) == (0, "ben@granite.example détenait déjà : audit.read, members.manage.\n")
+    code, out, _ = _set(run, BEN, "", "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "organization": "granite",
+        "email": BEN,
+        "permissions": [],
+        "changed": True,
+    }
+    assert _set(run, BEN, "")[1] == "ben@granite.example already held no permission.\n"
+
+
+def test_a_refused_change_exits_4_saying_why_on_stderr(run):
+    assert run("seed")[0] == 0
+    code, out, err = _set(run, BEN, "audit.read,nope", "--language", "fr")
+    assert (code, out) == (4, "")
+    assert err.startswith("Permission inconnue : nope. Les permissions sont : audit.read, ")
+    assert "members.manage" in err
+
+    code, out, err = _set(run, "zoe@granite.example", "audit.read")
+    assert (code, err) == (4, "zoe@granite.example is not a member of granite.\n")
+
+    code, out, err = run(
+        "members",
+        "set-permissions",
+        "--org",
+        "maple",
+        "--email",
+        MIA,
+        "--permissions",
+        "",
+        "--json",
+    )
+    assert code == 4
+    assert json.loads(out)["reason"] == "last_member_manager"
+    assert "last member who holds members.manage" in err
+
+    code, _, err = run(
+        "members", "set-permissions", "--org", "nowhere", "--email", MIA, "--permissions", ""
+    )
+    assert (code, err) == (4, "There is no club nowhere.\n")
+
+
+def test_an_unknown_database_exits_2(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    code = main(["members", "set-permissions", "--org", "granite", "--email", BEN,
+                 "--permissions", "audit.read", "--database", url])  # fmt: skip
+    assert code == 2
+    assert "no database" in capsys.readouterr().err
+
+
+# -- the JSON API ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
+    with TestClient(create_app(cs), raise_server_exceptions=False) as client:
+        yield client
+
+
+def _token(cs: Countersign, scopes: list[str], kind: str = "approver", by: str = AVA) -> Any:
+    name = f"{kind}-{uuid4().hex[:12]}"
+    token = issue_token(cs, "granite", name, scopes, issued_by=by, kind=kind).token
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _put(client: TestClient, headers: Any, email: str, permissions: Any) -> Any:
+    path = f"/api/v1/members/{email}/permissions"
+    return client.put(path, headers=headers, json={"permissions": permissions})
+
+
+def test_an_approver_token_with_members_manage_sets_permissions(cs, client):
+    headers = _token(cs, [MANAGE])
+    answer = _put(client, headers, BEN, [AUDIT])
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"email": BEN, "permissions": [AUDIT], "changed": True}
+    assert _put(client, headers, BEN, [AUDIT]).json()["changed"] is False
+    listed = client.get("/api/v1/members", headers=headers).json()["members"]
+    assert [(m["email"], m["permissions"]) for m in listed if m["email"] == BEN] == [(BEN, [AUDIT])]
+
+
+def test_the_api_refuses_agents_strangers_and_bad_changes(cs, client):
+    agent = _put(client, _token(cs, sorted(PERMISSIONS), kind="agent"), BEN, [AUDIT])
+    assert problem(agent)[1]["type"] == "urn:countersign:problem:agent-cannot-decide"
+    no_scope = _put(client, _token(cs, [AUDIT]), BEN, [AUDIT])
+    assert problem(no_scope)[0] == 403
+    assert client.get("/api/v1/members", headers=_token(cs, [AUDIT])).status_code == 403
+
+    headers = _token(cs, [MANAGE])
+    assert problem(_put(client, headers, "zoe@granite.example", [AUDIT]))[0] == 404
+    assert problem(_put(client, headers, MIA, [AUDIT]))[0] == 404  # another club's member
+    status, body = problem(_put(client, headers, BEN, ["nope"]))
+    assert status == 422
+    [refusal] = body["problems"]
+    assert refusal["field"] == "permissions"
+    assert refusal["message"].startswith("no such permission: nope; use any of: audit.read, ")
+
+    _put(client, headers, NOAH, [AUDIT])
+    status, body = problem(_put(client, headers, AVA, [AUDIT]))
+    assert status == 409
+    assert "last member who holds members.manage" in body["detail"]
+    assert _held(cs, BEN) == []
+    assert MANAGE in _held(cs, AVA)
+
+
+# -- the members page --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
+
+
+def test_a_manager_sees_the_members_page_in_english_and_french(web):
+    browser = web.browser(AVA)
+    assert 'href="/members"' in browser.get("/").text  # in the navigation
+    main = unescape(_main(browser.get("/members")))
+    assert "Members and permissions" in main
+    assert "Ben Okafor" in main
+    assert "Manage members' permissions" in main
+    assert "Save the permissions of Ben Okafor" in main
+
+    browser.form("/language", {"lang": "fr", "next": "/members"})
+    page = browser.get("/members")
+    assert page.status_code == 200
+    main = unescape(_main(page))
+    assert "Membres et permissions" in main
+    assert "Gérer les permissions des membres" in main
+    assert "Enregistrer les permissions de Ben Okafor" in main
+
+
+def test_someone_without_members_manage_gets_no_link_and_the_forbidden_page(web):
+    ben = web.browser(BEN)
+    assert 'href="/members"' not in ben.get("/").text
+    assert ben.get("/members").status_code == 403
+    answer = ben.form("/members/permissions", {"email": BEN, f"permission.{MANAGE}": "on"})
+    assert answer.status_code == 403
+    assert _held(web.cs, BEN) == []
+
+
+def test_the_form_gives_exactly_the_ticked_permissions_with_the_csrf_token(web):
+    browser = web.browser(AVA)
+    data = {"email": BEN, f"permission.{AUDIT}": "on", f"permission.{MANAGE}": "on"}
+    assert browser.post("/members/permissions", data).status_code == 403  # no CSRF token
+    assert _held(web.cs, BEN) == []
+
+    done = browser.form("/members/permissions", data, from_page="/members")
+    assert (done.status_code, done.headers["location"]) == (303, "/members")
+    assert _held(web.cs, BEN) == [AUDIT, MANAGE]
+    assert "The permissions were saved" in _main(browser.get("/members"))
+    browser.form("/members/permissions", data, from_page="/members")
+    again = unescape(_main(browser.get("/members")))
+    assert "Nothing changed: the member already held exactly those." in again
+
+
+def test_the_page_says_why_the_last_holder_keeps_members_manage(web):
+    mia = web.browser(MIA)
+    refused = mia.form("/members/permissions", {"email": MIA}, from_page="/members")
+    assert refused.status_code == 422
+    main = unescape(_main(refused))
+    assert "mia@maple.example is the last member who may manage members" in main
+    assert "Nothing changed." in main
+    assert MANAGE in _held(web.cs, MIA, "maple")
+
+
+def test_every_permission_has_its_words_on_the_page_in_both_languages():
+    from countersign.infrastructure.entrypoints.web.i18n import TEXTS
+
+    for language in ("en", "fr"):
+        missing = [p for p in PERMISSIONS if f"members.permission.{p}" not in TEXTS[language]]
+        assert missing == [], (language, missing)
+
+
+def test_a_permissions_change_stored_before_changed_by_was_kept_still_loads(cs, seeded):
+    from eventsourcing.persistence import Notification
+
+    cs.club.set_permissions("granite", BEN, [AUDIT])
+    stored = [
+        n
+        for n in cs.app.recorder.select_notifications(1, limit=10_000)
+        if n.topic.endswith("Organization.PermissionsChanged")
+    ][-1]
+    state = json.loads(stored.state)
+    assert state.pop("changed_by") == "operator"
+    older = Notification(
+        id=stored.id,
+        originator_id=stored.originator_id,
+        originator_version=stored.originator_version,
+        topic=stored.topic,
+        state=json.dumps(state).encode(),
+    )
+    event = cs.app.mapper.to_domain_event(older)
+    assert (event.email, event.permissions) == (BEN, [AUDIT])
+    assert getattr(event, "changed_by", None) is None
+    org = cs.store.get(
+        Organization.create_id("granite"), Organization, version=stored.originator_version - 1
+    )
+    event.mutate(org)
+    member = org.member(BEN)
+    assert member is not None
+    assert sorted(member.permissions) == [AUDIT]
