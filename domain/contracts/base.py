@@ -22,6 +22,7 @@ from countersign.domain.contracts.presentation import (
     APPROVE,
     EFFECT_UNAVAILABLE,
     EFFECT_UNCERTAIN,
+    DemoScene,
     Localized,
     PreviewField,
     RequestField,
@@ -226,6 +227,10 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     stand_in_cue: ClassVar[str | None] = None
     """A pattern (case-insensitive) of the manager's words that asks for this operation rather
     than another of its section's; the offline stand-in model asks cued contracts first."""
+
+    demo_scene: ClassVar[DemoScene | None] = None
+    """The words that show this operation in ``countersign demo``, from a manager's message to
+    its outcome, when no chapter of the story tells it (declared in its stand-in module)."""
 
     def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
         """How the offline stand-in model (demo and tests, never a real model) fills this

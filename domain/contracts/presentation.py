@@ -43,6 +43,23 @@ def _in(language: str, params: dict[str, object]) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class DemoScene:
+    """How ``countersign demo`` shows an operation the story tells no chapter of: what a
+    manager of the seeded Granite club says to the operation's section's assistant (the
+    offline stand-in model turns the words into its proposal), and who approves it. An
+    operation's stand-in module declares it; its texts class names it as ``demo_scene``."""
+
+    words: str
+    """What the manager says, in the seeded club's names (members, leagues, orders)."""
+    approvers: tuple[str, ...] = ()
+    """The seeded managers who approve it, by email, in turn; none: the one who asked."""
+    order: str | None = None
+    """For a section whose assistant works on one order: the seeded order the words are
+    about, by its name in the seed (``"refund-ok"``); None where the section has one record
+    per club (the roster, the broadcast form)."""
+
+
 EFFECT_UNCERTAIN = Localized(
     "The provider's answer was lost, so it is not yet known whether this took effect. "
     "countersign is confirming it with the provider, by asking about that same request: it "

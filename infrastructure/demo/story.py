@@ -6,7 +6,9 @@ import json
 import tempfile
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
 from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
@@ -56,6 +58,10 @@ class Story:
         self.chapters[-1]["steps"].append({"text": text, "data": document})
         if not self.as_json:
             print(text)
+
+    def shows(self, kind: str) -> bool:
+        """Whether a chapter told so far shows a proposal of the operation ``kind``."""
+        return f'"operation": "{kind}"' in json.dumps(self.chapters, default=str)
 
 
 def throwaway_database_url() -> str:
@@ -236,6 +242,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(cards.render_report(cs.proposals.approve(lucas["proposal_id"], AVA).to_json()))
 
     send_the_draft(cs, story, form)
+    every_other_operation(cs, story, data)
 
     story.chapter("Proposals expire")
     late = propose(cs, orders["provider-outage"], TO_CARD)
@@ -404,6 +411,48 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
         + "\n  One send per applied draft, ever.",
         again,
     )
+
+
+def every_other_operation(cs: Countersign, story: Story, data: dict[str, Any]) -> None:
+    """Every registered operation no chapter above showed, from the words its contract
+    declares for the demo (``demo_scene``) to its outcome: Ava says them to the section's
+    assistant, the offline stand-in model proposes, and the managers the scene names approve."""
+    others = [contract for contract in REGISTRY.values() if not story.shows(contract.kind)]
+    if not others:
+        return
+    story.chapter("Every other operation, from a manager's words to its outcome")
+    for contract in others:
+        scene = contract.demo_scene
+        title = contract.title.text("en")
+        if scene is None:
+            story.say(f"{title}: its contract declares no demo scene (demo_scene).")
+            continue
+        story.say(f"{title}\nava> {scene.words}")
+        turn = cs.assistant.turn(
+            organization="granite",
+            actor=AVA,
+            section=str(contract.section),
+            resource_id=scene_resource(cs, contract, data),
+            message=scene.words,
+        ).to_json()
+        story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
+        if turn["proposal"] is None:
+            continue
+        for approver in scene.approvers or (AVA,):
+            report = cs.proposals.approve(turn["proposal"]["proposal_id"], approver).to_json()
+            story.say(f"{approver} approves:\n" + cards.render_report(report, approver), report)
+
+
+def scene_resource(cs: Countersign, contract: AnyContract, data: dict[str, Any]) -> str:
+    """What a demo scene's words are about: the seeded order it names, else the club's own
+    record of the contract's section (its roster, its broadcast form)."""
+    scene = contract.demo_scene
+    if scene is not None and scene.order is not None:
+        return str(data["orders"][scene.order])
+    club_resource = cs.assistant.assistants[contract.section].club_resource
+    if club_resource is None:
+        raise ValueError(f"the demo scene of {contract.kind} names no seeded order")
+    return str(club_resource(UUID(data["organizations"][0]["id"])))
 
 
 def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """What a new operation must declare besides its contract, each named in one fast test with
 what to write and where, instead of being found by a full-suite run: a sentence for people
 for every request problem ``resolve`` can raise and for every reason ``recheck`` can give, the
-Edit page's words for every request field, and a scene in the demo."""
+Edit page's words for every request field, and the words that show it in the demo."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import io
 import json
 from collections.abc import Iterator
 from fnmatch import fnmatch
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,10 @@ from countersign.infrastructure.entrypoints.web.request_form import specs
 from tests.support.findings import Stage, findings
 
 
-def _texts_file(contract: AnyContract) -> str:
-    return type(contract).__module__.replace("countersign.", "").replace(".", "/") + "_texts.py"
+def _texts_file(contract: AnyContract, part: str = "texts") -> str:
+    """The file of one part of the contract's operation: its ``texts`` or its ``stand_in``."""
+    module = type(contract).__module__.replace("countersign.", "").replace(".", "/")
+    return f"{module}_{part}.py"
 
 
 def _missing_sentences(contract: AnyContract, stage: Stage) -> Iterator[str]:
@@ -81,13 +82,24 @@ def demo_story(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _missing_demo_scene(contract: AnyContract, story: str) -> Iterator[str]:
-    if f'"operation": "{contract.kind}"' not in story:
-        demo = Path("infrastructure/demo/story.py")
+    if f'"operation": "{contract.kind}"' in story:
+        return
+    if contract.demo_scene is None:
         yield (
-            f"a demo scene (tests/test_cli.py wants one for every operation): in {demo}, write "
-            f"a function that proposes {contract.kind} on a seeded record (through the "
-            "assistant's turn or cs.proposals.propose) and approves it, saying each step "
-            "with story.chapter(...) and story.say(...), and call it from tell()"
+            f"a demo scene (tests/test_cli.py wants every operation in the demo): in "
+            f"{_texts_file(contract, 'stand_in')}, declare what a manager of the seeded Granite "
+            f"club says to the {contract.section} assistant to ask for it, "
+            'DEMO_SCENE = DemoScene(words="<the words>")  (from '
+            "countersign.domain.contracts.presentation; approvers=(...) for more than one "
+            f'manager, order="<seeded order>" for an order), and in {_texts_file(contract)}, '
+            "in the texts class, demo_scene: ClassVar[DemoScene | None] = DEMO_SCENE"
+        )
+    else:
+        yield (
+            f"its demo scene's words ({contract.demo_scene.words!r}) lead the offline stand-in "
+            f"model to no proposal of it: in {_texts_file(contract)}, stand_in_cue must match "
+            f"them, and in {_texts_file(contract, 'stand_in')}, request_from_words must fill "
+            "the request from them (countersign demo shows what the assistant said instead)"
         )
 
 
