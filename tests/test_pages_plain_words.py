@@ -13,6 +13,8 @@ import re
 from typing import Any
 
 import pytest
+from countersign.domain.contracts import contracts_in
+from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
 
 from tests.conftest import AVA, DRAFT, count_events
@@ -242,9 +244,10 @@ def test_the_roster_assistant_names_whom_it_found_and_says_what_it_can_do(web: W
     assert "Emma Singh, Ethan Clark" in unnamed
     assert "as the member search shows it" not in unnamed
     off_topic = _chat(browser, roster, "What is the weather tomorrow?")
-    assert (
-        "I could not find anything to propose from that. Here I can only propose: move a "
-        "member to another league." in off_topic
+    can = "; ".join(c.title.text("en").lower() for c in contracts_in(Section("roster")))
+    assert can.startswith("move a member to another league")
+    assert f"I could not find anything to propose from that. Here I can only propose: {can}." in (
+        off_topic
     )
     # A move has no amount: the closing words do not claim one was computed.
     moved = _chat(browser, roster, "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors")

@@ -11,6 +11,7 @@ from countersign.domain.contracts.cancel_registration import CancelRegistration
 from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
+from countersign.domain.contracts.remove_member import RemoveMember
 from countersign.domain.contracts.send_broadcast import SendBroadcast
 from countersign.domain.scope import Section
 
@@ -38,6 +39,7 @@ REGISTRY: dict[str, AnyContract] = _registry(
     MoveMember(),
     CancelRegistration(),
     SendBroadcast(),
+    RemoveMember(),
 )
 
 

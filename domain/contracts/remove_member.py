@@ -1,0 +1,262 @@
+"""roster.remove_member: take one member out of one league of the club's roster.
+
+The model names the member as the manager did (by name or by email, as the member search shows
+them) and the league by name. The application finds the one member of that league the words
+name (a name two members of the league share is refused: name them by email), and shows the
+league's member count before and after. Approval checks again that the member, under the
+name the manager read, still plays in that league, and that the league holds the members the
+preview counted; either change fails closed. The member leaves the league (the roster's
+``leave``, a ``MemberLeft`` event) in the commit that records the outcome; the other leagues
+they play in keep them.
+
+Unlike a move's, the count is rechecked: it is what the preview says the league keeps. So a
+removal pending while another member joins or leaves that league (another removal approved
+first) asks to be proposed again, with the count as it stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.base import (
+    ContractRequest,
+    Facts,
+    Frozen,
+    OperationContract,
+    Prepared,
+)
+from countersign.domain.contracts.findings import Finding, RuleBrokenError
+from countersign.domain.contracts.remove_member_texts import RemoveMemberTexts
+from countersign.domain.errors import NotFoundError
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import Repository
+from countersign.domain.scope import Scope, Section
+from eventsourcing.domain import Aggregate
+from pydantic import Field
+
+MAX_LEAGUE_NAME = 100
+MAX_MEMBER = 254
+#: How much of what the model said a sentence for people repeats.
+SAID = 60
+
+# -- Request: what the model supplies ------------------------------------------------------------
+
+
+class RemoveMemberRequest(ContractRequest):
+    """Propose taking one club member out of one league. Name the member by their email or
+    their full name exactly as the member search shows it, and the league exactly as the
+    league list shows it. The member leaves that league only; other leagues keep them."""
+
+    member: str = Field(
+        description="The member's email or full name, exactly as the member search shows it.",
+        min_length=1,
+        max_length=MAX_MEMBER,
+    )
+    league: str = Field(
+        description="The league the member leaves: one they play in now.",
+        min_length=1,
+        max_length=MAX_LEAGUE_NAME,
+    )
+
+
+# -- Arguments: what execution needs, frozen ------------------------------------------------------
+
+
+class RemoveMemberArguments(Frozen):
+    """The exact removal to make: the member by the roster's key for them, their email."""
+
+    roster_id: UUID
+    email: str
+    member_name: str
+    league: str
+    league_members_before: int
+
+
+# -- Preview: what the manager needs to see ------------------------------------------------------
+
+
+class RemoveMemberPreview(Frozen):
+    """The fixed review presentation of one removal: who, from which league, and how many
+    members the league holds before and after."""
+
+    member_name: str
+    email: str
+    league: str
+    league_members_before: int
+    league_members_after: int
+
+
+# -- Result ---------------------------------------------------------------------------------------
+
+
+class RemoveMemberResult(Frozen):
+    """What the removal did: the league's member count after it."""
+
+    email: str
+    league: str
+    league_members: int
+
+
+@dataclass
+class RemoveFacts(Facts):
+    """The roster the member leaves a league of."""
+
+    roster: Roster
+
+    def aggregates(self) -> list[Aggregate]:
+        return [self.roster]
+
+
+class RemoveMember(
+    RemoveMemberTexts,
+    OperationContract[
+        RemoveMemberRequest,
+        RemoveMemberArguments,
+        RemoveMemberPreview,
+        RemoveMemberResult,
+        RemoveFacts,
+    ],
+):
+    """Take a member out of one league of the roster."""
+
+    kind = "roster.remove_member"
+    contract_version = 1
+    section = Section("roster")
+    permission = "roster.manage"
+
+    def load(self, scope: Scope, store: Repository) -> RemoveFacts:
+        if scope.resource_id != Roster.create_id(scope.organization_id):
+            raise NotFoundError("roster")
+        return RemoveFacts(roster=store.get(scope.resource_id, Roster))
+
+    def resolve(
+        self, request: RemoveMemberRequest, facts: RemoveFacts
+    ) -> Prepared[RemoveMemberArguments, RemoveMemberPreview]:
+        roster, league = facts.roster, request.league
+        check_league_exists(roster, league)
+        email, member = find_member(roster, request.member, league)
+        before = roster.member_count(league)
+        arguments = RemoveMemberArguments(
+            roster_id=roster.id,
+            email=email,
+            member_name=member,
+            league=league,
+            league_members_before=before,
+        )
+        preview = RemoveMemberPreview(
+            member_name=member,
+            email=email,
+            league=league,
+            league_members_before=before,
+            league_members_after=before - 1,
+        )
+        return Prepared(arguments=arguments, preview=preview)
+
+    # -- governance -----------------------------------------------------------------------------
+
+    def subject(self, arguments: RemoveMemberArguments) -> str:
+        """The roster holds many members: removing one does not replace a removal of another."""
+        return arguments.email
+
+    def recheck(self, arguments: RemoveMemberArguments, facts: RemoveFacts) -> dict[str, Any]:
+        roster, league = facts.roster, arguments.league
+        check_still_plays_in(roster, arguments.email, arguments.member_name, league)
+        check_league_size(roster, league, arguments.league_members_before)
+        return {
+            "email": arguments.email,
+            "league": league,
+            "league_members": roster.member_count(league),
+        }
+
+    def execute(
+        self, execution: ExecutionContract[RemoveMemberArguments], facts: RemoveFacts
+    ) -> RemoveMemberResult:
+        arguments = execution.arguments
+        facts.roster.leave(arguments.league, arguments.email)
+        return RemoveMemberResult(
+            email=arguments.email,
+            league=arguments.league,
+            league_members=facts.roster.member_count(arguments.league),
+        )
+
+
+# -- the rules: each checked when proposing and, where it can change, again when approving ----
+
+
+def check_league_exists(roster: Roster, league: str) -> None:
+    if league not in roster.leagues:
+        raise RuleBrokenError(
+            Finding(
+                "no_such_league",
+                "league",
+                f"there is no league named {league!r}; list the leagues",
+                name=league[:SAID],
+            )
+        )
+
+
+def find_member(roster: Roster, said: str, league: str) -> tuple[str, str]:
+    """The one member of the league ``said`` names, by email or by full name (any case and
+    spacing): their email and name."""
+    members = roster.members_of(league)
+    wanted = " ".join(said.split()).casefold()
+    if wanted in members:
+        return wanted, members[wanted]
+    named = [
+        email for email, name in members.items() if " ".join(name.split()).casefold() == wanted
+    ]
+    if len(named) > 1:
+        raise RuleBrokenError(
+            Finding(
+                "member_name_shared",
+                "member",
+                f"{len(named)} members of {league!r} have this name; name one by email",
+                member=said[:SAID],
+                league=league,
+                count=len(named),
+            )
+        )
+    if not named:
+        raise RuleBrokenError(
+            Finding(
+                "not_in_league",
+                "member",
+                f"no member of {league!r} has this name or email; search the members",
+                member=said[:SAID],
+                league=league,
+            )
+        )
+    return named[0], members[named[0]]
+
+
+def check_still_plays_in(roster: Roster, email: str, member: str, league: str) -> None:
+    """The member still plays in the league, under the name the manager read."""
+    if roster.members_of(league).get(email) != member:
+        raise RuleBrokenError(
+            Finding(
+                "member_left_league",
+                "member",
+                f"{member} no longer plays in {league!r}",
+                member=member,
+                league=league,
+            )
+        )
+
+
+def check_league_size(roster: Roster, league: str, before: int) -> None:
+    """The league holds the members the preview counted."""
+    now = roster.member_count(league)
+    if now != before:
+        raise RuleBrokenError(
+            Finding(
+                "league_size_changed",
+                "league",
+                f"{league!r} now holds {now} members, not {before}",
+                league=league,
+                before=before,
+                now=now,
+            )
+        )
