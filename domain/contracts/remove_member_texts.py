@@ -64,10 +64,6 @@ class RemoveMemberTexts:
         "member_left_league": Localized(
             "{member} no longer plays in {league}.", "{member} ne joue plus dans {league}."
         ),
-        "league_size_changed": Localized(
-            "The number of members of {league} went from {before} to {now} since it was proposed.",
-            "Le nombre de membres de {league} est passé de {before} à {now} depuis la proposition.",
-        ),
     }
     outcome_titles: ClassVar[Mapping[str, Localized]] = {
         "succeeded": Localized("Member taken out of the league", "Membre retiré de la ligue")
