@@ -1,13 +1,163 @@
-"""Who may do what, checked on every request against the organization's current state."""
+"""Authorization: who may see and act on what, the rules every caller is held to, written once.
+
+A caller is a person, known by email, acting either in one organization (the club a browser
+session signed in to, the organization an API token belongs to) or in whichever organization
+a record belongs to, if they are a member there (the command line). An API token may narrow
+what its member holds to the permissions it was given (its scopes); it never widens it.
+
+A token is also of a kind (``Credential``): an *agent token*, given to an assistant, reads,
+proposes and follows its proposals, and never decides (approve, decline, edit, or change the
+club's rules: ``require_decider``); an *approver token* acts for the person who holds it,
+after that person decided in the service's own interface.
+
+Every check reads the organization's current state: a membership (``member_of``,
+``membership``) is read freshly, and a non-member is told NotFoundError, exactly like an
+unknown id. ``ProposalAccess`` (proposal_access.py) holds every entry point's request about
+a proposal to these rules; the quorum's recheck of earlier approvals is in quorum.py.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
 from uuid import UUID
 
-from countersign.application.errors import MissingPermissionError
-from countersign.domain.club.organization import Member, Organization
+from countersign.application.errors import AgentCannotDecideError, MissingPermissionError
+from countersign.domain.club.organization import Member, Organization, Permission
+from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
+from countersign.domain.scope import Section
+
+
+class Credential(StrEnum):
+    """What a caller presented: a person's own sign-in (the pages, the command line), or an
+    API token of one of two kinds."""
+
+    PERSON = "person"
+    AGENT_TOKEN = "agent_token"  # noqa: S105 - a kind of credential, not a secret
+    APPROVER_TOKEN = "approver_token"  # noqa: S105 - a kind of credential, not a secret
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: ``email``; ``organization``, the slug of the club they act in (None: the
+    one the record belongs to); ``scopes``, an API token's permissions (None: no token);
+    ``credential``, what they presented, and ``service``, the token's name if a token."""
+
+    email: str
+    organization: str | None = None
+    scopes: frozenset[str] | None = None
+    credential: Credential = Credential.PERSON
+    service: str | None = None
+
+    @property
+    def may_decide(self) -> bool:
+        """Whether this credential may decide at all (an agent token never may)."""
+        return self.credential != Credential.AGENT_TOKEN
+
+    @property
+    def recorded_credential(self) -> str:
+        """How a decision records what acted: ``person``, or the token's kind and its name
+        (``approver_token:billing``)."""
+        if self.credential == Credential.PERSON or not self.service:
+            return str(self.credential)
+        return f"{self.credential}:{self.service}"
+
+    @classmethod
+    def of(cls, actor: str | Caller) -> Caller:
+        return actor if isinstance(actor, Caller) else cls(email=actor)
+
+    @property
+    def organization_id(self) -> UUID | None:
+        if self.organization is None:
+            return None
+        return Organization.create_id(self.organization.strip().lower())
+
+    def acts_in(self, organization_id: UUID) -> bool:
+        """Does a record of this organization belong where the caller acts?"""
+        return self.organization is None or self.organization_id == organization_id
+
+    def may(self, member: Member, permission: str) -> bool:
+        """The member holds the permission now, and the caller's token (if any) was given it."""
+        return member.may(permission) and (self.scopes is None or permission in self.scopes)
+
+
+def require_decider(actor: str | Caller) -> None:
+    """AgentCannotDecideError for an agent token: it reads, proposes and follows what it
+    proposed, and never approves, declines, edits or sets the club's rules."""
+    if isinstance(actor, Caller) and not actor.may_decide:
+        raise AgentCannotDecideError()
+
+
+def require_all(caller: Caller, member: Member, *permissions: str) -> None:
+    """MissingPermissionError unless the caller may do all of it."""
+    missing = [p for p in permissions if not caller.may(member, p)]
+    if missing:
+        raise MissingPermissionError(missing)
+
+
+def require_scope(caller: Caller, permission: str) -> None:
+    """MissingPermissionError unless the caller's token (if any) was given the permission:
+    checked before anything of the request is read, so a token is told what it may not do
+    before it is told what is wrong with the request."""
+    if caller.scopes is not None and permission not in caller.scopes:
+        raise MissingPermissionError([permission])
+
+
+def require_any(caller: Caller, member: Member, permissions: Iterable[str]) -> None:
+    """MissingPermissionError unless the caller holds at least one of the permissions."""
+    wanted = list(permissions)
+    if not any(caller.may(member, p) for p in wanted):
+        raise MissingPermissionError(wanted, any_of=True)
+
+
+def decide_permission(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> str | None:
+    """What approving or declining a proposal of this kind needs; None for an unknown kind,
+    which nobody may decide (it fails closed)."""
+    contract = registry.get(kind)
+    return contract.permission if contract is not None else None
+
+
+def read_permissions(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> list[str]:
+    """Reading a proposal needs its operation's permission, or the auditor's (any one)."""
+    permission = decide_permission(kind, registry)
+    return [Permission.READ_AUDIT] + ([permission] if permission else [])
+
+
+def may_decide(
+    caller: Caller, member: Member, kind: str, registry: Mapping[str, AnyContract] = REGISTRY
+) -> bool:
+    permission = decide_permission(kind, registry)
+    return permission is not None and caller.may(member, permission)
+
+
+def section_permissions(
+    section: Section, registry: Mapping[str, AnyContract] = REGISTRY
+) -> list[str]:
+    """The permissions of a section's operations: any one lets a member read its proposals."""
+    return sorted({c.permission for c in registry.values() if c.section == section})
+
+
+def sections_of(registry: Mapping[str, AnyContract] = REGISTRY) -> list[Section]:
+    """Every section some registered contract belongs to, in registry order."""
+    return list(dict.fromkeys(c.section for c in registry.values()))
+
+
+def readable_sections(
+    caller: Caller, member: Member, registry: Mapping[str, AnyContract] = REGISTRY
+) -> list[str]:
+    """Sections whose proposals the caller may see: an operation's permission, or audit."""
+    return [
+        str(section)
+        for section in sections_of(registry)
+        if caller.may(member, Permission.READ_AUDIT)
+        or any(caller.may(member, p) for p in section_permissions(section, registry))
+    ]
+
+
+# -- memberships, read freshly ---------------------------------------------------------------
 
 
 def organization_by_slug(store: Repository, slug: str) -> Organization:

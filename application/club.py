@@ -8,9 +8,14 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from countersign.application import access, authorization
-from countersign.application.access import Caller, require_decider
-from countersign.application.authorization import member_of, organization_by_slug, require
+from countersign.application import authorization
+from countersign.application.authorization import (
+    Caller,
+    member_of,
+    organization_by_slug,
+    require,
+    require_decider,
+)
 from countersign.application.errors import parse_id
 from countersign.application.ports import AggregateStore, Answer, Commit, Reads
 from countersign.domain.club.broadcasts import BroadcastForm
@@ -226,7 +231,7 @@ def _member_manager(org: Organization, caller: Caller) -> str:
     """The caller's email if they may manage the club's members (MissingPermissionError
     if not, NotFoundError for a non-member)."""
     member = authorization.membership(org, caller.email)
-    access.require(caller, member, Permission.MANAGE_MEMBERS)
+    authorization.require_all(caller, member, Permission.MANAGE_MEMBERS)
     return member.email
 
 

@@ -13,8 +13,13 @@ from dataclasses import dataclass
 from typing import TypeVar
 from uuid import UUID
 
-from countersign.application.access import Caller, require, require_decider
-from countersign.application.authorization import membership, organization_by_slug
+from countersign.application.authorization import (
+    Caller,
+    membership,
+    organization_by_slug,
+    require_all,
+    require_decider,
+)
 from countersign.application.ports import AggregateStore, Commit, Reads
 from countersign.domain.club.organization import (
     Organization,
@@ -160,7 +165,7 @@ def _check_manager(caller: Caller | None, org: Organization) -> None:
     if caller is not None:
         if not caller.acts_in(org.id):
             raise NotFoundError("organization")
-        require(caller, membership(org, caller.email), Permission.MANAGE_WEBHOOKS)
+        require_all(caller, membership(org, caller.email), Permission.MANAGE_WEBHOOKS)
         require_decider(caller)  # the club's settings are people's to decide
 
 

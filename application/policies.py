@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from countersign.application.access import Caller, require, require_decider
-from countersign.application.authorization import membership
+from countersign.application.authorization import Caller, membership, require_all, require_decider
 from countersign.application.errors import UnknownOperationError
 from countersign.application.ports import AggregateStore, Answer, Commit, Reads
 from countersign.domain.approval_policy import ApprovalPolicy
@@ -104,5 +103,5 @@ class PolicyService:
     @staticmethod
     def _manager(org: Organization, caller: Caller) -> str:
         member = membership(org, caller.email)
-        require(caller, member, Permission.MANAGE_POLICIES)
+        require_all(caller, member, Permission.MANAGE_POLICIES)
         return member.email

@@ -98,6 +98,22 @@ class AggregateStore(UnitOfWork, Protocol):
         ...
 
 
+class SharedSnapshots:
+    """A Repository whose ``get`` is ``read``: every aggregate it gives is the shared
+    snapshot, never a private copy. For what reads a contract's facts and changes nothing
+    (preparing a proposal, describing a request again): no copy is made, and a command given
+    to a snapshot raises (SharedSnapshotError)."""
+
+    def __init__(self, store: Repository) -> None:
+        self._store = store
+
+    def get(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        return self._store.read(aggregate_id, as_type)
+
+    def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
+        return self._store.read(aggregate_id, as_type)
+
+
 class OpenWorkIndex(Protocol):
     """Finds the proposals the sweepers must look at, without scanning every proposal."""
 

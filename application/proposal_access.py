@@ -21,23 +21,23 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from countersign.application.access import (
+from countersign.application.audit import AuditService
+from countersign.application.authorization import (
     Caller,
     decide_permission,
     may_decide,
+    member_of,
     read_permissions,
     readable_sections,
-    require,
+    require_all,
     require_any,
     require_decider,
     section_permissions,
     sections_of,
 )
-from countersign.application.audit import AuditService
-from countersign.application.authorization import member_of
+from countersign.application.cards import ProposalCards
 from countersign.application.errors import (
     MissingPermissionError,
-    UnknownOperationError,
     parse_id,
 )
 from countersign.application.ports import AggregateStore
@@ -48,8 +48,9 @@ from countersign.application.reports import (
     ProposalCard,
     ProposalCreated,
     Report,
+    outcome_text,
 )
-from countersign.application.settling import Settling
+from countersign.application.settlement import Settling
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.problems import InvalidRequestError
@@ -123,6 +124,7 @@ class ProposalAccess:
         self,
         store: AggregateStore,
         proposals: ProposalService,
+        cards: ProposalCards,
         audit: AuditService,
         *,
         registry: Mapping[str, AnyContract] = REGISTRY,
@@ -130,6 +132,7 @@ class ProposalAccess:
     ) -> None:
         self.store = store
         self.proposals = proposals
+        self.cards = cards
         self.audit = audit
         self.registry = registry
         #: How many proposals a member may make in a while (None: no limit).
@@ -147,20 +150,15 @@ class ProposalAccess:
         interaction_id: str | None = None,
         origin: Mapping[str, str] | None = None,
     ) -> ProposalCreated:
-        """ProposalService.propose in the caller's organization, within a token's scopes."""
-        if actor.organization is None:
+        """ProposalService.propose in the caller's organization (the service holds a token to
+        its scopes), as often as the limiter lets the member."""
+        if actor.organization_id is None:
             raise NotFoundError("organization")
-        if actor.scopes is not None:
-            contract = self.registry.get(operation)
-            if contract is None:
-                raise UnknownOperationError(operation)
-            if contract.permission not in actor.scopes:
-                raise MissingPermissionError([contract.permission])
-        club = str(Organization.create_id(actor.organization.strip().lower()))
+        club = str(actor.organization_id)
         with limited(self.limiter, club, actor.email):
             return self.proposals.propose(
-                organization=actor.organization,
-                actor=actor.email,
+                organization=str(actor.organization),
+                actor=actor,
                 operation=operation,
                 resource_id=resource_id,
                 request=request,
@@ -175,7 +173,7 @@ class ProposalAccess:
         proposal, member = self._visible(proposal_id, caller)
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the service refuses to revise it
-            require(caller, member, permission)
+            require_all(caller, member, permission)
         club = str(proposal.organization_id)
         with limited(self.limiter, club, caller.email):
             return self.proposals.revise(str(proposal.id), caller, request)
@@ -201,7 +199,7 @@ class ProposalAccess:
         permission = decide_permission(proposal.kind, self.registry)
         if permission is None:
             raise NotFoundError("proposal")
-        require(caller, member, permission)
+        require_all(caller, member, permission)
         return self.proposals.approval_challenge(str(proposal.id), caller.email)
 
     def decline(
@@ -222,7 +220,7 @@ class ProposalAccess:
         proposal, member = self._visible(proposal_id, caller)
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the approve path refuses it
-            require(caller, member, permission)
+            require_all(caller, member, permission)
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -231,7 +229,7 @@ class ProposalAccess:
         caller = Caller.of(actor)
         proposal, member = self._visible(proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
-        card = self.proposals.card(str(proposal.id), caller.email, language)
+        card = self.cards.card(str(proposal.id), caller.email, language)
         if not card.withdraws:
             return card
         # What the caller may not read is named by its id only.
@@ -256,7 +254,7 @@ class ProposalAccess:
             status=str(proposal.status),
             outcome_kind=outcome.get("kind"),
             reconciliation_pending=proposal.status == ProposalStatus.RECONCILING,
-            message=self.proposals.message(proposal, language),
+            message=outcome_text(proposal, language),
         )
 
     def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
@@ -285,10 +283,10 @@ class ProposalAccess:
             and interaction.manager == proposal.requested_by.strip().lower(),
             withdraws=tuple(
                 self._as_read_by(caller, member, withdrawn)
-                for withdrawn in self.proposals.withdrawn_by_approving(proposal)
+                for withdrawn in self.cards.withdrawn_by_approving(proposal)
             ),
             withdrawn_by=self._withdrawn_by(caller, member, proposal),
-            settling=self.proposals.settling(str(proposal.status), proposal.claimed_at),
+            settling=self.cards.settling(str(proposal.status), proposal.claimed_at),
         )
 
     def _withdrawn_by(
@@ -327,7 +325,7 @@ class ProposalAccess:
         version or an ISO 8601 time), read only once the caller may see the history."""
         caller = Caller.of(actor)
         proposal, member = self._visible(proposal_id, caller)
-        require(caller, member, Permission.READ_AUDIT)
+        require_all(caller, member, Permission.READ_AUDIT)
         moment = parse_as_of(as_of) if isinstance(as_of, str) else as_of
         return self.audit.history(str(proposal.id), moment)
 

@@ -1,10 +1,15 @@
-"""What use cases answer: plain, JSON-ready records for the CLI, an HTTP handler or a test."""
+"""What use cases answer: plain, JSON-ready records for the CLI, an HTTP handler or a test,
+and how an approval's answer is built from a proposal's stored state."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+
+from countersign.domain.messages import outcome_message
+from countersign.domain.outcomes import AlreadyCompleted, NotApprovable, NotApprovableReason
+from countersign.domain.proposal import Proposal
 
 
 def _jsonable(value: Any) -> Any:
@@ -135,3 +140,79 @@ class SweepReport(Report):
     action: str
     status: str
     outcome: dict[str, Any] | None
+
+
+# -- an approval's answer, from the proposal's stored state ----------------------------------
+
+
+def own(value: Any) -> Any:
+    """The caller's own copy of a proposal's JSON-ready state (a preview, an outcome): the
+    proposal may be a shared snapshot, which every later reader copies."""
+    if type(value) is dict:
+        return {key: own(item) for key, item in value.items()}
+    if type(value) is list:
+        return [own(item) for item in value]
+    return value
+
+
+def outcome_text(proposal: Proposal, language: str = "en") -> str | None:
+    """The app-authored text for the proposal's outcome, if it has one."""
+    if proposal.outcome is None:
+        return None
+    return outcome_message(proposal.kind, proposal.preview, proposal.outcome, language)
+
+
+def approval_report(
+    proposal: Proposal, answer: AlreadyCompleted | NotApprovable | None = None
+) -> ApprovalReport:
+    """What an approval answers: it executed (no ``answer``), the stored outcome of one
+    already completed, or why it is not approvable."""
+    if isinstance(answer, NotApprovable):
+        superseded = answer.reason == NotApprovableReason.SUPERSEDED
+        return ApprovalReport(
+            result="not_approvable",
+            proposal_id=str(proposal.id),
+            status=str(proposal.status),
+            outcome=None,
+            reason=str(answer.reason),
+            message=None,
+            superseded_by=str(proposal.superseded_by) if superseded else None,
+            superseded_reason=proposal.superseded_reason if superseded else None,
+        )
+    return ApprovalReport(
+        result="already_completed" if answer else "executed",
+        proposal_id=str(proposal.id),
+        status=str(proposal.status),
+        # The caller's own copy: a finished proposal may be the shared snapshot.
+        outcome=own(proposal.outcome),
+        reason=None,
+        message=outcome_text(proposal),
+    )
+
+
+def awaiting_approvals(proposal: Proposal, *, again: bool = False) -> ApprovalReport:
+    """A pending proposal's answer to an approval its quorum still needs more than."""
+    return ApprovalReport(
+        result="awaiting_approvals",
+        proposal_id=str(proposal.id),
+        status=str(proposal.status),
+        outcome=None,
+        reason="already_approved_by_you" if again else None,
+        message=None,
+        approvals=len(proposal.approvals),
+        required=proposal.approvals_required,
+        no_longer_counting=[dict(lapsed) for lapsed in proposal.lapsed_approvals] or None,
+    )
+
+
+def not_found(proposal_id: str) -> ApprovalReport:
+    """The answer to an approval or decline of an unknown id, or of another club's proposal:
+    the same, the id echoed as given."""
+    return ApprovalReport(
+        result="not_approvable",
+        proposal_id=proposal_id,
+        status=None,
+        outcome=None,
+        reason=str(NotApprovableReason.NOT_FOUND),
+        message=None,
+    )

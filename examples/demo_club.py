@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed

@@ -12,6 +12,7 @@ from uuid import UUID
 from countersign.application.assistant.service import AssistantService
 from countersign.application.assistant.toolbox import AgentToolbox
 from countersign.application.audit import AuditService
+from countersign.application.cards import ProposalCards
 from countersign.application.club import ClubService
 from countersign.application.notifications import NotificationsService
 from countersign.application.passkeys import PasskeyService, PasskeyStep
@@ -26,6 +27,8 @@ from countersign.application.ports import (
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposal_limit import ProposalLimiter, RateLimit
 from countersign.application.proposals import ProposalService
+from countersign.application.settlement import Settlement
+from countersign.application.sweepers import Sweepers
 from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.crash_points import fault_points_from_env
 from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
@@ -58,7 +61,10 @@ class Countersign:
     sql: SqlDatabase
     sandbox: SandboxPaymentProvider
     email_sandbox: SandboxEmailProvider
-    proposals: ProposalService
+    clock: Clock
+    proposals: ProposalService  # propose, revise, approve, decline
+    cards: ProposalCards  # proposals as their reviewers read them
+    sweepers: Sweepers  # expire and reconcile
     club: ClubService
     audit: AuditService
     read_models: ReadModels
@@ -137,26 +143,29 @@ def bootstrap(
     clock = clock or SystemClock()
     ceremonies = WebAuthnCeremonies(sql, settings.webauthn_rp_id, settings.webauthn_origins)
     sweeper_passes = SqlSweeperPasses(sql)
+    lease = timedelta(seconds=settings.reconcile_lease_seconds)
+    settlement = Settlement(
+        store,
+        counted({"payments": sandbox, "email": email_sandbox, **(providers or {})}),
+        faults or fault_points_from_env(),
+    )
     # Metered: approval latency and every provider call are counted (observability/metrics.py).
     proposals = MeteredProposalService(
         store,
-        counted({"payments": sandbox, "email": email_sandbox, **(providers or {})}),
+        settlement,
         clock,
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
-        lease=timedelta(seconds=settings.reconcile_lease_seconds),
-        open_work=ProjectedOpenWork(app, sql),
-        faults=faults or fault_points_from_env(),
         passkeys=PasskeyStep(ceremonies, clock),
-        passes=sweeper_passes,
     )
+    cards = ProposalCards(store, clock, lease=lease, passes=sweeper_passes)
     limiter = ProposalLimiter(
-        SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), proposals.clock
+        SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), clock
     )
     assistant = AssistantService(
         store, proposals, model or LazyChatModel(settings), limiter=limiter
     )
     audit = AuditService(store)
-    access = ProposalAccess(store, proposals, audit, limiter=limiter)
+    access = ProposalAccess(store, proposals, cards, audit, limiter=limiter)
     return Countersign(
         settings=settings,
         database=database,
@@ -165,7 +174,10 @@ def bootstrap(
         sql=sql,
         sandbox=sandbox,
         email_sandbox=email_sandbox,
+        clock=clock,
         proposals=proposals,
+        cards=cards,
+        sweepers=Sweepers(store, settlement, ProjectedOpenWork(app, sql), clock, lease=lease),
         club=ClubService(store),
         audit=audit,
         read_models=ReadModels(sql),

@@ -48,8 +48,8 @@ def sweepers(cs: Countersign, every: float = DEFAULT_INTERVAL) -> list[Sweeper]:
     finished passes for a schedule of one pass every ``every`` seconds."""
     sender = notification_sender(cs)
     work = [
-        Sweeper("reconcile", "settled", lambda: len(cs.proposals.reconcile())),
-        Sweeper("expire", "expired", lambda: len(cs.proposals.expire_due())),
+        Sweeper("reconcile", "settled", lambda: len(cs.sweepers.reconcile())),
+        Sweeper("expire", "expired", lambda: len(cs.sweepers.expire_due())),
         # The outbox: notifications of what the passes above (and every approval) recorded.
         Sweeper("notify", "delivered", lambda: sender.run_once().delivered),
     ]
@@ -61,7 +61,7 @@ def _recorded(cs: Countersign, sweeper: Sweeper, every: timedelta) -> Sweeper:
 
     def run() -> int:
         done = sweeper.run()
-        cs.sweeper_passes.record(sweeper.name, cs.proposals.clock.now(), every)
+        cs.sweeper_passes.record(sweeper.name, cs.clock.now(), every)
         return done
 
     return Sweeper(sweeper.name, sweeper.verb, run)

@@ -186,7 +186,7 @@ def check_exactly_once(
     """
     statuses = {}
     for proposal in proposals:
-        card = cs.proposals.card(proposal.proposal_id, AVA)
+        card = cs.cards.card(proposal.proposal_id, AVA)
         where = (proposal, card.status, card.outcome)
         assert card.status in FINISHED, where
         holding = _held_naming(cs, proposal.proposal_id)

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from countersign.application.access import Caller
 from countersign.application.assistant.schemas import strict_schema
+from countersign.application.authorization import Caller
 from countersign.domain.contracts.refund_missing_discount import RefundMissingDiscount
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,

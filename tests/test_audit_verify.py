@@ -177,7 +177,7 @@ def _verify(cs: Countersign) -> dict[str, Any]:
     """verify() with the test's own application, checked against a fresh process's view: the
     aggregate cache must play no part (verify reads the stored events)."""
     report = verify(cs.app, cs.sql).to_json()
-    other = bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.proposals.clock)
+    other = bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.clock)
     try:
         assert verify(other.app, other.sql).to_json() == report
     finally:

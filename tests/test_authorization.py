@@ -53,7 +53,7 @@ def test_a_foreign_tenants_id_answers_exactly_like_an_unknown_id(cs, seeded):
     assert count_events(cs) == before  # nothing written to granite's stream
     assert cs.proposals.decline(proposal_id, MIA).reason == "not_found"
     with pytest.raises(NotFoundError):
-        cs.proposals.card(proposal_id, MIA)
+        cs.cards.card(proposal_id, MIA)
 
 
 def test_an_expired_foreign_proposal_is_not_touched_by_the_other_tenant(cs, seeded, clock):
@@ -64,7 +64,7 @@ def test_an_expired_foreign_proposal_is_not_touched_by_the_other_tenant(cs, seed
     assert cs.proposals.approve(proposal_id, MIA).reason == "not_found"
 
     assert count_events(cs) == before
-    assert cs.proposals.card(proposal_id, AVA).status == "pending"
+    assert cs.cards.card(proposal_id, AVA).status == "pending"
 
 
 def test_proposing_against_another_tenants_order_is_not_found(cs, seeded):

@@ -507,7 +507,7 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
             page.screenshot(path=str(shots / "07-review-provider-silent-en.png"), full_page=True)
 
             # The reconciler settles both: one refund each, and the pages say so.
-            served.cs.proposals.reconcile()
+            served.cs.sweepers.reconcile()
             for url in (review_url, f"{served.base_url}/proposals/{stuck}"):
                 page.goto(url)
                 assert page.locator("#status").inner_text() == "Succeeded"

@@ -262,7 +262,7 @@ def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
     with pytest.raises(InvalidRequestError, match="still settling"):
         propose_on(cs, order_id, TO_ACCOUNT, operation=CANCEL)
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.proposal_id, s.action, s.status) for s in swept] == [
         (proposal_id, "settled", "succeeded")
@@ -273,7 +273,7 @@ def test_a_lost_answer_is_reconciled_to_one_refund_and_then_cancels(cs, seeded):
     assert plays_in(cs, "Thursday Seniors", "noah.fraser@example.com")
     settled = cs.proposals.approve(proposal_id, AVA)
     assert (settled.result, settled.outcome["kind"]) == ("already_completed", "succeeded")
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
 
 
 def test_an_outage_replays_the_same_request_under_the_same_key(cs, seeded):
@@ -282,7 +282,7 @@ def test_an_outage_replays_the_same_request_under_the_same_key(cs, seeded):
     assert cs.proposals.approve(proposal_id, AVA).outcome["kind"] == "needs_reconciliation"
     assert cs.sandbox.refunds() == []  # the 503 came before anything was applied
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.action, s.status) for s in swept] == [("replayed", "succeeded")]
     assert provider_requests(cs, proposal_id) == [(34500, 1)]
@@ -295,12 +295,12 @@ def test_a_member_who_left_before_the_card_settled_is_not_released_twice(cs, see
     cs.proposals.approve(proposal_id, AVA)  # the answer is lost: the refund is held
     _leave(cs, MONDAY, "noah.fraser@example.com")
 
-    [swept] = cs.proposals.reconcile()
+    [swept] = cs.sweepers.reconcile()
 
     assert swept.status == "succeeded"
     assert swept.outcome is not None
     assert swept.outcome["result"]["spot_released"] is False
-    card = cs.proposals.card(proposal_id, AVA)
+    card = cs.cards.card(proposal_id, AVA)
     assert card.message == (
         "Cancelled Noah Fraser's registration: refunded $345.00 CAD to Visa •••• 0259, and "
         "they no longer held a spot in Monday Night Open."
@@ -345,7 +345,7 @@ def test_account_credit_cancels_credits_and_releases_in_one_local_commit(cs, see
         "Cancelled Sophie Martin's registration: refunded $345.00 CAD as club account credit "
         "for Sophie Martin, and their spot in Monday Night Open is released."
     )
-    assert cs.proposals.card(proposal_id, AVA, language="fr").message == (
+    assert cs.cards.card(proposal_id, AVA, language="fr").message == (
         "Inscription de Sophie Martin annulée : 345,00\u00a0$\u00a0CA remboursés en crédit au "
         "compte du club de Sophie Martin, et sa place dans la ligue Monday Night Open est libérée."
     )
@@ -385,7 +385,7 @@ def test_a_manual_refund_after_proposing_changes_the_balance_and_fails_closed(cs
     assert cs.sandbox.refunds() == []
     assert order_of(cs, order_id).is_active
     assert plays_in(cs, MONDAY, "lucas.roy@example.com")
-    fr = cs.proposals.card(proposal_id, AVA, language="fr").message
+    fr = cs.cards.card(proposal_id, AVA, language="fr").message
     assert "est passé de 345,00\u00a0$\u00a0CA à 325,00\u00a0$\u00a0CA" in str(fr)
 
 
@@ -457,7 +457,7 @@ def test_a_settling_discount_refund_holds_off_a_cancellation_until_it_settles(cs
     with pytest.raises(InvalidRequestError, match="still settling"):
         propose_on(cs, order_id, operation=CANCEL)
     # Once the discount refund settles, a new cancellation refunds what is left.
-    assert [s.status for s in cs.proposals.reconcile()] == ["succeeded"]
+    assert [s.status for s in cs.sweepers.reconcile()] == ["succeeded"]
     created = cs.proposals.propose(
         organization="granite",
         actor=AVA,
@@ -489,7 +489,7 @@ def test_a_cancellation_supersedes_the_pending_discount_refund_of_its_order(cs, 
         "superseded",
         cancellation,
     )
-    assert cs.proposals.card(refund, AVA).status == "superseded"
+    assert cs.cards.card(refund, AVA).status == "superseded"
     assert provider_requests(cs, refund) == []
 
 
@@ -594,7 +594,7 @@ def test_the_order_assistant_proposes_a_cancellation_from_the_managers_words(cs,
 
     assert first.ended == "proposal"
     assert first.proposal is not None
-    card = cs.proposals.card(first.proposal["proposal_id"], AVA)
+    card = cs.cards.card(first.proposal["proposal_id"], AVA)
     assert card.operation == CANCEL
     assert (card.preview["to_account_credit"], card.preview["refund_destination"]) == (
         True,

@@ -18,7 +18,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from countersign.application.ports import NoFaults
 from countersign.application.proposals import ProposalService
+from countersign.application.settlement import Settlement
 from countersign.domain.club.orders import Order
 from countersign.domain.club.roster import Roster
 from countersign.infrastructure.adapters.clock import FakeClock
@@ -229,7 +231,7 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
     sandbox = {r["idempotency_key"]: r for r in pg.sandbox.refunds()}
     assert len(sandbox) == CARD_ORDERS
     for proposal_id, order_id in card_orders.items():
-        card = pg.proposals.card(proposal_id, AVA)
+        card = pg.cards.card(proposal_id, AVA)
         assert card.status == "succeeded"
         refund = sandbox[f"countersign:{REFUND}:{proposal_id}"]
         assert (refund["requests"], refund["status"], refund["amount_cents"]) == (
@@ -255,7 +257,8 @@ def test_four_processes_racing_execute_every_proposal_exactly_once(
 def test_workers_that_start_at_the_same_moment_all_bootstrap(
     pg: Countersign, postgres_url: str, tmp_path: Path
 ) -> None:
-    """DESIGN.md: many API workers, projection runners and a reconciler share one database.
+    """docs/concurrency.md: many API workers, projection runners and a reconciler share one
+    database.
 
     Starting them together (a deploy, a restart) must not crash any of them. Each bootstrap
     re-runs the event store's schema statements, including ``CREATE OR REPLACE FUNCTION``,
@@ -304,11 +307,12 @@ def test_an_approval_that_loses_races_on_shared_facts_backs_off_and_then_execute
 
     pg.store.save = save_after_another_approver_wins  # type: ignore[method-assign]
     try:
-        report = ProposalService(pg.store, {"payments": pg.sandbox}, clock).approve(target, AVA)
+        settlement = Settlement(pg.store, {"payments": pg.sandbox}, NoFaults())
+        report = ProposalService(pg.store, settlement, clock).approve(target, AVA)
     finally:
         del pg.store.save
         other.close()
 
-    status = pg.proposals.card(target, AVA).status
+    status = pg.cards.card(target, AVA).status
     assert others == []  # every round was lost
     assert (report.result, report.status, status) == ("executed", "succeeded", "succeeded")

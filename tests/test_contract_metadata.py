@@ -188,7 +188,7 @@ def test_a_contract_that_may_call_out_names_a_provider_the_application_has(contr
         with pytest.raises(NotImplementedError):
             contract.effect(uuid4(), Frozen())
     else:
-        assert contract.provider in cs.proposals.providers
+        assert contract.provider in cs.proposals.settlement.providers
         effect = contract.effect(uuid4(), Frozen())
         assert effect.provider == contract.provider
 

@@ -102,7 +102,7 @@ def test_approvers_killed_at_a_point_of_the_approve_path_then_one_reconciler_pas
     holding = held(cs)
     for proposal in proposals:
         assert (proposal.key in holding) == sent, (point, proposal)
-        status = cs.proposals.card(proposal.proposal_id, AVA).status
+        status = cs.cards.card(proposal.proposal_id, AVA).status
         if point == "after_outcome_commit":
             assert status in ("succeeded", "revision_required")
             continue
@@ -110,17 +110,17 @@ def test_approvers_killed_at_a_point_of_the_approve_path_then_one_reconciler_pas
         assert status == "executing"
         again = cs.proposals.approve(proposal.proposal_id, AVA)
         assert (again.result, again.reason) == ("not_approvable", "in_progress")
-    assert cs.proposals.reconcile() == []  # within the lease the claimant may be alive
+    assert cs.sweepers.reconcile() == []  # within the lease the claimant may be alive
 
     clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     action = SWEEP[point]
     assert sorted((s.proposal_id, s.action, s.status) for s in swept) == sorted(
         (p.proposal_id, action, "succeeded") for p in proposals if action
     )
     assert set(check_exactly_once(cs, proposals, requests=1).values()) == {"succeeded"}
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
     figures(
         "crash points",
         point=point,
@@ -151,11 +151,11 @@ def test_reconcilers_killed_inside_their_pass_then_one_more_pass(
     *settled, last = proposals
     holding = held(cs)
     assert (last.key in holding) == (point == "reconcile_after_replay")
-    assert cs.proposals.card(last.proposal_id, AVA).status == "executing"
+    assert cs.cards.card(last.proposal_id, AVA).status == "executing"
     for proposal in settled:
-        assert cs.proposals.card(proposal.proposal_id, AVA).status == "succeeded"
+        assert cs.cards.card(proposal.proposal_id, AVA).status == "succeeded"
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     action = "settled" if point == "reconcile_after_replay" else "replayed"
     assert [(s.proposal_id, s.action, s.status) for s in swept] == [
@@ -206,14 +206,14 @@ def test_a_worker_approving_a_stream_killed_at_random_moments_then_reconciled(
         assert not unanswered, f"the stream never got through (seed {seed})"
 
         clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
-        caught_executing += len(cs.proposals.reconcile())  # killed between claim and outcome
+        caught_executing += len(cs.sweepers.reconcile())  # killed between claim and outcome
 
         try:
             check_exactly_once(cs, proposals, requests=1)
         except AssertionError as failed:
             raise AssertionError(f"seed {seed}, stream {streams}: {failed}") from failed
         for proposal in proposals:
-            outcome = cs.proposals.card(proposal.proposal_id, AVA).outcome
+            outcome = cs.cards.card(proposal.proposal_id, AVA).outcome
             for answer in answers[proposal.proposal_id]:
                 said = (answer["result"], answer["status"], answer["reason"])
                 assert said in (

@@ -68,7 +68,7 @@ def _event_types(cs: Countersign, proposal_id: str) -> list[str]:
 
 def _assert_stuck_executing(cs: Countersign, proposal_id: str, order_id: str) -> None:
     """The claim is committed, no outcome is: nobody may approve it or settle it yet."""
-    assert cs.proposals.card(proposal_id, AVA).status == "executing"
+    assert cs.cards.card(proposal_id, AVA).status == "executing"
     assert _event_types(cs, proposal_id) == ["Proposed", "Approved", "Claimed", "Revalidated"]
     order = cs.club.investigate("granite", order_id)
     assert order["unresolved_refund_attempts"] == 1
@@ -100,13 +100,13 @@ def test_killed_after_the_provider_refunded_the_reconciler_settles_without_a_sec
     assert _requests(cs, proposal_id)[0]["requests"] == 1  # the repeated approval sent nothing
 
     # Within the lease the claimant may still be working: the reconciler leaves it alone.
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
     clock.advance(seconds=cs.settings.reconcile_lease_seconds - 1)
-    assert cs.proposals.reconcile() == []
-    assert cs.proposals.card(proposal_id, AVA).status == "executing"
+    assert cs.sweepers.reconcile() == []
+    assert cs.cards.card(proposal_id, AVA).status == "executing"
 
     clock.advance(seconds=2)
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.proposal_id, s.action, s.status, s.outcome) for s in swept] == [
         (proposal_id, "settled", "succeeded", SUCCEEDED)
@@ -133,7 +133,7 @@ def test_killed_after_the_provider_refunded_the_reconciler_settles_without_a_sec
         "Revalidated",
         "Succeeded",
     ]
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
     assert _requests(cs, proposal_id)[0]["requests"] == 1
 
 
@@ -148,10 +148,10 @@ def test_killed_after_the_claim_before_the_provider_call_is_replayed_under_the_s
     assert cs.sandbox.refunds() == []
     _assert_stuck_executing(cs, proposal_id, order_id)
     assert cs.sandbox.refunds() == []
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
 
     clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     # The provider holds nothing under the key, so the reconciler replays the original,
     # unchanged request under the same key: the approved refund happens exactly once.
@@ -173,7 +173,7 @@ def test_killed_after_the_claim_before_the_provider_call_is_replayed_under_the_s
         "Revalidated",
         "Succeeded",
     ]
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
 
 
 class _PausedProvider:
@@ -191,7 +191,7 @@ class _PausedProvider:
     def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
         assert self.inner is not None
         self.clock.advance(seconds=self.lease_seconds + 1)
-        self.swept = [(s.action, s.status) for s in self.reconciler.proposals.reconcile()]
+        self.swept = [(s.action, s.status) for s in self.reconciler.sweepers.reconcile()]
         return self.inner.perform(key, request)
 
     def lookup(self, key: str) -> EffectResponse | None:
@@ -219,7 +219,7 @@ def test_a_claimant_paused_past_the_lease_never_pays_twice(
         raised = f"{type(error).__name__}: {error}"
     finally:
         approver.close()
-    cs.proposals.reconcile()  # any later sweep
+    cs.sweepers.reconcile()  # any later sweep
 
     def paid() -> int:
         refunds = cs.sandbox.refunds()

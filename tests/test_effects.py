@@ -55,7 +55,7 @@ def test_a_registered_provider_gets_the_described_request_and_the_reconciler_rep
     proposal_id = propose(cs, seeded, "refund-ok")
 
     lost = cs.proposals.approve(proposal_id, AVA)
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     key = f"countersign:{REFUND}:{proposal_id}"
     assert (lost.status, lost.outcome["kind"]) == ("reconciling", "needs_reconciliation")
@@ -75,7 +75,7 @@ def test_an_effect_for_a_provider_nobody_registered_fails_closed_before_anything
     cs, seeded
 ):
     proposal_id = propose(cs, seeded, "refund-ok")
-    cs.proposals.providers = {}
+    cs.proposals.settlement.providers = {}
 
     report = cs.proposals.approve(proposal_id, AVA)
 

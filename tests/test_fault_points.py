@@ -74,7 +74,7 @@ def test_the_reconciler_reaches_its_replay_points_and_the_outcome_commit(recorde
     assert faults.points == ["after_claim_commit", "before_provider_call"]
     faults.points.clear()
 
-    [swept] = cs.proposals.reconcile()
+    [swept] = cs.sweepers.reconcile()
 
     assert (swept.action, swept.status) == ("replayed", "succeeded")
     assert faults.points == [

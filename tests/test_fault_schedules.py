@@ -106,7 +106,7 @@ class Wired:
 
     def sweep(self) -> bool:
         """One reconciler pass; whether it found work."""
-        swept = self.reconciler.proposals.reconcile()
+        swept = self.reconciler.sweepers.reconcile()
         self.swept.update(report.action for report in swept)
         return bool(swept)
 
@@ -215,9 +215,7 @@ def test_fault_schedules_against_concurrent_approvers_and_the_reconciler(cs, wir
             answers = _run(wired, schedule, proposals)
             passes += _settle(wired)
             check_exactly_once(cs, proposals, requests=None)
-            finals = {
-                p.proposal_id: cs.proposals.card(p.proposal_id, AVA).outcome for p in proposals
-            }
+            finals = {p.proposal_id: cs.cards.card(p.proposal_id, AVA).outcome for p in proposals}
             _check_answers(answers, finals)
         except AssertionError as failed:
             raise AssertionError(

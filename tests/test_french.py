@@ -273,11 +273,11 @@ def test_account_credit_reads_in_french_on_the_card_and_in_the_outcome(cs, seede
     )
 
     cs.proposals.approve(created.proposal_id, AVA)
-    card = cs.proposals.card(created.proposal_id, AVA, "fr")
+    card = cs.cards.card(created.proposal_id, AVA, "fr")
     assert card.message is not None
     assert "vers crédit au compte du club de Sophie Martin" in card.message
     assert amount in card.message
     assert english_in(card.message, ["Sophie Martin", card.preview["discount_name"]]) == []
-    english = cs.proposals.card(created.proposal_id, AVA).message
+    english = cs.cards.card(created.proposal_id, AVA).message
     assert english is not None
     assert "to club account credit for Sophie Martin" in english

@@ -149,8 +149,8 @@ def test_pending_proposals_execute_once_and_the_uncertain_ones_settle_once(golde
         report = cs.access.approve(ids[name], approver)
         assert (report.result, report.status) == ("executed", "succeeded"), name
 
-    cs.proposals.clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
-    settled = {report.proposal_id: report for report in cs.proposals.reconcile()}
+    cs.clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
+    settled = {report.proposal_id: report for report in cs.sweepers.reconcile()}
     assert settled[ids["executing"]].action == "replayed"  # the dead process never called
     assert settled[ids["reconciling"]].action == "settled"  # the lost response is looked up
     assert {r.status for r in settled.values()} == {"succeeded"}
@@ -163,7 +163,7 @@ def test_pending_proposals_execute_once_and_the_uncertain_ones_settle_once(golde
         assert _effects(cs, ids[name]) == [], name  # local operations, or never executed
 
     for name in (*approvals, "executing", "reconciling", "succeeded_card_refund"):
-        before = cs.proposals.card(ids[name], MIA if name == "executing" else AVA).outcome
+        before = cs.cards.card(ids[name], MIA if name == "executing" else AVA).outcome
         again = cs.access.approve(ids[name], MIA if name == "executing" else AVA)
         assert (again.result, again.outcome) == ("already_completed", before), name
     assert verify(cs.app, cs.sql).ok
@@ -225,7 +225,7 @@ def _flip_first_byte(stored: bytes) -> bytes:
 
 def _reopened(cs: Countersign) -> Countersign:
     """Another process on the damaged database: nothing of it is held in memory."""
-    return bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.proposals.clock)
+    return bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.clock)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from uuid import UUID
 
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.errors import MissingPermissionError, NotRevisableError
 from countersign.domain.approval_policy import PolicyError
 from countersign.domain.contracts.problems import InvalidRequestError
@@ -74,7 +74,7 @@ def test_a_new_proposal_for_the_same_thing_supersedes_the_pending_one(cs, seeded
             "superseded_by": second.proposal_id,
             "superseded_reason": "replaced",
         }
-    card = cs.proposals.card(first.proposal_id, AVA)
+    card = cs.cards.card(first.proposal_id, AVA)
     assert (card.status, card.superseded_by, card.superseded_reason) == (
         "superseded",
         second.proposal_id,
@@ -103,7 +103,7 @@ def test_proposals_about_different_things_do_not_supersede_each_other(cs, seeded
 
     # Two orders are two resources; on one roster, two members are two subjects.
     for proposal_id in (refund_ok, refund_stale, olivia, lucas):
-        assert cs.proposals.card(proposal_id, AVA).status == "pending"
+        assert cs.cards.card(proposal_id, AVA).status == "pending"
 
 
 def test_proposals_frozen_at_once_for_the_same_thing_leave_exactly_one_pending(cs, other, seeded):
@@ -113,7 +113,7 @@ def test_proposals_frozen_at_once_for_the_same_thing_leave_exactly_one_pending(c
     with ThreadPoolExecutor(max_workers=len(services)) as pool:
         created = list(pool.map(lambda wired: propose_on(wired, order_id), services))
 
-    statuses = [cs.proposals.card(proposal_id, AVA).status for proposal_id in created]
+    statuses = [cs.cards.card(proposal_id, AVA).status for proposal_id in created]
     assert sorted(statuses) == ["pending"] + ["superseded"] * (len(created) - 1)
     pending = created[statuses.index("pending")]
     assert cs.proposals.approve(pending, AVA).status == "succeeded"
@@ -131,8 +131,8 @@ def test_an_edit_reruns_the_contract_and_supersedes_the_original(cs, seeded):
     assert revised.revision_of == original
     assert revised.supersedes == [original]
     assert revised.preview["amount_cents"] == 4800  # computed again, never sent
-    assert cs.proposals.card(original, AVA).status == "superseded"
-    card = cs.proposals.card(revised.proposal_id, AVA)
+    assert cs.cards.card(original, AVA).status == "superseded"
+    card = cs.cards.card(revised.proposal_id, AVA)
     assert card.revision_of == original
     assert [(c["field"], c["label"]) for c in card.changes] == [("refund_destination", "Refund to")]
     assert "4242" in card.changes[0]["before"]
@@ -150,7 +150,7 @@ def test_an_invalid_edit_is_refused_and_changes_nothing(cs, seeded):
 
     assert [p.field for p in refused.value.problems] == ["amount_cents"]
     assert _types(cs, original) == ["Proposed"]
-    assert cs.proposals.card(original, AVA).status == "pending"
+    assert cs.cards.card(original, AVA).status == "pending"
 
 
 def test_only_what_never_ran_can_be_edited(cs, seeded):
@@ -163,7 +163,7 @@ def test_only_what_never_ran_can_be_edited(cs, seeded):
     cs.proposals.decline(declined, AVA, "wrong card")
     again = cs.access.revise(declined, AVA, TO_ACCOUNT)
     assert (again.revision_of, again.supersedes) == (declined, [])
-    assert cs.proposals.card(declined, AVA).status == "declined"
+    assert cs.cards.card(declined, AVA).status == "declined"
     # A superseded proposal names the newer one to edit instead.
     newer = cs.access.revise(again.proposal_id, AVA, TO_CARD)
     with pytest.raises(NotRevisableError, match=newer.proposal_id):
@@ -189,7 +189,7 @@ def test_nobody_outside_the_club_or_without_the_permission_can_edit(cs, seeded):
 
 def test_a_refund_above_the_threshold_needs_two_distinct_managers(cs, seeded):
     proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
-    card = cs.proposals.card(proposal_id, AVA)
+    card = cs.cards.card(proposal_id, AVA)
     assert card.preview["amount_cents"] == 12800
     assert card.approvals_required == 2
     assert card.policy == {
@@ -232,7 +232,7 @@ def test_a_refund_above_the_threshold_needs_two_distinct_managers(cs, seeded):
         "Revalidated",
         "Succeeded",
     ]
-    assert cs.proposals.card(proposal_id, AVA).approvals == [AVA, NOAH]
+    assert cs.cards.card(proposal_id, AVA).approvals == [AVA, NOAH]
     assert _card_refunds(cs, proposal_id) == 1
     assert cs.proposals.approve(proposal_id, AVA).result == "already_completed"
 
@@ -240,7 +240,7 @@ def test_a_refund_above_the_threshold_needs_two_distinct_managers(cs, seeded):
 def test_below_the_threshold_one_approval_runs_it(cs, seeded):
     proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])  # $48.00
 
-    assert cs.proposals.card(proposal_id, AVA).approvals_required == 1
+    assert cs.cards.card(proposal_id, AVA).approvals_required == 1
     assert cs.proposals.approve(proposal_id, AVA).status == "succeeded"
 
 
@@ -350,6 +350,6 @@ def test_a_proposal_records_where_its_request_came_from_cleaned(cs, seeded):
         "client": ("desk-agent[31m" + "x" * 200)[:80],
         "client_version": "1.2.0",
     }
-    assert cs.proposals.card(created.proposal_id, AVA).origin == origin
+    assert cs.cards.card(created.proposal_id, AVA).origin == origin
     plain = propose_on(cs, seeded["orders"]["refund-stale"])
     assert cs.access.record(plain, AVA)["origin"] is None

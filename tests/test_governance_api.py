@@ -99,7 +99,7 @@ def test_a_revision_is_a_new_proposal_that_supersedes_the_old_one(api):
     )
     assert created["preview"]["amount_cents"] == 4800  # computed again, never sent
     card = api.card(new)
-    assert card == api.cs.proposals.card(new, AVA).to_json()
+    assert card == api.cs.cards.card(new, AVA).to_json()
     assert card["revision_of"] == original
     assert [(c["field"], c["label"]) for c in card["changes"]] == [
         ("refund_destination", "Refund to")

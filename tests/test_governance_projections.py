@@ -122,14 +122,14 @@ def test_a_first_approval_of_two_leaves_the_proposal_pending_and_open(cs, seeded
 
     # Still an expiry candidate: the second approval may never come.
     later = now + timedelta(days=2)
-    assert [str(i) for i in cs.proposals.open_work.expiry_candidates(later)] == [proposal_id]
+    assert [str(i) for i in cs.sweepers.open_work.expiry_candidates(later)] == [proposal_id]
     assert cs.read_models.needs_attention(org)["total"] == 0
 
 
 def test_superseded_proposals_leave_open_work_and_never_need_attention(cs, seeded, clock):
     ids, _ = _history(cs, seeded, clock)
     later = clock.now() + timedelta(days=2)
-    candidates = {str(i) for i in cs.proposals.open_work.expiry_candidates(later)}
+    candidates = {str(i) for i in cs.sweepers.open_work.expiry_candidates(later)}
     assert candidates == {ids["revision"], ids["pending"], ids["maple"]}
     superseded = [ids["replaced"], ids["replacing"], ids["retired"]]
     rows = _rows(

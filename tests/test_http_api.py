@@ -481,7 +481,7 @@ def test_approving_twice_returns_the_same_stored_outcome_as_the_cli_document(api
     assert api.cs.proposals.approve(proposal_id, AVA).to_json() == second.json()
     card = api.get(f"/api/v1/proposals/{proposal_id}", api.granite).json()
     assert card["approved_by"] == AVA
-    assert card == api.cs.proposals.card(proposal_id, AVA).to_json()
+    assert card == api.cs.cards.card(proposal_id, AVA).to_json()
     # The service is recorded under its token's name.
     actions = service_actions(api.cs, "granite")
     assert [(a["service"], a["acting_member"], a["action"], a["result"]) for a in actions] == [
@@ -535,11 +535,11 @@ def test_the_status_path_of_a_lost_card_refund_shows_reconciliation_then_success
         "status": "reconciling",
         "outcome_kind": "needs_reconciliation",
         "reconciliation_pending": True,
-        "message": api.cs.proposals.card(proposal_id, AVA).message,
+        "message": api.cs.cards.card(proposal_id, AVA).message,
     }
     assert uncertain.json()["message"]
 
-    api.cs.proposals.reconcile()
+    api.cs.sweepers.reconcile()
 
     settled = api.get(status_path, api.granite).json()
     assert (settled["status"], settled["outcome_kind"], settled["reconciliation_pending"]) == (
@@ -637,7 +637,7 @@ def test_unexpected_errors_are_500_problems_whose_correlation_id_is_logged(api, 
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom at /work/secret.py: SELECT * FROM api_tokens")
 
-    api.cs.proposals.card = explode  # type: ignore[method-assign]
+    api.cs.cards.card = explode  # type: ignore[method-assign]
     with caplog.at_level(logging.ERROR, logger="countersign.http"):
         response = api.get(f"/api/v1/proposals/{proposal_id}", api.granite)
 

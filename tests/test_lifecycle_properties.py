@@ -39,7 +39,7 @@ from uuid import UUID
 
 import psycopg
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, NotRevisableError, UnknownOperationError
 from countersign.application.ports import EffectProvider
 from countersign.domain.approval_policy import PolicyError
@@ -355,8 +355,9 @@ class Lifecycle(RuleBasedStateMachine):
     def _start(self) -> Countersign:
         """A process: the services, with providers the test can kill it around."""
         cs = bootstrap(Settings(database_url=self.url), clock=self.clock)
-        cs.proposals.providers = {
-            name: Mortal(provider, self.armed) for name, provider in cs.proposals.providers.items()
+        cs.proposals.settlement.providers = {
+            name: Mortal(provider, self.armed)
+            for name, provider in cs.proposals.settlement.providers.items()
         }
         self.runners = cs.projection_runners()
         return cs
@@ -473,7 +474,7 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(hours=st.sampled_from([1, 6, 25]))
     def time_passes_and_expiry_sweeps(self, hours: int) -> None:
         self.clock.advance(hours=hours)
-        self.cs.proposals.expire_due()
+        self.cs.sweepers.expire_due()
 
     @rule(after_the_lease=st.booleans())
     def reconcile(self, after_the_lease: bool) -> None:
@@ -481,7 +482,7 @@ class Lifecycle(RuleBasedStateMachine):
             self.clock.advance(seconds=self.lease.total_seconds() + 1)
         started = self.clock.now()
         try:
-            self.cs.proposals.reconcile()
+            self.cs.sweepers.reconcile()
         except ProcessDied:
             self._died()
             return

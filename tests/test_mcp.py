@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx2
 import pytest
-from countersign.application.access import Caller
 from countersign.application.assistant.service import refusal
+from countersign.application.authorization import Caller
 from countersign.domain.club.organization import Permission
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.problems import InvalidRequestError

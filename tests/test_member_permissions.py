@@ -13,7 +13,7 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from countersign.application.access import Caller, Credential
+from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import AgentCannotDecideError, MissingPermissionError
 from countersign.domain.club.organization import (
     LastMemberManagerError,

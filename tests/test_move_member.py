@@ -135,7 +135,7 @@ def test_approval_moves_the_member_in_the_commit_that_records_the_outcome(cs, se
     ]
     # One commit: the claim, the outcome and the move, consecutive, nothing else.
     assert [n.id for n in written] == list(range(start + 1, start + 6))
-    card = cs.proposals.card(created.proposal_id, AVA, language="fr")
+    card = cs.cards.card(created.proposal_id, AVA, language="fr")
     assert card.message == (
         "Olivia Chen joue maintenant dans Thursday Seniors (5 membres) au lieu de "
         "Sunday Mixed Doubles (1 membre)."
@@ -189,7 +189,7 @@ def test_a_member_already_in_the_destination_meanwhile_requires_revision(cs, see
         "params": {"member": "Olivia Chen", "league": "Thursday Seniors"},
     }
     assert "Olivia Chen joue déjà dans Thursday Seniors." in (
-        cs.proposals.card(created.proposal_id, AVA, language="fr").message or ""
+        cs.cards.card(created.proposal_id, AVA, language="fr").message or ""
     )
     assert _leagues_of(cs, seeded) == [
         "Monday Night Open",
@@ -237,7 +237,7 @@ def test_ava_manages_the_roster_and_ben_may_neither_propose_nor_approve_a_move(c
     refused = cs.proposals.approve(created.proposal_id, BEN)
 
     assert (refused.result, refused.reason) == ("not_approvable", "forbidden")
-    assert cs.proposals.card(created.proposal_id, AVA).status == "pending"
+    assert cs.cards.card(created.proposal_id, AVA).status == "pending"
     assert _leagues_of(cs, seeded) == ["Monday Night Open", "Sunday Mixed Doubles"]
 
 

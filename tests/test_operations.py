@@ -208,7 +208,7 @@ def test_the_reconcilers_lookups_are_counted_by_what_the_provider_held(cs, seede
     lost = propose(cs, seeded, "refund-lost-response")
     cs.proposals.approve(lost, AVA)
     before = found()
-    settled = cs.proposals.reconcile()
+    settled = cs.sweepers.reconcile()
     assert [report.proposal_id for report in settled] == [lost]
     assert found() - before == 1
 
@@ -289,7 +289,7 @@ def test_one_worker_pass_settles_lost_responses_and_expires_overdue_proposals(da
         time.sleep(1.2)
         status = main(["worker", "--once", "--json", "--database", database_url])
         document = json.loads(capsys.readouterr().out)
-        statuses = {pid: cs.proposals.card(pid, AVA).status for pid in (lost, overdue)}
+        statuses = {pid: cs.cards.card(pid, AVA).status for pid in (lost, overdue)}
     finally:
         cs.close()
 

@@ -34,7 +34,7 @@ def test_a_permission_change_during_the_provider_call_does_not_lose_the_reconcil
     """After the claim the decision is taken: recording what the provider did must not depend
     on the organization (read by the approval) staying unchanged while the provider answered."""
     proposal_id = propose_on(cs, seeded["orders"]["refund-lost-response"])
-    payments = cs.proposals.providers["payments"]
+    payments = cs.proposals.settlement.providers["payments"]
     real_perform = payments.perform
 
     def perform_while_someone_edits_permissions(key, request):
@@ -142,7 +142,7 @@ def test_after_a_lost_claim_the_answer_is_not_taken_from_a_snapshot_another_thre
 
     monkeypatch.setattr(snapshots, "put", put)
     monkeypatch.setattr(snapshots, "drop", drop)
-    payments = other.proposals.providers["payments"]
+    payments = other.proposals.settlement.providers["payments"]
     real_perform = payments.perform
 
     def perform_while_b_reads(key, request):

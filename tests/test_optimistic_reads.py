@@ -89,7 +89,7 @@ def test_an_outcome_recorded_elsewhere_is_the_one_reported(cs, other, seeded):
     proposal_id = propose(cs, seeded, "refund-lost-response")
     assert cs.proposals.approve(proposal_id, AVA).outcome["kind"] == "needs_reconciliation"
 
-    swept = other.proposals.reconcile()
+    swept = other.sweepers.reconcile()
 
     assert [s.status for s in swept] == ["succeeded"]
     again = cs.proposals.approve(proposal_id, AVA)

@@ -201,7 +201,7 @@ def test_an_edit_that_changes_nothing_is_refused_and_says_so(web: Web):
 def test_an_expiry_seconds_ago_reads_just_now(web: Web, clock):
     proposal_id = web.propose("refund-ok")
     expires_at = web.proposal(proposal_id).expires_at
-    clock.advance(seconds=(expires_at - web.cs.proposals.clock.now()).total_seconds() + 5)
+    clock.advance(seconds=(expires_at - web.cs.clock.now()).total_seconds() + 5)
     browser = web.browser(AVA)
     assert "expired just now</strong>" in browser.get(f"/proposals/{proposal_id}").text
     french = browser.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}).text

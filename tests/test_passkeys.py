@@ -80,7 +80,7 @@ def test_a_registered_passkey_approves_and_its_assertion_is_stored(cs, seeded):
         "client_data_json",
         "signature",
     }
-    assert cs.proposals.card(proposal_id, AVA).to_json()["approval_passkeys"] == [
+    assert cs.cards.card(proposal_id, AVA).to_json()["approval_passkeys"] == [
         {"approved_by": AVA, "passkey": "Ava's laptop"}
     ]
 
@@ -94,7 +94,7 @@ def test_the_policy_is_frozen_and_applies_above_its_amount(cs, seeded):
     frozen = propose(cs, seeded, "refund-stale")
     cs.policies.set("granite", REFUND, 1, require_passkey=False)
     assert cs.proposals.approve(frozen, AVA).reason == "passkey_required"
-    assert cs.proposals.card(frozen, AVA).to_json()["policy"]["require_passkey"] is True
+    assert cs.cards.card(frozen, AVA).to_json()["policy"]["require_passkey"] is True
 
 
 def test_an_assertion_counts_once_for_its_own_proposal_and_approver(cs, seeded):

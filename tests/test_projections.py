@@ -79,7 +79,7 @@ def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, s
     after_each()
     ids["card_declined"] = propose_on(cs, orders["refund-declined"])
     cs.proposals.approve(ids["card_declined"], AVA)
-    cs.proposals.reconcile()  # settles the lost response: succeeded
+    cs.sweepers.reconcile()  # settles the lost response: succeeded
     after_each()
     ids["replaced"] = propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT)
     ids["replacing"] = propose_on(cs, form, {**DRAFT_REQUEST, "subject": "Hi all"}, operation=DRAFT)
@@ -143,7 +143,7 @@ def test_cards_and_handback_speak_english_and_french_for_every_outcome(cs, seede
     assert cards["pending"]["message_en"] is None
 
     # The lost response first said "needs reconciliation", then the reconciler's success.
-    lost = cs.proposals.card(ids["lost"], AVA)
+    lost = cs.cards.card(ids["lost"], AVA)
     messages = cs.read_models.handback(org, lost.interaction_id)
     assert [m["outcome_kind"] for m in messages] == ["needs_reconciliation", "succeeded"]
     assert "Do not refund again, by hand or otherwise." in messages[0]["text_en"]
@@ -169,7 +169,7 @@ def test_declined_and_revision_required_leave_bounded_revision_context(cs, seede
     ids = lifecycle_history(cs, seeded, clock)
     catch_up_all(cs)
     org = seeded["organizations"][0]["id"]
-    declined = cs.proposals.card(ids["declined"], AVA)
+    declined = cs.cards.card(ids["declined"], AVA)
     context = cs.read_models.revision_context(org, declined.interaction_id)
     assert context["reason_code"] == "declined_by_manager"
     assert len(context["context_en"]) <= 600

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, MissingPermissionError
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.errors import NotFoundError

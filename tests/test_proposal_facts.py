@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import pytest
-from countersign.application.proposals import _ReadOnlyFacts
+from countersign.application.ports import SharedSnapshots
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
 
@@ -15,7 +15,7 @@ DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", 
 
 
 def test_facts_are_the_shared_state_and_cannot_be_saved(cs, seeded):
-    facts = _ReadOnlyFacts(cs.store)
+    facts = SharedSnapshots(cs.store)
     order_id = cs.store.read(UUID(seeded["orders"]["refund-ok"]), Order).id
     assert facts.get(order_id, Order) is cs.store.read(order_id, Order)
     assert not hasattr(facts, "save")  # the Repository port it implements has no save

@@ -13,7 +13,7 @@ import json
 from typing import Any
 from uuid import UUID
 
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.verify import verify
@@ -81,13 +81,13 @@ def test_an_approver_who_lost_the_permission_no_longer_counts(cs, seeded):
     assert proposal.approvals == (AVA,)
     assert proposal.lapsed_approvals == ({"approved_by": NOAH, "reason": "lost_permission"},)
 
-    card = cs.proposals.card(proposal_id, AVA)
+    card = cs.cards.card(proposal_id, AVA)
     assert card.approvals == [AVA]
     assert card.no_longer_counting[0]["message"] == (
         "no longer counts: Noah Bergeron lost the permission to approve"
         " “Refund a missed discount” (orders.refund)"
     )
-    french = cs.proposals.card(proposal_id, AVA, language="fr")
+    french = cs.cards.card(proposal_id, AVA, language="fr")
     assert french.no_longer_counting[0]["message"] == (
         "ne compte plus : Noah Bergeron a perdu la permission d'approuver"
         " “Rembourser une remise manquée” (orders.refund)"
@@ -114,7 +114,7 @@ def test_an_approver_removed_and_added_back_between_the_approvals_no_longer_coun
     assert (answer.result, answer.approvals, answer.required) == ("awaiting_approvals", 1, 2)
     assert answer.no_longer_counting == [{"approved_by": NOAH, "reason": "rejoined"}]
     assert cs.sandbox.refunds() == []
-    assert cs.proposals.card(proposal_id, AVA).no_longer_counting[0]["message"] == (
+    assert cs.cards.card(proposal_id, AVA).no_longer_counting[0]["message"] == (
         "no longer counts: Noah Bergeron left the club and joined again since approving"
     )
 
@@ -128,7 +128,7 @@ def test_an_approver_who_left_the_club_no_longer_counts(cs, seeded):
     assert (answer.result, answer.approvals) == ("awaiting_approvals", 1)
     assert answer.no_longer_counting == [{"approved_by": NOAH, "reason": "removed"}]
     # Gone from the club, they are named by their address.
-    assert cs.proposals.card(proposal_id, AVA).no_longer_counting[0]["message"] == (
+    assert cs.cards.card(proposal_id, AVA).no_longer_counting[0]["message"] == (
         f"no longer counts: {NOAH} is no longer a member of the club"
     )
     assert cs.sandbox.refunds() == []

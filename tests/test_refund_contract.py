@@ -137,7 +137,7 @@ def test_a_changed_amount_is_a_revision_not_a_silent_update(cs, seeded):
         "current_cents": 4800,
         "currency": "CAD",
     }
-    assert cs.proposals.card(proposal_id, AVA).status == "pending"
+    assert cs.cards.card(proposal_id, AVA).status == "pending"
 
 
 def test_a_declining_card_requires_revision_and_releases_the_attempt(cs, seeded):
@@ -171,7 +171,7 @@ def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, 
     order = cs.club.investigate("granite", order_id)
     assert order["unresolved_refund_attempts"] == 1
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.proposal_id, s.action, s.status) for s in swept] == [
         (proposal_id, "settled", "succeeded")
@@ -181,7 +181,7 @@ def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, 
     assert settled.result == "already_completed"
     assert settled.outcome["kind"] == "succeeded"
     assert cs.club.investigate("granite", order_id)["total_cents"] == 29700
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
 
 
 def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, seeded):
@@ -192,12 +192,12 @@ def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, 
     assert report.outcome["kind"] == "needs_reconciliation"
     assert cs.sandbox.refunds() == []  # the 503 came before anything was applied
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.action, s.status) for s in swept] == [("replayed", "succeeded")]
     assert provider_requests(cs, proposal_id) == 1
     assert cs.club.investigate("granite", order_id)["total_cents"] == 29700
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
 
 
 def test_an_expired_proposal_records_expired_and_executes_nothing(cs, seeded, clock: FakeClock):
@@ -218,11 +218,11 @@ def test_the_sweeper_expires_only_overdue_pending_proposals(cs, seeded, clock: F
     fresh = propose(cs, seeded, "refund-stale")
     clock.advance(hours=5)
 
-    swept = cs.proposals.expire_due()
+    swept = cs.sweepers.expire_due()
 
     assert [s.proposal_id for s in swept] == [overdue]
-    assert cs.proposals.card(fresh, AVA).status == "pending"
-    assert cs.proposals.expire_due() == []
+    assert cs.cards.card(fresh, AVA).status == "pending"
+    assert cs.sweepers.expire_due() == []
 
 
 def test_a_second_refund_proposal_for_the_same_discount_supersedes_the_first(cs, seeded):

@@ -155,7 +155,7 @@ def test_approval_takes_the_member_out_of_that_league_only_in_the_outcomes_commi
         "MemberLeft",
     ]
     assert [n.id for n in written] == list(range(start + 1, start + 6))  # one commit
-    card = cs.proposals.card(created.proposal_id, AVA, language="fr")
+    card = cs.cards.card(created.proposal_id, AVA, language="fr")
     assert (
         card.message == "Noah Fraser ne joue plus dans Thursday Seniors (membres maintenant : 3)."
     )
@@ -206,7 +206,7 @@ def test_a_member_who_left_the_league_meanwhile_requires_revision(cs, seeded, me
         "assistant for a new proposal if it is still needed."
     )
     assert "Noah Fraser ne joue plus dans Thursday Seniors." in (
-        cs.proposals.card(created.proposal_id, AVA, language="fr").message or ""
+        cs.cards.card(created.proposal_id, AVA, language="fr").message or ""
     )
     assert _roster(cs, seeded).version == version
 

@@ -113,7 +113,7 @@ def test_the_preview_freezes_the_applied_draft_with_its_counted_audience(cs, see
         "body": "Thursday draws start at 10:30 from next week.",
         "sends_email": True,
     }
-    card = cs.proposals.card(created.proposal_id, AVA)
+    card = cs.cards.card(created.proposal_id, AVA)
     assert card.status == "pending"
     assert _deliveries(cs) == []  # proposing sends nothing
 
@@ -165,7 +165,7 @@ def test_approval_sends_the_frozen_draft_once_and_a_repeat_answers_the_same(cs, 
         assert (again.result, again.status) == ("already_completed", "succeeded")
         assert again.outcome == report.outcome
     assert [d["requests"] for d in _deliveries(cs)] == [1]  # nobody asked the service again
-    assert cs.proposals.card(proposal_id, AVA, "fr").message == (
+    assert cs.cards.card(proposal_id, AVA, "fr").message == (
         "« Seniors' ice time moves » a été envoyé à 4 destinataires "
         "(membres de la ligue Thursday Seniors), une seule fois."
     )
@@ -273,13 +273,13 @@ def test_an_outage_is_reconciled_by_replaying_the_same_request_once(cs, seeded):
     assert "unavailable and sent nothing" in report.message
     assert "Do not send the draft again" in report.message
     assert _deliveries(cs) == []  # the 503 came before anything was sent
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
     assert [(s.proposal_id, s.action, s.status) for s in swept] == [
         (proposal_id, "replayed", "succeeded")
     ]
     [delivery] = _deliveries(cs)
     assert (delivery["requests"], delivery["recipients"]) == (1, sorted([*SENIORS, OUTAGE]))
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
 
 
 def test_a_lost_response_is_settled_by_the_reconciler_with_exactly_one_delivery(cs, seeded):
@@ -297,7 +297,7 @@ def test_a_lost_response_is_settled_by_the_reconciler_with_exactly_one_delivery(
         "a send of the draft in the broadcast form is still settling"
     ]
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.proposal_id, s.action, s.status) for s in swept] == [
         (proposal_id, "settled", "succeeded")
@@ -330,7 +330,7 @@ def test_staff_without_the_permission_can_neither_propose_nor_approve(cs, seeded
     report = cs.proposals.approve(proposal_id, BEN)
 
     assert (report.result, report.reason) == ("not_approvable", "forbidden")
-    assert cs.proposals.card(proposal_id, AVA).status == "pending"
+    assert cs.cards.card(proposal_id, AVA).status == "pending"
     assert _deliveries(cs) == []
 
 

@@ -75,7 +75,7 @@ def stuck_claim(
         stuck = propose(dying, seeded, order, operation=operation)
         with pytest.raises(DiesAfterItsClaim):
             dying.proposals.approve(stuck, AVA)
-        assert dying.proposals.card(stuck, AVA).status == "executing"
+        assert dying.cards.card(stuck, AVA).status == "executing"
     finally:
         dying.close()
     return stuck
@@ -97,7 +97,7 @@ def test_each_sweeper_records_the_passes_it_finishes_and_a_failed_one_is_not(
 
     first = clock.now()
     clock.advance(seconds=30)
-    monkeypatch.setattr(cs.proposals, "reconcile", broken)
+    monkeypatch.setattr(cs.sweepers, "reconcile", broken)
     assert run_pass(sweepers(cs, 5.0), 2).failed == ["reconcile"]
     assert cs.sweeper_passes.last("reconcile") == SweeperPass(first, timedelta(seconds=5))
     assert cs.sweeper_passes.last("expire") == SweeperPass(clock.now(), timedelta(seconds=5))
@@ -147,7 +147,7 @@ def test_a_running_reconciler_whose_provider_has_not_answered_is_not_unattended(
 
 def test_a_settled_or_pending_proposal_waits_on_nothing(cs, seeded, clock):
     lost = _lost(cs, seeded)
-    cs.proposals.reconcile()
+    cs.sweepers.reconcile()
     assert cs.access.review(lost, AVA).settling is None
     assert cs.access.review(propose(cs, seeded), AVA).settling is None
 
@@ -216,6 +216,6 @@ def test_needs_attention_lists_an_overdue_claim_and_says_nothing_settles_it(
     assert UNATTENDED in overdue
     assert "Approved, but no outcome has been recorded" in overdue
     # The worker's reconciler replays the dead claim's request under its key: settled.
-    web.cs.proposals.reconcile()
+    web.cs.sweepers.reconcile()
     web.cs.sweeper_passes.record("reconcile", clock.now(), timedelta(seconds=10))
     assert _cards(ava.get("/"), "attention") == []

@@ -75,7 +75,7 @@ def test_changing_what_approve_returned_does_not_change_the_stored_outcome(cs, s
     report.outcome["kind"] = "changed by a caller"
 
     assert cs.store.get(UUID(created.proposal_id), Proposal).outcome == stored
-    assert cs.proposals.card(created.proposal_id, AVA).outcome == stored
+    assert cs.cards.card(created.proposal_id, AVA).outcome == stored
 
 
 # -- 32252d5: the benchmark's raw reference must keep the library's stock SQLite persistence -------

@@ -17,7 +17,7 @@ from uuid import UUID
 
 import httpx2
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.errors import AgentCannotDecideError
 from countersign.domain.club.organization import Organization
 from countersign.domain.proposal import Proposal

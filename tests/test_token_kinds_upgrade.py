@@ -78,7 +78,7 @@ def test_a_token_from_before_kinds_is_an_approver_token_and_still_approves(upgra
     assert approved.status_code == 200, approved.text
     assert approved.json()["result"] == "executed"
     assert len(cs.sandbox.refunds()) == 1
-    card = cs.proposals.card(proposal_id, AVA)
+    card = cs.cards.card(proposal_id, AVA)
     assert card.approval_credentials == ["approver_token:billing-bot"]
 
     # The stored row keeps what 417270c wrote: no kind, read as an approver token.

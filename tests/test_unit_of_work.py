@@ -54,4 +54,4 @@ def test_an_approval_whose_claim_commit_was_retried_reports_its_own_execution(
     monkeypatch.undo()
     assert (report.result, report.status) == ("executed", "succeeded")
     assert count_events(cs, "Proposal.Claimed") == before + 1
-    assert cs.proposals.card(proposal_id, AVA).outcome == report.outcome
+    assert cs.cards.card(proposal_id, AVA).outcome == report.outcome

@@ -60,7 +60,7 @@ def upgraded(database_url: str, tmp_path: Path) -> Iterator[tuple[Countersign, d
 
 
 def _status(cs: Countersign, proposal_id: str) -> str:
-    return cs.proposals.card(proposal_id, AVA).status
+    return cs.cards.card(proposal_id, AVA).status
 
 
 def test_every_stored_proposal_reads_as_it_was_left(upgraded):
@@ -84,7 +84,7 @@ def test_pending_proposals_are_approved_and_the_reconciling_refund_settles(upgra
     assert (card.result, card.status) == ("executed", "succeeded")
     assert (draft.result, draft.status) == ("executed", "succeeded")
 
-    settled = cs.proposals.reconcile()
+    settled = cs.sweepers.reconcile()
     assert [(r.proposal_id, r.status) for r in settled] == [
         (ids["reconciling_card_refund"], "succeeded")
     ]

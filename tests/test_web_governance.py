@@ -438,7 +438,7 @@ def test_an_inbox_card_counts_its_approvals(web: Web) -> None:
     web.cs.proposals.approve(proposal_id, AVA)
     record = web.cs.access.record(proposal_id, AVA)
     site = web.app.state.pages
-    now = web.cs.proposals.clock.now()
+    now = web.cs.clock.now()
 
     def card(language: str, fields: dict[str, Any]) -> str:
         t = translator(language)

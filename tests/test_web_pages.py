@@ -558,7 +558,7 @@ def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed
     clock.advance(seconds=60)
     failed = web.propose("refund-stale")
     with monkeypatch.context() as patched:
-        patched.setattr(cs.proposals, "providers", {})
+        patched.setattr(cs.proposals.settlement, "providers", {})
         cs.proposals.approve(failed, AVA)
     clock.advance(seconds=60)
     declined = web.propose("account-credit")
@@ -591,7 +591,7 @@ def test_what_needs_attention_stays_in_the_inbox_until_it_is_settled_or_followed
     assert 'href="/#attention"' in review.text
 
     # Settled by the reconciler: it leaves the list.
-    cs.proposals.reconcile()
+    cs.sweepers.reconcile()
     assert lost not in _cards(browser.get("/"), "attention")
 
     # A newer proposal in the same conversation follows a revision up.
@@ -771,7 +771,7 @@ def test_the_status_page_follows_a_refund_through_reconciliation(web):
     for page in (review, status):
         assert "/api/" not in _main(page)
 
-    web.cs.proposals.reconcile()
+    web.cs.sweepers.reconcile()
     settled = browser.get(f"/proposals/{proposal_id}/status")
     assert "Settled. This is the recorded outcome" in settled.text
     assert "http-equiv" not in settled.text
@@ -800,7 +800,7 @@ def test_a_provider_outage_before_anything_was_applied_says_no_money_moved(web):
     assert outcome["cause"] == "provider_unavailable"
 
     # The reconciler sends the same request under the same key, once: one refund.
-    web.cs.proposals.reconcile()
+    web.cs.sweepers.reconcile()
     assert "Refund sent" in _outcome_panel(browser.get(f"/proposals/{proposal_id}"))
     held = web.cs.sandbox.refunds()
     assert [(h["status"], h["metadata"]["proposal_id"]) for h in held] == [
@@ -875,13 +875,13 @@ def test_the_notice_after_approving_says_how_it_ended(web, monkeypatch, language
     for order, notice in words.items():
         proposal_id = web.propose(order)
         if order == "refund-stale":
-            monkeypatch.setattr(web.cs.proposals, "providers", {})  # no provider: it fails
+            monkeypatch.setattr(web.cs.proposals.settlement, "providers", {})  # none: it fails
         assert _notice(_approve(browser, proposal_id)) == notice, order
 
 
 def test_a_failure_says_no_money_moved_and_gives_the_reference(web, monkeypatch):
     proposal_id = web.propose()
-    monkeypatch.setattr(web.cs.proposals, "providers", {})  # no card provider wired: fails
+    monkeypatch.setattr(web.cs.proposals.settlement, "providers", {})  # none wired: fails
     browser = web.browser(AVA)
     page = _approve(browser, proposal_id)
     panel = _outcome_panel(page)

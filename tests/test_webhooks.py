@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.errors import MissingPermissionError
 from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.domain.errors import NotFoundError

@@ -173,7 +173,7 @@ def approve_one(url: str, clock_at: str, proposal_id: str) -> int:
 
 def reconcile(url: str, clock_at: str) -> int:
     cs = _bootstrapped(url, clock_at)
-    swept = [(s.proposal_id, s.action, s.status) for s in cs.proposals.reconcile()]
+    swept = [(s.proposal_id, s.action, s.status) for s in cs.sweepers.reconcile()]
     say("swept " + json.dumps(swept))
     cs.close()
     return 3

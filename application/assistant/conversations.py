@@ -12,9 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from countersign.application.access import Caller, require_any
 from countersign.application.assistant.sections import SectionAssistant
-from countersign.application.authorization import membership, organization_by_slug
+from countersign.application.authorization import (
+    Caller,
+    membership,
+    organization_by_slug,
+    require_any,
+)
 from countersign.application.errors import UnknownOperationError, parse_id
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_access import proposal_record

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID, uuid4
 
-from countersign.application.access import Caller
 from countersign.application.assistant.conversations import (
     ConversationView,
     check_owned,
@@ -26,6 +25,7 @@ from countersign.application.assistant.conversations import (
     section_assistant,
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
+from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, parse_id
 from countersign.application.ports import (
     AggregateStore,

@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from countersign.application.access import Caller
 from countersign.application.assistant.conversations import open_scope, section_assistant
 from countersign.application.assistant.schemas import strict_schema
 from countersign.application.assistant.sections import ASSISTANTS, ReadTool, SectionAssistant
-from countersign.application.authorization import membership, organization_by_slug
+from countersign.application.authorization import Caller, membership, organization_by_slug
 from countersign.application.errors import ForbiddenError
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_access import ProposalAccess, ProposalStatusReport

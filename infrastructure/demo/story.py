@@ -152,7 +152,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         f"The provider did receive it: {requests_for(cs, lost['proposal_id'])} request. "
         "Nobody improvises a second call."
     )
-    swept = [r.to_json() for r in cs.proposals.reconcile()]
+    swept = [r.to_json() for r in cs.sweepers.reconcile()]
     story.say(
         "The reconciler looks the original idempotency key up:\n  "
         + "\n  ".join(f"{r['proposal_id']}: {r['action']} -> {r['status']}" for r in swept),
@@ -264,7 +264,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     granite = data["organizations"][0]["id"]
     inbox = json.loads(render.to_json(cs.read_models.inbox(granite, clock.now())))
     story.say("Ava's inbox (the browser view projection):\n" + listings.render_inbox(inbox), inbox)
-    card = cs.proposals.card(lost["proposal_id"], AVA)
+    card = cs.cards.card(lost["proposal_id"], AVA)
     messages = cs.read_models.handback(granite, card.interaction_id)
     story.say(
         "What the application said back into that conversation (never a model paraphrase):\n"
@@ -272,7 +272,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
             f"  [{m['outcome_kind']}] {m['text_en']}\n  [fr] {m['text_fr']}" for m in messages
         )
     )
-    stale_card = cs.proposals.card(stale["proposal_id"], AVA)
+    stale_card = cs.cards.card(stale["proposal_id"], AVA)
     context = cs.read_models.revision_context(granite, stale_card.interaction_id)
     if context:
         story.say("Revision context left for Ava's next message: " + context["context_en"])
@@ -335,7 +335,7 @@ def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
     first = propose(cs, order_id, TO_CARD)
     story.say(cards.render_created(first, cs.club.time_zone("granite")))
     revised = cs.access.revise(first["proposal_id"], AVA, TO_ACCOUNT_CREDIT).to_json()
-    card = cs.proposals.card(revised["proposal_id"], AVA).to_json()
+    card = cs.cards.card(revised["proposal_id"], AVA).to_json()
     story.say(
         "Ava edits it: account credit instead of the card. The whole contract ran again on the "
         "edited request; the first proposal is superseded in the same commit.\n"
@@ -380,7 +380,7 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
         f"The service did receive it: {deliveries_for(cs, send['proposal_id'])} request. "
         "Nobody sends it again."
     )
-    swept = [r.to_json() for r in cs.proposals.reconcile()]
+    swept = [r.to_json() for r in cs.sweepers.reconcile()]
     story.say(
         "countersign reconcile looks the original idempotency key up:\n  "
         + "\n  ".join(f"{r['proposal_id']}: {r['action']} -> {r['status']}" for r in swept),

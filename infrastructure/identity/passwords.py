@@ -60,7 +60,7 @@ def set_password(cs: Countersign, email: str, password: str) -> int:
         )
     password_hash = _hasher.hash(password)
     ensure_session_table(cs.sql)
-    now = cs.proposals.clock.now()
+    now = cs.clock.now()
     with cs.sql.transaction() as cursor:  # the new hash and the revocations, together
         _store_in(cursor, address, password_hash, now.isoformat())
         return revoke_person_in(cursor, address, int(now.timestamp()))
@@ -95,7 +95,7 @@ def _verify(stored: str, password: str) -> bool:
 def _store(cs: Countersign, email: str, password_hash: str) -> None:
     """A rehash of the same password (new parameters): sessions stay as they are."""
     with cs.sql.transaction() as cursor:
-        _store_in(cursor, email, password_hash, cs.proposals.clock.now().isoformat())
+        _store_in(cursor, email, password_hash, cs.clock.now().isoformat())
 
 
 def _store_in(cursor: Cursor, email: str, password_hash: str, at: str) -> None:

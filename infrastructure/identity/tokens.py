@@ -37,7 +37,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import psycopg
-from countersign.application.access import Caller, Credential
+from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import PERMISSIONS
@@ -240,7 +240,7 @@ def issue_token(
                     member.email,
                     json.dumps([str(p) for p in granted]),
                     _digest(raw),
-                    cs.proposals.clock.now().isoformat(),
+                    cs.clock.now().isoformat(),
                     member.membership_id,
                     kind,
                 ),
@@ -264,7 +264,7 @@ def revoke_token(cs: Countersign, token_id: str) -> bool:
     with cs.sql.transaction() as cursor:
         changed = cursor.execute(
             "UPDATE api_tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL",
-            (cs.proposals.clock.now().isoformat(), token_id.strip()),
+            (cs.clock.now().isoformat(), token_id.strip()),
         ).rowcount
     return changed == 1
 
@@ -345,7 +345,7 @@ def record_action(
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 f"{time.time_ns():020d}-{uuid4().hex[:12]}",  # sorts in recording order
-                cs.proposals.clock.now().isoformat(),
+                cs.clock.now().isoformat(),
                 str(principal.organization_id),
                 principal.token_id,
                 principal.service,

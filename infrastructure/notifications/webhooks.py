@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.domain.club.webhooks import valid_webhook_url
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications import delivery_log
@@ -72,9 +72,7 @@ class Webhooks:
         endpoint = self.cs.notifications.add_endpoint(caller, organization, url)
         secret = new_secret()
         org_id = self.cs.club.organization_id(organization)
-        self.ledger.store_secret(
-            endpoint.endpoint_id, org_id, secret, self.cs.proposals.clock.now()
-        )
+        self.ledger.store_secret(endpoint.endpoint_id, org_id, secret, self.cs.clock.now())
         return AddedEndpoint(
             endpoint.endpoint_id, endpoint.url, organization.strip().lower(), secret
         )
@@ -132,7 +130,7 @@ class Webhooks:
     ) -> list[str]:
         """Put one dead letter (or all of the club's) back in line; the ids put back."""
         org = self.cs.notifications.managed_organization(caller, organization)
-        return self.ledger.redeliver(str(org.id), delivery_id, self.cs.proposals.clock.now())
+        return self.ledger.redeliver(str(org.id), delivery_id, self.cs.clock.now())
 
 
 def notification_sender(
@@ -144,7 +142,7 @@ def notification_sender(
     return NotificationSender(
         DeliveryLedger(cs.sql),
         cs.notifications,
-        cs.proposals.clock,
+        cs.clock,
         settings or NotifySettings.from_env(),
         catch_up=runner.catch_up,
         **options,

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.ports import EffectProvider, EffectResponseLostError
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ApprovalReport

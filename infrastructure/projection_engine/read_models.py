@@ -93,7 +93,7 @@ class ReadModels:
         """Decided proposals of one organization that need someone's attention (the
         ``attention`` projection says which), newest first: their cards, and how many. With
         ``overdue_before``, also those still executing although approved by then (a claim
-        whose process died, that no reconciler has settled: ``ProposalService.settling``)."""
+        whose process died, that no reconciler has settled: ``ProposalCards.settling``)."""
         where, params = self._attention(organization_id, overdue_before)
         where += _in_sections("a.section", section, sections, params)
         joined = "proposal_cards c JOIN attention_items a ON a.proposal_id = c.proposal_id"

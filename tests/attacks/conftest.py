@@ -226,7 +226,7 @@ def app(cs: Countersign, seeded: dict[str, Any], demo_password_hashes: dict[str,
     ensure_tables(cs.sql, "user_passwords", passwords._SCHEMA)
     with cs.sql.transaction() as cursor:
         for email, password_hash in demo_password_hashes.items():
-            passwords._store_in(cursor, email, password_hash, cs.proposals.clock.now().isoformat())
+            passwords._store_in(cursor, email, password_hash, cs.clock.now().isoformat())
     application = create_app(cs)
     mount_pages(application, cs, secure_cookies=False)
     return application

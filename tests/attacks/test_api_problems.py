@@ -104,7 +104,7 @@ def test_unreadable_bodies_answer_the_projects_own_malformed_request_problem(api
     )
     assert document["detail"] == "The request body is not valid JSON."
     unchanged.check()
-    assert api.cs.proposals.card(proposal_id, AVA).status == "pending"
+    assert api.cs.cards.card(proposal_id, AVA).status == "pending"
 
 
 def test_starlettes_own_answers_use_the_projects_problem_types_too(api):
@@ -230,7 +230,7 @@ def test_problems_say_it_in_the_projects_words_never_pydantics_nor_the_input(api
     ]
     assert _messages_are_the_projects(page) == [("page", "must be an integer")]
     unchanged.check()
-    assert api.cs.proposals.card(proposal_id, AVA).status == "pending"
+    assert api.cs.cards.card(proposal_id, AVA).status == "pending"
 
 
 # -- capped problems ----------------------------------------------------------------------------
@@ -310,7 +310,7 @@ def test_every_api_answer_says_nosniff_and_no_store_errors_included(api, monkeyp
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"boom at /work/secret.py: SELECT * FROM api_tokens {order}")
 
-    monkeypatch.setattr(api.cs.proposals, "card", explode)
+    monkeypatch.setattr(api.cs.cards, "card", explode)
     answers.append(api.client.get(f"/api/v1/proposals/{proposal_id}", headers=headers))  # 500
 
     assert [r.status_code for r in answers] == [

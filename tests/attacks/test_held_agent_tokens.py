@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http.app import create_app

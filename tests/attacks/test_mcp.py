@@ -12,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.tokens import issue_token
 

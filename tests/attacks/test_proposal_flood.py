@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.proposal_limit import (
     ProposalLimiter,
     RateLimit,

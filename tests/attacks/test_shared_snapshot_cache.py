@@ -15,8 +15,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from countersign.application.ports import Answer, Reads
-from countersign.application.proposals import _ReadOnlyFacts
+from countersign.application.ports import Answer, Reads, SharedSnapshots
 from countersign.domain.club.roster import Roster
 from countersign.domain.errors import StaleReadError
 from countersign.infrastructure.bootstrap import Countersign
@@ -66,7 +65,7 @@ def test_the_read_only_facts_refuse_commands(other: Countersign, seeded):
     roster_id = _roster_id(seeded)
 
     def preparing(facts: Any) -> Answer[None]:
-        _ReadOnlyFacts(facts).get(roster_id, Roster).join(LEAGUE, "Eve", "eve@example.com")
+        SharedSnapshots(facts).get(roster_id, Roster).join(LEAGUE, "Eve", "eve@example.com")
         return Answer(None)
 
     with pytest.raises(SharedSnapshotError):

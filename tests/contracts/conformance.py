@@ -128,7 +128,7 @@ def provider_requests(
     received under that key. Each sandbox lists what it holds with ``held()``."""
     return {
         str(record["idempotency_key"]): int(record["requests"])
-        for name, sandbox in cs.proposals.providers.items()
+        for name, sandbox in cs.proposals.settlement.providers.items()
         if provider is None or name == provider
         for record in sandbox.held()  # type: ignore[attr-defined]
         if proposal_id is None

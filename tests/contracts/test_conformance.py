@@ -362,10 +362,10 @@ def test_an_expired_proposal_executes_nothing(kind, cs, seeded, clock: FakeClock
     # overdue; it cannot be approved either.
     swept = _propose(cs, case, seeded)
     clock.advance(seconds=(swept.expires_at - clock.now()).total_seconds() + 1)
-    assert [s.proposal_id for s in cs.proposals.expire_due()] == [swept.proposal_id]
+    assert [s.proposal_id for s in cs.sweepers.expire_due()] == [swept.proposal_id]
     assert _types(cs, swept.proposal_id) == ["Proposed", "Expired"]
     assert cs.proposals.approve(swept.proposal_id, case.actor).reason == "expired"
-    assert cs.proposals.card(swept.proposal_id, case.actor).status == "expired"
+    assert cs.cards.card(swept.proposal_id, case.actor).status == "expired"
     assert case.observe(cs, resource) == before
     assert provider_requests(cs) == {}
     assert_audit_intact(cs)
@@ -591,7 +591,7 @@ def test_every_outcome_reads_in_english_and_in_french(kind, cs, seeded, clock: F
     # The card, in the terminal and in the browser, in both languages.
     pages = []
     for language, message in zip(LANGUAGES, succeeded, strict=True):
-        card = cs.proposals.card(proposal_id, case.actor, language)
+        card = cs.cards.card(proposal_id, case.actor, language)
         assert card.message == message
         terminal = cards.render_card(card.to_json(), language)
         for label, _ in cards.preview_rows(kind, card.preview, language):
@@ -680,7 +680,7 @@ def test_a_lost_response_is_reconciled_to_exactly_one_effect(kind, cs, seeded):
         )
         assert cs.proposals.approve(created.proposal_id, case.actor).status == "succeeded"
         assert "Reconciling" not in _types(cs, created.proposal_id)
-        assert cs.proposals.reconcile() == []
+        assert cs.sweepers.reconcile() == []
         assert provider_requests(cs) == {}
         assert_audit_intact(cs)
         return
@@ -714,7 +714,7 @@ def test_a_lost_response_is_reconciled_to_exactly_one_effect(kind, cs, seeded):
     assert _same_bytes(again.outcome, report.outcome)
     assert provider_requests(cs) == held  # the repeat called nobody
 
-    swept = cs.proposals.reconcile()
+    swept = cs.sweepers.reconcile()
 
     assert [(s.proposal_id, s.status) for s in swept] == [(proposal_id, "succeeded")]
     assert swept[0].outcome is not None
@@ -726,6 +726,6 @@ def test_a_lost_response_is_reconciled_to_exactly_one_effect(kind, cs, seeded):
     assert case.observe(cs, resource) != before  # the effect is recorded in the domain
     types = _types(cs, proposal_id)
     assert (types.count("Succeeded"), types[-2:]) == (1, ["Reconciling", "Succeeded"])
-    assert cs.proposals.reconcile() == []
+    assert cs.sweepers.reconcile() == []
     assert provider_requests(cs) == held
     assert_audit_intact(cs)

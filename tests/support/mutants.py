@@ -47,19 +47,20 @@ class _Provider:
 
 
 def _reconciler_sees(**mutation: Any) -> None:
-    from countersign.application.proposals import ProposalService
+    from countersign.application.sweepers import Sweepers
 
-    real = ProposalService._reconcile_one
+    real = Sweepers._reconcile_one
 
     def reconcile_one(self: Any, proposal: Any) -> Any:
-        providers = self.providers
-        self.providers = {name: _Provider(p, **mutation) for name, p in providers.items()}
+        settlement = self.settlement
+        providers = settlement.providers
+        settlement.providers = {name: _Provider(p, **mutation) for name, p in providers.items()}
         try:
             return real(self, proposal)
         finally:
-            self.providers = providers
+            settlement.providers = providers
 
-    ProposalService._reconcile_one = reconcile_one  # type: ignore[method-assign]
+    Sweepers._reconcile_one = reconcile_one  # type: ignore[method-assign]
 
 
 def _replay_without_lookup() -> None:
@@ -71,20 +72,21 @@ def _replay_under_new_key() -> None:
 
 
 def _lost_answer_is_failure() -> None:
-    from countersign.application.ports import Reads
-    from countersign.application.proposals import Answer, ProposalService
+    from countersign.application.ports import Answer, Commit, Reads
+    from countersign.application.reports import approval_report
+    from countersign.application.settlement import Settlement, failed
     from countersign.domain.proposal import Proposal, ProposalStatus
 
     def start_reconciling(self: Any, proposal_id: UUID, key: str, cause: str = "") -> Any:
-        def failing(facts: Any) -> Any:
-            proposal = facts.get(proposal_id, Proposal)
+        def failing(store: Any) -> Any:
+            proposal = store.get(proposal_id, Proposal)
             if proposal.status != ProposalStatus.EXECUTING:
-                return Answer(self._report(proposal, None))
-            return self._fail(proposal, "ProviderAnswerLost")
+                return Answer(approval_report(proposal))
+            return Commit([proposal], failed(proposal, "ProviderAnswerLost").report)
 
         return self.store.decide(Reads([proposal_id]), failing)
 
-    ProposalService._start_reconciling = start_reconciling  # type: ignore[method-assign]
+    Settlement.start_reconciling = start_reconciling  # type: ignore[method-assign]
 
 
 def _claim_ignores_executing() -> None:

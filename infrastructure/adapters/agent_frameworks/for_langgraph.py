@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.proposal_access import ProposalAccess
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,

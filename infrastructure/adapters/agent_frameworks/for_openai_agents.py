@@ -25,7 +25,7 @@ from agents import (
 )
 from agents.result import RunResultBase
 from agents.tool_context import ToolContext
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.proposal_access import ProposalAccess
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.proposal_access import ProposalAccess
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from countersign.application.access import Caller, Credential
 from countersign.application.assistant.schemas import function_tool
 from countersign.application.assistant.service import NOT_POSSIBLE, refusal
+from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import (
     ForbiddenError,
     UnknownOperationError,

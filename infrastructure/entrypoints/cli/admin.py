@@ -190,7 +190,7 @@ def cmd_mcp(cs: Countersign, args: argparse.Namespace) -> Result:
     belongs to the protocol."""
     import importlib
 
-    from countersign.application.access import Caller
+    from countersign.application.authorization import Caller
 
     mcp = importlib.import_module(MCP_SERVER)
     if args.http:

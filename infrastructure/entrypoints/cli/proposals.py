@@ -9,8 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from countersign.application.access import Caller
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.application.authorization import Caller
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
@@ -38,7 +38,7 @@ def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
         request=request,
     ).to_json()
     zone = cs.club.time_zone(args.org)
-    now = cs.proposals.clock.now()
+    now = cs.clock.now()
     return created, cards.render_created(created, zone, now, args.language)
 
 
@@ -50,7 +50,7 @@ def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
     created = cs.access.revise(args.proposal_id, _caller(args), request).to_json()
     card = cs.access.card(created["proposal_id"], _caller(args), args.language).to_json()
     document = {**created, "changes": card["changes"]}
-    now = cs.proposals.clock.now()
+    now = cs.clock.now()
     return document, cards.render_revision(created, card, args.language, now, args.actor)
 
 
@@ -66,7 +66,7 @@ def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
     card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
-    now = cs.proposals.clock.now()
+    now = cs.clock.now()
     return card, cards.render_card(card, args.language, now, args.actor)
 
 
@@ -77,12 +77,12 @@ def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:
-    reports = [report.to_json() for report in cs.proposals.reconcile()]
+    reports = [report.to_json() for report in cs.sweepers.reconcile()]
     return {"resolved": reports}, _sweep_text("reconcile", reports)
 
 
 def cmd_expire(cs: Countersign, args: argparse.Namespace) -> Result:
-    reports = [report.to_json() for report in cs.proposals.expire_due()]
+    reports = [report.to_json() for report in cs.sweepers.expire_due()]
     return {"expired": reports}, _sweep_text("expire", reports)
 
 
@@ -97,7 +97,7 @@ def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
 def _turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) -> str:
     """A turn in the chat's language, its card's times in the club's zone."""
     zone = cs.club.time_zone(args.org)
-    return listings.render_turn(turn, args.language, zone, cs.proposals.clock.now())
+    return listings.render_turn(turn, args.language, zone, cs.clock.now())
 
 
 def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: str | None) -> Any:
@@ -170,7 +170,7 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
     catch_up(cs, ["browser_view"])
     inbox = cs.read_models.inbox(
         listed.organization_id,
-        cs.proposals.clock.now(),
+        cs.clock.now(),
         sections=listed.sections,
         page=args.page,
         page_size=args.page_size,

@@ -88,7 +88,7 @@ def inbox(
             runner.catch_up()
         document = cs.read_models.inbox(
             listed.organization_id,
-            cs.proposals.clock.now(),
+            cs.clock.now(),
             sections=listed.sections,
             page=page,
             page_size=page_size,

@@ -23,8 +23,8 @@ from typing import Any
 
 import mcp_types as types
 from anyio import to_thread
-from countersign.application.access import Caller
 from countersign.application.assistant.toolbox import AgentTool, UnknownToolError
+from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, new_correlation_id
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.reports import ProposalCreated

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import uvicorn
 from anyio import to_thread
-from countersign.application.access import Caller
+from countersign.application.authorization import Caller
 from countersign.application.errors import new_correlation_id
 from countersign.application.reports import ProposalCreated
 from countersign.infrastructure.bootstrap import Countersign

@@ -122,7 +122,7 @@ class ConversationPages:
     def _timeline(self, visit: Visit, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The conversation's entries for the page: read tools by their label (those without
         one are not shown), proposals as cards."""
-        now = self.cs.proposals.clock.now()
+        now = self.cs.clock.now()
         shown: list[dict[str, Any]] = []
         for entry in entries:
             if entry["kind"] == "tool":

@@ -57,7 +57,7 @@ def mount_pages(
     COUNTERSIGN_SECURE_COOKIES (on unless set to 0): turn it off only for plain-HTTP local use.
     """
     secure = secure_from_env() if secure_cookies is None else secure_cookies
-    sessions = Sessions(cs.sql, cs.proposals.clock, session_secret(cs), secure=secure)
+    sessions = Sessions(cs.sql, cs.clock, session_secret(cs), secure=secure)
     site = Site(cs, sessions)
     app.state.pages = site
     signing = SignInPages(site)

@@ -10,10 +10,10 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
-from countersign.application.access import sections_of
+from countersign.application.authorization import sections_of
 from countersign.application.errors import ForbiddenError
 from countersign.application.proposal_access import ProposalReview
-from countersign.application.settling import Settling
+from countersign.application.settlement import Settling
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.messages import (
@@ -69,7 +69,7 @@ class ProposalPages:
             section = ""
         recent = visit.query("view") == "recent"
         page = _page_number(visit.query("page"))
-        now = self.cs.proposals.clock.now()
+        now = self.cs.clock.now()
         listed: dict[str, Any] = {"items": [], "total": 0}
         attention: dict[str, Any] = {"items": [], "total": 0}
         waiting: dict[str, Any] = {"items": [], "total": 0}
@@ -103,7 +103,7 @@ class ProposalPages:
                 attention = found.needs_attention(
                     scope.organization_id,
                     sections=scope.sections,
-                    overdue_before=self.cs.proposals.overdue_claims_before(),
+                    overdue_before=self.cs.cards.overdue_claims_before(),
                 )
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
@@ -160,13 +160,13 @@ class ProposalPages:
     ) -> dict[str, Any]:
         """An inbox card of a proposal waiting on its provider says since when, and whether
         anything is settling it."""
-        waiting = self.cs.proposals.settling(view["status"], as_time(record.get("approved_at")))
+        waiting = self.cs.cards.settling(view["status"], as_time(record.get("approved_at")))
         return {**view, "settling": settling_view(waiting, visit)}
 
     def review(self, visit: Visit) -> Response:
         user = visit.signed_in
         reviewed = self.cs.access.review(proposal_id_of(visit), user.caller)
-        now = self.cs.proposals.clock.now()
+        now = self.cs.clock.now()
         view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         conversation = None
         if reviewed.conversation is not None:
@@ -261,7 +261,7 @@ class ProposalPages:
             reviewed = self.cs.access.review(proposal_id_of(visit), visit.signed_in.caller)
         except ForbiddenError:
             return None
-        now = self.cs.proposals.clock.now()
+        now = self.cs.clock.now()
         view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         mine = decision(view, reviewed.record, reviewed.may_decide, visit.signed_in.email)
         # Only the approval that runs it: an earlier one of several changes nothing yet.
@@ -312,7 +312,7 @@ class ProposalPages:
 
     def status(self, visit: Visit) -> Response:
         reviewed = self.cs.access.review(proposal_id_of(visit), visit.signed_in.caller)
-        now = self.cs.proposals.clock.now()
+        now = self.cs.clock.now()
         view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
         return self.site.render(
             visit,

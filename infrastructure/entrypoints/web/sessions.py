@@ -81,7 +81,7 @@ def session_secret(cs: Countersign) -> str:
         cursor.execute(
             "INSERT INTO web_secrets (name, secret, created_at) VALUES (?, ?, ?)"
             " ON CONFLICT (name) DO NOTHING",
-            ("session", secrets.token_urlsafe(48), cs.proposals.clock.now().isoformat()),
+            ("session", secrets.token_urlsafe(48), cs.clock.now().isoformat()),
         )
         found = cursor.execute(
             "SELECT secret FROM web_secrets WHERE name = ?", ("session",)

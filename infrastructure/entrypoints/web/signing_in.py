@@ -52,7 +52,7 @@ class SignInPages:
         password = visit.form.get("password", "")
         target = safe_next(visit.form.get("next", ""))
         client = visit.request.client.host if visit.request.client else "unknown"
-        throttle = SignInThrottle(self.cs.sql, self.cs.proposals.clock)
+        throttle = SignInThrottle(self.cs.sql, self.cs.clock)
         attempt = throttle.admit(email, client)
         if isinstance(attempt, Refusal):
             # Refused before any password check: no Argon2 work, and nothing that depends on

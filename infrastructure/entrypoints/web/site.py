@@ -16,8 +16,8 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from countersign.application.access import Caller
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.application.authorization import Caller
 from countersign.application.club import Membership
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.application.proposal_limit import TooManyProposalsError
@@ -357,10 +357,10 @@ class Site:
             self.catch_up_inbox()
             return self.cs.read_models.counts(
                 scope.organization_id,
-                self.cs.proposals.clock.now(),
+                self.cs.clock.now(),
                 sections=scope.sections,
                 not_approved_by=user.email,
-                overdue_before=self.cs.proposals.overdue_claims_before(),
+                overdue_before=self.cs.cards.overdue_claims_before(),
             )
         except Exception:  # counts are a convenience: the page itself must still show
             log.warning("the navigation's counts could not be read", exc_info=True)

@@ -219,7 +219,7 @@ def proposal_view(
         "message": localized_outcome(operation, preview, outcome, language),
         "pending": status == "pending",
         "reconciling": status == "reconciling",
-        # Since when it waits on its provider; the inbox fills it in (ProposalService.settling).
+        # Since when it waits on its provider; the inbox fills it in (ProposalCards.settling).
         "settling": None,
         **_governance(record, t),
         "no_longer_counting": [

@@ -44,7 +44,7 @@ class WebhookPages:
     ) -> Response:
         user = visit.signed_in
         webhooks = Webhooks(self.cs)
-        now = self.cs.proposals.clock.now()
+        now = self.cs.clock.now()
         endpoints = webhooks.health(user.caller, user.organization, now - HEALTH_WINDOW)
         urls = {e["endpoint_id"]: e["url"] for e in endpoints}
         dead = webhooks.deliveries(

@@ -1,0 +1,179 @@
+"""The read side of a proposal: the reviewer's card, what a revision changed, what approving
+it would withdraw, and how an execution's wait for its provider stands."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from countersign.application.authorization import member_of
+from countersign.application.errors import parse_id
+from countersign.application.ports import (
+    AggregateStore,
+    Clock,
+    SharedSnapshots,
+    SweeperPass,
+    SweeperPasses,
+)
+from countersign.application.quorum import display_name
+from countersign.application.reports import ProposalCard, outcome_text
+from countersign.application.settlement import DEFAULT_EVERY, RECONCILE, Settling, settling_of
+from countersign.application.supersession import siblings
+from countersign.domain.club.organization import Organization
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.presentation import preview_changes
+from countersign.domain.errors import CountersignError, NotFoundError
+from countersign.domain.messages import lapsed_approval_message, proposal_headline
+from countersign.domain.proposal import Proposal, ProposalStatus
+
+
+class ProposalCards:
+    """Proposals as their reviewers read them."""
+
+    def __init__(
+        self,
+        store: AggregateStore,
+        clock: Clock,
+        *,
+        registry: Mapping[str, AnyContract] = REGISTRY,
+        lease: timedelta = timedelta(seconds=60),
+        passes: SweeperPasses | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.registry = registry
+        self.lease = lease
+        #: Where the sweepers' schedules record their passes (None: nobody records them, so
+        #: no reconciler is known to run).
+        self.passes = passes
+
+    def card(self, proposal_id: str, actor: str, language: str = "en") -> ProposalCard:
+        """The reviewer's card. NotFoundError for an unknown id or another tenant's."""
+        try:
+            proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
+        except NotFoundError:
+            raise NotFoundError("proposal") from None
+        member_of(self.store, proposal.organization_id, actor)
+        club = self.store.read(proposal.organization_id, Organization)
+        return ProposalCard(
+            proposal_id=str(proposal.id),
+            operation=proposal.kind,
+            section=proposal.section,
+            resource_id=str(proposal.resource_id),
+            requested_by=proposal.requested_by,
+            interaction_id=proposal.interaction_id,
+            status=str(proposal.status),
+            preview=proposal.preview,
+            expires_at=proposal.expires_at,
+            approved_by=proposal.approved_by,
+            approved_at=proposal.approved_at,
+            declined_by=proposal.declined_by,
+            declined_credential=proposal.declined_credential,
+            outcome=proposal.outcome,
+            message=outcome_text(proposal, language),
+            time_zone=club.time_zone,
+            approvals=list(proposal.approvals),
+            approvals_required=proposal.approvals_required,
+            approval_credentials=list(proposal.approver_credentials),
+            no_longer_counting=self._no_longer_counting(proposal, club, language),
+            policy=proposal.policy,
+            revision_of=str(proposal.revision_of) if proposal.revision_of else None,
+            superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
+            superseded_reason=proposal.superseded_reason,
+            withdraws=[
+                {
+                    "proposal_id": str(withdrawn.id),
+                    "operation": withdrawn.kind,
+                    "headline": proposal_headline(withdrawn.kind, withdrawn.preview, language),
+                }
+                for withdrawn in self.withdrawn_by_approving(proposal)
+            ],
+            changes=self.changes(proposal, language),
+            origin=proposal.origin,
+            approval_passkeys=[
+                {"approved_by": email, "passkey": passkey["name"]}
+                for email, passkey in zip(
+                    proposal.approvals, proposal.approval_passkeys, strict=True
+                )
+                if passkey is not None
+            ],
+        )
+
+    @staticmethod
+    def _no_longer_counting(
+        proposal: Proposal, club: Organization, language: str
+    ) -> list[dict[str, str]]:
+        return [
+            {
+                **lapsed,
+                "message": lapsed_approval_message(
+                    proposal.kind,
+                    display_name(club, lapsed["approved_by"]),
+                    lapsed["reason"],
+                    language,
+                ),
+            }
+            for lapsed in proposal.lapsed_approvals
+        ]
+
+    def changes(self, proposal: Proposal, language: str = "en") -> list[dict[str, str]]:
+        """What a revision changed against the proposal it revised, field by field, as
+        people read it (none for a proposal that revised nothing)."""
+        if proposal.revision_of is None:
+            return []
+        contract = self.registry.get(proposal.kind)
+        try:
+            original = self.store.get(proposal.revision_of, Proposal)
+        except NotFoundError:
+            return []
+        if contract is None:
+            return []
+        return [
+            {"field": c.key, "label": c.label, "before": c.before, "after": c.after}
+            for c in preview_changes(
+                contract.preview_fields, original.preview, proposal.preview, language
+            )
+        ]
+
+    def withdrawn_by_approving(self, proposal: Proposal) -> list[Proposal]:
+        """The pending proposals that approving ``proposal`` would withdraw, were it carried
+        out now: what its contract says a success would retire (``would_retire``), judged on
+        the facts as they are. The review warns of them before anyone approves. None for a
+        proposal that is not pending, nor expired ones, which nobody can approve anyway."""
+        contract = self.registry.get(proposal.kind)
+        if proposal.status != ProposalStatus.PENDING or contract is None:
+            return []
+        snapshots = SharedSnapshots(self.store)
+        try:
+            arguments = contract.decode_arguments(proposal.arguments)
+            retired = contract.would_retire(arguments, contract.load(proposal.scope, snapshots))
+        except CountersignError:
+            return []  # approving it fails closed, and withdraws nothing
+        now = self.clock.now()
+        withdrawn = []
+        for sibling_id in siblings(snapshots, proposal, retired):
+            with contextlib.suppress(NotFoundError):
+                sibling = self.store.read(sibling_id, Proposal)
+                if sibling.status == ProposalStatus.PENDING and not sibling.is_expired_at(now):
+                    withdrawn.append(sibling)
+        return withdrawn
+
+    def settling(self, status: str, claimed_at: datetime | None) -> Settling | None:
+        """How an executing or reconciling proposal's wait for its provider's answer stands
+        (since when, whether it is overdue, whether a reconciler runs); None for any other."""
+        if status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
+            return None
+        if claimed_at is None:
+            return None
+        return settling_of(claimed_at, self.clock.now(), self.lease, self._last_reconcile())
+
+    def overdue_claims_before(self) -> datetime:
+        """Proposals claimed by this moment and still executing or reconciling are overdue
+        (``settling``): they need someone's attention."""
+        last = self._last_reconcile()
+        every = last.every if last is not None else DEFAULT_EVERY
+        return self.clock.now() - self.lease - every
+
+    def _last_reconcile(self) -> SweeperPass | None:
+        return self.passes.last(RECONCILE) if self.passes is not None else None

@@ -1,0 +1,136 @@
+"""Freezing: a validated request resolved against the facts and frozen as a pending proposal.
+
+Proposing and revising both end here, in one decision: the requester is checked, the
+contract resolves every default and derived value and builds the preview on the facts as
+they are, the approval policy in force is frozen with it, and what it replaces is
+superseded in the same commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from uuid import uuid4
+
+from countersign.application.authorization import Caller, membership, require_all
+from countersign.application.errors import NotRevisableError
+from countersign.application.ports import Commit, Reads, SharedSnapshots
+from countersign.application.reports import ProposalCreated, own
+from countersign.application.supersession import open_slot, still_pending, supersede
+from countersign.domain.club.organization import Organization
+from countersign.domain.contracts import AnyContract
+from countersign.domain.pending_slot import PendingSlot
+from countersign.domain.ports import Repository
+from countersign.domain.proposal import (
+    Proposal,
+    ProposalStatus,
+    SupersessionReason,
+    contract_digest,
+)
+from countersign.domain.scope import Scope
+
+_ORIGIN_KEYS = ("channel", "client", "client_version")
+
+_REVISABLE = frozenset(
+    {
+        ProposalStatus.PENDING,
+        ProposalStatus.DECLINED,
+        ProposalStatus.EXPIRED,
+        ProposalStatus.REVISION_REQUIRED,
+    }
+)
+"""What an edit may start from: nothing that ran, or is running, and nothing already
+replaced (the newer proposal is the one to edit)."""
+
+
+def clean_origin(origin: Mapping[str, str] | None) -> dict[str, str] | None:
+    """Where a request came from, as recorded: only the known keys, each a short line of
+    printable text (an MCP client names itself; nothing it says is trusted beyond that)."""
+    if not origin:
+        return None
+    cleaned = {}
+    for key in _ORIGIN_KEYS:
+        value = origin.get(key)
+        if isinstance(value, str):
+            text = "".join(ch for ch in value if ch.isprintable()).strip()[:80]
+            if text:
+                cleaned[key] = text
+    return cleaned or None
+
+
+def freezing_reads(contract: AnyContract, scope: Scope) -> Reads:
+    """What freezing a proposal of ``contract`` on ``scope`` reads."""
+    slot = PendingSlot.create_id(scope.organization_id, scope.resource_id)
+    return Reads([scope.organization_id, scope.resource_id, slot], targets=contract.targets)
+
+
+def freeze(
+    store: Repository,
+    contract: AnyContract,
+    parsed: Any,
+    scope: Scope,
+    caller: Caller,
+    *,
+    interaction_id: str | None,
+    expires_at: datetime,
+    revision_of: Proposal | None = None,
+    origin: dict[str, str] | None = None,
+) -> Commit[ProposalCreated]:
+    """Check the requester, resolve the contract against the facts, freeze the proposal
+    under the policy in force, and supersede what it replaces."""
+    org = store.read(scope.organization_id, Organization)
+    member = membership(org, caller.email)
+    require_all(caller, member, contract.permission)
+    if revision_of is not None and revision_of.status not in _REVISABLE:
+        raise NotRevisableError(str(revision_of.status), revision_of.superseded_by)
+    # Read-only: nothing here changes them, so the contract reads the shared state.
+    prepared = contract.prepare(parsed, contract.load(scope, SharedSnapshots(store)))
+    arguments = prepared.arguments.model_dump(mode="json")
+    preview = prepared.preview.model_dump(mode="json")
+    policy = None
+    if contract.kind in org.policies:
+        amount = contract.amount_cents(prepared.arguments)
+        policy = org.approval_policy(contract.kind).frozen_for(amount)
+    proposal = Proposal.propose(
+        id=uuid4(),
+        organization_id=org.id,
+        section=str(contract.section),
+        resource_id=scope.resource_id,
+        requested_by=member.email,
+        interaction_id=interaction_id or f"int-{uuid4().hex[:16]}",
+        kind=contract.kind,
+        contract_version=contract.contract_version,
+        arguments=arguments,
+        preview=preview,
+        expires_at=expires_at,
+        digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
+        request=parsed.model_dump(mode="json"),
+        revision_of=None if revision_of is None else revision_of.id,
+        policy=policy,
+        origin=origin,
+    )
+    slot = open_slot(store, scope)
+    subject = contract.subject(prepared.arguments)
+    # The edited proposal first: when it is also the slot's latest, it was revised.
+    replaced = [
+        *([(revision_of, SupersessionReason.REVISED)] if revision_of is not None else []),
+        *(
+            (pending, SupersessionReason.REPLACED)
+            for pending in still_pending(store, slot.latest_for(contract.kind, subject))
+        ),
+    ]
+    superseded = supersede(replaced, proposal.id)
+    slot.hold(contract.kind, subject, proposal.id)
+    created = ProposalCreated(
+        proposal_id=str(proposal.id),
+        status=str(proposal.status),
+        operation=proposal.kind,
+        # The caller's own copy: once committed, the proposal is the shared snapshot.
+        preview=own(proposal.preview),
+        expires_at=proposal.expires_at,
+        supersedes=[str(old.id) for old in superseded],
+        revision_of=None if revision_of is None else str(revision_of.id),
+        approvals_required=proposal.approvals_required,
+    )
+    return Commit([proposal, slot, *superseded], created)

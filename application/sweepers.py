@@ -1,0 +1,164 @@
+"""The sweepers: expire what nobody approved in time, and reconcile what no answer settled.
+
+Both find their candidates through the ``OpenWorkIndex`` (a superset is fine) and recheck
+each one's state in a decision of its own, so they are safe to run in several processes at
+once. ``countersign worker`` runs them on a schedule (infrastructure/sweepers.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from functools import partial
+from uuid import UUID, uuid4
+
+from countersign.application.errors import new_correlation_id
+from countersign.application.ports import (
+    AggregateStore,
+    Answer,
+    Clock,
+    Commit,
+    EffectResponseLostError,
+    OpenWorkIndex,
+    Reads,
+    SharedSnapshots,
+)
+from countersign.application.reports import SweepReport
+from countersign.application.settlement import Settlement
+from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.errors import NotFoundError
+from countersign.domain.outcomes import ExecutionContract
+from countersign.domain.ports import Repository
+from countersign.domain.proposal import Proposal, ProposalStatus
+
+log = logging.getLogger("countersign.proposals")
+
+
+class Sweepers:
+    """The expiry sweeper and the reconciler."""
+
+    def __init__(
+        self,
+        store: AggregateStore,
+        settlement: Settlement,
+        open_work: OpenWorkIndex,
+        clock: Clock,
+        *,
+        registry: Mapping[str, AnyContract] = REGISTRY,
+        lease: timedelta = timedelta(seconds=60),
+    ) -> None:
+        self.store = store
+        self.settlement = settlement
+        self.open_work = open_work
+        self.clock = clock
+        self.registry = registry
+        self.lease = lease
+
+    # -- expire -------------------------------------------------------------------------------
+
+    def expire_due(self) -> list[SweepReport]:
+        """Record Expired for every pending proposal past its expiry."""
+        reports = []
+        now = self.clock.now()
+        for proposal_id in self.open_work.expiry_candidates(now):
+            with contextlib.suppress(NotFoundError):
+                expired = self.store.decide(
+                    Reads([proposal_id]), partial(self._expire_if_due, proposal_id, now)
+                )
+                if expired is not None:
+                    reports.append(expired)
+        return reports
+
+    @staticmethod
+    def _expire_if_due(
+        proposal_id: UUID, now: datetime, store: Repository
+    ) -> Commit[SweepReport | None] | Answer[SweepReport | None]:
+        """Expire the proposal if it is pending and past its expiry; else nothing to do."""
+        proposal = store.get(proposal_id, Proposal)
+        if proposal.status != ProposalStatus.PENDING or not proposal.is_expired_at(now):
+            return Answer(None)
+        proposal.expire(now)
+        return Commit(
+            [proposal], SweepReport(str(proposal.id), "expired", str(proposal.status), None)
+        )
+
+    # -- reconcile ----------------------------------------------------------------------------
+
+    def reconcile(self) -> list[SweepReport]:
+        """Settle uncertain external effects under their original idempotency keys.
+
+        Candidates: proposals that are Reconciling, and proposals Claimed longer than the
+        lease without an outcome (a crash between commits). The contract describes the request
+        again, under the stored key, and the provider is asked what it holds for the key. Only
+        if it holds nothing is that request replayed, unchanged and under the same key, so an
+        original that arrives late (a paused process) cannot pay twice. Never a new request
+        under a new key.
+        """
+        reports = []
+        now = self.clock.now()
+        for proposal_id in self.open_work.reconciliation_candidates(now - self.lease):
+            try:
+                proposal = self.store.get(proposal_id, Proposal)
+            except NotFoundError:
+                continue
+            stuck = (
+                proposal.status == ProposalStatus.EXECUTING
+                and proposal.claimed_at is not None
+                and proposal.claimed_at + self.lease <= now
+            )
+            if proposal.status == ProposalStatus.RECONCILING or stuck:
+                reports.append(self._reconcile_or_log(proposal))
+        return reports
+
+    def _reconcile_or_log(self, proposal: Proposal) -> SweepReport:
+        try:
+            return self._reconcile_one(proposal)
+        except Exception:
+            # One unreadable or misbehaving candidate must not block all the others.
+            correlation_id = new_correlation_id()
+            log.exception("reconciling %s failed, correlation id %s", proposal.id, correlation_id)
+            return SweepReport(
+                str(proposal.id), f"error {correlation_id}", str(proposal.status), None
+            )
+
+    def _reconcile_one(self, proposal: Proposal) -> SweepReport:
+        contract = self.registry[proposal.kind]
+        execution = ExecutionContract(
+            proposal_id=proposal.id,
+            kind=proposal.kind,
+            scope=proposal.scope,
+            arguments=contract.decode_arguments(proposal.arguments),
+            approved_by=proposal.approved_by or "",
+            approved_at=proposal.approved_at or self.clock.now(),
+            attempt_id=proposal.attempt_id or uuid4(),
+        )
+        key = proposal.idempotency_key or contract.idempotency_key(proposal.id)
+        uncertain = SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
+        # The request the approval sent, or was about to send, described again: a contract
+        # describes the same request every time, under the same key.
+        facts = contract.load(execution.scope, SharedSnapshots(self.store))
+        effect = contract.describe_external(execution, facts)
+        if effect.idempotency_key != key:
+            log.error("proposal %s: stored key differs from the contract's", proposal.id)
+            return uncertain
+        provider = self.settlement.providers[effect.provider]
+        try:
+            response = provider.lookup(key)
+        except EffectResponseLostError:
+            return uncertain
+        action = "settled"
+        if response is None:
+            action = "replayed"
+            self.settlement.faults.reached("reconcile_before_replay")
+            try:
+                response = provider.perform(key, effect.payload())
+            except Exception:
+                if proposal.status == ProposalStatus.EXECUTING:
+                    self.settlement.start_reconciling(proposal.id, key)
+                current = self.store.get(proposal.id, Proposal)
+                return SweepReport(str(current.id), "still_uncertain", str(current.status), None)
+            self.settlement.faults.reached("reconcile_after_replay")
+        report = self.settlement.settle(contract, execution, response)
+        return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
