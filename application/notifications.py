@@ -84,8 +84,8 @@ class NotificationsService:
         read by others is a shared snapshot, never changed in place)."""
         organization_id = Organization.create_id(organization.strip().lower())
 
-        def deciding(facts: Repository) -> Commit[T]:
-            org = facts.get(organization_id, Organization)
+        def deciding(store: Repository) -> Commit[T]:
+            org = store.get(organization_id, Organization)
             return Commit([org], change(org))
 
         return self.store.decide(Reads([organization_id]), deciding)

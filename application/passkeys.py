@@ -44,10 +44,10 @@ from countersign.domain.proposal import Proposal
 log = logging.getLogger("countersign.passkeys")
 
 
-def _ring(facts: Repository, organization_id: UUID, email: str) -> PasskeyRing:
+def _ring(store: Repository, organization_id: UUID, email: str) -> PasskeyRing:
     ring_id = PasskeyRing.create_id(organization_id, email)
     try:
-        return facts.get(ring_id, PasskeyRing)
+        return store.get(ring_id, PasskeyRing)
     except NotFoundError:
         return PasskeyRing(organization_id=organization_id, email=email)
 
@@ -120,9 +120,9 @@ class PasskeyService:
             log.info("passkey registration refused: %s", rejected)
             raise PasskeyError("the passkey could not be verified; try again") from None
 
-        def registering(facts: Repository) -> Commit[dict[str, Any]]:
-            current = membership(facts.read(organization_id, Organization), member.email)
-            ring = _ring(facts, organization_id, member.email)
+        def registering(store: Repository) -> Commit[dict[str, Any]]:
+            current = membership(store.read(organization_id, Organization), member.email)
+            ring = _ring(store, organization_id, member.email)
             ring.register(
                 credential_id=new.credential_id,
                 public_key=new.public_key,
@@ -154,9 +154,9 @@ class PasskeyService:
         organization_id, member = self._member(organization, email)
         ring_id = PasskeyRing.create_id(organization_id, member.email)
 
-        def changing(facts: Repository) -> Commit[None] | Answer[None]:
+        def changing(store: Repository) -> Commit[None] | Answer[None]:
             try:
-                ring = facts.get(ring_id, PasskeyRing)
+                ring = store.get(ring_id, PasskeyRing)
             except NotFoundError:
                 raise NotFoundError("passkey") from None
             if change(ring) is False:
@@ -197,14 +197,14 @@ class PasskeyStep:
     def _purpose(proposal: Proposal, email: str) -> str:
         return f"approve:{proposal.id}:{email}"
 
-    def challenge(self, facts: Repository, proposal: Proposal, member: Member) -> dict[str, Any]:
+    def challenge(self, store: Repository, proposal: Proposal, member: Member) -> dict[str, Any]:
         """What ``navigator.credentials.get`` needs to approve ``proposal`` as ``member``:
         the options (the challenge bound to the proposal's digest) and the nonce to send back
         with the assertion."""
         nonce = self.ceremonies.issue_nonce(self._purpose(proposal, member.email), self.clock.now())
         challenge = approval_challenge(proposal.digest, proposal.id, member.email, nonce)
         try:
-            ring = facts.read(
+            ring = store.read(
                 PasskeyRing.create_id(proposal.organization_id, member.email), PasskeyRing
             )
             allow = [c for c in ring.passkeys if ring.usable(c, member.membership_id)]
@@ -220,7 +220,7 @@ class PasskeyStep:
 
     def check(
         self,
-        facts: Repository,
+        store: Repository,
         proposal: Proposal,
         member: Member,
         submitted: Mapping[str, Any] | None,
@@ -242,7 +242,7 @@ class PasskeyStep:
         credential_id = credential.get("id")
         ring_id = PasskeyRing.create_id(proposal.organization_id, member.email)
         try:
-            ring = facts.get(ring_id, PasskeyRing)
+            ring = store.get(ring_id, PasskeyRing)
         except NotFoundError:
             return PasskeyRefusal("passkey_rejected")
         entry = (

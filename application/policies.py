@@ -65,8 +65,8 @@ class PolicyService:
         )  # refuses a value out of range before anything is read
         organization_id = self._organization_id(organization, by)
 
-        def setting(facts: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
-            org = facts.get(organization_id, Organization)
+        def setting(store: Repository) -> Commit[dict[str, Any]] | Answer[dict[str, Any]]:
+            org = store.get(organization_id, Organization)
             set_by = OPERATOR if by is None else self._manager(org, by)
             if by is not None:
                 require_decider(by)  # the rules people decide under are theirs to set

@@ -57,8 +57,6 @@ from countersign.domain.proposal import Proposal, ProposalStatus
 
 log = logging.getLogger("countersign.proposals")
 
-STATUS_PATH = "/api/v1/proposals/{proposal_id}/status"
-
 _Report = Commit[ApprovalReport] | Answer[ApprovalReport]
 
 
@@ -168,9 +166,7 @@ class Settlement:
             proposal = store.get(proposal_id, Proposal)
             if proposal.status != ProposalStatus.EXECUTING:
                 return Answer(approval_report(proposal))  # settled meanwhile
-            status_path = STATUS_PATH.format(proposal_id=proposal.id)
-            uncertain = NeedsReconciliation(status_path=status_path, cause=cause)
-            proposal.start_reconciling(stored(uncertain), key)
+            proposal.start_reconciling(stored(NeedsReconciliation(cause=cause)), key)
             return Commit([proposal], approval_report(proposal))
 
         return self.store.decide(Reads([proposal_id]), reconciling)

@@ -40,17 +40,20 @@ class Succeeded(BaseModel):
 class NeedsReconciliation(BaseModel):
     """An external effect is uncertain; the reconciler will settle it. Never retry by hand.
 
-    ``status_path`` is for machines (the API's status resource), never shown to people.
     ``cause`` tells why: the provider's answer was lost (the effect may have happened), or the
     provider said it was unavailable and applied nothing (nothing happened yet). Either way the
     reconciler settles it under the same idempotency key. Outcomes stored before ``cause``
     existed read as a lost answer, the only cause there was then.
+
+    It stores facts only: where a machine follows the settlement (the JSON API's status
+    resource, ``status_path`` in its answers) is the entry points' business, built from the
+    proposal's id. Outcomes stored before this held that route (``Proposal.Reconciling``
+    version 1); the upcaster leaves it out.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["needs_reconciliation"] = "needs_reconciliation"
-    status_path: str
     cause: ReconciliationCause = "response_lost"
 
 
@@ -80,7 +83,11 @@ OUTCOME_ADAPTER: TypeAdapter[Outcome] = TypeAdapter(Outcome)
 
 
 def outcome_from_stored(stored: dict[str, Any]) -> Outcome:
-    """Decode an outcome exactly as it was stored."""
+    """Decode an outcome exactly as it was stored. A read model's copy of an outcome that a
+    version 1 ``Reconciling`` event stored may still hold the API's route (``status_path``):
+    it is no fact of the outcome, and is left out, as the event's upcaster leaves it out."""
+    if stored.get("kind") == "needs_reconciliation" and "status_path" in stored:
+        stored = {key: value for key, value in stored.items() if key != "status_path"}
     return OUTCOME_ADAPTER.validate_python(stored)
 
 

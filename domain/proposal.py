@@ -414,7 +414,27 @@ class Proposal(Aggregate):
         if self.status != ProposalStatus.DECLINED:
             self.status = ProposalStatus.REVISION_REQUIRED
 
-    @event("Reconciling")
+    class Reconciling(Aggregate.Event):
+        """The provider's answer is unknown: the reconciler settles it under
+        ``idempotency_key``. Version 2 stores a ``NeedsReconciliation`` outcome without the
+        JSON API's route to the proposal's status (``status_path``): an event records facts,
+        and the entry points build the route from the proposal's id."""
+
+        class_version = 2
+        outcome: dict[str, Any]
+        idempotency_key: str
+        chain: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            """Version 1 (up to d724e0b) stored the route in the outcome; it named the
+            proposal's own status resource, which the entry points now build the same way."""
+            outcome = state["outcome"]
+            state["outcome"] = {
+                key: value for key, value in outcome.items() if key != "status_path"
+            }
+
+    @event(Reconciling)
     def _reconciling(self, outcome: dict[str, Any], idempotency_key: str, chain: str) -> None:
         self.chain = chain
         self.outcome = outcome

@@ -131,6 +131,29 @@ def test_propose_approve_show_history_round_trip(seeded_cli):
     assert [(r["requests"], r["metadata"]["proposal_id"]) for r in refunds] == [(1, pid)]
 
 
+def test_a_lost_answer_points_every_json_document_to_its_status_resource(seeded_cli):
+    """The stored outcome holds facts; the documents the API and the CLI answer carry the
+    API's route to the proposal's status, as they always did."""
+    cli, data = seeded_cli
+    created = cli(
+        "propose",
+        *("--org", "granite", "--as", "ava@granite.example"),
+        *("--operation", "order.refund_missing_discount"),
+        *("--resource", data["orders"]["refund-lost-response"], "--request", json.dumps(TO_CARD)),
+    )
+    pid = created["proposal_id"]
+    uncertain = {
+        "kind": "needs_reconciliation",
+        "status_path": f"/api/v1/proposals/{pid}/status",
+        "cause": "response_lost",
+    }
+    assert cli("approve", pid, "--as", "ava@granite.example")["outcome"] == uncertain
+    assert cli("show", pid, "--as", "ava@granite.example")["outcome"] == uncertain
+    history = cli("history", pid)
+    assert history["events"][-1]["outcome"] == uncertain
+    assert cli("history", pid, "--as-of", "5")["as_of"]["outcome"] == uncertain
+
+
 def test_invalid_requests_are_processed_with_problems(seeded_cli):
     cli, data = seeded_cli
     answer = cli(

@@ -80,10 +80,7 @@ def stored_outcomes(contract: AnyContract) -> list[dict[str, Any]]:
     ]
     if contract.provider is not None:
         for cause in ("response_lost", "provider_unavailable"):
-            status_path = f"/api/v1/proposals/{uuid4()}/status"
-            outcomes.append(
-                {"kind": "needs_reconciliation", "status_path": status_path, "cause": cause}
-            )
+            outcomes.append({"kind": "needs_reconciliation", "cause": cause})
     raised = raised_reasons(contract)
     for code in [*contract.revision_reasons, *SHARED_REASONS]:
         params: dict[str, Any] = {"currency": "CAD"}

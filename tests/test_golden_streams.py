@@ -29,6 +29,11 @@ from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.entrypoints.status_path import (
+    history_with_status_paths,
+    shown_outcome,
+    with_status_path,
+)
 from countersign.infrastructure.projection_engine.together import rebuild_together
 from countersign.infrastructure.settings import Settings
 
@@ -415,3 +420,53 @@ def test_golden_supersessions_read_their_reason_as_unknown_and_keep_their_words(
     assert told == ["Replaced by a newer proposal for the same thing", "Replaced by an edit"]
     assert verify(cs.app, cs.sql).ok
     assert Proposal.Superseded.class_version == 2
+
+
+# -- versioned events: Proposal.Reconciling v2 stores no route ----------------------------------
+
+
+def test_golden_reconciling_outcomes_drop_the_route_and_every_answer_shows_it_as_before(golden):
+    """``Proposal.Reconciling`` v1 stored the API's route in its outcome; v2 stores facts only.
+    A release's v1 event decodes without the route, its chain link still verifies, and the
+    answers that showed the outcome (the API's and the CLI's documents) show it as before."""
+    cs, manifest = golden
+    reconciling = manifest["proposals"]["reconciling"]
+    (version,) = [e.version for e in cs.store.history(UUID(reconciling)) if e.type == "Reconciling"]
+    written = _stored_state(cs, reconciling, version)
+    assert "class_version" not in written
+    route = f"/api/v1/proposals/{reconciling}/status"
+    assert written["outcome"]["status_path"] == route
+
+    decoded = cs.store.get(UUID(reconciling), Proposal).outcome
+    assert decoded == {k: v for k, v in written["outcome"].items() if k != "status_path"}
+    card = cs.access.card(reconciling, AVA)
+    assert card.message  # the people's words, unchanged
+    assert with_status_path(card.to_json())["outcome"] == written["outcome"]
+    answer = with_status_path(cs.access.approve(reconciling, AVA).to_json())
+    assert (answer["result"], answer["outcome"]) == ("already_completed", written["outcome"])
+    history = history_with_status_paths(cs.audit.history(reconciling))
+    assert history["events"][version - 1]["outcome"] == written["outcome"]
+    assert verify(cs.app, cs.sql).ok
+    runners = cs.projection_runners()
+    assert rebuild_together(runners) == runners[0].head()
+
+    # The reconciler settles it; a new lost answer is stored as version 2, without the route.
+    cs.clock.advance(seconds=cs.settings.reconcile_lease_seconds + 1)
+    assert {r.proposal_id: r.action for r in cs.sweepers.reconcile()}[reconciling] == "settled"
+    assert Proposal.Reconciling.class_version == 2
+
+
+def test_the_upcaster_leaves_the_route_out_of_a_reconciling_outcome():
+    route = "/api/v1/proposals/5fdf1a2d-83a5-4efe-bc13-7fe0b6c432b3/status"
+    outcome = {"kind": "needs_reconciliation", "status_path": route}
+    state: dict[str, Any] = {"outcome": outcome, "idempotency_key": "k", "chain": "c"}
+    Proposal.Reconciling.upcast_v1_v2(state)
+    assert state == {
+        "outcome": {"kind": "needs_reconciliation"},
+        "idempotency_key": "k",
+        "chain": "c",
+    }
+    assert outcome["status_path"] == route  # the stored state it was read from is untouched
+    shown = shown_outcome({"kind": "needs_reconciliation", "cause": "response_lost"}, "p-1")
+    assert list(shown or {}) == ["kind", "status_path", "cause"]  # as outcomes were shown
+    assert (shown or {})["status_path"] == "/api/v1/proposals/p-1/status"

@@ -531,7 +531,7 @@ def test_stored_messages_are_the_domains_own_in_both_languages(cs, seeded, clock
             assert card[f"message_{language}"] == expected
     assert {"succeeded", "revision_required"} <= kinds
     failure = {"kind": "terminal_failure", "correlation_id": "cs-0123456789abcdef"}
-    reconciling = {"kind": "needs_reconciliation", "status_path": "/status/x"}
+    reconciling = {"kind": "needs_reconciliation"}
     for stored in (failure, reconciling):
         assert outcome_messages(REFUND, {}, stored) == tuple(
             outcome_message(REFUND, {}, stored, language) for language in ("en", "fr")

@@ -12,7 +12,7 @@ from countersign.domain.proposal import Proposal, ProposalStatus, contract_diges
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 OUTCOME = {"kind": "succeeded", "result": {}}
 REVISION = {"kind": "revision_required", "reason": {"code": "amount_changed", "params": {}}}
-RECONCILE = {"kind": "needs_reconciliation", "status_path": "/x"}
+RECONCILE = {"kind": "needs_reconciliation", "cause": "response_lost"}
 FAILURE = {"kind": "terminal_failure", "correlation_id": "cs-1"}
 
 

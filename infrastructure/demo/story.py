@@ -19,6 +19,7 @@ from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import cards, listings, render
+from countersign.infrastructure.entrypoints.status_path import with_status_path
 
 AVA = "ava@granite.example"
 NOAH = "noah@granite.example"
@@ -123,10 +124,10 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
 
     story.chapter("Ava approves by id alone")
-    first = cs.proposals.approve(created["proposal_id"], AVA).to_json()
+    first = with_status_path(cs.proposals.approve(created["proposal_id"], AVA).to_json())
     story.say(cards.render_report(first), first)
     story.chapter("Approving again returns the stored outcome, executing nothing")
-    again = cs.proposals.approve(created["proposal_id"], AVA).to_json()
+    again = with_status_path(cs.proposals.approve(created["proposal_id"], AVA).to_json())
     same = json.dumps(again["outcome"], sort_keys=True) == json.dumps(
         first["outcome"], sort_keys=True
     )
@@ -141,24 +142,24 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(cards.render_created(stale, cs.club.time_zone("granite")))
     cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
     story.say("Meanwhile, in another tab, the whole payment is refunded by hand.")
-    report = cs.proposals.approve(stale["proposal_id"], AVA).to_json()
+    report = with_status_path(cs.proposals.approve(stale["proposal_id"], AVA).to_json())
     story.say(cards.render_report(report), report)
 
     story.chapter("The card provider's response is lost")
     lost = propose(cs, orders["refund-lost-response"], TO_CARD)
-    report = cs.proposals.approve(lost["proposal_id"], AVA).to_json()
+    report = with_status_path(cs.proposals.approve(lost["proposal_id"], AVA).to_json())
     story.say(cards.render_report(report), report)
     story.say(
         f"The provider did receive it: {requests_for(cs, lost['proposal_id'])} request. "
         "Nobody improvises a second call."
     )
-    swept = [r.to_json() for r in cs.sweepers.reconcile()]
+    swept = [with_status_path(r.to_json()) for r in cs.sweepers.reconcile()]
     story.say(
         "The reconciler looks the original idempotency key up:\n  "
         + "\n  ".join(f"{r['proposal_id']}: {r['action']} -> {r['status']}" for r in swept),
         swept,
     )
-    settled = cs.proposals.approve(lost["proposal_id"], AVA).to_json()
+    settled = with_status_path(cs.proposals.approve(lost["proposal_id"], AVA).to_json())
     story.say(
         cards.render_report(settled) + "\n  Provider requests for it, still: "
         f"{requests_for(cs, lost['proposal_id'])}.",
@@ -308,7 +309,7 @@ def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
         "refund (what was paid, less the discount refunded earlier) and the spot to release."
     )
     proposal_id = turn["proposal"]["proposal_id"]
-    report = cs.proposals.approve(proposal_id, AVA).to_json()
+    report = with_status_path(cs.proposals.approve(proposal_id, AVA).to_json())
     story.say(cards.render_report(report), report)
     after = {league["name"]: league["active_members"] for league in cs.club.leagues("granite")}
     story.say(
@@ -344,10 +345,10 @@ def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
         ),
         card,
     )
-    stale = cs.proposals.approve(first["proposal_id"], AVA).to_json()
+    stale = with_status_path(cs.proposals.approve(first["proposal_id"], AVA).to_json())
     story.say("Approving the first one now:\n" + cards.render_report(stale, AVA), stale)
     for approver in (AVA, AVA, NOAH):
-        report = cs.proposals.approve(revised["proposal_id"], approver).to_json()
+        report = with_status_path(cs.proposals.approve(revised["proposal_id"], approver).to_json())
         story.say(f"{approver} approves:\n" + cards.render_report(report, approver), report)
 
 
@@ -374,13 +375,13 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
         turn,
     )
     send = turn["proposal"]
-    report = cs.proposals.approve(send["proposal_id"], AVA).to_json()
+    report = with_status_path(cs.proposals.approve(send["proposal_id"], AVA).to_json())
     story.say(cards.render_report(report), report)
     story.say(
         f"The service did receive it: {deliveries_for(cs, send['proposal_id'])} request. "
         "Nobody sends it again."
     )
-    swept = [r.to_json() for r in cs.sweepers.reconcile()]
+    swept = [with_status_path(r.to_json()) for r in cs.sweepers.reconcile()]
     story.say(
         "countersign reconcile looks the original idempotency key up:\n  "
         + "\n  ".join(f"{r['proposal_id']}: {r['action']} -> {r['status']}" for r in swept),

@@ -557,10 +557,7 @@ def test_every_outcome_reads_in_english_and_in_french(kind, cs, seeded, clock: F
 
     outcomes: dict[str, dict[str, Any]] = {
         "succeeded": report.outcome,  # the example's real result
-        "needs_reconciliation": {
-            "kind": "needs_reconciliation",
-            "status_path": f"/api/v1/proposals/{proposal_id}/status",
-        },
+        "needs_reconciliation": {"kind": "needs_reconciliation"},
         "terminal_failure": {"kind": "terminal_failure", "correlation_id": "cs-0123456789abcdef"},
     }
     reasons: dict[str, tuple[str, ...]] = {}  # outcome name -> the reason in each language
@@ -698,7 +695,7 @@ def test_a_lost_response_is_reconciled_to_exactly_one_effect(kind, cs, seeded):
     assert (report.result, report.status) == ("executed", "reconciling")
     assert report.outcome is not None
     assert report.outcome["kind"] == "needs_reconciliation"
-    assert proposal_id in report.outcome["status_path"]
+    assert "status_path" not in report.outcome  # a route is no fact: the API builds it
     assert report.message
     held = provider_requests(cs, proposal_id)
     assert list(held.values()) == [1]

@@ -22,6 +22,10 @@ from countersign.infrastructure.entrypoints.cli.common import (
     catch_up,
     parse_time,
 )
+from countersign.infrastructure.entrypoints.status_path import (
+    history_with_status_paths,
+    with_status_path,
+)
 
 
 def _caller(args: argparse.Namespace) -> Caller:
@@ -55,17 +59,21 @@ def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
-    report = cs.access.approve(args.proposal_id, _caller(args)).to_json()
+    report = with_status_path(cs.access.approve(args.proposal_id, _caller(args)).to_json())
     return report, cards.render_report(report, args.actor)
 
 
 def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
-    report = cs.access.decline(args.proposal_id, _caller(args), args.note).to_json()
+    report = with_status_path(
+        cs.access.decline(args.proposal_id, _caller(args), args.note).to_json()
+    )
     return report, cards.render_report(report, args.actor)
 
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
-    card = cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
+    card = with_status_path(
+        cs.access.card(args.proposal_id, _caller(args), args.language).to_json()
+    )
     now = cs.clock.now()
     return card, cards.render_card(card, args.language, now, args.actor)
 
@@ -73,11 +81,12 @@ def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     as_of = _version_or_time(args.as_of) if args.as_of else None
     history = json.loads(render.to_json(cs.audit.history(args.proposal_id, as_of)))
+    history = history_with_status_paths(history)
     return history, listings.render_history(history)
 
 
 def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:
-    reports = [report.to_json() for report in cs.sweepers.reconcile()]
+    reports = [with_status_path(report.to_json()) for report in cs.sweepers.reconcile()]
     return {"resolved": reports}, _sweep_text("reconcile", reports)
 
 

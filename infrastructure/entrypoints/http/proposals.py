@@ -27,6 +27,10 @@ from countersign.infrastructure.entrypoints.http.models.proposals import (
     RevisionIn,
 )
 from countersign.infrastructure.entrypoints.http.problems import API_PREFIX
+from countersign.infrastructure.entrypoints.status_path import (
+    history_with_status_paths,
+    with_status_path,
+)
 from countersign.infrastructure.identity.tokens import ServicePrincipal
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
@@ -109,7 +113,7 @@ def card(
     language: Annotated[Literal["en", "fr"], Query(description="The card's language.")] = "en",
 ) -> JSONResponse:
     with answers(request):
-        document = cs.access.card(proposal_id, service.caller, language).to_json()
+        document = with_status_path(cs.access.card(proposal_id, service.caller, language).to_json())
     return JSONResponse(document)
 
 
@@ -137,7 +141,7 @@ def approve(
     if body is not None and body.passkey_assertion is not None:
         relayed = body.passkey_assertion.model_dump()
     with answers(request):
-        report = cs.access.approve(proposal_id, service.caller, relayed).to_json()
+        report = with_status_path(cs.access.approve(proposal_id, service.caller, relayed).to_json())
     return report_response(cs, request, service, "approve", report)
 
 
@@ -178,7 +182,7 @@ def decline(
 ) -> JSONResponse:
     note = body.note if body is not None else None
     with answers(request):
-        report = cs.access.decline(proposal_id, service.caller, note).to_json()
+        report = with_status_path(cs.access.decline(proposal_id, service.caller, note).to_json())
     return report_response(cs, request, service, "decline", report)
 
 
@@ -213,5 +217,5 @@ def history(
     ] = None,
 ) -> JSONResponse:
     with answers(request):
-        document = cs.access.history(proposal_id, service.caller, as_of)
+        document = history_with_status_paths(cs.access.history(proposal_id, service.caller, as_of))
     return JSONResponse(jsonable_encoder(document))

@@ -25,6 +25,7 @@ from countersign.domain.messages import (
     proposal_headline,
 )
 from countersign.domain.times import local_time
+from countersign.infrastructure.entrypoints.status_path import with_status_path
 from pydantic import BaseModel, Field
 
 #: The longest text result an agent gets (a read tool's answer is bounded already).
@@ -177,7 +178,7 @@ def card_text(card: ProposalCard, language: str) -> str:
 
 def card_json(card: ProposalCard, language: str) -> str:
     """The card's document (as the JSON API gives it), with its rows as people read them."""
-    document = card.to_json()
+    document = with_status_path(card.to_json())
     document["preview_rows"] = [
         {"label": row.label, "value": row.value}
         for row in preview_rows_of(card.operation, card.preview, language)
