@@ -14,6 +14,20 @@ Every check reads the organization's current state: a membership (``member_of``,
 ``membership``) is read freshly, and a non-member is told NotFoundError, exactly like an
 unknown id. ``ProposalAccess`` (proposal_access.py) holds every entry point's request about
 a proposal to these rules; the quorum's recheck of earlier approvals is in quorum.py.
+
+For a proposal, every id is checked against the caller's organization before any permission
+that depends on what the id names (``visible_proposal``): a malformed id, an unknown one,
+another organization's proposal and a non-member's request all answer alike (NotFoundError,
+or the ``not_found`` report the approve path gives) after the same work, so a foreign id
+never answers "forbidden". Then:
+
+* reading a proposal (its card, status, review) needs its operation's permission or the
+  auditor's (``read_permissions``); its history needs the auditor's;
+* approving or declining it needs its operation's permission (``decide_permission``; the
+  approve path rechecks the member's own as it decides; an API token's scopes are checked
+  first);
+* proposing needs the operation's permission, in the caller's organization, within a
+  token's scopes (``require_scope``).
 """
 
 from __future__ import annotations
@@ -23,11 +37,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from uuid import UUID
 
-from countersign.application.errors import AgentCannotDecideError, MissingPermissionError
+from countersign.application.errors import (
+    AgentCannotDecideError,
+    MissingPermissionError,
+    parse_id,
+)
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
+from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
 
 
@@ -181,3 +200,76 @@ def require(member: Member, permission: str) -> None:
     """MissingPermissionError (a ForbiddenError naming the permission) unless it is held."""
     if not member.may(permission):
         raise MissingPermissionError([permission])
+
+
+# -- proposals: what a caller may see of them ------------------------------------------------
+
+
+def visible_proposal(
+    store: Repository, proposal_id: str, caller: Caller
+) -> tuple[Proposal, Member]:
+    """The proposal and the caller's membership of its organization; NotFoundError alike for
+    a malformed or unknown id, another organization's proposal and a non-member."""
+    # One read, whatever the id names: an unknown id and another organization's proposal
+    # are refused after the same work.
+    proposal = store.read(parse_id(proposal_id, "proposal"), Proposal)
+    if not caller.acts_in(proposal.organization_id):
+        raise NotFoundError("proposal")
+    return proposal, member_of(store, proposal.organization_id, caller.email)
+
+
+def own_membership(store: Repository, caller: Caller) -> Member:
+    """The caller's membership of the organization they act in (NotFoundError without one)."""
+    if caller.organization_id is None:
+        raise NotFoundError("organization")
+    return member_of(store, caller.organization_id, caller.email)
+
+
+def may_read(
+    caller: Caller, member: Member, kind: str, registry: Mapping[str, AnyContract] = REGISTRY
+) -> bool:
+    """Whether the caller may read proposals of this kind (``read_permissions``)."""
+    return any(caller.may(member, p) for p in read_permissions(kind, registry))
+
+
+def readers_of(section: str, registry: Mapping[str, AnyContract] = REGISTRY) -> list[str]:
+    """Who may read a section's proposals: its operations' permissions, or the auditor."""
+    return [Permission.READ_AUDIT, *section_permissions(Section(section), registry)]
+
+
+@dataclass(frozen=True)
+class InboxScope:
+    """The pending proposals a caller may list: one organization, and the sections of it the
+    caller may read (None: every section)."""
+
+    organization_id: str
+    sections: tuple[str, ...] | None
+
+    @property
+    def section(self) -> str | None:
+        """The one section listed, when only one is."""
+        return self.sections[0] if self.sections is not None and len(self.sections) == 1 else None
+
+
+def inbox_scope(
+    caller: Caller,
+    member: Member,
+    section: str | None = None,
+    registry: Mapping[str, AnyContract] = REGISTRY,
+) -> InboxScope:
+    """What the caller may list: ``section`` if they may read it; without one, every section
+    they may read (MissingPermissionError if that is none)."""
+    readable = readable_sections(caller, member, registry)
+    assert caller.organization_id is not None  # its member was found there
+    organization_id = str(caller.organization_id)
+    if section is not None:
+        if section not in readable:
+            raise MissingPermissionError(readers_of(section, registry), any_of=True)
+        return InboxScope(organization_id, (section,))
+    sections = sections_of(registry)
+    if not readable:
+        everyone = [p for s in sections for p in readers_of(s, registry)]
+        raise MissingPermissionError(everyone, any_of=True)
+    if len(readable) == len(sections):
+        return InboxScope(organization_id, None)
+    return InboxScope(organization_id, tuple(readable))

@@ -1,15 +1,7 @@
-"""The one place that decides who may see and act on a proposal, for every entry point.
-
-Every id is checked against the caller's organization before any permission that depends on
-what the id names: a malformed id, an unknown one, another organization's proposal and a
-non-member's request all answer alike (NotFoundError, or the ``not_found`` report the
-approve path gives) after the same work, so a foreign id never answers "forbidden". Then:
-
-* reading a proposal (its card, status, review) needs its operation's permission or the
-  auditor's; its history needs the auditor's;
-* approving or declining it needs its operation's permission (ProposalService rechecks the
-  member's own on the approve path; an API token's scopes are checked here first);
-* proposing needs the operation's permission, in the caller's organization.
+"""Where every entry point asks about a proposal: each request is held to the rules of
+authorization.py (who may see, propose, edit, approve, decline and audit a proposal) before
+the service that carries it out (proposals.py, cards.py, audit.py) is called, and the review
+page's record is read here.
 """
 
 from __future__ import annotations
@@ -24,22 +16,20 @@ from uuid import UUID
 from countersign.application.audit import AuditService
 from countersign.application.authorization import (
     Caller,
+    InboxScope,
     decide_permission,
+    inbox_scope,
     may_decide,
-    member_of,
+    may_read,
+    own_membership,
     read_permissions,
     readable_sections,
     require_all,
     require_any,
     require_decider,
-    section_permissions,
-    sections_of,
+    visible_proposal,
 )
 from countersign.application.cards import ProposalCards
-from countersign.application.errors import (
-    MissingPermissionError,
-    parse_id,
-)
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_limit import ProposalLimiter, limited
 from countersign.application.proposals import ProposalService
@@ -57,7 +47,6 @@ from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.interaction import Interaction
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
-from countersign.domain.scope import Section
 
 
 @dataclass(frozen=True)
@@ -101,20 +90,6 @@ class ProposalReview:
     #: For an executing or reconciling proposal: since when it waits for its provider's
     #: answer, and whether anything is settling it.
     settling: Settling | None = None
-
-
-@dataclass(frozen=True)
-class InboxScope:
-    """The pending proposals a caller may list: one organization, and the sections of it the
-    caller may read (None: every section)."""
-
-    organization_id: str
-    sections: tuple[str, ...] | None
-
-    @property
-    def section(self) -> str | None:
-        """The one section listed, when only one is."""
-        return self.sections[0] if self.sections is not None and len(self.sections) == 1 else None
 
 
 class ProposalAccess:
@@ -170,7 +145,7 @@ class ProposalAccess:
         """ProposalService.revise: an edit is a new proposal, so it needs what proposing the
         operation needs, in the proposal's organization (NotFoundError for another's)."""
         caller = Caller.of(actor)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the service refuses to revise it
             require_all(caller, member, permission)
@@ -195,7 +170,7 @@ class ProposalAccess:
         decide it, AgentCannotDecideError for an agent token."""
         caller = Caller.of(actor)
         require_decider(caller)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         permission = decide_permission(proposal.kind, self.registry)
         if permission is None:
             raise NotFoundError("proposal")
@@ -217,7 +192,7 @@ class ProposalAccess:
         rechecks the member's permission as it decides."""
         if caller.organization is None and caller.scopes is None:
             return
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the approve path refuses it
             require_all(caller, member, permission)
@@ -227,7 +202,7 @@ class ProposalAccess:
     def card(self, proposal_id: str, actor: str | Caller, language: str = "en") -> ProposalCard:
         """The reviewer's card; ForbiddenError without a permission to read it."""
         caller = Caller.of(actor)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         card = self.cards.card(str(proposal.id), caller.email, language)
         if not card.withdraws:
@@ -235,7 +210,7 @@ class ProposalAccess:
         # What the caller may not read is named by its id only.
         withdraws = [
             withdrawn
-            if self._may_read(caller, member, str(withdrawn["operation"]))
+            if may_read(caller, member, str(withdrawn["operation"]), self.registry)
             else {**withdrawn, "headline": None}
             for withdrawn in card.withdraws
         ]
@@ -246,7 +221,7 @@ class ProposalAccess:
     ) -> ProposalStatusReport:
         """Where the execution stands; ForbiddenError without a permission to read it."""
         caller = Caller.of(actor)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         outcome = proposal.outcome or {}
         return ProposalStatusReport(
@@ -260,7 +235,7 @@ class ProposalAccess:
     def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
         """The proposal's fields; ForbiddenError without a permission to read it."""
         caller = Caller.of(actor)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         return proposal_record(proposal)
 
@@ -268,7 +243,7 @@ class ProposalAccess:
         """The fields, whether the caller may decide, and the caller's own conversation that
         led to it; ForbiddenError without a permission to read it."""
         caller = Caller.of(actor)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         interaction = self._interaction(proposal)
         requester = self.store.read(proposal.organization_id, Organization).member(
@@ -306,14 +281,11 @@ class ProposalAccess:
         """Another proposal of the same club, named only as far as the caller may read it:
         its id always, what it does (``operation``, ``preview``) with a permission to read
         its operation's proposals."""
-        readable = self._may_read(caller, member, proposal.kind)
+        readable = may_read(caller, member, proposal.kind, self.registry)
         named: dict[str, Any] = {"proposal_id": str(proposal.id), "readable": readable}
         if readable:
             named.update(operation=proposal.kind, preview=proposal.preview)
         return named
-
-    def _may_read(self, caller: Caller, member: Member, kind: str) -> bool:
-        return any(caller.may(member, p) for p in read_permissions(kind, self.registry))
 
     def history(
         self,
@@ -324,54 +296,21 @@ class ProposalAccess:
         """The auditor's replay (AuditService.history); ``as_of`` may be given as text (a
         version or an ISO 8601 time), read only once the caller may see the history."""
         caller = Caller.of(actor)
-        proposal, member = self._visible(proposal_id, caller)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_all(caller, member, Permission.READ_AUDIT)
         moment = parse_as_of(as_of) if isinstance(as_of, str) else as_of
         return self.audit.history(str(proposal.id), moment)
 
     def readable_sections(self, actor: Caller) -> list[str]:
         """The sections whose proposals the caller may list in their organization."""
-        return readable_sections(actor, self._member(actor), self.registry)
+        return readable_sections(actor, own_membership(self.store, actor), self.registry)
 
     def inbox_scope(self, actor: Caller, section: str | None = None) -> InboxScope:
         """What the caller may list: ``section`` if they may read it; without one, every
         section they may read (MissingPermissionError if that is none)."""
-        member = self._member(actor)
-        readable = readable_sections(actor, member, self.registry)
-        assert actor.organization_id is not None  # _member checked it
-        organization_id = str(actor.organization_id)
-        if section is not None:
-            if section not in readable:
-                raise MissingPermissionError(self._readers_of(section), any_of=True)
-            return InboxScope(organization_id, (section,))
-        sections = sections_of(self.registry)
-        if not readable:
-            everyone = [p for s in sections for p in self._readers_of(s)]
-            raise MissingPermissionError(everyone, any_of=True)
-        if len(readable) == len(sections):
-            return InboxScope(organization_id, None)
-        return InboxScope(organization_id, tuple(readable))
+        return inbox_scope(actor, own_membership(self.store, actor), section, self.registry)
 
-    # -- the checks ---------------------------------------------------------------------------
-
-    def _visible(self, proposal_id: str, caller: Caller) -> tuple[Proposal, Member]:
-        """The proposal and the caller's membership of its organization; NotFoundError alike
-        for a malformed or unknown id, another organization's proposal and a non-member."""
-        # One read, whatever the id names: an unknown id and another organization's proposal
-        # are refused after the same work.
-        proposal = self.store.read(parse_id(proposal_id, "proposal"), Proposal)
-        if not caller.acts_in(proposal.organization_id):
-            raise NotFoundError("proposal")
-        return proposal, member_of(self.store, proposal.organization_id, caller.email)
-
-    def _readers_of(self, section: str) -> list[str]:
-        """Who may read a section's proposals: its operations' permissions, or the auditor."""
-        return [Permission.READ_AUDIT, *section_permissions(Section(section), self.registry)]
-
-    def _member(self, caller: Caller) -> Member:
-        if caller.organization_id is None:
-            raise NotFoundError("organization")
-        return member_of(self.store, caller.organization_id, caller.email)
+    # -- what a review reads ------------------------------------------------------------------
 
     def _interaction(self, proposal: Proposal) -> Interaction | None:
         """The conversation the proposal was made in, if it was made in one of its club's."""
