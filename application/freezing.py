@@ -20,14 +20,10 @@ from countersign.application.reports import ProposalCreated, own
 from countersign.application.supersession import open_slot, still_pending, supersede
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import AnyContract
+from countersign.domain.hash_chain import contract_digest
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
-from countersign.domain.proposal import (
-    Proposal,
-    ProposalStatus,
-    SupersessionReason,
-    contract_digest,
-)
+from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
 from countersign.domain.scope import Scope
 
 _ORIGIN_KEYS = ("channel", "client", "client_version")

@@ -64,6 +64,7 @@ from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import RevisionNeededError, UndecodableContractError
 from countersign.domain.errors import NotFoundError
+from countersign.domain.hash_chain import contract_digest
 from countersign.domain.outcomes import (
     AlreadyCompleted,
     ExecutionContract,
@@ -73,7 +74,7 @@ from countersign.domain.outcomes import (
     Succeeded,
 )
 from countersign.domain.ports import Repository
-from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
+from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Scope
 
 log = logging.getLogger("countersign.proposals")

@@ -1,5 +1,6 @@
-"""A proposal's hash chain: each event's link is SHA-256 over the previous link and the
-canonical JSON of the event, so an audit can tell a stream that was altered."""
+"""A proposal's digests: the contract digest (what the approver is shown and what will run)
+and the hash chain, each event's link SHA-256 over the previous link and the canonical JSON of
+the event, so an audit can tell a stream that was altered."""
 
 from __future__ import annotations
 
@@ -63,3 +64,15 @@ def chain_link(previous: str, version: int, event_type: str, fields: dict[str, A
         {"previous": previous, "version": version, "type": event_type, "fields": ready}
     )
     return hashlib.sha256(content.encode()).hexdigest()
+
+
+# Built once: json.dumps would build an encoder with these options on every call.
+_DIGEST_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
+    """SHA-256 over the canonical JSON of what the approver is shown and what will run."""
+    canonical_form = _DIGEST_JSON.encode(
+        {"kind": kind, "version": version, "arguments": arguments, "preview": preview}
+    )
+    return hashlib.sha256(canonical_form.encode()).hexdigest()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -51,18 +49,6 @@ FINISHED = frozenset(
         ProposalStatus.SUPERSEDED,
     }
 )
-
-
-# Built once: json.dumps would build an encoder with these options on every call.
-_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
-    """SHA-256 over the canonical JSON of what the approver is shown and what will run."""
-    canonical = _CANONICAL_JSON.encode(
-        {"kind": kind, "version": version, "arguments": arguments, "preview": preview}
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class Proposal(Aggregate):

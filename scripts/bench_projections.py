@@ -38,7 +38,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
-from countersign.domain.proposal import Proposal, contract_digest  # noqa: E402
+from countersign.domain.hash_chain import contract_digest  # noqa: E402
+from countersign.domain.proposal import Proposal  # noqa: E402
 from countersign.infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
 from countersign.infrastructure.demo.seed import seed  # noqa: E402
 from countersign.infrastructure.settings import Settings  # noqa: E402

@@ -13,8 +13,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from countersign.domain.hash_chain import chain_link
-from countersign.domain.proposal import ProposalStatus, contract_digest
+from countersign.domain.hash_chain import chain_link, contract_digest
+from countersign.domain.proposal import ProposalStatus
 from countersign.domain.scope import Section
 
 # -- the original implementation ---------------------------------------------------------------

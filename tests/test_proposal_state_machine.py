@@ -7,7 +7,8 @@ from uuid import uuid4
 
 import pytest
 from countersign.domain.errors import IllegalTransitionError
-from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
+from countersign.domain.hash_chain import contract_digest
+from countersign.domain.proposal import Proposal, ProposalStatus
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 OUTCOME = {"kind": "succeeded", "result": {}}

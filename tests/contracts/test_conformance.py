@@ -34,9 +34,9 @@ from countersign.domain.contracts.presentation import LANGUAGES
 from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.contracts.request_errors import SAFE_MESSAGES
 from countersign.domain.handback import SHARED_REASONS, reason_text
+from countersign.domain.hash_chain import contract_digest
 from countersign.domain.messages import outcome_messages, preview_rows_of, proposal_headline
 from countersign.domain.outcomes import RevisionReason
-from countersign.domain.proposal import contract_digest
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo.seed import seed
