@@ -681,7 +681,11 @@ def run_child(backend: str, argv: list[str]) -> dict[str, Any] | None:
             at = argv.index("--backends")
             keep = argv[:at] + argv[at + 2 :]
         command = [sys.executable, __file__, *keep, "--backends", backend, "--results-to", str(out)]
-        status = subprocess.run(command, check=False).returncode
+        try:  # a run takes minutes; one that takes an hour is stuck
+            status = subprocess.run(command, check=False, timeout=3600).returncode
+        except subprocess.TimeoutExpired:
+            print(f"{backend}: the benchmark did not finish in an hour; stopped", flush=True)
+            return None
         if status != 0 or not out.exists():
             return None
         result: dict[str, Any] = json.loads(out.read_text())

@@ -60,7 +60,8 @@ def writer(url: str, seconds: float, number: int, go: Any, results: Any) -> None
         "placed_at": demo.PLACED_AT,
     }
     results.put(("ready", number, 0))
-    go.wait()
+    if not go.wait(timeout=300):
+        raise SystemExit(f"writer {number}: never told to start")
     commits = 0
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
@@ -85,7 +86,10 @@ def measure(url: str, writers: int, seconds: float) -> float:
     go.set()
     total = sum(results.get(timeout=seconds + 120)[2] for _ in processes)
     for process in processes:
-        process.join()
+        process.join(timeout=60)
+        if process.is_alive():
+            process.kill()
+            raise SystemExit("a writer did not stop after its results")
     return total / seconds
 
 

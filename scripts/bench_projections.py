@@ -189,27 +189,33 @@ cs.close()
 """
 
 
+#: A rebuild of a million events takes minutes; one that takes an hour is stuck.
+REBUILD_DEADLINE_S = 3600
+
+
 def rebuild_in_child(url: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", REBUILD_CHILD, url],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    ).stdout
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", REBUILD_CHILD, url],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            timeout=REBUILD_DEADLINE_S,
+        ).stdout
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"the rebuild did not finish in {REBUILD_DEADLINE_S} s") from None
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def live_lag(cs: Countersign, url: str, approvals: int, rate: float) -> list[float]:
-    """Approve at a steady rate while a runner process follows; lag until the card shows it."""
+    """Approve at a steady rate while a runner process follows; lag until the card shows it.
+
+    Each draft is proposed just before it is approved: proposed all at once, each would
+    supersede the one before (one pending proposal per form), and a superseded proposal never
+    gets an outcome. Every wait has a deadline and fails loudly."""
     form = seed(cs)["broadcast_forms"]["granite"]
     request = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
-    pending = [
-        cs.proposals.propose(
-            organization="granite", actor=AVA, operation=DRAFT, resource_id=form, request=request
-        ).proposal_id
-        for _ in range(approvals)
-    ]
     for runner in cs.projection_runners():
         runner.catch_up()
     follower = subprocess.Popen(
@@ -231,21 +237,49 @@ def live_lag(cs: Countersign, url: str, approvals: int, rate: float) -> list[flo
         time.sleep(1.0)  # let the follower start
         interval = 1.0 / rate
         granite = seed(cs)["organizations"][0]["id"]
-        for proposal_id in pending:
+        for number in range(approvals):
             tick = time.perf_counter()
-            cs.proposals.approve(proposal_id, AVA)
+            proposal_id = cs.proposals.propose(
+                organization="granite",
+                actor=AVA,
+                operation=DRAFT,
+                resource_id=form,
+                request={**request, "subject": f"Hi {number}"},
+            ).proposal_id
+            report = cs.proposals.approve(proposal_id, AVA)
+            if report.status != "succeeded":
+                raise SystemExit(
+                    f"live lag: approval {number} ended {report.status}, not succeeded"
+                )
             committed = time.perf_counter()
-            while True:
-                card = cs.read_models.card(granite, proposal_id)
-                if card is not None and card["outcome_kind"] is not None:
-                    break
-                time.sleep(0.001)
+            wait_for(
+                lambda shown=proposal_id: (cs.read_models.card(granite, shown) or {}).get(
+                    "outcome_kind"
+                ),
+                f"the follower to project approval {number}'s outcome",
+                follower,
+            )
             lags.append((time.perf_counter() - committed) * 1000)
             time.sleep(max(0.0, interval - (time.perf_counter() - tick)))
     finally:
         follower.terminate()
         follower.wait(timeout=10)
     return lags
+
+
+#: How long any wait of this benchmark may take before it stops with what it waited for.
+DEADLINE_S = 60.0
+
+
+def wait_for(ready: Any, what: str, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll ``ready`` until it is truthy; stop loudly at the deadline or if ``process`` died."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not ready():
+        if process is not None and process.poll() is not None:
+            raise SystemExit(f"waiting for {what}: its process exited {process.returncode}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"waited {DEADLINE_S:.0f} s for {what}; it never came")
+        time.sleep(0.001)
 
 
 def percentile(values: list[float], share: float) -> float:
