@@ -6,6 +6,10 @@ A nonce is 16 random bytes, the second it was issued and an HMAC over both and w
 issued for (an approval of one proposal by one approver, a registration by one member), so
 any server process can check one another issued, for ``NONCE_SECONDS``. Its key is kept in
 the database (``web_secrets``), created on first use.
+
+The library, with the cryptography and CBOR code under it (about 17 MB of a process's
+memory), is imported by the first ceremony, not by every process that wires countersign: a
+worker, a projection runner or a command that never meets a passkey does not carry it.
 """
 
 from __future__ import annotations
@@ -25,20 +29,6 @@ from countersign.application.ports import CheckedAssertion, NewPasskey, PasskeyR
 from countersign.domain.club.passkeys import PasskeyAssertion, approval_challenge
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import SqlDatabase
-from webauthn import (
-    generate_authentication_options,
-    generate_registration_options,
-    verify_authentication_response,
-    verify_registration_response,
-)
-from webauthn.helpers import bytes_to_base64url, parse_authentication_credential_json
-from webauthn.helpers.options_to_json_dict import options_to_json_dict
-from webauthn.helpers.structs import (
-    AuthenticatorSelectionCriteria,
-    PublicKeyCredentialDescriptor,
-    ResidentKeyRequirement,
-    UserVerificationRequirement,
-)
 
 NONCE_SECONDS = 300
 _CLOCK_SKEW = 30
@@ -49,6 +39,11 @@ _SCHEMA = (
     " name TEXT PRIMARY KEY, secret TEXT NOT NULL, created_at TEXT NOT NULL)",
 )
 _SECRET_NAME = "passkey_nonces"  # noqa: S105 - the row's name, not a secret
+
+
+def b64url(data: bytes) -> str:
+    """base64url without padding, as WebAuthn writes it."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def b64url_decode(text: str) -> bytes:
@@ -95,7 +90,7 @@ class WebAuthnCeremonies:
 
     def issue_nonce(self, purpose: str, now: datetime) -> str:
         body = secrets.token_bytes(_RANDOM) + int(now.timestamp()).to_bytes(8, "big")
-        return bytes_to_base64url(body + self._mac(body, purpose))
+        return b64url(body + self._mac(body, purpose))
 
     def nonce_holds(self, nonce: str, purpose: str, now: datetime) -> bool:
         try:
@@ -121,6 +116,15 @@ class WebAuthnCeremonies:
         challenge: bytes,
         exclude: Sequence[str],
     ) -> dict[str, Any]:
+        from webauthn import generate_registration_options
+        from webauthn.helpers.options_to_json_dict import options_to_json_dict
+        from webauthn.helpers.structs import (
+            AuthenticatorSelectionCriteria,
+            PublicKeyCredentialDescriptor,
+            ResidentKeyRequirement,
+            UserVerificationRequirement,
+        )
+
         options = generate_registration_options(
             rp_id=self.rp_id,
             rp_name="countersign",
@@ -139,6 +143,8 @@ class WebAuthnCeremonies:
         return dict(options_to_json_dict(options))
 
     def verify_registration(self, credential: Mapping[str, Any], challenge: bytes) -> NewPasskey:
+        from webauthn import verify_registration_response
+
         try:
             verified = verify_registration_response(
                 credential=dict(credential),
@@ -150,12 +156,19 @@ class WebAuthnCeremonies:
         except Exception as error:  # untrusted input: whatever fails, it does not verify
             raise PasskeyRejectedError(f"registration: {type(error).__name__}: {error}") from None
         return NewPasskey(
-            credential_id=bytes_to_base64url(verified.credential_id),
-            public_key=bytes_to_base64url(verified.credential_public_key),
+            credential_id=b64url(verified.credential_id),
+            public_key=b64url(verified.credential_public_key),
             sign_count=verified.sign_count,
         )
 
     def assertion_options(self, challenge: bytes, allow: Sequence[str]) -> dict[str, Any]:
+        from webauthn import generate_authentication_options
+        from webauthn.helpers.options_to_json_dict import options_to_json_dict
+        from webauthn.helpers.structs import (
+            PublicKeyCredentialDescriptor,
+            UserVerificationRequirement,
+        )
+
         options = generate_authentication_options(
             rp_id=self.rp_id,
             challenge=challenge,
@@ -173,6 +186,9 @@ class WebAuthnCeremonies:
         sign_count: int,
         rp_id: str,
     ) -> CheckedAssertion:
+        from webauthn import verify_authentication_response
+        from webauthn.helpers import parse_authentication_credential_json
+
         if rp_id != self.rp_id:
             raise PasskeyRejectedError(f"registered for {rp_id!r}, not {self.rp_id!r}")
         try:
@@ -189,10 +205,10 @@ class WebAuthnCeremonies:
         except Exception as error:  # untrusted input: whatever fails, it does not verify
             raise PasskeyRejectedError(f"assertion: {type(error).__name__}: {error}") from None
         return CheckedAssertion(
-            credential_id=bytes_to_base64url(verified.credential_id),
-            authenticator_data=bytes_to_base64url(parsed.response.authenticator_data),
-            client_data_json=bytes_to_base64url(parsed.response.client_data_json),
-            signature=bytes_to_base64url(parsed.response.signature),
+            credential_id=b64url(verified.credential_id),
+            authenticator_data=b64url(parsed.response.authenticator_data),
+            client_data_json=b64url(parsed.response.client_data_json),
+            signature=b64url(parsed.response.signature),
             sign_count=verified.new_sign_count,
         )
 
@@ -209,6 +225,8 @@ def assertion_problem(
     approver registered (``registered``: their ring's keys by credential id, removed ones
     included), its challenge must bind this proposal's digest, id and approver with its
     nonce, and its signature must verify against that key, with user verification."""
+    from webauthn import verify_authentication_response
+
     stored: PasskeyAssertion = assertion  # type: ignore[assignment]
     entry = registered.get(str(stored.get("credential_id")))
     if entry is None:
