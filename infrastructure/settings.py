@@ -177,7 +177,7 @@ class Database:
             # (infrastructure/persistence/recorders.py).
             # Not the library's ("y"): in 9.5.6 it skips the table lock that keeps
             # notification ids in commit order, and projections would then skip events.
-            "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:CountersignPostgresRecorder",
+            "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}_postgres:CountersignPostgresRecorder",
             "POSTGRES_ENABLE_DB_FUNCTIONS": "n",
             # psycopg_pool hands connections out first-in first-out: with four held open, a
             # lone client's commits went round four server processes, each with cold caches

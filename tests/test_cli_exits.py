@@ -174,6 +174,27 @@ def test_a_postgres_database_the_server_does_not_have_is_named(postgres_url, cap
     assert "hunter2" not in err  # the URL is shown without its password
 
 
+_INBOX = ("inbox", "--org", "granite", "--as", AVA, "--database")
+
+
+def test_a_postgres_server_that_cannot_be_reached_says_what_to_check():
+    """Run in a fresh interpreter: the driver is loaded only by wiring PostgreSQL, and the
+    refusal must be recognised even when it is the first PostgreSQL this process meets."""
+    url = "postgresql://postgres:hunter2@127.0.0.1:9/countersign"  # the discard port: refused
+    done = subprocess.run(
+        [sys.executable, "-m", "countersign.infrastructure.entrypoints.cli", *_INBOX, url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert "cannot reach the PostgreSQL database" in done.stderr
+    assert "check COUNTERSIGN_DATABASE_URL or --database" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "hunter2" not in done.stderr
+
+
 def test_the_demo_refuses_a_database_url_it_cannot_use(capsys):
     assert main(["demo", "--database", "mysql://x/y"]) == 2
     out, err = capsys.readouterr()

@@ -36,3 +36,10 @@ def test_wiring_countersign_imports_no_webauthn_until_a_passkey_ceremony(tmp_pat
     assert "countersign" in imported
     # The WebAuthn library and the cryptography and CBOR code under it: about 17 MB.
     assert not imported & {"webauthn", "cryptography", "cbor2", "OpenSSL"}, imported
+
+
+def test_wiring_countersign_on_sqlite_imports_no_postgresql_driver(tmp_path: Path):
+    imported = _imported_by_wiring(f"sqlite:///{tmp_path / 'wired.db'}")
+
+    # psycopg, its pool and the library's PostgreSQL module: about 17 MB.
+    assert not imported & {"psycopg", "psycopg_pool", "psycopg_binary"}, imported

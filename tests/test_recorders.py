@@ -17,6 +17,8 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.persistence.recorders import (
     CountersignSQLiteRecorder,
     ReadSetChangedError,
+)
+from countersign.infrastructure.persistence.recorders_postgres import (
     _BigInts,
     _Byteas,
     _Texts,

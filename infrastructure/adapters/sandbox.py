@@ -5,13 +5,11 @@ applied with its answer lost on the way back."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import ClassVar, Generic, TypeVar
 
-import psycopg
 from countersign.infrastructure.adapters.sandbox_faults import ScriptedFaults
-from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase, unique_violations
 
 HeldT = TypeVar("HeldT")
 
@@ -49,7 +47,7 @@ class SandboxProvider(Generic[HeldT]):
         def request(declined: bool) -> HeldT:
             try:
                 held, answer_lost = once(declined)
-            except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+            except unique_violations():
                 # A concurrent request with the same key won the insert: answer as it did.
                 held, answer_lost = once(declined)
             if held is None:

@@ -30,13 +30,11 @@ import hmac
 import json
 import re
 import secrets
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
-import psycopg
 from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization
@@ -45,7 +43,7 @@ from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.storage import ensure_tables
-from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase, unique_violations
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
@@ -245,7 +243,7 @@ def issue_token(
                     kind,
                 ),
             )
-    except (sqlite3.IntegrityError, psycopg.errors.UniqueViolation):
+    except unique_violations():
         raise duplicate from None  # another process issued the same name just now
     return IssuedToken(
         token_id=token_id,

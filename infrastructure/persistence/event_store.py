@@ -33,7 +33,7 @@ from eventsourcing.persistence import (
     Mapper,
     StoredEvent,
 )
-from eventsourcing.postgres import PostgresAggregateRecorder
+from eventsourcing.sqlite import SQLiteAggregateRecorder
 from eventsourcing.utils import TopicError, get_topic, register_topic, resolve_topic
 
 log = logging.getLogger("countersign.store")
@@ -337,19 +337,19 @@ class EventSourcedStore:
             f"SELECT originator_id, originator_version, topic, state FROM {self._table} "
             f"WHERE {where} ORDER BY originator_id, originator_version"
         )
-        if isinstance(recorder, PostgresAggregateRecorder):
-            params: list[Any] = [value for pair in after for value in pair]
+        if isinstance(recorder, SQLiteAggregateRecorder):
+            params: list[Any] = [value for i, version in after for value in (i.hex, version)]
+            with recorder.datastore.transaction(commit=False) as cursor:
+                cursor.execute(sql.format("?"), params)
+                rows = [tuple(r) for r in cursor.fetchall()]
+        else:  # PostgreSQL (its module is imported only by a process that uses it)
+            params = [value for pair in after for value in pair]
             with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
                 cursor.execute(sql.format("%s"), params, prepare=True)
                 rows = [
                     (r["originator_id"], r["originator_version"], r["topic"], r["state"])
                     for r in cursor.fetchall()
                 ]
-        else:
-            params = [value for i, version in after for value in (i.hex, version)]
-            with recorder.datastore.transaction(commit=False) as cursor:
-                cursor.execute(sql.format("?"), params)
-                rows = [tuple(r) for r in cursor.fetchall()]
         return [
             StoredEvent(
                 originator_id=UUID(str(originator_id)),

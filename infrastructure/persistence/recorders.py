@@ -18,6 +18,9 @@ SQLite: the commit is a ``BEGIN IMMEDIATE`` transaction, so the check and the in
 same database even when several processes write to one file. ``CountersignSQLiteFactory`` is
 the library's SQLite persistence with one fix: its connections cache prepared statements.
 
+The PostgreSQL recorder lives in ``recorders_postgres.py``, imported (with psycopg) only by
+a process that uses PostgreSQL: the settings name it by topic.
+
 Both recorders also read the log as plain rows (``select_log``) for the projection runners,
 which decode the events themselves (``infrastructure/persistence/log_decoder.py``).
 """
@@ -25,19 +28,16 @@ which decode the events themselves (``infrastructure/persistence/log_decoder.py`
 from __future__ import annotations
 
 import sqlite3
-import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from uuid import UUID
 
-import psycopg
 from eventsourcing.persistence import (
     InterfaceError,
     Notification,
     OperationalError,
     StoredEvent,
 )
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
@@ -47,12 +47,6 @@ from eventsourcing.sqlite import (
     SQLiteFactory,
     SQLiteTransaction,
 )
-from eventsourcing.utils import retry
-from psycopg.adapt import Dumper
-from psycopg.postgres import types as pg_types
-from psycopg.pq import Format
-from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
 
 #: The keyword argument of ``insert_events`` (and of ``Application.save``) carrying the read set.
 EXPECTED_VERSIONS = "expected_versions"
@@ -85,184 +79,9 @@ class ReadSetChangedError(Exception):
         self.aggregate_id = aggregate_id
 
 
-class _PackedArray:
-    """A one-dimensional PostgreSQL array already in its binary wire format (``array_send``).
-
-    psycopg adapts Python lists element by element in Python; packing the arrays of a commit
-    here is several times faster, and the commit path runs for every proposal and approval.
-    """
-
-    __slots__ = ("data",)
-    element_type = ""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-
-def _array_header(element_oid: int, count: int) -> bytes:
-    # ndim, has-nulls flag, element type; then (size, lower bound) for the one dimension.
-    if not count:
-        return struct.pack("!iiI", 0, 0, element_oid)
-    return struct.pack("!iiIii", 1, 0, element_oid, count, 1)
-
-
-class _UUIDs(_PackedArray):
-    __slots__ = ()
-    element_type = "uuid"
-
-    @classmethod
-    def of(cls, values: Sequence[UUID | str]) -> _UUIDs:
-        head = _array_header(pg_types["uuid"].oid, len(values))
-        return cls(head + b"".join([b"\0\0\0\x10" + _uuid(v).bytes for v in values]))
-
-
-def _uuid(value: UUID | str) -> UUID:
-    return value if isinstance(value, UUID) else UUID(value)
-
-
-class _BigInts(_PackedArray):
-    __slots__ = ()
-    element_type = "int8"
-
-    @classmethod
-    def of(cls, values: Sequence[int]) -> _BigInts:
-        head = _array_header(pg_types["int8"].oid, len(values))
-        body = struct.pack("!" + "iq" * len(values), *[x for v in values for x in (8, v)])
-        return cls(head + body)
-
-
-class _Bytes(_PackedArray):
-    """``text[]`` or ``bytea[]``: length-prefixed elements (text as UTF-8)."""
-
-    __slots__ = ()
-
-    @classmethod
-    def of(cls, values: Iterable[bytes], count: int) -> _Bytes:
-        head = _array_header(pg_types[cls.element_type].oid, count)
-        return cls(head + b"".join([struct.pack("!i", len(v)) + v for v in values]))
-
-
-class _Texts(_Bytes):
-    __slots__ = ()
-    element_type = "text"
-
-
-class _Byteas(_Bytes):
-    __slots__ = ()
-    element_type = "bytea"
-
-
-def _packed_dumper(packed: type[_PackedArray]) -> type[Dumper]:
-    class PackedDumper(Dumper):
-        format = Format.BINARY
-        oid = pg_types[packed.element_type].array_oid
-
-        def dump(self, obj: Any) -> bytes:
-            return obj.data  # type: ignore[no-any-return]
-
-    PackedDumper.__name__ = f"{packed.__name__}Dumper"
-    return PackedDumper
-
-
-# Registered on psycopg's global adapters: these private types appear nowhere else.
-for _packed in (_UUIDs, _BigInts, _Texts, _Byteas):
-    psycopg.adapters.register_dumper(_packed, _packed_dumper(_packed))
-
-
-def _expected(kwargs: Mapping[str, Any]) -> Mapping[UUID, int]:
+def expected_versions(kwargs: Mapping[str, Any]) -> Mapping[UUID, int]:
     expected: Mapping[UUID, int] | None = kwargs.get(EXPECTED_VERSIONS)
     return expected or {}
-
-
-class CountersignPostgresRecorder(PostgresApplicationRecorder):
-    """The library's recorder, inserting through its own insert function."""
-
-    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"):
-        super().__init__(datastore, events_table_name=events_table_name)
-        schema = Identifier(self.datastore.schema)
-        table = Identifier(self.events_table_name)
-        # Named after the table: one function per events table, wherever the schema is shared.
-        function = Identifier(f"{self.events_table_name}_insert")
-        self.sql_create_statements.append(
-            SQL(
-                "CREATE OR REPLACE FUNCTION {schema}.{function}("
-                "ids uuid[], versions bigint[], topics text[], states bytea[], "
-                "check_ids uuid[], check_versions bigint[]) "
-                "RETURNS SETOF bigint LANGUAGE plpgsql AS $BODY$ "
-                "DECLARE stale uuid; "
-                "BEGIN "
-                "SET LOCAL lock_timeout = '{lock_timeout}s'; "
-                # One writer at a time, so that notification ids follow commit order.
-                "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
-                # Taken after the lock, this snapshot sees every commit before ours.
-                "SELECT c.id INTO stale FROM unnest(check_ids, check_versions) AS c(id, version) "
-                "WHERE c.version IS DISTINCT FROM ("
-                "SELECT max(e.originator_version) FROM {schema}.{table} AS e "
-                "WHERE e.originator_id = c.id) LIMIT 1; "
-                "IF stale IS NOT NULL THEN "
-                "RAISE EXCEPTION USING ERRCODE = '{sqlstate}', MESSAGE = stale::text; "
-                "END IF; "
-                "NOTIFY {channel}; "
-                "RETURN QUERY INSERT INTO {schema}.{table} "
-                "(originator_id, originator_version, topic, state) "
-                "SELECT * FROM unnest(ids, versions, topics, states) "
-                "RETURNING notification_id; "
-                "END; $BODY$"
-            ).format(
-                schema=schema,
-                function=function,
-                table=table,
-                lock_timeout=self.datastore.lock_timeout,
-                sqlstate=SQL(STALE_READ_SQLSTATE),
-                channel=Identifier(self.channel_name),
-            )
-        )
-        self._call_insert = SQL(
-            "SELECT * FROM {schema}.{function}("
-            "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
-        ).format(schema=schema, function=function)
-
-        self._select_log = SQL(
-            "SELECT notification_id, originator_id, originator_version, topic, state "
-            "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
-        ).format(schema=schema, table=table)
-
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def select_log(self, after: int, limit: int) -> list[LogEntry]:
-        """Up to ``limit`` log entries after notification id ``after``, in order."""
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
-            return list(map(LogEntry._make, cursor.fetchall()))
-
-    # The library's own retry: a dropped connection is retried; if the first attempt had in
-    # fact committed, the retry reports an IntegrityError for our own write (the application
-    # reloads and checks before treating it as somebody else's).
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        if not stored_events:
-            return []
-        expected = _expected(kwargs)
-        # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one.
-        count = len(stored_events)
-        params = (
-            _UUIDs.of([e.originator_id for e in stored_events]),
-            _BigInts.of([e.originator_version for e in stored_events]),
-            _Texts.of((e.topic.encode() for e in stored_events), count),
-            _Byteas.of((e.state for e in stored_events), count),
-            _UUIDs.of(list(expected)),
-            _BigInts.of(list(expected.values())),
-        )
-        with self.datastore.get_connection() as conn, conn.cursor() as cursor:
-            try:
-                cursor.execute(self._call_insert, params, prepare=True, binary=True)
-            except psycopg.Error as error:
-                if error.sqlstate == STALE_READ_SQLSTATE:
-                    detail = error.diag.message_primary or "?"
-                    raise ReadSetChangedError(detail) from None
-                raise
-            return [next(iter(row.values())) for row in cursor.fetchall()]
 
 
 class _ImmediateTransaction(SQLiteTransaction):
@@ -292,7 +111,7 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        expected = _expected(kwargs)
+        expected = expected_versions(kwargs)
         connection: SQLiteConnection
         with (
             self.datastore.get_connection(commit=True) as connection,

@@ -4,12 +4,40 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from countersign.infrastructure.settings import Database
+
+# psycopg is imported only by a process that uses PostgreSQL: a SQLite process never loads it
+# (about 17 MB). These give the errors to catch of whichever drivers this process has loaded.
+
+
+def _psycopg() -> Any:
+    return sys.modules.get("psycopg")
+
+
+def integrity_errors() -> tuple[type[Exception], ...]:
+    """What a broken constraint raises, for ``except``."""
+    psycopg = _psycopg()
+    return (sqlite3.IntegrityError,) + ((psycopg.errors.IntegrityError,) if psycopg else ())
+
+
+def unique_violations() -> tuple[type[Exception], ...]:
+    """What a duplicate key raises, for ``except``."""
+    psycopg = _psycopg()
+    return (sqlite3.IntegrityError,) + ((psycopg.errors.UniqueViolation,) if psycopg else ())
+
+
+def postgres_unreachable() -> tuple[type[Exception], ...]:
+    """What connecting to PostgreSQL raises when the server cannot be reached (nothing, in a
+    process that never used PostgreSQL), for ``except``."""
+    psycopg = _psycopg()
+    return (psycopg.OperationalError,) if psycopg else ()
+
 
 #: One advisory-lock key for every schema change countersign makes.
 SCHEMA_LOCK_KEY = 7_361_902_114

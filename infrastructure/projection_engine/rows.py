@@ -8,8 +8,6 @@ this, the SQL helper and the projections' table declarations.
 from __future__ import annotations
 
 import json
-import sqlite3
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -18,7 +16,7 @@ from operator import itemgetter
 from types import MappingProxyType, NoneType
 from typing import Any
 
-from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.persistence.sql import Cursor, integrity_errors
 from countersign.projections.base import Table
 
 TRACKING_TABLE = "projection_tracking"
@@ -461,20 +459,12 @@ def save_position(cursor: Cursor, name: str, last: int) -> None:
     )
 
 
-def _is_integrity_error(error: Exception) -> bool:
-    if isinstance(error, sqlite3.IntegrityError):
-        return True
-    # psycopg is imported only where PostgreSQL is used (not by a SQLite writer process).
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(error, psycopg.errors.IntegrityError)
-
-
 def flush(name: str, rows: SqlRows, last: int, cursor: Cursor | None = None) -> None:
     """Write a batch's rows; a row an append-only table already holds stops the projection."""
     try:
         rows.flush(cursor)
     except Exception as error:
-        if not _is_integrity_error(error):
+        if not isinstance(error, integrity_errors()):
             raise
         raise ProjectionStoppedError(
             f"projection {name!r} stopped writing the batch that ends at notification {last}: "

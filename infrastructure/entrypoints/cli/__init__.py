@@ -26,7 +26,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
 from countersign.application.errors import (
     CorruptRecordError,
     ForbiddenError,
@@ -46,6 +45,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
 from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
+from countersign.infrastructure.persistence.sql import postgres_unreachable
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from countersign.infrastructure.settings import NoDatabaseError, SettingsError
 
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return emit({"error": "no_database", "message": str(error)}, f"error: {error}", 2)
     except SettingsError as error:
         return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
-    except psycopg.OperationalError as error:
+    except postgres_unreachable() as error:
         server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
         message = (
             f"cannot reach the PostgreSQL database ({server_said}); check "
