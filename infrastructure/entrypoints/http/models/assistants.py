@@ -10,9 +10,11 @@ from countersign.infrastructure.entrypoints.http.models import Body
 from countersign.infrastructure.entrypoints.http.models.proposals import ProposalCreatedOut
 from pydantic import BaseModel, Field
 
-SECTIONS = ", ".join(ASSISTANTS)
+SECTIONS = ", ".join(ASSISTANTS) + " (and an enabled plug-in's)"
 """Every section with an assistant, as the API names them."""
-SECTION_PATTERN = "^(" + "|".join(ASSISTANTS) + ")$"
+SECTION_PATTERN = "^[a-z][a-z0-9_]{0,39}$"
+"""A section's name; one without an assistant is refused by the service, so a plug-in's
+section (installed after this module is imported) is taken like countersign's own."""
 
 
 class MessageIn(Body):
