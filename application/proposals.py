@@ -74,7 +74,6 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, contract_digest
-from countersign.domain.scope import Scope
 
 log = logging.getLogger("countersign.proposals")
 
@@ -132,7 +131,7 @@ class ProposalService:
         require_scope(caller, contract.permission)
         parsed = contract.parse_request(request)
         organization_id = Organization.create_id(organization.strip().lower())
-        scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
+        scope = contract.scope(organization_id, resource_id)
         return self.store.decide(
             freezing_reads(contract, scope),
             lambda store: freeze(
