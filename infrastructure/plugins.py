@@ -5,6 +5,10 @@ A distribution declares a plug-in under the ``countersign.plugins`` entry-point 
     [project.entry-points."countersign.plugins"]
     acme-invoices = "acme_invoices.plugin:PLUGIN"
 
+The entry point names a ``Plugin``, or a function of no arguments that builds one (a plug-in
+that reads its own configuration, such as its database's address, and builds its contracts
+with their clients).
+
 Installing it enables nothing: ``COUNTERSIGN_PLUGINS=acme-invoices`` does, in every process
 of the deployment (the CLI, the server and its workers, the worker, the projection runner, the
 MCP server), because each goes through ``enable`` (bootstrap calls it).
@@ -43,6 +47,10 @@ def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:
             )
         try:
             plugin = point.load()
+            if callable(plugin) and not isinstance(plugin, Plugin):
+                plugin = plugin()  # a factory: a plug-in that reads its own configuration
+        except SettingsError:
+            raise
         except Exception as error:
             raise SettingsError(
                 f"plug-in {name!r} ({point.value}) could not be loaded: "
