@@ -26,6 +26,7 @@ from countersign.domain.scope import keyed_resource_id
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap, enable_plugins
+from countersign.infrastructure.entrypoints.http.models.assistants import _known_section
 from countersign.infrastructure.persistence.event_store import topic_allowed
 from countersign.infrastructure.settings import Settings, SettingsError
 
@@ -264,6 +265,7 @@ def test_the_plugin_proposals_are_shown_in_the_projections(wired):
     )
 
     assert [item["proposal_id"] for item in listed["items"]] == [proposal_id]
+    assert _known_section("sample") == "sample"  # the API takes the plug-in's section
 
 
 def _organization_id(cs: Countersign) -> str:
