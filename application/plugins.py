@@ -122,6 +122,7 @@ def install(plugins: Sequence[Plugin]) -> None:
         if plugin.name in names:
             raise PluginError(f"plug-in {plugin.name!r} is named twice")
         names.add(plugin.name)
+    providers_of(plugins)  # a provider name given twice
     namespaces = [plugin.namespace for plugin in plugins]
     if len(namespaces) != len(set(namespaces)):
         raise PluginError(f"two plug-ins share a namespace ({', '.join(namespaces)})")
@@ -139,7 +140,7 @@ def install(plugins: Sequence[Plugin]) -> None:
 
 
 def providers_of(plugins: Sequence[Plugin]) -> dict[str, EffectProvider]:
-    """Every plug-in's providers by name (install has refused names twice)."""
+    """Every plug-in's providers by name; PluginError for a name two plug-ins give."""
     found: dict[str, EffectProvider] = {}
     for plugin in plugins:
         for name, provider in plugin.providers.items():

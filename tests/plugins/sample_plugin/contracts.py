@@ -43,11 +43,31 @@ INVOICES = UUID("6f1c1f4e-8a43-4c39-9d7e-2f6f0b1a7c11")
 SECTION = Section("sample")
 
 
-def _invoice(book: InvoiceBook, scope: Scope) -> Invoice:
-    invoice = book.get(scope.key or "")
-    if invoice is None:
-        raise NotFoundError("invoice")
-    return invoice
+class _OverInvoices:
+    """What both operations share: the section, the permission, the company's keys, and the
+    facts client each is built with."""
+
+    section = SECTION
+    permission = "sample.manage"
+    resource_namespace = INVOICES
+    contract_version = 1
+
+    def __init__(self, book: InvoiceBook) -> None:
+        self.book = book
+
+    def invoice(self, scope: Scope) -> Invoice:
+        """The invoice the scope's key names, as the company's database holds it now."""
+        invoice = self.book.get(scope.key or "")
+        if invoice is None:
+            raise NotFoundError("invoice")
+        return invoice
+
+
+#: The preview rows both operations show first.
+INVOICE_FIELDS = {
+    "invoice_key": PreviewField(Localized("Invoice", "Facture")),
+    "customer": PreviewField(Localized("Customer", "Client")),
+}
 
 
 # -- sample.tag_invoice -------------------------------------------------------------------------
@@ -83,16 +103,14 @@ class TagFacts(Facts):
         return [self.tags]
 
 
-class TagInvoice(OperationContract[TagRequest, TagArguments, TagPreview, TagResult, TagFacts]):
+class TagInvoice(
+    _OverInvoices,
+    OperationContract[TagRequest, TagArguments, TagPreview, TagResult, TagFacts],
+):
     kind = "sample.tag_invoice"
-    contract_version = 1
-    section = SECTION
-    permission = "sample.manage"
-    resource_namespace = INVOICES
     title = Localized("Tag an invoice", "Étiqueter une facture")
     preview_fields: ClassVar[Mapping[str, PreviewField]] = {
-        "invoice_key": PreviewField(Localized("Invoice", "Facture")),
-        "customer": PreviewField(Localized("Customer", "Client")),
+        **INVOICE_FIELDS,
         "tag": PreviewField(Localized("Tag", "Étiquette"), emphasis=True),
     }
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
@@ -100,11 +118,8 @@ class TagInvoice(OperationContract[TagRequest, TagArguments, TagPreview, TagResu
     }
     assistant_instructions = "To tag an invoice, propose it with {tool}."
 
-    def __init__(self, book: InvoiceBook) -> None:
-        self.book = book
-
     def load(self, scope: Scope, store: Repository) -> TagFacts:
-        invoice = _invoice(self.book, scope)
+        invoice = self.invoice(scope)
         try:
             tags = store.get(scope.resource_id, InvoiceTags)
         except NotFoundError:
@@ -181,18 +196,14 @@ class CreditFacts(Facts):
 
 
 class InvoiceCredit(
-    OperationContract[CreditRequest, CreditArguments, CreditPreview, CreditResult, CreditFacts]
+    _OverInvoices,
+    OperationContract[CreditRequest, CreditArguments, CreditPreview, CreditResult, CreditFacts],
 ):
     kind = "sample.invoice_credit"
-    contract_version = 1
-    section = SECTION
-    permission = "sample.manage"
     provider = "sample.ledger"
-    resource_namespace = INVOICES
     title = Localized("Credit an invoice", "Créditer une facture")
     preview_fields: ClassVar[Mapping[str, PreviewField]] = {
-        "invoice_key": PreviewField(Localized("Invoice", "Facture")),
-        "customer": PreviewField(Localized("Customer", "Client")),
+        **INVOICE_FIELDS,
         "amount_cents": PreviewField(Localized("Credit", "Crédit"), emphasis=True),
     }
     preview_hidden = frozenset({"currency"})
@@ -205,11 +216,8 @@ class InvoiceCredit(
     }
     assistant_instructions = "To credit an invoice, propose it with {tool}."
 
-    def __init__(self, book: InvoiceBook) -> None:
-        self.book = book
-
     def load(self, scope: Scope, store: Repository) -> CreditFacts:
-        return CreditFacts(_invoice(self.book, scope))
+        return CreditFacts(self.invoice(scope))
 
     def settlement_facts(self, scope: Scope, store: Repository) -> CreditFacts:
         return CreditFacts(None)
