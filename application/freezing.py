@@ -105,6 +105,7 @@ def freeze(
         revision_of=None if revision_of is None else revision_of.id,
         policy=policy,
         origin=origin,
+        resource_key=scope.key,
     )
     slot = open_slot(store, scope)
     subject = contract.subject(prepared.arguments)

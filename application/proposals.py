@@ -75,7 +75,6 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
-from countersign.domain.scope import Scope
 
 log = logging.getLogger("countersign.proposals")
 
@@ -133,7 +132,7 @@ class ProposalService:
         require_scope(caller, contract.permission)
         parsed = contract.parse_request(request)
         organization_id = Organization.create_id(organization.strip().lower())
-        scope = Scope(organization_id, contract.section, parse_id(resource_id, "resource"))
+        scope = contract.scope(organization_id, resource_id)
         return self.store.decide(
             freezing_reads(contract, scope),
             lambda store: freeze(

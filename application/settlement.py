@@ -183,7 +183,7 @@ class Settlement:
             proposal = store.get(execution.proposal_id, Proposal)
             if proposal.status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
                 return Answer(approval_report(proposal))  # recorded by another process
-            loaded = contract.load(execution.scope, store)
+            loaded = contract.settlement_facts(execution.scope, store)
             retired: list[Proposal] = []
             try:
                 result = contract.finish_external(execution, loaded, response)

@@ -138,7 +138,7 @@ class Sweepers:
         uncertain = SweepReport(str(proposal.id), "still_uncertain", str(proposal.status), None)
         # The request the approval sent, or was about to send, described again: a contract
         # describes the same request every time, under the same key.
-        facts = contract.load(execution.scope, SharedSnapshots(self.store))
+        facts = contract.settlement_facts(execution.scope, SharedSnapshots(self.store))
         effect = contract.describe_external(execution, facts)
         if effect.idempotency_key != key:
             log.error("proposal %s: stored key differs from the contract's", proposal.id)

@@ -75,6 +75,7 @@ class Proposal(Aggregate):
         revision_of: UUID | None = None,
         policy: dict[str, Any] | None = None,
         origin: dict[str, str] | None = None,
+        resource_key: str | None = None,
     ) -> None:
         # The last four are absent from events stored before revisions, policies and
         # origins: a decoded old event keeps what it stored, and its chain link covers only
@@ -111,6 +112,9 @@ class Proposal(Aggregate):
         #: Where the request came from when not from countersign's own assistants, CLI or
         #: API: {"channel": "mcp", "client": ..., "client_version": ...}.
         self.origin = origin
+        #: The resource's own key when the contract maps keys to ids (``Scope.key``); None
+        #: when its id is its own, and in events stored before keys were.
+        self.resource_key = resource_key
         #: Who has approved so far and still counts, in order (a quorum policy asks for
         #: several people); an approval that no longer counts moves to ``lapsed_approvals``.
         self.approvals: tuple[str, ...] = ()
@@ -134,7 +138,14 @@ class Proposal(Aggregate):
         """Create a proposal whose first event opens its hash chain."""
         # eventsourcing 9.5.6 asks for every keyword-only argument of an event-decorated
         # __init__, defaults or not, when the aggregate is created.
-        fields = {"request": None, "revision_of": None, "policy": None, "origin": None, **fields}
+        fields = {
+            "request": None,
+            "revision_of": None,
+            "policy": None,
+            "origin": None,
+            "resource_key": None,
+            **fields,
+        }
         content = {key: value for key, value in fields.items() if key != "id"}
         return cls(**fields, chain=chain_link("", 1, "Proposed", content))
 
@@ -143,7 +154,8 @@ class Proposal(Aggregate):
 
     @property
     def scope(self) -> Scope:
-        return Scope(self.organization_id, Section(self.section), self.resource_id)
+        section = Section(self.section)
+        return Scope(self.organization_id, section, self.resource_id, key=self.resource_key)
 
     @property
     def is_finished(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NewType
-from uuid import UUID
+from uuid import UUID, uuid5
 
 Section = NewType("Section", str)
 """The name of an application section ("orders"). A contract declares the section it belongs
@@ -20,3 +20,13 @@ class Scope:
     organization_id: UUID
     section: Section
     resource_id: UUID
+    key: str | None = None
+    """The resource's own key in the system that holds it, when that is not the id: a
+    company's invoice number ``INV-1042``, mapped to ``resource_id`` by ``keyed_resource_id``
+    (a contract's ``resource_namespace``). None when the id is the resource's own."""
+
+
+def keyed_resource_id(namespace: UUID, key: str) -> UUID:
+    """The one id a resource known by ``key`` has, under a plug-in's ``namespace``: the same
+    in every process and release (UUID version 5), so a key is mapped once and for all."""
+    return uuid5(namespace, key)

@@ -16,6 +16,7 @@ from countersign.application.cards import ProposalCards
 from countersign.application.club import ClubService
 from countersign.application.notifications import NotificationsService
 from countersign.application.passkeys import PasskeyService, PasskeyStep
+from countersign.application.plugins import Plugin, providers_of
 from countersign.application.policies import PolicyService
 from countersign.application.ports import (
     ChatModel,
@@ -41,11 +42,12 @@ from countersign.infrastructure.persistence.event_store import (
 )
 from countersign.infrastructure.persistence.presence import prepare
 from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.plugins import enable
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.infrastructure.proposal_counts import SqlProposalCounts
-from countersign.infrastructure.settings import Database, Settings, SettingsError
+from countersign.infrastructure.settings import Database, Settings, SettingsError, plugin_names
 from countersign.infrastructure.sweeper_passes import SqlSweeperPasses
 from countersign.projections import PROJECTIONS
 
@@ -75,6 +77,7 @@ class Countersign:
     notifications: NotificationsService  # webhook endpoints, members' languages, recipients
     passkeys: PasskeyService  # members' passkeys (the account page)
     sweeper_passes: SqlSweeperPasses  # where the sweepers' schedules record their passes
+    plugins: tuple[Plugin, ...]  # the plug-ins COUNTERSIGN_PLUGINS enabled
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -108,6 +111,15 @@ class Countersign:
         self.app.close()
 
 
+def enable_plugins(names: tuple[str, ...] | None = None) -> tuple[Plugin, ...]:
+    """Enable the deployment's plug-ins (``COUNTERSIGN_PLUGINS``, or ``names``) in this
+    process: the one place every process does it (``bootstrap`` calls it; the command line
+    also before it builds its parser, whose choices list the operations and sections). The
+    same set again costs nothing. SettingsError, in one line, when a named plug-in is not
+    installed, cannot be loaded, or breaks a registry rule."""
+    return enable(plugin_names() if names is None else names)
+
+
 def bootstrap(
     settings: Settings | None = None,
     *,
@@ -121,7 +133,11 @@ def bootstrap(
     """Wire countersign for the configured database; any port can be replaced.
 
     ``providers``: effect providers by the name contracts use, added to (or replacing) the
-    defaults: ``"payments"``, the payment sandbox, and ``"email"``, the e-mail delivery sandbox.
+    defaults: ``"payments"``, the payment sandbox, ``"email"``, the e-mail delivery sandbox,
+    and the enabled plug-ins' own.
+
+    ``settings.plugins`` (``COUNTERSIGN_PLUGINS``): the plug-ins enabled first
+    (``enable_plugins``).
 
     ``faults``: where the approve path may be stopped; by default none, unless the
     ``COUNTERSIGN_CRASH_AT`` variable names a crash point (crash tests, docs/faults.md).
@@ -131,6 +147,7 @@ def bootstrap(
     NoDatabaseError, saying what to do, and nothing is created (the command line's way for
     every command but ``seed``, ``demo`` and ``--create``)."""
     settings = settings or Settings.from_env(database_url)
+    plugins = enable_plugins(settings.plugins)
     database = Database.parse(settings.database_url)
     prepare(database, create)
     sql = SqlDatabase(database)
@@ -146,7 +163,14 @@ def bootstrap(
     lease = timedelta(seconds=settings.reconcile_lease_seconds)
     settlement = Settlement(
         store,
-        counted({"payments": sandbox, "email": email_sandbox, **(providers or {})}),
+        counted(
+            {
+                "payments": sandbox,
+                "email": email_sandbox,
+                **providers_of(plugins),
+                **(providers or {}),
+            }
+        ),
         faults or fault_points_from_env(),
     )
     # Metered: approval latency and every provider call are counted (observability/metrics.py).
@@ -188,6 +212,7 @@ def bootstrap(
         notifications=NotificationsService(store),
         passkeys=PasskeyService(store, ceremonies, clock),
         sweeper_passes=sweeper_passes,
+        plugins=plugins,
     )
 
 

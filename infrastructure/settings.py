@@ -47,6 +47,9 @@ class Settings:
     #: COUNTERSIGN_PROPOSAL_LIMIT: how many proposals one member may make in a while,
     #: through the API, MCP, the assistants and the pages together.
     proposal_limit: str = DEFAULT_PROPOSAL_LIMIT
+    #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
+    #: an installed plug-in that is not named is never loaded.
+    plugins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -92,6 +95,7 @@ class Settings:
         except ValueError as error:
             raise SettingsError(f"COUNTERSIGN_PROPOSAL_LIMIT: {error}") from None
         return cls(
+            plugins=plugin_names(),
             webauthn_rp_id=rp_id,
             webauthn_origins=origins,
             database_url=database_url or os.environ.get(DATABASE_URL_ENV) or DEFAULT_DATABASE_URL,
@@ -186,3 +190,12 @@ class Database:
             "POSTGRES_POOL_SIZE": "1",
             "POSTGRES_LOCK_TIMEOUT": "10",
         }
+
+
+PLUGINS_ENV = "COUNTERSIGN_PLUGINS"
+
+
+def plugin_names() -> tuple[str, ...]:
+    """The plug-ins ``COUNTERSIGN_PLUGINS`` names, in order, each once."""
+    names = (name.strip() for name in os.environ.get(PLUGINS_ENV, "").split(","))
+    return tuple(dict.fromkeys(name for name in names if name))

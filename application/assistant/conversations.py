@@ -88,7 +88,13 @@ def open_scope(
     assistant = section_assistant(assistants, section)
     org = organization_by_slug(store, organization)
     member = membership(org, caller.email)
-    scope = Scope(org.id, assistant.section, parse_id(resource_id, "resource"))
+    # A section's resource is named as its contracts name theirs (a key, or an id).
+    keyed = [c for c in assistant.contracts if c.resource_namespace is not None]
+    scope = (
+        keyed[0].scope(org.id, resource_id)
+        if keyed
+        else Scope(org.id, assistant.section, parse_id(resource_id, "resource"))
+    )
     for contract in assistant.contracts:
         contract.load(scope, store)  # NotFoundError unless it is this organization's
     require_any(caller, member, (contract.permission for contract in assistant.contracts))

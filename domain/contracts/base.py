@@ -29,11 +29,11 @@ from countersign.domain.contracts.presentation import (
 )
 from countersign.domain.contracts.problems import InvalidRequestError, Problem, RequestValueError
 from countersign.domain.contracts.request_errors import parse_request
-from countersign.domain.errors import CountersignError
+from countersign.domain.errors import CountersignError, NotFoundError
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
-from countersign.domain.scope import Scope, Section
+from countersign.domain.scope import Scope, Section, keyed_resource_id
 from eventsourcing.domain import Aggregate
 from pydantic import (
     BaseModel,
@@ -250,9 +250,43 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """The model's request, validated; InvalidRequestError with safe problems if not."""
         return parse_request(self.Request, raw)
 
+    # -- the resource -----------------------------------------------------------------------
+
+    resource_namespace: ClassVar[UUID | None] = None
+    """None (countersign's own contracts): a resource is named by its id, a UUID. A contract
+    over records a company keeps under its own keys (``INV-1042``) sets a namespace of its
+    own (a constant ``uuid4()``, never changed): each key then maps, once and
+    deterministically, to ``keyed_resource_id(namespace, key)``, the id a proposal stores,
+    and the key is kept beside it (``Scope.key``, a proposal's ``resource_key``) for ``load``
+    and for display."""
+
+    def scope(self, organization_id: UUID, resource: str) -> Scope:
+        """Where a proposal of this operation on ``resource`` (an id, or a key under
+        ``resource_namespace``) applies; NotFoundError for an id that is not one."""
+        named = str(resource).strip()
+        if self.resource_namespace is not None:
+            if not named or len(named) > 200:
+                raise NotFoundError("malformed resource key")
+            resource_id = keyed_resource_id(self.resource_namespace, named)
+            return Scope(organization_id, self.section, resource_id, key=named)
+        try:
+            return Scope(organization_id, self.section, UUID(named))
+        except ValueError:
+            raise NotFoundError("malformed resource id") from None
+
     @abstractmethod
     def load(self, scope: Scope, store: Repository) -> FactsT:
         """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
+
+    def settlement_facts(self, scope: Scope, store: Repository) -> FactsT:
+        """The facts the reconciler describes an external effect on again
+        (``describe_external``) and the settlement records the provider's answer on
+        (``finish_external``): by default ``load``'s, which is right when the resource lives
+        in countersign's own store (it is never deleted). A contract over another system's
+        records returns facts that need no lookup, and describes and finishes from the frozen
+        arguments and the provider's answer alone: a record that system deleted after the
+        approval then never blocks the settlement."""
+        return self.load(scope, store)
 
     def prepare(self, request: RequestT, facts: FactsT) -> Prepared[ArgumentsT, PreviewT]:
         """The request resolved on the facts (``resolve``); InvalidRequestError with the

@@ -38,11 +38,16 @@ class SeedUser:
     email: str
     name: str
     role: str
-    permissions: tuple[str, ...]
+    permissions: tuple[str, ...] | None
+    """None: every permission there is when the seed runs (the application's, each
+    contract's, an enabled plug-in's)."""
     language: str = "en"  # what countersign's e-mails to them are written in
 
+    def granted(self) -> tuple[str, ...]:
+        return tuple(sorted(PERMISSIONS)) if self.permissions is None else self.permissions
 
-_MANAGER = tuple(sorted(PERMISSIONS))  # every permission: the application's and each contract's
+
+_MANAGER = None  # every permission: the application's, each contract's and each plug-in's
 USERS = [
     SeedUser("granite", "ava@granite.example", "Ava Lindqvist", "manager", _MANAGER),
     SeedUser("granite", "ben@granite.example", "Ben Okafor", "staff", ()),
@@ -168,7 +173,7 @@ def seed(cs: Countersign) -> dict[str, Any]:
     for user in USERS:
         org = orgs[user.organization]
         if org.member(user.email) is None:
-            org.add_member(user.email, user.name, user.role, list(user.permissions))
+            org.add_member(user.email, user.name, user.role, list(user.granted()))
         org.set_member_language(user.email, user.language)  # records nothing if already so
     for slug, policy in POLICIES:
         orgs[slug].set_approval_policy(policy, "seed")
@@ -196,7 +201,7 @@ def seed(cs: Countersign) -> dict[str, Any]:
                 "email": user.email,
                 "organization": user.organization,
                 "role": user.role,
-                "permissions": [str(p) for p in user.permissions],
+                "permissions": [str(p) for p in user.granted()],
                 "language": user.language,
             }
             for user in USERS

@@ -48,8 +48,29 @@ DOMAIN_PACKAGE = "countersign.domain"
 #: ``domain.…``; the library resolves that package name to today's (its documented way to
 #: move classes), so old and new events load as the same types.
 LEGACY_DOMAIN_PACKAGE = "domain"
-ALLOWED_TOPIC_PREFIXES = (f"{DOMAIN_PACKAGE}.", f"{LEGACY_DOMAIN_PACKAGE}.")
+_BUILT_IN_PREFIXES = (f"{DOMAIN_PACKAGE}.", f"{LEGACY_DOMAIN_PACKAGE}.")
+ALLOWED_TOPIC_PREFIXES: tuple[str, ...] = _BUILT_IN_PREFIXES
+#: The packages whose classes a resolved topic may name: the domain's, and the event
+#: packages of the deployment's plug-ins (``allow_event_packages``).
+_CLASS_MODULE_PREFIXES: tuple[str, ...] = (f"{DOMAIN_PACKAGE}.",)
 register_topic(LEGACY_DOMAIN_PACKAGE, importlib.import_module(DOMAIN_PACKAGE))
+
+
+def allow_event_packages(packages: Sequence[str]) -> None:
+    """Let stored topics name classes of these packages too (the plug-ins' declared event
+    packages; bootstrap calls this once) and of no other: ``allow_event_packages(())`` is
+    countersign's domain alone. A package is allowed with its subpackages, never a sibling
+    whose name merely starts the same (``acme_invoices`` does not allow ``acme_invoicesx``)."""
+    global ALLOWED_TOPIC_PREFIXES, _CLASS_MODULE_PREFIXES
+    own = tuple(f"{package}." for package in packages)
+    # A topic is "module:QualName": a class defined in the package itself is "package:…".
+    ALLOWED_TOPIC_PREFIXES = (*_BUILT_IN_PREFIXES, *own, *(f"{p}:" for p in packages))
+    _CLASS_MODULE_PREFIXES = (f"{DOMAIN_PACKAGE}.", *own)
+    _CLASS_MODULES.clear()
+    _CLASS_MODULES.update(packages)
+
+
+_CLASS_MODULES: set[str] = set()
 
 
 def stored_topics(aggregate_class: type[Aggregate], event_names: Sequence[str]) -> list[str]:
@@ -62,8 +83,17 @@ def stored_topics(aggregate_class: type[Aggregate], event_names: Sequence[str]) 
 
 
 def is_domain_class(cls: Any) -> bool:
-    """Whether a resolved topic is one of the domain's own classes."""
-    return isinstance(cls, type) and cls.__module__.startswith(f"{DOMAIN_PACKAGE}.")
+    """Whether a resolved topic is one of the domain's own classes, or of a package an
+    enabled plug-in declared (``allow_event_packages``)."""
+    if not isinstance(cls, type):
+        return False
+    module = cls.__module__
+    return module.startswith(_CLASS_MODULE_PREFIXES) or module in _CLASS_MODULES
+
+
+def topic_allowed(topic: str) -> bool:
+    """Whether a stored topic may be resolved at all (before anything is imported)."""
+    return topic.startswith(ALLOWED_TOPIC_PREFIXES)
 
 
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
@@ -77,7 +107,7 @@ class GuardedMapper(Mapper[UUID]):
     """The library's mapper, failing closed on foreign topics and future class versions."""
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        if not stored_event.topic.startswith(ALLOWED_TOPIC_PREFIXES):
+        if not topic_allowed(stored_event.topic):
             raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
         cls = resolve_topic(stored_event.topic)
         if not is_domain_class(cls):

@@ -22,8 +22,8 @@ from uuid import UUID, SafeUUID
 
 import orjson
 from countersign.infrastructure.persistence.event_store import (
-    ALLOWED_TOPIC_PREFIXES,
     is_domain_class,
+    topic_allowed,
 )
 from countersign.infrastructure.persistence.recorders import LogEntry
 from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
@@ -155,7 +155,7 @@ class ProjectionDecoder:
         return {k: v if type(v) in _SCALARS else _revive(v, names) for k, v in parsed.items()}
 
     def _kind(self, topic: str) -> _Kind | None:
-        if not self._fast or not topic.startswith(ALLOWED_TOPIC_PREFIXES):
+        if not self._fast or not topic_allowed(topic):
             return None
         try:
             cls = resolve_topic(topic)

@@ -1,6 +1,12 @@
-"""The section registry: one line per section that has an assistant."""
+"""The section registry: one line per section that has an assistant.
+
+A deployment's plug-ins add theirs with ``install``, called once by bootstrap: ``ASSISTANTS``
+is changed in place, so every importer sees the same registry.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from countersign.application.assistant.sections.base import (
     ReadTool,
@@ -15,6 +21,7 @@ from countersign.domain.scope import Section
 
 __all__ = [
     "ASSISTANTS",
+    "BUILT_IN",
     "ReadTool",
     "ReadToolRequest",
     "SectionAssistant",
@@ -22,7 +29,7 @@ __all__ = [
 ]
 
 
-def _registry(*assistants: SectionAssistant) -> dict[Section, SectionAssistant]:
+def _registry(assistants: Iterable[SectionAssistant]) -> dict[Section, SectionAssistant]:
     """Index assistants by section, refusing a section twice or a read tool named twice."""
     registry: dict[Section, SectionAssistant] = {}
     for assistant in assistants:
@@ -35,9 +42,16 @@ def _registry(*assistants: SectionAssistant) -> dict[Section, SectionAssistant]:
     return registry
 
 
-ASSISTANTS: dict[Section, SectionAssistant] = _registry(
-    ORDERS,
-    EMAIL_BROADCASTS,
-    ROSTER,
-)
-"""Every section's assistant, in the order pages list them."""
+BUILT_IN: tuple[SectionAssistant, ...] = (ORDERS, EMAIL_BROADCASTS, ROSTER)
+"""countersign's own sections, in the order pages list them."""
+
+ASSISTANTS: dict[Section, SectionAssistant] = _registry(BUILT_IN)
+"""Every section's assistant, in the order pages list them (plug-ins' after countersign's)."""
+
+
+def install(assistants: Iterable[SectionAssistant]) -> None:
+    """Make the built-in sections and these the registry: ValueError, saying which, when one
+    breaks a registry rule, and then nothing changes (``install(())``: the built-in ones)."""
+    registry = _registry((*BUILT_IN, *assistants))
+    ASSISTANTS.clear()
+    ASSISTANTS.update(registry)

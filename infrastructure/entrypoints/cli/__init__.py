@@ -35,7 +35,7 @@ from countersign.application.errors import (
 )
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
-from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.bootstrap import bootstrap, enable_plugins
 from countersign.infrastructure.entrypoints.cli import cards, render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -71,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    try:  # before the parser: its choices list the plug-ins' operations and sections
+        enable_plugins()
+    except SettingsError as error:
+        json = "--json" in (sys.argv[1:] if argv is None else argv)
+        return _emitter(json)(
+            {"error": "configuration", "message": str(error)}, f"error: {error}", 2
+        )
     parser = build_parser()
     try:
         configure_logging()  # COUNTERSIGN_LOG_FORMAT (text or json), COUNTERSIGN_LOG_LEVEL

@@ -11,6 +11,7 @@ from countersign.infrastructure.entrypoints.http.answers import (
 )
 from countersign.infrastructure.entrypoints.http.auth import Service, Wired
 from countersign.infrastructure.entrypoints.http.models.assistants import (
+    KNOWN_SECTION,
     SECTION_PATTERN,
     SECTIONS,
     InboxOut,
@@ -36,7 +37,9 @@ def post_message(
     request: Request,
     cs: Wired,
     service: Service,
-    section: Annotated[str, Path(pattern=SECTION_PATTERN, description=f"One of: {SECTIONS}.")],
+    section: Annotated[
+        str, Path(pattern=SECTION_PATTERN, description=f"One of: {SECTIONS}."), KNOWN_SECTION
+    ],
     resource_id: Annotated[
         str,
         Path(
@@ -75,7 +78,9 @@ def inbox(
     cs: Wired,
     service: Service,
     section: Annotated[
-        str | None, Query(pattern=SECTION_PATTERN, description=f"Only this one of: {SECTIONS}.")
+        str | None,
+        Query(pattern=SECTION_PATTERN, description=f"Only this one of: {SECTIONS}."),
+        KNOWN_SECTION,
     ] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,

@@ -8,11 +8,23 @@ from typing import Any, Literal
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.infrastructure.entrypoints.http.models import Body
 from countersign.infrastructure.entrypoints.http.models.proposals import ProposalCreatedOut
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
-SECTIONS = ", ".join(ASSISTANTS)
+SECTIONS = ", ".join(ASSISTANTS) + " (and an enabled plug-in's)"
 """Every section with an assistant, as the API names them."""
-SECTION_PATTERN = "^(" + "|".join(ASSISTANTS) + ")$"
+SECTION_PATTERN = "^[a-z][a-z0-9_]{0,39}$"
+"""A section's name: whether it has an assistant is ``KNOWN_SECTION``'s to say."""
+
+
+def _known_section(section: str | None) -> str | None:
+    if section is not None and section not in ASSISTANTS:
+        raise ValueError("unknown section")
+    return section
+
+
+KNOWN_SECTION = AfterValidator(_known_section)
+"""A section with an assistant, read from the registry when a request comes in: a plug-in's
+section (installed after this module is imported) is taken like countersign's own."""
 
 
 class MessageIn(Body):

@@ -8,14 +8,14 @@ from countersign.domain.contracts import PERMISSIONS
 from countersign.infrastructure.entrypoints.http.models import Body
 from pydantic import BaseModel, Field
 
-_KNOWN = ", ".join(sorted(PERMISSIONS))
+_KNOWN = ", ".join(sorted(PERMISSIONS)) + " (and an enabled plug-in's)"
 
 
 class PermissionsIn(Body):
     """The permissions the member holds from now on: exactly these (the others are withdrawn)."""
 
     permissions: list[Annotated[str, Field(max_length=100)]] = Field(
-        max_length=len(PERMISSIONS) + 20,
+        max_length=len(PERMISSIONS) + 100,
         description=f"Permission names, each one of: {_KNOWN}. An empty list withdraws them all.",
     )
 

@@ -1,0 +1,93 @@
+"""The company's own systems: its invoices (a SQLite database of its own) and its ledger
+service, which credits invoices under idempotency keys (an effect provider)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from countersign.application.ports import EffectResponseLostError
+from countersign.domain.ports import EffectResponse
+
+
+@dataclass(frozen=True)
+class Invoice:
+    key: str
+    customer: str
+    balance_cents: int
+
+
+class InvoiceBook:
+    """The company's invoices, in its own database: the facts client its contracts are given."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with self._connect() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS invoices "
+                "(key TEXT PRIMARY KEY, customer TEXT, balance_cents INTEGER)"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, isolation_level=None)
+
+    def put(self, invoice: Invoice) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO invoices VALUES (?, ?, ?)",
+                (invoice.key, invoice.customer, invoice.balance_cents),
+            )
+
+    def delete(self, key: str) -> None:
+        with self._connect() as db:
+            db.execute("DELETE FROM invoices WHERE key = ?", (key,))
+
+    def get(self, key: str) -> Invoice | None:
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT key, customer, balance_cents FROM invoices WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else Invoice(*row)
+
+
+class LedgerService:
+    """The company's ledger: credits an invoice once per idempotency key, and says what it
+    did under a key. ``lose_next`` answers nothing to the next request it performs (a lost
+    answer, as after a timeout)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lose_next = False
+        with self._connect() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS credits (key TEXT PRIMARY KEY, request TEXT)")
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, isolation_level=None)
+
+    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO credits VALUES (?, ?)", (key, json.dumps(dict(request)))
+            )
+        if self.lose_next:
+            self.lose_next = False
+            raise EffectResponseLostError("the ledger did not answer")
+        found = self.lookup(key)
+        assert found is not None
+        return found
+
+    def lookup(self, key: str) -> EffectResponse | None:
+        with self._connect() as db:
+            row = db.execute("SELECT rowid FROM credits WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return EffectResponse(idempotency_key=key, status="succeeded", reference=f"CR-{row[0]}")
+
+    def credits(self) -> list[tuple[str, dict[str, Any]]]:
+        with self._connect() as db:
+            rows = db.execute("SELECT key, request FROM credits ORDER BY rowid").fetchall()
+        return [(key, json.loads(request)) for key, request in rows]

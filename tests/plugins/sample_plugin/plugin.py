@@ -1,0 +1,61 @@
+"""The plug-in's entry points (tests/test_plugins.py writes them as a dist-info):
+
+- ``sample``: ``build``, which reads where the company's systems are
+  (``SAMPLE_PLUGIN_DATA``, a folder) and builds the contracts with their clients;
+- ``sample-broken``: a plug-in whose operation is not named by its namespace.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from countersign.application.assistant.sections import SectionAssistant, SectionTexts
+from countersign.application.plugins import Plugin
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.ports import Repository
+from countersign.domain.scope import Scope
+
+from sample_plugin.company import InvoiceBook, LedgerService
+from sample_plugin.contracts import SECTION, InvoiceCredit, TagInvoice
+
+
+def _summary(scope: Scope, store: Repository) -> str:
+    return f"The invoice {scope.key}."
+
+
+ASSISTANT = SectionAssistant(
+    section=SECTION,
+    texts=SectionTexts(
+        name=Localized("Invoices", "Factures"),
+        assistant=Localized("Invoices assistant", "Assistant des factures"),
+        lead=Localized("Ask to tag or credit an invoice.", "Demandez d'étiqueter une facture."),
+        placeholder=Localized("For example: credit $10", "Par exemple : créditer 10 $"),
+    ),
+    role="You are the company's invoices assistant.",
+    rules="You cannot change anything yourself.",
+    read_tools=(),
+    summary=_summary,
+)
+
+
+def build() -> Plugin:
+    data = Path(os.environ.get("SAMPLE_PLUGIN_DATA") or ".")
+    book = InvoiceBook(data / "invoices.db")
+    return Plugin(
+        name="sample",
+        namespace="sample",
+        contracts=(TagInvoice(book), InvoiceCredit(book)),
+        sections=(ASSISTANT,),
+        providers={"sample.ledger": LedgerService(data / "ledger.db")},
+        event_packages=("sample_plugin.domain",),
+    )
+
+
+class _Misnamed(TagInvoice):
+    kind = "orders.tag_invoice"
+
+
+def broken() -> Plugin:
+    book = InvoiceBook(Path(os.environ.get("SAMPLE_PLUGIN_DATA") or ".") / "invoices.db")
+    return Plugin(name="sample-broken", namespace="broken", contracts=(_Misnamed(book),))

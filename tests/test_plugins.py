@@ -1,0 +1,362 @@
+"""Plug-ins (issue 26): a package other than countersign adds operations, a section, a provider
+and an aggregate of its own, enabled per deployment by ``COUNTERSIGN_PLUGINS``.
+
+The plug-in is ``tests/plugins/sample_plugin``. Nothing is installed: a ``*.dist-info`` folder
+with its ``entry_points.txt`` is written to a temporary folder put on ``sys.path`` (and on
+``PYTHONPATH`` for the commands run as processes), which is how importlib.metadata finds an
+installed distribution.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.application.errors import CorruptRecordError
+from countersign.domain.contracts import PERMISSIONS, REGISTRY, REVISION_REASONS
+from countersign.domain.errors import NotFoundError
+from countersign.domain.scope import keyed_resource_id
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.audit.verify import verify
+from countersign.infrastructure.bootstrap import Countersign, bootstrap, enable_plugins
+from countersign.infrastructure.entrypoints.http.models.assistants import _known_section
+from countersign.infrastructure.persistence.event_store import topic_allowed
+from countersign.infrastructure.settings import Settings, SettingsError
+
+from tests.conftest import AVA, events_table
+
+PLUGINS = Path(__file__).parent / "plugins"
+COUNTERSIGN = Path(sys.executable).with_name("countersign")
+ENTRY_POINTS = """\
+[countersign.plugins]
+sample = sample_plugin.plugin:build
+sample-broken = sample_plugin.plugin:broken
+"""
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The sample plug-in's distribution, findable (not enabled); yields its data folder."""
+    site = tmp_path_factory.mktemp("site")
+    info = site / "countersign_sample_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: countersign-sample-plugin\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    data = tmp_path_factory.mktemp("company")
+    sys.path[:0] = [str(site), str(PLUGINS)]
+    os.environ["SAMPLE_PLUGIN_DATA"] = str(data)
+    try:
+        yield site
+    finally:
+        enable_plugins(())
+        for path in (str(site), str(PLUGINS)):
+            sys.path.remove(path)
+        os.environ.pop("SAMPLE_PLUGIN_DATA", None)
+
+
+@pytest.fixture
+def company(installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's company data (its invoices, its ledger), with two invoices."""
+    monkeypatch.setenv("SAMPLE_PLUGIN_DATA", str(tmp_path))
+    from sample_plugin.company import Invoice, InvoiceBook
+
+    book = InvoiceBook(tmp_path / "invoices.db")
+    book.put(Invoice("INV-1", "Granite Hardware", 12_000))
+    book.put(Invoice("INV 2/b", "Maple Supplies", 5_000))
+    return tmp_path
+
+
+@pytest.fixture
+def wired(
+    company: Path, database_url: str, clock: FakeClock, cs: Countersign, seeded: dict[str, Any]
+) -> Iterator[Countersign]:
+    """countersign with the sample plug-in enabled, over the seeded clubs; Ava may use it."""
+    enable_plugins(())  # the data folder is read when the plug-in is built: build it again
+    plugged = bootstrap(Settings(database_url=database_url, plugins=("sample",)), clock=clock)
+    plugged.club.set_permissions("granite", AVA, sorted(PERMISSIONS))
+    yield plugged
+    plugged.close()
+    enable_plugins(())
+
+
+def _env(installed: Path, company: Path | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNTERSIGN_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(installed), str(PLUGINS)])
+    if company is not None:
+        env["SAMPLE_PLUGIN_DATA"] = str(company)
+    return {**env, **extra}
+
+
+def _countersign(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(COUNTERSIGN), *argv], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _propose(cs: Countersign, operation: str, key: str, request: dict[str, Any]) -> str:
+    created = cs.proposals.propose(
+        organization="granite", actor=AVA, operation=operation, resource_id=key, request=request
+    )
+    return created.proposal_id
+
+
+# -- enabled only when named ---------------------------------------------------------------------
+
+
+def test_an_installed_plugin_is_listed_only_when_the_deployment_names_it(installed, tmp_path):
+    without = _countersign(_env(installed, tmp_path), "operations", "--json")
+    named = _countersign(
+        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample"), "operations", "--json"
+    )
+
+    assert without.returncode == 0, without.stderr
+    assert named.returncode == 0, named.stderr
+    kinds = [entry["kind"] for entry in json.loads(named.stdout)]
+    assert "sample.invoice_credit" not in [e["kind"] for e in json.loads(without.stdout)]
+    assert kinds[-2:] == ["sample.tag_invoice", "sample.invoice_credit"]
+    assert "sample.tag_invoice" not in REGISTRY  # this process named none
+
+
+def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(installed, tmp_path):
+    done = _countersign(
+        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample,acme-invoices"), "operations"
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: COUNTERSIGN_PLUGINS names plug-in 'acme-invoices', which is not installed "
+        "(installed: sample, sample-broken); install its package or remove it from "
+        "COUNTERSIGN_PLUGINS"
+    ]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_plugin_breaking_a_registry_rule_stops_the_command_with_what_to_fix(installed, tmp_path):
+    done = _countersign(
+        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample-broken"), "operations", "--json"
+    )
+
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"] == "configuration"
+    assert done.stderr.strip().splitlines() == [
+        "error: plug-in 'sample-broken': operation 'orders.tag_invoice' must be named "
+        "broken.<name>; fix the plug-in or remove it from COUNTERSIGN_PLUGINS"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ({"event_packages": ("countersign.domain",)}, "is countersign's; name your own"),
+        ({"namespace": "orders"}, "namespace 'orders' is countersign's own"),
+        ({"permissions": ("orders.refund",)}, "permission 'orders.refund' must be named"),
+        ({"providers": {"payments": None}}, "provider 'payments' is countersign's own"),
+    ],
+)
+def test_a_plugin_may_not_claim_what_is_countersigns(installed, company, change, refusal):
+    from dataclasses import replace
+
+    from countersign.application.plugins import PluginError, install
+    from sample_plugin.plugin import build
+
+    with pytest.raises(PluginError, match=refusal):
+        install([replace(build(), **change)])
+    assert "sample.tag_invoice" not in REGISTRY  # nothing was installed
+
+
+def test_a_contract_breaking_a_registry_rule_installs_nothing(installed, company):
+    from countersign.application.plugins import Plugin, PluginError, install
+    from sample_plugin.plugin import ASSISTANT, build
+
+    plugin = build()
+    twice = Plugin(
+        "twice",
+        "sample",
+        contracts=(*plugin.contracts, plugin.contracts[0]),
+        sections=(ASSISTANT,),
+        providers=plugin.providers,
+    )
+
+    with pytest.raises(PluginError, match=r"sample\.tag_invoice is registered twice"):
+        install([twice])
+    assert "sample.invoice_credit" not in REGISTRY
+    assert "already_tagged" not in REVISION_REASONS
+
+
+def test_settings_read_the_plugins_the_deployment_names(monkeypatch):
+    monkeypatch.setenv("COUNTERSIGN_PLUGINS", " sample, ,acme-invoices,sample ")
+
+    assert Settings.from_env().plugins == ("sample", "acme-invoices")
+
+
+# -- its operations, events and resources ---------------------------------------------------------
+
+
+def test_a_plugin_operation_on_a_company_key_is_proposed_approved_and_read_back(
+    wired, database_url
+):
+    proposal_id = _propose(wired, "sample.tag_invoice", "INV 2/b", {"tag": "disputed"})
+
+    report = wired.proposals.approve(proposal_id, AVA)
+
+    from sample_plugin.contracts import INVOICES
+    from sample_plugin.domain import InvoiceTags
+
+    resource = keyed_resource_id(INVOICES, "INV 2/b")
+    assert report.status == "succeeded", report
+    stored = wired.store.get(resource, InvoiceTags)
+    assert (stored.invoice_key, stored.tags) == ("INV 2/b", ("disputed",))
+    from countersign.domain.proposal import Proposal
+
+    proposal = wired.store.get(UUID(proposal_id), Proposal)
+    assert (proposal.resource_id, proposal.resource_key) == (resource, "INV 2/b")
+    assert topic_allowed("sample_plugin.domain:InvoiceTags.Tagged")
+    assert not topic_allowed("sample_plugin.company:Invoice")
+
+
+def test_a_fresh_process_reads_the_plugin_events_and_the_audit_verifies(
+    wired, company, database_url, installed
+):
+    proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    wired.proposals.approve(proposal_id, AVA)
+    env = _env(installed, company, COUNTERSIGN_PLUGINS="sample")
+    read = (
+        "from uuid import UUID\n"
+        "from countersign.infrastructure.bootstrap import bootstrap\n"
+        "from countersign.domain.scope import keyed_resource_id\n"
+        "from sample_plugin.contracts import INVOICES\n"
+        "from sample_plugin.domain import InvoiceTags\n"
+        f"cs = bootstrap(database_url={database_url!r}, create=False)\n"
+        "print(cs.store.get(keyed_resource_id(INVOICES, 'INV-1'), InvoiceTags).tags)\n"
+    )
+
+    fresh = subprocess.run(
+        [sys.executable, "-c", read], env=env, capture_output=True, text=True, timeout=120
+    )
+    audited = _countersign(env, "audit", "verify", "--database", database_url, "--json")
+
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout.strip() == "('late',)"
+    assert audited.returncode == 0, audited.stderr
+    assert json.loads(audited.stdout)["ok"] is True
+    assert verify(wired.app, wired.sql).broken == []
+
+
+def test_the_plugin_proposals_are_shown_in_the_projections(wired):
+    proposal_id = _propose(wired, "sample.invoice_credit", "INV-1", {"amount_cents": 2500})
+    tagged = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    wired.proposals.approve(tagged, AVA)
+
+    for runner in wired.projection_runners():
+        runner.catch_up()
+    listed = wired.read_models.inbox(
+        _organization_id(wired),
+        wired.clock.now(),
+        section="sample",
+    )
+
+    assert [item["proposal_id"] for item in listed["items"]] == [proposal_id]
+    assert _known_section("sample") == "sample"  # the API takes the plug-in's section
+
+
+def _organization_id(cs: Countersign) -> str:
+    from countersign.domain.club.organization import Organization
+
+    return str(Organization.create_id("granite"))
+
+
+def test_a_tampered_topic_outside_the_declared_packages_is_still_refused(wired):
+    proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    wired.proposals.approve(proposal_id, AVA)
+    table = events_table(wired)
+    from sample_plugin.contracts import INVOICES
+
+    resource = keyed_resource_id(INVOICES, "INV-1")
+    with wired.sql.transaction() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET topic = ? WHERE originator_id = ? AND originator_version = 2",
+            (
+                "sample_plugin.company:Invoice",
+                resource.hex if wired.database.kind == "sqlite" else str(resource),
+            ),
+        )
+    fresh = bootstrap(Settings(database_url=wired.settings.database_url, plugins=("sample",)))
+    from sample_plugin.domain import InvoiceTags
+
+    try:
+        with pytest.raises(CorruptRecordError):
+            fresh.store.get(resource, InvoiceTags)
+    finally:
+        fresh.close()
+
+
+def test_without_the_plugin_its_stored_events_are_refused(wired, database_url):
+    proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    wired.proposals.approve(proposal_id, AVA)
+    from sample_plugin.contracts import INVOICES
+    from sample_plugin.domain import InvoiceTags
+
+    plain = bootstrap(Settings(database_url=database_url))
+    try:
+        with pytest.raises(CorruptRecordError):
+            plain.store.get(keyed_resource_id(INVOICES, "INV-1"), InvoiceTags)
+    finally:
+        plain.close()
+
+
+def test_an_unknown_company_key_is_not_found(wired):
+    with pytest.raises(NotFoundError):
+        _propose(wired, "sample.tag_invoice", "INV-404", {"tag": "late"})
+
+
+# -- contracts over the company's services --------------------------------------------------------
+
+
+def test_the_reconciler_settles_a_credit_after_the_company_deleted_the_invoice(wired, company):
+    from sample_plugin.company import InvoiceBook
+
+    ledger = wired.plugins[0].providers["sample.ledger"]
+    proposal_id = _propose(wired, "sample.invoice_credit", "INV-1", {"amount_cents": 2500})
+    ledger.lose_next = True  # type: ignore[attr-defined]
+
+    lost = wired.proposals.approve(proposal_id, AVA)
+    InvoiceBook(company / "invoices.db").delete("INV-1")
+    wired.clock.advance(seconds=wired.settings.reconcile_lease_seconds + 1)
+    swept = wired.sweepers.reconcile()
+
+    assert (lost.status, lost.outcome["kind"]) == ("reconciling", "needs_reconciliation")
+    assert [(s.action, s.status) for s in swept] == [("settled", "succeeded")]
+    key = f"countersign:sample.invoice_credit:{proposal_id}"
+    assert ledger.credits() == [  # type: ignore[attr-defined]
+        (key, {"invoice_key": "INV-1", "amount_cents": 2500})
+    ]
+
+
+def test_a_credit_whose_invoice_was_deleted_before_approval_is_not_sent(wired, company):
+    from sample_plugin.company import InvoiceBook
+
+    proposal_id = _propose(wired, "sample.invoice_credit", "INV-1", {"amount_cents": 2500})
+    InvoiceBook(company / "invoices.db").delete("INV-1")
+
+    report = wired.proposals.approve(proposal_id, AVA)
+
+    assert (report.status, report.outcome["reason"]["code"]) == (
+        "revision_required",
+        "resource_unavailable",
+    )
+    assert wired.plugins[0].providers["sample.ledger"].credits() == []  # type: ignore[attr-defined]
+
+
+def test_a_failing_configuration_is_a_settings_error():
+    with pytest.raises(SettingsError, match="not installed"):
+        enable_plugins(("nowhere",))
+    assert "sample.tag_invoice" not in REGISTRY
