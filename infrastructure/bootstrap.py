@@ -35,7 +35,7 @@ from countersign.infrastructure.adapters.crash_points import fault_points_from_e
 from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
 from countersign.infrastructure.identity.passkeys import WebAuthnCeremonies
-from countersign.infrastructure.observability.metrics import MeteredProposalService, counted
+from countersign.infrastructure.observability.counting import MeteredProposalService, counted
 from countersign.infrastructure.persistence.event_store import (
     CountersignApplication,
     EventSourcedStore,
@@ -173,7 +173,8 @@ def bootstrap(
         ),
         faults or fault_points_from_env(),
     )
-    # Metered: approval latency and every provider call are counted (observability/metrics.py).
+    # Metered: approval latency and every provider call are counted once the process serves
+    # its metrics (observability/counting.py).
     proposals = MeteredProposalService(
         store,
         settlement,

@@ -43,3 +43,10 @@ def test_wiring_countersign_on_sqlite_imports_no_postgresql_driver(tmp_path: Pat
 
     # psycopg, its pool and the library's PostgreSQL module: about 17 MB.
     assert not imported & {"psycopg", "psycopg_pool", "psycopg_binary"}, imported
+
+
+def test_a_process_that_serves_no_metrics_imports_no_prometheus_client(tmp_path: Path):
+    imported = _imported_by_wiring(f"sqlite:///{tmp_path / 'wired.db'}")
+
+    # Counting starts when a process serves its metrics (observability/counting.py).
+    assert "prometheus_client" not in imported, imported

@@ -200,10 +200,12 @@ def test_metrics_count_approvals_and_provider_calls_and_read_the_rest_from_the_d
 
 
 def test_the_reconcilers_lookups_are_counted_by_what_the_provider_held(cs, seeded):
-    from countersign.infrastructure.observability.metrics import PROVIDER_CALLS
+    from countersign.infrastructure.observability.metrics import enable
+
+    calls = enable().provider_calls  # as the worker does when it serves its metrics
 
     def found() -> float:
-        return PROVIDER_CALLS.labels("payments", "lookup", "found")._value.get()
+        return calls.labels("payments", "lookup", "found")._value.get()
 
     lost = propose(cs, seeded, "refund-lost-response")
     cs.proposals.approve(lost, AVA)

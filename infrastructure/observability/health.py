@@ -25,7 +25,7 @@ import os
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.observability.metrics import DatabaseCollector, render
+from countersign.infrastructure.observability.metrics import DatabaseCollector, enable, render
 from countersign.infrastructure.projection_engine.rows import TRACKING_TABLE
 from countersign.infrastructure.settings import SettingsError
 from fastapi import FastAPI, HTTPException, Request
@@ -69,6 +69,7 @@ def mount_operations(app: FastAPI, cs: Countersign) -> None:
     """Add ``/healthz``, ``/readyz`` and ``/metrics`` to ``app`` (over ``cs``, kept open by
     the caller)."""
     token = metrics_token_from_env()  # a wrong value stops the worker before it serves
+    enable()  # this process serves its metrics: count from now on
     cs.projection_runners()  # every projection's tables and tracking row exist from the start
     database = DatabaseCollector(cs.sql, lambda: _head(cs))
 

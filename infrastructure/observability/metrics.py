@@ -1,8 +1,9 @@
 """Prometheus metrics: what each process counts, and what a scrape reads from the database.
 
-Counted in the process that does the work (kept in memory, or in files under
-``PROMETHEUS_MULTIPROC_DIR`` when several server processes share one scrape; ``countersign
-serve --workers N`` sets that up):
+Counted in the process that does the work, once it serves its metrics (``enable``, called by
+the pages' server as it mounts ``/metrics`` and by the worker with ``--metrics-port``; see
+``counting.py``), kept in memory, or in files under ``PROMETHEUS_MULTIPROC_DIR`` when several
+server processes share one scrape (``countersign serve --workers N`` sets that up):
 
 * ``countersign_approve_seconds{result}``: how long an approval took, by its answer
   (executed, already_completed, not_approvable, awaiting_approvals), whichever entry point
@@ -25,15 +26,10 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator
 
-from countersign.application.authorization import Caller
-from countersign.application.ports import EffectProvider, EffectResponseLostError
-from countersign.application.proposals import ProposalService
-from countersign.application.reports import ApprovalReport
-from countersign.domain.ports import EffectResponse
+from countersign.infrastructure.observability import counting
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.rows import TRACKING_TABLE
 from prometheus_client import (
@@ -51,90 +47,42 @@ log = logging.getLogger("countersign.metrics")
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
-APPROVE_SECONDS = Histogram(
-    "countersign_approve_seconds",
-    "Time to answer an approval, by its result.",
-    ["result"],
-    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-)
-PROVIDER_CALLS = Counter(
-    "countersign_provider_calls",
-    "Calls to effect providers, by provider, call (perform, lookup) and what came back.",
-    ["provider", "call", "result"],
-)
+
+class PrometheusMeter:
+    """The counted figures as this process's Prometheus metrics (``counting.Meter``)."""
+
+    def __init__(self) -> None:
+        self.approve_seconds = Histogram(
+            "countersign_approve_seconds",
+            "Time to answer an approval, by its result.",
+            ["result"],
+            buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        )
+        self.provider_calls = Counter(
+            "countersign_provider_calls",
+            "Calls to effect providers, by provider, call (perform, lookup) and what came back.",
+            ["provider", "call", "result"],
+        )
+
+    def approval(self, result: str, seconds: float) -> None:
+        self.approve_seconds.labels(result).observe(seconds)
+
+    def provider_call(self, provider: str, call: str, result: str) -> None:
+        self.provider_calls.labels(provider, call, result).inc()
 
 
-class MeteredProposalService(ProposalService):
-    """The proposal service, timing every approval into ``countersign_approve_seconds``."""
-
-    def approve(
-        self,
-        proposal_id: str,
-        actor: str | Caller,
-        passkey_assertion: Mapping[str, Any] | None = None,
-    ) -> ApprovalReport:
-        started = time.perf_counter()
-        result = "error"
-        try:
-            report = super().approve(proposal_id, actor, passkey_assertion)
-            result = report.result
-            return report
-        finally:
-            APPROVE_SECONDS.labels(result).observe(time.perf_counter() - started)
+_enabling = threading.Lock()
 
 
-class CountedProvider:
-    """An effect provider whose every call is counted in
-    ``countersign_provider_calls_total``; anything else is the wrapped provider's own (the
-    sandboxes' ``held()``, for example)."""
-
-    def __init__(self, name: str, inner: EffectProvider) -> None:
-        self.name = name
-        self.inner = inner
-
-    def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
-        with self._counting("perform") as answer:
-            response = self.inner.perform(key, request)
-            answer.append(response.status)
-            return response
-
-    def lookup(self, key: str) -> EffectResponse | None:
-        with self._counting("lookup") as answer:
-            response = self.inner.lookup(key)
-            answer.append("none" if response is None else "found")
-            return response
-
-    def _counting(self, call: str) -> _Counting:
-        return _Counting(self.name, call)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-class _Counting:
-    """Counts one call once, by the result the block appended (or how it failed)."""
-
-    def __init__(self, provider: str, call: str) -> None:
-        self.provider = provider
-        self.call = call
-        self.result: list[str] = []
-
-    def __enter__(self) -> list[str]:
-        return self.result
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if kind is None:
-            result = self.result[0] if self.result else "error"
-        elif issubclass(kind, EffectResponseLostError):
-            result = "lost"
-        else:
-            result = "error"
-        PROVIDER_CALLS.labels(self.provider, self.call, result).inc()
-
-
-def counted(providers: Mapping[str, EffectProvider]) -> dict[str, EffectProvider]:
-    """Every provider wrapped so that its calls are counted under its registered name."""
-    return {name: CountedProvider(name, provider) for name, provider in providers.items()}
+def enable() -> PrometheusMeter:
+    """Count into Prometheus metrics from now on, in this process (idempotent): what a
+    process that serves its metrics calls before it serves."""
+    with _enabling:
+        meter = counting.installed()
+        if not isinstance(meter, PrometheusMeter):
+            meter = PrometheusMeter()
+            counting.install(meter)
+        return meter
 
 
 # -- read at scrape time ---------------------------------------------------------------------

@@ -50,7 +50,9 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def _serve_metrics(host: str, port: int) -> Any:
+    from countersign.infrastructure.observability.metrics import enable
     from prometheus_client import start_http_server
 
+    enable()  # this process serves its metrics: count from now on
     server, _thread = start_http_server(port, addr=host)
     return server
