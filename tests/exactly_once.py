@@ -16,12 +16,13 @@ from uuid import UUID, uuid4
 
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.organization import Organization
-from countersign.infrastructure.adapters.payment_sandbox import CARD_OK
-from countersign.infrastructure.bootstrap import Countersign
 
 # The seed's makers: an order like the seeded ones (its charge created in the payment
 # sandbox), a roster, the manager's permissions.
-from countersign.infrastructure.demo.seed import _MANAGER, LEAGUES
+from countersign.domain.contracts import PERMISSIONS
+from countersign.infrastructure.adapters.payment_sandbox import CARD_OK
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.demo.seed import LEAGUES
 from countersign.infrastructure.demo.seed import _order as seeded_order
 from countersign.infrastructure.demo.seed import _roster as seeded_roster
 
@@ -74,7 +75,7 @@ def broadcast_send(cs: Countersign, name: str) -> External:
     keeps every send it ever made: thousands on one form would make the suites measure the
     replay of one ever-growing aggregate."""
     club = Organization(slug=f"club-{name}", name=f"Club {name}")
-    club.add_member(AVA, "Ava Lindqvist", "manager", list(_MANAGER))
+    club.add_member(AVA, "Ava Lindqvist", "manager", sorted(PERMISSIONS))
     form = BroadcastForm(organization_id=club.id)
     form.apply_draft({"leagues": ["Thursday Seniors"]}, f"Draw {name}", "Later.", uuid4())
     cs.store.save(club, form)
