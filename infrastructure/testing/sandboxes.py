@@ -28,6 +28,7 @@ from countersign.infrastructure.adapters.payment_sandbox import (
 from countersign.infrastructure.adapters.sandbox import SandboxProvider
 from countersign.infrastructure.adapters.sandbox_faults import FAULTS, Fault, ScriptedFaults
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.observability.counting import CountedProvider
 
 __all__ = [
     "CARD_DECLINED",
@@ -43,23 +44,31 @@ __all__ = [
     "SandboxEmailProvider",
     "SandboxPaymentProvider",
     "ScriptedFaults",
+    "provider",
     "sandbox",
     "script_faults",
 ]
 
 
-def sandbox(cs: Countersign, provider: str) -> SandboxProvider[object]:
-    """The sandbox registered as ``provider`` (``"payments"``, ``"email"``) in ``cs``."""
-    found = cs.proposals.settlement.providers[provider]
+def provider(cs: Countersign, name: str) -> object:
+    """The effect provider registered as ``name`` in ``cs`` (a sandbox, a plug-in's own), as
+    it was given: not the wrapper that counts its calls for the metrics."""
+    found: object = cs.proposals.settlement.providers[name]
+    return found.inner if isinstance(found, CountedProvider) else found
+
+
+def sandbox(cs: Countersign, name: str) -> SandboxProvider[object]:
+    """The sandbox registered as ``name`` (``"payments"``, ``"email"``) in ``cs``."""
+    found = provider(cs, name)
     if not isinstance(found, SandboxProvider):
-        raise TypeError(f"provider {provider!r} is a {type(found).__name__}, not a sandbox")
+        raise TypeError(f"provider {name!r} is a {type(found).__name__}, not a sandbox")
     return found
 
 
-def script_faults(cs: Countersign, provider: str, key: str, faults: Sequence[Fault]) -> None:
-    """What the next requests under idempotency key ``key`` meet at ``provider``'s sandbox,
+def script_faults(cs: Countersign, name: str, key: str, faults: Sequence[Fault]) -> None:
+    """What the next requests under idempotency key ``key`` meet at sandbox ``name``,
     one fault each (then it behaves normally again). Every process sharing the database
     meets the same script: ``follow`` makes this one read scripts from now on."""
-    scripted = sandbox(cs, provider).faults
+    scripted = sandbox(cs, name).faults
     scripted.follow()
     scripted.script(key, faults)
