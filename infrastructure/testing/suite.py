@@ -26,6 +26,7 @@ import json
 import logging
 import re
 import string
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import cache
 from typing import Any, ClassVar
@@ -172,6 +173,29 @@ def _assert_tampering_shows(cs: Countersign, proposal_id: str) -> None:
     report = audit_report(cs)
     assert not report.ok
     assert (report.broken[0]["proposal_id"], report.broken[0]["version"]) == (proposal_id, 1)
+
+
+def _approve_tampered(
+    case: ConformanceCase,
+    cs: Countersign,
+    other: Countersign,
+    caplog: pytest.LogCaptureFixture,
+    proposal_id: str,
+    change: Callable[[dict[str, Any]], None],
+    error_class: str,
+) -> ApprovalReport:
+    """Edit the proposal's stored ``Proposed`` event (``change``) and approve it in another
+    process: a terminal failure of ``error_class``, recorded, no provider called, and the
+    audit names the edited event."""
+    rewrite_proposed(cs, proposal_id, change)
+    with caplog.at_level(logging.ERROR, logger="countersign"):
+        report = other.proposals.approve(proposal_id, case.actor)
+    _assert_terminal_failure(report, caplog.text)
+    failed = _events(other, proposal_id)[-1]
+    assert (failed["type"], failed["error_class"]) == ("Failed", error_class)
+    assert provider_requests(cs) == {}
+    _assert_tampering_shows(other, proposal_id)
+    return report
 
 
 @cache
@@ -465,19 +489,14 @@ class ConformanceSuite:
         def corrupt(state: dict[str, Any]) -> None:
             state["arguments"] = tampered
 
-        rewrite_proposed(cs, created.proposal_id, corrupt)
-        with caplog.at_level(logging.ERROR, logger="countersign"):
-            report = other.proposals.approve(created.proposal_id, case.actor)
+        report = _approve_tampered(
+            case, cs, other, caplog, created.proposal_id, corrupt, "UndecodableContractError"
+        )
 
-        _assert_terminal_failure(report, caplog.text)
-        failed = _events(other, created.proposal_id)[-1]
-        assert (failed["type"], failed["error_class"]) == ("Failed", "UndecodableContractError")
         again = other.proposals.approve(created.proposal_id, case.actor)
         assert again.result == "already_completed"
         assert _same_bytes(again.outcome, report.outcome)
         assert case.observe(other, resource) == before
-        assert provider_requests(cs) == {}
-        _assert_tampering_shows(other, created.proposal_id)
 
     def test_arguments_changed_behind_the_digest_are_a_terminal_failure(
         self,
@@ -510,16 +529,11 @@ class ConformanceSuite:
                 text = text[key]
             text[path[-1]] += " (altered)"
 
-        rewrite_proposed(cs, created.proposal_id, alter)
-        with caplog.at_level(logging.ERROR, logger="countersign"):
-            report = other.proposals.approve(created.proposal_id, case.actor)
+        _approve_tampered(
+            case, cs, other, caplog, created.proposal_id, alter, "ContractDigestMismatch"
+        )
 
-        _assert_terminal_failure(report, caplog.text)
-        failed = _events(other, created.proposal_id)[-1]
-        assert (failed["type"], failed["error_class"]) == ("Failed", "ContractDigestMismatch")
         assert case.observe(other, resource) == before
-        assert provider_requests(cs) == {}
-        _assert_tampering_shows(other, created.proposal_id)
 
     def test_the_digest_is_stable(
         self, kind: str, cs: Countersign, seeded: Seeded, other: Countersign, clock: FakeClock
