@@ -23,17 +23,18 @@ from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from countersign.infrastructure.projection_engine.runner import _SQL_TYPES
 from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.testing.databases import START, TestDatabases
+from countersign.infrastructure.testing.fixtures import require_postgres
 from countersign.projections.analytics import Analytics
 from countersign.projections.notifications import ENDPOINTS, NOTIFICATIONS, Notifications
 
-from tests.conftest import AVA, BACKENDS, DRAFT, MIA, REFUND, _require_postgres
+from tests.conftest import AVA, BACKENDS, DRAFT, MIA, REFUND
 from tests.receivers import (
     LOOPBACK,
     allow_loopback,  # noqa: F401 - autouse
     free_port,
     receiving,
 )
-from tests.support.databases import START, TestDatabases
 from tests.support.proposing import TO_ACCOUNT_CREDIT, propose
 
 NOAH = "noah@granite.example"
@@ -187,7 +188,7 @@ class Site:
 @pytest.fixture(scope="module", params=BACKENDS)
 def site(request: pytest.FixtureRequest, test_databases: TestDatabases) -> Iterator[Site]:
     if request.param == "postgres":
-        _require_postgres()
+        require_postgres()
     url, seeded = test_databases.private(request.param)
     allowed = pytest.MonkeyPatch()  # allow_loopback's setting, for the module's whole life
     allowed.setenv("COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS", LOOPBACK)

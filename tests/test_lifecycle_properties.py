@@ -64,6 +64,7 @@ from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.runner import TRACKING_TABLE, ProjectionRunner
 from countersign.infrastructure.projection_engine.together import _rebuild_shared
 from countersign.infrastructure.settings import Database, Settings
+from countersign.infrastructure.testing.databases import TestDatabases
 from countersign.projections import PROJECTIONS
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -78,7 +79,6 @@ from hypothesis.stateful import (
 )
 
 from tests.conftest import AVA, BEN, DRAFT, MIA, REFUND, TO_CARD
-from tests.support.databases import TestDatabases
 from tests.test_projections import snapshot
 
 #: The size CI runs on each database, chosen by time (see docs/proof.md): each finds every
@@ -241,7 +241,7 @@ class Mortal:
 
 class Databases:
     """Where one test's examples run: a copy of the session's seeded template each
-    (``tests/support/databases.py``: a file copy on SQLite, a refill on PostgreSQL, both
+    (``infrastructure/testing/databases.py``: a file copy on SQLite, a refill on PostgreSQL, both
     committing without waiting for a disk), and a database whose projection tables are
     emptied and rebuilt from the example's log after every step."""
 

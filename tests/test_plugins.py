@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -360,3 +361,44 @@ def test_a_failing_configuration_is_a_settings_error():
     with pytest.raises(SettingsError, match="not installed"):
         enable_plugins(("nowhere",))
     assert "sample.tag_invoice" not in REGISTRY
+
+
+# -- the plug-in's own repository runs the conformance kit ---------------------------------------
+
+
+@pytest.mark.slow
+def test_the_plugin_repository_passes_the_conformance_checks_its_in_tree_peers_pass(
+    installed, tmp_path
+):
+    """``sample_plugin_tests/`` is what the plug-in's own repository would hold: a pytest
+    configuration that turns the kit on, its cases, its golden previews and one subclass of
+    the kit's suite. Run in a process of its own, from its own folder (countersign's
+    ``tests/`` is neither its rootdir nor importable), it passes every check of
+    ``ConformanceSuite``, the class tests/contracts/test_conformance.py runs, for each of the
+    plug-in's operations on every backend."""
+    from countersign.infrastructure.testing.suite import ConformanceSuite
+
+    repository = PLUGINS / "sample_plugin_tests"
+    env = _env(installed, tmp_path)
+    env.update({k: v for k, v in os.environ.items() if k.startswith("COUNTERSIGN_TEST_")})
+    ran = subprocess.run(
+        [str(COUNTERSIGN.with_name("pytest")), "-v", "-n", "0"],
+        cwd=repository,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
+    assert f"rootdir: {repository}" in ran.stdout
+    passed = re.findall(
+        r"::TestConformance::(test_\w+)(?:\[([\w.]+)(?:-(\w+))?\])? PASSED", ran.stdout
+    )
+    checks = {name for name in dir(ConformanceSuite) if name.startswith("test_")}
+    kinds = {"sample.tag_invoice", "sample.invoice_credit"}
+    assert {check for check, _, _ in passed} == checks
+    assert {kind for _, kind, _ in passed} - {""} == kinds
+    backends = os.environ.get("COUNTERSIGN_TEST_BACKENDS", "sqlite,postgres").split(",")
+    assert {backend for _, _, backend in passed} - {""} == {b.strip() for b in backends}
+    assert " failed" not in ran.stdout

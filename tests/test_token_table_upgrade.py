@@ -18,8 +18,8 @@ OLD_SCHEMA = (
 
 def test_an_old_token_table_gains_the_membership_column_and_new_tokens_work(cs, seeded):
     with cs.sql.transaction() as cursor:
-        # The test databases hold today's table (tests/support/databases.py): put the old one
-        # in its place, as a database from before the column has it.
+        # The test databases hold today's table (infrastructure/testing/databases.py): put the
+        # old one in its place, as a database from before the column has it.
         cursor.execute("DROP TABLE api_tokens")
         cursor.execute(OLD_SCHEMA)
     issued = issue_token(

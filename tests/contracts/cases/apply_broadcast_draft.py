@@ -7,8 +7,7 @@ from uuid import UUID
 
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.infrastructure.bootstrap import Countersign
-
-from tests.contracts.conformance import ConformanceCase, Seeded, register
+from countersign.infrastructure.testing.conformance import ConformanceCase, Seeded, register
 
 
 def _form(seeded: Seeded) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
-
-from tests.conftest import AVA
-from tests.contracts.conformance import ConformanceCase, Seeded, register
+from countersign.infrastructure.testing.conformance import ConformanceCase, Seeded, register
+from countersign.infrastructure.testing.deployment import AVA
 
 
 def _order(key: str) -> Any:

@@ -6,9 +6,9 @@ from uuid import UUID
 
 from countersign.domain.club.roster import Roster
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.testing.conformance import ConformanceCase, register
 
 from tests.contracts.cases.move_member import _roster, _roster_state  # the same roster
-from tests.contracts.conformance import ConformanceCase, register
 
 
 def _he_leaves_the_league_meanwhile(cs: Countersign, roster_id: str) -> None:

@@ -9,9 +9,8 @@ from uuid import UUID
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.infrastructure.adapters.email_sandbox import LOST_RESPONSE
 from countersign.infrastructure.bootstrap import Countersign
-
-from tests.conftest import AVA
-from tests.contracts.conformance import ConformanceCase, Seeded, register
+from countersign.infrastructure.testing.conformance import ConformanceCase, Seeded, register
+from countersign.infrastructure.testing.deployment import AVA
 
 DRAFT = {
     "filters": {"leagues": ["Thursday Seniors", "Monday Night Open"]},

@@ -57,13 +57,17 @@ class InvoiceBook:
 class LedgerService:
     """The company's ledger: credits an invoice once per idempotency key, and says what it
     did under a key. ``lose_next`` answers nothing to the next request it performs (a lost
-    answer, as after a timeout)."""
+    answer, as after a timeout). ``held`` lists what it holds, as the conformance kit reads a
+    provider (``countersign.infrastructure.testing.conformance.provider_requests``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lose_next = False
         with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS credits (key TEXT PRIMARY KEY, request TEXT)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS credits"
+                " (key TEXT PRIMARY KEY, request TEXT, requests INTEGER NOT NULL DEFAULT 0)"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, isolation_level=None)
@@ -71,8 +75,10 @@ class LedgerService:
     def perform(self, key: str, request: Mapping[str, Any]) -> EffectResponse:
         with self._connect() as db:
             db.execute(
-                "INSERT OR IGNORE INTO credits VALUES (?, ?)", (key, json.dumps(dict(request)))
+                "INSERT OR IGNORE INTO credits (key, request) VALUES (?, ?)",
+                (key, json.dumps(dict(request))),
             )
+            db.execute("UPDATE credits SET requests = requests + 1 WHERE key = ?", (key,))
         if self.lose_next:
             self.lose_next = False
             raise EffectResponseLostError("the ledger did not answer")
@@ -91,3 +97,9 @@ class LedgerService:
         with self._connect() as db:
             rows = db.execute("SELECT key, request FROM credits ORDER BY rowid").fetchall()
         return [(key, json.loads(request)) for key, request in rows]
+
+    def held(self) -> list[dict[str, Any]]:
+        """Every credit, with its idempotency key and how many requests it received."""
+        with self._connect() as db:
+            rows = db.execute("SELECT key, requests FROM credits ORDER BY rowid").fetchall()
+        return [{"idempotency_key": key, "requests": n, "metadata": {}} for key, n in rows]

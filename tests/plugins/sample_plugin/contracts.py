@@ -143,10 +143,15 @@ class TagInvoice(
         return TagResult(tags=list(facts.tags.tags))
 
     def headline(self, preview: TagPreview, language: str = "en") -> str:
+        if language == "fr":
+            return f"{preview.invoice_key} : {preview.tag}"
         return f"{preview.invoice_key}: {preview.tag}"
 
     def success_text(self, preview: TagPreview, result: TagResult, language: str = "en") -> str:
-        return f"{preview.invoice_key} is tagged {', '.join(result.tags)}."
+        tags = ", ".join(result.tags)
+        if language == "fr":
+            return f"La facture {preview.invoice_key} porte l'étiquette {tags}."
+        return f"{preview.invoice_key} is tagged {tags}."
 
 
 def _check_untagged(tags: InvoiceTags, tag: str) -> None:
@@ -276,11 +281,15 @@ class InvoiceCredit(
         return CreditResult(reference=response.reference)
 
     def headline(self, preview: CreditPreview, language: str = "en") -> str:
+        if language == "fr":
+            return f"Créditer {preview.amount_cents / 100:.2f} à {preview.invoice_key}"
         return f"Credit {preview.amount_cents / 100:.2f} to {preview.invoice_key}"
 
     def success_text(
         self, preview: CreditPreview, result: CreditResult, language: str = "en"
     ) -> str:
+        if language == "fr":
+            return f"La facture {preview.invoice_key} a été créditée ({result.reference})."
         return f"{preview.invoice_key} was credited ({result.reference})."
 
 

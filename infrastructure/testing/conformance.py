@@ -1,12 +1,14 @@
 """The conformance suite's per-contract scaffolding and its few helpers.
 
-Every contract in ``REGISTRY`` is checked by ``test_conformance.py``. What the suite cannot
-derive from the contract itself (which seeded record to act on and, if the seed is not
-enough, how to bring it to the state the example needs, a valid example request, how to make
-a material fact change behind a proposal's back, how to make the provider lose its answer) a
-contract's *case* declares: one module in ``tests/contracts/cases/`` per contract, calling
-``register(ConformanceCase(...))``. A registered contract without a case fails the
-suite. Its golden preview lives in ``tests/contracts/golden/<kind>.json``.
+The suite (``countersign.infrastructure.testing.suite``) checks every contract of the
+``Conformance`` it is pointed at: countersign's own (``BUILT_IN``, cases in
+``tests/contracts/cases``) or a plug-in's (its contracts, its own cases and golden folder).
+What the suite cannot derive from the contract itself (which seeded record to act on and, if
+the seed is not enough, how to bring it to the state the example needs, a valid example
+request, how to make a material fact change behind a proposal's back, how to make the provider
+lose its answer) a contract's *case* declares: a module calling ``register(ConformanceCase(...))``
+in the cases package or module the ``Conformance`` names. A contract without a case fails the
+suite. Its golden preview lives in ``<golden>/<kind>.json``.
 
 Everything that touches a provider's internals is in ``provider_requests``: when providers
 change, that function is the one line to change.
@@ -17,18 +19,19 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
-from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts import BUILT_IN
 from countersign.infrastructure.audit.verify import VerifyReport, verify
 from countersign.infrastructure.bootstrap import Countersign
-
-from tests.conftest import AVA, events_table
-from tests.contracts import cases as cases_package
+from countersign.infrastructure.plugins import find
+from countersign.infrastructure.testing.deployment import AVA, events_table
 
 Seeded = Mapping[str, Any]
 """What ``infrastructure.demo.seed.seed`` returned: the demo records' ids."""
@@ -75,7 +78,8 @@ class ConformanceCase:
 
 
 _CASES: dict[str, ConformanceCase] = {}
-_loaded = False
+_ORIGINS: dict[str, str] = {}
+"""Each case's kind, and the module that registered it."""
 
 
 def register(case: ConformanceCase) -> ConformanceCase:
@@ -83,38 +87,65 @@ def register(case: ConformanceCase) -> ConformanceCase:
     if case.kind in _CASES:
         raise ValueError(f"{case.kind} has two conformance cases")
     _CASES[case.kind] = case
+    _ORIGINS[case.kind] = str(sys._getframe(1).f_globals.get("__name__", ""))
     return case
 
 
-def all_cases() -> dict[str, ConformanceCase]:
-    """Every case, importing every module of ``tests/contracts/cases/`` the first time."""
-    global _loaded
-    if not _loaded:
-        for module in pkgutil.iter_modules(cases_package.__path__):
-            importlib.import_module(f"{cases_package.__name__}.{module.name}")
-        _loaded = True
-    return dict(_CASES)
+@dataclass(frozen=True)
+class Conformance:
+    """What one conformance suite checks: countersign's own contracts (no ``plugins``), or
+    those of the plug-ins named, with the cases and golden previews kept beside them."""
 
+    cases: str
+    """The cases' dotted module name: a package (every module in it is imported) or a
+    module. Each calls ``register(ConformanceCase(...))``."""
+    golden: Path
+    """The folder of the golden previews, ``<kind>.json`` each (written there by
+    ``COUNTERSIGN_UPDATE_GOLDEN=1``)."""
+    plugins: tuple[str, ...] = ()
+    """The plug-ins (``countersign.plugins`` entry-point names) whose contracts are checked,
+    enabled in every deployment the suite's fixtures make. None: countersign's own."""
+    case_hint: Callable[[str], str] | None = field(default=None, compare=False)
+    """Where a kind's case belongs, for the message when it has none (default: the cases
+    module's file)."""
 
-def case_module(kind: str) -> str:
-    """Where a kind's case lives: named like its contract's module in domain/contracts/."""
-    module = type(REGISTRY[kind]).__module__.rsplit(".", 1)[-1]
-    return f"tests/contracts/cases/{module}.py"
+    def kinds(self) -> list[str]:
+        """The kinds checked: the plug-ins' contracts, else countersign's built-in ones."""
+        if not self.plugins:
+            return [contract.kind for contract in BUILT_IN]
+        return [contract.kind for plugin in find(self.plugins) for contract in plugin.contracts]
 
+    def all_cases(self) -> dict[str, ConformanceCase]:
+        """Every case of this suite's cases location, importing it the first time."""
+        module = importlib.import_module(self.cases)
+        if hasattr(module, "__path__"):
+            for found in pkgutil.iter_modules(module.__path__):
+                importlib.import_module(f"{self.cases}.{found.name}")
+        return {
+            kind: case
+            for kind, case in _CASES.items()
+            if _ORIGINS[kind] == self.cases or _ORIGINS[kind].startswith(f"{self.cases}.")
+        }
 
-def case_for(kind: str) -> ConformanceCase:
-    """The kind's case; a registered contract without one fails, saying where to add it."""
-    case = all_cases().get(kind)
-    if case is None:
-        pytest.fail(
-            f"{kind} is registered in domain/contracts/__init__.py but has no conformance "
-            f"case: add {case_module(kind)} calling register(ConformanceCase(kind={kind!r}, "
-            "...)) (the fields are described in tests/contracts/conformance.py), then write "
-            "its golden preview with COUNTERSIGN_UPDATE_GOLDEN=1 .venv/bin/pytest "
-            "tests/contracts -k golden, and review and commit it.",
-            pytrace=False,
-        )
-    return case
+    def case_module(self, kind: str) -> str:
+        """Where a kind's case lives (or belongs)."""
+        if self.case_hint is not None:
+            return self.case_hint(kind)
+        return self.cases.replace(".", "/") + ".py"
+
+    def case_for(self, kind: str) -> ConformanceCase:
+        """The kind's case; a contract without one fails, saying where to add it."""
+        case = self.all_cases().get(kind)
+        if case is None:
+            pytest.fail(
+                f"{kind} is registered but has no conformance case: add "
+                f"{self.case_module(kind)} calling register(ConformanceCase(kind={kind!r}, "
+                "...)) (the fields are described in countersign.infrastructure.testing."
+                "conformance), then write its golden preview with COUNTERSIGN_UPDATE_GOLDEN=1 "
+                "pytest -k golden, and review and commit it.",
+                pytrace=False,
+            )
+        return case
 
 
 # -- the provider: the one place that reads its internals ------------------------------------
@@ -125,7 +156,9 @@ def provider_requests(
 ) -> dict[str, int]:
     """Every idempotency key a provider (every sandbox, or the one named ``provider``) holds
     an effect under (only those of ``proposal_id``, if given), with how many requests it
-    received under that key. Each sandbox lists what it holds with ``held()``."""
+    received under that key. Each provider lists what it holds with ``held()``: one mapping
+    per effect, with its ``idempotency_key``, its ``requests`` count and its ``metadata``
+    (the sandboxes do; a plug-in's provider checked by the suite must too)."""
     return {
         str(record["idempotency_key"]): int(record["requests"])
         for name, sandbox in cs.proposals.settlement.providers.items()

@@ -1,0 +1,30 @@
+"""The sample plug-in's company data for each test: its invoices and its ledger in a folder
+of the test's own (``SAMPLE_PLUGIN_DATA``, read when the plug-in is built)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from countersign.infrastructure.bootstrap import enable_plugins
+from sample_plugin.company import Invoice, InvoiceBook
+
+#: Where the plug-in is built while pytest collects (the suite lists its contracts' kinds).
+os.environ.setdefault("SAMPLE_PLUGIN_DATA", tempfile.mkdtemp(prefix="sample-plugin-"))
+
+INVOICES = (Invoice("INV-1", "Granite Hardware", 12_000), Invoice("INV-2", "Maple Supplies", 5_000))
+
+
+@pytest.fixture(autouse=True)
+def company(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This test's company: two invoices, an empty ledger; the plug-in built over them."""
+    monkeypatch.setenv("SAMPLE_PLUGIN_DATA", str(tmp_path))
+    book = InvoiceBook(tmp_path / "invoices.db")
+    for invoice in INVOICES:
+        book.put(invoice)
+    enable_plugins(())  # built again (by ``cs``) over this test's folder
+    yield tmp_path
+    enable_plugins(())
