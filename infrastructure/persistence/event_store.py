@@ -599,6 +599,16 @@ class EventSourcedStore:
         snapshots = [stored_snapshots.take(self.app.mapper, a) for a in aggregates]
         try:
             self.app.snapshot_recorder.insert_events(snapshots)
+            # Only the newest is ever read, and each holds the whole state: the older go.
+            recorder: Any = self.app.snapshot_recorder
+            sqlite = isinstance(recorder, SQLiteAggregateRecorder)
+            mark = "?" if sqlite else "%s"
+            where = " OR ".join(
+                f"(originator_id = {mark} AND originator_version < {mark})" for _ in aggregates
+            )
+            params = [v for a in aggregates for v in (a.id.hex if sqlite else a.id, a.version)]
+            with recorder.datastore.transaction(commit=True) as cursor:
+                cursor.execute(f"DELETE FROM {self._snapshot_table} WHERE {where}", params)
         except (IntegrityError, PersistenceError) as error:
             log.warning("stored no snapshot of %s (%s)", aggregates[0].id, type(error).__name__)
 
