@@ -25,6 +25,10 @@ library means re-checking each point below (the tests named guard them):
 - ``aggregate_copy``: copies an ``Aggregate`` by its ``__dict__``, and freezes a shared
   snapshot by wrapping ``trigger_event``, the method every library event goes through.
   (tests/test_aggregate_copy.py, tests/test_shared_snapshots.py)
+- ``stored_snapshots``: the library's ``Snapshot`` (``take``, and ``mutate``, which upcasts
+  with the aggregate's ``upcast_vN_vN+1``) in a table the library's aggregate recorder makes
+  (``{app}_snapshots``, SQLite ``stored_snapshots``), read by the store's own SQL beside the
+  events. (tests/test_stored_snapshots.py)
 - ``unit_of_work`` and ``sql``: plain SQL beside the store; they rely on the table names the
   library gives (``{app}_events``, ``stored_events``).
 """

@@ -20,6 +20,7 @@ from countersign.application.errors import CorruptRecordError, new_correlation_i
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
+from countersign.infrastructure.persistence import stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import copy_aggregate, freeze
 from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
@@ -29,8 +30,10 @@ from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError
 from eventsourcing.persistence import (
+    AggregateRecorder,
     IntegrityError,
     Mapper,
+    PersistenceError,
     StoredEvent,
 )
 from eventsourcing.sqlite import SQLiteAggregateRecorder
@@ -143,6 +146,12 @@ def _corrupt(aggregate_ids: Sequence[UUID], error: BaseException) -> CorruptReco
     return CorruptRecordError(correlation_id)
 
 
+def _table_name(recorder: Any) -> str:
+    schema = getattr(getattr(recorder, "datastore", None), "schema", "")
+    table = recorder.events_table_name
+    return f'"{schema}"."{table}"' if schema else str(table)
+
+
 def _plain_state(mapper: Mapper[UUID], stored_event: StoredEvent) -> bytes:
     state = stored_event.state
     if mapper.cipher:
@@ -175,6 +184,15 @@ class CountersignApplication(Application[UUID]):
     # No repository cache: EventSourcedStore keeps its own immutable snapshots (the library's
     # cache fast-forwards shared objects in place, which is unsafe to hand out across threads).
     env: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, env: Any = None) -> None:
+        super().__init__(env)
+        # Stored snapshots of the aggregates whose history grows (stored_snapshots.py), in a
+        # table made like the events table. Not the library's snapshot store: its repository
+        # would read snapshots past our guards.
+        self.snapshot_recorder: AggregateRecorder = self.factory.aggregate_recorder(
+            purpose="snapshots"
+        )
 
     def construct_mapper(self) -> Mapper[UUID]:
         return self.factory.mapper(
@@ -284,15 +302,20 @@ class EventSourcedStore:
     them inside the commit (infrastructure/persistence/recorders.py).
     """
 
-    def __init__(self, app: CountersignApplication, cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        app: CountersignApplication,
+        cache_size: int = 256,
+        snapshot_interval: int = stored_snapshots.SNAPSHOT_INTERVAL,
+    ) -> None:
         self.app = app
         self._local = threading.local()
         self._snapshots = _Snapshots(cache_size)
         self._unit_of_work = StoreUnitOfWork(self)
-        recorder: Any = app.recorder
-        schema = getattr(getattr(recorder, "datastore", None), "schema", "")
-        table = recorder.events_table_name
-        self._table = f'"{schema}"."{table}"' if schema else table
+        #: Events between two stored snapshots of a snapshotted aggregate (stored_snapshots.py).
+        self.snapshot_interval = snapshot_interval
+        self._table = _table_name(app.recorder)
+        self._snapshot_table = _table_name(app.snapshot_recorder)
 
     @property
     def _reads(self) -> _Reads:
@@ -337,22 +360,37 @@ class EventSourcedStore:
             reads.close()
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
-        """Catch every snapshot up (or load the aggregate whole) with ONE query."""
+        """Catch every snapshot up (or load the aggregate whole) with ONE query. An aggregate
+        this process does not hold starts from its newest stored snapshot, read in the same
+        query (stored_snapshots.py); an unreadable one costs a second query, of its events."""
         since = self._snapshots.generation()
         bases: dict[UUID, Any] = {i: self._snapshots.get(i) for i in aggregate_ids}
+        cold = [i for i, base in bases.items() if base is None]
         changed: set[UUID] = set()
         try:
-            stored = self._select_after(
-                [(i, base.version if base is not None else 0) for i, base in bases.items()]
+            stored = self._select(
+                [(i, base.version) for i, base in bases.items() if base is not None], cold
             )
-            for event in stored:
+            replay: set[UUID] = set()
+            for is_snapshot, event in stored:
                 originator_id = UUID(str(event.originator_id))
-                if originator_id not in changed:
-                    changed.add(originator_id)
-                    if bases[originator_id] is not None:  # never catch a snapshot up in place
-                        bases[originator_id] = copy_aggregate(bases[originator_id])
-                domain_event: Any = self.app.mapper.to_domain_event(event)
-                bases[originator_id] = domain_event.mutate(bases[originator_id])
+                if originator_id in replay:
+                    continue
+                if is_snapshot:
+                    try:
+                        bases[originator_id] = stored_snapshots.revive(
+                            self.app.mapper, event, is_domain_class
+                        )
+                    except (stored_snapshots.UnreadableSnapshotError, *_UNREADABLE) as error:
+                        stored_snapshots.ignored(event, error)
+                        replay.add(originator_id)
+                    else:
+                        changed.add(originator_id)
+                    continue
+                self._apply(bases, changed, originator_id, event)
+            if replay:
+                for event in self._select_after([(i, 0) for i in replay]):
+                    self._apply(bases, changed, UUID(str(event.originator_id)), event)
         except _UNREADABLE as error:
             raise _corrupt(aggregate_ids, error) from None
         loaded = {i: aggregate for i, aggregate in bases.items() if aggregate is not None}
@@ -360,34 +398,95 @@ class EventSourcedStore:
             self._snapshots.put(aggregate_id, loaded[aggregate_id], since)
         return loaded
 
+    def _apply(
+        self, bases: dict[UUID, Any], changed: set[UUID], originator_id: UUID, event: StoredEvent
+    ) -> None:
+        if originator_id not in changed:
+            changed.add(originator_id)
+            if bases[originator_id] is not None:  # never catch a snapshot up in place
+                bases[originator_id] = copy_aggregate(bases[originator_id])
+        domain_event: Any = self.app.mapper.to_domain_event(event)
+        bases[originator_id] = domain_event.mutate(bases[originator_id])
+
     def _select_after(self, after: list[tuple[UUID, int]]) -> list[StoredEvent]:
+        """The events of each aggregate past its version, in order of aggregate and version."""
+        return [event for _, event in self._select(after, ())]
+
+    def _select(
+        self, after: list[tuple[UUID, int]], cold: Sequence[UUID]
+    ) -> list[tuple[bool, StoredEvent]]:
+        """The events of each aggregate in ``after`` past its version; for each aggregate in
+        ``cold``, its newest stored snapshot that no event outruns (True: a snapshot, first)
+        and its events after it. In order of aggregate and version."""
         recorder: Any = self.app.recorder
-        where = " OR ".join("(originator_id = {0} AND originator_version > {0})" for _ in after)
-        sql = (
-            f"SELECT originator_id, originator_version, topic, state FROM {self._table} "
-            f"WHERE {where} ORDER BY originator_id, originator_version"
-        )
-        if isinstance(recorder, SQLiteAggregateRecorder):
-            params: list[Any] = [value for i, version in after for value in (i.hex, version)]
+        sqlite = isinstance(recorder, SQLiteAggregateRecorder)
+        mark = "?" if sqlite else "%s"
+        columns = "originator_id, originator_version, topic, state"
+        parts = []
+        params: list[Any] = []
+        if cold:
+            marks = ", ".join(mark for _ in cold)
+            # The newest snapshot of each cold aggregate not newer than its newest event.
+            latest = (
+                f"WITH latest AS (SELECT s.originator_id AS oid, MAX(s.originator_version) AS v "
+                f"FROM {self._snapshot_table} s WHERE s.originator_id IN ({marks}) "
+                f"AND s.originator_version <= (SELECT MAX(e.originator_version) "
+                f"FROM {self._table} e WHERE e.originator_id = s.originator_id) "
+                f"GROUP BY s.originator_id) "
+            )
+            parts.append(
+                f"SELECT 0 AS kind, s.originator_id, s.originator_version, s.topic, s.state "
+                f"FROM {self._snapshot_table} s JOIN latest l "
+                f"ON s.originator_id = l.oid AND s.originator_version = l.v"
+            )
+            parts.append(
+                f"SELECT 1 AS kind, e.originator_id, e.originator_version, e.topic, e.state "
+                f"FROM {self._table} e LEFT JOIN latest l ON e.originator_id = l.oid "
+                f"WHERE e.originator_id IN ({marks}) "
+                f"AND e.originator_version > COALESCE(l.v, 0)"
+            )
+            ids = [i.hex if sqlite else i for i in cold]
+            params += [*ids, *ids]
+        if after:
+            where = " OR ".join(
+                f"(originator_id = {mark} AND originator_version > {mark})" for _ in after
+            )
+            parts.append(f"SELECT 1 AS kind, {columns} FROM {self._table} WHERE {where}")
+            params += [v for i, version in after for v in (i.hex if sqlite else i, version)]
+        if not parts:
+            return []
+        if cold:
+            sql = latest + " UNION ALL ".join(parts) + " ORDER BY 2, 1, 3"
+        else:  # the hot path, as it always was
+            sql = f"SELECT 1 AS kind, {columns} FROM {self._table} WHERE {where} ORDER BY 2, 3"
+        if sqlite:
             with recorder.datastore.transaction(commit=False) as cursor:
-                cursor.execute(sql.format("?"), params)
+                cursor.execute(sql, params)
                 rows = [tuple(r) for r in cursor.fetchall()]
         else:  # PostgreSQL (its module is imported only by a process that uses it)
-            params = [value for pair in after for value in pair]
             with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
-                cursor.execute(sql.format("%s"), params, prepare=True)
+                cursor.execute(sql, params, prepare=True)
                 rows = [
-                    (r["originator_id"], r["originator_version"], r["topic"], r["state"])
+                    (
+                        r["kind"],
+                        r["originator_id"],
+                        r["originator_version"],
+                        r["topic"],
+                        r["state"],
+                    )
                     for r in cursor.fetchall()
                 ]
         return [
-            StoredEvent(
-                originator_id=UUID(str(originator_id)),
-                originator_version=int(version),
-                topic=topic,
-                state=bytes(state),
+            (
+                kind == 0,
+                StoredEvent(
+                    originator_id=UUID(str(originator_id)),
+                    originator_version=int(version),
+                    topic=topic,
+                    state=bytes(state),
+                ),
             )
-            for originator_id, version, topic, state in rows
+            for kind, originator_id, version, topic, state in rows
         ]
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
@@ -467,7 +566,18 @@ class EventSourcedStore:
                     reads.versions.pop(aggregate_id, None)
                 log.info("commit refused, %s", stale)
                 raise StaleReadError(str(stale)) from None
-        for aggregate in changed:
+        self._keep(pending, final, since)
+
+    def _keep(
+        self, pending: list[tuple[Aggregate, Sequence[Any]]], final: bool, since: int
+    ) -> None:
+        """What a commit wrote becomes the snapshot this process holds (and, every
+        ``snapshot_interval`` events of a snapshotted class, a stored one)."""
+        reads = self._reads
+        to_store: list[Aggregate] = []
+        for aggregate, events in pending:
+            if not events:
+                continue
             if final:
                 freeze(aggregate)
                 snapshot: Aggregate = aggregate
@@ -477,6 +587,30 @@ class EventSourcedStore:
             self._snapshots.put(aggregate.id, snapshot, since)
             if aggregate.id in reads.versions:
                 reads.versions[aggregate.id] = aggregate.version
+            if stored_snapshots.crossed(snapshot, len(events), self.snapshot_interval):
+                to_store.append(snapshot)
+        if to_store:
+            self._store_snapshots(to_store)
+
+    def _store_snapshots(self, aggregates: list[Aggregate]) -> None:
+        """Store snapshots of what a commit just wrote. They are a cache: if another process
+        stored the same version first, or the write fails, nothing is lost (the events are
+        committed), so the commit's caller never hears of it."""
+        snapshots = [stored_snapshots.take(self.app.mapper, a) for a in aggregates]
+        try:
+            self.app.snapshot_recorder.insert_events(snapshots)
+            # Only the newest is ever read, and each holds the whole state: the older go.
+            recorder: Any = self.app.snapshot_recorder
+            sqlite = isinstance(recorder, SQLiteAggregateRecorder)
+            mark = "?" if sqlite else "%s"
+            where = " OR ".join(
+                f"(originator_id = {mark} AND originator_version < {mark})" for _ in aggregates
+            )
+            params = [v for a in aggregates for v in (a.id.hex if sqlite else a.id, a.version)]
+            with recorder.datastore.transaction(commit=True) as cursor:
+                cursor.execute(f"DELETE FROM {self._snapshot_table} WHERE {where}", params)
+        except (IntegrityError, PersistenceError) as error:
+            log.warning("stored no snapshot of %s (%s)", aggregates[0].id, type(error).__name__)
 
     def _committed_already(self, stored: list[StoredEvent]) -> bool:
         """Whether this commit is in the log already. The library retries an insert whose

@@ -1,0 +1,200 @@
+"""Stored snapshots (infrastructure/persistence/stored_snapshots.py): a cold load starts from
+the newest snapshot and replays only the events after it, and gets exactly what replaying
+every event gets; a snapshot is a cache, so one that cannot be read is ignored."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.organization import Organization
+from countersign.domain.errors import ConcurrencyConflictError
+from countersign.infrastructure.persistence import stored_snapshots
+from countersign.infrastructure.persistence.event_store import EventSourcedStore
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import get_topic
+
+FORM = BroadcastForm.create_id(Organization.create_id("granite"))
+
+
+def _cold(cs: Any, interval: int = stored_snapshots.SNAPSHOT_INTERVAL) -> EventSourcedStore:
+    """A store holding nothing yet: what a new process has."""
+    return EventSourcedStore(cs.app, snapshot_interval=interval)
+
+
+def _replayed(cs: Any, aggregate_id: UUID) -> Aggregate:
+    """Every event replayed (the library's repository has no snapshot store)."""
+    aggregate: Aggregate = cs.app.repository.get(aggregate_id)
+    return aggregate
+
+
+def _state(aggregate: Aggregate) -> dict[str, Any]:
+    return {k: v for k, v in vars(aggregate).items() if k != "_pending_events"}
+
+
+def _stored(cs: Any, aggregate_id: UUID) -> list[int]:
+    """The versions of the aggregate's stored snapshots."""
+    return [s.originator_version for s in cs.app.snapshot_recorder.select_events(aggregate_id)]
+
+
+def _store_snapshot(cs: Any, aggregate: Aggregate) -> None:
+    cs.app.snapshot_recorder.insert_events([stored_snapshots.take(cs.app.mapper, aggregate)])
+
+
+def _use_form(store: EventSourcedStore, drafts: int) -> None:
+    """Apply drafts and send each: three events a round."""
+    for n in range(drafts):
+        form = store.get(FORM, BroadcastForm)
+        form.apply_draft({"leagues": ["Thursday Seniors"]}, f"Draft {n}", "Body", uuid4())
+        proposal = uuid4()
+        form.start_send(proposal, form.drafts_applied, f"key:{proposal}", recipients=3)
+        form.settle_send(proposal, delivery_ref=f"msg_{n}", sent_by="ava@example.org")
+        store.save(form)
+
+
+def _snapshotted_ids(cs: Any) -> dict[UUID, str]:
+    ids: dict[UUID, str] = {}
+    for notification in cs.app.recorder.select_notifications(1, limit=100_000):
+        cls = notification.topic.rsplit(".", 1)[0]
+        if cls in stored_snapshots.SNAPSHOTTED:
+            ids[UUID(str(notification.originator_id))] = cls
+    return ids
+
+
+def test_a_cold_load_from_a_snapshot_equals_replaying_every_event(cs, seeded):
+    _use_form(cs.store, 2)
+    ids = _snapshotted_ids(cs)
+    classes = set(ids.values())
+    assert {get_topic(BroadcastForm), get_topic(Organization)} <= classes
+    for aggregate_id in ids:
+        _store_snapshot(cs, _replayed(cs, aggregate_id))
+    for aggregate_id, cls in ids.items():
+        loaded = _cold(cs).get(aggregate_id, Aggregate)
+        assert _state(loaded) == _state(_replayed(cs, aggregate_id)), cls
+    # ... and after more events than the snapshot holds.
+    _use_form(cs.store, 2)
+    assert _stored(cs, FORM) == [3 * 2 + 1]
+    assert _state(_cold(cs).get(FORM, BroadcastForm)) == _state(_replayed(cs, FORM))
+
+
+def test_a_commit_crossing_the_interval_stores_a_snapshot_of_what_it_wrote(cs, seeded):
+    store = _cold(cs, interval=5)
+    _use_form(store, 2)  # versions 4, 7: crosses 5
+    assert _stored(cs, FORM) == [7]
+    _use_form(store, 2)  # versions 10, 13: crosses 10, and the older snapshot goes
+    assert _stored(cs, FORM) == [10]
+    loaded = _cold(cs).get(FORM, BroadcastForm)
+    assert loaded.version == 13
+    assert _state(loaded) == _state(_replayed(cs, FORM))
+
+
+def test_the_approve_cycle_reads_no_snapshot_when_the_process_holds_the_aggregate(cs, seeded):
+    store = _cold(cs)
+    _use_form(store, 2)
+    held = store.get(FORM, BroadcastForm)
+    cs.app.snapshot_recorder.insert_events(
+        [StoredEvent(originator_id=FORM, originator_version=held.version, topic="x", state=b"")]
+    )
+    # Held aggregates are caught up from their version: no snapshot is read at all.
+    assert store._select([(FORM, held.version)], ()) == []
+
+
+def test_a_snapshot_never_hides_a_later_event(cs, seeded, other):
+    _use_form(cs.store, 1)
+    _store_snapshot(cs, _replayed(cs, FORM))
+    _use_form(other.store, 2)  # another process moves on, storing no snapshot
+    loaded = _cold(cs).get(FORM, BroadcastForm)
+    assert loaded.version == 1 + 3 * 3
+    assert _state(loaded) == _state(_replayed(cs, FORM))
+
+
+def test_a_snapshot_newer_than_the_events_is_ignored(cs, seeded):
+    _use_form(cs.store, 1)
+    ahead = _replayed(cs, FORM)
+    ahead.__dict__["_version"] = 1000
+    ahead.__dict__["subject"] = "from the future"
+    _store_snapshot(cs, ahead)
+    loaded = _cold(cs).get(FORM, BroadcastForm)
+    assert loaded.version == 4
+    assert _state(loaded) == _state(_replayed(cs, FORM))
+
+
+def _tampered(cs: Any, topic: str, state: bytes) -> StoredEvent:
+    version = _replayed(cs, FORM).version
+    return StoredEvent(originator_id=FORM, originator_version=version, topic=topic, state=state)
+
+
+def _snapshot_state(cs: Any, **changes: Any) -> bytes:
+    stored = stored_snapshots.take(cs.app.mapper, _replayed(cs, FORM))
+    state = cs.app.mapper.transcoder.decode(stored.state)
+    for key, value in changes.items():
+        if key == "class_version":
+            state["state"]["class_version"] = value
+        else:
+            state[key] = value
+    encoded: bytes = cs.app.mapper.transcoder.encode(state)
+    return encoded
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["foreign event topic", "foreign class", "not a snapshotted class", "garbage", "future"],
+)
+def test_an_unreadable_snapshot_is_ignored_and_the_events_replayed(cs, seeded, caplog, kind):
+    _use_form(cs.store, 2)
+    snapshot_topic = stored_snapshots.SNAPSHOT_TOPIC
+    stored = {
+        "foreign event topic": lambda: _tampered(cs, "os:system", _snapshot_state(cs)),
+        "foreign class": lambda: _tampered(
+            cs, snapshot_topic, _snapshot_state(cs, topic="builtins:dict")
+        ),
+        "not a snapshotted class": lambda: _tampered(
+            cs, snapshot_topic, _snapshot_state(cs, topic="countersign.domain.proposal:Proposal")
+        ),
+        "garbage": lambda: _tampered(cs, snapshot_topic, b"\x00not json"),
+        "future": lambda: _tampered(cs, snapshot_topic, _snapshot_state(cs, class_version=9)),
+    }[kind]()
+    cs.app.snapshot_recorder.insert_events([stored])
+    with caplog.at_level(logging.WARNING, logger="countersign.store"):
+        loaded = _cold(cs).get(FORM, BroadcastForm)
+    assert _state(loaded) == _state(_replayed(cs, FORM))
+    assert "ignored the stored snapshot" in caplog.text
+
+
+def test_a_snapshot_from_an_older_class_version_is_upcast(cs, seeded, monkeypatch):
+    _use_form(cs.store, 1)
+    _store_snapshot(cs, _replayed(cs, FORM))  # written under class version 1
+
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["subject"] = state["subject"].upper()
+
+    monkeypatch.setattr(BroadcastForm, "class_version", 2, raising=False)
+    monkeypatch.setattr(BroadcastForm, "upcast_v1_v2", staticmethod(upcast_v1_v2), raising=False)
+    loaded = _cold(cs).get(FORM, BroadcastForm)
+    assert loaded.subject == "DRAFT 0"
+    assert loaded.version == 4
+
+
+def test_two_processes_committing_across_the_interval_leave_one_consistent_snapshot(
+    cs, seeded, other
+):
+    first, second = _cold(cs, interval=5), EventSourcedStore(other.app, snapshot_interval=5)
+    _use_form(first, 1)  # version 4
+    mine, theirs = first.get(FORM, BroadcastForm), second.get(FORM, BroadcastForm)
+    for form, n in ((mine, 1), (theirs, 2)):
+        form.apply_draft({}, f"Draft {n}", "Body", uuid4())
+    first.save(mine)  # version 5: crosses the interval
+    with pytest.raises(ConcurrencyConflictError):
+        second.save(theirs)  # based on version 4: refused, and no snapshot stored
+    assert _stored(cs, FORM) == [5]
+    # Both store the same version (a retried commit): the second is a cache miss, not an error.
+    second._store_snapshots([first.get(FORM, BroadcastForm)])
+    assert _stored(cs, FORM) == [5]
+    _use_form(second, 2)  # versions 8, 11: the commit to 11 crosses 10
+    assert _stored(cs, FORM) == [11]
+    for store in (_cold(cs), EventSourcedStore(other.app)):
+        assert _state(store.get(FORM, BroadcastForm)) == _state(_replayed(cs, FORM))
