@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 
 from countersign.application import plugins as registry
 from countersign.application.plugins import Plugin, PluginError
-from countersign.infrastructure.persistence.event_store import allow_event_packages
+from countersign.infrastructure.persistence.stored_events import allow_event_packages
 from countersign.infrastructure.settings import PLUGINS_ENV, SettingsError
 
 GROUP = "countersign.plugins"

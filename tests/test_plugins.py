@@ -28,7 +28,7 @@ from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap, enable_plugins
 from countersign.infrastructure.entrypoints.http.models.assistants import _known_section
-from countersign.infrastructure.persistence.event_store import topic_allowed
+from countersign.infrastructure.persistence.stored_events import topic_allowed
 from countersign.infrastructure.settings import Settings, SettingsError
 
 from tests.conftest import AVA, events_table

@@ -9,9 +9,9 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from countersign.infrastructure.persistence.event_store import UnreadableEventError
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import LogEntry
+from countersign.infrastructure.persistence.stored_events import UnreadableEventError
 from eventsourcing.persistence import Notification
 
 from tests.test_projections import lifecycle_history

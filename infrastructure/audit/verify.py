@@ -23,12 +23,9 @@ from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.hash_chain import chain_link
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.identity.passkeys import assertion_problem
-from countersign.infrastructure.persistence.event_store import (
-    CountersignApplication,
-    stored_topics,
-    written_fields,
-)
+from countersign.infrastructure.persistence.event_store import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.stored_events import stored_topics, written_fields
 
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
 

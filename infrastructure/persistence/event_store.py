@@ -7,7 +7,6 @@ library's errors into domain errors.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections import OrderedDict
@@ -16,7 +15,6 @@ from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
-from countersign.application.errors import CorruptRecordError, new_correlation_id
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
@@ -26,9 +24,18 @@ from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
     ReadSetChangedError,
 )
+from countersign.infrastructure.persistence.stored_events import (
+    _ENVELOPE,
+    _UNREADABLE,
+    GuardedMapper,
+    _corrupt,
+    _table_name,
+    is_domain_class,
+    stored_topics,
+)
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import Aggregate, EventSourcingError
+from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
     AggregateRecorder,
     IntegrityError,
@@ -37,144 +44,11 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.sqlite import SQLiteAggregateRecorder
-from eventsourcing.utils import TopicError, get_topic, register_topic, resolve_topic
 
 log = logging.getLogger("countersign.store")
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
-
-#: Only classes of our own domain may be named by a stored topic: a tampered topic must not
-#: make the reader import arbitrary code.
-DOMAIN_PACKAGE = "countersign.domain"
-#: Events stored before the ``countersign`` namespace (up to 0a9997d) name the same classes
-#: ``domain.…``; the library resolves that package name to today's (its documented way to
-#: move classes), so old and new events load as the same types.
-LEGACY_DOMAIN_PACKAGE = "domain"
-_BUILT_IN_PREFIXES = (f"{DOMAIN_PACKAGE}.", f"{LEGACY_DOMAIN_PACKAGE}.")
-ALLOWED_TOPIC_PREFIXES: tuple[str, ...] = _BUILT_IN_PREFIXES
-#: The packages whose classes a resolved topic may name: the domain's, and the event
-#: packages of the deployment's plug-ins (``allow_event_packages``).
-_CLASS_MODULE_PREFIXES: tuple[str, ...] = (f"{DOMAIN_PACKAGE}.",)
-register_topic(LEGACY_DOMAIN_PACKAGE, importlib.import_module(DOMAIN_PACKAGE))
-
-
-def allow_event_packages(packages: Sequence[str]) -> None:
-    """Let stored topics name classes of these packages too (the plug-ins' declared event
-    packages; bootstrap calls this once) and of no other: ``allow_event_packages(())`` is
-    countersign's domain alone. A package is allowed with its subpackages, never a sibling
-    whose name merely starts the same (``acme_invoices`` does not allow ``acme_invoicesx``)."""
-    global ALLOWED_TOPIC_PREFIXES, _CLASS_MODULE_PREFIXES
-    own = tuple(f"{package}." for package in packages)
-    # A topic is "module:QualName": a class defined in the package itself is "package:…".
-    ALLOWED_TOPIC_PREFIXES = (*_BUILT_IN_PREFIXES, *own, *(f"{p}:" for p in packages))
-    _CLASS_MODULE_PREFIXES = (f"{DOMAIN_PACKAGE}.", *own)
-    _CLASS_MODULES.clear()
-    _CLASS_MODULES.update(packages)
-
-
-_CLASS_MODULES: set[str] = set()
-
-
-def stored_topics(aggregate_class: type[Aggregate], event_names: Sequence[str]) -> list[str]:
-    """Every topic these events of this aggregate may be stored under: today's and the legacy."""
-    topics = []
-    for name in event_names:
-        topic = f"{get_topic(aggregate_class)}.{name}"
-        topics += [topic, LEGACY_DOMAIN_PACKAGE + topic.removeprefix(DOMAIN_PACKAGE)]
-    return topics
-
-
-def is_domain_class(cls: Any) -> bool:
-    """Whether a resolved topic is one of the domain's own classes, or of a package an
-    enabled plug-in declared (``allow_event_packages``)."""
-    if not isinstance(cls, type):
-        return False
-    module = cls.__module__
-    return module.startswith(_CLASS_MODULE_PREFIXES) or module in _CLASS_MODULES
-
-
-def topic_allowed(topic: str) -> bool:
-    """Whether a stored topic may be resolved at all (before anything is imported)."""
-    return topic.startswith(ALLOWED_TOPIC_PREFIXES)
-
-
-_ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
-
-
-class UnreadableEventError(Exception):
-    """Raised when a stored event names a forbidden topic or a class version from the future."""
-
-
-class GuardedMapper(Mapper[UUID]):
-    """The library's mapper, failing closed on foreign topics and future class versions."""
-
-    def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        if not topic_allowed(stored_event.topic):
-            raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
-        cls = resolve_topic(stored_event.topic)
-        if not is_domain_class(cls):
-            raise UnreadableEventError(f"topic not allowed: {stored_event.topic[:80]!r}")
-        event = super().to_domain_event(stored_event)
-        stored_version = _stored_class_version(self, stored_event)
-        if stored_version > getattr(cls, "class_version", 1):
-            raise UnreadableEventError(
-                f"{stored_event.topic} was written by a newer version of countersign"
-            )
-        return event
-
-
-_UNREADABLE = (
-    UnreadableEventError,
-    EventSourcingError,
-    TopicError,
-    ValueError,
-    TypeError,
-    KeyError,
-    AttributeError,
-)
-
-
-def _corrupt(aggregate_ids: Sequence[UUID], error: BaseException) -> CorruptRecordError:
-    correlation_id = new_correlation_id()
-    log.error(
-        "unreadable stored events for %s (%s), correlation id %s",
-        ", ".join(str(i) for i in aggregate_ids),
-        type(error).__name__,
-        correlation_id,
-    )
-    return CorruptRecordError(correlation_id)
-
-
-def _table_name(recorder: Any) -> str:
-    schema = getattr(getattr(recorder, "datastore", None), "schema", "")
-    table = recorder.events_table_name
-    return f'"{schema}"."{table}"' if schema else str(table)
-
-
-def _plain_state(mapper: Mapper[UUID], stored_event: StoredEvent) -> bytes:
-    state = stored_event.state
-    if mapper.cipher:
-        state = mapper.cipher.decrypt(state)
-    if mapper.compressor:
-        state = mapper.compressor.decompress(state)
-    return state
-
-
-def _stored_class_version(mapper: Mapper[UUID], stored_event: StoredEvent) -> int:
-    state = _plain_state(mapper, stored_event)
-    if b'"class_version"' not in state:
-        return 1
-    return int(mapper.transcoder.decode(state).get("class_version", 1))
-
-
-def written_fields(mapper: Mapper[UUID], stored_event: StoredEvent) -> dict[str, Any]:
-    """A stored event's fields as they were written, before any upcaster ran: what its
-    hash-chain link covers. (The mapper's event has today's shape: an upcaster may have added
-    or changed fields since.) Read it through the mapper first, so its guards apply."""
-    state: dict[str, Any] = mapper.transcoder.decode(_plain_state(mapper, stored_event))
-    state.pop("class_version", None)
-    return state
 
 
 class CountersignApplication(Application[UUID]):

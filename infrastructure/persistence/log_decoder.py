@@ -21,11 +21,11 @@ from typing import Any
 from uuid import UUID, SafeUUID
 
 import orjson
-from countersign.infrastructure.persistence.event_store import (
+from countersign.infrastructure.persistence.recorders import LogEntry
+from countersign.infrastructure.persistence.stored_events import (
     is_domain_class,
     topic_allowed,
 )
-from countersign.infrastructure.persistence.recorders import LogEntry
 from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
 from eventsourcing.utils import resolve_topic
 
