@@ -1,0 +1,67 @@
+"""The store's in-process cache of immutable aggregate snapshots (``EventSourcedStore``)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from uuid import UUID
+
+from countersign.infrastructure.persistence.aggregate_copy import freeze
+from eventsourcing.domain import Aggregate
+
+
+class SnapshotCache:
+    """Immutable aggregate snapshots by id, least recently used evicted; thread-safe.
+
+    A snapshot is never changed after it is stored: catching up copies it first and stores
+    the copy. So a snapshot can be handed to readers without a copy, from any thread.
+
+    A dropped snapshot (its aggregate moved on under a commit) leaves a tombstone: a snapshot
+    of it that was read before the drop (``since`` an earlier ``generation()``) is refused, so
+    a slow reader in another thread cannot put the old state back.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
+        self._lock = threading.Lock()
+        self._generation = 0
+        #: aggregate id -> the generation at which it was last dropped (most recent last)
+        self._dropped: OrderedDict[UUID, int] = OrderedDict()
+        #: puts read at or before this generation may have lost their tombstone: refused
+        self._forgotten = 0
+
+    def generation(self) -> int:
+        """Take this before reading what will be put, and pass it to ``put``."""
+        with self._lock:
+            return self._generation
+
+    def get(self, aggregate_id: UUID) -> Aggregate | None:
+        with self._lock:
+            item = self._items.get(aggregate_id)
+            if item is not None:
+                self._items.move_to_end(aggregate_id)
+            return item
+
+    def put(self, aggregate_id: UUID, aggregate: Aggregate, since: int) -> None:
+        with self._lock:
+            if since < self._forgotten or self._dropped.get(aggregate_id, -1) > since:
+                return  # dropped after it was read: older than what the store holds now
+            current = self._items.get(aggregate_id)
+            if current is not None and current.version > aggregate.version:
+                return  # another thread stored a newer snapshot meanwhile
+            freeze(aggregate)  # shared from now on, however it got here (commit or load)
+            self._items[aggregate_id] = aggregate
+            self._items.move_to_end(aggregate_id)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def drop(self, aggregate_id: UUID) -> None:
+        with self._lock:
+            self._generation += 1
+            self._items.pop(aggregate_id, None)
+            self._dropped[aggregate_id] = self._generation
+            self._dropped.move_to_end(aggregate_id)
+            while len(self._dropped) > self.size:
+                _, generation = self._dropped.popitem(last=False)
+                self._forgotten = max(self._forgotten, generation)
