@@ -115,6 +115,8 @@ def copy_aggregate(aggregate: A) -> A:
 def freeze(aggregate: Aggregate) -> None:
     """From now on this object is shared read-only state: a command raises
     SharedSnapshotError (a copy is a private, changeable aggregate again)."""
+    if _FROZEN.get(id(aggregate)) is aggregate:
+        return  # most reads are of snapshots frozen already: a lookup, not a new weak ref
     if type(aggregate) not in _GUARDED:
         _guard(type(aggregate))
     _FROZEN[id(aggregate)] = aggregate

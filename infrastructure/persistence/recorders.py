@@ -133,13 +133,20 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             return list(map(LogEntry._make, cursor.fetchall()))
 
     def _check_read_set(self, cursor: SQLiteCursor, expected: Mapping[UUID, int]) -> None:
-        check = (
-            f"SELECT max(originator_version) FROM {self.events_table_name} WHERE originator_id = ?"
+        """One statement for the whole read set, a scalar subquery per aggregate (each takes
+        SQLite's min/max shortcut on the primary key; a GROUP BY would scan every event of a
+        long-lived aggregate)."""
+        versions = ",".join(
+            [
+                f"(SELECT max(originator_version) FROM {self.events_table_name} "
+                "WHERE originator_id = ?)"
+            ]
+            * len(expected)
         )
-        for aggregate_id, version in expected.items():
-            cursor.execute(check, (aggregate_id.hex,))
-            row = cursor.fetchone()
-            if row is None or row[0] != version:
+        cursor.execute(f"SELECT {versions}", [aggregate_id.hex for aggregate_id in expected])
+        row = cursor.fetchone()
+        for (aggregate_id, version), found in zip(expected.items(), row, strict=True):
+            if found != version:
                 raise ReadSetChangedError(str(aggregate_id))
 
     def _insert_events(
