@@ -115,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "--per-commit",
         type=int,
         default=100,
-        help="rounds per commit (each command copies the form, whose sends grow: one round "
-        "per commit makes building 10,000 sends quadratic)",
+        help="rounds per commit (the store snapshots every 100 events, whatever the commits)",
     )
     args = parser.parse_args(argv)
     sends_list = [int(s) for s in args.sends.split(",")]

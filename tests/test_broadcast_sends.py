@@ -93,7 +93,32 @@ def test_an_applied_draft_is_sent_once_ever(cs, seeded):
 
     again = _apply(cs)  # a new draft, even with the same words, is another draft
     assert _start(cs, again)
-    assert [s.draft for s in _form(cs).sends] == [draft, again] == [1, 2]
+    # The form holds what can still decide something: the sent draft 1 is in its events only.
+    assert [s.draft for s in _form(cs).sends] == [again] == [2]
+    assert [e.type for e in cs.store.history(_form(cs).id)].count("SendSettled") == 1
+
+
+def test_a_send_still_pending_when_a_new_draft_is_applied_settles_all_the_same(cs, seeded, other):
+    pending = _start(cs, _apply(cs))
+    _apply(cs, subject="Ice times change again")  # the manager edits the form meanwhile
+
+    form = _form(other)  # another process, from the stored events
+    form.settle_send(pending, delivery_ref="msg_1", sent_by=AVA)
+    other.store.save(form)
+
+    assert [(s.draft, s.status) for s in _form(cs).sends] == [(1, "sent")]
+
+
+def test_the_form_holds_one_drafts_sends_however_many_it_has_sent(cs, seeded, other):
+    for n in range(5):
+        sent = _start(cs, _apply(cs, subject=f"Week {n}"))
+        form = _form(cs)
+        form.settle_send(sent, delivery_ref=f"msg_{n}", sent_by=AVA)
+        cs.store.save(form)
+
+    assert [(s.draft, s.status) for s in _form(other).sends] == [(5, "sent")]
+    history = [e.type for e in other.store.history(_form(other).id)]
+    assert (history.count("SendStarted"), history.count("SendSettled")) == (5, 5)
 
 
 def test_a_refused_send_sent_nothing_so_the_draft_may_be_sent_again(cs, seeded):

@@ -6,6 +6,13 @@ started for a proposal, with the idempotency key of its delivery request, and se
 or failed. An applied draft is sent at most once,
 ever: a second send is refused while one is pending or after one succeeded (a failed send
 sent nothing, so the draft may be sent again).
+
+Only the applied draft can be sent, so the form holds the sends of that draft and any still
+pending (of an earlier one, waiting for the delivery service's answer). Applying a new draft
+lets the settled sends of the earlier ones go: the form's state stays the size of one draft's
+sends however many it has sent, so loading, copying and snapshotting it cost the same at the
+ten-thousandth send as at the first. Every send stays in the form's events, which the audit
+trail and the projections read.
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ class BroadcastForm(Aggregate):
 
     @property
     def sends(self) -> list[BroadcastSend]:
+        """The sends of the applied draft, and any still pending of an earlier one (the
+        rest are in the form's events only)."""
         return [BroadcastSend(**entry) for entry in self._sends.values()]
 
     def send(self, proposal_id: UUID) -> BroadcastSend | None:
@@ -133,6 +142,10 @@ class BroadcastForm(Aggregate):
         self.body = body
         self.applied_from = proposal_id
         self.drafts_applied += 1
+        # The earlier drafts can no longer be sent: their settled sends decide nothing now.
+        self._sends = {
+            key: send for key, send in self._sends.items() if send["status"] == "pending"
+        }
 
     @event("SendStarted")
     def _send_started(
