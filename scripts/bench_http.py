@@ -4,10 +4,13 @@
     .venv/bin/python scripts/bench.py http --backends postgres --proposals 1000 --clients 8
 
 For each backend it starts ``countersign serve --workers N`` on a fresh database (PostgreSQL:
-``countersign_bench_http``, dropped and recreated; SQLite: a temporary file), loads card-refund
-proposals, lets the client processes approve every one at once over HTTP (tests/http_load.py)
-and prints approve latency p50/p99 (every request: executions and repeats) and requests per
-second, with the checks' verdict: one provider request per key, one stored answer, no 5xx.
+``countersign_bench_http``, dropped and recreated; SQLite: a temporary file), starts the
+projection runner and the worker beside it, as a deployment runs them (``--server-only``
+leaves them out), loads card-refund proposals, lets the client processes approve every one at
+once over HTTP (tests/http_load.py) and prints approve latency p50/p99 (every request:
+executions and repeats) and requests per second, with the checks' verdict: one provider
+request per key, one stored answer, no 5xx, the projections caught up. The load generator
+shares the cores with the server: the clients' own CPU time is printed as a share of them.
 Defaults: PostgreSQL 1,000 x 8, SQLite 200 x 4, two API workers.
 """
 
@@ -61,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, help="default: 8 (PostgreSQL), 4 (SQLite)")
     parser.add_argument("--workers", type=int, default=2, help="API worker processes")
     parser.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    parser.add_argument(
+        "--server-only",
+        action="store_true",
+        help="without the projection runner and the worker beside the server",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     rows = []
     for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
@@ -78,12 +86,19 @@ def main(argv: list[str] | None = None) -> int:
                 proposals=args.proposals or proposals,
                 clients=args.clients or clients,
                 workers=args.workers,
+                every_service=not args.server_only,
                 say=say,
             )
         rows.append((run.figures, run.problems))
         for problem in run.problems:
             say(f"{backend}: {problem}")
     print(table(rows))
+    for f, _ in rows:
+        print(
+            f"{f.backend}: the {f.clients} clients used {f.client_cpu_seconds:.1f} CPU-seconds of "
+            f"the {f.seconds * (os.cpu_count() or 1):.1f} core-seconds the race took "
+            f"({f.client_cpu_share:.0%})"
+        )
     print(
         f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs: the clients, the "
         "server processes and the database share them"

@@ -256,6 +256,9 @@ class Race:
 
     answers: list[Answer]
     seconds: float
+    client_cpu_seconds: float = 0.0
+    """The CPU time the client processes used from the start signal to their last answer:
+    the load generator's own share of the machine it shares with the server."""
 
 
 def race(base: str, loaded: Loaded, workdir: Path) -> Race:
@@ -309,11 +312,13 @@ def race(base: str, loaded: Loaded, workdir: Path) -> Race:
                 client.communicate()
     answers: list[Answer] = []
     finished = started
+    cpu = 0.0
     for out in outputs:
         document = json.loads(out.read_text())
         finished = max(finished, document["finished"])
+        cpu += document["cpu_seconds"]
         answers += [Answer(*answer) for answer in document["answers"]]
-    return Race(answers, finished - started)
+    return Race(answers, finished - started, cpu)
 
 
 def client(base: str, seed: int, ids_file: str, out_file: str) -> None:
@@ -327,6 +332,7 @@ def client(base: str, seed: int, ids_file: str, out_file: str) -> None:
     ) as http:
         print("ready", flush=True)
         sys.stdin.readline()
+        cpu_started = time.process_time()
         for proposal_id in ids:
             began = time.perf_counter()
             response = http.post(f"/api/v1/proposals/{proposal_id}/approve")
@@ -336,7 +342,10 @@ def client(base: str, seed: int, ids_file: str, out_file: str) -> None:
             except ValueError:
                 body = None
             answers.append((proposal_id, response.status_code, body, seconds))
-    Path(out_file).write_text(json.dumps({"answers": answers, "finished": time.time()}))
+    cpu_seconds = time.process_time() - cpu_started
+    Path(out_file).write_text(
+        json.dumps({"answers": answers, "finished": time.time(), "cpu_seconds": cpu_seconds})
+    )
 
 
 # -- the checks and the figures --------------------------------------------------------------
@@ -421,6 +430,13 @@ class Figures:
     p50_ms: float
     p99_ms: float
     server_errors: int
+    client_cpu_seconds: float = 0.0
+
+    @property
+    def client_cpu_share(self) -> float:
+        """The clients' CPU time as a share of every core for the run's wall time."""
+        cores = os.cpu_count() or 1
+        return self.client_cpu_seconds / (self.seconds * cores) if self.seconds else 0.0
 
 
 def figures(backend: str, loaded: Loaded, result: Race, workers: int) -> Figures:
@@ -437,6 +453,7 @@ def figures(backend: str, loaded: Loaded, result: Race, workers: int) -> Figures
         p50_ms=round(quantiles[49], 1),
         p99_ms=round(quantiles[98], 1),
         server_errors=sum(1 for a in result.answers if a.status >= 500),
+        client_cpu_seconds=round(result.client_cpu_seconds, 2),
     )
 
 
