@@ -86,6 +86,7 @@ class LedgerClient:
             with urlopen(request, timeout=self.timeout) as answer:  # noqa: S310 (our URL)
                 return answer.status, json.loads(answer.read())
         except HTTPError as error:
+            error.close()
             if error.code >= 500:
                 raise EffectResponseLostError(f"the ledger answered {error.code}") from None
             return error.code, {}

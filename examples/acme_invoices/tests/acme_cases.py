@@ -47,11 +47,11 @@ def _change_the_invoice(cs: Countersign, key: str) -> None:
 
 
 def _lose_the_ledgers_answer(cs: Countersign, key: str) -> None:
-    from conftest import Company
+    from conftest import lose_next_answer
 
     ledger = provider(cs, "acme.ledger")
     assert isinstance(ledger, LedgerClient) and ledger.url is not None
-    Company(_database(), ledger.url).lose_next_answer()
+    lose_next_answer(ledger.url)
 
 
 register(

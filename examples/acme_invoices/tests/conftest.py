@@ -37,6 +37,7 @@ class Company:
 
     database: CompanyDatabase
     ledger_url: str
+    process: subprocess.Popen[str]
 
     def invoice(self, key: str) -> Invoice | None:
         from acme_invoices.company import InvoiceBook
@@ -49,17 +50,25 @@ class Company:
             return list(json.loads(answer.read())["credits"])
 
     def lose_next_answer(self) -> None:
-        """The ledger performs the next credit and never answers it."""
-        post = urllib.request.Request(f"{self.ledger_url}/faults/lose-next-answer", method="POST")
-        with urllib.request.urlopen(post, timeout=5):
-            pass
+        lose_next_answer(self.ledger_url)
 
 
-def start_ledger(database: Path) -> tuple[subprocess.Popen[str], str]:
-    """``python -m acme_invoices.ledger_service`` on a free port; its URL from its first line."""
+def lose_next_answer(ledger_url: str) -> None:
+    """The ledger performs the next credit and never answers it (``--faults``)."""
+    post = urllib.request.Request(f"{ledger_url}/faults/lose-next-answer", method="POST")
+    with urllib.request.urlopen(post, timeout=5):
+        pass
+
+
+def start_ledger(
+    database: Path, port: int = 0, *, faults: bool = True
+) -> tuple[subprocess.Popen[str], str]:
+    """``python -m acme_invoices.ledger_service`` on ``port`` (0: a free one); its URL from
+    the line it prints once it accepts requests."""
     process = subprocess.Popen(
         [sys.executable, "-m", "acme_invoices.ledger_service", "--db", str(database)]
-        + ["--port", "0", "--faults"],
+        + ["--port", str(port)]
+        + (["--faults"] if faults else []),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -84,10 +93,11 @@ def company(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Company
     monkeypatch.setenv(LEDGER_ENV, url)
     enable_plugins(())  # built again (by ``cs``) over this test's company
     try:
-        yield Company(database, url)
+        yield Company(database, url, process)
     finally:
         enable_plugins(())
-        process.terminate()
-        process.wait(timeout=10)
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
