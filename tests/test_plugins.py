@@ -314,6 +314,36 @@ def test_without_the_plugin_its_stored_events_are_refused(wired, database_url):
         plain.close()
 
 
+def test_a_plugin_section_assistant_proposes_on_the_company_key(wired, database_url, clock):
+    """The assistant's conversation is about a key (``INV 2/b``); its propose call goes out
+    on that key, which the contract maps to the proposal's id (not on the id, mapped twice)."""
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
+
+    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
+    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
+    chatting = bootstrap(
+        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
+    )
+    try:
+        turn = chatting.assistant.turn(
+            organization="granite",
+            actor=AVA,
+            section="sample",
+            resource_id="INV 2/b",
+            message="Tag it disputed.",
+        )
+    finally:
+        chatting.close()
+
+    assert turn.proposal is not None, turn.messages
+    assert turn.proposal["preview"] == {
+        "invoice_key": "INV 2/b",
+        "customer": "Maple Supplies",
+        "tag": "disputed",
+    }
+
+
 def test_an_unknown_company_key_is_not_found(wired):
     with pytest.raises(NotFoundError):
         _propose(wired, "sample.tag_invoice", "INV-404", {"tag": "late"})

@@ -111,8 +111,7 @@ def _apply(db: sqlite3.Connection, key: str, body: str, request: dict[str, Any])
 
 def _answer(db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
     row = db.execute(
-        "SELECT number, status, reason, balance_after_cents FROM credits"
-        " WHERE idempotency_key = ?",
+        "SELECT number, status, reason, balance_after_cents FROM credits WHERE idempotency_key = ?",
         (key,),
     ).fetchone()
     if row is None:

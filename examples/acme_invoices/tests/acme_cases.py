@@ -50,7 +50,8 @@ def _lose_the_ledgers_answer(cs: Countersign, key: str) -> None:
     from conftest import lose_next_answer
 
     ledger = provider(cs, "acme.ledger")
-    assert isinstance(ledger, LedgerClient) and ledger.url is not None
+    assert isinstance(ledger, LedgerClient)
+    assert ledger.url is not None
     lose_next_answer(ledger.url)
 
 

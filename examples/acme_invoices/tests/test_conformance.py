@@ -12,4 +12,6 @@ HERE = Path(__file__).resolve().parent
 
 
 class TestConformance(ConformanceSuite):
-    conformance = Conformance(cases="acme_cases", golden=HERE / "golden", plugins=("acme-invoices",))
+    conformance = Conformance(
+        cases="acme_cases", golden=HERE / "golden", plugins=("acme-invoices",)
+    )
