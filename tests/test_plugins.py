@@ -129,14 +129,14 @@ def test_an_installed_plugin_is_listed_only_when_the_deployment_names_it(install
 
 def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(installed, tmp_path):
     done = _countersign(
-        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample,acme-invoices"), "operations"
+        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample,acme-payroll"), "operations"
     )
 
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "error: COUNTERSIGN_PLUGINS names plug-in 'acme-invoices', which is not installed "
-        "(installed: sample, sample-broken); install its package or remove it from "
-        "COUNTERSIGN_PLUGINS"
+    assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
+        "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
+        "(installed: acme-invoices, sample, sample-broken); install its package or remove it "
+        "from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
 

@@ -6,10 +6,8 @@ time a test's deployment enables it."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,9 +18,6 @@ import pytest
 from acme_invoices.company import CompanyDatabase, Invoice
 from acme_invoices.plugin import DATABASE_ENV, LEDGER_ENV
 from countersign.infrastructure.bootstrap import enable_plugins
-
-#: Where the plug-in is built while pytest collects (the suite lists its contracts' kinds).
-os.environ.setdefault(DATABASE_ENV, str(Path(tempfile.mkdtemp(prefix="acme-")) / "acme.db"))
 
 INVOICES = (
     Invoice("INV-1042", "Granite Hardware", "CAD", 12_000),
