@@ -161,12 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
         if match is None:
             self._send(HTTPStatus.NOT_FOUND, {"error": "no such route"})
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_BODY:
-            self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "the body is too large"})
-            return
         try:
-            request = parse_credit(self.rfile.read(length))
+            request = parse_credit(self._body())
         except BadRequestError as bad:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(bad)})
             return
@@ -176,6 +172,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # performed and committed; the answer is lost
             return
         self._send(status, answer)
+
+    def _body(self) -> bytes:
+        """The request's body, at most ``_MAX_BODY`` bytes as its Content-Length says."""
+        length = (self.headers.get("Content-Length") or "0").strip()
+        if not length.isdigit():
+            raise BadRequestError("Content-Length must be a number of bytes")
+        if int(length) > _MAX_BODY:
+            raise BadRequestError(f"the body is over {_MAX_BODY} bytes")
+        return self.rfile.read(int(length))
 
     def do_GET(self) -> None:
         if self.path == "/credits":

@@ -96,6 +96,19 @@ def test_a_malformed_request_is_refused_saying_what_is_wrong(company, body, erro
     assert company.credits() == []
 
 
+def test_a_body_over_the_limit_is_refused_without_being_read(company):
+    request = urllib.request.Request(f"{company.ledger_url}/credits/key-1", data=b"x" * 20_000)
+
+    with pytest.raises(HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=5)
+
+    with refused.value as answer:
+        assert (answer.code, json.loads(answer.read())) == (
+            400,
+            {"error": "the body is over 16384 bytes"},
+        )
+
+
 def test_the_client_says_unavailable_when_the_ledger_cannot_be_reached(company):
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
