@@ -14,8 +14,9 @@ from countersign.domain.money import format_money
 if TYPE_CHECKING:
     from acme_invoices.contracts import CreditPreview, CreditResult
 
-#: "credit 25", "credit $25.50", "créditer 25,50": the amount the manager's words name.
-_AMOUNT = re.compile(r"(\d{1,6})(?:[.,](\d{2}))?")
+#: "credit 25", "credit $25.50", "créditer 25,50": the amount the manager's words name (not
+#: a number inside a word or a key, such as INV-1042's).
+_AMOUNT = re.compile(r"(?<![\w-])(\d{1,6})(?:[.,](\d{2}))?(?![\w-])")
 
 
 def request_from_words(words: str) -> dict[str, Any] | str | None:

@@ -104,6 +104,20 @@ def test_the_assistant_proposes_the_credit_from_the_managers_words(acme, company
     assert company.credits() == []  # proposed only: nothing reached the ledger
 
 
+def test_the_assistant_reads_the_amount_not_the_invoice_number_in_french(acme, company):
+    turn = acme.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="acme",
+        resource_id="INV-1042",
+        message="Créditez INV-1042 de 30,00 $ : colis en retard.",
+        language="fr",
+    )
+
+    assert turn.proposal is not None, turn.messages
+    assert turn.proposal["preview"]["amount_cents"] == 3_000
+
+
 def test_a_credit_over_the_balance_is_refused_when_proposed_saying_the_balance(acme, company):
     with pytest.raises(InvalidRequestError) as refused:
         propose(acme, request={"amount_cents": 12_001, "reason": "Too much."})
