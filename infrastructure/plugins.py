@@ -3,11 +3,11 @@
 A distribution declares a plug-in under the ``countersign.plugins`` entry-point group::
 
     [project.entry-points."countersign.plugins"]
-    acme-invoices = "acme_invoices.plugin:PLUGIN"
+    acme-invoices = "acme_invoices.plugin:build"
 
 The entry point names a ``Plugin``, or a function of no arguments that builds one (a plug-in
 that reads its own configuration, such as its database's address, and builds its contracts
-with their clients).
+with their clients): ``examples/acme_invoices`` is one, walked through in docs/plugins.md.
 
 Installing it enables nothing: ``COUNTERSIGN_PLUGINS=acme-invoices`` does, in every process
 of the deployment (the CLI, the server and its workers, the worker, the projection runner, the

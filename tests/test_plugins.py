@@ -129,14 +129,14 @@ def test_an_installed_plugin_is_listed_only_when_the_deployment_names_it(install
 
 def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(installed, tmp_path):
     done = _countersign(
-        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample,acme-invoices"), "operations"
+        _env(installed, tmp_path, COUNTERSIGN_PLUGINS="sample,acme-payroll"), "operations"
     )
 
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "error: COUNTERSIGN_PLUGINS names plug-in 'acme-invoices', which is not installed "
-        "(installed: sample, sample-broken); install its package or remove it from "
-        "COUNTERSIGN_PLUGINS"
+    assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
+        "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
+        "(installed: acme-invoices, sample, sample-broken); install its package or remove it "
+        "from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
 
@@ -312,6 +312,36 @@ def test_without_the_plugin_its_stored_events_are_refused(wired, database_url):
             plain.store.get(keyed_resource_id(INVOICES, "INV-1"), InvoiceTags)
     finally:
         plain.close()
+
+
+def test_a_plugin_section_assistant_proposes_on_the_company_key(wired, database_url, clock):
+    """The assistant's conversation is about a key (``INV 2/b``); its propose call goes out
+    on that key, which the contract maps to the proposal's id (not on the id, mapped twice)."""
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
+
+    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
+    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
+    chatting = bootstrap(
+        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
+    )
+    try:
+        turn = chatting.assistant.turn(
+            organization="granite",
+            actor=AVA,
+            section="sample",
+            resource_id="INV 2/b",
+            message="Tag it disputed.",
+        )
+    finally:
+        chatting.close()
+
+    assert turn.proposal is not None, turn.messages
+    assert turn.proposal["preview"] == {
+        "invoice_key": "INV 2/b",
+        "customer": "Maple Supplies",
+        "tag": "disputed",
+    }
 
 
 def test_an_unknown_company_key_is_not_found(wired):

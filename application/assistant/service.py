@@ -280,7 +280,9 @@ class AssistantService:
                     organization=turn.organization,
                     actor=turn.actor,
                     operation=operation,
-                    resource_id=str(turn.scope.resource_id),
+                    # A resource known by a company's key is proposed on by that key (the
+                    # contract maps it to the id again); any other by its id.
+                    resource_id=turn.scope.key or str(turn.scope.resource_id),
                     request=arguments,
                     interaction_id=str(turn.interaction.id),
                 )
