@@ -84,6 +84,10 @@ class _Reads:
         self.held = False
         #: Fetched before the decision ran: its reads take these instead of querying.
         self.preloaded: dict[UUID, Aggregate] = {}
+        #: Asked for in that same round trip and not found: a read of one finds nothing
+        #: again without a second query (a new resource's pending slot, say). Creating one
+        #: is checked by the primary key, as ever.
+        self.absent: set[UUID] = set()
         #: Aggregate id -> the version the decision read (and based itself on).
         self.versions: dict[UUID, int] = {}
         #: Aggregate types the decision only points at, and the ids it read of them.
@@ -103,6 +107,7 @@ class _Reads:
     def close(self) -> None:
         self.open = self.held = False
         self.preloaded = {}
+        self.absent = set()
         self.versions = {}
         self.targets = frozenset()
         self.unchecked = set()
@@ -171,7 +176,9 @@ class EventSourcedStore:
                         reads.preloaded[aggregate_id] = snapshot
                 wanted = [i for i in wanted if i not in reads.preloaded]
             if wanted:
-                reads.preloaded.update(self._load_many(wanted))
+                loaded = self._load_many(wanted)
+                reads.preloaded.update(loaded)
+                reads.absent.update(i for i in wanted if i not in loaded)
             yield reads
         finally:
             reads.close()
@@ -325,7 +332,7 @@ class EventSourcedStore:
             aggregate = reads.preloaded.get(aggregate_id)
             if aggregate is None and reads.held:
                 aggregate = self._snapshots.get(aggregate_id)
-            if aggregate is None:
+            if aggregate is None and aggregate_id not in reads.absent:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)
             if aggregate is not None:
                 reads.saw(aggregate)
@@ -358,6 +365,7 @@ class EventSourcedStore:
         for aggregate_id in written:
             # Whatever happens to this commit, the preloaded state is no longer the latest.
             reads.preloaded.pop(aggregate_id, None)
+            reads.absent.discard(aggregate_id)
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
         # under the writers' lock.
