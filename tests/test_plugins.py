@@ -300,6 +300,35 @@ def test_a_tampered_topic_outside_the_declared_packages_is_still_refused(wired):
         fresh.close()
 
 
+def test_a_plugin_event_stored_by_an_earlier_version_is_upcast_when_read(wired):
+    proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    wired.proposals.approve(proposal_id, AVA)
+    from sample_plugin.contracts import INVOICES
+    from sample_plugin.domain import InvoiceTags
+
+    resource = keyed_resource_id(INVOICES, "INV-1")
+    stored_id = resource.hex if wired.database.kind == "sqlite" else str(resource)
+    table = events_table(wired)
+    with wired.sql.transaction() as cursor:  # the Tagged event as version 1 stored it
+        state = cursor.execute(
+            f"SELECT state FROM {table} WHERE originator_id = ? AND originator_version = 2",
+            (stored_id,),
+        ).fetchone()[0]
+        v1 = json.loads(bytes(state))
+        assert (v1.pop("class_version"), v1.pop("source")) == (2, "proposal")
+        cursor.execute(
+            f"UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = 2",
+            (json.dumps(v1).encode(), stored_id),
+        )
+    fresh = bootstrap(Settings(database_url=wired.settings.database_url, plugins=("sample",)))
+    try:
+        tags = fresh.store.get(resource, InvoiceTags)
+    finally:
+        fresh.close()
+
+    assert (tags.tags, tags.sources) == (("late",), ("proposal",))
+
+
 def test_without_the_plugin_its_stored_events_are_refused(wired, database_url):
     proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
     wired.proposals.approve(proposal_id, AVA)

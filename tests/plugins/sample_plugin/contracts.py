@@ -139,7 +139,7 @@ class TagInvoice(
         return {"tags": list(facts.tags.tags)}
 
     def execute(self, execution: ExecutionContract[TagArguments], facts: TagFacts) -> TagResult:
-        facts.tags.tag(execution.arguments.tag)
+        facts.tags.tag(execution.arguments.tag, source="proposal")
         return TagResult(tags=list(facts.tags.tags))
 
     def headline(self, preview: TagPreview, language: str = "en") -> str:

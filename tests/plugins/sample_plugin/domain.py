@@ -16,6 +16,19 @@ class InvoiceTags(Aggregate):
         self.invoice_key = invoice_key
         self.tags: tuple[str, ...] = ()
 
-    @event("Tagged")
-    def tag(self, tag: str) -> None:
+    class Tagged(Aggregate.Event):
+        """Version 2 says where a tag came from; version 1 events (stored before it) are
+        upcast as the library upcasts countersign's own: they came from a proposal."""
+
+        class_version = 2
+        tag: str
+        source: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, object]) -> None:
+            state["source"] = "proposal"
+
+    @event(Tagged)
+    def tag(self, tag: str, source: str) -> None:
         self.tags = (*self.tags, tag)
+        self.sources = (*getattr(self, "sources", ()), source)

@@ -40,7 +40,7 @@ def _tagged(cs: Countersign, key: str) -> Any:
 
 def _tag_behind_its_back(cs: Countersign, key: str) -> None:
     tags = _tags(cs, key)
-    tags.tag("disputed")
+    tags.tag("disputed", source="proposal")
     cs.app.save(tags)
 
 
