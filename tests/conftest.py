@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from countersign.infrastructure.bootstrap import enable_plugins
+from countersign.infrastructure.settings import plugin_names
 from countersign.infrastructure.testing.databases import POSTGRES_SERVER, worker_tag
 from countersign.infrastructure.testing.deployment import (
     AVA,
@@ -32,6 +34,12 @@ from tests.support.mutants import apply_from_environment
 from tests.support.passwords import use_test_strength
 
 __all__ = ["AVA", "BEN", "MIA", "count_events", "events_table"]
+
+# The deployment's plug-ins (COUNTERSIGN_PLUGINS) are enabled before any test module is
+# collected: tests parametrised over the registries (every operation, section, permission)
+# then include them, as the deployment's processes would (scripts/test runs the registry-wide
+# checks once more with the example plug-in enabled).
+enable_plugins(plugin_names())
 
 #: Not collected: the sample plug-in's own repository (its tests run through the kit in a
 #: process of their own, tests/test_plugins.py).

@@ -11,8 +11,9 @@ Fixtures:
 - ``other``: a second process's view of the same database;
 - ``database_url``, ``test_databases``: the database under ``cs`` and the session's
   templates (``countersign.infrastructure.testing.databases``);
-- ``countersign_plugins``: the plug-ins the deployment enables; none unless a test, a class
-  or a ``conftest.py`` overrides it.
+- ``countersign_plugins``: the plug-ins the deployment enables: those ``COUNTERSIGN_PLUGINS``
+  names, as for any deployment (none when it is unset), unless a test, a class or a
+  ``conftest.py`` overrides it.
 
 PostgreSQL tests fail (never skip) when ``CI`` is set and the server is unreachable.
 
@@ -31,7 +32,7 @@ import pytest
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
-from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.settings import Settings, plugin_names
 from countersign.infrastructure.testing.databases import (
     POSTGRES_SERVER,
     START,
@@ -80,8 +81,9 @@ def database_url(request: pytest.FixtureRequest, test_databases: TestDatabases) 
 
 @pytest.fixture
 def countersign_plugins() -> tuple[str, ...]:
-    """The plug-ins (entry-point names) ``cs`` and ``other`` enable: override it."""
-    return ()
+    """The plug-ins (entry-point names) ``cs`` and ``other`` enable: by default the
+    deployment's (``COUNTERSIGN_PLUGINS``); override it to name others."""
+    return plugin_names()
 
 
 @pytest.fixture

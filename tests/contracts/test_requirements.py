@@ -13,7 +13,7 @@ from fnmatch import fnmatch
 from typing import Any
 
 import pytest
-from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts import BUILT_IN, REGISTRY, AnyContract
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.web.request_form import specs
 
@@ -84,6 +84,8 @@ def demo_story(tmp_path_factory: pytest.TempPathFactory) -> str:
 def _missing_demo_scene(contract: AnyContract, story: str) -> Iterator[str]:
     if f'"operation": "{contract.kind}"' in story:
         return
+    if contract.demo_scene is None and contract.kind not in {c.kind for c in BUILT_IN}:
+        return  # a plug-in's: the demo names it as having no scene (its company is not seeded)
     if contract.demo_scene is None:
         yield (
             f"a demo scene (tests/test_cli.py wants every operation in the demo): in "

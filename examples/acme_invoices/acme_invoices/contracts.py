@@ -109,15 +109,6 @@ class CreditFacts(Facts):
         return []  # nothing of countersign's changes: the proposal records the outcome
 
 
-#: What the ledger's refusals mean for the proposal (``ledger_service.py`` names them).
-_REFUSALS = {
-    "invoice_changed": "invoice_changed",
-    "invoice_not_found": "invoice_gone",
-}
-"""Any other refusal (``insufficient_balance`` or ``currency_mismatch``, which the version
-check makes unreachable) reads ``ledger_refused``."""
-
-
 class InvoiceCredit(
     InvoiceCreditTexts,
     OperationContract[CreditRequest, CreditArguments, CreditPreview, CreditResult, CreditFacts],
@@ -207,8 +198,17 @@ class InvoiceCredit(
         facts: CreditFacts,
         response: EffectResponse,
     ) -> CreditResult:
+        # What the ledger's refusals mean for the proposal (``ledger_service.py`` names them);
+        # each code is written out, so the checks countersign runs on every contract can find
+        # it and its sentence. Any other refusal (``insufficient_balance`` or
+        # ``currency_mismatch``, which the version check makes unreachable) reads
+        # ``ledger_refused``.
         if response.status != "succeeded":
-            raise RevisionNeededError(_REFUSALS.get(response.reason or "", "ledger_refused"))
+            if response.reason == "invoice_changed":
+                raise RevisionNeededError("invoice_changed")
+            if response.reason == "invoice_not_found":
+                raise RevisionNeededError("invoice_gone")
+            raise RevisionNeededError("ledger_refused")
         return CreditResult(
             credit_note=response.reference,
             balance_after_cents=int(response.details["balance_after_cents"]),

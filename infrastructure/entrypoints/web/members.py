@@ -17,7 +17,7 @@ from countersign.domain.club.organization import (
     Member,
     UnknownPermissionError,
 )
-from countersign.domain.contracts import PERMISSIONS
+from countersign.domain.contracts import PERMISSIONS, REGISTRY
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import Site, Visit, redirect
@@ -93,8 +93,12 @@ def _member(member: Member, visit: Visit) -> dict[str, Any]:
 
 
 def _label(permission: str, visit: Visit) -> str:
-    """The permission in the reader's words; its own name for one the catalogue lacks (a new
-    operation's, until its words are written)."""
+    """The permission in the reader's words. One the catalogue lacks (a plug-in's, or a new
+    operation's until its words are written) reads as the titles of the operations it allows,
+    in the reader's language; its own name when none does."""
     key = f"members.permission.{permission}"
     label = visit.t(key)
-    return permission if label == key else label
+    if label != key:
+        return label
+    titles = [c.title.text(visit.language) for c in REGISTRY.values() if c.permission == permission]
+    return ", ".join(titles) or permission
