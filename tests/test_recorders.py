@@ -54,6 +54,12 @@ def test_packed_arrays_read_back_as_sent(pg: psycopg.Connection, count: int) -> 
 
 
 @pytest.mark.postgres
+def test_a_missing_version_is_packed_as_null(pg: psycopg.Connection) -> None:
+    row = pg.execute("SELECT %s::bigint[]", (_BigInts.of([3, None, -7]),), binary=True).fetchone()
+    assert row == ([3, None, -7],)
+
+
+@pytest.mark.postgres
 def test_string_ids_are_packed_as_uuids(pg: psycopg.Connection) -> None:
     an_id = uuid4()
     row = pg.execute("SELECT %s::uuid[]", (_UUIDs.of([str(an_id)]),), binary=True).fetchone()
@@ -116,3 +122,30 @@ def test_a_refused_commit_writes_none_of_its_events(recorder: Any) -> None:
         )
     assert recorder.max_notification_id() == before
     assert all(recorder.select_events(a) == [] for a in fresh)
+
+
+@pytest.mark.parametrize("size", [3, 2 * CountersignSQLiteRecorder.CHECK_CHUNK + 1])
+def test_a_read_set_of_any_size_is_checked(recorder: Any, size: int) -> None:
+    """Past one statement's parameters and result columns on SQLite: checked in parts."""
+    read = [uuid4() for _ in range(size)]
+    recorder.insert_events([_event(a, 1, b"{}") for a in read])
+    recorder.insert_events([_event(uuid4(), 1, b"{}")], expected_versions=dict.fromkeys(read, 1))
+
+    moved = read[-1]  # the last one, in the last part
+    recorder.insert_events([_event(moved, 2, b"{}")])
+    with pytest.raises(ReadSetChangedError, match=str(moved)):
+        recorder.insert_events(
+            [_event(uuid4(), 1, b"{}")], expected_versions=dict.fromkeys(read, 1)
+        )
+
+
+def test_a_commit_relying_on_an_absence_is_refused_once_the_aggregate_exists(
+    recorder: Any,
+) -> None:
+    """None expects no event of the aggregate (a decision that found it absent)."""
+    ghost = uuid4()
+    recorder.insert_events([_event(uuid4(), 1, b"{}")], expected_versions={ghost: None})
+
+    recorder.insert_events([_event(ghost, 1, b"{}")])
+    with pytest.raises(ReadSetChangedError):
+        recorder.insert_events([_event(uuid4(), 1, b"{}")], expected_versions={ghost: None})

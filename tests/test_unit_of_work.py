@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from uuid import uuid4
+
+import pytest
+from countersign.application.ports import Answer, Commit, Reads
+from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.organization import Organization
 from countersign.domain.club.roster import Roster
+from countersign.domain.errors import NotFoundError
 
 from tests.conftest import AVA, DRAFT, count_events
 
@@ -55,3 +61,41 @@ def test_an_approval_whose_claim_commit_was_retried_reports_its_own_execution(
     assert (report.result, report.status) == ("executed", "succeeded")
     assert count_events(cs, "Proposal.Claimed") == before + 1
     assert cs.cards.card(proposal_id, AVA).outcome == report.outcome
+
+
+@pytest.mark.parametrize("created", ["before_the_read", "after_the_read"])
+def test_a_decision_on_an_absent_aggregate_is_decided_again_once_it_exists(
+    cs, other, seeded, created
+):
+    """Another process creates what a decision found missing, before or after the decision
+    looked for it: the decision's commit is refused, and it is decided again on fresh reads."""
+    ghost = uuid4()
+    absent_id = BroadcastForm.create_id(ghost)
+    form_id = BroadcastForm.create_id(Organization.create_id("granite"))
+    done: list[int] = []
+
+    def create_elsewhere() -> None:
+        if not done:
+            other.store.save(BroadcastForm(organization_id=ghost))
+            done.append(1)
+
+    def decision(store):
+        if created == "before_the_read":
+            create_elsewhere()
+        try:
+            store.read(absent_id, BroadcastForm)
+            return Answer("it exists")
+        except NotFoundError:
+            pass
+        if created == "after_the_read":
+            create_elsewhere()
+        form = store.get(form_id, BroadcastForm)
+        form.apply_draft({}, "s", "b", uuid4())
+        return Commit([form], "committed on its absence")
+
+    assert cs.store.decide(Reads([absent_id, form_id]), decision) == "it exists"
+    assert _form(cs, form_id).drafts_applied == 0  # nothing was committed on the absence
+
+
+def _form(cs, form_id):
+    return cs.store.get(form_id, BroadcastForm)

@@ -88,8 +88,9 @@ class _Reads:
         #: again without a second query (a new resource's pending slot, say). Creating one
         #: is checked by the primary key, as ever.
         self.absent: set[UUID] = set()
-        #: Aggregate id -> the version the decision read (and based itself on).
-        self.versions: dict[UUID, int] = {}
+        #: Aggregate id -> the version the decision read (and based itself on); None for one
+        #: it looked for and did not find (the commit is refused if it exists by then).
+        self.versions: dict[UUID, int | None] = {}
         #: Aggregate types the decision only points at, and the ids it read of them.
         self.targets: frozenset[type[Aggregate]] = frozenset()
         self.unchecked: set[UUID] = set()
@@ -99,6 +100,13 @@ class _Reads:
             self.versions[aggregate.id] = aggregate.version
             if type(aggregate) in self.targets:
                 self.unchecked.add(aggregate.id)
+
+    def missed(self, aggregate_id: UUID, as_type: type[Aggregate]) -> None:
+        """The decision looked for this aggregate and it does not exist: deciding on its
+        absence is relying on it, like a read (a commit that creates it is checked by the
+        primary key instead)."""
+        if self.open and as_type not in self.targets:
+            self.versions.setdefault(aggregate_id, None)
 
     def ids(self) -> list[UUID]:
         """Every aggregate the decision read so far."""
@@ -334,7 +342,9 @@ class EventSourcedStore:
                 aggregate = self._snapshots.get(aggregate_id)
             if aggregate is None and aggregate_id not in reads.absent:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)
-            if aggregate is not None:
+            if aggregate is None:
+                reads.missed(aggregate_id, as_type)
+            else:
                 reads.saw(aggregate)
                 if shared:
                     freeze(aggregate)  # read-only, even if it was not kept as a snapshot

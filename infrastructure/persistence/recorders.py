@@ -79,8 +79,9 @@ class ReadSetChangedError(Exception):
         self.aggregate_id = aggregate_id
 
 
-def expected_versions(kwargs: Mapping[str, Any]) -> Mapping[UUID, int]:
-    expected: Mapping[UUID, int] | None = kwargs.get(EXPECTED_VERSIONS)
+def expected_versions(kwargs: Mapping[str, Any]) -> Mapping[UUID, int | None]:
+    """Aggregate id -> the version the commit relied on; None: that it did not exist."""
+    expected: Mapping[UUID, int | None] | None = kwargs.get(EXPECTED_VERSIONS)
     return expected or {}
 
 
@@ -107,6 +108,9 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     #: Events per INSERT statement: 4 parameters each, under the 999 that SQLite before 3.32
     #: allows in one statement.
     INSERT_CHUNK = 200
+    #: Aggregates per read-set check statement: one parameter and one result column each,
+    #: under SQLite's 999 parameters (before 3.32) and 2,000 result columns.
+    CHECK_CHUNK = 500
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -132,22 +136,25 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             )
             return list(map(LogEntry._make, cursor.fetchall()))
 
-    def _check_read_set(self, cursor: SQLiteCursor, expected: Mapping[UUID, int]) -> None:
-        """One statement for the whole read set, a scalar subquery per aggregate (each takes
+    def _check_read_set(self, cursor: SQLiteCursor, expected: Mapping[UUID, int | None]) -> None:
+        """A statement per ``CHECK_CHUNK`` aggregates, a scalar subquery each (each takes
         SQLite's min/max shortcut on the primary key; a GROUP BY would scan every event of a
-        long-lived aggregate)."""
-        versions = ",".join(
-            [
-                f"(SELECT max(originator_version) FROM {self.events_table_name} "
-                "WHERE originator_id = ?)"
-            ]
-            * len(expected)
-        )
-        cursor.execute(f"SELECT {versions}", [aggregate_id.hex for aggregate_id in expected])
-        row = cursor.fetchone()
-        for (aggregate_id, version), found in zip(expected.items(), row, strict=True):
-            if found != version:
-                raise ReadSetChangedError(str(aggregate_id))
+        long-lived aggregate). None expects the aggregate still not to exist."""
+        items = list(expected.items())
+        for start in range(0, len(items), self.CHECK_CHUNK):
+            chunk = items[start : start + self.CHECK_CHUNK]
+            versions = ",".join(
+                [
+                    f"(SELECT max(originator_version) FROM {self.events_table_name} "
+                    "WHERE originator_id = ?)"
+                ]
+                * len(chunk)
+            )
+            cursor.execute(f"SELECT {versions}", [aggregate_id.hex for aggregate_id, _ in chunk])
+            row = cursor.fetchone()
+            for (aggregate_id, version), found in zip(chunk, row, strict=True):
+                if found != version:
+                    raise ReadSetChangedError(str(aggregate_id))
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any

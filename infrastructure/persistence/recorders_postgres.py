@@ -43,11 +43,11 @@ class _PackedArray:
         self.data = data
 
 
-def _array_header(element_oid: int, count: int) -> bytes:
+def _array_header(element_oid: int, count: int, has_nulls: bool = False) -> bytes:
     # ndim, has-nulls flag, element type; then (size, lower bound) for the one dimension.
     if not count:
         return struct.pack("!iiI", 0, 0, element_oid)
-    return struct.pack("!iiIii", 1, 0, element_oid, count, 1)
+    return struct.pack("!iiIii", 1, int(has_nulls), element_oid, count, 1)
 
 
 class _UUIDs(_PackedArray):
@@ -65,14 +65,25 @@ def _uuid(value: UUID | str) -> UUID:
 
 
 class _BigInts(_PackedArray):
+    """``bigint[]``; a None is SQL NULL (a read-set entry for an aggregate that did not
+    exist: the insert function's ``IS DISTINCT FROM`` then expects no event of it)."""
+
     __slots__ = ()
     element_type = "int8"
 
     @classmethod
-    def of(cls, values: Sequence[int]) -> _BigInts:
-        head = _array_header(pg_types["int8"].oid, len(values))
-        body = struct.pack("!" + "iq" * len(values), *[x for v in values for x in (8, v)])
-        return cls(head + body)
+    def of(cls, values: Sequence[int | None]) -> _BigInts:
+        if None not in values:
+            head = _array_header(pg_types["int8"].oid, len(values))
+            body = struct.pack("!" + "iq" * len(values), *[x for v in values for x in (8, v)])
+            return cls(head + body)
+        head = _array_header(pg_types["int8"].oid, len(values), has_nulls=True)
+        return cls(
+            head
+            + b"".join(
+                struct.pack("!i", -1) if v is None else struct.pack("!iq", 8, v) for v in values
+            )
+        )
 
 
 class _Bytes(_PackedArray):
