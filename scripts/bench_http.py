@@ -5,12 +5,14 @@
 
 For each backend it starts ``countersign serve --workers N`` on a fresh database (PostgreSQL:
 ``countersign_bench_http``, dropped and recreated; SQLite: a temporary file), starts the
-projection runner and the worker beside it, as a deployment runs them (``--server-only``
-leaves them out), loads card-refund proposals, lets the client processes approve every one at
-once over HTTP (tests/http_load.py) and prints approve latency p50/p99 (every request:
-executions and repeats) and requests per second, with the checks' verdict: one provider
-request per key, one stored answer, no 5xx, the projections caught up. The load generator
-shares the cores with the server: the clients' own CPU time is printed as a share of them.
+projection runner and the worker beside it, as a PostgreSQL deployment runs them (the worker
+runs the sweepers, ``serve --no-sweepers``; ``--server-only`` leaves both out, and on SQLite
+``serve`` then runs the sweepers itself, as the embedded deployment does), loads card-refund
+proposals, lets the client processes approve every one at once over HTTP
+(tests/http_load.py) and prints approve latency p50/p99 (every request: executions and
+repeats) and requests per second, with the checks' verdict: one provider request per key,
+one stored answer, no 5xx, the projections caught up. The load generator shares the cores
+with the server: the clients' own CPU time is printed as a share of them.
 Defaults: PostgreSQL 1,000 x 8, SQLite 200 x 4, two API workers.
 """
 
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     for f, _ in rows:
         print(
             f"{f.backend}: the {f.clients} clients used {f.client_cpu_seconds:.1f} CPU-seconds of "
-            f"the {f.seconds * (os.cpu_count() or 1):.1f} core-seconds the race took "
+            f"the {f.seconds * len(os.sched_getaffinity(0)):.1f} core-seconds the race took "
             f"({f.client_cpu_share:.0%})"
         )
     print(

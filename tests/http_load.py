@@ -435,7 +435,7 @@ class Figures:
     @property
     def client_cpu_share(self) -> float:
         """The clients' CPU time as a share of every core for the run's wall time."""
-        cores = os.cpu_count() or 1
+        cores = len(os.sched_getaffinity(0))  # the cores this process may use
         return self.client_cpu_seconds / (self.seconds * cores) if self.seconds else 0.0
 
 
@@ -480,7 +480,9 @@ def run_suite(
     deployment = Deployment(database_url, workdir)
     problems: list[str] = []
     try:
-        base = deployment.serve(workers)
+        # With every service, the worker runs the sweepers (serve runs them itself only on
+        # SQLite, where nothing else is deployed beside it): never two sets at once.
+        base = deployment.serve(workers, *(("--no-sweepers",) if every_service else ()))
         if every_service:
             deployment.projections()
             deployment.worker()

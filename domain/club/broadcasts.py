@@ -94,7 +94,10 @@ class BroadcastForm(Aggregate):
     def start_send(
         self, proposal_id: UUID, draft: int, idempotency_key: str, recipients: int
     ) -> None:
-        """Record that the applied draft is being sent for this proposal."""
+        """Record that the applied draft is being sent for this proposal. A proposal sends
+        the draft it was frozen with, and only while that draft is the applied one
+        (``check_sendable``): so once a new draft is applied, a proposal whose earlier send
+        the form has let go can never send again (the send contract rechecks the draft)."""
         if str(proposal_id) in self._sends:
             raise BroadcastRuleError("a send already exists for this proposal")
         self.check_sendable(draft)

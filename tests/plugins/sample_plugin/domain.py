@@ -15,6 +15,7 @@ class InvoiceTags(Aggregate):
     def __init__(self, *, id: UUID, invoice_key: str) -> None:
         self.invoice_key = invoice_key
         self.tags: tuple[str, ...] = ()
+        self.sources: tuple[str, ...] = ()
 
     class Tagged(Aggregate.Event):
         """Version 2 says where a tag came from; version 1 events (stored before it) are
@@ -31,4 +32,4 @@ class InvoiceTags(Aggregate):
     @event(Tagged)
     def tag(self, tag: str, source: str) -> None:
         self.tags = (*self.tags, tag)
-        self.sources = (*getattr(self, "sources", ()), source)
+        self.sources = (*self.sources, source)
