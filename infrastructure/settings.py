@@ -48,8 +48,10 @@ class Settings:
     #: through the API, MCP, the assistants and the pages together.
     proposal_limit: str = DEFAULT_PROPOSAL_LIMIT
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
-    #: an installed plug-in that is not named is never loaded.
-    plugins: tuple[str, ...] = ()
+    #: an installed plug-in that is not named is never loaded. None (settings made in code
+    #: that do not say): the ones COUNTERSIGN_PLUGINS names, as every process of the
+    #: deployment reads them; () enables none.
+    plugins: tuple[str, ...] | None = None
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:

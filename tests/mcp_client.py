@@ -7,6 +7,7 @@ run an async ``scenario(session)`` on an initialized ``ClientSession`` and retur
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -45,9 +46,13 @@ def over_stdio(
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     client_info = client if client is not None else default_client()
+    # The SDK starts the server with a few safe variables only (PATH, HOME...): the
+    # deployment's plug-ins are passed as an MCP client's configuration would name them.
+    plugins = os.environ.get("COUNTERSIGN_PLUGINS")
     params = StdioServerParameters(
         command=COUNTERSIGN,
         args=["mcp", "--database", database_url, "--org", org, "--as", email],
+        env={"COUNTERSIGN_PLUGINS": plugins} if plugins else None,
     )
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
 

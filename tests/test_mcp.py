@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import httpx2
 import pytest
+from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.assistant.service import refusal
 from countersign.application.authorization import Caller
 from countersign.domain.club.organization import Permission
@@ -64,6 +65,13 @@ READS = {
     "email_broadcasts_count_audience",
     "roster_list_leagues",
     "roster_find_members",
+    # and the read tools of the deployment's plug-ins' sections (COUNTERSIGN_PLUGINS)
+    *(
+        f"{section}_{tool.name}"
+        for section, assistant in ASSISTANTS.items()
+        if section not in {"orders", "email_broadcasts", "roster"}
+        for tool in assistant.read_tools
+    ),
 }
 PROPOSES = {"propose_" + kind.replace(".", "_") for kind in REGISTRY}
 DRAFT_TOOL = "propose_email_broadcast_apply_draft"

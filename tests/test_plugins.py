@@ -58,7 +58,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         yield site
     finally:
-        enable_plugins(())
+        enable_plugins()  # the deployment's own again (COUNTERSIGN_PLUGINS)
         for path in (str(site), str(PLUGINS)):
             sys.path.remove(path)
         os.environ.pop("SAMPLE_PLUGIN_DATA", None)
@@ -86,7 +86,7 @@ def wired(
     plugged.club.set_permissions("granite", AVA, sorted(PERMISSIONS))
     yield plugged
     plugged.close()
-    enable_plugins(())
+    enable_plugins()  # the deployment's own again (COUNTERSIGN_PLUGINS)
 
 
 def _env(installed: Path, company: Path | None = None, **extra: str) -> dict[str, str]:
@@ -335,7 +335,7 @@ def test_without_the_plugin_its_stored_events_are_refused(wired, database_url):
     from sample_plugin.contracts import INVOICES
     from sample_plugin.domain import InvoiceTags
 
-    plain = bootstrap(Settings(database_url=database_url))
+    plain = bootstrap(Settings(database_url=database_url, plugins=()))
     try:
         with pytest.raises(CorruptRecordError):
             plain.store.get(keyed_resource_id(INVOICES, "INV-1"), InvoiceTags)
@@ -417,9 +417,22 @@ def test_a_credit_whose_invoice_was_deleted_before_approval_is_not_sent(wired, c
 
 
 def test_a_failing_configuration_is_a_settings_error():
-    with pytest.raises(SettingsError, match="not installed"):
-        enable_plugins(("nowhere",))
-    assert "sample.tag_invoice" not in REGISTRY
+    try:
+        with pytest.raises(SettingsError, match="not installed"):
+            enable_plugins(("nowhere",))
+        assert "sample.tag_invoice" not in REGISTRY
+    finally:
+        enable_plugins()  # the deployment's own again (COUNTERSIGN_PLUGINS)
+
+
+def test_the_pages_name_a_plugin_section_in_the_readers_language(wired):
+    """Its words come from its assistant as enabled now, not from the catalogue as it was
+    when the pages' module was imported (before any plug-in was)."""
+    from countersign.infrastructure.entrypoints.web.i18n import translator
+
+    assert translator("en")("section.sample") == "Invoices"
+    assert translator("fr")("section.sample") == "Factures"
+    assert translator("fr")("chat.title.sample") == "Assistant des factures"
 
 
 # -- the plug-in's own repository runs the conformance kit ---------------------------------------

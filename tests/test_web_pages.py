@@ -31,7 +31,7 @@ from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.demo.seed import _order
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
-from countersign.infrastructure.entrypoints.web.i18n import TEXTS, negotiate
+from countersign.infrastructure.entrypoints.web.i18n import TEXTS, negotiate, section_texts
 from countersign.infrastructure.identity.passwords import set_password
 from fastapi.testclient import TestClient
 from markupsafe import escape
@@ -1036,9 +1036,11 @@ def test_every_page_text_exists_in_english_and_french():
         for section, assistant in ASSISTANTS.items()
         if k != "start." or assistant.texts.start is not None
     }
-    assert used <= set(TEXTS["en"]), sorted(used - set(TEXTS["en"]))
+    known = set(TEXTS["en"]) | set(section_texts("en"))
+    assert used <= known, sorted(used - known)
+    assert set(section_texts("en")) == set(section_texts("fr"))
     for language in ("en", "fr"):
-        for key, text in TEXTS[language].items():
+        for key, text in {**TEXTS[language], **section_texts(language)}.items():
             assert text.strip(), (language, key)
 
 

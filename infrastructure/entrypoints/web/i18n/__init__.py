@@ -5,9 +5,10 @@ Outcome messages are not here: they are the application's own texts from
 operation: its title, headline, preview labels and edit-form labels are its contract's
 (``preview_fields``, ``request_fields``).
 Nor anything about one section: its names, chat texts and read-tool labels are its
-assistant's (``SectionTexts``), added to the catalogue below (``section.<name>``,
-``chat.title.<name>``, ``chat.lead.<name>``, ``chat.placeholder.<name>``, ``start.<name>``,
-``chat.read.<tool>``). This catalogue holds only the pages' own labels, headings and notices.
+assistant's (``SectionTexts``), which the translator reads from the registered sections as
+they are now (``section_texts``: ``section.<name>``, ``chat.title.<name>``,
+``chat.lead.<name>``, ``chat.placeholder.<name>``, ``start.<name>``, ``chat.read.<tool>``).
+This catalogue holds only the pages' own labels, headings and notices.
 """
 
 from __future__ import annotations
@@ -75,18 +76,41 @@ def french_typography(text: str) -> str:
     return text.replace("« ", "«" + NBSP).replace(" »", NBSP + "»")
 
 
-for _language, _catalogue in TEXTS.items():
-    _catalogue.update(_section_texts(_language))
 TEXTS["fr"] = {key: french_typography(text) for key, text in TEXTS["fr"].items()}
+
+#: The sections' texts by language, with the assistants they were made from: made again when
+#: the sections change (a deployment's plug-ins are enabled after this module may have been
+#: imported, and a test switches them), so a plug-in's section is never shown by its keys.
+_SECTIONS: dict[str, tuple[tuple[int, ...], dict[str, str]]] = {}
+
+
+def section_texts(language: str) -> dict[str, str]:
+    """Every registered section's texts in ``language`` (see the module's docstring)."""
+    made_from = tuple(id(assistant) for assistant in ASSISTANTS.values())
+    cached = _SECTIONS.get(language)
+    if cached is None or cached[0] != made_from:
+        texts = _section_texts(language)
+        if language == "fr":
+            texts = {key: french_typography(text) for key, text in texts.items()}
+        cached = _SECTIONS[language] = (made_from, texts)
+    return cached[1]
 
 
 def translator(language: str) -> Callable[..., str]:
     """``t(key, **params)`` in ``language``, falling back to English, then to the key."""
-    catalogue = TEXTS.get(language, TEXTS[DEFAULT_LANGUAGE])
-    fallback = TEXTS[DEFAULT_LANGUAGE]
+    if language not in TEXTS:
+        language = DEFAULT_LANGUAGE
+    catalogue, sections = TEXTS[language], section_texts(language)
+    fallback, fallback_sections = TEXTS[DEFAULT_LANGUAGE], section_texts(DEFAULT_LANGUAGE)
 
     def t(key: str, **params: object) -> str:
-        template = catalogue.get(key) or fallback.get(key) or key
+        template = (
+            catalogue.get(key)
+            or sections.get(key)
+            or fallback.get(key)
+            or fallback_sections.get(key)
+            or key
+        )
         return template.format(**params) if params else template
 
     return t
