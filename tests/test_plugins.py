@@ -425,6 +425,20 @@ def test_a_failing_configuration_is_a_settings_error():
         enable_plugins()  # the deployment's own again (COUNTERSIGN_PLUGINS)
 
 
+def test_a_plugin_sections_chat_page_reads_in_french_without_the_clubs_panel(wired):
+    """The conversation on one of the company's invoices, by its key: the section's own words
+    in the reader's language, and no side panel of the club's leagues beside it."""
+    from tests.test_web_pages import web_for
+
+    browser = web_for(wired, {}).browser(AVA)
+    page = browser.get("/chat/sample/INV-1", **{"accept-language": "fr"})
+
+    assert page.status_code == 200, page.text[:300]
+    assert "<h1>Assistant des factures</h1>" in page.text
+    assert 'class="context panel"' not in page.text  # no leagues beside an invoice
+    assert "chat.title.sample" not in page.text
+
+
 def test_the_pages_name_a_plugin_section_in_the_readers_language(wired):
     """Its words come from its assistant as enabled now, not from the catalogue as it was
     when the pages' module was imported (before any plug-in was)."""

@@ -68,6 +68,9 @@ class ConversationPages:
             "resource_id": resource_id,
             "interaction_id": conversation.interaction_id or "",
             "timeline": self._timeline(visit, conversation.timeline),
+            # What the side panel shows: the order, or the club (the leagues, the form). A
+            # plug-in's section shows neither: its records are the company's, and the panel
+            # is left out rather than show the club's leagues beside an invoice.
             "order": None,
             "club": None,
             "note": note,
@@ -86,7 +89,7 @@ class ConversationPages:
                 self.cs.club.refund_days(user.organization, resource_id),
                 user.membership.time_zone,
             )
-        else:
+        elif self.cs.assistant.assistants[section].club_resource is not None:
             # A club-wide assistant: the leagues, and the broadcast form when it is the subject.
             context["club"] = {"leagues": self.cs.club.leagues(user.organization), "form": None}
             if UUID(resource_id) == BroadcastForm.create_id(user.membership.organization_id):
