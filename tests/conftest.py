@@ -41,6 +41,16 @@ __all__ = ["AVA", "BEN", "MIA", "count_events", "events_table"]
 # checks once more with the example plug-in enabled).
 enable_plugins(plugin_names())
 
+
+@pytest.fixture(autouse=True)
+def _the_deployments_plugins() -> Iterator[None]:
+    """A test that switches plug-ins (the conformance suite over countersign's own, the
+    sample plug-in's tests) leaves the deployment's enabled for the next (the same set costs
+    a comparison)."""
+    yield
+    enable_plugins()
+
+
 #: Not collected: the sample plug-in's own repository (its tests run through the kit in a
 #: process of their own, tests/test_plugins.py).
 collect_ignore = ["plugins"]

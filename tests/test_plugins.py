@@ -425,6 +425,34 @@ def test_a_failing_configuration_is_a_settings_error():
         enable_plugins()  # the deployment's own again (COUNTERSIGN_PLUGINS)
 
 
+def test_a_plugin_operation_in_a_builtin_section_joins_its_pages_lead(installed, tmp_path):
+    """The lead names what the section's assistant may propose: read from the registry as it
+    is now, not as the pages first saw it."""
+    from countersign.application import plugins as registry
+    from countersign.application.plugins import Plugin
+    from countersign.domain.scope import Section
+    from countersign.infrastructure.entrypoints.web.i18n import translator
+    from sample_plugin.company import InvoiceBook
+    from sample_plugin.contracts import TagInvoice
+
+    class TagOrder(TagInvoice):
+        kind, permission, section = "extra.tag_order", "extra.manage", Section("orders")
+
+    before = translator("en")("chat.lead.orders")  # made once, before the plug-in
+    registry.install(
+        [
+            Plugin(
+                name="extra", namespace="extra", contracts=(TagOrder(InvoiceBook(tmp_path / "i")),)
+            )
+        ]
+    )
+    try:
+        assert "tag an invoice" not in before
+        assert "tag an invoice" in translator("en")("chat.lead.orders")
+    finally:
+        enable_plugins(())
+
+
 def test_a_plugin_sections_chat_page_reads_in_french_without_the_clubs_panel(wired):
     """The conversation on one of the company's invoices, by its key: the section's own words
     in the reader's language, and no side panel of the club's leagues beside it."""

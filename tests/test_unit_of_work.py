@@ -99,3 +99,12 @@ def test_a_decision_on_an_absent_aggregate_is_decided_again_once_it_exists(
 
 def _form(cs, form_id):
     return cs.store.get(form_id, BroadcastForm)
+
+
+def test_decisions_on_unknown_ids_leave_nothing_to_remember(cs, seeded):
+    """A scanner declining random ids must not push useful read sets out of the memory."""
+    read_sets = cs.store._unit_of_work._read_sets
+    before = len(read_sets._items)
+    for _ in range(50):
+        cs.proposals.decline(str(uuid4()), AVA)
+    assert len(read_sets._items) == before

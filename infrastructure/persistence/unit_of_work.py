@@ -66,14 +66,20 @@ class _ReadSets:
         return list(dict.fromkeys((*named, *remembered)))
 
     def remember(self, named: tuple[UUID, ...], read: Sequence[UUID]) -> None:
+        # Only what it read beyond the names: they are fetched anyway, and a decision on an
+        # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
+        extra = tuple(i for i in dict.fromkeys(read) if i not in named)
         with self._lock:
             known = self._items.get(named, ())
-            if set(read) == set(known):
+            if set(extra) == set(known):
+                return
+            if not extra:
+                del self._items[named]
                 return
             # What it read last time, not all it ever read: a decision whose reads drift from
             # run to run (the proposal a supersession slot held) must not make every later
             # run fetch everything its predecessors read.
-            self._items[named] = tuple(dict.fromkeys(read))
+            self._items[named] = extra
             self._items.move_to_end(named)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)

@@ -265,7 +265,7 @@ def _stop_the_ledger(company: Company) -> None:
 
 def test_without_the_plugin_enabled_the_operation_does_not_exist(cs, seeded, company):
     enable_plugins(())
-    plain = bootstrap(Settings(database_url=cs.settings.database_url), clock=cs.clock)
+    plain = bootstrap(Settings(database_url=cs.settings.database_url, plugins=()), clock=cs.clock)
     try:
         with pytest.raises(UnknownOperationError):
             propose(plain)

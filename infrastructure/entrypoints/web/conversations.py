@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
+from countersign.application.assistant import sections
 from countersign.application.assistant.sections.orders import ORDERS
 from countersign.application.assistant.service import MAX_MESSAGE
 from countersign.domain.club.broadcasts import BroadcastForm
@@ -21,6 +22,11 @@ from countersign.infrastructure.entrypoints.web.views import (
     proposal_view,
 )
 from starlette.responses import Response
+
+#: countersign's own club-wide sections, whose pages show the club (its leagues and form).
+_CLUB_WIDE = frozenset(
+    str(assistant.section) for assistant in sections.BUILT_IN if assistant.club_resource
+)
 
 
 class ConversationPages:
@@ -89,7 +95,7 @@ class ConversationPages:
                 self.cs.club.refund_days(user.organization, resource_id),
                 user.membership.time_zone,
             )
-        elif self.cs.assistant.assistants[section].club_resource is not None:
+        elif section in _CLUB_WIDE:
             # A club-wide assistant: the leagues, and the broadcast form when it is the subject.
             context["club"] = {"leagues": self.cs.club.leagues(user.organization), "form": None}
             if UUID(resource_id) == BroadcastForm.create_id(user.membership.organization_id):

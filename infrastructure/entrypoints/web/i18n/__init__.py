@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.entrypoints.web.i18n import (
     account,
@@ -78,17 +79,23 @@ def french_typography(text: str) -> str:
 
 TEXTS["fr"] = {key: french_typography(text) for key, text in TEXTS["fr"].items()}
 
-#: The sections' texts by language, with the assistants they were made from: made again when
-#: the sections change (a deployment's plug-ins are enabled after this module may have been
-#: imported, and a test switches them), so a plug-in's section is never shown by its keys.
-_SECTIONS: dict[str, tuple[tuple[int, ...], dict[str, str]]] = {}
+#: The sections' texts by language, with the assistants and contracts they were made from
+#: (held, so that none is replaced by another at the same address): made again when either
+#: changes (a deployment's plug-ins are enabled after this module may have been imported, a
+#: plug-in may add an operation to a built-in section, and a test switches them), so a
+#: plug-in's section is never shown by its keys nor a lead without its operations.
+_SECTIONS: dict[str, tuple[tuple[object, ...], dict[str, str]]] = {}
+
+
+def _same(these: tuple[object, ...], those: tuple[object, ...]) -> bool:
+    return len(these) == len(those) and all(a is b for a, b in zip(these, those, strict=True))
 
 
 def section_texts(language: str) -> dict[str, str]:
     """Every registered section's texts in ``language`` (see the module's docstring)."""
-    made_from = tuple(id(assistant) for assistant in ASSISTANTS.values())
+    made_from = (*ASSISTANTS.values(), *REGISTRY.values())
     cached = _SECTIONS.get(language)
-    if cached is None or cached[0] != made_from:
+    if cached is None or not _same(cached[0], made_from):
         texts = _section_texts(language)
         if language == "fr":
             texts = {key: french_typography(text) for key, text in texts.items()}
