@@ -17,6 +17,7 @@ from types import MappingProxyType, NoneType
 from typing import Any
 
 from countersign.infrastructure.persistence.sql import Cursor, integrity_errors
+from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.projections.base import Table
 
 TRACKING_TABLE = "projection_tracking"
@@ -270,7 +271,8 @@ class SqlRows:
     """The ``Rows`` port over SQL, caching a batch's reads and writes until ``flush``.
 
     ``cursor`` serves the reads. ``overlay`` holds the previous batch's writes when those may
-    not be committed yet (a writer process has them): a key it holds is read from it.
+    not be committed yet (a writer process has them): a key it holds is read from it. ``known``
+    (a rebuild's) tells keys no batch has written, which are not looked for.
     """
 
     def __init__(
@@ -279,9 +281,11 @@ class SqlRows:
         tables: Iterable[Table],
         dialect: str,
         overlay: Written | None = None,
+        known: KeyFilter | None = None,
     ) -> None:
         self.cursor = cursor
         self.overlay = overlay
+        self.known = known
         self.tables = {table.name: table for table in tables}
         self.dialect = dialect
         self.codecs = {name: _codec(spec, dialect) for name, spec in self.tables.items()}
@@ -304,6 +308,8 @@ class SqlRows:
             if pending is not _ABSENT:
                 # A copy: the previous batch's rows are on their way to the database.
                 row = read[key] = None if pending is None else dict(pending)
+        if row is _ABSENT and self.known is not None and not self.known.might_hold(table, key):
+            row = read[key] = None
         if row is _ABSENT:
             codec = self.codecs[table]
             found = self.cursor.execute(codec.select, codec.key_params(key)).fetchone()
@@ -353,6 +359,10 @@ class SqlRows:
     def written(self) -> Written:
         """Per table, the rows this batch wrote (None: deleted), unchanged by ``flush``."""
         return self._written
+
+    def prune(self, known: KeyFilter) -> None:
+        """Before the batch is written: ``KeyFilter.prune`` its writes."""
+        known.prune(self._written)
 
     @classmethod
     def of_written(

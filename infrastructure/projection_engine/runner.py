@@ -22,6 +22,7 @@ from countersign.infrastructure.persistence.event_store import CountersignApplic
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
     _SQL_TYPES,
     SCHEMA_TABLE,
@@ -211,14 +212,20 @@ class ProjectionRunner:
         return len(batch)
 
     def _prepare(
-        self, batch: Sequence[Any], reader: Cursor, overlay: Written | None, *, decoded: bool
+        self,
+        batch: Sequence[Any],
+        reader: Cursor,
+        overlay: Written | None,
+        *,
+        decoded: bool,
+        known: KeyFilter | None = None,
     ) -> SqlRows:
         """Run a batch through the projection's handlers; nothing is written yet.
 
         Undecoded notifications are decoded one at a time as they are applied, so a batch's
         events never all live at once: that keeps memory flat and the garbage collector idle.
         """
-        rows = SqlRows(reader, self.projection.tables, self.dialect, overlay)
+        rows = SqlRows(reader, self.projection.tables, self.dialect, overlay, known)
         process = self.projection.process
         to_domain_event = self.decode_event
         wanted = self._wanted
@@ -300,7 +307,7 @@ class ProjectionRunner:
             self.reset(indexes=False)
             processed = 0
             if writer is not None:
-                processed = self._catch_up_with(writer, progress)
+                processed = self._catch_up_with(writer, progress, emptied=True)
             processed += self.catch_up(progress)  # what the writer left, if anything
             self.create_indexes()  # meanwhile the writer process ends
         finally:
@@ -308,17 +315,29 @@ class ProjectionRunner:
                 writer.close()
         return processed
 
-    def _catch_up_with(self, writer: WriterProcess, progress: Callable[[int], None] | None) -> int:
+    def _catch_up_with(
+        self,
+        writer: WriterProcess,
+        progress: Callable[[int], None] | None,
+        *,
+        emptied: bool = False,
+    ) -> int:
         """Catch up, the writer process committing each batch while the next is prepared.
         On a race with another runner of this projection (a live ``projections run``, say)
-        it stops, and the caller carries on in this process from wherever that one got to."""
+        it stops, and the caller carries on in this process from wherever that one got to.
+
+        ``emptied``: the tables were just emptied; if the position is still 0, no other
+        runner has written since, so rows no batch of this one wrote are not looked for."""
         position = self.position()
         processed = 0
+        known = KeyFilter() if emptied and position == 0 else None
         try:
             overlay: Written | None = None
             while batch := self._select(position):
                 with self.sql.reading() as reader:
-                    rows = self._prepare(batch, reader, overlay, decoded=False)
+                    rows = self._prepare(batch, reader, overlay, decoded=False, known=known)
+                if known is not None:
+                    rows.prune(known)
                 last = batch[-1].id
                 writer.submit(position, last, [(self.name, rows.written)])
                 overlay, position = rows.written, last

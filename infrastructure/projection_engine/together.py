@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
     ProjectionRaceError,
     ProjectionStoppedError,
@@ -94,11 +95,14 @@ def _rebuild_shared(
     progress: Callable[[int], None] | None,
     writer: WriterProcess | None,
 ) -> int:
-    """Runners on one database: each batch is written for all of them in one transaction,
-    here or by the ``writer`` process while the next batch is prepared."""
+    """Runners on one database, their tables just emptied: each batch is written for all of
+    them in one transaction, here or by the ``writer`` process while the next batch is
+    prepared. Rows no batch wrote are not looked for (``KeyFilter``); the first batch's
+    transaction checks that every position is still 0, so no one else wrote them."""
     first = runners[0]
     position = total = 0
     overlays: list[Written] | None = None
+    known = KeyFilter()
     try:
         while batch := first._select(position):
             last = batch[-1].id
@@ -106,13 +110,13 @@ def _rebuild_shared(
                 with first.sql.transaction() as cursor:
                     for runner in runners:
                         _lock_or_stop(runner, cursor, position)
-                    rows = _prepare_together(runners, batch, cursor, None)
+                    rows = _prepare_together(runners, batch, cursor, None, known)
                     for runner, runner_rows in zip(runners, rows, strict=True):
                         flush(runner.name, runner_rows, last, cursor)
                         save_position(cursor, runner.name, last)
             else:
                 with first.sql.reading() as reader:
-                    rows = _prepare_together(runners, batch, reader, overlays)
+                    rows = _prepare_together(runners, batch, reader, overlays, known)
                 written = [(r.name, rows[i].written) for i, r in enumerate(runners)]
                 _submit_or_stop(writer, position, last, written)
                 overlays = [runner_rows.written for runner_rows in rows]
@@ -157,10 +161,18 @@ def _prepare_together(
     batch: Sequence[Entry],
     reader: Cursor,
     overlays: list[Written] | None,
+    known: KeyFilter,
 ) -> list[SqlRows]:
-    """Run one batch through every runner's handlers, decoding each event once."""
+    """Run one batch through every runner's handlers, decoding each event once; then drop
+    the deletes of rows never written (``KeyFilter.prune``)."""
     rows = [
-        SqlRows(reader, runner.projection.tables, runner.dialect, overlays[i] if overlays else None)
+        SqlRows(
+            reader,
+            runner.projection.tables,
+            runner.dialect,
+            overlays[i] if overlays else None,
+            known,
+        )
         for i, runner in enumerate(runners)
     ]
     to_domain_event = runners[0].decode_event
@@ -186,6 +198,8 @@ def _prepare_together(
                 raise ProjectionStoppedError(
                     _stopped(runners[i].name, notification, type(error).__name__)
                 ) from error
+    for runner_rows in rows:
+        runner_rows.prune(known)
     return rows
 
 
