@@ -53,6 +53,13 @@ log = logging.getLogger("countersign.projections")
 
 _LENGTH = 8  # bytes of the big-endian length before each pickled message
 _PIPE_BYTES = 1 << 20  # a batch of prepared rows is a few hundred KB
+#: SQLite: the write-ahead log is copied back into the database when it reaches this many
+#: pages (4 KB each), not at SQLite's default 1,000. A batch of every projection changes
+#: more pages than that (its rows land all over tables keyed by random ids), so by default
+#: every commit also copied its pages back and synced the file; a page changed again by the
+#: next batches is now copied once for several of them. Measured on 60,000 events of every
+#: projection: the commits' time per event 14-17 us at 1,000 pages, 8-12 at 8,000.
+_WAL_PAGES = 8000
 
 
 def _write(stream: IO[bytes], message: Any) -> None:
@@ -190,6 +197,9 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         return  # the runner went away before it sent anything
     assert kind == "setup"
     sql = SqlDatabase(database)
+    if not sql.is_postgres:
+        with sql.transaction() as cursor:
+            cursor.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
     try:
         while True:
             try:
