@@ -53,13 +53,20 @@ log = logging.getLogger("countersign.projections")
 
 _LENGTH = 8  # bytes of the big-endian length before each pickled message
 _PIPE_BYTES = 1 << 20  # a batch of prepared rows is a few hundred KB
-#: SQLite: the write-ahead log is copied back into the database when it reaches this many
-#: pages (4 KB each), not at SQLite's default 1,000. A batch of every projection changes
+#: SQLite: the write-ahead log is copied back into the database when it reaches 8,000 pages
+#: (4 KB each), not at SQLite's default 1,000. A batch of every projection changes
 #: more pages than that (its rows land all over tables keyed by random ids), so by default
 #: every commit also copied its pages back and synced the file; a page changed again by the
 #: next batches is now copied once for several of them. Measured on 60,000 events of every
 #: projection: the commits' time per event 14-17 us at 1,000 pages, 8-12 at 8,000.
-_WAL_PAGES = 8000
+_SESSION_SQLITE = "PRAGMA wal_autocheckpoint = 8000"
+#: PostgreSQL: this connection's commits do not wait for the server to flush its log to disk.
+#: A crash of the server can then lose the last few batches (under a second of them), but
+#: each batch is one transaction, its rows with its projections' positions, so they are lost
+#: together and the rebuild resumes from the position that survived, exactly once as ever.
+#: Measured on 30,000 events of every projection: 47-52 us/event of writing, 39 without the
+#: wait (the commits' share 13-15 -> 7-8).
+_SESSION_POSTGRES = "SET synchronous_commit = off"
 
 
 def _write(stream: IO[bytes], message: Any) -> None:
@@ -197,9 +204,11 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         return  # the runner went away before it sent anything
     assert kind == "setup"
     sql = SqlDatabase(database)
-    if not sql.is_postgres:
+    try:
         with sql.transaction() as cursor:
-            cursor.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
+            cursor.execute(_SESSION_POSTGRES if sql.is_postgres else _SESSION_SQLITE)
+    except Exception:  # only speed is at stake: the first batch reports what is wrong
+        log.exception("projection writer: could not tune its connection")
     try:
         while True:
             try:
