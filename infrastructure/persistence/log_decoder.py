@@ -178,7 +178,7 @@ class ProjectionDecoder:
         """One UUID object for all the events of an aggregate read lately: an aggregate's
         events follow each other in the log, so this saves building the UUID again (0.7 us)
         and lets ``projections.base.aggregate_id`` find its text by the object's identity."""
-        key = stored.int if type(stored) is UUID else stored
+        key: str | int = stored.int if isinstance(stored, UUID) else stored
         found = self._ids.get(key)
         if found is None:
             found = stored if type(stored) is UUID else _uuid_of(stored)

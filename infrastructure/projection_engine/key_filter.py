@@ -21,7 +21,7 @@ batch prepared with a filter that another runner has made wrong is never committ
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 _BITS = 22  # 2**22 bits, 512 KB, per table remembered
@@ -54,7 +54,7 @@ class KeyFilter:
             bits[first >> 3] & (1 << (first & 7)) and bits[second >> 3] & (1 << (second & 7))
         )
 
-    def prune(self, written: MutableMapping[str, MutableMapping[tuple[Any, ...], Any]]) -> None:
+    def prune(self, written: Mapping[str, MutableMapping[tuple[Any, ...], Any]]) -> None:
         """A batch's writes (per table, key -> row, None: deleted) about to be committed:
         drop the deletes of rows no earlier batch wrote, then remember the rows it leaves."""
         for table, changes in written.items():
