@@ -11,8 +11,10 @@ several projections over one read of the log is in ``together``.
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -297,6 +299,10 @@ class ProjectionRunner:
         """
         if parallel is None:
             parallel = self.head() >= self.PARALLEL_FROM
+        with frozen_heap():
+            return self._rebuild(progress, parallel=parallel)
+
+    def _rebuild(self, progress: Callable[[int], None] | None, *, parallel: bool) -> int:
         # Started first, the writer process gets ready while the tables are reset.
         writer = (
             WriterProcess(self.sql.database, self.dialect, {self.name: self.projection.tables})
@@ -390,6 +396,22 @@ class ProjectionRunner:
             raise ProjectionStoppedError(
                 _stopped(self.name, notification, type(error).__name__)
             ) from None
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """While a rebuild runs, the objects that were there before it are not collected.
+
+    A rebuild makes millions of short-lived objects, so Python's collector runs its full
+    collections, and each walked every object of the process (the modules, the application,
+    the contracts) again. Frozen, those are skipped; they go back to the collector after.
+    Measured on all seven projections over 100,000 SQLite events: the rebuilding process's
+    CPU time 39.0-40.1 us an event before, 37.7-38.7 frozen."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _id_text(originator_id: object) -> str:

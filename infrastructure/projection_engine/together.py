@@ -25,6 +25,7 @@ from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     _advanced,
     _stopped,
+    frozen_heap,
 )
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 
@@ -57,9 +58,10 @@ def rebuild_together(
         for runner in runners:
             runner.reset(indexes=False)
         try:
-            if not shared:
-                return _rebuild_separately(runners, progress)
-            return _rebuild_shared(runners, progress, writer)
+            with frozen_heap():
+                if not shared:
+                    return _rebuild_separately(runners, progress)
+                return _rebuild_shared(runners, progress, writer)
         finally:
             for runner in runners:  # whatever happened, readers get their indexes back
                 runner.create_indexes()
