@@ -24,9 +24,9 @@ from countersign.infrastructure.persistence.event_store import CountersignApplic
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
-    _SQL_TYPES,
     SCHEMA_TABLE,
     TRACKING_TABLE,
     ProjectionRaceError,
@@ -345,7 +345,7 @@ class ProjectionRunner:
                 if known is not None:
                     rows.prune(known)
                 last = batch[-1].id
-                writer.submit(position, last, [(self.name, rows.written)])
+                writer.submit(position, last, [(self.name, rows.packed())])
                 overlay, position = rows.written, last
                 processed += len(batch)
                 if progress is not None:

@@ -14,6 +14,7 @@ from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
+    Packed,
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
@@ -119,8 +120,8 @@ def _rebuild_shared(
             else:
                 with first.sql.reading() as reader:
                     rows = _prepare_together(runners, batch, reader, overlays, known)
-                written = [(r.name, rows[i].written) for i, r in enumerate(runners)]
-                _submit_or_stop(writer, position, last, written)
+                packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
+                _submit_or_stop(writer, position, last, packed)
                 overlays = [runner_rows.written for runner_rows in rows]
             position = last
             total += len(batch)
@@ -138,15 +139,15 @@ def _rebuild_shared(
 
 
 def _submit_or_stop(
-    writer: WriterProcess, position: int, last: int, written: list[tuple[str, Written]] | None
+    writer: WriterProcess, position: int, last: int, packed: list[tuple[str, Packed]] | None
 ) -> None:
     """Hand a batch to the writer (None: only wait for the last one); a race means another
     runner moved a projection during the rebuild."""
     try:
-        if written is None:
+        if packed is None:
             writer.finish()
         else:
-            writer.submit(position, last, written)
+            writer.submit(position, last, packed)
     except ProjectionRaceError as raced:
         raise ProjectionStoppedError(_advanced(str(raced))) from None
 

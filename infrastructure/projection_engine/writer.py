@@ -11,7 +11,7 @@ The protocol is length-prefixed pickles over the child's stdin and stdout (both 
 module, so nothing foreign is ever unpickled):
 
 - ``("setup", database, dialect, {projection: tables})`` once;
-- ``("batch", position, last, [(projection, written rows), ...])``: in ONE transaction, for
+- ``("batch", position, last, [(projection, packed rows), ...])``: in ONE transaction, for
   each projection, check that it still stands at ``position``, write its rows and move it to
   ``last``; answered ``("ok",)``, ``("raced", projection)``, ``("stopped", message)`` or
   ``("failed", message)``;
@@ -39,10 +39,10 @@ except ImportError:  # not POSIX: pipes keep their default size
 
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.rows import (
+    Packed,
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
-    Written,
     commit_batch,
 )
 from countersign.infrastructure.settings import Database
@@ -118,7 +118,7 @@ class WriterProcess:
             self.close()  # it ended at once: reap it before saying so
             raise
 
-    def submit(self, position: int, last: int, batches: list[tuple[str, Written]]) -> None:
+    def submit(self, position: int, last: int, batches: list[tuple[str, Packed]]) -> None:
         """Send a batch once the previous one has committed (raising its error if it failed)."""
         self.wait()
         self._send(("batch", position, last, batches))
@@ -223,8 +223,8 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                     commit_batch(
                         cursor,
                         [
-                            (name, SqlRows.of_written(cursor, tables[name], dialect, written))
-                            for name, written in batches
+                            (name, SqlRows.of_packed(cursor, tables[name], dialect, packed))
+                            for name, packed in batches
                         ],
                         position,
                         last,
