@@ -13,6 +13,7 @@ from countersign.projections.base import (
     Projection,
     Rows,
     Table,
+    aggregate_id,
     approvals_required,
     event_time,
     handles,
@@ -102,7 +103,7 @@ class Analytics(Projection):
     def registered(self, event: Any, position: int, rows: Rows) -> None:
         rows.put(
             ORGANIZATIONS,
-            {"organization_id": str(event.originator_id), "slug": event.slug, "name": event.name},
+            {"organization_id": aggregate_id(event), "slug": event.slug, "name": event.name},
         )
 
     @handles("Proposal.Proposed")
@@ -112,7 +113,7 @@ class Analytics(Projection):
         policy = getattr(event, "policy", None)  # None in events stored before policies
         revision_of = getattr(event, "revision_of", None)
         fact = {
-            "proposal_id": str(event.originator_id),
+            "proposal_id": aggregate_id(event),
             "organization_id": str(event.organization_id),
             "operation": event.kind,
             "section": event.section,
@@ -145,7 +146,7 @@ class Analytics(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """Every approval is a row of ``proposal_approvals``; the one that completes the
         quorum is the proposal's decision (an earlier one leaves it pending)."""
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         fact = rows.get(FACTS, key)
         if fact is None:
             return
@@ -174,14 +175,14 @@ class Analytics(Projection):
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval stopped counting: its row stays; the quorum needs one more."""
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         fact = rows.get(FACTS, key)
         if fact is not None:
             rows.update(FACTS, key, approvals_lapsed=(fact["approvals_lapsed"] or 0) + 1)
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         rows.update(
             FACTS,
             key,
@@ -219,7 +220,7 @@ class Analytics(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         fact = rows.get(FACTS, key)
         if fact is None:
             return
@@ -239,7 +240,7 @@ class Analytics(Projection):
 
     @staticmethod
     def _decide(event: Any, rows: Rows, decision: str, by: str | None) -> None:
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         fact = rows.get(FACTS, key)
         if fact is None:
             return
@@ -267,7 +268,7 @@ class Analytics(Projection):
     ) -> None:
         """Move the proposal to a new status and outcome (and its roll-up with it)."""
         if key is None:
-            key = (str(event.originator_id),)
+            key = (aggregate_id(event),)
             fact = rows.get(FACTS, key)
         if fact is None:
             return

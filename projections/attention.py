@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    aggregate_id,
+    event_time,
+    handles,
+)
 
 ITEMS = "attention_items"
 THREADS = "attention_threads"
@@ -63,13 +71,13 @@ class Attention(Projection):
             {
                 "organization_id": organization_id,
                 "interaction_id": str(event.interaction_id),
-                "proposal_id": str(event.originator_id),
+                "proposal_id": aggregate_id(event),
             },
         )
         rows.put(
             ITEMS,
             {
-                "proposal_id": str(event.originator_id),
+                "proposal_id": aggregate_id(event),
                 "organization_id": organization_id,
                 "section": event.section,
                 "status": "pending",
@@ -93,7 +101,7 @@ class Attention(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        item = rows.get(ITEMS, (str(event.originator_id),))
+        item = rows.get(ITEMS, (aggregate_id(event),))
         if item is not None and item["status"] != "declined":  # a decline's outcome
             self._set(rows, item, "revision_required", since=event_time(event))
 
@@ -114,7 +122,7 @@ class Attention(Projection):
         self._status(event, rows, "superseded")
 
     def _status(self, event: Any, rows: Rows, status: str) -> None:
-        item = rows.get(ITEMS, (str(event.originator_id),))
+        item = rows.get(ITEMS, (aggregate_id(event),))
         if item is not None:
             self._set(rows, item, status, since=event_time(event))
 

@@ -24,6 +24,7 @@ from countersign.projections.base import (
     Projection,
     Rows,
     Table,
+    aggregate_id,
     approvals_required,
     event_time,
     handles,
@@ -122,7 +123,7 @@ class AuditTrail(Projection):
             PERMISSION_CHANGES,
             {
                 "position": position,
-                "organization_id": str(event.originator_id),
+                "organization_id": aggregate_id(event),
                 "email": event.email,
                 "permissions": list(event.permissions),
                 "changed_by": getattr(event, "changed_by", None),  # absent before it was kept
@@ -136,7 +137,7 @@ class AuditTrail(Projection):
             POLICY_CHANGES,
             {
                 "position": position,
-                "organization_id": str(event.originator_id),
+                "organization_id": aggregate_id(event),
                 "operation": event.operation,
                 "approvals": event.approvals,
                 "above_cents": event.above_cents,
@@ -153,7 +154,7 @@ class AuditTrail(Projection):
         rows.put(
             PROPOSALS,
             {
-                "proposal_id": str(event.originator_id),
+                "proposal_id": aggregate_id(event),
                 "organization_id": str(event.organization_id),
                 "operation": event.kind,
                 "approvals_required": required,
@@ -176,7 +177,7 @@ class AuditTrail(Projection):
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        proposal_id = str(event.originator_id)
+        proposal_id = aggregate_id(event)
         proposal = rows.get(PROPOSALS, (proposal_id,))
         required = 1 if proposal is None else proposal["approvals_required"]
         counted = _count(rows, proposal_id, +1)
@@ -192,7 +193,7 @@ class AuditTrail(Projection):
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
-        proposal_id = str(event.originator_id)
+        proposal_id = aggregate_id(event)
         proposal = rows.get(PROPOSALS, (proposal_id,))
         _count(rows, proposal_id, -1)
         kind = "" if proposal is None else proposal["operation"]
@@ -246,7 +247,7 @@ class AuditTrail(Projection):
 
     @staticmethod
     def _record(event: Any, position: int, rows: Rows, actor: str, summary: str) -> None:
-        proposal_id = str(event.originator_id)
+        proposal_id = aggregate_id(event)
         proposal = rows.get(PROPOSALS, (proposal_id,))
         rows.put(
             EVENTS,

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from countersign.domain.messages import outcome_messages
 from countersign.projections.base import (
     Column,
     Projection,
     Rows,
     Table,
+    aggregate_id,
     approvals_required,
     event_time,
     handles,
 )
+from countersign.projections.messages import outcome_texts
 
 CARDS = "proposal_cards"
 
@@ -86,7 +87,7 @@ class BrowserView(Projection):
         rows.put(
             CARDS,
             {
-                "proposal_id": str(event.originator_id),
+                "proposal_id": aggregate_id(event),
                 "organization_id": str(event.organization_id),
                 "section": event.section,
                 "resource_id": str(event.resource_id),
@@ -122,7 +123,7 @@ class BrowserView(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """One approval: the last one a quorum needs comes with ``Claimed`` (executing), an
         earlier one leaves the card pending with one more approver."""
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         card = rows.get(CARDS, key)
         if card is None:
             return
@@ -143,7 +144,7 @@ class BrowserView(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval stopped counting: it leaves ``approvals`` (and the count) and
         is listed, with why, in ``no_longer_counting``."""
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         card = rows.get(CARDS, key)
         if card is None:
             return
@@ -189,7 +190,7 @@ class BrowserView(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         card = rows.get(CARDS, key)
         if card is None:
             return
@@ -197,7 +198,7 @@ class BrowserView(Projection):
         if card["status"] == "declined":
             status = "declined"  # a decline's RevisionRequired keeps the card declined
         outcome = event.outcome
-        message_en, message_fr = outcome_messages(card["operation"], card["preview"], outcome)
+        message_en, message_fr = outcome_texts(card["operation"], card["preview"], outcome)
         self._change(
             event,
             rows,
@@ -224,7 +225,7 @@ class BrowserView(Projection):
         """Change the card (a missing one stays missing), stamped with the event's time."""
         rows.update(
             CARDS,
-            key or (str(event.originator_id),),
+            key or (aggregate_id(event),),
             **changes,
             updated_at=event_time(event),
             version=event.originator_version,

@@ -15,7 +15,6 @@ from typing import Any
 from countersign.domain.handback import reason_text
 from countersign.domain.messages import (
     awaiting_approvals_messages,
-    outcome_messages,
     superseded_messages,
 )
 from countersign.domain.outcomes import RevisionReason
@@ -24,10 +23,12 @@ from countersign.projections.base import (
     Projection,
     Rows,
     Table,
+    aggregate_id,
     approvals_required,
     event_time,
     handles,
 )
+from countersign.projections.messages import outcome_texts
 
 MESSAGES = "handback_messages"
 CONTEXT = "revision_context"
@@ -97,7 +98,7 @@ class Handback(Projection):
         rows.put(
             PROPOSALS,
             {
-                "proposal_id": str(event.originator_id),
+                "proposal_id": aggregate_id(event),
                 "interaction_id": event.interaction_id,
                 "organization_id": str(event.organization_id),
                 "operation": event.kind,
@@ -115,7 +116,7 @@ class Handback(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         proposal = rows.get(PROPOSALS, key)
         if proposal is None:
             return
@@ -129,14 +130,14 @@ class Handback(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
-        key = (str(event.originator_id),)
+        key = (aggregate_id(event),)
         proposal = rows.get(PROPOSALS, key)
         if proposal is not None:
             rows.update(PROPOSALS, key, approvals=max(0, proposal["approvals"] - 1))
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
         if proposal is None:
             return
         by = str(event.by)
@@ -158,7 +159,7 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        rows.update(PROPOSALS, (str(event.originator_id),), executed=True)
+        rows.update(PROPOSALS, (aggregate_id(event),), executed=True)
         self.outcome(event, position, rows)
 
     @handles(
@@ -167,12 +168,12 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
         if proposal is None:
             return
         outcome = event.outcome
         operation = proposal["operation"]
-        texts = outcome_messages(operation, proposal["preview"], outcome)
+        texts = outcome_texts(operation, proposal["preview"], outcome)
         _say(rows, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
         if outcome["kind"] == "revision_required":
             reason = RevisionReason.model_validate(outcome["reason"])

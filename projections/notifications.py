@@ -17,7 +17,15 @@ from typing import Any
 from uuid import UUID, uuid5
 
 from countersign.domain.notifications import AWAITING_APPROVAL, FAILED, NEEDS_RECONCILIATION
-from countersign.projections.base import Column, Projection, Rows, Table, event_time, handles
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    aggregate_id,
+    event_time,
+    handles,
+)
 
 NOTIFICATIONS = "notifications"
 PROPOSALS = "notification_proposals"
@@ -88,7 +96,7 @@ class Notifications(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         proposal = {
-            "proposal_id": str(event.originator_id),
+            "proposal_id": aggregate_id(event),
             "organization_id": str(event.organization_id),
             "operation": event.kind,
             "section": str(event.section),
@@ -100,29 +108,29 @@ class Notifications(Projection):
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
         if proposal is not None and event.approved_by not in proposal["approvers"]:
             approvers = [*proposal["approvers"], event.approved_by]
-            rows.update(PROPOSALS, (str(event.originator_id),), approvers=approvers)
+            rows.update(PROPOSALS, (aggregate_id(event),), approvers=approvers)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An approval the quorum recheck no longer counts: its approver is not told about
         the outcome as one of its approvers (unless they approve again)."""
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
         if proposal is not None and event.approved_by in proposal["approvers"]:
             approvers = [a for a in proposal["approvers"] if a != event.approved_by]
-            rows.update(PROPOSALS, (str(event.originator_id),), approvers=approvers)
+            rows.update(PROPOSALS, (aggregate_id(event),), approvers=approvers)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
         if proposal is not None:
             self._notify(event, position, rows, proposal, NEEDS_RECONCILIATION)
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (str(event.originator_id),))
+        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
         if proposal is not None:
             self._notify(event, position, rows, proposal, FAILED)
 
@@ -132,7 +140,7 @@ class Notifications(Projection):
             ENDPOINTS,
             {
                 "endpoint_id": event.endpoint_id,
-                "organization_id": str(event.originator_id),
+                "organization_id": aggregate_id(event),
                 "url": event.url,
                 "added_by": event.added_by,
                 "added_at": event_time(event),

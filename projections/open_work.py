@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from countersign.projections.base import Column, Projection, Rows, Table, handles, update
+from countersign.projections.base import (
+    Column,
+    Projection,
+    Rows,
+    Table,
+    aggregate_id,
+    handles,
+    update,
+)
 
 OPEN = "open_proposals"
 
@@ -39,7 +47,7 @@ class OpenWork(Projection):
         rows.put(
             OPEN,
             {
-                "proposal_id": str(event.originator_id),
+                "proposal_id": aggregate_id(event),
                 "status": "pending",
                 "expires_at": event.expires_at,
                 "claimed_at": None,
@@ -48,13 +56,11 @@ class OpenWork(Projection):
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        update(
-            rows, OPEN, (str(event.originator_id),), status="executing", claimed_at=event.claimed_at
-        )
+        update(rows, OPEN, (aggregate_id(event),), status="executing", claimed_at=event.claimed_at)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        update(rows, OPEN, (str(event.originator_id),), status="reconciling")
+        update(rows, OPEN, (aggregate_id(event),), status="reconciling")
 
     @handles(
         "Proposal.Succeeded",
@@ -65,4 +71,4 @@ class OpenWork(Projection):
         "Proposal.Superseded",
     )
     def closed(self, event: Any, position: int, rows: Rows) -> None:
-        rows.delete(OPEN, (str(event.originator_id),))
+        rows.delete(OPEN, (aggregate_id(event),))

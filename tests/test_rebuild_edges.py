@@ -22,7 +22,7 @@ from eventsourcing.persistence import Notification
 
 from tests.conftest import AVA, DRAFT
 from tests.support.proposing import propose_on
-from tests.test_projections import DRAFT_REQUEST, _Fragile
+from tests.test_projections import DRAFT_REQUEST, _Fragile, catch_up_all, snapshot
 
 PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
 
@@ -132,6 +132,43 @@ def test_a_writer_that_dies_between_batches_stops_the_rebuild_with_its_message(
 
     with pytest.raises(ProjectionStoppedError, match="writer process ended unexpectedly"):
         rebuild()
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["rebuild", "rebuild_together"])
+def test_a_rebuild_another_runner_writes_into_never_commits_a_batch_over_its_rows(
+    cs, seeded, monkeypatch, together
+):
+    """A rebuild does not look for rows no batch of its own wrote (``KeyFilter``), which is
+    only right while nothing else writes its tables. Another runner catches the emptied
+    projections up while the rebuild's first batch is on its way to the writer: that batch,
+    prepared as if the tables were empty, must not be committed over the other runner's rows.
+    Alone, the rebuild carries on from where the other runner got to; together, it stops and
+    says why. Either way the tables are those of the whole log."""
+    _some_history(cs, seeded)
+    catch_up_all(cs)
+    complete = snapshot(cs)
+    names = ["audit_trail", "attention", "handback"]
+    submit = WriterProcess.submit
+    joined: list[bool] = []
+
+    def another_runner_first(self, position, last, batches):
+        if not joined:
+            joined.append(True)
+            for other in cs.projection_runners(names):
+                other.catch_up()
+        submit(self, position, last, batches)
+
+    monkeypatch.setattr(WriterProcess, "submit", another_runner_first)
+    runners = cs.projection_runners(names, batch_size=3)
+    if together:
+        with pytest.raises(ProjectionStoppedError, match="advanced by another runner"):
+            rebuild_together(runners, parallel=True)
+    else:
+        for runner in runners:
+            joined.clear()
+            assert runner.rebuild(parallel=True) >= 0
+    assert joined
+    assert snapshot(cs) == complete
 
 
 # -- 3. Writer process importing from the current directory ------------------------------------

@@ -17,6 +17,8 @@ unknown transcoding.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from uuid import UUID, SafeUUID
 
@@ -26,7 +28,14 @@ from countersign.infrastructure.persistence.stored_events import (
     is_domain_class,
     topic_allowed,
 )
-from eventsourcing.persistence import JSONTranscoder, Mapper, Notification, Transcoding
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    JSONTranscoder,
+    Mapper,
+    Notification,
+    Transcoding,
+    UUIDAsHex,
+)
 from eventsourcing.utils import resolve_topic
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -35,6 +44,8 @@ _MISSING: Any = object()
 #: that orjson cannot hold. Two C passes; a regular expression took 3 us an event.
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _NINETEEN_DIGITS = b"0" * 19
+#: How many aggregates' ids ``ProjectionDecoder`` remembers (a batch holds at most 1,000).
+_IDS_MAX = 2048
 
 
 def _uuid_of(value: Any) -> UUID:
@@ -52,6 +63,21 @@ def _uuid_of(value: Any) -> UUID:
 
 class _UseMapper(Exception):
     """This event is decoded by the application's mapper instead."""
+
+
+def _uuid_from_hex(data: Any) -> UUID:
+    """``UUIDAsHex.decode``: a UUID from its string; anything else is the mapper's to refuse."""
+    if type(data) is not str:
+        raise _UseMapper
+    return _uuid_of(data)
+
+
+#: What the library's datetime and UUID transcodings decode a string to, without their method
+#: call (datetime.fromisoformat refuses anything but a string, as their assertion does).
+_FAST_DECODE: dict[type[Transcoding], Callable[[Any], Any]] = {
+    DatetimeAsISO: datetime.fromisoformat,
+    UUIDAsHex: _uuid_from_hex,
+}
 
 
 def _revive(value: Any, names: dict[str, Transcoding]) -> Any:
@@ -83,8 +109,18 @@ class ProjectionDecoder:
         )
         self._names: dict[str, Transcoding] = transcoder.names if fast else {}  # type: ignore[attr-defined]
         self._fast = fast
+        #: transcoding name -> its decode, or for the library's own datetime and UUID
+        #: transcodings what their decode returns for a string, without its method call
+        #: (and, for a UUID, its parsing of forms a stored one never takes)
+        self._decoders: dict[str, Callable[[Any], Any]] = {
+            name: _FAST_DECODE.get(type(transcoding), transcoding.decode)
+            for name, transcoding in self._names.items()
+        }
         #: topic -> how to decode it fast, or None: decode with the mapper
         self._kinds: dict[str, _Kind | None] = {}
+        #: originator id as stored (or its int, from PostgreSQL) -> the one UUID handed out
+        #: for it; emptied when full
+        self._ids: dict[str | int, UUID] = {}
 
     def __call__(self, entry: LogEntry | Notification) -> Any:
         """The domain event of a log entry (or a library notification)."""
@@ -118,28 +154,38 @@ class ProjectionDecoder:
         # that held one last time hold them all.
         expected = stored.count(b'"_type_"')
         if expected:
-            names = self._names
+            decoders = self._decoders
             for key in kind.transcoded:
                 value = state.get(key)
                 if type(value) is dict:
-                    transcoding = names.get(value.get("_type_"))  # type: ignore[arg-type]
+                    decode = decoders.get(value.get("_type_"))  # type: ignore[arg-type]
                     data = value.get("_data_", _MISSING)
-                    if len(value) != 2 or transcoding is None or type(data) not in _SCALARS:
+                    if len(value) != 2 or decode is None or type(data) not in _SCALARS:
                         break
-                    state[key] = transcoding.decode(data)
+                    state[key] = decode(data)
                     expected -= 1
             if expected:
                 state = self._walk(stored, kind)
         if state.pop("class_version", 1) != kind.class_version:
             raise _UseMapper  # upcast, or refuse a newer version: the mapper's job
-        originator_id = entry.originator_id
-        state["originator_id"] = (
-            originator_id if type(originator_id) is UUID else _uuid_of(originator_id)
-        )
+        state["originator_id"] = self._originator_id(entry.originator_id)
         state["originator_version"] = entry.originator_version
         event: Any = object.__new__(kind.cls)
         object.__setattr__(event, "__dict__", state)
         return event
+
+    def _originator_id(self, stored: UUID | str) -> UUID:
+        """One UUID object for all the events of an aggregate read lately: an aggregate's
+        events follow each other in the log, so this saves building the UUID again (0.7 us)
+        and lets ``projections.base.aggregate_id`` find its text by the object's identity."""
+        key: str | int = stored.int if isinstance(stored, UUID) else stored
+        found = self._ids.get(key)
+        if found is None:
+            found = stored if type(stored) is UUID else _uuid_of(stored)
+            if len(self._ids) >= _IDS_MAX:
+                self._ids.clear()
+            self._ids[key] = found
+        return found
 
     def _walk(self, stored: bytes, kind: _Kind) -> dict[str, Any]:
         """The whole walk, on a fresh parse; it also learns which top-level fields of this

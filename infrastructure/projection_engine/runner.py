@@ -11,8 +11,10 @@ several projections over one read of the log is in ``together``.
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,8 +24,9 @@ from countersign.infrastructure.persistence.event_store import CountersignApplic
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
+from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
-    _SQL_TYPES,
     SCHEMA_TABLE,
     TRACKING_TABLE,
     ProjectionRaceError,
@@ -211,14 +214,20 @@ class ProjectionRunner:
         return len(batch)
 
     def _prepare(
-        self, batch: Sequence[Any], reader: Cursor, overlay: Written | None, *, decoded: bool
+        self,
+        batch: Sequence[Any],
+        reader: Cursor,
+        overlay: Written | None,
+        *,
+        decoded: bool,
+        known: KeyFilter | None = None,
     ) -> SqlRows:
         """Run a batch through the projection's handlers; nothing is written yet.
 
         Undecoded notifications are decoded one at a time as they are applied, so a batch's
         events never all live at once: that keeps memory flat and the garbage collector idle.
         """
-        rows = SqlRows(reader, self.projection.tables, self.dialect, overlay)
+        rows = SqlRows(reader, self.projection.tables, self.dialect, overlay, known)
         process = self.projection.process
         to_domain_event = self.decode_event
         wanted = self._wanted
@@ -290,6 +299,10 @@ class ProjectionRunner:
         """
         if parallel is None:
             parallel = self.head() >= self.PARALLEL_FROM
+        with frozen_heap():
+            return self._rebuild(progress, parallel=parallel)
+
+    def _rebuild(self, progress: Callable[[int], None] | None, *, parallel: bool) -> int:
         # Started first, the writer process gets ready while the tables are reset.
         writer = (
             WriterProcess(self.sql.database, self.dialect, {self.name: self.projection.tables})
@@ -300,7 +313,7 @@ class ProjectionRunner:
             self.reset(indexes=False)
             processed = 0
             if writer is not None:
-                processed = self._catch_up_with(writer, progress)
+                processed = self._catch_up_with(writer, progress, emptied=True)
             processed += self.catch_up(progress)  # what the writer left, if anything
             self.create_indexes()  # meanwhile the writer process ends
         finally:
@@ -308,19 +321,31 @@ class ProjectionRunner:
                 writer.close()
         return processed
 
-    def _catch_up_with(self, writer: WriterProcess, progress: Callable[[int], None] | None) -> int:
+    def _catch_up_with(
+        self,
+        writer: WriterProcess,
+        progress: Callable[[int], None] | None,
+        *,
+        emptied: bool = False,
+    ) -> int:
         """Catch up, the writer process committing each batch while the next is prepared.
         On a race with another runner of this projection (a live ``projections run``, say)
-        it stops, and the caller carries on in this process from wherever that one got to."""
+        it stops, and the caller carries on in this process from wherever that one got to.
+
+        ``emptied``: the tables were just emptied; if the position is still 0, no other
+        runner has written since, so rows no batch of this one wrote are not looked for."""
         position = self.position()
         processed = 0
+        known = KeyFilter() if emptied and position == 0 else None
         try:
             overlay: Written | None = None
             while batch := self._select(position):
                 with self.sql.reading() as reader:
-                    rows = self._prepare(batch, reader, overlay, decoded=False)
+                    rows = self._prepare(batch, reader, overlay, decoded=False, known=known)
+                if known is not None:
+                    rows.prune(known)
                 last = batch[-1].id
-                writer.submit(position, last, [(self.name, rows.written)])
+                writer.submit(position, last, [(self.name, rows.packed())])
                 overlay, position = rows.written, last
                 processed += len(batch)
                 if progress is not None:
@@ -371,6 +396,22 @@ class ProjectionRunner:
             raise ProjectionStoppedError(
                 _stopped(self.name, notification, type(error).__name__)
             ) from None
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """While a rebuild runs, the objects that were there before it are not collected.
+
+    A rebuild makes millions of short-lived objects, so Python's collector runs its full
+    collections, and each walked every object of the process (the modules, the application,
+    the contracts) again. Frozen, those are skipped; they go back to the collector after.
+    Measured on all seven projections over 100,000 SQLite events: the rebuilding process's
+    CPU time 39.0-40.1 us an event before, 37.7-38.7 frozen."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _id_text(originator_id: object) -> str:

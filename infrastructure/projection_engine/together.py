@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
+    Packed,
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
@@ -24,6 +26,7 @@ from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     _advanced,
     _stopped,
+    frozen_heap,
 )
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 
@@ -56,9 +59,10 @@ def rebuild_together(
         for runner in runners:
             runner.reset(indexes=False)
         try:
-            if not shared:
-                return _rebuild_separately(runners, progress)
-            return _rebuild_shared(runners, progress, writer)
+            with frozen_heap():
+                if not shared:
+                    return _rebuild_separately(runners, progress)
+                return _rebuild_shared(runners, progress, writer)
         finally:
             for runner in runners:  # whatever happened, readers get their indexes back
                 runner.create_indexes()
@@ -94,11 +98,14 @@ def _rebuild_shared(
     progress: Callable[[int], None] | None,
     writer: WriterProcess | None,
 ) -> int:
-    """Runners on one database: each batch is written for all of them in one transaction,
-    here or by the ``writer`` process while the next batch is prepared."""
+    """Runners on one database, their tables just emptied: each batch is written for all of
+    them in one transaction, here or by the ``writer`` process while the next batch is
+    prepared. Rows no batch wrote are not looked for (``KeyFilter``); the first batch's
+    transaction checks that every position is still 0, so no one else wrote them."""
     first = runners[0]
     position = total = 0
     overlays: list[Written] | None = None
+    known = KeyFilter()
     try:
         while batch := first._select(position):
             last = batch[-1].id
@@ -106,15 +113,15 @@ def _rebuild_shared(
                 with first.sql.transaction() as cursor:
                     for runner in runners:
                         _lock_or_stop(runner, cursor, position)
-                    rows = _prepare_together(runners, batch, cursor, None)
+                    rows = _prepare_together(runners, batch, cursor, None, known)
                     for runner, runner_rows in zip(runners, rows, strict=True):
                         flush(runner.name, runner_rows, last, cursor)
                         save_position(cursor, runner.name, last)
             else:
                 with first.sql.reading() as reader:
-                    rows = _prepare_together(runners, batch, reader, overlays)
-                written = [(r.name, rows[i].written) for i, r in enumerate(runners)]
-                _submit_or_stop(writer, position, last, written)
+                    rows = _prepare_together(runners, batch, reader, overlays, known)
+                packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
+                _submit_or_stop(writer, position, last, packed)
                 overlays = [runner_rows.written for runner_rows in rows]
             position = last
             total += len(batch)
@@ -132,15 +139,15 @@ def _rebuild_shared(
 
 
 def _submit_or_stop(
-    writer: WriterProcess, position: int, last: int, written: list[tuple[str, Written]] | None
+    writer: WriterProcess, position: int, last: int, packed: list[tuple[str, Packed]] | None
 ) -> None:
     """Hand a batch to the writer (None: only wait for the last one); a race means another
     runner moved a projection during the rebuild."""
     try:
-        if written is None:
+        if packed is None:
             writer.finish()
         else:
-            writer.submit(position, last, written)
+            writer.submit(position, last, packed)
     except ProjectionRaceError as raced:
         raise ProjectionStoppedError(_advanced(str(raced))) from None
 
@@ -157,10 +164,18 @@ def _prepare_together(
     batch: Sequence[Entry],
     reader: Cursor,
     overlays: list[Written] | None,
+    known: KeyFilter,
 ) -> list[SqlRows]:
-    """Run one batch through every runner's handlers, decoding each event once."""
+    """Run one batch through every runner's handlers, decoding each event once; then drop
+    the deletes of rows never written (``KeyFilter.prune``)."""
     rows = [
-        SqlRows(reader, runner.projection.tables, runner.dialect, overlays[i] if overlays else None)
+        SqlRows(
+            reader,
+            runner.projection.tables,
+            runner.dialect,
+            overlays[i] if overlays else None,
+            known,
+        )
         for i, runner in enumerate(runners)
     ]
     to_domain_event = runners[0].decode_event
@@ -186,6 +201,8 @@ def _prepare_together(
                 raise ProjectionStoppedError(
                     _stopped(runners[i].name, notification, type(error).__name__)
                 ) from error
+    for runner_rows in rows:
+        runner_rows.prune(known)
     return rows
 
 

@@ -11,7 +11,7 @@ The protocol is length-prefixed pickles over the child's stdin and stdout (both 
 module, so nothing foreign is ever unpickled):
 
 - ``("setup", database, dialect, {projection: tables})`` once;
-- ``("batch", position, last, [(projection, written rows), ...])``: in ONE transaction, for
+- ``("batch", position, last, [(projection, packed rows), ...])``: in ONE transaction, for
   each projection, check that it still stands at ``position``, write its rows and move it to
   ``last``; answered ``("ok",)``, ``("raced", projection)``, ``("stopped", message)`` or
   ``("failed", message)``;
@@ -39,10 +39,10 @@ except ImportError:  # not POSIX: pipes keep their default size
 
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.rows import (
+    Packed,
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
-    Written,
     commit_batch,
 )
 from countersign.infrastructure.settings import Database
@@ -53,6 +53,20 @@ log = logging.getLogger("countersign.projections")
 
 _LENGTH = 8  # bytes of the big-endian length before each pickled message
 _PIPE_BYTES = 1 << 20  # a batch of prepared rows is a few hundred KB
+#: SQLite: the write-ahead log is copied back into the database when it reaches 8,000 pages
+#: (4 KB each), not at SQLite's default 1,000. A batch of every projection changes
+#: more pages than that (its rows land all over tables keyed by random ids), so by default
+#: every commit also copied its pages back and synced the file; a page changed again by the
+#: next batches is now copied once for several of them. Measured on 60,000 events of every
+#: projection: the commits' time per event 14-17 us at 1,000 pages, 8-12 at 8,000.
+_SESSION_SQLITE = "PRAGMA wal_autocheckpoint = 8000"
+#: PostgreSQL: this connection's commits do not wait for the server to flush its log to disk.
+#: A crash of the server can then lose the last few batches (under a second of them), but
+#: each batch is one transaction, its rows with its projections' positions, so they are lost
+#: together and the rebuild resumes from the position that survived, exactly once as ever.
+#: Measured on 30,000 events of every projection: 47-52 us/event of writing, 39 without the
+#: wait (the commits' share 13-15 -> 7-8).
+_SESSION_POSTGRES = "SET synchronous_commit = off"
 
 
 def _write(stream: IO[bytes], message: Any) -> None:
@@ -104,7 +118,7 @@ class WriterProcess:
             self.close()  # it ended at once: reap it before saying so
             raise
 
-    def submit(self, position: int, last: int, batches: list[tuple[str, Written]]) -> None:
+    def submit(self, position: int, last: int, batches: list[tuple[str, Packed]]) -> None:
         """Send a batch once the previous one has committed (raising its error if it failed)."""
         self.wait()
         self._send(("batch", position, last, batches))
@@ -191,6 +205,11 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     assert kind == "setup"
     sql = SqlDatabase(database)
     try:
+        with sql.transaction() as cursor:
+            cursor.execute(_SESSION_POSTGRES if sql.is_postgres else _SESSION_SQLITE)
+    except Exception:  # only speed is at stake: the first batch reports what is wrong
+        log.exception("projection writer: could not tune its connection")
+    try:
         while True:
             try:
                 message = _read(requests)
@@ -204,8 +223,8 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                     commit_batch(
                         cursor,
                         [
-                            (name, SqlRows.of_written(cursor, tables[name], dialect, written))
-                            for name, written in batches
+                            (name, SqlRows.of_packed(cursor, tables[name], dialect, packed))
+                            for name, packed in batches
                         ],
                         position,
                         last,
