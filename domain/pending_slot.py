@@ -45,8 +45,16 @@ class PendingSlot(Aggregate):
 
     def hold(self, kind: str, subject: str, proposal_id: UUID) -> None:
         """``proposal_id`` is now the latest proposal of ``kind`` for ``subject``."""
-        self._held(kind=kind, subject=subject, proposal_id=proposal_id)
+        self.trigger_event(self.Held, kind=kind, subject=subject, proposal_id=proposal_id)
 
-    @event("Held")
-    def _held(self, kind: str, subject: str, proposal_id: UUID) -> None:
-        self.latest = {**self.latest, kind: {**self.latest.get(kind, {}), subject: proposal_id}}
+    class Held(Aggregate.Event):
+        kind: str
+        subject: str
+        proposal_id: UUID
+
+        def apply(self, aggregate: PendingSlot) -> None:
+            latest = aggregate.latest
+            aggregate.latest = {
+                **latest,
+                self.kind: {**latest.get(self.kind, {}), self.subject: self.proposal_id},
+            }

@@ -214,7 +214,7 @@ class Proposal(Aggregate):
             "membership_id": membership_id,
             "passkey": passkey,
         }
-        self._approved(**fields, chain=self._link("Approved", **fields))
+        self.trigger_event(self.Approved, **fields, chain=self._link("Approved", **fields))
 
     def approve_and_claim(
         self,
@@ -232,7 +232,7 @@ class Proposal(Aggregate):
             approved_by, at, role, passkey, credential=credential, membership_id=membership_id
         )
         fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
-        self._claimed(**fields, chain=self._link("Claimed", **fields))
+        self.trigger_event(self.Claimed, **fields, chain=self._link("Claimed", **fields))
 
     def lapse_approval(self, approved_by: str, reason: str) -> None:
         """An earlier approval no longer counts towards the quorum (its approver left the
@@ -242,7 +242,9 @@ class Proposal(Aggregate):
         if not self.has_approved(approved_by):
             raise IllegalTransitionError("lapse an approval never given", self.status)
         fields: dict[str, Any] = {"approved_by": approved_by, "reason": reason}
-        self._approval_lapsed(**fields, chain=self._link("ApprovalLapsed", **fields))
+        self.trigger_event(
+            self.ApprovalLapsed, **fields, chain=self._link("ApprovalLapsed", **fields)
+        )
 
     def supersede(self, by: UUID, reason: SupersessionReason) -> None:
         """A newer proposal (a revision, or a fresh one for the same thing), or an execution
@@ -250,15 +252,19 @@ class Proposal(Aggregate):
         says which of these it was."""
         self.check_is("supersede", ProposalStatus.PENDING)
         fields: dict[str, Any] = {"by": by, "reason": str(reason)}
-        self._superseded(**fields, chain=self._link("Superseded", **fields))
+        self.trigger_event(self.Superseded, **fields, chain=self._link("Superseded", **fields))
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
         self.check_is("revalidate", ProposalStatus.EXECUTING)
-        self._revalidated(facts=facts, chain=self._link("Revalidated", facts=facts))
+        self.trigger_event(
+            self.Revalidated, facts=facts, chain=self._link("Revalidated", facts=facts)
+        )
 
     def succeed(self, outcome: dict[str, Any]) -> None:
         self.check_is("complete", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
-        self._succeeded(outcome=outcome, chain=self._link("Succeeded", outcome=outcome))
+        self.trigger_event(
+            self.Succeeded, outcome=outcome, chain=self._link("Succeeded", outcome=outcome)
+        )
 
     def require_revision(self, outcome: dict[str, Any]) -> None:
         self.check_is("require revision of", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
@@ -267,12 +273,12 @@ class Proposal(Aggregate):
     def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
         self.check_is("reconcile", ProposalStatus.EXECUTING)
         fields: dict[str, Any] = {"outcome": outcome, "idempotency_key": idempotency_key}
-        self._reconciling(**fields, chain=self._link("Reconciling", **fields))
+        self.trigger_event(self.Reconciling, **fields, chain=self._link("Reconciling", **fields))
 
     def fail(self, outcome: dict[str, Any], error_class: str) -> None:
         self.check_is("fail", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
         fields: dict[str, Any] = {"outcome": outcome, "error_class": error_class}
-        self._failed(**fields, chain=self._link("Failed", **fields))
+        self.trigger_event(self.Failed, **fields, chain=self._link("Failed", **fields))
 
     def decline(
         self,
@@ -289,19 +295,26 @@ class Proposal(Aggregate):
             "note": note,
             "credential": credential,
         }
-        self._declined(**fields, chain=self._link("Declined", **fields))
+        self.trigger_event(self.Declined, **fields, chain=self._link("Declined", **fields))
         self._require_revision(outcome)
 
     def expire(self, at: datetime) -> None:
         self.check_is("expire", ProposalStatus.PENDING)
-        self._expired(at=at, chain=self._link("Expired", at=at))
+        self.trigger_event(self.Expired, at=at, chain=self._link("Expired", at=at))
 
     def _require_revision(self, outcome: dict[str, Any]) -> None:
-        self._revision_required(
-            outcome=outcome, chain=self._link("RevisionRequired", outcome=outcome)
+        self.trigger_event(
+            self.RevisionRequired,
+            outcome=outcome,
+            chain=self._link("RevisionRequired", outcome=outcome),
         )
 
     # -- events (replayed on load: they never raise and never look outside) -----------------
+    #
+    # Each event class applies itself (``apply``), and a command triggers it with
+    # ``trigger_event``: the library's explicit style, which costs less than half of its
+    # ``@event`` decorator's path per event (about 18 us against 42 on the 2-core machine), and
+    # a cycle writes six of them. Their topics are the decorator's (``Proposal.Claimed``).
 
     class Approved(Aggregate.Event):
         """A permitted member approved it. Version 2 records the approver's role in the club
@@ -343,25 +356,18 @@ class Proposal(Aggregate):
             state["membership_id"] = None
             state["passkey"] = None
 
-    @event(Approved)
-    def _approved(
-        self,
-        approved_by: str,
-        approved_at: datetime,
-        role: str | None,
-        credential: str,
-        membership_id: str | None,
-        passkey: PasskeyAssertion | None,
-        chain: str,
-    ) -> None:
-        self.chain = chain
-        self.approved_by = approved_by
-        self.approved_at = approved_at
-        self.approvals = (*self.approvals, approved_by)
-        self.approver_roles = (*self.approver_roles, role)
-        self.approver_credentials = (*self.approver_credentials, credential)
-        self.approver_memberships = (*self.approver_memberships, membership_id)
-        self.approval_passkeys = (*self.approval_passkeys, passkey)
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.approved_by = self.approved_by
+            aggregate.approved_at = self.approved_at
+            aggregate.approvals = (*aggregate.approvals, self.approved_by)
+            aggregate.approver_roles = (*aggregate.approver_roles, self.role)
+            aggregate.approver_credentials = (*aggregate.approver_credentials, self.credential)
+            aggregate.approver_memberships = (
+                *aggregate.approver_memberships,
+                self.membership_id,
+            )
+            aggregate.approval_passkeys = (*aggregate.approval_passkeys, self.passkey)
 
     class ApprovalLapsed(Aggregate.Event):
         """An earlier approval stopped counting towards the quorum when a later approval
@@ -372,45 +378,65 @@ class Proposal(Aggregate):
         reason: str
         chain: str
 
-    @event(ApprovalLapsed)
-    def _approval_lapsed(self, approved_by: str, reason: str, chain: str) -> None:
-        self.chain = chain
-        index = self.approvals.index(approved_by)
-        keep = [i for i in range(len(self.approvals)) if i != index]
-        self.approvals = tuple(self.approvals[i] for i in keep)
-        self.approver_roles = tuple(self.approver_roles[i] for i in keep)
-        self.approver_credentials = tuple(self.approver_credentials[i] for i in keep)
-        self.approver_memberships = tuple(self.approver_memberships[i] for i in keep)
-        self.approval_passkeys = tuple(self.approval_passkeys[i] for i in keep)
-        self.lapsed_approvals = (
-            *self.lapsed_approvals,
-            {"approved_by": approved_by, "reason": reason},
-        )
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            index = aggregate.approvals.index(self.approved_by)
+            keep = [i for i in range(len(aggregate.approvals)) if i != index]
+            aggregate.approvals = tuple(aggregate.approvals[i] for i in keep)
+            aggregate.approver_roles = tuple(aggregate.approver_roles[i] for i in keep)
+            aggregate.approver_credentials = tuple(aggregate.approver_credentials[i] for i in keep)
+            aggregate.approver_memberships = tuple(aggregate.approver_memberships[i] for i in keep)
+            aggregate.approval_passkeys = tuple(aggregate.approval_passkeys[i] for i in keep)
+            aggregate.lapsed_approvals = (
+                *aggregate.lapsed_approvals,
+                {"approved_by": self.approved_by, "reason": self.reason},
+            )
 
-    @event("Claimed")
-    def _claimed(self, attempt_id: UUID, claimed_at: datetime, chain: str) -> None:
-        self.chain = chain
-        self.attempt_id = attempt_id
-        self.claimed_at = claimed_at
-        self.status = ProposalStatus.EXECUTING
+    class Claimed(Aggregate.Event):
+        """pending -> executing, with a fresh attempt id."""
 
-    @event("Revalidated")
-    def _revalidated(self, facts: dict[str, Any], chain: str) -> None:
-        self.chain = chain
-        self.revalidated_facts = facts
+        attempt_id: UUID
+        claimed_at: datetime
+        chain: str
 
-    @event("Succeeded")
-    def _succeeded(self, outcome: dict[str, Any], chain: str) -> None:
-        self.chain = chain
-        self.outcome = outcome
-        self.status = ProposalStatus.SUCCEEDED
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.attempt_id = self.attempt_id
+            aggregate.claimed_at = self.claimed_at
+            aggregate.status = ProposalStatus.EXECUTING
 
-    @event("RevisionRequired")
-    def _revision_required(self, outcome: dict[str, Any], chain: str) -> None:
-        self.chain = chain
-        self.outcome = outcome
-        if self.status != ProposalStatus.DECLINED:
-            self.status = ProposalStatus.REVISION_REQUIRED
+    class Revalidated(Aggregate.Event):
+        """Current state still proves the preview: the facts rechecked."""
+
+        facts: dict[str, Any]
+        chain: str
+
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.revalidated_facts = self.facts
+
+    class Succeeded(Aggregate.Event):
+        """The effect is recorded: the typed result."""
+
+        outcome: dict[str, Any]
+        chain: str
+
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.outcome = self.outcome
+            aggregate.status = ProposalStatus.SUCCEEDED
+
+    class RevisionRequired(Aggregate.Event):
+        """A material fact changed, the provider refused, or the manager declined."""
+
+        outcome: dict[str, Any]
+        chain: str
+
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.outcome = self.outcome
+            if aggregate.status != ProposalStatus.DECLINED:
+                aggregate.status = ProposalStatus.REVISION_REQUIRED
 
     class Reconciling(Aggregate.Event):
         """The provider's answer is unknown: the reconciler settles it under
@@ -432,18 +458,23 @@ class Proposal(Aggregate):
                 key: value for key, value in outcome.items() if key != "status_path"
             }
 
-    @event(Reconciling)
-    def _reconciling(self, outcome: dict[str, Any], idempotency_key: str, chain: str) -> None:
-        self.chain = chain
-        self.outcome = outcome
-        self.idempotency_key = idempotency_key
-        self.status = ProposalStatus.RECONCILING
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.outcome = self.outcome
+            aggregate.idempotency_key = self.idempotency_key
+            aggregate.status = ProposalStatus.RECONCILING
 
-    @event("Failed")
-    def _failed(self, outcome: dict[str, Any], error_class: str, chain: str) -> None:
-        self.chain = chain
-        self.outcome = outcome
-        self.status = ProposalStatus.FAILED
+    class Failed(Aggregate.Event):
+        """A terminal internal failure: the correlation id is in the outcome."""
+
+        outcome: dict[str, Any]
+        error_class: str
+        chain: str
+
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.outcome = self.outcome
+            aggregate.status = ProposalStatus.FAILED
 
     class Declined(Aggregate.Event):
         """A permitted member declined it. Version 2 records what they presented
@@ -461,19 +492,23 @@ class Proposal(Aggregate):
             or a token that could decline then)."""
             state["credential"] = "unknown"
 
-    @event(Declined)
-    def _declined(self, declined_by: str, note: str | None, credential: str, chain: str) -> None:
-        self.chain = chain
-        self.declined_by = declined_by
-        self.decline_note = note
-        self.declined_credential = credential
-        self.status = ProposalStatus.DECLINED
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.declined_by = self.declined_by
+            aggregate.decline_note = self.note
+            aggregate.declined_credential = self.credential
+            aggregate.status = ProposalStatus.DECLINED
 
-    @event("Expired")
-    def _expired(self, at: datetime, chain: str) -> None:
-        self.chain = chain
-        self.expired_at = at
-        self.status = ProposalStatus.EXPIRED
+    class Expired(Aggregate.Event):
+        """Approval was attempted, or the sweeper ran, after the expiry."""
+
+        at: datetime
+        chain: str
+
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.expired_at = self.at
+            aggregate.status = ProposalStatus.EXPIRED
 
     class Superseded(Aggregate.Event):
         """Something took its place while it was pending: ``by`` names the proposal.
@@ -491,9 +526,8 @@ class Proposal(Aggregate):
             the proposal that took its place did afterwards."""
             state["reason"] = None
 
-    @event(Superseded)
-    def _superseded(self, by: UUID, reason: str | None, chain: str) -> None:
-        self.chain = chain
-        self.superseded_by = by
-        self.superseded_reason = reason
-        self.status = ProposalStatus.SUPERSEDED
+        def apply(self, aggregate: Proposal) -> None:
+            aggregate.chain = self.chain
+            aggregate.superseded_by = self.by
+            aggregate.superseded_reason = self.reason
+            aggregate.status = ProposalStatus.SUPERSEDED

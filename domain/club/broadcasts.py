@@ -87,8 +87,12 @@ class BroadcastForm(Aggregate):
     def apply_draft(
         self, filters: dict[str, Any], subject: str, body: str, proposal_id: UUID
     ) -> None:
-        self._draft_applied(
-            filters=filters, subject=subject, body=body, proposal_id=str(proposal_id)
+        self.trigger_event(
+            self.DraftApplied,
+            filters=filters,
+            subject=subject,
+            body=body,
+            proposal_id=str(proposal_id),
         )
 
     def start_send(
@@ -101,7 +105,8 @@ class BroadcastForm(Aggregate):
         if str(proposal_id) in self._sends:
             raise BroadcastRuleError("a send already exists for this proposal")
         self.check_sendable(draft)
-        self._send_started(
+        self.trigger_event(
+            self.SendStarted,
             proposal_id=str(proposal_id),
             draft=draft,
             idempotency_key=idempotency_key,
@@ -111,12 +116,17 @@ class BroadcastForm(Aggregate):
     def settle_send(self, proposal_id: UUID, delivery_ref: str, sent_by: str) -> None:
         """Record that the delivery service sent it."""
         send = self.check_send_pending(proposal_id)
-        self._send_settled(proposal_id=send.proposal_id, delivery_ref=delivery_ref, sent_by=sent_by)
+        self.trigger_event(
+            self.SendSettled,
+            proposal_id=send.proposal_id,
+            delivery_ref=delivery_ref,
+            sent_by=sent_by,
+        )
 
     def fail_send(self, proposal_id: UUID, reason: str) -> None:
         """Record that the delivery service refused it: nothing was sent."""
         send = self.check_send_pending(proposal_id)
-        self._send_failed(proposal_id=send.proposal_id, reason=reason)
+        self.trigger_event(self.SendFailed, proposal_id=send.proposal_id, reason=reason)
 
     # -- guards -----------------------------------------------------------------------------
 
@@ -134,38 +144,53 @@ class BroadcastForm(Aggregate):
             raise BroadcastRuleError("no pending send for this proposal")
         return send
 
-    # -- events -----------------------------------------------------------------------------
+    # -- events (each applies itself: the library's explicit style, see domain/proposal.py) --
 
-    @event("DraftApplied")
-    def _draft_applied(
-        self, filters: dict[str, Any], subject: str, body: str, proposal_id: str
-    ) -> None:
-        self.filters = filters
-        self.subject = subject
-        self.body = body
-        self.applied_from = proposal_id
-        self.drafts_applied += 1
-        # The earlier drafts can no longer be sent: their settled sends decide nothing now.
-        self._sends = {
-            key: send for key, send in self._sends.items() if send["status"] == "pending"
-        }
+    class DraftApplied(Aggregate.Event):
+        filters: dict[str, Any]
+        subject: str
+        body: str
+        proposal_id: str
 
-    @event("SendStarted")
-    def _send_started(
-        self, proposal_id: str, draft: int, idempotency_key: str, recipients: int
-    ) -> None:
-        self._sends[proposal_id] = {
-            "proposal_id": proposal_id,
-            "draft": draft,
-            "idempotency_key": idempotency_key,
-            "recipients": recipients,
-            "status": "pending",
-        }
+        def apply(self, aggregate: BroadcastForm) -> None:
+            aggregate.filters = self.filters
+            aggregate.subject = self.subject
+            aggregate.body = self.body
+            aggregate.applied_from = self.proposal_id
+            aggregate.drafts_applied += 1
+            # The earlier drafts can no longer be sent: their settled sends decide nothing now.
+            aggregate._sends = {
+                key: send for key, send in aggregate._sends.items() if send["status"] == "pending"
+            }
 
-    @event("SendSettled")
-    def _send_settled(self, proposal_id: str, delivery_ref: str, sent_by: str) -> None:
-        self._sends[proposal_id].update(status="sent", delivery_ref=delivery_ref, sent_by=sent_by)
+    class SendStarted(Aggregate.Event):
+        proposal_id: str
+        draft: int
+        idempotency_key: str
+        recipients: int
 
-    @event("SendFailed")
-    def _send_failed(self, proposal_id: str, reason: str) -> None:
-        self._sends[proposal_id].update(status="failed", failure=reason)
+        def apply(self, aggregate: BroadcastForm) -> None:
+            aggregate._sends[self.proposal_id] = {
+                "proposal_id": self.proposal_id,
+                "draft": self.draft,
+                "idempotency_key": self.idempotency_key,
+                "recipients": self.recipients,
+                "status": "pending",
+            }
+
+    class SendSettled(Aggregate.Event):
+        proposal_id: str
+        delivery_ref: str
+        sent_by: str
+
+        def apply(self, aggregate: BroadcastForm) -> None:
+            aggregate._sends[self.proposal_id].update(
+                status="sent", delivery_ref=self.delivery_ref, sent_by=self.sent_by
+            )
+
+    class SendFailed(Aggregate.Event):
+        proposal_id: str
+        reason: str
+
+        def apply(self, aggregate: BroadcastForm) -> None:
+            aggregate._sends[self.proposal_id].update(status="failed", failure=self.reason)

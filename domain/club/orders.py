@@ -225,7 +225,8 @@ class Order(Aggregate):
     def refund_manually(self, payment_ref: str, amount_cents: int, recorded_by: str) -> None:
         """The ordinary interface's refund, outside any proposal."""
         self.check_refundable(payment_ref, amount_cents)
-        self._refund_recorded(
+        self.trigger_event(
+            self.RefundRecorded,
             payment=payment_ref,
             amount_cents=amount_cents,
             destination="manual",
@@ -243,7 +244,8 @@ class Order(Aggregate):
         recorded_by: str,
     ) -> None:
         self.check_refundable(payment_ref, amount_cents)
-        self._refund_recorded(
+        self.trigger_event(
+            self.RefundRecorded,
             payment=payment_ref,
             amount_cents=amount_cents,
             destination="account_credit",
@@ -267,7 +269,8 @@ class Order(Aggregate):
         for payment in self.payments:
             value = self.refundable_cents(payment.ref)
             if value > 0:
-                self._refund_recorded(
+                self.trigger_event(
+                    self.RefundRecorded,
                     payment=payment.ref,
                     amount_cents=value,
                     destination="account_credit",
@@ -283,8 +286,10 @@ class Order(Aggregate):
             raise OrderRuleError("the registration is already cancelled")
         if self.unresolved_attempts():
             raise OrderRuleError("a refund on this order is still settling")
-        self._cancelled(
-            proposal_id=str(proposal_id) if proposal_id else None, cancelled_by=cancelled_by
+        self.trigger_event(
+            self.Cancelled,
+            proposal_id=str(proposal_id) if proposal_id else None,
+            cancelled_by=cancelled_by,
         )
 
     def start_refund_attempt(
@@ -302,7 +307,8 @@ class Order(Aggregate):
         if self.unresolved_attempts():
             raise OrderRuleError("another refund attempt is unresolved")
         self.check_refundable(payment_ref, amount_cents)
-        self._refund_attempt_started(
+        self.trigger_event(
+            self.RefundAttemptStarted,
             proposal_id=str(proposal_id),
             payment=payment_ref,
             discount=discount_ref,
@@ -312,11 +318,15 @@ class Order(Aggregate):
 
     def settle_refund_attempt(self, proposal_id: UUID, recorded_by: str) -> None:
         attempt = self.check_attempt_pending(proposal_id)
-        self._refund_attempt_succeeded(proposal_id=attempt.proposal_id, recorded_by=recorded_by)
+        self.trigger_event(
+            self.RefundAttemptSucceeded,
+            proposal_id=attempt.proposal_id,
+            recorded_by=recorded_by,
+        )
 
     def release_refund_attempt(self, proposal_id: UUID, reason: str) -> None:
         attempt = self.check_attempt_pending(proposal_id)
-        self._refund_attempt_failed(proposal_id=attempt.proposal_id, reason=reason)
+        self.trigger_event(self.RefundAttemptFailed, proposal_id=attempt.proposal_id, reason=reason)
 
     # -- guards -----------------------------------------------------------------------------
 
@@ -332,72 +342,79 @@ class Order(Aggregate):
             raise OrderRuleError("no unresolved refund attempt for this proposal")
         return attempt
 
-    # -- events -----------------------------------------------------------------------------
+    # -- events (each applies itself: the library's explicit style, see domain/proposal.py) --
 
-    @event("RefundRecorded")
-    def _refund_recorded(
-        self,
-        payment: str,
-        amount_cents: int,
-        destination: str,
-        discount: str | None,
-        proposal_id: str | None,
-        recorded_by: str,
-    ) -> None:
-        self._refunds.append(
-            {
-                "ref": f"R{len(self._refunds) + 1}",
-                "payment": payment,
-                "amount_cents": amount_cents,
-                "destination": destination,
-                "discount": discount,
-                "proposal_id": proposal_id,
-                "recorded_by": recorded_by,
+    class RefundRecorded(Aggregate.Event):
+        payment: str
+        amount_cents: int
+        destination: str
+        discount: str | None
+        proposal_id: str | None
+        recorded_by: str
+
+        def apply(self, aggregate: Order) -> None:
+            aggregate._refunds.append(
+                {
+                    "ref": f"R{len(aggregate._refunds) + 1}",
+                    "payment": self.payment,
+                    "amount_cents": self.amount_cents,
+                    "destination": self.destination,
+                    "discount": self.discount,
+                    "proposal_id": self.proposal_id,
+                    "recorded_by": self.recorded_by,
+                }
+            )
+
+    class RefundAttemptStarted(Aggregate.Event):
+        proposal_id: str
+        payment: str
+        discount: str | None
+        amount_cents: int
+        idempotency_key: str
+
+        def apply(self, aggregate: Order) -> None:
+            aggregate._attempts[self.proposal_id] = {
+                "proposal_id": self.proposal_id,
+                "payment": self.payment,
+                "discount": self.discount,
+                "amount_cents": self.amount_cents,
+                "idempotency_key": self.idempotency_key,
+                "status": "pending",
             }
-        )
 
-    @event("RefundAttemptStarted")
-    def _refund_attempt_started(
-        self,
-        proposal_id: str,
-        payment: str,
-        discount: str | None,
-        amount_cents: int,
-        idempotency_key: str,
-    ) -> None:
-        self._attempts[proposal_id] = {
-            "proposal_id": proposal_id,
-            "payment": payment,
-            "discount": discount,
-            "amount_cents": amount_cents,
-            "idempotency_key": idempotency_key,
-            "status": "pending",
-        }
+    class RefundAttemptSucceeded(Aggregate.Event):
+        proposal_id: str
+        recorded_by: str
 
-    @event("RefundAttemptSucceeded")
-    def _refund_attempt_succeeded(self, proposal_id: str, recorded_by: str) -> None:
-        attempt = self._attempts[proposal_id]
-        attempt["status"] = "succeeded"
-        self._refunds.append(
-            {
-                "ref": f"R{len(self._refunds) + 1}",
-                "payment": attempt["payment"],
-                "amount_cents": attempt["amount_cents"],
-                "destination": "card",
-                "discount": attempt["discount"],
-                "proposal_id": proposal_id,
-                "recorded_by": recorded_by,
-            }
-        )
+        def apply(self, aggregate: Order) -> None:
+            attempt = aggregate._attempts[self.proposal_id]
+            attempt["status"] = "succeeded"
+            aggregate._refunds.append(
+                {
+                    "ref": f"R{len(aggregate._refunds) + 1}",
+                    "payment": attempt["payment"],
+                    "amount_cents": attempt["amount_cents"],
+                    "destination": "card",
+                    "discount": attempt["discount"],
+                    "proposal_id": self.proposal_id,
+                    "recorded_by": self.recorded_by,
+                }
+            )
 
-    @event("RefundAttemptFailed")
-    def _refund_attempt_failed(self, proposal_id: str, reason: str) -> None:
-        self._attempts[proposal_id]["status"] = "failed"
+    class RefundAttemptFailed(Aggregate.Event):
+        proposal_id: str
+        reason: str
 
-    @event("Cancelled")
-    def _cancelled(self, proposal_id: str | None, cancelled_by: str) -> None:
-        self.status = OrderStatus.CANCELLED
-        self.cancelled_by = cancelled_by
+        def apply(self, aggregate: Order) -> None:
+            aggregate._attempts[self.proposal_id]["status"] = "failed"
+
+    class Cancelled(Aggregate.Event):
+        proposal_id: str | None
+        cancelled_by: str
+
+        def apply(self, aggregate: Order) -> None:
+            aggregate.status = OrderStatus.CANCELLED
+            aggregate.cancelled_by = self.cancelled_by
 
 
 class _Referenced(Protocol):
