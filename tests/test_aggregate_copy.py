@@ -22,6 +22,7 @@ from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.interaction import Interaction
+from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.infrastructure.persistence.aggregate_copy import (
     SharedSnapshotError,
@@ -327,3 +328,26 @@ def test_a_finished_proposal_is_kept_as_the_snapshot_itself_and_refuses_commands
     private.expire(private.expires_at)
     assert private.status == "expired"
     assert cs.store.read(pid, Proposal).status == "pending"
+
+
+def test_a_frozen_mark_goes_with_its_object_and_never_passes_to_another():
+    """The shared-snapshot mark is kept by id(): when the object dies its entry goes, and an
+    object that later gets the same id() is a private, changeable aggregate."""
+    import gc
+
+    from countersign.infrastructure.persistence import aggregate_copy
+
+    slot = PendingSlot(organization_id=uuid4(), resource_id=uuid4())
+    aggregate_copy.freeze(slot)
+    with pytest.raises(aggregate_copy.SharedSnapshotError):
+        slot.hold("kind", "", uuid4())
+    key = id(slot)
+    assert key in aggregate_copy._FROZEN
+    del slot
+    gc.collect()
+    assert key not in aggregate_copy._FROZEN
+    # Many fresh objects, some of which reuse the dead one's id(): none is frozen.
+    for _ in range(200):
+        fresh = PendingSlot(organization_id=uuid4(), resource_id=uuid4())
+        fresh.hold("kind", "", uuid4())
+        assert len(fresh.collect_events()) == 2

@@ -87,10 +87,27 @@ def _remember(original: Any, copied: Any, memo: dict[int, Any]) -> None:
     memo.setdefault(id(memo), []).append(original)
 
 
-#: Aggregates that have become shared snapshots (see ``freeze``), by id(). Kept outside
-#: their state, so that equality, repr and copies of them are as before; an entry goes
-#: with its object.
-_FROZEN: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+#: Aggregates that have become shared snapshots (see ``freeze``): id() -> a weak reference
+#: to the object. Kept outside their state, so that equality, repr and copies of them are as
+#: before; an entry goes with its object (the reference's callback). A plain dict of
+#: references, not a WeakValueDictionary: every read and every command looks here, and the
+#: dict's own get and the reference's call are C, where WeakValueDictionary's are Python.
+_FROZEN: dict[int, weakref.ref[Any]] = {}
+
+
+#: Held while an entry is added or removed. Re-entrant: the collector may run a reference's
+#: callback in this thread while it holds the lock.
+_FROZEN_WRITES = threading.RLock()
+
+
+def _forget(key: int, reference: weakref.ref[Any]) -> None:
+    # Only this object's entry: another object may have been frozen under the same id()
+    # after this one died and before the collector ran the callback.
+    with _FROZEN_WRITES:
+        if _FROZEN.get(key) is reference:
+            del _FROZEN[key]
+
+
 #: Aggregate classes whose commands check ``_FROZEN`` first (see ``_guard``).
 _GUARDED: set[type] = set()
 _GUARDING = threading.Lock()
@@ -115,11 +132,14 @@ def copy_aggregate(aggregate: A) -> A:
 def freeze(aggregate: Aggregate) -> None:
     """From now on this object is shared read-only state: a command raises
     SharedSnapshotError (a copy is a private, changeable aggregate again)."""
-    if _FROZEN.get(id(aggregate)) is aggregate:
+    key = id(aggregate)
+    reference = _FROZEN.get(key)
+    if reference is not None and reference() is aggregate:
         return  # most reads are of snapshots frozen already: a lookup, not a new weak ref
     if type(aggregate) not in _GUARDED:
         _guard(type(aggregate))
-    _FROZEN[id(aggregate)] = aggregate
+    with _FROZEN_WRITES:
+        _FROZEN[key] = weakref.ref(aggregate, lambda dead, key=key: _forget(key, dead))
 
 
 def _guard(cls: type[Aggregate]) -> None:
@@ -133,7 +153,8 @@ def _guard(cls: type[Aggregate]) -> None:
 
         @functools.wraps(trigger)
         def trigger_event(self: Aggregate, *args: Any, **kwargs: Any) -> None:
-            if _FROZEN.get(id(self)) is self:
+            reference = _FROZEN.get(id(self))
+            if reference is not None and reference() is self:
                 raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
             trigger(self, *args, **kwargs)
 
