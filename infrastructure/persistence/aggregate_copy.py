@@ -139,7 +139,7 @@ def freeze(aggregate: Aggregate) -> None:
     if type(aggregate) not in _GUARDED:
         _guard(type(aggregate))
     with _FROZEN_WRITES:
-        _FROZEN[key] = weakref.ref(aggregate, lambda dead, key=key: _forget(key, dead))
+        _FROZEN[key] = weakref.ref(aggregate, functools.partial(_forget, key))
 
 
 def _guard(cls: type[Aggregate]) -> None:
