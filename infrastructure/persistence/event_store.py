@@ -33,6 +33,7 @@ from countersign.infrastructure.persistence.stored_events import (
     is_domain_class,
     stored_topics,
 )
+from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
@@ -42,6 +43,7 @@ from eventsourcing.persistence import (
     Mapper,
     PersistenceError,
     StoredEvent,
+    Transcoder,
 )
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 
@@ -67,6 +69,12 @@ class CountersignApplication(Application[UUID]):
         self.snapshot_recorder: AggregateRecorder = self.factory.aggregate_recorder(
             purpose="snapshots"
         )
+
+    def construct_transcoder(self) -> Transcoder:
+        # The library's JSON, written by orjson to the same bytes (transcoder.py).
+        transcoder = FastJSONTranscoder()
+        self.register_transcodings(transcoder)
+        return transcoder
 
     def construct_mapper(self) -> Mapper[UUID]:
         return self.factory.mapper(

@@ -1,0 +1,127 @@
+"""Stored events are written by orjson (``FastJSONTranscoder``) to exactly the bytes the
+library's own JSON transcoder writes, so a stored event, its chain and every reader are as
+before; whatever orjson cannot write exactly is written by the library's encoder."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from enum import IntEnum, StrEnum
+from uuid import UUID, uuid4
+
+import pytest
+from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
+from eventsourcing.application import Application
+from eventsourcing.persistence import JSONTranscoder, TranscodingNotRegisteredError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def _library() -> JSONTranscoder:
+    transcoder = JSONTranscoder()
+    Application().register_transcodings(transcoder)
+    return transcoder
+
+
+def _fast() -> FastJSONTranscoder:
+    transcoder = FastJSONTranscoder()
+    Application().register_transcodings(transcoder)
+    return transcoder
+
+
+LIBRARY, FAST = _library(), _fast()
+
+
+class Colour(StrEnum):
+    RED = "red"
+
+
+class Size(IntEnum):
+    BIG = 3
+
+
+def _same(value: object) -> bytes:
+    expected = LIBRARY.encode(value)
+    assert FAST.encode(value) == expected
+    return expected
+
+
+leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()
+    | st.uuids()
+    | st.datetimes(timezones=st.none() | st.just(UTC) | st.just(timezone(timedelta(hours=-5))))
+    | st.decimals(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([Colour.RED, Size.BIG])
+)
+states = st.recursive(
+    leaves,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        | st.dictionaries(st.integers() | st.booleans(), children, max_size=2)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), states, max_size=6))
+def test_it_writes_what_the_library_writes(state):
+    _same(state)
+
+
+def test_every_character_is_written_as_the_library_writes_it():
+    text = "".join(chr(code) for code in range(0x3000)) + "\U0001f600\ufeff"
+    _same({"text": text, text: [text]})
+
+
+@pytest.mark.parametrize(
+    "number", [0.1, 1e16, 1e-07, 5e-324, -0.0, 1.0, 1e22, math.inf, -math.inf, math.nan]
+)
+def test_floats_keep_the_standard_librarys_text(number):
+    assert _same({"x": number}) == LIBRARY.encode({"x": number})
+
+
+def test_an_event_state_with_ids_times_and_decimals():
+    state = {
+        "timestamp": datetime(2026, 12, 2, 12, 0, 0, 1, tzinfo=UTC),
+        "attempt_id": uuid4(),
+        "claimed_at": datetime(2026, 12, 2, 12, 0, tzinfo=UTC),
+        "amount": Decimal("12.50"),
+        "nested": {"ids": (UUID(int=1), UUID(int=2)), "when": [datetime(2026, 1, 1)]},
+        "chain": "a" * 64,
+    }
+    written = _same(state)
+    assert b'"_type_":"uuid_hex"' in written
+    assert (
+        FAST.decode(written)
+        == LIBRARY.decode(written)
+        == {
+            **state,
+            "nested": {"ids": [UUID(int=1), UUID(int=2)], "when": [datetime(2026, 1, 1)]},
+        }
+    )
+
+
+def test_what_orjson_cannot_write_is_written_or_refused_as_the_library_does():
+    _same({"big": 2**80, "keys": {1: "one", False: "no", None: "none", 2.5: "half"}})
+    deep: list[object] = []
+    for _ in range(300):
+        deep = [deep]
+    _same({"deep": deep})
+    with pytest.raises(TranscodingNotRegisteredError):
+        FAST.encode({"when": datetime(2026, 1, 1).date()})
+    loop: dict[str, object] = {}
+    loop["self"] = loop
+    with pytest.raises(ValueError, match="Circular reference"):
+        FAST.encode(loop)
+
+
+def test_the_application_stores_events_with_it(cs):
+    assert type(cs.store.app.mapper.transcoder) is FastJSONTranscoder
