@@ -70,7 +70,7 @@ states = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.text(max_size=12), states, max_size=6))
 def test_it_writes_what_the_library_writes(state):
     _same(state)
