@@ -10,6 +10,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from countersign.domain import plain_json
+
 
 def canonical(value: Any) -> Any:
     """The JSON-ready form used for hashing: ids and times as strings, keys sorted later."""
@@ -57,22 +59,72 @@ def _encodes_as_canonical(value: Any) -> bool:
     return not isinstance(value, dict | list | tuple)
 
 
-def chain_link(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
-    """One link of a proposal's hash chain: SHA-256 over the previous link and this event."""
+def chain_content(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
+    """What a link hashes, as the standard library's encoder writes it: the definition."""
     ready = fields if _encodes_as_canonical(fields) else canonical(fields)
-    content = _CHAIN_JSON.encode(
+    return _CHAIN_JSON.encode(
         {"previous": previous, "version": version, "type": event_type, "fields": ready}
     )
-    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def _id_or_time(value: Any) -> Any:
+    # Exactly what _CanonicalEncoder.default writes; anything else, the encoder writes itself.
+    kind = type(value)
+    if kind is datetime:
+        return value.isoformat()
+    if kind is UUID:
+        return str(value)
+    raise plain_json.NotPlain
+
+
+_chain_ready = plain_json.preparer(_id_or_time)
+_digest_ready = plain_json.preparer(plain_json.not_plain)
+
+
+def chain_link(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
+    """One link of a proposal's hash chain: SHA-256 over the previous link and this event.
+    The bytes are ``chain_content``'s, written by orjson where it writes the same
+    (``plain_json``; tests/test_chain_link.py compares them)."""
+    try:
+        content = plain_json.dumps(
+            {
+                "previous": previous,
+                "version": version,
+                "type": event_type,
+                "fields": _chain_ready(fields),
+            },
+            option=plain_json.SORT_KEYS,
+        )
+    except plain_json.REFUSED:
+        content = chain_content(previous, version, event_type, fields).encode()
+    return hashlib.sha256(content).hexdigest()
 
 
 # Built once: json.dumps would build an encoder with these options on every call.
 _DIGEST_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
-    """SHA-256 over the canonical JSON of what the approver is shown and what will run."""
-    canonical_form = _DIGEST_JSON.encode(
+def digest_content(kind: str, version: int, arguments: Any, preview: Any) -> str:
+    """What a contract digest hashes, as the standard library's encoder writes it: the
+    definition (an id or a time in the arguments is refused: they are JSON already)."""
+    return _DIGEST_JSON.encode(
         {"kind": kind, "version": version, "arguments": arguments, "preview": preview}
     )
-    return hashlib.sha256(canonical_form.encode()).hexdigest()
+
+
+def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> str:
+    """SHA-256 over the canonical JSON of what the approver is shown and what will run,
+    written by orjson where it writes ``digest_content``'s bytes (``plain_json``)."""
+    try:
+        content = plain_json.dumps(
+            {
+                "kind": kind,
+                "version": version,
+                "arguments": _digest_ready(arguments),
+                "preview": _digest_ready(preview),
+            },
+            option=plain_json.SORT_KEYS,
+        )
+    except plain_json.REFUSED:
+        content = digest_content(kind, version, arguments, preview).encode()
+    return hashlib.sha256(content).hexdigest()

@@ -16,6 +16,8 @@ import pytest
 from countersign.domain.hash_chain import chain_link, contract_digest
 from countersign.domain.proposal import ProposalStatus
 from countersign.domain.scope import Section
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # -- the original implementation ---------------------------------------------------------------
 
@@ -170,3 +172,52 @@ def test_contract_digest_bytes_are_unchanged(arguments, preview):
     )
     with pytest.raises(TypeError):
         contract_digest("k", 1, {"at": AT}, preview)
+
+
+# -- generated payloads: orjson writes the original's bytes, or the original writes them -----
+
+_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()
+    | st.uuids()
+    | st.datetimes(timezones=st.none() | st.just(UTC) | st.just(MONTREAL))
+    | st.sampled_from([Colour.RED, Level.HIGH, ProposalStatus.PENDING, Tagged("t")])
+)
+_values = st.recursive(
+    _leaves,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        | st.dictionaries(st.integers() | st.booleans() | st.uuids(), children, max_size=2)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), _values, max_size=6), st.text(max_size=64))
+def test_generated_chain_links_are_unchanged(fields, previous):
+    assert chain_link(previous, 3, "Revalidated", fields) == original_chain_link(
+        previous, 3, "Revalidated", fields
+    )
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json, _json)
+def test_generated_contract_digests_are_unchanged(arguments, preview):
+    assert contract_digest("k", 2, arguments, preview) == original_contract_digest(
+        "k", 2, arguments, preview
+    )
