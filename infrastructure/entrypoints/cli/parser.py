@@ -11,7 +11,6 @@ import argparse
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from countersign.domain.contracts import REGISTRY
@@ -39,6 +38,23 @@ class Handler:
         handler = getattr(found, self.name)
         result: Result = handler(cs, args)
         return result
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when it is asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest=argparse.SUPPRESS,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"countersign {installed_version()}", flush=True)
+        parser.exit()
 
 
 class _ProjectionNames:
@@ -87,6 +103,8 @@ def positive_seconds(value: str) -> float:
 
 def installed_version() -> str:
     """The installed package's version (pyproject.toml's, as pip installed it)."""
+    from importlib import metadata  # read when asked: about 5 MB (email, zipfile, csv)
+
     try:
         return metadata.version("countersign")
     except metadata.PackageNotFoundError:  # run from a source tree nobody installed
@@ -114,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--create", dest="create_first", action="store_true", help=argparse.SUPPRESS
     )
-    parser.add_argument("--version", action="version", version=f"countersign {installed_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, handler: Handler | None, help_text: str, parent: Any = sub) -> Any:
