@@ -167,13 +167,25 @@ def test_a_declared_preview_without_its_labels_is_refused_when_it_loads(lazy_ops
         REGISTRY["lazy.note"]
 
 
-def test_a_revision_reason_declared_twice_is_refused(lazy_ops):
+def test_a_plugins_revision_reason_clashing_with_countersigns_is_the_one_refused(lazy_ops):
     _write(lazy_ops, "note", "revision_reasons = {'audience_changed': Localized('A', 'A')}")
     install([_plugin(NOTE)])
-    REGISTRY["email_broadcast.apply_draft"]  # declares audience_changed
 
+    # Loaded first, it is still the plug-in's that is refused: countersign's own load before.
     with pytest.raises(RegistryError, match="revision reason 'audience_changed' is declared twice"):
         REGISTRY["lazy.note"]
+    assert REGISTRY["email_broadcast.apply_draft"].kind == "email_broadcast.apply_draft"
+    assert REVISION_REASONS["audience_changed"].text("en").startswith("The audience changed")
+
+
+def test_a_built_contract_clashing_with_countersigns_reasons_installs_nothing(lazy_ops):
+    _write(lazy_ops, "note", "revision_reasons = {'audience_changed': Localized('A', 'A')}")
+    from lazy_ops.note import Note  # type: ignore[import-not-found]
+
+    with pytest.raises(PluginError, match="revision reason 'audience_changed' is declared twice"):
+        install([_plugin(Note())])
+
+    assert "lazy.note" not in REGISTRY
 
 
 def test_a_shared_revision_reason_may_not_be_redeclared(lazy_ops):
@@ -208,6 +220,16 @@ def test_a_contract_line_that_names_no_contract_says_so(lazy_ops):
 
     with pytest.raises(RegistryError, match=r"names its contract 'lazy_ops.note', not module:Name"):
         REGISTRY["lazy.note"]
+
+
+def test_a_contract_that_cannot_be_imported_says_which(lazy_ops):
+    install([_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.gone:Note"))])
+
+    with pytest.raises(
+        RegistryError, match=r"lazy\.note's contract 'lazy_ops.gone:Note' cannot be"
+    ):
+        REGISTRY["lazy.note"]
+    assert "audience_changed" in REVISION_REASONS  # the others' reasons still read
 
 
 def test_countersigns_own_operations_are_what_their_lines_declare():

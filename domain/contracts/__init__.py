@@ -13,6 +13,8 @@ The registry rules (a kind registered twice; a preview whose labels do not match
 a revision reason declared twice; a contract whose kind, section or permission is not the
 one declared) are checked when a contract loads (``RegistryError``, saying which), and for a
 contract object given ready-made (a plug-in's, built with its clients) when it is installed.
+countersign's own contracts load before any plug-in's, so that a plug-in's contract that
+clashes with one of them is the one refused.
 ``REVISION_REASONS`` loads every contract on first use: a stored reason code may be any
 operation's.
 
@@ -23,6 +25,7 @@ bootstrap before anything reads them: the objects are changed in place, so every
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
@@ -82,7 +85,12 @@ class Declared:
             raise RegistryError(
                 f"{self.kind} names its contract {self.contract!r}, not module:Name"
             )
-        found = getattr(importlib.import_module(module, __name__), name)
+        try:
+            found = getattr(importlib.import_module(module, __name__), name)
+        except (ImportError, AttributeError) as missing:
+            raise RegistryError(
+                f"{self.kind}'s contract {self.contract!r} cannot be imported: {missing}"
+            ) from None
         return found()  # type: ignore[no-any-return]
 
 
@@ -117,6 +125,8 @@ BUILT_IN: tuple[Declared, ...] = (
     ),
 )
 """countersign's own operations, in registry order."""
+
+_OWN = frozenset(declared.kind for declared in BUILT_IN)
 
 Check = Callable[["AnyContract"], None]
 
@@ -209,8 +219,11 @@ class Registry(Mapping[str, "AnyContract"]):
             self[kind]
 
     def revision_reasons(self) -> dict[str, Localized]:
-        """Every contract's revision reasons by code (loads every contract)."""
-        self.load_all()
+        """Every contract's revision reasons by code (loads every contract). A contract that
+        breaks a rule is left out: it says so where its own kind is used."""
+        for kind in self:
+            with contextlib.suppress(ValueError):
+                self[kind]
         return self._contents.reasons
 
     def reserve_reasons(self, codes: Iterable[str]) -> None:
@@ -230,6 +243,8 @@ class Registry(Mapping[str, "AnyContract"]):
             if kind in contents.broken:
                 raise contents.broken[kind]
             declared = contents.declared[kind]  # KeyError: an unknown kind
+            if kind not in _OWN:
+                self._own_first(contents)
             try:
                 contents.add(declared.load(), declared, self._reserved)
             except RegistryError as broken:
@@ -253,13 +268,22 @@ class Registry(Mapping[str, "AnyContract"]):
                 contents.checks = {Declared.of(c).kind: check for c in given} | {
                     d.kind: check for d in extra if isinstance(d, Declared)
                 }
-            own = {d.kind for d in BUILT_IN}
             for kind, contract in self._contents.loaded.items():
-                if kind in own:  # countersign's own, loaded already: checked when they were
+                if kind in _OWN:  # countersign's own, loaded already: checked when they were
                     contents.add(contract, None, self._reserved)
+            if given:
+                self._own_first(contents)
             for contract in given:
                 contents.add(contract, None, self._reserved)
             self._contents = contents
+
+    def _own_first(self, contents: _Contents) -> None:
+        """Loads countersign's own contracts before a plug-in's: a plug-in's contract that
+        clashes with one of them (a revision reason's code) is the one refused, never
+        countersign's own operation (a process with no plug-in contract in use skips this)."""
+        for declared in BUILT_IN:
+            if declared.kind not in contents.loaded:
+                contents.add(declared.load(), declared, self._reserved)
 
 
 def _declarations(declared: Iterable[Declared]) -> dict[str, Declared]:
