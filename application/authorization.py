@@ -43,7 +43,7 @@ from countersign.application.errors import (
     parse_id,
 )
 from countersign.domain.club.organization import Member, Organization, Permission
-from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts import REGISTRY, AnyContract, declaration, declarations
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
@@ -135,8 +135,8 @@ def require_any(caller: Caller, member: Member, permissions: Iterable[str]) -> N
 def decide_permission(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> str | None:
     """What approving or declining a proposal of this kind needs; None for an unknown kind,
     which nobody may decide (it fails closed)."""
-    contract = registry.get(kind)
-    return contract.permission if contract is not None else None
+    declared = declaration(kind, registry)
+    return declared.permission if declared is not None else None
 
 
 def read_permissions(kind: str, registry: Mapping[str, AnyContract] = REGISTRY) -> list[str]:
@@ -156,12 +156,12 @@ def section_permissions(
     section: Section, registry: Mapping[str, AnyContract] = REGISTRY
 ) -> list[str]:
     """The permissions of a section's operations: any one lets a member read its proposals."""
-    return sorted({c.permission for c in registry.values() if c.section == section})
+    return sorted({d.permission for d in declarations(registry) if d.section == section})
 
 
 def sections_of(registry: Mapping[str, AnyContract] = REGISTRY) -> list[Section]:
     """Every section some registered contract belongs to, in registry order."""
-    return list(dict.fromkeys(c.section for c in registry.values()))
+    return list(dict.fromkeys(d.section for d in declarations(registry)))
 
 
 def readable_sections(

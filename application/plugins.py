@@ -15,14 +15,14 @@ itself), and the packages whose events it stores are its own (never ``countersig
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from countersign.application.assistant import sections
 from countersign.application.assistant.sections import SectionAssistant
 from countersign.application.ports import EffectProvider
 from countersign.domain import contracts
-from countersign.domain.contracts import AnyContract
+from countersign.domain.contracts import AnyContract, Declared
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _NAMESPACE = re.compile(r"^[a-z][a-z0-9_]{0,29}$")
@@ -42,8 +42,10 @@ class Plugin:
 
     name: str
     namespace: str
-    contracts: Sequence[AnyContract] = ()
-    """Its operations, built with their dependencies, in the order catalogues list them."""
+    contracts: Sequence[AnyContract | Declared] = ()
+    """Its operations, in the order catalogues list them: each built with its dependencies,
+    or declared (``Declared``: kind, section, permission and ``"module:Name"``), so that its
+    module is imported only when the operation is first used."""
     sections: Sequence[SectionAssistant] = ()
     """The assistants of the sections its contracts belong to, when not countersign's."""
     providers: Mapping[str, EffectProvider] = field(default_factory=dict)
@@ -105,9 +107,24 @@ def _check_contracts(plugin: Plugin) -> None:
             raise _refuse(
                 plugin, f"{contract.kind}'s section {contract.section!r} has no assistant"
             )
-        provider = contract.provider
-        if provider is not None and provider not in (*plugin.providers, *_BUILT_IN_PROVIDERS):
-            raise _refuse(plugin, f"{contract.kind} calls provider {provider!r}, not given")
+        if not isinstance(contract, Declared):
+            _check_provider(plugin, contract)
+
+
+def _check_provider(plugin: Plugin, contract: AnyContract) -> None:
+    provider = contract.provider
+    if provider is not None and provider not in (*plugin.providers, *_BUILT_IN_PROVIDERS):
+        raise _refuse(plugin, f"{contract.kind} calls provider {provider!r}, not given")
+
+
+def _when_loaded(plugins: Sequence[Plugin]) -> Callable[[AnyContract], None]:
+    """What is checked of a declared contract when it loads: the provider it calls."""
+    by_namespace = {plugin.namespace: plugin for plugin in plugins}
+
+    def check(contract: AnyContract) -> None:
+        _check_provider(by_namespace[contract.kind.split(".", 1)[0]], contract)
+
+    return check
 
 
 def install(plugins: Sequence[Plugin]) -> None:
@@ -130,7 +147,7 @@ def install(plugins: Sequence[Plugin]) -> None:
     permissions = [p for plugin in plugins for p in plugin.permissions]
     assistants = [assistant for plugin in plugins for assistant in plugin.sections]
     try:
-        contracts.install(own, permissions)
+        contracts.install(own, permissions, check=_when_loaded(plugins))
         sections.install(assistants)
     except ValueError as broken:
         contracts.install(())  # countersign's own registries, as if none had been named

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from countersign.domain.contracts import REVISION_REASONS
+from countersign.domain.contracts import REGISTRY, REVISION_REASONS
 from countersign.domain.contracts.presentation import (
     EFFECT_UNAVAILABLE,
     EFFECT_UNCERTAIN,
@@ -38,9 +38,7 @@ SHARED_REASONS: dict[str, Localized] = {
 """Reasons the lifecycle itself records, whatever the operation. Each contract declares the
 reasons it raises (``revision_reasons``)."""
 
-_overlap = SHARED_REASONS.keys() & REVISION_REASONS.keys()
-if _overlap:
-    raise ValueError(f"contracts redeclare shared revision reasons: {sorted(_overlap)}")
+REGISTRY.reserve_reasons(SHARED_REASONS)  # a contract may not redeclare one (when it loads)
 
 OUTCOME_TITLES: dict[str, Localized] = {
     "succeeded": Localized("Done", "Terminé"),

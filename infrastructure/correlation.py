@@ -14,10 +14,13 @@ import logging
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from countersign.application.errors import new_correlation_id
-from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:  # only annotations: a log line of the command line imports no web stack
+    from starlette.requests import Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("countersign.http")
 access_log = logging.getLogger("countersign.access")

@@ -51,15 +51,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402
 from countersign.domain.club.organization import Organization  # noqa: E402
 from countersign.infrastructure.adapters.payment_sandbox import CARD_OK  # noqa: E402
 from countersign.infrastructure.bootstrap import Countersign, bootstrap  # noqa: E402
 from countersign.infrastructure.demo.seed import _order, seed  # noqa: E402
+from countersign.infrastructure.persistence.sql import postgres_unreachable  # noqa: E402
 from countersign.infrastructure.settings import Database, Settings  # noqa: E402
 from eventsourcing.application import Application  # noqa: E402
 from eventsourcing.domain import Aggregate  # noqa: E402
-from psycopg import sql  # noqa: E402
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/countersign_bench"
 BENCH_DATABASE_PREFIX = "countersign_bench"
@@ -161,6 +160,9 @@ def percentile(values: list[float], p: int) -> float:
 
 def prepare_postgres(url: str) -> None:
     """Drop and recreate the benchmark's own database; create any other one if missing."""
+    import psycopg  # here: a SQLite run's client never imports the driver (its peak RSS)
+    from psycopg import sql
+
     db = Database.parse(url)
     with psycopg.connect(
         host=db.host,
@@ -366,6 +368,9 @@ def raw_env(database: Database, sqlite_dir: Path | None) -> dict[str, str]:
     # es_insert_events_uuid per schema, not per table, and (re)creates it at start-up: a second
     # application in countersign's schema would send countersign's events to its own table.
     # Hence a schema of its own.
+    import psycopg
+    from psycopg import sql
+
     with psycopg.connect(
         host=database.host,
         port=database.port,
@@ -489,6 +494,8 @@ class Probe:
 
     def _psycopg_counted(self) -> AbstractContextManager[None]:
         """Count every statement psycopg sends: cursor executes, and BEGIN/COMMIT/ROLLBACK."""
+        import psycopg
+        from psycopg import sql
         from psycopg._connection_base import BaseConnection
 
         execute = psycopg.Cursor.execute
@@ -703,6 +710,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _psycopg_version() -> str:
+    """The driver's version (imported here, after every figure: a SQLite run's client never
+    imports it)."""
+    import psycopg
+
+    return f"psycopg {psycopg.__version__} ({psycopg.pq.__impl__} implementation)"
+
+
 def main(argv: list[str] | None = None) -> int:
     after_imports = peak_rss_mb()
     load_before = os.getloadavg()[0]
@@ -759,7 +774,7 @@ def main(argv: list[str] | None = None) -> int:
             results += run_backend(backend, args.postgres_url, args)
             peaks[backend] = peak_rss_mb()
             say(f"{backend}: done; peak client RSS {peaks[backend]:.1f} MB")
-        except psycopg.OperationalError as error:
+        except postgres_unreachable() as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             say(f"{backend}: skipped, cannot reach PostgreSQL at {args.postgres_url}: {first}")
             failed.append(backend)
@@ -776,8 +791,7 @@ def main(argv: list[str] | None = None) -> int:
         + f"; {after_imports:.1f} MB after imports"
     )
     print(
-        f"python {sys.version.split()[0]}, psycopg {psycopg.__version__} "
-        f"({psycopg.pq.__impl__} implementation), SQLite {sqlite3.sqlite_version}; "
+        f"python {sys.version.split()[0]}, {_psycopg_version()}, SQLite {sqlite3.sqlite_version}; "
         f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
         f"({os.cpu_count()} CPUs: other work on the machine skews the absolute figures)"
     )

@@ -17,7 +17,13 @@ from uuid import UUID, uuid4
 
 import pytest
 from countersign.application.assistant.sections import ASSISTANTS
-from countersign.domain.contracts import REGISTRY, REVISION_REASONS, AnyContract, contracts_in
+from countersign.domain.contracts import (
+    BUILT_IN,
+    REGISTRY,
+    REVISION_REASONS,
+    AnyContract,
+    contracts_in,
+)
 from countersign.domain.contracts.base import Frozen
 from countersign.domain.contracts.presentation import LANGUAGES, Localized, Shown
 from countersign.domain.handback import SHARED_REASONS, reason_text
@@ -302,12 +308,20 @@ def _application_files() -> list[Path]:
     ]
 
 
+_REGISTRY = (ROOT / "domain" / "contracts" / "__init__.py").resolve()
+
+
 @pytest.mark.parametrize("contract", CONTRACTS, indirect=True)
 def test_only_the_contract_module_names_its_operation(contract):
+    """Its module, and its one line in the registry, which declares it (kind, section,
+    permission, where its contract is) so that it is imported only when first used."""
     own = Path(inspect.getsourcefile(type(contract)) or "").resolve()
     suffix = contract.kind.split(".", 1)[1]
     for path in _application_files():
         if path.resolve() == own:
+            continue
+        if path.resolve() == _REGISTRY and contract.kind in {d.kind for d in BUILT_IN}:
+            assert path.read_text(encoding="utf-8").count(f'"{contract.kind}"') == 1
             continue
         text = path.read_text(encoding="utf-8")
         assert contract.kind not in text, path

@@ -24,7 +24,7 @@ import os
 import select
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countersign.application.errors import (
     CorruptRecordError,
@@ -33,21 +33,24 @@ from countersign.application.errors import (
     UnknownOperationError,
     new_correlation_id,
 )
-from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
-from countersign.infrastructure.bootstrap import bootstrap, enable_plugins
-from countersign.infrastructure.entrypoints.cli import cards, render
+from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     RefusedError,
     UsageError,
 )
-from countersign.infrastructure.entrypoints.cli.demo import cmd_demo_serve
-from countersign.infrastructure.entrypoints.cli.parser import build_parser
+from countersign.infrastructure.entrypoints.cli.parser import Handler, build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.persistence.sql import postgres_unreachable
-from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
-from countersign.infrastructure.settings import NoDatabaseError, SettingsError
+from countersign.infrastructure.settings import NoDatabaseError, SettingsError, plugin_names
+
+if TYPE_CHECKING:
+    from countersign.domain.contracts.problems import InvalidRequestError
+
+# What a command needs is imported when it runs (bootstrap, the contracts, the handlers'
+# libraries), not by ``countersign --help``: the client's memory budget is 60 MB
+# (scripts/bench_memory.py).
 
 log = logging.getLogger("countersign.cli")
 #: The exit status of a command that cannot apply to the record it names.
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:  # before the parser: its choices list the plug-ins' operations and sections
-        enable_plugins()
+        _enable_plugins()
     except SettingsError as error:
         json = "--json" in (sys.argv[1:] if argv is None else argv)
         return _emitter(json)(
@@ -95,6 +98,17 @@ def _main(argv: list[str] | None) -> int:
     return run(args)
 
 
+def _enable_plugins() -> None:
+    """The deployment's plug-ins, as bootstrap enables them. Without any, and none enabled
+    before in this process (a test's), the registries are countersign's own already: the
+    plug-in machinery (and the sections and contracts it checks) is not even imported."""
+    names = plugin_names()
+    if names or "countersign.infrastructure.plugins" in sys.modules:
+        from countersign.infrastructure.bootstrap import enable_plugins
+
+        enable_plugins(names)
+
+
 def _demo(args: argparse.Namespace) -> int:
     """The guided story; with ``--serve``, then the pages over the data it left."""
     from countersign.infrastructure.demo.story import run_demo, throwaway_database_url
@@ -108,7 +122,7 @@ def _demo(args: argparse.Namespace) -> int:
         )
     if told != 0 or not args.serve:
         return told
-    args.handler = cmd_demo_serve
+    args.handler = Handler("demo", "cmd_demo_serve")
     return run(args)
 
 
@@ -121,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "opens_database", True):
         document, text = args.handler(None, args)
         return emit(document, text, 0)
+    from countersign.infrastructure.bootstrap import bootstrap
+
     try:
         cs = bootstrap(database_url=args.database, create=args.create or args.command in CREATING)
     except NoDatabaseError as error:
@@ -198,6 +214,8 @@ def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
         "superseded_by": newer,
         "message": str(refused),
     }
+    from countersign.infrastructure.entrypoints.cli import cards
+
     text = cards.render_not_revisable(refused.status, newer, language)
     return document, text, NOT_APPLICABLE
 
@@ -220,10 +238,6 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
     (UsageError, lambda e: ({"error": "usage", "message": str(e)}, f"error: {e}", 2)),
     (SettingsError, lambda e: ({"error": "configuration", "message": str(e)}, f"error: {e}", 2)),
     (ConcurrencyConflictError, _busy),
-    (
-        ProjectionStoppedError,
-        lambda e: ({"error": "projection_stopped", "message": str(e)}, str(e), 1),
-    ),
     (CorruptRecordError, lambda e: _internal(e.correlation_id)),
     # A domain rule refused the command (for example a manual refund above the balance).
     (CountersignError, lambda e: ({"error": "rejected", "message": str(e)}, f"Rejected: {e}.", 0)),
@@ -231,8 +245,13 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
 
 
 def _answer_to(error: Exception, language: str = "en") -> Answer:
+    from countersign.domain.contracts.problems import InvalidRequestError
+    from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
+
     if isinstance(error, InvalidRequestError):
         return _refused(error, language)
+    if isinstance(error, ProjectionStoppedError):
+        return {"error": "projection_stopped", "message": str(error)}, str(error), 1
     if isinstance(error, NotRevisableError):
         return _not_revisable(error, language)
     for refusal, answer in _ANSWERS:

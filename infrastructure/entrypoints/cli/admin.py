@@ -12,9 +12,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -23,7 +22,10 @@ from countersign.infrastructure.entrypoints.cli.common import (
 )
 from countersign.infrastructure.observability.logs import log_format
 from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
-from countersign.infrastructure.sweepers import InProcessSweepers
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
+    from countersign.infrastructure.sweepers import InProcessSweepers
 
 #: The application ``serve`` runs, named rather than imported: the CLI does not import the
 #: HTTP API or the pages (each entry point is independent of the others).
@@ -54,6 +56,8 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # itself, in one thread of this process (never one per worker). On PostgreSQL the worker
     # is a service of its own (docs/deploy.md).
     sweeping = args.sweepers if args.sweepers is not None else cs.database.kind == "sqlite"
+    from countersign.infrastructure.sweepers import InProcessSweepers
+
     background = InProcessSweepers(cs.settings) if sweeping else None
     cs.close()
     workers = args.workers

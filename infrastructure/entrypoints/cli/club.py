@@ -4,15 +4,17 @@ providers' sandboxes hold (the payment sandbox's refunds, the e-mail sandbox's d
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from countersign.application.assistant.schemas import operation_catalogue
 from countersign.domain.errors import TimeZoneError
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import listings
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
 )
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
 
 
 def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -89,6 +91,8 @@ def cmd_provider_deliveries(cs: Countersign, args: argparse.Namespace) -> Result
 
 
 def cmd_operations(_: Countersign | None, args: argparse.Namespace) -> Result:
+    from countersign.application.assistant.schemas import operation_catalogue
+
     catalogue = operation_catalogue()
     lines = [f"{len(catalogue)} operations (propose with: countersign propose --operation KIND):"]
     for entry in catalogue:

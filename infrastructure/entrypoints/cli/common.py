@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from countersign.infrastructure.bootstrap import Countersign
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
+
 
 #: What a command returns: its JSON document and its text for a person.
 Result = tuple[Any, str]

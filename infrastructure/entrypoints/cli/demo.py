@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.demo.passwords import seed_passwords
-from countersign.infrastructure.demo.seed import USERS
 from countersign.infrastructure.entrypoints.cli.admin import cmd_serve
 from countersign.infrastructure.entrypoints.cli.common import Result
 
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
+
 
 def cmd_demo_serve(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.demo.passwords import seed_passwords
+
     passwords = seed_passwords(cs)
     browse = browse_text(f"http://{args.host}:{args.port}", args.database, passwords)
     # stdout holds the story (or, with --json, its one document): the address goes beside it.
@@ -22,6 +25,8 @@ def cmd_demo_serve(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def browse_text(address: str, database_url: str, passwords: dict[str, str]) -> str:
+    from countersign.infrastructure.demo.seed import USERS
+
     people = [
         f"    {user.email:<22} {passwords[user.email]:<22} {user.role} of {user.organization}"
         + (", reads French" if user.language == "fr" else "")

@@ -10,13 +10,15 @@ writes nothing, says why on stderr in the chosen language, and exits 4.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countersign.domain.club.organization import LastMemberManagerError, UnknownPermissionError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotFoundError, NotMemberError
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli.common import RefusedError, Result
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
 
 _HOLDS = Localized(
     "{email} now holds: {permissions}.", "{email} détient maintenant : {permissions}."

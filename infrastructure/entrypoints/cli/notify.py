@@ -11,21 +11,29 @@ import json
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countersign.domain.club.organization import LanguageError
 from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.domain.errors import NotMemberError
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
-from countersign.infrastructure.notifications.sender import PassReport
-from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
+    from countersign.infrastructure.notifications.webhooks import Webhooks
+
+
+def _webhooks(cs: Countersign) -> Webhooks:
+    """The webhook endpoints' service (imported when a command about them runs)."""
+    from countersign.infrastructure.notifications.webhooks import Webhooks
+
+    return Webhooks(cs)
 
 
 def cmd_webhooks_add(cs: Countersign, args: argparse.Namespace) -> Result:
     try:
-        added = Webhooks(cs).add(None, args.org, args.url)
+        added = _webhooks(cs).add(None, args.org, args.url)
     except WebhookUrlError as error:
         raise UsageError(str(error)) from None
     text = (
@@ -36,20 +44,20 @@ def cmd_webhooks_add(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_webhooks_list(cs: Countersign, args: argparse.Namespace) -> Result:
-    endpoints = Webhooks(cs).endpoints(None, args.org)
+    endpoints = _webhooks(cs).endpoints(None, args.org)
     lines = [f"{e['endpoint_id']}  {e['url']}  (added by {e['added_by']})" for e in endpoints]
     return endpoints, "\n".join(lines) or f"{args.org} has no webhooks."
 
 
 def cmd_webhooks_remove(cs: Countersign, args: argparse.Namespace) -> Result:
-    Webhooks(cs).remove(None, args.org, args.endpoint_id)
+    _webhooks(cs).remove(None, args.org, args.endpoint_id)
     return {"endpoint_id": args.endpoint_id, "removed": True}, (
         f"Webhook {args.endpoint_id} removed: nothing more is posted to it."
     )
 
 
 def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result:
-    found = Webhooks(cs).deliveries(None, args.org, dead_only=args.dead, limit=args.limit)
+    found = _webhooks(cs).deliveries(None, args.org, dead_only=args.dead, limit=args.limit)
     document: Any = _json(found)
     lines = []
     for delivery in found:
@@ -71,7 +79,7 @@ def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result
 def cmd_webhooks_redeliver(cs: Countersign, args: argparse.Namespace) -> Result:
     if not args.all and not args.delivery_id:
         raise UsageError("name a dead letter's delivery id, or --all for every dead letter")
-    ids = Webhooks(cs).redeliver(None, args.org, None if args.all else args.delivery_id)
+    ids = _webhooks(cs).redeliver(None, args.org, None if args.all else args.delivery_id)
     text = (
         f"{len(ids)} dead letter(s) put back in line; the next 'countersign notify run' sends them."
         if ids
@@ -95,6 +103,9 @@ def cmd_members_set_language(cs: Countersign, args: argparse.Namespace) -> Resul
 
 def cmd_notify_run(cs: Countersign, args: argparse.Namespace) -> Result:
     """Pass after pass (or one, with --once), a progress line per pass that did something."""
+    from countersign.infrastructure.notifications.sender import PassReport
+    from countersign.infrastructure.notifications.webhooks import notification_sender
+
     sender = notification_sender(cs)
     if args.once:
         report = sender.run_once()

@@ -1,78 +1,86 @@
-"""The command line's grammar: every command, its arguments and the handler that runs it."""
+"""The command line's grammar: every command, its arguments and the handler that runs it.
+
+A handler is named (``Handler("club", "cmd_seed")``) and imported when its command runs: the
+grammar itself imports no handler module, so ``countersign --help`` and each command import
+only what that command needs (the client's budget is 60 MB; scripts/bench_memory.py).
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from importlib import metadata
-from typing import Any
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY
-from countersign.infrastructure.entrypoints.cli.admin import (
-    cmd_mcp,
-    cmd_serve,
-    cmd_tokens_issue,
-    cmd_tokens_list,
-    cmd_tokens_revoke,
-    cmd_users_set_password,
-)
-from countersign.infrastructure.entrypoints.cli.club import (
-    cmd_operations,
-    cmd_orders_refund_manually,
-    cmd_orders_show,
-    cmd_org_set_timezone,
-    cmd_provider_deliveries,
-    cmd_provider_refunds,
-    cmd_roster_join,
-    cmd_roster_leagues,
-    cmd_seed,
-)
-from countersign.infrastructure.entrypoints.cli.common import (
-    Result,
-)
-from countersign.infrastructure.entrypoints.cli.members import (
-    cmd_members_set_permissions,
-    permission_list,
-)
-from countersign.infrastructure.entrypoints.cli.notify import (
-    cmd_members_set_language,
-    cmd_notify_run,
-    cmd_webhooks_add,
-    cmd_webhooks_deliveries,
-    cmd_webhooks_list,
-    cmd_webhooks_redeliver,
-    cmd_webhooks_remove,
-)
+from countersign.infrastructure.entrypoints.cli.common import Result
+from countersign.infrastructure.entrypoints.cli.members import permission_list
 from countersign.infrastructure.entrypoints.cli.policies import (
     approvals_count,
     cents,
-    cmd_policy_set,
-    cmd_policy_show,
     true_or_false,
 )
-from countersign.infrastructure.entrypoints.cli.projections import (
-    cmd_audit_export,
-    cmd_audit_verify,
-    cmd_projections_rebuild,
-    cmd_projections_run,
-    cmd_projections_status,
-)
-from countersign.infrastructure.entrypoints.cli.proposals import (
-    cmd_approve,
-    cmd_chat,
-    cmd_decline,
-    cmd_expire,
-    cmd_handback,
-    cmd_history,
-    cmd_inbox,
-    cmd_propose,
-    cmd_reconcile,
-    cmd_revise,
-    cmd_show,
-)
-from countersign.infrastructure.entrypoints.cli.worker import cmd_worker
-from countersign.projections import PROJECTIONS
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A command's handler: ``name`` in ``cli/<module>.py``, imported when the command runs."""
+
+    module: str
+    name: str
+
+    def __call__(self, cs: Countersign | None, args: argparse.Namespace) -> Result:
+        found = importlib.import_module(f"{__package__}.{self.module}")
+        handler = getattr(found, self.name)
+        result: Result = handler(cs, args)
+        return result
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when it is asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
+        super().__init__(
+            option_strings,
+            dest=argparse.SUPPRESS,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"countersign {installed_version()}", flush=True)
+        parser.exit()
+
+
+class _ProjectionNames:
+    """The projections' names, in a command's help: the projections are imported when the
+    help is shown, not to build the grammar."""
+
+    def __str__(self) -> str:
+        from countersign.projections import PROJECTIONS
+
+        return ", ".join(PROJECTIONS)
+
+
+class _Sections:
+    """The sections with an assistant, as ``--section``'s choices: the section registry (and
+    its assistants' schemas) is imported when a command reads them, not to build the grammar
+    (its metavar is SECTION, so argparse does not list them until a help is shown)."""
+
+    def __contains__(self, value: object) -> bool:
+        from countersign.application.assistant.sections import ASSISTANTS
+
+        return value in ASSISTANTS
+
+    def __iter__(self) -> Iterator[str]:
+        from countersign.application.assistant.sections import ASSISTANTS
+
+        return iter(list(ASSISTANTS))
 
 
 def worker_count(value: str) -> int:
@@ -95,6 +103,8 @@ def positive_seconds(value: str) -> float:
 
 def installed_version() -> str:
     """The installed package's version (pyproject.toml's, as pip installed it)."""
+    from importlib import metadata  # read when asked: about 5 MB (email, zipfile, csv)
+
     try:
         return metadata.version("countersign")
     except metadata.PackageNotFoundError:  # run from a source tree nobody installed
@@ -122,26 +132,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--create", dest="create_first", action="store_true", help=argparse.SUPPRESS
     )
-    parser.add_argument("--version", action="version", version=f"countersign {installed_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add(
-        name: str, handler: Callable[..., Result] | None, help_text: str, parent: Any = sub
-    ) -> Any:
+    def add(name: str, handler: Handler | None, help_text: str, parent: Any = sub) -> Any:
         command = parent.add_parser(name, parents=[common], help=help_text, description=help_text)
         command.set_defaults(handler=handler)
         return command
 
-    add("seed", cmd_seed, "create the demo club data (idempotent)")
+    add("seed", Handler("club", "cmd_seed"), "create the demo club data (idempotent)")
     operations = add(
-        "operations", cmd_operations, "every registered operation and its request schema"
+        "operations",
+        Handler("club", "cmd_operations"),
+        "every registered operation and its request schema",
     )
     operations.set_defaults(opens_database=False)  # the contracts' own: no database to read
 
     org = sub.add_parser("org", help="the club's own settings")
     org_sub = org.add_subparsers(dest="org_command", required=True, metavar="COMMAND")
     set_timezone = add(
-        "set-timezone", cmd_org_set_timezone, "show the club's times in a time zone", org_sub
+        "set-timezone",
+        Handler("club", "cmd_org_set_timezone"),
+        "show the club's times in a time zone",
+        org_sub,
     )
     set_timezone.add_argument("--org", required=True)
     set_timezone.add_argument("--tz", required=True, metavar="ZONE", help="e.g. America/Toronto")
@@ -150,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     policy_sub = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
     policy_set = add(
         "set",
-        cmd_policy_set,
+        Handler("policies", "cmd_policy_set"),
         "how many distinct people approve an operation's proposals",
         policy_sub,
     )
@@ -176,14 +189,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="true|false",
         help="must each approval be signed with the approver's passkey (default: as it is)",
     )
-    policy_show = add("show", cmd_policy_show, "every operation's policy in force", policy_sub)
+    policy_show = add(
+        "show",
+        Handler("policies", "cmd_policy_show"),
+        "every operation's policy in force",
+        policy_sub,
+    )
     policy_show.add_argument("--org", required=True)
 
     members = sub.add_parser("members", help="the club's members")
     members_sub = members.add_subparsers(dest="members_command", required=True, metavar="COMMAND")
     language = add(
         "set-language",
-        cmd_members_set_language,
+        Handler("notify", "cmd_members_set_language"),
         "the language countersign writes to a member in (its e-mails)",
         members_sub,
     )
@@ -192,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     language.add_argument("--language", required=True, metavar="LANG", help="en or fr")
     permissions = add(
         "set-permissions",
-        cmd_members_set_permissions,
+        Handler("members", "cmd_members_set_permissions"),
         "give a member exactly these permissions (the ones not named are withdrawn)",
         members_sub,
     )
@@ -211,10 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     orders = sub.add_parser("orders", help="order investigations and manual refunds")
     orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
-    show = add("show", cmd_orders_show, "the order investigation", orders_sub)
+    show = add("show", Handler("club", "cmd_orders_show"), "the order investigation", orders_sub)
     show.add_argument("order_id")
     show.add_argument("--org", required=True)
-    manual = add("refund-manually", cmd_orders_refund_manually, "a manual refund", orders_sub)
+    manual = add(
+        "refund-manually",
+        Handler("club", "cmd_orders_refund_manually"),
+        "a manual refund",
+        orders_sub,
+    )
     manual.add_argument("order_id")
     manual.add_argument("--org", required=True)
     manual.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
@@ -223,15 +246,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     roster = sub.add_parser("roster", help="leagues and members")
     roster_sub = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND")
-    leagues = add("leagues", cmd_roster_leagues, "leagues and member counts", roster_sub)
+    leagues = add(
+        "leagues", Handler("club", "cmd_roster_leagues"), "leagues and member counts", roster_sub
+    )
     leagues.add_argument("--org", required=True)
-    join = add("join", cmd_roster_join, "add a member to a league", roster_sub)
+    join = add("join", Handler("club", "cmd_roster_join"), "add a member to a league", roster_sub)
     join.add_argument("--org", required=True)
     join.add_argument("--league", required=True)
     join.add_argument("--name", required=True)
     join.add_argument("--email", required=True)
 
-    propose = add("propose", cmd_propose, "turn a model-facing request into a proposal")
+    propose = add(
+        "propose",
+        Handler("proposals", "cmd_propose"),
+        "turn a model-facing request into a proposal",
+    )
     propose.add_argument("--org", required=True)
     propose.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     propose.add_argument("--operation", required=True, metavar="KIND")
@@ -240,56 +269,92 @@ def build_parser() -> argparse.ArgumentParser:
     propose.add_argument("--language", default="en", choices=["en", "fr"])
 
     revise = add(
-        "revise", cmd_revise, "edit a proposal: a new revision of it from an edited request"
+        "revise",
+        Handler("proposals", "cmd_revise"),
+        "edit a proposal: a new revision of it from an edited request",
     )
     revise.add_argument("proposal_id")
     revise.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     revise.add_argument("--request", required=True, metavar="JSON|@FILE")
     revise.add_argument("--language", default="en", choices=["en", "fr"])
 
-    approve = add("approve", cmd_approve, "approve a proposal by its id")
+    approve = add("approve", Handler("proposals", "cmd_approve"), "approve a proposal by its id")
     approve.add_argument("proposal_id")
     approve.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
 
-    decline = add("decline", cmd_decline, "decline a proposal by its id")
+    decline = add("decline", Handler("proposals", "cmd_decline"), "decline a proposal by its id")
     decline.add_argument("proposal_id")
     decline.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     decline.add_argument("--note")
 
-    card = add("show", cmd_show, "a proposal's review card")
+    card = add("show", Handler("proposals", "cmd_show"), "a proposal's review card")
     card.add_argument("proposal_id")
     card.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     card.add_argument("--language", default="en", choices=["en", "fr"])
 
-    history = add("history", cmd_history, "a proposal's full event history (auditors)")
+    history = add(
+        "history", Handler("proposals", "cmd_history"), "a proposal's full event history (auditors)"
+    )
     history.add_argument("proposal_id")
     history.add_argument("--as-of", metavar="VERSION|TIME", help="a version, or an ISO time")
 
-    add("reconcile", cmd_reconcile, "one reconciliation pass over uncertain executions")
-    add("expire", cmd_expire, "one pass recording Expired for overdue proposals")
+    add(
+        "reconcile",
+        Handler("proposals", "cmd_reconcile"),
+        "one reconciliation pass over uncertain executions",
+    )
+    add(
+        "expire",
+        Handler("proposals", "cmd_expire"),
+        "one pass recording Expired for overdue proposals",
+    )
 
     provider = sub.add_parser("provider", help="the providers' sandboxes")
     provider_sub = provider.add_subparsers(dest="provider_command", required=True)
-    add("refunds", cmd_provider_refunds, "refunds the payment sandbox holds", provider_sub)
-    add("deliveries", cmd_provider_deliveries, "deliveries the e-mail sandbox holds", provider_sub)
+    add(
+        "refunds",
+        Handler("club", "cmd_provider_refunds"),
+        "refunds the payment sandbox holds",
+        provider_sub,
+    )
+    add(
+        "deliveries",
+        Handler("club", "cmd_provider_deliveries"),
+        "deliveries the e-mail sandbox holds",
+        provider_sub,
+    )
 
-    chat = add("chat", cmd_chat, "talk to a section assistant (interactive, or one --message)")
+    chat = add(
+        "chat",
+        Handler("proposals", "cmd_chat"),
+        "talk to a section assistant (interactive, or one --message)",
+    )
     chat.add_argument("--org", required=True)
     chat.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    chat.add_argument("--section", required=True, choices=list(ASSISTANTS))
+    chat.add_argument(
+        "--section", required=True, choices=_Sections(), metavar="SECTION", help="%(choices)s"
+    )
     chat.add_argument("--resource", required=True, metavar="ID", help="order, form or roster id")
     chat.add_argument("--message", help="one turn, then exit")
     chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
     chat.add_argument("--language", default="en", choices=["en", "fr"])
 
-    inbox = add("inbox", cmd_inbox, "pending proposals awaiting approval, newest first")
+    inbox = add(
+        "inbox",
+        Handler("proposals", "cmd_inbox"),
+        "pending proposals awaiting approval, newest first",
+    )
     inbox.add_argument("--org", required=True)
     inbox.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    inbox.add_argument("--section", choices=list(ASSISTANTS))
+    inbox.add_argument("--section", choices=_Sections(), metavar="SECTION", help="%(choices)s")
     inbox.add_argument("--page", type=int, default=1)
     inbox.add_argument("--page-size", type=int, default=20)
 
-    handback = add("handback", cmd_handback, "app-authored messages of one conversation")
+    handback = add(
+        "handback",
+        Handler("proposals", "cmd_handback"),
+        "app-authored messages of one conversation",
+    )
     handback.add_argument("interaction_id")
     handback.add_argument("--org", required=True)
     handback.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
@@ -300,33 +365,53 @@ def build_parser() -> argparse.ArgumentParser:
         dest="projections_command", required=True, metavar="COMMAND"
     )
     for name, handler, help_text in (
-        ("run", cmd_projections_run, "follow the log (stops cleanly on SIGTERM or Ctrl-C)"),
-        ("rebuild", cmd_projections_rebuild, "drop and rebuild from the whole log"),
-        ("status", cmd_projections_status, "position and lag of each projection"),
+        (
+            "run",
+            Handler("projections", "cmd_projections_run"),
+            "follow the log (stops cleanly on SIGTERM or Ctrl-C)",
+        ),
+        (
+            "rebuild",
+            Handler("projections", "cmd_projections_rebuild"),
+            "drop and rebuild from the whole log",
+        ),
+        (
+            "status",
+            Handler("projections", "cmd_projections_status"),
+            "position and lag of each projection",
+        ),
     ):
         command = add(name, handler, help_text, projections_sub)
-        command.add_argument("names", nargs="*", metavar="NAME", help=", ".join(PROJECTIONS))
+        names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
+        names.known = _ProjectionNames()  # what its help's %(known)s shows
         command.add_argument("--batch-size", type=int, default=1000, help=argparse.SUPPRESS)
 
     audit = sub.add_parser("audit", help="export and verify the audit trail")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
-    export = add("export", cmd_audit_export, "stream the audit trail", audit_sub)
+    export = add(
+        "export", Handler("projections", "cmd_audit_export"), "stream the audit trail", audit_sub
+    )
     export.add_argument("--org")
     export.add_argument("--since", metavar="TIME")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
-    add("verify", cmd_audit_verify, "prove no proposal event was altered or removed", audit_sub)
+    add(
+        "verify",
+        Handler("projections", "cmd_audit_verify"),
+        "prove no proposal event was altered or removed",
+        audit_sub,
+    )
 
     users = sub.add_parser("users", help="people's sign-in credentials")
     users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
     set_password = add(
         "set-password",
-        cmd_users_set_password,
+        Handler("admin", "cmd_users_set_password"),
         "set a person's password (read from stdin or a prompt) and end their browser sessions",
         users_sub,
     )
     set_password.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
 
-    serve = add("serve", cmd_serve, "serve the HTTP API (FastAPI over uvicorn)")
+    serve = add("serve", Handler("admin", "cmd_serve"), "serve the HTTP API (FastAPI over uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument(
@@ -341,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = add(
         "worker",
-        cmd_worker,
+        Handler("worker", "cmd_worker"),
         "run the sweepers (reconcile, expire, notify) on a schedule until SIGTERM or Ctrl-C",
     )
     worker.add_argument(
@@ -355,7 +440,11 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--metrics-port", type=int, metavar="PORT", help="serve its metrics")
     worker.add_argument("--metrics-host", default="127.0.0.1")
 
-    mcp = add("mcp", cmd_mcp, "serve the propose-only MCP server (stdio, or --http with tokens)")
+    mcp = add(
+        "mcp",
+        Handler("admin", "cmd_mcp"),
+        "serve the propose-only MCP server (stdio, or --http with tokens)",
+    )
     mcp.add_argument("--org", help="stdio: the club the member acts in")
     mcp.add_argument("--as", dest="actor", metavar="EMAIL", help="stdio: the member")
     mcp.add_argument("--http", action="store_true", help="streamable HTTP, API tokens as bearer")
@@ -365,7 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     tokens = sub.add_parser("tokens", help="API tokens for application services")
     tokens_sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
-    issue = add("issue", cmd_tokens_issue, "issue a token (shown once)", tokens_sub)
+    issue = add(
+        "issue", Handler("admin", "cmd_tokens_issue"), "issue a token (shown once)", tokens_sub
+    )
     issue.add_argument("--org", required=True)
     issue.add_argument(
         "--as", dest="actor", required=True, metavar="EMAIL", help="the member the service acts as"
@@ -383,9 +474,13 @@ def build_parser() -> argparse.ArgumentParser:
         " its own interface (it may approve, decline and edit; MCP refuses it). Without it: an"
         " agent token, which reads and proposes and never decides",
     )
-    revoke = add("revoke", cmd_tokens_revoke, "revoke a token at once", tokens_sub)
+    revoke = add(
+        "revoke", Handler("admin", "cmd_tokens_revoke"), "revoke a token at once", tokens_sub
+    )
     revoke.add_argument("token_id")
-    listing = add("list", cmd_tokens_list, "tokens of an organization", tokens_sub)
+    listing = add(
+        "list", Handler("admin", "cmd_tokens_list"), "tokens of an organization", tokens_sub
+    )
     listing.add_argument("--org", required=True)
 
     demo = add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
@@ -419,18 +514,28 @@ def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
         dest="webhooks_command", required=True, metavar="COMMAND"
     )
     added = add(
-        "add", cmd_webhooks_add, "register an endpoint (prints its secret once)", webhooks_sub
+        "add",
+        Handler("notify", "cmd_webhooks_add"),
+        "register an endpoint (prints its secret once)",
+        webhooks_sub,
     )
     added.add_argument("--org", required=True)
     added.add_argument("--url", required=True, help="https://... (or http://)")
-    listing = add("list", cmd_webhooks_list, "a club's endpoints", webhooks_sub)
+    listing = add(
+        "list", Handler("notify", "cmd_webhooks_list"), "a club's endpoints", webhooks_sub
+    )
     listing.add_argument("--org", required=True)
-    removed = add("remove", cmd_webhooks_remove, "stop posting to an endpoint", webhooks_sub)
+    removed = add(
+        "remove",
+        Handler("notify", "cmd_webhooks_remove"),
+        "stop posting to an endpoint",
+        webhooks_sub,
+    )
     removed.add_argument("endpoint_id")
     removed.add_argument("--org", required=True)
     deliveries = add(
         "deliveries",
-        cmd_webhooks_deliveries,
+        Handler("notify", "cmd_webhooks_deliveries"),
         "a club's deliveries, newest first, each attempt with its result and next try",
         webhooks_sub,
     )
@@ -438,7 +543,10 @@ def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
     deliveries.add_argument("--dead", action="store_true", help="only the dead letters")
     deliveries.add_argument("--limit", type=int, default=50)
     redeliver = add(
-        "redeliver", cmd_webhooks_redeliver, "put dead letters back in line", webhooks_sub
+        "redeliver",
+        Handler("notify", "cmd_webhooks_redeliver"),
+        "put dead letters back in line",
+        webhooks_sub,
     )
     redeliver.add_argument("delivery_id", nargs="?")
     redeliver.add_argument("--org", required=True)
@@ -448,7 +556,7 @@ def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
     notify_sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
     run = add(
         "run",
-        cmd_notify_run,
+        Handler("notify", "cmd_notify_run"),
         "deliver the outbox, pass after pass (stops cleanly on SIGTERM or Ctrl-C)",
         notify_sub,
     )

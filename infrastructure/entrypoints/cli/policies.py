@@ -11,12 +11,13 @@ read or written: the types below say what each option takes.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countersign.domain.approval_policy import MAX_APPROVALS, PolicyError
-from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.cli.cards import describe_policy
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -49,6 +50,8 @@ def true_or_false(value: str) -> bool:
 
 
 def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.entrypoints.cli.cards import describe_policy
+
     try:
         policy = cs.policies.set(
             args.org,
@@ -70,6 +73,8 @@ def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_policy_show(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.entrypoints.cli.cards import describe_policy
+
     organization = args.org.strip().lower()
     policies = cs.policies.in_force(organization)
     document: dict[str, Any] = {"organization": organization, "policies": policies}

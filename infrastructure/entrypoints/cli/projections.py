@@ -9,10 +9,8 @@ import signal
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from countersign.infrastructure.audit.export import write_export
-from countersign.infrastructure.audit.verify import verify
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     Result,
@@ -20,8 +18,10 @@ from countersign.infrastructure.entrypoints.cli.common import (
     parse_time,
 )
 from countersign.infrastructure.entrypoints.cli.progress import Progress
-from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
-from countersign.infrastructure.projection_engine.together import rebuild_together, run_forever
+from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
 
 log = logging.getLogger("countersign.cli")
 
@@ -36,6 +36,8 @@ def cmd_projections_rebuild(cs: Countersign, args: argparse.Namespace) -> Result
     runners = cs.projection_runners(args.names, batch_size=args.batch_size)
     names = [runner.name for runner in runners]
     progress = Progress(f"rebuild {', '.join(names)}", runners[0].head() if runners else 0)
+    from countersign.infrastructure.projection_engine.together import rebuild_together
+
     events = rebuild_together(runners, progress.advance)
     progress.finish()
     result = {
@@ -74,6 +76,8 @@ def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:
         file=sys.stderr,
         flush=True,
     )
+    from countersign.infrastructure.projection_engine.together import run_forever
+
     run_forever(runners, stop, on_batch=on_batch)
     statuses = [runner.status().to_json() for runner in runners]
     return {"stopped": True, "processed": processed, "status": statuses}, (
@@ -86,6 +90,8 @@ def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
     since = parse_time(args.since) if args.since else None
     catch_up(cs, ["audit_trail"])
     rows = cs.read_models.audit_trail(organization_id=org_id, since=since)
+    from countersign.infrastructure.audit.export import write_export
+
     count = write_export(rows, args.format, sys.stdout)
     print(f"audit export: {count} rows", file=sys.stderr)
     return ALREADY_PRINTED, ""
@@ -97,6 +103,8 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     except ProjectionStoppedError as stopped:
         # A tampered event can be one the trail cannot process; verify the chain regardless.
         log.warning("audit trail not caught up: %s", stopped)
+    from countersign.infrastructure.audit.verify import verify
+
     report = verify(cs.app, cs.sql).to_json()
     if report["ok"]:
         text = (

@@ -7,14 +7,13 @@ import argparse
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.authorization import Caller
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import cards, listings, render
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
@@ -26,6 +25,9 @@ from countersign.infrastructure.entrypoints.status_path import (
     history_with_status_paths,
     with_status_path,
 )
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
 
 
 def _caller(args: argparse.Namespace) -> Caller:

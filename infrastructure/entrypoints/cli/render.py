@@ -6,11 +6,13 @@ import json
 import textwrap
 import unicodedata
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from countersign.domain.contracts.presentation import Localized
-from countersign.domain.contracts.problems import Problem
+
+if TYPE_CHECKING:
+    from countersign.domain.contracts.problems import Problem
 
 WIDTH = 72
 

@@ -14,11 +14,12 @@ import argparse
 import logging
 import signal
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli.common import Result
-from countersign.infrastructure.sweepers import PassLog, run_schedule, sweepers
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.bootstrap import Countersign
 
 log = logging.getLogger("countersign.worker")
 
@@ -30,6 +31,8 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
     server = _serve_metrics(args.metrics_host, args.metrics_port) if args.metrics_port else None
+    from countersign.infrastructure.sweepers import PassLog, run_schedule, sweepers
+
     work = sweepers(cs, args.interval)
     names = ", ".join(sweeper.name for sweeper in work)
     log.info("worker: running %s every %s s (SIGTERM or Ctrl-C stops)", names, args.interval)
