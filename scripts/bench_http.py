@@ -59,6 +59,15 @@ def table(rows: list[tuple[Figures, list[str]]]) -> str:
     return "\n".join(lines)
 
 
+def cpu_per_request(f: Figures) -> str:
+    """CPU milliseconds per request of each process kind in the race: a measure that other
+    load on the machine leaves alone, unlike the latencies."""
+    spent = {**f.service_cpu_seconds, "clients": f.client_cpu_seconds}
+    parts = [f"{name} {seconds * 1000 / f.requests:.2f}" for name, seconds in spent.items()]
+    total = sum(spent.values()) * 1000 / f.requests
+    return f"CPU ms per request: {', '.join(parts)}; all {total:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--backends", default="postgres,sqlite")
@@ -101,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             f"the {f.seconds * len(os.sched_getaffinity(0)):.1f} core-seconds the race took "
             f"({f.client_cpu_share:.0%})"
         )
+        print(f"{f.backend}: {cpu_per_request(f)}")
     print(
         f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs: the clients, the "
         "server processes and the database share them"
