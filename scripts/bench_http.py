@@ -12,7 +12,10 @@ proposals, lets the client processes approve every one at once over HTTP
 (tests/http_load.py) and prints approve latency p50/p99 (every request: executions and
 repeats) and requests per second, with the checks' verdict: one provider request per key,
 one stored answer, no 5xx, the projections caught up. The load generator shares the cores
-with the server: the clients' own CPU time is printed as a share of them.
+with the server: the clients' own CPU time is printed as a share of them. Then the CPU
+milliseconds per request of every process kind in the race (serve's workers, the projection
+runner, the worker, the PostgreSQL backends of the bench database, the clients): on a busy
+machine the latencies say little, CPU per request much more.
 Defaults: PostgreSQL 1,000 x 8, SQLite 200 x 4, two API workers.
 """
 
