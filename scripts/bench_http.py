@@ -12,7 +12,10 @@ proposals, lets the client processes approve every one at once over HTTP
 (tests/http_load.py) and prints approve latency p50/p99 (every request: executions and
 repeats) and requests per second, with the checks' verdict: one provider request per key,
 one stored answer, no 5xx, the projections caught up. The load generator shares the cores
-with the server: the clients' own CPU time is printed as a share of them.
+with the server: the clients' own CPU time is printed as a share of them. Then the CPU
+milliseconds per request of every process kind in the race (serve's workers, the projection
+runner, the worker, the PostgreSQL backends of the bench database, the clients): on a busy
+machine the latencies say little, CPU per request much more.
 Defaults: PostgreSQL 1,000 x 8, SQLite 200 x 4, two API workers.
 """
 
@@ -59,6 +62,15 @@ def table(rows: list[tuple[Figures, list[str]]]) -> str:
     return "\n".join(lines)
 
 
+def cpu_per_request(f: Figures) -> str:
+    """CPU milliseconds per request of each process kind in the race: a measure that other
+    load on the machine leaves alone, unlike the latencies."""
+    spent = {**f.service_cpu_seconds, "clients": f.client_cpu_seconds}
+    parts = [f"{name} {seconds * 1000 / f.requests:.2f}" for name, seconds in spent.items()]
+    total = sum(spent.values()) * 1000 / f.requests
+    return f"CPU ms per request: {', '.join(parts)}; all {total:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--backends", default="postgres,sqlite")
@@ -101,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             f"the {f.seconds * len(os.sched_getaffinity(0)):.1f} core-seconds the race took "
             f"({f.client_cpu_share:.0%})"
         )
+        print(f"{f.backend}: {cpu_per_request(f)}")
     print(
         f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs: the clients, the "
         "server processes and the database share them"

@@ -35,6 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 from uuid import uuid4
 
 import httpx
@@ -135,6 +136,20 @@ class Deployment:
     def worker(self, interval: float = 1.0) -> Service:
         return self._start("worker", "worker", "--interval", str(interval))
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """Each running service's CPU time so far (its whole process group), and each of the
+        database server's backends now connected to the deployment's database (PostgreSQL,
+        keyed ``database <pid>``); ``cpu_spent`` turns two of these into what was spent."""
+        stats = _process_stats()
+        spent = {
+            service.name: sum(cpu for group, cpu in stats.values() if group == service.process.pid)
+            for service in self.services
+        }
+        for pid in database_backends(self.database_url) if stats else ():
+            if pid in stats:
+                spent[f"database {pid}"] = stats[pid][1]
+        return spent
+
     def stop(self) -> list[str]:
         """SIGTERM every service (the last started first) and wait; what went wrong, if
         anything: a service that did not stop in time or exited non-zero, and any process
@@ -164,6 +179,52 @@ class Deployment:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The CPU seconds each service spent between two ``Deployment.cpu_seconds``, with the
+    database backends summed as ``database`` (a backend that ended meanwhile is left out)."""
+    spent: dict[str, float] = {}
+    for key, seconds in after.items():
+        name = key.split(" ", 1)[0]
+        spent[name] = spent.get(name, 0.0) + seconds - before.get(key, 0.0)
+    return {name: round(seconds, 2) for name, seconds in spent.items()}
+
+
+def _process_stats() -> dict[int, tuple[int, float]]:
+    """Every process's group and CPU time (user + system, seconds) now, by process id, from
+    /proc (Linux; empty elsewhere)."""
+    if not Path("/proc/self/stat").exists():
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        # The command name (field 2) is in parentheses and may hold spaces: split after it.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        # Fields 5 (the process group), 14 and 15 (utime and stime, in clock ticks).
+        found[int(entry.name)] = (int(fields[2]), (int(fields[11]) + int(fields[12])) / ticks)
+    return found
+
+
+def database_backends(database_url: str) -> list[int]:
+    """The process ids of the PostgreSQL server's backends connected to this database (the
+    server on this machine: their CPU time is read from /proc); none for SQLite."""
+    if not database_url.startswith("postgresql"):
+        return []
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [int(row[0]) for row in rows]
 
 
 def _group_alive(pgid: int) -> bool:
@@ -259,10 +320,14 @@ class Race:
     client_cpu_seconds: float = 0.0
     """The CPU time the client processes used from the start signal to their last answer:
     the load generator's own share of the machine it shares with the server."""
+    service_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """Each service's CPU time (all its processes) from just before the clients started to
+    their last answer: what the server side spent on the race, whatever else runs."""
 
 
-def race(base: str, loaded: Loaded, workdir: Path) -> Race:
-    """Start one client process per token, release them together, gather every answer."""
+def race(base: str, loaded: Loaded, workdir: Path, deployment: Deployment | None = None) -> Race:
+    """Start one client process per token, release them together, gather every answer
+    (and, given the ``deployment``, what each of its services spent on it)."""
     ids_file = workdir / "proposal_ids.json"
     ids_file.write_text(json.dumps(loaded.ids))
     clients: list[subprocess.Popen[str]] = []
@@ -296,6 +361,7 @@ def race(base: str, loaded: Loaded, workdir: Path) -> Race:
             assert client.stdout is not None
             if client.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"a client did not start: {client.communicate()[1][-2000:]}")
+        services_before = deployment.cpu_seconds() if deployment else {}
         started = time.time()
         for client in clients:
             assert client.stdin is not None
@@ -305,6 +371,7 @@ def race(base: str, loaded: Loaded, workdir: Path) -> Race:
             _, err = client.communicate(timeout=RACE_TIMEOUT)
             if client.returncode != 0:
                 raise RuntimeError(f"a client exited {client.returncode}: {err[-2000:]}")
+        services_after = deployment.cpu_seconds() if deployment else {}
     finally:
         for client in clients:
             if client.poll() is None:
@@ -318,7 +385,107 @@ def race(base: str, loaded: Loaded, workdir: Path) -> Race:
         finished = max(finished, document["finished"])
         cpu += document["cpu_seconds"]
         answers += [Answer(*answer) for answer in document["answers"]]
-    return Race(answers, finished - started, cpu)
+    return Race(answers, finished - started, cpu, cpu_spent(services_before, services_after))
+
+
+class KeepAlive:
+    """A lean HTTP/1.1 client over one keep-alive connection, for the race: the load
+    generator shares the cores with the server, and httpx spent about 1 ms of CPU per
+    request there (this, a tenth of it). It sends a body-less POST and reads an answer
+    framed by ``Content-Length``, which every answer of the API has; anything else it
+    cannot read raises. A reused connection the server had closed before answering a
+    byte is opened again once, as any HTTP client does; a request is never sent again
+    once an answer began."""
+
+    def __init__(self, base: str, headers: dict[str, str], timeout: float) -> None:
+        address = urlsplit(base)
+        if address.scheme != "http" or address.hostname is None:
+            raise ValueError(f"KeepAlive speaks plain http:// only, not {base!r}")
+        self.address = (address.hostname, address.port or 80)
+        self.timeout = timeout
+        lines = [f"Host: {address.netloc}", *(f"{k}: {v}" for k, v in headers.items())]
+        self.head = "\r\n".join([*lines, "Content-Length: 0", "", ""]).encode("latin-1")
+        self.sock: socket.socket | None = None
+        self.buffer = b""
+
+    def post(self, path: str) -> tuple[int, bytes]:
+        """POST ``path`` without a body; the answer's status and body."""
+        request = f"POST {path} HTTP/1.1\r\n".encode("latin-1") + self.head
+        if self.sock is not None:
+            try:
+                return self._exchange(request)
+            except _NothingAnswered:
+                self.close()  # it was closed while idle: open another, once
+        self._connect()
+        try:
+            return self._exchange(request)
+        except _NothingAnswered:
+            self.close()
+            raise ConnectionError("the server closed the connection without answering") from None
+
+    def _exchange(self, request: bytes) -> tuple[int, bytes]:
+        assert self.sock is not None
+        try:
+            self.sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            raise _NothingAnswered from None
+        return self._answer()
+
+    def _connect(self) -> None:
+        self.sock = socket.create_connection(self.address, timeout=self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+
+    def _receive(self) -> bytes:
+        assert self.sock is not None
+        try:
+            chunk = self.sock.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        return chunk
+
+    def _answer(self) -> tuple[int, bytes]:
+        while b"\r\n\r\n" not in self.buffer:
+            chunk = self._receive()
+            if not chunk:
+                if self.buffer:
+                    raise ConnectionError("the connection closed in the middle of an answer")
+                raise _NothingAnswered
+            self.buffer += chunk
+        head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        status = int(status_line.split(" ", 2)[1])
+        headers = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" not in headers or "transfer-encoding" in headers:
+            raise ConnectionError(f"an answer without Content-Length: {status_line}")
+        length = int(headers["content-length"])
+        while len(self.buffer) < length:
+            chunk = self._receive()
+            if not chunk:
+                raise ConnectionError("the connection closed in the middle of an answer")
+            self.buffer += chunk
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return status, body
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def __enter__(self) -> KeepAlive:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class _NothingAnswered(Exception):
+    """The connection closed before a byte of the answer arrived."""
 
 
 def client(base: str, seed: int, ids_file: str, out_file: str) -> None:
@@ -327,21 +494,19 @@ def client(base: str, seed: int, ids_file: str, out_file: str) -> None:
     random.Random(seed).shuffle(ids)
     token = os.environ["COUNTERSIGN_LOAD_TOKEN"]
     answers: list[tuple[str, int, Any, float]] = []
-    with httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120
-    ) as http:
+    with KeepAlive(base, {"Authorization": f"Bearer {token}"}, timeout=120) as http:
         print("ready", flush=True)
         sys.stdin.readline()
         cpu_started = time.process_time()
         for proposal_id in ids:
             began = time.perf_counter()
-            response = http.post(f"/api/v1/proposals/{proposal_id}/approve")
+            status, content = http.post(f"/api/v1/proposals/{proposal_id}/approve")
             seconds = time.perf_counter() - began
             try:
-                body = response.json()
+                body = json.loads(content)
             except ValueError:
                 body = None
-            answers.append((proposal_id, response.status_code, body, seconds))
+            answers.append((proposal_id, status, body, seconds))
     cpu_seconds = time.process_time() - cpu_started
     Path(out_file).write_text(
         json.dumps({"answers": answers, "finished": time.time(), "cpu_seconds": cpu_seconds})
@@ -431,6 +596,7 @@ class Figures:
     p99_ms: float
     server_errors: int
     client_cpu_seconds: float = 0.0
+    service_cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def client_cpu_share(self) -> float:
@@ -454,6 +620,7 @@ def figures(backend: str, loaded: Loaded, result: Race, workers: int) -> Figures
         p99_ms=round(quantiles[98], 1),
         server_errors=sum(1 for a in result.answers if a.status >= 500),
         client_cpu_seconds=round(result.client_cpu_seconds, 2),
+        service_cpu_seconds=dict(result.service_cpu_seconds),
     )
 
 
@@ -491,7 +658,7 @@ def run_suite(
         loaded = load(database_url, proposals, clients, say)
         if say:
             say(f"{backend}: {clients} clients approve each of {proposals} proposals at once")
-        result = race(base, loaded, workdir)
+        result = race(base, loaded, workdir, deployment)
         problems += verify(database_url, base, loaded, result)
         if every_service:
             problems += services_caught_up(deployment, len(loaded.ids))

@@ -299,7 +299,11 @@ def authenticate(cs: Countersign, raw: str) -> ServicePrincipal | None:
     if match is None:
         return None
     ensure_token_tables(cs)
-    with cs.sql.transaction() as cursor:
+    # One statement on the connection for reads of committed data (as a browser session's
+    # lookup): one round trip, where a transaction took three (BEGIN, SELECT, COMMIT) on the
+    # connection every write of this process waits for. A revocation is a committed UPDATE:
+    # the next request reads it.
+    with cs.sql.reading() as cursor:
         row = cursor.execute(
             "SELECT organization_id, organization_slug, name, issued_by, permissions,"
             " token_sha256, membership_id, kind FROM api_tokens"

@@ -3,6 +3,10 @@
 The token is checked by ``ApiGate`` (``gate.py``) before a byte of the request body is read;
 ``principal`` hands the handlers what the gate found. The ``HTTPBearer`` dependency stays on
 every route so the OpenAPI document declares the scheme.
+
+The dependencies are ``async``: FastAPI runs a plain ``def`` dependency in the thread pool,
+one hop per dependency per request, and these only look up what the request already holds
+(the rare check without the gate goes to the thread pool itself).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from countersign.infrastructure.identity.tokens import ServicePrincipal, authent
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from starlette.concurrency import run_in_threadpool
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -28,6 +33,11 @@ _MAX_TOKEN = 200
 
 def countersign(request: Request) -> Countersign:
     return cast(Countersign, request.app.state.countersign)
+
+
+async def wired(request: Request) -> Countersign:
+    """``countersign`` as a dependency (on the event loop: it only looks it up)."""
+    return countersign(request)
 
 
 def identify(cs: Countersign, authorization: str | None) -> ServicePrincipal:
@@ -46,7 +56,7 @@ def identify(cs: Countersign, authorization: str | None) -> ServicePrincipal:
     return found
 
 
-def principal(
+async def principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> ServicePrincipal:
@@ -54,13 +64,15 @@ def principal(
     found = getattr(request.state, "principal", None)
     if isinstance(found, ServicePrincipal):
         return found
-    # Not behind the gate (an app assembled without it): check the token here.
-    found = identify(countersign(request), request.headers.get("authorization"))
-    request.state.principal = found
-    return found
+    # Not behind the gate (an app assembled without it): check the token here (it blocks).
+    checked = await run_in_threadpool(
+        identify, countersign(request), request.headers.get("authorization")
+    )
+    request.state.principal = checked
+    return checked
 
 
 #: The authenticated service a route acts for; what it may do is the application's to decide
 #: (``ServicePrincipal.caller`` carries the token's scopes there).
 Service = Annotated[ServicePrincipal, Depends(principal)]
-Wired = Annotated[Countersign, Depends(countersign)]
+Wired = Annotated[Countersign, Depends(wired)]
