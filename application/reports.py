@@ -3,7 +3,7 @@ and how an approval's answer is built from a proposal's stored state."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -11,14 +11,32 @@ from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import AlreadyCompleted, NotApprovable, NotApprovableReason
 from countersign.domain.proposal import Proposal
 
+#: Each report class's field names, in order (``dataclasses.fields`` builds them anew per call).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
 
 def _jsonable(value: Any) -> Any:
+    """A JSON-ready copy: new dicts and lists (tuples become lists), times as ISO text,
+    dataclasses as dicts of their fields; other values, immutable, as they are. One walk,
+    where ``asdict`` and a second walk over its copy took two and deep-copied every value."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(item) for item in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return {name: _jsonable(getattr(value, name)) for name in _field_names(type(value))}
     return value
 
 
@@ -26,7 +44,7 @@ class Report:
     """Base of every report: ``to_json()`` gives the CLI's and the API's document."""
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))  # type: ignore[call-overload,no-any-return]
+        return {name: _jsonable(getattr(self, name)) for name in _field_names(type(self))}
 
 
 @dataclass(frozen=True)

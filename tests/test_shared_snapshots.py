@@ -112,3 +112,60 @@ def test_the_bench_raw_reference_uses_the_librarys_stock_sqlite_persistence(tmp_
         assert type(app.recorder.datastore.pool) is SQLiteConnectionPool
     finally:
         app.close()
+
+
+def test_a_reports_document_is_its_own_copy():
+    """``to_json`` gives new dicts and lists, times as ISO text, nested records as dicts:
+    changing the document changes neither the report nor what it was built from."""
+    from dataclasses import dataclass
+    from datetime import UTC, datetime
+
+    from countersign.application.reports import ApprovalReport, Report
+
+    outcome = {
+        "kind": "succeeded",
+        "result": {"refs": ("R1", "R2"), "at": datetime(2026, 1, 2, tzinfo=UTC)},
+    }
+    report = ApprovalReport(
+        result="executed",
+        proposal_id="p",
+        status="succeeded",
+        outcome=outcome,
+        reason=None,
+        message="Done.",
+    )
+    document = report.to_json()
+    assert document == {
+        "result": "executed",
+        "proposal_id": "p",
+        "status": "succeeded",
+        "outcome": {
+            "kind": "succeeded",
+            "result": {"refs": ["R1", "R2"], "at": "2026-01-02T00:00:00+00:00"},
+        },
+        "reason": None,
+        "message": "Done.",
+        "approvals": None,
+        "required": None,
+        "superseded_by": None,
+    }
+    document["outcome"]["result"]["refs"].append("R3")
+    document["outcome"]["kind"] = "changed"
+    assert outcome == {
+        "kind": "succeeded",
+        "result": {"refs": ("R1", "R2"), "at": datetime(2026, 1, 2, tzinfo=UTC)},
+    }
+
+    @dataclass(frozen=True)
+    class Inner(Report):
+        name: str
+
+    @dataclass(frozen=True)
+    class Outer(Report):
+        inner: Inner
+        items: list[Inner]
+
+    assert Outer(Inner("a"), [Inner("b")]).to_json() == {
+        "inner": {"name": "a"},
+        "items": [{"name": "b"}],
+    }
