@@ -49,5 +49,6 @@ class FastJSONTranscoder(JSONTranscoder):
         try:
             return plain_json.dumps(self._prepare(obj))
         except plain_json.REFUSED:
-            # The library's encoder writes it, or refuses it, as it always did.
-            return super().encode(obj)
+            # The library's encoder writes it, or refuses it, as it always did (its own
+            # encode, inlined: the same depth of nesting reaches the same recursion limit).
+            return self.encoder.encode(obj).encode("utf8")
