@@ -17,6 +17,7 @@ from countersign.projections.base import (
     approvals_required,
     event_time,
     handles,
+    id_text,
 )
 
 ORGANIZATIONS = "analytics_organizations"
@@ -114,7 +115,7 @@ class Analytics(Projection):
         revision_of = getattr(event, "revision_of", None)
         fact = {
             "proposal_id": aggregate_id(event),
-            "organization_id": str(event.organization_id),
+            "organization_id": id_text(event.organization_id),
             "operation": event.kind,
             "section": event.section,
             "requested_by": event.requested_by,

@@ -21,6 +21,7 @@ from countersign.projections.base import (
     aggregate_id,
     event_time,
     handles,
+    id_text,
 )
 
 ITEMS = "attention_items"
@@ -59,7 +60,7 @@ class Attention(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        organization_id = str(event.organization_id)
+        organization_id = id_text(event.organization_id)
         thread = (organization_id, str(event.interaction_id))
         earlier = rows.get(THREADS, thread)
         if earlier is not None:

@@ -28,6 +28,7 @@ from countersign.projections.base import (
     approvals_required,
     event_time,
     handles,
+    id_text,
 )
 
 EVENTS = "audit_events"
@@ -155,7 +156,7 @@ class AuditTrail(Projection):
             PROPOSALS,
             {
                 "proposal_id": aggregate_id(event),
-                "organization_id": str(event.organization_id),
+                "organization_id": id_text(event.organization_id),
                 "operation": event.kind,
                 "approvals_required": required,
             },

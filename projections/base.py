@@ -53,7 +53,10 @@ class Rows(Protocol):
         ...
 
     def put(self, table: str, row: dict[str, Any]) -> None:
-        """Insert or replace the whole row (every column of the table)."""
+        """Insert or replace the whole row (every column of the table).
+
+        The row is taken as it is, not copied: the handler does not change the dict after
+        putting it (``update`` does that)."""
         ...
 
     def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:
@@ -102,6 +105,14 @@ class Projection(ABC):
         """Whether an event stored under this topic has a handler (else it is not decoded)."""
         return topic.rpartition(":")[2] in self._handlers
 
+    def handler_for(self, topic: str) -> Callable[[Any, int, Rows], None] | None:
+        """This projection's handler of events stored under ``topic``, bound to it, or None.
+
+        The runners look it up once per topic, so an event costs a projection that ignores
+        its type nothing, and one that handles it one call (no ``process`` in between)."""
+        handler = self._handlers.get(topic.rpartition(":")[2])
+        return None if handler is None else handler.__get__(self)
+
     def process(self, event: Any, position: int, rows: Rows) -> None:
         """Apply one event; events without a handler only advance the tracking position."""
         handler = self._handlers.get(type(event).__qualname__)
@@ -122,27 +133,41 @@ class Projection(ABC):
         return f"v{self.version}-{digest}"
 
 
-#: id(originator id) -> (that id, its text), for ``aggregate_id``; emptied when full.
+#: id(UUID) -> (that UUID, its text), for ``aggregate_id`` and ``id_text``; emptied when full.
 _ID_TEXTS: dict[int, tuple[Any, str]] = {}
 _ID_TEXTS_MAX = 1024
+#: The last event ``aggregate_id`` was asked about, and its answer (one tuple, replaced whole).
+_last_id: tuple[Any, str] = (None, "")
 
 
 def aggregate_id(event: Any) -> str:
     """``str(event.originator_id)``: the aggregate's id as every table keys it.
 
-    Remembered for the last ids seen: ``str`` of a UUID is half a microsecond of Python, and
-    handlers asked for it about six times an event (once per projection, and the events of one
-    aggregate follow each other), a tenth of a rebuild's time. The projection decoder hands out
-    one id object per aggregate, so the same object comes back; it is held here, so its
-    ``id()`` cannot be reused by another while remembered."""
-    originator_id = event.originator_id
-    found = _ID_TEXTS.get(id(originator_id))
-    if found is not None and found[0] is originator_id:
+    Handlers ask for it about six times an event (every projection, several times in some),
+    and ``str`` of a UUID is half a microsecond of Python: the last event's answer is kept,
+    and the texts of the ids seen lately (``id_text``). The event is held, so another cannot
+    take its ``id`` while its answer is kept; handlers never change an event."""
+    global _last_id
+    last = _last_id
+    if last[0] is event:
+        return last[1]
+    text = id_text(event.originator_id)
+    _last_id = (event, text)
+    return text
+
+
+def id_text(uuid: Any) -> str:
+    """``str(uuid)``, remembered for the last ids seen by the object's identity (the
+    projection decoder hands out one object per id it has read lately: an aggregate's, an
+    organization's, a resource's). The object is held here, so its ``id()`` cannot be reused
+    by another while remembered."""
+    found = _ID_TEXTS.get(id(uuid))
+    if found is not None and found[0] is uuid:
         return found[1]
-    text = str(originator_id)
+    text = str(uuid)
     if len(_ID_TEXTS) >= _ID_TEXTS_MAX:
         _ID_TEXTS.clear()
-    _ID_TEXTS[id(originator_id)] = (originator_id, text)
+    _ID_TEXTS[id(uuid)] = (uuid, text)
     return text
 
 

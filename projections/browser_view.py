@@ -22,6 +22,7 @@ from countersign.projections.base import (
     approvals_required,
     event_time,
     handles,
+    id_text,
 )
 from countersign.projections.messages import outcome_texts
 
@@ -88,9 +89,9 @@ class BrowserView(Projection):
             CARDS,
             {
                 "proposal_id": aggregate_id(event),
-                "organization_id": str(event.organization_id),
+                "organization_id": id_text(event.organization_id),
                 "section": event.section,
-                "resource_id": str(event.resource_id),
+                "resource_id": id_text(event.resource_id),
                 "operation": event.kind,
                 "requested_by": event.requested_by,
                 "interaction_id": event.interaction_id,

@@ -27,6 +27,7 @@ from countersign.projections.base import (
     approvals_required,
     event_time,
     handles,
+    id_text,
 )
 from countersign.projections.messages import outcome_texts
 
@@ -100,7 +101,7 @@ class Handback(Projection):
             {
                 "proposal_id": aggregate_id(event),
                 "interaction_id": event.interaction_id,
-                "organization_id": str(event.organization_id),
+                "organization_id": id_text(event.organization_id),
                 "operation": event.kind,
                 "preview": event.preview,
                 "revision_of": None if revision_of is None else str(revision_of),

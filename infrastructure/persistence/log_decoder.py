@@ -65,11 +65,25 @@ class _UseMapper(Exception):
     """This event is decoded by the application's mapper instead."""
 
 
+#: A UUID's string as stored -> the one UUID object handed out for it lately; emptied when full.
+_UUIDS: dict[str, UUID] = {}
+
+
 def _uuid_from_hex(data: Any) -> UUID:
-    """``UUIDAsHex.decode``: a UUID from its string; anything else is the mapper's to refuse."""
+    """``UUIDAsHex.decode``: a UUID from its string; anything else is the mapper's to refuse.
+
+    The same id read lately gives the same object (an organization's, a resource's): building
+    it again costs more than the lookup, and projections find its text by the object's
+    identity (``projections.base.id_text``)."""
     if type(data) is not str:
         raise _UseMapper
-    return _uuid_of(data)
+    found = _UUIDS.get(data)
+    if found is None:
+        found = _uuid_of(data)
+        if len(_UUIDS) >= _IDS_MAX:
+            _UUIDS.clear()
+        _UUIDS[data] = found
+    return found
 
 
 #: What the library's datetime and UUID transcodings decode a string to, without their method

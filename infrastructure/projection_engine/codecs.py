@@ -124,6 +124,8 @@ class _Codec:
         self.append_only = spec.append_only
         self.names = tuple(spec.column_names())
         self.columns = frozenset(self.names)
+        #: The columns ``update`` may change: none of an append-only table.
+        self.updatable = frozenset() if spec.append_only else self.columns
         self.key = spec.key
         types = {column.name: column.type for column in spec.columns}
         self.types = [types[name] for name in self.names]

@@ -104,11 +104,11 @@ class SqlRows:
         return None if row is None else MappingProxyType(row)
 
     def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:
-        if self.codecs[table].append_only:
-            raise ValueError(f"{table} is append-only: its rows are never changed")
-        columns = self.codecs[table].columns
-        if not columns.issuperset(changes):
-            raise ValueError(f"{table} has no column {sorted(set(changes) - columns)}")
+        codec = self.codecs[table]
+        if not codec.updatable.issuperset(changes):  # one test for both mistakes
+            if codec.append_only:
+                raise ValueError(f"{table} is append-only: its rows are never changed")
+            raise ValueError(f"{table} has no column {sorted(set(changes) - codec.columns)}")
         written = self._written[table]
         row: dict[str, Any] | None = written.get(key, _ABSENT)
         if row is _ABSENT:
@@ -127,9 +127,10 @@ class SqlRows:
         if tuple(row) != codec.names and row.keys() != codec.columns:
             raise ValueError(f"{table} row must have exactly the columns {sorted(codec.columns)}")
         key = codec.key_of(row)
-        if codec.append_only and key in self._written[table]:
+        written = self._written[table]
+        if codec.append_only and key in written:
             raise ValueError(f"{table} is append-only: {key!r} was already put")
-        self._written[table][key] = dict(row)
+        written[key] = row  # the handler's own dict, which it no longer changes (``Rows.put``)
 
     def delete(self, table: str, key: tuple[Any, ...]) -> None:
         if self.codecs[table].append_only:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor
@@ -179,24 +180,29 @@ def _prepare_together(
         for i, runner in enumerate(runners)
     ]
     to_domain_event = runners[0].decode_event
-    # Topic -> the runners (by index) that handle it.
-    wanting: dict[str, list[int]] = {}
+    # Topic -> (runner index, its handler, its rows) for each runner that handles it.
+    calls: dict[str, list[tuple[int, Any, SqlRows]]] = {}
     for notification in batch:
         topic = notification.topic
-        indexes = wanting.get(topic)
-        if indexes is None:
-            indexes = wanting[topic] = [i for i, r in enumerate(runners) if r._wants(topic)]
-        if not indexes:
+        wanted = calls.get(topic)
+        if wanted is None:
+            wanted = calls[topic] = [
+                (i, handler, rows[i])
+                for i, runner in enumerate(runners)
+                if (handler := runner.projection.handler_for(topic)) is not None
+            ]
+        if not wanted:
             continue
         try:
             event = to_domain_event(notification)
         except Exception as error:
             raise ProjectionStoppedError(
-                _stopped(runners[indexes[0]].name, notification, type(error).__name__)
+                _stopped(runners[wanted[0][0]].name, notification, type(error).__name__)
             ) from None
-        for i in indexes:
+        position = notification.id
+        for i, handler, runner_rows in wanted:
             try:
-                runners[i].projection.process(event, notification.id, rows[i])
+                handler(event, position, runner_rows)
             except Exception as error:
                 raise ProjectionStoppedError(
                     _stopped(runners[i].name, notification, type(error).__name__)
