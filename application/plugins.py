@@ -148,6 +148,13 @@ def install(plugins: Sequence[Plugin]) -> None:
     assistants = [assistant for plugin in plugins for assistant in plugin.sections]
     try:
         contracts.install(own, permissions, check=_when_loaded(plugins))
+        # A plug-in's declared operations are loaded and checked now, in registry order: a
+        # broken one stops the process at start with one line (never a page or a command
+        # failing later), and which of two clashing lines is refused is the same in every
+        # process. countersign's own stay lazy (the suite checks every one of them).
+        for contract in own:
+            if isinstance(contract, contracts.Declared):
+                contracts.REGISTRY[contract.kind]
         sections.install(assistants)
     except ValueError as broken:
         contracts.install(())  # countersign's own registries, as if none had been named

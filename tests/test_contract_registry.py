@@ -14,11 +14,12 @@ import pytest
 from countersign.application.authorization import decide_permission, sections_of
 from countersign.application.plugins import Plugin, PluginError, install
 from countersign.domain.contracts import (
+    BUILT_IN,
     PERMISSIONS,
     REGISTRY,
     REVISION_REASONS,
     Declared,
-    RegistryError,
+    Registry,
     declarations,
 )
 from countersign.domain.scope import Section
@@ -126,56 +127,78 @@ def _plugin(*contracts: object, providers: dict[str, object] | None = None) -> P
     return Plugin("lazy", "lazy", contracts=contracts, providers=providers or {})  # type: ignore[arg-type]
 
 
-def test_a_declared_operation_is_imported_when_its_kind_is_first_used(lazy_ops):
+def test_a_plugins_declared_operation_is_loaded_and_checked_when_it_is_installed(lazy_ops):
     _write(lazy_ops, "note")
 
     install([_plugin(NOTE)])
 
-    # Listed, permitted and placed in its section without its module.
-    assert "lazy.note" in REGISTRY
+    # A broken plug-in must stop the process at start, so its operations load now.
+    assert "lazy.note" in REGISTRY.loaded()
+    assert "lazy_ops.note" in sys.modules
     assert list(REGISTRY)[-1] == "lazy.note"
     assert "lazy.note" in PERMISSIONS
     assert decide_permission("lazy.note") == "lazy.note"
     assert NOTE in declarations()
     assert Section("roster") in sections_of()
-    assert "lazy_ops.note" not in sys.modules
-    assert "lazy.note" not in REGISTRY.loaded()
-
     contract = REGISTRY["lazy.note"]
-
     assert contract.kind == "lazy.note"
-    assert "lazy_ops.note" in sys.modules
     assert REGISTRY.get("lazy.note") is contract
     assert REVISION_REASONS["lazy_note_changed"].text("en") == "Changed."
 
 
-def test_an_operation_not_what_its_line_declares_is_refused_when_it_loads(lazy_ops):
+def test_a_declared_operation_is_imported_when_its_kind_is_first_used():
+    """countersign's own operations, on a registry of their own: nothing imported until a
+    kind is used, then that kind's contract only."""
+    registry = Registry(BUILT_IN)
+    assert "roster.move_member" in registry
+    assert registry.declaration("roster.move_member") == BUILT_IN[2]
+    assert registry.loaded() == frozenset()
+
+    contract = registry["roster.move_member"]
+
+    assert contract.kind == "roster.move_member"
+    assert registry.loaded() == {"roster.move_member"}
+    assert registry.get("roster.move_member") is contract
+
+
+def test_an_operation_not_what_its_line_declares_is_refused_at_install(lazy_ops):
     _write(lazy_ops, "note")
-    install([_plugin(Declared("lazy.note", Section("roster"), "lazy.other", NOTE.contract))])
+    with pytest.raises(PluginError, match=r"lazy\.note is declared .* permission 'lazy.other'"):
+        install([_plugin(Declared("lazy.note", Section("roster"), "lazy.other", NOTE.contract))])
 
-    with pytest.raises(RegistryError, match=r"lazy\.note is declared .* permission 'lazy.other'"):
-        REGISTRY["lazy.note"]
-    with pytest.raises(RegistryError):  # every later use says the same
-        REGISTRY.get("lazy.note")
+    assert "lazy.note" not in REGISTRY  # the registries are countersign's own again
 
 
-def test_a_declared_preview_without_its_labels_is_refused_when_it_loads(lazy_ops):
+def test_a_declared_preview_without_its_labels_is_refused_at_install(lazy_ops):
     _write(lazy_ops, "note", "preview_hidden = frozenset({'count'})")
-    install([_plugin(NOTE)])
 
-    with pytest.raises(RegistryError, match=r"lazy\.note labels \['count', 'note'\], its preview"):
-        REGISTRY["lazy.note"]
+    with pytest.raises(PluginError, match=r"lazy\.note labels \['count', 'note'\], its preview"):
+        install([_plugin(NOTE)])
 
 
 def test_a_plugins_revision_reason_clashing_with_countersigns_is_the_one_refused(lazy_ops):
     _write(lazy_ops, "note", "revision_reasons = {'audience_changed': Localized('A', 'A')}")
-    install([_plugin(NOTE)])
 
-    # Loaded first, it is still the plug-in's that is refused: countersign's own load before.
-    with pytest.raises(RegistryError, match="revision reason 'audience_changed' is declared twice"):
-        REGISTRY["lazy.note"]
+    with pytest.raises(PluginError, match="revision reason 'audience_changed' is declared twice"):
+        install([_plugin(NOTE)])
+
     assert REGISTRY["email_broadcast.apply_draft"].kind == "email_broadcast.apply_draft"
     assert REVISION_REASONS["audience_changed"].text("en").startswith("The audience changed")
+
+
+def test_two_plugin_lines_with_one_reason_refuse_the_later_line(lazy_ops):
+    """Which of two clashing lines is refused does not depend on which kind a process uses
+    first: they load in registry order, at install."""
+    _write(lazy_ops, "note", "revision_reasons = {'lazy_same': Localized('A', 'A')}")
+    _write(
+        lazy_ops,
+        "other",
+        "kind = 'lazy.other'\nrevision_reasons = {'lazy_same': Localized('B', 'B')}",
+    )
+    other = Declared("lazy.other", Section("roster"), "lazy.note", "lazy_ops.other:Note")
+
+    with pytest.raises(PluginError, match="revision reason 'lazy_same' is declared twice"):
+        install([_plugin(NOTE, other)])
 
 
 def test_a_built_contract_clashing_with_countersigns_reasons_installs_nothing(lazy_ops):
@@ -192,12 +215,11 @@ def test_a_shared_revision_reason_may_not_be_redeclared(lazy_ops):
     import countersign.domain.handback  # noqa: F401  (it reserves the lifecycle's own reasons)
 
     _write(lazy_ops, "note", "revision_reasons = {'declined_by_manager': Localized('A', 'A')}")
-    install([_plugin(NOTE)])
 
     with pytest.raises(
-        RegistryError, match="revision reason 'declined_by_manager' is declared twice"
+        PluginError, match="revision reason 'declined_by_manager' is declared twice"
     ):
-        REGISTRY["lazy.note"]
+        install([_plugin(NOTE)])
 
 
 def test_a_kind_declared_twice_installs_nothing(lazy_ops):
@@ -207,29 +229,34 @@ def test_a_kind_declared_twice_installs_nothing(lazy_ops):
     assert "lazy.note" not in REGISTRY
 
 
-def test_a_declared_contract_calling_a_provider_not_given_is_refused_when_it_loads(lazy_ops):
+def test_a_declared_contract_calling_a_provider_not_given_is_refused_at_install(lazy_ops):
     _write(lazy_ops, "note", 'provider = "lazy.nowhere"')
-    install([_plugin(NOTE)])
 
     with pytest.raises(PluginError, match=r"lazy\.note calls provider 'lazy.nowhere', not given"):
-        REGISTRY["lazy.note"]
+        install([_plugin(NOTE)])
 
 
 def test_a_contract_line_that_names_no_contract_says_so(lazy_ops):
-    install([_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.note"))])
-
-    with pytest.raises(RegistryError, match=r"names its contract 'lazy_ops.note', not module:Name"):
-        REGISTRY["lazy.note"]
+    with pytest.raises(PluginError, match=r"names its contract 'lazy_ops.note', not module:Name"):
+        install([_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.note"))])
 
 
-def test_a_contract_that_cannot_be_imported_says_which(lazy_ops):
-    install([_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.gone:Note"))])
-
-    with pytest.raises(
-        RegistryError, match=r"lazy\.note's contract 'lazy_ops.gone:Note' cannot be"
-    ):
-        REGISTRY["lazy.note"]
-    assert "audience_changed" in REVISION_REASONS  # the others' reasons still read
+def test_a_contract_that_cannot_be_imported_or_built_says_which(lazy_ops):
+    with pytest.raises(PluginError, match=r"lazy\.note's contract 'lazy_ops.gone:Note' cannot be"):
+        install(
+            [_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.gone:Note"))]
+        )
+    (lazy_ops / "broken.py").write_text("raise RuntimeError('no settings')\n")
+    with pytest.raises(PluginError, match=r"cannot be imported: no settings"):
+        install(
+            [_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.broken:Note"))]
+        )
+    (lazy_ops / "needs.py").write_text("def make(client):\n    return client\n")
+    with pytest.raises(PluginError, match=r"cannot be built: TypeError"):
+        install(
+            [_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.needs:make"))]
+        )
+    assert "audience_changed" in REVISION_REASONS  # countersign's own read as ever
 
 
 def test_countersigns_own_operations_are_what_their_lines_declare():

@@ -87,11 +87,17 @@ class Declared:
             )
         try:
             found = getattr(importlib.import_module(module, __name__), name)
-        except (ImportError, AttributeError) as missing:
+        except Exception as missing:  # whatever importing it raised: named
             raise RegistryError(
                 f"{self.kind}'s contract {self.contract!r} cannot be imported: {missing}"
             ) from None
-        return found()  # type: ignore[no-any-return]
+        try:
+            return found()  # type: ignore[no-any-return]
+        except Exception as error:  # whatever building it raised: named
+            raise RegistryError(
+                f"{self.kind}'s contract {self.contract!r} cannot be built: "
+                f"{type(error).__name__}: {error}"
+            ) from None
 
 
 BUILT_IN: tuple[Declared, ...] = (
