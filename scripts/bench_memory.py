@@ -16,8 +16,9 @@ reports it for that process alone) is read with ``os.wait4``:
 - ``cycle … +18 ops built`` / ``declared``: the same, with a plug-in of 18 more generated
   operations (24 in all), each a module of its own, installed first: built (the plug-in
   imports each module and builds its contract) or declared (``Declared``: kind, section,
-  permission and where the contract is; the registry imports it when the kind is first
-  used). Operations the cycle does not use should then cost no memory.
+  permission and where the contract is; the registry imports and checks it when the plug-in
+  is enabled, so that a broken one stops the process at start). 24 operations must fit the
+  60 MB budget beside the cycle; countersign's own six are imported only when used.
 
 For the cycles, ``after imports`` is the peak once the modules a cycle needs are imported and
 before bootstrap runs; ``peak`` is the whole process's. PostgreSQL: the database
@@ -244,7 +245,7 @@ def main() -> None:
     add("countersign --help", None, peak)
 
     # A plug-in's operations built (each module imported at start) and, where the registry
-    # takes declarations, declared (each imported when first used).
+    # takes declarations, declared (each imported and checked as the plug-in is enabled).
     ways = [("built", _CONTRACTS_EAGER)]
     if lazy_declarations_supported():
         ways.append(("declared", _CONTRACTS_LAZY))
