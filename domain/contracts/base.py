@@ -61,7 +61,12 @@ class ContractRequest(BaseModel):
     """Base of every model-facing request: strict types, unknown fields rejected, and no
     control characters in any text (a multi-line field allows newlines and tabs)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+    # cache_strings="keys": pydantic keeps every stripped text it makes in a string cache
+    # (about 1 MB once full, and slower: 1.6 us against 0.9 for a two-text request). A
+    # model's texts are different every time; only the keys repeat.
+    model_config = ConfigDict(
+        extra="forbid", strict=True, str_strip_whitespace=True, cache_strings="keys"
+    )
     multiline_fields: ClassVar[frozenset[str]] = frozenset()
 
     @field_validator("*", mode="after")
