@@ -110,6 +110,24 @@ class SqlDatabase:
                     reader.close()
                 raise
 
+    @contextmanager
+    def autocommitted(self) -> Iterator[Cursor]:
+        """Statements each committed on its own, on the reading connection (autocommit): one
+        round trip for a statement that does all its work itself, such as a call of a
+        server-side function (PostgreSQL). A database error leaves the connection usable."""
+        with self._read_lock:
+            if self._reader is None:
+                self._reader = self._connect(autocommit=True)
+            try:
+                yield Cursor(self._reader.cursor(), self.is_postgres)
+            except integrity_errors():
+                raise  # the statement failed and was rolled back; the connection is fine
+            except Exception:  # the connection may be broken: the next statement opens another
+                reader, self._reader = self._reader, None
+                with contextlib.suppress(Exception):
+                    reader.close()
+                raise
+
     def lock_schema(self, cursor: Cursor) -> None:
         """Serialise schema changes across processes for the rest of this transaction.
 
