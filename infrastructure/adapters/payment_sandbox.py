@@ -23,6 +23,22 @@ card                  behaviour of a refund request
 
 Sequences of faults (a 503, then a lost response, then a slow answer...) are scripted per key
 through ``faults`` (sandbox_faults.py); a declined script step fails with ``refund_declined``.
+
+On PostgreSQL a refund request is one call of the sandbox's own function (``sandbox_refund``,
+made with its tables): one round trip, a transaction of its own. On SQLite the same steps are
+statements in one transaction.
+
+Durability. A refund's commit does not wait for the disk (PostgreSQL's ``synchronous_commit``
+off, SQLite's ``synchronous=NORMAL``, for that transaction alone), unlike the event store's
+commits. Nothing countersign records can outlive it: the sandbox writes the same database, so
+its refund is in the write-ahead log before the approver's next commit (the outcome, or
+``Reconciling``), which waits for the disk and so makes everything before it in the log durable
+too. A crash of the machine before that commit loses the refund and its answer together, with
+the charge's balance; the claim stays, and the reconciler, finding nothing under the key,
+replays the same request under the same key: one refund, as when a real provider never got a
+request. A process killed at any point loses nothing (the database has the commit). A real
+provider's durability costs an approver nothing but the call; this keeps the simulated one from
+costing a disk flush of its own.
 """
 
 from __future__ import annotations
@@ -77,6 +93,8 @@ DECLARE
     v_status text;
     v_count integer;
 BEGIN
+    -- This transaction's commit does not wait for the disk (see "Durability" above).
+    PERFORM set_config('synchronous_commit', 'off', true);
     SELECT c.card_number INTO v_card FROM sandbox_charges AS c WHERE c.charge_id = p_charge_id;
     IF v_card = '{CARD_OUTAGE}' THEN
         INSERT INTO sandbox_outages (idempotency_key) VALUES (p_key)
@@ -189,7 +207,7 @@ class SandboxPaymentProvider(SandboxProvider[ProviderRefund]):
         """One transaction (``Once``): the refund held, and whether its answer is lost."""
         if self.db.is_postgres:
             return self._refund_once_postgres(key, charge_id, amount_cents, metadata, declined)
-        with self.db.transaction() as cursor:
+        with self.db.transaction(durable=False) as cursor:  # see "Durability" above
             row = cursor.execute(
                 "SELECT card_number FROM sandbox_charges WHERE charge_id = ?", (charge_id,)
             ).fetchone()
