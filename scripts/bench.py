@@ -469,12 +469,12 @@ class Probe:
             stats.writes.append(len(stored_events))
             return result
 
-        def timed(begin: Callable[[], AbstractContextManager[Any]]) -> Callable[[], Any]:
+        def timed(begin: Callable[..., AbstractContextManager[Any]]) -> Callable[..., Any]:
             @contextmanager
-            def timed_transaction() -> Iterator[Any]:
+            def timed_transaction(**kwargs: Any) -> Iterator[Any]:
                 t0 = time.perf_counter()
                 try:
-                    with begin() as cursor:
+                    with begin(**kwargs) as cursor:
                         yield cursor
                 finally:
                     stats = probe.stats[probe.phase]
