@@ -169,6 +169,7 @@ class Order(Aggregate):
         line_cents: int = _find(self._line_items, discount["line_item"], "line item")[
             "amount_cents"
         ]
+        value: int
         if discount["percent"] is not None:
             # Round half up in integer cents: no floats near money.
             value = (line_cents * discount["percent"] + 50) // 100
@@ -179,14 +180,15 @@ class Order(Aggregate):
     @property
     def charged_cents(self) -> int:
         """Line items less the discounts applied at checkout."""
-        lines = sum(item["amount_cents"] for item in self._line_items)
+        lines: int = sum(item["amount_cents"] for item in self._line_items)
         applied = sum(self.discount_value_cents(d["ref"]) for d in self._discounts if d["applied"])
         return lines - applied
 
     @property
     def total_cents(self) -> int:
         """The order total now: what was charged less every refund granted."""
-        return self.charged_cents - sum(refund["amount_cents"] for refund in self._refunds)
+        refunded: int = sum(refund["amount_cents"] for refund in self._refunds)
+        return self.charged_cents - refunded
 
     def refunded_cents(self, payment_ref: str) -> int:
         return sum(r["amount_cents"] for r in self._refunds if r["payment"] == payment_ref)
