@@ -444,7 +444,9 @@ class Probe:
         recorder = self.cs.app.recorder
         select_events = recorder.select_events
         insert_events = recorder.insert_events
-        transaction = self.cs.sql.transaction
+        sql = self.cs.sql
+        transaction = sql.transaction
+        autocommitted = sql.autocommitted
         probe = self
 
         def timed_select(originator_id: Any, **kwargs: Any) -> Any:
@@ -467,24 +469,31 @@ class Probe:
             stats.writes.append(len(stored_events))
             return result
 
-        @contextmanager
-        def timed_transaction() -> Iterator[Any]:
-            t0 = time.perf_counter()
-            try:
-                with transaction() as cursor:
-                    yield cursor
-            finally:
-                stats = probe.stats[probe.phase]
-                stats.ms["sandbox"] += (time.perf_counter() - t0) * 1000
-                stats.counts["sandbox transaction"] += 1
+        def timed(begin: Callable[..., AbstractContextManager[Any]]) -> Callable[..., Any]:
+            @contextmanager
+            def timed_transaction(**kwargs: Any) -> Iterator[Any]:
+                t0 = time.perf_counter()
+                try:
+                    with begin(**kwargs) as cursor:
+                        yield cursor
+                finally:
+                    stats = probe.stats[probe.phase]
+                    stats.ms["sandbox"] += (time.perf_counter() - t0) * 1000
+                    stats.counts["sandbox transaction"] += 1
+
+            return timed_transaction
 
         with ExitStack() as stack:
             recorder.select_events = timed_select  # type: ignore[method-assign]
             recorder.insert_events = timed_insert  # type: ignore[method-assign]
-            self.cs.sql.transaction = timed_transaction  # type: ignore[method-assign]
+            # The sandbox's transactions, and its statements that are one (a PostgreSQL
+            # refund is one call of its server-side function).
+            sql.transaction = timed(transaction)  # type: ignore[method-assign]
+            sql.autocommitted = timed(autocommitted)  # type: ignore[method-assign]
             stack.callback(delattr, recorder, "select_events")
             stack.callback(delattr, recorder, "insert_events")
-            stack.callback(delattr, self.cs.sql, "transaction")
+            stack.callback(delattr, sql, "transaction")
+            stack.callback(delattr, sql, "autocommitted")
             if self.cs.database.kind == "postgres":
                 stack.enter_context(self._psycopg_counted())
             yield self

@@ -76,3 +76,90 @@ def test_sandbox_state_is_shared_between_processes_through_the_database(cs):
         assert SandboxPaymentProvider(other).find_refund("k1").amount_cents == 1000
     finally:
         other.close()
+
+
+def test_an_unknown_charge_is_refused_and_the_refusal_is_held_under_its_key(cs):
+    refused = _refund(cs, "k1", "ch_missing")
+    assert (refused.status, refused.failure_code) == ("failed", "no_such_charge")
+    assert _refund(cs, "k1", "ch_missing") == refused
+    assert _requests(cs, "k1") == 2
+
+
+def test_requests_racing_under_one_key_refund_once_and_get_the_same_answer(cs):
+    """Each request from its own connection, all at once: one refund is applied, and every
+    request is answered with it (the losers of the insert answer as the winner did)."""
+    import threading
+
+    from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
+    from countersign.infrastructure.persistence.sql import SqlDatabase
+
+    cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
+    racers = 6
+    databases = [SqlDatabase(cs.database) for _ in range(racers)]
+    providers = [SandboxPaymentProvider(db) for db in databases]
+    start = threading.Barrier(racers)
+    answers: list[object] = []
+    errors: list[BaseException] = []
+
+    def race(provider: SandboxPaymentProvider) -> None:
+        start.wait()
+        try:
+            answers.append(
+                provider.refund(
+                    idempotency_key="k1", charge_id="ch_1", amount_cents=1000, metadata={}
+                )
+            )
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=race, args=(p,)) for p in providers]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for db in databases:
+            db.close()
+    assert errors == []
+    assert len(answers) == racers
+    assert all(answer == answers[0] for answer in answers)
+    assert _requests(cs, "k1") == racers
+    # The charge was refunded once: 4,000 left, so a second refund of 4,000 still fits.
+    assert _refund(cs, "k2", "ch_1", 4000).status == "succeeded"
+    assert _refund(cs, "k3", "ch_1", 1).failure_code == "insufficient_funds"
+
+
+def _synchronous(cs, cursor):
+    if cs.sql.is_postgres:
+        return cursor.execute("SHOW synchronous_commit").fetchone()[0]
+    return {0: "off", 1: "off", 2: "on", 3: "on"}[
+        cursor.execute("PRAGMA synchronous").fetchone()[0]
+    ]
+
+
+def test_a_refund_alone_commits_without_waiting_for_the_disk(cs):
+    """The sandbox's refund transaction does not wait for the disk (its durability comes from
+    the approver's next commit, payment_sandbox.py); the connection's other transactions
+    (sessions, tokens, passkeys share it) keep the database's setting. (The suite's
+    PostgreSQL databases themselves have synchronous_commit off.)"""
+    cs.sandbox.create_charge("ch_1", CARD_OK, 5000)
+    with cs.sql.transaction() as cursor:
+        default = _synchronous(cs, cursor)
+    with cs.sql.transaction(durable=False) as cursor:
+        assert _synchronous(cs, cursor) == "off"
+    with cs.sql.transaction() as cursor:
+        assert _synchronous(cs, cursor) == default
+    _refund(cs, "k1", "ch_1")
+    with cs.sql.transaction() as cursor:
+        assert _synchronous(cs, cursor) == default
+    if cs.sql.is_postgres:  # the refund function turns it off itself, for its transaction
+        with cs.sql.transaction() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO on")
+            cursor.execute(
+                "SELECT * FROM sandbox_refund(?, ?, ?, ?, ?, ?)",
+                ("k2", "ch_1", 1000, "{}", False, "re_test"),
+            )
+            assert _synchronous(cs, cursor) == "off"
+        with cs.sql.transaction() as cursor:
+            assert _synchronous(cs, cursor) == default

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
@@ -145,14 +145,19 @@ class Order(Aggregate):
     def attempts(self) -> list[RefundAttempt]:
         return [RefundAttempt(**item) for item in self._attempts.values()]
 
+    # The finders and sums below read the stored dicts and build only what they return: each
+    # approval asks for a payment's refundable value, the order's total and a discount's value
+    # several times, and building every line item, discount and refund each time was most of
+    # what they cost.
+
     def line_item(self, ref: str) -> LineItem:
-        return _find(self.line_items, ref, "line item")
+        return LineItem(**_find(self._line_items, ref, "line item"))
 
     def discount(self, ref: str) -> Discount:
-        return _find(self.discounts, ref, "discount")
+        return Discount(**_find(self._discounts, ref, "discount"))
 
     def payment(self, ref: str) -> Payment:
-        return _find(self.payments, ref, "payment")
+        return Payment(**_find(self._payments, ref, "payment"))
 
     def attempt(self, proposal_id: UUID) -> RefundAttempt | None:
         entry = self._attempts.get(str(proposal_id))
@@ -160,54 +165,56 @@ class Order(Aggregate):
 
     def discount_value_cents(self, discount_ref: str) -> int:
         """What the discount is worth on its line item, never more than the line item."""
-        discount = self.discount(discount_ref)
-        line = self.line_item(discount.line_item)
-        if discount.percent is not None:
+        discount = _find(self._discounts, discount_ref, "discount")
+        line_cents: int = _find(self._line_items, discount["line_item"], "line item")[
+            "amount_cents"
+        ]
+        value: int
+        if discount["percent"] is not None:
             # Round half up in integer cents: no floats near money.
-            value = (line.amount_cents * discount.percent + 50) // 100
+            value = (line_cents * discount["percent"] + 50) // 100
         else:
-            value = discount.amount_cents or 0
-        return min(value, line.amount_cents)
+            value = discount["amount_cents"] or 0
+        return min(value, line_cents)
 
     @property
     def charged_cents(self) -> int:
         """Line items less the discounts applied at checkout."""
-        lines = sum(item.amount_cents for item in self.line_items)
-        applied = sum(self.discount_value_cents(d.ref) for d in self.discounts if d.applied)
+        lines: int = sum(item["amount_cents"] for item in self._line_items)
+        applied = sum(self.discount_value_cents(d["ref"]) for d in self._discounts if d["applied"])
         return lines - applied
 
     @property
     def total_cents(self) -> int:
         """The order total now: what was charged less every refund granted."""
-        return self.charged_cents - sum(refund.amount_cents for refund in self.refunds)
+        refunded: int = sum(refund["amount_cents"] for refund in self._refunds)
+        return self.charged_cents - refunded
 
     def refunded_cents(self, payment_ref: str) -> int:
-        return sum(r.amount_cents for r in self.refunds if r.payment == payment_ref)
+        return sum(r["amount_cents"] for r in self._refunds if r["payment"] == payment_ref)
 
     def held_cents(self, payment_ref: str) -> int:
         """Value held by unresolved refund attempts on the payment."""
         return sum(
-            a.amount_cents
-            for a in self.attempts
-            if a.payment == payment_ref and a.status == "pending"
+            a["amount_cents"]
+            for a in self._attempts.values()
+            if a["payment"] == payment_ref and a["status"] == "pending"
         )
 
     def refundable_cents(self, payment_ref: str) -> int:
-        payment = self.payment(payment_ref)
-        return (
-            payment.amount_cents - self.refunded_cents(payment_ref) - self.held_cents(payment_ref)
-        )
+        paid: int = _find(self._payments, payment_ref, "payment")["amount_cents"]
+        return paid - self.refunded_cents(payment_ref) - self.held_cents(payment_ref)
 
     @property
     def paid_cents(self) -> int:
         """Everything received for the order, across its payments."""
-        return sum(payment.amount_cents for payment in self.payments)
+        return sum(payment["amount_cents"] for payment in self._payments)
 
     @property
     def refundable_balance_cents(self) -> int:
         """What is left to give back across every payment: what was paid, less the refunds
         granted, less what unresolved refund attempts hold."""
-        return sum(self.refundable_cents(payment.ref) for payment in self.payments)
+        return sum(self.refundable_cents(payment["ref"]) for payment in self._payments)
 
     @property
     def is_active(self) -> bool:
@@ -215,10 +222,10 @@ class Order(Aggregate):
         return self.status == OrderStatus.ACTIVE
 
     def discount_refunded(self, discount_ref: str) -> bool:
-        return any(r.discount == discount_ref for r in self.refunds)
+        return any(r["discount"] == discount_ref for r in self._refunds)
 
     def unresolved_attempts(self) -> list[RefundAttempt]:
-        return [a for a in self.attempts if a.status == "pending"]
+        return [RefundAttempt(**a) for a in self._attempts.values() if a["status"] == "pending"]
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -417,16 +424,9 @@ class Order(Aggregate):
             aggregate.cancelled_by = self.cancelled_by
 
 
-class _Referenced(Protocol):
-    @property
-    def ref(self) -> str: ...
-
-
-R = TypeVar("R", bound=_Referenced)
-
-
-def _find(items: list[R], ref: str, what: str) -> R:
+def _find(items: list[dict[str, Any]], ref: str, what: str) -> dict[str, Any]:
+    """The stored item whose ``ref`` this is."""
     for item in items:
-        if item.ref == ref:
+        if item["ref"] == ref:
             return item
     raise NotFoundError(f"no {what} {ref}")

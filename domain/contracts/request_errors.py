@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any, TypeVar
 
 from countersign.domain.contracts.presentation import Localized
@@ -154,9 +155,7 @@ def _bounded_unknown_keys(
     """``raw`` with at most MAX_PROBLEMS unknown keys (the first ones), and how many were left
     out: each unknown key is one problem, and only MAX_PROBLEMS are ever reported, so there is
     no need to have the validator build an error for each of a flood of them."""
-    known: set[Any] = set()
-    for name, info in model.model_fields.items():
-        known.update(a for a in (name, info.alias, info.validation_alias) if isinstance(a, str))
+    known = _known_keys(model)
     unknown = 0
     kept: dict[Any, Any] = {}
     for key, value in raw.items():
@@ -167,6 +166,16 @@ def _bounded_unknown_keys(
         kept[key] = value
     dropped = max(0, unknown - MAX_PROBLEMS)
     return (kept if dropped else raw), dropped
+
+
+@cache
+def _known_keys(model: type[BaseModel]) -> frozenset[str]:
+    """The keys a request model accepts (its fields' names and aliases): a request class is
+    defined once, so this is worked out once per class."""
+    known: set[str] = set()
+    for name, info in model.model_fields.items():
+        known.update(a for a in (name, info.alias, info.validation_alias) if isinstance(a, str))
+    return frozenset(known)
 
 
 def parse_request(model: type[ModelT], raw: Any) -> ModelT:

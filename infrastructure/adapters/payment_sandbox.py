@@ -23,6 +23,22 @@ card                  behaviour of a refund request
 
 Sequences of faults (a 503, then a lost response, then a slow answer...) are scripted per key
 through ``faults`` (sandbox_faults.py); a declined script step fails with ``refund_declined``.
+
+On PostgreSQL a refund request is one call of the sandbox's own function (``sandbox_refund``,
+made with its tables): one round trip, a transaction of its own. On SQLite the same steps are
+statements in one transaction.
+
+Durability. A refund's commit does not wait for the disk (PostgreSQL's ``synchronous_commit``
+off, SQLite's ``synchronous=NORMAL``, for that transaction alone), unlike the event store's
+commits. Nothing countersign records can outlive it: the sandbox writes the same database, so
+its refund is in the write-ahead log before the approver's next commit (the outcome, or
+``Reconciling``), which waits for the disk and so makes everything before it in the log durable
+too. A crash of the machine before that commit loses the refund and its answer together, with
+the charge's balance; the claim stays, and the reconciler, finding nothing under the key,
+replays the same request under the same key: one refund, as when a real provider never got a
+request. A process killed at any point loses nothing (the database has the commit). A real
+provider's durability costs an approver nothing but the call; this keeps the simulated one from
+costing a disk flush of its own.
 """
 
 from __future__ import annotations
@@ -58,6 +74,75 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sandbox_outages (idempotency_key TEXT PRIMARY KEY)",
 )
 
+# PostgreSQL: a refund request is one call of this function, in one round trip. It does what
+# ``_refund_once`` does on SQLite, statement for statement: the outage card's first request,
+# then the key's held refund (locked) or a new one applied to the charge's balance. It answers
+# 'outage' (nothing applied), 'conflict' (the key holds other parameters, nothing written) or
+# 'held', with the refund the key now holds and whether its answer is lost on the way back.
+_REFUND_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION sandbox_refund(
+    p_key text, p_charge_id text, p_amount bigint, p_metadata text, p_declined boolean,
+    p_refund_id text)
+RETURNS TABLE (r_answer text, r_refund_id text, r_charge_id text, r_amount_cents bigint,
+    r_status text, r_failure_code text, r_metadata text, r_lost boolean)
+LANGUAGE plpgsql AS $BODY$
+DECLARE
+    v_card text;
+    v_held record;
+    v_failure text;
+    v_status text;
+    v_count integer;
+BEGIN
+    -- This transaction's commit does not wait for the disk (see "Durability" above).
+    PERFORM set_config('synchronous_commit', 'off', true);
+    SELECT c.card_number INTO v_card FROM sandbox_charges AS c WHERE c.charge_id = p_charge_id;
+    IF v_card = '{CARD_OUTAGE}' THEN
+        INSERT INTO sandbox_outages (idempotency_key) VALUES (p_key)
+            ON CONFLICT (idempotency_key) DO NOTHING;
+        GET DIAGNOSTICS v_count = ROW_COUNT;
+        IF v_count = 1 THEN
+            RETURN QUERY SELECT 'outage'::text, NULL::text, NULL::text, NULL::bigint,
+                NULL::text, NULL::text, NULL::text, false;
+            RETURN;
+        END IF;
+    END IF;
+    r_lost := v_card IS NOT DISTINCT FROM '{CARD_LOST_RESPONSE}';
+    SELECT * INTO v_held FROM sandbox_refunds AS r WHERE r.idempotency_key = p_key FOR UPDATE;
+    IF NOT FOUND THEN
+        IF v_card IS NULL THEN
+            v_failure := 'no_such_charge';
+        ELSIF p_declined OR v_card = '{CARD_DECLINED}' THEN
+            v_failure := 'refund_declined';
+        ELSE
+            UPDATE sandbox_charges AS c SET refunded_cents = c.refunded_cents + p_amount
+                WHERE c.charge_id = p_charge_id AND c.amount_cents - c.refunded_cents >= p_amount;
+            GET DIAGNOSTICS v_count = ROW_COUNT;
+            IF v_count <> 1 THEN
+                v_failure := 'insufficient_funds';
+            END IF;
+        END IF;
+        v_status := CASE WHEN v_failure IS NULL THEN 'succeeded' ELSE 'failed' END;
+        -- A racing request with the same key loses here on the primary key and rolls back.
+        INSERT INTO sandbox_refunds (idempotency_key, refund_id, charge_id, amount_cents,
+            status, failure_code, metadata, requests)
+            VALUES (p_key, p_refund_id, p_charge_id, p_amount, v_status, v_failure,
+                p_metadata, 1);
+        RETURN QUERY SELECT 'held'::text, p_refund_id, p_charge_id, p_amount, v_status,
+            v_failure, p_metadata, r_lost;
+        RETURN;
+    END IF;
+    IF v_held.charge_id <> p_charge_id OR v_held.amount_cents <> p_amount THEN
+        RETURN QUERY SELECT 'conflict'::text, NULL::text, NULL::text, NULL::bigint,
+            NULL::text, NULL::text, NULL::text, false;
+        RETURN;
+    END IF;
+    UPDATE sandbox_refunds AS r SET requests = r.requests + 1 WHERE r.idempotency_key = p_key;
+    RETURN QUERY SELECT 'held'::text, v_held.refund_id, v_held.charge_id, v_held.amount_cents,
+        v_held.status, v_held.failure_code, v_held.metadata, r_lost;
+END;
+$BODY$
+"""
+
 
 @dataclass(frozen=True)
 class ProviderRefund:
@@ -87,6 +172,7 @@ class SandboxPaymentProvider(SandboxProvider[ProviderRefund]):
 
     name = "payments"
     schema = _SCHEMA
+    postgres_schema = (_REFUND_FUNCTION,)
     table = "sandbox_refunds"
     outages_table = "sandbox_outages"
     unavailable = ProviderOutageError
@@ -119,7 +205,9 @@ class SandboxPaymentProvider(SandboxProvider[ProviderRefund]):
         self, key: str, charge_id: str, amount_cents: int, metadata: dict[str, str], declined: bool
     ) -> tuple[ProviderRefund | None, bool]:
         """One transaction (``Once``): the refund held, and whether its answer is lost."""
-        with self.db.transaction() as cursor:
+        if self.db.is_postgres:
+            return self._refund_once_postgres(key, charge_id, amount_cents, metadata, declined)
+        with self.db.transaction(durable=False) as cursor:  # see "Durability" above
             row = cursor.execute(
                 "SELECT card_number FROM sandbox_charges WHERE charge_id = ?", (charge_id,)
             ).fetchone()
@@ -134,6 +222,40 @@ class SandboxPaymentProvider(SandboxProvider[ProviderRefund]):
                 raise IdempotencyConflictError("idempotency key reused with different parameters")
             self._count_request(cursor, key)
             return stored, lost
+
+    def _refund_once_postgres(
+        self, key: str, charge_id: str, amount_cents: int, metadata: dict[str, str], declined: bool
+    ) -> tuple[ProviderRefund | None, bool]:
+        """``_refund_once`` as one call of the ``sandbox_refund`` function: one round trip, its
+        own transaction."""
+        with self.db.autocommitted() as cursor:
+            row = cursor.execute(
+                "SELECT * FROM sandbox_refund(?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    charge_id,
+                    amount_cents,
+                    json.dumps(metadata, sort_keys=True),
+                    declined,
+                    _new_refund_id(),
+                ),
+            ).fetchone()
+        assert row is not None  # the function always answers one row
+        answer, refund_id, charge, amount, status, failure, stored_metadata, lost = row
+        if answer == "outage":
+            return None, False
+        if answer == "conflict":
+            raise IdempotencyConflictError("idempotency key reused with different parameters")
+        refund = ProviderRefund(
+            idempotency_key=key,
+            refund_id=refund_id,
+            charge_id=charge,
+            amount_cents=int(amount),
+            status=status,
+            failure_code=failure,
+            metadata=json.loads(stored_metadata),
+        )
+        return refund, bool(lost)
 
     def find_refund(self, idempotency_key: str) -> ProviderRefund | None:
         with self.db.transaction() as cursor:
@@ -236,7 +358,7 @@ def _apply(
             failure = "insufficient_funds"
     refund = ProviderRefund(
         idempotency_key=key,
-        refund_id=f"re_{uuid4().hex[:20]}",
+        refund_id=_new_refund_id(),
         charge_id=charge_id,
         amount_cents=amount_cents,
         status="failed" if failure else "succeeded",
@@ -258,3 +380,7 @@ def _apply(
         ),
     )
     return refund
+
+
+def _new_refund_id() -> str:
+    return f"re_{uuid4().hex[:20]}"

@@ -25,6 +25,8 @@ class SandboxProvider(Generic[HeldT]):
     name: ClassVar[str]
     """The name its EffectProvider is registered under ("payments"), and its faults' scope."""
     schema: ClassVar[tuple[str, ...]]
+    postgres_schema: ClassVar[tuple[str, ...]] = ()
+    """What PostgreSQL also needs (server-side functions), made after ``schema``."""
     table: ClassVar[str]
     """The requests held, by ``idempotency_key``, each with the ``requests`` it got."""
     outages_table: ClassVar[str]
@@ -39,6 +41,8 @@ class SandboxProvider(Generic[HeldT]):
             self.db.lock_schema(cursor)
             for statement in self.schema:
                 cursor.execute(statement)
+            for statement in self.postgres_schema if self.db.is_postgres else ():
+                cursor.execute_native(statement)
         self.faults = ScriptedFaults(db, self.name)
 
     def _request(self, key: str, once: Once[HeldT]) -> HeldT:

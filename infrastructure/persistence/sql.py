@@ -78,14 +78,26 @@ class SqlDatabase:
         return connection
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
-        """A write transaction; SQLite takes its write lock at BEGIN so read-then-write is safe."""
+    def transaction(self, *, durable: bool = True) -> Iterator[Cursor]:
+        """A write transaction; SQLite takes its write lock at BEGIN so read-then-write is safe.
+
+        ``durable=False``: its commit returns without waiting for the disk (PostgreSQL's
+        ``synchronous_commit`` off, SQLite's ``synchronous=NORMAL``, for this transaction
+        alone). It is in the database's write-ahead log all the same, before whatever commits
+        after it, so the next durable commit to the database makes it durable too; a crash of
+        the machine before then loses it whole. Only for what may be lost that way (the
+        payment sandbox's refunds: payment_sandbox.py says why)."""
         with self._lock:
             if self._connection is None:
                 self._connection = self._connect()
             connection = self._connection
             try:
-                if not self.is_postgres:
+                if self.is_postgres:
+                    if not durable:
+                        connection.execute("SET LOCAL synchronous_commit TO off")
+                else:
+                    if not durable:
+                        connection.execute("PRAGMA synchronous=NORMAL")
                     connection.execute("BEGIN IMMEDIATE")
                 yield Cursor(connection.cursor(), self.is_postgres)
                 connection.commit() if self.is_postgres else connection.execute("COMMIT")
@@ -94,6 +106,10 @@ class SqlDatabase:
                     connection.rollback() if self.is_postgres else connection.execute("ROLLBACK")
                 self._drop()
                 raise
+            finally:
+                if not durable and not self.is_postgres and self._connection is connection:
+                    # Back to SQLite's default for this connection's other transactions.
+                    connection.execute("PRAGMA synchronous=FULL")
 
     @contextmanager
     def reading(self) -> Iterator[Cursor]:
@@ -105,6 +121,24 @@ class SqlDatabase:
             try:
                 yield Cursor(self._reader.cursor(), self.is_postgres)
             except Exception:  # the connection may be broken: the next read opens another
+                reader, self._reader = self._reader, None
+                with contextlib.suppress(Exception):
+                    reader.close()
+                raise
+
+    @contextmanager
+    def autocommitted(self) -> Iterator[Cursor]:
+        """Statements each committed on its own, on the reading connection (autocommit): one
+        round trip for a statement that does all its work itself, such as a call of a
+        server-side function (PostgreSQL). A database error leaves the connection usable."""
+        with self._read_lock:
+            if self._reader is None:
+                self._reader = self._connect(autocommit=True)
+            try:
+                yield Cursor(self._reader.cursor(), self.is_postgres)
+            except integrity_errors():
+                raise  # the statement failed and was rolled back; the connection is fine
+            except Exception:  # the connection may be broken: the next statement opens another
                 reader, self._reader = self._reader, None
                 with contextlib.suppress(Exception):
                     reader.close()
