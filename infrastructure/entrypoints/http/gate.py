@@ -55,8 +55,8 @@ class ApiGate:
                 await self._refuse(scope, send, self._too_large())
                 return
         # One request's reads: the organization the token's check reads fresh is the one the
-        # route's own checks read (``EventSourcedStore.one_request``), without a second query.
-        with self.cs.store.one_request():
+        # route's own checks read (``Countersign.one_request``), without a second query.
+        with self.cs.one_request():
             await self._authenticated(scope, receive, send, authorization)
 
     async def _authenticated(
