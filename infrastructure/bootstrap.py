@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -91,6 +92,12 @@ class Countersign:
             for e in events
             if e.type == "ToolCalled"
         ]
+
+    def one_request(self) -> AbstractContextManager[None]:
+        """The reads of one request (an entry point wraps each request it answers): an
+        aggregate read outside a decision is queried once per request
+        (``EventSourcedStore.one_request``)."""
+        return self.store.one_request()
 
     def projection_runners(
         self, names: list[str] | None = None, batch_size: int = 1000

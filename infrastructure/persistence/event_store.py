@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
@@ -102,6 +103,8 @@ class _Reads:
         #: Aggregate types the decision only points at, and the ids it read of them.
         self.targets: frozenset[type[Aggregate]] = frozenset()
         self.unchecked: set[UUID] = set()
+        #: The ids served from a held snapshot rather than by a query of this decision.
+        self.from_held: set[UUID] = set()
 
     def saw(self, aggregate: Aggregate) -> None:
         if self.open and aggregate.id not in self.versions:
@@ -127,6 +130,7 @@ class _Reads:
         self.versions = {}
         self.targets = frozenset()
         self.unchecked = set()
+        self.from_held = set()
 
 
 class EventSourcedStore:
@@ -154,6 +158,12 @@ class EventSourcedStore:
         self.snapshot_interval = snapshot_interval
         self._table = _table_name(app.recorder)
         self._snapshot_table = _table_name(app.snapshot_recorder)
+        #: The aggregates read outside a decision by the request this context answers, by id
+        #: (``one_request``); None outside one. The context holds the dict itself, so the
+        #: threads that run the request's work (each given a copy of the context) share it.
+        self._request_reads: ContextVar[dict[UUID, Aggregate] | None] = ContextVar(
+            f"countersign_request_reads_{id(self)}", default=None
+        )
 
     @property
     def _reads(self) -> _Reads:
@@ -164,6 +174,20 @@ class EventSourcedStore:
 
     def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
         return self._unit_of_work.decide(reads, decision)
+
+    @contextmanager
+    def one_request(self) -> Iterator[None]:
+        """The reads of one request, outside decisions: the first read of an aggregate queries
+        (it is fresh, as every read outside a decision is) and later reads of it in the same
+        request take what that one read, with no query. So the organization the token's
+        check read is the one the proposal's check reads, a moment later, instead of a second
+        round trip for the same fresh state. What the request commits replaces it (a read
+        after the commit queries again); a decision reads as it always does, unaffected."""
+        token = self._request_reads.set({})
+        try:
+            yield
+        finally:
+            self._request_reads.reset(token)
 
     @contextmanager
     def reading(
@@ -190,6 +214,7 @@ class EventSourcedStore:
                     snapshot = self._snapshots.get(aggregate_id)
                     if snapshot is not None:
                         reads.preloaded[aggregate_id] = snapshot
+                        reads.from_held.add(aggregate_id)
                 wanted = [i for i in wanted if i not in reads.preloaded]
             if wanted:
                 loaded = self._load_many(wanted)
@@ -198,6 +223,24 @@ class EventSourcedStore:
             yield reads
         finally:
             reads.close()
+
+    def read_in_this_request(self, reads: _Reads) -> bool:
+        """Whether the decision reading ``reads`` read nothing older than the request it
+        serves read itself (``one_request``): every aggregate it took from a held snapshot,
+        the request had queried during its run at that version or an older one. Such a
+        decision rests on state the database held after the request arrived, as one on
+        fresh reads does, so its answer stands without running it again."""
+        request = self._request_reads.get()
+        if request is None:
+            return False
+        for aggregate_id in reads.from_held:
+            if aggregate_id not in reads.versions:
+                continue  # fetched, never read
+            seen = request.get(aggregate_id)
+            version = reads.versions[aggregate_id]
+            if seen is None or version is None or seen.version > version:
+                return False
+        return True
 
     def _load_many(self, aggregate_ids: list[UUID]) -> dict[UUID, Aggregate]:
         """Catch every snapshot up (or load the aggregate whole) with ONE query. An aggregate
@@ -348,8 +391,16 @@ class EventSourcedStore:
             aggregate = reads.preloaded.get(aggregate_id)
             if aggregate is None and reads.held:
                 aggregate = self._snapshots.get(aggregate_id)
+                if aggregate is not None:
+                    reads.from_held.add(aggregate_id)
+            # Outside a decision, in a request: what the request read already (one_request).
+            request = None if reads.open else self._request_reads.get()
+            if aggregate is None and request is not None:
+                aggregate = request.get(aggregate_id)
             if aggregate is None and aggregate_id not in reads.absent:
                 aggregate = self._load_many([aggregate_id]).get(aggregate_id)
+                if request is not None and aggregate is not None:
+                    request[aggregate_id] = aggregate
             if aggregate is None:
                 reads.missed(aggregate_id, as_type)
             else:
@@ -380,10 +431,14 @@ class EventSourcedStore:
         pending = [(aggregate, aggregate.collect_events()) for aggregate in aggregates]
         changed = [aggregate for aggregate, events in pending if events]
         written = {aggregate.id for aggregate in changed}
+        request = self._request_reads.get()
         for aggregate_id in written:
-            # Whatever happens to this commit, the preloaded state is no longer the latest.
+            # Whatever happens to this commit, the preloaded state is no longer the latest,
+            # nor what the request read before it.
             reads.preloaded.pop(aggregate_id, None)
             reads.absent.discard(aggregate_id)
+            if request is not None:
+                request.pop(aggregate_id, None)
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
         # under the writers' lock.

@@ -167,19 +167,29 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 channel=Identifier(self.channel_name),
             )
         )
-        self._call_insert_sql = SQL(
-            "SELECT * FROM {schema}.{function}("
-            "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
-        ).format(schema=schema, function=function)
-        # Its text, made once: psycopg renders a composed statement again on every execute
-        # (5% of a PostgreSQL cycle's client CPU), and caches a statement's parsing only for
-        # text it is given.
-        self._call_insert: bytes | None = None
+        # The two statements every commit and every log read run, rendered to bytes once:
+        # given the composed form, psycopg renders it again (quoting each identifier,
+        # joining the parts) on every execute, before it even looks the prepared statement
+        # up. (Quoted without a connection: double quotes, inner ones doubled, as the
+        # server's own quote_ident does.)
+        self._call_insert = (
+            SQL(
+                "SELECT * FROM {schema}.{function}("
+                "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
+            )
+            .format(schema=schema, function=function)
+            .as_bytes(None)
+        )
 
-        self._select_log = SQL(
-            "SELECT notification_id, originator_id, originator_version, topic, state "
-            "FROM {schema}.{table} WHERE notification_id > %s ORDER BY notification_id LIMIT %s"
-        ).format(schema=schema, table=table)
+        self._select_log = (
+            SQL(
+                "SELECT notification_id, originator_id, originator_version, topic, state "
+                "FROM {schema}.{table} WHERE notification_id > %s "
+                "ORDER BY notification_id LIMIT %s"
+            )
+            .format(schema=schema, table=table)
+            .as_bytes(None)
+        )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_log(self, after: int, limit: int) -> list[LogEntry]:
@@ -209,8 +219,6 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             _BigInts.of(list(expected.values())),
         )
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            if self._call_insert is None:
-                self._call_insert = self._call_insert_sql.as_bytes(conn)
             try:
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:

@@ -115,6 +115,15 @@ class SqlDatabase:
     def reading(self) -> Iterator[Cursor]:
         """Reads of committed data on a connection of their own, each statement on its own
         (autocommit): they never wait for, nor hold up, this object's write transaction."""
+        with self.statements() as cursor:
+            yield cursor
+
+    @contextmanager
+    def statements(self) -> Iterator[Cursor]:
+        """Statements each committed on its own (autocommit), on the connection ``reading``
+        uses: one round trip for a lone INSERT, where ``transaction`` takes three (BEGIN,
+        the statement, COMMIT) and waits for this object's write transaction. Only for a
+        write that is whole in one statement."""
         with self._read_lock:
             if self._reader is None:
                 self._reader = self._connect(autocommit=True)

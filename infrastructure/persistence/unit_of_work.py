@@ -7,7 +7,9 @@
    hold: the ids the caller names, and what decisions with the same names read last time.
 2. It runs first on the snapshots this process already holds, with no query.
 3. An answer that commits nothing, and a refusal (a ``CountersignError``), are only given
-   from fresh reads: decided on held snapshots, the decision runs again on fresh reads.
+   from fresh reads: decided on held snapshots, the decision runs again on fresh reads. (An
+   answer is also given when every held snapshot it read is one the request it serves had
+   itself read freshly, or newer: ``EventSourcedStore.read_in_this_request``.)
 4. Its commit carries its read set; the recorder refuses it (``StaleReadError``) if any
    aggregate it read has moved on. A refused commit, or one that lost a race on an aggregate
    it writes, is decided again on fresh reads after a jittered, growing pause;
@@ -113,9 +115,11 @@ class StoreUnitOfWork:
                 finally:
                     self._read_sets.remember(named, read.ids())
                 if isinstance(decided, Answer):
-                    if not held:
+                    # So is an answer that commits nothing, unless everything it took from
+                    # held snapshots is what the request it serves had read freshly itself.
+                    if not held or self.store.read_in_this_request(read):
                         return decided.answer
-                    held = False  # so is an answer that commits nothing
+                    held = False
                     continue
                 try:
                     # Done with these objects: they become the shared snapshots themselves.

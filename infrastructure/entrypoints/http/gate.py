@@ -54,6 +54,15 @@ class ApiGate:
             if any(len(v.strip()) > 15 or int(v) > self.max_body for v in lengths):
                 await self._refuse(scope, send, self._too_large())
                 return
+        # One request's reads: the organization the token's check reads fresh is the one the
+        # route's own checks read (``Countersign.one_request``), without a second query.
+        with self.cs.one_request():
+            await self._authenticated(scope, receive, send, authorization)
+
+    async def _authenticated(
+        self, scope: Scope, receive: Receive, send: Send, authorization: str | None
+    ) -> None:
+        """Steps 2 to 4 of the module docstring."""
         try:
             found = await to_thread.run_sync(identify, self.cs, authorization)
         except ProblemError as refused:

@@ -1,0 +1,186 @@
+"""Benchmark: what one approve request costs the server, in-process, without the noise of a race.
+
+    .venv/bin/python scripts/bench_api_requests.py --prepare 200   # once: the proposals
+    .venv/bin/python scripts/bench_api_requests.py --proposals 150
+
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/api.20 \\
+        .venv/bin/python scripts/bench_api_requests.py --proposals 20
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/api.60 \\
+        .venv/bin/python scripts/bench_api_requests.py --proposals 60
+
+``--prepare N`` loads N card-refund proposals and an approver token into a template database
+(``countersign_bench_api_template``, as ``scripts/bench.py http`` loads them). A run copies
+it into a database of its own, wires countersign and the whole ASGI application
+(``server.compose``: the API, the pages, the operator's routes) in this process and sends
+approve requests straight to it, with no HTTP server and no other process: for each
+proposal one execution and seven repeats, as the eight clients of ``bench.py http`` do. It
+prints the CPU milliseconds per request and the round trips per request to PostgreSQL
+(statements, and the BEGIN or COMMIT of a transaction). On a shared machine the CPU time
+drifts with the load; callgrind's instruction count does not: run it at two sizes and
+divide the difference by the difference in requests (eight per proposal), which leaves the
+process's start out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+# Several server processes share their counters through files, as under `serve --workers 2`.
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="bench-api-"))
+
+import psycopg  # noqa: E402
+
+SERVER = "postgresql://postgres@127.0.0.1:5432/"
+TEMPLATE = "countersign_bench_api_template"
+LOADED = Path(tempfile.gettempdir()) / "countersign-bench-api.json"
+REPEATS = 7  # bench.py http: eight clients approve each proposal
+
+
+def prepare(proposals: int) -> None:
+    from bench import prepare_postgres
+
+    from tests.http_load import load
+
+    prepare_postgres(SERVER + TEMPLATE)
+    loaded = load(SERVER + TEMPLATE, proposals, 1)
+    LOADED.write_text(json.dumps({"ids": loaded.ids, "token": loaded.tokens[0]}))
+    print(f"{proposals} proposals in {TEMPLATE}")
+
+
+class Counted:
+    """Round trips to PostgreSQL, counted in psycopg: statements and transaction commands."""
+
+    def __init__(self) -> None:
+        import psycopg._connection_base as connections
+        import psycopg._cursor_base as cursors
+
+        self.statements = self.commands = 0
+        start, command = cursors.BaseCursor._start_query, connections.BaseConnection._exec_command
+
+        def counted_start(cursor: Any, *args: Any, **kwargs: Any) -> Any:
+            self.statements += 1
+            return start(cursor, *args, **kwargs)
+
+        def counted_command(connection: Any, *args: Any, **kwargs: Any) -> Any:
+            self.commands += 1
+            return command(connection, *args, **kwargs)
+
+        cursors.BaseCursor._start_query = counted_start  # type: ignore[method-assign]
+        connections.BaseConnection._exec_command = counted_command  # type: ignore[method-assign]
+
+
+async def _approve(app: Any, token: str, proposal_id: str) -> str:
+    """POST approve (no body) to the ASGI app; the answer's ``result``."""
+    path = f"/api/v1/proposals/{proposal_id}/approve"
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"authorization", f"Bearer {token}".encode()),
+            (b"content-length", b"0"),
+        ],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+    sent: list[dict[str, Any]] = []
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # never disconnects
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    if sent[0]["status"] != 200:
+        raise RuntimeError(f"approve answered {sent[0]['status']}: {body[:300]!r}")
+    return str(json.loads(body)["result"])
+
+
+def run(proposals: int) -> None:
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.observability.logs import configure_logging
+    from countersign.infrastructure.server import compose
+    from countersign.infrastructure.settings import Settings
+
+    loaded = json.loads(LOADED.read_text())
+    warm, ids = loaded["ids"][:5], loaded["ids"][5 : 5 + proposals]
+    if len(ids) < proposals:
+        raise SystemExit(f"only {len(ids)} proposals prepared: run --prepare with more")
+    database = f"countersign_bench_api_{os.getpid()}"
+    with psycopg.connect(SERVER + "postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {database} TEMPLATE {TEMPLATE}")
+    try:
+        configure_logging()
+        cs = bootstrap(Settings(database_url=SERVER + database))
+        try:
+            app = compose(cs, secure_cookies=False)
+            counted = Counted()
+
+            async def race() -> tuple[dict[str, int], float]:
+                for proposal_id in warm:
+                    for _ in range(1 + REPEATS):
+                        await _approve(app, loaded["token"], proposal_id)
+                counted.statements = counted.commands = 0
+                results: dict[str, int] = {}
+                started = time.process_time()
+                for proposal_id in ids:
+                    for _ in range(1 + REPEATS):
+                        result = await _approve(app, loaded["token"], proposal_id)
+                        results[result] = results.get(result, 0) + 1
+                return results, time.process_time() - started
+
+            results, cpu = asyncio.run(race())
+        finally:
+            cs.close()
+    finally:
+        with psycopg.connect(SERVER + "postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    requests = len(ids) * (1 + REPEATS)
+    print(
+        f"{requests} approve requests {results}: CPU {cpu * 1000 / requests:.3f} ms per "
+        f"request; round trips per request: {counted.statements / requests:.2f} statements, "
+        f"{counted.commands / requests:.2f} BEGIN or COMMIT"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--prepare", type=int, metavar="N", help="load N proposals first")
+    parser.add_argument("--proposals", type=int, default=60, help="how many to approve")
+    args = parser.parse_args()
+    if args.prepare:
+        prepare(args.prepare)
+    else:
+        run(args.proposals)
+
+
+if __name__ == "__main__":
+    main()
