@@ -159,9 +159,11 @@ class ProjectionDecoder:
         stored = entry.state
         # orjson reads integers past 64 bits as floats (json does not); an escape could hide
         # a "_type_" key from the count below. Either way: the long path.
-        # (One-byte searches are several times faster than two-byte ones: backslash first.)
-        if _NINETEEN_DIGITS in stored.translate(_DIGITS_ONLY) or (
-            b"\\" in stored and b"\\u" in stored
+        # (One-byte searches are several times faster than two-byte ones: backslash first.
+        # ``find``, not ``in``: bytes' ``in`` first tries its operand as an integer, and
+        # raises and clears a formatted TypeError each time, 1,800 instructions.)
+        if stored.translate(_DIGITS_ONLY).find(_NINETEEN_DIGITS) != -1 or (
+            stored.find(b"\\") != -1 and stored.find(b"\\u") != -1
         ):
             raise _UseMapper
         state = orjson.loads(stored)
