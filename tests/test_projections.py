@@ -701,3 +701,75 @@ def test_a_rebuild_leaves_every_declared_index_in_place(cs, seeded, together):
             rows = cursor.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
     assert declared
     assert declared <= {name for (name,) in rows}
+
+
+def test_values_shared_by_rows_of_one_batch_are_stored_as_each_alone_would_be(cs):
+    """A batch's time and JSON texts are made once per object, for every table of the batch
+    (``codecs._texts``): a time or a preview shared by several rows and tables, an empty list,
+    and equal values that are different objects are stored exactly as each alone would be
+    (SQLite: the standard library's sorted JSON and ISO text of the UTC time)."""
+    import json
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from countersign.infrastructure.projection_engine.rows import commit_batch
+
+    columns = (Column("k"), Column("t", "time"), Column("j", "json"), Column("e", "json"))
+    first, second = Table("shared_a", columns, key=("k",)), Table("shared_b", columns, key=("k",))
+    dialect = "postgres" if cs.sql.is_postgres else "sqlite"
+    at = datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC)
+    elsewhere = at.astimezone(timezone(timedelta(hours=-5)))  # the same instant
+    preview = {"z": 1, "a": ["é", {"y": None, "b": 2.5}]}
+    rows_a = [
+        ("a1", at, preview, []),
+        ("a2", elsewhere, dict(preview), [1]),
+        ("a3", None, None, []),
+    ]
+    rows_b = [("b1", at, preview, []), ("b2", at, {"other": True}, None)]
+    other = SqlDatabase(cs.database)
+    try:
+        with other.transaction() as cursor:
+            for table in (first, second):
+                for statement in create_statements(table, dialect):
+                    cursor.execute(statement)
+                cursor.execute(
+                    "INSERT INTO projection_tracking (projection, position) VALUES (?, 0)"
+                    " ON CONFLICT (projection) DO NOTHING",
+                    (table.name,),
+                )
+        with other.transaction() as cursor:
+            commit_batch(
+                cursor,
+                [
+                    (name, SqlRows.of_packed(cursor, [table], dialect, {table.name: (puts, [])}))
+                    for name, table, puts in (
+                        ("shared_a", first, rows_a),
+                        ("shared_b", second, rows_b),
+                    )
+                ],
+                0,
+                7,
+                postgres=cs.sql.is_postgres,
+            )
+        with other.transaction() as cursor:
+            for table, puts in ((first, rows_a), (second, rows_b)):
+                reader = SqlRows(cursor, [table], dialect)
+                for k, t, j, e in puts:
+                    expected = {"k": k, "t": t and t.astimezone(UTC), "j": j, "e": e}
+                    assert dict(reader.get(table.name, (k,)) or {}) == expected
+                if dialect == "sqlite":
+                    stored = cursor.execute(f"SELECT k, t, j, e FROM {table.name} ORDER BY k")
+                    assert stored.fetchall() == [
+                        (
+                            k,
+                            None if t is None else t.astimezone(UTC).isoformat(),
+                            None if j is None else json.dumps(j, sort_keys=True),
+                            None if e is None else json.dumps(e, sort_keys=True),
+                        )
+                        for k, t, j, e in puts
+                    ]
+            cursor.execute(
+                "DELETE FROM projection_tracking WHERE projection IN (?, ?)",
+                ("shared_a", "shared_b"),
+            )
+    finally:
+        other.close()

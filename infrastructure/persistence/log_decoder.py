@@ -28,6 +28,7 @@ from countersign.infrastructure.persistence.stored_events import (
     is_domain_class,
     topic_allowed,
 )
+from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
 from eventsourcing.persistence import (
     DatetimeAsISO,
     JSONTranscoder,
@@ -46,6 +47,10 @@ _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _NINETEEN_DIGITS = b"0" * 19
 #: How many aggregates' ids ``ProjectionDecoder`` remembers (a batch holds at most 1,000).
 _IDS_MAX = 2048
+#: The transcoders that read exactly as the library's ``JSONTranscoder`` (the application's
+#: ``FastJSONTranscoder`` writes with orjson and reads with the library's own ``decode``):
+#: their events are decoded here; any other transcoder's by the mapper.
+_READS_AS_LIBRARY = frozenset({JSONTranscoder, FastJSONTranscoder})
 
 
 def _uuid_of(value: Any) -> UUID:
@@ -117,7 +122,7 @@ class ProjectionDecoder:
         self.mapper = mapper
         transcoder = mapper.transcoder
         fast = (
-            type(transcoder) is JSONTranscoder
+            type(transcoder) in _READS_AS_LIBRARY
             and mapper.cipher is None
             and mapper.compressor is None
         )
@@ -154,9 +159,11 @@ class ProjectionDecoder:
         stored = entry.state
         # orjson reads integers past 64 bits as floats (json does not); an escape could hide
         # a "_type_" key from the count below. Either way: the long path.
-        # (One-byte searches are several times faster than two-byte ones: backslash first.)
-        if _NINETEEN_DIGITS in stored.translate(_DIGITS_ONLY) or (
-            b"\\" in stored and b"\\u" in stored
+        # (One-byte searches are several times faster than two-byte ones: backslash first.
+        # ``find``, not ``in``: bytes' ``in`` first tries its operand as an integer, and
+        # raises and clears a formatted TypeError each time, 1,800 instructions.)
+        if stored.translate(_DIGITS_ONLY).find(_NINETEEN_DIGITS) != -1 or (
+            stored.find(b"\\") != -1 and stored.find(b"\\u") != -1
         ):
             raise _UseMapper
         state = orjson.loads(stored)

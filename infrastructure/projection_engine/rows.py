@@ -166,12 +166,18 @@ class SqlRows:
         rows._packed = packed
         return rows
 
-    def flush(self, cursor: Cursor | None = None) -> int:
+    def flush(
+        self, cursor: Cursor | None = None, made: dict[int, tuple[Any, str]] | None = None
+    ) -> int:
         """Write every changed row through ``cursor`` (by default the reading one); returns
-        how many rows were written or deleted. Once per batch: the rows stay ``written``."""
+        how many rows were written or deleted. Once per batch: the rows stay ``written``.
+        ``made``: the texts of the batch's values made so far, shared by the projections
+        written in one batch (``codecs._texts``)."""
         cursor = cursor or self.cursor
         written = 0
         packed = self.packed() if self._packed is None else self._packed
+        if made is None:
+            made = {}
         for name, (puts, deleted) in packed.items():
             codec = self.codecs[name]
             if deleted:
@@ -190,7 +196,7 @@ class SqlRows:
                 elif codec.postgres:
                     cursor.execute_native(codec.upsert, codec.rows_to_db(puts))
                 else:
-                    self._upsert_sqlite(cursor, codec, codec.rows_to_db(puts))
+                    self._upsert_sqlite(cursor, codec, codec.rows_to_db(puts, made))
             written += len(puts) + len(deleted)
         return written
 
@@ -243,10 +249,17 @@ def save_position(cursor: Cursor, name: str, last: int) -> None:
     )
 
 
-def flush(name: str, rows: SqlRows, last: int, cursor: Cursor | None = None) -> None:
-    """Write a batch's rows; a row an append-only table already holds stops the projection."""
+def flush(
+    name: str,
+    rows: SqlRows,
+    last: int,
+    cursor: Cursor | None = None,
+    made: dict[int, tuple[Any, str]] | None = None,
+) -> None:
+    """Write a batch's rows; a row an append-only table already holds stops the projection.
+    ``made``: see ``SqlRows.flush``."""
     try:
-        rows.flush(cursor)
+        rows.flush(cursor, made)
     except Exception as error:
         if not isinstance(error, integrity_errors()):
             raise
@@ -267,7 +280,8 @@ def commit_batch(
 ) -> None:
     """Inside one transaction: for each projection, check it still stands at ``position``,
     write its rows and move it to ``last``."""
+    made: dict[int, tuple[Any, str]] = {}  # the texts of the batch's values, for them all
     for name, rows in batches:
         lock_position(cursor, name, position, postgres=postgres)
-        flush(name, rows, last, cursor)
+        flush(name, rows, last, cursor, made)
         save_position(cursor, name, last)

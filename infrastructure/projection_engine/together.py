@@ -115,8 +115,9 @@ def _rebuild_shared(
                     for runner in runners:
                         _lock_or_stop(runner, cursor, position)
                     rows = _prepare_together(runners, batch, cursor, None, known)
+                    made: dict[int, tuple[Any, str]] = {}  # texts of values (codecs._texts)
                     for runner, runner_rows in zip(runners, rows, strict=True):
-                        flush(runner.name, runner_rows, last, cursor)
+                        flush(runner.name, runner_rows, last, cursor, made)
                         save_position(cursor, runner.name, last)
             else:
                 with first.sql.reading() as reader:
