@@ -446,7 +446,7 @@ class Probe:
         insert_events = recorder.insert_events
         sql = self.cs.sql
         transaction = sql.transaction
-        autocommitted = sql.autocommitted
+        statements = sql.statements
         probe = self
 
         def timed_select(originator_id: Any, **kwargs: Any) -> Any:
@@ -489,11 +489,11 @@ class Probe:
             # The sandbox's transactions, and its statements that are one (a PostgreSQL
             # refund is one call of its server-side function).
             sql.transaction = timed(transaction)  # type: ignore[method-assign]
-            sql.autocommitted = timed(autocommitted)  # type: ignore[method-assign]
+            sql.statements = timed(statements)  # type: ignore[method-assign]
             stack.callback(delattr, recorder, "select_events")
             stack.callback(delattr, recorder, "insert_events")
             stack.callback(delattr, sql, "transaction")
-            stack.callback(delattr, sql, "autocommitted")
+            stack.callback(delattr, sql, "statements")
             if self.cs.database.kind == "postgres":
                 stack.enter_context(self._psycopg_counted())
             yield self

@@ -228,7 +228,7 @@ class SandboxPaymentProvider(SandboxProvider[ProviderRefund]):
     ) -> tuple[ProviderRefund | None, bool]:
         """``_refund_once`` as one call of the ``sandbox_refund`` function: one round trip, its
         own transaction."""
-        with self.db.autocommitted() as cursor:
+        with self.db.statements() as cursor:
             row = cursor.execute(
                 "SELECT * FROM sandbox_refund(?, ?, ?, ?, ?, ?)",
                 (

@@ -115,31 +115,21 @@ class SqlDatabase:
     def reading(self) -> Iterator[Cursor]:
         """Reads of committed data on a connection of their own, each statement on its own
         (autocommit): they never wait for, nor hold up, this object's write transaction."""
-        with self.statements() as cursor:
+        with self._autocommit() as cursor:
             yield cursor
 
     @contextmanager
     def statements(self) -> Iterator[Cursor]:
         """Statements each committed on its own (autocommit), on the connection ``reading``
-        uses: one round trip for a lone INSERT, where ``transaction`` takes three (BEGIN,
-        the statement, COMMIT) and waits for this object's write transaction. Only for a
-        write that is whole in one statement."""
-        with self._read_lock:
-            if self._reader is None:
-                self._reader = self._connect(autocommit=True)
-            try:
-                yield Cursor(self._reader.cursor(), self.is_postgres)
-            except Exception:  # the connection may be broken: the next read opens another
-                reader, self._reader = self._reader, None
-                with contextlib.suppress(Exception):
-                    reader.close()
-                raise
+        uses: one round trip for a write that is whole in one statement (a lone INSERT, a
+        call of a server-side function that does all its work itself), where ``transaction``
+        takes three (BEGIN, the statement, COMMIT) and waits for this object's write
+        transaction."""
+        with self._autocommit() as cursor:
+            yield cursor
 
     @contextmanager
-    def autocommitted(self) -> Iterator[Cursor]:
-        """Statements each committed on its own, on the reading connection (autocommit): one
-        round trip for a statement that does all its work itself, such as a call of a
-        server-side function (PostgreSQL). A database error leaves the connection usable."""
+    def _autocommit(self) -> Iterator[Cursor]:
         with self._read_lock:
             if self._reader is None:
                 self._reader = self._connect(autocommit=True)
