@@ -47,8 +47,9 @@ from tests.servers import serving
 LIMIT = 64 * 1024
 HUGE = 210 * 1024 * 1024
 CHUNK = b"x" * LIMIT  # one buffer, yielded again and again: nothing of HUGE is allocated
-SAFE_SECONDS = 2.0  # a safety bound, not a benchmark
-PROMPT_SECONDS = 1.0
+#: How long a request may take to be answered while the server is under attack: a stalled
+#: server fails it; a loaded machine does not (these tests bound work, not time).
+ANSWER_TIMEOUT = 10.0
 LEAKS = ("Traceback", "SELECT", "INSERT", ".py", "/work", "/tmp", "sqlite", "psycopg", "pydantic")
 
 
@@ -221,7 +222,6 @@ def test_a_declared_oversized_body_is_refused_before_a_byte_is_read(api):
         assert exchange.receive_calls == 0, "the body was read"
         assert exchange.headers["connection"] == "close"
         assert str(LIMIT) in document["detail"]
-        assert exchange.seconds < SAFE_SECONDS
     unchanged.check()
 
 
@@ -235,7 +235,6 @@ def test_a_lying_content_length_is_refused_once_the_bytes_read_pass_the_limit(ap
         check_problem(exchange.status, exchange.headers, exchange.body, 413, "payload-too-large")
         # Counted as it arrived: refused with the message that passed the limit.
         assert LIMIT < exchange.bytes_pulled <= LIMIT + len(chunk)
-        assert exchange.seconds < SAFE_SECONDS
     unchanged.check()
 
 
@@ -311,14 +310,11 @@ def test_a_request_of_many_unknown_keys_answers_twenty_problems_and_a_count(api)
     body = json.dumps(api.propose_body(many_keys(fits))).encode()
     assert len(body) < LIMIT
 
-    started = time.perf_counter()
     response = api.client.post("/api/v1/proposals", headers=headers, content=body)
-    seconds = time.perf_counter() - started
 
     document = check_problem(
         response.status_code, response.headers, response.content, 422, "invalid-request"
     )
-    assert seconds < SAFE_SECONDS
     problems = document["problems"]
     assert len(problems) == 20
     # The four missing fields first, then the unknown keys in the order they were sent.
@@ -343,9 +339,7 @@ def test_a_request_of_many_unknown_keys_answers_twenty_problems_and_a_count(api)
 
     # The red team's 10 MB of 700,000 keys: refused for its size, unread.
     flood = json.dumps(api.propose_body(many_keys(700_000))).encode()
-    started = time.perf_counter()
     response = api.client.post("/api/v1/proposals", headers=headers, content=flood)
-    assert time.perf_counter() - started < SAFE_SECONDS
     check_problem(
         response.status_code, response.headers, response.content, 413, "payload-too-large"
     )
@@ -370,14 +364,7 @@ def test_with_the_limit_raised_700000_unknown_keys_are_still_cheap_to_refuse(
     ).encode()
     assert len(flood) > 9_000_000
     request_model = REGISTRY[REFUND].Request
-    validate = request_model.model_validate
-    given: list[int] = []
-
-    def counted(obj: Any, *args: Any, **kwargs: Any) -> Any:
-        given.append(len(obj))
-        return validate(obj, *args, **kwargs)
-
-    monkeypatch.setattr(request_model, "model_validate", counted)
+    given = validator_inputs(request_model, monkeypatch)
     with TestClient(create_app(cs, max_body=len(flood)), raise_server_exceptions=False) as client:
         unchanged = Unchanged(cs)
         response = client.post(
@@ -398,6 +385,19 @@ def test_with_the_limit_raised_700000_unknown_keys_are_still_cheap_to_refuse(
         unchanged.check()
 
 
+def validator_inputs(request_model: Any, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each mapping the contract's strict schema is given, from now on."""
+    validate = request_model.model_validate
+    given: list[int] = []
+
+    def counted(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        given.append(len(obj))
+        return validate(obj, *args, **kwargs)
+
+    monkeypatch.setattr(request_model, "model_validate", counted)
+    return given
+
+
 # -- a real server under attack stays responsive --------------------------------------------
 
 
@@ -416,24 +416,33 @@ def server(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Server]:
         yield Server(running.base, token, running.thread, running.server)
 
 
+#: What a refused attack can get sent: the body limit, and the loopback sockets' buffers.
+UNREAD_BOUND = 32 * 1024 * 1024
+
 #: An attack whose connection the server closed before the client could read the refusal.
 DROPPED = 0
 
 
-def _attack(base: str, token: str | None) -> tuple[int, float, dict[str, Any]]:
-    """Stream 210 MB at propose (chunked: no Content-Length); the answer and its time.
+def _attack(base: str, token: str | None) -> tuple[int, int, dict[str, Any]]:
+    """Stream 210 MB at propose (chunked: no Content-Length); the answer and the bytes the
+    client got to send before it.
 
     The server answers at once and closes the connection while the client is still sending;
     the kernel may then reset it before the client has read the answer (TCP discards what
     arrives after an unread close). That is the same refusal, seen as a dropped connection."""
     headers = {**_auth(token), "Content-Type": "application/json"}
-    started = time.perf_counter()
+    sent = [0]
+
+    def counted() -> Iterator[bytes]:
+        for chunk in chunks():
+            yield chunk
+            sent[0] += len(chunk)
+
     try:
-        with httpx.Client(timeout=30) as client:
-            response = client.post(f"{base}/api/v1/proposals", content=chunks(), headers=headers)
+        with httpx.Client(timeout=ANSWER_TIMEOUT) as client:
+            response = client.post(f"{base}/api/v1/proposals", content=counted(), headers=headers)
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-        return DROPPED, time.perf_counter() - started, {}
-    seconds = time.perf_counter() - started
+        return DROPPED, sent[0], {}
     check_problem(
         response.status_code,
         response.headers,
@@ -441,13 +450,12 @@ def _attack(base: str, token: str | None) -> tuple[int, float, dict[str, Any]]:
         response.status_code,
         "payload-too-large" if response.status_code == 413 else "unauthenticated",
     )
-    return response.status_code, seconds, dict(response.headers)
+    return response.status_code, sent[0], dict(response.headers)
 
 
 def test_a_server_sent_210_mb_bodies_refuses_them_at_once_and_keeps_answering(server, cs):
     unchanged = Unchanged(cs)
-    inbox_seconds: list[float] = []
-    attacks: list[tuple[int, float, dict[str, Any]]] = []
+    attacks: list[tuple[int, int, dict[str, Any]]] = []
     stop = threading.Event()
 
     def keep_attacking(token: str | None) -> None:
@@ -456,14 +464,12 @@ def test_a_server_sent_210_mb_bodies_refuses_them_at_once_and_keeps_answering(se
 
     with (
         ThreadPoolExecutor(max_workers=2) as attackers,
-        httpx.Client(base_url=server.base, timeout=10) as client,
+        httpx.Client(base_url=server.base, timeout=ANSWER_TIMEOUT) as client,
     ):
         running = [attackers.submit(keep_attacking, t) for t in (server.token, None)]
         try:
             for _ in range(10):
-                started = time.perf_counter()
                 inbox = client.get("/api/v1/inbox", headers=_auth(server.token))
-                inbox_seconds.append(time.perf_counter() - started)
                 assert inbox.status_code == 200, inbox.text
                 assert inbox.headers["cache-control"] == "no-store"
                 time.sleep(0.05)
@@ -474,9 +480,10 @@ def test_a_server_sent_210_mb_bodies_refuses_them_at_once_and_keeps_answering(se
 
     statuses = {status for status, _, _ in attacks}
     assert {401, 413} <= statuses <= {401, 413, DROPPED}, statuses
-    assert all(seconds < SAFE_SECONDS for _, seconds, _ in attacks), attacks
+    # Refused at once: the client got to send no more than the limit and what the sockets'
+    # buffers held before the server stopped reading (of 210 MB each).
+    assert all(sent < UNREAD_BOUND for _, sent, _ in attacks), attacks
     answered = [headers for status, _, headers in attacks if status != DROPPED]
     assert all(headers["connection"] == "close" for headers in answered)
-    assert max(inbox_seconds) < PROMPT_SECONDS, inbox_seconds
     assert server.thread.is_alive()
     unchanged.check()

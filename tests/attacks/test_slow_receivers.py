@@ -71,6 +71,15 @@ class Trickler:
             self._open.pop(connection, None)
 
 
+def settled(cs: Countersign, club: str) -> list[str]:
+    """The results of the club's delivery attempts that have ended so far."""
+    return [
+        attempt["result"]
+        for delivery in Webhooks(cs).deliveries(None, club)
+        for attempt in delivery["attempt_log"]
+    ]
+
+
 def _club(path: str) -> str:
     return path.split("/")[2] if path.count("/") >= 3 else ""
 
@@ -175,7 +184,9 @@ def test_a_trickling_receiver_gets_one_deadline_for_the_whole_attempt(cs, seeded
         took = time.monotonic() - began
     assert trickler.requests == 1
     assert report.dead == 1
-    assert took < DEADLINE + 1.5, f"the attempt took {took:.1f} s"
+    # Ended by its 1 s deadline, not by the receiver's 8 s of trickling (the bound is loose
+    # on purpose: a loaded machine must not fail it, and the old sender took all 8 s).
+    assert took < TRICKLE_FOR / 2, f"the attempt took {took:.1f} s"
     [delivery] = Webhooks(cs).deliveries(None, "granite")
     assert delivery["attempt_log"][0]["result"] == "failed: could not connect"
 
@@ -203,11 +214,14 @@ def test_a_trickling_receiver_does_not_delay_another_clubs_delivery(
             propose_in(cs, seeded, "maple")
             assert healthy.arrived.wait(5), "maple's delivery never arrived"
             delay = time.monotonic() - made
+            granite_settled = settled(cs, "granite")
         finally:
             stop.set()
             running.join(10)
     assert not running.is_alive()
-    assert delay < 1.0, f"maple's delivery waited {delay:.2f} s for granite's receiver"
+    # Not a clock bound: granite's attempts end at their 3 s deadline, and maple's arrived
+    # before any of them had ended (waiting behind one would have taken that long).
+    assert granite_settled == [], f"maple's delivery waited {delay:.2f} s for {granite_settled}"
     assert len(healthy.received) == 1
 
 
@@ -226,8 +240,10 @@ def test_one_pass_does_not_leave_another_club_behind_a_busy_one(cs, seeded) -> N
         passing.start()
         assert healthy.arrived.wait(5), "maple's delivery never arrived"
         delay = time.monotonic() - began
+        granite_settled = settled(cs, "granite")
         passing.join(30)
-    assert delay < 1.0, f"maple's delivery waited {delay:.2f} s behind granite's"
+    # Not a clock bound: attempted before any of granite's attempts reached its 2 s deadline.
+    assert granite_settled == [], f"maple's delivery waited {delay:.2f} s behind {granite_settled}"
 
 
 def _due_to_the_trickler(
