@@ -362,7 +362,9 @@ def test_serve_with_two_workers_gathers_both_workers_metrics_and_stops_cleanly(
     """Eight clients approve at once, each request on a connection of its own (96 accepts),
     so both worker processes answer some; every scrape, whichever worker answers it, counts
     every approval (multiprocess mode). With eight kept-alive connections, a loaded machine
-    once let one worker accept all eight."""
+    once let one worker accept all eight. /readyz answers as soon as one worker has started,
+    and under CI's load the other was once still importing while all 96 approvals went by
+    (all to one worker): the approvals start once each worker has answered."""
     deployment = Deployment(
         database_url,
         tmp_path,
@@ -373,6 +375,7 @@ def test_serve_with_two_workers_gathers_both_workers_metrics_and_stops_cleanly(
         loaded = load(database_url, proposals=12, clients=8)
         server = deployment.services[0].process.pid
         workers = _children(server)
+        _until_each_answers(base, tmp_path / "serve.log", workers)
 
         def approve_all(token: str) -> None:
             with httpx.Client(
@@ -492,6 +495,21 @@ def _status_within(url: str, proposal_id: str, wanted: str, seconds: float) -> s
             time.sleep(0.2)
     finally:
         cs.close()
+
+
+def _until_each_answers(base: str, log: Path, workers: set[int]) -> None:
+    """Ask /readyz, each time on a new connection, until the access log shows every worker
+    answered (a worker that is still starting accepts nothing); fails after 60 s."""
+    deadline = time.monotonic() + 60
+    answered: set[int] = set()
+    while answered != workers:
+        assert time.monotonic() < deadline, f"only {answered} of {workers} answered in 60 s"
+        httpx.get(f"{base}/readyz", timeout=10)
+        lines = log.read_text().splitlines()
+        answered = {
+            json.loads(line)["process"] for line in lines if '"path": "/readyz"' in line
+        } & workers
+        time.sleep(0.05)
 
 
 def _children(pid: int) -> set[int]:
