@@ -9,7 +9,8 @@
         .venv/bin/python scripts/bench_api_requests.py --proposals 60
 
 ``--prepare N`` loads N card-refund proposals and an approver token into a template database
-(``countersign_bench_api_template``, as ``scripts/bench.py http`` loads them). A run copies
+(``countersign_bench_api_template``, or ``--template NAME`` for one of your own on a shared
+server, given to the runs too; as ``scripts/bench.py http`` loads them). A run copies
 it into a database of its own, wires countersign and the whole ASGI application
 (``server.compose``: the API, the pages, the operator's routes) in this process and sends
 approve requests straight to it, with no HTTP server and no other process: for each
@@ -44,19 +45,25 @@ import psycopg  # noqa: E402
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/"
 TEMPLATE = "countersign_bench_api_template"
-LOADED = Path(tempfile.gettempdir()) / "countersign-bench-api.json"
 REPEATS = 7  # bench.py http: eight clients approve each proposal
 
 
-def prepare(proposals: int) -> None:
-    from bench import prepare_postgres
+def _loaded(template: str) -> Path:
+    """Where ``--prepare`` leaves the template's proposal ids and token."""
+    return Path(tempfile.gettempdir()) / f"{template.replace('_', '-')}.json"
+
+
+def prepare(proposals: int, template: str) -> None:
+    from bench import BENCH_DATABASE_PREFIX, prepare_postgres
 
     from tests.http_load import load
 
-    prepare_postgres(SERVER + TEMPLATE)
-    loaded = load(SERVER + TEMPLATE, proposals, 1)
-    LOADED.write_text(json.dumps({"ids": loaded.ids, "token": loaded.tokens[0]}))
-    print(f"{proposals} proposals in {TEMPLATE}")
+    if not template.startswith(BENCH_DATABASE_PREFIX):
+        raise SystemExit(f"--template must start with {BENCH_DATABASE_PREFIX} (it is dropped)")
+    prepare_postgres(SERVER + template)
+    loaded = load(SERVER + template, proposals, 1)
+    _loaded(template).write_text(json.dumps({"ids": loaded.ids, "token": loaded.tokens[0]}))
+    print(f"{proposals} proposals in {template}")
 
 
 class Counted:
@@ -124,19 +131,19 @@ async def _approve(app: Any, token: str, proposal_id: str) -> str:
     return str(json.loads(body)["result"])
 
 
-def run(proposals: int) -> None:
+def run(proposals: int, template: str) -> None:
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.observability.logs import configure_logging
     from countersign.infrastructure.server import compose
     from countersign.infrastructure.settings import Settings
 
-    loaded = json.loads(LOADED.read_text())
+    loaded = json.loads(_loaded(template).read_text())
     warm, ids = loaded["ids"][:5], loaded["ids"][5 : 5 + proposals]
     if len(ids) < proposals:
         raise SystemExit(f"only {len(ids)} proposals prepared: run --prepare with more")
     database = f"countersign_bench_api_{os.getpid()}"
     with psycopg.connect(SERVER + "postgres", autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {database} TEMPLATE {TEMPLATE}")
+        admin.execute(f"CREATE DATABASE {database} TEMPLATE {template}")
     try:
         configure_logging()
         cs = bootstrap(Settings(database_url=SERVER + database))
@@ -175,11 +182,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--prepare", type=int, metavar="N", help="load N proposals first")
     parser.add_argument("--proposals", type=int, default=60, help="how many to approve")
+    parser.add_argument("--template", default=TEMPLATE, help=f"the template (default {TEMPLATE})")
     args = parser.parse_args()
     if args.prepare:
-        prepare(args.prepare)
+        prepare(args.prepare, args.template)
     else:
-        run(args.proposals)
+        run(args.proposals, args.template)
 
 
 if __name__ == "__main__":

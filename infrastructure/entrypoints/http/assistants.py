@@ -9,7 +9,7 @@ from countersign.infrastructure.entrypoints.http.answers import (
     problem_responses,
     record,
 )
-from countersign.infrastructure.entrypoints.http.auth import Service, Wired
+from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.assistants import (
     KNOWN_SECTION,
     SECTION_PATTERN,
@@ -23,7 +23,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
-router = APIRouter(prefix=API_PREFIX)
+router = APIRouter(prefix=API_PREFIX, route_class=GatedRoute)
 
 
 @router.post(

@@ -16,7 +16,7 @@ from typing import Annotated
 from countersign.domain.club.organization import LastMemberManagerError, UnknownPermissionError
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
-from countersign.infrastructure.entrypoints.http.auth import Service, Wired
+from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.members import (
     MembersOut,
     PermissionsIn,
@@ -26,7 +26,7 @@ from countersign.infrastructure.entrypoints.http.problems import API_PREFIX, Pro
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-router = APIRouter(prefix=API_PREFIX)
+router = APIRouter(prefix=API_PREFIX, route_class=GatedRoute)
 
 Email = Annotated[str, Path(max_length=254, description="The member's email.")]
 

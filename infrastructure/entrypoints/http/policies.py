@@ -15,7 +15,7 @@ from typing import Annotated
 from countersign.application.errors import UnknownOperationError
 from countersign.domain.approval_policy import PolicyError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
-from countersign.infrastructure.entrypoints.http.auth import Service, Wired
+from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.policies import (
     PoliciesOut,
     PolicyIn,
@@ -25,7 +25,7 @@ from countersign.infrastructure.entrypoints.http.problems import API_PREFIX, Pro
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-router = APIRouter(prefix=API_PREFIX)
+router = APIRouter(prefix=API_PREFIX, route_class=GatedRoute)
 
 Operation = Annotated[
     str,

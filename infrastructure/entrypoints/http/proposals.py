@@ -13,7 +13,7 @@ from countersign.infrastructure.entrypoints.http.answers import (
     record,
     report_response,
 )
-from countersign.infrastructure.entrypoints.http.auth import Service, Wired
+from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.proposals import (
     ApprovalChallengeOut,
     ApprovalReportOut,
@@ -36,7 +36,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
-router = APIRouter(prefix=API_PREFIX)
+router = APIRouter(prefix=API_PREFIX, route_class=GatedRoute)
 
 ProposalId = Annotated[str, Path(max_length=64, description="The proposal's opaque id.")]
 

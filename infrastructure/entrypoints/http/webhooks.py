@@ -10,7 +10,7 @@ from typing import Annotated
 
 from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
-from countersign.infrastructure.entrypoints.http.auth import Service, Wired
+from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.webhooks import (
     DeliveriesOut,
     RedeliveredOut,
@@ -26,7 +26,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
-router = APIRouter(prefix=API_PREFIX, tags=["webhooks"])
+router = APIRouter(prefix=API_PREFIX, tags=["webhooks"], route_class=GatedRoute)
 
 EndpointId = Annotated[str, Path(max_length=64, description="The endpoint's id (we_...).")]
 DeliveryId = Annotated[str, Path(max_length=64, description="The delivery's id (dlv_...).")]
