@@ -34,7 +34,10 @@ from countersign.infrastructure.entrypoints.http import (
 )
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute
 from countersign.infrastructure.entrypoints.http.gate import ApiGate
-from countersign.infrastructure.entrypoints.http.problems import is_api_path
+from countersign.infrastructure.entrypoints.http.problems import (
+    install_problem_handlers,
+    is_api_path,
+)
 from countersign.infrastructure.identity.tokens import (
     issue_token,
     revoke_token,
@@ -358,3 +361,53 @@ def test_every_api_route_is_gated_and_a_route_that_is_not_turns_the_deferral_off
         token = issue_token(cs, "granite", "bot", ALL, issued_by=AVA, kind="approver").token
         assert client.get("/api/v1/plain", headers=_auth(token)).status_code == 200
         assert ran == ["plain"]
+
+
+# -- the gate's parameters --------------------------------------------------------------------
+
+
+def test_the_routes_give_the_gates_parameters_and_fastapi_resolves_no_dependency(cs):
+    """``Service`` and ``Wired`` are handed to the handlers by their GatedRoute: FastAPI has no
+    dependency of them to resolve per request, and the OpenAPI document still says every
+    operation needs the bearer token."""
+    app = create_app(cs)
+    gated = [
+        c.original_route
+        for c in iter_route_contexts(app.routes)
+        if isinstance(c.original_route, GatedRoute)
+    ]
+    assert len(gated) >= 15
+    assert all(route.dependant.dependencies == [] for route in gated)
+    document = app.openapi()
+    assert document["components"]["securitySchemes"] == {
+        "ApiToken": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": (
+                "An API token issued to an application service: 'Authorization: Bearer cst_...'."
+            ),
+        }
+    }
+    operations = [
+        operation
+        for path, methods in document["paths"].items()
+        if is_api_path(path)
+        for operation in methods.values()
+    ]
+    assert len(operations) == len(gated)
+    assert all(operation["security"] == [{"ApiToken": []}] for operation in operations)
+
+
+def test_without_the_gate_a_gated_route_checks_the_token_itself(cs, seeded):
+    """An app assembled without ApiGate: the route's hop checks the token before the handler."""
+    app = FastAPI()
+    app.state.countersign = cs
+    install_problem_handlers(app)
+    app.include_router(proposals.router)
+    token = issue_token(cs, "granite", "bot", ALL, issued_by=AVA, kind="approver").token
+    unknown = f"/api/v1/proposals/{uuid.uuid4()}"
+    with TestClient(app, raise_server_exceptions=False) as client:
+        refused = client.get(unknown, headers=_auth("not-a-token"))
+        assert refused.status_code == 401
+        assert refused.json()["type"] == "urn:countersign:problem:unauthenticated"
+        assert client.get(unknown, headers=_auth(token)).status_code == 404

@@ -12,6 +12,7 @@ from countersign.infrastructure.entrypoints.http import (
     proposals,
     webhooks,
 )
+from countersign.infrastructure.entrypoints.http.auth import security_scheme
 from countersign.infrastructure.entrypoints.http.gate import ApiGate
 from countersign.infrastructure.entrypoints.http.problems import (
     PROBLEM_MEDIA_TYPE,
@@ -72,6 +73,10 @@ def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
                 routes=app.routes,
             )
             _problems_as_problem_json(schema)
+            # The routes take the bearer token themselves (GatedRoute), not through FastAPI's
+            # dependency on HTTPBearer, whose scheme the document would otherwise list.
+            components = schema.setdefault("components", {})
+            components.setdefault("securitySchemes", {}).update(security_scheme())
             app.openapi_schema = schema
         return app.openapi_schema
 

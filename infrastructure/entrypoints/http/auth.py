@@ -1,21 +1,20 @@
 """Who is calling: a bearer API token stands for one application service of one organization.
 
-The token is checked by ``ApiGate`` (``gate.py``) before a byte of the request body is read;
-``principal`` hands the handlers what the gate found. The ``HTTPBearer`` dependency stays on
-every route so the OpenAPI document declares the scheme.
+The token is checked by ``ApiGate`` (``gate.py``) before a byte of the request body is read.
+A handler takes the service the token stands for as a ``Service`` parameter, and the wired
+countersign as ``Wired``; every API route is a ``GatedRoute``, which hands the handler both
+itself, in the handler's worker thread, so FastAPI resolves no dependency for them per
+request. The OpenAPI document still declares the bearer scheme (``security_scheme``) and
+that each such operation needs it.
 
 **One hop.** A request that has no body to read (a GET, an approve without one) has nothing to
 protect between the gate and the route: the gate leaves the token's check pending
-(``TokenCheck``) and the route's worker thread runs it first, then the handler, in the same
-hop (``GatedRoute``). Every API route is a ``GatedRoute``; one whose only blocking
-dependency is the token's check (``Service``) and whose handler is a plain ``def`` gets the
-check in its handler's hop, and any other one has ``principal`` check it in a hop of its own
-first. Whatever answers a request whose check is pending (an unknown path, a wrong method, a
-path parameter out of bounds, an error) waits for the check, and a refused token gets the
-gate's own 401 instead: the answers are those of a check made first (``gate.py``).
-
-The dependencies are ``async``: FastAPI runs a plain ``def`` dependency in the thread pool,
-one hop per dependency per request, and these only look up what the request already holds.
+(``TokenCheck``) and the route's worker thread makes it first, then runs the handler, in the
+same hop. Whatever else answers a request whose check is pending (an unknown path, a wrong
+method, a path parameter out of bounds, an error) waits for the check, and a refused token
+gets the gate's own 401 instead: the answers are those of a check made first (``gate.py``).
+A dependency of a handler's own that takes ``Service`` has ``principal`` make the check, in
+a hop of its own.
 """
 
 from __future__ import annotations
@@ -23,15 +22,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from contextvars import ContextVar
-from functools import wraps
-from typing import Annotated, Any, cast
+from functools import update_wrapper
+from typing import Annotated, Any, cast, get_type_hints
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.hops import in_thread
 from countersign.infrastructure.entrypoints.http.problems import ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
 from fastapi import Depends, Request
-from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
@@ -109,83 +107,141 @@ pending_check: ContextVar[TokenCheck | None] = ContextVar("countersign_token_che
 async def principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> ServicePrincipal | TokenCheck:
-    """The authenticated service (the gate checked the token before the body was read), or
-    the pending check itself for a route that makes it first in its own hop."""
+) -> ServicePrincipal:
+    """The authenticated service, for a dependency that takes ``Service`` (a ``GatedRoute``'s
+    handler is given it by the route, in its own hop): what the gate found, or its pending
+    check made now, in a hop of its own."""
+    found = getattr(request.state, "principal", None)
+    if isinstance(found, ServicePrincipal):
+        return found
+    return await in_thread(_service, request)
+
+
+def _service(request: Request) -> ServicePrincipal:
+    """The authenticated service, blocking: what the gate found, its pending check made (its
+    refusal raised), or, not behind the gate (an app assembled without it), the token checked
+    here."""
     found = getattr(request.state, "principal", None)
     if isinstance(found, ServicePrincipal):
         return found
     if isinstance(found, TokenCheck):
-        if not found.done and getattr(request.scope.get("route"), "checks_token_in_its_hop", False):
-            return found  # GatedRoute's hop checks it, then runs the handler
-        return found.principal() if found.done else await in_thread(found.principal)
-    # Not behind the gate (an app assembled without it): check the token here (it blocks).
-    checked = await in_thread(identify, countersign(request), request.headers.get("authorization"))
+        return found.principal()
+    checked = identify(countersign(request), request.headers.get("authorization"))
     request.state.principal = checked
     return checked
-
-
-class GatedRoute(APIRoute):
-    """An API route whose handler makes a pending token check first, in the same hop.
-
-    Every route under ``/api/v1`` is one (``ApiGate`` leaves no check pending otherwise). A
-    plain ``def`` handler runs in one of the API's threads (``hops.py``), after the check;
-    ``checks_token_in_its_hop`` says whether ``principal`` may leave the check to that hop:
-    when it is the handler itself that takes the service, not a dependency of its own, which
-    would otherwise be given the pending check. An ``async def`` handler has the check made
-    in a hop of its own before it runs.
-    """
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        blocking = not inspect.iscoroutinefunction(endpoint)
-        super().__init__(path, _checked_first(endpoint, blocking=blocking), **kwargs)
-        self.checks_token_in_its_hop = blocking and not any(
-            _takes_principal(sub)
-            for sub in self.dependant.dependencies
-            if sub.call is not principal
-        )
-
-
-def _takes_principal(dependant: Dependant) -> bool:
-    return any(sub.call is principal or _takes_principal(sub) for sub in dependant.dependencies)
-
-
-def _checked_first(endpoint: Callable[..., Any], *, blocking: bool) -> Callable[..., Any]:
-    """``endpoint`` behind the request's pending token check (see ``GatedRoute``)."""
-    if blocking:
-
-        @wraps(endpoint)
-        async def in_one_hop(**values: Any) -> Any:
-            return await in_thread(_check_then_run, endpoint, pending_check.get(), values)
-
-        return in_one_hop
-
-    @wraps(endpoint)
-    async def after_the_check(**values: Any) -> Any:
-        check = pending_check.get()
-        if check is not None and not check.done:
-            await in_thread(check.settle)
-        return await endpoint(**_with_principal(check, values))
-
-    return after_the_check
-
-
-def _check_then_run(
-    endpoint: Callable[..., Any], check: TokenCheck | None, values: dict[str, Any]
-) -> Any:
-    """In the route's thread: the token's check (raising its 401), then the handler."""
-    return endpoint(**_with_principal(check, values))
-
-
-def _with_principal(check: TokenCheck | None, values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with the pending check (if any) made, and given as the service it found."""
-    if check is None:
-        return values
-    found = check.principal()
-    return {name: found if value is check else value for name, value in values.items()}
 
 
 #: The authenticated service a route acts for; what it may do is the application's to decide
 #: (``ServicePrincipal.caller`` carries the token's scopes there).
 Service = Annotated[ServicePrincipal, Depends(principal)]
 Wired = Annotated[Countersign, Depends(wired)]
+#: What a GatedRoute's OpenAPI operation says of a handler that takes ``Service``.
+SECURITY: list[dict[str, list[str]]] = [{_bearer.scheme_name: []}]
+
+
+def security_scheme() -> dict[str, Any]:
+    """The bearer scheme as the OpenAPI document's ``components.securitySchemes`` has it."""
+    return {
+        _bearer.scheme_name: _bearer.model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    }
+
+
+class GatedRoute(APIRoute):
+    """An API route whose handler runs in one hop to the API's threads, after the request's
+    token check, and is given the gate's ``Service`` and ``Wired`` by the route itself.
+
+    Every route under ``/api/v1`` is one (``ApiGate`` leaves no check pending otherwise). For
+    a handler parameter annotated ``Service`` or ``Wired`` FastAPI resolves nothing: the
+    route hands the handler the service the gate found (or makes the gate's pending check,
+    raising its 401, in the handler's thread just before it) and the wired countersign, so
+    a request pays for none of FastAPI's dependency resolution of its own (the handler's
+    other parameters, its body and path and query, are FastAPI's, as before). The OpenAPI
+    document still says such an operation needs the bearer token (``openapi_extra``). A
+    dependency of the handler's own that takes ``Service`` gets it from ``principal``.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        gated, takes_service = _gated(endpoint)
+        if takes_service:
+            kwargs["openapi_extra"] = {"security": SECURITY, **(kwargs.get("openapi_extra") or {})}
+        super().__init__(path, gated, **kwargs)
+
+
+_SERVICE, _WIRED = "service", "wired"
+
+
+def _role(hint: Any) -> str | None:
+    """Whether a parameter's annotation is ``Service`` or ``Wired`` (or neither)."""
+    for extra in getattr(hint, "__metadata__", ()):
+        dependency = getattr(extra, "dependency", None)
+        if dependency is principal:
+            return _SERVICE
+        if dependency is wired:
+            return _WIRED
+    return None
+
+
+def _gated(endpoint: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+    """``endpoint`` as ``GatedRoute`` runs it, and whether it takes the service."""
+    hints = get_type_hints(endpoint, include_extras=True)
+    signature = inspect.signature(endpoint)
+    roles = {
+        name: role for name in signature.parameters if (role := _role(hints.get(name))) is not None
+    }
+    # What FastAPI resolves: the other parameters (as keywords: FastAPI passes them so), and
+    # the request, which the route needs whether or not the handler takes it.
+    parameters = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
+        for p in signature.parameters.values()
+        if p.name not in roles
+    ]
+    asked = next((p.name for p in parameters if p.annotation is Request), None)
+    request_name = asked or "gated_request"
+    if asked is None:
+        parameters.insert(
+            0, inspect.Parameter(request_name, inspect.Parameter.KEYWORD_ONLY, annotation=Request)
+        )
+    blocking = not inspect.iscoroutinefunction(endpoint)
+
+    def given(values: dict[str, Any]) -> tuple[Request, dict[str, Any]]:
+        request = values[request_name] if asked else values.pop(request_name)
+        return request, values
+
+    if blocking:
+
+        async def gated(**values: Any) -> Any:
+            request, arguments = given(values)
+            return await in_thread(_check_then_run, endpoint, request, roles, arguments)
+
+    else:
+
+        async def gated(**values: Any) -> Any:
+            request, arguments = given(values)
+            if roles or pending_check.get() is not None:
+                await in_thread(_fill, request, roles, arguments)
+            return await endpoint(**arguments)
+
+    update_wrapper(gated, endpoint)
+    gated.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=parameters, return_annotation=hints.get("return", signature.return_annotation)
+    )
+    return gated, _SERVICE in roles.values()
+
+
+def _fill(request: Request, roles: dict[str, str], arguments: dict[str, Any]) -> None:
+    """In the route's thread: the request's pending token check made (its 401 raised), and
+    the handler's ``Service`` and ``Wired`` arguments filled in."""
+    found = _service(request) if _SERVICE in roles.values() or pending_check.get() else None
+    for name, role in roles.items():
+        arguments[name] = found if role == _SERVICE else countersign(request)
+
+
+def _check_then_run(
+    endpoint: Callable[..., Any],
+    request: Request,
+    roles: dict[str, str],
+    arguments: dict[str, Any],
+) -> Any:
+    """In the route's thread: the token's check (raising its 401), then the handler."""
+    _fill(request, roles, arguments)
+    return endpoint(**arguments)
