@@ -15,9 +15,13 @@ entry, which nothing else in the cycle calls). So the count holds the cycles alo
 no imports, no seeding, no warm-up. The process's other threads (PostgreSQL's connection pool
 workers) are idle meanwhile. It prints one JSON line: instructions per cycle and the total.
 
-On a shared machine wall-clock time drifts with the load; this count barely does (a few
-hundredths of a percent from run to run), so a change is measured by running this before and
-after it. ``--inner`` is the process valgrind runs; not for use by hand.
+On a shared machine wall-clock time drifts with the load; this count does not, so a change is
+measured by running this before and after it. PostgreSQL's count repeats to within 0.1% from
+run to run of the same code; SQLite's varies by about 0.7% (most likely because SQLite's own
+work in a commit depends on the B-tree pages the random ids land on, and on when the log is
+checkpointed): run it twice or more on each side there, and count only a difference beyond
+that spread.
+``--inner`` is the process valgrind runs; not for use by hand.
 """
 
 from __future__ import annotations
