@@ -149,3 +149,45 @@ def test_a_commit_relying_on_an_absence_is_refused_once_the_aggregate_exists(
     recorder.insert_events([_event(ghost, 1, b"{}")])
     with pytest.raises(ReadSetChangedError):
         recorder.insert_events([_event(uuid4(), 1, b"{}")], expected_versions={ghost: None})
+
+
+def test_the_sqlite_pools_queue_lock_waits_and_times_out_as_the_semaphore_did(tmp_path):
+    import threading
+
+    from countersign.infrastructure.persistence.recorders import (
+        CountersignSQLiteFactory,
+        _QueueLock,
+    )
+    from eventsourcing.persistence import ConnectionUnavailableError
+    from eventsourcing.utils import Environment
+
+    queue = _QueueLock()
+    assert queue.acquire(timeout=None)
+    assert not queue.acquire(timeout=0.01)  # taken: a timed wait gives up
+    threading.Thread(target=queue.release).start()  # another thread may give it back
+    assert queue.acquire(timeout=5)
+    queue.release()
+
+    env = Environment("t", {"SQLITE_DBNAME": str(tmp_path / "p.db")})
+    datastore = CountersignSQLiteFactory(env).datastore
+    pool = datastore.pool
+    assert type(pool._get_semaphore) is _QueueLock
+    writer = pool.get_connection(is_writer=True)
+    with pytest.raises(ConnectionUnavailableError):  # one writer at a time, as before
+        pool.get_connection(timeout=0.05, is_writer=True)
+    pool.put_connection(writer)
+    threads_done = []
+
+    def take_and_give_back() -> None:
+        for _ in range(50):
+            connection = pool.get_connection(is_writer=True)
+            pool.put_connection(connection)
+        threads_done.append(True)
+
+    threads = [threading.Thread(target=take_and_give_back) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(threads_done) == 4
+    datastore.close()

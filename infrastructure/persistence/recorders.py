@@ -28,6 +28,7 @@ which decode the events themselves (``infrastructure/persistence/log_decoder.py`
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -116,15 +117,17 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
         expected = expected_versions(kwargs)
-        connection: SQLiteConnection
-        with (
-            self.datastore.get_connection(commit=True) as connection,
-            _ImmediateTransaction(connection, commit=True) as cursor,
-            cursor,
-        ):
-            if expected:
-                self._check_read_set(cursor, expected)
-            return self._insert_events(cursor, stored_events, **kwargs)
+        # The datastore's get_connection(commit=True), without its generator-based context
+        # manager: the pool's writer connection, given back whatever happens.
+        pool = self.datastore.pool
+        connection: SQLiteConnection = pool.get_connection(is_writer=True)
+        try:
+            with _ImmediateTransaction(connection, commit=True) as cursor, cursor:
+                if expected:
+                    self._check_read_set(cursor, expected)
+                return self._insert_events(cursor, stored_events, **kwargs)
+        finally:
+            pool.put_connection(connection)
 
     def select_log(self, after: int, limit: int) -> list[LogEntry]:
         """Up to ``limit`` log entries after notification id ``after``, in order."""
@@ -185,6 +188,24 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         return notification_ids
 
 
+class _QueueLock:
+    """The pool's queue of threads waiting for a connection: the library's is a
+    ``threading.Semaphore()`` of one, written in Python (a condition, a lock, a loop and
+    the clock at every take); a lock of the interpreter's own is the same queue in C. Either
+    may be released by a thread other than the one that took it."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        return self._lock.acquire(blocking, -1 if timeout is None else timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+
 class _StatementCachingPool(SQLiteConnectionPool):
     """The library's SQLite connection pool, with a statement cache on each connection.
 
@@ -192,8 +213,14 @@ class _StatementCachingPool(SQLiteConnectionPool):
     sqlite3 module reads as a cache of ONE prepared statement: every commit's BEGIN, checks
     and INSERT were compiled again each time (a read-set check cost 13 us in a commit
     against 3 us with a cache). This is its ``_create_connection`` with the module's
-    default cache of 128 statements; nothing else differs.
+    default cache of 128 statements; and the queue of threads waiting for a connection is a
+    lock in C (``_QueueLock``) where the library's is a semaphore written in Python. Nothing
+    else differs.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._get_semaphore = _QueueLock()  # type: ignore[assignment]
 
     def _create_connection(self) -> SQLiteConnection:
         try:

@@ -124,6 +124,22 @@ for _packed in (_UUIDs, _BigInts, _Texts, _Byteas):
     psycopg.adapters.register_dumper(_packed, _packed_dumper(_packed))
 
 
+#: The attribute of a pooled psycopg connection holding its commit cursor.
+_COMMIT_CURSOR = "_countersign_commit_cursor"
+
+
+def _commit_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[tuple[Any, ...]]:
+    """The connection's own cursor for commits, kept open for the next commit on it (making
+    one per commit cost a cursor, its row maker and its close each time). The pool hands a
+    connection to one thread at a time, and a connection it replaces takes its cursor
+    with it."""
+    cursor: psycopg.Cursor[tuple[Any, ...]] | None = conn.__dict__.get(_COMMIT_CURSOR)
+    if cursor is None or cursor.closed:
+        cursor = conn.cursor(row_factory=tuple_row)
+        conn.__dict__[_COMMIT_CURSOR] = cursor
+    return cursor
+
+
 class CountersignPostgresRecorder(PostgresApplicationRecorder):
     """The library's recorder, inserting through its own insert function."""
 
@@ -218,7 +234,8 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             _UUIDs.of(list(expected)),
             _BigInts.of(list(expected.values())),
         )
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+        with self.datastore.get_connection() as conn:
+            cursor = _commit_cursor(conn)
             try:
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:

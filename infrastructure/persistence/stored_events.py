@@ -85,7 +85,48 @@ class UnreadableEventError(Exception):
 
 
 class GuardedMapper(Mapper[UUID]):
-    """The library's mapper, failing closed on foreign topics and future class versions."""
+    """The library's mapper, failing closed on foreign topics and future class versions.
+
+    It writes events as the library's does, byte for byte, with less work per event: an
+    event class's topic and class version are looked up once (the library asks for the
+    class version with ``getattr`` and a default, and most classes have none: a formatted
+    AttributeError raised and cleared for every event), and the StoredEvent is made from
+    its fields' dict (the frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: event class -> (its topic, its class version if above 1, else 0)
+        self._classes: dict[type, tuple[str, int]] = {}
+
+    def _class_facts(self, cls: type) -> tuple[str, int]:
+        class_version = getattr(cls, "class_version", 1)
+        facts = (get_topic(cls), class_version if class_version > 1 else 0)
+        self._classes[cls] = facts
+        return facts
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        cls = type(domain_event)
+        facts = self._classes.get(cls)
+        topic, class_version = facts if facts is not None else self._class_facts(cls)
+        event_state = dict(vars(domain_event))
+        originator_id = event_state.pop("originator_id")
+        originator_version = event_state.pop("originator_version")
+        if class_version:
+            event_state["class_version"] = class_version
+        stored_state = self.transcoder.encode(event_state)
+        if self.compressor:
+            stored_state = self.compressor.compress(stored_state)
+        if self.cipher:
+            stored_state = self.cipher.encrypt(stored_state)
+        stored = _new_stored_event(StoredEvent)
+        stored.__dict__.update(
+            originator_id=originator_id,
+            originator_version=originator_version,
+            topic=topic,
+            state=stored_state,
+        )
+        return stored
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
         if not topic_allowed(stored_event.topic):
@@ -101,6 +142,8 @@ class GuardedMapper(Mapper[UUID]):
             )
         return event
 
+
+_new_stored_event = object.__new__
 
 _UNREADABLE = (
     UnreadableEventError,
