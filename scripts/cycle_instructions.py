@@ -9,7 +9,7 @@ the demo club on a fresh database (a SQLite file in a temporary folder; the Post
 database ``countersign_bench_cycles``, dropped and recreated, as ``bench.py`` does with its
 own), warms up with ``--warmup`` cycles, and then runs ``--cycles`` cycles of
 ``email_broadcast.apply_draft`` on granite's broadcast form (``bench.py``'s local case and
-``/work/shared/bench/ours_cycle.py``'s cycle) inside a ctypes callback: callgrind is told to
+the peer benchmark's cycle) inside a ctypes callback: callgrind is told to
 collect only while that callback runs (``--toggle-collect=closure_fcn``, ctypes' callback
 entry, which nothing else in the cycle calls). So the count holds the cycles alone: no start,
 no imports, no seeding, no warm-up. The process's other threads (PostgreSQL's connection pool
