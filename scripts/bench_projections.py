@@ -174,17 +174,24 @@ def peak_rss_mb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+def children_cpu():
+    # The writer processes this one started and reaped (a rebuild's writer ends with it).
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
 cs = bootstrap(database_url=sys.argv[1])
+cpu, writer_cpu = time.process_time(), children_cpu()
 began = time.perf_counter()
 events = rebuild_together(cs.projection_runners())
 together = time.perf_counter() - began
+cpu, writer_cpu = time.process_time() - cpu, children_cpu() - writer_cpu
 each = {}
 for runner in cs.projection_runners():
     began = time.perf_counter()
     count = runner.rebuild()
     each[runner.name] = count / (time.perf_counter() - began)
 print(json.dumps({"events": events, "seconds": together, "each": each,
-                  "max_rss_mb": peak_rss_mb()}))
+                  "cpu_s": cpu, "writer_cpu_s": writer_cpu, "max_rss_mb": peak_rss_mb()}))
 cs.close()
 """
 
@@ -312,6 +319,11 @@ def bench_backend(
             "rebuild_per_s": rebuilt["events"] / rebuilt["seconds"],
             "each_per_s": rebuilt["each"],
             "max_rss_mb": rebuilt["max_rss_mb"],
+            # CPU an event of the rebuild of all together: the rebuilding process, its
+            # writer process, and the wall-clock time the rebuilding process was not on a CPU.
+            "main_us": rebuilt["cpu_s"] / rebuilt["events"] * 1e6,
+            "writer_us": rebuilt["writer_cpu_s"] / rebuilt["events"] * 1e6,
+            "waiting_us": max(0.0, rebuilt["seconds"] - rebuilt["cpu_s"]) / rebuilt["events"] * 1e6,
         }
     row["sizes"] = sizes
     url = fresh_url(backend, folder, "countersign_bench_lag", pg_server)
@@ -374,6 +386,30 @@ def main() -> None:
                 f"{size['app_ceiling_per_s']:>10,.0f}{size['rebuild_per_s']:>10,.0f}"
                 f" {size['rebuild_per_s'] / ceiling:5.2f}{each}"
                 f"{size['max_rss_mb']:>12.1f}"
+            )
+    print()
+    print("CPU an event of the rebuild of all together (us): the rebuilding process (reads,")
+    print("decodes, runs the handlers, packs each batch), its writer process (writes and commits")
+    print("the rows), and the time the rebuilding process was off the CPU (waiting for the writer")
+    print("or the database, or for a core). 'main/writer': the CPU ratio of the two; above 1")
+    print("the rebuilding process bounds the rebuild, below 1 the writer does.")
+    header = (
+        f"{'backend':<9}{'size':<6}{'events':>9}{'main':>9}{'writer':>9}{'waiting':>9}"
+        f"{'main/writer':>13}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        for label, size in row["sizes"].items():
+            # A rebuild under ProjectionRunner.PARALLEL_FROM events writes in its own process.
+            ratio = (
+                f"{size['main_us'] / size['writer_us']:>13.2f}"
+                if size["writer_us"]
+                else f"{'no writer':>13}"
+            )
+            print(
+                f"{row['backend']:<9}{label:<6}{size['events']:>9,}{size['main_us']:>9.1f}"
+                f"{size['writer_us']:>9.1f}{size['waiting_us']:>9.1f}{ratio}"
             )
     print()
     print(
