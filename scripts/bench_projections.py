@@ -60,11 +60,10 @@ def fresh_url(backend: str, folder: Path, name: str, pg_server: str) -> str:
     return f"{pg_server}/{name}"
 
 
-def drop_databases(pg_server: str) -> None:
+def drop_databases(pg_server: str, prefix: str) -> None:
     """Leave the server as we found it: the benchmark's databases are scratch."""
     with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as conn:
-        for name in ("half", "full", "lag"):
-            prefix = "countersign_bench_proj_" if name != "lag" else "countersign_bench_"
+        for name in ("proj_half", "proj_full", "lag"):
             conn.execute(f"DROP DATABASE IF EXISTS {prefix}{name} WITH (FORCE)")
 
 
@@ -295,13 +294,19 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def bench_backend(
-    backend: str, events: int, folder: Path, pg_server: str, approvals: int, rate: float
+    backend: str,
+    events: int,
+    folder: Path,
+    pg_server: str,
+    approvals: int,
+    rate: float,
+    prefix: str = "countersign_bench_",
 ) -> dict[str, Any]:
     lifecycles = events // EVENTS_PER_LIFECYCLE
     row: dict[str, Any] = {"backend": backend}
     sizes = {}
     for label, count in (("half", lifecycles // 2), ("full", lifecycles)):
-        url = fresh_url(backend, folder, f"countersign_bench_proj_{label}", pg_server)
+        url = fresh_url(backend, folder, f"{prefix}proj_{label}", pg_server)
         cs = bootstrap(Settings(database_url=url))
         print(f"{backend}: filling {count * EVENTS_PER_LIFECYCLE:,} events ({label})", flush=True)
         fill(cs, count)
@@ -326,7 +331,7 @@ def bench_backend(
             "waiting_us": max(0.0, rebuilt["seconds"] - rebuilt["cpu_s"]) / rebuilt["events"] * 1e6,
         }
     row["sizes"] = sizes
-    url = fresh_url(backend, folder, "countersign_bench_lag", pg_server)
+    url = fresh_url(backend, folder, f"{prefix}lag", pg_server)
     cs = bootstrap(Settings(database_url=url))
     print(f"{backend}: live lag over {approvals} approvals at {rate}/s", flush=True)
     lags = live_lag(cs, url, approvals, rate)
@@ -343,12 +348,18 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=PG_SERVER, help="server URL, no database")
     parser.add_argument("--approvals", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0, help="approvals per second")
+    parser.add_argument(
+        "--database-prefix",
+        default="countersign_bench_",
+        help="PostgreSQL: the names of the scratch databases begin with this (two runs at once "
+        "on one server need different ones)",
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
         for backend in args.backends.split(","):
             if backend.strip() == "postgres":
-                atexit.register(drop_databases, args.postgres_url)
+                atexit.register(drop_databases, args.postgres_url, args.database_prefix)
             rows.append(
                 bench_backend(
                     backend.strip(),
@@ -357,6 +368,7 @@ def main() -> None:
                     args.postgres_url,
                     args.approvals,
                     args.rate,
+                    args.database_prefix,
                 )
             )
     print()
