@@ -258,40 +258,14 @@ def test_a_stopped_projection_names_the_aggregate_as_users_know_its_id(cs, seede
     assert str(UUID(str(proposal_id))) in str(stopped.value)
 
 
-# -- Batch-wide work: roll-ups summed per batch, deletes of rows never written ------------------
-
-
-def test_a_rebuild_drops_the_deletes_of_rows_no_batch_wrote_in_tables_it_emptied():
-    """``KeyFilter(emptied=...)``: a table known empty is remembered from its first write, so
-    a delete of a row no batch wrote (a new proposal drops a revision context that was never
-    there) is not sent to the writer; one of a row an earlier batch wrote still is. A table not
-    known empty, and never looked up in, keeps every delete."""
-    from countersign.infrastructure.projection_engine.key_filter import KeyFilter
-
-    known = KeyFilter(["emptied"])
-    first: dict[str, dict[tuple[Any, ...], Any]] = {
-        "emptied": {("never",): None, ("kept",): {"k": "kept"}},
-        "other": {("c",): {"k": "c"}, ("d",): None},
-    }
-    known.prune(first)
-    assert first == {
-        "emptied": {("kept",): {"k": "kept"}},
-        "other": {("c",): {"k": "c"}, ("d",): None},
-    }
-    second: dict[str, dict[tuple[Any, ...], Any]] = {
-        "emptied": {("kept",): None, ("never",): None},
-        "other": {("c",): None},
-    }
-    known.prune(second)
-    assert second == {"emptied": {("kept",): None}, "other": {("c",): None}}
-    assert not known.might_hold("emptied", ("never",))
+# -- Batch-wide work: roll-ups summed per batch ----------------------------------------------
 
 
 @pytest.mark.parametrize("parallel", [False, True], ids=["in_process", "writer_process"])
 def test_batch_wide_work_leaves_the_rows_of_one_event_per_batch(cs, seeded, parallel):
-    """``analytics`` sums a batch's roll-up moves and writes them at its end (``end_batch``),
-    and a rebuild drops deletes of rows it never wrote: rebuilt in batches of many events,
-    every projection's tables are those of one event per batch."""
+    """``analytics`` sums a batch's roll-up moves and writes them at its end (``end_batch``):
+    rebuilt in batches of many events, every projection's tables are those of one event per
+    batch."""
     _some_history(cs, seeded, proposals=6)
     form = seeded["broadcast_forms"]["granite"]
     for _ in range(3):  # declined ones move from pending to declined, with no execution

@@ -12,10 +12,7 @@ Bloom filter per table: "not written" is always right, "written" is sometimes wr
 row is looked for, as before). Memory does not grow with the log: 512 KB per table looked up
 in, under 1% false "written" at 200,000 keys (a million events). The same knowledge drops
 deletes of rows that were never written (``prune``), which a batch makes when a row it
-created is gone again by its end, or of a row that was never there (a new proposal drops its
-conversation's revision context, which only a revision ever writes): tables that can change
-are remembered from the first batch for this (``KeyFilter(emptied=...)``), so such a delete
-is not sent to the writer at all.
+created is gone again by its end.
 
 It is only right while nothing else writes the tables: a rebuild checks, in the transaction of
 every batch, that its projections' positions are where it left them, and stops otherwise, so a
@@ -24,7 +21,7 @@ batch prepared with a filter that another runner has made wrong is never committ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 _BITS = 22  # 2**22 bits, 512 KB, per table remembered
@@ -34,29 +31,23 @@ _MASK = (1 << _BITS) - 1
 class KeyFilter:
     """Per table, the keys of the rows written since the tables were emptied (approximately).
 
-    Only tables that handlers look rows up in, or delete rows from, are worth it (the others
-    are only written). ``emptied`` names the tables known to hold nothing as the filter starts
-    (a rebuild's, but for append-only ones, which are never looked up or deleted from): each is
-    remembered from its first write, and one with no write yet holds nothing. Any other table
-    is remembered from the first batch after a lookup in it, and one written before that is
-    never remembered (``might_hold`` always says True for it, and it is looked in as before):
-    a filter that missed a batch's keys would be wrong.
+    Only tables that handlers look rows up in are worth it (most tables are only written):
+    a table is remembered from the first batch after a lookup in it, and one written before
+    that is never remembered (``might_hold`` always says True for it, and it is looked in as
+    before): a filter that missed a batch's keys would be wrong.
     """
 
-    def __init__(self, emptied: Iterable[str] = ()) -> None:
+    def __init__(self) -> None:
         self._bits: dict[str, bytearray] = {}
-        self._looked_up: set[str] = set(emptied)
+        self._looked_up: set[str] = set()
         self._unknown: set[str] = set()
 
     def might_hold(self, table: str, key: tuple[Any, ...]) -> bool:
         """False: no row with this key was written (certain). True: one may have been."""
         bits = self._bits.get(table)
         if bits is None:
-            if table in self._unknown:
-                return True
-            # Remembered from its first write (looked up or emptied): none yet, so no row.
             self._looked_up.add(table)
-            return False
+            return table in self._unknown
         h = hash(key)
         first, second = h & _MASK, (h >> _BITS) & _MASK
         return bool(

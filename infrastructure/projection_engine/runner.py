@@ -346,11 +346,7 @@ class ProjectionRunner:
         runner has written since, so rows no batch of this one wrote are not looked for."""
         position = self.position()
         processed = 0
-        known = (
-            KeyFilter(t.name for t in self.projection.tables if not t.append_only)
-            if emptied and position == 0
-            else None
-        )
+        known = KeyFilter() if emptied and position == 0 else None
         try:
             overlay: Written | None = None
             while batch := self._select(position):

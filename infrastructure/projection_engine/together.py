@@ -107,12 +107,7 @@ def _rebuild_shared(
     first = runners[0]
     position = total = 0
     overlays: list[Written] | None = None
-    known = KeyFilter(
-        table.name
-        for runner in runners
-        for table in runner.projection.tables
-        if not table.append_only
-    )
+    known = KeyFilter()
     try:
         while batch := first._select(position):
             last = batch[-1].id
