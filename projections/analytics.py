@@ -27,7 +27,13 @@ DAILY = "daily_outcomes"
 
 
 class Analytics(Projection):
-    """Tables for analysts: facts per proposal, roll-ups per day, organization and outcome."""
+    """Tables for analysts: facts per proposal, roll-ups per day, organization and outcome.
+
+    A batch's moves in and out of the daily roll-ups are summed per roll-up row as its events
+    are handled and written once, at the batch's end (``end_batch``): a lifecycle moves its
+    proposal from roll-up to roll-up at every step, and most of those moves cancel out within
+    a batch (proposed, then executing, then succeeded, the same day). The rows written are
+    those the moves one by one would leave."""
 
     name = "analytics"
     # supersession, quorum approvals, revisions, policies; lapsed approvals; why superseded
@@ -100,6 +106,10 @@ class Analytics(Projection):
         ),
     )
 
+    #: The batch (its rows) whose roll-up moves are being summed, and per roll-up row the
+    #: proposals and cents moved in (negative: out) so far.
+    _moves: tuple[Rows, dict[tuple[str, ...], list[int]]] | None = None
+
     @handles("Organization.Registered")
     def registered(self, event: Any, position: int, rows: Rows) -> None:
         rows.put(
@@ -141,7 +151,7 @@ class Analytics(Projection):
             "superseded_reason": None,
         }
         rows.put(FACTS, fact)
-        _count(rows, fact, +1)
+        self._count(rows, fact, +1)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
@@ -255,8 +265,8 @@ class Analytics(Projection):
             seconds_to_decision=_seconds(fact["proposed_at"], at),
         )
 
-    @staticmethod
     def _settle(
+        self,
         event: Any,
         rows: Rows,
         *,
@@ -273,7 +283,7 @@ class Analytics(Projection):
             fact = rows.get(FACTS, key)
         if fact is None:
             return
-        _count(rows, fact, -1)
+        self._count(rows, fact, -1)
         changes: dict[str, Any] = {"status": status, "outcome": outcome}
         if executed:
             changes["executed_at"] = event_time(event)
@@ -281,7 +291,30 @@ class Analytics(Projection):
             changes["revision_reason"] = revision_reason
         settled = rows.update(FACTS, key, **changes)
         assert settled is not None  # it was just read
-        _count(rows, settled, +1)
+        self._count(rows, settled, +1)
+
+    def _count(self, rows: Rows, fact: Mapping[str, Any], delta: int) -> None:
+        """Move one proposal in or out of its day's roll-up for its current outcome: summed
+        for the batch of ``rows``, written by ``end_batch``."""
+        moves = self._moves
+        if moves is None or moves[0] is not rows:  # a new batch (or one that failed)
+            moves = self._moves = (rows, {})
+        key = (fact["proposed_day"], fact["organization_id"], fact["operation"], fact["outcome"])
+        amount = delta * (fact["amount_cents"] or 0)
+        summed = moves[1].get(key)
+        if summed is None:
+            moves[1][key] = [delta, amount]
+        else:
+            summed[0] += delta
+            summed[1] += amount
+
+    def end_batch(self, rows: Rows) -> None:
+        moves, self._moves = self._moves, None
+        if moves is None or moves[0] is not rows:
+            return
+        for key, (delta, amount) in moves[1].items():
+            if delta or amount:
+                _roll_up(rows, key, delta, amount)
 
 
 def _seconds(since: datetime, until: datetime) -> float:
@@ -296,11 +329,9 @@ def policy_applied(policy: Mapping[str, Any] | None) -> bool:
     return ApprovalPolicy(**policy["rule"]).applies_to(policy.get("amount_cents"))
 
 
-def _count(rows: Rows, fact: Mapping[str, Any], delta: int) -> None:
-    """Move one proposal in or out of its day's roll-up for its current outcome."""
-    key = (fact["proposed_day"], fact["organization_id"], fact["operation"], fact["outcome"])
+def _roll_up(rows: Rows, key: tuple[str, ...], delta: int, amount: int) -> None:
+    """Add ``delta`` proposals and ``amount`` cents to a roll-up row (an empty one goes)."""
     current = rows.get(DAILY, key)
-    amount = delta * (fact["amount_cents"] or 0)
     if current is None:
         proposals, amount_cents = delta, amount
     else:

@@ -119,6 +119,11 @@ class Projection(ABC):
         if handler is not None:
             handler(self, event, position, rows)
 
+    def end_batch(self, rows: Rows) -> None:  # noqa: B027 - optional, not abstract
+        """Called once after the last handler of a batch, with the batch's rows, before they
+        are written: a projection that gathers changes over a batch (``analytics``' roll-ups)
+        writes them here. By default there is nothing to do."""
+
     def handled_event_types(self) -> list[str]:
         return sorted(self._handlers)
 

@@ -60,11 +60,10 @@ def fresh_url(backend: str, folder: Path, name: str, pg_server: str) -> str:
     return f"{pg_server}/{name}"
 
 
-def drop_databases(pg_server: str) -> None:
+def drop_databases(pg_server: str, prefix: str) -> None:
     """Leave the server as we found it: the benchmark's databases are scratch."""
     with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as conn:
-        for name in ("half", "full", "lag"):
-            prefix = "countersign_bench_proj_" if name != "lag" else "countersign_bench_"
+        for name in ("proj_half", "proj_full", "lag"):
             conn.execute(f"DROP DATABASE IF EXISTS {prefix}{name} WITH (FORCE)")
 
 
@@ -174,17 +173,24 @@ def peak_rss_mb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+def children_cpu():
+    # The writer processes this one started and reaped (a rebuild's writer ends with it).
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
 cs = bootstrap(database_url=sys.argv[1])
+cpu, writer_cpu = time.process_time(), children_cpu()
 began = time.perf_counter()
 events = rebuild_together(cs.projection_runners())
 together = time.perf_counter() - began
+cpu, writer_cpu = time.process_time() - cpu, children_cpu() - writer_cpu
 each = {}
 for runner in cs.projection_runners():
     began = time.perf_counter()
     count = runner.rebuild()
     each[runner.name] = count / (time.perf_counter() - began)
 print(json.dumps({"events": events, "seconds": together, "each": each,
-                  "max_rss_mb": peak_rss_mb()}))
+                  "cpu_s": cpu, "writer_cpu_s": writer_cpu, "max_rss_mb": peak_rss_mb()}))
 cs.close()
 """
 
@@ -288,13 +294,19 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def bench_backend(
-    backend: str, events: int, folder: Path, pg_server: str, approvals: int, rate: float
+    backend: str,
+    events: int,
+    folder: Path,
+    pg_server: str,
+    approvals: int,
+    rate: float,
+    prefix: str = "countersign_bench_",
 ) -> dict[str, Any]:
     lifecycles = events // EVENTS_PER_LIFECYCLE
     row: dict[str, Any] = {"backend": backend}
     sizes = {}
     for label, count in (("half", lifecycles // 2), ("full", lifecycles)):
-        url = fresh_url(backend, folder, f"countersign_bench_proj_{label}", pg_server)
+        url = fresh_url(backend, folder, f"{prefix}proj_{label}", pg_server)
         cs = bootstrap(Settings(database_url=url))
         print(f"{backend}: filling {count * EVENTS_PER_LIFECYCLE:,} events ({label})", flush=True)
         fill(cs, count)
@@ -312,9 +324,14 @@ def bench_backend(
             "rebuild_per_s": rebuilt["events"] / rebuilt["seconds"],
             "each_per_s": rebuilt["each"],
             "max_rss_mb": rebuilt["max_rss_mb"],
+            # CPU an event of the rebuild of all together: the rebuilding process, its
+            # writer process, and the wall-clock time the rebuilding process was not on a CPU.
+            "main_us": rebuilt["cpu_s"] / rebuilt["events"] * 1e6,
+            "writer_us": rebuilt["writer_cpu_s"] / rebuilt["events"] * 1e6,
+            "waiting_us": max(0.0, rebuilt["seconds"] - rebuilt["cpu_s"]) / rebuilt["events"] * 1e6,
         }
     row["sizes"] = sizes
-    url = fresh_url(backend, folder, "countersign_bench_lag", pg_server)
+    url = fresh_url(backend, folder, f"{prefix}lag", pg_server)
     cs = bootstrap(Settings(database_url=url))
     print(f"{backend}: live lag over {approvals} approvals at {rate}/s", flush=True)
     lags = live_lag(cs, url, approvals, rate)
@@ -331,12 +348,18 @@ def main() -> None:
     parser.add_argument("--postgres-url", default=PG_SERVER, help="server URL, no database")
     parser.add_argument("--approvals", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0, help="approvals per second")
+    parser.add_argument(
+        "--database-prefix",
+        default="countersign_bench_",
+        help="PostgreSQL: the names of the scratch databases begin with this (two runs at once "
+        "on one server need different ones)",
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
         for backend in args.backends.split(","):
             if backend.strip() == "postgres":
-                atexit.register(drop_databases, args.postgres_url)
+                atexit.register(drop_databases, args.postgres_url, args.database_prefix)
             rows.append(
                 bench_backend(
                     backend.strip(),
@@ -345,6 +368,7 @@ def main() -> None:
                     args.postgres_url,
                     args.approvals,
                     args.rate,
+                    args.database_prefix,
                 )
             )
     print()
@@ -374,6 +398,30 @@ def main() -> None:
                 f"{size['app_ceiling_per_s']:>10,.0f}{size['rebuild_per_s']:>10,.0f}"
                 f" {size['rebuild_per_s'] / ceiling:5.2f}{each}"
                 f"{size['max_rss_mb']:>12.1f}"
+            )
+    print()
+    print("CPU an event of the rebuild of all together (us): the rebuilding process (reads,")
+    print("decodes, runs the handlers, packs each batch), its writer process (writes and commits")
+    print("the rows), and the time the rebuilding process was off the CPU (waiting for the writer")
+    print("or the database, or for a core). 'main/writer': the CPU ratio of the two; above 1")
+    print("the rebuilding process bounds the rebuild, below 1 the writer does.")
+    header = (
+        f"{'backend':<9}{'size':<6}{'events':>9}{'main':>9}{'writer':>9}{'waiting':>9}"
+        f"{'main/writer':>13}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        for label, size in row["sizes"].items():
+            # A rebuild under ProjectionRunner.PARALLEL_FROM events writes in its own process.
+            ratio = (
+                f"{size['main_us'] / size['writer_us']:>13.2f}"
+                if size["writer_us"]
+                else f"{'no writer':>13}"
+            )
+            print(
+                f"{row['backend']:<9}{label:<6}{size['events']:>9,}{size['main_us']:>9.1f}"
+                f"{size['writer_us']:>9.1f}{size['waiting_us']:>9.1f}{ratio}"
             )
     print()
     print(

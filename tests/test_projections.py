@@ -707,11 +707,13 @@ def test_values_shared_by_rows_of_one_batch_are_stored_as_each_alone_would_be(cs
     """A batch's time and JSON texts are made once per object, for every table of the batch
     (``codecs._texts``): a time or a preview shared by several rows and tables, an empty list,
     and equal values that are different objects are stored exactly as each alone would be
-    (SQLite: the standard library's sorted JSON and ISO text of the UTC time)."""
-    import json
+    (SQLite: orjson's sorted JSON and ISO text of the UTC time)."""
     from datetime import UTC, datetime, timedelta, timezone
 
+    import orjson
     from countersign.infrastructure.projection_engine.rows import commit_batch
+
+    sort = orjson.OPT_SORT_KEYS
 
     columns = (Column("k"), Column("t", "time"), Column("j", "json"), Column("e", "json"))
     first, second = Table("shared_a", columns, key=("k",)), Table("shared_b", columns, key=("k",))
@@ -762,8 +764,8 @@ def test_values_shared_by_rows_of_one_batch_are_stored_as_each_alone_would_be(cs
                         (
                             k,
                             None if t is None else t.astimezone(UTC).isoformat(),
-                            None if j is None else json.dumps(j, sort_keys=True),
-                            None if e is None else json.dumps(e, sort_keys=True),
+                            None if j is None else orjson.dumps(j, option=sort).decode(),
+                            None if e is None else orjson.dumps(e, option=sort).decode(),
                         )
                         for k, t, j, e in puts
                     ]

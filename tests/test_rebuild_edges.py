@@ -256,3 +256,24 @@ def test_a_stopped_projection_names_the_aggregate_as_users_know_its_id(cs, seede
         runner.catch_up()
 
     assert str(UUID(str(proposal_id))) in str(stopped.value)
+
+
+# -- Batch-wide work: roll-ups summed per batch ----------------------------------------------
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["in_process", "writer_process"])
+def test_batch_wide_work_leaves_the_rows_of_one_event_per_batch(cs, seeded, parallel):
+    """``analytics`` sums a batch's roll-up moves and writes them at its end (``end_batch``):
+    rebuilt in batches of many events, every projection's tables are those of one event per
+    batch."""
+    _some_history(cs, seeded, proposals=6)
+    form = seeded["broadcast_forms"]["granite"]
+    for _ in range(3):  # declined ones move from pending to declined, with no execution
+        proposal_id = propose_on(cs, form, DRAFT_REQUEST, operation=DRAFT)
+        cs.proposals.decline(proposal_id, AVA, "not now")
+    for runner in cs.projection_runners(batch_size=1):
+        runner.rebuild(parallel=False)
+    one_by_one = snapshot(cs)
+    assert one_by_one["daily_outcomes"]
+    rebuild_together(cs.projection_runners(batch_size=500), parallel=parallel)
+    assert snapshot(cs) == one_by_one

@@ -15,6 +15,7 @@ from operator import itemgetter
 from types import NoneType
 from typing import Any
 
+import orjson
 from countersign.projections.base import Table
 
 _SQL_TYPES = {
@@ -42,6 +43,26 @@ def _time_to_utc(value: datetime) -> datetime:
 
 
 _json_encode = json.JSONEncoder(sort_keys=True).encode  # json.dumps(value, sort_keys=True)
+#: orjson writes what the standard library would (sorted keys), compactly and in C; a value it
+#: would write otherwise is passed through to raise, and goes to the standard library instead:
+#: a subclass (a str enum, say), a date or a dataclass. What orjson refuses (a key that is
+#: not a string, an integer past 64 bits) goes there too.
+_ORJSON_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+_orjson_dumps = orjson.dumps
+
+
+def _json_bytes(value: Any) -> bytes:
+    """The UTF-8 JSON text of a value, keys sorted: orjson's, the standard library's where
+    orjson refuses the value (``orjson.JSONEncodeError`` is a TypeError)."""
+    try:
+        return _orjson_dumps(value, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return _json_encode(value).encode()
 
 
 # Converters take a whole column of a batch (None stays None): one list comprehension per
@@ -58,7 +79,7 @@ def _times_to_utc(values: Sequence[Any]) -> list[Any]:
 
 
 def _jsons_to_text(values: Sequence[Any]) -> list[Any]:
-    return [v if v is None else _json_encode(v) for v in values]
+    return [v if v is None else _json_bytes(v).decode() for v in values]
 
 
 def _time_text(value: datetime) -> str:
@@ -68,7 +89,7 @@ def _time_text(value: datetime) -> str:
 def _json_text(value: Any) -> str:
     # An empty list (a card's approvals, an outbox row's approvers) is most of a batch's
     # JSON values after its previews and outcomes; its text needs no encoder.
-    return "[]" if type(value) is list and not value else _json_encode(value)
+    return "[]" if type(value) is list and not value else _json_bytes(value).decode()
 
 
 def _texts(values: Sequence[Any], made: dict[int, tuple[Any, str]], text: Any) -> list[Any]:
@@ -96,9 +117,11 @@ def _texts(values: Sequence[Any], made: dict[int, tuple[Any, str]], text: Any) -
 
 
 def _jsons_to_jsonb(values: Sequence[Any]) -> list[Any]:
+    """PostgreSQL: JSON values as jsonb, their text written by orjson (``_json_bytes``), not
+    psycopg's default ``json.dumps``."""
     from psycopg.types.json import Jsonb  # only on PostgreSQL (the writer process's import)
 
-    return [v if v is None else Jsonb(v) for v in values]
+    return [v if v is None else Jsonb(v, _json_bytes) for v in values]
 
 
 def _bools_to_int(values: Sequence[Any]) -> list[Any]:
@@ -122,8 +145,12 @@ _SQLITE_TEXTS: dict[Converter, Callable[[Any], str]] = {
     _times_to_text: _time_text,
     _jsons_to_text: _json_text,
 }
-#: PostgreSQL COPY dumps each value as its column's type, JSON included.
-_COPY_TO_DB: dict[str, Converter] = {"time": _times_to_utc, "bool": _bools_to_bool}
+#: PostgreSQL COPY dumps each value as its column's type; JSON goes as jsonb written by orjson.
+_COPY_TO_DB: dict[str, Converter] = {
+    "time": _times_to_utc,
+    "bool": _bools_to_bool,
+    "json": _jsons_to_jsonb,
+}
 _FROM_DB: dict[str, dict[str, Callable[[Any], Any]]] = {
     "sqlite": {"time": datetime.fromisoformat, "json": json.loads, "bool": bool},
     "postgres": {"time": _time_to_utc},

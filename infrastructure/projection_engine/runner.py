@@ -258,6 +258,8 @@ class ProjectionRunner:
                 raise ProjectionStoppedError(
                     _stopped(self.name, notification, type(error).__name__)
                 ) from error
+        if batch:
+            end_batch(self.name, self.projection, rows, batch[-1][0] if decoded else batch[-1])
         return rows
 
     def _lock_position(self, cursor: Cursor, position: int) -> None:
@@ -440,6 +442,15 @@ def _id_text(originator_id: object) -> str:
         return str(originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id)))
     except ValueError:
         return repr(originator_id)[:80]
+
+
+def end_batch(name: str, projection: Projection, rows: SqlRows, last: Entry) -> None:
+    """``projection.end_batch(rows)``; what it raises stops the projection at the batch's
+    last event (nothing of the batch is written)."""
+    try:
+        projection.end_batch(rows)
+    except Exception as error:
+        raise ProjectionStoppedError(_stopped(name, last, type(error).__name__)) from error
 
 
 def _advanced(name: str) -> str:

@@ -27,6 +27,7 @@ from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     _advanced,
     _stopped,
+    end_batch,
     frozen_heap,
 )
 from countersign.infrastructure.projection_engine.writer import WriterProcess
@@ -208,7 +209,8 @@ def _prepare_together(
                 raise ProjectionStoppedError(
                     _stopped(runners[i].name, notification, type(error).__name__)
                 ) from error
-    for runner_rows in rows:
+    for runner, runner_rows in zip(runners, rows, strict=True):
+        end_batch(runner.name, runner.projection, runner_rows, batch[-1])
         runner_rows.prune(known)
     return rows
 
