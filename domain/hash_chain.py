@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -69,11 +69,15 @@ def chain_content(previous: str, version: int, event_type: str, fields: dict[str
 
 def _id_or_time(value: Any) -> Any:
     # Exactly what _CanonicalEncoder.default writes; anything else, the encoder writes itself.
+    # orjson writes an exact UUID as ``str`` does, and an exact datetime in UTC as
+    # ``isoformat`` does (``+00:00``, microseconds only when there are any): those are
+    # handed to it as they are, without the string built in Python
+    # (tests/test_chain_link.py compares them).
     kind = type(value)
-    if kind is datetime:
-        return value.isoformat()
     if kind is UUID:
-        return str(value)
+        return value
+    if kind is datetime:
+        return value if value.tzinfo is UTC else value.isoformat()
     raise plain_json.NotPlain
 
 

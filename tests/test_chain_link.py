@@ -207,3 +207,22 @@ def test_generated_contract_digests_are_unchanged(arguments, preview):
     assert contract_digest("k", 2, arguments, preview) == original_contract_digest(
         "k", 2, arguments, preview
     )
+
+
+# -- ids and times: orjson writes an exact UUID and a datetime in UTC itself ------------------
+
+_ZONES = st.none() | st.sampled_from(
+    [
+        UTC,
+        timezone(timedelta(0), "UTC"),
+        timezone(timedelta(hours=5, minutes=30)),
+        timezone(timedelta(hours=-3, seconds=7, microseconds=5)),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(timezones=_ZONES), st.uuids())
+def test_generated_ids_and_times_link_as_they_always_did(when, ident):
+    fields = {"at": when, "id": ident, "in": [when, ident, {"at": when, "id": ident}]}
+    assert chain_link("", 2, "Approved", fields) == original_chain_link("", 2, "Approved", fields)

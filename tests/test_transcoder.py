@@ -162,3 +162,15 @@ def test_the_guarded_mapper_stores_events_as_the_librarys_mapper_does(cs, seeded
             assert vars(ours) == vars(theirs)
     for event in versioned:
         assert b'"class_version"' in mapper.to_stored_event(event).state
+
+
+def test_registered_after_it_is_made_ids_and_utc_times_still_take_the_short_way():
+    # The application registers its transcodings after the transcoder is made: an id is
+    # its hex and a time in UTC goes to orjson as it is, not through ``isoformat``.
+    when = datetime(2026, 12, 2, 12, 0, 0, 1, tzinfo=UTC)
+    ident = uuid4()
+    assert FAST._prepare({"at": when, "id": ident}) == {
+        "at": {"_type_": "datetime_iso", "_data_": when},
+        "id": {"_type_": "uuid_hex", "_data_": ident.hex},
+    }
+    _same({"at": when, "id": ident, "in": [when, ident]})
