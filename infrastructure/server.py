@@ -13,6 +13,7 @@ from its options. Forwarded headers are uvicorn's to honour or not (``server_set
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -46,7 +47,22 @@ def create_app() -> FastAPI:
             cs.close()
 
     app.router.lifespan_context = closing
+    settle_heap()
     return app
+
+
+def settle_heap() -> None:
+    """Collect what wiring left behind, then freeze the rest: the modules, the application and
+    its routes, the contracts, everything a worker holds for its whole life, are kept out of
+    the collector's full collections from now on.
+
+    Unfrozen, a full collection walks all of it each time, while every request the worker is
+    serving waits: about 50 ms of CPU in a worker wired on PostgreSQL (91,700 tracked
+    objects), and during ``scripts/bench_http.py`` each worker ran one, measured at 81 and 216
+    ms on a loaded machine. Frozen, a full collection there takes well under a millisecond.
+    What a worker allocates after this is collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 def compose(cs: Countersign, *, secure_cookies: bool | None = None) -> FastAPI:

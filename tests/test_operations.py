@@ -533,3 +533,29 @@ def test_serve_refuses_a_number_of_workers_out_of_range(capsys):
         main(["serve", "--workers", "0"])
     assert stopped.value.code == 2
     assert "a number of processes from 1 to 64" in capsys.readouterr().err
+
+
+def test_a_serve_worker_freezes_what_it_wired_so_full_collections_skip_it(tmp_path):
+    """A worker's modules, application and contracts are out of the collector's full
+    collections (each walked all of them while the worker's requests waited)."""
+    script = (
+        "import gc\n"
+        "from countersign.infrastructure.server import create_app\n"
+        "app = create_app()\n"
+        "print(gc.get_freeze_count())\n"
+    )
+    done = subprocess.run(
+        [CLI[0], "-c", script],
+        env=child_env(
+            {
+                "COUNTERSIGN_DATABASE_URL": f"sqlite:///{tmp_path / 'countersign.db'}",
+                "COUNTERSIGN_SECURE_COOKIES": "0",
+            }
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.split()[-1]) > 50_000
