@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             f"({f.client_cpu_share:.0%})"
         )
         print(f"{f.backend}: {cpu_per_request(f)}")
+        kinds = "; ".join(
+            f"{kind} {count:,} p50 {p50:.1f} p99 {p99:.1f}"
+            for kind, (count, p50, p99) in f.by_result.items()
+        )
+        print(f"{f.backend}: approve latency (ms) by answer: {kinds}")
     print(
         f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs: the clients, the "
         "server processes and the database share them"

@@ -597,6 +597,9 @@ class Figures:
     server_errors: int
     client_cpu_seconds: float = 0.0
     service_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    #: Each answer's ``result`` (``executed``, ``already_completed``, ...): how many, and
+    #: their p50 and p99 latency in ms (where the tail comes from).
+    by_result: dict[str, tuple[int, float, float]] = field(default_factory=dict)
 
     @property
     def client_cpu_share(self) -> float:
@@ -605,9 +608,20 @@ class Figures:
         return self.client_cpu_seconds / (self.seconds * cores) if self.seconds else 0.0
 
 
-def figures(backend: str, loaded: Loaded, result: Race, workers: int) -> Figures:
-    latencies = sorted(a.seconds * 1000 for a in result.answers)
+def _p50_p99(latencies: list[float]) -> tuple[float, float]:
+    if len(latencies) < 2:
+        return (round(latencies[0], 1),) * 2 if latencies else (0.0, 0.0)
     quantiles = statistics.quantiles(latencies, n=100, method="inclusive")
+    return round(quantiles[49], 1), round(quantiles[98], 1)
+
+
+def figures(backend: str, loaded: Loaded, result: Race, workers: int) -> Figures:
+    latencies = [a.seconds * 1000 for a in result.answers]
+    p50, p99 = _p50_p99(latencies)
+    grouped: dict[str, list[float]] = {}
+    for answer in result.answers:
+        kind = str((answer.body or {}).get("result", f"HTTP {answer.status}"))
+        grouped.setdefault(kind, []).append(answer.seconds * 1000)
     return Figures(
         backend=backend,
         proposals=len(loaded.ids),
@@ -616,11 +630,12 @@ def figures(backend: str, loaded: Loaded, result: Race, workers: int) -> Figures
         requests=len(result.answers),
         seconds=round(result.seconds, 2),
         requests_per_second=round(len(result.answers) / result.seconds, 1),
-        p50_ms=round(quantiles[49], 1),
-        p99_ms=round(quantiles[98], 1),
+        p50_ms=p50,
+        p99_ms=p99,
         server_errors=sum(1 for a in result.answers if a.status >= 500),
         client_cpu_seconds=round(result.client_cpu_seconds, 2),
         service_cpu_seconds=dict(result.service_cpu_seconds),
+        by_result={kind: (len(ms), *_p50_p99(ms)) for kind, ms in sorted(grouped.items())},
     )
 
 
