@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from uuid import UUID, uuid5
 
 _NAMESPACE = UUID("6f1d4c8e-2b57-4b8e-9a55-3c0c4a1f7e21")
 
+#: How many derived ids are remembered (the oldest remembered first is forgotten first).
+_REMEMBERED = 4096
+#: The same few ids are derived on every request: remembered by their parts, an id part by
+#: its ``int`` (a ``UUID``'s own hash is a Python method; an int's is C) and any other part
+#: with its type (equal values of different types may print differently).
+_IDS: dict[tuple[object, ...], UUID] = {}
 
-# Remembered: the same few ids are derived on every request. ``typed`` keeps equal values of
-# different types (which may print differently) apart.
-@lru_cache(maxsize=4096, typed=True)
+
 def stable_id(*parts: str | UUID) -> UUID:
-    return uuid5(_NAMESPACE, "/".join(str(part) for part in parts))
+    key = tuple([part.int if type(part) is UUID else (type(part), part) for part in parts])
+    found = _IDS.get(key)
+    if found is None:
+        found = uuid5(_NAMESPACE, "/".join(str(part) for part in parts))
+        if len(_IDS) >= _REMEMBERED:
+            _IDS.pop(next(iter(_IDS)), None)
+        _IDS[key] = found
+    return found

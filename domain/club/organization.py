@@ -129,7 +129,7 @@ class Organization(Aggregate):
             email=email.strip().lower(),
             name=str(entry["name"]),
             role=str(entry["role"]),
-            permissions=frozenset(str(p) for p in entry["permissions"]),
+            permissions=frozenset(map(str, entry["permissions"])),
             membership_id=entry.get("membership_id"),
             language=str(entry.get("language", DEFAULT_LANGUAGE)),
         )

@@ -24,8 +24,9 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-# Exact types whose values cannot be changed in place: a copy may share them.
-_IMMUTABLE: frozenset[type] = frozenset(
+# Exact types whose values cannot be changed in place: a copy may share them. Enum classes
+# join it as copies meet them (``_shares``): ``copy.deepcopy`` returns a member itself.
+_IMMUTABLE: set[type] = set(
     {
         str,
         int,
@@ -73,9 +74,14 @@ def copy_state(value: Any, memo: dict[int, Any]) -> Any:
             for item in value:
                 copied.append(item if type(item) in _IMMUTABLE else copy_state(item, memo))
         return copied
-    if kind is tuple and all(type(item) in _IMMUTABLE for item in value):
+    if kind is tuple:
+        # A loop, not all() over a generator: most tuples are empty or a few strings.
+        for item in value:
+            if type(item) not in _IMMUTABLE:
+                return copy.deepcopy(value, memo)
         return value
     if isinstance(value, Enum):  # Enum.__deepcopy__ returns the member itself
+        _IMMUTABLE.add(kind)  # its other members, and it again, are shared without this test
         return value
     return copy.deepcopy(value, memo)
 

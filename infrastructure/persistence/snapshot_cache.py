@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from uuid import UUID
 
 from countersign.infrastructure.persistence.aggregate_copy import freeze
@@ -19,15 +20,17 @@ class SnapshotCache:
     A dropped snapshot (its aggregate moved on under a commit) leaves a tombstone: a snapshot
     of it that was read before the drop (``since`` an earlier ``generation()``) is refused, so
     a slow reader in another thread cannot put the old state back.
+
+    Kept by each id's ``int``: an int's hash is C, a ``UUID``'s is a Python method.
     """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[UUID, Aggregate] = OrderedDict()
+        self._items: OrderedDict[int, Aggregate] = OrderedDict()
         self._lock = threading.Lock()
         self._generation = 0
         #: aggregate id -> the generation at which it was last dropped (most recent last)
-        self._dropped: OrderedDict[UUID, int] = OrderedDict()
+        self._dropped: OrderedDict[int, int] = OrderedDict()
         #: puts read at or before this generation may have lost their tombstone: refused
         self._forgotten = 0
 
@@ -37,31 +40,46 @@ class SnapshotCache:
             return self._generation
 
     def get(self, aggregate_id: UUID) -> Aggregate | None:
+        key = aggregate_id.int
         with self._lock:
-            item = self._items.get(aggregate_id)
+            item = self._items.get(key)
             if item is not None:
-                self._items.move_to_end(aggregate_id)
+                self._items.move_to_end(key)
             return item
 
-    def put(self, aggregate_id: UUID, aggregate: Aggregate, since: int) -> None:
+    def get_many(self, keys: Iterable[int]) -> dict[int, Aggregate]:
+        """The snapshots held of these ids (given as their ``int``), by the same keys."""
+        found: dict[int, Aggregate] = {}
         with self._lock:
-            if since < self._forgotten or self._dropped.get(aggregate_id, -1) > since:
+            items = self._items
+            for key in keys:
+                item = items.get(key)
+                if item is not None:
+                    items.move_to_end(key)
+                    found[key] = item
+        return found
+
+    def put(self, aggregate_id: UUID, aggregate: Aggregate, since: int) -> None:
+        key = aggregate_id.int
+        with self._lock:
+            if since < self._forgotten or self._dropped.get(key, -1) > since:
                 return  # dropped after it was read: older than what the store holds now
-            current = self._items.get(aggregate_id)
+            current = self._items.get(key)
             if current is not None and current.version > aggregate.version:
                 return  # another thread stored a newer snapshot meanwhile
             freeze(aggregate)  # shared from now on, however it got here (commit or load)
-            self._items[aggregate_id] = aggregate
-            self._items.move_to_end(aggregate_id)
+            self._items[key] = aggregate
+            self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
     def drop(self, aggregate_id: UUID) -> None:
+        key = aggregate_id.int
         with self._lock:
             self._generation += 1
-            self._items.pop(aggregate_id, None)
-            self._dropped[aggregate_id] = self._generation
-            self._dropped.move_to_end(aggregate_id)
+            self._items.pop(key, None)
+            self._dropped[key] = self._generation
+            self._dropped.move_to_end(key)
             while len(self._dropped) > self.size:
                 _, generation = self._dropped.popitem(last=False)
                 self._forgotten = max(self._forgotten, generation)

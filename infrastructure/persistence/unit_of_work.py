@@ -59,34 +59,44 @@ class _ReadSets:
     """What decisions read, by the ids their callers named: fetched with them next time.
 
     Only a hint: a remembered id that a decision no longer reads is fetched for nothing,
-    never checked (a commit checks what its decision actually read)."""
+    never checked (a commit checks what its decision actually read). Kept by the named
+    ids' ``int``s: a tuple of ints hashes in C, a tuple of ``UUID``s calls the ``UUID``'s
+    Python ``__hash__`` for each."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[UUID, ...], tuple[UUID, ...]] = OrderedDict()
+        self._items: OrderedDict[tuple[int, ...], tuple[UUID, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
     def with_remembered(self, named: tuple[UUID, ...]) -> list[UUID]:
+        """The named ids, each once, then what decisions named so read besides them."""
+        key = tuple([i.int for i in named])
         with self._lock:
-            remembered = self._items.get(named, ())
-        return list(dict.fromkeys((*named, *remembered)))
+            remembered = self._items.get(key, ())
+        if len(named) > 1:
+            named = tuple({i.int: i for i in named}.values())
+        return [*named, *remembered]  # remembered ids are never among the named
 
     def remember(self, named: tuple[UUID, ...], read: Sequence[UUID]) -> None:
         # Only what it read beyond the names: they are fetched anyway, and a decision on an
         # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
-        extra = tuple(i for i in dict.fromkeys(read) if i not in named)
+        key = tuple([i.int for i in named])
+        extras = {i.int: i for i in read}
+        for named_key in key:
+            extras.pop(named_key, None)
+        extra = tuple(extras.values())
         with self._lock:
-            known = self._items.get(named, ())
-            if set(extra) == set(known):
-                return
+            known = self._items.get(key, ())
+            if len(known) == len(extra) and all(i.int in extras for i in known):
+                return  # the same ids (each is there once)
             if not extra:
-                del self._items[named]
+                del self._items[key]
                 return
             # What it read last time, not all it ever read: a decision whose reads drift from
             # run to run (the proposal a supersession slot held) must not make every later
             # run fetch everything its predecessors read.
-            self._items[named] = extra
-            self._items.move_to_end(named)
+            self._items[key] = extra
+            self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
