@@ -141,59 +141,62 @@ class ProjectionDecoder:
         #: for it; emptied when full
         self._ids: dict[str | int, UUID] = {}
 
-    def __call__(self, entry: LogEntry | Notification) -> Any:
-        """The domain event of a log entry (or a library notification)."""
-        topic = entry.topic
-        try:
-            kind = self._kinds[topic]
-        except KeyError:
-            kind = self._kinds[topic] = self._kind(topic)
+    def decode(self, entry: LogEntry | Notification) -> Any:
+        """The domain event of a log entry (or a library notification).
+
+        It runs once for every event of a rebuild, so its fast path is written out here, in
+        one frame (and runners call this method, not the instance: no ``__call__`` slot).
+        Anything the fast path does not take (``_UseMapper``, or any error of its own) goes
+        to the mapper, which decides and reports it."""
+        kind = self._kinds.get(entry.topic, _MISSING)
+        if kind is _MISSING:
+            kind = self._kinds[entry.topic] = self._kind(entry.topic)
         if kind is not None:
             try:
-                return self._decode(entry, kind)
+                stored = entry.state
+                # orjson reads integers past 64 bits as floats (json does not); an escape
+                # could hide a "_type_" key from the count below. Either way: the long path.
+                # (One-byte searches are several times faster than two-byte ones: backslash
+                # first. ``find``, not ``in``: bytes' ``in`` first tries its operand as an
+                # integer, and raises and clears a formatted TypeError each time, 1,800
+                # instructions.)
+                if stored.translate(_DIGITS_ONLY).find(_NINETEEN_DIGITS) != -1 or (
+                    stored.find(b"\\") != -1 and stored.find(b"\\u") != -1
+                ):
+                    raise _UseMapper
+                state = orjson.loads(stored)
+                if type(state) is not dict or (len(state) == 2 and "_type_" in state):
+                    raise _UseMapper  # not an object, or one the transcoder turns into a value
+                # The common case, cheaply: every transcoded object sits at the top level (a
+                # timestamp, say) and nothing below needs reviving. Each has the key "_type_",
+                # which the encoder writes as those very bytes, so counting them tells whether
+                # the fields that held one last time hold them all.
+                expected = stored.count(b'"_type_"')
+                if expected:
+                    decoders = self._decoders
+                    for key in kind.transcoded:
+                        value = state.get(key)
+                        if type(value) is dict:
+                            decode = decoders.get(value.get("_type_"))  # type: ignore[arg-type]
+                            data = value.get("_data_", _MISSING)
+                            if len(value) != 2 or decode is None or type(data) not in _SCALARS:
+                                break
+                            state[key] = decode(data)
+                            expected -= 1
+                    if expected:
+                        state = self._walk(stored, kind)
+                if state.pop("class_version", 1) != kind.class_version:
+                    raise _UseMapper  # upcast, or refuse a newer version: the mapper's job
+                state["originator_id"] = self._originator_id(entry.originator_id)
+                state["originator_version"] = entry.originator_version
+                event: Any = object.__new__(kind.cls)
+                object.__setattr__(event, "__dict__", state)
+                return event
             except Exception:  # noqa: S110 - the mapper decides, and reports, any oddity
                 pass
         return self.mapper.to_domain_event(_notification(entry))
 
-    def _decode(self, entry: LogEntry | Notification, kind: _Kind) -> Any:
-        stored = entry.state
-        # orjson reads integers past 64 bits as floats (json does not); an escape could hide
-        # a "_type_" key from the count below. Either way: the long path.
-        # (One-byte searches are several times faster than two-byte ones: backslash first.
-        # ``find``, not ``in``: bytes' ``in`` first tries its operand as an integer, and
-        # raises and clears a formatted TypeError each time, 1,800 instructions.)
-        if stored.translate(_DIGITS_ONLY).find(_NINETEEN_DIGITS) != -1 or (
-            stored.find(b"\\") != -1 and stored.find(b"\\u") != -1
-        ):
-            raise _UseMapper
-        state = orjson.loads(stored)
-        if type(state) is not dict or (len(state) == 2 and "_type_" in state):
-            raise _UseMapper  # not an object, or one the transcoder turns into a value
-        # The common case, cheaply: every transcoded object sits at the top level (a
-        # timestamp, say) and nothing below needs reviving. Each has the key "_type_", which
-        # the encoder writes as those very bytes, so counting them tells whether the fields
-        # that held one last time hold them all.
-        expected = stored.count(b'"_type_"')
-        if expected:
-            decoders = self._decoders
-            for key in kind.transcoded:
-                value = state.get(key)
-                if type(value) is dict:
-                    decode = decoders.get(value.get("_type_"))  # type: ignore[arg-type]
-                    data = value.get("_data_", _MISSING)
-                    if len(value) != 2 or decode is None or type(data) not in _SCALARS:
-                        break
-                    state[key] = decode(data)
-                    expected -= 1
-            if expected:
-                state = self._walk(stored, kind)
-        if state.pop("class_version", 1) != kind.class_version:
-            raise _UseMapper  # upcast, or refuse a newer version: the mapper's job
-        state["originator_id"] = self._originator_id(entry.originator_id)
-        state["originator_version"] = entry.originator_version
-        event: Any = object.__new__(kind.cls)
-        object.__setattr__(event, "__dict__", state)
-        return event
+    __call__ = decode
 
     def _originator_id(self, stored: UUID | str) -> UUID:
         """One UUID object for all the events of an aggregate read lately: an aggregate's

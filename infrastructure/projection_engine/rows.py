@@ -79,6 +79,8 @@ class SqlRows:
         self._read: dict[str, dict[tuple[Any, ...], dict[str, Any] | None]] = {
             name: {} for name in self.tables
         }
+        #: Per table, its codec and written rows: one lookup for ``put`` and ``update``.
+        self._slots = {name: (self.codecs[name], self._written[name]) for name in self.tables}
 
     def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         """The row as it stands in the database (before this batch), read at most once."""
@@ -104,12 +106,11 @@ class SqlRows:
         return None if row is None else MappingProxyType(row)
 
     def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:
-        codec = self.codecs[table]
+        codec, written = self._slots[table]
         if not codec.updatable.issuperset(changes):  # one test for both mistakes
             if codec.append_only:
                 raise ValueError(f"{table} is append-only: its rows are never changed")
             raise ValueError(f"{table} has no column {sorted(set(changes) - codec.columns)}")
-        written = self._written[table]
         row: dict[str, Any] | None = written.get(key, _ABSENT)
         if row is _ABSENT:
             row = self._load(table, key)
@@ -122,12 +123,11 @@ class SqlRows:
         return MappingProxyType(row)
 
     def put(self, table: str, row: dict[str, Any]) -> None:
-        codec = self.codecs[table]
+        codec, written = self._slots[table]
         # The first test is the cheap one when the row lists its columns in table order.
         if tuple(row) != codec.names and row.keys() != codec.columns:
             raise ValueError(f"{table} row must have exactly the columns {sorted(codec.columns)}")
         key = codec.key_of(row)
-        written = self._written[table]
         if codec.append_only and key in written:
             raise ValueError(f"{table} is append-only: {key!r} was already put")
         written[key] = row  # the handler's own dict, which it no longer changes (``Rows.put``)

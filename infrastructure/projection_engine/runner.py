@@ -231,7 +231,7 @@ class ProjectionRunner:
         events never all live at once: that keeps memory flat and the garbage collector idle.
         """
         rows = SqlRows(reader, self.projection.tables, self.dialect, overlay, known)
-        to_domain_event = self.decode_event
+        to_domain_event = self.decode_event.decode
         handlers = self._handlers
         for item in batch:
             if decoded:

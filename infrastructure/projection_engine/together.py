@@ -181,7 +181,7 @@ def _prepare_together(
         )
         for i, runner in enumerate(runners)
     ]
-    to_domain_event = runners[0].decode_event
+    to_domain_event = runners[0].decode_event.decode
     # Topic -> (runner index, its handler, its rows) for each runner that handles it.
     calls: dict[str, list[tuple[int, Any, SqlRows]]] = {}
     for notification in batch:
