@@ -6,7 +6,7 @@ from uuid import UUID, uuid5
 
 _NAMESPACE = UUID("6f1d4c8e-2b57-4b8e-9a55-3c0c4a1f7e21")
 
-#: How many derived ids are remembered (the oldest remembered first is forgotten first).
+#: How many derived ids are remembered (all are forgotten together past it).
 _REMEMBERED = 4096
 #: The same few ids are derived on every request: remembered by their parts, an id part by
 #: its ``int`` (a ``UUID``'s own hash is a Python method; an int's is C) and any other part
@@ -20,6 +20,8 @@ def stable_id(*parts: str | UUID) -> UUID:
     if found is None:
         found = uuid5(_NAMESPACE, "/".join(str(part) for part in parts))
         if len(_IDS) >= _REMEMBERED:
-            _IDS.pop(next(iter(_IDS)), None)
+            # Not the oldest alone: finding it iterates the dict, which another thread may be
+            # adding to, and iteration then raises. A clear is one call, safe from any thread.
+            _IDS.clear()
         _IDS[key] = found
     return found
