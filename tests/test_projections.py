@@ -775,3 +775,66 @@ def test_values_shared_by_rows_of_one_batch_are_stored_as_each_alone_would_be(cs
             )
     finally:
         other.close()
+
+
+def test_a_batch_deleting_many_rows_deletes_exactly_those(cs):
+    """SQLite deletes a hundred keys of a one-column key per statement, the rest one by one
+    (``SqlRows._delete_sqlite``); PostgreSQL all in one. Keys of rows never written go too."""
+    from countersign.infrastructure.projection_engine.rows import commit_batch
+
+    one = Table("deleting_one", (Column("k"), Column("v", "int")), key=("k",))
+    two = Table(
+        "deleting_two", (Column("k"), Column("n", "int"), Column("v", "int")), key=("k", "n")
+    )
+    dialect = "postgres" if cs.sql.is_postgres else "sqlite"
+    puts = {one.name: [(f"k{i}", i) for i in range(260)], two.name: []}
+    puts[two.name] = [(f"k{i}", i % 3, i) for i in range(260)]
+    other = SqlDatabase(cs.database)
+
+    def commit(position, last, packed):
+        with other.transaction() as cursor:
+            commit_batch(
+                cursor,
+                [
+                    (table.name, SqlRows.of_packed(cursor, [table], dialect, packed[table.name]))
+                    for table in (one, two)
+                ],
+                position,
+                last,
+                postgres=cs.sql.is_postgres,
+            )
+
+    try:
+        with other.transaction() as cursor:
+            for table in (one, two):
+                for statement in create_statements(table, dialect):
+                    cursor.execute(statement)
+                cursor.execute(
+                    "INSERT INTO projection_tracking (projection, position) VALUES (?, 0)"
+                    " ON CONFLICT (projection) DO NOTHING",
+                    (table.name,),
+                )
+        commit(0, 1, {name: {name: (rows, [])} for name, rows in puts.items()})
+        # 250 deletes: two statements of a hundred and 50 one by one; 5 of them never written.
+        gone = {
+            one.name: [(f"k{i}",) for i in (*range(5, 250), *range(1000, 1005))],
+            two.name: [(f"k{i}", i % 3) for i in (*range(5, 250), *range(1000, 1005))],
+        }
+        commit(1, 2, {name: {name: ([], keys)} for name, keys in gone.items()})
+        with other.transaction() as cursor:
+            left = cursor.execute(f"SELECT k, v FROM {one.name} ORDER BY v").fetchall()
+            assert [tuple(row) for row in left] == [
+                (f"k{i}", i) for i in (*range(5), *range(250, 260))
+            ]
+            left = cursor.execute(f"SELECT k, n, v FROM {two.name} ORDER BY v").fetchall()
+            assert [tuple(row) for row in left] == [
+                (f"k{i}", i % 3, i) for i in (*range(5), *range(250, 260))
+            ]
+            cursor.execute(
+                "DELETE FROM projection_tracking WHERE projection IN (?, ?)",
+                (one.name, two.name),
+            )
+            for table in (one, two):
+                cursor.execute(f"DROP TABLE {table.name}")
+    finally:
+        other.close()

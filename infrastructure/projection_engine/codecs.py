@@ -171,6 +171,8 @@ _PG_COERCE: dict[str, type] = {"text": str, "int": int, "real": float}
 #: temporary table and one upsert from it; fewer go as arrays in one statement (one round
 #: trip). COPY builds its rows in C, which pays for its extra round trips on bulk batches.
 _COPY_ROWS = 100
+#: SQLite: keys a statement deletes at once (``_Codec.delete_many``).
+_DELETES_PER_STATEMENT = 100
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
@@ -248,6 +250,15 @@ class _Codec:
             )
             self.delete = f"DELETE FROM {spec.name} WHERE " + " AND ".join(
                 f"{column} = ?" for column in spec.key
+            )
+            #: A table keyed by one column deletes many keys in one statement: as with the
+            #: inserts, SQLite runs each row of executemany as a statement of its own.
+            self.delete_many = (
+                f"DELETE FROM {spec.name} WHERE {spec.key[0]} IN ("
+                + ", ".join("?" * _DELETES_PER_STATEMENT)
+                + ")"
+                if len(spec.key) == 1
+                else None
             )
 
     def key_params(self, key: tuple[Any, ...]) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from countersign.infrastructure.persistence.sql import Cursor, integrity_errors
 from countersign.infrastructure.projection_engine.codecs import (
     _COPY_ROWS,
+    _DELETES_PER_STATEMENT,
     _SQL_TYPES,
     _Codec,
     _codec,
@@ -185,7 +186,7 @@ class SqlRows:
                 if codec.postgres:
                     cursor.execute_native(codec.delete, deletes)
                 else:
-                    cursor.executemany(codec.delete, deletes)
+                    self._delete_sqlite(cursor, codec, deletes)
             if puts:
                 if codec.postgres and len(puts) >= _COPY_ROWS and codec.append_only:
                     cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
@@ -199,6 +200,16 @@ class SqlRows:
                     self._upsert_sqlite(cursor, codec, codec.rows_to_db(puts, made))
             written += len(puts) + len(deleted)
         return written
+
+    @staticmethod
+    def _delete_sqlite(cursor: Cursor, codec: _Codec, keys: list[Any]) -> None:
+        size, many, whole = _DELETES_PER_STATEMENT, codec.delete_many, 0
+        if many is not None:
+            whole = len(keys) - len(keys) % size
+            for start in range(0, whole, size):
+                cursor.execute(many, [key[0] for key in keys[start : start + size]])
+        if whole < len(keys):
+            cursor.executemany(codec.delete, keys[whole:])
 
     @staticmethod
     def _upsert_sqlite(cursor: Cursor, codec: _Codec, rows: list[tuple[Any, ...]]) -> None:
