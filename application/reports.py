@@ -208,6 +208,21 @@ def approval_report(
     )
 
 
+def executed_report(proposal: Proposal, message: str | None) -> ApprovalReport:
+    """``approval_report`` of a proposal that has just succeeded, with its outcome's text
+    written already (``success_message``; None: written from the stored outcome)."""
+    if message is None:
+        return approval_report(proposal)
+    return ApprovalReport(
+        result="executed",
+        proposal_id=str(proposal.id),
+        status=str(proposal.status),
+        outcome=own(proposal.outcome),
+        reason=None,
+        message=message,
+    )
+
+
 def awaiting_approvals(proposal: Proposal, *, again: bool = False) -> ApprovalReport:
     """A pending proposal's answer to an approval its quorum still needs more than."""
     return ApprovalReport(
