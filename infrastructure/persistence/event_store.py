@@ -18,7 +18,7 @@ from uuid import UUID
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.persistence import stored_snapshots
+from countersign.infrastructure.persistence import frozen_inits, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import copy_aggregate, freeze
 from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
@@ -64,6 +64,8 @@ class CountersignApplication(Application[UUID]):
 
     def __init__(self, env: Any = None) -> None:
         super().__init__(env)
+        # The domain's events set their fields without a call each (frozen_inits.py).
+        frozen_inits.install()
         # Stored snapshots of the aggregates whose history grows (stored_snapshots.py), in a
         # table made like the events table. Not the library's snapshot store: its repository
         # would read snapshots past our guards.
