@@ -116,8 +116,10 @@ class _Reads:
 
     def saw(self, key: int, aggregate: Aggregate) -> None:
         if self.open and key not in self.versions:
-            self.versions[key] = aggregate.version
-            self.read_ids[key] = aggregate.id
+            # The library's ``version`` and ``id`` are properties, a Python call each: their
+            # attributes are read here, and wherever a commit reads them for every aggregate.
+            self.versions[key] = aggregate._version
+            self.read_ids[key] = aggregate._id
             if type(aggregate) in self.targets:
                 self.unchecked.add(key)
 
@@ -446,7 +448,7 @@ class EventSourcedStore:
         pending = [(aggregate, aggregate.collect_events()) for aggregate in aggregates]
         written = {
             aggregate_id.int: aggregate_id
-            for aggregate_id in [aggregate.id for aggregate, events in pending if events]
+            for aggregate_id in [aggregate._id for aggregate, events in pending if events]
         }
         request = self._request_reads.get()
         for key, aggregate_id in written.items():
@@ -505,10 +507,11 @@ class EventSourcedStore:
             else:
                 # The caller keeps its object and may change it further: the snapshot is a copy.
                 snapshot = copy_aggregate(aggregate)
-            key = aggregate.id.int
-            self._snapshots.put(aggregate.id, snapshot, since)
+            aggregate_id = aggregate._id
+            key = aggregate_id.int
+            self._snapshots.put(aggregate_id, snapshot, since)
             if key in reads.versions:
-                reads.versions[key] = aggregate.version
+                reads.versions[key] = aggregate._version
             if stored_snapshots.crossed(snapshot, len(events), self.snapshot_interval):
                 to_store.append(snapshot)
         if to_store:

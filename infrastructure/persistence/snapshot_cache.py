@@ -65,7 +65,8 @@ class SnapshotCache:
             if since < self._forgotten or self._dropped.get(key, -1) > since:
                 return  # dropped after it was read: older than what the store holds now
             current = self._items.get(key)
-            if current is not None and current.version > aggregate.version:
+            # The attributes behind the library's ``version`` property (a Python call).
+            if current is not None and current._version > aggregate._version:
                 return  # another thread stored a newer snapshot meanwhile
             freeze(aggregate)  # shared from now on, however it got here (commit or load)
             self._items[key] = aggregate
