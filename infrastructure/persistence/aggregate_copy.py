@@ -61,16 +61,20 @@ def copy_state(value: Any, memo: dict[int, Any]) -> Any:
         copied = memo.get(id(value), _MISSING)
         if copied is not _MISSING:
             return copied
+        # Recorded as copy.deepcopy records it, without its list that keeps each original
+        # alive while the memo lives: every original here is held by the aggregate being
+        # copied, which outlives the copy, so no id in the memo can be reused meanwhile
+        # (``copy.deepcopy``, given the memo, keeps what it makes itself alive as ever).
         if kind is dict:
             copied = {}
-            _remember(value, copied, memo)
+            memo[id(value)] = copied
             for key, item in value.items():
                 if type(key) not in _IMMUTABLE:
                     key = copy_state(key, memo)
                 copied[key] = item if type(item) in _IMMUTABLE else copy_state(item, memo)
         else:
             copied = []
-            _remember(value, copied, memo)
+            memo[id(value)] = copied
             for item in value:
                 copied.append(item if type(item) in _IMMUTABLE else copy_state(item, memo))
         return copied
@@ -84,13 +88,6 @@ def copy_state(value: Any, memo: dict[int, Any]) -> Any:
         _IMMUTABLE.add(kind)  # its other members, and it again, are shared without this test
         return value
     return copy.deepcopy(value, memo)
-
-
-def _remember(original: Any, copied: Any, memo: dict[int, Any]) -> None:
-    """Record the copy as ``copy.deepcopy`` does, keeping the original alive while the memo
-    lives so that its id cannot be reused by another object."""
-    memo[id(original)] = copied
-    memo.setdefault(id(memo), []).append(original)
 
 
 #: Aggregates that have become shared snapshots (see ``freeze``): id() -> a weak reference
