@@ -171,7 +171,11 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                 ]
                 * len(chunk)
             )
-            cursor.execute(f"SELECT {versions}", [_hex(aggregate_id) for aggregate_id, _ in chunk])
+            cursor.execute(
+                f"SELECT {versions}",
+                # _hex's own lookup first, inline: most ids are remembered, and a call costs.
+                [_HEXES.get(i.int) or _hex(i) for i, _ in chunk],
+            )
             row = cursor.fetchone()
             for (aggregate_id, version), found in zip(chunk, row, strict=True):
                 if found != version:
@@ -190,7 +194,7 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                     value
                     for e in chunk
                     for value in (
-                        _hex(e.originator_id)
+                        (_HEXES.get(e.originator_id.int) or _hex(e.originator_id))
                         if type(e.originator_id) is UUID
                         else e.originator_id.hex
                         if isinstance(e.originator_id, UUID)
