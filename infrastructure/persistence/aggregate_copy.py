@@ -22,7 +22,15 @@ from enum import Enum
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
+import eventsourcing.domain
+from eventsourcing.domain import (
+    Aggregate,
+    BaseAggregate,
+    CanCreateTimestamp,
+    CanMutateAggregate,
+    OriginatorIDError,
+    OriginatorVersionError,
+)
 
 # Exact types whose values cannot be changed in place: a copy may share them. Enum classes
 # join it as copies meet them (``_shares``): ``copy.deepcopy`` returns a member itself.
@@ -153,8 +161,10 @@ def _guard(cls: type[Aggregate]) -> None:
         if cls in _GUARDED:
             return
         trigger = cls.trigger_event
+        if _plain_events(cls, trigger):
+            trigger = _trigger_event
 
-        @functools.wraps(trigger)
+        @functools.wraps(cls.trigger_event)
         def trigger_event(self: Aggregate, *args: Any, **kwargs: Any) -> None:
             reference = _FROZEN.get(id(self))
             if reference is not None and reference() is self:
@@ -163,3 +173,60 @@ def _guard(cls: type[Aggregate]) -> None:
 
         cls.trigger_event = trigger_event  # type: ignore[method-assign,assignment]
         _GUARDED.add(cls)
+
+
+# -- the library's trigger_event, for the aggregates that use it as it is ---------------------
+
+_LIBRARY_TRIGGER = BaseAggregate.trigger_event
+_LIBRARY_MUTATE = CanMutateAggregate.mutate
+_LIBRARY_TIMESTAMP = CanCreateTimestamp.create_timestamp
+_LIBRARY_PROPERTIES = {
+    name: BaseAggregate.__dict__[name] for name in ("id", "version", "modified_on")
+}
+
+
+def _plain_events(cls: type[Aggregate], trigger: Any) -> bool:
+    """Whether ``cls`` triggers its events with the library's ``trigger_event`` as it is (no
+    override, no explicit topics) over the library's ``id``, ``version`` and ``modified_on``:
+    then ``_trigger_event`` does the same."""
+    return (
+        trigger is _LIBRARY_TRIGGER
+        and not getattr(cls, "TOPIC", None)
+        and all(getattr(cls, name) is found for name, found in _LIBRARY_PROPERTIES.items())
+    )
+
+
+def _trigger_event(self: Any, event_class: Any, **kwargs: Any) -> None:
+    """eventsourcing 9.5.6's ``BaseAggregate.trigger_event``, and its event's ``mutate`` when
+    that is the library's, step for step, with the attributes behind the ``id``, ``version``
+    and ``modified_on`` properties read and written directly: each property is a Python call,
+    and an event took about a dozen calls where it takes three (the event, its ``apply``,
+    and the command's own method). The same event, the same state, the same errors.
+    ``kwargs`` is this call's own dict already (the library copies its own)."""
+    next_version = self._version + 1
+    originator_id = self._id
+    kwargs["originator_id"] = originator_id
+    kwargs["originator_version"] = next_version
+    if kwargs.get("timestamp") is None:
+        if event_class.create_timestamp is _LIBRARY_TIMESTAMP:
+            kwargs["timestamp"] = datetime.now(tz=eventsourcing.domain.TZINFO)
+        else:
+            kwargs["timestamp"] = event_class.create_timestamp()
+    try:
+        new_event = event_class(**kwargs)
+    except TypeError as e:
+        msg = f"Can't construct event {event_class}: {e}"
+        raise TypeError(msg) from None
+    if type(new_event).mutate is not _LIBRARY_MUTATE:
+        new_event.mutate(self)
+    else:
+        # CanMutateAggregate.mutate, on this aggregate.
+        event_id = new_event.originator_id
+        if event_id is not originator_id and event_id != self._id:
+            raise OriginatorIDError(event_id, self._id)
+        if new_event.originator_version != self._version + 1:
+            raise OriginatorVersionError(new_event.originator_version, self._version + 1)
+        new_event.apply(self)
+        self._version = new_event.originator_version
+        self._modified_on = new_event.timestamp
+    self._pending_events.append(new_event)
