@@ -19,7 +19,11 @@ from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
 from countersign.infrastructure.persistence import frozen_inits, stored_snapshots
-from countersign.infrastructure.persistence.aggregate_copy import copy_aggregate, freeze
+from countersign.infrastructure.persistence.aggregate_copy import (
+    _FROZEN,
+    copy_aggregate,
+    freeze,
+)
 from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
     ReadSetChangedError,
@@ -438,7 +442,11 @@ class EventSourcedStore:
             else:
                 reads.saw(key, aggregate)
                 if shared:
-                    freeze(aggregate)  # read-only, even if it was not kept as a snapshot
+                    # Read-only, even if it was not kept as a snapshot (most are frozen
+                    # already: freeze's own first test, inline, spares the call).
+                    reference = _FROZEN.get(id(aggregate))
+                    if reference is None or reference() is not aggregate:
+                        freeze(aggregate)
                 else:
                     aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
