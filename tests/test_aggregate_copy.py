@@ -411,6 +411,7 @@ def test_a_command_on_a_guarded_class_uses_the_store_trigger_event(cs, seeded):
         request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "S", "body": "B"},
     )
     assert Proposal in aggregate_copy._GUARDED
+    assert Proposal.trigger_event is aggregate_copy._trigger_event
     calls: list[str] = []
     original = aggregate_copy._trigger_event
 
@@ -418,14 +419,16 @@ def test_a_command_on_a_guarded_class_uses_the_store_trigger_event(cs, seeded):
         calls.append(event_class.__name__)
         original(self, event_class, **kwargs)
 
-    # The wrapper took the function when it guarded the class: count through its closure.
-    wrapper = Proposal.trigger_event
-    cell = next(c for c in wrapper.__closure__ if c.cell_contents is original)
-    cell.cell_contents = counting
+    Proposal.trigger_event = counting  # type: ignore[method-assign]
     try:
         assert cs.proposals.approve(created.proposal_id, "ava@granite.example").result == (
             "executed"
         )
     finally:
-        cell.cell_contents = original
+        Proposal.trigger_event = original  # type: ignore[method-assign]
     assert calls == ["Approved", "Claimed", "Revalidated", "Succeeded"]
+    # ... and a shared snapshot still refuses a command through it.
+    shared = cs.store.read(UUID(created.proposal_id), Proposal)
+    with pytest.raises(SharedSnapshotError):
+        shared.trigger_event(Proposal.Claimed, attempt_id=uuid4(), claimed_at=NOW, chain="c" * 64)
+    assert shared.status == "succeeded"

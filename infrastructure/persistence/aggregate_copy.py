@@ -162,9 +162,12 @@ def _guard(cls: type[Aggregate]) -> None:
             return
         trigger = cls.trigger_event
         if _plain_events(cls, trigger):
-            trigger = _trigger_event
+            # The library's trigger_event, step for step, this check first: one call.
+            cls.trigger_event = _trigger_event  # type: ignore[method-assign]
+            _GUARDED.add(cls)
+            return
 
-        @functools.wraps(cls.trigger_event)
+        @functools.wraps(trigger)
         def trigger_event(self: Aggregate, *args: Any, **kwargs: Any) -> None:
             reference = _FROZEN.get(id(self))
             if reference is not None and reference() is self:
@@ -202,7 +205,11 @@ def _trigger_event(self: Any, event_class: Any, **kwargs: Any) -> None:
     and ``modified_on`` properties read and written directly: each property is a Python call,
     and an event took about a dozen calls where it takes three (the event, its ``apply``,
     and the command's own method). The same event, the same state, the same errors.
-    ``kwargs`` is this call's own dict already (the library copies its own)."""
+    ``kwargs`` is this call's own dict already (the library copies its own). A shared
+    snapshot refuses it first, as every guarded class's ``trigger_event`` does (``_guard``)."""
+    reference = _FROZEN.get(id(self))
+    if reference is not None and reference() is self:
+        raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
     next_version = self._version + 1
     originator_id = self._id
     kwargs["originator_id"] = originator_id
