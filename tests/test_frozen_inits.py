@@ -91,7 +91,7 @@ def test_positional_defaults_and_keyword_only_fields_are_kept():
         c: tuple[int, ...] = ()
 
     original = Event.__init__
-    assert frozen_inits.install(Event) == 1
+    assert frozen_inits.install(Event, (__name__,)) == 1
     assert Event.__init__ is not original
     made = Event(uuid4(), 1, datetime(2026, 1, 1, tzinfo=UTC), 5, c=(1,))
     assert list(vars(made)) == ["originator_id", "originator_version", "timestamp", "a", "b", "c"]
@@ -121,5 +121,21 @@ def test_a_class_it_cannot_match_keeps_its_own():
 
     for cls in (Factory, Variable, Unfrozen, ByHand):
         own = cls.__init__
-        assert frozen_inits.install(cls) == 0
+        assert frozen_inits.install(cls, (__name__,)) == 0
         assert cls.__init__ is own
+
+
+def test_only_countersigns_own_event_classes_are_given_one():
+    """The library's classes, and anyone else's in the process (bench.py's raw reference),
+    keep the dataclass's ``__init__``."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Elsewhere(DomainEvent):
+        a: int
+
+    own = Elsewhere.__init__
+    assert frozen_inits.install(Elsewhere) == 0  # tests.*, not countersign.*
+    assert Elsewhere.__init__ is own
+    assert DomainEvent not in frozen_inits.ORIGINALS
+    # (and the classes these tests defined here and installed themselves)
+    assert all(c.__module__.startswith(("countersign.", __name__)) for c in frozen_inits.ORIGINALS)
