@@ -20,7 +20,6 @@ from countersign.application.reports import ProposalCreated, own
 from countersign.application.supersession import open_slot, still_pending, supersede
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import AnyContract
-from countersign.domain.hash_chain import contract_digest
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
@@ -100,7 +99,6 @@ def freeze(
         arguments=arguments,
         preview=preview,
         expires_at=expires_at,
-        digest=contract_digest(contract.kind, contract.contract_version, arguments, preview),
         request=parsed.model_dump(mode="json"),
         revision_of=None if revision_of is None else revision_of.id,
         policy=policy,

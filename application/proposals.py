@@ -48,6 +48,7 @@ from countersign.application.reports import (
     ProposalCreated,
     approval_report,
     awaiting_approvals,
+    executed_report,
     not_found,
     outcome_text,
 )
@@ -65,6 +66,7 @@ from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.base import RevisionNeededError, UndecodableContractError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.hash_chain import contract_digest
+from countersign.domain.messages import success_message
 from countersign.domain.outcomes import (
     AlreadyCompleted,
     ExecutionContract,
@@ -311,7 +313,8 @@ class ProposalService:
                 return Commit([proposal], failed(proposal, "ExecutionError", exc_info=True))
             proposal.succeed(stored(Succeeded(result=result.model_dump(mode="json"))))
             retired = retire(store, contract, proposal, arguments, result, loaded)
-            return Commit([proposal, *loaded.aggregates(), *retired], approval_report(proposal))
+            report = executed_report(proposal, success_message(contract, proposal.preview, result))
+            return Commit([proposal, *loaded.aggregates(), *retired], report)
         #    Or record an external operation's attempt with the claim, and call out once the
         #    claim is committed.
         try:

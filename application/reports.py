@@ -166,10 +166,15 @@ class SweepReport(Report):
 def own(value: Any) -> Any:
     """The caller's own copy of a proposal's JSON-ready state (a preview, an outcome): the
     proposal may be a shared snapshot, which every later reader copies."""
-    if type(value) is dict:
-        return {key: own(item) for key, item in value.items()}
-    if type(value) is list:
-        return [own(item) for item in value]
+    kind = type(value)
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():  # a loop: a comprehension is a call of its own
+            item_kind = type(item)
+            copied[key] = own(item) if item_kind is dict or item_kind is list else item
+        return copied
+    if kind is list:
+        return [own(item) if type(item) is dict or type(item) is list else item for item in value]
     return value
 
 
@@ -205,6 +210,21 @@ def approval_report(
         outcome=own(proposal.outcome),
         reason=None,
         message=outcome_text(proposal),
+    )
+
+
+def executed_report(proposal: Proposal, message: str | None) -> ApprovalReport:
+    """``approval_report`` of a proposal that has just succeeded, with its outcome's text
+    written already (``success_message``; None: written from the stored outcome)."""
+    if message is None:
+        return approval_report(proposal)
+    return ApprovalReport(
+        result="executed",
+        proposal_id=str(proposal.id),
+        status=str(proposal.status),
+        outcome=own(proposal.outcome),
+        reason=None,
+        message=message,
     )
 
 

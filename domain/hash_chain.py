@@ -132,3 +132,49 @@ def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> st
     except plain_json.REFUSED:
         content = digest_content(kind, version, arguments, preview).encode()
     return hashlib.sha256(content).hexdigest()
+
+
+#: What ``proposed_digest_and_link`` walks apart from the rest of a ``Proposed`` event's fields.
+_CONTRACT_FIELDS = frozenset({"id", "arguments", "preview"})
+
+
+def proposed_digest_and_link(fields: dict[str, Any]) -> tuple[str, str]:
+    """A proposal's contract digest and the first link of its chain (over its ``Proposed``
+    fields, ``id`` left out, with that digest), exactly ``contract_digest`` and
+    ``chain_link`` of them, from one walk of the arguments and preview: the walk's output,
+    private to this call, is what both hash. (The digest's walk refuses every id and time,
+    so what it returns is also what the chain's walk would.) Anything either refuses takes
+    the two functions themselves."""
+    kind, version = fields["kind"], fields["contract_version"]
+    try:
+        arguments = _digest_ready(fields["arguments"])
+        preview = _digest_ready(fields["preview"])
+        digest = hashlib.sha256(
+            plain_json.dumps(
+                {"kind": kind, "version": version, "arguments": arguments, "preview": preview},
+                option=plain_json.SORT_KEYS,
+            )
+        ).hexdigest()
+    except plain_json.REFUSED:
+        digest = contract_digest(kind, version, fields["arguments"], fields["preview"])
+        return digest, _first_link(fields, digest)
+    try:
+        ready = _chain_ready(
+            {key: value for key, value in fields.items() if key not in _CONTRACT_FIELDS}
+        )
+        ready["digest"] = digest
+        ready["arguments"] = arguments
+        ready["preview"] = preview
+        content = plain_json.dumps(
+            {"previous": "", "version": 1, "type": "Proposed", "fields": ready},
+            option=plain_json.SORT_KEYS,
+        )
+    except plain_json.REFUSED:
+        return digest, _first_link(fields, digest)
+    return digest, hashlib.sha256(content).hexdigest()
+
+
+def _first_link(fields: dict[str, Any], digest: str) -> str:
+    content = {key: value for key, value in fields.items() if key != "id"}
+    content["digest"] = digest
+    return chain_link("", 1, "Proposed", content)

@@ -57,11 +57,19 @@ def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
                 if type(key) is not str:
                     raise NotPlain  # the standard library writes 1 as "1", True as "true"
                 item_kind = type(item)
-                prepared[key] = (
-                    item
-                    if item_kind is str or item_kind is int or item_kind is bool or item is None
-                    else prepare(item)
-                )
+                if item_kind is str or item_kind is int or item_kind is bool or item is None:
+                    prepared[key] = item
+                elif (
+                    item_kind is dict
+                    or item_kind is list
+                    or item_kind is tuple
+                    or item_kind is float
+                    or isinstance(item, str)
+                ):
+                    prepared[key] = prepare(item)
+                else:
+                    # What prepare(item) would come to (an id, a time): one call, not two.
+                    prepared[key] = convert(item)
             return prepared
         if kind is str or kind is int or kind is bool or value is None:
             return value

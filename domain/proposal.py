@@ -9,7 +9,7 @@ from uuid import UUID
 
 from countersign.domain.club.passkeys import PasskeyAssertion
 from countersign.domain.errors import IllegalTransitionError
-from countersign.domain.hash_chain import chain_link
+from countersign.domain.hash_chain import chain_link, proposed_digest_and_link
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate, event
 
@@ -135,7 +135,9 @@ class Proposal(Aggregate):
 
     @classmethod
     def propose(cls, **fields: Any) -> Proposal:
-        """Create a proposal whose first event opens its hash chain."""
+        """Create a proposal whose first event opens its hash chain. Without a ``digest``,
+        its contract digest is computed here, with the first link, from the same walk of
+        its arguments and preview."""
         # eventsourcing 9.5.6 asks for every keyword-only argument of an event-decorated
         # __init__, defaults or not, when the aggregate is created.
         fields = {
@@ -146,6 +148,9 @@ class Proposal(Aggregate):
             "resource_key": None,
             **fields,
         }
+        if "digest" not in fields:
+            digest, chain = proposed_digest_and_link(fields)
+            return cls(**fields, digest=digest, chain=chain)
         content = {key: value for key, value in fields.items() if key != "id"}
         return cls(**fields, chain=chain_link("", 1, "Proposed", content))
 

@@ -351,3 +351,84 @@ def test_a_frozen_mark_goes_with_its_object_and_never_passes_to_another():
         fresh = PendingSlot(organization_id=uuid4(), resource_id=uuid4())
         fresh.hold("kind", "", uuid4())
         assert len(fresh.collect_events()) == 2
+
+
+def test_the_guarded_trigger_event_is_the_librarys_step_for_step():
+    """A guarded class whose events the library triggers as they are takes the store's own
+    ``trigger_event`` (aggregate_copy._trigger_event): the same events, the same state and
+    the same refusals as eventsourcing's ``trigger_event`` and ``mutate``."""
+    from countersign.infrastructure.persistence import aggregate_copy
+    from eventsourcing.domain import BaseAggregate
+
+    lean, library = _proposal(), _proposal()
+    library.__dict__.update(copy_aggregate(lean).__dict__)
+    for aggregate in (lean, library):
+        aggregate.collect_events()
+    before = lean.version
+    assert aggregate_copy._plain_events(Proposal, BaseAggregate.trigger_event)
+    fields: dict[str, Any] = {
+        "approved_by": "ava@granite.example",
+        "approved_at": NOW,
+        "role": None,
+        "credential": "person",
+        "membership_id": None,
+        "passkey": None,
+        "chain": "c" * 64,
+    }
+    aggregate_copy._trigger_event(lean, Proposal.Approved, **fields, timestamp=NOW)
+    BaseAggregate.trigger_event(library, Proposal.Approved, **fields, timestamp=NOW)
+    assert lean == library
+    assert lean.collect_events() == library.collect_events()
+    assert (lean.version, lean.modified_on) == (before + 1, NOW)
+
+    # Without a timestamp, the library's own: now, in its time zone.
+    aggregate_copy._trigger_event(
+        lean, Proposal.Claimed, attempt_id=uuid4(), claimed_at=NOW, chain="d" * 64
+    )
+    (claimed,) = lean.collect_events()
+    assert claimed.timestamp.tzinfo is UTC
+    assert (lean.modified_on, lean.version) == (claimed.timestamp, before + 2)
+
+    # The same refusals, the aggregate unchanged.
+    for trigger in (aggregate_copy._trigger_event, BaseAggregate.trigger_event):
+        with pytest.raises(TypeError, match="Can't construct event") as refused:
+            trigger(library, Proposal.Claimed, attempt_id=uuid4())  # claimed_at missing
+        assert "claimed_at" in str(refused.value)
+    assert library.version == before + 1
+    assert not library.collect_events()
+
+
+def test_a_command_on_a_guarded_class_uses_the_store_trigger_event(cs, seeded):
+    """Proposal is guarded once the store has frozen one, and its commands then take
+    ``_trigger_event``; its result is the one the library's gives (above)."""
+    from countersign.infrastructure.persistence import aggregate_copy
+
+    created = cs.proposals.propose(
+        organization="granite",
+        actor="ava@granite.example",
+        operation="email_broadcast.apply_draft",
+        resource_id=seeded["broadcast_forms"]["granite"],
+        request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "S", "body": "B"},
+    )
+    assert Proposal in aggregate_copy._GUARDED
+    assert Proposal.trigger_event is aggregate_copy._trigger_event
+    calls: list[str] = []
+    original = aggregate_copy._trigger_event
+
+    def counting(self: Any, event_class: Any, **kwargs: Any) -> None:
+        calls.append(event_class.__name__)
+        original(self, event_class, **kwargs)
+
+    Proposal.trigger_event = counting  # type: ignore[method-assign]
+    try:
+        assert cs.proposals.approve(created.proposal_id, "ava@granite.example").result == (
+            "executed"
+        )
+    finally:
+        Proposal.trigger_event = original  # type: ignore[method-assign]
+    assert calls == ["Approved", "Claimed", "Revalidated", "Succeeded"]
+    # ... and a shared snapshot still refuses a command through it.
+    shared = cs.store.read(UUID(created.proposal_id), Proposal)
+    with pytest.raises(SharedSnapshotError):
+        shared.trigger_event(Proposal.Claimed, attempt_id=uuid4(), claimed_at=NOW, chain="c" * 64)
+    assert shared.status == "succeeded"

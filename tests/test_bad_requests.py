@@ -115,3 +115,18 @@ def test_control_characters_cannot_disguise_what_the_reviewer_sees(cs, seeded):
         ("subject", "control characters are not allowed (no line breaks)"),
         ("body", "control characters are not allowed"),
     ]
+
+
+def test_printable_text_holds_no_control_character():
+    """``check_text`` lets printable text through without its pattern: every character the
+    patterns refuse is unprintable, so such text is refused by the pattern still."""
+    from countersign.domain.contracts.base import _CONTROL_OR_NEWLINE, check_text
+
+    refused = [chr(c) for c in range(0x110000) if _CONTROL_OR_NEWLINE.match(chr(c))]
+    assert len(refused) == 0x20 + 0x21
+    assert not any(ch.isprintable() for ch in refused)
+    for ch in refused:
+        with pytest.raises(Exception, match="control characters"):
+            check_text(f"a{ch}b")
+    assert check_text("line\nbreak\tand tab", multiline=True) == "line\nbreak\tand tab"
+    assert check_text("café, ✓ émoji 🥌") == "café, ✓ émoji 🥌"

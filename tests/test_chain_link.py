@@ -13,7 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from countersign.domain.hash_chain import chain_link, contract_digest
+from countersign.domain.hash_chain import chain_link, contract_digest, proposed_digest_and_link
 from countersign.domain.proposal import ProposalStatus
 from countersign.domain.scope import Section
 from hypothesis import given, settings
@@ -226,3 +226,55 @@ _ZONES = st.none() | st.sampled_from(
 def test_generated_ids_and_times_link_as_they_always_did(when, ident):
     fields = {"at": when, "id": ident, "in": [when, ident, {"at": when, "id": ident}]}
     assert chain_link("", 2, "Approved", fields) == original_chain_link("", 2, "Approved", fields)
+
+
+# -- a proposal's digest and first link, from one walk of its arguments and preview ----------
+
+
+def _apart(fields: dict[str, Any]) -> tuple[str, str]:
+    """The digest and the first link, each computed by the original, from its own walk."""
+    digest = original_contract_digest(
+        fields["kind"], fields["contract_version"], fields["arguments"], fields["preview"]
+    )
+    content = {key: value for key, value in fields.items() if key != "id"}
+    content["digest"] = digest
+    return digest, original_chain_link("", 1, "Proposed", content)
+
+
+_UNDIGESTED = {key: value for key, value in PROPOSED.items() if key != "digest"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "preview"),
+    [
+        (PROPOSED["arguments"], PROPOSED["preview"]),
+        ({"a": 1}, {"p": 1}),
+        ({"z": [1, {"y": "é"}], "f": [1e-7, float("nan"), -0.0]}, {"t": ("a", 2)}),
+        ({"s": Colour.RED, "l": Level.HIGH, "t": Tagged("x")}, {}),
+        ({"keys": {1: "one", 10: "ten"}}, {}),  # the original form of keys is kept
+        ({"big": 10**30}, {"x": [[[]]]}),
+    ],
+)
+def test_a_proposals_digest_and_first_link_are_each_as_computed_apart(arguments, preview):
+    fields = {"id": ID, **_UNDIGESTED, "arguments": arguments, "preview": preview}
+    fields["request"] = {"filters": {"leagues": ["Lundi"]}, "ratio": 0.5, "at": None}
+    assert proposed_digest_and_link(fields) == _apart(fields)
+
+
+def test_a_proposals_digest_refuses_an_id_or_a_time_as_it_always_did():
+    fields = {"id": ID, **_UNDIGESTED, "arguments": {"at": AT}}
+    with pytest.raises(TypeError):
+        proposed_digest_and_link(fields)
+    # ... and a chain field the chain refuses is refused too.
+    with pytest.raises(TypeError):
+        proposed_digest_and_link({**fields, "arguments": {}, "policy": {"day": date(2026, 1, 1)}})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json, _json, _values)
+def test_generated_proposals_digests_and_first_links_are_as_computed_apart(
+    arguments, preview, request
+):
+    fields = {"id": ID, **_UNDIGESTED, "arguments": arguments, "preview": preview}
+    fields["request"] = request
+    assert proposed_digest_and_link(fields) == _apart(fields)

@@ -15,7 +15,11 @@ _IDS: dict[tuple[object, ...], UUID] = {}
 
 
 def stable_id(*parts: str | UUID) -> UUID:
-    key = tuple([part.int if type(part) is UUID else (type(part), part) for part in parts])
+    # A loop: a comprehension is a call of its own.
+    listed: list[object] = []
+    for part in parts:
+        listed.append(part.int if type(part) is UUID else (type(part), part))
+    key = tuple(listed)
     found = _IDS.get(key)
     if found is None:
         found = uuid5(_NAMESPACE, "/".join(str(part) for part in parts))

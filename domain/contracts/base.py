@@ -50,6 +50,11 @@ _CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def check_text(value: str, *, multiline: bool = False) -> str:
     """Refuse control characters (escape sequences could disguise what a reviewer sees);
     newlines and tabs are allowed only in multi-line text."""
+    # Every control character is unprintable (category Cc), so printable text has none: one
+    # pass in C, where the pattern's search costs about 23,000 instructions on a broadcast's
+    # body. Text with a line break, or anything else unprintable, takes the pattern.
+    if value.isprintable():
+        return value
     if (_CONTROL if multiline else _CONTROL_OR_NEWLINE).search(value):
         raise RequestValueError(
             "control characters are not allowed" + ("" if multiline else " (no line breaks)")

@@ -22,7 +22,15 @@ from enum import Enum
 from typing import Any, TypeVar
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
+import eventsourcing.domain
+from eventsourcing.domain import (
+    Aggregate,
+    BaseAggregate,
+    CanCreateTimestamp,
+    CanMutateAggregate,
+    OriginatorIDError,
+    OriginatorVersionError,
+)
 
 # Exact types whose values cannot be changed in place: a copy may share them. Enum classes
 # join it as copies meet them (``_shares``): ``copy.deepcopy`` returns a member itself.
@@ -61,16 +69,20 @@ def copy_state(value: Any, memo: dict[int, Any]) -> Any:
         copied = memo.get(id(value), _MISSING)
         if copied is not _MISSING:
             return copied
+        # Recorded as copy.deepcopy records it, without its list that keeps each original
+        # alive while the memo lives: every original here is held by the aggregate being
+        # copied, which outlives the copy, so no id in the memo can be reused meanwhile
+        # (``copy.deepcopy``, given the memo, keeps what it makes itself alive as ever).
         if kind is dict:
             copied = {}
-            _remember(value, copied, memo)
+            memo[id(value)] = copied
             for key, item in value.items():
                 if type(key) not in _IMMUTABLE:
                     key = copy_state(key, memo)
                 copied[key] = item if type(item) in _IMMUTABLE else copy_state(item, memo)
         else:
             copied = []
-            _remember(value, copied, memo)
+            memo[id(value)] = copied
             for item in value:
                 copied.append(item if type(item) in _IMMUTABLE else copy_state(item, memo))
         return copied
@@ -84,13 +96,6 @@ def copy_state(value: Any, memo: dict[int, Any]) -> Any:
         _IMMUTABLE.add(kind)  # its other members, and it again, are shared without this test
         return value
     return copy.deepcopy(value, memo)
-
-
-def _remember(original: Any, copied: Any, memo: dict[int, Any]) -> None:
-    """Record the copy as ``copy.deepcopy`` does, keeping the original alive while the memo
-    lives so that its id cannot be reused by another object."""
-    memo[id(original)] = copied
-    memo.setdefault(id(memo), []).append(original)
 
 
 #: Aggregates that have become shared snapshots (see ``freeze``): id() -> a weak reference
@@ -156,6 +161,11 @@ def _guard(cls: type[Aggregate]) -> None:
         if cls in _GUARDED:
             return
         trigger = cls.trigger_event
+        if _plain_events(cls, trigger):
+            # The library's trigger_event, step for step, this check first: one call.
+            cls.trigger_event = _trigger_event  # type: ignore[method-assign]
+            _GUARDED.add(cls)
+            return
 
         @functools.wraps(trigger)
         def trigger_event(self: Aggregate, *args: Any, **kwargs: Any) -> None:
@@ -166,3 +176,64 @@ def _guard(cls: type[Aggregate]) -> None:
 
         cls.trigger_event = trigger_event  # type: ignore[method-assign,assignment]
         _GUARDED.add(cls)
+
+
+# -- the library's trigger_event, for the aggregates that use it as it is ---------------------
+
+_LIBRARY_TRIGGER = BaseAggregate.trigger_event
+_LIBRARY_MUTATE = CanMutateAggregate.mutate
+_LIBRARY_TIMESTAMP = CanCreateTimestamp.create_timestamp
+_LIBRARY_PROPERTIES = {
+    name: BaseAggregate.__dict__[name] for name in ("id", "version", "modified_on")
+}
+
+
+def _plain_events(cls: type[Aggregate], trigger: Any) -> bool:
+    """Whether ``cls`` triggers its events with the library's ``trigger_event`` as it is (no
+    override, no explicit topics) over the library's ``id``, ``version`` and ``modified_on``:
+    then ``_trigger_event`` does the same."""
+    return (
+        trigger is _LIBRARY_TRIGGER
+        and not getattr(cls, "TOPIC", None)
+        and all(getattr(cls, name) is found for name, found in _LIBRARY_PROPERTIES.items())
+    )
+
+
+def _trigger_event(self: Any, event_class: Any, **kwargs: Any) -> None:
+    """eventsourcing 9.5.6's ``BaseAggregate.trigger_event``, and its event's ``mutate`` when
+    that is the library's, step for step, with the attributes behind the ``id``, ``version``
+    and ``modified_on`` properties read and written directly: each property is a Python call,
+    and an event took about a dozen calls where it takes three (the event, its ``apply``,
+    and the command's own method). The same event, the same state, the same errors.
+    ``kwargs`` is this call's own dict already (the library copies its own). A shared
+    snapshot refuses it first, as every guarded class's ``trigger_event`` does (``_guard``)."""
+    reference = _FROZEN.get(id(self))
+    if reference is not None and reference() is self:
+        raise SharedSnapshotError(f"{type(self).__name__} {self.__dict__.get('_id')}")
+    next_version = self._version + 1
+    originator_id = self._id
+    kwargs["originator_id"] = originator_id
+    kwargs["originator_version"] = next_version
+    if kwargs.get("timestamp") is None:
+        if event_class.create_timestamp is _LIBRARY_TIMESTAMP:
+            kwargs["timestamp"] = datetime.now(tz=eventsourcing.domain.TZINFO)
+        else:
+            kwargs["timestamp"] = event_class.create_timestamp()
+    try:
+        new_event = event_class(**kwargs)
+    except TypeError as e:
+        msg = f"Can't construct event {event_class}: {e}"
+        raise TypeError(msg) from None
+    if type(new_event).mutate is not _LIBRARY_MUTATE:
+        new_event.mutate(self)
+    else:
+        # CanMutateAggregate.mutate, on this aggregate.
+        event_id = new_event.originator_id
+        if event_id is not originator_id and event_id != self._id:
+            raise OriginatorIDError(event_id, self._id)
+        if new_event.originator_version != self._version + 1:
+            raise OriginatorVersionError(new_event.originator_version, self._version + 1)
+        new_event.apply(self)
+        self._version = new_event.originator_version
+        self._modified_on = new_event.timestamp
+    self._pending_events.append(new_event)

@@ -18,8 +18,12 @@ from uuid import UUID
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.persistence import stored_snapshots
-from countersign.infrastructure.persistence.aggregate_copy import copy_aggregate, freeze
+from countersign.infrastructure.persistence import frozen_inits, stored_snapshots
+from countersign.infrastructure.persistence.aggregate_copy import (
+    _FROZEN,
+    copy_aggregate,
+    freeze,
+)
 from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
     ReadSetChangedError,
@@ -64,6 +68,8 @@ class CountersignApplication(Application[UUID]):
 
     def __init__(self, env: Any = None) -> None:
         super().__init__(env)
+        # The domain's events set their fields without a call each (frozen_inits.py).
+        frozen_inits.install()
         # Stored snapshots of the aggregates whose history grows (stored_snapshots.py), in a
         # table made like the events table. Not the library's snapshot store: its repository
         # would read snapshots past our guards.
@@ -114,8 +120,10 @@ class _Reads:
 
     def saw(self, key: int, aggregate: Aggregate) -> None:
         if self.open and key not in self.versions:
-            self.versions[key] = aggregate.version
-            self.read_ids[key] = aggregate.id
+            # The library's ``version`` and ``id`` are properties, a Python call each: their
+            # attributes are read here, and wherever a commit reads them for every aggregate.
+            self.versions[key] = aggregate._version
+            self.read_ids[key] = aggregate._id
             if type(aggregate) in self.targets:
                 self.unchecked.add(key)
 
@@ -126,6 +134,12 @@ class _Reads:
         if self.open and as_type not in self.targets and key not in self.versions:
             self.versions[key] = None
             self.read_ids[key] = aggregate_id
+
+    def __enter__(self) -> _Reads:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def ids(self) -> list[UUID]:
         """Every aggregate the decision read so far."""
@@ -140,6 +154,14 @@ class _Reads:
         self.targets = frozenset()
         self.unchecked = set()
         self.from_held = set()
+
+
+class _ThreadReads(threading.local):
+    """Each thread's ``_Reads``, made the first time the thread looks (``threading.local``
+    runs ``__init__`` once in every thread that uses it)."""
+
+    def __init__(self) -> None:
+        self.reads = _Reads()
 
 
 class EventSourcedStore:
@@ -160,7 +182,7 @@ class EventSourcedStore:
         snapshot_interval: int = stored_snapshots.SNAPSHOT_INTERVAL,
     ) -> None:
         self.app = app
-        self._local = threading.local()
+        self._local = _ThreadReads()
         self._snapshots = SnapshotCache(cache_size)
         self._unit_of_work = StoreUnitOfWork(self)
         #: Events between two stored snapshots of a snapshotted aggregate (stored_snapshots.py).
@@ -176,10 +198,7 @@ class EventSourcedStore:
 
     @property
     def _reads(self) -> _Reads:
-        reads: _Reads | None = getattr(self._local, "reads", None)
-        if reads is None:
-            reads = self._local.reads = _Reads()
-        return reads
+        return self._local.reads
 
     def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
         return self._unit_of_work.decide(reads, decision)
@@ -198,21 +217,24 @@ class EventSourcedStore:
         finally:
             self._request_reads.reset(token)
 
-    @contextmanager
     def reading(
         self,
         aggregate_ids: Sequence[UUID],
         *,
         held: bool,
         targets: frozenset[type[Aggregate]] = frozenset(),
-    ) -> Iterator[_Reads]:
+    ) -> _Reads:
         """The reads of one decision, in this thread: these aggregates are fetched in one
         round trip first. ``held``: reads may come from the snapshots this process holds.
 
         Every read in the block is recorded, with its version, and a save in the block
         passes them to the recorder, which refuses the commit (StaleReadError) if any of
-        them moved on, except aggregates of the ``targets`` types."""
-        reads = self._reads
+        them moved on, except aggregates of the ``targets`` types.
+
+        A context manager: ``with store.reading(...) as reads:``, whose end forgets them.
+        (Not one made by ``contextlib.contextmanager``: its generator costs about five
+        Python calls a decision.)"""
+        reads = self._local.reads  # an attribute, not the property's call
         if reads.open:
             raise RuntimeError("a decision is already running in this thread")
         reads.open, reads.held, reads.targets = True, held, targets
@@ -232,9 +254,10 @@ class EventSourcedStore:
                         reads.absent.add(key)
                     else:
                         reads.preloaded[key] = aggregate
-            yield reads
-        finally:
+        except BaseException:
             reads.close()
+            raise
+        return reads
 
     def read_in_this_request(self, reads: _Reads) -> bool:
         """Whether the decision reading ``reads`` read nothing older than the request it
@@ -399,7 +422,7 @@ class EventSourcedStore:
         if version is not None:
             aggregate: Any = self._historical(aggregate_id, version)
         else:
-            reads = self._reads
+            reads = self._local.reads  # an attribute, not the property's call
             key = aggregate_id.int
             aggregate = reads.preloaded.get(key)
             if aggregate is None and reads.held:
@@ -419,7 +442,11 @@ class EventSourcedStore:
             else:
                 reads.saw(key, aggregate)
                 if shared:
-                    freeze(aggregate)  # read-only, even if it was not kept as a snapshot
+                    # Read-only, even if it was not kept as a snapshot (most are frozen
+                    # already: freeze's own first test, inline, spares the call).
+                    reference = _FROZEN.get(id(aggregate))
+                    if reference is None or reference() is not aggregate:
+                        freeze(aggregate)
                 else:
                     aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
@@ -438,13 +465,13 @@ class EventSourcedStore:
     def save(self, *aggregates: Aggregate, final: bool = False) -> None:
         """``final``: the caller is done with these objects; after the commit they become the
         snapshots themselves (no copy) and refuse any further command."""
-        reads = self._reads
+        reads = self._local.reads  # an attribute, not the property's call
         # What Application.save does for us (no snapshotting, no in-process subscribers),
         # without its per-object protocol checks.
         pending = [(aggregate, aggregate.collect_events()) for aggregate in aggregates]
         written = {
             aggregate_id.int: aggregate_id
-            for aggregate_id in [aggregate.id for aggregate, events in pending if events]
+            for aggregate_id in [aggregate._id for aggregate, events in pending if events]
         }
         request = self._request_reads.get()
         for key, aggregate_id in written.items():
@@ -492,7 +519,7 @@ class EventSourcedStore:
     ) -> None:
         """What a commit wrote becomes the snapshot this process holds (and, every
         ``snapshot_interval`` events of a snapshotted class, a stored one)."""
-        reads = self._reads
+        reads = self._local.reads  # an attribute, not the property's call
         to_store: list[Aggregate] = []
         for aggregate, events in pending:
             if not events:
@@ -503,10 +530,11 @@ class EventSourcedStore:
             else:
                 # The caller keeps its object and may change it further: the snapshot is a copy.
                 snapshot = copy_aggregate(aggregate)
-            key = aggregate.id.int
-            self._snapshots.put(aggregate.id, snapshot, since)
+            aggregate_id = aggregate._id
+            key = aggregate_id.int
+            self._snapshots.put(aggregate_id, snapshot, since)
             if key in reads.versions:
-                reads.versions[key] = aggregate.version
+                reads.versions[key] = aggregate._version
             if stored_snapshots.crossed(snapshot, len(events), self.snapshot_interval):
                 to_store.append(snapshot)
         if to_store:

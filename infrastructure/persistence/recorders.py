@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
+from countersign.infrastructure.persistence.hexes import hex_of as _hex
 from eventsourcing.persistence import (
     InterfaceError,
     Notification,
@@ -84,24 +86,6 @@ def expected_versions(kwargs: Mapping[str, Any]) -> Mapping[UUID, int | None]:
     """Aggregate id -> the version the commit relied on; None: that it did not exist."""
     expected: Mapping[UUID, int | None] | None = kwargs.get(EXPECTED_VERSIONS)
     return expected or {}
-
-
-#: How many ids' hex digits ``_hex`` remembers (all are forgotten together past it).
-_HEX_REMEMBERED = 4096
-#: An id's ``int`` -> its 32 hex digits, as SQLite stores the id. ``UUID.hex`` formats the
-#: 128-bit int in Python every time (about 3,400 instructions under callgrind), and a cycle
-#: writes and checks the same few ids a dozen times; an int's hash and a dict's get are C.
-_HEXES: dict[int, str] = {}
-
-
-def _hex(aggregate_id: UUID) -> str:
-    key = aggregate_id.int
-    found = _HEXES.get(key)
-    if found is None:
-        if len(_HEXES) >= _HEX_REMEMBERED:
-            _HEXES.clear()
-        found = _HEXES[key] = aggregate_id.hex
-    return found
 
 
 class _ImmediateTransaction(SQLiteTransaction):
@@ -171,7 +155,11 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                 ]
                 * len(chunk)
             )
-            cursor.execute(f"SELECT {versions}", [_hex(aggregate_id) for aggregate_id, _ in chunk])
+            cursor.execute(
+                f"SELECT {versions}",
+                # _hex's own lookup first, inline: most ids are remembered, and a call costs.
+                [_HEXES.get(i.int) or _hex(i) for i, _ in chunk],
+            )
             row = cursor.fetchone()
             for (aggregate_id, version), found in zip(chunk, row, strict=True):
                 if found != version:
@@ -190,7 +178,7 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                     value
                     for e in chunk
                     for value in (
-                        _hex(e.originator_id)
+                        (_HEXES.get(e.originator_id.int) or _hex(e.originator_id))
                         if type(e.originator_id) is UUID
                         else e.originator_id.hex
                         if isinstance(e.originator_id, UUID)

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from uuid import UUID
 
-from countersign.infrastructure.persistence.aggregate_copy import freeze
+from countersign.infrastructure.persistence.aggregate_copy import _FROZEN, freeze
 from eventsourcing.domain import Aggregate
 
 
@@ -65,9 +65,14 @@ class SnapshotCache:
             if since < self._forgotten or self._dropped.get(key, -1) > since:
                 return  # dropped after it was read: older than what the store holds now
             current = self._items.get(key)
-            if current is not None and current.version > aggregate.version:
+            # The attributes behind the library's ``version`` property (a Python call).
+            if current is not None and current._version > aggregate._version:
                 return  # another thread stored a newer snapshot meanwhile
-            freeze(aggregate)  # shared from now on, however it got here (commit or load)
+            # Shared from now on, however it got here (commit or load); a commit's final
+            # save froze it already (freeze's own first test, inline, spares the call).
+            reference = _FROZEN.get(id(aggregate))
+            if reference is None or reference() is not aggregate:
+                freeze(aggregate)
             self._items[key] = aggregate
             self._items.move_to_end(key)
             while len(self._items) > self.size:

@@ -62,7 +62,8 @@ def crossed(aggregate: Aggregate, new_events: int, interval: int) -> bool:
     crossed a multiple of ``interval``, for a snapshotted class."""
     if get_topic(type(aggregate)) not in SNAPSHOTTED:
         return False
-    return (aggregate.version - new_events) // interval < aggregate.version // interval
+    version = aggregate.version
+    return (version - new_events) // interval < version // interval
 
 
 def take(mapper: Mapper[UUID], aggregate: Aggregate) -> StoredEvent:

@@ -22,6 +22,8 @@ from datetime import UTC
 from typing import Any
 
 from countersign.domain import plain_json
+from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
+from countersign.infrastructure.persistence.hexes import hex_of
 from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, Transcoding, UUIDAsHex
 
 
@@ -45,7 +47,8 @@ def _preparer(types: dict[type, Transcoding]) -> Callable[[Any], Any]:
             raise plain_json.NotPlain
         transcoding_kind = type(transcoding)
         if transcoding_kind is UUIDAsHex:
-            return {"_type_": transcoding.name, "_data_": value.hex}
+            # An exact UUID (``types`` is keyed by exact type): its remembered hex digits.
+            return {"_type_": transcoding.name, "_data_": _HEXES.get(value.int) or hex_of(value)}
         if transcoding_kind is DatetimeAsISO and value.tzinfo is UTC:
             # Only when times are the library's ISO text: another transcoding writes them
             # its way.
