@@ -353,6 +353,19 @@ def test_a_runner_killed_mid_stream_resumes_with_no_duplicate_or_missing_row(
     assert snapshot(cs) == resumed
 
 
+def create_tracked(database, dialect, *tables) -> None:
+    """Create ``tables`` and their tracking rows at position 0, as a runner would."""
+    with database.transaction() as cursor:
+        for table in tables:
+            for statement in create_statements(table, dialect):
+                cursor.execute(statement)
+            cursor.execute(
+                "INSERT INTO projection_tracking (projection, position) VALUES (?, 0)"
+                " ON CONFLICT (projection) DO NOTHING",
+                (table.name,),
+            )
+
+
 def test_sql_rows_round_trip_every_column_type(cs):
     from datetime import UTC, datetime
 
@@ -729,15 +742,7 @@ def test_values_shared_by_rows_of_one_batch_are_stored_as_each_alone_would_be(cs
     rows_b = [("b1", at, preview, []), ("b2", at, {"other": True}, None)]
     other = SqlDatabase(cs.database)
     try:
-        with other.transaction() as cursor:
-            for table in (first, second):
-                for statement in create_statements(table, dialect):
-                    cursor.execute(statement)
-                cursor.execute(
-                    "INSERT INTO projection_tracking (projection, position) VALUES (?, 0)"
-                    " ON CONFLICT (projection) DO NOTHING",
-                    (table.name,),
-                )
+        create_tracked(other, dialect, first, second)
         with other.transaction() as cursor:
             commit_batch(
                 cursor,
@@ -805,15 +810,7 @@ def test_a_batch_deleting_many_rows_deletes_exactly_those(cs):
             )
 
     try:
-        with other.transaction() as cursor:
-            for table in (one, two):
-                for statement in create_statements(table, dialect):
-                    cursor.execute(statement)
-                cursor.execute(
-                    "INSERT INTO projection_tracking (projection, position) VALUES (?, 0)"
-                    " ON CONFLICT (projection) DO NOTHING",
-                    (table.name,),
-                )
+        create_tracked(other, dialect, one, two)
         commit(0, 1, {name: {name: (rows, [])} for name, rows in puts.items()})
         # 250 deletes: two statements of a hundred and 50 one by one; 5 of them never written.
         gone = {
