@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import AlreadyCompleted, NotApprovable, NotApprovableReason
 from countersign.domain.proposal import Proposal
@@ -47,6 +48,7 @@ class Report:
         return {name: _jsonable(getattr(self, name)) for name in _field_names(type(self))}
 
 
+@direct_init
 @dataclass(frozen=True)
 class ProposalCreated(Report):
     """A validated request became a pending proposal."""
@@ -62,6 +64,7 @@ class ProposalCreated(Report):
     approvals_required: int = 1
 
 
+@direct_init
 @dataclass(frozen=True)
 class ApprovalReport(Report):
     """What an approve (or decline) command did."""

@@ -30,6 +30,7 @@ from countersign.domain.contracts.presentation import (
 from countersign.domain.contracts.problems import InvalidRequestError, Problem, RequestValueError
 from countersign.domain.contracts.request_errors import parse_request
 from countersign.domain.errors import CountersignError, NotFoundError
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
@@ -140,6 +141,7 @@ ResultT = TypeVar("ResultT", bound=Frozen)
 FactsT = TypeVar("FactsT", bound=Facts)
 
 
+@direct_init
 @dataclass(frozen=True)
 class Prepared(Generic[ArgumentsT, PreviewT]):
     """Frozen arguments and the preview built from the same validated facts."""
