@@ -30,12 +30,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from time import time
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
 from countersign.infrastructure.persistence.hexes import hex_of as _hex
 from eventsourcing.persistence import (
+    ConnectionNotFromPoolError,
+    ConnectionPoolClosedError,
+    ConnectionUnavailableError,
     InterfaceError,
     Notification,
     OperationalError,
@@ -229,6 +233,81 @@ class _StatementCachingPool(SQLiteConnectionPool):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._get_semaphore = _QueueLock()  # type: ignore[assignment]
+        # The library's condition over a lock of our own (the library makes it over a new
+        # RLock too), so that the short ways below hold that lock without a Python call.
+        self._put_lock = threading.RLock()
+        self._put_condition = threading.Condition(self._put_lock)
+
+    def get_connection(
+        self, timeout: float | None = None, *, is_writer: bool | None = None
+    ) -> SQLiteConnection:
+        """The library's ``get_connection`` (eventsourcing 9.5.6, ``ConnectionPool``), step for
+        step, for this pool: its helpers inlined (the remaining time, the queue's lock, the
+        put condition's lock, ``_get_connection``'s taking of a pooled connection). Anything
+        else takes the library's own way: a pool whose readers and writers exclude each
+        other (in-memory SQLite), one that pings, and an empty pool."""
+        if self._mutually_exclusive_read_write or self.pre_ping:
+            return super().get_connection(timeout, is_writer=is_writer)
+        if self._closed:
+            raise ConnectionPoolClosedError
+        timeout = self.pool_timeout if timeout is None else timeout
+        started = time()
+        queue = self._get_semaphore._lock  # type: ignore[attr-defined]
+        if not queue.acquire(True, timeout):
+            msg = "Timed out waiting for connection pool semaphore"
+            raise ConnectionUnavailableError(msg)
+        try:
+            if is_writer is True:
+                if not self._writer_lock.acquire(timeout=max(0.0, timeout + started - time())):
+                    msg = "Timed out waiting for return of writer"
+                    raise ConnectionUnavailableError(msg)
+                self._num_writers += 1
+            elif is_writer is False:
+                with self._no_readers:
+                    self._num_readers += 1
+            conn = None
+            with self._put_lock:
+                if self._pool:
+                    conn = self._pool.popleft()
+                    conn.in_use.acquire()
+                    if conn._closed:  # closed by its timer: the library's way takes the next
+                        conn = None
+                    else:
+                        self._in_use[id(conn)] = conn
+            if conn is None:
+                conn = self._get_connection(timeout=max(0.0, timeout + started - time()))
+            conn.is_writer = is_writer
+            return conn
+        finally:
+            queue.release()
+
+    def put_connection(self, conn: SQLiteConnection) -> None:
+        """The library's ``put_connection``, step for step, its helpers inlined."""
+        is_writer, conn.is_writer = conn.is_writer, None
+        with self._put_lock:
+            if self._closed:
+                msg = "Pool is closed"
+                raise ConnectionPoolClosedError(msg)
+            try:
+                del self._in_use[id(conn)]
+            except KeyError:
+                msg = "Connection not in use in this pool"
+                raise ConnectionNotFromPoolError(msg) from None
+            if not conn._closed:
+                if not conn._closing.is_set() and len(self._pool) < self.pool_size:
+                    self._pool.append(conn)
+                else:
+                    conn.close()
+            conn.in_use.release()
+            if is_writer is True:
+                self._num_writers -= 1
+                self._writer_lock.release()
+            elif is_writer is False:
+                with self._no_readers:
+                    self._num_readers -= 1
+                    if self._num_readers == 0 and self._mutually_exclusive_read_write:
+                        self._no_readers.notify()
+            self._put_condition.notify()
 
     def _create_connection(self) -> SQLiteConnection:
         try:
