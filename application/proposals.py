@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from countersign.application.authorization import (
     Caller,
@@ -77,6 +77,7 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.uuids import new_id
 
 log = logging.getLogger("countersign.proposals")
 
@@ -272,7 +273,7 @@ class ProposalService:
             return not_yet
         assertion = signed[0].assertion if signed else None
         # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
-        attempt_id = uuid4()
+        attempt_id = new_id()
         proposal.approve_and_claim(
             member.email, now, attempt_id, passkey=assertion, **approval.fields
         )

@@ -11,6 +11,7 @@ from countersign.domain.frozen_records import direct_init
 from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import AlreadyCompleted, NotApprovable, NotApprovableReason
 from countersign.domain.proposal import Proposal
+from countersign.domain.uuids import id_text
 
 #: Each report class's field names, in order (``dataclasses.fields`` builds them anew per call).
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -223,7 +224,7 @@ def executed_report(proposal: Proposal, message: str | None) -> ApprovalReport:
         return approval_report(proposal)
     return ApprovalReport(
         result="executed",
-        proposal_id=str(proposal.id),
+        proposal_id=id_text(proposal.id),
         status=str(proposal.status),
         outcome=own(proposal.outcome),
         reason=None,

@@ -110,7 +110,8 @@ def test_a_default_factory_is_called_for_each_event_as_the_dataclass_calls_it():
     assert Factory.__init__ is not original
     at = datetime(2026, 1, 1, tzinfo=UTC)
     first, second = Factory(uuid4(), 1, at), Factory(uuid4(), 1, at)
-    assert first.items == [] and first.items is not second.items
+    assert first.items == []
+    assert first.items is not second.items
     assert Factory(uuid4(), 1, at, [3]).items == [3]
     assert inspect.signature(Factory.__init__) == inspect.signature(original)
 

@@ -35,6 +35,7 @@ from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section, keyed_resource_id
+from countersign.domain.uuids import parse
 from eventsourcing.domain import Aggregate
 from pydantic import (
     BaseModel,
@@ -282,7 +283,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
             resource_id = keyed_resource_id(self.resource_namespace, named)
             return Scope(organization_id, self.section, resource_id, key=named)
         try:
-            return Scope(organization_id, self.section, UUID(named))
+            return Scope(organization_id, self.section, parse(named))
         except ValueError:
             raise NotFoundError("malformed resource id") from None
 
