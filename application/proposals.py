@@ -58,7 +58,7 @@ from countersign.application.settlement import (
     Settlement,
     failed,
     revision_required,
-    stored,
+    succeeded,
 )
 from countersign.application.supersession import retire
 from countersign.domain.club.organization import Member, Organization
@@ -73,7 +73,6 @@ from countersign.domain.outcomes import (
     NotApprovable,
     NotApprovableReason,
     RevisionReason,
-    Succeeded,
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
@@ -312,7 +311,7 @@ class ProposalService:
                 result = contract.execute(execution, loaded)
             except Exception:
                 return Commit([proposal], failed(proposal, "ExecutionError", exc_info=True))
-            proposal.succeed(stored(Succeeded(result=result.model_dump(mode="json"))))
+            proposal.succeed(succeeded(result))
             retired = retire(store, contract, proposal, arguments, result, loaded)
             report = executed_report(proposal, success_message(contract, proposal.preview, result))
             return Commit([proposal, *loaded.aggregates(), *retired], report)
