@@ -268,11 +268,13 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
         _PooledConnection,
     )
     from eventsourcing.persistence import IntegrityError, ProgrammingError
+    from eventsourcing.postgres import PostgresDatastore
     from psycopg.pq import TransactionStatus
 
     if not isinstance(recorder, CountersignPostgresRecorder):
         return
     datastore = recorder.datastore
+    assert isinstance(datastore.get_connection(), _PooledConnection)
     pool = datastore.pool
     with _PooledConnection(datastore) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS pooled_t (k int PRIMARY KEY)")
@@ -282,7 +284,10 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
         ("SELECT * FROM no_such_table_here", ProgrammingError),
         ("INSERT INTO pooled_t VALUES (1)", IntegrityError),
     ):
-        for make in (lambda: _PooledConnection(datastore), datastore.get_connection):
+        for make in (
+            datastore.get_connection,  # the datastore's, for every recorder on it
+            lambda: PostgresDatastore.get_connection(datastore),  # the library's own
+        ):
             with pytest.raises(library_error), make() as conn:
                 conn.execute(statement)
             assert pool.get_stats().get("pool_available") == available

@@ -7,6 +7,7 @@ recorder by its topic, which the library imports when it builds a PostgreSQL app
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -250,6 +251,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
+        # Every connection taken from this datastore, by any of its recorders, comes through
+        # the library's get_connection written as a class (_PooledConnection).
+        if not isinstance(vars(datastore).get("get_connection"), functools.partial):
+            datastore.get_connection = functools.partial(_PooledConnection, datastore)  # type: ignore[method-assign,assignment]
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         # Named after the table: one function per events table, wherever the schema is shared.
@@ -339,7 +344,7 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             _UUIDs.of(list(expected)),
             _BigInts.of(list(expected.values())),
         )
-        with _PooledConnection(self.datastore) as conn:
+        with self.datastore.get_connection() as conn:
             cursor = _commit_cursor(conn)
             try:
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
