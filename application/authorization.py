@@ -45,6 +45,7 @@ from countersign.application.errors import (
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract, declaration, declarations
 from countersign.domain.errors import NotFoundError
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
@@ -59,6 +60,7 @@ class Credential(StrEnum):
     APPROVER_TOKEN = "approver_token"  # noqa: S105 - a kind of credential, not a secret
 
 
+@direct_init
 @dataclass(frozen=True)
 class Caller:
     """Who is asking: ``email``; ``organization``, the slug of the club they act in (None: the

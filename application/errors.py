@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from uuid import UUID, uuid4
 
 from countersign.domain.errors import CountersignError, NotFoundError
+from countersign.domain.uuids import parse
 
 
 class ForbiddenError(CountersignError):
@@ -67,6 +68,6 @@ def new_correlation_id() -> str:
 def parse_id(value: str, what: str = "record") -> UUID:
     """An id from a request; a malformed one is simply not found, like an unknown one."""
     try:
-        return UUID(str(value).strip())
+        return parse(str(value).strip())
     except ValueError:
         raise NotFoundError(f"malformed {what} id") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
-from uuid import uuid4
 
 from countersign.application.authorization import Caller, membership, require_all
 from countersign.application.errors import NotRevisableError
@@ -24,6 +23,7 @@ from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
 from countersign.domain.scope import Scope
+from countersign.domain.uuids import id_text, new_id
 
 _ORIGIN_KEYS = ("channel", "client", "client_version")
 
@@ -88,12 +88,12 @@ def freeze(
         amount = contract.amount_cents(prepared.arguments)
         policy = org.approval_policy(contract.kind).frozen_for(amount)
     proposal = Proposal.propose(
-        id=uuid4(),
+        id=new_id(),
         organization_id=org.id,
         section=str(contract.section),
         resource_id=scope.resource_id,
         requested_by=member.email,
-        interaction_id=interaction_id or f"int-{uuid4().hex[:16]}",
+        interaction_id=interaction_id or f"int-{new_id().hex[:16]}",
         kind=contract.kind,
         contract_version=contract.contract_version,
         arguments=arguments,
@@ -118,7 +118,7 @@ def freeze(
     superseded = supersede(replaced, proposal.id)
     slot.hold(contract.kind, subject, proposal.id)
     created = ProposalCreated(
-        proposal_id=str(proposal.id),
+        proposal_id=id_text(proposal.id),
         status=str(proposal.status),
         operation=proposal.kind,
         # The caller's own copy: once committed, the proposal is the shared snapshot.

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 from uuid import UUID
 
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.ports import A, EffectResponse, Repository
 from eventsourcing.domain import Aggregate
 
@@ -28,6 +29,7 @@ class StoredEventView:
     fields: dict[str, Any]
 
 
+@direct_init
 @dataclass(frozen=True)
 class Reads:
     """What a decision reads, named before it runs so that it can be fetched in one go."""
@@ -39,6 +41,7 @@ class Reads:
     targets: frozenset[type[Aggregate]] = frozenset()
 
 
+@direct_init
 @dataclass(frozen=True)
 class Commit(Generic[T]):
     """A decision to record the new events of these aggregates, in one atomic commit, and
@@ -49,6 +52,7 @@ class Commit(Generic[T]):
     answer: T
 
 
+@direct_init
 @dataclass(frozen=True)
 class Answer(Generic[T]):
     """A decision to answer ``answer`` and record nothing."""

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from countersign.application.authorization import (
     Caller,
@@ -58,7 +58,7 @@ from countersign.application.settlement import (
     Settlement,
     failed,
     revision_required,
-    stored,
+    succeeded,
 )
 from countersign.application.supersession import retire
 from countersign.domain.club.organization import Member, Organization
@@ -73,10 +73,10 @@ from countersign.domain.outcomes import (
     NotApprovable,
     NotApprovableReason,
     RevisionReason,
-    Succeeded,
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.uuids import new_id
 
 log = logging.getLogger("countersign.proposals")
 
@@ -272,7 +272,7 @@ class ProposalService:
             return not_yet
         assertion = signed[0].assertion if signed else None
         # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
-        attempt_id = uuid4()
+        attempt_id = new_id()
         proposal.approve_and_claim(
             member.email, now, attempt_id, passkey=assertion, **approval.fields
         )
@@ -311,7 +311,7 @@ class ProposalService:
                 result = contract.execute(execution, loaded)
             except Exception:
                 return Commit([proposal], failed(proposal, "ExecutionError", exc_info=True))
-            proposal.succeed(stored(Succeeded(result=result.model_dump(mode="json"))))
+            proposal.succeed(succeeded(result))
             retired = retire(store, contract, proposal, arguments, result, loaded)
             report = executed_report(proposal, success_message(contract, proposal.preview, result))
             return Commit([proposal, *loaded.aggregates(), *retired], report)

@@ -15,9 +15,11 @@ from typing import Any
 
 from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import AnyContract
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.proposal import Proposal
 
 
+@direct_init
 @dataclass(frozen=True)
 class Approval:
     """Who approves, as the ``Approved`` event records them: their role, what they presented

@@ -7,9 +7,11 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import AlreadyCompleted, NotApprovable, NotApprovableReason
 from countersign.domain.proposal import Proposal
+from countersign.domain.uuids import id_text
 
 #: Each report class's field names, in order (``dataclasses.fields`` builds them anew per call).
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -47,6 +49,7 @@ class Report:
         return {name: _jsonable(getattr(self, name)) for name in _field_names(type(self))}
 
 
+@direct_init
 @dataclass(frozen=True)
 class ProposalCreated(Report):
     """A validated request became a pending proposal."""
@@ -62,6 +65,7 @@ class ProposalCreated(Report):
     approvals_required: int = 1
 
 
+@direct_init
 @dataclass(frozen=True)
 class ApprovalReport(Report):
     """What an approve (or decline) command did."""
@@ -220,7 +224,7 @@ def executed_report(proposal: Proposal, message: str | None) -> ApprovalReport:
         return approval_report(proposal)
     return ApprovalReport(
         result="executed",
-        proposal_id=str(proposal.id),
+        proposal_id=id_text(proposal.id),
         status=str(proposal.status),
         outcome=own(proposal.outcome),
         reason=None,

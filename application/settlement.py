@@ -54,6 +54,7 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
+from pydantic import BaseModel
 
 log = logging.getLogger("countersign.proposals")
 
@@ -65,6 +66,13 @@ def stored(
 ) -> dict[str, Any]:
     """An outcome as a proposal's event stores it."""
     return outcome.model_dump(mode="json")
+
+
+def succeeded(result: BaseModel) -> dict[str, Any]:
+    """``stored(Succeeded(result=result.model_dump(mode="json")))``, the stored outcome of a
+    success, without validating again the dict ``model_dump`` has just made and dumping it a
+    second time: the same keys, in the same order (tests/test_settlement_outcomes.py)."""
+    return {"kind": "succeeded", "result": result.model_dump(mode="json")}
 
 
 def revision_required(reason: RevisionReason) -> dict[str, Any]:
@@ -187,7 +195,7 @@ class Settlement:
             retired: list[Proposal] = []
             try:
                 result = contract.finish_external(execution, loaded, response)
-                proposal.succeed(stored(Succeeded(result=result.model_dump(mode="json"))))
+                proposal.succeed(succeeded(result))
                 retired = retire(store, contract, proposal, execution.arguments, result, loaded)
             except RevisionNeededError as refused:
                 proposal.require_revision(revision_required(refused.reason))

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Generic, Literal, TypeVar
 from uuid import UUID
 
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.scope import Scope
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -116,6 +117,7 @@ class NotApprovableReason(StrEnum):
 ArgumentsT = TypeVar("ArgumentsT")
 
 
+@direct_init
 @dataclass(frozen=True)
 class ExecutionContract(Generic[ArgumentsT]):
     """What a successful claim yields, and the only thing an executor accepts."""

@@ -44,14 +44,27 @@ def not_plain(value: Any) -> Any:
     raise NotPlain
 
 
-def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:  # noqa: C901 - inline
     """A function that turns a value into what orjson writes as the standard library would,
     with ``convert`` for every value that is neither plain nor a float (it returns what to
-    write in its place, prepared, or raises ``NotPlain``)."""
+    write in its place, prepared, or raises ``NotPlain``). A dict, list or tuple whose items
+    are all plain (strings and integers; in a dict also booleans and None, under string
+    keys) is returned as it is, not copied: what it returns is for writing at once, never to
+    be changed."""
 
-    def prepare(value: Any) -> Any:
+    def prepare(value: Any) -> Any:  # noqa: C901 - one walk, its tests inline (calls cost)
         kind = type(value)
         if kind is dict:
+            # A dict of plain items alone (a preview, most nested values) is written as it
+            # is: a scan, with no copy. The copy below starts at the first item that is not.
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise NotPlain  # the standard library writes 1 as "1", True as "true"
+                item_kind = type(item)
+                if not (item_kind is str or item_kind is int or item_kind is bool or item is None):
+                    break
+            else:
+                return value
             prepared = {}
             for key, item in value.items():
                 if type(key) is not str:
@@ -74,6 +87,11 @@ def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
         if kind is str or kind is int or kind is bool or value is None:
             return value
         if kind is list or kind is tuple:
+            for item in value:
+                if type(item) is not str and type(item) is not int:
+                    break
+            else:
+                return value  # strings and integers alone (orjson writes a tuple as a list)
             return [
                 item if type(item) is str or type(item) is int else prepare(item) for item in value
             ]

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import NewType
 from uuid import UUID, uuid5
 
+from countersign.domain.frozen_records import direct_init
+
 Section = NewType("Section", str)
 """The name of an application section ("orders"). A contract declares the section it belongs
 to; the sections that exist are the ones registered contracts name, each with one
@@ -13,6 +15,7 @@ assistant (``application/assistant/sections/``).
 """
 
 
+@direct_init
 @dataclass(frozen=True)
 class Scope:
     """The tenant, section and resource an operation is confined to."""

@@ -100,11 +100,23 @@ def test_positional_defaults_and_keyword_only_fields_are_kept():
         Event(uuid4(), 1, datetime(2026, 1, 1, tzinfo=UTC), 5, "b", (1,))  # c is keyword-only
 
 
-def test_a_class_it_cannot_match_keeps_its_own():
+def test_a_default_factory_is_called_for_each_event_as_the_dataclass_calls_it():
     @dataclasses.dataclass(frozen=True)
     class Factory(DomainEvent):
         items: list[int] = dataclasses.field(default_factory=list)
 
+    original = Factory.__init__
+    assert frozen_inits.install(Factory, (__name__,)) == 1
+    assert Factory.__init__ is not original
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    first, second = Factory(uuid4(), 1, at), Factory(uuid4(), 1, at)
+    assert first.items == []
+    assert first.items is not second.items
+    assert Factory(uuid4(), 1, at, [3]).items == [3]
+    assert inspect.signature(Factory.__init__) == inspect.signature(original)
+
+
+def test_a_class_it_cannot_match_keeps_its_own():
     @dataclasses.dataclass(frozen=True)
     class Variable(DomainEvent):
         seed: dataclasses.InitVar[int] = 0
@@ -119,7 +131,7 @@ def test_a_class_it_cannot_match_keeps_its_own():
         def __init__(self) -> None:
             pass
 
-    for cls in (Factory, Variable, Unfrozen, ByHand):
+    for cls in (Variable, Unfrozen, ByHand):
         own = cls.__init__
         assert frozen_inits.install(cls, (__name__,)) == 0
         assert cls.__init__ is own

@@ -191,3 +191,110 @@ def test_the_sqlite_pools_queue_lock_waits_and_times_out_as_the_semaphore_did(tm
         thread.join(30)
     assert len(threads_done) == 4
     datastore.close()
+
+
+def test_the_sqlite_pools_short_ways_keep_the_librarys_bookkeeping(tmp_path):
+    """``get_connection`` and ``put_connection`` inline the library's helpers: the same
+    connections are handed out and taken back, counted the same way, and the same misuse is
+    refused (a closed connection is passed over, a foreign one or a closed pool refused)."""
+    from countersign.infrastructure.persistence.recorders import (
+        CountersignSQLiteFactory,
+        _StatementCachingPool,
+    )
+    from eventsourcing.persistence import (
+        ConnectionNotFromPoolError,
+        ConnectionPoolClosedError,
+    )
+    from eventsourcing.sqlite import SQLiteConnectionPool
+    from eventsourcing.utils import Environment
+
+    env = Environment("t", {"SQLITE_DBNAME": str(tmp_path / "p.db")})
+    datastore = CountersignSQLiteFactory(env).datastore
+    pool = datastore.pool
+    assert type(pool) is _StatementCachingPool
+    assert type(pool).get_connection is not SQLiteConnectionPool.get_connection
+    writer = pool.get_connection(is_writer=True)
+    assert (pool._num_writers, pool.num_in_use, writer.is_writer) == (1, 1, True)
+    reader = pool.get_connection(is_writer=False)
+    assert (pool._num_readers, pool.num_in_use, reader.is_writer) == (1, 2, False)
+    pool.put_connection(reader)
+    pool.put_connection(writer)
+    assert (pool._num_writers, pool._num_readers, pool.num_in_use, pool.num_in_pool) == (
+        0,
+        0,
+        0,
+        2,
+    )
+    assert not writer.in_use.locked()
+    assert writer.is_writer is None
+    again = pool.get_connection(is_writer=True)
+    assert again is reader  # the pool's first, as the library's deque gives it
+    pool.put_connection(again)
+    # A pooled connection closed meanwhile (its max age) is passed over.
+    first = pool._pool[0]
+    first.close()
+    taken = pool.get_connection()
+    assert taken is not first
+    assert not taken.closed
+    with pytest.raises(ConnectionNotFromPoolError):
+        pool.put_connection(first)
+    pool.put_connection(taken)
+    # A full pool closes what is given back; a connection marked closing is closed too.
+    pool.pool_size = 1
+    one, two = pool.get_connection(), pool.get_connection()
+    pool.put_connection(one)
+    pool.put_connection(two)
+    assert not one.closed
+    assert two.closed
+    assert pool.num_in_pool == 1
+    three = pool.get_connection()
+    three._closing.set()
+    pool.put_connection(three)
+    assert three.closed
+    assert pool.num_in_pool == 0
+    pool.close()
+    with pytest.raises(ConnectionPoolClosedError):
+        pool.get_connection()
+    datastore.close()
+
+
+def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -> None:
+    """``_PooledConnection`` is ``PostgresDatastore.get_connection()`` written as a class:
+    psycopg's errors come out as the library's, anything else as it is, and the connection
+    goes back to the pool, with no transaction left open, however the block ends. (SQLite's
+    pool is tested above.)"""
+    from countersign.infrastructure.persistence.recorders_postgres import (
+        CountersignPostgresRecorder,
+        _PooledConnection,
+    )
+    from eventsourcing.persistence import IntegrityError, ProgrammingError
+    from eventsourcing.postgres import PostgresDatastore
+    from psycopg.pq import TransactionStatus
+
+    if not isinstance(recorder, CountersignPostgresRecorder):
+        return
+    datastore = recorder.datastore
+    assert isinstance(datastore.get_connection(), _PooledConnection)
+    pool = datastore.pool
+    with _PooledConnection(datastore) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS pooled_t (k int PRIMARY KEY)")
+        conn.execute("INSERT INTO pooled_t VALUES (1) ON CONFLICT DO NOTHING")
+    available = pool.get_stats().get("pool_available")
+    for statement, library_error in (
+        ("SELECT * FROM no_such_table_here", ProgrammingError),
+        ("INSERT INTO pooled_t VALUES (1)", IntegrityError),
+    ):
+        for make in (
+            datastore.get_connection,  # the datastore's, for every recorder on it
+            lambda: PostgresDatastore.get_connection(datastore),  # the library's own
+        ):
+            with pytest.raises(library_error), make() as conn:
+                conn.execute(statement)
+            assert pool.get_stats().get("pool_available") == available
+    with pytest.raises(ValueError, match="not psycopg's"), _PooledConnection(datastore):
+        raise ValueError("not psycopg's")
+    assert pool.get_stats().get("pool_available") == available
+    with _PooledConnection(datastore) as conn:
+        assert conn.info.transaction_status is TransactionStatus.IDLE
+        assert conn.execute("SELECT 42 AS n").fetchone()["n"] == 42
+        conn.execute("DROP TABLE pooled_t")

@@ -23,6 +23,7 @@ from uuid import UUID
 
 from countersign.domain.club.ids import stable_id
 from countersign.domain.errors import BroadcastRuleError
+from countersign.domain.uuids import id_text
 from eventsourcing.domain import Aggregate, event
 
 
@@ -92,7 +93,7 @@ class BroadcastForm(Aggregate):
             filters=filters,
             subject=subject,
             body=body,
-            proposal_id=str(proposal_id),
+            proposal_id=id_text(proposal_id),
         )
 
     def start_send(

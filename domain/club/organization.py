@@ -18,6 +18,7 @@ from countersign.domain.errors import (
     NotFoundError,
     NotMemberError,
 )
+from countersign.domain.frozen_records import direct_init
 from eventsourcing.domain import Aggregate, event
 
 
@@ -78,6 +79,7 @@ class WebhookEndpoint:
     added_by: str
 
 
+@direct_init
 @dataclass(frozen=True)
 class Member:
     """A person's membership of one organization."""

@@ -30,10 +30,12 @@ from countersign.domain.contracts.presentation import (
 from countersign.domain.contracts.problems import InvalidRequestError, Problem, RequestValueError
 from countersign.domain.contracts.request_errors import parse_request
 from countersign.domain.errors import CountersignError, NotFoundError
+from countersign.domain.frozen_records import direct_init
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import ExecutionContract, RevisionReason
 from countersign.domain.ports import EffectResponse, Repository
 from countersign.domain.scope import Scope, Section, keyed_resource_id
+from countersign.domain.uuids import parse
 from eventsourcing.domain import Aggregate
 from pydantic import (
     BaseModel,
@@ -140,6 +142,7 @@ ResultT = TypeVar("ResultT", bound=Frozen)
 FactsT = TypeVar("FactsT", bound=Facts)
 
 
+@direct_init
 @dataclass(frozen=True)
 class Prepared(Generic[ArgumentsT, PreviewT]):
     """Frozen arguments and the preview built from the same validated facts."""
@@ -280,7 +283,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
             resource_id = keyed_resource_id(self.resource_namespace, named)
             return Scope(organization_id, self.section, resource_id, key=named)
         try:
-            return Scope(organization_id, self.section, UUID(named))
+            return Scope(organization_id, self.section, parse(named))
         except ValueError:
             raise NotFoundError("malformed resource id") from None
 

@@ -30,15 +30,26 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from time import time
+from typing import Any, NamedTuple, NoReturn
 from uuid import UUID
 
 from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
 from countersign.infrastructure.persistence.hexes import hex_of as _hex
 from eventsourcing.persistence import (
+    ConnectionNotFromPoolError,
+    ConnectionPoolClosedError,
+    ConnectionUnavailableError,
+    DatabaseError,
+    DataError,
+    IntegrityError,
     InterfaceError,
+    InternalError,
     Notification,
+    NotSupportedError,
     OperationalError,
+    PersistenceError,
+    ProgrammingError,
     StoredEvent,
 )
 from eventsourcing.sqlite import (
@@ -48,7 +59,6 @@ from eventsourcing.sqlite import (
     SQLiteConnectionPool,
     SQLiteCursor,
     SQLiteFactory,
-    SQLiteTransaction,
 )
 
 #: The keyword argument of ``insert_events`` (and of ``Application.save``) carrying the read set.
@@ -88,18 +98,36 @@ def expected_versions(kwargs: Mapping[str, Any]) -> Mapping[UUID, int | None]:
     return expected or {}
 
 
-class _ImmediateTransaction(SQLiteTransaction):
-    """The library's transaction (and its error translation), begun IMMEDIATE: the write lock
-    is taken first, so no other process can commit between our check and our insert."""
+#: sqlite3's errors as the library's ``SQLiteTransaction`` raises them, in its order.
+_SQLITE_ERRORS: tuple[tuple[type[sqlite3.Error], type[PersistenceError]], ...] = (
+    (sqlite3.InterfaceError, InterfaceError),
+    (sqlite3.DataError, DataError),
+    (sqlite3.OperationalError, OperationalError),
+    (sqlite3.IntegrityError, IntegrityError),
+    (sqlite3.InternalError, InternalError),
+    (sqlite3.ProgrammingError, ProgrammingError),
+    (sqlite3.NotSupportedError, NotSupportedError),
+    (sqlite3.DatabaseError, DatabaseError),
+    (sqlite3.Error, PersistenceError),
+)
 
-    def __enter__(self) -> SQLiteCursor:
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:  # "database is locked" past the timeout
-            cursor.sqlite_cursor.close()
-            raise OperationalError(error) from error
-        return cursor
+
+def _library_error(error: sqlite3.Error) -> PersistenceError:
+    for theirs, ours in _SQLITE_ERRORS:
+        if isinstance(error, theirs):
+            return ours(error)
+    return PersistenceError(error)  # pragma: no cover - sqlite3.Error is the last
+
+
+def _rolled_back(sqlite_conn: sqlite3.Connection, error: BaseException) -> NoReturn:
+    """What the library's ``SQLiteTransaction.__exit__`` does with an error in its block:
+    roll back, and raise the error, a sqlite3 one (the rollback's own too) as the
+    library's."""
+    try:
+        sqlite_conn.rollback()
+        raise error
+    except sqlite3.Error as failed:
+        raise _library_error(failed) from failed
 
 
 class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
@@ -124,10 +152,32 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         pool = self.datastore.pool
         connection: SQLiteConnection = pool.get_connection(is_writer=True)
         try:
-            with _ImmediateTransaction(connection, commit=True) as cursor, cursor:
-                if expected:
-                    self._check_read_set(cursor, expected)
-                return self._insert_events(cursor, stored_events, **kwargs)
+            # The library's SQLiteTransaction, begun IMMEDIATE (the write lock is taken
+            # first, so no other process can commit between our check and our insert), on
+            # the sqlite3 connection's own cursor (the library's wraps each of its methods in
+            # a Python call): BEGIN IMMEDIATE, the statements, the cursor closed, then
+            # commit, or rollback on any error, sqlite3's errors raised as the library's.
+            sqlite_conn = connection._sqlite_conn
+            cursor = sqlite_conn.cursor()
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:  # "database is locked" past the timeout
+                cursor.close()
+                raise OperationalError(error) from error
+            try:
+                try:
+                    if expected:
+                        self._check_read_set(cursor, expected)
+                    ids = self._insert_events(cursor, stored_events, **kwargs)
+                finally:
+                    cursor.close()
+            except BaseException as error:
+                _rolled_back(sqlite_conn, error)
+            try:
+                sqlite_conn.commit()
+            except sqlite3.Error as error:
+                raise _library_error(error) from error
+            return ids
         finally:
             pool.put_connection(connection)
 
@@ -141,7 +191,9 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             )
             return list(map(LogEntry._make, cursor.fetchall()))
 
-    def _check_read_set(self, cursor: SQLiteCursor, expected: Mapping[UUID, int | None]) -> None:
+    def _check_read_set(
+        self, cursor: SQLiteCursor | sqlite3.Cursor, expected: Mapping[UUID, int | None]
+    ) -> None:
         """A statement per ``CHECK_CHUNK`` aggregates, a scalar subquery each (each takes
         SQLite's min/max shortcut on the primary key; a GROUP BY would scan every event of a
         long-lived aggregate). None expects the aggregate still not to exist."""
@@ -166,7 +218,7 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                     raise ReadSetChangedError(str(aggregate_id))
 
     def _insert_events(
-        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **_: Any
+        self, c: SQLiteCursor | sqlite3.Cursor, stored_events: Sequence[StoredEvent], **_: Any
     ) -> Sequence[int] | None:
         notification_ids: list[int] = []
         for start in range(0, len(stored_events), self.INSERT_CHUNK):
@@ -191,7 +243,7 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             )
             # One statement under the write lock: each row's rowid is one more than the
             # largest before it, so the chunk's ids are the ones up to the last.
-            last = c.lastrowid
+            last: int = c.lastrowid  # type: ignore[assignment]  # set by the INSERT
             notification_ids.extend(range(last - len(chunk) + 1, last + 1))
         return notification_ids
 
@@ -229,6 +281,81 @@ class _StatementCachingPool(SQLiteConnectionPool):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._get_semaphore = _QueueLock()  # type: ignore[assignment]
+        # The library's condition over a lock of our own (the library makes it over a new
+        # RLock too), so that the short ways below hold that lock without a Python call.
+        self._put_lock = threading.RLock()
+        self._put_condition = threading.Condition(self._put_lock)
+
+    def get_connection(
+        self, timeout: float | None = None, *, is_writer: bool | None = None
+    ) -> SQLiteConnection:
+        """The library's ``get_connection`` (eventsourcing 9.5.6, ``ConnectionPool``), step for
+        step, for this pool: its helpers inlined (the remaining time, the queue's lock, the
+        put condition's lock, ``_get_connection``'s taking of a pooled connection). Anything
+        else takes the library's own way: a pool whose readers and writers exclude each
+        other (in-memory SQLite), one that pings, and an empty pool."""
+        if self._mutually_exclusive_read_write or self.pre_ping:
+            return super().get_connection(timeout, is_writer=is_writer)
+        if self._closed:
+            raise ConnectionPoolClosedError
+        timeout = self.pool_timeout if timeout is None else timeout
+        started = time()
+        queue = self._get_semaphore._lock  # type: ignore[attr-defined]
+        if not queue.acquire(True, timeout):
+            msg = "Timed out waiting for connection pool semaphore"
+            raise ConnectionUnavailableError(msg)
+        try:
+            if is_writer is True:
+                if not self._writer_lock.acquire(timeout=max(0.0, timeout + started - time())):
+                    msg = "Timed out waiting for return of writer"
+                    raise ConnectionUnavailableError(msg)
+                self._num_writers += 1
+            elif is_writer is False:
+                with self._no_readers:
+                    self._num_readers += 1
+            conn = None
+            with self._put_lock:
+                if self._pool:
+                    conn = self._pool.popleft()
+                    conn.in_use.acquire()
+                    if conn._closed:  # closed by its timer: the library's way takes the next
+                        conn = None
+                    else:
+                        self._in_use[id(conn)] = conn
+            if conn is None:
+                conn = self._get_connection(timeout=max(0.0, timeout + started - time()))
+            conn.is_writer = is_writer
+            return conn
+        finally:
+            queue.release()
+
+    def put_connection(self, conn: SQLiteConnection) -> None:
+        """The library's ``put_connection``, step for step, its helpers inlined."""
+        is_writer, conn.is_writer = conn.is_writer, None
+        with self._put_lock:
+            if self._closed:
+                msg = "Pool is closed"
+                raise ConnectionPoolClosedError(msg)
+            try:
+                del self._in_use[id(conn)]
+            except KeyError:
+                msg = "Connection not in use in this pool"
+                raise ConnectionNotFromPoolError(msg) from None
+            if not conn._closed:
+                if not conn._closing.is_set() and len(self._pool) < self.pool_size:
+                    self._pool.append(conn)
+                else:
+                    conn.close()
+            conn.in_use.release()
+            if is_writer is True:
+                self._num_writers -= 1
+                self._writer_lock.release()
+            elif is_writer is False:
+                with self._no_readers:
+                    self._num_readers -= 1
+                    if self._num_readers == 0 and self._mutually_exclusive_read_write:
+                        self._no_readers.notify()
+            self._put_condition.notify()
 
     def _create_connection(self) -> SQLiteConnection:
         try:

@@ -7,6 +7,7 @@ recorder by its topic, which the library imports when it builds a PostgreSQL app
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -19,7 +20,18 @@ from countersign.infrastructure.persistence.recorders import (
     ReadSetChangedError,
     expected_versions,
 )
-from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
+from eventsourcing.persistence import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    PersistenceError,
+    ProgrammingError,
+    StoredEvent,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.adapt import Dumper
@@ -27,6 +39,7 @@ from psycopg.postgres import types as pg_types
 from psycopg.pq import Format
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier
+from psycopg.types.composite import register_composite
 
 
 class _PackedArray:
@@ -38,6 +51,8 @@ class _PackedArray:
 
     __slots__ = ("data",)
     element_type = ""
+    #: The element type's oid, looked up once (``pg_types[...]`` is a Python call).
+    element_oid = 0
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -54,10 +69,22 @@ class _UUIDs(_PackedArray):
     __slots__ = ()
     element_type = "uuid"
 
+    element_oid = pg_types["uuid"].oid
+
     @classmethod
     def of(cls, values: Sequence[UUID | str]) -> _UUIDs:
-        head = _array_header(pg_types["uuid"].oid, len(values))
-        return cls(head + b"".join([b"\0\0\0\x10" + _uuid(v).bytes for v in values]))
+        head = _array_header(cls.element_oid, len(values))
+        # An exact UUID's bytes straight from its int (``UUID.bytes`` is a Python property).
+        return cls(
+            head
+            + b"".join(
+                [
+                    b"\0\0\0\x10"
+                    + (v.int.to_bytes(16, "big") if type(v) is UUID else _uuid(v).bytes)
+                    for v in values
+                ]
+            )
+        )
 
 
 def _uuid(value: UUID | str) -> UUID:
@@ -70,14 +97,15 @@ class _BigInts(_PackedArray):
 
     __slots__ = ()
     element_type = "int8"
+    element_oid = pg_types["int8"].oid
 
     @classmethod
     def of(cls, values: Sequence[int | None]) -> _BigInts:
         if None not in values:
-            head = _array_header(pg_types["int8"].oid, len(values))
+            head = _array_header(cls.element_oid, len(values))
             body = struct.pack("!" + "iq" * len(values), *[x for v in values for x in (8, v)])
             return cls(head + body)
-        head = _array_header(pg_types["int8"].oid, len(values), has_nulls=True)
+        head = _array_header(cls.element_oid, len(values), has_nulls=True)
         return cls(
             head
             + b"".join(
@@ -93,18 +121,20 @@ class _Bytes(_PackedArray):
 
     @classmethod
     def of(cls, values: Iterable[bytes], count: int) -> _Bytes:
-        head = _array_header(pg_types[cls.element_type].oid, count)
+        head = _array_header(cls.element_oid, count)
         return cls(head + b"".join([struct.pack("!i", len(v)) + v for v in values]))
 
 
 class _Texts(_Bytes):
     __slots__ = ()
     element_type = "text"
+    element_oid = pg_types["text"].oid
 
 
 class _Byteas(_Bytes):
     __slots__ = ()
     element_type = "bytea"
+    element_oid = pg_types["bytea"].oid
 
 
 def _packed_dumper(packed: type[_PackedArray]) -> type[Dumper]:
@@ -140,11 +170,91 @@ def _commit_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[tuple[Any, .
     return cursor
 
 
+#: psycopg's errors as the library's ``PostgresDatastore.get_connection`` translates them, in
+#: its order (a subclass before its base).
+_TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
+    (psycopg.InterfaceError, InterfaceError),
+    (psycopg.OperationalError, OperationalError),
+    (psycopg.DataError, DataError),
+    (psycopg.IntegrityError, IntegrityError),
+    (psycopg.InternalError, InternalError),
+    (psycopg.ProgrammingError, ProgrammingError),
+    (psycopg.NotSupportedError, NotSupportedError),
+    (psycopg.DatabaseError, DatabaseError),
+    (psycopg.Error, PersistenceError),
+)
+
+
+def _translated(error: psycopg.Error) -> PersistenceError:
+    for theirs, ours in _TRANSLATED:
+        if isinstance(error, theirs):
+            return ours(str(error))
+    return PersistenceError(str(error))  # pragma: no cover - psycopg.Error is the last
+
+
+class _PooledConnection:
+    """``PostgresDatastore.get_connection()`` (eventsourcing 9.5.6) over psycopg_pool's
+    ``connection()``, as one context manager written as a class: each is a generator-based
+    context manager, about a dozen Python calls a commit between them. The same steps: the
+    pool opened as the library opens it (every time if it waits for the pool to fill, else
+    when it is closed: opening an open pool that does not wait does nothing), a connection
+    from ``getconn``, the library's composite types registered on it, the connection's own
+    context (commit, or rollback on an error), ``putconn`` whatever happens, and psycopg's
+    errors raised as the library's (``_translated``). Only psycopg_pool's usage-time
+    statistic (``get_stats()["usage_ms"]``) is not counted."""
+
+    __slots__ = ("_conn", "_datastore")
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        self._datastore = datastore
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def __enter__(self) -> psycopg.Connection[Any]:
+        datastore = self._datastore
+        pool = datastore.pool
+        try:
+            wait = datastore.pool_open_timeout is not None
+            if wait or pool.closed:
+                pool.open(wait, datastore.pool_open_timeout or 30.0)
+            conn = pool.getconn()
+        except psycopg.Error as error:
+            raise _translated(error) from error
+        try:
+            for info in datastore.psycopg_type_adapters.values():
+                if not conn.adapters.types.get(info.oid):
+                    register_composite(info, conn)
+            conn.__enter__()
+        except BaseException as error:
+            pool.putconn(conn)
+            if isinstance(error, psycopg.Error):
+                raise _translated(error) from error
+            raise
+        self._conn = conn
+        return conn
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        conn = self._conn
+        assert conn is not None
+        self._conn = None
+        try:
+            conn.__exit__(kind, error, traceback)
+        except psycopg.Error as failed:
+            raise _translated(failed) from failed
+        finally:
+            self._datastore.pool.putconn(conn)
+        if isinstance(error, psycopg.Error):
+            raise _translated(error) from error
+
+
 class CountersignPostgresRecorder(PostgresApplicationRecorder):
     """The library's recorder, inserting through its own insert function."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
+        # Every connection taken from this datastore, by any of its recorders, comes through
+        # the library's get_connection written as a class (_PooledConnection).
+        if not isinstance(vars(datastore).get("get_connection"), functools.partial):
+            datastore.get_connection = functools.partial(_PooledConnection, datastore)  # type: ignore[method-assign,assignment]
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         # Named after the table: one function per events table, wherever the schema is shared.
