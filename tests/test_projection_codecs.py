@@ -71,3 +71,71 @@ def test_a_utc_column_is_written_without_isoformat(monkeypatch):
     ]
     with pytest.raises(AssertionError):
         codecs._times_to_text([at.astimezone(timezone(timedelta(hours=1)))])
+
+
+_MIXED = Table(
+    "mixed",
+    (
+        Column("k"),
+        Column("n", "int"),
+        Column("t", "time"),
+        Column("j", "json"),
+        Column("b", "bool"),
+        Column("r", "real"),
+        Column("s"),
+    ),
+    key=("k",),
+)
+
+
+def _mixed_rows(count: int) -> list[tuple[Any, ...]]:
+    at = datetime(2026, 12, 3, 9, 10, 11, 5, tzinfo=UTC)
+    shared = {"z": "é", "a": [1, None, 2.5]}
+    return [
+        (
+            f"k{i}",
+            None if i % 7 == 0 else i * 2**33,
+            None if i % 5 == 0 else at + timedelta(seconds=i),
+            shared if i % 3 else ([] if i % 2 else None),
+            None if i % 11 == 0 else bool(i % 2),
+            None if i % 13 == 0 else i / 3,
+            "naïve ✓ " + "x" * (i % 4) if i % 17 else None,
+        )
+        for i in range(count)
+    ]
+
+
+def test_flat_params_are_the_converted_rows_one_after_another():
+    codec = codecs._Codec(_MIXED, "sqlite")
+    rows = _mixed_rows(23)
+    flat = codec.flat_params(rows, {})
+    assert flat == [value for row in codec.rows_to_db(rows, {}) for value in row]
+    assert codec.flat_params([], {}) == []
+
+
+@pytest.mark.parametrize("count", [1, 49, 2 * 142 + 5])
+def test_the_writer_process_rows_store_what_sql_rows_store(tmp_path, count):
+    """``writer._SqliteRows`` (flat parameters, whole statements then the rest row by row)
+    against ``SqlRows``: the same stored values, byte for byte."""
+    from countersign.infrastructure.persistence.sql import SqlDatabase
+    from countersign.infrastructure.projection_engine.rows import SqlRows, create_statements
+    from countersign.infrastructure.projection_engine.writer import _SqliteRows
+    from countersign.infrastructure.settings import Database
+
+    rows = _mixed_rows(count)
+    deleted = [("gone1",), ("k0",)]
+    stored = []
+    for kind in (SqlRows, _SqliteRows):
+        sql = SqlDatabase(Database.parse(f"sqlite:///{tmp_path / kind.__name__}.db"))
+        try:
+            with sql.transaction() as cursor:
+                for statement in create_statements(_MIXED, "sqlite"):
+                    cursor.execute(statement)
+                packed = {"mixed": (rows, deleted)}
+                assert kind.of_packed(cursor, [_MIXED], "sqlite", packed).flush() == count + 2
+                quoted = ", ".join(f"quote({c.name})" for c in _MIXED.columns)
+                stored.append(cursor.execute(f"SELECT {quoted} FROM mixed ORDER BY k").fetchall())
+        finally:
+            sql.close()
+    assert stored[0] == stored[1]
+    assert len(stored[0]) == count  # deletes go first: "k0" is put again after

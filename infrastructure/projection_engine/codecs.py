@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import chain
 from operator import attrgetter, itemgetter
 from types import NoneType
 from typing import Any
@@ -300,6 +301,24 @@ class _Codec:
                 text = _SQLITE_TEXTS.get(convert)
                 columns[i] = convert(columns[i]) if text is None else _texts(columns[i], made, text)
         return list(zip(*columns, strict=True))
+
+    def flat_params(
+        self, values: list[tuple[Any, ...]], made: dict[int, tuple[Any, str]]
+    ) -> list[Any]:
+        """SQLite: rows' values (in column order) as sent, one flat list of every row's
+        parameters in turn, as ``rows_to_db`` converts them (``made``: see ``_texts``).
+
+        For the writer process's multi-row INSERTs (``writer._SqliteRows``): a column is
+        converted in place through a slice of the flat list (``flat[i::n]``), where
+        ``rows_to_db`` turned the rows into columns and back, a tuple allocated per row each
+        way, and the statements then chained each slice of rows into a list again."""
+        flat: list[Any] = list(chain.from_iterable(values))
+        step = len(self.names)
+        for i, convert in self.to_db:
+            text = _SQLITE_TEXTS.get(convert)
+            column = flat[i::step]
+            flat[i::step] = convert(column) if text is None else _texts(column, made, text)
+        return flat
 
     def rows_to_copy(self, values: list[tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
         """PostgreSQL: rows' values (in column order) for COPY, one tuple per row."""
