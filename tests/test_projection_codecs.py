@@ -139,3 +139,48 @@ def test_the_writer_process_rows_store_what_sql_rows_store(tmp_path, count):
             sql.close()
     assert stored[0] == stored[1]
     assert len(stored[0]) == count  # deletes go first: "k0" is put again after
+
+
+def test_copy_sends_json_as_the_jsonb_dumper_would():
+    """COPY's JSON values (``_jsons_to_jsonb_copy``, sent through bytea's dumper) are the very
+    bytes psycopg's jsonb dumper made of ``Jsonb(v, _json_bytes)``."""
+    from psycopg.types.json import Jsonb, JsonbBinaryDumper
+
+    dumper = JsonbBinaryDumper(Jsonb)
+    values = [{"z": "é", "a": [1, None, 2.5, {"y": True}]}, [], "ok", 3, None, {"k": "✓\n"}]
+    expected = [
+        None if v is None else bytes(dumper.dump(Jsonb(v, codecs._json_bytes))) for v in values
+    ]
+    assert codecs._jsons_to_jsonb_copy(values) == expected
+
+
+@pytest.mark.parametrize("append_only", [False, True])
+def test_copy_stores_the_rows_the_insert_of_arrays_stores(cs, append_only):
+    """PostgreSQL: a table's rows written by COPY (``_COPY_ROWS`` or more in a batch) and
+    by the arrays' INSERT (fewer) are stored alike: JSON, NULLs, unicode, times."""
+    if not cs.sql.is_postgres:
+        pytest.skip("PostgreSQL's COPY")
+    from countersign.infrastructure.persistence.sql import SqlDatabase
+    from countersign.infrastructure.projection_engine.rows import SqlRows, create_statements
+
+    rows = _mixed_rows(codecs._COPY_ROWS + 21)
+    stored = []
+    other = SqlDatabase(cs.database)
+    try:
+        for name, chunk in (("copied", len(rows)), ("inserted", codecs._COPY_ROWS - 1)):
+            table = Table(name, _MIXED.columns, key=("k",), append_only=append_only)
+            with other.transaction() as cursor:
+                cursor.execute(f"DROP TABLE IF EXISTS {name}")
+                for statement in create_statements(table, "postgres"):
+                    cursor.execute(statement)
+                for start in range(0, len(rows), chunk):
+                    packed = {name: (rows[start : start + chunk], [])}
+                    SqlRows.of_packed(cursor, [table], "postgres", packed).flush()
+                columns = ", ".join(f"{c.name}::text" for c in _MIXED.columns)
+                stored.append(cursor.execute(f"SELECT {columns} FROM {name} ORDER BY k").fetchall())
+                cursor.execute(f"DROP TABLE {name}")
+    finally:
+        other.close()
+    assert stored[0] == stored[1]
+    assert len(stored[0]) == len(rows)
+    assert any(row[3] is not None and "é" in row[3] for row in stored[0])

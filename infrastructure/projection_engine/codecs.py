@@ -142,6 +142,19 @@ def _jsons_to_jsonb(values: Sequence[Any]) -> list[Any]:
     return [v if v is None else Jsonb(v, _json_bytes) for v in values]
 
 
+#: jsonb's binary format: its version (1), then the JSON text.
+_JSONB_VERSION = b"\x01"
+
+
+def _jsons_to_jsonb_copy(values: Sequence[Any]) -> list[Any]:
+    """PostgreSQL COPY (binary): each JSON value as the bytes psycopg's jsonb dumper makes of
+    ``Jsonb(v, _json_bytes)`` (jsonb's version byte and orjson's text), made here in one list
+    comprehension and sent as they are (``_Codec.copy_types`` names ``bytea`` for these
+    columns: its dumper, in C, writes the bytes unchanged, and the server reads the field as
+    the column's jsonb). The dumper was a Python call a value and a ``Jsonb`` object."""
+    return [v if v is None else _JSONB_VERSION + _json_bytes(v) for v in values]
+
+
 def _bools_to_int(values: Sequence[Any]) -> list[Any]:
     return [v if v is None else int(bool(v)) for v in values]
 
@@ -160,11 +173,12 @@ _TO_DB: dict[str, dict[str, Converter]] = {
 }
 #: SQLite's converters whose texts ``_texts`` makes once per object of a batch.
 _SQLITE_TEXTS: dict[Converter, Callable[[Any], str]] = {_jsons_to_text: _json_text}
-#: PostgreSQL COPY dumps each value as its column's type; JSON goes as jsonb written by orjson.
+#: PostgreSQL COPY dumps each value as its column's type; JSON goes as jsonb written by orjson
+#: (its binary form, made here).
 _COPY_TO_DB: dict[str, Converter] = {
     "time": _times_to_utc,
     "bool": _bools_to_bool,
-    "json": _jsons_to_jsonb,
+    "json": _jsons_to_jsonb_copy,
 }
 _FROM_DB: dict[str, dict[str, Callable[[Any], Any]]] = {
     "sqlite": {"time": datetime.fromisoformat, "json": json.loads, "bool": bool},
@@ -179,6 +193,8 @@ _PG_TYPES = {
     "json": "jsonb",
     "real": "float8",
 }
+#: COPY sends JSON values already in jsonb's binary form (``_jsons_to_jsonb_copy``).
+_COPY_TYPES = {"json": "bytea"}
 #: PostgreSQL is sent a column's values as one Python type: a column holding others (an int
 #: in a "real" column, say) is coerced first.
 _PG_COERCE: dict[str, type] = {"text": str, "int": int, "real": float}
@@ -236,7 +252,7 @@ class _Codec:
             self.copy_to_db = [
                 (i, _COPY_TO_DB[t]) for i, t in enumerate(self.types) if t in _COPY_TO_DB
             ]
-            self.copy_types = [_PG_TYPES[t] for t in self.types]
+            self.copy_types = [_COPY_TYPES.get(t) or _PG_TYPES[t] for t in self.types]
             stage = f"countersign_stage_{spec.name}"
             self.create_stage = (
                 f"CREATE TEMPORARY TABLE IF NOT EXISTS {stage} ("
