@@ -184,3 +184,31 @@ def test_copy_stores_the_rows_the_insert_of_arrays_stores(cs, append_only):
     assert stored[0] == stored[1]
     assert len(stored[0]) == len(rows)
     assert any(row[3] is not None and "é" in row[3] for row in stored[0])
+
+
+def test_the_writer_process_configures_sqlite_before_loading_it():
+    """``writer_main.configure_sqlite`` in a fresh interpreter, as the writer process runs it:
+    SQLite takes its settings (on Linux) and then works as ever; once ``sqlite3`` is loaded
+    (as in this process) it is left alone."""
+    import subprocess
+    import sys
+
+    from countersign.infrastructure.projection_engine import writer, writer_main
+
+    assert writer_main.__name__ == writer._ENTRY
+    assert writer_main.configure_sqlite() is False  # this process loaded sqlite3 already
+    probe = (
+        "import sys\n"
+        "from countersign.infrastructure.projection_engine.writer_main import configure_sqlite\n"
+        "configured = configure_sqlite()\n"
+        "import sqlite3\n"
+        "db = sqlite3.connect(':memory:')\n"
+        "db.execute('CREATE TABLE t (k TEXT PRIMARY KEY, v)')\n"
+        "db.executemany('INSERT INTO t VALUES (?, ?)', [(str(i), None) for i in range(500)])\n"
+        "assert db.execute('SELECT count(*) FROM t').fetchone() == (500,)\n"
+        "print(configured)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == str(sys.platform.startswith("linux"))

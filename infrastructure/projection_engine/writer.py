@@ -27,7 +27,6 @@ import contextlib
 import gc
 import logging
 import pickle
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -151,6 +150,9 @@ def _widen(stream: IO[bytes] | None) -> None:
             fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 
+_ENTRY = __name__.rpartition(".")[0] + ".writer_main"
+
+
 class WriterProcess:
     """The runner's end: ``submit`` a prepared batch, ``wait`` for its commit."""
 
@@ -159,8 +161,9 @@ class WriterProcess:
     ) -> None:
         self._process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
             # -P: not the working directory first on its path (a module there named like ours
-            # would run instead); -m: this module, by name, as the parent imported it.
-            [sys.executable, "-P", "-m", __name__],
+            # would run instead); -m: the entry point, by name (``writer_main``: it configures
+            # SQLite before anything loads it, then runs ``serve``).
+            [sys.executable, "-P", "-m", _ENTRY],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -307,8 +310,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         sql.close()
 
 
-if __name__ == "__main__":
-    # Ctrl-C reaches the whole process group: the runner handles it (and lets the batch in
-    # flight commit), so the writer carries on until the runner says to finish.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+if __name__ == "__main__":  # the process's own entry point is ``writer_main``
+    from countersign.infrastructure.projection_engine.writer_main import main
+
+    main()
