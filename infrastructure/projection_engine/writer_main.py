@@ -37,9 +37,9 @@ def configure_sqlite() -> bool:
         return False
     config = library.sqlite3_config
     config.restype = ctypes.c_int
-    return config(_SQLITE_CONFIG_MULTITHREAD) == 0 and (
-        config(_SQLITE_CONFIG_MEMSTATUS, ctypes.c_int(0)) == 0
-    )
+    threads: int = config(_SQLITE_CONFIG_MULTITHREAD)
+    statistics: int = config(_SQLITE_CONFIG_MEMSTATUS, ctypes.c_int(0))
+    return threads == 0 and statistics == 0
 
 
 def main() -> None:
