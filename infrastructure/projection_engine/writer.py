@@ -27,7 +27,6 @@ import contextlib
 import gc
 import logging
 import pickle
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -39,7 +38,7 @@ try:
 except ImportError:  # not POSIX: pipes keep their default size
     fcntl = None  # type: ignore[assignment]
 
-from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.projection_engine.rows import (
     Packed,
     ProjectionRaceError,
@@ -87,6 +86,43 @@ _GC_THRESHOLD = 100_000
 _NONE: Any = {}.get
 
 
+class _SqliteRows(SqlRows):
+    """The writer process's rows on SQLite: each table's rows go to its multi-row INSERTs as
+    one flat list of parameters (``_Codec.flat_params``), sliced per statement, instead of
+    a tuple per row converted through columns and chained again per statement. The deletes,
+    PostgreSQL and everything else are ``SqlRows``'s own; the statements and values are the
+    same, so are the rows stored."""
+
+    def flush(
+        self, cursor: Cursor | None = None, made: dict[int, tuple[Any, str]] | None = None
+    ) -> int:
+        packed = self._packed
+        if packed is None or self.dialect != "sqlite":
+            return super().flush(cursor, made)
+        cursor = cursor or self.cursor
+        if made is None:
+            made = {}
+        written = 0
+        for name, (puts, deleted) in packed.items():
+            codec = self.codecs[name]
+            if deleted:
+                self._delete_sqlite(cursor, codec, codec.keys_to_db(deleted))
+            if puts:
+                flat = codec.flat_params(puts, made)
+                step = len(codec.names)
+                size = codec.rows_per_insert * step
+                whole = len(flat) - len(flat) % size
+                for start in range(0, whole, size):
+                    cursor.execute(codec.upsert_many, flat[start : start + size])
+                if whole < len(flat):
+                    cursor.executemany(
+                        codec.upsert,
+                        [flat[start : start + step] for start in range(whole, len(flat), step)],
+                    )
+            written += len(puts) + len(deleted)
+        return written
+
+
 def _write(stream: IO[bytes], message: Any) -> None:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(len(data).to_bytes(_LENGTH, "big"))
@@ -114,6 +150,9 @@ def _widen(stream: IO[bytes] | None) -> None:
             fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
 
 
+_ENTRY = __name__.rpartition(".")[0] + ".writer_main"
+
+
 class WriterProcess:
     """The runner's end: ``submit`` a prepared batch, ``wait`` for its commit."""
 
@@ -122,8 +161,9 @@ class WriterProcess:
     ) -> None:
         self._process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
             # -P: not the working directory first on its path (a module there named like ours
-            # would run instead); -m: this module, by name, as the parent imported it.
-            [sys.executable, "-P", "-m", __name__],
+            # would run instead); -m: the entry point, by name (``writer_main``: it configures
+            # SQLite before anything loads it, then runs ``serve``).
+            [sys.executable, "-P", "-m", _ENTRY],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -245,7 +285,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                     commit_batch(
                         cursor,
                         [
-                            (name, SqlRows.of_packed(cursor, tables[name], dialect, packed))
+                            (name, _SqliteRows.of_packed(cursor, tables[name], dialect, packed))
                             for name, packed in batches
                         ],
                         position,
@@ -270,8 +310,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         sql.close()
 
 
-if __name__ == "__main__":
-    # Ctrl-C reaches the whole process group: the runner handles it (and lets the batch in
-    # flight commit), so the writer carries on until the runner says to finish.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+if __name__ == "__main__":  # the process's own entry point is ``writer_main``
+    from countersign.infrastructure.projection_engine.writer_main import main
+
+    main()
