@@ -114,25 +114,34 @@ def test_flat_params_are_the_converted_rows_one_after_another():
 
 
 @pytest.mark.parametrize("count", [1, 49, 2 * 142 + 5])
-def test_the_writer_process_rows_store_what_sql_rows_store(tmp_path, count):
-    """``writer._SqliteRows`` (flat parameters, whole statements then the rest row by row)
-    against ``SqlRows``: the same stored values, byte for byte."""
+def test_sqlite_rows_store_what_one_insert_a_row_stores(tmp_path, count):
+    """``SqlRows`` on SQLite (flat parameters, whole multi-row statements then the rest row by
+    row) against one upsert a row of ``rows_to_db``'s values: the same stored values, byte for
+    byte, and the deletes first."""
     from countersign.infrastructure.persistence.sql import SqlDatabase
     from countersign.infrastructure.projection_engine.rows import SqlRows, create_statements
-    from countersign.infrastructure.projection_engine.writer import _SqliteRows
     from countersign.infrastructure.settings import Database
 
     rows = _mixed_rows(count)
     deleted = [("gone1",), ("k0",)]
+    codec = codecs._Codec(_MIXED, "sqlite")
     stored = []
-    for kind in (SqlRows, _SqliteRows):
-        sql = SqlDatabase(Database.parse(f"sqlite:///{tmp_path / kind.__name__}.db"))
+    for way in ("batch", "row by row"):
+        sql = SqlDatabase(Database.parse(f"sqlite:///{tmp_path / way.replace(' ', '_')}.db"))
         try:
             with sql.transaction() as cursor:
                 for statement in create_statements(_MIXED, "sqlite"):
                     cursor.execute(statement)
-                packed = {"mixed": (rows, deleted)}
-                assert kind.of_packed(cursor, [_MIXED], "sqlite", packed).flush() == count + 2
+                if way == "batch":
+                    packed = {"mixed": (rows, deleted)}
+                    assert (
+                        SqlRows.of_packed(cursor, [_MIXED], "sqlite", packed).flush() == count + 2
+                    )
+                else:
+                    for key in deleted:
+                        cursor.execute(codec.delete, key)
+                    for params in codec.rows_to_db(rows, {}):
+                        cursor.execute(codec.upsert, params)
                 quoted = ", ".join(f"quote({c.name})" for c in _MIXED.columns)
                 stored.append(cursor.execute(f"SELECT {quoted} FROM mixed ORDER BY k").fetchall())
         finally:

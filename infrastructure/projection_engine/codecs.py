@@ -324,7 +324,7 @@ class _Codec:
         """SQLite: rows' values (in column order) as sent, one flat list of every row's
         parameters in turn, as ``rows_to_db`` converts them (``made``: see ``_texts``).
 
-        For the writer process's multi-row INSERTs (``writer._SqliteRows``): a column is
+        For SQLite's multi-row INSERTs (``SqlRows._upsert_sqlite``): a column is
         converted in place through a slice of the flat list (``flat[i::n]``), where
         ``rows_to_db`` turned the rows into columns and back, a tuple allocated per row each
         way, and the statements then chained each slice of rows into a list again."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from itertools import chain
 from types import MappingProxyType
 from typing import Any
 
@@ -197,7 +196,7 @@ class SqlRows:
                 elif codec.postgres:
                     cursor.execute_native(codec.upsert, codec.rows_to_db(puts))
                 else:
-                    self._upsert_sqlite(cursor, codec, codec.rows_to_db(puts, made))
+                    self._upsert_sqlite(cursor, codec, codec.flat_params(puts, made))
             written += len(puts) + len(deleted)
         return written
 
@@ -212,13 +211,20 @@ class SqlRows:
             cursor.executemany(codec.delete, keys[whole:])
 
     @staticmethod
-    def _upsert_sqlite(cursor: Cursor, codec: _Codec, rows: list[tuple[Any, ...]]) -> None:
-        size = codec.rows_per_insert
-        whole = len(rows) - len(rows) % size
+    def _upsert_sqlite(cursor: Cursor, codec: _Codec, flat: list[Any]) -> None:
+        """SQLite: the rows' parameters, one after another (``_Codec.flat_params``), in
+        multi-row INSERTs of ``rows_per_insert`` rows sliced from the flat list, the rest row
+        by row."""
+        step = len(codec.names)
+        size = codec.rows_per_insert * step
+        whole = len(flat) - len(flat) % size
         for start in range(0, whole, size):
-            cursor.execute(codec.upsert_many, list(chain.from_iterable(rows[start : start + size])))
-        if whole < len(rows):
-            cursor.executemany(codec.upsert, rows[whole:])
+            cursor.execute(codec.upsert_many, flat[start : start + size])
+        if whole < len(flat):
+            cursor.executemany(
+                codec.upsert,
+                [flat[start : start + step] for start in range(whole, len(flat), step)],
+            )
 
     def decode(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
         codec = self.codecs.get(spec.name) or _codec(spec, self.dialect)

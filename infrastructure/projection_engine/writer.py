@@ -38,7 +38,7 @@ try:
 except ImportError:  # not POSIX: pipes keep their default size
     fcntl = None  # type: ignore[assignment]
 
-from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.rows import (
     Packed,
     ProjectionRaceError,
@@ -84,43 +84,6 @@ _GC_THRESHOLD = 100_000
 #: called (``{}.get(None)`` is None, in C). NoneType is no base type, so sqlite3 keeps binding
 #: ints, floats and strings without adaptation.
 _NONE: Any = {}.get
-
-
-class _SqliteRows(SqlRows):
-    """The writer process's rows on SQLite: each table's rows go to its multi-row INSERTs as
-    one flat list of parameters (``_Codec.flat_params``), sliced per statement, instead of
-    a tuple per row converted through columns and chained again per statement. The deletes,
-    PostgreSQL and everything else are ``SqlRows``'s own; the statements and values are the
-    same, so are the rows stored."""
-
-    def flush(
-        self, cursor: Cursor | None = None, made: dict[int, tuple[Any, str]] | None = None
-    ) -> int:
-        packed = self._packed
-        if packed is None or self.dialect != "sqlite":
-            return super().flush(cursor, made)
-        cursor = cursor or self.cursor
-        if made is None:
-            made = {}
-        written = 0
-        for name, (puts, deleted) in packed.items():
-            codec = self.codecs[name]
-            if deleted:
-                self._delete_sqlite(cursor, codec, codec.keys_to_db(deleted))
-            if puts:
-                flat = codec.flat_params(puts, made)
-                step = len(codec.names)
-                size = codec.rows_per_insert * step
-                whole = len(flat) - len(flat) % size
-                for start in range(0, whole, size):
-                    cursor.execute(codec.upsert_many, flat[start : start + size])
-                if whole < len(flat):
-                    cursor.executemany(
-                        codec.upsert,
-                        [flat[start : start + step] for start in range(whole, len(flat), step)],
-                    )
-            written += len(puts) + len(deleted)
-        return written
 
 
 def _write(stream: IO[bytes], message: Any) -> None:
@@ -285,7 +248,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                     commit_batch(
                         cursor,
                         [
-                            (name, _SqliteRows.of_packed(cursor, tables[name], dialect, packed))
+                            (name, SqlRows.of_packed(cursor, tables[name], dialect, packed))
                             for name, packed in batches
                         ],
                         position,
