@@ -1,0 +1,172 @@
+"""The rebuilding process's instructions per event of a rebuild, counted by callgrind.
+
+    .venv/bin/python scripts/rebuild_instructions.py                       # all seven
+    .venv/bin/python scripts/rebuild_instructions.py --projections audit_trail
+    .venv/bin/python scripts/rebuild_instructions.py --bound noop --keep /tmp/noop.out
+    callgrind_annotate --inclusive=yes /tmp/noop.out | head -80
+
+It fills a fresh SQLite store with ``--lifecycles`` of ``scripts/bench_projections.py``'s
+lifecycles (five events each, plus the seeded club's), then runs itself under ``valgrind
+--tool=callgrind`` with collection off, reads the whole log into memory, and counts one pass of what
+the rebuilding process does to each batch of ``rebuild_together``: the handlers of every
+chosen projection over the batch (decoding each event once, ``_prepare_together``), the
+packing of its rows into values in column order, and their pickling for the writer process.
+The pass runs inside a ctypes callback and callgrind collects only while it runs
+(``--toggle-collect=closure_fcn``), so start-up, imports, filling and reading the log are left
+out; so are the writer process, whose work no pickle here is sent to, and the indexes built
+after the last batch. The count moves by a few hundred instructions an event from run to run.
+
+``--bound`` measures what a lever could at most give, by taking it away (the rows are then
+wrong; nothing is written): ``noop``, every handler a no-op (what is left is decoding and
+dispatch); ``bare-rows``, ``SqlRows.get``, ``update`` and ``put`` without their checks and
+read-only views. ``--inner`` is the process valgrind runs; not for use by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for _path in (ROOT, ROOT / "scripts"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+#: ctypes' entry into a Python callback: the measured pass runs inside it, and only there.
+TOGGLE = "closure_fcn"
+
+
+def _bound(kind: str) -> None:
+    """Take a lever away, to measure what it costs (``--bound``)."""
+    from countersign.infrastructure.projection_engine import rows
+    from countersign.projections.base import Projection
+
+    if kind == "noop":
+        handler_for = Projection.handler_for
+
+        def no_op(self: Projection, topic: str) -> Any:
+            found = handler_for(self, topic)
+            return None if found is None else (lambda event, position, rows: None)
+
+        Projection.handler_for = no_op  # type: ignore[method-assign]
+    elif kind == "bare-rows":
+        absent = rows._ABSENT
+
+        def get(self: Any, table: str, key: Any) -> Any:
+            row = self._written[table].get(key, absent)
+            return self._load(table, key) if row is absent else row
+
+        def update(self: Any, table: str, key: Any, **changes: Any) -> Any:
+            written = self._written[table]
+            row = written.get(key, absent)
+            if row is absent:
+                row = self._load(table, key)
+                if row is None:
+                    return None
+                written[key] = row
+            elif row is None:
+                return None
+            row.update(changes)
+            return row
+
+        def put(self: Any, table: str, row: dict[str, Any]) -> None:
+            self._written[table][self.codecs[table].key_of(row)] = row
+
+        rows.SqlRows.get, rows.SqlRows.update, rows.SqlRows.put = get, update, put  # type: ignore[method-assign]
+
+
+def inner(url: str, projections: str, bound: str) -> None:
+    """The process under callgrind: read the log, then the measured pass in a callback."""
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.projection_engine.key_filter import KeyFilter
+    from countersign.infrastructure.projection_engine.runner import frozen_heap
+    from countersign.infrastructure.projection_engine.together import _prepare_together
+
+    if bound:
+        _bound(bound)
+    cs = bootstrap(database_url=url)
+    runners = cs.projection_runners()
+    if projections != "all":
+        runners = [runner for runner in runners if runner.name in projections.split(",")]
+    first = runners[0]
+    batches, position = [], 0
+    while batch := first._select(position):
+        batches.append(batch)
+        position = batch[-1].id
+    events = sum(map(len, batches))
+
+    def one_pass() -> None:
+        known, overlays = KeyFilter(), None
+        with first.sql.reading() as reader:
+            for batch in batches:
+                prepared = _prepare_together(runners, batch, reader, overlays, known)
+                packed = [(r.name, prepared[i].packed()) for i, r in enumerate(runners)]
+                pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
+                overlays = [rows.written for rows in prepared]
+
+    with frozen_heap():
+        ctypes.CFUNCTYPE(None)(one_pass)()
+    print(json.dumps({"events": events}))
+    cs.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lifecycles", type=int, default=4000)
+    parser.add_argument("--projections", default="all", help="all, or names with commas")
+    parser.add_argument("--bound", choices=["", "noop", "bare-rows"], default="")
+    parser.add_argument("--keep", help="write callgrind's output here")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        inner(args.inner, args.projections, args.bound)
+        return
+    from bench_projections import fill
+    from countersign.infrastructure.bootstrap import bootstrap
+
+    url = f"sqlite:///{tempfile.mkdtemp(prefix='rebuild-instr-')}/countersign.db"
+    cs = bootstrap(database_url=url)
+    fill(cs, args.lifecycles)
+    cs.close()
+    out = args.keep or tempfile.mktemp(prefix="rebuild-instr-", suffix=".out")
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--collect-atstart=no",
+        f"--toggle-collect={TOGGLE}",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        __file__,
+        f"--inner={url}",
+        f"--projections={args.projections}",
+        f"--bound={args.bound}",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    events = json.loads(done.stdout.strip().splitlines()[-1])["events"]
+    with open(out) as counts:
+        total = int(re.search(r"^(?:summary|totals): (\d+)", counts.read(), re.M).group(1))  # type: ignore[union-attr]
+    if not args.keep:
+        Path(out).unlink()
+    print(
+        json.dumps(
+            {
+                "projections": args.projections,
+                "bound": args.bound or None,
+                "events": events,
+                "instructions": total,
+                "per_event": round(total / events),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
