@@ -164,17 +164,16 @@ def test_copy_sends_json_as_the_jsonb_dumper_would():
 
 
 @pytest.mark.parametrize("append_only", [False, True])
-def test_copy_stores_the_rows_the_insert_of_arrays_stores(cs, append_only):
+def test_copy_stores_the_rows_the_insert_of_arrays_stores(postgres_url, append_only):
     """PostgreSQL: a table's rows written by COPY (``_COPY_ROWS`` or more in a batch) and
     by the arrays' INSERT (fewer) are stored alike: JSON, NULLs, unicode, times."""
-    if not cs.sql.is_postgres:
-        pytest.skip("PostgreSQL's COPY")
     from countersign.infrastructure.persistence.sql import SqlDatabase
     from countersign.infrastructure.projection_engine.rows import SqlRows, create_statements
+    from countersign.infrastructure.settings import Database
 
     rows = _mixed_rows(codecs._COPY_ROWS + 21)
     stored = []
-    other = SqlDatabase(cs.database)
+    other = SqlDatabase(Database.parse(postgres_url))
     try:
         for name, chunk in (("copied", len(rows)), ("inserted", codecs._COPY_ROWS - 1)):
             table = Table(name, _MIXED.columns, key=("k",), append_only=append_only)
