@@ -347,3 +347,10 @@ def test_the_postgres_commit_and_log_read_are_prepared_statements_of_their_own(
         )
         loaded = pg_statements.rows(conn, result, list)
         assert [row[0] for row in loaded] == [first + 1, first + 2]
+        # The server has it; the connection's record says it has not (as through a wrapper
+        # of the connection): preparing it again is refused, and it is used as it is.
+        conn.__dict__.pop(pg_statements._PREPARED)
+        result = pg_statements.run(
+            conn, recorder._log_statement, (first.to_bytes(8, "big"), (10).to_bytes(8, "big"))
+        )
+        assert [row[0] for row in pg_statements.rows(conn, result, list)] == [first + 1, first + 2]

@@ -14,9 +14,11 @@ it, through psycopg's own C generators and wait function; an error result is rai
 psycopg raises it (``psycopg.errors.error_from_result``: the same class and diagnostics), so
 the recorder and the datastore translate it as before.
 
-A statement name is countersign's own (psycopg's manager never deallocates it). If the
-server has forgotten it (``DEALLOCATE ALL``, ``DISCARD ALL`` run on the connection), the
-execution fails before anything runs and it is prepared again, once. A connection that is
+A statement name is countersign's own (psycopg's manager never deallocates it), a hash of
+its text and parameter types. If the server has forgotten it (``DEALLOCATE ALL``, ``DISCARD
+ALL`` run on the connection), the execution fails before anything runs and it is prepared
+again, once; if the server has it when the connection's record says it has not, preparing
+it again is refused and the statement is used as it is. A connection that is
 not in autocommit, or is in pipeline mode, is not used here (``runs_alone``): the caller
 takes psycopg's cursor.
 """
@@ -39,6 +41,8 @@ _PREPARED = "_countersign_prepared"
 _LOADER = "_countersign_loader"
 #: SQLSTATE invalid_sql_statement_name: no prepared statement of that name on the server.
 _UNKNOWN_STATEMENT = b"26000"
+#: SQLSTATE duplicate_prepared_statement.
+_ALREADY_PREPARED = b"42P05"
 
 _TUPLES_OK = ExecStatus.TUPLES_OK
 _FATAL_ERROR = ExecStatus.FATAL_ERROR
@@ -108,6 +112,10 @@ def _prepare(conn: psycopg.Connection[Any], statement: Statement) -> None:
     pgconn.send_prepare(statement.name, statement.query, param_types=statement.types)
     for result in conn.wait(execute(pgconn)):
         if result.status == _FATAL_ERROR:
+            # Prepared already (by a caller that did not know it, e.g. through a wrapper of
+            # the connection): a statement of this name is this one, its text and types.
+            if result.error_field(_SQLSTATE) == _ALREADY_PREPARED:
+                continue
             raise _error(pgconn, result)
 
 
