@@ -11,13 +11,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
 from uuid import UUID
 
 import psycopg
 import pytest
 from countersign.domain.club.organization import Permission
 from countersign.domain.proposal import Proposal
+from countersign.infrastructure.persistence import pg_statements
 from countersign.infrastructure.persistence.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from eventsourcing.persistence import OperationalError
 
@@ -61,47 +61,20 @@ def test_a_retried_insert_that_had_committed_does_not_make_propose_freeze_a_seco
     """The connection drops after the commit; before the library's @retry runs the insert
     again, another process changes the organization propose read. The retry is then refused
     as a stale read (not as an IntegrityError), and propose freezes the request again."""
-    datastore = cs.app.recorder.datastore
-    real_get_connection = datastore.get_connection
+    recorder = cs.app.recorder
+    real_run = pg_statements.run
     dropped: list[bool] = []
 
-    class _Cursor:
-        def __init__(self, cursor):
-            self._cursor = cursor
+    # The recorder runs its insert on the connection's libpq object (pg_statements).
+    def flaky_run(conn, statement, params):
+        result = real_run(conn, statement, params)
+        if statement is recorder._insert_statement and not dropped:
+            dropped.append(True)  # committed (autocommit), then the connection is lost
+            _set_permissions(other, BEN, [Permission.REFUND_ORDERS])
+            raise OperationalError("server closed the connection unexpectedly")
+        return result
 
-        def __enter__(self):
-            self._cursor.__enter__()
-            return self
-
-        def __exit__(self, *exc):
-            return self._cursor.__exit__(*exc)
-
-        def execute(self, query, *args, **kwargs):
-            self._cursor.execute(query, *args, **kwargs)
-            if query is cs.app.recorder._call_insert and not dropped:
-                dropped.append(True)  # committed (autocommit), then the connection is lost
-                _set_permissions(other, BEN, [Permission.REFUND_ORDERS])
-                raise OperationalError("server closed the connection unexpectedly")
-
-        def __getattr__(self, name):
-            return getattr(self._cursor, name)
-
-    class _Connection:
-        def __init__(self, conn):
-            self._conn = conn
-
-        def cursor(self, *args, **kwargs):
-            return _Cursor(self._conn.cursor(*args, **kwargs))
-
-        def __getattr__(self, name):
-            return getattr(self._conn, name)
-
-    @contextmanager
-    def flaky_get_connection(*args, **kwargs):
-        with real_get_connection(*args, **kwargs) as conn:
-            yield _Connection(conn)
-
-    monkeypatch.setattr(datastore, "get_connection", flaky_get_connection)
+    monkeypatch.setattr(pg_statements, "run", flaky_run)
     before = count_events(cs, "Proposal.Proposed")
 
     created = propose_on(cs, seeded["orders"]["refund-ok"])

@@ -298,3 +298,59 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
         assert conn.info.transaction_status is TransactionStatus.IDLE
         assert conn.execute("SELECT 42 AS n").fetchone()["n"] == 42
         conn.execute("DROP TABLE pooled_t")
+
+
+def test_the_postgres_commit_and_log_read_are_prepared_statements_of_their_own(
+    recorder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pg_statements: a commit and a log read run countersign's own named prepared
+    statements on the connection's libpq object (no psycopg cursor), with the same results;
+    a statement the server forgot (``DEALLOCATE ALL``) is prepared again; a stale read is
+    still refused as one."""
+    from countersign.infrastructure.persistence import pg_statements
+    from countersign.infrastructure.persistence.recorders_postgres import (
+        CountersignPostgresRecorder,
+    )
+
+    if not isinstance(recorder, CountersignPostgresRecorder):
+        return
+
+    def no_cursor(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a psycopg cursor ran the statement")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.Cursor, "execute", no_cursor)
+        read, written = uuid4(), uuid4()
+        (first,) = recorder.insert_events([_event(read, 1, b"{}")])
+        ids = recorder.insert_events(
+            [_event(written, 1, b'{"a":1}'), _event(written, 2, b"\x00\xff")],
+            expected_versions={read: 1, uuid4(): None},
+        )
+        assert ids == [first + 1, first + 2]
+        entries = recorder.select_log(first - 1, 10)
+        assert [tuple(entry) for entry in entries] == [
+            (first, read, 1, "t:E", b"{}"),
+            (first + 1, written, 1, "t:E", b'{"a":1}'),
+            (first + 2, written, 2, "t:E", b"\x00\xff"),
+        ]
+        assert recorder.select_log(first + 2, 10) == []
+        with pytest.raises(ReadSetChangedError, match=str(read)):
+            recorder.insert_events([_event(written, 3, b"{}")], expected_versions={read: 0})
+
+    with recorder.datastore.get_connection() as conn:
+        names = {row["name"] for row in conn.execute("SELECT name FROM pg_prepared_statements")}
+        conn.execute("DEALLOCATE ALL")
+        # The server has forgotten it; the connection still lists it as prepared.
+        assert recorder._log_statement.name.decode() in names
+        result = pg_statements.run(
+            conn, recorder._log_statement, (first.to_bytes(8, "big"), (10).to_bytes(8, "big"))
+        )
+        loaded = pg_statements.rows(conn, result, list)
+        assert [row[0] for row in loaded] == [first + 1, first + 2]
+        # The server has it; the connection's record says it has not (as through a wrapper
+        # of the connection): preparing it again is refused, and it is used as it is.
+        conn.__dict__.pop(pg_statements._PREPARED)
+        result = pg_statements.run(
+            conn, recorder._log_statement, (first.to_bytes(8, "big"), (10).to_bytes(8, "big"))
+        )
+        assert [row[0] for row in pg_statements.rows(conn, result, list)] == [first + 1, first + 2]

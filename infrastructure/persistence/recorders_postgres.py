@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+from countersign.infrastructure.persistence import pg_statements
 from countersign.infrastructure.persistence.recorders import (
     STALE_READ_SQLSTATE,
     LogEntry,
@@ -152,6 +153,18 @@ def _packed_dumper(packed: type[_PackedArray]) -> type[Dumper]:
 # Registered on psycopg's global adapters: these private types appear nowhere else.
 for _packed in (_UUIDs, _BigInts, _Texts, _Byteas):
     psycopg.adapters.register_dumper(_packed, _packed_dumper(_packed))
+
+
+#: The insert function's parameters, in order.
+_INSERT_PARAMETERS = (_UUIDs, _BigInts, _Texts, _Byteas, _UUIDs, _BigInts)
+_INT8_OID = pg_types["int8"].oid
+_INT8 = struct.Struct("!q")
+
+
+def _numbered(query: bytes) -> bytes:
+    """psycopg's ``%s`` placeholders as PostgreSQL's own ``$1``, ``$2``..."""
+    first, *rest = query.split(b"%s")
+    return first + b"".join(b"$%d" % n + part for n, part in enumerate(rest, 1))
 
 
 #: The attribute of a pooled psycopg connection holding its commit cursor.
@@ -316,13 +329,28 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             .format(schema=schema, table=table)
             .as_bytes(None)
         )
+        # The same two, prepared and run on the connection's libpq object (pg_statements):
+        # the same text with $n parameters, of the types psycopg gives the packed arrays.
+        self._insert_statement = pg_statements.Statement(
+            _numbered(self._call_insert),
+            [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS],
+        )
+        self._log_statement = pg_statements.Statement(
+            _numbered(self._select_log), [_INT8_OID, _INT8_OID]
+        )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def select_log(self, after: int, limit: int) -> list[LogEntry]:
         """Up to ``limit`` log entries after notification id ``after``, in order."""
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
-            return list(map(LogEntry._make, cursor.fetchall()))
+        with self.datastore.get_connection() as conn:
+            if pg_statements.runs_alone(conn):
+                result = pg_statements.run(
+                    conn, self._log_statement, (_INT8.pack(after), _INT8.pack(limit))
+                )
+                return pg_statements.rows(conn, result, LogEntry._make)
+            with conn.cursor(row_factory=tuple_row) as cursor:
+                cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
+                return list(map(LogEntry._make, cursor.fetchall()))
 
     # The library's own retry: a dropped connection is retried; if the first attempt had in
     # fact committed, the retry reports an IntegrityError for our own write (the application
@@ -345,8 +373,13 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             _BigInts.of(list(expected.values())),
         )
         with self.datastore.get_connection() as conn:
-            cursor = _commit_cursor(conn)
             try:
+                if pg_statements.runs_alone(conn):
+                    result = pg_statements.run(
+                        conn, self._insert_statement, [p.data for p in params]
+                    )
+                    return pg_statements.first_column_int8s(result)
+                cursor = _commit_cursor(conn)
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:
                 if error.sqlstate == STALE_READ_SQLSTATE:

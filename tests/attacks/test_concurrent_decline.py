@@ -36,6 +36,7 @@ from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token, service_actions
+from countersign.infrastructure.persistence import pg_statements
 from eventsourcing.persistence import OperationalError
 from fastapi.testclient import TestClient
 
@@ -227,47 +228,19 @@ def test_a_decline_whose_commit_was_retried_after_it_committed_is_still_ours(
     ).token
     before = count_events(cs)
     recorder: Any = cs.app.recorder
-    real_get_connection = recorder.datastore.get_connection
+    real_run = pg_statements.run
     dropped: list[bool] = []
 
-    class Cursor:
-        def __init__(self, cursor: Any) -> None:
-            self._cursor = cursor
-
-        def __enter__(self) -> Cursor:
-            self._cursor.__enter__()
-            return self
-
-        def __exit__(self, *exc: Any) -> Any:
-            return self._cursor.__exit__(*exc)
-
-        def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
-            result = self._cursor.execute(query, *args, **kwargs)
-            if query is recorder._call_insert and not dropped:
-                dropped.append(True)  # committed (autocommit), then the connection is lost
-                raise OperationalError("server closed the connection unexpectedly")
-            return result
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._cursor, name)
-
-    class Connection:
-        def __init__(self, conn: Any) -> None:
-            self._conn = conn
-
-        def cursor(self, *args: Any, **kwargs: Any) -> Cursor:
-            return Cursor(self._conn.cursor(*args, **kwargs))
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._conn, name)
-
-    @contextmanager
-    def flaky_get_connection(*args: Any, **kwargs: Any) -> Iterator[Connection]:
-        with real_get_connection(*args, **kwargs) as conn:
-            yield Connection(conn)
+    # The recorder runs its insert on the connection's libpq object (pg_statements).
+    def flaky_run(conn: Any, statement: Any, params: Any) -> Any:
+        result = real_run(conn, statement, params)
+        if statement is recorder._insert_statement and not dropped:
+            dropped.append(True)  # committed (autocommit), then the connection is lost
+            raise OperationalError("server closed the connection unexpectedly")
+        return result
 
     with TestClient(create_app(cs), raise_server_exceptions=False) as client:
-        monkeypatch.setattr(recorder.datastore, "get_connection", flaky_get_connection)
+        monkeypatch.setattr(pg_statements, "run", flaky_run)
         answer = _decline_over_http(client, token, proposal_id)
         monkeypatch.undo()
         repeat = _decline_over_http(client, token, proposal_id)

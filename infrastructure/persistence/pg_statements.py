@@ -1,0 +1,150 @@
+"""The PostgreSQL recorder's two hot statements (a commit's insert call, a log read), prepared
+once per connection and run on psycopg's libpq connection (``conn.pgconn``) itself.
+
+psycopg's ``Cursor.execute`` wraps the one round trip in about 40 Python calls (the query's
+conversion and its parameters' adaptation, the prepared-statement manager's lookup, cache
+and maintenance, result checks and selection, the row maker). These statements need none of
+that: their parameters are already in PostgreSQL's binary wire format (``_PackedArray``, or a
+packed ``int8``), their text is fixed, and the datastore's connections are in autocommit
+(eventsourcing's ``PostgresDatastore.after_connect_func``), so each statement is its own
+transaction exactly as through the cursor. What runs on the server is the same: a named
+prepared statement (``Parse`` once per connection, then ``Bind``/``Execute``), the same SQL,
+the same parameter types, binary results. Under the connection's own lock, as psycopg runs
+it, through psycopg's own C generators and wait function; an error result is raised as
+psycopg raises it (``psycopg.errors.error_from_result``: the same class and diagnostics), so
+the recorder and the datastore translate it as before.
+
+A statement name is countersign's own (psycopg's manager never deallocates it), a hash of
+its text and parameter types. If the server has forgotten it (``DEALLOCATE ALL``, ``DISCARD
+ALL`` run on the connection), the execution fails before anything runs and it is prepared
+again, once; if the server has it when the connection's record says it has not, preparing
+it again is refused and the statement is used as it is. A connection that is
+not in autocommit, or is in pipeline mode, is not used here (``runs_alone``): the caller
+takes psycopg's cursor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors
+from psycopg.adapt import Transformer
+from psycopg.generators import execute
+from psycopg.pq import DiagnosticField, ExecStatus, Format
+
+#: The key, in a psycopg connection's ``__dict__``, of the names prepared on it.
+_PREPARED = "_countersign_prepared"
+#: The key of the connection's row loader (a psycopg Transformer over its adapters).
+_LOADER = "_countersign_loader"
+#: SQLSTATE invalid_sql_statement_name: no prepared statement of that name on the server.
+_UNKNOWN_STATEMENT = b"26000"
+#: SQLSTATE duplicate_prepared_statement.
+_ALREADY_PREPARED = b"42P05"
+
+_TUPLES_OK = ExecStatus.TUPLES_OK
+_FATAL_ERROR = ExecStatus.FATAL_ERROR
+_SQLSTATE = DiagnosticField.SQLSTATE
+_BINARY = Format.BINARY
+
+
+class Statement:
+    """A fixed statement with ``$n`` parameters of the given type oids, all binary."""
+
+    __slots__ = ("formats", "name", "query", "types")
+
+    def __init__(self, query: bytes, types: Sequence[int]) -> None:
+        self.query = query
+        self.types = tuple(types)
+        self.formats = (_BINARY,) * len(self.types)
+        digest = hashlib.sha256(query + repr(self.types).encode()).hexdigest()[:32]
+        self.name = f"countersign_{digest}".encode()
+
+
+def runs_alone(conn: psycopg.Connection[Any]) -> bool:
+    """Whether each statement on ``conn`` is its own transaction (autocommit, no pipeline),
+    as for every connection of the library's datastore. (psycopg's own attributes, read
+    without its properties' Python calls.)"""
+    return bool(conn._autocommit) and conn._pipeline is None
+
+
+def run(
+    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes]
+) -> psycopg.pq.abc.PGresult:
+    """The statement's result on ``conn`` (rows expected); psycopg's error if it failed."""
+    pgconn = conn.pgconn
+    with conn.lock:
+        prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
+        if prepared is None:
+            prepared = conn.__dict__[_PREPARED] = set()
+        if statement.name not in prepared:
+            _prepare(conn, statement)
+            prepared.add(statement.name)
+        result = _executed(conn, statement, params)
+        if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == _UNKNOWN_STATEMENT:
+            # Forgotten by the server: nothing ran. Prepared again, and run once more.
+            prepared.discard(statement.name)
+            _prepare(conn, statement)
+            prepared.add(statement.name)
+            result = _executed(conn, statement, params)
+    if result.status != _TUPLES_OK:
+        raise _error(pgconn, result)
+    return result
+
+
+def _executed(
+    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes]
+) -> psycopg.pq.abc.PGresult:
+    pgconn = conn.pgconn
+    pgconn.send_query_prepared(
+        statement.name, params, param_formats=statement.formats, result_format=_BINARY
+    )
+    results: list[psycopg.pq.abc.PGresult] = conn.wait(execute(pgconn))
+    if not results:  # pragma: no cover - as psycopg's cursor checks it
+        raise errors.InternalError("got no result from the query")
+    return results[0]
+
+
+def _prepare(conn: psycopg.Connection[Any], statement: Statement) -> None:
+    pgconn = conn.pgconn
+    pgconn.send_prepare(statement.name, statement.query, param_types=statement.types)
+    for result in conn.wait(execute(pgconn)):
+        if result.status == _FATAL_ERROR:
+            # Prepared already (by a caller that did not know it, e.g. through a wrapper of
+            # the connection): a statement of this name is this one, its text and types.
+            if result.error_field(_SQLSTATE) == _ALREADY_PREPARED:
+                continue
+            raise _error(pgconn, result)
+
+
+def _error(pgconn: Any, result: psycopg.pq.abc.PGresult) -> psycopg.Error:
+    if result.status == _FATAL_ERROR:
+        return errors.error_from_result(result, encoding=pgconn._encoding)
+    return errors.InternalError(  # pragma: no cover - a prepared SELECT returns rows
+        f"unexpected result status from query: {ExecStatus(result.status).name}"
+    )
+
+
+def first_column_int8s(result: psycopg.pq.abc.PGresult) -> list[int]:
+    """The first column of every row, a binary ``int8`` (``bigint``)."""
+    value = result.get_value
+    return [
+        int.from_bytes(value(row, 0) or b"", "big", signed=True) for row in range(result.ntuples)
+    ]
+
+
+def rows(
+    conn: psycopg.Connection[Any], result: psycopg.pq.abc.PGresult, make_row: Any
+) -> list[Any]:
+    """Every row, loaded by the connection's own loaders (psycopg's ``Transformer``, as a
+    cursor of it loads them), each made by ``make_row`` from the list of its values."""
+    loader: Any = conn.__dict__.get(_LOADER)
+    if loader is None:
+        loader = conn.__dict__[_LOADER] = Transformer(conn)
+    loader.set_pgresult(result)
+    try:
+        return loader.load_rows(0, result.ntuples, make_row)  # type: ignore[no-any-return]
+    finally:
+        loader.set_pgresult(None)
