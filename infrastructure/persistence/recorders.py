@@ -112,11 +112,21 @@ _SQLITE_ERRORS: tuple[tuple[type[sqlite3.Error], type[PersistenceError]], ...] =
 )
 
 
-def _library_error(error: sqlite3.Error) -> PersistenceError:
-    for theirs, ours in _SQLITE_ERRORS:
+def translated_error(
+    error: Exception,
+    table: tuple[tuple[type[Exception], type[PersistenceError]], ...],
+    argument: Any,
+) -> PersistenceError:
+    """``error`` as the library raises it: the first of ``table``'s classes it is an instance
+    of (a driver's errors, a subclass before its base), made with ``argument``."""
+    for theirs, ours in table:
         if isinstance(error, theirs):
-            return ours(error)
-    return PersistenceError(error)  # pragma: no cover - sqlite3.Error is the last
+            return ours(argument)
+    return PersistenceError(argument)  # pragma: no cover - each table ends with the base
+
+
+def _library_error(error: sqlite3.Error) -> PersistenceError:
+    return translated_error(error, _SQLITE_ERRORS, error)
 
 
 def _rolled_back(sqlite_conn: sqlite3.Connection, error: BaseException) -> NoReturn:

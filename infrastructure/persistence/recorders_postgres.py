@@ -20,6 +20,7 @@ from countersign.infrastructure.persistence.recorders import (
     LogEntry,
     ReadSetChangedError,
     expected_versions,
+    translated_error,
 )
 from eventsourcing.persistence import (
     DatabaseError,
@@ -199,10 +200,7 @@ _TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
 
 
 def _translated(error: psycopg.Error) -> PersistenceError:
-    for theirs, ours in _TRANSLATED:
-        if isinstance(error, theirs):
-            return ours(str(error))
-    return PersistenceError(str(error))  # pragma: no cover - psycopg.Error is the last
+    return translated_error(error, _TRANSLATED, str(error))
 
 
 class _PooledConnection:
