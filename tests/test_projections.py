@@ -574,11 +574,9 @@ def test_a_misnamed_column_stops_the_projection_at_its_batch(cs, seeded, togethe
     proposal_id = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(proposal_id, AVA)
     runner = ProjectionRunner(cs.app, cs.sql, _Misnamed())
+    run = (lambda: rebuild_together([runner])) if together else runner.catch_up
     with pytest.raises(ProjectionStoppedError) as stopped:
-        if together:
-            rebuild_together([runner])
-        else:
-            runner.catch_up()
+        run()
     assert "projection 'misnamed' stopped at notification" in str(stopped.value)
     assert "ValueError" in str(stopped.value)
     assert "exactly the columns ['n', 'proposal_id']" in str(stopped.value.__cause__)
