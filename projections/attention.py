@@ -61,8 +61,9 @@ class Attention(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         organization_id = id_text(event.organization_id)
-        thread = (organization_id, str(event.interaction_id))
-        earlier = rows.get(THREADS, thread)
+        interaction_id = str(event.interaction_id)
+        proposal_id = aggregate_id(event)
+        earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
             item = rows.get(ITEMS, (earlier["proposal_id"],))
             if item is not None:
@@ -71,14 +72,14 @@ class Attention(Projection):
             THREADS,
             {
                 "organization_id": organization_id,
-                "interaction_id": str(event.interaction_id),
-                "proposal_id": aggregate_id(event),
+                "interaction_id": interaction_id,
+                "proposal_id": proposal_id,
             },
         )
         rows.put(
             ITEMS,
             {
-                "proposal_id": aggregate_id(event),
+                "proposal_id": proposal_id,
                 "organization_id": organization_id,
                 "section": event.section,
                 "status": "pending",

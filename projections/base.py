@@ -56,7 +56,9 @@ class Rows(Protocol):
         """Insert or replace the whole row (every column of the table).
 
         The row is taken as it is, not copied: the handler does not change the dict after
-        putting it (``update`` does that)."""
+        putting it (``update`` does that). A row without exactly the table's columns raises
+        ValueError, at once if it has too few or too many, or its key is missing, and by the
+        end of the batch, before anything of it is written, if a column is misnamed."""
         ...
 
     def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> Mapping[str, Any] | None:

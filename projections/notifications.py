@@ -121,19 +121,21 @@ class Notifications(Projection):
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
+        key = (aggregate_id(event),)
+        proposal = rows.get(PROPOSALS, key)
         if proposal is not None and event.approved_by not in proposal["approvers"]:
             approvers = [*proposal["approvers"], event.approved_by]
-            rows.update(PROPOSALS, (aggregate_id(event),), approvers=approvers)
+            rows.update(PROPOSALS, key, approvers=approvers)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An approval the quorum recheck no longer counts: its approver is not told about
         the outcome as one of its approvers (unless they approve again)."""
-        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
+        key = (aggregate_id(event),)
+        proposal = rows.get(PROPOSALS, key)
         if proposal is not None and event.approved_by in proposal["approvers"]:
             approvers = [a for a in proposal["approvers"] if a != event.approved_by]
-            rows.update(PROPOSALS, (aggregate_id(event),), approvers=approvers)
+            rows.update(PROPOSALS, key, approvers=approvers)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:

@@ -17,7 +17,6 @@ from countersign.projections.base import (
     Table,
     aggregate_id,
     handles,
-    update,
 )
 
 OPEN = "open_proposals"
@@ -56,11 +55,11 @@ class OpenWork(Projection):
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        update(rows, OPEN, (aggregate_id(event),), status="executing", claimed_at=event.claimed_at)
+        rows.update(OPEN, (aggregate_id(event),), status="executing", claimed_at=event.claimed_at)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        update(rows, OPEN, (aggregate_id(event),), status="reconciling")
+        rows.update(OPEN, (aggregate_id(event),), status="reconciling")
 
     @handles(
         "Proposal.Succeeded",

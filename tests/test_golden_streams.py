@@ -595,3 +595,21 @@ def test_the_upcaster_leaves_the_route_out_of_a_reconciling_outcome():
     shown = shown_outcome({"kind": "needs_reconciliation", "cause": "response_lost"}, "p-1")
     assert list(shown or {}) == ["kind", "status_path", "cause"]  # as outcomes were shown
     assert (shown or {})["status_path"] == "/api/v1/proposals/p-1/status"
+
+
+@pytest.mark.parametrize("golden", RELEASES[-1:], indirect=True)
+def test_every_projection_stores_the_same_rows_however_it_is_rebuilt(golden):
+    """The newest golden stream (every event type, tests/test_golden_coverage.py): rebuilt
+    event by event, together in one process, and together with the writer process (rows
+    packed at each batch's end and pickled to it), every projection table holds the same
+    rows."""
+    from tests.test_projections import snapshot
+
+    cs, manifest = golden
+    for runner in cs.projection_runners(batch_size=1):
+        runner.rebuild(parallel=False)
+    one_by_one = snapshot(cs)
+    assert sum(map(len, one_by_one.values())) > manifest["events"]
+    for parallel in (False, True):
+        assert rebuild_together(cs.projection_runners(), parallel=parallel) == manifest["events"]
+        assert snapshot(cs) == one_by_one, parallel

@@ -523,6 +523,68 @@ def test_sql_rows_refuse_rows_that_do_not_match_the_table(cs):
             rows.update("mixed_rows", ("a", 1), colour="red")
 
 
+def test_a_row_with_a_misnamed_column_is_refused_before_anything_is_written(cs):
+    """``put`` counts a row's columns and finds its key; a column the table does not have,
+    in a row of the right count, is refused when the batch is packed, before any write."""
+    dialect = "postgres" if cs.sql.is_postgres else "sqlite"
+    misnamed = {**_mixed_row(1)}
+    misnamed["colour"] = misnamed.pop("note")
+    other = SqlDatabase(cs.database)
+    try:
+        with other.transaction() as cursor:
+            for statement in create_statements(_MIXED, dialect):
+                cursor.execute(statement)
+            rows = SqlRows(cursor, [_MIXED], dialect)
+            rows.put("mixed_rows", _mixed_row(2))
+            rows.put("mixed_rows", misnamed)
+            with pytest.raises(ValueError, match="exactly the columns"):
+                rows.flush()
+            with pytest.raises(ValueError, match="exactly the columns"):
+                rows.pack()
+            keyless = {**_mixed_row(3)}
+            keyless["key"] = keyless.pop("k")
+            with pytest.raises(ValueError, match="exactly the columns"):
+                rows.put("mixed_rows", keyless)
+            assert cursor.execute("SELECT count(*) FROM mixed_rows").fetchone()[0] == 0
+    finally:
+        other.close()
+
+
+class _Misnamed(Projection):
+    """A projection whose ``Approved`` handler puts a row with a column its table lacks."""
+
+    name = "misnamed"
+    tables = (
+        Table("misnamed_rows", (Column("proposal_id"), Column("n", "int")), key=("proposal_id",)),
+    )
+
+    @handles("Proposal.Proposed")
+    def proposed(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put("misnamed_rows", {"proposal_id": str(event.originator_id), "n": position})
+
+    @handles("Proposal.Approved")
+    def approved(self, event: Any, position: int, rows: Rows) -> None:
+        rows.put("misnamed_rows", {"proposal_id": str(event.originator_id), "m": position})
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_a_misnamed_column_stops_the_projection_at_its_batch(cs, seeded, together):
+    """Found when the batch is packed (``runner.end_batch``): the projection stops at the
+    batch's last event with the table's columns named, and nothing of the batch is written."""
+    proposal_id = propose(cs, seeded, "refund-ok")
+    cs.proposals.approve(proposal_id, AVA)
+    runner = ProjectionRunner(cs.app, cs.sql, _Misnamed())
+    run = (lambda: rebuild_together([runner])) if together else runner.catch_up
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        run()
+    assert "projection 'misnamed' stopped at notification" in str(stopped.value)
+    assert "ValueError" in str(stopped.value)
+    assert "exactly the columns ['n', 'proposal_id']" in str(stopped.value.__cause__)
+    assert runner.position() == 0
+    with cs.sql.transaction() as cursor:
+        assert cursor.execute("SELECT count(*) FROM misnamed_rows").fetchone()[0] == 0
+
+
 def test_stored_messages_are_the_domains_own_in_both_languages(cs, seeded, clock):
     from countersign.domain.messages import outcome_message, outcome_messages
 

@@ -223,6 +223,7 @@ class _Codec:
         self.append_only = spec.append_only
         self.names = tuple(spec.column_names())
         self.columns = frozenset(self.names)
+        self.width = len(self.names)
         #: The columns ``update`` may change: none of an append-only table.
         self.updatable = frozenset() if spec.append_only else self.columns
         self.key = spec.key

@@ -259,7 +259,8 @@ class ProjectionRunner:
                     _stopped(self.name, notification, type(error).__name__)
                 ) from error
         if batch:
-            end_batch(self.name, self.projection, rows, batch[-1][0] if decoded else batch[-1])
+            last = batch[-1][0] if decoded else batch[-1]
+            end_batch(self.name, self.projection, rows, last, known)
         return rows
 
     def _lock_position(self, cursor: Cursor, position: int) -> None:
@@ -352,8 +353,6 @@ class ProjectionRunner:
             while batch := self._select(position):
                 with self.sql.reading() as reader:
                     rows = self._prepare(batch, reader, overlay, decoded=False, known=known)
-                if known is not None:
-                    rows.prune(known)
                 last = batch[-1].id
                 writer.submit(position, last, [(self.name, rows.packed())])
                 overlay, position = rows.written, last
@@ -444,11 +443,17 @@ def _id_text(originator_id: object) -> str:
         return repr(originator_id)[:80]
 
 
-def end_batch(name: str, projection: Projection, rows: SqlRows, last: Entry) -> None:
-    """``projection.end_batch(rows)``; what it raises stops the projection at the batch's
-    last event (nothing of the batch is written)."""
+def end_batch(
+    name: str, projection: Projection, rows: SqlRows, last: Entry, known: KeyFilter | None = None
+) -> None:
+    """``projection.end_batch(rows)``, then the batch's writes packed (``SqlRows.pack``,
+    after ``KeyFilter.prune`` by ``known``, a rebuild's, if given); what either raises stops
+    the projection at the batch's last event (nothing of the batch is written)."""
     try:
         projection.end_batch(rows)
+        if known is not None:
+            rows.prune(known)
+        rows.pack()
     except Exception as error:
         raise ProjectionStoppedError(_stopped(name, last, type(error).__name__)) from error
 

@@ -170,7 +170,7 @@ def _prepare_together(
     known: KeyFilter,
 ) -> list[SqlRows]:
     """Run one batch through every runner's handlers, decoding each event once; then drop
-    the deletes of rows never written (``KeyFilter.prune``)."""
+    the deletes of rows never written (``KeyFilter.prune``) and pack the rows (``end_batch``)."""
     rows = [
         SqlRows(
             reader,
@@ -210,8 +210,7 @@ def _prepare_together(
                     _stopped(runners[i].name, notification, type(error).__name__)
                 ) from error
     for runner, runner_rows in zip(runners, rows, strict=True):
-        end_batch(runner.name, runner.projection, runner_rows, batch[-1])
-        runner_rows.prune(known)
+        end_batch(runner.name, runner.projection, runner_rows, batch[-1], known)
     return rows
 
 
