@@ -10,7 +10,11 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
+from countersign.infrastructure.persistence.log_decoder import (
+    ProjectionDecoder,
+    _dict_setter,
+    _uuid_of,
+)
 from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.persistence.stored_events import UnreadableEventError
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
@@ -33,6 +37,10 @@ def _same(fast: Any, slow: Any) -> None:
     assert fast.__dict__ == slow.__dict__
     assert {k: type(v) for k, v in fast.__dict__.items()} == {
         k: type(v) for k, v in slow.__dict__.items()
+    }
+    # UUIDs compare by their number alone: their other slot too (the decoder sets both).
+    assert {k: v.is_safe for k, v in fast.__dict__.items() if isinstance(v, UUID)} == {
+        k: v.is_safe for k, v in slow.__dict__.items() if isinstance(v, UUID)
     }
 
 
@@ -204,3 +212,55 @@ def test_forbidden_topics_and_unknown_transcodings_fail_as_the_mapper_fails(cs, 
         cs.app.mapper.to_domain_event(_as_notification(entry))
     with pytest.raises(type(mapper_error.value)):
         decode(entry)
+
+
+class _Plain:
+    pass
+
+
+class _PlainChild(_Plain):
+    pass
+
+
+class _Slotted:
+    __slots__ = ("a",)
+
+
+class _OwnDict:
+    @property
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        return {}
+
+
+def test_an_events_dict_is_set_as_object_setattr_sets_it_or_by_the_mapper():
+    """The decoder sets a new event's ``__dict__`` through the descriptor
+    ``object.__setattr__`` would use; a class without one (slots, a ``__dict__`` of its own
+    making) gets no setter, so its events go to the mapper."""
+    for cls in (_Plain, _PlainChild):
+        set_dict = _dict_setter(cls)
+        assert set_dict is not None
+        event = object.__new__(cls)
+        state = {"a": 1}
+        set_dict(event, state)
+        assert vars(event) is state
+        assert event.a == 1  # type: ignore[attr-defined]
+    assert _dict_setter(_Slotted) is None
+    assert _dict_setter(_OwnDict) is None
+
+
+def test_a_decoded_uuid_is_the_one_uuid_makes():
+    for text in ("01f2436791055876ba6988e4e5a2bfd1", "ffffffffffffffffffffffffffffffff"):
+        made, parsed = _uuid_of(text), UUID(text)
+        assert type(made) is UUID
+        assert (made.int, made.is_safe, made.hex, str(made)) == (
+            parsed.int,
+            parsed.is_safe,
+            parsed.hex,
+            str(parsed),
+        )
+    # Anything else is UUID's own to read or refuse.
+    assert _uuid_of("01f24367-9105-5876-ba69-88e4e5a2bfd1") == UUID(
+        "01f24367-9105-5876-ba69-88e4e5a2bfd1"
+    )
+    with pytest.raises(ValueError):
+        _uuid_of("-" + "1" * 31)
