@@ -18,9 +18,10 @@ from countersign.infrastructure.persistence.log_decoder import (
 from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.persistence.stored_events import UnreadableEventError
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
+from countersign.infrastructure.projection_engine.together import rebuild_together
 from eventsourcing.persistence import JSONTranscoder, Notification
 
-from tests.test_projections import lifecycle_history
+from tests.test_projections import lifecycle_history, snapshot
 
 PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
 
@@ -264,3 +265,26 @@ def test_a_decoded_uuid_is_the_one_uuid_makes():
     )
     with pytest.raises(ValueError):
         _uuid_of("-" + "1" * 31)
+
+
+def test_the_projections_rows_are_the_same_whichever_way_events_are_decoded(
+    cs, seeded, clock, monkeypatch
+):
+    """End to end: a history of every event type rebuilt together, and followed live, with
+    the decoder's fast path stores exactly the rows it stores with every event decoded by the
+    application's mapper (values, JSON texts, positions)."""
+    lifecycle_history(cs, seeded, clock)
+    for runner in cs.projection_runners():
+        runner.catch_up()
+    followed = snapshot(cs)
+    rebuild_together(cs.projection_runners())
+    fast = snapshot(cs)
+    assert fast == followed
+    assert sum(map(len, fast.values())) > 50
+
+    def by_the_mapper(self: ProjectionDecoder, entry: Any) -> Any:
+        return self.mapper.to_domain_event(_as_notification(entry))
+
+    monkeypatch.setattr(ProjectionDecoder, "decode", by_the_mapper)
+    rebuild_together(cs.projection_runners())
+    assert snapshot(cs) == fast
