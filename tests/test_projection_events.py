@@ -10,13 +10,18 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
+from countersign.infrastructure.persistence.log_decoder import (
+    ProjectionDecoder,
+    _dict_setter,
+    _uuid_of,
+)
 from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.persistence.stored_events import UnreadableEventError
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
+from countersign.infrastructure.projection_engine.together import rebuild_together
 from eventsourcing.persistence import JSONTranscoder, Notification
 
-from tests.test_projections import lifecycle_history
+from tests.test_projections import lifecycle_history, snapshot
 
 PROPOSED = "countersign.domain.proposal:Proposal.Proposed"
 
@@ -33,6 +38,10 @@ def _same(fast: Any, slow: Any) -> None:
     assert fast.__dict__ == slow.__dict__
     assert {k: type(v) for k, v in fast.__dict__.items()} == {
         k: type(v) for k, v in slow.__dict__.items()
+    }
+    # UUIDs compare by their number alone: their other slot too (the decoder sets both).
+    assert {k: v.is_safe for k, v in fast.__dict__.items() if isinstance(v, UUID)} == {
+        k: v.is_safe for k, v in slow.__dict__.items() if isinstance(v, UUID)
     }
 
 
@@ -204,3 +213,78 @@ def test_forbidden_topics_and_unknown_transcodings_fail_as_the_mapper_fails(cs, 
         cs.app.mapper.to_domain_event(_as_notification(entry))
     with pytest.raises(type(mapper_error.value)):
         decode(entry)
+
+
+class _Plain:
+    pass
+
+
+class _PlainChild(_Plain):
+    pass
+
+
+class _Slotted:
+    __slots__ = ("a",)
+
+
+class _OwnDict:
+    @property
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        return {}
+
+
+def test_an_events_dict_is_set_as_object_setattr_sets_it_or_by_the_mapper():
+    """The decoder sets a new event's ``__dict__`` through the descriptor
+    ``object.__setattr__`` would use; a class without one (slots, a ``__dict__`` of its own
+    making) gets no setter, so its events go to the mapper."""
+    for cls in (_Plain, _PlainChild):
+        set_dict = _dict_setter(cls)
+        assert set_dict is not None
+        event = object.__new__(cls)
+        state = {"a": 1}
+        set_dict(event, state)
+        assert vars(event) is state
+        assert event.a == 1  # type: ignore[attr-defined]
+    assert _dict_setter(_Slotted) is None
+    assert _dict_setter(_OwnDict) is None
+
+
+def test_a_decoded_uuid_is_the_one_uuid_makes():
+    for text in ("01f2436791055876ba6988e4e5a2bfd1", "ffffffffffffffffffffffffffffffff"):
+        made, parsed = _uuid_of(text), UUID(text)
+        assert type(made) is UUID
+        assert (made.int, made.is_safe, made.hex, str(made)) == (
+            parsed.int,
+            parsed.is_safe,
+            parsed.hex,
+            str(parsed),
+        )
+    # Anything else is UUID's own to read or refuse.
+    assert _uuid_of("01f24367-9105-5876-ba69-88e4e5a2bfd1") == UUID(
+        "01f24367-9105-5876-ba69-88e4e5a2bfd1"
+    )
+    with pytest.raises(ValueError):
+        _uuid_of("-" + "1" * 31)
+
+
+def test_the_projections_rows_are_the_same_whichever_way_events_are_decoded(
+    cs, seeded, clock, monkeypatch
+):
+    """End to end: a history of every event type rebuilt together, and followed live, with
+    the decoder's fast path stores exactly the rows it stores with every event decoded by the
+    application's mapper (values, JSON texts, positions)."""
+    lifecycle_history(cs, seeded, clock)
+    for runner in cs.projection_runners():
+        runner.catch_up()
+    followed = snapshot(cs)
+    rebuild_together(cs.projection_runners())
+    fast = snapshot(cs)
+    assert fast == followed
+    assert sum(map(len, fast.values())) > 50
+
+    def by_the_mapper(self: ProjectionDecoder, entry: Any) -> Any:
+        return self.mapper.to_domain_event(_as_notification(entry))
+
+    monkeypatch.setattr(ProjectionDecoder, "decode", by_the_mapper)
+    rebuild_together(cs.projection_runners())
+    assert snapshot(cs) == fast

@@ -16,6 +16,7 @@ import pytest
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.persistence.recorders import (
     CountersignSQLiteRecorder,
+    LogEntry,
     ReadSetChangedError,
 )
 from countersign.infrastructure.persistence.recorders_postgres import (
@@ -109,6 +110,31 @@ def test_a_large_commit_keeps_its_order(recorder: Any) -> None:
     notifications = recorder.select_notifications(before + 1, limit=many)
     assert [n.originator_id for n in notifications] == aggregates
     assert [n.state for n in notifications] == [str(i).encode() for i in range(many)]
+
+
+def test_the_log_read_gives_log_entries_with_the_notifications_values(recorder: Any) -> None:
+    """``select_log`` (the projection runners' read) holds what ``select_notifications`` does,
+    as ``LogEntry`` named tuples (the id as the database returns it), and leaves the
+    connection's rows as the library's reads expect them (SQLite: ``sqlite3.Row``)."""
+    before = recorder.max_notification_id() or 0
+    aggregate = uuid4()
+    states = [b'{"a":"\xc3\xa9"}', b"\x00\xff", b"x" * 5000]
+    recorder.insert_events([_event(aggregate, i + 1, state) for i, state in enumerate(states)])
+    entries = recorder.select_log(before, 2)
+    assert [type(entry) for entry in entries] == [LogEntry, LogEntry]
+    entries += recorder.select_log(entries[-1].id, 10)
+    notifications = recorder.select_notifications(before + 1, limit=10)
+    assert len(entries) == len(notifications) == 3
+    for entry, notification in zip(entries, notifications, strict=True):
+        assert entry.id == notification.id
+        assert UUID(str(entry.originator_id)) == notification.originator_id == aggregate
+        assert entry.originator_version == notification.originator_version
+        assert entry.topic == notification.topic == "t:E"
+        assert type(entry.state) is bytes
+        assert entry.state == notification.state
+    assert recorder.select_log(entries[-1].id, 10) == []
+    # The library's own reads after it, on the same connections, index rows by name.
+    assert [e.state for e in recorder.select_events(aggregate)] == states
 
 
 def test_a_refused_commit_writes_none_of_its_events(recorder: Any) -> None:

@@ -20,6 +20,7 @@ from countersign.infrastructure.persistence.recorders import (
     LogEntry,
     ReadSetChangedError,
     expected_versions,
+    log_entry,
     translated_error,
 )
 from eventsourcing.persistence import (
@@ -345,10 +346,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 result = pg_statements.run(
                     conn, self._log_statement, (_INT8.pack(after), _INT8.pack(limit))
                 )
-                return pg_statements.rows(conn, result, LogEntry._make)
+                return pg_statements.rows(conn, result, log_entry)
             with conn.cursor(row_factory=tuple_row) as cursor:
                 cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
-                return list(map(LogEntry._make, cursor.fetchall()))
+                return list(map(log_entry, cursor.fetchall()))
 
     # The library's own retry: a dropped connection is retried; if the first attempt had in
     # fact committed, the retry reports an IntegrityError for our own write (the application
