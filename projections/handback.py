@@ -160,8 +160,9 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        rows.update(PROPOSALS, (aggregate_id(event),), executed=True)
-        self.outcome(event, position, rows)
+        proposal = rows.update(PROPOSALS, (aggregate_id(event),), executed=True)
+        if proposal is not None:
+            _tell_outcome(rows, proposal, position, event)
 
     @handles(
         "Proposal.Reconciling",
@@ -170,28 +171,32 @@ class Handback(Projection):
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
         proposal = rows.get(PROPOSALS, (aggregate_id(event),))
-        if proposal is None:
-            return
-        outcome = event.outcome
-        operation = proposal["operation"]
-        texts = outcome_texts(operation, proposal["preview"], outcome)
-        _say(rows, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
-        if outcome["kind"] == "revision_required":
-            reason = RevisionReason.model_validate(outcome["reason"])
-            rows.put(
-                CONTEXT,
-                {
-                    "interaction_id": proposal["interaction_id"],
-                    "proposal_id": proposal["proposal_id"],
-                    "organization_id": proposal["organization_id"],
-                    "operation": operation,
-                    "reason_code": reason.code,
-                    "reason_params": reason.params,
-                    "context_en": _context(operation, reason, "en"),
-                    "context_fr": _context(operation, reason, "fr"),
-                    "created_at": event_time(event),
-                },
-            )
+        if proposal is not None:
+            _tell_outcome(rows, proposal, position, event)
+
+
+def _tell_outcome(rows: Rows, proposal: Mapping[str, Any], position: int, event: Any) -> None:
+    """The outcome's message; a revision required also leaves its revision context."""
+    outcome = event.outcome
+    operation = proposal["operation"]
+    texts = outcome_texts(operation, proposal["preview"], outcome)
+    _say(rows, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
+    if outcome["kind"] == "revision_required":
+        reason = RevisionReason.model_validate(outcome["reason"])
+        rows.put(
+            CONTEXT,
+            {
+                "interaction_id": proposal["interaction_id"],
+                "proposal_id": proposal["proposal_id"],
+                "organization_id": proposal["organization_id"],
+                "operation": operation,
+                "reason_code": reason.code,
+                "reason_params": reason.params,
+                "context_en": _context(operation, reason, "en"),
+                "context_fr": _context(operation, reason, "fr"),
+                "created_at": event_time(event),
+            },
+        )
 
 
 #: How a supersession reads in the conversation (``domain.handback.SUPERSEDED``), by its
