@@ -9,6 +9,7 @@ events stays one row per link of their hash chains (``audit verify`` checks them
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from countersign.domain.handback import reason_text
@@ -118,6 +119,11 @@ class AuditTrail(Projection):
         ),
     )
 
+    #: The batch (its rows) being handled, and the proposals' ``audit_proposals`` rows it has
+    #: read or put, by id (None: no such row). Those rows never change once put, and every
+    #: event of a proposal needs its row: each is read once a batch.
+    _proposals: tuple[Rows, dict[str, Mapping[str, Any] | None]] | None = None
+
     @handles("Organization.PermissionsChanged")
     def permissions_changed(self, event: Any, position: int, rows: Rows) -> None:
         rows.put(
@@ -152,15 +158,14 @@ class AuditTrail(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         policy = getattr(event, "policy", None)
         required = approvals_required(policy)
-        rows.put(
-            PROPOSALS,
-            {
-                "proposal_id": aggregate_id(event),
-                "organization_id": id_text(event.organization_id),
-                "operation": event.kind,
-                "approvals_required": required,
-            },
-        )
+        proposal = {
+            "proposal_id": aggregate_id(event),
+            "organization_id": id_text(event.organization_id),
+            "operation": event.kind,
+            "approvals_required": required,
+        }
+        rows.put(PROPOSALS, proposal)
+        self._proposals_in(rows)[proposal["proposal_id"]] = proposal
         summary = f"proposed {event.kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
@@ -174,12 +179,12 @@ class AuditTrail(Projection):
             asks.append("its requester may not approve")
         if asks:
             summary += "; " + ", ".join(asks)
-        self._record(event, position, rows, event.requested_by, summary)
+        self._record(event, position, rows, event.requested_by, summary, proposal)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         proposal_id = aggregate_id(event)
-        proposal = rows.get(PROPOSALS, (proposal_id,))
+        proposal = self._proposal(rows, proposal_id)
         required = 1 if proposal is None else proposal["approvals_required"]
         counted = _count(rows, proposal_id, +1)
         passkey = getattr(event, "passkey", None)  # absent before version 3
@@ -190,16 +195,16 @@ class AuditTrail(Projection):
             summary += f" {how}"
         if required > 1:
             summary += f" ({counted} of {required})"
-        self._record(event, position, rows, event.approved_by, summary)
+        self._record(event, position, rows, event.approved_by, summary, proposal)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         proposal_id = aggregate_id(event)
-        proposal = rows.get(PROPOSALS, (proposal_id,))
+        proposal = self._proposal(rows, proposal_id)
         _count(rows, proposal_id, -1)
         kind = "" if proposal is None else proposal["operation"]
         summary = lapsed_approval_message(kind, event.approved_by, event.reason)
-        self._record(event, position, rows, SYSTEM, summary)
+        self._record(event, position, rows, SYSTEM, summary, proposal)
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
@@ -246,10 +251,20 @@ class AuditTrail(Projection):
     def expired(self, event: Any, position: int, rows: Rows) -> None:
         self._record(event, position, rows, SYSTEM, "expired before approval")
 
-    @staticmethod
-    def _record(event: Any, position: int, rows: Rows, actor: str, summary: str) -> None:
+    def _record(
+        self,
+        event: Any,
+        position: int,
+        rows: Rows,
+        actor: str,
+        summary: str,
+        proposal: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The event's row of the trail; ``proposal``: its proposal's row, if the handler has
+        it already (else it is looked up)."""
         proposal_id = aggregate_id(event)
-        proposal = rows.get(PROPOSALS, (proposal_id,))
+        if proposal is None:
+            proposal = self._proposal(rows, proposal_id)
         rows.put(
             EVENTS,
             {
@@ -266,6 +281,29 @@ class AuditTrail(Projection):
             },
         )
 
+    def _proposal(self, rows: Rows, proposal_id: str) -> Mapping[str, Any] | None:
+        """The proposal's ``audit_proposals`` row (None: none), read at most once a batch (as
+        ``_proposals_in``, without a call more for every event)."""
+        batch = self._proposals
+        if batch is None or batch[0] is not rows:  # a new batch (or one that failed)
+            batch = self._proposals = (rows, {})
+        proposal = batch[1].get(proposal_id, _UNREAD)
+        if proposal is _UNREAD:
+            proposal = batch[1][proposal_id] = rows.get(PROPOSALS, (proposal_id,))
+        return proposal
+
+    def _proposals_in(self, rows: Rows) -> dict[str, Mapping[str, Any] | None]:
+        """The proposals' rows the batch of ``rows`` has read or put so far."""
+        proposals = self._proposals
+        if proposals is None or proposals[0] is not rows:  # a new batch (or one that failed)
+            proposals = self._proposals = (rows, {})
+        return proposals[1]
+
+    def end_batch(self, rows: Rows) -> None:
+        self._proposals = None  # the next batch reads them again (its rows may differ)
+
+
+_UNREAD: Any = object()
 
 #: Why a proposal was superseded, as the audit trail's summary says it.
 _SUPERSEDED_BECAUSE = {
