@@ -182,9 +182,16 @@ class Analytics(Projection):
         )
         if ordinal - (fact["approvals_lapsed"] or 0) < fact["approvals_required"]:
             rows.update(FACTS, key, approvals_count=ordinal)
-        else:
-            decision = _decision(at, since_proposed, "approved", event.approved_by)
-            rows.update(FACTS, key, approvals_count=ordinal, **decision)
+        else:  # the approval that completes the quorum: the proposal's decision
+            rows.update(
+                FACTS,
+                key,
+                approvals_count=ordinal,
+                decided_at=at,
+                decided_by=event.approved_by,
+                decision="approved",
+                seconds_to_decision=since_proposed,
+            )
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
@@ -250,8 +257,14 @@ class Analytics(Projection):
         fact = rows.get(FACTS, key)
         if fact is not None:
             at = event_time(event)
-            seconds = _seconds(fact["proposed_at"], at)
-            rows.update(FACTS, key, **_decision(at, seconds, decision, by))
+            rows.update(
+                FACTS,
+                key,
+                decided_at=at,
+                decided_by=by,
+                decision=decision,
+                seconds_to_decision=_seconds(fact["proposed_at"], at),
+            )
 
     def _settle(self, event: Any, rows: Rows, status: str, outcome: str, **changes: Any) -> None:
         """Move the proposal to a new status and outcome (and so to another roll-up row),
@@ -292,17 +305,6 @@ class Analytics(Projection):
         for key, (delta, amount) in moves.items():
             if delta or amount:
                 _roll_up(rows, key, delta, amount)
-
-
-def _decision(at: datetime, seconds: float, decision: str, by: str | None) -> dict[str, Any]:
-    """The columns of a proposal's decision, taken ``at`` that time, ``seconds`` after it was
-    proposed."""
-    return {
-        "decided_at": at,
-        "decided_by": by,
-        "decision": decision,
-        "seconds_to_decision": seconds,
-    }
 
 
 def _roll_up_key(fact: Mapping[str, Any]) -> tuple[str, ...]:
