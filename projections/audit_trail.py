@@ -119,10 +119,8 @@ class AuditTrail(Projection):
         ),
     )
 
-    #: The batch (its rows) being handled, and the proposals' ``audit_proposals`` rows it has
-    #: read or put, by id (None: no such row). Those rows never change once put, and every
-    #: event of a proposal needs its row: each is read once a batch.
-    _proposals: tuple[Rows, dict[str, Mapping[str, Any] | None]] | None = None
+    #: What the batch being handled has read and written so far (``_Batch``).
+    _batch: _Batch | None = None
 
     @handles("Organization.PermissionsChanged")
     def permissions_changed(self, event: Any, position: int, rows: Rows) -> None:
@@ -165,7 +163,9 @@ class AuditTrail(Projection):
             "approvals_required": required,
         }
         rows.put(PROPOSALS, proposal)
-        self._proposals_in(rows)[proposal["proposal_id"]] = proposal
+        batch = self._batch_of(rows)
+        batch.proposals[proposal["proposal_id"]] = proposal
+        batch.counts[proposal["proposal_id"]] = 0  # none approved it yet: no row to read
         summary = f"proposed {event.kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
@@ -186,7 +186,7 @@ class AuditTrail(Projection):
         proposal_id = aggregate_id(event)
         proposal = self._proposal(rows, proposal_id)
         required = 1 if proposal is None else proposal["approvals_required"]
-        counted = _count(rows, proposal_id, +1)
+        counted = self._count(rows, proposal_id, +1)
         passkey = getattr(event, "passkey", None)  # absent before version 3
         # Signed with a passkey, it reads as the card says it (the trail is in English).
         summary = APPROVED_WITH_PASSKEY.text("en", name=passkey["name"]) if passkey else "approved"
@@ -201,7 +201,7 @@ class AuditTrail(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         proposal_id = aggregate_id(event)
         proposal = self._proposal(rows, proposal_id)
-        _count(rows, proposal_id, -1)
+        self._count(rows, proposal_id, -1)
         kind = "" if proposal is None else proposal["operation"]
         summary = lapsed_approval_message(kind, event.approved_by, event.reason)
         self._record(event, position, rows, SYSTEM, summary, proposal)
@@ -282,25 +282,51 @@ class AuditTrail(Projection):
         )
 
     def _proposal(self, rows: Rows, proposal_id: str) -> Mapping[str, Any] | None:
-        """The proposal's ``audit_proposals`` row (None: none), read at most once a batch (as
-        ``_proposals_in``, without a call more for every event)."""
-        batch = self._proposals
-        if batch is None or batch[0] is not rows:  # a new batch (or one that failed)
-            batch = self._proposals = (rows, {})
-        proposal = batch[1].get(proposal_id, _UNREAD)
+        """The proposal's ``audit_proposals`` row (None: none), read at most once a batch
+        (``_batch_of`` written out: every event asks)."""
+        batch = self._batch
+        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
+            batch = self._batch = _Batch(rows)
+        proposal = batch.proposals.get(proposal_id, _UNREAD)
         if proposal is _UNREAD:
-            proposal = batch[1][proposal_id] = rows.get(PROPOSALS, (proposal_id,))
+            proposal = batch.proposals[proposal_id] = rows.get(PROPOSALS, (proposal_id,))
         return proposal
 
-    def _proposals_in(self, rows: Rows) -> dict[str, Mapping[str, Any] | None]:
-        """The proposals' rows the batch of ``rows`` has read or put so far."""
-        proposals = self._proposals
-        if proposals is None or proposals[0] is not rows:  # a new batch (or one that failed)
-            proposals = self._proposals = (rows, {})
-        return proposals[1]
+    def _count(self, rows: Rows, proposal_id: str, change: int) -> int:
+        """The proposal's approvals that count, after ``change``; its row is read at most once
+        a batch, and not for a proposal proposed in the batch."""
+        counts = self._batch_of(rows).counts
+        counted = counts.get(proposal_id)
+        if counted is None:
+            row = rows.get(COUNTS, (proposal_id,))
+            counted = 0 if row is None else int(row["approvals"])
+        counted = counts[proposal_id] = max(0, counted + change)
+        rows.put(COUNTS, {"proposal_id": proposal_id, "approvals": counted})
+        return counted
+
+    def _batch_of(self, rows: Rows) -> _Batch:
+        """What the batch of ``rows`` has read and written so far."""
+        batch = self._batch
+        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
+            batch = self._batch = _Batch(rows)
+        return batch
 
     def end_batch(self, rows: Rows) -> None:
-        self._proposals = None  # the next batch reads them again (its rows may differ)
+        self._batch = None  # the next batch reads its rows again (they may differ)
+
+
+class _Batch:
+    """What the audit trail remembers during one batch of ``rows``: each proposal's
+    ``audit_proposals`` row it read or put (None: no such row; those rows never change once
+    put, and every event of a proposal needs its row), and each proposal's approvals counted
+    so far (``audit_approval_counts``: the batch writes every change of them)."""
+
+    __slots__ = ("counts", "proposals", "rows")
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+        self.proposals: dict[str, Mapping[str, Any] | None] = {}
+        self.counts: dict[str, int] = {}
 
 
 _UNREAD: Any = object()
@@ -311,11 +337,3 @@ _SUPERSEDED_BECAUSE = {
     "replaced": "replaced: a newer proposal for the same thing",
     "withdrawn": "withdrawn: that proposal was carried out and changed what this one relied on",
 }
-
-
-def _count(rows: Rows, proposal_id: str, change: int) -> int:
-    """The proposal's approvals that count, after ``change``."""
-    row = rows.get(COUNTS, (proposal_id,))
-    counted = max(0, (0 if row is None else int(row["approvals"])) + change)
-    rows.put(COUNTS, {"proposal_id": proposal_id, "approvals": counted})
-    return counted

@@ -212,3 +212,26 @@ def test_analytics_forgets_the_proposals_of_a_batch_that_failed():
 
     roll_ups = [(key[3], row["proposals"]) for key, row in retried.tables["daily_outcomes"].items()]
     assert roll_ups == [("pending", 1)]
+
+
+def test_the_audit_trail_counts_approvals_from_the_stored_count_in_each_batch():
+    """A proposal needing two approvals, approved once in a written batch: a failed batch's
+    second approval is not counted by the batch after it, which reads the stored count."""
+    trail, proposal = AuditTrail(), uuid4()
+    written = _Rows({})
+    proposed = _proposed(proposal)
+    proposed.policy = {"approvals_required": 2}
+    trail.proposed(proposed, 1, written)
+    trail.approved(_approved(proposal), 2, written)
+    trail.end_batch(written)
+    assert written.tables["audit_events"][(2,)]["summary"] == "approved (1 of 2)"
+
+    failed = _Rows(written.tables)
+    trail.approved(_approved(proposal), 3, failed)  # no end_batch: the batch fails
+    assert failed.tables["audit_events"][(3,)]["summary"] == "approved (2 of 2)"
+
+    retried = _Rows(written.tables)
+    trail.approved(_approved(proposal), 3, retried)
+    trail.end_batch(retried)
+    assert retried.tables["audit_events"][(3,)]["summary"] == "approved (2 of 2)"
+    assert retried.tables["audit_approval_counts"][(str(proposal),)]["approvals"] == 2
