@@ -302,9 +302,9 @@ class Analytics(Projection):
             if before is not None:
                 _move(moves, before, -1, -amount)
             _move(moves, after, +1, amount)
-        for key, (delta, amount) in moves.items():
+        for roll_up, (delta, amount) in moves.items():
             if delta or amount:
-                _roll_up(rows, key, delta, amount)
+                _roll_up(rows, roll_up, delta, amount)
 
 
 def _roll_up_key(fact: Mapping[str, Any]) -> tuple[str, ...]:

@@ -287,7 +287,7 @@ class AuditTrail(Projection):
         batch = self._batch
         if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
             batch = self._batch = _Batch(rows)
-        proposal = batch.proposals.get(proposal_id, _UNREAD)
+        proposal: Mapping[str, Any] | None = batch.proposals.get(proposal_id, _UNREAD)
         if proposal is _UNREAD:
             proposal = batch.proposals[proposal_id] = rows.get(PROPOSALS, (proposal_id,))
         return proposal

@@ -68,7 +68,9 @@ BEFORE = {
 
 @pytest.mark.parametrize("release", sorted(BEFORE))
 @pytest.mark.parametrize("batch_size", [1000, 2])
-def test_rebuilt_rows_are_those_of_the_code_before(release, batch_size, tmp_path):
+def test_rebuilt_rows_are_those_of_the_code_before(
+    release: str, batch_size: int, tmp_path: Path
+) -> None:
     """In batches of 1,000 (a proposal's events in one batch) and of 2 (spread over many)."""
     fixture = FIXTURES / release
     copy = tmp_path / "golden.db"
@@ -99,7 +101,7 @@ def test_rebuilt_rows_are_those_of_the_code_before(release, batch_size, tmp_path
     assert digests == BEFORE[release]
 
 
-def test_seconds_are_the_floats_round_makes():
+def test_seconds_are_the_floats_round_makes() -> None:
     """``_seconds`` counts whole microseconds instead of rounding a float to decimals; the
     floats are the same, ties of half a millisecond and very long times included."""
     since = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -181,7 +183,7 @@ def _approved(proposal: Any) -> Approved:
     )
 
 
-def test_the_audit_trail_reads_a_proposal_again_in_each_batch():
+def test_the_audit_trail_reads_a_proposal_again_in_each_batch() -> None:
     """A batch that put a proposal and then failed is not written: the next batch, over the
     same stored rows, finds no such proposal, and its trail rows say so (as they did when
     every event read the proposal's row)."""
@@ -199,7 +201,7 @@ def test_the_audit_trail_reads_a_proposal_again_in_each_batch():
     assert row["summary"] == "approved"
 
 
-def test_analytics_forgets_the_proposals_of_a_batch_that_failed():
+def test_analytics_forgets_the_proposals_of_a_batch_that_failed() -> None:
     """A batch that proposed a proposal and then failed is not written, and what it noted for
     the roll-ups goes with it: the next batch rolls up its own proposals only."""
     analytics = Analytics()
@@ -214,7 +216,7 @@ def test_analytics_forgets_the_proposals_of_a_batch_that_failed():
     assert roll_ups == [("pending", 1)]
 
 
-def test_the_audit_trail_counts_approvals_from_the_stored_count_in_each_batch():
+def test_the_audit_trail_counts_approvals_from_the_stored_count_in_each_batch() -> None:
     """A proposal needing two approvals, approved once in a written batch: a failed batch's
     second approval is not counted by the batch after it, which reads the stored count."""
     trail, proposal = AuditTrail(), uuid4()
