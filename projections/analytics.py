@@ -332,7 +332,7 @@ def _seconds(since: datetime, until: datetime) -> float:
     ``round`` rounds the float they make, unless the rest is half a millisecond (a tie, which
     the float may hold a hair above or below) or the time is beyond some 35 years (where the
     float's own precision nears a microsecond): those go through ``round``.
-    ``tests/test_analytics_seconds.py`` compares the two."""
+    ``tests/test_audit_analytics_rows.py`` compares the two."""
     delta = until - since
     micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     millis, rest = divmod(micros, 1_000)
