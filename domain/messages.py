@@ -304,7 +304,9 @@ _THROUGH_APPROVER_TOKEN = Localized(
 def credential_note(credential: str | None, language: str = "en") -> str:
     """How an approval was given, when not by the person themselves: "through the service
     “billing” (approver token)"; "" for a person (or before this was recorded: unknown)."""
-    kind, _, service = (credential or "person").partition(":")
+    if not credential or credential == "person":  # most approvals: they need no note
+        return ""
+    kind, _, service = credential.partition(":")
     if kind in ("person", "unknown"):
         return ""
     if kind == "approver_token":

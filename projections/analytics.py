@@ -29,11 +29,11 @@ DAILY = "daily_outcomes"
 class Analytics(Projection):
     """Tables for analysts: facts per proposal, roll-ups per day, organization and outcome.
 
-    A batch's moves in and out of the daily roll-ups are summed per roll-up row as its events
-    are handled and written once, at the batch's end (``end_batch``): a lifecycle moves its
-    proposal from roll-up to roll-up at every step, and most of those moves cancel out within
-    a batch (proposed, then executing, then succeeded, the same day). The rows written are
-    those the moves one by one would leave."""
+    The daily roll-ups are written once a batch, at its end (``end_batch``): a lifecycle moves
+    its proposal from roll-up row to roll-up row at every step (proposed, then executing, then
+    succeeded, the same day), and those moves chain, so the batch remembers only the row each
+    proposal it changes was in before (none for one it proposed) and moves it from there to
+    the row it ends in. The rows written are those the moves one by one would leave."""
 
     name = "analytics"
     # supersession, quorum approvals, revisions, policies; lapsed approvals; why superseded
@@ -106,9 +106,9 @@ class Analytics(Projection):
         ),
     )
 
-    #: The batch (its rows) whose roll-up moves are being summed, and per roll-up row the
-    #: proposals and cents moved in (negative: out) so far.
-    _moves: tuple[Rows, dict[tuple[str, ...], list[int]]] | None = None
+    #: The batch (its rows) being handled, and per proposal it changed (its facts' key) the
+    #: roll-up row it was in before the batch (None: proposed in the batch).
+    _changed: tuple[Rows, dict[tuple[str], tuple[str, ...] | None]] | None = None
 
     @handles("Organization.Registered")
     def registered(self, event: Any, position: int, rows: Rows) -> None:
@@ -151,7 +151,7 @@ class Analytics(Projection):
             "superseded_reason": None,
         }
         rows.put(FACTS, fact)
-        self._count(rows, fact, +1)
+        self._changed_in(rows)[(fact["proposal_id"],)] = None  # in no roll-up row before
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
@@ -164,6 +164,7 @@ class Analytics(Projection):
         at = event_time(event)
         ordinal = fact["approvals_count"] + 1
         previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
+        since_proposed = _seconds(fact["proposed_at"], at)
         rows.put(
             APPROVALS,
             {
@@ -173,15 +174,24 @@ class Analytics(Projection):
                 "operation": fact["operation"],
                 "approver": event.approved_by,
                 "approved_at": at,
-                "seconds_since_proposed": _seconds(fact["proposed_at"], at),
+                "seconds_since_proposed": since_proposed,
                 "seconds_since_previous": (
                     None if previous is None else _seconds(previous["approved_at"], at)
                 ),
             },
         )
-        rows.update(FACTS, key, approvals_count=ordinal)
-        if ordinal - (fact["approvals_lapsed"] or 0) >= fact["approvals_required"]:
-            self._decide(event, rows, "approved", event.approved_by)
+        if ordinal - (fact["approvals_lapsed"] or 0) < fact["approvals_required"]:
+            rows.update(FACTS, key, approvals_count=ordinal)
+        else:  # the approval that completes the quorum: the proposal's decision
+            rows.update(
+                FACTS,
+                key,
+                approvals_count=ordinal,
+                decided_at=at,
+                decided_by=event.approved_by,
+                decision="approved",
+                seconds_to_decision=since_proposed,
+            )
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
@@ -201,33 +211,33 @@ class Analytics(Projection):
             superseded_at=event_time(event),
             superseded_reason=event.reason,  # None: recorded before reasons were
         )
-        self._settle(event, rows, status="superseded", outcome="superseded")
+        self._settle(event, rows, "superseded", "superseded")
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
         self._decide(event, rows, "declined", event.declined_by)
-        self._settle(event, rows, status="declined", outcome="declined")
+        self._settle(event, rows, "declined", "declined")
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
         self._decide(event, rows, "expired", None)
-        self._settle(event, rows, status="expired", outcome="expired")
+        self._settle(event, rows, "expired", "expired")
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, status="executing", outcome="executing")
+        self._settle(event, rows, "executing", "executing")
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, status="succeeded", outcome="succeeded", executed=True)
+        self._settle(event, rows, "succeeded", "succeeded", executed_at=event_time(event))
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, status="reconciling", outcome="needs_reconciliation")
+        self._settle(event, rows, "reconciling", "needs_reconciliation")
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, status="failed", outcome="terminal_failure")
+        self._settle(event, rows, "failed", "terminal_failure")
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
@@ -239,86 +249,101 @@ class Analytics(Projection):
         if fact["status"] == "declined":
             rows.update(FACTS, key, revision_reason=code)
             return
-        self._settle(
-            event,
-            rows,
-            status="revision_required",
-            outcome="revision_required",
-            revision_reason=code,
-            key=key,
-            fact=fact,
-        )
+        self._settle(event, rows, "revision_required", "revision_required", revision_reason=code)
 
     @staticmethod
     def _decide(event: Any, rows: Rows, decision: str, by: str | None) -> None:
         key = (aggregate_id(event),)
         fact = rows.get(FACTS, key)
-        if fact is None:
-            return
-        at = event_time(event)
-        rows.update(
-            FACTS,
-            key,
-            decided_at=at,
-            decided_by=by,
-            decision=decision,
-            seconds_to_decision=_seconds(fact["proposed_at"], at),
-        )
+        if fact is not None:
+            at = event_time(event)
+            rows.update(
+                FACTS,
+                key,
+                decided_at=at,
+                decided_by=by,
+                decision=decision,
+                seconds_to_decision=_seconds(fact["proposed_at"], at),
+            )
 
-    def _settle(
-        self,
-        event: Any,
-        rows: Rows,
-        *,
-        status: str,
-        outcome: str,
-        executed: bool = False,
-        revision_reason: str | None = None,
-        key: tuple[str] | None = None,
-        fact: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Move the proposal to a new status and outcome (and its roll-up with it)."""
-        if key is None:
-            key = (aggregate_id(event),)
+    def _settle(self, event: Any, rows: Rows, status: str, outcome: str, **changes: Any) -> None:
+        """Move the proposal to a new status and outcome (and so to another roll-up row),
+        with ``changes`` to other columns."""
+        key = (aggregate_id(event),)
+        changed = self._changed_in(rows)
+        if key not in changed:  # its first change in this batch: remember its roll-up row
             fact = rows.get(FACTS, key)
-        if fact is None:
-            return
-        self._count(rows, fact, -1)
-        changes: dict[str, Any] = {"status": status, "outcome": outcome}
-        if executed:
-            changes["executed_at"] = event_time(event)
-        if revision_reason is not None:
-            changes["revision_reason"] = revision_reason
-        settled = rows.update(FACTS, key, **changes)
-        assert settled is not None  # it was just read
-        self._count(rows, settled, +1)
+            if fact is None:
+                return
+            changed[key] = _roll_up_key(fact)
+        rows.update(FACTS, key, status=status, outcome=outcome, **changes)
 
-    def _count(self, rows: Rows, fact: Mapping[str, Any], delta: int) -> None:
-        """Move one proposal in or out of its day's roll-up for its current outcome: summed
-        for the batch of ``rows``, written by ``end_batch``."""
-        moves = self._moves
-        if moves is None or moves[0] is not rows:  # a new batch (or one that failed)
-            moves = self._moves = (rows, {})
-        key = (fact["proposed_day"], fact["organization_id"], fact["operation"], fact["outcome"])
-        amount = delta * (fact["amount_cents"] or 0)
-        summed = moves[1].get(key)
-        if summed is None:
-            moves[1][key] = [delta, amount]
-        else:
-            summed[0] += delta
-            summed[1] += amount
+    def _changed_in(self, rows: Rows) -> dict[tuple[str], tuple[str, ...] | None]:
+        """The proposals the batch of ``rows`` changed so far (``_changed``)."""
+        changed = self._changed
+        if changed is None or changed[0] is not rows:  # a new batch (or one that failed)
+            changed = self._changed = (rows, {})
+        return changed[1]
 
     def end_batch(self, rows: Rows) -> None:
-        moves, self._moves = self._moves, None
-        if moves is None or moves[0] is not rows:
+        """Move each proposal the batch changed out of the roll-up row it was in before the
+        batch and into the one it is in now, summed per roll-up row, and write those rows."""
+        changed, self._changed = self._changed, None
+        if changed is None or changed[0] is not rows:
             return
-        for key, (delta, amount) in moves[1].items():
+        moves: dict[tuple[str, ...], list[int]] = {}
+        for key, before in changed[1].items():
+            fact = rows.get(FACTS, key)
+            assert fact is not None  # facts are never deleted
+            after = _roll_up_key(fact)
+            if after == before:
+                continue
+            amount = fact["amount_cents"] or 0
+            if before is not None:
+                _move(moves, before, -1, -amount)
+            _move(moves, after, +1, amount)
+        for roll_up, (delta, amount) in moves.items():
             if delta or amount:
-                _roll_up(rows, key, delta, amount)
+                _roll_up(rows, roll_up, delta, amount)
+
+
+def _roll_up_key(fact: Mapping[str, Any]) -> tuple[str, ...]:
+    """The key of the roll-up row a proposal counts in: its day, organization, operation and
+    current outcome."""
+    return (fact["proposed_day"], fact["organization_id"], fact["operation"], fact["outcome"])
+
+
+def _move(
+    moves: dict[tuple[str, ...], list[int]], key: tuple[str, ...], delta: int, amount: int
+) -> None:
+    """Add ``delta`` proposals and ``amount`` cents to the batch's move of one roll-up row."""
+    summed = moves.get(key)
+    if summed is None:
+        moves[key] = [delta, amount]
+    else:
+        summed[0] += delta
+        summed[1] += amount
 
 
 def _seconds(since: datetime, until: datetime) -> float:
-    return round((until - since).total_seconds(), 3)
+    """``round((until - since).total_seconds(), 3)``, the very same float. Rounding a float to
+    decimals converts it to decimal digits and back (half a microsecond, most of this
+    function's time); counted in whole microseconds instead, the milliseconds round exactly as
+    ``round`` rounds the float they make, unless the rest is half a millisecond (a tie, which
+    the float may hold a hair above or below) or the time is beyond some 35 years (where the
+    float's own precision nears a microsecond): those go through ``round``.
+    ``tests/test_audit_analytics_rows.py`` compares the two."""
+    delta = until - since
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    millis, rest = divmod(micros, 1_000)
+    if rest == 500 or not 0 <= micros < _EXACT_MICROS:
+        return round(delta.total_seconds(), 3)
+    return (millis + (rest > 500)) / 1_000
+
+
+#: Below this many microseconds (about 35 years), a float of seconds is within far less than a
+#: microsecond of the exact value, so the float rounds as its exact microseconds do.
+_EXACT_MICROS = 2**50
 
 
 def policy_applied(policy: Mapping[str, Any] | None) -> bool:

@@ -9,6 +9,7 @@ events stays one row per link of their hash chains (``audit verify`` checks them
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from countersign.domain.handback import reason_text
@@ -118,6 +119,9 @@ class AuditTrail(Projection):
         ),
     )
 
+    #: What the batch being handled has read and written so far (``_Batch``).
+    _batch: _Batch | None = None
+
     @handles("Organization.PermissionsChanged")
     def permissions_changed(self, event: Any, position: int, rows: Rows) -> None:
         rows.put(
@@ -152,15 +156,16 @@ class AuditTrail(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         policy = getattr(event, "policy", None)
         required = approvals_required(policy)
-        rows.put(
-            PROPOSALS,
-            {
-                "proposal_id": aggregate_id(event),
-                "organization_id": id_text(event.organization_id),
-                "operation": event.kind,
-                "approvals_required": required,
-            },
-        )
+        proposal = {
+            "proposal_id": aggregate_id(event),
+            "organization_id": id_text(event.organization_id),
+            "operation": event.kind,
+            "approvals_required": required,
+        }
+        rows.put(PROPOSALS, proposal)
+        batch = self._batch_of(rows)
+        batch.proposals[proposal["proposal_id"]] = proposal
+        batch.counts[proposal["proposal_id"]] = 0  # none approved it yet: no row to read
         summary = f"proposed {event.kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
@@ -174,14 +179,14 @@ class AuditTrail(Projection):
             asks.append("its requester may not approve")
         if asks:
             summary += "; " + ", ".join(asks)
-        self._record(event, position, rows, event.requested_by, summary)
+        self._record(event, position, rows, event.requested_by, summary, proposal)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         proposal_id = aggregate_id(event)
-        proposal = rows.get(PROPOSALS, (proposal_id,))
+        proposal = self._proposal(rows, proposal_id)
         required = 1 if proposal is None else proposal["approvals_required"]
-        counted = _count(rows, proposal_id, +1)
+        counted = self._count(rows, proposal_id, +1)
         passkey = getattr(event, "passkey", None)  # absent before version 3
         # Signed with a passkey, it reads as the card says it (the trail is in English).
         summary = APPROVED_WITH_PASSKEY.text("en", name=passkey["name"]) if passkey else "approved"
@@ -190,16 +195,16 @@ class AuditTrail(Projection):
             summary += f" {how}"
         if required > 1:
             summary += f" ({counted} of {required})"
-        self._record(event, position, rows, event.approved_by, summary)
+        self._record(event, position, rows, event.approved_by, summary, proposal)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         proposal_id = aggregate_id(event)
-        proposal = rows.get(PROPOSALS, (proposal_id,))
-        _count(rows, proposal_id, -1)
+        proposal = self._proposal(rows, proposal_id)
+        self._count(rows, proposal_id, -1)
         kind = "" if proposal is None else proposal["operation"]
         summary = lapsed_approval_message(kind, event.approved_by, event.reason)
-        self._record(event, position, rows, SYSTEM, summary)
+        self._record(event, position, rows, SYSTEM, summary, proposal)
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
@@ -246,10 +251,20 @@ class AuditTrail(Projection):
     def expired(self, event: Any, position: int, rows: Rows) -> None:
         self._record(event, position, rows, SYSTEM, "expired before approval")
 
-    @staticmethod
-    def _record(event: Any, position: int, rows: Rows, actor: str, summary: str) -> None:
+    def _record(
+        self,
+        event: Any,
+        position: int,
+        rows: Rows,
+        actor: str,
+        summary: str,
+        proposal: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The event's row of the trail; ``proposal``: its proposal's row, if the handler has
+        it already (else it is looked up)."""
         proposal_id = aggregate_id(event)
-        proposal = rows.get(PROPOSALS, (proposal_id,))
+        if proposal is None:
+            proposal = self._proposal(rows, proposal_id)
         rows.put(
             EVENTS,
             {
@@ -266,6 +281,55 @@ class AuditTrail(Projection):
             },
         )
 
+    def _proposal(self, rows: Rows, proposal_id: str) -> Mapping[str, Any] | None:
+        """The proposal's ``audit_proposals`` row (None: none), read at most once a batch
+        (``_batch_of`` written out: every event asks)."""
+        batch = self._batch
+        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
+            batch = self._batch = _Batch(rows)
+        proposal: Mapping[str, Any] | None = batch.proposals.get(proposal_id, _UNREAD)
+        if proposal is _UNREAD:
+            proposal = batch.proposals[proposal_id] = rows.get(PROPOSALS, (proposal_id,))
+        return proposal
+
+    def _count(self, rows: Rows, proposal_id: str, change: int) -> int:
+        """The proposal's approvals that count, after ``change``; its row is read at most once
+        a batch, and not for a proposal proposed in the batch."""
+        counts = self._batch_of(rows).counts
+        counted = counts.get(proposal_id)
+        if counted is None:
+            row = rows.get(COUNTS, (proposal_id,))
+            counted = 0 if row is None else int(row["approvals"])
+        counted = counts[proposal_id] = max(0, counted + change)
+        rows.put(COUNTS, {"proposal_id": proposal_id, "approvals": counted})
+        return counted
+
+    def _batch_of(self, rows: Rows) -> _Batch:
+        """What the batch of ``rows`` has read and written so far."""
+        batch = self._batch
+        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
+            batch = self._batch = _Batch(rows)
+        return batch
+
+    def end_batch(self, rows: Rows) -> None:
+        self._batch = None  # the next batch reads its rows again (they may differ)
+
+
+class _Batch:
+    """What the audit trail remembers during one batch of ``rows``: each proposal's
+    ``audit_proposals`` row it read or put (None: no such row; those rows never change once
+    put, and every event of a proposal needs its row), and each proposal's approvals counted
+    so far (``audit_approval_counts``: the batch writes every change of them)."""
+
+    __slots__ = ("counts", "proposals", "rows")
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+        self.proposals: dict[str, Mapping[str, Any] | None] = {}
+        self.counts: dict[str, int] = {}
+
+
+_UNREAD: Any = object()
 
 #: Why a proposal was superseded, as the audit trail's summary says it.
 _SUPERSEDED_BECAUSE = {
@@ -273,11 +337,3 @@ _SUPERSEDED_BECAUSE = {
     "replaced": "replaced: a newer proposal for the same thing",
     "withdrawn": "withdrawn: that proposal was carried out and changed what this one relied on",
 }
-
-
-def _count(rows: Rows, proposal_id: str, change: int) -> int:
-    """The proposal's approvals that count, after ``change``."""
-    row = rows.get(COUNTS, (proposal_id,))
-    counted = max(0, (0 if row is None else int(row["approvals"])) + change)
-    rows.put(COUNTS, {"proposal_id": proposal_id, "approvals": counted})
-    return counted
