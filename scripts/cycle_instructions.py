@@ -29,9 +29,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import os
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -41,9 +38,9 @@ for _path in (ROOT, ROOT / "scripts"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from callgrind_count import count  # noqa: E402
+
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/countersign_bench_cycles"
-#: ctypes' entry into a Python callback: the measured loop runs inside it, and only there.
-TOGGLE = "closure_fcn"
 
 
 def inner(backend: str, url: str, warmup: int, cycles: int) -> None:
@@ -84,37 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.inner:
         inner(args.backend, args.postgres_url, args.warmup, args.cycles)
         return 0
-    out = args.keep or tempfile.mktemp(prefix="cycle-instr-", suffix=".out")
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--collect-atstart=no",
-        f"--toggle-collect={TOGGLE}",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--inner",
-        "--backend",
-        args.backend,
-        "--cycles",
-        str(args.cycles),
-        "--warmup",
-        str(args.warmup),
-        "--postgres-url",
-        args.postgres_url,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr[-4000:])
-        return done.returncode
-    text = Path(out).read_text()
-    found = re.search(r"^(?:totals|summary): (\d+)", text, re.MULTILINE)
-    if found is None:
-        sys.stderr.write(f"no totals in {out}\n")
-        return 1
-    total = int(found.group(1))
-    if not args.keep:
-        os.unlink(out)
+    arguments = ["--inner", "--backend", args.backend, "--cycles", str(args.cycles)]
+    arguments += ["--warmup", str(args.warmup), "--postgres-url", args.postgres_url]
+    total, _ = count(__file__, arguments, args.keep, "cycle-instr-")
     print(
         json.dumps(
             {
@@ -122,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cycles": args.cycles,
                 "instructions_per_cycle": round(total / args.cycles),
                 "instructions": total,
-                **({"callgrind_out": out} if args.keep else {}),
+                **({"callgrind_out": args.keep} if args.keep else {}),
             }
         )
     )

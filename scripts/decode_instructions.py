@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -46,8 +44,8 @@ for _path in (ROOT, ROOT / "scripts"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-#: ctypes' entry into a Python callback: the measured pass runs inside it, and only there.
-TOGGLE = "closure_fcn"
+from callgrind_count import count  # noqa: E402
+
 MEASURES = ("read", "decode", "stock", "stock-decode")
 
 
@@ -142,24 +140,10 @@ def inner(url: str, measure: str) -> None:
 
 
 def measured(url: str, measure: str, keep: str | None) -> dict[str, Any]:
-    out = keep or tempfile.mktemp(prefix="decode-instr-", suffix=".out")
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--collect-atstart=no",
-        f"--toggle-collect={TOGGLE}",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        __file__,
-        f"--inner={url}",
-        f"--measure={measure}",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    events = json.loads(done.stdout.strip().splitlines()[-1])["events"]
-    with open(out) as counts:
-        total = int(re.search(r"^(?:summary|totals): (\d+)", counts.read(), re.M).group(1))  # type: ignore[union-attr]
-    if not keep:
-        Path(out).unlink()
+    total, inner_said = count(
+        __file__, [f"--inner={url}", f"--measure={measure}"], keep, "decode-instr-"
+    )
+    events = inner_said["events"]
     return {
         "measure": measure,
         "events": events,

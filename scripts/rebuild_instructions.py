@@ -28,8 +28,6 @@ import argparse
 import ctypes
 import json
 import pickle
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -40,8 +38,7 @@ for _path in (ROOT, ROOT / "scripts"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-#: ctypes' entry into a Python callback: the measured pass runs inside it, and only there.
-TOGGLE = "closure_fcn"
+from callgrind_count import count  # noqa: E402
 
 
 def _bound(kind: str) -> None:
@@ -136,25 +133,13 @@ def main() -> None:
     cs = bootstrap(database_url=url)
     fill(cs, args.lifecycles)
     cs.close()
-    out = args.keep or tempfile.mktemp(prefix="rebuild-instr-", suffix=".out")
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--collect-atstart=no",
-        f"--toggle-collect={TOGGLE}",
-        f"--callgrind-out-file={out}",
-        sys.executable,
+    total, inner_said = count(
         __file__,
-        f"--inner={url}",
-        f"--projections={args.projections}",
-        f"--bound={args.bound}",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    events = json.loads(done.stdout.strip().splitlines()[-1])["events"]
-    with open(out) as counts:
-        total = int(re.search(r"^(?:summary|totals): (\d+)", counts.read(), re.M).group(1))  # type: ignore[union-attr]
-    if not args.keep:
-        Path(out).unlink()
+        [f"--inner={url}", f"--projections={args.projections}", f"--bound={args.bound}"],
+        args.keep,
+        "rebuild-instr-",
+    )
+    events = inner_said["events"]
     print(
         json.dumps(
             {
