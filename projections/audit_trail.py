@@ -303,13 +303,13 @@ class AuditTrail(Projection):
     def _count(self, rows: Rows, proposal_id: str, change: int) -> int:
         """The proposal's approvals that count, after ``change``; its row is read at most once
         a batch, and not for a proposal proposed in the batch."""
-        counts = self._batch_of(rows).counts
-        counted = counts.get(proposal_id)
+        batch = self._batch_of(rows)
+        counted = batch.counts.get(proposal_id)
         if counted is None:
             row = rows.get(COUNTS, (proposal_id,))
             counted = 0 if row is None else int(row["approvals"])
-        counted = counts[proposal_id] = max(0, counted + change)
-        self._batch_of(rows).put_values(COUNTS, (proposal_id, counted))
+        counted = batch.counts[proposal_id] = max(0, counted + change)
+        batch.put_values(COUNTS, (proposal_id, counted))  # proposal_id, approvals
         return counted
 
     def _batch_of(self, rows: Rows) -> _Batch:
