@@ -68,11 +68,14 @@ class Attention(Projection):
             item = rows.get(ITEMS, (earlier["proposal_id"],))
             if item is not None:
                 self._set(rows, item, item["status"], followed_up=True)
-        # The thread's row as its values in column order (``Rows.put_values``): no dict is
-        # made of it, and it is seldom read back. The item is read and updated at every
-        # event of its proposal, and a row put as values is made a dict when read (about
-        # 5,200 instructions for 7 columns, the dict literal about 1,500): it stays a dict.
-        rows.put_values(THREADS, (organization_id, interaction_id, proposal_id))
+        rows.put(
+            THREADS,
+            {
+                "organization_id": organization_id,
+                "interaction_id": interaction_id,
+                "proposal_id": proposal_id,
+            },
+        )
         rows.put(
             ITEMS,
             {
