@@ -166,7 +166,8 @@ class Analytics(Projection):
         previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
         since_proposed = _seconds(fact["proposed_at"], at)
         # As its values in column order (``put_values``): an approval's row is put once and
-        # seldom read back, so no dict is made of it (about 3,000 instructions, callgrind).
+        # seldom read back, so no dict is made of it (about 1,500 instructions a row less,
+        # callgrind: analytics alone 62,667 -> about 62,400 an event).
         self._batch_of(rows).put_values(
             APPROVALS,
             (
