@@ -399,6 +399,15 @@ def test_a_commit_is_refused_unless_the_version_relied_on_is_the_latest(recorder
         assert recorder.max_notification_id() == before
 
 
+def _compression(conn: Any, table: str) -> str:
+    row = conn.execute(
+        "SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass "
+        "AND attname = 'state'",
+        (table,),
+    ).fetchone()
+    return str(row["attcompression"])
+
+
 def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
     recorder: Any,
 ) -> None:
@@ -426,6 +435,14 @@ def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
         conn.execute(definition.replace(bound, ""))
         conn.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION pglz")
     recorder.insert_events([_event(old, 1, big)])
+    # A reader holding the table: the change waits a second at most, and comes next time.
+    with recorder.datastore.get_connection() as conn:
+        dsn = conn.info.dsn
+    with psycopg.connect(dsn, password=conn.info.password) as reader:
+        reader.execute(f"SELECT count(*) FROM {table}")  # its transaction stays open
+        recorder.create_table()
+    with recorder.datastore.get_connection() as conn:
+        assert _compression(conn, table) == "p"
     recorder.create_table()
     recorder.insert_events([_event(new, 1, big)])
 

@@ -324,21 +324,25 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # compressed, and pglz took about a fifth of the server's instructions a cycle
         # (about 216,000), LZ4 about a tenth of that, for the same size (1,318 and 1,305
         # bytes). What a read returns is the same bytes; rows stored before stay as they
-        # were (each value names its own method). Changed once (the catalog is read first:
-        # the ALTER takes the table's lock); a server without LZ4 (built without it, or
-        # older than 14) keeps pglz.
+        # were (each value names its own method). Changed once: the catalog is read first,
+        # and the ALTER, which takes the table's exclusive lock, waits at most a second for
+        # it (queued behind a long reader, it would hold up every other statement on the
+        # table): if it cannot have it, a later start changes it. A server without LZ4
+        # (built without it, or older than 14) keeps pglz.
         self.sql_create_statements.append(
             SQL(
-                "DO $BODY$ BEGIN "
+                "DO $BODY$ DECLARE waits text := current_setting('lock_timeout'); BEGIN "
                 "IF (SELECT a.attcompression FROM pg_attribute AS a "
                 "JOIN pg_class AS c ON c.oid = a.attrelid "
                 "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = {schema_name} AND c.relname = {table_name} "
                 "AND a.attname = 'state') IS DISTINCT FROM 'l' THEN "
+                "PERFORM set_config('lock_timeout', '1s', true); "
                 "ALTER TABLE {schema}.{table} ALTER COLUMN state SET COMPRESSION lz4; "
+                "PERFORM set_config('lock_timeout', waits, true); "
                 "END IF; "
-                "EXCEPTION WHEN feature_not_supported OR undefined_column OR syntax_error THEN "
-                "NULL; "
+                "EXCEPTION WHEN feature_not_supported OR undefined_column OR syntax_error "
+                "OR lock_not_available THEN NULL; "
                 "END $BODY$"
             ).format(
                 schema=schema,
