@@ -328,7 +328,8 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # and the ALTER, which takes the table's exclusive lock, waits at most a second for
         # it (queued behind a long reader, it would hold up every other statement on the
         # table): if it cannot have it, a later start changes it. A server without LZ4
-        # (built without it, or older than 14) keeps pglz.
+        # (built without it, or older than 14), or a role that may write the table but does
+        # not own it, keeps pglz: only speed is at stake.
         self.sql_create_statements.append(
             SQL(
                 "DO $BODY$ DECLARE waits text := current_setting('lock_timeout'); BEGIN "
@@ -342,7 +343,7 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 "PERFORM set_config('lock_timeout', waits, true); "
                 "END IF; "
                 "EXCEPTION WHEN feature_not_supported OR undefined_column OR syntax_error "
-                "OR lock_not_available THEN NULL; "
+                "OR lock_not_available OR insufficient_privilege THEN NULL; "
                 "END $BODY$"
             ).format(
                 schema=schema,
