@@ -108,13 +108,15 @@ class BrowserView(Projection):
         batch = self._last
         if batch.rows is not rows:
             batch = self._batch(rows)
-        key = aggregate_id(event)
-        card = batch.cards.get(key)
+        # By the aggregate's UUID, not its text: hashing it costs less than ``aggregate_id``
+        # (about 2,000 instructions an event, callgrind), which only a miss needs.
+        card = batch.cards.get(event.originator_id)
         if card is None:
-            stored = rows.get(CARDS, (key,))
+            stored = rows.get(CARDS, (aggregate_id(event),))
             if stored is None:
                 return None
-            card = batch.cards[key] = dict(stored)  # a copy: the stored row is read-only
+            # A copy: the stored row is read-only.
+            card = batch.cards[event.originator_id] = dict(stored)
         return card
 
     def end_batch(self, rows: Rows) -> None:
@@ -155,7 +157,7 @@ class BrowserView(Projection):
         batch = self._last
         if batch.rows is not rows:
             batch = self._batch(rows)
-        batch.cards[key] = card
+        batch.cards[event.originator_id] = card
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
@@ -270,14 +272,14 @@ class BrowserView(Projection):
 
 
 class _Batch:
-    """The cards one batch of ``rows`` has built (by proposal id, in the order it first
-    wrote them), put into ``rows`` at the batch's end (``BrowserView.end_batch``)."""
+    """The cards one batch of ``rows`` has built (by the proposal's UUID, in the order it
+    first wrote them), put into ``rows`` at the batch's end (``BrowserView.end_batch``)."""
 
     __slots__ = ("cards", "rows")
 
     def __init__(self, rows: Rows | None) -> None:
         self.rows = rows
-        self.cards: dict[str, dict[str, Any]] = {}
+        self.cards: dict[Any, dict[str, Any]] = {}
 
     def put_all(self) -> None:
         rows, cards = self.rows, self.cards

@@ -63,9 +63,8 @@ def _success_texts(operation: str, preview: Any, outcome: Any) -> tuple[str, ...
         found = _VALIDATORS[operation] = (contract, preview_of, result_of)
     _, preview_of, result_of = found
     valid_preview, valid_result = preview_of(preview), result_of(result)
-    return tuple(
-        contract.success_text(valid_preview, valid_result, language) for language in LANGUAGES
-    )
+    text = contract.success_text
+    return tuple([text(valid_preview, valid_result, language) for language in LANGUAGES])
 
 
 #: Per operation, its registered contract (held: a contract registered again in its place is
