@@ -3,7 +3,8 @@ cheaper (issue 27): every row of their tables rebuilt from each release's golden
 compared with a digest taken from the code before (f223aa3); and the cards a batch builds
 (``browser_view`` puts each card once, at the batch's end) stay in that batch: a batch that
 failed leaves nothing in the next, another database's rows get their own cards, and threads
-catching the projection up side by side each build their own batch.
+catching the projection up side by side each build their own batch. The same holds for
+the hand-back's proposals (``handback`` changes them in the batch and puts each once).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from countersign.domain.messages import awaiting_approvals_messages
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.projection_engine.together import rebuild_together
 from countersign.infrastructure.settings import Settings
 from countersign.projections.browser_view import CARDS, BrowserView
+from countersign.projections.handback import MESSAGES, PROPOSALS, Handback
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -235,3 +238,86 @@ def test_threads_catching_up_side_by_side_each_build_their_own_batch() -> None:
     for rows in results.values():
         assert len(rows.cards) == len(rows.puts) == 2000
         assert {card["status"] for card in rows.cards.values()} == {"executing"}
+
+
+class _HandbackRows:
+    """The ``Rows`` port over plain dicts for the hand-back's three tables."""
+
+    def __init__(self, stored: dict[str, dict[tuple[Any, ...], dict[str, Any]]] | None = None):
+        self.tables = {name: dict(rows) for name, rows in (stored or {}).items()}
+
+    def _table(self, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+        return self.tables.setdefault(table, {})
+
+    def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        row = self._table(table).get(key)
+        return None if row is None else dict(row)
+
+    def put(self, table: str, row: dict[str, Any]) -> None:
+        spec = next(t for t in Handback.tables if t.name == table)
+        self._table(table)[tuple(row[k] for k in spec.key)] = dict(row)
+
+    def update(self, table: str, key: tuple[Any, ...], **changes: Any) -> None:
+        raise AssertionError("the hand-back's proposals are changed in the batch, put once")
+
+    def delete(self, table: str, key: tuple[Any, ...]) -> None:
+        self._table(table).pop(key, None)
+
+
+class Approved(SimpleNamespace):
+    pass
+
+
+def _approved(proposal: Any, version: int) -> Approved:
+    return Approved(
+        originator_id=proposal,
+        originator_version=version,
+        timestamp=AT,
+        approved_by="ava@granite.example",
+    )
+
+
+def _needing_two(proposal: Any) -> Proposed:
+    proposed = _proposed(proposal)
+    proposed.policy = {"approvals_required": 2}
+    return proposed
+
+
+def _said(rows: _HandbackRows) -> list[str]:
+    return [row["text_en"] for row in rows.tables.get(MESSAGES, {}).values()]
+
+
+def test_the_hand_back_counts_approvals_from_the_stored_row_in_each_batch() -> None:
+    """A proposal needing two approvals, approved once in a written batch; a failed batch's
+    second approval is not counted by the batch after it, which reads the stored count."""
+    handback, proposal = Handback(), uuid4()
+    written = _HandbackRows()
+    handback.proposed(_needing_two(proposal), 1, written)
+    handback.approved(_approved(proposal, 2), 2, written)
+    handback.end_batch(written)
+    assert written.tables[PROPOSALS][(str(proposal),)]["approvals"] == 1
+    assert _said(written) == [awaiting_approvals_messages(1, 2)[0]]
+
+    failed = _HandbackRows(written.tables)
+    handback.approved(_approved(proposal, 3), 3, failed)  # the last approval; then it fails
+    assert failed.tables[PROPOSALS][(str(proposal),)]["approvals"] == 1  # not put yet
+
+    retried = _HandbackRows(written.tables)
+    handback.approved(_approved(proposal, 3), 3, retried)
+    handback.end_batch(retried)
+    assert retried.tables[PROPOSALS][(str(proposal),)]["approvals"] == 2
+    assert written.tables[PROPOSALS][(str(proposal),)]["approvals"] == 1  # not changed
+
+
+def test_the_hand_back_of_two_databases_in_one_thread_keeps_each_its_own() -> None:
+    handback, one, other = Handback(), uuid4(), uuid4()
+    first, second = _HandbackRows(), _HandbackRows()
+    handback.proposed(_needing_two(one), 1, first)
+    handback.proposed(_needing_two(other), 1, second)
+    handback.approved(_approved(one, 2), 2, first)
+    handback.end_batch(first)
+    handback.end_batch(second)
+    assert set(first.tables[PROPOSALS]) == {(str(one),)}
+    assert first.tables[PROPOSALS][(str(one),)]["approvals"] == 1
+    assert set(second.tables[PROPOSALS]) == {(str(other),)}
+    assert second.tables[PROPOSALS][(str(other),)]["approvals"] == 0
