@@ -273,7 +273,14 @@ class BrowserView(Projection):
 
 class _Batch:
     """The cards one batch of ``rows`` has built (by the proposal's UUID, in the order it
-    first wrote them), put into ``rows`` at the batch's end (``BrowserView.end_batch``)."""
+    first wrote them), put into ``rows`` at the batch's end (``BrowserView.end_batch``).
+
+    Why: a card changes with nearly every event of its proposal, and most proposals live
+    their whole lifecycle within one batch. A ``rows.get`` and a ``rows.update`` an event
+    (Python calls that check the columns and hand out a read-only view) cost more than the
+    change itself: an ``Approved`` took 23,800 instructions, a ``Claimed`` 11,500; with the
+    card in the batch's own dict, 8,700 and 4,700 (callgrind), and each card is put once
+    (2,900). A card read from an earlier batch is a copy, changed only here."""
 
     __slots__ = ("cards", "rows")
 
