@@ -173,15 +173,17 @@ def digest(url: str) -> str:
 
 def measure_cpu(url: str) -> dict[str, Any]:
     """A real ``rebuild_together`` of all seven: its writer process's user and system CPU time
-    and peak RSS, read from ``/proc`` just before the writer is told to end."""
+    and peak RSS, read from ``/proc`` once its last batch has committed, before it is told to
+    end (its start-up included)."""
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.projection_engine import writer
     from countersign.infrastructure.projection_engine.together import rebuild_together
 
     seen: dict[str, Any] = {}
-    close = writer.WriterProcess.close
+    finish = writer.WriterProcess.finish
 
-    def close_reading(self: writer.WriterProcess) -> None:
+    def finish_reading(self: writer.WriterProcess) -> None:
+        self.wait()
         pid = self._process.pid
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rpartition(")")[2].split()
@@ -191,9 +193,9 @@ def measure_cpu(url: str) -> dict[str, Any]:
             for line in status:
                 if line.startswith("VmHWM:"):
                     seen["peak_rss_mb"] = int(line.split()[1]) / 1024
-        close(self)
+        finish(self)
 
-    writer.WriterProcess.close = close_reading  # type: ignore[method-assign]
+    writer.WriterProcess.finish = finish_reading  # type: ignore[method-assign]
     cs = bootstrap(database_url=url)
     events = rebuild_together(cs.projection_runners(), parallel=True)
     cs.close()
