@@ -277,8 +277,16 @@ class _Codec:
             # statement costs about as much again as the row it inserts. 999 parameters a
             # statement at most, the limit of the oldest SQLite builds.
             self.rows_per_insert = max(1, min(50, 999 // len(self.names)))
+            # OR FAIL, not the default ABORT: a statement that writes many rows and may abort
+            # part-way makes SQLite keep a statement journal (the page as it was, for each page
+            # the statement changes first), in a temporary file once past 64 KB: a rebuild's
+            # writer process wrote about 1.2 of its 5 pages an event there (strace, 100,000
+            # events of every projection), a quarter of its write calls. With FAIL a refused
+            # row leaves the statement's earlier rows in place; every caller writes in a
+            # transaction that a refused row rolls back whole (``flush`` raises through it),
+            # so nothing of the batch is kept either way.
             self.upsert_many = _upsert_sql(
-                spec, "VALUES " + ", ".join([row] * self.rows_per_insert)
+                spec, "VALUES " + ", ".join([row] * self.rows_per_insert), verb="INSERT OR FAIL"
             )
             self.delete = f"DELETE FROM {spec.name} WHERE " + " AND ".join(
                 f"{column} = ?" for column in spec.key
@@ -382,10 +390,10 @@ def _unnest(array_types: list[str]) -> str:
     return f"unnest({', '.join(f'%b::{t}[]' for t in array_types)})"
 
 
-def _upsert_sql(spec: Table, source: str) -> str:
+def _upsert_sql(spec: Table, source: str, verb: str = "INSERT") -> str:
     columns = spec.column_names()
     if spec.append_only:
-        return f"INSERT INTO {spec.name} ({', '.join(columns)}) {source}"
+        return f"{verb} INTO {spec.name} ({', '.join(columns)}) {source}"
     others = [column for column in columns if column not in spec.key]
     action = (
         "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in others)
@@ -393,6 +401,6 @@ def _upsert_sql(spec: Table, source: str) -> str:
         else "DO NOTHING"
     )
     return (
-        f"INSERT INTO {spec.name} ({', '.join(columns)}) {source} "
+        f"{verb} INTO {spec.name} ({', '.join(columns)}) {source} "
         f"ON CONFLICT ({', '.join(spec.key)}) {action}"
     )
