@@ -77,11 +77,11 @@ def inner(folder: str) -> None:
     print(json.dumps({"replies": said, "sqlite_configured": configured}))
 
 
-def _store(backend: str, pg_server: str, source: str | None) -> tuple[str, str | None]:
-    """A fresh database's URL (a copy of ``source`` if given), and the PostgreSQL database's
-    name to drop (None: SQLite)."""
+def _store(backend: str, pg_server: str, source: str | None, folder: str) -> tuple[str, str | None]:
+    """A fresh database's URL (a copy of ``source`` if given; SQLite's in ``folder``), and the
+    PostgreSQL database's name to drop (None: SQLite)."""
     if backend == "sqlite":
-        path = Path(tempfile.mkdtemp(prefix="writer-instr-"), "countersign.db")
+        path = Path(folder, "countersign.db")
         if source:
             shutil.copyfile(source, path)
         return f"sqlite:///{path}", None
@@ -229,8 +229,10 @@ def main() -> None:
     from bench_projections import fill
     from countersign.infrastructure.bootstrap import bootstrap
 
-    url, scratch = _store(args.backend, args.postgres_url, args.store)
+    folder = tempfile.mkdtemp(prefix="writer-instr-")  # the SQLite store and the messages
+    scratch = None
     try:
+        url, scratch = _store(args.backend, args.postgres_url, args.store, folder)
         if not args.store:
             cs = bootstrap(database_url=url)
             fill(cs, args.lifecycles)
@@ -239,7 +241,6 @@ def main() -> None:
             result = {"backend": args.backend, **measure_cpu(url), "rows": digest(url)}
             print(json.dumps(result))
             return
-        folder = tempfile.mkdtemp(prefix="writer-instr-msgs-")
         events = capture(url, folder, args.warm)
         total, inner_said = count(__file__, [f"--inner={folder}"], args.keep, "writer-instr-")
         if set(inner_said["replies"]) != {"ok"}:
@@ -259,6 +260,7 @@ def main() -> None:
         )
     finally:
         _drop(args.postgres_url, scratch)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
