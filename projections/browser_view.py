@@ -11,6 +11,7 @@ superseded card names the proposal that replaced it (``superseded_by``) and why
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from countersign.projections.base import (
@@ -80,13 +81,61 @@ class BrowserView(Projection):
         ),
     )
 
+    def __init__(self) -> None:
+        #: The batch whose cards are being built in this thread (``_Batch``); ``_last`` the
+        #: one seen last in any thread, for the one identity test most events need.
+        self._local = threading.local()
+        self._last: _Batch = _Batch(None)
+
+    def _batch(self, rows: Rows) -> _Batch:
+        """The cards this batch of ``rows`` has built so far.
+
+        A batch runs in one thread, one event after another, but the projection is shared:
+        the web server's threads catch it up side by side. So each thread keeps its own
+        batch, and a thread that meets other rows (a batch that failed before its end, or
+        another database's) first puts the cards it built into their own rows."""
+        batch = getattr(self._local, "batch", None)
+        if batch is None or batch.rows is not rows:
+            if batch is not None:
+                batch.put_all()
+            batch = self._local.batch = _Batch(rows)
+        self._last = batch
+        return batch
+
+    def _card(self, event: Any, rows: Rows) -> dict[str, Any] | None:
+        """The event's card as this batch has built it, read into the batch first if an
+        earlier batch wrote it; None if there is no such card."""
+        batch = self._last
+        if batch.rows is not rows:
+            batch = self._batch(rows)
+        # By the aggregate's UUID, not its text: hashing it costs less than ``aggregate_id``
+        # (about 2,000 instructions an event, callgrind), which only a miss needs.
+        card = batch.cards.get(event.originator_id)
+        if card is None:
+            stored = rows.get(CARDS, (aggregate_id(event),))
+            if stored is None:
+                return None
+            # A copy: the stored row is read-only.
+            card = batch.cards[event.originator_id] = dict(stored)
+        return card
+
+    def end_batch(self, rows: Rows) -> None:
+        """The batch's cards are put, each once, in the order the batch first wrote them."""
+        batch = getattr(self._local, "batch", None)
+        if batch is not None and batch.rows is rows:
+            batch.put_all()
+            self._local.batch = None
+        if self._last.rows is rows:
+            self._last = _Batch(None)
+
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         at = event_time(event)
         policy = getattr(event, "policy", None)
         revision_of = getattr(event, "revision_of", None)
+        key = aggregate_id(event)
         card = _NEW_CARD.copy()
-        card["proposal_id"] = aggregate_id(event)
+        card["proposal_id"] = key
         card["organization_id"] = id_text(event.organization_id)
         card["section"] = event.section
         card["resource_id"] = id_text(event.resource_id)
@@ -105,36 +154,35 @@ class BrowserView(Projection):
         card["policy"] = policy
         card["approval_credentials"] = []
         card["no_longer_counting"] = []
-        rows.put(CARDS, card)
+        batch = self._last
+        if batch.rows is not rows:
+            batch = self._batch(rows)
+        batch.cards[event.originator_id] = card
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """One approval: the last one a quorum needs comes with ``Claimed`` (executing), an
         earlier one leaves the card pending with one more approver."""
-        key = (aggregate_id(event),)
-        card = rows.get(CARDS, key)
+        card = self._card(event, rows)
         if card is None:
             return
-        rows.update(
-            CARDS,
-            key,
-            approved_by=event.approved_by,
-            approved_at=event.approved_at,
-            approvals=[*(card["approvals"] or ()), event.approved_by],
-            approval_credentials=[
-                *(card["approval_credentials"] or ()),
-                getattr(event, "credential", "unknown"),
-            ],
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        # New lists, never changed in place: a card read from an earlier batch shares them
+        # with that batch's rows, which may still be on their way to the database.
+        card["approved_by"] = event.approved_by
+        card["approved_at"] = event.approved_at
+        card["approvals"] = [*(card["approvals"] or ()), event.approved_by]
+        card["approval_credentials"] = [
+            *(card["approval_credentials"] or ()),
+            getattr(event, "credential", "unknown"),
+        ]
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval stopped counting: it leaves ``approvals`` (and the count) and
         is listed, with why, in ``no_longer_counting``."""
-        key = (aggregate_id(event),)
-        card = rows.get(CARDS, key)
+        card = self._card(event, rows)
         if card is None:
             return
         approvals = list(card["approvals"] or [])
@@ -145,46 +193,39 @@ class BrowserView(Projection):
             if index < len(credentials):
                 del credentials[index]
         lapsed = {"approved_by": event.approved_by, "reason": event.reason}
-        rows.update(
-            CARDS,
-            key,
-            approvals=approvals,
-            approval_credentials=credentials,
-            no_longer_counting=[*(card["no_longer_counting"] or ()), lapsed],
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        card["approvals"] = approvals
+        card["approval_credentials"] = credentials
+        card["no_longer_counting"] = [*(card["no_longer_counting"] or ()), lapsed]
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(
-            CARDS,
-            (aggregate_id(event),),
-            status="superseded",
-            superseded_by=str(event.by),
-            superseded_reason=event.reason,  # None: recorded before reasons were
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        card = self._card(event, rows)
+        if card is None:
+            return
+        card["status"] = "superseded"
+        card["superseded_by"] = str(event.by)
+        card["superseded_reason"] = event.reason  # None: recorded before reasons were
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(
-            CARDS,
-            (aggregate_id(event),),
-            status="executing",
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        card = self._card(event, rows)
+        if card is None:
+            return
+        card["status"] = "executing"
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles("Proposal.Revalidated")
     def revalidated(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(
-            CARDS,
-            (aggregate_id(event),),
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        card = self._card(event, rows)
+        if card is None:
+            return
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles(
         "Proposal.Succeeded",
@@ -193,48 +234,66 @@ class BrowserView(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        key = (aggregate_id(event),)
-        card = rows.get(CARDS, key)
+        card = self._card(event, rows)
         if card is None:
             return
         status = _OUTCOME_STATUS[type(event).__name__]
         if card["status"] == "declined":
             status = "declined"  # a decline's RevisionRequired keeps the card declined
         outcome = event.outcome
-        message_en, message_fr = outcome_texts(card["operation"], card["preview"], outcome)
-        rows.update(
-            CARDS,
-            key,
-            status=status,
-            outcome=outcome,
-            outcome_kind=outcome["kind"],
-            message_en=message_en,
-            message_fr=message_fr,
-            updated_at=event_time(event),
-            version=event.originator_version,
+        card["message_en"], card["message_fr"] = outcome_texts(
+            card["operation"], card["preview"], outcome
         )
+        card["status"] = status
+        card["outcome"] = outcome
+        card["outcome_kind"] = outcome["kind"]
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(
-            CARDS,
-            (aggregate_id(event),),
-            status="declined",
-            declined_by=event.declined_by,
-            decline_note=event.note,
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        card = self._card(event, rows)
+        if card is None:
+            return
+        card["status"] = "declined"
+        card["declined_by"] = event.declined_by
+        card["decline_note"] = event.note
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(
-            CARDS,
-            (aggregate_id(event),),
-            status="expired",
-            updated_at=event_time(event),
-            version=event.originator_version,
-        )
+        card = self._card(event, rows)
+        if card is None:
+            return
+        card["status"] = "expired"
+        card["updated_at"] = event_time(event)
+        card["version"] = event.originator_version
+
+
+class _Batch:
+    """The cards one batch of ``rows`` has built (by the proposal's UUID, in the order it
+    first wrote them), put into ``rows`` at the batch's end (``BrowserView.end_batch``).
+
+    Why: a card changes with nearly every event of its proposal, and most proposals live
+    their whole lifecycle within one batch. A ``rows.get`` and a ``rows.update`` an event
+    (Python calls that check the columns and hand out a read-only view) cost more than the
+    change itself: an ``Approved`` took 23,800 instructions, a ``Claimed`` 11,500; with the
+    card in the batch's own dict, 8,700 and 4,700 (callgrind), and each card is put once
+    (2,900). A card read from an earlier batch is a copy, changed only here."""
+
+    __slots__ = ("cards", "rows")
+
+    def __init__(self, rows: Rows | None) -> None:
+        self.rows = rows
+        self.cards: dict[Any, dict[str, Any]] = {}
+
+    def put_all(self) -> None:
+        rows, cards = self.rows, self.cards
+        if rows is not None:
+            for card in cards.values():
+                rows.put(CARDS, card)
+        cards.clear()
 
 
 #: A new card: every column in the table's order, None until ``proposed`` sets it. Copying it

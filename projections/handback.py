@@ -9,6 +9,7 @@ next message in that conversation.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,23 +94,56 @@ class Handback(Projection):
         ),
     )
 
+    def __init__(self) -> None:
+        #: The batch whose proposals are being read and changed in this thread (``_Batch``);
+        #: ``_last`` the one seen last in any thread, for the identity test most events need.
+        self._local = threading.local()
+        self._last: _Batch = _Batch(None)
+
+    def _batch(self, rows: Rows) -> _Batch:
+        """What this batch of ``rows`` has read and changed of ``handback_proposals``.
+
+        As ``browser_view``'s cards: each thread keeps its own batch (the web server's
+        threads catch the projection up side by side), and a thread that meets other rows
+        (a batch that failed before its end, or another database's) first puts what it
+        changed into their own rows."""
+        last = self._last
+        if last.rows is rows:
+            return last
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        if batch is None or batch.rows is not rows:
+            if batch is not None:
+                batch.put_all()
+            batch = self._local.batch = _Batch(rows)
+        self._last = batch
+        return batch
+
+    def end_batch(self, rows: Rows) -> None:
+        """The proposals the batch changed are put, each once, in the order it first
+        changed them."""
+        batch = getattr(self._local, "batch", None)
+        if batch is not None and batch.rows is rows:
+            batch.put_all()
+            self._local.batch = None
+        if self._last.rows is rows:
+            self._last = _Batch(None)
+
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         revision_of = getattr(event, "revision_of", None)
-        rows.put(
-            PROPOSALS,
-            {
-                "proposal_id": aggregate_id(event),
-                "interaction_id": event.interaction_id,
-                "organization_id": id_text(event.organization_id),
-                "operation": event.kind,
-                "preview": event.preview,
-                "revision_of": None if revision_of is None else str(revision_of),
-                "approvals": 0,
-                "approvals_required": approvals_required(getattr(event, "policy", None)),
-                "executed": False,
-            },
-        )
+        key = aggregate_id(event)
+        batch = self._batch(rows)
+        batch.proposals[key] = batch.changed[key] = {
+            "proposal_id": key,
+            "interaction_id": event.interaction_id,
+            "organization_id": id_text(event.organization_id),
+            "operation": event.kind,
+            "preview": event.preview,
+            "revision_of": None if revision_of is None else str(revision_of),
+            "approvals": 0,
+            "approvals_required": approvals_required(getattr(event, "policy", None)),
+            "executed": False,
+        }
         # A new proposal in the conversation supersedes the earlier revision context.
         rows.delete(CONTEXT, (event.interaction_id,))
 
@@ -117,12 +151,14 @@ class Handback(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
-        key = (aggregate_id(event),)
-        proposal = rows.get(PROPOSALS, key)
+        batch = self._batch(rows)
+        key = aggregate_id(event)
+        proposal = batch.proposal(key)
         if proposal is None:
             return
-        proposal = rows.update(PROPOSALS, key, approvals=proposal["approvals"] + 1)
-        if proposal is None or proposal["approvals"] >= proposal["approvals_required"]:
+        proposal["approvals"] += 1
+        batch.changed[key] = proposal
+        if proposal["approvals"] >= proposal["approvals_required"]:
             return
         texts = awaiting_approvals_messages(proposal["approvals"], proposal["approvals_required"])
         _say(rows, proposal, position, event, "awaiting_approvals", texts)
@@ -131,18 +167,21 @@ class Handback(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
-        key = (aggregate_id(event),)
-        proposal = rows.get(PROPOSALS, key)
+        batch = self._batch(rows)
+        key = aggregate_id(event)
+        proposal = batch.proposal(key)
         if proposal is not None:
-            rows.update(PROPOSALS, key, approvals=max(0, proposal["approvals"] - 1))
+            proposal["approvals"] = max(0, proposal["approvals"] - 1)
+            batch.changed[key] = proposal
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
+        batch = self._batch(rows)
+        proposal = batch.proposal(aggregate_id(event))
         if proposal is None:
             return
         by = str(event.by)
-        replacing = rows.get(PROPOSALS, (by,))
+        replacing = batch.proposal(by)
         if replacing is None:  # not in this log: it can only be named by its id
             how, kind, preview = "newer", proposal["operation"], {}
         else:
@@ -160,8 +199,12 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        proposal = rows.update(PROPOSALS, (aggregate_id(event),), executed=True)
+        batch = self._batch(rows)
+        key = aggregate_id(event)
+        proposal = batch.proposal(key)
         if proposal is not None:
+            proposal["executed"] = True
+            batch.changed[key] = proposal
             _tell_outcome(rows, proposal, position, event)
 
     @handles(
@@ -170,9 +213,47 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = rows.get(PROPOSALS, (aggregate_id(event),))
+        proposal = self._batch(rows).proposal(aggregate_id(event))
         if proposal is not None:
             _tell_outcome(rows, proposal, position, event)
+
+
+class _Batch:
+    """What one batch of ``rows`` has read of ``handback_proposals`` (by proposal id; None:
+    no such row) and changed (put at the batch's end, ``Handback.end_batch``, in the order
+    it first changed them).
+
+    Why: a ``rows.get`` and a ``rows.update`` an approval, and an update a success (each a
+    Python call that checks its columns and hands out a read-only view), cost more than
+    the batch's own dict; rows read are copies, changed in place until they are put."""
+
+    __slots__ = ("changed", "proposals", "rows")
+
+    def __init__(self, rows: Rows | None) -> None:
+        self.rows = rows
+        self.proposals: dict[str, dict[str, Any] | None] = {}
+        self.changed: dict[str, dict[str, Any]] = {}
+
+    def proposal(self, key: str) -> dict[str, Any] | None:
+        """The proposal's row as this batch has it, read first if an earlier batch wrote
+        it; None if there is none."""
+        found: dict[str, Any] | None = self.proposals.get(key, _UNREAD)
+        if found is _UNREAD:
+            assert self.rows is not None
+            stored = self.rows.get(PROPOSALS, (key,))
+            found = self.proposals[key] = None if stored is None else dict(stored)
+        return found
+
+    def put_all(self) -> None:
+        rows, changed = self.rows, self.changed
+        if rows is not None:
+            for proposal in changed.values():
+                rows.put(PROPOSALS, proposal)
+        changed.clear()
+        self.proposals.clear()
+
+
+_UNREAD: Any = object()
 
 
 def _tell_outcome(rows: Rows, proposal: Mapping[str, Any], position: int, event: Any) -> None:

@@ -380,3 +380,85 @@ def test_the_postgres_commit_and_log_read_are_prepared_statements_of_their_own(
             conn, recorder._log_statement, (first.to_bytes(8, "big"), (10).to_bytes(8, "big"))
         )
         assert [row[0] for row in pg_statements.rows(conn, result, list)] == [first + 1, first + 2]
+
+
+def test_a_commit_is_refused_unless_the_version_relied_on_is_the_latest(recorder: Any) -> None:
+    """The read-set check's cases: the latest version passes; an older one (the aggregate
+    moved on), a later one (never stored) and None (it exists) are refused. The long history
+    fills several index pages (PostgreSQL's check probes from the version relied on)."""
+    short, long = uuid4(), uuid4()
+    recorder.insert_events([_event(short, v, b"{}") for v in (1, 2, 3)])
+    recorder.insert_events([_event(long, v, b"{}") for v in range(1, 1201)])
+    recorder.insert_events([_event(uuid4(), 1, b"{}")], expected_versions={short: 3, long: 1200})
+    for relied_on in ({short: 2}, {short: 4}, {short: None}, {long: 1199}, {long: 1}):
+        before = recorder.max_notification_id()
+        with pytest.raises(ReadSetChangedError):
+            recorder.insert_events(
+                [_event(uuid4(), 1, b"{}")], expected_versions={**relied_on, uuid4(): None}
+            )
+        assert recorder.max_notification_id() == before
+
+
+def _compression(conn: Any, table: str) -> str:
+    row = conn.execute(
+        "SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass "
+        "AND attname = 'state'",
+        (table,),
+    ).fetchone()
+    return str(row["attcompression"])
+
+
+def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
+    recorder: Any,
+) -> None:
+    """A database made by an earlier version (the function's read-set check as it was,
+    states compressed by pglz) takes the current function and LZ4 when the recorder
+    creates its tables again, as at every start; values stored before read back as they
+    were."""
+    from countersign.infrastructure.persistence.recorders_postgres import (
+        CountersignPostgresRecorder,
+    )
+
+    if not isinstance(recorder, CountersignPostgresRecorder):
+        return
+    table = recorder.events_table_name
+    function = f"{table}_insert"
+    old, new = uuid4(), uuid4()
+    big = b'{"text":"' + b"abcdefghij" * 400 + b'"}'  # over 2 kB: compressed
+    with recorder.datastore.get_connection() as conn:
+        # The earlier function: its read-set check without the bound on the version.
+        (definition,) = (
+            conn.execute("SELECT pg_get_functiondef(%s::regproc)", (function,)).fetchone().values()
+        )
+        bound = "AND e.originator_version >= coalesce(c.version, -9223372036854775808)"
+        assert bound in definition
+        conn.execute(definition.replace(bound, ""))
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION pglz")
+    recorder.insert_events([_event(old, 1, big)])
+    # A reader holding the table: the change waits a second at most, and comes next time.
+    with recorder.datastore.get_connection() as conn:
+        dsn = conn.info.dsn
+    with psycopg.connect(dsn, password=conn.info.password) as reader:
+        reader.execute(f"SELECT count(*) FROM {table}")  # its transaction stays open
+        recorder.create_table()
+    with recorder.datastore.get_connection() as conn:
+        assert _compression(conn, table) == "p"
+    recorder.create_table()
+    recorder.insert_events([_event(new, 1, big)])
+
+    with recorder.datastore.get_connection() as conn:
+        (definition,) = (
+            conn.execute("SELECT pg_get_functiondef(%s::regproc)", (function,)).fetchone().values()
+        )
+        assert bound in definition
+        methods = {
+            str(row["originator_id"]): row["method"]
+            for row in conn.execute(
+                f"SELECT originator_id, pg_column_compression(state) AS method FROM {table} "
+                "WHERE originator_id = ANY(%s)",
+                ([old, new],),
+            )
+        }
+    assert methods == {str(old): "pglz", str(new): "lz4"}
+    assert [e.state for e in recorder.select_events(old)] == [big]
+    assert [e.state for e in recorder.select_events(new)] == [big]

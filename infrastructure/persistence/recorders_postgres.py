@@ -41,7 +41,7 @@ from psycopg.adapt import Dumper
 from psycopg.postgres import types as pg_types
 from psycopg.pq import Format
 from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL, Identifier, Literal
 from psycopg.types.composite import register_composite
 
 
@@ -271,6 +271,17 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         table = Identifier(self.events_table_name)
         # Named after the table: one function per events table, wherever the schema is shared.
         function = Identifier(f"{self.events_table_name}_insert")
+        # The function is created again at every start (CREATE OR REPLACE, as the library
+        # creates its own), so a database made by an older version takes this body then.
+        # What the server does a cycle was measured with scripts/cycle_server_cpu.py
+        # (callgrind on the server; docs/design.md, "The server's side"), and
+        # the read-set check asks for the latest version at or after the one relied on, not
+        # for the latest of all: the same answer (the relied-on version if it is the latest;
+        # else another, or none), but the backward walk of the primary key that max() makes
+        # now stops at that bound. Without it, a B-tree page read backwards is tested entry
+        # by entry down to its first one (a broadcast form with thousands of versions: a few
+        # hundred tests a check, six checks a cycle: 18,000 server instructions a cycle of
+        # about 840,000, callgrind; more as a page fills with one aggregate's entries).
         self.sql_create_statements.append(
             SQL(
                 "CREATE OR REPLACE FUNCTION {schema}.{function}("
@@ -286,7 +297,9 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 "SELECT c.id INTO stale FROM unnest(check_ids, check_versions) AS c(id, version) "
                 "WHERE c.version IS DISTINCT FROM ("
                 "SELECT max(e.originator_version) FROM {schema}.{table} AS e "
-                "WHERE e.originator_id = c.id) LIMIT 1; "
+                "WHERE e.originator_id = c.id "
+                "AND e.originator_version >= coalesce(c.version, {lowest})) "
+                "LIMIT 1; "
                 "IF stale IS NOT NULL THEN "
                 "RAISE EXCEPTION USING ERRCODE = '{sqlstate}', MESSAGE = stale::text; "
                 "END IF; "
@@ -301,8 +314,42 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 function=function,
                 table=table,
                 lock_timeout=self.datastore.lock_timeout,
+                lowest=SQL(str(-(2**63))),
                 sqlstate=SQL(STALE_READ_SQLSTATE),
                 channel=Identifier(self.channel_name),
+            )
+        )
+        # New events' states compressed with LZ4 rather than PostgreSQL's default pglz: a
+        # proposal's Proposed event (about 2.7 kB) is over the 2 kB at which a row is
+        # compressed, and pglz took about a fifth of the server's instructions a cycle
+        # (about 216,000), LZ4 about a tenth of that, for the same size (1,318 and 1,305
+        # bytes). What a read returns is the same bytes; rows stored before stay as they
+        # were (each value names its own method). Changed once: the catalog is read first,
+        # and the ALTER, which takes the table's exclusive lock, waits at most a second for
+        # it (queued behind a long reader, it would hold up every other statement on the
+        # table): if it cannot have it, a later start changes it. A server without LZ4
+        # (built without it, or older than 14), or a role that may write the table but does
+        # not own it, keeps pglz: only speed is at stake.
+        self.sql_create_statements.append(
+            SQL(
+                "DO $BODY$ DECLARE waits text := current_setting('lock_timeout'); BEGIN "
+                "IF (SELECT a.attcompression FROM pg_attribute AS a "
+                "JOIN pg_class AS c ON c.oid = a.attrelid "
+                "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = {schema_name} AND c.relname = {table_name} "
+                "AND a.attname = 'state') IS DISTINCT FROM 'l' THEN "
+                "PERFORM set_config('lock_timeout', '1s', true); "
+                "ALTER TABLE {schema}.{table} ALTER COLUMN state SET COMPRESSION lz4; "
+                "PERFORM set_config('lock_timeout', waits, true); "
+                "END IF; "
+                "EXCEPTION WHEN feature_not_supported OR undefined_column OR syntax_error "
+                "OR lock_not_available OR insufficient_privilege THEN NULL; "
+                "END $BODY$"
+            ).format(
+                schema=schema,
+                table=table,
+                schema_name=Literal(self.datastore.schema),
+                table_name=Literal(self.events_table_name),
             )
         )
         # The two statements every commit and every log read run, rendered to bytes once:

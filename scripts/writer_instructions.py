@@ -1,0 +1,267 @@
+"""The projection writer process's instructions per event of a rebuild, counted by callgrind.
+
+    .venv/bin/python scripts/writer_instructions.py                        # SQLite
+    .venv/bin/python scripts/writer_instructions.py --backend postgres
+    .venv/bin/python scripts/writer_instructions.py --keep /tmp/writer.out
+    callgrind_annotate --inclusive=yes /tmp/writer.out | head -80
+    .venv/bin/python scripts/writer_instructions.py --measure cpu --lifecycles 20000
+
+It fills a fresh store (SQLite in a temporary folder, or a scratch PostgreSQL database it
+drops afterwards) with ``--lifecycles`` of ``scripts/bench_projections.py``'s lifecycles,
+empties every projection's tables as a rebuild does, and captures the messages a rebuild of all
+seven together (``together._rebuild_shared``) would send its writer process: each batch's
+rows prepared by the handlers and packed, pickled as ``writer._write`` sends them. Then it runs
+itself under ``valgrind --tool=callgrind`` with collection off; that process configures SQLite
+as the writer's entry point does (``writer_main.configure_sqlite``), replays the first
+``--warm`` batches through ``writer.serve`` uncounted (imports, codecs, the first statements),
+and counts ``writer.serve`` over the remaining batches, read from memory: unpickling, every
+statement, every commit with its positions (``rows.commit_batch``), exactly the writer's path.
+Only user-space instructions of the writer's own process are counted: a PostgreSQL server's
+work is not, nor the kernel's (page cache, syscalls); ``--measure cpu`` gives the user and
+system CPU time of a real rebuild's writer process (from ``/proc``), and its peak RSS.
+
+Each replay ends with a digest of every projection table (every value's type and text, rows
+sorted), so that a change to the writer can be checked to store the same rows. ``--inner`` is
+the process valgrind runs; not for use by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for _path in (ROOT, ROOT / "scripts"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+# Nothing here may load sqlite3 before ``inner`` has configured it (``writer_main``).
+from callgrind_count import count  # noqa: E402
+
+PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
+
+
+def inner(folder: str) -> None:
+    """The process under callgrind: the writer's entry point's set-up, a warm-up, then the
+    measured ``serve`` over the rest of the batches in a ctypes callback."""
+    from countersign.infrastructure.projection_engine.writer_main import configure_sqlite
+
+    configured = configure_sqlite()
+    from countersign.infrastructure.projection_engine.writer import _read, serve
+
+    warm = Path(folder, "warm.bin").read_bytes()
+    measured = Path(folder, "measured.bin").read_bytes()
+    serve(io.BytesIO(warm), io.BytesIO())
+    replies = io.BytesIO()
+
+    def one_pass() -> None:
+        serve(io.BytesIO(measured), replies)
+
+    ctypes.CFUNCTYPE(None)(one_pass)()
+    replies.seek(0)
+    said = []
+    while True:
+        try:
+            said.append(_read(replies)[0])
+        except EOFError:
+            break
+    print(json.dumps({"replies": said, "sqlite_configured": configured}))
+
+
+def _store(backend: str, pg_server: str, source: str | None, folder: str) -> tuple[str, str | None]:
+    """A fresh database's URL (a copy of ``source`` if given; SQLite's in ``folder``), and the
+    PostgreSQL database's name to drop (None: SQLite)."""
+    if backend == "sqlite":
+        path = Path(folder, "countersign.db")
+        if source:
+            shutil.copyfile(source, path)
+        return f"sqlite:///{path}", None
+    import psycopg
+
+    name = f"writer_instr_{os.getpid()}"
+    template = f" TEMPLATE {source}" if source else ""
+    with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}{template}")
+    return f"{pg_server}/{name}", name
+
+
+def _drop(pg_server: str, name: str | None) -> None:
+    if name is None:
+        return
+    import psycopg
+
+    with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def capture(url: str, folder: str, warm: int) -> dict[str, int]:
+    """Empty the projections' tables as a rebuild does and write the messages its writer
+    would be sent: ``warm.bin`` (set-up and the first ``warm`` batches) and ``measured.bin``
+    (set-up and the rest). Returns the events in each."""
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.projection_engine.key_filter import KeyFilter
+    from countersign.infrastructure.projection_engine.together import _prepare_together
+    from countersign.infrastructure.projection_engine.writer import _write
+
+    cs = bootstrap(database_url=url)
+    runners = cs.projection_runners()
+    for runner in runners:
+        runner.reset(indexes=False)
+    first = runners[0]
+    setup = (
+        "setup",
+        first.sql.database,
+        first.dialect,
+        {r.name: tuple(r.projection.tables) for r in runners},
+    )
+    streams = {"warm": io.BytesIO(), "measured": io.BytesIO()}
+    events = {"warm": 0, "measured": 0}
+    for stream in streams.values():
+        _write(stream, setup)
+    known, overlays, position, batches = KeyFilter(), None, 0, 0
+    while batch := first._select(position):
+        last = batch[-1].id
+        with first.sql.reading() as reader:
+            rows = _prepare_together(runners, batch, reader, overlays, known)
+        packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
+        part = "warm" if batches < warm else "measured"
+        _write(streams[part], ("batch", position, last, packed))
+        events[part] += len(batch)
+        overlays = [runner_rows.written for runner_rows in rows]
+        position, batches = last, batches + 1
+    for part, stream in streams.items():
+        _write(stream, None)
+        Path(folder, f"{part}.bin").write_bytes(stream.getvalue())
+    cs.close()
+    return events
+
+
+def digest(url: str) -> str:
+    """Every projection table's rows, sorted, each value's type and text, hashed."""
+    from countersign.infrastructure.bootstrap import bootstrap
+
+    cs = bootstrap(database_url=url)
+    runners = cs.projection_runners()
+    hashed = hashlib.sha256()
+    with runners[0].sql.reading() as cursor:
+        for runner in runners:
+            for table in runner.projection.tables:
+                if runners[0].sql.is_postgres:
+                    query = f"SELECT t::text FROM {table.name} AS t"
+                else:
+                    names = ", ".join(
+                        f"typeof({c}) || ':' || quote({c})" for c in table.column_names()
+                    )
+                    query = f"SELECT {names} FROM {table.name}"
+                rows = sorted(repr(tuple(row)) for row in cursor.execute(query).fetchall())
+                hashed.update(f"{table.name}:{len(rows)}\n".encode())
+                for row in rows:
+                    hashed.update(row.encode() + b"\n")
+    cs.close()
+    return hashed.hexdigest()
+
+
+def measure_cpu(url: str) -> dict[str, Any]:
+    """A real ``rebuild_together`` of all seven: its writer process's user and system CPU time
+    and peak RSS, read from ``/proc`` once its last batch has committed, before it is told to
+    end (its start-up included)."""
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.projection_engine import writer
+    from countersign.infrastructure.projection_engine.together import rebuild_together
+
+    seen: dict[str, Any] = {}
+    finish = writer.WriterProcess.finish
+
+    def finish_reading(self: writer.WriterProcess) -> None:
+        self.wait()
+        pid = self._process.pid
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        seen["user_s"], seen["system_s"] = int(fields[11]) / ticks, int(fields[12]) / ticks
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    seen["peak_rss_mb"] = int(line.split()[1]) / 1024
+        finish(self)
+
+    writer.WriterProcess.finish = finish_reading  # type: ignore[method-assign]
+    cs = bootstrap(database_url=url)
+    events = rebuild_together(cs.projection_runners(), parallel=True)
+    cs.close()
+    return {
+        "events": events,
+        "writer_user_us": round(seen["user_s"] / events * 1e6, 2),
+        "writer_system_us": round(seen["system_s"] / events * 1e6, 2),
+        "writer_peak_rss_mb": round(seen["peak_rss_mb"], 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--measure", choices=["instructions", "cpu"], default="instructions")
+    parser.add_argument("--lifecycles", type=int, default=4000)
+    parser.add_argument("--warm", type=int, default=3, help="batches replayed uncounted first")
+    parser.add_argument("--postgres-url", default=PG_SERVER, help="server URL, no database")
+    parser.add_argument(
+        "--store",
+        help="a filled store to copy instead of filling one (SQLite: its file, closed; "
+        "PostgreSQL: a database's name, copied as a template): the same rows every run, so "
+        "the digests of two runs compare",
+    )
+    parser.add_argument("--keep", help="write callgrind's output here")
+    parser.add_argument("--inner", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        inner(args.inner)
+        return
+    from bench_projections import fill
+    from countersign.infrastructure.bootstrap import bootstrap
+
+    folder = tempfile.mkdtemp(prefix="writer-instr-")  # the SQLite store and the messages
+    scratch = None
+    try:
+        url, scratch = _store(args.backend, args.postgres_url, args.store, folder)
+        if not args.store:
+            cs = bootstrap(database_url=url)
+            fill(cs, args.lifecycles)
+            cs.close()
+        if args.measure == "cpu":
+            result = {"backend": args.backend, **measure_cpu(url), "rows": digest(url)}
+            print(json.dumps(result))
+            return
+        events = capture(url, folder, args.warm)
+        total, inner_said = count(__file__, [f"--inner={folder}"], args.keep, "writer-instr-")
+        if set(inner_said["replies"]) != {"ok"}:
+            raise SystemExit(f"the writer did not commit every batch: {inner_said['replies']}")
+        print(
+            json.dumps(
+                {
+                    "backend": args.backend,
+                    "events": events["measured"],
+                    "batches": len(inner_said["replies"]),
+                    "instructions": total,
+                    "per_event": round(total / events["measured"]),
+                    "sqlite_configured": inner_said["sqlite_configured"],
+                    "rows": digest(url),
+                }
+            )
+        )
+    finally:
+        _drop(args.postgres_url, scratch)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
