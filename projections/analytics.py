@@ -18,6 +18,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    values_putter,
 )
 
 ORGANIZATIONS = "analytics_organizations"
@@ -106,9 +107,8 @@ class Analytics(Projection):
         ),
     )
 
-    #: The batch (its rows) being handled, and per proposal it changed (its facts' key) the
-    #: roll-up row it was in before the batch (None: proposed in the batch).
-    _changed: tuple[Rows, dict[tuple[str], tuple[str, ...] | None]] | None = None
+    #: What the batch being handled has changed so far (``_Batch``).
+    _batch: _Batch | None = None
 
     @handles("Organization.Registered")
     def registered(self, event: Any, position: int, rows: Rows) -> None:
@@ -151,7 +151,7 @@ class Analytics(Projection):
             "superseded_reason": None,
         }
         rows.put(FACTS, fact)
-        self._changed_in(rows)[(fact["proposal_id"],)] = None  # in no roll-up row before
+        self._batch_of(rows).changed[(fact["proposal_id"],)] = None  # in no roll-up row before
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
@@ -165,20 +165,21 @@ class Analytics(Projection):
         ordinal = fact["approvals_count"] + 1
         previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
         since_proposed = _seconds(fact["proposed_at"], at)
-        rows.put(
+        # As its values in column order (``put_values``): an approval's row is put once and
+        # seldom read back, so no dict is made of it (about 1,500 instructions a row less,
+        # callgrind: analytics alone 62,667 -> about 62,400 an event).
+        self._batch_of(rows).put_values(
             APPROVALS,
-            {
-                "proposal_id": key[0],
-                "ordinal": ordinal,
-                "organization_id": fact["organization_id"],
-                "operation": fact["operation"],
-                "approver": event.approved_by,
-                "approved_at": at,
-                "seconds_since_proposed": since_proposed,
-                "seconds_since_previous": (
-                    None if previous is None else _seconds(previous["approved_at"], at)
-                ),
-            },
+            (
+                key[0],  # proposal_id
+                ordinal,
+                fact["organization_id"],
+                fact["operation"],
+                event.approved_by,  # approver
+                at,  # approved_at
+                since_proposed,  # seconds_since_proposed
+                None if previous is None else _seconds(previous["approved_at"], at),
+            ),
         )
         if ordinal - (fact["approvals_lapsed"] or 0) < fact["approvals_required"]:
             rows.update(FACTS, key, approvals_count=ordinal)
@@ -270,7 +271,7 @@ class Analytics(Projection):
         """Move the proposal to a new status and outcome (and so to another roll-up row),
         with ``changes`` to other columns."""
         key = (aggregate_id(event),)
-        changed = self._changed_in(rows)
+        changed = self._batch_of(rows).changed
         if key not in changed:  # its first change in this batch: remember its roll-up row
             fact = rows.get(FACTS, key)
             if fact is None:
@@ -278,21 +279,21 @@ class Analytics(Projection):
             changed[key] = _roll_up_key(fact)
         rows.update(FACTS, key, status=status, outcome=outcome, **changes)
 
-    def _changed_in(self, rows: Rows) -> dict[tuple[str], tuple[str, ...] | None]:
-        """The proposals the batch of ``rows`` changed so far (``_changed``)."""
-        changed = self._changed
-        if changed is None or changed[0] is not rows:  # a new batch (or one that failed)
-            changed = self._changed = (rows, {})
-        return changed[1]
+    def _batch_of(self, rows: Rows) -> _Batch:
+        """What the batch of ``rows`` has changed so far."""
+        batch = self._batch
+        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
+            batch = self._batch = _Batch(rows)
+        return batch
 
     def end_batch(self, rows: Rows) -> None:
         """Move each proposal the batch changed out of the roll-up row it was in before the
         batch and into the one it is in now, summed per roll-up row, and write those rows."""
-        changed, self._changed = self._changed, None
-        if changed is None or changed[0] is not rows:
+        batch, self._batch = self._batch, None
+        if batch is None or batch.rows is not rows:
             return
         moves: dict[tuple[str, ...], list[int]] = {}
-        for key, before in changed[1].items():
+        for key, before in batch.changed.items():
             fact = rows.get(FACTS, key)
             assert fact is not None  # facts are never deleted
             after = _roll_up_key(fact)
@@ -304,7 +305,20 @@ class Analytics(Projection):
             _move(moves, after, +1, amount)
         for roll_up, (delta, amount) in moves.items():
             if delta or amount:
-                _roll_up(rows, roll_up, delta, amount)
+                _roll_up(rows, batch, roll_up, delta, amount)
+
+
+class _Batch:
+    """What analytics remembers during one batch of ``rows``: per proposal it changed (its
+    facts' key) the roll-up row it was in before the batch (None: proposed in the batch),
+    and how it puts rows as values (``values_putter``: asked once a batch, not once a row)."""
+
+    __slots__ = ("changed", "put_values", "rows")
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+        self.changed: dict[tuple[str], tuple[str, ...] | None] = {}
+        self.put_values = values_putter(rows, Analytics.tables)
 
 
 def _roll_up_key(fact: Mapping[str, Any]) -> tuple[str, ...]:
@@ -354,7 +368,7 @@ def policy_applied(policy: Mapping[str, Any] | None) -> bool:
     return ApprovalPolicy(**policy["rule"]).applies_to(policy.get("amount_cents"))
 
 
-def _roll_up(rows: Rows, key: tuple[str, ...], delta: int, amount: int) -> None:
+def _roll_up(rows: Rows, batch: _Batch, key: tuple[str, ...], delta: int, amount: int) -> None:
     """Add ``delta`` proposals and ``amount`` cents to a roll-up row (an empty one goes)."""
     current = rows.get(DAILY, key)
     if current is None:
@@ -363,17 +377,7 @@ def _roll_up(rows: Rows, key: tuple[str, ...], delta: int, amount: int) -> None:
         proposals, amount_cents = current["proposals"] + delta, current["amount_cents"] + amount
     if proposals == 0:
         rows.delete(DAILY, key)
-    elif current is None:
-        rows.put(
-            DAILY,
-            {
-                "day": key[0],
-                "organization_id": key[1],
-                "operation": key[2],
-                "outcome": key[3],
-                "proposals": proposals,
-                "amount_cents": amount_cents,
-            },
-        )
+    elif current is None:  # day, organization_id, operation, outcome; then the sums
+        batch.put_values(DAILY, (*key, proposals, amount_cents))
     else:
         rows.update(DAILY, key, proposals=proposals, amount_cents=amount_cents)

@@ -30,6 +30,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    values_putter,
 )
 
 EVENTS = "audit_events"
@@ -156,16 +157,17 @@ class AuditTrail(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         policy = getattr(event, "policy", None)
         required = approvals_required(policy)
+        proposal_id, organization_id = aggregate_id(event), id_text(event.organization_id)
+        batch = self._batch_of(rows)
+        batch.put_values(PROPOSALS, (proposal_id, organization_id, event.kind, required))
         proposal = {
-            "proposal_id": aggregate_id(event),
-            "organization_id": id_text(event.organization_id),
+            "proposal_id": proposal_id,
+            "organization_id": organization_id,
             "operation": event.kind,
             "approvals_required": required,
         }
-        rows.put(PROPOSALS, proposal)
-        batch = self._batch_of(rows)
-        batch.proposals[proposal["proposal_id"]] = proposal
-        batch.counts[proposal["proposal_id"]] = 0  # none approved it yet: no row to read
+        batch.proposals[proposal_id] = proposal
+        batch.counts[proposal_id] = 0  # none approved it yet: no row to read
         summary = f"proposed {event.kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
@@ -261,24 +263,30 @@ class AuditTrail(Projection):
         proposal: Mapping[str, Any] | None = None,
     ) -> None:
         """The event's row of the trail; ``proposal``: its proposal's row, if the handler has
-        it already (else it is looked up)."""
+        it already (else it is looked up). Put as its values in column order (``put_values``:
+        about 4,800 instructions less than a dict, and this is a row an event)."""
         proposal_id = aggregate_id(event)
+        batch = self._batch
+        if batch is None or batch.rows is not rows:  # ``_batch_of`` written out
+            batch = self._batch = _Batch(rows)
         if proposal is None:
-            proposal = self._proposal(rows, proposal_id)
-        rows.put(
+            proposal = batch.proposals.get(proposal_id, _UNREAD)
+            if proposal is _UNREAD:
+                proposal = batch.proposals[proposal_id] = rows.get(PROPOSALS, (proposal_id,))
+        batch.put_values(
             EVENTS,
-            {
-                "position": position,
-                "proposal_id": proposal_id,
-                "version": event.originator_version,
-                "organization_id": None if proposal is None else proposal["organization_id"],
-                "operation": None if proposal is None else proposal["operation"],
-                "event_type": type(event).__name__,
-                "actor": actor,
-                "at": event_time(event),
-                "summary": summary,
-                "chain": event.chain,
-            },
+            (
+                position,
+                proposal_id,
+                event.originator_version,  # version
+                None if proposal is None else proposal["organization_id"],
+                None if proposal is None else proposal["operation"],
+                type(event).__name__,  # event_type
+                actor,
+                event_time(event),  # at
+                summary,
+                event.chain,
+            ),
         )
 
     def _proposal(self, rows: Rows, proposal_id: str) -> Mapping[str, Any] | None:
@@ -295,13 +303,13 @@ class AuditTrail(Projection):
     def _count(self, rows: Rows, proposal_id: str, change: int) -> int:
         """The proposal's approvals that count, after ``change``; its row is read at most once
         a batch, and not for a proposal proposed in the batch."""
-        counts = self._batch_of(rows).counts
-        counted = counts.get(proposal_id)
+        batch = self._batch_of(rows)
+        counted = batch.counts.get(proposal_id)
         if counted is None:
             row = rows.get(COUNTS, (proposal_id,))
             counted = 0 if row is None else int(row["approvals"])
-        counted = counts[proposal_id] = max(0, counted + change)
-        rows.put(COUNTS, {"proposal_id": proposal_id, "approvals": counted})
+        counted = batch.counts[proposal_id] = max(0, counted + change)
+        batch.put_values(COUNTS, (proposal_id, counted))  # proposal_id, approvals
         return counted
 
     def _batch_of(self, rows: Rows) -> _Batch:
@@ -318,13 +326,15 @@ class AuditTrail(Projection):
 class _Batch:
     """What the audit trail remembers during one batch of ``rows``: each proposal's
     ``audit_proposals`` row it read or put (None: no such row; those rows never change once
-    put, and every event of a proposal needs its row), and each proposal's approvals counted
-    so far (``audit_approval_counts``: the batch writes every change of them)."""
+    put, and every event of a proposal needs its row), each proposal's approvals counted
+    so far (``audit_approval_counts``: the batch writes every change of them), and how it
+    puts rows as values (``values_putter``: asked once a batch, not once a row)."""
 
-    __slots__ = ("counts", "proposals", "rows")
+    __slots__ = ("counts", "proposals", "put_values", "rows")
 
     def __init__(self, rows: Rows) -> None:
         self.rows = rows
+        self.put_values = values_putter(rows, AuditTrail.tables)
         self.proposals: dict[str, Mapping[str, Any] | None] = {}
         self.counts: dict[str, int] = {}
 

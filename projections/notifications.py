@@ -170,18 +170,20 @@ class Notifications(Projection):
 
     @staticmethod
     def _notify(event: Any, position: int, rows: Rows, proposal: Any, reason: str) -> None:
-        rows.put(
+        # As its values in column order (``Rows.put_values``): an outbox row is put once and
+        # never read back here, so no dict is made of it.
+        rows.put_values(
             NOTIFICATIONS,
-            {
-                "event_id": notification_id(proposal["proposal_id"], event.originator_version),
-                "position": position,
-                "organization_id": proposal["organization_id"],
-                "proposal_id": proposal["proposal_id"],
-                "operation": proposal["operation"],
-                "section": proposal["section"],
-                "reason": reason,
-                "requester": proposal["requester"],
-                "approvers": list(proposal["approvers"]),
-                "occurred_at": event_time(event),
-            },
+            (
+                notification_id(proposal["proposal_id"], event.originator_version),  # event_id
+                position,
+                proposal["organization_id"],
+                proposal["proposal_id"],
+                proposal["operation"],
+                proposal["section"],
+                reason,
+                proposal["requester"],
+                list(proposal["approvers"]),  # approvers
+                event_time(event),  # occurred_at
+            ),
         )

@@ -213,6 +213,17 @@ def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, 
     return itemgetter(*names)
 
 
+def _positions_getter(positions: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``values -> tuple of values[i] for i in positions``, at C speed: a slice when the
+    positions are the first ones (every built-in table's key), else ``itemgetter``."""
+    if positions == list(range(len(positions))):
+        return itemgetter(slice(0, len(positions)))
+    if len(positions) == 1:
+        (position,) = positions
+        return lambda values: (values[position],)
+    return itemgetter(*positions)
+
+
 class _Codec:
     """Per-table, per-dialect statements and value converters, computed once."""
 
@@ -231,6 +242,9 @@ class _Codec:
         self.key_types = [types[name] for name in spec.key]
         self.values = _getter(self.names)
         self.key_of = _getter(spec.key)
+        #: A row given as its values in column order (``SqlRows.put_values``) -> its key. A
+        #: key that is the first columns, as every built-in table's is, is one slice in C.
+        self.key_of_values = _positions_getter([self.names.index(name) for name in spec.key])
         # Only the columns whose values need converting, by position.
         self.to_db = [(i, to_db[t]) for i, t in enumerate(self.types) if t in to_db]
         self.key_to_db = [(i, to_db[t]) for i, t in enumerate(self.key_types) if t in to_db]
