@@ -279,7 +279,7 @@ class Analytics(Projection):
     def _batch_of(self, rows: Rows) -> _Batch:
         """What the batch of ``rows`` has changed so far (in ``rows.batch``)."""
         try:
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch[self] = _Batch(rows)
         return batch

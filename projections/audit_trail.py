@@ -264,7 +264,7 @@ class AuditTrail(Projection):
         about 4,800 instructions less than a dict, and this is a row an event)."""
         proposal_id = aggregate_id(event)
         try:  # ``_batch_of`` written out
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch[self] = _Batch(rows)
         if proposal is None:
@@ -291,7 +291,7 @@ class AuditTrail(Projection):
         """The proposal's ``audit_proposals`` row (None: none), read at most once a batch
         (``_batch_of`` written out: every event asks)."""
         try:  # ``_batch_of`` written out
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch[self] = _Batch(rows)
         proposal: Mapping[str, Any] | None = batch.proposals.get(proposal_id, _UNREAD)
@@ -315,7 +315,7 @@ class AuditTrail(Projection):
         """What the batch of ``rows`` has read and written so far (in ``rows.batch``: the
         next batch reads its rows again, they may differ)."""
         try:
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch[self] = _Batch(rows)
         return batch

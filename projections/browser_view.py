@@ -83,7 +83,7 @@ class BrowserView(Projection):
     def _batch(self, rows: Rows) -> _Batch:
         """The cards this batch of ``rows`` has built so far (in ``rows.batch``)."""
         try:
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch[self] = _Batch(rows)
         return batch
@@ -92,7 +92,7 @@ class BrowserView(Projection):
         """The event's card as this batch has built it, read into the batch first if an
         earlier batch wrote it; None if there is no such card."""
         try:
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = self._batch(rows)
         # By the aggregate's UUID, not its text: hashing it costs less than ``aggregate_id``

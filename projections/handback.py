@@ -97,7 +97,7 @@ class Handback(Projection):
         """What this batch of ``rows`` has read and changed of ``handback_proposals`` (in
         ``rows.batch``), as ``browser_view``'s cards."""
         try:
-            batch = rows.batch[self]
+            batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch[self] = _Batch(rows)
         return batch
