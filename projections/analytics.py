@@ -107,9 +107,6 @@ class Analytics(Projection):
         ),
     )
 
-    #: What the batch being handled has changed so far (``_Batch``).
-    _batch: _Batch | None = None
-
     @handles("Organization.Registered")
     def registered(self, event: Any, position: int, rows: Rows) -> None:
         rows.put(
@@ -280,17 +277,18 @@ class Analytics(Projection):
         rows.update(FACTS, key, status=status, outcome=outcome, **changes)
 
     def _batch_of(self, rows: Rows) -> _Batch:
-        """What the batch of ``rows`` has changed so far."""
-        batch = self._batch
-        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
-            batch = self._batch = _Batch(rows)
+        """What the batch of ``rows`` has changed so far (in ``rows.batch``)."""
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
         return batch
 
     def end_batch(self, rows: Rows) -> None:
         """Move each proposal the batch changed out of the roll-up row it was in before the
         batch and into the one it is in now, summed per roll-up row, and write those rows."""
-        batch, self._batch = self._batch, None
-        if batch is None or batch.rows is not rows:
+        batch = rows.batch.pop(self, None)
+        if batch is None:
             return
         moves: dict[tuple[str, ...], list[int]] = {}
         for key, before in batch.changed.items():

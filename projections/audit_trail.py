@@ -120,9 +120,6 @@ class AuditTrail(Projection):
         ),
     )
 
-    #: What the batch being handled has read and written so far (``_Batch``).
-    _batch: _Batch | None = None
-
     @handles("Organization.PermissionsChanged")
     def permissions_changed(self, event: Any, position: int, rows: Rows) -> None:
         rows.put(
@@ -266,9 +263,10 @@ class AuditTrail(Projection):
         it already (else it is looked up). Put as its values in column order (``put_values``:
         about 4,800 instructions less than a dict, and this is a row an event)."""
         proposal_id = aggregate_id(event)
-        batch = self._batch
-        if batch is None or batch.rows is not rows:  # ``_batch_of`` written out
-            batch = self._batch = _Batch(rows)
+        try:  # ``_batch_of`` written out
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
         if proposal is None:
             proposal = batch.proposals.get(proposal_id, _UNREAD)
             if proposal is _UNREAD:
@@ -292,9 +290,10 @@ class AuditTrail(Projection):
     def _proposal(self, rows: Rows, proposal_id: str) -> Mapping[str, Any] | None:
         """The proposal's ``audit_proposals`` row (None: none), read at most once a batch
         (``_batch_of`` written out: every event asks)."""
-        batch = self._batch
-        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
-            batch = self._batch = _Batch(rows)
+        try:  # ``_batch_of`` written out
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
         proposal: Mapping[str, Any] | None = batch.proposals.get(proposal_id, _UNREAD)
         if proposal is _UNREAD:
             proposal = batch.proposals[proposal_id] = rows.get(PROPOSALS, (proposal_id,))
@@ -313,14 +312,13 @@ class AuditTrail(Projection):
         return counted
 
     def _batch_of(self, rows: Rows) -> _Batch:
-        """What the batch of ``rows`` has read and written so far."""
-        batch = self._batch
-        if batch is None or batch.rows is not rows:  # a new batch (or one that failed)
-            batch = self._batch = _Batch(rows)
+        """What the batch of ``rows`` has read and written so far (in ``rows.batch``: the
+        next batch reads its rows again, they may differ)."""
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
         return batch
-
-    def end_batch(self, rows: Rows) -> None:
-        self._batch = None  # the next batch reads its rows again (they may differ)
 
 
 class _Batch:

@@ -46,6 +46,14 @@ class Table:
 class Rows(Protocol):
     """Row access for handlers, scoped to one batch of events."""
 
+    #: Memory that lasts as long as this batch: a projection that gathers what a batch
+    #: changes (its cards, its roll-ups) keeps it here under a key of its own (itself) and
+    #: writes it in ``end_batch``; the next batch starts empty. Projections are shared by the
+    #: threads that catch them up (the web server's, side by side), and each batch has its
+    #: own rows, so what one thread gathers is never seen or lost by another, and a batch
+    #: that fails takes what it gathered with it.
+    batch: dict[Any, Any]
+
     def get(self, table: str, key: tuple[Any, ...]) -> Mapping[str, Any] | None:
         """The row with this primary key as it stands, including this batch's writes.
 
@@ -160,8 +168,8 @@ class Projection(ABC):
 
     def end_batch(self, rows: Rows) -> None:  # noqa: B027 - optional, not abstract
         """Called once after the last handler of a batch, with the batch's rows, before they
-        are written: a projection that gathers changes over a batch (``analytics``' roll-ups)
-        writes them here. By default there is nothing to do."""
+        are written: a projection that gathers changes over a batch (``analytics``' roll-ups,
+        in ``rows.batch``) writes them here. By default there is nothing to do."""
 
     def handled_event_types(self) -> list[str]:
         return sorted(self._handlers)

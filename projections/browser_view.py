@@ -11,7 +11,6 @@ superseded card names the proposal that replaced it (``superseded_by``) and why
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from countersign.projections.base import (
@@ -81,32 +80,20 @@ class BrowserView(Projection):
         ),
     )
 
-    def __init__(self) -> None:
-        #: The batch whose cards are being built in this thread (``_Batch``); ``_last`` the
-        #: one seen last in any thread, for the one identity test most events need.
-        self._local = threading.local()
-        self._last: _Batch = _Batch(None)
-
     def _batch(self, rows: Rows) -> _Batch:
-        """The cards this batch of ``rows`` has built so far.
-
-        A batch runs in one thread, one event after another, but the projection is shared:
-        the web server's threads catch it up side by side. So each thread keeps its own
-        batch, and a thread that meets other rows (a batch that failed before its end, or
-        another database's) first puts the cards it built into their own rows."""
-        batch = getattr(self._local, "batch", None)
-        if batch is None or batch.rows is not rows:
-            if batch is not None:
-                batch.put_all()
-            batch = self._local.batch = _Batch(rows)
-        self._last = batch
+        """The cards this batch of ``rows`` has built so far (in ``rows.batch``)."""
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
         return batch
 
     def _card(self, event: Any, rows: Rows) -> dict[str, Any] | None:
         """The event's card as this batch has built it, read into the batch first if an
         earlier batch wrote it; None if there is no such card."""
-        batch = self._last
-        if batch.rows is not rows:
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
             batch = self._batch(rows)
         # By the aggregate's UUID, not its text: hashing it costs less than ``aggregate_id``
         # (about 2,000 instructions an event, callgrind), which only a miss needs.
@@ -121,12 +108,9 @@ class BrowserView(Projection):
 
     def end_batch(self, rows: Rows) -> None:
         """The batch's cards are put, each once, in the order the batch first wrote them."""
-        batch = getattr(self._local, "batch", None)
-        if batch is not None and batch.rows is rows:
+        batch = rows.batch.pop(self, None)
+        if batch is not None:
             batch.put_all()
-            self._local.batch = None
-        if self._last.rows is rows:
-            self._last = _Batch(None)
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
@@ -154,10 +138,7 @@ class BrowserView(Projection):
         card["policy"] = policy
         card["approval_credentials"] = []
         card["no_longer_counting"] = []
-        batch = self._last
-        if batch.rows is not rows:
-            batch = self._batch(rows)
-        batch.cards[event.originator_id] = card
+        self._batch(rows).cards[event.originator_id] = card
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
@@ -284,16 +265,14 @@ class _Batch:
 
     __slots__ = ("cards", "rows")
 
-    def __init__(self, rows: Rows | None) -> None:
+    def __init__(self, rows: Rows) -> None:
         self.rows = rows
         self.cards: dict[Any, dict[str, Any]] = {}
 
     def put_all(self) -> None:
-        rows, cards = self.rows, self.cards
-        if rows is not None:
-            for card in cards.values():
-                rows.put(CARDS, card)
-        cards.clear()
+        put = self.rows.put
+        for card in self.cards.values():
+            put(CARDS, card)
 
 
 #: A new card: every column in the table's order, None until ``proposed`` sets it. Copying it

@@ -9,7 +9,6 @@ next message in that conversation.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,39 +93,21 @@ class Handback(Projection):
         ),
     )
 
-    def __init__(self) -> None:
-        #: The batch whose proposals are being read and changed in this thread (``_Batch``);
-        #: ``_last`` the one seen last in any thread, for the identity test most events need.
-        self._local = threading.local()
-        self._last: _Batch = _Batch(None)
-
     def _batch(self, rows: Rows) -> _Batch:
-        """What this batch of ``rows`` has read and changed of ``handback_proposals``.
-
-        As ``browser_view``'s cards: each thread keeps its own batch (the web server's
-        threads catch the projection up side by side), and a thread that meets other rows
-        (a batch that failed before its end, or another database's) first puts what it
-        changed into their own rows."""
-        last = self._last
-        if last.rows is rows:
-            return last
-        batch: _Batch | None = getattr(self._local, "batch", None)
-        if batch is None or batch.rows is not rows:
-            if batch is not None:
-                batch.put_all()
-            batch = self._local.batch = _Batch(rows)
-        self._last = batch
+        """What this batch of ``rows`` has read and changed of ``handback_proposals`` (in
+        ``rows.batch``), as ``browser_view``'s cards."""
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
         return batch
 
     def end_batch(self, rows: Rows) -> None:
         """The proposals the batch changed are put, each once, in the order it first
         changed them."""
-        batch = getattr(self._local, "batch", None)
-        if batch is not None and batch.rows is rows:
+        batch = rows.batch.pop(self, None)
+        if batch is not None:
             batch.put_all()
-            self._local.batch = None
-        if self._last.rows is rows:
-            self._last = _Batch(None)
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
@@ -229,7 +210,7 @@ class _Batch:
 
     __slots__ = ("changed", "proposals", "rows")
 
-    def __init__(self, rows: Rows | None) -> None:
+    def __init__(self, rows: Rows) -> None:
         self.rows = rows
         self.proposals: dict[str, dict[str, Any] | None] = {}
         self.changed: dict[str, dict[str, Any]] = {}
@@ -239,18 +220,14 @@ class _Batch:
         it; None if there is none."""
         found: dict[str, Any] | None = self.proposals.get(key, _UNREAD)
         if found is _UNREAD:
-            assert self.rows is not None
             stored = self.rows.get(PROPOSALS, (key,))
             found = self.proposals[key] = None if stored is None else dict(stored)
         return found
 
     def put_all(self) -> None:
-        rows, changed = self.rows, self.changed
-        if rows is not None:
-            for proposal in changed.values():
-                rows.put(PROPOSALS, proposal)
-        changed.clear()
-        self.proposals.clear()
+        put = self.rows.put
+        for proposal in self.changed.values():
+            put(PROPOSALS, proposal)
 
 
 _UNREAD: Any = object()

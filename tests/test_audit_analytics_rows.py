@@ -125,6 +125,7 @@ class _Rows:
 
     def __init__(self, stored: dict[str, dict[tuple[Any, ...], dict[str, Any]]]) -> None:
         self.tables = {name: dict(rows) for name, rows in stored.items()}
+        self.batch: dict[Any, Any] = {}
 
     def _table(self, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
         return self.tables.setdefault(table, {})
@@ -237,3 +238,21 @@ def test_the_audit_trail_counts_approvals_from_the_stored_count_in_each_batch() 
     trail.end_batch(retried)
     assert retried.tables["audit_events"][(3,)]["summary"] == "approved (2 of 2)"
     assert retried.tables["audit_approval_counts"][(str(proposal),)]["approvals"] == 2
+
+
+def test_analytics_batches_in_flight_side_by_side_each_roll_up_their_own() -> None:
+    """Two batches of one shared projection in flight at once (the web server's threads catch
+    projections up side by side): each keeps what it noted in its own rows (``rows.batch``),
+    so neither loses the other's roll-ups, as one memory on the projection did."""
+    analytics = Analytics()
+    first, second = _Rows({}), _Rows({})
+    analytics.proposed(_proposed(uuid4()), 1, first)
+    analytics.proposed(_proposed(uuid4()), 1, second)
+    analytics.proposed(_proposed(uuid4()), 2, first)
+    analytics.end_batch(first)
+    analytics.end_batch(second)
+
+    for rows, proposed in ((first, 2), (second, 1)):
+        roll_ups = rows.tables["daily_outcomes"]
+        assert sorted(key[3] for key in roll_ups) == ["pending"] * proposed  # an org each
+        assert sum(row["proposals"] for row in roll_ups.values()) == proposed

@@ -100,6 +100,7 @@ class _Rows:
     def __init__(self, stored: dict[tuple[Any, ...], dict[str, Any]] | None = None) -> None:
         self.cards = dict(stored or {})
         self.puts: list[str] = []
+        self.batch: dict[Any, Any] = {}
 
     def get(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         assert table == CARDS
@@ -245,6 +246,7 @@ class _HandbackRows:
 
     def __init__(self, stored: dict[str, dict[tuple[Any, ...], dict[str, Any]]] | None = None):
         self.tables = {name: dict(rows) for name, rows in (stored or {}).items()}
+        self.batch: dict[Any, Any] = {}
 
     def _table(self, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
         return self.tables.setdefault(table, {})

@@ -86,6 +86,8 @@ class SqlRows:
         }
         #: Per table, its codec and written rows: one lookup for ``put`` and ``update``.
         self._slots = {name: (self.codecs[name], self._written[name]) for name in self.tables}
+        #: What the projection gathers over this batch (``Rows.batch``).
+        self.batch: dict[Any, Any] = {}
 
     def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         """The row as it stands in the database (before this batch), read at most once."""
