@@ -448,7 +448,12 @@ def end_batch(
 ) -> None:
     """``projection.end_batch(rows)``, then the batch's writes packed (``SqlRows.pack``,
     after ``KeyFilter.prune`` by ``known``, a rebuild's, if given); what either raises stops
-    the projection at the batch's last event (nothing of the batch is written)."""
+    the projection at the batch's last event (nothing of the batch is written). Then
+    ``rows.batch`` is emptied: what the projection gathered there often refers to the rows
+    (a ``_Batch`` holding them, a bound ``put_values``), and the rows live on as the next
+    batch's overlay, so a cycle left in place would keep every batch's rows for the
+    collector, which a rebuild runs rarely (``frozen_heap``): the rebuilding process's peak
+    went from 54 to 80 MB over 100,000 events before this (scripts/bench_projections.py)."""
     try:
         projection.end_batch(rows)
         if known is not None:
@@ -456,6 +461,8 @@ def end_batch(
         rows.pack()
     except Exception as error:
         raise ProjectionStoppedError(_stopped(name, last, type(error).__name__)) from error
+    finally:
+        rows.batch.clear()
 
 
 def _advanced(name: str) -> str:
