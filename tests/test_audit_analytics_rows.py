@@ -7,10 +7,7 @@ roll-up rows the batch moved proposals out of) is never carried into another bat
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,14 +15,10 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
-from countersign.infrastructure.adapters.clock import FakeClock
-from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.projection_engine.together import rebuild_together
-from countersign.infrastructure.settings import Settings
 from countersign.projections.analytics import Analytics, _seconds
 from countersign.projections.audit_trail import AuditTrail
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.support.golden_tables import rebuilt_digests
 
 #: Per golden stream, per table: rows and the digest of their SQLite ``quote()``d values,
 #: sorted, as rebuilt by the code before the handlers changed (1af7e67).
@@ -72,32 +65,7 @@ def test_rebuilt_rows_are_those_of_the_code_before(
     release: str, batch_size: int, tmp_path: Path
 ) -> None:
     """In batches of 1,000 (a proposal's events in one batch) and of 2 (spread over many)."""
-    fixture = FIXTURES / release
-    copy = tmp_path / "golden.db"
-    shutil.copyfile(fixture / "countersign.db", copy)
-    manifest = json.loads((fixture / "manifest.json").read_text())
-    clock = FakeClock(datetime.fromisoformat(manifest["written_at"]) + timedelta(hours=1))
-    cs = bootstrap(Settings(database_url=f"sqlite:///{copy}"), clock=clock)
-    try:
-        runners = [
-            runner
-            for runner in cs.projection_runners(batch_size=batch_size)
-            if runner.name in ("audit_trail", "analytics")
-        ]
-        rebuild_together(runners, parallel=batch_size == 1000)
-        digests = {}
-        with cs.sql.transaction() as cursor:
-            for runner in runners:
-                for table in runner.projection.tables:
-                    quoted = ", ".join(f"quote({c})" for c in table.column_names())
-                    rows = sorted(
-                        repr(tuple(row))
-                        for row in cursor.execute(f"SELECT {quoted} FROM {table.name}").fetchall()
-                    )
-                    digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
-                    digests[table.name] = (len(rows), digest)
-    finally:
-        cs.close()
+    digests = rebuilt_digests(release, tmp_path, ("audit_trail", "analytics"), batch_size)
     assert digests == BEFORE[release]
 
 

@@ -6,23 +6,18 @@ still raises, as before, so the projection stops at its event instead of wording
 
 from __future__ import annotations
 
-import json
-import shutil
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.messages import outcome_messages
-from countersign.infrastructure.adapters.clock import FakeClock
-from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.settings import Settings
 from countersign.projections import messages
 from countersign.projections.messages import outcome_texts
 from pydantic import ValidationError
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.support.golden_tables import FIXTURES, open_golden
+
 RELEASES = sorted(path.name for path in FIXTURES.glob("golden_*"))
 
 DRAFT = "email_broadcast.apply_draft"
@@ -38,12 +33,7 @@ RESULT = {"form_id": "6d1f2a52-96a4-4c1b-9d39-3c1d8b0e6f11", "audience_count": 4
 
 def _outcomes(release: str, tmp_path: Path) -> list[tuple[str, Any, Any]]:
     """(operation, preview, stored outcome) of every outcome event in a golden stream."""
-    fixture = FIXTURES / release
-    copy = tmp_path / "golden.db"
-    shutil.copyfile(fixture / "countersign.db", copy)
-    manifest = json.loads((fixture / "manifest.json").read_text())
-    clock = FakeClock(datetime.fromisoformat(manifest["written_at"]) + timedelta(hours=1))
-    cs = bootstrap(Settings(database_url=f"sqlite:///{copy}"), clock=clock)
+    cs = open_golden(release, tmp_path)
     try:
         [runner] = cs.projection_runners(["browser_view"])
         proposed: dict[Any, Any] = {}

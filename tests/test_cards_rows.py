@@ -9,9 +9,6 @@ the hand-back's proposals (``handback`` changes them in the batch and puts each 
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
@@ -22,14 +19,10 @@ from uuid import uuid4
 
 import pytest
 from countersign.domain.messages import awaiting_approvals_messages
-from countersign.infrastructure.adapters.clock import FakeClock
-from countersign.infrastructure.bootstrap import bootstrap
-from countersign.infrastructure.projection_engine.together import rebuild_together
-from countersign.infrastructure.settings import Settings
 from countersign.projections.browser_view import CARDS, BrowserView
 from countersign.projections.handback import MESSAGES, PROPOSALS, Handback
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.support.golden_tables import rebuilt_digests
 
 #: Per golden stream, per table: rows and the digest of their SQLite ``quote()``d values,
 #: sorted, as rebuilt by the code before (f223aa3), in batches of 1,000 and of 2 alike.
@@ -61,32 +54,7 @@ def test_rebuilt_rows_are_those_of_the_code_before(
     release: str, batch_size: int, tmp_path: Path
 ) -> None:
     """In batches of 1,000 (a proposal's events in one batch) and of 2 (spread over many)."""
-    fixture = FIXTURES / release
-    copy = tmp_path / "golden.db"
-    shutil.copyfile(fixture / "countersign.db", copy)
-    manifest = json.loads((fixture / "manifest.json").read_text())
-    clock = FakeClock(datetime.fromisoformat(manifest["written_at"]) + timedelta(hours=1))
-    cs = bootstrap(Settings(database_url=f"sqlite:///{copy}"), clock=clock)
-    try:
-        runners = [
-            runner
-            for runner in cs.projection_runners(batch_size=batch_size)
-            if runner.name in ("browser_view", "handback")
-        ]
-        rebuild_together(runners, parallel=batch_size == 1000)
-        digests = {}
-        with cs.sql.transaction() as cursor:
-            for runner in runners:
-                for table in runner.projection.tables:
-                    quoted = ", ".join(f"quote({c})" for c in table.column_names())
-                    rows = sorted(
-                        repr(tuple(row))
-                        for row in cursor.execute(f"SELECT {quoted} FROM {table.name}").fetchall()
-                    )
-                    digest = hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
-                    digests[table.name] = (len(rows), digest)
-    finally:
-        cs.close()
+    digests = rebuilt_digests(release, tmp_path, ("browser_view", "handback"), batch_size)
     assert digests == BEFORE[release]
 
 
