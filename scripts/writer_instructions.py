@@ -5,6 +5,7 @@
     .venv/bin/python scripts/writer_instructions.py --keep /tmp/writer.out
     callgrind_annotate --inclusive=yes /tmp/writer.out | head -80
     .venv/bin/python scripts/writer_instructions.py --measure cpu --lifecycles 20000
+    .venv/bin/python scripts/writer_instructions.py --measure syscalls --store /tmp/store.db
 
 It fills a fresh store (SQLite in a temporary folder, or a scratch PostgreSQL database it
 drops afterwards) with ``--lifecycles`` of ``scripts/bench_projections.py``'s lifecycles,
@@ -19,6 +20,11 @@ statement, every commit with its positions (``rows.commit_batch``), exactly the 
 Only user-space instructions of the writer's own process are counted: a PostgreSQL server's
 work is not, nor the kernel's (page cache, syscalls); ``--measure cpu`` gives the user and
 system CPU time of a real rebuild's writer process (from ``/proc``), and its peak RSS.
+``--measure syscalls`` replays the same captured messages (the warm-up batches with the rest)
+without valgrind under ``strace -c -f``: the writer's ``pwrite64``, ``pread64`` and
+``fdatasync`` calls (on SQLite the write-ahead log's frames, the pages read back, the syncs),
+and its user and system CPU time (strace's own cost included: compare two runs of this mode,
+not with ``--measure cpu``).
 
 Each replay ends with a digest of every projection table (every value's type and text, rows
 sorted), so that a change to the writer can be checked to store the same rows. ``--inner`` is
@@ -171,6 +177,38 @@ def digest(url: str) -> str:
     return hashed.hexdigest()
 
 
+#: The system calls ``--measure syscalls`` reports.
+SYSCALLS = ("pwrite64", "pread64", "fdatasync")
+
+
+def measure_syscalls(folder: str) -> dict[str, Any]:
+    """The captured replay (``capture``) in a process of its own under ``strace -c -f``:
+    how many times it made each call of ``SYSCALLS``, and its user and system CPU time."""
+    import subprocess
+
+    summary = Path(folder, "strace.txt")
+    command = ["strace", "-c", "-f", "-o", str(summary), sys.executable, __file__]
+    before = os.times()
+    done = subprocess.run([*command, f"--inner={folder}"], capture_output=True, text=True)
+    after = os.times()
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-4000:])
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    if set(said["replies"]) != {"ok"}:
+        raise SystemExit(f"the writer did not commit every batch: {said['replies']}")
+    calls = dict.fromkeys(SYSCALLS, 0)
+    for line in summary.read_text().splitlines():
+        fields = line.split()
+        if fields and fields[-1] in calls:  # % time, seconds, usecs/call, calls, [errors,] name
+            calls[fields[-1]] = int(fields[3])
+    return {
+        "batches": len(said["replies"]),
+        **calls,
+        "user_s": round(after.children_user - before.children_user, 2),
+        "system_s": round(after.children_system - before.children_system, 2),
+    }
+
+
 def measure_cpu(url: str) -> dict[str, Any]:
     """A real ``rebuild_together`` of all seven: its writer process's user and system CPU time
     and peak RSS, read from ``/proc`` once its last batch has committed, before it is told to
@@ -210,7 +248,9 @@ def measure_cpu(url: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--measure", choices=["instructions", "cpu"], default="instructions")
+    parser.add_argument(
+        "--measure", choices=["instructions", "cpu", "syscalls"], default="instructions"
+    )
     parser.add_argument("--lifecycles", type=int, default=4000)
     parser.add_argument("--warm", type=int, default=3, help="batches replayed uncounted first")
     parser.add_argument("--postgres-url", default=PG_SERVER, help="server URL, no database")
@@ -242,6 +282,11 @@ def main() -> None:
             print(json.dumps(result))
             return
         events = capture(url, folder, args.warm)
+        if args.measure == "syscalls":
+            result = {"backend": args.backend, "events": events["measured"]}
+            result |= {**measure_syscalls(folder), "rows": digest(url)}
+            print(json.dumps(result))
+            return
         total, inner_said = count(__file__, [f"--inner={folder}"], args.keep, "writer-instr-")
         if set(inner_said["replies"]) != {"ok"}:
             raise SystemExit(f"the writer did not commit every batch: {inner_said['replies']}")
