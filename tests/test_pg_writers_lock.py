@@ -23,6 +23,7 @@ import pytest
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.persistence.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from countersign.infrastructure.settings import Settings
+from psycopg import sql
 
 from tests.conftest import _truncate_postgres, events_table
 from tests.test_optimistic_reads import Counter, _stored
@@ -78,6 +79,15 @@ def _behind_a_commit_in_flight(
     """``in_flight``'s events committed through the function by another connection, left open
     until ``commit`` (in a thread of this process) is seen waiting for it; then the ids of
     the first and what ``commit`` returned or raised."""
+    return _behind(url, lambda holder: _in_flight(holder, cs, in_flight), commit)
+
+
+def _behind(
+    url: str, hold: Callable[[psycopg.Connection[Any]], list[int]], commit: Callable[[], object]
+) -> tuple[list[int], list[object]]:
+    """What ``hold`` does on another connection, left uncommitted until ``commit`` (in a
+    thread of this process) is seen waiting for it; then what ``hold`` returned, and what
+    ``commit`` returned or raised."""
     outcome: list[object] = []
 
     def run() -> None:
@@ -87,7 +97,7 @@ def _behind_a_commit_in_flight(
             outcome.append(error)
 
     with psycopg.connect(url) as holder:
-        first = _in_flight(holder, cs, in_flight)
+        first = hold(holder)
         writer = threading.Thread(target=run)
         writer.start()
         _wait_for_a_lock_wait(url)
@@ -138,3 +148,54 @@ def test_notification_ids_follow_commit_order_behind_a_commit_in_flight(
     assert isinstance(later, list), outcome
     assert min(later) > max(first)
     assert [e.id for e in recorder.select_log(0, 10)] == [*first, *later]
+
+
+@pytest.mark.parametrize("plans", ["force_custom_plan", "force_generic_plan"])
+def test_the_check_sees_the_commit_of_an_older_writer_it_waited_for(
+    postgres_url: str, clock: Any, plans: str
+) -> None:
+    """An older writer (the library's recorder, or this function's body before 2026-12-03 in
+    another process during an upgrade) holds the table's EXCLUSIVE lock. The check is part of
+    the INSERT, whose ROW EXCLUSIVE lock is taken before the statement's snapshot, so it sees
+    that writer's commit: with the custom plans of a session's first calls, and with the
+    generic plan of the later ones."""
+    _truncate_postgres(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        database = sql.Identifier(admin.info.dbname)
+        admin.execute(
+            sql.SQL("ALTER DATABASE {} SET plan_cache_mode = {}").format(
+                database, sql.Identifier(plans)
+            )
+        )
+        cs = bootstrap(Settings(database_url=postgres_url), clock=clock)
+        try:
+            recorder = cs.app.recorder
+            read = Counter()
+            recorder.insert_events(_stored(cs, read))
+            read.increment()
+            moved = _stored(cs, read)[0]  # version 2, by the older writer
+            written = Counter()
+            table = events_table(cs)
+
+            def older_writer(holder: psycopg.Connection[Any]) -> list[int]:
+                holder.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+                holder.execute(
+                    f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
+                    "VALUES (%s, %s, %s, %s)",
+                    (moved.originator_id, 2, moved.topic, moved.state),
+                )
+                return []
+
+            _, outcome = _behind(
+                postgres_url,
+                older_writer,
+                lambda: recorder.insert_events(
+                    _stored(cs, written), **{EXPECTED_VERSIONS: {read.id: 1}}
+                ),
+            )
+
+            assert isinstance(outcome[0], ReadSetChangedError), outcome
+            assert list(recorder.select_events(written.id)) == []
+        finally:
+            cs.close()
+            admin.execute(sql.SQL("ALTER DATABASE {} RESET plan_cache_mode").format(database))
