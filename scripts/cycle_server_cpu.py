@@ -22,15 +22,20 @@ cycle). Around the measured cycles it reads:
 ``--callgrind-out DIR``: the server runs under callgrind on this machine, its processes
 writing to DIR (as the postgres user, on a private data directory and port: ``valgrind
 --tool=callgrind --collect-atstart=no --toggle-collect=PostgresMain
---callgrind-out-file=DIR/cg.%p postgres -D ... -p ...``). A backend forked by the postmaster
-cannot be reached by ``callgrind_control``; its count is written when it exits. So after the
-seeding and warm-up the script opens the application twice more on the same database, runs
-``--callgrind-base`` cycles in the first and that many plus ``--cycles`` in the second,
-closes each (its backends exit), and prints the difference of the two sessions' server
-instructions divided by ``--cycles``: the measured cycles alone, without the connection's
-start or the function's first compilation. A count that does not drift with the machine's
-load, for comparing two versions of the insert function; the dumps stay for
-``callgrind_annotate``.
+--callgrind-out-file=DIR/cg.%p postgres -D ... -p ... -c autovacuum=off``). A backend forked
+by the postmaster cannot be reached by ``callgrind_control``; its count is written when it
+exits. So after the seeding and warm-up the script opens the application twice more on the
+same database, runs ``--callgrind-base`` cycles in the first and that many plus ``--cycles``
+in the second, closes each (its backends exit), and prints the difference of the two
+sessions' server instructions divided by ``--cycles``: the measured cycles alone, without the
+connection's start or the function's first compilation. The database is analysed before the
+two sessions, and with autovacuum off no analysis lands in one session and not the other
+(each invalidates every cached plan on the table, and both backends plan again: a few
+percent of the count, one run in two, with autovacuum on). Give the database a name
+beginning ``countersign_bench_`` so that each run starts from an empty one (another name is
+used as it is, and a fuller table costs other instructions). A count that does not drift
+with the machine's load, for comparing two versions of the insert function; the dumps stay
+for ``callgrind_annotate``.
 
 pg_stat_statements needs ``shared_preload_libraries`` and a restart of the server, so it is
 used only when the server has it loaded (its per-statement times are then printed too).
@@ -269,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         cs.close()
     try:
         if args.callgrind_out:
+            # Both sessions start from the same statistics: an analysis of the events table
+            # in one session and not the other (autovacuum's, at its threshold of rows)
+            # invalidates every cached plan on it, and each backend plans again.
+            admin.execute("ANALYZE")
             # Indexes far from the measured ones, of the same number of digits.
             base = callgrind_session(
                 args, admin, db.dbname, fixture.form_id, 10**6, args.callgrind_base

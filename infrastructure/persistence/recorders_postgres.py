@@ -8,6 +8,7 @@ recorder by its topic, which the library imports when it builds a PostgreSQL app
 from __future__ import annotations
 
 import functools
+import hashlib
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -258,6 +259,13 @@ class _PooledConnection:
             raise _translated(error) from error
 
 
+def _writers_key(schema: str, table: str) -> int:
+    """The insert function's advisory lock key for one events table: the same in every process
+    and version that has it (a bigint from a hash of the table's qualified name)."""
+    digest = hashlib.sha256(f"countersign writers {schema}.{table}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 class CountersignPostgresRecorder(PostgresApplicationRecorder):
     """The library's recorder, inserting through its own insert function."""
 
@@ -291,30 +299,57 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 "DECLARE stale uuid; "
                 "BEGIN "
                 "SET LOCAL lock_timeout = '{lock_timeout}s'; "
-                # One writer at a time, so that notification ids follow commit order.
-                "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
-                # Taken after the lock, this snapshot sees every commit before ours.
-                "SELECT c.id INTO stale FROM unnest(check_ids, check_versions) AS c(id, version) "
-                "WHERE c.version IS DISTINCT FROM ("
-                "SELECT max(e.originator_version) FROM {schema}.{table} AS e "
-                "WHERE e.originator_id = c.id "
-                "AND e.originator_version >= coalesce(c.version, {lowest})) "
-                "LIMIT 1; "
-                "IF stale IS NOT NULL THEN "
-                "RAISE EXCEPTION USING ERRCODE = '{sqlstate}', MESSAGE = stale::text; "
-                "END IF; "
+                # One writer at a time, so that notification ids follow commit order and no
+                # other commit comes between the check and ours; both locks are held until
+                # the commit. The advisory lock, keyed by the table, serialises the callers
+                # of this function. The INSERT's own ROW EXCLUSIVE lock on the table, taken
+                # when its plan is locked, before its snapshot, conflicts with the EXCLUSIVE
+                # lock that the library's recorder and this function's earlier bodies take
+                # (a process of an older version during an upgrade): it waits for such a
+                # writer to commit, and its snapshot then sees that commit
+                # (tests/test_pg_writers_lock.py, with custom and generic plans). The
+                # EXCLUSIVE lock this function took before cost about 17,000 server
+                # instructions a call, more with max_connections: a strong lock visits
+                # every server process's fast-path slots.
+                "PERFORM pg_advisory_xact_lock({writers_key}); "
                 "NOTIFY {channel}; "
+                # The read-set check is the INSERT's condition: nothing is inserted if any
+                # aggregate read moved on (one statement, one executor start, fewer than
+                # a check and an insert of their own). Only then is the stale aggregate
+                # looked up, under the same locks, for the error; a refused commit raises
+                # even if that finds none, so it never returns as if it had committed.
+                # The arrays are unnested in a select list, not in FROM: there, each array
+                # of a multi-argument unnest is a function scan materialised into a
+                # tuplestore of its own (six a call), set up and filled on every call; in a
+                # select list they run side by side in one ProjectSet node, row by row,
+                # with the same rows in the same order (a shorter array padded with nulls
+                # either way).
                 "RETURN QUERY INSERT INTO {schema}.{table} "
                 "(originator_id, originator_version, topic, state) "
-                "SELECT * FROM unnest(ids, versions, topics, states) "
+                "SELECT unnest(ids), unnest(versions), unnest(topics), unnest(states) "
+                "WHERE NOT EXISTS (SELECT FROM {stale_reads}) "
                 "RETURNING notification_id; "
+                "IF NOT FOUND THEN "
+                "SELECT c.id INTO stale FROM {stale_reads} LIMIT 1; "
+                "IF stale IS NOT NULL OR cardinality(ids) > 0 THEN "
+                "RAISE EXCEPTION USING ERRCODE = '{sqlstate}', "
+                "MESSAGE = coalesce(stale::text, '?'); "
+                "END IF; "
+                "END IF; "
                 "END; $BODY$"
             ).format(
                 schema=schema,
                 function=function,
                 table=table,
                 lock_timeout=self.datastore.lock_timeout,
-                lowest=SQL(str(-(2**63))),
+                writers_key=SQL(str(_writers_key(self.datastore.schema, self.events_table_name))),
+                stale_reads=SQL(
+                    "(SELECT unnest(check_ids) AS id, unnest(check_versions) AS version) AS c "
+                    "WHERE c.version IS DISTINCT FROM ("
+                    "SELECT max(e.originator_version) FROM {schema}.{table} AS e "
+                    "WHERE e.originator_id = c.id "
+                    "AND e.originator_version >= coalesce(c.version, {lowest}))"
+                ).format(schema=schema, table=table, lowest=SQL(str(-(2**63)))),
                 sqlstate=SQL(STALE_READ_SQLSTATE),
                 channel=Identifier(self.channel_name),
             )
