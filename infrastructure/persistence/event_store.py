@@ -18,7 +18,7 @@ from uuid import UUID
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.persistence import frozen_inits, stored_snapshots
+from countersign.infrastructure.persistence import aggregate_create, frozen_inits, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import (
     _FROZEN,
     copy_aggregate,
@@ -70,6 +70,9 @@ class CountersignApplication(Application[UUID]):
         super().__init__(env)
         # The domain's events set their fields without a call each (frozen_inits.py).
         frozen_inits.install()
+        # ... and its aggregates are created without the library's lookups on every call
+        # (aggregate_create.py).
+        aggregate_create.install()
         # Stored snapshots of the aggregates whose history grows (stored_snapshots.py), in a
         # table made like the events table. Not the library's snapshot store: its repository
         # would read snapshots past our guards.
