@@ -174,3 +174,25 @@ def test_registered_after_it_is_made_ids_and_utc_times_still_take_the_short_way(
         "id": {"_type_": "uuid_hex", "_data_": ident.hex},
     }
     _same({"at": when, "id": ident, "in": [when, ident]})
+
+
+def test_an_event_state_s_own_items_are_written_as_the_walk_writes_them():
+    # The state's own items are written by ``encode`` itself (ids, UTC times, plain values),
+    # the rest by the walk: every kind of item, at the top and below it, the same bytes.
+    moment = datetime(2026, 12, 3, 7, 0, 1, 5, tzinfo=UTC)
+    items = {
+        "id": uuid4(),
+        "at": moment,
+        "naive": moment.replace(tzinfo=None),
+        "text": "é\u2028",
+        "flag": True,
+        "none": None,
+        "number": 7,
+        "float": 1e-07,
+        "amount": Decimal("1.10"),
+        "colour": Colour.RED,
+        "nested": {"id": uuid4(), "at": moment, "list": [uuid4(), 1.5]},
+    }
+    _same(items)
+    _same({**items, 1: "a key that is not a string"})
+    _same({"big": 2**70, **items})

@@ -149,8 +149,13 @@ def freeze(aggregate: Aggregate) -> None:
         return  # most reads are of snapshots frozen already: a lookup, not a new weak ref
     if type(aggregate) not in _GUARDED:
         _guard(type(aggregate))
-    with _FROZEN_WRITES:
-        _FROZEN[key] = weakref.ref(aggregate, functools.partial(_forget, key))
+    frozen = weakref.ref(aggregate, functools.partial(_forget, key))
+    # The lock's own methods, not ``with`` (two special methods looked up): four a cycle.
+    _FROZEN_WRITES.acquire()
+    try:
+        _FROZEN[key] = frozen
+    finally:
+        _FROZEN_WRITES.release()
 
 
 def _guard(cls: type[Aggregate]) -> None:

@@ -18,7 +18,7 @@ from uuid import UUID
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.persistence import frozen_inits, stored_snapshots
+from countersign.infrastructure.persistence import aggregate_create, frozen_inits, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import (
     _FROZEN,
     copy_aggregate,
@@ -70,6 +70,9 @@ class CountersignApplication(Application[UUID]):
         super().__init__(env)
         # The domain's events set their fields without a call each (frozen_inits.py).
         frozen_inits.install()
+        # ... and its aggregates are created without the library's lookups on every call
+        # (aggregate_create.py).
+        aggregate_create.install()
         # Stored snapshots of the aggregates whose history grows (stored_snapshots.py), in a
         # table made like the events table. Not the library's snapshot store: its repository
         # would read snapshots past our guards.
@@ -141,6 +144,18 @@ class _Reads:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def relied_on(self, written: dict[int, UUID]) -> dict[UUID, int | None]:
+        """What a commit that writes ``written`` (by their ``int``) relied on without writing
+        it, by id: the version read (None: found absent). What it writes, the primary key
+        checks; the ``targets`` it only points at are not checked."""
+        read_ids = self.read_ids
+        unchecked = self.unchecked
+        expected: dict[UUID, int | None] = {}
+        for key, version in self.versions.items():  # a loop: no comprehension's function
+            if key not in written and key not in unchecked:
+                expected[read_ids[key]] = version
+        return expected
+
     def ids(self) -> list[UUID]:
         """Every aggregate the decision read so far."""
         return list(self.read_ids.values())
@@ -162,6 +177,23 @@ class _ThreadReads(threading.local):
 
     def __init__(self) -> None:
         self.reads = _Reads()
+
+
+def _collected(
+    aggregates: Sequence[Aggregate],
+) -> tuple[list[tuple[Aggregate, Sequence[Any]]], dict[int, UUID]]:
+    """Each aggregate with the events it collected, and the ids of those that have any (by
+    their ``int``). Loops, not comprehensions (in ``save`` too): each comprehension is a
+    function made and called, and a commit is a few aggregates and events."""
+    pending: list[tuple[Aggregate, Sequence[Any]]] = []
+    written: dict[int, UUID] = {}
+    for aggregate in aggregates:
+        events = aggregate.collect_events()
+        pending.append((aggregate, events))
+        if events:
+            aggregate_id = aggregate._id
+            written[aggregate_id.int] = aggregate_id
+    return pending, written
 
 
 class EventSourcedStore:
@@ -239,7 +271,9 @@ class EventSourcedStore:
             raise RuntimeError("a decision is already running in this thread")
         reads.open, reads.held, reads.targets = True, held, targets
         try:
-            wanted = {i.int: i for i in aggregate_ids}
+            wanted: dict[int, UUID] = {}
+            for i in aggregate_ids:  # a loop: a comprehension is a function made and called
+                wanted[i.int] = i
             if held:
                 preloaded = reads.preloaded
                 for key, snapshot in self._snapshots.get_many(wanted).items():
@@ -468,11 +502,7 @@ class EventSourcedStore:
         reads = self._local.reads  # an attribute, not the property's call
         # What Application.save does for us (no snapshotting, no in-process subscribers),
         # without its per-object protocol checks.
-        pending = [(aggregate, aggregate.collect_events()) for aggregate in aggregates]
-        written = {
-            aggregate_id.int: aggregate_id
-            for aggregate_id in [aggregate._id for aggregate, events in pending if events]
-        }
+        pending, written = _collected(aggregates)
         request = self._request_reads.get()
         for key, aggregate_id in written.items():
             # Whatever happens to this commit, the preloaded state is no longer the latest,
@@ -484,15 +514,12 @@ class EventSourcedStore:
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
         # under the writers' lock.
-        read_ids = reads.read_ids
-        unchecked = reads.unchecked
-        expected = {
-            read_ids[key]: version
-            for key, version in reads.versions.items()
-            if key not in written and key not in unchecked
-        }
+        expected = reads.relied_on(written)
         to_stored_event = self.app.mapper.to_stored_event
-        stored = [to_stored_event(event) for _, events in pending for event in events]
+        stored: list[StoredEvent] = []
+        for _, events in pending:
+            for event in events:
+                stored.append(to_stored_event(event))
         since = self._snapshots.generation()
         try:
             if stored:

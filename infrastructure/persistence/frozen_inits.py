@@ -44,19 +44,28 @@ def install(root: type = DomainEvent, modules: tuple[str, ...] = _OURS) -> int:
     in the process (the benchmarks' raw eventsourcing reference), keep theirs."""
     given = 0
     with _INSTALLING:
-        pending = [root]
-        while pending:
-            cls = pending.pop()
-            pending.extend(cls.__subclasses__())
-            if cls in _SEEN or not cls.__module__.startswith(modules):
-                continue
-            _SEEN.add(cls)
+        for cls in unseen_classes(root, modules, _SEEN):
             init = _cheaper_init(cls)
             if init is not None:
                 ORIGINALS[cls] = cls.__dict__["__init__"]
                 cls.__init__ = init  # type: ignore[misc]
                 given += 1
     return given
+
+
+def unseen_classes(root: type, modules: tuple[str, ...], seen: set[type]) -> list[type]:
+    """``root`` and every class under it defined in one of ``modules`` (a prefix of its
+    module's name) not in ``seen``; each is added to ``seen``, so it is looked at once."""
+    found = []
+    pending = [root]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls in seen or not cls.__module__.startswith(modules):
+            continue
+        seen.add(cls)
+        found.append(cls)
+    return found
 
 
 def _cheaper_init(cls: type) -> Any:

@@ -36,32 +36,48 @@ class SnapshotCache:
 
     def generation(self) -> int:
         """Take this before reading what will be put, and pass it to ``put``."""
-        with self._lock:
+        # The lock's own methods, not ``with``, in the methods every read and commit calls:
+        # ``with`` looks up two special methods each time.
+        lock = self._lock
+        lock.acquire()
+        try:
             return self._generation
+        finally:
+            lock.release()
 
     def get(self, aggregate_id: UUID) -> Aggregate | None:
         key = aggregate_id.int
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             item = self._items.get(key)
             if item is not None:
                 self._items.move_to_end(key)
             return item
+        finally:
+            lock.release()
 
     def get_many(self, keys: Iterable[int]) -> dict[int, Aggregate]:
         """The snapshots held of these ids (given as their ``int``), by the same keys."""
         found: dict[int, Aggregate] = {}
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             items = self._items
             for key in keys:
                 item = items.get(key)
                 if item is not None:
                     items.move_to_end(key)
                     found[key] = item
+        finally:
+            lock.release()
         return found
 
     def put(self, aggregate_id: UUID, aggregate: Aggregate, since: int) -> None:
         key = aggregate_id.int
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if since < self._forgotten or self._dropped.get(key, -1) > since:
                 return  # dropped after it was read: older than what the store holds now
             current = self._items.get(key)
@@ -77,6 +93,8 @@ class SnapshotCache:
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
+        finally:
+            lock.release()
 
     def drop(self, aggregate_id: UUID) -> None:
         key = aggregate_id.int
