@@ -193,13 +193,17 @@ def _prepare_together(
         )
         for i, runner in enumerate(runners)
     ]
-    # Topic -> (runner index, its handler) for each runner that handles it.
-    calls: dict[str, list[tuple[int, Any]]] = {}
+    # Per runner, the calls of its handlers a chunk makes: (handler, event, position).
+    todo: list[list[tuple[Any, Any, int]]] = [[] for _ in runners]
+    # Topic -> (runner index, where its calls go, its handler) for each runner handling it.
+    calls: dict[str, list[tuple[int, Any, Any]]] = {}
     for start in range(0, len(batch), CHUNK):
         try:
-            _run_chunk(runners, batch[start : start + CHUNK], rows, calls)
+            _run_chunk(runners, batch[start : start + CHUNK], rows, todo, calls)
         finally:
             forget_outcome_texts()  # the chunk's outcomes need not outlive it
+            for runner_calls in todo:
+                runner_calls.clear()
     for runner, runner_rows in zip(runners, rows, strict=True):
         end_batch(runner.name, runner.projection, runner_rows, batch[-1], known)
     return rows
@@ -209,7 +213,8 @@ def _run_chunk(
     runners: list[ProjectionRunner],
     chunk: Sequence[Entry],
     rows: list[SqlRows],
-    calls: dict[str, list[tuple[int, Any]]],
+    todo: list[list[tuple[Any, Any, int]]],
+    calls: dict[str, list[tuple[int, Any, Any]]],
 ) -> None:
     """Decode the chunk's events (each once, if any runner handles it), then run each runner's
     handlers over them in turn.
@@ -220,39 +225,39 @@ def _run_chunk(
     runners run only over the events before it, and once a runner fails at an event the
     runners after it run only over the events before that one."""
     decode = runners[0].decode_event.decode
-    todo: list[list[tuple[Any, Any, Entry]]] = [[] for _ in runners]
-    # The notification the rebuild stops at, what it says, and the error it comes from.
-    stop: tuple[Entry, str, BaseException | None] | None = None
+    # The position the rebuild stops at, what it says, and the error it comes from.
+    stop: tuple[int, str, BaseException | None] | None = None
     for notification in chunk:
         topic = notification.topic
         wanted = calls.get(topic)
         if wanted is None:
             wanted = calls[topic] = [
-                (i, handler)
+                (i, todo[i].append, handler)
                 for i, runner in enumerate(runners)
                 if (handler := runner.projection.handler_for(topic)) is not None
             ]
         if not wanted:
             continue
+        position = notification.id
         try:
             event = decode(notification)
         except Exception as error:
             name = runners[wanted[0][0]].name
-            stop = (notification, _stopped(name, notification, type(error).__name__), None)
+            stop = (position, _stopped(name, notification, type(error).__name__), None)
             break
-        for i, handler in wanted:
-            todo[i].append((handler, event, notification))
+        for _, to_call, handler in wanted:
+            to_call((handler, event, position))
     for i, runner_calls in enumerate(todo):
         if stop is not None:
-            before = stop[0].id
-            runner_calls = [call for call in runner_calls if call[2].id < before]
+            before = stop[0]
+            runner_calls = [call for call in runner_calls if call[2] < before]
         runner_rows = rows[i]
-        for handler, event, notification in runner_calls:
+        for handler, event, position in runner_calls:
             try:
-                handler(event, notification.id, runner_rows)
+                handler(event, position, runner_rows)
             except Exception as error:
-                failed = _stopped(runners[i].name, notification, type(error).__name__)
-                stop = (notification, failed, error)
+                at = next(n for n in chunk if n.id == position)
+                stop = (position, _stopped(runners[i].name, at, type(error).__name__), error)
                 break
     if stop is not None:
         raise ProjectionStoppedError(stop[1]) from stop[2]
