@@ -22,7 +22,7 @@ from pydantic import BaseModel
 #: chunk apart. The outcome is held, so another cannot take its ``id`` while remembered.
 _MADE: dict[int, tuple[Any, str, Any, tuple[str, ...]]] = {}
 #: At most this many are kept (whoever calls, the memory stays small); then it starts afresh.
-_MADE_MAX = 2048
+_MADE_MAX = 1024
 
 
 def outcome_texts(operation: str, preview: Any, outcome: Any) -> tuple[str, ...]:
@@ -44,8 +44,9 @@ def outcome_texts(operation: str, preview: Any, outcome: Any) -> tuple[str, ...]
 
 
 def forget_outcome_texts() -> None:
-    """Let go of the outcomes remembered (``outcome_texts``): a rebuild calls it after each
-    chunk of events, whose outcomes it need not keep alive."""
+    """Let go of the outcomes remembered (``outcome_texts``): the runners call it after each
+    batch, and a rebuild of several projections together after each chunk of events, whose
+    outcomes need not be kept alive."""
     _MADE.clear()
 
 
