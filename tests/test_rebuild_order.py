@@ -61,37 +61,35 @@ def chunk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> in
     return int(request.param)
 
 
-def test_the_earliest_failing_event_is_named_even_when_a_later_projection_fails_there(
-    cs, seeded, chunk
+@pytest.mark.parametrize(
+    ("first_fails_at", "second_fails_at", "named", "at"),
+    [
+        ("Proposal.Succeeded", "Proposal.Approved", "second", "Proposal.Approved"),
+        ("Proposal.Approved", "Proposal.Approved", "first", "Proposal.Approved"),
+        ("Proposal.Approved", "Proposal.Proposed", "second", "Proposal.Proposed"),
+    ],
+    ids=["earlier_event_later_runner", "same_event", "earliest_event"],
+)
+def test_the_first_event_that_fails_is_named_and_there_the_first_projection_in_order(
+    cs, seeded, chunk, first_fails_at, second_fails_at, named, at
 ):
-    """``early`` runs after ``late`` over each chunk, yet it fails at an earlier event:
-    event by event it would have stopped the rebuild first, so it is the one named."""
+    """``second`` runs after ``first`` over each chunk; what is named is what would have
+    stopped the rebuild first event by event: the earliest event that fails, and at that
+    event the first projection of the rebuild's order whose handler fails."""
     cs.proposals.approve(propose(cs, seeded, "refund-ok"), AVA)
-    late, early = _failing("late", "Proposal.Succeeded"), _failing("early", "Proposal.Approved")
-    runners = _runners(cs, late, early)
-
-    with pytest.raises(ProjectionStoppedError) as stopped:
-        rebuild_together(runners, parallel=False)
-
-    approved_at = _position_of(cs, "Proposal.Approved")
-    assert str(stopped.value).startswith(
-        f"projection 'early' stopped at notification {approved_at} (Proposal.Approved of "
-    )
-    assert "LookupError" in str(stopped.value)
-    assert isinstance(stopped.value.__cause__, LookupError)
-    assert {runner.position() for runner in runners} == {0}
-
-
-def test_at_one_event_the_first_failing_projection_in_order_is_named(cs, seeded, chunk):
-    cs.proposals.approve(propose(cs, seeded, "refund-ok"), AVA)
-    first, second = _failing("first", "Proposal.Approved"), _failing("second", "Proposal.Approved")
+    first, second = _failing("first", first_fails_at), _failing("second", second_fails_at)
     runners = _runners(cs, first, second)
 
     with pytest.raises(ProjectionStoppedError) as stopped:
         rebuild_together(runners, parallel=False)
 
-    approved_at = _position_of(cs, "Proposal.Approved")
-    assert f"projection 'first' stopped at notification {approved_at} " in str(stopped.value)
+    said = str(stopped.value)
+    assert said.startswith(
+        f"projection '{named}' stopped at notification {_position_of(cs, at)} ({at} of "
+    )
+    assert "LookupError" in said
+    assert isinstance(stopped.value.__cause__, LookupError)
+    assert {runner.position() for runner in runners} == {0}
 
 
 @pytest.mark.parametrize("fails_before", [True, False], ids=["handler_first", "decode_first"])
