@@ -203,7 +203,12 @@ def aggregate_id(event: Any) -> str:
     last = _last_id
     if last[0] is event:
         return last[1]
-    text = id_text(event.originator_id)
+    # ``id_text(uuid)``, its remembered case written out: a rebuild of several projections
+    # together runs each over a chunk of events in turn, so each asks first here about each
+    # event (infrastructure/projection_engine/together.py).
+    uuid = event.originator_id
+    found = _ID_TEXTS.get(id(uuid))
+    text = found[1] if found is not None and found[0] is uuid else id_text(uuid)
     _last_id = (event, text)
     return text
 

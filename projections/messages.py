@@ -3,7 +3,7 @@
 Every outcome is said in the card (``browser_view``) and in the conversation (``handback``),
 from the same operation, frozen preview and stored outcome. Making the messages validates the
 preview and the result with the contract's models, a tenth of the handlers' time in a rebuild
-of every projection, where the two handlers run one after the other on the same event.
+of every projection, where the two handlers run over the same decoded events.
 """
 
 from __future__ import annotations
@@ -15,24 +15,39 @@ from countersign.domain.contracts.presentation import LANGUAGES
 from countersign.domain.messages import outcome_messages
 from pydantic import BaseModel
 
-#: The last call's arguments and messages (one tuple, replaced whole).
-_last: tuple[str, Any, Any, tuple[str, ...]] | None = None
+#: id(outcome) -> (that outcome, the operation and preview its texts were made of, the texts).
+#: Kept per outcome, not for the last call only: a rebuild of every projection runs the
+#: browser view over a chunk of events, then the hand-back over the same chunk
+#: (``infrastructure/projection_engine/together.py``), so the two calls for one event are a
+#: chunk apart. The outcome is held, so another cannot take its ``id`` while remembered.
+_MADE: dict[int, tuple[Any, str, Any, tuple[str, ...]]] = {}
+#: At most this many are kept (whoever calls, the memory stays small); then it starts afresh.
+_MADE_MAX = 1024
 
 
 def outcome_texts(operation: str, preview: Any, outcome: Any) -> tuple[str, ...]:
-    """``outcome_messages(operation, preview, outcome)``, the same messages again if the last
-    call had this operation and these very preview and outcome objects (handlers never change
-    what they read: the card's and the hand-back's preview are the event's own, and so is the
-    outcome). Holding them keeps their identity from passing to other objects."""
-    global _last
-    last = _last
-    if last is not None and last[1] is preview and last[2] is outcome and last[0] == operation:
-        return last[3]
+    """``outcome_messages(operation, preview, outcome)``, the same messages again if they were
+    made lately of this very outcome object, with this operation and this very preview object
+    (handlers never change what they read: the card's and the hand-back's preview are the
+    Proposed event's own, and the outcome is the outcome event's own). Never by equal content:
+    an equal outcome or preview decoded from another event makes its texts afresh."""
+    found = _MADE.get(id(outcome))
+    if found is not None and found[0] is outcome and found[2] is preview and found[1] == operation:
+        return found[3]
     texts = _success_texts(operation, preview, outcome)
     if texts is None:
         texts = outcome_messages(operation, preview, outcome)
-    _last = (operation, preview, outcome, texts)
+    if len(_MADE) >= _MADE_MAX:
+        _MADE.clear()
+    _MADE[id(outcome)] = (outcome, operation, preview, texts)
     return texts
+
+
+def forget_outcome_texts() -> None:
+    """Let go of the outcomes remembered (``outcome_texts``): the runners call it after each
+    batch, and a rebuild of several projections together after each chunk of events, whose
+    outcomes need not be kept alive."""
+    _MADE.clear()
 
 
 def _success_texts(operation: str, preview: Any, outcome: Any) -> tuple[str, ...] | None:

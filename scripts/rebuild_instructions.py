@@ -3,6 +3,7 @@
     .venv/bin/python scripts/rebuild_instructions.py                       # all seven
     .venv/bin/python scripts/rebuild_instructions.py --projections audit_trail
     .venv/bin/python scripts/rebuild_instructions.py --bound noop --keep /tmp/noop.out
+    VALGRIND_OPTS=--cache-sim=yes .venv/bin/python scripts/rebuild_instructions.py --chunk 1000
     callgrind_annotate --inclusive=yes /tmp/noop.out | head -80
 
 It fills a fresh SQLite store with ``--lifecycles`` of ``scripts/bench_projections.py``'s
@@ -19,7 +20,11 @@ after the last batch. The count moves by a few hundred instructions an event fro
 ``--bound`` measures what a lever could at most give, by taking it away (the rows are then
 wrong; nothing is written): ``noop``, every handler a no-op (what is left is decoding and
 dispatch); ``bare-rows``, ``SqlRows.get``, ``update`` and ``put`` without their checks and
-read-only views. ``--inner`` is the process valgrind runs; not for use by hand.
+read-only views. ``--chunk`` sets how many events ``_prepare_together`` decodes before each
+projection runs over them in turn (``together.CHUNK``). With ``VALGRIND_OPTS=--cache-sim=yes``
+callgrind also counts the first-level cache misses; the line printed then gives them an event
+too (``I1mr`` code, ``D1mr`` and ``D1mw`` data read and written, ``LLmr`` last level).
+``--inner`` is the process valgrind runs; not for use by hand.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import argparse
 import ctypes
 import json
 import pickle
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -80,13 +86,16 @@ def _bound(kind: str) -> None:
         rows.SqlRows.get, rows.SqlRows.update, rows.SqlRows.put = get, update, put  # type: ignore[method-assign]
 
 
-def inner(url: str, projections: str, bound: str) -> None:
+def inner(url: str, projections: str, bound: str, chunk: int) -> None:
     """The process under callgrind: read the log, then the measured pass in a callback."""
     from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.projection_engine import together
     from countersign.infrastructure.projection_engine.key_filter import KeyFilter
     from countersign.infrastructure.projection_engine.runner import frozen_heap
     from countersign.infrastructure.projection_engine.together import _prepare_together
 
+    if chunk:
+        together.CHUNK = chunk
     if bound:
         _bound(bound)
     cs = bootstrap(database_url=url)
@@ -120,11 +129,12 @@ def main() -> None:
     parser.add_argument("--lifecycles", type=int, default=4000)
     parser.add_argument("--projections", default="all", help="all, or names with commas")
     parser.add_argument("--bound", choices=["", "noop", "bare-rows"], default="")
+    parser.add_argument("--chunk", type=int, default=0, help="events a chunk (default: CHUNK)")
     parser.add_argument("--keep", help="write callgrind's output here")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
-        inner(args.inner, args.projections, args.bound)
+        inner(args.inner, args.projections, args.bound, args.chunk)
         return
     from bench_projections import fill
     from countersign.infrastructure.bootstrap import bootstrap
@@ -133,24 +143,53 @@ def main() -> None:
     cs = bootstrap(database_url=url)
     fill(cs, args.lifecycles)
     cs.close()
+    out = args.keep or tempfile.mktemp(prefix="rebuild-instr-", suffix=".out")
     total, inner_said = count(
         __file__,
-        [f"--inner={url}", f"--projections={args.projections}", f"--bound={args.bound}"],
-        args.keep,
+        [
+            f"--inner={url}",
+            f"--projections={args.projections}",
+            f"--bound={args.bound}",
+            f"--chunk={args.chunk}",
+        ],
+        out,
         "rebuild-instr-",
     )
+    misses = _misses(Path(out))
+    if not args.keep:
+        Path(out).unlink()
     events = inner_said["events"]
-    print(
-        json.dumps(
-            {
-                "projections": args.projections,
-                "bound": args.bound or None,
-                "events": events,
-                "instructions": total,
-                "per_event": round(total / events),
-            }
-        )
-    )
+    said = {
+        "projections": args.projections,
+        "bound": args.bound or None,
+        "chunk": args.chunk or None,
+        "events": events,
+        "instructions": total,
+        "per_event": round(total / events),
+    }
+    if misses:
+        said["misses_per_event"] = {name: round(n / events) for name, n in misses.items()}
+    print(json.dumps(said))
+
+
+def _misses(out: Path) -> dict[str, int]:
+    """Callgrind's cache misses in its output ``out`` (none unless it simulated the caches):
+    first-level code (``I1mr``), data read and written (``D1mr``, ``D1mw``), and last-level
+    (``LLmr``: code and data read)."""
+    text = out.read_text()
+    names = re.search(r"^events: (.*)$", text, re.MULTILINE)
+    totals = re.search(r"^(?:summary|totals): (.*)$", text, re.MULTILINE)
+    if names is None or totals is None:
+        return {}
+    found = dict(zip(names.group(1).split(), map(int, totals.group(1).split()), strict=False))
+    if "I1mr" not in found:
+        return {}
+    return {
+        "I1mr": found["I1mr"],
+        "D1mr": found["D1mr"],
+        "D1mw": found["D1mw"],
+        "LLmr": found["ILmr"] + found["DLmr"],
+    }
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from countersign.infrastructure.projection_engine.rows import (
 )
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections.base import Projection
+from countersign.projections.messages import forget_outcome_texts
 
 __all__ = [
     "SCHEMA_TABLE",
@@ -463,6 +464,7 @@ def end_batch(
         raise ProjectionStoppedError(_stopped(name, last, type(error).__name__)) from error
     finally:
         rows.batch.clear()
+        forget_outcome_texts()  # the batch's outcomes, remembered for its messages
 
 
 def _advanced(name: str) -> str:

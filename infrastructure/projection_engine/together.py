@@ -31,6 +31,7 @@ from countersign.infrastructure.projection_engine.runner import (
     frozen_heap,
 )
 from countersign.infrastructure.projection_engine.writer import WriterProcess
+from countersign.projections.messages import forget_outcome_texts
 
 
 def rebuild_together(
@@ -44,7 +45,8 @@ def rebuild_together(
     Each projection keeps its own tracking position, so a rebuild interrupted part-way resumes
     like any catch-up. Runners sharing one database (as Countersign's do) apply each batch in
     ONE transaction, every projection's rows and position together, decoding each event once
-    as it is applied, so a batch's events never all live at once; a long rebuild writes its
+    (a chunk of ``CHUNK`` events at a time, then each projection over it in turn, so a batch's
+    events never all live at once); a long rebuild writes its
     batches in a writer process while the next one is prepared. Returns the events read.
     """
     shared = bool(runners) and all(runner.sql is runners[0].sql for runner in runners)
@@ -162,6 +164,11 @@ def _lock_or_stop(runner: ProjectionRunner, cursor: Cursor, position: int) -> No
         raise ProjectionStoppedError(_advanced(runner.name)) from None
 
 
+#: Events decoded at once in a rebuild of several projections, before each projection runs
+#: over them in turn (``_prepare_together``).
+CHUNK = 250
+
+
 def _prepare_together(
     runners: list[ProjectionRunner],
     batch: Sequence[Entry],
@@ -170,7 +177,12 @@ def _prepare_together(
     known: KeyFilter,
 ) -> list[SqlRows]:
     """Run one batch through every runner's handlers, decoding each event once; then drop
-    the deletes of rows never written (``KeyFilter.prune``) and pack the rows (``end_batch``)."""
+    the deletes of rows never written (``KeyFilter.prune``) and pack the rows (``end_batch``).
+
+    The batch goes in chunks of ``CHUNK`` events: each chunk decoded first, then each
+    projection over the whole chunk in turn (``_run_chunk``), so one projection's handlers and
+    rows stay in the processor's first-level caches while it runs, instead of seven
+    projections' taking turns on every event."""
     rows = [
         SqlRows(
             reader,
@@ -181,37 +193,74 @@ def _prepare_together(
         )
         for i, runner in enumerate(runners)
     ]
-    to_domain_event = runners[0].decode_event.decode
-    # Topic -> (runner index, its handler, its rows) for each runner that handles it.
-    calls: dict[str, list[tuple[int, Any, SqlRows]]] = {}
-    for notification in batch:
+    # Per runner, the calls of its handlers a chunk makes: (handler, event, position).
+    todo: list[list[tuple[Any, Any, int]]] = [[] for _ in runners]
+    # Topic -> (runner index, where its calls go, its handler) for each runner handling it.
+    calls: dict[str, list[tuple[int, Any, Any]]] = {}
+    for start in range(0, len(batch), CHUNK):
+        try:
+            _run_chunk(runners, batch[start : start + CHUNK], rows, todo, calls)
+        finally:
+            forget_outcome_texts()  # the chunk's outcomes need not outlive it
+            for runner_calls in todo:
+                runner_calls.clear()
+    for runner, runner_rows in zip(runners, rows, strict=True):
+        end_batch(runner.name, runner.projection, runner_rows, batch[-1], known)
+    return rows
+
+
+def _run_chunk(
+    runners: list[ProjectionRunner],
+    chunk: Sequence[Entry],
+    rows: list[SqlRows],
+    todo: list[list[tuple[Any, Any, int]]],
+    calls: dict[str, list[tuple[int, Any, Any]]],
+) -> None:
+    """Decode the chunk's events (each once, if any runner handles it), then run each runner's
+    handlers over them in turn.
+
+    What stops the rebuild is what would have stopped it event by event: the first event
+    that fails, and at that event the first runner in ``runners`` whose handler fails (or
+    whose event does not decode). So decoding stops at an event that does not decode, the
+    runners run only over the events before it, and once a runner fails at an event the
+    runners after it run only over the events before that one."""
+    decode = runners[0].decode_event.decode
+    # The position the rebuild stops at, what it says, and the error it comes from.
+    stop: tuple[int, str, BaseException | None] | None = None
+    for notification in chunk:
         topic = notification.topic
         wanted = calls.get(topic)
         if wanted is None:
             wanted = calls[topic] = [
-                (i, handler, rows[i])
+                (i, todo[i].append, handler)
                 for i, runner in enumerate(runners)
                 if (handler := runner.projection.handler_for(topic)) is not None
             ]
         if not wanted:
             continue
-        try:
-            event = to_domain_event(notification)
-        except Exception as error:
-            raise ProjectionStoppedError(
-                _stopped(runners[wanted[0][0]].name, notification, type(error).__name__)
-            ) from None
         position = notification.id
-        for i, handler, runner_rows in wanted:
+        try:
+            event = decode(notification)
+        except Exception as error:
+            name = runners[wanted[0][0]].name
+            stop = (position, _stopped(name, notification, type(error).__name__), None)
+            break
+        for _, to_call, handler in wanted:
+            to_call((handler, event, position))
+    for i, runner_calls in enumerate(todo):
+        if stop is not None:
+            before = stop[0]
+            runner_calls = [call for call in runner_calls if call[2] < before]
+        runner_rows = rows[i]
+        for handler, event, position in runner_calls:
             try:
                 handler(event, position, runner_rows)
             except Exception as error:
-                raise ProjectionStoppedError(
-                    _stopped(runners[i].name, notification, type(error).__name__)
-                ) from error
-    for runner, runner_rows in zip(runners, rows, strict=True):
-        end_batch(runner.name, runner.projection, runner_rows, batch[-1], known)
-    return rows
+                at = next(n for n in chunk if n.id == position)
+                stop = (position, _stopped(runners[i].name, at, type(error).__name__), error)
+                break
+    if stop is not None:
+        raise ProjectionStoppedError(stop[1]) from stop[2]
 
 
 def run_forever(
