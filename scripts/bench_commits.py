@@ -5,7 +5,7 @@
 
 Each writer is a process of its own, wired like an API worker (``bootstrap``), that commits
 new orders (one event of about 1.2 KB each, nothing read first) through countersign's insert
-function for ``--seconds``: the writers' table lock, the read-set check, NOTIFY and the
+function for ``--seconds``: the writers' lock, the read-set check, NOTIFY and the
 insert, one round trip per commit. The total rate at each number of writers shows where the
 single write lock stops the primary from scaling (docs/deploy.md, the capacity model).
 The database ``countersign_bench_commits`` is dropped and recreated.
