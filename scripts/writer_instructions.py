@@ -25,6 +25,12 @@ without valgrind under ``strace -c -f``: the writer's ``pwrite64``, ``pread64`` 
 ``fdatasync`` calls (on SQLite the write-ahead log's frames, the pages read back, the syncs),
 and its user and system CPU time (strace's own cost included: compare two runs of this mode,
 not with ``--measure cpu``).
+``--measure server`` (PostgreSQL) replays the same captured messages in this process, without
+valgrind, and reads the CPU time of the server process serving the replay's connection
+(``/proc/<pid>/schedstat``, nanoseconds) over the measured batches, and around each statement
+the writer sends, by kind and table: the server's share of a rebuild's writes alone, apart
+from the rebuilding process's log reads. What no statement holds (the commits, ending each
+transaction) is the difference. The replaying process's own CPU time is given beside it.
 
 Each replay ends with a digest of every projection table (every value's type and text, rows
 sorted), so that a change to the writer can be checked to store the same rows. ``--inner`` is
@@ -209,6 +215,136 @@ def measure_syscalls(folder: str) -> dict[str, Any]:
     }
 
 
+def _on_cpu_ns(pid: int) -> int:
+    """The nanoseconds process ``pid`` has run on a CPU (``/proc/<pid>/schedstat``'s first)."""
+    with open(f"/proc/{pid}/schedstat") as schedstat:
+        return int(schedstat.read().split()[0])
+
+
+def _statement_kind(sql: str) -> str:
+    """A writer statement's kind and table, e.g. ``copy stage:cards``."""
+    words = sql.split()
+    verb = words[0].lower()
+    if verb == "copy":
+        table = words[1].removeprefix("pg_temp.")
+        if table.startswith("countersign_stage_"):
+            return "copy stage:" + table.removeprefix("countersign_stage_")
+        return "copy table:" + table
+    if verb == "create":
+        return "create stage:" + words[6].removeprefix("countersign_stage_")
+    if verb == "insert":
+        source = "staged" if "FROM pg_temp." in sql else "arrays"
+        return f"upsert {source}:{words[2]}"
+    if verb == "delete":
+        return "delete:" + words[2]
+    if verb == "select" and "FOR UPDATE" in sql:
+        return "lock position"
+    if verb == "update":
+        return "save position"
+    return verb
+
+
+def measure_server(pg_server: str, dbname: str, folder: str, events: int) -> dict[str, Any]:
+    """The captured replay (``capture``) through ``writer.serve`` in this process: the CPU
+    time of the server process serving it over the measured batches, by statement kind and
+    table (microseconds an event, and round trips), and this process's own."""
+    import psycopg
+    from countersign.infrastructure.persistence.sql import Cursor
+    from countersign.infrastructure.projection_engine.writer import _read, serve
+
+    backend: list[int] = []
+    spent: dict[str, list[int]] = {}
+
+    def backend_pid() -> int:
+        if not backend:
+            with psycopg.connect(f"{pg_server}/postgres", autocommit=True) as admin:
+                pids = admin.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", (dbname,)
+                ).fetchall()
+            if len(pids) != 1:
+                raise SystemExit(f"expected the replay's one connection to {dbname}: {pids}")
+            backend.append(pids[0][0])
+        return backend[0]
+
+    def timed(method: Any) -> Any:
+        def wrapper(self: Cursor, sql: str, *args: Any) -> Any:
+            pid = backend_pid()
+            before = _on_cpu_ns(pid)
+            result = method(self, sql, *args)
+            kind = spent.setdefault(_statement_kind(sql), [0, 0])
+            kind[0] += _on_cpu_ns(pid) - before
+            kind[1] += 1
+            return result
+
+        return wrapper
+
+    originals = {name: getattr(Cursor, name) for name in ("execute", "execute_native", "copy_in")}
+    for name, method in originals.items():
+        setattr(Cursor, name, timed(method))
+    try:
+        serve(io.BytesIO(Path(folder, "warm.bin").read_bytes()), io.BytesIO())
+        backend.clear()
+        spent.clear()
+        measured = Path(folder, "measured.bin").read_bytes()
+        replies = io.BytesIO()
+        mine, server = os.times(), [0]
+
+        # The server's clock is read at the first statement (its connection is new) and at
+        # the end, before the connection closes: ``serve`` closes it as it returns.
+        from countersign.infrastructure.persistence.sql import SqlDatabase
+
+        close = SqlDatabase.close
+
+        def close_reading(self: SqlDatabase) -> None:
+            if backend:
+                server[0] = _on_cpu_ns(backend[0])
+            close(self)
+
+        SqlDatabase.close = close_reading  # type: ignore[method-assign]
+        first: list[int] = []
+        execute = Cursor.execute
+
+        def execute_first(self: Cursor, sql: str, *args: Any) -> Any:
+            if not first:
+                first.append(_on_cpu_ns(backend_pid()))
+            return execute(self, sql, *args)
+
+        Cursor.execute = execute_first  # type: ignore[method-assign]
+        try:
+            serve(io.BytesIO(measured), replies)
+        finally:
+            SqlDatabase.close = close  # type: ignore[method-assign]
+        after = os.times()
+    finally:
+        for name, method in originals.items():
+            setattr(Cursor, name, method)
+    replies.seek(0)
+    said = []
+    while True:
+        try:
+            said.append(_read(replies)[0])
+        except EOFError:
+            break
+    if set(said) != {"ok"}:
+        raise SystemExit(f"the writer did not commit every batch: {said}")
+    total = server[0] - first[0]
+    statements = sum(ns for ns, _ in spent.values())
+    kinds = {
+        kind: {"us_per_event": round(ns / events / 1e3, 2), "round_trips": calls}
+        for kind, (ns, calls) in sorted(spent.items(), key=lambda item: -item[1][0])
+    }
+    return {
+        "events": events,
+        "batches": len(said),
+        "server_us": round(total / events / 1e3, 2),
+        "server_commits_and_rest_us": round((total - statements) / events / 1e3, 2),
+        "replay_cpu_us": round(
+            (after.user + after.system - mine.user - mine.system) / events * 1e6, 2
+        ),
+        "statements": kinds,
+    }
+
+
 def measure_cpu(url: str) -> dict[str, Any]:
     """A real ``rebuild_together`` of all seven: its writer process's user and system CPU time
     and peak RSS, read from ``/proc`` once its last batch has committed, before it is told to
@@ -249,7 +385,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument(
-        "--measure", choices=["instructions", "cpu", "syscalls"], default="instructions"
+        "--measure", choices=["instructions", "cpu", "syscalls", "server"], default="instructions"
     )
     parser.add_argument("--lifecycles", type=int, default=4000)
     parser.add_argument("--warm", type=int, default=3, help="batches replayed uncounted first")
@@ -282,6 +418,13 @@ def main() -> None:
             print(json.dumps(result))
             return
         events = capture(url, folder, args.warm)
+        if args.measure == "server":
+            if scratch is None:
+                raise SystemExit("--measure server is for --backend postgres")
+            result = {"backend": args.backend, "events": events["measured"]}
+            result |= {**measure_server(args.postgres_url, scratch, folder, events["measured"])}
+            print(json.dumps(result | {"rows": digest(url)}))
+            return
         if args.measure == "syscalls":
             result = {"backend": args.backend, "events": events["measured"]}
             result |= {**measure_syscalls(folder), "rows": digest(url)}
