@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 for _path in (ROOT, ROOT / "scripts"):
@@ -126,8 +126,8 @@ def _drop(pg_server: str, name: str | None) -> None:
 
 def capture(url: str, folder: str, warm: int) -> dict[str, int]:
     """Empty the projections' tables as a rebuild does and write the messages its writer
-    would be sent: ``warm.bin`` (set-up and the first ``warm`` batches) and ``measured.bin``
-    (set-up and the rest). Returns the events in each."""
+    would be sent: ``warm.bin`` (set-up and the first ``warm`` batches), ``measured.bin``
+    (set-up and the rest) and ``all.bin`` (set-up and every batch). Returns the events in each."""
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.projection_engine.key_filter import KeyFilter
     from countersign.infrastructure.projection_engine.together import _prepare_together
@@ -144,7 +144,7 @@ def capture(url: str, folder: str, warm: int) -> dict[str, int]:
         first.dialect,
         {r.name: tuple(r.projection.tables) for r in runners},
     )
-    streams = {"warm": io.BytesIO(), "measured": io.BytesIO()}
+    streams = {"warm": io.BytesIO(), "measured": io.BytesIO(), "all": io.BytesIO()}
     events = {"warm": 0, "measured": 0}
     for stream in streams.values():
         _write(stream, setup)
@@ -156,6 +156,7 @@ def capture(url: str, folder: str, warm: int) -> dict[str, int]:
         packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
         part = "warm" if batches < warm else "measured"
         _write(streams[part], ("batch", position, last, packed))
+        _write(streams["all"], ("batch", position, last, packed))
         events[part] += len(batch)
         overlays = [runner_rows.written for runner_rows in rows]
         position, batches = last, batches + 1
@@ -285,14 +286,16 @@ class _Backend:
         return _on_cpu_ns(self.pid)
 
 
-def measure_server(pg_server: str, dbname: str, folder: str, events: int) -> dict[str, Any]:
+def measure_server(
+    pg_server: str, dbname: str, folder: str, events: int, warm_batches: int
+) -> dict[str, Any]:
     """The captured replay (``capture``) through ``writer.serve`` in this process: the CPU
     time of the server process serving it over the measured batches, by statement kind and
     table (microseconds an event, and round trips), and this process's own."""
     from unittest import mock
 
     from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
-    from countersign.infrastructure.projection_engine.writer import serve
+    from countersign.infrastructure.projection_engine import writer
 
     backend = _Backend(pg_server, dbname)
     spent: dict[str, list[int]] = {}  # statement kind: server ns, round trips
@@ -316,15 +319,30 @@ def measure_server(pg_server: str, dbname: str, folder: str, events: int) -> dic
             clock.append(backend.on_cpu_ns())
         close(self)
 
-    serve(io.BytesIO(Path(folder, "warm.bin").read_bytes()), io.BytesIO())
+    # One replay, as one writer process serves a rebuild (it keeps what it learns from batch
+    # to batch): the warm-up batches, then the measured ones, counted from the first
+    # statement after the warm-up's last answer.
+    stream = Path(folder, "all.bin").read_bytes()
     replies = io.BytesIO()
+    answered = [0]
+
+    def answer(stream: IO[bytes], message: Any, write: Any = writer._write) -> None:
+        write(stream, message)
+        answered[0] += 1
+        if answered[0] == warm_batches:
+            spent.clear()
+            clock.clear()
+            times.append(os.times())
+
+    times: list[Any] = []
     with contextlib.ExitStack() as patches:
         for name in ("execute", "execute_native", "copy_in"):
             patches.enter_context(mock.patch.object(Cursor, name, timed(getattr(Cursor, name))))
         patches.enter_context(mock.patch.object(SqlDatabase, "close", close_reading))
-        mine = os.times()
-        serve(io.BytesIO(Path(folder, "measured.bin").read_bytes()), replies)
+        patches.enter_context(mock.patch.object(writer, "_write", answer))
+        writer.serve(io.BytesIO(stream), replies)
         after = os.times()
+    mine = times[0]
     said = _replies(replies)
     if set(said) != {"ok"}:
         raise SystemExit(f"the writer did not commit every batch: {said}")
@@ -332,7 +350,7 @@ def measure_server(pg_server: str, dbname: str, folder: str, events: int) -> dic
     statements = sum(ns for ns, _ in spent.values())
     return {
         "events": events,
-        "batches": len(said),
+        "batches": len(said) - warm_batches,
         "server_us": round(total / events / 1e3, 2),
         "server_commits_and_rest_us": round((total - statements) / events / 1e3, 2),
         "replay_cpu_us": round(
@@ -494,7 +512,9 @@ def main() -> None:
             if scratch is None:
                 raise SystemExit("--measure server is for --backend postgres")
             result = {"backend": args.backend, "events": events["measured"]}
-            result |= {**measure_server(args.postgres_url, scratch, folder, events["measured"])}
+            result |= {
+                **measure_server(args.postgres_url, scratch, folder, events["measured"], args.warm)
+            }
             print(json.dumps(result | {"rows": digest(url)}))
             return
         if args.measure == "syscalls":
