@@ -275,8 +275,10 @@ class _Codec:
             )
             self.copy = f"COPY pg_temp.{stage} ({columns}) FROM STDIN (FORMAT BINARY)"
             self.upsert_staged = _upsert_sql(spec, f"SELECT {columns} FROM pg_temp.{stage}")
+            #: Rows known to be new (``rows.WrittenKeys``): straight into the table.
+            self.copy_into_table = f"COPY {spec.name} ({columns}) FROM STDIN (FORMAT BINARY)"
             if spec.append_only:  # nothing to merge: straight into the table
-                self.copy = f"COPY {spec.name} ({columns}) FROM STDIN (FORMAT BINARY)"
+                self.copy = self.copy_into_table
             self.delete = (
                 f"DELETE FROM {spec.name} AS t USING "
                 + _unnest([_PG_TYPES[t] for t in self.key_types])

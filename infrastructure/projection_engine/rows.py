@@ -8,7 +8,7 @@ this, the SQL helper and the projections' table declarations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -88,6 +88,9 @@ class SqlRows:
         self._slots = {name: (self.codecs[name], self._written[name]) for name in self.tables}
         #: What the projection gathers over this batch (``Rows.batch``).
         self.batch: dict[Any, Any] = {}
+        #: PostgreSQL: the keys this caller's earlier batches wrote (``WrittenKeys``), if it
+        #: keeps them: rows of other keys go straight into their table (``of_packed``).
+        self.written_keys: WrittenKeys | None = None
 
     def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         """The row as it stands in the database (before this batch), read at most once."""
@@ -222,11 +225,19 @@ class SqlRows:
 
     @classmethod
     def of_packed(
-        cls, cursor: Cursor, tables: Iterable[Table], dialect: str, packed: Packed
+        cls,
+        cursor: Cursor,
+        tables: Iterable[Table],
+        dialect: str,
+        packed: Packed,
+        written_keys: WrittenKeys | None = None,
     ) -> SqlRows:
-        """Rows to flush that another process prepared (``packed`` of its ``SqlRows``)."""
+        """Rows to flush that another process prepared (``packed`` of its ``SqlRows``).
+
+        ``written_keys``: see ``WrittenKeys``; the flush adds the keys it puts."""
         rows = cls(cursor, tables, dialect)
         rows._packed = packed
+        rows.written_keys = written_keys
         return rows
 
     def flush(
@@ -253,15 +264,32 @@ class SqlRows:
                 if codec.postgres and len(puts) >= _COPY_ROWS and codec.append_only:
                     cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
                 elif codec.postgres and len(puts) >= _COPY_ROWS:
-                    cursor.execute(codec.create_stage)
-                    cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
-                    cursor.execute(codec.upsert_staged)
+                    self._upsert_postgres(cursor, name, codec, puts)
                 elif codec.postgres:
                     cursor.execute_native(codec.upsert, codec.rows_to_db(puts))
                 else:
                     self._upsert_sqlite(cursor, codec, codec.flat_params(puts, made))
             written += len(puts) + len(deleted)
         return written
+
+    def _upsert_postgres(
+        self, cursor: Cursor, name: str, codec: _Codec, puts: list[tuple[Any, ...]]
+    ) -> None:
+        """PostgreSQL, many rows of a table rows are updated in: COPY into its staging table
+        and one upsert from it; with ``written_keys``, the rows of keys never written go
+        straight into the table by COPY, only the others through the staging table."""
+        known = self.written_keys
+        if known is not None:
+            fresh, puts = known.split(name, codec.key_of_values, puts)
+            if fresh:
+                cursor.copy_in(codec.copy_into_table, codec.copy_types, codec.rows_to_copy(fresh))
+            if len(puts) < _COPY_ROWS:
+                if puts:
+                    cursor.execute_native(codec.upsert, codec.rows_to_db(puts))
+                return
+        cursor.execute(codec.create_stage)
+        cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
+        cursor.execute(codec.upsert_staged)
 
     @staticmethod
     def _delete_sqlite(cursor: Cursor, codec: _Codec, keys: list[Any]) -> None:
@@ -292,6 +320,48 @@ class SqlRows:
     def decode(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
         codec = self.codecs.get(spec.name) or _codec(spec, self.dialect)
         return codec.row_from_db(row)
+
+
+class WrittenKeys:
+    """Per table, the keys a writer has put since it started on emptied tables (a rebuild's
+    writer process, ``writer.serve``), in a fixed-size Bloom filter per table as
+    ``KeyFilter``'s: "never put" is always right, "put" sometimes wrong.
+
+    A row whose key was never put is new: PostgreSQL takes it by COPY straight into its table,
+    where the staging table and the upsert from it cost the server twice the work (replay of
+    a rebuild's batches, ``scripts/writer_instructions.py --measure server``). If the tables
+    were not empty after all, such a COPY fails on the row already there, and nothing of the
+    batch is kept: the writer then forgets the filter and writes the batch again without it.
+    """
+
+    def __init__(self) -> None:
+        self._bits: dict[str, bytearray] = {}
+
+    def split(
+        self,
+        table: str,
+        key_of: Callable[[tuple[Any, ...]], tuple[Any, ...]],
+        puts: list[tuple[Any, ...]],
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The rows of keys never put (remembered from now on), and the others."""
+        bits = self._bits.get(table)
+        if bits is None:
+            bits = self._bits[table] = bytearray(1 << (_KEY_BITS - 3))
+        fresh, others = [], []
+        for values in puts:
+            h = hash(key_of(values))
+            first, second = h & _KEY_MASK, (h >> _KEY_BITS) & _KEY_MASK
+            if bits[first >> 3] & (1 << (first & 7)) and bits[second >> 3] & (1 << (second & 7)):
+                others.append(values)
+            else:
+                fresh.append(values)
+                bits[first >> 3] |= 1 << (first & 7)
+                bits[second >> 3] |= 1 << (second & 7)
+        return fresh, others
+
+
+_KEY_BITS = 22  # 2**22 bits, 512 KB, per table: as ``key_filter._BITS``
+_KEY_MASK = (1 << _KEY_BITS) - 1
 
 
 def _not_the_columns(table: str, codec: _Codec) -> ValueError:

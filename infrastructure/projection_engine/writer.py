@@ -44,6 +44,7 @@ from countersign.infrastructure.projection_engine.rows import (
     ProjectionRaceError,
     ProjectionStoppedError,
     SqlRows,
+    WrittenKeys,
     commit_batch,
 )
 from countersign.infrastructure.settings import Database
@@ -234,6 +235,9 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             cursor.execute(_SESSION_POSTGRES if sql.is_postgres else _SESSION_SQLITE)
     except Exception:  # only speed is at stake: the first batch reports what is wrong
         log.exception("projection writer: could not tune its connection")
+    # Keys it has put: rows of others are new, COPYed straight into their tables
+    # (``rows.WrittenKeys``). Forgotten for good if a table held a row it did not put.
+    written_keys = WrittenKeys() if sql.is_postgres else None
     try:
         while True:
             try:
@@ -242,35 +246,52 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
                 return  # the runner is gone: nothing is in flight
             if message is None:
                 return
-            _, position, last, batches = message
-            try:
-                with sql.transaction() as cursor:
-                    commit_batch(
-                        cursor,
-                        [
-                            (name, SqlRows.of_packed(cursor, tables[name], dialect, packed))
-                            for name, packed in batches
-                        ],
-                        position,
-                        last,
-                        postgres=sql.is_postgres,
-                    )
-                reply: tuple[str, ...] = ("ok",)
-            except ProjectionRaceError as raced:
-                reply = ("raced", str(raced))
-            except ProjectionStoppedError as stopped:
-                reply = ("stopped", str(stopped))
-            except Exception as error:
-                log.exception("projection writer: the batch ending at %s failed", last)
-                reply = (
-                    "failed",
-                    f"the projection writer could not commit the batch that ends at "
-                    f"notification {last} ({type(error).__name__}); nothing of it was "
-                    "applied. Fix the cause and run the rebuild again.",
-                )
+            reply = _commit(sql, dialect, tables, message, written_keys)
+            if reply[0] == "stopped" and written_keys is not None:
+                written_keys = None  # perhaps a "new" row was there already: once more, as ever
+                reply = _commit(sql, dialect, tables, message, None)
             _write(replies, reply)
     finally:
         sql.close()
+
+
+def _commit(
+    sql: SqlDatabase,
+    dialect: str,
+    tables: Mapping[str, Sequence[Table]],
+    message: tuple[str, int, int, list[tuple[str, Packed]]],
+    written_keys: WrittenKeys | None,
+) -> tuple[str, ...]:
+    """Commit one batch (``commit_batch``); the answer for the runner."""
+    _, position, last, batches = message
+    try:
+        with sql.transaction() as cursor:
+            commit_batch(
+                cursor,
+                [
+                    (
+                        name,
+                        SqlRows.of_packed(cursor, tables[name], dialect, packed, written_keys),
+                    )
+                    for name, packed in batches
+                ],
+                position,
+                last,
+                postgres=sql.is_postgres,
+            )
+        return ("ok",)
+    except ProjectionRaceError as raced:
+        return ("raced", str(raced))
+    except ProjectionStoppedError as stopped:
+        return ("stopped", str(stopped))
+    except Exception as error:
+        log.exception("projection writer: the batch ending at %s failed", last)
+        return (
+            "failed",
+            f"the projection writer could not commit the batch that ends at "
+            f"notification {last} ({type(error).__name__}); nothing of it was "
+            "applied. Fix the cause and run the rebuild again.",
+        )
 
 
 if __name__ == "__main__":  # the process's own entry point is ``writer_main``
