@@ -37,10 +37,11 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
+    Handler,
     RefusedError,
     UsageError,
 )
-from countersign.infrastructure.entrypoints.cli.parser import Handler, build_parser
+from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.persistence.sql import postgres_unreachable
 from countersign.infrastructure.settings import NoDatabaseError, SettingsError, plugin_names

@@ -1,7 +1,11 @@
-"""What every command shares: its result, its usage errors, reading times, catching up."""
+"""What every command shares: its handler's name, its result, its usage errors, reading times,
+catching up."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +17,20 @@ if TYPE_CHECKING:
 Result = tuple[Any, str]
 #: The document of a command that printed its own output (it streamed it).
 ALREADY_PRINTED = object()
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A command's handler: ``name`` in ``cli/<module>.py``, imported when the command runs."""
+
+    module: str
+    name: str
+
+    def __call__(self, cs: Countersign | None, args: argparse.Namespace) -> Result:
+        found = importlib.import_module(f"{__package__}.{self.module}")
+        handler = getattr(found, self.name)
+        result: Result = handler(cs, args)
+        return result
 
 
 class UsageError(Exception):

@@ -8,36 +8,22 @@ only what that command needs (the client's budget is 60 MB; scripts/bench_memory
 from __future__ import annotations
 
 import argparse
-import importlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any
 
 from countersign.domain.contracts import REGISTRY
-from countersign.infrastructure.entrypoints.cli.common import Result
+from countersign.infrastructure.entrypoints.cli.common import Handler
+from countersign.infrastructure.entrypoints.cli.grammar_services import (
+    add_notification_commands,
+    add_service_commands,
+    add_sweepers_option,
+)
 from countersign.infrastructure.entrypoints.cli.members import permission_list
 from countersign.infrastructure.entrypoints.cli.policies import (
     approvals_count,
     cents,
     true_or_false,
 )
-
-if TYPE_CHECKING:
-    from countersign.infrastructure.bootstrap import Countersign
-
-
-@dataclass(frozen=True)
-class Handler:
-    """A command's handler: ``name`` in ``cli/<module>.py``, imported when the command runs."""
-
-    module: str
-    name: str
-
-    def __call__(self, cs: Countersign | None, args: argparse.Namespace) -> Result:
-        found = importlib.import_module(f"{__package__}.{self.module}")
-        handler = getattr(found, self.name)
-        result: Result = handler(cs, args)
-        return result
 
 
 class _Version(argparse.Action):
@@ -57,16 +43,6 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-class _ProjectionNames:
-    """The projections' names, in a command's help: the projections are imported when the
-    help is shown, not to build the grammar."""
-
-    def __str__(self) -> str:
-        from countersign.projections import PROJECTIONS
-
-        return ", ".join(PROJECTIONS)
-
-
 class _Sections:
     """The sections with an assistant, as ``--section``'s choices: the section registry (and
     its assistants' schemas) is imported when a command reads them, not to build the grammar
@@ -81,24 +57,6 @@ class _Sections:
         from countersign.application.assistant.sections import ASSISTANTS
 
         return iter(list(ASSISTANTS))
-
-
-def worker_count(value: str) -> int:
-    """A number of server processes: 1 to 64."""
-    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= 64:
-        raise argparse.ArgumentTypeError(f"a number of processes from 1 to 64, not {value!r}")
-    return int(value)
-
-
-def positive_seconds(value: str) -> float:
-    """A pause between passes: a positive number of seconds."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"a positive number of seconds, not {value!r}")
-    return seconds
 
 
 def installed_version() -> str:
@@ -225,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     permissions.add_argument("--language", default="en", choices=["en", "fr"])
 
-    _add_notifications(sub, add)
+    add_notification_commands(sub, add)
 
     orders = sub.add_parser("orders", help="order investigations and manual refunds")
     orders_sub = orders.add_subparsers(dest="orders_command", required=True, metavar="COMMAND")
@@ -360,128 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     handback.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     handback.add_argument("--language", default="en", choices=["en", "fr"])
 
-    projections = sub.add_parser("projections", help="run, rebuild and inspect read models")
-    projections_sub = projections.add_subparsers(
-        dest="projections_command", required=True, metavar="COMMAND"
-    )
-    for name, handler, help_text in (
-        (
-            "run",
-            Handler("projections", "cmd_projections_run"),
-            "follow the log (stops cleanly on SIGTERM or Ctrl-C)",
-        ),
-        (
-            "rebuild",
-            Handler("projections", "cmd_projections_rebuild"),
-            "drop and rebuild from the whole log",
-        ),
-        (
-            "status",
-            Handler("projections", "cmd_projections_status"),
-            "position and lag of each projection",
-        ),
-    ):
-        command = add(name, handler, help_text, projections_sub)
-        names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
-        names.known = _ProjectionNames()  # what its help's %(known)s shows
-        command.add_argument("--batch-size", type=int, default=1000, help=argparse.SUPPRESS)
-
-    audit = sub.add_parser("audit", help="export and verify the audit trail")
-    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
-    export = add(
-        "export", Handler("projections", "cmd_audit_export"), "stream the audit trail", audit_sub
-    )
-    export.add_argument("--org")
-    export.add_argument("--since", metavar="TIME")
-    export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
-    add(
-        "verify",
-        Handler("projections", "cmd_audit_verify"),
-        "prove no proposal event was altered or removed",
-        audit_sub,
-    )
-
-    users = sub.add_parser("users", help="people's sign-in credentials")
-    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
-    set_password = add(
-        "set-password",
-        Handler("admin", "cmd_users_set_password"),
-        "set a person's password (read from stdin or a prompt) and end their browser sessions",
-        users_sub,
-    )
-    set_password.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-
-    serve = add("serve", Handler("admin", "cmd_serve"), "serve the HTTP API (FastAPI over uvicorn)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument(
-        "--workers",
-        type=worker_count,
-        default=1,
-        metavar="N",
-        help="server processes sharing the port (default 1); the projection runner runs as "
-        "its own service",
-    )
-    _add_sweepers_option(serve)
-
-    worker = add(
-        "worker",
-        Handler("worker", "cmd_worker"),
-        "run the sweepers (reconcile, expire, notify) on a schedule until SIGTERM or Ctrl-C",
-    )
-    worker.add_argument(
-        "--interval",
-        type=positive_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="pause between passes",
-    )
-    worker.add_argument("--once", action="store_true", help="one pass of each sweeper, then stop")
-    worker.add_argument("--metrics-port", type=int, metavar="PORT", help="serve its metrics")
-    worker.add_argument("--metrics-host", default="127.0.0.1")
-
-    mcp = add(
-        "mcp",
-        Handler("admin", "cmd_mcp"),
-        "serve the propose-only MCP server (stdio, or --http with tokens)",
-    )
-    mcp.add_argument("--org", help="stdio: the club the member acts in")
-    mcp.add_argument("--as", dest="actor", metavar="EMAIL", help="stdio: the member")
-    mcp.add_argument("--http", action="store_true", help="streamable HTTP, API tokens as bearer")
-    mcp.add_argument("--host", default="127.0.0.1")
-    mcp.add_argument("--port", type=int, default=8001)
-    mcp.add_argument("--language", default="en", choices=["en", "fr"])
-
-    tokens = sub.add_parser("tokens", help="API tokens for application services")
-    tokens_sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
-    issue = add(
-        "issue", Handler("admin", "cmd_tokens_issue"), "issue a token (shown once)", tokens_sub
-    )
-    issue.add_argument("--org", required=True)
-    issue.add_argument(
-        "--as", dest="actor", required=True, metavar="EMAIL", help="the member the service acts as"
-    )
-    issue.add_argument("--name", required=True)
-    issue.add_argument(
-        "--permissions",
-        required=True,
-        help="comma-separated, e.g. orders.refund,email_broadcasts.prepare",
-    )
-    issue.add_argument(
-        "--approver",
-        action="store_true",
-        help="an approver token, for a service that acts for this person after they decided in"
-        " its own interface (it may approve, decline and edit; MCP refuses it). Without it: an"
-        " agent token, which reads and proposes and never decides",
-    )
-    revoke = add(
-        "revoke", Handler("admin", "cmd_tokens_revoke"), "revoke a token at once", tokens_sub
-    )
-    revoke.add_argument("token_id")
-    listing = add(
-        "list", Handler("admin", "cmd_tokens_list"), "tokens of an organization", tokens_sub
-    )
-    listing.add_argument("--org", required=True)
+    add_service_commands(sub, add)
 
     demo = add("demo", None, "the guided story, on a fresh SQLite file unless --database is given")
     demo.add_argument(
@@ -491,74 +328,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
-    _add_sweepers_option(demo)
+    add_sweepers_option(demo)
     demo.set_defaults(workers=1)
     return parser
-
-
-def _add_sweepers_option(command: argparse.ArgumentParser) -> None:
-    """``--sweepers``/``--no-sweepers`` of the commands that serve the pages."""
-    command.add_argument(
-        "--sweepers",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run the sweepers (reconcile, expire, notify) in this process, once however many "
-        "workers; default: on for SQLite, off for PostgreSQL, where countersign worker runs them",
-    )
-
-
-def _add_notifications(sub: Any, add: Callable[..., Any]) -> None:
-    """``webhooks ...`` and ``notify run``."""
-    webhooks = sub.add_parser("webhooks", help="where a club's notifications are POSTed")
-    webhooks_sub = webhooks.add_subparsers(
-        dest="webhooks_command", required=True, metavar="COMMAND"
-    )
-    added = add(
-        "add",
-        Handler("notify", "cmd_webhooks_add"),
-        "register an endpoint (prints its secret once)",
-        webhooks_sub,
-    )
-    added.add_argument("--org", required=True)
-    added.add_argument("--url", required=True, help="https://... (or http://)")
-    listing = add(
-        "list", Handler("notify", "cmd_webhooks_list"), "a club's endpoints", webhooks_sub
-    )
-    listing.add_argument("--org", required=True)
-    removed = add(
-        "remove",
-        Handler("notify", "cmd_webhooks_remove"),
-        "stop posting to an endpoint",
-        webhooks_sub,
-    )
-    removed.add_argument("endpoint_id")
-    removed.add_argument("--org", required=True)
-    deliveries = add(
-        "deliveries",
-        Handler("notify", "cmd_webhooks_deliveries"),
-        "a club's deliveries, newest first, each attempt with its result and next try",
-        webhooks_sub,
-    )
-    deliveries.add_argument("--org", required=True)
-    deliveries.add_argument("--dead", action="store_true", help="only the dead letters")
-    deliveries.add_argument("--limit", type=int, default=50)
-    redeliver = add(
-        "redeliver",
-        Handler("notify", "cmd_webhooks_redeliver"),
-        "put dead letters back in line",
-        webhooks_sub,
-    )
-    redeliver.add_argument("delivery_id", nargs="?")
-    redeliver.add_argument("--org", required=True)
-    redeliver.add_argument("--all", action="store_true", help="every dead letter of the club")
-
-    notify = sub.add_parser("notify", help="deliver the notifications (webhooks and e-mail)")
-    notify_sub = notify.add_subparsers(dest="notify_command", required=True, metavar="COMMAND")
-    run = add(
-        "run",
-        Handler("notify", "cmd_notify_run"),
-        "deliver the outbox, pass after pass (stops cleanly on SIGTERM or Ctrl-C)",
-        notify_sub,
-    )
-    run.add_argument("--once", action="store_true", help="one pass, then exit")
-    run.add_argument("--interval", type=positive_seconds, default=5.0, metavar="SECONDS")
