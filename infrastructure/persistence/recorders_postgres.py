@@ -271,6 +271,24 @@ def _writers_key(schema: str, table: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def _table_change_once(unchanged: str, change: str, errors: str) -> SQL:
+    """A DO block that, if the catalog says ``unchanged``, runs ``ALTER TABLE {schema}.{table}
+    change``, waiting at most a second for the table's lock (queued behind a long holder, it
+    would hold up every later statement on the table): a later start makes it then. The
+    ``errors`` named (a server or a role that cannot make it) are passed over: only speed and
+    size are at stake."""
+    return SQL(
+        "DO $BODY$ DECLARE waits text := current_setting('lock_timeout'); BEGIN "
+        f"IF {unchanged} THEN "
+        "PERFORM set_config('lock_timeout', '1s', true); "
+        f"ALTER TABLE {{schema}}.{{table}} {change}; "
+        "PERFORM set_config('lock_timeout', waits, true); "
+        "END IF; "
+        f"EXCEPTION WHEN {errors} THEN NULL; "
+        "END $BODY$"
+    )
+
+
 class CountersignPostgresRecorder(PostgresApplicationRecorder):
     """The library's recorder, inserting through its own insert function."""
 
@@ -374,20 +392,15 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # (built without it, or older than 14), or a role that may write the table but does
         # not own it, keeps pglz: only speed is at stake.
         self.sql_create_statements.append(
-            SQL(
-                "DO $BODY$ DECLARE waits text := current_setting('lock_timeout'); BEGIN "
-                "IF (SELECT a.attcompression FROM pg_attribute AS a "
+            _table_change_once(
+                "(SELECT a.attcompression FROM pg_attribute AS a "
                 "JOIN pg_class AS c ON c.oid = a.attrelid "
                 "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = {schema_name} AND c.relname = {table_name} "
-                "AND a.attname = 'state') IS DISTINCT FROM 'l' THEN "
-                "PERFORM set_config('lock_timeout', '1s', true); "
-                "ALTER TABLE {schema}.{table} ALTER COLUMN state SET COMPRESSION lz4; "
-                "PERFORM set_config('lock_timeout', waits, true); "
-                "END IF; "
-                "EXCEPTION WHEN feature_not_supported OR undefined_column OR syntax_error "
-                "OR lock_not_available OR insufficient_privilege THEN NULL; "
-                "END $BODY$"
+                "AND a.attname = 'state') IS DISTINCT FROM 'l'",
+                "ALTER COLUMN state SET COMPRESSION lz4",
+                "feature_not_supported OR undefined_column OR syntax_error "
+                "OR lock_not_available OR insufficient_privilege",
             ).format(
                 schema=schema,
                 table=table,
@@ -405,26 +418,19 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # a role that does not own the table, or a server whose pages are too small for this
         # target, keeps PostgreSQL's default: only speed and size are at stake.
         self.sql_create_statements.append(
-            SQL(
-                "DO $BODY$ DECLARE waits text := current_setting('lock_timeout'); BEGIN "
-                "IF NOT EXISTS (SELECT FROM pg_class AS c "
+            _table_change_once(
+                "NOT EXISTS (SELECT FROM pg_class AS c "
                 "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = {schema_name} AND c.relname = {table_name} "
-                "AND {option} = ANY(c.reloptions)) THEN "
-                "PERFORM set_config('lock_timeout', '1s', true); "
-                "ALTER TABLE {schema}.{table} SET ({setting}); "
-                "PERFORM set_config('lock_timeout', waits, true); "
-                "END IF; "
-                "EXCEPTION WHEN invalid_parameter_value OR lock_not_available "
-                "OR insufficient_privilege THEN NULL; "
-                "END $BODY$"
+                "AND {option} = ANY(c.reloptions))",
+                f"SET (toast_tuple_target = {TOAST_TARGET})",
+                "invalid_parameter_value OR lock_not_available OR insufficient_privilege",
             ).format(
                 schema=schema,
                 table=table,
                 schema_name=Literal(self.datastore.schema),
                 table_name=Literal(self.events_table_name),
                 option=Literal(f"toast_tuple_target={TOAST_TARGET}"),
-                setting=SQL(f"toast_tuple_target = {TOAST_TARGET}"),
             )
         )
         # The two statements every commit and every log read run, rendered to bytes once:
