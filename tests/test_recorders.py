@@ -424,7 +424,7 @@ def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
     table = recorder.events_table_name
     function = f"{table}_insert"
     old, new = uuid4(), uuid4()
-    big = b'{"text":"' + b"abcdefghij" * 400 + b'"}'  # over 2 kB: compressed
+    big = b'{"text":"' + b"abcdefghij" * 600 + b'"}'  # over TOAST_TARGET: compressed
     with recorder.datastore.get_connection() as conn:
         # The earlier function: its read-set check without the bound on the version.
         (definition,) = (
