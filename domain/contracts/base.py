@@ -79,18 +79,36 @@ class ContractRequest(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        # Printable text has no control character (``check_text``): most fields end here.
+        if type(value) is str and value.isprintable():
+            return value
         _check_nested(value, multiline=info.field_name in cls.multiline_fields)
         return value
 
 
 def _check_nested(value: Any, *, multiline: bool) -> None:
+    """Every text in ``value`` through ``check_text``, printable text without a call of its
+    own (a request's validation calls this for every field that is not printable text)."""
     if isinstance(value, str):
-        check_text(value, multiline=multiline)
+        if not value.isprintable():
+            check_text(value, multiline=multiline)
     elif isinstance(value, list):
         for item in value:
-            _check_nested(item, multiline=False)
+            if type(item) is not str or not item.isprintable():
+                _check_nested(item, multiline=False)
     elif isinstance(value, BaseModel):
-        for _, item in value:
+        _check_model(value)
+
+
+def _check_model(value: BaseModel) -> None:
+    """A nested model's fields and extra fields, as its ``__iter__`` yields them, read without
+    that generator."""
+    for key, item in value.__dict__.items():
+        if not key.startswith("_"):
+            _check_nested(item, multiline=False)
+    extra = value.__pydantic_extra__
+    if extra:
+        for item in extra.values():
             _check_nested(item, multiline=False)
 
 
