@@ -63,11 +63,12 @@ class Attention(Projection):
         organization_id = id_text(event.organization_id)
         interaction_id = str(event.interaction_id)
         proposal_id = aggregate_id(event)
+        batch = self._batch(rows)
         earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
-            item = rows.get(ITEMS, (earlier["proposal_id"],))
+            item = batch.item(earlier["proposal_id"])
             if item is not None:
-                self._set(rows, item, item["status"], followed_up=True)
+                _set(item, item["status"], True)
         rows.put(
             THREADS,
             {
@@ -76,18 +77,15 @@ class Attention(Projection):
                 "proposal_id": proposal_id,
             },
         )
-        rows.put(
-            ITEMS,
-            {
-                "proposal_id": proposal_id,
-                "organization_id": organization_id,
-                "section": event.section,
-                "status": "pending",
-                "followed_up": False,
-                "open": False,
-                "since": event_time(event),
-            },
-        )
+        batch.items[proposal_id] = {
+            "proposal_id": proposal_id,
+            "organization_id": organization_id,
+            "section": event.section,
+            "status": "pending",
+            "followed_up": False,
+            "open": False,
+            "since": event_time(event),
+        }
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
@@ -103,9 +101,9 @@ class Attention(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        item = rows.get(ITEMS, (aggregate_id(event),))
+        item = self._batch(rows).item(aggregate_id(event))
         if item is not None and item["status"] != "declined":  # a decline's outcome
-            self._set(rows, item, "revision_required", since=event_time(event))
+            _set(item, "revision_required", None, event_time(event))
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
@@ -124,24 +122,64 @@ class Attention(Projection):
         self._status(event, rows, "superseded")
 
     def _status(self, event: Any, rows: Rows, status: str) -> None:
-        item = rows.get(ITEMS, (aggregate_id(event),))
+        item = self._batch(rows).item(aggregate_id(event))
         if item is not None:
-            self._set(rows, item, status, since=event_time(event))
+            _set(item, status, None, event_time(event))
 
-    @staticmethod
-    def _set(
-        rows: Rows, item: Any, status: str, *, followed_up: bool | None = None, **at: Any
-    ) -> None:
-        if followed_up is None:
-            followed_up = bool(item["followed_up"])
-        needs_attention = status == "reconciling" or (
-            status in _FOLLOWED_UP_BY_A_NEW_PROPOSAL and not followed_up
-        )
-        rows.update(
-            ITEMS,
-            (item["proposal_id"],),
-            status=status,
-            followed_up=followed_up,
-            open=needs_attention,
-            **at,
-        )
+    def _batch(self, rows: Rows) -> _Batch:
+        """The items this batch of ``rows`` has read and changed (in ``rows.batch``)."""
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
+        return batch
+
+    def end_batch(self, rows: Rows) -> None:
+        """The items the batch changed are put, each once, in the order it first had them."""
+        batch = rows.batch.pop(self, None)
+        if batch is not None:
+            put = rows.put
+            for item in batch.items.values():
+                if item is not None:  # every item the batch read it changed
+                    put(ITEMS, item)
+
+
+def _set(item: dict[str, Any], status: str, followed_up: bool | None, since: Any = None) -> None:
+    """The item's new status and whether it needs attention now; ``followed_up``: None
+    leaves it as it was; ``since``: None leaves it as it was."""
+    if followed_up is None:
+        followed_up = bool(item["followed_up"])
+    item["status"] = status
+    item["followed_up"] = followed_up
+    item["open"] = status == "reconciling" or (
+        status in _FOLLOWED_UP_BY_A_NEW_PROPOSAL and not followed_up
+    )
+    if since is not None:
+        item["since"] = since
+
+
+class _Batch:
+    """The ``attention_items`` rows one batch of ``rows`` has put or read (by proposal id;
+    None: no such row), changed in place and put once, at the batch's end, in the order it
+    first had them (``Attention.end_batch``), as ``browser_view``'s cards: an item changes
+    at its proposal's claim and outcome, and a ``rows.get`` and a ``rows.update`` with
+    keywords each time cost more than the change. A row read from an earlier batch is a
+    copy: the stored one is read-only."""
+
+    __slots__ = ("items", "rows")
+
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
+        self.items: dict[str, dict[str, Any] | None] = {}
+
+    def item(self, proposal_id: str) -> dict[str, Any] | None:
+        """The proposal's item as this batch has it, read first if an earlier batch wrote
+        it; None if there is none."""
+        found: dict[str, Any] | None = self.items.get(proposal_id, _UNREAD)
+        if found is _UNREAD:
+            stored = self.rows.get(ITEMS, (proposal_id,))
+            found = self.items[proposal_id] = None if stored is None else dict(stored)
+        return found
+
+
+_UNREAD: Any = object()
