@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
+from uuid import UUID
 
 ColumnType = str  # "text" | "int" | "bool" | "time" | "json"
 
@@ -221,7 +222,14 @@ def id_text(uuid: Any) -> str:
     found = _ID_TEXTS.get(id(uuid))
     if found is not None and found[0] is uuid:
         return found[1]
-    text = str(uuid)
+    if type(uuid) is UUID:
+        # ``UUID.__str__`` written out, its groups joined by an f-string instead of a second
+        # %-format of a tuple of them: the same text in about half the time (every new
+        # proposal's id and resource's id is made text once).
+        digits = "%032x" % uuid.int  # noqa: UP031 - as UUID.__str__ makes them
+        text = f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    else:
+        text = str(uuid)
     if len(_ID_TEXTS) >= _ID_TEXTS_MAX:
         _ID_TEXTS.clear()
     _ID_TEXTS[id(uuid)] = (uuid, text)

@@ -28,6 +28,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    values_putter,
 )
 from countersign.projections.messages import outcome_texts
 
@@ -142,7 +143,7 @@ class Handback(Projection):
         if proposal["approvals"] >= proposal["approvals_required"]:
             return
         texts = awaiting_approvals_messages(proposal["approvals"], proposal["approvals_required"])
-        _say(rows, proposal, position, event, "awaiting_approvals", texts)
+        _say(batch, proposal, position, event, "awaiting_approvals", texts)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
@@ -169,7 +170,7 @@ class Handback(Projection):
             how = _HOW.get(event.reason or "") or _how_before_reasons(proposal, replacing)
             kind, preview = replacing["operation"], replacing["preview"]
         _say(
-            rows,
+            batch,
             proposal,
             position,
             event,
@@ -186,7 +187,7 @@ class Handback(Projection):
         if proposal is not None:
             proposal["executed"] = True
             batch.changed[key] = proposal
-            _tell_outcome(rows, proposal, position, event)
+            _tell_outcome(batch, proposal, position, event)
 
     @handles(
         "Proposal.Reconciling",
@@ -194,24 +195,27 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = self._batch(rows).proposal(aggregate_id(event))
+        batch = self._batch(rows)
+        proposal = batch.proposal(aggregate_id(event))
         if proposal is not None:
-            _tell_outcome(rows, proposal, position, event)
+            _tell_outcome(batch, proposal, position, event)
 
 
 class _Batch:
     """What one batch of ``rows`` has read of ``handback_proposals`` (by proposal id; None:
     no such row) and changed (put at the batch's end, ``Handback.end_batch``, in the order
-    it first changed them).
+    it first changed them), and how it puts rows as values (``values_putter``: asked once a
+    batch, not once a row).
 
     Why: a ``rows.get`` and a ``rows.update`` an approval, and an update a success (each a
     Python call that checks its columns and hands out a read-only view), cost more than
     the batch's own dict; rows read are copies, changed in place until they are put."""
 
-    __slots__ = ("changed", "proposals", "rows")
+    __slots__ = ("changed", "proposals", "put_values", "rows")
 
     def __init__(self, rows: Rows) -> None:
         self.rows = rows
+        self.put_values = values_putter(rows, Handback.tables)
         self.proposals: dict[str, dict[str, Any] | None] = {}
         self.changed: dict[str, dict[str, Any]] = {}
 
@@ -233,15 +237,15 @@ class _Batch:
 _UNREAD: Any = object()
 
 
-def _tell_outcome(rows: Rows, proposal: Mapping[str, Any], position: int, event: Any) -> None:
+def _tell_outcome(batch: _Batch, proposal: Mapping[str, Any], position: int, event: Any) -> None:
     """The outcome's message; a revision required also leaves its revision context."""
     outcome = event.outcome
     operation = proposal["operation"]
     texts = outcome_texts(operation, proposal["preview"], outcome)
-    _say(rows, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
+    _say(batch, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
     if outcome["kind"] == "revision_required":
         reason = RevisionReason.model_validate(outcome["reason"])
-        rows.put(
+        batch.rows.put(
             CONTEXT,
             {
                 "interaction_id": proposal["interaction_id"],
@@ -272,7 +276,7 @@ def _how_before_reasons(proposal: Mapping[str, Any], replacing: Mapping[str, Any
 
 
 def _say(
-    rows: Rows,
+    batch: _Batch,
     proposal: Mapping[str, Any],
     position: int,
     event: Any,
@@ -280,21 +284,22 @@ def _say(
     texts: tuple[str, ...],
     outcome_kind: str | None = None,
 ) -> None:
-    """One app-authored message, in English and French, in the proposal's conversation."""
+    """One app-authored message, in English and French, in the proposal's conversation:
+    put as its values in column order (``put_values``: a message is never read back here)."""
     text_en, text_fr = texts
-    rows.put(
+    batch.put_values(
         MESSAGES,
-        {
-            "interaction_id": proposal["interaction_id"],
-            "position": position,
-            "proposal_id": proposal["proposal_id"],
-            "organization_id": proposal["organization_id"],
-            "kind": kind,
-            "outcome_kind": outcome_kind,
-            "text_en": text_en,
-            "text_fr": text_fr,
-            "created_at": event_time(event),
-        },
+        (
+            proposal["interaction_id"],
+            position,
+            proposal["proposal_id"],
+            proposal["organization_id"],
+            kind,
+            outcome_kind,
+            text_en,
+            text_fr,
+            event_time(event),  # created_at
+        ),
     )
 
 
