@@ -18,6 +18,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    uuid_text,
     values_putter,
 )
 
@@ -142,7 +143,7 @@ class Analytics(Projection):
             "approvals_lapsed": 0,
             "approvals_required": approvals_required(policy),
             "policy_applied": policy_applied(policy),
-            "revision_of": None if revision_of is None else str(revision_of),
+            "revision_of": None if revision_of is None else uuid_text(revision_of),
             "superseded_by": None,
             "superseded_at": None,
             "superseded_reason": None,
@@ -203,7 +204,7 @@ class Analytics(Projection):
             rows,
             "superseded",
             "superseded",
-            superseded_by=str(event.by),
+            superseded_by=uuid_text(event.by),
             superseded_at=event_time(event),
             superseded_reason=event.reason,  # None: recorded before reasons were
         )

@@ -222,18 +222,22 @@ def id_text(uuid: Any) -> str:
     found = _ID_TEXTS.get(id(uuid))
     if found is not None and found[0] is uuid:
         return found[1]
-    if type(uuid) is UUID:
-        # ``UUID.__str__`` written out, its groups joined by an f-string instead of a second
-        # %-format of a tuple of them: the same text in about half the time (every new
-        # proposal's id and resource's id is made text once).
-        digits = "%032x" % uuid.int  # noqa: UP031 - as UUID.__str__ makes them
-        text = f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
-    else:
-        text = str(uuid)
+    text = uuid_text(uuid)
     if len(_ID_TEXTS) >= _ID_TEXTS_MAX:
         _ID_TEXTS.clear()
     _ID_TEXTS[id(uuid)] = (uuid, text)
     return text
+
+
+def uuid_text(uuid: Any) -> str:
+    """``str(uuid)`` (and so ``f"{uuid}"``), not remembered: for an id seen once, such as a
+    claim's attempt. A ``UUID``'s text is made as ``UUID.__str__`` makes it, but with its
+    groups joined by an f-string instead of a second %-format of a tuple of them: the same
+    text in about half the time. Anything else, a subclass included, is its own ``str``."""
+    if type(uuid) is not UUID:
+        return str(uuid)
+    digits = "%032x" % uuid.int  # noqa: UP031 - as UUID.__str__ makes them
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def event_time(event: Any) -> datetime:

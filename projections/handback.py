@@ -28,6 +28,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    uuid_text,
     values_putter,
 )
 from countersign.projections.messages import outcome_texts
@@ -121,7 +122,7 @@ class Handback(Projection):
             "organization_id": id_text(event.organization_id),
             "operation": event.kind,
             "preview": event.preview,
-            "revision_of": None if revision_of is None else str(revision_of),
+            "revision_of": None if revision_of is None else uuid_text(revision_of),
             "approvals": 0,
             "approvals_required": approvals_required(getattr(event, "policy", None)),
             "executed": False,
@@ -162,7 +163,7 @@ class Handback(Projection):
         proposal = batch.proposal(aggregate_id(event))
         if proposal is None:
             return
-        by = str(event.by)
+        by = uuid_text(event.by)
         replacing = batch.proposal(by)
         if replacing is None:  # not in this log: it can only be named by its id
             how, kind, preview = "newer", proposal["operation"], {}

@@ -82,6 +82,7 @@ def test_an_ids_text_is_strs(uuid: UUID) -> None:
     base._ID_TEXTS.clear()
     assert base.id_text(uuid) == str(uuid)
     assert base.id_text(uuid) == str(uuid)  # remembered
+    assert base.uuid_text(uuid) == str(uuid) == f"{uuid}"
 
 
 def test_the_text_of_another_kind_of_id_is_its_own_str() -> None:
@@ -91,6 +92,8 @@ def test_the_text_of_another_kind_of_id_is_its_own_str() -> None:
 
     base._ID_TEXTS.clear()
     assert base.id_text(Shown(int=5)) == "shown"
+    assert base.uuid_text(Shown(int=5)) == "shown"
+    assert base.uuid_text("an id stored as text") == "an id stored as text"
 
 
 def test_a_notification_id_is_the_uuid5_of_the_proposal_and_version() -> None:
