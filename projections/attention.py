@@ -15,6 +15,7 @@ from typing import Any
 
 from countersign.projections.base import (
     Column,
+    KeptRows,
     Projection,
     Rows,
     Table,
@@ -63,12 +64,13 @@ class Attention(Projection):
         organization_id = id_text(event.organization_id)
         interaction_id = str(event.interaction_id)
         proposal_id = aggregate_id(event)
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
             item = batch.item(earlier["proposal_id"])
             if item is not None:
                 _set(item, item["status"], True)
+                batch.changed[earlier["proposal_id"]] = item
         rows.put(
             THREADS,
             {
@@ -77,7 +79,7 @@ class Attention(Projection):
                 "proposal_id": proposal_id,
             },
         )
-        batch.items[proposal_id] = {
+        batch.kept[proposal_id] = batch.changed[proposal_id] = {
             "proposal_id": proposal_id,
             "organization_id": organization_id,
             "section": event.section,
@@ -101,9 +103,11 @@ class Attention(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        item = self._batch(rows).item(aggregate_id(event))
+        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        item = batch.item(key)
         if item is not None and item["status"] != "declined":  # a decline's outcome
             _set(item, "revision_required", None, event_time(event))
+            batch.changed[key] = item
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
@@ -122,26 +126,15 @@ class Attention(Projection):
         self._status(event, rows, "superseded")
 
     def _status(self, event: Any, rows: Rows, status: str) -> None:
-        item = self._batch(rows).item(aggregate_id(event))
+        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        item = batch.item(key)
         if item is not None:
             _set(item, status, None, event_time(event))
-
-    def _batch(self, rows: Rows) -> _Batch:
-        """The items this batch of ``rows`` has read and changed (in ``rows.batch``)."""
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
-        return batch
+            batch.changed[key] = item
 
     def end_batch(self, rows: Rows) -> None:
         """The items the batch changed are put, each once, in the order it first had them."""
-        batch = rows.batch.pop(self, None)
-        if batch is not None:
-            put = rows.put
-            for item in batch.items.values():
-                if item is not None:  # every item the batch read it changed
-                    put(ITEMS, item)
+        _Batch.end(self, rows)
 
 
 def _set(item: dict[str, Any], status: str, followed_up: bool | None, since: Any = None) -> None:
@@ -158,28 +151,10 @@ def _set(item: dict[str, Any], status: str, followed_up: bool | None, since: Any
         item["since"] = since
 
 
-class _Batch:
-    """The ``attention_items`` rows one batch of ``rows`` has put or read (by proposal id;
-    None: no such row), changed in place and put once, at the batch's end, in the order it
-    first had them (``Attention.end_batch``), as ``browser_view``'s cards: an item changes
-    at its proposal's claim and outcome, and a ``rows.get`` and a ``rows.update`` with
-    keywords each time cost more than the change. A row read from an earlier batch is a
-    copy: the stored one is read-only."""
+class _Batch(KeptRows):
+    """The ``attention_items`` rows one batch has put or read (``KeptRows``): an item
+    changes at its proposal's claim and outcome."""
 
-    __slots__ = ("items", "rows")
-
-    def __init__(self, rows: Rows) -> None:
-        self.rows = rows
-        self.items: dict[str, dict[str, Any] | None] = {}
-
-    def item(self, proposal_id: str) -> dict[str, Any] | None:
-        """The proposal's item as this batch has it, read first if an earlier batch wrote
-        it; None if there is none."""
-        found: dict[str, Any] | None = self.items.get(proposal_id, _UNREAD)
-        if found is _UNREAD:
-            stored = self.rows.get(ITEMS, (proposal_id,))
-            found = self.items[proposal_id] = None if stored is None else dict(stored)
-        return found
-
-
-_UNREAD: Any = object()
+    __slots__ = ()
+    table = ITEMS
+    item = KeptRows.row

@@ -20,6 +20,7 @@ from countersign.domain.messages import (
 from countersign.domain.outcomes import RevisionReason
 from countersign.projections.base import (
     Column,
+    KeptRows,
     Projection,
     Rows,
     Table,
@@ -95,28 +96,17 @@ class Handback(Projection):
         ),
     )
 
-    def _batch(self, rows: Rows) -> _Batch:
-        """What this batch of ``rows`` has read and changed of ``handback_proposals`` (in
-        ``rows.batch``), as ``browser_view``'s cards."""
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
-        return batch
-
     def end_batch(self, rows: Rows) -> None:
         """The proposals the batch changed are put, each once, in the order it first
         changed them."""
-        batch = rows.batch.pop(self, None)
-        if batch is not None:
-            batch.put_all()
+        _Batch.end(self, rows)
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         revision_of = getattr(event, "revision_of", None)
         key = aggregate_id(event)
-        batch = self._batch(rows)
-        batch.proposals[key] = batch.changed[key] = {
+        batch = _Batch.of(self, rows)
+        batch.kept[key] = batch.changed[key] = {
             "proposal_id": key,
             "interaction_id": event.interaction_id,
             "organization_id": id_text(event.organization_id),
@@ -134,7 +124,7 @@ class Handback(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         key = aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is None:
@@ -150,7 +140,7 @@ class Handback(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         key = aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is not None:
@@ -159,7 +149,7 @@ class Handback(Projection):
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         proposal = batch.proposal(aggregate_id(event))
         if proposal is None:
             return
@@ -182,7 +172,7 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         key = aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is not None:
@@ -196,46 +186,24 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         proposal = batch.proposal(aggregate_id(event))
         if proposal is not None:
             _tell_outcome(batch, proposal, position, event)
 
 
-class _Batch:
-    """What one batch of ``rows`` has read of ``handback_proposals`` (by proposal id; None:
-    no such row) and changed (put at the batch's end, ``Handback.end_batch``, in the order
-    it first changed them), and how it puts rows as values (``values_putter``: asked once a
-    batch, not once a row).
+class _Batch(KeptRows):
+    """What one batch of ``rows`` has read and changed of ``handback_proposals``
+    (``KeptRows``: an approval, a success change one), and how it puts rows as values
+    (``values_putter``: asked once a batch, not once a row)."""
 
-    Why: a ``rows.get`` and a ``rows.update`` an approval, and an update a success (each a
-    Python call that checks its columns and hands out a read-only view), cost more than
-    the batch's own dict; rows read are copies, changed in place until they are put."""
-
-    __slots__ = ("changed", "proposals", "put_values", "rows")
+    __slots__ = ("put_values",)
+    table = PROPOSALS
+    proposal = KeptRows.row
 
     def __init__(self, rows: Rows) -> None:
-        self.rows = rows
+        super().__init__(rows)
         self.put_values = values_putter(rows, Handback.tables)
-        self.proposals: dict[str, dict[str, Any] | None] = {}
-        self.changed: dict[str, dict[str, Any]] = {}
-
-    def proposal(self, key: str) -> dict[str, Any] | None:
-        """The proposal's row as this batch has it, read first if an earlier batch wrote
-        it; None if there is none."""
-        found: dict[str, Any] | None = self.proposals.get(key, _UNREAD)
-        if found is _UNREAD:
-            stored = self.rows.get(PROPOSALS, (key,))
-            found = self.proposals[key] = None if stored is None else dict(stored)
-        return found
-
-    def put_all(self) -> None:
-        put = self.rows.put
-        for proposal in self.changed.values():
-            put(PROPOSALS, proposal)
-
-
-_UNREAD: Any = object()
 
 
 def _tell_outcome(batch: _Batch, proposal: Mapping[str, Any], position: int, event: Any) -> None:

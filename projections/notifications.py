@@ -20,6 +20,7 @@ from uuid import UUID
 from countersign.domain.notifications import AWAITING_APPROVAL, FAILED, NEEDS_RECONCILIATION
 from countersign.projections.base import (
     Column,
+    KeptRows,
     Projection,
     Rows,
     Table,
@@ -121,13 +122,13 @@ class Notifications(Projection):
             "requester": event.requested_by,
             "approvers": [],
         }
-        batch = self._batch(rows)
-        batch.proposals[key] = batch.changed[key] = proposal  # put at the batch's end
+        batch = _Batch.of(self, rows)
+        batch.kept[key] = batch.changed[key] = proposal  # put at the batch's end
         self._notify(event, position, rows, proposal, AWAITING_APPROVAL)
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        batch, key = self._batch(rows), aggregate_id(event)
+        batch, key = _Batch.of(self, rows), aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is not None and event.approved_by not in proposal["approvers"]:
             # A new list, never changed in place: a row read from an earlier batch shares
@@ -139,7 +140,7 @@ class Notifications(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An approval the quorum recheck no longer counts: its approver is not told about
         the outcome as one of its approvers (unless they approve again)."""
-        batch, key = self._batch(rows), aggregate_id(event)
+        batch, key = _Batch.of(self, rows), aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is not None and event.approved_by in proposal["approvers"]:
             proposal["approvers"] = [a for a in proposal["approvers"] if a != event.approved_by]
@@ -147,32 +148,20 @@ class Notifications(Projection):
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = self._batch(rows).proposal(aggregate_id(event))
+        proposal = _Batch.of(self, rows).proposal(aggregate_id(event))
         if proposal is not None:
             self._notify(event, position, rows, proposal, NEEDS_RECONCILIATION)
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = self._batch(rows).proposal(aggregate_id(event))
+        proposal = _Batch.of(self, rows).proposal(aggregate_id(event))
         if proposal is not None:
             self._notify(event, position, rows, proposal, FAILED)
-
-    def _batch(self, rows: Rows) -> _Batch:
-        """The proposals this batch of ``rows`` has put or read (in ``rows.batch``)."""
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
-        return batch
 
     def end_batch(self, rows: Rows) -> None:
         """The proposals the batch put or changed are put, each once, in the order it first
         had them."""
-        batch = rows.batch.pop(self, None)
-        if batch is not None:
-            put = rows.put
-            for proposal in batch.changed.values():
-                put(PROPOSALS, proposal)
+        _Batch.end(self, rows)
 
     @handles("Organization.WebhookEndpointAdded")
     def endpoint_added(self, event: Any, position: int, rows: Rows) -> None:
@@ -214,28 +203,10 @@ class Notifications(Projection):
         )
 
 
-class _Batch:
-    """The ``notification_proposals`` rows one batch of ``rows`` has put or read (by proposal
-    id; None: no such row) and those it put or changed (put once, at the batch's end, in the
-    order it first changed them: ``Notifications.end_batch``), as ``handback``'s proposals:
-    a ``rows.get`` an event and a ``rows.update`` an approval cost more than the change. A
-    row read from an earlier batch is a copy: the stored one is read-only."""
+class _Batch(KeptRows):
+    """The ``notification_proposals`` rows one batch has put or read (``KeptRows``): an
+    approval changes one, an outcome reads it."""
 
-    __slots__ = ("changed", "proposals", "rows")
-
-    def __init__(self, rows: Rows) -> None:
-        self.rows = rows
-        self.proposals: dict[str, dict[str, Any] | None] = {}
-        self.changed: dict[str, dict[str, Any]] = {}
-
-    def proposal(self, key: str) -> dict[str, Any] | None:
-        """The proposal's row as this batch has it, read first if an earlier batch wrote
-        it; None if there is none."""
-        found: dict[str, Any] | None = self.proposals.get(key, _UNREAD)
-        if found is _UNREAD:
-            stored = self.rows.get(PROPOSALS, (key,))
-            found = self.proposals[key] = None if stored is None else dict(stored)
-        return found
-
-
-_UNREAD: Any = object()
+    __slots__ = ()
+    table = PROPOSALS
+    proposal = KeptRows.row
