@@ -15,6 +15,7 @@ from typing import Any
 
 from countersign.projections.base import (
     Column,
+    KeptRows,
     Projection,
     Rows,
     Table,
@@ -63,11 +64,13 @@ class Attention(Projection):
         organization_id = id_text(event.organization_id)
         interaction_id = str(event.interaction_id)
         proposal_id = aggregate_id(event)
+        batch = _Batch.of(self, rows)
         earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
-            item = rows.get(ITEMS, (earlier["proposal_id"],))
+            item = batch.item(earlier["proposal_id"])
             if item is not None:
-                self._set(rows, item, item["status"], followed_up=True)
+                _set(item, item["status"], True)
+                batch.changed[earlier["proposal_id"]] = item
         rows.put(
             THREADS,
             {
@@ -76,18 +79,15 @@ class Attention(Projection):
                 "proposal_id": proposal_id,
             },
         )
-        rows.put(
-            ITEMS,
-            {
-                "proposal_id": proposal_id,
-                "organization_id": organization_id,
-                "section": event.section,
-                "status": "pending",
-                "followed_up": False,
-                "open": False,
-                "since": event_time(event),
-            },
-        )
+        batch.kept[proposal_id] = batch.changed[proposal_id] = {
+            "proposal_id": proposal_id,
+            "organization_id": organization_id,
+            "section": event.section,
+            "status": "pending",
+            "followed_up": False,
+            "open": False,
+            "since": event_time(event),
+        }
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
@@ -103,9 +103,11 @@ class Attention(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        item = rows.get(ITEMS, (aggregate_id(event),))
+        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        item = batch.item(key)
         if item is not None and item["status"] != "declined":  # a decline's outcome
-            self._set(rows, item, "revision_required", since=event_time(event))
+            _set(item, "revision_required", None, event_time(event))
+            batch.changed[key] = item
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
@@ -124,24 +126,35 @@ class Attention(Projection):
         self._status(event, rows, "superseded")
 
     def _status(self, event: Any, rows: Rows, status: str) -> None:
-        item = rows.get(ITEMS, (aggregate_id(event),))
+        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        item = batch.item(key)
         if item is not None:
-            self._set(rows, item, status, since=event_time(event))
+            _set(item, status, None, event_time(event))
+            batch.changed[key] = item
 
-    @staticmethod
-    def _set(
-        rows: Rows, item: Any, status: str, *, followed_up: bool | None = None, **at: Any
-    ) -> None:
-        if followed_up is None:
-            followed_up = bool(item["followed_up"])
-        needs_attention = status == "reconciling" or (
-            status in _FOLLOWED_UP_BY_A_NEW_PROPOSAL and not followed_up
-        )
-        rows.update(
-            ITEMS,
-            (item["proposal_id"],),
-            status=status,
-            followed_up=followed_up,
-            open=needs_attention,
-            **at,
-        )
+    def end_batch(self, rows: Rows) -> None:
+        """The items the batch changed are put, each once, in the order it first had them."""
+        _Batch.end(self, rows)
+
+
+def _set(item: dict[str, Any], status: str, followed_up: bool | None, since: Any = None) -> None:
+    """The item's new status and whether it needs attention now; ``followed_up``: None
+    leaves it as it was; ``since``: None leaves it as it was."""
+    if followed_up is None:
+        followed_up = bool(item["followed_up"])
+    item["status"] = status
+    item["followed_up"] = followed_up
+    item["open"] = status == "reconciling" or (
+        status in _FOLLOWED_UP_BY_A_NEW_PROPOSAL and not followed_up
+    )
+    if since is not None:
+        item["since"] = since
+
+
+class _Batch(KeptRows):
+    """The ``attention_items`` rows one batch has put or read (``KeptRows``): an item
+    changes at its proposal's claim and outcome."""
+
+    __slots__ = ()
+    table = ITEMS
+    item = KeptRows.row

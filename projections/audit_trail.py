@@ -30,6 +30,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    uuid_text,
     values_putter,
 )
 
@@ -208,12 +209,13 @@ class AuditTrail(Projection):
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
         why = _SUPERSEDED_BECAUSE.get(event.reason or "")  # None before reasons were
-        summary = f"superseded by {event.by}" + (f" ({why})" if why else "")
+        summary = f"superseded by {uuid_text(event.by)}" + (f" ({why})" if why else "")
         self._record(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, SYSTEM, f"claimed for execution ({event.attempt_id})")
+        summary = f"claimed for execution ({uuid_text(event.attempt_id)})"
+        self._record(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Revalidated")
     def revalidated(self, event: Any, position: int, rows: Rows) -> None:

@@ -23,6 +23,7 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    uuid_text,
 )
 from countersign.projections.messages import outcome_texts
 
@@ -134,7 +135,7 @@ class BrowserView(Projection):
         card["version"] = event.originator_version
         card["approvals"] = []
         card["approvals_required"] = approvals_required(policy)
-        card["revision_of"] = None if revision_of is None else str(revision_of)
+        card["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         card["policy"] = policy
         card["approval_credentials"] = []
         card["no_longer_counting"] = []
@@ -186,7 +187,7 @@ class BrowserView(Projection):
         if card is None:
             return
         card["status"] = "superseded"
-        card["superseded_by"] = str(event.by)
+        card["superseded_by"] = uuid_text(event.by)
         card["superseded_reason"] = event.reason  # None: recorded before reasons were
         card["updated_at"] = event_time(event)
         card["version"] = event.originator_version

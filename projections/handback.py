@@ -20,6 +20,7 @@ from countersign.domain.messages import (
 from countersign.domain.outcomes import RevisionReason
 from countersign.projections.base import (
     Column,
+    KeptRows,
     Projection,
     Rows,
     Table,
@@ -28,6 +29,8 @@ from countersign.projections.base import (
     event_time,
     handles,
     id_text,
+    uuid_text,
+    values_putter,
 )
 from countersign.projections.messages import outcome_texts
 
@@ -93,34 +96,23 @@ class Handback(Projection):
         ),
     )
 
-    def _batch(self, rows: Rows) -> _Batch:
-        """What this batch of ``rows`` has read and changed of ``handback_proposals`` (in
-        ``rows.batch``), as ``browser_view``'s cards."""
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
-        return batch
-
     def end_batch(self, rows: Rows) -> None:
         """The proposals the batch changed are put, each once, in the order it first
         changed them."""
-        batch = rows.batch.pop(self, None)
-        if batch is not None:
-            batch.put_all()
+        _Batch.end(self, rows)
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         revision_of = getattr(event, "revision_of", None)
         key = aggregate_id(event)
-        batch = self._batch(rows)
-        batch.proposals[key] = batch.changed[key] = {
+        batch = _Batch.of(self, rows)
+        batch.kept[key] = batch.changed[key] = {
             "proposal_id": key,
             "interaction_id": event.interaction_id,
             "organization_id": id_text(event.organization_id),
             "operation": event.kind,
             "preview": event.preview,
-            "revision_of": None if revision_of is None else str(revision_of),
+            "revision_of": None if revision_of is None else uuid_text(revision_of),
             "approvals": 0,
             "approvals_required": approvals_required(getattr(event, "policy", None)),
             "executed": False,
@@ -132,7 +124,7 @@ class Handback(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         key = aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is None:
@@ -142,13 +134,13 @@ class Handback(Projection):
         if proposal["approvals"] >= proposal["approvals_required"]:
             return
         texts = awaiting_approvals_messages(proposal["approvals"], proposal["approvals_required"])
-        _say(rows, proposal, position, event, "awaiting_approvals", texts)
+        _say(batch, proposal, position, event, "awaiting_approvals", texts)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         key = aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is not None:
@@ -157,11 +149,11 @@ class Handback(Projection):
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         proposal = batch.proposal(aggregate_id(event))
         if proposal is None:
             return
-        by = str(event.by)
+        by = uuid_text(event.by)
         replacing = batch.proposal(by)
         if replacing is None:  # not in this log: it can only be named by its id
             how, kind, preview = "newer", proposal["operation"], {}
@@ -169,7 +161,7 @@ class Handback(Projection):
             how = _HOW.get(event.reason or "") or _how_before_reasons(proposal, replacing)
             kind, preview = replacing["operation"], replacing["preview"]
         _say(
-            rows,
+            batch,
             proposal,
             position,
             event,
@@ -180,13 +172,13 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        batch = self._batch(rows)
+        batch = _Batch.of(self, rows)
         key = aggregate_id(event)
         proposal = batch.proposal(key)
         if proposal is not None:
             proposal["executed"] = True
             batch.changed[key] = proposal
-            _tell_outcome(rows, proposal, position, event)
+            _tell_outcome(batch, proposal, position, event)
 
     @handles(
         "Proposal.Reconciling",
@@ -194,54 +186,35 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = self._batch(rows).proposal(aggregate_id(event))
+        batch = _Batch.of(self, rows)
+        proposal = batch.proposal(aggregate_id(event))
         if proposal is not None:
-            _tell_outcome(rows, proposal, position, event)
+            _tell_outcome(batch, proposal, position, event)
 
 
-class _Batch:
-    """What one batch of ``rows`` has read of ``handback_proposals`` (by proposal id; None:
-    no such row) and changed (put at the batch's end, ``Handback.end_batch``, in the order
-    it first changed them).
+class _Batch(KeptRows):
+    """What one batch of ``rows`` has read and changed of ``handback_proposals``
+    (``KeptRows``: an approval, a success change one), and how it puts rows as values
+    (``values_putter``: asked once a batch, not once a row)."""
 
-    Why: a ``rows.get`` and a ``rows.update`` an approval, and an update a success (each a
-    Python call that checks its columns and hands out a read-only view), cost more than
-    the batch's own dict; rows read are copies, changed in place until they are put."""
-
-    __slots__ = ("changed", "proposals", "rows")
+    __slots__ = ("put_values",)
+    table = PROPOSALS
+    proposal = KeptRows.row
 
     def __init__(self, rows: Rows) -> None:
-        self.rows = rows
-        self.proposals: dict[str, dict[str, Any] | None] = {}
-        self.changed: dict[str, dict[str, Any]] = {}
-
-    def proposal(self, key: str) -> dict[str, Any] | None:
-        """The proposal's row as this batch has it, read first if an earlier batch wrote
-        it; None if there is none."""
-        found: dict[str, Any] | None = self.proposals.get(key, _UNREAD)
-        if found is _UNREAD:
-            stored = self.rows.get(PROPOSALS, (key,))
-            found = self.proposals[key] = None if stored is None else dict(stored)
-        return found
-
-    def put_all(self) -> None:
-        put = self.rows.put
-        for proposal in self.changed.values():
-            put(PROPOSALS, proposal)
+        super().__init__(rows)
+        self.put_values = values_putter(rows, Handback.tables)
 
 
-_UNREAD: Any = object()
-
-
-def _tell_outcome(rows: Rows, proposal: Mapping[str, Any], position: int, event: Any) -> None:
+def _tell_outcome(batch: _Batch, proposal: Mapping[str, Any], position: int, event: Any) -> None:
     """The outcome's message; a revision required also leaves its revision context."""
     outcome = event.outcome
     operation = proposal["operation"]
     texts = outcome_texts(operation, proposal["preview"], outcome)
-    _say(rows, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
+    _say(batch, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
     if outcome["kind"] == "revision_required":
         reason = RevisionReason.model_validate(outcome["reason"])
-        rows.put(
+        batch.rows.put(
             CONTEXT,
             {
                 "interaction_id": proposal["interaction_id"],
@@ -272,7 +245,7 @@ def _how_before_reasons(proposal: Mapping[str, Any], replacing: Mapping[str, Any
 
 
 def _say(
-    rows: Rows,
+    batch: _Batch,
     proposal: Mapping[str, Any],
     position: int,
     event: Any,
@@ -280,21 +253,22 @@ def _say(
     texts: tuple[str, ...],
     outcome_kind: str | None = None,
 ) -> None:
-    """One app-authored message, in English and French, in the proposal's conversation."""
+    """One app-authored message, in English and French, in the proposal's conversation:
+    put as its values in column order (``put_values``: a message is never read back here)."""
     text_en, text_fr = texts
-    rows.put(
+    batch.put_values(
         MESSAGES,
-        {
-            "interaction_id": proposal["interaction_id"],
-            "position": position,
-            "proposal_id": proposal["proposal_id"],
-            "organization_id": proposal["organization_id"],
-            "kind": kind,
-            "outcome_kind": outcome_kind,
-            "text_en": text_en,
-            "text_fr": text_fr,
-            "created_at": event_time(event),
-        },
+        (
+            proposal["interaction_id"],
+            position,
+            proposal["proposal_id"],
+            proposal["organization_id"],
+            kind,
+            outcome_kind,
+            text_en,
+            text_fr,
+            event_time(event),  # created_at
+        ),
     )
 
 
