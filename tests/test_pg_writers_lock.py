@@ -42,9 +42,10 @@ def pg_cs(postgres_url: str, clock: Any) -> Iterator[Countersign]:
 def _in_flight(
     holder: psycopg.Connection[Any], cs: Countersign, stored: Sequence[Any]
 ) -> list[int]:
-    """Another process's commit through the insert function, its transaction left open."""
-    rows = holder.execute(
-        f"SELECT * FROM {events_table(cs)}_insert("
+    """Another process's commit through the insert function, its transaction left open; the
+    notification ids of its rows (the function returns the last)."""
+    row = holder.execute(
+        f"SELECT {events_table(cs)}_commit("
         "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])",
         (
             [e.originator_id for e in stored],
@@ -54,8 +55,10 @@ def _in_flight(
             [],
             [],
         ),
-    ).fetchall()
-    return [row[0] for row in rows]
+    ).fetchone()
+    assert row is not None
+    last = int(row[0])
+    return list(range(last - len(stored) + 1, last + 1))
 
 
 def _wait_for_a_lock_wait(url: str) -> None:
