@@ -318,6 +318,11 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # by entry down to its first one (a broadcast form with thousands of versions: a few
         # hundred tests a check, six checks a cycle: 18,000 server instructions a cycle of
         # about 840,000, callgrind; more as a page fills with one aggregate's entries).
+        # The latest is asked for as the first of them in descending order (ORDER BY ...
+        # DESC LIMIT 1), the plan max() is rewritten to, without max()'s Result node and
+        # init plan around it: the same backward walk and answer (none: NULL, as max() of
+        # no rows), 17,810 server instructions a cycle fewer (663,458 -> 645,648). The
+        # plan stays the cached generic one (no planning a call seen in the profile).
         self.sql_create_statements.append(
             SQL(
                 "CREATE OR REPLACE FUNCTION {schema}.{function}("
@@ -381,9 +386,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 stale_reads=SQL(
                     "(SELECT unnest(check_ids) AS id, unnest(check_versions) AS version) AS c "
                     "WHERE c.version IS DISTINCT FROM ("
-                    "SELECT max(e.originator_version) FROM {schema}.{table} AS e "
+                    "SELECT e.originator_version FROM {schema}.{table} AS e "
                     "WHERE e.originator_id = c.id "
-                    "AND e.originator_version >= coalesce(c.version, {lowest}))"
+                    "AND e.originator_version >= coalesce(c.version, {lowest}) "
+                    "ORDER BY e.originator_version DESC LIMIT 1)"
                 ).format(schema=schema, table=table, lowest=SQL(str(-(2**63)))),
                 sqlstate=SQL(STALE_READ_SQLSTATE),
                 channel=Identifier(self.channel_name),
