@@ -403,7 +403,7 @@ def _sql_kind(text: str) -> str:
     verb = words[0].upper() if words else "?"
     if "es_insert_events" in text:
         return "INSERT events (library db function)"
-    if "_events_insert" in text:
+    if "_events_commit" in text or "_events_insert" in text:
         return "commit events (countersign's insert function: lock, read-set check, insert)"
     if "sandbox_" in text:
         return f"{verb} sandbox"

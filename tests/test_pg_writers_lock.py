@@ -42,9 +42,10 @@ def pg_cs(postgres_url: str, clock: Any) -> Iterator[Countersign]:
 def _in_flight(
     holder: psycopg.Connection[Any], cs: Countersign, stored: Sequence[Any]
 ) -> list[int]:
-    """Another process's commit through the insert function, its transaction left open."""
-    rows = holder.execute(
-        f"SELECT * FROM {events_table(cs)}_insert("
+    """Another process's commit through the insert function, its transaction left open; the
+    notification ids of its rows (the function returns the last)."""
+    row = holder.execute(
+        f"SELECT {events_table(cs)}_commit("
         "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])",
         (
             [e.originator_id for e in stored],
@@ -54,8 +55,10 @@ def _in_flight(
             [],
             [],
         ),
-    ).fetchall()
-    return [row[0] for row in rows]
+    ).fetchone()
+    assert row is not None
+    last = int(row[0])
+    return list(range(last - len(stored) + 1, last + 1))
 
 
 def _wait_for_a_lock_wait(url: str) -> None:
@@ -199,3 +202,42 @@ def test_the_check_sees_the_commit_of_an_older_writer_it_waited_for(
         finally:
             cs.close()
             admin.execute(sql.SQL("ALTER DATABASE {} RESET plan_cache_mode").format(database))
+
+
+def test_a_commit_waits_for_an_earlier_versions_function_holding_the_writers_key(
+    pg_cs: Countersign, postgres_url: str
+) -> None:
+    """During an upgrade, a process of the previous version commits through its own
+    ``{table}_insert``, which takes the advisory lock under the table's key before its check
+    and insert. The commit function takes the same key, so it waits for that commit and its
+    check sees it."""
+    from countersign.infrastructure.persistence.recorders_postgres import _writers_key
+
+    recorder = pg_cs.app.recorder
+    read = Counter()
+    recorder.insert_events(_stored(pg_cs, read))
+    read.increment()
+    moved = _stored(pg_cs, read)[0]  # version 2, by the earlier version's function
+    written = Counter()
+    table = events_table(pg_cs)
+    key = _writers_key(recorder.datastore.schema, recorder.events_table_name)
+
+    def earlier_function(holder: psycopg.Connection[Any]) -> list[int]:
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        holder.execute(
+            f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
+            "VALUES (%s, %s, %s, %s)",
+            (moved.originator_id, 2, moved.topic, moved.state),
+        )
+        return []
+
+    _, outcome = _behind(
+        postgres_url,
+        earlier_function,
+        lambda: recorder.insert_events(
+            _stored(pg_cs, written), **{EXPECTED_VERSIONS: {read.id: 1}}
+        ),
+    )
+
+    assert isinstance(outcome[0], ReadSetChangedError), outcome
+    assert list(recorder.select_events(written.id)) == []

@@ -422,7 +422,7 @@ def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
     if not isinstance(recorder, CountersignPostgresRecorder):
         return
     table = recorder.events_table_name
-    function = f"{table}_insert"
+    function = f"{table}_commit"
     old, new = uuid4(), uuid4()
     big = b'{"text":"' + b"abcdefghij" * 600 + b'"}'  # over TOAST_TARGET: compressed
     with recorder.datastore.get_connection() as conn:

@@ -198,3 +198,24 @@ def test_two_processes_committing_across_the_interval_leave_one_consistent_snaps
     assert _stored(cs, FORM) == [11]
     for store in (_cold(cs), EventSourcedStore(other.app)):
         assert _state(store.get(FORM, BroadcastForm)) == _state(_replayed(cs, FORM))
+
+
+def test_a_snapshot_that_cannot_be_stored_leaves_the_older_ones(cs, seeded, caplog):
+    """Storing a snapshot and dropping the older ones of its aggregate go together: when the
+    new one is refused (another process stored that version already), nothing is dropped,
+    and the commit that crossed the interval stands."""
+    store = _cold(cs, interval=5)
+    _use_form(store, 2)  # versions 4, 7: the snapshot at 7
+    form = store.get(FORM, BroadcastForm)
+    form.apply_draft({}, "Draft", "Body", uuid4())
+    form.apply_draft({}, "Draft again", "Body", uuid4())
+    form.apply_draft({}, "Draft once more", "Body", uuid4())  # version 10: crosses 10
+    taken = stored_snapshots.take(cs.app.mapper, _replayed(cs, FORM))
+    cs.app.snapshot_recorder.insert_events(
+        [StoredEvent(originator_id=FORM, originator_version=10, topic=taken.topic, state=b"")]
+    )
+    with caplog.at_level(logging.WARNING, logger="countersign.store"):
+        store.save(form)
+    assert "stored no snapshot" in caplog.text
+    assert sorted(_stored(cs, FORM)) == [7, 10]
+    assert _replayed(cs, FORM).version == 10

@@ -572,20 +572,47 @@ class EventSourcedStore:
         stored the same version first, or the write fails, nothing is lost (the events are
         committed), so the commit's caller never hears of it."""
         snapshots = [stored_snapshots.take(self.app.mapper, a) for a in aggregates]
+        recorder: Any = self.app.snapshot_recorder
         try:
-            self.app.snapshot_recorder.insert_events(snapshots)
-            # Only the newest is ever read, and each holds the whole state: the older go.
-            recorder: Any = self.app.snapshot_recorder
-            sqlite = isinstance(recorder, SQLiteAggregateRecorder)
-            mark = "?" if sqlite else "%s"
-            where = " OR ".join(
-                f"(originator_id = {mark} AND originator_version < {mark})" for _ in aggregates
-            )
-            params = [v for a in aggregates for v in (a.id.hex if sqlite else a.id, a.version)]
-            with recorder.datastore.transaction(commit=True) as cursor:
-                cursor.execute(f"DELETE FROM {self._snapshot_table} WHERE {where}", params)
+            if isinstance(recorder, SQLiteAggregateRecorder):
+                recorder.insert_events(snapshots)
+                # Only the newest is ever read, and each holds the whole state: the older go.
+                where = " OR ".join(
+                    "(originator_id = ? AND originator_version < ?)" for _ in aggregates
+                )
+                params = [v for a in aggregates for v in (a.id.hex, a.version)]
+                with recorder.datastore.transaction(commit=True) as cursor:
+                    cursor.execute(f"DELETE FROM {self._snapshot_table} WHERE {where}", params)
+            else:
+                self._replace_snapshots(recorder, snapshots)
         except (IntegrityError, PersistenceError) as error:
             log.warning("stored no snapshot of %s (%s)", aggregates[0].id, type(error).__name__)
+
+    def _replace_snapshots(self, recorder: Any, snapshots: list[StoredEvent]) -> None:
+        """PostgreSQL: the new snapshots inserted and the older ones of the same aggregates
+        deleted in one statement, so one round trip and one commit (the library's insert and a
+        DELETE in a transaction of its own took four round trips and two commits). Whole or
+        not at all: if a snapshot of the same version is there already (another process
+        stored it), nothing is deleted either, as before."""
+        ids = [s.originator_id for s in snapshots]
+        versions = [s.originator_version for s in snapshots]
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(
+                f"WITH older AS (DELETE FROM {self._snapshot_table} AS s "
+                "USING unnest(%s::uuid[], %s::bigint[]) AS n(id, version) "
+                "WHERE s.originator_id = n.id AND s.originator_version < n.version) "
+                f"INSERT INTO {self._snapshot_table} "
+                "(originator_id, originator_version, topic, state) "
+                "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])",
+                (
+                    ids,
+                    versions,
+                    ids,
+                    versions,
+                    [s.topic for s in snapshots],
+                    [s.state for s in snapshots],
+                ),
+            )
 
     def _committed_already(self, stored: list[StoredEvent]) -> bool:
         """Whether this commit is in the log already. The library retries an insert whose

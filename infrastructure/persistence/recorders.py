@@ -11,7 +11,7 @@ on an out-of-date fact can never be committed.
 PostgreSQL: eventsourcing 9.5.6 can insert through a server-side function (one round trip
 instead of the two of its pipelined transaction), but that function skips the table lock that
 keeps notification ids in commit order, so a projection following the log could pass over an
-event committed late with a lower id. ``countersign_events_insert`` takes the writers' lock,
+event committed late with a lower id. ``countersign_events_commit`` takes the writers' lock,
 checks the read set, notifies listeners and inserts, all in one statement run in autocommit
 mode.
 
