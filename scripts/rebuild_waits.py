@@ -12,7 +12,7 @@ wall-clock and CPU time (``time.thread_time_ns``): the rest of the step's wall-c
 thread was off the CPU, blocked or waiting for a core. Per event, by cause:
 
 - ``writer_start``: starting the writer process and sending it its set-up;
-- ``reset``: dropping and creating the tables (``runner.reset_together``);
+- ``reset``: dropping and creating the tables (``ProjectionRunner.reset``);
 - ``log_reads``: reading the log (``ProjectionRunner._select``);
 - ``preparing``: running a batch through the handlers (``together._prepare_together``), which
   blocks only to look rows up in the database (what neither the rows of the batches in
@@ -153,7 +153,6 @@ def rebuild_once(url: str) -> dict[str, Any]:
     waits = Waits()
     measured = [
         (writer.WriterProcess, "__init__", "writer_start"),
-        (together, "reset_together", "reset"),
         (runner.ProjectionRunner, "reset", "reset"),
         (runner.ProjectionRunner, "_select", "log_reads"),
         (together, "_prepare_together", "preparing"),
@@ -163,8 +162,8 @@ def rebuild_once(url: str) -> dict[str, Any]:
         (runner.ProjectionRunner, "create_indexes", "indexes"),
         (writer.WriterProcess, "close", "writer_end"),
     ]
-    # Code from before ``reset_together`` and ``together.create_indexes`` resets and builds
-    # the indexes runner by runner: the same causes, for an A/B against it.
+    # Code from before ``together.create_indexes`` builds the indexes runner by runner: the
+    # same cause, for an A/B against it.
     undo = [
         waits.wrap(owner, name, cause) for owner, name, cause in measured if hasattr(owner, name)
     ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
     Packed,
@@ -104,11 +105,12 @@ def _rebuild_shared(
 ) -> int:
     """Runners on one database, their tables just emptied: each batch is written for all of
     them in one transaction, here or by the ``writer`` process while the next batch is
-    prepared. Rows no batch wrote are not looked for (``KeyFilter``); the first batch's
-    transaction checks that every position is still 0, so no one else wrote them."""
+    prepared (reading the rows of the batches still in flight from memory, ``InFlight``).
+    Rows no batch wrote are not looked for (``KeyFilter``); the first batch's transaction
+    checks that every position is still 0, so no one else wrote them."""
     first = runners[0]
     position = total = 0
-    overlays: list[Written] | None = None
+    in_flight = InFlight(writer.IN_FLIGHT if writer is not None else 0)
     known = KeyFilter()
     try:
         while batch := first._select(position):
@@ -124,10 +126,10 @@ def _rebuild_shared(
                         save_position(cursor, runner.name, last)
             else:
                 with first.sql.reading() as reader:
-                    rows = _prepare_together(runners, batch, reader, overlays, known)
+                    rows = _prepare_together(runners, batch, reader, in_flight.overlays(), known)
                 packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
                 _submit_or_stop(writer, position, last, packed)
-                overlays = [runner_rows.written for runner_rows in rows]
+                in_flight.add([runner_rows.written for runner_rows in rows])
             position = last
             total += len(batch)
             if progress is not None:
