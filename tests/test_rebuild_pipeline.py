@@ -1,9 +1,11 @@
 """The rebuild's pipeline to its writer process: ``WriterProcess.IN_FLIGHT`` batches sent before
 the oldest is answered, the batch being prepared reading the rows of those in flight from
-memory (``in_flight.InFlight``)."""
+memory (``in_flight.InFlight``), and the indexes built after the last batch
+(``together.create_indexes``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -84,8 +86,7 @@ def test_a_batch_prepared_behind_two_uncommitted_ones_reads_their_rows(cs, seede
     writer = _HoldingWriter(runners)
 
     together._rebuild_shared(runners, None, writer)
-    for runner in runners:
-        runner.create_indexes()
+    together.create_indexes(runners)
 
     assert writer.most_held == 2
     assert snapshot(cs) == expected
@@ -186,3 +187,19 @@ def test_a_batch_sent_behind_one_the_writer_refused_is_not_committed(cs, seeded)
         writer.close()
 
     assert runner.position() == 5
+
+
+def test_an_index_that_cannot_be_built_fails_the_rebuild_that_builds_it(cs, seeded, monkeypatch):
+    """On PostgreSQL the indexes are built on threads of their own: what one of them meets
+    still reaches the caller."""
+    _interleaved_history(cs, seeded)
+    runners = cs.projection_runners(batch_size=3)
+    audit = next(runner for runner in runners if runner.name == "audit_trail")
+    tables = tuple(
+        replace(table, indexes=(*table.indexes, ("nowhere",))) if table.name == EVENTS else table
+        for table in audit.projection.tables
+    )
+    monkeypatch.setattr(audit.projection, "tables", tables)
+
+    with pytest.raises(Exception, match="nowhere"):
+        rebuild_together(runners, parallel=True)
