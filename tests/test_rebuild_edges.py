@@ -12,6 +12,7 @@ from uuid import UUID, uuid4
 import pytest
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import LogEntry
+from countersign.infrastructure.projection_engine import together
 from countersign.infrastructure.projection_engine.runner import (
     ProjectionRunner,
     ProjectionStoppedError,
@@ -217,13 +218,13 @@ def test_rebuild_together_ends_the_writer_even_when_creating_indexes_fails(cs, s
         real_init(self, *args, **kwargs)
         writers.append(self)
 
-    def failing_create_indexes(self: ProjectionRunner) -> None:
+    def failing_create_indexes(runners: list[ProjectionRunner]) -> None:
         raise RuntimeError("could not create indexes")
 
     monkeypatch.setattr(WriterProcess, "__init__", recording_init)
     runners = [*cs.projection_runners(["audit_trail"], batch_size=2)]
     runners.append(ProjectionRunner(cs.app, cs.sql, _Fragile(), 2))  # stops the rebuild
-    monkeypatch.setattr(ProjectionRunner, "create_indexes", failing_create_indexes)
+    monkeypatch.setattr(together, "create_indexes", failing_create_indexes)
 
     with pytest.raises(RuntimeError, match="could not create indexes"):
         rebuild_together(runners, parallel=True)

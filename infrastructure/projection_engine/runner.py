@@ -25,6 +25,7 @@ from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
+from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
     SCHEMA_TABLE,
@@ -340,7 +341,8 @@ class ProjectionRunner:
         *,
         emptied: bool = False,
     ) -> int:
-        """Catch up, the writer process committing each batch while the next is prepared.
+        """Catch up, the writer process committing batches while the next is prepared (which
+        reads the rows of those in flight from memory, ``InFlight``).
         On a race with another runner of this projection (a live ``projections run``, say)
         it stops, and the caller carries on in this process from wherever that one got to.
 
@@ -349,14 +351,17 @@ class ProjectionRunner:
         position = self.position()
         processed = 0
         known = KeyFilter() if emptied and position == 0 else None
+        in_flight = InFlight(writer.IN_FLIGHT)
         try:
-            overlay: Written | None = None
             while batch := self._select(position):
+                overlays = in_flight.overlays()
+                overlay = overlays[0] if overlays else None
                 with self.sql.reading() as reader:
                     rows = self._prepare(batch, reader, overlay, decoded=False, known=known)
                 last = batch[-1].id
                 writer.submit(position, last, [(self.name, rows.packed())])
-                overlay, position = rows.written, last
+                in_flight.add([rows.written])
+                position = last
                 processed += len(batch)
                 if progress is not None:
                     progress(len(batch))

@@ -8,11 +8,14 @@ any other. Following (``run_forever``) polls the log's head once for all runners
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from countersign.infrastructure.persistence.recorders import Entry
-from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
     Packed,
@@ -21,6 +24,7 @@ from countersign.infrastructure.projection_engine.rows import (
     SqlRows,
     Written,
     flush,
+    index_statements,
     save_position,
 )
 from countersign.infrastructure.projection_engine.runner import (
@@ -31,6 +35,7 @@ from countersign.infrastructure.projection_engine.runner import (
     frozen_heap,
 )
 from countersign.infrastructure.projection_engine.writer import WriterProcess
+from countersign.infrastructure.settings import Database
 from countersign.projections.messages import forget_outcome_texts
 
 
@@ -68,11 +73,59 @@ def rebuild_together(
                     return _rebuild_separately(runners, progress)
                 return _rebuild_shared(runners, progress, writer)
         finally:
-            for runner in runners:  # whatever happened, readers get their indexes back
-                runner.create_indexes()
+            create_indexes(runners)  # whatever happened, readers get their indexes back
     finally:
         if writer is not None:
             writer.close()
+
+
+#: Connections a PostgreSQL rebuild builds its indexes on at once (``create_indexes``).
+INDEX_CONNECTIONS = 2
+
+
+def create_indexes(runners: list[ProjectionRunner]) -> None:
+    """Every runner's secondary indexes, built once a rebuild's last batch is in.
+
+    On PostgreSQL, runners sharing one database build them on ``INDEX_CONNECTIONS``
+    connections at once, each taking the next index of the largest tables first: the server
+    builds each on a core of its own while the rebuilding process only waits (one connection
+    after another, the server's index builds kept one core busy and the other idle at the end
+    of every rebuild). The schema lock is held throughout, as each runner's own
+    ``create_indexes`` holds it."""
+    first = runners[0] if runners else None
+    if first is None or not first.sql.is_postgres or any(r.sql is not first.sql for r in runners):
+        for runner in runners:
+            runner.create_indexes()
+        return
+    tables = [table for runner in runners for table in runner.projection.tables if table.indexes]
+    with first.sql.reading() as reader:
+        sizes = {
+            table.name: reader.execute(
+                "SELECT pg_relation_size(CAST(? AS regclass))", (table.name,)
+            ).fetchone()
+            for table in tables
+        }
+    tables.sort(key=lambda table: sizes[table.name] or (0,), reverse=True)
+    todo = deque(statement for table in tables for statement in index_statements(table))
+    with first.sql.schema_lock(), ThreadPoolExecutor(INDEX_CONNECTIONS) as pool:
+        builders = [pool.submit(_build, first.sql.database, todo) for _ in range(INDEX_CONNECTIONS)]
+        for builder in builders:
+            builder.result()
+
+
+def _build(database: Database, todo: deque[str]) -> None:
+    """Run ``todo``'s statements, each taken by one caller only, on a connection of its own."""
+    sql = SqlDatabase(database)
+    try:
+        with sql.statements() as cursor:
+            while True:
+                try:
+                    statement = todo.popleft()  # atomic: builders on other threads share it
+                except IndexError:
+                    return
+                cursor.execute(statement)
+    finally:
+        sql.close()
 
 
 def _rebuild_separately(
@@ -104,11 +157,12 @@ def _rebuild_shared(
 ) -> int:
     """Runners on one database, their tables just emptied: each batch is written for all of
     them in one transaction, here or by the ``writer`` process while the next batch is
-    prepared. Rows no batch wrote are not looked for (``KeyFilter``); the first batch's
-    transaction checks that every position is still 0, so no one else wrote them."""
+    prepared (reading the rows of the batches still in flight from memory, ``InFlight``).
+    Rows no batch wrote are not looked for (``KeyFilter``); the first batch's transaction
+    checks that every position is still 0, so no one else wrote them."""
     first = runners[0]
     position = total = 0
-    overlays: list[Written] | None = None
+    in_flight = InFlight(writer.IN_FLIGHT if writer is not None else 0)
     known = KeyFilter()
     try:
         while batch := first._select(position):
@@ -124,10 +178,10 @@ def _rebuild_shared(
                         save_position(cursor, runner.name, last)
             else:
                 with first.sql.reading() as reader:
-                    rows = _prepare_together(runners, batch, reader, overlays, known)
+                    rows = _prepare_together(runners, batch, reader, in_flight.overlays(), known)
                 packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
                 _submit_or_stop(writer, position, last, packed)
-                overlays = [runner_rows.written for runner_rows in rows]
+                in_flight.add([runner_rows.written for runner_rows in rows])
             position = last
             total += len(batch)
             if progress is not None:

@@ -17,8 +17,12 @@ module, so nothing foreign is ever unpickled):
   ``("failed", message)``;
 - ``None``: finish.
 
-At most one batch is in flight: the runner sends the next only after the last one's answer,
-so batches commit in order and a killed rebuild (either process) resumes like any other.
+At most ``WriterProcess.IN_FLIGHT`` batches are in flight: the runner sends one more only once
+the oldest has been answered, and prepares the next while the writer has the others (reading
+their rows from memory: ``in_flight.InFlight``). The writer commits them in the order sent,
+each checking the position the one before left, and once a batch fails it commits none after
+it (each is answered ``("skipped", message)``), so a killed or failed rebuild resumes like any
+other.
 """
 
 from __future__ import annotations
@@ -118,7 +122,13 @@ _ENTRY = __name__.rpartition(".")[0] + ".writer_main"
 
 
 class WriterProcess:
-    """The runner's end: ``submit`` a prepared batch, ``wait`` for its commit."""
+    """The runner's end: ``submit`` prepared batches, ``wait`` for their commits."""
+
+    #: Batches sent to the writer and not yet answered, at most. With one, the rebuilding
+    #: process waited for every commit before it sent the next batch, and the writer for every
+    #: batch while the rebuilding process prepared it: each waited whenever the other's batch
+    #: took longer. With two, a slow batch on either side is absorbed by the other's queue.
+    IN_FLIGHT = 2
 
     def __init__(
         self, database: Database, dialect: str, tables: Mapping[str, Sequence[Table]]
@@ -132,7 +142,10 @@ class WriterProcess:
             stdout=subprocess.PIPE,
         )
         _widen(self._process.stdin)
-        self._pending = False
+        #: Batches sent and not yet answered.
+        self._pending = 0
+        #: An answer said a batch was not committed: the writer commits none after it.
+        self._failed = False
         self._finished = False
         try:
             self._send(("setup", database, dialect, {k: tuple(v) for k, v in tables.items()}))
@@ -141,38 +154,46 @@ class WriterProcess:
             raise
 
     def submit(self, position: int, last: int, batches: list[tuple[str, Packed]]) -> None:
-        """Send a batch once the previous one has committed (raising its error if it failed)."""
-        self.wait()
+        """Send a batch once fewer than ``IN_FLIGHT`` are in flight (raising the error of the
+        oldest if it failed)."""
+        while self._pending >= self.IN_FLIGHT:
+            self.wait()
         self._send(("batch", position, last, batches))
-        self._pending = True
+        self._pending += 1
 
     def wait(self) -> None:
-        """Wait for the batch in flight to commit; ProjectionRaceError or ProjectionStoppedError
-        if it did not (nothing of it was written)."""
+        """Wait for the oldest batch in flight to commit; ProjectionRaceError or
+        ProjectionStoppedError if it did not (nothing of it, nor of any batch after it, was
+        written)."""
         if not self._pending:
             return
-        self._pending = False
+        self._pending -= 1
         try:
             reply = _read(self._stdout())
         except (EOFError, OSError, pickle.UnpicklingError):
             raise _ended() from None
         if reply[0] == "ok":
             return
+        self._failed = True
         if reply[0] == "raced":
             raise ProjectionRaceError(reply[1])
         raise ProjectionStoppedError(reply[1])
 
     def settle(self) -> None:
-        """After a failure elsewhere: let the batch in flight commit (it precedes the failure),
-        logging rather than raising what it meets."""
-        try:
-            self.wait()
-        except Exception:
-            log.exception("a projection batch failed to commit during another error")
+        """After a failure elsewhere: let the batches in flight commit (they precede the
+        failure), logging rather than raising what they meet. After a batch of its own failed,
+        the writer commits none of the others: nothing is left to wait for."""
+        while self._pending and not self._failed:
+            try:
+                self.wait()
+            except Exception:
+                log.exception("a projection batch failed to commit during another error")
 
     def finish(self) -> None:
-        """Wait for the last batch, then let the process end (without waiting for it to)."""
-        self.wait()
+        """Wait for the batches in flight, then let the process end (without waiting for it
+        to)."""
+        while self._pending:
+            self.wait()
         self._say_finish()
 
     def close(self) -> None:
@@ -211,6 +232,12 @@ class WriterProcess:
         return stdout
 
 
+_SKIPPED = (
+    "the projection writer did not commit this batch: one before it was not committed; "
+    "run the rebuild again: it resumes from the last committed batch"
+)
+
+
 def _ended() -> ProjectionStoppedError:
     return ProjectionStoppedError(
         "the projection writer process ended unexpectedly; run the rebuild again: "
@@ -238,18 +265,23 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     # Keys it has put: rows of others are new, COPYed straight into their tables
     # (``rows.WrittenKeys``). Forgotten for good if a table held a row it did not put.
     written_keys = WrittenKeys() if sql.is_postgres else None
+    failed = False
     try:
         while True:
             try:
                 message = _read(requests)
             except EOFError:
-                return  # the runner is gone: nothing is in flight
+                return  # the runner is gone: a batch it had not sent whole is not committed
             if message is None:
                 return
+            if failed:  # a batch sent after one that failed was prepared on its rows
+                _write(replies, ("skipped", _SKIPPED))
+                continue
             reply = _commit(sql, dialect, tables, message, written_keys)
             if reply[0] == "stopped" and written_keys is not None:
                 written_keys = None  # perhaps a "new" row was there already: once more, as ever
                 reply = _commit(sql, dialect, tables, message, None)
+            failed = reply[0] != "ok"
             _write(replies, reply)
     finally:
         sql.close()
