@@ -778,42 +778,6 @@ def test_a_rebuild_leaves_every_declared_index_in_place(cs, seeded, together):
     assert declared <= {name for (name,) in rows}
 
 
-def test_indexes_are_sorted_with_a_helper_thread_and_the_connection_is_set_back(
-    cs, seeded, monkeypatch
-):
-    """SQLite: a rebuild's indexes are created with one helper thread for each one's sorter
-    (``PRAGMA threads``), and the connection has none again afterwards; PostgreSQL is sent
-    no such statement. The indexes are there either way."""
-    from countersign.infrastructure.persistence.sql import Cursor
-
-    propose(cs, seeded, "refund-ok")
-    runner = cs.projection_runners(["audit_trail"])[0]
-    runner.rebuild(parallel=False)
-    sent: list[str] = []
-    execute = Cursor.execute
-
-    def recording(self: Cursor, sql: str, params: Any = ()) -> Cursor:
-        sent.append(sql)
-        return execute(self, sql, params)
-
-    monkeypatch.setattr(Cursor, "execute", recording)
-    runner.create_indexes()
-    monkeypatch.undo()
-    creates = [sql for sql in sent if sql.startswith("CREATE INDEX")]
-    assert len(creates) == sum(len(table.indexes) for table in runner.projection.tables)
-    pragmas = [sql for sql in sent if sql.startswith("PRAGMA")]
-    if cs.sql.is_postgres:
-        assert pragmas == []
-        return
-    assert pragmas == ["PRAGMA threads", "PRAGMA threads = 1", "PRAGMA threads = 0"]
-    assert sent.index("PRAGMA threads = 1") < sent.index(creates[0])
-    assert sent.index(creates[-1]) < sent.index("PRAGMA threads = 0")
-    with cs.sql.transaction() as cursor:
-        assert cursor.execute("PRAGMA threads").fetchone()[0] == 0
-        names = {n for (n,) in cursor.execute("SELECT name FROM sqlite_master").fetchall()}
-    assert "audit_events_at_idx" in names
-
-
 def test_values_shared_by_rows_of_one_batch_are_stored_as_each_alone_would_be(cs):
     """A batch's time and JSON texts are made once per object, for every table of the batch
     (``codecs._texts``): a time or a preview shared by several rows and tables, an empty list,

@@ -385,35 +385,6 @@ def create_statements(spec: Table, dialect: str, *, indexes: bool = True) -> lis
     return statements + (index_statements(spec) if indexes else [])
 
 
-#: SQLite: helper threads the sorter of each CREATE INDEX may use (``create_indexes``).
-_INDEX_SORT_THREADS = 1
-
-
-def create_indexes(cursor: Cursor, tables: Iterable[Table], *, postgres: bool) -> None:
-    """Create ``tables``' secondary indexes, as a rebuild does after its last batch.
-
-    On SQLite each index's sorter hands every run of keys it has filled to a helper thread,
-    which sorts it and writes it out while the sorter goes on reading the table (``PRAGMA
-    threads``); the connection is then set back as it was. Why: the rebuilding process
-    creates the indexes alone at the end of a rebuild, its writer process done, so the other
-    core is free. ``audit_trail``'s four indexes over 100,051 events: 1,875 million
-    instructions on the one thread before, 1,309 million on the rebuilding thread and 887 on
-    the helper with it (callgrind): 30% less on the thread the rebuild waits for, 17% more
-    in all."""
-    previous = None
-    if not postgres:
-        found = cursor.execute("PRAGMA threads").fetchone()
-        previous = int(found[0]) if found else 0
-        cursor.execute(f"PRAGMA threads = {_INDEX_SORT_THREADS}")
-    try:
-        for table in tables:
-            for statement in index_statements(table):
-                cursor.execute(statement)
-    finally:
-        if previous is not None:
-            cursor.execute(f"PRAGMA threads = {previous}")
-
-
 def index_statements(spec: Table) -> list[str]:
     statements = []
     for index in spec.indexes:

@@ -33,9 +33,9 @@ from countersign.infrastructure.projection_engine.rows import (
     ProjectionStoppedError,
     SqlRows,
     Written,
-    create_indexes,
     create_statements,
     flush,
+    index_statements,
     lock_position,
     save_position,
 )
@@ -373,7 +373,9 @@ class ProjectionRunner:
     def create_indexes(self) -> None:
         with self.sql.transaction() as cursor:
             self.sql.lock_schema(cursor)
-            create_indexes(cursor, self.projection.tables, postgres=self.sql.is_postgres)
+            for table in self.projection.tables:
+                for statement in index_statements(table):
+                    cursor.execute(statement)
 
     def reset(self, *, indexes: bool = True) -> None:
         """Drop the projection's tables and tracking position, ready for a rebuild."""
