@@ -273,7 +273,14 @@ def id_text(uuid: Any) -> str:
     """``str(uuid)``, remembered for the last ids seen by the object's identity (the
     projection decoder hands out one object per id it has read lately: an aggregate's, an
     organization's, a resource's). The object is held here, so its ``id()`` cannot be reused
-    by another while remembered."""
+    by another while remembered.
+
+    An exact ``str`` (an id stored as plain text, as the benchmark's lifecycles store their
+    organization and resource) is its own text, given back as it is: each event decodes it
+    to a new object, so remembering it missed every time, and filled the memory with texts
+    that pushed out the aggregates' ids (callgrind, ``scripts/rebuild_instructions.py``)."""
+    if type(uuid) is str:
+        return uuid
     found = _ID_TEXTS.get(id(uuid))
     if found is not None and found[0] is uuid:
         return found[1]

@@ -145,6 +145,26 @@ def test_a_card_of_an_earlier_batch_is_read_and_put_again() -> None:
     assert stored["status"] == "pending"  # the earlier batch's row is not changed
 
 
+def test_a_card_given_a_column_the_table_lacks_is_refused_at_the_batch_end() -> None:
+    """Cards are put as their values in column order: one that a handler gave a key the
+    table does not have is refused (30 values for 29 columns), not stored shifted."""
+    from countersign.infrastructure.projection_engine.rows import SqlRows
+
+    view, proposal = BrowserView(), uuid4()
+    rows = _Rows()
+    view.proposed(_proposed(proposal), 1, rows)
+    rows.batch[view].cards[proposal]["colour"] = "red"
+    with pytest.raises(ValueError):
+        view.end_batch(rows)
+    assert rows.cards == {}
+
+    sql_rows = SqlRows(None, BrowserView.tables, "sqlite")  # type: ignore[arg-type]
+    view.proposed(_proposed(proposal), 1, sql_rows)
+    sql_rows.batch[view].cards[proposal]["colour"] = "red"
+    with pytest.raises(ValueError, match="29 values"):
+        view.end_batch(sql_rows)
+
+
 def test_a_card_nobody_proposed_is_left_missing() -> None:
     view, rows = BrowserView(), _Rows()
     view.claimed(_claimed(uuid4()), 1, rows)

@@ -96,6 +96,24 @@ def test_the_text_of_another_kind_of_id_is_its_own_str() -> None:
     assert base.uuid_text("an id stored as text") == "an id stored as text"
 
 
+def test_an_id_stored_as_text_is_its_own_text_and_pushes_no_uuid_out() -> None:
+    """A plain ``str`` id (decoded anew at every event) is given back as it is, and never
+    takes a place in the memory of UUIDs' texts, which would push the aggregates' out."""
+    base._ID_TEXTS.clear()
+    kept = uuid4()
+    assert base.id_text(kept) == str(kept)
+    for _ in range(3 * base._ID_TEXTS_MAX):
+        text = str(uuid4())
+        assert base.id_text(text) is text
+    assert list(base._ID_TEXTS.values()) == [(kept, str(kept))]
+
+    class Tagged(str):
+        def __str__(self) -> str:
+            return "tagged"
+
+    assert base.id_text(Tagged("x")) == "tagged"  # a subclass is still its own ``str``
+
+
 def test_a_notification_id_is_the_uuid5_of_the_proposal_and_version() -> None:
     for _ in range(200):
         proposal_id, version = str(uuid4()), len(str(uuid4())) + 1
