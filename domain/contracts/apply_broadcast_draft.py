@@ -23,6 +23,7 @@ from countersign.domain.contracts.base import (
     Siblings,
 )
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
+from countersign.domain.contracts.model_calls import dumped
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -236,7 +237,7 @@ class ApplyBroadcastDraft(
     ) -> BroadcastDraftResult:
         arguments = execution.arguments
         facts.form.apply_draft(
-            filters=arguments.filters.model_dump(mode="json"),
+            filters=dumped(arguments.filters),
             subject=arguments.subject,
             body=arguments.body,
             proposal_id=execution.proposal_id,
