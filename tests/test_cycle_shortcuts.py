@@ -2,15 +2,21 @@
 
 - ``domain/contracts/model_calls.py``: a model's validation and JSON dump called on its own
   pydantic-core validator and serializer; a model that overrides ``model_validate`` or
-  ``model_dump`` is still called through its own method.
+  ``model_dump`` is still called through its own method;
+- ``domain/plain_json.py``: a dict whose items all come back unchanged is written as it is,
+  one that has any to change is copied, never changed in place.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from datetime import UTC, datetime
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
+from countersign.domain import plain_json
 from countersign.domain.contracts.apply_broadcast_draft import (
     BroadcastDraftArguments,
     BroadcastDraftRequest,
@@ -20,6 +26,7 @@ from countersign.domain.contracts.base import Frozen
 from countersign.domain.contracts.model_calls import dumped, validated
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import parse_request
+from countersign.domain.hash_chain import chain_content, chain_link
 from pydantic import ValidationError
 
 REQUEST = {
@@ -91,3 +98,44 @@ def test_a_model_that_overrides_validation_or_dump_is_called_through_its_own_met
     assert type(made) is model
     assert made.word == "HEY"
     assert dumped(made) == {"word": "HEY!"}
+
+
+# -- plain_json's walk ----------------------------------------------------------------------------
+
+prepare = plain_json.preparer(plain_json.not_plain)
+chain_ready = plain_json.preparer(lambda value: value if type(value) is UUID else str(value))
+
+
+def _stdlib(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_a_dict_of_plain_nested_containers_is_written_as_it_is():
+    arguments = {"filters": {"leagues": ["U9", "U11"]}, "subject": "é", "pairs": (1, "a")}
+    assert prepare(arguments) is arguments
+    assert plain_json.dumps(prepare(arguments)) == _stdlib(arguments)
+
+
+def test_a_dict_with_an_item_to_change_is_copied_and_left_as_it_was():
+    an_id = uuid4()
+    fields = {"a": "x", "at": datetime(2026, 1, 2, tzinfo=UTC), "id": an_id, "n": 0.5}
+    before = dict(fields)
+    ready = chain_ready(fields)
+    assert ready is not fields
+    assert fields == before
+    assert ready["id"] is an_id  # unchanged by ``convert``: the same object
+    assert ready["at"] == "2026-01-02 00:00:00+00:00"
+    assert plain_json.dumps(ready) == _stdlib({**fields, "at": str(fields["at"]), "id": str(an_id)})
+
+
+def test_a_key_that_is_not_a_string_is_refused_wherever_it_is():
+    for bad in ({1: "x", "a": 0.5}, {"a": 0.5, 1: "x"}, {"a": {"b": [1]}, 2: "x"}):
+        with pytest.raises(plain_json.NotPlain):
+            prepare(bad)
+
+
+def test_a_chain_link_over_ids_and_times_is_the_standard_librarys():
+    fields = {"approved_by": "a@b.c", "approved_at": datetime.now(UTC), "attempt_id": uuid4()}
+    link = chain_link("prev", 3, "Claimed", fields)
+    expected = hashlib.sha256(chain_content("prev", 3, "Claimed", fields).encode()).hexdigest()
+    assert link == expected
