@@ -4,7 +4,8 @@
   pydantic-core validator and serializer; a model that overrides ``model_validate`` or
   ``model_dump`` is still called through its own method;
 - ``domain/plain_json.py``: a dict whose items all come back unchanged is written as it is,
-  one that has any to change is copied, never changed in place.
+  one that has any to change is copied, never changed in place;
+- the SQLite recorder's statement texts, made once per table and size.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -27,6 +29,13 @@ from countersign.domain.contracts.model_calls import dumped, validated
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import parse_request
 from countersign.domain.hash_chain import chain_content, chain_link
+from countersign.infrastructure.persistence.recorders import (
+    CountersignSQLiteFactory,
+    CountersignSQLiteRecorder,
+    ReadSetChangedError,
+)
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import Environment
 from pydantic import ValidationError
 
 REQUEST = {
@@ -139,3 +148,29 @@ def test_a_chain_link_over_ids_and_times_is_the_standard_librarys():
     link = chain_link("prev", 3, "Claimed", fields)
     expected = hashlib.sha256(chain_content("prev", 3, "Claimed", fields).encode()).hexdigest()
     assert link == expected
+
+
+# -- SQLite's statement texts ---------------------------------------------------------------------
+
+
+def test_statements_are_made_for_each_table_apart(tmp_path: Path):
+    """Two recorders on two tables of one SQLite file, with commits of the same sizes: each
+    writes and checks its own table."""
+    env = Environment("t", {"SQLITE_DBNAME": str(tmp_path / "two.db")})
+    datastore = CountersignSQLiteFactory(env).datastore
+    recorders = [CountersignSQLiteRecorder(datastore, f"{name}_events") for name in "ab"]
+    for recorder in recorders:
+        recorder.create_table()
+    read = uuid4()
+    recorders[0].insert_events([StoredEvent(read, 1, "t:E", b"{}")])
+    for recorder in recorders:
+        written = uuid4()
+        recorder.insert_events([StoredEvent(written, 1, "t:E", b"{}")])
+        assert [e.originator_version for e in recorder.select_events(written)] == [1]
+    # ``read`` is in the first table alone: the second's check of it finds it absent.
+    recorders[0].insert_events([StoredEvent(uuid4(), 1, "t:E", b"{}")], expected_versions={read: 1})
+    with pytest.raises(ReadSetChangedError):
+        recorders[1].insert_events(
+            [StoredEvent(uuid4(), 1, "t:E", b"{}")], expected_versions={read: 1}
+        )
+    assert [len(r.select_notifications(1, limit=10)) for r in recorders] == [3, 1]
