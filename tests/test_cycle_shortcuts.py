@@ -5,6 +5,8 @@
   ``model_dump`` is still called through its own method;
 - ``domain/plain_json.py``: a dict whose items all come back unchanged is written as it is,
   one that has any to change is copied, never changed in place;
+- ``domain/club/ids.py``: ids remembered under short keys, a ``str`` subclass apart from the
+  equal ``str``;
 - the SQLite recorder's statement texts, made once per table and size.
 """
 
@@ -15,10 +17,11 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID, uuid4, uuid5
 
 import pytest
 from countersign.domain import plain_json
+from countersign.domain.club.ids import _NAMESPACE, stable_id
 from countersign.domain.contracts.apply_broadcast_draft import (
     BroadcastDraftArguments,
     BroadcastDraftRequest,
@@ -148,6 +151,26 @@ def test_a_chain_link_over_ids_and_times_is_the_standard_librarys():
     link = chain_link("prev", 3, "Claimed", fields)
     expected = hashlib.sha256(chain_content("prev", 3, "Claimed", fields).encode()).hexdigest()
     assert link == expected
+
+
+# -- stable ids -----------------------------------------------------------------------------------
+
+
+class Loud(str):
+    """A str that prints otherwise than the equal str."""
+
+    def __str__(self) -> str:
+        return self.upper()
+
+
+def test_a_str_subclass_and_the_equal_str_derive_their_own_ids_in_any_order():
+    organization_id = uuid4()
+    plain = uuid5(_NAMESPACE, f"t/{organization_id}/quiet")
+    loud = uuid5(_NAMESPACE, f"t/{organization_id}/QUIET")
+    assert stable_id("t", organization_id, "quiet") == plain
+    assert stable_id("t", organization_id, Loud("quiet")) == loud
+    assert stable_id("t", organization_id, "quiet") == plain
+    assert stable_id("t", str(organization_id), "quiet") == plain
 
 
 # -- SQLite's statement texts ---------------------------------------------------------------------
