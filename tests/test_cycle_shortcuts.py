@@ -7,7 +7,8 @@
   one that has any to change is copied, never changed in place;
 - ``domain/club/ids.py``: ids remembered under short keys, a ``str`` subclass apart from the
   equal ``str``;
-- the SQLite recorder's statement texts, made once per table and size.
+- the SQLite recorder's statement texts, made once per table and size;
+- ``application/supersession.retire`` with nothing to retire.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from countersign.domain.contracts.model_calls import dumped, validated
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import parse_request
 from countersign.domain.hash_chain import chain_content, chain_link
+from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.persistence.recorders import (
     CountersignSQLiteFactory,
     CountersignSQLiteRecorder,
@@ -40,6 +42,8 @@ from countersign.infrastructure.persistence.recorders import (
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.utils import Environment
 from pydantic import ValidationError
+
+from tests.conftest import AVA, DRAFT
 
 REQUEST = {
     "filters": {"leagues": ["Thursday Seniors"]},
@@ -197,3 +201,26 @@ def test_statements_are_made_for_each_table_apart(tmp_path: Path):
             [StoredEvent(uuid4(), 1, "t:E", b"{}")], expected_versions={read: 1}
         )
     assert [len(r.select_notifications(1, limit=10)) for r in recorders] == [3, 1]
+
+
+# -- retire ---------------------------------------------------------------------------------------
+
+
+def test_a_success_with_nothing_to_retire_commits_its_own_events_alone(cs: Countersign, seeded):
+    """The form's slot holds this draft alone: the approval's commit is the proposal's events
+    and the form's, and nothing is superseded."""
+    form_id = seeded["broadcast_forms"]["granite"]
+    created = cs.proposals.propose(
+        organization="granite", actor=AVA, operation=DRAFT, resource_id=form_id, request=REQUEST
+    )
+    before = cs.app.recorder.max_notification_id()
+    report = cs.proposals.approve(created.proposal_id, AVA)
+    assert report.result == "executed"
+    written = cs.app.recorder.select_notifications(before + 1, limit=20)
+    assert [n.topic.rsplit(".", 1)[1] for n in written] == [
+        "Approved",
+        "Claimed",
+        "Revalidated",
+        "Succeeded",
+        "DraftApplied",
+    ]
