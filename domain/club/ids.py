@@ -19,8 +19,13 @@ def stable_id(*parts: str | UUID) -> UUID:
     # A loop: a comprehension is a call of its own.
     listed: list[object] = []
     for part in parts:
-        kind = type(part)
-        listed.append(part if kind is str else part.int if kind is UUID else (kind, part))
+        exact = type(part)
+        if exact is str:
+            listed.append(part)
+        elif isinstance(part, UUID) and exact is UUID:
+            listed.append(part.int)
+        else:
+            listed.append((exact, part))
     key = tuple(listed)
     found = _IDS.get(key)
     if found is None:
