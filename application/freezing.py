@@ -19,6 +19,7 @@ from countersign.application.reports import ProposalCreated, own
 from countersign.application.supersession import open_slot, still_pending, supersede
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import AnyContract
+from countersign.domain.contracts.model_calls import dumped
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
@@ -81,8 +82,8 @@ def freeze(
         raise NotRevisableError(str(revision_of.status), revision_of.superseded_by)
     # Read-only: nothing here changes them, so the contract reads the shared state.
     prepared = contract.prepare(parsed, contract.load(scope, SharedSnapshots(store)))
-    arguments = prepared.arguments.model_dump(mode="json")
-    preview = prepared.preview.model_dump(mode="json")
+    arguments = dumped(prepared.arguments)
+    preview = dumped(prepared.preview)
     policy = None
     if contract.kind in org.policies:
         amount = contract.amount_cents(prepared.arguments)
@@ -99,7 +100,7 @@ def freeze(
         arguments=arguments,
         preview=preview,
         expires_at=expires_at,
-        request=parsed.model_dump(mode="json"),
+        request=dumped(parsed),
         revision_of=None if revision_of is None else revision_of.id,
         policy=policy,
         origin=origin,

@@ -42,6 +42,7 @@ from countersign.application.reports import ApprovalReport, approval_report
 from countersign.application.supersession import retire
 from countersign.domain.contracts import AnyContract
 from countersign.domain.contracts.base import Effect, RevisionNeededError
+from countersign.domain.contracts.model_calls import dumped
 from countersign.domain.errors import ConcurrencyConflictError, EffectAlreadyRecordedError
 from countersign.domain.outcomes import (
     ExecutionContract,
@@ -72,7 +73,7 @@ def succeeded(result: BaseModel) -> dict[str, Any]:
     """``stored(Succeeded(result=result.model_dump(mode="json")))``, the stored outcome of a
     success, without validating again the dict ``model_dump`` has just made and dumping it a
     second time: the same keys, in the same order (tests/test_settlement_outcomes.py)."""
-    return {"kind": "succeeded", "result": result.model_dump(mode="json")}
+    return {"kind": "succeeded", "result": dumped(result)}
 
 
 def revision_required(reason: RevisionReason) -> dict[str, Any]:

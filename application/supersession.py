@@ -79,11 +79,9 @@ def retire(
 ) -> list[Proposal]:
     """Supersede the pending proposals on the same resource whose previews this success
     made stale (those of the operations the contract says it retires): withdrawn."""
-    retired = contract.retires(arguments, result, loaded)
-    stale = [
-        pending
-        for sibling in siblings(store, proposal, retired)
-        for pending in still_pending(store, sibling)
-    ]
+    found = siblings(store, proposal, contract.retires(arguments, result, loaded))
+    if not found:
+        return []  # most successes: the slot holds nothing else (no comprehension calls)
+    stale = [pending for sibling in found for pending in still_pending(store, sibling)]
     withdrawn = [(pending, SupersessionReason.WITHDRAWN) for pending in stale]
     return supersede(withdrawn, proposal.id)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.model_calls import validated
 from countersign.domain.contracts.presentation import (
     EFFECT_UNAVAILABLE,
     EFFECT_UNCERTAIN,
@@ -76,7 +77,7 @@ def success_message(
     the one registered for its kind, which ``outcome_message`` would use."""
     if REGISTRY.get(contract.kind) is not contract:
         return None
-    return contract.success_text(contract.Preview.model_validate(preview), result, language)
+    return contract.success_text(validated(contract.Preview, preview), result, language)
 
 
 def superseded_messages(

@@ -49,40 +49,39 @@ def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:  # noqa: C9
     with ``convert`` for every value that is neither plain nor a float (it returns what to
     write in its place, prepared, or raises ``NotPlain``). A dict, list or tuple whose items
     are all plain (strings and integers; in a dict also booleans and None, under string
-    keys) is returned as it is, not copied: what it returns is for writing at once, never to
-    be changed."""
+    keys) is returned as it is, not copied, and so is a dict whose items all come back as
+    they are (nested plain containers, what ``convert`` returns unchanged): what it returns
+    is for writing at once, never to be changed."""
 
     def prepare(value: Any) -> Any:  # noqa: C901 - one walk, its tests inline (calls cost)
         kind = type(value)
         if kind is dict:
-            # A dict of plain items alone (a preview, most nested values) is written as it
-            # is: a scan, with no copy. The copy below starts at the first item that is not.
-            for key, item in value.items():
-                if type(key) is not str:
-                    raise NotPlain  # the standard library writes 1 as "1", True as "true"
-                item_kind = type(item)
-                if not (item_kind is str or item_kind is int or item_kind is bool or item is None):
-                    break
-            else:
-                return value
-            prepared = {}
+            # One pass: a dict whose items all come back as they are (plain values, plain
+            # nested containers, what ``convert`` returns unchanged) is written as it is, not
+            # copied. At the first item that changes the dict is copied, in C, and only the
+            # items that change are written into the copy.
+            prepared = value
             for key, item in value.items():
                 if type(key) is not str:
                     raise NotPlain  # the standard library writes 1 as "1", True as "true"
                 item_kind = type(item)
                 if item_kind is str or item_kind is int or item_kind is bool or item is None:
-                    prepared[key] = item
-                elif (
+                    continue
+                if (
                     item_kind is dict
                     or item_kind is list
                     or item_kind is tuple
                     or item_kind is float
                     or isinstance(item, str)
                 ):
-                    prepared[key] = prepare(item)
+                    ready = prepare(item)
                 else:
                     # What prepare(item) would come to (an id, a time): one call, not two.
-                    prepared[key] = convert(item)
+                    ready = convert(item)
+                if ready is not item:
+                    if prepared is value:
+                        prepared = value.copy()
+                    prepared[key] = ready
             return prepared
         if kind is str or kind is int or kind is bool or value is None:
             return value

@@ -8,9 +8,10 @@ _NAMESPACE = UUID("6f1d4c8e-2b57-4b8e-9a55-3c0c4a1f7e21")
 
 #: How many derived ids are remembered (all are forgotten together past it).
 _REMEMBERED = 4096
-#: The same few ids are derived on every request: remembered by their parts, an id part by
-#: its ``int`` (a ``UUID``'s own hash is a Python method; an int's is C) and any other part
-#: with its type (equal values of different types may print differently).
+#: The same few ids are derived on every request: remembered by their parts, an exact ``str``
+#: as it is, an id part by its ``int`` (a ``UUID``'s own hash is a Python method; an int's is
+#: C) and any other part with its type (a ``str`` subclass, say, may print differently from
+#: the equal ``str``). The three kinds of key never compare equal to one another.
 _IDS: dict[tuple[object, ...], UUID] = {}
 
 
@@ -18,7 +19,13 @@ def stable_id(*parts: str | UUID) -> UUID:
     # A loop: a comprehension is a call of its own.
     listed: list[object] = []
     for part in parts:
-        listed.append(part.int if type(part) is UUID else (type(part), part))
+        exact = type(part)
+        if exact is str:
+            listed.append(part)
+        elif isinstance(part, UUID) and exact is UUID:
+            listed.append(part.int)
+        else:
+            listed.append((exact, part))
     key = tuple(listed)
     found = _IDS.get(key)
     if found is None:

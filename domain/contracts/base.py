@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 from uuid import UUID
 
 from countersign.domain.contracts.findings import RuleBrokenError
+from countersign.domain.contracts.model_calls import validated
 from countersign.domain.contracts.presentation import (
     APPROVE,
     EFFECT_UNAVAILABLE,
@@ -397,7 +398,7 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     def decode_arguments(self, stored: Any) -> ArgumentsT:
         try:
-            return self.Arguments.model_validate(stored)
+            return validated(self.Arguments, stored)
         except ValidationError:
             raise UndecodableContractError(self.kind) from None
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, TypeVar
 
+from countersign.domain.contracts.model_calls import validated
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import (
     MAX_PROBLEMS,
@@ -185,7 +186,7 @@ def parse_request(model: type[ModelT], raw: Any) -> ModelT:
         raise InvalidRequestError.one("request", "must be a JSON object", MALFORMED_REQUEST)
     bounded, dropped = _bounded_unknown_keys(model, raw)
     try:
-        return model.model_validate(bounded)
+        return validated(model, bounded)
     except ValidationError as error:
         problems = problems_from(error, MAX_PROBLEMS)
         more = error.error_count() - len(problems) + dropped

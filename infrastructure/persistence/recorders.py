@@ -31,7 +31,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from time import time
 from typing import Any, NamedTuple, NoReturn
 from uuid import UUID
@@ -147,6 +147,23 @@ def _rolled_back(sqlite_conn: sqlite3.Connection, error: BaseException) -> NoRet
         raise _library_error(failed) from failed
 
 
+@lru_cache(maxsize=256)
+def _check_statement(table: str, count: int) -> str:
+    """The read-set check of ``count`` aggregates: the text is made once, not at every commit
+    (a commit's check and insert are the same few statements every time)."""
+    versions = ",".join(
+        [f"(SELECT max(originator_version) FROM {table} WHERE originator_id = ?)"] * count
+    )
+    return f"SELECT {versions}"
+
+
+@lru_cache(maxsize=256)
+def _insert_statement(table: str, count: int) -> str:
+    """The INSERT of ``count`` events, its text made once (``_check_statement``)."""
+    rows = ",".join(["(?,?,?,?)"] * count)
+    return f"INSERT INTO {table} VALUES {rows}"
+
+
 class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     """The library's recorder, checking the read set inside an immediate transaction.
 
@@ -221,15 +238,8 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         items = list(expected.items())
         for start in range(0, len(items), self.CHECK_CHUNK):
             chunk = items[start : start + self.CHECK_CHUNK]
-            versions = ",".join(
-                [
-                    f"(SELECT max(originator_version) FROM {self.events_table_name} "
-                    "WHERE originator_id = ?)"
-                ]
-                * len(chunk)
-            )
             cursor.execute(
-                f"SELECT {versions}",
+                _check_statement(self.events_table_name, len(chunk)),
                 # _hex's own lookup first, inline: most ids are remembered, and a call costs.
                 [_HEXES.get(i.int) or _hex(i) for i, _ in chunk],
             )
@@ -244,9 +254,8 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         notification_ids: list[int] = []
         for start in range(0, len(stored_events), self.INSERT_CHUNK):
             chunk = stored_events[start : start + self.INSERT_CHUNK]
-            rows = ",".join(["(?,?,?,?)"] * len(chunk))
             c.execute(
-                f"INSERT INTO {self.events_table_name} VALUES {rows}",
+                _insert_statement(self.events_table_name, len(chunk)),
                 [
                     value
                     for e in chunk
