@@ -1,0 +1,86 @@
+"""What an approval through the API queries when this process holds nothing of the proposal
+(another process made it): the claim fetches the order and its pending slot together, so the
+settlement after the provider's answer queries nothing; a repeat, and an approval that cannot
+claim yet, fetch nothing for a claim they will not make (application/proposals.py,
+``claim_reads``)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.domain.club.organization import Organization
+from countersign.domain.pending_slot import PendingSlot
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.identity.tokens import issue_token
+from fastapi.testclient import TestClient
+
+from tests.conftest import AVA, TO_CARD
+from tests.support.proposing import propose
+
+GRANITE = Organization.create_id("granite")
+
+
+def _queries_of(cs: Countersign, monkeypatch: pytest.MonkeyPatch) -> list[list[UUID]]:
+    """The ids of every event-store query from now on (each call of ``_load_many``)."""
+    asked: list[list[UUID]] = []
+    load_many = cs.store._load_many
+
+    def counting(aggregate_ids: list[UUID]) -> Any:
+        asked.append(list(aggregate_ids))
+        return load_many(aggregate_ids)
+
+    monkeypatch.setattr(cs.store, "_load_many", counting)
+    return asked
+
+
+def _approver(cs: Countersign) -> dict[str, str]:
+    """The headers of a request made with a new approver token of Ava's."""
+    token = issue_token(cs, "granite", "bot", ["orders.refund"], issued_by=AVA, kind="approver")
+    return {"Authorization": f"Bearer {token.token}"}
+
+
+def _approve(cs: Countersign, headers: dict[str, str], proposal_id: str) -> dict[str, Any]:
+    with TestClient(create_app(cs), raise_server_exceptions=False) as client:
+        answer = client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=headers)
+    assert answer.status_code == 200, answer.text
+    document: dict[str, Any] = answer.json()
+    return document
+
+
+def test_an_execution_fetches_the_order_and_its_slot_in_the_claims_one_query(
+    cs, other, seeded, monkeypatch
+):
+    order = UUID(str(seeded["orders"]["refund-ok"]))
+    made = propose(other, seeded, "refund-ok", request=TO_CARD)  # in another process
+    headers = _approver(cs)
+    asked = _queries_of(cs, monkeypatch)
+
+    answer = _approve(cs, headers, made)
+
+    assert answer["result"] == "executed", answer
+    assert answer["outcome"]["kind"] == "succeeded"
+    slot = PendingSlot.create_id(GRANITE, order)
+    # The token's organization, the proposal's check, then the claim's one query; the
+    # settlement (which reads the slot to withdraw what the refund made stale) none.
+    assert asked == [[GRANITE], [UUID(made)], [order, slot]], asked
+
+    asked.clear()
+    again = _approve(cs, headers, made)
+    assert again["result"] == "already_completed"
+    assert asked == [[GRANITE], [UUID(made)]], asked  # a repeat fetches nothing for a claim
+
+
+def test_an_approval_that_cannot_claim_yet_fetches_nothing_for_a_claim(
+    cs, other, seeded, monkeypatch
+):
+    made = propose(other, seeded, "refund-two-approvers", request=TO_CARD)
+    headers = _approver(cs)
+    asked = _queries_of(cs, monkeypatch)
+
+    answer = _approve(cs, headers, made)
+
+    assert answer["result"] == "awaiting_approvals", answer
+    assert asked == [[GRANITE], [UUID(made)]], asked
