@@ -1,8 +1,10 @@
 """What an approval through the API queries when this process holds nothing of the proposal
-(another process made it): the claim fetches the order and its pending slot together, so the
-settlement after the provider's answer queries nothing; a repeat, and an approval that cannot
-claim yet, fetch nothing for a claim they will not make (application/proposals.py,
-``claim_reads``)."""
+(another process made it): the proposal the path names comes with the token's query of the
+caller's organization (``EventSourcedStore.read_along``); the claim fetches the order and its
+pending slot together, so the settlement after the provider's answer queries nothing; a
+repeat, and an approval that cannot claim yet, fetch nothing for a claim they will not make
+(application/proposals.py, ``claim_reads``). A foreign id, an unknown one and a malformed one
+cost the same queries as each other and answer alike."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 
-from tests.conftest import AVA, TO_CARD
+from tests.conftest import AVA, MIA, TO_CARD
 from tests.support.proposing import propose
 
 GRANITE = Organization.create_id("granite")
@@ -63,14 +65,15 @@ def test_an_execution_fetches_the_order_and_its_slot_in_the_claims_one_query(
     assert answer["result"] == "executed", answer
     assert answer["outcome"]["kind"] == "succeeded"
     slot = PendingSlot.create_id(GRANITE, order)
-    # The token's organization, the proposal's check, then the claim's one query; the
-    # settlement (which reads the slot to withdraw what the refund made stale) none.
-    assert asked == [[GRANITE], [UUID(made)], [order, slot]], asked
+    # The token's organization with the proposal the path names (read_along), then the
+    # claim's one query; the settlement (which reads the slot to withdraw what the refund
+    # made stale) none.
+    assert asked == [[GRANITE, UUID(made)], [order, slot]], asked
 
     asked.clear()
     again = _approve(cs, headers, made)
     assert again["result"] == "already_completed"
-    assert asked == [[GRANITE], [UUID(made)]], asked  # a repeat fetches nothing for a claim
+    assert asked == [[GRANITE, UUID(made)]], asked  # a repeat fetches nothing for a claim
 
 
 def test_an_approval_that_cannot_claim_yet_fetches_nothing_for_a_claim(
@@ -83,4 +86,26 @@ def test_an_approval_that_cannot_claim_yet_fetches_nothing_for_a_claim(
     answer = _approve(cs, headers, made)
 
     assert answer["result"] == "awaiting_approvals", answer
-    assert asked == [[GRANITE], [UUID(made)]], asked
+    assert asked == [[GRANITE, UUID(made)]], asked
+
+
+def test_unknown_foreign_and_malformed_ids_cost_the_same_query_and_answer_alike(
+    cs, other, seeded, monkeypatch
+):
+    foreign = propose(
+        other, seeded, "maple-refund", actor=MIA, organization="maple", request=TO_CARD
+    )
+    unknown = "5b0c4a0e-0000-4000-8000-000000000000"
+    headers = _approver(cs)
+    answers = []
+    for named in (foreign, unknown):
+        asked = _queries_of(cs, monkeypatch)
+        with TestClient(create_app(cs), raise_server_exceptions=False) as client:
+            answer = client.post(f"/api/v1/proposals/{named}/approve", headers=headers)
+        assert answer.status_code == 404, answer.text
+        answers.append(answer.json()["type"])
+        assert asked == [[GRANITE, UUID(named)]], asked  # one query; nothing more
+    with TestClient(create_app(cs), raise_server_exceptions=False) as client:
+        malformed = client.post("/api/v1/proposals/not-an-id/approve", headers=headers)
+    assert malformed.status_code == 404
+    assert answers == [malformed.json()["type"]] * 2
