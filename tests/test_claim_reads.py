@@ -73,6 +73,9 @@ def test_an_execution_fetches_the_order_and_its_slot_in_the_claims_one_query(
     asked.clear()
     again = _approve(cs, headers, made)
     assert again["result"] == "already_completed"
+    # The execution's text, written from the result in hand, is the stored outcome's.
+    assert answer["message"] == again["message"]
+    assert answer["outcome"] == again["outcome"]
     assert asked == [[GRANITE, UUID(made)]], asked  # a repeat fetches nothing for a claim
 
 
