@@ -250,7 +250,7 @@ def _read_along(request: Request) -> None:
         proposal_id = UUID(str(named))
     except ValueError:
         return
-    countersign(request).store.read_along(proposal_id)
+    countersign(request).read_along(proposal_id)
 
 
 def _check_then_run(
