@@ -159,10 +159,11 @@ class ProposalAccess:
         actor: str | Caller,
         passkey_assertion: Mapping[str, Any] | None = None,
     ) -> ApprovalReport:
-        """ProposalService.approve, once ``_check_decision`` lets the caller."""
+        """ProposalService.approve, once ``_check_decision`` lets the caller; the proposal
+        it read tells the approval what its claim will read (``seen``)."""
         caller = Caller.of(actor)
-        self._check_decision(proposal_id, caller)
-        return self.proposals.approve(proposal_id, caller, passkey_assertion)
+        seen = self._check_decision(proposal_id, caller)
+        return self.proposals.approve(proposal_id, caller, passkey_assertion, seen=seen)
 
     def approval_challenge(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
         """What the caller's authenticator signs to approve the proposal: NotFoundError for
@@ -185,17 +186,18 @@ class ProposalAccess:
         self._check_decision(proposal_id, caller)
         return self.proposals.decline(proposal_id, caller, note)
 
-    def _check_decision(self, proposal_id: str, caller: Caller) -> None:
+    def _check_decision(self, proposal_id: str, caller: Caller) -> Proposal | None:
         """For a caller acting in one organization or within a token's scopes: NotFoundError
         for a proposal outside it (as for an unknown one), MissingPermissionError without the
-        permission to decide it. The approve path itself answers every other caller, and
-        rechecks the member's permission as it decides."""
+        permission to decide it; the proposal it read. The approve path itself answers every
+        other caller (None: nothing read), and rechecks the member's permission as it decides."""
         if caller.organization is None and caller.scopes is None:
-            return
+            return None
         proposal, member = visible_proposal(self.store, proposal_id, caller)
         permission = decide_permission(proposal.kind, self.registry)
         if permission is not None:  # an unknown kind: the approve path refuses it
             require_all(caller, member, permission)
+        return proposal
 
     # -- queries ------------------------------------------------------------------------------
 

@@ -74,6 +74,7 @@ from countersign.domain.outcomes import (
     NotApprovableReason,
     RevisionReason,
 )
+from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.uuids import new_id
@@ -82,6 +83,21 @@ log = logging.getLogger("countersign.proposals")
 
 
 _Claim = Commit[ApprovalReport | CallOut | Failed] | Answer[ApprovalReport | CallOut | Failed]
+
+
+def claim_reads(seen: Proposal | None) -> list[UUID]:
+    """What claiming ``seen`` reads besides it, fetched with it in one round trip: its
+    organization, its resource and the resource's pending slot, which a success reads to
+    withdraw what it made stale (an external operation's settlement then finds the slot
+    held, instead of querying it after the provider's answer). Only for a pending proposal
+    this approval may be the last one needed for: any other approval reads the proposal
+    and the organization alone, which the request's own checks hold already."""
+    if seen is None or seen.status != ProposalStatus.PENDING:
+        return []
+    if len(seen.approvals) + 1 < seen.approvals_required:
+        return []
+    organization_id, resource_id = seen.organization_id, seen.resource_id
+    return [organization_id, resource_id, PendingSlot.create_id(organization_id, resource_id)]
 
 
 class ProposalService:
@@ -190,13 +206,17 @@ class ProposalService:
         proposal_id: str,
         actor: str | Caller,
         passkey_assertion: Mapping[str, Any] | None = None,
+        *,
+        seen: Proposal | None = None,
     ) -> ApprovalReport:
         """Claim the proposal exactly once, revalidate, execute, and record the outcome.
 
         ``actor``: the approver's email (a person), or the Caller with the credential they
         presented. ``passkey_assertion``: ``{"nonce", "credential"}``, the answer of the
         approver's authenticator to ``approval_challenge`` (needed where the proposal's
-        policy requires a passkey).
+        policy requires a passkey). ``seen``: the proposal as the caller's checks just read
+        it, if they did: only a hint of what the claim will read (``claim_reads``), never
+        what it decides on.
 
         Raises AgentCannotDecideError for an agent token, and ConcurrencyConflictError only
         if the claim kept losing races on shared facts
@@ -206,7 +226,8 @@ class ProposalService:
         try:
             pid = parse_id(proposal_id, "proposal")
             claimed = self.store.decide(
-                Reads([pid]), lambda store: self._claim(store, pid, caller, passkey_assertion)
+                Reads([pid, *claim_reads(seen)]),
+                lambda store: self._claim(store, pid, caller, passkey_assertion),
             )
         except NotFoundError:
             # An unknown id, and another tenant's proposal, get the same answer, echo included.

@@ -38,12 +38,13 @@ from countersign.application.ports import (
     Reads,
     SweeperPass,
 )
-from countersign.application.reports import ApprovalReport, approval_report
+from countersign.application.reports import ApprovalReport, approval_report, executed_report
 from countersign.application.supersession import retire
 from countersign.domain.contracts import AnyContract
 from countersign.domain.contracts.base import Effect, RevisionNeededError
 from countersign.domain.contracts.model_calls import dumped
 from countersign.domain.errors import ConcurrencyConflictError, EffectAlreadyRecordedError
+from countersign.domain.messages import success_message
 from countersign.domain.outcomes import (
     ExecutionContract,
     NeedsReconciliation,
@@ -198,14 +199,18 @@ class Settlement:
                 result = contract.finish_external(execution, loaded, response)
                 proposal.succeed(succeeded(result))
                 retired = retire(store, contract, proposal, execution.arguments, result, loaded)
+                # Its text from the typed result in hand, as a local operation's success is.
+                message = success_message(contract, proposal.preview, result)
+                report = executed_report(proposal, message)
             except RevisionNeededError as refused:
                 proposal.require_revision(revision_required(refused.reason))
+                report = approval_report(proposal)
             except EffectAlreadyRecordedError:
                 # Another process (an approver that woke up, or the reconciler) already
                 # recorded this same provider answer.
                 return Answer(approval_report(proposal))
             self.faults.reached("before_outcome_commit")
-            return Commit([proposal, *loaded.aggregates(), *retired], approval_report(proposal))
+            return Commit([proposal, *loaded.aggregates(), *retired], report)
 
         try:
             settled = self.store.decide(Reads([execution.proposal_id]), settlement)

@@ -99,6 +99,11 @@ class Countersign:
         (``EventSourcedStore.one_request``)."""
         return self.store.one_request()
 
+    def read_along(self, aggregate_id: UUID) -> None:
+        """This request's next query also fetches this aggregate
+        (``EventSourcedStore.read_along``)."""
+        self.store.read_along(aggregate_id)
+
     def projection_runners(
         self, names: list[str] | None = None, batch_size: int = 1000
     ) -> list[ProjectionRunner]:

@@ -20,6 +20,15 @@ prints the CPU milliseconds per request and the round trips per request to Postg
 drifts with the load; callgrind's instruction count does not: run it at two sizes and
 divide the difference by the difference in requests (eight per proposal), which leaves the
 process's start out.
+
+An execution costs far more than a repeat, so the two are told apart: the round trips are
+printed per answer (``succeeded``: the executions, ``already_completed``: the repeats), and
+``--repeats N`` sets the repeats per proposal (default 7). With ``--repeats 0`` every request
+is an execution, so the two sizes' difference over 40 proposals is one execution's
+instructions; the default run's difference less 40 of those, over 280, is one repeat's::
+
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/exec.20 \\
+        .venv/bin/python scripts/bench_api_requests.py --proposals 20 --repeats 0
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ import psycopg  # noqa: E402
 
 SERVER = "postgresql://postgres@127.0.0.1:5432/"
 TEMPLATE = "countersign_bench_api_template"
-REPEATS = 7  # bench.py http: eight clients approve each proposal
+REPEATS = 7  # bench.py http: eight clients approve each proposal (--repeats)
 
 
 def _loaded(template: str) -> Path:
@@ -67,24 +76,32 @@ def prepare(proposals: int, template: str) -> None:
 
 
 class Counted:
-    """Round trips to PostgreSQL, counted in psycopg: statements and transaction commands."""
+    """Round trips to PostgreSQL: statements (through psycopg's cursors, and countersign's own
+    prepared statements, ``pg_statements``: the commits) and transaction commands."""
 
     def __init__(self) -> None:
         import psycopg._connection_base as connections
         import psycopg._cursor_base as cursors
+        from countersign.infrastructure.persistence import pg_statements
 
         self.statements = self.commands = 0
         start, command = cursors.BaseCursor._start_query, connections.BaseConnection._exec_command
+        executed = pg_statements._executed
 
         def counted_start(cursor: Any, *args: Any, **kwargs: Any) -> Any:
             self.statements += 1
             return start(cursor, *args, **kwargs)
+
+        def counted_executed(*args: Any, **kwargs: Any) -> Any:
+            self.statements += 1
+            return executed(*args, **kwargs)
 
         def counted_command(connection: Any, *args: Any, **kwargs: Any) -> Any:
             self.commands += 1
             return command(connection, *args, **kwargs)
 
         cursors.BaseCursor._start_query = counted_start  # type: ignore[method-assign]
+        pg_statements._executed = counted_executed
         connections.BaseConnection._exec_command = counted_command  # type: ignore[method-assign]
 
 
@@ -131,7 +148,7 @@ async def _approve(app: Any, token: str, proposal_id: str) -> str:
     return str(json.loads(body)["result"])
 
 
-def run(proposals: int, template: str) -> None:
+def run(proposals: int, template: str, repeats: int = REPEATS) -> None:
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.observability.logs import configure_logging
     from countersign.infrastructure.server import compose
@@ -150,32 +167,59 @@ def run(proposals: int, template: str) -> None:
         try:
             app = compose(cs, secure_cookies=False)
             counted = Counted()
+            answered = Answered(counted)
 
-            async def race() -> tuple[dict[str, int], float]:
+            async def race() -> float:
                 for proposal_id in warm:
                     for _ in range(1 + REPEATS):
                         await _approve(app, loaded["token"], proposal_id)
-                counted.statements = counted.commands = 0
-                results: dict[str, int] = {}
                 started = time.process_time()
                 for proposal_id in ids:
-                    for _ in range(1 + REPEATS):
-                        result = await _approve(app, loaded["token"], proposal_id)
-                        results[result] = results.get(result, 0) + 1
-                return results, time.process_time() - started
+                    for _ in range(1 + repeats):
+                        await answered.request(_approve(app, loaded["token"], proposal_id))
+                return time.process_time() - started
 
-            results, cpu = asyncio.run(race())
+            cpu = asyncio.run(race())
         finally:
             cs.close()
     finally:
         with psycopg.connect(SERVER + "postgres", autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-    requests = len(ids) * (1 + REPEATS)
-    print(
-        f"{requests} approve requests {results}: CPU {cpu * 1000 / requests:.3f} ms per "
-        f"request; round trips per request: {counted.statements / requests:.2f} statements, "
-        f"{counted.commands / requests:.2f} BEGIN or COMMIT"
-    )
+    requests = len(ids) * (1 + repeats)
+    print(f"{requests} approve requests: CPU {cpu * 1000 / requests:.3f} ms per request")
+    print(answered.summary())
+
+
+class Answered:
+    """The round trips of each request, summed by its answer (``result``)."""
+
+    def __init__(self, counted: Counted) -> None:
+        self.counted = counted
+        #: result -> [requests, statements, BEGIN or COMMIT]
+        self.by_result: dict[str, list[int]] = {}
+
+    async def request(self, answer: Any) -> None:
+        statements, commands = self.counted.statements, self.counted.commands
+        result = await answer
+        sums = self.by_result.setdefault(result, [0, 0, 0])
+        sums[0] += 1
+        sums[1] += self.counted.statements - statements
+        sums[2] += self.counted.commands - commands
+
+    def summary(self) -> str:
+        """Round trips per request, in all and by answer."""
+        requests, statements, commands = (
+            sum(s[n] for s in self.by_result.values()) for n in range(3)
+        )
+        lines = [
+            f"round trips per request: {statements / requests:.2f} statements, "
+            f"{commands / requests:.2f} BEGIN or COMMIT"
+        ]
+        for result, (n, s, c) in sorted(self.by_result.items()):
+            lines.append(
+                f"  {result}: {n} requests, {s / n:.2f} statements, {c / n:.2f} BEGIN or COMMIT"
+            )
+        return "\n".join(lines)
 
 
 def main() -> None:
@@ -183,11 +227,14 @@ def main() -> None:
     parser.add_argument("--prepare", type=int, metavar="N", help="load N proposals first")
     parser.add_argument("--proposals", type=int, default=60, help="how many to approve")
     parser.add_argument("--template", default=TEMPLATE, help=f"the template (default {TEMPLATE})")
+    parser.add_argument(
+        "--repeats", type=int, default=REPEATS, help=f"repeats per proposal (default {REPEATS})"
+    )
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare, args.template)
     else:
-        run(args.proposals, args.template)
+        run(args.proposals, args.template, args.repeats)
 
 
 if __name__ == "__main__":

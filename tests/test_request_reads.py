@@ -14,7 +14,10 @@ from uuid import UUID
 
 import pytest
 from countersign.application.ports import Answer, Reads
+from countersign.domain.club.orders import Order
 from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.errors import NotFoundError
+from countersign.domain.pending_slot import PendingSlot
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token
@@ -57,16 +60,18 @@ def test_an_api_request_reads_the_organization_once_and_the_next_one_reads_it_ag
         answer = client.post(f"/api/v1/proposals/{first}/approve", headers=headers)
         assert answer.status_code == 200, answer.text
         assert answer.json()["result"] in ("executed", "not_approvable")
-        # The token's check read it; the proposal's check took that read (before: twice).
-        # (Decisions read it with their own reads, as ever: they fetch several at once.)
-        assert asked.count([GRANITE]) == 1, asked
+        # The token's check read it (with the proposal the path names, read_along); the
+        # proposal's check took that read (before: twice). (Decisions read it with their own
+        # reads, as ever: they fetch several at once, held first.)
+        assert asked[0] == [GRANITE, UUID(first)], asked
+        assert [GRANITE] not in asked, asked
 
         # Taken away between two requests: the next request reads it afresh and is refused.
         _set_permissions(cs, [Permission.READ_AUDIT])
         asked.clear()
         refused = client.post(f"/api/v1/proposals/{second}/approve", headers=headers)
         assert refused.status_code == 403, refused.text
-        assert asked.count([GRANITE]) == 1, asked
+        assert asked == [[GRANITE, UUID(second)]], asked
 
 
 def test_what_a_request_commits_is_what_it_reads_afterwards(cs, seeded, monkeypatch):
@@ -140,3 +145,25 @@ def test_an_answer_on_a_snapshot_the_request_did_not_read_is_decided_again(cs, o
         answer = _answer_deciding(cs.store, [GRANITE, maple], runs)
     assert len(runs) == 2
     assert answer == granite + held + 1
+
+
+def test_what_a_request_reads_along_comes_with_its_next_query(cs, seeded, monkeypatch):
+    """``read_along``: fetched with the request's next query, whatever that reads; then
+    taken from the request, or known absent until the request itself writes it."""
+    order = UUID(str(seeded["orders"]["refund-ok"]))
+    slot_id = PendingSlot.create_id(GRANITE, order)  # no slot yet: nothing proposed on it
+    with cs.store.one_request():
+        asked = _queries_of(cs, monkeypatch)
+        cs.store.read_along(order)
+        cs.store.read_along(slot_id)
+        cs.store.read(GRANITE, Organization)
+        assert cs.store.read(order, Order).id == order
+        with pytest.raises(NotFoundError):
+            cs.store.read(slot_id, PendingSlot)
+        assert asked == [[GRANITE, order, slot_id]]
+        cs.store.save(PendingSlot(organization_id=GRANITE, resource_id=order))
+        assert cs.store.read(slot_id, PendingSlot).resource_id == order  # written: read again
+        assert asked == [[GRANITE, order, slot_id], [slot_id]]
+    cs.store.read_along(order)  # outside a request: nothing
+    cs.store.read(GRANITE, Organization)
+    assert asked[-1] == [GRANITE]

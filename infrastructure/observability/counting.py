@@ -20,6 +20,7 @@ from countersign.application.ports import EffectProvider, EffectResponseLostErro
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ApprovalReport
 from countersign.domain.ports import EffectResponse
+from countersign.domain.proposal import Proposal
 
 
 class Meter(Protocol):
@@ -51,14 +52,16 @@ class MeteredProposalService(ProposalService):
         proposal_id: str,
         actor: str | Caller,
         passkey_assertion: Mapping[str, Any] | None = None,
+        *,
+        seen: Proposal | None = None,
     ) -> ApprovalReport:
         meter = _meter
         if meter is None:
-            return super().approve(proposal_id, actor, passkey_assertion)
+            return super().approve(proposal_id, actor, passkey_assertion, seen=seen)
         started = time.perf_counter()
         result = "error"
         try:
-            report = super().approve(proposal_id, actor, passkey_assertion)
+            report = super().approve(proposal_id, actor, passkey_assertion, seen=seen)
             result = report.result
             return report
         finally:

@@ -171,6 +171,14 @@ class _Reads:
         self.from_held = set()
 
 
+class _Along:
+    """A request's ``read_along``: ids for its next query, and those it fetched absent."""
+
+    def __init__(self) -> None:
+        self.ids: list[UUID] = []
+        self.absent: set[UUID] = set()
+
+
 class _ThreadReads(threading.local):
     """Each thread's ``_Reads``, made the first time the thread looks (``threading.local``
     runs ``__init__`` once in every thread that uses it)."""
@@ -227,6 +235,11 @@ class EventSourcedStore:
         self._request_reads: ContextVar[dict[UUID, Aggregate] | None] = ContextVar(
             f"countersign_request_reads_{id(self)}", default=None
         )
+        #: What the request's next query also fetches (``read_along``), and what it fetched
+        #: so and did not find; None outside one.
+        self._request_along: ContextVar[_Along | None] = ContextVar(
+            f"countersign_request_along_{id(self)}", default=None
+        )
 
     @property
     def _reads(self) -> _Reads:
@@ -244,10 +257,22 @@ class EventSourcedStore:
         round trip for the same fresh state. What the request commits replaces it (a read
         after the commit queries again); a decision reads as it always does, unaffected."""
         token = self._request_reads.set({})
+        along = self._request_along.set(_Along())
         try:
             yield
         finally:
+            self._request_along.reset(along)
             self._request_reads.reset(token)
+
+    def read_along(self, aggregate_id: UUID) -> None:
+        """In a request (``one_request``): its next query, whatever it reads, also fetches
+        this aggregate, which a later read in the request then takes (or finds absent) with
+        no query of its own. For what the request will surely read: the API's proposal
+        named in the path comes with the caller's organization, which the token's check
+        reads first. Outside a request, nothing."""
+        along = self._request_along.get()
+        if along is not None:
+            along.ids.append(aggregate_id)
 
     def reading(
         self,
@@ -468,9 +493,10 @@ class EventSourcedStore:
             if aggregate is None and request is not None:
                 aggregate = request.get(aggregate_id)
             if aggregate is None and key not in reads.absent:
-                aggregate = self._load_many([aggregate_id]).get(aggregate_id)
-                if request is not None and aggregate is not None:
-                    request[aggregate_id] = aggregate
+                if request is None:
+                    aggregate = self._load_many([aggregate_id]).get(aggregate_id)
+                else:
+                    aggregate = self._request_read(request, aggregate_id)
             if aggregate is None:
                 reads.missed(aggregate_id, key, as_type)
             else:
@@ -486,6 +512,28 @@ class EventSourcedStore:
         if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)
         return aggregate
+
+    def _request_read(self, request: dict[UUID, Aggregate], aggregate_id: UUID) -> Aggregate | None:
+        """A read outside a decision, in a request: one query, with what ``read_along``
+        named; what it finds is the request's (``one_request``), and what it fetched along
+        and did not find is absent for the rest of the request (until the request writes it)."""
+        along = self._request_along.get()
+        wanted = [aggregate_id]
+        if along is not None:
+            if aggregate_id in along.absent:
+                return None
+            for i in along.ids:
+                if i != aggregate_id:
+                    wanted.append(i)
+            along.ids = []
+        loaded = self._load_many(wanted)
+        for i in wanted:
+            found = loaded.get(i)
+            if found is not None:
+                request[i] = found
+            elif along is not None and i != aggregate_id:
+                along.absent.add(i)
+        return loaded.get(aggregate_id)
 
     def _historical(self, aggregate_id: UUID, version: int) -> Aggregate | None:
         try:
@@ -503,14 +551,7 @@ class EventSourcedStore:
         # What Application.save does for us (no snapshotting, no in-process subscribers),
         # without its per-object protocol checks.
         pending, written = _collected(aggregates)
-        request = self._request_reads.get()
-        for key, aggregate_id in written.items():
-            # Whatever happens to this commit, the preloaded state is no longer the latest,
-            # nor what the request read before it.
-            reads.preloaded.pop(key, None)
-            reads.absent.discard(key)
-            if request is not None:
-                request.pop(aggregate_id, None)
+        self._forget_read(reads, written)
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
         # under the writers' lock.
@@ -540,6 +581,19 @@ class EventSourcedStore:
                 log.info("commit refused, %s", stale)
                 raise StaleReadError(str(stale)) from None
         self._keep(pending, final, since)
+
+    def _forget_read(self, reads: _Reads, written: dict[int, UUID]) -> None:
+        """Whatever happens to a commit of ``written``, the preloaded state of each is no
+        longer the latest, nor what the request read (or found absent) before it."""
+        request = self._request_reads.get()
+        along = self._request_along.get()
+        for key, aggregate_id in written.items():
+            reads.preloaded.pop(key, None)
+            reads.absent.discard(key)
+            if request is not None:
+                request.pop(aggregate_id, None)
+            if along is not None:
+                along.absent.discard(aggregate_id)
 
     def _keep(
         self, pending: list[tuple[Aggregate, Sequence[Any]]], final: bool, since: int

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from functools import update_wrapper
 from typing import Annotated, Any, cast, get_type_hints
+from uuid import UUID
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.hops import in_thread
@@ -231,9 +232,25 @@ def _gated(endpoint: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
 def _fill(request: Request, roles: dict[str, str], arguments: dict[str, Any]) -> None:
     """In the route's thread: the request's pending token check made (its 401 raised), and
     the handler's ``Service`` and ``Wired`` arguments filled in."""
+    _read_along(request)
     found = _service(request) if _SERVICE in roles.values() or pending_check.get() else None
     for name, role in roles.items():
         arguments[name] = found if role == _SERVICE else countersign(request)
+
+
+def _read_along(request: Request) -> None:
+    """The proposal a route's path names is fetched with the request's first query (the
+    token's check reads the caller's organization), not in a round trip of its own: every
+    such route reads it next, in the caller's organization or not (``read_along``; its
+    checks are the route's, as before). A malformed id is fetched by nobody."""
+    named = request.path_params.get("proposal_id")
+    if named is None:
+        return
+    try:
+        proposal_id = UUID(str(named))
+    except ValueError:
+        return
+    countersign(request).read_along(proposal_id)
 
 
 def _check_then_run(
