@@ -8,7 +8,7 @@
 - ``domain/club/ids.py``: ids remembered under short keys, a ``str`` subclass apart from the
   equal ``str``;
 - the SQLite recorder's statement texts, made once per table and size;
-- ``application/supersession.retire`` with nothing to retire.
+- ``retire`` (``application/supersession.py``) with nothing to retire.
 """
 
 from __future__ import annotations
@@ -114,6 +114,20 @@ def test_a_model_that_overrides_validation_or_dump_is_called_through_its_own_met
     assert type(made) is model
     assert made.word == "HEY"
     assert dumped(made) == {"word": "HEY!"}
+
+
+def test_a_plain_function_set_in_place_of_model_validate_is_called(monkeypatch):
+    """A test or a plug-in may set a plain function on the class (it has no ``__func__``): it
+    is called, not passed over and not an internal error."""
+    seen: list[Any] = []
+
+    def watching(obj: Any, **kwargs: Any) -> Any:
+        seen.append(obj)
+        return Shouting.__pydantic_validator__.validate_python(obj)
+
+    monkeypatch.setattr(Shouting, "model_validate", watching)
+    made = validated(Shouting, {"word": "hey"})
+    assert (made.word, seen) == ("hey", [{"word": "hey"}])
 
 
 # -- plain_json's walk ----------------------------------------------------------------------------

@@ -24,7 +24,9 @@ _DUMP = BaseModel.model_dump
 
 def validated(model: type[ModelT], value: Any) -> ModelT:
     """``model.model_validate(value)``: the model, or pydantic's ValidationError."""
-    if model.model_validate.__func__ is not _VALIDATE:  # type: ignore[attr-defined]
+    # Whatever stands in ``model_validate`` (a classmethod of its own, or a plain function
+    # set on the class, which has no ``__func__``) is called as it is.
+    if getattr(model.model_validate, "__func__", None) is not _VALIDATE:
         return model.model_validate(value)
     found: ModelT = model.__pydantic_validator__.validate_python(value)
     return found
