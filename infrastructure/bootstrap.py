@@ -37,10 +37,8 @@ from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvid
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
 from countersign.infrastructure.identity.passkeys import WebAuthnCeremonies
 from countersign.infrastructure.observability.counting import MeteredProposalService, counted
-from countersign.infrastructure.persistence.event_store import (
-    CountersignApplication,
-    EventSourcedStore,
-)
+from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.event_store import EventSourcedStore
 from countersign.infrastructure.persistence.presence import prepare
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.plugins import enable

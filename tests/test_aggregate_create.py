@@ -13,7 +13,7 @@ from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.persistence import aggregate_create
-from countersign.infrastructure.persistence.event_store import CountersignApplication
+from countersign.infrastructure.persistence.app import CountersignApplication
 from eventsourcing.domain import Aggregate
 
 AT = datetime(2026, 12, 3, 7, 0, tzinfo=UTC)

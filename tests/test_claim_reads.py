@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import pytest
 from countersign.domain.club.organization import Organization
 from countersign.domain.pending_slot import PendingSlot
 from countersign.infrastructure.bootstrap import Countersign
@@ -21,21 +20,9 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, MIA, TO_CARD
 from tests.support.proposing import propose
+from tests.support.store_queries import store_queries
 
 GRANITE = Organization.create_id("granite")
-
-
-def _queries_of(cs: Countersign, monkeypatch: pytest.MonkeyPatch) -> list[list[UUID]]:
-    """The ids of every event-store query from now on (each call of ``_load_many``)."""
-    asked: list[list[UUID]] = []
-    load_many = cs.store._load_many
-
-    def counting(aggregate_ids: list[UUID]) -> Any:
-        asked.append(list(aggregate_ids))
-        return load_many(aggregate_ids)
-
-    monkeypatch.setattr(cs.store, "_load_many", counting)
-    return asked
 
 
 def _approver(cs: Countersign) -> dict[str, str]:
@@ -58,7 +45,7 @@ def test_an_execution_fetches_the_order_and_its_slot_in_the_claims_one_query(
     order = UUID(str(seeded["orders"]["refund-ok"]))
     made = propose(other, seeded, "refund-ok", request=TO_CARD)  # in another process
     headers = _approver(cs)
-    asked = _queries_of(cs, monkeypatch)
+    asked = store_queries(cs, monkeypatch)
 
     answer = _approve(cs, headers, made)
 
@@ -84,7 +71,7 @@ def test_an_approval_that_cannot_claim_yet_fetches_nothing_for_a_claim(
 ):
     made = propose(other, seeded, "refund-two-approvers", request=TO_CARD)
     headers = _approver(cs)
-    asked = _queries_of(cs, monkeypatch)
+    asked = store_queries(cs, monkeypatch)
 
     answer = _approve(cs, headers, made)
 
@@ -102,7 +89,7 @@ def test_unknown_foreign_and_malformed_ids_cost_the_same_query_and_answer_alike(
     headers = _approver(cs)
     answers = []
     for named in (foreign, unknown):
-        asked = _queries_of(cs, monkeypatch)
+        asked = store_queries(cs, monkeypatch)
         with TestClient(create_app(cs), raise_server_exceptions=False) as client:
             answer = client.post(f"/api/v1/proposals/{named}/approve", headers=headers)
         assert answer.status_code == 404, answer.text

@@ -14,16 +14,11 @@ from uuid import UUID, uuid4
 import psycopg
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.persistence.pg_arrays import BigInts, Byteas, Texts, UUIDs
 from countersign.infrastructure.persistence.recorders import (
     CountersignSQLiteRecorder,
     LogEntry,
     ReadSetChangedError,
-)
-from countersign.infrastructure.persistence.recorders_postgres import (
-    _BigInts,
-    _Byteas,
-    _Texts,
-    _UUIDs,
 )
 from eventsourcing.persistence import StoredEvent
 
@@ -44,10 +39,10 @@ def test_packed_arrays_read_back_as_sent(pg: psycopg.Connection, count: int) -> 
     row = pg.execute(
         "SELECT %s::uuid[], %s::bigint[], %s::text[], %s::bytea[]",
         (
-            _UUIDs.of(ids),
-            _BigInts.of(numbers),
-            _Texts.of((t.encode() for t in texts), count),
-            _Byteas.of(blobs, count),
+            UUIDs.of(ids),
+            BigInts.of(numbers),
+            Texts.of((t.encode() for t in texts), count),
+            Byteas.of(blobs, count),
         ),
         binary=True,
     ).fetchone()
@@ -56,14 +51,14 @@ def test_packed_arrays_read_back_as_sent(pg: psycopg.Connection, count: int) -> 
 
 @pytest.mark.postgres
 def test_a_missing_version_is_packed_as_null(pg: psycopg.Connection) -> None:
-    row = pg.execute("SELECT %s::bigint[]", (_BigInts.of([3, None, -7]),), binary=True).fetchone()
+    row = pg.execute("SELECT %s::bigint[]", (BigInts.of([3, None, -7]),), binary=True).fetchone()
     assert row == ([3, None, -7],)
 
 
 @pytest.mark.postgres
 def test_string_ids_are_packed_as_uuids(pg: psycopg.Connection) -> None:
     an_id = uuid4()
-    row = pg.execute("SELECT %s::uuid[]", (_UUIDs.of([str(an_id)]),), binary=True).fetchone()
+    row = pg.execute("SELECT %s::uuid[]", (UUIDs.of([str(an_id)]),), binary=True).fetchone()
     assert row == ([an_id],)
 
 

@@ -25,21 +25,9 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, MIA, TO_CARD
 from tests.support.proposing import proposal
+from tests.support.store_queries import store_queries
 
 GRANITE = Organization.create_id("granite")
-
-
-def _queries_of(cs: Countersign, monkeypatch: pytest.MonkeyPatch) -> list[list[UUID]]:
-    """The ids of every event-store query from now on (each call of ``_load_many``)."""
-    asked: list[list[UUID]] = []
-    load_many = cs.store._load_many
-
-    def counting(aggregate_ids: list[UUID]) -> Any:
-        asked.append(list(aggregate_ids))
-        return load_many(aggregate_ids)
-
-    monkeypatch.setattr(cs.store, "_load_many", counting)
-    return asked
 
 
 def _set_permissions(cs: Countersign, permissions: list[Permission]) -> None:
@@ -56,7 +44,7 @@ def test_an_api_request_reads_the_organization_once_and_the_next_one_reads_it_ag
     second = proposal(cs, seeded, "refund-ok", request=TO_CARD).proposal_id
     headers = {"Authorization": f"Bearer {token.token}"}
     with TestClient(create_app(cs), raise_server_exceptions=False) as client:
-        asked = _queries_of(cs, monkeypatch)
+        asked = store_queries(cs, monkeypatch)
         answer = client.post(f"/api/v1/proposals/{first}/approve", headers=headers)
         assert answer.status_code == 200, answer.text
         assert answer.json()["result"] in ("executed", "not_approvable")
@@ -78,7 +66,7 @@ def test_what_a_request_commits_is_what_it_reads_afterwards(cs, seeded, monkeypa
     """A read after the request's own commit queries again: never the state from before it."""
     with cs.store.one_request():
         before = cs.store.read(GRANITE, Organization)
-        asked = _queries_of(cs, monkeypatch)
+        asked = store_queries(cs, monkeypatch)
         assert cs.store.read(GRANITE, Organization) is before
         assert asked == []
         _set_permissions(cs, [Permission.READ_AUDIT])
@@ -99,7 +87,7 @@ def test_one_requests_reads_are_not_another_stores(cs, other, seeded, monkeypatc
     apart: a request of one never answers a read of the other."""
     with cs.store.one_request():
         cs.store.read(GRANITE, Organization)
-        asked = _queries_of(other, monkeypatch)
+        asked = store_queries(other, monkeypatch)
         other.store.read(GRANITE, Organization)
         assert asked == [[GRANITE]]
 
@@ -153,7 +141,7 @@ def test_what_a_request_reads_along_comes_with_its_next_query(cs, seeded, monkey
     order = UUID(str(seeded["orders"]["refund-ok"]))
     slot_id = PendingSlot.create_id(GRANITE, order)  # no slot yet: nothing proposed on it
     with cs.store.one_request():
-        asked = _queries_of(cs, monkeypatch)
+        asked = store_queries(cs, monkeypatch)
         cs.store.read_along(order)
         cs.store.read_along(slot_id)
         cs.store.read(GRANITE, Organization)

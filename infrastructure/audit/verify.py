@@ -23,7 +23,7 @@ from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.hash_chain import chain_link
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.identity.passkeys import assertion_problem
-from countersign.infrastructure.persistence.event_store import CountersignApplication
+from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import stored_topics, written_fields
 

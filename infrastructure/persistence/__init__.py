@@ -13,10 +13,11 @@ library means re-checking each point below (the tests named guard them):
   opening connections with ``cached_statements=True`` (a cache of ONE statement). Both add
   ``select_log``, plain log rows for the projection engine.
   (tests/test_recorders.py, tests/test_optimistic_reads.py)
-- ``event_store``: an ``Application`` whose mapper fails closed on foreign topics and class
-  versions from the future; ``save`` without the library's per-object checks
-  (``collect_events``, ``mapper.to_stored_event``, ``recorder.insert_events``); the legacy
-  topic alias (``register_topic("domain", countersign.domain)``) for events stored before the
+- ``app`` and ``event_store``: an ``Application`` (``app``) whose mapper fails closed on
+  foreign topics and class versions from the future; the store's ``save`` without the
+  library's per-object checks (``collect_events``, ``mapper.to_stored_event``,
+  ``recorder.insert_events``); the legacy topic alias
+  (``register_topic("domain", countersign.domain)``) for events stored before the
   ``countersign`` namespace. (tests/test_corrupt_records.py, tests/test_upgrade_fixture.py)
 - ``log_decoder``: decodes stored event state with orjson the way the library's JSON
   transcoder and mapper would (its ``_type_``/``_data_`` object hook, the event's
@@ -28,7 +29,8 @@ library means re-checking each point below (the tests named guard them):
 - ``stored_snapshots``: the library's ``Snapshot`` (``take``, and ``mutate``, which upcasts
   with the aggregate's ``upcast_vN_vN+1``) in a table the library's aggregate recorder makes
   (``{app}_snapshots``, SQLite ``stored_snapshots``), read by the store's own SQL beside the
-  events. (tests/test_stored_snapshots.py)
+  events (``store_sql``: that SQL, and the snapshots' replacement).
+  (tests/test_stored_snapshots.py)
 - ``unit_of_work`` and ``sql``: plain SQL beside the store; they rely on the table names the
   library gives (``{app}_events``, ``stored_events``).
 """

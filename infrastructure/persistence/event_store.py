@@ -1,28 +1,33 @@
 """The one event-sourced application: proposals and club aggregates in a single stream.
 
-``CountersignApplication`` is an eventsourcing ``Application`` with a guarded mapper;
-``EventSourcedStore`` adapts it to the domain's ``AggregateStore`` port and translates the
-library's errors into domain errors.
+``EventSourcedStore`` adapts ``CountersignApplication`` (app.py) to the domain's
+``AggregateStore`` port and translates the library's errors into domain errors; what a
+decision has read is kept per thread in decision_reads.py.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 from uuid import UUID
 
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.persistence import aggregate_create, frozen_inits, stored_snapshots
+from countersign.infrastructure.persistence import store_sql, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import (
     _FROZEN,
     copy_aggregate,
     freeze,
+)
+from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.decision_reads import (
+    DecisionReads,
+    ReadAlong,
+    ThreadReads,
 )
 from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
@@ -32,159 +37,24 @@ from countersign.infrastructure.persistence.snapshot_cache import SnapshotCache
 from countersign.infrastructure.persistence.stored_events import (
     _ENVELOPE,
     _UNREADABLE,
-    GuardedMapper,
     _corrupt,
     _table_name,
     is_domain_class,
     stored_topics,
 )
-from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
-    AggregateRecorder,
     IntegrityError,
-    Mapper,
     PersistenceError,
     StoredEvent,
-    Transcoder,
 )
-from eventsourcing.sqlite import SQLiteAggregateRecorder
 
 log = logging.getLogger("countersign.store")
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
-
-
-class CountersignApplication(Application[UUID]):
-    """Proposals and the club aggregates they act on, in one notification log."""
-
-    name = "countersign"
-    # No repository cache: EventSourcedStore keeps its own immutable snapshots (the library's
-    # cache fast-forwards shared objects in place, which is unsafe to hand out across threads).
-    env: ClassVar[dict[str, str]] = {}
-
-    def __init__(self, env: Any = None) -> None:
-        super().__init__(env)
-        # The domain's events set their fields without a call each (frozen_inits.py).
-        frozen_inits.install()
-        # ... and its aggregates are created without the library's lookups on every call
-        # (aggregate_create.py).
-        aggregate_create.install()
-        # Stored snapshots of the aggregates whose history grows (stored_snapshots.py), in a
-        # table made like the events table. Not the library's snapshot store: its repository
-        # would read snapshots past our guards.
-        self.snapshot_recorder: AggregateRecorder = self.factory.aggregate_recorder(
-            purpose="snapshots"
-        )
-
-    def construct_transcoder(self) -> Transcoder:
-        # The library's JSON, written by orjson to the same bytes (transcoder.py).
-        transcoder = FastJSONTranscoder()
-        self.register_transcodings(transcoder)
-        return transcoder
-
-    def construct_mapper(self) -> Mapper[UUID]:
-        return self.factory.mapper(
-            transcoder=self.construct_transcoder(), mapper_class=GuardedMapper
-        )
-
-
-class _Reads:
-    """What the decision running in one thread has read (see ``EventSourcedStore.reading``).
-
-    Keyed by each id's ``int``, not the ``UUID``: the ``UUID``'s hash is a Python method
-    (about 950 instructions under callgrind), an int's is C, and a cycle looks ids up here
-    well over a hundred times. ``ids`` keeps the ``UUID`` of each id read."""
-
-    def __init__(self) -> None:
-        #: Whether a decision is running; only then are reads recorded.
-        self.open = False
-        #: Whether reads may come from the snapshots this process holds, without a query.
-        self.held = False
-        #: Fetched before the decision ran: its reads take these instead of querying.
-        self.preloaded: dict[int, Aggregate] = {}
-        #: Asked for in that same round trip and not found: a read of one finds nothing
-        #: again without a second query (a new resource's pending slot, say). Creating one
-        #: is checked by the primary key, as ever.
-        self.absent: set[int] = set()
-        #: Aggregate id -> the version the decision read (and based itself on); None for one
-        #: it looked for and did not find (the commit is refused if it exists by then).
-        self.versions: dict[int, int | None] = {}
-        #: The ``UUID`` of each id in ``versions``, in the order they were read.
-        self.read_ids: dict[int, UUID] = {}
-        #: Aggregate types the decision only points at, and the ids it read of them.
-        self.targets: frozenset[type[Aggregate]] = frozenset()
-        self.unchecked: set[int] = set()
-        #: The ids served from a held snapshot rather than by a query of this decision.
-        self.from_held: set[int] = set()
-
-    def saw(self, key: int, aggregate: Aggregate) -> None:
-        if self.open and key not in self.versions:
-            # The library's ``version`` and ``id`` are properties, a Python call each: their
-            # attributes are read here, and wherever a commit reads them for every aggregate.
-            self.versions[key] = aggregate._version
-            self.read_ids[key] = aggregate._id
-            if type(aggregate) in self.targets:
-                self.unchecked.add(key)
-
-    def missed(self, aggregate_id: UUID, key: int, as_type: type[Aggregate]) -> None:
-        """The decision looked for this aggregate and it does not exist: deciding on its
-        absence is relying on it, like a read (a commit that creates it is checked by the
-        primary key instead)."""
-        if self.open and as_type not in self.targets and key not in self.versions:
-            self.versions[key] = None
-            self.read_ids[key] = aggregate_id
-
-    def __enter__(self) -> _Reads:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def relied_on(self, written: dict[int, UUID]) -> dict[UUID, int | None]:
-        """What a commit that writes ``written`` (by their ``int``) relied on without writing
-        it, by id: the version read (None: found absent). What it writes, the primary key
-        checks; the ``targets`` it only points at are not checked."""
-        read_ids = self.read_ids
-        unchecked = self.unchecked
-        expected: dict[UUID, int | None] = {}
-        for key, version in self.versions.items():  # a loop: no comprehension's function
-            if key not in written and key not in unchecked:
-                expected[read_ids[key]] = version
-        return expected
-
-    def ids(self) -> list[UUID]:
-        """Every aggregate the decision read so far."""
-        return list(self.read_ids.values())
-
-    def close(self) -> None:
-        self.open = self.held = False
-        self.preloaded = {}
-        self.absent = set()
-        self.versions = {}
-        self.read_ids = {}
-        self.targets = frozenset()
-        self.unchecked = set()
-        self.from_held = set()
-
-
-class _Along:
-    """A request's ``read_along``: ids for its next query, and those it fetched absent."""
-
-    def __init__(self) -> None:
-        self.ids: list[UUID] = []
-        self.absent: set[UUID] = set()
-
-
-class _ThreadReads(threading.local):
-    """Each thread's ``_Reads``, made the first time the thread looks (``threading.local``
-    runs ``__init__`` once in every thread that uses it)."""
-
-    def __init__(self) -> None:
-        self.reads = _Reads()
 
 
 def _collected(
@@ -222,7 +92,7 @@ class EventSourcedStore:
         snapshot_interval: int = stored_snapshots.SNAPSHOT_INTERVAL,
     ) -> None:
         self.app = app
-        self._local = _ThreadReads()
+        self._local = ThreadReads()
         self._snapshots = SnapshotCache(cache_size)
         self._unit_of_work = StoreUnitOfWork(self)
         #: Events between two stored snapshots of a snapshotted aggregate (stored_snapshots.py).
@@ -237,12 +107,12 @@ class EventSourcedStore:
         )
         #: What the request's next query also fetches (``read_along``), and what it fetched
         #: so and did not find; None outside one.
-        self._request_along: ContextVar[_Along | None] = ContextVar(
+        self._request_along: ContextVar[ReadAlong | None] = ContextVar(
             f"countersign_request_along_{id(self)}", default=None
         )
 
     @property
-    def _reads(self) -> _Reads:
+    def _reads(self) -> DecisionReads:
         return self._local.reads
 
     def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
@@ -257,7 +127,7 @@ class EventSourcedStore:
         round trip for the same fresh state. What the request commits replaces it (a read
         after the commit queries again); a decision reads as it always does, unaffected."""
         token = self._request_reads.set({})
-        along = self._request_along.set(_Along())
+        along = self._request_along.set(ReadAlong())
         try:
             yield
         finally:
@@ -280,7 +150,7 @@ class EventSourcedStore:
         *,
         held: bool,
         targets: frozenset[type[Aggregate]] = frozenset(),
-    ) -> _Reads:
+    ) -> DecisionReads:
         """The reads of one decision, in this thread: these aggregates are fetched in one
         round trip first. ``held``: reads may come from the snapshots this process holds.
 
@@ -318,7 +188,7 @@ class EventSourcedStore:
             raise
         return reads
 
-    def read_in_this_request(self, reads: _Reads) -> bool:
+    def read_in_this_request(self, reads: DecisionReads) -> bool:
         """Whether the decision reading ``reads`` read nothing older than the request it
         serves read itself (``one_request``): every aggregate it took from a held snapshot,
         the request had queried during its run at that version or an older one. Such a
@@ -395,76 +265,9 @@ class EventSourcedStore:
         """The events of each aggregate in ``after`` past its version; for each aggregate in
         ``cold``, its newest stored snapshot that no event outruns (True: a snapshot, first)
         and its events after it. In order of aggregate and version."""
-        recorder: Any = self.app.recorder
-        sqlite = isinstance(recorder, SQLiteAggregateRecorder)
-        mark = "?" if sqlite else "%s"
-        columns = "originator_id, originator_version, topic, state"
-        parts = []
-        params: list[Any] = []
-        if cold:
-            marks = ", ".join(mark for _ in cold)
-            # The newest snapshot of each cold aggregate not newer than its newest event.
-            latest = (
-                f"WITH latest AS (SELECT s.originator_id AS oid, MAX(s.originator_version) AS v "
-                f"FROM {self._snapshot_table} s WHERE s.originator_id IN ({marks}) "
-                f"AND s.originator_version <= (SELECT MAX(e.originator_version) "
-                f"FROM {self._table} e WHERE e.originator_id = s.originator_id) "
-                f"GROUP BY s.originator_id) "
-            )
-            parts.append(
-                f"SELECT 0 AS kind, s.originator_id, s.originator_version, s.topic, s.state "
-                f"FROM {self._snapshot_table} s JOIN latest l "
-                f"ON s.originator_id = l.oid AND s.originator_version = l.v"
-            )
-            parts.append(
-                f"SELECT 1 AS kind, e.originator_id, e.originator_version, e.topic, e.state "
-                f"FROM {self._table} e LEFT JOIN latest l ON e.originator_id = l.oid "
-                f"WHERE e.originator_id IN ({marks}) "
-                f"AND e.originator_version > COALESCE(l.v, 0)"
-            )
-            ids = [i.hex if sqlite else i for i in cold]
-            params += [*ids, *ids]
-        if after:
-            where = " OR ".join(
-                f"(originator_id = {mark} AND originator_version > {mark})" for _ in after
-            )
-            parts.append(f"SELECT 1 AS kind, {columns} FROM {self._table} WHERE {where}")
-            params += [v for i, version in after for v in (i.hex if sqlite else i, version)]
-        if not parts:
-            return []
-        if cold:
-            sql = latest + " UNION ALL ".join(parts) + " ORDER BY 2, 1, 3"
-        else:  # the hot path, as it always was
-            sql = f"SELECT 1 AS kind, {columns} FROM {self._table} WHERE {where} ORDER BY 2, 3"
-        if sqlite:
-            with recorder.datastore.transaction(commit=False) as cursor:
-                cursor.execute(sql, params)
-                rows = [tuple(r) for r in cursor.fetchall()]
-        else:  # PostgreSQL (its module is imported only by a process that uses it)
-            with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
-                cursor.execute(sql, params, prepare=True)
-                rows = [
-                    (
-                        r["kind"],
-                        r["originator_id"],
-                        r["originator_version"],
-                        r["topic"],
-                        r["state"],
-                    )
-                    for r in cursor.fetchall()
-                ]
-        return [
-            (
-                kind == 0,
-                StoredEvent(
-                    originator_id=UUID(str(originator_id)),
-                    originator_version=int(version),
-                    topic=topic,
-                    state=bytes(state),
-                ),
-            )
-            for kind, originator_id, version, topic, state in rows
-        ]
+        return store_sql.select_events(
+            self.app.recorder, self._table, self._snapshot_table, after, cold
+        )
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
         return self.get(aggregate_id, as_type, shared=True)
@@ -582,7 +385,7 @@ class EventSourcedStore:
                 raise StaleReadError(str(stale)) from None
         self._keep(pending, final, since)
 
-    def _forget_read(self, reads: _Reads, written: dict[int, UUID]) -> None:
+    def _forget_read(self, reads: DecisionReads, written: dict[int, UUID]) -> None:
         """Whatever happens to a commit of ``written``, the preloaded state of each is no
         longer the latest, nor what the request read (or found absent) before it."""
         request = self._request_reads.get()
@@ -626,47 +429,12 @@ class EventSourcedStore:
         stored the same version first, or the write fails, nothing is lost (the events are
         committed), so the commit's caller never hears of it."""
         snapshots = [stored_snapshots.take(self.app.mapper, a) for a in aggregates]
-        recorder: Any = self.app.snapshot_recorder
         try:
-            if isinstance(recorder, SQLiteAggregateRecorder):
-                recorder.insert_events(snapshots)
-                # Only the newest is ever read, and each holds the whole state: the older go.
-                where = " OR ".join(
-                    "(originator_id = ? AND originator_version < ?)" for _ in aggregates
-                )
-                params = [v for a in aggregates for v in (a.id.hex, a.version)]
-                with recorder.datastore.transaction(commit=True) as cursor:
-                    cursor.execute(f"DELETE FROM {self._snapshot_table} WHERE {where}", params)
-            else:
-                self._replace_snapshots(recorder, snapshots)
+            store_sql.replace_snapshots(
+                self.app.snapshot_recorder, self._snapshot_table, aggregates, snapshots
+            )
         except (IntegrityError, PersistenceError) as error:
             log.warning("stored no snapshot of %s (%s)", aggregates[0].id, type(error).__name__)
-
-    def _replace_snapshots(self, recorder: Any, snapshots: list[StoredEvent]) -> None:
-        """PostgreSQL: the new snapshots inserted and the older ones of the same aggregates
-        deleted in one statement, so one round trip and one commit (the library's insert and a
-        DELETE in a transaction of its own took four round trips and two commits). Whole or
-        not at all: if a snapshot of the same version is there already (another process
-        stored it), nothing is deleted either, as before."""
-        ids = [s.originator_id for s in snapshots]
-        versions = [s.originator_version for s in snapshots]
-        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
-            cursor.execute(
-                f"WITH older AS (DELETE FROM {self._snapshot_table} AS s "
-                "USING unnest(%s::uuid[], %s::bigint[]) AS n(id, version) "
-                "WHERE s.originator_id = n.id AND s.originator_version < n.version) "
-                f"INSERT INTO {self._snapshot_table} "
-                "(originator_id, originator_version, topic, state) "
-                "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])",
-                (
-                    ids,
-                    versions,
-                    ids,
-                    versions,
-                    [s.topic for s in snapshots],
-                    [s.state for s in snapshots],
-                ),
-            )
 
     def _committed_already(self, stored: list[StoredEvent]) -> bool:
         """Whether this commit is in the log already. The library retries an insert whose

@@ -4,7 +4,7 @@ once per connection and run on psycopg's libpq connection (``conn.pgconn``) itse
 psycopg's ``Cursor.execute`` wraps the one round trip in about 40 Python calls (the query's
 conversion and its parameters' adaptation, the prepared-statement manager's lookup, cache
 and maintenance, result checks and selection, the row maker). These statements need none of
-that: their parameters are already in PostgreSQL's binary wire format (``_PackedArray``, or a
+that: their parameters are already in PostgreSQL's binary wire format (``PackedArray``, or a
 packed ``int8``), their text is fixed, and the datastore's connections are in autocommit
 (eventsourcing's ``PostgresDatastore.after_connect_func``), so each statement is its own
 transaction exactly as through the cursor. What runs on the server is the same: a named

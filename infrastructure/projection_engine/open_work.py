@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from countersign.infrastructure.persistence.event_store import CountersignApplication
+from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.projections.open_work import OPEN, OpenWork

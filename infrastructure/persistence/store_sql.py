@@ -1,0 +1,139 @@
+"""The store's own SQL on the library's recorders: reading aggregates' events (and their
+stored snapshots) in one query, and replacing stored snapshots. Both databases: the SQLite
+and PostgreSQL texts differ only in their parameter marks, except where PostgreSQL does in one
+statement what SQLite does in two."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import SQLiteAggregateRecorder
+
+
+def select_events(
+    recorder: Any,
+    table: str,
+    snapshot_table: str,
+    after: list[tuple[UUID, int]],
+    cold: Sequence[UUID],
+) -> list[tuple[bool, StoredEvent]]:
+    """The events of each aggregate in ``after`` past its version; for each aggregate in
+    ``cold``, its newest stored snapshot that no event outruns (True: a snapshot, first)
+    and its events after it. In order of aggregate and version."""
+    sqlite = isinstance(recorder, SQLiteAggregateRecorder)
+    mark = "?" if sqlite else "%s"
+    columns = "originator_id, originator_version, topic, state"
+    parts = []
+    params: list[Any] = []
+    if cold:
+        marks = ", ".join(mark for _ in cold)
+        # The newest snapshot of each cold aggregate not newer than its newest event.
+        latest = (
+            f"WITH latest AS (SELECT s.originator_id AS oid, MAX(s.originator_version) AS v "
+            f"FROM {snapshot_table} s WHERE s.originator_id IN ({marks}) "
+            f"AND s.originator_version <= (SELECT MAX(e.originator_version) "
+            f"FROM {table} e WHERE e.originator_id = s.originator_id) "
+            f"GROUP BY s.originator_id) "
+        )
+        parts.append(
+            f"SELECT 0 AS kind, s.originator_id, s.originator_version, s.topic, s.state "
+            f"FROM {snapshot_table} s JOIN latest l "
+            f"ON s.originator_id = l.oid AND s.originator_version = l.v"
+        )
+        parts.append(
+            f"SELECT 1 AS kind, e.originator_id, e.originator_version, e.topic, e.state "
+            f"FROM {table} e LEFT JOIN latest l ON e.originator_id = l.oid "
+            f"WHERE e.originator_id IN ({marks}) "
+            f"AND e.originator_version > COALESCE(l.v, 0)"
+        )
+        ids = [i.hex if sqlite else i for i in cold]
+        params += [*ids, *ids]
+    if after:
+        where = " OR ".join(
+            f"(originator_id = {mark} AND originator_version > {mark})" for _ in after
+        )
+        parts.append(f"SELECT 1 AS kind, {columns} FROM {table} WHERE {where}")
+        params += [v for i, version in after for v in (i.hex if sqlite else i, version)]
+    if not parts:
+        return []
+    if cold:
+        sql = latest + " UNION ALL ".join(parts) + " ORDER BY 2, 1, 3"
+    else:  # the hot path, as it always was
+        sql = f"SELECT 1 AS kind, {columns} FROM {table} WHERE {where} ORDER BY 2, 3"
+    if sqlite:
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(sql, params)
+            rows = [tuple(r) for r in cursor.fetchall()]
+    else:  # PostgreSQL (its module is imported only by a process that uses it)
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            rows = [
+                (
+                    r["kind"],
+                    r["originator_id"],
+                    r["originator_version"],
+                    r["topic"],
+                    r["state"],
+                )
+                for r in cursor.fetchall()
+            ]
+    return [
+        (
+            kind == 0,
+            StoredEvent(
+                originator_id=UUID(str(originator_id)),
+                originator_version=int(version),
+                topic=topic,
+                state=bytes(state),
+            ),
+        )
+        for kind, originator_id, version, topic, state in rows
+    ]
+
+
+def replace_snapshots(
+    recorder: Any, snapshot_table: str, aggregates: list[Aggregate], snapshots: list[StoredEvent]
+) -> None:
+    """Store ``snapshots`` (one of each aggregate) and delete the older ones of the same
+    aggregates: only the newest is ever read, and each holds the whole state."""
+    if isinstance(recorder, SQLiteAggregateRecorder):
+        recorder.insert_events(snapshots)
+        where = " OR ".join("(originator_id = ? AND originator_version < ?)" for _ in aggregates)
+        params = [v for a in aggregates for v in (a.id.hex, a.version)]
+        with recorder.datastore.transaction(commit=True) as cursor:
+            cursor.execute(f"DELETE FROM {snapshot_table} WHERE {where}", params)
+    else:
+        _replace_snapshots_postgres(recorder, snapshot_table, snapshots)
+
+
+def _replace_snapshots_postgres(
+    recorder: Any, snapshot_table: str, snapshots: list[StoredEvent]
+) -> None:
+    """PostgreSQL: the new snapshots inserted and the older ones of the same aggregates
+    deleted in one statement, so one round trip and one commit (the library's insert and a
+    DELETE in a transaction of its own took four round trips and two commits). Whole or
+    not at all: if a snapshot of the same version is there already (another process
+    stored it), nothing is deleted either, as before."""
+    ids = [s.originator_id for s in snapshots]
+    versions = [s.originator_version for s in snapshots]
+    with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            f"WITH older AS (DELETE FROM {snapshot_table} AS s "
+            "USING unnest(%s::uuid[], %s::bigint[]) AS n(id, version) "
+            "WHERE s.originator_id = n.id AND s.originator_version < n.version) "
+            f"INSERT INTO {snapshot_table} "
+            "(originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(%s::uuid[], %s::bigint[], %s::text[], %s::bytea[])",
+            (
+                ids,
+                versions,
+                ids,
+                versions,
+                [s.topic for s in snapshots],
+                [s.state for s in snapshots],
+            ),
+        )
