@@ -172,33 +172,9 @@ def test_the_check_sees_the_commit_of_an_older_writer_it_waited_for(
         )
         cs = bootstrap(Settings(database_url=postgres_url), clock=clock)
         try:
-            recorder = cs.app.recorder
-            read = Counter()
-            recorder.insert_events(_stored(cs, read))
-            read.increment()
-            moved = _stored(cs, read)[0]  # version 2, by the older writer
-            written = Counter()
-            table = events_table(cs)
-
-            def older_writer(holder: psycopg.Connection[Any]) -> list[int]:
-                holder.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
-                holder.execute(
-                    f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
-                    "VALUES (%s, %s, %s, %s)",
-                    (moved.originator_id, 2, moved.topic, moved.state),
-                )
-                return []
-
-            _, outcome = _behind(
-                postgres_url,
-                older_writer,
-                lambda: recorder.insert_events(
-                    _stored(cs, written), **{EXPECTED_VERSIONS: {read.id: 1}}
-                ),
+            _refused_behind_an_older_writer(
+                cs, postgres_url, f"LOCK TABLE {events_table(cs)} IN EXCLUSIVE MODE"
             )
-
-            assert isinstance(outcome[0], ReadSetChangedError), outcome
-            assert list(recorder.select_events(written.id)) == []
         finally:
             cs.close()
             admin.execute(sql.SQL("ALTER DATABASE {} RESET plan_cache_mode").format(database))
@@ -214,16 +190,26 @@ def test_a_commit_waits_for_an_earlier_versions_function_holding_the_writers_key
     from countersign.infrastructure.persistence.recorders_postgres import _writers_key
 
     recorder = pg_cs.app.recorder
-    read = Counter()
-    recorder.insert_events(_stored(pg_cs, read))
-    read.increment()
-    moved = _stored(pg_cs, read)[0]  # version 2, by the earlier version's function
-    written = Counter()
-    table = events_table(pg_cs)
     key = _writers_key(recorder.datastore.schema, recorder.events_table_name)
+    _refused_behind_an_older_writer(pg_cs, postgres_url, "SELECT pg_advisory_xact_lock(%s)", (key,))
 
-    def earlier_function(holder: psycopg.Connection[Any]) -> list[int]:
-        holder.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+def _refused_behind_an_older_writer(
+    cs: Countersign, url: str, lock: str, lock_params: tuple[Any, ...] = ()
+) -> None:
+    """An older writer takes ``lock`` on another connection and stores version 2 of an
+    aggregate; a commit that read version 1 waits for it, and its check refuses it: nothing of
+    the commit is stored."""
+    recorder = cs.app.recorder
+    read = Counter()
+    recorder.insert_events(_stored(cs, read))
+    read.increment()
+    moved = _stored(cs, read)[0]  # version 2, by the older writer
+    written = Counter()
+    table = events_table(cs)
+
+    def older_writer(holder: psycopg.Connection[Any]) -> list[int]:
+        holder.execute(lock, lock_params)
         holder.execute(
             f"INSERT INTO {table} (originator_id, originator_version, topic, state) "
             "VALUES (%s, %s, %s, %s)",
@@ -232,11 +218,9 @@ def test_a_commit_waits_for_an_earlier_versions_function_holding_the_writers_key
         return []
 
     _, outcome = _behind(
-        postgres_url,
-        earlier_function,
-        lambda: recorder.insert_events(
-            _stored(pg_cs, written), **{EXPECTED_VERSIONS: {read.id: 1}}
-        ),
+        url,
+        older_writer,
+        lambda: recorder.insert_events(_stored(cs, written), **{EXPECTED_VERSIONS: {read.id: 1}}),
     )
 
     assert isinstance(outcome[0], ReadSetChangedError), outcome
