@@ -56,6 +56,14 @@ def _numbered(query: bytes) -> bytes:
     return first + b"".join(b"$%d" % n + part for n, part in enumerate(rest, 1))
 
 
+#: A transaction that waits for the disk as the session's ``synchronous_commit`` says, whatever
+#: else it does: a transaction id and a record in the log (a plain ``SELECT`` commits neither,
+#: so its commit waits for nothing). Its commit's flush covers every commit before it. The
+#: message names the database, for whoever reads the log (the log is the server's).
+_FLUSH = "pg_logical_emit_message(true, 'countersign', current_database())"
+#: A commit refused because another came first: a read-set check or a primary key.
+_LOST_TO_ANOTHER_COMMIT = frozenset({STALE_READ_SQLSTATE, "23505"})
+
 #: The attribute of a pooled psycopg connection holding its commit cursor.
 _COMMIT_CURSOR = "_countersign_commit_cursor"
 
@@ -281,6 +289,38 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 channel=Identifier(self.channel_name),
             )
         )
+        # What insert_events calls: the function in a transaction of its own that does not
+        # wait for the disk, then a second one that does. The writers' lock is held until
+        # the first transaction ends, which is then when its commit record is in the log's
+        # buffers, not when a flush of the log has ended: commits' flushes no longer queue
+        # behind the lock one by one, and PostgreSQL's group commit can make several in one.
+        # The second transaction (a logical message: a transaction id and a record in the
+        # log, so its commit waits as the session's synchronous_commit says) ends when the
+        # log is flushed up to its own commit, which comes after ours: the call returns only
+        # once the events are durable. With synchronous_commit off for the session, as a
+        # commit through the function alone would, it waits for nothing. What another
+        # reader may see meanwhile: docs/concurrency.md, "Durable before the answer".
+        self.sql_create_statements.append(
+            SQL(
+                "CREATE OR REPLACE PROCEDURE {schema}.{procedure}("
+                "ids uuid[], versions bigint[], topics text[], states bytea[], "
+                "check_ids uuid[], check_versions bigint[], INOUT last bigint DEFAULT NULL) "
+                "LANGUAGE plpgsql AS $BODY$ "
+                "DECLARE durable boolean := current_setting('synchronous_commit') <> 'off'; "
+                "BEGIN "
+                "IF durable THEN SET LOCAL synchronous_commit = off; END IF; "
+                "last := {schema}.{function}(ids, versions, topics, states, "
+                "check_ids, check_versions); "
+                "COMMIT; "
+                "IF durable THEN PERFORM {flush}; END IF; "
+                "END; $BODY$"
+            ).format(
+                schema=schema,
+                procedure=Identifier(f"{self.events_table_name}_commit_durably"),
+                function=function,
+                flush=SQL(_FLUSH),
+            )
+        )
         # New events' states compressed with LZ4 rather than PostgreSQL's default pglz: a
         # proposal's Proposed event (about 2.7 kB) is over the 2 kB at which a row is
         # compressed, and pglz took about a fifth of the server's instructions a cycle
@@ -339,6 +379,15 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # joining the parts) on every execute, before it even looks the prepared statement
         # up. (Quoted without a connection: double quotes, inner ones doubled, as the
         # server's own quote_ident does.)
+        self._call_durably = (
+            SQL(
+                "CALL {schema}.{procedure}("
+                "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[], "
+                "NULL)"
+            )
+            .format(schema=schema, procedure=Identifier(f"{self.events_table_name}_commit_durably"))
+            .as_bytes(None)
+        )
         self._call_insert = (
             SQL(
                 "SELECT {schema}.{function}("
@@ -360,9 +409,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # The same two, prepared and run on the connection's libpq object (pg_statements):
         # the same text with $n parameters, of the types psycopg gives the packed arrays.
         self._insert_statement = pg_statements.Statement(
-            _numbered(self._call_insert),
+            _numbered(self._call_durably),
             [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS],
         )
+        self._flush_statement = pg_statements.Statement(f"SELECT {_FLUSH}".encode(), ())
         self._log_statement = pg_statements.Statement(
             _numbered(self._select_log), [_INT8_OID, _INT8_OID]
         )
@@ -422,6 +472,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 cursor = _commit_cursor(conn)
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:
+                if error.sqlstate in _LOST_TO_ANOTHER_COMMIT and pg_statements.runs_alone(conn):
+                    # Refused because of another commit, which may not be durable yet: the
+                    # caller decides again on what it sees, and answers only once that is.
+                    pg_statements.run(conn, self._flush_statement, ())
                 if error.sqlstate == STALE_READ_SQLSTATE:
                     detail = error.diag.message_primary or "?"
                     raise ReadSetChangedError(detail) from None
