@@ -49,7 +49,8 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
-from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.proposal import Proposal
+from countersign.domain.proposal_status import DECLINED, EXECUTING, EXPIRED, PENDING, SUPERSEDED
 from countersign.domain.uuids import new_id
 
 _Claim = Commit[ApprovalReport | CallOut | Failed] | Answer[ApprovalReport | CallOut | Failed]
@@ -62,7 +63,7 @@ def claim_reads(seen: Proposal | None) -> list[UUID]:
     held, instead of querying it after the provider's answer). Only for a pending proposal
     this approval may be the last one needed for: any other approval reads the proposal
     and the organization alone, which the request's own checks hold already."""
-    if seen is None or seen.status != ProposalStatus.PENDING:
+    if seen is None or seen.status != PENDING:
         return []
     if len(seen.approvals) + 1 < seen.approvals_required:
         return []
@@ -265,15 +266,15 @@ class ApprovePath:
     @staticmethod
     def _decided(proposal: Proposal) -> AlreadyCompleted | NotApprovable | None:
         """The answer a non-pending proposal gives to an approval, from its stored state."""
-        if proposal.status == ProposalStatus.PENDING:
+        if proposal.status == PENDING:
             return None
-        if proposal.status == ProposalStatus.EXECUTING:
+        if proposal.status == EXECUTING:
             return NotApprovable(NotApprovableReason.IN_PROGRESS)
-        if proposal.status == ProposalStatus.EXPIRED:
+        if proposal.status == EXPIRED:
             return NotApprovable(NotApprovableReason.EXPIRED)
-        if proposal.status == ProposalStatus.DECLINED:
+        if proposal.status == DECLINED:
             return NotApprovable(NotApprovableReason.NOT_PENDING)
-        if proposal.status == ProposalStatus.SUPERSEDED:
+        if proposal.status == SUPERSEDED:
             return NotApprovable(NotApprovableReason.SUPERSEDED)
         assert proposal.outcome is not None
         return AlreadyCompleted(proposal.outcome)

@@ -16,7 +16,14 @@ from countersign.domain import proposal_events
 from countersign.domain.club.passkeys import PasskeyAssertion
 from countersign.domain.errors import IllegalTransitionError
 from countersign.domain.hash_chain import chain_link, proposed_digest_and_link
-from countersign.domain.proposal_status import FINISHED, ProposalStatus, SupersessionReason
+from countersign.domain.proposal_status import (
+    EXECUTING,
+    FINISHED,
+    PENDING,
+    RECONCILING,
+    ProposalStatus,
+    SupersessionReason,
+)
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate, event
 
@@ -64,7 +71,7 @@ class Proposal(Aggregate):
         self.preview = preview
         self.expires_at = expires_at
         self.digest = digest
-        self.status = ProposalStatus.PENDING
+        self.status = PENDING
         self.approved_by: str | None = None
         self.approved_at: datetime | None = None
         self.attempt_id: UUID | None = None
@@ -185,7 +192,7 @@ class Proposal(Aggregate):
         ``role``: the approver's role in the club as they approve (manager, staff...);
         ``passkey``: the verified assertion it was signed with, if any; ``credential``: what
         they presented; ``membership_id``: which membership approved."""
-        self.check_is("approve", ProposalStatus.PENDING)
+        self.check_is("approve", PENDING)
         if self.has_approved(approved_by):
             raise IllegalTransitionError("approve twice", self.status)
         fields: dict[str, Any] = {
@@ -220,7 +227,7 @@ class Proposal(Aggregate):
         """An earlier approval no longer counts towards the quorum (its approver left the
         club, lost the permission, or left and came back): it stays recorded, as lapsed.
         ``reason``: ``removed``, ``lost_permission`` or ``rejoined``."""
-        self.check_is("recheck", ProposalStatus.PENDING)
+        self.check_is("recheck", PENDING)
         if not self.has_approved(approved_by):
             raise IllegalTransitionError("lapse an approval never given", self.status)
         fields: dict[str, Any] = {"approved_by": approved_by, "reason": reason}
@@ -232,33 +239,33 @@ class Proposal(Aggregate):
         """A newer proposal (a revision, or a fresh one for the same thing), or an execution
         that made this preview stale, retires it: it can no longer be approved. ``reason``
         says which of these it was."""
-        self.check_is("supersede", ProposalStatus.PENDING)
+        self.check_is("supersede", PENDING)
         fields: dict[str, Any] = {"by": by, "reason": str(reason)}
         self.trigger_event(self.Superseded, **fields, chain=self._link("Superseded", **fields))
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
-        self.check_is("revalidate", ProposalStatus.EXECUTING)
+        self.check_is("revalidate", EXECUTING)
         self.trigger_event(
             self.Revalidated, facts=facts, chain=self._link("Revalidated", facts=facts)
         )
 
     def succeed(self, outcome: dict[str, Any]) -> None:
-        self.check_is("complete", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
+        self.check_is("complete", EXECUTING, RECONCILING)
         self.trigger_event(
             self.Succeeded, outcome=outcome, chain=self._link("Succeeded", outcome=outcome)
         )
 
     def require_revision(self, outcome: dict[str, Any]) -> None:
-        self.check_is("require revision of", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
+        self.check_is("require revision of", EXECUTING, RECONCILING)
         self._require_revision(outcome)
 
     def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
-        self.check_is("reconcile", ProposalStatus.EXECUTING)
+        self.check_is("reconcile", EXECUTING)
         fields: dict[str, Any] = {"outcome": outcome, "idempotency_key": idempotency_key}
         self.trigger_event(self.Reconciling, **fields, chain=self._link("Reconciling", **fields))
 
     def fail(self, outcome: dict[str, Any], error_class: str) -> None:
-        self.check_is("fail", ProposalStatus.EXECUTING, ProposalStatus.RECONCILING)
+        self.check_is("fail", EXECUTING, RECONCILING)
         fields: dict[str, Any] = {"outcome": outcome, "error_class": error_class}
         self.trigger_event(self.Failed, **fields, chain=self._link("Failed", **fields))
 
@@ -271,7 +278,7 @@ class Proposal(Aggregate):
         credential: str = "person",
     ) -> None:
         """Declined and its RevisionRequired(declined_by_manager) travel together."""
-        self.check_is("decline", ProposalStatus.PENDING)
+        self.check_is("decline", PENDING)
         fields: dict[str, Any] = {
             "declined_by": declined_by,
             "note": note,
@@ -281,7 +288,7 @@ class Proposal(Aggregate):
         self._require_revision(outcome)
 
     def expire(self, at: datetime) -> None:
-        self.check_is("expire", ProposalStatus.PENDING)
+        self.check_is("expire", PENDING)
         self.trigger_event(self.Expired, at=at, chain=self._link("Expired", at=at))
 
     def _require_revision(self, outcome: dict[str, Any]) -> None:

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from countersign.domain.club.passkeys import PasskeyAssertion
-from countersign.domain.proposal_status import ProposalStatus
+from countersign.domain.proposal_status import (
+    DECLINED,
+    EXECUTING,
+    EXPIRED,
+    FAILED,
+    RECONCILING,
+    REVISION_REQUIRED,
+    SUCCEEDED,
+    SUPERSEDED,
+)
 from eventsourcing.domain import Aggregate
 
 if TYPE_CHECKING:
@@ -118,7 +127,7 @@ class Claimed(Aggregate.Event):
         aggregate.chain = self.chain
         aggregate.attempt_id = self.attempt_id
         aggregate.claimed_at = self.claimed_at
-        aggregate.status = ProposalStatus.EXECUTING
+        aggregate.status = EXECUTING
 
 
 class Revalidated(Aggregate.Event):
@@ -141,7 +150,7 @@ class Succeeded(Aggregate.Event):
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
         aggregate.outcome = self.outcome
-        aggregate.status = ProposalStatus.SUCCEEDED
+        aggregate.status = SUCCEEDED
 
 
 class RevisionRequired(Aggregate.Event):
@@ -153,8 +162,8 @@ class RevisionRequired(Aggregate.Event):
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
         aggregate.outcome = self.outcome
-        if aggregate.status != ProposalStatus.DECLINED:
-            aggregate.status = ProposalStatus.REVISION_REQUIRED
+        if aggregate.status != DECLINED:
+            aggregate.status = REVISION_REQUIRED
 
 
 class Reconciling(Aggregate.Event):
@@ -179,7 +188,7 @@ class Reconciling(Aggregate.Event):
         aggregate.chain = self.chain
         aggregate.outcome = self.outcome
         aggregate.idempotency_key = self.idempotency_key
-        aggregate.status = ProposalStatus.RECONCILING
+        aggregate.status = RECONCILING
 
 
 class Failed(Aggregate.Event):
@@ -192,7 +201,7 @@ class Failed(Aggregate.Event):
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
         aggregate.outcome = self.outcome
-        aggregate.status = ProposalStatus.FAILED
+        aggregate.status = FAILED
 
 
 class Declined(Aggregate.Event):
@@ -216,7 +225,7 @@ class Declined(Aggregate.Event):
         aggregate.declined_by = self.declined_by
         aggregate.decline_note = self.note
         aggregate.declined_credential = self.credential
-        aggregate.status = ProposalStatus.DECLINED
+        aggregate.status = DECLINED
 
 
 class Expired(Aggregate.Event):
@@ -228,7 +237,7 @@ class Expired(Aggregate.Event):
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
         aggregate.expired_at = self.at
-        aggregate.status = ProposalStatus.EXPIRED
+        aggregate.status = EXPIRED
 
 
 class Superseded(Aggregate.Event):
@@ -251,4 +260,4 @@ class Superseded(Aggregate.Event):
         aggregate.chain = self.chain
         aggregate.superseded_by = self.by
         aggregate.superseded_reason = self.reason
-        aggregate.status = ProposalStatus.SUPERSEDED
+        aggregate.status = SUPERSEDED

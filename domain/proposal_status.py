@@ -23,6 +23,21 @@ class ProposalStatus(StrEnum):
     SUPERSEDED = "superseded"
 
 
+# Each status by its own name, read once here. In Python 3.11 reading an attribute of an enum
+# class goes through ``EnumType.__getattr__``'s hook (a call of ``type.__getattribute__``
+# through a method wrapper: about 900 instructions under callgrind, where a module's global
+# takes a few dozen); the aggregate's commands and events and the approve path read these.
+PENDING = ProposalStatus.PENDING
+EXECUTING = ProposalStatus.EXECUTING
+RECONCILING = ProposalStatus.RECONCILING
+SUCCEEDED = ProposalStatus.SUCCEEDED
+REVISION_REQUIRED = ProposalStatus.REVISION_REQUIRED
+FAILED = ProposalStatus.FAILED
+DECLINED = ProposalStatus.DECLINED
+EXPIRED = ProposalStatus.EXPIRED
+SUPERSEDED = ProposalStatus.SUPERSEDED
+
+
 class SupersessionReason(StrEnum):
     """Why a pending proposal was retired (``Superseded.reason``)."""
 
