@@ -164,3 +164,10 @@ def test_a_snapshot_stored_before_the_split_decodes_and_is_taken_again_the_same(
     )
     again = mapper.to_stored_event(taken)
     assert (again.topic, again.state) == (stored.topic, stored.state)
+
+
+def test_each_status_is_also_read_by_its_own_name():
+    """The aggregate and the approve path read the statuses as module globals (an enum class's
+    attribute is dear in Python 3.11): each is the member itself."""
+    for status in ProposalStatus:
+        assert getattr(proposal_status, status.name) is status
