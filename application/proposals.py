@@ -1,8 +1,9 @@
 """The proposal service: propose, revise, approve and decline.
 
 ``approve`` follows the article's approve path step by step (docs/design.md, "The approve
-path"). The model is never involved: approval is an authenticated command carrying only the
-proposal's id. What follows a committed claim of an external operation (the provider call,
+path"): its steps up to the claim commit are approve_path.py's, the service's base. The model
+is never involved: approval is an authenticated command carrying only the proposal's id.
+What follows a committed claim of an external operation (the provider call,
 and recording its answer) is settlement.py's; the sweepers that expire and reconcile are in
 sweepers.py, and the read side (the reviewer's card) in cards.py.
 
@@ -17,14 +18,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
+from countersign.application.approve_path import ApprovePath, claim_reads
 from countersign.application.authorization import (
     Caller,
     member_of,
-    membership,
     require_decider,
     require_scope,
 )
@@ -34,7 +35,7 @@ from countersign.application.errors import (
     parse_id,
 )
 from countersign.application.freezing import clean_origin, freeze, freezing_reads
-from countersign.application.passkeys import PasskeyRefusal, PasskeyStep, SignedApproval
+from countersign.application.passkeys import PasskeyStep
 from countersign.application.ports import (
     AggregateStore,
     Answer,
@@ -42,13 +43,10 @@ from countersign.application.ports import (
     Commit,
     Reads,
 )
-from countersign.application.quorum import Approval, lapse_reason, recheck
 from countersign.application.reports import (
     ApprovalReport,
     ProposalCreated,
     approval_report,
-    awaiting_approvals,
-    executed_report,
     not_found,
     outcome_text,
 )
@@ -56,51 +54,23 @@ from countersign.application.settlement import (
     CallOut,
     Failed,
     Settlement,
-    failed,
     revision_required,
-    succeeded,
 )
-from countersign.application.supersession import retire
-from countersign.domain.club.organization import Member, Organization
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.base import RevisionNeededError, UndecodableContractError
 from countersign.domain.errors import NotFoundError
-from countersign.domain.hash_chain import contract_digest
-from countersign.domain.messages import success_message
 from countersign.domain.outcomes import (
-    AlreadyCompleted,
-    ExecutionContract,
     NotApprovable,
     NotApprovableReason,
     RevisionReason,
 )
-from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
-from countersign.domain.proposal import Proposal, ProposalStatus
-from countersign.domain.uuids import new_id
+from countersign.domain.proposal import Proposal
 
 log = logging.getLogger("countersign.proposals")
 
 
-_Claim = Commit[ApprovalReport | CallOut | Failed] | Answer[ApprovalReport | CallOut | Failed]
-
-
-def claim_reads(seen: Proposal | None) -> list[UUID]:
-    """What claiming ``seen`` reads besides it, fetched with it in one round trip: its
-    organization, its resource and the resource's pending slot, which a success reads to
-    withdraw what it made stale (an external operation's settlement then finds the slot
-    held, instead of querying it after the provider's answer). Only for a pending proposal
-    this approval may be the last one needed for: any other approval reads the proposal
-    and the organization alone, which the request's own checks hold already."""
-    if seen is None or seen.status != ProposalStatus.PENDING:
-        return []
-    if len(seen.approvals) + 1 < seen.approvals_required:
-        return []
-    organization_id, resource_id = seen.organization_id, seen.resource_id
-    return [organization_id, resource_id, PendingSlot.create_id(organization_id, resource_id)]
-
-
-class ProposalService:
+class ProposalService(ApprovePath):
     """Turns validated requests into proposals, and approvals into exactly-once executions."""
 
     def __init__(
@@ -239,182 +209,6 @@ class ProposalService:
             return claimed.report
         return claimed
 
-    def _claim(
-        self, store: Repository, pid: UUID, caller: Caller, passkey: Mapping[str, Any] | None
-    ) -> _Claim:
-        """The approve path up to its claim commit, decided on what ``store`` reads; a
-        passkey's new signature counter goes into whatever it commits."""
-        signed: list[SignedApproval] = []
-        decided = self._claim_steps(store, pid, caller, passkey, signed)
-        if signed and isinstance(decided, Commit):
-            return Commit([*decided.aggregates, signed[0].ring], decided.answer)
-        return decided
-
-    def _claim_steps(
-        self,
-        store: Repository,
-        pid: UUID,
-        caller: Caller,
-        passkey: Mapping[str, Any] | None,
-        signed: list[SignedApproval],
-    ) -> _Claim:
-        """The approve path's steps up to its claim commit.
-
-        A local operation executes here, in the claim's commit; an external one records its
-        attempt here and is called out once the claim is committed (``Settlement.call_out``).
-        """
-        # 1. Load the proposal (NotFoundError: an unknown id).
-        proposal = store.get(pid, Proposal)
-        contract = self.registry.get(proposal.kind)
-        # 2. Check the caller: still a member (NotFoundError otherwise: another tenant's
-        #    proposal answers like an unknown one), still holding the operation's permission,
-        #    with a credential that may decide (an agent token never does).
-        #    An unknown kind fails closed: nobody holds the permission it would need.
-        org = store.read(proposal.organization_id, Organization)
-        member = membership(org, caller.email)
-        if contract is None or not member.may(contract.permission):
-            return Answer(approval_report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
-        require_decider(caller)
-        # 3. Check that it is pending and not expired (recording Expired if it is).
-        now = self.clock.now()
-        closed = self._closed_to_approval(proposal, now)
-        if closed is not None:
-            return closed
-        # 4. Check the approval policy it was frozen under: whether the requester may approve
-        #    it; whether it takes a passkey, and this approval was signed with one of the
-        #    approver's over this proposal's digest; and whether this approval is the last one
-        #    its quorum needs, counting only earlier approvers who may still approve (rechecked
-        #    now). An earlier one is recorded alone; approving twice changes nothing.
-        approval = Approval(member, caller.recorded_credential)
-        not_yet = self._policy_short_of_claim(
-            store, proposal, org, contract, approval, now, passkey, signed
-        )
-        if not_yet is not None:
-            return not_yet
-        assertion = signed[0].assertion if signed else None
-        # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
-        attempt_id = new_id()
-        proposal.approve_and_claim(
-            member.email, now, attempt_id, passkey=assertion, **approval.fields
-        )
-        # 6. Decode the arguments and check the digest: what runs is what the approver saw.
-        try:
-            arguments = contract.decode_arguments(proposal.arguments)
-        except UndecodableContractError:
-            return Commit([proposal], failed(proposal, "UndecodableContractError"))
-        digest = contract_digest(
-            proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
-        )
-        if digest != proposal.digest:
-            return Commit([proposal], failed(proposal, "ContractDigestMismatch"))
-        execution = ExecutionContract(  # what the claim yields: the only thing that executes
-            proposal_id=proposal.id,
-            kind=proposal.kind,
-            scope=proposal.scope,
-            arguments=arguments,
-            approved_by=member.email,
-            approved_at=now,
-            attempt_id=attempt_id,
-        )
-        # 7. Revalidate against the facts as they are now; a changed one fails closed.
-        try:
-            loaded = contract.load(execution.scope, store)
-            checked = contract.revalidate(arguments, loaded)
-        except NotFoundError:
-            return self._revise(proposal, RevisionReason(code="resource_unavailable"))
-        except RevisionNeededError as stale:
-            return self._revise(proposal, stale.reason)
-        proposal.record_revalidated(checked)
-        # 8. Execute a local operation; 9. record its outcome: the effect and Succeeded go
-        #    into the claim's commit, with the pending proposals it made stale superseded.
-        if not contract.is_external(arguments):
-            try:
-                result = contract.execute(execution, loaded)
-            except Exception:
-                return Commit([proposal], failed(proposal, "ExecutionError", exc_info=True))
-            proposal.succeed(succeeded(result))
-            retired = retire(store, contract, proposal, arguments, result, loaded)
-            report = executed_report(proposal, success_message(contract, proposal.preview, result))
-            return Commit([proposal, *loaded.aggregates(), *retired], report)
-        #    Or record an external operation's attempt with the claim, and call out once the
-        #    claim is committed.
-        try:
-            effect = contract.start_external(execution, loaded)
-        except Exception:
-            return Commit([proposal], failed(proposal, "ExecutionError", exc_info=True))
-        if effect.provider not in self.settlement.providers:
-            return Commit([proposal], failed(proposal, "UnknownEffectProvider"))
-        return Commit([proposal, *loaded.aggregates()], CallOut(contract, execution, effect))
-
-    def _closed_to_approval(self, proposal: Proposal, now: datetime) -> _Claim | None:
-        """Step 3: the answer of a proposal that is no longer pending (its stored outcome, or
-        why not), or of one past its expiry (recording Expired); None if it is open."""
-        decided = self._decided(proposal)
-        if decided is not None:
-            return Answer(approval_report(proposal, decided))
-        if proposal.is_expired_at(now):
-            proposal.expire(now)
-            expired = NotApprovable(NotApprovableReason.EXPIRED)
-            return Commit([proposal], approval_report(proposal, expired))
-        return None
-
-    def _policy_short_of_claim(
-        self,
-        store: Repository,
-        proposal: Proposal,
-        org: Organization,
-        contract: AnyContract,
-        approval: Approval,
-        now: datetime,
-        passkey: Mapping[str, Any] | None,
-        signed: list[SignedApproval],
-    ) -> _Claim | None:
-        """Step 4: the answer when this approval may not claim the proposal (the requester
-        may not approve it; this member already has; its passkey is missing or does not
-        verify; more approvals are needed, this one recorded alone), or None when it is the
-        last one needed. A verified passkey is appended to ``signed``.
-
-        Before an approval may complete the quorum, every earlier one is rechecked: its
-        approver must still be the same member (not gone, nor gone and back) holding the
-        operation's permission. One that is not stays recorded and is marked as no longer
-        counting (``ApprovalLapsed``), in this decision's commit."""
-        email = approval.member.email
-        if email == proposal.requested_by and not proposal.requester_may_approve:
-            refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)
-            return Answer(approval_report(proposal, refused))
-        if proposal.has_approved(email):
-            # Their own earlier approval counts only if given by this same membership.
-            if lapse_reason(proposal, org, contract, email) is None:
-                return Answer(awaiting_approvals(proposal, again=True))
-            proposal.lapse_approval(email, "rejoined")
-        checked = self._passkey_check(store, proposal, approval.member, passkey)
-        if isinstance(checked, PasskeyRefusal):
-            refusal = NotApprovable(NotApprovableReason(checked.reason))
-            return Answer(approval_report(proposal, refusal))
-        if checked is not None:
-            signed.append(checked)
-        if len(proposal.approvals) + 1 >= proposal.approvals_required:
-            recheck(proposal, org, contract)
-        if len(proposal.approvals) + 1 < proposal.approvals_required:
-            assertion = None if checked is None else checked.assertion
-            proposal.approve(email, now, passkey=assertion, **approval.fields)
-            return Commit([proposal], awaiting_approvals(proposal))
-        return None  # any lapses travel in the claim's commit, with Approved and Claimed
-
-    def _passkey_check(
-        self,
-        store: Repository,
-        proposal: Proposal,
-        member: Member,
-        submitted: Mapping[str, Any] | None,
-    ) -> SignedApproval | PasskeyRefusal | None:
-        """Step 4's passkey: the verified assertion, why it does not count, or None (none
-        needed, none given). Without a configured check a required passkey fails closed."""
-        if self.passkeys is None:
-            needed = proposal.requires_passkey or submitted is not None
-            return PasskeyRefusal("passkey_required") if needed else None
-        return self.passkeys.check(store, proposal, member, submitted)
-
     def approval_challenge(self, proposal_id: str, actor: str) -> dict[str, Any]:
         """What an approver's authenticator signs to approve this proposal (``PasskeyStep``).
         NotFoundError for an unknown id, another club's, or a non-member (and where no
@@ -428,13 +222,6 @@ class ProposalService:
             raise NotFoundError("proposal")
         member = member_of(self.store, proposal.organization_id, actor)
         return self.passkeys.challenge(self.store, proposal, member)
-
-    def _revise(
-        self, proposal: Proposal, reason: RevisionReason
-    ) -> Commit[ApprovalReport | CallOut | Failed]:
-        """The claim's commit records RevisionRequired: nothing executes."""
-        proposal.require_revision(revision_required(reason))
-        return Commit([proposal], approval_report(proposal))
 
     # -- decline ------------------------------------------------------------------------------
 
@@ -485,21 +272,3 @@ class ProposalService:
             message=outcome_text(proposal),
         )
         return Commit([proposal], declined)
-
-    # -- helpers ------------------------------------------------------------------------------
-
-    @staticmethod
-    def _decided(proposal: Proposal) -> AlreadyCompleted | NotApprovable | None:
-        """The answer a non-pending proposal gives to an approval, from its stored state."""
-        if proposal.status == ProposalStatus.PENDING:
-            return None
-        if proposal.status == ProposalStatus.EXECUTING:
-            return NotApprovable(NotApprovableReason.IN_PROGRESS)
-        if proposal.status == ProposalStatus.EXPIRED:
-            return NotApprovable(NotApprovableReason.EXPIRED)
-        if proposal.status == ProposalStatus.DECLINED:
-            return NotApprovable(NotApprovableReason.NOT_PENDING)
-        if proposal.status == ProposalStatus.SUPERSEDED:
-            return NotApprovable(NotApprovableReason.SUPERSEDED)
-        assert proposal.outcome is not None
-        return AlreadyCompleted(proposal.outcome)

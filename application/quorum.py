@@ -1,6 +1,6 @@
 """The quorum's recheck: an approval counts only while its approver may still approve.
 
-Step 4 of the approve path (``ProposalService._policy_short_of_claim``) calls ``recheck``
+Step 4 of the approve path (``ApprovePath._policy_short_of_claim``) calls ``recheck``
 before an approval may complete a proposal's quorum: each earlier approval's approver must
 still be the same member of the club (the membership that approved, not a later one after
 leaving and coming back) and hold the operation's permission. One that is not is marked

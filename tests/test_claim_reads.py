@@ -3,7 +3,7 @@
 caller's organization (``EventSourcedStore.read_along``); the claim fetches the order and its
 pending slot together, so the settlement after the provider's answer queries nothing; a
 repeat, and an approval that cannot claim yet, fetch nothing for a claim they will not make
-(application/proposals.py, ``claim_reads``). A foreign id, an unknown one and a malformed one
+(application/approve_path.py, ``claim_reads``). A foreign id, an unknown one and a malformed one
 cost the same queries as each other and answer alike."""
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class BroadcastForm(Aggregate):
             raise BroadcastRuleError("no pending send for this proposal")
         return send
 
-    # -- events (each applies itself: the library's explicit style, see domain/proposal.py) --
+    # -- events (each applies itself: the library's explicit style, see domain/proposal_events.py)
 
     class DraftApplied(Aggregate.Event):
         filters: dict[str, Any]

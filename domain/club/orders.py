@@ -349,7 +349,7 @@ class Order(Aggregate):
             raise OrderRuleError("no unresolved refund attempt for this proposal")
         return attempt
 
-    # -- events (each applies itself: the library's explicit style, see domain/proposal.py) --
+    # -- events (each applies itself: the library's explicit style, see domain/proposal_events.py)
 
     class RefundRecorded(Aggregate.Event):
         payment: str
