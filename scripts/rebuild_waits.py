@@ -181,6 +181,8 @@ def rebuild_once(url: str) -> dict[str, Any]:
     assert rebuilt == events, (rebuilt, events)
     off_cpu = {cause: wall_ns - cpu_ns for cause, (wall_ns, cpu_ns) in waits.spent.items()}
     off_cpu["elsewhere"] = wall - cpu - sum(off_cpu.values())
+    on_cpu = {cause: cpu_ns for cause, (_, cpu_ns) in waits.spent.items()}
+    on_cpu["elsewhere"] = cpu - sum(on_cpu.values())
     ceiling = rates["stock"][0]
     return {
         "events": events,
@@ -194,6 +196,7 @@ def rebuild_once(url: str) -> dict[str, Any]:
         "off_cpu_by_cause_us": {
             cause: round(ns / events / 1e3, 2) for cause, ns in off_cpu.items()
         },
+        "cpu_by_cause_us": {cause: round(ns / events / 1e3, 2) for cause, ns in on_cpu.items()},
     }
 
 
