@@ -25,6 +25,7 @@ thread was off the CPU, blocked or waiting for a core. Per event, by cause:
 - ``elsewhere``: the rest of the rebuild (its Python, handlers, packing and pickling).
 
 A step inside another (the set-up sent while the writer starts) counts as the outer one.
+Each cause's CPU is printed beside (``cpu_by_cause_us``): its wall-clock time is the sum.
 On a loaded machine much of each cause's time off the CPU is waiting for a core: the rebuild's
 whole time runnable but not running (``/proc/self/task/<tid>/schedstat``) is given beside, not
 split by cause (the kernel's figure did not add up by step in a virtual machine).
