@@ -25,6 +25,7 @@ thread was off the CPU, blocked or waiting for a core. Per event, by cause:
 - ``elsewhere``: the rest of the rebuild (its Python, handlers, packing and pickling).
 
 A step inside another (the set-up sent while the writer starts) counts as the outer one.
+Each cause's CPU is printed beside (``cpu_by_cause_us``): its wall-clock time is the sum.
 On a loaded machine much of each cause's time off the CPU is waiting for a core: the rebuild's
 whole time runnable but not running (``/proc/self/task/<tid>/schedstat``) is given beside, not
 split by cause (the kernel's figure did not add up by step in a virtual machine).
@@ -181,6 +182,8 @@ def rebuild_once(url: str) -> dict[str, Any]:
     assert rebuilt == events, (rebuilt, events)
     off_cpu = {cause: wall_ns - cpu_ns for cause, (wall_ns, cpu_ns) in waits.spent.items()}
     off_cpu["elsewhere"] = wall - cpu - sum(off_cpu.values())
+    on_cpu = {cause: cpu_ns for cause, (_, cpu_ns) in waits.spent.items()}
+    on_cpu["elsewhere"] = cpu - sum(on_cpu.values())
     ceiling = rates["stock"][0]
     return {
         "events": events,
@@ -194,6 +197,7 @@ def rebuild_once(url: str) -> dict[str, Any]:
         "off_cpu_by_cause_us": {
             cause: round(ns / events / 1e3, 2) for cause, ns in off_cpu.items()
         },
+        "cpu_by_cause_us": {cause: round(ns / events / 1e3, 2) for cause, ns in on_cpu.items()},
     }
 
 

@@ -376,7 +376,9 @@ class ProjectionRunner:
         return processed
 
     def create_indexes(self) -> None:
-        with self.sql.transaction() as cursor:
+        """Secondary indexes, after a rebuild; the commit does not wait for the disk (a crash
+        loses only indexes, which the next ``setup`` builds: the rows were committed before)."""
+        with self.sql.transaction(durable=False) as cursor:
             self.sql.lock_schema(cursor)
             for table in self.projection.tables:
                 for statement in index_statements(table):

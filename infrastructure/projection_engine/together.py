@@ -81,6 +81,8 @@ def rebuild_together(
 
 #: Connections a PostgreSQL rebuild builds its indexes on at once (``create_indexes``).
 INDEX_CONNECTIONS = 2
+#: The index builders' session setting (``_build``).
+_NOT_WAITING = "SET synchronous_commit = off"
 
 
 def create_indexes(runners: list[ProjectionRunner]) -> None:
@@ -118,6 +120,9 @@ def _build(database: Database, todo: deque[str]) -> None:
     sql = SqlDatabase(database)
     try:
         with sql.statements() as cursor:
+            # A lost index is built again at the next start (``ProjectionRunner.setup``): its
+            # commit need not wait for the server's log flush (the rows are committed already).
+            cursor.execute(_NOT_WAITING)
             while True:
                 try:
                     statement = todo.popleft()  # atomic: builders on other threads share it
