@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from countersign.domain.approval_policy import ApprovalPolicy
@@ -285,10 +286,13 @@ class Analytics(Projection):
         batch = rows.batch.pop(self, None)
         if batch is None:
             return
-        put = rows.put
+        put = batch.put_values
         for fact in batch.facts.values():
             if fact is not None:  # every fact the batch read it changed
-                put(FACTS, fact)
+                # As its values: a fact's keys are in column order (``proposed`` builds it
+                # so, ``_Batch.fact`` reads it so, and handlers only set columns it has);
+                # one with a key the table lacks makes 26 values, which are refused.
+                put(FACTS, tuple(fact.values()))
         moves: dict[tuple[str, ...], list[int]] = {}
         facts = batch.facts
         for key, before in batch.changed.items():
@@ -333,11 +337,17 @@ class _Batch:
         found: dict[str, Any] | None = self.facts.get(key, _UNREAD)
         if found is _UNREAD:
             stored = self.rows.get(FACTS, key)
-            found = self.facts[key] = None if stored is None else dict(stored)
+            # A copy (the stored row is read-only), in column order: see ``end_batch``.
+            found = self.facts[key] = (
+                None if stored is None else dict(zip(_FACT_COLUMNS, _FACT_VALUES(stored)))  # noqa: B905
+            )
         return found
 
 
 _UNREAD: Any = object()
+_FACT_COLUMNS = tuple(Analytics.tables[1].column_names())
+#: A stored fact's values in column order (a ``KeyError`` for a column it lacks).
+_FACT_VALUES = itemgetter(*_FACT_COLUMNS)
 
 
 def _roll_up_key(fact: Mapping[str, Any]) -> tuple[str, ...]:

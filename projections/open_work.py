@@ -17,13 +17,19 @@ from countersign.projections.base import (
     Table,
     aggregate_id,
     handles,
+    values_putter,
 )
 
 OPEN = "open_proposals"
 
 
 class OpenWork(Projection):
-    """Pending, executing and reconciling proposals, with the times the sweepers need."""
+    """Pending, executing and reconciling proposals, with the times the sweepers need.
+
+    A batch folds each proposal's events before writing (``_Batch``): a lifecycle that opens
+    and closes within one batch (proposed, claimed, succeeded) comes to one delete, as the
+    put, update and delete one by one left it, without the row's dict being put, checked and
+    updated on the way."""
 
     name = "open_work"
     version = 2  # superseded proposals leave
@@ -43,23 +49,38 @@ class OpenWork(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        rows.put(
-            OPEN,
-            {
-                "proposal_id": aggregate_id(event),
-                "status": "pending",
-                "expires_at": event.expires_at,
-                "claimed_at": None,
-            },
-        )
+        key = aggregate_id(event)
+        try:  # ``_Batch.of`` written out: every event asks
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
+        # proposal_id, status, expires_at, claimed_at: in column order (``_Batch.end``)
+        batch.rows[key] = batch.changed[key] = [key, "pending", event.expires_at, None]
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(OPEN, (aggregate_id(event),), status="executing", claimed_at=event.claimed_at)
+        key = aggregate_id(event)
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
+        row = batch.row(key)
+        if row is not None:  # a missing row stays missing, as ``rows.update`` leaves it
+            row[1] = "executing"  # status
+            row[3] = event.claimed_at  # claimed_at
+            batch.changed[key] = row
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        rows.update(OPEN, (aggregate_id(event),), status="reconciling")
+        key = aggregate_id(event)
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
+        row = batch.row(key)
+        if row is not None:
+            row[1] = "reconciling"  # status
+            batch.changed[key] = row
 
     @handles(
         "Proposal.Succeeded",
@@ -70,4 +91,50 @@ class OpenWork(Projection):
         "Proposal.Superseded",
     )
     def closed(self, event: Any, position: int, rows: Rows) -> None:
-        rows.delete(OPEN, (aggregate_id(event),))
+        key = aggregate_id(event)
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch[self] = _Batch(rows)
+        batch.rows[key] = batch.changed[key] = None  # deleted, whether it was there or not
+
+    def end_batch(self, rows: Rows) -> None:
+        """Each proposal the batch changed is written once, in the order it first changed
+        it: its row as the batch left it, or a delete."""
+        batch = rows.batch.pop(self, None)
+        if batch is not None:
+            batch.end()
+
+
+class _Batch:
+    """One batch's open rows, by proposal id: each as a list of its values in column order
+    (None: deleted or not there), read at most once (a copy: the stored row is read-only);
+    ``changed`` holds those to write, in the order the batch first changed them, which is
+    the order a put, update or delete an event wrote them in."""
+
+    __slots__ = ("changed", "rows", "source")
+
+    def __init__(self, source: Rows) -> None:
+        self.source = source
+        self.rows: dict[str, list[Any] | None] = {}
+        self.changed: dict[str, list[Any] | None] = {}
+
+    def row(self, key: str) -> list[Any] | None:
+        found = self.rows.get(key, _UNREAD)
+        if found is _UNREAD:
+            stored = self.source.get(OPEN, (key,))
+            found = self.rows[key] = None if stored is None else [stored[c] for c in _COLUMNS]
+        return found  # type: ignore[no-any-return]
+
+    def end(self) -> None:
+        source = self.source
+        put = values_putter(source, OpenWork.tables)
+        for key, row in self.changed.items():
+            if row is None:
+                source.delete(OPEN, (key,))
+            else:
+                put(OPEN, tuple(row))
+
+
+_UNREAD: Any = object()
+_COLUMNS = tuple(OpenWork.tables[0].column_names())
