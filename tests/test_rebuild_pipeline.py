@@ -227,11 +227,10 @@ def test_an_index_a_crash_lost_after_a_rebuild_is_built_again_at_the_next_start(
     assert snapshot(cs) == rebuilt
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # SQLite's connection settings
 def test_building_the_indexes_leaves_the_connection_waiting_for_the_disk(cs, seeded):
     """SQLite: the commit that does not wait for the disk is the index statements' alone; the
     connection's other transactions wait for it again."""
-    if cs.sql.is_postgres:
-        pytest.skip("SQLite's connection settings")
     _interleaved_history(cs, seeded)
     runner = cs.projection_runners()[0]
 
