@@ -50,20 +50,14 @@ class OpenWork(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_id(event)
-        try:  # ``_Batch.of`` written out: every event asks
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
+        batch = _Batch.of(self, rows)
         # proposal_id, status, expires_at, claimed_at: in column order (``_Batch.end``)
         batch.rows[key] = batch.changed[key] = [key, "pending", event.expires_at, None]
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_id(event)
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
+        batch = _Batch.of(self, rows)
         row = batch.row(key)
         if row is not None:  # a missing row stays missing, as ``rows.update`` leaves it
             row[1] = "executing"  # status
@@ -73,10 +67,7 @@ class OpenWork(Projection):
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_id(event)
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
+        batch = _Batch.of(self, rows)
         row = batch.row(key)
         if row is not None:
             row[1] = "reconciling"  # status
@@ -92,10 +83,7 @@ class OpenWork(Projection):
     )
     def closed(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_id(event)
-        try:
-            batch: _Batch = rows.batch[self]
-        except KeyError:
-            batch = rows.batch[self] = _Batch(rows)
+        batch = _Batch.of(self, rows)
         batch.rows[key] = batch.changed[key] = None  # deleted, whether it was there or not
 
     def end_batch(self, rows: Rows) -> None:
@@ -113,6 +101,15 @@ class _Batch:
     the order a put, update or delete an event wrote them in."""
 
     __slots__ = ("changed", "rows", "source")
+
+    @staticmethod
+    def of(projection: object, rows: Rows) -> _Batch:
+        """The projection's open rows of the batch ``rows`` belongs to, made at its first event."""
+        try:
+            batch: _Batch = rows.batch[projection]
+        except KeyError:
+            batch = rows.batch[projection] = _Batch(rows)
+        return batch
 
     def __init__(self, source: Rows) -> None:
         self.source = source

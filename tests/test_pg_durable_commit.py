@@ -21,7 +21,10 @@ from countersign.infrastructure.settings import Settings
 
 from tests.conftest import _truncate_postgres
 from tests.test_optimistic_reads import Counter, _stored
-from tests.test_pg_writers_lock import _behind_a_commit_in_flight, _in_flight
+from tests.test_pg_writers_lock import (
+    _in_flight,
+    ids_follow_commit_order,
+)
 
 
 def _bootstrap(url: str, clock: Any, monkeypatch: pytest.MonkeyPatch, setting: str) -> Countersign:
@@ -170,16 +173,4 @@ def test_notification_ids_follow_commit_order_when_commits_wait_for_the_disk(
 ) -> None:
     """The lock is let go earlier, but still only once the commit is visible: a commit behind
     one in flight gets later ids, and a reader sees both in order."""
-    recorder = durable_cs.app.recorder
-
-    first, outcome = _behind_a_commit_in_flight(
-        postgres_url,
-        durable_cs,
-        _stored(durable_cs, Counter()),
-        lambda: recorder.insert_events(_stored(durable_cs, Counter())),
-    )
-
-    later = outcome[0]
-    assert isinstance(later, list), outcome
-    assert min(later) > max(first)
-    assert [e.id for e in recorder.select_log(0, 10)] == [*first, *later]
+    ids_follow_commit_order(durable_cs, postgres_url)

@@ -135,22 +135,27 @@ def test_a_commit_waits_for_one_in_flight_and_its_check_sees_that_commit(
     assert [e.originator_version for e in recorder.select_events(read.id)] == [1, 2]
 
 
-def test_notification_ids_follow_commit_order_behind_a_commit_in_flight(
-    pg_cs: Countersign, postgres_url: str
-) -> None:
-    recorder = pg_cs.app.recorder
+def ids_follow_commit_order(cs: Countersign, postgres_url: str) -> None:
+    """A commit behind one in flight gets later ids, and a reader sees both in order."""
+    recorder = cs.app.recorder
 
     first, outcome = _behind_a_commit_in_flight(
         postgres_url,
-        pg_cs,
-        _stored(pg_cs, Counter()),
-        lambda: recorder.insert_events(_stored(pg_cs, Counter())),
+        cs,
+        _stored(cs, Counter()),
+        lambda: recorder.insert_events(_stored(cs, Counter())),
     )
 
     later = outcome[0]
     assert isinstance(later, list), outcome
     assert min(later) > max(first)
     assert [e.id for e in recorder.select_log(0, 10)] == [*first, *later]
+
+
+def test_notification_ids_follow_commit_order_behind_a_commit_in_flight(
+    pg_cs: Countersign, postgres_url: str
+) -> None:
+    ids_follow_commit_order(pg_cs, postgres_url)
 
 
 @pytest.mark.parametrize("plans", ["force_custom_plan", "force_generic_plan"])
