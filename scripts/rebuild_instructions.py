@@ -12,8 +12,9 @@ lifecycles (five events each, plus the seeded club's), then runs itself under ``
 --tool=callgrind`` with collection off, reads the whole log into memory, and counts one pass of what
 the rebuilding process does to each batch of ``rebuild_together``: the handlers of every
 chosen projection over the batch (decoding each event once, ``_prepare_together``), the
-packing of its rows into values in column order, and their pickling for the writer process.
-The pass runs inside a ctypes callback and callgrind collects only while it runs
+packing of its rows into values in column order, and their pickling for the writer process
+(``writer.Sender``, as ``WriterProcess.submit`` sends a batch, here into ``/dev/null``). The
+pass runs inside a ctypes callback and callgrind collects only while it runs
 (``--toggle-collect=closure_fcn``), so start-up, imports, filling and reading the log are left
 out; so are the writer process, whose work no pickle here is sent to, and the indexes built
 after the last batch. The count moves by a few hundred instructions an event from run to run.
@@ -36,7 +37,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import pickle
+import os
 import re
 import shutil
 import sys
@@ -98,6 +99,7 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
     from countersign.infrastructure.projection_engine.key_filter import KeyFilter
     from countersign.infrastructure.projection_engine.runner import frozen_heap
     from countersign.infrastructure.projection_engine.together import _prepare_together
+    from countersign.infrastructure.projection_engine.writer import Sender
 
     if chunk:
         together.CHUNK = chunk
@@ -114,14 +116,18 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
         position = batch[-1].id
     events = sum(map(len, batches))
 
+    sink = open(os.devnull, "wb")  # noqa: SIM115 - a buffered file, as the writer's pipe is
+    send = Sender(sink).send
+
     def one_pass() -> None:
-        known, overlays = KeyFilter(), None
+        known, overlays, position = KeyFilter(), None, 0
         with first.sql.reading() as reader:
             for batch in batches:
                 prepared = _prepare_together(runners, batch, reader, overlays, known)
                 packed = [(r.name, prepared[i].packed()) for i, r in enumerate(runners)]
-                pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
+                send(("batch", position, batch[-1].id, packed))  # as ``WriterProcess.submit``
                 overlays = [rows.written for rows in prepared]
+                position = batch[-1].id
 
     with frozen_heap():
         ctypes.CFUNCTYPE(None)(one_pass)()
@@ -136,7 +142,7 @@ def main() -> None:
     parser.add_argument("--bound", choices=["", "noop", "bare-rows"], default="")
     parser.add_argument("--chunk", type=int, default=0, help="events a chunk (default: CHUNK)")
     parser.add_argument("--keep", help="write callgrind's output here")
-    parser.add_argument("--store", help="a SQLite store filled once and kept: each run counts a copy")
+    parser.add_argument("--store", help="a SQLite store filled once, kept: each run counts a copy")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
