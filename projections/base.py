@@ -311,5 +311,12 @@ def update(
 
 def approvals_required(policy: Mapping[str, Any] | None) -> int:
     """How many distinct people a proposal frozen under ``policy`` needs (``Proposed.policy``,
-    None before policies or where none is set: one), as ``Proposal.approvals_required``."""
-    return int((policy or {}).get("approvals_required", 1))
+    None before policies or where none is set: one), as ``Proposal.approvals_required``.
+
+    Four projections ask at every ``Proposed``: an exact ``int`` is given back as it is and
+    no policy needs no dict, where ``int()`` of a new ``{}``'s default was a type call each
+    time (about 700 instructions, callgrind)."""
+    if not policy:
+        return 1
+    required = policy.get("approvals_required", 1)
+    return required if type(required) is int else int(required)
