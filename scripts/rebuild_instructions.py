@@ -30,7 +30,8 @@ too (``I1mr`` code, ``D1mr`` and ``D1mw`` data read and written, ``LLmr`` last l
 counts a copy of it, so two codes compare over the very same events (a fresh store each run
 moves the count by up to 2,800 instructions an event for the same code: its random ids). The
 process counted runs with ``PYTHONHASHSEED=0`` unless it is set: over one store a count then
-repeats exactly (with random hashes it moved by a few hundred).
+repeats, or moves by at most about 500 (where objects land in memory, which dicts keyed by
+``id()`` hash); with random hashes it moved by a few hundred more.
 ``--inner`` is the process valgrind runs; not for use by hand.
 """
 
@@ -165,7 +166,7 @@ def main() -> None:
             _copy_store(folder / "countersign.db", Path(args.store))
     out = args.keep or tempfile.mktemp(prefix="rebuild-instr-", suffix=".out")
     # The same hashes every run (``KeyFilter``'s bits, dicts' and sets' orders), so a count
-    # over one ``--store`` repeats to the instruction; set it to compare another seed.
+    # over one ``--store`` repeats within a few hundred; set it to compare another seed.
     os.environ.setdefault("PYTHONHASHSEED", "0")
     total, inner_said = count(
         __file__,
