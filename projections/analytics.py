@@ -122,33 +122,22 @@ class Analytics(Projection):
         amount = event.preview.get("amount_cents")
         policy = getattr(event, "policy", None)  # None in events stored before policies
         revision_of = getattr(event, "revision_of", None)
-        fact = {
-            "proposal_id": aggregate_id(event),
-            "organization_id": id_text(event.organization_id),
-            "operation": event.kind,
-            "section": event.section,
-            "requested_by": event.requested_by,
-            "proposed_at": at,
-            "proposed_day": at.date().isoformat(),
-            "decided_at": None,
-            "decided_by": None,
-            "decision": None,
-            "seconds_to_decision": None,
-            "executed_at": None,
-            "status": "pending",
-            "outcome": "pending",
-            "revision_reason": None,
-            "amount_cents": amount if isinstance(amount, int) else None,
-            "currency": event.preview.get("currency"),
-            "approvals_count": 0,
-            "approvals_lapsed": 0,
-            "approvals_required": approvals_required(policy),
-            "policy_applied": policy_applied(policy),
-            "revision_of": None if revision_of is None else uuid_text(revision_of),
-            "superseded_by": None,
-            "superseded_at": None,
-            "superseded_reason": None,
-        }
+        # A copy of the blank fact (every column in the table's order, those a new proposal
+        # starts with set) with its own values set: a third cheaper than a 25-key literal,
+        # as the cards are made (``browser_view``).
+        fact = _NEW_FACT.copy()
+        fact["proposal_id"] = aggregate_id(event)
+        fact["organization_id"] = id_text(event.organization_id)
+        fact["operation"] = event.kind
+        fact["section"] = event.section
+        fact["requested_by"] = event.requested_by
+        fact["proposed_at"] = at
+        fact["proposed_day"] = at.date().isoformat()
+        fact["amount_cents"] = amount if isinstance(amount, int) else None
+        fact["currency"] = event.preview.get("currency")
+        fact["approvals_required"] = approvals_required(policy)
+        fact["policy_applied"] = policy_applied(policy)
+        fact["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         key = (fact["proposal_id"],)
         batch = self._batch_of(rows)
         batch.facts[key] = fact  # put at the batch's end (``end_batch``)
@@ -348,6 +337,15 @@ _UNREAD: Any = object()
 _FACT_COLUMNS = tuple(Analytics.tables[1].column_names())
 #: A stored fact's values in column order (a ``KeyError`` for a column it lacks).
 _FACT_VALUES = itemgetter(*_FACT_COLUMNS)
+#: A new proposal's facts before ``Analytics.proposed`` sets its own: every column in the
+#: table's order, None but for the status, outcome and counts every proposal starts with.
+_NEW_FACT: dict[str, Any] = {
+    **dict.fromkeys(_FACT_COLUMNS),
+    "status": "pending",
+    "outcome": "pending",
+    "approvals_count": 0,
+    "approvals_lapsed": 0,
+}
 
 
 def _roll_up_key(fact: Mapping[str, Any]) -> tuple[str, ...]:

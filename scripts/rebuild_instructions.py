@@ -3,6 +3,7 @@
     .venv/bin/python scripts/rebuild_instructions.py                       # all seven
     .venv/bin/python scripts/rebuild_instructions.py --projections audit_trail
     .venv/bin/python scripts/rebuild_instructions.py --bound noop --keep /tmp/noop.out
+    .venv/bin/python scripts/rebuild_instructions.py --store /tmp/rebuild-store.db  # fixed store
     VALGRIND_OPTS=--cache-sim=yes .venv/bin/python scripts/rebuild_instructions.py --chunk 1000
     callgrind_annotate --inclusive=yes /tmp/noop.out | head -80
 
@@ -11,8 +12,9 @@ lifecycles (five events each, plus the seeded club's), then runs itself under ``
 --tool=callgrind`` with collection off, reads the whole log into memory, and counts one pass of what
 the rebuilding process does to each batch of ``rebuild_together``: the handlers of every
 chosen projection over the batch (decoding each event once, ``_prepare_together``), the
-packing of its rows into values in column order, and their pickling for the writer process.
-The pass runs inside a ctypes callback and callgrind collects only while it runs
+packing of its rows into values in column order, and their pickling for the writer process
+(``writer.Sender``, as ``WriterProcess.submit`` sends a batch, here into ``/dev/null``). The
+pass runs inside a ctypes callback and callgrind collects only while it runs
 (``--toggle-collect=closure_fcn``), so start-up, imports, filling and reading the log are left
 out; so are the writer process, whose work no pickle here is sent to, and the indexes built
 after the last batch. The count moves by a few hundred instructions an event from run to run.
@@ -24,6 +26,12 @@ read-only views. ``--chunk`` sets how many events ``_prepare_together`` decodes 
 projection runs over them in turn (``together.CHUNK``). With ``VALGRIND_OPTS=--cache-sim=yes``
 callgrind also counts the first-level cache misses; the line printed then gives them an event
 too (``I1mr`` code, ``D1mr`` and ``D1mw`` data read and written, ``LLmr`` last level).
+``--store PATH``: the store is filled there once and kept, and every run given the same path
+counts a copy of it, so two codes compare over the very same events (a fresh store each run
+moves the count by up to 2,800 instructions an event for the same code: its random ids). The
+process counted runs with ``PYTHONHASHSEED=0`` unless it is set: over one store a count then
+repeats, or moves by at most about 500 (where objects land in memory, which dicts keyed by
+``id()`` hash); with random hashes it moved by a few hundred more.
 ``--inner`` is the process valgrind runs; not for use by hand.
 """
 
@@ -32,8 +40,9 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import pickle
+import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -93,6 +102,7 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
     from countersign.infrastructure.projection_engine.key_filter import KeyFilter
     from countersign.infrastructure.projection_engine.runner import frozen_heap
     from countersign.infrastructure.projection_engine.together import _prepare_together
+    from countersign.infrastructure.projection_engine.writer import Sender
 
     if chunk:
         together.CHUNK = chunk
@@ -109,14 +119,18 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
         position = batch[-1].id
     events = sum(map(len, batches))
 
+    sink = open(os.devnull, "wb")  # noqa: SIM115 - a buffered file, as the writer's pipe is
+    send = Sender(sink).send
+
     def one_pass() -> None:
-        known, overlays = KeyFilter(), None
+        known, overlays, position = KeyFilter(), None, 0
         with first.sql.reading() as reader:
             for batch in batches:
                 prepared = _prepare_together(runners, batch, reader, overlays, known)
                 packed = [(r.name, prepared[i].packed()) for i, r in enumerate(runners)]
-                pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
+                send(("batch", position, batch[-1].id, packed))  # as ``WriterProcess.submit``
                 overlays = [rows.written for rows in prepared]
+                position = batch[-1].id
 
     with frozen_heap():
         ctypes.CFUNCTYPE(None)(one_pass)()
@@ -131,6 +145,7 @@ def main() -> None:
     parser.add_argument("--bound", choices=["", "noop", "bare-rows"], default="")
     parser.add_argument("--chunk", type=int, default=0, help="events a chunk (default: CHUNK)")
     parser.add_argument("--keep", help="write callgrind's output here")
+    parser.add_argument("--store", help="a SQLite store filled once, kept: each run counts a copy")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
@@ -139,11 +154,20 @@ def main() -> None:
     from bench_projections import fill
     from countersign.infrastructure.bootstrap import bootstrap
 
-    url = f"sqlite:///{tempfile.mkdtemp(prefix='rebuild-instr-')}/countersign.db"
-    cs = bootstrap(database_url=url)
-    fill(cs, args.lifecycles)
-    cs.close()
+    folder = Path(tempfile.mkdtemp(prefix="rebuild-instr-"))
+    url = f"sqlite:///{folder}/countersign.db"
+    if args.store and Path(args.store).exists():
+        _copy_store(Path(args.store), folder / "countersign.db")
+    else:
+        cs = bootstrap(database_url=url)
+        fill(cs, args.lifecycles)
+        cs.close()
+        if args.store:
+            _copy_store(folder / "countersign.db", Path(args.store))
     out = args.keep or tempfile.mktemp(prefix="rebuild-instr-", suffix=".out")
+    # The same hashes every run (``KeyFilter``'s bits, dicts' and sets' orders), so a count
+    # over one ``--store`` repeats within a few hundred; set it to compare another seed.
+    os.environ.setdefault("PYTHONHASHSEED", "0")
     total, inner_said = count(
         __file__,
         [
@@ -170,6 +194,13 @@ def main() -> None:
     if misses:
         said["misses_per_event"] = {name: round(n / events) for name, n in misses.items()}
     print(json.dumps(said))
+
+
+def _copy_store(source: Path, target: Path) -> None:
+    """A SQLite store with its write-ahead log, if it has one left."""
+    for suffix in ("", "-wal"):
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{target}{suffix}")
 
 
 def _misses(out: Path) -> dict[str, int]:

@@ -153,14 +153,14 @@ def test_a_card_given_a_column_the_table_lacks_is_refused_at_the_batch_end() -> 
     view, proposal = BrowserView(), uuid4()
     rows = _Rows()
     view.proposed(_proposed(proposal), 1, rows)
-    rows.batch[view].cards[proposal]["colour"] = "red"
+    rows.batch[view].cards[proposal.int]["colour"] = "red"
     with pytest.raises(ValueError):
         view.end_batch(rows)
     assert rows.cards == {}
 
     sql_rows = SqlRows(None, BrowserView.tables, "sqlite")  # type: ignore[arg-type]
     view.proposed(_proposed(proposal), 1, sql_rows)
-    sql_rows.batch[view].cards[proposal]["colour"] = "red"
+    sql_rows.batch[view].cards[proposal.int]["colour"] = "red"
     with pytest.raises(ValueError, match="29 values"):
         view.end_batch(sql_rows)
 

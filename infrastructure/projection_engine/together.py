@@ -252,17 +252,14 @@ def _prepare_together(
         )
         for i, runner in enumerate(runners)
     ]
-    # Per runner, the calls of its handlers a chunk makes: (handler, event, position).
-    todo: list[list[tuple[Any, Any, int]]] = [[] for _ in runners]
-    # Topic -> (runner index, where its calls go, its handler) for each runner handling it.
-    calls: dict[str, list[tuple[int, Any, Any]]] = {}
+    # Topic -> each runner's handler of it, in the runners' order (None: that runner does not
+    # handle it); None instead of the tuple: no runner does (the event is not decoded).
+    handlers: dict[str, tuple[Any, ...] | None] = {}
     for start in range(0, len(batch), CHUNK):
         try:
-            _run_chunk(runners, batch[start : start + CHUNK], rows, todo, calls)
+            _run_chunk(runners, batch[start : start + CHUNK], rows, handlers)
         finally:
             forget_outcome_texts()  # the chunk's outcomes need not outlive it
-            for runner_calls in todo:
-                runner_calls.clear()
     for runner, runner_rows in zip(runners, rows, strict=True):
         end_batch(runner.name, runner.projection, runner_rows, batch[-1], known)
     return rows
@@ -272,11 +269,14 @@ def _run_chunk(
     runners: list[ProjectionRunner],
     chunk: Sequence[Entry],
     rows: list[SqlRows],
-    todo: list[list[tuple[Any, Any, int]]],
-    calls: dict[str, list[tuple[int, Any, Any]]],
+    handlers: dict[str, tuple[Any, ...] | None],
 ) -> None:
     """Decode the chunk's events (each once, if any runner handles it), then run each runner's
     handlers over them in turn.
+
+    Each decoded event is kept once, with its position and its topic's handlers (one per
+    runner, None where a runner does not handle it), and each runner walks that one list
+    taking its own handler by its index: no list of calls per runner, no tuple a call.
 
     What stops the rebuild is what would have stopped it event by event: the first event
     that fails, and at that event the first runner in ``runners`` whose handler fails (or
@@ -286,38 +286,39 @@ def _run_chunk(
     decode = runners[0].decode_event.decode
     # The position the rebuild stops at, what it says, and the error it comes from.
     stop: tuple[int, str, BaseException | None] | None = None
+    decoded: list[tuple[Any, int, tuple[Any, ...]]] = []
+    keep = decoded.append
     for notification in chunk:
         topic = notification.topic
-        wanted = calls.get(topic)
+        try:
+            wanted = handlers[topic]
+        except KeyError:
+            found = tuple(runner.projection.handler_for(topic) for runner in runners)
+            wanted = handlers[topic] = None if found.count(None) == len(found) else found
         if wanted is None:
-            wanted = calls[topic] = [
-                (i, todo[i].append, handler)
-                for i, runner in enumerate(runners)
-                if (handler := runner.projection.handler_for(topic)) is not None
-            ]
-        if not wanted:
             continue
-        position = notification.id
         try:
             event = decode(notification)
         except Exception as error:
-            name = runners[wanted[0][0]].name
-            stop = (position, _stopped(name, notification, type(error).__name__), None)
+            first = next(i for i, handler in enumerate(wanted) if handler is not None)
+            name = runners[first].name
+            stop = (notification.id, _stopped(name, notification, type(error).__name__), None)
             break
-        for _, to_call, handler in wanted:
-            to_call((handler, event, position))
-    for i, runner_calls in enumerate(todo):
+        keep((event, notification.id, wanted))
+    for i, runner_rows in enumerate(rows):
+        todo = decoded
         if stop is not None:
             before = stop[0]
-            runner_calls = [call for call in runner_calls if call[2] < before]
-        runner_rows = rows[i]
-        for handler, event, position in runner_calls:
-            try:
-                handler(event, position, runner_rows)
-            except Exception as error:
-                at = next(n for n in chunk if n.id == position)
-                stop = (position, _stopped(runners[i].name, at, type(error).__name__), error)
-                break
+            todo = [call for call in decoded if call[1] < before]
+        position = 0
+        try:
+            for event, position, wanted in todo:
+                handler = wanted[i]
+                if handler is not None:
+                    handler(event, position, runner_rows)
+        except Exception as error:
+            at = next(n for n in chunk if n.id == position)
+            stop = (position, _stopped(runners[i].name, at, type(error).__name__), error)
     if stop is not None:
         raise ProjectionStoppedError(stop[1]) from stop[2]
 

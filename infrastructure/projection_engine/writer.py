@@ -7,8 +7,8 @@ A process of its own has its own lock. It imports only the SQL helper and the pr
 tables, and it is started once per rebuild, so it costs about a tenth of a second; the runner
 uses it only for long rebuilds (``ProjectionRunner.PARALLEL_FROM``).
 
-The protocol is length-prefixed pickles over the child's stdin and stdout (both ends are this
-module, so nothing foreign is ever unpickled):
+The protocol is pickles, one after another, over the child's stdin and stdout (both ends are
+this module, so nothing foreign is ever unpickled; ``Sender``, ``_read``):
 
 - ``("setup", database, dialect, {projection: tables})`` once;
 - ``("batch", position, last, [(projection, packed rows), ...])``: in ONE transaction, for
@@ -57,7 +57,6 @@ from countersign.projections.base import Table
 log = logging.getLogger("countersign.projections")
 
 
-_LENGTH = 8  # bytes of the big-endian length before each pickled message
 _PIPE_BYTES = 1 << 20  # a batch of prepared rows is a few hundred KB
 #: SQLite: the write-ahead log is copied back into the database when it reaches 8,000 pages
 #: (4 KB each), not at SQLite's default 1,000. A batch of every projection changes
@@ -91,23 +90,47 @@ _GC_THRESHOLD = 100_000
 _NONE: Any = {}.get
 
 
+class Sender:
+    """One end's messages to the other, pickled straight into ``stream`` by one pickler kept
+    for the stream: its memo is emptied after each message (so the message's objects are let
+    go, and the next one's are never taken for them) but keeps its size, and its frames (64
+    KB) go to the stream as they fill, so a batch is never a whole ``bytes`` of its own.
+
+    Why: ``pickle.dumps`` of each batch (a few hundred KB) made a new pickler a message: its
+    memo grew by doubling to the batch's tens of thousands of objects, and its output by
+    reallocation, and both were freed again (callgrind, ``scripts/rebuild_instructions.py``).
+    The other end reads each message with ``_read`` (``pickle.load``: a pickle knows where it
+    ends, so no length goes before it)."""
+
+    __slots__ = ("_pickler", "_stream")
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._pickler = pickle.Pickler(stream, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def send(self, message: Any) -> None:
+        pickler = self._pickler
+        try:
+            pickler.dump(message)
+        finally:
+            pickler.clear_memo()
+        self._stream.flush()
+
+
 def _write(stream: IO[bytes], message: Any) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(data).to_bytes(_LENGTH, "big"))
-    stream.write(data)
-    stream.flush()
+    """One message to ``stream`` (``Sender``, for a stream that carries few)."""
+    Sender(stream).send(message)
 
 
 def _read(stream: IO[bytes]) -> Any:
-    """The next message; EOFError when the other end has gone."""
-    head = stream.read(_LENGTH)
-    if len(head) < _LENGTH:
-        raise EOFError
-    size = int.from_bytes(head, "big")
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError
-    return pickle.loads(data)  # noqa: S301 - the other end is this module, in our own process
+    """The next message; EOFError when the other end has gone, a message cut short by its
+    going included."""
+    try:
+        return pickle.load(stream)  # noqa: S301 - the other end is this module, in our own process
+    except pickle.UnpicklingError as cut:
+        if "truncated" in str(cut):
+            raise EOFError from cut
+        raise
 
 
 def _widen(stream: IO[bytes] | None) -> None:
@@ -142,6 +165,8 @@ class WriterProcess:
             stdout=subprocess.PIPE,
         )
         _widen(self._process.stdin)
+        assert self._process.stdin is not None
+        self._sender = Sender(self._process.stdin)
         #: Batches sent and not yet answered.
         self._pending = 0
         #: An answer said a batch was not committed: the writer commits none after it.
@@ -212,17 +237,14 @@ class WriterProcess:
                         stream.close()
 
     def _say_finish(self) -> None:
-        stdin = self._process.stdin
-        if not self._finished and stdin is not None:
+        if not self._finished:
             self._finished = True
             with contextlib.suppress(OSError):  # it has ended already: so much the better
-                _write(stdin, None)
+                self._sender.send(None)
 
     def _send(self, message: Any) -> None:
-        stdin = self._process.stdin
-        assert stdin is not None
         try:
-            _write(stdin, message)
+            self._sender.send(message)
         except OSError:  # the pipe to a process that has died
             raise _ended() from None
 
