@@ -32,8 +32,10 @@ from typing import Any
 import psycopg
 from psycopg import errors
 from psycopg.adapt import Transformer
+from psycopg.abc import PQGen
 from psycopg.generators import execute
 from psycopg.pq import DiagnosticField, ExecStatus, Format
+from psycopg.waiting import Ready, Wait
 
 #: The key, in a psycopg connection's ``__dict__``, of the names prepared on it.
 _PREPARED = "_countersign_prepared"
@@ -48,6 +50,10 @@ _TUPLES_OK = ExecStatus.TUPLES_OK
 _FATAL_ERROR = ExecStatus.FATAL_ERROR
 _SQLSTATE = DiagnosticField.SQLSTATE
 _BINARY = Format.BINARY
+_PIPELINE_SYNC = ExecStatus.PIPELINE_SYNC
+_WAIT_R = Wait.R
+_WAIT_RW = Wait.RW
+_READY_R = Ready.R
 
 
 class Statement:
@@ -92,6 +98,106 @@ def run(
     if result.status != _TUPLES_OK:
         raise _error(pgconn, result)
     return result
+
+
+def run_then(
+    conn: psycopg.Connection[Any],
+    statement: Statement,
+    params: Sequence[bytes],
+    then: Statement,
+) -> psycopg.pq.abc.PGresult:
+    """``statement``'s result on ``conn``, as ``run`` gives it, with ``then`` (no parameters)
+    run after it as a transaction of its own, whether or not ``statement`` failed: both are
+    sent together, in one round trip (libpq's pipeline mode: ``statement``, a Sync,
+    ``then``, a Sync; the server runs each in its own transaction, and the Sync after a
+    failed one ends its failure, so ``then`` runs). Returns once ``then`` has run; its error,
+    if it failed, is raised before ``statement``'s own (what ``then`` was for has not
+    happened). A statement the server has forgotten is prepared again: if ``statement``
+    was, nothing of it ran, and both are sent again, once; if only ``then`` was, it runs
+    alone."""
+    pgconn = conn.pgconn
+    with conn.lock:
+        prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
+        if prepared is None:
+            prepared = conn.__dict__[_PREPARED] = set()
+        if statement.name not in prepared or then.name not in prepared:
+            for each in (statement, then):
+                if each.name not in prepared:
+                    _prepare(conn, each)
+                    prepared.add(each.name)
+        result, after = _pipelined(conn, statement, params, then)
+        if result.status == _FATAL_ERROR or after.status == _FATAL_ERROR:
+            if _forgotten(result):
+                for each in (statement, then):
+                    prepared.discard(each.name)
+                    _prepare(conn, each)
+                    prepared.add(each.name)
+                result, after = _pipelined(conn, statement, params, then)
+            elif _forgotten(after):
+                prepared.discard(then.name)
+                _prepare(conn, then)
+                prepared.add(then.name)
+                after = _executed(conn, then, ())
+    if after.status != _TUPLES_OK:
+        raise _error(pgconn, after)
+    if result.status != _TUPLES_OK:
+        raise _error(pgconn, result)
+    return result
+
+
+def _forgotten(result: psycopg.pq.abc.PGresult) -> bool:
+    """Whether the server did not know the prepared statement: nothing of it ran."""
+    return result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == _UNKNOWN_STATEMENT
+
+
+def _pipelined(
+    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes], then: Statement
+) -> tuple[psycopg.pq.abc.PGresult, psycopg.pq.abc.PGresult]:
+    """The results of ``statement`` and ``then``, sent in one pipeline, each with its Sync."""
+    pgconn = conn.pgconn
+    pgconn.enter_pipeline_mode()
+    try:
+        pgconn.send_query_prepared(
+            statement.name, params, param_formats=statement.formats, result_format=_BINARY
+        )
+        pgconn.pipeline_sync()
+        pgconn.send_query_prepared(then.name, (), result_format=_BINARY)
+        pgconn.pipeline_sync()
+        results: list[psycopg.pq.abc.PGresult] = conn.wait(_until_synced(pgconn, 2))
+        pgconn.exit_pipeline_mode()
+    except BaseException:
+        # Left in pipeline mode, or with results unread: of no further use. Closed, so that
+        # the pool replaces it rather than hand it out again.
+        conn.close()
+        raise
+    if len(results) != 2:  # pragma: no cover - one result a statement, error or not
+        raise errors.InternalError(f"got {len(results)} results from two statements")
+    return results[0], results[1]
+
+
+def _until_synced(pgconn: Any, syncs: int) -> PQGen[list[psycopg.pq.abc.PGresult]]:
+    """What was sent in pipeline mode, sent; then the results read until ``syncs`` Syncs have
+    answered: each statement's results, without the Syncs' own. One generator for the whole
+    pipeline (psycopg's ``execute`` and ``fetch_many`` give one statement's results, or one
+    Sync's, a call each), run by the connection's wait function as theirs are."""
+    while pgconn.flush():
+        ready = yield _WAIT_RW
+        if ready and ready & _READY_R:  # (None: the wait timed out)
+            pgconn.consume_input()
+    results: list[psycopg.pq.abc.PGresult] = []
+    while True:
+        while pgconn.is_busy():
+            if (yield _WAIT_R):
+                pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:  # the end of one statement's results
+            continue
+        if result.status == _PIPELINE_SYNC:
+            syncs -= 1
+            if not syncs:
+                return results
+        else:
+            results.append(result)
 
 
 def _executed(
