@@ -16,7 +16,7 @@ figure a cycle:
 - ``server_cpu_us``: the CPU (``/proc/<pid>/stat``) of the server processes connected to the
   database, and ``walwriter_cpu_us`` the WAL writer's (the whole server's: it writes every
   database's log);
-- ``flush_us`` and ``flushes``: ``pg_pstat_wal``'s ``wal_sync_time`` and ``wal_sync``, the time
+- ``flush_us`` and ``flushes``: ``pg_stat_wal``'s ``wal_sync_time`` and ``wal_sync``, the time
   the server processes spent in the log's ``fdatasync`` and how many they made (of the whole
   server: run it alone; the WAL writer's own are counted, not timed);
 - ``commits``: the database's committed transactions; ``round_trips``: statements the client
@@ -36,6 +36,7 @@ machine's: report the load average beside them (printed).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -67,10 +68,8 @@ def server_cpu(admin: Any, dbname: str) -> tuple[dict[int, float], float]:
         "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
         (dbname,),
     ).fetchall():
-        try:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # gone meanwhile
             backends[pid] = cpu_seconds(pid)
-        except (FileNotFoundError, ProcessLookupError):
-            pass
     writer = admin.execute(
         "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'"
     ).fetchone()
@@ -100,7 +99,14 @@ def count_round_trips(cs: Any, fixture: Any, cycles: int) -> float:
     from psycopg._connection_base import BaseConnection
 
     sent = [0]
-    executed = pg_statements._executed
+    # A commit's two transactions, sent together (``run_then``), are one round trip; so are a
+    # refused one's rollback and the transaction after it. (A version without them counts
+    # what it has.)
+    originals = {
+        name: getattr(pg_statements, name)
+        for name in ("_executed", "_pipelined", "_roll_back")
+        if hasattr(pg_statements, name)
+    }
     execute = psycopg.Cursor.execute
     command = BaseConnection._exec_command
 
@@ -111,14 +117,16 @@ def count_round_trips(cs: Any, fixture: Any, cycles: int) -> float:
 
         return call
 
-    pg_statements._executed = counted(executed)
+    for name, original in originals.items():
+        setattr(pg_statements, name, counted(original))
     psycopg.Cursor.execute = counted(execute)  # type: ignore[method-assign]
     BaseConnection._exec_command = counted(command)  # type: ignore[method-assign]
     try:
         for i in range(cycles):
             one_cycle(cs, *fixture.local(2 * 10**6 + i))
     finally:
-        pg_statements._executed = executed
+        for name, original in originals.items():
+            setattr(pg_statements, name, original)
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         BaseConnection._exec_command = command  # type: ignore[method-assign]
     return sent[0] / cycles

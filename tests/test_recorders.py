@@ -465,9 +465,10 @@ def test_a_statement_and_the_one_after_it_are_sent_together_and_each_runs(
 ) -> None:
     """pg_statements.run_then, what a PostgreSQL commit runs (the commit, then the transaction
     that waits for the disk): each statement its own transaction, the second run whether or
-    not the first failed, its failure raised first; a statement the server forgot is
-    prepared again (both, or only the second); the connection is left out of pipeline mode,
-    in no transaction, and runs the next statements as before."""
+    not the first failed (the first's transaction then rolled back), the second's failure
+    raised first; a statement the server forgot is prepared again (all, or only the second);
+    the connection is left out of pipeline mode, in no transaction, and runs the next
+    statements as before."""
     from countersign.infrastructure.persistence import pg_statements
     from psycopg.errors import DivisionByZero, UniqueViolation
     from psycopg.pq import PipelineStatus, TransactionStatus

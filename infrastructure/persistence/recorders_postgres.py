@@ -207,18 +207,29 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # lock (the same key), so both are serialised.
         function = Identifier(f"{self.events_table_name}_commit")
         # Two functions of one body: ``_commit``, whose transaction commits as the session
-        # says, and ``_commit_async``, whose commit never waits for the disk (``SET LOCAL
-        # synchronous_commit = off`` first). The recorder runs the second with a waiting
-        # transaction after it (``insert_events``); the first is for a caller's own
-        # transaction.
+        # says (for a connection not in autocommit: the caller's own transaction), and
+        # ``_commit_async``, whose transaction's commit does not wait for the disk (``SET
+        # LOCAL synchronous_commit = off`` first), which insert_events runs with a second
+        # transaction after it that does wait. The writers' lock is held until the first
+        # transaction ends, which is then when its commit record is in the log's buffers,
+        # not when a flush of the log has ended: commits' flushes do not queue behind the
+        # lock one by one, and PostgreSQL's group commit can make several in one. The
+        # second transaction (_FLUSH: a logical message, a transaction id and a record in
+        # the log, so its commit waits as the session's synchronous_commit says) ends when
+        # the log is flushed up to its own commit, which comes after ours: insert_events
+        # returns only once the events are durable. With synchronous_commit off for the
+        # session, it writes nothing and waits for nothing, as a commit through the
+        # function alone would not. What another reader may see meanwhile:
+        # docs/concurrency.md, "Durable before the answer".
         function_async = Identifier(f"{self.events_table_name}_commit_async")
         for name, head in ((function, ""), (function_async, _NOT_WAITING)):
             self.sql_create_statements.append(self._commit_function(name, head))
-        # What an earlier version's recorder calls (main until 2026-12-04, s25-cycle): the
-        # function in a transaction of its own that does not wait for the disk, then a second
-        # one that does, in one CALL. Kept, as it was, for that version's processes during an
-        # upgrade; this one sends the two transactions as two statements in one round trip
-        # (``insert_events``), which costs the server less than the procedure's CALL.
+        # What the previous version's recorder calls (until 2026-12-04, s25-cycle): the same
+        # two transactions in one CALL of a procedure. Kept as it was, for that version's
+        # processes during an upgrade. This one sends them as statements in one round trip
+        # (insert_events, pg_statements.run_then): the procedure's CALL, in the non-atomic
+        # context its COMMIT needs, cost the server about 49,000 instructions a commit more
+        # (scripts/cycle_server_cpu.py --callgrind-out: 855,581 -> 757,683 a cycle).
         self.sql_create_statements.append(
             SQL(
                 "CREATE OR REPLACE PROCEDURE {schema}.{procedure}("
@@ -476,11 +487,11 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
             try:
                 if pg_statements.runs_alone(conn):
                     # The commit function's transaction, committed without waiting for the
-                    # disk, then the waiting one, sent together and run in turn: the answer
-                    # comes once both have run, whether or not the first was refused (a
-                    # commit refused because of another, which may not be durable yet, is
-                    # so raised only once that one is: the caller decides again on what it
-                    # sees). See _FLUSH and docs/concurrency.md, "Durable before the answer".
+                    # disk, then the waiting one (_FLUSH), sent together and run in turn:
+                    # the answer comes once both have run, whether or not the first was
+                    # refused (a commit refused because of another, which may not be durable
+                    # yet, is so raised only once that one is: the caller decides again on
+                    # what it sees). docs/concurrency.md, "Durable before the answer".
                     result = pg_statements.run_then(
                         conn,
                         self._insert_statement,
