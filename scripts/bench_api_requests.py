@@ -87,6 +87,10 @@ class Counted:
         self.statements = self.commands = 0
         start, command = cursors.BaseCursor._start_query, connections.BaseConnection._exec_command
         executed = pg_statements._executed
+        # A commit's two transactions, sent together (run_then): one round trip; so are a
+        # refused one's rollback and the transaction after it.
+        pipelined = pg_statements._pipelined
+        rolled_back = pg_statements._roll_back
 
         def counted_start(cursor: Any, *args: Any, **kwargs: Any) -> Any:
             self.statements += 1
@@ -96,12 +100,22 @@ class Counted:
             self.statements += 1
             return executed(*args, **kwargs)
 
+        def counted_pipelined(*args: Any, **kwargs: Any) -> Any:
+            self.statements += 1
+            return pipelined(*args, **kwargs)
+
+        def counted_rolled_back(*args: Any, **kwargs: Any) -> Any:
+            self.statements += 1
+            return rolled_back(*args, **kwargs)
+
         def counted_command(connection: Any, *args: Any, **kwargs: Any) -> Any:
             self.commands += 1
             return command(connection, *args, **kwargs)
 
         cursors.BaseCursor._start_query = counted_start  # type: ignore[method-assign]
         pg_statements._executed = counted_executed
+        pg_statements._pipelined = counted_pipelined
+        pg_statements._roll_back = counted_rolled_back
         connections.BaseConnection._exec_command = counted_command  # type: ignore[method-assign]
 
 

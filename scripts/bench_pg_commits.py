@@ -10,16 +10,28 @@ connection of their own, and prints commits per second and the commit latency p5
 * ``function``: ``SELECT countersign_events_commit(...)``, one transaction that waits for the
   disk while it holds the writers' lock (what the recorder called until 2026-12-04);
 * ``procedure``: ``CALL countersign_events_commit_durably(...)``, the function's transaction
-  without the wait, then a second one that waits for the disk (what it calls now).
+  without the wait, then a second one that waits for the disk (what it called until
+  2026-12-04, s25-cycle);
+* ``pipelined``: ``SELECT countersign_events_commit_async(...)`` (the function's transaction
+  without the wait), then ``SELECT pg_logical_emit_message(...)`` (the transaction that
+  waits), sent together in one round trip (what the recorder sends now).
+
+Each is sent as the recorder sends its statements (``pg_statements``: prepared once, its
+packed arrays in binary, on the connection's libpq object), so the client's part is the
+recorder's own. Beside the rate and latencies it prints the CPU a commit of the writers' server
+processes (``/proc``: the server must run on this machine) and of this process, and the load
+average.
 
 Only the database's side of a commit is measured (no application around it), with
 ``synchronous_commit`` on, so the flushes are the server's own: run it on the server a
-deployment uses. The two ways alternate ``--rounds`` times.
+deployment uses. The ways (``--ways``, all by default) alternate ``--rounds`` times.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import sys
 import threading
@@ -28,20 +40,36 @@ import uuid
 from pathlib import Path
 
 import psycopg
+from psycopg.postgres import types as pg_types
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from countersign.infrastructure.bootstrap import bootstrap  # noqa: E402
+from countersign.infrastructure.persistence import pg_statements  # noqa: E402
+from countersign.infrastructure.persistence.pg_arrays import (  # noqa: E402
+    BigInts,
+    Byteas,
+    Texts,
+    UUIDs,
+)
+from countersign.infrastructure.persistence.recorders_postgres import (  # noqa: E402
+    _FLUSH_IF_DURABLE,
+    _INSERT_PARAMETERS,
+)
 from countersign.infrastructure.settings import Settings  # noqa: E402
 
+TICKS = os.sysconf("SC_CLK_TCK")
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/countersign_bench_commits"
-ARGS = "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[]"
+ARGS = "$1::uuid[], $2::bigint[], $3::text[], $4::bytea[], $5::uuid[], $6::bigint[]"
 WAYS = {
     "function": f"SELECT countersign_events_commit({ARGS})",
     "procedure": f"CALL countersign_events_commit_durably({ARGS}, NULL)",
+    "pipelined": f"SELECT countersign_events_commit_async({ARGS})",
 }
+#: What the recorder runs after the ``pipelined`` way's commit (recorders_postgres).
+FLUSH = pg_statements.Statement(_FLUSH_IF_DURABLE.encode(), ())
 
 
 def fresh_database(url: str) -> None:
@@ -52,31 +80,66 @@ def fresh_database(url: str) -> None:
     bootstrap(Settings(database_url=url)).close()  # the tables, the function, the procedure
 
 
-def race(url: str, query: str, writers: int, seconds: float) -> tuple[int, list[float]]:
-    """Commits made and each one's latency (seconds), ``writers`` threads for ``seconds``."""
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (fields 14 and 15 of ``/proc/<pid>/stat``): the server must
+    run on this machine."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def race(url: str, way: str, writers: int, seconds: float) -> tuple[list[float], float, float]:
+    """Each commit's latency (seconds), ``writers`` threads for ``seconds``; the server
+    processes' CPU seconds and this process's, over all of them."""
     latencies: list[list[float]] = [[] for _ in range(writers)]
+    server_cpu = [0.0] * writers
     start = threading.Barrier(writers + 1)
     stop = time.monotonic() + seconds + 1.0
+    statement = pg_statements.Statement(
+        WAYS[way].encode(), [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS]
+    )
 
-    def write(mine: list[float]) -> None:
+    def write(index: int) -> None:
+        mine = latencies[index]
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("SET synchronous_commit = on")
             state = b"x" * 1500
+            backend = conn.info.backend_pid
             start.wait()
+            began_cpu = cpu_seconds(backend)
             while time.monotonic() < stop:
-                params = ([uuid.uuid4()], [1], ["bench"], [state], [], [])
+                params = [
+                    UUIDs.of([uuid.uuid4()]).data,
+                    BigInts.of([1]).data,
+                    Texts.of([b"bench"], 1).data,
+                    Byteas.of([state], 1).data,
+                    UUIDs.of([]).data,
+                    BigInts.of([]).data,
+                ]
                 began = time.perf_counter()
-                conn.execute(query, params, prepare=True)
+                if way == "pipelined":
+                    pg_statements.run_then(conn, statement, params, FLUSH)
+                else:
+                    pg_statements.run(conn, statement, params)
                 mine.append(time.perf_counter() - began)
+            server_cpu[index] = cpu_seconds(backend) - began_cpu
 
-    threads = [threading.Thread(target=write, args=(mine,)) for mine in latencies]
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
     for thread in threads:
         thread.start()
     start.wait()
+    client_before = resource.getrusage(resource.RUSAGE_SELF)
     for thread in threads:
         thread.join()
+    client_after = resource.getrusage(resource.RUSAGE_SELF)
+    client = (
+        client_after.ru_utime
+        + client_after.ru_stime
+        - client_before.ru_utime
+        - client_before.ru_stime
+    )
     every = [latency for mine in latencies for latency in mine]
-    return len(every), every
+    return every, sum(server_cpu), client
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,16 +148,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--ways", default=",".join(WAYS), help="comma-separated: " + ",".join(WAYS))
     args = parser.parse_args(argv)
     fresh_database(args.url)
-    print(f"{'way':<10} {'writers':>7} {'commits':>8} {'per s':>7} {'p50 ms':>7} {'p99 ms':>7}")
+    print(
+        f"{'way':<10} {'writers':>7} {'commits':>8} {'per s':>7} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'srv us':>7} {'cli us':>7}  load"
+    )
     for _ in range(args.rounds):
-        for way, query in WAYS.items():
-            count, latencies = race(args.url, query, args.writers, args.seconds)
+        for way in args.ways.split(","):
+            latencies, server, client = race(args.url, way, args.writers, args.seconds)
+            count = len(latencies)
             cuts = statistics.quantiles(latencies, n=100)
             print(
                 f"{way:<10} {args.writers:>7} {count:>8} {count / (args.seconds + 1):>7.0f} "
-                f"{cuts[49] * 1000:>7.2f} {cuts[98] * 1000:>7.2f}",
+                f"{cuts[49] * 1000:>7.2f} {cuts[98] * 1000:>7.2f} "
+                f"{server * 1e6 / count:>7.0f} {client * 1e6 / count:>7.0f}  "
+                f"{os.getloadavg()[0]:.2f}",
                 flush=True,
             )
     return 0

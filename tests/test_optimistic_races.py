@@ -62,19 +62,20 @@ def test_a_retried_insert_that_had_committed_does_not_make_propose_freeze_a_seco
     again, another process changes the organization propose read. The retry is then refused
     as a stale read (not as an IntegrityError), and propose freezes the request again."""
     recorder = cs.app.recorder
-    real_run = pg_statements.run
+    real_run = pg_statements.run_then
     dropped: list[bool] = []
 
-    # The recorder runs its insert on the connection's libpq object (pg_statements).
-    def flaky_run(conn, statement, params):
-        result = real_run(conn, statement, params)
+    # The recorder runs its insert, and the transaction that waits for the disk after it, on
+    # the connection's libpq object (pg_statements).
+    def flaky_run(conn, statement, params, then):
+        result = real_run(conn, statement, params, then)
         if statement is recorder._insert_statement and not dropped:
-            dropped.append(True)  # committed (autocommit), then the connection is lost
+            dropped.append(True)  # committed, then the connection is lost
             _set_permissions(other, BEN, [Permission.REFUND_ORDERS])
             raise OperationalError("server closed the connection unexpectedly")
         return result
 
-    monkeypatch.setattr(pg_statements, "run", flaky_run)
+    monkeypatch.setattr(pg_statements, "run_then", flaky_run)
     before = count_events(cs, "Proposal.Proposed")
 
     created = propose_on(cs, seeded["orders"]["refund-ok"])

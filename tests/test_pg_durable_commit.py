@@ -1,9 +1,10 @@
 """PostgreSQL commits: the writers' lock is let go when the commit is in the log's buffers, and
 the caller gets its answer only once the log is flushed past the commit.
 
-The recorder commits through a procedure: the insert function in a transaction that does not
-wait for the disk, then a second transaction (a logical message) whose commit does, as the
-session's ``synchronous_commit`` says (docs/concurrency.md, "Durable before the answer").
+The recorder commits in two transactions sent together: the insert function in a transaction
+that does not wait for the disk, then a second transaction (a logical message) whose commit
+does, as the session's ``synchronous_commit`` says (docs/concurrency.md, "Durable before the
+answer").
 What reached the disk is read from the log itself with ``pg_walinspect``, which shows only
 records up to the flushed position: a commit found there is durable. Nothing is timed.
 """
@@ -121,7 +122,7 @@ def test_a_commit_returns_only_once_the_log_is_flushed_past_it(
     records = _flushed_records(postgres_url, since)  # before anything else flushes the log
     writer = _writer(postgres_url, counter.id, 1)
     assert writer in _committed(records), "the call returned before its commit was on disk"
-    # What flushed it is the procedure's second transaction, committed after the events'.
+    # What flushed it is the recorder's second transaction, committed after the events'.
     after = records[[x for x, *_ in records].index(writer) :]
     flushing = _ours(postgres_url, after)
     assert flushing, "no flushing transaction after the commit"

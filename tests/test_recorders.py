@@ -457,3 +457,70 @@ def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
     assert methods == {str(old): "pglz", str(new): "lz4"}
     assert [e.state for e in recorder.select_events(old)] == [big]
     assert [e.state for e in recorder.select_events(new)] == [big]
+
+
+@pytest.mark.postgres
+def test_a_statement_and_the_one_after_it_are_sent_together_and_each_runs(
+    pg: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    """pg_statements.run_then, what a PostgreSQL commit runs (the commit, then the transaction
+    that waits for the disk): each statement its own transaction, the second run whether or
+    not the first failed (the first's transaction then rolled back), the second's failure
+    raised first; a statement the server forgot is prepared again (all, or only the second);
+    the connection is left out of pipeline mode, in no transaction, and runs the next
+    statements as before."""
+    from countersign.infrastructure.persistence import pg_statements
+    from psycopg.errors import DivisionByZero, UniqueViolation
+    from psycopg.pq import PipelineStatus, TransactionStatus
+
+    pg.execute("DROP TABLE IF EXISTS pipelined_t")
+    pg.execute("DROP SEQUENCE IF EXISTS pipelined_s")
+    pg.execute("CREATE TABLE pipelined_t (k bigint PRIMARY KEY)")
+    pg.execute("CREATE SEQUENCE pipelined_s")
+    insert = pg_statements.Statement(
+        b"INSERT INTO pipelined_t VALUES ($1) RETURNING k", [BigInts.element_oid]
+    )
+    # A sequence is not rolled back: each value drawn shows a run of the statement.
+    then = pg_statements.Statement(b"SELECT nextval('pipelined_s')", ())
+    failing = pg_statements.Statement(b"SELECT 1 / (nextval('pipelined_s') * 0)", ())
+
+    def key(k: int) -> list[bytes]:
+        return [k.to_bytes(8, "big")]
+
+    def drawn() -> int:
+        row = pg.execute("SELECT last_value FROM pipelined_s").fetchone()
+        assert row is not None
+        return int(str(row[0]))
+
+    def idle() -> None:
+        assert pg.pgconn.pipeline_status == PipelineStatus.OFF
+        assert pg.info.transaction_status is TransactionStatus.IDLE
+
+    result = pg_statements.run_then(pg, insert, key(1), then)
+    assert pg_statements.first_column_int8s(result) == [1]
+    assert drawn() == 1
+    idle()
+    # The first refused: nothing of it stays, the second ran all the same.
+    with pytest.raises(UniqueViolation):
+        pg_statements.run_then(pg, insert, key(1), then)
+    assert drawn() == 2
+    idle()
+    # The second failed: its error, although the first ran and committed.
+    with pytest.raises(DivisionByZero):
+        pg_statements.run_then(pg, insert, key(2), failing)
+    assert [r[0] for r in pg.execute("SELECT k FROM pipelined_t ORDER BY k")] == [1, 2]
+    idle()
+    # Both forgotten: the first had not run, both are sent again.
+    pg.execute("DEALLOCATE ALL")
+    result = pg_statements.run_then(pg, insert, key(3), then)
+    assert pg_statements.first_column_int8s(result) == [3]
+    assert drawn() == 4  # 3 was the failing one's
+    # Only the second forgotten: the first ran once, the second runs alone.
+    pg.execute(f"DEALLOCATE {then.name.decode()}")
+    result = pg_statements.run_then(pg, insert, key(4), then)
+    assert pg_statements.first_column_int8s(result) == [4]
+    assert drawn() == 5
+    assert [r[0] for r in pg.execute("SELECT k FROM pipelined_t ORDER BY k")] == [1, 2, 3, 4]
+    idle()
+    pg.execute("DROP TABLE pipelined_t")
+    pg.execute("DROP SEQUENCE pipelined_s")

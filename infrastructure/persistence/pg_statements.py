@@ -1,4 +1,4 @@
-"""The PostgreSQL recorder's two hot statements (a commit's insert call, a log read), prepared
+"""The PostgreSQL recorder's hot statements (a commit's insert call, a log read), prepared
 once per connection and run on psycopg's libpq connection (``conn.pgconn``) itself.
 
 psycopg's ``Cursor.execute`` wraps the one round trip in about 40 Python calls (the query's
@@ -13,6 +13,12 @@ the same parameter types, binary results. Under the connection's own lock, as ps
 it, through psycopg's own C generators and wait function; an error result is raised as
 psycopg raises it (``psycopg.errors.error_from_result``: the same class and diagnostics), so
 the recorder and the datastore translate it as before.
+
+A commit is two transactions sent together (``run_then``): the commit function's, whose
+commit does not wait for the disk, in ``BEGIN`` ... ``COMMIT``, then one that waits, all in
+libpq's pipeline mode with one Sync, so the server answers once, when both have run. (With a
+Sync after each, the server would answer the first as soon as it ended and the caller be woken
+twice a commit.) ``BEGIN`` and ``COMMIT`` are prepared statements of their own too.
 
 A statement name is countersign's own (psycopg's manager never deallocates it), a hash of
 its text and parameter types. If the server has forgotten it (``DEALLOCATE ALL``, ``DISCARD
@@ -31,9 +37,11 @@ from typing import Any
 
 import psycopg
 from psycopg import errors
+from psycopg.abc import PQGen
 from psycopg.adapt import Transformer
 from psycopg.generators import execute
-from psycopg.pq import DiagnosticField, ExecStatus, Format
+from psycopg.pq import DiagnosticField, ExecStatus, Format, TransactionStatus
+from psycopg.waiting import Ready, Wait
 
 #: The key, in a psycopg connection's ``__dict__``, of the names prepared on it.
 _PREPARED = "_countersign_prepared"
@@ -48,6 +56,11 @@ _TUPLES_OK = ExecStatus.TUPLES_OK
 _FATAL_ERROR = ExecStatus.FATAL_ERROR
 _SQLSTATE = DiagnosticField.SQLSTATE
 _BINARY = Format.BINARY
+_IN_FAILED_TRANSACTION = TransactionStatus.INERROR
+_PIPELINE_SYNC = ExecStatus.PIPELINE_SYNC
+_WAIT_R = Wait.R
+_WAIT_RW = Wait.RW
+_READY_R = Ready.R
 
 
 class Statement:
@@ -92,6 +105,149 @@ def run(
     if result.status != _TUPLES_OK:
         raise _error(pgconn, result)
     return result
+
+
+#: The transaction commands around ``run_then``'s statement, prepared as it is.
+_BEGIN = Statement(b"BEGIN", ())
+_COMMIT = Statement(b"COMMIT", ())
+_ROLLBACK = Statement(b"ROLLBACK", ())
+
+
+def run_then(
+    conn: psycopg.Connection[Any],
+    statement: Statement,
+    params: Sequence[bytes],
+    then: Statement,
+) -> psycopg.pq.abc.PGresult:
+    """``statement``'s result on ``conn``, as ``run`` gives it, run in a transaction of its
+    own, and ``then`` (no parameters) run after it in another, whether or not ``statement``
+    failed. Sent together, in one round trip with one answer (libpq's pipeline mode:
+    ``BEGIN``, ``statement``, ``COMMIT``, ``then``, one Sync: the server answers once, when
+    all have run, so the caller waits once). If ``statement`` fails, the server skips the
+    rest: the transaction is rolled back and ``then`` run after it (both in a second round
+    trip) before the error is raised. If ``then`` fails, its error is raised (what it was for has
+    not happened), although ``statement`` committed. A statement the server has forgotten is
+    prepared again: if ``statement`` was, nothing of it ran, and all is sent again, once;
+    if only ``then`` was, it runs alone."""
+    pgconn = conn.pgconn
+    with conn.lock:
+        prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
+        if prepared is None:
+            prepared = conn.__dict__[_PREPARED] = set()
+        if statement.name not in prepared or then.name not in prepared:
+            for each in (_BEGIN, _COMMIT, _ROLLBACK, statement, then):
+                if each.name not in prepared:
+                    _prepare(conn, each)
+                    prepared.add(each.name)
+        begun, result, after = _pipelined(conn, statement, params, then)
+        if _forgotten(begun) or _forgotten(result):
+            # Forgotten by the server: nothing of the statement ran. Prepared again, and
+            # all sent once more.
+            _roll_back(conn, None)
+            for each in (_BEGIN, _COMMIT, _ROLLBACK, statement, then):
+                prepared.discard(each.name)
+                _prepare(conn, each)
+                prepared.add(each.name)
+            begun, result, after = _pipelined(conn, statement, params, then)
+        if begun.status == _FATAL_ERROR:  # pragma: no cover - BEGIN does not fail
+            result = begun
+        if result.status == _FATAL_ERROR:
+            rolled_back_then = _roll_back(conn, then)
+            assert rolled_back_then is not None
+            after = rolled_back_then
+        if _forgotten(after):
+            prepared.discard(then.name)
+            _prepare(conn, then)
+            prepared.add(then.name)
+            after = _executed(conn, then, ())
+    if after.status != _TUPLES_OK:
+        raise _error(pgconn, after)
+    if result.status != _TUPLES_OK:
+        raise _error(pgconn, result)
+    return result
+
+
+def _forgotten(result: psycopg.pq.abc.PGresult) -> bool:
+    """Whether the server did not know the prepared statement: nothing of it ran."""
+    return result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == _UNKNOWN_STATEMENT
+
+
+def _pipelined(
+    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes], then: Statement
+) -> tuple[psycopg.pq.abc.PGresult, psycopg.pq.abc.PGresult, psycopg.pq.abc.PGresult]:
+    """The results of ``BEGIN``, ``statement`` and ``then``, sent in one pipeline:
+    ``BEGIN``, ``statement``, ``COMMIT``, ``then``, Sync. (If ``statement`` failed, the
+    rest is the server's "aborted" result, and the session is left in the failed
+    transaction.)"""
+    pgconn = conn.pgconn
+    pgconn.enter_pipeline_mode()
+    try:
+        pgconn.send_query_prepared(_BEGIN.name, ())
+        pgconn.send_query_prepared(
+            statement.name, params, param_formats=statement.formats, result_format=_BINARY
+        )
+        pgconn.send_query_prepared(_COMMIT.name, ())
+        pgconn.send_query_prepared(then.name, (), result_format=_BINARY)
+        pgconn.pipeline_sync()
+        results: list[psycopg.pq.abc.PGresult] = conn.wait(_until_synced(pgconn, 1))
+        pgconn.exit_pipeline_mode()
+    except BaseException:
+        # Left in pipeline mode, or with results unread: of no further use. Closed, so that
+        # the pool replaces it rather than hand it out again.
+        conn.close()
+        raise
+    if len(results) != 4:  # pragma: no cover - one result a statement, error or not
+        raise errors.InternalError(f"got {len(results)} results from four statements")
+    return results[0], results[1], results[3]
+
+
+def _roll_back(
+    conn: psycopg.Connection[Any], then: Statement | None
+) -> psycopg.pq.abc.PGresult | None:
+    """The failed transaction (if the session is in one) rolled back, and ``then`` run after
+    it: sent together, in one round trip (``ROLLBACK``, ``then``, Sync); ``then``'s result."""
+    pgconn = conn.pgconn
+    failed = pgconn.transaction_status == _IN_FAILED_TRANSACTION
+    if not failed and then is None:
+        return None
+    pgconn.enter_pipeline_mode()
+    try:
+        if failed:
+            pgconn.send_query_prepared(_ROLLBACK.name, ())
+        if then is not None:
+            pgconn.send_query_prepared(then.name, (), result_format=_BINARY)
+        pgconn.pipeline_sync()
+        results: list[psycopg.pq.abc.PGresult] = conn.wait(_until_synced(pgconn, 1))
+        pgconn.exit_pipeline_mode()
+    except BaseException:
+        conn.close()  # as in _pipelined
+        raise
+    return results[-1] if then is not None else None
+
+
+def _until_synced(pgconn: Any, syncs: int) -> PQGen[list[psycopg.pq.abc.PGresult]]:
+    """What was sent in pipeline mode, sent; then the results read until ``syncs`` Syncs have
+    answered: each statement's results, without the Syncs' own. One generator for the whole
+    pipeline (psycopg's ``execute`` and ``fetch_many`` give one statement's results, or one
+    Sync's, a call each), run by the connection's wait function as theirs are."""
+    while pgconn.flush():
+        ready = yield _WAIT_RW
+        if ready and ready & _READY_R:  # (None: the wait timed out)
+            pgconn.consume_input()
+    results: list[psycopg.pq.abc.PGresult] = []
+    while True:
+        while pgconn.is_busy():
+            if (yield _WAIT_R):
+                pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:  # the end of one statement's results
+            continue
+        if result.status == _PIPELINE_SYNC:
+            syncs -= 1
+            if not syncs:
+                return results
+        else:
+            results.append(result)
 
 
 def _executed(

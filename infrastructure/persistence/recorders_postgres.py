@@ -41,7 +41,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.utils import retry
 from psycopg.postgres import types as pg_types
 from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Identifier, Literal
+from psycopg.sql import SQL, Composed, Identifier, Literal
 from psycopg.types.composite import register_composite
 
 #: The insert function's parameters, in order.
@@ -61,8 +61,13 @@ def _numbered(query: bytes) -> bytes:
 #: so its commit waits for nothing). Its commit's flush covers every commit before it. The
 #: message names the database, for whoever reads the log (the log is the server's).
 _FLUSH = "pg_logical_emit_message(true, 'countersign', current_database())"
-#: A commit refused because another came first: a read-set check or a primary key.
-_LOST_TO_ANOTHER_COMMIT = frozenset({STALE_READ_SQLSTATE, "23505"})
+#: The same, only when the session's commits wait for the disk: with ``synchronous_commit``
+#: off, nothing is written and nothing waited for (a commit through the function alone would
+#: not wait either).
+_FLUSH_IF_DURABLE = f"SELECT {_FLUSH} WHERE current_setting('synchronous_commit') <> 'off'"
+#: What the commit function run by the recorder does first: its transaction's commit does not
+#: wait for the disk, whatever the session's setting (``_FLUSH_IF_DURABLE`` waits after it).
+_NOT_WAITING = "SET LOCAL synchronous_commit = off; "
 
 #: The attribute of a pooled psycopg connection holding its commit cursor.
 _COMMIT_CURSOR = "_countersign_commit_cursor"
@@ -201,105 +206,30 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # is, for that version's processes during an upgrade: it takes the same advisory
         # lock (the same key), so both are serialised.
         function = Identifier(f"{self.events_table_name}_commit")
-        # The function is created again at every start (CREATE OR REPLACE, as the library
-        # creates its own), so a database made by an older version takes this body then.
-        # What the server does a cycle was measured with scripts/cycle_server_cpu.py
-        # (callgrind on the server; docs/design.md, "The server's side"), and
-        # the read-set check asks for the latest version at or after the one relied on, not
-        # for the latest of all: the same answer (the relied-on version if it is the latest;
-        # else another, or none), but the backward walk of the primary key that max() makes
-        # now stops at that bound. Without it, a B-tree page read backwards is tested entry
-        # by entry down to its first one (a broadcast form with thousands of versions: a few
-        # hundred tests a check, six checks a cycle: 18,000 server instructions a cycle of
-        # about 840,000, callgrind; more as a page fills with one aggregate's entries).
-        # The latest is asked for as the first of them in descending order (ORDER BY ...
-        # DESC LIMIT 1), the plan max() is rewritten to, without max()'s Result node and
-        # init plan around it: the same backward walk and answer (none: NULL, as max() of
-        # no rows), 17,810 server instructions a cycle fewer (663,458 -> 645,648). The
-        # plan stays the cached generic one (no planning a call seen in the profile).
-        self.sql_create_statements.append(
-            SQL(
-                "CREATE OR REPLACE FUNCTION {schema}.{function}("
-                "ids uuid[], versions bigint[], topics text[], states bytea[], "
-                "check_ids uuid[], check_versions bigint[]) "
-                "RETURNS bigint LANGUAGE plpgsql AS $BODY$ "
-                "DECLARE stale uuid; locked boolean; "
-                "BEGIN "
-                "SET LOCAL lock_timeout = '{lock_timeout}s'; "
-                # One writer at a time, so that notification ids follow commit order and no
-                # other commit comes between the check and ours; both locks are held until
-                # the commit. The advisory lock, keyed by the table, serialises the callers
-                # of this function. The INSERT's own ROW EXCLUSIVE lock on the table, taken
-                # when its plan is locked, before its snapshot, conflicts with the EXCLUSIVE
-                # lock that the library's recorder and this function's earlier bodies take
-                # (a process of an older version during an upgrade): it waits for such a
-                # writer to commit, and its snapshot then sees that commit
-                # (tests/test_pg_writers_lock.py, with custom and generic plans). The
-                # EXCLUSIVE lock this function took before cost about 17,000 server
-                # instructions a call, more with max_connections: a strong lock visits
-                # every server process's fast-path slots. Taken in an assignment, which
-                # plpgsql evaluates as a simple expression, not as PERFORM's query with an
-                # executor start of its own (about 3,600 server instructions a call fewer;
-                # NOTIFY and SET LOCAL measured the same either way, and stay).
-                "locked := pg_advisory_xact_lock({writers_key}) IS NULL; "
-                "NOTIFY {channel}; "
-                # The read-set check is the INSERT's condition: nothing is inserted if any
-                # aggregate read moved on (one statement, one executor start, fewer than
-                # a check and an insert of their own). Only then is the stale aggregate
-                # looked up, under the same locks, for the error; a refused commit raises
-                # even if that finds none, so it never returns as if it had committed.
-                # The arrays are unnested in a select list, not in FROM: there, each array
-                # of a multi-argument unnest is a function scan materialised into a
-                # tuplestore of its own (six a call), set up and filled on every call; in a
-                # select list they run side by side in one ProjectSet node, row by row,
-                # with the same rows in the same order (a shorter array padded with nulls
-                # either way).
-                "INSERT INTO {schema}.{table} "
-                "(originator_id, originator_version, topic, state) "
-                "SELECT unnest(ids), unnest(versions), unnest(topics), unnest(states) "
-                "WHERE NOT EXISTS (SELECT FROM {stale_reads}); "
-                # The last notification id, not every row's: the rows' ids follow each other,
-                # since no other writer can draw from the sequence while this one holds the
-                # writers' lock, so the caller counts back from it. A set returned (RETURN
-                # QUERY ... RETURNING) was put in a tuplestore twice, here and in the
-                # caller's function scan: 19,835 server instructions a cycle of 683,293.
-                "IF FOUND THEN RETURN lastval(); END IF; "
-                "SELECT c.id INTO stale FROM {stale_reads} LIMIT 1; "
-                "IF stale IS NOT NULL OR cardinality(ids) > 0 THEN "
-                "RAISE EXCEPTION USING ERRCODE = '{sqlstate}', "
-                "MESSAGE = coalesce(stale::text, '?'); "
-                "END IF; "
-                "RETURN NULL; "
-                "END; $BODY$"
-            ).format(
-                schema=schema,
-                function=function,
-                table=table,
-                lock_timeout=self.datastore.lock_timeout,
-                writers_key=SQL(str(_writers_key(self.datastore.schema, self.events_table_name))),
-                stale_reads=SQL(
-                    "(SELECT unnest(check_ids) AS id, unnest(check_versions) AS version) AS c "
-                    "WHERE c.version IS DISTINCT FROM ("
-                    "SELECT e.originator_version FROM {schema}.{table} AS e "
-                    "WHERE e.originator_id = c.id "
-                    "AND e.originator_version >= coalesce(c.version, {lowest}) "
-                    "ORDER BY e.originator_version DESC LIMIT 1)"
-                ).format(schema=schema, table=table, lowest=SQL(str(-(2**63)))),
-                sqlstate=SQL(STALE_READ_SQLSTATE),
-                channel=Identifier(self.channel_name),
-            )
-        )
-        # What insert_events calls: the function in a transaction of its own that does not
-        # wait for the disk, then a second one that does. The writers' lock is held until
-        # the first transaction ends, which is then when its commit record is in the log's
-        # buffers, not when a flush of the log has ended: commits' flushes no longer queue
-        # behind the lock one by one, and PostgreSQL's group commit can make several in one.
-        # The second transaction (a logical message: a transaction id and a record in the
-        # log, so its commit waits as the session's synchronous_commit says) ends when the
-        # log is flushed up to its own commit, which comes after ours: the call returns only
-        # once the events are durable. With synchronous_commit off for the session, as a
-        # commit through the function alone would, it waits for nothing. What another
-        # reader may see meanwhile: docs/concurrency.md, "Durable before the answer".
+        # Two functions of one body: ``_commit``, whose transaction commits as the session
+        # says (for a connection not in autocommit: the caller's own transaction), and
+        # ``_commit_async``, whose transaction's commit does not wait for the disk (``SET
+        # LOCAL synchronous_commit = off`` first), which insert_events runs with a second
+        # transaction after it that does wait. The writers' lock is held until the first
+        # transaction ends, which is then when its commit record is in the log's buffers,
+        # not when a flush of the log has ended: commits' flushes do not queue behind the
+        # lock one by one, and PostgreSQL's group commit can make several in one. The
+        # second transaction (_FLUSH: a logical message, a transaction id and a record in
+        # the log, so its commit waits as the session's synchronous_commit says) ends when
+        # the log is flushed up to its own commit, which comes after ours: insert_events
+        # returns only once the events are durable. With synchronous_commit off for the
+        # session, it writes nothing and waits for nothing, as a commit through the
+        # function alone would not. What another reader may see meanwhile:
+        # docs/concurrency.md, "Durable before the answer".
+        function_async = Identifier(f"{self.events_table_name}_commit_async")
+        for name, head in ((function, ""), (function_async, _NOT_WAITING)):
+            self.sql_create_statements.append(self._commit_function(name, head))
+        # What the previous version's recorder calls (until 2026-12-04, s25-cycle): the same
+        # two transactions in one CALL of a procedure. Kept as it was, for that version's
+        # processes during an upgrade. This one sends them as statements in one round trip
+        # (insert_events, pg_statements.run_then): the procedure's CALL, in the non-atomic
+        # context its COMMIT needs, cost the server about 49,000 instructions a commit more
+        # (scripts/cycle_server_cpu.py --callgrind-out: 855,581 -> 757,683 a cycle).
         self.sql_create_statements.append(
             SQL(
                 "CREATE OR REPLACE PROCEDURE {schema}.{procedure}("
@@ -379,13 +309,12 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # joining the parts) on every execute, before it even looks the prepared statement
         # up. (Quoted without a connection: double quotes, inner ones doubled, as the
         # server's own quote_ident does.)
-        self._call_durably = (
+        self._call_async = (
             SQL(
-                "CALL {schema}.{procedure}("
-                "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[], "
-                "NULL)"
+                "SELECT {schema}.{function}("
+                "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
             )
-            .format(schema=schema, procedure=Identifier(f"{self.events_table_name}_commit_durably"))
+            .format(schema=schema, function=function_async)
             .as_bytes(None)
         )
         self._call_insert = (
@@ -409,12 +338,105 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # The same two, prepared and run on the connection's libpq object (pg_statements):
         # the same text with $n parameters, of the types psycopg gives the packed arrays.
         self._insert_statement = pg_statements.Statement(
-            _numbered(self._call_durably),
+            _numbered(self._call_async),
             [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS],
         )
-        self._flush_statement = pg_statements.Statement(f"SELECT {_FLUSH}".encode(), ())
+        self._flush_statement = pg_statements.Statement(_FLUSH_IF_DURABLE.encode(), ())
         self._log_statement = pg_statements.Statement(
             _numbered(self._select_log), [_INT8_OID, _INT8_OID]
+        )
+
+    def _commit_function(self, function: Identifier, head: str) -> Composed:
+        """``CREATE OR REPLACE FUNCTION`` of a commit function named ``function``, whose body
+        runs ``head`` (SQL statements) first."""
+        schema = Identifier(self.datastore.schema)
+        table = Identifier(self.events_table_name)
+        # The function is created again at every start (CREATE OR REPLACE, as the library
+        # creates its own), so a database made by an older version takes this body then.
+        # What the server does a cycle was measured with scripts/cycle_server_cpu.py
+        # (callgrind on the server; docs/design.md, "The server's side"), and
+        # the read-set check asks for the latest version at or after the one relied on, not
+        # for the latest of all: the same answer (the relied-on version if it is the latest;
+        # else another, or none), but the backward walk of the primary key that max() makes
+        # now stops at that bound. Without it, a B-tree page read backwards is tested entry
+        # by entry down to its first one (a broadcast form with thousands of versions: a few
+        # hundred tests a check, six checks a cycle: 18,000 server instructions a cycle of
+        # about 840,000, callgrind; more as a page fills with one aggregate's entries).
+        # The latest is asked for as the first of them in descending order (ORDER BY ...
+        # DESC LIMIT 1), the plan max() is rewritten to, without max()'s Result node and
+        # init plan around it: the same backward walk and answer (none: NULL, as max() of
+        # no rows), 17,810 server instructions a cycle fewer (663,458 -> 645,648). The
+        # plan stays the cached generic one (no planning a call seen in the profile).
+        return SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.{function}("
+            "ids uuid[], versions bigint[], topics text[], states bytea[], "
+            "check_ids uuid[], check_versions bigint[]) "
+            "RETURNS bigint LANGUAGE plpgsql AS $BODY$ "
+            "DECLARE stale uuid; locked boolean; "
+            "BEGIN "
+            f"{head}"
+            "SET LOCAL lock_timeout = '{lock_timeout}s'; "
+            # One writer at a time, so that notification ids follow commit order and no
+            # other commit comes between the check and ours; both locks are held until
+            # the commit. The advisory lock, keyed by the table, serialises the callers
+            # of this function. The INSERT's own ROW EXCLUSIVE lock on the table, taken
+            # when its plan is locked, before its snapshot, conflicts with the EXCLUSIVE
+            # lock that the library's recorder and this function's earlier bodies take
+            # (a process of an older version during an upgrade): it waits for such a
+            # writer to commit, and its snapshot then sees that commit
+            # (tests/test_pg_writers_lock.py, with custom and generic plans). The
+            # EXCLUSIVE lock this function took before cost about 17,000 server
+            # instructions a call, more with max_connections: a strong lock visits
+            # every server process's fast-path slots. Taken in an assignment, which
+            # plpgsql evaluates as a simple expression, not as PERFORM's query with an
+            # executor start of its own (about 3,600 server instructions a call fewer;
+            # NOTIFY and SET LOCAL measured the same either way, and stay).
+            "locked := pg_advisory_xact_lock({writers_key}) IS NULL; "
+            "NOTIFY {channel}; "
+            # The read-set check is the INSERT's condition: nothing is inserted if any
+            # aggregate read moved on (one statement, one executor start, fewer than
+            # a check and an insert of their own). Only then is the stale aggregate
+            # looked up, under the same locks, for the error; a refused commit raises
+            # even if that finds none, so it never returns as if it had committed.
+            # The arrays are unnested in a select list, not in FROM: there, each array
+            # of a multi-argument unnest is a function scan materialised into a
+            # tuplestore of its own (six a call), set up and filled on every call; in a
+            # select list they run side by side in one ProjectSet node, row by row,
+            # with the same rows in the same order (a shorter array padded with nulls
+            # either way).
+            "INSERT INTO {schema}.{table} "
+            "(originator_id, originator_version, topic, state) "
+            "SELECT unnest(ids), unnest(versions), unnest(topics), unnest(states) "
+            "WHERE NOT EXISTS (SELECT FROM {stale_reads}); "
+            # The last notification id, not every row's: the rows' ids follow each other,
+            # since no other writer can draw from the sequence while this one holds the
+            # writers' lock, so the caller counts back from it. A set returned (RETURN
+            # QUERY ... RETURNING) was put in a tuplestore twice, here and in the
+            # caller's function scan: 19,835 server instructions a cycle of 683,293.
+            "IF FOUND THEN RETURN lastval(); END IF; "
+            "SELECT c.id INTO stale FROM {stale_reads} LIMIT 1; "
+            "IF stale IS NOT NULL OR cardinality(ids) > 0 THEN "
+            "RAISE EXCEPTION USING ERRCODE = '{sqlstate}', "
+            "MESSAGE = coalesce(stale::text, '?'); "
+            "END IF; "
+            "RETURN NULL; "
+            "END; $BODY$"
+        ).format(
+            schema=schema,
+            function=function,
+            table=table,
+            lock_timeout=self.datastore.lock_timeout,
+            writers_key=SQL(str(_writers_key(self.datastore.schema, self.events_table_name))),
+            stale_reads=SQL(
+                "(SELECT unnest(check_ids) AS id, unnest(check_versions) AS version) AS c "
+                "WHERE c.version IS DISTINCT FROM ("
+                "SELECT e.originator_version FROM {schema}.{table} AS e "
+                "WHERE e.originator_id = c.id "
+                "AND e.originator_version >= coalesce(c.version, {lowest}) "
+                "ORDER BY e.originator_version DESC LIMIT 1)"
+            ).format(schema=schema, table=table, lowest=SQL(str(-(2**63)))),
+            sqlstate=SQL(STALE_READ_SQLSTATE),
+            channel=Identifier(self.channel_name),
         )
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
@@ -464,18 +486,23 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn:
             try:
                 if pg_statements.runs_alone(conn):
-                    result = pg_statements.run(
-                        conn, self._insert_statement, [p.data for p in params]
+                    # The commit function's transaction, committed without waiting for the
+                    # disk, then the waiting one (_FLUSH), sent together and run in turn:
+                    # the answer comes once both have run, whether or not the first was
+                    # refused (a commit refused because of another, which may not be durable
+                    # yet, is so raised only once that one is: the caller decides again on
+                    # what it sees). docs/concurrency.md, "Durable before the answer".
+                    result = pg_statements.run_then(
+                        conn,
+                        self._insert_statement,
+                        [p.data for p in params],
+                        self._flush_statement,
                     )
                     (last,) = pg_statements.first_column_int8s(result)
                     return list(range(last - count + 1, last + 1))
                 cursor = _commit_cursor(conn)
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:
-                if error.sqlstate in _LOST_TO_ANOTHER_COMMIT and pg_statements.runs_alone(conn):
-                    # Refused because of another commit, which may not be durable yet: the
-                    # caller decides again on what it sees, and answers only once that is.
-                    pg_statements.run(conn, self._flush_statement, ())
                 if error.sqlstate == STALE_READ_SQLSTATE:
                     detail = error.diag.message_primary or "?"
                     raise ReadSetChangedError(detail) from None

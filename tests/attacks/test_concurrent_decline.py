@@ -228,19 +228,20 @@ def test_a_decline_whose_commit_was_retried_after_it_committed_is_still_ours(
     ).token
     before = count_events(cs)
     recorder: Any = cs.app.recorder
-    real_run = pg_statements.run
+    real_run = pg_statements.run_then
     dropped: list[bool] = []
 
-    # The recorder runs its insert on the connection's libpq object (pg_statements).
-    def flaky_run(conn: Any, statement: Any, params: Any) -> Any:
-        result = real_run(conn, statement, params)
+    # The recorder runs its insert, and the transaction that waits for the disk after it, on
+    # the connection's libpq object (pg_statements).
+    def flaky_run(conn: Any, statement: Any, params: Any, then: Any) -> Any:
+        result = real_run(conn, statement, params, then)
         if statement is recorder._insert_statement and not dropped:
-            dropped.append(True)  # committed (autocommit), then the connection is lost
+            dropped.append(True)  # committed, then the connection is lost
             raise OperationalError("server closed the connection unexpectedly")
         return result
 
     with TestClient(create_app(cs), raise_server_exceptions=False) as client:
-        monkeypatch.setattr(pg_statements, "run", flaky_run)
+        monkeypatch.setattr(pg_statements, "run_then", flaky_run)
         answer = _decline_over_http(client, token, proposal_id)
         monkeypatch.undo()
         repeat = _decline_over_http(client, token, proposal_id)
