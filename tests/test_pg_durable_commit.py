@@ -41,10 +41,15 @@ def _bootstrap(url: str, clock: Any, monkeypatch: pytest.MonkeyPatch, setting: s
     return bootstrap(Settings(database_url=url), clock=clock)
 
 
-@pytest.fixture
+@pytest.fixture(params=[True, False], ids=["pipelined", "one-then-the-other"])
 def durable_cs(
-    postgres_url: str, clock: Any, monkeypatch: pytest.MonkeyPatch
+    postgres_url: str, clock: Any, monkeypatch: pytest.MonkeyPatch, request: Any
 ) -> Iterator[Countersign]:
+    """Commits that wait for the disk, sent in one round trip (libpq's pipeline mode), and
+    in two where libpq has none (before 14: ``pg_statements.PIPELINES``)."""
+    from countersign.infrastructure.persistence import pg_statements
+
+    monkeypatch.setattr(pg_statements, "PIPELINES", request.param)
     cs = _bootstrap(postgres_url, clock, monkeypatch, "on")
     try:
         yield cs

@@ -460,18 +460,22 @@ def test_the_postgres_insert_function_and_compression_are_upgraded_at_start(
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("pipelines", [True, False], ids=["pipelined", "one-then-the-other"])
 def test_a_statement_and_the_one_after_it_are_sent_together_and_each_runs(
-    pg: psycopg.Connection[tuple[object, ...]],
+    pg: psycopg.Connection[tuple[object, ...]], pipelines: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """pg_statements.run_then, what a PostgreSQL commit runs (the commit, then the transaction
     that waits for the disk): each statement its own transaction, the second run whether or
     not the first failed (the first's transaction then rolled back), the second's failure
     raised first; a statement the server forgot is prepared again (all, or only the second);
     the connection is left out of pipeline mode, in no transaction, and runs the next
-    statements as before."""
+    statements as before. The same where libpq has no pipeline mode (before 14), the two
+    statements then sent one after the other."""
     from countersign.infrastructure.persistence import pg_statements
     from psycopg.errors import DivisionByZero, UniqueViolation
     from psycopg.pq import PipelineStatus, TransactionStatus
+
+    monkeypatch.setattr(pg_statements, "PIPELINES", pipelines)
 
     pg.execute("DROP TABLE IF EXISTS pipelined_t")
     pg.execute("DROP SEQUENCE IF EXISTS pipelined_s")

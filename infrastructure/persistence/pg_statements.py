@@ -107,6 +107,12 @@ def run(
     return result
 
 
+#: Whether this process's libpq has pipeline mode (version 14 or later; the libpq that
+#: psycopg's binary package bundles has it). Without it, ``run_then`` sends its two
+#: statements one after the other (``_one_then_the_other``): the same transactions and
+#: answers, in two round trips.
+PIPELINES: bool = psycopg.Pipeline.is_supported()
+
 #: The transaction commands around ``run_then``'s statement, prepared as it is.
 _BEGIN = Statement(b"BEGIN", ())
 _COMMIT = Statement(b"COMMIT", ())
@@ -128,7 +134,20 @@ def run_then(
     trip) before the error is raised. If ``then`` fails, its error is raised (what it was for has
     not happened), although ``statement`` committed. A statement the server has forgotten is
     prepared again: if ``statement`` was, nothing of it ran, and all is sent again, once;
-    if only ``then`` was, it runs alone."""
+    if only ``then`` was, it runs alone. Where libpq has no pipeline mode (``PIPELINES``),
+    the two are sent one after the other instead."""
+    if PIPELINES:
+        return _pipelined_then(conn, statement, params, then)
+    return _one_then_the_other(conn, statement, params, then)
+
+
+def _pipelined_then(
+    conn: psycopg.Connection[Any],
+    statement: Statement,
+    params: Sequence[bytes],
+    then: Statement,
+) -> psycopg.pq.abc.PGresult:
+    """``run_then`` in one round trip (libpq's pipeline mode)."""
     pgconn = conn.pgconn
     with conn.lock:
         prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
@@ -164,6 +183,25 @@ def run_then(
         raise _error(pgconn, after)
     if result.status != _TUPLES_OK:
         raise _error(pgconn, result)
+    return result
+
+
+def _one_then_the_other(
+    conn: psycopg.Connection[Any],
+    statement: Statement,
+    params: Sequence[bytes],
+    then: Statement,
+) -> psycopg.pq.abc.PGresult:
+    """``run_then`` in two round trips, for a libpq without pipeline mode (before 14): each
+    statement its own transaction (the connection is in autocommit), ``then`` run whether or
+    not ``statement`` failed, and its error raised first (with ``statement``'s as its
+    context); a forgotten statement is prepared again by ``run``."""
+    try:
+        result = run(conn, statement, params)
+    except psycopg.Error:
+        run(conn, then, ())
+        raise
+    run(conn, then, ())
     return result
 
 
