@@ -192,7 +192,9 @@ def test_a_commit_waits_for_an_earlier_versions_function_holding_the_writers_key
     ``{table}_insert``, which takes the advisory lock under the table's key before its check
     and insert. The commit function takes the same key, so it waits for that commit and its
     check sees it."""
-    from countersign.infrastructure.persistence.recorders_postgres import _writers_key
+    from countersign.infrastructure.persistence.pg_commit_function import (
+        writers_key as _writers_key,
+    )
 
     recorder = pg_cs.app.recorder
     key = _writers_key(recorder.datastore.schema, recorder.events_table_name)
