@@ -189,6 +189,32 @@ def prepare_postgres(url: str) -> None:
             say(f"postgres: using the existing database {db.dbname} as it is (not reset)")
 
 
+def prepare_postgres_with(url: str, **defaults: str) -> Any:
+    """``prepare_postgres(url)``, then an autocommit connection to that database (the caller
+    closes it), with each of ``defaults`` made the database's own setting (``ALTER DATABASE
+    ... SET``): the sessions that connect after it start with it."""
+    import psycopg
+    from psycopg import sql
+
+    prepare_postgres(url)
+    db = Database.parse(url)
+    admin = psycopg.connect(
+        host=db.host,
+        port=db.port,
+        user=db.user,
+        password=db.password,
+        dbname=db.dbname,
+        autocommit=True,
+    )
+    for name, value in defaults.items():
+        admin.execute(
+            sql.SQL("ALTER DATABASE {} SET {} = {}").format(
+                sql.Identifier(db.dbname), sql.Identifier(name), sql.Literal(value)
+            )
+        )
+    return admin
+
+
 # -- the cycles -----------------------------------------------------------------------------
 
 

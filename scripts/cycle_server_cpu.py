@@ -238,26 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    import psycopg
-    from bench import make_fixture, one_cycle, prepare_postgres
+    from bench import make_fixture, one_cycle, prepare_postgres_with
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.settings import Database, Settings
-    from psycopg import sql
 
-    prepare_postgres(args.postgres_url)
-    db = Database.parse(args.postgres_url)
-    admin = psycopg.connect(
-        host=db.host,
-        port=db.port,
-        user=db.user,
-        password=db.password,
-        dbname=db.dbname,
-        autocommit=True,
-    )
     # Before the application connects: its sessions start with it.
-    admin.execute(
-        sql.SQL("ALTER DATABASE {} SET track_functions = 'all'").format(sql.Identifier(db.dbname))
-    )
+    admin = prepare_postgres_with(args.postgres_url, track_functions="all")
+    db = Database.parse(args.postgres_url)
     cs = bootstrap(Settings(database_url=args.postgres_url))
     try:
         fixture = make_fixture(cs, 0, "postgres")

@@ -155,26 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synchronous-commit", default="on", help="the store's sessions' setting")
     args = ap.parse_args(argv)
 
-    import psycopg
-    from bench import make_fixture, one_cycle, prepare_postgres
+    from bench import make_fixture, one_cycle, prepare_postgres_with
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.settings import Database, Settings
-    from psycopg import sql
 
-    prepare_postgres(args.postgres_url)
-    db = Database.parse(args.postgres_url)
-    admin = psycopg.connect(
-        host=db.host,
-        port=db.port,
-        user=db.user,
-        password=db.password,
-        dbname=db.dbname,
-        autocommit=True,
-    )
     # Before the store connects: its sessions start with it.
-    admin.execute(
-        sql.SQL("ALTER DATABASE {} SET track_wal_io_timing = on").format(sql.Identifier(db.dbname))
-    )
+    admin = prepare_postgres_with(args.postgres_url, track_wal_io_timing="on")
+    db = Database.parse(args.postgres_url)
     os.environ["PGOPTIONS"] = f"-c synchronous_commit={args.synchronous_commit}"
     cs = bootstrap(Settings(database_url=args.postgres_url))
     try:
