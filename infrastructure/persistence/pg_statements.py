@@ -89,18 +89,13 @@ def run(
     """The statement's result on ``conn`` (rows expected); psycopg's error if it failed."""
     pgconn = conn.pgconn
     with conn.lock:
-        prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
-        if prepared is None:
-            prepared = conn.__dict__[_PREPARED] = set()
+        prepared = _prepared_on(conn)
         if statement.name not in prepared:
-            _prepare(conn, statement)
-            prepared.add(statement.name)
+            _prepare_again(conn, prepared, (statement,))
         result = _executed(conn, statement, params)
         if result.status == _FATAL_ERROR and result.error_field(_SQLSTATE) == _UNKNOWN_STATEMENT:
             # Forgotten by the server: nothing ran. Prepared again, and run once more.
-            prepared.discard(statement.name)
-            _prepare(conn, statement)
-            prepared.add(statement.name)
+            _prepare_again(conn, prepared, (statement,))
             result = _executed(conn, statement, params)
     if result.status != _TUPLES_OK:
         raise _error(pgconn, result)
@@ -150,23 +145,16 @@ def _pipelined_then(
     """``run_then`` in one round trip (libpq's pipeline mode)."""
     pgconn = conn.pgconn
     with conn.lock:
-        prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
-        if prepared is None:
-            prepared = conn.__dict__[_PREPARED] = set()
+        prepared = _prepared_on(conn)
         if statement.name not in prepared or then.name not in prepared:
-            for each in (_BEGIN, _COMMIT, _ROLLBACK, statement, then):
-                if each.name not in prepared:
-                    _prepare(conn, each)
-                    prepared.add(each.name)
+            every = (_BEGIN, _COMMIT, _ROLLBACK, statement, then)
+            _prepare_again(conn, prepared, [each for each in every if each.name not in prepared])
         begun, result, after = _pipelined(conn, statement, params, then)
         if _forgotten(begun) or _forgotten(result):
             # Forgotten by the server: nothing of the statement ran. Prepared again, and
             # all sent once more.
             _roll_back(conn, None)
-            for each in (_BEGIN, _COMMIT, _ROLLBACK, statement, then):
-                prepared.discard(each.name)
-                _prepare(conn, each)
-                prepared.add(each.name)
+            _prepare_again(conn, prepared, (_BEGIN, _COMMIT, _ROLLBACK, statement, then))
             begun, result, after = _pipelined(conn, statement, params, then)
         if begun.status == _FATAL_ERROR:  # pragma: no cover - BEGIN does not fail
             result = begun
@@ -175,9 +163,7 @@ def _pipelined_then(
             assert rolled_back_then is not None
             after = rolled_back_then
         if _forgotten(after):
-            prepared.discard(then.name)
-            _prepare(conn, then)
-            prepared.add(then.name)
+            _prepare_again(conn, prepared, (then,))
             after = _executed(conn, then, ())
     if after.status != _TUPLES_OK:
         raise _error(pgconn, after)
@@ -299,6 +285,25 @@ def _executed(
     if not results:  # pragma: no cover - as psycopg's cursor checks it
         raise errors.InternalError("got no result from the query")
     return results[0]
+
+
+def _prepared_on(conn: psycopg.Connection[Any]) -> set[bytes]:
+    """The names of the statements prepared on ``conn``, as its record says."""
+    prepared: set[bytes] | None = conn.__dict__.get(_PREPARED)
+    if prepared is None:
+        prepared = conn.__dict__[_PREPARED] = set()
+    return prepared
+
+
+def _prepare_again(
+    conn: psycopg.Connection[Any], prepared: set[bytes], statements: Sequence[Statement]
+) -> None:
+    """Each of ``statements`` prepared on ``conn`` (again, if the server forgot it), and so
+    recorded in ``prepared``."""
+    for each in statements:
+        prepared.discard(each.name)
+        _prepare(conn, each)
+        prepared.add(each.name)
 
 
 def _prepare(conn: psycopg.Connection[Any], statement: Statement) -> None:
