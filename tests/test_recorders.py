@@ -280,13 +280,13 @@ def test_the_sqlite_pools_short_ways_keep_the_librarys_bookkeeping(tmp_path):
 
 
 def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -> None:
-    """``_PooledConnection`` is ``PostgresDatastore.get_connection()`` written as a class:
+    """``PooledConnection`` is ``PostgresDatastore.get_connection()`` written as a class:
     psycopg's errors come out as the library's, anything else as it is, and the connection
     goes back to the pool, with no transaction left open, however the block ends. (SQLite's
     pool is tested above.)"""
+    from countersign.infrastructure.persistence.pg_pool import PooledConnection
     from countersign.infrastructure.persistence.recorders_postgres import (
         CountersignPostgresRecorder,
-        _PooledConnection,
     )
     from eventsourcing.persistence import IntegrityError, ProgrammingError
     from eventsourcing.postgres import PostgresDatastore
@@ -295,9 +295,9 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
     if not isinstance(recorder, CountersignPostgresRecorder):
         return
     datastore = recorder.datastore
-    assert isinstance(datastore.get_connection(), _PooledConnection)
+    assert isinstance(datastore.get_connection(), PooledConnection)
     pool = datastore.pool
-    with _PooledConnection(datastore) as conn:
+    with PooledConnection(datastore) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS pooled_t (k int PRIMARY KEY)")
         conn.execute("INSERT INTO pooled_t VALUES (1) ON CONFLICT DO NOTHING")
     available = pool.get_stats().get("pool_available")
@@ -312,10 +312,10 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
             with pytest.raises(library_error), make() as conn:
                 conn.execute(statement)
             assert pool.get_stats().get("pool_available") == available
-    with pytest.raises(ValueError, match="not psycopg's"), _PooledConnection(datastore):
+    with pytest.raises(ValueError, match="not psycopg's"), PooledConnection(datastore):
         raise ValueError("not psycopg's")
     assert pool.get_stats().get("pool_available") == available
-    with _PooledConnection(datastore) as conn:
+    with PooledConnection(datastore) as conn:
         assert conn.info.transaction_status is TransactionStatus.IDLE
         assert conn.execute("SELECT 42 AS n").fetchone()["n"] == 42
         conn.execute("DROP TABLE pooled_t")
