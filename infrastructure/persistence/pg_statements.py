@@ -334,6 +334,17 @@ def first_column_int8s(result: psycopg.pq.abc.PGresult) -> list[int]:
     ]
 
 
+def first_int8(result: psycopg.pq.abc.PGresult) -> int:
+    """The first column of the first row, a binary ``int8`` (``bigint``), not NULL: what
+    ``first_column_int8s`` gives of a one-row result, without a list."""
+    if result.ntuples != 1:  # pragma: no cover - the commit function returns one value
+        raise errors.InternalError(f"got {result.ntuples} rows, not one")
+    value = result.get_value(0, 0)
+    if value is None:  # pragma: no cover - a commit that inserted nothing raises
+        raise errors.InternalError("got NULL, not a notification id")
+    return int.from_bytes(value, "big", signed=True)
+
+
 def rows(
     conn: psycopg.Connection[Any], result: psycopg.pq.abc.PGresult, make_row: Any
 ) -> list[Any]:

@@ -11,11 +11,16 @@ import functools
 import struct
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 import psycopg
 from countersign.infrastructure.persistence import pg_statements
-from countersign.infrastructure.persistence.pg_arrays import BigInts, Byteas, Texts, UUIDs
+from countersign.infrastructure.persistence.pg_arrays import (
+    BigInts,
+    Byteas,
+    Texts,
+    UUIDs,
+    commit_arrays,
+)
 from countersign.infrastructure.persistence.pg_commit_function import commit_function
 from countersign.infrastructure.persistence.pg_pool import PooledConnection
 from countersign.infrastructure.persistence.recorders import (
@@ -286,27 +291,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         if not stored_events:
             return []
         expected = expected_versions(kwargs)
-        # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one.
-        # Gathered in one loop (two comprehensions and two generators made a function or a
-        # generator each, every commit).
+        # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one;
+        # all six in one pass (pg_arrays.commit_arrays).
         count = len(stored_events)
-        ids: list[UUID | str] = []
-        versions: list[int | None] = []
-        topics: list[bytes] = []
-        states: list[bytes] = []
-        for e in stored_events:
-            ids.append(e.originator_id)
-            versions.append(e.originator_version)
-            topics.append(e.topic.encode())
-            states.append(e.state)
-        params = (
-            UUIDs.of(ids),
-            BigInts.of(versions),
-            Texts.of(topics, count),
-            Byteas.of(states, count),
-            UUIDs.of(list(expected)),
-            BigInts.of(list(expected.values())),
-        )
+        arrays = commit_arrays(stored_events, expected)
         with self.datastore.get_connection() as conn:
             try:
                 if pg_statements.runs_alone(conn):
@@ -317,14 +305,12 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                     # yet, is so raised only once that one is: the caller decides again on
                     # what it sees). docs/concurrency.md, "Durable before the answer".
                     result = pg_statements.run_then(
-                        conn,
-                        self._insert_statement,
-                        [p.data for p in params],
-                        self._flush_statement,
+                        conn, self._insert_statement, arrays, self._flush_statement
                     )
-                    (last,) = pg_statements.first_column_int8s(result)
+                    last = pg_statements.first_int8(result)
                     return list(range(last - count + 1, last + 1))
                 cursor = _commit_cursor(conn)
+                params = [kind(data) for kind, data in zip(_INSERT_PARAMETERS, arrays, strict=True)]
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:
                 if error.sqlstate == STALE_READ_SQLSTATE:
