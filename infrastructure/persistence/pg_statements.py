@@ -145,11 +145,14 @@ def _pipelined_then(
     """``run_then`` in one round trip (libpq's pipeline mode)."""
     pgconn = conn.pgconn
     with conn.lock:
-        prepared = _prepared_on(conn)
-        if statement.name not in prepared or then.name not in prepared:
+        prepared = conn.__dict__.get(_PREPARED)
+        if prepared is None or statement.name not in prepared or then.name not in prepared:
+            prepared = _prepared_on(conn)
             every = (_BEGIN, _COMMIT, _ROLLBACK, statement, then)
             _prepare_again(conn, prepared, [each for each in every if each.name not in prepared])
         begun, result, after = _pipelined(conn, statement, params, then)
+        if result.status == _TUPLES_OK and after.status == _TUPLES_OK:
+            return result  # (so BEGIN ran too: after a failure the rest is skipped)
         if _forgotten(begun) or _forgotten(result):
             # Forgotten by the server: nothing of the statement ran. Prepared again, and
             # all sent once more.
