@@ -49,6 +49,38 @@ def test_packed_arrays_read_back_as_sent(pg: psycopg.Connection, count: int) -> 
     assert row == (ids, numbers, texts, blobs)
 
 
+@pytest.mark.parametrize("count", [0, 1, 3])
+@pytest.mark.parametrize("reads", [0, 1, 3])
+def test_a_commits_arrays_are_packed_in_one_pass_as_each_array_alone(
+    count: int, reads: int
+) -> None:
+    """pg_arrays.commit_arrays gives, byte for byte, what each array's ``of`` gives: ids as
+    UUIDs or their text, versions with and without NULLs, topics in UTF-8 (again from its
+    memory of them), states of any length."""
+    from countersign.infrastructure.persistence.pg_arrays import commit_arrays
+
+    events = [
+        StoredEvent(
+            originator_id=uuid4() if i % 2 else str(uuid4()),  # type: ignore[arg-type]
+            originator_version=None if i == 2 else (-1) ** i * (2**62 - i),  # type: ignore[arg-type]
+            topic=f"countersign.domain:Événement{i % 2}",
+            state=bytes(range(256)) * i if i % 2 else b"",
+        )
+        for i in range(count)
+    ]
+    expected = {uuid4(): None if i == 1 else i for i in range(reads)}
+    each_alone = (
+        UUIDs.of([e.originator_id for e in events]),
+        BigInts.of([e.originator_version for e in events]),
+        Texts.of([e.topic.encode() for e in events], count),
+        Byteas.of([e.state for e in events], count),
+        UUIDs.of(list(expected)),
+        BigInts.of(list(expected.values())),
+    )
+    for _ in range(2):
+        assert commit_arrays(events, expected) == tuple(p.data for p in each_alone)
+
+
 @pytest.mark.postgres
 def test_a_missing_version_is_packed_as_null(pg: psycopg.Connection) -> None:
     row = pg.execute("SELECT %s::bigint[]", (BigInts.of([3, None, -7]),), binary=True).fetchone()
@@ -280,13 +312,13 @@ def test_the_sqlite_pools_short_ways_keep_the_librarys_bookkeeping(tmp_path):
 
 
 def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -> None:
-    """``_PooledConnection`` is ``PostgresDatastore.get_connection()`` written as a class:
+    """``PooledConnection`` is ``PostgresDatastore.get_connection()`` written as a class:
     psycopg's errors come out as the library's, anything else as it is, and the connection
     goes back to the pool, with no transaction left open, however the block ends. (SQLite's
     pool is tested above.)"""
+    from countersign.infrastructure.persistence.pg_pool import PooledConnection
     from countersign.infrastructure.persistence.recorders_postgres import (
         CountersignPostgresRecorder,
-        _PooledConnection,
     )
     from eventsourcing.persistence import IntegrityError, ProgrammingError
     from eventsourcing.postgres import PostgresDatastore
@@ -295,9 +327,9 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
     if not isinstance(recorder, CountersignPostgresRecorder):
         return
     datastore = recorder.datastore
-    assert isinstance(datastore.get_connection(), _PooledConnection)
+    assert isinstance(datastore.get_connection(), PooledConnection)
     pool = datastore.pool
-    with _PooledConnection(datastore) as conn:
+    with PooledConnection(datastore) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS pooled_t (k int PRIMARY KEY)")
         conn.execute("INSERT INTO pooled_t VALUES (1) ON CONFLICT DO NOTHING")
     available = pool.get_stats().get("pool_available")
@@ -312,10 +344,10 @@ def test_the_postgres_commit_connection_behaves_as_the_librarys(recorder: Any) -
             with pytest.raises(library_error), make() as conn:
                 conn.execute(statement)
             assert pool.get_stats().get("pool_available") == available
-    with pytest.raises(ValueError, match="not psycopg's"), _PooledConnection(datastore):
+    with pytest.raises(ValueError, match="not psycopg's"), PooledConnection(datastore):
         raise ValueError("not psycopg's")
     assert pool.get_stats().get("pool_available") == available
-    with _PooledConnection(datastore) as conn:
+    with PooledConnection(datastore) as conn:
         assert conn.info.transaction_status is TransactionStatus.IDLE
         assert conn.execute("SELECT 42 AS n").fetchone()["n"] == 42
         conn.execute("DROP TABLE pooled_t")

@@ -6,7 +6,7 @@ PostgreSQL (it imports psycopg)."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -126,3 +126,113 @@ def _packed_dumper(packed: type[PackedArray]) -> type[Dumper]:
 # Registered on psycopg's global adapters: these types are made only for the commit's parameters.
 for _packed in (UUIDs, BigInts, Texts, Byteas):
     psycopg.adapters.register_dumper(_packed, _packed_dumper(_packed))
+
+
+# -- a commit's six arrays at once ----------------------------------------------------------
+
+#: An element's length, before it: 16 for a uuid, 8 for a bigint; -1 for NULL.
+_LENGTH_16 = struct.pack("!i", 16)
+_LENGTH_8 = struct.pack("!i", 8)
+_NULL = struct.pack("!i", -1)
+#: The one dimension's lower bound, after its size.
+_LOWER_BOUND = struct.pack("!i", 1)
+_BIGINT = struct.Struct("!iq").pack
+_LENGTH = struct.Struct("!i").pack
+
+
+def _head(packed: type[PackedArray], has_nulls: bool = False) -> bytes:
+    """A one-dimensional array's header up to its size: ndim, has-nulls flag, element type."""
+    return struct.pack("!iiI", 1, int(has_nulls), packed.element_oid)
+
+
+_UUIDS_HEAD = _head(UUIDs)
+_BIGINTS_HEAD = _head(BigInts)
+_BIGINTS_WITH_NULLS_HEAD = _head(BigInts, has_nulls=True)
+_TEXTS_HEAD = _head(Texts)
+_BYTEAS_HEAD = _head(Byteas)
+
+
+def commit_arrays(
+    events: Sequence[Any], expected: Mapping[UUID, int | None]
+) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes]:
+    """The commit function's six arrays in their wire format, byte for byte what ``UUIDs.of``,
+    ``BigInts.of``, ``Texts.of`` and ``Byteas.of`` give for the events' ids, versions, topics
+    (UTF-8) and states, and the read set's ids and versions: gathered in one pass over each,
+    without a call of each class's ``of``, its header function and a comprehension for every
+    array (about 11,000 instructions each under callgrind, six a commit)."""
+    if not events:
+        return (
+            UUIDs.of([]).data,
+            BigInts.of([]).data,
+            Texts.of([], 0).data,
+            Byteas.of([], 0).data,
+            *_read_set_arrays(expected),
+        )
+    size = len(events).to_bytes(4, "big")
+    ids = [_UUIDS_HEAD, size, _LOWER_BOUND]
+    versions = [_BIGINTS_HEAD, size, _LOWER_BOUND]
+    topics = [_TEXTS_HEAD, size, _LOWER_BOUND]
+    states = [_BYTEAS_HEAD, size, _LOWER_BOUND]
+    for event in events:
+        originator = event.originator_id
+        ids.append(_LENGTH_16)
+        ids.append(
+            originator.int.to_bytes(16, "big")
+            if type(originator) is UUID
+            else _uuid(originator).bytes
+        )
+        version = event.originator_version
+        if version is None:
+            versions[0] = _BIGINTS_WITH_NULLS_HEAD
+            versions.append(_NULL)
+        else:
+            versions.append(_BIGINT(8, version))
+        topic = event.topic
+        element = _TOPICS.get(topic)
+        if element is None:
+            element = _topic_element(topic)
+        topics.append(element)
+        state = event.state
+        states.append(_LENGTH(len(state)))
+        states.append(state)
+    join = b"".join
+    return (join(ids), join(versions), join(topics), join(states), *_read_set_arrays(expected))
+
+
+#: A topic's element of a ``text[]``, its length and its UTF-8 bytes, by topic: a commit's
+#: topics are its events' classes, the same few each time. At most ``_TOPICS_KEPT``.
+_TOPICS: dict[str, bytes] = {}
+_TOPICS_KEPT = 1024
+
+
+def _topic_element(topic: str) -> bytes:
+    encoded = topic.encode()
+    element = _LENGTH(len(encoded)) + encoded
+    if len(_TOPICS) < _TOPICS_KEPT:
+        _TOPICS[topic] = element
+    return element
+
+
+def _read_set_arrays(expected: Mapping[UUID, int | None]) -> tuple[bytes, bytes]:
+    """The read set's ids and versions, as ``UUIDs.of`` and ``BigInts.of`` give them."""
+    if not expected:
+        return _EMPTY_UUIDS, _EMPTY_BIGINTS
+    size = len(expected).to_bytes(4, "big")
+    ids = [_UUIDS_HEAD, size, _LOWER_BOUND]
+    versions = [_BIGINTS_HEAD, size, _LOWER_BOUND]
+    for aggregate, version in expected.items():
+        ids.append(_LENGTH_16)
+        ids.append(
+            aggregate.int.to_bytes(16, "big") if type(aggregate) is UUID else _uuid(aggregate).bytes
+        )
+        if version is None:
+            versions[0] = _BIGINTS_WITH_NULLS_HEAD
+            versions.append(_NULL)
+        else:
+            versions.append(_BIGINT(8, version))
+    join = b"".join
+    return join(ids), join(versions)
+
+
+_EMPTY_UUIDS = UUIDs.of([]).data
+_EMPTY_BIGINTS = BigInts.of([]).data

@@ -145,11 +145,14 @@ def _pipelined_then(
     """``run_then`` in one round trip (libpq's pipeline mode)."""
     pgconn = conn.pgconn
     with conn.lock:
-        prepared = _prepared_on(conn)
-        if statement.name not in prepared or then.name not in prepared:
+        prepared = conn.__dict__.get(_PREPARED)
+        if prepared is None or statement.name not in prepared or then.name not in prepared:
+            prepared = _prepared_on(conn)
             every = (_BEGIN, _COMMIT, _ROLLBACK, statement, then)
             _prepare_again(conn, prepared, [each for each in every if each.name not in prepared])
         begun, result, after = _pipelined(conn, statement, params, then)
+        if result.status == _TUPLES_OK and after.status == _TUPLES_OK:
+            return result  # (so BEGIN ran too: after a failure the rest is skipped)
         if _forgotten(begun) or _forgotten(result):
             # Forgotten by the server: nothing of the statement ran. Prepared again, and
             # all sent once more.
@@ -332,6 +335,17 @@ def first_column_int8s(result: psycopg.pq.abc.PGresult) -> list[int]:
     return [
         int.from_bytes(value(row, 0) or b"", "big", signed=True) for row in range(result.ntuples)
     ]
+
+
+def first_int8(result: psycopg.pq.abc.PGresult) -> int:
+    """The first column of the first row, a binary ``int8`` (``bigint``), not NULL: what
+    ``first_column_int8s`` gives of a one-row result, without a list."""
+    if result.ntuples != 1:  # pragma: no cover - the commit function returns one value
+        raise errors.InternalError(f"got {result.ntuples} rows, not one")
+    value = result.get_value(0, 0)
+    if value is None:  # pragma: no cover - a commit that inserted nothing raises
+        raise errors.InternalError("got NULL, not a notification id")
+    return int.from_bytes(value, "big", signed=True)
 
 
 def rows(

@@ -11,38 +11,31 @@ import functools
 import struct
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 import psycopg
 from countersign.infrastructure.persistence import pg_statements
-from countersign.infrastructure.persistence.pg_arrays import BigInts, Byteas, Texts, UUIDs
+from countersign.infrastructure.persistence.pg_arrays import (
+    BigInts,
+    Byteas,
+    Texts,
+    UUIDs,
+    commit_arrays,
+)
 from countersign.infrastructure.persistence.pg_commit_function import commit_function
+from countersign.infrastructure.persistence.pg_pool import PooledConnection
 from countersign.infrastructure.persistence.recorders import (
     STALE_READ_SQLSTATE,
     LogEntry,
     ReadSetChangedError,
     expected_versions,
     log_entry,
-    translated_error,
 )
-from eventsourcing.persistence import (
-    DatabaseError,
-    DataError,
-    IntegrityError,
-    InterfaceError,
-    InternalError,
-    NotSupportedError,
-    OperationalError,
-    PersistenceError,
-    ProgrammingError,
-    StoredEvent,
-)
+from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.postgres import types as pg_types
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier, Literal
-from psycopg.types.composite import register_composite
 
 #: The insert function's parameters, in order.
 _INSERT_PARAMETERS = (UUIDs, BigInts, Texts, Byteas, UUIDs, BigInts)
@@ -85,79 +78,6 @@ def _commit_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[tuple[Any, .
     return cursor
 
 
-#: psycopg's errors as the library's ``PostgresDatastore.get_connection`` translates them, in
-#: its order (a subclass before its base).
-_TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
-    (psycopg.InterfaceError, InterfaceError),
-    (psycopg.OperationalError, OperationalError),
-    (psycopg.DataError, DataError),
-    (psycopg.IntegrityError, IntegrityError),
-    (psycopg.InternalError, InternalError),
-    (psycopg.ProgrammingError, ProgrammingError),
-    (psycopg.NotSupportedError, NotSupportedError),
-    (psycopg.DatabaseError, DatabaseError),
-    (psycopg.Error, PersistenceError),
-)
-
-
-def _translated(error: psycopg.Error) -> PersistenceError:
-    return translated_error(error, _TRANSLATED, str(error))
-
-
-class _PooledConnection:
-    """``PostgresDatastore.get_connection()`` (eventsourcing 9.5.6) over psycopg_pool's
-    ``connection()``, as one context manager written as a class: each is a generator-based
-    context manager, about a dozen Python calls a commit between them. The same steps: the
-    pool opened as the library opens it (every time if it waits for the pool to fill, else
-    when it is closed: opening an open pool that does not wait does nothing), a connection
-    from ``getconn``, the library's composite types registered on it, the connection's own
-    context (commit, or rollback on an error), ``putconn`` whatever happens, and psycopg's
-    errors raised as the library's (``_translated``). Only psycopg_pool's usage-time
-    statistic (``get_stats()["usage_ms"]``) is not counted."""
-
-    __slots__ = ("_conn", "_datastore")
-
-    def __init__(self, datastore: PostgresDatastore) -> None:
-        self._datastore = datastore
-        self._conn: psycopg.Connection[Any] | None = None
-
-    def __enter__(self) -> psycopg.Connection[Any]:
-        datastore = self._datastore
-        pool = datastore.pool
-        try:
-            wait = datastore.pool_open_timeout is not None
-            if wait or pool.closed:
-                pool.open(wait, datastore.pool_open_timeout or 30.0)
-            conn = pool.getconn()
-        except psycopg.Error as error:
-            raise _translated(error) from error
-        try:
-            for info in datastore.psycopg_type_adapters.values():
-                if not conn.adapters.types.get(info.oid):
-                    register_composite(info, conn)
-            conn.__enter__()
-        except BaseException as error:
-            pool.putconn(conn)
-            if isinstance(error, psycopg.Error):
-                raise _translated(error) from error
-            raise
-        self._conn = conn
-        return conn
-
-    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
-        conn = self._conn
-        assert conn is not None
-        self._conn = None
-        try:
-            conn.__exit__(kind, error, traceback)
-        except psycopg.Error as failed:
-            raise _translated(failed) from failed
-        finally:
-            self._datastore.pool.putconn(conn)
-        if isinstance(error, psycopg.Error):
-            raise _translated(error) from error
-
-
 #: The events table's ``toast_tuple_target``: rows up to this many bytes keep their state as it
 #: is (PostgreSQL's default compresses any row over about 2 kB). Two rows fill an 8 kB page.
 TOAST_TARGET = 4080
@@ -187,9 +107,9 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
         # Every connection taken from this datastore, by any of its recorders, comes through
-        # the library's get_connection written as a class (_PooledConnection).
+        # the library's get_connection written as a class (pg_pool.PooledConnection).
         if not isinstance(vars(datastore).get("get_connection"), functools.partial):
-            datastore.get_connection = functools.partial(_PooledConnection, datastore)  # type: ignore[method-assign,assignment]
+            datastore.get_connection = functools.partial(PooledConnection, datastore)  # type: ignore[method-assign,assignment]
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         # Named after the table: one function per events table, wherever the schema is shared.
@@ -371,27 +291,10 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         if not stored_events:
             return []
         expected = expected_versions(kwargs)
-        # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one.
-        # Gathered in one loop (two comprehensions and two generators made a function or a
-        # generator each, every commit).
+        # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one;
+        # all six in one pass (pg_arrays.commit_arrays).
         count = len(stored_events)
-        ids: list[UUID | str] = []
-        versions: list[int | None] = []
-        topics: list[bytes] = []
-        states: list[bytes] = []
-        for e in stored_events:
-            ids.append(e.originator_id)
-            versions.append(e.originator_version)
-            topics.append(e.topic.encode())
-            states.append(e.state)
-        params = (
-            UUIDs.of(ids),
-            BigInts.of(versions),
-            Texts.of(topics, count),
-            Byteas.of(states, count),
-            UUIDs.of(list(expected)),
-            BigInts.of(list(expected.values())),
-        )
+        arrays = commit_arrays(stored_events, expected)
         with self.datastore.get_connection() as conn:
             try:
                 if pg_statements.runs_alone(conn):
@@ -402,14 +305,12 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                     # yet, is so raised only once that one is: the caller decides again on
                     # what it sees). docs/concurrency.md, "Durable before the answer".
                     result = pg_statements.run_then(
-                        conn,
-                        self._insert_statement,
-                        [p.data for p in params],
-                        self._flush_statement,
+                        conn, self._insert_statement, arrays, self._flush_statement
                     )
-                    (last,) = pg_statements.first_column_int8s(result)
+                    last = pg_statements.first_int8(result)
                     return list(range(last - count + 1, last + 1))
                 cursor = _commit_cursor(conn)
+                params = [kind(data) for kind, data in zip(_INSERT_PARAMETERS, arrays, strict=True)]
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
             except psycopg.Error as error:
                 if error.sqlstate == STALE_READ_SQLSTATE:

@@ -1,0 +1,237 @@
+"""A connection of the PostgreSQL datastore's pool, taken and given back around each commit and
+read: ``PostgresDatastore.get_connection()`` (eventsourcing 9.5.6) written as one class, and
+psycopg_pool's ``getconn`` and ``putconn`` taken a step at a time where the pool is the one
+whose steps these are.
+
+psycopg_pool's ``getconn`` and ``putconn`` are about 20,000 instructions each under callgrind,
+two of each a cycle: a dozen Python calls (a deadline, the open check through ``super()``,
+the wait loop, the critical section, the ready connection, the health check, the return
+through the reset and expiry checks, the critical section again), of which, with a
+connection ready, no check function and no reset function (the datastore's pool), only the
+steps below do anything. ``getconn`` and ``putconn`` here take those steps in the pool's order,
+on the pool's own state and under its own lock: the same statistics, the same log records
+(the pool's logger), the same connection handed out (the first ready one) and given back (to
+the end of the ready queue, or to a waiting client). Anything else (no connection ready, a
+check or reset function, a closed pool, a connection in a transaction, broken or past its
+lifetime) is handed to the pool's own methods at the point where it differs. Only for
+psycopg_pool 3.3, whose internals these are, and its ``ConnectionPool`` as it is (a subclass
+that changes a step takes the pool's own methods throughout): tests/test_pg_pool.py compares
+both ways.
+"""
+
+from __future__ import annotations
+
+import logging
+from time import monotonic
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from countersign.infrastructure.persistence.recorders import translated_error
+from eventsourcing.persistence import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    PersistenceError,
+    ProgrammingError,
+)
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.pq import TransactionStatus
+from psycopg.types.composite import register_composite
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+#: psycopg_pool's own logger: the records its getconn and putconn make.
+_logger = logging.getLogger("psycopg.pool")
+_IDLE = TransactionStatus.IDLE
+_INFO = logging.INFO
+_REQUESTS_NUM = ConnectionPool._REQUESTS_NUM
+
+#: The methods whose steps ``getconn`` and ``putconn`` take; a pool class that changes any
+#: of them takes its own.
+_STEPS = (
+    "getconn",
+    "putconn",
+    "_check_open_getconn",
+    "_getconn_with_check_loop",
+    "_getconn_unchecked",
+    "_get_ready_connection",
+    "_check_connection",
+    "_check_pool_putconn",
+    "_maybe_close_connection",
+    "_putconn",
+    "_return_connection",
+    "_reset_connection",
+    "_add_to_pool",
+)
+_KNOWN_VERSION = psycopg_pool.__version__.split(".")[:2] == ["3", "3"]
+_known_classes: dict[type[Any], bool] = {}
+
+
+def steps_here(pool: Any) -> bool:
+    """Whether ``pool``'s getconn and putconn are psycopg_pool 3.3's ``ConnectionPool``'s own,
+    whose steps ``getconn`` and ``putconn`` take (decided once per class)."""
+    cls = type(pool)
+    known = _known_classes.get(cls)
+    if known is None:
+        known = _known_classes[cls] = _KNOWN_VERSION and all(
+            getattr(cls, name, None) is getattr(ConnectionPool, name) for name in _STEPS
+        )
+    return known
+
+
+def getconn(pool: Any) -> psycopg.Connection[Any]:
+    """``pool.getconn()``: a ready connection taken as psycopg_pool 3.3 takes it (the request
+    logged and counted, the open check, the first ready connection under the pool's lock,
+    the smallest number ready noted, the connection told its pool, logged as given); if none
+    is ready, or the pool has a check function, the pool's own steps from there (its wait
+    loop, with ``getconn``'s deadline and timeout message). Whether the pool's logger takes
+    its records is asked once a call, not once a record."""
+    if not (_known_classes.get(type(pool)) or steps_here(pool)) or pool._check is not None:
+        return pool.getconn()  # type: ignore[no-any-return]
+    timeout = pool.timeout
+    logs = _logger.isEnabledFor(_INFO)
+    if logs:
+        _logger.info("connection requested from %r", pool.name)
+    pool._stats[_REQUESTS_NUM] += 1
+    if pool._closed or pool._open_implicit:
+        pool._check_open_getconn()
+    lock = pool._lock
+    lock.acquire()
+    ready = pool._pool
+    # (The pool's deadline, its timeout from now, is needed only to wait: one of no time
+    # left is refused before a ready connection is taken.)
+    if not ready or timeout <= 0.0:
+        lock.release()
+        try:
+            return pool._getconn_with_check_loop(monotonic() + timeout)  # type: ignore[no-any-return]
+        except PoolTimeout:
+            raise PoolTimeout(f"couldn't get a connection after {timeout:.2f} sec") from None
+    conn = ready.popleft()
+    if len(ready) < pool._nconns_min:
+        pool._nconns_min = len(ready)
+    lock.release()
+    conn._pool = pool
+    if logs:
+        _logger.info("connection given by %r", pool.name)
+    return conn  # type: ignore[no-any-return]
+
+
+def putconn(pool: Any, conn: psycopg.Connection[Any]) -> None:
+    """``pool.putconn(conn)``: an idle connection within its lifetime given back as psycopg_pool
+    3.3 gives it back (logged, the pool's reference dropped, to a waiting client or the end
+    of the ready queue, under the pool's lock); anything else through the pool's own steps
+    from where it differs."""
+    owner: Any = getattr(conn, "_pool", None)
+    if (
+        owner is not pool
+        or pool._reset is not None
+        or pool._closed
+        or not (_known_classes.get(type(pool)) or steps_here(pool))
+    ):
+        pool.putconn(conn)
+        return
+    if _logger.isEnabledFor(_INFO):
+        _logger.info("returning connection to %r", pool.name)
+    if (
+        conn.pgconn.transaction_status != _IDLE
+        or conn._created_at <= pool._drained_at
+        or conn._expire_at <= monotonic()
+    ):
+        pool._return_connection(conn, from_getconn=False)
+        return
+    conn._pool = None
+    lock = pool._lock
+    lock.acquire()
+    if pool._closed or pool._waiting or pool._pool_full_event is not None:
+        lock.release()
+        pool._add_to_pool(conn)  # closes it, hands it to a waiting client, or notifies
+        return
+    pool._pool.append(conn)
+    lock.release()
+
+
+#: psycopg's errors as the library's ``PostgresDatastore.get_connection`` translates them, in
+#: its order (a subclass before its base).
+_TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
+    (psycopg.InterfaceError, InterfaceError),
+    (psycopg.OperationalError, OperationalError),
+    (psycopg.DataError, DataError),
+    (psycopg.IntegrityError, IntegrityError),
+    (psycopg.InternalError, InternalError),
+    (psycopg.ProgrammingError, ProgrammingError),
+    (psycopg.NotSupportedError, NotSupportedError),
+    (psycopg.DatabaseError, DatabaseError),
+    (psycopg.Error, PersistenceError),
+)
+
+
+def _translated(error: psycopg.Error) -> PersistenceError:
+    return translated_error(error, _TRANSLATED, str(error))
+
+
+class PooledConnection:
+    """``PostgresDatastore.get_connection()`` (eventsourcing 9.5.6) over psycopg_pool's
+    ``connection()``, as one context manager written as a class: each is a generator-based
+    context manager, about a dozen Python calls a commit between them. The same steps: the
+    pool opened as the library opens it (every time if it waits for the pool to fill, else
+    when it is closed: opening an open pool that does not wait does nothing), a connection
+    from the pool (``getconn``), the library's composite types registered on it, the
+    connection's own context (commit, or rollback on an error: nothing to do, and not
+    called, for an idle connection left without an error), the connection given back
+    (``putconn``) whatever happens, and psycopg's errors raised as the library's
+    (``_translated``). Only psycopg_pool's usage-time statistic (``get_stats()["usage_ms"]``)
+    is not counted."""
+
+    __slots__ = ("_conn", "_datastore")
+
+    def __init__(self, datastore: PostgresDatastore) -> None:
+        self._datastore = datastore
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def __enter__(self) -> psycopg.Connection[Any]:
+        datastore = self._datastore
+        pool = datastore.pool
+        try:
+            wait = datastore.pool_open_timeout is not None
+            if wait or pool._closed:
+                pool.open(wait, datastore.pool_open_timeout or 30.0)
+            conn = getconn(pool)
+        except psycopg.Error as error:
+            raise _translated(error) from error
+        try:
+            for info in datastore.psycopg_type_adapters.values():
+                if not conn.adapters.types.get(info.oid):
+                    register_composite(info, conn)
+            conn.__enter__()
+        except BaseException as error:
+            putconn(pool, conn)
+            if isinstance(error, psycopg.Error):
+                raise _translated(error) from error
+            raise
+        self._conn = conn
+        return conn
+
+    def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
+        conn = self._conn
+        assert conn is not None
+        self._conn = None
+        try:
+            # psycopg's Connection.__exit__ commits (nothing to commit when idle), rolls
+            # back on an error, and closes a connection that is not the pool's (this one is).
+            if (
+                kind is not None
+                or conn.pgconn.transaction_status != _IDLE
+                or conn._tpc is not None
+                or conn._num_transactions
+            ):
+                conn.__exit__(kind, error, traceback)
+        except psycopg.Error as failed:
+            raise _translated(failed) from failed
+        finally:
+            putconn(self._datastore.pool, conn)
+        if isinstance(error, psycopg.Error):
+            raise _translated(error) from error

@@ -1,0 +1,183 @@
+"""pg_pool: a connection taken from psycopg_pool's pool and given back a step at a time, as the
+pool's own ``getconn`` and ``putconn`` do: the same connections in the same order, the same
+statistics and log records, and the pool's own steps wherever the way differs (no connection
+ready, a check function, a closed pool, a connection in a transaction or broken)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from countersign.infrastructure.persistence import pg_pool
+from psycopg.pq import TransactionStatus
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+pytestmark = pytest.mark.postgres
+
+Take = Callable[[ConnectionPool[Any]], psycopg.Connection[Any]]
+Give = Callable[[ConnectionPool[Any], psycopg.Connection[Any]], None]
+
+#: The pool's own methods, and this module's steps.
+WAYS: dict[str, tuple[Take, Give]] = {
+    "pool": (lambda pool: pool.getconn(), lambda pool, conn: pool.putconn(conn)),
+    "steps": (pg_pool.getconn, pg_pool.putconn),
+}
+
+
+@pytest.fixture
+def make_pool(postgres_url: str) -> Iterator[Callable[..., ConnectionPool[Any]]]:
+    pools: list[ConnectionPool[Any]] = []
+
+    def make(**options: Any) -> ConnectionPool[Any]:
+        options.setdefault("min_size", 2)
+        options.setdefault("timeout", 5.0)
+        pool: ConnectionPool[Any] = ConnectionPool(
+            postgres_url, open=False, kwargs={"autocommit": True}, **options
+        )
+        pool.open(wait=True)
+        pools.append(pool)
+        return pool
+
+    yield make
+    for pool in pools:
+        pool.close()
+
+
+def test_the_steps_are_taken_only_for_psycopg_pool_3_3s_own_pool(
+    make_pool: Callable[..., ConnectionPool[Any]],
+) -> None:
+    class Checked(ConnectionPool[Any]):
+        def _return_connection(self, conn: Any, from_getconn: bool) -> None:
+            super()._return_connection(conn, from_getconn)
+
+    assert pg_pool.steps_here(make_pool()) is pg_pool._KNOWN_VERSION
+    assert not pg_pool.steps_here(Checked.__new__(Checked))
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+def test_ready_connections_go_out_and_back_as_the_pool_hands_them(
+    make_pool: Callable[..., ConnectionPool[Any]], way: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    take, give = WAYS[way]
+    pool = make_pool()
+    caplog.set_level(logging.INFO, logger="psycopg.pool")
+    first = take(pool)
+    second = take(pool)
+    assert first is not second
+    assert first._pool is pool
+    assert second._pool is pool
+    assert first.execute("SELECT 1").fetchone() == (1,)
+    give(pool, first)
+    give(pool, second)
+    assert first._pool is None
+    # First in, first out: the connection given back first is handed out first.
+    again = take(pool)
+    assert again is first
+    give(pool, again)
+    stats = pool.get_stats()
+    assert (stats["requests_num"], stats["pool_available"], stats["pool_size"]) == (3, 2, 2)
+    assert "requests_queued" not in stats
+    assert "requests_errors" not in stats
+    name = repr(pool.name)
+    messages = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "psycopg.pool" and name in r.getMessage()
+    ]
+    requested, given, returning = (
+        f"connection requested from {name}",
+        f"connection given by {name}",
+        f"returning connection to {name}",
+    )
+    # Two taken, both given back, one taken and given back again.
+    assert messages == [
+        *(requested, given, requested, given),
+        *(returning, returning),
+        *(requested, given, returning),
+    ]
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+def test_without_a_ready_connection_a_taker_waits_for_one_given_back(
+    make_pool: Callable[..., ConnectionPool[Any]], way: str
+) -> None:
+    take, give = WAYS[way]
+    pool = make_pool(min_size=1, timeout=0.3)
+    held = take(pool)
+    with pytest.raises(PoolTimeout, match=r"couldn't get a connection after 0\.30 sec"):
+        take(pool)
+    got: list[psycopg.Connection[Any]] = []
+    waiter = threading.Thread(target=lambda: got.append(take(pool)))
+    pool.timeout = 5.0
+    waiter.start()
+    while not pool.get_stats().get("requests_waiting"):
+        threading.Event().wait(0.01)
+    give(pool, held)  # to the waiting taker, not the ready queue
+    waiter.join(5)
+    assert got == [held]
+    assert pool.get_stats()["pool_available"] == 0
+    give(pool, held)
+    assert pool.get_stats()["pool_available"] == 1
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+def test_a_connection_in_a_transaction_or_broken_is_rolled_back_or_replaced(
+    make_pool: Callable[..., ConnectionPool[Any]], way: str
+) -> None:
+    take, give = WAYS[way]
+    pool = make_pool(min_size=1)
+    conn = take(pool)
+    conn.autocommit = False
+    conn.execute("SELECT 1")
+    assert conn.info.transaction_status is TransactionStatus.INTRANS
+    give(pool, conn)
+    assert conn.info.transaction_status is TransactionStatus.IDLE
+    assert take(pool) is conn
+    conn.close()
+    give(pool, conn)  # discarded; the pool opens another
+    assert pool.get_stats()["returns_bad"] == 1
+    pool.wait(5)
+    replacement = take(pool)
+    assert replacement is not conn
+    assert not replacement.closed
+    give(pool, replacement)
+
+
+@pytest.mark.parametrize("way", sorted(WAYS))
+def test_a_closed_pool_refuses_takers_and_closes_what_is_given_back(
+    make_pool: Callable[..., ConnectionPool[Any]], way: str
+) -> None:
+    take, give = WAYS[way]
+    pool = make_pool(min_size=1)
+    conn = take(pool)
+    pool.close()
+    with pytest.raises(PoolClosed):
+        take(pool)
+    give(pool, conn)
+    assert conn.closed
+    with (
+        psycopg.Connection.connect(pool.conninfo) as stranger,
+        pytest.raises(ValueError, match="can't return connection"),
+    ):
+        give(make_pool(min_size=1), stranger)
+
+
+def test_a_pool_with_a_check_or_reset_function_takes_its_own_steps(
+    make_pool: Callable[..., ConnectionPool[Any]],
+) -> None:
+    checked: list[Any] = []
+    reset: list[Any] = []
+    pool = make_pool(min_size=1, check=checked.append, reset=reset.append)
+    conn = pg_pool.getconn(pool)
+    assert checked == [conn]
+    pg_pool.putconn(pool, conn)
+    pool.wait(5)  # the reset runs in the pool's worker
+    for _ in range(500):
+        if reset:
+            break
+        threading.Event().wait(0.01)
+    assert reset == [conn]
