@@ -168,7 +168,14 @@ def run(proposals: int, template: str, repeats: int = REPEATS) -> None:
     from countersign.infrastructure.server import compose
     from countersign.infrastructure.settings import Settings
 
-    loaded = json.loads(_loaded(template).read_text())
+    try:
+        loaded = json.loads(_loaded(template).read_text())
+    except FileNotFoundError:
+        raise SystemExit(
+            f"no proposals prepared in {template}: run with --prepare 200"
+            + (f" --template {template}" if template != TEMPLATE else "")
+            + " first"
+        ) from None
     warm, ids = loaded["ids"][:5], loaded["ids"][5 : 5 + proposals]
     if len(ids) < proposals:
         raise SystemExit(f"only {len(ids)} proposals prepared: run --prepare with more")
