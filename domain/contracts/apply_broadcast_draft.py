@@ -127,7 +127,12 @@ class DraftFacts(Facts):
 
 
 def check_leagues_exist(roster: Roster, named: list[str]) -> None:
-    known = set(roster.league_names())
+    known = roster.leagues  # by name (``league_names`` sorts them; only membership counts)
+    for name in named:  # most requests name only leagues that exist: no finding to build
+        if name.strip() not in known:
+            break
+    else:
+        return
     unknown = [
         Finding(
             "unknown_league",
