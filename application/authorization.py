@@ -94,7 +94,7 @@ class Caller:
 
     @classmethod
     def of(cls, actor: str | Caller) -> Caller:
-        return actor if isinstance(actor, Caller) else cls(email=actor)
+        return actor if isinstance(actor, Caller) else cls(actor)  # by position: no dict
 
     @property
     def organization_id(self) -> UUID | None:

@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
@@ -88,25 +88,31 @@ class _ReadSets:
         return [*named, *remembered]  # remembered ids are never among the named
 
     def remember(self, named: tuple[UUID, ...], read: Sequence[UUID]) -> None:
-        # Only what it read beyond the names: they are fetched anyway, and a decision on an
-        # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
-        key = _key(named)
         extras: dict[int, UUID] = {}
         for i in read:
             extras[i.int] = i
+        self.remember_read(named, extras)
+
+    def remember_read(self, named: tuple[UUID, ...], read: Mapping[int, UUID]) -> None:
+        """``remember``, given what the decision read by each id's ``int`` (its
+        ``DecisionReads.read_ids``, in the order read), which is copied, not changed."""
+        # Only what it read beyond the names: they are fetched anyway, and a decision on an
+        # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
+        key = _key(named)
+        extras = dict(read)  # in C: no ``int`` read nor item set in Python for each id
         for named_key in key:
             extras.pop(named_key, None)
-        extra = tuple(extras.values())
         lock = self._lock
         lock.acquire()
         try:
             known = self._items.get(key, ())
-            if len(known) == len(extra):
+            if len(known) == len(extras):
                 for i in known:
                     if i.int not in extras:
                         break
                 else:
                     return  # the same ids (each is there once)
+            extra = tuple(extras.values())
             if not extra:
                 del self._items[key]
                 return
@@ -150,7 +156,7 @@ class StoreUnitOfWork:
                     held = False  # a refusal is only ever given from fresh reads
                     continue
                 finally:
-                    self._read_sets.remember(named, read.ids())
+                    self._read_sets.remember_read(named, read.read_ids)
                 if isinstance(decided, Answer):
                     # So is an answer that commits nothing, unless everything it took from
                     # held snapshots is what the request it serves had read freshly itself.
