@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from countersign.infrastructure.persistence import pg_statements
+from countersign.infrastructure.persistence import pg_pool, pg_statements
 from countersign.infrastructure.persistence.pg_arrays import BigInts, Byteas, Texts, UUIDs
 from countersign.infrastructure.persistence.pg_commit_function import commit_function
 from countersign.infrastructure.persistence.recorders import (
@@ -113,7 +113,9 @@ class _PooledConnection:
     from ``getconn``, the library's composite types registered on it, the connection's own
     context (commit, or rollback on an error), ``putconn`` whatever happens, and psycopg's
     errors raised as the library's (``_translated``). Only psycopg_pool's usage-time
-    statistic (``get_stats()["usage_ms"]``) is not counted."""
+    statistic (``get_stats()["usage_ms"]``) is not counted. ``getconn`` and ``putconn`` are
+    taken with their helpers inlined where nothing but a ready connection is asked for
+    (``pg_pool.take`` and ``give_back``)."""
 
     __slots__ = ("_conn", "_datastore")
 
@@ -128,7 +130,7 @@ class _PooledConnection:
             wait = datastore.pool_open_timeout is not None
             if wait or pool.closed:
                 pool.open(wait, datastore.pool_open_timeout or 30.0)
-            conn = pool.getconn()
+            conn: psycopg.Connection[Any] = pg_pool.take(pool)
         except psycopg.Error as error:
             raise _translated(error) from error
         try:
@@ -137,7 +139,7 @@ class _PooledConnection:
                     register_composite(info, conn)
             conn.__enter__()
         except BaseException as error:
-            pool.putconn(conn)
+            pg_pool.give_back(pool, conn)
             if isinstance(error, psycopg.Error):
                 raise _translated(error) from error
             raise
@@ -153,7 +155,7 @@ class _PooledConnection:
         except psycopg.Error as failed:
             raise _translated(failed) from failed
         finally:
-            self._datastore.pool.putconn(conn)
+            pg_pool.give_back(self._datastore.pool, conn)
         if isinstance(error, psycopg.Error):
             raise _translated(error) from error
 
