@@ -197,7 +197,7 @@ class ApplyBroadcastDraft(
             raise NotFoundError("broadcast form")
         form = store.get(scope.resource_id, BroadcastForm)
         roster = store.read(Roster.create_id(scope.organization_id), Roster)
-        return DraftFacts(roster=roster, form=form)
+        return DraftFacts(roster, form)  # by position: a class called with keywords builds a dict
 
     def resolve(
         self, request: BroadcastDraftRequest, facts: DraftFacts
@@ -220,7 +220,7 @@ class ApplyBroadcastDraft(
             body=request.body,
             sends_email=False,
         )
-        return Prepared(arguments=arguments, preview=preview)
+        return Prepared(arguments, preview)
 
     # -- governance -----------------------------------------------------------------------------
 
