@@ -58,7 +58,7 @@ def clean_origin(origin: Mapping[str, str] | None) -> dict[str, str] | None:
 def freezing_reads(contract: AnyContract, scope: Scope) -> Reads:
     """What freezing a proposal of ``contract`` on ``scope`` reads."""
     slot = PendingSlot.create_id(scope.organization_id, scope.resource_id)
-    return Reads([scope.organization_id, scope.resource_id, slot], targets=contract.targets)
+    return Reads([scope.organization_id, scope.resource_id, slot], contract.targets)
 
 
 def freeze(

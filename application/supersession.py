@@ -17,7 +17,13 @@ from countersign.domain.errors import NotFoundError
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
+from countersign.domain.proposal_status import PENDING
 from countersign.domain.scope import Scope
+
+#: Read once: an enum member read from its class goes through the metaclass's
+#: ``__getattr__`` hook (about 900 instructions in Python 3.11, a global a few dozen).
+_SAME_OPERATION = Siblings.SAME_OPERATION
+_OTHER_OPERATIONS = Siblings.OTHER_OPERATIONS
 
 
 def open_slot(store: Repository, scope: Scope) -> PendingSlot:
@@ -34,7 +40,7 @@ def still_pending(store: Repository, proposal_id: UUID | None) -> list[Proposal]
     if proposal_id is None:
         return []
     # Read first: most often it has long left pending, and is not worth a private copy.
-    if store.read(proposal_id, Proposal).status != ProposalStatus.PENDING:
+    if store.read(proposal_id, Proposal).status != PENDING:
         return []
     return [store.get(proposal_id, Proposal)]
 
@@ -64,7 +70,7 @@ def siblings(store: Repository, proposal: Proposal, retired: frozenset[Siblings]
     found: list[UUID] = []
     for kind in sorted(slot.latest):
         same = kind == proposal.kind
-        if (Siblings.SAME_OPERATION if same else Siblings.OTHER_OPERATIONS) in retired:
+        if (_SAME_OPERATION if same else _OTHER_OPERATIONS) in retired:
             found.extend(other for other in slot.latest_of(kind) if other != proposal.id)
     return found
 

@@ -191,6 +191,25 @@ def test_a_str_subclass_and_the_equal_str_derive_their_own_ids_in_any_order():
     assert stable_id("t", str(organization_id), "quiet") == plain
 
 
+def test_the_usual_parts_are_remembered_under_the_key_the_loop_makes():
+    """``stable_id`` keys the parts every request derives without its loop: the same key the
+    loop makes, so an id is remembered once whichever way it was derived."""
+    from countersign.domain.club import ids
+
+    def loop_key(*parts: object) -> tuple[object, ...]:
+        return tuple(
+            p if type(p) is str else p.int if type(p) is UUID else (type(p), p)  # type: ignore[attr-defined]
+            for p in parts
+        )
+
+    first, second = uuid4(), uuid4()
+    for parts in [("organization", "granite"), ("roster", first), ("slot", first, second)]:
+        assert ids._usual_key(parts) == loop_key(*parts)
+        assert stable_id(*parts) == uuid5(_NAMESPACE, "/".join(str(p) for p in parts))
+    for other in [("t", Loud("quiet")), ("t", first, "quiet"), ("t",), (Loud("t"), first)]:
+        assert ids._usual_key(other) is None
+
+
 # -- SQLite's statement texts ---------------------------------------------------------------------
 
 

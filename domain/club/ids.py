@@ -16,17 +16,19 @@ _IDS: dict[tuple[object, ...], UUID] = {}
 
 
 def stable_id(*parts: str | UUID) -> UUID:
-    # A loop: a comprehension is a call of its own.
-    listed: list[object] = []
-    for part in parts:
-        exact = type(part)
-        if exact is str:
-            listed.append(part)
-        elif isinstance(part, UUID) and exact is UUID:
-            listed.append(part.int)
-        else:
-            listed.append((exact, part))
-    key = tuple(listed)
+    key = _usual_key(parts)
+    if key is None:
+        # A loop: a comprehension is a call of its own.
+        listed: list[object] = []
+        for part in parts:
+            exact = type(part)
+            if exact is str:
+                listed.append(part)
+            elif isinstance(part, UUID) and exact is UUID:
+                listed.append(part.int)
+            else:
+                listed.append((exact, part))
+        key = tuple(listed)
     found = _IDS.get(key)
     if found is None:
         found = uuid5(_NAMESPACE, "/".join(str(part) for part in parts))
@@ -36,3 +38,22 @@ def stable_id(*parts: str | UUID) -> UUID:
             _IDS.clear()
         _IDS[key] = found
     return found
+
+
+def _usual_key(parts: tuple[str | UUID, ...]) -> tuple[object, ...] | None:
+    """The key ``stable_id``'s loop makes, made without it for the parts every request
+    derives (a kind's name and a slug, or one or two ids: about 2,500 instructions fewer a
+    call, eight calls a cycle); None for any other parts."""
+    if len(parts) == 2:
+        name, part = parts
+        if type(name) is str:
+            kind = type(part)
+            if kind is str:
+                return parts  # two texts: the key is the parts themselves
+            if kind is UUID:
+                return (name, part.int)  # type: ignore[union-attr]
+    elif len(parts) == 3:
+        name, first, second = parts
+        if type(name) is str and type(first) is UUID and type(second) is UUID:
+            return (name, first.int, second.int)
+    return None

@@ -124,16 +124,20 @@ class Organization(Aggregate):
         self.members: dict[str, dict[str, Any]] = {}
 
     def member(self, email: str) -> Member | None:
-        entry = self.members.get(email.strip().lower())
+        email = email.strip().lower()
+        entry = self.members.get(email)
         if entry is None:
             return None
+        # Positional, and the permissions as stored: every entry's are text already (the
+        # commands write them through ``str``, and a stored event or snapshot is JSON), and
+        # ``map(str, ...)`` cost as much again as the set itself (twice a cycle).
         return Member(
-            email=email.strip().lower(),
-            name=str(entry["name"]),
-            role=str(entry["role"]),
-            permissions=frozenset(map(str, entry["permissions"])),
-            membership_id=entry.get("membership_id"),
-            language=str(entry.get("language", DEFAULT_LANGUAGE)),
+            email,
+            str(entry["name"]),
+            str(entry["role"]),
+            frozenset(entry["permissions"]),
+            entry.get("membership_id"),
+            str(entry.get("language", DEFAULT_LANGUAGE)),
         )
 
     def members_holding(self, permission: str) -> list[Member]:

@@ -127,7 +127,12 @@ class DraftFacts(Facts):
 
 
 def check_leagues_exist(roster: Roster, named: list[str]) -> None:
-    known = set(roster.league_names())
+    known = roster.leagues  # by name (``league_names`` sorts them; only membership counts)
+    for name in named:  # most requests name only leagues that exist: no finding to build
+        if name.strip() not in known:
+            break
+    else:
+        return
     unknown = [
         Finding(
             "unknown_league",
@@ -192,7 +197,7 @@ class ApplyBroadcastDraft(
             raise NotFoundError("broadcast form")
         form = store.get(scope.resource_id, BroadcastForm)
         roster = store.read(Roster.create_id(scope.organization_id), Roster)
-        return DraftFacts(roster=roster, form=form)
+        return DraftFacts(roster, form)  # by position: a class called with keywords builds a dict
 
     def resolve(
         self, request: BroadcastDraftRequest, facts: DraftFacts
@@ -215,7 +220,7 @@ class ApplyBroadcastDraft(
             body=request.body,
             sends_email=False,
         )
-        return Prepared(arguments=arguments, preview=preview)
+        return Prepared(arguments, preview)
 
     # -- governance -----------------------------------------------------------------------------
 

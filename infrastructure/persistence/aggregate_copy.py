@@ -113,10 +113,14 @@ _FROZEN_WRITES = threading.RLock()
 
 def _forget(key: int, reference: weakref.ref[Any]) -> None:
     # Only this object's entry: another object may have been frozen under the same id()
-    # after this one died and before the collector ran the callback.
-    with _FROZEN_WRITES:
+    # after this one died and before the collector ran the callback. (The lock's own
+    # methods, not ``with``: every frozen object that dies comes here, three a cycle.)
+    _FROZEN_WRITES.acquire()
+    try:
         if _FROZEN.get(key) is reference:
             del _FROZEN[key]
+    finally:
+        _FROZEN_WRITES.release()
 
 
 #: Aggregate classes whose commands check ``_FROZEN`` first (see ``_guard``).
@@ -136,7 +140,13 @@ def copy_aggregate(aggregate: A) -> A:
     memo: dict[int, Any] = {id(aggregate): copied}
     state = copied.__dict__
     for name, value in aggregate.__dict__.items():
-        state[name] = value if type(value) in _IMMUTABLE else copy_state(value, memo)
+        kind = type(value)
+        # An empty tuple (a proposal has several) is shared as ``copy_state`` would share
+        # it, without the call.
+        if kind in _IMMUTABLE or (kind is tuple and not value):
+            state[name] = value
+        else:
+            state[name] = copy_state(value, memo)
     return copied
 
 

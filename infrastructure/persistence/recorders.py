@@ -389,7 +389,10 @@ class _StatementCachingPool(SQLiteConnectionPool):
                     self._num_readers -= 1
                     if self._num_readers == 0 and self._mutually_exclusive_read_write:
                         self._no_readers.notify()
-            self._put_condition.notify()
+            # ``notify`` with nobody waiting does nothing (this thread holds its lock), after
+            # a Python call that slices the waiters into a new deque: asked only for someone.
+            if self._put_condition._waiters:  # type: ignore[attr-defined]
+                self._put_condition.notify()
 
     def _create_connection(self) -> SQLiteConnection:
         try:

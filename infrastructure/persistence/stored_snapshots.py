@@ -57,12 +57,21 @@ class UnreadableSnapshotError(Exception):
     """A stored snapshot names a foreign class or topic, or a class version from the future."""
 
 
+#: Each aggregate class met -> whether its topic is in ``SNAPSHOTTED`` (a class's topic is
+#: fixed; ``get_topic`` is a Python call, and every commit asks for each aggregate it wrote).
+_SNAPSHOTTED_CLASSES: dict[type, bool] = {}
+
+
 def crossed(aggregate: Aggregate, new_events: int, interval: int) -> bool:
     """Whether the commit that brought ``aggregate`` to its version (``new_events`` events)
     crossed a multiple of ``interval``, for a snapshotted class."""
-    if get_topic(type(aggregate)) not in SNAPSHOTTED:
+    cls = type(aggregate)
+    snapshotted = _SNAPSHOTTED_CLASSES.get(cls)
+    if snapshotted is None:
+        snapshotted = _SNAPSHOTTED_CLASSES[cls] = get_topic(cls) in SNAPSHOTTED
+    if not snapshotted:
         return False
-    version = aggregate.version
+    version = aggregate._version  # the attribute behind the library's ``version`` property
     return (version - new_events) // interval < version // interval
 
 

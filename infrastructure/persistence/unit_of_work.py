@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
@@ -65,15 +65,17 @@ class _ReadSets:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[tuple[int, ...], tuple[UUID, ...]] = OrderedDict()
+        self._items: OrderedDict[_Key, tuple[UUID, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def with_remembered(self, named: tuple[UUID, ...]) -> list[UUID]:
-        """The named ids, each once, then what decisions named so read besides them."""
+    def with_remembered(self, named: tuple[UUID, ...], key: _Key | None = None) -> list[UUID]:
+        """The named ids, each once, then what decisions named so read besides them.
+        ``key``: ``_key(named)``, if the caller has it already."""
         # Loops and the lock's own methods, not comprehensions and ``with``: each
         # comprehension is a function made and called, and ``with`` looks up two special
         # methods (together about half of what these two cost, twice a cycle).
-        key = _key(named)
+        if key is None:
+            key = _key(named)
         lock = self._lock
         lock.acquire()
         try:
@@ -88,25 +90,38 @@ class _ReadSets:
         return [*named, *remembered]  # remembered ids are never among the named
 
     def remember(self, named: tuple[UUID, ...], read: Sequence[UUID]) -> None:
-        # Only what it read beyond the names: they are fetched anyway, and a decision on an
-        # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
-        key = _key(named)
         extras: dict[int, UUID] = {}
         for i in read:
             extras[i.int] = i
-        for named_key in key:
-            extras.pop(named_key, None)
-        extra = tuple(extras.values())
+        self.remember_read(named, extras)
+
+    def remember_read(
+        self, named: tuple[UUID, ...], read: Mapping[int, UUID], key: _Key | None = None
+    ) -> None:
+        """``remember``, given what the decision read by each id's ``int`` (its
+        ``DecisionReads.read_ids``, in the order read), which is copied, not changed.
+        ``key``: ``_key(named)``, if the caller has it already."""
+        # Only what it read beyond the names: they are fetched anyway, and a decision on an
+        # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
+        if key is None:
+            key = _key(named)
+        extras = dict(read)  # in C: no ``int`` read nor item set in Python for each id
+        if type(key) is int:
+            extras.pop(key, None)
+        else:
+            for i in named:
+                extras.pop(i.int, None)
         lock = self._lock
         lock.acquire()
         try:
             known = self._items.get(key, ())
-            if len(known) == len(extra):
+            if len(known) == len(extras):
                 for i in known:
                     if i.int not in extras:
                         break
                 else:
                     return  # the same ids (each is there once)
+            extra = tuple(extras.values())
             if not extra:
                 del self._items[key]
                 return
@@ -121,10 +136,16 @@ class _ReadSets:
             lock.release()
 
 
-def _key(named: tuple[UUID, ...]) -> tuple[int, ...]:
-    """The named ids' ``int``s, the key of what they read."""
+#: What the named ids' read set is kept under: one id's ``int`` (most decisions name one:
+#: an int hashes for less than a tuple of it), or several ids' ``int``s in a tuple (an int
+#: never equals a tuple, so the two kinds never meet).
+_Key = int | tuple[int, ...]
+
+
+def _key(named: tuple[UUID, ...]) -> _Key:
+    """The key of what the named ids read."""
     if len(named) == 1:
-        return (named[0].int,)
+        return named[0].int
     return tuple([i.int for i in named])
 
 
@@ -137,10 +158,11 @@ class StoreUnitOfWork:
 
     def decide(self, reads: Reads, decision: Callable[[Repository], Commit[T] | Answer[T]]) -> T:
         named = tuple(reads.ids)
+        key = _key(named)
         held = True  # first on the snapshots this process holds
         losses = 0
         while True:
-            ids = self._read_sets.with_remembered(named)
+            ids = self._read_sets.with_remembered(named, key)
             with self.store.reading(ids, held=held, targets=reads.targets) as read:
                 try:
                     decided = decision(self.store)
@@ -150,7 +172,7 @@ class StoreUnitOfWork:
                     held = False  # a refusal is only ever given from fresh reads
                     continue
                 finally:
-                    self._read_sets.remember(named, read.ids())
+                    self._read_sets.remember_read(named, read.read_ids, key)
                 if isinstance(decided, Answer):
                     # So is an answer that commits nothing, unless everything it took from
                     # held snapshots is what the request it serves had read freshly itself.
