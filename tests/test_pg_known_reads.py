@@ -141,6 +141,27 @@ def test_a_commit_relying_on_what_this_process_wrote_claims_its_last_commit(
     assert claims[-1] is None
 
 
+def test_a_commit_of_several_events_with_the_probes_skipped_stores_them_all(
+    pg_cs: Countersign, claims: list[int | None]
+) -> None:
+    """The sequence is tested once, before the rows draw their ids (each draw moves it)."""
+    recorder: Any = pg_cs.app.recorder
+    read = Counter()
+    (first,) = recorder.insert_events(_stored(pg_cs, read))
+    written = Counter()
+    for _ in range(4):
+        written.increment()
+    stored = _stored(pg_cs, written)
+
+    ids = recorder.insert_events(stored, **{EXPECTED_VERSIONS: {read.id: 1}})
+
+    assert claims[-1] == first
+    assert ids == [first + 1, first + 2, first + 3, first + 4, first + 5]
+    assert [(e.id, e.originator_version, e.state) for e in recorder.select_log(first, 10)] == [
+        (i, e.originator_version, e.state) for i, e in zip(ids, stored, strict=True)
+    ]
+
+
 def test_a_relied_on_aggregate_moved_by_another_process_is_refused(
     pg_cs: Countersign, postgres_url: str, claims: list[int | None]
 ) -> None:
