@@ -44,44 +44,59 @@ def test_nothing_is_claimed_before_a_commit_or_for_an_empty_read_set() -> None:
     known = KnownReads()
     a = uuid.uuid4()
     assert known.claim({a: 1}) is None
-    known.committed(10, 10, [_event(a, 1)], {})
+    known.committed(10, 10, [_event(a, 1)], {}, None)
     assert known.claim({}) is None
-    assert _position(known.claim({a: 1})) == 10
+    assert known.claim({a: 1}) == 10
 
 
 def test_a_claim_needs_every_version_known_and_the_same() -> None:
     known = KnownReads()
     a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    known.committed(5, 6, [_event(a, 1), _event(a, 2)], {b: 7})
-    assert _position(known.claim({a: 2, b: 7})) == 6
+    known.committed(5, 6, [_event(a, 1), _event(a, 2)], {b: 7}, None)
+    assert known.claim({a: 2, b: 7}) == 6
     assert known.claim({a: 1}) is None  # an older version than the one written
     assert known.claim({a: 2, c: 1}) is None  # one not known
     assert known.claim({b: None}) is None  # "did not exist" is never claimed
     # As text too (the recorder accepts ids either way).
-    assert _position(known.claim({str(a): 2})) == 6
+    assert known.claim({str(a): 2}) == 6
 
 
 def test_what_was_known_is_kept_only_while_the_commits_follow_each_other() -> None:
     known = KnownReads()
     a, b = uuid.uuid4(), uuid.uuid4()
-    known.committed(1, 1, [_event(a, 1)], {})
-    known.committed(2, 3, [_event(b, 1), _event(b, 2)], {a: 1})
-    assert _position(known.claim({a: 1, b: 2})) == 3
-    known.committed(5, 5, [_event(b, 3)], {})  # id 4 was another's, or a failed commit's
+    known.committed(1, 1, [_event(a, 1)], {}, None)
+    known.committed(2, 3, [_event(b, 1), _event(b, 2)], {a: 1}, None)
+    assert known.claim({a: 1, b: 2}) == 3
+    known.committed(5, 5, [_event(b, 3)], {}, None)  # id 4: another's, or a failed commit's
     assert known.claim({a: 1}) is None
-    assert _position(known.claim({b: 3})) == 5
+    assert known.claim({b: 3}) == 5
+
+
+def test_a_commit_that_claimed_keeps_what_it_relied_on() -> None:
+    known = KnownReads()
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    known.committed(1, 2, [_event(a, 1), _event(b, 1)], {}, None)
+    claimed = known.claim({a: 1})
+    assert claimed == 2
+    known.committed(3, 3, [_event(c, 1)], {a: 1}, claimed)
+    assert known.claim({a: 1, b: 1, c: 1}) == 3
+    # Claimed from a state since replaced: what it relied on is recorded again.
+    stale_claim = known.claim({a: 1})
+    known.committed(9, 9, [_event(c, 2)], {}, None)  # another's commits came between
+    known.committed(10, 10, [_event(b, 2)], {a: 1}, stale_claim)
+    assert known.claim({a: 1, b: 2, c: 2}) == 10
 
 
 def test_past_its_size_only_the_last_commit_is_known() -> None:
     known = KnownReads()
     first = uuid.uuid4()
-    known.committed(1, 1, [_event(first, 1)], {})
+    known.committed(1, 1, [_event(first, 1)], {}, None)
     for n in range(2, KEPT + 3):
-        known.committed(n, n, [_event(uuid.uuid4(), 1)], {})
+        known.committed(n, n, [_event(uuid.uuid4(), 1)], {}, None)
     assert known.claim({first: 1}) is None
     last = uuid.uuid4()
-    known.committed(KEPT + 3, KEPT + 3, [_event(last, 1)], {})
-    assert _position(known.claim({last: 1})) == KEPT + 3
+    known.committed(KEPT + 3, KEPT + 3, [_event(last, 1)], {}, None)
+    assert known.claim({last: 1}) == KEPT + 3
 
 
 # -- the recorder and the function, on PostgreSQL ----------------------------------------------

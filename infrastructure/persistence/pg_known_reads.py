@@ -23,7 +23,6 @@ one state, its position and versions together.
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,11 +30,11 @@ from uuid import UUID
 
 #: At most this many aggregates known; past it, only the last commit's.
 KEPT = 4096
-_INT8 = struct.Struct("!q").pack
 
 
 def _key(aggregate_id: Any) -> int:
-    return aggregate_id.int if type(aggregate_id) is UUID else UUID(str(aggregate_id)).int
+    """An id's ``int`` (the recorder accepts ids as text too)."""
+    return UUID(str(aggregate_id)).int
 
 
 class KnownReads:
@@ -48,34 +47,50 @@ class KnownReads:
         self._position: int | None = None
         self._versions: dict[int, int] = {}
 
-    def claim(self, expected: Mapping[Any, int | None]) -> bytes | None:
-        """The last id (a packed ``int8``) as of which every version in ``expected`` is known
-        to be the aggregate's latest; None if any is not (or ``expected`` is empty)."""
+    def claim(self, expected: Mapping[Any, int | None]) -> int | None:
+        """The last id as of which every version in ``expected`` is known to be the
+        aggregate's latest; None if any is not (or ``expected`` is empty)."""
         if not expected:
             return None
+        # (Ids inline, not through _key: a Python call an id would cost more than the rest.)
         with self._lock:
             position = self._position
             if position is None:
                 return None
-            versions = self._versions
+            get = self._versions.get
             for aggregate_id, version in expected.items():
-                if version is None or versions.get(_key(aggregate_id)) != version:
+                key = aggregate_id.int if type(aggregate_id) is UUID else _key(aggregate_id)
+                if version is None or get(key) != version:
                     return None
-            return _INT8(position)
+        return position
 
     def committed(
-        self, first: int, last: int, events: Sequence[Any], expected: Mapping[Any, int | None]
+        self,
+        first: int,
+        last: int,
+        events: Sequence[Any],
+        expected: Mapping[Any, int | None],
+        claimed: int | None,
     ) -> None:
-        """A commit of ``events`` relying on ``expected`` returned ids ``first``..``last``."""
+        """A commit of ``events`` relying on ``expected``, which claimed ``claimed``,
+        returned ids ``first``..``last``."""
         with self._lock:
             versions = self._versions
-            if self._position is None or first != self._position + 1 or len(versions) > KEPT:
+            position = self._position
+            if position is None or first != position + 1 or len(versions) > KEPT:
                 versions = self._versions = {}
+            elif claimed == position:
+                # Claimed from this very state (no commit was recorded since: each sets a
+                # position of its own), so every version relied on is here already.
+                expected = {}
             for aggregate_id, version in expected.items():
+                key = aggregate_id.int if type(aggregate_id) is UUID else _key(aggregate_id)
                 if version is None:
-                    versions.pop(_key(aggregate_id), None)
+                    versions.pop(key, None)
                 else:
-                    versions[_key(aggregate_id)] = version
+                    versions[key] = version
             for event in events:
-                versions[_key(event.originator_id)] = event.originator_version
+                originator = event.originator_id
+                key = originator.int if type(originator) is UUID else _key(originator)
+                versions[key] = event.originator_version
             self._position = last

@@ -326,15 +326,16 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                     # yet, is so raised only once that one is: the caller decides again on
                     # what it sees). docs/concurrency.md, "Durable before the answer".
                     known = self._known
+                    claimed = known.claim(expected)
                     result = pg_statements.run_then(
                         conn,
                         self._insert_statement,
-                        (*arrays, known.claim(expected)),
+                        (*arrays, None if claimed is None else _INT8.pack(claimed)),
                         self._flush_statement,
                     )
                     last = pg_statements.first_int8(result)
                     first = last - count + 1
-                    known.committed(first, last, stored_events, expected)
+                    known.committed(first, last, stored_events, expected, claimed)
                     return list(range(first, last + 1))
                 cursor = _commit_cursor(conn)
                 params = [kind(data) for kind, data in zip(_INSERT_PARAMETERS, arrays, strict=True)]
