@@ -1,0 +1,129 @@
+"""A ``GatedRoute``'s request handler: FastAPI's own, less its glue where a request needs none.
+
+FastAPI's handler (``fastapi.routing.get_request_handler``) reads the body, then solves the
+route's dependencies (``solve_dependencies``: a ``Response`` for dependencies to set headers
+on, the dependency loop, the query string, headers and cookies parsed whether or not a
+parameter wants them), then calls the endpoint. A ``GatedRoute``'s endpoint has no
+dependency of FastAPI's left (the route gives it ``Service`` and ``Wired``), so most of that
+is work for nothing: about a tenth of an approve's instructions in the server.
+
+``lean_handler`` takes the short way for a request whose body is empty: it validates the
+path and query parameters and the (absent) body with FastAPI's own functions
+(``request_params_to_args``, ``request_body_to_args``) and calls the endpoint with what they
+gave, as FastAPI would. Anything else goes to FastAPI's handler on the same request: a body
+(its parsing, content type and validation stay FastAPI's), a parameter that does not
+validate (FastAPI validates again and raises its own ``RequestValidationError``, the same
+errors), a body that could not be read (FastAPI meets the same exception). A route it cannot
+serve so (a dependency of its own, headers, cookies, forms, a background task, an endpoint
+that does not return a ``Response``) has FastAPI's handler alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Any, NoReturn
+
+import fastapi.routing
+from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.params import Form
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+# FastAPI's own (``_EffectiveRouteContext``): the route as a router includes it, whose
+# dependant is the one FastAPI's handler serves. Without it (another FastAPI), no lean handler.
+_INCLUDED = getattr(fastapi.routing, "_effective_route_context_var", None)
+
+
+def lean_handler(route: fastapi.routing.APIRoute, full: Handler) -> Handler:
+    """``full`` (FastAPI's handler for ``route``) with the short way in front, where the
+    route allows it."""
+    if _INCLUDED is None:
+        return full
+    included = _INCLUDED.get()
+    served: Any = included if included is not None and included.original_route is route else route
+    dependant: Dependant = served.dependant
+    if not _lean(dependant, served.body_field):
+        return full
+    call = dependant.call
+    assert call is not None
+    path_params, query_params = dependant.path_params, dependant.query_params
+    body_params, embed = dependant.body_params, bool(served._embed_body_fields)
+    request_name = dependant.request_param_name
+
+    async def handler(request: Request) -> Response:
+        try:
+            body = await request.body() if body_params else b""
+        except Exception as unread:
+            # FastAPI's handler meets the same exception, and answers it its own way.
+            return await full(Request(request.scope, _raising(unread)))
+        if body:
+            return await full(request)
+        values, errors = request_params_to_args(path_params, request.path_params)
+        if query_params:
+            queried, more = request_params_to_args(query_params, request.query_params)
+            values.update(queried)
+            errors += more
+        if body_params:
+            bodied, more = await request_body_to_args(body_params, PydanticUndefined, embed)
+            values.update(bodied)
+            errors += more
+        if errors:
+            return await full(request)  # its RequestValidationError, with these errors
+        if request_name is not None:
+            values[request_name] = request
+        response = await call(**values)
+        if not isinstance(response, Response):
+            _not_a_response(route, response)
+        return response
+
+    return handler
+
+
+def _lean(dependant: Dependant, body_field: Any) -> bool:
+    """Whether a request to this dependant's route needs no more of FastAPI's handler than
+    ``lean_handler`` does."""
+    return (
+        not dependant.dependencies
+        and not dependant.header_params
+        and not dependant.cookie_params
+        and not (
+            dependant.http_connection_param_name
+            or dependant.websocket_param_name
+            or dependant.response_param_name
+            or dependant.background_tasks_param_name
+            or dependant.security_scopes_param_name
+        )
+        and not (
+            isinstance(getattr(body_field, "field_info", None), FieldInfo)
+            and isinstance(body_field.field_info, Form)
+        )
+        and dependant.call is not None
+        and inspect.iscoroutinefunction(dependant.call)
+        and _returns_a_response(dependant.call)
+    )
+
+
+def _returns_a_response(call: Callable[..., Any]) -> bool:
+    returned = inspect.signature(call).return_annotation
+    return isinstance(returned, type) and issubclass(returned, Response)
+
+
+def _raising(error: Exception) -> Callable[[], Coroutine[Any, Any, Message]]:
+    async def receive() -> Message:
+        raise error
+
+    return receive
+
+
+def _not_a_response(route: fastapi.routing.APIRoute, answer: object) -> NoReturn:
+    raise TypeError(
+        f"{route.path}: the endpoint says it returns a Response, and returned "
+        f"{type(answer).__name__}"
+    )
