@@ -25,9 +25,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 import fastapi.routing
+from fastapi._compat import ModelField
 from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
-from fastapi.params import Form
+from fastapi.dependencies.utils import (
+    get_validation_alias,
+    request_body_to_args,
+    request_params_to_args,
+)
+from fastapi.params import Form, Path
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
@@ -53,27 +58,18 @@ def lean_handler(route: fastapi.routing.APIRoute, full: Handler) -> Handler:
         return full
     call = dependant.call
     assert call is not None
-    path_params, query_params = dependant.path_params, dependant.query_params
-    body_params, embed = dependant.body_params, bool(served._embed_body_fields)
+    given = _Given(dependant, embed=bool(served._embed_body_fields))
     request_name = dependant.request_param_name
 
     async def handler(request: Request) -> Response:
         try:
-            body = await request.body() if body_params else b""
+            body = await request.body() if given.body_params else b""
         except Exception as unread:
             # FastAPI's handler meets the same exception, and answers it its own way.
             return await full(Request(request.scope, _raising(unread)))
         if body:
             return await full(request)
-        values, errors = request_params_to_args(path_params, request.path_params)
-        if query_params:
-            queried, more = request_params_to_args(query_params, request.query_params)
-            values.update(queried)
-            errors += more
-        if body_params:
-            bodied, more = await request_body_to_args(body_params, PydanticUndefined, embed)
-            values.update(bodied)
-            errors += more
+        values, errors = await given.values(request)
         if errors:
             return await full(request)  # its RequestValidationError, with these errors
         if request_name is not None:
@@ -84,6 +80,48 @@ def lean_handler(route: fastapi.routing.APIRoute, full: Handler) -> Handler:
         return response
 
     return handler
+
+
+class _Given:
+    """A route's parameters from a request without a body, as FastAPI's ``solve_dependencies``
+    gives them (with FastAPI's own functions), where they are valid."""
+
+    def __init__(self, dependant: Dependant, *, embed: bool) -> None:
+        self.path_params, self.query_params = dependant.path_params, dependant.query_params
+        self.body_params, self.embed = dependant.body_params, embed
+        # Path parameters that are plain strings: validated as request_params_to_args does,
+        # less its search for the value (a path's match holds it, under the one alias).
+        plain = [_plain_path(field) for field in self.path_params]
+        self.paths = None if None in plain else [p for p in plain if p is not None]
+        # Without a body, each body parameter is its default (request_body_to_args), where
+        # none is required or validated.
+        self.absent = _absent_body(self.body_params)
+
+    async def values(self, request: Request) -> tuple[dict[str, Any], list[Any]]:
+        """The parameters' values and FastAPI's errors (where there are errors, FastAPI's
+        handler is to answer, and the values are not used)."""
+        if self.paths is None:
+            values, errors = request_params_to_args(self.path_params, request.path_params)
+        else:
+            values, errors = {}, []
+            given = request.path_params
+            for name, alias, field in self.paths:
+                valid, wrong = field.validate(given.get(alias), values, loc=("path", alias))
+                values[name] = valid
+                errors += wrong
+        if self.query_params:
+            queried, more = request_params_to_args(self.query_params, request.query_params)
+            values.update(queried)
+            errors += more
+        if self.absent is not None:
+            values.update(self.absent)
+        elif self.body_params:
+            bodied, more = await request_body_to_args(
+                self.body_params, PydanticUndefined, self.embed
+            )
+            values.update(bodied)
+            errors += more
+        return values, errors
 
 
 def _lean(dependant: Dependant, body_field: Any) -> bool:
@@ -108,6 +146,27 @@ def _lean(dependant: Dependant, body_field: Any) -> bool:
         and inspect.iscoroutinefunction(dependant.call)
         and _returns_a_response(dependant.call)
     )
+
+
+def _plain_path(field: ModelField) -> tuple[str, str, ModelField] | None:
+    """A path parameter annotated ``str``: its name, the alias its value is under, itself."""
+    info = field.field_info
+    if not isinstance(info, Path) or info.annotation is not str or info.validation_alias:
+        return None
+    return field.name, get_validation_alias(field), field
+
+
+def _absent_body(fields: list[ModelField]) -> dict[str, None] | None:
+    """Each body parameter's value when no body came: None for each, where every one of them
+    defaults to None without being validated; otherwise None (FastAPI's own say)."""
+    if not fields or any(
+        field.field_info.is_required()
+        or field.field_info.validate_default
+        or field.field_info.default is not None
+        for field in fields
+    ):
+        return None
+    return dict.fromkeys(field.name for field in fields)
 
 
 def _returns_a_response(call: Callable[..., Any]) -> bool:
