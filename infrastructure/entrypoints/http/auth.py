@@ -28,7 +28,7 @@ from uuid import UUID
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.hops import in_thread
-from countersign.infrastructure.entrypoints.http.lean import lean_handler
+from countersign.infrastructure.entrypoints.http.lean import lean_app, lean_handler
 from countersign.infrastructure.entrypoints.http.problems import ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
 from fastapi import Depends, Request
@@ -168,6 +168,8 @@ class GatedRoute(APIRoute):
         if takes_service:
             kwargs["openapi_extra"] = {"security": SECURITY, **(kwargs.get("openapi_extra") or {})}
         super().__init__(path, gated, **kwargs)
+        if self.max_body_size is None:  # (FastAPI's own limit wraps the application otherwise)
+            self.app = lean_app(self, self.app)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         """FastAPI's handler, with the short way in front for a request without a body

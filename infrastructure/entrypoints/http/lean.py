@@ -3,19 +3,25 @@
 FastAPI's handler (``fastapi.routing.get_request_handler``) reads the body, then solves the
 route's dependencies (``solve_dependencies``: a ``Response`` for dependencies to set headers
 on, the dependency loop, the query string, headers and cookies parsed whether or not a
-parameter wants them), then calls the endpoint. A ``GatedRoute``'s endpoint has no
-dependency of FastAPI's left (the route gives it ``Service`` and ``Wired``), so most of that
-is work for nothing: about a tenth of an approve's instructions in the server.
+parameter wants them), then calls the endpoint; around it, ``request_response`` opens two
+exit stacks (for dependencies with ``yield``) and a handler of the route's exceptions. A
+``GatedRoute``'s endpoint has no dependency of FastAPI's left (the route gives it ``Service``
+and ``Wired``), so most of that is work for nothing: about a tenth of a repeated approve's
+instructions in the server.
 
-``lean_handler`` takes the short way for a request whose body is empty: it validates the
-path and query parameters and the (absent) body with FastAPI's own functions
-(``request_params_to_args``, ``request_body_to_args``) and calls the endpoint with what they
-gave, as FastAPI would. Anything else goes to FastAPI's handler on the same request: a body
-(its parsing, content type and validation stay FastAPI's), a parameter that does not
+The short way serves a request whose body is empty: it validates the path and query
+parameters and the (absent) body as FastAPI's ``request_params_to_args`` and
+``request_body_to_args`` do (with them, or, for a plain ``str`` path parameter or an
+optional body, their few steps that apply), calls the endpoint with what they gave, and
+sends its ``Response``; an exception goes to the application's handlers, one layer further
+out, which answer it as the route's would have. Anything else goes to FastAPI's handler: a
+body (its parsing, content type and validation stay FastAPI's), a parameter that does not
 validate (FastAPI validates again and raises its own ``RequestValidationError``, the same
-errors), a body that could not be read (FastAPI meets the same exception). A route it cannot
-serve so (a dependency of its own, headers, cookies, forms, a background task, an endpoint
-that does not return a ``Response``) has FastAPI's handler alone.
+errors), a body that could not be read (FastAPI meets the same). ``lean_app`` is the route's
+application (a route an included router serves has ``lean_handler`` inside FastAPI's
+wrapper instead). A route it cannot serve so (a dependency of its own, headers, cookies,
+forms, a background task, an endpoint that does not return a ``Response``) has FastAPI's
+handler alone.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
@@ -49,37 +55,90 @@ _INCLUDED = getattr(fastapi.routing, "_effective_route_context_var", None)
 def lean_handler(route: fastapi.routing.APIRoute, full: Handler) -> Handler:
     """``full`` (FastAPI's handler for ``route``) with the short way in front, where the
     route allows it."""
-    if _INCLUDED is None:
+    lean = _Lean.of(route)
+    if lean is None:
         return full
-    included = _INCLUDED.get()
-    served: Any = included if included is not None and included.original_route is route else route
-    dependant: Dependant = served.dependant
-    if not _lean(dependant, served.body_field):
-        return full
-    call = dependant.call
-    assert call is not None
-    given = _Given(dependant, embed=bool(served._embed_body_fields))
-    request_name = dependant.request_param_name
 
     async def handler(request: Request) -> Response:
         try:
-            body = await request.body() if given.body_params else b""
+            body = await request.body() if lean.given.body_params else b""
         except Exception as unread:
             # FastAPI's handler meets the same exception, and answers it its own way.
             return await full(Request(request.scope, _raising(unread)))
         if body:
             return await full(request)
-        values, errors = await given.values(request)
-        if errors:
-            return await full(request)  # its RequestValidationError, with these errors
-        if request_name is not None:
-            values[request_name] = request
-        response = await call(**values)
-        if not isinstance(response, Response):
-            _not_a_response(route, response)
-        return response
+        return await lean.answer(request) or await full(request)
 
     return handler
+
+
+def lean_app(route: fastapi.routing.APIRoute, fallback: ASGIApp) -> ASGIApp:
+    """The route's ASGI application: the short way, without FastAPI's wrapper around a
+    handler (``request_response``: a handler of the route's exceptions, where the
+    application's own handle them the same a layer further out, and two exit stacks, for
+    dependencies the route does not have); anything else to ``fallback`` (the route's own
+    application), with what the short way read of the request replayed to it."""
+    lean = _Lean.of(route)
+    if lean is None:
+        return fallback
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        heard: list[Message] = []
+
+        async def hearing() -> Message:
+            message = await receive()
+            heard.append(message)
+            return message
+
+        request = Request(scope, hearing, send)
+        try:
+            body: bytes | None = await request.body() if lean.given.body_params else b""
+        except Exception:
+            body = None  # the fallback hears the same, and answers it its own way
+        response = await lean.answer(request) if body == b"" else None
+        if response is None:
+            await fallback(scope, _replaying(heard, receive), send)
+        else:
+            await response(scope, receive, send)
+
+    return app
+
+
+class _Lean:
+    """What the short way needs of a route: its endpoint and how to give it its parameters."""
+
+    def __init__(self, route: fastapi.routing.APIRoute, dependant: Dependant, *, embed: bool):
+        assert dependant.call is not None
+        self.route, self.call = route, dependant.call
+        self.given = _Given(dependant, embed=embed)
+        self.request_name = dependant.request_param_name
+
+    @classmethod
+    def of(cls, route: fastapi.routing.APIRoute) -> _Lean | None:
+        """The short way for ``route`` as FastAPI serves it (included in a router or not), or
+        None where it has to be FastAPI's handler."""
+        if _INCLUDED is None:
+            return None
+        included = _INCLUDED.get()
+        served: Any = (
+            included if included is not None and included.original_route is route else route
+        )
+        if not _lean(served.dependant, served.body_field):
+            return None
+        return cls(route, served.dependant, embed=bool(served._embed_body_fields))
+
+    async def answer(self, request: Request) -> Response | None:
+        """The endpoint's answer to a request whose (empty) body was read; None where a
+        parameter is not valid (FastAPI's handler is to answer)."""
+        values, errors = await self.given.values(request)
+        if errors:
+            return None
+        if self.request_name is not None:
+            values[self.request_name] = request
+        response = await self.call(**values)
+        if not isinstance(response, Response):
+            _not_a_response(self.route, response)
+        return response
 
 
 class _Given:
@@ -172,6 +231,16 @@ def _absent_body(fields: list[ModelField]) -> dict[str, None] | None:
 def _returns_a_response(call: Callable[..., Any]) -> bool:
     returned = inspect.signature(call).return_annotation
     return isinstance(returned, type) and issubclass(returned, Response)
+
+
+def _replaying(heard: list[Message], receive: Receive) -> Receive:
+    """``receive``, first giving again the messages ``heard`` from it."""
+    again = list(heard)
+
+    async def replay() -> Message:
+        return again.pop(0) if again else await receive()
+
+    return replay
 
 
 def _raising(error: Exception) -> Callable[[], Coroutine[Any, Any, Message]]:
