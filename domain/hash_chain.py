@@ -92,7 +92,7 @@ def chain_link(previous: str, version: int, event_type: str, fields: dict[str, A
     # Fields of plain values, exact ids and UTC times alone (an approval's, a claim's) are
     # what the walk would return as they are: tested here, without its call and one for
     # each id and time.
-    ready = fields
+    ready: dict[str, Any] | None = fields
     for value in fields.values():
         kind = type(value)
         if not (

@@ -286,7 +286,7 @@ class EventSourcedStore:
             freeze(aggregate)
         if not isinstance(aggregate, as_type):
             raise NotFoundError(as_type.__name__)
-        return aggregate  # type: ignore[no-any-return]
+        return aggregate
 
     def get(
         self,
