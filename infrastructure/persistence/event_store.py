@@ -18,11 +18,7 @@ from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
 from countersign.infrastructure.persistence import store_sql, stored_snapshots
-from countersign.infrastructure.persistence.aggregate_copy import (
-    _FROZEN,
-    copy_aggregate,
-    freeze,
-)
+from countersign.infrastructure.persistence.aggregate_copy import _FROZEN, copy_aggregate, freeze
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.decision_reads import (
     DecisionReads,
@@ -57,13 +53,13 @@ A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
 
 
-def _collected(
-    aggregates: Sequence[Aggregate],
-) -> tuple[list[tuple[Aggregate, Sequence[Any]]], dict[int, UUID]]:
+_Pending = list[tuple[Aggregate, Sequence[Any]]]
+
+
+def _collected(aggregates: Sequence[Aggregate]) -> tuple[_Pending, dict[int, UUID]]:
     """Each aggregate with the events it collected, and the ids of those that have any (by
-    their ``int``). Loops, not comprehensions (in ``save`` too): each comprehension is a
-    function made and called, and a commit is a few aggregates and events."""
-    pending: list[tuple[Aggregate, Sequence[Any]]] = []
+    their ``int``). Loops, not comprehensions (in ``save`` too): each is a call of its own."""
+    pending: _Pending = []
     written: dict[int, UUID] = {}
     for aggregate in aggregates:
         events = aggregate.collect_events()
@@ -270,7 +266,27 @@ class EventSourcedStore:
         )
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
-        return self.get(aggregate_id, as_type, shared=True)
+        # ``get(..., shared=True)``, its way for what is held written here (a call fewer).
+        reads = self._local.reads
+        key = aggregate_id.int
+        aggregate: Any = reads.preloaded.get(key)
+        if aggregate is None:
+            if reads.held:
+                aggregate = self._snapshots.get(aggregate_id)
+            if aggregate is None:
+                return self.get(aggregate_id, as_type, shared=True)
+            reads.from_held.add(key)
+        if reads.open and key not in reads.versions:  # DecisionReads.saw, inline
+            reads.versions[key] = aggregate._version
+            reads.read_ids[key] = aggregate._id
+            if type(aggregate) in reads.targets:
+                reads.unchecked.add(key)
+        reference = _FROZEN.get(id(aggregate))
+        if reference is None or reference() is not aggregate:
+            freeze(aggregate)
+        if not isinstance(aggregate, as_type):
+            raise NotFoundError(as_type.__name__)
+        return aggregate
 
     def get(
         self,
@@ -398,9 +414,7 @@ class EventSourcedStore:
             if along is not None:
                 along.absent.discard(aggregate_id)
 
-    def _keep(
-        self, pending: list[tuple[Aggregate, Sequence[Any]]], final: bool, since: int
-    ) -> None:
+    def _keep(self, pending: _Pending, final: bool, since: int) -> None:
         """What a commit wrote becomes the snapshot this process holds (and, every
         ``snapshot_interval`` events of a snapshotted class, a stored one)."""
         reads = self._local.reads  # an attribute, not the property's call

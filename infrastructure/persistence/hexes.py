@@ -26,5 +26,6 @@ def hex_of(aggregate_id: UUID) -> str:
             # All at once: forgetting the oldest would iterate the dict, which another thread
             # may be adding to. A clear is one call, safe from any thread.
             HEXES.clear()
-        found = HEXES[key] = aggregate_id.hex
+        # What ``UUID.hex`` returns, without its property's Python call.
+        found = HEXES[key] = f"{key:032x}"
     return found

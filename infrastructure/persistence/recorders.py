@@ -193,6 +193,9 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             # commit, or rollback on any error, sqlite3's errors raised as the library's.
             sqlite_conn = connection._sqlite_conn
             cursor = sqlite_conn.cursor()
+            # Rows as plain tuples: the read-set check indexes its one row (the connection's
+            # ``sqlite3.Row`` is a Python object made for each row fetched).
+            cursor.row_factory = None
             try:
                 cursor.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as error:  # "database is locked" past the timeout
@@ -203,12 +206,20 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                     if expected:
                         self._check_read_set(cursor, expected)
                     ids = self._insert_events(cursor, stored_events, **kwargs)
-                finally:
+                except BaseException:
                     cursor.close()
+                    raise
             except BaseException as error:
                 _rolled_back(sqlite_conn, error)
             try:
-                sqlite_conn.commit()
+                try:
+                    # COMMIT as a statement of the connection's cache: the sqlite3 module's
+                    # ``commit()`` compiles "COMMIT" again at every call (Python 3.11). The
+                    # same statement, so the same outcome: a failed COMMIT (SQLITE_BUSY)
+                    # leaves the transaction open, as ``commit()`` does.
+                    cursor.execute("COMMIT")
+                finally:
+                    cursor.close()
             except sqlite3.Error as error:
                 raise _library_error(error) from error
             return ids
