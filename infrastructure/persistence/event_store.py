@@ -266,27 +266,7 @@ class EventSourcedStore:
         )
 
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
-        # ``get(..., shared=True)``, its way for what is held written here (a call fewer).
-        reads = self._local.reads
-        key = aggregate_id.int
-        aggregate: Any = reads.preloaded.get(key)
-        if aggregate is None:
-            if reads.held:
-                aggregate = self._snapshots.get(aggregate_id)
-            if aggregate is None:
-                return self.get(aggregate_id, as_type, shared=True)
-            reads.from_held.add(key)
-        if reads.open and key not in reads.versions:  # DecisionReads.saw, inline
-            reads.versions[key] = aggregate._version
-            reads.read_ids[key] = aggregate._id
-            if type(aggregate) in reads.targets:
-                reads.unchecked.add(key)
-        reference = _FROZEN.get(id(aggregate))
-        if reference is None or reference() is not aggregate:
-            freeze(aggregate)
-        if not isinstance(aggregate, as_type):
-            raise NotFoundError(as_type.__name__)
-        return aggregate
+        return self.get(aggregate_id, as_type, shared=True)
 
     def get(
         self,
