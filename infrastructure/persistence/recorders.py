@@ -11,9 +11,10 @@ on an out-of-date fact can never be committed.
 PostgreSQL: eventsourcing 9.5.6 can insert through a server-side function (one round trip
 instead of the two of its pipelined transaction), but that function skips the table lock that
 keeps notification ids in commit order, so a projection following the log could pass over an
-event committed late with a lower id. ``countersign_events_commit`` takes the writers' lock,
-checks the read set, notifies listeners and inserts, all in one statement run in autocommit
-mode.
+event committed late with a lower id. The commit function (``countersign_events_commit_known``,
+``pg_commit_function.py``) takes the writers' lock, checks the read set (or skips its probes
+where nothing was committed since this process's last commit: ``pg_known_reads.py``),
+notifies listeners and inserts, all in one statement.
 
 SQLite: the commit is a ``BEGIN IMMEDIATE`` transaction, so the check and the insert see the
 same database even when several processes write to one file. ``CountersignSQLiteFactory`` is
