@@ -14,7 +14,10 @@ connection of their own, and prints commits per second and the commit latency p5
   2026-12-04, s25-cycle);
 * ``pipelined``: ``SELECT countersign_events_commit_async(...)`` (the function's transaction
   without the wait), then ``SELECT pg_logical_emit_message(...)`` (the transaction that
-  waits), sent together in one round trip (what the recorder sends now).
+  waits), sent together in one round trip (what the recorder sent until 2026-12-04,
+  s27-pgserver);
+* ``known``: the same with ``countersign_events_commit_known(..., NULL)``, what the recorder
+  sends now (its seventh parameter is NULL for a commit that read nothing, as these).
 
 Each is sent as the recorder sends its statements (``pg_statements``: prepared once, its
 packed arrays in binary, on the connection's libpq object), so the client's part is the
@@ -67,7 +70,10 @@ WAYS = {
     "function": f"SELECT countersign_events_commit({ARGS})",
     "procedure": f"CALL countersign_events_commit_durably({ARGS}, NULL)",
     "pipelined": f"SELECT countersign_events_commit_async({ARGS})",
+    "known": f"SELECT countersign_events_commit_known({ARGS}, $7::bigint)",
 }
+#: The ways sent as the recorder sends its commits: two transactions in one round trip.
+PIPELINED = ("pipelined", "known")
 #: What the recorder runs after the ``pipelined`` way's commit (recorders_postgres).
 FLUSH = pg_statements.Statement(_FLUSH_IF_DURABLE.encode(), ())
 
@@ -95,9 +101,10 @@ def race(url: str, way: str, writers: int, seconds: float) -> tuple[list[float],
     server_cpu = [0.0] * writers
     start = threading.Barrier(writers + 1)
     stop = time.monotonic() + seconds + 1.0
-    statement = pg_statements.Statement(
-        WAYS[way].encode(), [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS]
-    )
+    types = [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS]
+    if way == "known":
+        types.append(pg_types["int8"].oid)
+    statement = pg_statements.Statement(WAYS[way].encode(), types)
 
     def write(index: int) -> None:
         mine = latencies[index]
@@ -108,7 +115,7 @@ def race(url: str, way: str, writers: int, seconds: float) -> tuple[list[float],
             start.wait()
             began_cpu = cpu_seconds(backend)
             while time.monotonic() < stop:
-                params = [
+                params: list[bytes | None] = [
                     UUIDs.of([uuid.uuid4()]).data,
                     BigInts.of([1]).data,
                     Texts.of([b"bench"], 1).data,
@@ -116,8 +123,10 @@ def race(url: str, way: str, writers: int, seconds: float) -> tuple[list[float],
                     UUIDs.of([]).data,
                     BigInts.of([]).data,
                 ]
+                if way == "known":
+                    params.append(None)
                 began = time.perf_counter()
-                if way == "pipelined":
+                if way in PIPELINED:
                     pg_statements.run_then(conn, statement, params, FLUSH)
                 else:
                     pg_statements.run(conn, statement, params)

@@ -84,7 +84,7 @@ def runs_alone(conn: psycopg.Connection[Any]) -> bool:
 
 
 def run(
-    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes]
+    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes | None]
 ) -> psycopg.pq.abc.PGresult:
     """The statement's result on ``conn`` (rows expected); psycopg's error if it failed."""
     pgconn = conn.pgconn
@@ -117,7 +117,7 @@ _ROLLBACK = Statement(b"ROLLBACK", ())
 def run_then(
     conn: psycopg.Connection[Any],
     statement: Statement,
-    params: Sequence[bytes],
+    params: Sequence[bytes | None],
     then: Statement,
 ) -> psycopg.pq.abc.PGresult:
     """``statement``'s result on ``conn``, as ``run`` gives it, run in a transaction of its
@@ -139,7 +139,7 @@ def run_then(
 def _pipelined_then(
     conn: psycopg.Connection[Any],
     statement: Statement,
-    params: Sequence[bytes],
+    params: Sequence[bytes | None],
     then: Statement,
 ) -> psycopg.pq.abc.PGresult:
     """``run_then`` in one round trip (libpq's pipeline mode)."""
@@ -178,7 +178,7 @@ def _pipelined_then(
 def _one_then_the_other(
     conn: psycopg.Connection[Any],
     statement: Statement,
-    params: Sequence[bytes],
+    params: Sequence[bytes | None],
     then: Statement,
 ) -> psycopg.pq.abc.PGresult:
     """``run_then`` in two round trips, for a libpq without pipeline mode (before 14): each
@@ -200,7 +200,10 @@ def _forgotten(result: psycopg.pq.abc.PGresult) -> bool:
 
 
 def _pipelined(
-    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes], then: Statement
+    conn: psycopg.Connection[Any],
+    statement: Statement,
+    params: Sequence[bytes | None],
+    then: Statement,
 ) -> tuple[psycopg.pq.abc.PGresult, psycopg.pq.abc.PGresult, psycopg.pq.abc.PGresult]:
     """The results of ``BEGIN``, ``statement`` and ``then``, sent in one pipeline:
     ``BEGIN``, ``statement``, ``COMMIT``, ``then``, Sync. (If ``statement`` failed, the
@@ -278,7 +281,7 @@ def _until_synced(pgconn: Any, syncs: int) -> PQGen[list[psycopg.pq.abc.PGresult
 
 
 def _executed(
-    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes]
+    conn: psycopg.Connection[Any], statement: Statement, params: Sequence[bytes | None]
 ) -> psycopg.pq.abc.PGresult:
     pgconn = conn.pgconn
     pgconn.send_query_prepared(

@@ -21,7 +21,11 @@ from countersign.infrastructure.persistence.pg_arrays import (
     UUIDs,
     commit_arrays,
 )
-from countersign.infrastructure.persistence.pg_commit_function import commit_function
+from countersign.infrastructure.persistence.pg_commit_function import (
+    commit_function,
+    known_commit_function,
+)
+from countersign.infrastructure.persistence.pg_known_reads import KnownReads
 from countersign.infrastructure.persistence.pg_pool import PooledConnection
 from countersign.infrastructure.persistence.recorders import (
     STALE_READ_SQLSTATE,
@@ -37,7 +41,7 @@ from psycopg.postgres import types as pg_types
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Identifier, Literal
 
-#: The insert function's parameters, in order.
+#: The insert function's parameters, in order (``_commit_known`` has a seventh, an ``int8``).
 _INSERT_PARAMETERS = (UUIDs, BigInts, Texts, Byteas, UUIDs, BigInts)
 _INT8_OID = pg_types["int8"].oid
 _INT8 = struct.Struct("!q")
@@ -135,6 +139,12 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # function alone would not. What another reader may see meanwhile:
         # docs/concurrency.md, "Durable before the answer".
         function_async = Identifier(f"{self.events_table_name}_commit_async")
+        # What insert_events calls (since 2026-12-04, s27-pgserver): ``_commit_async`` with a
+        # seventh parameter, the last notification id as of which this process knows the read
+        # set to be current (pg_known_reads), to skip the check's probes when nothing has been
+        # committed since. A function of its own, so ``_commit_async`` stays as it was for a
+        # process of the previous version.
+        function_known = Identifier(f"{self.events_table_name}_commit_known")
         for name, head in ((function, ""), (function_async, _NOT_WAITING)):
             self.sql_create_statements.append(
                 commit_function(
@@ -146,6 +156,15 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                     channel=self.channel_name,
                 )
             )
+        self.sql_create_statements.append(
+            known_commit_function(
+                function_known,
+                schema_name=self.datastore.schema,
+                table_name=self.events_table_name,
+                lock_timeout=self.datastore.lock_timeout,
+                channel=self.channel_name,
+            )
+        )
         # What the previous version's recorder calls (until 2026-12-04, s25-cycle): the same
         # two transactions in one CALL of a procedure. Kept as it was, for that version's
         # processes during an upgrade. This one sends them as statements in one round trip
@@ -231,12 +250,12 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # joining the parts) on every execute, before it even looks the prepared statement
         # up. (Quoted without a connection: double quotes, inner ones doubled, as the
         # server's own quote_ident does.)
-        self._call_async = (
+        self._call_known = (
             SQL(
-                "SELECT {schema}.{function}("
-                "%s::uuid[], %s::bigint[], %s::text[], %s::bytea[], %s::uuid[], %s::bigint[])"
+                "SELECT {schema}.{function}(%s::uuid[], %s::bigint[], %s::text[], "
+                "%s::bytea[], %s::uuid[], %s::bigint[], %s::bigint)"
             )
-            .format(schema=schema, function=function_async)
+            .format(schema=schema, function=function_known)
             .as_bytes(None)
         )
         self._call_insert = (
@@ -260,9 +279,11 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # The same two, prepared and run on the connection's libpq object (pg_statements):
         # the same text with $n parameters, of the types psycopg gives the packed arrays.
         self._insert_statement = pg_statements.Statement(
-            _numbered(self._call_async),
-            [pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS],
+            _numbered(self._call_known),
+            [*(pg_types[t.element_type].array_oid for t in _INSERT_PARAMETERS), _INT8_OID],
         )
+        #: What this process knows to be current as of its last commit.
+        self._known = KnownReads()
         self._flush_statement = pg_statements.Statement(_FLUSH_IF_DURABLE.encode(), ())
         self._log_statement = pg_statements.Statement(
             _numbered(self._select_log), [_INT8_OID, _INT8_OID]
@@ -304,11 +325,18 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                     # refused (a commit refused because of another, which may not be durable
                     # yet, is so raised only once that one is: the caller decides again on
                     # what it sees). docs/concurrency.md, "Durable before the answer".
+                    known = self._known
+                    claimed = known.claim(expected)
                     result = pg_statements.run_then(
-                        conn, self._insert_statement, arrays, self._flush_statement
+                        conn,
+                        self._insert_statement,
+                        (*arrays, None if claimed is None else _INT8.pack(claimed)),
+                        self._flush_statement,
                     )
                     last = pg_statements.first_int8(result)
-                    return list(range(last - count + 1, last + 1))
+                    first = last - count + 1
+                    known.committed(first, last, stored_events, expected, claimed)
+                    return list(range(first, last + 1))
                 cursor = _commit_cursor(conn)
                 params = [kind(data) for kind, data in zip(_INSERT_PARAMETERS, arrays, strict=True)]
                 cursor.execute(self._call_insert, params, prepare=True, binary=True)
