@@ -20,6 +20,8 @@ def ensure_tables(
 ) -> None:
     """Run ``CREATE TABLE IF NOT EXISTS`` statements (then ``migrate``, which must be
     idempotent) once per handle, under the schema lock."""
+    if made(sql, name):
+        return
     with _guard:
         done = _prepared.setdefault(sql, set())
         if name in done:
@@ -31,3 +33,10 @@ def ensure_tables(
             if migrate is not None:
                 migrate(sql, cursor)
         done.add(name)
+
+
+def made(sql: SqlDatabase, name: str) -> bool:
+    """Whether ``ensure_tables(sql, name, ...)`` has made its tables (without the lock: a name
+    is added once they are, and never taken away)."""
+    done = _prepared.get(sql)
+    return done is not None and name in done

@@ -42,7 +42,7 @@ from countersign.domain.contracts import PERMISSIONS
 from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.identity.storage import ensure_tables
+from countersign.infrastructure.identity.storage import ensure_tables, made
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase, unique_violations
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
@@ -74,6 +74,8 @@ KINDS = (AGENT, APPROVER)
 
 
 def ensure_token_tables(cs: Countersign) -> None:
+    if made(cs.sql, "api_tokens.kind"):
+        return  # (the last of the three, made after the others: every request after the first)
     ensure_tables(cs.sql, "api_tokens", _SCHEMA)
     ensure_tables(cs.sql, "api_tokens.membership_id", [], _add_membership_column)
     ensure_tables(cs.sql, "api_tokens.kind", [], _add_kind_column)

@@ -20,7 +20,7 @@ a hop of its own.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from functools import update_wrapper
 from typing import Annotated, Any, cast, get_type_hints
@@ -28,12 +28,14 @@ from uuid import UUID
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.hops import in_thread
+from countersign.infrastructure.entrypoints.http.lean import lean_app, lean_handler
 from countersign.infrastructure.entrypoints.http.problems import ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from starlette.responses import Response
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -166,6 +168,13 @@ class GatedRoute(APIRoute):
         if takes_service:
             kwargs["openapi_extra"] = {"security": SECURITY, **(kwargs.get("openapi_extra") or {})}
         super().__init__(path, gated, **kwargs)
+        if self.max_body_size is None:  # (FastAPI's own limit wraps the application otherwise)
+            self.app = lean_app(self, self.app)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler, with the short way in front for a request without a body
+        (``lean.py``)."""
+        return lean_handler(self, super().get_route_handler())
 
 
 _SERVICE, _WIRED = "service", "wired"
