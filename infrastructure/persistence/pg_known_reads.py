@@ -21,8 +21,10 @@ nothing here: the sequence has moved past it anyway. Under a lock: a claim must 
 one state, its position and versions together.
 
 SQLite's recorder keeps the same bookkeeping, over rowids (``sqlite_known_reads``, which says
-why it holds there): a rolled-back commit takes no rowid, so it forgets what it knew at any
-commit that failed (``forget``).
+why it holds there). A failed commit there takes no rowid if it was rolled back, and keeps its
+rows if its COMMIT failed yet had committed; the next INSERT's first rowid would show those,
+but what was known is forgotten at any commit that failed all the same (``forget``): nothing
+is kept across a commit whose outcome is not known.
 """
 
 from __future__ import annotations

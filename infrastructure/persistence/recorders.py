@@ -214,12 +214,23 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                 raise OperationalError(error) from error
             try:
                 try:
-                    if claimed is not None:
-                        ids = self._insert_claimed(cursor, stored_events, expected, claimed)
-                    else:
+                    if claimed is None:
                         if expected:
                             self._check_read_set(cursor, expected)
                         ids = self._insert_events(cursor, stored_events, **kwargs)
+                    else:
+                        # Known current as of rowid ``claimed``: the INSERT (one statement,
+                        # so a failed one wrote nothing) first, and the check only if rows
+                        # came between, or if the INSERT failed (sqlite_known_reads).
+                        try:
+                            ids = self._insert_events(cursor, stored_events, **kwargs)
+                        except sqlite3.Error:
+                            # Refused as when the check came first: a moved read set ahead
+                            # of the INSERT's own error (the primary key's, most often).
+                            self._check_read_set(cursor, expected)
+                            raise
+                        if ids[0] != claimed + 1:
+                            self._check_read_set(cursor, expected, ids[0])
                 except BaseException:
                     cursor.close()
                     raise
@@ -272,28 +283,6 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         moved = first_moved(cursor, self.events_table_name, expected, self.CHECK_CHUNK, before)
         if moved is not None:
             raise ReadSetChangedError(str(moved))
-
-    def _insert_claimed(
-        self,
-        cursor: sqlite3.Cursor,
-        stored_events: Sequence[StoredEvent],
-        expected: Mapping[UUID, int | None],
-        claimed: int,
-    ) -> list[int]:
-        """The INSERT of a commit whose read set this process knows to be current as of
-        rowid ``claimed``, made first: the check follows only if rows came between, or if
-        the INSERT failed (sqlite_known_reads). The INSERT is one statement: a failed one
-        wrote nothing."""
-        try:
-            ids = self._insert_events(cursor, stored_events)
-        except sqlite3.Error:
-            # Refused as before the INSERT came first: a moved read set ahead of the
-            # INSERT's own error (the primary key's, most often).
-            self._check_read_set(cursor, expected)
-            raise
-        if ids[0] != claimed + 1:
-            self._check_read_set(cursor, expected, ids[0])
-        return ids
 
     def _insert_events(
         self, c: SQLiteCursor | sqlite3.Cursor, stored_events: Sequence[StoredEvent], **_: Any
