@@ -6,6 +6,7 @@ refused exactly when it was, with the same error."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 import subprocess
@@ -360,3 +361,77 @@ def test_commits_are_refused_exactly_as_when_every_commit_was_checked(
     assert skipped > 40
     assert sum(before is not None for before in checks) > 4
     assert min(outcomes.values()) > 10, outcomes
+
+
+def test_threads_of_two_recorders_on_one_file_commit_only_on_current_reads(
+    recorder: Any, path: Path
+) -> None:
+    """Two recorders (two pools, as two processes) on one file, two threads each: every
+    thread moves shared aggregates on, and commits events of its own relying on versions of
+    them it remembers, often out of date. Read back in rowid order, the log shows each of
+    those commits made when every aggregate it relied on was at the version it relied on."""
+    env = Environment("t", {"SQLITE_DBNAME": str(path)})
+    second = CountersignSQLiteFactory(env).datastore
+    recorders = [recorder, CountersignSQLiteRecorder(second, TABLE)]
+    shared = [uuid4(), uuid4(), uuid4()]
+    recorder.insert_events([_event(a, 1) for a in shared])
+    errors: list[BaseException] = []
+    refused: list[type] = []
+
+    def work(seed: int, mine: Any) -> None:
+        rng = random.Random(seed)
+        own = uuid4()
+        own_version = 0
+        remembered = dict.fromkeys(shared, 1)
+        try:
+            for _ in range(150):
+                relied = dict(rng.sample(sorted(remembered.items()), rng.randint(1, 2)))
+                if rng.random() < 0.3:  # move one of them on
+                    target = rng.choice(shared)
+                    events = [_event(target, remembered[target] + 1)]
+                    relied.pop(target, None)
+                else:
+                    events = [
+                        StoredEvent(
+                            own,
+                            own_version + 1,
+                            "t:Relied",
+                            json.dumps({a.hex: v for a, v in relied.items()}).encode(),
+                        )
+                    ]
+                try:
+                    mine.insert_events(events, expected_versions=relied)
+                except (ReadSetChangedError, IntegrityError) as lost:
+                    refused.append(type(lost))
+                    for a in shared:  # read them again
+                        remembered[a] = max(e.originator_version for e in mine.select_events(a))
+                    continue
+                if events[0].originator_id == own:
+                    own_version += 1
+                else:
+                    remembered[events[0].originator_id] += 1
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n, recorders[n % 2])) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    second.close()
+    assert not errors, errors
+
+    with closing(sqlite3.connect(path)) as conn:
+        rows = conn.execute(
+            f"SELECT originator_id, originator_version, topic, state FROM {TABLE} ORDER BY rowid"
+        ).fetchall()
+    current: dict[str, int] = {}
+    relied_commits = 0
+    for originator_id, version, topic, state in rows:
+        if topic == "t:Relied":
+            relied = json.loads(bytes(state))
+            assert all(current[a] == v for a, v in relied.items()), (relied, current)
+            relied_commits += 1
+        current[originator_id] = max(current.get(originator_id, 0), version)
+    assert relied_commits > 50
+    assert refused.count(ReadSetChangedError) > 20
