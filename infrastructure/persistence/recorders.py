@@ -3,8 +3,9 @@
 Both recorders accept ``expected_versions`` (aggregate id -> the version this commit's
 decisions were based on) for aggregates it READ but does not write; the aggregates it writes
 are already checked by the primary key ``(originator_id, originator_version)``. Under the
-writers' lock, before inserting anything, the commit verifies that each of them is still at
-that version, and raises ``ReadSetChangedError`` otherwise. This is what lets the application
+writers' lock, before anything it inserts is committed, the commit verifies that each of them
+is still at that version (or knows it: below), and raises ``ReadSetChangedError`` otherwise,
+having written nothing. This is what lets the application
 decide on state it already holds in memory instead of reading it again first: a decision taken
 on an out-of-date fact can never be committed.
 
