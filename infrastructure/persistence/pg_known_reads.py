@@ -19,6 +19,12 @@ commit's last id. If the commit's first id follows the last one known, nothing c
 kept, else forgotten. A commit whose outcome is not known (an error, a connection lost) changes
 nothing here: the sequence has moved past it anyway. Under a lock: a claim must be made from
 one state, its position and versions together.
+
+SQLite's recorder keeps the same bookkeeping, over rowids (``sqlite_known_reads``, which says
+why it holds there). A failed commit there takes no rowid if it was rolled back, and keeps its
+rows if its COMMIT failed yet had committed; the next INSERT's first rowid would show those,
+but what was known is forgotten at any commit that failed all the same (``forget``): nothing
+is kept across a commit whose outcome is not known.
 """
 
 from __future__ import annotations
@@ -94,3 +100,9 @@ class KnownReads:
                 key = originator.int if type(originator) is UUID else _key(originator)
                 versions[key] = event.originator_version
             self._position = last
+
+    def forget(self) -> None:
+        """Nothing known any more (until the next commit that returns)."""
+        with self._lock:
+            self._position = None
+            self._versions = {}

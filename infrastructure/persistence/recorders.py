@@ -3,8 +3,9 @@
 Both recorders accept ``expected_versions`` (aggregate id -> the version this commit's
 decisions were based on) for aggregates it READ but does not write; the aggregates it writes
 are already checked by the primary key ``(originator_id, originator_version)``. Under the
-writers' lock, before inserting anything, the commit verifies that each of them is still at
-that version, and raises ``ReadSetChangedError`` otherwise. This is what lets the application
+writers' lock, before anything it inserts is committed, the commit verifies that each of them
+is still at that version (or knows it: below), and raises ``ReadSetChangedError`` otherwise,
+having written nothing. This is what lets the application
 decide on state it already holds in memory instead of reading it again first: a decision taken
 on an out-of-date fact can never be committed.
 
@@ -17,8 +18,11 @@ where nothing was committed since this process's last commit: ``pg_known_reads.p
 notifies listeners and inserts, all in one statement.
 
 SQLite: the commit is a ``BEGIN IMMEDIATE`` transaction, so the check and the insert see the
-same database even when several processes write to one file. ``CountersignSQLiteFactory`` is
-the library's SQLite persistence with one fix: its connections cache prepared statements.
+same database even when several processes write to one file; the check is skipped where the
+INSERT's first rowid shows that nothing was inserted since this process's last commit, as of
+which it knows the read set to be current (``sqlite_known_reads.py``).
+``CountersignSQLiteFactory`` is the library's SQLite persistence with one fix: its connections
+cache prepared statements.
 
 The PostgreSQL recorder lives in ``recorders_postgres.py``, imported (with psycopg) only by
 a process that uses PostgreSQL: the settings name it by topic.
@@ -39,6 +43,8 @@ from uuid import UUID
 
 from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
 from countersign.infrastructure.persistence.hexes import hex_of as _hex
+from countersign.infrastructure.persistence.pg_known_reads import KnownReads
+from countersign.infrastructure.persistence.sqlite_known_reads import first_moved
 from eventsourcing.persistence import (
     ConnectionNotFromPoolError,
     ConnectionPoolClosedError,
@@ -149,18 +155,9 @@ def _rolled_back(sqlite_conn: sqlite3.Connection, error: BaseException) -> NoRet
 
 
 @lru_cache(maxsize=256)
-def _check_statement(table: str, count: int) -> str:
-    """The read-set check of ``count`` aggregates: the text is made once, not at every commit
-    (a commit's check and insert are the same few statements every time)."""
-    versions = ",".join(
-        [f"(SELECT max(originator_version) FROM {table} WHERE originator_id = ?)"] * count
-    )
-    return f"SELECT {versions}"
-
-
-@lru_cache(maxsize=256)
 def _insert_statement(table: str, count: int) -> str:
-    """The INSERT of ``count`` events, its text made once (``_check_statement``)."""
+    """The INSERT of ``count`` events, its text made once (as the read-set check's is:
+    a commit's check and insert are the same few statements every time)."""
     rows = ",".join(["(?,?,?,?)"] * count)
     return f"INSERT INTO {table} VALUES {rows}"
 
@@ -178,6 +175,11 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     #: under SQLite's 999 parameters (before 3.32) and 2,000 result columns.
     CHECK_CHUNK = 500
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: What this process knows to be current as of its last commit (sqlite_known_reads).
+        self._known = KnownReads()
+
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
@@ -187,6 +189,15 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         pool = self.datastore.pool
         connection: SQLiteConnection = pool.get_connection(is_writer=True)
         try:
+            known = self._known
+            # Claimed holding the pool's writer connection: this process's other commits
+            # through this recorder wait for it, so what is known is its last commit's. One
+            # INSERT's worth of events at most (sqlite_known_reads); none, nothing to claim.
+            claimed = (
+                known.claim(expected)
+                if expected and 0 < len(stored_events) <= self.INSERT_CHUNK
+                else None
+            )
             # The library's SQLiteTransaction, begun IMMEDIATE (the write lock is taken
             # first, so no other process can commit between our check and our insert), on
             # the sqlite3 connection's own cursor (the library's wraps each of its methods in
@@ -204,13 +215,30 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                 raise OperationalError(error) from error
             try:
                 try:
-                    if expected:
-                        self._check_read_set(cursor, expected)
-                    ids = self._insert_events(cursor, stored_events, **kwargs)
+                    if claimed is None:
+                        if expected:
+                            self._check_read_set(cursor, expected)
+                        ids = self._insert_events(cursor, stored_events, **kwargs)
+                    else:
+                        # Known current as of rowid ``claimed``: the INSERT (one statement,
+                        # so a failed one wrote nothing) first, and the check only if rows
+                        # came between, or if the INSERT failed (sqlite_known_reads).
+                        try:
+                            ids = self._insert_events(cursor, stored_events, **kwargs)
+                        except sqlite3.Error:
+                            # Refused as when the check came first: a moved read set ahead
+                            # of the INSERT's own error (the primary key's, most often).
+                            self._check_read_set(cursor, expected)
+                            raise
+                        if ids[0] != claimed + 1:
+                            self._check_read_set(cursor, expected, ids[0])
                 except BaseException:
                     cursor.close()
                     raise
             except BaseException as error:
+                # Whatever this commit was to be, nothing of it is known (a refusal says
+                # another commit came between anyway).
+                known.forget()
                 _rolled_back(sqlite_conn, error)
             try:
                 try:
@@ -222,7 +250,10 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
                 finally:
                     cursor.close()
             except sqlite3.Error as error:
+                known.forget()  # committed or not: not known
                 raise _library_error(error) from error
+            if ids:
+                known.committed(ids[0], ids[-1], stored_events, expected, claimed)
             return ids
         finally:
             pool.put_connection(connection)
@@ -242,27 +273,21 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             return list(map(log_entry, rows))
 
     def _check_read_set(
-        self, cursor: SQLiteCursor | sqlite3.Cursor, expected: Mapping[UUID, int | None]
+        self,
+        cursor: sqlite3.Cursor,
+        expected: Mapping[UUID, int | None],
+        before: int | None = None,
     ) -> None:
-        """A statement per ``CHECK_CHUNK`` aggregates, a scalar subquery each (each takes
-        SQLite's min/max shortcut on the primary key; a GROUP BY would scan every event of a
-        long-lived aggregate). None expects the aggregate still not to exist."""
-        items = list(expected.items())
-        for start in range(0, len(items), self.CHECK_CHUNK):
-            chunk = items[start : start + self.CHECK_CHUNK]
-            cursor.execute(
-                _check_statement(self.events_table_name, len(chunk)),
-                # _hex's own lookup first, inline: most ids are remembered, and a call costs.
-                [_HEXES.get(i.int) or _hex(i) for i, _ in chunk],
-            )
-            row = cursor.fetchone()
-            for (aggregate_id, version), found in zip(chunk, row, strict=True):
-                if found != version:
-                    raise ReadSetChangedError(str(aggregate_id))
+        """Raises ``ReadSetChangedError`` for the first aggregate not at the version relied
+        on (``sqlite_known_reads.first_moved``; ``before``: as the table was before this
+        transaction's INSERT, from that rowid on)."""
+        moved = first_moved(cursor, self.events_table_name, expected, self.CHECK_CHUNK, before)
+        if moved is not None:
+            raise ReadSetChangedError(str(moved))
 
     def _insert_events(
         self, c: SQLiteCursor | sqlite3.Cursor, stored_events: Sequence[StoredEvent], **_: Any
-    ) -> Sequence[int] | None:
+    ) -> list[int]:
         notification_ids: list[int] = []
         for start in range(0, len(stored_events), self.INSERT_CHUNK):
             chunk = stored_events[start : start + self.INSERT_CHUNK]
