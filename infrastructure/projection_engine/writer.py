@@ -94,8 +94,10 @@ _GC_THRESHOLD = 100_000
 _NONE: Any = {}.get
 
 
-#: What goes before each message: how it was written (``Sender.send``).
+#: What goes before each message: how it was written (``Sender.send``); a marshalled one's
+#: length follows, in this many bytes.
 _MARSHALLED, _PICKLED = b"M", b"P"
+_LENGTH_BYTES = 8
 
 
 class Sender:
@@ -114,8 +116,8 @@ class Sender:
     and keeps an object held twice (a preview in a card and a hand-back) one object. What it
     refuses (a subclass of str, a datetime in a JSON value, anything but its plain types)
     raises ValueError, and that message is pickled. The other end reads each message with
-    ``_read`` (``marshal.load`` and ``pickle.load`` read exactly one value: no length goes
-    before it)."""
+    ``_read`` (a pickle knows where it ends, so no length goes before it; a marshalled
+    message's does)."""
 
     __slots__ = ("_pickler", "_stream")
 
@@ -132,7 +134,7 @@ class Sender:
             except ValueError:  # not only marshal's plain types: pickled
                 pass
             else:
-                stream.write(_MARSHALLED)
+                stream.write(_MARSHALLED + len(data).to_bytes(_LENGTH_BYTES, "little"))
                 stream.write(data)
                 stream.flush()
                 return
@@ -157,10 +159,16 @@ def _read(stream: IO[bytes]) -> Any:
     if not how:
         raise EOFError
     if how == _MARSHALLED:
+        # Its length first, then ``marshal.loads`` of the bytes: ``marshal.load`` of a stream
+        # calls the stream's ``readinto`` for every value it reads (a Python call each).
+        length = int.from_bytes(stream.read(_LENGTH_BYTES), "little")
+        data = stream.read(length)
+        if len(data) != length or not length:
+            raise EOFError
         try:
-            return marshal.load(stream)  # noqa: S302 - this module wrote it; EOFError if cut short
-        except (ValueError, TypeError) as cut:  # bad data: as a pickle cut short
-            raise pickle.UnpicklingError(f"a marshalled message unreadable: {cut}") from cut
+            return marshal.loads(data)  # noqa: S302 - this module wrote it
+        except (ValueError, TypeError, EOFError) as bad:
+            raise pickle.UnpicklingError(f"a marshalled message unreadable: {bad}") from bad
     if how != _PICKLED:
         raise pickle.UnpicklingError(f"not a message: {how!r}")
     try:
