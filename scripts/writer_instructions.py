@@ -158,8 +158,8 @@ def capture(url: str, folder: str, warm: int) -> dict[str, int]:
         part = "warm" if batches < warm else "measured"
         # As ``WriterProcess.submit`` sends it (on SQLite flattened, marshalled).
         message = flat_batch(first.dialect, setup[3], position, last, packed)
-        _write(streams[part], message, plain=True)
-        _write(streams["all"], message, plain=True)
+        _write(streams[part], message, plain=message[0] == "flat")
+        _write(streams["all"], message, plain=message[0] == "flat")
         events[part] += len(batch)
         overlays = [runner_rows.written for runner_rows in rows]
         position, batches = last, batches + 1

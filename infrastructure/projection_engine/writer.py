@@ -246,7 +246,8 @@ class WriterProcess:
         oldest if it failed)."""
         while self._pending >= self.IN_FLIGHT:
             self.wait()
-        self._send(flat_batch(self._dialect, self._tables, position, last, batches), plain=True)
+        message = flat_batch(self._dialect, self._tables, position, last, batches)
+        self._send(message, plain=message[0] == "flat")  # marshal refuses datetimes
         self._pending += 1
 
     def wait(self) -> None:
