@@ -12,8 +12,9 @@ lifecycles (five events each, plus the seeded club's), then runs itself under ``
 --tool=callgrind`` with collection off, reads the whole log into memory, and counts one pass of what
 the rebuilding process does to each batch of ``rebuild_together``: the handlers of every
 chosen projection over the batch (decoding each event once, ``_prepare_together``), the
-packing of its rows into values in column order, and their pickling for the writer process
-(``writer.Sender``, as ``WriterProcess.submit`` sends a batch, here into ``/dev/null``). The
+packing of its rows into values in column order, and their sending to the writer process
+(``writer.flat_batch`` and ``writer.Sender``, as ``WriterProcess.submit`` sends a batch, here
+into ``/dev/null``). The
 pass runs inside a ctypes callback and callgrind collects only while it runs
 (``--toggle-collect=closure_fcn``), so start-up, imports, filling and reading the log are left
 out; so are the writer process, whose work no pickle here is sent to, and the indexes built
@@ -102,7 +103,7 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
     from countersign.infrastructure.projection_engine.key_filter import KeyFilter
     from countersign.infrastructure.projection_engine.runner import frozen_heap
     from countersign.infrastructure.projection_engine.together import _prepare_together
-    from countersign.infrastructure.projection_engine.writer import Sender
+    from countersign.infrastructure.projection_engine.writer import Sender, flat_batch
 
     if chunk:
         together.CHUNK = chunk
@@ -121,6 +122,7 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
 
     sink = open(os.devnull, "wb")  # noqa: SIM115 - a buffered file, as the writer's pipe is
     send = Sender(sink).send
+    tables = {runner.name: tuple(runner.projection.tables) for runner in runners}
 
     def one_pass() -> None:
         known, overlays, position = KeyFilter(), None, 0
@@ -128,7 +130,8 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
             for batch in batches:
                 prepared = _prepare_together(runners, batch, reader, overlays, known)
                 packed = [(r.name, prepared[i].packed()) for i, r in enumerate(runners)]
-                send(("batch", position, batch[-1].id, packed))  # as ``WriterProcess.submit``
+                # As ``WriterProcess.submit`` sends it (on SQLite flattened, marshalled).
+                send(flat_batch(first.dialect, tables, position, batch[-1].id, packed), plain=True)
                 overlays = [rows.written for rows in prepared]
                 position = batch[-1].id
 

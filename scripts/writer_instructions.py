@@ -11,11 +11,12 @@ It fills a fresh store (SQLite in a temporary folder, or a scratch PostgreSQL da
 drops afterwards) with ``--lifecycles`` of ``scripts/bench_projections.py``'s lifecycles,
 empties every projection's tables as a rebuild does, and captures the messages a rebuild of all
 seven together (``together._rebuild_shared``) would send its writer process: each batch's
-rows prepared by the handlers and packed, pickled as ``writer._write`` sends them. Then it runs
-itself under ``valgrind --tool=callgrind`` with collection off; that process configures SQLite
-as the writer's entry point does (``writer_main.configure_sqlite``), replays the first
-``--warm`` batches through ``writer.serve`` uncounted (imports, codecs, the first statements),
-and counts ``writer.serve`` over the remaining batches, read from memory: unpickling, every
+rows prepared by the handlers and packed, written as ``WriterProcess.submit`` sends them
+(``writer.flat_batch``). Then it runs itself under ``valgrind --tool=callgrind`` with
+collection off; that process configures SQLite as the writer's entry point does
+(``writer_main.configure_sqlite``), replays the first ``--warm`` batches through
+``writer.serve`` uncounted (imports, codecs, the first statements), and counts
+``writer.serve`` over the remaining batches, read from memory: reading them, every
 statement, every commit with its positions (``rows.commit_batch``), exactly the writer's path.
 Only user-space instructions of the writer's own process are counted: a PostgreSQL server's
 work is not, nor the kernel's (page cache, syscalls); ``--measure cpu`` gives the user and
@@ -131,7 +132,7 @@ def capture(url: str, folder: str, warm: int) -> dict[str, int]:
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.projection_engine.key_filter import KeyFilter
     from countersign.infrastructure.projection_engine.together import _prepare_together
-    from countersign.infrastructure.projection_engine.writer import _write
+    from countersign.infrastructure.projection_engine.writer import _write, flat_batch
 
     cs = bootstrap(database_url=url)
     runners = cs.projection_runners()
@@ -155,8 +156,10 @@ def capture(url: str, folder: str, warm: int) -> dict[str, int]:
             rows = _prepare_together(runners, batch, reader, overlays, known)
         packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
         part = "warm" if batches < warm else "measured"
-        _write(streams[part], ("batch", position, last, packed))
-        _write(streams["all"], ("batch", position, last, packed))
+        # As ``WriterProcess.submit`` sends it (on SQLite flattened, marshalled).
+        message = flat_batch(first.dialect, setup[3], position, last, packed)
+        _write(streams[part], message, plain=message[0] == "flat")
+        _write(streams["all"], message, plain=message[0] == "flat")
         events[part] += len(batch)
         overlays = [runner_rows.written for runner_rows in rows]
         position, batches = last, batches + 1

@@ -248,6 +248,9 @@ class _Codec:
         # Only the columns whose values need converting, by position.
         self.to_db = [(i, to_db[t]) for i, t in enumerate(self.types) if t in to_db]
         self.key_to_db = [(i, to_db[t]) for i, t in enumerate(self.key_types) if t in to_db]
+        #: SQLite: the time columns (``flat_values``) and the others to convert (``flat_rest``).
+        self.time_columns = [i for i, t in enumerate(self.types) if t == "time"]
+        self.to_db_rest = [(i, convert) for i, convert in self.to_db if self.types[i] != "time"]
         self.from_db = [
             (i, name, from_db[t])
             for i, (name, t) in enumerate(zip(self.names, self.types, strict=True))
@@ -351,7 +354,14 @@ class _Codec:
         For SQLite's multi-row INSERTs (``SqlRows._upsert_sqlite``): a column is
         converted in place through a slice of the flat list (``flat[i::n]``), where
         ``rows_to_db`` turned the rows into columns and back, a tuple allocated per row each
-        way, and the statements then chained each slice of rows into a list again."""
+        way, and the statements then chained each slice of rows into a list again. In two
+        steps, which a rebuild takes in its two processes (``writer.flat_batch``): the rows
+        flattened with their times as text (``flat_values``), then the rest (``flat_rest``)."""
+        return self.flat_rest(self.flat_values(values), made)
+
+    def flat_values(self, values: list[tuple[Any, ...]]) -> list[Any]:
+        """SQLite: rows' values (in column order) as one flat list, their times as text
+        (``_times_to_text``); the other conversions are ``flat_rest``'s."""
         # Each row's values appended by ``list.extend`` from a tuple (a copy in C), one
         # Python step a row: about half the instructions of ``list(chain.from_iterable())``,
         # which steps an iterator a value (callgrind: 39 against 80 instructions a value).
@@ -359,8 +369,16 @@ class _Codec:
         extend = flat.extend
         for row in values:
             extend(row)
-        step = len(self.names)
-        for i, convert in self.to_db:
+        step = self.width
+        for i in self.time_columns:
+            flat[i::step] = _times_to_text(flat[i::step])
+        return flat
+
+    def flat_rest(self, flat: list[Any], made: dict[int, tuple[Any, str]]) -> list[Any]:
+        """SQLite: ``flat_values``' list with its other columns converted (JSON as text, each
+        made once per object into ``made``, and booleans as integers), in place."""
+        step = self.width
+        for i, convert in self.to_db_rest:
             text = _SQLITE_TEXTS.get(convert)
             column = flat[i::step]
             flat[i::step] = convert(column) if text is None else _texts(column, made, text)

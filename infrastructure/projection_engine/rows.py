@@ -91,6 +91,9 @@ class SqlRows:
         #: PostgreSQL: the keys this caller's earlier batches wrote (``WrittenKeys``), if it
         #: keeps them: rows of other keys go straight into their table (``of_packed``).
         self.written_keys: WrittenKeys | None = None
+        #: SQLite: ``_packed`` holds each table's rows flattened, their times as text
+        #: (``flat_packed``), not the rows' values (``of_packed``).
+        self._flat = False
 
     def _load(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         """The row as it stands in the database (before this batch), read at most once."""
@@ -231,13 +234,19 @@ class SqlRows:
         dialect: str,
         packed: Packed,
         written_keys: WrittenKeys | None = None,
+        *,
+        flat: bool = False,
     ) -> SqlRows:
-        """Rows to flush that another process prepared (``packed`` of its ``SqlRows``).
+        """Rows to flush that another process prepared (``packed`` of its ``SqlRows``, or with
+        ``flat`` on SQLite, ``flat_packed`` of that).
 
         ``written_keys``: see ``WrittenKeys``; the flush adds the keys it puts."""
+        if flat and dialect != "sqlite":
+            raise ValueError("only SQLite's rows are sent flat")
         rows = cls(cursor, tables, dialect)
         rows._packed = packed
         rows.written_keys = written_keys
+        rows._flat = flat
         return rows
 
     def flush(
@@ -260,6 +269,10 @@ class SqlRows:
                     cursor.execute_native(codec.delete, deletes)
                 else:
                     self._delete_sqlite(cursor, codec, deletes)
+            if puts and self._flat:  # SQLite's rows flattened already (``flat_packed``)
+                self._upsert_sqlite(cursor, codec, codec.flat_rest(puts, made))
+                written += len(puts) // codec.width + len(deleted)
+                continue
             if puts:
                 if codec.postgres and len(puts) >= _COPY_ROWS and codec.append_only:
                     cursor.copy_in(codec.copy, codec.copy_types, codec.rows_to_copy(puts))
@@ -320,6 +333,21 @@ class SqlRows:
     def decode(self, spec: Table, row: tuple[Any, ...]) -> dict[str, Any]:
         codec = self.codecs.get(spec.name) or _codec(spec, self.dialect)
         return codec.row_from_db(row)
+
+
+def flat_packed(tables: Iterable[Table], packed: Packed) -> Packed:
+    """SQLite: a batch's packed rows (``SqlRows.packed``) as a rebuild sends them to its
+    writer process (``writer.flat_batch``): each table's rows in one flat list, their times
+    already the text SQLite stores (``_Codec.flat_values``); the writer converts the rest
+    (``SqlRows.of_packed`` with ``flat``, ``_Codec.flat_rest``). Flat lists of texts, ints
+    and None cost both processes less to send than rows of tuples holding datetimes (each a
+    ``__reduce_ex__`` call to pickle and a constructor call to unpickle), and the writer no
+    longer flattens the rows nor formats the times."""
+    codecs = {table.name: _codec(table, "sqlite") for table in tables}
+    return {
+        name: (codecs[name].flat_values(puts) if puts else puts, deleted)
+        for name, (puts, deleted) in packed.items()
+    }
 
 
 class WrittenKeys:

@@ -7,14 +7,16 @@ A process of its own has its own lock. It imports only the SQL helper and the pr
 tables, and it is started once per rebuild, so it costs about a tenth of a second; the runner
 uses it only for long rebuilds (``ProjectionRunner.PARALLEL_FROM``).
 
-The protocol is pickles, one after another, over the child's stdin and stdout (both ends are
-this module, so nothing foreign is ever unpickled; ``Sender``, ``_read``):
+The protocol is messages, one after another, over the child's stdin and stdout, each
+marshalled or pickled (both ends are this module, so nothing foreign is ever read;
+``Sender``, ``_read``):
 
 - ``("setup", database, dialect, {projection: tables})`` once;
 - ``("batch", position, last, [(projection, packed rows), ...])``: in ONE transaction, for
   each projection, check that it still stands at ``position``, write its rows and move it to
   ``last``; answered ``("ok",)``, ``("raced", projection)``, ``("stopped", message)`` or
-  ``("failed", message)``;
+  ``("failed", message)``; on SQLite a rebuild sends ``("flat", ...)`` instead, each table's
+  rows flattened with their times as text (``flat_batch``), and the same answers;
 - ``None``: finish.
 
 At most ``WriterProcess.IN_FLIGHT`` batches are in flight: the runner sends one more only once
@@ -30,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import marshal
 import pickle
 import sqlite3
 import subprocess
@@ -50,6 +53,7 @@ from countersign.infrastructure.projection_engine.rows import (
     SqlRows,
     WrittenKeys,
     commit_batch,
+    flat_packed,
 )
 from countersign.infrastructure.settings import Database
 from countersign.projections.base import Table
@@ -90,17 +94,30 @@ _GC_THRESHOLD = 100_000
 _NONE: Any = {}.get
 
 
+#: What goes before each message: how it was written (``Sender.send``); a marshalled one's
+#: length follows, in this many bytes.
+_MARSHALLED, _PICKLED = b"M", b"P"
+_LENGTH_BYTES = 8
+
+
 class Sender:
-    """One end's messages to the other, pickled straight into ``stream`` by one pickler kept
-    for the stream: its memo is emptied after each message (so the message's objects are let
-    go, and the next one's are never taken for them) but keeps its size, and its frames (64
-    KB) go to the stream as they fill, so a batch is never a whole ``bytes`` of its own.
+    """One end's messages to the other, each marshalled if asked and marshal takes it, else
+    pickled straight into ``stream`` by one pickler kept for the stream: its memo is emptied
+    after each message (so the message's objects are let go, and the next one's are never
+    taken for them) but keeps its size, and its frames (64 KB) go to the stream as they fill,
+    so a batch is never a whole ``bytes`` of its own. One byte before each says which.
 
     Why: ``pickle.dumps`` of each batch (a few hundred KB) made a new pickler a message: its
     memo grew by doubling to the batch's tens of thousands of objects, and its output by
     reallocation, and both were freed again (callgrind, ``scripts/rebuild_instructions.py``).
-    The other end reads each message with ``_read`` (``pickle.load``: a pickle knows where it
-    ends, so no length goes before it)."""
+    A batch of flat lists of texts, numbers and None (SQLite's, ``flat_batch``) is
+    marshalled: ``marshal`` writes and reads those in C without pickle's per-object
+    machinery (its memo, its framing), at about half pickle's cost on the rebuild's batches,
+    and keeps an object held twice (a preview in a card and a hand-back) one object. What it
+    refuses (a subclass of str, a datetime in a JSON value, anything but its plain types)
+    raises ValueError, and that message is pickled. The other end reads each message with
+    ``_read`` (a pickle knows where it ends, so no length goes before it; a marshalled
+    message's does)."""
 
     __slots__ = ("_pickler", "_stream")
 
@@ -108,29 +125,73 @@ class Sender:
         self._stream = stream
         self._pickler = pickle.Pickler(stream, protocol=pickle.HIGHEST_PROTOCOL)
 
-    def send(self, message: Any) -> None:
+    def send(self, message: Any, *, plain: bool = False) -> None:
+        """Send ``message``: marshalled if ``plain`` and marshal takes it, else pickled."""
+        stream = self._stream
+        if plain:
+            try:
+                data = marshal.dumps(message)
+            except ValueError:  # not only marshal's plain types: pickled
+                pass
+            else:
+                stream.write(_MARSHALLED + len(data).to_bytes(_LENGTH_BYTES, "little"))
+                stream.write(data)
+                stream.flush()
+                return
+        stream.write(_PICKLED)
         pickler = self._pickler
         try:
             pickler.dump(message)
         finally:
             pickler.clear_memo()
-        self._stream.flush()
+        stream.flush()
 
 
-def _write(stream: IO[bytes], message: Any) -> None:
+def _write(stream: IO[bytes], message: Any, *, plain: bool = False) -> None:
     """One message to ``stream`` (``Sender``, for a stream that carries few)."""
-    Sender(stream).send(message)
+    Sender(stream).send(message, plain=plain)
 
 
 def _read(stream: IO[bytes]) -> Any:
     """The next message; EOFError when the other end has gone, a message cut short by its
     going included."""
+    how = stream.read(1)
+    if not how:
+        raise EOFError
+    if how == _MARSHALLED:
+        # Its length first, then ``marshal.loads`` of the bytes: ``marshal.load`` of a stream
+        # calls the stream's ``readinto`` for every value it reads (a Python call each).
+        length = int.from_bytes(stream.read(_LENGTH_BYTES), "little")
+        data = stream.read(length)
+        if len(data) != length or not length:
+            raise EOFError
+        try:
+            return marshal.loads(data)  # noqa: S302 - this module wrote it
+        except (ValueError, TypeError, EOFError) as bad:
+            raise pickle.UnpicklingError(f"a marshalled message unreadable: {bad}") from bad
+    if how != _PICKLED:
+        raise pickle.UnpicklingError(f"not a message: {how!r}")
     try:
         return pickle.load(stream)  # noqa: S301 - the other end is this module, in our own process
     except pickle.UnpicklingError as cut:
         if "truncated" in str(cut):
             raise EOFError from cut
         raise
+
+
+def flat_batch(
+    dialect: str,
+    tables: Mapping[str, Sequence[Table]],
+    position: int,
+    last: int,
+    batches: list[tuple[str, Packed]],
+) -> tuple[Any, ...]:
+    """The message that sends a batch (``WriterProcess.submit``): on SQLite ``("flat", ...)``,
+    each table's rows flattened with their times as text (``rows.flat_packed``), marshalled;
+    on PostgreSQL ``("batch", ...)`` with the rows as packed (its times go as datetimes)."""
+    if dialect != "sqlite":
+        return ("batch", position, last, batches)
+    return ("flat", position, last, [(name, flat_packed(tables[name], p)) for name, p in batches])
 
 
 def _widen(stream: IO[bytes] | None) -> None:
@@ -167,6 +228,8 @@ class WriterProcess:
         _widen(self._process.stdin)
         assert self._process.stdin is not None
         self._sender = Sender(self._process.stdin)
+        self._dialect = dialect
+        self._tables = tables
         #: Batches sent and not yet answered.
         self._pending = 0
         #: An answer said a batch was not committed: the writer commits none after it.
@@ -183,7 +246,8 @@ class WriterProcess:
         oldest if it failed)."""
         while self._pending >= self.IN_FLIGHT:
             self.wait()
-        self._send(("batch", position, last, batches))
+        message = flat_batch(self._dialect, self._tables, position, last, batches)
+        self._send(message, plain=message[0] == "flat")  # marshal refuses datetimes
         self._pending += 1
 
     def wait(self) -> None:
@@ -242,9 +306,9 @@ class WriterProcess:
             with contextlib.suppress(OSError):  # it has ended already: so much the better
                 self._sender.send(None)
 
-    def _send(self, message: Any) -> None:
+    def _send(self, message: Any, *, plain: bool = False) -> None:
         try:
-            self._sender.send(message)
+            self._sender.send(message, plain=plain)
         except OSError:  # the pipe to a process that has died
             raise _ended() from None
 
@@ -317,7 +381,8 @@ def _commit(
     written_keys: WrittenKeys | None,
 ) -> tuple[str, ...]:
     """Commit one batch (``commit_batch``); the answer for the runner."""
-    _, position, last, batches = message
+    kind, position, last, batches = message
+    flat = kind == "flat"  # SQLite's rows flattened (``flat_batch``); else "batch"
     try:
         with sql.transaction() as cursor:
             commit_batch(
@@ -325,7 +390,9 @@ def _commit(
                 [
                     (
                         name,
-                        SqlRows.of_packed(cursor, tables[name], dialect, packed, written_keys),
+                        SqlRows.of_packed(
+                            cursor, tables[name], dialect, packed, written_keys, flat=flat
+                        ),
                     )
                     for name, packed in batches
                 ],
