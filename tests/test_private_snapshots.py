@@ -11,6 +11,8 @@ from uuid import UUID
 
 import pytest
 from countersign.application.ports import Answer, Commit, Reads
+from countersign.domain.errors import NotFoundError
+from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
 from countersign.domain.proposal_status import EXPIRED, PENDING
@@ -128,4 +130,20 @@ def test_outside_a_decision_get_copies_and_the_cache_keeps_its_snapshot(cs, seed
     cached = cs.store._snapshots.get(pid)
     assert id(cached) == held
     assert cached.status == PENDING
+    assert _frozen(cached)
+
+
+def test_a_read_of_the_wrong_type_leaves_the_snapshot_cached(cs, seeded):
+    pid = _pending(cs, seeded)
+    held = id(cs.store._snapshots.get(pid))
+
+    def wrong_type(store: Repository) -> Answer[None]:
+        store.get(pid, PendingSlot)  # NotFoundError: never taken from the cache
+        return Answer(None)
+
+    with pytest.raises(NotFoundError):
+        cs.store.decide(Reads([pid]), wrong_type)
+
+    cached = cs.store._snapshots.get(pid)
+    assert id(cached) == held
     assert _frozen(cached)

@@ -312,7 +312,8 @@ class EventSourcedStore:
                     reference = _FROZEN.get(id(aggregate))
                     if reference is None or reference() is not aggregate:
                         freeze(aggregate)
-                elif reads.open and TAKES:  # for a decision: the snapshot, if only cached
+                elif reads.open and TAKES and isinstance(aggregate, as_type):
+                    # For a decision: the snapshot itself, if only the cache held it.
                     drop = self._snapshots.drop
                     aggregate = taken_or_copied(aggregate, aggregate_id, drop, reads.preloaded)
                 else:
