@@ -214,7 +214,7 @@ def thaw(aggregate: Aggregate) -> None:
     """The reverse of ``freeze``: commands change this object again. Only for one that
     nobody else can reach any more: the store's ``get`` hands a decision the snapshot itself
     only once it is out of the cache and no other reference to it exists
-    (``EventSourcedStore._private``)."""
+    (``taken_or_copied``)."""
     key = id(aggregate)
     _FROZEN_WRITES.acquire()
     try:
