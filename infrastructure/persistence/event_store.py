@@ -18,7 +18,13 @@ from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
 from countersign.infrastructure.persistence import store_sql, stored_snapshots
-from countersign.infrastructure.persistence.aggregate_copy import _FROZEN, copy_aggregate, freeze
+from countersign.infrastructure.persistence.aggregate_copy import (
+    _FROZEN,
+    TAKES,
+    copy_aggregate,
+    freeze,
+    taken_or_copied,
+)
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.decision_reads import (
     DecisionReads,
@@ -306,6 +312,10 @@ class EventSourcedStore:
                     reference = _FROZEN.get(id(aggregate))
                     if reference is None or reference() is not aggregate:
                         freeze(aggregate)
+                elif reads.open and TAKES and isinstance(aggregate, as_type):
+                    # For a decision: the snapshot itself, if only the cache held it.
+                    drop = self._snapshots.drop
+                    aggregate = taken_or_copied(aggregate, aggregate_id, drop, reads.preloaded)
                 else:
                     aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
