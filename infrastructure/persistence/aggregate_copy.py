@@ -170,14 +170,35 @@ def freeze(aggregate: Aggregate) -> None:
         _FROZEN_WRITES.release()
 
 
-#: Whether the store may hand a decision a snapshot that only its cache held, rather than a
-#: copy (``taken_or_copied``): it counts references, which only CPython with its GIL keeps
-#: exactly (every holder of an object owns a reference to it).
-TAKES = sys.implementation.name == "cpython" and getattr(sys, "_is_gil_enabled", lambda: True)()
 #: ``sys.getrefcount`` of a snapshot in ``taken_or_copied`` held by the caller's variable,
 #: the parameter and the count's own argument alone; and with the cache and preloaded reads.
 _HELD_BY_US = 3
 _HELD_BY_CACHE_AND_US = 5
+
+
+def _counted(value: object) -> int:
+    """``taken_or_copied``'s count, in its shape: a caller's variable, a parameter, the
+    count's own argument."""
+    return sys.getrefcount(value)
+
+
+def _counts_every_holder() -> bool:
+    """Whether this interpreter counts references as ``taken_or_copied`` relies on: CPython
+    with its GIL, before 3.14 (whose interpreter may leave a reference on the stack
+    uncounted, so a count could come out one short and hide a holder), and the count of an
+    object held only by the probe's own variable what 3.11-3.13 give."""
+    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+        return False
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return False
+    held = object()
+    return _counted(held) == _HELD_BY_US
+
+
+#: Whether the store may hand a decision a snapshot that only its cache held, rather than a
+#: copy (``taken_or_copied``): it counts references, which only CPython with its GIL keeps
+#: exactly (every holder of an object owns a reference to it). Anywhere else, a copy always.
+TAKES = _counts_every_holder()
 
 
 def taken_or_copied(
