@@ -175,9 +175,25 @@ def proposed_digest_and_link(fields: dict[str, Any]) -> tuple[str, str]:
         digest = contract_digest(kind, version, fields["arguments"], fields["preview"])
         return digest, _first_link(fields, digest)
     try:
-        ready = _chain_ready(
-            {key: value for key, value in fields.items() if key not in _CONTRACT_FIELDS}
-        )
+        # The other fields, ``id`` left out, as the walk of them would return them, in one
+        # pass: a copy made in C, into which only the values the walk changes are written
+        # (plain values, exact ids and UTC times it returns as they are; a dict is walked).
+        # A key that is not an exact str is refused by orjson, as by the walk.
+        ready = fields.copy()
+        ready.pop("id", None)
+        for key, value in fields.items():
+            value_kind = type(value)
+            if (
+                value_kind is str
+                or value is None
+                or value_kind is int
+                or value_kind is bool
+                or value_kind is UUID
+                or (value_kind is datetime and value.tzinfo is UTC)
+                or key in _CONTRACT_FIELDS
+            ):
+                continue
+            ready[key] = _chain_ready(value)
         ready["digest"] = digest
         ready["arguments"] = arguments
         ready["preview"] = preview

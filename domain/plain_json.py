@@ -9,10 +9,10 @@ cycle writes fourteen such texts. orjson writes the same text in C for plain val
 floats, which it writes in its own way (``1e-7`` for ``1e-07``): ``preparer`` turns a value into
 what orjson writes as the standard library would, floats as the standard library's own text,
 and anything else through ``convert`` (an id as its string, say), which raises ``NotPlain`` for
-what only the standard library writes exactly (a key that is not a string, a subclass, an
-unknown type). Every caller keeps the standard library's encoder as the reference, and the one
-that writes what ``NotPlain`` or orjson refuses (``REFUSED``: an integer over 64 bits, too deep
-a nesting).
+what only the standard library writes exactly (a subclass, an unknown type). Every caller
+keeps the standard library's encoder as the reference, and the one that writes what
+``NotPlain`` or orjson refuses (``REFUSED``: a key that is not an exact string, an integer over
+64 bits, too deep a nesting).
 """
 
 from __future__ import annotations
@@ -48,10 +48,11 @@ def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:  # noqa: C9
     """A function that turns a value into what orjson writes as the standard library would,
     with ``convert`` for every value that is neither plain nor a float (it returns what to
     write in its place, prepared, or raises ``NotPlain``). A dict, list or tuple whose items
-    are all plain (strings and integers; in a dict also booleans and None, under string
-    keys) is returned as it is, not copied, and so is a dict whose items all come back as
+    are all plain (strings and integers; in a dict also booleans and None) is returned as it
+    is, not copied, and so is a dict whose items all come back as
     they are (nested plain containers, what ``convert`` returns unchanged): what it returns
-    is for writing at once, never to be changed."""
+    is for writing at once, never to be changed, and only by orjson, which refuses a key that
+    is not an exact string (the walk does not test keys)."""
 
     def prepare(value: Any) -> Any:  # noqa: C901 - one walk, its tests inline (calls cost)
         kind = type(value)
@@ -62,14 +63,25 @@ def preparer(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:  # noqa: C9
             # items that change are written into the copy.
             prepared = value
             for key, item in value.items():
-                if type(key) is not str:
-                    raise NotPlain  # the standard library writes 1 as "1", True as "true"
+                # Keys are not tested here: orjson refuses any key but an exact str (the
+                # standard library writes 1 as "1", True as "true"), as every caller's
+                # ``dumps`` of what this returns does, and the caller's reference encoder
+                # then writes it.
                 item_kind = type(item)
                 if item_kind is str or item_kind is int or item_kind is bool or item is None:
                     continue
-                if (
+                if item_kind is list:
+                    # A list of strings and integers (most of a dict's lists) is tested here,
+                    # without a call, and written as it is.
+                    for element in item:
+                        element_kind = type(element)
+                        if element_kind is not str and element_kind is not int:
+                            break
+                    else:
+                        continue
+                    ready = prepare(item)
+                elif (
                     item_kind is dict
-                    or item_kind is list
                     or item_kind is tuple
                     or item_kind is float
                     or isinstance(item, str)

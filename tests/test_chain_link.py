@@ -278,3 +278,33 @@ def test_generated_proposals_digests_and_first_links_are_as_computed_apart(
     fields = {"id": ID, **_UNDIGESTED, "arguments": arguments, "preview": preview}
     fields["request"] = request
     assert proposed_digest_and_link(fields) == _apart(fields)
+
+
+_ODD = timezone(timedelta(hours=-3, seconds=7, microseconds=5))  # orjson writes it otherwise
+
+
+@pytest.mark.parametrize(
+    "unusual",
+    [
+        {"expires_at": AT.replace(tzinfo=_ODD)},
+        {"expires_at": AT.astimezone(MONTREAL)},
+        {"expires_at": datetime(2026, 1, 1)},  # naive
+        {"expires_at": MyDateTime(2026, 1, 1, tzinfo=UTC)},
+        {"organization_id": MyUUID(int=5), "resource_id": str(ID)},
+        {"section": Tagged("raw"), "interaction_id": Colour.RED},
+        {"ratio": 1e-07, "floats": [1e16, -0.0]},
+        {"contract_version": Level.HIGH},
+        {"big": 10**30},  # orjson refuses it: the two functions write it
+        {"request": {"ids": [ID], "at": AT.replace(tzinfo=_ODD), "n": 1e16}},
+        {"policy": OrderedDict([(10, "ten"), (9, "nine")])},
+        {"origin": {Tagged("k"): "v"}},
+        {"id": MyUUID(int=7)},  # left out, as ever
+        {"digest": "given before, replaced by the one computed"},
+    ],
+)
+def test_a_proposals_first_link_over_unusual_fields_is_as_computed_apart(unusual):
+    # The fields besides the arguments and preview are tested one by one, and only what the
+    # walk would change is walked: each kind of value at the top and below it, as apart.
+    fields = {"id": ID, **_UNDIGESTED, "preview": {"amount_cents": -1250, "ratio": 0.1}}
+    fields.update(unusual)
+    assert proposed_digest_and_link(fields) == _apart(fields)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from enum import IntEnum, StrEnum
 from uuid import UUID, uuid4
@@ -184,6 +184,8 @@ def test_an_event_state_s_own_items_are_written_as_the_walk_writes_them():
         "id": uuid4(),
         "at": moment,
         "naive": moment.replace(tzinfo=None),
+        # an offset orjson writes otherwise than ``isoformat`` (-02:60 for -02:59:52.999995)
+        "odd": moment.replace(tzinfo=timezone(timedelta(hours=-3, seconds=7, microseconds=5))),
         "text": "é\u2028",
         "flag": True,
         "none": None,

@@ -80,14 +80,17 @@ class FastJSONTranscoder(JSONTranscoder):
             ids_hex = type(ids) is UUIDAsHex
             times_iso = type(times) is DatetimeAsISO
             prepare = self._prepare
-            prepared = {}
+            # A copy made in C, into which only the items that change are written: most of
+            # a state's items are plain values (or containers the walk returns as they are),
+            # and a store into a new dict costs more than the copy of it. A key that is not
+            # an exact str is refused by orjson (the library writes 1 as "1", True as
+            # "true"), and the library's encoder then writes it.
+            prepared = obj.copy()
             for key, value in obj.items():
-                if type(key) is not str:
-                    raise plain_json.NotPlain  # the library writes 1 as "1", True as "true"
                 kind = type(value)
                 if kind is str or kind is int or kind is bool or value is None:
-                    prepared[key] = value
-                elif kind is UUID and ids_hex:
+                    continue
+                if kind is UUID and ids_hex:
                     # ``ids`` is UUIDAsHex, its name set when it was made.
                     prepared[key] = {
                         "_type_": ids.name,  # type: ignore[union-attr]
@@ -96,7 +99,9 @@ class FastJSONTranscoder(JSONTranscoder):
                 elif kind is datetime and times_iso and value.tzinfo is UTC:
                     prepared[key] = {"_type_": times.name, "_data_": value}  # type: ignore[union-attr]
                 else:
-                    prepared[key] = prepare(value)
+                    ready = prepare(value)
+                    if ready is not value:
+                        prepared[key] = ready
             return plain_json.dumps(prepared)
         except plain_json.REFUSED:
             # The library's encoder writes it, or refuses it, as it always did (its own
