@@ -1,4 +1,4 @@
-"""PostgreSQL commits whose read set this process knows to be current (pg_known_reads): the
+"""PostgreSQL commits whose read set this process knows to be current (known_reads): the
 read-set check's probes are skipped only when nothing has been committed since this process's
 last commit. Another process's commit, or an older writer's still in flight, makes the full
 check, so a stale read is refused as before."""
@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.persistence import pg_statements
+from countersign.infrastructure.persistence.known_reads import KEPT, KnownReads
 from countersign.infrastructure.persistence.pg_commit_function import known_commit_function
-from countersign.infrastructure.persistence.pg_known_reads import KEPT, KnownReads
 from countersign.infrastructure.persistence.recorders import EXPECTED_VERSIONS, ReadSetChangedError
 from countersign.infrastructure.settings import Settings
 from eventsourcing.persistence import StoredEvent

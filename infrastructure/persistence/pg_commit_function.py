@@ -6,7 +6,7 @@ events table, the read-set check as the INSERT's own condition, the listeners no
 and ``{table}_commit_async``); ``known_commit_function`` (``{table}_commit_known``, since
 2026-12-04) is what the recorder calls now: the same, with a seventh parameter that lets it
 skip the check's probes when nothing has been committed since this process's last commit
-(pg_known_reads).
+(known_reads).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def known_commit_function(
     """``CREATE OR REPLACE FUNCTION`` of the commit function the recorder calls: what
     ``commit_function`` with ``head`` ``SET LOCAL synchronous_commit = off`` does, with a
     seventh parameter, ``known_at``: the last notification id as of which the caller knows
-    every version of the read set to be current (pg_known_reads), or NULL."""
+    every version of the read set to be current (known_reads), or NULL."""
     schema = Identifier(schema_name)
     table = Identifier(table_name)
     last_value = SQL("pg_sequence_last_value({sequence})").format(sequence=SQL(_SEQUENCE))

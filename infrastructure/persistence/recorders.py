@@ -14,7 +14,7 @@ instead of the two of its pipelined transaction), but that function skips the ta
 keeps notification ids in commit order, so a projection following the log could pass over an
 event committed late with a lower id. The commit function (``countersign_events_commit_known``,
 ``pg_commit_function.py``) takes the writers' lock, checks the read set (or skips its probes
-where nothing was committed since this process's last commit: ``pg_known_reads.py``),
+where nothing was committed since this process's last commit: ``known_reads.py``),
 notifies listeners and inserts, all in one statement.
 
 SQLite: the commit is a ``BEGIN IMMEDIATE`` transaction, so the check and the insert see the
@@ -43,7 +43,7 @@ from uuid import UUID
 
 from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
 from countersign.infrastructure.persistence.hexes import hex_of as _hex
-from countersign.infrastructure.persistence.pg_known_reads import KnownReads
+from countersign.infrastructure.persistence.known_reads import KnownReads
 from countersign.infrastructure.persistence.sqlite_known_reads import first_moved
 from eventsourcing.persistence import (
     ConnectionNotFromPoolError,

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 from countersign.infrastructure.persistence import pg_statements
+from countersign.infrastructure.persistence.known_reads import KnownReads
 from countersign.infrastructure.persistence.pg_arrays import (
     BigInts,
     Byteas,
@@ -25,7 +26,6 @@ from countersign.infrastructure.persistence.pg_commit_function import (
     commit_function,
     known_commit_function,
 )
-from countersign.infrastructure.persistence.pg_known_reads import KnownReads
 from countersign.infrastructure.persistence.pg_pool import PooledConnection
 from countersign.infrastructure.persistence.recorders import (
     STALE_READ_SQLSTATE,
@@ -141,7 +141,7 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         function_async = Identifier(f"{self.events_table_name}_commit_async")
         # What insert_events calls (since 2026-12-04, s27-pgserver): ``_commit_async`` with a
         # seventh parameter, the last notification id as of which this process knows the read
-        # set to be current (pg_known_reads), to skip the check's probes when nothing has been
+        # set to be current (known_reads), to skip the check's probes when nothing has been
         # committed since. A function of its own, so ``_commit_async`` stays as it was for a
         # process of the previous version.
         function_known = Identifier(f"{self.events_table_name}_commit_known")

@@ -11,7 +11,7 @@ whose versions this process had itself written or checked at its last commit.
 When it is skipped. A row's rowid is one more than the largest in the table before it (the
 INSERT names none, and the events table is only appended to), so a commit's first rowid is
 one more than the last rowid of the commit before it, whoever made that one. What this
-process knows (``pg_known_reads.KnownReads``, the same bookkeeping as PostgreSQL's): as of
+process knows (``known_reads.KnownReads``, the same bookkeeping as PostgreSQL's): as of
 the last rowid of its own last commit through this recorder, the version each aggregate that
 commit wrote is at, and each one its read set named (checked, or known so); forgotten at the
 first gap between its commits' rowids, and at any commit that failed. A commit whose whole
@@ -34,7 +34,7 @@ connections write between two commits of events; and each connection has a value
 own. The rowid is about the events table alone, is what the INSERT returns anyway, and costs
 no statement.
 
-It assumes what the store guarantees, as PostgreSQL's does (pg_known_reads): the events
+It assumes what the store guarantees, as PostgreSQL's does (known_reads): the events
 table is only appended to (never a row deleted, nor one inserted with a rowid of its own),
 and is not dropped and made again under a running process. A commit of more than one
 INSERT's events (``INSERT_CHUNK``) is checked first, as before: its failed second INSERT

@@ -1,7 +1,9 @@
 """What this process knows of the events table as of its own last commit, so that a commit
 whose read set it knows to be current can skip the read-set check's probes.
 
-The commit function (``pg_commit_function``) serialises every writer and draws notification
+Both recorders use it (the module was PostgreSQL's alone until SQLite's recorder took it up,
+and was named ``pg_known_reads`` then). On PostgreSQL, the commit function
+(``pg_commit_function``) serialises every writer and draws notification
 ids from the table's sequence under its lock, in commit order: a commit's ids follow each other,
 and every commit after it draws later ones. So if the sequence's last value is still the last
 id of a commit this process made, nothing has been committed since; and if this process knows
