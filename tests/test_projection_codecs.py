@@ -3,7 +3,7 @@ path must give exactly the text the plain conversion gives (stored rows never ch
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -51,6 +51,52 @@ def test_utc_times_are_written_as_isoformat_writes_them():
 def test_a_column_with_any_other_time_is_written_value_by_value(odd):
     values = [*_TIMES, odd]
     assert codecs._times_to_text(values) == _reference(values)
+
+
+class _Zoned:
+    """Not a datetime, but with a ``tzinfo`` of UTC: orjson does not know it."""
+
+    tzinfo = UTC
+
+    def isoformat(self) -> str:
+        return "zoned"
+
+
+class _FalsyTime(datetime):
+    """A datetime subclass that is falsy: not counted by the check's ``filter(None, ...)``."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _value_by_value(values: list[Any]) -> list[Any]:
+    return [None if v is None else codecs._time_text(v) for v in values]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        _Zoned(),  # a tzinfo of UTC, a type orjson refuses
+        time(9, 10, 11, tzinfo=UTC),  # a tzinfo of UTC, refused by orjson with its zone
+        _FalsyTime(2026, 12, 3, 9, 10, 11, tzinfo=UTC),  # not counted: falsy
+    ],
+)
+def test_values_with_a_utc_zone_that_are_not_exact_datetimes_go_value_by_value(odd):
+    """The check counts zones, not types: what else has a ``tzinfo`` of UTC, or escapes the
+    count, is written as value by value writes it, not by orjson."""
+    values = [*_TIMES, odd]
+    assert codecs._times_to_text(values) == _value_by_value(values)
+    assert codecs._times_to_text([odd]) == _value_by_value([odd])
+
+
+@pytest.mark.parametrize("odd", [0, "", "2026-12-03T09:10:11+00:00", 1.5])
+def test_a_time_column_holding_something_else_is_refused_as_value_by_value_refuses(odd):
+    """A falsy value is not counted as a None, a text is not taken for a time: each raises
+    as ``isoformat`` value by value does (no ``tzinfo``), not written."""
+    with pytest.raises(AttributeError):
+        codecs._times_to_text([*_TIMES, odd])
+    with pytest.raises(AttributeError):
+        codecs._times_to_text([odd, None])
 
 
 def test_a_utc_column_is_written_without_isoformat(monkeypatch):
