@@ -62,13 +62,25 @@ T = TypeVar("T")
 _Pending = list[tuple[Aggregate, Sequence[Any]]]
 
 
+#: eventsourcing 9.5.6's ``collect_events``, which ``_collected`` does inline.
+_LIBRARY_COLLECT = Aggregate.collect_events
+
+
 def _collected(aggregates: Sequence[Aggregate]) -> tuple[_Pending, dict[int, UUID]]:
     """Each aggregate with the events it collected, and the ids of those that have any (by
     their ``int``). Loops, not comprehensions (in ``save`` too): each is a call of its own."""
     pending: _Pending = []
     written: dict[int, UUID] = {}
     for aggregate in aggregates:
-        events = aggregate.collect_events()
+        if type(aggregate).collect_events is _LIBRARY_COLLECT:
+            # The library's collect_events without its Python call: the pending events in
+            # order, in a new list, and the aggregate's own list left empty (it pops them
+            # from the front one by one into a new list).
+            queued = aggregate._pending_events
+            events: Sequence[Any] = queued[:]
+            queued.clear()
+        else:
+            events = aggregate.collect_events()
         pending.append((aggregate, events))
         if events:
             aggregate_id = aggregate._id

@@ -183,7 +183,8 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        expected = expected_versions(kwargs)
+        # ``expected_versions(kwargs)``, inline (a Python call a commit).
+        expected: Mapping[UUID, int | None] = kwargs.get(EXPECTED_VERSIONS) or {}
         # The datastore's get_connection(commit=True), without its generator-based context
         # manager: the pool's writer connection, given back whatever happens.
         pool = self.datastore.pool
@@ -288,35 +289,43 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     def _insert_events(
         self, c: SQLiteCursor | sqlite3.Cursor, stored_events: Sequence[StoredEvent], **_: Any
     ) -> list[int]:
-        notification_ids: list[int] = []
-        for start in range(0, len(stored_events), self.INSERT_CHUNK):
-            chunk = stored_events[start : start + self.INSERT_CHUNK]
-            c.execute(
-                _insert_statement(self.events_table_name, len(chunk)),
-                [
-                    value
-                    for e in chunk
-                    for value in (
-                        (_HEXES.get(e.originator_id.int) or _hex(e.originator_id))
-                        if type(e.originator_id) is UUID
-                        else e.originator_id.hex
-                        if isinstance(e.originator_id, UUID)
-                        else e.originator_id,
-                        e.originator_version,
-                        e.topic,
-                        # A blob as a bytearray: the sqlite3 module binds both alike, but
-                        # passes only exact int, float, str and bytearray values without
-                        # asking its adapter registry first (about 1,350 instructions a
-                        # bytes value, against the copy's cost).
-                        bytearray(e.state),
-                    )
-                ],
-            )
-            # One statement under the write lock: each row's rowid is one more than the
-            # largest before it, so the chunk's ids are the ones up to the last.
-            last: int = c.lastrowid  # type: ignore[assignment]  # set by the INSERT
-            notification_ids.extend(range(last - len(chunk) + 1, last + 1))
-        return notification_ids
+        count = len(stored_events)
+        if count > self.INSERT_CHUNK:
+            notification_ids: list[int] = []
+            for start in range(0, count, self.INSERT_CHUNK):
+                notification_ids += self._insert_chunk(c, stored_events[start : start + self.INSERT_CHUNK])
+            return notification_ids
+        return self._insert_chunk(c, stored_events) if count else []
+
+    def _insert_chunk(
+        self, c: SQLiteCursor | sqlite3.Cursor, chunk: Sequence[StoredEvent]
+    ) -> list[int]:
+        """One INSERT of up to ``INSERT_CHUNK`` events; their notification ids."""
+        # The parameters in one flat list, filled by a loop (a comprehension over a tuple
+        # made for each event is a function call and a tuple an event more).
+        values: list[Any] = []
+        append = values.append
+        for e in chunk:
+            originator_id = e.originator_id
+            if type(originator_id) is UUID:
+                append(_HEXES.get(originator_id.int) or _hex(originator_id))
+            elif isinstance(originator_id, UUID):
+                append(originator_id.hex)
+            else:
+                append(originator_id)
+            append(e.originator_version)
+            append(e.topic)
+            # A blob as a bytearray: the sqlite3 module binds both alike, but passes only
+            # exact int, float, str and bytearray values without asking its adapter
+            # registry first (about 1,350 instructions a bytes value, against the copy's
+            # cost).
+            append(bytearray(e.state))
+        count = len(chunk)
+        c.execute(_insert_statement(self.events_table_name, count), values)
+        # One statement under the write lock: each row's rowid is one more than the largest
+        # before it, so the chunk's ids are the ones up to the last.
+        last: int = c.lastrowid  # type: ignore[assignment]  # set by the INSERT
+        return list(range(last - count + 1, last + 1))
 
 
 class _QueueLock:
@@ -369,23 +378,37 @@ class _StatementCachingPool(SQLiteConnectionPool):
             return super().get_connection(timeout, is_writer=is_writer)
         if self._closed:
             raise ConnectionPoolClosedError
-        timeout = self.pool_timeout if timeout is None else timeout
-        started = time()
         queue = self._get_semaphore._lock  # type: ignore[attr-defined]
-        if not queue.acquire(True, timeout):
-            msg = "Timed out waiting for connection pool semaphore"
-            raise ConnectionUnavailableError(msg)
+        # Each lock tried without waiting first: most often it is free, and then taking it so
+        # is what the library's timed wait comes to, without the clock read and the remaining
+        # time worked out for it (``started``, None: nothing waited for yet; the library's
+        # remaining time is then the whole timeout, give or take the steps in between).
+        started: float | None = None
+        wait = 0.0
+        if not queue.acquire(False):
+            wait = self.pool_timeout if timeout is None else timeout
+            started = time()
+            if not queue.acquire(True, wait):
+                msg = "Timed out waiting for connection pool semaphore"
+                raise ConnectionUnavailableError(msg)
         try:
             if is_writer is True:
-                if not self._writer_lock.acquire(timeout=max(0.0, timeout + started - time())):
-                    msg = "Timed out waiting for return of writer"
-                    raise ConnectionUnavailableError(msg)
+                writer = self._writer_lock
+                if not writer.acquire(False):
+                    if started is None:
+                        wait = self.pool_timeout if timeout is None else timeout
+                        started = time()
+                    if not writer.acquire(timeout=max(0.0, wait + started - time())):
+                        msg = "Timed out waiting for return of writer"
+                        raise ConnectionUnavailableError(msg)
                 self._num_writers += 1
             elif is_writer is False:
                 with self._no_readers:
                     self._num_readers += 1
             conn = None
-            with self._put_lock:
+            put_lock = self._put_lock
+            put_lock.acquire()
+            try:
                 if self._pool:
                     conn = self._pool.popleft()
                     conn.in_use.acquire()
@@ -393,8 +416,13 @@ class _StatementCachingPool(SQLiteConnectionPool):
                         conn = None
                     else:
                         self._in_use[id(conn)] = conn
+            finally:
+                put_lock.release()
             if conn is None:
-                conn = self._get_connection(timeout=max(0.0, timeout + started - time()))
+                if started is None:
+                    wait = self.pool_timeout if timeout is None else timeout
+                    started = time()
+                conn = self._get_connection(timeout=max(0.0, wait + started - time()))
             conn.is_writer = is_writer
             return conn
         finally:
@@ -403,7 +431,9 @@ class _StatementCachingPool(SQLiteConnectionPool):
     def put_connection(self, conn: SQLiteConnection) -> None:
         """The library's ``put_connection``, step for step, its helpers inlined."""
         is_writer, conn.is_writer = conn.is_writer, None
-        with self._put_lock:
+        put_lock = self._put_lock  # its own methods, not ``with`` (two special methods)
+        put_lock.acquire()
+        try:
             if self._closed:
                 msg = "Pool is closed"
                 raise ConnectionPoolClosedError(msg)
@@ -430,6 +460,8 @@ class _StatementCachingPool(SQLiteConnectionPool):
             # a Python call that slices the waiters into a new deque: asked only for someone.
             if self._put_condition._waiters:  # type: ignore[attr-defined]
                 self._put_condition.notify()
+        finally:
+            put_lock.release()
 
     def _create_connection(self) -> SQLiteConnection:
         try:
