@@ -317,7 +317,13 @@ class EventSourcedStore:
             if aggregate is None:
                 reads.missed(aggregate_id, key, as_type)
             else:
-                reads.saw(key, aggregate)
+                # ``DecisionReads.saw``, inline (a Python call for each of a cycle's ten reads).
+                versions = reads.versions
+                if reads.open and key not in versions:
+                    versions[key] = aggregate._version
+                    reads.read_ids[key] = aggregate._id
+                    if type(aggregate) in reads.targets:
+                        reads.unchecked.add(key)
                 if shared:
                     # Read-only, even if it was not kept as a snapshot (most are frozen
                     # already: freeze's own first test, inline, spares the call).
@@ -420,7 +426,10 @@ class EventSourcedStore:
         """What a commit wrote becomes the snapshot this process holds (and, every
         ``snapshot_interval`` events of a snapshotted class, a stored one)."""
         reads = self._local.reads  # an attribute, not the property's call
+        versions = reads.versions
+        kept: list[tuple[UUID, Aggregate]] = []
         to_store: list[Aggregate] = []
+        snapshotted_classes = stored_snapshots._SNAPSHOTTED_CLASSES
         for aggregate, events in pending:
             if not events:
                 continue
@@ -431,12 +440,18 @@ class EventSourcedStore:
                 # The caller keeps its object and may change it further: the snapshot is a copy.
                 snapshot = copy_aggregate(aggregate)
             aggregate_id = aggregate._id
+            kept.append((aggregate_id, snapshot))
             key = aggregate_id.int
-            self._snapshots.put(aggregate_id, snapshot, since)
-            if key in reads.versions:
-                reads.versions[key] = aggregate._version
-            if stored_snapshots.crossed(snapshot, len(events), self.snapshot_interval):
+            if key in versions:
+                versions[key] = aggregate._version
+            # ``crossed``'s own first test, inline: most classes are known not to be
+            # snapshotted, and the call costs more than the answer.
+            if snapshotted_classes.get(type(snapshot)) is not False and stored_snapshots.crossed(
+                snapshot, len(events), self.snapshot_interval
+            ):
                 to_store.append(snapshot)
+        # One call and one hold of the cache's lock for the commit's aggregates, in order.
+        self._snapshots.put_many(kept, since)
         if to_store:
             self._store_snapshots(to_store)
 
