@@ -21,6 +21,8 @@ from countersign.infrastructure.persistence import store_sql, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import (
     _FROZEN,
     TAKES,
+    Pending,
+    collected,
     copy_aggregate,
     freeze,
     taken_or_copied,
@@ -57,35 +59,6 @@ log = logging.getLogger("countersign.store")
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
-
-
-_Pending = list[tuple[Aggregate, Sequence[Any]]]
-
-
-#: eventsourcing 9.5.6's ``collect_events``, which ``_collected`` does inline.
-_LIBRARY_COLLECT = Aggregate.collect_events
-
-
-def _collected(aggregates: Sequence[Aggregate]) -> tuple[_Pending, dict[int, UUID]]:
-    """Each aggregate with the events it collected, and the ids of those that have any (by
-    their ``int``). Loops, not comprehensions (in ``save`` too): each is a call of its own."""
-    pending: _Pending = []
-    written: dict[int, UUID] = {}
-    for aggregate in aggregates:
-        if type(aggregate).collect_events is _LIBRARY_COLLECT:
-            # The library's collect_events without its Python call: the pending events in
-            # order, in a new list, and the aggregate's own list left empty (it pops them
-            # from the front one by one into a new list).
-            queued = aggregate._pending_events
-            events: Sequence[Any] = queued[:]
-            queued.clear()
-        else:
-            events = aggregate.collect_events()
-        pending.append((aggregate, events))
-        if events:
-            aggregate_id = aggregate._id
-            written[aggregate_id.int] = aggregate_id
-    return pending, written
 
 
 class EventSourcedStore:
@@ -286,7 +259,7 @@ class EventSourcedStore:
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
         return self.get(aggregate_id, as_type, shared=True)
 
-    def get(
+    def get(  # noqa: C901 - the read recorded inline (a call a read)
         self,
         aggregate_id: UUID,
         as_type: type[A],
@@ -377,7 +350,7 @@ class EventSourcedStore:
         reads = self._local.reads  # an attribute, not the property's call
         # What Application.save does for us (no snapshotting, no in-process subscribers),
         # without its per-object protocol checks.
-        pending, written = _collected(aggregates)
+        pending, written = collected(aggregates)
         self._forget_read(reads, written)
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
@@ -422,7 +395,7 @@ class EventSourcedStore:
             if along is not None:
                 along.absent.discard(aggregate_id)
 
-    def _keep(self, pending: _Pending, final: bool, since: int) -> None:
+    def _keep(self, pending: Pending, final: bool, since: int) -> None:
         """What a commit wrote becomes the snapshot this process holds (and, every
         ``snapshot_interval`` events of a snapshotted class, a stored one)."""
         reads = self._local.reads  # an attribute, not the property's call

@@ -34,10 +34,8 @@ which decode the events themselves (``infrastructure/persistence/log_decoder.py`
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache, partial
-from time import time
 from typing import Any, NamedTuple, NoReturn
 from uuid import UUID
 
@@ -45,10 +43,15 @@ from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
 from countersign.infrastructure.persistence.hexes import hex_of as _hex
 from countersign.infrastructure.persistence.known_reads import KnownReads
 from countersign.infrastructure.persistence.sqlite_known_reads import first_moved
+from countersign.infrastructure.persistence.sqlite_pool import (  # the pool's home since s29
+    STATEMENT_CACHE as STATEMENT_CACHE,
+)
+from countersign.infrastructure.persistence.sqlite_pool import (
+    _commit_cursor,
+    _StatementCachingPool,
+)
+from countersign.infrastructure.persistence.sqlite_pool import _QueueLock as _QueueLock
 from eventsourcing.persistence import (
-    ConnectionNotFromPoolError,
-    ConnectionPoolClosedError,
-    ConnectionUnavailableError,
     DatabaseError,
     DataError,
     IntegrityError,
@@ -62,10 +65,8 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.sqlite import (
-    SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
     SQLiteConnection,
-    SQLiteConnectionPool,
     SQLiteCursor,
     SQLiteFactory,
 )
@@ -162,32 +163,6 @@ def _insert_statement(table: str, count: int) -> str:
     return f"INSERT INTO {table} VALUES {rows}"
 
 
-#: The attribute of a pooled SQLite connection holding its commit cursor.
-_COMMIT_CURSOR = "_countersign_commit_cursor"
-
-
-def _commit_cursor(connection: SQLiteConnection) -> sqlite3.Cursor:
-    """The connection's own cursor for commits, made once and kept for its next commit
-    (made, given its row factory and closed at every commit, it cost about 2,000
-    instructions a commit). Rows as plain tuples: the read-set check indexes its one row
-    (the connection's ``sqlite3.Row`` is a Python object made for each row fetched). Only
-    a writer uses it, and the pool hands a connection to one thread at a time; each
-    statement it runs resets the one before, as a new cursor's would start afresh. Kept
-    with the sqlite3 connection it was made on: a connection the pool replaces (closed at
-    its age) takes its cursor with it, and one whose sqlite3 connection was swapped (a
-    wrapper, as a fault-injecting test uses) is given a cursor of the new one."""
-    sqlite_conn = connection._sqlite_conn
-    kept: tuple[sqlite3.Connection, sqlite3.Cursor] | None = connection.__dict__.get(
-        _COMMIT_CURSOR
-    )
-    if kept is not None and kept[0] is sqlite_conn:
-        return kept[1]
-    cursor = sqlite_conn.cursor()
-    cursor.row_factory = None
-    connection.__dict__[_COMMIT_CURSOR] = (sqlite_conn, cursor)
-    return cursor
-
-
 class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     """The library's recorder, checking the read set inside an immediate transaction.
 
@@ -228,8 +203,9 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             # The library's SQLiteTransaction, begun IMMEDIATE (the write lock is taken
             # first, so no other process can commit between our check and our insert), on
             # the sqlite3 connection's own cursor (the library's wraps each of its methods in
-            # a Python call; this one kept for the next commit): BEGIN IMMEDIATE, the
-            # statements, then commit, or rollback on any error, sqlite3's errors raised as the library's.
+            # a Python call; this one is kept for the next commit: sqlite_pool): BEGIN
+            # IMMEDIATE, the statements, then commit, or rollback on any error, sqlite3's
+            # errors raised as the library's.
             sqlite_conn = connection._sqlite_conn
             cursor = _commit_cursor(connection)
             try:
@@ -309,7 +285,9 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         if count > self.INSERT_CHUNK:
             notification_ids: list[int] = []
             for start in range(0, count, self.INSERT_CHUNK):
-                notification_ids += self._insert_chunk(c, stored_events[start : start + self.INSERT_CHUNK])
+                notification_ids += self._insert_chunk(
+                    c, stored_events[start : start + self.INSERT_CHUNK]
+                )
             return notification_ids
         return self._insert_chunk(c, stored_events) if count else []
 
@@ -342,168 +320,6 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
         # before it, so the chunk's ids are the ones up to the last.
         last: int = c.lastrowid  # type: ignore[assignment]  # set by the INSERT
         return list(range(last - count + 1, last + 1))
-
-
-class _QueueLock:
-    """The pool's queue of threads waiting for a connection: the library's is a
-    ``threading.Semaphore()`` of one, written in Python (a condition, a lock, a loop and
-    the clock at every take); a lock of the interpreter's own is the same queue in C. Either
-    may be released by a thread other than the one that took it."""
-
-    __slots__ = ("_lock",)
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        return self._lock.acquire(blocking, -1 if timeout is None else timeout)
-
-    def release(self) -> None:
-        self._lock.release()
-
-
-class _StatementCachingPool(SQLiteConnectionPool):
-    """The library's SQLite connection pool, with a statement cache on each connection.
-
-    eventsourcing 9.5.6 opens its connections with ``cached_statements=True``, which the
-    sqlite3 module reads as a cache of ONE prepared statement: every commit's BEGIN, checks
-    and INSERT were compiled again each time (a read-set check cost 13 us in a commit
-    against 3 us with a cache). This is its ``_create_connection`` with the module's
-    default cache of 128 statements; and the queue of threads waiting for a connection is a
-    lock in C (``_QueueLock``) where the library's is a semaphore written in Python. Nothing
-    else differs.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._get_semaphore = _QueueLock()  # type: ignore[assignment]
-        # The library's condition over a lock of our own (the library makes it over a new
-        # RLock too), so that the short ways below hold that lock without a Python call.
-        self._put_lock = threading.RLock()
-        self._put_condition = threading.Condition(self._put_lock)
-
-    def get_connection(
-        self, timeout: float | None = None, *, is_writer: bool | None = None
-    ) -> SQLiteConnection:
-        """The library's ``get_connection`` (eventsourcing 9.5.6, ``ConnectionPool``), step for
-        step, for this pool: its helpers inlined (the remaining time, the queue's lock, the
-        put condition's lock, ``_get_connection``'s taking of a pooled connection). Anything
-        else takes the library's own way: a pool whose readers and writers exclude each
-        other (in-memory SQLite), one that pings, and an empty pool."""
-        if self._mutually_exclusive_read_write or self.pre_ping:
-            return super().get_connection(timeout, is_writer=is_writer)
-        if self._closed:
-            raise ConnectionPoolClosedError
-        queue = self._get_semaphore._lock  # type: ignore[attr-defined]
-        # Each lock tried without waiting first: most often it is free, and then taking it so
-        # is what the library's timed wait comes to, without the clock read and the remaining
-        # time worked out for it (``started``, None: nothing waited for yet; the library's
-        # remaining time is then the whole timeout, give or take the steps in between).
-        started: float | None = None
-        wait = 0.0
-        if not queue.acquire(False):
-            wait = self.pool_timeout if timeout is None else timeout
-            started = time()
-            if not queue.acquire(True, wait):
-                msg = "Timed out waiting for connection pool semaphore"
-                raise ConnectionUnavailableError(msg)
-        try:
-            if is_writer is True:
-                writer = self._writer_lock
-                if not writer.acquire(False):
-                    if started is None:
-                        wait = self.pool_timeout if timeout is None else timeout
-                        started = time()
-                    if not writer.acquire(timeout=max(0.0, wait + started - time())):
-                        msg = "Timed out waiting for return of writer"
-                        raise ConnectionUnavailableError(msg)
-                self._num_writers += 1
-            elif is_writer is False:
-                with self._no_readers:
-                    self._num_readers += 1
-            conn = None
-            put_lock = self._put_lock
-            put_lock.acquire()
-            try:
-                if self._pool:
-                    conn = self._pool.popleft()
-                    conn.in_use.acquire()
-                    if conn._closed:  # closed by its timer: the library's way takes the next
-                        conn = None
-                    else:
-                        self._in_use[id(conn)] = conn
-            finally:
-                put_lock.release()
-            if conn is None:
-                if started is None:
-                    wait = self.pool_timeout if timeout is None else timeout
-                    started = time()
-                conn = self._get_connection(timeout=max(0.0, wait + started - time()))
-            conn.is_writer = is_writer
-            return conn
-        finally:
-            queue.release()
-
-    def put_connection(self, conn: SQLiteConnection) -> None:
-        """The library's ``put_connection``, step for step, its helpers inlined."""
-        is_writer, conn.is_writer = conn.is_writer, None
-        put_lock = self._put_lock  # its own methods, not ``with`` (two special methods)
-        put_lock.acquire()
-        try:
-            if self._closed:
-                msg = "Pool is closed"
-                raise ConnectionPoolClosedError(msg)
-            try:
-                del self._in_use[id(conn)]
-            except KeyError:
-                msg = "Connection not in use in this pool"
-                raise ConnectionNotFromPoolError(msg) from None
-            if not conn._closed:
-                if not conn._closing.is_set() and len(self._pool) < self.pool_size:
-                    self._pool.append(conn)
-                else:
-                    conn.close()
-            conn.in_use.release()
-            if is_writer is True:
-                self._num_writers -= 1
-                self._writer_lock.release()
-            elif is_writer is False:
-                with self._no_readers:
-                    self._num_readers -= 1
-                    if self._num_readers == 0 and self._mutually_exclusive_read_write:
-                        self._no_readers.notify()
-            # ``notify`` with nobody waiting does nothing (this thread holds its lock), after
-            # a Python call that slices the waiters into a new deque: asked only for someone.
-            if self._put_condition._waiters:  # type: ignore[attr-defined]
-                self._put_condition.notify()
-        finally:
-            put_lock.release()
-
-    def _create_connection(self) -> SQLiteConnection:
-        try:
-            connection = sqlite3.connect(
-                database=self.db_name,
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,  # autocommit; transactions are begun explicitly
-                cached_statements=STATEMENT_CACHE,
-                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
-            )
-        except (sqlite3.Error, TypeError) as error:
-            raise InterfaceError(error) from error
-        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            cursor = connection.cursor()
-            cursor.execute("PRAGMA journal_mode;")
-            if cursor.fetchone()[0].lower() != "wal":
-                cursor.execute("PRAGMA journal_mode=WAL;")
-                self.journal_mode_was_changed_to_wal = True
-            self.is_journal_mode_wal = True
-        connection.row_factory = sqlite3.Row
-        return SQLiteConnection(sqlite_conn=connection, max_age=self.max_age)
-
-
-#: Prepared statements kept per SQLite connection (the sqlite3 module's own default).
-STATEMENT_CACHE = 128
 
 
 class CountersignSQLiteFactory(SQLiteFactory):
