@@ -17,7 +17,7 @@ import functools
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -269,6 +269,38 @@ def _guard(cls: type[Aggregate]) -> None:
 
         cls.trigger_event = trigger_event  # type: ignore[method-assign,assignment]
         _GUARDED.add(cls)
+
+
+# -- the library's collect_events, for a commit ------------------------------------------------
+
+#: What a commit writes: each aggregate with the events it collected.
+Pending = list[tuple[Aggregate, Sequence[Any]]]
+
+#: eventsourcing 9.5.6's ``collect_events``, which ``collected`` does inline.
+_LIBRARY_COLLECT = Aggregate.collect_events
+
+
+def collected(aggregates: Sequence[Aggregate]) -> tuple[Pending, dict[int, UUID]]:
+    """Each aggregate with the events it collected, and the ids of those that have any (by
+    their ``int``), for ``EventSourcedStore.save``. Loops, not comprehensions (in ``save``
+    too): each is a call of its own."""
+    pending: Pending = []
+    written: dict[int, UUID] = {}
+    for aggregate in aggregates:
+        if type(aggregate).collect_events is _LIBRARY_COLLECT:
+            # The library's collect_events without its Python call: the pending events in
+            # order, in a new list, and the aggregate's own list left empty (it pops them
+            # from the front one by one into a new list).
+            queued = aggregate._pending_events
+            events: Sequence[Any] = queued[:]
+            queued.clear()
+        else:
+            events = aggregate.collect_events()
+        pending.append((aggregate, events))
+        if events:
+            aggregate_id = aggregate._id
+            written[aggregate_id.int] = aggregate_id
+    return pending, written
 
 
 # -- the library's trigger_event, for the aggregates that use it as it is ---------------------

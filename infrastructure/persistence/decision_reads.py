@@ -40,6 +40,8 @@ class DecisionReads:
         self.from_held: set[int] = set()
 
     def saw(self, key: int, aggregate: Aggregate) -> None:
+        """The decision read ``aggregate`` (``key``: its id's ``int``). ``EventSourcedStore.get``
+        does this inline: a change here is a change there."""
         if self.open and key not in self.versions:
             # The library's ``version`` and ``id`` are properties, a Python call each: their
             # attributes are read here, and wherever a commit reads them for every aggregate.

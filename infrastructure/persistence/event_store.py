@@ -21,6 +21,8 @@ from countersign.infrastructure.persistence import store_sql, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import (
     _FROZEN,
     TAKES,
+    Pending,
+    collected,
     copy_aggregate,
     freeze,
     taken_or_copied,
@@ -57,23 +59,6 @@ log = logging.getLogger("countersign.store")
 
 A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
-
-
-_Pending = list[tuple[Aggregate, Sequence[Any]]]
-
-
-def _collected(aggregates: Sequence[Aggregate]) -> tuple[_Pending, dict[int, UUID]]:
-    """Each aggregate with the events it collected, and the ids of those that have any (by
-    their ``int``). Loops, not comprehensions (in ``save`` too): each is a call of its own."""
-    pending: _Pending = []
-    written: dict[int, UUID] = {}
-    for aggregate in aggregates:
-        events = aggregate.collect_events()
-        pending.append((aggregate, events))
-        if events:
-            aggregate_id = aggregate._id
-            written[aggregate_id.int] = aggregate_id
-    return pending, written
 
 
 class EventSourcedStore:
@@ -274,7 +259,7 @@ class EventSourcedStore:
     def read(self, aggregate_id: UUID, as_type: type[A]) -> A:
         return self.get(aggregate_id, as_type, shared=True)
 
-    def get(
+    def get(  # noqa: C901 - the read recorded inline (a call a read)
         self,
         aggregate_id: UUID,
         as_type: type[A],
@@ -305,7 +290,13 @@ class EventSourcedStore:
             if aggregate is None:
                 reads.missed(aggregate_id, key, as_type)
             else:
-                reads.saw(key, aggregate)
+                # ``DecisionReads.saw``, inline (a Python call for each of a cycle's ten reads).
+                versions = reads.versions
+                if reads.open and key not in versions:
+                    versions[key] = aggregate._version
+                    reads.read_ids[key] = aggregate._id
+                    if type(aggregate) in reads.targets:
+                        reads.unchecked.add(key)
                 if shared:
                     # Read-only, even if it was not kept as a snapshot (most are frozen
                     # already: freeze's own first test, inline, spares the call).
@@ -359,7 +350,7 @@ class EventSourcedStore:
         reads = self._local.reads  # an attribute, not the property's call
         # What Application.save does for us (no snapshotting, no in-process subscribers),
         # without its per-object protocol checks.
-        pending, written = _collected(aggregates)
+        pending, written = collected(aggregates)
         self._forget_read(reads, written)
         # What this commit relied on without writing it (what it writes, the primary key
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
@@ -404,11 +395,14 @@ class EventSourcedStore:
             if along is not None:
                 along.absent.discard(aggregate_id)
 
-    def _keep(self, pending: _Pending, final: bool, since: int) -> None:
+    def _keep(self, pending: Pending, final: bool, since: int) -> None:
         """What a commit wrote becomes the snapshot this process holds (and, every
         ``snapshot_interval`` events of a snapshotted class, a stored one)."""
         reads = self._local.reads  # an attribute, not the property's call
+        versions = reads.versions
+        kept: list[tuple[UUID, Aggregate]] = []
         to_store: list[Aggregate] = []
+        snapshotted_classes = stored_snapshots._SNAPSHOTTED_CLASSES
         for aggregate, events in pending:
             if not events:
                 continue
@@ -419,12 +413,18 @@ class EventSourcedStore:
                 # The caller keeps its object and may change it further: the snapshot is a copy.
                 snapshot = copy_aggregate(aggregate)
             aggregate_id = aggregate._id
+            kept.append((aggregate_id, snapshot))
             key = aggregate_id.int
-            self._snapshots.put(aggregate_id, snapshot, since)
-            if key in reads.versions:
-                reads.versions[key] = aggregate._version
-            if stored_snapshots.crossed(snapshot, len(events), self.snapshot_interval):
+            if key in versions:
+                versions[key] = aggregate._version
+            # ``crossed``'s own first test, inline: most classes are known not to be
+            # snapshotted, and the call costs more than the answer.
+            if snapshotted_classes.get(type(snapshot)) is not False and stored_snapshots.crossed(
+                snapshot, len(events), self.snapshot_interval
+            ):
                 to_store.append(snapshot)
+        # One call and one hold of the cache's lock for the commit's aggregates, in order.
+        self._snapshots.put_many(kept, since)
         if to_store:
             self._store_snapshots(to_store)
 

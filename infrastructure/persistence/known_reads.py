@@ -60,8 +60,11 @@ class KnownReads:
         aggregate's latest; None if any is not (or ``expected`` is empty)."""
         if not expected:
             return None
-        # (Ids inline, not through _key: a Python call an id would cost more than the rest.)
-        with self._lock:
+        # (Ids inline, not through _key: a Python call an id would cost more than the rest;
+        # the lock's own methods, not ``with``, which looks up two special methods.)
+        lock = self._lock
+        lock.acquire()
+        try:
             position = self._position
             if position is None:
                 return None
@@ -70,6 +73,8 @@ class KnownReads:
                 key = aggregate_id.int if type(aggregate_id) is UUID else _key(aggregate_id)
                 if version is None or get(key) != version:
                     return None
+        finally:
+            lock.release()
         return position
 
     def committed(
@@ -82,7 +87,9 @@ class KnownReads:
     ) -> None:
         """A commit of ``events`` relying on ``expected``, which claimed ``claimed``,
         returned ids ``first``..``last``."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             versions = self._versions
             position = self._position
             if position is None or first != position + 1 or len(versions) > KEPT:
@@ -102,6 +109,8 @@ class KnownReads:
                 key = originator.int if type(originator) is UUID else _key(originator)
                 versions[key] = event.originator_version
             self._position = last
+        finally:
+            lock.release()
 
     def forget(self) -> None:
         """Nothing known any more (until the next commit that returns)."""

@@ -34,10 +34,8 @@ which decode the events themselves (``infrastructure/persistence/log_decoder.py`
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache, partial
-from time import time
 from typing import Any, NamedTuple, NoReturn
 from uuid import UUID
 
@@ -45,10 +43,15 @@ from countersign.infrastructure.persistence.hexes import HEXES as _HEXES
 from countersign.infrastructure.persistence.hexes import hex_of as _hex
 from countersign.infrastructure.persistence.known_reads import KnownReads
 from countersign.infrastructure.persistence.sqlite_known_reads import first_moved
+from countersign.infrastructure.persistence.sqlite_pool import (  # the pool's home since s29
+    STATEMENT_CACHE as STATEMENT_CACHE,
+)
+from countersign.infrastructure.persistence.sqlite_pool import (
+    _commit_cursor,
+    _StatementCachingPool,
+)
+from countersign.infrastructure.persistence.sqlite_pool import _QueueLock as _QueueLock
 from eventsourcing.persistence import (
-    ConnectionNotFromPoolError,
-    ConnectionPoolClosedError,
-    ConnectionUnavailableError,
     DatabaseError,
     DataError,
     IntegrityError,
@@ -62,10 +65,8 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 from eventsourcing.sqlite import (
-    SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
     SQLiteConnection,
-    SQLiteConnectionPool,
     SQLiteCursor,
     SQLiteFactory,
 )
@@ -183,7 +184,8 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        expected = expected_versions(kwargs)
+        # ``expected_versions(kwargs)``, inline (a Python call a commit).
+        expected: Mapping[UUID, int | None] = kwargs.get(EXPECTED_VERSIONS) or {}
         # The datastore's get_connection(commit=True), without its generator-based context
         # manager: the pool's writer connection, given back whatever happens.
         pool = self.datastore.pool
@@ -201,54 +203,45 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
             # The library's SQLiteTransaction, begun IMMEDIATE (the write lock is taken
             # first, so no other process can commit between our check and our insert), on
             # the sqlite3 connection's own cursor (the library's wraps each of its methods in
-            # a Python call): BEGIN IMMEDIATE, the statements, the cursor closed, then
-            # commit, or rollback on any error, sqlite3's errors raised as the library's.
+            # a Python call; this one is kept for the next commit: sqlite_pool): BEGIN
+            # IMMEDIATE, the statements, then commit, or rollback on any error, sqlite3's
+            # errors raised as the library's.
             sqlite_conn = connection._sqlite_conn
-            cursor = sqlite_conn.cursor()
-            # Rows as plain tuples: the read-set check indexes its one row (the connection's
-            # ``sqlite3.Row`` is a Python object made for each row fetched).
-            cursor.row_factory = None
+            cursor = _commit_cursor(connection)
             try:
                 cursor.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as error:  # "database is locked" past the timeout
-                cursor.close()
                 raise OperationalError(error) from error
             try:
-                try:
-                    if claimed is None:
-                        if expected:
-                            self._check_read_set(cursor, expected)
-                        ids = self._insert_events(cursor, stored_events, **kwargs)
-                    else:
-                        # Known current as of rowid ``claimed``: the INSERT (one statement,
-                        # so a failed one wrote nothing) first, and the check only if rows
-                        # came between, or if the INSERT failed (sqlite_known_reads).
-                        try:
-                            ids = self._insert_events(cursor, stored_events, **kwargs)
-                        except sqlite3.Error:
-                            # Refused as when the check came first: a moved read set ahead
-                            # of the INSERT's own error (the primary key's, most often).
-                            self._check_read_set(cursor, expected)
-                            raise
-                        if ids[0] != claimed + 1:
-                            self._check_read_set(cursor, expected, ids[0])
-                except BaseException:
-                    cursor.close()
-                    raise
+                if claimed is None:
+                    if expected:
+                        self._check_read_set(cursor, expected)
+                    ids = self._insert_events(cursor, stored_events)
+                else:
+                    # Known current as of rowid ``claimed``: the INSERT (one statement,
+                    # so a failed one wrote nothing) first, and the check only if rows
+                    # came between, or if the INSERT failed (sqlite_known_reads).
+                    try:
+                        # One INSERT's worth (the claim's condition): its one statement.
+                        ids = self._insert_chunk(cursor, stored_events)
+                    except sqlite3.Error:
+                        # Refused as when the check came first: a moved read set ahead
+                        # of the INSERT's own error (the primary key's, most often).
+                        self._check_read_set(cursor, expected)
+                        raise
+                    if ids[0] != claimed + 1:
+                        self._check_read_set(cursor, expected, ids[0])
             except BaseException as error:
                 # Whatever this commit was to be, nothing of it is known (a refusal says
                 # another commit came between anyway).
                 known.forget()
                 _rolled_back(sqlite_conn, error)
             try:
-                try:
-                    # COMMIT as a statement of the connection's cache: the sqlite3 module's
-                    # ``commit()`` compiles "COMMIT" again at every call (Python 3.11). The
-                    # same statement, so the same outcome: a failed COMMIT (SQLITE_BUSY)
-                    # leaves the transaction open, as ``commit()`` does.
-                    cursor.execute("COMMIT")
-                finally:
-                    cursor.close()
+                # COMMIT as a statement of the connection's cache: the sqlite3 module's
+                # ``commit()`` compiles "COMMIT" again at every call (Python 3.11). The
+                # same statement, so the same outcome: a failed COMMIT (SQLITE_BUSY)
+                # leaves the transaction open, as ``commit()`` does.
+                cursor.execute("COMMIT")
             except sqlite3.Error as error:
                 known.forget()  # committed or not: not known
                 raise _library_error(error) from error
@@ -288,174 +281,45 @@ class CountersignSQLiteRecorder(SQLiteApplicationRecorder):
     def _insert_events(
         self, c: SQLiteCursor | sqlite3.Cursor, stored_events: Sequence[StoredEvent], **_: Any
     ) -> list[int]:
-        notification_ids: list[int] = []
-        for start in range(0, len(stored_events), self.INSERT_CHUNK):
-            chunk = stored_events[start : start + self.INSERT_CHUNK]
-            c.execute(
-                _insert_statement(self.events_table_name, len(chunk)),
-                [
-                    value
-                    for e in chunk
-                    for value in (
-                        (_HEXES.get(e.originator_id.int) or _hex(e.originator_id))
-                        if type(e.originator_id) is UUID
-                        else e.originator_id.hex
-                        if isinstance(e.originator_id, UUID)
-                        else e.originator_id,
-                        e.originator_version,
-                        e.topic,
-                        # A blob as a bytearray: the sqlite3 module binds both alike, but
-                        # passes only exact int, float, str and bytearray values without
-                        # asking its adapter registry first (about 1,350 instructions a
-                        # bytes value, against the copy's cost).
-                        bytearray(e.state),
-                    )
-                ],
-            )
-            # One statement under the write lock: each row's rowid is one more than the
-            # largest before it, so the chunk's ids are the ones up to the last.
-            last: int = c.lastrowid  # type: ignore[assignment]  # set by the INSERT
-            notification_ids.extend(range(last - len(chunk) + 1, last + 1))
-        return notification_ids
+        count = len(stored_events)
+        if count > self.INSERT_CHUNK:
+            notification_ids: list[int] = []
+            for start in range(0, count, self.INSERT_CHUNK):
+                notification_ids += self._insert_chunk(
+                    c, stored_events[start : start + self.INSERT_CHUNK]
+                )
+            return notification_ids
+        return self._insert_chunk(c, stored_events) if count else []
 
-
-class _QueueLock:
-    """The pool's queue of threads waiting for a connection: the library's is a
-    ``threading.Semaphore()`` of one, written in Python (a condition, a lock, a loop and
-    the clock at every take); a lock of the interpreter's own is the same queue in C. Either
-    may be released by a thread other than the one that took it."""
-
-    __slots__ = ("_lock",)
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        return self._lock.acquire(blocking, -1 if timeout is None else timeout)
-
-    def release(self) -> None:
-        self._lock.release()
-
-
-class _StatementCachingPool(SQLiteConnectionPool):
-    """The library's SQLite connection pool, with a statement cache on each connection.
-
-    eventsourcing 9.5.6 opens its connections with ``cached_statements=True``, which the
-    sqlite3 module reads as a cache of ONE prepared statement: every commit's BEGIN, checks
-    and INSERT were compiled again each time (a read-set check cost 13 us in a commit
-    against 3 us with a cache). This is its ``_create_connection`` with the module's
-    default cache of 128 statements; and the queue of threads waiting for a connection is a
-    lock in C (``_QueueLock``) where the library's is a semaphore written in Python. Nothing
-    else differs.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._get_semaphore = _QueueLock()  # type: ignore[assignment]
-        # The library's condition over a lock of our own (the library makes it over a new
-        # RLock too), so that the short ways below hold that lock without a Python call.
-        self._put_lock = threading.RLock()
-        self._put_condition = threading.Condition(self._put_lock)
-
-    def get_connection(
-        self, timeout: float | None = None, *, is_writer: bool | None = None
-    ) -> SQLiteConnection:
-        """The library's ``get_connection`` (eventsourcing 9.5.6, ``ConnectionPool``), step for
-        step, for this pool: its helpers inlined (the remaining time, the queue's lock, the
-        put condition's lock, ``_get_connection``'s taking of a pooled connection). Anything
-        else takes the library's own way: a pool whose readers and writers exclude each
-        other (in-memory SQLite), one that pings, and an empty pool."""
-        if self._mutually_exclusive_read_write or self.pre_ping:
-            return super().get_connection(timeout, is_writer=is_writer)
-        if self._closed:
-            raise ConnectionPoolClosedError
-        timeout = self.pool_timeout if timeout is None else timeout
-        started = time()
-        queue = self._get_semaphore._lock  # type: ignore[attr-defined]
-        if not queue.acquire(True, timeout):
-            msg = "Timed out waiting for connection pool semaphore"
-            raise ConnectionUnavailableError(msg)
-        try:
-            if is_writer is True:
-                if not self._writer_lock.acquire(timeout=max(0.0, timeout + started - time())):
-                    msg = "Timed out waiting for return of writer"
-                    raise ConnectionUnavailableError(msg)
-                self._num_writers += 1
-            elif is_writer is False:
-                with self._no_readers:
-                    self._num_readers += 1
-            conn = None
-            with self._put_lock:
-                if self._pool:
-                    conn = self._pool.popleft()
-                    conn.in_use.acquire()
-                    if conn._closed:  # closed by its timer: the library's way takes the next
-                        conn = None
-                    else:
-                        self._in_use[id(conn)] = conn
-            if conn is None:
-                conn = self._get_connection(timeout=max(0.0, timeout + started - time()))
-            conn.is_writer = is_writer
-            return conn
-        finally:
-            queue.release()
-
-    def put_connection(self, conn: SQLiteConnection) -> None:
-        """The library's ``put_connection``, step for step, its helpers inlined."""
-        is_writer, conn.is_writer = conn.is_writer, None
-        with self._put_lock:
-            if self._closed:
-                msg = "Pool is closed"
-                raise ConnectionPoolClosedError(msg)
-            try:
-                del self._in_use[id(conn)]
-            except KeyError:
-                msg = "Connection not in use in this pool"
-                raise ConnectionNotFromPoolError(msg) from None
-            if not conn._closed:
-                if not conn._closing.is_set() and len(self._pool) < self.pool_size:
-                    self._pool.append(conn)
-                else:
-                    conn.close()
-            conn.in_use.release()
-            if is_writer is True:
-                self._num_writers -= 1
-                self._writer_lock.release()
-            elif is_writer is False:
-                with self._no_readers:
-                    self._num_readers -= 1
-                    if self._num_readers == 0 and self._mutually_exclusive_read_write:
-                        self._no_readers.notify()
-            # ``notify`` with nobody waiting does nothing (this thread holds its lock), after
-            # a Python call that slices the waiters into a new deque: asked only for someone.
-            if self._put_condition._waiters:  # type: ignore[attr-defined]
-                self._put_condition.notify()
-
-    def _create_connection(self) -> SQLiteConnection:
-        try:
-            connection = sqlite3.connect(
-                database=self.db_name,
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,  # autocommit; transactions are begun explicitly
-                cached_statements=STATEMENT_CACHE,
-                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
-            )
-        except (sqlite3.Error, TypeError) as error:
-            raise InterfaceError(error) from error
-        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            cursor = connection.cursor()
-            cursor.execute("PRAGMA journal_mode;")
-            if cursor.fetchone()[0].lower() != "wal":
-                cursor.execute("PRAGMA journal_mode=WAL;")
-                self.journal_mode_was_changed_to_wal = True
-            self.is_journal_mode_wal = True
-        connection.row_factory = sqlite3.Row
-        return SQLiteConnection(sqlite_conn=connection, max_age=self.max_age)
-
-
-#: Prepared statements kept per SQLite connection (the sqlite3 module's own default).
-STATEMENT_CACHE = 128
+    def _insert_chunk(
+        self, c: SQLiteCursor | sqlite3.Cursor, chunk: Sequence[StoredEvent]
+    ) -> list[int]:
+        """One INSERT of up to ``INSERT_CHUNK`` events; their notification ids."""
+        # The parameters in one flat list, filled by a loop (a comprehension over a tuple
+        # made for each event is a function call and a tuple an event more).
+        values: list[Any] = []
+        append = values.append
+        for e in chunk:
+            originator_id = e.originator_id
+            if type(originator_id) is UUID:
+                append(_HEXES.get(originator_id.int) or _hex(originator_id))
+            elif isinstance(originator_id, UUID):
+                append(originator_id.hex)
+            else:
+                append(originator_id)
+            append(e.originator_version)
+            append(e.topic)
+            # A blob as a bytearray: the sqlite3 module binds both alike, but passes only
+            # exact int, float, str and bytearray values without asking its adapter
+            # registry first (about 1,350 instructions a bytes value, against the copy's
+            # cost).
+            append(bytearray(e.state))
+        count = len(chunk)
+        c.execute(_insert_statement(self.events_table_name, count), values)
+        # One statement under the write lock: each row's rowid is one more than the largest
+        # before it, so the chunk's ids are the ones up to the last.
+        last: int = c.lastrowid  # type: ignore[assignment]  # set by the INSERT
+        return list(range(last - count + 1, last + 1))
 
 
 class CountersignSQLiteFactory(SQLiteFactory):

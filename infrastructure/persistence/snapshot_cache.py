@@ -74,31 +74,42 @@ class SnapshotCache:
         return found
 
     def put(self, aggregate_id: UUID, aggregate: Aggregate, since: int) -> None:
-        key = aggregate_id.int
+        self.put_many(((aggregate_id, aggregate),), since)
+
+    def put_many(self, aggregates: Iterable[tuple[UUID, Aggregate]], since: int) -> None:
+        """``put`` of each (id, aggregate), in order, under one hold of the lock (a commit
+        keeps what it wrote, two or three aggregates, in one call)."""
         lock = self._lock
         lock.acquire()
         try:
-            if since < self._forgotten or self._dropped.get(key, -1) > since:
-                return  # dropped after it was read: older than what the store holds now
-            current = self._items.get(key)
-            # The attributes behind the library's ``version`` property (a Python call).
-            if current is not None and current._version > aggregate._version:
-                return  # another thread stored a newer snapshot meanwhile
-            # Shared from now on, however it got here (commit or load); a commit's final
-            # save froze it already (freeze's own first test, inline, spares the call).
-            reference = _FROZEN.get(id(aggregate))
-            if reference is None or reference() is not aggregate:
-                freeze(aggregate)
-            self._items[key] = aggregate
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            items = self._items
+            dropped = self._dropped
+            forgotten = since < self._forgotten
+            for aggregate_id, aggregate in aggregates:
+                key = aggregate_id.int
+                if forgotten or dropped.get(key, -1) > since:
+                    continue  # dropped after it was read: older than what the store holds
+                current = items.get(key)
+                # The attributes behind the library's ``version`` property (a Python call).
+                if current is not None and current._version > aggregate._version:
+                    continue  # another thread stored a newer snapshot meanwhile
+                # Shared from now on, however it got here (commit or load); a commit's final
+                # save froze it already (freeze's own first test, inline, spares the call).
+                reference = _FROZEN.get(id(aggregate))
+                if reference is None or reference() is not aggregate:
+                    freeze(aggregate)
+                items[key] = aggregate
+                items.move_to_end(key)
+            while len(items) > self.size:
+                items.popitem(last=False)
         finally:
             lock.release()
 
     def drop(self, aggregate_id: UUID) -> None:
         key = aggregate_id.int
-        with self._lock:
+        lock = self._lock  # its own methods, not ``with`` (two special methods): three a cycle
+        lock.acquire()
+        try:
             self._generation += 1
             self._items.pop(key, None)
             self._dropped[key] = self._generation
@@ -106,3 +117,5 @@ class SnapshotCache:
             while len(self._dropped) > self.size:
                 _, generation = self._dropped.popitem(last=False)
                 self._forgotten = max(self._forgotten, generation)
+        finally:
+            lock.release()

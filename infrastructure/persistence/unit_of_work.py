@@ -163,7 +163,11 @@ class StoreUnitOfWork:
         losses = 0
         while True:
             ids = self._read_sets.with_remembered(named, key)
-            with self.store.reading(ids, held=held, targets=reads.targets) as read:
+            # ``with store.reading(...) as read:`` written out: its ``__enter__`` and
+            # ``__exit__`` are two Python calls a decision; the block's end closes the reads
+            # whichever way it is left, as ``__exit__`` did.
+            read = self.store.reading(ids, held=held, targets=reads.targets)
+            try:
                 try:
                     decided = decision(self.store)
                 except CountersignError:
@@ -187,6 +191,8 @@ class StoreUnitOfWork:
                     losses += 1  # a fact it read or writes moved on: decide again
                 else:
                     return decided.answer
+            finally:
+                read.close()
             if losses >= ATTEMPTS:
                 log.warning("a decision on %s lost %d races on shared facts", named, losses)
                 raise ConcurrencyConflictError(
