@@ -6,11 +6,13 @@
 - ``domain/uuids.py``: ``new_id_prefix()`` is ``new_id().hex[:16]``;
 - ``domain/club/ids.py``: the inline key of a name and one or two ids is ``_usual_key``'s;
 - ``email_broadcast.apply_draft``'s arguments validated from one dict are the model made
-  field by field.
+  field by field;
+- ``Proposal.propose`` given every field makes what it makes given the required ones alone.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4, uuid5
 
@@ -27,6 +29,7 @@ from countersign.domain.contracts.base import CHECKED_ITSELF, ContractRequest
 from countersign.domain.contracts.model_calls import dumped, validated
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import parse_request
+from countersign.domain.proposal import Proposal
 from pydantic import BaseModel, ConfigDict
 
 # -- a nested request's texts ---------------------------------------------------------------------
@@ -197,3 +200,39 @@ def test_broadcast_arguments_from_one_dict_are_the_model_made_field_by_field():
     assert type(from_dict.filters) is DraftFilters
     assert type(from_dict.form_id) is UUID
     assert dumped(from_dict) == dumped(by_fields)
+
+
+# -- a proposal's optional fields -----------------------------------------------------------------
+
+
+def test_a_proposal_given_every_field_is_the_one_given_the_required_alone():
+    """``Proposal.propose`` fills only what is missing: given all the optional fields as None,
+    or none of them, the ``Proposed`` event, its digest and its link are the same."""
+    required: dict[str, Any] = {
+        "id": uuid4(),
+        "organization_id": uuid4(),
+        "section": "orders",
+        "resource_id": uuid4(),
+        "requested_by": "ava@granite.example",
+        "interaction_id": "int-1",
+        "kind": "order.refund_missing_discount",
+        "contract_version": 1,
+        "arguments": {"a": 1},
+        "preview": {"p": 1},
+        "expires_at": datetime(2026, 12, 1, tzinfo=UTC),
+    }
+    optional = {"request": None, "revision_of": None, "policy": None, "origin": None}
+    made = [
+        Proposal.propose(**required),
+        Proposal.propose(**required, **optional),  # one still missing: resource_key
+        Proposal.propose(**required, **optional, resource_key=None),
+    ]
+    events = [proposal.collect_events()[0].__dict__ for proposal in made]
+    for event in events:
+        event.pop("timestamp")
+    assert events[0] == events[1] == events[2]
+    assert {"request", "revision_of", "policy", "origin", "resource_key"} <= events[0].keys()
+    assert len({(p.digest, p.chain) for p in made}) == 1
+    given = Proposal.propose(**required, **optional, resource_key="INV-1")
+    assert given.resource_key == "INV-1"
+    assert given.chain != made[0].chain
