@@ -7,7 +7,8 @@
 - ``domain/club/ids.py``: the inline key of a name and one or two ids is ``_usual_key``'s;
 - ``email_broadcast.apply_draft``'s arguments validated from one dict are the model made
   field by field;
-- ``Proposal.propose`` given every field makes what it makes given the required ones alone.
+- ``Proposal.propose`` given every field makes what it makes given the required ones alone;
+- a request of at most MAX_PROBLEMS keys is not looked at key by key for unknown ones.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from countersign.domain.contracts.apply_broadcast_draft import (
 )
 from countersign.domain.contracts.base import CHECKED_ITSELF, ContractRequest
 from countersign.domain.contracts.model_calls import dumped, validated
-from countersign.domain.contracts.problems import InvalidRequestError
-from countersign.domain.contracts.request_errors import parse_request
+from countersign.domain.contracts.problems import MAX_PROBLEMS, InvalidRequestError
+from countersign.domain.contracts.request_errors import _bounded_unknown_keys, parse_request
 from countersign.domain.proposal import Proposal
 from pydantic import BaseModel, ConfigDict
 
@@ -236,3 +237,22 @@ def test_a_proposal_given_every_field_is_the_one_given_the_required_alone():
     given = Proposal.propose(**required, **optional, resource_key="INV-1")
     assert given.resource_key == "INV-1"
     assert given.chain != made[0].chain
+
+
+# -- a request's unknown keys ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unknown", [0, 19, 20, 21, 25])
+@pytest.mark.parametrize("known", [0, 3])
+def test_at_most_max_problems_unknown_keys_are_kept_and_the_rest_counted(unknown: int, known: int):
+    """A request of MAX_PROBLEMS keys or fewer is handed on as it is (it cannot hold more
+    unknown keys than are reported); a larger one keeps its known keys and the first
+    MAX_PROBLEMS unknown ones."""
+    raw: dict[str, Any] = {f"x{i}": i for i in range(unknown)}
+    raw.update(list({"filters": {}, "subject": "s", "body": "b"}.items())[:known])
+    kept, dropped = _bounded_unknown_keys(BroadcastDraftRequest, raw)
+    assert dropped == max(0, unknown - MAX_PROBLEMS)
+    assert len(kept) == min(unknown, MAX_PROBLEMS) + known
+    assert list(kept) == [key for key in raw if key in kept]  # the first ones, in order
+    if dropped == 0:
+        assert kept is raw
