@@ -48,6 +48,13 @@ def new_id() -> UUID:
     return made
 
 
+def new_id_prefix() -> str:
+    """``new_id().hex[:16]``: the first 16 hex digits of a new random id (its version digit
+    among them), written from its number without making the ``UUID`` (``UUID.hex`` is a
+    Python property)."""
+    return f"{((_from_bytes(urandom(16), 'big') & _CLEAR) | _SET) >> 64:016x}"
+
+
 def id_text(value: UUID) -> str:
     """``str(value)``, remembered (for an exact ``UUID``)."""
     text = _TEXTS.get(value.int) if type(value) is UUID else None

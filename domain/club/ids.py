@@ -16,7 +16,14 @@ _IDS: dict[tuple[object, ...], UUID] = {}
 
 
 def stable_id(*parts: str | UUID) -> UUID:
-    key = _usual_key(parts)
+    # A name and one or two ids (most calls): ``_usual_key``'s key, made here without its call.
+    count = len(parts)
+    if count == 2 and type(parts[0]) is str and type(parts[1]) is UUID:
+        key: tuple[object, ...] | None = (parts[0], parts[1].int)
+    elif count == 3 and type(parts[0]) is str and type(parts[1]) is UUID and type(parts[2]) is UUID:
+        key = (parts[0], parts[1].int, parts[2].int)
+    else:
+        key = _usual_key(parts)
     if key is None:
         # A loop: a comprehension is a call of its own.
         listed: list[object] = []

@@ -23,7 +23,7 @@ from countersign.domain.contracts.base import (
     Siblings,
 )
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
-from countersign.domain.contracts.model_calls import dumped
+from countersign.domain.contracts.model_calls import dumped, validated
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
@@ -206,12 +206,17 @@ class ApplyBroadcastDraft(
         check_leagues_exist(facts.roster, request.filters.leagues)
         audience = len(facts.roster.audience(leagues))
         check_audience(audience)
-        arguments = BroadcastDraftArguments(
-            form_id=facts.form.id,
-            filters=DraftFilters(leagues=leagues),
-            subject=request.subject,
-            body=request.body,
-            audience_count=audience,
+        # Validated from one dict, the filters' among it: ``DraftFilters(...)`` inside
+        # ``BroadcastDraftArguments(...)`` is a validation and a Python ``__init__`` more.
+        arguments = validated(
+            BroadcastDraftArguments,
+            {
+                "form_id": facts.form.id,
+                "filters": {"leagues": leagues},
+                "subject": request.subject,
+                "body": request.body,
+                "audience_count": audience,
+            },
         )
         preview = BroadcastDraftPreview(
             filters_in_words=describe_filters(leagues),

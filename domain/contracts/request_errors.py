@@ -156,6 +156,8 @@ def _bounded_unknown_keys(
     """``raw`` with at most MAX_PROBLEMS unknown keys (the first ones), and how many were left
     out: each unknown key is one problem, and only MAX_PROBLEMS are ever reported, so there is
     no need to have the validator build an error for each of a flood of them."""
+    if len(raw) <= MAX_PROBLEMS:
+        return raw, 0  # too few keys to leave any out: not looked at one by one
     known = _known_keys(model)
     unknown = 0
     kept: dict[Any, Any] = {}
