@@ -148,14 +148,10 @@ class ApprovePath:
         )
         if digest != proposal.digest:
             return Commit([proposal], failed(proposal, "ContractDigestMismatch"))
-        execution = ExecutionContract(  # what the claim yields: the only thing that executes
-            proposal_id=proposal.id,
-            kind=proposal.kind,
-            scope=proposal.scope,
-            arguments=arguments,
-            approved_by=member.email,
-            approved_at=now,
-            attempt_id=attempt_id,
+        # What the claim yields, the only thing that executes: proposal_id, kind, scope,
+        # arguments, approved_by, approved_at, attempt_id (by position: keywords build a dict).
+        execution = ExecutionContract(
+            proposal.id, proposal.kind, proposal.scope, arguments, member.email, now, attempt_id
         )
         # 7. Revalidate against the facts as they are now; a changed one fails closed.
         try:
@@ -234,9 +230,10 @@ class ApprovePath:
             return Answer(approval_report(proposal, refusal))
         if checked is not None:
             signed.append(checked)
-        if len(proposal.approvals) + 1 >= proposal.approvals_required:
-            recheck(proposal, org, contract)
-        if len(proposal.approvals) + 1 < proposal.approvals_required:
+        required = proposal.approvals_required
+        if proposal.approvals and len(proposal.approvals) + 1 >= required:
+            recheck(proposal, org, contract)  # none to recheck for a first approval
+        if len(proposal.approvals) + 1 < required:
             assertion = None if checked is None else checked.assertion
             proposal.approve(email, now, passkey=assertion, **approval.fields)
             return Commit([proposal], awaiting_approvals(proposal))
