@@ -144,7 +144,8 @@ class Proposal(Aggregate):
     @property
     def scope(self) -> Scope:
         section = Section(self.section)
-        return Scope(self.organization_id, section, self.resource_id, key=self.resource_key)
+        # By position (keywords build a dict): organization_id, section, resource_id, key.
+        return Scope(self.organization_id, section, self.resource_id, self.resource_key)
 
     @property
     def is_finished(self) -> bool:

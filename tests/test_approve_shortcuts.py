@@ -13,9 +13,11 @@ from uuid import uuid4
 
 import pytest
 from countersign.application import approve_path
+from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import parse_id
 from countersign.application.reports import approval_report, executed_report
 from countersign.domain.club.broadcasts import BroadcastForm
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts.apply_broadcast_draft import ApplyBroadcastDraft
 from countersign.domain.errors import IllegalTransitionError
 from countersign.domain.hash_chain import chain_link, contract_digest
@@ -231,3 +233,43 @@ def test_applying_a_draft_keeps_the_pending_sends_and_drops_the_settled(status):
         replayed = event.mutate(replayed)
     assert replayed is not None
     assert vars(replayed)["_sends"] == pending
+
+
+def test_a_proposal_expires_at_its_expiry_and_not_a_moment_before(cs, seeded, clock):
+    due = proposal(cs, seeded, operation=DRAFT)
+    clock._now = due.expires_at  # the open test is ``now < expires_at``: at it, expired
+    expired = cs.proposals.approve(due.proposal_id, AVA)
+    assert (expired.result, expired.reason, expired.status) == (
+        "not_approvable",
+        "expired",
+        "expired",
+    )
+    events = cs.audit.history(due.proposal_id)["events"]
+    assert [e["type"] for e in events] == ["Proposed", "Expired"]
+    again = cs.proposals.approve(due.proposal_id, AVA)  # no longer pending: stored state
+    assert (again.reason, again.status) == ("expired", "expired")
+    assert [e["type"] for e in cs.audit.history(due.proposal_id)["events"]] == [
+        "Proposed",
+        "Expired",
+    ]
+
+    open_ = proposal(cs, seeded, operation=DRAFT)
+    clock._now = open_.expires_at - timedelta(microseconds=1)
+    assert cs.proposals.approve(open_.proposal_id, AVA).result == "executed"
+
+
+def test_the_claims_approval_records_the_members_role_membership_and_credential(cs, seeded):
+    created = proposal(cs, seeded, operation=DRAFT)
+    caller = Caller(AVA, credential=Credential.APPROVER_TOKEN, service="desk")
+    assert cs.proposals.approve(created.proposal_id, caller).result == "executed"
+
+    stored = cs.store.get(parse_id(created.proposal_id, "proposal"), Proposal)
+    organization = cs.store.get(stored.organization_id, Organization)
+    member = organization.member(AVA)
+    assert member is not None
+    assert stored.approvals == (AVA,)
+    assert stored.approver_roles == (member.role,)
+    assert stored.approver_memberships == (member.membership_id,)
+    assert member.membership_id is not None
+    assert stored.approver_credentials == ("approver_token:desk",)
+    assert stored.approval_passkeys == (None,)
