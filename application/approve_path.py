@@ -118,9 +118,8 @@ class ApprovePath:
         require_decider(caller)
         # 3. Check that it is pending and not expired (recording Expired if it is).
         now = self.clock.now()
-        closed = self._closed_to_approval(proposal, now)
-        if closed is not None:
-            return closed
+        if proposal.status != PENDING or proposal.is_expired_at(now):
+            return self._closed_to_approval(proposal, now)
         # 4. Check the approval policy it was frozen under: whether the requester may approve
         #    it; whether it takes a passkey, and this approval was signed with one of the
         #    approver's over this proposal's digest; and whether this approval is the last one
@@ -135,8 +134,14 @@ class ApprovePath:
         assertion = signed[0].assertion if signed else None
         # 5. Claim: the last Approved and Claimed, in the one commit this decision makes.
         attempt_id = new_id()
-        proposal.approve_and_claim(
-            member.email, now, attempt_id, passkey=assertion, **approval.fields
+        proposal.approve_and_claim(  # Approval.fields, named without a dict of them
+            member.email,
+            now,
+            attempt_id,
+            member.role,
+            assertion,
+            credential=approval.credential,
+            membership_id=member.membership_id,
         )
         # 6. Decode the arguments and check the digest: what runs is what the approver saw.
         try:
@@ -148,14 +153,10 @@ class ApprovePath:
         )
         if digest != proposal.digest:
             return Commit([proposal], failed(proposal, "ContractDigestMismatch"))
-        execution = ExecutionContract(  # what the claim yields: the only thing that executes
-            proposal_id=proposal.id,
-            kind=proposal.kind,
-            scope=proposal.scope,
-            arguments=arguments,
-            approved_by=member.email,
-            approved_at=now,
-            attempt_id=attempt_id,
+        # What the claim yields, the only thing that executes: proposal_id, kind, scope,
+        # arguments, approved_by, approved_at, attempt_id (by position: keywords build a dict).
+        execution = ExecutionContract(
+            proposal.id, proposal.kind, proposal.scope, arguments, member.email, now, attempt_id
         )
         # 7. Revalidate against the facts as they are now; a changed one fails closed.
         try:
@@ -187,17 +188,15 @@ class ApprovePath:
             return Commit([proposal], failed(proposal, "UnknownEffectProvider"))
         return Commit([proposal, *loaded.aggregates()], CallOut(contract, execution, effect))
 
-    def _closed_to_approval(self, proposal: Proposal, now: datetime) -> _Claim | None:
+    def _closed_to_approval(self, proposal: Proposal, now: datetime) -> _Claim:
         """Step 3: the answer of a proposal that is no longer pending (its stored outcome, or
-        why not), or of one past its expiry (recording Expired); None if it is open."""
+        why not), or of one past its expiry (recording Expired)."""
         decided = self._decided(proposal)
         if decided is not None:
             return Answer(approval_report(proposal, decided))
-        if proposal.is_expired_at(now):
-            proposal.expire(now)
-            expired = NotApprovable(NotApprovableReason.EXPIRED)
-            return Commit([proposal], approval_report(proposal, expired))
-        return None
+        proposal.expire(now)  # pending, so past its expiry
+        expired = NotApprovable(NotApprovableReason.EXPIRED)
+        return Commit([proposal], approval_report(proposal, expired))
 
     def _policy_short_of_claim(
         self,
@@ -228,15 +227,21 @@ class ApprovePath:
             if lapse_reason(proposal, org, contract, email) is None:
                 return Answer(awaiting_approvals(proposal, again=True))
             proposal.lapse_approval(email, "rejoined")
-        checked = self._passkey_check(store, proposal, approval.member, passkey)
+        # Most approvals: no passkey given and none required, which every check answers None.
+        checked = (
+            None
+            if passkey is None and not proposal.requires_passkey
+            else self._passkey_check(store, proposal, approval.member, passkey)
+        )
         if isinstance(checked, PasskeyRefusal):
             refusal = NotApprovable(NotApprovableReason(checked.reason))
             return Answer(approval_report(proposal, refusal))
         if checked is not None:
             signed.append(checked)
-        if len(proposal.approvals) + 1 >= proposal.approvals_required:
-            recheck(proposal, org, contract)
-        if len(proposal.approvals) + 1 < proposal.approvals_required:
+        required = proposal.approvals_required
+        if proposal.approvals and len(proposal.approvals) + 1 >= required:
+            recheck(proposal, org, contract)  # none to recheck for a first approval
+        if len(proposal.approvals) + 1 < required:
             assertion = None if checked is None else checked.assertion
             proposal.approve(email, now, passkey=assertion, **approval.fields)
             return Commit([proposal], awaiting_approvals(proposal))

@@ -196,7 +196,7 @@ class ProposalService(ApprovePath):
         try:
             pid = parse_id(proposal_id, "proposal")
             claimed = self.store.decide(
-                Reads([pid, *claim_reads(seen)]),
+                Reads([pid] if seen is None else [pid, *claim_reads(seen)]),
                 lambda store: self._claim(store, pid, caller, passkey_assertion),
             )
         except NotFoundError:

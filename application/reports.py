@@ -222,13 +222,10 @@ def executed_report(proposal: Proposal, message: str | None) -> ApprovalReport:
     written already (``success_message``; None: written from the stored outcome)."""
     if message is None:
         return approval_report(proposal)
+    # result, proposal_id, status, outcome, reason, message: by position (keywords build a
+    # dict in 3.11), the rest left to their defaults.
     return ApprovalReport(
-        result="executed",
-        proposal_id=id_text(proposal.id),
-        status=str(proposal.status),
-        outcome=own(proposal.outcome),
-        reason=None,
-        message=message,
+        "executed", id_text(proposal.id), str(proposal.status), own(proposal.outcome), None, message
     )
 
 

@@ -149,7 +149,8 @@ class Proposal(Aggregate):
     @property
     def scope(self) -> Scope:
         section = Section(self.section)
-        return Scope(self.organization_id, section, self.resource_id, key=self.resource_key)
+        # By position (keywords build a dict): organization_id, section, resource_id, key.
+        return Scope(self.organization_id, section, self.resource_id, self.resource_key)
 
     @property
     def is_finished(self) -> bool:
@@ -197,8 +198,9 @@ class Proposal(Aggregate):
         ``role``: the approver's role in the club as they approve (manager, staff...);
         ``passkey``: the verified assertion it was signed with, if any; ``credential``: what
         they presented; ``membership_id``: which membership approved."""
-        self.check_is("approve", PENDING)
-        if self.has_approved(approved_by):
+        if self.status != PENDING:  # check_is, inline: a call fewer on the approve path
+            raise IllegalTransitionError("approve", self.status)
+        if approved_by in self.approvals:
             raise IllegalTransitionError("approve twice", self.status)
         fields: dict[str, Any] = {
             "approved_by": approved_by,
@@ -208,7 +210,9 @@ class Proposal(Aggregate):
             "membership_id": membership_id,
             "passkey": passkey,
         }
-        self.trigger_event(self.Approved, **fields, chain=self._link("Approved", **fields))
+        # The link covers the fields alone; the event takes them and the link (one dict).
+        fields["chain"] = self._link("Approved", **fields)
+        self.trigger_event(self.Approved, **fields)
 
     def approve_and_claim(
         self,
@@ -225,8 +229,8 @@ class Proposal(Aggregate):
         self.approve(
             approved_by, at, role, passkey, credential=credential, membership_id=membership_id
         )
-        fields: dict[str, Any] = {"attempt_id": attempt_id, "claimed_at": at}
-        self.trigger_event(self.Claimed, **fields, chain=self._link("Claimed", **fields))
+        chain = self._link("Claimed", attempt_id=attempt_id, claimed_at=at)
+        self.trigger_event(self.Claimed, attempt_id=attempt_id, claimed_at=at, chain=chain)
 
     def lapse_approval(self, approved_by: str, reason: str) -> None:
         """An earlier approval no longer counts towards the quorum (its approver left the
@@ -249,13 +253,16 @@ class Proposal(Aggregate):
         self.trigger_event(self.Superseded, **fields, chain=self._link("Superseded", **fields))
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
-        self.check_is("revalidate", EXECUTING)
+        if self.status != EXECUTING:  # check_is, inline (the approve path's every claim)
+            raise IllegalTransitionError("revalidate", self.status)
         self.trigger_event(
             self.Revalidated, facts=facts, chain=self._link("Revalidated", facts=facts)
         )
 
     def succeed(self, outcome: dict[str, Any]) -> None:
-        self.check_is("complete", EXECUTING, RECONCILING)
+        status = self.status
+        if status != EXECUTING and status != RECONCILING:  # check_is, inline
+            raise IllegalTransitionError("complete", status)
         self.trigger_event(
             self.Succeeded, outcome=outcome, chain=self._link("Succeeded", outcome=outcome)
         )

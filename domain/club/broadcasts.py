@@ -160,9 +160,16 @@ class BroadcastForm(Aggregate):
             aggregate.applied_from = self.proposal_id
             aggregate.drafts_applied += 1
             # The earlier drafts can no longer be sent: their settled sends decide nothing now.
-            aggregate._sends = {
-                key: send for key, send in aggregate._sends.items() if send["status"] == "pending"
-            }
+            # (Kept as it is when every send is pending, most often none: the comprehension is
+            # a call of its own.)
+            for send in aggregate._sends.values():
+                if send["status"] != "pending":
+                    aggregate._sends = {
+                        key: send
+                        for key, send in aggregate._sends.items()
+                        if send["status"] == "pending"
+                    }
+                    break
 
     class SendStarted(Aggregate.Event):
         proposal_id: str
