@@ -120,7 +120,7 @@ def test_control_characters_cannot_disguise_what_the_reviewer_sees(cs, seeded):
 def test_printable_text_holds_no_control_character():
     """``check_text`` lets printable text through without its pattern: every character the
     patterns refuse is unprintable, so such text is refused by the pattern still."""
-    from countersign.domain.contracts.base import _CONTROL_OR_NEWLINE, check_text
+    from countersign.domain.contracts.request_model import _CONTROL_OR_NEWLINE, check_text
 
     refused = [chr(c) for c in range(0x110000) if _CONTROL_OR_NEWLINE.match(chr(c))]
     assert len(refused) == 0x20 + 0x21

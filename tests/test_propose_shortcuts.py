@@ -26,10 +26,10 @@ from countersign.domain.contracts.apply_broadcast_draft import (
     BroadcastDraftRequest,
     DraftFilters,
 )
-from countersign.domain.contracts.base import CHECKED_ITSELF, ContractRequest
 from countersign.domain.contracts.model_calls import dumped, validated
 from countersign.domain.contracts.problems import MAX_PROBLEMS, InvalidRequestError
 from countersign.domain.contracts.request_errors import _bounded_unknown_keys, parse_request
+from countersign.domain.contracts.request_model import CHECKED_ITSELF, ContractRequest
 from countersign.domain.proposal import Proposal
 from pydantic import BaseModel, ConfigDict
 
