@@ -39,6 +39,9 @@ from eventsourcing.domain import Aggregate, event
 from eventsourcing.persistence import ConnectionUnavailableError, IntegrityError, StoredEvent
 from eventsourcing.utils import Environment
 
+from tests.conftest import DRAFT
+from tests.support.proposing import propose
+
 
 class _Counter(Aggregate):
     def __init__(self) -> None:
@@ -260,14 +263,8 @@ def test_a_swapped_sqlite_connection_gets_a_cursor_of_its_own(recorder: Any) -> 
 
 
 def _proposal_id(cs: Any, seeded: dict[str, Any]) -> UUID:
-    created = cs.proposals.propose(
-        organization="granite",
-        actor="ava@granite.example",
-        operation="email_broadcast.apply_draft",
-        resource_id=seeded["broadcast_forms"]["granite"],
-        request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "S", "body": "B"},
-    )
-    return UUID(created.proposal_id)
+    """A pending broadcast draft on granite's form (tests.support.proposing)."""
+    return UUID(propose(cs, seeded, operation=DRAFT))
 
 
 def test_a_decision_that_raises_leaves_its_reads_closed(cs: Any, seeded: dict[str, Any]) -> None:

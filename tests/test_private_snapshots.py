@@ -19,16 +19,13 @@ from countersign.domain.proposal_status import EXPIRED, PENDING
 from countersign.infrastructure.persistence import aggregate_copy
 from countersign.infrastructure.persistence.aggregate_copy import SharedSnapshotError
 
+from tests.conftest import DRAFT
+from tests.support.proposing import propose
+
 
 def _pending(cs: Any, seeded: dict[str, Any]) -> UUID:
-    created = cs.proposals.propose(
-        organization="granite",
-        actor="ava@granite.example",
-        operation="email_broadcast.apply_draft",
-        resource_id=seeded["broadcast_forms"]["granite"],
-        request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "S", "body": "B"},
-    )
-    return UUID(created.proposal_id)
+    """A pending broadcast draft on granite's form (tests.support.proposing)."""
+    return UUID(propose(cs, seeded, operation=DRAFT))
 
 
 def _frozen(aggregate: Any) -> bool:
