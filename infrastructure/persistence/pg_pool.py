@@ -193,45 +193,66 @@ class PooledConnection:
         self._conn: psycopg.Connection[Any] | None = None
 
     def __enter__(self) -> psycopg.Connection[Any]:
-        datastore = self._datastore
-        pool = datastore.pool
-        try:
-            wait = datastore.pool_open_timeout is not None
-            if wait or pool._closed:
-                pool.open(wait, datastore.pool_open_timeout or 30.0)
-            conn = getconn(pool)
-        except psycopg.Error as error:
-            raise _translated(error) from error
-        try:
-            for info in datastore.psycopg_type_adapters.values():
-                if not conn.adapters.types.get(info.oid):
-                    register_composite(info, conn)
-            conn.__enter__()
-        except BaseException as error:
-            putconn(pool, conn)
-            if isinstance(error, psycopg.Error):
-                raise _translated(error) from error
-            raise
-        self._conn = conn
+        conn = self._conn = taken(self._datastore)
         return conn
 
     def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> None:
         conn = self._conn
         assert conn is not None
         self._conn = None
-        try:
-            # psycopg's Connection.__exit__ commits (nothing to commit when idle), rolls
-            # back on an error, and closes a connection that is not the pool's (this one is).
-            if (
-                kind is not None
-                or conn.pgconn.transaction_status != _IDLE
-                or conn._tpc is not None
-                or conn._num_transactions
-            ):
-                conn.__exit__(kind, error, traceback)
-        except psycopg.Error as failed:
-            raise _translated(failed) from failed
-        finally:
-            putconn(self._datastore.pool, conn)
+        given_back(self._datastore, conn, kind, error, traceback)
+
+
+def taken(datastore: PostgresDatastore) -> psycopg.Connection[Any]:
+    """``PooledConnection.__enter__``: the pool opened as the library opens it, a connection
+    from it, the library's composite types registered on it, the connection's own context
+    entered; psycopg's errors raised as the library's. (A function, so that the recorder's
+    commit can take a connection without the context object: ``given_back`` ends it.)"""
+    pool = datastore.pool
+    try:
+        wait = datastore.pool_open_timeout is not None
+        if wait or pool._closed:
+            pool.open(wait, datastore.pool_open_timeout or 30.0)
+        conn = getconn(pool)
+    except psycopg.Error as error:
+        raise _translated(error) from error
+    try:
+        for info in datastore.psycopg_type_adapters.values():
+            if not conn.adapters.types.get(info.oid):
+                register_composite(info, conn)
+        conn.__enter__()
+    except BaseException as error:
+        putconn(pool, conn)
         if isinstance(error, psycopg.Error):
             raise _translated(error) from error
+        raise
+    return conn
+
+
+def given_back(
+    datastore: PostgresDatastore,
+    conn: psycopg.Connection[Any],
+    kind: Any,
+    error: BaseException | None,
+    traceback: Any = None,
+) -> None:
+    """``PooledConnection.__exit__`` for ``conn`` from ``taken(datastore)``: the connection's
+    context left (with ``error``, of class ``kind``, if the block raised one), the connection
+    given back whatever happens, and psycopg's errors (the block's included) raised as the
+    library's (``traceback``: the error's, as ``with`` gives it)."""
+    try:
+        # psycopg's Connection.__exit__ commits (nothing to commit when idle), rolls
+        # back on an error, and closes a connection that is not the pool's (this one is).
+        if (
+            kind is not None
+            or conn.pgconn.transaction_status != _IDLE
+            or conn._tpc is not None
+            or conn._num_transactions
+        ):
+            conn.__exit__(kind, error, traceback)
+    except psycopg.Error as failed:
+        raise _translated(failed) from failed
+    finally:
+        putconn(datastore.pool, conn)
+    if isinstance(error, psycopg.Error):
+        raise _translated(error) from error

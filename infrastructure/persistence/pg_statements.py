@@ -278,6 +278,19 @@ def _until_synced(pgconn: Any, syncs: int) -> PQGen[list[psycopg.pq.abc.PGresult
                 return results
         else:
             results.append(result)
+            # The NULL that ends this statement's results, asked for without asking
+            # ``is_busy`` first: in pipeline mode libpq, having returned a statement's
+            # result, is idle until asked again, and answers that NULL at once, without
+            # input (``PGASYNC_PIPELINE_IDLE``); ``is_busy`` would answer no, a call and a
+            # release of the interpreter's lock for nothing. Anything else is kept as above.
+            result = pgconn.get_result()
+            if result is not None:  # pragma: no cover - libpq ends each statement's results
+                if result.status == _PIPELINE_SYNC:
+                    syncs -= 1
+                    if not syncs:
+                        return results
+                else:
+                    results.append(result)
 
 
 def _executed(

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from random import random
+from time import sleep
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from countersign.infrastructure.persistence import pg_statements
@@ -26,12 +29,12 @@ from countersign.infrastructure.persistence.pg_commit_function import (
     commit_function,
     known_commit_function,
 )
-from countersign.infrastructure.persistence.pg_pool import PooledConnection
+from countersign.infrastructure.persistence.pg_pool import PooledConnection, given_back, taken
 from countersign.infrastructure.persistence.recorders import (
+    EXPECTED_VERSIONS,
     STALE_READ_SQLSTATE,
     LogEntry,
     ReadSetChangedError,
-    expected_versions,
     log_entry,
 )
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
@@ -114,6 +117,17 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         # the library's get_connection written as a class (pg_pool.PooledConnection).
         if not isinstance(vars(datastore).get("get_connection"), functools.partial):
             datastore.get_connection = functools.partial(PooledConnection, datastore)  # type: ignore[method-assign,assignment]
+        #: What the datastore's connections come through, if pg_pool's: a commit then takes
+        #: pg_pool's steps itself (``_commit``).
+        self._get_connection: Any = None
+        get_connection = vars(datastore).get("get_connection")
+        if (
+            isinstance(get_connection, functools.partial)
+            and get_connection.func is PooledConnection
+            and get_connection.args == (datastore,)
+            and not get_connection.keywords
+        ):
+            self._get_connection = get_connection
         schema = Identifier(self.datastore.schema)
         table = Identifier(self.events_table_name)
         # Named after the table: one function per events table, wherever the schema is shared.
@@ -302,48 +316,100 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 cursor.execute(self._select_log, (after, limit), prepare=True, binary=True)
                 return list(map(log_entry, cursor.fetchall()))
 
-    # The library's own retry: a dropped connection is retried; if the first attempt had in
-    # fact committed, the retry reports an IntegrityError for our own write (the application
-    # reloads and checks before treating it as somebody else's).
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    # The library's own retry (``eventsourcing.utils.retry``, as on ``select_log``): a dropped
+    # connection is retried; if the first attempt had in fact committed, the retry reports an
+    # IntegrityError for our own write (the application reloads and checks before treating
+    # it as somebody else's). Written out here rather than as the decorator's wrapper, whose
+    # call with ``*args, **kwargs`` (a tuple and a dict made again) each commit paid: the
+    # same attempts (at most ``_ATTEMPTS``), the same errors retried, the same pause between
+    # them (``_pause``), the last error raised as it was.
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
+        try:
+            return self._commit(stored_events, kwargs)
+        except _RETRIED:
+            _pause()
+        attempts = 1
+        while True:
+            try:
+                return self._commit(stored_events, kwargs)
+            except _RETRIED:
+                attempts += 1
+                if attempts >= _ATTEMPTS:
+                    raise
+                _pause()
+
+    def _commit(self, stored_events: Sequence[StoredEvent], kwargs: Any) -> Sequence[int] | None:
+        """One attempt of ``insert_events``."""
         if not stored_events:
             return []
-        expected = expected_versions(kwargs)
+        expected: Mapping[UUID, int | None] = kwargs.get(EXPECTED_VERSIONS) or {}
         # Parallel arrays, packed in binary: nothing to escape, nothing adapted one by one;
         # all six in one pass (pg_arrays.commit_arrays).
-        count = len(stored_events)
         arrays = commit_arrays(stored_events, expected)
-        with self.datastore.get_connection() as conn:
-            try:
-                if pg_statements.runs_alone(conn):
-                    # The commit function's transaction, committed without waiting for the
-                    # disk, then the waiting one (_FLUSH), sent together and run in turn:
-                    # the answer comes once both have run, whether or not the first was
-                    # refused (a commit refused because of another, which may not be durable
-                    # yet, is so raised only once that one is: the caller decides again on
-                    # what it sees). docs/concurrency.md, "Durable before the answer".
-                    known = self._known
-                    claimed = known.claim(expected)
-                    result = pg_statements.run_then(
-                        conn,
-                        self._insert_statement,
-                        (*arrays, None if claimed is None else _INT8.pack(claimed)),
-                        self._flush_statement,
-                    )
-                    last = pg_statements.first_int8(result)
-                    first = last - count + 1
-                    known.committed(first, last, stored_events, expected, claimed)
-                    return list(range(first, last + 1))
-                cursor = _commit_cursor(conn)
-                params = [kind(data) for kind, data in zip(_INSERT_PARAMETERS, arrays, strict=True)]
-                cursor.execute(self._call_insert, params, prepare=True, binary=True)
-            except psycopg.Error as error:
-                if error.sqlstate == STALE_READ_SQLSTATE:
-                    detail = error.diag.message_primary or "?"
-                    raise ReadSetChangedError(detail) from None
-                raise
-            (last,) = [row[0] for row in cursor.fetchall()]
-            return list(range(last - count + 1, last + 1))
+        datastore = self.datastore
+        if datastore.get_connection is not self._get_connection:
+            # (The datastore's connections are no longer pg_pool's: through its own.)
+            with datastore.get_connection() as conn:
+                return self._committed_on(conn, stored_events, expected, arrays)
+        # pg_pool.PooledConnection's steps, as ``with`` takes them, without the object.
+        conn = taken(datastore)
+        try:
+            ids = self._committed_on(conn, stored_events, expected, arrays)
+        except BaseException as error:
+            given_back(datastore, conn, type(error), error, error.__traceback__)
+            raise
+        given_back(datastore, conn, None, None)
+        return ids
+
+    def _committed_on(
+        self,
+        conn: psycopg.Connection[Any],
+        stored_events: Sequence[StoredEvent],
+        expected: Mapping[UUID, int | None],
+        arrays: tuple[bytes, bytes, bytes, bytes, bytes, bytes],
+    ) -> list[int]:
+        count = len(stored_events)
+        try:
+            if pg_statements.runs_alone(conn):
+                # The commit function's transaction, committed without waiting for the
+                # disk, then the waiting one (_FLUSH), sent together and run in turn:
+                # the answer comes once both have run, whether or not the first was
+                # refused (a commit refused because of another, which may not be durable
+                # yet, is so raised only once that one is: the caller decides again on
+                # what it sees). docs/concurrency.md, "Durable before the answer".
+                known = self._known
+                claimed = known.claim(expected)
+                result = pg_statements.run_then(
+                    conn,
+                    self._insert_statement,
+                    (*arrays, None if claimed is None else _INT8.pack(claimed)),
+                    self._flush_statement,
+                )
+                last = pg_statements.first_int8(result)
+                first = last - count + 1
+                known.committed(first, last, stored_events, expected, claimed)
+                return list(range(first, last + 1))
+            cursor = _commit_cursor(conn)
+            params = [kind(data) for kind, data in zip(_INSERT_PARAMETERS, arrays, strict=True)]
+            cursor.execute(self._call_insert, params, prepare=True, binary=True)
+        except psycopg.Error as error:
+            if error.sqlstate == STALE_READ_SQLSTATE:
+                detail = error.diag.message_primary or "?"
+                raise ReadSetChangedError(detail) from None
+            raise
+        (last,) = [row[0] for row in cursor.fetchall()]
+        return list(range(last - count + 1, last + 1))
+
+
+#: What ``insert_events`` retries, how often, and how long it waits between attempts: the
+#: library's ``retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)``.
+_RETRIED = (InterfaceError, OperationalError)
+_ATTEMPTS = 10
+_WAIT = 0.2
+
+
+def _pause() -> None:
+    """The library's ``retry``'s pause between attempts: ``wait``, give or take 5%."""
+    sleep(_WAIT * (1 + 0.1 * (random() - 0.5)))  # noqa: S311
