@@ -4,7 +4,7 @@ in docs/analytics.md (tests/test_analytics_docs.py keeps every column documented
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
@@ -15,6 +15,7 @@ from countersign.projections.base import (
     Rows,
     Table,
     aggregate_id,
+    aggregate_text,
     approvals_required,
     event_time,
     handles,
@@ -118,7 +119,9 @@ class Analytics(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        at = event_time(event)
+        at = event.timestamp
+        if at.tzinfo is not UTC:
+            at = at.astimezone(UTC)
         amount = event.preview.get("amount_cents")
         policy = getattr(event, "policy", None)  # None in events stored before policies
         revision_of = getattr(event, "revision_of", None)
@@ -126,7 +129,7 @@ class Analytics(Projection):
         # starts with set) with its own values set: a third cheaper than a 25-key literal,
         # as the cards are made (``browser_view``).
         fact = _NEW_FACT.copy()
-        fact["proposal_id"] = aggregate_id(event)
+        fact["proposal_id"] = aggregate_text(event.originator_id)
         fact["organization_id"] = id_text(event.organization_id)
         fact["operation"] = event.kind
         fact["section"] = event.section
@@ -147,12 +150,14 @@ class Analytics(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """Every approval is a row of ``proposal_approvals``; the one that completes the
         quorum is the proposal's decision (an earlier one leaves it pending)."""
-        key = (aggregate_id(event),)
+        key = (aggregate_text(event.originator_id),)
         batch = self._batch_of(rows)
         fact = batch.fact(key)
         if fact is None:
             return
-        at = event_time(event)
+        at = event.timestamp
+        if at.tzinfo is not UTC:
+            at = at.astimezone(UTC)
         ordinal = fact["approvals_count"] + 1
         previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
         since_proposed = _seconds(fact["proposed_at"], at)
@@ -190,7 +195,7 @@ class Analytics(Projection):
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
         self._settle(
-            event,
+            event.originator_id,
             rows,
             "superseded",
             "superseded",
@@ -202,28 +207,30 @@ class Analytics(Projection):
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
         self._decide(event, rows, "declined", event.declined_by)
-        self._settle(event, rows, "declined", "declined")
+        self._settle(event.originator_id, rows, "declined", "declined")
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
         self._decide(event, rows, "expired", None)
-        self._settle(event, rows, "expired", "expired")
+        self._settle(event.originator_id, rows, "expired", "expired")
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "executing", "executing")
+        self._settle(event.originator_id, rows, "executing", "executing")
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "succeeded", "succeeded", executed_at=event_time(event))
+        at = event.timestamp
+        executed_at = at if at.tzinfo is UTC else at.astimezone(UTC)
+        self._settle(event.originator_id, rows, "succeeded", "succeeded", executed_at=executed_at)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "reconciling", "needs_reconciliation")
+        self._settle(event.originator_id, rows, "reconciling", "needs_reconciliation")
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "failed", "terminal_failure")
+        self._settle(event.originator_id, rows, "failed", "terminal_failure")
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
@@ -234,7 +241,13 @@ class Analytics(Projection):
         if fact["status"] == "declined":
             fact["revision_reason"] = code
             return
-        self._settle(event, rows, "revision_required", "revision_required", revision_reason=code)
+        self._settle(
+            event.originator_id,
+            rows,
+            "revision_required",
+            "revision_required",
+            revision_reason=code,
+        )
 
     def _decide(self, event: Any, rows: Rows, decision: str, by: str | None) -> None:
         fact = self._batch_of(rows).fact((aggregate_id(event),))
@@ -245,10 +258,11 @@ class Analytics(Projection):
             fact["decision"] = decision
             fact["seconds_to_decision"] = _seconds(fact["proposed_at"], at)
 
-    def _settle(self, event: Any, rows: Rows, status: str, outcome: str, **changes: Any) -> None:
-        """Move the proposal to a new status and outcome (and so to another roll-up row),
-        with ``changes`` to other columns."""
-        key = (aggregate_id(event),)
+    def _settle(self, uuid: Any, rows: Rows, status: str, outcome: str, **changes: Any) -> None:
+        """Move the proposal ``uuid`` (the event's ``originator_id``, read at the handler's
+        line: see ``base.aggregate_text``) to a new status and outcome (and so to another
+        roll-up row), with ``changes`` to other columns."""
+        key = (aggregate_text(uuid),)
         batch = self._batch_of(rows)
         fact = batch.fact(key)
         if fact is None:
