@@ -122,7 +122,8 @@ class Analytics(Projection):
         at = event.timestamp
         if at.tzinfo is not UTC:
             at = at.astimezone(UTC)
-        amount = event.preview.get("amount_cents")
+        preview = event.preview
+        amount = preview.get("amount_cents")
         policy = getattr(event, "policy", None)  # None in events stored before policies
         revision_of = getattr(event, "revision_of", None)
         # A copy of the blank fact (every column in the table's order, those a new proposal
@@ -137,7 +138,7 @@ class Analytics(Projection):
         fact["proposed_at"] = at
         fact["proposed_day"] = at.date().isoformat()
         fact["amount_cents"] = amount if isinstance(amount, int) else None
-        fact["currency"] = event.preview.get("currency")
+        fact["currency"] = preview.get("currency")
         fact["approvals_required"] = approvals_required(policy)
         fact["policy_applied"] = policy_applied(policy)
         fact["revision_of"] = None if revision_of is None else uuid_text(revision_of)
@@ -159,6 +160,7 @@ class Analytics(Projection):
         if at.tzinfo is not UTC:
             at = at.astimezone(UTC)
         ordinal = fact["approvals_count"] + 1
+        approved_by = event.approved_by
         previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
         since_proposed = _seconds(fact["proposed_at"], at)
         # As its values in column order (``put_values``): an approval's row is put once and
@@ -171,7 +173,7 @@ class Analytics(Projection):
                 ordinal,
                 fact["organization_id"],
                 fact["operation"],
-                event.approved_by,  # approver
+                approved_by,  # approver
                 at,  # approved_at
                 since_proposed,  # seconds_since_proposed
                 None if previous is None else _seconds(previous["approved_at"], at),
@@ -181,7 +183,7 @@ class Analytics(Projection):
         if ordinal - (fact["approvals_lapsed"] or 0) >= fact["approvals_required"]:
             # the approval that completes the quorum: the proposal's decision
             fact["decided_at"] = at
-            fact["decided_by"] = event.approved_by
+            fact["decided_by"] = approved_by
             fact["decision"] = "approved"
             fact["seconds_to_decision"] = since_proposed
 

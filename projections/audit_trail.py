@@ -159,17 +159,18 @@ class AuditTrail(Projection):
         required = approvals_required(policy)
         proposal_id = aggregate_text(event.originator_id)
         organization_id = id_text(event.organization_id)
+        kind = event.kind
         batch = self._batch_of(rows)
-        batch.put_values(PROPOSALS, (proposal_id, organization_id, event.kind, required))
+        batch.put_values(PROPOSALS, (proposal_id, organization_id, kind, required))
         proposal = {
             "proposal_id": proposal_id,
             "organization_id": organization_id,
-            "operation": event.kind,
+            "operation": kind,
             "approvals_required": required,
         }
         batch.proposals[proposal_id] = proposal
         batch.counts[proposal_id] = 0  # none approved it yet: no row to read
-        summary = f"proposed {event.kind}"
+        summary = f"proposed {kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
             summary += f" through {source}"

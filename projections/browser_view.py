@@ -158,9 +158,10 @@ class BrowserView(Projection):
             return
         # New lists, never changed in place: a card read from an earlier batch shares them
         # with that batch's rows, which may still be on their way to the database.
-        card["approved_by"] = event.approved_by
+        approved_by = event.approved_by
+        card["approved_by"] = approved_by
         card["approved_at"] = event.approved_at
-        card["approvals"] = [*(card["approvals"] or ()), event.approved_by]
+        card["approvals"] = [*(card["approvals"] or ()), approved_by]
         card["approval_credentials"] = [
             *(card["approval_credentials"] or ()),
             getattr(event, "credential", "unknown"),

@@ -134,10 +134,11 @@ class Notifications(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         batch, key = _Batch.of(self, rows), aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
-        if proposal is not None and event.approved_by not in proposal["approvers"]:
+        approved_by = event.approved_by
+        if proposal is not None and approved_by not in proposal["approvers"]:
             # A new list, never changed in place: a row read from an earlier batch shares
             # it with that batch's rows, which may still be on their way to the database.
-            proposal["approvers"] = [*proposal["approvers"], event.approved_by]
+            proposal["approvers"] = [*proposal["approvers"], approved_by]
             batch.changed[key] = proposal
 
     @handles("Proposal.ApprovalLapsed")
