@@ -139,11 +139,11 @@ class Analytics(Projection):
         fact["proposed_day"] = at.date().isoformat()
         fact["amount_cents"] = amount if isinstance(amount, int) else None
         fact["currency"] = preview.get("currency")
-        fact["approvals_required"] = approvals_required(policy)
-        fact["policy_applied"] = policy_applied(policy)
+        fact["approvals_required"] = 1 if not policy else approvals_required(policy)
+        fact["policy_applied"] = False if policy is None else policy_applied(policy)
         fact["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         key = (fact["proposal_id"],)
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         batch.facts[key] = fact  # put at the batch's end (``end_batch``)
         batch.changed[key] = None  # in no roll-up row before
 
@@ -152,7 +152,7 @@ class Analytics(Projection):
         """Every approval is a row of ``proposal_approvals``; the one that completes the
         quorum is the proposal's decision (an earlier one leaves it pending)."""
         key = (aggregate_text(event.originator_id),)
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         fact = batch.fact(key)
         if fact is None:
             return
@@ -190,7 +190,7 @@ class Analytics(Projection):
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval stopped counting: its row stays; the quorum needs one more."""
-        fact = self._batch_of(rows).fact((aggregate_id(event),))
+        fact = (rows.batch.get(self) or self._batch_of(rows)).fact((aggregate_id(event),))
         if fact is not None:
             fact["approvals_lapsed"] = (fact["approvals_lapsed"] or 0) + 1
 
@@ -236,7 +236,7 @@ class Analytics(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        fact = self._batch_of(rows).fact((aggregate_id(event),))
+        fact = (rows.batch.get(self) or self._batch_of(rows)).fact((aggregate_id(event),))
         if fact is None:
             return
         code = event.outcome["reason"]["code"]
@@ -252,7 +252,7 @@ class Analytics(Projection):
         )
 
     def _decide(self, event: Any, rows: Rows, decision: str, by: str | None) -> None:
-        fact = self._batch_of(rows).fact((aggregate_id(event),))
+        fact = (rows.batch.get(self) or self._batch_of(rows)).fact((aggregate_id(event),))
         if fact is not None:
             at = event_time(event)
             fact["decided_at"] = at
@@ -265,7 +265,7 @@ class Analytics(Projection):
         line: see ``base.aggregate_text``) to a new status and outcome (and so to another
         roll-up row), with ``changes`` to other columns."""
         key = (aggregate_text(uuid),)
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         fact = batch.fact(key)
         if fact is None:
             return

@@ -67,7 +67,7 @@ class Attention(Projection):
         organization_id = id_text(event.organization_id)
         interaction_id = str(event.interaction_id)
         proposal_id = aggregate_text(event.originator_id)
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
             item = batch.item(earlier["proposal_id"])
@@ -106,7 +106,7 @@ class Attention(Projection):
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        batch, key = (rows.batch.get(self) or _Batch.of(self, rows)), aggregate_id(event)
         item = batch.item(key)
         if item is not None and item["status"] != "declined":  # a decline's outcome
             _set(item, "revision_required", None, event_time(event))
@@ -135,7 +135,7 @@ class Attention(Projection):
         try:
             batch: _Batch = rows.batch[self]
         except KeyError:
-            batch = _Batch.of(self, rows)
+            batch = rows.batch.get(self) or _Batch.of(self, rows)
         key = aggregate_text(uuid)
         item = batch.item(key)
         if item is not None:

@@ -156,11 +156,11 @@ class AuditTrail(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         policy = getattr(event, "policy", None)
-        required = approvals_required(policy)
+        required = 1 if not policy else approvals_required(policy)
         proposal_id = aggregate_text(event.originator_id)
         organization_id = id_text(event.organization_id)
         kind = event.kind
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         batch.put_values(PROPOSALS, (proposal_id, organization_id, kind, required))
         proposal = {
             "proposal_id": proposal_id,
@@ -396,7 +396,7 @@ class AuditTrail(Projection):
     def _count(self, rows: Rows, proposal_id: str, change: int) -> int:
         """The proposal's approvals that count, after ``change``; its row is read at most once
         a batch, and not for a proposal proposed in the batch."""
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         counted = batch.counts.get(proposal_id)
         if counted is None:
             row = rows.get(COUNTS, (proposal_id,))

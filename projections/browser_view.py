@@ -99,7 +99,7 @@ class BrowserView(Projection):
         try:
             batch: _Batch = rows.batch[self]
         except KeyError:
-            batch = self._batch(rows)
+            batch = rows.batch.get(self) or self._batch(rows)
         # By the aggregate's UUID's number, not its text: hashing it costs less than
         # ``aggregate_id`` (about 2,000 instructions an event, callgrind), which only a miss
         # needs; and less than the UUID itself, whose hash is a Python call (``UUID.__hash__``).
@@ -142,12 +142,12 @@ class BrowserView(Projection):
         card["updated_at"] = at
         card["version"] = event.originator_version
         card["approvals"] = []
-        card["approvals_required"] = approvals_required(policy)
+        card["approvals_required"] = 1 if not policy else approvals_required(policy)
         card["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         card["policy"] = policy
         card["approval_credentials"] = []
         card["no_longer_counting"] = []
-        self._batch(rows).cards[event.originator_id.int] = card
+        (rows.batch.get(self) or self._batch(rows)).cards[event.originator_id.int] = card
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:

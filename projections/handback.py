@@ -104,8 +104,9 @@ class Handback(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         revision_of = getattr(event, "revision_of", None)
+        policy = getattr(event, "policy", None)
         key = aggregate_text(event.originator_id)
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.kept[key] = batch.changed[key] = {
             "proposal_id": key,
             "interaction_id": event.interaction_id,
@@ -114,7 +115,7 @@ class Handback(Projection):
             "preview": event.preview,
             "revision_of": None if revision_of is None else uuid_text(revision_of),
             "approvals": 0,
-            "approvals_required": approvals_required(getattr(event, "policy", None)),
+            "approvals_required": 1 if not policy else approvals_required(policy),
             "executed": False,
         }
         # A new proposal in the conversation supersedes the earlier revision context.
@@ -124,7 +125,7 @@ class Handback(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         key = aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
         if proposal is None:
@@ -140,7 +141,7 @@ class Handback(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         key = aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
         if proposal is not None:
@@ -149,7 +150,7 @@ class Handback(Projection):
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         proposal = batch.proposal(aggregate_text(event.originator_id))
         if proposal is None:
             return
@@ -172,7 +173,7 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         key = aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
         if proposal is not None:
@@ -186,7 +187,7 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         proposal = batch.proposal(aggregate_text(event.originator_id))
         if proposal is not None:
             _tell_outcome(batch, proposal, position, event.outcome, event.timestamp)

@@ -124,7 +124,7 @@ class Notifications(Projection):
             "requester": event.requested_by,
             "approvers": [],
         }
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.kept[key] = batch.changed[key] = proposal  # put at the batch's end
         self._notify(
             position, rows, proposal, AWAITING_APPROVAL, event.originator_version, event.timestamp
@@ -132,7 +132,10 @@ class Notifications(Projection):
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        batch, key = _Batch.of(self, rows), aggregate_text(event.originator_id)
+        batch, key = (
+            (rows.batch.get(self) or _Batch.of(self, rows)),
+            aggregate_text(event.originator_id),
+        )
         proposal = batch.proposal(key)
         approved_by = event.approved_by
         if proposal is not None and approved_by not in proposal["approvers"]:
@@ -145,7 +148,10 @@ class Notifications(Projection):
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An approval the quorum recheck no longer counts: its approver is not told about
         the outcome as one of its approvers (unless they approve again)."""
-        batch, key = _Batch.of(self, rows), aggregate_text(event.originator_id)
+        batch, key = (
+            (rows.batch.get(self) or _Batch.of(self, rows)),
+            aggregate_text(event.originator_id),
+        )
         proposal = batch.proposal(key)
         if proposal is not None and event.approved_by in proposal["approvers"]:
             proposal["approvers"] = [a for a in proposal["approvers"] if a != event.approved_by]
@@ -153,7 +159,9 @@ class Notifications(Projection):
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = _Batch.of(self, rows).proposal(aggregate_text(event.originator_id))
+        proposal = (rows.batch.get(self) or _Batch.of(self, rows)).proposal(
+            aggregate_text(event.originator_id)
+        )
         if proposal is not None:
             self._notify(
                 position,
@@ -166,7 +174,9 @@ class Notifications(Projection):
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = _Batch.of(self, rows).proposal(aggregate_text(event.originator_id))
+        proposal = (rows.batch.get(self) or _Batch.of(self, rows)).proposal(
+            aggregate_text(event.originator_id)
+        )
         if proposal is not None:
             self._notify(
                 position, rows, proposal, FAILED, event.originator_version, event.timestamp

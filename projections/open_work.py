@@ -50,14 +50,14 @@ class OpenWork(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_text(event.originator_id)
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         # proposal_id, status, expires_at, claimed_at: in column order (``_Batch.end``)
         batch.rows[key] = batch.changed[key] = [key, "pending", event.expires_at, None]
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_text(event.originator_id)
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         row = batch.row(key)
         if row is not None:  # a missing row stays missing, as ``rows.update`` leaves it
             row[1] = "executing"  # status
@@ -67,7 +67,7 @@ class OpenWork(Projection):
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_text(event.originator_id)
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         row = batch.row(key)
         if row is not None:
             row[1] = "reconciling"  # status
@@ -83,7 +83,7 @@ class OpenWork(Projection):
     )
     def closed(self, event: Any, position: int, rows: Rows) -> None:
         key = aggregate_text(event.originator_id)
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.rows[key] = batch.changed[key] = None  # deleted, whether it was there or not
 
     def end_batch(self, rows: Rows) -> None:
