@@ -4,7 +4,7 @@ in docs/analytics.md (tests/test_analytics_docs.py keeps every column documented
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
@@ -15,6 +15,7 @@ from countersign.projections.base import (
     Rows,
     Table,
     aggregate_id,
+    aggregate_text,
     approvals_required,
     event_time,
     handles,
@@ -118,15 +119,18 @@ class Analytics(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        at = event_time(event)
-        amount = event.preview.get("amount_cents")
+        at = event.timestamp
+        if at.tzinfo is not UTC:
+            at = at.astimezone(UTC)
+        preview = event.preview
+        amount = preview.get("amount_cents")
         policy = getattr(event, "policy", None)  # None in events stored before policies
         revision_of = getattr(event, "revision_of", None)
         # A copy of the blank fact (every column in the table's order, those a new proposal
         # starts with set) with its own values set: a third cheaper than a 25-key literal,
         # as the cards are made (``browser_view``).
         fact = _NEW_FACT.copy()
-        fact["proposal_id"] = aggregate_id(event)
+        fact["proposal_id"] = aggregate_text(event.originator_id)
         fact["organization_id"] = id_text(event.organization_id)
         fact["operation"] = event.kind
         fact["section"] = event.section
@@ -134,12 +138,12 @@ class Analytics(Projection):
         fact["proposed_at"] = at
         fact["proposed_day"] = at.date().isoformat()
         fact["amount_cents"] = amount if isinstance(amount, int) else None
-        fact["currency"] = event.preview.get("currency")
-        fact["approvals_required"] = approvals_required(policy)
-        fact["policy_applied"] = policy_applied(policy)
+        fact["currency"] = preview.get("currency")
+        fact["approvals_required"] = 1 if not policy else approvals_required(policy)
+        fact["policy_applied"] = False if policy is None else policy_applied(policy)
         fact["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         key = (fact["proposal_id"],)
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         batch.facts[key] = fact  # put at the batch's end (``end_batch``)
         batch.changed[key] = None  # in no roll-up row before
 
@@ -147,13 +151,16 @@ class Analytics(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """Every approval is a row of ``proposal_approvals``; the one that completes the
         quorum is the proposal's decision (an earlier one leaves it pending)."""
-        key = (aggregate_id(event),)
-        batch = self._batch_of(rows)
+        key = (aggregate_text(event.originator_id),)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         fact = batch.fact(key)
         if fact is None:
             return
-        at = event_time(event)
+        at = event.timestamp
+        if at.tzinfo is not UTC:
+            at = at.astimezone(UTC)
         ordinal = fact["approvals_count"] + 1
+        approved_by = event.approved_by
         previous = rows.get(APPROVALS, (*key, ordinal - 1)) if ordinal > 1 else None
         since_proposed = _seconds(fact["proposed_at"], at)
         # As its values in column order (``put_values``): an approval's row is put once and
@@ -166,7 +173,7 @@ class Analytics(Projection):
                 ordinal,
                 fact["organization_id"],
                 fact["operation"],
-                event.approved_by,  # approver
+                approved_by,  # approver
                 at,  # approved_at
                 since_proposed,  # seconds_since_proposed
                 None if previous is None else _seconds(previous["approved_at"], at),
@@ -176,21 +183,21 @@ class Analytics(Projection):
         if ordinal - (fact["approvals_lapsed"] or 0) >= fact["approvals_required"]:
             # the approval that completes the quorum: the proposal's decision
             fact["decided_at"] = at
-            fact["decided_by"] = event.approved_by
+            fact["decided_by"] = approved_by
             fact["decision"] = "approved"
             fact["seconds_to_decision"] = since_proposed
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval stopped counting: its row stays; the quorum needs one more."""
-        fact = self._batch_of(rows).fact((aggregate_id(event),))
+        fact = (rows.batch.get(self) or self._batch_of(rows)).fact((aggregate_id(event),))
         if fact is not None:
             fact["approvals_lapsed"] = (fact["approvals_lapsed"] or 0) + 1
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
         self._settle(
-            event,
+            event.originator_id,
             rows,
             "superseded",
             "superseded",
@@ -202,42 +209,50 @@ class Analytics(Projection):
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
         self._decide(event, rows, "declined", event.declined_by)
-        self._settle(event, rows, "declined", "declined")
+        self._settle(event.originator_id, rows, "declined", "declined")
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
         self._decide(event, rows, "expired", None)
-        self._settle(event, rows, "expired", "expired")
+        self._settle(event.originator_id, rows, "expired", "expired")
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "executing", "executing")
+        self._settle(event.originator_id, rows, "executing", "executing")
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "succeeded", "succeeded", executed_at=event_time(event))
+        at = event.timestamp
+        executed_at = at if at.tzinfo is UTC else at.astimezone(UTC)
+        self._settle(event.originator_id, rows, "succeeded", "succeeded", executed_at=executed_at)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "reconciling", "needs_reconciliation")
+        self._settle(event.originator_id, rows, "reconciling", "needs_reconciliation")
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        self._settle(event, rows, "failed", "terminal_failure")
+        self._settle(event.originator_id, rows, "failed", "terminal_failure")
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        fact = self._batch_of(rows).fact((aggregate_id(event),))
+        fact = (rows.batch.get(self) or self._batch_of(rows)).fact((aggregate_id(event),))
         if fact is None:
             return
         code = event.outcome["reason"]["code"]
         if fact["status"] == "declined":
             fact["revision_reason"] = code
             return
-        self._settle(event, rows, "revision_required", "revision_required", revision_reason=code)
+        self._settle(
+            event.originator_id,
+            rows,
+            "revision_required",
+            "revision_required",
+            revision_reason=code,
+        )
 
     def _decide(self, event: Any, rows: Rows, decision: str, by: str | None) -> None:
-        fact = self._batch_of(rows).fact((aggregate_id(event),))
+        fact = (rows.batch.get(self) or self._batch_of(rows)).fact((aggregate_id(event),))
         if fact is not None:
             at = event_time(event)
             fact["decided_at"] = at
@@ -245,11 +260,12 @@ class Analytics(Projection):
             fact["decision"] = decision
             fact["seconds_to_decision"] = _seconds(fact["proposed_at"], at)
 
-    def _settle(self, event: Any, rows: Rows, status: str, outcome: str, **changes: Any) -> None:
-        """Move the proposal to a new status and outcome (and so to another roll-up row),
-        with ``changes`` to other columns."""
-        key = (aggregate_id(event),)
-        batch = self._batch_of(rows)
+    def _settle(self, uuid: Any, rows: Rows, status: str, outcome: str, **changes: Any) -> None:
+        """Move the proposal ``uuid`` (the event's ``originator_id``, read at the handler's
+        line: see ``base.aggregate_text``) to a new status and outcome (and so to another
+        roll-up row), with ``changes`` to other columns."""
+        key = (aggregate_text(uuid),)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         fact = batch.fact(key)
         if fact is None:
             return

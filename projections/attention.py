@@ -11,6 +11,7 @@ Nor does a superseded one: a newer proposal, or an execution, has taken its plac
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from countersign.projections.base import (
@@ -20,9 +21,11 @@ from countersign.projections.base import (
     Rows,
     Table,
     aggregate_id,
+    aggregate_text,
     event_time,
     handles,
     id_text,
+    utc,
 )
 
 ITEMS = "attention_items"
@@ -63,8 +66,8 @@ class Attention(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         organization_id = id_text(event.organization_id)
         interaction_id = str(event.interaction_id)
-        proposal_id = aggregate_id(event)
-        batch = _Batch.of(self, rows)
+        proposal_id = aggregate_text(event.originator_id)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
             item = batch.item(earlier["proposal_id"])
@@ -86,24 +89,24 @@ class Attention(Projection):
             "status": "pending",
             "followed_up": False,
             "open": False,
-            "since": event_time(event),
+            "since": utc(event.timestamp),
         }
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "executing")
+        self._status(event.originator_id, event.timestamp, rows, "executing")
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "reconciling")
+        self._status(event.originator_id, event.timestamp, rows, "reconciling")
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "failed")
+        self._status(event.originator_id, event.timestamp, rows, "failed")
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
-        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        batch, key = (rows.batch.get(self) or _Batch.of(self, rows)), aggregate_id(event)
         item = batch.item(key)
         if item is not None and item["status"] != "declined":  # a decline's outcome
             _set(item, "revision_required", None, event_time(event))
@@ -111,25 +114,32 @@ class Attention(Projection):
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "succeeded")
+        self._status(event.originator_id, event.timestamp, rows, "succeeded")
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "declined")
+        self._status(event.originator_id, event.timestamp, rows, "declined")
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "expired")
+        self._status(event.originator_id, event.timestamp, rows, "expired")
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        self._status(event, rows, "superseded")
+        self._status(event.originator_id, event.timestamp, rows, "superseded")
 
-    def _status(self, event: Any, rows: Rows, status: str) -> None:
-        batch, key = _Batch.of(self, rows), aggregate_id(event)
+    def _status(self, uuid: Any, at: Any, rows: Rows, status: str) -> None:
+        """The item of the proposal ``uuid`` takes ``status`` at ``at`` in UTC (the event's
+        ``originator_id`` and ``timestamp``, read at the handler's line: see
+        ``base.aggregate_text``)."""
+        try:
+            batch: _Batch = rows.batch[self]
+        except KeyError:
+            batch = rows.batch.get(self) or _Batch.of(self, rows)
+        key = aggregate_text(uuid)
         item = batch.item(key)
         if item is not None:
-            _set(item, status, None, event_time(event))
+            _set(item, status, None, at if at.tzinfo is UTC else at.astimezone(UTC))
             batch.changed[key] = item
 
     def end_batch(self, rows: Rows) -> None:

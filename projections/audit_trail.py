@@ -10,6 +10,7 @@ events stays one row per link of their hash chains (``audit verify`` checks them
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC
 from typing import Any
 
 from countersign.domain.handback import reason_text
@@ -26,6 +27,7 @@ from countersign.projections.base import (
     Rows,
     Table,
     aggregate_id,
+    aggregate_text,
     approvals_required,
     event_time,
     handles,
@@ -154,19 +156,21 @@ class AuditTrail(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         policy = getattr(event, "policy", None)
-        required = approvals_required(policy)
-        proposal_id, organization_id = aggregate_id(event), id_text(event.organization_id)
-        batch = self._batch_of(rows)
-        batch.put_values(PROPOSALS, (proposal_id, organization_id, event.kind, required))
+        required = 1 if not policy else approvals_required(policy)
+        proposal_id = aggregate_text(event.originator_id)
+        organization_id = id_text(event.organization_id)
+        kind = event.kind
+        batch = rows.batch.get(self) or self._batch_of(rows)
+        batch.put_values(PROPOSALS, (proposal_id, organization_id, kind, required))
         proposal = {
             "proposal_id": proposal_id,
             "organization_id": organization_id,
-            "operation": event.kind,
+            "operation": kind,
             "approvals_required": required,
         }
         batch.proposals[proposal_id] = proposal
         batch.counts[proposal_id] = 0  # none approved it yet: no row to read
-        summary = f"proposed {event.kind}"
+        summary = f"proposed {kind}"
         source = origin_source(getattr(event, "origin", None))  # absent before origins
         if source is not None:
             summary += f" through {source}"
@@ -179,11 +183,23 @@ class AuditTrail(Projection):
             asks.append("its requester may not approve")
         if asks:
             summary += "; " + ", ".join(asks)
-        self._record(event, position, rows, event.requested_by, summary, proposal)
+        at = event.timestamp
+        self._record(
+            position,
+            rows,
+            proposal_id,
+            event.originator_version,
+            type(event).__name__,
+            event.requested_by,
+            at if at.tzinfo is UTC else at.astimezone(UTC),
+            summary,
+            event.chain,
+            proposal,
+        )
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        proposal_id = aggregate_id(event)
+        proposal_id = aggregate_text(event.originator_id)
         proposal = self._proposal(rows, proposal_id)
         required = 1 if proposal is None else proposal["approvals_required"]
         counted = self._count(rows, proposal_id, +1)
@@ -195,7 +211,19 @@ class AuditTrail(Projection):
             summary += f" {how}"
         if required > 1:
             summary += f" ({counted} of {required})"
-        self._record(event, position, rows, event.approved_by, summary, proposal)
+        at = event.timestamp
+        self._record(
+            position,
+            rows,
+            proposal_id,
+            event.originator_version,
+            type(event).__name__,
+            event.approved_by,
+            at if at.tzinfo is UTC else at.astimezone(UTC),
+            summary,
+            event.chain,
+            proposal,
+        )
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
@@ -204,55 +232,88 @@ class AuditTrail(Projection):
         self._count(rows, proposal_id, -1)
         kind = "" if proposal is None else proposal["operation"]
         summary = lapsed_approval_message(kind, event.approved_by, event.reason)
-        self._record(event, position, rows, SYSTEM, summary, proposal)
+        self._record_event(event, position, rows, SYSTEM, summary, proposal)
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
         why = _SUPERSEDED_BECAUSE.get(event.reason or "")  # None before reasons were
         summary = f"superseded by {uuid_text(event.by)}" + (f" ({why})" if why else "")
-        self._record(event, position, rows, SYSTEM, summary)
+        self._record_event(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
         summary = f"claimed for execution ({uuid_text(event.attempt_id)})"
-        self._record(event, position, rows, SYSTEM, summary)
+        at = event.timestamp
+        self._record(
+            position,
+            rows,
+            aggregate_text(event.originator_id),
+            event.originator_version,
+            type(event).__name__,
+            SYSTEM,
+            at if at.tzinfo is UTC else at.astimezone(UTC),
+            summary,
+            event.chain,
+        )
 
     @handles("Proposal.Revalidated")
     def revalidated(self, event: Any, position: int, rows: Rows) -> None:
         checked = ", ".join(sorted(event.facts))
-        self._record(event, position, rows, SYSTEM, f"revalidated against current state: {checked}")
+        at = event.timestamp
+        self._record(
+            position,
+            rows,
+            aggregate_text(event.originator_id),
+            event.originator_version,
+            type(event).__name__,
+            SYSTEM,
+            at if at.tzinfo is UTC else at.astimezone(UTC),
+            f"revalidated against current state: {checked}",
+            event.chain,
+        )
 
     @handles("Proposal.Succeeded")
     def succeeded(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, SYSTEM, "succeeded")
+        at = event.timestamp
+        self._record(
+            position,
+            rows,
+            aggregate_text(event.originator_id),
+            event.originator_version,
+            type(event).__name__,
+            SYSTEM,
+            at if at.tzinfo is UTC else at.astimezone(UTC),
+            "succeeded",
+            event.chain,
+        )
 
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
         reason = RevisionReason.model_validate(event.outcome["reason"])
         summary = f"revision required ({reason.code}): {reason_text(reason)}"
-        self._record(event, position, rows, SYSTEM, summary)
+        self._record_event(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
         summary = "needs reconciliation: the provider's response was lost"
-        self._record(event, position, rows, SYSTEM, summary)
+        self._record_event(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
         summary = f"terminal failure {event.outcome['correlation_id']} ({event.error_class})"
-        self._record(event, position, rows, SYSTEM, summary)
+        self._record_event(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
         how = credential_note(getattr(event, "credential", None))
         summary = f"declined {how}" if how else "declined"
-        self._record(event, position, rows, event.declined_by, summary)
+        self._record_event(event, position, rows, event.declined_by, summary)
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
-        self._record(event, position, rows, SYSTEM, "expired before approval")
+        self._record_event(event, position, rows, SYSTEM, "expired before approval")
 
-    def _record(
+    def _record_event(
         self,
         event: Any,
         position: int,
@@ -261,10 +322,41 @@ class AuditTrail(Projection):
         summary: str,
         proposal: Mapping[str, Any] | None = None,
     ) -> None:
-        """The event's row of the trail; ``proposal``: its proposal's row, if the handler has
-        it already (else it is looked up). Put as its values in column order (``put_values``:
-        about 4,800 instructions less than a dict, and this is a row an event)."""
-        proposal_id = aggregate_id(event)
+        """``_record`` of ``event``, whose fields are read here: for the handlers of events a
+        rebuild seldom meets (this line sees every class, so its reads are not specialised)."""
+        self._record(
+            position,
+            rows,
+            aggregate_id(event),
+            event.originator_version,
+            type(event).__name__,
+            actor,
+            event_time(event),
+            summary,
+            event.chain,
+            proposal,
+        )
+
+    def _record(
+        self,
+        position: int,
+        rows: Rows,
+        proposal_id: str,
+        version: int,
+        event_type: str,
+        actor: str,
+        at: Any,
+        summary: str,
+        chain: Any,
+        proposal: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The event's row of the trail, from its fields as the handler read them
+        (``aggregate_text(event.originator_id)``, ``event.originator_version``,
+        ``type(event).__name__``, ``utc(event.timestamp)``, ``event.chain``: read at the
+        handler's line, which sees one event class, the reads are specialised; here, every
+        class passes); ``proposal``: its proposal's row, if the handler has it already (else
+        it is looked up). Put as its values in column order (``put_values``: about 4,800
+        instructions less than a dict, and this is a row an event)."""
         try:  # ``_batch_of`` written out
             batch: _Batch = rows.batch[self]
         except KeyError:
@@ -278,14 +370,14 @@ class AuditTrail(Projection):
             (
                 position,
                 proposal_id,
-                event.originator_version,  # version
+                version,
                 None if proposal is None else proposal["organization_id"],
                 None if proposal is None else proposal["operation"],
-                type(event).__name__,  # event_type
+                event_type,
                 actor,
-                event_time(event),  # at
+                at,
                 summary,
-                event.chain,
+                chain,
             ),
         )
 
@@ -304,7 +396,7 @@ class AuditTrail(Projection):
     def _count(self, rows: Rows, proposal_id: str, change: int) -> int:
         """The proposal's approvals that count, after ``change``; its row is read at most once
         a batch, and not for a proposal proposed in the batch."""
-        batch = self._batch_of(rows)
+        batch = rows.batch.get(self) or self._batch_of(rows)
         counted = batch.counts.get(proposal_id)
         if counted is None:
             row = rows.get(COUNTS, (proposal_id,))

@@ -11,6 +11,7 @@ superseded card names the proposal that replaced it (``superseded_by``) and why
 
 from __future__ import annotations
 
+from datetime import UTC
 from operator import itemgetter
 from typing import Any
 
@@ -19,9 +20,8 @@ from countersign.projections.base import (
     Projection,
     Rows,
     Table,
-    aggregate_id,
+    aggregate_text,
     approvals_required,
-    event_time,
     handles,
     id_text,
     uuid_text,
@@ -91,20 +91,22 @@ class BrowserView(Projection):
             batch = rows.batch[self] = _Batch(rows)
         return batch
 
-    def _card(self, event: Any, rows: Rows) -> dict[str, Any] | None:
-        """The event's card as this batch has built it, read into the batch first if an
-        earlier batch wrote it; None if there is no such card."""
+    def _card(self, uuid: Any, rows: Rows) -> dict[str, Any] | None:
+        """The card of the proposal ``uuid`` (the event's ``originator_id``, read by the
+        handler: at its line the read is specialised for its event class, here it would see
+        every class) as this batch has built it, read into the batch first if an earlier
+        batch wrote it; None if there is no such card."""
         try:
             batch: _Batch = rows.batch[self]
         except KeyError:
-            batch = self._batch(rows)
+            batch = rows.batch.get(self) or self._batch(rows)
         # By the aggregate's UUID's number, not its text: hashing it costs less than
         # ``aggregate_id`` (about 2,000 instructions an event, callgrind), which only a miss
         # needs; and less than the UUID itself, whose hash is a Python call (``UUID.__hash__``).
-        number = event.originator_id.int
+        number = uuid.int
         card = batch.cards.get(number)
         if card is None:
-            stored = rows.get(CARDS, (aggregate_id(event),))
+            stored = rows.get(CARDS, (aggregate_text(uuid),))
             if stored is None:
                 return None
             # A copy (the stored row is read-only), in column order: see ``_Batch.put_all``.
@@ -119,10 +121,12 @@ class BrowserView(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        at = event_time(event)
+        at = event.timestamp
+        if at.tzinfo is not UTC:
+            at = at.astimezone(UTC)
         policy = getattr(event, "policy", None)
         revision_of = getattr(event, "revision_of", None)
-        key = aggregate_id(event)
+        key = aggregate_text(event.originator_id)
         card = _NEW_CARD.copy()
         card["proposal_id"] = key
         card["organization_id"] = id_text(event.organization_id)
@@ -138,37 +142,39 @@ class BrowserView(Projection):
         card["updated_at"] = at
         card["version"] = event.originator_version
         card["approvals"] = []
-        card["approvals_required"] = approvals_required(policy)
+        card["approvals_required"] = 1 if not policy else approvals_required(policy)
         card["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         card["policy"] = policy
         card["approval_credentials"] = []
         card["no_longer_counting"] = []
-        self._batch(rows).cards[event.originator_id.int] = card
+        (rows.batch.get(self) or self._batch(rows)).cards[event.originator_id.int] = card
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """One approval: the last one a quorum needs comes with ``Claimed`` (executing), an
         earlier one leaves the card pending with one more approver."""
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         # New lists, never changed in place: a card read from an earlier batch shares them
         # with that batch's rows, which may still be on their way to the database.
-        card["approved_by"] = event.approved_by
+        approved_by = event.approved_by
+        card["approved_by"] = approved_by
         card["approved_at"] = event.approved_at
-        card["approvals"] = [*(card["approvals"] or ()), event.approved_by]
+        card["approvals"] = [*(card["approvals"] or ()), approved_by]
         card["approval_credentials"] = [
             *(card["approval_credentials"] or ()),
             getattr(event, "credential", "unknown"),
         ]
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval stopped counting: it leaves ``approvals`` (and the count) and
         is listed, with why, in ``no_longer_counting``."""
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         approvals = list(card["approvals"] or [])
@@ -182,35 +188,39 @@ class BrowserView(Projection):
         card["approvals"] = approvals
         card["approval_credentials"] = credentials
         card["no_longer_counting"] = [*(card["no_longer_counting"] or ()), lapsed]
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         card["status"] = "superseded"
         card["superseded_by"] = uuid_text(event.by)
         card["superseded_reason"] = event.reason  # None: recorded before reasons were
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         card["status"] = "executing"
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles("Proposal.Revalidated")
     def revalidated(self, event: Any, position: int, rows: Rows) -> None:
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles(
@@ -220,7 +230,7 @@ class BrowserView(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         status = _OUTCOME_STATUS[type(event).__name__]
@@ -233,27 +243,30 @@ class BrowserView(Projection):
         card["status"] = status
         card["outcome"] = outcome
         card["outcome_kind"] = outcome["kind"]
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles("Proposal.Declined")
     def declined(self, event: Any, position: int, rows: Rows) -> None:
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         card["status"] = "declined"
         card["declined_by"] = event.declined_by
         card["decline_note"] = event.note
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
     @handles("Proposal.Expired")
     def expired(self, event: Any, position: int, rows: Rows) -> None:
-        card = self._card(event, rows)
+        card = self._card(event.originator_id, rows)
         if card is None:
             return
         card["status"] = "expired"
-        card["updated_at"] = event_time(event)
+        at = event.timestamp
+        card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
 
 

@@ -10,6 +10,7 @@ next message in that conversation.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC
 from typing import Any
 
 from countersign.domain.handback import reason_text
@@ -24,9 +25,8 @@ from countersign.projections.base import (
     Projection,
     Rows,
     Table,
-    aggregate_id,
+    aggregate_text,
     approvals_required,
-    event_time,
     handles,
     id_text,
     uuid_text,
@@ -104,8 +104,9 @@ class Handback(Projection):
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         revision_of = getattr(event, "revision_of", None)
-        key = aggregate_id(event)
-        batch = _Batch.of(self, rows)
+        policy = getattr(event, "policy", None)
+        key = aggregate_text(event.originator_id)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.kept[key] = batch.changed[key] = {
             "proposal_id": key,
             "interaction_id": event.interaction_id,
@@ -114,7 +115,7 @@ class Handback(Projection):
             "preview": event.preview,
             "revision_of": None if revision_of is None else uuid_text(revision_of),
             "approvals": 0,
-            "approvals_required": approvals_required(getattr(event, "policy", None)),
+            "approvals_required": 1 if not policy else approvals_required(policy),
             "executed": False,
         }
         # A new proposal in the conversation supersedes the earlier revision context.
@@ -124,8 +125,8 @@ class Handback(Projection):
     def approved(self, event: Any, position: int, rows: Rows) -> None:
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
-        batch = _Batch.of(self, rows)
-        key = aggregate_id(event)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
         if proposal is None:
             return
@@ -134,14 +135,14 @@ class Handback(Projection):
         if proposal["approvals"] >= proposal["approvals_required"]:
             return
         texts = awaiting_approvals_messages(proposal["approvals"], proposal["approvals_required"])
-        _say(batch, proposal, position, event, "awaiting_approvals", texts)
+        _say(batch, proposal, position, event.timestamp, "awaiting_approvals", texts)
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
-        batch = _Batch.of(self, rows)
-        key = aggregate_id(event)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
         if proposal is not None:
             proposal["approvals"] = max(0, proposal["approvals"] - 1)
@@ -149,8 +150,8 @@ class Handback(Projection):
 
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
-        batch = _Batch.of(self, rows)
-        proposal = batch.proposal(aggregate_id(event))
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
+        proposal = batch.proposal(aggregate_text(event.originator_id))
         if proposal is None:
             return
         by = uuid_text(event.by)
@@ -164,7 +165,7 @@ class Handback(Projection):
             batch,
             proposal,
             position,
-            event,
+            event.timestamp,
             "superseded",
             superseded_messages(how, kind, preview, by),
         )
@@ -172,13 +173,13 @@ class Handback(Projection):
     @handles("Proposal.Succeeded")
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
-        batch = _Batch.of(self, rows)
-        key = aggregate_id(event)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
         proposal = batch.proposal(key)
         if proposal is not None:
             proposal["executed"] = True
             batch.changed[key] = proposal
-            _tell_outcome(batch, proposal, position, event)
+            _tell_outcome(batch, proposal, position, event.outcome, event.timestamp)
 
     @handles(
         "Proposal.Reconciling",
@@ -186,10 +187,10 @@ class Handback(Projection):
         "Proposal.RevisionRequired",
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
-        batch = _Batch.of(self, rows)
-        proposal = batch.proposal(aggregate_id(event))
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
+        proposal = batch.proposal(aggregate_text(event.originator_id))
         if proposal is not None:
-            _tell_outcome(batch, proposal, position, event)
+            _tell_outcome(batch, proposal, position, event.outcome, event.timestamp)
 
 
 class _Batch(KeptRows):
@@ -206,12 +207,15 @@ class _Batch(KeptRows):
         self.put_values = values_putter(rows, Handback.tables)
 
 
-def _tell_outcome(batch: _Batch, proposal: Mapping[str, Any], position: int, event: Any) -> None:
-    """The outcome's message; a revision required also leaves its revision context."""
-    outcome = event.outcome
+def _tell_outcome(
+    batch: _Batch, proposal: Mapping[str, Any], position: int, outcome: Any, at: Any
+) -> None:
+    """The outcome's message; a revision required also leaves its revision context.
+    ``outcome`` and ``at``: the event's ``outcome`` and ``timestamp``, read by the handler
+    (``_say`` says why)."""
     operation = proposal["operation"]
     texts = outcome_texts(operation, proposal["preview"], outcome)
-    _say(batch, proposal, position, event, "outcome", texts, outcome_kind=outcome["kind"])
+    _say(batch, proposal, position, at, "outcome", texts, outcome_kind=outcome["kind"])
     if outcome["kind"] == "revision_required":
         reason = RevisionReason.model_validate(outcome["reason"])
         batch.rows.put(
@@ -225,7 +229,7 @@ def _tell_outcome(batch: _Batch, proposal: Mapping[str, Any], position: int, eve
                 "reason_params": reason.params,
                 "context_en": _context(operation, reason, "en"),
                 "context_fr": _context(operation, reason, "fr"),
-                "created_at": event_time(event),
+                "created_at": at if at.tzinfo is UTC else at.astimezone(UTC),
             },
         )
 
@@ -248,13 +252,15 @@ def _say(
     batch: _Batch,
     proposal: Mapping[str, Any],
     position: int,
-    event: Any,
+    at: Any,
     kind: str,
     texts: tuple[str, ...],
     outcome_kind: str | None = None,
 ) -> None:
     """One app-authored message, in English and French, in the proposal's conversation:
-    put as its values in column order (``put_values``: a message is never read back here)."""
+    put as its values in column order (``put_values``: a message is never read back here).
+    ``at``: the event's ``timestamp``, read by the handler (at its line the read is
+    specialised for its event class: see ``base.aggregate_text``)."""
     text_en, text_fr = texts
     batch.put_values(
         MESSAGES,
@@ -267,7 +273,7 @@ def _say(
             outcome_kind,
             text_en,
             text_fr,
-            event_time(event),  # created_at
+            at if at.tzinfo is UTC else at.astimezone(UTC),  # created_at
         ),
     )
 

@@ -13,6 +13,7 @@ where the sender POSTs. Their signing secrets are not events and not in these ta
 
 from __future__ import annotations
 
+from datetime import UTC
 from hashlib import sha1
 from typing import Any
 from uuid import UUID
@@ -25,6 +26,7 @@ from countersign.projections.base import (
     Rows,
     Table,
     aggregate_id,
+    aggregate_text,
     event_time,
     handles,
     id_text,
@@ -113,7 +115,7 @@ class Notifications(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        key = aggregate_id(event)
+        key = aggregate_text(event.originator_id)
         proposal = {
             "proposal_id": key,
             "organization_id": id_text(event.organization_id),
@@ -122,25 +124,34 @@ class Notifications(Projection):
             "requester": event.requested_by,
             "approvers": [],
         }
-        batch = _Batch.of(self, rows)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.kept[key] = batch.changed[key] = proposal  # put at the batch's end
-        self._notify(event, position, rows, proposal, AWAITING_APPROVAL)
+        self._notify(
+            position, rows, proposal, AWAITING_APPROVAL, event.originator_version, event.timestamp
+        )
 
     @handles("Proposal.Approved")
     def approved(self, event: Any, position: int, rows: Rows) -> None:
-        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        batch, key = (
+            (rows.batch.get(self) or _Batch.of(self, rows)),
+            aggregate_text(event.originator_id),
+        )
         proposal = batch.proposal(key)
-        if proposal is not None and event.approved_by not in proposal["approvers"]:
+        approved_by = event.approved_by
+        if proposal is not None and approved_by not in proposal["approvers"]:
             # A new list, never changed in place: a row read from an earlier batch shares
             # it with that batch's rows, which may still be on their way to the database.
-            proposal["approvers"] = [*proposal["approvers"], event.approved_by]
+            proposal["approvers"] = [*proposal["approvers"], approved_by]
             batch.changed[key] = proposal
 
     @handles("Proposal.ApprovalLapsed")
     def approval_lapsed(self, event: Any, position: int, rows: Rows) -> None:
         """An approval the quorum recheck no longer counts: its approver is not told about
         the outcome as one of its approvers (unless they approve again)."""
-        batch, key = _Batch.of(self, rows), aggregate_id(event)
+        batch, key = (
+            (rows.batch.get(self) or _Batch.of(self, rows)),
+            aggregate_text(event.originator_id),
+        )
         proposal = batch.proposal(key)
         if proposal is not None and event.approved_by in proposal["approvers"]:
             proposal["approvers"] = [a for a in proposal["approvers"] if a != event.approved_by]
@@ -148,15 +159,28 @@ class Notifications(Projection):
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = _Batch.of(self, rows).proposal(aggregate_id(event))
+        proposal = (rows.batch.get(self) or _Batch.of(self, rows)).proposal(
+            aggregate_text(event.originator_id)
+        )
         if proposal is not None:
-            self._notify(event, position, rows, proposal, NEEDS_RECONCILIATION)
+            self._notify(
+                position,
+                rows,
+                proposal,
+                NEEDS_RECONCILIATION,
+                event.originator_version,
+                event.timestamp,
+            )
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:
-        proposal = _Batch.of(self, rows).proposal(aggregate_id(event))
+        proposal = (rows.batch.get(self) or _Batch.of(self, rows)).proposal(
+            aggregate_text(event.originator_id)
+        )
         if proposal is not None:
-            self._notify(event, position, rows, proposal, FAILED)
+            self._notify(
+                position, rows, proposal, FAILED, event.originator_version, event.timestamp
+            )
 
     def end_batch(self, rows: Rows) -> None:
         """The proposals the batch put or changed are put, each once, in the order it first
@@ -183,13 +207,18 @@ class Notifications(Projection):
         rows.update(ENDPOINTS, (event.endpoint_id,), removed_at=event_time(event), active=False)
 
     @staticmethod
-    def _notify(event: Any, position: int, rows: Rows, proposal: Any, reason: str) -> None:
+    def _notify(
+        position: int, rows: Rows, proposal: Any, reason: str, version: int, at: Any
+    ) -> None:
+        """``version`` and ``at``: the event's ``originator_version`` and ``timestamp``, read by
+        the handler (at its line the read is specialised for its event class: see
+        ``base.aggregate_text``)."""
         # As its values in column order (``Rows.put_values``): an outbox row is put once and
         # never read back here, so no dict is made of it.
         rows.put_values(
             NOTIFICATIONS,
             (
-                notification_id(proposal["proposal_id"], event.originator_version),  # event_id
+                notification_id(proposal["proposal_id"], version),  # event_id
                 position,
                 proposal["organization_id"],
                 proposal["proposal_id"],
@@ -198,7 +227,7 @@ class Notifications(Projection):
                 reason,
                 proposal["requester"],
                 list(proposal["approvers"]),  # approvers
-                event_time(event),  # occurred_at
+                at if at.tzinfo is UTC else at.astimezone(UTC),  # occurred_at
             ),
         )
 

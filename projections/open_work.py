@@ -15,7 +15,7 @@ from countersign.projections.base import (
     Projection,
     Rows,
     Table,
-    aggregate_id,
+    aggregate_text,
     handles,
     values_putter,
 )
@@ -49,15 +49,15 @@ class OpenWork(Projection):
 
     @handles("Proposal.Proposed")
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
-        key = aggregate_id(event)
-        batch = _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         # proposal_id, status, expires_at, claimed_at: in column order (``_Batch.end``)
         batch.rows[key] = batch.changed[key] = [key, "pending", event.expires_at, None]
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:
-        key = aggregate_id(event)
-        batch = _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         row = batch.row(key)
         if row is not None:  # a missing row stays missing, as ``rows.update`` leaves it
             row[1] = "executing"  # status
@@ -66,8 +66,8 @@ class OpenWork(Projection):
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        key = aggregate_id(event)
-        batch = _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         row = batch.row(key)
         if row is not None:
             row[1] = "reconciling"  # status
@@ -82,8 +82,8 @@ class OpenWork(Projection):
         "Proposal.Superseded",
     )
     def closed(self, event: Any, position: int, rows: Rows) -> None:
-        key = aggregate_id(event)
-        batch = _Batch.of(self, rows)
+        key = aggregate_text(event.originator_id)
+        batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.rows[key] = batch.changed[key] = None  # deleted, whether it was there or not
 
     def end_batch(self, rows: Rows) -> None:
