@@ -144,7 +144,8 @@ class Proposal(Aggregate):
         return cls._create(proposed, **fields, chain=chain_link("", 1, "Proposed", content))
 
     def _link(self, event_type: str, **fields: Any) -> str:
-        return chain_link(self.chain, self.version + 1, event_type, fields)
+        # ``_version``: what the library's ``version`` property returns, without its call.
+        return chain_link(self.chain, self._version + 1, event_type, fields)
 
     @property
     def scope(self) -> Scope:
@@ -198,6 +199,18 @@ class Proposal(Aggregate):
         ``role``: the approver's role in the club as they approve (manager, staff...);
         ``passkey``: the verified assertion it was signed with, if any; ``credential``: what
         they presented; ``membership_id``: which membership approved."""
+        self._approve(approved_by, at, role, passkey, credential, membership_id)
+
+    def _approve(
+        self,
+        approved_by: str,
+        at: datetime,
+        role: str | None,
+        passkey: PasskeyAssertion | None,
+        credential: str,
+        membership_id: str | None,
+    ) -> None:
+        """``approve``, its arguments by position (a call with keywords builds a dict)."""
         if self.status != PENDING:  # check_is, inline: a call fewer on the approve path
             raise IllegalTransitionError("approve", self.status)
         if approved_by in self.approvals:
@@ -210,8 +223,9 @@ class Proposal(Aggregate):
             "membership_id": membership_id,
             "passkey": passkey,
         }
-        # The link covers the fields alone; the event takes them and the link (one dict).
-        fields["chain"] = self._link("Approved", **fields)
+        # The link covers the fields alone (linked before ``chain`` is added: ``chain_link``
+        # keeps nothing of the dict); the event takes them and the link (one dict).
+        fields["chain"] = chain_link(self.chain, self._version + 1, "Approved", fields)
         self.trigger_event(self.Approved, **fields)
 
     def approve_and_claim(
@@ -226,10 +240,9 @@ class Proposal(Aggregate):
         membership_id: str | None = None,
     ) -> None:
         """The last required approval and the claim always travel together, in one commit."""
-        self.approve(
-            approved_by, at, role, passkey, credential=credential, membership_id=membership_id
-        )
-        chain = self._link("Claimed", attempt_id=attempt_id, claimed_at=at)
+        self._approve(approved_by, at, role, passkey, credential, membership_id)
+        fields = {"attempt_id": attempt_id, "claimed_at": at}
+        chain = chain_link(self.chain, self._version + 1, "Claimed", fields)
         self.trigger_event(self.Claimed, attempt_id=attempt_id, claimed_at=at, chain=chain)
 
     def lapse_approval(self, approved_by: str, reason: str) -> None:
@@ -255,17 +268,15 @@ class Proposal(Aggregate):
     def record_revalidated(self, facts: dict[str, Any]) -> None:
         if self.status != EXECUTING:  # check_is, inline (the approve path's every claim)
             raise IllegalTransitionError("revalidate", self.status)
-        self.trigger_event(
-            self.Revalidated, facts=facts, chain=self._link("Revalidated", facts=facts)
-        )
+        link = chain_link(self.chain, self._version + 1, "Revalidated", {"facts": facts})
+        self.trigger_event(self.Revalidated, facts=facts, chain=link)
 
     def succeed(self, outcome: dict[str, Any]) -> None:
         status = self.status
         if status != EXECUTING and status != RECONCILING:  # check_is, inline
             raise IllegalTransitionError("complete", status)
-        self.trigger_event(
-            self.Succeeded, outcome=outcome, chain=self._link("Succeeded", outcome=outcome)
-        )
+        link = chain_link(self.chain, self._version + 1, "Succeeded", {"outcome": outcome})
+        self.trigger_event(self.Succeeded, outcome=outcome, chain=link)
 
     def require_revision(self, outcome: dict[str, Any]) -> None:
         self.check_is("require revision of", EXECUTING, RECONCILING)
