@@ -89,7 +89,29 @@ class FastJSONTranscoder(JSONTranscoder):
         if class_version:
             prepared["class_version"] = class_version
         try:
-            return self._written(prepared, prepared)
+            # ``_written(prepared, prepared)``, inline (a Python call an event, seven a
+            # cycle): the copy's items prepared in place, a value replaced under a key
+            # already there (which leaves the iteration as it was).
+            types = self.types
+            ids, times = types.get(UUID), types.get(datetime)
+            ids_hex = type(ids) is UUIDAsHex
+            times_iso = type(times) is DatetimeAsISO
+            for key, value in prepared.items():
+                kind = type(value)
+                if kind is str or kind is int or kind is bool or value is None:
+                    continue
+                if kind is UUID and ids_hex:
+                    prepared[key] = {
+                        "_type_": ids.name,  # type: ignore[union-attr]
+                        "_data_": _HEXES.get(value.int) or hex_of(value),
+                    }
+                elif kind is datetime and times_iso and value.tzinfo is UTC:
+                    prepared[key] = {"_type_": times.name, "_data_": value}  # type: ignore[union-attr]
+                else:
+                    ready = self._prepare(value)
+                    if ready is not value:
+                        prepared[key] = ready
+            return plain_json.dumps(prepared)
         except plain_json.REFUSED:
             # The dict the library's mapper would have handed ``encode``, unprepared.
             event_state = state.copy()
