@@ -72,6 +72,10 @@ def _event_state(fields: dict[str, Any]) -> dict[str, Any]:
         {"class_version": 1, "x": "y"},  # a field of that name keeps its place
         {"odd": {1: "one", None: "no"}},  # keys orjson refuses: the library's encoder writes
         {"big": 2**70},  # past orjson's integers
+        # Containers tested inline (plain ones written as they are), and those that are not.
+        {"plain": {"a": "b", "n": None, "t": True, "i": 2}, "words": ["a", 1], "empty": {}},
+        {"flags": [True, None], "none": [], "deep": {"x": 1.5}, "lists": {"x": [1, "a"]}},
+        {"ids": {"a": uuid4()}, "floats": [1.0, 1e-07], "tuple": ("a", 1), "odd": {"k": (1,)}},
     ],
 )
 @pytest.mark.parametrize("class_version", [0, 2, 3])
@@ -315,3 +319,20 @@ def test_create_takes_the_comprehension_for_an_event_class_not_given_a_cheaper_i
         event_class.__init__ = given  # type: ignore[misc]
     assert aggregate_create._copied(event_class, frozenset({"self"})) is not None
     assert isinstance(made.id, UUID)
+
+
+def test_a_read_set_is_remembered_from_a_copy_of_the_decision_s_reads():
+    """``_ReadSets.remember_read`` copies a dict by its own ``copy`` (any other mapping by
+    ``dict()``): the same ids remembered, the decision's own dict left as it was."""
+    from types import MappingProxyType
+
+    from countersign.infrastructure.persistence.unit_of_work import _key, _ReadSets
+
+    named_id, first, second = uuid4(), uuid4(), uuid4()
+    read = {named_id.int: named_id, first.int: first, second.int: second}
+    before = list(read.items())
+    for reads in (read, MappingProxyType(dict(read))):
+        sets = _ReadSets(8)
+        sets.remember_read((named_id,), reads, _key((named_id,)))
+        assert sets.with_remembered((named_id,)) == [named_id, first, second]
+    assert list(read.items()) == before
