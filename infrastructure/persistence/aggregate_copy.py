@@ -100,6 +100,15 @@ def copy_state(value: Any, memo: dict[int, Any]) -> Any:
     return copy.deepcopy(value, memo)
 
 
+class _FrozenMark(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a frozen aggregate that knows its own key in ``_FROZEN`` (the
+    aggregate's id()), so that its callback needs no ``functools.partial`` made for each
+    freeze: weakref's own ``__new__`` and ``__init__`` (C), the key set after."""
+
+    __slots__ = ("key",)
+    key: int
+
+
 #: Aggregates that have become shared snapshots (see ``freeze``): id() -> a weak reference
 #: to the object. Kept outside their state, so that equality, repr and copies of them are as
 #: before; an entry goes with its object (the reference's callback). A plain dict of
@@ -113,10 +122,11 @@ _FROZEN: dict[int, weakref.ref[Any]] = {}
 _FROZEN_WRITES = threading.RLock()
 
 
-def _forget(key: int, reference: weakref.ref[Any]) -> None:
+def _forget(reference: _FrozenMark) -> None:
     # Only this object's entry: another object may have been frozen under the same id()
     # after this one died and before the collector ran the callback. (The lock's own
     # methods, not ``with``: every frozen object that dies comes here, three a cycle.)
+    key = reference.key
     _FROZEN_WRITES.acquire()
     try:
         if _FROZEN.get(key) is reference:
@@ -161,7 +171,8 @@ def freeze(aggregate: Aggregate) -> None:
         return  # most reads are of snapshots frozen already: a lookup, not a new weak ref
     if type(aggregate) not in _GUARDED:
         _guard(type(aggregate))
-    frozen = weakref.ref(aggregate, functools.partial(_forget, key))
+    frozen = _FrozenMark(aggregate, _forget)
+    frozen.key = key
     # The lock's own methods, not ``with`` (two special methods looked up): four a cycle.
     _FROZEN_WRITES.acquire()
     try:
@@ -339,9 +350,12 @@ def _trigger_event(self: Any, event_class: Any, **kwargs: Any) -> None:
     originator_id = self._id
     kwargs["originator_id"] = originator_id
     kwargs["originator_version"] = next_version
-    if kwargs.get("timestamp") is None:
+    # ``kwargs.get("timestamp") is None`` without the method's call: most commands give none.
+    if "timestamp" not in kwargs or kwargs["timestamp"] is None:
         if event_class.create_timestamp is _LIBRARY_TIMESTAMP:
-            kwargs["timestamp"] = datetime.now(tz=eventsourcing.domain.TZINFO)
+            # The library's ``datetime.now(tz=TZINFO)``, its time zone passed by position
+            # (the same call, without a keyword for the C function to parse).
+            kwargs["timestamp"] = datetime.now(eventsourcing.domain.TZINFO)
         else:
             kwargs["timestamp"] = event_class.create_timestamp()
     try:

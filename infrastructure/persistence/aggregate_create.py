@@ -21,6 +21,7 @@ defined after ``install`` ran. ``tests/test_aggregate_create.py`` compares the t
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
 from datetime import datetime
@@ -28,12 +29,14 @@ from typing import Any
 from uuid import UUID
 
 import eventsourcing.domain
+from countersign.infrastructure.persistence import frozen_inits
 from countersign.infrastructure.persistence.frozen_inits import unseen_classes
 from eventsourcing.domain import (
     BaseAggregate,
     CanCreateTimestamp,
     CanInitAggregate,
     CanMutateAggregate,
+    DomainEvent,
 )
 from eventsourcing.utils import get_topic, resolve_topic
 
@@ -52,8 +55,17 @@ _SEEN: set[type] = set()
 GIVEN: set[type] = set()
 _INSTALLING = threading.Lock()
 
+#: What ``_create`` needs of an aggregate class and its event class: the topic, the names
+#: ``__init__`` takes, whether it is given the id, whether the event's ``apply`` is the
+#: library's, and ``_Copied`` or None (see ``_copied``).
+_Facts = tuple[str, frozenset[str], bool, bool, "_Copied | None"]
 #: (aggregate class, event class) -> what ``_create`` needs of them, or None: the library's.
-_FACTS: dict[tuple[type, type], tuple[str, frozenset[str], bool, bool] | None] = {}
+_FACTS: dict[tuple[type, type], _Facts | None] = {}
+
+#: For an event class whose ``__dict__`` is its fields alone, in their order: its
+#: ``__init__`` (the one ``frozen_inits`` gave it), the fields the aggregate's ``__init__``
+#: does not take, and how many it does.
+_Copied = tuple[Any, tuple[str, ...], int]
 
 
 def install(root: type = BaseAggregate, modules: tuple[str, ...] = _OURS) -> int:
@@ -80,11 +92,11 @@ def _fits(cls: type) -> bool:
     )
 
 
-def _facts(cls: type, event_class: type) -> tuple[str, frozenset[str], bool, bool] | None:
+def _facts(cls: type, event_class: type) -> _Facts | None:
     """The topic, the names ``__init__`` takes, whether it is given the id, and whether the
     event's ``apply`` is the library's (which does nothing); None where anything differs
     from what the library's ``_create`` and ``mutate`` were written for."""
-    facts: tuple[str, frozenset[str], bool, bool] | None = None
+    facts: _Facts | None = None
     topic = get_topic(cls)
     init = getattr(cls, "__init__", None)
     if (
@@ -105,9 +117,29 @@ def _facts(cls: type, event_class: type) -> tuple[str, frozenset[str], bool, boo
             names,
             cls in eventsourcing.domain._init_mentions_id,
             getattr(event_class, "apply", None) is _LIBRARY_APPLY,
+            _copied(event_class, names),
         )
     _FACTS[(cls, event_class)] = facts
     return facts
+
+
+def _copied(event_class: type, init_names: frozenset[str]) -> _Copied | None:
+    """For an event class given its ``__init__`` by ``frozen_inits`` (which writes its
+    fields into the new event's ``__dict__``, in their order, and nothing else) whose
+    ``__post_init__`` is the library's check (which writes nothing): its ``__init__``, the
+    fields the aggregate's ``__init__`` does not take, and how many fields it takes. Then the
+    aggregate's keywords are the event's ``__dict__`` copied in C, those fields deleted: the
+    library's comprehension over every field, in the same order. None for any other class."""
+    init = event_class.__dict__.get("__init__")
+    if (
+        event_class not in frozen_inits.ORIGINALS
+        or init is frozen_inits.ORIGINALS[event_class]
+        or getattr(event_class, "__post_init__", None) is not DomainEvent.__post_init__
+    ):
+        return None
+    names = [f.name for f in dataclasses.fields(event_class)]
+    dropped = tuple(name for name in names if name not in init_names)
+    return init, dropped, len(names) - len(dropped)
 
 
 def _create(cls: Any, /, event_class: Any, *, id: Any = None, **kwargs: Any) -> Any:
@@ -119,7 +151,7 @@ def _create(cls: Any, /, event_class: Any, *, id: Any = None, **kwargs: Any) -> 
     if facts is None or id is None:
         # Not written for here, or an id the class derives itself: the library's own way.
         return LIBRARY_CREATE(cls, event_class, id=id, **kwargs)
-    topic, init_names, mentions_id, plain_apply = facts
+    topic, init_names, mentions_id, plain_apply, copied = facts
     if not isinstance(id, UUID | str):
         msg = f"Given id was not a UUID or str: {id!r}"
         raise TypeError(msg)
@@ -127,8 +159,9 @@ def _create(cls: Any, /, event_class: Any, *, id: Any = None, **kwargs: Any) -> 
     kwargs["originator_topic"] = topic
     kwargs["originator_id"] = id
     kwargs["originator_version"] = 1
-    if kwargs.get("timestamp") is None:
-        kwargs["timestamp"] = datetime.now(tz=eventsourcing.domain.TZINFO)
+    if "timestamp" not in kwargs or kwargs["timestamp"] is None:
+        # ``datetime.now(tz=TZINFO)``, the time zone by position (``_trigger_event`` too).
+        kwargs["timestamp"] = datetime.now(eventsourcing.domain.TZINFO)
     try:
         created_event = event_class(**kwargs)
     except TypeError as e:
@@ -143,7 +176,15 @@ def _create(cls: Any, /, event_class: Any, *, id: Any = None, **kwargs: Any) -> 
     agg._created_on = state["timestamp"]
     agg._modified_on = state["timestamp"]
     agg._pending_events = []
-    init_kwargs = {k: v for k, v in state.items() if k in init_names}
+    if copied is not None and event_class.__init__ is copied[0]:
+        # The comprehension below, in C (``_copied``): the same keys in the same order.
+        init_kwargs = state.copy()
+        for name in copied[1]:
+            del init_kwargs[name]
+        if len(init_kwargs) != copied[2]:  # never, for such a class: the library's way then
+            init_kwargs = {k: v for k, v in state.items() if k in init_names}
+    else:
+        init_kwargs = {k: v for k, v in state.items() if k in init_names}
     if mentions_id:
         init_kwargs["id"] = state["originator_id"]
     agg.__init__(**init_kwargs)

@@ -71,27 +71,36 @@ class FastJSONTranscoder(JSONTranscoder):
         try:
             if type(obj) is not dict:
                 return plain_json.dumps(self._prepare(obj))
-            # An event's state (every call the mapper makes): its own items are written here,
-            # as ``_prepare``'s walk writes them, without a call for the walk and one for each
-            # id and time in it (the timestamp, the aggregate's ids; a small event is little
-            # else). The same bytes: tests/test_transcoder.py.
+            return self._written(obj, obj.copy())
+        except plain_json.REFUSED:
+            # The library's encoder writes it, or refuses it, as it always did (its own
+            # encode, inlined: the same depth of nesting reaches the same recursion limit).
+            return self.encoder.encode(obj).encode("utf8")
+
+    def encode_event(self, state: dict[str, Any], class_version: int) -> bytes:
+        """``encode`` of the state the library's mapper hands it for an event whose
+        ``__dict__`` is ``state`` (left as it is): a copy without ``originator_id`` and
+        ``originator_version``, and ``class_version`` set when given (above 1), in the
+        library's order. The same bytes as ``encode`` of that dict (tests/test_transcoder.py),
+        without the mapper's dict made, its two pops, and the call here: one copy, not two."""
+        prepared = state.copy()
+        del prepared["originator_id"]
+        del prepared["originator_version"]
+        if class_version:
+            prepared["class_version"] = class_version
+        try:
+            # ``_written(prepared, prepared)``, inline (a Python call an event, seven a
+            # cycle): the copy's items prepared in place, a value replaced under a key
+            # already there (which leaves the iteration as it was).
             types = self.types
             ids, times = types.get(UUID), types.get(datetime)
             ids_hex = type(ids) is UUIDAsHex
             times_iso = type(times) is DatetimeAsISO
-            prepare = self._prepare
-            # A copy made in C, into which only the items that change are written: most of
-            # a state's items are plain values (or containers the walk returns as they are),
-            # and a store into a new dict costs more than the copy of it. A key that is not
-            # an exact str is refused by orjson (the library writes 1 as "1", True as
-            # "true"), and the library's encoder then writes it.
-            prepared = obj.copy()
-            for key, value in obj.items():
+            for key, value in prepared.items():
                 kind = type(value)
                 if kind is str or kind is int or kind is bool or value is None:
                     continue
                 if kind is UUID and ids_hex:
-                    # ``ids`` is UUIDAsHex, its name set when it was made.
                     prepared[key] = {
                         "_type_": ids.name,  # type: ignore[union-attr]
                         "_data_": _HEXES.get(value.int) or hex_of(value),
@@ -99,11 +108,52 @@ class FastJSONTranscoder(JSONTranscoder):
                 elif kind is datetime and times_iso and value.tzinfo is UTC:
                     prepared[key] = {"_type_": times.name, "_data_": value}  # type: ignore[union-attr]
                 else:
-                    ready = prepare(value)
+                    ready = self._prepare(value)
                     if ready is not value:
                         prepared[key] = ready
             return plain_json.dumps(prepared)
         except plain_json.REFUSED:
-            # The library's encoder writes it, or refuses it, as it always did (its own
-            # encode, inlined: the same depth of nesting reaches the same recursion limit).
-            return self.encoder.encode(obj).encode("utf8")
+            # The dict the library's mapper would have handed ``encode``, unprepared.
+            event_state = state.copy()
+            del event_state["originator_id"]
+            del event_state["originator_version"]
+            if class_version:
+                event_state["class_version"] = class_version
+            return self.encoder.encode(event_state).encode("utf8")
+
+    def _written(self, obj: dict[Any, Any], prepared: dict[Any, Any]) -> bytes:
+        """The bytes of the state ``obj`` (a dict), its items prepared into ``prepared``, a
+        copy of it made in C (or ``obj`` itself, a copy made for this call alone): only the
+        items that change are written into it (a value replaced under a key already there,
+        which leaves the iteration of ``obj`` as it was). Raises what ``REFUSED`` names where
+        the library's encoder must write it."""
+        # An event's state (every call the mapper makes): its own items are written here,
+        # as ``_prepare``'s walk writes them, without a call for the walk and one for each
+        # id and time in it (the timestamp, the aggregate's ids; a small event is little
+        # else). The same bytes: tests/test_transcoder.py.
+        types = self.types
+        ids, times = types.get(UUID), types.get(datetime)
+        ids_hex = type(ids) is UUIDAsHex
+        times_iso = type(times) is DatetimeAsISO
+        prepare = self._prepare
+        # Most of a state's items are plain values (or containers the walk returns as they
+        # are), and a store into a new dict costs more than the copy of it. A key that is
+        # not an exact str is refused by orjson (the library writes 1 as "1", True as
+        # "true"), and the library's encoder then writes it.
+        for key, value in obj.items():
+            kind = type(value)
+            if kind is str or kind is int or kind is bool or value is None:
+                continue
+            if kind is UUID and ids_hex:
+                # ``ids`` is UUIDAsHex, its name set when it was made.
+                prepared[key] = {
+                    "_type_": ids.name,  # type: ignore[union-attr]
+                    "_data_": _HEXES.get(value.int) or hex_of(value),
+                }
+            elif kind is datetime and times_iso and value.tzinfo is UTC:
+                prepared[key] = {"_type_": times.name, "_data_": value}  # type: ignore[union-attr]
+            else:
+                ready = prepare(value)
+                if ready is not value:
+                    prepared[key] = ready
+        return plain_json.dumps(prepared)

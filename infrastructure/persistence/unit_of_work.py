@@ -105,7 +105,9 @@ class _ReadSets:
         # unknown id (a typo, a scanner) read nothing else, so it leaves nothing to remember.
         if key is None:
             key = _key(named)
-        extras = dict(read)  # in C: no ``int`` read nor item set in Python for each id
+        # In C: no ``int`` read nor item set in Python for each id; a dict's own ``copy``
+        # (the decision's ``read_ids``), without ``dict()``'s class call, makes the same dict.
+        extras = read.copy() if type(read) is dict else dict(read)
         if type(key) is int:
             extras.pop(key, None)
         else:
