@@ -36,6 +36,7 @@ from tests.receivers import (
     free_port,
 )
 from tests.servers import serving
+from tests.support.club_day import start_within_one_club_day
 from tests.support.proposing import BACK_TO_CARD, CANCEL, SEND, propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
@@ -58,8 +59,9 @@ BLOCKING = {"serious", "critical"}
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dict[str, str]]]:
     """The app with one proposal in each state a page shows; the paths of every page kind."""
     folder = tmp_path_factory.mktemp("a11y")
-    # Ten minutes ago, so that a lost answer approved then is overdue now.
-    clock = FakeClock(datetime.now(UTC) - timedelta(minutes=10))
+    # Ten minutes ago, so that a lost answer approved then is overdue now; on the club's day
+    # of now (tests.support.club_day), since the pages' times leave out today's date.
+    clock = FakeClock(start_within_one_club_day(datetime.now(UTC) - timedelta(minutes=10), 10))
     settings = Settings(database_url=f"sqlite:///{folder / 'a11y.db'}", model="scripted")
     cs = bootstrap(settings, clock=clock)
     seeded = seed(cs)

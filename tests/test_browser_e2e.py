@@ -37,6 +37,7 @@ from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.servers import serving
+from tests.support.club_day import start_within_one_club_day
 from tests.support.proposing import propose
 from tests.test_settling import stuck_claim
 
@@ -390,7 +391,9 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(tmp_path: Pat
     sync_playwright = _browser_or_fail()
     shots = ARTIFACTS / "settling"
     shots.mkdir(parents=True, exist_ok=True)
-    clock = FakeClock(datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=9))
+    # Nine minutes ago, on the club's day of now (tests.support.club_day).
+    began = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=9)
+    clock = FakeClock(start_within_one_club_day(began, 9))
     problems: list[str] = []
     with served_from(tmp_path, clock) as served, sync_playwright() as playwright:
         lost = propose(served.cs, served.seeded, "refund-lost-response")
