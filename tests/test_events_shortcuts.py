@@ -28,23 +28,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.json_values import leaves, nested
+from tests.support.transcoders import fast_transcoder, library_transcoder
 
 AT = datetime(2026, 12, 5, 4, 0, tzinfo=UTC)
 
 
-def _library() -> JSONTranscoder:
-    transcoder = JSONTranscoder()
-    Application().register_transcodings(transcoder)
-    return transcoder
-
-
-def _fast() -> FastJSONTranscoder:
-    transcoder = FastJSONTranscoder()
-    Application().register_transcodings(transcoder)
-    return transcoder
-
-
-LIBRARY, FAST = _library(), _fast()
+LIBRARY, FAST = library_transcoder(), fast_transcoder()
 
 
 def _mapper_state(state: dict[str, Any], class_version: int) -> dict[str, Any]:

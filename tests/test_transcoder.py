@@ -14,27 +14,14 @@ from uuid import UUID, uuid4
 import pytest
 from countersign.domain.hash_chain import contract_digest, digest_content
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
-from eventsourcing.application import Application
-from eventsourcing.persistence import JSONTranscoder, TranscodingNotRegisteredError
+from eventsourcing.persistence import TranscodingNotRegisteredError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.json_values import leaves, nested
+from tests.support.transcoders import fast_transcoder, library_transcoder
 
-
-def _library() -> JSONTranscoder:
-    transcoder = JSONTranscoder()
-    Application().register_transcodings(transcoder)
-    return transcoder
-
-
-def _fast() -> FastJSONTranscoder:
-    transcoder = FastJSONTranscoder()
-    Application().register_transcodings(transcoder)
-    return transcoder
-
-
-LIBRARY, FAST = _library(), _fast()
+LIBRARY, FAST = library_transcoder(), fast_transcoder()
 
 
 class Colour(StrEnum):
