@@ -47,6 +47,9 @@ from psycopg.waiting import Ready, Wait
 _PREPARED = "_countersign_prepared"
 #: The key of the connection's row loader (a psycopg Transformer over its adapters).
 _LOADER = "_countersign_loader"
+#: The key of the names of the statements with a ``once_it_returned_rows`` that returned a row
+#: on the connection (``run_then``).
+_RETURNED_ROWS = "_countersign_returned_rows"
 #: SQLSTATE invalid_sql_statement_name: no prepared statement of that name on the server.
 _UNKNOWN_STATEMENT = b"26000"
 #: SQLSTATE duplicate_prepared_statement.
@@ -64,16 +67,28 @@ _READY_R = Ready.R
 
 
 class Statement:
-    """A fixed statement with ``$n`` parameters of the given type oids, all binary."""
+    """A fixed statement with ``$n`` parameters of the given type oids, all binary.
 
-    __slots__ = ("formats", "name", "query", "types")
+    ``once_it_returned_rows``: for ``run_then``'s ``then``, the statement sent in its place on
+    a connection where this one has returned a row (e.g. this one's rows depend on a setting
+    of the session that is read once it has said yes): the caller's to judge that sending it
+    there is as right as sending this one."""
 
-    def __init__(self, query: bytes, types: Sequence[int]) -> None:
+    __slots__ = ("formats", "name", "once_it_returned_rows", "query", "types")
+
+    def __init__(
+        self,
+        query: bytes,
+        types: Sequence[int],
+        *,
+        once_it_returned_rows: Statement | None = None,
+    ) -> None:
         self.query = query
         self.types = tuple(types)
         self.formats = (_BINARY,) * len(self.types)
         digest = hashlib.sha256(query + repr(self.types).encode()).hexdigest()[:32]
         self.name = f"countersign_{digest}".encode()
+        self.once_it_returned_rows = once_it_returned_rows
 
 
 def runs_alone(conn: psycopg.Connection[Any]) -> bool:
@@ -130,10 +145,26 @@ def run_then(
     not happened), although ``statement`` committed. A statement the server has forgotten is
     prepared again: if ``statement`` was, nothing of it ran, and all is sent again, once;
     if only ``then`` was, it runs alone. Where libpq has no pipeline mode (``PIPELINES``),
-    the two are sent one after the other instead."""
+    the two are sent one after the other instead. On a connection where ``then`` has returned
+    a row, its ``once_it_returned_rows`` (if it has one) is sent in its place."""
+    instead = then.once_it_returned_rows
+    if instead is not None and then.name in conn.__dict__.get(_RETURNED_ROWS, ()):
+        then = instead  # (this connection's ``then`` returned a row before)
     if PIPELINES:
         return _pipelined_then(conn, statement, params, then)
     return _one_then_the_other(conn, statement, params, then)
+
+
+def _returned_rows(
+    conn: psycopg.Connection[Any], then: Statement, after: psycopg.pq.abc.PGresult
+) -> None:
+    """``then``'s result ``after`` (rows) on ``conn``: if it has a statement to send in its
+    place once it has returned a row, and this result has one, so recorded on ``conn``."""
+    if then.once_it_returned_rows is not None and after.ntuples:
+        returned = conn.__dict__.get(_RETURNED_ROWS)
+        if returned is None:
+            returned = conn.__dict__[_RETURNED_ROWS] = set()
+        returned.add(then.name)
 
 
 def _pipelined_then(
@@ -152,6 +183,8 @@ def _pipelined_then(
             _prepare_again(conn, prepared, [each for each in every if each.name not in prepared])
         begun, result, after = _pipelined(conn, statement, params, then)
         if result.status == _TUPLES_OK and after.status == _TUPLES_OK:
+            if then.once_it_returned_rows is not None:
+                _returned_rows(conn, then, after)
             return result  # (so BEGIN ran too: after a failure the rest is skipped)
         if _forgotten(begun) or _forgotten(result):
             # Forgotten by the server: nothing of the statement ran. Prepared again, and
@@ -170,6 +203,7 @@ def _pipelined_then(
             after = _executed(conn, then, ())
     if after.status != _TUPLES_OK:
         raise _error(pgconn, after)
+    _returned_rows(conn, then, after)
     if result.status != _TUPLES_OK:
         raise _error(pgconn, result)
     return result
@@ -188,9 +222,9 @@ def _one_then_the_other(
     try:
         result = run(conn, statement, params)
     except psycopg.Error:
-        run(conn, then, ())
+        _returned_rows(conn, then, run(conn, then, ()))
         raise
-    run(conn, then, ())
+    _returned_rows(conn, then, run(conn, then, ()))
     return result
 
 
