@@ -64,9 +64,10 @@ def _every_connection(cs: Countersign, run: Callable[[Any], Any]) -> list[Any]:
         ]
 
 
-def _prepared_here(cs: Countersign) -> set[str]:
-    """The statements prepared on the store's connections (each session's own list)."""
-    query = "SELECT statement FROM pg_prepared_statements"
+def _run_here(cs: Countersign) -> set[str]:
+    """The prepared statements run on the store's connections (each session's own list, with
+    the plans its runs chose)."""
+    query = "SELECT statement FROM pg_prepared_statements WHERE generic_plans + custom_plans > 0"
     return {
         str(row["statement"])
         for rows in _every_connection(cs, lambda conn: conn.execute(query).fetchall())
@@ -84,7 +85,7 @@ def test_every_commit_on_a_waiting_session_returns_only_once_it_is_on_disk(
     for _ in range(4):
         _commit_is_durable_when_it_returns(durable_cs, postgres_url)
     # From the second commit on, the message is written without reading the setting.
-    assert _FLUSH_ALWAYS in _prepared_here(durable_cs)
+    assert _FLUSH_ALWAYS in _run_here(durable_cs)
 
 
 def test_a_session_that_does_not_wait_writes_no_message_however_many_commits(
@@ -98,7 +99,7 @@ def test_a_session_that_does_not_wait_writes_no_message_however_many_commits(
             cs.app.recorder.insert_events(_stored(cs, counter))
         _flush(postgres_url)
         records = _flushed_records(postgres_url, since)
-        prepared = _prepared_here(cs)
+        prepared = _run_here(cs)
     finally:
         cs.close()
     for counter in counters:
@@ -156,7 +157,9 @@ def test_a_statement_is_sent_in_its_place_only_where_it_returned_a_row(
     )
 
     def sent(conn: psycopg.Connection[Any]) -> set[str]:
-        rows = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+        rows = conn.execute(
+            "SELECT statement FROM pg_prepared_statements WHERE generic_plans + custom_plans > 0"
+        ).fetchall()
         return {str(row[0]) for row in rows}
 
     with (
@@ -170,6 +173,12 @@ def test_a_statement_is_sent_in_its_place_only_where_it_returned_a_row(
         assert "SELECT 2" not in sent(one)
         one.execute("SET application_name = 'no'")
         pg_statements.run_then(one, first, (), then)
+        pg_statements.run_then(one, first, (), then)
         assert "SELECT 2" in sent(one)
         pg_statements.run_then(other, first, (), then)
         assert "SELECT 2" not in sent(other)
+        # Forgotten by the server (DISCARD ALL), it is prepared again and still sent.
+        one.execute("DISCARD ALL")
+        pg_statements.run_then(one, first, (), then)
+        assert "SELECT 2" in sent(one)
+        assert then.query.decode() not in sent(one)

@@ -47,9 +47,6 @@ from psycopg.waiting import Ready, Wait
 _PREPARED = "_countersign_prepared"
 #: The key of the connection's row loader (a psycopg Transformer over its adapters).
 _LOADER = "_countersign_loader"
-#: The key of the names of the statements with a ``once_it_returned_rows`` that returned a row
-#: on the connection (``run_then``).
-_RETURNED_ROWS = "_countersign_returned_rows"
 #: SQLSTATE invalid_sql_statement_name: no prepared statement of that name on the server.
 _UNKNOWN_STATEMENT = b"26000"
 #: SQLSTATE duplicate_prepared_statement.
@@ -147,24 +144,32 @@ def run_then(
     if only ``then`` was, it runs alone. Where libpq has no pipeline mode (``PIPELINES``),
     the two are sent one after the other instead. On a connection where ``then`` has returned
     a row, its ``once_it_returned_rows`` (if it has one) is sent in its place."""
-    instead = then.once_it_returned_rows
-    if instead is not None and then.name in conn.__dict__.get(_RETURNED_ROWS, ()):
-        then = instead  # (this connection's ``then`` returned a row before)
     if PIPELINES:
         return _pipelined_then(conn, statement, params, then)
     return _one_then_the_other(conn, statement, params, then)
+
+
+def _in_its_place(then: Statement, prepared: set[bytes] | None) -> Statement:
+    """``then``, or its ``once_it_returned_rows`` where that is prepared (``prepared``, the
+    connection's record): it is prepared on a connection once ``then`` has returned a row
+    there (``_returned_rows``), not before. (Written out in ``_pipelined_then``.)"""
+    instead = then.once_it_returned_rows
+    if instead is not None and prepared is not None and instead.name in prepared:
+        return instead
+    return then
 
 
 def _returned_rows(
     conn: psycopg.Connection[Any], then: Statement, after: psycopg.pq.abc.PGresult
 ) -> None:
     """``then``'s result ``after`` (rows) on ``conn``: if it has a statement to send in its
-    place once it has returned a row, and this result has one, so recorded on ``conn``."""
-    if then.once_it_returned_rows is not None and after.ntuples:
-        returned = conn.__dict__.get(_RETURNED_ROWS)
-        if returned is None:
-            returned = conn.__dict__[_RETURNED_ROWS] = set()
-        returned.add(then.name)
+    place once it has returned a row, and this result has one, that one is prepared on
+    ``conn``, and so sent there from now on (``_in_its_place``)."""
+    instead = then.once_it_returned_rows
+    if instead is not None and after.ntuples:
+        prepared = _prepared_on(conn)
+        if instead.name not in prepared:
+            _prepare_again(conn, prepared, (instead,))
 
 
 def _pipelined_then(
@@ -177,6 +182,9 @@ def _pipelined_then(
     pgconn = conn.pgconn
     with conn.lock:
         prepared = conn.__dict__.get(_PREPARED)
+        instead = then.once_it_returned_rows  # (_in_its_place, inline)
+        if instead is not None and prepared is not None and instead.name in prepared:
+            then = instead
         if prepared is None or statement.name not in prepared or then.name not in prepared:
             prepared = _prepared_on(conn)
             every = (_BEGIN, _COMMIT, _ROLLBACK, statement, then)
@@ -201,9 +209,10 @@ def _pipelined_then(
         if _forgotten(after):
             _prepare_again(conn, prepared, (then,))
             after = _executed(conn, then, ())
+        if after.status == _TUPLES_OK:
+            _returned_rows(conn, then, after)
     if after.status != _TUPLES_OK:
         raise _error(pgconn, after)
-    _returned_rows(conn, then, after)
     if result.status != _TUPLES_OK:
         raise _error(pgconn, result)
     return result
@@ -219,12 +228,17 @@ def _one_then_the_other(
     statement its own transaction (the connection is in autocommit), ``then`` run whether or
     not ``statement`` failed, and its error raised first (with ``statement``'s as its
     context); a forgotten statement is prepared again by ``run``."""
+    then = _in_its_place(then, conn.__dict__.get(_PREPARED))
     try:
         result = run(conn, statement, params)
     except psycopg.Error:
-        _returned_rows(conn, then, run(conn, then, ()))
+        after = run(conn, then, ())
+        with conn.lock:
+            _returned_rows(conn, then, after)
         raise
-    _returned_rows(conn, then, run(conn, then, ()))
+    after = run(conn, then, ())
+    with conn.lock:
+        _returned_rows(conn, then, after)
     return result
 
 
