@@ -64,16 +64,28 @@ _READY_R = Ready.R
 
 
 class Statement:
-    """A fixed statement with ``$n`` parameters of the given type oids, all binary."""
+    """A fixed statement with ``$n`` parameters of the given type oids, all binary.
 
-    __slots__ = ("formats", "name", "query", "types")
+    ``once_it_returned_rows``: for ``run_then``'s ``then``, the statement sent in its place on
+    a connection where this one has returned a row (e.g. this one's rows depend on a setting
+    of the session that is read once it has said yes): the caller's to judge that sending it
+    there is as right as sending this one."""
 
-    def __init__(self, query: bytes, types: Sequence[int]) -> None:
+    __slots__ = ("formats", "name", "once_it_returned_rows", "query", "types")
+
+    def __init__(
+        self,
+        query: bytes,
+        types: Sequence[int],
+        *,
+        once_it_returned_rows: Statement | None = None,
+    ) -> None:
         self.query = query
         self.types = tuple(types)
         self.formats = (_BINARY,) * len(self.types)
         digest = hashlib.sha256(query + repr(self.types).encode()).hexdigest()[:32]
         self.name = f"countersign_{digest}".encode()
+        self.once_it_returned_rows = once_it_returned_rows
 
 
 def runs_alone(conn: psycopg.Connection[Any]) -> bool:
@@ -130,10 +142,34 @@ def run_then(
     not happened), although ``statement`` committed. A statement the server has forgotten is
     prepared again: if ``statement`` was, nothing of it ran, and all is sent again, once;
     if only ``then`` was, it runs alone. Where libpq has no pipeline mode (``PIPELINES``),
-    the two are sent one after the other instead."""
+    the two are sent one after the other instead. On a connection where ``then`` has returned
+    a row, its ``once_it_returned_rows`` (if it has one) is sent in its place."""
     if PIPELINES:
         return _pipelined_then(conn, statement, params, then)
     return _one_then_the_other(conn, statement, params, then)
+
+
+def _in_its_place(then: Statement, prepared: set[bytes] | None) -> Statement:
+    """``then``, or its ``once_it_returned_rows`` where that is prepared (``prepared``, the
+    connection's record): it is prepared on a connection once ``then`` has returned a row
+    there (``_returned_rows``), not before. (Written out in ``_pipelined_then``.)"""
+    instead = then.once_it_returned_rows
+    if instead is not None and prepared is not None and instead.name in prepared:
+        return instead
+    return then
+
+
+def _returned_rows(
+    conn: psycopg.Connection[Any], then: Statement, after: psycopg.pq.abc.PGresult
+) -> None:
+    """``then``'s result ``after`` (rows) on ``conn``: if it has a statement to send in its
+    place once it has returned a row, and this result has one, that one is prepared on
+    ``conn``, and so sent there from now on (``_in_its_place``)."""
+    instead = then.once_it_returned_rows
+    if instead is not None and after.ntuples:
+        prepared = _prepared_on(conn)
+        if instead.name not in prepared:
+            _prepare_again(conn, prepared, (instead,))
 
 
 def _pipelined_then(
@@ -146,12 +182,17 @@ def _pipelined_then(
     pgconn = conn.pgconn
     with conn.lock:
         prepared = conn.__dict__.get(_PREPARED)
+        instead = then.once_it_returned_rows  # (_in_its_place, inline)
+        if instead is not None and prepared is not None and instead.name in prepared:
+            then = instead
         if prepared is None or statement.name not in prepared or then.name not in prepared:
             prepared = _prepared_on(conn)
             every = (_BEGIN, _COMMIT, _ROLLBACK, statement, then)
             _prepare_again(conn, prepared, [each for each in every if each.name not in prepared])
         begun, result, after = _pipelined(conn, statement, params, then)
         if result.status == _TUPLES_OK and after.status == _TUPLES_OK:
+            if then.once_it_returned_rows is not None:
+                _returned_rows(conn, then, after)
             return result  # (so BEGIN ran too: after a failure the rest is skipped)
         if _forgotten(begun) or _forgotten(result):
             # Forgotten by the server: nothing of the statement ran. Prepared again, and
@@ -168,6 +209,8 @@ def _pipelined_then(
         if _forgotten(after):
             _prepare_again(conn, prepared, (then,))
             after = _executed(conn, then, ())
+        if after.status == _TUPLES_OK:
+            _returned_rows(conn, then, after)
     if after.status != _TUPLES_OK:
         raise _error(pgconn, after)
     if result.status != _TUPLES_OK:
@@ -185,12 +228,17 @@ def _one_then_the_other(
     statement its own transaction (the connection is in autocommit), ``then`` run whether or
     not ``statement`` failed, and its error raised first (with ``statement``'s as its
     context); a forgotten statement is prepared again by ``run``."""
+    then = _in_its_place(then, conn.__dict__.get(_PREPARED))
     try:
         result = run(conn, statement, params)
     except psycopg.Error:
-        run(conn, then, ())
+        after = run(conn, then, ())
+        with conn.lock:
+            _returned_rows(conn, then, after)
         raise
-    run(conn, then, ())
+    after = run(conn, then, ())
+    with conn.lock:
+        _returned_rows(conn, then, after)
     return result
 
 

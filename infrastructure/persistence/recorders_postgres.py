@@ -65,6 +65,14 @@ _FLUSH = "pg_logical_emit_message(true, 'countersign', current_database())"
 #: off, nothing is written and nothing waited for (a commit through the function alone would
 #: not wait either).
 _FLUSH_IF_DURABLE = f"SELECT {_FLUSH} WHERE current_setting('synchronous_commit') <> 'off'"
+#: What a connection sends in its place once it has written the message (its session's commits
+#: wait for the disk): the setting is not read again, which cost the server about 4,200
+#: instructions a commit (docs/design.md, s31-pgserver). The store changes that setting only for
+#: a transaction (the commit function's ``set_config(..., true)``), so on that connection
+#: commits go on waiting. A session set off afterwards by someone else would have the message
+#: written and, as its commit then does not wait, nothing waited for: only a record in the log
+#: more. A session that was off goes on reading it, and waits as soon as it is set on.
+_FLUSH_ALWAYS = f"SELECT {_FLUSH}"
 #: What the commit function run by the recorder does first: its transaction's commit does not
 #: wait for the disk, whatever the session's setting (``_FLUSH_IF_DURABLE`` waits after it).
 _NOT_WAITING = "SET LOCAL synchronous_commit = off; "
@@ -298,7 +306,11 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
         )
         #: What this process knows to be current as of its last commit.
         self._known = KnownReads()
-        self._flush_statement = pg_statements.Statement(_FLUSH_IF_DURABLE.encode(), ())
+        self._flush_statement = pg_statements.Statement(
+            _FLUSH_IF_DURABLE.encode(),
+            (),
+            once_it_returned_rows=pg_statements.Statement(_FLUSH_ALWAYS.encode(), ()),
+        )
         self._log_statement = pg_statements.Statement(
             _numbered(self._select_log), [_INT8_OID, _INT8_OID]
         )
