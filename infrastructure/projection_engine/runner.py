@@ -83,14 +83,10 @@ class ProjectionRunner:
     #: From this many events in the log, a rebuild writes in a writer process: starting one
     #: costs about a tenth of a second, which a rebuild this long earns back several times.
     PARALLEL_FROM = 20_000
-    #: Events read a batch, by default. Each batch costs the writer (and on PostgreSQL the
-    #: server) about the same whatever its size: a transaction, each projection's position
-    #: locked and moved, and a statement or COPY per table. A rebuild of all seven over
-    #: 100,051 events, batches of 1,000 -> 2,000: on PostgreSQL the server's CPU for the
-    #: writer 15.9-19.8 -> 13.2-13.9 us an event and the writer's own 12.7-12.9 -> 11.1-11.3;
-    #: on SQLite the writer's 16.8 -> 14.3-14.8 (``scripts/writer_instructions.py --measure
-    #: cpu --batch``). The rebuilding process's instructions are the same (callgrind), and
-    #: its peak memory grows by a batch's rows (up to three batches live: two in flight).
+    #: Events read a batch, by default. A batch costs the writer (on PostgreSQL the server
+    #: too) a transaction, each position moved, a statement or COPY per table, whatever its
+    #: size: 2,000 rather than 1,000 took a sixth off both (docs/design.md, "Rebuild speed"),
+    #: for one batch's rows more in memory (up to three live, two in flight).
     BATCH_SIZE = 2000
 
     def __init__(
@@ -103,7 +99,6 @@ class ProjectionRunner:
         self.app = app
         self.sql = sql
         self.projection = projection
-        #: Events read a batch (``BATCH_SIZE`` unless given).
         self.batch_size = batch_size or self.BATCH_SIZE
         self.dialect = "postgres" if sql.is_postgres else "sqlite"
         # The position this runner last committed or read; the batch transaction re-checks it.
