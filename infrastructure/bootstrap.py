@@ -103,9 +103,10 @@ class Countersign:
         self.store.read_along(aggregate_id)
 
     def projection_runners(
-        self, names: list[str] | None = None, batch_size: int = 1000
+        self, names: list[str] | None = None, batch_size: int | None = None
     ) -> list[ProjectionRunner]:
-        """Runners for the named projections (all of them by default)."""
+        """Runners for the named projections (all of them by default), reading ``batch_size``
+        events a batch (by default ``ProjectionRunner.BATCH_SIZE``)."""
         unknown = sorted(set(names or []) - set(PROJECTIONS))
         if unknown:
             raise SettingsError(

@@ -96,7 +96,7 @@ def _bound(kind: str) -> None:
         rows.SqlRows.get, rows.SqlRows.update, rows.SqlRows.put = get, update, put  # type: ignore[method-assign]
 
 
-def inner(url: str, projections: str, bound: str, chunk: int) -> None:
+def inner(url: str, projections: str, bound: str, chunk: int, batch_size: int) -> None:
     """The process under callgrind: read the log, then the measured pass in a callback."""
     from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.projection_engine import together
@@ -113,6 +113,8 @@ def inner(url: str, projections: str, bound: str, chunk: int) -> None:
     runners = cs.projection_runners()
     if projections != "all":
         runners = [runner for runner in runners if runner.name in projections.split(",")]
+    for runner in runners:
+        runner.batch_size = batch_size or runner.batch_size
     first = runners[0]
     batches, position = [], 0
     while batch := first._select(position):
@@ -147,12 +149,13 @@ def main() -> None:
     parser.add_argument("--projections", default="all", help="all, or names with commas")
     parser.add_argument("--bound", choices=["", "noop", "bare-rows"], default="")
     parser.add_argument("--chunk", type=int, default=0, help="events a chunk (default: CHUNK)")
+    parser.add_argument("--batch", type=int, default=0, help="events a batch (0: the default)")
     parser.add_argument("--keep", help="write callgrind's output here")
     parser.add_argument("--store", help="a SQLite store filled once, kept: each run counts a copy")
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inner:
-        inner(args.inner, args.projections, args.bound, args.chunk)
+        inner(args.inner, args.projections, args.bound, args.chunk, args.batch)
         return
     from bench_projections import fill
     from countersign.infrastructure.bootstrap import bootstrap
@@ -178,6 +181,7 @@ def main() -> None:
             f"--projections={args.projections}",
             f"--bound={args.bound}",
             f"--chunk={args.chunk}",
+            f"--batch={args.batch}",
         ],
         out,
         "rebuild-instr-",
@@ -190,6 +194,7 @@ def main() -> None:
         "projections": args.projections,
         "bound": args.bound or None,
         "chunk": args.chunk or None,
+        "batch": args.batch or None,
         "events": events,
         "instructions": total,
         "per_event": round(total / events),

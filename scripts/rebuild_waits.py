@@ -143,7 +143,7 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def rebuild_once(url: str) -> dict[str, Any]:
+def rebuild_once(url: str, batch_size: int = 0) -> dict[str, Any]:
     """One ``rebuild_together`` of every projection, measured."""
     from bench_projections import ceilings
     from countersign.infrastructure.bootstrap import bootstrap
@@ -171,7 +171,9 @@ def rebuild_once(url: str) -> dict[str, Any]:
     try:
         children = _children_cpu_s()
         wall, cpu, runnable = time.perf_counter_ns(), time.thread_time_ns(), _runnable_ns()
-        rebuilt = together.rebuild_together(cs.projection_runners(), parallel=True)
+        rebuilt = together.rebuild_together(
+            cs.projection_runners(batch_size=batch_size or None), parallel=True
+        )
         runnable, cpu = _runnable_ns() - runnable, time.thread_time_ns() - cpu
         wall = time.perf_counter_ns() - wall
         writer_cpu = _children_cpu_s() - children
@@ -209,6 +211,7 @@ def main() -> None:
     parser.add_argument(
         "--in-flight", type=int, default=0, help="WriterProcess.IN_FLIGHT for the run"
     )
+    parser.add_argument("--batch", type=int, default=0, help="events a batch (0: the default)")
     parser.add_argument(
         "--index-connections", type=int, default=0, help="together.INDEX_CONNECTIONS for the run"
     )
@@ -241,7 +244,7 @@ def main() -> None:
             cs.close()
         runs = []
         for _ in range(args.repeat):
-            runs.append(rebuild_once(url))
+            runs.append(rebuild_once(url, args.batch))
             print(json.dumps({"backend": args.backend, **runs[-1]}), flush=True)
         if len(runs) > 1:
             medians = {

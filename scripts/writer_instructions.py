@@ -125,7 +125,7 @@ def _drop(pg_server: str, name: str | None) -> None:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def capture(url: str, folder: str, warm: int) -> dict[str, int]:
+def capture(url: str, folder: str, warm: int, batch_size: int = 0) -> dict[str, int]:
     """Empty the projections' tables as a rebuild does and write the messages its writer
     would be sent: ``warm.bin`` (set-up and the first ``warm`` batches), ``measured.bin``
     (set-up and the rest) and ``all.bin`` (set-up and every batch). Returns the events in each."""
@@ -138,6 +138,7 @@ def capture(url: str, folder: str, warm: int) -> dict[str, int]:
     runners = cs.projection_runners()
     for runner in runners:
         runner.reset(indexes=False)
+        runner.batch_size = batch_size or runner.batch_size
     first = runners[0]
     setup = (
         "setup",
@@ -407,7 +408,7 @@ class _Backends:
         return {f"server_for_{kind}_us": round(ns / events / 1e3, 2) for kind, ns in spent.items()}
 
 
-def measure_cpu(url: str) -> dict[str, Any]:
+def measure_cpu(url: str, batch_size: int = 0) -> dict[str, Any]:
     """A real ``rebuild_together`` of all seven: its writer process's user and system CPU time
     and peak RSS, read from ``/proc`` once its last batch has committed, before it is told to
     end (its start-up included); where the rebuilding process is off the CPU; on PostgreSQL,
@@ -421,7 +422,7 @@ def measure_cpu(url: str) -> dict[str, Any]:
 
     seen: dict[str, Any] = {}
     cs = bootstrap(database_url=url)
-    runners = cs.projection_runners()
+    runners = cs.projection_runners(batch_size=batch_size or None)
     backends = _Backends(url) if runners[0].sql.is_postgres else None
     at_start = backends.now() if backends else {}
 
@@ -482,6 +483,7 @@ def main() -> None:
     )
     parser.add_argument("--lifecycles", type=int, default=4000)
     parser.add_argument("--warm", type=int, default=3, help="batches replayed uncounted first")
+    parser.add_argument("--batch", type=int, default=0, help="events a batch (0: the default)")
     parser.add_argument("--postgres-url", default=PG_SERVER, help="server URL, no database")
     parser.add_argument(
         "--store",
@@ -507,10 +509,10 @@ def main() -> None:
             fill(cs, args.lifecycles)
             cs.close()
         if args.measure == "cpu":
-            result = {"backend": args.backend, **measure_cpu(url), "rows": digest(url)}
+            result = {"backend": args.backend, **measure_cpu(url, args.batch), "rows": digest(url)}
             print(json.dumps(result))
             return
-        events = capture(url, folder, args.warm)
+        events = capture(url, folder, args.warm, args.batch)
         if args.measure == "server":
             if scratch is None:
                 raise SystemExit("--measure server is for --backend postgres")

@@ -183,13 +183,21 @@ def test_a_transcoder_the_decoder_does_not_know_leaves_every_event_to_the_mapper
         (lambda s: {**s, "class_version": 2}, "a class version from a newer countersign"),
         (lambda s: {**s, "contract_version": float("nan")}, "NaN, which orjson refuses"),
         (lambda s: {**s, "contract_version": 2**70}, "an integer past 64 bits"),
+        (
+            lambda s: {**s, "arguments": {"deep": [{"n": -(2**70)}], "x": 1}},
+            "an integer past 64 bits below the top level",
+        ),
+        (
+            lambda s: {**s, "preview": [1.5, {"n": 10**19}]},
+            "an integer past 64 bits beside a float",
+        ),
     ],
 )
 def test_what_orjson_or_the_fast_path_cannot_decode_goes_to_the_mapper(cs, seeded, change, why):
     state = change(_stored_proposed(cs, seeded))
     recording = _Recording(cs.app.mapper)
     decode = ProjectionDecoder(recording)  # type: ignore[arg-type]
-    entry = _entry(state)
+    entry = _entry(json.dumps(state, ensure_ascii=False).encode())  # no escape decides it
     try:
         expected: Any = cs.app.mapper.to_domain_event(_as_notification(entry))
     except Exception as error:

@@ -187,6 +187,9 @@ def _rebuild_shared(
                 packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
                 _submit_or_stop(writer, position, last, packed)
                 in_flight.add([runner_rows.written for runner_rows in rows])
+                # Sent: only its writes are read again (``in_flight``), not its packed values
+                # nor the rows it read, which would otherwise live while the next is prepared.
+                del packed, rows
             position = last
             total += len(batch)
             if progress is not None:

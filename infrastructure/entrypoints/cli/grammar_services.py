@@ -67,7 +67,7 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         command = add(name, handler, help_text, projections_sub)
         names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
         names.known = _ProjectionNames()  # what its help's %(known)s shows
-        command.add_argument("--batch-size", type=int, default=1000, help=argparse.SUPPRESS)
+        command.add_argument("--batch-size", type=int, default=None, help=argparse.SUPPRESS)
 
     audit = sub.add_parser("audit", help="export and verify the audit trail")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
