@@ -58,6 +58,7 @@ from countersign.infrastructure.persistence.pg_arrays import (  # noqa: E402
     UUIDs,
 )
 from countersign.infrastructure.persistence.recorders_postgres import (  # noqa: E402
+    _FLUSH_ALWAYS,
     _FLUSH_IF_DURABLE,
     _INSERT_PARAMETERS,
 )
@@ -75,7 +76,12 @@ WAYS = {
 #: The ways sent as the recorder sends its commits: two transactions in one round trip.
 PIPELINED = ("pipelined", "known")
 #: What the recorder runs after the ``pipelined`` way's commit (recorders_postgres).
-FLUSH = pg_statements.Statement(_FLUSH_IF_DURABLE.encode(), ())
+FLUSH = pg_statements.Statement(
+    _FLUSH_IF_DURABLE.encode(),
+    (),
+    # as the recorder: without the setting's read once a session is seen waiting (s31-pgserver)
+    once_it_returned_rows=pg_statements.Statement(_FLUSH_ALWAYS.encode(), ()),
+)
 
 
 def fresh_database(url: str) -> None:
