@@ -215,9 +215,11 @@ class AuditTrail(Projection):
         passkey = getattr(event, "passkey", None)  # absent before version 3
         # Signed with a passkey, it reads as the card says it (the trail is in English).
         summary = APPROVED_WITH_PASSKEY.text("en", name=passkey["name"]) if passkey else "approved"
-        how = credential_note(getattr(event, "credential", None))
-        if how:
-            summary += f" {how}"
+        credential = getattr(event, "credential", None)
+        if credential and credential != "person":  # a person's needs no note: no call
+            how = credential_note(credential)
+            if how:
+                summary += f" {how}"
         if required > 1:
             summary += f" ({counted} of {required})"
         at = event.timestamp

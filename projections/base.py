@@ -306,13 +306,17 @@ def id_text(uuid: Any) -> str:
 
 def uuid_text(uuid: Any) -> str:
     """``str(uuid)`` (and so ``f"{uuid}"``), not remembered: for an id seen once, such as a
-    claim's attempt. A ``UUID``'s text is made as ``UUID.__str__`` makes it, but with its
-    groups joined by an f-string instead of a second %-format of a tuple of them: the same
-    text in about half the time. Anything else, a subclass included, is its own ``str``."""
+    claim's attempt. A ``UUID``'s text is the hexadecimal digits of its 16 bytes, big-endian,
+    in groups of 4, 2, 2, 2 and 6 bytes joined by dashes, as ``UUID.__str__`` writes them;
+    here made from the bytes by ``bytes.hex`` (the middle three groups by one call, with its
+    separator), three slices of bytes and an f-string, instead of the 32 digits by a %-format
+    and five slices of text (a slice of text is about 700 instructions): about 4,800
+    instructions against 7,000, and 7,700 for ``str`` (callgrind). Anything else, a subclass
+    included, is its own ``str``."""
     if type(uuid) is not UUID:
         return str(uuid)
-    digits = "%032x" % uuid.int  # noqa: UP031 - as UUID.__str__ makes them
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    data = uuid.int.to_bytes(16, "big")
+    return f"{data[:4].hex()}-{data[4:10].hex('-', 2)}-{data[10:].hex()}"
 
 
 def event_time(event: Any) -> datetime:

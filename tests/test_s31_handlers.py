@@ -11,14 +11,16 @@ text again, for a proposal it already has) or takes another proposal's or day's 
 
 from __future__ import annotations
 
+import ast
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
+from countersign.domain.messages import credential_note
 from countersign.infrastructure.projection_engine.rows import SqlRows
-from countersign.projections import analytics
+from countersign.projections import analytics, base
 from countersign.projections.analytics import Analytics
 from countersign.projections.attention import Attention
 from countersign.projections.audit_trail import AuditTrail
@@ -134,3 +136,37 @@ def test_each_proposal_counts_in_its_own_day(monkeypatch: pytest.MonkeyPatch) ->
     assert roll_ups == [("'2026-12-05'", "1"), ("'2026-12-06'", "2"), ("'2026-12-07'", "1")]
     assert len(analytics._DAYS) <= 2
     analytics._DAYS.clear()
+
+
+def test_an_ids_text_names_every_byte_in_its_place() -> None:
+    """``uuid_text`` makes the text from the UUID's bytes in groups (4, 2, 2, 2 and 6): a
+    UUID whose every byte differs is written as ``str`` writes it, and so is each UUID with
+    a single byte set, at each place."""
+    every = UUID("00112233-4455-6677-8899-aabbccddeeff")
+    assert base.uuid_text(every) == str(every)
+    for place in range(16):
+        one = UUID(int=0xA5 << (8 * place))
+        assert base.uuid_text(one) == str(one)
+
+
+@pytest.mark.parametrize(
+    ("credential", "note"),
+    [
+        (None, ""),
+        ("", ""),
+        ("person", ""),
+        ("unknown", ""),
+        ("person:someone", ""),
+        ("approver_token:billing", "billing"),
+        ("passkey", "(passkey)"),
+    ],
+)
+def test_an_approvals_note_in_the_trail_is_as_before(credential: Any, note: str) -> None:
+    """The trail's approval summary says how an approval was given unless a person gave it
+    (``credential_note`` is not called for none or ``person``, which it words as nothing)."""
+    events = _lifecycle(uuid4, UTC, None, ("Proposed", "Approved"))
+    events[1].credential = credential
+    trail = _rebuilt(events, (AuditTrail,))["audit_trail"]["audit_events"]
+    summary = ast.literal_eval(trail[1][8][1])  # the repr of a str
+    assert summary == ("approved " + credential_note(credential)).strip()
+    assert note in summary
