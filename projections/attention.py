@@ -169,4 +169,5 @@ class _Batch(KeptRows):
 
     __slots__ = ()
     table = ITEMS
+    shape = Attention.tables[0]
     item = KeptRows.row

@@ -202,10 +202,20 @@ class KeptRows:
     (``uuid.int``, the event's ``originator_id``). A handler of a later event of it finds the
     key with ``texts.get(uuid.int) or aggregate_text(uuid)``: one lookup of an integer, where
     ``aggregate_text`` (a call, ``id()`` and a lookup) costs about 1,000 instructions more
-    (callgrind); a proposal of an earlier batch is not there, and its text is made."""
+    (callgrind); a proposal of an earlier batch is not there, and its text is made.
+
+    Each row is kept with its keys in the order of ``shape``'s columns (``table``'s
+    declaration): a handler builds a new row with its keys in that order and only sets keys
+    it has, and a row read is copied in that order, so the changed rows are put as their
+    values (``Rows.put_values``), with no dict packed by name at the batch's end (about
+    2,000 instructions a row less, callgrind). A row with a key its table lacks has a value
+    too many, which ``put_values`` refuses; one built in another order stores its values in
+    the wrong columns, which the golden digests of every kept table show
+    (``tests/test_handler_rows.py``), and ``tests/test_s31_handlers.py`` checks the order."""
 
     __slots__ = ("changed", "kept", "rows", "texts")
     table: ClassVar[str]
+    shape: ClassVar[Table]
 
     def __init__(self, rows: Rows) -> None:
         self.rows = rows
@@ -236,13 +246,18 @@ class KeptRows:
         found: dict[str, Any] | None = self.kept.get(key, _UNREAD)
         if found is _UNREAD:
             stored = self.rows.get(self.table, (key,))
-            found = self.kept[key] = None if stored is None else dict(stored)
+            found = self.kept[key] = (
+                None  # a copy in column order: ``put_changed`` puts its values
+                if stored is None
+                else {column.name: stored[column.name] for column in self.shape.columns}
+            )
         return found
 
     def put_changed(self) -> None:
-        put, table = self.rows.put, self.table
+        """Each changed row put as its values, which are in column order (see above)."""
+        put, table = values_putter(self.rows, (self.shape,)), self.table
         for row in self.changed.values():
-            put(table, row)
+            put(table, tuple(row.values()))
 
 
 _UNREAD: Any = object()

@@ -207,6 +207,7 @@ class _Batch(KeptRows):
 
     __slots__ = ("put_values",)
     table = PROPOSALS
+    shape = Handback.tables[0]
     proposal = KeptRows.row
 
     def __init__(self, rows: Rows) -> None:
