@@ -4,7 +4,7 @@ in docs/analytics.md (tests/test_analytics_docs.py keeps every column documented
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from operator import itemgetter
 from typing import Any
 
@@ -417,12 +417,16 @@ def _seconds(since: datetime, until: datetime) -> float:
     float's own precision nears a microsecond): those go through ``round``.
     ``tests/test_audit_analytics_rows.py`` compares the two."""
     delta = until - since
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    micros = delta // _MICROSECOND  # exact: (days * 86,400 + seconds) * 10**6 + microseconds
     millis, rest = divmod(micros, 1_000)
     if rest == 500 or not 0 <= micros < _EXACT_MICROS:
         return round(delta.total_seconds(), 3)
     return (millis + (rest > 500)) / 1_000
 
+
+#: ``timedelta // _MICROSECOND`` is a duration's whole microseconds, in C: three attribute
+#: reads and the arithmetic in Python cost about 1,000 instructions more (callgrind).
+_MICROSECOND = timedelta(microseconds=1)
 
 #: Below this many microseconds (about 35 years), a float of seconds is within far less than a
 #: microsecond of the exact value, so the float rounds as its exact microseconds do.
