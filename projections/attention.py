@@ -66,8 +66,10 @@ class Attention(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         organization_id = id_text(event.organization_id)
         interaction_id = str(event.interaction_id)
-        proposal_id = aggregate_text(event.originator_id)
+        uuid = event.originator_id
+        proposal_id = aggregate_text(uuid)
         batch = rows.batch.get(self) or _Batch.of(self, rows)
+        batch.texts[uuid.int] = proposal_id
         earlier = rows.get(THREADS, (organization_id, interaction_id))
         if earlier is not None:
             item = batch.item(earlier["proposal_id"])
@@ -136,7 +138,7 @@ class Attention(Projection):
             batch: _Batch = rows.batch[self]
         except KeyError:
             batch = rows.batch.get(self) or _Batch.of(self, rows)
-        key = aggregate_text(uuid)
+        key = batch.texts.get(uuid.int) or aggregate_text(uuid)
         item = batch.item(key)
         if item is not None:
             _set(item, status, None, at if at.tzinfo is UTC else at.astimezone(UTC))
@@ -167,4 +169,5 @@ class _Batch(KeptRows):
 
     __slots__ = ()
     table = ITEMS
+    shape = Attention.tables[0]
     item = KeptRows.row

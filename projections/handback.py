@@ -105,8 +105,10 @@ class Handback(Projection):
     def proposed(self, event: Any, position: int, rows: Rows) -> None:
         revision_of = getattr(event, "revision_of", None)
         policy = getattr(event, "policy", None)
-        key = aggregate_text(event.originator_id)
+        uuid = event.originator_id
+        key = aggregate_text(uuid)
         batch = rows.batch.get(self) or _Batch.of(self, rows)
+        batch.texts[uuid.int] = key
         batch.kept[key] = batch.changed[key] = {
             "proposal_id": key,
             "interaction_id": event.interaction_id,
@@ -126,7 +128,8 @@ class Handback(Projection):
         """A first approval of several is told ("approved by 1 of 2"); the last one needs no
         message of its own: the execution it starts ends in an outcome, which is."""
         batch = rows.batch.get(self) or _Batch.of(self, rows)
-        key = aggregate_text(event.originator_id)
+        uuid = event.originator_id
+        key = batch.texts.get(uuid.int) or aggregate_text(uuid)
         proposal = batch.proposal(key)
         if proposal is None:
             return
@@ -142,7 +145,8 @@ class Handback(Projection):
         """An earlier approval no longer counts: the count goes down; the approval that
         follows it in the same commit tells the conversation the count after the recheck."""
         batch = rows.batch.get(self) or _Batch.of(self, rows)
-        key = aggregate_text(event.originator_id)
+        uuid = event.originator_id
+        key = batch.texts.get(uuid.int) or aggregate_text(uuid)
         proposal = batch.proposal(key)
         if proposal is not None:
             proposal["approvals"] = max(0, proposal["approvals"] - 1)
@@ -151,7 +155,8 @@ class Handback(Projection):
     @handles("Proposal.Superseded")
     def superseded(self, event: Any, position: int, rows: Rows) -> None:
         batch = rows.batch.get(self) or _Batch.of(self, rows)
-        proposal = batch.proposal(aggregate_text(event.originator_id))
+        uuid = event.originator_id
+        proposal = batch.proposal(batch.texts.get(uuid.int) or aggregate_text(uuid))
         if proposal is None:
             return
         by = uuid_text(event.by)
@@ -174,7 +179,8 @@ class Handback(Projection):
     def executed(self, event: Any, position: int, rows: Rows) -> None:
         """Remembered so that a proposal this success retires says so; then told."""
         batch = rows.batch.get(self) or _Batch.of(self, rows)
-        key = aggregate_text(event.originator_id)
+        uuid = event.originator_id
+        key = batch.texts.get(uuid.int) or aggregate_text(uuid)
         proposal = batch.proposal(key)
         if proposal is not None:
             proposal["executed"] = True
@@ -188,7 +194,8 @@ class Handback(Projection):
     )
     def outcome(self, event: Any, position: int, rows: Rows) -> None:
         batch = rows.batch.get(self) or _Batch.of(self, rows)
-        proposal = batch.proposal(aggregate_text(event.originator_id))
+        uuid = event.originator_id
+        proposal = batch.proposal(batch.texts.get(uuid.int) or aggregate_text(uuid))
         if proposal is not None:
             _tell_outcome(batch, proposal, position, event.outcome, event.timestamp)
 
@@ -200,6 +207,7 @@ class _Batch(KeptRows):
 
     __slots__ = ("put_values",)
     table = PROPOSALS
+    shape = Handback.tables[0]
     proposal = KeptRows.row
 
     def __init__(self, rows: Rows) -> None:

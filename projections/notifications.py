@@ -238,4 +238,5 @@ class _Batch(KeptRows):
 
     __slots__ = ()
     table = PROPOSALS
+    shape = Notifications.tables[1]
     proposal = KeptRows.row

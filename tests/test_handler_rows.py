@@ -139,6 +139,16 @@ def _rows(overlay: Any = None) -> SqlRows:
     return SqlRows(NoCursor(), tables, "sqlite", overlay)  # type: ignore[arg-type]
 
 
+def _as_row(projection: Any, table: str, stored: Any) -> dict[str, Any]:
+    """A row as a batch wrote it (a dict, or its values in column order: ``put_values``),
+    as a dict of its columns."""
+    if isinstance(stored, tuple):
+        shape = next(t for t in projection.tables if t.name == table)
+        return dict(zip(shape.column_names(), stored, strict=True))
+    assert isinstance(stored, dict)
+    return dict(stored)
+
+
 def test_an_item_and_a_proposal_of_an_earlier_batch_are_read_changed_and_put_again() -> None:
     """A row kept in a batch's own dict is put at its end; the next batch reads it from the
     one before (as the overlay), changes a copy and puts that, leaving the first as it was."""
@@ -162,8 +172,7 @@ def test_an_item_and_a_proposal_of_an_earlier_batch_are_read_changed_and_put_aga
     notifications.end_batch(first)
     key = (str(proposal),)
     stored = first.written[ITEMS][key]
-    assert isinstance(stored, dict)
-    before = dict(stored)
+    before = _as_row(attention, ITEMS, stored)
 
     second = _rows(first.written)
     failed = _event(proposal, timestamp=at.replace(hour=1), originator_version=2)
@@ -173,15 +182,13 @@ def test_an_item_and_a_proposal_of_an_earlier_batch_are_read_changed_and_put_aga
     attention.end_batch(second)
     notifications.end_batch(second)
 
-    item = second.written[ITEMS][key]
-    assert isinstance(item, dict)
+    item = _as_row(attention, ITEMS, second.written[ITEMS][key])
     assert (item["status"], item["open"], item["since"]) == ("failed", True, failed.timestamp)
-    assert first.written[ITEMS][key] == before  # the earlier batch's row is untouched
-    changed = second.written[PROPOSALS][key]
-    assert isinstance(changed, dict)
+    # the earlier batch's row is untouched
+    assert _as_row(attention, ITEMS, first.written[ITEMS][key]) == before
+    changed = _as_row(notifications, PROPOSALS, second.written[PROPOSALS][key])
     assert changed["approvers"] == ["manager"]
-    earlier = first.written[PROPOSALS][key]
-    assert isinstance(earlier, dict)
+    earlier = _as_row(notifications, PROPOSALS, first.written[PROPOSALS][key])
     assert earlier["approvers"] == []
 
 
