@@ -32,16 +32,12 @@ look-up is one dict read; remembering takes a lock.
 
 from __future__ import annotations
 
-import math
 import threading
-from datetime import date, datetime, time
-from decimal import Decimal
-from enum import Enum
+from collections.abc import Callable
 from typing import Any, TypeVar
-from uuid import UUID
 
 from countersign.domain.contracts.model_calls import dumped_as_own, validated_as_own
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -49,87 +45,109 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 #: ones are frozen in the same process; a miss only costs the validation it would have saved.
 CAPACITY = 512
 
-_LEAVES: frozenset[type] = frozenset({str, int, bool, type(None), UUID, datetime, date, time})
-_FUNCTIONS = frozenset({"function-before", "function-after", "function-wrap", "function-plain"})
+#: Core schemas of values that are immutable and equal to themselves once validated. Floats
+#: and decimals are not among them (NaN equals nothing), nor any function of the model's
+#: (validators: ``function-*``), nor a reference to a definition (a recursive model).
+_IMMUTABLE = frozenset(
+    {"str", "int", "bool", "none", "uuid", "datetime", "date", "time", "timedelta", "literal"}
+)
+#: Containers of such values, immutable themselves or copied on the way out.
+_SHALLOW_COPIES: dict[str, Callable[[Any], Any]] = {"list": list, "set": set, "dict": dict}
 
-# What an instance holds, as ``_held`` judges it.
-_REFUSED, _IMMUTABLE, _MUTABLE = 0, 1, 2
+_object_setattr = object.__setattr__
 
-
-def _schema_has_functions(schema: Any) -> bool:
-    """Whether a core schema calls any function of the model's when it validates or
-    dumps (validators, serializers) or adds computed fields."""
-    if isinstance(schema, dict):
-        kind = schema.get("type")  # a field may be named "type" too
-        if (isinstance(kind, str) and kind in _FUNCTIONS) or schema.get("computed_fields"):
-            return True
-        return any(_schema_has_functions(value) for value in schema.values())
-    if isinstance(schema, list | tuple):
-        return any(_schema_has_functions(value) for value in schema)
-    return False
+#: How to hand out a model of a class: ``()`` as it is (frozen, every value immutable), the
+#: fields to copy (with their copier) otherwise; None: never remembered.
+_Plan = tuple[tuple[str, Callable[[Any], Any]], ...] | None
+_REFUSED = object()  # a field's value the memory does not know to be plain
+_SHARED = object()  # a value handed out as it is
 
 
-def _held(value: Any) -> int:
-    """``_IMMUTABLE`` or ``_MUTABLE`` (a list, dict or set somewhere in it) for a value made
-    of plain values alone, ``_REFUSED`` for anything else."""
-    kind = type(value)
-    if kind in _LEAVES or isinstance(value, Enum):
-        return _IMMUTABLE
-    if kind is float:
-        return _IMMUTABLE if math.isfinite(value) else _REFUSED
-    if kind is Decimal:
-        return _IMMUTABLE if value.is_finite() else _REFUSED
-    if kind is tuple or kind is frozenset:
-        found = _IMMUTABLE
-    elif kind is list or kind is set:
-        found = _MUTABLE
-    elif kind is dict:
-        if any(type(key) is not str for key in value):
-            return _REFUSED
-        value = value.values()
-        found = _MUTABLE
-    elif isinstance(value, BaseModel):
-        if value.__pydantic_extra__ or value.__pydantic_private__:
-            return _REFUSED
-        found = _IMMUTABLE if kind.model_config.get("frozen") else _MUTABLE
-        value = value.__dict__.values()
-    else:
+def _copier(schema: dict[str, Any], plans: dict[type[BaseModel], _Plan]) -> Any:
+    """How a value of ``schema`` is handed out: ``_SHARED``, a copier, or ``_REFUSED``."""
+    kind = schema.get("type")
+    if "serialization" in schema:
         return _REFUSED
-    return _held_in(value, found)
-
-
-def _held_in(items: Any, found: int) -> int:
-    """``_held`` of a container of ``items``, ``found`` on its own."""
-    for item in items:
-        held = _held(item)
-        if held == _REFUSED:
+    if kind in _IMMUTABLE or kind == "enum":
+        return _SHARED
+    if kind == "default" or kind == "nullable":
+        inner = _copier(schema["schema"], plans)
+        if inner is _REFUSED or inner is _SHARED:
+            return inner
+        return lambda value: None if value is None else inner(value)
+    if kind in ("tuple", "frozenset", "list", "set"):
+        items = [schema.get("items_schema", {"type": "any"})]
+        items += schema.get("items_schemas", [])
+        if kind == "tuple" and "items_schema" not in schema:
+            items = items[1:]
+        if any(_copier(item, plans) is not _SHARED for item in items):
             return _REFUSED
-        if held == _MUTABLE:
-            found = _MUTABLE
-    return found
+        return _SHALLOW_COPIES.get(kind, _SHARED)
+    if kind == "dict":
+        keys, values = schema.get("keys_schema", {}), schema.get("values_schema", {})
+        if keys.get("type") != "str" or _copier(values, plans) is not _SHARED:
+            return _REFUSED
+        return dict
+    if kind == "model":
+        plan = _plan_of(schema["cls"], plans)
+        if plan is None:
+            return _REFUSED
+        return _SHARED if plan == () else _copy_with(plan)
+    return _REFUSED
 
 
-def _copy(value: Any) -> Any:
-    """A copy of a value ``_held`` found ``_MUTABLE``: every list, dict, set and model new,
-    immutable values shared."""
-    kind = type(value)
-    if kind is list:
-        return [_copy(item) for item in value]
-    if kind is dict:
-        return {key: _copy(item) for key, item in value.items()}
-    if kind is set:
-        return set(value)
-    if kind is tuple:
-        return tuple(_copy(item) for item in value)
-    if isinstance(value, BaseModel):
-        copy = object.__new__(kind)
-        fields = {name: _copy(item) for name, item in value.__dict__.items()}
-        object.__setattr__(copy, "__dict__", fields)
-        object.__setattr__(copy, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))
-        object.__setattr__(copy, "__pydantic_extra__", None)
-        object.__setattr__(copy, "__pydantic_private__", None)
-        return copy
-    return value
+def _plan_of(model: type[BaseModel], plans: dict[type[BaseModel], _Plan]) -> _Plan:
+    """``model``'s plan, from its core schema, judged once."""
+    if model in plans:
+        return plans[model]
+    plans[model] = None  # a model that holds itself is refused
+    schema = model.__pydantic_core_schema__
+    fields = schema.get("schema", {})
+    plan: _Plan = None
+    if (
+        schema.get("type") == "model"
+        and schema.get("cls") is model
+        and model.model_config.get("frozen")  # else a caller could change it
+        and not schema.get("root_model")
+        and not schema.get("custom_init")
+        and "serialization" not in schema
+        and fields.get("type") == "model-fields"
+        and not fields.get("computed_fields")
+        and validated_as_own(model)
+        and dumped_as_own(model)
+    ):
+        plan = _field_copies(fields["fields"], plans)
+    plans[model] = plan
+    return plan
+
+
+def _field_copies(fields: dict[str, Any], plans: dict[type[BaseModel], _Plan]) -> _Plan:
+    """The copier of each field of a model's ``fields`` (core schemas) to copy, or None if
+    one holds a value the memory does not know to be plain."""
+    copies = []
+    for name, field in fields.items():
+        copier = _copier(field["schema"], plans)
+        # An alias, an exclusion or a field of its own config: refused as well.
+        if copier is _REFUSED or set(field) - {"type", "schema", "metadata"}:
+            return None
+        if copier is not _SHARED:
+            copies.append((name, copier))
+    return tuple(copies)
+
+
+def _copy_with(plan: tuple[tuple[str, Callable[[Any], Any]], ...]) -> Callable[[Any], Any]:
+    def copy(model: Any) -> Any:
+        fields = model.__dict__.copy()
+        for name, copier in plan:
+            fields[name] = copier(fields[name])
+        copied = object.__new__(type(model))
+        _object_setattr(copied, "__dict__", fields)
+        _object_setattr(copied, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+        _object_setattr(copied, "__pydantic_extra__", None)
+        _object_setattr(copied, "__pydantic_private__", None)
+        return copied
+
+    return copy
 
 
 class FrozenModels:
@@ -137,9 +155,10 @@ class FrozenModels:
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._capacity = capacity
-        # digest -> (arguments, whether to copy them, preview, whether to copy it)
-        self._models: dict[str, tuple[BaseModel, bool, BaseModel, bool]] = {}
-        self._round_trips: dict[type[BaseModel], bool] = {}
+        # digest -> (arguments, how to hand them out, preview, how to hand it out)
+        self._models: dict[str, tuple[Any, Any, Any, Any]] = {}
+        self._plans: dict[type[BaseModel], _Plan] = {}
+        self._round_trips: dict[type[BaseModel], Any] = {}
         self._lock = threading.Lock()
 
     def remember(
@@ -153,16 +172,16 @@ class FrozenModels:
         """Remember the models ``arguments`` and ``preview`` frozen as ``stored_arguments``
         and ``stored_preview`` (their dumps) under their contract ``digest``, if both may be
         (see the module's docstring); else nothing."""
-        held_arguments = _held(arguments)
-        held_preview = _held(preview)
-        if held_arguments == _REFUSED or held_preview == _REFUSED:
+        round_trips = self._round_trips
+        hand_arguments = round_trips.get(type(arguments), _REFUSED)
+        if hand_arguments is _REFUSED:
+            hand_arguments = self._judged(arguments, stored_arguments)
+        hand_preview = round_trips.get(type(preview), _REFUSED)
+        if hand_preview is _REFUSED:
+            hand_preview = self._judged(preview, stored_preview)
+        if hand_arguments is None or hand_preview is None:
             return
-        if not (
-            self._round_trips_of(arguments, stored_arguments)
-            and self._round_trips_of(preview, stored_preview)
-        ):
-            return
-        remembered = (arguments, held_arguments == _MUTABLE, preview, held_preview == _MUTABLE)
+        remembered = (arguments, hand_arguments, preview, hand_preview)
         with self._lock:
             models = self._models
             models.pop(digest, None)
@@ -176,7 +195,7 @@ class FrozenModels:
         found = self._models.get(digest)
         if found is None or type(found[0]) is not model:
             return None
-        arguments: ModelT = _copy(found[0]) if found[1] else found[0]
+        arguments: ModelT = found[0] if found[1] is _SHARED else found[1](found[0])
         return arguments
 
     def preview(self, digest: str, model: type[ModelT]) -> ModelT | None:
@@ -185,23 +204,24 @@ class FrozenModels:
         found = self._models.get(digest)
         if found is None or type(found[2]) is not model:
             return None
-        preview: ModelT = _copy(found[2]) if found[3] else found[2]
+        preview: ModelT = found[2] if found[3] is _SHARED else found[3](found[2])
         return preview
 
-    def _round_trips_of(self, instance: BaseModel, stored: Any) -> bool:
-        """Whether ``instance``'s class may be remembered: judged once, on its first
-        instance, by its core schema and by validating that instance's dump back."""
+    def _judged(self, instance: BaseModel, stored: Any) -> Any:
+        """How ``instance``'s class is handed out (``_SHARED`` or a copier), or None if it
+        is never remembered: judged once, on its first instance, by its core schema and by
+        validating that instance's dump back."""
         model = type(instance)
-        known = self._round_trips.get(model)
-        if known is None:
-            known = (
-                validated_as_own(model)
-                and dumped_as_own(model)
-                and not _schema_has_functions(model.__pydantic_core_schema__)
-                and model.model_validate(stored) == instance
-            )
-            self._round_trips[model] = known
-        return known
+        plan = _plan_of(model, self._plans)
+        hand: Any = None
+        if plan is not None:
+            try:
+                if model.model_validate(stored) == instance:
+                    hand = _SHARED if plan == () else _copy_with(plan)
+            except ValidationError:
+                pass
+        self._round_trips[model] = hand
+        return hand
 
 
 FROZEN_MODELS = FrozenModels()
