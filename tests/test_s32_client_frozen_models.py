@@ -166,29 +166,50 @@ def test_the_models_are_handed_back_only_under_their_digest_and_class():
     arguments, preview = _arguments("Monday"), _preview()
     _remembered(memory, arguments, preview, "d1")
 
-    assert memory.arguments("d1", BroadcastDraftArguments) == arguments
-    assert memory.preview("d1", BroadcastDraftPreview) is preview  # immutable: shared
+    assert memory.arguments("d1", BroadcastDraftArguments) is arguments  # immutable: shared
+    assert memory.preview("d1", BroadcastDraftPreview) is preview
     assert memory.arguments("d2", BroadcastDraftArguments) is None
     assert memory.arguments("d1", BroadcastDraftPreview) is None  # type: ignore[arg-type]
     assert memory.preview("d1", BroadcastDraftArguments) is None  # type: ignore[arg-type]
 
 
+class _Listed(Frozen):
+    names: list[str]
+
+
+class _Holding(Frozen):
+    """A model that holds a list (in a model of its own): copied on the way out."""
+
+    listed: _Listed
+    note: str
+
+
 def test_a_remembered_model_holding_a_list_is_the_callers_own_copy():
     memory = FrozenModels()
-    arguments = _arguments("Monday", "Tuesday")
-    _remembered(memory, arguments, _preview(), "d1")
+    holding = _Holding(listed=_Listed(names=["Monday", "Tuesday"]), note="two")
+    _remembered(memory, holding, _preview(), "d1")
 
-    handed = memory.arguments("d1", BroadcastDraftArguments)
+    handed = memory.arguments("d1", _Holding)
     assert handed is not None
-    assert handed == arguments
-    assert handed is not arguments
-    assert handed.filters is not arguments.filters
-    handed.filters.leagues.append("Friday")
+    assert handed == holding
+    assert handed is not holding
+    assert handed.listed is not holding.listed
+    assert handed.listed.names is not holding.listed.names
+    handed.listed.names.append("Friday")
 
-    again = memory.arguments("d1", BroadcastDraftArguments)
+    again = memory.arguments("d1", _Holding)
     assert again is not None
-    assert again.filters.leagues == ["Monday", "Tuesday"] == arguments.filters.leagues
-    assert again == BroadcastDraftArguments.model_validate(dumped(arguments))
+    assert again.listed.names == ["Monday", "Tuesday"] == holding.listed.names
+    assert again == _Holding.model_validate(dumped(holding))
+
+
+def test_the_arguments_of_a_draft_are_immutable_and_dump_as_before():
+    arguments = _arguments("Monday", "Tuesday")
+    assert arguments.filters.leagues == ("Monday", "Tuesday")
+    assert dumped(arguments)["filters"] == {"leagues": ["Monday", "Tuesday"]}
+    memory = FrozenModels()
+    _remembered(memory, arguments, _preview(), "d1")
+    assert memory.arguments("d1", BroadcastDraftArguments) is arguments  # nothing to copy
 
 
 class _Trimmed(Frozen):

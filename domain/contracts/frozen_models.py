@@ -76,10 +76,9 @@ def _copier(schema: dict[str, Any], plans: dict[type[BaseModel], _Plan]) -> Any:
             return inner
         return lambda value: None if value is None else inner(value)
     if kind in ("tuple", "frozenset", "list", "set"):
-        items = [schema.get("items_schema", {"type": "any"})]
-        items += schema.get("items_schemas", [])
-        if kind == "tuple" and "items_schema" not in schema:
-            items = items[1:]
+        items = schema.get("items_schema", {"type": "any"})  # a tuple's: a list of them
+        if isinstance(items, dict):
+            items = [items]
         if any(_copier(item, plans) is not _SHARED for item in items):
             return _REFUSED
         return _SHALLOW_COPIES.get(kind, _SHARED)
