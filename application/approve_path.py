@@ -37,6 +37,7 @@ from countersign.application.supersession import retire
 from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts import AnyContract
 from countersign.domain.contracts.base import RevisionNeededError, UndecodableContractError
+from countersign.domain.contracts.frozen_models import FROZEN_MODELS
 from countersign.domain.errors import NotFoundError
 from countersign.domain.hash_chain import contract_digest
 from countersign.domain.messages import success_message
@@ -69,6 +70,27 @@ def claim_reads(seen: Proposal | None) -> list[UUID]:
         return []
     organization_id, resource_id = seen.organization_id, seen.resource_id
     return [organization_id, resource_id, PendingSlot.create_id(organization_id, resource_id)]
+
+
+def _decoded(contract: AnyContract, proposal: Proposal) -> tuple[Any, str] | str:
+    """Step 6: the stored arguments decoded and the contract digest recomputed from the
+    stored values, or why the claim fails (undecodable arguments; a digest that is not the
+    proposal's). Stored values that hash to the proposal's digest and to models this process
+    froze are those models' dump: the models are taken as they are, not validated again
+    (``frozen_models``)."""
+    digest = contract_digest(
+        proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
+    )
+    verified = digest == proposal.digest
+    arguments = FROZEN_MODELS.arguments(digest, contract.Arguments) if verified else None
+    if arguments is None:
+        try:
+            arguments = contract.decode_arguments(proposal.arguments)
+        except UndecodableContractError:
+            return "UndecodableContractError"
+        if not verified:
+            return "ContractDigestMismatch"
+    return arguments, digest
 
 
 class ApprovePath:
@@ -144,15 +166,10 @@ class ApprovePath:
             membership_id=member.membership_id,
         )
         # 6. Decode the arguments and check the digest: what runs is what the approver saw.
-        try:
-            arguments = contract.decode_arguments(proposal.arguments)
-        except UndecodableContractError:
-            return Commit([proposal], failed(proposal, "UndecodableContractError"))
-        digest = contract_digest(
-            proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
-        )
-        if digest != proposal.digest:
-            return Commit([proposal], failed(proposal, "ContractDigestMismatch"))
+        decoded = _decoded(contract, proposal)
+        if isinstance(decoded, str):
+            return Commit([proposal], failed(proposal, decoded))
+        arguments, digest = decoded
         # What the claim yields, the only thing that executes: proposal_id, kind, scope,
         # arguments, approved_by, approved_at, attempt_id (by position: keywords build a dict).
         execution = ExecutionContract(
@@ -176,7 +193,8 @@ class ApprovePath:
                 return Commit([proposal], failed(proposal, "ExecutionError", exc_info=True))
             proposal.succeed(succeeded(result))
             retired = retire(store, contract, proposal, arguments, result, loaded)
-            report = executed_report(proposal, success_message(contract, proposal.preview, result))
+            text = success_message(contract, proposal.preview, result, digest=digest)
+            report = executed_report(proposal, text)
             return Commit([proposal, *loaded.aggregates(), *retired], report)
         #    Or record an external operation's attempt with the claim, and call out once the
         #    claim is committed.

@@ -19,6 +19,7 @@ from countersign.application.reports import ProposalCreated, own
 from countersign.application.supersession import open_slot, still_pending, supersede
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import AnyContract
+from countersign.domain.contracts.frozen_models import FROZEN_MODELS
 from countersign.domain.contracts.model_calls import dumped
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
@@ -112,6 +113,11 @@ def freeze(
         policy=policy,
         origin=origin,
         resource_key=scope.key,
+    )
+    # Approval validates these stored dumps again unless they still hash to this digest
+    # (domain.contracts.frozen_models).
+    FROZEN_MODELS.remember(
+        proposal.digest, prepared.arguments, arguments, prepared.preview, preview
     )
     slot = open_slot(store, scope)
     subject = contract.subject(prepared.arguments)

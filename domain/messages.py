@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.frozen_models import FROZEN_MODELS
 from countersign.domain.contracts.model_calls import validated
 from countersign.domain.contracts.presentation import (
     EFFECT_UNAVAILABLE,
@@ -69,15 +70,26 @@ def outcome_messages(
 
 
 def success_message(
-    contract: AnyContract, preview: dict[str, Any], result: BaseModel, language: str = "en"
+    contract: AnyContract,
+    preview: dict[str, Any],
+    result: BaseModel,
+    language: str = "en",
+    *,
+    digest: str | None = None,
 ) -> str | None:
     """``outcome_message`` of the outcome ``Succeeded(result=result)`` just stored, from the
     typed result in hand: the stored outcome and result are not validated again (two of the
     three validations, about two thirds of the text's cost). None when ``contract`` is not
-    the one registered for its kind, which ``outcome_message`` would use."""
+    the one registered for its kind, which ``outcome_message`` would use. ``digest``: the
+    contract digest just computed from the stored arguments and ``preview`` and found equal
+    to the proposal's; the preview this process froze under it, if remembered, is not
+    validated again either (``frozen_models``)."""
     if REGISTRY.get(contract.kind) is not contract:
         return None
-    return contract.success_text(validated(contract.Preview, preview), result, language)
+    model = None if digest is None else FROZEN_MODELS.preview(digest, contract.Preview)
+    if model is None:
+        model = validated(contract.Preview, preview)
+    return contract.success_text(model, result, language)
 
 
 def superseded_messages(

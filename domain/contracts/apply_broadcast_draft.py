@@ -73,9 +73,13 @@ class BroadcastDraftRequest(ContractRequest):
 
 
 class DraftFilters(Frozen):
-    """Resolved, normalised audience filters."""
+    """Resolved, normalised audience filters. A tuple, so the arguments are immutable all
+    through: the models frozen are then handed to the approval as they are
+    (``frozen_models``; a list would be copied with its models, which costs about what
+    validating the stored arguments again does). Dumped and stored as a JSON array, as
+    before: the digest and the stored events are unchanged."""
 
-    leagues: list[str]
+    leagues: tuple[str, ...]
 
 
 class BroadcastDraftArguments(Frozen):
@@ -242,7 +246,7 @@ class ApplyBroadcastDraft(
         return _OTHER_OPERATIONS
 
     def recheck(self, arguments: BroadcastDraftArguments, facts: DraftFacts) -> dict[str, Any]:
-        leagues = arguments.filters.leagues
+        leagues = list(arguments.filters.leagues)  # the recorded facts' own list
         current = len(facts.roster.audience(leagues))
         check_same_audience(facts.roster, leagues, arguments.audience_count, current)
         return {"audience_count": current, "leagues": leagues}

@@ -22,10 +22,21 @@ _VALIDATE = BaseModel.model_validate.__func__  # type: ignore[attr-defined]
 _DUMP = BaseModel.model_dump
 
 
+def validated_as_own(model: type[BaseModel]) -> bool:
+    """Whether ``model`` validates with pydantic's own ``model_validate``: nothing stands in
+    it (a classmethod of its own, or a plain function set on the class, which has no
+    ``__func__``)."""
+    return getattr(model.model_validate, "__func__", None) is _VALIDATE
+
+
+def dumped_as_own(model: type[BaseModel]) -> bool:
+    """Whether ``model`` dumps with pydantic's own ``model_dump``."""
+    return model.model_dump is _DUMP
+
+
 def validated(model: type[ModelT], value: Any) -> ModelT:
     """``model.model_validate(value)``: the model, or pydantic's ValidationError."""
-    # Whatever stands in ``model_validate`` (a classmethod of its own, or a plain function
-    # set on the class, which has no ``__func__``) is called as it is.
+    # Whatever stands in ``model_validate`` is called as it is.
     if getattr(model.model_validate, "__func__", None) is not _VALIDATE:
         return model.model_validate(value)
     found: ModelT = model.__pydantic_validator__.validate_python(value)
