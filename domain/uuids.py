@@ -26,7 +26,12 @@ from typing import Any
 from uuid import UUID, SafeUUID
 
 #: How many are remembered each way (all forgotten together past it, as ``stable_id`` does).
-_REMEMBERED = 4096
+#: The ids read again soon are few (a club's forms and organization on every request, a
+#: proposal's between its freezing and its approval in the same process); each remembered id
+#: costs about 250 bytes both ways, and a process that makes three ids a cycle fills any
+#: number it is given, so 4,096 held about 1 MB past the client's memory budget
+#: (tests/test_retained_memory.py).
+_REMEMBERED = 512
 #: An id's ``int`` -> its text; a text -> its id.
 _TEXTS: dict[int, str] = {}
 _IDS: dict[str, UUID] = {}

@@ -6,8 +6,10 @@ from uuid import UUID, uuid5
 
 _NAMESPACE = UUID("6f1d4c8e-2b57-4b8e-9a55-3c0c4a1f7e21")
 
-#: How many derived ids are remembered (all are forgotten together past it).
-_REMEMBERED = 4096
+#: How many derived ids are remembered (all are forgotten together past it): enough for the
+#: few every request derives again; each costs a few hundred bytes, and new parts (a new
+#: proposal's ids) fill any number given (tests/test_retained_memory.py).
+_REMEMBERED = 512
 #: The same few ids are derived on every request: remembered by their parts, an exact ``str``
 #: as it is, an id part by its ``int`` (a ``UUID``'s own hash is a Python method; an int's is
 #: C) and any other part with its type (a ``str`` subclass, say, may print differently from

@@ -61,6 +61,14 @@ A = TypeVar("A", bound=Aggregate)
 T = TypeVar("T")
 
 
+#: How many aggregates' snapshots a store keeps (least recently used forgotten first). A
+#: decision's aggregates (a club's organization, form and slot, the proposal being approved)
+#: are read again at once; a proposal a person approves later is read back in one query.
+#: A proposal's snapshot is a few kilobytes, and every cycle leaves one: 256 kept about 1 MB
+#: more of a long-running client's memory than 128 (scripts/bench_memory.py).
+SNAPSHOTS = 128
+
+
 class EventSourcedStore:
     """The application's AggregateStore port, over CountersignApplication.
 
@@ -75,7 +83,7 @@ class EventSourcedStore:
     def __init__(
         self,
         app: CountersignApplication,
-        cache_size: int = 256,
+        cache_size: int = SNAPSHOTS,
         snapshot_interval: int = stored_snapshots.SNAPSHOT_INTERVAL,
     ) -> None:
         self.app = app

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from uuid import UUID
 
-#: How many ids' hex digits ``hex_of`` remembers (all are forgotten together past it).
-REMEMBERED = 4096
+#: How many ids' hex digits ``hex_of`` remembers (all are forgotten together past it): the
+#: same few ids are written many times a cycle; every new id of every cycle is remembered too,
+#: so this is the size the memory reaches (tests/test_retained_memory.py).
+REMEMBERED = 512
 #: An id's ``int`` -> its 32 hex digits. Callers may look here first, inline, and call
 #: ``hex_of`` only for an id not found (a call costs more than the lookup).
 HEXES: dict[int, str] = {}

@@ -45,8 +45,9 @@ ATTEMPTS = 12
 #: sets are one proposal's id, approved once: at 10,000 the hints alone grew a cycling
 #: process by about 3 MB (280 bytes each), past the client's memory budget. The hint pays
 #: off within a decision (its retry on fresh reads) and for the proposals being worked on
-#: now; what this process held longer ago is no longer among its 256 snapshots anyway.
-REMEMBERED = 1_024
+#: now; what this process held longer ago is no longer among its snapshots anyway
+#: (``event_store.SNAPSHOTS``), so twice as many hints as snapshots are kept.
+REMEMBERED = 256
 
 
 def backoff(losses: int) -> float:
