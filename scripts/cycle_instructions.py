@@ -1,6 +1,7 @@
-"""Client instructions per local propose -> approve -> succeeded cycle, counted by callgrind.
+"""Client instructions per propose -> approve -> succeeded cycle, counted by callgrind.
 
     .venv/bin/python scripts/cycle_instructions.py --backend sqlite --cycles 200
+    .venv/bin/python scripts/cycle_instructions.py --operation card --cycles 200
     .venv/bin/python scripts/cycle_instructions.py --backend postgres --keep /tmp/pg.out
     callgrind_annotate --inclusive=yes /tmp/pg.out | head -80
 
@@ -9,9 +10,12 @@ the demo club on a fresh database (a SQLite file in a temporary folder; the Post
 database ``countersign_bench_cycles``, dropped and recreated, as ``bench.py`` does with its
 own), warms up with ``--warmup`` cycles, and then runs ``--cycles`` cycles of
 ``email_broadcast.apply_draft`` on granite's broadcast form (``bench.py``'s local case and
-the peer benchmark's cycle) inside a ctypes callback: callgrind is told to
-collect only while that callback runs (``--toggle-collect=closure_fcn``, ctypes' callback
-entry, which nothing else in the cycle calls). So the count holds the cycles alone: no start,
+the peer benchmark's cycle; ``--operation card``: ``bench.py``'s card case,
+``order.refund_missing_discount`` through the payment sandbox, one order for each cycle made
+beforehand through another instance, so that none is among the cycling one's snapshots)
+inside a ctypes callback: callgrind is told to collect only while that callback runs
+(``--toggle-collect=closure_fcn``, ctypes' callback entry, which nothing else in the cycle
+calls). So the count holds the cycles alone: no start,
 no imports, no seeding, no warm-up. The process's other threads (PostgreSQL's connection pool
 workers) are idle meanwhile. It prints one JSON line: instructions per cycle and the total.
 
@@ -102,7 +106,12 @@ def _attribute(index: int, target: str, calls: dict[str, int]) -> None:
 
 
 def inner(
-    backend: str, url: str, warmup: int, cycles: int, attribute: list[str] | None = None
+    backend: str,
+    url: str,
+    warmup: int,
+    cycles: int,
+    attribute: list[str] | None = None,
+    operation: str = "local",
 ) -> None:
     """The process under callgrind: seed, warm up, then the measured cycles in a callback."""
     from bench import Fixture, make_fixture, one_cycle, prepare_postgres
@@ -115,16 +124,28 @@ def inner(
         url = f"sqlite:///{tempfile.mkdtemp(prefix='cycle-instr-')}/countersign.db"
     cs = bootstrap(Settings(database_url=url))
     try:
-        fixture: Fixture = make_fixture(cs, 0, backend)
+        card = operation == "card"
+        if card:
+            # The orders are made by another process's worth of countersign, as a club's
+            # orders are in use: none of them is among this process's snapshots.
+            maker = bootstrap(Settings(database_url=url))
+            try:
+                fixture: Fixture = make_fixture(maker, warmup + cycles, backend)
+            finally:
+                maker.close()
+            make = fixture.card
+        else:
+            fixture = make_fixture(cs, 0, backend)
+            make = fixture.local
         for i in range(warmup):
-            one_cycle(cs, *fixture.local(-1 - i))
+            one_cycle(cs, *make(-1 - i))
         calls: dict[str, int] = {}
         for index, target in enumerate(attribute or []):
             _attribute(index, target, calls)
 
         def measured() -> None:
             for i in range(cycles):
-                one_cycle(cs, *fixture.local(i))
+                one_cycle(cs, *make(i))
 
         callback = ctypes.CFUNCTYPE(None)(measured)
         callback()
@@ -161,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cycles", type=int, default=200, help="measured cycles (default 200)")
     ap.add_argument("--warmup", type=int, default=50, help="cycles before (default 50)")
     ap.add_argument("--postgres-url", default=DEFAULT_POSTGRES_URL)
+    ap.add_argument(
+        "--operation",
+        choices=["local", "card"],
+        default="local",
+        help="bench.py's case: local (default) or card",
+    )
     ap.add_argument("--keep", metavar="FILE", help="keep callgrind's output here")
     ap.add_argument(
         "--attribute",
@@ -174,10 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(targets) > len(_THROUGH):
         ap.error(f"--attribute takes at most {len(_THROUGH)} callables")
     if args.inner:
-        inner(args.backend, args.postgres_url, args.warmup, args.cycles, targets)
+        inner(args.backend, args.postgres_url, args.warmup, args.cycles, targets, args.operation)
         return 0
     arguments = ["--inner", "--backend", args.backend, "--cycles", str(args.cycles)]
     arguments += ["--warmup", str(args.warmup), "--postgres-url", args.postgres_url]
+    arguments += ["--operation", args.operation]
     if targets:
         arguments += ["--attribute", *targets]
     keep = args.keep or (tempfile.mktemp(prefix="cycle-instr-", suffix=".out") if targets else None)
@@ -189,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "backend": args.backend,
+                "operation": args.operation,
                 "cycles": args.cycles,
                 "instructions_per_cycle": round(total / args.cycles),
                 "instructions": total,
