@@ -64,9 +64,11 @@ T = TypeVar("T")
 #: How many aggregates' snapshots a store keeps (least recently used forgotten first). A
 #: decision's aggregates (a club's organization, form and slot, the proposal being approved)
 #: are read again at once; a proposal a person approves later is read back in one query.
-#: A proposal's snapshot is a few kilobytes, and every cycle leaves one: 256 kept about 1 MB
-#: more of a long-running client's memory than 128 (scripts/bench_memory.py).
-SNAPSHOTS = 128
+#: A proposal's snapshot is a few kilobytes and every cycle leaves one, so this is most of
+#: what a long-running client keeps: 128 would keep about 0.6 MB less, but the card cycle of
+#: ``scripts/bench.py`` reads orders its own process made a few hundred commits earlier, and
+#: cost 1.3-1.4% more instructions (docs/design.md, "Client memory").
+SNAPSHOTS = 256
 
 
 class EventSourcedStore:

@@ -47,7 +47,7 @@ ATTEMPTS = 12
 #: off within a decision (its retry on fresh reads) and for the proposals being worked on
 #: now; what this process held longer ago is no longer among its snapshots anyway
 #: (``event_store.SNAPSHOTS``), so twice as many hints as snapshots are kept.
-REMEMBERED = 256
+REMEMBERED = 512
 
 
 def backoff(losses: int) -> float:
