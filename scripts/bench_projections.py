@@ -181,7 +181,8 @@ def children_cpu():
 cs = bootstrap(database_url=sys.argv[1])
 cpu, writer_cpu = time.process_time(), children_cpu()
 began = time.perf_counter()
-events = rebuild_together(cs.projection_runners())
+runners = cs.projection_runners()
+events = rebuild_together(runners)
 together = time.perf_counter() - began
 cpu, writer_cpu = time.process_time() - cpu, children_cpu() - writer_cpu
 each = {}
@@ -189,8 +190,9 @@ for runner in cs.projection_runners():
     began = time.perf_counter()
     count = runner.rebuild()
     each[runner.name] = count / (time.perf_counter() - began)
-print(json.dumps({"events": events, "seconds": together, "each": each,
-                  "cpu_s": cpu, "writer_cpu_s": writer_cpu, "max_rss_mb": peak_rss_mb()}))
+print(json.dumps({"events": events, "batch": runners[0].batch_size, "seconds": together,
+                  "each": each, "cpu_s": cpu, "writer_cpu_s": writer_cpu,
+                  "max_rss_mb": peak_rss_mb()}))
 cs.close()
 """
 
@@ -318,6 +320,7 @@ def bench_backend(
         cs.close()
         sizes[label] = {
             "events": total,
+            "batch": rebuilt["batch"],
             "ceiling_per_s": statistics.median(rates["stock"] + after["stock"]),
             "app_ceiling_per_s": statistics.median(rates["app"] + after["app"]),
             # Every projection together, the log read and decoded once.
@@ -372,7 +375,9 @@ def main() -> None:
                 )
             )
     print()
-    print("Projection rebuild, batches of 1,000 events. 'all': every projection rebuilt")
+    batches = sorted({size["batch"] for row in rows for size in row["sizes"].values()})
+    batch = " or ".join(f"{n:,}" for n in batches) or "?"
+    print(f"Projection rebuild, batches of {batch} events. 'all': every projection rebuilt")
     print("together, the log read and decoded once, with its events/s and its ratio to the")
     print("store's read+decode rate; then each projection rebuilt alone, the same two figures.")
     print("'stock r+d/s' is that rate with the library's own calls (select_notifications, its")
