@@ -145,6 +145,7 @@ def capture(url: str, folder: str, warm: int, batch_size: int = 0) -> dict[str, 
         first.sql.database,
         first.dialect,
         {r.name: tuple(r.projection.tables) for r in runners},
+        first.head(),
     )
     streams = {"warm": io.BytesIO(), "measured": io.BytesIO(), "all": io.BytesIO()}
     events = {"warm": 0, "measured": 0}

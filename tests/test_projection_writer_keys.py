@@ -133,7 +133,7 @@ def test_a_new_row_the_table_already_holds_makes_the_writer_write_its_batch_agai
             # A row left from before, of a key the first batch puts.
             cursor.execute(f"INSERT INTO {_TABLE.name} (k, s) VALUES ('k5', 'left over')")
         requests, replies = io.BytesIO(), io.BytesIO()
-        _write(requests, ("setup", database, "postgres", {name: (_TABLE,)}))
+        _write(requests, ("setup", database, "postgres", {name: (_TABLE,)}, 300))
         _write(requests, ("batch", 0, 10, [(name, {_TABLE.name: (_rows(range(0, 150), 0), [])})]))
         _write(
             requests, ("batch", 10, 20, [(name, {_TABLE.name: (_rows(range(150, 300), 1), [])})])

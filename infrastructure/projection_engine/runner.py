@@ -315,15 +315,19 @@ class ProjectionRunner:
         A long rebuild (``PARALLEL_FROM`` events or more, unless ``parallel`` says otherwise)
         writes its batches in a writer process while the next one is being prepared.
         """
+        head = self.head()
         if parallel is None:
-            parallel = self.head() >= self.PARALLEL_FROM
+            parallel = head >= self.PARALLEL_FROM
         with frozen_heap():
-            return self._rebuild(progress, parallel=parallel)
+            return self._rebuild(progress, parallel=parallel, events=head)
 
-    def _rebuild(self, progress: Callable[[int], None] | None, *, parallel: bool) -> int:
+    def _rebuild(
+        self, progress: Callable[[int], None] | None, *, parallel: bool, events: int
+    ) -> int:
         # Started first, the writer process gets ready while the tables are reset.
+        tables = {self.name: self.projection.tables}
         writer = (
-            WriterProcess(self.sql.database, self.dialect, {self.name: self.projection.tables})
+            WriterProcess(self.sql.database, self.dialect, tables, events=events)
             if parallel
             else None
         )

@@ -55,13 +55,14 @@ def rebuild_together(
     batches in a writer process while the next one is prepared. Returns the events read.
     """
     shared = bool(runners) and all(runner.sql is runners[0].sql for runner in runners)
+    head = runners[0].head() if shared else 0
     if shared and parallel is None:
-        parallel = runners[0].head() >= ProjectionRunner.PARALLEL_FROM
+        parallel = head >= ProjectionRunner.PARALLEL_FROM
     writer = None
     if shared and parallel:
         # Started first, the writer process gets ready while the tables are reset.
         tables = {runner.name: runner.projection.tables for runner in runners}
-        writer = WriterProcess(runners[0].sql.database, runners[0].dialect, tables)
+        writer = WriterProcess(runners[0].sql.database, runners[0].dialect, tables, events=head)
     if not runners:
         return 0
     try:
