@@ -88,8 +88,8 @@ def checkpoint_pages(events: int) -> int:
     the batches since the last one changed it: the longer the interval, the more of those
     copies it saves. Measured on 1,000,051 events of every projection (the writer's
     ``ru_oublock``, its CPU, the rebuild's wall time, us an event): at 8,000 pages 33.6 M
-    blocks written, 27-29 us, 45.6-49.1 us; at 64,000 24.5 M, 23-24 us, 33.5-35.3 us; on
-    100,051 events no difference (22.3-23.0 us either way), where 8,000 keeps the log at
+    blocks written, 27-30 us, 45.6-49.1 us; at 64,000 24.5 M, 23-24 us, 33.5-35.3 us; on
+    100,051 events no difference (22.3-25.6 us either way), where 8,000 keeps the log at
     32 MB. So 8,000 pages up to 128,000 events, then one page for every 16 events, up to
     64,000 pages (1,024,000 events and more). What it costs is disk: the log's file keeps the
     largest size it reached (SQLite reuses it), after that rebuild of a million events 278 MB
