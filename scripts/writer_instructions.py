@@ -445,12 +445,15 @@ def measure_cpu(url: str, batch_size: int = 0) -> dict[str, Any]:
         finish(self)
 
     def start_named(
-        self: writer.WriterProcess, *args: Any, start: Any = writer.WriterProcess.__init__
+        self: writer.WriterProcess,
+        *args: Any,
+        start: Any = writer.WriterProcess.__init__,
+        **kwargs: Any,
     ) -> None:
         # The writer process's connection is told apart by its name: libpq reads PGAPPNAME
         # from the environment the process inherits as it starts.
         with mock.patch.dict(os.environ, {"PGAPPNAME": _WRITER_APP}):
-            start(self, *args)
+            start(self, *args, **kwargs)
 
     waits = {"writer": [0], "log": [0]}  # off-CPU nanoseconds
     with contextlib.ExitStack() as patches:
