@@ -8,7 +8,11 @@ what its member holds to the permissions it was given (its scopes); it never wid
 A token is also of a kind (``Credential``): an *agent token*, given to an assistant, reads,
 proposes and follows its proposals, and never decides (approve, decline, edit, or change the
 club's rules: ``require_decider``); an *approver token* acts for the person who holds it,
-after that person decided in the service's own interface.
+after that person decided in the service's own interface. A model's tool call made for a
+person (a section assistant's turn, the MCP server, an agent framework's tool) acts as an
+*assistant* (``Caller.as_assistant``): it proposes for that person and never decides either.
+Neither may replace a pending proposal that someone else requested or someone approved
+(``freezing.freeze``): that would decide what people are asked to approve.
 
 Every check reads the organization's current state: a membership (``member_of``,
 ``membership``) is read freshly, and a non-member is told NotFoundError, exactly like an
@@ -52,18 +56,24 @@ from countersign.domain.scope import Section
 
 
 class Credential(StrEnum):
-    """What a caller presented: a person's own sign-in (the pages, the command line), or an
-    API token of one of two kinds."""
+    """What a caller presented: a person's own sign-in (the pages, the command line), an API
+    token of one of two kinds, or a person's sign-in as a model's tool call uses it."""
 
     PERSON = "person"
     AGENT_TOKEN = "agent_token"  # noqa: S105 - a kind of credential, not a secret
     APPROVER_TOKEN = "approver_token"  # noqa: S105 - a kind of credential, not a secret
+    #: A model's tool call for a signed-in person (a section assistant, the MCP server over
+    #: stdio, an agent framework's tool bound to a member): it proposes for them, never decides.
+    ASSISTANT = "assistant"
 
 
 #: Read once: an enum member read from its class goes through the metaclass's ``__getattr__``
 #: hook (about 900 instructions in Python 3.11), and every approval reads these two.
 _PERSON = Credential.PERSON
 _AGENT_TOKEN = Credential.AGENT_TOKEN
+_ASSISTANT = Credential.ASSISTANT
+#: The credentials that never decide.
+_UNDECIDING = frozenset({_AGENT_TOKEN, _ASSISTANT})
 
 
 @direct_init
@@ -81,8 +91,17 @@ class Caller:
 
     @property
     def may_decide(self) -> bool:
-        """Whether this credential may decide at all (an agent token never may)."""
-        return self.credential != _AGENT_TOKEN
+        """Whether this credential may decide at all (an agent token or an assistant never
+        may)."""
+        return self.credential not in _UNDECIDING
+
+    def as_assistant(self) -> Caller:
+        """The same member, club and token scopes, as a model's tool call uses them: it may
+        propose, and never decides (an agent token stays one; anything else is an
+        assistant acting for the person who signed in)."""
+        if not self.may_decide:
+            return self
+        return Caller(self.email, self.organization, self.scopes, _ASSISTANT, self.service)
 
     @property
     def recorded_credential(self) -> str:

@@ -27,11 +27,34 @@ class AgentCannotDecideError(ForbiddenError):
     """Raised when an agent token asks to decide: approve, decline, edit a proposal, or change
     the rules people decide under. Agent tokens read, propose and follow their proposals."""
 
-    def __init__(self) -> None:
+    def __init__(self, message: str | None = None) -> None:
         super().__init__(
-            "an agent token cannot decide: it may read, propose and follow its proposals; "
+            message
+            or "an agent token cannot decide: it may read, propose and follow its proposals; "
             "a person decides (or an approver token acting for one)"
         )
+
+
+class HeldForPeopleError(AgentCannotDecideError):
+    """Raised when an agent token's or an assistant's proposal would replace a pending one for
+    the same thing that another member requested, or that someone approved: replacing it would
+    decide what people are asked to approve (withdraw a person's request, or set their
+    approvals aside). The pending one stays as it is; a person approves, edits or declines it.
+    ``reason``: ``requested_by_another`` or ``approved``."""
+
+    REQUESTED_BY_ANOTHER = "requested_by_another"
+    APPROVED = "approved"
+
+    def __init__(self, reason: str) -> None:
+        why = (
+            "someone has approved it" if reason == self.APPROVED else "another member requested it"
+        )
+        super().__init__(
+            f"a pending proposal for the same thing awaits people's decision ({why}); an "
+            "assistant or an agent token cannot replace it: a person may approve, edit or "
+            "decline it, and nothing was proposed",
+        )
+        self.reason = reason
 
 
 class UnknownOperationError(CountersignError):

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from countersign.application.authorization import Caller, membership, require_all
-from countersign.application.errors import NotRevisableError
+from countersign.application.errors import HeldForPeopleError, NotRevisableError
 from countersign.application.ports import Commit, Reads, SharedSnapshots
 from countersign.application.reports import ProposalCreated, own
 from countersign.application.supersession import open_slot, still_pending, supersede
@@ -128,6 +128,8 @@ def freeze(
         [] if revision_of is None else [(revision_of, _REVISED)]
     )
     for pending in still_pending(store, slot.latest_for(contract.kind, subject)):
+        if not caller.may_decide:
+            hold_for_people(pending, member.email)
         replaced.append((pending, _REPLACED))
     superseded = supersede(replaced, proposal_id) if replaced else []
     slot.hold(contract.kind, subject, proposal_id)
@@ -146,3 +148,15 @@ def freeze(
         approvals_required=proposal.approvals_required,
     )
     return Commit([proposal, slot, *superseded], created)
+
+
+def hold_for_people(pending: Proposal, requester: str) -> None:
+    """HeldForPeopleError unless a caller that never decides (an agent token, an assistant)
+    may replace ``pending`` with a proposal requested by ``requester``: only one that this
+    same member requested and nobody has approved (an approval that no longer counts
+    included). Replacing any other would withdraw another person's request, or set
+    approvals aside: decisions, which are people's."""
+    if pending.approvals or pending.lapsed_approvals:
+        raise HeldForPeopleError(HeldForPeopleError.APPROVED)
+    if pending.requested_by.strip().lower() != requester.strip().lower():
+        raise HeldForPeopleError(HeldForPeopleError.REQUESTED_BY_ANOTHER)

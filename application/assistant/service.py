@@ -26,7 +26,7 @@ from countersign.application.assistant.conversations import (
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
 from countersign.application.authorization import Caller
-from countersign.application.errors import ForbiddenError, parse_id
+from countersign.application.errors import ForbiddenError, HeldForPeopleError, parse_id
 from countersign.application.ports import (
     AggregateStore,
     ChatModel,
@@ -162,9 +162,8 @@ class AssistantService:
         """
         started = time.perf_counter()
         model_seconds = 0.0
-        opened = open_scope(
-            self.store, self.assistants, organization, Caller.of(actor), section, resource_id
-        )
+        caller = Caller.of(actor)
+        opened = open_scope(self.store, self.assistants, organization, caller, section, resource_id)
         assistant, scope = opened.assistant, opened.scope
         org, member = opened.organization, opened.member
         interaction = self._interaction(interaction_id, scope, member.email)
@@ -178,7 +177,12 @@ class AssistantService:
         proposal: dict[str, Any] | None = None
         ended = "round_limit"
         calls = 0
-        turn = _Turn(scope, org.slug, member.email, interaction, language, refused)
+        # The model proposes for the member as an assistant: within their token's scopes, and
+        # never deciding (it cannot replace a proposal another member made or someone approved).
+        proposer = Caller(
+            member.email, org.slug, caller.scopes, caller.credential, caller.service
+        ).as_assistant()
+        turn = _Turn(scope, org.slug, member.email, proposer, interaction, language, refused)
         for _ in range(self.max_rounds):
             calls += 1
             began = time.perf_counter()
@@ -278,7 +282,7 @@ class AssistantService:
             with limited(self.limiter, club, turn.actor):
                 created = self.proposals.propose(
                     organization=turn.organization,
-                    actor=turn.actor,
+                    actor=turn.proposer,
                     operation=operation,
                     # A resource known by a company's key is proposed on by that key (the
                     # contract maps it to the id again); any other by its id.
@@ -291,6 +295,8 @@ class AssistantService:
             return None, {"error": str(too_many)}, "refused"  # plain words to pass on
         except InvalidRequestError as invalid:
             return None, turn.refusal(invalid.problems, invalid.more_problems), "rejected"
+        except HeldForPeopleError as held:
+            return None, {"error": str(held)}, "refused"  # plain words to pass on
         except (NotFoundError, ForbiddenError):
             return None, {"error": NOT_POSSIBLE}, "refused"
         return created, {}, "proposed"
@@ -381,6 +387,8 @@ class _Turn:
     scope: Scope
     organization: str
     actor: str
+    #: Who the model's propose calls act as: the member, as an assistant (``as_assistant``).
+    proposer: Caller
     interaction: Interaction
     language: str
     refused: list[Problem]  # the last refusal's problems, for the closing text

@@ -141,12 +141,15 @@ class AgentToolbox:
         origin: Mapping[str, str] | None = None,
     ) -> ProposalCreated:
         """Propose the tool's operation, exactly as ProposalAccess.propose does, with the
-        resource the arguments name (or the section's one resource) and ``origin``."""
+        resource the arguments name (or the section's one resource) and ``origin``, as an
+        assistant (``Caller.as_assistant``: whoever holds the session, a model's call never
+        decides). HeldForPeopleError when it would replace a pending proposal another member
+        made or someone approved."""
         if tool.contract is None or tool.section is None:
             raise UnknownToolError("not a propose tool")
         request, resource_id = _split(tool, arguments)
         return self.access.propose(
-            caller,
+            caller.as_assistant(),
             operation=tool.contract.kind,
             resource_id=resource_id or self._club_resource(caller, tool.section),
             request=request,

@@ -25,6 +25,7 @@ from countersign.application.assistant.service import NOT_POSSIBLE, refusal
 from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import (
     ForbiddenError,
+    HeldForPeopleError,
     UnknownOperationError,
     new_correlation_id,
 )
@@ -106,7 +107,8 @@ class Proposer:
         if caller.credential == Credential.APPROVER_TOKEN:
             raise ApproverTokenRefusedError()
         self.access = access
-        self.caller = caller
+        #: Its proposals are a model's: they never decide (``Caller.as_assistant``).
+        self.caller = caller.as_assistant()
         self.origin = dict(origin)
         self.language = language
 
@@ -145,6 +147,8 @@ class Proposer:
             card = self.access.card(created.proposal_id, self.caller, self.language)
         except InvalidRequestError as invalid:
             return _refused(refusal(invalid.problems, invalid.more_problems, self.language))
+        except HeldForPeopleError as held:
+            return _refused({"error": str(held)})
         except (NotFoundError, ForbiddenError, UnknownOperationError):
             return _refused({"error": NOT_POSSIBLE})
         except Exception:

@@ -13,7 +13,8 @@ Status scheme (the same on every route):
   ``gate.py``, refuses it before reading it, and checks the token before reading any body);
   422 a request with problems (at most 20 listed, ``more_problems`` counts the rest);
   409 a domain rule refused it (``not-revisable``: an edit of a proposal that ran or was
-  superseded; its detail names the newer proposal to edit instead).
+  superseded; its detail names the newer proposal to edit instead; ``held-for-people``: an
+  agent token's proposal would replace a pending one another member made or someone approved).
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
 The application decides (``cs.access``, ``cs.assistant``; a token's scopes travel in its
@@ -33,6 +34,7 @@ from countersign.application.errors import (
     AgentCannotDecideError,
     CorruptRecordError,
     ForbiddenError,
+    HeldForPeopleError,
     MissingPermissionError,
     NotRevisableError,
     UnknownOperationError,
@@ -57,7 +59,8 @@ DESCRIPTIONS = {
     "to decide (agent-cannot-decide).",
     404: "No such resource in the token's organization (unknown and foreign ids alike).",
     409: "A rule of the application refused the request (not-revisable: the proposal ran or "
-    "was superseded, and can no longer be edited).",
+    "was superseded, and can no longer be edited; held-for-people: an agent token's proposal "
+    "would replace a pending one that another member made or someone approved).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     422: "The request has problems (see 'problems').",
     429: "The member made too many proposals in a short time (COUNTERSIGN_PROPOSAL_LIMIT); "
@@ -90,6 +93,9 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         raise ProblemError("invalid-request", problems=problems) from None
     except NotFoundError:
         raise ProblemError("not-found") from None
+    except HeldForPeopleError as held:
+        said = str(held)  # the application's own sentence: it names no one and no id
+        raise ProblemError("held-for-people", f"{said[:1].upper()}{said[1:]}.") from None
     except AgentCannotDecideError:
         # Worth a look: an agent's token was used to decide (an agent, or someone holding
         # its token, tried to approve, decline, edit or change the club's rules).

@@ -97,6 +97,12 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Not revisable",
         "Only a pending, declined, expired or revision-required proposal can be edited.",
     ),
+    "held-for-people": (
+        409,
+        "Held for people",
+        "A pending proposal for the same thing awaits people's decision; an agent token cannot"
+        " replace it. Nothing was proposed.",
+    ),
     "invalid-request": (422, "Invalid request", "The request has problems; see 'problems'."),
     "too-many-proposals": (
         429,

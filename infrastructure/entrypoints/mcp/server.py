@@ -5,7 +5,10 @@ caller's catalogue (``AgentToolbox``), listed afresh on every ``tools/list``, so
 loses a permission loses its tools at once. Every call runs in a worker thread (countersign's
 services block on the database) and answers with a tool result, never a stack trace: refused
 arguments as the assistants' model loop gets them, unknown and foreign ids as "not found",
-anything unexpected as a correlation id that is also in the logs.
+anything unexpected as a correlation id that is also in the logs (a card read or a listing
+that fails unexpectedly answers a JSON-RPC error carrying only that reference). A propose call
+acts as an assistant (``Caller.as_assistant``): it never replaces a pending proposal another
+member made or someone approved (``held_for_people``).
 
 Whoever runs the server says who the caller is (``CallerOf``): on stdio, the member the
 command names; over HTTP, the member and scopes of the request's API token.
@@ -25,7 +28,11 @@ import mcp_types as types
 from anyio import to_thread
 from countersign.application.assistant.toolbox import AgentTool, UnknownToolError
 from countersign.application.authorization import Caller
-from countersign.application.errors import ForbiddenError, new_correlation_id
+from countersign.application.errors import (
+    ForbiddenError,
+    HeldForPeopleError,
+    new_correlation_id,
+)
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.reports import ProposalCreated
 from countersign.domain.contracts.problems import InvalidRequestError
@@ -106,6 +113,8 @@ class CountersignTools:
             tools = await to_thread.run_sync(self.cs.toolbox.catalogue, caller)
         except NotFoundError:  # the member left the club since the session began
             tools = []
+        except Exception:
+            raise _internal_error("tools/list") from None
         return types.ListToolsResult(tools=[_listed(tool) for tool in tools])
 
     async def call_tool(
@@ -128,6 +137,8 @@ class CountersignTools:
             )
         except NotFoundError:
             return answers.refused({"error": "not_found"})
+        except HeldForPeopleError as held:
+            return answers.refused({"error": "held_for_people", "message": str(held)})
         except ForbiddenError:
             return answers.refused({"error": "forbidden"})
         except TooManyProposalsError as limited:
@@ -219,6 +230,8 @@ class CountersignTools:
             )
         except NotFoundError:
             raise MCPError(RESOURCE_NOT_FOUND, "Resource not found") from None
+        except Exception:
+            raise _internal_error("resources/read") from None
         if as_json:
             text, mime = answers.card_json(card, self.language), "application/json"
         else:
@@ -269,3 +282,13 @@ def _listed(tool: AgentTool) -> types.Tool:
             open_world_hint=False,
         ),
     )
+
+
+def _internal_error(method: str) -> MCPError:
+    """What an agent is told of an unexpected error in a request other than a tool call
+    (which answers a tool result, ``_call``): a reference, the same as the log's; never the
+    error's own text, which may name a database, a host or a file. The SDK would send that
+    text as the JSON-RPC error's message."""
+    correlation_id = new_correlation_id()
+    log.exception("MCP %s failed, correlation id %s", method, correlation_id)
+    return MCPError(types.INTERNAL_ERROR, f"internal error (reference {correlation_id})")
