@@ -43,15 +43,33 @@ class Sweeper:
 DEFAULT_INTERVAL = 10.0
 
 
-def sweepers(cs: Countersign, every: float = DEFAULT_INTERVAL) -> list[Sweeper]:
+#: Seconds between a notify pass's looks for new notifications while its attempts are slow.
+NOTIFY_POLL = 1.0
+
+
+def sweepers(
+    cs: Countersign, every: float = DEFAULT_INTERVAL, stop: threading.Event | None = None
+) -> list[Sweeper]:
     """The sweepers of this countersign, in the order a pass runs them, each recording its
-    finished passes for a schedule of one pass every ``every`` seconds."""
+    finished passes for a schedule of one pass every ``every`` seconds.
+
+    The notify pass is bounded: it claims deliveries for ``every`` seconds at most (then the
+    attempts under way end by their deadline), looks for new notifications every
+    ``NOTIFY_POLL`` seconds while attempts are slow, and claims nothing more once ``stop`` is
+    set. Unbounded, a club whose endpoints never answer (many of them, retried, their dead
+    letters redelivered again and again) kept one pass going, and with it every club's
+    reconciliation and expiry, and the other clubs' new notifications, waited."""
     sender = notification_sender(cs)
+    poll = min(NOTIFY_POLL, every)
+
+    def notify() -> int:
+        return sender.run_once(stop=stop, poll=poll, budget=every).delivered
+
     work = [
         Sweeper("reconcile", "settled", lambda: len(cs.sweepers.reconcile())),
         Sweeper("expire", "expired", lambda: len(cs.sweepers.expire_due())),
         # The outbox: notifications of what the passes above (and every approval) recorded.
-        Sweeper("notify", "delivered", lambda: sender.run_once().delivered),
+        Sweeper("notify", "delivered", notify),
     ]
     return [_recorded(cs, sweeper, timedelta(seconds=every)) for sweeper in work]
 
@@ -184,7 +202,7 @@ class InProcessSweepers:
             log.exception("serve: the sweepers could not start; run countersign worker instead")
             return
         try:
-            work = sweepers(cs, self.every)
+            work = sweepers(cs, self.every, self._stop)
             run_schedule(work, self._stop, self.every, PassLog(work, "serve sweepers"))
         finally:
             cs.close()

@@ -117,14 +117,22 @@ class NotificationSender:
     # -- a pass ---------------------------------------------------------------------------------
 
     def run_once(
-        self, stop: threading.Event | None = None, poll: float | None = None
+        self,
+        stop: threading.Event | None = None,
+        poll: float | None = None,
+        budget: float | None = None,
     ) -> PassReport:
         """Catch up, fan out, then attempt everything due now. With ``poll`` (seconds), the
         pass also catches up, fans out and claims again every ``poll`` seconds while attempts
-        are under way, so a notification made during a slow attempt does not wait for it."""
+        are under way, so a notification made during a slow attempt does not wait for it.
+        With ``budget`` (seconds), the pass claims nothing more once it has run that long: the
+        attempts under way end by their deadline, and what is still due waits for the next
+        pass (the worker's, whose other sweepers would otherwise wait behind a club whose
+        endpoints never answer, its retries and its redelivered dead letters)."""
         report = PassReport()
         self._refresh(report)
-        self.deliver_due(report, stop=stop, poll=poll)
+        until = None if budget is None else time.monotonic() + budget
+        self.deliver_due(report, stop=stop, poll=poll, until=until)
         return report
 
     def _refresh(self, report: PassReport) -> None:
@@ -169,21 +177,30 @@ class NotificationSender:
         *,
         stop: threading.Event | None = None,
         poll: float | None = None,
+        until: float | None = None,
     ) -> PassReport:
         """Attempt every due delivery concurrently, recording each as it ends. At most
         ``settings.workers`` attempts run at once, at most ``per_endpoint`` to one webhook
         endpoint and ``per_club`` webhooks of one club: a slow endpoint holds only its own
-        slots, and the pass claims more as soon as any attempt ends."""
+        slots, and the pass claims more as soon as any attempt ends, until ``stop`` is set or
+        the monotonic clock passes ``until``; then it waits for the attempts under way."""
         report = report or PassReport()
+
+        def claiming() -> bool:
+            return not (stop is not None and stop.is_set()) and (
+                until is None or time.monotonic() < until
+            )
+
         lease = timedelta(seconds=self.settings.lease_seconds)
         under_way: dict[Future[Attempt], Claimed] = {}
         slots = _Slots(self.settings)
+        refresh_at = time.monotonic() + (poll or 0.0)
         with ThreadPoolExecutor(self.settings.workers, "countersign-notify") as pool:
             while True:
                 free = self.settings.workers - len(under_way)
                 skipped = 0
                 later: list[Claimed] = []
-                if free > 0 and not (stop is not None and stop.is_set()):
+                if free > 0 and claiming():
                     claimed = self.ledger.claim_due(
                         self.clock.now(),
                         lease,
@@ -210,13 +227,17 @@ class NotificationSender:
                     continue
                 if not under_way:
                     return report
-                done, _ = wait(under_way, timeout=poll, return_when=FIRST_COMPLETED)
+                timeout = None if poll is None else max(0.0, refresh_at - time.monotonic())
+                done, _ = wait(under_way, timeout=timeout, return_when=FIRST_COMPLETED)
                 for future in done:
                     delivery = under_way.pop(future)
                     slots.give_back(delivery)
                     self._record(delivery, future.result(), report)
-                if not done and not (stop is not None and stop.is_set()):
-                    self._refresh(report)  # what was notified meanwhile goes out now
+                if poll is not None and time.monotonic() >= refresh_at and claiming():
+                    # What was notified meanwhile goes out now: every ``poll`` seconds, even
+                    # while slow attempts keep ending (each ending is no sign that it did).
+                    self._refresh(report)
+                    refresh_at = time.monotonic() + poll
 
     def _stale(self, delivery: Claimed, pending: dict[str, bool]) -> bool:
         """Whether the delivery says a proposal awaits approval that no longer does (asked

@@ -291,3 +291,57 @@ def test_the_sender_keeps_to_its_bounds_per_club_and_overall(cs, seeded) -> None
     assert trickler.most_by_club["granite"] == chosen.per_club, trickler.most_by_club
     assert trickler.most_by_club["maple"] <= chosen.per_club, trickler.most_by_club
     assert trickler.most == chosen.workers
+
+
+def test_a_workers_pass_ends_and_another_clubs_new_notification_goes_out_during_it(
+    cs, seeded, monkeypatch
+) -> None:
+    """The worker runs reconcile, expire and notify one after the other. Its notify pass
+    claimed until nothing was due, so a club whose endpoints never answer (sixteen
+    deliveries here, each held to its deadline) kept the pass going: every club's
+    reconciliation and expiry waited, and maple's notification, made during the pass, was
+    not even fanned out. Now the pass looks for new notifications while attempts are slow,
+    and stops claiming after the worker's interval, leaving the rest to the next pass."""
+    from countersign.infrastructure import sweepers as schedule
+
+    with trickling() as trickler, receiving() as healthy:
+        Webhooks(cs, LOOPBACK_NETWORKS).add(None, "maple", healthy.url)
+        _due_to_the_trickler(cs, seeded, trickler.url, {"granite": 4})  # 16 deliveries
+        # Two of granite's attempts at once, each 1 s: all sixteen take 8 s, past the pass.
+        sender = notification_sender(cs, settings(workers=8, per_club=2))
+        monkeypatch.setattr(schedule, "notification_sender", lambda cs: sender)
+        work = schedule.sweepers(cs, 3.0)
+        reports: list[schedule.PassReport] = []
+        passing = threading.Thread(
+            target=lambda: reports.append(schedule.run_pass(work, 1)), daemon=True
+        )
+        passing.start()
+        assert trickler.arrived.wait(5), "the slow receiver was never reached"
+        propose_in(cs, seeded, "maple")
+        assert healthy.arrived.wait(5), "maple's new notification waited for the whole pass"
+        passing.join(30)
+    assert not passing.is_alive()
+    assert [r.failed for r in reports] == [[]]
+    statuses = Counter(d["status"] for d in Webhooks(cs).deliveries(None, "granite"))
+    # The pass stopped claiming: some of granite's deliveries are still due, for the next.
+    assert 0 < statuses["dead"] < 16, statuses
+    assert sum(statuses.values()) == 16
+
+
+def test_a_workers_pass_claims_nothing_once_it_is_told_to_stop(cs, seeded, monkeypatch) -> None:
+    from countersign.infrastructure import sweepers as schedule
+
+    stop = threading.Event()
+    with trickling() as trickler:
+        _due_to_the_trickler(cs, seeded, trickler.url, {"granite": 4})
+        sender = notification_sender(cs, settings(workers=8, per_club=2))
+        monkeypatch.setattr(schedule, "notification_sender", lambda cs: sender)
+        work = schedule.sweepers(cs, 60.0, stop)
+        passing = threading.Thread(target=schedule.run_pass, args=(work, 1), daemon=True)
+        passing.start()
+        assert trickler.arrived.wait(5), "the slow receiver was never reached"
+        stop.set()  # SIGTERM: the attempts under way end by their 1 s deadline, no more start
+        passing.join(30)
+        requests = trickler.requests
+    assert not passing.is_alive()
+    assert requests <= 4, f"{requests} attempts started after the stop"

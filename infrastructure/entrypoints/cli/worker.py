@@ -33,7 +33,7 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
     server = _serve_metrics(args.metrics_host, args.metrics_port) if args.metrics_port else None
     from countersign.infrastructure.sweepers import PassLog, run_schedule, sweepers
 
-    work = sweepers(cs, args.interval)
+    work = sweepers(cs, args.interval, stop)
     names = ", ".join(sweeper.name for sweeper in work)
     log.info("worker: running %s every %s s (SIGTERM or Ctrl-C stops)", names, args.interval)
     passes = PassLog(work)
