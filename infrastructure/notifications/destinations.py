@@ -103,6 +103,9 @@ def is_allowed(address: Address, allowed: Sequence[Network] = ()) -> bool:
         or address.is_link_local
         or address.is_private
         or address.is_reserved
+        # fec0::/10, deprecated site-local: a local network's, which Python 3.11's is_global
+        # and is_private do not say (is_site_local does).
+        or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local)
     )
 
 

@@ -33,11 +33,16 @@ class NotifySettings:
     """COUNTERSIGN_NOTIFY_TIMEOUT: the most one attempt may take, all told (connecting,
     sending and reading the answer)."""
     workers: int = 16
-    """How many deliveries are attempted at once, all endpoints together."""
+    """COUNTERSIGN_NOTIFY_WORKERS: how many deliveries are attempted at once, all endpoints
+    together."""
     per_endpoint: int = 2
-    """How many deliveries to one webhook endpoint are attempted at once."""
+    """COUNTERSIGN_NOTIFY_PER_ENDPOINT: how many deliveries to one webhook endpoint are
+    attempted at once."""
     per_club: int = 4
-    """How many webhook deliveries of one club are attempted at once."""
+    """COUNTERSIGN_NOTIFY_PER_CLUB: how many webhook deliveries of one club are attempted at
+    once. Clubs whose receivers are all slow hold ``workers // per_club`` of them before a
+    healthy club's delivery waits for a slot (an attempt's deadline at most): an operator
+    with many clubs raises ``workers``."""
     allowed_networks: tuple[Network, ...] = field(
         default_factory=lambda: allowed_networks_from_env()
     )
@@ -66,6 +71,14 @@ class NotifySettings:
             raise SettingsError(
                 f"COUNTERSIGN_PUBLIC_URL must start with https:// or http://, not {public_url!r}"
             )
+        workers = _number(env, "COUNTERSIGN_NOTIFY_WORKERS", 16)
+        per_club = _number(env, "COUNTERSIGN_NOTIFY_PER_CLUB", 4)
+        per_endpoint = _number(env, "COUNTERSIGN_NOTIFY_PER_ENDPOINT", 2)
+        if not per_endpoint <= per_club <= workers:
+            raise SettingsError(
+                "COUNTERSIGN_NOTIFY_PER_ENDPOINT <= COUNTERSIGN_NOTIFY_PER_CLUB <= "
+                f"COUNTERSIGN_NOTIFY_WORKERS, not {per_endpoint}, {per_club}, {workers}"
+            )
         return cls(
             public_url=public_url,
             smtp_host=env.get("COUNTERSIGN_SMTP_HOST", "").strip() or None,
@@ -74,6 +87,9 @@ class NotifySettings:
             max_attempts=_number(env, "COUNTERSIGN_NOTIFY_MAX_ATTEMPTS", 8),
             first_retry_seconds=_number(env, "COUNTERSIGN_NOTIFY_FIRST_RETRY", 30),
             timeout_seconds=_number(env, "COUNTERSIGN_NOTIFY_TIMEOUT", 10),
+            workers=workers,
+            per_endpoint=per_endpoint,
+            per_club=per_club,
             allowed_networks=allowed_networks_from_env(),
         )
 

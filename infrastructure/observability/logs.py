@@ -7,7 +7,9 @@ passes. A JSON line holds ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``mes
 ``correlation_id``: the id the person was shown (``X-Correlation-ID``, a problem's
 ``correlation_id``, an error page's reference) finds every line about their request.
 ``exception`` holds a traceback when there is one: logs are the operator's, never a
-browser's or a model's.
+browser's or a model's. In text, a message's control characters are written escaped
+(``TextFormatter``): what a caller sent (a request's path, which the server has
+percent-decoded) cannot start a line of its own that reads like another log line.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 EXTRA_FIELDS = ("method", "path", "status", "duration_ms")
 #: The loggers uvicorn configures for itself; in JSON mode their lines go through ours.
 _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+#: Control characters (C0, DEL, C1) and the Unicode line and paragraph separators, each to
+#: its escape: ``\n`` for a newline, ``\x1b`` for an escape.
+_ESCAPES = {
+    code: repr(chr(code))[1:-1] for code in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)
+}
+
+
+class TextFormatter(logging.Formatter):
+    """``TEXT_FORMAT``, each log call one line: control characters in its message escaped
+    (a traceback, which the formatter adds after the message, keeps its own lines)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return super().formatMessage(record).translate(_ESCAPES)
 
 
 class JsonFormatter(logging.Formatter):
@@ -84,7 +101,11 @@ def configure_logging(stream: TextIO | None = None) -> None:
     fmt, level = log_format(), log_level()
     root = logging.getLogger()
     if fmt == "text":
-        logging.basicConfig(level=level, format=TEXT_FORMAT, stream=stream)
+        if not root.handlers:  # as ``logging.basicConfig``, with lines of their own
+            handler = logging.StreamHandler(stream)
+            handler.setFormatter(TextFormatter(TEXT_FORMAT))
+            root.addHandler(handler)
+            root.setLevel(level)
         return
     for handler in [h for h in root.handlers if isinstance(h, _OurHandler)]:
         root.removeHandler(handler)

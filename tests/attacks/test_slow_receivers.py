@@ -345,3 +345,22 @@ def test_a_workers_pass_claims_nothing_once_it_is_told_to_stop(cs, seeded, monke
         requests = trickler.requests
     assert not passing.is_alive()
     assert requests <= 4, f"{requests} attempts started after the stop"
+
+
+def test_an_operator_sets_the_senders_bounds(monkeypatch) -> None:
+    """Four clubs whose receivers are all slow hold the default sixteen workers: an operator
+    with many clubs raises them (and keeps each bound within the next)."""
+    from countersign.infrastructure.settings import SettingsError
+
+    assert (NotifySettings.from_env().workers, NotifySettings().per_club) == (16, 4)
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_WORKERS", "64")
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_CLUB", "3")
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_ENDPOINT", "1")
+    chosen = NotifySettings.from_env()
+    assert (chosen.workers, chosen.per_club, chosen.per_endpoint) == (64, 3, 1)
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_CLUB", "80")
+    with pytest.raises(SettingsError, match="PER_CLUB <= COUNTERSIGN_NOTIFY_WORKERS, not 1, 80"):
+        NotifySettings.from_env()
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_CLUB", "zero")
+    with pytest.raises(SettingsError, match="must be a positive whole number, not 'zero'"):
+        NotifySettings.from_env()

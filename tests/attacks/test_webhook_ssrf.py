@@ -57,6 +57,7 @@ INTERNAL = [
     "http://100.64.0.1/",
     "http://[fd00::1]/",
     "http://[fe80::1]/",
+    "http://[fec0::1]/",  # site-local (deprecated), which Python 3.11 calls global
     "http://224.0.0.1/",
     "http://[ff02::1]/",
     "http://[::]/",
