@@ -122,6 +122,42 @@ def test_a_partial_manual_refund_leaving_too_little_is_insufficient(cs, seeded):
     assert "Only $10.00 CAD" in report.message
 
 
+def test_a_changed_order_total_is_a_revision_not_a_silent_refund(cs, seeded):
+    """The preview showed the order total before and after the refund; a manual refund of
+    $10 since (the discount and the payment's balance still fit) makes both untrue: approving
+    refuses to run, and nothing reaches the provider."""
+    order_id = seeded["orders"]["refund-ok"]
+    proposal_id = propose_on(cs, order_id)
+    card = cs.cards.card(proposal_id, AVA)
+    assert (
+        card.preview["current_order_total_cents"],
+        card.preview["resulting_order_total_cents"],
+    ) == (34500, 29700)
+    cs.club.refund_manually("granite", order_id, AVA, "P1", 1000)
+
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.status == "revision_required"
+    assert report.outcome["reason"] == {
+        "code": "order_total_changed",
+        "params": {"approved_cents": 34500, "current_cents": 33500, "currency": "CAD"},
+    }
+    assert "The order total changed from $345.00 CAD to $335.00 CAD" in report.message
+    assert provider_requests(cs, proposal_id) == 0
+    french = cs.cards.card(proposal_id, AVA, language="fr")
+    assert "Le total de la commande est passé de 345,00" in french.message
+
+
+def test_a_refund_frozen_before_its_order_total_was_kept_is_not_compared(cs, seeded):
+    contract = REGISTRY[REFUND]
+    proposal_id = propose(cs, seeded, "refund-ok")
+    facts = _load_facts(cs, contract, proposal_id)
+    stored = _stored_arguments(cs, proposal_id)
+    assert stored.pop("order_total_cents") == 34500
+    checked = contract.revalidate(contract.decode_arguments(stored), facts)
+    assert checked["order_total_cents"] == 34500
+
+
 def test_a_changed_amount_is_a_revision_not_a_silent_update(cs, seeded):
     contract = REGISTRY[REFUND]
     proposal_id = propose(cs, seeded, "refund-ok")

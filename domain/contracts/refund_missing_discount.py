@@ -90,6 +90,10 @@ class RefundArguments(Frozen):
     amount_cents: int = Field(gt=0)
     currency: str
     destination: RefundDestination
+    order_total_cents: int | None = None
+    """The order's total when the refund was frozen, which the preview shows before and after
+    it: approval refuses to run on another total (``check_same_total``). None in a refund
+    frozen before it was kept, which is not compared."""
 
 
 # -- Preview: what the manager needs to understand the consequences ------------------------------
@@ -140,7 +144,9 @@ class RefundMissingDiscount(
     """Refund a missed discount to the card or to account credit."""
 
     kind = "order.refund_missing_discount"
-    contract_version = 1
+    #: 2: the arguments keep the order's total (``order_total_cents``); a version 1 refund
+    #: decodes with None there, and its total is not compared.
+    contract_version = 2
     section = Section("orders")
     permission = Permission.REFUND_ORDERS
     provider = "payments"
@@ -170,6 +176,7 @@ class RefundMissingDiscount(
             amount_cents=amount,
             currency=order.currency,
             destination=destination,
+            order_total_cents=order.total_cents,
         )
         preview = RefundPreview(
             participant_name=order.participant_name,
@@ -217,6 +224,9 @@ class RefundMissingDiscount(
         check_refundable(order, payment, amount)
         refundable = order.refundable_cents(payment.ref)
         check_destination_fits(arguments, payment, facts)
+        # Last: a change the rules above name more precisely (the payment refunded, too
+        # little left) is told as that.
+        check_same_total(order, arguments.order_total_cents)
         return {
             "amount_cents": amount,
             "refundable_cents": refundable,
@@ -363,6 +373,20 @@ def check_same_amount(order: Order, approved_cents: int, current_cents: int) -> 
                 "amount_changed",
                 approved_cents=approved_cents,
                 current_cents=current_cents,
+                currency=order.currency,
+            )
+        )
+
+
+def check_same_total(order: Order, approved_cents: int | None) -> None:
+    """The preview's "order total before" (and so its "after") still holds: another refund of
+    the order, a manual one included, changed what the approver was shown."""
+    if approved_cents is not None and order.total_cents != approved_cents:
+        raise RuleBrokenError(
+            Finding(
+                "order_total_changed",
+                approved_cents=approved_cents,
+                current_cents=order.total_cents,
                 currency=order.currency,
             )
         )

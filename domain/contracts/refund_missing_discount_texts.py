@@ -153,6 +153,12 @@ class RefundMissingDiscountTexts:
             "Le montant du remboursement est passé de {approved_cents} à {current_cents} "
             "depuis la proposition.",
         ),
+        "order_total_changed": Localized(
+            "The order total changed from {approved_cents} to {current_cents} since it was "
+            "proposed (another refund of this order).",
+            "Le total de la commande est passé de {approved_cents} à {current_cents} depuis la "
+            "proposition (un autre remboursement de cette commande).",
+        ),
         "payment_already_refunded": Localized(
             "The payment {payment} has already been refunded.",
             "Le paiement {payment} a déjà été remboursé.",
