@@ -28,7 +28,7 @@ from countersign.infrastructure.identity.tokens import authenticate, issue_token
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD
-from tests.test_assistant import PROPOSE_REFUND, last_tool_result, wire  # noqa: F401
+from tests.test_assistant import PROPOSE_REFUND, wire  # noqa: F401
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -203,15 +203,23 @@ def test_an_agent_framework_tool_bound_to_a_person_is_refused_in_words_the_model
 
 
 def test_a_section_assistants_turn_does_not_replace_another_members_proposal(wire):  # noqa: F811
-    w = wire(Script(Call(PROPOSE_REFUND, TO_CARD), Say("Noah's refund is already waiting.")))
+    """The model's call is refused, and the turn ends there with the application's own words
+    (the model is not asked again: what it would try next is people's to decide)."""
+    w = wire(Script(Call(PROPOSE_REFUND, TO_CARD), Say("Let me try something else.")))
     noahs = _propose(w.cs, Caller(NOAH, "granite"), w.order)
 
     report = w.turn("orders", w.order, "Refund the missed discount")
 
     assert report.proposal is None
-    assert report.ended == "reply"
-    _, result = last_tool_result(w.endpoint.requests[1])
-    assert "awaits people's decision" in result["error"]
+    assert (report.ended, report.model_calls) == ("held_for_people", 1)
+    assert report.messages == [
+        {
+            "author": "application",
+            "text": "A proposal for this is already waiting for a decision (another member "
+            "asked for it), so I did not replace it. Nothing was changed: open it from the "
+            "inbox to approve, edit or decline it.",
+        }
+    ]
     assert _events(w.cs, noahs) == ["Proposed"]
     outcomes = [
         e.fields["outcome"]
@@ -219,6 +227,30 @@ def test_a_section_assistants_turn_does_not_replace_another_members_proposal(wir
         if e.type == "ToolCalled"
     ]
     assert outcomes == ["refused"]
+
+
+def test_the_turns_closing_words_say_why_in_the_managers_language(wire):  # noqa: F811
+    w = wire(Script(Call(PROPOSE_REFUND, TO_CARD)))
+    order = w.seeded["orders"][TWO_APPROVERS]
+    own = _propose(w.cs, Caller(AVA, "granite"), order)
+    assert w.cs.access.approve(own, Caller(NOAH, "granite")).result == "awaiting_approvals"
+
+    report = w.cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="orders",
+        resource_id=order,
+        message="Rembourse la remise manquée",
+        language="fr",
+    )
+
+    assert report.ended == "held_for_people"
+    assert report.messages[-1]["text"] == (
+        "Une proposition pour ceci attend déjà une décision (quelqu'un l'a déjà approuvée) : "
+        "je ne l'ai pas remplacée. Rien n'a été modifié ; ouvrez-la depuis « À traiter » pour "
+        "l'approuver, la modifier ou la refuser."
+    )
+    assert _events(w.cs, own) == ["Proposed", "Approved"]
 
 
 def test_a_section_assistants_turn_still_refines_the_members_own_proposal(wire):  # noqa: F811

@@ -92,6 +92,22 @@ RATE_LIMITED = Localized(
     "Vous avez fait beaucoup de propositions en peu de temps : je ne peux pas en préparer une "
     "autre maintenant. Rien n'a été modifié ; réessayez dans {seconds} secondes.",
 )
+HELD_FOR_PEOPLE = Localized(
+    "A proposal for this is already waiting for a decision ({why}), so I did not replace it. "
+    "Nothing was changed: open it from the inbox to approve, edit or decline it.",
+    "Une proposition pour ceci attend déjà une décision ({why}) : je ne l'ai pas remplacée. "
+    "Rien n'a été modifié ; ouvrez-la depuis « À traiter » pour l'approuver, la modifier ou "
+    "la refuser.",
+)
+#: Why a pending proposal was held for people (``HeldForPeopleError.reason``), in words.
+HELD_WHY = {
+    HeldForPeopleError.REQUESTED_BY_ANOTHER: Localized(
+        "another member asked for it", "un autre membre l'a demandée"
+    ),
+    HeldForPeopleError.APPROVED: Localized(
+        "someone has already approved it", "quelqu'un l'a déjà approuvée"
+    ),
+}
 UNAVAILABLE = Localized(
     "The assistant is unavailable right now. Nothing was changed; try again shortly.",
     "L'assistant est indisponible pour le moment. Rien n'a été modifié ; réessayez bientôt.",
@@ -110,7 +126,9 @@ class TurnReport(Report):
     """What one turn produced, for the chat UI, the CLI and the API."""
 
     interaction_id: str
-    ended: str  # "proposal" | "reply" | "round_limit" | "model_unavailable" | "rate_limited"
+    #: "proposal" | "reply" | "round_limit" | "model_unavailable" | "rate_limited"
+    #: | "held_for_people"
+    ended: str
     messages: list[dict[str, str]]
     proposal: dict[str, Any] | None
     model_calls: int
@@ -208,7 +226,10 @@ class AssistantService:
             if turn.limited:
                 ended = "rate_limited"
                 break
-        closing = _closing(ended, refused, language, turn.limited, proposal)
+            if turn.held:
+                ended = "held_for_people"  # what the model would ask next is people's to decide
+                break
+        closing = _closing(ended, refused, language, turn.limited, proposal, turn.held)
         if closing is not None:
             interaction.say(closing, author="application")
             shown.append({"author": "application", "text": closing})
@@ -296,7 +317,8 @@ class AssistantService:
         except InvalidRequestError as invalid:
             return None, turn.refusal(invalid.problems, invalid.more_problems), "rejected"
         except HeldForPeopleError as held:
-            return None, {"error": str(held)}, "refused"  # plain words to pass on
+            turn.held.append(held.reason)  # the turn ends there
+            return None, {"error": str(held)}, "refused"
         except (NotFoundError, ForbiddenError):
             return None, {"error": NOT_POSSIBLE}, "refused"
         return created, {}, "proposed"
@@ -394,6 +416,8 @@ class _Turn:
     refused: list[Problem]  # the last refusal's problems, for the closing text
     #: Seconds to wait, when the proposal limit refused a propose call: the turn ends there.
     limited: list[int] = field(default_factory=list)
+    #: Why a propose call would have replaced a proposal held for people: the turn ends there.
+    held: list[str] = field(default_factory=list)
 
     def refusal(self, problems: list[Problem], more: int = 0) -> dict[str, Any]:
         """A refused call's tool result (``refusal``), remembered for the closing text."""
@@ -420,6 +444,7 @@ def _closing(
     language: str,
     limited: list[int],
     proposal: dict[str, Any] | None = None,
+    held: list[str] | None = None,
 ) -> str | None:
     """The application's own closing text of a turn that ``ended`` so, in ``language``."""
     if ended == "proposal":
@@ -428,6 +453,8 @@ def _closing(
         return (PROPOSED if with_amounts else PROPOSED_NO_AMOUNTS).text(language)
     if ended == "rate_limited":
         return RATE_LIMITED.text(language, seconds=limited[-1])
+    if ended == "held_for_people" and held:
+        return HELD_FOR_PEOPLE.text(language, why=HELD_WHY[held[-1]].text(language))
     if ended == "round_limit":
         why = explain(refused, language)
         return ROUND_LIMIT.text(language, why=f"{why} " if why else "")

@@ -52,7 +52,9 @@ class TurnOut(BaseModel):
     """What one assistant turn produced."""
 
     interaction_id: str
-    ended: Literal["proposal", "reply", "round_limit", "model_unavailable", "rate_limited"]
+    ended: Literal[
+        "proposal", "reply", "round_limit", "model_unavailable", "rate_limited", "held_for_people"
+    ]
     messages: list[TurnMessageOut]
     proposal: ProposalCreatedOut | None
     model_calls: int
