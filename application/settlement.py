@@ -165,7 +165,22 @@ class Settlement:
             return self.start_reconciling(proposal_id, effect.idempotency_key)
         self.faults.reached("after_provider_call")
         # 9. Record its authoritative answer.
-        return self.settle(claimed.contract, claimed.execution, response)
+        try:
+            return self.settle(claimed.contract, claimed.execution, response)
+        except Exception:
+            # The provider answered, and recording its answer failed (a contract's
+            # ``finish_external`` raising, say): the effect is the provider's, countersign's
+            # record of it is not made. The approver is told what any uncertain effect tells
+            # (never "failed": the money may have moved), and the reconciler records the
+            # provider's answer under the same key once it can; never another call.
+            correlation_id = new_correlation_id()
+            log.exception(
+                "recording the provider's answer for proposal %s failed, correlation id %s; "
+                "left to the reconciler",
+                proposal_id,
+                correlation_id,
+            )
+            return self.start_reconciling(proposal_id, effect.idempotency_key)
 
     def start_reconciling(
         self, proposal_id: UUID, key: str, cause: ReconciliationCause = "response_lost"

@@ -216,6 +216,38 @@ def test_a_lost_response_needs_reconciliation_and_the_reconciler_settles_it(cs, 
     assert cs.sweepers.reconcile() == []
 
 
+def test_an_answer_that_cannot_be_recorded_is_left_to_the_reconciler_not_a_500(
+    cs, seeded, monkeypatch, caplog
+):
+    """The provider refunded, and recording its answer raised (a contract's bug, here
+    ``finish_external``): the approver is told the effect is uncertain, not an error, and
+    the proposal is not left executing; once the contract records again, the reconciler
+    records the provider's answer under the same key: one refund, never a second call."""
+    contract = REGISTRY[REFUND]
+    order_id = seeded["orders"]["refund-ok"]
+    proposal_id = propose_on(cs, order_id)
+    finish = type(contract).finish_external
+
+    def broken(self: Any, *args: Any) -> Any:
+        raise RuntimeError("a bug in recording the refund")
+
+    monkeypatch.setattr(type(contract), "finish_external", broken)
+    report = cs.proposals.approve(proposal_id, AVA)
+
+    assert report.outcome == {"kind": "needs_reconciliation", "cause": "response_lost"}
+    assert "a bug in recording" not in str(report.to_json())
+    assert any("left to the reconciler" in r.getMessage() for r in caplog.records)
+    assert provider_requests(cs, proposal_id) == 1
+    assert cs.proposals.approve(proposal_id, AVA).outcome == report.outcome
+
+    monkeypatch.setattr(type(contract), "finish_external", finish)
+    swept = cs.sweepers.reconcile()
+
+    assert [(s.action, s.status) for s in swept] == [("settled", "succeeded")]
+    assert provider_requests(cs, proposal_id) == 1
+    assert cs.club.investigate("granite", order_id)["total_cents"] == 29700
+
+
 def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, seeded):
     order_id = seeded["orders"]["provider-outage"]
     proposal_id = propose_on(cs, order_id)
