@@ -214,13 +214,14 @@ def test_a_manager_adds_an_endpoint_sees_its_secret_once_and_removes_it(web):
     [
         (
             "http://169.254.169.254/latest/meta-data",
-            "This URL leads to a private, loopback or otherwise internal address. Webhooks are "
-            "posted to public addresses only.",
-            "Cette URL mène à une adresse privée, locale ou autrement interne.",
+            "This URL leads to a private, loopback or otherwise internal address, or to this "
+            "server itself. Webhooks are posted to other hosts&#39; public addresses only.",
+            "Cette URL mène à une adresse privée, locale ou autrement interne, ou à ce serveur "
+            "lui-même.",
         ),
         (
             "http://10.0.0.7:8080/hooks",
-            "This URL leads to a private, loopback or otherwise internal address.",
+            "This URL leads to a private, loopback or otherwise internal address, or",
             "Cette URL mène à une adresse privée",
         ),
         ("ftp://hooks.example/x", "The URL must start with https:// (or http://).", "doit "),

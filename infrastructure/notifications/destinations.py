@@ -8,15 +8,22 @@ multicast, unspecified or otherwise non-global address, in any spelling: ``127.1
 IPv4 address (IPv4-compatible, 6to4, Teredo, NAT64). The sender connects to the very address it
 checked, so a name that resolves differently a moment later (DNS rebinding) cannot slip past.
 
+The host's own addresses are refused too, public ones included (``own_addresses``): a service
+that listens on every interface behind a firewall that keeps the world out is reachable from
+the host itself at its public address, and a club's webhook must not be the way in.
+
 ``COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS`` (comma-separated networks, empty by default) is the
-only way to allow an internal target, such as a receiver on 127.0.0.0/8 in tests.
+only way to allow an internal target, such as a receiver on 127.0.0.0/8 in tests; an address
+it names is allowed even if it is the host's own.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Collection, Iterable, Sequence
 
 from countersign.domain.club.webhooks import WebhookUrlError
 
@@ -24,6 +31,10 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ENVIRONMENT = "COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS"
+
+#: How long the host's own addresses are remembered before they are looked up again (an
+#: interface that comes up, or a new address, is refused within this many seconds).
+OWN_ADDRESSES_SECONDS = 60.0
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
@@ -34,8 +45,8 @@ class AddressNotAllowedError(WebhookUrlError):
 
     def __init__(self) -> None:
         super().__init__(
-            "the webhook URL points at a private, loopback or otherwise internal address;"
-            " webhooks are posted to public addresses only",
+            "the webhook URL points at a private, loopback or otherwise internal address, or"
+            " at this server itself; webhooks are posted to other hosts' public addresses only",
             "internal_address",
         )
 
@@ -85,16 +96,64 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     return None
 
 
-def is_allowed(address: Address, allowed: Sequence[Network] = ()) -> bool:
-    """Whether a webhook may be posted to ``address``: a public unicast address, or one in
-    ``allowed``."""
+class _OwnAddresses:
+    """The host's own interface addresses, looked up (psutil) at most every
+    ``OWN_ADDRESSES_SECONDS``; every sender thread reads the same set."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: frozenset[Address] = frozenset()
+        self._until = float("-inf")
+
+    def __call__(self) -> frozenset[Address]:
+        with self._lock:
+            now = time.monotonic()
+            if now >= self._until:
+                self._found = _interface_addresses()
+                self._until = now + OWN_ADDRESSES_SECONDS
+            return self._found
+
+
+def _interface_addresses() -> frozenset[Address]:
+    """Every IPv4 and IPv6 address of every interface of this host, up or down (psutil: the
+    standard library lists interfaces' names, not their addresses). If the host will not
+    say, none: the other rules still refuse loopback and every internal network."""
+    import psutil  # only a process that posts webhooks needs it
+
+    found: set[Address] = set()
+    try:
+        interfaces = psutil.net_if_addrs()
+    except (OSError, RuntimeError):
+        return frozenset()
+    for addresses in interfaces.values():
+        for entry in addresses:
+            if entry.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            try:  # an IPv6 address may carry its interface: fe80::1%eth0
+                found.add(ipaddress.ip_address(entry.address.split("%", 1)[0]))
+            except ValueError:
+                continue
+    return frozenset(found)
+
+
+own_addresses = _OwnAddresses()
+"""The host's own addresses, never a webhook's target unless ``allowed`` names them."""
+
+
+def is_allowed(
+    address: Address, allowed: Sequence[Network] = (), own: Collection[Address] = ()
+) -> bool:
+    """Whether a webhook may be posted to ``address``: a public unicast address that is not
+    one of the host's ``own``, or one in ``allowed``."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     if any(address.version == net.version and address in net for net in allowed):
         return True
+    if address in own:
+        return False
     if isinstance(address, ipaddress.IPv6Address):
         embedded = _embedded_ipv4(address)
-        if embedded is not None and not is_allowed(embedded, allowed):
+        if embedded is not None and not is_allowed(embedded, allowed, own):
             return False
     return address.is_global and not (
         address.is_multicast
@@ -131,10 +190,11 @@ def resolve(host: str, port: int) -> list[Address]:
 
 def checked_addresses(host: str, port: int, allowed: Sequence[Network] = ()) -> list[Address]:
     """The addresses of ``host`` a webhook may be posted to. AddressNotAllowedError if any of
-    them is internal (a name that also resolves inward is refused as a whole);
-    UnresolvableHostError if it has none."""
+    them is internal or the host's own (a name that also resolves inward is refused as a
+    whole); UnresolvableHostError if it has none."""
     addresses = resolve(host, port)
-    if not all(is_allowed(address, allowed) for address in addresses):
+    own = own_addresses()
+    if not all(is_allowed(address, allowed, own) for address in addresses):
         raise AddressNotAllowedError
     return addresses
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from countersign.domain.club.webhooks import WebhookUrlError
+from countersign.infrastructure.notifications import destinations
 from countersign.infrastructure.notifications.destinations import (
     ENVIRONMENT,
     is_allowed,
@@ -121,6 +122,99 @@ def test_the_address_rules_cover_the_short_and_embedded_forms() -> None:
     mapped = literal_address("::ffff:127.0.0.1")
     assert mapped is not None
     assert is_allowed(mapped, parse_networks("127.0.0.0/8"))
+
+
+# -- the server's own addresses ---------------------------------------------------------------
+
+#: A public address standing for the server's own in these tests (the test machine has none).
+SERVER = "93.184.215.14"
+
+
+@pytest.fixture
+def server_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The host's interfaces, as psutil would list them: loopback and what the test appends."""
+    listed = ["127.0.0.1", "::1"]
+
+    def interfaces() -> frozenset[Any]:
+        return frozenset(destinations.ipaddress.ip_address(a) for a in listed)
+
+    monkeypatch.setattr(destinations, "_interface_addresses", interfaces)
+    monkeypatch.setattr(destinations, "own_addresses", destinations._OwnAddresses())
+    return listed
+
+
+def test_the_servers_own_public_address_is_refused(api: Api, server_at: list[str]) -> None:
+    """A service behind a firewall that keeps the world out still answers the host itself at
+    its public address: a club's webhook must not be the way in."""
+    server_at.append(SERVER)
+    before = snapshot(api.cs)
+    for url in (f"http://{SERVER}:9200/", f"http://[::ffff:{SERVER}]/"):
+        answer = api.post(HOOKS, {"url": url})
+        assert answer.status_code == 422, answer.text
+        [problem] = answer.json()["problems"]
+        assert "this server itself" in problem["message"]
+        assert_no_leak(answer.text)
+    assert_nothing_changed(api.cs, before)
+
+
+def test_an_endpoint_that_became_the_servers_address_gets_nothing(
+    cs, seeded, server_at: list[str], dns
+) -> None:
+    """Registered while its name led elsewhere; the server took the address since (or the
+    name was pointed at it): the attempt is refused before connecting."""
+    dns["moved.test"] = [SERVER]
+    Webhooks(cs).add(None, "granite", "http://moved.test:9200/hooks")
+    server_at.append(SERVER)
+    destinations.own_addresses._until = float("-inf")  # as once a minute has passed
+    propose(cs, seeded)
+    sender = notification_sender(cs, NotifySettings(max_attempts=1, timeout_seconds=2))
+    connected: list[Any] = []
+    original = socket.create_connection
+    try:
+        socket.create_connection = lambda *a, **k: connected.append(a) or original(*a, **k)
+        assert sender.run_once().dead == 1
+    finally:
+        socket.create_connection = original
+    assert connected == []
+    [delivery] = Webhooks(cs).deliveries(None, "granite")
+    assert delivery["attempt_log"][0]["result"] == "failed: could not connect"
+
+
+def test_only_the_allowed_networks_open_the_servers_own_address(server_at: list[str]) -> None:
+    server_at.append(SERVER)
+    own = destinations.own_addresses()
+    address = literal_address(SERVER)
+    assert address is not None
+    assert address in own
+    assert not is_allowed(address, (), own)
+    assert is_allowed(address, parse_networks(f"{SERVER}/32"), own)
+    assert is_allowed(address)  # public, and not this server's
+
+
+def test_the_servers_addresses_are_looked_up_again_each_minute(
+    server_at: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(destinations.time, "monotonic", lambda: now[0])
+    assert literal_address(SERVER) not in destinations.own_addresses()
+    server_at.append(SERVER)
+    now[0] += destinations.OWN_ADDRESSES_SECONDS - 1
+    assert literal_address(SERVER) not in destinations.own_addresses()  # remembered a minute
+    now[0] += 1
+    assert literal_address(SERVER) in destinations.own_addresses()
+
+
+def test_the_real_interfaces_are_found() -> None:
+    """Without a stand-in: psutil lists loopback and the address this host leaves by."""
+    found = destinations._interface_addresses()
+    assert literal_address("127.0.0.1") in found
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: the route picks the source
+        except OSError:  # no route out at all: loopback is all there is to find
+            return
+        leaving = probe.getsockname()[0]
+    assert literal_address(leaving) in found
 
 
 # -- at every attempt ----------------------------------------------------------------------------

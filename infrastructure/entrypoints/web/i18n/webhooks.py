@@ -65,8 +65,8 @@ EN: dict[str, str] = {
         "The club already has 10 endpoints, the most it may have. Remove one first."
     ),
     "webhooks.error.internal_address": (
-        "This URL leads to a private, loopback or otherwise internal address. Webhooks "
-        "are posted to public addresses only."
+        "This URL leads to a private, loopback or otherwise internal address, or to this "
+        "server itself. Webhooks are posted to other hosts' public addresses only."
     ),
     "webhooks.error.duplicate": "This URL is already one of the club's endpoints.",
     "webhooks.dead_letters": "Dead letters",
@@ -165,8 +165,8 @@ FR: dict[str, str] = {
         "Le club a déjà 10 points de réception, le maximum. Retirez-en un d'abord."
     ),
     "webhooks.error.internal_address": (
-        "Cette URL mène à une adresse privée, locale ou autrement interne. Les webhooks ne "
-        "sont publiés qu'à des adresses publiques."
+        "Cette URL mène à une adresse privée, locale ou autrement interne, ou à ce serveur "
+        "lui-même. Les webhooks ne sont publiés qu'aux adresses publiques d'autres hôtes."
     ),
     "webhooks.error.duplicate": "Cette URL est déjà un point de réception du club.",
     "webhooks.dead_letters": "Lettres mortes",
