@@ -91,6 +91,7 @@ class ProposalCards:
             ],
             changes=self.changes(proposal, language),
             origin=proposal.origin,
+            requested_through=proposal.requested_through,
             approval_passkeys=[
                 {"approved_by": email, "passkey": passkey["name"]}
                 for email, passkey in zip(

@@ -113,6 +113,7 @@ def freeze(
         policy=policy,
         origin=origin,
         resource_key=scope.key,
+        requested_through=caller.recorded_credential,
     )
     # Approval validates these stored dumps again unless they still hash to this digest
     # (domain.contracts.frozen_models).

@@ -367,6 +367,7 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
         "claimed_at": proposal.claimed_at,
         "request": proposal.request,
         "origin": proposal.origin,
+        "requested_through": proposal.requested_through,
         "approval_passkeys": {
             email: passkey["name"]
             for email, passkey in zip(proposal.approvals, proposal.approval_passkeys, strict=True)

@@ -141,9 +141,13 @@ class ProposalCard(Report):
     """For a revision: what it changed against the proposal it revised, field by field
     (``field``, ``label``, ``before``, ``after``)."""
     origin: dict[str, str] | None = None
-    #: The approvals given with a passkey: who, and the passkey's name as it approved.
-    approval_passkeys: list[dict[str, str]] = field(default_factory=list)
     """Where the request came from when not from countersign itself (an MCP client)."""
+    requested_through: str | None = None
+    """What the requester presented to propose it: ``person`` (their own sign-in),
+    ``assistant`` (a model's tool call for them), ``agent_token:<name>`` or
+    ``approver_token:<name>``; None when proposed before this was recorded."""
+    approval_passkeys: list[dict[str, str]] = field(default_factory=list)
+    """The approvals given with a passkey: who, and the passkey's name as it approved."""
     approval_credentials: list[str] = field(default_factory=list)
     """What each counting approver presented, as ``approvals`` lists them: ``person``,
     ``approver_token:<name>``, or ``unknown`` (recorded before credentials were)."""

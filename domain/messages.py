@@ -276,10 +276,46 @@ def origin_source(origin: dict[str, Any] | None) -> str | None:
     return _CHANNELS.get(channel, channel) + (f" ({client})" if client else "")
 
 
-def origin_line(origin: dict[str, Any] | None, language: str = "en") -> str | None:
-    """The card's line about it: "Proposed through MCP (Claude Desktop 1.2)"."""
+_PROPOSED_BY = Localized("Proposed {how}", "Proposée {how}")
+_PROPOSED_BY_THROUGH = Localized("Proposed {how}, through {source}", "Proposée {how}, via {source}")
+_BY_ASSISTANT = Localized("by an assistant", "par un assistant")
+_BY_TOKEN = {
+    "agent_token": Localized(
+        "by the agent “{service}” (agent token)", "par l'agent « {service} » (jeton d'agent)"
+    ),
+    "approver_token": Localized(
+        "by the service “{service}” (approver token)",
+        "par le service « {service} » (jeton d'approbateur)",
+    ),
+}
+
+
+def requester_note(requested_through: str | None, language: str = "en") -> str:
+    """What proposed it for the requester, when not they themselves: "by an assistant", "by
+    the agent “ops-bot” (agent token)"; "" for the person's own sign-in, and for a proposal
+    recorded before this was (None)."""
+    if not requested_through or requested_through == "person":  # most: no note, no call
+        return ""
+    kind, _, service = requested_through.partition(":")
+    if kind == "assistant":
+        return _BY_ASSISTANT.text(language)
+    token = _BY_TOKEN.get(kind)
+    return "" if token is None else token.text(language, service=service or "?")
+
+
+def origin_line(
+    origin: dict[str, Any] | None, language: str = "en", requested_through: str | None = None
+) -> str | None:
+    """The card's line about how it was proposed, beneath who requested it: "Proposed by an
+    assistant, through MCP (Claude Desktop 1.2)"; None for a person's own request made in
+    countersign itself."""
     source = origin_source(origin)
-    return None if source is None else _PROPOSED_THROUGH.text(language, source=source)
+    how = requester_note(requested_through, language)
+    if not how:
+        return None if source is None else _PROPOSED_THROUGH.text(language, source=source)
+    if source is None:
+        return _PROPOSED_BY.text(language, how=how)
+    return _PROPOSED_BY_THROUGH.text(language, how=how, source=source)
 
 
 _LAPSED = {

@@ -36,11 +36,15 @@ _DEFAULTED: dict[str, Any] = {
     "policy": None,
     "origin": None,
     "resource_key": None,
+    "requested_through": None,
 }
 
 
 class Proposal(Aggregate):
     """A frozen operation contract awaiting, or past, a person's approval."""
+
+    #: Read as None from a proposal's state taken before it was recorded (``__init__``).
+    requested_through: str | None = None
 
     @event("Proposed")
     def __init__(
@@ -64,10 +68,11 @@ class Proposal(Aggregate):
         policy: dict[str, Any] | None = None,
         origin: dict[str, str] | None = None,
         resource_key: str | None = None,
+        requested_through: str | None = None,
     ) -> None:
-        # The last four are absent from events stored before revisions, policies and
-        # origins: a decoded old event keeps what it stored, and its chain link covers only
-        # that.
+        # The last six are absent from events stored before revisions, policies, origins,
+        # keys and credentials: a decoded old event keeps what it stored, and its chain link
+        # covers only that.
         self.chain = chain
         self.organization_id = organization_id
         self.section = section
@@ -103,6 +108,11 @@ class Proposal(Aggregate):
         #: The resource's own key when the contract maps keys to ids (``Scope.key``); None
         #: when its id is its own, and in events stored before keys were.
         self.resource_key = resource_key
+        #: What the requester presented (``Caller.recorded_credential``): ``person`` (their
+        #: own sign-in), ``assistant`` (a model's tool call for them: a section assistant, the
+        #: MCP server over stdio, an agent framework), ``agent_token:<name>`` or
+        #: ``approver_token:<name>``; None in events stored before it was recorded.
+        self.requested_through = requested_through
         #: Who has approved so far and still counts, in order (a quorum policy asks for
         #: several people); an approval that no longer counts moves to ``lapsed_approvals``.
         self.approvals: tuple[str, ...] = ()

@@ -19,6 +19,7 @@ from countersign.domain.messages import (
     credential_note,
     lapsed_approval_message,
     origin_source,
+    requester_note,
 )
 from countersign.domain.outcomes import RevisionReason
 from countersign.projections.base import (
@@ -173,6 +174,11 @@ class AuditTrail(Projection):
         batch.proposals[number] = proposal
         batch.counts[number] = 0  # none approved it yet: no row to read
         summary = f"proposed {kind}"
+        through = getattr(event, "requested_through", None)  # absent before credentials
+        if through and through != "person":  # a person's own needs no note: no call
+            how = requester_note(through)
+            if how:
+                summary += f" {how}"
         origin = getattr(event, "origin", None)  # absent before origins
         if origin:  # ``origin_source`` of no origin is None
             source = origin_source(origin)

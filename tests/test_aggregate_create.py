@@ -45,6 +45,7 @@ def _proposal_fields() -> dict[str, Any]:
         "revision_of": None,
         "origin": None,
         "resource_key": None,
+        "requested_through": "person",
         "digest": "the digest",
         "chain": "the first link",
     }

@@ -120,6 +120,7 @@ def _domain_events() -> list[Any]:
         policy=None,
         origin=None,
         resource_key=None,
+        requested_through="person",
     )
     return [*slot.collect_events(), *proposal.collect_events()]
 
@@ -250,6 +251,7 @@ def _proposal_fields() -> dict[str, Any]:
         "revision_of": None,
         "origin": None,
         "resource_key": "rk",
+        "requested_through": "agent_token:ops",
         "digest": "the digest",
         "chain": "the first link",
     }
@@ -304,6 +306,7 @@ def test_create_takes_the_comprehension_for_an_event_class_not_given_a_cheaper_i
         # comprehension: the same aggregate.
         made = Proposal._create(event_class, id=uuid4(), timestamp=AT, **_proposal_fields())
         assert made.resource_key == "rk"
+        assert made.requested_through == "agent_token:ops"
     finally:
         event_class.__init__ = given  # type: ignore[misc]
     assert aggregate_create._copied(event_class, frozenset({"self"})) is not None

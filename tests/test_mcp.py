@@ -144,7 +144,8 @@ def test_an_agent_on_stdio_proposes_and_only_a_person_executes(sqlite_file):
     assert seen["pending"]["status"] == "pending"
     assert seen["pending"]["outcome_kind"] is None
     assert "Refund amount: $48.00 CAD" in seen["card"]
-    assert "Proposed through MCP (pytest-agent 1.0)" in seen["card"]
+    # stdio acts as the named member, through the model: an assistant proposed it
+    assert "Proposed by an assistant, through MCP (pytest-agent 1.0)" in seen["card"]
     assert seen["card_json"]["origin"] == {
         "channel": "mcp",
         "client": "pytest-agent",
@@ -247,7 +248,10 @@ def test_an_agent_over_http_proposes_with_a_token_and_only_a_person_executes(cs,
         "$48.00 CAD"
     )
     assert seen["status"]["status"] == "pending"
-    assert seen["card"]["origin_line"] == "Proposed through MCP (pytest-agent 1.0)"
+    assert seen["card"]["origin_line"] == (
+        "Proposed by the agent “agent” (agent token), through MCP (pytest-agent 1.0)"
+    )
+    assert seen["card"]["requested_through"] == "agent_token:agent"
     assert seen["draft"]["status"] == "pending"
     # The token's actions are logged under its name, as the JSON API logs its services'.
     logged = service_actions(cs, "granite")

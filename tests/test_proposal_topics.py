@@ -163,7 +163,15 @@ def test_a_snapshot_stored_before_the_split_decodes_and_is_taken_again_the_same(
         stored_snapshots.Snapshot.take(replayed), timestamp=snapshot.timestamp
     )
     again = mapper.to_stored_event(taken)
-    assert (again.topic, again.state) == (stored.topic, stored.state)
+    expected = stored.state
+    if isinstance(replayed, Proposal):
+        # Its events were stored before the requester's credential was recorded: it replays
+        # as not known, and a snapshot taken now says so after the resource's key.
+        assert replayed.requested_through is None
+        expected = re.sub(
+            rb'("resource_key":(?:null|"[^"]*"))', rb'\1,"requested_through":null', expected
+        )
+    assert (again.topic, again.state) == (stored.topic, expected)
 
 
 def test_each_status_is_also_read_by_its_own_name():

@@ -170,7 +170,7 @@ def render_card(
         (label("operation"), card["operation"]),
         (label("requested_by"), card["requested_by"]),
     ]
-    origin = origin_line(card.get("origin"), language)
+    origin = origin_line(card.get("origin"), language, card.get("requested_through"))
     if origin:
         rows.append((label("origin"), origin))
     rows += [

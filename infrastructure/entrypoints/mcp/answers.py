@@ -161,7 +161,7 @@ def card_text(card: ProposalCard, language: str) -> str:
     lines.append(f"{label('proposal')}: {card.proposal_id}")
     lines.append(f"{label('status')}: {card.status.replace('_', ' ')}")
     lines.append(f"{label('requested_by')}: {card.requested_by}")
-    origin = origin_line(card.origin, language)
+    origin = origin_line(card.origin, language, card.requested_through)
     if origin:
         lines.append(origin)
     lines.append(f"{label('approvals')}: {len(card.approvals)}/{card.approvals_required}")
@@ -183,6 +183,6 @@ def card_json(card: ProposalCard, language: str) -> str:
         {"label": row.label, "value": row.value}
         for row in preview_rows_of(card.operation, card.preview, language)
     ]
-    document["origin_line"] = origin_line(card.origin, language)
+    document["origin_line"] = origin_line(card.origin, language, card.requested_through)
     document["review_path"] = review_path(card.proposal_id)
     return json.dumps(document, ensure_ascii=False)

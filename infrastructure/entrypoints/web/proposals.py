@@ -214,7 +214,11 @@ class ProposalPages:
             requester=_requester(reviewed, visit),
             approved_by=self._who(user, view["approved_by"]),
             declined_by=self._who(user, view["declined_by"]),
-            origin=origin_line(reviewed.record.get("origin"), visit.language),
+            origin=origin_line(
+                reviewed.record.get("origin"),
+                visit.language,
+                reviewed.record.get("requested_through"),
+            ),
             notice=self.site.notice(visit, view["id"]),
             refresh=REFRESH.get(view["status"]),
             max_note=MAX_NOTE,

@@ -228,6 +228,15 @@ class ProposalCardOut(BaseModel):
     section: str
     resource_id: str
     requested_by: str
+    requested_through: str | None = Field(
+        default=None,
+        description=(
+            "What the requester presented to propose it: person (their own sign-in), "
+            "assistant (a model's tool call made for them: a section assistant, the MCP "
+            "server, an agent framework), agent_token:<token name> or approver_token:<token "
+            "name>; null when proposed before this was recorded."
+        ),
+    )
     interaction_id: str
     status: str = Field(
         description=(
