@@ -20,12 +20,15 @@ it names is allowed even if it is the host's own.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
 import threading
 import time
 from collections.abc import Collection, Iterable, Sequence
 
 from countersign.domain.club.webhooks import WebhookUrlError
+
+log = logging.getLogger("countersign.notify")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -123,7 +126,8 @@ def _interface_addresses() -> frozenset[Address]:
     found: set[Address] = set()
     try:
         interfaces = psutil.net_if_addrs()
-    except (OSError, RuntimeError):
+    except Exception:  # psutil.Error, OSError: the other rules still hold
+        log.warning("webhooks: could not list this host's own addresses", exc_info=True)
         return frozenset()
     for addresses in interfaces.values():
         for entry in addresses:

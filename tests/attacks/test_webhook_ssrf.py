@@ -204,6 +204,22 @@ def test_the_servers_addresses_are_looked_up_again_each_minute(
     assert literal_address(SERVER) in destinations.own_addresses()
 
 
+def test_a_host_that_will_not_list_its_addresses_keeps_the_other_rules(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import psutil
+
+    def refusing() -> None:
+        raise psutil.AccessDenied()
+
+    monkeypatch.setattr(psutil, "net_if_addrs", refusing)
+    assert destinations._interface_addresses() == frozenset()
+    assert "could not list this host's own addresses" in caplog.text
+    loopback = literal_address("127.0.0.1")
+    assert loopback is not None
+    assert not is_allowed(loopback)
+
+
 def test_the_real_interfaces_are_found() -> None:
     """Without a stand-in: psutil lists loopback and the address this host leaves by."""
     found = destinations._interface_addresses()
