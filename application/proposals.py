@@ -66,6 +66,7 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
+from countersign.domain.visible_text import visible_only
 
 log = logging.getLogger("countersign.proposals")
 
@@ -256,7 +257,8 @@ class ProposalService(ApprovePath):
         decided = self._decided(proposal)
         if decided is not None:
             return Answer(approval_report(proposal, decided))
-        clean_note = note.strip()[:500] if note and note.strip() else None
+        note = visible_only(note).strip() if note else None
+        clean_note = note[:500] if note else None
         proposal.decline(
             member.email,
             clean_note,

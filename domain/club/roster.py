@@ -12,6 +12,7 @@ from countersign.domain.errors import (
     NotInLeagueError,
     RosterRuleError,
 )
+from countersign.domain.visible_text import plain_line
 from eventsourcing.domain import Aggregate, event
 
 
@@ -78,6 +79,7 @@ class Roster(Aggregate):
         name = name.strip()
         if not name:
             raise RosterRuleError("a league needs a name")
+        _readable(name, "league's name")
         if name in self.leagues:
             raise DuplicateError(f"league {name!r} already exists")
         if capacity is not None and (type(capacity) is not int or capacity < 1):
@@ -92,7 +94,7 @@ class Roster(Aggregate):
             raise DuplicateError(f"{email} already plays in {league!r}")
         if self.is_full(league):
             raise LeagueFullError(f"{league!r} is full ({self.capacity_of(league)} members)")
-        self._member_joined(league=league, name=name.strip(), email=email)
+        self._member_joined(league=league, name=_readable(name.strip(), "name"), email=email)
 
     def leave(self, league: str, email: str) -> None:
         email = email.strip().lower()
@@ -139,3 +141,14 @@ class Roster(Aggregate):
     def _member_moved(self, email: str, name: str, from_league: str, to_league: str) -> None:
         self.leagues[from_league].pop(email, None)
         self.leagues[to_league][email] = name
+
+
+def _readable(text: str, what: str) -> str:
+    """``text`` if a person reads it as it is (``visible_text.plain_line``); RosterRuleError
+    otherwise: a participant's name reaches every card about them, where a right-to-left
+    override in it would make "refund $345.00" read "00.543$"."""
+    if not plain_line(text):
+        raise RosterRuleError(
+            f"a {what} must not hold control characters or invisible formatting characters"
+        )
+    return text

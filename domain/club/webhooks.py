@@ -40,8 +40,14 @@ def valid_webhook_url(url: str) -> str:
         raise WebhookUrlError(
             f"the webhook URL is longer than {MAX_URL_LENGTH} characters", "too_long"
         )
-    if any(ord(character) < 0x21 or ord(character) == 0x7F for character in url):
-        raise WebhookUrlError("the webhook URL contains spaces or control characters", "spaces")
+    # Spaces, control characters (C0, DEL, C1) and invisible formatting characters: a
+    # right-to-left override would make the club's list show another address than the one
+    # deliveries go to.
+    if not url.isprintable() or " " in url:
+        raise WebhookUrlError(
+            "the webhook URL contains spaces, control or invisible formatting characters",
+            "spaces",
+        )
     if any(character in _NOT_IN_URLS for character in url):
         raise WebhookUrlError(
             'the webhook URL contains characters a URL may not hold unencoded (<>"{}|\\^`)',

@@ -7,6 +7,7 @@ import re
 from typing import Any, ClassVar
 
 from countersign.domain.contracts.problems import RequestValueError
+from countersign.domain.visible_text import invisible_formatting
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -14,18 +15,29 @@ _CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def check_text(value: str, *, multiline: bool = False) -> str:
-    """Refuse control characters (escape sequences could disguise what a reviewer sees);
-    newlines and tabs are allowed only in multi-line text."""
-    # Every control character is unprintable (category Cc), so printable text has none: one
-    # pass in C, where the pattern's search costs about 23,000 instructions on a broadcast's
-    # body. Text with a line break, or anything else unprintable, takes the pattern.
+    """Refuse control characters (escape sequences could disguise what a reviewer sees) and
+    invisible formatting characters (``visible_text.invisible_formatting``); newlines and
+    tabs are allowed only in multi-line text."""
+    # Every control and formatting character is unprintable (categories Cc, Cf, Zl, Zp), so
+    # printable text has none: one pass in C, where the pattern's search costs about 23,000
+    # instructions on a broadcast's body. Text with a line break, or anything else
+    # unprintable, takes the pattern, then the walk.
     if value.isprintable():
         return value
     if (_CONTROL if multiline else _CONTROL_OR_NEWLINE).search(value):
         raise RequestValueError(
             "control characters are not allowed" + ("" if multiline else " (no line breaks)")
         )
+    if invisible_formatting(value):
+        raise RequestValueError(INVISIBLE_REFUSED)
     return value
+
+
+#: Why a text with ``invisible_formatting`` is refused, in words a model can act on.
+INVISIBLE_REFUSED = (
+    "invisible formatting characters are not allowed (such as right-to-left overrides, "
+    "zero-width spaces or line separators)"
+)
 
 
 class ContractRequest(BaseModel):

@@ -21,6 +21,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from countersign.domain.visible_text import shown_json
 from countersign.infrastructure.correlation import current_correlation_id
 from countersign.infrastructure.settings import SettingsError
 
@@ -33,10 +34,21 @@ EXTRA_FIELDS = ("method", "path", "status", "duration_ms")
 _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.access")
 
 
-#: Control characters (C0, DEL, C1) and the Unicode line and paragraph separators, each to
-#: its escape: ``\n`` for a newline, ``\x1b`` for an escape.
+#: Control characters (C0, DEL, C1), the Unicode line and paragraph separators and the
+#: bidirectional formatting characters, each to its escape: ``\n`` for a newline, ``\x1b``
+#: for an escape, ``\u202e`` for a right-to-left override (which reorders the rest of the line
+#: in a terminal).
 _ESCAPES = {
-    code: repr(chr(code))[1:-1] for code in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)
+    code: repr(chr(code))[1:-1]
+    for code in (
+        *range(0x20),
+        *range(0x7F, 0xA0),
+        0x061C,
+        0x200E,
+        0x200F,
+        *range(0x2028, 0x202F),
+        *range(0x2066, 0x206A),
+    )
 }
 
 
@@ -67,7 +79,9 @@ class JsonFormatter(logging.Formatter):
                 line[name] = getattr(record, name)
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False, default=str)
+        # JSON escapes C0 itself; C1, the separators and the formatting characters too, so a
+        # line read in a terminal (``tail -f``) or split by a tool stays one line, in order.
+        return shown_json(json.dumps(line, ensure_ascii=False, default=str))
 
 
 class _OurHandler(logging.StreamHandler):  # type: ignore[type-arg]

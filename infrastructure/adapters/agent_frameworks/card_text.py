@@ -9,6 +9,7 @@ from countersign.application.reports import ProposalCard
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import operation_title, preview_rows_of, proposal_headline
 from countersign.domain.times import local_time
+from countersign.domain.visible_text import one_value
 
 HEAD = Localized(
     "Proposal {proposal_id}: {title}. {headline}", "Proposition {proposal_id} : {title}. {headline}"
@@ -44,7 +45,7 @@ def card_text(card: ProposalCard, language: str = "en", replaced: tuple[str, ...
         )
     ]
     lines += [
-        ROW.text(language, label=row.label, value=row.value)
+        ROW.text(language, label=row.label, value=one_value(row.value))
         for row in preview_rows_of(card.operation, card.preview, language)
     ]
     if replaced:

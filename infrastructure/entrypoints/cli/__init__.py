@@ -276,12 +276,14 @@ def _emitter(as_json: bool) -> Callable[[Any, str, int], int]:
     non-zero status says why on stderr, in words, in both modes."""
 
     def emit(document: Any, text: str, status: int) -> int:
+        # Every answer's text goes to the terminal ``printable``: a name, a note, a URL or a
+        # model's words stored with an escape sequence cannot move the cursor or hide a line.
         if document is not ALREADY_PRINTED and as_json:
             print(render.to_json(document), flush=True)
         if status != 0:
-            print(text, file=sys.stderr, flush=True)
+            print(render.terminal(text), file=sys.stderr, flush=True)
         elif document is not ALREADY_PRINTED and not as_json:
-            print(text, flush=True)
+            print(render.terminal(text), flush=True)
         return status
 
     return emit

@@ -109,8 +109,11 @@ def render_turn(
     lines = []
     for message in turn["messages"]:
         who = "assistant" if message["author"] == "model" else "countersign"
-        text = "\n".join(printable(line) for line in str(message["text"]).split("\n"))
-        lines.append(f"{who}> {text}")
+        # Each line of it marked as its author's: a model's second line cannot pass for
+        # countersign's own ("countersign> ...") or draw a card of its own.
+        first, *more = str(message["text"]).split("\n")
+        lines.append(f"{who}> {printable(first)}")
+        lines.extend(f"{who}| {printable(line)}" for line in more)
     if turn.get("proposal"):
         lines.append(render_created(turn["proposal"], zone, now, language))
         lines.append(_BY_ID.text(language))

@@ -160,14 +160,14 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             else:
                 note = line[len("/decline") :].strip() or None
                 report = cs.access.decline(last_proposal, _caller(args), note).to_json()
-            print(cards.render_report(report, args.actor), flush=True)
+            print(render.terminal(cards.render_report(report, args.actor)), flush=True)
             continue
         turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
         interaction = turn["interaction_id"]
         turns += 1
         if turn["proposal"]:
             last_proposal = turn["proposal"]["proposal_id"]
-        print(_turn_text(cs, args, turn), flush=True)
+        print(render.terminal(_turn_text(cs, args, turn)), flush=True)
     ended = (
         _ENDED.text(args.language, id=interaction)
         if interaction

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.visible_text import shown_json
 
 if TYPE_CHECKING:
     from countersign.domain.contracts.problems import Problem
@@ -18,7 +19,16 @@ WIDTH = 72
 
 
 def to_json(document: Any) -> str:
-    return json.dumps(document, default=json_value, ensure_ascii=False, indent=2)
+    """The document as JSON, with control and invisible formatting characters written as
+    JSON escapes (``visible_text.shown_json``): the same document, safe in a terminal."""
+    return shown_json(json.dumps(document, default=json_value, ensure_ascii=False, indent=2))
+
+
+def terminal(text: str) -> str:
+    """Text for a terminal: each line ``printable``, its line breaks kept."""
+    if text.isprintable():
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def json_value(value: Any) -> Any:

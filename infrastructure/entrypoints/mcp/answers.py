@@ -25,6 +25,7 @@ from countersign.domain.messages import (
     proposal_headline,
 )
 from countersign.domain.times import local_time
+from countersign.domain.visible_text import one_value
 from countersign.infrastructure.entrypoints.status_path import with_status_path
 from pydantic import BaseModel, Field
 
@@ -167,7 +168,7 @@ def card_text(card: ProposalCard, language: str) -> str:
     lines.append(f"{label('approvals')}: {len(card.approvals)}/{card.approvals_required}")
     lines.append(f"{label('expires')}: {local_time(card.expires_at, card.time_zone)}")
     lines += [
-        f"{row.label}: {row.value}"
+        f"{row.label}: {one_value(row.value)}"
         for row in preview_rows_of(card.operation, card.preview, language)
     ]
     if card.message:

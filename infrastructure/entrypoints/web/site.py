@@ -22,6 +22,7 @@ from countersign.application.club import Membership
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
+from countersign.domain.visible_text import shown
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
@@ -142,6 +143,14 @@ class Visit:
 Handler = Callable[[Visit], Response]
 
 
+def _shown(value: Any) -> Any:
+    """A page's text as ``visible_text.shown`` writes it; markup the pages made, and every
+    other value, as it is."""
+    if type(value) is str:  # not Markup, a str the pages built and escaped themselves
+        return shown(value)
+    return value
+
+
 class Site:
     """What the handlers share; one instance per mounted application."""
 
@@ -154,6 +163,10 @@ class Site:
             undefined=StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
+            # Every value a page prints: a control or invisible formatting character in
+            # stored text (a name, a subject stored before they were refused) is shown as its
+            # escape, never left to reorder or hide what a reviewer reads.
+            finalize=_shown,
         )
         static = resources.files("countersign.infrastructure.entrypoints.web") / "static"
         self.assets = {name: (static / name).read_bytes() for name in _ASSETS}

@@ -49,7 +49,9 @@ EN: dict[str, str] = {
     ),
     "webhooks.error.empty": "Write the endpoint's URL.",
     "webhooks.error.too_long": "This URL is too long: at most 2,000 characters.",
-    "webhooks.error.spaces": "A URL cannot contain spaces or control characters.",
+    "webhooks.error.spaces": (
+        "A URL cannot contain spaces, control characters or invisible formatting characters."
+    ),
     "webhooks.error.characters": (
         'This URL holds characters a URL cannot hold unencoded (< > " { } | \\ ^ `).'
     ),
@@ -146,7 +148,8 @@ FR: dict[str, str] = {
     "webhooks.error.empty": "Écrivez l'URL du point de réception.",
     "webhooks.error.too_long": "Cette URL est trop longue : 2 000 caractères au plus.",
     "webhooks.error.spaces": (
-        "Une URL ne peut pas contenir d'espaces ni de caractères de contrôle."
+        "Une URL ne peut pas contenir d'espaces, ni de caractères de contrôle ou de mise en "
+        "forme invisibles."
     ),
     "webhooks.error.characters": (
         "Cette URL contient des caractères qu'une URL ne peut pas contenir tels quels "
