@@ -3,6 +3,7 @@ who belongs to which club."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from countersign.application.authorization import (
     require,
     require_decider,
 )
-from countersign.application.errors import parse_id
+from countersign.application.errors import CorruptRecordError, parse_id
 from countersign.application.ports import AggregateStore, Answer, Commit, Reads
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order
@@ -31,6 +32,8 @@ from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import PERMISSIONS
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
+
+log = logging.getLogger("countersign.club")
 
 #: Who changed a member's permissions from the command line (it names no member).
 OPERATOR = "operator"
@@ -132,6 +135,16 @@ class ClubService:
             try:
                 org = self.store.read(organization_id, Organization)
             except NotFoundError:
+                continue
+            except CorruptRecordError as corrupt:
+                # One club's unreadable record is that club's: the person still signs in to
+                # every other (a page of that club answers with the reference itself).
+                log.error(
+                    "club %s could not be read while listing %s's clubs (reference %s)",
+                    organization_id,
+                    email,
+                    corrupt.correlation_id,
+                )
                 continue
             member = org.member(email)
             if member is not None:

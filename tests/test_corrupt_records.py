@@ -151,3 +151,54 @@ def test_arguments_changed_behind_the_preview_are_never_executed(cs, seeded, clo
     assert cs.sandbox.refunds() == []
     failed = cs.audit.history(proposal_id)["events"][-1]
     assert failed["error_class"] == "ContractDigestMismatch"
+
+
+def test_one_clubs_unreadable_record_keeps_every_other_club_signing_in(cs, seeded, clock, caplog):
+    """Granite's first event made unreadable: Mia (Maple) still lists her club and signs in;
+    Ava, whose only club is Granite, lists none, and the log names the reference."""
+    from countersign.domain.club.organization import Organization
+
+    from tests.conftest import MIA
+
+    granite = Organization.create_id("granite")
+
+    def unreadable(state):
+        state.pop("name", None)
+        state["time_zone"] = {"not": "a zone"}
+        return {"_broken": state}  # no field the event needs: it cannot be constructed
+
+    _rewrite_state(cs, str(granite), 1, unreadable)
+    other = _fresh(cs, clock)
+    try:
+        with caplog.at_level(logging.ERROR, logger="countersign"):
+            mias = other.club.clubs_of(MIA)
+            avas = other.club.clubs_of(AVA)
+    finally:
+        other.close()
+    assert [club.club for club in mias] == ["Maple Leaf Curling Centre"]
+    assert avas == []
+    assert "could not be read while listing" in caplog.text
+    assert "reference cs-" in caplog.text
+
+
+def test_mcp_says_internal_error_with_the_reference_for_an_unreadable_proposal(cs, seeded, clock):
+    """Not "rejected", which tells a model to change its arguments and try again."""
+    from countersign.application.authorization import Caller
+
+    from tests.mcp_client import error_of
+    from tests.test_held_for_people import _in_memory
+
+    proposal_id = propose(cs, seeded)
+    _rewrite_state(cs, proposal_id, 1, lambda state: {"_broken": state})
+    other = _fresh(cs, clock)
+
+    async def asking(session):
+        return error_of(await session.call_tool("proposal_status", {"proposal_id": proposal_id}))
+
+    try:
+        answer = _in_memory(other, Caller(AVA, "granite"), asking)
+    finally:
+        other.close()
+    assert answer["error"] == "internal_error"
+    assert answer["correlation_id"].startswith("cs-")
+    assert "message" not in answer

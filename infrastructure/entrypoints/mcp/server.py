@@ -29,6 +29,7 @@ from anyio import to_thread
 from countersign.application.assistant.toolbox import AgentTool, UnknownToolError
 from countersign.application.authorization import Caller
 from countersign.application.errors import (
+    CorruptRecordError,
     ForbiddenError,
     HeldForPeopleError,
     new_correlation_id,
@@ -146,6 +147,10 @@ class CountersignTools:
         except ConcurrencyConflictError:
             return answers.refused(
                 {"error": "busy", "message": "the records are busy with other changes; try again"}
+            )
+        except CorruptRecordError as corrupt:  # not the request's fault: no retry will help
+            return answers.refused(
+                {"error": "internal_error", "correlation_id": corrupt.correlation_id}
             )
         except CountersignError as rule:  # a domain rule refused it, in its own words
             return answers.refused({"error": "rejected", "message": str(rule)})
