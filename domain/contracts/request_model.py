@@ -30,7 +30,16 @@ def check_text(value: str, *, multiline: bool = False) -> str:
         )
     if invisible_formatting(value):
         raise RequestValueError(INVISIBLE_REFUSED)
+    if multiline and _BLANK_RUN.search(value):
+        raise RequestValueError(BLANK_RUN_REFUSED)
     return value
+
+
+#: Three blank lines in a row or more (spaces and tabs on them count as blank): a body of
+#: nothing but line breaks would push its last words, and the card's buttons, far out of a
+#: reviewer's sight.
+_BLANK_RUN = re.compile(r"\n(?:[ \t]*\n){3,}")
+BLANK_RUN_REFUSED = "at most two blank lines in a row"
 
 
 #: Why a text with ``invisible_formatting`` is refused, in words a model can act on.

@@ -72,6 +72,17 @@ def test_a_models_subject_or_body_with_invisible_formatting_is_refused(cs, seede
     assert_nothing_changed(cs, before)
 
 
+def test_a_body_of_blank_lines_cannot_push_its_words_out_of_sight(cs, seeded):
+    before = snapshot(cs)
+    for body in ("Hello" + "\n" * 3000 + "the real ask", "Hi\n\n \n\t\nthere"):
+        with pytest.raises(InvalidRequestError) as refused:
+            _draft(cs, seeded, body=body)
+        [problem] = refused.value.problems
+        assert (problem.field, problem.message) == ("body", "at most two blank lines in a row")
+    assert_nothing_changed(cs, before)
+    assert _draft(cs, seeded, body="Hello,\n\n\nSee you on the ice.").preview["body"]
+
+
 def test_joiners_and_every_kind_of_space_stay(cs, seeded):
     """A family emoji is several joined by U+200D; French amounts hold no-break spaces."""
     created = _draft(
