@@ -331,8 +331,40 @@ def test_an_event_with_a_tampered_topic_is_reported_unreadable(cs, story):
     report = _verify(cs)
 
     proposal_id, version, problem = _broken(report)
-    assert (proposal_id, version) == (story["declined"], None)
+    assert (proposal_id, version) == (story["declined"], 2)  # the event it is, named
     assert "unreadable" in problem
+
+
+def test_a_proposal_whose_only_event_got_a_foreign_topic_is_not_lost_to_the_check(
+    cs, seeded, story
+):
+    """Its Proposed event given a topic countersign never reads: every read skips it, and
+    the audit trail (not caught up, or rebuilt since) holds no copy. The check reads the
+    whole log for such topics, and names it."""
+    hidden = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-two-approvers"],
+        request=TO_CARD,
+    ).proposal_id
+    _sql(cs, "UPDATE {table} SET topic=? WHERE originator_id=?", "os:system", UUID(hidden))
+
+    report = _verify(cs)
+
+    assert _broken(report) == (hidden, 1, "stored event is unreadable (UnreadableEventError)")
+
+
+def test_an_envelope_edit_the_chain_does_not_cover_is_found_by_replaying(cs, story):
+    """A stored event's time is outside its link: without it every link holds, yet the
+    proposal cannot be read. The check replays each stream as a read would."""
+    _catch_up_audit(cs)
+    _rewrite_state(cs, story["declined"], 1, lambda state: state.pop("timestamp"))
+
+    proposal_id, version, problem = _broken(_verify(cs))
+
+    assert (proposal_id, version) == (story["declined"], 1)
+    assert problem.startswith(("stored event does not replay", "stored event is unreadable"))
 
 
 # -- removed events ---------------------------------------------------------------------------
