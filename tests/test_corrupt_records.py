@@ -202,3 +202,28 @@ def test_mcp_says_internal_error_with_the_reference_for_an_unreadable_proposal(c
     assert answer["error"] == "internal_error"
     assert answer["correlation_id"].startswith("cs-")
     assert "message" not in answer
+
+
+def test_projections_status_names_the_event_a_lagging_projection_stopped_on(
+    cs, seeded, clock, capsys
+):
+    """docs/deploy.md sends an operator whose readiness fails for lag to `projections status`:
+    it says which event stopped the projection, and what to do, as the runner's log does."""
+    from countersign.infrastructure.entrypoints.cli import main
+
+    from tests.test_audit_verify import _sql
+
+    proposal_id = propose(cs, seeded)
+    _sql(cs, "UPDATE {table} SET state=? WHERE originator_id=?", b"{not json", UUID(proposal_id))
+    database = ["--database", cs.settings.database_url]
+
+    assert main(["projections", "status", "browser_view", "--json", *database]) == 0
+    [status] = json.loads(capsys.readouterr().out)
+    assert status["lag"] > 0
+    assert f"(Proposal.Proposed of {proposal_id}): " in status["stopped"]
+    assert "fix the cause and run the projection again" in status["stopped"]
+
+    assert main(["projections", "status", "handback", *database]) == 0
+    out = capsys.readouterr().out
+    assert "projection 'handback' stopped at notification" in out
+    assert "Traceback" not in out

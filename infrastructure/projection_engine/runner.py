@@ -186,6 +186,20 @@ class ProjectionRunner:
     def status(self) -> ProjectionStatus:
         return ProjectionStatus(self.name, self.position(), self.head())
 
+    def unreadable_next(self) -> str | None:
+        """What stops this projection at its next batch, if an event there that it handles
+        does not decode: the message its runner logs when it stops there (None: every such
+        event of the next batch reads). For ``projections status``, whose reader has a
+        lagging projection and no runner's log at hand."""
+        for notification in self._select(self.position()):
+            if self._handler(notification.topic) is None:
+                continue
+            try:
+                self.decode_event.decode(notification)
+            except Exception as error:
+                return _stopped(self.name, notification, type(error).__name__)
+        return None
+
     def run_batch(self, start_after: int | None = None) -> int:
         """Process the next batch; returns the number of events processed (0: caught up)."""
         if start_after is not None:

@@ -27,8 +27,17 @@ log = logging.getLogger("countersign.cli")
 
 
 def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
-    statuses = [runner.status().to_json() for runner in cs.projection_runners(args.names)]
-    lines = [f"{s['name']:<14} position {s['position']:>9,}  lag {s['lag']:>9,}" for s in statuses]
+    statuses, lines = [], []
+    for runner in cs.projection_runners(args.names):
+        status = runner.status().to_json()
+        # A lagging projection whose next event does not read is stopped there: say where.
+        status["stopped"] = runner.unreadable_next() if status["lag"] else None
+        statuses.append(status)
+        lines.append(
+            f"{status['name']:<14} position {status['position']:>9,}  lag {status['lag']:>9,}"
+        )
+        if status["stopped"]:
+            lines.append(f"  {status['stopped']}")
     return statuses, "\n".join(lines)
 
 
