@@ -12,6 +12,7 @@ where stored text goes out, or marked as the value's own line.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -179,6 +180,18 @@ def test_a_text_cards_multi_line_value_cannot_forge_the_cards_lines():
         "  | Review page: https://granite-countersign.example.net/x",
     ]
     assert one_value(f"one line{RLO}") == "one line\\u202e"
+
+
+def test_a_headline_stored_before_the_rule_reads_in_order_in_the_text_cards(cs, seeded):
+    from countersign.infrastructure.adapters.agent_frameworks.card_text import card_text
+    from countersign.infrastructure.entrypoints.mcp import answers
+
+    created = _draft(cs, seeded)
+    card = cs.access.card(created.proposal_id, Caller(AVA, "granite"))
+    stored = dataclasses.replace(card, preview={**card.preview, "subject": f"Spring{RLO}"})
+    for text in (answers.card_text(stored, "en"), card_text(stored, "en")):
+        assert RLO not in text.split("\n")[0], text
+        assert "Spring\\u202e" in text.split("\n")[0], text
 
 
 def test_the_text_card_of_mcp_and_the_frameworks_marks_the_bodys_lines(cs, seeded):

@@ -9,7 +9,7 @@ from countersign.application.reports import ProposalCard
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import operation_title, preview_rows_of, proposal_headline
 from countersign.domain.times import local_time
-from countersign.domain.visible_text import one_value
+from countersign.domain.visible_text import one_value, shown
 
 HEAD = Localized(
     "Proposal {proposal_id}: {title}. {headline}", "Proposition {proposal_id} : {title}. {headline}"
@@ -41,7 +41,7 @@ def card_text(card: ProposalCard, language: str = "en", replaced: tuple[str, ...
             language,
             proposal_id=card.proposal_id,
             title=operation_title(card.operation, language),
-            headline=proposal_headline(card.operation, card.preview, language),
+            headline=shown(proposal_headline(card.operation, card.preview, language)),
         )
     ]
     lines += [

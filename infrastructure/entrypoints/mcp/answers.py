@@ -25,7 +25,7 @@ from countersign.domain.messages import (
     proposal_headline,
 )
 from countersign.domain.times import local_time
-from countersign.domain.visible_text import one_value
+from countersign.domain.visible_text import one_value, shown
 from countersign.infrastructure.entrypoints.status_path import with_status_path
 from pydantic import BaseModel, Field
 
@@ -158,7 +158,7 @@ def card_text(card: ProposalCard, language: str) -> str:
         return _CARD[key].text(language)
 
     title = operation_title(card.operation, language)
-    lines = [f"{title}: {proposal_headline(card.operation, card.preview, language)}"]
+    lines = [f"{title}: {shown(proposal_headline(card.operation, card.preview, language))}"]
     lines.append(f"{label('proposal')}: {card.proposal_id}")
     lines.append(f"{label('status')}: {card.status.replace('_', ' ')}")
     lines.append(f"{label('requested_by')}: {card.requested_by}")
