@@ -19,15 +19,23 @@ MAX_KEPT_TEXT = 40
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 
 
-def redact(arguments: Any) -> Any:
+#: How deep a recorded tool call's arguments are kept.
+MAX_KEPT_DEPTH = 10
+
+
+def redact(arguments: Any, depth: int = 0) -> Any:
     """Keep references and choices; replace longer free text, and any field name that is not
-    a plain identifier (the model can invent one to smuggle text in), by its length."""
+    a plain identifier (the model can invent one to smuggle text in), by its length; what
+    nests deeper than ``MAX_KEPT_DEPTH`` by a mark."""
+    if isinstance(arguments, dict | list) and depth >= MAX_KEPT_DEPTH:
+        return "<nested deeper>"
     if isinstance(arguments, dict):
         return {
-            _redact_name(str(key)): redact(value) for key, value in list(arguments.items())[:40]
+            _redact_name(str(key)): redact(value, depth + 1)
+            for key, value in list(arguments.items())[:40]
         }
     if isinstance(arguments, list):
-        return [redact(item) for item in arguments[:20]]
+        return [redact(item, depth + 1) for item in arguments[:20]]
     if isinstance(arguments, str) and len(arguments) > MAX_KEPT_TEXT:
         return f"<{len(arguments)} characters>"
     return arguments

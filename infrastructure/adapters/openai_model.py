@@ -92,15 +92,46 @@ class OpenAIChatModel:
                 tools=tools,
                 parallel_tool_calls=False,
             )
-        except openai.OpenAIError as error:
+        except (openai.OpenAIError, ValueError) as error:  # ValueError: a body that is no JSON
             log.error("model unavailable: %s", type(error).__name__)
             raise ModelUnavailableError(type(error).__name__) from None
-        if not response.choices:
-            raise ModelUnavailableError("the model returned no choice")
-        message = response.choices[0].message
-        calls = []
-        for call in message.tool_calls or []:
-            function: Any = getattr(call, "function", None)
-            if function is not None:  # custom (non-function) tool calls are not ours
-                calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments))
-        return ModelReply(text=message.content, tool_calls=calls)
+        try:
+            return _reply(response)
+        except _MALFORMED as error:
+            # The client builds its objects without checking them: an HTML page, a choice that
+            # is text, a name that is null or content that is a number arrive as they are.
+            log.error("model answer malformed: %s", type(error).__name__)
+            raise ModelUnavailableError("the model's answer is not a chat completion") from None
+
+
+#: What reading an answer of the wrong shape raises (``_reply``).
+_MALFORMED = (AttributeError, TypeError, IndexError, KeyError, ValueError)
+#: Tool calls acted on in one answer; ``parallel_tool_calls=False`` asks for one, and a model
+#: that sends thousands would have each recorded, shown and sent back to it.
+MAX_TOOL_CALLS = 8
+
+
+def _reply(response: Any) -> ModelReply:
+    """The answer's text and function calls, each of the type the port says; ``_MALFORMED``
+    for anything else."""
+    if not response.choices:
+        raise ValueError("the model returned no choice")
+    message = response.choices[0].message
+    text = message.content
+    if text is not None and type(text) is not str:
+        raise TypeError("the answer's content is not text")
+    calls = []
+    for call in message.tool_calls or []:
+        function: Any = getattr(call, "function", None)
+        if function is None:  # custom (non-function) tool calls are not ours
+            continue
+        fields = (call.id, function.name, function.arguments)
+        if not all(type(field) is str for field in fields):
+            raise TypeError("a tool call's id, name or arguments is not text")
+        calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments))
+    if len(calls) > MAX_TOOL_CALLS:
+        log.warning(
+            "model sent %d tool calls in one answer; acting on %d", len(calls), MAX_TOOL_CALLS
+        )
+        del calls[MAX_TOOL_CALLS:]
+    return ModelReply(text=text, tool_calls=calls)

@@ -1,0 +1,175 @@
+"""A model endpoint that misbehaves ends the turn in the application's words, recorded.
+
+A review drove the section assistants against a fake OpenAI-compatible endpoint: an answer
+that is not a chat completion (a body that is no JSON, an HTML page, a choice that is text, a
+null message or name, content that is a number) crashed the turn with a 500 and left the
+conversation without its end; arguments nested 100,000 deep did too; two thousand tool calls
+in one answer were each recorded and sent back to the model, and arguments of 8 MB were sent
+back with every later request. Each now ends as an unavailable model does, or is refused to the
+model in words it can act on, through the real ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+from uuid import UUID
+
+import httpx2
+import openai
+import pytest
+from countersign.application.assistant.service import TOO_LARGE
+from countersign.infrastructure.adapters.openai_model import MAX_TOOL_CALLS, OpenAIChatModel
+from countersign.infrastructure.adapters.scripted_model import BASE_URL
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.settings import Settings
+
+from tests.conftest import AVA
+
+READ = "get_order_investigation"
+Body = Callable[[dict[str, Any]], httpx2.Response]
+
+
+class RawEndpoint:
+    """Answers each request with the next of ``bodies`` (the last one again once they end)."""
+
+    def __init__(self, bodies: list[Body]) -> None:
+        self.bodies = bodies
+        self.requests: list[bytes] = []
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request.content)
+        body = self.bodies.pop(0) if len(self.bodies) > 1 else self.bodies[0]
+        return body(json.loads(request.content))
+
+
+def completion(message: dict[str, Any]) -> Body:
+    return lambda request: httpx2.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+        },
+    )
+
+
+def calls(*arguments: str, name: str = READ) -> Body:
+    return completion(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": a}}
+                for i, a in enumerate(arguments)
+            ],
+        }
+    )
+
+
+SAY_DONE = completion({"role": "assistant", "content": "Done."})
+
+
+@pytest.fixture
+def assistant_with(database_url: str, clock: Any) -> Iterator[Callable[..., Any]]:
+    opened: list[tuple[Countersign, OpenAIChatModel]] = []
+
+    def make(*bodies: Body) -> tuple[Countersign, RawEndpoint, Any]:
+        endpoint = RawEndpoint(list(bodies))
+        client = openai.OpenAI(
+            api_key="offline",
+            base_url=BASE_URL,
+            http_client=httpx2.Client(transport=httpx2.MockTransport(endpoint.handle)),
+            max_retries=0,
+        )
+        model = OpenAIChatModel(client, "fake", attempts=2, total_seconds=5.0, initial_wait=0.01)
+        cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
+        opened.append((cs, model))
+        order = str(seed(cs)["orders"]["refund-ok"])
+
+        def turn() -> Any:
+            return cs.assistant.turn(
+                organization="granite",
+                actor=AVA,
+                section="orders",
+                resource_id=order,
+                message="Refund the missed discount",
+            )
+
+        return cs, endpoint, turn
+
+    yield make
+    for cs, model in opened:
+        model.client.close()
+        cs.close()
+
+
+def _events(cs: Countersign, interaction_id: str) -> list[str]:
+    return [e.type for e in cs.store.history(UUID(interaction_id))]
+
+
+MALFORMED: dict[str, Body] = {
+    "a body that is no JSON": lambda r: httpx2.Response(
+        200, headers={"content-type": "application/json"}, content=b"{not json"
+    ),
+    "an HTML page": lambda r: httpx2.Response(
+        200, headers={"content-type": "text/html"}, content=b"<html>Bad gateway</html>"
+    ),
+    "a choice that is text": lambda r: httpx2.Response(200, json={"choices": "none"}),
+    "no message": completion(None),  # type: ignore[arg-type]
+    "content that is a number": completion({"role": "assistant", "content": 42}),
+    "content that is a list": completion({"role": "assistant", "content": ["a", "b"]}),
+    "a tool call without a name": completion(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": None, "arguments": "{}"}}
+            ],
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("body", MALFORMED.values(), ids=MALFORMED.keys())
+def test_an_answer_that_is_not_a_chat_completion_ends_the_turn_as_unavailable(assistant_with, body):
+    cs, _, turn = assistant_with(body)
+    report = turn()
+    assert report.ended == "model_unavailable"
+    assert report.proposal is None
+    [closing] = report.messages
+    assert closing["author"] == "application"
+    assert "Nothing was changed" in closing["text"]
+    assert _events(cs, report.interaction_id)[-1] == "TurnEnded"
+
+
+def test_arguments_too_large_or_too_deep_are_refused_to_the_model_and_not_sent_back(
+    assistant_with,
+):
+    huge = json.dumps({"note": "x" * 20_000})
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = json.dumps({"a": json.loads("[" * 900 + "]" * 900)})
+    cs, endpoint, turn = assistant_with(calls(huge), calls(deep), calls(nested), SAY_DONE)
+    report = turn()
+    assert report.ended == "round_limit" or report.ended == "reply"
+    results = []
+    for raw in endpoint.requests[1:]:
+        request = json.loads(raw)
+        assert len(raw) < 200_000  # the arguments were not sent back
+        results.append(json.loads(request["messages"][-1]["content"]))
+    assert results[:3] == [{"error": TOO_LARGE}] * 3
+    assert _events(cs, report.interaction_id)[-1] == "TurnEnded"
+
+
+def test_thousands_of_tool_calls_in_one_answer_are_acted_on_up_to_the_bound(assistant_with):
+    cs, endpoint, turn = assistant_with(calls(*["{}"] * 2000), SAY_DONE)
+    report = turn()
+    assert report.ended == "reply"
+    recorded = _events(cs, report.interaction_id).count("ToolCalled")
+    assert recorded == MAX_TOOL_CALLS
+    second = json.loads(endpoint.requests[1])
+    assert len(second["messages"][-MAX_TOOL_CALLS - 1]["tool_calls"]) == MAX_TOOL_CALLS
