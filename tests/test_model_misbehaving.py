@@ -12,6 +12,7 @@ model in words it can act on, through the real ``openai`` client.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
@@ -19,7 +20,7 @@ from uuid import UUID
 import httpx2
 import openai
 import pytest
-from countersign.application.assistant.service import TOO_LARGE
+from countersign.application.assistant.service import MAX_CONCURRENT_TURNS, TOO_LARGE
 from countersign.infrastructure.adapters.openai_model import MAX_TOOL_CALLS, OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import BASE_URL
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -173,3 +174,37 @@ def test_thousands_of_tool_calls_in_one_answer_are_acted_on_up_to_the_bound(assi
     assert recorded == MAX_TOOL_CALLS
     second = json.loads(endpoint.requests[1])
     assert len(second["messages"][-MAX_TOOL_CALLS - 1]["tool_calls"]) == MAX_TOOL_CALLS
+
+
+def test_a_turn_past_the_bound_of_turns_waiting_asks_nothing(assistant_with):
+    """A slow endpoint holds each turn a long time: past MAX_CONCURRENT_TURNS waiting at
+    once, a turn ends at once instead of holding one more thread of the server."""
+    cs, endpoint, turn = assistant_with(SAY_DONE)
+    held = [cs.assistant._turns.acquire(blocking=False) for _ in range(MAX_CONCURRENT_TURNS)]
+    try:
+        assert all(held)
+        report = turn()
+    finally:
+        for _ in held:
+            cs.assistant._turns.release()
+    assert report.ended == "model_unavailable"
+    assert report.model_calls == 0
+    assert endpoint.requests == []
+    assert _events(cs, report.interaction_id)[-1] == "TurnEnded"
+    assert turn().ended == "reply"  # the slot is back once a turn ends
+
+
+def test_a_turn_out_of_time_asks_the_model_nothing_more(assistant_with, monkeypatch):
+    from countersign.application.assistant import service
+
+    monkeypatch.setattr(service, "TURN_SECONDS", 0.2)
+
+    def slow_read(request: dict[str, Any]) -> httpx2.Response:
+        time.sleep(0.3)
+        return calls("{}")(request)
+
+    cs, endpoint, turn = assistant_with(slow_read, SAY_DONE)
+    report = turn()
+    assert report.ended == "model_unavailable"
+    assert len(endpoint.requests) == 1
+    assert _events(cs, report.interaction_id)[-1] == "TurnEnded"

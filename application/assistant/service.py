@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,14 @@ from pydantic import ValidationError
 log = logging.getLogger("countersign.assistant")
 
 MAX_ROUNDS = 4
+#: Turns of one process waiting for the model at once, at most: a model endpoint that answers
+#: slowly (a byte every few seconds keeps each read within its timeout) would otherwise hold
+#: every thread of a web server's pool, and no page of any club would answer. A turn past
+#: the bound ends at once as an unavailable model does, nothing asked and nothing changed.
+MAX_CONCURRENT_TURNS = 8
+#: Seconds after which a turn asks the model nothing more (a round already asked ends on its
+#: own deadline): four slow rounds would otherwise keep a manager waiting minutes.
+TURN_SECONDS = 60.0
 CONTEXT_BUDGET = 6000  # characters of application-written context, history included
 MAX_MESSAGE = 2000
 MAX_TOOL_RESULT = 4000
@@ -156,6 +165,7 @@ class AssistantService:
         self.max_rounds = max_rounds
         #: How many proposals a member may make in a while (None: no limit).
         self.limiter = limiter
+        self._turns = threading.BoundedSemaphore(MAX_CONCURRENT_TURNS)
 
     def tools_for(self, section: str) -> list[dict[str, Any]]:
         return self._assistant(section).tools()
@@ -193,15 +203,57 @@ class AssistantService:
         shown: list[dict[str, str]] = []
         refused: list[Problem] = []
         proposal: dict[str, Any] | None = None
-        ended = "round_limit"
-        calls = 0
+        calls, model_seconds = 0, 0.0
         # The model proposes for the member as an assistant: within their token's scopes, and
         # never deciding (it cannot replace a proposal another member made or someone approved).
         proposer = Caller(
             member.email, org.slug, caller.scopes, caller.credential, caller.service
         ).as_assistant()
         turn = _Turn(scope, org.slug, member.email, proposer, interaction, language, refused)
+        if not self._turns.acquire(blocking=False):
+            log.warning("assistant busy: %d turns wait for the model", MAX_CONCURRENT_TURNS)
+            ended = "model_unavailable"
+        else:
+            try:
+                ended, proposal, calls, model_seconds = self._rounds(
+                    assistant, messages, turn, shown, started
+                )
+            finally:
+                self._turns.release()
+        closing = _closing(ended, refused, language, turn.limited, proposal, turn.held)
+        if closing is not None:
+            interaction.say(closing, author="application")
+            shown.append({"author": "application", "text": closing})
+        interaction.end_turn(ended)
+        self.store.save(interaction)
+        return TurnReport(
+            interaction_id=str(interaction.id),
+            ended=ended,
+            messages=shown,
+            proposal=proposal,
+            model_calls=calls,
+            context_chars=context_chars,
+            app_seconds=round(time.perf_counter() - started - model_seconds, 6),
+        )
+
+    def _rounds(
+        self,
+        assistant: SectionAssistant,
+        messages: list[dict[str, Any]],
+        turn: _Turn,
+        shown: list[dict[str, str]],
+        started: float,
+    ) -> tuple[str, dict[str, Any] | None, int, float]:
+        """Ask the model and run its tools, round after round, until it answers, proposes or
+        is refused, runs out of rounds or of ``TURN_SECONDS``: how the turn ended, its
+        proposal, the model calls made and the seconds they took."""
+        interaction = turn.interaction
+        ended, proposal, calls, model_seconds = "round_limit", None, 0, 0.0
         for _ in range(self.max_rounds):
+            if time.perf_counter() - started > TURN_SECONDS:
+                log.warning("turn of interaction %s out of time", interaction.id)
+                ended = "model_unavailable"
+                break
             calls += 1
             began = time.perf_counter()
             try:
@@ -229,21 +281,7 @@ class AssistantService:
             if turn.held:
                 ended = "held_for_people"  # what the model would ask next is people's to decide
                 break
-        closing = _closing(ended, refused, language, turn.limited, proposal, turn.held)
-        if closing is not None:
-            interaction.say(closing, author="application")
-            shown.append({"author": "application", "text": closing})
-        interaction.end_turn(ended)
-        self.store.save(interaction)
-        return TurnReport(
-            interaction_id=str(interaction.id),
-            ended=ended,
-            messages=shown,
-            proposal=proposal,
-            model_calls=calls,
-            context_chars=context_chars,
-            app_seconds=round(time.perf_counter() - started - model_seconds, 6),
-        )
+        return ended, proposal, calls, model_seconds
 
     # -- tools ----------------------------------------------------------------------------------
 
