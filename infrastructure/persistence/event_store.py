@@ -235,6 +235,8 @@ class EventSourcedStore:
             if replay:
                 for event in self._select_after([(i, 0) for i in replay]):
                     self._apply(bases, changed, UUID(str(event.originator_id)), event)
+        except PersistenceError:
+            raise  # the database out of reach (``unavailable``), not a record that is bad
         except _UNREADABLE as error:
             raise _corrupt(aggregate_ids, error) from None
         loaded = {i: aggregate for i, aggregate in bases.items() if aggregate is not None}
@@ -350,6 +352,8 @@ class EventSourcedStore:
             aggregate: Aggregate = self.app.repository.get(aggregate_id, version=version)
         except AggregateNotFoundError:
             return None
+        except PersistenceError:
+            raise
         except _UNREADABLE as error:
             raise _corrupt([aggregate_id], error) from None
         return aggregate

@@ -7,6 +7,7 @@ any other. Following (``run_forever``) polls the log's head once for all runners
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from typing import Any
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
@@ -37,6 +39,8 @@ from countersign.infrastructure.projection_engine.runner import (
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.infrastructure.settings import Database
 from countersign.projections.messages import forget_outcome_texts
+
+log = logging.getLogger("countersign.projections")
 
 
 def rebuild_together(
@@ -343,20 +347,53 @@ def run_forever(
     decoding and committing a few events at a time (a projection runner beside two API workers
     used a fifth of a core that way); a card shows its outcome at most ``idle_sleep`` later.
     """
+    failures = 0
     while not stop.is_set():
-        behind = False
-        head = runners[0].head() if runners else 0
-        for runner in runners:
-            if runner.known_position is not None and runner.known_position >= head:
-                continue
-            try:
-                processed = runner.run_batch()
-            except ProjectionRaceError:
-                behind = True  # another runner moved it on: read again at once
-                continue
-            if processed >= runner.batch_size:
-                behind = True
-            if processed and on_batch is not None:
-                on_batch(runner.name, processed)
+        try:
+            behind = _poll(runners, on_batch)
+        except Exception as error:
+            # The database out of reach (a restart, a connection ended): no batch of this
+            # pass was committed, so wait, longer each time up to UNAVAILABLE_MOST seconds,
+            # and carry on from the positions stored. Anything else stops the runner.
+            if not database_unavailable(error):
+                raise
+            failures += 1
+            wait = min(UNAVAILABLE_MOST, 2.0 ** (failures - 1))
+            log.warning(
+                "projections: the database is unavailable (%s); trying again in %.0f s",
+                type(error).__name__,
+                wait,
+            )
+            for runner in runners:
+                runner.known_position = None  # read again from what was committed
+            stop.wait(wait)
+            continue
+        if failures:
+            log.warning("projections: the database answers again; carrying on")
+            failures = 0
         if not behind:
             stop.wait(idle_sleep)
+
+
+#: The longest wait between two tries while the database is out of reach (seconds).
+UNAVAILABLE_MOST = 30.0
+
+
+def _poll(runners: list[ProjectionRunner], on_batch: Callable[[str, int], None] | None) -> bool:
+    """One pass of ``run_forever``: a batch for each runner behind the log's head; whether
+    any read a whole batch (and so is still behind)."""
+    behind = False
+    head = runners[0].head() if runners else 0
+    for runner in runners:
+        if runner.known_position is not None and runner.known_position >= head:
+            continue
+        try:
+            processed = runner.run_batch()
+        except ProjectionRaceError:
+            behind = True  # another runner moved it on: read again at once
+            continue
+        if processed >= runner.batch_size:
+            behind = True
+        if processed and on_batch is not None:
+            on_batch(runner.name, processed)
+    return behind

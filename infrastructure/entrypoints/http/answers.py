@@ -46,6 +46,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -127,6 +128,15 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
             raise later from None
         log.info("refused (request %s): %s", correlation_id_of(request), refused)
         raise ProblemError("rejected") from None
+    except Exception as error:
+        if not database_unavailable(error):
+            raise
+        log.warning(
+            "database unavailable (request %s): %s",
+            correlation_id_of(request),
+            type(error).__name__,
+        )
+        raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
 
 
 def _retry_later(error: CountersignError) -> ProblemError | None:

@@ -115,6 +115,12 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "The records this request acts on are busy with other changes; try again.",
     ),
     "unavailable": (503, "Unavailable", "This read model is unavailable; an operator is needed."),
+    "database-unavailable": (
+        503,
+        "Database unavailable",
+        "The database could not be reached just now; try again (see Retry-After). A decision "
+        "sent just before may have been recorded: read the proposal before sending it again.",
+    ),
     "internal-error": (
         500,
         "Internal error",

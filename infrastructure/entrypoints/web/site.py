@@ -27,6 +27,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
@@ -258,6 +259,15 @@ class Site:
         if isinstance(error, ProjectionStoppedError):
             log.error("projection stopped (request %s): %s", correlation_id_of(request), error)
             return self.error(visit, "unavailable", 503)
+        if database_unavailable(error):
+            log.warning(
+                "database unavailable (request %s): %s",
+                correlation_id_of(request),
+                type(error).__name__,
+            )
+            response = self.error(visit, "database", 503)
+            response.headers["Retry-After"] = "5"
+            return response
         reference = (
             error.correlation_id
             if isinstance(error, CorruptRecordError)

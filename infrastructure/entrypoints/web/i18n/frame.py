@@ -98,6 +98,12 @@ EN: dict[str, str] = {
         "You have made many proposals in a short time. Nothing was changed; wait a minute, "
         "then try again."
     ),
+    "error.database.title": "The database is not answering",
+    "error.database.text": (
+        "The club's records could not be reached just now. Try again in a few seconds. If you "
+        "were approving or declining, it may have been recorded: open the proposal again to "
+        "see where it stands before you do it again."
+    ),
     "error.busy.title": "Busy for a moment",
     "error.busy.text": "The records this page works on are busy with other changes. Try again.",
     "error.unavailable.title": "Temporarily unavailable",
@@ -248,6 +254,12 @@ FR: dict[str, str] = {
     "error.too_many_proposals.text": (
         "Vous avez fait beaucoup de propositions en peu de temps. Rien n'a été modifié ; "
         "attendez une minute, puis réessayez."
+    ),
+    "error.database.title": "La base de données ne répond pas",
+    "error.database.text": (
+        "Les données du club sont injoignables pour le moment. Réessayez dans quelques "
+        "secondes. Si vous approuviez ou refusiez, c'est peut-être enregistré : rouvrez la "
+        "proposition pour voir où elle en est avant de recommencer."
     ),
     "error.busy.title": "Occupé pour un instant",
     "error.busy.text": (

@@ -1,0 +1,128 @@
+"""The database out of reach for a moment is said as such, and the projections wait it out.
+
+A review cut countersign's PostgreSQL connections (``pg_terminate_backend``) while it served:
+each failed request was logged as "unreadable stored events" (the library's OperationalError
+is an EventSourcingError, which the store took for a bad record), answered 500 "internal
+error" (the page adding "Nothing was changed", after a refund had gone through), and
+``projections run`` exited at the first cut. Now the store lets such an error through as it
+is, the API answers 503 ``database-unavailable`` with Retry-After, the pages say the database
+did not answer and that a decision may have been recorded, and the projection runner waits
+and carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.application.errors import CorruptRecordError
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.projection_engine import together
+from countersign.infrastructure.settings import Settings
+from eventsourcing.persistence import OperationalError
+
+from tests.attacks.conftest import Api, Web, assert_no_leak, problem
+
+CUT = "terminating connection due to administrator command"
+
+
+def _cut(*args: Any, **kwargs: Any) -> Any:
+    raise OperationalError(CUT)
+
+
+def test_the_drivers_errors_are_told_apart_from_a_bad_record():
+    assert database_unavailable(OperationalError(CUT))
+    assert not database_unavailable(CorruptRecordError("cs-1"))
+    assert not database_unavailable(ValueError("bad JSON"))
+    psycopg = pytest.importorskip("psycopg")
+    pool = pytest.importorskip("psycopg_pool")
+    assert database_unavailable(psycopg.OperationalError(CUT))
+    assert database_unavailable(pool.PoolTimeout("no connection in 30 s"))
+
+
+def test_the_store_lets_a_cut_through_and_logs_no_unreadable_record(
+    api: Api, clock, monkeypatch, caplog
+):
+    proposal_id = api.propose()
+    fresh = bootstrap(Settings(database_url=api.cs.settings.database_url), clock=clock)
+    try:  # a new process's store: nothing cached, so the read asks the database
+        monkeypatch.setattr(fresh.store, "_select", _cut)
+        with (
+            caplog.at_level(logging.ERROR, logger="countersign"),
+            pytest.raises(OperationalError),
+        ):
+            fresh.store.read(UUID(proposal_id), Proposal)
+    finally:
+        fresh.close()
+    assert "unreadable stored events" not in caplog.text
+
+
+def test_the_api_answers_503_database_unavailable_with_retry_after(api: Api, monkeypatch):
+    proposal_id = api.propose()
+    monkeypatch.setattr(api.cs.access, "card", _cut)
+    answer = api.get(f"/api/v1/proposals/{proposal_id}")
+    status, body = problem(answer)
+    assert status == 503
+    assert body["type"].endswith(":database-unavailable")
+    assert "read the proposal before sending it again" in body["detail"]
+    assert answer.headers["retry-after"] == "5"
+    assert CUT not in answer.text
+    assert_no_leak(answer.text)
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        ("en", "open the proposal again to see where it stands"),
+        ("fr", "rouvrez la proposition pour voir où elle en est"),
+    ],
+)
+def test_the_page_says_the_database_did_not_answer_and_what_to_do(
+    web: Web, monkeypatch, language: str, words: str
+):
+    proposal_id = web.propose()
+    browser = web.member("ava@granite.example")
+    monkeypatch.setattr(web.cs.access, "review", _cut)
+    page = browser.get(f"/proposals/{proposal_id}", headers={"Accept-Language": language})
+    assert page.status_code == 503
+    assert page.headers["retry-after"] == "5"
+    assert words in page.text.replace("&#39;", "'")
+    assert "Nothing was changed" not in page.text
+    assert CUT not in page.text
+
+
+def test_the_projection_runner_waits_out_a_cut_and_carries_on(api: Api, monkeypatch, caplog):
+    api.propose()
+    [runner] = api.cs.projection_runners(["browser_view"])
+    monkeypatch.setattr(together, "UNAVAILABLE_MOST", 0.01)
+    real, cuts = runner.run_batch, [2]
+
+    def run_batch(*args: Any, **kwargs: Any) -> int:
+        if cuts[0]:
+            cuts[0] -= 1
+            raise OperationalError(CUT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_batch", run_batch)
+    stop = threading.Event()
+
+    def caught_up(name: str, processed: int) -> None:
+        stop.set()
+
+    with caplog.at_level(logging.WARNING, logger="countersign.projections"):
+        thread = threading.Thread(
+            target=together.run_forever, args=([runner], stop), kwargs={"on_batch": caught_up}
+        )
+        thread.start()
+        thread.join(timeout=30)
+        stop.set()
+    assert not thread.is_alive()
+    assert cuts == [0]
+    assert runner.status().lag == 0
+    assert "the database is unavailable (OperationalError); trying again" in caplog.text
+    assert "the database answers again; carrying on" in caplog.text
