@@ -20,7 +20,8 @@ from uuid import UUID
 import httpx2
 import openai
 import pytest
-from countersign.application.assistant.service import MAX_CONCURRENT_TURNS, TOO_LARGE
+from countersign.application.assistant.service import MAX_CONCURRENT_TURNS
+from countersign.application.assistant.tool_arguments import TOO_LARGE
 from countersign.infrastructure.adapters.openai_model import MAX_TOOL_CALLS, OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import BASE_URL
 from countersign.infrastructure.bootstrap import Countersign, bootstrap

@@ -26,6 +26,7 @@ from countersign.application.assistant.conversations import (
     section_assistant,
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
+from countersign.application.assistant.tool_arguments import parsed, sent_back, why_unreadable
 from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, HeldForPeopleError, parse_id
 from countersign.application.ports import (
@@ -294,11 +295,11 @@ class AssistantService:
     ) -> dict[str, Any] | None:
         scope, interaction = turn.scope, turn.interaction
         for call in calls:
-            arguments = _arguments(call.arguments)
+            arguments = parsed(call.arguments)
             read = assistant.read_tool(call.name)
             contract = assistant.contract_for(call.name)
             if arguments is None:
-                result: dict[str, Any] = {"error": _why_unreadable(call.arguments)}
+                result: dict[str, Any] = {"error": why_unreadable(call.arguments)}
                 outcome = "malformed"
             elif read is not None:
                 try:
@@ -511,61 +512,8 @@ def _assistant_message(reply: ModelReply) -> dict[str, Any]:
                 "type": "function",
                 # Arguments too large to act on are not sent back either: each next request
                 # would carry them again.
-                "function": {"name": c.name, "arguments": _sent_back(c.arguments)},
+                "function": {"name": c.name, "arguments": sent_back(c.arguments)},
             }
             for c in reply.tool_calls
         ],
     }
-
-
-#: The longest arguments a tool call may carry (characters): every tool's request is a few
-#: short fields and an e-mail body of at most 5,000.
-MAX_ARGUMENTS = 16_000
-#: How deep its JSON may nest: every tool's request is a flat object and a list or two.
-MAX_DEPTH = 8
-NOT_AN_OBJECT = "the arguments were not a JSON object"
-TOO_LARGE = "the arguments were longer than 16000 characters, or nested deeper than 8 levels"
-
-
-def _sent_back(raw: str) -> str:
-    return raw if len(raw) <= MAX_ARGUMENTS else "{}"
-
-
-def _arguments(raw: str) -> dict[str, Any] | None:
-    """The call's arguments as a JSON object; None if they are not one, are longer than
-    ``MAX_ARGUMENTS`` or nest deeper than ``MAX_DEPTH``."""
-    if len(raw or "") > MAX_ARGUMENTS:
-        return None
-    try:
-        value = json.loads(raw or "{}")
-    except (ValueError, TypeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) and _depth(value) <= MAX_DEPTH else None
-
-
-def _why_unreadable(raw: str) -> str:
-    """What the model reads when ``_arguments`` found none in ``raw``."""
-    if len(raw or "") > MAX_ARGUMENTS:
-        return TOO_LARGE
-    try:
-        value = json.loads(raw or "{}")
-    except (ValueError, TypeError):
-        return NOT_AN_OBJECT
-    except RecursionError:
-        return TOO_LARGE
-    return TOO_LARGE if isinstance(value, dict) else NOT_AN_OBJECT
-
-
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (its own containers, walked without recursion)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            if depth <= MAX_DEPTH:
-                todo.extend(
-                    (child, depth + 1)
-                    for child in (item.values() if isinstance(item, dict) else item)
-                )
-    return deepest
