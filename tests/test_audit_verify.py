@@ -194,8 +194,12 @@ def _cli(database_url: str, capsys: pytest.CaptureFixture[str], *argv: str) -> t
 
 
 def _cli_verify(database_url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    out, _ = _cli(database_url, capsys, "audit", "verify")
-    document: dict[str, Any] = json.loads(out)
+    """``audit verify --json``'s report; its exit status is 0 when sound, 5 when broken."""
+    capsys.readouterr()
+    code = main(["audit", "verify", "--json", "--database", database_url])
+    captured = capsys.readouterr()
+    document: dict[str, Any] = json.loads(captured.out)
+    assert code == (0 if document["ok"] else 5), captured
     return document
 
 
@@ -305,8 +309,8 @@ def test_the_first_broken_link_is_the_earliest_in_log_order(cs, story):
 
 def test_the_cli_reports_an_edit_the_audit_trail_cannot_project(cs, story, database_url, capsys):
     """The CLI catches the audit trail up before verifying. An edited event the trail has not
-    yet reached, and cannot summarize, must still be reported as a broken link (exit 0),
-    not turn ``audit verify`` into an internal ``projection_stopped`` error."""
+    yet reached, and cannot summarize, must still be reported as a broken link (exit 5, the
+    report in full), not turn ``audit verify`` into an internal ``projection_stopped`` error."""
     _rewrite_state(cs, story["stale"], 4, _set_unprintable_reason)
     report = _verify(cs)
     assert _broken(report) == (story["stale"], 4, CHAIN_MISMATCH)
@@ -315,7 +319,26 @@ def test_the_cli_reports_an_edit_the_audit_trail_cannot_project(cs, story, datab
     code = main(["audit", "verify", "--json", "--database", database_url])
     document = json.loads(capsys.readouterr().out)
 
-    assert (code, document) == (0, report)
+    assert (code, document) == (5, report)
+
+
+def test_a_scheduled_check_tells_broken_from_sound_by_the_exit_status(
+    cs, story, database_url, capsys
+):
+    """An auditor's cron job reads the status, not the words: 0 when every link holds, 5
+    when one is broken, with the first broken link said on stderr either way it runs."""
+    capsys.readouterr()
+    assert main(["audit", "verify", "--database", database_url]) == 0
+    sound = capsys.readouterr()
+    assert sound.out.startswith("audit verify: OK")
+    assert sound.err == ""
+
+    _rewrite_state(cs, story["refunded"], 4, lambda s: s["facts"].update(refundable_cents=0))
+    assert main(["audit", "verify", "--database", database_url]) == 5
+    broken = capsys.readouterr()
+    assert broken.out == ""
+    assert broken.err.startswith("audit verify: BROKEN. First broken link: proposal ")
+    assert story["refunded"] in broken.err
 
 
 def test_an_event_with_a_tampered_topic_is_reported_unreadable(cs, story):

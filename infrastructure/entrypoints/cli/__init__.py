@@ -6,7 +6,8 @@ outcome; 1 for internal errors (which print a correlation id, never a stack trac
 unreachable database; 2 for usage and configuration errors; 3 when the command cannot apply
 to the record it names (an edit of a proposal that already ran or was superseded); 4 for a
 request refused (a proposal's request the contract does not accept, a change of permissions
-the club's rules refuse); 141 when the reader of
+the club's rules refuse); 5 when a check found a fault (``audit verify``: a broken hash
+chain, its report printed in full); 141 when the reader of
 its output went away (``countersign show ... | head``), as a program stopped by SIGPIPE.
 Whatever ends in a non-zero status says why on stderr, in words.
 
@@ -37,6 +38,7 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
+    FaultFoundError,
     Handler,
     RefusedError,
     UsageError,
@@ -58,6 +60,8 @@ log = logging.getLogger("countersign.cli")
 NOT_APPLICABLE = 3
 #: The exit status of a request refused (the contract does not accept it as it is).
 REFUSED = 4
+#: The exit status of a check that found a fault (``audit verify``: a broken hash chain).
+FAULT_FOUND = 5
 #: The exit status when the reader of the output went away: a program stopped by SIGPIPE's.
 READER_GONE = 128 + 13
 #: What a command answers: the document for --json, the text for people, the exit status.
@@ -231,6 +235,7 @@ def _busy(_: Exception) -> Answer:
 _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
     (UnknownOperationError, _unknown_operation),
     (RefusedError, lambda e: (e.document(), str(e), REFUSED)),
+    (FaultFoundError, lambda e: (e.document, str(e), FAULT_FOUND)),
     (NotFoundError, lambda _: ({"error": "not_found"}, "Not found.", 0)),
     (
         ForbiddenError,

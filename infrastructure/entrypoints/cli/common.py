@@ -51,6 +51,17 @@ class RefusedError(Exception):
         return {"error": "refused", "reason": self.reason, "message": str(self), **self.details}
 
 
+class FaultFoundError(Exception):
+    """Raised by a command that checks something (``audit verify``) when the check found a
+    fault: its report was made in full, and the command ends with status 5 so that a script
+    or a scheduled check can tell "checked and broken" from "checked and sound" without
+    reading the report. ``document`` is the report (for --json), the message its words."""
+
+    def __init__(self, document: dict[str, Any], message: str) -> None:
+        super().__init__(message)
+        self.document = document
+
+
 def catch_up(cs: Countersign, names: list[str]) -> None:
     for runner in cs.projection_runners(names):
         runner.catch_up()

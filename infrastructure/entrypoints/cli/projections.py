@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
+    FaultFoundError,
     Result,
     catch_up,
     parse_time,
@@ -127,4 +128,5 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
             f"version {broken['version']}: {broken['problem']}. "
             f"{report['broken_proposals']} proposal(s) affected."
         )
+        raise FaultFoundError(report, text)  # exit status 5: checked, and broken
     return report, text
