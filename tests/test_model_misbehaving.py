@@ -209,3 +209,59 @@ def test_a_turn_out_of_time_asks_the_model_nothing_more(assistant_with, monkeypa
     assert report.ended == "model_unavailable"
     assert len(endpoint.requests) == 1
     assert _events(cs, report.interaction_id)[-1] == "TurnEnded"
+
+
+def _limited(retry_after: str) -> Body:
+    return lambda request: httpx2.Response(
+        429, headers={"retry-after": retry_after}, json={"error": {"message": "slow down"}}
+    )
+
+
+@pytest.mark.parametrize(
+    "retry_after",
+    ["120", "Sun, 06 Dec 2099 08:00:00 GMT", "inf"],
+    ids=["seconds", "an HTTP date", "infinite"],
+)
+def test_a_rate_limit_longer_than_the_turn_may_wait_ends_it_without_asking_early(
+    assistant_with, retry_after
+):
+    """The endpoint says when it will answer again; asking before then only meets the limit
+    again. A wait past the call's time (5 s here) ends the turn at once, unavailable, with
+    nothing changed, and one request sent (it used to wait 20 s, then ask again)."""
+    _, endpoint, turn = assistant_with(_limited(retry_after), SAY_DONE)
+    started = time.monotonic()
+    report = turn()
+    assert time.monotonic() - started < 2
+    assert report.ended == "model_unavailable"
+    assert len(endpoint.requests) == 1
+    assert "Nothing was changed" in report.messages[-1]["text"]
+
+
+@pytest.mark.parametrize(
+    "retry_after", ["0.05", "Thu, 01 Jan 1970 00:00:00 GMT", "-3", "nan", "soon"]
+)
+def test_a_short_or_unreadable_rate_limit_wait_is_waited_out_once(assistant_with, retry_after):
+    """A wait within the call's time is waited, an HTTP date already past or a negative number
+    is no wait, and a value that is neither a number nor a date falls back to the backoff:
+    the second request gets the answer."""
+    _, endpoint, turn = assistant_with(_limited(retry_after), SAY_DONE)
+    report = turn()
+    assert report.ended == "reply"
+    assert len(endpoint.requests) == 2
+
+
+def test_the_wait_asked_for_is_read_whole_in_both_forms():
+    """What the adapter waits is what the endpoint asked, not a cut-down version of it: a
+    production call has 30 s, and a wait of 25 s asked for was once shortened to 20 and the
+    endpoint asked again early."""
+    from countersign.infrastructure.adapters.openai_model import _retry_after
+
+    def limited(value: str) -> openai.RateLimitError:
+        request = httpx2.Request("POST", BASE_URL)
+        response = httpx2.Response(429, headers={"retry-after": value}, request=request)
+        return openai.RateLimitError("slow down", response=response, body=None)
+
+    assert _retry_after(limited("25")) == 25.0
+    in_a_minute = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 60))
+    assert 58 <= (_retry_after(limited(in_a_minute)) or 0) <= 60
+    assert _retry_after(limited("soon")) is None

@@ -8,7 +8,10 @@ Anything else (a 4xx, a malformed answer) is not retried.
 
 from __future__ import annotations
 
+import email.utils
 import logging
+import math
+from datetime import UTC, datetime
 from typing import Any
 
 import openai
@@ -24,8 +27,6 @@ from tenacity import (
 
 log = logging.getLogger("countersign.model")
 
-MAX_RETRY_AFTER = 20.0
-
 
 def _transient(error: BaseException) -> bool:
     if isinstance(error, openai.APIConnectionError | openai.RateLimitError):
@@ -34,13 +35,30 @@ def _transient(error: BaseException) -> bool:
 
 
 def _retry_after(error: BaseException | None) -> float | None:
+    """The wait the server asked for, in seconds: ``Retry-After`` as a number of seconds or
+    as an HTTP date (RFC 9110); None when it sent none, or nothing that reads as either.
+
+    Not shortened: a wait longer than what is left of the call's time makes tenacity's
+    ``stop_before_delay`` give up at once (the turn ends "unavailable, nothing was changed")
+    rather than ask again before the server said it would answer."""
     if not isinstance(error, openai.APIStatusError):
         return None
     header = error.response.headers.get("retry-after")
-    try:
-        return min(float(header), MAX_RETRY_AFTER) if header is not None else None
-    except ValueError:
+    if header is None:
         return None
+    try:
+        seconds = float(header)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # "-0000": a time in UTC, said without saying so
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(tz=UTC)).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return max(seconds, 0.0)  # a date past, or a negative number: now
 
 
 class _Wait:
