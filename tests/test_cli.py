@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -367,6 +368,10 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "already been sent",
     ):
         assert phrase in text, phrase
+    # Every card of the story, a turn's too, says its times in Granite's own zone.
+    expiries = re.findall(r"Expires +(\d{4}-\d\d-\d\d \d\d:\d\d \w+)", text)
+    assert len(expiries) >= 8
+    assert {expiry.rpartition(" ")[2] for expiry in expiries} == {"EST"}
     # The send whose answer was lost was settled by the reconciler: one delivery, one request.
     assert main(["provider", "deliveries", "--json", "--database", database]) == 0
     deliveries = json.loads(capsys.readouterr().out)

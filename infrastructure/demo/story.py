@@ -121,7 +121,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         "amount. The application computed it and froze this preview:"
     )
     created = turn["proposal"]
-    story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(turn_text(cs, turn), turn)
 
     story.chapter("Ava approves by id alone")
     first = with_status_path(cs.proposals.approve(created["proposal_id"], AVA).to_json())
@@ -139,7 +139,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
 
     story.chapter("State changes before approval: the proposal fails closed")
     stale = propose(cs, orders["refund-stale"], TO_CARD)
-    story.say(cards.render_created(stale, cs.club.time_zone("granite")))
+    story.say(cards.render_created(stale, cs.club.time_zone("granite"), cs.clock.now()))
     cs.club.refund_manually("granite", orders["refund-stale"], AVA, "P1", 34500)
     story.say("Meanwhile, in another tab, the whole payment is refunded by hand.")
     report = with_status_path(cs.proposals.approve(stale["proposal_id"], AVA).to_json())
@@ -170,7 +170,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     declined = propose(cs, orders["refund-declined"], TO_CARD)
     story.say(cards.render_report(cs.proposals.approve(declined["proposal_id"], AVA).to_json()))
     credit = propose(cs, orders["account-credit"], TO_ACCOUNT_CREDIT)
-    story.say(cards.render_created(credit, cs.club.time_zone("granite")))
+    story.say(cards.render_created(credit, cs.club.time_zone("granite"), cs.clock.now()))
     story.say(cards.render_report(cs.proposals.approve(credit["proposal_id"], AVA).to_json()))
 
     cancel_registration(cs, story, orders["refund-ok"])
@@ -190,7 +190,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
         message=words,
     ).to_json()
     draft = turn["proposal"]
-    story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(turn_text(cs, turn), turn)
     draft_request = {
         "filters": {"leagues": ["Thursday Seniors", "Monday Night Open"]},
         "subject": draft["preview"]["subject"],
@@ -218,7 +218,7 @@ def tell(cs: Countersign, clock: FakeClock, story: Story, database_url: str) -> 
     story.say(
         "The model asked for: " + "; ".join(asked) + "\nIt names the member by the email the "
         "search showed; the application counted both leagues before and after the move:\n"
-        + listings.render_turn(json.loads(render.to_json(turn))),
+        + turn_text(cs, turn),
         turn,
     )
     story.say(
@@ -303,7 +303,7 @@ def cancel_registration(cs: Countersign, story: Story, order_id: str) -> None:
     turn = cs.assistant.turn(
         organization="granite", actor=AVA, section="orders", resource_id=order_id, message=words
     ).to_json()
-    story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
+    story.say(turn_text(cs, turn), turn)
     story.say(
         "The model chose only where the money goes. The application computed what is left to "
         "refund (what was paid, less the discount refunded earlier) and the spot to release."
@@ -334,7 +334,7 @@ def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
         f"above {policy['above_cents'] / 100:.2f} CAD (set by command: countersign policy set)."
     )
     first = propose(cs, order_id, TO_CARD)
-    story.say(cards.render_created(first, cs.club.time_zone("granite")))
+    story.say(cards.render_created(first, cs.club.time_zone("granite"), cs.clock.now()))
     revised = cs.access.revise(first["proposal_id"], AVA, TO_ACCOUNT_CREDIT).to_json()
     card = cs.cards.card(revised["proposal_id"], AVA).to_json()
     story.say(
@@ -371,7 +371,7 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
     ).to_json()
     story.say(
         "The model chooses nothing: the application froze the applied draft with its counted "
-        "audience and every address.\n" + listings.render_turn(json.loads(render.to_json(turn))),
+        "audience and every address.\n" + turn_text(cs, turn),
         turn,
     )
     send = turn["proposal"]
@@ -408,8 +408,7 @@ def send_the_draft(cs: Countersign, story: Story, form: str) -> None:
         interaction_id=turn["interaction_id"],
     ).to_json()
     story.say(
-        listings.render_turn(json.loads(render.to_json(again)))
-        + "\n  One send per applied draft, ever.",
+        turn_text(cs, again) + "\n  One send per applied draft, ever.",
         again,
     )
 
@@ -436,7 +435,7 @@ def every_other_operation(cs: Countersign, story: Story, data: dict[str, Any]) -
             resource_id=scene_resource(cs, contract, data),
             message=scene.words,
         ).to_json()
-        story.say(listings.render_turn(json.loads(render.to_json(turn))), turn)
+        story.say(turn_text(cs, turn), turn)
         if turn["proposal"] is None:
             continue
         for approver in scene.approvers or (AVA,):
@@ -460,6 +459,13 @@ def propose(cs: Countersign, order_id: str, request: dict[str, Any]) -> dict[str
     return cs.proposals.propose(
         organization="granite", actor=AVA, operation=REFUND, resource_id=order_id, request=request
     ).to_json()
+
+
+def turn_text(cs: Countersign, turn: Any) -> str:
+    """A turn as ``countersign chat`` shows it: Granite's cards in the club's own time zone,
+    as every other card of the story (a turn's card in UTC beside them read as another time)."""
+    shown = json.loads(render.to_json(turn))
+    return listings.render_turn(shown, zone=cs.club.time_zone("granite"), now=cs.clock.now())
 
 
 def deliveries_for(cs: Countersign, proposal_id: str) -> int:
