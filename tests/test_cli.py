@@ -418,3 +418,24 @@ def test_a_multi_line_value_keeps_its_lines_in_the_terminal_and_escapes_the_rest
     assert shown[2].strip("│ ") == ""  # the blank line between paragraphs
     assert "See you!\\r\\x1b[2J" in shown[3]  # other control characters stay escapes
     assert not any("\\n" in line for line in shown)
+
+
+def test_a_history_says_its_times_are_utc_and_shows_them_so():
+    """The cards show the club's zone; a history shows every event's time in UTC, and says
+    so, whatever offset a time was given with (its text used to be cut, offset and all)."""
+    from countersign.infrastructure.entrypoints.cli.listings import render_history
+
+    text = render_history(
+        {
+            "proposal_id": "p-1",
+            "events": [
+                {"version": 1, "type": "Proposed", "at": "2026-12-05T16:46:21.898765-05:00"},
+                {"version": 2, "type": "Approved", "at": "2026-12-05T21:47:00+00:00"},
+            ],
+        }
+    )
+    assert text.splitlines() == [
+        "History of proposal p-1 (times in UTC)",
+        "  v1   2026-12-05 21:46:21.898  Proposed",
+        "  v2   2026-12-05 21:47:00.000  Approved",
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
@@ -64,9 +64,12 @@ def render_order(order: dict[str, Any]) -> str:
 
 
 def render_history(history: dict[str, Any]) -> str:
-    lines = [f"History of proposal {history['proposal_id']}"]
+    """A proposal's events, oldest first, each with its time in UTC to the millisecond (an
+    auditor compares them with the server's logs, which are in UTC too: the heading says so,
+    since a card shows the club's own zone)."""
+    lines = [f"History of proposal {history['proposal_id']} (times in UTC)"]
     for event in history["events"]:
-        at = str(event["at"])[:23].replace("T", " ")
+        at = _utc_time(event["at"])
         details = {
             k: v
             for k, v in event.items()
@@ -79,6 +82,18 @@ def render_history(history: dict[str, Any]) -> str:
     if "as_of" in history:
         lines.append(f"  State as of v{history['as_of']['version']}: {history['as_of']['status']}")
     return "\n".join(lines)
+
+
+def _utc_time(at: Any) -> str:
+    """An event's time (a datetime, or its ISO text in --json's form) in UTC, to the
+    millisecond; text that is not a time is shown as it is."""
+    try:
+        when = at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
+    except ValueError:
+        return printable(str(at))
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
 
 
 def render_inbox(inbox: dict[str, Any]) -> str:
