@@ -15,15 +15,14 @@ from uuid import UUID
 
 import httpx2
 import pytest
-from countersign.application.assistant.schemas import function_tool
-from countersign.application.assistant.service import (
-    EXPLAIN,
-    MAX_ROUNDS,
+from countersign.application.assistant.closing_texts import (
     PROPOSED,
     PROPOSED_NO_AMOUNTS,
     ROUND_LIMIT,
     UNAVAILABLE,
 )
+from countersign.application.assistant.schemas import function_tool
+from countersign.application.assistant.service import EXPLAIN, MAX_ROUNDS
 from countersign.application.errors import ForbiddenError, UnknownOperationError
 from countersign.domain.club.accounts import MemberAccount
 from countersign.domain.club.organization import Organization, Permission

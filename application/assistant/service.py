@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID, uuid4
 
+from countersign.application.assistant.closing_texts import closing_text
 from countersign.application.assistant.conversations import (
     ConversationView,
     check_owned,
@@ -43,7 +44,6 @@ from countersign.application.proposal_limit import (
 )
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ProposalCreated, Report
-from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import (
     MAX_PROBLEMS,
     InvalidRequestError,
@@ -54,7 +54,6 @@ from countersign.domain.contracts.request_errors import problems_from
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
-from countersign.domain.messages import shows_amounts
 from countersign.domain.scope import Scope, Section
 from pydantic import ValidationError
 
@@ -74,54 +73,6 @@ MAX_MESSAGE = 2000
 MAX_TOOL_RESULT = 4000
 HISTORY_ENTRIES = 6
 
-PROPOSED = Localized(
-    "I prepared a proposal for your review. The card shows exactly what approval will do, "
-    "with every amount computed by the application. Nothing changes until you approve it.",
-    "J'ai préparé une proposition à votre intention. La carte montre exactement ce que fera "
-    "l'approbation, chaque montant calculé par l'application. Rien ne change tant que vous ne "
-    "l'approuvez pas.",
-)
-PROPOSED_NO_AMOUNTS = Localized(
-    "I prepared a proposal for your review. The card shows exactly what approval will do. "
-    "Nothing changes until you approve it.",
-    "J'ai préparé une proposition à votre intention. La carte montre exactement ce que fera "
-    "l'approbation. Rien ne change tant que vous ne l'approuvez pas.",
-)
-"""What a turn that proposed something without an amount (a draft, a move) ends with."""
-ROUND_LIMIT = Localized(
-    "I could not prepare a valid proposal this time. {why}Nothing was changed. Rephrase the "
-    "request, or use the ordinary interface.",
-    "Je n'ai pas pu préparer de proposition valable cette fois. {why}Rien n'a été modifié. "
-    "Reformulez la demande, ou passez par l'interface habituelle.",
-)
-"""The closing text of a turn that ran out of rounds; ``{why}`` is the last refusal in the
-manager's words (``Problem.for_people``) followed by a space, or nothing."""
-RATE_LIMITED = Localized(
-    "You have made many proposals in a short time, so I cannot prepare another one now. "
-    "Nothing was changed; try again in {seconds} seconds.",
-    "Vous avez fait beaucoup de propositions en peu de temps : je ne peux pas en préparer une "
-    "autre maintenant. Rien n'a été modifié ; réessayez dans {seconds} secondes.",
-)
-HELD_FOR_PEOPLE = Localized(
-    "A proposal for this is already waiting for a decision ({why}), so I did not replace it. "
-    "Nothing was changed: open it from the inbox to approve, edit or decline it.",
-    "Une proposition pour ceci attend déjà une décision ({why}) : je ne l'ai pas remplacée. "
-    "Rien n'a été modifié ; ouvrez-la depuis « À traiter » pour l'approuver, la modifier ou "
-    "la refuser.",
-)
-#: Why a pending proposal was held for people (``HeldForPeopleError.reason``), in words.
-HELD_WHY = {
-    HeldForPeopleError.REQUESTED_BY_ANOTHER: Localized(
-        "another member asked for it", "un autre membre l'a demandée"
-    ),
-    HeldForPeopleError.APPROVED: Localized(
-        "someone has already approved it", "quelqu'un l'a déjà approuvée"
-    ),
-}
-UNAVAILABLE = Localized(
-    "The assistant is unavailable right now. Nothing was changed; try again shortly.",
-    "L'assistant est indisponible pour le moment. Rien n'a été modifié ; réessayez bientôt.",
-)
 EXPLAIN = (
     "If you cannot correct the call, tell the manager why with explain_to_manager, in their "
     "words: never show them field names, references or option codes."
@@ -221,7 +172,7 @@ class AssistantService:
                 )
             finally:
                 self._turns.release()
-        closing = _closing(ended, refused, language, turn.limited, proposal, turn.held)
+        closing = closing_text(ended, refused, language, turn.limited, proposal, turn.held)
         if closing is not None:
             interaction.say(closing, author="application")
             shown.append({"author": "application", "text": closing})
@@ -475,31 +426,6 @@ def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dic
     result["explain_to_manager"] = explain(problems, language)
     result["note"] = EXPLAIN
     return result
-
-
-def _closing(
-    ended: str,
-    refused: list[Problem],
-    language: str,
-    limited: list[int],
-    proposal: dict[str, Any] | None = None,
-    held: list[str] | None = None,
-) -> str | None:
-    """The application's own closing text of a turn that ``ended`` so, in ``language``."""
-    if ended == "proposal":
-        made = proposal or {}
-        with_amounts = shows_amounts(str(made.get("operation")), dict(made.get("preview") or {}))
-        return (PROPOSED if with_amounts else PROPOSED_NO_AMOUNTS).text(language)
-    if ended == "rate_limited":
-        return RATE_LIMITED.text(language, seconds=limited[-1])
-    if ended == "held_for_people" and held:
-        return HELD_FOR_PEOPLE.text(language, why=HELD_WHY[held[-1]].text(language))
-    if ended == "round_limit":
-        why = explain(refused, language)
-        return ROUND_LIMIT.text(language, why=f"{why} " if why else "")
-    if ended == "model_unavailable":
-        return UNAVAILABLE.text(language)
-    return None
 
 
 def _assistant_message(reply: ModelReply) -> dict[str, Any]:
