@@ -13,8 +13,9 @@ import logging
 
 from countersign.domain.club.passkeys import PasskeyError
 from countersign.domain.errors import DuplicateError, NotFoundError
-from countersign.infrastructure.entrypoints.web.site import Site, Visit, redirect
+from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import format_time
+from countersign.infrastructure.entrypoints.web.visits import Visit
 from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")

@@ -12,15 +12,12 @@ from countersign.application.assistant.sections.orders import ORDERS
 from countersign.application.assistant.service import MAX_MESSAGE
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
-from countersign.infrastructure.entrypoints.web.site import (
-    Site,
-    Visit,
-    redirect,
-)
+from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     order_view,
     proposal_view,
 )
+from countersign.infrastructure.entrypoints.web.visits import Visit
 from starlette.responses import Response
 
 #: countersign's own club-wide sections, whose pages show the club (its leagues and form).

@@ -29,8 +29,9 @@ from countersign.infrastructure.entrypoints.web.request_form import (
     shown,
     specs,
 )
-from countersign.infrastructure.entrypoints.web.site import PageError, Site, Visit, redirect
+from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import REVISABLE
+from countersign.infrastructure.entrypoints.web.visits import PageError, Visit
 from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")

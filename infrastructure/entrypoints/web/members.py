@@ -20,7 +20,8 @@ from countersign.domain.club.organization import (
 from countersign.domain.contracts import PERMISSIONS, REGISTRY
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.correlation import correlation_id_of
-from countersign.infrastructure.entrypoints.web.site import Site, Visit, redirect
+from countersign.infrastructure.entrypoints.web.site import Site, redirect
+from countersign.infrastructure.entrypoints.web.visits import Visit
 from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")

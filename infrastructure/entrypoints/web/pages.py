@@ -38,7 +38,8 @@ from countersign.infrastructure.entrypoints.web.members import MemberPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
 from countersign.infrastructure.entrypoints.web.sessions import Sessions, session_secret
 from countersign.infrastructure.entrypoints.web.signing_in import SignInPages
-from countersign.infrastructure.entrypoints.web.site import Handler, Site
+from countersign.infrastructure.entrypoints.web.site import Site
+from countersign.infrastructure.entrypoints.web.visits import Handler
 from countersign.infrastructure.entrypoints.web.webhooks import WebhookPages
 from countersign.infrastructure.server_settings import secure_from_env
 from fastapi import FastAPI

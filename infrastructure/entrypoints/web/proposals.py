@@ -26,13 +26,7 @@ from countersign.domain.messages import (
 )
 from countersign.domain.times import at_time, distance, since_time
 from countersign.infrastructure.correlation import correlation_id_of
-from countersign.infrastructure.entrypoints.web.site import (
-    PageError,
-    Site,
-    User,
-    Visit,
-    redirect,
-)
+from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     as_time,
     decision,
@@ -40,6 +34,7 @@ from countersign.infrastructure.entrypoints.web.views import (
     policy_lines,
     proposal_view,
 )
+from countersign.infrastructure.entrypoints.web.visits import PageError, User, Visit
 from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")

@@ -7,13 +7,9 @@ import logging
 
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES
-from countersign.infrastructure.entrypoints.web.site import (
-    Site,
-    Visit,
-    redirect,
-    safe_next,
-)
+from countersign.infrastructure.entrypoints.web.site import Site, redirect, safe_next
 from countersign.infrastructure.entrypoints.web.throttle import Refusal, SignInThrottle
+from countersign.infrastructure.entrypoints.web.visits import Visit
 from countersign.infrastructure.identity.passwords import verify_password
 from starlette.responses import Response
 

@@ -1,9 +1,10 @@
 """The site: what every page shares.
 
 ``Site.endpoint`` wraps a handler: it reads a bounded form, loads the session, re-reads the
-club and the membership (``User``), checks the CSRF token, maps errors to the error pages and
-adds the security headers. ``render`` fills a template; ``error``, ``notice`` and ``flash``
-are the error pages and the one-shot notices.
+club and the membership (``visits.User``), checks the CSRF token, maps errors to the error
+pages and adds the security headers. ``render`` fills a template; ``error``, ``notice`` and
+``flash`` are the error pages and the one-shot notices. What a handler is given, the request
+as a ``Visit``, is in ``visits``.
 """
 
 from __future__ import annotations
@@ -11,22 +12,20 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from countersign.application.assistant.sections import ASSISTANTS
-from countersign.application.authorization import Caller
-from countersign.application.club import Membership
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.visible_text import shown
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
-from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate, translator
+from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
+from countersign.infrastructure.entrypoints.web.visits import Handler, PageError, User, Visit
 from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -71,77 +70,8 @@ _ASSETS = {
 }
 
 
-class PageError(Exception):
-    """Answer with one of the error pages (``kind`` names its texts)."""
-
-    def __init__(self, kind: str, status: int) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.status = status
-
-
 class _FormTooLargeError(Exception):
     """Raised when a form is larger than MAX_FORM_BYTES (or has too many fields)."""
-
-
-@dataclass(frozen=True)
-class User:
-    """The signed-in person, as their club knows them right now."""
-
-    membership: Membership
-
-    @property
-    def email(self) -> str:
-        return self.membership.member.email
-
-    @property
-    def name(self) -> str:
-        return self.membership.member.name
-
-    @property
-    def club(self) -> str:
-        return self.membership.club
-
-    @property
-    def organization(self) -> str:
-        """The club's slug."""
-        return self.membership.organization
-
-    @property
-    def caller(self) -> Caller:
-        """Who the application sees: this person, acting in this club."""
-        return Caller(email=self.email, organization=self.organization)
-
-    def may(self, permission: str) -> bool:
-        """For what a page offers; the application decides what the person may do."""
-        return self.membership.member.may(permission)
-
-
-@dataclass
-class Visit:
-    """One request as a handler sees it."""
-
-    request: Request
-    session: Session
-    language: str
-    form: dict[str, str]
-    user: User | None = None
-    params: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def t(self) -> Callable[..., str]:
-        return translator(self.language)
-
-    @property
-    def signed_in(self) -> User:
-        assert self.user is not None
-        return self.user
-
-    def query(self, name: str, limit: int = 200) -> str:
-        return str(self.request.query_params.get(name, ""))[:limit]
-
-
-Handler = Callable[[Visit], Response]
 
 
 def _shown(value: Any) -> Any:

@@ -18,8 +18,9 @@ from countersign.domain.club.webhooks import MAX_URL_LENGTH, WebhookUrlError
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.correlation import correlation_id_of
-from countersign.infrastructure.entrypoints.web.site import Site, User, Visit, redirect
+from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import format_time
+from countersign.infrastructure.entrypoints.web.visits import User, Visit
 from countersign.infrastructure.notifications.webhooks import Webhooks
 from starlette.responses import Response
 
