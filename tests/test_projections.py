@@ -569,7 +569,7 @@ class _Misnamed(Projection):
 
 @pytest.mark.parametrize("together", [False, True])
 def test_a_misnamed_column_stops_the_projection_at_its_batch(cs, seeded, together):
-    """Found when the batch is packed (``runner.end_batch``): the projection stops at the
+    """Found when the batch is packed (``stops.end_batch``): the projection stops at the
     batch's last event with the table's columns named, and nothing of the batch is written."""
     proposal_id = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(proposal_id, AVA)

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 from countersign.infrastructure.projection_engine.rows import SqlRows
-from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError, end_batch
+from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
+from countersign.infrastructure.projection_engine.stops import end_batch
 from countersign.projections.base import Column, Projection, Rows, Table
 
 _TABLE = Table("gathered", (Column("n", "int"), Column("text")), key=("n",))

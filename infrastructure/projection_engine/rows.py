@@ -206,7 +206,7 @@ class SqlRows:
     def pack(self) -> Packed:
         """Pack the batch's writes (``packed``), once its handlers are done: ValueError if a
         row put has a column its table does not have (``put`` counted them). The engine
-        packs each batch at its end (``runner.end_batch``), so that stops the projection at
+        packs each batch at its end (``stops.end_batch``), so that stops the projection at
         the batch's last event, and nothing of the batch is written."""
         packed = {}
         for name, changes in self._written.items():

@@ -6,7 +6,8 @@ first re-reads the tracking position under a lock, so two runners of one project
 apply a batch. A killed runner resumes from its last committed batch; a rebuild recreates the
 tables and replays the whole log through the same code (a long one with a writer process,
 ``infrastructure/projection_engine/writer.py``). The tables' SQL is in ``rows``; running
-several projections over one read of the log is in ``together``.
+several projections over one read of the log is in ``together``; where a projection stops, and
+what it says then, in ``stops``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
@@ -40,9 +40,9 @@ from countersign.infrastructure.projection_engine.rows import (
     lock_position,
     save_position,
 )
+from countersign.infrastructure.projection_engine.stops import end_batch, stopped
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections.base import Projection
-from countersign.projections.messages import forget_outcome_texts
 
 __all__ = [
     "SCHEMA_TABLE",
@@ -197,7 +197,7 @@ class ProjectionRunner:
             try:
                 self.decode_event.decode(notification)
             except Exception as error:
-                return _stopped(self.name, notification, type(error).__name__)
+                return stopped(self.name, notification, type(error).__name__)
         return None
 
     def run_batch(self, start_after: int | None = None) -> int:
@@ -269,7 +269,7 @@ class ProjectionRunner:
                     event = to_domain_event(notification)
                 except Exception as error:
                     raise ProjectionStoppedError(
-                        _stopped(self.name, notification, type(error).__name__)
+                        stopped(self.name, notification, type(error).__name__)
                     ) from None
             elif event is None:
                 continue
@@ -277,7 +277,7 @@ class ProjectionRunner:
                 handler(event, notification.id, rows)
             except Exception as error:
                 raise ProjectionStoppedError(
-                    _stopped(self.name, notification, type(error).__name__)
+                    stopped(self.name, notification, type(error).__name__)
                 ) from error
         if batch:
             last = batch[-1][0] if decoded else batch[-1]
@@ -434,7 +434,7 @@ class ProjectionRunner:
             return self.decode_event(notification)
         except Exception as error:
             raise ProjectionStoppedError(
-                _stopped(self.name, notification, type(error).__name__)
+                stopped(self.name, notification, type(error).__name__)
             ) from None
 
 
@@ -464,51 +464,3 @@ def frozen_heap() -> Iterator[None]:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-
-
-def _id_text(originator_id: object) -> str:
-    """An aggregate id as users see it everywhere (dashed), whatever the database returned."""
-    try:
-        return str(originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id)))
-    except ValueError:
-        return repr(originator_id)[:80]
-
-
-def end_batch(
-    name: str, projection: Projection, rows: SqlRows, last: Entry, known: KeyFilter | None = None
-) -> None:
-    """``projection.end_batch(rows)``, then the batch's writes packed (``SqlRows.pack``,
-    after ``KeyFilter.prune`` by ``known``, a rebuild's, if given); what either raises stops
-    the projection at the batch's last event (nothing of the batch is written). Then
-    ``rows.batch`` is emptied: what the projection gathered there often refers to the rows
-    (a ``_Batch`` holding them, a bound ``put_values``), and the rows live on as the next
-    batch's overlay, so a cycle left in place would keep every batch's rows for the
-    collector, which a rebuild runs rarely (``frozen_heap``): the rebuilding process's peak
-    went from 54 to 80 MB over 100,000 events before this (scripts/bench_projections.py)."""
-    try:
-        projection.end_batch(rows)
-        if known is not None:
-            rows.prune(known)
-        rows.pack()
-    except Exception as error:
-        raise ProjectionStoppedError(_stopped(name, last, type(error).__name__)) from error
-    finally:
-        rows.batch.clear()
-        forget_outcome_texts()  # the batch's outcomes, remembered for its messages
-
-
-def _advanced(name: str) -> str:
-    return (
-        f"projection {name!r} was advanced by another runner during the rebuild; "
-        "stop 'countersign projections run' and rebuild again"
-    )
-
-
-def _stopped(name: str, notification: Entry, error: str) -> str:
-    return (
-        f"projection {name!r} stopped at notification {notification.id} "
-        f"({notification.topic.rpartition(':')[2]} of {_id_text(notification.originator_id)}): "
-        f"{error}. "
-        "Nothing after it was applied; fix the cause and run the projection again: "
-        "it resumes from this event."
-    )

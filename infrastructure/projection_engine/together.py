@@ -29,13 +29,8 @@ from countersign.infrastructure.projection_engine.rows import (
     index_statements,
     save_position,
 )
-from countersign.infrastructure.projection_engine.runner import (
-    ProjectionRunner,
-    _advanced,
-    _stopped,
-    end_batch,
-    frozen_heap,
-)
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner, frozen_heap
+from countersign.infrastructure.projection_engine.stops import advanced, end_batch, stopped
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.infrastructure.settings import Database
 from countersign.projections.messages import forget_outcome_texts
@@ -152,7 +147,7 @@ def _rebuild_separately(
             try:
                 runner.apply(decoded, position)
             except ProjectionRaceError:
-                raise ProjectionStoppedError(_advanced(runner.name)) from None
+                raise ProjectionStoppedError(advanced(runner.name)) from None
         total += len(decoded)
         position = decoded[-1][0].id
         if progress is not None:
@@ -221,14 +216,14 @@ def _submit_or_stop(
         else:
             writer.submit(position, last, packed)
     except ProjectionRaceError as raced:
-        raise ProjectionStoppedError(_advanced(str(raced))) from None
+        raise ProjectionStoppedError(advanced(str(raced))) from None
 
 
 def _lock_or_stop(runner: ProjectionRunner, cursor: Cursor, position: int) -> None:
     try:
         runner._lock_position(cursor, position)
     except ProjectionRaceError:
-        raise ProjectionStoppedError(_advanced(runner.name)) from None
+        raise ProjectionStoppedError(advanced(runner.name)) from None
 
 
 #: Events decoded at once in a rebuild of several projections, before each projection runs
@@ -310,7 +305,7 @@ def _run_chunk(
         except Exception as error:
             first = next(i for i, handler in enumerate(wanted) if handler is not None)
             name = runners[first].name
-            stop = (notification.id, _stopped(name, notification, type(error).__name__), None)
+            stop = (notification.id, stopped(name, notification, type(error).__name__), None)
             break
         keep((event, notification.id, wanted))
     for i, runner_rows in enumerate(rows):
@@ -326,7 +321,7 @@ def _run_chunk(
                     handler(event, position, runner_rows)
         except Exception as error:
             at = next(n for n in chunk if n.id == position)
-            stop = (position, _stopped(runners[i].name, at, type(error).__name__), error)
+            stop = (position, stopped(runners[i].name, at, type(error).__name__), error)
     if stop is not None:
         raise ProjectionStoppedError(stop[1]) from stop[2]
 
