@@ -271,67 +271,117 @@ def render_not_revisable(status: str, superseded_by: str | None, language: str =
     return "\n".join(lines)
 
 
-def render_report(report: dict[str, Any], actor: str | None = None) -> str:
-    """An approve or decline answer for a person; ``actor`` completes the command that
-    shows a newer proposal."""
+_RESULT = {
+    "executed": Localized("Executed", "Exécutée"),
+    "already_completed": Localized(
+        "Already completed (stored outcome)", "Déjà terminée (résultat enregistré)"
+    ),
+    "declined": Localized("Declined", "Refusée"),
+}
+_NEEDS_RECONCILIATION = Localized("needs reconciliation", "rapprochement nécessaire")
+_APPROVED = Localized("Approved", "Approuvée")
+_ALREADY_YOURS = Localized(
+    "Already approved by you; nothing changed", "Déjà approuvée par vous ; rien n'a changé"
+)
+_AWAITING = Localized(
+    "{headline}: {approvals} of {required} approvals; waiting for {waiting}.",
+    "{headline} : {approvals} approbation(s) sur {required} ; en attente de {waiting}.",
+)
+_ANOTHER_MANAGER = Localized("another manager", "un autre responsable")
+_MORE_MANAGERS = Localized("{missing} more managers", "{missing} autres responsables")
+_NO_LONGER_COUNTS = Localized(
+    "No longer counts: {who}'s approval ({reason}).",
+    "Ne compte plus : l'approbation de {who} ({reason}).",
+)
+_LAPSED_REASONS = {
+    "removed": Localized("no longer a member of the club", "n'est plus membre du club"),
+    "lost_permission": Localized(
+        "no longer holds the permission to approve it",
+        "n'a plus la permission de l'approuver",
+    ),
+    "rejoined": Localized(
+        "left the club and joined again since approving",
+        "a quitté le club puis l'a rejoint depuis son approbation",
+    ),
+}
+_SUPERSEDED = Localized(
+    "Not approvable: superseded by a newer proposal, {newer}.\n  Review that one instead: {show}",
+    "Non approuvable : remplacée par une proposition plus récente, {newer}.\n"
+    "  Examinez plutôt celle-ci : {show}",
+)
+_NOT_APPROVABLE = {
+    "passkey_required": Localized(
+        "Not approvable: its approval policy requires each approval to be signed with the "
+        "approver's passkey. Approve it on its page in the browser (or relay an assertion "
+        "through the API's approval-challenge).",
+        "Non approuvable : sa règle d'approbation exige que chaque approbation soit signée "
+        "avec la clé d'accès de la personne qui approuve. Approuvez-la sur sa page dans le "
+        "navigateur (ou relayez une assertion par l'approval-challenge de l'API).",
+    ),
+    "passkey_rejected": Localized(
+        "Not approvable: the passkey assertion given does not verify; nothing changed.",
+        "Non approuvable : l'assertion de clé d'accès donnée ne se vérifie pas ; rien n'a changé.",
+    ),
+    "requester_may_not_approve": Localized(
+        "Not approvable: its approval policy does not let the person who requested it "
+        "approve it; another manager must.",
+        "Non approuvable : sa règle d'approbation ne permet pas à la personne qui l'a "
+        "demandée de l'approuver ; un autre responsable doit le faire.",
+    ),
+}
+_NOT_APPROVABLE_BECAUSE = Localized("Not approvable: {reason}.", "Non approuvable : {reason}.")
+
+
+def render_report(report: dict[str, Any], actor: str | None = None, language: str = "en") -> str:
+    """An approve or decline answer for a person, in ``language``; ``actor`` completes the
+    command that shows a newer proposal. The outcome's own sentence is the report's
+    ``message``, which the caller gives in the same language."""
     if report["result"] == "awaiting_approvals":
-        return _awaiting(report)
+        return _awaiting(report, language)
     if report["result"] == "not_approvable":
-        return _not_approvable(report, actor)
+        return _not_approvable(report, actor, language)
     outcome = report.get("outcome") or {}
-    headline = {
-        "executed": "Executed",
-        "already_completed": "Already completed (stored outcome)",
-        "declined": "Declined",
-    }[report["result"]]
-    kind = str(outcome.get("kind", "")).replace("_", " ")
-    return f"{headline}: {kind}.\n  {report.get('message') or ''}".rstrip()
+    headline = _RESULT[report["result"]].text(language)
+    kind = str(outcome.get("kind", ""))
+    word = (
+        _NEEDS_RECONCILIATION.text(language)
+        if kind == "needs_reconciliation"
+        else status_words(kind, language)
+    )
+    colon = " :" if language == "fr" else ":"
+    return f"{headline}{colon} {word}.\n  {report.get('message') or ''}".rstrip()
 
 
-def _awaiting(report: dict[str, Any]) -> str:
+def _awaiting(report: dict[str, Any], language: str) -> str:
     """'Approved: 1 of 2 approvals; waiting for another manager.'"""
     approvals, required = int(report["approvals"]), int(report["required"])
     missing = required - approvals
-    waiting = "another manager" if missing == 1 else f"{missing} more managers"
-    headline = (
-        "Already approved by you; nothing changed"
-        if report.get("reason") == "already_approved_by_you"
-        else "Approved"
+    waiting = (
+        _ANOTHER_MANAGER.text(language)
+        if missing == 1
+        else _MORE_MANAGERS.text(language, missing=missing)
     )
-    text = f"{headline}: {approvals} of {required} approvals; waiting for {waiting}."
+    mine = report.get("reason") == "already_approved_by_you"
+    headline = (_ALREADY_YOURS if mine else _APPROVED).text(language)
+    text = _AWAITING.text(
+        language, headline=headline, approvals=approvals, required=required, waiting=waiting
+    )
     for lapsed in report.get("no_longer_counting") or []:
-        reason = _LAPSED_REASONS.get(str(lapsed.get("reason")), str(lapsed.get("reason")))
-        text += f"\n  No longer counts: {lapsed.get('approved_by')}'s approval ({reason})."
+        code = str(lapsed.get("reason"))
+        known = _LAPSED_REASONS.get(code)
+        reason = known.text(language) if known else code
+        who = lapsed.get("approved_by")
+        text += "\n  " + _NO_LONGER_COUNTS.text(language, who=who, reason=reason)
     return text
 
 
-_LAPSED_REASONS = {
-    "removed": "no longer a member of the club",
-    "lost_permission": "no longer holds the permission to approve it",
-    "rejoined": "left the club and joined again since approving",
-}
-
-
-def _not_approvable(report: dict[str, Any], actor: str | None) -> str:
+def _not_approvable(report: dict[str, Any], actor: str | None, language: str) -> str:
     reason = str(report["reason"])
     if reason == "superseded" and report.get("superseded_by"):
         newer = report["superseded_by"]
         show = f"countersign show {newer}" + (f" --as {actor}" if actor else "")
-        return (
-            f"Not approvable: superseded by a newer proposal, {newer}.\n"
-            f"  Review that one instead: {show}"
-        )
-    if reason == "passkey_required":
-        return (
-            "Not approvable: its approval policy requires each approval to be signed with the "
-            "approver's passkey. Approve it on its page in the browser (or relay an assertion "
-            "through the API's approval-challenge)."
-        )
-    if reason == "passkey_rejected":
-        return "Not approvable: the passkey assertion given does not verify; nothing changed."
-    if reason == "requester_may_not_approve":
-        return (
-            "Not approvable: its approval policy does not let the person who requested it "
-            "approve it; another manager must."
-        )
-    return f"Not approvable: {reason.replace('_', ' ')}."
+        return _SUPERSEDED.text(language, newer=newer, show=show)
+    known = _NOT_APPROVABLE.get(reason)
+    if known is not None:
+        return known.text(language)
+    return _NOT_APPROVABLE_BECAUSE.text(language, reason=status_words(reason, language))

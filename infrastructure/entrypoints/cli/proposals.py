@@ -8,12 +8,16 @@ import json
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.authorization import Caller
+from countersign.application.errors import ForbiddenError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
+from countersign.domain.errors import NotFoundError
+from countersign.domain.messages import proposal_headline
 from countersign.infrastructure.entrypoints.cli import cards, listings, render
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
@@ -124,43 +128,70 @@ def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: 
 
 
 _CHATTING = Localized(
-    "{assistant}, for {actor}. Commands: /approve, /decline [note], /quit.",
-    "{assistant}, pour {actor}. Commandes : /approve, /decline [note], /quit.",
+    "{assistant}, for {actor}. Commands: /approve [id], /decline [id] [note], /quit.",
+    "{assistant}, pour {actor}. Commandes : /approve [id], /decline [id] [note], /quit.",
 )
 _NO_PROPOSAL_YET = Localized(
     "There is no proposal in this conversation yet.",
     "Cette conversation n'a encore fait aucune proposition.",
 )
+_UNKNOWN_COMMAND = Localized(
+    "Unknown command {command}; nothing was sent. Commands: /approve [id], /decline [id] "
+    "[note], /quit.",
+    "Commande inconnue {command} ; rien n'a été envoyé. Commandes : /approve [id], "
+    "/decline [id] [note], /quit.",
+)
+_CONFIRM = Localized(
+    "Approve {id}: {headline}? Type yes to approve: ",
+    "Approuver {id} : {headline} ? Tapez oui pour approuver : ",
+)
+_NOT_APPROVED = Localized("Not approved; nothing changed.", "Non approuvée ; rien n'a changé.")
 _ENDED = Localized("Conversation {id} ended.", "Conversation {id} terminée.")
 _NOTHING_SAID = Localized("Nothing was said.", "Rien n'a été dit.")
 _YOU = Localized("you> ", "vous> ")
+#: The chat's commands; a line that starts with "/" and is none of them is sent nowhere.
+_COMMANDS = ("/approve", "/decline", "/quit", "/exit")
 
 
 def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
-    assistant = ASSISTANTS[args.section].texts.assistant.text(args.language)
-    print(_CHATTING.text(args.language, assistant=assistant, actor=args.actor), flush=True)
+    """A conversation in the terminal. ``/approve`` and ``/decline`` act on the proposal
+    whose id follows them, or without one on the last card this chat showed; an approval
+    first restates, in the application's words, which proposal and what it does, and waits
+    for "yes" (a model's words cannot steer it: they never name what is approved)."""
+    language = args.language
+    assistant = ASSISTANTS[args.section].texts.assistant.text(language)
+    print(_CHATTING.text(language, assistant=assistant, actor=args.actor), flush=True)
     interaction = args.interaction
     last_proposal: str | None = None
     turns = 0
     while True:
         try:
-            line = input(_YOU.text(args.language)).strip()
+            line = input(_YOU.text(language)).strip()
         except EOFError:
             break
         if not line:
             continue
-        if line in ("/quit", "/exit"):
+        command, _, rest = line.partition(" ")
+        if command in ("/quit", "/exit"):
             break
-        if line.startswith(("/approve", "/decline")):
-            if last_proposal is None:
-                print(_NO_PROPOSAL_YET.text(args.language))
+        if command.startswith("/"):
+            if command not in _COMMANDS:
+                print(_UNKNOWN_COMMAND.text(language, command=render.printable(command)))
                 continue
-            if line.startswith("/approve"):
-                report = cs.access.approve(last_proposal, _caller(args)).to_json()
+            named, note = _named_proposal(rest)
+            proposal = named or last_proposal
+            if proposal is None:
+                print(_NO_PROPOSAL_YET.text(language))
+                continue
+            if command == "/approve":
+                if not _confirmed(cs, args, proposal):
+                    print(_NOT_APPROVED.text(language), flush=True)
+                    continue
+                report = cs.access.approve(proposal, _caller(args)).to_json()
             else:
-                note = line[len("/decline") :].strip() or None
-                report = cs.access.decline(last_proposal, _caller(args), note).to_json()
-            print(render.terminal(cards.render_report(report, args.actor)), flush=True)
+                report = cs.access.decline(proposal, _caller(args), note or None).to_json()
+            report = _in_language(cs, args, report)
+            print(render.terminal(cards.render_report(report, args.actor, language)), flush=True)
             continue
         turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
         interaction = turn["interaction_id"]
@@ -168,12 +199,44 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
         if turn["proposal"]:
             last_proposal = turn["proposal"]["proposal_id"]
         print(render.terminal(_turn_text(cs, args, turn)), flush=True)
-    ended = (
-        _ENDED.text(args.language, id=interaction)
-        if interaction
-        else _NOTHING_SAID.text(args.language)
-    )
+    ended = _ENDED.text(language, id=interaction) if interaction else _NOTHING_SAID.text(language)
     return {"interaction_id": interaction, "turns": turns}, ended
+
+
+def _in_language(cs: Countersign, args: argparse.Namespace, report: dict[str, Any]) -> Any:
+    """An approval's answer with its outcome's sentence in the chat's language (the answer
+    carries it in English; the card says it in any)."""
+    if args.language == "en" or not report.get("message"):
+        return report
+    card = cs.access.card(report["proposal_id"], _caller(args), args.language).to_json()
+    return {**report, "message": card["message"] or report["message"]}
+
+
+def _named_proposal(rest: str) -> tuple[str | None, str]:
+    """The proposal id a command names first (a UUID), if it does, and the words after it
+    (a decline's note)."""
+    first, _, after = rest.strip().partition(" ")
+    try:
+        return str(UUID(first)), after.strip()
+    except ValueError:
+        return None, rest.strip()
+
+
+def _confirmed(cs: Countersign, args: argparse.Namespace, proposal_id: str) -> bool:
+    """Whether the person, told which proposal and what it does (the card's headline, the
+    application's words), typed yes. A proposal they may not see is not described: the
+    approval that follows answers for it (not found, forbidden) as it would anywhere."""
+    try:
+        card = cs.access.card(proposal_id, _caller(args), args.language).to_json()
+    except (NotFoundError, ForbiddenError):
+        return True  # nothing to restate; approve answers "not found" or "forbidden"
+    headline = proposal_headline(card["operation"], card["preview"], args.language)
+    asked = _CONFIRM.text(args.language, id=proposal_id, headline=render.printable(headline))
+    try:
+        answer = input(asked).strip().lower()
+    except EOFError:
+        return False
+    return answer in {"yes", "y", "oui", "o"}
 
 
 def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
