@@ -48,6 +48,11 @@ def _redact_name(name: str) -> str:
 class Interaction(Aggregate):
     """A manager's conversation with one section assistant about one resource."""
 
+    #: What the manager presented to start it: ``person`` (signed in, or the command line),
+    #: or a token's kind and name (``agent_token:ops-bot``); None for a conversation started
+    #: before it was recorded (and read so from a state taken before it was).
+    started_through: str | None = None
+
     @event("Started")
     def __init__(
         self,
@@ -57,11 +62,13 @@ class Interaction(Aggregate):
         section: str,
         resource_id: UUID,
         manager: str,
+        started_through: str | None = None,
     ) -> None:
         self.organization_id = organization_id
         self.section = section
         self.resource_id = resource_id
         self.manager = manager
+        self.started_through = started_through
         self.transcript: list[dict[str, str]] = []
         self.proposal_ids: list[str] = []
         self.turns = 0

@@ -124,7 +124,12 @@ def _form() -> BroadcastForm:
 
 def _interaction() -> Interaction:
     interaction = Interaction(
-        id=uuid4(), organization_id=ORG, section="orders", resource_id=uuid4(), manager="ava"
+        id=uuid4(),
+        organization_id=ORG,
+        section="orders",
+        resource_id=uuid4(),
+        manager="ava",
+        started_through="person",
     )
     interaction.hear("refund the early bird discount")
     interaction.record_tool_call("propose", {"payment": "P1", "refs": ["L1", "D1"]}, "ok")

@@ -858,6 +858,7 @@ def test_the_interaction_records_the_turn_with_redacted_tool_arguments(wire):
         "section": "email_broadcasts",
         "resource_id": UUID(w.form),
         "manager": AVA,
+        "started_through": "person",
     }
     assert heard == {"text": message}
     assert listed == {"name": "list_leagues", "arguments": {}, "outcome": "read"}

@@ -15,6 +15,7 @@ from uuid import UUID
 from countersign.application.assistant.sections import SectionAssistant
 from countersign.application.authorization import (
     Caller,
+    Credential,
     membership,
     organization_by_slug,
     require_any,
@@ -114,6 +115,21 @@ def check_owned(interaction: Interaction, scope: Scope, manager: str) -> Interac
     if not same:
         raise NotFoundError("conversation")
     return interaction
+
+
+def may_continue(interaction: Interaction, caller: Caller) -> Interaction:
+    """The interaction if ``caller`` may add a turn to it; else NotFoundError, as for another
+    manager's conversation.
+
+    A token speaks only in the conversations it started: an agent's words added to the
+    person's own conversation were shown under "You" and sent to the model as the person's
+    earlier words. The person may continue any conversation of theirs, a token's included
+    (their words are their own). A conversation started before its credential was recorded
+    is continued by the person only."""
+    presented = caller.recorded_credential
+    if presented == Credential.PERSON or interaction.started_through == presented:
+        return interaction
+    raise NotFoundError("conversation")
 
 
 def last_outcome(store: AggregateStore, interaction: Interaction) -> LastOutcome | None:

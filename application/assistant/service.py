@@ -23,6 +23,7 @@ from countersign.application.assistant.conversations import (
     check_owned,
     conversation_view,
     last_outcome,
+    may_continue,
     open_scope,
     section_assistant,
 )
@@ -146,7 +147,7 @@ class AssistantService:
         opened = open_scope(self.store, self.assistants, organization, caller, section, resource_id)
         assistant, scope = opened.assistant, opened.scope
         org, member = opened.organization, opened.member
-        interaction = self._interaction(interaction_id, scope, member.email)
+        interaction = self._interaction(interaction_id, scope, member.email, caller)
         messages = self._context(assistant, interaction, message, scope)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
         interaction.hear(message[:MAX_MESSAGE])
@@ -353,7 +354,9 @@ class AssistantService:
             "for one, from freshly read facts."
         )[:600]
 
-    def _interaction(self, interaction_id: str | None, scope: Scope, actor: str) -> Interaction:
+    def _interaction(
+        self, interaction_id: str | None, scope: Scope, actor: str, caller: Caller
+    ) -> Interaction:
         if interaction_id is None:
             return Interaction(
                 id=uuid4(),
@@ -361,9 +364,10 @@ class AssistantService:
                 section=str(scope.section),
                 resource_id=scope.resource_id,
                 manager=actor,
+                started_through=caller.recorded_credential,
             )
         interaction = self.store.get(parse_id(interaction_id, "conversation"), Interaction)
-        return check_owned(interaction, scope, actor)
+        return may_continue(check_owned(interaction, scope, actor), caller)
 
     def _assistant(self, section: str) -> SectionAssistant:
         return section_assistant(self.assistants, section)
