@@ -7,6 +7,11 @@ an idempotency key, and to be able to ask it later what it did under that key.
 
 - The invoice is named by ACME's own key (``INV-1042``): ``resource_namespace`` maps each
   key, once and deterministically, to the id a proposal stores.
+- Each invoice is one club's (``Invoice.organization``). The id a key maps to is the same in
+  every club, so the club is checked where the invoice is read: every read goes through
+  ``club_invoice``, which answers another club's invoice exactly as one ACME does not have
+  (NotFoundError). ``load`` (proposing, approving's ``recheck``, the assistant opening a
+  conversation) and the section's read tool and summary all read through it.
 - Proposing reads the invoice (``InvoiceBook``, given when the plug-in builds the contract)
   and freezes its key, its version, the amount and the currency; the approver sees the
   customer and the balance before and after.
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
@@ -124,10 +130,9 @@ class InvoiceCredit(
         self.book = book
 
     def load(self, scope: Scope, store: Repository) -> CreditFacts:
-        invoice = self.book.get(scope.key or "")
-        if invoice is None:
-            raise NotFoundError("invoice")
-        return CreditFacts(invoice)
+        """The invoice, if it is the scope's club's; NotFoundError otherwise (another club's
+        answers exactly as one ACME does not have)."""
+        return CreditFacts(club_invoice(self.book, scope, store))
 
     def settlement_facts(self, scope: Scope, store: Repository) -> CreditFacts:
         return CreditFacts(None)
@@ -213,6 +218,17 @@ class InvoiceCredit(
             credit_note=response.reference,
             balance_after_cents=int(response.details["balance_after_cents"]),
         )
+
+
+def club_invoice(book: InvoiceBook, scope: Scope, store: Repository) -> Invoice:
+    """The invoice the scope's key names, as ACME's database holds it now, if it is for the
+    club the scope is confined to; NotFoundError when ACME has none under that key *and when
+    it is another club's*, alike. Every read of an invoice goes through here."""
+    club = store.read(scope.organization_id, Organization).slug
+    invoice = book.get(club, scope.key or "")
+    if invoice is None:
+        raise NotFoundError("invoice")
+    return invoice
 
 
 def _present(facts: CreditFacts) -> Invoice:

@@ -1,5 +1,6 @@
 """The plug-in's section, ``acme``: its assistant's texts in English and French, its rules,
-its one read tool (the invoice, as ACME's database holds it) and the conversation's summary.
+its one read tool (the invoice, as ACME's database holds it) and the conversation's summary,
+both reading the invoice only if it is the conversation's club's (``club_invoice``).
 The assistant proposes every contract of the section (here, ``acme.invoice_credit``) without
 naming it."""
 
@@ -20,7 +21,7 @@ from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope
 
 from acme_invoices.company import InvoiceBook
-from acme_invoices.contracts import SECTION
+from acme_invoices.contracts import SECTION, club_invoice
 
 
 class ReadInvoiceRequest(ReadToolRequest):
@@ -30,9 +31,7 @@ class ReadInvoiceRequest(ReadToolRequest):
 
 def _read_invoice(book: InvoiceBook) -> Any:
     def run(request: ReadInvoiceRequest, scope: Scope, store: Repository) -> dict[str, Any]:
-        invoice = book.get(scope.key or "")
-        if invoice is None:
-            raise NotFoundError("invoice")
+        invoice = club_invoice(book, scope, store)  # NotFoundError for another club's
         return {
             "invoice": invoice.key,
             "customer": invoice.customer,
@@ -45,8 +44,9 @@ def _read_invoice(book: InvoiceBook) -> Any:
 
 def _summary(book: InvoiceBook) -> Any:
     def summary(scope: Scope, store: Repository) -> str:
-        invoice = book.get(scope.key or "")
-        if invoice is None:
+        try:
+            invoice = club_invoice(book, scope, store)
+        except NotFoundError:  # gone since the conversation began (or never the club's)
             return f"Invoice {scope.key}, no longer in ACME's books."
         balance = format_money(invoice.balance_cents, invoice.currency)
         return f"Invoice {invoice.key} of {invoice.customer}, balance {balance}."

@@ -5,10 +5,11 @@ its answer). The kit's suite (``test_conformance.py``) runs every check on it.""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from acme_invoices.company import CompanyDatabase, Invoice, InvoiceBook
+from acme_invoices.company import CompanyDatabase
 from acme_invoices.ledger_client import LedgerClient
 from acme_invoices.plugin import DATABASE_ENV
 from countersign.domain.contracts import PERMISSIONS
@@ -33,7 +34,7 @@ def _database() -> CompanyDatabase:
 
 def _observe(cs: Countersign, key: str) -> Any:
     """The invoice (its balance and version) and the ledger's credits on it."""
-    invoice = InvoiceBook(_database().path).get(key)
+    invoice = _database().invoice(key)
     ledger = provider(cs, "acme.ledger")
     assert isinstance(ledger, LedgerClient)
     return {"invoice": None if invoice is None else vars(invoice), "credits": ledger.held()}
@@ -41,9 +42,9 @@ def _observe(cs: Countersign, key: str) -> Any:
 
 def _change_the_invoice(cs: Countersign, key: str) -> None:
     """ACME's invoicing changes the invoice (a new version) behind the proposal's back."""
-    invoice = InvoiceBook(_database().path).get(key)
+    invoice = _database().invoice(key)
     assert invoice is not None
-    _database().put(Invoice(invoice.key, invoice.customer, invoice.currency, 9_000))
+    _database().put(replace(invoice, balance_cents=9_000))
 
 
 def _lose_the_ledgers_answer(cs: Countersign, key: str) -> None:

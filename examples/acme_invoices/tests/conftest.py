@@ -20,8 +20,8 @@ from acme_invoices.plugin import DATABASE_ENV, LEDGER_ENV
 from countersign.infrastructure.bootstrap import enable_plugins
 
 INVOICES = (
-    Invoice("INV-1042", "Granite Hardware", "CAD", 12_000),
-    Invoice("INV 2/b", "Maple Supplies", "CAD", 5_000),
+    Invoice("INV-1042", "granite", "Granite Hardware", "CAD", 12_000),
+    Invoice("INV 2/b", "granite", "Maple Supplies", "CAD", 5_000),
 )
 
 
@@ -35,9 +35,8 @@ class Company:
     process: subprocess.Popen[str]
 
     def invoice(self, key: str) -> Invoice | None:
-        from acme_invoices.company import InvoiceBook
-
-        return InvoiceBook(self.database.path).get(key)
+        """The invoice under ``key`` as ACME's database holds it, whichever club's."""
+        return self.database.invoice(key)
 
     def credits(self) -> list[dict[str, Any]]:
         """Every credit the ledger recorded (succeeded or refused), oldest first."""
@@ -79,7 +78,8 @@ def start_ledger(
 
 @pytest.fixture(autouse=True)
 def company(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Company]:
-    """This test's ACME: two invoices, an empty ledger; the plug-in built over them."""
+    """This test's ACME: two invoices, both Granite's; an empty ledger; the plug-in built over
+    them."""
     database = CompanyDatabase(tmp_path / "acme.db")
     for invoice in INVOICES:
         database.put(invoice)

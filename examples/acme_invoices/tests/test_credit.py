@@ -178,7 +178,8 @@ def test_the_company_deleting_the_invoice_after_approval_never_blocks_the_settle
 
 def test_an_invoice_changed_after_the_proposal_requires_revision_and_credits_nothing(acme, company):
     proposal_id = propose(acme)
-    company.database.put(Invoice("INV-1042", "Granite Hardware", "CAD", 12_000))  # re-issued
+    reissued = Invoice("INV-1042", "granite", "Granite Hardware", "CAD", 12_000)
+    company.database.put(reissued)
 
     report = acme.proposals.approve(proposal_id, AVA)
 
@@ -200,7 +201,8 @@ class _ChangeTheInvoiceJustBeforeTheCall:
 
     def reached(self, point: str) -> None:
         if point == "before_provider_call":
-            self.company.database.put(Invoice("INV-1042", "Granite Hardware", "CAD", 1_000))
+            changed = Invoice("INV-1042", "granite", "Granite Hardware", "CAD", 1_000)
+            self.company.database.put(changed)
 
 
 @pytest.fixture

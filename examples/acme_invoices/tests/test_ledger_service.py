@@ -1,16 +1,19 @@
 """ACME's ledger service and the plug-in's client of it, over HTTP: a credit once per key,
-a conditional write on the invoice's version, lookups, and clear refusals of bad input."""
+a conditional write on the invoice's version, lookups, and clear refusals of bad input; and
+ACME's database as the plug-in reads it: each invoice for one club."""
 
 from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 from urllib.error import HTTPError
 
 import pytest
-from acme_invoices.company import CompanyUnavailableError, InvoiceBook
+from acme_invoices.company import CompanyDatabase, CompanyUnavailableError, Invoice, InvoiceBook
 from acme_invoices.ledger_client import LedgerClient
 from conftest import Company
 from countersign.application.ports import IdempotencyConflictError, ProviderUnavailableError
@@ -123,10 +126,42 @@ def test_the_client_says_unavailable_when_the_ledger_cannot_be_reached(company):
 
 def test_the_invoice_book_says_when_acmes_database_is_not_there(tmp_path: Path):
     with pytest.raises(CompanyUnavailableError, match="ACME_INVOICES_DB is not set"):
-        InvoiceBook(None).get("INV-1042")
+        InvoiceBook(None).get("granite", "INV-1042")
     with pytest.raises(CompanyUnavailableError, match="does not exist"):
-        InvoiceBook(tmp_path / "nowhere.db").get("INV-1042")
+        InvoiceBook(tmp_path / "nowhere.db").get("granite", "INV-1042")
     assert not (tmp_path / "nowhere.db").exists()  # reading never creates it
+
+
+def test_the_invoice_book_reads_an_invoice_for_its_own_club_only(company: Company):
+    book = InvoiceBook(company.database.path)
+
+    assert book.get("granite", "INV-1042") == company.invoice("INV-1042")
+    assert book.get("maple", "INV-1042") is None  # as for a key ACME does not have
+    assert book.get("maple", "INV-404") is None
+    assert book.get("", "INV-1042") is None
+
+
+def test_invoices_recorded_before_they_named_their_club_are_nobodys_until_put_again(
+    tmp_path: Path,
+):
+    """ACME's database as the plug-in's earlier version made it: its invoices gain a club
+    only when ACME's invoicing puts them again; meanwhile no club reads or credits them."""
+    path = tmp_path / "before.db"
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "CREATE TABLE invoices (key TEXT PRIMARY KEY, customer TEXT NOT NULL,"
+            " currency TEXT NOT NULL, balance_cents INTEGER NOT NULL, version INTEGER NOT NULL)"
+        )
+        db.execute("INSERT INTO invoices VALUES ('INV-9', 'Granite Hardware', 'CAD', 700, 3)")
+
+    database = CompanyDatabase(path)  # the ledger service opens it so when it starts
+    book = InvoiceBook(path)
+
+    assert database.invoice("INV-9") == Invoice("INV-9", "", "Granite Hardware", "CAD", 700, 3)
+    assert book.get("granite", "INV-9") is None
+    assert book.get("", "INV-9") is None
+    put = database.put(Invoice("INV-9", "granite", "Granite Hardware", "CAD", 700))
+    assert (put.version, book.get("granite", "INV-9")) == (4, put)
 
 
 def test_answers_are_lost_only_where_the_service_runs_with_faults(company: Company, tmp_path):
