@@ -31,7 +31,7 @@ from countersign.infrastructure.entrypoints.http.models.assistants import _known
 from countersign.infrastructure.persistence.stored_events import topic_allowed
 from countersign.infrastructure.settings import Settings, SettingsError
 
-from tests.conftest import AVA, events_table
+from tests.conftest import AVA, MIA, events_table
 
 PLUGINS = Path(__file__).parent / "plugins"
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
@@ -71,8 +71,8 @@ def company(installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     from sample_plugin.company import Invoice, InvoiceBook
 
     book = InvoiceBook(tmp_path / "invoices.db")
-    book.put(Invoice("INV-1", "Granite Hardware", 12_000))
-    book.put(Invoice("INV 2/b", "Maple Supplies", 5_000))
+    book.put(Invoice("INV-1", "granite", "Granite Hardware", 12_000))
+    book.put(Invoice("INV 2/b", "granite", "Maple Supplies", 5_000))
     return tmp_path
 
 
@@ -376,6 +376,23 @@ def test_a_plugin_section_assistant_proposes_on_the_company_key(wired, database_
 def test_an_unknown_company_key_is_not_found(wired):
     with pytest.raises(NotFoundError):
         _propose(wired, "sample.tag_invoice", "INV-404", {"tag": "late"})
+
+
+@pytest.mark.parametrize(
+    ("operation", "request_"),
+    [("tag_invoice", {"tag": "x"}), ("invoice_credit", {"amount_cents": 1})],
+)
+def test_another_clubs_manager_finds_no_invoice_of_granites(wired, operation, request_):
+    wired.club.set_permissions("maple", MIA, sorted(PERMISSIONS))
+
+    with pytest.raises(NotFoundError):
+        wired.proposals.propose(
+            organization="maple",
+            actor=MIA,
+            operation=f"sample.{operation}",
+            resource_id="INV-1",
+            request=request_,
+        )
 
 
 # -- contracts over the company's services --------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The company's own systems: its invoices (a SQLite database of its own) and its ledger
-service, which credits invoices under idempotency keys (an effect provider)."""
+"""The company's own systems: its invoices (a SQLite database of its own), each for one club,
+and its ledger service, which credits invoices under idempotency keys (an effect provider)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from countersign.domain.ports import EffectResponse
 @dataclass(frozen=True)
 class Invoice:
     key: str
+    organization: str
+    """The club it is for, by its slug (``granite``)."""
     customer: str
     balance_cents: int
 
@@ -29,7 +31,7 @@ class InvoiceBook:
         with self._connect() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS invoices "
-                "(key TEXT PRIMARY KEY, customer TEXT, balance_cents INTEGER)"
+                "(key TEXT PRIMARY KEY, organization TEXT, customer TEXT, balance_cents INTEGER)"
             )
 
     def _connect(self) -> sqlite3.Connection:
@@ -38,18 +40,26 @@ class InvoiceBook:
     def put(self, invoice: Invoice) -> None:
         with self._connect() as db:
             db.execute(
-                "INSERT OR REPLACE INTO invoices VALUES (?, ?, ?)",
-                (invoice.key, invoice.customer, invoice.balance_cents),
+                "INSERT OR REPLACE INTO invoices VALUES (?, ?, ?, ?)",
+                (invoice.key, invoice.organization, invoice.customer, invoice.balance_cents),
             )
 
     def delete(self, key: str) -> None:
         with self._connect() as db:
             db.execute("DELETE FROM invoices WHERE key = ?", (key,))
 
-    def get(self, key: str) -> Invoice | None:
+    def get(self, organization: str, key: str) -> Invoice | None:
+        """The invoice under ``key`` if it is the club ``organization``'s: another club's
+        is None, exactly as one the company does not have."""
+        invoice = self.find(key)
+        return invoice if invoice is not None and invoice.organization == organization else None
+
+    def find(self, key: str) -> Invoice | None:
+        """The invoice under ``key``, whichever club's: the company's own view."""
         with self._connect() as db:
             row = db.execute(
-                "SELECT key, customer, balance_cents FROM invoices WHERE key = ?", (key,)
+                "SELECT key, organization, customer, balance_cents FROM invoices WHERE key = ?",
+                (key,),
             ).fetchone()
         return None if row is None else Invoice(*row)
 

@@ -1,5 +1,8 @@
 """The plug-in's two operations over the company's invoices, known by the company's own keys
 (``INV-1``): each contract is built with the facts client it reads (no module globals).
+Each invoice is one club's: both read it through ``_OverInvoices.invoice``, which answers
+another club's invoice exactly as one the company does not have (NotFoundError), before
+anything else (the tags of an invoice are read only once it is found the club's).
 
 - ``sample.tag_invoice`` (local): tags an invoice; the tags live in the plug-in's own
   aggregate (``InvoiceTags``), changed in countersign's commit.
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from uuid import UUID
 
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts.base import (
     ContractRequest,
     Effect,
@@ -55,9 +59,11 @@ class _OverInvoices:
     def __init__(self, book: InvoiceBook) -> None:
         self.book = book
 
-    def invoice(self, scope: Scope) -> Invoice:
-        """The invoice the scope's key names, as the company's database holds it now."""
-        invoice = self.book.get(scope.key or "")
+    def invoice(self, scope: Scope, store: Repository) -> Invoice:
+        """The invoice the scope's key names, as the company's database holds it now, if it
+        is the scope's club's; NotFoundError otherwise, alike for another club's."""
+        club = store.read(scope.organization_id, Organization).slug
+        invoice = self.book.get(club, scope.key or "")
         if invoice is None:
             raise NotFoundError("invoice")
         return invoice
@@ -119,7 +125,7 @@ class TagInvoice(
     assistant_instructions = "To tag an invoice, propose it with {tool}."
 
     def load(self, scope: Scope, store: Repository) -> TagFacts:
-        invoice = self.invoice(scope)
+        invoice = self.invoice(scope, store)
         try:
             tags = store.get(scope.resource_id, InvoiceTags)
         except NotFoundError:
@@ -222,7 +228,7 @@ class InvoiceCredit(
     assistant_instructions = "To credit an invoice, propose it with {tool}."
 
     def load(self, scope: Scope, store: Repository) -> CreditFacts:
-        return CreditFacts(self.invoice(scope))
+        return CreditFacts(self.invoice(scope, store))
 
     def settlement_facts(self, scope: Scope, store: Repository) -> CreditFacts:
         return CreditFacts(None)

@@ -15,7 +15,10 @@ from sample_plugin.company import Invoice, InvoiceBook
 #: Where the plug-in is built while pytest collects (the suite lists its contracts' kinds).
 os.environ.setdefault("SAMPLE_PLUGIN_DATA", tempfile.mkdtemp(prefix="sample-plugin-"))
 
-INVOICES = (Invoice("INV-1", "Granite Hardware", 12_000), Invoice("INV-2", "Maple Supplies", 5_000))
+INVOICES = (
+    Invoice("INV-1", "granite", "Granite Hardware", 12_000),
+    Invoice("INV-2", "granite", "Maple Supplies", 5_000),
+)
 
 
 @pytest.fixture(autouse=True)
