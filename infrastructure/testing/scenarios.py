@@ -1,5 +1,6 @@
 """What the conformance suite's checks share (``suite.py``): proposing a case, reading its
-events back, tampering with a stored proposal, and the schema and template checks."""
+events back, tampering with a stored proposal, reaching a resource from another organization,
+and the schema and template checks."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import logging
 import re
 import string
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from uuid import UUID, uuid4
 
 import pytest
 from countersign.application.reports import ApprovalReport, ProposalCreated
-from countersign.domain.contracts import AnyContract
+from countersign.domain.contracts import PERMISSIONS, AnyContract
 from countersign.domain.contracts.base import UndecodableContractError
 from countersign.domain.contracts.problems import InvalidRequestError, Problem
+from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.testing.conformance import (
     ConformanceCase,
@@ -54,6 +58,76 @@ def propose_case(
         resource_id=resource_id or case.resource(seeded),
         request=json.loads(json.dumps(case.request if request is EXAMPLE else request)),
     )
+
+
+@dataclass(frozen=True)
+class Stranger:
+    """A manager of another seeded organization than a case's, holding every permission there
+    is (each contract's and each enabled plug-in's): only the organization can refuse them."""
+
+    organization: str
+    organization_id: UUID
+    actor: str
+
+
+def stranger(cs: Countersign, case: ConformanceCase, seeded: Seeded) -> Stranger:
+    """Another organization of the seed than ``case.organization``, and its first manager,
+    granted every permission (the demo clubs: Maple's Mia for a case of Granite's)."""
+    other = next(o for o in seeded["organizations"] if o["slug"] != case.organization)
+    actor = next(
+        user["email"]
+        for user in seeded["users"]
+        if user["organization"] == other["slug"] and user["role"] == "manager"
+    )
+    cs.club.set_permissions(other["slug"], actor, sorted(PERMISSIONS))
+    return Stranger(other["slug"], UUID(other["id"]), actor)
+
+
+def unknown_resource(contract: AnyContract, resource: str) -> str:
+    """A resource nobody has, named as the contract names its resources (a key or an id)."""
+    if contract.resource_namespace is not None:
+        return f"{resource}-{uuid4().hex[:12]}"
+    return str(uuid4())
+
+
+def ways_in(
+    cs: Countersign, case: ConformanceCase, contract: AnyContract, who: Stranger, resource: str
+) -> dict[str, Callable[[], Any]]:
+    """Every way ``who`` may reach ``resource`` through the contract, by what it is."""
+    return {
+        "proposing the case's example on it": lambda: cs.proposals.propose(
+            organization=who.organization,
+            actor=who.actor,
+            operation=case.kind,
+            resource_id=resource,
+            request=json.loads(json.dumps(case.request)),
+        ),
+        "the contract's load, on their organization's scope": lambda: contract.load(
+            contract.scope(who.organization_id, resource), cs.store
+        ),
+        "opening a conversation on it with the section's assistant": lambda: cs.assistant.turn(
+            organization=who.organization,
+            actor=who.actor,
+            section=str(contract.section),
+            resource_id=resource,
+            message="What can you tell me about this?",
+        ),
+    }
+
+
+def not_refused_as_unknown(ways: dict[str, Callable[[], Any]]) -> list[str]:
+    """What each way that did not raise NotFoundError answered, a sentence each."""
+    answered = []
+    for what, way in ways.items():
+        try:
+            way()
+        except NotFoundError:
+            continue
+        except Exception as error:  # any other answer tells it apart from an unknown one
+            answered.append(f"{what} raised {type(error).__name__} ({str(error)[:200]})")
+        else:
+            answered.append(f"{what} succeeded")
+    return answered
 
 
 def history_of(cs: Countersign, proposal_id: str) -> list[dict[str, Any]]:

@@ -1,11 +1,12 @@
 """The conformance suite: every contract a ``Conformance`` names, on every backend, behaves alike.
 
 Each contract is checked for: a strict request (unknown fields, control characters and wrong
-types refused; a strict, described propose tool), expiry, stale state, replay, failure
-classification (arguments that no longer decode, a digest that no longer matches), digest
-stability, its texts in English and French for every outcome kind, its golden preview and, for
-an external effect, a lost response reconciled to exactly one effect. After each scenario the
-audit chain verifies.
+types refused; a strict, described propose tool), its resource kept within its organization
+(another organization's manager is answered as for a resource nobody has), expiry, stale
+state, replay, failure classification (arguments that no longer decode, a digest that no
+longer matches), digest stability, its texts in English and French for every outcome kind,
+its golden preview and, for an external effect, a lost response reconciled to exactly one
+effect. After each scenario the audit chain verifies.
 
 A test module runs it by subclassing ``ConformanceSuite`` in a class pytest collects, naming
 what it checks (``conformance.Conformance``)::
@@ -58,9 +59,13 @@ from countersign.infrastructure.testing.scenarios import (
     is_external,
     is_object_schema,
     names_path,
+    not_refused_as_unknown,
     propose_case,
     proposed_event,
     same_bytes,
+    stranger,
+    unknown_resource,
+    ways_in,
     wrong_types,
 )
 from countersign.infrastructure.testing.text_checks import TextChecks
@@ -154,6 +159,36 @@ class ConformanceSuite(TextChecks):
             assert [p.field for p in problems(not_an_object)] == ["request"]
 
         assert count_events(cs, "Proposal.Proposed") == stored  # nothing refused was stored
+
+    def test_another_organizations_resource_is_not_found_and_nothing_is_written(
+        self, kind: str, cs: Countersign, seeded: Seeded
+    ) -> None:
+        """The case's resource, reached by a manager of another organization holding every
+        permission (proposed on, loaded, opened with the assistant), answers exactly as a
+        resource nobody has, NotFoundError, and nothing is stored, changed or sent."""
+        case, contract = self._contract(kind)
+        resource = case.resource(seeded)
+        who = stranger(cs, case, seeded)
+        before = case.observe(cs, resource)
+        stored = count_events(cs)
+
+        nobodys = unknown_resource(contract, resource)
+        unknown = not_refused_as_unknown(ways_in(cs, case, contract, who, nobodys))
+        reached = not_refused_as_unknown(ways_in(cs, case, contract, who, resource))
+
+        assert not unknown, f"{kind}, on a resource nobody has ({nobodys!r}): {unknown}"
+        assert not reached, (
+            f"{kind} lets another organization reach {case.organization}'s resource "
+            f"{resource!r}: as {who.actor} of {who.organization}, {'; '.join(reached)}. A "
+            "resource outside the scope's organization must answer exactly as an unknown one: "
+            "the contract's load must raise NotFoundError unless the record is "
+            "scope.organization_id's (a company's record must know its organization), and so "
+            "must every other read of it (its section's read tools and summary). See "
+            "countersign's docs/plugins.md, \"Each club's records are its own\"."
+        )
+        assert count_events(cs) == stored, "a refused attempt stored something"
+        assert case.observe(cs, resource) == before
+        assert provider_requests(cs) == {}
 
     def test_the_propose_tool_is_strict_and_every_field_described(self, kind: str) -> None:
         case, contract = self._contract(kind)

@@ -2,7 +2,10 @@
 
 - ``sample``: ``build``, which reads where the company's systems are
   (``SAMPLE_PLUGIN_DATA``, a folder) and builds the contracts with their clients;
-- ``sample-broken``: a plug-in whose operation is not named by its namespace.
+- ``sample-broken``: a plug-in whose operation is not named by its namespace;
+- ``sample-leaky``: ``leaky``, the same operations reading an invoice whichever club's it is
+  (as ACME's example did before its invoices named their club): the conformance kit must
+  refuse it (tests/test_conformance_kit_tenants.py).
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from pathlib import Path
 from countersign.application.assistant.sections import SectionAssistant, SectionTexts
 from countersign.application.plugins import Plugin
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope
 
-from sample_plugin.company import InvoiceBook, LedgerService
+from sample_plugin.company import Invoice, InvoiceBook, LedgerService
 from sample_plugin.contracts import SECTION, InvoiceCredit, TagInvoice
 
 
@@ -59,3 +63,36 @@ class _Misnamed(TagInvoice):
 def broken() -> Plugin:
     book = InvoiceBook(Path(os.environ.get("SAMPLE_PLUGIN_DATA") or ".") / "invoices.db")
     return Plugin(name="sample-broken", namespace="broken", contracts=(_Misnamed(book),))
+
+
+def _whichever_clubs(
+    contract: TagInvoice | InvoiceCredit, scope: Scope, store: Repository
+) -> Invoice:
+    """The invoice under the scope's key, whoever's club it is for: the mistake ``leaky``
+    makes on purpose."""
+    invoice = contract.book.find(scope.key or "")
+    if invoice is None:
+        raise NotFoundError("invoice")
+    return invoice
+
+
+class _LeakyTag(TagInvoice):
+    invoice = _whichever_clubs
+
+
+class _LeakyCredit(InvoiceCredit):
+    invoice = _whichever_clubs
+
+
+def leaky() -> Plugin:
+    """The sample plug-in, but for one thing: its contracts' load ignores the organization."""
+    plugin = build()
+    book = InvoiceBook(Path(os.environ.get("SAMPLE_PLUGIN_DATA") or ".") / "invoices.db")
+    return Plugin(
+        name="sample-leaky",
+        namespace="sample",
+        contracts=(_LeakyTag(book), _LeakyCredit(book)),
+        sections=plugin.sections,
+        providers=plugin.providers,
+        event_packages=plugin.event_packages,
+    )
