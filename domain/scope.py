@@ -31,5 +31,15 @@ class Scope:
 
 def keyed_resource_id(namespace: UUID, key: str) -> UUID:
     """The one id a resource known by ``key`` has, under a plug-in's ``namespace``: the same
-    in every process and release (UUID version 5), so a key is mapped once and for all."""
+    in every process and release (UUID version 5), so a key is mapped once and for all.
+
+    It is the key's id, not a tenant's: ``INV-1042`` maps to the same id in every
+    organization. countersign keeps nothing by this id alone (a proposal, a conversation, the
+    pending slot and every read model are the organization's *and* the resource's), and what
+    keeps a company's record within its organization is the contract: its ``load``, and every
+    other read of the record, answers NotFoundError when the record is not
+    ``scope.organization_id``'s, exactly as for a key nobody has. (Deriving the id from the
+    organization too would not keep a record in its club, since the company's system is read
+    by key, and would change the stored ids of every existing proposal and plug-in aggregate.)
+    """
     return uuid5(namespace, key)

@@ -224,7 +224,9 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     own (a constant ``uuid4()``, never changed): each key then maps, once and
     deterministically, to ``keyed_resource_id(namespace, key)``, the id a proposal stores,
     and the key is kept beside it (``Scope.key``, a proposal's ``resource_key``) for ``load``
-    and for display."""
+    and for display. The id is the same in every organization: ``load`` must find the record
+    to be ``scope.organization_id``'s, and raise NotFoundError otherwise, exactly as for a
+    key nobody has (``keyed_resource_id``; the conformance suite checks it)."""
 
     def scope(self, organization_id: UUID, resource: str) -> Scope:
         """Where a proposal of this operation on ``resource`` (an id, or a key under
@@ -242,7 +244,9 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     @abstractmethod
     def load(self, scope: Scope, store: Repository) -> FactsT:
-        """Load the scoped resource freshly; NotFoundError if it is not in this organization."""
+        """Load the scoped resource freshly; NotFoundError if it is not in this organization,
+        exactly as if it did not exist (the conformance suite has another organization's
+        manager propose on, load and open a case's resource, and expects NotFoundError)."""
 
     def settlement_facts(self, scope: Scope, store: Repository) -> FactsT:
         """The facts the reconciler describes an external effect on again
