@@ -161,10 +161,12 @@ def bootstrap(
     plugins = enable_plugins(settings.plugins)
     database = Database.parse(settings.database_url)
     prepare(database, create)
-    sql = SqlDatabase(database)
+    # On PostgreSQL, each connection's statements wait at most COUNTERSIGN_DATABASE_TIMEOUT
+    # seconds for a lock, or run as long (persistence/pg_waits.py).
+    sql = SqlDatabase(database, timeout=settings.database_timeout)
     # Processes starting together would race to create the event store's tables and functions.
     with sql.schema_lock():
-        app = CountersignApplication(env=database.eventsourcing_env())
+        app = CountersignApplication(env=database.eventsourcing_env(settings.database_timeout))
     store = EventSourcedStore(app)
     sandbox = SandboxPaymentProvider(sql)
     email_sandbox = SandboxEmailProvider(sql)

@@ -14,9 +14,15 @@ DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
 _RECORDERS = (
     "countersign.infrastructure.persistence.recorders"  # where our persistence classes live
 )
+_RECORDERS_POSTGRES = "countersign.infrastructure.persistence.pg_waits"
+#: The key, in the library's environment, of the PostgreSQL statements' timeout in
+#: milliseconds (read by pg_waits.CountersignPostgresFactory).
+TIMEOUT_KEY = "POSTGRES_STATEMENT_TIMEOUT"
 DEFAULT_API_MAX_BODY = 64 * 1024
 DEFAULT_READY_MAX_LAG = 10_000
 DEFAULT_PROPOSAL_LIMIT = "30/minute"
+#: COUNTERSIGN_DATABASE_TIMEOUT's default: seconds a PostgreSQL statement may wait or run.
+DEFAULT_DATABASE_TIMEOUT = 5.0
 
 
 class SettingsError(ValueError):
@@ -52,6 +58,10 @@ class Settings:
     #: that do not say): the ones COUNTERSIGN_PLUGINS names, as every process of the
     #: deployment reads them; () enables none.
     plugins: tuple[str, ...] | None = None
+    #: COUNTERSIGN_DATABASE_TIMEOUT: seconds a PostgreSQL statement may wait for a lock or run
+    #: (each connection's statement_timeout and lock_timeout); past it the request answers
+    #: that the database did not answer. None: no limit (the maintenance commands).
+    database_timeout: float | None = DEFAULT_DATABASE_TIMEOUT
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -91,6 +101,11 @@ class Settings:
                     "COUNTERSIGN_WEBAUTHN_ORIGIN must be https:// origins (http:// only for "
                     f"localhost), not {origin!r}"
                 )
+        database_timeout = _seconds(
+            "COUNTERSIGN_DATABASE_TIMEOUT",
+            os.environ.get("COUNTERSIGN_DATABASE_TIMEOUT", "").strip(),
+            DEFAULT_DATABASE_TIMEOUT,
+        )
         limit = os.environ.get("COUNTERSIGN_PROPOSAL_LIMIT", "").strip() or DEFAULT_PROPOSAL_LIMIT
         try:
             RateLimit.parse(limit)
@@ -107,7 +122,23 @@ class Settings:
             api_max_body=int(max_body),
             ready_max_lag=int(max_lag),
             proposal_limit=limit,
+            database_timeout=database_timeout,
         )
+
+
+def _seconds(name: str, value: str, default: float) -> float:
+    """A setting's positive number of seconds (``0.5`` and ``5`` alike; empty: ``default``)."""
+    if not value:
+        return default
+    try:
+        seconds = float(value) if value.isascii() else 0.0
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < 86_400:
+        raise SettingsError(
+            f"{name} must be a positive number of seconds (such as 5 or 0.5), not {value!r}"
+        )
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -163,7 +194,9 @@ class Database:
             return None
         return Path(self.sqlite_path).expanduser().resolve()
 
-    def eventsourcing_env(self) -> dict[str, str]:
+    def eventsourcing_env(self, timeout: float | None = None) -> dict[str, str]:
+        """The library's settings for this database; ``timeout``: seconds each PostgreSQL
+        statement may wait or run (None: no limit), pg_waits.py."""
         if self.kind == "sqlite":
             return {
                 # The library's SQLite persistence, with statement caching fixed.
@@ -172,8 +205,9 @@ class Database:
                 "SQLITE_LOCK_TIMEOUT": "30",
                 "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:CountersignSQLiteRecorder",
             }
-        return {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        env = {
+            # The library's PostgreSQL factory, its connections made with the timeout.
+            "PERSISTENCE_MODULE": f"{_RECORDERS_POSTGRES}:CountersignPostgresFactory",
             "POSTGRES_DBNAME": self.dbname,
             "POSTGRES_HOST": self.host,
             "POSTGRES_PORT": str(self.port),
@@ -190,8 +224,20 @@ class Database:
             # (6% of an approval cycle). One is held; more open under concurrent load (up to
             # the library's overflow of 10) and close again after ten idle minutes.
             "POSTGRES_POOL_SIZE": "1",
+            # The lock timeout the insert functions of earlier versions set for their own
+            # transaction (kept as they were, for those versions' processes during an
+            # upgrade); the one the recorder calls waits as long as its connection's
+            # statements do (``timeout``).
             "POSTGRES_LOCK_TIMEOUT": "10",
         }
+        # Always said, so that nothing in the process's environment sets it instead.
+        env[TIMEOUT_KEY] = "" if timeout is None else str(milliseconds(timeout))
+        return env
+
+
+def milliseconds(seconds: float) -> int:
+    """``seconds`` as PostgreSQL's timeout settings take it (at least 1: 0 means none)."""
+    return max(1, round(seconds * 1000))
 
 
 PLUGINS_ENV = "COUNTERSIGN_PLUGINS"

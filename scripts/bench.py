@@ -407,6 +407,8 @@ def raw_env(database: Database, sqlite_dir: Path | None) -> dict[str, str]:
     ) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(RAW_SCHEMA)))
     env["POSTGRES_SCHEMA"] = RAW_SCHEMA
+    # The library's own PostgreSQL factory (countersign's sets its connections' timeout).
+    env["PERSISTENCE_MODULE"] = "eventsourcing.postgres"
     return env
 
 

@@ -309,28 +309,38 @@ def test_the_older_functions_stay_as_they_were_called(
     assert first < unchecked
 
 
-def test_the_known_function_sets_its_lock_timeout_before_it_waits(
+def test_the_known_function_waits_for_the_writers_lock_as_long_as_its_connection_does(
     pg_cs: Countersign, postgres_url: str
 ) -> None:
-    """Its settings, lock and notification are one expression, evaluated in turn: the lock
-    timeout is in force while it waits for the writers' lock (not the session's, none)."""
+    """It sets no lock timeout of its own (since pg-timeouts; it set 10 s until then): a
+    connection's ``lock_timeout`` (the store's: COUNTERSIGN_DATABASE_TIMEOUT, set as it
+    connects) bounds its wait for the writers' lock, and the commit is refused, nothing
+    written."""
     recorder: Any = pg_cs.app.recorder
     table = recorder.events_table_name
     create = known_commit_function(
         sql.Identifier("impatient_commit"),
         schema_name=recorder.datastore.schema,
         table_name=table,
-        lock_timeout=0.2,
         channel=recorder.channel_name,
     )
+    before = _count(postgres_url, table)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(create)
         with psycopg.connect(postgres_url) as holder:
             holder.execute(f"SELECT {table}_commit_known({ARGS}, NULL)", [[], [], [], [], [], []])
-            conn.execute("SET lock_timeout = 0")
+            conn.execute("SET lock_timeout = '200ms'")
             conn.execute("SET statement_timeout = '5s'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
                 _call(conn, "impatient_commit", *_arrays(_stored(pg_cs, Counter()), {}), None)
+    assert _count(postgres_url, table) == before
+
+
+def _count(url: str, table: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def test_a_commit_notifies_the_listeners(pg_cs: Countersign, postgres_url: str) -> None:

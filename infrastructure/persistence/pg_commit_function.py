@@ -137,12 +137,17 @@ def commit_function(
 
 
 def known_commit_function(
-    function: Identifier, *, schema_name: str, table_name: str, lock_timeout: Any, channel: str
+    function: Identifier, *, schema_name: str, table_name: str, channel: str
 ) -> Composed:
     """``CREATE OR REPLACE FUNCTION`` of the commit function the recorder calls: what
     ``commit_function`` with ``head`` ``SET LOCAL synchronous_commit = off`` does, with a
     seventh parameter, ``known_at``: the last notification id as of which the caller knows
-    every version of the read set to be current (known_reads), or NULL."""
+    every version of the read set to be current (known_reads), or NULL.
+
+    It sets no ``lock_timeout`` of its own (``commit_function``'s bodies set 10 s): it waits
+    for the writers' lock and the table's as long as its connection's statements wait,
+    ``COUNTERSIGN_DATABASE_TIMEOUT`` (pg_waits.py), then the server cancels it and nothing
+    of it is committed."""
     schema = Identifier(schema_name)
     table = Identifier(table_name)
     last_value = SQL("pg_sequence_last_value({sequence})").format(sequence=SQL(_SEQUENCE))
@@ -153,14 +158,13 @@ def known_commit_function(
         "RETURNS bigint LANGUAGE plpgsql AS $BODY$ "
         "DECLARE stale uuid; locked boolean; "
         "BEGIN "
-        # The settings, the writers' lock and the notification of commit_function's body
-        # (SET LOCAL synchronous_commit and lock_timeout, NOTIFY), in one assignment:
-        # set_config(..., true) is SET LOCAL, pg_notify with no payload is NOTIFY, each
-        # evaluated in turn (each IS NULL is false, so OR goes on to the next), as one
-        # simple expression rather than three utility statements, each of which plpgsql
-        # runs through SPI with a copy of its parse tree.
+        # The setting, the writers' lock and the notification of commit_function's body
+        # (SET LOCAL synchronous_commit, NOTIFY), in one assignment: set_config(..., true)
+        # is SET LOCAL, pg_notify with no payload is NOTIFY, each evaluated in turn (each IS
+        # NULL is false, so OR goes on to the next), as one simple expression rather than
+        # utility statements, each of which plpgsql runs through SPI with a copy of its
+        # parse tree. (Its lock timeout is the session's: see the docstring.)
         "locked := set_config('synchronous_commit', 'off', true) IS NULL "
-        "OR set_config('lock_timeout', '{lock_timeout}s', true) IS NULL "
         "OR pg_advisory_xact_lock({writers_key}) IS NULL "
         "OR pg_notify({channel}, NULL) IS NULL; "
         # The read set known current as of known_at (this process's last commit): if the
@@ -179,7 +183,6 @@ def known_commit_function(
     ).format(
         schema=schema,
         function=function,
-        lock_timeout=lock_timeout,
         writers_key=SQL(str(writers_key(schema_name, table_name))),
         channel=Literal(channel),
         last_value=last_value,

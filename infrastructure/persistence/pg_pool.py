@@ -28,6 +28,7 @@ from typing import Any
 import psycopg
 import psycopg_pool
 from countersign.infrastructure.persistence.recorders import translated_error
+from countersign.infrastructure.persistence.unavailable import DatabaseTimeoutError
 from eventsourcing.persistence import (
     DatabaseError,
     DataError,
@@ -155,9 +156,14 @@ def putconn(pool: Any, conn: psycopg.Connection[Any]) -> None:
 
 
 #: psycopg's errors as the library's ``PostgresDatastore.get_connection`` translates them, in
-#: its order (a subclass before its base).
+#: its order (a subclass before its base); except a statement the server cancelled (its
+#: ``statement_timeout`` or ``lock_timeout``, ``COUNTERSIGN_DATABASE_TIMEOUT``), which the
+#: library would raise as an OperationalError, retried up to ten times by most of its reads:
+#: a DatabaseTimeoutError, raised at once (unavailable.py).
 _TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
     (psycopg.InterfaceError, InterfaceError),
+    (psycopg.errors.QueryCanceled, DatabaseTimeoutError),
+    (psycopg.errors.LockNotAvailable, DatabaseTimeoutError),
     (psycopg.OperationalError, OperationalError),
     (psycopg.DataError, DataError),
     (psycopg.IntegrityError, IntegrityError),

@@ -11,7 +11,7 @@ import functools
 import struct
 from collections.abc import Mapping, Sequence
 from random import random
-from time import sleep
+from time import monotonic, sleep
 from typing import Any
 from uuid import UUID
 
@@ -30,6 +30,7 @@ from countersign.infrastructure.persistence.pg_commit_function import (
     known_commit_function,
 )
 from countersign.infrastructure.persistence.pg_pool import PooledConnection, given_back, taken
+from countersign.infrastructure.persistence.pg_waits import UnboundedCreate, bound_of
 from countersign.infrastructure.persistence.recorders import (
     EXPECTED_VERSIONS,
     STALE_READ_SQLSTATE,
@@ -116,11 +117,14 @@ def _table_change_once(unchanged: str, change: str, errors: str) -> SQL:
     )
 
 
-class CountersignPostgresRecorder(PostgresApplicationRecorder):
-    """The library's recorder, inserting through its own insert function."""
+class CountersignPostgresRecorder(UnboundedCreate, PostgresApplicationRecorder):
+    """The library's recorder, inserting through its own insert function; its tables and
+    functions made at a start with no statement timeout (pg_waits.UnboundedCreate)."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
+        #: Its connections' timeout in seconds (None: none): ``insert_events`` retries within it.
+        self._bound = bound_of(datastore)
         # Every connection taken from this datastore, by any of its recorders, comes through
         # the library's get_connection written as a class (pg_pool.PooledConnection).
         if not isinstance(vars(datastore).get("get_connection"), functools.partial):
@@ -183,7 +187,6 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 function_known,
                 schema_name=self.datastore.schema,
                 table_name=self.events_table_name,
-                lock_timeout=self.datastore.lock_timeout,
                 channel=self.channel_name,
             )
         )
@@ -334,13 +337,21 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
     # it as somebody else's). Written out here rather than as the decorator's wrapper, whose
     # call with ``*args, **kwargs`` (a tuple and a dict made again) each commit paid: the
     # same attempts (at most ``_ATTEMPTS``), the same errors retried, the same pause between
-    # them (``_pause``), the last error raised as it was.
+    # them (``_pause``), the last error raised as it was. Two bounds of its own: no attempt
+    # starts once the connections' timeout (``COUNTERSIGN_DATABASE_TIMEOUT``) has passed
+    # since the first failed; and a commit the server cancelled on that timeout (a lock held
+    # that long: a DatabaseTimeoutError, not an OperationalError) is not retried at all, so
+    # a held lock makes a commit wait that timeout once, not ten times. Such a commit is not
+    # committed: the server cancels only a statement under way, here the commit function's
+    # (the statement after it, ``_FLUSH``'s, takes no lock, and the wait for the disk in its
+    # commit is not cancelled by a timeout), and its transaction is rolled back.
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
         try:
             return self._commit(stored_events, kwargs)
         except _RETRIED:
+            until = monotonic() + (self._bound if self._bound is not None else _NO_BOUND)
             _pause()
         attempts = 1
         while True:
@@ -348,7 +359,7 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
                 return self._commit(stored_events, kwargs)
             except _RETRIED:
                 attempts += 1
-                if attempts >= _ATTEMPTS:
+                if attempts >= _ATTEMPTS or monotonic() >= until:
                     raise
                 _pause()
 
@@ -420,6 +431,9 @@ class CountersignPostgresRecorder(PostgresApplicationRecorder):
 _RETRIED = (InterfaceError, OperationalError)
 _ATTEMPTS = 10
 _WAIT = 0.2
+#: How long after a first failure ``insert_events`` may start another attempt when its
+#: connections have no timeout (the ten attempts' pauses take about 2 s).
+_NO_BOUND = 60.0
 
 
 def _pause() -> None:

@@ -43,11 +43,23 @@ def postgres_unreachable() -> tuple[type[Exception], ...]:
 SCHEMA_LOCK_KEY = 7_361_902_114
 
 
-class SqlDatabase:
-    """One lazily opened connection, one transaction at a time, ``?`` placeholders."""
+#: PostgreSQL's statement timeout off for the rest of the transaction (``SET LOCAL``), as of
+#: the next statement (a statement's own timeout is set when it starts); its lock waits stay
+#: bounded by the connection's ``lock_timeout``: pg_waits.py.
+NO_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', '0', true)"
 
-    def __init__(self, database: Database) -> None:
+
+class SqlDatabase:
+    """One lazily opened connection, one transaction at a time, ``?`` placeholders.
+
+    ``timeout``: on PostgreSQL, seconds each statement may wait for a lock or run (its
+    connection's ``statement_timeout`` and ``lock_timeout``, set as it connects: pg_waits.py);
+    None, no limit (the maintenance commands, a rebuild's writer process and index
+    builders). ``schema_lock`` waits for the schema lock without a limit."""
+
+    def __init__(self, database: Database, *, timeout: float | None = None) -> None:
         self.database = database
+        self.timeout = timeout
         self._lock = threading.Lock()
         self._connection: Any = None
         # A second connection, for reads of committed data while another process writes.
@@ -58,11 +70,16 @@ class SqlDatabase:
     def is_postgres(self) -> bool:
         return self.database.kind == "postgres"
 
-    def _connect(self, *, autocommit: bool = False) -> Any:
+    def _connect(self, *, autocommit: bool = False, bounded: bool = True) -> Any:
         if self.is_postgres:
             import psycopg  # here: a SQLite process (the projection writer's) never loads it
 
             db = self.database
+            options: dict[str, Any] = {}
+            if bounded and self.timeout is not None:
+                from countersign.infrastructure.persistence.pg_waits import session_options
+
+                options["options"] = session_options(self.timeout)
             return psycopg.connect(
                 host=db.host,
                 port=db.port,
@@ -70,6 +87,7 @@ class SqlDatabase:
                 password=db.password,
                 dbname=db.dbname,
                 autocommit=autocommit,
+                **options,
             )
         connection = sqlite3.connect(
             self.database.sqlite_path, timeout=30, isolation_level=None, check_same_thread=False
@@ -143,22 +161,31 @@ class SqlDatabase:
                     reader.close()
                 raise
 
-    def lock_schema(self, cursor: Cursor) -> None:
+    def lock_schema(self, cursor: Cursor, *, long: bool = False) -> None:
         """Serialise schema changes across processes for the rest of this transaction.
 
         Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's catalogue;
         SQLite's BEGIN IMMEDIATE already serialises them.
+
+        ``long``: the transaction's statements may rightly run long (building indexes on a
+        projection's full tables, dropping them): no statement timeout for the rest of it;
+        each still waits for a lock only as long as the connection's ``lock_timeout``.
         """
         if self.is_postgres:
+            if long and self.timeout is not None:
+                cursor.execute(NO_STATEMENT_TIMEOUT)
             cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,))
 
     @contextmanager
     def schema_lock(self) -> Iterator[None]:
-        """Hold the schema lock (PostgreSQL) while another library creates its tables."""
+        """Hold the schema lock (PostgreSQL) while another library creates its tables. It is
+        waited for without a limit, on a connection of its own: another countersign process
+        holds it only while it changes the schema (a start's tables: moments; a rebuild's
+        index builds: minutes), and a process starting meanwhile waits for it to finish."""
         if not self.is_postgres:
             yield
             return
-        with self._connect(autocommit=True) as connection:
+        with self._connect(autocommit=True, bounded=False) as connection:
             connection.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
             try:
                 yield

@@ -1,16 +1,27 @@
 """Whether an error says the database is out of reach for now, not that a record is bad.
 
 A connection the server ended (a restart, an administrator's ``pg_terminate_backend``), a
-pool that gave no connection in time, a statement the server cancelled on a timeout: each
-passes, and the same request a little later goes through. Such an error is never reported
-as an unreadable record (``event_store`` lets it through as it is), and the entry points
-answer it as "the database is unavailable, try again" (503, Retry-After) rather than as an
-internal error; the projection runner waits and carries on.
+pool that gave no connection in time, a statement the server cancelled on a timeout (a lock
+held longer than ``COUNTERSIGN_DATABASE_TIMEOUT``, say): each passes, and the same request a
+little later goes through. Such an error is never reported as an unreadable record
+(``event_store`` lets it through as it is), and the entry points answer it as "the database
+is unavailable, try again" (503, Retry-After) rather than as an internal error; the
+projection runner waits and carries on.
 """
 
 from __future__ import annotations
 
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import DatabaseError, InterfaceError, OperationalError
+
+
+class DatabaseTimeoutError(DatabaseError):
+    """A statement the server cancelled (SQLSTATE 57014 ``query_canceled``: the session's
+    ``statement_timeout``, or someone's ``pg_cancel_backend``; 55P03 ``lock_not_available``:
+    its ``lock_timeout``), as the PostgreSQL datastore raises it (pg_pool's translation).
+    Nothing of the statement took effect. Not an ``OperationalError``, so that none of the
+    library's retries (``retry((InterfaceError, OperationalError), max_attempts=10)``, on
+    most reads) waits the whole timeout again nine times."""
+
 
 #: The drivers' own classes, by name, so that a SQLite process never imports psycopg.
 _DRIVER_CLASSES = frozenset(
@@ -20,13 +31,22 @@ _DRIVER_CLASSES = frozenset(
         ("psycopg_pool", "PoolTimeout"),
     }
 )
+#: psycopg's classes of a statement the server cancelled (both are OperationalErrors).
+_CANCELLED = frozenset({("psycopg", "QueryCanceled"), ("psycopg", "LockNotAvailable")})
+
+
+def _driver_classes(error: BaseException) -> set[tuple[str, str]]:
+    return {(cls.__module__.partition(".")[0], cls.__name__) for cls in type(error).__mro__}
 
 
 def database_unavailable(error: BaseException) -> bool:
     """Whether ``error`` is the database out of reach for now (see the module's doc)."""
-    if isinstance(error, OperationalError | InterfaceError):  # the library's, wrapping the driver's
-        return True
-    return any(
-        (cls.__module__.partition(".")[0], cls.__name__) in _DRIVER_CLASSES
-        for cls in type(error).__mro__
-    )
+    if isinstance(error, OperationalError | InterfaceError | DatabaseTimeoutError):
+        return True  # the library's, wrapping the driver's
+    return bool(_driver_classes(error) & _DRIVER_CLASSES)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether ``error`` is a statement the server cancelled: it waited its whole timeout (for
+    a lock, most often), and nothing of it took effect."""
+    return isinstance(error, DatabaseTimeoutError) or bool(_driver_classes(error) & _CANCELLED)

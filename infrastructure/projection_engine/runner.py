@@ -24,6 +24,7 @@ from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
@@ -276,6 +277,10 @@ class ProjectionRunner:
             try:
                 handler(event, notification.id, rows)
             except Exception as error:
+                if database_unavailable(error):
+                    # A read of the projection's rows the database did not answer (a lock
+                    # held on its table past the timeout): not an event it cannot take.
+                    raise
                 raise ProjectionStoppedError(
                     stopped(self.name, notification, type(error).__name__)
                 ) from error
@@ -402,7 +407,7 @@ class ProjectionRunner:
         """Secondary indexes, after a rebuild; the commit does not wait for the disk (a crash
         loses only indexes, which the next ``setup`` builds: the rows were committed before)."""
         with self.sql.transaction(durable=False) as cursor:
-            self.sql.lock_schema(cursor)
+            self.sql.lock_schema(cursor, long=True)  # an index of a full table takes a while
             for table in self.projection.tables:
                 for statement in index_statements(table):
                     cursor.execute(statement)
@@ -410,7 +415,7 @@ class ProjectionRunner:
     def reset(self, *, indexes: bool = True) -> None:
         """Drop the projection's tables and tracking position, ready for a rebuild."""
         with self.sql.transaction() as cursor:
-            self.sql.lock_schema(cursor)
+            self.sql.lock_schema(cursor, long=True)  # dropping full tables takes a while
             secure_delete = None
             if not self.sql.is_postgres:
                 # Some SQLite builds (Debian's) zero every freed page by default, which makes

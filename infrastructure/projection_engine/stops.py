@@ -4,7 +4,10 @@ A projection stops at an event it cannot apply: one that does not decode, or who
 raises (``stopped`` names it, and says the next run resumes from it), or at a batch's last
 event when the batch's end raises (``end_batch``: the projection's own ``end_batch``, then the
 rows packed). Nothing of that batch is written. A rebuild another runner overtook stops too
-(``advanced``). ``runner.ProjectionRunner`` and ``together`` stop the same way.
+(``advanced``). ``runner.ProjectionRunner`` and ``together`` stop the same way. The database
+out of reach (a read of the projection's rows cancelled behind a lock held past
+COUNTERSIGN_DATABASE_TIMEOUT, say) stops nothing: it is raised as it is, and ``projections
+run`` waits and carries on.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from countersign.infrastructure.persistence.recorders import Entry
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError, SqlRows
 from countersign.projections.base import Projection
@@ -36,6 +40,8 @@ def end_batch(
             rows.prune(known)
         rows.pack()
     except Exception as error:
+        if database_unavailable(error):
+            raise  # the database out of reach (a lock held past the timeout), not a bad batch
         raise ProjectionStoppedError(stopped(name, last, type(error).__name__)) from error
     finally:
         rows.batch.clear()

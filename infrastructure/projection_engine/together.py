@@ -320,6 +320,8 @@ def _run_chunk(
                 if handler is not None:
                     handler(event, position, runner_rows)
         except Exception as error:
+            if database_unavailable(error):
+                raise  # the database out of reach, not an event the projection cannot take
             at = next(n for n in chunk if n.id == position)
             stop = (position, stopped(runners[i].name, at, type(error).__name__), error)
     if stop is not None:

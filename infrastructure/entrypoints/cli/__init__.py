@@ -25,6 +25,7 @@ import os
 import select
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from countersign.application.errors import (
@@ -46,7 +47,12 @@ from countersign.infrastructure.entrypoints.cli.common import (
 from countersign.infrastructure.entrypoints.cli.parser import build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.persistence.sql import postgres_unreachable
-from countersign.infrastructure.settings import NoDatabaseError, SettingsError, plugin_names
+from countersign.infrastructure.settings import (
+    NoDatabaseError,
+    Settings,
+    SettingsError,
+    plugin_names,
+)
 
 if TYPE_CHECKING:
     from countersign.domain.contracts.problems import InvalidRequestError
@@ -143,12 +149,23 @@ def run(args: argparse.Namespace) -> int:
     from countersign.infrastructure.bootstrap import bootstrap
 
     try:
-        cs = bootstrap(database_url=args.database, create=args.create or args.command in CREATING)
+        settings = Settings.from_env(args.database)
+        if getattr(args, "maintenance", False):
+            # It reads or rebuilds everything, and an operator watches it: no statement
+            # timeout (COUNTERSIGN_DATABASE_TIMEOUT is for the services' requests).
+            settings = replace(settings, database_timeout=None)
+        cs = bootstrap(settings, create=args.create or args.command in CREATING)
     except NoDatabaseError as error:
         return emit({"error": "no_database", "message": str(error)}, f"error: {error}", 2)
     except SettingsError as error:
         return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
-    except postgres_unreachable() as error:
+    except Exception as error:
+        from countersign.infrastructure.persistence.unavailable import timed_out
+
+        if timed_out(error):  # a lock held on countersign's tables as it started, say
+            return emit(*_database_unavailable(error))
+        if not isinstance(error, postgres_unreachable()):
+            raise
         server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
         message = (
             f"cannot reach the PostgreSQL database ({server_said}); check "
@@ -263,9 +280,26 @@ def _answer_to(error: Exception, language: str = "en") -> Answer:
     for refusal, answer in _ANSWERS:
         if isinstance(error, refusal):
             return answer(error)
+    from countersign.infrastructure.persistence.unavailable import database_unavailable
+
+    if database_unavailable(error):
+        return _database_unavailable(error)
     correlation_id = new_correlation_id()
     log.exception("internal error, correlation id %s", correlation_id)
     return _internal(correlation_id)
+
+
+def _database_unavailable(error: Exception) -> Answer:
+    """The database went out of reach, or did not answer within COUNTERSIGN_DATABASE_TIMEOUT
+    (a lock held on its tables), as the command started or ran: as the API and the pages
+    say it."""
+    log.warning("database unavailable: %s", type(error).__name__)
+    message = (
+        "the database did not answer in time; try again in a few seconds. A decision sent "
+        "just before may have been recorded: look at the proposal (countersign show) before "
+        "sending it again"
+    )
+    return {"error": "database_unavailable", "message": message}, f"error: {message}", 1
 
 
 def _internal(correlation_id: str) -> Answer:

@@ -65,6 +65,8 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         ),
     ):
         command = add(name, handler, help_text, projections_sub)
+        if name == "rebuild":
+            command.set_defaults(maintenance=True)
         names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
         names.known = _ProjectionNames()  # what its help's %(known)s shows
         command.add_argument("--batch-size", type=int, default=None, help=argparse.SUPPRESS)
@@ -77,12 +79,16 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     export.add_argument("--org")
     export.add_argument("--since", metavar="TIME")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
-    add(
+    # The maintenance commands read or write everything: no statement timeout
+    # (COUNTERSIGN_DATABASE_TIMEOUT bounds the services' requests, not these).
+    export.set_defaults(maintenance=True)
+    verify = add(
         "verify",
         Handler("projections", "cmd_audit_verify"),
         "prove no proposal event was altered or removed",
         audit_sub,
     )
+    verify.set_defaults(maintenance=True)
 
     users = sub.add_parser("users", help="people's sign-in credentials")
     users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")

@@ -20,6 +20,7 @@ a hop of its own.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from functools import update_wrapper
@@ -31,11 +32,14 @@ from countersign.infrastructure.entrypoints.http.hops import in_thread
 from countersign.infrastructure.entrypoints.http.lean import lean_app, lean_handler
 from countersign.infrastructure.entrypoints.http.problems import ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 from starlette.responses import Response
+
+log = logging.getLogger("countersign.http")
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -62,7 +66,15 @@ def identify(cs: Countersign, authorization: str | None) -> ServicePrincipal:
     scheme, token = get_authorization_scheme_param(authorization)
     if not authorization or not token or scheme.lower() != "bearer":
         raise ProblemError("unauthenticated", headers={"WWW-Authenticate": _CHALLENGE})
-    found = authenticate(cs, token) if len(token) <= _MAX_TOKEN else None
+    try:
+        found = authenticate(cs, token) if len(token) <= _MAX_TOKEN else None
+    except Exception as error:
+        # The check's read (the caller's organization) met the database out of reach, or a
+        # lock held past COUNTERSIGN_DATABASE_TIMEOUT: answered as the routes answer it.
+        if not database_unavailable(error):
+            raise
+        log.warning("database unavailable while checking a token: %s", type(error).__name__)
+        raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
     if found is None:
         raise ProblemError(
             "unauthenticated",

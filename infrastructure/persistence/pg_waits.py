@@ -1,0 +1,87 @@
+"""How long a PostgreSQL statement of countersign's may wait: ``COUNTERSIGN_DATABASE_TIMEOUT``.
+
+Every connection a service makes (the event store's pool, ``SqlDatabase``'s) has that many
+seconds as its ``statement_timeout`` and its ``lock_timeout``, set once, when it connects:
+in libpq's ``options`` (``-c statement_timeout=5000 -c lock_timeout=5000``), which go to the
+server in the connection's startup packet, so they cost no round trip, neither at the
+connection nor in a request. A statement that waits longer for a lock (an operator's ``LOCK
+TABLE`` left open in psql, a migration's ``ALTER TABLE``) or runs longer is cancelled by the
+server, and nothing of it took effect: the entry points answer "the database did not answer"
+(unavailable.py), and ``projections run`` says who holds the lock and tries again.
+
+What may rightly run longer has no statement timeout, deliberately, for its transaction
+alone (``sql.NO_STATEMENT_TIMEOUT``, a ``SET LOCAL``), its lock waits still bounded: creating
+the tables and functions at a start (the recorders' ``_create_table``), and a projection's
+reset and index builds (``SqlDatabase.lock_schema(long=True)``). The schema lock itself,
+which a rebuild holds for minutes while it builds indexes, is waited for without a limit at a
+start (``SqlDatabase.schema_lock``, on a connection of its own). The maintenance commands
+(``projections rebuild``, ``audit verify``, ``audit export``: the command line's
+``maintenance``) run with no timeout at all, and a rebuild's writer process and index
+builders connect without one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from countersign.infrastructure.persistence.sql import NO_STATEMENT_TIMEOUT
+from countersign.infrastructure.settings import TIMEOUT_KEY, milliseconds
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
+
+__all__ = ["TIMEOUT_KEY", "CountersignPostgresFactory", "UnboundedCreate", "session_options"]
+
+#: The attribute of a datastore holding its connections' timeout, in seconds.
+_BOUND = "_countersign_timeout"
+
+
+def session_options(seconds: float) -> str:
+    """libpq's ``options`` for a connection whose statements wait at most ``seconds``, with
+    what ``PGOPTIONS`` says after them: libpq reads that variable only for a connection made
+    without ``options``, and the last setting of a name is the one taken, so an operator's
+    ``PGOPTIONS`` keeps the last word."""
+    waits = milliseconds(seconds)
+    ours = f"-c statement_timeout={waits} -c lock_timeout={waits}"
+    theirs = os.environ.get("PGOPTIONS", "").strip()
+    return f"{ours} {theirs}" if theirs else ours
+
+
+def bound_of(datastore: Any) -> float | None:
+    """The timeout of ``datastore``'s connections, in seconds (None: none)."""
+    bound: float | None = getattr(datastore, _BOUND, None)
+    return bound
+
+
+class UnboundedCreate:
+    """A recorder whose tables, indexes and functions are made at a start with no statement
+    timeout (an upgrade's migration may rightly run long): the library runs its ``CREATE``
+    statements in one transaction (``_create_table``), whose first statement here switches
+    it off for the rest of it. A lock is still waited for only as long as the connection's
+    ``lock_timeout`` (a ``CREATE INDEX IF NOT EXISTS`` queued behind an operator's lock would
+    hold up every commit behind it): a start while one is held stops with the database not
+    answering, and the next start makes them."""
+
+    def _create_table(self, curs: Any) -> None:
+        curs.execute(NO_STATEMENT_TIMEOUT)
+        super()._create_table(curs)  # type: ignore[misc]
+
+
+class CountersignPostgresAggregateRecorder(UnboundedCreate, PostgresAggregateRecorder):
+    """The library's aggregate recorder (the stored snapshots'), its table made at a start
+    with no statement timeout (``UnboundedCreate``)."""
+
+
+class CountersignPostgresFactory(PostgresFactory):
+    """The library's PostgreSQL factory, whose pool's connections are made with the timeout
+    ``TIMEOUT_KEY`` says (before any is made: the pool opens at the first recorder)."""
+
+    aggregate_recorder_class = CountersignPostgresAggregateRecorder
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        waits = self.env.get(TIMEOUT_KEY)
+        if waits:
+            seconds = int(waits) / 1000
+            pool: Any = self.datastore.pool
+            pool.kwargs = {**(pool.kwargs or {}), "options": session_options(seconds)}
+            setattr(self.datastore, _BOUND, seconds)

@@ -1,0 +1,312 @@
+"""A lock held on countersign's tables answers in a bounded time, and says so (PostgreSQL).
+
+A resilience review held locks the way an operator's migration or a forgotten ``LOCK TABLE``
+in psql does. An ``ACCESS EXCLUSIVE`` lock on the events table made every API read wait as
+long as it was held (a 12 s lock: the proposal's GET answered 200 after 12.0 s); an
+``EXCLUSIVE`` one made an approval's commit wait its 10 s lock timeout ten times over (the
+recorder retried it), about 100 s; and a lock on ``proposal_cards`` stalled ``projections
+run``'s pass without a line in its log. Now each connection's statements wait at most
+``COUNTERSIGN_DATABASE_TIMEOUT`` seconds (here 1): the API answers 503 ``database-unavailable``
+with Retry-After, the pages that the database did not answer, the command line the same, a
+commit that waited in vain is not retried and not committed (approving again executes once),
+and the projection runner names the table, the session holding it, and carries on once it is
+gone. The maintenance commands, and schema changes, still wait as long as they must.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg.rows
+import psycopg.sql
+import pytest
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.persistence.sql import SCHEMA_LOCK_KEY, SqlDatabase
+from countersign.infrastructure.persistence.unavailable import timed_out
+from countersign.infrastructure.projection_engine import runner as runner_module
+from countersign.infrastructure.settings import Database, Settings
+from countersign.infrastructure.testing.deployment import backends
+from countersign.infrastructure.testing.fixtures import SEEDED, require_postgres
+
+from tests.attacks.conftest import Api, Web, assert_no_leak, problem
+from tests.conftest import AVA, events_table
+
+#: The timeout these tests' countersign runs with (COUNTERSIGN_DATABASE_TIMEOUT), seconds.
+WAIT = 1.0
+#: How long a test lets a request run before it calls it stuck (the lock is then let go).
+STUCK = 8 * WAIT
+
+
+@pytest.fixture(params=[b for b in backends() if b == "postgres"] or ["postgres"])
+def database_url(request: pytest.FixtureRequest, test_databases: Any) -> Iterator[str]:
+    """The kit's ``database_url``, on PostgreSQL only: SQLite has no such locks."""
+    if "postgres" not in backends():
+        pytest.skip("PostgreSQL's locks (COUNTERSIGN_TEST_BACKENDS leaves it out)")
+    request.node.add_marker(pytest.mark.postgres)
+    require_postgres()
+    names = request.fixturenames
+    kind = "seeded" if "seeded" in names else "schema" if "cs" in names else "empty"
+    url, seeded = test_databases.copy("postgres", kind)
+    request.node.stash[SEEDED] = seeded
+    yield url
+    test_databases.release(url)
+
+
+@pytest.fixture
+def cs(
+    database_url: str, clock: Any, countersign_plugins: tuple[str, ...]
+) -> Iterator[Countersign]:
+    """The kit's ``cs``, its statements waiting at most ``WAIT`` seconds."""
+    settings = Settings(
+        database_url=database_url, plugins=countersign_plugins, database_timeout=WAIT
+    )
+    wired = bootstrap(settings, clock=clock)
+    yield wired
+    wired.close()
+
+
+@contextmanager
+def held(url: str, table: str, mode: str = "ACCESS EXCLUSIVE") -> Iterator[int]:
+    """Another session holding ``LOCK TABLE table IN mode MODE`` (its pid) until the end."""
+    with psycopg.connect(url, application_name="psql") as holder:
+        holder.execute(f"LOCK TABLE {table} IN {mode} MODE")
+        try:
+            yield holder.info.backend_pid
+        finally:
+            holder.rollback()
+
+
+class Timed:
+    """``call()`` in a thread of its own: its answer and how long it took, or ``stuck``."""
+
+    def __init__(self, call: Callable[[], Any]) -> None:
+        self.answer: Any = None
+        self.seconds = 0.0
+        self._thread = threading.Thread(target=self._run, args=(call,))
+        self._thread.start()
+        self._thread.join(STUCK)
+        self.stuck = self._thread.is_alive()
+
+    def _run(self, call: Callable[[], Any]) -> None:
+        started = time.monotonic()
+        try:
+            self.answer = call()
+        finally:
+            self.seconds = time.monotonic() - started
+
+    def finish(self) -> None:
+        """Once the lock is let go, whatever was stuck ends."""
+        self._thread.join(60)
+
+
+def test_an_api_read_behind_a_held_lock_answers_database_unavailable_in_bounded_time(
+    api: Api, database_url: str
+):
+    proposal_id = api.propose()
+    with held(database_url, events_table(api.cs)):
+        read = Timed(lambda: api.get(f"/api/v1/proposals/{proposal_id}"))
+    read.finish()
+    assert not read.stuck, f"the read waited for the lock for {STUCK} s and more"
+    status, body = problem(read.answer)
+    assert status == 503
+    assert body["type"].endswith(":database-unavailable")
+    assert "read the proposal before sending it again" in body["detail"]
+    assert read.answer.headers["retry-after"] == "5"
+    assert WAIT * 0.9 <= read.seconds < WAIT * 4
+    assert api.get(f"/api/v1/proposals/{proposal_id}").status_code == 200  # lock gone
+
+
+def test_the_page_behind_a_held_lock_says_the_database_did_not_answer(web: Web, database_url: str):
+    proposal_id = web.propose()
+    browser = web.member(AVA)  # signed in before the lock
+    with held(database_url, events_table(web.cs)), held(database_url, "proposal_cards"):
+        page = Timed(lambda: browser.get(f"/proposals/{proposal_id}"))
+    page.finish()
+    assert not page.stuck
+    assert page.answer.status_code == 503
+    assert page.answer.headers["retry-after"] == "5"
+    text = page.answer.text.replace("&#39;", "'")
+    assert "open the proposal again to see where it stands" in text
+    assert "Nothing was changed" not in text
+    assert_no_leak(text)
+
+
+def test_an_approval_whose_commit_waits_in_vain_is_not_committed_and_executes_once_later(
+    api: Api, database_url: str
+):
+    """EXCLUSIVE lets reads through and holds every commit (an older writer's lock): the
+    claim's commit gives up after the timeout, once, and the proposal is still pending."""
+    proposal_id = api.propose()
+    path = f"/api/v1/proposals/{proposal_id}/approve"
+    with held(database_url, events_table(api.cs), "EXCLUSIVE"):
+        approval = Timed(lambda: api.post(path))
+    approval.finish()
+    assert not approval.stuck, "the commit was retried behind the lock"
+    status, body = problem(approval.answer)
+    assert (status, body["type"].rsplit(":", 1)[1]) == (503, "database-unavailable")
+    assert approval.answer.headers["retry-after"] == "5"
+    assert approval.seconds < WAIT * 4
+    assert api.get(f"/api/v1/proposals/{proposal_id}").json()["status"] == "pending"
+    assert api.cs.sandbox.refunds() == []
+    again = api.post(path)
+    assert again.status_code == 200, again.text
+    assert again.json()["result"] == "executed"
+    assert api.post(path).json()["result"] == "already_completed"
+    [refund] = api.cs.sandbox.refunds()
+    assert int(str(refund["requests"])) == 1
+
+
+def test_every_service_connection_has_the_timeout_and_keeps_pgoptions(
+    database_url: str, clock: Any, monkeypatch
+):
+    monkeypatch.setenv("PGOPTIONS", "-c synchronous_commit=off")
+    cs = bootstrap(Settings(database_url=database_url, database_timeout=2.5), clock=clock)
+    try:
+        with cs.app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+            pooled = [_show(conn, name) for name in _SETTINGS]
+        with cs.sql.reading() as reader:
+            plain = [reader.execute(f"SHOW {name}").fetchone()[0] for name in _SETTINGS]
+    finally:
+        cs.close()
+    assert pooled == plain == ["2500ms", "2500ms", "off"]
+    maintenance = SqlDatabase(Database.parse(database_url))  # a rebuild's writer, say
+    try:
+        with maintenance.reading() as reader:
+            assert reader.execute("SHOW statement_timeout").fetchone() == ("0",)
+    finally:
+        maintenance.close()
+
+
+_SETTINGS = ("statement_timeout", "lock_timeout", "synchronous_commit")
+
+
+def _show(conn: Any, name: str) -> str:
+    with conn.cursor(row_factory=psycopg.rows.tuple_row) as cursor:
+        return str(cursor.execute(f"SHOW {name}").fetchone()[0])
+
+
+def test_a_start_waits_for_the_schema_lock_a_rebuild_holds(database_url: str, clock: Any):
+    """A rebuild holds the schema lock while it builds indexes, for minutes: a service
+    starting meanwhile waits for it rather than give up after the timeout."""
+    started: list[Countersign] = []
+    with psycopg.connect(database_url, autocommit=True) as rebuilding:
+        rebuilding.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
+        settings = Settings(database_url=database_url, database_timeout=WAIT)
+        start = threading.Thread(target=lambda: started.append(bootstrap(settings, clock=clock)))
+        start.start()
+        start.join(WAIT * 3)
+        waited = start.is_alive()
+        rebuilding.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK_KEY,))
+    start.join(30)
+    for cs in started:
+        cs.close()
+    assert waited
+    assert len(started) == 1
+
+
+def test_index_builds_and_the_start_s_migrations_are_not_cut_off(cs: Countersign, monkeypatch):
+    """Statements that rightly run long (a rebuild's index builds, an upgrade's migration at a
+    start) run past the timeout: here each is a sleep of 2.5 times it."""
+    slow = f"SELECT pg_sleep({WAIT * 2.5})"
+    [runner] = cs.projection_runners(["audit_trail"])
+    builds = [[slow]]  # one index, however many tables
+    monkeypatch.setattr(
+        runner_module, "index_statements", lambda table: builds.pop() if builds else []
+    )
+    runner.create_indexes()
+    recorder: Any = cs.app.recorder
+    recorder.sql_create_statements.append(psycopg.sql.SQL(slow))
+    try:
+        recorder.create_table()
+    finally:
+        recorder.sql_create_statements.pop()
+    with pytest.raises(Exception) as cut, cs.sql.reading() as reader:
+        reader.execute(slow)  # anything else is cut off
+    assert timed_out(cut.value)
+
+
+def test_the_command_line_gives_up_but_the_maintenance_commands_wait(
+    cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch, capsys
+):
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", str(WAIT))
+    proposal_id = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation="order.refund_missing_discount",
+        resource_id=seeded["orders"]["refund-ok"],
+        request={
+            "payment": "P1",
+            "line_item": "L1",
+            "discount": "D1",
+            "destination": "original_payment_method",
+        },
+    ).proposal_id
+    statuses: dict[str, int] = {}
+
+    def run(name: str, *argv: str) -> None:
+        statuses[name] = main([*argv, "--json", "--database", database_url])
+
+    with held(database_url, events_table(cs)):
+        shown = Timed(lambda: run("show", "show", proposal_id, "--as", AVA))
+        verifying = threading.Thread(target=run, args=("verify", "audit", "verify"))
+        verifying.start()
+        verifying.join(WAIT * 3)
+        verify_waited = verifying.is_alive()
+    shown.finish()
+    verifying.join(60)
+    out = capsys.readouterr()
+    assert not shown.stuck
+    assert statuses["show"] == 1
+    document, _ = json.JSONDecoder().raw_decode(out.out)  # show's, then verify's
+    assert document["error"] == "database_unavailable"
+    assert "did not answer in time" in document["message"]
+    assert "Internal error" not in out.err
+    assert_no_leak(out.out + out.err)
+    assert verify_waited
+    assert statuses["verify"] == 0
+
+
+def test_a_statement_the_server_cancelled_is_told_apart_from_a_bad_record():
+    errors = pytest.importorskip("psycopg.errors")
+    for cancelled in (errors.QueryCanceled("statement timeout"), errors.LockNotAvailable("lock")):
+        assert timed_out(cancelled)
+    assert not timed_out(psycopg.OperationalError("terminating connection"))
+    from countersign.infrastructure.persistence.pg_pool import _translated
+    from countersign.infrastructure.persistence.unavailable import (
+        DatabaseTimeoutError,
+        database_unavailable,
+    )
+    from eventsourcing.persistence import OperationalError
+
+    translated = _translated(errors.QueryCanceled("canceling statement due to statement timeout"))
+    assert isinstance(translated, DatabaseTimeoutError)
+    assert not isinstance(translated, OperationalError)  # the library retries those
+    assert database_unavailable(translated)
+    assert timed_out(translated)
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("", 5.0), ("0.5", 0.5), (" 30 ", 30.0)])
+def test_the_timeout_is_a_number_of_seconds(monkeypatch, value: str, seconds: float):
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", value)
+    assert Settings.from_env().database_timeout == seconds
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "five", "5s", "nan", "inf", "\u0665"])
+def test_a_timeout_that_is_no_positive_number_of_seconds_stops_the_command(
+    monkeypatch, capsys, tmp_path, value: str
+):
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", value)
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    assert (
+        main(["show", "00000000-0000-0000-0000-000000000000", "--as", AVA, "--database", url]) == 2
+    )
+    said = capsys.readouterr().err
+    assert "COUNTERSIGN_DATABASE_TIMEOUT must be a positive number of seconds" in said
+    assert repr(value) in said
