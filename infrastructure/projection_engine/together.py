@@ -16,10 +16,12 @@ from typing import Any
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import database_unavailable, timed_out
+from countersign.infrastructure.projection_engine import held_locks
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
+    TRACKING_TABLE,
     Packed,
     ProjectionRaceError,
     ProjectionStoppedError,
@@ -349,18 +351,25 @@ def run_forever(
         try:
             behind = _poll(runners, on_batch)
         except Exception as error:
-            # The database out of reach (a restart, a connection ended): no batch of this
-            # pass was committed, so wait, longer each time up to UNAVAILABLE_MOST seconds,
-            # and carry on from the positions stored. Anything else stops the runner.
-            if not database_unavailable(error):
+            # The database out of reach (a restart, a connection ended), or a statement it
+            # cancelled after COUNTERSIGN_DATABASE_TIMEOUT (a lock held on the log or on a
+            # projection's tables): no batch of this pass was committed, so wait, longer
+            # each time up to UNAVAILABLE_MOST seconds, and carry on from the positions
+            # stored. Anything else stops the runner.
+            stalled = error if isinstance(error, _StalledError) else None
+            cause = stalled.error if stalled is not None else error
+            if not database_unavailable(cause):
                 raise
             failures += 1
             wait = min(UNAVAILABLE_MOST, 2.0 ** (failures - 1))
-            log.warning(
-                "projections: the database is unavailable (%s); trying again in %.0f s",
-                type(error).__name__,
-                wait,
-            )
+            if stalled is not None:
+                log.warning("%s; trying again in %.0f s", _gave_up(runners, stalled), wait)
+            else:
+                log.warning(
+                    "projections: the database is unavailable (%s); trying again in %.0f s",
+                    type(error).__name__,
+                    wait,
+                )
             for runner in runners:
                 runner.known_position = None  # read again from what was committed
             stop.wait(wait)
@@ -376,11 +385,42 @@ def run_forever(
 UNAVAILABLE_MOST = 30.0
 
 
+class _StalledError(Exception):
+    """A pass that gave up waiting for the database (``timed_out``): ``runner``'s batch, or
+    (None) the read of the log's head."""
+
+    def __init__(self, runner: ProjectionRunner | None, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.runner = runner
+        self.error = error
+
+
+def _gave_up(runners: list[ProjectionRunner], stalled: _StalledError) -> str:
+    """The warning of a stalled pass: which projection (or the log), which of its tables is
+    locked, and by which session (held_locks.py)."""
+    first = stalled.runner or runners[0]
+    log_table = str(getattr(first.app.recorder, "events_table_name", "the events table"))
+    if stalled.runner is None:
+        where, tables = "the log", [log_table]
+    else:
+        where = f"projection {stalled.runner.name!r}"
+        tables = [t.name for t in stalled.runner.projection.tables]
+        tables += [log_table, TRACKING_TABLE]
+    found = held_locks.holders(first.sql, tables)
+    return held_locks.gave_up(where, tables, stalled.error, first.sql.timeout, found)
+
+
 def _poll(runners: list[ProjectionRunner], on_batch: Callable[[str, int], None] | None) -> bool:
     """One pass of ``run_forever``: a batch for each runner behind the log's head; whether
-    any read a whole batch (and so is still behind)."""
+    any read a whole batch (and so is still behind). A statement the database cancelled on
+    its timeout is raised as a ``_StalledError`` naming where it was."""
     behind = False
-    head = runners[0].head() if runners else 0
+    try:
+        head = runners[0].head() if runners else 0
+    except Exception as error:
+        if timed_out(error):
+            raise _StalledError(None, error) from error
+        raise
     for runner in runners:
         if runner.known_position is not None and runner.known_position >= head:
             continue
@@ -389,6 +429,10 @@ def _poll(runners: list[ProjectionRunner], on_batch: Callable[[str, int], None] 
         except ProjectionRaceError:
             behind = True  # another runner moved it on: read again at once
             continue
+        except Exception as error:
+            if timed_out(error):
+                raise _StalledError(runner, error) from error
+            raise
         if processed >= runner.batch_size:
             behind = True
         if processed and on_batch is not None:

@@ -16,6 +16,7 @@ gone. The maintenance commands, and schema changes, still wait as long as they m
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.persistence.sql import SCHEMA_LOCK_KEY, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import timed_out
 from countersign.infrastructure.projection_engine import runner as runner_module
+from countersign.infrastructure.projection_engine import together
 from countersign.infrastructure.settings import Database, Settings
 from countersign.infrastructure.testing.deployment import backends
 from countersign.infrastructure.testing.fixtures import SEEDED, require_postgres
@@ -161,6 +163,74 @@ def test_an_approval_whose_commit_waits_in_vain_is_not_committed_and_executes_on
     assert api.post(path).json()["result"] == "already_completed"
     [refund] = api.cs.sandbox.refunds()
     assert int(str(refund["requests"])) == 1
+
+
+def _follow(cs: Countersign, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, threading.Event, Any]:
+    """``projections run`` of browser_view in a thread, caught up first."""
+    [runner] = cs.projection_runners(["browser_view"])
+    runner.catch_up()
+    monkeypatch.setattr(together, "UNAVAILABLE_MOST", 0.2)
+    stop = threading.Event()
+    thread = threading.Thread(target=together.run_forever, args=([runner], stop))
+    return runner, stop, thread
+
+
+def _logged(caplog: pytest.LogCaptureFixture, words: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if words in caplog.text:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_projection_runner_names_the_locked_table_and_its_holder_and_carries_on(
+    api: Api, database_url: str, monkeypatch, caplog
+):
+    runner, stop, thread = _follow(api.cs, monkeypatch)
+    try:
+        with caplog.at_level(logging.WARNING, logger="countersign.projections"):
+            with held(database_url, "proposal_cards") as holder:
+                api.propose("refund-two-approvers")  # an event browser_view writes a card of
+                thread.start()
+                warned = _logged(caplog, "gave up", STUCK)
+                assert thread.is_alive()
+            assert warned, "the stalled pass logged nothing"
+            carried_on = _logged(caplog, "the database answers again; carrying on", STUCK)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert carried_on
+    assert runner.status().lag == 0
+    warning = next(r.getMessage() for r in caplog.records if "gave up" in r.getMessage())
+    assert "projection 'browser_view' waited 1 s for the database" in warning
+    assert "proposal_cards is locked (AccessExclusiveLock)" in warning
+    assert f"by session {holder} (user postgres, psql, idle in transaction" in warning
+    assert "LOCK TABLE proposal_cards IN ACCESS EXCLUSIVE MODE" in warning
+    assert (
+        f"End that transaction, or the session: SELECT pg_terminate_backend({holder})." in warning
+    )
+    assert "The runner carries on once the lock is gone; trying again in " in warning
+    assert "stopped at notification" not in caplog.text  # never taken for a bad event
+
+
+def test_a_lock_on_the_log_is_named_too(api: Api, database_url: str, monkeypatch, caplog):
+    _, stop, thread = _follow(api.cs, monkeypatch)
+    try:
+        with (
+            caplog.at_level(logging.WARNING, logger="countersign.projections"),
+            held(database_url, events_table(api.cs)) as holder,
+        ):
+            thread.start()
+            warned = _logged(caplog, "gave up", STUCK)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert warned
+    warning = next(r.getMessage() for r in caplog.records if "gave up" in r.getMessage())
+    assert "projections: the log waited 1 s for the database" in warning
+    assert f"{events_table(api.cs)} is locked (AccessExclusiveLock) by session {holder}" in warning
 
 
 def test_every_service_connection_has_the_timeout_and_keeps_pgoptions(
