@@ -12,6 +12,7 @@ from uuid import UUID
 
 from countersign.application.assistant.service import AssistantService
 from countersign.application.assistant.toolbox import AgentToolbox
+from countersign.application.assistant.turn_limits import TurnSlots
 from countersign.application.audit import AuditService
 from countersign.application.cards import ProposalCards
 from countersign.application.club import ClubService
@@ -200,7 +201,11 @@ def bootstrap(
         SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), clock
     )
     assistant = AssistantService(
-        store, proposals, model or LazyChatModel(settings), limiter=limiter
+        store,
+        proposals,
+        model or LazyChatModel(settings),
+        limiter=limiter,
+        slots=TurnSlots(settings.turns_per_club),
     )
     audit = AuditService(store)
     access = ProposalAccess(store, proposals, cards, audit, limiter=limiter)

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from countersign.application.assistant.turn_limits import (
+    DEFAULT_TURNS_PER_CLUB,
+    MAX_CONCURRENT_TURNS,
+)
 from countersign.application.proposal_limit import RateLimit
 
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
@@ -53,6 +57,9 @@ class Settings:
     #: COUNTERSIGN_PROPOSAL_LIMIT: how many proposals one member may make in a while,
     #: through the API, MCP, the assistants and the pages together.
     proposal_limit: str = DEFAULT_PROPOSAL_LIMIT
+    #: COUNTERSIGN_TURNS_PER_CLUB: how many of a process's MAX_CONCURRENT_TURNS assistant
+    #: turns waiting on the model one club's may hold.
+    turns_per_club: int = DEFAULT_TURNS_PER_CLUB
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
     #: an installed plug-in that is not named is never loaded. None (settings made in code
     #: that do not say): the ones COUNTERSIGN_PLUGINS names, as every process of the
@@ -112,6 +119,7 @@ class Settings:
         except ValueError as error:
             raise SettingsError(f"COUNTERSIGN_PROPOSAL_LIMIT: {error}") from None
         return cls(
+            turns_per_club=_turns_per_club(),
             plugins=plugin_names(),
             webauthn_rp_id=rp_id,
             webauthn_origins=origins,
@@ -139,6 +147,17 @@ def _seconds(name: str, value: str, default: float) -> float:
             f"{name} must be a positive number of seconds (such as 5 or 0.5), not {value!r}"
         )
     return seconds
+
+
+def _turns_per_club() -> int:
+    name = "COUNTERSIGN_TURNS_PER_CLUB"
+    value = os.environ.get(name, "").strip() or str(DEFAULT_TURNS_PER_CLUB)
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_CONCURRENT_TURNS:
+        raise SettingsError(
+            f"{name} must be a number of assistant turns from 1 to {MAX_CONCURRENT_TURNS} "
+            f"(those a process lets wait on the model at once), not {value!r}"
+        )
+    return int(value)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from uuid import UUID
 import httpx2
 import openai
 import pytest
-from countersign.application.assistant.service import MAX_CONCURRENT_TURNS
 from countersign.application.assistant.tool_arguments import TOO_LARGE
+from countersign.application.assistant.turn_limits import MAX_CONCURRENT_TURNS
 from countersign.infrastructure.adapters.openai_model import MAX_TOOL_CALLS, OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import BASE_URL
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -179,16 +179,19 @@ def test_thousands_of_tool_calls_in_one_answer_are_acted_on_up_to_the_bound(assi
 
 def test_a_turn_past_the_bound_of_turns_waiting_asks_nothing(assistant_with):
     """A slow endpoint holds each turn a long time: past MAX_CONCURRENT_TURNS waiting at
-    once, a turn ends at once instead of holding one more thread of the server."""
+    once, a turn ends at once instead of holding one more thread of the server (here other
+    clubs' turns hold them all, each club no more than its share)."""
     cs, endpoint, turn = assistant_with(SAY_DONE)
-    held = [cs.assistant._turns.acquire(blocking=False) for _ in range(MAX_CONCURRENT_TURNS)]
+    slots = cs.assistant.slots
+    held = [f"club-{i % 2}" for i in range(MAX_CONCURRENT_TURNS)]
     try:
-        assert all(held)
+        assert [slots.take(club) for club in held] == [None] * MAX_CONCURRENT_TURNS
         report = turn()
     finally:
-        for _ in held:
-            cs.assistant._turns.release()
+        for club in held:
+            slots.give_back(club)
     assert report.ended == "model_unavailable"
+    assert report.messages[-1]["text"].startswith("The assistant is unavailable right now.")
     assert report.model_calls == 0
     assert endpoint.requests == []
     assert _events(cs, report.interaction_id)[-1] == "TurnEnded"

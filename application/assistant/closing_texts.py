@@ -1,13 +1,14 @@
 """The application's own closing words of an assistant turn (``service.AssistantService``),
 in English and French: what the manager reads when the turn proposed something, ran out of
-rounds, met the proposal limit or a proposal held for people, or found the model unavailable.
-The model never writes these.
+rounds, met the proposal limit or a proposal held for people, or found the model unavailable
+(or its club's assistants all busy). The model never writes these.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from countersign.application.assistant.turn_limits import Busy
 from countersign.application.errors import HeldForPeopleError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import Problem, explain
@@ -61,6 +62,13 @@ UNAVAILABLE = Localized(
     "The assistant is unavailable right now. Nothing was changed; try again shortly.",
     "L'assistant est indisponible pour le moment. Rien n'a été modifié ; réessayez bientôt.",
 )
+CLUB_BUSY = Localized(
+    "Your club's assistants are all busy right now. Nothing was changed; try again shortly.",
+    "Les assistants de votre club sont tous occupés pour le moment. Rien n'a été modifié ; "
+    "réessayez bientôt.",
+)
+"""What a turn ends with when its club holds its whole share of the turns waiting on the
+model (``turn_limits.TurnSlots``)."""
 
 
 def closing_text(
@@ -70,8 +78,10 @@ def closing_text(
     limited: list[int],
     proposal: dict[str, Any] | None = None,
     held: list[str] | None = None,
+    busy: Busy | None = None,
 ) -> str | None:
-    """The application's own closing text of a turn that ``ended`` so, in ``language``."""
+    """The application's own closing text of a turn that ``ended`` so, in ``language``;
+    ``busy``: why it got no slot to wait on the model, if it got none."""
     if ended == "proposal":
         made = proposal or {}
         with_amounts = shows_amounts(str(made.get("operation")), dict(made.get("preview") or {}))
@@ -84,5 +94,5 @@ def closing_text(
         why = explain(refused, language)
         return ROUND_LIMIT.text(language, why=f"{why} " if why else "")
     if ended == "model_unavailable":
-        return UNAVAILABLE.text(language)
+        return (CLUB_BUSY if busy is Busy.CLUB else UNAVAILABLE).text(language)
     return None

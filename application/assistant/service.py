@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from countersign.application.assistant.conversations import (
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
 from countersign.application.assistant.tool_arguments import parsed, sent_back, why_unreadable
+from countersign.application.assistant.turn_limits import TurnSlots
 from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, HeldForPeopleError, parse_id
 from countersign.application.ports import (
@@ -61,11 +61,6 @@ from pydantic import ValidationError
 log = logging.getLogger("countersign.assistant")
 
 MAX_ROUNDS = 4
-#: Turns of one process waiting for the model at once, at most: a model endpoint that answers
-#: slowly (a byte every few seconds keeps each read within its timeout) would otherwise hold
-#: every thread of a web server's pool, and no page of any club would answer. A turn past
-#: the bound ends at once as an unavailable model does, nothing asked and nothing changed.
-MAX_CONCURRENT_TURNS = 8
 #: Seconds after which a turn asks the model nothing more (a round already asked ends on its
 #: own deadline): four slow rounds would otherwise keep a manager waiting minutes.
 TURN_SECONDS = 60.0
@@ -110,6 +105,7 @@ class AssistantService:
         assistants: dict[Section, SectionAssistant] = ASSISTANTS,
         max_rounds: int = MAX_ROUNDS,
         limiter: ProposalLimiter | None = None,
+        slots: TurnSlots | None = None,
     ) -> None:
         self.store = store
         self.proposals = proposals
@@ -118,7 +114,8 @@ class AssistantService:
         self.max_rounds = max_rounds
         #: How many proposals a member may make in a while (None: no limit).
         self.limiter = limiter
-        self._turns = threading.BoundedSemaphore(MAX_CONCURRENT_TURNS)
+        #: The turns waiting on the model, at most MAX_CONCURRENT_TURNS and a club's share.
+        self.slots = slots or TurnSlots()
 
     def tools_for(self, section: str) -> list[dict[str, Any]]:
         return self._assistant(section).tools()
@@ -163,8 +160,11 @@ class AssistantService:
             member.email, org.slug, caller.scopes, caller.credential, caller.service
         ).as_assistant()
         turn = _Turn(scope, org.slug, member.email, proposer, interaction, language, refused)
-        if not self._turns.acquire(blocking=False):
-            log.warning("assistant busy: %d turns wait for the model", MAX_CONCURRENT_TURNS)
+        club = str(scope.organization_id)
+        busy = self.slots.take(club)
+        if busy is not None:
+            # As an unavailable model: recorded, the model not asked, nothing changed.
+            log.warning("assistant busy (%s): turns waiting by club %s", busy, self.slots.held())
             ended = "model_unavailable"
         else:
             try:
@@ -172,8 +172,10 @@ class AssistantService:
                     assistant, messages, turn, shown, started
                 )
             finally:
-                self._turns.release()
-        closing = closing_text(ended, refused, language, turn.limited, proposal, turn.held)
+                self.slots.give_back(club)
+        closing = closing_text(
+            ended, refused, language, turn.limited, proposal, turn.held, busy=busy
+        )
         if closing is not None:
             interaction.say(closing, author="application")
             shown.append({"author": "application", "text": closing})
