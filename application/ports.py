@@ -320,7 +320,8 @@ class PasskeyCeremonies(Protocol):
 
 
 class ProposalCounts(Protocol):
-    """When each member's recent proposals were made (shared by every process)."""
+    """When each member's recent proposals (or, in a store of their own, assistant turns)
+    were made, shared by every process."""
 
     def take(self, key: str, at: datetime, after: datetime, limit: int) -> datetime | None:
         """In one step, atomic across processes: if fewer than ``limit`` were made under

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from countersign.application.ports import Clock, ProposalCounts
 from countersign.domain.errors import CountersignError
@@ -77,13 +77,10 @@ class ProposalLimiter:
         nothing, if there is none. The body makes the proposal; if it raises, no proposal was
         made and the room is given back."""
         now = self.clock.now()
-        window = timedelta(seconds=self.limit.seconds)
-        key = _key(organization, member)
-        oldest = self.counts.take(key, now, now - window, self.limit.count)
-        if oldest is not None:
-            # The refusal ends when the limit-th newest proposal leaves the window.
-            wait = (oldest + window - now).total_seconds()
-            raise TooManyProposalsError(max(1, math.ceil(wait)))
+        key = member_key(organization, member)
+        wait = take(self.counts, key, self.limit, now)
+        if wait is not None:
+            raise TooManyProposalsError(wait)
         try:
             yield
         except BaseException:
@@ -98,5 +95,17 @@ def limited(
     return nullcontext() if limiter is None else limiter.admitted(organization, member)
 
 
-def _key(organization: str, member: str) -> str:
+def take(counts: ProposalCounts, key: str, limit: RateLimit, now: datetime) -> int | None:
+    """One more under ``key`` at ``now``, counted (None) if ``limit`` leaves room for it, in
+    one step of the shared ``counts``; else nothing counted, and the seconds until there is
+    room: when the limit-th newest leaves the window (at least 1)."""
+    window = timedelta(seconds=limit.seconds)
+    oldest = counts.take(key, now, now - window, limit.count)
+    if oldest is None:
+        return None
+    return max(1, math.ceil((oldest + window - now).total_seconds()))
+
+
+def member_key(organization: str, member: str) -> str:
+    """Whose counts: one member in one organization."""
     return f"{organization.strip().lower()}/{member.strip().lower()}"

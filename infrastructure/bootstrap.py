@@ -12,7 +12,7 @@ from uuid import UUID
 
 from countersign.application.assistant.service import AssistantService
 from countersign.application.assistant.toolbox import AgentToolbox
-from countersign.application.assistant.turn_limits import TurnSlots
+from countersign.application.assistant.turn_limits import TurnLimiter, TurnSlots
 from countersign.application.audit import AuditService
 from countersign.application.cards import ProposalCards
 from countersign.application.club import ClubService
@@ -46,7 +46,7 @@ from countersign.infrastructure.plugins import enable
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
-from countersign.infrastructure.proposal_counts import SqlProposalCounts
+from countersign.infrastructure.proposal_counts import TURN_COUNTS, SqlProposalCounts
 from countersign.infrastructure.settings import Database, Settings, SettingsError, plugin_names
 from countersign.infrastructure.sweeper_passes import SqlSweeperPasses
 from countersign.projections import PROJECTIONS
@@ -206,6 +206,9 @@ def bootstrap(
         model or LazyChatModel(settings),
         limiter=limiter,
         slots=TurnSlots(settings.turns_per_club),
+        turn_limiter=TurnLimiter(
+            SqlProposalCounts(sql, TURN_COUNTS), RateLimit.parse(settings.turn_limit), clock
+        ),
     )
     audit = AuditService(store)
     access = ProposalAccess(store, proposals, cards, audit, limiter=limiter)

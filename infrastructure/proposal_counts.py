@@ -1,5 +1,7 @@
 """The ``ProposalCounts`` port over the shared database: when each member's recent proposals
-were made, so that ``COUNTERSIGN_PROPOSAL_LIMIT`` holds across every process.
+were made, so that ``COUNTERSIGN_PROPOSAL_LIMIT`` holds across every process; and, in a table
+of their own (``TURN_COUNTS``), when their recent assistant turns began, for
+``COUNTERSIGN_TURN_LIMIT``.
 
 ``take`` checks and counts in one transaction that no other ``take`` of the same member can
 interleave with: SQLite's ``BEGIN IMMEDIATE`` serialises write transactions, and PostgreSQL
@@ -16,12 +18,18 @@ from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 
 _TABLE = "proposal_counts"
-_SCHEMA = (
-    f"CREATE TABLE IF NOT EXISTS {_TABLE} (member_key TEXT NOT NULL, made_at BIGINT NOT NULL)",
-    f"CREATE INDEX IF NOT EXISTS {_TABLE}_key ON {_TABLE} (member_key, made_at)",
-)
-#: The first half of the two-part PostgreSQL advisory lock key for one member's counts.
-_LOCK_CLASS = 1_347_571_532
+TURN_COUNTS = "turn_counts"
+"""The assistant turns' counts (``turn_limits.TurnLimiter``)."""
+#: The first half of the two-part PostgreSQL advisory lock key for one member's counts, by
+#: table.
+_LOCK_CLASSES = {_TABLE: 1_347_571_532, TURN_COUNTS: 1_347_571_533}
+
+
+def _schema(table: str) -> tuple[str, ...]:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} (member_key TEXT NOT NULL, made_at BIGINT NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {table}_key ON {table} (member_key, made_at)",
+    )
 
 
 def _ms(moment: datetime) -> int:
@@ -29,26 +37,30 @@ def _ms(moment: datetime) -> int:
 
 
 class SqlProposalCounts:
-    """One row per proposal made through a limited entry point, kept for the window only."""
+    """One row per proposal made through a limited entry point (or, in ``TURN_COUNTS``, per
+    assistant turn begun), kept for the window only."""
 
-    def __init__(self, sql: SqlDatabase) -> None:
+    def __init__(self, sql: SqlDatabase, table: str = _TABLE) -> None:
         self.sql = sql
-        ensure_tables(sql, _TABLE, _SCHEMA)
+        self.table = table
+        self._lock_class = _LOCK_CLASSES[table]
+        ensure_tables(sql, table, _schema(table))
 
     def take(self, key: str, at: datetime, after: datetime, limit: int) -> datetime | None:
         with self.sql.transaction() as cursor:
             self._lock(cursor, key)
             cursor.execute(
-                f"DELETE FROM {_TABLE} WHERE member_key = ? AND made_at <= ?", (key, _ms(after))
+                f"DELETE FROM {self.table} WHERE member_key = ? AND made_at <= ?", (key, _ms(after))
             )
             rows = cursor.execute(
-                f"SELECT made_at FROM {_TABLE} WHERE member_key = ? ORDER BY made_at DESC LIMIT ?",
+                f"SELECT made_at FROM {self.table} WHERE member_key = ?"
+                " ORDER BY made_at DESC LIMIT ?",
                 (key, limit),
             ).fetchall()
             if len(rows) >= limit:
                 return datetime.fromtimestamp(int(rows[-1][0]) / 1000, UTC)
             cursor.execute(
-                f"INSERT INTO {_TABLE} (member_key, made_at) VALUES (?, ?)", (key, _ms(at))
+                f"INSERT INTO {self.table} (member_key, made_at) VALUES (?, ?)", (key, _ms(at))
             )
         return None
 
@@ -57,7 +69,7 @@ class SqlProposalCounts:
         with self.sql.transaction() as cursor:
             self._lock(cursor, key)
             cursor.execute(
-                f"DELETE FROM {_TABLE} WHERE {row} IN (SELECT {row} FROM {_TABLE}"
+                f"DELETE FROM {self.table} WHERE {row} IN (SELECT {row} FROM {self.table}"
                 " WHERE member_key = ? AND made_at = ? LIMIT 1)",
                 (key, _ms(at)),
             )
@@ -69,5 +81,5 @@ class SqlProposalCounts:
         half = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big", signed=True)
         cursor.execute(
             "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
-            (_LOCK_CLASS, half),
+            (self._lock_class, half),
         )

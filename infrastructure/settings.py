@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from countersign.application.assistant.turn_limits import (
+    DEFAULT_TURN_LIMIT,
     DEFAULT_TURNS_PER_CLUB,
     MAX_CONCURRENT_TURNS,
 )
@@ -60,6 +61,9 @@ class Settings:
     #: COUNTERSIGN_TURNS_PER_CLUB: how many of a process's MAX_CONCURRENT_TURNS assistant
     #: turns waiting on the model one club's may hold.
     turns_per_club: int = DEFAULT_TURNS_PER_CLUB
+    #: COUNTERSIGN_TURN_LIMIT: how many assistant turns one member may start in a while,
+    #: through the API, the web chat and the command line together.
+    turn_limit: str = str(DEFAULT_TURN_LIMIT)
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
     #: an installed plug-in that is not named is never loaded. None (settings made in code
     #: that do not say): the ones COUNTERSIGN_PLUGINS names, as every process of the
@@ -113,13 +117,10 @@ class Settings:
             os.environ.get("COUNTERSIGN_DATABASE_TIMEOUT", "").strip(),
             DEFAULT_DATABASE_TIMEOUT,
         )
-        limit = os.environ.get("COUNTERSIGN_PROPOSAL_LIMIT", "").strip() or DEFAULT_PROPOSAL_LIMIT
-        try:
-            RateLimit.parse(limit)
-        except ValueError as error:
-            raise SettingsError(f"COUNTERSIGN_PROPOSAL_LIMIT: {error}") from None
+        limit = _rate("COUNTERSIGN_PROPOSAL_LIMIT", DEFAULT_PROPOSAL_LIMIT)
         return cls(
             turns_per_club=_turns_per_club(),
+            turn_limit=_rate("COUNTERSIGN_TURN_LIMIT", str(DEFAULT_TURN_LIMIT)),
             plugins=plugin_names(),
             webauthn_rp_id=rp_id,
             webauthn_origins=origins,
@@ -147,6 +148,16 @@ def _seconds(name: str, value: str, default: float) -> float:
             f"{name} must be a positive number of seconds (such as 5 or 0.5), not {value!r}"
         )
     return seconds
+
+
+def _rate(name: str, default: str) -> str:
+    """The limit ``name`` sets (``30/minute``...), checked; ``default`` without it."""
+    limit = os.environ.get(name, "").strip() or default
+    try:
+        RateLimit.parse(limit)
+    except ValueError as error:
+        raise SettingsError(f"{name}: {error}") from None
+    return limit
 
 
 def _turns_per_club() -> int:

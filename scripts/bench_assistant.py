@@ -43,9 +43,12 @@ def main() -> None:
     endpoint = ScriptedEndpoint(StandInPolicy())
     with tempfile.TemporaryDirectory() as folder:
         cs = bootstrap(
-            # One member makes every proposal: the per-member limit would stop the benchmark.
+            # One member makes every proposal and starts every turn: the per-member limits
+            # would stop the benchmark.
             Settings(
-                database_url=f"sqlite:///{folder}/assistant.db", proposal_limit="1000000/minute"
+                database_url=f"sqlite:///{folder}/assistant.db",
+                proposal_limit="1000000/minute",
+                turn_limit="1000000/minute",
             ),
             model=OpenAIChatModel(endpoint.client(), "scripted"),
         )

@@ -28,7 +28,7 @@ from countersign.application.assistant.conversations import (
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
 from countersign.application.assistant.tool_arguments import parsed, sent_back, why_unreadable
-from countersign.application.assistant.turn_limits import TurnSlots
+from countersign.application.assistant.turn_limits import TurnLimiter, TurnSlots
 from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError, HeldForPeopleError, parse_id
 from countersign.application.ports import (
@@ -106,6 +106,7 @@ class AssistantService:
         max_rounds: int = MAX_ROUNDS,
         limiter: ProposalLimiter | None = None,
         slots: TurnSlots | None = None,
+        turn_limiter: TurnLimiter | None = None,
     ) -> None:
         self.store = store
         self.proposals = proposals
@@ -116,6 +117,8 @@ class AssistantService:
         self.limiter = limiter
         #: The turns waiting on the model, at most MAX_CONCURRENT_TURNS and a club's share.
         self.slots = slots or TurnSlots()
+        #: How many turns a member may start in a while (None: no limit).
+        self.turn_limiter = turn_limiter
 
     def tools_for(self, section: str) -> list[dict[str, Any]]:
         return self._assistant(section).tools()
@@ -135,8 +138,9 @@ class AssistantService:
         words, and what a refusal tells the manager, are in ``language`` ("en" or "fr").
 
         Raises NotFoundError (unknown or foreign organization, resource or conversation, or a
-        non-member) and ForbiddenError (a member, or a token, without the section's
-        permissions).
+        non-member), ForbiddenError (a member, or a token, without the section's
+        permissions) and TooManyTurnsError (the member's turn limit leaves no room now);
+        nothing is recorded then.
         """
         started = time.perf_counter()
         model_seconds = 0.0
@@ -145,6 +149,9 @@ class AssistantService:
         assistant, scope = opened.assistant, opened.scope
         org, member = opened.organization, opened.member
         interaction = self._interaction(interaction_id, scope, member.email, caller)
+        club = str(scope.organization_id)
+        if self.turn_limiter is not None:
+            self.turn_limiter.admit(club, member.email)  # counted: the turn begins
         messages = self._context(assistant, interaction, message, scope)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
         interaction.hear(message[:MAX_MESSAGE])
@@ -160,7 +167,6 @@ class AssistantService:
             member.email, org.slug, caller.scopes, caller.credential, caller.service
         ).as_assistant()
         turn = _Turn(scope, org.slug, member.email, proposer, interaction, language, refused)
-        club = str(scope.organization_id)
         busy = self.slots.take(club)
         if busy is not None:
             # As an unavailable model: recorded, the model not asked, nothing changed.

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.application.assistant.turn_limits import TooManyTurnsError
 from countersign.application.authorization import Caller
 from countersign.application.errors import ForbiddenError
 from countersign.domain.contracts.presentation import Localized
@@ -103,10 +104,31 @@ def cmd_expire(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
     if args.message is not None:
-        report = _turn(cs, args, args.message, args.interaction)
+        try:
+            report = _turn(cs, args, args.message, args.interaction)
+        except TooManyTurnsError as too_many:
+            return _too_many_turns(too_many, args.language)
         document = json.loads(render.to_json(report.to_json()))
         return document, _turn_text(cs, args, document)
     return _chat_interactively(cs, args)
+
+
+_TOO_MANY_TURNS = Localized(
+    "You have sent the assistants many messages in a short time. Nothing was sent or "
+    "changed; try again in {seconds} seconds.",
+    "Vous avez envoyé beaucoup de messages aux assistants en peu de temps. Rien n'a été "
+    "envoyé ni modifié ; réessayez dans {seconds} secondes.",
+)
+
+
+def _too_many_turns(refused: TooManyTurnsError, language: str) -> Result:
+    """A message the turn limit refused (nothing recorded): when to try again."""
+    document = {
+        "error": "too_many_turns",
+        "message": str(refused),
+        "retry_after": refused.retry_after,
+    }
+    return document, _TOO_MANY_TURNS.text(language, seconds=refused.retry_after)
 
 
 def _turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) -> str:
@@ -193,7 +215,12 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             report = _in_language(cs, args, report)
             print(render.terminal(cards.render_report(report, args.actor, language)), flush=True)
             continue
-        turn = json.loads(render.to_json(_turn(cs, args, line, interaction).to_json()))
+        try:
+            report = _turn(cs, args, line, interaction)
+        except TooManyTurnsError as too_many:
+            print(render.terminal(_too_many_turns(too_many, args.language)[1]), flush=True)
+            continue
+        turn = json.loads(render.to_json(report.to_json()))
         interaction = turn["interaction_id"]
         turns += 1
         if turn["proposal"]:

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from countersign.application.assistant.turn_limits import TooManyTurnsError
 from countersign.application.errors import (
     AgentCannotDecideError,
     CorruptRecordError,
@@ -64,8 +65,9 @@ DESCRIPTIONS = {
     "would replace a pending one that another member made or someone approved).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     422: "The request has problems (see 'problems').",
-    429: "The member made too many proposals in a short time (COUNTERSIGN_PROPOSAL_LIMIT); "
-    "wait Retry-After seconds.",
+    429: "The member made too many proposals (COUNTERSIGN_PROPOSAL_LIMIT), or sent the "
+    "assistants too many messages (COUNTERSIGN_TURN_LIMIT), in a short time; wait Retry-After "
+    "seconds.",
     500: "Unexpected error; quote the correlation id.",
     503: "Busy with other changes (retry), or a read model is stopped.",
 }
@@ -148,6 +150,13 @@ def _retry_later(error: CountersignError) -> ProblemError | None:
             "too-many-proposals",
             f"This member made too many proposals in a short time; try again in "
             f"{error.retry_after} seconds.",
+            headers={"Retry-After": str(error.retry_after)},
+        )
+    if isinstance(error, TooManyTurnsError):
+        return ProblemError(
+            "too-many-turns",
+            f"This member sent the assistants too many messages in a short time; try again "
+            f"in {error.retry_after} seconds.",
             headers={"Retry-After": str(error.retry_after)},
         )
     return None

@@ -109,6 +109,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Too many proposals",
         "This member made too many proposals in a short time; see Retry-After.",
     ),
+    "too-many-turns": (
+        429,
+        "Too many messages",
+        "This member sent the assistants too many messages in a short time; see Retry-After.",
+    ),
     "busy": (
         503,
         "Busy",

@@ -10,6 +10,7 @@ from uuid import UUID
 from countersign.application.assistant import sections
 from countersign.application.assistant.sections.orders import ORDERS
 from countersign.application.assistant.service import MAX_MESSAGE
+from countersign.application.assistant.turn_limits import TooManyTurnsError
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
@@ -49,7 +50,11 @@ class ConversationPages:
             return redirect("/")
         return redirect(f"/chat/{ORDERS.section}/{order_id}")
 
-    def chat(self, visit: Visit, error: str | None = None, draft: str = "") -> Response:
+    def chat(
+        self, visit: Visit, error: str | None = None, draft: str = "", status: int = 422
+    ) -> Response:
+        """The conversation's page; with ``error``, said above the message box (which holds
+        ``draft``), answered with ``status``."""
         user = visit.signed_in
         wanted = visit.form.get("interaction_id", "") if error else visit.query("interaction")
         conversation = self.cs.assistant.conversation(
@@ -100,7 +105,7 @@ class ConversationPages:
                     user.organization, resource_id
                 )
         return self.site.render(
-            visit, "chat.html", 422 if error else 200, script="chat.js", **context
+            visit, "chat.html", status if error else 200, script="chat.js", **context
         )
 
     def send_message(self, visit: Visit) -> Response:
@@ -113,15 +118,22 @@ class ConversationPages:
             return self.chat(visit, error=error, draft=message)
         section = visit.params.get("section", "")
         resource_id = visit.params.get("resource_id", "")
-        report = self.cs.assistant.turn(
-            organization=user.organization,
-            actor=user.caller,
-            section=section,
-            resource_id=resource_id,
-            message=message,
-            interaction_id=visit.form.get("interaction_id", "").strip() or None,
-            language=visit.language,
-        )
+        try:
+            report = self.cs.assistant.turn(
+                organization=user.organization,
+                actor=user.caller,
+                section=section,
+                resource_id=resource_id,
+                message=message,
+                interaction_id=visit.form.get("interaction_id", "").strip() or None,
+                language=visit.language,
+            )
+        except TooManyTurnsError as too_many:
+            # Nothing was recorded: the message stays in the box, to send once it may.
+            error = visit.t("chat.too_many_messages", seconds=too_many.retry_after)
+            page = self.chat(visit, error=error, draft=message, status=429)
+            page.headers["Retry-After"] = str(too_many.retry_after)
+            return page
         query = urlencode({"interaction": report.interaction_id})
         return redirect(f"/chat/{section}/{UUID(resource_id.strip())}?{query}#latest")
 

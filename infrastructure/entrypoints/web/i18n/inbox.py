@@ -55,6 +55,10 @@ EN: dict[str, str] = {
     "chat.empty": "No messages yet. Say what you need; the assistant answers here.",
     "chat.message_required": "Write a message first.",
     "chat.message_too_long": "Keep the message under {limit} characters.",
+    "chat.too_many_messages": (
+        "You have sent the assistants many messages in a short time. Nothing was sent or "
+        "changed; try again in {seconds} seconds."
+    ),
     "chat.new": "Start a new conversation",
     "updates.still": "Not settled yet. Check again for the latest.",
     "updates.running": "This page checks again every {seconds} seconds.",
@@ -142,6 +146,10 @@ FR: dict[str, str] = {
     "chat.empty": "Aucun message. Dites ce dont vous avez besoin ; l'assistant répond ici.",
     "chat.message_required": "Écrivez d'abord un message.",
     "chat.message_too_long": "Limitez le message à {limit} caractères.",
+    "chat.too_many_messages": (
+        "Vous avez envoyé beaucoup de messages aux assistants en peu de temps. Rien n'a été "
+        "envoyé ni modifié ; réessayez dans {seconds} secondes."
+    ),
     "chat.new": "Nouvelle conversation",
     "updates.still": "Pas encore réglé. Vérifiez de nouveau pour la dernière situation.",
     "updates.running": "Cette page vérifie de nouveau toutes les {seconds} secondes.",
