@@ -29,6 +29,7 @@ from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA
+from tests.support.slow_model import chat_completion
 
 READ = "get_order_investigation"
 Body = Callable[[dict[str, Any]], httpx2.Response]
@@ -48,16 +49,7 @@ class RawEndpoint:
 
 
 def completion(message: dict[str, Any]) -> Body:
-    return lambda request: httpx2.Response(
-        200,
-        json={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "fake",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-        },
-    )
+    return lambda request: httpx2.Response(200, json=chat_completion(message))
 
 
 def calls(*arguments: str, name: str = READ) -> Body:

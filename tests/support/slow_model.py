@@ -24,6 +24,18 @@ FLOOD = "FLOOD"
 REPLY = "Here is what I found."
 
 
+def chat_completion(message: Any) -> dict[str, Any]:
+    """An OpenAI chat completion's body whose one choice is ``message`` (as the endpoint sends
+    it: a test's malformed message goes as it is)."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+    }
+
+
 class SlowModel:
     """An OpenAI-compatible endpoint: a manager message holding FLOOD waits (a slow model)
     until ``release`` is set; any other is answered at once with REPLY."""
@@ -42,22 +54,7 @@ class SlowModel:
                 self.waiting += 1
         if FLOOD in said:
             self.release.wait(timeout=60)
-        return httpx2.Response(
-            200,
-            json={
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "fake",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": REPLY},
-                    }
-                ],
-            },
-        )
+        return httpx2.Response(200, json=chat_completion({"role": "assistant", "content": REPLY}))
 
     def chat_model(self) -> OpenAIChatModel:
         """The production adapter over this endpoint (one attempt: nothing is retried)."""
