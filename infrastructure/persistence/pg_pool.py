@@ -21,12 +21,14 @@ both ways.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from time import monotonic
 from typing import Any
 
 import psycopg
 import psycopg_pool
+from countersign.infrastructure.persistence.hung_up import hung_up
 from countersign.infrastructure.persistence.recorders import translated_error
 from countersign.infrastructure.persistence.unavailable import DatabaseTimeoutError
 from eventsourcing.persistence import (
@@ -44,6 +46,7 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg.pq import TransactionStatus
 from psycopg.types.composite import register_composite
 from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool.pool import AddConnection
 
 #: psycopg_pool's own logger: the records its getconn and putconn make.
 _logger = logging.getLogger("psycopg.pool")
@@ -115,6 +118,16 @@ def getconn(pool: Any) -> psycopg.Connection[Any]:
     if len(ready) < pool._nconns_min:
         pool._nconns_min = len(ready)
     lock.release()
+    if hung_up(conn):
+        # The server ended it while it waited (a restart, ``pg_terminate_backend``): not
+        # handed out to fail a request, but counted, logged and replaced as the pool's own
+        # ``check`` does, and the next one taken.
+        pool._stats[pool._CONNECTIONS_LOST] += 1
+        _logger.warning("discarding broken connection: %s", conn)
+        with contextlib.suppress(Exception):
+            conn.close()
+        pool.run_task(AddConnection(pool))
+        return getconn(pool)
     conn._pool = pool
     if logs:
         _logger.info("connection given by %r", pool.name)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from countersign.infrastructure.persistence.hung_up import hung_up
 from countersign.infrastructure.settings import Database
 
 # psycopg is imported only by a process that uses PostgreSQL: a SQLite process never loads it
@@ -106,6 +107,8 @@ class SqlDatabase:
         the machine before then loses it whole. Only for what may be lost that way (the
         payment sandbox's refunds: payment_sandbox.py says why)."""
         with self._lock:
+            if self._connection is not None and self.is_postgres and hung_up(self._connection):
+                self._drop()  # the server ended it while it waited: a new one, not a failure
             if self._connection is None:
                 self._connection = self._connect()
             connection = self._connection
@@ -149,6 +152,10 @@ class SqlDatabase:
     @contextmanager
     def _autocommit(self) -> Iterator[Cursor]:
         with self._read_lock:
+            if self._reader is not None and self.is_postgres and hung_up(self._reader):
+                reader, self._reader = self._reader, None  # the server ended it while it waited
+                with contextlib.suppress(Exception):
+                    reader.close()
             if self._reader is None:
                 self._reader = self._connect(autocommit=True)
             try:
