@@ -12,8 +12,10 @@ and carries on.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from typing import Any
 from uuid import UUID
 
@@ -133,11 +135,26 @@ def _end_every_other_session(url: str) -> int:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as admin:
-        ended = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).fetchone()
-    return int(ended[0]) if ended else 0
+        pids = [
+            row[0]
+            for row in admin.execute(
+                "SELECT pid FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        ]
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # pg_terminate_backend only signals: each session closes its end a moment later,
+        # as a restart's do before the server answers again.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)
+            ).fetchone()
+            if not left or not left[0]:
+                break
+            time.sleep(0.01)
+    return len(pids)
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
@@ -159,3 +176,25 @@ def test_after_the_server_ends_every_connection_the_next_requests_are_answered(
     assert answers == [200] * 15
     assert approved.status_code == 200, approved.text
     assert approved.json()["status"] == "succeeded"
+
+
+def test_an_mcp_tool_says_the_database_did_not_answer_and_to_try_again(api: Api, monkeypatch):
+    """A model reads "internal_error" as the end; "database_unavailable" with when to try
+    again is what the API's 503 says, in words it acts on, with nothing of the error's text."""
+    from countersign.application.authorization import Caller
+
+    from tests.conftest import AVA
+    from tests.mcp_client import error_of
+    from tests.test_held_for_people import _in_memory
+
+    proposal_id = api.propose()
+    monkeypatch.setattr(api.cs.access, "card", _cut)
+
+    async def asking(session: Any) -> Any:
+        return error_of(await session.call_tool("proposal_status", {"proposal_id": proposal_id}))
+
+    answer = _in_memory(api.cs, Caller(AVA, "granite"), asking)
+    assert answer["error"] == "database_unavailable"
+    assert "try again in a few seconds" in answer["message"]
+    assert "correlation_id" not in answer
+    assert CUT not in json.dumps(answer)
