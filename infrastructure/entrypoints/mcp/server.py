@@ -40,6 +40,7 @@ from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.mcp import answers
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -154,7 +155,10 @@ class CountersignTools:
             )
         except CountersignError as rule:  # a domain rule refused it, in its own words
             return answers.refused({"error": "rejected", "message": str(rule)})
-        except Exception:
+        except Exception as error:
+            if database_unavailable(error):  # not the request's fault, and a retry will do
+                log.warning("MCP tool %r: the database is unavailable (%s)", name[:60], error)
+                return answers.refused(DATABASE_UNAVAILABLE)
             correlation_id = new_correlation_id()
             log.exception("MCP tool %r failed, correlation id %s", name[:60], correlation_id)
             return answers.refused({"error": "internal_error", "correlation_id": correlation_id})
@@ -287,6 +291,18 @@ def _listed(tool: AgentTool) -> types.Tool:
             open_world_hint=False,
         ),
     )
+
+
+#: A tool's answer while the database is out of reach or did not answer in time (a restart, a
+#: lock held past ``COUNTERSIGN_DATABASE_TIMEOUT``): what the API's 503 says, in the words a
+#: model acts on. Sending a proposal again is safe: one recorded meanwhile is replaced by it.
+DATABASE_UNAVAILABLE = {
+    "error": "database_unavailable",
+    "message": (
+        "the database did not answer in time; try again in a few seconds (a proposal "
+        "recorded meanwhile is replaced by the one sent again)"
+    ),
+}
 
 
 def _internal_error(method: str) -> MCPError:
