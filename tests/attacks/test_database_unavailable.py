@@ -188,7 +188,7 @@ def test_an_mcp_tool_says_the_database_did_not_answer_and_to_try_again(api: Api,
     from tests.test_held_for_people import _in_memory
 
     proposal_id = api.propose()
-    monkeypatch.setattr(api.cs.access, "card", _cut)
+    monkeypatch.setattr(api.cs.access, "status", _cut)  # what proposal_status reads
 
     async def asking(session: Any) -> Any:
         return error_of(await session.call_tool("proposal_status", {"proposal_id": proposal_id}))
