@@ -16,8 +16,10 @@ called.
 
 # ruff: noqa: E402
 import argparse
+import atexit
 import json
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -29,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 WORK = Path(tempfile.mkdtemp(prefix="countersign-turns-"))
+atexit.register(shutil.rmtree, WORK, ignore_errors=True)  # its databases, gone at the end
 import httpx2
 import openai
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel

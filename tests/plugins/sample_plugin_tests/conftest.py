@@ -3,7 +3,9 @@ of the test's own (``SAMPLE_PLUGIN_DATA``, read when the plug-in is built)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +14,12 @@ import pytest
 from countersign.infrastructure.bootstrap import enable_plugins
 from sample_plugin.company import Invoice, InvoiceBook
 
-#: Where the plug-in is built while pytest collects (the suite lists its contracts' kinds).
-os.environ.setdefault("SAMPLE_PLUGIN_DATA", tempfile.mkdtemp(prefix="sample-plugin-"))
+#: Where the plug-in is built while pytest collects (the suite lists its contracts' kinds);
+#: removed when this process ends (each run of the suite left one behind in the temp folder).
+if "SAMPLE_PLUGIN_DATA" not in os.environ:
+    _COLLECTING = tempfile.mkdtemp(prefix="sample-plugin-")
+    os.environ["SAMPLE_PLUGIN_DATA"] = _COLLECTING
+    atexit.register(shutil.rmtree, _COLLECTING, ignore_errors=True)
 
 INVOICES = (
     Invoice("INV-1", "granite", "Granite Hardware", 12_000),
