@@ -412,3 +412,13 @@ def web(app: FastAPI, cs: Countersign, seeded: dict[str, Any]) -> Web:
         app=app,
         passwords={user.email: demo_password(user.email) for user in USERS},
     )
+
+
+@pytest.fixture
+def slow_model(cs: Countersign) -> Iterator[Any]:
+    """The assistants' model, scripted behind the real openai client: a message holding FLOOD
+    waits until ``release`` is set (``tests/support/slow_model.py``)."""
+    from tests.support.slow_model import answering
+
+    with answering(cs.assistant) as endpoint:
+        yield endpoint

@@ -15,7 +15,6 @@ answered. The model is scripted behind the real ``openai`` client
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID
@@ -29,18 +28,11 @@ from countersign.infrastructure.settings import Settings, SettingsError
 from tests.attacks.conftest import Web
 from tests.conftest import AVA, MIA
 from tests.servers import serving
-from tests.support.slow_model import FLOOD, REPLY, SlowModel, answering, until
+from tests.support.slow_model import FLOOD, MESSAGES, REPLY, SlowModel, until
 
 #: The documented defaults (README, "Configuration"): the process's 8 turns waiting on the
 #: model, 4 of them for one club at most.
 PROCESS_BOUND, SHARE = 8, 4
-MESSAGES = "/api/v1/assistants/orders/resources/{}/messages"
-
-
-@pytest.fixture
-def model(cs: Countersign) -> Iterator[SlowModel]:
-    with answering(cs.assistant) as endpoint:
-        yield endpoint
 
 
 def _agent(cs: Countersign, club: str, member: str, name: str) -> str:
@@ -71,7 +63,7 @@ def test_half_the_turns_by_default_and_a_bad_share_is_refused(monkeypatch) -> No
 
 
 def test_one_club_holding_its_share_leaves_another_clubs_turns_answered(
-    cs: Countersign, web: Web, model: SlowModel
+    cs: Countersign, web: Web, slow_model: SlowModel
 ) -> None:
     """The review's run: granite's agent sends as many messages at once as the process lets
     wait on the model. Only granite's share waits; granite's others end at once, recorded,
@@ -94,16 +86,16 @@ def test_one_club_holding_its_share_leaves_another_clubs_turns_answered(
             try:
                 # Each of granite's turns is waiting on the model or has been answered.
                 settled = until(
-                    lambda: model.waiting + sum(f.done() for f in flood) == PROCESS_BOUND
+                    lambda: slow_model.waiting + sum(f.done() for f in flood) == PROCESS_BOUND
                 )
-                assert settled, f"{model.waiting} waiting on the model"
+                assert settled, f"{slow_model.waiting} waiting on the model"
                 other_club = _say(client, maple, maple_order, "Is this order settled?")
                 sent = mia.submit(
                     f"/chat/orders/{maple_order}", {"message": "Is this order settled?"}
                 )
                 chat = mia.get(sent.headers["location"].split("#")[0])
             finally:
-                model.release.set()
+                slow_model.release.set()
             granite = [f.result(timeout=60) for f in flood]
 
     assert other_club.status_code == 200, other_club.text
@@ -120,7 +112,7 @@ def test_one_club_holding_its_share_leaves_another_clubs_turns_answered(
     waited = [a for a in answers if a["ended"] == "reply"]
     refused = [a for a in answers if a["ended"] == "model_unavailable"]
     assert (len(waited), len(refused)) == (SHARE, PROCESS_BOUND - SHARE)
-    assert sum(FLOOD in asked for asked in model.asked) == SHARE  # the refused asked nothing
+    assert sum(FLOOD in asked for asked in slow_model.asked) == SHARE  # the refused asked nothing
     for answer in refused:
         assert answer["model_calls"] == 0
         assert _closing(answer) == (
@@ -132,7 +124,7 @@ def test_one_club_holding_its_share_leaves_another_clubs_turns_answered(
 
 
 def test_a_club_busy_turn_says_so_in_french_and_its_slots_come_back(
-    cs: Countersign, seeded: dict[str, Any], model: SlowModel
+    cs: Countersign, seeded: dict[str, Any], slow_model: SlowModel
 ) -> None:
     """Through the application (the command line's and the demo's way): while granite holds
     its share, Ava's turn ends at once in her language; once granite's turns end, hers is
@@ -152,10 +144,10 @@ def test_a_club_busy_turn_says_so_in_french_and_its_slots_come_back(
     with ThreadPoolExecutor(SHARE) as pool:
         held = [pool.submit(turn, f"{FLOOD} {i}") for i in range(SHARE)]
         try:
-            assert until(lambda: model.waiting == SHARE)
+            assert until(lambda: slow_model.waiting == SHARE)
             busy = turn("Et maintenant ?", "fr")
         finally:
-            model.release.set()
+            slow_model.release.set()
         assert [h.result(timeout=60).ended for h in held] == ["reply"] * SHARE
     assert busy.ended == "model_unavailable"
     assert busy.model_calls == 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,17 +34,10 @@ from tests.attacks.conftest import (
 )
 from tests.conftest import AVA, MIA, count_events
 from tests.servers import serving
-from tests.support.slow_model import SlowModel, answering
+from tests.support.slow_model import MESSAGES, SlowModel
 
 #: The documented default (README, "Configuration"): 20 turns a minute per member.
 LIMIT, WINDOW = 20, 60
-MESSAGES = "/api/v1/assistants/orders/resources/{}/messages"
-
-
-@pytest.fixture
-def model(cs: Countersign) -> Iterator[SlowModel]:
-    with answering(cs.assistant) as endpoint:
-        yield endpoint
 
 
 def test_twenty_a_minute_by_default_and_a_bad_limit_is_refused(monkeypatch) -> None:
@@ -58,13 +50,13 @@ def test_twenty_a_minute_by_default_and_a_bad_limit_is_refused(monkeypatch) -> N
 
 
 def test_a_member_past_the_turn_limit_gets_429_with_retry_after(
-    api: Api, clock: Any, model: SlowModel
+    api: Api, clock: Any, slow_model: SlowModel
 ) -> None:
     order = api.seeded["orders"]["refund-ok"]
     for _ in range(LIMIT):
         assert api.post(MESSAGES.format(order), {"message": "Hello"}).status_code == 200
     before = snapshot(api.cs)
-    asked = len(model.asked)
+    asked = len(slow_model.asked)
 
     refused = api.post(MESSAGES.format(order), {"message": "Hello"})
 
@@ -80,7 +72,7 @@ def test_a_member_past_the_turn_limit_gets_429_with_retry_after(
     )
     assert_no_leak(refused.text)
     assert_nothing_changed(api.cs, before)  # no event, no service action logged
-    assert len(model.asked) == asked  # the model was not asked
+    assert len(slow_model.asked) == asked  # the model was not asked
     # Another club's member is not held back by it.
     maple = api.seeded["orders"]["maple-refund"]
     assert api.post(MESSAGES.format(maple), {"message": "Hello"}, as_=MIA).status_code == 200
@@ -89,7 +81,7 @@ def test_a_member_past_the_turn_limit_gets_429_with_retry_after(
 
 
 def test_a_burst_of_turns_from_one_token_admits_exactly_the_limit(
-    cs: Countersign, app: Any, seeded: dict[str, Any], model: SlowModel
+    cs: Countersign, app: Any, seeded: dict[str, Any], slow_model: SlowModel
 ) -> None:
     """The review's 60 turns, sent at once over real sockets: exactly the limit is answered,
     the rest is refused with 429, and only the admitted turns wrote events."""
@@ -115,10 +107,12 @@ def test_a_burst_of_turns_from_one_token_admits_exactly_the_limit(
     assert count_events(cs, "Interaction.TurnEnded") - ended == LIMIT
     # Each admitted turn opened a conversation, heard, answered and ended it: 4 events.
     assert count_events(cs) - events == 4 * LIMIT
-    assert len(model.asked) == LIMIT
+    assert len(slow_model.asked) == LIMIT
 
 
-def test_the_web_chat_past_the_limit_says_when_to_try_again(web: Web, model: SlowModel) -> None:
+def test_the_web_chat_past_the_limit_says_when_to_try_again(
+    web: Web, slow_model: SlowModel
+) -> None:
     """In the member's language, with the message kept in the box; nothing is recorded."""
     order, maple_order = web.seeded["orders"]["refund-ok"], web.seeded["orders"]["maple-refund"]
     for club, member, about in (("granite", AVA, order), ("maple", MIA, maple_order)):
@@ -148,7 +142,7 @@ def test_the_web_chat_past_the_limit_says_when_to_try_again(web: Web, model: Slo
     assert f"try again in {english.headers['retry-after']} seconds" in english.text
     assert f"réessayez dans {french.headers['retry-after']} secondes" in french.text
     assert_nothing_changed(web.cs, before)
-    assert len(model.asked) == 2 * LIMIT
+    assert len(slow_model.asked) == 2 * LIMIT
 
 
 def test_the_limit_is_one_across_the_command_line_and_other_processes(

@@ -21,6 +21,8 @@ from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import BASE_URL
 
 FLOOD = "FLOOD"
+#: The API route a manager message to the order assistant goes to (``.format(order_id)``).
+MESSAGES = "/api/v1/assistants/orders/resources/{}/messages"
 REPLY = "Here is what I found."
 
 
