@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,18 @@ TIMEOUT_KEY = "POSTGRES_STATEMENT_TIMEOUT"
 DEFAULT_API_MAX_BODY = 64 * 1024
 DEFAULT_READY_MAX_LAG = 10_000
 DEFAULT_PROPOSAL_LIMIT = "30/minute"
-#: COUNTERSIGN_DATABASE_TIMEOUT's default: seconds a PostgreSQL statement may wait or run.
+#: COUNTERSIGN_DATABASE_TIMEOUT's default: seconds a PostgreSQL statement may wait or run, and
+#: a SQLite write may wait for the database's write lock.
 DEFAULT_DATABASE_TIMEOUT = 5.0
+#: SQLite: seconds a write of a maintenance command (no COUNTERSIGN_DATABASE_TIMEOUT: a rebuild,
+#: ``audit verify``) waits for the write lock before it gives up.
+SQLITE_MAINTENANCE_WAIT = 30
+
+
+def sqlite_wait(timeout: float | None) -> int:
+    """SQLite: whole seconds a write waits for the write lock, ``timeout`` (the services'
+    COUNTERSIGN_DATABASE_TIMEOUT) rounded up, or ``SQLITE_MAINTENANCE_WAIT`` without one."""
+    return SQLITE_MAINTENANCE_WAIT if timeout is None else max(1, math.ceil(timeout))
 
 
 class SettingsError(ValueError):
@@ -226,13 +237,15 @@ class Database:
 
     def eventsourcing_env(self, timeout: float | None = None) -> dict[str, str]:
         """The library's settings for this database; ``timeout``: seconds each PostgreSQL
-        statement may wait or run (None: no limit), pg_waits.py."""
+        statement may wait or run (None: no limit), pg_waits.py; on SQLite, seconds a commit
+        waits for the write lock (None: ``SQLITE_MAINTENANCE_WAIT``)."""
         if self.kind == "sqlite":
             return {
                 # The library's SQLite persistence, with statement caching fixed.
                 "PERSISTENCE_MODULE": f"{_RECORDERS}:CountersignSQLiteFactory",
                 "SQLITE_DBNAME": self.sqlite_path,
-                "SQLITE_LOCK_TIMEOUT": "30",
+                # The library reads whole seconds: a part of one waits the whole second.
+                "SQLITE_LOCK_TIMEOUT": str(sqlite_wait(timeout)),
                 "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:CountersignSQLiteRecorder",
             }
         env = {

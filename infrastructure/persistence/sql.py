@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from countersign.infrastructure.persistence.hung_up import hung_up
-from countersign.infrastructure.settings import Database
+from countersign.infrastructure.settings import SQLITE_MAINTENANCE_WAIT, Database
 
 # psycopg is imported only by a process that uses PostgreSQL: a SQLite process never loads it
 # (about 17 MB). These give the errors to catch of whichever drivers this process has loaded.
@@ -56,7 +56,10 @@ class SqlDatabase:
     ``timeout``: on PostgreSQL, seconds each statement may wait for a lock or run (its
     connection's ``statement_timeout`` and ``lock_timeout``, set as it connects: pg_waits.py);
     None, no limit (the maintenance commands, a rebuild's writer process and index
-    builders). ``schema_lock`` waits for the schema lock without a limit."""
+    builders). On SQLite, seconds a write waits for the database's write lock (another
+    process's transaction, an operator's ``BEGIN EXCLUSIVE`` in the sqlite3 shell), then
+    "database is locked", which is the database unavailable (``unavailable.py``); None,
+    ``SQLITE_MAINTENANCE_WAIT``. ``schema_lock`` waits for the schema lock without a limit."""
 
     def __init__(self, database: Database, *, timeout: float | None = None) -> None:
         self.database = database
@@ -90,8 +93,9 @@ class SqlDatabase:
                 autocommit=autocommit,
                 **options,
             )
+        waits = self.timeout if bounded and self.timeout is not None else SQLITE_MAINTENANCE_WAIT
         connection = sqlite3.connect(
-            self.database.sqlite_path, timeout=30, isolation_level=None, check_same_thread=False
+            self.database.sqlite_path, timeout=waits, isolation_level=None, check_same_thread=False
         )
         connection.execute("PRAGMA journal_mode=WAL")
         return connection

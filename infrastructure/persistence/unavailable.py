@@ -33,6 +33,20 @@ _DRIVER_CLASSES = frozenset(
 )
 #: psycopg's classes of a statement the server cancelled (both are OperationalErrors).
 _CANCELLED = frozenset({("psycopg", "QueryCanceled"), ("psycopg", "LockNotAvailable")})
+#: SQLite's result codes (their primary byte) for a write lock another connection held past
+#: the wait (``SQLITE_BUSY``, "database is locked") and a table locked within one connection's
+#: shared cache (``SQLITE_LOCKED``): the statement did nothing, and a retry later may pass.
+#: Its other OperationalErrors ("no such table", a full disk, a syntax error) are not.
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def _sqlite_locked(error: BaseException) -> bool:
+    """Whether ``error`` is sqlite3's "database is locked" (or the library's wrapping of it)."""
+    for found in (error, error.__cause__):
+        code = getattr(found, "sqlite_errorcode", None)
+        if type(code) is int and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return True
+    return False
 
 
 def _driver_classes(error: BaseException) -> set[tuple[str, str]]:
@@ -43,10 +57,15 @@ def database_unavailable(error: BaseException) -> bool:
     """Whether ``error`` is the database out of reach for now (see the module's doc)."""
     if isinstance(error, OperationalError | InterfaceError | DatabaseTimeoutError):
         return True  # the library's, wrapping the driver's
-    return bool(_driver_classes(error) & _DRIVER_CLASSES)
+    return bool(_driver_classes(error) & _DRIVER_CLASSES) or _sqlite_locked(error)
 
 
 def timed_out(error: BaseException) -> bool:
     """Whether ``error`` is a statement the server cancelled: it waited its whole timeout (for
-    a lock, most often), and nothing of it took effect."""
-    return isinstance(error, DatabaseTimeoutError) or bool(_driver_classes(error) & _CANCELLED)
+    a lock, most often), and nothing of it took effect; on SQLite, a write that waited in vain
+    for the write lock."""
+    return (
+        isinstance(error, DatabaseTimeoutError)
+        or bool(_driver_classes(error) & _CANCELLED)
+        or _sqlite_locked(error)
+    )

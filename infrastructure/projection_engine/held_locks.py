@@ -52,11 +52,21 @@ def gave_up(
     error: BaseException,
     seconds: float | None,
     found: list[tuple[Any, ...]],
+    *,
+    postgres: bool = True,
 ) -> str:
     """The warning of a pass of ``where`` (a projection, or "the log") that gave up waiting
-    for the database after ``seconds``, its holders ``found`` (``holders``)."""
+    for the database after ``seconds``, its holders ``found`` (``holders``). On SQLite
+    (``postgres`` False) what waited is a write, for the database's one write lock, which
+    SQLite cannot say who holds."""
     waited = f"waited {seconds:g} s" if seconds is not None else "waited"
     head = f"projections: {where} {waited} for the database and gave up ({type(error).__name__})"
+    if not postgres:
+        return (
+            f"{head}: another connection holds the SQLite database's write lock (a long "
+            "transaction, or a BEGIN left open in the sqlite3 shell). End that transaction; "
+            "the runner carries on once the lock is let go"
+        )
     if not found:
         return (
             f"{head}; no session holds a lock on {', '.join(tables)} now (it may have "

@@ -407,7 +407,9 @@ def _gave_up(runners: list[ProjectionRunner], stalled: _StalledError) -> str:
         tables = [t.name for t in stalled.runner.projection.tables]
         tables += [log_table, TRACKING_TABLE]
     found = held_locks.holders(first.sql, tables)
-    return held_locks.gave_up(where, tables, stalled.error, first.sql.timeout, found)
+    return held_locks.gave_up(
+        where, tables, stalled.error, first.sql.timeout, found, postgres=first.sql.is_postgres
+    )
 
 
 def _poll(runners: list[ProjectionRunner], on_batch: Callable[[str, int], None] | None) -> bool:

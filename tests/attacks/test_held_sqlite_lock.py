@@ -1,0 +1,203 @@
+"""A SQLite write lock held by someone else answers in a bounded time, and says so.
+
+SQLite has one write lock for the whole database; another connection holding it (an operator's
+``BEGIN EXCLUSIVE`` left open in the sqlite3 shell, a backup tool, a long transaction) made
+every countersign write wait 30 s, and then: every command printed a Python traceback
+("sqlite3.OperationalError: database is locked", the start of each command writes), an API
+request or a page answered 500 with the wait behind it. Now a write waits at most
+``COUNTERSIGN_DATABASE_TIMEOUT`` seconds (here 1), as PostgreSQL's statements do
+(tests/attacks/test_held_locks.py), and is answered as the database unavailable: the API 503
+``database-unavailable`` with Retry-After, the pages that the database did not answer, the
+command line the same in one line with exit 1, and nothing of the write is committed (approving
+again once the lock is let go executes once). Reads go on meanwhile: SQLite's log lets them.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.persistence.unavailable import database_unavailable, timed_out
+from countersign.infrastructure.settings import (
+    SQLITE_MAINTENANCE_WAIT,
+    Database,
+    Settings,
+    sqlite_wait,
+)
+from countersign.infrastructure.testing.fixtures import SEEDED
+
+from tests.attacks.conftest import Api, Web, assert_no_leak, problem
+from tests.attacks.test_held_locks import STUCK, WAIT, Timed, _follow, _logged
+from tests.conftest import AVA
+
+NOAH = "noah@granite.example"
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, test_databases: Any) -> Iterator[str]:
+    """The kit's ``database_url``, on SQLite only: its one write lock."""
+    names = request.fixturenames
+    kind = "seeded" if "seeded" in names else "schema" if "cs" in names else "empty"
+    url, seeded = test_databases.copy("sqlite", kind)
+    request.node.stash[SEEDED] = seeded
+    yield url
+    test_databases.release(url)
+
+
+@pytest.fixture
+def cs(
+    database_url: str, clock: Any, countersign_plugins: tuple[str, ...]
+) -> Iterator[Countersign]:
+    """The kit's ``cs``, its writes waiting at most ``WAIT`` seconds for the write lock."""
+    settings = Settings(
+        database_url=database_url, plugins=countersign_plugins, database_timeout=WAIT
+    )
+    wired = bootstrap(settings, clock=clock)
+    yield wired
+    wired.close()
+
+
+@contextmanager
+def held(url: str) -> Iterator[None]:
+    """Another connection holding the database's write lock (``BEGIN EXCLUSIVE``, as in the
+    sqlite3 shell) until the end."""
+    holder = sqlite3.connect(Database.parse(url).sqlite_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        yield
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+
+
+def test_an_approval_behind_the_write_lock_is_not_committed_and_executes_once_later(
+    api: Api, database_url: str
+):
+    proposal_id = api.propose()
+    path = f"/api/v1/proposals/{proposal_id}/approve"
+    with held(database_url):
+        approval = Timed(lambda: api.post(path))
+        read = Timed(lambda: api.get(f"/api/v1/proposals/{proposal_id}"))
+    approval.finish()
+    read.finish()
+    assert not approval.stuck, f"the approval waited for the lock for {STUCK} s and more"
+    status, body = problem(approval.answer)
+    assert (status, body["type"].rsplit(":", 1)[1]) == (503, "database-unavailable")
+    assert approval.answer.headers["retry-after"] == "5"
+    assert "read the proposal before sending it again" in body["detail"]
+    assert_no_leak(approval.answer.text)
+    assert WAIT * 0.9 <= approval.seconds < WAIT * 4
+    # Reads went on behind the lock.
+    assert read.answer.status_code == 200, read.answer.text
+    assert read.answer.json()["status"] == "pending"
+    assert api.cs.sandbox.refunds() == []
+    again = api.post(path)
+    assert again.status_code == 200, again.text
+    assert again.json()["result"] == "executed"
+    assert api.post(path).json()["result"] == "already_completed"
+    [refund] = api.cs.sandbox.refunds()
+    assert int(str(refund["requests"])) == 1
+
+
+def test_a_decision_on_a_page_behind_the_write_lock_says_the_database_did_not_answer(
+    web: Web, database_url: str
+):
+    proposal_id = web.propose()
+    browser = web.member(NOAH)  # signed in before the lock
+    browser.page_token(f"/proposals/{proposal_id}")
+    path = f"/proposals/{proposal_id}/decline"
+    with held(database_url):
+        declined = Timed(lambda: browser.submit(path, {"note": "not this one"}))
+    declined.finish()
+    assert not declined.stuck
+    assert declined.answer.status_code == 503
+    assert declined.answer.headers["retry-after"] == "5"
+    text = declined.answer.text.replace("&#39;", "'")
+    assert "open the proposal again to see where it stands" in text
+    assert_no_leak(text)
+    assert web.status(proposal_id) == "pending"
+
+
+def test_a_command_behind_the_write_lock_says_so_in_one_line(
+    cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch
+):
+    """Every command writes as it starts (its tables): it gave up with a traceback after 30 s."""
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_URL", database_url)
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", str(WAIT))
+    out, err = io.StringIO(), io.StringIO()
+    with held(database_url):
+        started = time.monotonic()
+        with redirect_stdout(out), redirect_stderr(err):
+            status = main(["inbox", "--org", "granite", "--as", AVA])
+        seconds = time.monotonic() - started
+    assert status == 1
+    assert seconds < WAIT * 4
+    said = out.getvalue() + err.getvalue()
+    assert "error: the database did not answer in time; try again in a few seconds" in said
+    assert "Traceback" not in said
+    assert "sqlite3" not in said
+    assert_no_leak(said)
+    with redirect_stdout(io.StringIO()):
+        assert main(["inbox", "--org", "granite", "--as", AVA]) == 0  # the lock let go
+
+
+def test_the_projection_runner_says_the_write_lock_is_held_and_carries_on(
+    api: Api, database_url: str, monkeypatch, caplog
+):
+    runner, stop, thread = _follow(api.cs, monkeypatch)
+    api.propose("refund-two-approvers")  # an event browser_view writes a card of
+    try:
+        with caplog.at_level(logging.WARNING, logger="countersign.projections"):
+            with held(database_url):
+                thread.start()
+                warned = _logged(caplog, "gave up", STUCK)
+                assert thread.is_alive()
+            assert warned, "the stalled pass logged nothing"
+            carried_on = _logged(caplog, "the database answers again; carrying on", STUCK)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert carried_on
+    assert runner.status().lag == 0
+    warning = next(r.getMessage() for r in caplog.records if "gave up" in r.getMessage())
+    assert "projection 'browser_view' waited 1 s for the database and gave up" in warning
+    assert "another connection holds the SQLite database's write lock" in warning
+    assert "pg_locks" not in warning  # PostgreSQL's words are not SQLite's
+    assert "stopped at notification" not in caplog.text  # never taken for a bad event
+
+
+def test_only_a_locked_database_is_unavailable_not_every_sqlite_error(tmp_path: Path):
+    path = str(tmp_path / "x.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    waiting = sqlite3.connect(path, timeout=0.05, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError) as locked:
+        waiting.execute("INSERT INTO t VALUES (1)")
+    holder.close()
+    with pytest.raises(sqlite3.OperationalError) as missing:
+        waiting.execute("SELECT * FROM nowhere")
+    waiting.close()
+    assert database_unavailable(locked.value)
+    assert timed_out(locked.value)
+    assert not database_unavailable(missing.value)
+    assert not timed_out(missing.value)
+
+
+def test_the_write_lock_waits_for_the_timeout_in_whole_seconds_or_30_for_maintenance():
+    assert sqlite_wait(5.0) == 5
+    assert sqlite_wait(0.2) == 1
+    assert sqlite_wait(2.5) == 3
+    assert sqlite_wait(None) == SQLITE_MAINTENANCE_WAIT == 30
+    env = Database.parse("sqlite:////tmp/x.db").eventsourcing_env(5.0)
+    assert env["SQLITE_LOCK_TIMEOUT"] == "5"
