@@ -31,6 +31,12 @@ _BUILT_IN_PROVIDERS = ("payments", "email")
 _PACKAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
+#: How many times ``install`` was called in this process (whether or not it succeeded): whoever
+#: remembers what it installed (``infrastructure.plugins.enable``) knows by it whether the
+#: registries were installed again since, by anyone.
+_installs = 0
+
+
 class PluginError(ValueError):
     """A plug-in that cannot be installed: the message names it and says what to change."""
 
@@ -131,6 +137,8 @@ def install(plugins: Sequence[Plugin]) -> None:
     """Make these plug-ins' contracts, permissions and sections part of the registries (and
     only these: ``install(())`` leaves countersign's own). PluginError, saying which plug-in
     and what to change, when one breaks a rule; the registries are then countersign's own."""
+    global _installs
+    _installs += 1
     builtin_areas = {c.kind.split(".", 1)[0] for c in contracts.BUILT_IN}
     builtin_areas |= {str(a.section) for a in sections.BUILT_IN}
     names: set[str] = set()
@@ -161,6 +169,12 @@ def install(plugins: Sequence[Plugin]) -> None:
         sections.install(())
         which = ", ".join(plugin.name for plugin in plugins)
         raise PluginError(f"plug-in {which}: {broken}") from None
+
+
+def installs() -> int:
+    """How many times ``install`` was called in this process: a count that changed since
+    one's own install means the registries may hold other plug-ins now."""
+    return _installs
 
 
 def providers_of(plugins: Sequence[Plugin]) -> dict[str, EffectProvider]:

@@ -27,7 +27,9 @@ from countersign.infrastructure.settings import PLUGINS_ENV, SettingsError
 GROUP = "countersign.plugins"
 
 _lock = threading.Lock()
-_enabled: tuple[tuple[str, ...], tuple[Plugin, ...]] = ((), ())
+#: The names enabled, their plug-ins, and ``registry.installs()`` just after: the registries
+#: hold exactly those plug-ins while nobody has installed any since (a test, a script).
+_enabled: tuple[tuple[str, ...], tuple[Plugin, ...], int] = ((), (), registry.installs())
 
 
 def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:
@@ -72,11 +74,13 @@ def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:
 def enable(names: tuple[str, ...]) -> tuple[Plugin, ...]:
     """Enable exactly these plug-ins in this process: their contracts, sections and
     permissions join the registries, their event packages the event store's allow-list. The
-    same names again cost nothing; other names replace the set (tests switch). SettingsError
-    (a one-line message; the CLI exits 2) when one cannot be found, loaded or installed."""
+    same names again cost nothing, unless the registries were installed otherwise since
+    (``registry.install`` called directly, by a test or a script): then they are installed
+    again; other names replace the set (tests switch). SettingsError (a one-line message;
+    the CLI exits 2) when one cannot be found, loaded or installed."""
     global _enabled
     with _lock:
-        if _enabled[0] == names:
+        if _enabled[0] == names and _enabled[2] == registry.installs():
             return _enabled[1]
         try:
             plugins = find(names)
@@ -84,11 +88,11 @@ def enable(names: tuple[str, ...]) -> tuple[Plugin, ...]:
         except (PluginError, SettingsError) as broken:
             registry.install(())  # countersign's own, as if none had been named
             allow_event_packages(())
-            _enabled = ((), ())
+            _enabled = ((), (), registry.installs())
             if isinstance(broken, PluginError):
                 fix = f"; fix the plug-in or remove it from {PLUGINS_ENV}"
                 raise SettingsError(f"{broken}{fix}") from None
             raise
         allow_event_packages([p for plugin in plugins for p in plugin.event_packages])
-        _enabled = (names, plugins)
+        _enabled = (names, plugins, registry.installs())
         return plugins

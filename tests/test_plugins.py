@@ -193,6 +193,41 @@ def test_a_contract_breaking_a_registry_rule_installs_nothing(installed, company
     assert "already_tagged" not in REVISION_REASONS
 
 
+def test_enabling_the_deployments_plugins_again_undoes_an_operation_installed_otherwise(
+    installed, tmp_path, cs, seeded
+):
+    """A test or a script that installs an operation in the orders section itself, and then
+    enables the deployment's plug-ins again (as every test's teardown does), leaves the order
+    assistant as it was. Enabling the same plug-ins again used to do nothing, so the extra
+    operation stayed for the rest of the process: its company keys named every order, and a
+    turn about the order ``refund-ok`` looked up another id (a NotFoundError for an Order)."""
+    from countersign.application import plugins as registries
+    from countersign.application.plugins import Plugin
+    from countersign.domain.scope import Section
+    from sample_plugin.company import InvoiceBook
+    from sample_plugin.contracts import TagInvoice
+
+    class TagOrder(TagInvoice):
+        kind, permission, section = "extra.tag_order", "extra.manage", Section("orders")
+
+    extra = TagOrder(InvoiceBook(tmp_path / "invoices.db"))
+    registries.install([Plugin(name="extra", namespace="extra", contracts=(extra,))])
+    assert "extra.tag_order" in REGISTRY
+
+    enable_plugins()
+
+    assert "extra.tag_order" not in REGISTRY
+    turn = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="orders",
+        resource_id=seeded["orders"]["refund-ok"],
+        message="Refund the missing early-bird discount to the card",
+    )
+    assert turn.proposal is not None
+    assert turn.proposal["operation"] == "order.refund_missing_discount"
+
+
 def test_settings_read_the_plugins_the_deployment_names(monkeypatch):
     monkeypatch.setenv("COUNTERSIGN_PLUGINS", " sample, ,acme-invoices,sample ")
 
