@@ -172,10 +172,10 @@ def test_thousands_of_tool_calls_in_one_answer_are_acted_on_up_to_the_bound(assi
 def test_a_turn_past_the_bound_of_turns_waiting_asks_nothing(assistant_with):
     """A slow endpoint holds each turn a long time: past MAX_CONCURRENT_TURNS waiting at
     once, a turn ends at once instead of holding one more thread of the server (here other
-    clubs' turns hold them all, each club no more than its share)."""
+    clubs' turns hold them all, one each: a club holding a turn never takes the reserve)."""
     cs, endpoint, turn = assistant_with(SAY_DONE)
     slots = cs.assistant.slots
-    held = [f"club-{i % 2}" for i in range(MAX_CONCURRENT_TURNS)]
+    held = [f"club-{i}" for i in range(MAX_CONCURRENT_TURNS)]
     try:
         assert [slots.take(club) for club in held] == [None] * MAX_CONCURRENT_TURNS
         report = turn()

@@ -67,8 +67,9 @@ CLUB_BUSY = Localized(
     "Les assistants de votre club sont tous occupés pour le moment. Rien n'a été modifié ; "
     "réessayez bientôt.",
 )
-"""What a turn ends with when its club holds its whole share of the turns waiting on the
-model (``turn_limits.TurnSlots``)."""
+"""What a turn ends with when its club holds what it may of the turns waiting on the model:
+its whole share, or, while only the reserve kept for clubs holding none is free, the turns it
+has (``turn_limits.TurnSlots``)."""
 
 
 def closing_text(

@@ -115,7 +115,8 @@ class AssistantService:
         self.max_rounds = max_rounds
         #: How many proposals a member may make in a while (None: no limit).
         self.limiter = limiter
-        #: The turns waiting on the model, at most MAX_CONCURRENT_TURNS and a club's share.
+        #: The turns waiting on the model: at most MAX_CONCURRENT_TURNS, a club's share, and
+        #: the last free ones only for clubs holding none (``TurnSlots``).
         self.slots = slots or TurnSlots()
         #: How many turns a member may start in a while (None: no limit).
         self.turn_limiter = turn_limiter

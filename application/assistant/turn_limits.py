@@ -2,13 +2,37 @@
 how many one member may start in a while.
 
 A turn waits on the model for seconds, and one whose endpoint answers slowly holds a thread
-of the server all that time, so a process lets at most ``MAX_CONCURRENT_TURNS`` wait at once.
-Within that bound each club holds at most its share (``COUNTERSIGN_TURNS_PER_CLUB``, half by
-default): one club's agents sending many messages at once fill their own share and leave the
-other clubs' turns room. A turn refused either way ends at once, recorded, as an unavailable
-model does, the model not asked and nothing changed; one refused for its club's share says
-its club's assistants are busy. The slots are the process's own, as its threads are; the
-approval cycle never takes one.
+of the server all that time, so a process lets at most ``MAX_CONCURRENT_TURNS`` (T, 8) wait
+at once. Those T slots are shared among the clubs so that no club, nor two, nor a few
+flooding together (with their agents' tokens, say), leave another club's members without a
+turn (``TurnSlots``):
+
+* a club's turns hold at most its share S (``COUNTERSIGN_TURNS_PER_CLUB``, half by default);
+* a club holding no slot may take any free one;
+* a club already holding slots may take another only while more than R = T - S slots are
+  free: the last R free slots are a reserve for clubs holding none.
+
+So whatever clubs already holding turns do, a member of a club with none waiting gets a slot
+as long as any is free: only clubs with no other turn waiting ever take the reserve, one slot
+each. Put another way, the turns past each club's first number at most S - 1 in all (a club
+takes one only while fewer than S turns wait, itself holding one of them), so k clubs flooding
+at once hold at most S + k - 1 slots and leave the others at least R - k + 1. With the
+defaults (8 and 4): a club alone holds its 4; two flooding clubs hold at most 5 and leave 3;
+filling all 8 takes five clubs flooding at once (with the share alone, two did it).
+
+Why R = T - S: it is the largest reserve that still lets a lone busy club hold its whole share
+when no other is active (it holds T - R = S), so the share keeps its meaning, what one club
+may hold, and the reserve is what the share leaves of the process. The price is paid by clubs
+busy at the same moment: past their first turns they share S slots, so while granite holds 4,
+maple's second turn is refused (its club's assistants busy) until fewer than 4 turns wait, and
+then both compete for the freed slots. A share of all T leaves no reserve (R = 0): one club
+may hold every turn, which is for a deployment serving one club.
+
+A turn refused a slot ends at once, recorded, as an unavailable model does, the model not
+asked and nothing changed: ``Busy.CLUB`` when its club holds what it may now (its share, or
+its slots while only the reserve is free), saying its club's assistants are busy;
+``Busy.PROCESS`` when every slot is taken. The slots are the process's own, as its threads
+are; the approval cycle never takes one.
 
 A member may start ``COUNTERSIGN_TURN_LIMIT`` turns in a while (20 a minute by default),
 through the API, the web chat and the command line together (``TurnLimiter``): counted like
@@ -35,19 +59,24 @@ from countersign.domain.errors import CountersignError
 #: the bound ends at once as an unavailable model does, nothing asked and nothing changed.
 MAX_CONCURRENT_TURNS = 8
 #: Of those, the most one club's turns may hold (``COUNTERSIGN_TURNS_PER_CLUB``): half, so
-#: that a club flooding its assistants leaves the others as many as it holds.
+#: that a club flooding its assistants alone holds 4, and the other 4 are the reserve kept
+#: for clubs holding none (``TurnSlots``).
 DEFAULT_TURNS_PER_CLUB = MAX_CONCURRENT_TURNS // 2
 
 
 class Busy(StrEnum):
     """Why a turn got no slot."""
 
-    PROCESS = "process"  # the process's turns all wait on the model
-    CLUB = "club"  # the turn's club holds its whole share
+    #: Every slot of the process is taken.
+    PROCESS = "process"
+    #: Its club holds what it may now: its share, or its turns while only the reserve is free.
+    CLUB = "club"
 
 
 class TurnSlots:
-    """The turns of this process waiting on the model, in all and by club (thread-safe)."""
+    """The turns of this process waiting on the model, in all and by club (thread-safe): at
+    most ``total``, at most ``per_club`` of one club, and the last ``reserve`` free slots
+    (``total - per_club``) only for clubs holding none (the module's docstring says why)."""
 
     def __init__(
         self, per_club: int = DEFAULT_TURNS_PER_CLUB, total: int = MAX_CONCURRENT_TURNS
@@ -56,25 +85,37 @@ class TurnSlots:
             raise ValueError(f"a club's share is 1 to {total} turns, not {per_club}")
         self.per_club = per_club
         self.total = total
+        #: Free slots a club already holding one may not take: a lone club still holds its
+        #: whole share (``total - reserve == per_club``).
+        self.reserve = total - per_club
         self._lock = threading.Lock()
         self._clubs: Counter[str] = Counter()
+        self._taken = 0  # the sum of ``_clubs``, kept so that ``take`` is O(1)
 
     def take(self, club: str) -> Busy | None:
-        """A slot for one turn of ``club``, taken (None) if its club's share and the process
-        leave one; else why not, and nothing is taken."""
+        """A slot for one turn of ``club``, taken (None) if its club's share, the process and
+        the reserve leave one; else why not, and nothing is taken. O(1), and never waits."""
         with self._lock:
-            if self._clubs[club] >= self.per_club:
+            held = self._clubs[club]  # 0, and nothing stored, for a club holding none
+            if held >= self.per_club:
                 return Busy.CLUB
-            if self._clubs.total() >= self.total:
+            free = self.total - self._taken
+            if free <= 0:
                 return Busy.PROCESS
+            if held and free <= self.reserve:
+                return Busy.CLUB  # the reserve is for clubs holding none
             self._clubs[club] += 1
+            self._taken += 1
             return None
 
     def give_back(self, club: str) -> None:
         """The turn that took a slot for ``club`` no longer waits on the model."""
         with self._lock:
-            self._clubs[club] -= 1
             if self._clubs[club] <= 0:
+                return  # a slot never taken: nothing comes back, the count stays right
+            self._clubs[club] -= 1
+            self._taken -= 1
+            if self._clubs[club] == 0:
                 del self._clubs[club]
 
     def held(self) -> dict[str, int]:
