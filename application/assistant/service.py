@@ -152,7 +152,9 @@ class AssistantService:
         interaction = self._interaction(interaction_id, scope, member.email, caller)
         club = str(scope.organization_id)
         if self.turn_limiter is not None:
-            self.turn_limiter.admit(club, member.email)  # counted: the turn begins
+            # Counted: the turn begins. A token's turns apart from its person's own.
+            token = None if caller.scopes is None else caller.service or "unnamed"
+            self.turn_limiter.admit(club, member.email, token)
         messages = self._context(assistant, interaction, message, scope)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
         interaction.hear(message[:MAX_MESSAGE])

@@ -34,13 +34,15 @@ its slots while only the reserve is free), saying its club's assistants are busy
 ``Busy.PROCESS`` when every slot is taken. The slots are the process's own, as its threads
 are; the approval cycle never takes one.
 
-A member may start ``COUNTERSIGN_TURN_LIMIT`` turns in a while (20 a minute by default),
-through the API, the web chat and the command line together (``TurnLimiter``): counted like
-the proposal limit, in one step of counts every process shares (their own table), so a burst
-from any number of processes never gets past it. Past it, ``TooManyTurnsError`` says when to
-try again, and nothing of the turn is recorded: the manager's message is not heard, the
-model not asked. Only turns begun count; one refused for another reason (not found, not
-allowed) counts nothing.
+A member may start ``COUNTERSIGN_TURN_LIMIT`` turns in a while (20 a minute by default)
+as themselves, through the web chat and the command line together, and as many through each
+API token of theirs, each token counted apart (``TurnLimiter``, ``turn_budget``): an agent's
+token that floods the assistants stops at its own limit and leaves its person's own chat, and
+their other tokens, their turns. Counted like the proposal limit, in one step of counts every
+process shares (their own table), so a burst from any number of processes never gets past
+it. Past it, ``TooManyTurnsError`` says when to try again, and nothing of the turn is
+recorded: the manager's message is not heard, the model not asked. Only turns begun count;
+one refused for another reason (not found, not allowed) counts nothing.
 """
 
 from __future__ import annotations
@@ -149,10 +151,18 @@ class TurnLimiter:
         self.limit = limit
         self.clock = clock
 
-    def admit(self, organization: str, member: str) -> None:
-        """Count one turn of ``member`` of ``organization`` begun now, checked and counted in
-        one step of the shared counts; TooManyTurnsError, counting nothing, if the limit
-        leaves no room."""
-        wait = take(self.counts, member_key(organization, member), self.limit, self.clock.now())
+    def admit(self, organization: str, member: str, token: str | None = None) -> None:
+        """Count one turn of ``member`` of ``organization`` begun now, through ``token`` (an API
+        token's name; None: the member as themselves), checked and counted in one step of the
+        shared counts; TooManyTurnsError, counting nothing, if the limit leaves no room."""
+        key = turn_budget(organization, member, token)
+        wait = take(self.counts, key, self.limit, self.clock.now())
         if wait is not None:
             raise TooManyTurnsError(wait)
+
+
+def turn_budget(organization: str, member: str, token: str | None = None) -> str:
+    """Whose turns are counted together: a member as themselves (the web chat, the command
+    line), or one API token of theirs (``token``, its name), each apart from the others."""
+    key = member_key(organization, member)
+    return key if token is None else f"{key}/token:{token}"

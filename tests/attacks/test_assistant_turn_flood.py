@@ -2,8 +2,10 @@
 
 An outside review had one agent token send 60 turns in 2.1 s: all were answered 200, each
 asked the model, and 240 events were written. Now a member may start
-``COUNTERSIGN_TURN_LIMIT`` turns (20 a minute by default) through the API, the web chat and
-the command line together, checked and counted in one step in the database, so the limit
+``COUNTERSIGN_TURN_LIMIT`` turns (20 a minute by default) as themselves, through the web chat
+and the command line together, and as many through each API token of theirs, each counted
+apart (an agent's flood leaves its person's own chat alone), checked and counted in one step
+in the database, so the limit
 holds across processes and a concurrent burst cannot get past it. Past it the API answers 429
 with Retry-After, the web chat and the command line say when to try again, in the member's
 language, and nothing is recorded: no event, no service action, the model not asked. The model
@@ -150,6 +152,33 @@ def test_the_web_chat_past_the_limit_says_when_to_try_again(
     assert f"réessayez dans {french.headers['retry-after']} secondes" in french.text
     assert_nothing_changed(web.cs, before)
     assert len(slow_model.asked) == 2 * LIMIT
+
+
+def test_an_agent_tokens_flood_leaves_its_person_and_their_other_tokens_their_turns(
+    api: Api, web: Web, slow_model: SlowModel
+) -> None:
+    """The review's agent flood used its person's budget: for a minute Ava's own chat was
+    refused. Now each token of hers is counted apart from her and from her other tokens."""
+    order = api.seeded["orders"]["refund-ok"]
+    agent = issue_token(
+        api.cs, "granite", "flooder", ["orders.refund"], issued_by=AVA, kind="agent"
+    )
+    flooder = {"Authorization": f"Bearer {agent.token}"}
+    say = {"message": "Hello"}
+    for _ in range(LIMIT):
+        assert api.client.post(MESSAGES.format(order), headers=flooder, json=say).is_success
+    refused = api.client.post(MESSAGES.format(order), headers=flooder, json=say)
+    assert refused.status_code == 429
+
+    ava = web.member(AVA)
+    ava.page_token(f"/chat/orders/{order}")
+    chat = ava.submit(f"/chat/orders/{order}", {"message": "Is the refund still right?"})
+    assert chat.status_code in (200, 303), chat.text[:500]
+    assert "many messages in a short time" not in chat.text
+    assert api.post(MESSAGES.format(order), {"message": "And my own token?"}).status_code == 200
+    assert slow_model.asked[-2:] == ["Is the refund still right?", "And my own token?"]
+    again = api.client.post(MESSAGES.format(order), headers=flooder, json=say)
+    assert again.status_code == 429  # the flooding token is still held back
 
 
 def test_the_limit_is_one_across_the_command_line_and_other_processes(
