@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -45,7 +45,7 @@ from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.plugins import enable
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
-from countersign.infrastructure.projection_engine.runner import ProjectionRunner
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner, TablesInPlace
 from countersign.infrastructure.proposal_counts import TURN_COUNTS, SqlProposalCounts
 from countersign.infrastructure.settings import Database, Settings, SettingsError, plugin_names
 from countersign.infrastructure.sweeper_passes import SqlSweeperPasses
@@ -78,6 +78,8 @@ class Countersign:
     passkeys: PasskeyService  # members' passkeys (the account page)
     sweeper_passes: SqlSweeperPasses  # where the sweepers' schedules record their passes
     plugins: tuple[Plugin, ...]  # the plug-ins COUNTERSIGN_PLUGINS enabled
+    #: The projections whose tables this process's requests found in place (``catch_up``).
+    tables_in_place: TablesInPlace = field(default_factory=TablesInPlace)
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""
@@ -108,19 +110,36 @@ class Countersign:
     ) -> list[ProjectionRunner]:
         """Runners for the named projections (all of them by default), reading ``batch_size``
         events a batch (by default ``ProjectionRunner.BATCH_SIZE``)."""
-        unknown = sorted(set(names or []) - set(PROJECTIONS))
-        if unknown:
-            raise SettingsError(
-                f"unknown projection {', '.join(unknown)}; known: {', '.join(PROJECTIONS)}"
-            )
+        _check_names(names)
         return [
             ProjectionRunner(self.app, self.sql, PROJECTIONS[name], batch_size=batch_size)
             for name in (names or list(PROJECTIONS))
         ]
 
+    def catch_up(self, names: Sequence[str]) -> None:
+        """Bring the named projections up to the log, for a request that reads them next (a
+        page, the API's inbox). Their tables are made, or checked, by this process's first
+        such call only (``TablesInPlace``): later ones take no schema lock and send no DDL,
+        one statement reading each position (and checking the tables are still the ones
+        made) and one reading the log after it, when nothing is new."""
+        _check_names(list(names))
+        for name in names:
+            runner = ProjectionRunner(
+                self.app, self.sql, PROJECTIONS[name], in_place=self.tables_in_place
+            )
+            runner.catch_up()
+
     def close(self) -> None:
         self.sql.close()
         self.app.close()
+
+
+def _check_names(names: list[str] | None) -> None:
+    unknown = sorted(set(names or []) - set(PROJECTIONS))
+    if unknown:
+        raise SettingsError(
+            f"unknown projection {', '.join(unknown)}; known: {', '.join(PROJECTIONS)}"
+        )
 
 
 def enable_plugins(names: tuple[str, ...] | None = None) -> tuple[Plugin, ...]:

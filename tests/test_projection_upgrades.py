@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from countersign.infrastructure.projection_engine.runner import ProjectionRunner
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner, TablesInPlace
 from countersign.projections.base import Column, Projection, Rows, Table, handles
 
 from tests.conftest import AVA
@@ -81,6 +81,26 @@ def test_tables_built_by_other_code_are_dropped_and_rebuilt_on_the_next_catch_up
     rewritten.catch_up()
     assert _rows(cs) == [(proposal_id, "ORDER.REFUND_MISSING_DISCOUNT", AVA)]
     assert rewritten.status().lag == 0
+
+
+def test_a_process_that_knew_the_tables_in_place_sees_another_version_rebuilt_them(cs, seeded):
+    """A page's runner (``in_place``) makes no table once its process made them; its first
+    read of the position still finds that another version rebuilt them since, and rebuilds
+    them for its own code, as any runner of the old code would."""
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
+    in_place = TablesInPlace()
+    ProjectionRunner(cs.app, cs.sql, _Proposals(), in_place=in_place).catch_up()
+    assert in_place.holds("upgraded_proposals", _Proposals().fingerprint())
+
+    # Another process, of the next version: a new column.
+    ProjectionRunner(cs.app, cs.sql, _WithRequester()).catch_up()
+    assert _rows(cs) == [(proposal_id, "order.refund_missing_discount", AVA)]
+
+    again = ProjectionRunner(cs.app, cs.sql, _Proposals(), in_place=in_place)
+    assert again.position() == 0  # dropped and made again, as this process's code has them
+    again.catch_up()
+    assert _rows(cs) == [(proposal_id, "order.refund_missing_discount")]
+    assert in_place.holds("upgraded_proposals", _Proposals().fingerprint())
 
 
 def test_an_old_deployments_projections_rebuild_themselves_and_show_the_new_columns(upgraded):  # noqa: F811

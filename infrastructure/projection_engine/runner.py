@@ -54,6 +54,7 @@ __all__ = [
     "ProjectionStatus",
     "ProjectionStoppedError",
     "SqlRows",
+    "TablesInPlace",
     "create_statements",
 ]
 
@@ -96,6 +97,8 @@ class ProjectionRunner:
         sql: SqlDatabase,
         projection: Projection,
         batch_size: int | None = None,
+        *,
+        in_place: TablesInPlace | None = None,
     ) -> None:
         self.app = app
         self.sql = sql
@@ -114,7 +117,13 @@ class ProjectionRunner:
         self._read_log: Callable[[int, int], Sequence[Entry]] = select_log or (
             lambda after, limit: app.recorder.select_notifications(after + 1, limit=limit)
         )
-        self.setup()
+        #: What this process knows to be in place already (``TablesInPlace``): with it, the
+        #: tables are made only when it does not hold them, and every read of the position
+        #: checks that they are still the ones it holds.
+        self.in_place = in_place
+        self._fingerprint = projection.fingerprint()
+        if in_place is None or not in_place.holds(self.name, self._fingerprint):
+            self.setup()
 
     @property
     def name(self) -> str:
@@ -139,13 +148,15 @@ class ProjectionRunner:
             for table in self.projection.tables:
                 for statement in create_statements(table, self.dialect, indexes=indexes):
                     cursor.execute(statement)
+        if self.in_place is not None:
+            self.in_place.add(self.name, self._fingerprint)
 
     def _drop_if_built_by_other_code(self, cursor: Cursor) -> None:
         cursor.execute(
             f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
             " projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, updated_at TEXT)"
         )
-        fingerprint = self.projection.fingerprint()
+        fingerprint = self._fingerprint
         stored = cursor.execute(
             f"SELECT fingerprint FROM {SCHEMA_TABLE} WHERE projection = ?", (self.name,)
         ).fetchone()
@@ -174,10 +185,37 @@ class ProjectionRunner:
         )
 
     def position(self) -> int:
+        if self.in_place is not None:
+            return self._checked_position(self.in_place)
         with self.sql.transaction() as cursor:
             row = cursor.execute(
                 f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
             ).fetchone()
+        self.known_position = int(row[0]) if row else 0
+        return self.known_position
+
+    def _checked_position(self, in_place: TablesInPlace) -> int:
+        """The position, read with the fingerprint its tables were built under, in the same
+        statement: a tracking row and that fingerprint stand for the tables (whatever drops
+        them deletes the row in the same transaction: ``reset``, a new version's ``setup``).
+        No row (another process is rebuilding them, or a rebuild stopped between its reset
+        and its ``setup``), or another fingerprint (another version built them): this
+        process no longer knows them in place, and ``setup`` makes or rebuilds them, as it
+        would for a runner built without ``in_place``, before the position is read again."""
+        with self.sql.transaction() as cursor:
+            row = cursor.execute(
+                f"SELECT t.position, s.fingerprint FROM {TRACKING_TABLE} t"
+                f" LEFT JOIN {SCHEMA_TABLE} s ON s.projection = t.projection"
+                " WHERE t.projection = ?",
+                (self.name,),
+            ).fetchone()
+        if row is None or row[1] != self._fingerprint:
+            in_place.forget(self.name)
+            self.setup()  # the schema lock, as at any runner's start: waits as long
+            with self.sql.transaction() as cursor:
+                row = cursor.execute(
+                    f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
+                ).fetchone()
         self.known_position = int(row[0]) if row else 0
         return self.known_position
 
@@ -441,6 +479,38 @@ class ProjectionRunner:
             raise ProjectionStoppedError(
                 stopped(self.name, notification, type(error).__name__)
             ) from None
+
+
+class TablesInPlace:
+    """The projections whose tables one process has made, or found in place, on one
+    database, and under which ``Projection.fingerprint``: a runner built with it
+    (``ProjectionRunner(in_place=...)``, what a request's catch-up builds:
+    ``Countersign.catch_up``) runs ``setup`` only for a projection it does not hold.
+
+    ``setup`` takes the schema lock and sends a dozen statements (CREATE TABLE and INDEX IF
+    NOT EXISTS, the fingerprint's check): every page view did it for the inbox's two
+    projections, so a rebuild's index builds (which hold the schema lock) or a writer's
+    transaction on a card table (which CREATE INDEX IF NOT EXISTS waits for) made every page
+    wait out the database timeout; and when nothing was new it was 19 of the catch-up's 27
+    statements on PostgreSQL, 17 of 29 on SQLite (``scripts/measure_page_catch_up.py``).
+    Another process may drop the tables since (a rebuild's reset, another version of
+    countersign): the runner's every read of its position checks for it
+    (``ProjectionRunner._checked_position``), and makes them again if need be.
+
+    Shared by a process's request threads: each holds or adds one entry at a time (a dict's
+    own operations, atomic)."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, str] = {}
+
+    def holds(self, name: str, fingerprint: str) -> bool:
+        return self._built.get(name) == fingerprint
+
+    def add(self, name: str, fingerprint: str) -> None:
+        self._built[name] = fingerprint
+
+    def forget(self, name: str) -> None:
+        self._built.pop(name, None)
 
 
 #: The young generation's threshold while a rebuild runs (Python's default is 700).

@@ -140,6 +140,42 @@ def test_the_page_behind_a_held_lock_says_the_database_did_not_answer(web: Web, 
     assert_no_leak(text)
 
 
+@contextmanager
+def schema_lock_held(url: str) -> Iterator[int]:
+    """Another session holding the schema lock, as a rebuild does while it builds its
+    indexes (minutes, on a big database)."""
+    with psycopg.connect(url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
+        try:
+            yield holder.info.backend_pid
+        finally:
+            holder.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK_KEY,))
+
+
+@pytest.mark.parametrize("holding", ["schema lock", "a writer on proposal_cards"])
+def test_a_page_does_not_wait_for_the_schema_lock_nor_a_writer_of_its_read_models(
+    web: Web, database_url: str, holding: str
+):
+    """A page's catch-up makes the read models' tables once a process (the first page): the
+    next pages neither take the schema lock (a rebuild's index builds hold it) nor build an
+    index (CREATE INDEX IF NOT EXISTS waited for a writer's transaction on the table), so
+    they answer at once, with the navigation's counts, instead of after the timeout."""
+    browser = web.member(AVA)  # signed in: its first page made the tables
+    web.propose()
+    holder = (
+        schema_lock_held(database_url)
+        if holding == "schema lock"
+        else held(database_url, "proposal_cards", "ROW EXCLUSIVE")
+    )
+    with holder:
+        page = Timed(lambda: browser.get("/"))
+    page.finish()
+    assert not page.stuck
+    assert page.answer.status_code == 200
+    assert page.seconds < WAIT * 0.9
+    assert "1 awaiting your decision" in page.answer.text
+
+
 def test_an_approval_whose_commit_waits_in_vain_is_not_committed_and_executes_once_later(
     api: Api, database_url: str
 ):

@@ -89,8 +89,7 @@ def inbox(
     may read is (403 when it may read none)."""
     with answers(request):
         listed = cs.access.inbox_scope(service.caller, section)
-        for runner in cs.projection_runners(["browser_view"]):
-            runner.catch_up()
+        cs.catch_up(["browser_view"])
         document = cs.read_models.inbox(
             listed.organization_id,
             cs.clock.now(),

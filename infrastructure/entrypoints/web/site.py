@@ -296,9 +296,10 @@ class Site:
         return response
 
     def catch_up_inbox(self) -> None:
-        """Bring the inbox's read models up to the log, so a page shows what just happened."""
-        for runner in self.cs.projection_runners(list(INBOX_PROJECTIONS)):
-            runner.catch_up()
+        """Bring the inbox's read models up to the log, so a page shows what just happened
+        (their tables are made or checked by the process's first page only:
+        ``Countersign.catch_up``)."""
+        self.cs.catch_up(INBOX_PROJECTIONS)
 
     def _counts(self, user: User) -> dict[str, int] | None:
         """The navigation's counts: awaiting the person's decision, needing attention; None
