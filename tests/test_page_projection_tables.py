@@ -2,7 +2,8 @@
 process's first page makes (or checks) them, later ones send no DDL and take no schema lock
 (``TablesInPlace``, ``Countersign.catch_up``), on every backend. Another process's rebuild of
 those projections, finished, stopped after its reset, or part-way, leaves the next page with
-the right counts.
+the right counts; one that drops the tables between a page's catch-up and its reads makes that
+page answer 503 (the database unavailable for a moment), never 500.
 """
 
 from __future__ import annotations
@@ -147,4 +148,27 @@ def test_a_page_during_another_process_s_rebuild_counts_right(
             runner.setup()  # the rest of the reset
             runner.run_batch()  # and the rebuild's first few events
     assert _in_time(lambda: _state(browser)) == expected
+    assert _state(browser) == expected
+
+
+def test_a_page_whose_tables_another_process_drops_after_its_catch_up_does_not_fail(
+    web: Web, other: Countersign, monkeypatch
+):
+    """The page read its positions, then another process's rebuild dropped the tables (its
+    reset) before the page read them: the page says the database cannot answer right now."""
+    browser = web.browser(AVA)
+    pending = web.propose()
+    expected = _state(browser)
+    assert pending in expected[2]
+    site_catch_up = web.cs.catch_up
+
+    def caught_up_then_dropped(names: Any) -> None:
+        site_catch_up(names)
+        for runner in other.projection_runners(list(INBOX_PROJECTIONS)):
+            _reset_only(runner)
+
+    monkeypatch.setattr(web.cs, "catch_up", caught_up_then_dropped)
+    page = browser.get("/")
+    monkeypatch.undo()
+    assert page.status_code == 503, page.text
     assert _state(browser) == expected

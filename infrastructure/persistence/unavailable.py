@@ -23,6 +23,22 @@ class DatabaseTimeoutError(DatabaseError):
     most reads) waits the whole timeout again nine times."""
 
 
+class TableRebuiltError(DatabaseError):
+    """A read found no table where a read model's was: another process dropped it to build it
+    again (a projection's rebuild, between its reset and its ``setup``, moments apart), and
+    the same read a little later finds it. Raised by the read models (projection_engine/
+    read_models.py) in place of the driver's error, so that the entry points answer it as
+    the database unavailable for now (a page's 503, the API's), never as an internal error."""
+
+
+def missing_table(error: BaseException) -> bool:
+    """Whether ``error`` is the database saying a table the statement names is not there
+    (SQLite's "no such table", PostgreSQL's SQLSTATE 42P01 ``undefined_table``)."""
+    if getattr(error, "sqlstate", None) == "42P01":
+        return True
+    return type(error).__module__ == "sqlite3" and str(error).startswith("no such table")
+
+
 #: The drivers' own classes, by name, so that a SQLite process never imports psycopg.
 _DRIVER_CLASSES = frozenset(
     {
@@ -55,7 +71,9 @@ def _driver_classes(error: BaseException) -> set[tuple[str, str]]:
 
 def database_unavailable(error: BaseException) -> bool:
     """Whether ``error`` is the database out of reach for now (see the module's doc)."""
-    if isinstance(error, OperationalError | InterfaceError | DatabaseTimeoutError):
+    if isinstance(
+        error, OperationalError | InterfaceError | DatabaseTimeoutError | TableRebuiltError
+    ):
         return True  # the library's, wrapping the driver's
     return bool(_driver_classes(error) & _DRIVER_CLASSES) or _sqlite_locked(error)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
+from countersign.infrastructure.persistence.unavailable import TableRebuiltError, missing_table
 from countersign.infrastructure.projection_engine.runner import SqlRows
 from countersign.projections import PROJECTIONS
 from countersign.projections.base import Table
@@ -22,11 +24,25 @@ class ReadModels:
         self.sql = sql
         self.dialect = "postgres" if sql.is_postgres else "sqlite"
 
+    @contextmanager
+    def _transaction(self) -> Iterator[Cursor]:
+        """A transaction of reads of the projections' tables. A table that is not there was
+        dropped by another process's rebuild after this one's catch-up read its position
+        (which makes them again when they are gone: ``ProjectionRunner._checked_position``):
+        TableRebuiltError, the database unavailable for a moment, not an internal error."""
+        try:
+            with self.sql.transaction() as cursor:
+                yield cursor
+        except Exception as error:
+            if missing_table(error):
+                raise TableRebuiltError(str(error)) from error
+            raise
+
     def _select(
         self, table: str, where: str, params: list[Any], tail: str = ""
     ) -> list[dict[str, Any]]:
         spec: Table = _TABLES[table]
-        with self.sql.transaction() as cursor:
+        with self._transaction() as cursor:
             rows = cursor.execute(
                 f"SELECT {', '.join(spec.column_names())} FROM {table} WHERE {where} {tail}",
                 params,
@@ -64,7 +80,7 @@ class ReadModels:
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)
-        with self.sql.transaction() as cursor:
+        with self._transaction() as cursor:
             total = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
             ).fetchone()
@@ -100,7 +116,7 @@ class ReadModels:
         spec = _TABLES["proposal_cards"]
         columns = ", ".join(f"c.{name}" for name in spec.column_names())
         limit = min(max(1, limit), MAX_PAGE_SIZE)
-        with self.sql.transaction() as cursor:
+        with self._transaction() as cursor:
             total = cursor.execute(
                 f"SELECT COUNT(*) FROM {joined} WHERE {where}", params
             ).fetchone()
@@ -141,7 +157,7 @@ class ReadModels:
         where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
         params: list[Any] = [organization_id]
         where += _in_sections("section", section, sections, params)
-        with self.sql.transaction() as cursor:
+        with self._transaction() as cursor:
             total = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
             ).fetchone()
@@ -178,7 +194,7 @@ class ReadModels:
         open_items, open_params = self._attention(organization_id, overdue_before)
         open_items += _in_sections("a.section", section, sections, open_params)
         joined = "attention_items a JOIN proposal_cards c ON c.proposal_id = a.proposal_id"
-        with self.sql.transaction() as cursor:
+        with self._transaction() as cursor:
             pending = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {awaiting}", awaiting_params
             ).fetchone()
