@@ -144,6 +144,23 @@ class SqlDatabase:
             yield cursor
 
     @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        """Reads of committed data on the reading connection, taking no write lock: on SQLite
+        in one read transaction (``BEGIN``, deferred: the statements see one state of the
+        database, whichever connection holds its write lock meanwhile); on PostgreSQL each
+        statement on its own, as a transaction at its default isolation (read committed)
+        would see them, without the two round trips of its BEGIN and COMMIT."""
+        with self._autocommit() as cursor:
+            if self.is_postgres:
+                yield cursor
+                return
+            cursor.execute("BEGIN")
+            try:
+                yield cursor
+            finally:
+                cursor.execute("ROLLBACK")  # it wrote nothing: its snapshot is let go
+
+    @contextmanager
     def statements(self) -> Iterator[Cursor]:
         """Statements each committed on its own (autocommit), on the connection ``reading``
         uses: one round trip for a write that is whole in one statement (a lone INSERT, a

@@ -26,12 +26,13 @@ class ReadModels:
 
     @contextmanager
     def _transaction(self) -> Iterator[Cursor]:
-        """A transaction of reads of the projections' tables. A table that is not there was
-        dropped by another process's rebuild after this one's catch-up read its position
-        (which makes them again when they are gone: ``ProjectionRunner._checked_position``):
-        TableRebuiltError, the database unavailable for a moment, not an internal error."""
+        """Reads of the projections' tables, taking no write lock (``SqlDatabase.snapshot``).
+        A table that is not there was dropped by another process's rebuild after this one's
+        catch-up read its position (which makes them again when they are gone:
+        ``ProjectionRunner._checked_position``): TableRebuiltError, the database unavailable
+        for a moment, not an internal error."""
         try:
-            with self.sql.transaction() as cursor:
+            with self.sql.snapshot() as cursor:
                 yield cursor
         except Exception as error:
             if missing_table(error):

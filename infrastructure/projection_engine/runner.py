@@ -185,9 +185,13 @@ class ProjectionRunner:
         )
 
     def position(self) -> int:
+        """Where the projection stands, read as committed, on the reading connection: no
+        write lock is taken (SQLite's is the whole database's, which another connection may
+        hold), and the batch that writes after it checks it again under its lock
+        (``_lock_position``), so a position moved meanwhile is a race, read again."""
         if self.in_place is not None:
             return self._checked_position(self.in_place)
-        with self.sql.transaction() as cursor:
+        with self.sql.reading() as cursor:
             row = cursor.execute(
                 f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
             ).fetchone()
@@ -202,7 +206,7 @@ class ProjectionRunner:
         and its ``setup``), or another fingerprint (another version built them): this
         process no longer knows them in place, and ``setup`` makes or rebuilds them, as it
         would for a runner built without ``in_place``, before the position is read again."""
-        with self.sql.transaction() as cursor:
+        with self.sql.reading() as cursor:
             row = cursor.execute(
                 f"SELECT t.position, s.fingerprint FROM {TRACKING_TABLE} t"
                 f" LEFT JOIN {SCHEMA_TABLE} s ON s.projection = t.projection"
@@ -212,7 +216,7 @@ class ProjectionRunner:
         if row is None or row[1] != self._fingerprint:
             in_place.forget(self.name)
             self.setup()  # the schema lock, as at any runner's start: waits as long
-            with self.sql.transaction() as cursor:
+            with self.sql.reading() as cursor:
                 row = cursor.execute(
                     f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
                 ).fetchone()

@@ -127,6 +127,27 @@ def test_a_decision_on_a_page_behind_the_write_lock_says_the_database_did_not_an
     assert web.status(proposal_id) == "pending"
 
 
+def test_pages_with_nothing_new_to_project_are_read_behind_the_write_lock(
+    web: Web, database_url: str
+):
+    """A page catches the read models up before it reads them: with nothing new in the log
+    that is reads only, and it took the write lock all the same (to read a position), so
+    every page waited behind a held lock (30 s, then 500; 1 s, then 503)."""
+    proposal_id = web.propose()
+    browser = web.member(NOAH)
+    assert proposal_id in browser.get("/").text  # caught up before the lock
+    with held(database_url):
+        inbox = Timed(lambda: browser.get("/"))
+        card = Timed(lambda: browser.get(f"/proposals/{proposal_id}"))
+    inbox.finish()
+    card.finish()
+    for page in (inbox, card):
+        assert not page.stuck
+        assert page.answer.status_code == 200, page.answer.text[:300]
+        assert page.seconds < WAIT * 0.9  # never waited for the lock
+    assert proposal_id in inbox.answer.text
+
+
 def test_a_command_behind_the_write_lock_says_so_in_one_line(
     cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch
 ):
