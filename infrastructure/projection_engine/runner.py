@@ -25,6 +25,7 @@ from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.projection_engine import skips
 from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
@@ -139,6 +140,7 @@ class ProjectionRunner:
                 f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} ("
                 " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
             )
+            skips.create(cursor)
             self._drop_if_built_by_other_code(cursor)
             cursor.execute(
                 f"INSERT INTO {TRACKING_TABLE} (projection, position) VALUES (?, 0)"
@@ -240,7 +242,9 @@ class ProjectionRunner:
             try:
                 self.decode_event.decode(notification)
             except Exception as error:
-                return stopped(self.name, notification, type(error).__name__)
+                if skips.skipped(self.sql, notification.id):
+                    continue  # an operator passed it in every projection
+                return stopped(self.name, notification, type(error).__name__, unreadable=True)
         return None
 
     def run_batch(self, start_after: int | None = None) -> int:
@@ -311,8 +315,10 @@ class ProjectionRunner:
                 try:
                     event = to_domain_event(notification)
                 except Exception as error:
+                    if skips.skipped(self.sql, notification.id):
+                        continue  # an operator passed it in every projection (skips.py)
                     raise ProjectionStoppedError(
-                        stopped(self.name, notification, type(error).__name__)
+                        stopped(self.name, notification, type(error).__name__, unreadable=True)
                     ) from None
             elif event is None:
                 continue
@@ -477,11 +483,14 @@ class ProjectionRunner:
         self.setup(indexes=indexes)
 
     def _decode(self, notification: Entry) -> Any:
+        """The event, or None for one an operator passed in every projection (skips.py)."""
         try:
             return self.decode_event(notification)
         except Exception as error:
+            if skips.skipped(self.sql, notification.id):
+                return None
             raise ProjectionStoppedError(
-                stopped(self.name, notification, type(error).__name__)
+                stopped(self.name, notification, type(error).__name__, unreadable=True)
             ) from None
 
 

@@ -56,16 +56,28 @@ def advanced(name: str) -> str:
     )
 
 
-def stopped(name: str, notification: Entry, error: str) -> str:
+def stopped(name: str, notification: Entry, error: str, *, unreadable: bool = False) -> str:
     """What stops ``name`` at ``notification``, which it could not apply (``error``, the
-    exception's class): the event and its aggregate, and that the next run resumes there."""
-    return (
+    exception's class): the event and its aggregate, and that the next run resumes there;
+    for an event that does not decode (``unreadable``), that an operator may pass it
+    (``skips.py``)."""
+    said = (
         f"projection {name!r} stopped at notification {notification.id} "
-        f"({notification.topic.rpartition(':')[2]} of {_id_text(notification.originator_id)}): "
-        f"{error}. "
+        f"({event_named(notification)}): {error}. "
         "Nothing after it was applied; fix the cause and run the projection again: "
         "it resumes from this event."
     )
+    if unreadable:
+        said += (
+            " If the record cannot be restored, 'countersign projections skip "
+            f"{notification.id} --reason TEXT' passes it in every projection, recorded."
+        )
+    return said
+
+
+def event_named(notification: Entry) -> str:
+    """A stored event as the messages name it: its class and its aggregate's id."""
+    return f"{notification.topic.rpartition(':')[2]} of {_id_text(notification.originator_id)}"
 
 
 def _id_text(originator_id: object) -> str:

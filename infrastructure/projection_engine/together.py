@@ -17,7 +17,7 @@ from typing import Any
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import database_unavailable, timed_out
-from countersign.infrastructure.projection_engine import held_locks
+from countersign.infrastructure.projection_engine import held_locks, skips
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
@@ -288,28 +288,9 @@ def _run_chunk(
     whose event does not decode). So decoding stops at an event that does not decode, the
     runners run only over the events before it, and once a runner fails at an event the
     runners after it run only over the events before that one."""
-    decode = runners[0].decode_event.decode
     # The position the rebuild stops at, what it says, and the error it comes from.
-    stop: tuple[int, str, BaseException | None] | None = None
-    decoded: list[tuple[Any, int, tuple[Any, ...]]] = []
-    keep = decoded.append
-    for notification in chunk:
-        topic = notification.topic
-        try:
-            wanted = handlers[topic]
-        except KeyError:
-            found = tuple(runner.projection.handler_for(topic) for runner in runners)
-            wanted = handlers[topic] = None if found.count(None) == len(found) else found
-        if wanted is None:
-            continue
-        try:
-            event = decode(notification)
-        except Exception as error:
-            first = next(i for i, handler in enumerate(wanted) if handler is not None)
-            name = runners[first].name
-            stop = (notification.id, stopped(name, notification, type(error).__name__), None)
-            break
-        keep((event, notification.id, wanted))
+    stop: tuple[int, str, BaseException | None] | None
+    decoded, stop = _decode_chunk(runners, chunk, handlers)
     for i, runner_rows in enumerate(rows):
         todo = decoded
         if stop is not None:
@@ -328,6 +309,39 @@ def _run_chunk(
             stop = (position, stopped(runners[i].name, at, type(error).__name__), error)
     if stop is not None:
         raise ProjectionStoppedError(stop[1]) from stop[2]
+
+
+def _decode_chunk(
+    runners: list[ProjectionRunner],
+    chunk: Sequence[Entry],
+    handlers: dict[str, tuple[Any, ...] | None],
+) -> tuple[list[tuple[Any, int, tuple[Any, ...]]], tuple[int, str, None] | None]:
+    """``_run_chunk``'s decoding: each event some runner handles, decoded once, with its
+    position and its topic's handlers, up to the first that does not decode (then the stop
+    it makes: its position and what it says), passing those an operator skipped (skips.py)."""
+    decode = runners[0].decode_event.decode
+    decoded: list[tuple[Any, int, tuple[Any, ...]]] = []
+    keep = decoded.append
+    for notification in chunk:
+        topic = notification.topic
+        try:
+            wanted = handlers[topic]
+        except KeyError:
+            found = tuple(runner.projection.handler_for(topic) for runner in runners)
+            wanted = handlers[topic] = None if found.count(None) == len(found) else found
+        if wanted is None:
+            continue
+        try:
+            event = decode(notification)
+        except Exception as error:
+            if skips.skipped(runners[0].sql, notification.id):
+                continue  # an operator passed it in every projection
+            first = next(i for i, handler in enumerate(wanted) if handler is not None)
+            name = runners[first].name
+            said = stopped(name, notification, type(error).__name__, unreadable=True)
+            return decoded, (notification.id, said, None)
+        keep((event, notification.id, wanted))
+    return decoded, None
 
 
 def run_forever(

@@ -70,6 +70,16 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
         names.known = _ProjectionNames()  # what its help's %(known)s shows
         command.add_argument("--batch-size", type=int, default=None, help=argparse.SUPPRESS)
+    skip = add(
+        "skip",
+        Handler("projections", "cmd_projections_skip"),
+        "pass one event that cannot be read, in every projection, recorded with a reason",
+        projections_sub,
+    )
+    skip.add_argument("position", type=int, metavar="POSITION", help="the event's notification id")
+    skip.add_argument(
+        "--reason", required=True, metavar="TEXT", help="why (kept, and shown by status)"
+    )
 
     audit = sub.add_parser("audit", help="export and verify the audit trail")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")

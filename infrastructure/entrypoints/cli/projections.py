@@ -15,6 +15,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     FaultFoundError,
     Result,
+    UsageError,
     catch_up,
     parse_time,
 )
@@ -28,6 +29,8 @@ log = logging.getLogger("countersign.cli")
 
 
 def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.infrastructure.projection_engine import skips
+
     statuses, lines = [], []
     for runner in cs.projection_runners(args.names):
         status = runner.status().to_json()
@@ -39,7 +42,41 @@ def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
         )
         if status["stopped"]:
             lines.append(f"  {status['stopped']}")
+    skipped = skips.listed(cs.sql)
+    for skip in skipped:
+        lines.append(
+            f"every projection passes notification {skip.position} ({skip.event}), skipped by "
+            f"{skip.skipped_by} at {skip.skipped_at}: {skip.reason}"
+        )
+    if skipped and args.json:
+        # The document stays a list of projections; each says which events it passes.
+        for status in statuses:
+            status["skipped"] = [skip.as_dict() for skip in skipped]
     return statuses, "\n".join(lines)
+
+
+def cmd_projections_skip(cs: Countersign, args: argparse.Namespace) -> Result:
+    """Record that every projection passes the event at ``args.position``, which must not
+    decode (infrastructure/projection_engine/skips.py says why and when)."""
+    from countersign.infrastructure.projection_engine import skips
+
+    [runner] = cs.projection_runners(["audit_trail"])  # any: they decode alike
+    position = max(1, args.position)
+    found = cs.app.recorder.select_notifications(position, limit=1)
+    notification = found[0] if found else None
+    try:
+        skip = skips.record(
+            cs.sql, notification, runner.decode_event.decode, args.position, args.reason
+        )
+    except skips.SkipRefusedError as refused:
+        raise UsageError(str(refused)) from None
+    document = {"skipped": skip.as_dict()}
+    text = (
+        f"every projection passes notification {skip.position} ({skip.event}) from now on, "
+        f"recorded: {skip.reason}. 'countersign projections status' lists it; the stopped "
+        "runners carry on at their next pass"
+    )
+    return document, text
 
 
 def cmd_projections_rebuild(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -1,0 +1,133 @@
+"""One club's unreadable event stopped every club's read models, with no way on but a restore.
+
+A projection stops at an event it cannot read and resumes from it once the cause is fixed:
+never a silent skip. But the log is every club's, so one club's damaged record left every
+club's inbox and counts as they were, for as long as the record could not be restored. Now an
+operator may pass that one event in every projection, with ``countersign projections skip
+POSITION --reason TEXT``: refused for an event that reads (a handler's failure is a code fix)
+or that is not there; recorded with the reason, the operator and the time; listed by
+``projections status``; and a rebuild passes it too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.domain.club.organization import Organization
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
+from countersign.infrastructure.testing.deployment import MIA
+
+from tests.support.proposing import propose
+from tests.test_audit_verify import _sql
+
+
+def _damaged(cs: Countersign, seeded: dict[str, Any]) -> tuple[int, str]:
+    """Maple's proposal whose Proposed event no longer reads: its notification id, its id."""
+    proposal_id = propose(cs, seeded, "maple-refund", actor=MIA, organization="maple")
+    _sql(cs, "UPDATE {table} SET state=? WHERE originator_id=?", b"{not json", UUID(proposal_id))
+    return _position(cs, proposal_id), proposal_id
+
+
+def _position(cs: Countersign, proposal_id: str) -> int:
+    """The notification id of the proposal's first event."""
+    column = "rowid" if cs.database.kind == "sqlite" else "notification_id"
+    found = _sql(
+        cs, f"SELECT MIN({column}) FROM {{table}} WHERE originator_id=?", UUID(proposal_id)
+    )
+    return int(found[0][0])
+
+
+def _cli(capsys: pytest.CaptureFixture[str], cs: Countersign, *argv: str) -> tuple[int, str]:
+    status = main([*argv, "--database", cs.settings.database_url])
+    out, err = capsys.readouterr()
+    return status, out + err
+
+
+def _granite_inbox(cs: Countersign) -> list[str]:
+    inbox = cs.read_models.inbox(str(Organization.create_id("granite")), cs.clock.now())
+    return [item["proposal_id"] for item in inbox["items"]]
+
+
+def test_an_operator_passes_one_clubs_unreadable_event_and_every_club_goes_on(
+    cs: Countersign, seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    position, maple_id = _damaged(cs, seeded)
+    granite_id = propose(cs, seeded)  # another club's work, after the damaged event
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        cs.catch_up(["browser_view"])
+    said = str(stopped.value)
+    assert f"stopped at notification {position} (Proposal.Proposed of {maple_id})" in said
+    assert f"'countersign projections skip {position} --reason TEXT'" in said
+    assert granite_id not in _granite_inbox(cs)  # every club waits on the one record
+
+    status, out = _cli(
+        capsys, cs, "projections", "skip", str(position), "--reason", "backup lost, ticket 42"
+    )
+
+    assert status == 0, out
+    assert f"every projection passes notification {position} (Proposal.Proposed of " in out
+    assert "recorded: backup lost, ticket 42 (" in out
+    for runner in cs.projection_runners():
+        assert runner.catch_up() > 0  # every projection carries on past it
+    assert granite_id in _granite_inbox(cs)
+    status, out = _cli(capsys, cs, "projections", "status", "--json")
+    assert status == 0
+    documents = json.loads(out)
+    assert all(document["lag"] == 0 for document in documents)
+    [skip] = documents[0]["skipped"]
+    assert skip["position"] == position
+    assert skip["event"] == f"Proposal.Proposed of {maple_id}"
+    assert skip["reason"].startswith("backup lost, ticket 42 (")
+    assert skip["skipped_by"]
+    status, out = _cli(capsys, cs, "projections", "status", "browser_view")
+    assert f"every projection passes notification {position} (Proposal.Proposed of " in out
+    assert ": backup lost, ticket 42 (" in out
+
+    # A rebuild passes it too, and the other clubs' cards are all there.
+    status, out = _cli(capsys, cs, "projections", "rebuild")
+    assert status == 0, out
+    assert granite_id in _granite_inbox(cs)
+
+
+def test_an_event_that_reads_or_is_not_there_is_not_skipped(
+    cs: Countersign, seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    readable = propose(cs, seeded)
+    position = _position(cs, readable)
+    head = cs.projection_runners(["browser_view"])[0].head()
+
+    status, out = _cli(capsys, cs, "projections", "skip", str(position), "--reason", "why not")
+    assert status == 2
+    assert f"error: the event at position {position} (Proposal.Proposed of {readable}) reads" in out
+    assert "needs a fix of the code, not a skip" in out
+    status, out = _cli(capsys, cs, "projections", "skip", str(head + 5), "--reason", "gone")
+    assert (status, out.strip()) == (2, f"error: the log has no event at position {head + 5}")
+    status, out = _cli(capsys, cs, "projections", "skip", str(position), "--reason", "   ")
+    assert (status, out.strip()) == (2, "error: say why the event is skipped: --reason TEXT")
+    status, out = _cli(capsys, cs, "projections", "status", "--json")
+    assert "skipped" not in json.loads(out)[0]  # nothing was recorded
+    assert "Traceback" not in out
+
+
+def test_a_skip_never_passes_an_event_that_reads(
+    cs: Countersign, seeded: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Recorded for a damaged event that is then restored from a backup: the event reads
+    again, and every projection applies it, the rebuild included."""
+    proposal_id = propose(cs, seeded, "maple-refund", actor=MIA, organization="maple")
+    key = UUID(proposal_id)
+    [(original,)] = _sql(cs, "SELECT state FROM {table} WHERE originator_id=?", key)
+    _sql(cs, "UPDATE {table} SET state=? WHERE originator_id=?", b"{not json", key)
+    position = _position(cs, proposal_id)
+    assert _cli(capsys, cs, "projections", "skip", str(position), "--reason", "r")[0] == 0
+    _sql(cs, "UPDATE {table} SET state=? WHERE originator_id=?", bytes(original), key)
+
+    assert _cli(capsys, cs, "projections", "rebuild")[0] == 0
+    maple = str(Organization.create_id("maple"))
+    listed = cs.read_models.inbox(maple, cs.clock.now())["items"]
+    assert proposal_id in [item["proposal_id"] for item in listed]
