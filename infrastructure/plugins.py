@@ -29,7 +29,9 @@ GROUP = "countersign.plugins"
 _lock = threading.Lock()
 #: The names enabled, their plug-ins, and ``registry.installs()`` just after: the registries
 #: hold exactly those plug-ins while nobody has installed any since (a test, a script).
-_enabled: tuple[tuple[str, ...], tuple[Plugin, ...], int] = ((), (), registry.installs())
+#: It starts at no count ``installs`` gives (-1), so the first ``enable`` installs whatever the
+#: registries hold (a script may have installed plug-ins before this module was imported).
+_enabled: tuple[tuple[str, ...], tuple[Plugin, ...], int] = ((), (), -1)
 
 
 def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:

@@ -49,18 +49,21 @@ _DRIVER_CLASSES = frozenset(
 )
 #: psycopg's classes of a statement the server cancelled (both are OperationalErrors).
 _CANCELLED = frozenset({("psycopg", "QueryCanceled"), ("psycopg", "LockNotAvailable")})
-#: SQLite's result codes (their primary byte) for a write lock another connection held past
-#: the wait (``SQLITE_BUSY``, "database is locked") and a table locked within one connection's
-#: shared cache (``SQLITE_LOCKED``): the statement did nothing, and a retry later may pass.
-#: Its other OperationalErrors ("no such table", a full disk, a syntax error) are not.
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+#: SQLite's result code (its primary byte: the extended codes ``SQLITE_BUSY_SNAPSHOT`` and
+#: ``_RECOVERY`` too) for a write lock another connection held past the wait ("database is
+#: locked"): the statement did nothing, and a retry later may pass. Not ``SQLITE_LOCKED``
+#: (6, "database table is locked"): without a shared cache, which countersign never uses, it
+#: is one connection conflicting with itself (a table dropped under its own open read), a
+#: defect that waiting does not mend. Nor any other OperationalError ("no such table", a full
+#: disk, a syntax error).
+_SQLITE_BUSY = 5
 
 
 def _sqlite_locked(error: BaseException) -> bool:
     """Whether ``error`` is sqlite3's "database is locked" (or the library's wrapping of it)."""
     for found in (error, error.__cause__):
         code = getattr(found, "sqlite_errorcode", None)
-        if type(code) is int and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        if type(code) is int and code & 0xFF == _SQLITE_BUSY:
             return True
     return False
 
