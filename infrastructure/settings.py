@@ -70,11 +70,11 @@ class Settings:
     #: through the API, MCP, the assistants and the pages together.
     proposal_limit: str = DEFAULT_PROPOSAL_LIMIT
     #: COUNTERSIGN_TURNS_PER_CLUB: how many of a process's MAX_CONCURRENT_TURNS assistant
-    #: turns waiting on the model one club's may hold; the rest is a reserve that only clubs
-    #: holding none take (``turn_limits.TurnSlots``).
+    #: turns waiting on the model one club's may hold; clubs holding turns share that share
+    #: less one past their first turns (``turn_limits.TurnSlots``).
     turns_per_club: int = DEFAULT_TURNS_PER_CLUB
-    #: COUNTERSIGN_TURN_LIMIT: how many assistant turns one member may start in a while,
-    #: through the API, the web chat and the command line together.
+    #: COUNTERSIGN_TURN_LIMIT: how many assistant turns one member may start in a while as
+    #: themselves (the web chat and the command line together), and each of their API tokens.
     turn_limit: str = str(DEFAULT_TURN_LIMIT)
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
     #: an installed plug-in that is not named is never loaded. None (settings made in code

@@ -68,8 +68,8 @@ CLUB_BUSY = Localized(
     "réessayez bientôt.",
 )
 """What a turn ends with when its club holds what it may of the turns waiting on the model:
-its whole share, or, while only the reserve kept for clubs holding none is free, the turns it
-has (``turn_limits.TurnSlots``)."""
+its whole share, or the turns it has while the clubs' extra turns (past each one's first) are
+all taken (``turn_limits.TurnSlots``)."""
 
 
 def closing_text(

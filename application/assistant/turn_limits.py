@@ -9,28 +9,25 @@ turn (``TurnSlots``):
 
 * a club's turns hold at most its share S (``COUNTERSIGN_TURNS_PER_CLUB``, half by default);
 * a club holding no slot may take any free one;
-* a club already holding slots may take another only while more than R = T - S slots are
-  free: the last R free slots are a reserve for clubs holding none.
+* a club already holding slots may take another only while the turns past each holding
+  club's first number fewer than S - 1 in all: the clubs holding turns share S - 1 slots past
+  their first ones.
 
-So whatever clubs already holding turns do, a member of a club with none waiting gets a slot
-as long as any is free: only clubs with no other turn waiting ever take the reserve, one slot
-each. Put another way, the turns past each club's first number at most S - 1 in all (a club
-takes one only while fewer than S turns wait, itself holding one of them), so k clubs flooding
-at once hold at most S + k - 1 slots and leave the others at least R - k + 1. With the
-defaults (8 and 4): a club alone holds its 4; two flooding clubs hold at most 5 and leave 3;
-filling all 8 takes five clubs flooding at once (with the share alone, two did it).
-
-Why R = T - S: it is the largest reserve that still lets a lone busy club hold its whole share
-when no other is active (it holds T - R = S), so the share keeps its meaning, what one club
-may hold, and the reserve is what the share leaves of the process. The price is paid by clubs
-busy at the same moment: past their first turns they share S slots, so while granite holds 4,
-maple's second turn is refused (its club's assistants busy) until fewer than 4 turns wait, and
-then both compete for the freed slots. A share of all T leaves no reserve (R = 0): one club
-may hold every turn, which is for a deployment serving one club.
+So k clubs holding turns hold at most k + S - 1 slots, whatever they do, and leave T - S + 1
+- k free: a member of a club with no turn waiting gets a slot as long as any is free, and one
+is free while fewer than T - S + 2 clubs hold turns. With the defaults (8 and 4): a club alone
+holds its 4 (its first and 3 more); two flooding clubs hold at most 5 and leave 3; filling all
+8 takes five clubs at once (with the share alone, two did it). A lone club still holds its
+whole share, and clubs busy at the same moment, each with a turn or two, are not held back
+while the extra turns are few: four clubs with a turn each leave a second turn to any of them.
+The price is paid by clubs flooding together: past their first turns they share S - 1 slots,
+so while granite holds 4, maple's second turn is refused (its club's assistants busy) until
+granite's extra turns end. A share of all T lets one club hold every turn, which is for a
+deployment serving one club.
 
 A turn refused a slot ends at once, recorded, as an unavailable model does, the model not
 asked and nothing changed: ``Busy.CLUB`` when its club holds what it may now (its share, or
-its slots while only the reserve is free), saying its club's assistants are busy;
+its turns while the clubs' extra turns are all taken), saying its club's assistants are busy;
 ``Busy.PROCESS`` when every slot is taken. The slots are the process's own, as its threads
 are; the approval cycle never takes one.
 
@@ -61,7 +58,7 @@ from countersign.domain.errors import CountersignError
 #: the bound ends at once as an unavailable model does, nothing asked and nothing changed.
 MAX_CONCURRENT_TURNS = 8
 #: Of those, the most one club's turns may hold (``COUNTERSIGN_TURNS_PER_CLUB``): half, so
-#: that a club flooding its assistants alone holds 4, and the other 4 are the reserve kept
+#: that a club flooding its assistants alone holds 4, and clubs flooding together leave slots
 #: for clubs holding none (``TurnSlots``).
 DEFAULT_TURNS_PER_CLUB = MAX_CONCURRENT_TURNS // 2
 
@@ -71,14 +68,15 @@ class Busy(StrEnum):
 
     #: Every slot of the process is taken.
     PROCESS = "process"
-    #: Its club holds what it may now: its share, or its turns while only the reserve is free.
+    #: Its club holds what it may now: its share, or its turns while the clubs' extra turns
+    #: (past each one's first) are all taken.
     CLUB = "club"
 
 
 class TurnSlots:
     """The turns of this process waiting on the model, in all and by club (thread-safe): at
-    most ``total``, at most ``per_club`` of one club, and the last ``reserve`` free slots
-    (``total - per_club``) only for clubs holding none (the module's docstring says why)."""
+    most ``total``, at most ``per_club`` of one club, and at most ``per_club - 1`` in all
+    past each holding club's first (the module's docstring says why)."""
 
     def __init__(
         self, per_club: int = DEFAULT_TURNS_PER_CLUB, total: int = MAX_CONCURRENT_TURNS
@@ -87,25 +85,23 @@ class TurnSlots:
             raise ValueError(f"a club's share is 1 to {total} turns, not {per_club}")
         self.per_club = per_club
         self.total = total
-        #: Free slots a club already holding one may not take: a lone club still holds its
-        #: whole share (``total - reserve == per_club``).
-        self.reserve = total - per_club
         self._lock = threading.Lock()
         self._clubs: Counter[str] = Counter()
         self._taken = 0  # the sum of ``_clubs``, kept so that ``take`` is O(1)
 
     def take(self, club: str) -> Busy | None:
         """A slot for one turn of ``club``, taken (None) if its club's share, the process and
-        the reserve leave one; else why not, and nothing is taken. O(1), and never waits."""
+        the clubs' extra turns leave one; else why not, and nothing is taken. O(1), and never
+        waits."""
         with self._lock:
             held = self._clubs[club]  # 0, and nothing stored, for a club holding none
             if held >= self.per_club:
                 return Busy.CLUB
-            free = self.total - self._taken
-            if free <= 0:
+            if self._taken >= self.total:
                 return Busy.PROCESS
-            if held and free <= self.reserve:
-                return Busy.CLUB  # the reserve is for clubs holding none
+            # The turns past each holding club's first (``_clubs`` holds no club at 0).
+            if held and self._taken - len(self._clubs) >= self.per_club - 1:
+                return Busy.CLUB  # the extra turns are all taken: a first turn still gets one
             self._clubs[club] += 1
             self._taken += 1
             return None
