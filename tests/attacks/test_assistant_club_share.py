@@ -13,9 +13,9 @@ answered.
 
 A second review found that two clubs each at their share filled all 8: a third club's member
 was answered "The assistant is unavailable right now" for as long as those two kept flooding.
-Now a club already holding turns never takes the last ``8 - 4`` free slots, a reserve for clubs
-holding none (``turn_limits.TurnSlots``): two clubs flooding hold at most 5, and a third club's
-turns are answered by the model.
+Now the clubs holding turns share ``4 - 1`` slots past their first ones, and a club holding
+none takes any free slot (``turn_limits.TurnSlots``): two clubs flooding hold at most 5, and a
+third club's turns are answered by the model.
 
 The model is scripted behind the real ``openai`` client (``tests/support/slow_model.py``),
 never a real one.
