@@ -193,12 +193,16 @@ class ProjectionRunner:
         (``_lock_position``), so a position moved meanwhile is a race, read again."""
         if self.in_place is not None:
             return self._checked_position(self.in_place)
+        self.known_position = self._stored_position()
+        return self.known_position
+
+    def _stored_position(self) -> int:
+        """The tracking row's position (0 without one), read as committed."""
         with self.sql.reading() as cursor:
             row = cursor.execute(
                 f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
             ).fetchone()
-        self.known_position = int(row[0]) if row else 0
-        return self.known_position
+        return int(row[0]) if row else 0
 
     def _checked_position(self, in_place: TablesInPlace) -> int:
         """The position, read with the fingerprint its tables were built under, in the same
@@ -218,11 +222,9 @@ class ProjectionRunner:
         if row is None or row[1] != self._fingerprint:
             in_place.forget(self.name)
             self.setup()  # the schema lock, as at any runner's start: waits as long
-            with self.sql.reading() as cursor:
-                row = cursor.execute(
-                    f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
-                ).fetchone()
-        self.known_position = int(row[0]) if row else 0
+            self.known_position = self._stored_position()
+        else:
+            self.known_position = int(row[0])
         return self.known_position
 
     def head(self) -> int:

@@ -24,20 +24,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.persistence.unavailable import database_unavailable, timed_out
 from countersign.infrastructure.projection_engine.rows import index_statements
 from countersign.infrastructure.settings import (
     SQLITE_MAINTENANCE_WAIT,
     Database,
-    Settings,
     sqlite_wait,
 )
 from countersign.infrastructure.testing.fixtures import SEEDED
 
 from tests.attacks.conftest import Api, Web, assert_no_leak, problem
 from tests.attacks.test_held_locks import STUCK, WAIT, Timed, _follow, _logged
+from tests.attacks.test_held_locks import cs as cs  # the kit's cs, its waits bounded by WAIT
 from tests.conftest import AVA
 
 NOAH = "noah@granite.example"
@@ -52,19 +52,6 @@ def database_url(request: pytest.FixtureRequest, test_databases: Any) -> Iterato
     request.node.stash[SEEDED] = seeded
     yield url
     test_databases.release(url)
-
-
-@pytest.fixture
-def cs(
-    database_url: str, clock: Any, countersign_plugins: tuple[str, ...]
-) -> Iterator[Countersign]:
-    """The kit's ``cs``, its writes waiting at most ``WAIT`` seconds for the write lock."""
-    settings = Settings(
-        database_url=database_url, plugins=countersign_plugins, database_timeout=WAIT
-    )
-    wired = bootstrap(settings, clock=clock)
-    yield wired
-    wired.close()
 
 
 @contextmanager
