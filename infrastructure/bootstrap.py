@@ -43,9 +43,10 @@ from countersign.infrastructure.persistence.event_store import EventSourcedStore
 from countersign.infrastructure.persistence.presence import prepare
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.plugins import enable
+from countersign.infrastructure.projection_engine.in_place import TablesInPlace
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
-from countersign.infrastructure.projection_engine.runner import ProjectionRunner, TablesInPlace
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.infrastructure.proposal_counts import TURN_COUNTS, SqlProposalCounts
 from countersign.infrastructure.settings import Database, Settings, SettingsError, plugin_names
 from countersign.infrastructure.sweeper_passes import SqlSweeperPasses

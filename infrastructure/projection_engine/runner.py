@@ -12,10 +12,8 @@ what it says then, in ``stops``.
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +25,9 @@ from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine import skips
 from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
+from countersign.infrastructure.projection_engine.heap import frozen_heap
 from countersign.infrastructure.projection_engine.in_flight import InFlight
+from countersign.infrastructure.projection_engine.in_place import TablesInPlace
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import (
     SCHEMA_TABLE,
@@ -57,6 +57,7 @@ __all__ = [
     "SqlRows",
     "TablesInPlace",
     "create_statements",
+    "frozen_heap",
 ]
 
 log = logging.getLogger("countersign.projections")
@@ -502,63 +503,3 @@ class ProjectionRunner:
             raise ProjectionStoppedError(
                 stopped(self.name, notification, type(error).__name__, unreadable=True)
             ) from None
-
-
-class TablesInPlace:
-    """The projections whose tables one process has made, or found in place, on one
-    database, and under which ``Projection.fingerprint``: a runner built with it
-    (``ProjectionRunner(in_place=...)``, what a request's catch-up builds:
-    ``Countersign.catch_up``) runs ``setup`` only for a projection it does not hold.
-
-    ``setup`` takes the schema lock and sends a dozen statements (CREATE TABLE and INDEX IF
-    NOT EXISTS, the fingerprint's check): every page view did it for the inbox's two
-    projections, so a rebuild's index builds (which hold the schema lock) or a writer's
-    transaction on a card table (which CREATE INDEX IF NOT EXISTS waits for) made every page
-    wait out the database timeout; and when nothing was new it was 19 of the catch-up's 27
-    statements on PostgreSQL, 17 of 29 on SQLite (``scripts/measure_page_catch_up.py``).
-    Another process may drop the tables since (a rebuild's reset, another version of
-    countersign): the runner's every read of its position checks for it
-    (``ProjectionRunner._checked_position``), and makes them again if need be.
-
-    Shared by a process's request threads: each holds or adds one entry at a time (a dict's
-    own operations, atomic)."""
-
-    def __init__(self) -> None:
-        self._built: dict[str, str] = {}
-
-    def holds(self, name: str, fingerprint: str) -> bool:
-        return self._built.get(name) == fingerprint
-
-    def add(self, name: str, fingerprint: str) -> None:
-        self._built[name] = fingerprint
-
-    def forget(self, name: str) -> None:
-        self._built.pop(name, None)
-
-
-#: The young generation's threshold while a rebuild runs (Python's default is 700).
-_REBUILD_GC_THRESHOLD = 100_000
-
-
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """While a rebuild runs, the objects that were there before it are not collected, and the
-    collector looks at new objects only after 100,000 more allocations than releases.
-
-    A rebuild makes millions of short-lived objects, so Python's collector runs its full
-    collections, and each walked every object of the process (the modules, the application,
-    the contracts) again. Frozen, those are skipped; they go back to the collector after.
-    Measured on all seven projections over 100,000 SQLite events: the rebuilding process's
-    CPU time 39.0-40.1 us an event before, 37.7-38.7 frozen. A batch's rows live until the
-    batch after next is prepared: at Python's default threshold (700) each was walked as it
-    went through every generation, 3% of the rebuilding process's instructions (callgrind);
-    at 100,000 most are gone before a collection looks at them, and what a batch holds is a
-    few MB at most."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(_REBUILD_GC_THRESHOLD, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
