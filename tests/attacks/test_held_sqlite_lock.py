@@ -15,7 +15,6 @@ again once the lock is let go executes once). Reads go on meanwhile: SQLite's lo
 from __future__ import annotations
 
 import io
-import logging
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -36,7 +35,7 @@ from countersign.infrastructure.settings import (
 from countersign.infrastructure.testing.fixtures import SEEDED
 
 from tests.attacks.conftest import Api, Web, assert_no_leak, problem
-from tests.attacks.test_held_locks import STUCK, WAIT, Timed, _follow, _logged
+from tests.attacks.test_held_locks import STUCK, WAIT, Timed, stalled_then_carried_on
 from tests.attacks.test_held_locks import cs as cs  # the kit's cs, its waits bounded by WAIT
 from tests.conftest import AVA
 
@@ -162,27 +161,12 @@ def test_a_command_behind_the_write_lock_says_so_in_one_line(
 def test_the_projection_runner_says_the_write_lock_is_held_and_carries_on(
     api: Api, database_url: str, monkeypatch, caplog
 ):
-    runner, stop, thread = _follow(api.cs, monkeypatch)
-    api.propose("refund-two-approvers")  # an event browser_view writes a card of
-    try:
-        with caplog.at_level(logging.WARNING, logger="countersign.projections"):
-            with held(database_url):
-                thread.start()
-                warned = _logged(caplog, "gave up", STUCK)
-                assert thread.is_alive()
-            assert warned, "the stalled pass logged nothing"
-            carried_on = _logged(caplog, "the database answers again; carrying on", STUCK)
-    finally:
-        stop.set()
-        thread.join(30)
-    assert not thread.is_alive()
-    assert carried_on
-    assert runner.status().lag == 0
-    warning = next(r.getMessage() for r in caplog.records if "gave up" in r.getMessage())
+    warning, _ = stalled_then_carried_on(
+        api, monkeypatch, caplog, lambda: held(database_url), propose_inside=False
+    )
     assert "projection 'browser_view' waited 1 s for the database and gave up" in warning
     assert "another connection holds the SQLite database's write lock" in warning
     assert "pg_locks" not in warning  # PostgreSQL's words are not SQLite's
-    assert "stopped at notification" not in caplog.text  # never taken for a bad event
 
 
 def test_only_a_locked_database_is_unavailable_not_every_sqlite_error(tmp_path: Path):
