@@ -85,6 +85,33 @@ def test_a_second_page_view_makes_no_table_and_still_shows_what_is_new(web: Web,
     assert any("projection_tracking" in s for s in sent)  # it did catch up
 
 
+def test_an_inbox_view_catches_the_inbox_up_once_for_its_lists_and_its_counts(
+    web: Web, monkeypatch
+):
+    browser = web.browser(AVA)
+    browser.get("/")  # the process's first page: the tables are checked
+    proposal_id = web.propose()
+    caught_up: list[tuple[str, ...]] = []
+    catch_up = web.cs.catch_up
+
+    def counting(names: Any) -> None:
+        caught_up.append(tuple(names))
+        catch_up(names)
+
+    monkeypatch.setattr(web.cs, "catch_up", counting)
+    inbox = browser.get("/")
+    assert inbox.status_code == 200
+    assert caught_up == [tuple(INBOX_PROJECTIONS)]
+    # The one catch-up serves both: the new proposal is listed and counted.
+    assert proposal_id in _cards(inbox, "awaiting")
+    assert _awaiting(inbox) == len(_cards(inbox, "awaiting"))
+
+    caught_up.clear()
+    other = browser.get("/account/passkeys")  # a page with the counts only
+    assert other.status_code == 200
+    assert caught_up == [tuple(INBOX_PROJECTIONS)]
+
+
 def _state(browser: Browser) -> tuple[int, int, list[str], list[str]]:
     inbox = browser.get("/")
     assert inbox.status_code == 200

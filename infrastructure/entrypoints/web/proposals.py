@@ -72,7 +72,7 @@ class ProposalPages:
             # Without a section: every section the person may read.
             scope = self.cs.access.inbox_scope(user.caller, section or None)
             section = scope.section or ""
-            self.site.catch_up_inbox()
+            self.site.catch_up_inbox(visit)
             found = self.cs.read_models
             if recent:
                 listed = found.recent(

@@ -283,7 +283,7 @@ class Site:
         }
         if visit.user is not None:
             base["chats"] = club_chats(visit.user)
-            base["counts"] = self._counts(visit.user)
+            base["counts"] = self._counts(visit)
         base.update(context)
         if base["refresh"] and script is None:
             # A page that updates by itself does so by a script the person can pause.
@@ -295,20 +295,24 @@ class Site:
             response.headers["Content-Security-Policy"] = CHAT_CONTENT_SECURITY_POLICY
         return response
 
-    def catch_up_inbox(self) -> None:
+    def catch_up_inbox(self, visit: Visit) -> None:
         """Bring the inbox's read models up to the log, so a page shows what just happened
         (their tables are made or checked by the process's first page only:
-        ``Countersign.catch_up``)."""
-        self.cs.catch_up(INBOX_PROJECTIONS)
+        ``Countersign.catch_up``); once a request, so the inbox's lists and the navigation's
+        counts are read after the same catch-up."""
+        if not visit.inbox_caught_up:
+            self.cs.catch_up(INBOX_PROJECTIONS)
+            visit.inbox_caught_up = True
 
-    def _counts(self, user: User) -> dict[str, int] | None:
+    def _counts(self, visit: Visit) -> dict[str, int] | None:
         """The navigation's counts: awaiting the person's decision, needing attention; None
         when they may list no proposals, or the read models cannot say right now."""
+        user = visit.signed_in
         try:
             if not self.cs.access.readable_sections(user.caller):
                 return None
             scope = self.cs.access.inbox_scope(user.caller)
-            self.catch_up_inbox()
+            self.catch_up_inbox(visit)
             return self.cs.read_models.counts(
                 scope.organization_id,
                 self.cs.clock.now(),

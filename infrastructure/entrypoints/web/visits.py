@@ -69,6 +69,9 @@ class Visit:
     form: dict[str, str]
     user: User | None = None
     params: dict[str, str] = field(default_factory=dict)
+    #: Whether this request brought the inbox's read models up to the log already
+    #: (``Site.catch_up_inbox``): its lists and the navigation's counts read them after one.
+    inbox_caught_up: bool = False
 
     @property
     def t(self) -> Callable[..., str]:
