@@ -266,11 +266,16 @@ def readers_of(section: str, registry: Mapping[str, AnyContract] = REGISTRY) -> 
 
 @dataclass(frozen=True)
 class InboxScope:
-    """The pending proposals a caller may list: one organization, and the sections of it the
-    caller may read (None: every section)."""
+    """The proposals a caller may list: one organization, the sections of it the caller may
+    read (None: every section), and within them the operations whose proposals the caller
+    may read (None: every one of those sections'). A section is listed to whoever holds one
+    of its operations' permissions, but a proposal is read only with its own operation's
+    permission or the auditor's (``read_permissions``), so a list shows no proposal whose
+    own page would refuse the caller."""
 
     organization_id: str
     sections: tuple[str, ...] | None
+    operations: tuple[str, ...] | None = None
 
     @property
     def section(self) -> str | None:
@@ -292,11 +297,22 @@ def inbox_scope(
     if section is not None:
         if section not in readable:
             raise MissingPermissionError(readers_of(section, registry), any_of=True)
-        return InboxScope(organization_id, (section,))
-    sections = sections_of(registry)
-    if not readable:
-        everyone = [p for s in sections for p in readers_of(s, registry)]
-        raise MissingPermissionError(everyone, any_of=True)
-    if len(readable) == len(sections):
-        return InboxScope(organization_id, None)
-    return InboxScope(organization_id, tuple(readable))
+        listed: tuple[str, ...] | None = (section,)
+    else:
+        sections = sections_of(registry)
+        if not readable:
+            everyone = [p for s in sections for p in readers_of(s, registry)]
+            raise MissingPermissionError(everyone, any_of=True)
+        listed = None if len(readable) == len(sections) else tuple(readable)
+    return InboxScope(organization_id, listed, _readable_operations(caller, member, registry))
+
+
+def _readable_operations(
+    caller: Caller, member: Member, registry: Mapping[str, AnyContract]
+) -> tuple[str, ...] | None:
+    """The operations whose proposals the caller may read; None when that is every one."""
+    if caller.may(member, Permission.READ_AUDIT):
+        return None
+    declared = declarations(registry)
+    readable = tuple(d.kind for d in declared if caller.may(member, d.permission))
+    return None if len(readable) == len(declared) else readable

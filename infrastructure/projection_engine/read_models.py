@@ -62,6 +62,7 @@ class ReadModels:
         *,
         section: str | None = None,
         sections: Sequence[str] | None = None,
+        operations: Sequence[str] | None = None,
         resource_id: str | None = None,
         approved_by: str | None = None,
         not_approved_by: str | None = None,
@@ -76,7 +77,7 @@ class ReadModels:
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
-        where += _in_sections("section", section, sections, params)
+        where += _in_sections("section", section, sections, params, operations)
         where += self._approvals("approvals", approved_by, not_approved_by, params)
         if resource_id:
             where += " AND resource_id = ?"
@@ -104,6 +105,7 @@ class ReadModels:
         *,
         section: str | None = None,
         sections: Sequence[str] | None = None,
+        operations: Sequence[str] | None = None,
         limit: int = 20,
         overdue_before: datetime | None = None,
     ) -> dict[str, Any]:
@@ -112,7 +114,7 @@ class ReadModels:
         ``overdue_before``, also those still executing although approved by then (a claim
         whose process died, that no reconciler has settled: ``ProposalCards.settling``)."""
         where, params = self._attention(organization_id, overdue_before)
-        where += _in_sections("a.section", section, sections, params)
+        where += _in_sections("a.section", section, sections, params, operations, "c.operation")
         joined = "proposal_cards c JOIN attention_items a ON a.proposal_id = c.proposal_id"
         spec = _TABLES["proposal_cards"]
         columns = ", ".join(f"c.{name}" for name in spec.column_names())
@@ -148,6 +150,7 @@ class ReadModels:
         *,
         section: str | None = None,
         sections: Sequence[str] | None = None,
+        operations: Sequence[str] | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
@@ -157,7 +160,7 @@ class ReadModels:
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
         params: list[Any] = [organization_id]
-        where += _in_sections("section", section, sections, params)
+        where += _in_sections("section", section, sections, params, operations)
         with self._transaction() as cursor:
             total = cursor.execute(
                 f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
@@ -182,6 +185,7 @@ class ReadModels:
         *,
         section: str | None = None,
         sections: Sequence[str] | None = None,
+        operations: Sequence[str] | None = None,
         not_approved_by: str | None = None,
         overdue_before: datetime | None = None,
     ) -> dict[str, int]:
@@ -190,10 +194,12 @@ class ReadModels:
         ``needs_attention`` counts them)."""
         awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         awaiting_params: list[Any] = [organization_id, self._time(now)]
-        awaiting += _in_sections("section", section, sections, awaiting_params)
+        awaiting += _in_sections("section", section, sections, awaiting_params, operations)
         awaiting += self._approvals("approvals", None, not_approved_by, awaiting_params)
         open_items, open_params = self._attention(organization_id, overdue_before)
-        open_items += _in_sections("a.section", section, sections, open_params)
+        open_items += _in_sections(
+            "a.section", section, sections, open_params, operations, "c.operation"
+        )
         joined = "attention_items a JOIN proposal_cards c ON c.proposal_id = a.proposal_id"
         with self._transaction() as cursor:
             pending = cursor.execute(
@@ -306,15 +312,22 @@ class ReadModels:
 
 
 def _in_sections(
-    column: str, section: str | None, sections: Sequence[str] | None, params: list[Any]
+    column: str,
+    section: str | None,
+    sections: Sequence[str] | None,
+    params: list[Any],
+    operations: Sequence[str] | None = None,
+    operation_column: str = "operation",
 ) -> str:
     """The condition (appended to a WHERE) that keeps ``section``'s rows, or those of any of
-    ``sections`` (an empty list keeps none, never every one); its values go to ``params``."""
+    ``sections``, and of them those of any of ``operations`` (an empty list keeps none, never
+    every one); its values go to ``params``."""
     condition = ""
     if section:
         condition += f" AND {column} = ?"
         params.append(section)
-    if sections is not None:
-        condition += f" AND {column} IN (" + (", ".join("?" for _ in sections) or "NULL") + ")"
-        params.extend(sections)
+    for name, values in ((column, sections), (operation_column, operations)):
+        if values is not None:
+            condition += f" AND {name} IN (" + (", ".join("?" for _ in values) or "NULL") + ")"
+            params.extend(values)
     return condition

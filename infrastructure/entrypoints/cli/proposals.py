@@ -273,6 +273,7 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
         listed.organization_id,
         cs.clock.now(),
         sections=listed.sections,
+        operations=listed.operations,
         page=args.page,
         page_size=args.page_size,
     )

@@ -94,6 +94,7 @@ def inbox(
             listed.organization_id,
             cs.clock.now(),
             sections=listed.sections,
+            operations=listed.operations,
             page=page,
             page_size=page_size,
         )

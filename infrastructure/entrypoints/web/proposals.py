@@ -76,7 +76,11 @@ class ProposalPages:
             found = self.cs.read_models
             if recent:
                 listed = found.recent(
-                    scope.organization_id, sections=scope.sections, page=page, page_size=PAGE_SIZE
+                    scope.organization_id,
+                    sections=scope.sections,
+                    operations=scope.operations,
+                    page=page,
+                    page_size=PAGE_SIZE,
                 )
             else:
                 # What the person approved waits on others, in a group of its own.
@@ -84,6 +88,7 @@ class ProposalPages:
                     scope.organization_id,
                     now,
                     sections=scope.sections,
+                    operations=scope.operations,
                     not_approved_by=user.email,
                     page=page,
                     page_size=PAGE_SIZE,
@@ -92,12 +97,14 @@ class ProposalPages:
                     scope.organization_id,
                     now,
                     sections=scope.sections,
+                    operations=scope.operations,
                     approved_by=user.email,
                     page_size=WAITING_SIZE,
                 )
                 attention = found.needs_attention(
                     scope.organization_id,
                     sections=scope.sections,
+                    operations=scope.operations,
                     overdue_before=self.cs.cards.overdue_claims_before(),
                 )
 

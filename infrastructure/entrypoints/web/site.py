@@ -317,6 +317,7 @@ class Site:
                 scope.organization_id,
                 self.cs.clock.now(),
                 sections=scope.sections,
+                operations=scope.operations,
                 not_approved_by=user.email,
                 overdue_before=self.cs.cards.overdue_claims_before(),
             )
