@@ -1,12 +1,14 @@
 """Where a webhook may be POSTed: public addresses only, never the host's own network.
 
-A club types the URL, so its host is untrusted. It is refused, at registration and again at
-every attempt, if it is or resolves to a loopback, private, link-local, unique-local,
-multicast, unspecified or otherwise non-global address, in any spelling: ``127.1``,
+A club types the URL, so its host is untrusted. It is refused at every attempt if it is or
+resolves to a loopback, private, link-local, unique-local, multicast, unspecified or
+otherwise non-global address, in any spelling: ``127.1``,
 ``2130706433``, ``0x7f000001``, ``0177.0.0.1`` (the C library's ``inet_aton`` forms, which
 ``getaddrinfo`` accepts too), ``[::ffff:127.0.0.1]`` and the other IPv6 forms that embed an
 IPv4 address (IPv4-compatible, 6to4, Teredo, NAT64). The sender connects to the very address it
 checked, so a name that resolves differently a moment later (DNS rebinding) cannot slip past.
+Registration refuses what needs no lookup to refuse: an internal literal, ``localhost``
+(``check_url_host``).
 
 The host's own addresses are refused too, public ones included (``own_addresses``): a service
 that listens on every interface behind a firewall that keeps the world out is reachable from
@@ -203,10 +205,18 @@ def checked_addresses(host: str, port: int, allowed: Sequence[Network] = ()) -> 
     return addresses
 
 
-def check_url_host(host: str, port: int, allowed: Iterable[Network] = ()) -> None:
-    """At registration: refuse a host that is or resolves to an internal address. A name that
-    does not resolve yet is accepted; every attempt checks it again before connecting."""
-    try:
-        checked_addresses(host, port, tuple(allowed))
-    except UnresolvableHostError:
-        return
+def check_url_host(host: str, allowed: Iterable[Network] = ()) -> None:
+    """At registration: refuse a host that IS an internal address (a literal in any spelling,
+    or ``localhost`` and its subdomains, which are the host's own by definition).
+
+    A name is not looked up here: every attempt looks it up and checks each address before
+    connecting (``checked_addresses``). Looking it up at registration held the request's
+    thread for as long as a club's own name server chose not to answer (every thread of the
+    API's pool, so every club's requests, for 40 registrations), and its two answers ("an
+    internal address" or accepted) told a club which names the host's own resolver knows."""
+    name = host.strip().rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        raise AddressNotAllowedError
+    literal = literal_address(host)
+    if literal is not None and not is_allowed(literal, tuple(allowed), own_addresses()):
+        raise AddressNotAllowedError

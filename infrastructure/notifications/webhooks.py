@@ -62,13 +62,12 @@ class Webhooks:
 
     def add(self, caller: Caller | None, organization: str, url: str) -> AddedEndpoint:
         """Register ``url``. WebhookUrlError for anything but an http(s) URL, and
-        AddressNotAllowedError for a host that is or resolves to an internal address
-        (destinations.py), checked only once the caller may manage the club."""
+        AddressNotAllowedError for a host that is an internal address (destinations.py;
+        a name is looked up and checked at each attempt, not here), checked only once the
+        caller may manage the club."""
         self.cs.notifications.managed_organization(caller, organization)
         checked = valid_webhook_url(url)
-        parts = urlsplit(checked)
-        default_port = 443 if parts.scheme.lower() == "https" else 80
-        check_url_host(parts.hostname or "", parts.port or default_port, self.allowed_networks)
+        check_url_host(urlsplit(checked).hostname or "", self.allowed_networks)
         endpoint = self.cs.notifications.add_endpoint(caller, organization, url)
         secret = new_secret()
         org_id = self.cs.club.organization_id(organization)

@@ -63,6 +63,8 @@ INTERNAL = [
     "http://[ff02::1]/",
     "http://[::]/",
     "https://127.0.0.1.:8443/",
+    "http://api.localhost/",
+    "http://LOCALHOST./",
 ]
 
 
@@ -95,6 +97,50 @@ def test_a_public_address_and_a_name_that_does_not_resolve_yet_are_accepted(api:
     for url in ("https://93.184.215.14/hooks", "https://hooks.invalid/countersign"):
         answer = api.post(HOOKS, {"url": url})
         assert answer.status_code == 201, answer.text
+
+
+def _no_lookups(monkeypatch: pytest.MonkeyPatch, internal: dict[str, str]) -> list[str]:
+    """The resolver of a split-horizon network: ``internal``'s names are the host network's,
+    every other ``.internal`` name is unknown. Returns the names looked up."""
+    looked_up: list[str] = []
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        looked_up.append(str(host))
+        if str(host) in internal:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (internal[str(host)], port))]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return looked_up
+
+
+def test_registration_looks_no_name_up_so_it_tells_nothing_of_the_hosts_network(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lookup at registration held the API's thread as long as the club's own name server
+    chose (40 registrations held every thread of the pool: every club's requests waited), and
+    its answers told a club which names the host's resolver knows ("internal address" for
+    ``db.internal``, accepted for an unknown one). A name is now looked up only by the sender,
+    at each attempt, which refuses an internal address with the same words as an unreachable
+    endpoint (``test_the_delivery_log_is_no_port_scanner``)."""
+    looked_up = _no_lookups(monkeypatch, {"db.internal": "10.0.0.5"})
+    answers = {
+        name: api.post(HOOKS, {"url": f"https://{name}/hooks"}).status_code
+        for name in ("db.internal", "ldap.internal", "hooks.example")
+    }
+    assert answers == {"db.internal": 201, "ldap.internal": 201, "hooks.example": 201}
+    assert looked_up == []
+
+
+def test_a_name_registered_that_resolves_inward_gets_nothing(cs, seeded, monkeypatch) -> None:
+    looked_up = _no_lookups(monkeypatch, {"db.internal": "10.0.0.5"})
+    Webhooks(cs).add(None, "granite", "https://db.internal/hooks")
+    propose(cs, seeded)
+    report = notification_sender(cs, NotifySettings(max_attempts=1)).run_once()
+    assert report.dead == 1
+    assert looked_up == ["db.internal"]  # the sender looked it up, and refused it
+    [delivery] = Webhooks(cs).deliveries(None, "granite")
+    assert delivery["attempt_log"][0]["result"] == "failed: could not connect"
 
 
 def test_only_the_allowed_networks_open_an_internal_target(cs, seeded, monkeypatch) -> None:
