@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
@@ -58,6 +59,9 @@ CARD_JSON_URI = "countersign://proposals/{proposal_id}/card.json"
 _CARD_URI = re.compile(r"^countersign://proposals/([0-9A-Fa-f-]{32,36})(/card\.json)?$")
 #: How many of a caller's proposals ``resources/list`` remembers (this process's only).
 RECENT = 50
+#: Callers of one club whose proposals are remembered, the least recently active forgotten
+#: first: one club's traffic never pushes another club's out (one list for the process did).
+CALLERS_A_CLUB = 100
 
 INSTRUCTIONS = (
     "countersign lets you PROPOSE changes to a club's records; only people approve them, by "
@@ -91,7 +95,9 @@ class CountersignTools:
         self.caller_of = caller_of
         self.language = language
         self.on_proposed = on_proposed
-        self._recent: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        # Club -> its callers (least recently active first) -> their latest proposals.
+        self._recent: dict[str, OrderedDict[str, deque[str]]] = {}
+        self._recent_lock = threading.Lock()  # tools run on worker threads
 
     def server(self) -> Server[Any]:
         return Server(
@@ -190,8 +196,9 @@ class CountersignTools:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         """The cards of the proposals this caller made through this server process."""
-        caller = self.caller_of(ctx)
-        mine = [pid for (org, email, pid) in self._recent if (org, email) == _who(caller)]
+        club, email = _who(self.caller_of(ctx))
+        with self._recent_lock:
+            mine = list(self._recent.get(club, {}).get(email, ()))
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -250,9 +257,14 @@ class CountersignTools:
         )
 
     def _remember(self, caller: Caller, proposal_id: str) -> None:
-        self._recent[(*_who(caller), proposal_id)] = None
-        while len(self._recent) > RECENT * 20:
-            self._recent.popitem(last=False)
+        club, email = _who(caller)
+        with self._recent_lock:
+            callers = self._recent.setdefault(club, OrderedDict())
+            mine = callers.pop(email, None) or deque(maxlen=RECENT)
+            mine.append(proposal_id)
+            callers[email] = mine  # the most recently active last
+            while len(callers) > CALLERS_A_CLUB:
+                callers.popitem(last=False)
 
 
 def _who(caller: Caller) -> tuple[str, str]:
