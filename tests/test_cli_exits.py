@@ -149,6 +149,32 @@ def test_a_mistyped_database_is_refused_and_nothing_is_created(tmp_path, capsys)
     assert capsys.readouterr().out.startswith("The inbox is empty")
 
 
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("afile/cs.db", "cannot create the folder of {path} (a file is in its way)"),
+        ("garbage.db", "cannot open the SQLite database at {path} (the file is not a SQLite"),
+        ("folder", "{path} is not a file"),
+    ],
+)
+def test_a_creating_command_says_in_one_line_why_it_cannot_make_its_database(
+    tmp_path, capsys, where, said
+):
+    (tmp_path / "afile").write_text("not a folder")
+    (tmp_path / "garbage.db").write_text("not a database")
+    (tmp_path / "folder").mkdir()
+    path = tmp_path / where
+    for argv in (["seed"], ["inbox", "--org", "granite", "--as", AVA, "--create"]):
+        status = main([*argv, "--database", f"sqlite:///{path}"])
+        out, err = capsys.readouterr()
+        assert (status, out) == (2, ""), argv
+        assert err.startswith("error: " + said.format(path=path)), err
+        assert err.count("\n") == 1  # one line, no traceback
+    assert main(["seed", "--json", "--database", f"sqlite:///{path}"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "configuration"
+    assert (tmp_path / "garbage.db").read_text() == "not a database"  # left as it was
+
+
 def test_a_database_without_countersign_is_refused_until_create_makes_its_tables(command):
     """An empty database: a SQLite path whose file is not there yet; a PostgreSQL database
     that exists and holds no countersign tables (a database made for something else)."""

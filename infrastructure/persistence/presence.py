@@ -14,7 +14,7 @@ import contextlib
 import sqlite3
 from typing import Any
 
-from countersign.infrastructure.settings import Database, NoDatabaseError
+from countersign.infrastructure.settings import Database, NoDatabaseError, SettingsError
 
 SQLITE_EVENTS = "stored_events"
 POSTGRES_EVENTS = "countersign_events"
@@ -28,11 +28,40 @@ def prepare(database: Database, create: bool) -> None:
     NoDatabaseError, saying what to do, unless the database already holds countersign."""
     if create:
         if database.sqlite_file is not None:
-            database.sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+            _room_for(database)
         return
     lacking = _sqlite_lacks(database) if database.kind == "sqlite" else _postgres_lacks(database)
     if lacking is not None:
         raise NoDatabaseError(f"no database at {database.url}{lacking}; {_WHAT_TO_DO}")
+
+
+def _room_for(database: Database) -> None:
+    """A SQLite file may be made (or opened) where the URL says: its folder made if missing.
+    SettingsError, naming the path and what is wrong, for a folder that cannot be made (a
+    file is in its way, no permission), a file that is not a SQLite database, or one that
+    cannot be opened, so a creating command says so in one line, as the others do."""
+    path = database.sqlite_file
+    assert path is not None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        in_the_way = isinstance(error, FileExistsError | NotADirectoryError)
+        reason = "a file is in its way" if in_the_way else error.strerror or "refused"
+        raise SettingsError(
+            f"cannot create the folder of {path} ({reason}): choose another path in"
+            " COUNTERSIGN_DATABASE_URL or --database"
+        ) from None
+    if path.exists() and not path.is_file():
+        raise SettingsError(f"{path} is not a file: choose another path for the database")
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+    except sqlite3.DatabaseError as error:
+        said = "the file is not a SQLite database" if path.is_file() else str(error)
+        raise SettingsError(
+            f"cannot open the SQLite database at {path} ({said}): choose another path in"
+            " COUNTERSIGN_DATABASE_URL or --database"
+        ) from None
 
 
 def _sqlite_lacks(database: Database) -> str | None:
