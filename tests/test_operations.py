@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -533,6 +534,60 @@ def test_serve_refuses_a_number_of_workers_out_of_range(capsys):
         main(["serve", "--workers", "0"])
     assert stopped.value.code == 2
     assert "a number of processes from 1 to 64" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("COUNTERSIGN_PUBLIC_URL", "notaurl", "COUNTERSIGN_PUBLIC_URL must start with"),
+        ("COUNTERSIGN_NOTIFY_WORKERS", "0", "COUNTERSIGN_NOTIFY_WORKERS must be"),
+        ("COUNTERSIGN_SESSION_SECRET", "short", "COUNTERSIGN_SESSION_SECRET must have"),
+        ("COUNTERSIGN_METRICS_TOKEN", "short", "COUNTERSIGN_METRICS_TOKEN must be"),
+    ],
+)
+def test_serve_refuses_a_setting_its_processes_would_refuse_before_it_serves(
+    tmp_path, capsys, monkeypatch, variable, value, said
+):
+    """The sweepers' thread died on a wrong sender setting while the server served on, ready,
+    with nothing reconciled, expired or notified; a short session secret was an internal
+    error after "serving on". Each is now a configuration error before anything is served."""
+    from countersign.infrastructure.entrypoints.cli import admin
+
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    assert main(["seed", "--database", url]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(admin, "_run", lambda config: pytest.fail("it served"))
+    monkeypatch.setenv(variable, value)
+    assert main(["serve", "--port", "8799", "--database", url]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"error: {said}")
+    assert err.count("\n") == 1  # one line: no "serving on", no traceback
+
+
+def test_serve_refuses_a_port_it_cannot_listen_on_before_it_serves(tmp_path, capsys, monkeypatch):
+    from countersign.infrastructure.entrypoints.cli import admin
+
+    for port in ("0", "99999", "-5", "http"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["serve", "--port", port])
+        assert stopped.value.code == 2
+        assert "a port from 1 to 65535" in capsys.readouterr().err
+
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    assert main(["seed", "--database", url]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(admin, "_run", lambda config: pytest.fail("it served"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--database", url]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: cannot listen on 127.0.0.1:{port} (Address already in use): choose another"
+        " --port or --host\n"
+    )
 
 
 def test_a_serve_worker_freezes_what_it_wired_so_full_collections_skip_it(tmp_path):

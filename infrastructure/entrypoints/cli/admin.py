@@ -45,6 +45,9 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
 
     # Settings first, so a wrong value stops the server before anything is served.
     trusted = trusted_proxies_from_env()
+    sweeping = args.sweepers if args.sweepers is not None else cs.database.kind == "sqlite"
+    _check_server_settings(sweeping)
+    _check_port_free(args.host, args.port)
     # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
     # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
     # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
@@ -55,7 +58,6 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # On the embedded database nothing else is deployed beside serve: it runs the sweepers
     # itself, in one thread of this process (never one per worker). On PostgreSQL the worker
     # is a service of its own (docs/deploy.md).
-    sweeping = args.sweepers if args.sweepers is not None else cs.database.kind == "sqlite"
     from countersign.infrastructure.sweepers import InProcessSweepers
 
     background = InProcessSweepers(cs.settings) if sweeping else None
@@ -96,6 +98,39 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     if not started:
         raise SettingsError("the server did not start; its log above says why")
     return {"stopped": True}, "countersign: server stopped."
+
+
+def _check_server_settings(sweeping: bool) -> None:
+    """SettingsError, before anything is served, for a value the server's processes would
+    refuse once running: the session secret and the metrics token (read by each worker as it
+    starts: its failure was an internal error after "serving on"), and the sender's settings
+    when the sweepers run here (their thread died on them, and the server went on serving,
+    ready, with nothing reconciled, expired or notified)."""
+    from countersign.infrastructure.entrypoints.web.sessions import configured_secret
+    from countersign.infrastructure.observability.health import metrics_token_from_env
+
+    configured_secret()
+    metrics_token_from_env()
+    if sweeping:
+        from countersign.infrastructure.notifications.settings import NotifySettings
+
+        NotifySettings.from_env()
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """SettingsError when ``host:port`` cannot be listened on (in use, not this machine's
+    address, or not allowed), said before "serving on" rather than after it, with exit 3."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, protocol, _, address = infos[0]
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as error:
+        said = error.strerror or type(error).__name__
+        raise SettingsError(
+            f"cannot listen on {host}:{port} ({said}): choose another --port or --host"
+        ) from None
 
 
 SWEEPING = (

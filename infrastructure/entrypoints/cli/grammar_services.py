@@ -30,6 +30,13 @@ def worker_count(value: str) -> int:
     return int(value)
 
 
+def port_number(value: str) -> int:
+    """A TCP port to listen on: 1 to 65535."""
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port from 1 to 65535, not {value!r}")
+    return int(value)
+
+
 def positive_seconds(value: str) -> float:
     """A pause between passes: a positive number of seconds."""
     try:
@@ -112,7 +119,7 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
 
     serve = add("serve", Handler("admin", "cmd_serve"), "serve the HTTP API (FastAPI over uvicorn)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=port_number, default=8000)
     serve.add_argument(
         "--workers",
         type=worker_count,
@@ -136,7 +143,9 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         help="pause between passes",
     )
     worker.add_argument("--once", action="store_true", help="one pass of each sweeper, then stop")
-    worker.add_argument("--metrics-port", type=int, metavar="PORT", help="serve its metrics")
+    worker.add_argument(
+        "--metrics-port", type=port_number, metavar="PORT", help="serve its metrics"
+    )
     worker.add_argument("--metrics-host", default="127.0.0.1")
 
     mcp = add(
@@ -148,7 +157,7 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     mcp.add_argument("--as", dest="actor", metavar="EMAIL", help="stdio: the member")
     mcp.add_argument("--http", action="store_true", help="streamable HTTP, API tokens as bearer")
     mcp.add_argument("--host", default="127.0.0.1")
-    mcp.add_argument("--port", type=int, default=8001)
+    mcp.add_argument("--port", type=port_number, default=8001)
     mcp.add_argument("--language", default="en", choices=["en", "fr"])
 
     tokens = sub.add_parser("tokens", help="API tokens for application services")

@@ -17,6 +17,7 @@ from countersign.infrastructure.entrypoints.cli.grammar_services import (
     add_notification_commands,
     add_service_commands,
     add_sweepers_option,
+    port_number,
 )
 from countersign.infrastructure.entrypoints.cli.members import permission_list
 from countersign.infrastructure.entrypoints.cli.policies import (
@@ -327,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="then serve the pages over the demo's data, and print the address and sign-ins",
     )
     demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--port", type=port_number, default=8000)
     add_sweepers_option(demo)
     demo.set_defaults(workers=1)
     return parser

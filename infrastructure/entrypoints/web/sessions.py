@@ -49,6 +49,7 @@ from countersign.infrastructure.identity import session_store
 from countersign.infrastructure.identity.session_store import SessionRow, id_digest
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.settings import SettingsError
 from itsdangerous import BadSignature, Signer
 
 log = logging.getLogger("countersign.web")
@@ -69,12 +70,19 @@ _SCHEMA = (
 )
 
 
+def configured_secret() -> str | None:
+    """``COUNTERSIGN_SESSION_SECRET`` (None when unset); SettingsError when it is too short,
+    so ``serve`` refuses it before it serves anything."""
+    configured = os.environ.get(SECRET_ENV, "").strip()
+    if configured and len(configured) < _MIN_SECRET:
+        raise SettingsError(f"{SECRET_ENV} must have at least {_MIN_SECRET} characters")
+    return configured or None
+
+
 def session_secret(cs: Countersign) -> str:
     """The environment's secret, else the database's (created on first use)."""
-    configured = os.environ.get(SECRET_ENV, "").strip()
-    if configured:
-        if len(configured) < _MIN_SECRET:
-            raise ValueError(f"{SECRET_ENV} must have at least {_MIN_SECRET} characters")
+    configured = configured_secret()
+    if configured is not None:
         return configured
     ensure_tables(cs.sql, "web_secrets", _SCHEMA)
     with cs.sql.transaction() as cursor:
