@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -439,3 +440,29 @@ def test_a_history_says_its_times_are_utc_and_shows_them_so():
         "  v1   2026-12-05 21:46:21.898  Proposed",
         "  v2   2026-12-05 21:47:00.000  Approved",
     ]
+
+
+def test_a_password_is_set_for_a_member_and_refused_for_an_address_of_nobody(
+    seeded_cli, database_url, monkeypatch
+):
+    """A mistyped address was answered "Password set" (exit 0) while the person's own
+    password stayed as it was."""
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.identity.passwords import verify_password
+
+    cli, _ = seeded_cli
+    new = "a-long-enough-new-password"
+    monkeypatch.setattr("sys.stdin", io.StringIO(new + "\n"))
+    refused = cli("users", "set-password", "--as", "nobody@x.example", status=4)
+    assert (refused["error"], refused["reason"]) == ("refused", "not_a_member")
+    assert "member of no club" in refused["message"]
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(new + "\n"))
+    done = cli("users", "set-password", "--as", "Ben@Granite.example")
+    assert done == {"email": "ben@granite.example", "password_set": True, "sessions_ended": 0}
+    cs = bootstrap(database_url=database_url)
+    try:
+        assert verify_password(cs, "ben@granite.example", new)
+        assert not verify_password(cs, "nobody@x.example", new)
+    finally:
+        cs.close()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
+    RefusedError,
     Result,
     UsageError,
 )
@@ -264,9 +265,17 @@ def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
     that person ends."""
     from countersign.infrastructure.identity.passwords import set_password
 
+    email = args.actor.strip().lower()
+    if not cs.club.clubs_of(email):
+        # A mistyped address would otherwise be "set" while the person's own is unchanged.
+        raise RefusedError(
+            "not_a_member",
+            f"{email} is a member of no club, so nobody signs in with it: check the address;"
+            " nothing was changed",
+            email=email,
+        )
     password = _read_new_password()
     ended = set_password(cs, args.actor, password)
-    email = args.actor.strip().lower()
     return {"email": email, "password_set": True, "sessions_ended": ended}, (
         f"Password set for {email}; {ended} browser session(s) ended."
     )
