@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from countersign.domain.contracts import contracts_in
+from countersign.domain.messages import proposal_headline
 from countersign.domain.scope import Section
 from countersign.infrastructure.bootstrap import Countersign
 
@@ -253,3 +254,21 @@ def test_the_roster_assistant_names_whom_it_found_and_says_what_it_can_do(web: W
     moved = _chat(browser, roster, "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors")
     assert "I prepared a proposal for your review." in moved
     assert "every amount" not in moved
+
+
+def test_a_draft_for_one_member_says_one_recipient_in_both_languages(web: Web):
+    """Maple's demo draft read "“Maple news” to 1 recipients" in the inbox."""
+    mia = "mia@maple.example"
+    draft = web.cs.proposals.propose(
+        organization="maple",
+        actor=mia,
+        operation=DRAFT,
+        resource_id=web.seeded["broadcast_forms"]["maple"],
+        request={"filters": {"leagues": ["Tuesday Draw"]}, "subject": "Maple news", "body": "Hi"},
+    ).proposal_id
+    preview = web.cs.access.card(draft, mia).to_json()["preview"]
+    english, french = (proposal_headline(DRAFT, preview, language) for language in ("en", "fr"))
+    assert (english, french) == ("“Maple news” to 1 recipient", "« Maple news » à 1 destinataire")
+    inbox = web.browser(mia).get("/", **{"Accept-Language": "en"})
+    assert "to 1 recipient" in inbox.text
+    assert "1 recipients" not in inbox.text

@@ -29,6 +29,13 @@ def audience_words(stored: str, language: str) -> str:
     return f"membres des ligues {head} ou {last}"
 
 
+def recipients(count: int) -> Localized:
+    """``count`` recipients in words, in each language: "1 recipient", "9 recipients"."""
+    if count == 1:
+        return Localized("1 recipient", "1 destinataire")
+    return Localized(f"{count} recipients", f"{count} destinataires")
+
+
 class ApplyBroadcastDraftTexts:
     """How the operation reads: its texts, its preview's rows and its sentences."""
 
@@ -93,22 +100,23 @@ class ApplyBroadcastDraftTexts:
 
     def headline(self, preview: BroadcastDraftPreview, language: str = "en") -> str:
         subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
-        return Localized(
-            "“{subject}” to {count} recipients", "« {subject} » à {count} destinataires"
-        ).text(language, subject=subject, count=preview.audience_count)
+        return Localized("“{subject}” to {whom}", "« {subject} » à {whom}").text(
+            language, subject=subject, whom=recipients(preview.audience_count).text(language)
+        )
 
     def success_text(
         self, preview: BroadcastDraftPreview, result: BroadcastDraftResult, language: str = "en"
     ) -> str:
+        whom = recipients(result.audience_count).text(language)
         if language == "fr":
             return (
-                f"Le brouillon est dans le formulaire d'envoi pour {result.audience_count} "
-                f"destinataires ({audience_words(preview.filters_in_words, 'fr')}). Rien n'a "
+                f"Le brouillon est dans le formulaire d'envoi pour {whom} "
+                f"({audience_words(preview.filters_in_words, 'fr')}). Rien n'a "
                 "été envoyé : relisez-le "
                 "et envoyez-le depuis le formulaire."
             )
         return (
-            f"The draft is in the broadcast form for {result.audience_count} recipients "
+            f"The draft is in the broadcast form for {whom} "
             f"({preview.filters_in_words}). Nothing has been sent: review and send it from the "
             "form."
         )

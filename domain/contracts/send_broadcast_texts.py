@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from countersign.domain.contracts.apply_broadcast_draft_texts import audience_words
+from countersign.domain.contracts.apply_broadcast_draft_texts import audience_words, recipients
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.contracts.send_broadcast_stand_in import request_from_words
 
@@ -120,9 +120,9 @@ class SendBroadcastTexts:
         "terminal_failure": Localized("Failed: nothing was sent", "Échec : rien n'a été envoyé"),
     }
     irreversible: ClassVar[Localized | None] = Localized(
-        "An e-mail cannot be unsent: once you confirm, “{subject}” goes to {count} recipients.",
+        "An e-mail cannot be unsent: once you confirm, “{subject}” goes to {whom}.",
         "Un courriel ne peut pas être rappelé : dès que vous confirmez, « {subject} » part vers "
-        "{count} destinataires.",
+        "{whom}.",
     )
     assistant_instructions = (
         "When the manager asks to send the draft that is in the broadcast form, propose "
@@ -134,23 +134,24 @@ class SendBroadcastTexts:
     )
 
     def approve_label(self, preview: SendBroadcastPreview, language: str = "en") -> str:
-        return Localized("Send to {count} recipients", "Envoyer à {count} destinataires").text(
-            language, count=preview.audience_count
+        return Localized("Send to {whom}", "Envoyer à {whom}").text(
+            language, whom=recipients(preview.audience_count).text(language)
         )
 
     def irreversible_note(self, preview: SendBroadcastPreview, language: str = "en") -> str | None:
         if self.irreversible is None:
             return None
         return self.irreversible.text(
-            language, subject=preview.subject, count=preview.audience_count
+            language,
+            subject=preview.subject,
+            whom=recipients(preview.audience_count).text(language),
         )
 
     def headline(self, preview: SendBroadcastPreview, language: str = "en") -> str:
         subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
-        return Localized(
-            "Send “{subject}” to {count} recipients",
-            "Envoyer « {subject} » à {count} destinataires",
-        ).text(language, subject=subject, count=preview.audience_count)
+        return Localized("Send “{subject}” to {whom}", "Envoyer « {subject} » à {whom}").text(
+            language, subject=subject, whom=recipients(preview.audience_count).text(language)
+        )
 
     def success_text(
         self, preview: SendBroadcastPreview, result: SendBroadcastResult, language: str = "en"

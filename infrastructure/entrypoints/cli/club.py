@@ -57,7 +57,8 @@ def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Res
 def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
     leagues = cs.club.leagues(args.org)
     text = "\n".join(
-        f"{league['name']}: {league['active_members']} members, "
+        f"{league['name']}: {league['active_members']} "
+        + ("member, " if league["active_members"] == 1 else "members, ")
         + ("no limit" if league["capacity"] is None else f"capacity {league['capacity']}")
         for league in leagues
     )
