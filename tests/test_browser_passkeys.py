@@ -129,6 +129,8 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
             noah, noah_cdp, noah_key = _person(browser, served, NOAH)
             _add_passkey(noah, served, "Noah's phone")
             noah.goto(review)
+            # The message box shows only once it has something to say.
+            assert not noah.locator("[data-passkey-error]").is_visible()
             # A prompt that fails user verification: nothing is sent, nothing changes.
             noah_cdp.send(
                 "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": False}

@@ -466,3 +466,17 @@ def test_a_password_is_set_for_a_member_and_refused_for_an_address_of_nobody(
         assert not verify_password(cs, "nobody@x.example", new)
     finally:
         cs.close()
+
+
+def test_the_demo_underlines_each_chapter_to_its_length(capsys):
+    """From chapter 10 on, the underline was one character short."""
+    from countersign.infrastructure.demo.story import Story
+
+    story = Story(as_json=False)
+    for number in range(1, 13):
+        story.chapter(f"Chapter title {number}")
+    lines = capsys.readouterr().out.splitlines()
+    headings = [(line, lines[i + 1]) for i, line in enumerate(lines) if line[:1].isdigit()]
+    assert len(headings) == 12
+    for heading, underline in headings:
+        assert underline == "=" * len(heading), heading

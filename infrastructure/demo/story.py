@@ -53,7 +53,8 @@ class Story:
         self.number += 1
         self.chapters.append({"title": title, "steps": []})
         if not self.as_json:
-            print(f"\n{self.number}. {title}\n" + "=" * (len(title) + 3))
+            heading = f"{self.number}. {title}"
+            print(f"\n{heading}\n" + "=" * len(heading))
 
     def say(self, text: str, document: Any = None) -> None:
         self.chapters[-1]["steps"].append({"text": text, "data": document})
