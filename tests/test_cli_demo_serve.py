@@ -13,8 +13,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from countersign.infrastructure.entrypoints.cli.demo import (
+    SUGGESTED_ORDERS,
+    browse_text,
+    orders_still_owed,
+)
 
+from tests.conftest import AVA
 from tests.http_load import free_port
+from tests.support.proposing import propose
 
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -84,3 +91,26 @@ def test_demo_serve_tells_the_story_then_serves_its_data_and_stops_cleanly(tmp_p
                 process.kill()
     assert process.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_the_orders_offered_to_the_assistant_are_those_still_owed(cs, seeded):
+    """The demo offered orders its story had already refunded ("Nothing is owed on this
+    order"): it now offers those still owed, and says which the story settled."""
+    assert orders_still_owed(cs) == list(SUGGESTED_ORDERS)  # a fresh seed owes on each
+    refund = propose(cs, seeded)  # refund-ok's missed discount
+    assert cs.proposals.approve(refund, AVA).status == "succeeded"
+    left = orders_still_owed(cs)
+    assert ("refund-ok", "granite") not in left
+    assert ("maple-refund", "maple") in left
+    text = browse_text("http://127.0.0.1:8000", "sqlite:///x.db", _PASSWORDS, left)
+    said = " ".join(text.split())
+    assert "Start a conversation: refund-two-approvers, refund-lost-response" in said
+    assert "The story settled refund-ok: serve a fresh `countersign seed` database" in said
+
+
+_PASSWORDS = {
+    "ava@granite.example": "a",
+    "ben@granite.example": "b",
+    "noah@granite.example": "n",
+    "mia@maple.example": "m",
+}

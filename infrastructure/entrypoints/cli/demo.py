@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import TYPE_CHECKING
 
 from countersign.infrastructure.entrypoints.cli.admin import cmd_serve
@@ -18,13 +19,45 @@ def cmd_demo_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.demo.passwords import seed_passwords
 
     passwords = seed_passwords(cs)
-    browse = browse_text(f"http://{args.host}:{args.port}", args.database, passwords)
+    orders = orders_still_owed(cs)
+    browse = browse_text(f"http://{args.host}:{args.port}", args.database, passwords, orders)
     # stdout holds the story (or, with --json, its one document): the address goes beside it.
     print(browse, file=sys.stderr if args.json else sys.stdout, flush=True)
     return cmd_serve(cs, args)
 
 
-def browse_text(address: str, database_url: str, passwords: dict[str, str]) -> str:
+#: The demo's orders the order assistant is offered on, in this order, with their clubs.
+SUGGESTED_ORDERS = (
+    ("refund-ok", "granite"),
+    ("refund-two-approvers", "granite"),
+    ("refund-lost-response", "granite"),
+    ("account-credit", "granite"),
+    ("maple-refund", "maple"),
+)
+
+
+def orders_still_owed(cs: Countersign) -> list[tuple[str, str]]:
+    """The suggested orders on which a missed discount is still owed and a payment can still
+    be refunded, as the story left them (it refunds some): the ones worth typing."""
+    from countersign.domain.club.orders import Order
+    from countersign.domain.club.organization import Organization
+    from countersign.domain.errors import NotFoundError
+
+    found = []
+    for key, club in SUGGESTED_ORDERS:
+        try:
+            order = cs.store.read(Order.create_id(Organization.create_id(club), key), Order)
+        except NotFoundError:
+            continue
+        owed = any(not d.applied and not order.discount_refunded(d.ref) for d in order.discounts)
+        if owed and any(order.refundable_cents(p.ref) > 0 for p in order.payments):
+            found.append((key, club))
+    return found
+
+
+def browse_text(
+    address: str, database_url: str, passwords: dict[str, str], orders: list[tuple[str, str]]
+) -> str:
     from countersign.infrastructure.demo.seed import USERS
 
     people = [
@@ -32,6 +65,23 @@ def browse_text(address: str, database_url: str, passwords: dict[str, str]) -> s
         + (", reads French" if user.language == "fr" else "")
         for user in USERS
     ]
+    granite = [key for key, club in orders if club == "granite"]
+    maple = [key for key, club in orders if club == "maple"]
+    where = [f"{', '.join(granite)} (Granite)"] if granite else []
+    where += [f"{', '.join(maple)} (Maple, as Mia)"] if maple else []
+    settled = [key for key, _ in SUGGESTED_ORDERS if (key, _) not in orders]
+    assistant = ""
+    if where:
+        assistant = (
+            "To talk to the order assistant, type an order number under Start a conversation: "
+            + " or ".join(where)
+            + ". "
+        )
+    if settled:
+        assistant += (
+            f"The story settled {', '.join(settled)}: serve a fresh `countersign seed` database"
+            " to try them."
+        )
     return "\n".join(
         [
             "",
@@ -39,9 +89,9 @@ def browse_text(address: str, database_url: str, passwords: dict[str, str]) -> s
             f"  The demo's data stays in {database_url}.",
             "  Sign in as one of the demo people (their passwords are for local use only):",
             *people,
-            "  Ava's inbox holds the refund the demo left awaiting approval. To talk to the order",
-            "  assistant, type an order number under Start a conversation: refund-ok,",
-            "  refund-two-approvers, refund-lost-response, account-credit (Granite), or",
-            "  maple-refund (Maple, as Mia).",
+            "  Ava's inbox holds the refund the demo left awaiting approval.",
+            *textwrap.wrap(
+                assistant, 92, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
+            ),
         ]
     )
