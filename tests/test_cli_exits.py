@@ -233,3 +233,41 @@ def test_operations_reads_no_database(tmp_path, capsys):
     assert main(["operations", "--database", url]) == 0
     assert "order.refund_missing_discount" in capsys.readouterr().out
     assert not (tmp_path / "nothing.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["approve", "--json"], "the following arguments are required: proposal_id, --as"),
+        (
+            [
+                "policy",
+                "set",
+                "--json",
+                "--org",
+                "g",
+                "--operation",
+                "roster.move_member",
+                "--approvals",
+                "9",
+            ],
+            "argument --approvals: must be a whole number from 1 to 5",
+        ),
+        (["--json", "serve", "--port", "99999"], "argument --port: a port from 1 to 65535"),
+    ],
+)
+def test_a_usage_error_under_json_is_one_json_document_too(capsys, argv, said):
+    """--json promises one JSON document on stdout, its answer or its error: argparse's own
+    errors printed nothing there."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["error"] == "usage"
+    assert document["message"].startswith(said)
+    assert said in err  # argparse's usage and words on stderr, as without --json
+
+    with pytest.raises(SystemExit):
+        main([word for word in argv if word != "--json"])
+    assert capsys.readouterr().out == ""

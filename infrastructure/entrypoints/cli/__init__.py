@@ -44,7 +44,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     RefusedError,
     UsageError,
 )
-from countersign.infrastructure.entrypoints.cli.parser import build_parser
+from countersign.infrastructure.entrypoints.cli.parser import CommandParser, build_parser
 from countersign.infrastructure.observability.logs import configure_logging
 from countersign.infrastructure.persistence.sql import postgres_unreachable
 from countersign.infrastructure.settings import (
@@ -100,6 +100,7 @@ def _main(argv: list[str] | None) -> int:
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help()  # a bare `countersign`: what it can do
         return 0
+    CommandParser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.entrypoints.cli.common import Handler
@@ -70,6 +70,22 @@ def installed_version() -> str:
         return "unknown (not installed)"
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser (its sub-commands' too), whose usage errors keep the command line's
+    promise: with ``--json`` anywhere on the command line (``main`` says so), one JSON
+    document on stdout, ``{"error": "usage", "message": ...}``, besides argparse's usage and
+    message on stderr and exit status 2."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if CommandParser.json_errors:
+            from countersign.infrastructure.entrypoints.cli import render
+
+            print(render.to_json({"error": "usage", "message": message}), flush=True)
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
@@ -81,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         "seed and demo do without it",
     )
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="countersign",
         description="AI assistants propose; people approve; the application executes.",
     )
