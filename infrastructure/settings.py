@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from dataclasses import dataclass
@@ -108,10 +109,11 @@ class Settings:
                 f"not {max_lag!r}"
             )
         rp_id = os.environ.get("COUNTERSIGN_WEBAUTHN_RP_ID", "").strip().lower() or "localhost"
-        if not rp_id.replace(".", "").replace("-", "").isalnum():
+        if not rp_id.replace(".", "").replace("-", "").isalnum() or _is_ip_address(rp_id):
+            # WebAuthn takes a domain, never an address: browsers refuse 127.0.0.1 as one.
             raise SettingsError(
-                "COUNTERSIGN_WEBAUTHN_RP_ID must be a domain name such as example.org, "
-                f"not {rp_id!r}"
+                "COUNTERSIGN_WEBAUTHN_RP_ID must be a domain name such as example.org "
+                f"(localhost on this machine), not {rp_id!r}"
             )
         origins = tuple(
             o.strip().rstrip("/")
@@ -145,6 +147,14 @@ class Settings:
             proposal_limit=limit,
             database_timeout=database_timeout,
         )
+
+
+def _is_ip_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _seconds(name: str, value: str, default: float) -> float:

@@ -149,6 +149,17 @@ def test_a_bad_lag_limit_is_refused_with_the_fix(monkeypatch):
         Settings.from_env()
 
 
+@pytest.mark.parametrize("rp_id", ["127.0.0.1", "10.0.0.5", "https://example.org"])
+def test_a_passkey_domain_that_is_an_address_or_a_url_is_refused_with_the_fix(monkeypatch, rp_id):
+    """The README said 127.0.0.1 is no valid passkey domain, and it was accepted silently:
+    every passkey ceremony then failed in the browser."""
+    monkeypatch.setenv("COUNTERSIGN_WEBAUTHN_RP_ID", rp_id)
+    with pytest.raises(ValueError, match=r"must be a domain name such as example\.org"):
+        Settings.from_env()
+    monkeypatch.setenv("COUNTERSIGN_WEBAUTHN_RP_ID", "club.example.org")
+    assert Settings.from_env().webauthn_rp_id == "club.example.org"
+
+
 # -- metrics ----------------------------------------------------------------------------------
 
 
