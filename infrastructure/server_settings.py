@@ -25,8 +25,22 @@ from countersign.infrastructure.settings import SettingsError
 
 TRUSTED_PROXIES_ENV = "COUNTERSIGN_TRUSTED_PROXIES"
 SECURE_ENV = "COUNTERSIGN_SECURE_COOKIES"
+SESSION_SECRET_ENV = "COUNTERSIGN_SESSION_SECRET"  # noqa: S105 - the variable's name
+_MIN_SESSION_SECRET = 32
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+
+
+def session_secret_from_env() -> str | None:
+    """``COUNTERSIGN_SESSION_SECRET`` (None when unset: the pages then keep one in the
+    database); SettingsError when it is too short, so ``serve`` refuses it before it serves
+    anything."""
+    configured = os.environ.get(SESSION_SECRET_ENV, "").strip()
+    if configured and len(configured) < _MIN_SESSION_SECRET:
+        raise SettingsError(
+            f"{SESSION_SECRET_ENV} must have at least {_MIN_SESSION_SECRET} characters"
+        )
+    return configured or None
 
 
 def trusted_proxies_from_env() -> list[str]:

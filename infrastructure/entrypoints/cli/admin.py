@@ -107,10 +107,10 @@ def _check_server_settings(sweeping: bool) -> None:
     starts: its failure was an internal error after "serving on"), and the sender's settings
     when the sweepers run here (their thread died on them, and the server went on serving,
     ready, with nothing reconciled, expired or notified)."""
-    from countersign.infrastructure.entrypoints.web.sessions import configured_secret
     from countersign.infrastructure.observability.health import metrics_token_from_env
+    from countersign.infrastructure.server_settings import session_secret_from_env
 
-    configured_secret()
+    session_secret_from_env()
     metrics_token_from_env()
     if sweeping:
         from countersign.infrastructure.notifications.settings import NotifySettings

@@ -39,7 +39,6 @@ import base64
 import hashlib
 import hmac
 import logging
-import os
 import secrets
 from typing import Any
 
@@ -49,7 +48,7 @@ from countersign.infrastructure.identity import session_store
 from countersign.infrastructure.identity.session_store import SessionRow, id_digest
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import SqlDatabase
-from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.server_settings import SESSION_SECRET_ENV, session_secret_from_env
 from itsdangerous import BadSignature, Signer
 
 log = logging.getLogger("countersign.web")
@@ -59,9 +58,8 @@ ABSOLUTE_SECONDS = 24 * 3600
 #: The last-seen time is written when it is at least this old (idle limit precision).
 TOUCH_SECONDS = 60
 LANGUAGE_SECONDS = 365 * 24 * 3600
-SECRET_ENV = "COUNTERSIGN_SESSION_SECRET"  # noqa: S105 - the variable's name, not a secret
+SECRET_ENV = SESSION_SECRET_ENV
 _SALT = "countersign.web.session.v2"
-_MIN_SECRET = 32
 _MAX_COOKIE = 256
 
 _SCHEMA = (
@@ -70,18 +68,9 @@ _SCHEMA = (
 )
 
 
-def configured_secret() -> str | None:
-    """``COUNTERSIGN_SESSION_SECRET`` (None when unset); SettingsError when it is too short,
-    so ``serve`` refuses it before it serves anything."""
-    configured = os.environ.get(SECRET_ENV, "").strip()
-    if configured and len(configured) < _MIN_SECRET:
-        raise SettingsError(f"{SECRET_ENV} must have at least {_MIN_SECRET} characters")
-    return configured or None
-
-
 def session_secret(cs: Countersign) -> str:
     """The environment's secret, else the database's (created on first use)."""
-    configured = configured_secret()
+    configured = session_secret_from_env()
     if configured is not None:
         return configured
     ensure_tables(cs.sql, "web_secrets", _SCHEMA)
