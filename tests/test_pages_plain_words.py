@@ -272,3 +272,24 @@ def test_a_draft_for_one_member_says_one_recipient_in_both_languages(web: Web):
     inbox = web.browser(mia).get("/", **{"Accept-Language": "en"})
     assert "to 1 recipient" in inbox.text
     assert "1 recipients" not in inbox.text
+
+
+def test_french_elides_de_before_a_name_that_begins_with_a_vowel(web: Web):
+    """The review page read "la remise manquée … de Ella Novak"; French writes d'Ella."""
+    refund = propose(web.cs, web.seeded, "refund-two-approvers")
+    web.cs.proposals.approve(refund, AVA)
+    assert web.cs.proposals.approve(refund, "noah@granite.example").status == "succeeded"
+    page = web.browser(AVA).get(f"/proposals/{refund}", **{"Accept-Language": "fr"})
+    text = _main_text(page)
+    assert "d'Ella Novak" in text or "d&#39;Ella Novak" in text, re.findall(r".{50}Ella.{10}", text)
+    assert "de Ella" not in text
+    english = _main_text(web.browser(AVA).get(f"/proposals/{refund}"))
+    assert "Ella Novak" in english
+
+
+def test_the_elision_leaves_every_other_de_as_it_is():
+    from countersign.domain.contracts.presentation import elided
+
+    assert elided("la remise de Olivia Chen et de Émile") == "la remise d'Olivia Chen et d'Émile"
+    for kept in ("de Monday Night Open", "de 48,00 $", "de USD", "à Ella", "de la ligue"):
+        assert elided(kept) == kept

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from countersign.domain.contracts.cancel_registration_stand_in import request_from_words
 from countersign.domain.contracts.order_facts import NO_ACCOUNT, REFUND_DESTINATION
-from countersign.domain.contracts.presentation import Localized, PreviewField, RequestField, Shown
+from countersign.domain.contracts.presentation import (
+    Localized,
+    PreviewField,
+    RequestField,
+    Shown,
+    elided,
+)
 from countersign.domain.money import format_money
 
 if TYPE_CHECKING:
@@ -217,7 +223,7 @@ class CancelRegistrationTexts:
                 if result.spot_released
                 else f"{who} n'avait déjà plus de place dans la ligue {result.league}"
             )
-            return f"Inscription de {who} annulée : {amount} remboursés {where}, et {spot}."
+            return elided(f"Inscription de {who} annulée : {amount} remboursés {where}, et {spot}.")
         where = (
             f"as club account credit for {result.destination}"
             if result.to_account_credit

@@ -7,6 +7,7 @@ browser, the hand-back and the projections all render them from here, so they ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -27,13 +28,26 @@ class Localized:
 
     def text(self, language: str, **params: object) -> str:
         """The text in ``language`` (English for any other), with ``params`` filled in."""
-        template = self.fr if language == "fr" else self.en
-        return template.format(**params) if params else template
+        if language == "fr":
+            return elided(self.fr.format(**params)) if params else self.fr
+        return self.en.format(**params) if params else self.en
 
     def filled(self, **params: object) -> Localized:
         """The text with ``params`` filled in, in every language; a Localized parameter (an
         amount written each language's way) reads in the text's own language."""
-        return Localized(self.en.format(**_in("en", params)), self.fr.format(**_in("fr", params)))
+        return Localized(
+            self.en.format(**_in("en", params)), elided(self.fr.format(**_in("fr", params)))
+        )
+
+
+#: French "de" before a name that begins with a vowel: "de Ella Novak" reads "d'Ella Novak".
+_DE_BEFORE_A_VOWEL = re.compile(r"\b([Dd])e (?=[AEIOUYÀÂÆÉÈÊËÎÏÔŒÙÛÜ][a-zà-ÿ])")
+
+
+def elided(french: str) -> str:
+    """A French text whose "de" before a name filled in (a person's, a league's) that begins
+    with a vowel is elided, as French writes it: "la remise de Ella" -> "la remise d'Ella"."""
+    return _DE_BEFORE_A_VOWEL.sub(r"\1'", french) if "e " in french else french
 
 
 def _in(language: str, params: dict[str, object]) -> dict[str, object]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.presentation import Localized, elided
 from countersign.infrastructure.entrypoints.web.i18n import (
     account,
     frame,
@@ -118,7 +118,10 @@ def translator(language: str) -> Callable[..., str]:
             or fallback_sections.get(key)
             or key
         )
-        return template.format(**params) if params else template
+        if not params:
+            return template
+        filled = template.format(**params)
+        return elided(filled) if language == "fr" else filled  # "de Ella" -> "d'Ella"
 
     return t
 
