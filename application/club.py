@@ -61,9 +61,10 @@ class ClubService:
         self.store = store
 
     def order(self, organization: str, order_id: str) -> Order:
-        """An order of this organization; NotFoundError for unknown and foreign ids alike."""
+        """An order of this organization, named by its id or its order number (as the pages
+        take it); NotFoundError for unknown and foreign ones alike."""
         org = organization_by_slug(self.store, organization)
-        order = self.store.get(parse_id(order_id, "order"), Order)
+        order = self.store.get(_order_uuid(org.id, order_id), Order)
         if order.organization_id != org.id:
             raise NotFoundError("order")
         return order
@@ -170,11 +171,7 @@ class ClubService:
     def order_id(self, organization: str, reference: str) -> str:
         """The id of this organization's order named by its id or its order number."""
         org = organization_by_slug(self.store, organization)
-        try:
-            order_id = UUID(reference.strip())
-        except ValueError:
-            order_id = Order.create_id(org.id, reference.strip())
-        order = self.store.read(order_id, Order)
+        order = self.store.read(_order_uuid(org.id, reference), Order)
         if order.organization_id != org.id:
             raise NotFoundError("order")
         return str(order.id)
@@ -257,6 +254,15 @@ def _membership(org: Organization, member: Member) -> Membership:
         member=member,
         time_zone=org.time_zone,
     )
+
+
+def _order_uuid(organization_id: UUID, reference: str) -> UUID:
+    """The id an order reference names: an id as it is, else an order number of this
+    organization's (so another club's order numbers name nothing here)."""
+    try:
+        return UUID(reference.strip())
+    except ValueError:
+        return Order.create_id(organization_id, reference.strip())
 
 
 def investigation(order: Order) -> dict[str, Any]:

@@ -71,6 +71,11 @@ def test_orders_show_gives_references_and_no_provider_ids(seeded_cli):
     assert cli("orders", "show", data["orders"]["maple-refund"], "--org", "granite") == {
         "error": "not_found"
     }
+    # By its order number too, as the pages take it: the club's own orders only.
+    assert cli("orders", "show", "refund-ok", "--org", "granite") == order
+    for foreign in ("maple-refund", "refund-ok"):
+        club = "granite" if foreign == "maple-refund" else "maple"
+        assert cli("orders", "show", foreign, "--org", club) == {"error": "not_found"}
 
 
 def test_propose_approve_show_history_round_trip(seeded_cli):
