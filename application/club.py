@@ -74,6 +74,13 @@ class ClubService:
         order = self.order(organization, order_id)
         return investigation(order)
 
+    def still_owes_a_discount(self, organization: str, order_id: str) -> bool:
+        """Whether a missed discount of the order (neither applied at checkout nor refunded
+        since) can still be refunded: a payment of it has something left to refund."""
+        order = self.order(organization, order_id)
+        owed = any(not d.applied and not order.discount_refunded(d.ref) for d in order.discounts)
+        return owed and any(order.refundable_cents(p.ref) > 0 for p in order.payments)
+
     def refund_days(self, organization: str, order_id: str) -> dict[str, datetime]:
         """When each of the order's refunds was recorded, by its reference (``R1``, ...): the
         order numbers its refunds in the order their events were recorded."""

@@ -258,8 +258,11 @@ def serve(
                 seen["language_cookie"] = switched.headers.get("set-cookie", "")
             return True
 
-        # What `serve` runs the configured server with (one worker or several), replaced.
+        # What `serve` runs the configured server with (one worker or several), replaced, and
+        # its probe of the address (192.0.2.10 is no address of this machine; port 8000 may be
+        # taken here): tests/test_operations.py tests the probe.
         monkeypatch.setattr(admin, "_run", fake_run)
+        monkeypatch.setattr(admin, "_check_port_free", lambda host, port: None)
         seen["status"] = main(
             ["serve", "--host", host, "--port", "8000", "--database", database_url]
         )

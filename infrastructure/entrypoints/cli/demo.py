@@ -39,19 +39,15 @@ SUGGESTED_ORDERS = (
 def orders_still_owed(cs: Countersign) -> list[tuple[str, str]]:
     """The suggested orders on which a missed discount is still owed and a payment can still
     be refunded, as the story left them (it refunds some): the ones worth typing."""
-    from countersign.domain.club.orders import Order
-    from countersign.domain.club.organization import Organization
     from countersign.domain.errors import NotFoundError
 
     found = []
     for key, club in SUGGESTED_ORDERS:
         try:
-            order = cs.store.read(Order.create_id(Organization.create_id(club), key), Order)
+            if cs.club.still_owes_a_discount(club, key):
+                found.append((key, club))
         except NotFoundError:
             continue
-        owed = any(not d.applied and not order.discount_refunded(d.ref) for d in order.discounts)
-        if owed and any(order.refundable_cents(p.ref) > 0 for p in order.payments):
-            found.append((key, club))
     return found
 
 

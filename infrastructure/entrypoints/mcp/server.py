@@ -198,7 +198,8 @@ class CountersignTools:
         """The cards of the proposals this caller made through this server process."""
         club, email = _who(self.caller_of(ctx))
         with self._recent_lock:
-            mine = list(self._recent.get(club, {}).get(email, ()))
+            callers = self._recent.get(club)
+            mine = list(callers.get(email, ())) if callers is not None else []
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
