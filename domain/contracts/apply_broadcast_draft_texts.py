@@ -29,11 +29,10 @@ def audience_words(stored: str, language: str) -> str:
     return f"membres des ligues {head} ou {last}"
 
 
-def recipients(count: int) -> Localized:
-    """``count`` recipients in words, in each language: "1 recipient", "9 recipients"."""
-    if count == 1:
-        return Localized("1 recipient", "1 destinataire")
-    return Localized(f"{count} recipients", f"{count} destinataires")
+def recipients(count: int, language: str) -> str:
+    """``count`` recipients in words: "1 recipient", "9 recipients" ("1 destinataire")."""
+    word = "destinataire" if language == "fr" else "recipient"
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 class ApplyBroadcastDraftTexts:
@@ -101,13 +100,13 @@ class ApplyBroadcastDraftTexts:
     def headline(self, preview: BroadcastDraftPreview, language: str = "en") -> str:
         subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
         return Localized("“{subject}” to {whom}", "« {subject} » à {whom}").text(
-            language, subject=subject, whom=recipients(preview.audience_count).text(language)
+            language, subject=subject, whom=recipients(preview.audience_count, language)
         )
 
     def success_text(
         self, preview: BroadcastDraftPreview, result: BroadcastDraftResult, language: str = "en"
     ) -> str:
-        whom = recipients(result.audience_count).text(language)
+        whom = recipients(result.audience_count, language)
         if language == "fr":
             return (
                 f"Le brouillon est dans le formulaire d'envoi pour {whom} "

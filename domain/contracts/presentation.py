@@ -29,19 +29,37 @@ class Localized:
     def text(self, language: str, **params: object) -> str:
         """The text in ``language`` (English for any other), with ``params`` filled in."""
         if language == "fr":
-            return elided(self.fr.format(**params)) if params else self.fr
+            if not params:
+                return self.fr
+            filled = self.fr.format(**params)
+            return elided(filled) if may_elide(self.fr) else filled
         return self.en.format(**params) if params else self.en
 
     def filled(self, **params: object) -> Localized:
         """The text with ``params`` filled in, in every language; a Localized parameter (an
         amount written each language's way) reads in the text's own language."""
+        french = self.fr.format(**_in("fr", params))
         return Localized(
-            self.en.format(**_in("en", params)), elided(self.fr.format(**_in("fr", params)))
+            self.en.format(**_in("en", params)), elided(french) if may_elide(self.fr) else french
         )
 
 
 #: French "de" before a name that begins with a vowel: "de Ella Novak" reads "d'Ella Novak".
 _DE_BEFORE_A_VOWEL = re.compile(r"\b([Dd])e (?=[AEIOUYÀÂÆÉÈÊËÎÏÔŒÙÛÜ][a-zà-ÿ])")
+
+
+#: Per French template: whether a value filled in may follow "de" (``may_elide``).
+_MAY_ELIDE: dict[str, bool] = {}
+
+
+def may_elide(template: str) -> bool:
+    """Whether a value filled into this French template may follow "de" (so the text is
+    looked at by ``elided``): most templates have no "de {", and their texts are left as
+    they are without a search."""
+    found = _MAY_ELIDE.get(template)
+    if found is None:
+        found = _MAY_ELIDE[template] = "de {" in template or "De {" in template
+    return found
 
 
 def elided(french: str) -> str:

@@ -135,7 +135,7 @@ class SendBroadcastTexts:
 
     def approve_label(self, preview: SendBroadcastPreview, language: str = "en") -> str:
         return Localized("Send to {whom}", "Envoyer à {whom}").text(
-            language, whom=recipients(preview.audience_count).text(language)
+            language, whom=recipients(preview.audience_count, language)
         )
 
     def irreversible_note(self, preview: SendBroadcastPreview, language: str = "en") -> str | None:
@@ -144,13 +144,13 @@ class SendBroadcastTexts:
         return self.irreversible.text(
             language,
             subject=preview.subject,
-            whom=recipients(preview.audience_count).text(language),
+            whom=recipients(preview.audience_count, language),
         )
 
     def headline(self, preview: SendBroadcastPreview, language: str = "en") -> str:
         subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
         return Localized("Send “{subject}” to {whom}", "Envoyer « {subject} » à {whom}").text(
-            language, subject=subject, whom=recipients(preview.audience_count).text(language)
+            language, subject=subject, whom=recipients(preview.audience_count, language)
         )
 
     def success_text(

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.presentation import Localized, elided
+from countersign.domain.contracts.presentation import Localized, elided, may_elide
 from countersign.infrastructure.entrypoints.web.i18n import (
     account,
     frame,
@@ -121,7 +121,8 @@ def translator(language: str) -> Callable[..., str]:
         if not params:
             return template
         filled = template.format(**params)
-        return elided(filled) if language == "fr" else filled  # "de Ella" -> "d'Ella"
+        # "de Ella" -> "d'Ella"
+        return elided(filled) if language == "fr" and may_elide(template) else filled
 
     return t
 
