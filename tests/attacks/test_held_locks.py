@@ -398,6 +398,48 @@ def test_the_command_line_gives_up_but_the_maintenance_commands_wait(
     assert statuses["verify"] == 0
 
 
+def test_the_command_line_says_a_decision_may_have_been_recorded_only_after_sending_one(
+    cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch, capsys
+):
+    """Every command said "a decision sent just before may have been recorded", a read too."""
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", str(WAIT))
+    proposal_id = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation="order.refund_missing_discount",
+        resource_id=seeded["orders"]["refund-ok"],
+        request={
+            "payment": "P1",
+            "line_item": "L1",
+            "discount": "D1",
+            "destination": "original_payment_method",
+        },
+    ).proposal_id
+    said = {}
+    with held(database_url, events_table(cs)):
+        for command in ("approve", "show"):
+            argv = [command, proposal_id, "--as", AVA, "--json", "--database", database_url]
+            assert main(argv) == 1
+            said[command] = json.loads(capsys.readouterr().out)["message"]
+    # Both gave up as they started (their tables checked behind the lock): nothing was sent.
+    only = "the database did not answer in time; try again in a few seconds"
+    assert said == {"approve": only, "show": only}
+    assert cs.proposals.approve(proposal_id, AVA).status == "succeeded"  # nothing was recorded
+
+    # A decision that was on its way when the database gave up may have been recorded.
+    from countersign.infrastructure.entrypoints.cli import _answer_to
+    from countersign.infrastructure.persistence.unavailable import DatabaseTimeoutError
+
+    cut = DatabaseTimeoutError("canceling statement due to statement timeout")
+    for command in ("approve", "decline", "revise", "chat"):
+        document, text, status = _answer_to(cut, "en", command)
+        assert text == f"error: {document['message']}"
+        assert status == 1
+        assert "A decision sent just before may have been recorded" in document["message"]
+    for command in ("show", "inbox", "audit", None):
+        assert _answer_to(cut, "en", command)[0]["message"] == only
+
+
 def test_a_statement_the_server_cancelled_is_told_apart_from_a_bad_record():
     errors = pytest.importorskip("psycopg.errors")
     for cancelled in (errors.QueryCanceled("statement timeout"), errors.LockNotAvailable("lock")):

@@ -151,6 +151,7 @@ def test_a_command_behind_the_write_lock_says_so_in_one_line(
     assert seconds < WAIT * 4
     said = out.getvalue() + err.getvalue()
     assert "error: the database did not answer in time; try again in a few seconds" in said
+    assert "A decision sent" not in said  # an inbox decides nothing
     assert "Traceback" not in said
     assert "sqlite3" not in said
     assert_no_leak(said)

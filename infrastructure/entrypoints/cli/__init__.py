@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         from countersign.infrastructure.persistence.unavailable import timed_out
 
         if timed_out(error):  # a lock held on countersign's tables as it started, say
-            return emit(*_database_unavailable(error))
+            return emit(*_database_unavailable(error, sent=False))
         if not isinstance(error, postgres_unreachable()):
             raise
         server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as error:  # every refusal has its answer; anything else is internal
         if isinstance(error, BrokenPipeError) and _stdout_reader_gone():
             raise
-        return emit(*_answer_to(error, getattr(args, "language", "en")))
+        return emit(*_answer_to(error, getattr(args, "language", "en"), args.command))
     finally:
         cs.close()
 
@@ -268,7 +268,12 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
 )
 
 
-def _answer_to(error: Exception, language: str = "en") -> Answer:
+#: The commands that decide (or may, as the chat's /approve): a database that did not answer
+#: after one of them was sent may have recorded it.
+DECIDING = frozenset({"approve", "decline", "revise", "chat"})
+
+
+def _answer_to(error: Exception, language: str = "en", command: str | None = None) -> Answer:
     from countersign.domain.contracts.problems import InvalidRequestError
     from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 
@@ -284,22 +289,25 @@ def _answer_to(error: Exception, language: str = "en") -> Answer:
     from countersign.infrastructure.persistence.unavailable import database_unavailable
 
     if database_unavailable(error):
-        return _database_unavailable(error)
+        return _database_unavailable(error, sent=command in DECIDING)
     correlation_id = new_correlation_id()
     log.exception("internal error, correlation id %s", correlation_id)
     return _internal(correlation_id)
 
 
-def _database_unavailable(error: Exception) -> Answer:
+def _database_unavailable(error: Exception, *, sent: bool) -> Answer:
     """The database went out of reach, or did not answer within COUNTERSIGN_DATABASE_TIMEOUT
     (a lock held on its tables), as the command started or ran: as the API and the pages
-    say it."""
+    say it. ``sent``: a decision was on its way (approve, decline, revise, the chat), which
+    may have been recorded; a command that only reads, or that never reached the database,
+    is told only to try again."""
     log.warning("database unavailable: %s", type(error).__name__)
-    message = (
-        "the database did not answer in time; try again in a few seconds. A decision sent "
-        "just before may have been recorded: look at the proposal (countersign show) before "
-        "sending it again"
-    )
+    message = "the database did not answer in time; try again in a few seconds"
+    if sent:
+        message += (
+            ". A decision sent just before may have been recorded: look at the proposal "
+            "(countersign show) before sending it again"
+        )
     return {"error": "database_unavailable", "message": message}, f"error: {message}", 1
 
 
