@@ -310,9 +310,10 @@ def inbox_scope(
 def _readable_operations(
     caller: Caller, member: Member, registry: Mapping[str, AnyContract]
 ) -> tuple[str, ...] | None:
-    """The operations whose proposals the caller may read; None when that is every one."""
+    """The operations whose proposals the caller may read; None (every one, registered or
+    not) for an auditor only: a proposal of an operation no longer registered (a plug-in
+    turned off) is read with ``audit.read`` alone (``read_permissions``), so whoever holds
+    every registered operation's permission is still listed those operations only."""
     if caller.may(member, Permission.READ_AUDIT):
         return None
-    declared = declarations(registry)
-    readable = tuple(d.kind for d in declared if caller.may(member, d.permission))
-    return None if len(readable) == len(declared) else readable
+    return tuple(d.kind for d in declarations(registry) if caller.may(member, d.permission))

@@ -271,3 +271,34 @@ def test_a_usage_error_under_json_is_one_json_document_too(capsys, argv, said):
     with pytest.raises(SystemExit):
         main([word for word in argv if word != "--json"])
     assert capsys.readouterr().out == ""
+
+
+def test_an_abbreviated_json_flag_gets_a_json_usage_error_and_the_flag_ends_with_it(capsys):
+    with pytest.raises(SystemExit):
+        main(["approve", "--js"])  # argparse takes --js for --json
+    assert json.loads(capsys.readouterr().out)["error"] == "usage"
+    # A parser built later in the process (a test's, a library's) prints no JSON of its own.
+    from countersign.infrastructure.entrypoints.cli.parser import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["approve", "--no-such-option"])
+    assert capsys.readouterr().out == ""
+
+
+def test_a_database_file_another_process_holds_is_not_called_something_else(
+    tmp_path, capsys, monkeypatch
+):
+    """Every error opening an existing file read "the file is not a SQLite database"."""
+    import sqlite3
+
+    from countersign.infrastructure.persistence import presence
+
+    def locked(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(presence.sqlite3, "connect", locked)
+    path = tmp_path / "cs.db"
+    assert main(["seed", "--database", f"sqlite:///{path}"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: cannot open the SQLite database at {path} (database is locked)"
+    )

@@ -32,7 +32,7 @@ from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from countersign.infrastructure.observability import logs
 from countersign.infrastructure.server import compose
-from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.settings import Settings, SettingsError
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -554,6 +554,7 @@ def test_serve_refuses_a_number_of_workers_out_of_range(capsys):
         ("COUNTERSIGN_NOTIFY_WORKERS", "0", "COUNTERSIGN_NOTIFY_WORKERS must be"),
         ("COUNTERSIGN_SESSION_SECRET", "short", "COUNTERSIGN_SESSION_SECRET must have"),
         ("COUNTERSIGN_METRICS_TOKEN", "short", "COUNTERSIGN_METRICS_TOKEN must be"),
+        ("COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS", "nope", "COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS"),
     ],
 )
 def test_serve_refuses_a_setting_its_processes_would_refuse_before_it_serves(
@@ -569,7 +570,9 @@ def test_serve_refuses_a_setting_its_processes_would_refuse_before_it_serves(
     capsys.readouterr()
     monkeypatch.setattr(admin, "_run", lambda config: pytest.fail("it served"))
     monkeypatch.setenv(variable, value)
-    assert main(["serve", "--port", "8799", "--database", url]) == 2
+    # --no-sweepers: the checks of what the server's requests read hold without them too.
+    sweeping = ["--no-sweepers"] if variable == "COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS" else []
+    assert main(["serve", "--port", "8799", *sweeping, "--database", url]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith(f"error: {said}")
@@ -599,6 +602,32 @@ def test_serve_refuses_a_port_it_cannot_listen_on_before_it_serves(tmp_path, cap
         f"error: cannot listen on 127.0.0.1:{port} (Address already in use): choose another"
         " --port or --host\n"
     )
+
+
+def test_the_port_probe_refuses_no_address_the_server_can_serve():
+    """Another service holds 0.0.0.0:P. One worker binds [::]:P as asyncio does, IPv6 only,
+    and serves: the probe bound a dual-stack socket and refused it (a review's finding)."""
+    import asyncio
+
+    from countersign.infrastructure.entrypoints.cli.admin import _check_port_free
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        other.bind(("0.0.0.0", 0))
+        other.listen()
+        port = other.getsockname()[1]
+
+        async def as_one_worker_binds() -> None:
+            server = await asyncio.get_running_loop().create_server(
+                asyncio.Protocol, host="::", port=port
+            )
+            server.close()
+            await server.wait_closed()
+
+        asyncio.run(as_one_worker_binds())  # the server would serve
+        _check_port_free("::", port)  # and so the probe lets it
+        with pytest.raises(SettingsError, match="Address already in use"):
+            _check_port_free("0.0.0.0", port)
 
 
 def test_a_serve_worker_freezes_what_it_wired_so_full_collections_skip_it(tmp_path):

@@ -10,6 +10,7 @@ Edit), the roster assistant, and a session ended from another device.
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -287,9 +288,33 @@ def test_french_elides_de_before_a_name_that_begins_with_a_vowel(web: Web):
     assert "Ella Novak" in english
 
 
-def test_the_elision_leaves_every_other_de_as_it_is():
-    from countersign.domain.contracts.presentation import elided
+def test_the_elision_is_the_de_before_a_value_filled_in_and_nothing_else():
+    """A review found every "de" before a capital vowel elided, names' own particles and
+    words quoted back to the model included ("Manuel d'Oliveira", "« Eva D'Angelis »")."""
+    from countersign.domain.contracts.move_member_texts import MoveMemberTexts
+    from countersign.domain.contracts.presentation import Localized, de
+    from countersign.domain.contracts.remove_member_texts import RemoveMemberTexts
+    from countersign.infrastructure.entrypoints.web.i18n import translator
 
-    assert elided("la remise de Olivia Chen et de Émile") == "la remise d'Olivia Chen et d'Émile"
-    for kept in ("de Monday Night Open", "de 48,00 $", "de USD", "à Ella", "de la ligue"):
-        assert elided(kept) == kept
+    remise = Localized("the discount of {who}", "la remise de {who}")
+    for who, said in (
+        ("Olivia Chen", "la remise d'Olivia Chen"),
+        ("Émile", "la remise d'Émile"),
+        ("Yves", "la remise d'Yves"),
+        ("Yasmine Haddad", "la remise de Yasmine Haddad"),
+        ("Hélène", "la remise de Hélène"),
+        ("Lucas Roy", "la remise de Lucas Roy"),
+        ("un membre", "la remise de un membre"),
+        ("Ana de Armas", "la remise d'Ana de Armas"),
+    ):
+        assert remise.text("fr", who=who) == said
+        assert remise.filled(who=who).fr == said
+    assert remise.text("en", who="Ella") == "the discount of Ella"
+    assert (de("Ella"), de("Lucas")) == ("d'Ella", "de Lucas")
+
+    moved = SimpleNamespace(member_name="Manuel de Oliveira", from_league="A", to_league="B")
+    assert "Manuel de Oliveira" in MoveMemberTexts().headline(moved, "fr")
+    problem = RemoveMemberTexts.request_problems["not_in_league"]
+    assert "« Eva De Angelis »" in problem.text("fr", league="Lundi", member="Eva De Angelis")
+    permissions = translator("fr")("members.permissions_of", name="Ana de Armas")
+    assert permissions == "Permissions d'Ana de Armas"

@@ -30,9 +30,11 @@ def audience_words(stored: str, language: str) -> str:
 
 
 def recipients(count: int, language: str) -> str:
-    """``count`` recipients in words: "1 recipient", "9 recipients" ("1 destinataire")."""
-    word = "destinataire" if language == "fr" else "recipient"
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    """``count`` recipients in words: "1 recipient", "9 recipients"; in French, as French
+    counts, the singular for 0 and 1 ("0 destinataire")."""
+    if language == "fr":
+        return f"{count} destinataire" if count <= 1 else f"{count} destinataires"
+    return f"{count} recipient" if count == 1 else f"{count} recipients"
 
 
 class ApplyBroadcastDraftTexts:

@@ -13,7 +13,7 @@ from countersign.domain.contracts.presentation import (
     PreviewField,
     RequestField,
     Shown,
-    elided,
+    de,
 )
 from countersign.domain.money import format_money
 
@@ -223,7 +223,7 @@ class CancelRegistrationTexts:
                 if result.spot_released
                 else f"{who} n'avait déjà plus de place dans la ligue {result.league}"
             )
-            return elided(f"Inscription de {who} annulée : {amount} remboursés {where}, et {spot}.")
+            return f"Inscription {de(who)} annulée : {amount} remboursés {where}, et {spot}."
         where = (
             f"as club account credit for {result.destination}"
             if result.to_account_credit

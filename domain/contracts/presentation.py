@@ -29,43 +29,49 @@ class Localized:
     def text(self, language: str, **params: object) -> str:
         """The text in ``language`` (English for any other), with ``params`` filled in."""
         if language == "fr":
-            if not params:
-                return self.fr
-            filled = self.fr.format(**params)
-            return elided(filled) if may_elide(self.fr) else filled
+            return french(self.fr, params) if params else self.fr
         return self.en.format(**params) if params else self.en
 
     def filled(self, **params: object) -> Localized:
         """The text with ``params`` filled in, in every language; a Localized parameter (an
         amount written each language's way) reads in the text's own language."""
-        french = self.fr.format(**_in("fr", params))
-        return Localized(
-            self.en.format(**_in("en", params)), elided(french) if may_elide(self.fr) else french
+        return Localized(self.en.format(**_in("en", params)), french(self.fr, _in("fr", params)))
+
+
+#: A French template's "de" right before a value filled in: "la remise de {who}".
+_DE_BEFORE = re.compile(r"\b([Dd])e \{(\w+)\}")
+#: A value French elides "de" before: it begins with a vowel (a capital, as a name's), and a
+#: Y only before a consonant ("d'Yves", "de Yasmine"); an h, muet or not, is left alone.
+_ELIDING = re.compile(r"[AEIOUÀÂÆÉÈÊËÎÏÔŒÙÛÜ]|Y(?![aeiouyà-ÿ])")
+#: Per French template: the placeholders "de" stands right before, or () (most templates).
+_AFTER_DE: dict[str, tuple[str, ...]] = {}
+
+
+def french(template: str, params: Mapping[str, object]) -> str:
+    """A French template filled in, its "de" before a value that begins with a vowel elided
+    as French writes it ("la remise de {who}" with Ella Novak reads "la remise d'Ella
+    Novak"). Only that "de" is: the values themselves (a name's own particle, "Ana de Armas";
+    words quoted back to someone) are filled in as they are."""
+    names = _AFTER_DE.get(template)
+    if names is None:
+        names = _AFTER_DE[template] = tuple(m.group(2) for m in _DE_BEFORE.finditer(template))
+    if names and any(_eliding(params.get(name)) for name in names):
+        template = _DE_BEFORE.sub(
+            lambda m: (
+                f"{m.group(1)}'{{{m.group(2)}}}" if _eliding(params.get(m.group(2))) else m.group(0)
+            ),
+            template,
         )
+    return template.format(**params)
 
 
-#: French "de" before a name that begins with a vowel: "de Ella Novak" reads "d'Ella Novak".
-_DE_BEFORE_A_VOWEL = re.compile(r"\b([Dd])e (?=[AEIOUYÀÂÆÉÈÊËÎÏÔŒÙÛÜ][a-zà-ÿ])")
+def de(value: str) -> str:
+    """French "de" and ``value``, elided before a vowel: "d'Ella Novak", "de Lucas Roy"."""
+    return f"d'{value}" if _eliding(value) else f"de {value}"
 
 
-#: Per French template: whether a value filled in may follow "de" (``may_elide``).
-_MAY_ELIDE: dict[str, bool] = {}
-
-
-def may_elide(template: str) -> bool:
-    """Whether a value filled into this French template may follow "de" (so the text is
-    looked at by ``elided``): most templates have no "de {", and their texts are left as
-    they are without a search."""
-    found = _MAY_ELIDE.get(template)
-    if found is None:
-        found = _MAY_ELIDE[template] = "de {" in template or "De {" in template
-    return found
-
-
-def elided(french: str) -> str:
-    """A French text whose "de" before a name filled in (a person's, a league's) that begins
-    with a vowel is elided, as French writes it: "la remise de Ella" -> "la remise d'Ella"."""
-    return _DE_BEFORE_A_VOWEL.sub(r"\1'", french) if "e " in french else french
+def _eliding(value: object) -> bool:
+    return isinstance(value, str) and _ELIDING.match(value) is not None
 
 
 def _in(language: str, params: dict[str, object]) -> dict[str, object]:

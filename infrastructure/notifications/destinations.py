@@ -214,9 +214,17 @@ def check_url_host(host: str, allowed: Iterable[Network] = ()) -> None:
     thread for as long as a club's own name server chose not to answer (every thread of the
     API's pool, so every club's requests, for 40 registrations), and its two answers ("an
     internal address" or accepted) told a club which names the host's own resolver knows."""
+    allowed = tuple(allowed)
     name = host.strip().rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
-        raise AddressNotAllowedError
+        # Loopback by definition: refused unless the operator allows a loopback network
+        # (each attempt then checks the address the name resolves to, as for any name).
+        if not any(is_allowed(loopback, allowed) for loopback in _LOOPBACKS):
+            raise AddressNotAllowedError
+        return
     literal = literal_address(host)
-    if literal is not None and not is_allowed(literal, tuple(allowed), own_addresses()):
+    if literal is not None and not is_allowed(literal, allowed, own_addresses()):
         raise AddressNotAllowedError
+
+
+_LOOPBACKS = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))

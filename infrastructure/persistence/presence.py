@@ -57,7 +57,9 @@ def _room_for(database: Database) -> None:
         with contextlib.closing(sqlite3.connect(path)) as connection:
             connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
     except sqlite3.DatabaseError as error:
-        said = "the file is not a SQLite database" if path.is_file() else str(error)
+        # Only that error is a file of something else; "database is locked" says itself.
+        not_sqlite = "file is not a database" in str(error)
+        said = "the file is not a SQLite database" if not_sqlite else str(error)
         raise SettingsError(
             f"cannot open the SQLite database at {path} ({said}): choose another path in"
             " COUNTERSIGN_DATABASE_URL or --database"

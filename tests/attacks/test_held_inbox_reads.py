@@ -103,3 +103,35 @@ def test_an_auditor_is_listed_every_operation(web: Web) -> None:
     assert f"/proposals/{draft}" in inbox.text
     assert f"/proposals/{send}" in inbox.text
     assert browser.get(f"/proposals/{send}").status_code == 200
+
+
+def test_holding_every_registered_permission_lists_no_operation_no_longer_registered(
+    cs: Any, seeded: dict[str, Any]
+) -> None:
+    """A card of an operation the registry no longer has (its plug-in turned off) is read
+    with audit.read alone: a member holding every registered operation's permission was
+    still listed it (a review's finding)."""
+    from countersign.application.authorization import Caller, inbox_scope, may_read
+    from countersign.domain.club.organization import Organization
+    from countersign.domain.contracts import REGISTRY, declarations
+    from countersign.infrastructure.entrypoints.web.site import INBOX_PROJECTIONS
+
+    _, send = _draft_and_send(cs, seeded)
+    remaining = {kind: REGISTRY[kind] for kind in REGISTRY if kind != SEND}
+    club = cs.store.get(Organization.create_id("granite"), Organization)
+    permissions = sorted({d.permission for d in declarations(remaining)})
+    club.add_member("pat@granite.example", "Pat", "manager", permissions)
+    cs.store.save(club)
+    member = cs.store.get(Organization.create_id("granite"), Organization).member(
+        "pat@granite.example"
+    )
+    caller = Caller("pat@granite.example", "granite")
+    assert not may_read(caller, member, SEND, remaining)  # its page answers 403
+
+    scope = inbox_scope(caller, member, registry=remaining)
+    cs.catch_up(INBOX_PROJECTIONS)
+    listed = cs.read_models.inbox(
+        scope.organization_id, cs.clock.now(), sections=scope.sections, operations=scope.operations
+    )
+    assert send not in {item["proposal_id"] for item in listed["items"]}
+    assert len(listed["items"]) == listed["total"] == 1  # the draft

@@ -144,8 +144,11 @@ def test_a_name_registered_that_resolves_inward_gets_nothing(cs, seeded, monkeyp
 
 
 def test_only_the_allowed_networks_open_an_internal_target(cs, seeded, monkeypatch) -> None:
+    with pytest.raises(WebhookUrlError, match="internal address"):
+        Webhooks(cs).add(None, "granite", "http://localhost:9/hooks")
     monkeypatch.setenv(ENVIRONMENT, "127.0.0.0/8")
     Webhooks(cs).add(None, "granite", "http://127.0.0.1:9/hooks")
+    Webhooks(cs).add(None, "granite", "http://localhost:9/hooks")  # loopback, allowed
     Webhooks(cs).add(None, "granite", "http://[::ffff:127.0.0.2]:9/hooks")
     with pytest.raises(WebhookUrlError, match="internal address"):
         Webhooks(cs).add(None, "granite", "http://10.0.0.1/hooks")

@@ -100,8 +100,13 @@ def _main(argv: list[str] | None) -> int:
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help()  # a bare `countersign`: what it can do
         return 0
-    CommandParser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    # --json, or an abbreviation argparse takes for it (--j): its usage errors are JSON too.
+    CommandParser.json_errors = any(len(w) >= 3 and "--json".startswith(w) for w in words)
+    try:
+        args = parser.parse_args(argv)
+    finally:
+        CommandParser.json_errors = False  # this command line's only
     args.database = getattr(args, "database", None) or args.database_first
     args.json = getattr(args, "json", False) or args.json_first
     args.create = getattr(args, "create", False) or args.create_first

@@ -48,7 +48,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     trusted = trusted_proxies_from_env()
     sweeping = args.sweepers if args.sweepers is not None else cs.database.kind == "sqlite"
     _check_server_settings(sweeping)
-    _check_port_free(args.host, args.port)
+    _check_port_free(args.host, args.port, args.workers)
     # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
     # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
     # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
@@ -106,32 +106,54 @@ def _check_server_settings(sweeping: bool) -> None:
     refuse once running: the session secret and the metrics token (read by each worker as it
     starts: its failure was an internal error after "serving on"), and the sender's settings
     when the sweepers run here (their thread died on them, and the server went on serving,
-    ready, with nothing reconciled, expired or notified)."""
+    ready, with nothing reconciled, expired or notified); the webhooks' allowed networks,
+    which the API and the pages read on every webhook request, always."""
+    from countersign.infrastructure.notifications.settings import (
+        NotifySettings,
+        allowed_networks_from_env,
+    )
     from countersign.infrastructure.observability.health import metrics_token_from_env
     from countersign.infrastructure.server_settings import session_secret_from_env
 
     session_secret_from_env()
     metrics_token_from_env()
+    allowed_networks_from_env()
     if sweeping:
-        from countersign.infrastructure.notifications.settings import NotifySettings
-
         NotifySettings.from_env()
 
 
-def _check_port_free(host: str, port: int) -> None:
+def _check_port_free(host: str, port: int, workers: int = 1) -> None:
     """SettingsError when ``host:port`` cannot be listened on (in use, not this machine's
-    address, or not allowed), said before "serving on" rather than after it, with exit 3."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        family, kind, protocol, _, address = infos[0]
-        with socket.socket(family, kind, protocol) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-            probe.bind(address)
-    except OSError as error:
-        said = error.strerror or type(error).__name__
-        raise SettingsError(
-            f"cannot listen on {host}:{port} ({said}): choose another --port or --host"
-        ) from None
+    address, or not allowed), said before "serving on" rather than after it, with exit 2.
+
+    The probe binds as the server will: one process (asyncio) binds every address the host
+    stands for, an IPv6 one with IPV6_ONLY; several share one socket bound by uvicorn, of
+    the family the host's spelling says, dual-stack."""
+    if workers == 1:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except OSError as error:
+            raise _cannot_listen(host, port, error) from None
+        targets = [(info[0], info[4]) for info in infos]
+    else:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        targets = [(family, (host, port))]
+    for family, address in targets:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as both do
+                if family == socket.AF_INET6 and workers == 1:
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                probe.bind(address)
+        except OSError as error:
+            raise _cannot_listen(host, port, error) from None
+
+
+def _cannot_listen(host: str, port: int, error: OSError) -> SettingsError:
+    said = error.strerror or type(error).__name__
+    return SettingsError(
+        f"cannot listen on {host}:{port} ({said}): choose another --port or --host"
+    )
 
 
 SWEEPING = (

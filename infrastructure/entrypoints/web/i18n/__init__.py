@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts import REGISTRY
-from countersign.domain.contracts.presentation import Localized, elided, may_elide
+from countersign.domain.contracts.presentation import Localized, french
 from countersign.infrastructure.entrypoints.web.i18n import (
     account,
     frame,
@@ -120,9 +120,8 @@ def translator(language: str) -> Callable[..., str]:
         )
         if not params:
             return template
-        filled = template.format(**params)
-        # "de Ella" -> "d'Ella"
-        return elided(filled) if language == "fr" and may_elide(template) else filled
+        # "Permissions de {name}" with Ella reads "Permissions d'Ella".
+        return french(template, params) if language == "fr" else template.format(**params)
 
     return t
 
