@@ -134,7 +134,7 @@ def _check_port_free(host: str, port: int, workers: int = 1) -> None:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         except OSError as error:
             raise _cannot_listen(host, port, error) from None
-        targets = [(info[0], info[4]) for info in infos]
+        targets: list[tuple[socket.AddressFamily, Any]] = [(i[0], i[4]) for i in infos]
     else:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         targets = [(family, (host, port))]
