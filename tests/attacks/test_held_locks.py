@@ -39,6 +39,7 @@ from countersign.infrastructure.testing.fixtures import SEEDED, require_postgres
 
 from tests.attacks.conftest import Api, Web, assert_no_leak, problem
 from tests.conftest import AVA, events_table
+from tests.support.proposing import propose
 
 #: The timeout these tests' countersign runs with (COUNTERSIGN_DATABASE_TIMEOUT), seconds.
 WAIT = 1.0
@@ -361,18 +362,7 @@ def test_the_command_line_gives_up_but_the_maintenance_commands_wait(
     cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch, capsys
 ):
     monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", str(WAIT))
-    proposal_id = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation="order.refund_missing_discount",
-        resource_id=seeded["orders"]["refund-ok"],
-        request={
-            "payment": "P1",
-            "line_item": "L1",
-            "discount": "D1",
-            "destination": "original_payment_method",
-        },
-    ).proposal_id
+    proposal_id = propose(cs, seeded)  # a card refund of refund-ok's missed discount
     statuses: dict[str, int] = {}
 
     def run(name: str, *argv: str) -> None:
@@ -403,18 +393,7 @@ def test_the_command_line_says_a_decision_may_have_been_recorded_only_after_send
 ):
     """Every command said "a decision sent just before may have been recorded", a read too."""
     monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", str(WAIT))
-    proposal_id = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation="order.refund_missing_discount",
-        resource_id=seeded["orders"]["refund-ok"],
-        request={
-            "payment": "P1",
-            "line_item": "L1",
-            "discount": "D1",
-            "destination": "original_payment_method",
-        },
-    ).proposal_id
+    proposal_id = propose(cs, seeded)  # a card refund of refund-ok's missed discount
     said = {}
     with held(database_url, events_table(cs)):
         for command in ("approve", "show"):
