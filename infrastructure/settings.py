@@ -17,6 +17,9 @@ from countersign.application.assistant.turn_limits import (
 from countersign.application.proposal_limit import RateLimit
 
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
+#: The origins passkeys' pages are served from (``Settings.webauthn_origins``); ``serve``
+#: defaults it to its own port on localhost.
+ORIGIN_ENV = "COUNTERSIGN_WEBAUTHN_ORIGIN"
 DEFAULT_DATABASE_URL = "sqlite:///countersign.db"
 _RECORDERS = (
     "countersign.infrastructure.persistence.recorders"  # where our persistence classes live
@@ -116,9 +119,7 @@ class Settings:
                 f"(localhost on this machine), not {rp_id!r}"
             )
         origins = tuple(
-            o.strip().rstrip("/")
-            for o in os.environ.get("COUNTERSIGN_WEBAUTHN_ORIGIN", "").split(",")
-            if o.strip()
+            o.strip().rstrip("/") for o in os.environ.get(ORIGIN_ENV, "").split(",") if o.strip()
         ) or (f"http://{rp_id}:8000" if rp_id == "localhost" else f"https://{rp_id}",)
         for origin in origins:
             if not origin.startswith(("https://", "http://localhost")):

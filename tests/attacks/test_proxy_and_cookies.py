@@ -35,7 +35,7 @@ from countersign.infrastructure.server_settings import (
     trusted_proxies_from_env,
     uvicorn_proxy_options,
 )
-from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
+from countersign.infrastructure.settings import DATABASE_URL_ENV, ORIGIN_ENV, SettingsError
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, count_events
@@ -48,7 +48,7 @@ SPOOFED = ["203.0.113.1", "203.0.113.2", "203.0.113.3"]
 
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (SECURE_ENV, TRUSTED_PROXIES_ENV, "FORWARDED_ALLOW_IPS"):
+    for name in (SECURE_ENV, TRUSTED_PROXIES_ENV, "FORWARDED_ALLOW_IPS", ORIGIN_ENV):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -231,11 +231,11 @@ def serve(
     """Run ``countersign serve`` with uvicorn replaced by a probe of what it would serve, on a
     database countersign has made (``cs``: serve makes none)."""
 
-    def run(host: str, **environment: str) -> dict[str, Any]:
+    def run(host: str, port: int = 8000, **environment: str) -> dict[str, Any]:
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
         seen: dict[str, Any] = {}
-        before = {name: os.environ.get(name) for name in (SECURE_ENV, DATABASE_URL_ENV)}
+        before = {name: os.environ.get(name) for name in (SECURE_ENV, DATABASE_URL_ENV, ORIGIN_ENV)}
 
         def fake_run(config: Any) -> bool:
             # The server builds its own application from the environment, as each uvicorn
@@ -249,6 +249,7 @@ def serve(
             }
             built = uvicorn.importer.import_from_string(app)()
             assert built.state.countersign.settings.database_url == database_url
+            seen["origins"] = built.state.countersign.settings.webauthn_origins
             with TestClient(built, base_url="https://testserver", follow_redirects=False) as https:
                 page = https.get("/sign-in")
                 seen["cookie"] = page.headers.get("set-cookie", "")
@@ -264,7 +265,7 @@ def serve(
         monkeypatch.setattr(admin, "_run", fake_run)
         monkeypatch.setattr(admin, "_check_port_free", lambda *address: None)
         seen["status"] = main(
-            ["serve", "--host", host, "--port", "8000", "--database", database_url]
+            ["serve", "--host", host, "--port", str(port), "--database", database_url]
         )
         seen["output"] = capsys.readouterr()
         # What `serve` handed the server through the environment is taken back afterwards.
@@ -320,6 +321,23 @@ def test_serve_trusts_no_forwarded_headers_unless_told(serve):
     seen = serve("127.0.0.1", **{TRUSTED_PROXIES_ENV: "127.0.0.1, ::1", SECURE_ENV: "1"})
     assert seen["options"]["proxy_headers"] is True
     assert seen["options"]["forwarded_allow_ips"] == ["127.0.0.1", "::1"]
+
+
+@pytest.mark.parametrize(
+    ("port", "setting", "origins"),
+    [
+        (8000, {}, ("http://localhost:8000",)),
+        (8765, {}, ("http://localhost:8765",)),  # the port served, not 8000
+        (8765, {ORIGIN_ENV: "https://cs.example.org"}, ("https://cs.example.org",)),
+        (8765, {"COUNTERSIGN_WEBAUTHN_RP_ID": "cs.example.org"}, ("https://cs.example.org",)),
+    ],
+)
+def test_passkeys_verify_from_the_origin_serve_listens_on(serve, port, setting, origins):
+    """A passkey's assertion verifies only from the page's own origin: by default on localhost,
+    the port ``serve`` was given; a configured origin or another relying party is kept."""
+    seen = serve("127.0.0.1", port, **setting)
+    assert seen["status"] == 0
+    assert seen["origins"] == origins
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     UsageError,
 )
 from countersign.infrastructure.observability.logs import log_format
-from countersign.infrastructure.settings import DATABASE_URL_ENV, SettingsError
+from countersign.infrastructure.settings import DATABASE_URL_ENV, ORIGIN_ENV, SettingsError
 
 if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
@@ -56,6 +56,10 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # The server wires its own countersign from the environment (server.create_app, once per
     # worker): this one has checked the settings and the database, and is done.
     configuration = {DATABASE_URL_ENV: cs.settings.database_url, SECURE_ENV: str(int(secure))}
+    if cs.settings.webauthn_rp_id == "localhost" and not os.environ.get(ORIGIN_ENV, "").strip():
+        # A passkey's assertion verifies only from the origin its page was served from: by
+        # default, the one this server listens on (not port 8000 whatever --port says).
+        configuration[ORIGIN_ENV] = f"http://localhost:{args.port}"
     # On the embedded database nothing else is deployed beside serve: it runs the sweepers
     # itself, in one thread of this process (never one per worker). On PostgreSQL the worker
     # is a service of its own (docs/deploy.md).
