@@ -604,12 +604,30 @@ def test_serve_refuses_a_port_it_cannot_listen_on_before_it_serves(tmp_path, cap
     )
 
 
+def test_demo_serve_refuses_a_port_in_use_before_its_story(tmp_path, capsys):
+    """The story takes a while and makes a database: a port it could not serve afterwards
+    says so first (a newcomer's walk found it told the whole story, then refused)."""
+    database = tmp_path / "demo.db"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status = main(
+            ["demo", "--serve", "--port", str(port), "--database", f"sqlite:///{database}"]
+        )
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""  # no story was told
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in err
+    assert not database.exists()
+
+
 def test_the_port_probe_refuses_no_address_the_server_can_serve():
     """Another service holds 0.0.0.0:P. One worker binds [::]:P as asyncio does, IPv6 only,
     and serves: the probe bound a dual-stack socket and refused it (a review's finding)."""
     import asyncio
 
-    from countersign.infrastructure.entrypoints.cli.admin import _check_port_free
+    from countersign.infrastructure.entrypoints.cli.admin import check_port_free
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other:
         other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -625,9 +643,9 @@ def test_the_port_probe_refuses_no_address_the_server_can_serve():
             await server.wait_closed()
 
         asyncio.run(as_one_worker_binds())  # the server would serve
-        _check_port_free("::", port)  # and so the probe lets it
+        check_port_free("::", port)  # and so the probe lets it
         with pytest.raises(SettingsError, match="Address already in use"):
-            _check_port_free("0.0.0.0", port)
+            check_port_free("0.0.0.0", port)
 
 
 def test_a_serve_worker_freezes_what_it_wired_so_full_collections_skip_it(tmp_path):

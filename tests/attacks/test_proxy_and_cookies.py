@@ -263,7 +263,7 @@ def serve(
         # its probe of the address (192.0.2.10 is no address of this machine; port 8000 may be
         # taken here): tests/test_operations.py tests the probe.
         monkeypatch.setattr(admin, "_run", fake_run)
-        monkeypatch.setattr(admin, "_check_port_free", lambda *address: None)
+        monkeypatch.setattr(admin, "check_port_free", lambda *address: None)
         seen["status"] = main(
             ["serve", "--host", host, "--port", str(port), "--database", database_url]
         )

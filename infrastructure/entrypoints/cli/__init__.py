@@ -132,8 +132,13 @@ def _demo(args: argparse.Namespace) -> int:
 
     args.database = args.database or throwaway_database_url()
     try:
+        if args.serve:
+            # A port that cannot be served says so before the story, not after it.
+            from countersign.infrastructure.entrypoints.cli.admin import check_port_free
+
+            check_port_free(args.host, args.port, args.workers)
         told = run_demo(database_url=args.database, as_json=args.json)
-    except SettingsError as error:  # a database URL it cannot use
+    except SettingsError as error:  # a database URL it cannot use, a port it cannot serve
         return _emitter(args.json)(
             {"error": "configuration", "message": str(error)}, f"error: {error}", 2
         )

@@ -48,7 +48,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     trusted = trusted_proxies_from_env()
     sweeping = args.sweepers if args.sweepers is not None else cs.database.kind == "sqlite"
     _check_server_settings(sweeping)
-    _check_port_free(args.host, args.port, args.workers)
+    check_port_free(args.host, args.port, args.workers)
     # Secure cookies need HTTPS, and a browser on plain http://127.0.0.1 would never send them
     # back: on a loopback host the default is off. An explicit COUNTERSIGN_SECURE_COOKIES
     # always wins (an HTTPS reverse proxy on the same machine sets it to 1).
@@ -126,7 +126,7 @@ def _check_server_settings(sweeping: bool) -> None:
         NotifySettings.from_env()
 
 
-def _check_port_free(host: str, port: int, workers: int = 1) -> None:
+def check_port_free(host: str, port: int, workers: int = 1) -> None:
     """SettingsError when ``host:port`` cannot be listened on (in use, not this machine's
     address, or not allowed), said before "serving on" rather than after it, with exit 2.
 
