@@ -4,6 +4,7 @@ who belongs to which club."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,10 +65,7 @@ class ClubService:
         """An order of this organization, named by its id or its order number (as the pages
         take it); NotFoundError for unknown and foreign ones alike."""
         org = organization_by_slug(self.store, organization)
-        order = self.store.get(_order_uuid(org.id, order_id), Order)
-        if order.organization_id != org.id:
-            raise NotFoundError("order")
-        return order
+        return _find_order(org.id, order_id, self.store.get)
 
     def investigate(self, organization: str, order_id: str) -> dict[str, Any]:
         """The order investigation, with the references a request uses."""
@@ -178,10 +176,7 @@ class ClubService:
     def order_id(self, organization: str, reference: str) -> str:
         """The id of this organization's order named by its id or its order number."""
         org = organization_by_slug(self.store, organization)
-        order = self.store.read(_order_uuid(org.id, reference), Order)
-        if order.organization_id != org.id:
-            raise NotFoundError("order")
-        return str(order.id)
+        return str(_find_order(org.id, reference, self.store.read).id)
 
     def broadcast_form(self, organization: str, form_id: str) -> dict[str, str]:
         """The subject and body on the organization's broadcast form."""
@@ -263,13 +258,26 @@ def _membership(org: Organization, member: Member) -> Membership:
     )
 
 
-def _order_uuid(organization_id: UUID, reference: str) -> UUID:
-    """The id an order reference names: an id as it is, else an order number of this
-    organization's (so another club's order numbers name nothing here)."""
+def _find_order(
+    organization_id: UUID, reference: str, fetch: Callable[[UUID, type[Order]], Order]
+) -> Order:
+    """This organization's order a reference names: an order id, else an order number of this
+    organization's (so another club's order numbers name nothing here); an order number
+    written like an id is still an order number. NotFoundError for unknown and foreign ones."""
+    reference = reference.strip()
+    number = Order.create_id(organization_id, reference)
     try:
-        return UUID(reference.strip())
+        ids = [UUID(reference), number]
     except ValueError:
-        return Order.create_id(organization_id, reference.strip())
+        ids = [number]
+    for order_id in ids:
+        try:
+            order = fetch(order_id, Order)
+        except NotFoundError:
+            continue
+        if order.organization_id == organization_id:
+            return order
+    raise NotFoundError("order")
 
 
 def investigation(order: Order) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 from countersign.infrastructure.entrypoints.cli import main
@@ -76,6 +77,30 @@ def test_orders_show_gives_references_and_no_provider_ids(seeded_cli):
     for foreign in ("maple-refund", "refund-ok"):
         club = "granite" if foreign == "maple-refund" else "maple"
         assert cli("orders", "show", foreign, "--org", club) == {"error": "not_found"}
+
+
+def test_an_order_number_written_like_an_id_is_still_an_order_number(seeded_cli, database_url):
+    """A club whose order numbers are UUIDs (imported from another system) finds each by its
+    number, as the pages take it; another club's number names nothing."""
+    from countersign.application.authorization import organization_by_slug
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.demo.seed import _order
+    from countersign.infrastructure.settings import Settings
+
+    cli, _ = seeded_cli
+    number = "0b7e2a4c-3f1d-4e8a-9c55-2d6f1a7b9e10"
+    cs = bootstrap(Settings(database_url=database_url))
+    try:
+        granite = organization_by_slug(cs.store, "granite")
+        order = _order(cs, granite, number, "Uma Imported", "uma@granite.example", None, "cash")
+    finally:
+        cs.close()
+    assert order.id != UUID(number)
+    shown = cli("orders", "show", number, "--org", "granite")
+    assert shown["order_id"] == str(order.id)
+    assert shown["participant"] == "Uma Imported"
+    assert cli("orders", "show", str(order.id), "--org", "granite") == shown
+    assert cli("orders", "show", number, "--org", "maple") == {"error": "not_found"}
 
 
 def test_propose_approve_show_history_round_trip(seeded_cli):
