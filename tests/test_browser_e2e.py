@@ -263,6 +263,19 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             assert box is not None
             assert box["y"] + box["height"] <= PHONE["height"], box
             small.screenshot(path=str(ARTIFACTS / "11-phone-review-pending.png"))
+            # Declining, the bar holds the note and its button, no approve button right above
+            # them, and leaves most of the screen to the card; closing it brings approve back.
+            small.click(".decline-box summary")
+            assert small.locator("button.approve").is_hidden()
+            bar = small.locator("#decide").bounding_box()
+            assert bar is not None
+            assert bar["height"] <= PHONE["height"] * 0.4, bar
+            declining = small.locator(".decline-box button[type=submit]").bounding_box()
+            assert declining is not None
+            assert declining["y"] + declining["height"] <= PHONE["height"], declining
+            small.screenshot(path=str(ARTIFACTS / "11b-phone-review-declining.png"))
+            small.click(".decline-box summary")
+            assert small.locator("button.approve").is_visible()
             small.goto(f"{served.base_url}/chat/orders/{order_id}?interaction={interaction}")
             _fits_the_screen(small)
             small.screenshot(path=str(ARTIFACTS / "12-phone-chat.png"), full_page=True)
