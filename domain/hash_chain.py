@@ -1,6 +1,10 @@
 """A proposal's digests: the contract digest (what the approver is shown and what will run)
 and the hash chain, each event's link SHA-256 over the previous link and the canonical JSON of
-the event, so an audit can tell a stream that was altered."""
+the event, its time included, so an audit can tell a stream that was altered.
+
+An event's time (its ``timestamp``) is linked since 2026-12-06: a link made before covers the
+event's fields alone (``at`` None), and ``audit verify`` tells the two apart by which of them
+the stored link is (an event whose time was changed matches neither)."""
 
 from __future__ import annotations
 
@@ -59,12 +63,25 @@ def _encodes_as_canonical(value: Any) -> bool:
     return not isinstance(value, dict | list | tuple)
 
 
-def chain_content(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
-    """What a link hashes, as the standard library's encoder writes it: the definition."""
+def chain_content(
+    previous: str,
+    version: int,
+    event_type: str,
+    fields: dict[str, Any],
+    at: datetime | None = None,
+) -> str:
+    """What a link hashes, as the standard library's encoder writes it: the definition.
+    ``at``: the event's time (None: a link made before times were linked)."""
     ready = fields if _encodes_as_canonical(fields) else canonical(fields)
-    return _CHAIN_JSON.encode(
-        {"previous": previous, "version": version, "type": event_type, "fields": ready}
-    )
+    content: dict[str, Any] = {
+        "previous": previous,
+        "version": version,
+        "type": event_type,
+        "fields": ready,
+    }
+    if at is not None:
+        content["at"] = at
+    return _CHAIN_JSON.encode(content)
 
 
 def _id_or_time(value: Any) -> Any:
@@ -85,9 +102,16 @@ _chain_ready = plain_json.preparer(_id_or_time)
 _digest_ready = plain_json.preparer(plain_json.not_plain)
 
 
-def chain_link(previous: str, version: int, event_type: str, fields: dict[str, Any]) -> str:
-    """One link of a proposal's hash chain: SHA-256 over the previous link and this event.
-    The bytes are ``chain_content``'s, written by orjson where it writes the same
+def chain_link(
+    previous: str,
+    version: int,
+    event_type: str,
+    fields: dict[str, Any],
+    at: datetime | None = None,
+) -> str:
+    """One link of a proposal's hash chain: SHA-256 over the previous link and this event,
+    its fields and its time (``at``; None: the link of an event written before times were
+    linked). The bytes are ``chain_content``'s, written by orjson where it writes the same
     (``plain_json``; tests/test_chain_link.py compares them)."""
     # Fields of plain values, exact ids and UTC times alone (an approval's, a claim's) are
     # what the walk would return as they are: tested here, without its call and one for
@@ -106,17 +130,17 @@ def chain_link(previous: str, version: int, event_type: str, fields: dict[str, A
             ready = None
             break
     try:
-        content = plain_json.dumps(
-            {
-                "previous": previous,
-                "version": version,
-                "type": event_type,
-                "fields": _chain_ready(fields) if ready is None else ready,
-            },
-            option=plain_json.SORT_KEYS,
-        )
+        linked: dict[str, Any] = {
+            "previous": previous,
+            "version": version,
+            "type": event_type,
+            "fields": _chain_ready(fields) if ready is None else ready,
+        }
+        if at is not None:
+            linked["at"] = at if at.tzinfo is UTC else at.isoformat()
+        content = plain_json.dumps(linked, option=plain_json.SORT_KEYS)
     except plain_json.REFUSED:
-        content = chain_content(previous, version, event_type, fields).encode()
+        content = chain_content(previous, version, event_type, fields, at).encode()
     return hashlib.sha256(content).hexdigest()
 
 
@@ -154,7 +178,7 @@ def contract_digest(kind: str, version: int, arguments: Any, preview: Any) -> st
 _CONTRACT_FIELDS = frozenset({"id", "arguments", "preview"})
 
 
-def proposed_digest_and_link(fields: dict[str, Any]) -> tuple[str, str]:
+def proposed_digest_and_link(fields: dict[str, Any], at: datetime) -> tuple[str, str]:
     """A proposal's contract digest and the first link of its chain (over its ``Proposed``
     fields, ``id`` left out, with that digest), exactly ``contract_digest`` and
     ``chain_link`` of them, from one walk of the arguments and preview: the walk's output,
@@ -173,7 +197,7 @@ def proposed_digest_and_link(fields: dict[str, Any]) -> tuple[str, str]:
         ).hexdigest()
     except plain_json.REFUSED:
         digest = contract_digest(kind, version, fields["arguments"], fields["preview"])
-        return digest, _first_link(fields, digest)
+        return digest, _first_link(fields, digest, at)
     try:
         # The other fields, ``id`` left out, as the walk of them would return them, in one
         # pass: a copy made in C, into which only the values the walk changes are written
@@ -198,15 +222,21 @@ def proposed_digest_and_link(fields: dict[str, Any]) -> tuple[str, str]:
         ready["arguments"] = arguments
         ready["preview"] = preview
         content = plain_json.dumps(
-            {"previous": "", "version": 1, "type": "Proposed", "fields": ready},
+            {
+                "previous": "",
+                "version": 1,
+                "type": "Proposed",
+                "fields": ready,
+                "at": at if at.tzinfo is UTC else at.isoformat(),
+            },
             option=plain_json.SORT_KEYS,
         )
     except plain_json.REFUSED:
-        return digest, _first_link(fields, digest)
+        return digest, _first_link(fields, digest, at)
     return digest, hashlib.sha256(content).hexdigest()
 
 
-def _first_link(fields: dict[str, Any], digest: str) -> str:
+def _first_link(fields: dict[str, Any], digest: str, at: datetime) -> str:
     content = {key: value for key, value in fields.items() if key != "id"}
     content["digest"] = digest
-    return chain_link("", 1, "Proposed", content)
+    return chain_link("", 1, "Proposed", content, at)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import eventsourcing.domain
 from countersign.domain import proposal_events
 from countersign.domain.club.passkeys import PasskeyAssertion
 from countersign.domain.errors import IllegalTransitionError
@@ -38,6 +39,12 @@ _DEFAULTED: dict[str, Any] = {
     "resource_key": None,
     "requested_through": None,
 }
+
+
+def _now() -> datetime:
+    """An event's time, as the library would give it (``create_timestamp``): taken here,
+    before the event, so that its chain link covers it (hash_chain.py)."""
+    return datetime.now(eventsourcing.domain.TZINFO)
 
 
 class Proposal(Aggregate):
@@ -147,15 +154,20 @@ class Proposal(Aggregate):
         # 36,000 instructions): every field is given here, and the event's ``__init__``
         # refuses a missing or an unknown one as ever.
         proposed = cls.Proposed  # type: ignore[attr-defined]  # made by @event("Proposed")
+        at = _now()
         if "digest" not in fields:
-            digest, chain = proposed_digest_and_link(fields)
-            return cls._create(proposed, **fields, digest=digest, chain=chain)
+            digest, chain = proposed_digest_and_link(fields, at)
+            return cls._create(proposed, **fields, digest=digest, chain=chain, timestamp=at)
         content = {key: value for key, value in fields.items() if key != "id"}
-        return cls._create(proposed, **fields, chain=chain_link("", 1, "Proposed", content))
+        chain = chain_link("", 1, "Proposed", content, at)
+        return cls._create(proposed, **fields, chain=chain, timestamp=at)
 
-    def _link(self, event_type: str, **fields: Any) -> str:
+    def _trigger(self, event_class: type[Any], event_type: str, fields: dict[str, Any]) -> None:
+        """Trigger the next event of ``fields``, linked to the chain with its time."""
+        at = _now()
         # ``_version``: what the library's ``version`` property returns, without its call.
-        return chain_link(self.chain, self._version + 1, event_type, fields)
+        link = chain_link(self.chain, self._version + 1, event_type, fields, at)
+        self.trigger_event(event_class, **fields, chain=link, timestamp=at)
 
     @property
     def scope(self) -> Scope:
@@ -233,10 +245,7 @@ class Proposal(Aggregate):
             "membership_id": membership_id,
             "passkey": passkey,
         }
-        # The link covers the fields alone (linked before ``chain`` is added: ``chain_link``
-        # keeps nothing of the dict); the event takes them and the link (one dict).
-        fields["chain"] = chain_link(self.chain, self._version + 1, "Approved", fields)
-        self.trigger_event(self.Approved, **fields)
+        self._trigger(self.Approved, "Approved", fields)
 
     def approve_and_claim(
         self,
@@ -251,9 +260,7 @@ class Proposal(Aggregate):
     ) -> None:
         """The last required approval and the claim always travel together, in one commit."""
         self._approve(approved_by, at, role, passkey, credential, membership_id)
-        fields = {"attempt_id": attempt_id, "claimed_at": at}
-        chain = chain_link(self.chain, self._version + 1, "Claimed", fields)
-        self.trigger_event(self.Claimed, attempt_id=attempt_id, claimed_at=at, chain=chain)
+        self._trigger(self.Claimed, "Claimed", {"attempt_id": attempt_id, "claimed_at": at})
 
     def lapse_approval(self, approved_by: str, reason: str) -> None:
         """An earlier approval no longer counts towards the quorum (its approver left the
@@ -263,30 +270,25 @@ class Proposal(Aggregate):
         if not self.has_approved(approved_by):
             raise IllegalTransitionError("lapse an approval never given", self.status)
         fields: dict[str, Any] = {"approved_by": approved_by, "reason": reason}
-        self.trigger_event(
-            self.ApprovalLapsed, **fields, chain=self._link("ApprovalLapsed", **fields)
-        )
+        self._trigger(self.ApprovalLapsed, "ApprovalLapsed", fields)
 
     def supersede(self, by: UUID, reason: SupersessionReason) -> None:
         """A newer proposal (a revision, or a fresh one for the same thing), or an execution
         that made this preview stale, retires it: it can no longer be approved. ``reason``
         says which of these it was."""
         self.check_is("supersede", PENDING)
-        fields: dict[str, Any] = {"by": by, "reason": str(reason)}
-        self.trigger_event(self.Superseded, **fields, chain=self._link("Superseded", **fields))
+        self._trigger(self.Superseded, "Superseded", {"by": by, "reason": str(reason)})
 
     def record_revalidated(self, facts: dict[str, Any]) -> None:
         if self.status != EXECUTING:  # check_is, inline (the approve path's every claim)
             raise IllegalTransitionError("revalidate", self.status)
-        link = chain_link(self.chain, self._version + 1, "Revalidated", {"facts": facts})
-        self.trigger_event(self.Revalidated, facts=facts, chain=link)
+        self._trigger(self.Revalidated, "Revalidated", {"facts": facts})
 
     def succeed(self, outcome: dict[str, Any]) -> None:
         status = self.status
         if status != EXECUTING and status != RECONCILING:  # check_is, inline
             raise IllegalTransitionError("complete", status)
-        link = chain_link(self.chain, self._version + 1, "Succeeded", {"outcome": outcome})
-        self.trigger_event(self.Succeeded, outcome=outcome, chain=link)
+        self._trigger(self.Succeeded, "Succeeded", {"outcome": outcome})
 
     def require_revision(self, outcome: dict[str, Any]) -> None:
         self.check_is("require revision of", EXECUTING, RECONCILING)
@@ -295,12 +297,11 @@ class Proposal(Aggregate):
     def start_reconciling(self, outcome: dict[str, Any], idempotency_key: str) -> None:
         self.check_is("reconcile", EXECUTING)
         fields: dict[str, Any] = {"outcome": outcome, "idempotency_key": idempotency_key}
-        self.trigger_event(self.Reconciling, **fields, chain=self._link("Reconciling", **fields))
+        self._trigger(self.Reconciling, "Reconciling", fields)
 
     def fail(self, outcome: dict[str, Any], error_class: str) -> None:
         self.check_is("fail", EXECUTING, RECONCILING)
-        fields: dict[str, Any] = {"outcome": outcome, "error_class": error_class}
-        self.trigger_event(self.Failed, **fields, chain=self._link("Failed", **fields))
+        self._trigger(self.Failed, "Failed", {"outcome": outcome, "error_class": error_class})
 
     def decline(
         self,
@@ -317,19 +318,15 @@ class Proposal(Aggregate):
             "note": note,
             "credential": credential,
         }
-        self.trigger_event(self.Declined, **fields, chain=self._link("Declined", **fields))
+        self._trigger(self.Declined, "Declined", fields)
         self._require_revision(outcome)
 
     def expire(self, at: datetime) -> None:
         self.check_is("expire", PENDING)
-        self.trigger_event(self.Expired, at=at, chain=self._link("Expired", at=at))
+        self._trigger(self.Expired, "Expired", {"at": at})
 
     def _require_revision(self, outcome: dict[str, Any]) -> None:
-        self.trigger_event(
-            self.RevisionRequired,
-            outcome=outcome,
-            chain=self._link("RevisionRequired", outcome=outcome),
-        )
+        self._trigger(self.RevisionRequired, "RevisionRequired", {"outcome": outcome})
 
     # -- events (replayed on load: they never raise and never look outside) -----------------
     #

@@ -52,11 +52,15 @@ def _fields(event: Any) -> dict[str, Any]:
 
 def _assert_linked(events: list[Any], first_chain: str) -> None:
     """Each event's link is ``chain_link`` of the previous one, its own version (the
-    library's ``version`` of the aggregate before it, plus one) and its fields."""
+    library's ``version`` of the aggregate before it, plus one), its fields and its time."""
     previous = first_chain
     for event in events:
         expected = chain_link(
-            previous, event.originator_version, type(event).__name__, _fields(event)
+            previous,
+            event.originator_version,
+            type(event).__name__,
+            _fields(event),
+            event.timestamp,
         )
         assert event.chain == expected
         previous = event.chain

@@ -102,10 +102,10 @@ def test_the_approval_and_claim_record_their_fields_and_links_as_before():
         "passkey": None,
     }
     assert {name: getattr(approved, name) for name in approval} == approval
-    assert approved.chain == chain_link(proposed_chain, 2, "Approved", approval)
+    assert approved.chain == chain_link(proposed_chain, 2, "Approved", approval, approved.timestamp)
     assert (claim.attempt_id, claim.claimed_at) == (attempt, NOW)
     assert claim.chain == chain_link(
-        approved.chain, 3, "Claimed", {"attempt_id": attempt, "claimed_at": NOW}
+        approved.chain, 3, "Claimed", {"attempt_id": attempt, "claimed_at": NOW}, claim.timestamp
     )
     assert claimed.chain == claim.chain
 

@@ -10,6 +10,7 @@ import io
 import json
 import sqlite3
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -40,7 +41,7 @@ LIFECYCLES = {
 PROPOSALS = len(LIFECYCLES)
 EVENTS = sum(len(types) for types in LIFECYCLES.values())
 
-CHAIN_MISMATCH = "content does not match its hash-chain link"
+CHAIN_MISMATCH = "content or time does not match its hash-chain link"
 AUDIT_MISMATCH = "link differs from the audit trail's copy"
 
 
@@ -164,7 +165,7 @@ def _forge(
         content = copy.deepcopy({k: v for k, v in vars(event).items() if k not in ENVELOPE})
         edit = change if at == version else _unchanged
         edit(content)
-        link = chain_link(previous, at, type(event).__name__, content)
+        link = chain_link(previous, at, type(event).__name__, content, event.timestamp)
         _rewrite_state(cs, proposal_id, at, edit, chain=link)
         previous = link
 
@@ -253,8 +254,10 @@ def test_an_untouched_store_verifies_and_counts_every_proposal_and_event(cs, sto
         "ok": True,
         "proposals_checked": PROPOSALS,
         "events_checked": EVENTS,
+        "events_with_unlinked_times": 0,
         "first_broken_link": None,
         "broken_proposals": 0,
+        "broken_links": [],
     }
     assert _verify(cs) == expected  # before the audit trail exists: the chain alone
     _catch_up_audit(cs)
@@ -266,8 +269,10 @@ def test_the_cli_verifies_an_untouched_store(cs, story, database_url, capsys):
         "ok": True,
         "proposals_checked": PROPOSALS,
         "events_checked": EVENTS,
+        "events_with_unlinked_times": 0,
         "first_broken_link": None,
         "broken_proposals": 0,
+        "broken_links": [],
     }
     # It caught the audit trail up first: every event now has its audited link.
     assert len(list(cs.read_models.audit_trail())) == EVENTS
@@ -337,8 +342,10 @@ def test_a_scheduled_check_tells_broken_from_sound_by_the_exit_status(
     assert main(["audit", "verify", "--database", database_url]) == 5
     broken = capsys.readouterr()
     assert broken.out == ""
-    assert broken.err.startswith("audit verify: BROKEN. First broken link: proposal ")
-    assert story["refunded"] in broken.err
+    assert broken.err == (
+        "audit verify: BROKEN: 1 proposal affected, each at its first broken link:\n"
+        f"  proposal {story['refunded']} version 4: {CHAIN_MISMATCH}\n"
+    )
 
 
 def test_an_event_with_a_tampered_topic_is_reported_unreadable(cs, story):
@@ -379,15 +386,26 @@ def test_a_proposal_whose_only_event_got_a_foreign_topic_is_not_lost_to_the_chec
 
 
 def test_an_envelope_edit_the_chain_does_not_cover_is_found_by_replaying(cs, story):
-    """A stored event's time is outside its link: without it every link holds, yet the
-    proposal cannot be read. The check replays each stream as a read would."""
+    """An event written before times were linked has its time outside its link: without
+    it every link holds, yet the proposal cannot be read. The check replays each stream as a
+    read would. (Since times are linked, a removed time breaks its link.)"""
+    _unlink_times(cs, story["declined"])
     _catch_up_audit(cs)
+    _rewrite_state(cs, story["refunded"], 1, lambda state: state.pop("timestamp"))
     _rewrite_state(cs, story["declined"], 1, lambda state: state.pop("timestamp"))
 
-    proposal_id, version, problem = _broken(_verify(cs))
+    report = _verify(cs)
 
-    assert (proposal_id, version) == (story["declined"], 1)
-    assert problem.startswith(("stored event does not replay", "stored event is unreadable"))
+    assert report["broken_links"][0] == {
+        "proposal_id": story["refunded"],
+        "version": 1,
+        "problem": CHAIN_MISMATCH,
+    }
+    replayed = report["broken_links"][1]
+    assert (replayed["proposal_id"], replayed["version"]) == (story["declined"], 1)
+    assert replayed["problem"].startswith(
+        ("stored event does not replay", "stored event is unreadable")
+    )
 
 
 # -- removed events ---------------------------------------------------------------------------
@@ -477,7 +495,9 @@ def test_a_wholly_reforged_chain_is_caught_by_the_audit_trail(cs, story, edit):
     previous = ""
     for event in events:
         content = {k: v for k, v in vars(event).items() if k not in ENVELOPE}
-        previous = chain_link(previous, event.originator_version, type(event).__name__, content)
+        previous = chain_link(
+            previous, event.originator_version, type(event).__name__, content, event.timestamp
+        )
         assert event.chain == previous
     report = _verify(cs)
     assert _broken(report) == (story[name], version, AUDIT_MISMATCH)
@@ -577,3 +597,88 @@ def test_export_since_a_future_time_is_empty(cs, story, database_url, capsys):
 
     everything, _ = _export(database_url, capsys, "--since", "2000-01-01T00:00Z")
     assert len(everything.splitlines()) == EVENTS
+
+
+# -- events' times ------------------------------------------------------------------------------
+
+
+def _set_time(when: str) -> Callable[[dict[str, Any]], None]:
+    def change(state: dict[str, Any]) -> None:
+        state["timestamp"]["_data_"] = when
+
+    return change
+
+
+@pytest.mark.parametrize(("name", "version"), [("refunded", 1), ("refunded", 2), ("stale", 4)])
+def test_a_changed_event_time_breaks_exactly_that_link(cs, story, name, version):
+    """An approval dated before its proposal, a claim an hour later: an event's time is part
+    of its link, so a changed time is found like changed content (an auditor's finding: it
+    verified, and the history and analytics showed the forged time)."""
+    _catch_up_audit(cs)
+    _rewrite_state(cs, story[name], version, _set_time("2020-01-01T00:00:00+00:00"))
+    assert _broken(_verify(cs)) == (story[name], version, CHAIN_MISMATCH)
+
+
+def test_a_time_moved_by_a_microsecond_is_found(cs, story):
+    [(raw,)] = _sql(
+        cs,
+        "SELECT state FROM {table} WHERE originator_id=? AND originator_version=2",
+        UUID(story["declined"]),
+    )
+    written = json.loads(bytes(raw))["timestamp"]["_data_"]
+    later = datetime.fromisoformat(written) + timedelta(microseconds=1)
+    _rewrite_state(cs, story["declined"], 2, _set_time(later.isoformat()))
+    assert _broken(_verify(cs)) == (story["declined"], 2, CHAIN_MISMATCH)
+
+
+def _unlink_times(cs: Countersign, proposal_id: str) -> int:
+    """Rewrite a proposal's links as they were made before events' times were linked (the
+    fields alone): what a store written before 2026-12-06 holds."""
+    events = list(cs.app.events.get(UUID(proposal_id)))
+    previous = ""
+    for event in events:
+        content = {k: v for k, v in vars(event).items() if k not in ENVELOPE}
+        link = chain_link(previous, event.originator_version, type(event).__name__, content)
+        _rewrite_state(cs, proposal_id, event.originator_version, _unchanged, chain=link)
+        previous = link
+    return len(events)
+
+
+def test_links_made_before_times_were_linked_still_verify_and_are_counted(cs, story):
+    """A store written before times were linked verifies as before; the report says how many
+    events' times it cannot prove, and their content is still proved."""
+    unlinked = _unlink_times(cs, story["refunded"])
+    report = _verify(cs)
+    assert report["ok"] is True
+    assert report["events_with_unlinked_times"] == unlinked == 5
+
+    _rewrite_state(cs, story["refunded"], 2, _set_approved_by)
+    assert _broken(_verify(cs)) == (story["refunded"], 2, CHAIN_MISMATCH)
+
+
+def test_the_cli_says_which_times_it_cannot_prove(cs, story, database_url, capsys):
+    _unlink_times(cs, story["declined"])
+    capsys.readouterr()
+    assert main(["audit", "verify", "--database", database_url]) == 0
+    assert capsys.readouterr().out == (
+        f"audit verify: OK, {EVENTS} events of {PROPOSALS} proposals; every hash-chain link"
+        " holds. 3 events written before events' times were linked: their content is proved,"
+        " their times are not.\n"
+    )
+
+
+def test_every_broken_proposal_is_named(cs, story, database_url, capsys):
+    """Two proposals broken: the report names each at its first broken link, in log order,
+    on the terminal and in --json (an auditor could see only the first)."""
+    _rewrite_state(cs, story["declined"], 2, _set_declined_by)
+    _rewrite_state(cs, story["refunded"], 5, _set_outcome_amount)
+    report = _verify(cs)
+    assert report["broken_proposals"] == 2
+    named = [(b["proposal_id"], b["version"]) for b in report["broken_links"]]
+    assert named == [(story["refunded"], 5), (story["declined"], 2)]
+    assert report["first_broken_link"] == report["broken_links"][0]
+    capsys.readouterr()
+    assert main(["audit", "verify", "--database", database_url]) == 5
+    err = capsys.readouterr().err
+    for proposal_id, version in named:
+        assert f"  proposal {proposal_id} version {version}: " in err

@@ -37,15 +37,24 @@ def original_canonical(value: Any) -> Any:
 
 
 def original_chain_link(
-    previous: str, version: int, event_type: str, fields: dict[str, Any]
+    previous: str,
+    version: int,
+    event_type: str,
+    fields: dict[str, Any],
+    at: datetime | None = None,
 ) -> str:
+    """The definition: a link made since events' times were linked has ``at``, the event's
+    time as ISO 8601; one made before has no such key."""
+    linked = {
+        "previous": previous,
+        "version": version,
+        "type": event_type,
+        "fields": original_canonical(fields),
+    }
+    if at is not None:
+        linked["at"] = at.isoformat()
     content = json.dumps(
-        {
-            "previous": previous,
-            "version": version,
-            "type": event_type,
-            "fields": original_canonical(fields),
-        },
+        linked,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -231,14 +240,14 @@ def test_generated_ids_and_times_link_as_they_always_did(when, ident):
 # -- a proposal's digest and first link, from one walk of its arguments and preview ----------
 
 
-def _apart(fields: dict[str, Any]) -> tuple[str, str]:
+def _apart(fields: dict[str, Any], at: datetime = AT) -> tuple[str, str]:
     """The digest and the first link, each computed by the original, from its own walk."""
     digest = original_contract_digest(
         fields["kind"], fields["contract_version"], fields["arguments"], fields["preview"]
     )
     content = {key: value for key, value in fields.items() if key != "id"}
     content["digest"] = digest
-    return digest, original_chain_link("", 1, "Proposed", content)
+    return digest, original_chain_link("", 1, "Proposed", content, at)
 
 
 _UNDIGESTED = {key: value for key, value in PROPOSED.items() if key != "digest"}
@@ -258,16 +267,18 @@ _UNDIGESTED = {key: value for key, value in PROPOSED.items() if key != "digest"}
 def test_a_proposals_digest_and_first_link_are_each_as_computed_apart(arguments, preview):
     fields = {"id": ID, **_UNDIGESTED, "arguments": arguments, "preview": preview}
     fields["request"] = {"filters": {"leagues": ["Lundi"]}, "ratio": 0.5, "at": None}
-    assert proposed_digest_and_link(fields) == _apart(fields)
+    assert proposed_digest_and_link(fields, AT) == _apart(fields)
 
 
 def test_a_proposals_digest_refuses_an_id_or_a_time_as_it_always_did():
     fields = {"id": ID, **_UNDIGESTED, "arguments": {"at": AT}}
     with pytest.raises(TypeError):
-        proposed_digest_and_link(fields)
+        proposed_digest_and_link(fields, AT)
     # ... and a chain field the chain refuses is refused too.
     with pytest.raises(TypeError):
-        proposed_digest_and_link({**fields, "arguments": {}, "policy": {"day": date(2026, 1, 1)}})
+        proposed_digest_and_link(
+            {**fields, "arguments": {}, "policy": {"day": date(2026, 1, 1)}}, AT
+        )
 
 
 @settings(max_examples=200, deadline=None)
@@ -277,7 +288,7 @@ def test_generated_proposals_digests_and_first_links_are_as_computed_apart(
 ):
     fields = {"id": ID, **_UNDIGESTED, "arguments": arguments, "preview": preview}
     fields["request"] = request
-    assert proposed_digest_and_link(fields) == _apart(fields)
+    assert proposed_digest_and_link(fields, AT) == _apart(fields)
 
 
 _ODD = timezone(timedelta(hours=-3, seconds=7, microseconds=5))  # orjson writes it otherwise
@@ -307,4 +318,37 @@ def test_a_proposals_first_link_over_unusual_fields_is_as_computed_apart(unusual
     # walk would change is walked: each kind of value at the top and below it, as apart.
     fields = {"id": ID, **_UNDIGESTED, "preview": {"amount_cents": -1250, "ratio": 0.1}}
     fields.update(unusual)
-    assert proposed_digest_and_link(fields) == _apart(fields)
+    assert proposed_digest_and_link(fields, AT) == _apart(fields)
+
+
+# -- an event's time, linked since 2026-12-06 ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        AT,
+        AT.replace(microsecond=0),  # isoformat writes no fraction then, nor does orjson
+        AT.astimezone(MONTREAL),
+        AT.replace(tzinfo=_ODD),
+        MyDateTime(2026, 1, 1, tzinfo=UTC),
+    ],
+)
+@pytest.mark.parametrize("fields", FIELDS[:4])
+def test_a_link_covers_its_events_time_as_written_apart(fields, at):
+    """A link made since events' times were linked covers the time too, written as the
+    definition writes it, and differs from the link of the same fields without it, or at
+    another time."""
+    linked = chain_link("a" * 64, 3, "Approved", fields, at)
+    assert linked == original_chain_link("a" * 64, 3, "Approved", fields, at)
+    assert linked != chain_link("a" * 64, 3, "Approved", fields)
+    assert linked != chain_link("a" * 64, 3, "Approved", fields, at + timedelta(microseconds=1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.datetimes(timezones=_ZONES))
+def test_generated_times_link_as_the_definition_writes_them(when):
+    fields = {"approved_by": "ava@granite.example", "at": when}
+    assert chain_link("", 2, "Approved", fields, when) == original_chain_link(
+        "", 2, "Approved", fields, when
+    )

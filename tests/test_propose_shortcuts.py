@@ -206,9 +206,14 @@ def test_broadcast_arguments_from_one_dict_are_the_model_made_field_by_field():
 # -- a proposal's optional fields -----------------------------------------------------------------
 
 
-def test_a_proposal_given_every_field_is_the_one_given_the_required_alone():
+def test_a_proposal_given_every_field_is_the_one_given_the_required_alone(monkeypatch):
     """``Proposal.propose`` fills only what is missing: given all the optional fields as None,
-    or none of them, the ``Proposed`` event, its digest and its link are the same."""
+    or none of them, the ``Proposed`` event, its digest and its link are the same (at one
+    time: the link covers the event's time)."""
+    import countersign.domain.proposal as proposal_module
+
+    at = datetime(2026, 12, 6, 6, 0, 0, 123456, tzinfo=UTC)
+    monkeypatch.setattr(proposal_module, "_now", lambda: at)
     required: dict[str, Any] = {
         "id": uuid4(),
         "organization_id": uuid4(),

@@ -153,17 +153,36 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.audit.verify import verify
 
     report = verify(cs.app, cs.sql).to_json()
+    unlinked = report["events_with_unlinked_times"]
+    times = (
+        f" {unlinked:,} events written before events' times were linked: their content is"
+        " proved, their times are not."
+        if unlinked
+        else ""
+    )
     if report["ok"]:
         text = (
             f"audit verify: OK, {report['events_checked']:,} events of "
-            f"{report['proposals_checked']:,} proposals; every hash-chain link holds."
+            f"{report['proposals_checked']:,} proposals; every hash-chain link holds.{times}"
         )
     else:
-        broken = report["first_broken_link"]
-        text = (
-            f"audit verify: BROKEN. First broken link: proposal {broken['proposal_id']} "
-            f"version {broken['version']}: {broken['problem']}. "
-            f"{report['broken_proposals']} proposal(s) affected."
-        )
-        raise FaultFoundError(report, text)  # exit status 5: checked, and broken
+        count = report["broken_proposals"]
+        lines = [
+            f"audit verify: BROKEN: {count} proposal{'s' if count != 1 else ''} affected, "
+            "each at its first broken link:"
+        ]
+        shown = report["broken_links"][:BROKEN_SHOWN]
+        lines += [
+            f"  proposal {b['proposal_id']} version {b['version']}: {b['problem']}" for b in shown
+        ]
+        if count > len(shown):
+            lines.append(
+                f"  and {count - len(shown):,} more (--json lists the first "
+                f"{len(report['broken_links']):,})"
+            )
+        raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
     return report, text
+
+
+#: Broken proposals ``audit verify`` lists on the terminal (``--json``: verify.LISTED).
+BROKEN_SHOWN = 20
