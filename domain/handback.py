@@ -102,6 +102,10 @@ _FIXED: dict[str, dict[str, str]] = {
             "retried. Give support this reference: {correlation_id}"
         ),
         "unknown_reason": "A fact the proposal relied on has changed.",
+        "done": (
+            "Carried out as approved. Its operation is no longer enabled here, so its details "
+            "are in the proposal's history."
+        ),
     },
     "fr": {
         "revision": (
@@ -113,6 +117,10 @@ _FIXED: dict[str, dict[str, str]] = {
             "pas relancée. Donnez cette référence au soutien : {correlation_id}"
         ),
         "unknown_reason": "Un fait sur lequel reposait la proposition a changé.",
+        "done": (
+            "Effectué comme approuvé. Son opération n'est plus activée ici : ses détails sont "
+            "dans l'historique de la proposition."
+        ),
     },
 }
 
@@ -122,6 +130,12 @@ def reason_text(reason: RevisionReason, language: str = "en") -> str:
     if sentence is None:
         return _FIXED[_language(language)]["unknown_reason"]
     return sentence.text(_language(language), **_format_params(reason.params, language))
+
+
+def done_text(language: str = "en") -> str:
+    """What a success says whose operation is no longer registered (a plug-in turned off):
+    its contract, which alone can describe it, is gone."""
+    return _FIXED[_language(language)]["done"]
 
 
 def outcome_text(

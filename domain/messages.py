@@ -25,6 +25,7 @@ from countersign.domain.handback import (
     AWAITING_APPROVALS,
     OUTCOME_TITLES,
     SUPERSEDED,
+    done_text,
     outcome_text,
     outcome_title_keys,
 )
@@ -60,7 +61,8 @@ def outcome_messages(
         return tuple(
             outcome_text(outcome, "", language, uncertain, unavailable) for language in languages
         )
-    contract = REGISTRY[kind]
+    if contract is None:  # an operation no longer registered: its success, in general words
+        return tuple(done_text(language) for language in languages)
     valid_preview = contract.Preview.model_validate(preview)
     result = contract.Result.model_validate(outcome.result)
     return tuple(

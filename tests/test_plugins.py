@@ -31,7 +31,7 @@ from countersign.infrastructure.entrypoints.http.models.assistants import _known
 from countersign.infrastructure.persistence.stored_events import topic_allowed
 from countersign.infrastructure.settings import Settings, SettingsError
 
-from tests.conftest import AVA, MIA, events_table
+from tests.conftest import AVA, MIA, TO_CARD, events_table
 
 PLUGINS = Path(__file__).parent / "plugins"
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
@@ -516,3 +516,40 @@ def test_the_plugin_repository_passes_the_conformance_checks_its_in_tree_peers_p
     backends = os.environ.get("COUNTERSIGN_TEST_BACKENDS", "sqlite,postgres").split(",")
     assert {backend for _, _, backend in passed} - {""} == {b.strip() for b in backends}
     assert " failed" not in ran.stdout
+
+
+def test_a_plugin_turned_off_leaves_every_projection_rebuildable_and_its_proposals_readable(
+    wired, database_url, installed
+):
+    """The deployment stops naming the plug-in: its proposals stay readable (with
+    ``audit.read``), every projection rebuilds (a success of its operation had stopped the
+    rebuild of all of them, every club's inbox empty), and ``audit verify`` says its
+    aggregates' streams are no proposals it checks rather than broken chains (a plug-in
+    author's findings)."""
+    done = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    assert wired.proposals.approve(done, AVA).status == "succeeded"
+    refunded = wired.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation="order.refund_missing_discount",
+        resource_id=str(wired.club.order_id("granite", "refund-ok")),
+        request=TO_CARD,
+    ).proposal_id
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNTERSIGN_")}
+
+    rebuilt = _countersign(env, "projections", "rebuild", "--database", database_url)
+    shown = _countersign(env, "show", done, "--as", AVA, "--json", "--database", database_url)
+    audited = _countersign(env, "audit", "verify", "--database", database_url, "--json")
+
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert shown.returncode == 0, shown.stderr
+    card = json.loads(shown.stdout)
+    assert card["status"] == "succeeded"
+    assert card["message"].startswith("Carried out as approved. Its operation is no longer")
+    assert audited.returncode == 0, audited.stdout
+    report = json.loads(audited.stdout)
+    assert report["ok"] is True
+    assert report["streams_not_read"] == {"sample_plugin.domain": 1}
+    # Every club's inbox is back (this test's clock, not the commands', says what is pending).
+    listed = wired.read_models.inbox(_organization_id(wired), wired.clock.now(), section="orders")
+    assert [item["proposal_id"] for item in listed["items"]] == [refunded]

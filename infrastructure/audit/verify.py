@@ -46,6 +46,9 @@ class VerifyReport:
     #: Events whose link was made before events' times were linked: their fields are proved,
     #: their times are not (hash_chain.py).
     times_unlinked: int = 0
+    #: Streams that are no proposal's, of topics countersign does not read, by package (a
+    #: plug-in's aggregates while it is not enabled): not checked, said.
+    unread: dict[str, int] = field(default_factory=dict)
     broken: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -58,6 +61,7 @@ class VerifyReport:
             "proposals_checked": self.proposals,
             "events_checked": self.events,
             "events_with_unlinked_times": self.times_unlinked,
+            "streams_not_read": dict(sorted(self.unread.items())),
             "first_broken_link": self.broken[0] if self.broken else None,
             "broken_proposals": len({b["proposal_id"] for b in self.broken}),
             # Each broken proposal's first broken link, in the log's order (the first
@@ -80,7 +84,7 @@ def verify(
 ) -> VerifyReport:
     report = VerifyReport()
     trail = AuditedLinks(sql)
-    for proposal_id in _proposal_ids(app, trail.proposal_ids()):
+    for proposal_id in _proposal_ids(app, trail.proposal_ids(), report):
         report.proposals += 1
         problem = _check(app, proposal_id, trail.links(proposal_id), report)
         if problem is not None:
@@ -229,30 +233,65 @@ def _before(registered_at: Any, approved_at: Any) -> bool:
         return False
 
 
-def _proposal_ids(app: CountersignApplication, audited: list[str]) -> Iterator[UUID]:
+def _proposal_ids(
+    app: CountersignApplication, audited: list[str], report: VerifyReport
+) -> Iterator[UUID]:
     """Every proposal in the log, and the stream of every event whose topic countersign does
-    not read (a class outside the domain, tampered, or a removed plug-in's): such an event
-    is reported unreadable, never skipped, since a proposal's own event given a foreign topic
-    would otherwise drop out of every read and of this check alike."""
+    not read where that stream is a proposal's: one event of it has a proposal's topic, or the
+    audit trail recorded it as a proposal, or its first event is shaped as a proposal's
+    (``_proposal_shaped``). Such an event is reported unreadable, never
+    skipped, since a proposal's own event given a foreign topic would otherwise drop out of
+    every read and of this check alike. A stream none of whose events is a proposal's and
+    that the trail never saw as one (a plug-in's own aggregate, the plug-in no longer
+    enabled) is no proposal: it is counted, by the package of its topic, not checked."""
     seen: set[UUID] = set()
+    #: Streams of topics countersign does not read, not (yet) known to be a proposal's:
+    #: id -> the package of the first such topic.
+    foreign: dict[UUID, str] = {}
     proposals = tuple(topic.rpartition(".")[0] + "." for topic in stored_topics(Proposal, ["x"]))
     start = 1
     while True:
         batch = app.recorder.select_notifications(start, limit=1000)
         for notification in batch:
             topic = notification.topic
-            if not topic.startswith(proposals) and topic_allowed(topic):
+            is_proposal = topic.startswith(proposals)
+            if not is_proposal and topic_allowed(topic):
                 continue
-            proposal_id = UUID(str(notification.originator_id))
-            if proposal_id not in seen:
-                seen.add(proposal_id)
-                yield proposal_id
+            stream_id = UUID(str(notification.originator_id))
+            if stream_id in seen:
+                continue
+            if is_proposal:
+                foreign.pop(stream_id, None)
+                seen.add(stream_id)
+                yield stream_id
+            elif stream_id not in foreign:
+                foreign[stream_id] = topic.partition(":")[0]
         if not batch:
             break
         start = batch[-1].id + 1
+    trail = set(audited)
+    for stream_id, package in foreign.items():
+        if str(stream_id) in trail or _proposal_shaped(app, stream_id):
+            seen.add(stream_id)
+            yield stream_id
+        else:
+            report.unread[package] = report.unread.get(package, 0) + 1
     for audited_id in sorted(audited):
         if UUID(audited_id) not in seen:
             yield UUID(audited_id)
+
+
+def _proposal_shaped(app: CountersignApplication, stream_id: UUID) -> bool:
+    """Whether a stream of a topic countersign does not read opens as a proposal does: its
+    first event's state holds a contract digest and a chain link, which only ``Proposed``
+    writes (a proposal given a foreign topic, where a plug-in's aggregate has neither). Its
+    JSON is read, no class of it made."""
+    try:
+        first = next(iter(app.recorder.select_events(stream_id, limit=1)), None)
+        state = written_fields(app.mapper, first) if first is not None else {}
+    except Exception:
+        return True  # not even its JSON reads: checked, and reported unreadable
+    return "chain" in state and "digest" in state
 
 
 class AuditedLinks:

@@ -160,6 +160,13 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         if unlinked
         else ""
     )
+    unread = report["streams_not_read"]
+    if unread:
+        times += (
+            " Not proposals, not checked: streams of events countersign does not read, of "
+            + ", ".join(f"{package} ({count:,})" for package, count in unread.items())
+            + " (a plug-in that is not enabled?)."
+        )
     if report["ok"]:
         text = (
             f"audit verify: OK, {report['events_checked']:,} events of "
