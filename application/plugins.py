@@ -104,7 +104,18 @@ def _check_contracts(plugin: Plugin) -> None:
     provider that is given."""
     prefix = plugin.namespace + "."
     known_sections = {str(a.section) for a in (*sections.BUILT_IN, *plugin.sections)}
+    from countersign.domain.contracts.base import missing_parts  # with the plug-in's contracts
+
     for contract in plugin.contracts:
+        if isinstance(contract, contracts.Declared):
+            pass  # checked when it is loaded, at install (``contracts.install``)
+        elif missing := missing_parts(contract):
+            which = getattr(contract, "kind", None) or type(contract).__name__
+            raise _refuse(
+                plugin,
+                f"{which} lacks {', '.join(missing)}: every contract sets each "
+                "(docs/adding-an-operation.md)",
+            )
         if not contract.kind.startswith(prefix):
             raise _refuse(plugin, f"operation {contract.kind!r} must be named {prefix}<name>")
         if not contract.permission.startswith(prefix):

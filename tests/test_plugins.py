@@ -39,6 +39,7 @@ ENTRY_POINTS = """\
 [countersign.plugins]
 sample = sample_plugin.plugin:build
 sample-broken = sample_plugin.plugin:broken
+sample-lacking = sample_plugin.plugin:lacking
 """
 
 
@@ -135,7 +136,7 @@ def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(inst
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
         "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
-        "(installed: acme-invoices, sample, sample-broken); install its package or remove it "
+        "(installed: acme-invoices, sample, sample-broken, sample-lacking); install its package or remove it "
         "from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
@@ -553,3 +554,39 @@ def test_a_plugin_turned_off_leaves_every_projection_rebuildable_and_its_proposa
     # Every club's inbox is back (this test's clock, not the commands', says what is pending).
     listed = wired.read_models.inbox(_organization_id(wired), wired.clock.now(), section="orders")
     assert [item["proposal_id"] for item in listed["items"]] == [refunded]
+
+
+@pytest.mark.parametrize(
+    "part",
+    ["title", "assistant_instructions", "contract_version", "preview_fields", "revision_reasons"],
+)
+def test_a_contract_missing_a_required_part_stops_the_start_naming_it(installed, company, part):
+    """A contract without its title was accepted, then every page of every club answered
+    500; without its instructions or version, its chat or every proposal failed later; without
+    its preview labels or reasons, the start was a traceback (a plug-in author's findings)."""
+    from countersign.application.plugins import Plugin, PluginError, install
+    from sample_plugin.contracts import TagInvoice
+    from sample_plugin.plugin import ASSISTANT, build
+
+    plugin = build()
+    lacking = type("Lacking", (TagInvoice,), {part: None})(plugin.contracts[0].book)
+    broken = Plugin(
+        "lacking",
+        "sample",
+        contracts=(lacking, plugin.contracts[1]),
+        sections=(ASSISTANT,),
+        providers=plugin.providers,
+    )
+
+    with pytest.raises(PluginError, match=rf"sample\.tag_invoice lacks {part} \("):
+        install([broken])
+    assert "sample.invoice_credit" not in REGISTRY
+
+
+def test_a_plugin_missing_a_part_is_one_line_at_the_start(installed, company, tmp_path):
+    env = _env(installed, company, COUNTERSIGN_PLUGINS="sample-lacking")
+    started = _countersign(env, "operations", "--database", f"sqlite:///{tmp_path / 'x.db'}")
+    assert started.returncode == 2, started
+    assert started.stderr.count("\n") == 1
+    assert "sample.tag_invoice lacks title (Localized)" in started.stderr
+    assert "Traceback" not in started.stderr

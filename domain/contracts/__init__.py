@@ -149,6 +149,15 @@ class _Contents:
 
     def add(self, contract: AnyContract, declared: Declared | None, reserved: Set[str]) -> None:
         """Checks a contract against the registry rules and its declaration, then holds it."""
+        from countersign.domain.contracts.base import missing_parts  # loaded with any contract
+
+        missing = missing_parts(contract)
+        if missing:
+            raise RegistryError(
+                f"{getattr(contract, 'kind', type(contract).__name__)} lacks "
+                f"{', '.join(missing)}: every contract sets each "
+                "(docs/adding-an-operation.md)"
+            )
         kind = contract.kind
         if declared is not None and Declared.of(contract) != declared:
             raise RegistryError(

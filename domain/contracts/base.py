@@ -118,6 +118,37 @@ class Siblings(StrEnum):
 ALL_SIBLINGS = frozenset(Siblings)
 
 
+#: What every contract sets, with what it must be (``missing_parts``): the parts the base class
+#: declares without a default. A contract without one was accepted at start and failed later
+#: (every page, when its title was missing).
+REQUIRED_PARTS: dict[str, tuple[type, ...]] = {
+    "kind": (str,),
+    "contract_version": (int,),
+    "section": (str,),
+    "permission": (str,),
+    "Request": (type,),
+    "Arguments": (type,),
+    "Preview": (type,),
+    "Result": (type,),
+    "Facts": (type,),
+    "title": (Localized,),
+    "preview_fields": (Mapping,),
+    "revision_reasons": (Mapping,),
+    "assistant_instructions": (str,),
+}
+
+
+def missing_parts(contract: Any) -> list[str]:
+    """The required parts ``contract`` lacks or sets to something else (each named, with what
+    it must be); [] for a whole contract."""
+    found = []
+    for name, kinds in REQUIRED_PARTS.items():
+        value = getattr(contract, name, None)
+        if value is None or not isinstance(value, kinds) or (kinds == (str,) and not value):
+            found.append(f"{name} ({' or '.join(kind.__name__ for kind in kinds)})")
+    return found
+
+
 class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
     """Everything about one operation kind. Subclasses read in the same order as this one.
 

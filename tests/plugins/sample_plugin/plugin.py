@@ -65,6 +65,23 @@ def broken() -> Plugin:
     return Plugin(name="sample-broken", namespace="broken", contracts=(_Misnamed(book),))
 
 
+class _Untitled(TagInvoice):
+    title = None  # type: ignore[assignment]  # the mistake ``lacking`` makes on purpose
+
+
+def lacking() -> Plugin:
+    """``build``'s plug-in with a contract that has no title."""
+    plugin = build()
+    return Plugin(
+        name="sample-lacking",
+        namespace="sample",
+        contracts=(_Untitled(plugin.contracts[0].book), plugin.contracts[1]),
+        sections=plugin.sections,
+        providers=plugin.providers,
+        event_packages=plugin.event_packages,
+    )
+
+
 def _whichever_clubs(
     contract: TagInvoice | InvoiceCredit, scope: Scope, store: Repository
 ) -> Invoice:
