@@ -65,6 +65,8 @@ class ConversationLink:
     """The conversation a proposal came from, for the person who held it."""
 
     section: str
+    #: The resource as the conversation's address names it: its key where its section's
+    #: contracts name resources by key (a plug-in's company key), else its id.
     resource_id: str
     interaction_id: str
 
@@ -90,6 +92,8 @@ class ProposalReview:
     #: For an executing or reconciling proposal: since when it waits for its provider's
     #: answer, and whether anything is settling it.
     settling: Settling | None = None
+    #: The resource as a conversation's address names it (``ConversationLink.resource_id``).
+    chat_resource: str = ""
 
 
 class ProposalAccess:
@@ -254,7 +258,8 @@ class ProposalAccess:
         return ProposalReview(
             record=proposal_record(proposal),
             may_decide=may_decide(caller, member, proposal.kind, self.registry),
-            conversation=self._conversation(interaction, caller),
+            conversation=self._conversation(interaction, caller, proposal.resource_key),
+            chat_resource=proposal.resource_key or str(proposal.resource_id),
             requester_name=requester.name if requester is not None else "",
             drafted_by_assistant=interaction is not None
             and interaction.manager == proposal.requested_by.strip().lower(),
@@ -325,12 +330,14 @@ class ProposalAccess:
         return interaction
 
     @staticmethod
-    def _conversation(interaction: Interaction | None, caller: Caller) -> ConversationLink | None:
+    def _conversation(
+        interaction: Interaction | None, caller: Caller, key: str | None
+    ) -> ConversationLink | None:
         if interaction is None or interaction.manager != caller.email.strip().lower():
             return None
         return ConversationLink(
             section=interaction.section,
-            resource_id=str(interaction.resource_id),
+            resource_id=key or str(interaction.resource_id),
             interaction_id=str(interaction.id),
         )
 

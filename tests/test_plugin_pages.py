@@ -61,3 +61,78 @@ def test_the_pages_name_a_plugin_section_in_the_readers_language(wired):
     assert translator("en")("section.sample") == "Invoices"
     assert translator("fr")("section.sample") == "Factures"
     assert translator("fr")("chat.title.sample") == "Assistant des factures"
+
+
+def test_a_conversation_on_a_company_key_posts_redirects_and_links_back_by_that_key(
+    wired, database_url, clock
+):
+    """A plug-in's section names its records by the company's key: the page's form posts to
+    that key, the turn's answer comes back to it, and the proposal's review links to the
+    conversation by it. (The form posted to the key's derived id, a 404; a turn posted to the
+    key was recorded, then answered 500 "nothing was changed"; the review's link was a 404.)"""
+    import re
+
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.settings import Settings
+
+    from tests.test_web_pages import web_for
+
+    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
+    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
+    chatting = bootstrap(
+        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
+    )
+    try:
+        browser = web_for(chatting, {}).browser(AVA)
+        page = browser.get("/chat/sample/INV%202%2Fb")
+        assert page.status_code == 200, page.text[:300]
+        assert 'action="/chat/sample/INV%202%2Fb"' in page.text
+        sent = browser.form(
+            "/chat/sample/INV%202%2Fb", {"message": "Tag it disputed."}, "/chat/sample/INV-1"
+        )
+        assert sent.status_code == 303, sent.text[:300]
+        assert sent.headers["location"].startswith("/chat/sample/INV%202%2Fb?interaction=")
+        answered = browser.get(sent.headers["location"])
+        assert answered.status_code == 200, answered.text[:300]
+        proposal = re.search(r'href="/proposals/([0-9a-f-]{36})"', answered.text)
+        assert proposal is not None, answered.text[:2000]
+        review = browser.get(f"/proposals/{proposal.group(1)}")
+        link = re.search(r'href="(/chat/sample/[^"?]*)\?interaction=', review.text)
+        assert link is not None and link.group(1) == "/chat/sample/INV%202%2Fb"
+    finally:
+        chatting.close()
+
+
+def test_the_api_assistant_takes_a_company_key_holding_a_slash(wired, database_url, clock):
+    """``INV 2/b`` (a key the plug-in guide gives as valid): the turn reaches the assistant
+    over the API with the slash escaped, as it does on the pages (both answered 404)."""
+    from countersign.domain.contracts import PERMISSIONS
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.entrypoints.http import create_app
+    from countersign.infrastructure.identity.tokens import issue_token
+    from countersign.infrastructure.settings import Settings
+    from fastapi.testclient import TestClient
+
+    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
+    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
+    chatting = bootstrap(
+        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
+    )
+    try:
+        token = issue_token(
+            chatting, "granite", "invoices-bot", sorted(PERMISSIONS), issued_by=AVA, kind="agent"
+        ).token
+        with TestClient(create_app(chatting), raise_server_exceptions=False) as client:
+            answered = client.post(
+                "/api/v1/assistants/sample/resources/INV%202%2Fb/messages",
+                headers={"Authorization": f"Bearer {token}"},
+                json={"message": "Tag it disputed."},
+            )
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["proposal"]["preview"]["invoice_key"] == "INV 2/b"
+    finally:
+        chatting.close()

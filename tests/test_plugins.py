@@ -136,8 +136,8 @@ def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(inst
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
         "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
-        "(installed: acme-invoices, sample, sample-broken, sample-lacking); install its package or remove it "
-        "from COUNTERSIGN_PLUGINS"
+        "(installed: acme-invoices, sample, sample-broken, sample-lacking); install its package "
+        "or remove it from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
 

@@ -63,6 +63,9 @@ class ConversationView:
     timeline: list[dict[str, Any]]
     expired: bool
     revision: str | None  # the application's reason, in the language asked for
+    #: The resource's key where its section's contracts name resources by key (a plug-in's
+    #: company key): what the conversation's address names it by. None: by ``resource_id``.
+    resource_key: str | None = None
 
 
 def section_assistant(
@@ -165,6 +168,7 @@ def conversation_view(
             if last is not None and last.reason is not None
             else None
         ),
+        resource_key=scope.key,
     )
 
 

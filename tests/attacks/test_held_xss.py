@@ -266,7 +266,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
     signed_in_pages = {
         "/": ("/", 200),
         "/orders/open": (f"/orders/open?ref={order}&{query}", 303),
-        "/chat/{section}/{resource_id}": (f"/chat/orders/{order}", 200),
+        "/chat/{section}/{resource_id:path}": (f"/chat/orders/{order}", 200),
         "/proposals/{proposal_id}": (f"/proposals/{proposal_id}", 200),
         "/proposals/{proposal_id}/status": (f"/proposals/{proposal_id}/status", 200),
         "/proposals/{proposal_id}/edit": (f"/proposals/{proposal_id}/edit", 200),

@@ -27,7 +27,7 @@ router = APIRouter(prefix=API_PREFIX, route_class=GatedRoute)
 
 
 @router.post(
-    "/assistants/{section}/resources/{resource_id}/messages",
+    "/assistants/{section}/resources/{resource_id:path}/messages",
     response_model=TurnOut,
     responses=problem_responses(400, 403, 404, 409, 422, 429),
     summary="Send a manager message to a section assistant",

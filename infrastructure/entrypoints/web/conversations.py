@@ -15,6 +15,7 @@ from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
+    chat_address,
     order_view,
     proposal_view,
 )
@@ -85,7 +86,7 @@ class ConversationPages:
             "error": error,
             "draft": draft,
             "max_message": MAX_MESSAGE,
-            "action": f"/chat/{section}/{resource_id}",
+            "action": chat_address(section, conversation.resource_key or resource_id),
             "nav": section,
         }
         if section == ORDERS.section:
@@ -135,7 +136,11 @@ class ConversationPages:
             page.headers["Retry-After"] = str(too_many.retry_after)
             return page
         query = urlencode({"interaction": report.interaction_id})
-        return redirect(f"/chat/{section}/{UUID(resource_id.strip())}?{query}#latest")
+        try:
+            named = str(UUID(resource_id.strip()))
+        except ValueError:
+            named = resource_id.strip()  # a key (a plug-in's section): the turn took it
+        return redirect(f"{chat_address(section, named)}?{query}#latest")
 
     def _timeline(self, visit: Visit, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The conversation's entries for the page: read tools by their label (those without

@@ -29,6 +29,7 @@ from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     as_time,
+    chat_address,
     decision,
     format_time,
     policy_lines,
@@ -174,7 +175,7 @@ class ProposalPages:
         if reviewed.conversation is not None:
             link = reviewed.conversation
             query = urlencode({"interaction": link.interaction_id})
-            conversation = f"/chat/{link.section}/{link.resource_id}?{query}"
+            conversation = f"{chat_address(link.section, link.resource_id)}?{query}"
         mine = decision(view, reviewed.record, reviewed.may_decide, user.email)
         passkey = None
         if mine.may_approve and (reviewed.record.get("policy") or {}).get("require_passkey"):
@@ -212,7 +213,9 @@ class ProposalPages:
             ),
             changes=self._changes(view, visit),
             conversation=conversation,
-            next_step=_next_step(view, conversation, visit),
+            next_step=_next_step(
+                view, conversation or chat_address(view["section"], reviewed.chat_resource), visit
+            ),
             requester=_requester(reviewed, visit),
             approved_by=self._who(user, view["approved_by"]),
             declined_by=self._who(user, view["declined_by"]),
@@ -357,17 +360,14 @@ def _assertion(visit: Visit) -> dict[str, Any] | None:
     return {"nonce": visit.form.get("nonce", ""), "credential": credential}
 
 
-def _next_step(
-    view: dict[str, Any], conversation: str | None, visit: Visit
-) -> dict[str, str] | None:
+def _next_step(view: dict[str, Any], conversation: str, visit: Visit) -> dict[str, str] | None:
     """The one thing the outcome asks of the manager next, as a button."""
     if view["reconciling"]:
         return {"href": f"/proposals/{view['id']}/status", "label": visit.t("review.status_page")}
     if view["status"] == "revision_required":
         # Their own conversation shows why it was not executed; anyone else starts one about
         # the same record.
-        href = conversation or f"/chat/{view['section']}/{view['resource_id']}"
-        return {"href": href, "label": visit.t("review.revise")}
+        return {"href": conversation, "label": visit.t("review.revise")}
     return None
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import REGISTRY
@@ -419,3 +420,9 @@ def _registration(registration: dict[str, Any], t: Translate) -> str:
 def _refund_label(destination: str, t: Translate) -> str:
     text = t(f"refund.{destination}")
     return destination.replace("_", " ") if text == f"refund.{destination}" else text
+
+
+def chat_address(section: str, resource: str) -> str:
+    """A conversation's page: its section and its resource as the section names it (an id, or
+    a key, which may hold any character: each is escaped)."""
+    return f"/chat/{quote(section, safe='')}/{quote(resource, safe='')}"
