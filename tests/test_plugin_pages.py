@@ -100,7 +100,8 @@ def test_a_conversation_on_a_company_key_posts_redirects_and_links_back_by_that_
         assert proposal is not None, answered.text[:2000]
         review = browser.get(f"/proposals/{proposal.group(1)}")
         link = re.search(r'href="(/chat/sample/[^"?]*)\?interaction=', review.text)
-        assert link is not None and link.group(1) == "/chat/sample/INV%202%2Fb"
+        assert link is not None
+        assert link.group(1) == "/chat/sample/INV%202%2Fb"
     finally:
         chatting.close()
 
