@@ -91,3 +91,31 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+#: The directory several processes' metrics are shared through (prometheus_client's
+#: multiprocess mode; ``observability.metrics.MULTIPROCESS_ENV``).
+METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def metrics_dir_from_env() -> str | None:
+    """PROMETHEUS_MULTIPROC_DIR, made if it is missing; SettingsError, before anything is
+    served, when it cannot be made or written to. (A directory that did not exist failed
+    every count once serving: /metrics answered 500, and every approval calling a provider
+    was answered 500 after the provider had moved the money.)"""
+    configured = os.environ.get(METRICS_DIR_ENV, "").strip()
+    if not configured:
+        return None
+    try:
+        os.makedirs(configured, exist_ok=True)
+    except OSError as error:
+        raise SettingsError(
+            f"{METRICS_DIR_ENV} {configured!r} cannot be made ({error.strerror}): point it at "
+            "a directory this service may write to"
+        ) from None
+    if not os.access(configured, os.W_OK | os.X_OK):
+        raise SettingsError(
+            f"{METRICS_DIR_ENV} {configured!r} is not writable by this service: point it at a "
+            "directory it may write to"
+        )
+    return configured

@@ -227,6 +227,65 @@ def test_the_reconcilers_lookups_are_counted_by_what_the_provider_held(cs, seede
     assert found() - before == 1
 
 
+def test_a_figure_that_cannot_be_counted_never_changes_an_approval(cs, seeded, caplog, monkeypatch):
+    """Counting into a metrics directory that did not exist raised inside the provider's
+    call: the approval answered 500 and went to reconciliation after the money had moved (an
+    operator's finding). A meter that fails is logged, and the approval is what it was."""
+    from countersign.infrastructure.observability import counting
+
+    class Broken:
+        def approval(self, result: str, seconds: float) -> None:
+            raise FileNotFoundError("/gone/counter_1.db")
+
+        def provider_call(self, provider: str, call: str, result: str) -> None:
+            raise FileNotFoundError("/gone/counter_1.db")
+
+    monkeypatch.setattr(counting, "_failures", 0)  # the first is logged
+    before = counting.installed()
+    counting.install(Broken())
+    try:
+        report = cs.proposals.approve(propose(cs, seeded, "refund-ok"), AVA)
+    finally:
+        counting.install(before)  # type: ignore[arg-type]
+    assert (report.result, report.status) == ("executed", "succeeded")
+    assert "metrics: " in caplog.text
+    assert "not counted (FileNotFoundError" in caplog.text
+
+
+def test_serve_makes_a_missing_metrics_directory_and_refuses_one_it_cannot_write(
+    tmp_path, monkeypatch
+):
+    from countersign.infrastructure.server_settings import METRICS_DIR_ENV, metrics_dir_from_env
+
+    missing = tmp_path / "run" / "metrics"
+    monkeypatch.setenv(METRICS_DIR_ENV, str(missing))
+    assert metrics_dir_from_env() == str(missing)
+    assert missing.is_dir()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv(METRICS_DIR_ENV, str(blocked / "metrics"))
+    with pytest.raises(SettingsError, match=r"PROMETHEUS_MULTIPROC_DIR .* cannot be made"):
+        metrics_dir_from_env()
+
+
+def test_the_workers_metrics_port_in_use_is_one_line(tmp_path, capsys):
+    """It was "Internal error" and a traceback, and the worker crash-looped under systemd."""
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    assert main(["seed", "--database", url]) == 0
+    capsys.readouterr()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        status = main(["worker", "--once", "--metrics-port", str(port), "--database", url])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err == (
+        f"error: cannot listen on 127.0.0.1:{port} (Address already in use): choose another"
+        " --metrics-port or --metrics-host\n"
+    )
+
+
 # -- logs -------------------------------------------------------------------------------------
 
 

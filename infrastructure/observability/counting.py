@@ -11,6 +11,7 @@ scrapes its own counters, so it neither keeps them nor imports the Prometheus cl
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -32,6 +33,25 @@ class Meter(Protocol):
 
 
 _meter: Meter | None = None
+log = logging.getLogger("countersign.metrics")
+_failures = 0
+
+
+def _uncounted(what: str, error: Exception) -> None:
+    """A figure that could not be counted (the metrics' directory gone, a disk full): logged,
+    the first time and then every thousandth, and never the caller's failure. Counting into a
+    directory that did not exist had answered approvals 500 and sent them to reconciliation
+    after the provider had moved the money."""
+    global _failures
+    _failures += 1
+    if _failures == 1 or _failures % 1000 == 0:
+        log.warning(
+            "metrics: %s not counted (%s: %s); %d not counted so far",
+            what,
+            type(error).__name__,
+            error,
+            _failures,
+        )
 
 
 def install(meter: Meter) -> None:
@@ -65,7 +85,10 @@ class MeteredProposalService(ProposalService):
             result = report.result
             return report
         finally:
-            meter.approval(result, time.perf_counter() - started)
+            try:
+                meter.approval(result, time.perf_counter() - started)
+            except Exception as error:
+                _uncounted("an approval", error)
 
 
 class CountedProvider:
@@ -113,7 +136,10 @@ class _Counting:
             result = "lost"
         else:
             result = "error"
-        meter.provider_call(self.provider, self.call, result)
+        try:
+            meter.provider_call(self.provider, self.call, result)
+        except Exception as error:
+            _uncounted(f"a {self.provider} {self.call}", error)
 
 
 def counted(providers: Mapping[str, EffectProvider]) -> dict[str, EffectProvider]:

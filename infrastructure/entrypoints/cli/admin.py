@@ -108,8 +108,9 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
 def _check_server_settings(sweeping: bool) -> None:
     """SettingsError, before anything is served, for a value the server's processes would
     refuse once running: the session secret and the metrics token (read by each worker as it
-    starts: its failure was an internal error after "serving on"), and the sender's settings
-    when the sweepers run here (their thread died on them, and the server went on serving,
+    starts: its failure was an internal error after "serving on"), the metrics' shared
+    directory (made if missing: counting into one that was not failed requests), the sender's
+    settings when the sweepers run here (their thread died on them, and the server went on serving,
     ready, with nothing reconciled, expired or notified); the webhooks' allowed networks,
     which the API and the pages read on every webhook request, always."""
     from countersign.infrastructure.notifications.settings import (
@@ -117,27 +118,34 @@ def _check_server_settings(sweeping: bool) -> None:
         allowed_networks_from_env,
     )
     from countersign.infrastructure.observability.health import metrics_token_from_env
-    from countersign.infrastructure.server_settings import session_secret_from_env
+    from countersign.infrastructure.server_settings import (
+        metrics_dir_from_env,
+        session_secret_from_env,
+    )
 
     session_secret_from_env()
     metrics_token_from_env()
+    metrics_dir_from_env()
     allowed_networks_from_env()
     if sweeping:
         NotifySettings.from_env()
 
 
-def check_port_free(host: str, port: int, workers: int = 1) -> None:
+def check_port_free(
+    host: str, port: int, workers: int = 1, options: str = "--port or --host"
+) -> None:
     """SettingsError when ``host:port`` cannot be listened on (in use, not this machine's
     address, or not allowed), said before "serving on" rather than after it, with exit 2.
 
     The probe binds as the server will: one process (asyncio) binds every address the host
     stands for, an IPv6 one with IPV6_ONLY; several share one socket bound by uvicorn, of
-    the family the host's spelling says, dual-stack."""
+    the family the host's spelling says, dual-stack. ``options``: what the refusal says to
+    change."""
     if workers == 1:
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         except OSError as error:
-            raise _cannot_listen(host, port, error) from None
+            raise _cannot_listen(host, port, error, options) from None
         targets: list[tuple[socket.AddressFamily, Any]] = [(i[0], i[4]) for i in infos]
     else:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -150,14 +158,12 @@ def check_port_free(host: str, port: int, workers: int = 1) -> None:
                     probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                 probe.bind(address)
         except OSError as error:
-            raise _cannot_listen(host, port, error) from None
+            raise _cannot_listen(host, port, error, options) from None
 
 
-def _cannot_listen(host: str, port: int, error: OSError) -> SettingsError:
+def _cannot_listen(host: str, port: int, error: OSError, options: str) -> SettingsError:
     said = error.strerror or type(error).__name__
-    return SettingsError(
-        f"cannot listen on {host}:{port} ({said}): choose another --port or --host"
-    )
+    return SettingsError(f"cannot listen on {host}:{port} ({said}): choose another {options}")
 
 
 SWEEPING = (

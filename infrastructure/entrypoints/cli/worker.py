@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from countersign.infrastructure.entrypoints.cli.common import Result
+from countersign.infrastructure.settings import SettingsError
 
 if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
@@ -53,9 +54,24 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def _serve_metrics(host: str, port: int) -> Any:
+    """The metrics' server on ``host:port``; SettingsError (one line, exit 2) for an address
+    it cannot listen on or a metrics directory it cannot write, as ``serve`` says them."""
+    from countersign.infrastructure.entrypoints.cli.admin import check_port_free
+    from countersign.infrastructure.server_settings import metrics_dir_from_env
+
+    metrics_dir_from_env()
+    check_port_free(host, port, options=_OPTIONS)
     from countersign.infrastructure.observability.metrics import enable
     from prometheus_client import start_http_server
 
     enable()  # this process serves its metrics: count from now on
-    server, _thread = start_http_server(port, addr=host)
+    try:
+        server, _thread = start_http_server(port, addr=host)
+    except OSError as error:  # taken between the probe and now
+        raise SettingsError(
+            f"cannot listen on {host}:{port} ({error.strerror}): choose another {_OPTIONS}"
+        ) from None
     return server
+
+
+_OPTIONS = "--metrics-port or --metrics-host"
