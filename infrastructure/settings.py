@@ -6,6 +6,7 @@ import ipaddress
 import math
 import os
 from dataclasses import dataclass
+from math import ceil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -287,6 +288,10 @@ class Database:
         }
         # Always said, so that nothing in the process's environment sets it instead.
         env[TIMEOUT_KEY] = "" if timeout is None else str(milliseconds(timeout))
+        # How long a statement waits for a connection from the pool (the library reads whole
+        # seconds; its default, 30): as long as a statement may wait for a lock, at least a
+        # second. Past it, the database is out of reach for now (``NoConnectionError``).
+        env["POSTGRES_CONNECT_TIMEOUT"] = str(30 if timeout is None else max(1, ceil(timeout)))
         return env
 
 

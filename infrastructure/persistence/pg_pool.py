@@ -30,7 +30,10 @@ import psycopg
 import psycopg_pool
 from countersign.infrastructure.persistence.hung_up import hung_up
 from countersign.infrastructure.persistence.recorders import translated_error
-from countersign.infrastructure.persistence.unavailable import DatabaseTimeoutError
+from countersign.infrastructure.persistence.unavailable import (
+    DatabaseTimeoutError,
+    NoConnectionError,
+)
 from eventsourcing.persistence import (
     DatabaseError,
     DataError,
@@ -174,6 +177,7 @@ def putconn(pool: Any, conn: psycopg.Connection[Any]) -> None:
 #: library would raise as an OperationalError, retried up to ten times by most of its reads:
 #: a DatabaseTimeoutError, raised at once (unavailable.py).
 _TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
+    (PoolTimeout, NoConnectionError),  # an OperationalError too: not retried (unavailable.py)
     (psycopg.InterfaceError, InterfaceError),
     (psycopg.errors.QueryCanceled, DatabaseTimeoutError),
     (psycopg.errors.LockNotAvailable, DatabaseTimeoutError),

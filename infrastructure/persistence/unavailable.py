@@ -23,6 +23,14 @@ class DatabaseTimeoutError(DatabaseError):
     most reads) waits the whole timeout again nine times."""
 
 
+class NoConnectionError(DatabaseError):
+    """No connection to the database could be had within the pool's wait (the server down,
+    restarting or unreachable; ``Settings.eventsourcing_env``'s ``POSTGRES_CONNECT_TIMEOUT``):
+    nothing was sent. Not an ``OperationalError``: the library's retries waited the whole
+    wait again nine times (30 s each: five minutes before a runner, a worker or a scrape
+    said anything, and before a service stopped on SIGTERM)."""
+
+
 class TableRebuiltError(DatabaseError):
     """A read found no table where a read model's was: another process dropped it to build it
     again (a projection's rebuild, between its reset and its ``setup``, moments apart), and
@@ -75,7 +83,12 @@ def _driver_classes(error: BaseException) -> set[tuple[str, str]]:
 def database_unavailable(error: BaseException) -> bool:
     """Whether ``error`` is the database out of reach for now (see the module's doc)."""
     if isinstance(
-        error, OperationalError | InterfaceError | DatabaseTimeoutError | TableRebuiltError
+        error,
+        OperationalError
+        | InterfaceError
+        | DatabaseTimeoutError
+        | NoConnectionError
+        | TableRebuiltError,
     ):
         return True  # the library's, wrapping the driver's
     return bool(_driver_classes(error) & _DRIVER_CLASSES) or _sqlite_locked(error)

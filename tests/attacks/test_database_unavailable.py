@@ -12,6 +12,7 @@ and carries on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -198,3 +199,74 @@ def test_an_mcp_tool_says_the_database_did_not_answer_and_to_try_again(api: Api,
     assert "try again in a few seconds" in answer["message"]
     assert "correlation_id" not in answer
     assert CUT not in json.dumps(answer)
+
+
+class _Proxy:
+    """A TCP relay to the database server that can be cut like an outage: the relay stops
+    listening and every connection through it is closed."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import socket
+
+        self.target = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[Any] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: Any, sink: Any) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+
+    def cut(self) -> None:
+        import socket
+
+        # Shut down, it wakes the accepting thread (a close alone leaves it accepting, on Linux).
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+def test_an_outage_is_said_within_the_waits_not_after_ten_of_them(cs, clock):
+    """The server gone (an operator's finding): each read waited the pool's 30 s for a
+    connection, ten times over (the library's retries), so the projection runner, the worker
+    and /metrics said nothing for five minutes and no service stopped on SIGTERM. Now a read
+    waits for a connection as long as a statement may wait (COUNTERSIGN_DATABASE_TIMEOUT) and
+    then says the database is out of reach, once."""
+    if cs.database.kind != "postgres":
+        pytest.skip("the connection pool is PostgreSQL's")
+    db = cs.database
+    proxy = _Proxy(db.host, db.port)
+    url = f"postgresql://{db.user}@127.0.0.1:{proxy.port}/{db.dbname}"
+    through = bootstrap(Settings(database_url=url, database_timeout=1.0), clock=clock)
+    try:
+        through.app.recorder.max_notification_id()  # answered through the relay
+        proxy.cut()
+        started = time.monotonic()
+        with pytest.raises(Exception) as failed:
+            through.app.recorder.max_notification_id()
+        took = time.monotonic() - started
+    finally:
+        proxy.cut()
+        through.close()
+    assert database_unavailable(failed.value), failed.value
+    assert took < 8, f"{took:.1f} s: retried"  # ten waits of 1 s and more would be 10 s
