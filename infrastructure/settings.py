@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qsl, unquote, urlencode, urlparse
 
 from countersign.application.assistant.turn_limits import (
     DEFAULT_TURN_LIMIT,
@@ -29,6 +29,8 @@ _RECORDERS_POSTGRES = "countersign.infrastructure.persistence.pg_waits"
 #: The key, in the library's environment, of the PostgreSQL statements' timeout in
 #: milliseconds (read by pg_waits.CountersignPostgresFactory).
 TIMEOUT_KEY = "POSTGRES_STATEMENT_TIMEOUT"
+#: The library's setting countersign's PostgreSQL factory reads the URL's parameters from.
+PARAMETERS_KEY = "POSTGRES_CONNECTION_PARAMETERS"
 DEFAULT_API_MAX_BODY = 64 * 1024
 DEFAULT_READY_MAX_LAG = 10_000
 DEFAULT_PROPOSAL_LIMIT = "30/minute"
@@ -195,6 +197,50 @@ def _turns_per_club() -> int:
     return int(value)
 
 
+#: The libpq connection parameters a PostgreSQL URL may give in its query, passed to every
+#: connection (each documented by libpq): TLS, and how a connection is named and kept. Any
+#: other is refused rather than dropped: ``?sslmode=require`` was dropped, and a process
+#: meant to refuse a plain connection made one. Not ``options``, which countersign sets for
+#: its statements' timeouts (``PGOPTIONS`` is added to it), nor a password.
+CONNECTION_PARAMETERS = frozenset(
+    {
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "sslcrl",
+        "sslcrldir",
+        "sslsni",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "channel_binding",
+        "gssencmode",
+        "requirepeer",
+        "application_name",
+        "connect_timeout",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "target_session_attrs",
+    }
+)
+
+
+def _connection_parameters(query: str) -> tuple[tuple[str, str], ...]:
+    """A PostgreSQL URL's query as libpq parameters; SettingsError for one not passed on."""
+    found = parse_qsl(query, keep_blank_values=True, strict_parsing=False)
+    for name, _ in found:
+        if name not in CONNECTION_PARAMETERS:
+            raise SettingsError(
+                f"the database URL's parameter {name!r} is not one countersign passes on to "
+                f"PostgreSQL; it takes {', '.join(sorted(CONNECTION_PARAMETERS))}"
+                + (" (PGOPTIONS adds to the sessions' options)" if name == "options" else "")
+            )
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class Database:
     """A parsed database URL."""
@@ -206,6 +252,9 @@ class Database:
     user: str = ""
     password: str = ""
     dbname: str = ""
+    #: PostgreSQL: libpq connection parameters the URL's query names (``?sslmode=verify-full``),
+    #: passed to every connection the process makes (``CONNECTION_PARAMETERS``).
+    params: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, url: str) -> Database:
@@ -228,6 +277,7 @@ class Database:
                 user=unquote(parsed.username or "postgres"),
                 password=unquote(parsed.password or ""),
                 dbname=parsed.path.strip("/"),
+                params=_connection_parameters(parsed.query),
             )
         raise SettingsError(
             f"unsupported database URL scheme {parsed.scheme!r}: "
@@ -239,7 +289,8 @@ class Database:
         """The database's URL as people may read it: never the password."""
         if self.kind == "sqlite":
             return f"sqlite:///{self.sqlite_path}"
-        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}"
+        query = f"?{urlencode(self.params, safe='/:')}" if self.params else ""
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{self.dbname}{query}"
 
     @property
     def sqlite_file(self) -> Path | None:
@@ -269,6 +320,8 @@ class Database:
             "POSTGRES_PORT": str(self.port),
             "POSTGRES_USER": self.user,
             "POSTGRES_PASSWORD": self.password,
+            # The URL's libpq parameters, for the pool's connections (pg_waits.py).
+            PARAMETERS_KEY: urlencode(self.params),
             # Commits go through countersign's own insert function
             # (infrastructure/persistence/recorders.py).
             # Not the library's ("y"): in 9.5.6 it skips the table lock that keeps

@@ -731,3 +731,42 @@ def test_a_serve_worker_freezes_what_it_wired_so_full_collections_skip_it(tmp_pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) > 50_000
+
+
+# -- the database URL's connection parameters ---------------------------------------------------
+
+
+def test_a_postgresql_urls_libpq_parameters_are_kept_and_others_refused():
+    """``?sslmode=require`` was dropped: a deployment meant to refuse a plain connection
+    made one, and nothing said so (an operator's finding)."""
+    from countersign.infrastructure.settings import Database
+
+    url = "postgresql://cs@db.internal:5432/countersign?sslmode=verify-full&sslrootcert=/ca.pem"
+    database = Database.parse(url)
+    assert database.params == (("sslmode", "verify-full"), ("sslrootcert", "/ca.pem"))
+    assert database.url == url
+    with pytest.raises(SettingsError, match=r"parameter 'sslmod' is not one countersign passes"):
+        Database.parse("postgresql://cs@db/countersign?sslmod=require")
+    with pytest.raises(SettingsError, match=r"PGOPTIONS adds to the sessions' options"):
+        Database.parse("postgresql://cs@db/countersign?options=-csearch_path%3Dcell1")
+
+
+def test_every_connection_is_made_with_the_urls_parameters(cs, clock):
+    if cs.database.kind != "postgres":
+        pytest.skip("libpq's parameters are PostgreSQL's")
+    named = bootstrap(
+        Settings(database_url=cs.settings.database_url + "?application_name=cs-params-probe"),
+        clock=clock,
+    )
+    try:
+        with named.sql.reading() as cursor:  # countersign's own connections
+            own = cursor.execute("SELECT current_setting('application_name')").fetchone()
+        with named.app.recorder.datastore.get_connection() as conn:  # the event store's pool
+            pooled = conn.execute("SELECT current_setting('application_name')").fetchone()
+    finally:
+        named.close()
+    assert own == ("cs-params-probe",)
+    assert pooled == {"current_setting": "cs-params-probe"}
+    # A parameter the server cannot satisfy refuses the connection, as libpq would.
+    with pytest.raises(Exception, match="SSL"):
+        bootstrap(Settings(database_url=cs.settings.database_url + "?sslmode=require"))

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import parse_qsl
 
 from countersign.infrastructure.persistence.sql import NO_STATEMENT_TIMEOUT
-from countersign.infrastructure.settings import TIMEOUT_KEY, milliseconds
+from countersign.infrastructure.settings import PARAMETERS_KEY, TIMEOUT_KEY, milliseconds
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
 
 __all__ = ["TIMEOUT_KEY", "CountersignPostgresFactory", "UnboundedCreate", "session_options"]
@@ -79,9 +80,13 @@ class CountersignPostgresFactory(PostgresFactory):
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
+        given = self.env.get(PARAMETERS_KEY)
+        if given:  # the database URL's libpq parameters (settings.CONNECTION_PARAMETERS)
+            pool: Any = self.datastore.pool
+            pool.kwargs = {**(pool.kwargs or {}), **dict(parse_qsl(given))}
         waits = self.env.get(TIMEOUT_KEY)
         if waits:
             seconds = int(waits) / 1000
-            pool: Any = self.datastore.pool
-            pool.kwargs = {**(pool.kwargs or {}), "options": session_options(seconds)}
+            bounded: Any = self.datastore.pool
+            bounded.kwargs = {**(bounded.kwargs or {}), "options": session_options(seconds)}
             setattr(self.datastore, _BOUND, seconds)

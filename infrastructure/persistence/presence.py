@@ -118,6 +118,7 @@ def _server_lacks_database(database: Database) -> bool:
 def _connect(database: Database, dbname: str) -> Any:
     import psycopg
 
+    given: dict[str, Any] = {"connect_timeout": "10", **dict(database.params)}
     return psycopg.connect(
         host=database.host,
         port=database.port,
@@ -125,5 +126,5 @@ def _connect(database: Database, dbname: str) -> Any:
         password=database.password,
         dbname=dbname,
         autocommit=True,
-        connect_timeout=10,
+        **given,
     )

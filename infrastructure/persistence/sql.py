@@ -79,7 +79,8 @@ class SqlDatabase:
             import psycopg  # here: a SQLite process (the projection writer's) never loads it
 
             db = self.database
-            options: dict[str, Any] = {}
+            # The URL's libpq parameters (TLS, keepalives...), then the statements' timeouts.
+            options: dict[str, Any] = dict(db.params)
             if bounded and self.timeout is not None:
                 from countersign.infrastructure.persistence.pg_waits import session_options
 
