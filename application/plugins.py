@@ -22,10 +22,12 @@ from countersign.application.assistant import sections
 from countersign.application.assistant.sections import SectionAssistant
 from countersign.application.ports import EffectProvider
 from countersign.domain import contracts
+from countersign.domain.club.organization import Permission
 from countersign.domain.contracts import AnyContract, Declared
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _NAMESPACE = re.compile(r"^[a-z][a-z0-9_]{0,29}$")
+_OPERATION = re.compile(r"^[a-z][a-z0-9_]{0,48}$")
 #: countersign's own providers (its sandboxes), which a plug-in's contract may call too.
 _BUILT_IN_PROVIDERS = ("payments", "email")
 _PACKAGE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -118,6 +120,13 @@ def _check_contracts(plugin: Plugin) -> None:
             )
         if not contract.kind.startswith(prefix):
             raise _refuse(plugin, f"operation {contract.kind!r} must be named {prefix}<name>")
+        if not _OPERATION.match(contract.kind[len(prefix) :]):
+            # Its name is its propose tool's (``propose_<name>``), which models' APIs limit.
+            raise _refuse(
+                plugin,
+                f"operation {contract.kind!r} must be named {prefix}<name>, the name of "
+                "lower-case letters, digits and _",
+            )
         if not contract.permission.startswith(prefix):
             raise _refuse(plugin, f"{contract.kind}'s permission must be named {prefix}<name>")
         if contract.section not in known_sections:
@@ -126,6 +135,25 @@ def _check_contracts(plugin: Plugin) -> None:
             )
         if not isinstance(contract, Declared):
             _check_provider(plugin, contract)
+
+
+def _check_tools(plugins: Sequence[Plugin]) -> None:
+    """No two operations of one section share a propose tool's name (``propose_<name>``): an
+    assistant offered both (a plug-in's ``clashtool.move_member`` in the roster) gave the
+    model two tools of one name, and only the first could ever be proposed."""
+    held: dict[tuple[str, str], str] = {}
+    for declared in contracts.BUILT_IN:
+        held[(str(declared.section), declared.kind.split(".", 1)[1])] = declared.kind
+    for plugin in plugins:
+        for contract in plugin.contracts:
+            place = (str(contract.section), contract.kind.split(".", 1)[1])
+            other = held.setdefault(place, contract.kind)
+            if other != contract.kind:
+                raise _refuse(
+                    plugin,
+                    f"operation {contract.kind!r} and {other!r} would both be the tool "
+                    f"propose_{place[1]} of section {place[0]!r}; name it otherwise",
+                )
 
 
 def _check_provider(plugin: Plugin, contract: AnyContract) -> None:
@@ -152,6 +180,9 @@ def install(plugins: Sequence[Plugin]) -> None:
     _installs += 1
     builtin_areas = {c.kind.split(".", 1)[0] for c in contracts.BUILT_IN}
     builtin_areas |= {str(a.section) for a in sections.BUILT_IN}
+    # And the areas of countersign's own permissions: a plug-in named ``audit`` could give
+    # every auditor (``audit.read``) the right to propose and approve its operation.
+    builtin_areas |= {str(p).split(".", 1)[0] for p in Permission}
     names: set[str] = set()
     for plugin in plugins:
         _check(plugin, builtin_areas)
@@ -162,6 +193,7 @@ def install(plugins: Sequence[Plugin]) -> None:
     namespaces = [plugin.namespace for plugin in plugins]
     if len(namespaces) != len(set(namespaces)):
         raise PluginError(f"two plug-ins share a namespace ({', '.join(namespaces)})")
+    _check_tools(plugins)
     own = [contract for plugin in plugins for contract in plugin.contracts]
     permissions = [p for plugin in plugins for p in plugin.permissions]
     assistants = [assistant for plugin in plugins for assistant in plugin.sections]

@@ -160,6 +160,11 @@ def test_a_plugin_breaking_a_registry_rule_stops_the_command_with_what_to_fix(in
     [
         ({"event_packages": ("countersign.domain",)}, "is countersign's; name your own"),
         ({"namespace": "orders"}, "namespace 'orders' is countersign's own"),
+        # countersign's own permissions' areas: every auditor would hold audit.<operation>
+        ({"namespace": "audit"}, "namespace 'audit' is countersign's own"),
+        ({"namespace": "members"}, "namespace 'members' is countersign's own"),
+        ({"namespace": "policies"}, "namespace 'policies' is countersign's own"),
+        ({"namespace": "webhooks"}, "namespace 'webhooks' is countersign's own"),
         ({"permissions": ("orders.refund",)}, "permission 'orders.refund' must be named"),
         ({"providers": {"payments": None}}, "provider 'payments' is countersign's own"),
     ],
@@ -590,3 +595,42 @@ def test_a_plugin_missing_a_part_is_one_line_at_the_start(installed, company, tm
     assert started.stderr.count("\n") == 1
     assert "sample.tag_invoice lacks title (Localized)" in started.stderr
     assert "Traceback" not in started.stderr
+
+
+@pytest.mark.parametrize(
+    ("kind", "section", "refusal"),
+    [
+        # In the roster, beside countersign's roster.move_member: two tools of one name, and
+        # the plug-in's could never be proposed (a plug-in author's finding).
+        (
+            "sample.move_member",
+            "roster",
+            "operation 'sample.move_member' and 'roster.move_member' would both be the tool "
+            "propose_move_member of section 'roster'; name it otherwise",
+        ),
+        ("sample.change locker!", "sample", "the name of lower-case letters, digits and _"),
+        ("sample.", "sample", "the name of lower-case letters, digits and _"),
+        ("sample.a.b", "sample", "the name of lower-case letters, digits and _"),
+    ],
+)
+def test_an_operation_name_a_model_could_not_call_or_tell_apart_is_refused(
+    installed, company, kind, section, refusal
+):
+    from countersign.application.plugins import Plugin, PluginError, install
+    from countersign.domain.scope import Section
+    from sample_plugin.contracts import TagInvoice
+    from sample_plugin.plugin import ASSISTANT, build
+
+    plugin = build()
+    renamed = type("Renamed", (TagInvoice,), {"kind": kind, "section": Section(section)})
+    broken = Plugin(
+        "renamed",
+        "sample",
+        contracts=(renamed(plugin.contracts[0].book), plugin.contracts[1]),
+        sections=(ASSISTANT,),
+        providers=plugin.providers,
+    )
+    with pytest.raises(PluginError) as refused:
+        install([broken])
+    assert refusal in str(refused.value)
+    assert "sample.invoice_credit" not in REGISTRY
