@@ -45,13 +45,22 @@ PERMISSION_CHANGES = "permission_changes"
 SYSTEM = "countersign"
 
 
+#: A reconciliation's row, by whether the provider said it applied nothing (an outage: no
+#: money moved yet) or its answer was lost (the effect may have happened).
+_RECONCILING = (
+    "needs reconciliation: the provider's response was lost",
+    "needs reconciliation: the provider was unavailable and applied nothing",
+)
+
+
 class AuditTrail(Projection):
     """Who did what to which proposal, when; queryable per proposal, tenant, actor and time."""
 
     name = "audit_trail"
     # supersessions, quorums, revisions, policy changes; credentials, lapses; 4: an approval
-    # with a passkey reads as the card says it; 5: members' permission changes
-    version = 5
+    # with a passkey reads as the card says it; 5: members' permission changes; 6: a provider
+    # that applied nothing is not said to have lost its answer
+    version = 6
     tables = (
         Table(
             PROPOSALS,
@@ -325,8 +334,11 @@ class AuditTrail(Projection):
 
     @handles("Proposal.Reconciling")
     def reconciling(self, event: Any, position: int, rows: Rows) -> None:
-        summary = "needs reconciliation: the provider's response was lost"
-        self._record_event(event, position, rows, SYSTEM, summary)
+        # Why (``NeedsReconciliation.cause``; an outcome stored before it: a lost answer).
+        cause = (event.outcome or {}).get("cause")
+        self._record_event(
+            event, position, rows, SYSTEM, _RECONCILING[cause == "provider_unavailable"]
+        )
 
     @handles("Proposal.Failed")
     def failed(self, event: Any, position: int, rows: Rows) -> None:

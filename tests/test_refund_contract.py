@@ -264,6 +264,26 @@ def test_an_outage_is_reconciled_by_replaying_the_same_key_once_it_recovers(cs, 
     assert cs.sweepers.reconcile() == []
 
 
+def test_the_audit_trail_tells_an_outage_from_a_lost_answer(cs, seeded):
+    """An outage applied nothing; a lost answer may have moved the money: the trail said
+    "the provider's response was lost" of both (an auditor's finding)."""
+    outage = propose_on(cs, seeded["orders"]["provider-outage"])
+    lost = propose(cs, seeded, "refund-lost-response")
+    cs.proposals.approve(outage, AVA)
+    cs.proposals.approve(lost, AVA)
+    cs.projection_runners(["audit_trail"])[0].catch_up()
+
+    said = {
+        row["proposal_id"]: row["summary"]
+        for row in cs.read_models.audit_trail()
+        if row["event_type"] == "Reconciling"
+    }
+    assert said == {
+        outage: "needs reconciliation: the provider was unavailable and applied nothing",
+        lost: "needs reconciliation: the provider's response was lost",
+    }
+
+
 def test_an_expired_proposal_records_expired_and_executes_nothing(cs, seeded, clock: FakeClock):
     proposal_id = propose(cs, seeded, "refund-ok")
     clock.advance(days=1, seconds=1)
