@@ -414,6 +414,23 @@ def test_refunded_amount_per_day_counts_only_succeeded_refunds(answers):
     assert sum(int(row["refunded_cents"]) for row in rows) == 4800 + 12800
 
 
+def test_refunded_amount_per_day_counts_what_a_cancellation_refunded(cs, seeded):
+    """A cancellation refunds what is left to the card: the query left it out, and reported
+    less money refunded than moved (an auditor's finding)."""
+    from tests.support.proposing import CANCEL, propose_on
+
+    cancelled = propose_on(cs, seeded["orders"]["refund-ok"], operation=CANCEL)
+    assert cs.proposals.approve(cancelled, AVA).status == "succeeded"
+    refunded = cs.sandbox.refunds()
+    cs.projection_runners(["analytics"])[0].catch_up()
+    with analyst_connection(cs) as connection:
+        cursor = connection.cursor()
+        cursor.execute(documented_queries()["Refunded amount per day"])
+        rows = cursor.fetchall()
+    assert sum(int(row[1]) for row in rows) == 1
+    assert sum(int(row[2]) for row in rows) == sum(int(r["amount_cents"]) for r in refunded) > 0
+
+
 def test_outcome_mix_per_operation(answers):
     mix = {
         (row["operation"], row["outcome"]): (int(row["proposals"]), int(row["amount_cents"]))
