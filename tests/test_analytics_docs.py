@@ -552,6 +552,60 @@ def test_time_to_quorum_is_the_time_to_the_last_approval_needed(site: Site, answ
     assert 0 < waited < to_quorum  # the first approval came after the proposal
 
 
+def test_time_to_quorum_counts_the_approval_that_completed_it_after_a_lapse(cs, seeded, clock):
+    """Noah approves, loses the permission (his approval lapses), Ava and then Ben complete
+    the quorum: the quorum is Ben's approval, the third row (an auditor's finding: the query
+    joined the row numbered ``approvals_required``, Ava's, and said the quorum came sooner)."""
+    from countersign.application.authorization import Caller
+    from countersign.domain.club.organization import Organization, Permission
+
+    noah, ben = "noah@granite.example", "ben@granite.example"
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.change_permissions(ben, [Permission.REFUND_ORDERS, Permission.READ_AUDIT])
+    cs.store.save(granite)
+    proposal_id = cs.access.propose(
+        Caller(AVA, "granite"),
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-two-approvers"],
+        request={
+            "payment": "P1",
+            "line_item": "L1",
+            "discount": "D1",
+            "destination": "original_payment_method",
+        },
+    ).proposal_id
+    clock.advance(seconds=10)
+    cs.proposals.approve(proposal_id, noah)
+    granite = cs.store.get(Organization.create_id("granite"), Organization)
+    granite.change_permissions(noah, [Permission.READ_AUDIT])
+    cs.store.save(granite)
+    clock.advance(seconds=20)
+    assert cs.proposals.approve(proposal_id, AVA).result == "awaiting_approvals"
+    clock.advance(seconds=30)
+    assert cs.proposals.approve(proposal_id, ben).status == "succeeded"
+    cs.projection_runners(["analytics"])[0].catch_up()
+
+    with analyst_connection(cs) as connection:
+        [row] = run(connection, documented_queries()["Time to quorum per operation"])
+        [fact] = run(
+            connection,
+            "SELECT approvals_count, approvals_lapsed, approvals_required, decided_by,"
+            f" seconds_to_decision FROM proposal_facts WHERE proposal_id = '{proposal_id}'",
+        )
+        approvals = run(
+            connection,
+            "SELECT ordinal, approver, seconds_since_proposed FROM proposal_approvals"
+            f" WHERE proposal_id = '{proposal_id}' ORDER BY ordinal",
+        )
+    assert [(a["ordinal"], a["approver"]) for a in approvals] == [(1, noah), (2, AVA), (3, ben)]
+    assert (fact["approvals_count"], fact["approvals_lapsed"]) == (3, 1)
+    assert (fact["approvals_required"], fact["decided_by"]) == (2, ben)
+    assert float(row["mean_seconds_to_quorum"]) == pytest.approx(fact["seconds_to_decision"])
+    assert float(row["mean_seconds_to_quorum"]) == pytest.approx(
+        approvals[2]["seconds_since_proposed"]
+    )
+
+
 def test_notification_latency_counts_every_delivered_notification(answers):
     # Ten granite notifications (nine proposals awaiting approval, among them a draft and its
     # revision, and one reconciling). The sender runs once, after the story: only two were
