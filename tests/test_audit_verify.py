@@ -684,3 +684,35 @@ def test_every_broken_proposal_is_named(cs, story, database_url, capsys):
     err = capsys.readouterr().err
     for proposal_id, version in named:
         assert f"  proposal {proposal_id} version {version}: " in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--org", "nosuch", "--format", "csv"], "error: no club is named 'nosuch'\n"),
+        (["--since", "garbage"], "error: 'garbage' is not an ISO time like 2026-11-30T09:00Z\n"),
+        (["--json", "--org", "nosuch"], "error: no club is named 'nosuch'\n"),
+    ],
+)
+def test_an_export_that_cannot_run_writes_nothing_among_the_rows(
+    cs, story, database_url, capsys, argv, said
+):
+    """An unknown club's "Not found." went into the CSV file, with exit status 0 (an
+    auditor's finding): a script took it for the export."""
+    capsys.readouterr()
+    status = main(["audit", "export", *argv, "--database", database_url])
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert err.startswith(said)
+    if "--json" in argv:  # its one document is the error, as every command's
+        assert json.loads(out)["error"] == "usage"
+    else:
+        assert out == ""
+
+
+def test_export_json_is_its_rows_as_json_lines(cs, story, database_url, capsys):
+    capsys.readouterr()
+    assert main(["audit", "export", "--json", "--database", database_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == EVENTS
+    assert {json.loads(line)["event_type"] for line in lines} >= {"Proposed", "Succeeded"}

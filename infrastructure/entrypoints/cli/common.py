@@ -67,11 +67,12 @@ def catch_up(cs: Countersign, names: list[str]) -> None:
         runner.catch_up()
 
 
-def parse_time(value: str) -> datetime:
+def parse_time(value: str, *, versions: bool = True) -> datetime:
+    """An ISO time (UTC unless it says otherwise); UsageError naming what the option takes
+    (``versions``: a version too, as ``history --as-of`` does)."""
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(
-            f"{value!r} is not a version or an ISO time like 2026-11-30T09:00Z"
-        ) from None
+        what = "a version or an ISO time" if versions else "an ISO time"
+        raise UsageError(f"{value!r} is not {what} like 2026-11-30T09:00Z") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

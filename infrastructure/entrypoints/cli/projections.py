@@ -11,6 +11,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     FaultFoundError,
@@ -133,8 +134,17 @@ def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
-    org_id = cs.club.organization_id(args.org) if args.org else None
-    since = parse_time(args.since) if args.since else None
+    """The audit trail's rows on stdout, one a line, in ``--format`` (``--json`` changes
+    nothing: the rows are the stream); anything that stops it is said on stderr with a status
+    other than 0, never written among the rows (an unknown club's "Not found." went into the
+    CSV file, exit 0)."""
+    org_id = None
+    if args.org:
+        try:
+            org_id = cs.club.organization_id(args.org)
+        except NotFoundError:
+            raise UsageError(f"no club is named {args.org!r}") from None
+    since = parse_time(args.since, versions=False) if args.since else None
     catch_up(cs, ["audit_trail"])
     rows = cs.read_models.audit_trail(organization_id=org_id, since=since)
     from countersign.infrastructure.audit.export import write_export
