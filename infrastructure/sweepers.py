@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from countersign.application.errors import new_correlation_id
+from countersign.application.reports import SweepReport
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.webhooks import notification_sender
 from countersign.infrastructure.settings import Settings
@@ -66,12 +67,22 @@ def sweepers(
         return sender.run_once(stop=stop, poll=poll, budget=every).delivered
 
     work = [
-        Sweeper("reconcile", "settled", lambda: len(cs.sweepers.reconcile())),
+        # Those it settled (an answer recorded, or the request replayed): not those it found
+        # still uncertain or failed on, which the pass's line counted as settled.
+        Sweeper("reconcile", "settled", lambda: _settled(cs.sweepers.reconcile())),
         Sweeper("expire", "expired", lambda: len(cs.sweepers.expire_due())),
         # The outbox: notifications of what the passes above (and every approval) recorded.
         Sweeper("notify", "delivered", notify),
     ]
     return [_recorded(cs, sweeper, timedelta(seconds=every)) for sweeper in work]
+
+
+def _settled(reports: Sequence[SweepReport]) -> int:
+    return sum(1 for report in reports if report.action in SETTLED)
+
+
+#: What a reconciliation that settled its proposal did (``application.sweepers``).
+SETTLED = frozenset({"settled", "replayed"})
 
 
 def _recorded(cs: Countersign, sweeper: Sweeper, every: timedelta) -> Sweeper:

@@ -376,6 +376,21 @@ def test_one_worker_pass_settles_lost_responses_and_expires_overdue_proposals(da
     assert statuses == {lost: "succeeded", overdue: "expired"}
 
 
+def test_a_worker_pass_counts_as_settled_only_what_it_settled():
+    """A reconciliation that failed, or found the answer still unknown, was counted as settled
+    ("reconcile settled 1" while the proposal stayed reconciling: an operator's finding)."""
+    from countersign.application.reports import SweepReport
+    from countersign.infrastructure.sweepers import _settled
+
+    reports = [
+        SweepReport("p1", "settled", "succeeded", None),
+        SweepReport("p2", "replayed", "succeeded", None),
+        SweepReport("p3", "still_uncertain", "reconciling", None),
+        SweepReport("p4", "error cs-0123456789abcdef", "reconciling", None),
+    ]
+    assert _settled(reports) == 2
+
+
 def test_the_worker_refuses_a_pause_that_is_not_positive(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["worker", "--interval", "0", "--database", "sqlite:///:memory:"])
