@@ -285,3 +285,36 @@ def test_the_api_card_lists_what_approving_withdraws_and_why_one_was_superseded(
     web.cs.access.approve(refund, AVA)
     after = api.get(f"/api/v1/proposals/{cancellation}", headers=headers).json()
     assert (after["superseded_by"], after["superseded_reason"]) == (refund, "withdrawn")
+
+
+def test_the_command_line_says_withdrawn_not_replaced_and_no_expiry_once_decided(
+    cs, seeded, database_url, capsys
+):
+    """The command line said "superseded by a newer proposal" of a withdrawn cancellation
+    (its JSON said withdrawn, its page "Withdrawn"), and "expires in 23 h" of proposals
+    already decided (an auditor's findings)."""
+    from countersign.infrastructure.entrypoints.cli import main
+
+    cancellation, refund = _cancellation_then_refund(cs, seeded)
+    assert cs.access.approve(refund, AVA).status == "succeeded"
+
+    def run(*argv: str) -> str:
+        capsys.readouterr()
+        main([*argv, "--database", database_url])
+        return capsys.readouterr().out
+
+    refused = run("approve", cancellation, "--as", AVA)
+    shown = run("show", cancellation, "--as", AVA)
+    done = run("show", refund, "--as", AVA)
+    french = run("show", cancellation, "--as", AVA, "--language", "fr")
+
+    assert refused.startswith(f"Not approvable: withdrawn when {refund} was carried out")
+    assert "superseded by a newer proposal" not in refused
+    assert "Withdrawn by" in shown
+    assert "Superseded by" not in shown
+    assert "Retirée par" in french
+    for card in (shown, done, french):
+        assert "Expires" not in card
+        assert "Expire le" not in card
+    pending = run("show", propose(cs, seeded, "refund-ok"), "--as", AVA)
+    assert "Expires" in pending

@@ -49,6 +49,7 @@ _CARD = {
     "policy": Localized("Policy", "Règle"),
     "revision_of": Localized("Revision of", "Révision de"),
     "superseded_by": Localized("Superseded by", "Remplacée par"),
+    "withdrawn_by": Localized("Withdrawn by", "Retirée par"),
     "changed": Localized("Changed", "Modifié"),
 }
 """The review card's own labels: the preview's rows are labelled by the operation's contract."""
@@ -147,7 +148,9 @@ def governance_rows(
     newer = card.get("superseded_by")
     if newer:
         command = f"countersign show {newer}" + (f" --as {actor}" if actor else "")
-        rows.append((label("superseded_by"), newer))
+        # Withdrawn: another proposal's success changed what it relied on; not replaced.
+        withdrawn = card.get("superseded_reason") == "withdrawn"
+        rows.append((label("withdrawn_by" if withdrawn else "superseded_by"), newer))
         rows.append(("", _SHOW_IT.text(language, command=command)))
     return rows
 
@@ -173,13 +176,10 @@ def render_card(
     origin = origin_line(card.get("origin"), language, card.get("requested_through"))
     if origin:
         rows.append((label("origin"), origin))
-    rows += [
-        (label("status"), status_words(card["status"], language)),
-        (
-            label("expires"),
-            expires(card["expires_at"], card.get("time_zone") or "UTC", now, language),
-        ),
-    ]
+    rows.append((label("status"), status_words(card["status"], language)))
+    if card["status"] == "pending":  # a decided one no longer expires (as the page says)
+        zone = card.get("time_zone") or "UTC"
+        rows.append((label("expires"), expires(card["expires_at"], zone, now, language)))
     rows += preview_rows(card["operation"], card["preview"], language)
     rows += governance_rows(card, language, actor)
     if card.get("approved_by"):
@@ -304,6 +304,12 @@ _LAPSED_REASONS = {
         "a quitté le club puis l'a rejoint depuis son approbation",
     ),
 }
+_WITHDRAWN = Localized(
+    "Not approvable: withdrawn when {newer} was carried out, which changed what it relied "
+    "on.\n  See what was done: {show}",
+    "Non approuvable : retirée quand {newer} a été exécutée, ce qui a changé ce sur quoi "
+    "elle reposait.\n  Voyez ce qui a été fait : {show}",
+)
 _SUPERSEDED = Localized(
     "Not approvable: superseded by a newer proposal, {newer}.\n  Review that one instead: {show}",
     "Non approuvable : remplacée par une proposition plus récente, {newer}.\n"
@@ -380,7 +386,8 @@ def _not_approvable(report: dict[str, Any], actor: str | None, language: str) ->
     if reason == "superseded" and report.get("superseded_by"):
         newer = report["superseded_by"]
         show = f"countersign show {newer}" + (f" --as {actor}" if actor else "")
-        return _SUPERSEDED.text(language, newer=newer, show=show)
+        told = _WITHDRAWN if report.get("superseded_reason") == "withdrawn" else _SUPERSEDED
+        return told.text(language, newer=newer, show=show)
     known = _NOT_APPROVABLE.get(reason)
     if known is not None:
         return known.text(language)
