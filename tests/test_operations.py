@@ -197,6 +197,10 @@ def test_metrics_count_approvals_and_provider_calls_and_read_the_rest_from_the_d
     for projection in ("browser_view", "audit_trail", "open_work", "analytics"):
         assert ("countersign_projection_lag_events", (("projection", projection),)) in after
         assert value(after, "countersign_projection_lag_events", projection=projection) == 0
+        # Where it stands: an alert tells a stopped projection by a position that stays.
+        assert value(after, "countersign_projection_position", projection=projection) == value(
+            after, "countersign_log_head"
+        )
     assert value(after, "countersign_log_head") > 0
     assert ("countersign_notifications_pending", ()) in after
     assert value(after, "countersign_notifications_pending") == 0  # no sender pass yet

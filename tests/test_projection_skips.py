@@ -72,6 +72,11 @@ def test_an_operator_passes_one_clubs_unreadable_event_and_every_club_goes_on(
     assert status == 0, out
     assert f"every projection passes notification {position} (Proposal.Proposed of " in out
     assert "recorded: backup lost, ticket 42 (" in out
+    # Again, with another reason: said as it stands, not "recorded" (the first is kept).
+    status, out = _cli(capsys, cs, "projections", "skip", str(position), "--reason", "again")
+    assert status == 2
+    assert f"error: the event at position {position} is skipped already, by " in out
+    assert ": backup lost, ticket 42 (" in out
     for runner in cs.projection_runners():
         assert runner.catch_up() > 0  # every projection carries on past it
     assert granite_id in _granite_inbox(cs)

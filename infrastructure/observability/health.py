@@ -100,8 +100,10 @@ def readiness(cs: Countersign) -> dict[str, dict[str, Any]]:
                 f"SELECT projection, position FROM {TRACKING_TABLE}"
             ).fetchall()
         head = _head(cs)
-    except Exception:
-        log.exception("readiness: the database did not answer")
+    except Exception as error:
+        # One line a probe, not a traceback: probes every few seconds from every balancer
+        # flooded the log with them through an outage.
+        log.warning("readiness: the database did not answer (%s: %s)", type(error).__name__, error)
         return {"database": {"ok": False}, "projections": {"ok": False}}
     limit = cs.settings.ready_max_lag
     lags = {str(name): max(0, head - int(position)) for name, position in positions}

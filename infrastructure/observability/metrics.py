@@ -148,9 +148,19 @@ class DatabaseCollector(Collector):
             "Events in the log a projection has not processed yet.",
             labels=["projection"],
         )
+        # Where each projection stands: one that stopped (at an event it cannot read, or
+        # whose handler fails) keeps its position while its lag stays above 0, which is what
+        # an alert looks for (docs/deploy.md); its lag alone grows only as events arrive.
+        at = GaugeMetricFamily(
+            "countersign_projection_position",
+            "The last notification id a projection has processed.",
+            labels=["projection"],
+        )
         for name, position in sorted(rows):
             lag.add_metric([str(name)], max(0, head - int(position)))
+            at.add_metric([str(name)], int(position))
         yield lag
+        yield at
 
     def _notifications(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(

@@ -139,6 +139,17 @@ def record(
     )
     with sql.transaction() as cursor:
         create(cursor)
+        earlier = cursor.execute(
+            f"SELECT reason, skipped_by, skipped_at FROM {SKIPS_TABLE} WHERE position = ?",
+            (position,),
+        ).fetchone()
+        if earlier is not None:
+            # Said, not recorded again: the first skip's reason, who and when stay (a repeat
+            # answered "recorded" with its own reason, and kept the first).
+            raise SkipRefusedError(
+                f"the event at position {position} is skipped already, by {earlier[1]} at "
+                f"{earlier[2]}: {earlier[0]}"
+            )
         cursor.execute(
             f"INSERT INTO {SKIPS_TABLE}"
             " (position, originator_id, topic, reason, skipped_by, skipped_at)"
