@@ -28,7 +28,10 @@ from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap, enable_plugins
 from countersign.infrastructure.entrypoints.http.models.assistants import _known_section
-from countersign.infrastructure.persistence.stored_events import topic_allowed
+from countersign.infrastructure.persistence.stored_events import (
+    UnwritableEventError,
+    topic_allowed,
+)
 from countersign.infrastructure.settings import Settings, SettingsError
 
 from tests.conftest import AVA, MIA, TO_CARD, events_table
@@ -40,6 +43,7 @@ ENTRY_POINTS = """\
 sample = sample_plugin.plugin:build
 sample-broken = sample_plugin.plugin:broken
 sample-lacking = sample_plugin.plugin:lacking
+sample-noevents = sample_plugin.plugin:noevents
 """
 
 
@@ -136,8 +140,8 @@ def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(inst
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
         "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
-        "(installed: acme-invoices, sample, sample-broken, sample-lacking); install its package "
-        "or remove it from COUNTERSIGN_PLUGINS"
+        "(installed: acme-invoices, sample, sample-broken, sample-lacking, sample-noevents); "
+        "install its package or remove it from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
 
@@ -634,3 +638,31 @@ def test_an_operation_name_a_model_could_not_call_or_tell_apart_is_refused(
         install([broken])
     assert refusal in str(refused.value)
     assert "sample.invoice_credit" not in REGISTRY
+
+
+def test_a_plugin_that_forgot_its_event_packages_writes_nothing_unreadable(
+    company, database_url, clock, cs, seeded
+):
+    """Its events were stored, the approval said succeeded, and every later read of its
+    record was an internal error naming nothing (a plug-in author's finding). Now nothing of
+    the execution is stored, and the log says what to add."""
+    enable_plugins(())
+    forgot = bootstrap(
+        Settings(database_url=database_url, plugins=("sample-noevents",)), clock=clock
+    )
+    try:
+        forgot.club.set_permissions("granite", AVA, sorted(PERMISSIONS))
+        proposal_id = _propose(forgot, "sample.tag_invoice", "INV-1", {"tag": "late"})
+        # Refused as its events are written: the entry points answer it as an internal error
+        # with a reference, and the log says what to add.
+        with pytest.raises(UnwritableEventError, match="its event_packages"):
+            forgot.proposals.approve(proposal_id, AVA)
+        from sample_plugin.contracts import INVOICES
+        from sample_plugin.domain import InvoiceTags
+
+        with pytest.raises(NotFoundError):  # nothing of it was stored
+            forgot.store.get(keyed_resource_id(INVOICES, "INV-1"), InvoiceTags)
+        assert forgot.cards.card(proposal_id, AVA).status == "pending"  # nothing decided
+    finally:
+        forgot.close()
+        enable_plugins()

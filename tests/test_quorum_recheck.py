@@ -24,7 +24,7 @@ from countersign.infrastructure.entrypoints.http.app import create_app
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA, BEN, REFUND, TO_CARD
 from tests.support.proposing import propose
 from tests.test_projections import catch_up_all, projected
 from tests.test_web_pages import _main, web_for
@@ -251,6 +251,16 @@ def test_the_review_page_and_the_cli_card_say_which_approval_no_longer_counts(
     )
     french = _unboxed(capsys.readouterr().out)
     assert "ne compte plus : Noah Bergeron a perdu la permission" in french
+
+    # Once the quorum is reached and it ran, the page still says whose approval stopped
+    # counting, as the card and the API do (an auditor's finding: it showed "2 of 2" only).
+    _change_club(cs, lambda org: org.change_permissions(BEN, [Permission.REFUND_ORDERS]))
+    assert cs.proposals.approve(proposal_id, BEN).status == "succeeded"
+    done = web.browser(AVA).get(f"/proposals/{proposal_id}")
+    assert "Approvals that stopped counting" in _main(done)
+    assert sentence in _main(done)
+    french_page = web.browser(AVA).get(f"/proposals/{proposal_id}", **{"accept-language": "fr"})
+    assert "Approbations qui ont cessé de compter" in _main(french_page)
 
 
 def _unboxed(text: str) -> str:

@@ -14,7 +14,7 @@ from uuid import UUID
 
 from countersign.application.errors import CorruptRecordError, new_correlation_id
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
-from eventsourcing.domain import Aggregate, EventSourcingError
+from eventsourcing.domain import Aggregate, EventSourcingError, Snapshot
 from eventsourcing.persistence import (
     Mapper,
     StoredEvent,
@@ -85,6 +85,10 @@ class UnreadableEventError(Exception):
     """Raised when a stored event names a forbidden topic or a class version from the future."""
 
 
+class UnwritableEventError(Exception):
+    """Raised when an event of a class outside the allowed packages is about to be stored."""
+
+
 class GuardedMapper(Mapper[UUID]):
     """The library's mapper, failing closed on foreign topics and future class versions.
 
@@ -102,7 +106,16 @@ class GuardedMapper(Mapper[UUID]):
 
     def _class_facts(self, cls: type) -> tuple[str, int]:
         class_version = getattr(cls, "class_version", 1)
-        facts = (get_topic(cls), class_version if class_version > 1 else 0)
+        topic = get_topic(cls)
+        if not topic_allowed(topic) and not issubclass(cls, Snapshot):  # snapshots: revive()
+            # Refused as it is written, not once it is stored: no process could read it back
+            # (a plug-in that forgot its ``event_packages`` succeeded, then every read of its
+            # record was an internal error naming nothing).
+            raise UnwritableEventError(
+                f"{topic} is outside the packages countersign reads events of: a plug-in "
+                "names its events' package in its event_packages"
+            )
+        facts = (topic, class_version if class_version > 1 else 0)
         self._classes[cls] = facts
         return facts
 

@@ -82,6 +82,18 @@ def lacking() -> Plugin:
     )
 
 
+def noevents() -> Plugin:
+    """``build``'s plug-in without its ``event_packages``: the mistake it makes on purpose."""
+    plugin = build()
+    return Plugin(
+        name="sample-noevents",
+        namespace="sample",
+        contracts=plugin.contracts,
+        sections=plugin.sections,
+        providers=plugin.providers,
+    )
+
+
 def _whichever_clubs(
     contract: TagInvoice | InvoiceCredit, scope: Scope, store: Repository
 ) -> Invoice:

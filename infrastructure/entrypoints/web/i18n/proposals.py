@@ -100,6 +100,7 @@ EN: dict[str, str] = {
     "review.approvals": "Approvals",
     "review.approvals_count": "{given} of {required}",
     "review.approvals_heading": "Approvals: {count}",
+    "review.lapsed_heading": "Approvals that stopped counting",
     "review.you_approved": "You have approved it.",
     "review.awaiting_one": "It awaits one more manager's approval; nothing runs until then.",
     "review.awaiting_more": (
@@ -263,6 +264,7 @@ FR: dict[str, str] = {
     "review.approvals": "Approbations",
     "review.approvals_count": "{given} sur {required}",
     "review.approvals_heading": "Approbations : {count}",
+    "review.lapsed_heading": "Approbations qui ont cessé de compter",
     "review.you_approved": "Vous l'avez approuvée.",
     "review.awaiting_one": (
         "Il manque l'approbation d'un autre gestionnaire ; rien ne s'exécute d'ici là."
