@@ -59,7 +59,8 @@ class AuditTrail(Projection):
     name = "audit_trail"
     # supersessions, quorums, revisions, policy changes; credentials, lapses; 4: an approval
     # with a passkey reads as the card says it; 5: members' permission changes; 6: a provider
-    # that applied nothing is not said to have lost its answer
+    # that applied nothing is not said to have lost its answer, and a policy change says
+    # whether it requires passkeys
     version = 6
     tables = (
         Table(
@@ -110,6 +111,7 @@ class AuditTrail(Projection):
                 Column("approvals", "int"),
                 Column("above_cents", "int"),
                 Column("requester_may_approve", "bool"),
+                Column("require_passkey", "bool"),
                 Column("set_by"),
                 Column("at", "time"),
             ),
@@ -158,6 +160,8 @@ class AuditTrail(Projection):
                 "approvals": event.approvals,
                 "above_cents": event.above_cents,
                 "requester_may_approve": event.requester_may_approve,
+                # False for a policy set before passkeys could be required
+                "require_passkey": bool(getattr(event, "require_passkey", False)),
                 "set_by": event.set_by,
                 "at": event_time(event),
             },

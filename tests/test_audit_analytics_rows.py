@@ -38,7 +38,9 @@ BEFORE = {
         "audit_proposals": (15, "dced637275e77298"),
         "audit_approval_counts": (8, "f50ed14ddca74639"),
         "audit_events": (48, "693bd0347f579b0a"),
-        "policy_changes": (1, "964fffa0f2220230"),
+        # Taken again when the table gained require_passkey (each row False: no policy of
+        # these releases required passkeys); every other table's rows are as before.
+        "policy_changes": (1, "7ec687b167731d93"),
         "permission_changes": (0, "e3b0c44298fc1c14"),
         "analytics_organizations": (2, "91a28b6e88e768e3"),
         "proposal_facts": (15, "3175f3959a93b726"),
@@ -49,7 +51,7 @@ BEFORE = {
         "audit_proposals": (21, "5f32d0410a73b57f"),
         "audit_approval_counts": (13, "0e8ae183449960ff"),
         "audit_events": (77, "60172cb86a5f7cce"),
-        "policy_changes": (2, "06e41d584c08ecfe"),
+        "policy_changes": (2, "4be2985fcdc04db8"),  # with require_passkey, as above
         "permission_changes": (2, "4406062c8ac1dcc3"),
         "analytics_organizations": (2, "91a28b6e88e768e3"),
         "proposal_facts": (21, "fb0c696ad24e83e1"),

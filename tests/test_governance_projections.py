@@ -215,6 +215,7 @@ def test_the_audit_trail_records_each_approval_supersession_edit_and_policy_chan
         (c["operation"], c["approvals"], c["above_cents"], c["requester_may_approve"], c["set_by"])
         for c in changes
     ] == [(REFUND, 2, 10000, True, "seed"), (REFUND, 1, None, False, "operator")]
+    assert [c["require_passkey"] for c in changes] == [False, False]
     assert changes[0]["at"] <= changes[1]["at"]
     maple = seeded["organizations"][1]["id"]
     assert cs.read_models.policy_changes(maple) == []
@@ -302,3 +303,17 @@ def test_an_approval_with_no_quorum_policy_set_is_the_decision(cs, seeded):
         proposal_id,
     )
     assert (decision, count, required, bool(applied)) == ("approved", 1, 1, False)
+
+
+def test_a_policy_change_says_whether_it_requires_passkeys(cs, seeded):
+    """Requiring passkeys, then not, left two identical rows in policy_changes (an auditor's
+    finding): the trail now says which each was."""
+    cs.policies.set("granite", "roster.remove_member", 1, require_passkey=True)
+    cs.policies.set("granite", "roster.remove_member", 1, require_passkey=False)
+    cs.projection_runners(["audit_trail"])[0].catch_up()
+    org = seeded["organizations"][0]["id"]
+    changes = cs.read_models.policy_changes(org, "roster.remove_member")
+    assert [(c["approvals"], bool(c["require_passkey"])) for c in changes] == [
+        (1, True),
+        (1, False),
+    ]
