@@ -789,3 +789,30 @@ def test_every_connection_is_made_with_the_urls_parameters(cs, clock):
     # A parameter the server cannot satisfy refuses the connection, as libpq would.
     with pytest.raises(Exception, match="SSL"):
         bootstrap(Settings(database_url=cs.settings.database_url + "?sslmode=require"))
+
+
+def test_with_json_logs_a_commands_own_lines_are_json_too(tmp_path, capsys, monkeypatch):
+    """COUNTERSIGN_LOG_FORMAT=json promised every stderr line a JSON object; a command's own
+    lines (an error, a rebuild's progress, an export's count) were plain text, which a log
+    shipper dropped or misread (an operator's finding)."""
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    assert main(["seed", "--database", url]) == 0
+    monkeypatch.setenv("COUNTERSIGN_LOG_FORMAT", "json")
+    capsys.readouterr()
+    root = logging.getLogger()
+    level = root.level
+    try:
+        assert main(["show", "not-a-proposal", "--as", AVA, "--database", url]) == 0
+        assert main(["projections", "rebuild", "--database", url]) == 0
+        assert main(["audit", "export", "--org", "nosuch", "--database", url]) == 2
+    finally:  # the process's logging as it was (main set it up for JSON)
+        for handler in [h for h in root.handlers if isinstance(h, logs._OurHandler)]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+    err = capsys.readouterr().err
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert lines, err
+    assert all({"time", "level", "logger", "message"} <= line.keys() for line in lines)
+    assert any(line["message"].startswith("rebuild ") for line in lines)
+    [refused] = [line for line in lines if line["level"] == "ERROR"]
+    assert refused["message"] == "error: no club is named 'nosuch'"

@@ -10,6 +10,7 @@ framework adapters refuse it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -212,19 +213,22 @@ def test_every_route_of_the_api_walked_with_an_agent_token_decides_nothing(api):
     for route in _api_routes(app.routes):
         if not route.path.startswith("/api/v1"):
             continue
+        # The route as the OpenAPI document names it: a parameter's converter
+        # (``{resource_id:path}``) left out.
+        template = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
         for method in sorted(route.methods - {"HEAD"}):
-            path = route.path.format(**values)
-            body = _BODIES.get((method, route.path))
-            if (method, route.path) == ("POST", "/api/v1/proposals"):
+            path = template.format(**values)
+            body = _BODIES.get((method, template))
+            if (method, template) == ("POST", "/api/v1/proposals"):
                 body = {
                     "operation": REFUND,
                     "resource_id": api.seeded["orders"]["refund-ok"],
                     "request": TO_CARD,
                 }
             answer = api.call(method, path, agent, body)
-            walked.append((method, route.path))
+            walked.append((method, template))
             assert answer.status_code < 500, (method, path, answer.text)
-            if (method, route.path) in _AGENT_WRITES:
+            if (method, template) in _AGENT_WRITES:
                 assert answer.status_code in (200, 201), (method, path, answer.text)
             elif method != "GET":  # reads change nothing (the club's webhooks: not even read)
                 assert answer.status_code == 403, (method, path, answer.text)

@@ -45,7 +45,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     UsageError,
 )
 from countersign.infrastructure.entrypoints.cli.parser import CommandParser, build_parser
-from countersign.infrastructure.observability.logs import configure_logging
+from countersign.infrastructure.observability.logs import configure_logging, say
 from countersign.infrastructure.persistence.sql import postgres_unreachable
 from countersign.infrastructure.settings import (
     NoDatabaseError,
@@ -339,7 +339,7 @@ def _emitter(as_json: bool) -> Callable[[Any, str, int], int]:
         if document is not ALREADY_PRINTED and as_json:
             print(render.to_json(document), flush=True)
         if status != 0:
-            print(render.terminal(text), file=sys.stderr, flush=True)
+            say(render.terminal(text), logging.ERROR)  # one JSON object under json logs
         elif document is not ALREADY_PRINTED and not as_json:
             print(render.terminal(text), flush=True)
         return status

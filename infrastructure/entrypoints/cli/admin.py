@@ -21,7 +21,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
 )
-from countersign.infrastructure.observability.logs import log_format
+from countersign.infrastructure.observability.logs import log_format, say
 from countersign.infrastructure.settings import DATABASE_URL_ENV, ORIGIN_ENV, SettingsError
 
 if TYPE_CHECKING:
@@ -68,20 +68,14 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     background = InProcessSweepers(cs.settings) if sweeping else None
     cs.close()
     workers = args.workers
-    print(
+    say(
         f"countersign: serving on http://{args.host}:{args.port} with {workers} "
         f"process{'es' if workers > 1 else ''} (pages at /, API under /api/v1, OpenAPI at "
         f"/openapi.json, /healthz, /readyz, /metrics); secure cookies "
         f"{'on' if secure else 'off'}; forwarded headers trusted from "
-        f"{', '.join(trusted) or 'nobody'}; Ctrl-C stops",
-        file=sys.stderr,
-        flush=True,
+        f"{', '.join(trusted) or 'nobody'}; Ctrl-C stops"
     )
-    print(
-        SWEEPING.format(every=f"{background.every:g}") if background else NOT_SWEEPING,
-        file=sys.stderr,
-        flush=True,
-    )
+    say(SWEEPING.format(every=f"{background.every:g}") if background else NOT_SWEEPING)
     config = uvicorn.Config(
         SERVER_FACTORY,
         factory=True,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
+from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
@@ -119,13 +119,9 @@ def cmd_notify_run(cs: Countersign, args: argparse.Namespace) -> Result:
         for name in ("fanned_out", "attempted", "delivered", "retrying", "dead"):
             setattr(totals, name, getattr(totals, name) + getattr(report, name))
         if report.fanned_out or report.attempted:
-            print(f"notify: {report.line()}", file=sys.stderr, flush=True)
+            say(f"notify: {report.line()}")
 
-    print(
-        f"notify: delivering the outbox every {args.interval:g} s (Ctrl-C stops)",
-        file=sys.stderr,
-        flush=True,
-    )
+    say(f"notify: delivering the outbox every {args.interval:g} s (Ctrl-C stops)")
     sender.run(stop, args.interval, progress)
     return {"stopped": True, **totals.to_json()}, f"notify: stopped cleanly; {totals.line()}"
 

@@ -6,6 +6,9 @@ import sys
 import time
 from typing import TextIO
 
+from countersign.infrastructure.observability.logs import log_format, say
+from countersign.infrastructure.settings import SettingsError
+
 
 class Progress:
     """Counts work done against a total and shows the rate."""
@@ -19,7 +22,10 @@ class Progress:
         self.started = time.perf_counter()
         self._last = 0.0
         self._shown = -1
-        self._tty = self.stream.isatty()
+        # Lines for a log shipper with COUNTERSIGN_LOG_FORMAT=json (each a JSON object), never a
+        # bar redrawn in place.
+        self._json = _json_logs()
+        self._tty = self.stream.isatty() and not self._json
 
     @property
     def elapsed(self) -> float:
@@ -54,6 +60,15 @@ class Progress:
                 f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
                 f"{share:6.1%} {self.done:,}/{self.total:,} {self.rate:,.0f}/s"
             )
+        elif self._json:
+            say(text, stream=self.stream)
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def _json_logs() -> bool:
+    try:
+        return log_format() == "json"
+    except SettingsError:
+        return False

@@ -21,6 +21,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     parse_time,
 )
 from countersign.infrastructure.entrypoints.cli.progress import Progress
+from countersign.infrastructure.observability.logs import say
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 
 if TYPE_CHECKING:
@@ -113,17 +114,9 @@ def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:
         processed[name] += count
         if time.monotonic() - last_report[0] >= 5:
             last_report[0] = time.monotonic()
-            print(
-                "projections: " + ", ".join(f"{n} +{c:,}" for n, c in processed.items()),
-                file=sys.stderr,
-                flush=True,
-            )
+            say("projections: " + ", ".join(f"{n} +{c:,}" for n, c in processed.items()))
 
-    print(
-        f"projections: following the log for {', '.join(processed)} (Ctrl-C stops)",
-        file=sys.stderr,
-        flush=True,
-    )
+    say(f"projections: following the log for {', '.join(processed)} (Ctrl-C stops)")
     from countersign.infrastructure.projection_engine.together import run_forever
 
     run_forever(runners, stop, on_batch=on_batch)
@@ -150,7 +143,7 @@ def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.audit.export import write_export
 
     count = write_export(rows, args.format, sys.stdout)
-    print(f"audit export: {count} rows", file=sys.stderr)
+    say(f"audit export: {count} rows")
     return ALREADY_PRINTED, ""
 
 
