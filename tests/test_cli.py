@@ -159,6 +159,11 @@ def test_propose_approve_show_history_round_trip(seeded_cli):
     as_of = cli("history", pid, "--as-of", "1")
     assert as_of["as_of"]["status"] == "pending"
     assert as_of["as_of"]["preview"] == created["preview"]
+    # A time as the history shows it (to the millisecond) holds the events shown at it: the
+    # approval's, its claim's and what followed in that commit (an auditor's finding: they
+    # fell after it, a thousandth of a second truncated).
+    shown = _shown_time(history["events"][-1]["at"])
+    assert cli("history", pid, "--as-of", shown)["as_of"]["version"] == 5
     refunds = cli("provider", "refunds")
     assert [(r["requests"], r["metadata"]["proposal_id"]) for r in refunds] == [(1, pid)]
 
@@ -510,3 +515,10 @@ def test_the_demo_underlines_each_chapter_to_its_length(capsys):
     assert len(headings) == 12
     for heading, underline in headings:
         assert underline == "=" * len(heading), heading
+
+
+def _shown_time(at: str) -> str:
+    """An event's time as ``history`` prints it: UTC, to the millisecond."""
+    from countersign.infrastructure.entrypoints.cli.listings import _utc_time
+
+    return _utc_time(at)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -297,8 +298,18 @@ def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def _version_or_time(value: str) -> int | datetime:
+    """A version, or a time taken as the end of the last unit it gives: ``05:15:21.081``, a
+    time copied from ``history`` (which shows milliseconds), holds the events shown at it,
+    as ``05:15:21`` holds that whole second (the events at 21.081 fell after 21.081000)."""
     # isascii: str.isdigit() is also true for '¹', which int() refuses.
-    return int(value) if value.isascii() and value.isdigit() else parse_time(value)
+    if value.isascii() and value.isdigit():
+        return int(value)
+    moment = parse_time(value)
+    digits = re.search(r":\d\d(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?\s*$", value.strip())
+    fraction = (digits.group(1) or "") if digits is not None else None
+    if fraction is not None and len(fraction) < 6:
+        moment += timedelta(microseconds=10 ** (6 - len(fraction)) - 1)
+    return moment
 
 
 def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:
