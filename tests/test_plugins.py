@@ -666,3 +666,19 @@ def test_a_plugin_that_forgot_its_event_packages_writes_nothing_unreadable(
     finally:
         forgot.close()
         enable_plugins()
+
+
+def test_a_finding_without_its_sentence_reads_as_its_own_message():
+    """A contract's rule finding a problem its ``request_problems`` has no sentence for was an
+    internal error (KeyError), not a refusal the model could correct (a plug-in author's
+    finding): it reads as the finding's own message."""
+    from countersign.domain.contracts.findings import Finding
+    from countersign.domain.contracts.presentation import Localized
+
+    finding = Finding("same_locker", "locker", "the member already has locker B12")
+    assert finding.for_people({}) == Localized(
+        "the member already has locker B12", "the member already has locker B12"
+    )
+    told = Localized("Already in {locker}.", "Déjà au casier {locker}.")
+    named = Finding("same_locker", "locker", "x", locker="B12")
+    assert named.for_people({"same_locker": told}).text("fr") == "Déjà au casier B12."

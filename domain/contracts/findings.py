@@ -43,9 +43,15 @@ class Finding:
         self.params = params
 
     def for_people(self, sentences: Mapping[str, Localized]) -> Localized:
-        """The proposing sentence, filled in every language (amounts as money)."""
+        """The proposing sentence, filled in every language (amounts as money). A problem the
+        contract gives no sentence for reads as the finding's own message, in every language
+        (a plug-in that forgot one answered an internal error, not a refusal the model could
+        correct)."""
         currency = str(self.params.get("currency", ""))
-        return sentences[self.problem].filled(
+        sentence = sentences.get(self.problem)
+        if sentence is None:
+            return Localized(self.message, self.message)
+        return sentence.filled(
             **{
                 name: _money(value, currency)
                 if name.endswith("_cents") and isinstance(value, int)
