@@ -88,6 +88,9 @@ def _check(plugin: Plugin, builtin_areas: set[str]) -> None:
     for provider in plugin.providers:
         if provider in _BUILT_IN_PROVIDERS:
             raise _refuse(plugin, f"provider {provider!r} is countersign's own; choose another")
+        if not provider.startswith(prefix):
+            # Two companies' plug-ins that both named theirs "ledger" refused each other.
+            raise _refuse(plugin, f"provider {provider!r} must be named {prefix}<name>")
     _check_event_packages(plugin)
     _check_contracts(plugin)
 

@@ -171,6 +171,7 @@ def test_a_plugin_breaking_a_registry_rule_stops_the_command_with_what_to_fix(in
         ({"namespace": "webhooks"}, "namespace 'webhooks' is countersign's own"),
         ({"permissions": ("orders.refund",)}, "permission 'orders.refund' must be named"),
         ({"providers": {"payments": None}}, "provider 'payments' is countersign's own"),
+        ({"providers": {"ledger": None}}, "provider 'ledger' must be named sample.<name>"),
     ],
 )
 def test_a_plugin_may_not_claim_what_is_countersigns(installed, company, change, refusal):
