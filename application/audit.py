@@ -9,6 +9,7 @@ from countersign.application.errors import parse_id
 from countersign.application.ports import AggregateStore
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
+from countersign.domain.proposal_status import PENDING
 
 
 class AuditService:
@@ -45,7 +46,13 @@ class AuditService:
                 "version": as_of,
                 "status": str(state.status),
                 "preview": state.preview,
-                "approved_by": state.approved_by,
+                # The approval that completed the quorum (None until one did): an earlier one
+                # of several, or one that stopped counting, is in ``approvals`` and
+                # ``no_longer_counting`` (it named the first approver of a quorum still short).
+                "approved_by": state.approved_by if state.status != PENDING else None,
+                "approvals": list(state.approvals),
+                "approvals_required": state.approvals_required,
+                "no_longer_counting": [dict(lapsed) for lapsed in state.lapsed_approvals],
                 "outcome": state.outcome,
             }
         return document

@@ -522,3 +522,37 @@ def _shown_time(at: str) -> str:
     from countersign.infrastructure.entrypoints.cli.listings import _utc_time
 
     return _utc_time(at)
+
+
+def test_the_terminal_history_shows_what_was_approved_whole_and_the_state_as_of(
+    seeded_cli, database_url, capsys
+):
+    """The text history left out the arguments and preview, cut long fields short with
+    "[...]", and --as-of said only the status (an auditor's findings)."""
+    cli, data = seeded_cli
+    created = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "order.refund_missing_discount",
+        "--resource",
+        data["orders"]["refund-two-approvers"],
+        "--request",
+        json.dumps(TO_CARD),
+    )
+    pid = created["proposal_id"]
+    cli("approve", pid, "--as", "ava@granite.example")
+    capsys.readouterr()
+    assert main(["history", pid, "--as-of", "2", "--database", database_url]) == 0
+    text = capsys.readouterr().out
+    assert "[...]" not in text
+    assert "         arguments: " in text
+    assert "         preview: " in text
+    assert '"amount_cents": 12800' in text  # the preview's refund, whole
+    assert "State as of v2: pending" in text
+    assert 'approvals: ["ava@granite.example"]' in text
+    assert "approvals_required: 2" in text
+    assert "approved_by: null" in text  # one of two: nobody has approved it yet

@@ -70,18 +70,27 @@ def render_history(history: dict[str, Any]) -> str:
     lines = [f"History of proposal {history['proposal_id']} (times in UTC)"]
     for event in history["events"]:
         at = _utc_time(event["at"])
-        details = {
-            k: v
-            for k, v in event.items()
-            if k not in {"version", "type", "at", "arguments", "preview"}
-        }
         lines.append(f"  v{event['version']:<3} {at}  {event['type']}")
-        for key, value in details.items():
-            shown = json.dumps(value, default=json_value, ensure_ascii=False)
-            lines.append(f"         {key}: {textwrap.shorten(shown, 90)}")
+        # Every field, whole (what was approved: the arguments and preview; policies, facts,
+        # outcomes), wrapped rather than cut short.
+        details = {k: v for k, v in event.items() if k not in {"version", "type", "at"}}
+        lines += _fields(details)
     if "as_of" in history:
-        lines.append(f"  State as of v{history['as_of']['version']}: {history['as_of']['status']}")
+        state = history["as_of"]
+        lines.append(f"  State as of v{state['version']}: {state['status']}")
+        lines += _fields({k: v for k, v in state.items() if k not in {"version", "status"}})
     return "\n".join(lines)
+
+
+def _fields(fields: dict[str, Any]) -> list[str]:
+    """Each field as JSON on lines of its own, wrapped at 90 characters, nothing left out."""
+    lines = []
+    for key, value in fields.items():
+        shown = json.dumps(value, default=json_value, ensure_ascii=False)
+        wrapped = textwrap.wrap(shown, 90, break_on_hyphens=False, drop_whitespace=False) or [""]
+        lines.append(f"         {key}: {wrapped[0]}")
+        lines += [f"           {more}" for more in wrapped[1:]]
+    return lines
 
 
 def _utc_time(at: Any) -> str:
