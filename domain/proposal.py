@@ -164,7 +164,7 @@ class Proposal(Aggregate):
 
     def _trigger(self, event_class: type[Any], event_type: str, fields: dict[str, Any]) -> None:
         """Trigger the next event of ``fields``, linked to the chain with its time."""
-        at = _now()
+        at = datetime.now(eventsourcing.domain.TZINFO)  # _now(), without its call
         # ``_version``: what the library's ``version`` property returns, without its call.
         link = chain_link(self.chain, self._version + 1, event_type, fields, at)
         self.trigger_event(event_class, **fields, chain=link, timestamp=at)
