@@ -9,7 +9,6 @@ from countersign.application.errors import parse_id
 from countersign.application.ports import AggregateStore
 from countersign.domain.errors import NotFoundError
 from countersign.domain.proposal import Proposal
-from countersign.domain.proposal_status import PENDING
 
 
 class AuditService:
@@ -49,7 +48,9 @@ class AuditService:
                 # The approval that completed the quorum (None until one did): an earlier one
                 # of several, or one that stopped counting, is in ``approvals`` and
                 # ``no_longer_counting`` (it named the first approver of a quorum still short).
-                "approved_by": state.approved_by if state.status != PENDING else None,
+                "approved_by": (
+                    state.approved_by if len(state.approvals) >= state.approvals_required else None
+                ),
                 "approvals": list(state.approvals),
                 "approvals_required": state.approvals_required,
                 "no_longer_counting": [dict(lapsed) for lapsed in state.lapsed_approvals],

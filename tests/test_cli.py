@@ -556,3 +556,48 @@ def test_the_terminal_history_shows_what_was_approved_whole_and_the_state_as_of(
     assert 'approvals: ["ava@granite.example"]' in text
     assert "approvals_required: 2" in text
     assert "approved_by: null" in text  # one of two: nobody has approved it yet
+
+
+@pytest.mark.parametrize(
+    ("given", "held"),
+    [
+        ("2026-12-06", "2026-12-06T23:59:59.999999+00:00"),
+        ("2026-12-06T06:40", "2026-12-06T06:40:59.999999+00:00"),
+        ("2026-12-06T06:40Z", "2026-12-06T06:40:59.999999+00:00"),
+        ("2026-12-06 06:40:35", "2026-12-06T06:40:35.999999+00:00"),
+        ("2026-12-06T06:40:35.081+00:00", "2026-12-06T06:40:35.081999+00:00"),
+        ("2026-12-06T06:40:35.123456Z", "2026-12-06T06:40:35.123456+00:00"),
+    ],
+)
+def test_as_of_takes_a_time_to_the_end_of_the_last_unit_it_gives(given, held):
+    """A minute or a day held only its first instant (a review's finding)."""
+    from datetime import datetime
+
+    from countersign.infrastructure.entrypoints.cli.proposals import _version_or_time
+
+    assert _version_or_time(given) == datetime.fromisoformat(held)
+
+
+def test_as_of_names_no_approver_of_a_quorum_never_reached(seeded_cli, database_url, capsys):
+    """One of two approved, then declined: its approval completed nothing (a review's
+    finding: approved_by named her once it was no longer pending)."""
+    cli, data = seeded_cli
+    pid = cli(
+        "propose",
+        "--org",
+        "granite",
+        "--as",
+        "ava@granite.example",
+        "--operation",
+        "order.refund_missing_discount",
+        "--resource",
+        data["orders"]["refund-two-approvers"],
+        "--request",
+        json.dumps(TO_CARD),
+    )["proposal_id"]
+    cli("approve", pid, "--as", "ava@granite.example")
+    cli("decline", pid, "--as", "noah@granite.example", "--note", "no")
+    state = cli("history", pid, "--as-of", "4")["as_of"]
+    assert state["status"] == "declined"
+    assert state["approvals"] == ["ava@granite.example"]
+    assert state["approved_by"] is None

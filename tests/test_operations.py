@@ -817,3 +817,22 @@ def test_with_json_logs_a_commands_own_lines_are_json_too(tmp_path, capsys, monk
     assert any(line["message"].startswith("rebuild ") for line in lines)
     [refused] = [line for line in lines if line["level"] == "ERROR"]
     assert refused["message"] == "error: no club is named 'nosuch'"
+
+
+def test_with_json_logs_a_usage_error_is_a_json_line(capsys, monkeypatch):
+    """argparse's usage and error went to stderr as text under json logs (a review's
+    finding)."""
+    monkeypatch.setenv("COUNTERSIGN_LOG_FORMAT", "json")
+    root = logging.getLogger()
+    level = root.level
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            main(["show", "00000000-0000-0000-0000-000000000000"])
+    finally:  # the process's logging as it was (main set it up for JSON)
+        for handler in [h for h in root.handlers if isinstance(h, logs._OurHandler)]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+    assert stopped.value.code == 2
+    [line] = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert line["level"] == "ERROR"
+    assert "the following arguments are required: --as" in line["message"]

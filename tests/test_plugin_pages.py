@@ -137,3 +137,34 @@ def test_the_api_assistant_takes_a_company_key_holding_a_slash(wired, database_u
         assert answered.json()["proposal"]["preview"]["invoice_key"] == "INV 2/b"
     finally:
         chatting.close()
+
+
+def test_a_company_key_written_like_a_guid_comes_back_as_written(
+    wired, database_url, clock, company
+):
+    """A key an invoice system writes as an upper-case GUID: the turn's answer redirected to
+    it rewritten as a UUID, which names another record (a 404; a review's finding)."""
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.settings import Settings
+    from sample_plugin.company import Invoice, InvoiceBook
+
+    from tests.test_web_pages import web_for
+
+    key = "0B7E2A4C-3F1D-4E8A-9C55-2D6F1A7B9E10"
+    InvoiceBook(company / "invoices.db").put(Invoice(key, "granite", "Guid Co", 7_000))
+    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
+    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
+    chatting = bootstrap(
+        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
+    )
+    try:
+        browser = web_for(chatting, {}).browser(AVA)
+        sent = browser.form(
+            f"/chat/sample/{key}", {"message": "Tag it disputed."}, f"/chat/sample/{key}"
+        )
+        assert sent.headers["location"].startswith(f"/chat/sample/{key}?interaction=")
+        assert browser.get(sent.headers["location"]).status_code == 200
+    finally:
+        chatting.close()

@@ -133,17 +133,22 @@ def configure_logging(stream: TextIO | None = None) -> None:
         logger.propagate = True
 
 
+def json_logs() -> bool:
+    """Whether COUNTERSIGN_LOG_FORMAT is json (False for a wrong value: its own error says
+    so, as text)."""
+    try:
+        return log_format() == "json"
+    except SettingsError:
+        return False
+
+
 def say(text: str, level: int = logging.INFO, stream: TextIO | None = None) -> None:
     """A command's own line for its operator, on stderr: as it is, or with
     COUNTERSIGN_LOG_FORMAT=json one JSON object as every log line is (``JsonFormatter``; a
     JSON shipper dropped or misread "serving on", the runners' progress and every "error:"
     line). Said whatever COUNTERSIGN_LOG_LEVEL is: it is the command's output, not a log."""
     out = stream or sys.stderr
-    try:
-        json_lines = log_format() == "json"
-    except SettingsError:
-        json_lines = False  # the setting itself is wrong: its own error says so, as text
-    if json_lines:
+    if json_logs():
         record = logging.LogRecord("countersign.cli", level, "", 0, text, None, None)
         out.write(JsonFormatter().format(record) + "\n")
     else:

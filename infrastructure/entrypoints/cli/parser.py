@@ -8,6 +8,7 @@ only what that command needs (the client's budget is 60 MB; scripts/bench_memory
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -83,6 +84,11 @@ class CommandParser(argparse.ArgumentParser):
             from countersign.infrastructure.entrypoints.cli import render
 
             print(render.to_json({"error": "usage", "message": message}), flush=True)
+        from countersign.infrastructure.observability.logs import json_logs, say
+
+        if json_logs():  # COUNTERSIGN_LOG_FORMAT=json: one JSON object, as every stderr line
+            say(f"{self.prog}: error: {message}", logging.ERROR)
+            raise SystemExit(2)
         super().error(message)
 
 

@@ -6,8 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from countersign.infrastructure.observability.logs import log_format, say
-from countersign.infrastructure.settings import SettingsError
+from countersign.infrastructure.observability.logs import json_logs, say
 
 
 class Progress:
@@ -24,7 +23,7 @@ class Progress:
         self._shown = -1
         # Lines for a log shipper with COUNTERSIGN_LOG_FORMAT=json (each a JSON object), never a
         # bar redrawn in place.
-        self._json = _json_logs()
+        self._json = json_logs()
         self._tty = self.stream.isatty() and not self._json
 
     @property
@@ -65,10 +64,3 @@ class Progress:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
-
-
-def _json_logs() -> bool:
-    try:
-        return log_format() == "json"
-    except SettingsError:
-        return False

@@ -300,16 +300,32 @@ def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
 def _version_or_time(value: str) -> int | datetime:
     """A version, or a time taken as the end of the last unit it gives: ``05:15:21.081``, a
     time copied from ``history`` (which shows milliseconds), holds the events shown at it,
-    as ``05:15:21`` holds that whole second (the events at 21.081 fell after 21.081000)."""
+    as ``05:15:21`` holds that whole second, ``05:15`` that minute and a date that day (the
+    events at 21.081 fell after 21.081000)."""
     # isascii: str.isdigit() is also true for '¹', which int() refuses.
     if value.isascii() and value.isdigit():
         return int(value)
     moment = parse_time(value)
-    digits = re.search(r":\d\d(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?\s*$", value.strip())
-    fraction = (digits.group(1) or "") if digits is not None else None
-    if fraction is not None and len(fraction) < 6:
-        moment += timedelta(microseconds=10 ** (6 - len(fraction)) - 1)
+    if _DATE.fullmatch(value.strip()):
+        return moment + timedelta(days=1, microseconds=-1)
+    found = _TIME.search(_ZONE.sub("", value.strip()))
+    if found is None:
+        return moment
+    seconds, fraction = found.group(2), found.group(3)
+    if seconds is None:
+        return moment + timedelta(minutes=1, microseconds=-1)
+    if fraction is None:
+        return moment + timedelta(seconds=1, microseconds=-1)
+    if len(fraction) < 6:
+        return moment + timedelta(microseconds=10 ** (6 - len(fraction)) - 1)
     return moment
+
+
+#: A time's zone at its end (``Z``, ``+05:00``), left out to read its precision.
+_ZONE = re.compile(r"(Z|[+-]\d\d(:?\d\d)?)$")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+#: hours:minutes, then :seconds and a fraction if given.
+_TIME = re.compile(r"[T ](\d\d:\d\d)(?::(\d\d)(?:[.,](\d+))?)?$")
 
 
 def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:

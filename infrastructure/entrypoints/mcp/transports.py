@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from typing import Any
 
 import anyio
@@ -33,6 +32,7 @@ from countersign.infrastructure.identity.tokens import (
     ensure_token_tables,
     record_action,
 )
+from countersign.infrastructure.observability.logs import say
 from mcp.server import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -98,11 +98,9 @@ def http_app(
 
 def serve_http(cs: Countersign, *, host: str, port: int, language: str = "en") -> None:
     """Serve streamable HTTP on ``host:port`` until interrupted."""
-    print(
+    say(
         f"countersign: MCP over streamable HTTP at http://{host}:{port}{PATH} "
-        "(Authorization: Bearer <API token>); Ctrl-C stops",
-        file=sys.stderr,
-        flush=True,
+        "(Authorization: Bearer <API token>); Ctrl-C stops"
     )
     app = http_app(cs, host=host, language=language)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -136,11 +136,9 @@ class ConversationPages:
             page.headers["Retry-After"] = str(too_many.retry_after)
             return page
         query = urlencode({"interaction": report.interaction_id})
-        try:
-            named = str(UUID(resource_id.strip()))
-        except ValueError:
-            named = resource_id.strip()  # a key (a plug-in's section): the turn took it
-        return redirect(f"{chat_address(section, named)}?{query}#latest")
+        # Back to the resource as the turn took it: a company key is a key whatever it looks
+        # like (one written as a GUID, rewritten as a UUID, named another record: a 404).
+        return redirect(f"{chat_address(section, resource_id.strip())}?{query}#latest")
 
     def _timeline(self, visit: Visit, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The conversation's entries for the page: read tools by their label (those without
