@@ -530,20 +530,7 @@ def test_the_terminal_history_shows_what_was_approved_whole_and_the_state_as_of(
     """The text history left out the arguments and preview, cut long fields short with
     "[...]", and --as-of said only the status (an auditor's findings)."""
     cli, data = seeded_cli
-    created = cli(
-        "propose",
-        "--org",
-        "granite",
-        "--as",
-        "ava@granite.example",
-        "--operation",
-        "order.refund_missing_discount",
-        "--resource",
-        data["orders"]["refund-two-approvers"],
-        "--request",
-        json.dumps(TO_CARD),
-    )
-    pid = created["proposal_id"]
+    pid = _propose_two_approver_refund(cli, data)
     cli("approve", pid, "--as", "ava@granite.example")
     capsys.readouterr()
     assert main(["history", pid, "--as-of", "2", "--database", database_url]) == 0
@@ -582,7 +569,18 @@ def test_as_of_names_no_approver_of_a_quorum_never_reached(seeded_cli, database_
     """One of two approved, then declined: its approval completed nothing (a review's
     finding: approved_by named her once it was no longer pending)."""
     cli, data = seeded_cli
-    pid = cli(
+    pid = _propose_two_approver_refund(cli, data)
+    cli("approve", pid, "--as", "ava@granite.example")
+    cli("decline", pid, "--as", "noah@granite.example", "--note", "no")
+    state = cli("history", pid, "--as-of", "4")["as_of"]
+    assert state["status"] == "declined"
+    assert state["approvals"] == ["ava@granite.example"]
+    assert state["approved_by"] is None
+
+
+def _propose_two_approver_refund(cli, data) -> str:
+    """Ava's refund on the order whose amount needs two managers; its id."""
+    created = cli(
         "propose",
         "--org",
         "granite",
@@ -594,10 +592,5 @@ def test_as_of_names_no_approver_of_a_quorum_never_reached(seeded_cli, database_
         data["orders"]["refund-two-approvers"],
         "--request",
         json.dumps(TO_CARD),
-    )["proposal_id"]
-    cli("approve", pid, "--as", "ava@granite.example")
-    cli("decline", pid, "--as", "noah@granite.example", "--note", "no")
-    state = cli("history", pid, "--as-of", "4")["as_of"]
-    assert state["status"] == "declined"
-    assert state["approvals"] == ["ava@granite.example"]
-    assert state["approved_by"] is None
+    )
+    return str(created["proposal_id"])

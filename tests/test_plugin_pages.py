@@ -3,6 +3,8 @@ lead, its conversation without the club's panel (the sample plug-in, tests/plugi
 
 from __future__ import annotations
 
+from typing import Any
+
 from countersign.infrastructure.bootstrap import enable_plugins
 
 import tests.test_plugins as plugins
@@ -72,18 +74,9 @@ def test_a_conversation_on_a_company_key_posts_redirects_and_links_back_by_that_
     key was recorded, then answered 500 "nothing was changed"; the review's link was a 404.)"""
     import re
 
-    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
-    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
-    from countersign.infrastructure.bootstrap import bootstrap
-    from countersign.infrastructure.settings import Settings
-
     from tests.test_web_pages import web_for
 
-    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
-    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
-    chatting = bootstrap(
-        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
-    )
+    chatting = _chatting(database_url, clock)
     try:
         browser = web_for(chatting, {}).browser(AVA)
         page = browser.get("/chat/sample/INV%202%2Fb")
@@ -110,19 +103,11 @@ def test_the_api_assistant_takes_a_company_key_holding_a_slash(wired, database_u
     """``INV 2/b`` (a key the plug-in guide gives as valid): the turn reaches the assistant
     over the API with the slash escaped, as it does on the pages (both answered 404)."""
     from countersign.domain.contracts import PERMISSIONS
-    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
-    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
-    from countersign.infrastructure.bootstrap import bootstrap
     from countersign.infrastructure.entrypoints.http import create_app
     from countersign.infrastructure.identity.tokens import issue_token
-    from countersign.infrastructure.settings import Settings
     from fastapi.testclient import TestClient
 
-    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
-    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
-    chatting = bootstrap(
-        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
-    )
+    chatting = _chatting(database_url, clock)
     try:
         token = issue_token(
             chatting, "granite", "invoices-bot", sorted(PERMISSIONS), issued_by=AVA, kind="agent"
@@ -144,21 +129,13 @@ def test_a_company_key_written_like_a_guid_comes_back_as_written(
 ):
     """A key an invoice system writes as an upper-case GUID: the turn's answer redirected to
     it rewritten as a UUID, which names another record (a 404; a review's finding)."""
-    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
-    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
-    from countersign.infrastructure.bootstrap import bootstrap
-    from countersign.infrastructure.settings import Settings
     from sample_plugin.company import Invoice, InvoiceBook
 
     from tests.test_web_pages import web_for
 
     key = "0B7E2A4C-3F1D-4E8A-9C55-2D6F1A7B9E10"
     InvoiceBook(company / "invoices.db").put(Invoice(key, "granite", "Guid Co", 7_000))
-    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
-    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
-    chatting = bootstrap(
-        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
-    )
+    chatting = _chatting(database_url, clock)
     try:
         browser = web_for(chatting, {}).browser(AVA)
         sent = browser.form(
@@ -168,3 +145,17 @@ def test_a_company_key_written_like_a_guid_comes_back_as_written(
         assert browser.get(sent.headers["location"]).status_code == 200
     finally:
         chatting.close()
+
+
+def _chatting(database_url: str, clock: Any) -> Any:
+    """countersign with the sample plug-in, its model scripted to tag the invoice disputed."""
+    from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
+    from countersign.infrastructure.adapters.scripted_model import Call, Script, ScriptedEndpoint
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.settings import Settings
+
+    script = Script(Call("propose_tag_invoice", {"tag": "disputed"}))
+    model = OpenAIChatModel(ScriptedEndpoint(script).client(), "scripted")
+    return bootstrap(
+        Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
+    )
