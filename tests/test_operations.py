@@ -836,3 +836,42 @@ def test_with_json_logs_a_usage_error_is_a_json_line(capsys, monkeypatch):
     [line] = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert line["level"] == "ERROR"
     assert "the following arguments are required: --as" in line["message"]
+
+
+def test_a_worker_process_that_dies_is_logged_as_a_warning(monkeypatch):
+    """uvicorn replaced a worker process that died (killed, out of memory) and nothing was
+    logged: its supervisor says it at INFO, and serve runs uvicorn at WARNING (an
+    operator's finding). Its other INFO lines stay out."""
+    from types import SimpleNamespace
+
+    from countersign.infrastructure.entrypoints.cli import admin
+
+    supervisor = logging.getLogger("uvicorn.error")
+    monkeypatch.setattr(supervisor, "filters", [])
+    monkeypatch.setattr(supervisor, "level", logging.WARNING)
+    seen: list[logging.LogRecord] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    class Supervisor:  # uvicorn's Multiprocess, as far as this goes
+        def __init__(self, config: Any, sockets: Any) -> None:
+            self.sockets = sockets
+
+        def run(self) -> None:
+            supervisor.info("Started parent process [1]")
+            supervisor.info("Child process [4242] died")
+            for sock in self.sockets:
+                sock.close()
+
+    catch = Catch()
+    supervisor.addHandler(catch)
+    monkeypatch.setattr("uvicorn.supervisors.Multiprocess", Supervisor)
+    try:
+        assert admin._run(SimpleNamespace(workers=2, bind_socket=socket.socket)) is True
+    finally:
+        supervisor.removeHandler(catch)
+    assert [(r.levelname, r.getMessage()) for r in seen] == [
+        ("WARNING", "Child process [4242] died")
+    ]

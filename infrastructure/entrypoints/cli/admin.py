@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -203,8 +205,36 @@ def _run(config: Any) -> bool:
         return bool(server.started)
     sock = config.bind_socket()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _say_when_a_worker_dies()
     Multiprocess(config, sockets=[sock]).run()
     return True
+
+
+#: What uvicorn's supervisor logs (at INFO) when it replaces a worker process that died.
+_DIED = re.compile(r"Child process \[\d+\] died")
+
+
+class _WorkerDeaths(logging.Filter):
+    """On the supervisor's ``uvicorn.error`` logger: a worker's death passes, as a warning;
+    its other INFO lines stay out, as at the WARNING level ``serve`` runs uvicorn at."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        if _DIED.match(record.getMessage()):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            return True
+        return False
+
+
+def _say_when_a_worker_dies() -> None:
+    """A worker process that died (out of memory, killed) was replaced and nothing was logged
+    (an operator's finding): uvicorn says it at INFO, and ``serve`` runs it at WARNING. In
+    the supervisor only (the workers configure their own logging)."""
+    supervisor = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _WorkerDeaths) for f in supervisor.filters):
+        supervisor.addFilter(_WorkerDeaths())
+    supervisor.setLevel(min(supervisor.getEffectiveLevel(), logging.INFO))
 
 
 @contextmanager
