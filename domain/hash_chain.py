@@ -130,22 +130,14 @@ def chain_link(
             ready = None
             break
     try:
-        linked: dict[str, Any] = (
-            {
-                "previous": previous,
-                "version": version,
-                "type": event_type,
-                "fields": _chain_ready(fields) if ready is None else ready,
-                "at": at if at.tzinfo is UTC else at.isoformat(),
-            }
-            if at is not None
-            else {
-                "previous": previous,
-                "version": version,
-                "type": event_type,
-                "fields": _chain_ready(fields) if ready is None else ready,
-            }
-        )
+        linked: dict[str, Any] = {
+            "previous": previous,
+            "version": version,
+            "type": event_type,
+            "fields": _chain_ready(fields) if ready is None else ready,
+        }
+        if at is not None:
+            linked["at"] = at if at.tzinfo is UTC else at.isoformat()
         content = plain_json.dumps(linked, option=plain_json.SORT_KEYS)
     except plain_json.REFUSED:
         content = chain_content(previous, version, event_type, fields, at).encode()
