@@ -194,10 +194,20 @@ def test_a_member_without_permissions_gets_only_the_status_tool(sqlite_file):
 
 
 def test_stdio_refuses_to_start_for_a_non_member(sqlite_file, capsys):
+    """A host that launches the server with the wrong club or member is told so on stderr,
+    exit 2 (a configuration error): stdout is the protocol's, and a "Not found." there with
+    exit 0 reached the client as a closed connection and nothing else."""
     url, _, _ = sqlite_file
+    for org, who in (("granite", MIA), ("nosuch", AVA)):
+        status = main(["mcp", "--database", url, "--org", org, "--as", who])
+        out, err = capsys.readouterr()
+        assert (status, out) == (2, "")
+        assert f"{who} is not a member of a club '{org}'" in err
+        assert "check --org" in err
+        assert "--as" in err
     status = main(["mcp", "--database", url, "--org", "granite", "--as", MIA, "--json"])
-    assert status == 0
-    assert json.loads(capsys.readouterr().out) == {"error": "not_found"}
+    assert status == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "usage"
     assert main(["mcp", "--database", url, "--json"]) == 2
 
 
@@ -544,3 +554,24 @@ def test_the_sdks_high_level_client_on_the_newest_protocol_proposes_too(sqlite_f
         "client": "newest",
         "client_version": "2",
     }
+
+
+def test_a_token_check_that_fails_unexpectedly_is_500_with_a_correlation_id(
+    cs, seeded, served, monkeypatch, caplog
+):
+    """Whatever breaks in the gate answers in the MCP server's own JSON, with a reference the
+    log holds too, never the SDK's plain "Internal Server Error" nor the exception."""
+    from countersign.infrastructure.entrypoints.mcp import transports
+
+    def broken(cs: Countersign, token: str) -> None:
+        raise RuntimeError("SELECT secret FROM /var/lib/countersign")
+
+    monkeypatch.setattr(transports, "authenticate", broken)
+    answer = post(served.base, HELLO, Authorization=f"Bearer {token(cs, ALL)}")
+    assert answer.status_code == 500
+    document = answer.json()
+    assert document["error"] == "internal_error"
+    assert "correlation id" in document["message"]
+    assert document["correlation_id"] in caplog.text
+    assert "SELECT" not in answer.text
+    assert "/var/lib" not in answer.text

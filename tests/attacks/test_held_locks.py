@@ -456,3 +456,31 @@ def test_a_timeout_that_is_no_positive_number_of_seconds_stops_the_command(
     said = capsys.readouterr().err
     assert "COUNTERSIGN_DATABASE_TIMEOUT must be a positive number of seconds" in said
     assert repr(value) in said
+
+
+def test_mcp_over_http_behind_a_held_lock_answers_database_unavailable_with_retry_after(
+    cs: Countersign, seeded: dict[str, Any], database_url: str, caplog: pytest.LogCaptureFixture
+):
+    """The MCP server's token check read behind the lock raised through the SDK's ASGI stack:
+    a bare 500 in text, no Retry-After (a client's retry logic gave up), and a traceback in
+    the log. It answers as the JSON API does now: 503, Retry-After, a JSON error."""
+    from countersign.infrastructure.entrypoints.mcp import http_app
+    from countersign.infrastructure.identity.tokens import issue_token
+
+    from tests.servers import serving
+    from tests.test_mcp import ALL, HELLO, post
+
+    agent = issue_token(cs, "granite", "agent", ALL, issued_by=AVA, kind="agent").token
+    with serving(http_app(cs), lifespan="on") as running:
+        with held(database_url, events_table(cs)):
+            hello = Timed(lambda: post(running.base, HELLO, Authorization=f"Bearer {agent}"))
+        hello.finish()
+        assert not hello.stuck
+        answer = hello.answer
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["retry-after"] == "5"
+        assert answer.json()["error"] == "database_unavailable"
+        assert "try again" in answer.json()["message"]
+        assert_no_leak(answer.text)
+        assert "Traceback" not in caplog.text
+        assert post(running.base, HELLO, Authorization=f"Bearer {agent}").status_code == 200

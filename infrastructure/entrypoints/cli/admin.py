@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -294,7 +295,16 @@ def cmd_mcp(cs: Countersign, args: argparse.Namespace) -> Result:
         return ALREADY_PRINTED, ""
     if not args.org or not args.actor:
         raise UsageError("serving over stdio needs --org ORG and --as EMAIL (or use --http)")
-    membership = cs.club.membership(args.org, args.actor)  # not found: refused before serving
+    try:
+        membership = cs.club.membership(args.org, args.actor)
+    except NotFoundError:
+        # Refused before serving, on stderr with exit 2: the agent's host launched this with
+        # the wrong settings, and stdout is the protocol's (a "Not found." there, exit 0,
+        # reached the client as a closed connection).
+        raise UsageError(
+            f"{args.actor} is not a member of a club {args.org!r} in this database: "
+            "check --org (the club's short name) and --as (the member's e-mail)"
+        ) from None
     caller = Caller(email=membership.member.email, organization=membership.organization)
     mcp.serve_stdio(cs, caller, language=args.language)
     return ALREADY_PRINTED, ""

@@ -33,6 +33,7 @@ from countersign.infrastructure.identity.tokens import (
     record_action,
 )
 from countersign.infrastructure.observability.logs import say
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from mcp.server import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -135,7 +136,11 @@ class BearerGate:
             await self.app(scope, receive, send)
             return
         authorization, session = _headers(scope)
-        principal = await to_thread.run_sync(self._identify, authorization)
+        try:
+            principal = await to_thread.run_sync(self._identify, authorization)
+        except Exception as error:
+            await _unidentified(send, error)
+            return
         if principal is None:
             await _refuse(send, 401, "unauthenticated", _challenge(authorization))
             return
@@ -211,6 +216,19 @@ def _headers(scope: Scope) -> tuple[str | None, str | None]:
     return found.get(b"authorization"), found.get(b"mcp-session-id")
 
 
+async def _unidentified(send: Send, error: Exception) -> None:
+    """The token's check failed: the database out of reach or a lock held past
+    ``COUNTERSIGN_DATABASE_TIMEOUT`` is 503 with Retry-After, as the JSON API answers it (a
+    client retries); anything else 500 with a correlation id, the details in the log only."""
+    if database_unavailable(error):
+        log.warning("database unavailable while checking a token: %s", type(error).__name__)
+        await _refuse(send, 503, "database_unavailable", {"Retry-After": "5"})
+        return
+    correlation_id = new_correlation_id()
+    log.error("checking a token failed (correlation id %s)", correlation_id, exc_info=error)
+    await _refuse(send, 500, "internal_error", {}, correlation_id=correlation_id)
+
+
 def _challenge(authorization: str | None) -> dict[str, str]:
     if authorization:
         return {"WWW-Authenticate": f'{_CHALLENGE}, error="invalid_token"'}
@@ -239,7 +257,13 @@ async def _drain(receive: Receive) -> bool:
 
 
 async def _refuse(
-    send: Send, status: int, error: str, headers: dict[str, str], *, drained: bool = False
+    send: Send,
+    status: int,
+    error: str,
+    headers: dict[str, str],
+    *,
+    drained: bool = False,
+    correlation_id: str | None = None,
 ) -> None:
     """Answer ``error``; an unauthenticated caller's body is never read, and its connection
     closes (``drained``: the body was read, so the connection may stay open)."""
@@ -251,8 +275,15 @@ async def _refuse(
         " Issue an agent token instead (countersign tokens issue without --approver).",
         "too_many_sessions": "This token, or its club, has as many open MCP sessions as it "
         "may: end one (DELETE /mcp with its Mcp-Session-Id) or let an idle one expire.",
+        "database_unavailable": "The database could not be reached just now, so the token "
+        "could not be checked: try again (see Retry-After). Nothing was done.",
+        "internal_error": "Something went wrong on the server while checking the token; "
+        "nothing was done. Quote the correlation id to the operator.",
     }
-    body = json.dumps({"error": error, "message": messages[error]}).encode()
+    document = {"error": error, "message": messages[error]}
+    if correlation_id is not None:
+        document["correlation_id"] = correlation_id
+    body = json.dumps(document).encode()
     raw = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
