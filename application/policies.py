@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Literal
 
 from countersign.application.authorization import Caller, membership, require_all, require_decider
 from countersign.application.errors import UnknownOperationError
@@ -25,6 +26,15 @@ from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
 
 OPERATOR = "operator"
+
+
+class _Kept(Enum):
+    KEPT = "kept"
+
+
+#: A setting left out of ``PolicyService.set``: the policy in force's is kept (for
+#: ``above_cents``, where None means "every proposal").
+KEPT: Final = _Kept.KEPT
 
 
 def _shown(policy: ApprovalPolicy) -> dict[str, Any]:
@@ -47,21 +57,25 @@ class PolicyService:
         operation: str,
         approvals: int,
         *,
-        above_cents: int | None = None,
-        requester_may_approve: bool = True,
+        above_cents: int | Literal[_Kept.KEPT] | None = KEPT,
+        requester_may_approve: bool | None = None,
         require_passkey: bool | None = None,
         by: Caller | None = None,
     ) -> dict[str, Any]:
         """Put a policy in force for new proposals of ``operation``; what is now in force, and
-        whether this changed it. ``require_passkey`` None keeps what the policy in force asks
-        (a passkey is never dropped by leaving it unsaid). UnknownOperationError, PolicyError
-        (a value out of range),
-        NotFoundError (an unknown club, or one the caller does not act in), or
-        MissingPermissionError."""
+        whether this changed it. A setting left out (``above_cents`` KEPT, the others None)
+        keeps what the policy in force has: raising the quorum never lets a requester approve
+        again, drops a threshold or a passkey by leaving it unsaid. UnknownOperationError,
+        PolicyError (a value out of range), NotFoundError (an unknown club, or one the caller
+        does not act in), or MissingPermissionError."""
         if operation not in self.registry:
             raise UnknownOperationError(operation)
         asked = ApprovalPolicy(
-            operation, approvals, above_cents, requester_may_approve, bool(require_passkey)
+            operation,
+            approvals,
+            None if above_cents is KEPT else above_cents,
+            requester_may_approve is not False,
+            bool(require_passkey),
         )  # refuses a value out of range before anything is read
         organization_id = self._organization_id(organization, by)
 
@@ -70,10 +84,19 @@ class PolicyService:
             set_by = OPERATOR if by is None else self._manager(org, by)
             if by is not None:
                 require_decider(by)  # the rules people decide under are theirs to set
-            policy = asked
-            if require_passkey is None:
-                kept = org.approval_policy(operation).require_passkey
-                policy = replace(asked, require_passkey=kept)
+            in_force = org.approval_policy(operation)
+            policy = replace(
+                asked,
+                above_cents=in_force.above_cents if above_cents is KEPT else asked.above_cents,
+                requester_may_approve=(
+                    in_force.requester_may_approve
+                    if requester_may_approve is None
+                    else requester_may_approve
+                ),
+                require_passkey=(
+                    in_force.require_passkey if require_passkey is None else require_passkey
+                ),
+            )
             if not org.set_approval_policy(policy, set_by):
                 return Answer({**_shown(policy), "changed": False})
             return Commit([org], {**_shown(policy), "changed": True})

@@ -89,7 +89,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     clock.advance(minutes=10)
     cs.proposals.approve(outage, AVA)
     # Under a policy of two approvals for every refund: one awaiting a second manager.
-    cs.policies.set("granite", REFUND, 2)
+    cs.policies.set("granite", REFUND, 2, above_cents=None)
     awaiting = cs.proposals.propose(
         organization="granite",
         actor=AVA,
@@ -99,7 +99,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     ).proposal_id
     cs.proposals.approve(awaiting, AVA)
     # One approval again: a card refund that one click (and its confirmation) runs.
-    cs.policies.set("granite", REFUND, 1)
+    cs.policies.set("granite", REFUND, 1, above_cents=None)
     pending = propose(cs, seeded, "refund-two-approvers")
     # Emma's card declined her refund; a cancellation and a new refund of her order now wait,
     # and the refund's review and confirmation warn of the cancellation it would withdraw.

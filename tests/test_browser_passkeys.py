@@ -162,7 +162,7 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
             assert stored == ["Ava's laptop", "Noah's phone"]
 
             # Ava removes her passkey: approving with it no longer works.
-            served.cs.policies.set("granite", REFUND, 1, require_passkey=True)
+            served.cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=True)
             small = served.cs.proposals.propose(
                 organization="granite",
                 actor=AVA,

@@ -270,7 +270,7 @@ def test_one_decline_ends_a_proposal_that_had_an_approval(cs, seeded):
 
 
 def test_a_requester_may_be_barred_from_approving_their_own_proposal(cs, seeded):
-    cs.policies.set("granite", REFUND, 1, requester_may_approve=False)
+    cs.policies.set("granite", REFUND, 1, above_cents=None, requester_may_approve=False)
     proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
 
     own = cs.proposals.approve(proposal_id, AVA)
@@ -283,7 +283,7 @@ def test_a_requester_may_be_barred_from_approving_their_own_proposal(cs, seeded)
 def test_a_proposal_keeps_the_policy_it_was_frozen_under(cs, seeded):
     before = propose_on(cs, seeded["orders"]["refund-two-approvers"])
 
-    changed = cs.policies.set("granite", REFUND, 1, by=Caller(NOAH, "granite"))
+    changed = cs.policies.set("granite", REFUND, 1, above_cents=None, by=Caller(NOAH, "granite"))
 
     assert changed == {
         "operation": REFUND,

@@ -235,7 +235,7 @@ def test_two_approvers_through_the_api(api):
 
 
 def test_no_token_of_the_requester_gets_around_separation_of_duties(api):
-    api.set_policy(REFUND, {"approvals": 1, "requester_may_approve": False})
+    api.set_policy(REFUND, {"approvals": 1, "requester_may_approve": False, "above_cents": None})
     proposal_id = api.propose()["proposal_id"]
     # Another token acting for the same member, with every permission it may carry.
     second_token = api.token("ava-second-bot", ALL)
@@ -313,6 +313,35 @@ def test_a_policy_body_without_require_passkey_keeps_the_one_in_force(api):
         on, kept, null, off
     )] == [(2, True, True), (1, True, True), (1, True, False), (1, False, True)]  # fmt: skip
     assert api.set_policy(REFUND, {"approvals": 1, "require_passkey": "yes"}).status_code == 422
+
+
+def test_a_policy_body_that_leaves_a_setting_out_keeps_the_one_in_force(api):
+    """Raising only the quorum reset ``requester_may_approve`` to true and ``above_cents`` to
+    null (an integrator's review): a client that sent ``{"approvals": 2}`` let requesters
+    approve their own proposals again without a word. Every setting left out is kept now;
+    null still means "every proposal" for ``above_cents``."""
+    strict = {"approvals": 1, "requester_may_approve": False, "above_cents": 5000}
+    assert api.set_policy(REFUND, {**strict, "require_passkey": True}).status_code == 200
+
+    raised = api.set_policy(REFUND, {"approvals": 2})
+    every = api.set_policy(REFUND, {"approvals": 2, "above_cents": None})
+    allowed = api.set_policy(REFUND, {"approvals": 2, "requester_may_approve": True})
+
+    assert raised.json() == {
+        "operation": REFUND,
+        "approvals": 2,
+        "above_cents": 5000,
+        "requester_may_approve": False,
+        "require_passkey": True,
+        "changed": True,
+    }
+    assert (every.json()["above_cents"], every.json()["requester_may_approve"]) == (None, False)
+    assert (allowed.json()["above_cents"], allowed.json()["requester_may_approve"]) == (None, True)
+    schema = api.call("GET", "/openapi.json").json()["components"]["schemas"]["PolicyIn"]
+    assert (
+        "omitted: as the policy in force"
+        in schema["properties"]["requester_may_approve"]["description"]
+    )
 
 
 @pytest.mark.parametrize(

@@ -185,7 +185,7 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
 
     two_not_the_requester = (
         *("policy", "set", "--org", "granite", "--operation", REFUND),
-        *("--approvals", "2", "--requester-may-approve", "false"),
+        *("--approvals", "2", "--requester-may-approve", "false", "--above-cents", "none"),
     )
     changed = cli(*two_not_the_requester)
     again = cli(*two_not_the_requester)
@@ -229,7 +229,7 @@ def test_require_passkey_is_set_kept_when_left_out_and_refuses_approve(cs, seede
     proposal is ``passkey_required``: exit 0, in words, and nothing written or paid."""
     quorum = ("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals")
 
-    on = cli(*quorum, "2", "--require-passkey", "true")
+    on = cli(*quorum, "2", "--require-passkey", "true", "--above-cents", "none")
     kept = cli(*quorum, "1")
     again = cli(*quorum, "1")
 
@@ -261,6 +261,29 @@ def test_require_passkey_is_set_kept_when_left_out_and_refuses_approve(cs, seede
     assert (off["require_passkey"], off["changed"]) == (False, True)
 
 
+def test_policy_set_keeps_every_setting_it_leaves_out(cli):
+    """``--approvals 2`` alone reset the requester rule to "may approve" and dropped the
+    threshold: raising the quorum loosened the four-eyes rule without a word. Left out, each
+    option keeps what is in force; ``--above-cents none`` covers every proposal again."""
+    cli("seed")
+    base = ("policy", "set", "--org", "granite", "--operation", REFUND)
+    cli(*base, "--approvals", "1", "--requester-may-approve", "false", "--above-cents", "5000")
+
+    raised = cli(*base, "--approvals", "2")
+    every = cli(*base, "--approvals", "2", "--above-cents", "none")
+
+    assert (raised["approvals"], raised["above_cents"], raised["requester_may_approve"]) == (
+        2,
+        5000,
+        False,
+    )
+    assert (every["above_cents"], every["requester_may_approve"], every["changed"]) == (
+        None,
+        False,
+        True,
+    )
+
+
 @pytest.mark.parametrize(
     ("option", "value", "says"),
     [
@@ -268,6 +291,11 @@ def test_require_passkey_is_set_kept_when_left_out_and_refuses_approve(cs, seede
         ("--approvals", "six", "argument --approvals: must be a whole number from 1 to 5"),
         ("--above-cents", "-5", "argument --above-cents: must be a whole number of cents"),
         ("--above-cents", "12.50", "argument --above-cents: must be a whole number of cents"),
+        (
+            "--above-cents",
+            "every",
+            "argument --above-cents: must be a whole number of cents, zero or more, or none",
+        ),
         ("--requester-may-approve", "maybe", "argument --requester-may-approve: must be true"),
         ("--operation", "order.refund_everything", "argument --operation: invalid choice"),
     ],
@@ -338,7 +366,7 @@ def test_a_first_approval_reads_as_waiting_for_another_manager(run, cli, orders)
 
 def test_a_requester_barred_from_approving_is_told_so(cli, run, orders):
     cli("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals", "1",
-        "--requester-may-approve", "false")  # fmt: skip
+        "--requester-may-approve", "false", "--above-cents", "none")  # fmt: skip
     proposal_id = _propose(cli, orders["refund-ok"])["proposal_id"]
 
     refused = cli("approve", proposal_id, "--as", AVA)

@@ -135,7 +135,7 @@ def test_a_four_eyes_rule_cannot_be_passed_by_another_members_agent(cs, seeded):
     """Ava may not approve her own refund; Noah's assistant re-proposing it must not make Noah
     its requester so that Ava's approval alone executes it."""
     ava = Caller(AVA, "granite")
-    cs.policies.set("granite", REFUND, 1, requester_may_approve=False, by=ava)
+    cs.policies.set("granite", REFUND, 1, above_cents=None, requester_may_approve=False, by=ava)
     order = seeded["orders"]["refund-ok"]
     avas = _propose(cs, ava, order)
     assert cs.access.approve(avas, ava).reason == "requester_may_not_approve"

@@ -41,7 +41,7 @@ def test_a_service_relays_an_assertion_through_the_api(cs, seeded, client):
     put = client.put(
         "/api/v1/policies/order.refund_missing_discount",
         headers=headers,
-        json={"approvals": 1, "require_passkey": True},
+        json={"approvals": 1, "above_cents": None, "require_passkey": True},
     )
     assert put.status_code == 200, put.text
     assert put.json()["require_passkey"] is True

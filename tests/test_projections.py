@@ -100,7 +100,7 @@ def lifecycle_history(cs, seeded, clock, after_each=lambda: None) -> dict[str, s
     after_each()
     assert cs.proposals.approve(ids["two_approvers"], NOAH).status == "succeeded"
     after_each()
-    cs.policies.set("granite", REFUND, 1, requester_may_approve=False)
+    cs.policies.set("granite", REFUND, 1, above_cents=None, requester_may_approve=False)
     ids["pending"] = propose_on(cs, orders["account-credit"], TO_ACCOUNT_CREDIT)
     ids["maple"] = propose_on(cs, orders["maple-refund"], actor=MIA, organization="maple")
     after_each()

@@ -313,7 +313,7 @@ def test_the_notifications_outbox_does_not_name_an_approval_that_no_longer_count
     """The outcome that needs a person is sent to the proposal's requester and approvers: an
     approver whose approval lapsed is not one of them (the ``notifications`` projection)."""
     zoe = "zoe@granite.example"
-    cs.policies.set("granite", REFUND, 2)
+    cs.policies.set("granite", REFUND, 2, above_cents=None)
     proposal_id = propose(cs, seeded, "refund-lost-response")
     cs.proposals.approve(proposal_id, NOAH)
     _change_club(cs, lambda org: org.remove_member(NOAH))

@@ -143,7 +143,7 @@ def test_below_the_threshold_the_page_says_one_approval_is_enough(web: Web) -> N
 
 
 def test_a_requester_the_policy_bars_sees_why_and_another_manager_approves(web: Web) -> None:
-    web.cs.policies.set("granite", REFUND, 1, requester_may_approve=False)
+    web.cs.policies.set("granite", REFUND, 1, above_cents=None, requester_may_approve=False)
     proposal_id = web.propose("refund-ok", actor=AVA)
     ava = web.browser(AVA)
 

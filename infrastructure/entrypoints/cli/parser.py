@@ -22,6 +22,7 @@ from countersign.infrastructure.entrypoints.cli.grammar_services import (
 )
 from countersign.infrastructure.entrypoints.cli.members import permission_list
 from countersign.infrastructure.entrypoints.cli.policies import (
+    LEFT_OUT,
     approvals_count,
     cents,
     true_or_false,
@@ -154,15 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     policy_set.add_argument(
         "--above-cents",
         type=cents,
-        metavar="AMOUNT",
-        help="only proposals above this amount in cents (default: every proposal)",
+        default=LEFT_OUT,
+        metavar="AMOUNT|none",
+        help="only proposals above this amount in cents; none: every proposal (default: as it is)",
     )
     policy_set.add_argument(
         "--requester-may-approve",
         type=true_or_false,
-        default=True,
         metavar="true|false",
-        help="may the person who requested a proposal approve it (default: true)",
+        help="may the person who requested a proposal approve it (default: as it is)",
     )
     policy_set.add_argument(
         "--require-passkey",

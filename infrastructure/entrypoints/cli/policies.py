@@ -11,13 +11,17 @@ read or written: the types below say what each option takes.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from countersign.domain.approval_policy import MAX_APPROVALS, PolicyError
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
 
 if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
+
+#: ``--above-cents`` left out (its default): the threshold in force is kept. Not a string,
+#: so argparse never hands it to ``cents``.
+LEFT_OUT: Final = object()
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
@@ -31,11 +35,20 @@ def approvals_count(value: str) -> int:
     return int(text)
 
 
-def cents(value: str) -> int:
-    """``--above-cents``: an amount in cents, zero or more (12800 is $128.00)."""
+#: What ``--above-cents`` takes for "no threshold: every proposal".
+EVERY = "none"
+
+
+def cents(value: str) -> int | None:
+    """``--above-cents``: an amount in cents, zero or more (12800 is $128.00), or ``none``
+    (every proposal, whatever its amount)."""
     text = value.strip()
+    if text.lower() == EVERY:
+        return None
     if not (text.isascii() and text.isdigit()) or len(text) > 15:
-        raise argparse.ArgumentTypeError("must be a whole number of cents, zero or more")
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of cents, zero or more, or {EVERY} (every proposal)"
+        )
     return int(text)
 
 
@@ -50,6 +63,7 @@ def true_or_false(value: str) -> bool:
 
 
 def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
+    from countersign.application.policies import KEPT
     from countersign.infrastructure.entrypoints.cli.cards import describe_policy
 
     try:
@@ -57,7 +71,7 @@ def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
             args.org,
             args.operation,
             args.approvals,
-            above_cents=args.above_cents,
+            above_cents=KEPT if args.above_cents is LEFT_OUT else args.above_cents,
             requester_may_approve=args.requester_may_approve,
             require_passkey=args.require_passkey,
         )

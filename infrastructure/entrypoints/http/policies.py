@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from countersign.application.errors import UnknownOperationError
+from countersign.application.policies import KEPT
 from countersign.domain.approval_policy import PolicyError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
@@ -72,7 +73,9 @@ def set_policy(
                 caller.organization,
                 operation,
                 body.approvals,
-                above_cents=body.above_cents,
+                # Left out, a setting keeps what is in force: raising the quorum alone must
+                # not let requesters approve again (nor drop a threshold or a passkey).
+                above_cents=body.above_cents if "above_cents" in body.model_fields_set else KEPT,
                 requester_may_approve=body.requester_may_approve,
                 require_passkey=body.require_passkey,
                 by=caller,

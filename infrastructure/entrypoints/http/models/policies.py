@@ -41,12 +41,18 @@ class PolicyIn(Body):
         strict=True,
         ge=0,
         le=10**15,
-        description="Only proposals above this amount in cents (null: every proposal).",
+        description=(
+            "Only proposals above this amount in cents (null: every proposal; omitted: as "
+            "the policy in force has it)."
+        ),
     )
-    requester_may_approve: bool = Field(
-        default=True,
+    requester_may_approve: bool | None = Field(
+        default=None,
         strict=True,
-        description="Whether the person who requested a proposal may approve it.",
+        description=(
+            "Whether the person who requested a proposal may approve it (omitted: as the "
+            "policy in force has it)."
+        ),
     )
     require_passkey: bool | None = Field(
         default=None,
