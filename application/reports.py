@@ -193,6 +193,11 @@ def outcome_text(proposal: Proposal, language: str = "en") -> str | None:
     return outcome_message(proposal.kind, proposal.preview, proposal.outcome, language)
 
 
+#: The refusals that carry the proposal's stored outcome (a caller without the operation's
+#: permission, ``forbidden``, is told nothing of it).
+_OUTCOME_SHOWN = frozenset({NotApprovableReason.NOT_PENDING, NotApprovableReason.EXPIRED})
+
+
 def approval_report(
     proposal: Proposal, answer: AlreadyCompleted | NotApprovable | None = None
 ) -> ApprovalReport:
@@ -200,13 +205,16 @@ def approval_report(
     already completed, or why it is not approvable."""
     if isinstance(answer, NotApprovable):
         superseded = answer.reason == NotApprovableReason.SUPERSEDED
+        # A declined or expired proposal's stored outcome comes back with the refusal, so a
+        # service that retries its decline (a timeout) reads what its first one recorded.
+        stored = answer.reason in _OUTCOME_SHOWN and proposal.outcome is not None
         return ApprovalReport(
             result="not_approvable",
             proposal_id=str(proposal.id),
             status=str(proposal.status),
-            outcome=None,
+            outcome=own(proposal.outcome) if stored else None,
             reason=str(answer.reason),
-            message=None,
+            message=outcome_text(proposal) if stored else None,
             superseded_by=str(proposal.superseded_by) if superseded else None,
             superseded_reason=proposal.superseded_reason if superseded else None,
         )

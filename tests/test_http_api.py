@@ -511,6 +511,12 @@ def test_decline_with_and_without_a_note_and_what_approving_then_says(api):
         "not_pending",
     )
     assert again.json()["result"] == "not_approvable"
+    # A service retrying its decline (a timeout) reads the outcome its first one stored; so
+    # does an approval that came too late. Both were null.
+    for repeat in (approve_after, again):
+        assert repeat.json()["outcome"] == declined.json()["outcome"]
+        assert repeat.json()["message"] == declined.json()["message"]
+        assert "declined this proposal" in repeat.json()["message"]
     history = api.cs.audit.history(declined_id)
     declined_event = next(e for e in history["events"] if e["type"] == "Declined")
     assert (declined_event["declined_by"], declined_event["note"]) == (AVA, "no")

@@ -391,4 +391,7 @@ def _not_approvable(report: dict[str, Any], actor: str | None, language: str) ->
     known = _NOT_APPROVABLE.get(reason)
     if known is not None:
         return known.text(language)
-    return _NOT_APPROVABLE_BECAUSE.text(language, reason=status_words(reason, language))
+    text = _NOT_APPROVABLE_BECAUSE.text(language, reason=status_words(reason, language))
+    if report.get("message"):  # a declined or expired proposal's stored outcome, in words
+        text += f"\n  {report['message']}"
+    return text
