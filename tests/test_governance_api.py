@@ -165,10 +165,15 @@ def test_an_edit_of_what_ran_or_was_superseded_is_a_409_naming_the_newer_one(api
     status, body = problem(executed)
     assert (status, body["type"]) == (409, "urn:countersign:problem:not-revisable")
     assert "succeeded" in body["detail"]
+    assert (body["proposal_status"], body["superseded_by"]) == ("succeeded", None)
     status, body = problem(superseded)
     assert status == 409
     assert body["detail"].endswith(f"Edit the newer one instead: {newer}.")
+    # For a program too (it was in the English detail only), as the CLI's --json has it.
+    assert (body["proposal_status"], body["superseded_by"]) == ("superseded", newer)
     assert count_events(api.cs) == before
+    schema = api.call("GET", "/openapi.json").json()["components"]["schemas"]["ProblemDocument"]
+    assert {"proposal_status", "superseded_by"} <= set(schema["properties"])
 
 
 def test_an_edit_needs_the_operations_permission_and_the_club(api):

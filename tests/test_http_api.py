@@ -116,7 +116,11 @@ def problem(response: Any) -> tuple[int, dict[str, Any]]:
     """A problem's status and body without its correlation id, after checking the format."""
     assert response.headers["content-type"] == PROBLEM_MEDIA_TYPE
     body = response.json()
-    assert PROBLEM_KEYS <= set(body) <= PROBLEM_KEYS | {"problems"}
+    # Extension members only where their kind declares them (ProblemDocument).
+    extensions = (
+        {"proposal_status", "superseded_by"} if body["type"].endswith("revisable") else set()
+    )
+    assert PROBLEM_KEYS <= set(body) <= PROBLEM_KEYS | {"problems"} | extensions
     assert body["status"] == response.status_code
     assert body["correlation_id"] == response.headers["x-correlation-id"]
     assert body["correlation_id"].startswith("cs-")
@@ -831,3 +835,30 @@ def test_an_assistant_turn_answers_in_the_language_asked_for(api):
     assert any(text.startswith("I prepared a proposal") for text in said), said
     refused = api.post(path, api.granite, {"message": words, "language": "de"})
     assert refused.status_code == 422
+
+
+def test_a_json_body_sent_without_its_content_type_is_415_saying_so(api):
+    """A valid JSON object sent as text/plain, or with no Content-Type, was answered 422 "must
+    be a JSON object" (an integrator's walk): a client could not tell what to fix. Any JSON
+    type (``application/json``, with a charset, or ``+json``) is read as before."""
+    body = json.dumps(
+        {"operation": REFUND, "resource_id": api.seeded["orders"]["refund-ok"], "request": {}}
+    ).encode()
+    before = count_events(api.cs)
+    for kind in ("text/plain", None, "application/x-www-form-urlencoded"):
+        headers = {**_auth(api.granite), **({"Content-Type": kind} if kind else {})}
+        status, problem_document = problem(
+            api.client.post("/api/v1/proposals", content=body, headers=headers)
+        )
+        assert status == 415, kind
+        assert problem_document["type"].endswith(":unsupported-media-type")
+        assert "Content-Type: application/json" in problem_document["detail"]
+    for kind in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        read = api.client.post(
+            "/api/v1/proposals", content=body, headers={**_auth(api.granite), "Content-Type": kind}
+        )
+        assert read.status_code == 422, kind  # read as JSON: the request's own problems
+        assert read.json()["problems"][0]["field"] == "payment"  # the empty request's
+    assert count_events(api.cs) == before
+    paths = api.client.get("/openapi.json").json()["paths"]
+    assert "415" in paths["/api/v1/proposals"]["post"]["responses"]

@@ -159,6 +159,8 @@ def test_an_agent_past_the_limit_gets_a_plain_mcp_refusal(cs, seeded) -> None:
     )
     assert said is not None, refused
     assert 1 <= int(said.group(1)) <= LIMIT.seconds
+    # The wait as a number a program reads, as the API's Retry-After (only in prose before).
+    assert refused["retry_after"] == int(said.group(1))
     assert_nothing_changed(cs, before)
 
 

@@ -64,20 +64,24 @@ DESCRIPTIONS = {
     "was superseded, and can no longer be edited; held-for-people: an agent token's proposal "
     "would replace a pending one that another member made or someone approved).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
+    415: "A body was sent without 'Content-Type: application/json' (unsupported-media-type).",
     422: "The request has problems (see 'problems').",
     429: "The member made too many proposals (COUNTERSIGN_PROPOSAL_LIMIT), or sent the "
     "assistants too many messages (COUNTERSIGN_TURN_LIMIT), in a short time; wait Retry-After "
     "seconds.",
     500: "Unexpected error; quote the correlation id.",
-    503: "Busy with other changes (retry), or a read model is stopped.",
+    503: "Busy with other changes (retry), the database did not answer in time "
+    "(database-unavailable: see Retry-After), or a read model is stopped.",
 }
 
 
 def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """A route's problem answers for the OpenAPI document (the ones every route has, too)."""
+    """A route's problem answers for the OpenAPI document (the ones every route has, too;
+    415 wherever a body or parameters may be refused, 422)."""
+    media = {415} if 422 in codes else set()
     return {
         code: {"model": ProblemDocument, "description": DESCRIPTIONS[code]}
-        for code in sorted({*codes, 400, 401, 413, 500, 503})
+        for code in sorted({*codes, *media, 400, 401, 413, 500, 503})
     }
 
 
@@ -121,9 +125,13 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         raise ProblemError("internal-error") from None
     except NotRevisableError as settled:
         detail = f"This proposal is {settled.status}, so it can no longer be edited."
-        if settled.superseded_by is not None:
-            detail += f" Edit the newer one instead: {settled.superseded_by}."
-        raise ProblemError("not-revisable", detail) from None
+        newer = str(settled.superseded_by) if settled.superseded_by is not None else None
+        if newer is not None:
+            detail += f" Edit the newer one instead: {newer}."
+        # The same facts for a program (a service retrying a revision that timed out finds
+        # its own edit here) as the approve answer gives them.
+        extensions = {"proposal_status": settled.status, "superseded_by": newer}
+        raise ProblemError("not-revisable", detail, extensions=extensions) from None
     except CountersignError as refused:
         later = _retry_later(refused)
         if later is not None:

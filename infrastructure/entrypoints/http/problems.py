@@ -65,6 +65,16 @@ class ProblemDocument(BaseModel):
     more_problems: int | None = Field(
         default=None, description="How many further problems were found but not listed."
     )
+    proposal_status: str | None = Field(
+        default=None,
+        description="not-revisable only: the status of the proposal named (why it cannot be "
+        "edited).",
+    )
+    superseded_by: str | None = Field(
+        default=None,
+        description="not-revisable only: the newer proposal that replaced the one named, "
+        "where one did; edit that one instead.",
+    )
 
 
 # kind -> (status, title, default detail)
@@ -102,6 +112,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Held for people",
         "A pending proposal for the same thing awaits people's decision; an agent token cannot"
         " replace it. Nothing was proposed.",
+    ),
+    "unsupported-media-type": (
+        415,
+        "Unsupported media type",
+        "The request body must be JSON, sent with 'Content-Type: application/json'.",
     ),
     "invalid-request": (422, "Invalid request", "The request has problems; see 'problems'."),
     "too-many-proposals": (
@@ -145,6 +160,7 @@ class ProblemError(Exception):
         problems: list[dict[str, str]] | None = None,
         more_problems: int = 0,
         headers: dict[str, str] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(kind)
         self.kind = kind
@@ -152,6 +168,9 @@ class ProblemError(Exception):
         self.problems = problems
         self.more_problems = more_problems
         self.headers = headers or {}
+        #: RFC 9457 extension members a program reads instead of the detail's words
+        #: (``superseded_by`` of a ``not-revisable``); each is declared in ProblemDocument.
+        self.extensions = extensions or {}
 
 
 def problem_body(
@@ -162,6 +181,7 @@ def problem_body(
     more_problems: int = 0,
     *,
     status: int | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A problem document; ``status`` overrides the kind's own (a generic kind only)."""
     default_status, title, default = KINDS[kind]
@@ -177,6 +197,7 @@ def problem_body(
         more_problems += len(problems) - len(body["problems"])
     if more_problems > 0:
         body["more_problems"] = more_problems
+    body.update(extensions or {})
     return body
 
 
@@ -189,8 +210,11 @@ def problem_response(
     more_problems: int = 0,
     headers: dict[str, str] | None = None,
     status: int | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> JSONResponse:
-    body = problem_body(kind, correlation_id, detail, problems, more_problems, status=status)
+    body = problem_body(
+        kind, correlation_id, detail, problems, more_problems, status=status, extensions=extensions
+    )
     return JSONResponse(
         body,
         status_code=int(body["status"]),
@@ -218,6 +242,19 @@ def validation_problems(errors: list[Any]) -> tuple[list[dict[str, str]], int]:
     return problems, len(errors) - len(problems)
 
 
+def _not_json(request: Request) -> bool:
+    """A request that sent a body and did not say it is JSON (``application/json`` or any
+    ``+json`` type, as FastAPI reads them)."""
+    if request.headers.get("content-length", "0") == "0" and "transfer-encoding" not in (
+        request.headers
+    ):
+        return False
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return not (
+        kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+    )
+
+
 async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     correlation_id = correlation_id_of(request)
@@ -227,6 +264,10 @@ async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
         return problem_response("not-found", correlation_id)
     if any(error.get("type") == "json_invalid" for error in errors):
         return problem_response("malformed-request", correlation_id)
+    if _not_json(request) and any(tuple(e.get("loc", ()))[:1] == ("body",) for e in errors):
+        # FastAPI reads a body that does not say it is JSON as no JSON at all: "must be a
+        # JSON object" said of a valid one sent as text/plain, or without a Content-Type.
+        return problem_response("unsupported-media-type", correlation_id)
     problems, more = validation_problems(errors)
     return problem_response(
         "invalid-request", correlation_id, problems=problems, more_problems=more
@@ -242,6 +283,7 @@ async def _problem_handler(request: Request, exc: Exception) -> JSONResponse:
         problems=exc.problems,
         more_problems=exc.more_problems,
         headers=exc.headers,
+        extensions=exc.extensions,
     )
 
 

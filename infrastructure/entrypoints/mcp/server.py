@@ -150,7 +150,14 @@ class CountersignTools:
         except ForbiddenError:
             return answers.refused({"error": "forbidden"})
         except TooManyProposalsError as limited:
-            return answers.refused({"error": "too_many_proposals", "message": str(limited)})
+            # The wait as a number too, as the API's Retry-After gives it to a program.
+            return answers.refused(
+                {
+                    "error": "too_many_proposals",
+                    "message": str(limited),
+                    "retry_after": limited.retry_after,
+                }
+            )
         except ConcurrencyConflictError:
             return answers.refused(
                 {"error": "busy", "message": "the records are busy with other changes; try again"}
