@@ -7,8 +7,15 @@ from typing import Any
 
 from countersign.application.errors import parse_id
 from countersign.application.ports import AggregateStore
-from countersign.domain.errors import NotFoundError
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.proposal import Proposal
+
+#: What a person reads of an ``as_of`` outside the proposal's history.
+OUTSIDE_HISTORY = Localized(
+    "The history has no such point: nothing was shown.",
+    "L'historique n'a pas ce point : rien n'a été affiché.",
+)
 
 
 class AuditService:
@@ -23,14 +30,21 @@ class AuditService:
         pid = parse_id(proposal_id, "proposal")
         proposal = self.store.get(pid, Proposal)  # NotFoundError if it is not a proposal
         events = self.store.history(pid)
+        # Out of range, ``as_of`` is the request's problem (422 on the API, exit 4 on the
+        # command line), not a missing proposal: it was a 404, as for an unknown id.
         if isinstance(as_of, datetime):
             versions = [event.version for event in events if event.at <= as_of]
             if not versions:
-                raise NotFoundError("nothing had happened to this proposal by then")
+                first = events[0].at.isoformat() if events else "its first event"
+                raise InvalidRequestError.one(
+                    "as_of", f"a time at or after the proposal was made ({first})", OUTSIDE_HISTORY
+                )
             as_of = max(versions)
         if as_of is not None:
             if not 1 <= as_of <= proposal.version:
-                raise NotFoundError(f"version {as_of}")
+                raise InvalidRequestError.one(
+                    "as_of", f"a version from 1 to {proposal.version} (its events)", OUTSIDE_HISTORY
+                )
             events = [event for event in events if event.version <= as_of]
         document: dict[str, Any] = {
             "proposal_id": str(pid),

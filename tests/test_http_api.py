@@ -403,8 +403,18 @@ def test_history_needs_the_auditor_permission_and_replays_as_of_a_version(api):
     assert full.json() == json.loads(render.to_json(api.cs.audit.history(proposal_id)))
     assert [e["type"] for e in then.json()["events"]] == ["Proposed"]
     assert then.json()["as_of"]["status"] == "pending"
-    beyond = api.get(f"/api/v1/proposals/{proposal_id}/history", auditor, as_of="99")
-    assert problem(beyond)[0] == 404
+    # Outside the history, as_of is the request's problem, saying what it may be (it was a
+    # 404, the answer of an unknown id: a client concluded the proposal did not exist).
+    made = full.json()["events"][0]["at"]
+    for outside, says in (
+        ("99", "a version from 1 to 5 (its events)"),
+        ("0", "a version from 1 to 5 (its events)"),
+        ("2001-01-01T00:00Z", f"a time at or after the proposal was made ({made})"),
+    ):
+        status, body = problem(
+            api.get(f"/api/v1/proposals/{proposal_id}/history", auditor, as_of=outside)
+        )
+        assert (status, body["problems"]) == (422, [{"field": "as_of", "message": says}])
     status, body = problem(
         api.get(f"/api/v1/proposals/{proposal_id}/history", auditor, as_of="yesterday")
     )
