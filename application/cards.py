@@ -70,6 +70,8 @@ class ProposalCards:
             approved_at=proposal.approved_at,
             declined_by=proposal.declined_by,
             declined_credential=proposal.declined_credential,
+            decline_note=proposal.decline_note,
+            proposed_at=proposal.created_on,
             outcome=proposal.outcome,
             message=outcome_text(proposal, language),
             time_zone=club.time_zone,

@@ -156,6 +156,10 @@ class ProposalCard(Report):
     (removed, lost_permission, rejoined) and ``message`` in the card's language."""
     declined_credential: str | None = None
     """What the decliner presented, as ``approval_credentials`` says it."""
+    decline_note: str | None = None
+    """The decliner's note to the requester, if they wrote one."""
+    proposed_at: datetime | None = None
+    """When it was proposed (its first event)."""
 
 
 @dataclass(frozen=True)

@@ -534,6 +534,13 @@ def test_decline_with_and_without_a_note_and_what_approving_then_says(api):
     history = api.cs.audit.history(declined_id)
     declined_event = next(e for e in history["events"] if e["type"] == "Declined")
     assert (declined_event["declined_by"], declined_event["note"]) == (AVA, "no")
+    # The card says it too (the note was in the history and on the page only), and when it
+    # was proposed; every key the card answers is one its schema declares.
+    card = api.get(f"/api/v1/proposals/{declined_id}", api.granite).json()
+    assert card["decline_note"] == "no"
+    assert card["proposed_at"] == history["events"][0]["at"]
+    schema = api.client.get("/openapi.json").json()["components"]["schemas"]
+    assert set(card) <= set(schema["ProposalCardOut"]["properties"])
     status, body = problem(
         api.post(f"/api/v1/proposals/{other_id}/decline", api.granite, {"note": "x" * 501})
     )

@@ -220,6 +220,13 @@ class WithdrawnOut(BaseModel):
     )
 
 
+class PasskeyApprovalOut(BaseModel):
+    """An approval given with a passkey."""
+
+    approved_by: str = Field(description="Who approved.")
+    passkey: str = Field(description="The passkey's name, as it was when it approved.")
+
+
 class ProposalCardOut(BaseModel):
     """Everything a reviewer sees about one proposal."""
 
@@ -308,6 +315,23 @@ class ProposalCardOut(BaseModel):
     changes: list[ChangeOut] = Field(
         default_factory=list,
         description="For a revision: what it changed against the proposal it revises.",
+    )
+    origin: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "Where the request came from when not from countersign itself: its 'channel' "
+            "(mcp, or an agent framework) and the client's 'client' and 'client_version', "
+            "as the client named itself."
+        ),
+    )
+    approval_passkeys: list[PasskeyApprovalOut] = Field(
+        default_factory=list, description="The approvals given with a passkey."
+    )
+    decline_note: str | None = Field(
+        default=None, description="The decliner's note to the requester, if they wrote one."
+    )
+    proposed_at: datetime | None = Field(
+        default=None, description="When it was proposed (its first event)."
     )
 
 
