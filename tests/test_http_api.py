@@ -337,6 +337,12 @@ def test_the_inbox_pages_newest_first_and_shows_only_the_tokens_organization(api
     assert (first["total"], first["page"], first["page_size"]) == (3, 1, 2)
     assert [i["proposal_id"] for i in first["items"] + second["items"]] == granite_ids[::-1]
     assert [i["proposal_id"] for i in maple["items"]] == [maple_id]
+    # Each preview's fields in its card's order, on either backend (they came sorted from
+    # SQLite's JSON and by length from PostgreSQL's jsonb).
+    for item in first["items"] + second["items"]:
+        card = api.get(f"/api/v1/proposals/{item['proposal_id']}", api.granite).json()
+        assert list(item["preview"]) == list(card["preview"])
+        assert list(item["preview"]) != sorted(item["preview"])
     assert api.get("/api/v1/inbox", api.granite, section="email_broadcasts").json()["total"] == 0
     assert api.get("/api/v1/inbox", api.granite, section="orders").json()["total"] == 3
     status, body = problem(api.get("/api/v1/inbox", api.granite, page_size=1000))

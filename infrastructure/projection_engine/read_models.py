@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import TableRebuiltError, missing_table
 from countersign.infrastructure.projection_engine.runner import SqlRows
@@ -15,6 +16,19 @@ from countersign.projections.base import Table
 
 _TABLES = {table.name: table for p in PROJECTIONS.values() for table in p.tables}
 MAX_PAGE_SIZE = 100
+
+
+def in_contract_order(operation: str, preview: Any) -> Any:
+    """A stored preview's fields in its contract's ``Preview`` order, as its card gives them
+    (what the proposal froze): SQLite's
+    JSON text holds them sorted and PostgreSQL's jsonb by length, so a service showing them
+    in the order received showed each backend's. Fields the contract does not name (or an
+    operation no longer registered) follow in the stored order."""
+    contract = REGISTRY.get(operation) if isinstance(preview, dict) else None
+    if contract is None:
+        return preview
+    ordered = {name: preview[name] for name in contract.Preview.model_fields if name in preview}
+    return ordered | preview if len(ordered) != len(preview) else ordered
 
 
 class ReadModels:
@@ -49,7 +63,11 @@ class ReadModels:
                 params,
             ).fetchall()
             decoder = SqlRows(cursor, [spec], self.dialect)
-            return [decoder.decode(spec, row) for row in rows]
+            decoded = [decoder.decode(spec, row) for row in rows]
+        if "preview" in spec.column_names() and "operation" in spec.column_names():
+            for item in decoded:
+                item["preview"] = in_contract_order(item["operation"], item["preview"])
+        return decoded
 
     def _time(self, moment: datetime) -> Any:
         # SQLite compares ISO text: it must be UTC like the stored values.
