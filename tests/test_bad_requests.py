@@ -57,7 +57,7 @@ def test_unknown_references_are_problems_for_each_field(cs, seeded):
 
 def test_a_reference_that_is_not_a_reference_is_refused(cs, seeded):
     problems = _problems(cs, seeded, {**TO_CARD, "payment": "ch_granite_refund-ok"})
-    assert problems == [("payment", "not a reference this conversation gave you")]
+    assert problems == [("payment", "not one of this record's references")]
 
 
 def test_invalid_combinations_are_explained(cs, seeded):

@@ -356,6 +356,9 @@ def test_invalid_arguments_are_tool_errors_carrying_the_model_loops_problems(cs,
     ]
     assert seen["read"]["problems"][0]["field"] == "query"
     assert seen["status"]["problems"][0]["field"] == "proposal_id"
+    # A read says nothing was read (it said a proposal's "nothing was prepared").
+    assert "nothing was read" in json.dumps(seen["status"])
+    assert "prepared" not in json.dumps(seen["status"])
     assert cs.sandbox.refunds() == []
 
 

@@ -59,10 +59,12 @@ SAFE_MESSAGES: dict[str, str] = {
     "uuid_type": "must be an id",
     "uuid_parsing": "must be an id",
 }
-#: A model-facing request's references are ones the conversation gave the model.
+#: A model-facing request's references name parts of its record (the order's payments "P1",
+#: ...): said without "conversation", since an agent over MCP and a service over the API send
+#: them too.
 _REQUEST_MESSAGES = {
     **SAFE_MESSAGES,
-    "string_pattern_mismatch": "not a reference this conversation gave you",
+    "string_pattern_mismatch": "not one of this record's references",
 }
 
 

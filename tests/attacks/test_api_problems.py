@@ -127,7 +127,7 @@ def test_starlettes_own_answers_use_the_projects_problem_types_too(api):
 # -- problems in the project's words --------------------------------------------------------
 
 ALLOWED = set(SAFE_MESSAGES.values()) | {
-    "not a reference this conversation gave you",
+    "not one of this record's references",
     "no such operation",
     "a version number or an ISO 8601 time",
 }

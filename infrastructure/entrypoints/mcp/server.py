@@ -37,6 +37,7 @@ from countersign.application.errors import (
 )
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.reports import ProposalCreated
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
@@ -194,7 +195,9 @@ class CountersignTools:
             return answers.proposed(created, self.language)
         proposal_id = arguments.get("proposal_id")
         if not isinstance(proposal_id, str) or set(arguments) != {"proposal_id"}:
-            raise InvalidRequestError.one("proposal_id", "required: the proposal id, a string")
+            raise InvalidRequestError.one(
+                "proposal_id", "required: the proposal id, a string", UNFIT_STATUS_CALL
+            )
         return answers.status(toolbox.status(caller, proposal_id, self.language))
 
     # -- resources ------------------------------------------------------------------------------
@@ -323,6 +326,14 @@ DATABASE_UNAVAILABLE = {
         "recorded meanwhile is replaced by the one sent again)"
     ),
 }
+
+
+#: What a person reads of a ``proposal_status`` call without its one argument: a read, so
+#: not the proposals' "nothing was prepared".
+UNFIT_STATUS_CALL = Localized(
+    "The status was asked for without a proposal id, so nothing was read.",
+    "Le statut a été demandé sans identifiant de proposition : rien n'a été lu.",
+)
 
 
 def _internal_error(method: str) -> MCPError:
