@@ -343,6 +343,9 @@ def test_the_inbox_pages_newest_first_and_shows_only_the_tokens_organization(api
         card = api.get(f"/api/v1/proposals/{item['proposal_id']}", api.granite).json()
         assert list(item["preview"]) == list(card["preview"])
         assert list(item["preview"]) != sorted(item["preview"])
+    # Every key an item holds is declared in the OpenAPI document (items were untyped).
+    schemas = api.client.get("/openapi.json").json()["components"]["schemas"]
+    assert set(first["items"][0]) == set(schemas["InboxItemOut"]["properties"])
     assert api.get("/api/v1/inbox", api.granite, section="email_broadcasts").json()["total"] == 0
     assert api.get("/api/v1/inbox", api.granite, section="orders").json()["total"] == 3
     status, body = problem(api.get("/api/v1/inbox", api.granite, page_size=1000))

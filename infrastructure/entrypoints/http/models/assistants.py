@@ -3,6 +3,7 @@ inbox."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from countersign.application.assistant.sections import ASSISTANTS
@@ -62,12 +63,56 @@ class TurnOut(BaseModel):
     app_seconds: float
 
 
+class InboxItemOut(BaseModel):
+    """One pending proposal as the inbox lists it (the browser view's row; the whole card,
+    in the caller's language, is ``GET /api/v1/proposals/{id}``)."""
+
+    proposal_id: str
+    organization_id: str = Field(description="The club's id (the token's own).")
+    section: str
+    resource_id: str
+    operation: str
+    requested_by: str
+    interaction_id: str = Field(
+        description="The conversation it was made in, or an id of its own when it was "
+        "proposed outside one (the API, MCP, the command line)."
+    )
+    status: str = Field(description="pending, for every proposal the inbox lists.")
+    preview: dict[str, Any] = Field(
+        description="The frozen preview, its fields in the contract's order (as the card's)."
+    )
+    proposed_at: datetime
+    expires_at: datetime
+    approved_by: str | None
+    approved_at: datetime | None
+    declined_by: str | None
+    decline_note: str | None
+    outcome: dict[str, Any] | None
+    outcome_kind: str | None
+    message_en: str | None = Field(description="The outcome's text in English.")
+    message_fr: str | None = Field(description="The outcome's text in French.")
+    updated_at: datetime
+    version: int = Field(description="How many events its stream holds.")
+    approvals: list[str] | None = Field(description="Who has approved it so far, in order.")
+    approvals_required: int | None = Field(description="How many distinct people must.")
+    revision_of: str | None
+    superseded_by: str | None
+    superseded_reason: str | None
+    policy: dict[str, Any] | None = Field(
+        description="The approval policy it was frozen under, as the card's."
+    )
+    approval_credentials: list[str] | None = Field(
+        description="What each approver presented, as the card's."
+    )
+    no_longer_counting: list[dict[str, Any]] | None = Field(
+        description="Approvals that no longer count towards the quorum, and why."
+    )
+
+
 class InboxOut(BaseModel):
     """Pending, unexpired proposals, newest first."""
 
-    items: list[dict[str, Any]] = Field(
-        description="Proposal cards as the browser view holds them."
-    )
+    items: list[InboxItemOut] = Field(description="One page of them.")
     page: int
     page_size: int
     total: int
