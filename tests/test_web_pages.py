@@ -163,13 +163,16 @@ def test_signing_in_sets_a_signed_http_only_same_site_cookie(web):
     signed = browser.sign_in(AVA, web.passwords[AVA])
     assert signed.status_code == 303
     assert signed.headers["location"] == "/"
-    cookie = signed.headers["set-cookie"]
-    assert cookie.startswith("countersign_session=")
-    flags = [flag.strip().lower() for flag in cookie.split(";")[1:]]
-    assert "httponly" in flags
-    assert "samesite=lax" in flags
-    assert "path=/" in flags
-    assert "secure" not in flags  # plain http://127.0.0.1 in these tests
+    cookies = {c.split("=", 1)[0]: c for c in signed.headers.get_list("set-cookie")}
+    assert set(cookies) == {"countersign_session", "countersign_device"}
+    for cookie in cookies.values():
+        flags = [flag.strip().lower() for flag in cookie.split(";")[1:]]
+        assert "httponly" in flags
+        assert "samesite=lax" in flags
+        assert "path=/" in flags
+        assert "secure" not in flags  # plain http://127.0.0.1 in these tests
+    assert "max-age=15552000" in cookies["countersign_device"].lower()  # 180 days
+    cookie = cookies["countersign_session"]
     value = cookie.split(";")[0].split("=", 1)[1]
     # an opaque random id and its signature, nothing else (tests/attacks/test_sessions.py)
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}", value)

@@ -129,3 +129,60 @@ def test_a_guesser_gets_five_checks_and_then_429_even_for_the_right_password(
     assert checks == [AVA] * ACCOUNT_LIMIT
     assert_nothing_changed(web.cs, before)
     assert elsewhere.get("/").status_code == 303
+
+
+def test_a_guesser_elsewhere_cannot_lock_a_person_out_of_the_browser_they_signed_in_on(
+    web: Web, checks: list[str]
+):
+    """Five wrong passwords for Noah's address from anywhere kept Noah himself out of the
+    pages for 15 minutes, renewable forever (a red-team finding: no proof of anything was
+    needed). A browser where a sign-in to the account succeeded holds a signed device cookie
+    for it and is counted on its own: the guesser locks only browsers that never signed in
+    to it, and the known one gets its own five tries."""
+    noah, password = "noah@granite.example", web.passwords["noah@granite.example"]
+    own = web.browser()
+    assert own.sign_in(noah, password).status_code == 303
+    assert own.client.cookies.get("countersign_device")
+    assert own.post("/sign-out", {"csrf_token": own.page_token("/")}).status_code == 303
+
+    guesser = web.browser()
+    guesser.page_token("/sign-in")
+    locked = [_attempt(guesser, noah, f"guess-{n}") for n in range(ACCOUNT_LIMIT + 1)]
+    assert [a.status_code for a in locked] == [200] * ACCOUNT_LIMIT + [429]
+    assert _attempt(guesser, noah, password).status_code == 429  # unknown browsers: locked
+
+    own.page_token("/sign-in")
+    assert _attempt(own, noah, password).status_code == 303  # his own browser: signed in
+    assert own.get("/").status_code == 200
+
+    # His browser's mistakes count on its own key, and lock it alone after five.
+    own.post("/sign-out", {"csrf_token": own.page_token("/")})
+    own.page_token("/sign-in")
+    mistakes = [_attempt(own, noah, f"typo-{n}") for n in range(ACCOUNT_LIMIT + 1)]
+    assert [a.status_code for a in mistakes] == [200] * ACCOUNT_LIMIT + [429]
+
+
+def test_a_device_cookie_of_another_account_or_forged_is_an_unknown_browser(
+    web: Web, checks: list[str]
+):
+    """The cookie vouches for the one account it was given for, signed: Ava's browser, or a
+    cookie made up or altered, is counted on the account like any browser."""
+    noah, password = "noah@granite.example", web.passwords["noah@granite.example"]
+    guesser = web.browser()
+    guesser.page_token("/sign-in")
+    for n in range(ACCOUNT_LIMIT):
+        _attempt(guesser, noah, f"guess-{n}")
+
+    avas = web.browser()
+    assert avas.sign_in(AVA, web.passwords[AVA]).status_code == 303
+    avas.post("/sign-out", {"csrf_token": avas.page_token("/")})
+    avas.page_token("/sign-in")
+    assert _attempt(avas, noah, password).status_code == 429
+
+    forger = web.browser()
+    valid = avas.client.cookies.get("countersign_device")
+    nonce, tag, stamp, signature = valid.split(".")
+    for forged in (f"{nonce}.{tag}.{stamp}.{signature[:-2]}AA", "x" * 40, f"{nonce}.{tag}"):
+        forger.client.cookies.set("countersign_device", forged)
+        forger.page_token("/sign-in")
+        assert _attempt(forger, noah, password).status_code == 429

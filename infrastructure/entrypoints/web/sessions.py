@@ -49,7 +49,7 @@ from countersign.infrastructure.identity.session_store import SessionRow, id_dig
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.server_settings import SESSION_SECRET_ENV, session_secret_from_env
-from itsdangerous import BadSignature, Signer
+from itsdangerous import BadSignature, Signer, TimestampSigner
 
 log = logging.getLogger("countersign.web")
 
@@ -58,6 +58,8 @@ ABSOLUTE_SECONDS = 24 * 3600
 #: The last-seen time is written when it is at least this old (idle limit precision).
 TOUCH_SECONDS = 60
 LANGUAGE_SECONDS = 365 * 24 * 3600
+#: How long a browser that signed in to an account is known for it (``device_of``).
+DEVICE_SECONDS = 180 * 24 * 3600
 SECRET_ENV = SESSION_SECRET_ENV
 _SALT = "countersign.web.session.v2"
 _MAX_COOKIE = 256
@@ -253,6 +255,13 @@ class Sessions:
         ).digest()
         self.cookie_name = "__Host-countersign" if secure else "countersign_session"
         self.language_cookie = "__Host-countersign-lang" if secure else "countersign_lang"
+        self.device_cookie = "__Host-countersign-device" if secure else "countersign_device"
+        self.device_signer = TimestampSigner(
+            secret, salt="countersign.web.device.v1", digest_method=hashlib.sha256
+        )
+        self.device_key = hmac.new(
+            secret.encode(), b"countersign web device key", hashlib.sha256
+        ).digest()
         session_store.ensure_session_table(sql)
 
     def now(self) -> int:
@@ -315,6 +324,35 @@ class Sessions:
             return None
         value = self.signer.sign(session.id).decode()
         return self._cookie(self.cookie_name, value, ABSOLUTE_SECONDS)
+
+    def device_header(self, email: str) -> str:
+        """The Set-Cookie value that makes this browser known for ``email`` (a sign-in to it
+        succeeded here): a random nonce and an HMAC tag of the address (not the address),
+        signed with the time, for ``DEVICE_SECONDS``. The sign-in throttle counts such a
+        browser's failures on their own (``throttle.py``), so someone guessing at the
+        address elsewhere cannot lock its person out of it."""
+        value = f"{secrets.token_urlsafe(16)}.{self._device_tag(email)}"
+        signed = self.device_signer.sign(value).decode("ascii")
+        return self._cookie(self.device_cookie, signed, DEVICE_SECONDS)
+
+    def device_of(self, cookies: dict[str, str], email: str) -> str | None:
+        """The nonce of this browser's device cookie if a sign-in to ``email`` gave it, within
+        ``DEVICE_SECONDS``; None for no cookie, another address's, an old or a forged one."""
+        cookie = cookies.get(self.device_cookie)
+        if not cookie or len(cookie) > _MAX_COOKIE:
+            return None
+        try:
+            raw = self.device_signer.unsign(cookie, max_age=DEVICE_SECONDS).decode("ascii")
+        except (BadSignature, UnicodeDecodeError):
+            return None
+        nonce, _, tag = raw.partition(".")
+        if not nonce or not hmac.compare_digest(tag, self._device_tag(email)):
+            return None
+        return nonce
+
+    def _device_tag(self, email: str) -> str:
+        digest = hmac.new(self.device_key, email.strip().lower().encode(), hashlib.sha256)
+        return base64.urlsafe_b64encode(digest.digest()[:16]).rstrip(b"=").decode()
 
     def language(self, cookies: dict[str, str]) -> str | None:
         return cookies.get(self.language_cookie)

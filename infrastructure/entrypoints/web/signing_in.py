@@ -49,7 +49,8 @@ class SignInPages:
         target = safe_next(visit.form.get("next", ""))
         client = visit.request.client.host if visit.request.client else "unknown"
         throttle = SignInThrottle(self.cs.sql, self.cs.clock)
-        attempt = throttle.admit(email, client)
+        device = self.site.sessions.device_of(visit.request.cookies, email)
+        attempt = throttle.admit(email, client, device)
         if isinstance(attempt, Refusal):
             # Refused before any password check: no Argon2 work, and nothing that depends on
             # whether the email exists (not even the email itself) goes into the page.
@@ -85,9 +86,12 @@ class SignInPages:
                 error=visit.t("sign_in.failed"),
             )
         throttle.succeeded(attempt)
+        # This browser is known for the account from now on: a guesser elsewhere cannot lock
+        # its person out of it (throttle.py). A known one keeps its cookie and its age.
+        known = None if device else self.site.sessions.device_header(email)
         if len(clubs) == 1:
             visit.session.sign_in(email, clubs[0].organization, clubs[0].version)
-            return redirect(target)
+            return _remembering(redirect(target), known)
         visit.session.choosing(
             email,
             {
@@ -96,11 +100,12 @@ class SignInPages:
                 "next": target,
             },
         )
-        return self.site.render(
+        choosing = self.site.render(
             visit,
             "choose_club.html",
             clubs=[{"slug": c.organization, "name": c.club} for c in clubs],
         )
+        return _remembering(choosing, known)
 
     def choose_club(self, visit: Visit) -> Response:
         choice = visit.session.pop("choose")
@@ -146,3 +151,10 @@ class SignInPages:
         if chosen in LANGUAGES:
             response.headers.append("set-cookie", self.site.sessions.language_header(chosen))
         return response
+
+
+def _remembering(response: Response, device_cookie: str | None) -> Response:
+    """``response``, setting the known browser's cookie where a sign-in just made one."""
+    if device_cookie is not None:
+        response.headers.append("set-cookie", device_cookie)
+    return response

@@ -28,8 +28,15 @@ The rules:
 * Rows that left the window are deleted on every attempt, so the table only ever holds the
   last ``WINDOW`` of failures.
 
-The per-account limit lets anyone lock a known email out for ``WINDOW`` by guessing wrong on
-purpose; that is the accepted price of stopping a distributed guesser at five tries.
+* **A known browser** (one where a sign-in to the account succeeded in the last 180 days: it
+  holds a signed device cookie for that account, ``Sessions.device_header``) is counted on
+  its own key instead of the account's: ``ACCOUNT_LIMIT`` failures per ``WINDOW`` for that
+  browser, and the account's count neither refuses it nor grows with its mistakes. So the
+  per-account limit, which lets anyone lock a known email out by guessing wrong on purpose,
+  no longer keeps its person out of the browser they use: a guesser elsewhere locks only
+  the browsers that never signed in to it (the "device cookies" of OWASP's guidance on
+  brute-force protection). A stolen device cookie is worth ``ACCOUNT_LIMIT`` guesses per
+  ``WINDOW``, as an untrusted browser is. The address limit applies to every attempt.
 
 Behind a reverse proxy, list the proxy's address in ``COUNTERSIGN_TRUSTED_PROXIES``
 (``infrastructure/server_settings.py``) so that ``request.client`` is the real client: otherwise
@@ -69,7 +76,7 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS {_TABLE}_age ON {_TABLE} (failed_at)",
 )
 
-Scope = Literal["account", "address"]
+Scope = Literal["account", "address", "device"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ class Attempt:
     token: str
     account: str
     address: str
+    device: str | None = None
+    """The known browser's key it was counted under instead of the account's, if any."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,11 @@ def address_key(address: str) -> str:
     return _digest("address", address.strip().lower() or "unknown")
 
 
+def device_key(nonce: str) -> str:
+    """A known browser's key: a SHA-256 digest of its device cookie's nonce."""
+    return _digest("device", nonce)
+
+
 def _digest(scope: Scope, value: str) -> str:
     return hashlib.sha256(f"countersign sign-in {scope}\0{value}".encode()).hexdigest()
 
@@ -123,13 +137,24 @@ class SignInThrottle:
         self.sql = sql
         self.clock = clock
         self.window = window
-        self.limits: dict[Scope, int] = {"account": account_limit, "address": address_limit}
+        self.limits: dict[Scope, int] = {
+            "account": account_limit,
+            "address": address_limit,
+            "device": account_limit,
+        }
 
-    def admit(self, email: str, address: str) -> Attempt | Refusal:
-        """Refuse if the account or the address is over its limit; else count the attempt as a
-        failure (until ``succeeded``) and let the caller check the password."""
+    def admit(self, email: str, address: str, device: str | None = None) -> Attempt | Refusal:
+        """Refuse if the account (or, from a known browser, its ``device`` nonce: see the
+        module's rules) or the address is over its limit; else count the attempt as a failure
+        (until ``succeeded``) and let the caller check the password."""
         ensure_tables(self.sql, _TABLE, _SCHEMA)
-        keys: dict[Scope, str] = {"account": account_key(email), "address": address_key(address)}
+        account = account_key(email)
+        known = device_key(device) if device else None
+        keys: dict[Scope, str] = (
+            {"device": known, "address": address_key(address)}
+            if known
+            else {"account": account, "address": address_key(address)}
+        )
         now = self._now_ms()
         window = int(self.window.total_seconds() * 1000)
         with self.sql.transaction() as cursor:
@@ -154,16 +179,23 @@ class SignInThrottle:
                 f"INSERT INTO {_TABLE} (scope, digest, attempt, failed_at) VALUES (?, ?, ?, ?)",
                 [(scope, digest, token, now) for scope, digest in keys.items()],
             )
-        return Attempt(token=token, account=keys["account"], address=keys["address"])
+        return Attempt(token=token, account=account, address=keys["address"], device=known)
 
     def succeeded(self, attempt: Attempt) -> None:
-        """The password was right: forget the account's failures and this attempt."""
+        """The password was right: forget the account's failures (and the known browser's it
+        came from) and this attempt."""
         ensure_tables(self.sql, _TABLE, _SCHEMA)
         with self.sql.transaction() as cursor:
-            self._lock(cursor, [attempt.account, attempt.address])
+            keys = [attempt.account, attempt.address, *([attempt.device] if attempt.device else [])]
+            self._lock(cursor, keys)
             cursor.execute(
                 f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ?", ("account", attempt.account)
             )
+            if attempt.device:
+                cursor.execute(
+                    f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ?",
+                    ("device", attempt.device),
+                )
             cursor.execute(
                 f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ? AND attempt = ?",
                 ("address", attempt.address, attempt.token),
