@@ -134,8 +134,13 @@ class ApprovePath:
         #    with a credential that may decide (an agent token never does).
         #    An unknown kind fails closed: nobody holds the permission it would need.
         org = store.read(proposal.organization_id, Organization)
+        if caller.organization is not None and caller.organization.strip().lower() != org.slug:
+            # Acting in another club (a token's, a session's): this one's proposal is not
+            # found, whatever the person's membership here. The entry points check it first
+            # (ProposalAccess); the service holds it too, for any that would not.
+            raise NotFoundError("proposal")
         member = membership(org, caller.email)
-        if contract is None or not member.may(contract.permission):
+        if contract is None or not caller.may(member, contract.permission):
             return Answer(approval_report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
         require_decider(caller)
         # 3. Check that it is pending and not expired (recording Expired if it is).

@@ -249,9 +249,11 @@ class ProposalService(ApprovePath):
         self, store: Repository, pid: UUID, caller: Caller, note: str | None
     ) -> Commit[ApprovalReport] | Answer[ApprovalReport]:
         proposal = store.get(pid, Proposal)
+        if not caller.acts_in(proposal.organization_id):
+            raise NotFoundError("proposal")  # as the approve path: another club's is unknown
         member = member_of(store, proposal.organization_id, caller.email)
         contract = self.registry.get(proposal.kind)
-        if contract is None or not member.may(contract.permission):
+        if contract is None or not caller.may(member, contract.permission):
             return Answer(approval_report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
         require_decider(caller)
         decided = self._decided(proposal)

@@ -116,3 +116,27 @@ def test_a_foreign_id_is_echoed_exactly_like_an_unknown_one(cs, seeded):
     assert {k: v for k, v in foreign.items() if k != "proposal_id"} == {
         k: v for k, v in unknown.items() if k != "proposal_id"
     }
+
+
+def test_the_service_itself_refuses_a_caller_acting_in_another_club_or_without_the_scope(
+    cs, seeded
+):
+    """The decision services checked the caller's membership of the proposal's club only; the
+    entry points (ProposalAccess) also check the club the caller acts in and a token's
+    scopes, so a future entry point calling ``cs.proposals`` directly would have lost both (a
+    red-team note). Both hold in the services now: acting in maple, granite's proposal is
+    unknown even to a granite manager; a token without the operation's scope is forbidden."""
+    from countersign.application.authorization import Caller, Credential
+
+    proposal_id = propose(cs, seeded)
+    before = count_events(cs)
+    in_maple = Caller(AVA, "maple")
+    auditing = Caller(AVA, "granite", frozenset({"audit.read"}), Credential.APPROVER_TOKEN, "bot")
+
+    assert cs.proposals.approve(proposal_id, in_maple).reason == "not_found"
+    assert cs.proposals.decline(proposal_id, in_maple).reason == "not_found"
+    assert cs.proposals.approve(proposal_id, auditing).reason == "forbidden"
+    assert cs.proposals.decline(proposal_id, auditing).reason == "forbidden"
+    assert count_events(cs) == before
+    assert cs.sandbox.refunds() == []
+    assert cs.proposals.approve(proposal_id, Caller(AVA, "granite")).status == "succeeded"
