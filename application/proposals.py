@@ -149,6 +149,8 @@ class ProposalService(ApprovePath):
         caller = Caller.of(actor)
         pid = parse_id(proposal_id, "proposal")
         original = self.store.get(pid, Proposal)
+        if not caller.acts_in(original.organization_id):
+            raise NotFoundError("proposal")  # another club's is unknown, as for approve
         member_of(self.store, original.organization_id, caller.email)
         require_decider(caller)
         contract = self.registry.get(original.kind)
@@ -210,7 +212,7 @@ class ProposalService(ApprovePath):
             return claimed.report
         return claimed
 
-    def approval_challenge(self, proposal_id: str, actor: str) -> dict[str, Any]:
+    def approval_challenge(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
         """What an approver's authenticator signs to approve this proposal (``PasskeyStep``).
         NotFoundError for an unknown id, another club's, or a non-member (and where no
         passkey check is wired). A proposal no longer pending gets one too: approving it
@@ -219,9 +221,14 @@ class ProposalService(ApprovePath):
             proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
         except NotFoundError:
             proposal = None
-        if proposal is None or self.passkeys is None:
+        caller = Caller.of(actor)
+        if (
+            proposal is None
+            or self.passkeys is None
+            or not caller.acts_in(proposal.organization_id)
+        ):
             raise NotFoundError("proposal")
-        member = member_of(self.store, proposal.organization_id, actor)
+        member = member_of(self.store, proposal.organization_id, caller.email)
         return self.passkeys.challenge(self.store, proposal, member)
 
     # -- decline ------------------------------------------------------------------------------

@@ -137,6 +137,10 @@ def test_the_service_itself_refuses_a_caller_acting_in_another_club_or_without_t
     assert cs.proposals.decline(proposal_id, in_maple).reason == "not_found"
     assert cs.proposals.approve(proposal_id, auditing).reason == "forbidden"
     assert cs.proposals.decline(proposal_id, auditing).reason == "forbidden"
+    with pytest.raises(NotFoundError):  # an edit, as a review found, and a passkey challenge
+        cs.proposals.revise(proposal_id, in_maple, TO_CARD)
+    with pytest.raises(NotFoundError):
+        cs.proposals.approval_challenge(proposal_id, in_maple)
     assert count_events(cs) == before
     assert cs.sandbox.refunds() == []
     assert cs.proposals.approve(proposal_id, Caller(AVA, "granite")).status == "succeeded"

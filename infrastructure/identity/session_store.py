@@ -43,6 +43,22 @@ _SCHEMA = (
 _COLUMNS = "email, organization, org_version, data, created_at, seen_at, expires_at, revoked_at"
 
 
+#: The browsers where a sign-in to an account succeeded (the sign-in throttle counts their
+#: failures on their own: ``web/throttle.py``), by digests of the address and of the browser's
+#: random id, with when it last signed in there. Forgotten with the person's sessions (a
+#: password change, "sign out everywhere"), past ``KNOWN_SECONDS`` unused, and beyond the
+#: ``KNOWN_LIMIT`` most recent of an account.
+KNOWN_BROWSERS = "web_known_browsers"
+_KNOWN_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {KNOWN_BROWSERS} ("
+    " email_sha256 TEXT NOT NULL, browser_sha256 TEXT NOT NULL, seen_at BIGINT NOT NULL,"
+    " PRIMARY KEY (email_sha256, browser_sha256))",
+    f"CREATE INDEX IF NOT EXISTS {KNOWN_BROWSERS}_seen ON {KNOWN_BROWSERS} (seen_at)",
+)
+KNOWN_SECONDS = 180 * 24 * 3600
+KNOWN_LIMIT = 10
+
+
 def id_digest(raw_id: str) -> str:
     """How a session id is stored: the SHA-256 digest of the raw id (hex)."""
     return hashlib.sha256(f"countersign web session\0{raw_id}".encode()).hexdigest()
@@ -64,7 +80,50 @@ class SessionRow:
 
 
 def ensure_session_table(sql: SqlDatabase) -> None:
-    ensure_tables(sql, TABLE, _SCHEMA)
+    ensure_tables(sql, TABLE, _SCHEMA + _KNOWN_SCHEMA)
+
+
+def _email_digest(email: str) -> str:
+    return hashlib.sha256(
+        f"countersign known browser email\0{email.strip().lower()}".encode()
+    ).hexdigest()
+
+
+def _browser_digest(browser: str) -> str:
+    return hashlib.sha256(f"countersign known browser\0{browser}".encode()).hexdigest()
+
+
+def browser_known(sql: SqlDatabase, email: str, browser: str, now: int) -> bool:
+    """Whether a sign-in to ``email`` succeeded in ``browser`` (its random id) in the last
+    ``KNOWN_SECONDS``, and it was not forgotten since."""
+    ensure_session_table(sql)
+    with sql.reading() as cursor:
+        row = cursor.execute(
+            f"SELECT seen_at FROM {KNOWN_BROWSERS} WHERE email_sha256 = ? AND browser_sha256 = ?",
+            (_email_digest(email), _browser_digest(browser)),
+        ).fetchone()
+    return row is not None and int(row[0]) > now - KNOWN_SECONDS
+
+
+def remember_browser(sql: SqlDatabase, email: str, browser: str, now: int) -> None:
+    """A sign-in to ``email`` succeeded in ``browser`` now: known for ``KNOWN_SECONDS`` more;
+    the account's oldest beyond ``KNOWN_LIMIT``, and every row unused that long, forgotten."""
+    ensure_session_table(sql)
+    account = _email_digest(email)
+    with sql.transaction() as cursor:
+        cursor.execute(
+            f"INSERT INTO {KNOWN_BROWSERS} (email_sha256, browser_sha256, seen_at)"
+            " VALUES (?, ?, ?) ON CONFLICT (email_sha256, browser_sha256)"
+            " DO UPDATE SET seen_at = excluded.seen_at",
+            (account, _browser_digest(browser), now),
+        )
+        cursor.execute(
+            f"DELETE FROM {KNOWN_BROWSERS} WHERE email_sha256 = ? AND browser_sha256 NOT IN ("
+            f"SELECT browser_sha256 FROM {KNOWN_BROWSERS} WHERE email_sha256 = ?"
+            " ORDER BY seen_at DESC LIMIT ?)",
+            (account, account, KNOWN_LIMIT),
+        )
+        cursor.execute(f"DELETE FROM {KNOWN_BROWSERS} WHERE seen_at <= ?", (now - KNOWN_SECONDS,))
 
 
 def find(sql: SqlDatabase, digest: str) -> SessionRow | None:
@@ -153,7 +212,10 @@ def revoke_person(sql: SqlDatabase, email: str, now: int) -> int:
 
 
 def revoke_person_in(cursor: Cursor, email: str, now: int) -> int:
-    """``revoke_person`` inside the caller's transaction (``ensure_session_table`` first)."""
+    """``revoke_person`` inside the caller's transaction (``ensure_session_table`` first);
+    the person's known browsers are forgotten too, so a browser that knew an old password
+    is counted like any other (``browser_known``)."""
+    cursor.execute(f"DELETE FROM {KNOWN_BROWSERS} WHERE email_sha256 = ?", (_email_digest(email),))
     return cursor.execute(
         f"UPDATE {TABLE} SET revoked_at = ? WHERE email = ? AND revoked_at IS NULL",
         (now, email.strip().lower()),

@@ -131,58 +131,146 @@ def test_a_guesser_gets_five_checks_and_then_429_even_for_the_right_password(
     assert elsewhere.get("/").status_code == 303
 
 
+NOAH = "noah@granite.example"
+
+
+def _locked_elsewhere(web: Web, email: str) -> None:
+    """A guesser at another address makes ``email`` refuse every browser it does not know."""
+    guesser = web.browser()
+    guesser.page_token("/sign-in")
+    tries = [_attempt(guesser, email, f"guess-{n}") for n in range(ACCOUNT_LIMIT + 1)]
+    assert [a.status_code for a in tries] == [200] * ACCOUNT_LIMIT + [429]
+    assert _attempt(guesser, email, web.passwords[email]).status_code == 429
+
+
+def _signed_out(browser: Browser) -> Browser:
+    assert browser.post("/sign-out", {"csrf_token": browser.page_token("/")}).status_code == 303
+    browser.page_token("/sign-in")
+    return browser
+
+
 def test_a_guesser_elsewhere_cannot_lock_a_person_out_of_the_browser_they_signed_in_on(
     web: Web, checks: list[str]
 ):
     """Five wrong passwords for Noah's address from anywhere kept Noah himself out of the
     pages for 15 minutes, renewable forever (a red-team finding: no proof of anything was
-    needed). A browser where a sign-in to the account succeeded holds a signed device cookie
-    for it and is counted on its own: the guesser locks only browsers that never signed in
-    to it, and the known one gets its own five tries."""
-    noah, password = "noah@granite.example", web.passwords["noah@granite.example"]
+    needed). A browser where a sign-in to the account succeeded is known for it and counted
+    on its own: the guesser locks only browsers that never signed in to it, and the known
+    one gets its own five tries."""
     own = web.browser()
-    assert own.sign_in(noah, password).status_code == 303
+    assert own.sign_in(NOAH, web.passwords[NOAH]).status_code == 303
     assert own.client.cookies.get("countersign_device")
-    assert own.post("/sign-out", {"csrf_token": own.page_token("/")}).status_code == 303
+    _signed_out(own)
 
-    guesser = web.browser()
-    guesser.page_token("/sign-in")
-    locked = [_attempt(guesser, noah, f"guess-{n}") for n in range(ACCOUNT_LIMIT + 1)]
-    assert [a.status_code for a in locked] == [200] * ACCOUNT_LIMIT + [429]
-    assert _attempt(guesser, noah, password).status_code == 429  # unknown browsers: locked
+    _locked_elsewhere(web, NOAH)
 
-    own.page_token("/sign-in")
-    assert _attempt(own, noah, password).status_code == 303  # his own browser: signed in
+    assert _attempt(own, NOAH, web.passwords[NOAH]).status_code == 303  # his own: signed in
     assert own.get("/").status_code == 200
-
     # His browser's mistakes count on its own key, and lock it alone after five.
-    own.post("/sign-out", {"csrf_token": own.page_token("/")})
-    own.page_token("/sign-in")
-    mistakes = [_attempt(own, noah, f"typo-{n}") for n in range(ACCOUNT_LIMIT + 1)]
+    _signed_out(own)
+    mistakes = [_attempt(own, NOAH, f"typo-{n}") for n in range(ACCOUNT_LIMIT + 1)]
     assert [a.status_code for a in mistakes] == [200] * ACCOUNT_LIMIT + [429]
 
 
-def test_a_device_cookie_of_another_account_or_forged_is_an_unknown_browser(
+def test_signing_in_where_known_does_not_lift_the_lock_a_guesser_set_elsewhere(
     web: Web, checks: list[str]
 ):
-    """The cookie vouches for the one account it was given for, signed: Ava's browser, or a
-    cookie made up or altered, is counted on the account like any browser."""
-    noah, password = "noah@granite.example", web.passwords["noah@granite.example"]
+    """A success counted on the known browser clears that browser's failures only: clearing
+    the account's gave the guesser five fresh checks each time its person signed in (a
+    review's finding)."""
+    own = web.browser()
+    own.sign_in(NOAH, web.passwords[NOAH])
+    _signed_out(own)
+    _locked_elsewhere(web, NOAH)
+
+    assert _attempt(own, NOAH, web.passwords[NOAH]).status_code == 303
+
     guesser = web.browser()
     guesser.page_token("/sign-in")
-    for n in range(ACCOUNT_LIMIT):
-        _attempt(guesser, noah, f"guess-{n}")
+    assert _attempt(guesser, NOAH, "one-more-guess").status_code == 429
 
+
+def test_a_password_change_or_signing_out_everywhere_forgets_every_known_browser(
+    web: Web, checks: list[str]
+):
+    """A browser that knew an old password (a former manager's, a phished one's, however
+    many sign-ins collected) is counted like any other once the password changes or its
+    person signs out everywhere: no guesses of its own."""
+    from countersign.infrastructure.identity import passwords
+
+    harvested = [web.browser() for _ in range(3)]
+    for browser in harvested:
+        assert browser.sign_in(NOAH, web.passwords[NOAH]).status_code == 303
+    passwords.set_password(web.cs, NOAH, "a-brand-new-password-2026")
+    _locked_elsewhere(web, NOAH)
+    for browser in harvested:
+        browser.page_token("/sign-in")
+        assert _attempt(browser, NOAH, "still-guessing").status_code == 429
+
+    ava = web.browser()
+    ava.sign_in(AVA, web.passwords[AVA])
+    ava.page_token("/")
+    assert ava.submit("/sign-out/everywhere", {}).status_code == 303
+    ava.page_token("/sign-in")
+    _locked_elsewhere(web, AVA)
+    assert _attempt(ava, AVA, web.passwords[AVA]).status_code == 429
+
+
+def test_one_browser_is_known_for_each_account_that_signed_in_on_it(web: Web, checks: list[str]):
+    """A club's shared laptop: Ava, then Noah sign in on it; it stays known for both (the
+    cookie holds the browser's id, the database which accounts signed in there)."""
+    shared = web.browser()
+    shared.sign_in(AVA, web.passwords[AVA])
+    _signed_out(shared)
+    shared.sign_in(NOAH, web.passwords[NOAH])
+    _signed_out(shared)
+
+    _locked_elsewhere(web, AVA)
+    assert _attempt(shared, AVA, web.passwords[AVA]).status_code == 303
+
+
+def test_a_browser_is_known_for_180_days_from_its_last_sign_in(
+    web: Web, clock: Any, checks: list[str], monkeypatch: pytest.MonkeyPatch
+):
+    """Known "where a sign-in succeeded in the last 180 days": each sign-in renews it (it
+    lapsed 180 days after the first)."""
+    import time
+
+    from itsdangerous import TimestampSigner
+
+    days = {"now": 0}
+    monkeypatch.setattr(
+        TimestampSigner, "get_timestamp", lambda self: int(time.time()) + days["now"] * 86400
+    )
+    own = web.browser()
+    own.sign_in(NOAH, web.passwords[NOAH])
+    _signed_out(own)
+    for day in (179, 358):
+        days["now"] = day
+        clock.advance(days=179)
+        _locked_elsewhere(web, NOAH)
+        assert _attempt(own, NOAH, web.passwords[NOAH]).status_code == 303, day
+        _signed_out(own)
+    days["now"] = 358 + 181
+    clock.advance(days=181)
+    _locked_elsewhere(web, NOAH)
+    assert _attempt(own, NOAH, web.passwords[NOAH]).status_code == 429  # lapsed
+
+
+def test_a_browser_cookie_forged_or_of_another_account_is_an_unknown_browser(
+    web: Web, checks: list[str]
+):
+    """Ava's browser is not known for Noah; a cookie made up or altered is no browser at
+    all: each is counted on the account like any browser."""
+    _locked_elsewhere(web, NOAH)
     avas = web.browser()
     assert avas.sign_in(AVA, web.passwords[AVA]).status_code == 303
-    avas.post("/sign-out", {"csrf_token": avas.page_token("/")})
-    avas.page_token("/sign-in")
-    assert _attempt(avas, noah, password).status_code == 429
+    _signed_out(avas)
+    assert _attempt(avas, NOAH, web.passwords[NOAH]).status_code == 429
 
     forger = web.browser()
-    valid = avas.client.cookies.get("countersign_device")
-    nonce, tag, stamp, signature = valid.split(".")
-    for forged in (f"{nonce}.{tag}.{stamp}.{signature[:-2]}AA", "x" * 40, f"{nonce}.{tag}"):
+    browser, stamp, signature = avas.client.cookies.get("countersign_device").split(".")
+    for forged in (f"{browser}.{stamp}.{signature[:-2]}AA", "x" * 40, browser):
         forger.client.cookies.set("countersign_device", forged)
         forger.page_token("/sign-in")
-        assert _attempt(forger, noah, password).status_code == 429
+        assert _attempt(forger, NOAH, web.passwords[NOAH]).status_code == 429

@@ -302,16 +302,15 @@ def test_the_cookie_is_an_opaque_id_that_names_nobody(site):
             for decoded in _decodings(part):
                 for secret in secrets_in_clear:
                     assert secret not in decoded, (part, secret)
-    # The language cookie holds the language and nothing else; the device cookie (a browser
-    # known for the account: the sign-in throttle's, throttle.py) a random nonce, an HMAC
-    # tag of the address, the time and the signature: no address, no name, no club.
+    # The language cookie holds the language and nothing else; the known browser's (the
+    # sign-in throttle's, throttle.py) a random id, the time and the signature: no address,
+    # no name, no club.
     cookies = dict(ava.client.cookies.items())
     device = cookies.pop("countersign_device")
     assert cookies == {COOKIE: signed_in, "countersign_lang": "fr"}
-    nonce, tag, stamp, signature = device.split(".")
-    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", nonce)
-    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", tag)
-    for part in (nonce, tag, stamp, signature):
+    browser, stamp, signature = device.split(".")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", browser)
+    for part in (browser, stamp, signature):
         for decoded in _decodings(part):
             for secret in secrets_in_clear:
                 assert secret not in decoded, (part, secret)

@@ -26,6 +26,12 @@ process sees the same sessions and any of them can end one for all.
   ``en`` or ``fr``: it is no secret, it must work before anyone signs in (without a row), and
   it should survive signing out.
 
+* **A known browser** (a sign-in succeeded in it) keeps a third cookie: a random id of the
+  browser, signed with the time (itsdangerous ``TimestampSigner``), renewed at each sign-in.
+  It names nobody; the database says which accounts signed in there
+  (``session_store.browser_known``), and the sign-in throttle counts such a browser's
+  failures on their own (``throttle.py``).
+
 Cookies are ``HttpOnly``, ``SameSite=Lax``, ``Path=/`` and, when ``secure`` is on, ``Secure``
 with the ``__Host-`` name prefix (which browsers accept only from HTTPS, without a Domain).
 
@@ -39,13 +45,14 @@ import base64
 import hashlib
 import hmac
 import logging
+import re
 import secrets
 from typing import Any
 
 from countersign.application.ports import Clock
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity import session_store
-from countersign.infrastructure.identity.session_store import SessionRow, id_digest
+from countersign.infrastructure.identity.session_store import KNOWN_SECONDS, SessionRow, id_digest
 from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.server_settings import SESSION_SECRET_ENV, session_secret_from_env
@@ -58,8 +65,14 @@ ABSOLUTE_SECONDS = 24 * 3600
 #: The last-seen time is written when it is at least this old (idle limit precision).
 TOUCH_SECONDS = 60
 LANGUAGE_SECONDS = 365 * 24 * 3600
-#: How long a browser that signed in to an account is known for it (``device_of``).
-DEVICE_SECONDS = 180 * 24 * 3600
+_BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{22}")
+
+
+def new_browser_id() -> str:
+    """A browser's random id (16 bytes from ``secrets``), for its known-browser cookie."""
+    return secrets.token_urlsafe(16)
+
+
 SECRET_ENV = SESSION_SECRET_ENV
 _SALT = "countersign.web.session.v2"
 _MAX_COOKIE = 256
@@ -259,9 +272,6 @@ class Sessions:
         self.device_signer = TimestampSigner(
             secret, salt="countersign.web.device.v1", digest_method=hashlib.sha256
         )
-        self.device_key = hmac.new(
-            secret.encode(), b"countersign web device key", hashlib.sha256
-        ).digest()
         session_store.ensure_session_table(sql)
 
     def now(self) -> int:
@@ -325,34 +335,25 @@ class Sessions:
         value = self.signer.sign(session.id).decode()
         return self._cookie(self.cookie_name, value, ABSOLUTE_SECONDS)
 
-    def device_header(self, email: str) -> str:
-        """The Set-Cookie value that makes this browser known for ``email`` (a sign-in to it
-        succeeded here): a random nonce and an HMAC tag of the address (not the address),
-        signed with the time, for ``DEVICE_SECONDS``. The sign-in throttle counts such a
-        browser's failures on their own (``throttle.py``), so someone guessing at the
-        address elsewhere cannot lock its person out of it."""
-        value = f"{secrets.token_urlsafe(16)}.{self._device_tag(email)}"
-        signed = self.device_signer.sign(value).decode("ascii")
-        return self._cookie(self.device_cookie, signed, DEVICE_SECONDS)
+    def browser_header(self, browser: str) -> str:
+        """The Set-Cookie value of this browser's random id (``new_browser_id``), signed with
+        the time: a sign-in succeeded here, and the sign-in throttle counts this browser on
+        its own for that account (``session_store.browser_known``). Sent again at each
+        sign-in, so it lasts ``KNOWN_SECONDS`` from the last."""
+        signed = self.device_signer.sign(browser).decode("ascii")
+        return self._cookie(self.device_cookie, signed, KNOWN_SECONDS)
 
-    def device_of(self, cookies: dict[str, str], email: str) -> str | None:
-        """The nonce of this browser's device cookie if a sign-in to ``email`` gave it, within
-        ``DEVICE_SECONDS``; None for no cookie, another address's, an old or a forged one."""
+    def browser_of(self, cookies: dict[str, str]) -> str | None:
+        """This browser's random id from its signed cookie; None for none, an old or a forged
+        one."""
         cookie = cookies.get(self.device_cookie)
         if not cookie or len(cookie) > _MAX_COOKIE:
             return None
         try:
-            raw = self.device_signer.unsign(cookie, max_age=DEVICE_SECONDS).decode("ascii")
+            browser = self.device_signer.unsign(cookie, max_age=KNOWN_SECONDS).decode("ascii")
         except (BadSignature, UnicodeDecodeError):
             return None
-        nonce, _, tag = raw.partition(".")
-        if not nonce or not hmac.compare_digest(tag, self._device_tag(email)):
-            return None
-        return nonce
-
-    def _device_tag(self, email: str) -> str:
-        digest = hmac.new(self.device_key, email.strip().lower().encode(), hashlib.sha256)
-        return base64.urlsafe_b64encode(digest.digest()[:16]).rstrip(b"=").decode()
+        return browser if _BROWSER_ID.fullmatch(browser) else None
 
     def language(self, cookies: dict[str, str]) -> str | None:
         return cookies.get(self.language_cookie)

@@ -7,10 +7,12 @@ import logging
 
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES
+from countersign.infrastructure.entrypoints.web.sessions import new_browser_id
 from countersign.infrastructure.entrypoints.web.site import Site, redirect, safe_next
 from countersign.infrastructure.entrypoints.web.throttle import Refusal, SignInThrottle
 from countersign.infrastructure.entrypoints.web.visits import Visit
 from countersign.infrastructure.identity.passwords import verify_password
+from countersign.infrastructure.identity.session_store import browser_known, remember_browser
 from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")
@@ -49,8 +51,10 @@ class SignInPages:
         target = safe_next(visit.form.get("next", ""))
         client = visit.request.client.host if visit.request.client else "unknown"
         throttle = SignInThrottle(self.cs.sql, self.cs.clock)
-        device = self.site.sessions.device_of(visit.request.cookies, email)
-        attempt = throttle.admit(email, client, device)
+        sessions = self.site.sessions
+        browser = sessions.browser_of(visit.request.cookies)
+        known = browser is not None and browser_known(self.cs.sql, email, browser, sessions.now())
+        attempt = throttle.admit(email, client, browser if known else None)
         if isinstance(attempt, Refusal):
             # Refused before any password check: no Argon2 work, and nothing that depends on
             # whether the email exists (not even the email itself) goes into the page.
@@ -86,12 +90,14 @@ class SignInPages:
                 error=visit.t("sign_in.failed"),
             )
         throttle.succeeded(attempt)
-        # This browser is known for the account from now on: a guesser elsewhere cannot lock
-        # its person out of it (throttle.py). A known one keeps its cookie and its age.
-        known = None if device else self.site.sessions.device_header(email)
+        # This browser is known for the account from now on (for 180 days from this sign-in):
+        # a guesser elsewhere cannot lock its person out of it (throttle.py).
+        browser = browser or new_browser_id()
+        remember_browser(self.cs.sql, email, browser, sessions.now())
+        cookie = sessions.browser_header(browser)
         if len(clubs) == 1:
             visit.session.sign_in(email, clubs[0].organization, clubs[0].version)
-            return _remembering(redirect(target), known)
+            return _remembering(redirect(target), cookie)
         visit.session.choosing(
             email,
             {
@@ -105,7 +111,7 @@ class SignInPages:
             "choose_club.html",
             clubs=[{"slug": c.organization, "name": c.club} for c in clubs],
         )
-        return _remembering(choosing, known)
+        return _remembering(choosing, cookie)
 
     def choose_club(self, visit: Visit) -> Response:
         choice = visit.session.pop("choose")
@@ -153,8 +159,7 @@ class SignInPages:
         return response
 
 
-def _remembering(response: Response, device_cookie: str | None) -> Response:
-    """``response``, setting the known browser's cookie where a sign-in just made one."""
-    if device_cookie is not None:
-        response.headers.append("set-cookie", device_cookie)
+def _remembering(response: Response, browser_cookie: str) -> Response:
+    """``response``, setting the known browser's cookie a sign-in gives."""
+    response.headers.append("set-cookie", browser_cookie)
     return response

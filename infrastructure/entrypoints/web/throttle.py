@@ -28,15 +28,17 @@ The rules:
 * Rows that left the window are deleted on every attempt, so the table only ever holds the
   last ``WINDOW`` of failures.
 
-* **A known browser** (one where a sign-in to the account succeeded in the last 180 days: it
-  holds a signed device cookie for that account, ``Sessions.device_header``) is counted on
-  its own key instead of the account's: ``ACCOUNT_LIMIT`` failures per ``WINDOW`` for that
-  browser, and the account's count neither refuses it nor grows with its mistakes. So the
-  per-account limit, which lets anyone lock a known email out by guessing wrong on purpose,
-  no longer keeps its person out of the browser they use: a guesser elsewhere locks only
-  the browsers that never signed in to it (the "device cookies" of OWASP's guidance on
-  brute-force protection). A stolen device cookie is worth ``ACCOUNT_LIMIT`` guesses per
-  ``WINDOW``, as an untrusted browser is. The address limit applies to every attempt.
+* **A known browser** (one where a sign-in to the account succeeded in the last 180 days:
+  its signed cookie holds a random id, and ``session_store.browser_known`` finds the pair)
+  is counted on its own key instead of the account's: ``ACCOUNT_LIMIT`` failures per
+  ``WINDOW`` for that browser, and the account's count neither refuses it nor grows with
+  its mistakes nor is cleared by its success. So the per-account limit, which lets anyone
+  lock a known email out by guessing wrong on purpose, no longer keeps its person out of
+  the browsers they use: a guesser elsewhere locks only the browsers that never signed in
+  to it (the "device cookies" of OWASP's guidance on brute-force protection). An account
+  has at most ten known browsers, and a password change or "sign out everywhere" forgets
+  them all, so a browser that knew an old password gets no more guesses than any other.
+  The address limit applies to every attempt.
 
 Behind a reverse proxy, list the proxy's address in ``COUNTERSIGN_TRUSTED_PROXIES``
 (``infrastructure/server_settings.py``) so that ``request.client`` is the real client: otherwise
@@ -182,20 +184,17 @@ class SignInThrottle:
         return Attempt(token=token, account=account, address=keys["address"], device=known)
 
     def succeeded(self, attempt: Attempt) -> None:
-        """The password was right: forget the account's failures (and the known browser's it
-        came from) and this attempt."""
+        """The password was right: forget the failures of the key it was counted under (the
+        account's, or the known browser's: then a guesser's count on the account stands, so
+        the person signing in where they are known never lifts a lock set elsewhere) and
+        this attempt."""
         ensure_tables(self.sql, _TABLE, _SCHEMA)
+        scope, digest = (
+            ("device", attempt.device) if attempt.device else ("account", attempt.account)
+        )
         with self.sql.transaction() as cursor:
-            keys = [attempt.account, attempt.address, *([attempt.device] if attempt.device else [])]
-            self._lock(cursor, keys)
-            cursor.execute(
-                f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ?", ("account", attempt.account)
-            )
-            if attempt.device:
-                cursor.execute(
-                    f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ?",
-                    ("device", attempt.device),
-                )
+            self._lock(cursor, [digest, attempt.address])
+            cursor.execute(f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ?", (scope, digest))
             cursor.execute(
                 f"DELETE FROM {_TABLE} WHERE scope = ? AND digest = ? AND attempt = ?",
                 ("address", attempt.address, attempt.token),

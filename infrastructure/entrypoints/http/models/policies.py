@@ -50,8 +50,8 @@ class PolicyIn(Body):
         default=None,
         strict=True,
         description=(
-            "Whether the person who requested a proposal may approve it (omitted: as the "
-            "policy in force has it)."
+            "Whether the person who requested a proposal may approve it (omitted or null: "
+            "as the policy in force has it)."
         ),
     )
     require_passkey: bool | None = Field(

@@ -145,7 +145,9 @@ class ApprovalReportOut(BaseModel):
     status: str | None
     outcome: dict[str, Any] | None = Field(
         description=(
-            "kind: succeeded | needs_reconciliation | revision_required | terminal_failure."
+            "kind: succeeded | needs_reconciliation | revision_required | terminal_failure. "
+            "Also on not_approvable for a declined or expired proposal: its stored outcome "
+            "(with 'message')."
         )
     )
     reason: str | None = Field(
