@@ -137,6 +137,50 @@ def test_openai_agents_function_tool_proposes_and_approval_executes_without_the_
     _approve_once(cs, proposal_id, lambda: len(model.calls))
 
 
+def test_openai_agents_two_propose_calls_in_one_response_freeze_one_proposal(cs, seeded):
+    """The SDK runs a response's calls side by side: each froze a proposal, the second
+    superseding the first, whose card the run showed (approving it answered "superseded";
+    an integrator's walk). The first to propose ends the turn; the other is told so."""
+    from agents import Agent, RunConfig, Runner
+    from agents.testing import ScriptedModel, function_call
+    from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
+
+    tools = for_openai_agents.propose_tools(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    credit = {**TO_CARD, "destination": "account_credit"}
+    model = ScriptedModel(
+        [[function_call(TOOL, TO_CARD, call_id="c1"), function_call(TOOL, credit, call_id="c2")]]
+    )
+    agent = Agent(
+        name="billing",
+        model=model,
+        tools=tools,
+        tool_use_behavior=for_openai_agents.stop_on_proposal,
+    )
+    result = asyncio.run(
+        Runner.run(agent, "Refund it", run_config=RunConfig(tracing_disabled=True))
+    )
+
+    (proposal_id,) = for_openai_agents.proposal_ids(result)
+    _assert_card(str(result.final_output), proposal_id)
+    assert count_events(cs, "Proposal.Proposed") == 1
+    outputs = [str(item.output) for item in result.new_items if hasattr(item, "output")]
+    assert f"not run: this turn already ended with proposal {proposal_id}" in "".join(outputs)
+    # The next run proposes again (its proposal replacing this one): the guard is one model
+    # response's, not the tools'.
+    again = ScriptedModel([[function_call(TOOL, credit, call_id="c3")]])
+    agent = Agent(
+        name="billing",
+        model=again,
+        tools=tools,
+        tool_use_behavior=for_openai_agents.stop_on_proposal,
+    )
+    later = asyncio.run(Runner.run(agent, "And again", run_config=RunConfig(tracing_disabled=True)))
+    (newer,) = for_openai_agents.proposal_ids(later)
+    assert cs.access.approve(newer, AVA_IN_GRANITE).status == "succeeded"
+
+
 # -- LangGraph ----------------------------------------------------------------------------------
 
 
@@ -271,6 +315,63 @@ def test_pydantic_ai_toolset_proposes_and_approval_executes_without_the_agent(cs
     _assert_card(str(card.content), proposal_id)
     _assert_frozen(cs, proposal_id, "pydantic-ai", "pydantic-ai-slim")
     _approve_once(cs, proposal_id, lambda: len(seen))
+
+
+def test_pydantic_ai_two_propose_calls_in_one_response_freeze_one_proposal(cs, seeded):
+    from countersign.infrastructure.adapters.agent_frameworks import for_pydantic_ai
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    toolset = for_pydantic_ai.propose_toolset(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    credit = {**TO_CARD, "destination": "account_credit"}
+    seen: list[list[ModelMessage]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        if len(seen) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart(TOOL, TO_CARD, tool_call_id="c1"),
+                    ToolCallPart(TOOL, credit, tool_call_id="c2"),
+                ]
+            )
+        return ModelResponse(parts=[TextPart("It awaits approval.")])
+
+    result = asyncio.run(PydanticAgent(FunctionModel(model), toolsets=[toolset]).run("Refund"))
+
+    (proposal_id,) = for_pydantic_ai.proposal_ids(result.new_messages())
+    assert count_events(cs, "Proposal.Proposed") == 1
+    assert cs.access.card(proposal_id, AVA_IN_GRANITE).status == "pending"
+    told = json.dumps([str(getattr(p, "content", "")) for m in seen[1] for p in m.parts])
+    assert f"not run: this turn already ended with proposal {proposal_id}" in told
+
+
+def test_the_proposal_limit_reaches_the_model_with_when_to_try_again(cs, seeded, caplog):
+    """Past COUNTERSIGN_PROPOSAL_LIMIT a framework's tool said "could not take this proposal
+    now" with a reference, and logged an error with a traceback: it says the limit, as MCP
+    does, with the seconds to wait, and logs one line."""
+    from countersign.application.proposal_limit import TooManyProposalsError
+
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+
+    def limited(*args: Any, **kwargs: Any) -> None:
+        raise TooManyProposalsError(42)
+
+    cs.access.propose = limited  # type: ignore[method-assign]
+    answer = proposer.propose(tool, TO_CARD)
+
+    assert isinstance(answer, Refused)
+    assert json.loads(answer.text) == {
+        "error": "too_many_proposals",
+        "message": "too many proposals in a short time; try again in 42 seconds",
+        "retry_after": 42,
+    }
+    assert "Traceback" not in caplog.text
+    assert "ERROR" not in [r.levelname for r in caplog.records]
 
 
 # -- what every framework's tool does -----------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 from countersign.application.authorization import Caller
 from countersign.application.proposal_access import ProposalAccess
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
+    NOT_RUN,
     Proposed,
     Proposer,
     framework_origin,
@@ -31,7 +32,6 @@ from langgraph.graph.state import CompiledStateGraph
 
 CHANNEL = "langgraph"
 MAX_ROUNDS = 4
-NOT_RUN = "not run: this turn already ended with proposal {proposal_id}"
 NO_TOOL = "there is no tool named {name!r} here"
 
 

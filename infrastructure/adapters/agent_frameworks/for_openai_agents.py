@@ -68,9 +68,12 @@ def propose_tools(
 
 
 def _function_tool(proposer: Proposer, tool: ProposeTool) -> FunctionTool:
-    async def invoke(_context: ToolContext[Any], arguments: str) -> str:
-        # The store's calls block: they run beside the event loop, not on it.
-        answer = await asyncio.to_thread(proposer.propose, tool, arguments)
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        # The store's calls block: they run beside the event loop, not on it. The run's usage
+        # names the run, and its count of model requests the response the call is from: the
+        # SDK runs a response's calls side by side, and only the first proposal counts.
+        turn = (context.usage, context.usage.requests)
+        answer = await asyncio.to_thread(proposer.propose, tool, arguments, turn)
         if isinstance(answer, Proposed):
             return ProposalText(answer.text, answer.proposal_id)
         return answer.text

@@ -18,12 +18,13 @@ from typing import Any
 from countersign.application.authorization import Caller
 from countersign.application.proposal_access import ProposalAccess
 from countersign.infrastructure.adapters.agent_frameworks.proposing import (
+    NotRun,
     Proposed,
     Proposer,
     ProposeTool,
     framework_origin,
 )
-from pydantic_ai import ModelRetry
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
@@ -50,14 +51,18 @@ def propose_toolset(
 
 
 def _tool(proposer: Proposer, tool: ProposeTool) -> Tool[Any]:
-    def propose(**request: Any) -> ToolReturn:
-        # A plain function: Pydantic AI runs it in a worker thread, off the event loop.
-        answer = proposer.propose(tool, request)
-        if not isinstance(answer, Proposed):
-            raise ModelRetry(answer.text)
-        return ToolReturn(answer.text, metadata={"proposal_id": answer.proposal_id})
+    def propose(ctx: RunContext[Any], **request: Any) -> ToolReturn | str:
+        # A plain function: Pydantic AI runs it in a worker thread, off the event loop. The
+        # run's usage names the run and its step the model response: of a response's calls,
+        # only the first proposal counts (the others are told which ended the turn).
+        answer = proposer.propose(tool, request, (ctx.usage, ctx.run_step))
+        if isinstance(answer, Proposed):
+            return ToolReturn(answer.text, metadata={"proposal_id": answer.proposal_id})
+        if isinstance(answer, NotRun):
+            return answer.text  # not a mistake of the call's: nothing for the model to retry
+        raise ModelRetry(answer.text)
 
-    made = Tool.from_schema(propose, tool.name, tool.description, tool.parameters)
+    made = Tool.from_schema(propose, tool.name, tool.description, tool.parameters, takes_ctx=True)
     made.strict = True  # the schema is strict already: closed, every field required
     return made
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -30,6 +32,7 @@ from countersign.application.errors import (
     new_correlation_id,
 )
 from countersign.application.proposal_access import ProposalAccess
+from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
@@ -39,6 +42,10 @@ log = logging.getLogger("countersign.agent_frameworks")
 
 NOT_AN_OBJECT = "the arguments were not a JSON object"
 UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
+#: The answer to a second propose call of one model response: a proposal ends the turn.
+NOT_RUN = "not run: this turn already ended with proposal {proposal_id}"
+#: How many runs a proposer remembers the last proposing turn of (``Proposer.propose``).
+TURNS_KEPT = 256
 
 
 class ApproverTokenRefusedError(ValueError):
@@ -91,6 +98,11 @@ class Refused:
     text: str
 
 
+@dataclass(frozen=True)
+class NotRun(Refused):
+    """Not run: another call of the same model response already proposed (``NOT_RUN``)."""
+
+
 class Proposer:
     """Proposes for one caller, from one origin; it cannot approve, decline or execute."""
 
@@ -111,6 +123,12 @@ class Proposer:
         self.caller = caller.as_assistant()
         self.origin = dict(origin)
         self.language = language
+        #: run -> (the object naming the run, the step that proposed, the proposal, a lock):
+        #: the last proposing model response of the most recent runs.
+        self._turns: OrderedDict[Hashable, tuple[Any, int, str | None, threading.Lock]] = (
+            OrderedDict()
+        )
+        self._turns_lock = threading.Lock()
 
     def tools(self, resources: Mapping[str, str]) -> list[ProposeTool]:
         """One tool per operation kind in ``resources``, each bound to its resource id."""
@@ -131,8 +149,45 @@ class Proposer:
             )
         return tools
 
-    def propose(self, tool: ProposeTool, arguments: Any) -> Proposed | Refused:
-        """Freeze the model's request (a JSON object, or its text) as a proposal."""
+    def propose(
+        self, tool: ProposeTool, arguments: Any, turn: tuple[Any, int] | None = None
+    ) -> Proposed | Refused:
+        """Freeze the model's request (a JSON object, or its text) as a proposal.
+
+        ``turn``: the run (an object naming it, kept while it is remembered) and the step of
+        the model response the call belongs to. A proposal ends the turn: of the calls of one
+        response, the first that proposes does, and the others answer ``NOT_RUN`` naming it
+        (a framework that runs a response's calls side by side froze one proposal a call, the
+        later superseding the earlier whose card the run showed)."""
+        if turn is None:
+            return self._propose(tool, arguments)
+        run, step = turn
+        lock = self._turn_lock(run, step)
+        with lock:
+            with self._turns_lock:
+                _, proposed_step, proposed, _ = self._turns.get(id(run), (run, step, None, lock))
+            if proposed is not None and proposed_step == step:
+                return NotRun(json.dumps({"error": NOT_RUN.format(proposal_id=proposed)}))
+            answer = self._propose(tool, arguments)
+            if isinstance(answer, Proposed):
+                with self._turns_lock:
+                    self._turns[id(run)] = (run, step, answer.proposal_id, lock)
+            return answer
+
+    def _turn_lock(self, run: Any, step: int) -> threading.Lock:
+        """The run's lock (calls of one response wait for each other, other runs do not),
+        remembering the run among the ``TURNS_KEPT`` most recent."""
+        with self._turns_lock:
+            known = self._turns.get(id(run))
+            if known is None or known[0] is not run:
+                known = (run, step, None, threading.Lock())
+                self._turns[id(run)] = known
+            self._turns.move_to_end(id(run))
+            while len(self._turns) > TURNS_KEPT:
+                self._turns.popitem(last=False)
+            return known[3]
+
+    def _propose(self, tool: ProposeTool, arguments: Any) -> Proposed | Refused:
         request = _object(arguments)
         if request is None:
             return _refused({"error": NOT_AN_OBJECT})
@@ -151,6 +206,17 @@ class Proposer:
             return _refused({"error": str(held)})
         except (NotFoundError, ForbiddenError, UnknownOperationError):
             return _refused({"error": NOT_POSSIBLE})
+        except TooManyProposalsError as limited:
+            # COUNTERSIGN_PROPOSAL_LIMIT, as MCP says it: when to try again, in words and
+            # seconds (it was "could not take this proposal now", logged as an error).
+            log.info("proposing through %s: %s", tool.name, limited)
+            return _refused(
+                {
+                    "error": "too_many_proposals",
+                    "message": str(limited),
+                    "retry_after": limited.retry_after,
+                }
+            )
         except Exception:
             # The framework would hand an exception's text to its model or its logs' readers:
             # the model gets a reference, the log the whole story.
