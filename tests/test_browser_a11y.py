@@ -168,9 +168,12 @@ def _blocking(axe: Any, page: Any) -> list[str]:
     ]
 
 
+#: One test a language and a size: the four take about 17 s each, and apart they spread over
+#: the suite's workers (two of 34-38 s were its slowest, and ended the run).
+@pytest.mark.parametrize("size", ["desktop", "phone"])
 @pytest.mark.parametrize("language", ["en", "fr"])
 def test_every_page_passes_axe_at_desktop_and_phone_size(
-    site: tuple[Served, dict[str, str]], language: str
+    site: tuple[Served, dict[str, str]], language: str, size: str
 ) -> None:
     sync_playwright = _browser_or_fail()
     from axe_playwright_python.sync_playwright import Axe
@@ -185,45 +188,43 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
         )
         try:
-            for size, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
-                context = browser.new_context(viewport=viewport, locale=locale)
-                page = context.new_page()
-                page.goto(served.base_url + "/sign-in")
-                assert page.locator("html").get_attribute("lang") == language
-                _check(page, axe, problems, f"{language}-{size}-sign-in")
-                page.fill("#email", AVA)
-                page.fill("#password", served.passwords[AVA])
-                page.locator(
-                    "form.sign-in button[type=submit], main button[type=submit]"
-                ).first.click()
-                page.wait_for_url(served.base_url + "/")
-                # Every tab is in sight at this size (on a phone they wrap, never scroll away).
-                for tab in page.locator(".tabs-main a").all():
-                    box = tab.bounding_box()
-                    assert box is not None
-                    assert box["x"] >= 0, (size, tab.inner_text())
-                    assert box["x"] + box["width"] <= viewport["width"], (size, tab.inner_text())
-                for name, path in paths.items():
-                    page.goto(served.base_url + path)
-                    _check(page, axe, problems, f"{language}-{size}-{name}")
-                # The confirmation step of an irreversible refund (a plain form post), and
-                # of one that also withdraws another proposal.
-                for review, name in (("review-pending", "confirm"), ("review-withdraws", "")):
-                    page.goto(served.base_url + paths[review])
-                    page.click("button.approve")
-                    page.wait_for_url(re.compile(r".*/approve$"))
-                    _check(page, axe, problems, f"{language}-{size}-{name or 'confirm-withdraws'}")
-                # The webhooks page's form: a refused URL, then an added endpoint's secret.
-                page.goto(served.base_url + paths["webhooks"])
-                page.fill("#url", "http://10.0.0.7/hooks")
-                page.click("#add-endpoint button[type=submit]")
-                page.wait_for_selector("#url-error")
-                _check(page, axe, problems, f"{language}-{size}-webhooks-refused")
-                page.fill("#url", f"https://93.184.215.14/hooks/{language}-{size}")
-                page.click("#add-endpoint button[type=submit]")
-                page.wait_for_selector("#new-secret")
-                _check(page, axe, problems, f"{language}-{size}-webhooks-added")
-                context.close()
+            viewport = {"desktop": DESKTOP, "phone": PHONE}[size]
+            context = browser.new_context(viewport=viewport, locale=locale)
+            page = context.new_page()
+            page.goto(served.base_url + "/sign-in")
+            assert page.locator("html").get_attribute("lang") == language
+            _check(page, axe, problems, f"{language}-{size}-sign-in")
+            page.fill("#email", AVA)
+            page.fill("#password", served.passwords[AVA])
+            page.locator("form.sign-in button[type=submit], main button[type=submit]").first.click()
+            page.wait_for_url(served.base_url + "/")
+            # Every tab is in sight at this size (on a phone they wrap, never scroll away).
+            for tab in page.locator(".tabs-main a").all():
+                box = tab.bounding_box()
+                assert box is not None
+                assert box["x"] >= 0, (size, tab.inner_text())
+                assert box["x"] + box["width"] <= viewport["width"], (size, tab.inner_text())
+            for name, path in paths.items():
+                page.goto(served.base_url + path)
+                _check(page, axe, problems, f"{language}-{size}-{name}")
+            # The confirmation step of an irreversible refund (a plain form post), and
+            # of one that also withdraws another proposal.
+            for review, name in (("review-pending", "confirm"), ("review-withdraws", "")):
+                page.goto(served.base_url + paths[review])
+                page.click("button.approve")
+                page.wait_for_url(re.compile(r".*/approve$"))
+                _check(page, axe, problems, f"{language}-{size}-{name or 'confirm-withdraws'}")
+            # The webhooks page's form: a refused URL, then an added endpoint's secret.
+            page.goto(served.base_url + paths["webhooks"])
+            page.fill("#url", "http://10.0.0.7/hooks")
+            page.click("#add-endpoint button[type=submit]")
+            page.wait_for_selector("#url-error")
+            _check(page, axe, problems, f"{language}-{size}-webhooks-refused")
+            page.fill("#url", f"https://93.184.215.14/hooks/{language}-{size}")
+            page.click("#add-endpoint button[type=submit]")
+            page.wait_for_selector("#new-secret")
+            _check(page, axe, problems, f"{language}-{size}-webhooks-added")
+            context.close()
         finally:
             browser.close()
     assert problems == {}, problems
