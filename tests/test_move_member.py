@@ -63,7 +63,7 @@ def test_the_preview_names_the_member_both_leagues_and_each_count_before_and_aft
         (
             {"from_league": "Friday Fun"},
             "from_league",
-            "there is no league named 'Friday Fun'; list the leagues",
+            "there is no league of that name; list the leagues",
         ),
         (
             {"to_league": "Sunday Mixed Doubles"},

@@ -56,7 +56,7 @@ def test_the_preview_names_the_member_the_league_and_its_count_before_and_after(
         (
             {"league": "Friday Fun"},
             "league",
-            "there is no league named 'Friday Fun'; list the leagues",
+            "there is no league of that name; list the leagues",
         ),
         (
             {"member": "Olivia Chen"},

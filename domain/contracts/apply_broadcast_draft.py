@@ -141,7 +141,7 @@ def check_leagues_exist(roster: Roster, named: list[str]) -> None:
         Finding(
             "unknown_league",
             f"filters.leagues.{i}",
-            f"there is no league named {name!r}",
+            "there is no league of that name in this club; list the leagues",
             name=name.strip()[:60],
         )
         for i, name in enumerate(named)

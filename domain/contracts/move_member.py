@@ -210,7 +210,7 @@ def check_leagues_exist(roster: Roster, source: str, destination: str) -> None:
         Finding(
             "unknown_league",
             field,
-            f"there is no league named {name!r}; list the leagues",
+            "there is no league of that name; list the leagues",
             name=name[:60],
         )
         for field, name in (("from_league", source), ("to_league", destination))

@@ -407,6 +407,10 @@ def check_destination_fits(
         raise RuleBrokenError(Finding("destination_unavailable"))
 
 
+#: What each reference of the request names, in a problem's words.
+_SAID = {"payment": "payment", "line_item": "line item", "discount": "discount"}
+
+
 def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:
     problems = []
     found = []
@@ -419,7 +423,13 @@ def _resolve_refs(order: Order, request: RefundRequest) -> tuple[Any, Any, Any]:
         try:
             found.append(finder(ref))
         except NotFoundError:
-            problems.append(Finding(f"unknown_{field}", field, f"this order has no {ref}"))
+            # Its reference is not echoed (a problem never carries the input): the field says
+            # which, and the order's investigation lists the ones it has.
+            problems.append(
+                Finding(
+                    f"unknown_{field}", field, f"this order has no {_SAID[field]} of that reference"
+                )
+            )
     if problems:
         raise RuleBrokenError(*problems)
     return found[0], found[1], found[2]

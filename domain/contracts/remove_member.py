@@ -192,7 +192,7 @@ def check_league_exists(roster: Roster, league: str) -> None:
             Finding(
                 "no_such_league",
                 "league",
-                f"there is no league named {league!r}; list the leagues",
+                "there is no league of that name; list the leagues",
                 name=league[:SAID],
             )
         )
