@@ -54,7 +54,10 @@ class ProposalCards:
             proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
         except NotFoundError:
             raise NotFoundError("proposal") from None
-        member_of(self.store, proposal.organization_id, actor)
+        try:
+            member_of(self.store, proposal.organization_id, actor)
+        except NotFoundError:
+            raise NotFoundError("proposal") from None  # another club's: as an unknown id
         club = self.store.read(proposal.organization_id, Organization)
         return ProposalCard(
             proposal_id=str(proposal.id),

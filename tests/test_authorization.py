@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from countersign.application.errors import ForbiddenError
@@ -144,3 +145,31 @@ def test_the_service_itself_refuses_a_caller_acting_in_another_club_or_without_t
     assert count_events(cs) == before
     assert cs.sandbox.refunds() == []
     assert cs.proposals.approve(proposal_id, Caller(AVA, "granite")).status == "succeeded"
+
+
+def test_a_foreign_id_and_an_unknown_one_raise_the_same_words_in_the_python_api(cs, seeded):
+    """The exceptions were alike but their text told them apart ("Order" against "order",
+    "not a member" against "proposal"): an application service showing ``str(error)`` told
+    which ids existed in another club (an integrator's walk)."""
+    from countersign.application.authorization import Caller
+
+    maples = propose(cs, seeded, "maple-refund", actor=MIA, organization="maple")
+    ava = Caller(AVA, "granite")
+
+    def said(call: Any) -> str:
+        with pytest.raises(NotFoundError) as refused:
+            call()
+        return str(refused.value)
+
+    def refund_on(order: str) -> Any:
+        return lambda: cs.proposals.propose(
+            organization="granite", actor=AVA, operation=REFUND, resource_id=order, request=TO_CARD
+        )
+
+    assert said(refund_on(str(uuid.uuid4()))) == said(refund_on(seeded["orders"]["maple-refund"]))
+    assert said(lambda: cs.access.approve(str(uuid.uuid4()), ava)) == said(
+        lambda: cs.access.approve(maples, ava)
+    )
+    assert said(lambda: cs.cards.card(str(uuid.uuid4()), AVA)) == said(
+        lambda: cs.cards.card(maples, AVA)
+    )

@@ -322,7 +322,7 @@ class EventSourcedStore:
                 else:
                     aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
-            raise NotFoundError(as_type.__name__)
+            raise NotFoundError(as_type.__name__.lower())  # as a foreign one's: "proposal"
         return aggregate
 
     def _request_read(self, request: dict[UUID, Aggregate], aggregate_id: UUID) -> Aggregate | None:
