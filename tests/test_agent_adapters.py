@@ -419,6 +419,11 @@ def test_an_unexpected_failure_reaches_the_model_as_a_reference_only(cs, seeded,
     )
 
 
+def test_a_language_the_cards_are_not_written_in_is_refused_when_built(cs):
+    with pytest.raises(ValueError, match="language must be one of en, fr, not 'de'"):
+        _proposer(cs, language="de")
+
+
 def test_the_caller_and_the_operations_are_bound_when_the_adapter_is_built(cs):
     with pytest.raises(ValueError, match="organization"):
         Proposer(cs.access, Caller(AVA), {"channel": "test"})

@@ -3,9 +3,11 @@ propose through countersign.
 
 ``propose_tools`` gives one ``FunctionTool`` per operation, its parameters the contract's
 strict request schema. Its output is the app-authored card (``ProposalText``, a ``str`` that
-also carries the proposal id); a refused call's output is the problems, for the model to
-correct its call. Give the agent ``tool_use_behavior=stop_on_proposal`` and a proposal ends
-the run with the card as its final output: the model does not paraphrase it. The tools never
+also carries the proposal id while the run holds it); a refused call's output is the
+problems, for the model to correct its call. Give the agent
+``tool_use_behavior=stop_on_proposal`` and a proposal ends the run with the card as its final
+output, the model not paraphrasing it: ``result.final_output`` is the card's text (a plain
+``str`` once the SDK has copied it), and ``proposal_ids(result)`` the proposal's id. The tools never
 set ``needs_approval``: the SDK's own pause-and-resume would run the model again to execute,
 where here a manager approves the proposal by id and the application executes it.
 """

@@ -40,6 +40,9 @@ from countersign.infrastructure.adapters.agent_frameworks.card_text import card_
 
 log = logging.getLogger("countersign.agent_frameworks")
 
+#: The languages a proposer's cards and refusals are written in.
+LANGUAGES = ("en", "fr")
+
 NOT_AN_OBJECT = "the arguments were not a JSON object"
 UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
 #: The answer to a second propose call of one model response: a proposal ends the turn.
@@ -118,6 +121,9 @@ class Proposer:
             raise ValueError("bind the caller's organization: Caller(email, organization)")
         if caller.credential == Credential.APPROVER_TOKEN:
             raise ApproverTokenRefusedError()
+        if language not in LANGUAGES:
+            # Refused when built: taken, an unknown one read as English, cards and all.
+            raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
         self.access = access
         #: Its proposals are a model's: they never decide (``Caller.as_assistant``).
         self.caller = caller.as_assistant()
