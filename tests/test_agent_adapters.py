@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +30,7 @@ from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,
     Proposer,
     Refused,
+    TooMany,
 )
 from countersign.infrastructure.bootstrap import Countersign
 
@@ -364,7 +366,7 @@ def test_the_proposal_limit_reaches_the_model_with_when_to_try_again(cs, seeded,
     cs.access.propose = limited  # type: ignore[method-assign]
     answer = proposer.propose(tool, TO_CARD)
 
-    assert isinstance(answer, Refused)
+    assert isinstance(answer, TooMany)  # Pydantic AI answers it, not a retry of the call
     assert json.loads(answer.text) == {
         "error": "too_many_proposals",
         "message": "too many proposals in a short time; try again in 42 seconds",
@@ -497,3 +499,112 @@ def test_each_example_runs_offline_and_approves_by_id(example, model_calls):
     assert lines[-3].startswith("Approved again: already_completed")
     assert lines[-2] == "Refunds the payment sandbox received for it: 1"
     assert lines[-1] == f"Model calls: {model_calls} before approval, {model_calls} after"
+
+
+# -- the turn guard, as a review probed it ---------------------------------------------------------
+
+CREDIT = {**TO_CARD, "destination": "account_credit"}
+
+
+def test_pydantic_ai_a_continued_conversation_sharing_its_usage_proposes_again(cs, seeded):
+    """Pydantic AI's documented ``usage=`` (a conversation continued, one budget): run 2 is a
+    new run, whose first step is not run 1's (a review found it refused, keyed on the usage)."""
+    from countersign.infrastructure.adapters.agent_frameworks import for_pydantic_ai
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RunUsage
+
+    toolset = for_pydantic_ai.propose_toolset(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+
+    def scripted(args):
+        def model(messages, info):
+            if len([m for m in messages if m.kind == "response"]) == len(
+                [m for m in messages if m.kind == "request"]
+            ) - 1 and not any(
+                getattr(p, "part_kind", "") == "tool-return" for p in messages[-1].parts
+            ):
+                return ModelResponse(parts=[ToolCallPart(TOOL, args, tool_call_id="c")])
+            return ModelResponse(parts=[TextPart("done")])
+
+        return FunctionModel(model)
+
+    usage = RunUsage()
+    r1 = asyncio.run(Agent(scripted(TO_CARD), toolsets=[toolset]).run("refund", usage=usage))
+    first = for_pydantic_ai.proposal_ids(r1.new_messages())
+    r2 = asyncio.run(
+        Agent(scripted(CREDIT), toolsets=[toolset]).run(
+            "no, as account credit", message_history=r1.all_messages(), usage=usage
+        )
+    )
+    second = for_pydantic_ai.proposal_ids(r2.new_messages())
+    told = [str(getattr(p, "content", "")) for m in r2.new_messages() for p in m.parts]
+    assert len(first) == 1
+    assert len(second) == 1, told
+
+
+def test_openai_agents_a_model_that_reports_no_request_count_proposes_in_each_response(cs, seeded):
+    """A custom Model whose responses carry no request count leaves ``usage.requests`` at 0:
+    the second response's revision was refused (a review); the turn's input tells them apart."""
+    from agents import Agent, RunConfig, Runner, Usage
+    from agents.testing import ModelStep, ScriptedModel, function_call
+    from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
+
+    tools = for_openai_agents.propose_tools(
+        cs.access, AVA_IN_GRANITE, {REFUND: seeded["orders"]["refund-ok"]}
+    )
+    no_count = Usage(input_tokens=10)  # tokens, no request count
+    model = ScriptedModel(
+        [
+            ModelStep(output=[function_call(TOOL, TO_CARD, call_id="c1")], usage=no_count),
+            ModelStep(output=[function_call(TOOL, CREDIT, call_id="c2")], usage=no_count),
+            ModelStep(output=[], usage=no_count),
+        ]
+    )
+    agent = Agent(name="billing", model=model, tools=tools)  # default: the model runs again
+    result = asyncio.run(Runner.run(agent, "Refund", run_config=RunConfig(tracing_disabled=True)))
+    outputs = [str(i.output) for i in result.new_items if hasattr(i, "output")]
+    assert len(for_openai_agents.proposal_ids(result)) == 2, outputs
+
+
+def test_forgetting_old_runs_never_drops_a_response_still_proposing(cs, seeded, monkeypatch):
+    """Evicting the entry whose lock a call held let the response's next call propose too."""
+    from countersign.infrastructure.adapters.agent_frameworks import proposing
+
+    monkeypatch.setattr(proposing, "TURNS_KEPT", 2)
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+    real = proposer._propose
+    inside, go = threading.Event(), threading.Event()
+
+    def slow(t, a):
+        if a is TO_CARD:
+            inside.set()
+            go.wait(5)
+        return real(t, a)
+
+    proposer._propose = slow  # type: ignore[method-assign]
+
+    class Usage: ...
+
+    run = Usage()
+    answers: list[Any] = []
+    first = threading.Thread(
+        target=lambda: answers.append(proposer.propose(tool, TO_CARD, (run, 1)))
+    )
+    first.start()
+    inside.wait(5)
+    others = [Usage() for _ in range(3)]
+    for other in others:  # three other runs touch the proposer (refused calls: no proposal)
+        proposer.propose(tool, "not json", (other, 1))
+    second = threading.Thread(
+        target=lambda: answers.append(proposer.propose(tool, CREDIT, (run, 1)))
+    )
+    second.start()
+    second.join(0.5)
+    go.set()
+    first.join()
+    second.join()
+    assert sum(isinstance(a, Proposed) for a in answers) == 1

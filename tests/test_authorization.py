@@ -173,3 +173,7 @@ def test_a_foreign_id_and_an_unknown_one_raise_the_same_words_in_the_python_api(
     assert said(lambda: cs.cards.card(str(uuid.uuid4()), AVA)) == said(
         lambda: cs.cards.card(maples, AVA)
     )
+    maple_form = seeded["broadcast_forms"]["maple"]
+    assert said(lambda: cs.club.broadcast_form("granite", str(uuid.uuid4()))) == said(
+        lambda: cs.club.broadcast_form("granite", maple_form)
+    )

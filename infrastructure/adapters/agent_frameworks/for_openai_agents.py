@@ -72,9 +72,13 @@ def propose_tools(
 def _function_tool(proposer: Proposer, tool: ProposeTool) -> FunctionTool:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
         # The store's calls block: they run beside the event loop, not on it. The run's usage
-        # names the run, and its count of model requests the response the call is from: the
-        # SDK runs a response's calls side by side, and only the first proposal counts.
-        turn = (context.usage, context.usage.requests)
+        # names the run, and what it has counted so far (requests and tokens, as the model
+        # reports them) the response the call is from: the SDK runs a response's calls side
+        # by side, and only the first proposal counts. A model that reports no usage at all
+        # leaves its run one proposal.
+        usage = context.usage
+        counted = (usage.requests, usage.input_tokens, usage.output_tokens, usage.total_tokens)
+        turn = (usage, counted)
         answer = await asyncio.to_thread(proposer.propose, tool, arguments, turn)
         if isinstance(answer, Proposed):
             return ProposalText(answer.text, answer.proposal_id)

@@ -22,6 +22,7 @@ from countersign.infrastructure.adapters.agent_frameworks.proposing import (
     Proposed,
     Proposer,
     ProposeTool,
+    TooMany,
     framework_origin,
 )
 from pydantic_ai import ModelRetry, RunContext
@@ -53,13 +54,15 @@ def propose_toolset(
 def _tool(proposer: Proposer, tool: ProposeTool) -> Tool[Any]:
     def propose(ctx: RunContext[Any], **request: Any) -> ToolReturn | str:
         # A plain function: Pydantic AI runs it in a worker thread, off the event loop. The
-        # run's usage names the run and its step the model response: of a response's calls,
-        # only the first proposal counts (the others are told which ended the turn).
-        answer = proposer.propose(tool, request, (ctx.usage, ctx.run_step))
+        # run's id names the run (new for every run, a continued conversation's too) and its
+        # step the model response: of a response's calls, only the first proposal counts
+        # (the others are told which ended the turn).
+        answer = proposer.propose(tool, request, (ctx.run_id, ctx.run_step))
         if isinstance(answer, Proposed):
             return ToolReturn(answer.text, metadata={"proposal_id": answer.proposal_id})
-        if isinstance(answer, NotRun):
-            return answer.text  # not a mistake of the call's: nothing for the model to retry
+        if isinstance(answer, NotRun | TooMany):
+            # Not a mistake of the call's: a retry cannot help, and would count as one.
+            return answer.text
         raise ModelRetry(answer.text)
 
     made = Tool.from_schema(propose, tool.name, tool.description, tool.parameters, takes_ctx=True)

@@ -47,6 +47,8 @@ NOT_AN_OBJECT = "the arguments were not a JSON object"
 UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
 #: The answer to a second propose call of one model response: a proposal ends the turn.
 NOT_RUN = "not run: this turn already ended with proposal {proposal_id}"
+#: The error of a refusal by COUNTERSIGN_PROPOSAL_LIMIT (``retry_after`` says when to try).
+TOO_MANY = "too_many_proposals"
 #: How many runs a proposer remembers the last proposing turn of (``Proposer.propose``).
 TURNS_KEPT = 256
 
@@ -106,6 +108,11 @@ class NotRun(Refused):
     """Not run: another call of the same model response already proposed (``NOT_RUN``)."""
 
 
+@dataclass(frozen=True)
+class TooMany(Refused):
+    """Refused by the proposal limit: a retry now cannot help (``retry_after`` says when)."""
+
+
 class Proposer:
     """Proposes for one caller, from one origin; it cannot approve, decline or execute."""
 
@@ -129,11 +136,8 @@ class Proposer:
         self.caller = caller.as_assistant()
         self.origin = dict(origin)
         self.language = language
-        #: run -> (the object naming the run, the step that proposed, the proposal, a lock):
-        #: the last proposing model response of the most recent runs.
-        self._turns: OrderedDict[Hashable, tuple[Any, int, str | None, threading.Lock]] = (
-            OrderedDict()
-        )
+        #: The most recent runs' last proposing response (``propose``).
+        self._turns: OrderedDict[Hashable, _Turn] = OrderedDict()
         self._turns_lock = threading.Lock()
 
     def tools(self, resources: Mapping[str, str]) -> list[ProposeTool]:
@@ -156,42 +160,41 @@ class Proposer:
         return tools
 
     def propose(
-        self, tool: ProposeTool, arguments: Any, turn: tuple[Any, int] | None = None
+        self, tool: ProposeTool, arguments: Any, turn: tuple[Any, Hashable] | None = None
     ) -> Proposed | Refused:
         """Freeze the model's request (a JSON object, or its text) as a proposal.
 
-        ``turn``: the run (an object naming it, kept while it is remembered) and the step of
-        the model response the call belongs to. A proposal ends the turn: of the calls of one
-        response, the first that proposes does, and the others answer ``NOT_RUN`` naming it
-        (a framework that runs a response's calls side by side froze one proposal a call, the
-        later superseding the earlier whose card the run showed)."""
+        ``turn``: the run (its id, or an object naming it, kept while it is remembered) and
+        the model response the call belongs to within it. A proposal ends the turn: of the
+        calls of one response, the first that proposes does, and the others answer
+        ``NOT_RUN`` naming it (a framework that runs a response's calls side by side froze
+        one proposal a call, the later superseding the earlier whose card the run showed)."""
         if turn is None:
             return self._propose(tool, arguments)
         run, step = turn
-        lock = self._turn_lock(run, step)
-        with lock:
-            with self._turns_lock:
-                _, proposed_step, proposed, _ = self._turns.get(id(run), (run, step, None, lock))
-            if proposed is not None and proposed_step == step:
-                return NotRun(json.dumps({"error": NOT_RUN.format(proposal_id=proposed)}))
+        key = _run_key(run)
+        entry = self._turn_entry(key, run)
+        with entry.lock:
+            if entry.proposed is not None and entry.step == step:
+                return NotRun(json.dumps({"error": NOT_RUN.format(proposal_id=entry.proposed)}))
             answer = self._propose(tool, arguments)
             if isinstance(answer, Proposed):
-                with self._turns_lock:
-                    self._turns[id(run)] = (run, step, answer.proposal_id, lock)
+                entry.step, entry.proposed = step, answer.proposal_id
             return answer
 
-    def _turn_lock(self, run: Any, step: int) -> threading.Lock:
-        """The run's lock (calls of one response wait for each other, other runs do not),
-        remembering the run among the ``TURNS_KEPT`` most recent."""
+    def _turn_entry(self, key: Hashable, run: Any) -> _Turn:
+        """The run's entry (calls of one response wait for each other on its lock, other
+        runs do not), remembered among the ``TURNS_KEPT`` most recent; an entry whose lock a
+        call holds is never forgotten (its response's other calls must find it)."""
         with self._turns_lock:
-            known = self._turns.get(id(run))
-            if known is None or known[0] is not run:
-                known = (run, step, None, threading.Lock())
-                self._turns[id(run)] = known
-            self._turns.move_to_end(id(run))
-            while len(self._turns) > TURNS_KEPT:
-                self._turns.popitem(last=False)
-            return known[3]
+            entry = self._turns.get(key)
+            if entry is None:
+                entry = self._turns[key] = _Turn(run)
+            self._turns.move_to_end(key)
+            for old in list(self._turns)[: max(0, len(self._turns) - TURNS_KEPT)]:
+                if not self._turns[old].lock.locked():
+                    del self._turns[old]
+            return entry
 
     def _propose(self, tool: ProposeTool, arguments: Any) -> Proposed | Refused:
         request = _object(arguments)
@@ -216,12 +219,14 @@ class Proposer:
             # COUNTERSIGN_PROPOSAL_LIMIT, as MCP says it: when to try again, in words and
             # seconds (it was "could not take this proposal now", logged as an error).
             log.info("proposing through %s: %s", tool.name, limited)
-            return _refused(
-                {
-                    "error": "too_many_proposals",
-                    "message": str(limited),
-                    "retry_after": limited.retry_after,
-                }
+            return TooMany(
+                json.dumps(
+                    {
+                        "error": TOO_MANY,
+                        "message": str(limited),
+                        "retry_after": limited.retry_after,
+                    }
+                )
             )
         except Exception:
             # The framework would hand an exception's text to its model or its logs' readers:
@@ -231,6 +236,25 @@ class Proposer:
             return _refused({"error": UNAVAILABLE.format(ref=reference)})
         text = card_text(card, self.language, tuple(created.supersedes))
         return Proposed(created.proposal_id, text)
+
+
+class _Turn:
+    """One run's last proposing model response (``step``), its proposal, and the lock its
+    response's calls take in turn; ``run`` holds the object naming the run while it is
+    remembered, so that its ``id`` names no other."""
+
+    __slots__ = ("lock", "proposed", "run", "step")
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.step: Hashable = None
+        self.proposed: str | None = None
+        self.lock = threading.Lock()
+
+
+def _run_key(run: Any) -> Hashable:
+    """A run named by a string (an id) is itself; an object, by its identity."""
+    return run if isinstance(run, str) else ("object", id(run))
 
 
 def _object(arguments: Any) -> dict[str, Any] | None:
