@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class CountersignError(Exception):
     """Raised as the base of every countersign domain error."""
@@ -9,6 +11,12 @@ class CountersignError(Exception):
 
 class NotFoundError(CountersignError):
     """Raised when a thing does not exist, or belongs to another organization."""
+
+    @classmethod
+    def of(cls, kind: type) -> NotFoundError:
+        """A missing record of ``kind``, named as the services name a foreign one ("broadcast
+        form" of ``BroadcastForm``), so that the two read alike."""
+        return cls(re.sub(r"(?<!^)(?=[A-Z])", " ", kind.__name__).lower())
 
 
 class ConcurrencyConflictError(CountersignError):

@@ -100,8 +100,21 @@ def _approve_once(cs: Countersign, proposal_id: str, model_calls: Callable[[], i
 # -- the OpenAI Agents SDK ----------------------------------------------------------------------
 
 
-def test_openai_agents_function_tool_proposes_and_approval_executes_without_the_model(cs, seeded):
+def _openai_run(
+    tools: list[Any], model: Any, prompt: str = "Refund it", *, stop: bool = True
+) -> Any:
+    """One run of an agent with ``tools`` and the scripted ``model``, ended by a proposal's
+    card (``stop``) or letting the model run again after a tool. ``asyncio.run``: each
+    framework's run_sync reuses one default loop, which the other's closes."""
     from agents import Agent, RunConfig, Runner
+    from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
+
+    behaviour = for_openai_agents.stop_on_proposal if stop else "run_llm_again"
+    agent = Agent(name="billing", model=model, tools=tools, tool_use_behavior=behaviour)
+    return asyncio.run(Runner.run(agent, prompt, run_config=RunConfig(tracing_disabled=True)))
+
+
+def test_openai_agents_function_tool_proposes_and_approval_executes_without_the_model(cs, seeded):
     from agents.testing import ScriptedModel, function_call
     from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
 
@@ -118,17 +131,7 @@ def test_openai_agents_function_tool_proposes_and_approval_executes_without_the_
             [function_call(TOOL, TO_CARD, call_id="call-2")],
         ]
     )
-    agent = Agent(
-        name="billing",
-        model=model,
-        tools=tools,
-        tool_use_behavior=for_openai_agents.stop_on_proposal,
-    )
-
-    # asyncio.run: each framework's run_sync reuses one default loop, which the other's closes.
-    result = asyncio.run(
-        Runner.run(agent, "Refund it", run_config=RunConfig(tracing_disabled=True))
-    )
+    result = _openai_run(tools, model)
 
     assert len(model.calls) == 2
     assert model.remaining_steps == 0
@@ -143,7 +146,6 @@ def test_openai_agents_two_propose_calls_in_one_response_freeze_one_proposal(cs,
     """The SDK runs a response's calls side by side: each froze a proposal, the second
     superseding the first, whose card the run showed (approving it answered "superseded";
     an integrator's walk). The first to propose ends the turn; the other is told so."""
-    from agents import Agent, RunConfig, Runner
     from agents.testing import ScriptedModel, function_call
     from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
 
@@ -154,15 +156,7 @@ def test_openai_agents_two_propose_calls_in_one_response_freeze_one_proposal(cs,
     model = ScriptedModel(
         [[function_call(TOOL, TO_CARD, call_id="c1"), function_call(TOOL, credit, call_id="c2")]]
     )
-    agent = Agent(
-        name="billing",
-        model=model,
-        tools=tools,
-        tool_use_behavior=for_openai_agents.stop_on_proposal,
-    )
-    result = asyncio.run(
-        Runner.run(agent, "Refund it", run_config=RunConfig(tracing_disabled=True))
-    )
+    result = _openai_run(tools, model)
 
     (proposal_id,) = for_openai_agents.proposal_ids(result)
     _assert_card(str(result.final_output), proposal_id)
@@ -171,14 +165,7 @@ def test_openai_agents_two_propose_calls_in_one_response_freeze_one_proposal(cs,
     assert f"not run: this turn already ended with proposal {proposal_id}" in "".join(outputs)
     # The next run proposes again (its proposal replacing this one): the guard is one model
     # response's, not the tools'.
-    again = ScriptedModel([[function_call(TOOL, credit, call_id="c3")]])
-    agent = Agent(
-        name="billing",
-        model=again,
-        tools=tools,
-        tool_use_behavior=for_openai_agents.stop_on_proposal,
-    )
-    later = asyncio.run(Runner.run(agent, "And again", run_config=RunConfig(tracing_disabled=True)))
+    later = _openai_run(tools, ScriptedModel([[function_call(TOOL, credit, call_id="c3")]]))
     (newer,) = for_openai_agents.proposal_ids(later)
     assert cs.access.approve(newer, AVA_IN_GRANITE).status == "succeeded"
 
@@ -547,8 +534,8 @@ def test_pydantic_ai_a_continued_conversation_sharing_its_usage_proposes_again(c
 
 def test_openai_agents_a_model_that_reports_no_request_count_proposes_in_each_response(cs, seeded):
     """A custom Model whose responses carry no request count leaves ``usage.requests`` at 0:
-    the second response's revision was refused (a review); the turn's input tells them apart."""
-    from agents import Agent, RunConfig, Runner, Usage
+    the second response's revision was refused (a review); its token counts tell them apart."""
+    from agents import Usage
     from agents.testing import ModelStep, ScriptedModel, function_call
     from countersign.infrastructure.adapters.agent_frameworks import for_openai_agents
 
@@ -563,8 +550,7 @@ def test_openai_agents_a_model_that_reports_no_request_count_proposes_in_each_re
             ModelStep(output=[], usage=no_count),
         ]
     )
-    agent = Agent(name="billing", model=model, tools=tools)  # default: the model runs again
-    result = asyncio.run(Runner.run(agent, "Refund", run_config=RunConfig(tracing_disabled=True)))
+    result = _openai_run(tools, model, stop=False)  # the model runs again after each call
     outputs = [str(i.output) for i in result.new_items if hasattr(i, "output")]
     assert len(for_openai_agents.proposal_ids(result)) == 2, outputs
 

@@ -8,7 +8,6 @@ decision has read is kept per thread in decision_reads.py.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -323,7 +322,7 @@ class EventSourcedStore:
                 else:
                     aggregate = copy_aggregate(aggregate)
         if aggregate is None or not isinstance(aggregate, as_type):
-            raise NotFoundError(_noun(as_type))  # as a foreign one's: "broadcast form"
+            raise NotFoundError.of(as_type)  # as a foreign one's: "broadcast form"
         return aggregate
 
     def _request_read(self, request: dict[UUID, Aggregate], aggregate_id: UUID) -> Aggregate | None:
@@ -499,9 +498,3 @@ class EventSourcedStore:
                     seen.add(originator_id)
                     yield originator_id
             start = batch[-1].id + 1
-
-
-def _noun(kind: type) -> str:
-    """What a missing record is called, as the services call a foreign one ("broadcast
-    form" of ``BroadcastForm``), so that the two read alike."""
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", kind.__name__).lower()
