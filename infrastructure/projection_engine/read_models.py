@@ -20,10 +20,9 @@ MAX_PAGE_SIZE = 100
 
 def in_contract_order(operation: str, preview: Any) -> Any:
     """A stored preview's fields in its contract's ``Preview`` order, as its card gives them
-    (what the proposal froze): SQLite's
-    JSON text holds them sorted and PostgreSQL's jsonb by length, so a service showing them
-    in the order received showed each backend's. Fields the contract does not name (or an
-    operation no longer registered) follow in the stored order."""
+    (what the proposal froze): SQLite's JSON text holds them sorted and PostgreSQL's jsonb by
+    length, so a service showing them in the order received showed each backend's. Fields
+    the contract does not name (or an operation no longer registered) follow as stored."""
     contract = REGISTRY.get(operation) if isinstance(preview, dict) else None
     if contract is None:
         return preview
