@@ -130,6 +130,12 @@ class Caller:
         return member.may(permission) and (self.scopes is None or permission in self.scopes)
 
 
+def token_name(caller: Caller) -> str | None:
+    """The API token a caller acts through, by name (None: the member as themselves): what
+    the proposal and turn limits count apart from the person's own."""
+    return None if caller.scopes is None else caller.service or "unnamed"
+
+
 def require_decider(actor: str | Caller) -> None:
     """AgentCannotDecideError for an agent token: it reads, proposes and follows what it
     proposed, and never approves, declines, edits or sets the club's rules."""

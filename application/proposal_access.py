@@ -27,6 +27,7 @@ from countersign.application.authorization import (
     require_all,
     require_any,
     require_decider,
+    token_name,
     visible_proposal,
 )
 from countersign.application.cards import ProposalCards
@@ -134,7 +135,7 @@ class ProposalAccess:
         if actor.organization_id is None:
             raise NotFoundError("organization")
         club = str(actor.organization_id)
-        with limited(self.limiter, club, actor.email):
+        with limited(self.limiter, club, actor.email, token_name(actor)):
             return self.proposals.propose(
                 organization=str(actor.organization),
                 actor=actor,
@@ -154,7 +155,7 @@ class ProposalAccess:
         if permission is not None:  # an unknown kind: the service refuses to revise it
             require_all(caller, member, permission)
         club = str(proposal.organization_id)
-        with limited(self.limiter, club, caller.email):
+        with limited(self.limiter, club, caller.email, token_name(caller)):
             return self.proposals.revise(str(proposal.id), caller, request)
 
     def approve(

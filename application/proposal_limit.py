@@ -3,7 +3,11 @@
 The API, MCP, the section assistants and the pages all propose (and revise) through
 ``ProposalAccess`` or the assistant, and both propose inside the one ``ProposalLimiter``'s
 ``admitted``: past ``COUNTERSIGN_PROPOSAL_LIMIT`` (for example ``30/minute``) the member is
-refused with ``TooManyProposalsError``, which says when to try again. The check and the count
+refused with ``TooManyProposalsError``, which says when to try again. A member is counted as
+themselves (the pages, the command line, their own chat with an assistant) and, apart, through
+each API token of theirs (``proposal_budget``), as the turn limit counts them: an agent token
+that floods proposals stops at its own limit and never holds back its person's own proposals
+and edits, which only people may make. The check and the count
 are one step, so concurrent proposals cannot overshoot the limit; only proposals actually made
 count (a proposal refused for another reason gives its room back).
 The counts live behind the ``ProposalCounts`` port, in the database every process shares, so
@@ -70,14 +74,15 @@ class ProposalLimiter:
         self.clock = clock
 
     @contextmanager
-    def admitted(self, organization: str, member: str) -> Iterator[None]:
-        """Room for one more proposal by ``member`` of ``organization``, taken now: checked
+    def admitted(self, organization: str, member: str, token: str | None = None) -> Iterator[None]:
+        """Room for one more proposal by ``member`` of ``organization`` through ``token`` (an
+        API token's name; None: the member as themselves), taken now: checked
         and counted in one step of the shared counts, so a burst of concurrent proposals (in
         any number of processes) never gets past the limit. TooManyProposalsError, counting
         nothing, if there is none. The body makes the proposal; if it raises, no proposal was
         made and the room is given back."""
         now = self.clock.now()
-        key = member_key(organization, member)
+        key = proposal_budget(organization, member, token)
         wait = take(self.counts, key, self.limit, now)
         if wait is not None:
             raise TooManyProposalsError(wait)
@@ -89,10 +94,13 @@ class ProposalLimiter:
 
 
 def limited(
-    limiter: ProposalLimiter | None, organization: str, member: str
+    limiter: ProposalLimiter | None, organization: str, member: str, token: str | None = None
 ) -> AbstractContextManager[None]:
-    """``limiter.admitted(organization, member)``, or no limit at all without a limiter."""
-    return nullcontext() if limiter is None else limiter.admitted(organization, member)
+    """``limiter.admitted(organization, member, token)``, or no limit at all without a
+    limiter."""
+    if limiter is None:
+        return nullcontext()
+    return limiter.admitted(organization, member, token)
 
 
 def take(counts: ProposalCounts, key: str, limit: RateLimit, now: datetime) -> int | None:
@@ -109,3 +117,10 @@ def take(counts: ProposalCounts, key: str, limit: RateLimit, now: datetime) -> i
 def member_key(organization: str, member: str) -> str:
     """Whose counts: one member in one organization."""
     return f"{organization.strip().lower()}/{member.strip().lower()}"
+
+
+def proposal_budget(organization: str, member: str, token: str | None = None) -> str:
+    """Whose proposals are counted together: a member as themselves, or one API token of
+    theirs (``token``, its name), each apart from the others."""
+    key = member_key(organization, member)
+    return key if token is None else f"{key}/token:{token}"

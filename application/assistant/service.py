@@ -29,7 +29,7 @@ from countersign.application.assistant.conversations import (
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
 from countersign.application.assistant.tool_arguments import parsed, sent_back, why_unreadable
 from countersign.application.assistant.turn_limits import TurnLimiter, TurnSlots
-from countersign.application.authorization import Caller
+from countersign.application.authorization import Caller, token_name
 from countersign.application.errors import ForbiddenError, HeldForPeopleError, parse_id
 from countersign.application.ports import (
     AggregateStore,
@@ -153,8 +153,7 @@ class AssistantService:
         club = str(scope.organization_id)
         if self.turn_limiter is not None:
             # Counted: the turn begins. A token's turns apart from its person's own.
-            token = None if caller.scopes is None else caller.service or "unnamed"
-            self.turn_limiter.admit(club, member.email, token)
+            self.turn_limiter.admit(club, member.email, token_name(caller))
         messages = self._context(assistant, interaction, message, scope)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
         interaction.hear(message[:MAX_MESSAGE])
@@ -302,7 +301,7 @@ class AssistantService:
         """The proposal a propose call made, or the tool result and outcome of its refusal."""
         club = str(turn.scope.organization_id)
         try:
-            with limited(self.limiter, club, turn.actor):
+            with limited(self.limiter, club, turn.actor, token_name(turn.proposer)):
                 created = self.proposals.propose(
                     organization=turn.organization,
                     actor=turn.proposer,

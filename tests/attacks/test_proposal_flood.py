@@ -3,7 +3,8 @@
 The attack run made 200 proposals in 1.8 s from one token: Noah got 200 "awaits your
 approval" e-mails and the webhook 200 posts, though 199 of those proposals were superseded by
 then. Now a member may make ``COUNTERSIGN_PROPOSAL_LIMIT`` proposals (default 30 a minute)
-through the API, MCP, the assistants and the pages together; past it the API answers 429 with
+as themselves (the pages, the command line, their own chat) and as many through each API
+token of theirs (the API and MCP together), each counted apart; past it the API answers 429 with
 Retry-After, and the model loop gets a plain refusal. The sender does not send "awaits your
 approval" about a proposal that no longer awaits it, and says why.
 """
@@ -25,7 +26,7 @@ from countersign.application.proposal_limit import (
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.identity.tokens import issue_token
+from countersign.infrastructure.identity.tokens import authenticate, issue_token
 from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 from countersign.infrastructure.persistence.sql import SqlDatabase
@@ -90,17 +91,54 @@ def test_a_token_flooding_proposals_gets_429_with_retry_after(api: Api, clock: F
 
 
 def test_the_limit_is_one_across_entry_points(api: Api) -> None:
-    """Proposals made through the MCP tools and the CLI (both ``cs.access``) count against the
-    API's limit too, and the other way round."""
+    """A member's own proposals through the command line and the Python API (both
+    ``cs.access``) count together; a token's through the API, MCP and ``cs.access`` given its
+    caller count together too, apart from its person's."""
     ava = Caller(AVA, "granite")
     order = api.seeded["orders"]["refund-ok"]
-    for _ in range(LIMIT.count - 1):
+    for _ in range(LIMIT.count):
         api.cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
-    assert api.post(PROPOSALS, _body(api)).status_code == 201
     with pytest.raises(TooManyProposalsError):
         api.cs.access.propose(ava, operation=REFUND, resource_id=order, request=TO_CARD)
+    found = authenticate(api.cs, api.tokens[AVA])
+    assert found is not None
+    for _ in range(LIMIT.count - 1):
+        api.cs.access.propose(found.caller, operation=REFUND, resource_id=order, request=TO_CARD)
+    assert api.post(PROPOSALS, _body(api)).status_code == 201
     revised = api.post(f"{PROPOSALS}/{_newest(api)}/revisions", {"request": TO_CARD})
     assert revised.status_code == 429
+
+
+def test_an_agent_tokens_flood_leaves_its_person_their_own_proposals_and_edits(
+    api: Api, web: Web
+) -> None:
+    """An attack run had an agent token make the limit's 30 proposals in a minute: for that
+    minute Ava could neither edit a proposal (her approver token's revision, the page's edit:
+    429) nor propose on the pages, though only people may edit. Now each token's proposals
+    are counted apart from its person's own and from her other tokens'."""
+    agent = issue_token(
+        api.cs, "granite", "flooder", ["orders.refund"], issued_by=AVA, kind="agent"
+    )
+    flooder = {"Authorization": f"Bearer {agent.token}"}
+    body = {**_body(api), "resource_id": api.seeded["orders"]["refund-declined"]}
+    for _ in range(LIMIT.count):
+        assert api.client.post(PROPOSALS, headers=flooder, json=body).status_code == 201
+    refused = api.client.post(PROPOSALS, headers=flooder, json=body)
+    assert problem(refused)[0] == 429
+
+    # Ava edits the agent's proposal through her approver token, and on the pages.
+    newest = _newest(api)
+    edited = api.post(f"{PROPOSALS}/{newest}/revisions", {"request": TO_CARD})
+    assert edited.status_code == 201, edited.text
+    original = web.propose("refund-stale")  # her own, as herself: not held back either
+    account = {"payment": "P1", "line_item": "L1", "discount": "D1"}
+    page = web.member(AVA).submit(
+        f"/proposals/{original}/edit", {**account, "destination": "account_credit"}
+    )
+    assert page.status_code in (200, 303), page.text[:300]
+    assert web.status(original) == "superseded"
+    # The flooding token is still held back.
+    assert api.client.post(PROPOSALS, headers=flooder, json=body).status_code == 429
 
 
 def test_the_assistant_passes_on_a_plain_refusal(api: Api) -> None:
@@ -144,7 +182,10 @@ def test_an_agent_past_the_limit_gets_a_plain_mcp_refusal(cs, seeded) -> None:
 
     order = seeded["orders"]["refund-ok"]
     agent = issue_token(cs, "granite", "agent", ["orders.refund"], issued_by=AVA, kind="agent")
-    _fill_the_limit(cs, order)
+    found = authenticate(cs, agent.token)
+    assert found is not None
+    for _ in range(LIMIT.count):  # the token's own proposals, as the API would make them
+        cs.access.propose(found.caller, operation=REFUND, resource_id=order, request=TO_CARD)
     before = snapshot(cs)
 
     async def proposing(session: ClientSession) -> dict[str, Any]:
