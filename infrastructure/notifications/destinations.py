@@ -8,7 +8,8 @@ otherwise non-global address, in any spelling: ``127.1``,
 IPv4 address (IPv4-compatible, 6to4, Teredo, NAT64). The sender connects to the very address it
 checked, so a name that resolves differently a moment later (DNS rebinding) cannot slip past.
 Registration refuses what needs no lookup to refuse: an internal literal, ``localhost``
-(``check_url_host``).
+(``check_url_host``), also when spelled in characters the resolver folds to them (fullwidth
+digits, ideographic full stops: ``as_resolved``).
 
 The host's own addresses are refused too, public ones included (``own_addresses``): a service
 that listens on every interface behind a firewall that keeps the world out is reachable from
@@ -215,6 +216,7 @@ def check_url_host(host: str, allowed: Iterable[Network] = ()) -> None:
     API's pool, so every club's requests, for 40 registrations), and its two answers ("an
     internal address" or accepted) told a club which names the host's own resolver knows."""
     allowed = tuple(allowed)
+    host = as_resolved(host)
     name = host.strip().rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
         # Loopback by definition: refused unless the operator allows a loopback network
@@ -228,3 +230,17 @@ def check_url_host(host: str, allowed: Iterable[Network] = ()) -> None:
 
 
 _LOOPBACKS = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
+
+
+def as_resolved(host: str) -> str:
+    """``host`` as the resolver reads it: a name with characters beyond ASCII goes through
+    IDNA first (``getaddrinfo`` does so), which folds fullwidth and circled digits and
+    letters and the ideographic full stops, so 127.0.0.1 written in fullwidth digits is
+    127.0.0.1 and a fullwidth localhost is localhost. A name IDNA cannot encode is kept as
+    it is (no address will be found for it)."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host

@@ -65,6 +65,13 @@ INTERNAL = [
     "https://127.0.0.1.:8443/",
     "http://api.localhost/",
     "http://LOCALHOST./",
+    # What the resolver reads through IDNA (NFKC, and the ideographic full stops as dots): the
+    # sender refused them, but registration took them as names (a later attack run).
+    "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/",  # fullwidth digits: 127.0.0.1
+    "http://127\u30020\u30020\u30021/",  # ideographic full stops
+    "http://\u246f\u2468\u3002\u2461\u2464\u2463\u3002\u246f\u2468\uff61\u2461\u2464\u2463/",
+    "http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/",  # fullwidth localhost
+    "http://api.\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/",
 ]
 
 
