@@ -172,7 +172,16 @@ def is_allowed(
         # fec0::/10, deprecated site-local: a local network's, which Python 3.11's is_global
         # and is_private do not say (is_site_local does).
         or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local)
+        or any(address.version == net.version and address in net for net in _NOT_GLOBAL)
     )
+
+
+#: Special-purpose networks that Python 3.11's ``is_global`` calls global, none of them a
+#: receiver's: the IETF's protocol assignments (192.0.0.8, the dummy address, among them),
+#: the 6to4 relays' anycast (deprecated) and IPv6's second documentation prefix (2024).
+_NOT_GLOBAL = tuple(
+    ipaddress.ip_network(net) for net in ("192.0.0.0/24", "192.88.99.0/24", "3fff::/20")
+)
 
 
 def resolve(host: str, port: int) -> list[Address]:

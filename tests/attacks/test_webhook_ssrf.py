@@ -59,6 +59,11 @@ INTERNAL = [
     "http://[fd00::1]/",
     "http://[fe80::1]/",
     "http://[fec0::1]/",  # site-local (deprecated), which Python 3.11 calls global
+    # Special-purpose, which Python 3.11 calls global too (a later attack run): the dummy
+    # address, the 6to4 relays' anycast, IPv6's second documentation prefix.
+    "http://192.0.0.8/",
+    "http://192.88.99.1/",
+    "http://[3fff::1]/",
     "http://224.0.0.1/",
     "http://[ff02::1]/",
     "http://[::]/",
