@@ -594,3 +594,16 @@ def _propose_two_approver_refund(cli, data) -> str:
         json.dumps(TO_CARD),
     )
     return str(created["proposal_id"])
+
+
+def test_propose_help_says_what_each_argument_takes(capsys):
+    """A newcomer reading ``propose --help`` learns where kinds and ids come from."""
+    with pytest.raises(SystemExit):
+        main(["propose", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "`countersign operations` lists them" in shown
+    assert "the id of the order, broadcast form or roster it acts on" in shown
+    assert "a JSON object, or @ and a file holding it" in shown
+    with pytest.raises(SystemExit):
+        main(["approve", "--help"])
+    assert "the member acting, by email" in " ".join(capsys.readouterr().out.split())

@@ -28,6 +28,9 @@ from countersign.infrastructure.entrypoints.cli.policies import (
     true_or_false,
 )
 
+#: ``--as``'s help where a member acts on a proposal by its id.
+ACTING = "the member acting, by email; they must belong to the proposal's club"
+
 
 class _Version(argparse.Action):
     """``--version``: the installed version, read only when it is asked for."""
@@ -243,11 +246,29 @@ def build_parser() -> argparse.ArgumentParser:
         Handler("proposals", "cmd_propose"),
         "turn a model-facing request into a proposal",
     )
-    propose.add_argument("--org", required=True)
-    propose.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    propose.add_argument("--operation", required=True, metavar="KIND")
-    propose.add_argument("--resource", required=True, metavar="ID")
-    propose.add_argument("--request", required=True, metavar="JSON|@FILE")
+    propose.add_argument("--org", required=True, help="the club's short name (granite)")
+    propose.add_argument(
+        "--as", dest="actor", required=True, metavar="EMAIL", help="the member who requests it"
+    )
+    propose.add_argument(
+        "--operation",
+        required=True,
+        metavar="KIND",
+        help="the operation's kind; `countersign operations` lists them and their requests",
+    )
+    propose.add_argument(
+        "--resource",
+        required=True,
+        metavar="ID",
+        help="the id of the order, broadcast form or roster it acts on (`countersign seed` "
+        "lists the demo's)",
+    )
+    propose.add_argument(
+        "--request",
+        required=True,
+        metavar="JSON|@FILE",
+        help="the operation's request as a JSON object, or @ and a file holding it",
+    )
     propose.add_argument("--language", default="en", choices=["en", "fr"])
 
     revise = add(
@@ -256,22 +277,27 @@ def build_parser() -> argparse.ArgumentParser:
         "edit a proposal: a new revision of it from an edited request",
     )
     revise.add_argument("proposal_id")
-    revise.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    revise.add_argument("--request", required=True, metavar="JSON|@FILE")
+    revise.add_argument("--as", dest="actor", required=True, metavar="EMAIL", help=ACTING)
+    revise.add_argument(
+        "--request",
+        required=True,
+        metavar="JSON|@FILE",
+        help="the whole edited request as a JSON object, or @ and a file holding it",
+    )
     revise.add_argument("--language", default="en", choices=["en", "fr"])
 
     approve = add("approve", Handler("proposals", "cmd_approve"), "approve a proposal by its id")
     approve.add_argument("proposal_id")
-    approve.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    approve.add_argument("--as", dest="actor", required=True, metavar="EMAIL", help=ACTING)
 
     decline = add("decline", Handler("proposals", "cmd_decline"), "decline a proposal by its id")
     decline.add_argument("proposal_id")
-    decline.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    decline.add_argument("--as", dest="actor", required=True, metavar="EMAIL", help=ACTING)
     decline.add_argument("--note")
 
     card = add("show", Handler("proposals", "cmd_show"), "a proposal's review card")
     card.add_argument("proposal_id")
-    card.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
+    card.add_argument("--as", dest="actor", required=True, metavar="EMAIL", help=ACTING)
     card.add_argument("--language", default="en", choices=["en", "fr"])
 
     history = add(
