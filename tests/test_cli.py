@@ -607,3 +607,21 @@ def test_propose_help_says_what_each_argument_takes(capsys):
     with pytest.raises(SystemExit):
         main(["approve", "--help"])
     assert "the member acting, by email" in " ".join(capsys.readouterr().out.split())
+
+
+def test_not_found_says_what_to_check(database_url, capsys):
+    """The seed's order name is not an id: the answer says what to check, not just
+    "Not found." (an unknown id and another club's still answer alike)."""
+    db = ["--database", database_url]
+    assert main(["seed", *db]) == 0
+    capsys.readouterr()
+    propose = ["propose", "--org", "granite", "--as", "ava@granite.example"]
+    request = json.dumps(TO_CARD)
+    argv = [*propose, "--operation", "order.refund_missing_discount", "--request", request]
+    assert main([*argv, "--resource", "refund-ok", *db]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "Not found: check the club, the member and the id named (an unknown one and another "
+        "club's answer alike; `countersign seed` lists the demo's)."
+    )
+    assert main([*argv, "--resource", "refund-ok", "--json", *db]) == 0
+    assert json.loads(capsys.readouterr().out) == {"error": "not_found"}

@@ -258,13 +258,20 @@ def _busy(_: Exception) -> Answer:
     return {"error": "busy", "message": message}, f"Busy: {message}.", 1
 
 
+#: An unknown club, member or id and another club's id answer alike (the application says
+#: no more); the text says what to check.
+NOT_FOUND = (
+    "Not found: check the club, the member and the id named (an unknown one and another club's "
+    "answer alike; `countersign seed` lists the demo's)."
+)
+
 #: What the CLI answers for each refusal, most specific first: the document for --json, the
 #: text for people, the exit status (0 whenever the command was processed).
 _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
     (UnknownOperationError, _unknown_operation),
     (RefusedError, lambda e: (e.document(), str(e), REFUSED)),
     (FaultFoundError, lambda e: (e.document, str(e), FAULT_FOUND)),
-    (NotFoundError, lambda _: ({"error": "not_found"}, "Not found.", 0)),
+    (NotFoundError, lambda _: ({"error": "not_found"}, NOT_FOUND, 0)),
     (
         ForbiddenError,
         lambda _: ({"error": "forbidden"}, "You do not have permission to do that.", 0),
