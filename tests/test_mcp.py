@@ -211,6 +211,18 @@ def test_stdio_refuses_to_start_for_a_non_member(sqlite_file, capsys):
     assert main(["mcp", "--database", url, "--json"]) == 2
 
 
+def test_http_refuses_a_bad_setting_before_saying_it_serves(sqlite_file, capsys, monkeypatch):
+    """A wrong session setting stops the server with exit 2, and nothing said first that it
+    was serving (the banner came before the refusal)."""
+    url, _, _ = sqlite_file
+    monkeypatch.setenv("COUNTERSIGN_MCP_SESSION_IDLE", "0")
+    status = main(["mcp", "--http", "--port", "8409", "--database", url])
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert "COUNTERSIGN_MCP_SESSION_IDLE must be a positive whole number" in err
+    assert "streamable HTTP at" not in out + err
+
+
 # -- over streamable HTTP, with API tokens -------------------------------------------------------
 
 

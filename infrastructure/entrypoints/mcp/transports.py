@@ -98,12 +98,13 @@ def http_app(
 
 
 def serve_http(cs: Countersign, *, host: str, port: int, language: str = "en") -> None:
-    """Serve streamable HTTP on ``host:port`` until interrupted."""
+    """Serve streamable HTTP on ``host:port`` until interrupted (its settings read first: a
+    wrong one stops it before it says it serves)."""
+    app = http_app(cs, host=host, language=language)
     say(
         f"countersign: MCP over streamable HTTP at http://{host}:{port}{PATH} "
         "(Authorization: Bearer <API token>); Ctrl-C stops"
     )
-    app = http_app(cs, host=host, language=language)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
