@@ -75,9 +75,14 @@ class NotifySettings:
         per_club = _number(env, "COUNTERSIGN_NOTIFY_PER_CLUB", 4)
         per_endpoint = _number(env, "COUNTERSIGN_NOTIFY_PER_ENDPOINT", 2)
         if not per_endpoint <= per_club <= workers:
+            low, high = (
+                ("PER_ENDPOINT", "PER_CLUB") if per_endpoint > per_club else ("PER_CLUB", "WORKERS")
+            )
             raise SettingsError(
-                "COUNTERSIGN_NOTIFY_PER_ENDPOINT <= COUNTERSIGN_NOTIFY_PER_CLUB <= "
-                f"COUNTERSIGN_NOTIFY_WORKERS, not {per_endpoint}, {per_club}, {workers}"
+                f"COUNTERSIGN_NOTIFY_{low} is more than COUNTERSIGN_NOTIFY_{high}: lower the "
+                f"first or raise the second (each bound is at most the next: "
+                f"COUNTERSIGN_NOTIFY_PER_ENDPOINT <= COUNTERSIGN_NOTIFY_PER_CLUB <= "
+                f"COUNTERSIGN_NOTIFY_WORKERS, not {per_endpoint}, {per_club}, {workers})"
             )
         return cls(
             public_url=public_url,

@@ -361,6 +361,15 @@ def test_an_operator_sets_the_senders_bounds(monkeypatch) -> None:
     monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_CLUB", "80")
     with pytest.raises(SettingsError, match="PER_CLUB <= COUNTERSIGN_NOTIFY_WORKERS, not 1, 80"):
         NotifySettings.from_env()
+    with pytest.raises(SettingsError, match="_PER_CLUB is more than COUNTERSIGN_NOTIFY_WORKERS: "):
+        NotifySettings.from_env()  # which one, and what to do
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_ENDPOINT", "5")
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_CLUB", "3")
+    with pytest.raises(
+        SettingsError, match="_PER_ENDPOINT is more than COUNTERSIGN_NOTIFY_PER_CLUB"
+    ):
+        NotifySettings.from_env()
+    monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_ENDPOINT", "1")
     monkeypatch.setenv("COUNTERSIGN_NOTIFY_PER_CLUB", "zero")
     with pytest.raises(SettingsError, match="must be a positive whole number, not 'zero'"):
         NotifySettings.from_env()
