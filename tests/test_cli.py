@@ -607,6 +607,9 @@ def test_propose_help_says_what_each_argument_takes(capsys):
     with pytest.raises(SystemExit):
         main(["approve", "--help"])
     assert "the member acting, by email" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "serve the web pages and the JSON API" in capsys.readouterr().out
 
 
 def test_not_found_says_what_to_check(database_url, capsys):

@@ -117,7 +117,7 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     )
     set_password.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
 
-    serve = add("serve", Handler("admin", "cmd_serve"), "serve the HTTP API (FastAPI over uvicorn)")
+    serve = add("serve", Handler("admin", "cmd_serve"), "serve the web pages and the JSON API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=port_number, default=8000)
     serve.add_argument(
