@@ -157,7 +157,9 @@ def test_a_proposal_that_ran_or_was_superseded_cannot_be_edited(cli, run, orders
     }
     assert (superseded["status"], superseded["superseded_by"]) == ("superseded", newer)
     assert code == 3
-    assert text.startswith("Not revisable: this proposal is superseded")
+    assert text.startswith("Not revisable: this proposal's status is superseded")
+    _, _, ran_text = run("revise", ran, "--as", AVA, "--request", edit)
+    assert ran_text.startswith("Not revisable: this proposal's status is succeeded, and only")
     assert f"countersign revise {newer}" in text
     assert "Traceback" not in text
     assert out == ""

@@ -252,7 +252,7 @@ def render_revision(
 
 
 _NOT_REVISABLE = Localized(
-    "Not revisable: this proposal is {status}, and only a pending, declined, expired or "
+    "Not revisable: this proposal's status is {status}, and only a pending, declined, expired or "
     "revision-required proposal can be edited. Nothing was changed.",
     "Modification impossible : cette proposition a le statut {status}, et seule une "
     "proposition en attente, refusée, expirée ou à réviser peut être modifiée. Rien n'a été "
