@@ -165,6 +165,7 @@ def test_a_proposal_that_ran_or_was_superseded_cannot_be_edited(cli, run, orders
     assert out == ""
     code, _, text = run("revise", ran, "--as", AVA, "--request", edit, "--language", "fr")
     assert (code, text.split(":")[0]) == (3, "Modification impossible ")
+    assert "cette proposition a le statut réussie," in text  # its status in French too
     assert cli("show", newer, "--as", AVA)["status"] == "pending"  # nothing else happened
 
 

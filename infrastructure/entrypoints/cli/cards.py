@@ -265,7 +265,7 @@ _EDIT_NEWER = Localized(
 
 
 def render_not_revisable(status: str, superseded_by: str | None, language: str = "en") -> str:
-    lines = [_NOT_REVISABLE.text(language, status=status.replace("_", " "))]
+    lines = [_NOT_REVISABLE.text(language, status=status_words(status, language))]
     if superseded_by:
         lines.append("  " + _EDIT_NEWER.text(language, newer=superseded_by))
     return "\n".join(lines)
