@@ -20,7 +20,11 @@ class ProposeIn(Body):
         description="The operation kind: " + ", ".join(sorted(REGISTRY)) + ".",
     )
     resource_id: str = Field(
-        max_length=64, description="The order id or broadcast form id the operation applies to."
+        max_length=64,
+        description=(
+            "The id of the resource the operation acts on, as its contract names it (an order, "
+            "a broadcast form, a roster)."
+        ),
     )
     request: dict[str, Any] = Field(
         description=(
