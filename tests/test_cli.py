@@ -414,6 +414,33 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
     assert [(d["status"], d["requests"]) for d in deliveries] == [("succeeded", 1)]
 
 
+def test_what_the_demo_leaves_for_the_browser_is_dated_by_the_real_clock(capsys, tmp_path):
+    """`demo --serve` serves the story's database by the system clock: the story's day that
+    passes (a proposal that expires) must not leave later proposals dated a day ahead."""
+    from datetime import UTC, datetime, timedelta
+
+    from countersign.infrastructure.bootstrap import bootstrap
+
+    database = f"sqlite:///{tmp_path / 'demo.db'}"
+    before = datetime.now(UTC)
+    assert main(["demo", "--json", "--database", database]) == 0
+    capsys.readouterr()
+    cs = bootstrap(database_url=database)
+    try:
+        for runner in cs.projection_runners():
+            runner.catch_up()
+        now = datetime.now(UTC)
+        ttl = timedelta(seconds=cs.settings.proposal_ttl_seconds)
+        granite = cs.club.organization_id("granite")
+        items = cs.read_models.inbox(str(granite), now)["items"]
+        assert items, "the demo leaves a proposal awaiting approval"
+        for item in items:
+            assert before <= item["proposed_at"] <= now
+            assert item["expires_at"] <= now + ttl
+    finally:
+        cs.close()
+
+
 def test_operations_lists_every_registered_operation_with_the_schema_assistants_see(cli):
     from countersign.application.assistant.sections import ASSISTANTS
     from countersign.domain.contracts import REGISTRY
