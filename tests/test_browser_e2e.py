@@ -208,6 +208,13 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             )
             assert page.locator(approve).count() == 0
             page.screenshot(path=str(ARTIFACTS / "05-review-succeeded.png"), full_page=True)
+            # The back button after approving: the confirmation was a page of its own, so the
+            # browser loads it again (no "Confirm Form Resubmission"), and it now shows the
+            # outcome; nothing runs again.
+            page.go_back()
+            assert page.url == review_url
+            assert page.locator("#status").inner_text() == "Succeeded"
+            assert page.locator(approve).count() == 0
 
             # Approving again from the second tab returns the same stored outcome.
             second.click(approve)

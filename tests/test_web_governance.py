@@ -117,7 +117,9 @@ def test_a_first_approval_awaits_another_manager_and_the_second_runs_it(web: Web
     assert "It awaits one more manager&#39;s approval; nothing runs until then." in his
     assert _approve_button(his, proposal_id)
     assert "You will confirm once more: this cannot be undone." in his
-    confirm = _approve(noah, proposal_id)
+    asked = _approve(noah, proposal_id)
+    assert asked.status_code == 303  # to the confirmation page, a page of its own
+    confirm = noah.get(asked.headers["location"])
     assert confirm.status_code == 200
     assert "Confirm once more" in confirm.text
     assert web.cs.sandbox.refunds() == []

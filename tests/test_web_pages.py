@@ -746,6 +746,8 @@ def _approve(browser: Browser, proposal_id: str) -> Any:
     """Approve as a manager does: the button, then the confirmation page's button if any."""
     path = f"/proposals/{proposal_id}"
     answer = browser.form(f"{path}/approve", {}, path)
+    if answer.status_code == 303 and answer.headers["location"] == f"{path}/approve":
+        answer = browser.get(f"{path}/approve")  # the confirmation page
     if answer.status_code == 200 and 'name="confirm" value="yes"' in answer.text:
         token = CSRF.search(answer.text).group(1)
         answer = browser.post(f"{path}/approve", {"confirm": "yes", "csrf_token": token})
@@ -921,7 +923,9 @@ def test_a_card_refund_is_confirmed_once_more_and_credit_is_not(web):
     assert "You will confirm once more: this cannot be undone." in review.text
     before = count_events(web.cs)
 
-    asked = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    answered = browser.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert answered.status_code == 303  # to the confirmation page, a page of its own
+    asked = browser.get(answered.headers["location"])
     assert asked.status_code == 200
     page = _main(asked)
     assert "Confirm once more" in page

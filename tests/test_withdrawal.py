@@ -196,7 +196,9 @@ def test_the_review_and_the_confirmation_warn_before_approving_and_link_each_one
     assert f'<a href="/proposals/{cancellation}">{CANCELLATION_EN}</a>' in review
     assert 'aria-describedby="withdraws-lead approve-hint"' in review
     # The confirmation step of a card refund says it again, next to what cannot be undone.
-    confirm = ava.form(f"/proposals/{refund}/approve", {}, f"/proposals/{refund}")
+    asked = ava.form(f"/proposals/{refund}/approve", {}, f"/proposals/{refund}")
+    assert asked.status_code == 303  # to the confirmation page, a page of its own
+    confirm = ava.get(asked.headers["location"])
     assert confirm.status_code == 200
     assert warning in _main(confirm)
     assert f'<a href="/proposals/{cancellation}">{CANCELLATION_EN}</a>' in _main(confirm)

@@ -269,6 +269,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/chat/{section}/{resource_id:path}": (f"/chat/orders/{order}", 200),
         "/proposals/{proposal_id}": (f"/proposals/{proposal_id}", 200),
         "/proposals/{proposal_id}/status": (f"/proposals/{proposal_id}/status", 200),
+        "/proposals/{proposal_id}/approve": (f"/proposals/{proposal_id}/approve", 200),
         "/proposals/{proposal_id}/edit": (f"/proposals/{proposal_id}/edit", 200),
         "/sign-in": (f"/sign-in?next={hostile_next}", 303),  # signed in already: goes on
         "/webhooks": ("/webhooks", 200),

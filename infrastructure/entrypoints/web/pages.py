@@ -83,6 +83,7 @@ def mount_pages(
         ("/chat/{section}/{resource_id:path}", conversations.chat, get, True, False),
         ("/chat/{section}/{resource_id:path}", conversations.send_message, post, True, True),
         ("/proposals/{proposal_id}", proposals.review, get, True, False),
+        ("/proposals/{proposal_id}/approve", proposals.confirmation, get, True, False),
         ("/proposals/{proposal_id}/approve", proposals.approve, post, True, True),
         ("/proposals/{proposal_id}/decline", proposals.decline, post, True, True),
         ("/proposals/{proposal_id}/status", proposals.status, get, True, False),

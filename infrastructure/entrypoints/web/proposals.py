@@ -255,17 +255,28 @@ class ProposalPages:
         return [dict(change) for change in card.changes]
 
     def approve(self, visit: Visit) -> Response:
-        """Approve; an effect that cannot be undone first shows what it is, once, and runs
-        when that page's form comes back with ``confirm``. The JSON API approves by id alone."""
-        if visit.form.get("confirm") != "yes":
-            confirmation = self._confirmation(visit)
-            if confirmation is not None:
-                return confirmation
+        """Approve; an effect that cannot be undone first shows what it is, once, on a page of
+        its own (the form is answered by a redirect to it, so the browser's back button after
+        approving reloads that page, never a form's answer), and runs when that page's form
+        comes back with ``confirm``. The JSON API approves by id alone."""
+        if visit.form.get("confirm") != "yes" and self._to_confirm(visit) is not None:
+            return redirect(f"/proposals/{proposal_id_of(visit)}/approve")
         return self._decide(visit, decline=False)
 
-    def _confirmation(self, visit: Visit) -> Response | None:
-        """The confirmation page, if this proposal needs one and the caller may approve it
-        now; otherwise None, and approving answers as it always does."""
+    def confirmation(self, visit: Visit) -> Response:
+        """The confirmation page while it is still asked for; otherwise (approved since, or
+        nothing to confirm) the proposal's own page. Showing it approves nothing."""
+        found = self._to_confirm(visit)
+        if found is None:
+            return redirect(f"/proposals/{proposal_id_of(visit)}")
+        view, reviewed = found
+        return self.site.render(
+            visit, "confirm.html", proposal=view, withdraws=_withdraws(reviewed, visit)
+        )
+
+    def _to_confirm(self, visit: Visit) -> tuple[dict[str, Any], ProposalReview] | None:
+        """The proposal's view and review, if it needs a confirmation and the caller may
+        approve it now; otherwise None, and approving answers as it always does."""
         try:
             reviewed = self.cs.access.review(proposal_id_of(visit), visit.signed_in.caller)
         except ForbiddenError:
@@ -276,9 +287,7 @@ class ProposalPages:
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
-        return self.site.render(
-            visit, "confirm.html", proposal=view, withdraws=_withdraws(reviewed, visit)
-        )
+        return view, reviewed
 
     def decline(self, visit: Visit) -> Response:
         return self._decide(visit, decline=True)

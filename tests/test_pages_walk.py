@@ -1,0 +1,62 @@
+"""What a manager's day in the browser found, through the ASGI app, on every backend.
+
+The confirmation of a card refund is a page of its own (a form answered by a redirect), so
+the browser's back button after approving never lands on a form's answer; a session that
+ended while a form was open signs in again back to that page; a count of one reads in the
+singular; a new conversation's message box has the keyboard's focus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.conftest import AVA
+from tests.test_web_pages import CSRF, Web, _main, web_for
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
+
+
+def test_the_confirmation_is_a_page_of_its_own_and_back_after_approving_shows_the_outcome(
+    web: Web,
+) -> None:
+    proposal_id = web.propose()
+    path = f"/proposals/{proposal_id}"
+    ava = web.browser(AVA)
+
+    # The approve button's form is answered by a redirect to the confirmation page (a GET the
+    # browser's history can load again), not by the page itself.
+    asked = ava.form(f"{path}/approve", {}, path)
+    assert asked.status_code == 303
+    assert asked.headers["location"] == f"{path}/approve"
+    confirm = ava.get(f"{path}/approve")
+    assert confirm.status_code == 200
+    assert "Confirm once more" in _main(confirm)
+    assert 'name="confirm" value="yes"' in confirm.text
+    assert web.proposal(proposal_id).status == "pending"  # showing it approves nothing
+    assert web.cs.sandbox.refunds() == []
+
+    token = CSRF.search(confirm.text).group(1)
+    done = ava.post(f"{path}/approve", {"confirm": "yes", "csrf_token": token})
+    assert done.status_code == 303
+    assert web.proposal(proposal_id).status == "succeeded"
+
+    # Back to the confirmation page after approving: the outcome, and nothing runs again.
+    back = ava.get(f"{path}/approve")
+    assert back.status_code == 303
+    assert back.headers["location"] == path
+    assert len(web.cs.sandbox.refunds()) == 1
+
+
+def test_the_confirmation_page_of_what_needs_none_is_the_review_page(web: Web) -> None:
+    credit = web.propose("account-credit")
+    ava = web.browser(AVA)
+    shown = ava.get(f"/proposals/{credit}/approve")
+    assert shown.status_code == 303
+    assert shown.headers["location"] == f"/proposals/{credit}"
+    assert web.proposal(credit).status == "pending"  # a GET never approves
