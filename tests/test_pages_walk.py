@@ -9,12 +9,13 @@ singular; a new conversation's message box has the keyboard's focus.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 
 from tests.conftest import AVA
-from tests.test_web_pages import CSRF, Web, _main, web_for
+from tests.test_web_pages import CSRF, Browser, Web, _main, web_for
 
 
 @pytest.fixture
@@ -60,3 +61,38 @@ def test_the_confirmation_page_of_what_needs_none_is_the_review_page(web: Web) -
     assert shown.status_code == 303
     assert shown.headers["location"] == f"/proposals/{credit}"
     assert web.proposal(credit).status == "pending"  # a GET never approves
+
+
+def _ended(web: Web) -> Browser:
+    """Ava's browser, whose session then ends (she signs out everywhere from another one)."""
+    ava = web.browser(AVA)
+    elsewhere = web.browser(AVA)
+    assert elsewhere.form("/sign-out/everywhere", {}).status_code == 303
+    return ava
+
+
+def test_a_form_sent_after_the_session_ended_signs_in_back_to_its_page(web: Web) -> None:
+    proposal_id = web.propose()
+    order = web.seeded["orders"]["refund-ok"]
+    interaction = "5b1f2c7d-8d1e-4c57-9a3e-0f6b3a529e10"
+    chat = f"/chat/orders/{order}"
+    forms = [
+        (f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}"),
+        (f"/proposals/{proposal_id}/decline", {"note": "no"}, f"/proposals/{proposal_id}"),
+        (chat, {"message": "Olivia missed her early-bird", "interaction_id": interaction},
+         f"{chat}?{urlencode({'interaction': interaction})}"),
+        (chat, {"message": "hi", "interaction_id": ""}, chat),
+        (chat, {"message": "hi", "interaction_id": "not-an-id/../x"}, chat),
+        ("/webhooks/remove", {"endpoint": "x"}, "/webhooks"),
+        ("/members/permissions", {"email": AVA}, "/members"),
+        ("/account/passkeys/rename", {"name": "x"}, "/account/passkeys"),
+    ]  # fmt: skip
+    for path, fields, back in forms:
+        ava = _ended(web)
+        token = ava.csrf("/sign-in")  # what the page she had open carried no longer counts
+        answer = ava.post(path, {**fields, "csrf_token": token})
+        assert answer.status_code == 303, path
+        assert answer.headers["location"] == f"/sign-in?{urlencode({'next': back})}", path
+        signed = ava.sign_in(AVA, web.passwords[AVA], back)
+        assert signed.headers["location"] == back, path
+    assert web.proposal(proposal_id).status == "pending"  # nothing was decided on the way

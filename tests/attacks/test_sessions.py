@@ -139,7 +139,8 @@ def assert_signed_out(site: Site, cookie: str, token: str, proposal_id: str) -> 
     for action, data in (("decline", {"note": "replayed"}), ("approve", {})):
         answer = attacker.post(f"/proposals/{proposal_id}/{action}", {**data, "csrf_token": token})
         assert answer.status_code == 303, (action, answer.text[:300])
-        assert answer.headers["location"] == "/sign-in"
+        # To sign in, and then back to the proposal's page (never to a decision).
+        assert answer.headers["location"] == f"/sign-in?next=%2Fproposals%2F{proposal_id}"
     everywhere = attacker.post("/sign-out/everywhere", {"csrf_token": token})
     assert everywhere.status_code == 303
     assert everywhere.headers["location"] == "/sign-in"
@@ -348,7 +349,7 @@ def test_a_forged_or_altered_cookie_is_no_session(site, proposal_id):
         assert attacker.get("/").status_code == 303
         answer = attacker.post(f"/proposals/{proposal_id}/decline", {"csrf_token": token})
         assert answer.status_code == 303
-        assert answer.headers["location"] == "/sign-in"
+        assert answer.headers["location"] == f"/sign-in?next=%2Fproposals%2F{proposal_id}"
     assert site.state(proposal_id) == before
 
 

@@ -25,7 +25,13 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
-from countersign.infrastructure.entrypoints.web.visits import Handler, PageError, User, Visit
+from countersign.infrastructure.entrypoints.web.visits import (
+    Handler,
+    PageError,
+    User,
+    Visit,
+    page_of_form,
+)
 from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -161,10 +167,13 @@ class Site:
         if signed_in and visit.user is None:
             # Before the CSRF check: a signed-out visitor (a revoked or replayed session among
             # them) is sent to sign in, whatever the form carried.
-            target = "/sign-in"
-            if request.method == "GET" and request.url.path != "/":
-                target += "?" + urlencode({"next": _path_with_query(request)})
-            return redirect(target)
+            # Back, once signed in, to the page asked for, or the page whose form was sent
+            # (what the form asked is not done: the manager sees the page and decides again).
+            if request.method == "GET":
+                back = _path_with_query(request) if request.url.path != "/" else ""
+            else:
+                back = page_of_form(request.url.path, visit.form.get("interaction_id", ""))
+            return redirect("/sign-in" + (f"?{urlencode({'next': back})}" if back else ""))
         if csrf and not visit.session.csrf_ok(visit.form.get("csrf_token")):
             raise PageError("csrf", 403)
         return handler(visit)

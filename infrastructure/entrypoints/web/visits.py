@@ -1,13 +1,15 @@
 """A page request as its handler sees it (``Visit``): the request, its session, the
 language, the form it sent and who is signed in (``User``, as their club knows them right
 now). A handler answers with its page, or raises ``PageError`` for one of the error pages;
-``site.Site.endpoint`` runs it.
+``site.Site.endpoint`` runs it. ``page_of_form`` names the page a form was sent from.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import quote, urlencode
+from uuid import UUID
 
 from countersign.application.authorization import Caller
 from countersign.application.club import Membership
@@ -87,3 +89,23 @@ class Visit:
 
 
 Handler = Callable[[Visit], Response]
+
+
+#: Pages whose forms post to their own path or below it.
+_FORM_PAGES = ("/webhooks", "/members", "/account/passkeys")
+
+
+def page_of_form(path: str, interaction: str = "") -> str:
+    """The page a form posted to ``path`` was on, to sign in back to; "" for the inbox. A
+    conversation's page is its own path, with the conversation (``interaction``) if it reads
+    as one."""
+    path = quote(path, safe="/-_.~")
+    if path.startswith("/proposals/"):
+        head, _, action = path.rpartition("/")
+        return head if action in ("approve", "decline") else path
+    if path.startswith("/chat/"):
+        try:
+            return f"{path}?{urlencode({'interaction': str(UUID(interaction.strip()))})}"
+        except ValueError:
+            return path
+    return next((page for page in _FORM_PAGES if path.startswith(page)), "")
