@@ -13,8 +13,9 @@ from urllib.parse import urlencode
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.web.i18n import translator
 
-from tests.conftest import AVA
+from tests.conftest import AVA, MIA
 from tests.test_web_pages import CSRF, Browser, Web, _main, web_for
 
 
@@ -96,3 +97,19 @@ def test_a_form_sent_after_the_session_ended_signs_in_back_to_its_page(web: Web)
         signed = ava.sign_in(AVA, web.passwords[AVA], back)
         assert signed.headers["location"] == back, path
     assert web.proposal(proposal_id).status == "pending"  # nothing was decided on the way
+
+
+def test_a_count_of_one_reads_in_the_singular(web: Web) -> None:
+    english, french = translator("en"), translator("fr")
+    assert english("club.members", count=1) == "1 member"
+    assert english("club.members", count=2) == "2 members"
+    assert french("club.members", count=1) == "1 membre"
+    assert french("inbox.recent_count", total=1) == "1 décidée"
+    assert french("inbox.recent_count", total=3) == "3 décidées"
+
+    # Maple's only league has one member: Mia's roster assistant says so in French.
+    mia = web.browser(MIA)
+    roster = web.seeded["rosters"]["maple"]
+    page = _main(mia.get(f"/chat/roster/{roster}", **{"Accept-Language": "fr"}))
+    assert "1 membre<" in page
+    assert "1 membres" not in page

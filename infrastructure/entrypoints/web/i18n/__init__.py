@@ -111,6 +111,9 @@ def translator(language: str) -> Callable[..., str]:
     fallback, fallback_sections = TEXTS[DEFAULT_LANGUAGE], section_texts(DEFAULT_LANGUAGE)
 
     def t(key: str, **params: object) -> str:
+        # A count of one reads in the singular where the text has one ("1 member").
+        if params.get("count", params.get("total")) == 1 and f"{key}.one" in catalogue:
+            key = f"{key}.one"
         template = (
             catalogue.get(key)
             or sections.get(key)
