@@ -8,6 +8,7 @@ singular; a new conversation's message box has the keyboard's focus.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -113,3 +114,15 @@ def test_a_count_of_one_reads_in_the_singular(web: Web) -> None:
     page = _main(mia.get(f"/chat/roster/{roster}", **{"Accept-Language": "fr"}))
     assert "1 membre<" in page
     assert "1 membres" not in page
+
+
+def test_a_new_conversation_has_the_keyboards_focus_in_its_message_box(web: Web) -> None:
+    ava = web.browser(AVA)
+    order = web.seeded["orders"]["refund-ok"]
+    empty = _main(ava.get(f"/chat/orders/{order}"))
+    assert re.search(r'<textarea id="message"[^>]* autofocus', empty)
+    sent = ava.form(f"/chat/orders/{order}", {"message": "Olivia missed her early-bird"})
+    assert sent.status_code == 303
+    # A conversation under way opens at its latest answer, not scrolled to the box.
+    going = _main(ava.get(sent.headers["location"]))
+    assert not re.search(r'<textarea id="message"[^>]* autofocus', going)
