@@ -58,7 +58,7 @@ def browse_text(
 
     people = [
         f"    {user.email:<22} {passwords[user.email]:<22} {user.role} of {user.organization}"
-        + (", reads French" if user.language == "fr" else "")
+        + (", e-mails in French (FR at the top of a page)" if user.language == "fr" else "")
         for user in USERS
     ]
     granite = [key for key, club in orders if club == "granite"]
