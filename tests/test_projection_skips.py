@@ -136,3 +136,55 @@ def test_a_skip_never_passes_an_event_that_reads(
     maple = str(Organization.create_id("maple"))
     listed = cs.read_models.inbox(maple, cs.clock.now())["items"]
     assert proposal_id in [item["proposal_id"] for item in listed]
+
+
+def test_a_following_runner_waits_at_the_unreadable_event_and_carries_on_once_it_is_skipped(
+    cs: Countersign,
+    seeded: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``projections run`` exited at the event: under a service manager it was restarted,
+    stopped again at once, and once the manager gave up, a skip or a restore brought back
+    nothing, although the skip said "the stopped runners carry on at their next pass"."""
+    import threading
+    import time
+
+    from countersign.infrastructure.projection_engine.together import run_forever
+
+    position, _ = _damaged(cs, seeded)
+    granite_id = propose(cs, seeded)
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            run_forever(cs.projection_runners(), stop, 0.01, stopped_retry=0.05)
+        except BaseException as error:
+            failed.append(error)
+
+    follower = threading.Thread(target=follow)
+    with caplog.at_level("WARNING", logger="countersign.projections"):
+        follower.start()
+        try:
+            deadline = time.monotonic() + 20
+            while f"stopped at notification {position}" not in caplog.text and not failed:
+                assert time.monotonic() < deadline, caplog.text
+                time.sleep(0.02)
+            time.sleep(0.3)  # several tries
+            assert failed == []
+            assert follower.is_alive()
+            said = [r for r in caplog.records if f"stopped at notification {position}" in r.msg]
+            assert len({r.getMessage() for r in said}) == len(said)  # said once each
+            assert granite_id not in _granite_inbox(cs)
+
+            status, out = _cli(capsys, cs, "projections", "skip", str(position), "--reason", "t")
+            assert status == 0, out
+            while granite_id not in _granite_inbox(cs):
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+        finally:
+            stop.set()
+            follower.join(10)
+    assert failed == []
+    assert "past the event that stopped it; carrying on" in caplog.text

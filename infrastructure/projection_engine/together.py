@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -344,13 +345,24 @@ def _decode_chunk(
     return decoded, None
 
 
+#: Seconds between two tries of a projection stopped at an event it cannot take.
+STOPPED_RETRY = 10.0
+
+
 def run_forever(
     runners: list[ProjectionRunner],
     stop: threading.Event,
     idle_sleep: float = 0.02,
     on_batch: Callable[[str, int], None] | None = None,
+    stopped_retry: float = STOPPED_RETRY,
 ) -> None:
     """Follow the log until ``stop`` is set; poll with a short sleep unless behind.
+
+    A projection stopped at an event it cannot take (a damaged record, a handler that fails)
+    is said once, at ERROR, and tried at that event again every ``stopped_retry`` seconds
+    while the others go on: restoring the record, ``countersign projections skip`` or a fixed
+    handler is all it takes for it to carry on. (The runner exited there before: restarted by
+    its service manager, it stopped again at once, until the manager gave up on it.)
 
     While caught up, one cheap read of the log's head per poll decides whether any runner
     has work, so idle projections cost one query per ``idle_sleep``, not one per projection.
@@ -361,9 +373,10 @@ def run_forever(
     used a fifth of a core that way); a card shows its outcome at most ``idle_sleep`` later.
     """
     failures = 0
+    held: dict[str, tuple[float, str]] = {}  # a stopped projection: when to try, what it said
     while not stop.is_set():
         try:
-            behind = _poll(runners, on_batch)
+            behind = _poll(runners, on_batch, held, stopped_retry)
         except Exception as error:
             # The database out of reach (a restart, a connection ended), or a statement it
             # cancelled after COUNTERSIGN_DATABASE_TIMEOUT (a lock held on the log or on a
@@ -399,6 +412,25 @@ def run_forever(
 UNAVAILABLE_MOST = 30.0
 
 
+def _held_batch(
+    runner: ProjectionRunner, held: dict[str, tuple[float, str]], now: float, retry: float
+) -> int:
+    """A batch of ``runner``, or none (0) if it stops at an event it cannot take: then it is
+    ``held`` for ``retry`` seconds, said once for each event it stops at."""
+    try:
+        processed = runner.run_batch()
+    except ProjectionStoppedError as stopped_at:
+        said = str(stopped_at)  # nothing of the batch was committed
+        if held.get(runner.name, (0.0, ""))[1] != said:
+            log.error("%s The runner tries it again every %.0f s.", said, retry)
+        held[runner.name] = (now + retry, said)
+        runner.known_position = None
+        return 0
+    if held.pop(runner.name, None) is not None:
+        log.warning("projection '%s' is past the event that stopped it; carrying on", runner.name)
+    return processed
+
+
 class _StalledError(Exception):
     """A pass that gave up waiting for the database (``timed_out``): ``runner``'s batch, or
     (None) the read of the log's head."""
@@ -426,11 +458,18 @@ def _gave_up(runners: list[ProjectionRunner], stalled: _StalledError) -> str:
     )
 
 
-def _poll(runners: list[ProjectionRunner], on_batch: Callable[[str, int], None] | None) -> bool:
+def _poll(
+    runners: list[ProjectionRunner],
+    on_batch: Callable[[str, int], None] | None,
+    held: dict[str, tuple[float, str]],
+    stopped_retry: float,
+) -> bool:
     """One pass of ``run_forever``: a batch for each runner behind the log's head; whether
     any read a whole batch (and so is still behind). A statement the database cancelled on
-    its timeout is raised as a ``_StalledError`` naming where it was."""
+    its timeout is raised as a ``_StalledError`` naming where it was. A runner that stops at
+    an event is ``held`` until its next try, and passed over until then."""
     behind = False
+    now = time.monotonic()
     try:
         head = runners[0].head() if runners else 0
     except Exception as error:
@@ -438,10 +477,12 @@ def _poll(runners: list[ProjectionRunner], on_batch: Callable[[str, int], None] 
             raise _StalledError(None, error) from error
         raise
     for runner in runners:
+        if runner.name in held and held[runner.name][0] > now:
+            continue
         if runner.known_position is not None and runner.known_position >= head:
             continue
         try:
-            processed = runner.run_batch()
+            processed = _held_batch(runner, held, now, stopped_retry)
         except ProjectionRaceError:
             behind = True  # another runner moved it on: read again at once
             continue
