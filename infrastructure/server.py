@@ -14,9 +14,11 @@ from its options. Forwarded headers are uvicorn's to honour or not (``server_set
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from countersign.application.errors import new_correlation_id
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.entrypoints.http import create_app as create_api
 from countersign.infrastructure.entrypoints.web import mount_pages
@@ -26,13 +28,18 @@ from countersign.infrastructure.server_settings import secure_from_env
 from countersign.infrastructure.settings import Settings
 from fastapi import FastAPI
 
+log = logging.getLogger("countersign.server")
+
 
 def create_app() -> FastAPI:
     """A newly wired countersign behind the API and the pages; closed when the server stops."""
     configure_logging()  # each worker process sets up its own (COUNTERSIGN_LOG_FORMAT)
     settings = Settings.from_env()
     secure = secure_from_env()  # a wrong value stops the worker before it wires anything
-    cs = bootstrap(settings)
+    try:
+        cs = bootstrap(settings)
+    except Exception as error:
+        raise SystemExit(could_not_start(error)) from None
     try:
         app = compose(cs, secure_cookies=secure)
     except BaseException:
@@ -49,6 +56,29 @@ def create_app() -> FastAPI:
     app.router.lifespan_context = closing
     settle_heap()
     return app
+
+
+def could_not_start(error: Exception) -> int:
+    """Log why this server process could not wire countersign, in one record of the
+    configured format, and the status it exits with.
+
+    Raised on, the error went up through uvicorn to the worker process's own bootstrap, which
+    printed a raw traceback on stderr, outside the logs' format: under ``serve --workers N``
+    the supervisor starts a dead worker again every few seconds, so a database out of reach
+    (a restart, a session ended) wrote one traceback each time until it was back."""
+    from countersign.infrastructure.persistence.sql import postgres_unreachable
+    from countersign.infrastructure.persistence.unavailable import database_unavailable
+
+    if database_unavailable(error) or isinstance(error, postgres_unreachable()):
+        log.error(
+            "serve: a server process could not start: the database is out of reach (%s); "
+            "under serve --workers it is started again in a moment",
+            type(error).__name__,
+        )
+    else:
+        correlation_id = new_correlation_id()
+        log.exception("serve: a server process could not start, correlation id %s", correlation_id)
+    return 1
 
 
 def settle_heap() -> None:

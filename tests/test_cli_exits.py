@@ -302,3 +302,46 @@ def test_a_database_file_another_process_holds_is_not_called_something_else(
     assert capsys.readouterr().err.startswith(
         f"error: cannot open the SQLite database at {path} (database is locked)"
     )
+
+
+_SERVER_PROCESS = """
+import multiprocessing
+from countersign.infrastructure.server import create_app
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=create_app)
+    child.start()
+    child.join()
+    raise SystemExit(child.exitcode)
+"""
+
+
+def test_a_server_process_that_meets_the_database_out_of_reach_logs_one_line(tmp_path):
+    """A process of ``serve --workers N`` that the supervisor starts (again) while the
+    database is out of reach: the multiprocessing bootstrap printed a raw traceback on
+    stderr, outside the JSON logs, every few seconds until the database was back."""
+    script = tmp_path / "server_process.py"
+    script.write_text(_SERVER_PROCESS)
+    environment = {
+        **os.environ,
+        "COUNTERSIGN_DATABASE_URL": "postgresql://postgres:hunter2@127.0.0.1:9/countersign",
+        "COUNTERSIGN_LOG_FORMAT": "json",
+        "COUNTERSIGN_SESSION_SECRET": "s" * 40,
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    record = json.loads(line)
+    assert record["level"] == "ERROR"
+    assert record["message"].startswith(
+        "serve: a server process could not start: the database is out of reach ("
+    )
+    assert "hunter2" not in done.stderr
