@@ -26,6 +26,7 @@ from countersign.application.errors import new_correlation_id
 from countersign.application.reports import SweepReport
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.webhooks import notification_sender
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.settings import Settings
 
 log = logging.getLogger("countersign.worker")
@@ -122,10 +123,19 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
     for sweeper in sweepers:
         try:
             done[sweeper.name] = sweeper.run()
-        except Exception:
+        except Exception as error:
+            failed.append(sweeper.name)
+            if database_unavailable(error):
+                # A restart, a session ended, a lock held past the timeout: not a defect,
+                # and what it left half done is the next pass's (docs/deploy.md).
+                log.warning(
+                    "%s pass: the database is unavailable (%s); the next pass tries again",
+                    sweeper.name,
+                    type(error).__name__,
+                )
+                continue
             correlation_id = new_correlation_id()
             log.exception("%s pass failed, correlation id %s", sweeper.name, correlation_id)
-            failed.append(sweeper.name)
     return PassReport(number, done, failed, time.perf_counter() - started)
 
 

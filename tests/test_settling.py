@@ -219,3 +219,26 @@ def test_needs_attention_lists_an_overdue_claim_and_says_nothing_settles_it(
     web.cs.sweepers.reconcile()
     web.cs.sweeper_passes.record("reconcile", clock.now(), timedelta(seconds=10))
     assert _cards(ava.get("/"), "attention") == []
+
+
+def test_a_pass_the_database_did_not_answer_is_one_warning_not_an_internal_error(
+    cs, seeded, monkeypatch, caplog
+):
+    """The worker's passes while sessions were ended under load: each was logged at ERROR
+    as "notify pass failed, correlation id …" with a traceback, as a defect would be, while
+    the projection runner said the database was unavailable and carried on."""
+    from eventsourcing.persistence import OperationalError
+
+    def cut_off() -> list[Any]:
+        raise OperationalError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(cs.sweepers, "reconcile", cut_off)
+    with caplog.at_level("WARNING", logger="countersign.worker"):
+        assert run_pass(sweepers(cs, 5.0), 1).failed == ["reconcile"]
+
+    [record] = [r for r in caplog.records if r.name == "countersign.worker"]
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "reconcile pass: the database is unavailable (OperationalError); the next pass tries again"
+    )
+    assert record.exc_info is None
