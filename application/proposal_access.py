@@ -59,6 +59,34 @@ class ProposalStatusReport(Report):
     outcome_kind: str | None
     reconciliation_pending: bool
     message: str | None
+    #: While executing or reconciling: when it was claimed (the approval that ran it).
+    waiting_since: str | None = None
+    #: While executing or reconciling: ``waiting`` within the lease and one reconciler pass,
+    #: ``provider_silent`` past it with a reconciler running, ``unattended`` past it with
+    #: none: an operator must start the worker (``message`` then says so).
+    settling: str | None = None
+
+
+#: What a status says of a claim past its lease and one pass with no reconciler running, as
+#: the pages say it: nothing asks the provider until an operator starts the worker.
+UNATTENDED = {
+    "en": (
+        "Nothing is settling it: an operator must start the worker (countersign worker), "
+        "which asks the provider what happened. Until then, do not do it again another way: "
+        "it may already have happened."
+    ),
+    "fr": (
+        "Rien ne la règle\u00a0: un opérateur doit démarrer le service d'arrière-plan "
+        "(countersign worker), qui demande au fournisseur ce qui s'est passé. D'ici là, ne la "
+        "refaites pas autrement\u00a0: elle a peut-être déjà eu lieu."
+    ),
+}
+
+
+def _settling_state(settling: Settling) -> str:
+    if not settling.overdue:
+        return "waiting"
+    return "unattended" if settling.unattended else "provider_silent"
 
 
 @dataclass(frozen=True)
@@ -231,12 +259,19 @@ class ProposalAccess:
         proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         outcome = proposal.outcome or {}
+        message = outcome_text(proposal, language)
+        settling = self.cards.settling(str(proposal.status), proposal.claimed_at)
+        if settling is not None and settling.unattended:
+            unattended = UNATTENDED.get(language, UNATTENDED["en"])
+            message = f"{message} {unattended}" if message else unattended
         return ProposalStatusReport(
             proposal_id=str(proposal.id),
             status=str(proposal.status),
             outcome_kind=outcome.get("kind"),
             reconciliation_pending=proposal.status == ProposalStatus.RECONCILING,
-            message=outcome_text(proposal, language),
+            message=message,
+            waiting_since=settling.since.isoformat() if settling is not None else None,
+            settling=_settling_state(settling) if settling is not None else None,
         )
 
     def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:

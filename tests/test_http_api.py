@@ -572,6 +572,8 @@ def test_the_status_path_of_a_lost_card_refund_shows_reconciliation_then_success
         "outcome_kind": "needs_reconciliation",
         "reconciliation_pending": True,
         "message": api.cs.cards.card(proposal_id, AVA).message,
+        "waiting_since": api.cs.clock.now().isoformat(),
+        "settling": "waiting",
     }
     assert uncertain.json()["message"]
 
@@ -584,6 +586,7 @@ def test_the_status_path_of_a_lost_card_refund_shows_reconciliation_then_success
         False,
     )
     assert settled["message"].startswith("Refunded")
+    assert (settled["settling"], settled["waiting_since"]) == (None, None)
     # The maple token sees this status path exactly as it sees an unknown one.
     assert problem(api.get(status_path, api.maple)) == problem(
         api.get(f"/api/v1/proposals/{uuid.uuid4()}/status", api.maple)

@@ -242,3 +242,41 @@ def test_a_pass_the_database_did_not_answer_is_one_warning_not_an_internal_error
         "reconcile pass: the database is unavailable (OperationalError); the next pass tries again"
     )
     assert record.exc_info is None
+
+
+def test_the_apis_status_says_nothing_settles_it_as_the_page_does(cs, seeded, clock):
+    """The outcome's status_path (the API, and the status an MCP client or an assistant's
+    model reads) kept saying "countersign is confirming it with the card provider" with no
+    worker running, while the page said an operator must start the worker."""
+    from countersign.infrastructure.entrypoints.http import create_app
+    from countersign.infrastructure.identity.tokens import issue_token
+    from fastapi.testclient import TestClient
+
+    lost = _lost(cs, seeded)
+    token = issue_token(cs, "granite", "ops", ["orders.refund"], issued_by=AVA, kind="approver")
+    with TestClient(create_app(cs)) as client:
+
+        def status() -> dict[str, Any]:
+            answer = client.get(
+                f"/api/v1/proposals/{lost}/status",
+                headers={"Authorization": f"Bearer {token.token}"},
+            )
+            assert answer.status_code == 200
+            return dict(answer.json())
+
+        waiting = status()
+        assert waiting["settling"] == "waiting"
+        assert waiting["waiting_since"] == clock.now().isoformat()
+        assert "operator" not in waiting["message"]
+        clock.advance(minutes=2)
+        unattended = status()
+        assert unattended["settling"] == "unattended"
+        assert unattended["message"].endswith(UNATTENDED)
+        assert cs.access.status(lost, AVA, "fr").message.endswith(UNATTENDED_FR)
+        assert unattended["message"].startswith(waiting["message"])
+        cs.sweeper_passes.record("reconcile", clock.now(), timedelta(seconds=10))
+        silent = status()
+        assert (silent["settling"], silent["message"]) == ("provider_silent", waiting["message"])
+    french = cs.access.status(lost, AVA, "fr")
+    assert french.settling == "provider_silent"
+    assert cs.access.status(propose(cs, seeded), AVA).settling is None  # pending

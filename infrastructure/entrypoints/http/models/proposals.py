@@ -357,7 +357,25 @@ class ProposalStatusOut(BaseModel):
     reconciliation_pending: bool = Field(
         description="True while the external effect is uncertain and the reconciler owes an answer."
     )
-    message: str | None = Field(description="The application's text for the outcome.")
+    message: str | None = Field(
+        description=(
+            "The application's text for the outcome; while nothing settles an uncertain "
+            "execution (settling unattended), also that an operator must start the worker."
+        )
+    )
+    waiting_since: datetime | None = Field(
+        default=None,
+        description="While executing or reconciling: when it was claimed (its approval).",
+    )
+    settling: str | None = Field(
+        default=None,
+        description=(
+            "While executing or reconciling: waiting (within the reconcile lease and one "
+            "reconciler pass), provider_silent (past it, a reconciler running: the provider "
+            "has not answered), or unattended (past it, no reconciler running: an operator "
+            "must start countersign worker)."
+        ),
+    )
 
 
 class HistoryEventOut(BaseModel):
