@@ -141,3 +141,14 @@ def test_members_set_language(cli):
         "--language", "fr",
     status=2)  # fmt: skip
     assert "not a member" in stranger["message"]
+
+
+def test_an_internal_address_is_refused_saying_how_the_operator_allows_it(cli, monkeypatch):
+    """The operator's command said only that webhooks go to public addresses, not the
+    setting that lets a deployment post to its own network."""
+    monkeypatch.delenv("COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS", raising=False)
+    refused = cli("webhooks", "add", "--org", "granite", "--url", "http://10.1.2.3/h", status=2)
+    assert refused["error"] == "usage"
+    assert refused["message"].startswith("the webhook URL points at a private, loopback")
+    assert "list it in COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS" in refused["message"]
+    assert cli("webhooks", "list", "--org", "granite") == []

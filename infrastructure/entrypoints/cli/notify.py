@@ -35,7 +35,14 @@ def cmd_webhooks_add(cs: Countersign, args: argparse.Namespace) -> Result:
     try:
         added = _webhooks(cs).add(None, args.org, args.url)
     except WebhookUrlError as error:
-        raise UsageError(str(error)) from None
+        said = str(error)
+        if error.code == "internal_address":
+            # The operator at the command line can allow it, for every process.
+            said += (
+                "; to post to an internal network, list it in COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS"
+                " (127.0.0.0/8,10.1.0.0/16) in every process's environment"
+            )
+        raise UsageError(said) from None
     text = (
         f"Webhook {added.endpoint_id} of {added.organization} posts to {added.url}.\n"
         f"Its signing secret is shown once; store it now:\n{added.secret}"
