@@ -345,3 +345,25 @@ def test_a_server_process_that_meets_the_database_out_of_reach_logs_one_line(tmp
         "serve: a server process could not start: the database is out of reach ("
     )
     assert "hunter2" not in done.stderr
+
+
+def test_a_session_the_server_ended_as_a_command_started_says_try_again(monkeypatch, capsys):
+    """A service started while its sessions were being ended (pg_terminate_backend, a
+    restarting server) said "cannot reach the PostgreSQL database (terminating connection
+    due to administrator command); check COUNTERSIGN_DATABASE_URL", sending the operator to
+    a URL that was right."""
+    psycopg = pytest.importorskip("psycopg")
+    from countersign.infrastructure import bootstrap
+
+    def ended(*args: object, **kwargs: object) -> None:
+        raise psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+
+    monkeypatch.setattr(bootstrap, "bootstrap", ended)
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "error": "database_unavailable",
+        "message": "the PostgreSQL server ended the connection as this command started "
+        "(terminating connection due to administrator command); try again in a few seconds",
+    }
+    assert "COUNTERSIGN_DATABASE_URL" not in err

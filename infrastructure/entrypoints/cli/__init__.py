@@ -182,6 +182,11 @@ def run(args: argparse.Namespace) -> int:
             f"cannot reach the PostgreSQL database ({server_said}); check "
             "COUNTERSIGN_DATABASE_URL or --database"
         )
+        if _server_intervened(error):  # reached, and the URL right: the server said no for now
+            message = (
+                f"the PostgreSQL server ended the connection as this command started "
+                f"({server_said}); try again in a few seconds"
+            )
         return emit({"error": "database_unavailable", "message": message}, f"error: {message}", 1)
     try:
         document, text = args.handler(cs, args)
@@ -192,6 +197,18 @@ def run(args: argparse.Namespace) -> int:
         return emit(*_answer_to(error, getattr(args, "language", "en"), args.command))
     finally:
         cs.close()
+
+
+def _server_intervened(error: BaseException) -> bool:
+    """Whether the PostgreSQL server itself ended or refused the connection for now (SQLSTATE
+    class 57, operator intervention: a session terminated by an administrator, a server
+    shutting down or starting up), rather than the URL leading nowhere (or to a wrong
+    database, user or password)."""
+    for found in (error, error.__cause__, error.__context__):
+        sqlstate = getattr(found, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith("57"):
+            return True
+    return False
 
 
 def _stdout_reader_gone() -> bool:
