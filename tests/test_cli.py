@@ -655,3 +655,22 @@ def test_not_found_says_what_to_check(database_url, capsys):
     )
     assert main([*argv, "--resource", "refund-ok", "--json", *db]) == 0
     assert json.loads(capsys.readouterr().out) == {"error": "not_found"}
+
+
+def test_an_approval_refused_as_expired_or_in_progress_says_what_to_do_next():
+    """``countersign approve`` of an expired proposal said "Not approvable: expired." and of
+    one another approval was executing "Not approvable: in progress.", and nothing more."""
+    from countersign.infrastructure.entrypoints.cli.cards import render_report
+
+    def refused(reason: str, language: str = "en") -> str:
+        report = {"result": "not_approvable", "proposal_id": "P1", "reason": reason}
+        return render_report({**report, "message": None}, "ava@granite.example", language)
+
+    expired = refused("expired")
+    assert expired.startswith("Not approvable: expired.\n  It expired before it was approved")
+    assert "ask for a new proposal (the assistant, or countersign propose)" in expired
+    running = refused("in_progress")
+    assert "An approval is carrying it out right now; nothing more was done." in running
+    assert "countersign show P1 --as ava@granite.example" in running
+    assert "Do not do it again another way" in running
+    assert "Une approbation est en train de l'exécuter" in refused("in_progress", "fr")
