@@ -188,3 +188,26 @@ def test_a_following_runner_waits_at_the_unreadable_event_and_carries_on_once_it
             follower.join(10)
     assert failed == []
     assert "past the event that stopped it; carrying on" in caplog.text
+
+
+def test_a_runner_behind_applies_the_events_before_the_unreadable_one(
+    cs: Countersign, seeded: dict[str, Any]
+) -> None:
+    """A runner catching up (after a restart, an upgrade's reset) read the damaged event in
+    the same batch as the events before it, and the batch was applied all or nothing: the
+    other clubs' work before it stayed out of every read model although the runner said it
+    "stopped at" the damaged event and "nothing after it was applied"."""
+    granite_before = propose(cs, seeded)
+    position, _ = _damaged(cs, seeded)
+    [runner] = cs.projection_runners(["browser_view"])
+    assert runner.position() < position - 1  # one batch holds them all
+
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        runner.run_batch()
+
+    assert f"stopped at notification {position} " in str(stopped.value)
+    assert runner.position() == position - 1
+    assert granite_before in _granite_inbox(cs)
+    with pytest.raises(ProjectionStoppedError):
+        runner.run_batch()  # and it stays stopped at the damaged one
+    assert runner.position() == position - 1

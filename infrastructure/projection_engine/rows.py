@@ -30,7 +30,12 @@ SCHEMA_TABLE = "projection_schemas"
 
 
 class ProjectionStoppedError(Exception):
-    """Raised when a projection meets an event it cannot process; it resumes from that event."""
+    """Raised when a projection meets an event it cannot process; it resumes from that event.
+    ``position``: that event's, where it is known."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 class ProjectionRaceError(Exception):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,7 +41,11 @@ from countersign.infrastructure.projection_engine.rows import (
     lock_position,
     save_position,
 )
-from countersign.infrastructure.projection_engine.stops import end_batch, stopped
+from countersign.infrastructure.projection_engine.stops import (
+    ProjectionStatus,
+    end_batch,
+    stopped,
+)
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections.base import Projection
 
@@ -63,22 +66,6 @@ __all__ = [
 log = logging.getLogger("countersign.projections")
 
 _UNKNOWN: Any = object()
-
-
-@dataclass(frozen=True)
-class ProjectionStatus:
-    """Where a projection stands against the head of the log."""
-
-    name: str
-    position: int
-    head: int
-
-    @property
-    def lag(self) -> int:
-        return max(0, self.head - self.position)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "position": self.position, "head": self.head, "lag": self.lag}
 
 
 class ProjectionRunner:
@@ -258,7 +245,13 @@ class ProjectionRunner:
             position = self.known_position
         else:
             position = self.position()
-        return self._apply(self._select(position), position, decoded=False)
+        batch = self._select(position)
+        try:
+            return self._apply(batch, position, decoded=False)
+        except ProjectionStoppedError as stop:
+            # The events before the one it stopped at are applied: only that one waits.
+            self._apply([n for n in batch if n.id < (stop.position or 0)], position, decoded=False)
+            raise
 
     def read(
         self, position: int, wanted: Callable[[str], bool] | None = None
@@ -321,7 +314,8 @@ class ProjectionRunner:
                     if skips.skipped(self.sql, notification.id):
                         continue  # an operator passed it in every projection (skips.py)
                     raise ProjectionStoppedError(
-                        stopped(self.name, notification, type(error).__name__, unreadable=True)
+                        stopped(self.name, notification, type(error).__name__, unreadable=True),
+                        notification.id,
                     ) from None
             elif event is None:
                 continue
@@ -333,7 +327,7 @@ class ProjectionRunner:
                     # held on its table past the timeout): not an event it cannot take.
                     raise
                 raise ProjectionStoppedError(
-                    stopped(self.name, notification, type(error).__name__)
+                    stopped(self.name, notification, type(error).__name__), notification.id
                 ) from error
         if batch:
             last = batch[-1][0] if decoded else batch[-1]

@@ -12,6 +12,8 @@ run`` waits and carries on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from countersign.infrastructure.persistence.recorders import Entry
@@ -20,6 +22,22 @@ from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError, SqlRows
 from countersign.projections.base import Projection
 from countersign.projections.messages import forget_outcome_texts
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    """Where a projection stands against the head of the log."""
+
+    name: str
+    position: int
+    head: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.head - self.position)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "position": self.position, "head": self.head, "lag": self.lag}
 
 
 def end_batch(
