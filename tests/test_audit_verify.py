@@ -716,3 +716,25 @@ def test_export_json_is_its_rows_as_json_lines(cs, story, database_url, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == EVENTS
     assert {json.loads(line)["event_type"] for line in lines} >= {"Proposed", "Succeeded"}
+
+
+def test_a_long_verify_shows_its_progress_and_a_short_one_stays_silent(
+    cs, seeded, database_url, capsys, monkeypatch
+):
+    """``audit verify`` reads each proposal's events in turn, with no timeout: minutes on a
+    large log, and it said nothing until its verdict, while the rebuild showed its progress."""
+    from countersign.infrastructure.entrypoints.cli import projections
+
+    from tests.support.proposing import propose
+
+    propose(cs, seeded)
+    capsys.readouterr()
+    assert main(["audit", "verify", "--database", database_url]) == 0
+    assert capsys.readouterr().err == ""  # over within the quiet seconds
+
+    monkeypatch.setattr(projections, "VERIFY_QUIET_FOR", 0.0)
+    assert main(["audit", "verify", "--database", database_url]) == 0
+    said = capsys.readouterr()
+    assert said.out.startswith("audit verify: OK, ")
+    assert said.err.startswith("audit verify: 1 proposals, ")
+    assert said.err.endswith(" proposals/s\n")

@@ -10,10 +10,24 @@ from countersign.infrastructure.observability.logs import json_logs, say
 
 
 class Progress:
-    """Counts work done against a total and shows the rate."""
+    """Counts work done against a total (0: not known beforehand) and shows the rate.
 
-    def __init__(self, label: str, total: int, stream: TextIO | None = None, every: float = 1.0):
+    ``quiet_for``: seconds during which nothing is shown, and nothing at the end either if the
+    work finished within them (a short check stays silent for the cron job that reads it)."""
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        stream: TextIO | None = None,
+        every: float = 1.0,
+        *,
+        unit: str = "events",
+        quiet_for: float = 0.0,
+    ):
         self.label = label
+        self.unit = unit
+        self.quiet_for = quiet_for
         self.total = max(total, 0)
         self.done = 0
         self.stream = stream or sys.stderr
@@ -37,11 +51,15 @@ class Progress:
     def advance(self, count: int) -> None:
         self.done += count
         now = time.perf_counter()
+        if now - self.started < self.quiet_for:
+            return
         if now - self._last >= (0.1 if self._tty else self.every):
             self._last = now
             self._show()
 
     def finish(self) -> None:
+        if self.quiet_for and self._shown < 0:
+            return  # over before anything was said
         if self._shown != self.done:
             self._show()
         if self._tty:
@@ -51,8 +69,11 @@ class Progress:
     def _show(self) -> None:
         self._shown = self.done
         share = self.done / self.total if self.total else 1.0
-        text = f"{self.label}: {self.done:,}/{self.total:,} events, {self.rate:,.0f} events/s"
-        if self._tty:
+        of = f"/{self.total:,}" if self.total else ""
+        text = f"{self.label}: {self.done:,}{of} {self.unit}, {self.rate:,.0f} {self.unit}/s"
+        if self._tty and not self.total:
+            self.stream.write(f"\r{text}")
+        elif self._tty:
             width = 30
             filled = int(width * min(share, 1.0))
             self.stream.write(

@@ -155,7 +155,11 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         log.warning("audit trail not caught up: %s", stopped)
     from countersign.infrastructure.audit.verify import verify
 
-    report = verify(cs.app, cs.sql).to_json()
+    # A proposal's stored events read at a time: minutes on a large log, so say how it goes
+    # once it has run a while (a short check stays silent, for the cron job reading stderr).
+    progress = Progress("audit verify", 0, unit="proposals", quiet_for=VERIFY_QUIET_FOR)
+    report = verify(cs.app, cs.sql, progress.advance).to_json()
+    progress.finish()
     unlinked = report["events_with_unlinked_times"]
     times = (
         f" {unlinked:,} events written before events' times were linked: their content is"
@@ -196,3 +200,5 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
 
 #: Broken proposals ``audit verify`` lists on the terminal (``--json``: verify.LISTED).
 BROKEN_SHOWN = 20
+#: Seconds ``audit verify`` runs before it shows its progress.
+VERIFY_QUIET_FOR = 2.0
