@@ -674,3 +674,6 @@ def test_an_approval_refused_as_expired_or_in_progress_says_what_to_do_next():
     assert "countersign show P1 --as ava@granite.example" in running
     assert "Do not do it again another way" in running
     assert "Une approbation est en train de l'exécuter" in refused("in_progress", "fr")
+    # In French, the reason too (it read "Non approuvable : in progress.").
+    assert refused("in_progress", "fr").startswith("Non approuvable : en cours d'exécution.")
+    assert refused("not_pending", "fr").startswith("Non approuvable : plus en attente.")

@@ -69,6 +69,15 @@ _STATUS = {
 underscores), which scripts and support search for."""
 
 
+#: The refusals' reasons that are no status, in words (English as --json names them).
+_REASONS = {
+    "in_progress": Localized("in progress", "en cours d'exécution"),
+    "not_pending": Localized("not pending", "plus en attente"),
+    "not_found": Localized("not found", "introuvable"),
+    "forbidden": Localized("forbidden", "non autorisée"),
+}
+
+
 def status_words(status: str, language: str = "en") -> str:
     known = _STATUS.get(status)
     return known.text(language) if known else status.replace("_", " ")
@@ -407,7 +416,8 @@ def _not_approvable(report: dict[str, Any], actor: str | None, language: str) ->
     known = _NOT_APPROVABLE.get(reason)
     if known is not None:
         return known.text(language)
-    text = _NOT_APPROVABLE_BECAUSE.text(language, reason=status_words(reason, language))
+    words = _REASONS[reason].text(language) if reason in _REASONS else None
+    text = _NOT_APPROVABLE_BECAUSE.text(language, reason=words or status_words(reason, language))
     if report.get("message"):  # a declined or expired proposal's stored outcome, in words
         text += f"\n  {report['message']}"
     elif reason in _NEXT_STEP:
