@@ -192,7 +192,7 @@ def test_sign_in_chat_review_approve_twice(served: Served) -> None:
             # Approve: a card refund cannot be undone, so it is confirmed once more (a plain
             # form); then the outcome is shown on the review page.
             page.click(approve)
-            page.wait_for_url(review_url + "/approve")
+            page.wait_for_url(re.compile(re.escape(review_url) + r"/approve\?asked=[0-9a-f]{32}$"))
             assert page.locator("h1").inner_text() == "Confirm once more"
             assert "A card refund cannot be undone" in page.locator(".irreversible").inner_text()
             page.screenshot(path=str(ARTIFACTS / "05-confirm-card-refund.png"), full_page=True)

@@ -36,8 +36,8 @@ def test_the_confirmation_is_a_page_of_its_own_and_back_after_approving_shows_th
     # browser's history can load again), not by the page itself.
     asked = ava.form(f"{path}/approve", {}, path)
     assert asked.status_code == 303
-    assert asked.headers["location"] == f"{path}/approve"
-    confirm = ava.get(f"{path}/approve")
+    assert asked.headers["location"].startswith(f"{path}/approve?asked=")
+    confirm = ava.get(asked.headers["location"])
     assert confirm.status_code == 200
     assert "Confirm once more" in _main(confirm)
     assert 'name="confirm" value="yes"' in confirm.text
@@ -50,10 +50,28 @@ def test_the_confirmation_is_a_page_of_its_own_and_back_after_approving_shows_th
     assert web.proposal(proposal_id).status == "succeeded"
 
     # Back to the confirmation page after approving: the outcome, and nothing runs again.
-    back = ava.get(f"{path}/approve")
+    back = ava.get(asked.headers["location"])
     assert back.status_code == 303
     assert back.headers["location"] == path
     assert len(web.cs.sandbox.refunds()) == 1
+
+
+def test_a_link_to_the_confirmation_page_leads_to_the_review_page(web: Web) -> None:
+    """Only the browser whose approve form asked for it sees the confirmation page: a link
+    to it (one a model wrote into a conversation, say) leads to the review page, which shows
+    who asked for what, and how, before anyone approves."""
+    proposal_id = web.propose()
+    path = f"/proposals/{proposal_id}"
+    ava = web.browser(AVA)
+    for link in (f"{path}/approve", f"{path}/approve?asked=0123456789abcdef0123456789abcdef"):
+        shown = ava.get(link)
+        assert shown.status_code == 303, link
+        assert shown.headers["location"] == path
+    # Another browser's (another session's) redirect does not open it either.
+    asked = web.browser(AVA).form(f"{path}/approve", {}, path).headers["location"]
+    assert ava.get(asked).headers["location"] == path
+    assert web.proposal(proposal_id).status == "pending"
+    assert web.cs.sandbox.refunds() == []
 
 
 def test_the_confirmation_page_of_what_needs_none_is_the_review_page(web: Web) -> None:

@@ -746,8 +746,8 @@ def _approve(browser: Browser, proposal_id: str) -> Any:
     """Approve as a manager does: the button, then the confirmation page's button if any."""
     path = f"/proposals/{proposal_id}"
     answer = browser.form(f"{path}/approve", {}, path)
-    if answer.status_code == 303 and answer.headers["location"] == f"{path}/approve":
-        answer = browser.get(f"{path}/approve")  # the confirmation page
+    if answer.status_code == 303 and answer.headers["location"].startswith(f"{path}/approve?"):
+        answer = browser.get(answer.headers["location"])  # the confirmation page
     if answer.status_code == 200 and 'name="confirm" value="yes"' in answer.text:
         token = CSRF.search(answer.text).group(1)
         answer = browser.post(f"{path}/approve", {"confirm": "yes", "csrf_token": token})

@@ -162,10 +162,11 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
         Form("/chat/{section}/{resource_id:path}", f"/chat/email_broadcasts/{email_form}",
              {"message": "Email Monday Night Open about the ice", "interaction_id": ""},
              ava, stranger_token, 200, ava_state),
-        # GET shows the confirmation page (a card refund's), approving nothing.
+        # GET approves nothing: without the digest its approve form's redirect carries, it
+        # leads to the review page (303); with it, the confirmation page.
         Form("/proposals/{proposal_id}/approve", f"/proposals/{to_approve}/approve",
              {"confirm": "yes"},
-             ava, stranger_token, 200, ava_state),
+             ava, stranger_token, 303, ava_state),
         Form("/proposals/{proposal_id}/decline", f"/proposals/{to_decline}/decline",
              {"note": "forged"}, ava, stranger_token, 405, ava_state),
         Form("/proposals/{proposal_id}/edit", f"/proposals/{to_edit}/edit",

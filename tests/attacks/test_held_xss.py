@@ -269,7 +269,9 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/chat/{section}/{resource_id:path}": (f"/chat/orders/{order}", 200),
         "/proposals/{proposal_id}": (f"/proposals/{proposal_id}", 200),
         "/proposals/{proposal_id}/status": (f"/proposals/{proposal_id}/status", 200),
-        "/proposals/{proposal_id}/approve": (f"/proposals/{proposal_id}/approve", 200),
+        # Without its approve form's digest, the review page (the confirmation page is
+        # below, as that form's redirect leads to it).
+        "/proposals/{proposal_id}/approve": (f"/proposals/{proposal_id}/approve", 303),
         "/proposals/{proposal_id}/edit": (f"/proposals/{proposal_id}/edit", 200),
         "/sign-in": (f"/sign-in?next={hostile_next}", 303),  # signed in already: goes on
         "/webhooks": ("/webhooks", 200),
@@ -290,6 +292,17 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         reflected = [v for v in shown.values if "alert(1)" in v]
         assert reflected, route  # the query is echoed (in the language form) ...
         assert all(v.startswith(f"{target}?") for v in reflected), (route, reflected)  # as data
+
+    # The confirmation page, where its approve form's redirect leads, echoes the query as data.
+    asked = ava.submit(f"/proposals/{proposal_id}/approve", {})
+    assert asked.status_code == 303
+    target = asked.headers["location"]
+    page = raw_get(web.app, f"{target}&{query}", ava)
+    assert page.status_code == 200
+    assert page.headers["content-security-policy"] == policy_of(page)
+    reflected = [v for v in inert(page, "confirmation").values if "alert(1)" in v]
+    assert reflected
+    assert all(v.startswith(f"{target}&") for v in reflected), reflected
 
     anonymous = web.browser()
     sign_in = raw_get(web.app, f"/sign-in?next={hostile_next}&lang={SCRIPT}", anonymous)

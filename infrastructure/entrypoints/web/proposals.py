@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import math
@@ -260,15 +262,24 @@ class ProposalPages:
         approving reloads that page, never a form's answer), and runs when that page's form
         comes back with ``confirm``. The JSON API approves by id alone."""
         if visit.form.get("confirm") != "yes" and self._to_confirm(visit) is not None:
-            return redirect(f"/proposals/{proposal_id_of(visit)}/approve")
+            proposal_id = proposal_id_of(visit)
+            asked = urlencode({"asked": _asked(visit, proposal_id)})
+            return redirect(f"/proposals/{proposal_id}/approve?{asked}")
         return self._decide(visit, decline=False)
 
     def confirmation(self, visit: Visit) -> Response:
-        """The confirmation page while it is still asked for; otherwise (approved since, or
-        nothing to confirm) the proposal's own page. Showing it approves nothing."""
+        """The confirmation page while it is still asked for, to the browser whose approve
+        form asked for it (``asked``: a link to it, say one a model wrote, leads to the review
+        page, which shows who asked for what, and how, before anyone approves); otherwise
+        (approved since, or nothing to confirm) the proposal's own page. Showing it approves
+        nothing."""
+        proposal_id = proposal_id_of(visit)
+        asked = visit.query("asked", 64).encode()
+        if not hmac.compare_digest(asked, _asked(visit, proposal_id).encode()):
+            return redirect(f"/proposals/{proposal_id}")
         found = self._to_confirm(visit)
         if found is None:
-            return redirect(f"/proposals/{proposal_id_of(visit)}")
+            return redirect(f"/proposals/{proposal_id}")
         view, reviewed = found
         return self.site.render(
             visit, "confirm.html", proposal=view, withdraws=_withdraws(reviewed, visit)
@@ -462,3 +473,11 @@ def proposal_id_of(visit: Visit) -> str:
 
 def _page_number(value: str) -> int:
     return int(value) if value.isascii() and value.isdigit() and 0 < len(value) < 7 else 1
+
+
+def _asked(visit: Visit, proposal_id: str) -> str:
+    """What the approve form's redirect carries to its confirmation page: a digest of this
+    session's form token and the proposal, which no link made elsewhere can know (and which
+    does not give the token away in the browser's history)."""
+    token = visit.session.csrf_token
+    return hashlib.sha256(f"confirm\0{token}\0{proposal_id}".encode()).hexdigest()[:32]
