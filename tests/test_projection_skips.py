@@ -207,7 +207,31 @@ def test_a_runner_behind_applies_the_events_before_the_unreadable_one(
 
     assert f"stopped at notification {position} " in str(stopped.value)
     assert runner.position() == position - 1
+    assert stopped.value.applied > 0  # what `projections run` counts as done
     assert granite_before in _granite_inbox(cs)
-    with pytest.raises(ProjectionStoppedError):
+    with pytest.raises(ProjectionStoppedError) as again:
         runner.run_batch()  # and it stays stopped at the damaged one
     assert runner.position() == position - 1
+    assert again.value.applied == 0
+
+
+def test_a_projection_held_at_an_event_is_said_again_every_ten_minutes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``projections run`` no longer exits at the event: one ERROR line, then silence, would
+    leave an alert on the last hour's ERROR lines blind to a projection stopped since."""
+    from countersign.infrastructure.projection_engine import together
+
+    class Stuck:
+        name = "browser_view"
+        known_position: int | None = 5
+
+        def run_batch(self) -> int:
+            raise ProjectionStoppedError("projection 'browser_view' stopped at notification 7", 7)
+
+    held: dict[str, tuple[float, str, float]] = {}
+    with caplog.at_level("ERROR", logger="countersign.projections"):
+        for now in (0.0, 10.0, 599.0, 600.0, 610.0, 1199.0, 1200.0):
+            assert together._held_batch(Stuck(), held, now, 10.0) == 0  # type: ignore[arg-type]
+    said = [r for r in caplog.records if "stopped at notification 7" in r.getMessage()]
+    assert len(said) == 3  # at once, and at 600 and 1200 s

@@ -31,11 +31,13 @@ SCHEMA_TABLE = "projection_schemas"
 
 class ProjectionStoppedError(Exception):
     """Raised when a projection meets an event it cannot process; it resumes from that event.
-    ``position``: that event's, where it is known."""
+    ``position``: that event's, where it is known; ``applied``: how many events before it
+    were applied all the same (``ProjectionRunner.run_batch``)."""
 
     def __init__(self, message: str, position: int | None = None) -> None:
         super().__init__(message)
         self.position = position
+        self.applied = 0
 
 
 class ProjectionRaceError(Exception):

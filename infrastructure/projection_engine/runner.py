@@ -249,8 +249,12 @@ class ProjectionRunner:
         try:
             return self._apply(batch, position, decoded=False)
         except ProjectionStoppedError as stop:
-            # The events before the one it stopped at are applied: only that one waits.
-            self._apply([n for n in batch if n.id < (stop.position or 0)], position, decoded=False)
+            # The events before the one it stopped at are applied (``stop.applied`` says how
+            # many): only that one waits. A stop at the batch's end knows no event: the
+            # whole batch waits, and the next try applies it again.
+            if stop.position is not None:
+                before = [n for n in batch if n.id < stop.position]
+                stop.applied = self._apply(before, position, decoded=False)
             raise
 
     def read(

@@ -3,11 +3,13 @@
 A projection stops at an event it cannot apply: one that does not decode, or whose handler
 raises (``stopped`` names it, and says the next run resumes from it), or at a batch's last
 event when the batch's end raises (``end_batch``: the projection's own ``end_batch``, then the
-rows packed). Nothing of that batch is written. A rebuild another runner overtook stops too
-(``advanced``). ``runner.ProjectionRunner`` and ``together`` stop the same way. The database
-out of reach (a read of the projection's rows cancelled behind a lock held past
-COUNTERSIGN_DATABASE_TIMEOUT, say) stops nothing: it is raised as it is, and ``projections
-run`` waits and carries on.
+rows packed). Nothing of that batch is written then; a runner following the log
+(``ProjectionRunner.run_batch``) applies the events before the one it stopped at, where the
+stop names its event (not at a batch's end, nor in a rebuild). A rebuild another runner
+overtook stops too (``advanced``). ``runner.ProjectionRunner`` and ``together`` stop the
+same way. The database out of reach (a read of the projection's rows cancelled behind a lock
+held past COUNTERSIGN_DATABASE_TIMEOUT, say) stops nothing: it is raised as it is, and
+``projections run`` waits and carries on.
 """
 
 from __future__ import annotations

@@ -373,7 +373,7 @@ def run_forever(
     used a fifth of a core that way); a card shows its outcome at most ``idle_sleep`` later.
     """
     failures = 0
-    held: dict[str, tuple[float, str]] = {}  # a stopped projection: when to try, what it said
+    held: dict[str, tuple[float, str, float]] = {}  # stopped: next try, what, when said
     while not stop.is_set():
         try:
             behind = _poll(runners, on_batch, held, stopped_retry)
@@ -412,20 +412,30 @@ def run_forever(
 UNAVAILABLE_MOST = 30.0
 
 
+#: Seconds between two ERROR lines of a projection still stopped at the same event: the first
+#: is said at once, and again this often, so that a log search or an alert on ERROR lines
+#: over the last hour still finds it (the process no longer exits there).
+STOPPED_SAID_AGAIN = 600.0
+
+
 def _held_batch(
-    runner: ProjectionRunner, held: dict[str, tuple[float, str]], now: float, retry: float
+    runner: ProjectionRunner, held: dict[str, tuple[float, str, float]], now: float, retry: float
 ) -> int:
-    """A batch of ``runner``, or none (0) if it stops at an event it cannot take: then it is
-    ``held`` for ``retry`` seconds, said once for each event it stops at."""
+    """A batch of ``runner``, or, if it stops at an event it cannot take, the events before
+    that one it applied (``ProjectionStoppedError.applied``): then it is ``held`` for
+    ``retry`` seconds, said at once for each event it stops at and again every
+    ``STOPPED_SAID_AGAIN`` seconds while it stays there."""
     try:
         processed = runner.run_batch()
     except ProjectionStoppedError as stopped_at:
-        said = str(stopped_at)  # nothing of the batch was committed
-        if held.get(runner.name, (0.0, ""))[1] != said:
+        said = str(stopped_at)
+        _, before, last_said = held.get(runner.name, (0.0, "", 0.0))
+        if before != said or now - last_said >= STOPPED_SAID_AGAIN:
             log.error("%s The runner tries it again every %.0f s.", said, retry)
-        held[runner.name] = (now + retry, said)
+            last_said = now
+        held[runner.name] = (now + retry, said, last_said)
         runner.known_position = None
-        return 0
+        return stopped_at.applied
     if held.pop(runner.name, None) is not None:
         log.warning("projection '%s' is past the event that stopped it; carrying on", runner.name)
     return processed
@@ -461,7 +471,7 @@ def _gave_up(runners: list[ProjectionRunner], stalled: _StalledError) -> str:
 def _poll(
     runners: list[ProjectionRunner],
     on_batch: Callable[[str, int], None] | None,
-    held: dict[str, tuple[float, str]],
+    held: dict[str, tuple[float, str, float]],
     stopped_retry: float,
 ) -> bool:
     """One pass of ``run_forever``: a batch for each runner behind the log's head; whether
