@@ -279,4 +279,12 @@ def test_the_apis_status_says_nothing_settles_it_as_the_page_does(cs, seeded, cl
         assert (silent["settling"], silent["message"]) == ("provider_silent", waiting["message"])
     french = cs.access.status(lost, AVA, "fr")
     assert french.settling == "provider_silent"
+    # MCP's proposal_status tool answers the same two fields (its strict schema had neither).
+    from countersign.infrastructure.entrypoints.mcp.answers import STATUS_SCHEMA
+    from countersign.infrastructure.entrypoints.mcp.answers import status as mcp_status
+
+    shown = mcp_status(cs.access.status(lost, AVA)).structured_content
+    assert shown is not None
+    assert (shown["settling"], shown["waiting_since"]) == ("provider_silent", french.waiting_since)
+    assert {"settling", "waiting_since"} <= set(STATUS_SCHEMA["properties"])
     assert cs.access.status(propose(cs, seeded), AVA).settling is None  # pending

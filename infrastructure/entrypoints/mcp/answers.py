@@ -80,6 +80,14 @@ class StatusOut(BaseModel):
     )
     reconciliation_pending: bool
     message: str | None = Field(description="countersign's own words about the outcome.")
+    waiting_since: str | None = Field(
+        description="While executing or reconciling: when it was claimed (ISO 8601); else null."
+    )
+    settling: str | None = Field(
+        description="While executing or reconciling: waiting, provider_silent (the provider "
+        "has not answered yet) or unattended (nothing asks it: an operator must start the "
+        "worker); else null. Never do the work another way meanwhile."
+    )
     review_path: str
 
 
@@ -113,6 +121,8 @@ def status(report: ProposalStatusReport) -> types.CallToolResult:
         outcome_kind=report.outcome_kind,
         reconciliation_pending=report.reconciliation_pending,
         message=report.message,
+        waiting_since=report.waiting_since,
+        settling=report.settling,
         review_path=review_path(report.proposal_id),
     )
     return answer(shown.model_dump())
