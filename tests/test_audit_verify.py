@@ -736,5 +736,5 @@ def test_a_long_verify_shows_its_progress_and_a_short_one_stays_silent(
     assert main(["audit", "verify", "--database", database_url]) == 0
     said = capsys.readouterr()
     assert said.out.startswith("audit verify: OK, ")
-    assert said.err.startswith("audit verify: 1 proposals, ")
+    assert said.err.startswith("audit verify: 1 proposal, ")  # one, in the singular
     assert said.err.endswith(" proposals/s\n")

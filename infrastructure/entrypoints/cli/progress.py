@@ -70,7 +70,8 @@ class Progress:
         self._shown = self.done
         share = self.done / self.total if self.total else 1.0
         of = f"/{self.total:,}" if self.total else ""
-        text = f"{self.label}: {self.done:,}{of} {self.unit}, {self.rate:,.0f} {self.unit}/s"
+        unit = self.unit[:-1] if self.done == 1 and not self.total else self.unit  # 1 proposal
+        text = f"{self.label}: {self.done:,}{of} {unit}, {self.rate:,.0f} {self.unit}/s"
         if self._tty and not self.total:
             self.stream.write(f"\r{text}")
         elif self._tty:

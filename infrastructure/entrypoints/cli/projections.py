@@ -156,8 +156,9 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.audit.verify import verify
 
     # A proposal's stored events read at a time: minutes on a large log, so say how it goes
-    # once it has run a while (a short check stays silent, for the cron job reading stderr).
-    progress = Progress("audit verify", 0, unit="proposals", quiet_for=VERIFY_QUIET_FOR)
+    # once it has run a while (a short check stays silent, for the cron job reading stderr),
+    # and, off a terminal, every half minute rather than every second (a cron job's mail).
+    progress = Progress("audit verify", 0, every=30.0, unit="proposals", quiet_for=VERIFY_QUIET_FOR)
     report = verify(cs.app, cs.sql, progress.advance).to_json()
     progress.finish()
     unlinked = report["events_with_unlinked_times"]
