@@ -212,7 +212,7 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
             for review, name in (("review-pending", "confirm"), ("review-withdraws", "")):
                 page.goto(served.base_url + paths[review])
                 page.click("button.approve")
-                page.wait_for_url(re.compile(r".*/approve$"))
+                page.wait_for_url(re.compile(r".*/approve\?asked=[0-9a-f]{32}$"))
                 _check(page, axe, problems, f"{language}-{size}-{name or 'confirm-withdraws'}")
             # The webhooks page's form: a refused URL, then an added endpoint's secret.
             page.goto(served.base_url + paths["webhooks"])

@@ -112,7 +112,7 @@ def test_two_managers_approve_a_large_refund_and_an_edit_replaces_a_proposal(
             )
             _shot(noah, "03-second-manager-sees-the-first-approval")
             noah.click("button.approve")
-            noah.wait_for_url(re.compile(r".*/approve$"))
+            noah.wait_for_url(re.compile(r".*/approve\?asked=[0-9a-f]{32}$"))
             assert noah.locator("h1").inner_text() == "Confirm once more"
             noah.click("button >> text=Yes: Refund $128.00 CAD to Visa •••• 4242")
             noah.wait_for_url(f"{served.base_url}/proposals/{large}")
@@ -291,7 +291,7 @@ def test_an_approval_warns_of_what_it_withdraws_and_the_withdrawn_card_says_why(
 
             # The confirmation step says it again, next to what cannot be undone.
             ava.click("button.approve")
-            ava.wait_for_url(re.compile(r".*/approve$"))
+            ava.wait_for_url(re.compile(r".*/approve\?asked=[0-9a-f]{32}$"))
             assert ava.locator("h1").inner_text() == "Confirm once more"
             assert "Cancel Lucas Roy's registration" in ava.locator("#withdraws").inner_text()
             shoot(ava, "05-confirm-warns-en")
