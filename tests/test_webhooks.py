@@ -16,7 +16,7 @@ import pytest
 from countersign.application.authorization import Caller
 from countersign.application.errors import MissingPermissionError
 from countersign.domain.club.webhooks import WebhookUrlError
-from countersign.domain.errors import NotFoundError
+from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications.sender import NotificationSender
 from countersign.infrastructure.notifications.settings import NotifySettings
@@ -319,3 +319,29 @@ def test_who_may_manage_a_clubs_webhooks(cs, seeded):
     with pytest.raises(MissingPermissionError):
         webhooks.endpoints(Caller(BEN, organization="granite"), "granite")
     assert len(webhooks.endpoints(None, "granite")) == 1
+
+
+@pytest.mark.parametrize("spelling", ["HTTP://127.0.0.1:9/hooks", "Http://127.0.0.1:9/hooks"])
+def test_the_same_url_spelt_otherwise_is_a_duplicate(cs, seeded, spelling):
+    """A scheme or host in capitals is the same endpoint: registering it twice would post
+    every notification twice to one receiver."""
+    webhooks = Webhooks(cs)
+    webhooks.add(None, "granite", "http://127.0.0.1:9/hooks")
+    with pytest.raises(DuplicateError, match="already registered"):
+        webhooks.add(None, "granite", spelling)
+    assert len(webhooks.endpoints(None, "granite")) == 1
+
+
+def test_a_default_port_or_an_empty_path_is_the_same_url(cs, seeded):
+    webhooks = Webhooks(cs)
+    webhooks.add(None, "granite", "https://hooks.example/")
+    for spelling in (
+        "https://HOOKS.example:443/",
+        "https://hooks.example",
+        "https://hooks.example:443",
+    ):
+        with pytest.raises(DuplicateError):
+            webhooks.add(None, "granite", spelling)
+    webhooks.add(None, "granite", "https://hooks.example/Other")  # a path's case counts
+    assert len(webhooks.endpoints(None, "granite")) == 2
+

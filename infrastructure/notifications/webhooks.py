@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from countersign.application.authorization import Caller
 from countersign.domain.club.webhooks import valid_webhook_url
+from countersign.domain.errors import DuplicateError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications import delivery_log
 from countersign.infrastructure.notifications.destinations import Network, check_url_host
@@ -65,9 +66,14 @@ class Webhooks:
         AddressNotAllowedError for a host that is an internal address (destinations.py;
         a name is looked up and checked at each attempt, not here), checked only once the
         caller may manage the club."""
-        self.cs.notifications.managed_organization(caller, organization)
+        org = self.cs.notifications.managed_organization(caller, organization)
         checked = valid_webhook_url(url)
         check_url_host(urlsplit(checked).hostname or "", self.allowed_networks)
+        # The domain refuses the same string twice; the same URL spelt otherwise (a scheme
+        # or host in capitals, the default port, no path) would be a second endpoint posting
+        # every notification to one receiver twice.
+        if any(same_url(checked, e.url) for e in org.webhook_endpoints()):
+            raise DuplicateError("this webhook URL is already registered")
         endpoint = self.cs.notifications.add_endpoint(caller, organization, url)
         secret = new_secret()
         org_id = self.cs.club.organization_id(organization)
@@ -130,6 +136,20 @@ class Webhooks:
         """Put one dead letter (or all of the club's) back in line; the ids put back."""
         org = self.cs.notifications.managed_organization(caller, organization)
         return self.ledger.redeliver(str(org.id), delivery_id, self.cs.clock.now())
+
+
+def same_url(one: str, other: str) -> bool:
+    """Whether two webhook URLs (already valid) name the same endpoint: the scheme and host
+    compared without case, the default port as none, no path as ``/``. The path and query
+    are the receiver's own, and compared as written."""
+    return _canonical(one) == _canonical(other)
+
+
+def _canonical(url: str) -> tuple[str, str, int, str, str]:
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    return scheme, (parts.hostname or "").rstrip("."), port, parts.path or "/", parts.query
 
 
 def notification_sender(
