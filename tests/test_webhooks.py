@@ -345,3 +345,18 @@ def test_a_default_port_or_an_empty_path_is_the_same_url(cs, seeded):
     webhooks.add(None, "granite", "https://hooks.example/Other")  # a path's case counts
     assert len(webhooks.endpoints(None, "granite")) == 2
 
+
+def test_a_redelivered_letter_counts_every_attempt_it_had(cs, seeded, clock):
+    port = free_port()
+    webhooks = Webhooks(cs)
+    webhooks.add(None, "granite", f"http://127.0.0.1:{port}/hooks")
+    propose(cs, seeded)
+    for _ in range(SETTINGS.max_attempts):
+        sender(cs).run_once()
+        clock.advance(days=1)
+    webhooks.redeliver(None, "granite")
+    with receiving(port=port):
+        sender(cs).run_once()
+    [delivered] = webhooks.deliveries(None, "granite")
+    assert delivered["status"] == "delivered"
+    assert delivered["attempts"] == len(delivered["attempt_log"]) == SETTINGS.max_attempts + 1

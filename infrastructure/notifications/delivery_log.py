@@ -50,7 +50,9 @@ def deliveries(
                     "channel": row[2],
                     "target": row[3],
                     "status": row[4],
-                    "attempts": int(row[5]),
+                    # Every attempt made, a redelivered dead letter's earlier ones too (the
+                    # ledger's own count starts again at a redelivery, for the tries left).
+                    "attempts": len(attempts),
                     "next_attempt_at": ledger._time(row[6]) if row[4] == PENDING else None,
                     "created_at": ledger._time(row[7]),
                     "delivered_at": ledger._time(row[8]),
