@@ -145,3 +145,13 @@ def test_permissions_and_tenants(cs, seeded, client, manager):
     assert client.delete(f"{HOOKS}/{granite_endpoint}", headers=auth(maple)).status_code == 404
     assert client.get(HOOKS, headers=auth(maple)).json() == {"items": []}
     assert len(client.get(HOOKS, headers=auth(manager)).json()["items"]) == 1
+
+
+def test_a_duplicate_url_is_a_409_that_says_so(cs, seeded, client, manager):
+    url = "https://hooks.example/countersign"
+    assert client.post(HOOKS, headers=auth(manager), json={"url": url}).status_code == 201
+    again = client.post(HOOKS, headers=auth(manager), json={"url": url})
+    assert again.status_code == 409
+    assert again.json()["type"] == "urn:countersign:problem:rejected"
+    assert "already registered" in again.json()["detail"]
+    assert len(client.get(HOOKS, headers=auth(manager)).json()["items"]) == 1

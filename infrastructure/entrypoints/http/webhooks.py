@@ -1,7 +1,8 @@
 """The webhooks' routes: an organization's endpoints, its deliveries and dead letters.
 
 Everything here needs the ``webhooks.manage`` permission (the token's, and its member's), in
-the token's organization. A URL that is not http(s) is a 422 naming the ``url`` field.
+the token's organization. A URL that is not http(s) is a 422 naming the ``url`` field; one
+already registered a 409 that says so.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from countersign.domain.club.webhooks import WebhookUrlError
+from countersign.domain.errors import DuplicateError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.webhooks import (
@@ -62,6 +64,9 @@ def add_endpoint(request: Request, cs: Wired, service: Service, body: WebhookIn)
         except WebhookUrlError as error:
             problems = [{"field": "url", "message": str(error)}]
             raise ProblemError("invalid-request", problems=problems) from None
+        except DuplicateError:
+            detail = "This webhook URL is already registered for the organization."
+            raise ProblemError("rejected", detail) from None
     record(cs, request, service, "webhooks.add", added.endpoint_id, "added")
     return JSONResponse(added.to_json(), status_code=201)
 
