@@ -170,3 +170,25 @@ def test_without_a_relay_only_webhooks_are_sent(cs, seeded):
 def test_the_seeded_maple_manager_reads_french(cs, seeded):
     assert cs.club.membership("maple", MIA).member.language == "fr"
     assert cs.club.membership("granite", AVA).member.language == "en"
+
+
+class Refusing(Inbox):
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        return "550 mailbox unavailable"
+
+
+def test_a_relay_refusing_a_message_is_said_of_the_relay_not_an_endpoint(cs, seeded):
+    port = free_port()
+    controller = Controller(Refusing(), hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        propose(cs, seeded)
+        notification_sender(cs, settings(port)).run_once()
+    finally:
+        controller.stop()
+    [delivery] = Webhooks(cs).deliveries(None, "granite")
+    assert delivery["channel"] == "email"
+    [attempt] = delivery["attempt_log"]
+    assert attempt["status_code"] == 550
+    assert attempt["result"] == "failed: the e-mail relay answered 550"
+    assert attempt["result_key"] == "relay_answered"

@@ -20,7 +20,9 @@ from countersign.infrastructure.notifications import delivery_log
 from countersign.infrastructure.notifications.destinations import Network, check_url_host
 from countersign.infrastructure.notifications.ledger import (
     DELIVERED,
+    EMAIL,
     NO_LONGER_PENDING,
+    WEBHOOK,
     DeliveryLedger,
 )
 from countersign.infrastructure.notifications.sender import ENDPOINT_REMOVED, NotificationSender
@@ -172,19 +174,20 @@ def notification_sender(
 RESULTS = {
     "delivered": "delivered",
     "answered": "failed: the endpoint answered {code}",
+    "relay_answered": "failed: the e-mail relay answered {code}",
     "could_not_connect": "failed: could not connect",
     "endpoint_removed": "failed: the endpoint was removed",
     "skipped": "not sent: the proposal no longer awaits approval",
 }
 
 
-def result_key(status_code: int | None, error_class: str | None) -> str:
+def result_key(status_code: int | None, error_class: str | None, channel: str = WEBHOOK) -> str:
     """Which of RESULTS an attempt was: never an exception's name or a timing, which would map
-    the network behind the endpoint."""
+    the network behind the endpoint. An e-mail's code is the SMTP relay's (250 delivered)."""
     if error_class is None and status_code is not None and 200 <= status_code < 300:
         return "delivered"
     if status_code is not None:
-        return "answered"
+        return "relay_answered" if channel == EMAIL else "answered"
     if error_class == ENDPOINT_REMOVED:
         return "endpoint_removed"
     if error_class == NO_LONGER_PENDING:
@@ -192,22 +195,23 @@ def result_key(status_code: int | None, error_class: str | None) -> str:
     return "could_not_connect"
 
 
-def result_text(status_code: int | None, error_class: str | None) -> str:
-    return RESULTS[result_key(status_code, error_class)].format(code=status_code)
+def result_text(status_code: int | None, error_class: str | None, channel: str = WEBHOOK) -> str:
+    return RESULTS[result_key(status_code, error_class, channel)].format(code=status_code)
 
 
 def club_view(delivery: dict[str, Any]) -> dict[str, Any]:
     """A delivery as a club sees it: each attempt's result in plain words, without latency or
     error class."""
     attempts = []
+    channel = delivery["channel"]
     for attempt in delivery["attempt_log"]:
         attempts.append(
             {
                 "attempt": attempt["attempt"],
                 "started_at": attempt["started_at"],
                 "status_code": attempt["status_code"],
-                "result": result_text(attempt["status_code"], attempt["error_class"]),
-                "result_key": result_key(attempt["status_code"], attempt["error_class"]),
+                "result": result_text(attempt["status_code"], attempt["error_class"], channel),
+                "result_key": result_key(attempt["status_code"], attempt["error_class"], channel),
                 "outcome": attempt["outcome"],
                 "next_attempt_at": attempt["next_attempt_at"],
             }
