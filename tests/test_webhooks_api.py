@@ -99,7 +99,9 @@ def test_dead_letters_are_listed_and_redelivered_over_the_api(cs, seeded, client
         }
         assert notification_sender(cs, one_try).run_once().delivered == 1
         assert len(receiver.received) == 1
-    assert client.post(path, headers=auth(manager)).status_code == 404  # not dead any more
+    delivered = client.post(path, headers=auth(manager))  # not dead any more
+    assert delivered.status_code == 404
+    assert "only a delivery whose last try failed" in delivered.json()["detail"]
     everything = client.post(f"{HOOKS}/dead-letters/redeliver", headers=auth(manager))
     assert everything.json() == {"redelivered": []}
 

@@ -116,7 +116,12 @@ def redeliver(
     with answers(request):
         ids = Webhooks(cs).redeliver(service.caller, _slug(service), delivery_id)
     if not ids:
-        raise ProblemError("not-found")
+        # A delivered or pending delivery is no dead letter; another club's reads as unknown.
+        detail = (
+            "No dead letter of this organization has that id: only a delivery whose last try "
+            "failed can be redelivered (GET /api/v1/webhooks/deliveries?dead=true lists them)."
+        )
+        raise ProblemError("not-found", detail)
     record(cs, request, service, "webhooks.redeliver", delivery_id, "redelivered")
     return JSONResponse({"redelivered": ids})
 
