@@ -601,6 +601,51 @@ def test_export_since_a_future_time_is_empty(cs, story, database_url, capsys):
     assert len(everything.splitlines()) == EVENTS
 
 
+def test_export_by_proposal_by_actor_and_between_two_times(cs, story, database_url, capsys):
+    """An auditor asks for one proposal's rows, one person's, one stretch of time: the
+    export could filter by club and a start only (the trail's reads took the rest)."""
+    everything = [json.loads(line) for line in _export(database_url, capsys)[0].splitlines()]
+
+    # an id as a person may copy it (upper case) reads the trail's own form of it
+    out, _ = _export(database_url, capsys, "--proposal", story["declined"].upper())
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["event_type"] for r in rows] == LIFECYCLES["declined"]
+    assert {r["proposal_id"] for r in rows} == {story["declined"]}
+
+    out, _ = _export(database_url, capsys, "--actor", MIA.upper(), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["proposal_id"], r["event_type"]) for r in rows] == [(story["maple"], "Proposed")]
+
+    out, _ = _export(database_url, capsys, "--org", "granite", "--actor", MIA)
+    assert out == ""  # nothing of another club
+
+    # since is inclusive, until exclusive: the rows of one proposal's stretch of the log
+    refunded = [r for r in everything if r["proposal_id"] == story["refunded"]]
+    since, until = refunded[0]["at"], refunded[-1]["at"]
+    out, _ = _export(database_url, capsys, "--since", since, "--until", until)
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows == [r for r in everything if since <= r["at"] < until]
+    assert rows[0] == refunded[0]
+    assert refunded[-1] not in rows
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--proposal", "not-an-id"], "error: 'not-an-id' is not a proposal id\n"),
+        (["--until", "soon"], "error: 'soon' is not an ISO time like 2026-11-30T09:00Z\n"),
+    ],
+)
+def test_an_export_filter_it_cannot_read_is_a_usage_error(
+    cs, story, database_url, capsys, argv, said
+):
+    capsys.readouterr()
+    status = main(["audit", "export", *argv, "--database", database_url])
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert err.startswith(said)
+
+
 # -- events' times ------------------------------------------------------------------------------
 
 

@@ -93,8 +93,11 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     export = add(
         "export", Handler("projections", "cmd_audit_export"), "stream the audit trail", audit_sub
     )
-    export.add_argument("--org")
-    export.add_argument("--since", metavar="TIME")
+    export.add_argument("--org", help="one club's rows (its slug)")
+    export.add_argument("--proposal", metavar="PROPOSAL_ID", help="one proposal's rows")
+    export.add_argument("--actor", metavar="EMAIL", help="the rows of one actor (or countersign)")
+    export.add_argument("--since", metavar="TIME", help="rows at or after this ISO time")
+    export.add_argument("--until", metavar="TIME", help="rows before this ISO time")
     export.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
     # The maintenance commands read or write everything: no statement timeout
     # (COUNTERSIGN_DATABASE_TIMEOUT bounds the services' requests, not these).

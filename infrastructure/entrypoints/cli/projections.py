@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.cli.common import (
@@ -130,16 +131,28 @@ def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
     """The audit trail's rows on stdout, one a line, in ``--format`` (``--json`` changes
     nothing: the rows are the stream); anything that stops it is said on stderr with a status
     other than 0, never written among the rows (an unknown club's "Not found." went into the
-    CSV file, exit 0)."""
+    CSV file, exit 0). Its rows are filtered by club, proposal, actor and a stretch of time
+    (``--since`` inclusive, ``--until`` exclusive), all together."""
     org_id = None
     if args.org:
         try:
             org_id = cs.club.organization_id(args.org)
         except NotFoundError:
             raise UsageError(f"no club is named {args.org!r}") from None
+    proposal_id = None
+    if args.proposal is not None:
+        try:  # the trail's form of an id (it read no rows for another spelling of it)
+            proposal_id = str(UUID(args.proposal.strip()))
+        except ValueError:
+            raise UsageError(f"{args.proposal!r} is not a proposal id") from None
+    # Emails are kept lower-cased, as every command reads them.
+    actor = args.actor.strip().lower() if args.actor is not None else None
     since = parse_time(args.since, versions=False) if args.since else None
+    until = parse_time(args.until, versions=False) if args.until else None
     catch_up(cs, ["audit_trail"])
-    rows = cs.read_models.audit_trail(organization_id=org_id, since=since)
+    rows = cs.read_models.audit_trail(
+        organization_id=org_id, proposal_id=proposal_id, actor=actor, since=since, until=until
+    )
     from countersign.infrastructure.audit.export import write_export
 
     count = write_export(rows, args.format, sys.stdout)
