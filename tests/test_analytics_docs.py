@@ -496,6 +496,38 @@ def test_the_daily_roll_up_agrees_with_the_facts(site: Site):
     assert sum(int(r["proposals"]) for r in daily) == len(site.ids)
 
 
+def test_the_day_money_moved_reads_as_the_doc_says_on_each_backend(site: Site):
+    """The doc sends analysts to ``proposal_facts`` for the day money moved, and forbids
+    date functions: it gives that day's expression for each backend, and the one for
+    PostgreSQL holds in a session whose time zone is not UTC (a cast to text does not)."""
+    rule = re.search(
+        r"On SQLite it is `(?P<sqlite>[^`]+)`;\s+on\s+PostgreSQL it is `(?P<postgres>[^`]+)`",
+        doc_text(),
+    )
+    assert rule is not None, "the doc gives the day of executed_at on each backend"
+    day = rule.group(site.cs.database.kind)
+    facts = {
+        proposal_id: site.cs.audit.history(proposal_id)["events"][-1]["at"][:10]
+        for proposal_id in site.ids.values()
+        if site.cs.audit.history(proposal_id)["events"][-1]["type"] == "Succeeded"
+    }
+    assert facts
+    casts_differ = False
+    # Twelve hours behind UTC and fourteen ahead: at any hour, one of them is another day.
+    for zone in ("Etc/GMT+12", "Etc/GMT-14"):
+        with analyst_connection(site.cs) as connection:
+            if site.cs.database.kind == "postgres":
+                run(connection, f"SELECT set_config('TimeZone', '{zone}', false)")
+            rows = run(
+                connection,
+                f"SELECT {day} AS day, CAST(executed_at AS TEXT) AS text, proposal_id"
+                " FROM proposal_facts WHERE executed_at IS NOT NULL",
+            )
+        assert {r["proposal_id"]: r["day"] for r in rows} == facts, zone
+        casts_differ |= any(r["text"][:10] != r["day"] for r in rows)
+    assert casts_differ == (site.cs.database.kind == "postgres")  # what the doc warns of
+
+
 def test_approvals_per_proposal(answers):
     rows = {
         (row["operation"], int(row["approvals"])): row for row in answers["Approvals per proposal"]
