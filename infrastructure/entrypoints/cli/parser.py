@@ -304,7 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
         "history", Handler("proposals", "cmd_history"), "a proposal's full event history (auditors)"
     )
     history.add_argument("proposal_id")
-    history.add_argument("--as-of", metavar="VERSION|TIME", help="a version, or an ISO time")
+    history.add_argument(
+        "--as-of",
+        metavar="VERSION|TIME",
+        help="a version, or an ISO time, which holds the whole of its last unit (a time as "
+        "history shows it, to the millisecond, holds the events shown at it)",
+    )
 
     add(
         "reconcile",
