@@ -634,6 +634,18 @@ def test_export_by_proposal_by_actor_and_between_two_times(cs, story, database_u
     [
         (["--proposal", "not-an-id"], "error: 'not-an-id' is not a proposal id\n"),
         (["--until", "soon"], "error: 'soon' is not an ISO time like 2026-11-30T09:00Z\n"),
+        # a time whose UTC is off the calendar: SQLite's export stopped on it with a stack
+        # trace on stderr and "Internal error", exit 1 (an auditor's finding)
+        (
+            ["--since", "0001-01-01T00:00+05:00"],
+            "error: '0001-01-01T00:00+05:00' is out of range: in UTC it falls outside the years"
+            " 1 to 9999\n",
+        ),
+        (
+            ["--until", "9999-12-31T23:59-05:00", "--format", "csv"],
+            "error: '9999-12-31T23:59-05:00' is out of range: in UTC it falls outside the years"
+            " 1 to 9999\n",
+        ),
     ],
 )
 def test_an_export_filter_it_cannot_read_is_a_usage_error(

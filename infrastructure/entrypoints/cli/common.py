@@ -75,4 +75,11 @@ def parse_time(value: str, *, versions: bool = True) -> datetime:
     except ValueError:
         what = "a version or an ISO time" if versions else "an ISO time"
         raise UsageError(f"{value!r} is not {what} like 2026-11-30T09:00Z") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:  # times are compared and stored in UTC: one whose UTC is off the calendar is refused
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise UsageError(
+            f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999"
+        ) from None
+    return moment
