@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
 from countersign.application.errors import parse_id
-from countersign.application.ports import AggregateStore
+from countersign.application.ports import AggregateStore, StoredEventView
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.proposal import Proposal
@@ -49,7 +50,7 @@ class AuditService:
         document: dict[str, Any] = {
             "proposal_id": str(pid),
             "events": [
-                {"version": e.version, "type": e.type, "at": e.at.isoformat(), **e.fields}
+                {"version": e.version, "type": e.type, "at": e.at.isoformat(), **_fields(e)}
                 for e in events
             ],
         }
@@ -71,3 +72,18 @@ class AuditService:
                 "outcome": state.outcome,
             }
         return document
+
+
+#: What every event of a history says first: its version, type and when it was recorded.
+_ENVELOPE = ("version", "type", "at")
+
+
+def _fields(event: StoredEventView) -> dict[str, Any]:
+    """The event's own fields; one named as the envelope is (``Expired.at``, when the expiry
+    was decided) is kept under its event's name (``expired_at``): it took the place of the
+    time the event was recorded, which the trail, ``as_of`` and the export use."""
+    fields: dict[str, Any] = event.fields
+    if not any(name in fields for name in _ENVELOPE):
+        return fields
+    prefix = re.sub(r"(?<!^)(?=[A-Z])", "_", event.type).lower()
+    return {(f"{prefix}_{k}" if k in _ENVELOPE else k): v for k, v in fields.items()}

@@ -658,6 +658,34 @@ def test_an_export_filter_it_cannot_read_is_a_usage_error(
     assert err.startswith(said)
 
 
+def test_history_times_each_event_when_it_was_recorded_as_the_trail_does(
+    cs, seeded, clock, database_url, capsys
+):
+    """An expiry's own ``at`` (when the process that recorded it read its clock) took the
+    place of the event's time in the history: the history and the export gave the Expired
+    event two times, and the demo's history showed it before its own Proposed (an auditor's
+    finding). Each event's ``at`` is when it was recorded; the expiry's own is ``expired_at``."""
+    pid = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    ).proposal_id
+    clock.advance(days=2)
+    assert cs.proposals.approve(pid, AVA).reason == "expired"
+    stored = list(cs.app.events.get(UUID(pid)))
+    assert stored[-1].at != stored[-1].timestamp  # the clock's time, not the log's
+
+    events = cs.audit.history(pid)["events"]
+    assert [(e["type"], e["at"]) for e in events] == [
+        (type(e).__name__, e.timestamp.isoformat()) for e in stored
+    ]
+    assert events[-1]["expired_at"] == stored[-1].at
+    out, _ = _export(database_url, capsys, "--proposal", pid)
+    assert [json.loads(line)["at"] for line in out.splitlines()] == [e["at"] for e in events]
+
+
 # -- events' times ------------------------------------------------------------------------------
 
 
