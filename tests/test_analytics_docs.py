@@ -26,6 +26,7 @@ from countersign.infrastructure.settings import Settings
 from countersign.infrastructure.testing.databases import START, TestDatabases
 from countersign.infrastructure.testing.fixtures import require_postgres
 from countersign.projections.analytics import Analytics
+from countersign.projections.audit_trail import PERMISSION_CHANGES, POLICY_CHANGES, AuditTrail
 from countersign.projections.notifications import ENDPOINTS, NOTIFICATIONS, Notifications
 
 from tests.conftest import AVA, BACKENDS, DRAFT, MIA, REFUND
@@ -205,6 +206,8 @@ def site(request: pytest.FixtureRequest, test_databases: TestDatabases) -> Itera
         runner.reset()  # as `countersign projections rebuild analytics` does
         assert runner.catch_up() > 0
         assert runner.status().lag == 0
+        [trail] = cs.projection_runners(["audit_trail"])
+        trail.catch_up()  # its governance tables, policy_changes and permission_changes
         yield Site(cs, ids, _answers(cs))
     finally:
         cs.close()
@@ -259,12 +262,14 @@ def test_the_doc_has_at_least_six_queries_each_under_its_own_heading():
 
 #: The notification tables analysts read (the projection's helper table is left out).
 NOTIFICATION_TABLES = [t for t in Notifications.tables if t.name in (NOTIFICATIONS, ENDPOINTS)]
+#: The audit trail's tables of governance changes ("Governance changes").
+GOVERNANCE_TABLES = [t for t in AuditTrail.tables if t.name in (POLICY_CHANGES, PERMISSION_CHANGES)]
 
 
 def test_every_column_of_every_analytics_table_is_documented_with_its_real_types():
     documented = documented_columns()
     assert set(documented) == {
-        *(table.name for table in (*Analytics.tables, *NOTIFICATION_TABLES)),
+        *(table.name for table in (*Analytics.tables, *NOTIFICATION_TABLES, *GOVERNANCE_TABLES)),
         *LEDGER_COLUMNS,
     }
     for name, columns in LEDGER_COLUMNS.items():
@@ -273,7 +278,7 @@ def test_every_column_of_every_analytics_table_is_documented_with_its_real_types
         for column, (postgres, sqlite) in columns.items():
             assert found[column][0] == postgres, (name, column)
             assert found[column][1].split(" ")[0] == sqlite, (name, column)
-    for table in (*Analytics.tables, *NOTIFICATION_TABLES):
+    for table in (*Analytics.tables, *NOTIFICATION_TABLES, *GOVERNANCE_TABLES):
         columns = documented[table.name]
         assert set(columns) == set(table.column_names()), (
             f"{table.name}: documented {sorted(columns)}, actual {sorted(table.column_names())}"
@@ -657,3 +662,12 @@ def test_dead_letters_are_those_of_the_receiver_that_is_down(answers, history):
     assert {row["reason"] for row in rows} == {"awaiting_approval", "needs_reconciliation"}
     assert {row["last_error"] for row in rows} == {"CouldNotConnect"}
     assert history["lost"] in {row["proposal_id"] for row in rows}
+
+
+def test_the_policy_history_gives_each_policy_set_and_who_set_it(answers):
+    """Granite's refunds above $100 need two managers (the seed's policy)."""
+    rows = answers["Approval policy history"]
+    [refunds] = [r for r in rows if r["slug"] == "granite" and r["operation"] == REFUND]
+    assert (int(refunds["approvals"]), int(refunds["above_cents"])) == (2, 10_000)
+    assert refunds["set_by"]
+    assert {r["slug"] for r in rows} <= {"granite", "maple"}
