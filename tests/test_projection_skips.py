@@ -220,7 +220,7 @@ def test_a_projection_held_at_an_event_is_said_again_every_ten_minutes(
 ) -> None:
     """``projections run`` no longer exits at the event: one ERROR line, then silence, would
     leave an alert on the last hour's ERROR lines blind to a projection stopped since."""
-    from countersign.infrastructure.projection_engine import together
+    from countersign.infrastructure.projection_engine.stops import held_batch
 
     class Stuck:
         name = "browser_view"
@@ -232,6 +232,6 @@ def test_a_projection_held_at_an_event_is_said_again_every_ten_minutes(
     held: dict[str, tuple[float, str, float]] = {}
     with caplog.at_level("ERROR", logger="countersign.projections"):
         for now in (0.0, 10.0, 599.0, 600.0, 610.0, 1199.0, 1200.0):
-            assert together._held_batch(Stuck(), held, now, 10.0) == 0  # type: ignore[arg-type]
+            assert held_batch(Stuck(), held, now, 10.0) == 0  # type: ignore[arg-type]
     said = [r for r in caplog.records if "stopped at notification 7" in r.getMessage()]
     assert len(said) == 3  # at once, and at 600 and 1200 s

@@ -41,11 +41,7 @@ from countersign.infrastructure.projection_engine.rows import (
     lock_position,
     save_position,
 )
-from countersign.infrastructure.projection_engine.stops import (
-    ProjectionStatus,
-    end_batch,
-    stopped,
-)
+from countersign.infrastructure.projection_engine.stops import ProjectionStatus, end_batch, stopped
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.projections.base import Projection
 
@@ -249,9 +245,8 @@ class ProjectionRunner:
         try:
             return self._apply(batch, position, decoded=False)
         except ProjectionStoppedError as stop:
-            # The events before the one it stopped at are applied (``stop.applied`` says how
-            # many): only that one waits. A stop at the batch's end knows no event: the
-            # whole batch waits, and the next try applies it again.
+            # Only the event it stopped at waits: the ones before it are applied (a stop at
+            # the batch's end names no event, and the whole batch waits).
             if stop.position is not None:
                 before = [n for n in batch if n.id < stop.position]
                 stop.applied = self._apply(before, position, decoded=False)

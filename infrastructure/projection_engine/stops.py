@@ -9,13 +9,15 @@ stop names its event (not at a batch's end, nor in a rebuild). A rebuild another
 overtook stops too (``advanced``). ``runner.ProjectionRunner`` and ``together`` stop the
 same way. The database out of reach (a read of the projection's rows cancelled behind a lock
 held past COUNTERSIGN_DATABASE_TIMEOUT, say) stops nothing: it is raised as it is, and
-``projections run`` waits and carries on.
+``projections run`` waits and carries on. ``held_batch`` is how ``projections run`` holds a
+projection stopped at an event: said at ERROR, tried again, while the others go on.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from countersign.infrastructure.persistence.recorders import Entry
@@ -24,6 +26,11 @@ from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError, SqlRows
 from countersign.projections.base import Projection
 from countersign.projections.messages import forget_outcome_texts
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.projection_engine.runner import ProjectionRunner
+
+log = logging.getLogger("countersign.projections")
 
 
 @dataclass(frozen=True)
@@ -106,3 +113,32 @@ def _id_text(originator_id: object) -> str:
         return str(originator_id if isinstance(originator_id, UUID) else UUID(str(originator_id)))
     except ValueError:
         return repr(originator_id)[:80]
+
+
+#: Seconds between two ERROR lines of a projection still stopped at the same event: the first
+#: is said at once, and again this often, so that a log search or an alert on ERROR lines
+#: over the last hour still finds it (the process no longer exits there).
+STOPPED_SAID_AGAIN = 600.0
+
+
+def held_batch(
+    runner: ProjectionRunner, held: dict[str, tuple[float, str, float]], now: float, retry: float
+) -> int:
+    """A batch of ``runner``, or, if it stops at an event it cannot take, the events before
+    that one it applied (``ProjectionStoppedError.applied``): then it is ``held`` for
+    ``retry`` seconds, said at once for each event it stops at and again every
+    ``STOPPED_SAID_AGAIN`` seconds while it stays there."""
+    try:
+        processed = runner.run_batch()
+    except ProjectionStoppedError as stopped_at:
+        said = str(stopped_at)
+        _, before, last_said = held.get(runner.name, (0.0, "", 0.0))
+        if before != said or now - last_said >= STOPPED_SAID_AGAIN:
+            log.error("%s The runner tries it again every %.0f s.", said, retry)
+            last_said = now
+        held[runner.name] = (now + retry, said, last_said)
+        runner.known_position = None
+        return stopped_at.applied
+    if held.pop(runner.name, None) is not None:
+        log.warning("projection '%s' is past the event that stopped it; carrying on", runner.name)
+    return processed

@@ -33,7 +33,12 @@ from countersign.infrastructure.projection_engine.rows import (
     save_position,
 )
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner, frozen_heap
-from countersign.infrastructure.projection_engine.stops import advanced, end_batch, stopped
+from countersign.infrastructure.projection_engine.stops import (
+    advanced,
+    end_batch,
+    held_batch,
+    stopped,
+)
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.infrastructure.settings import Database
 from countersign.projections.messages import forget_outcome_texts
@@ -412,35 +417,6 @@ def run_forever(
 UNAVAILABLE_MOST = 30.0
 
 
-#: Seconds between two ERROR lines of a projection still stopped at the same event: the first
-#: is said at once, and again this often, so that a log search or an alert on ERROR lines
-#: over the last hour still finds it (the process no longer exits there).
-STOPPED_SAID_AGAIN = 600.0
-
-
-def _held_batch(
-    runner: ProjectionRunner, held: dict[str, tuple[float, str, float]], now: float, retry: float
-) -> int:
-    """A batch of ``runner``, or, if it stops at an event it cannot take, the events before
-    that one it applied (``ProjectionStoppedError.applied``): then it is ``held`` for
-    ``retry`` seconds, said at once for each event it stops at and again every
-    ``STOPPED_SAID_AGAIN`` seconds while it stays there."""
-    try:
-        processed = runner.run_batch()
-    except ProjectionStoppedError as stopped_at:
-        said = str(stopped_at)
-        _, before, last_said = held.get(runner.name, (0.0, "", 0.0))
-        if before != said or now - last_said >= STOPPED_SAID_AGAIN:
-            log.error("%s The runner tries it again every %.0f s.", said, retry)
-            last_said = now
-        held[runner.name] = (now + retry, said, last_said)
-        runner.known_position = None
-        return stopped_at.applied
-    if held.pop(runner.name, None) is not None:
-        log.warning("projection '%s' is past the event that stopped it; carrying on", runner.name)
-    return processed
-
-
 class _StalledError(Exception):
     """A pass that gave up waiting for the database (``timed_out``): ``runner``'s batch, or
     (None) the read of the log's head."""
@@ -492,7 +468,7 @@ def _poll(
         if runner.known_position is not None and runner.known_position >= head:
             continue
         try:
-            processed = _held_batch(runner, held, now, stopped_retry)
+            processed = held_batch(runner, held, now, stopped_retry)
         except ProjectionRaceError:
             behind = True  # another runner moved it on: read again at once
             continue
