@@ -227,3 +227,28 @@ def test_projections_status_names_the_event_a_lagging_projection_stopped_on(
     out = capsys.readouterr().out
     assert "projection 'handback' stopped at notification" in out
     assert "Traceback" not in out
+
+
+def test_the_command_line_says_a_damaged_record_is_one_and_where_to_look(cs, seeded, clock, capsys):
+    """An auditor's `history` (or `show`) of a proposal whose stored event was altered said
+    only "Internal error. Reference: …": it says the record does not read, that nothing
+    changed, and that `audit verify` names it; --json keeps `internal_error` and the
+    reference."""
+    from countersign.infrastructure.entrypoints.cli import main
+
+    proposal_id = propose(cs, seeded)
+    _rewrite_state(cs, proposal_id, 1, lambda state: {"_broken": state})
+    db = ["--database", cs.settings.database_url]
+    for argv in (["history", proposal_id], ["show", proposal_id, "--as", AVA]):
+        assert main([*argv, *db]) == 1, argv
+        said = capsys.readouterr()  # a status other than 0: said on stderr
+        assert said.err.startswith("Internal error: a stored record this needs cannot be read")
+        assert "nothing was changed" in said.err
+        assert "`countersign audit verify` names the damaged proposals" in said.err
+        assert "cs-" in said.err
+        assert "Traceback" not in said.out + said.err
+    assert main(["history", proposal_id, "--json", *db]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["error"] == "internal_error"
+    assert document["correlation_id"].startswith("cs-")
+    assert document["correlation_id"] in document["message"]

@@ -296,7 +296,7 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
     (UsageError, lambda e: ({"error": "usage", "message": str(e)}, f"error: {e}", 2)),
     (SettingsError, lambda e: ({"error": "configuration", "message": str(e)}, f"error: {e}", 2)),
     (ConcurrencyConflictError, _busy),
-    (CorruptRecordError, lambda e: _internal(e.correlation_id)),
+    (CorruptRecordError, lambda e: _damaged(e.correlation_id)),
     # A domain rule refused the command (for example a manual refund above the balance).
     (CountersignError, lambda e: ({"error": "rejected", "message": str(e)}, f"Rejected: {e}.", 0)),
 )
@@ -343,6 +343,20 @@ def _database_unavailable(error: Exception, *, sent: bool) -> Answer:
             "(countersign show) before sending it again"
         )
     return {"error": "database_unavailable", "message": message}, f"error: {message}", 1
+
+
+#: A stored record that does not read (altered, or damaged): for the operator or auditor at the
+#: command line, what it is and where to look, beside the reference its log line carries.
+DAMAGED = (
+    "a stored record this needs cannot be read (altered or damaged); nothing was changed. "
+    "`countersign audit verify` names the damaged proposals; the log has this reference"
+)
+
+
+def _damaged(correlation_id: str) -> Answer:
+    document, _, status = _internal(correlation_id)
+    message = f"{DAMAGED}: {correlation_id}"
+    return {**document, "message": message}, f"Internal error: {message}.", status
 
 
 def _internal(correlation_id: str) -> Answer:
