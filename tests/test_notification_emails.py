@@ -192,3 +192,28 @@ def test_a_relay_refusing_a_message_is_said_of_the_relay_not_an_endpoint(cs, see
     assert attempt["status_code"] == 550
     assert attempt["result"] == "failed: the e-mail relay answered 550"
     assert attempt["result_key"] == "relay_answered"
+
+
+class RefusingTheAddress(Inbox):
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        return "550 no such user here"
+
+
+def test_a_relay_refusing_the_address_is_said_so_not_could_not_connect(cs, seeded):
+    """The relay answered, and took no recipient: smtplib raises SMTPRecipientsRefused, which
+    read "failed: could not connect", as if no relay had answered (the consumer's walk)."""
+    port = free_port()
+    controller = Controller(RefusingTheAddress(), hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        propose(cs, seeded)
+        notification_sender(cs, settings(port)).run_once()
+    finally:
+        controller.stop()
+    [delivery] = Webhooks(cs).deliveries(None, "granite")
+    [attempt] = delivery["attempt_log"]
+    assert attempt["status_code"] is None
+    assert attempt["result"] == "failed: the e-mail relay refused the address"
+    assert attempt["result_key"] == "address_refused"

@@ -42,6 +42,8 @@ _MAX_ANSWER = 64 * 1024
 #: else that would map the network behind the endpoint: the club reads it.
 COULD_NOT_CONNECT = "CouldNotConnect"
 ADDRESS_NOT_ALLOWED = "AddressNotAllowed"
+#: The SMTP relay answered and took none of the addresses (or not all).
+RECIPIENTS_REFUSED = "SMTPRecipientsRefused"
 
 
 class _PinnedConnection(http.client.HTTPConnection):
@@ -181,11 +183,13 @@ def send_email(
             status_code=error.smtp_code,
             error_class=type(error).__name__,
         )
+    except smtplib.SMTPRecipientsRefused:  # the relay answered, and took no address
+        return Attempt(started_at, _elapsed(begun), error_class=RECIPIENTS_REFUSED)
     except Exception as error:
         log.info("the SMTP relay got no message (%s)", type(error).__name__)
         return Attempt(started_at, _elapsed(begun), error_class=COULD_NOT_CONNECT)
     if refused:
-        return Attempt(started_at, _elapsed(begun), error_class="SMTPRecipientsRefused")
+        return Attempt(started_at, _elapsed(begun), error_class=RECIPIENTS_REFUSED)
     return Attempt(started_at, _elapsed(begun), status_code=250)
 
 

@@ -17,6 +17,7 @@ from countersign.domain.club.webhooks import valid_webhook_url
 from countersign.domain.errors import DuplicateError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.notifications import delivery_log
+from countersign.infrastructure.notifications.channels import RECIPIENTS_REFUSED
 from countersign.infrastructure.notifications.destinations import Network, check_url_host
 from countersign.infrastructure.notifications.ledger import (
     DELIVERED,
@@ -175,6 +176,7 @@ RESULTS = {
     "delivered": "delivered",
     "answered": "failed: the endpoint answered {code}",
     "relay_answered": "failed: the e-mail relay answered {code}",
+    "address_refused": "failed: the e-mail relay refused the address",
     "could_not_connect": "failed: could not connect",
     "endpoint_removed": "failed: the endpoint was removed",
     "skipped": "not sent: the proposal no longer awaits approval",
@@ -188,6 +190,8 @@ def result_key(status_code: int | None, error_class: str | None, channel: str = 
         return "delivered"
     if status_code is not None:
         return "relay_answered" if channel == EMAIL else "answered"
+    if error_class == RECIPIENTS_REFUSED:
+        return "address_refused"
     if error_class == ENDPOINT_REMOVED:
         return "endpoint_removed"
     if error_class == NO_LONGER_PENDING:
