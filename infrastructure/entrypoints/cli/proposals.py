@@ -300,8 +300,8 @@ def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
 def _version_or_time(value: str) -> int | datetime:
     """A version, or a time taken as the end of the last unit it gives: ``05:15:21.081``, a
     time copied from ``history`` (which shows milliseconds), holds the events shown at it,
-    as ``05:15:21`` holds that whole second, ``05:15`` that minute and a date that day (the
-    events at 21.081 fell after 21.081000)."""
+    as ``05:15:21`` holds that whole second, ``05:15`` that minute, ``05`` that hour and a
+    date that day (the events at 21.081 fell after 21.081000)."""
     # isascii: str.isdigit() is also true for '¹', which int() refuses.
     if value.isascii() and value.isdigit():
         return int(value)
@@ -311,7 +311,9 @@ def _version_or_time(value: str) -> int | datetime:
     found = _TIME.search(_ZONE.sub("", value.strip()))
     if found is None:
         return moment
-    seconds, fraction = found.group(2), found.group(3)
+    minutes, seconds, fraction = found.group(1), found.group(2), found.group(3)
+    if minutes is None:
+        return moment + timedelta(hours=1, microseconds=-1)
     if seconds is None:
         return moment + timedelta(minutes=1, microseconds=-1)
     if fraction is None:
@@ -324,8 +326,8 @@ def _version_or_time(value: str) -> int | datetime:
 #: A time's zone at its end (``Z``, ``+05:00``), left out to read its precision.
 _ZONE = re.compile(r"(Z|[+-]\d\d(:?\d\d)?)$")
 _DATE = re.compile(r"\d{4}-\d\d-\d\d")
-#: hours:minutes, then :seconds and a fraction if given.
-_TIME = re.compile(r"[T ](\d\d:\d\d)(?::(\d\d)(?:[.,](\d+))?)?$")
+#: hours, then :minutes, :seconds and a fraction, each if given.
+_TIME = re.compile(r"[T ]\d\d(?::(\d\d)(?::(\d\d)(?:[.,](\d+))?)?)?$")
 
 
 def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:
