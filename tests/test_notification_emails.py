@@ -177,9 +177,17 @@ class Refusing(Inbox):
         return "550 mailbox unavailable"
 
 
-def test_a_relay_refusing_a_message_is_said_of_the_relay_not_an_endpoint(cs, seeded):
+class RefusingTheAddress(Inbox):
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        return "550 no such user here"
+
+
+def _the_one_attempt_through(relay: Inbox, cs: Any, seeded: Any) -> dict[str, Any]:
+    """A proposal's e-mail sent once through ``relay``: its one delivery's one attempt."""
     port = free_port()
-    controller = Controller(Refusing(), hostname="127.0.0.1", port=port)
+    controller = Controller(relay, hostname="127.0.0.1", port=port)
     controller.start()
     try:
         propose(cs, seeded)
@@ -189,31 +197,20 @@ def test_a_relay_refusing_a_message_is_said_of_the_relay_not_an_endpoint(cs, see
     [delivery] = Webhooks(cs).deliveries(None, "granite")
     assert delivery["channel"] == "email"
     [attempt] = delivery["attempt_log"]
+    return dict(attempt)
+
+
+def test_a_relay_refusing_a_message_is_said_of_the_relay_not_an_endpoint(cs, seeded):
+    attempt = _the_one_attempt_through(Refusing(), cs, seeded)
     assert attempt["status_code"] == 550
     assert attempt["result"] == "failed: the e-mail relay answered 550"
     assert attempt["result_key"] == "relay_answered"
 
 
-class RefusingTheAddress(Inbox):
-    async def handle_RCPT(
-        self, server: Any, session: Any, envelope: Any, address: str, options: Any
-    ) -> str:
-        return "550 no such user here"
-
-
 def test_a_relay_refusing_the_address_is_said_so_not_could_not_connect(cs, seeded):
     """The relay answered, and took no recipient: smtplib raises SMTPRecipientsRefused, which
     read "failed: could not connect", as if no relay had answered (the consumer's walk)."""
-    port = free_port()
-    controller = Controller(RefusingTheAddress(), hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        propose(cs, seeded)
-        notification_sender(cs, settings(port)).run_once()
-    finally:
-        controller.stop()
-    [delivery] = Webhooks(cs).deliveries(None, "granite")
-    [attempt] = delivery["attempt_log"]
+    attempt = _the_one_attempt_through(RefusingTheAddress(), cs, seeded)
     assert attempt["status_code"] is None
     assert attempt["result"] == "failed: the e-mail relay refused the address"
     assert attempt["result_key"] == "address_refused"
