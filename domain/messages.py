@@ -6,6 +6,7 @@ kind and every preview field."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from countersign.domain.contracts import REGISTRY, AnyContract
@@ -124,12 +125,20 @@ def awaiting_approvals_messages(
     )
 
 
-def outcome_title(kind: str, stored_outcome: dict[str, Any], language: str = "en") -> str:
-    """The outcome's headline ("Refund sent", "Not executed: the card was declined", "Not
-    executed: nothing changed"), in the operation's own words where it has them."""
-    keys = outcome_title_keys(outcome_from_stored(stored_outcome))
+def outcome_title(
+    kind: str, preview: dict[str, Any], stored_outcome: dict[str, Any], language: str = "en"
+) -> str:
+    """The outcome's headline ("Refund sent", "Account credited", "Not executed: the card was
+    declined", "Not executed: nothing changed"), in the operation's own words where it has
+    them; a success's by what the proposal did (``success_title_key`` of its preview)."""
+    outcome = outcome_from_stored(stored_outcome)
+    keys = outcome_title_keys(outcome)
     contract = REGISTRY.get(kind)
     titles = contract.outcome_titles if contract is not None else {}
+    if contract is not None and isinstance(outcome, Succeeded):
+        # A preview that does not read: the operation's plain success headline.
+        with suppress(ValidationError):
+            keys = (contract.success_title_key(contract.Preview.model_validate(preview)), *keys)
     for key in keys:
         if key in titles:
             return titles[key].text(language)

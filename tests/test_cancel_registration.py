@@ -232,8 +232,11 @@ def test_a_declined_card_requires_revision_and_changes_nothing(cs, seeded):
         "cancelled. Ask the assistant for a new proposal if it is still needed."
     )
     # Its headline is plain words, the reason included; the API keeps the internal name.
-    assert outcome_title(CANCEL, report.outcome) == "Not cancelled: the card was declined"
-    assert outcome_title(CANCEL, report.outcome, "fr") == "Non annulée : la carte a été refusée"
+    preview = cs.cards.card(proposal_id, AVA).preview
+    assert outcome_title(CANCEL, preview, report.outcome) == "Not cancelled: the card was declined"
+    assert outcome_title(CANCEL, preview, report.outcome, "fr") == (
+        "Non annulée : la carte a été refusée"
+    )
     order = order_of(cs, order_id)
     assert (order.is_active, order.refunds, order.unresolved_attempts()) == (True, [], [])
     assert order.refundable_balance_cents == 34500

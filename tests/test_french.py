@@ -145,7 +145,7 @@ def french_texts(contract: AnyContract, preview: dict[str, Any]) -> dict[str, st
     }
     for stored in stored_outcomes(contract):
         name = stored["kind"] + str(stored.get("reason", {}).get("code", stored.get("cause", "")))
-        texts[f"outcome title {name}"] = outcome_title(kind, stored, "fr")
+        texts[f"outcome title {name}"] = outcome_title(kind, preview, stored, "fr")
         texts[f"outcome {name}"] = outcome_messages(kind, preview, stored, ("fr",))[0]
     return texts
 

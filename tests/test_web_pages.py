@@ -33,6 +33,7 @@ from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.entrypoints.web.i18n import TEXTS, negotiate, section_texts
 from countersign.infrastructure.identity.passwords import set_password
+from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
@@ -956,6 +957,56 @@ def test_a_card_refund_is_confirmed_once_more_and_credit_is_not(web):
     answer = browser.form(f"/proposals/{credit}/approve", {}, f"/proposals/{credit}")
     assert answer.status_code == 303
     assert web.proposal(credit).status == "succeeded"
+
+
+def test_a_refund_to_account_credit_reads_account_credited_and_a_card_refund_refund_sent(web):
+    """Nothing is sent anywhere for account credit: its outcome's headline says the account
+    was credited, on the review page, in the recent outcomes and on the conversation's card
+    (with what the application told it), in English and in French, and the API's outcome
+    message says where the money went; a card refund still reads "Refund sent"."""
+    browser = web.browser(AVA)
+    order = web.seeded["orders"]["account-credit"]
+    asked = browser.form(f"/chat/orders/{order}", {"message": "Sophie missed it: account credit"})
+    conversation = asked.headers["location"].split("#")[0]
+    credit = re.search(r'href="/proposals/([0-9a-f-]{36})"', browser.get(conversation).text)[1]
+    card = web.propose()
+    web.cs.proposals.approve(credit, AVA)
+    web.cs.proposals.approve(card, AVA)
+    chat = _main(browser.get(conversation))
+    assert '<p class="outcome-title">Account credited</p>' in chat
+    assert "Refund sent" not in chat
+    assert "to club account credit for Sophie Martin" in chat  # the hand-back's own sentence
+    chat_fr = _main(browser.get(conversation, **{"Accept-Language": "fr"}))
+    assert '<p class="outcome-title">Compte crédité</p>' in chat_fr
+
+    english = _outcome_panel(browser.get(f"/proposals/{credit}"))
+    assert '<h2 id="outcome-title">Account credited</h2>' in english
+    assert "Refund sent" not in english
+    assert "to club account credit for Sophie Martin" in english
+    french = _outcome_panel(browser.get(f"/proposals/{credit}", **{"Accept-Language": "fr"}))
+    assert '<h2 id="outcome-title">Compte crédité</h2>' in french
+    assert "envoyé" not in french
+    recent = _main(browser.get("/?view=recent"))
+    assert "<strong>Account credited</strong>" in recent
+    assert recent.count("<strong>Refund sent</strong>") == 1  # the card refund's, alone
+    recent_fr = _main(browser.get("/?view=recent", **{"Accept-Language": "fr"}))
+    assert "<strong>Compte crédité</strong>" in recent_fr
+    assert recent_fr.count("<strong>Remboursement envoyé</strong>") == 1
+
+    sent = _outcome_panel(browser.get(f"/proposals/{card}"))
+    assert '<h2 id="outcome-title">Refund sent</h2>' in sent
+    sent_fr = _outcome_panel(browser.get(f"/proposals/{card}", **{"Accept-Language": "fr"}))
+    assert '<h2 id="outcome-title">Remboursement envoyé</h2>' in sent_fr
+
+    token = issue_token(
+        web.cs, "granite", "reader", ["orders.refund"], issued_by=AVA, kind="agent"
+    ).token
+    api = browser.client.get(
+        f"/api/v1/proposals/{credit}", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert api.status_code == 200, api.text
+    assert "to club account credit for Sophie Martin" in api.json()["message"]
+    assert "sent" not in api.json()["message"]
 
 
 def test_the_requester_reads_as_the_assistant_on_their_behalf(web):

@@ -209,9 +209,10 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     (external only); the reconciler sends the same request later."""
     outcome_titles: ClassVar[Mapping[str, Localized]] = {}
     """Headlines of this operation's outcomes in its own words, by outcome kind
-    (``"succeeded": "Refund sent"``) or by one of its revision reasons
+    (``"succeeded": "Refund sent"``), by one of its revision reasons
     (``"revision_required:refund_declined_by_provider": "Not executed: the card was
-    declined"``); a kind it does not list reads the shared headline
+    declined"``) or by what a success did (``success_title_key``: ``"succeeded:account_credit":
+    "Account credited"``); a kind it does not list reads the shared headline
     (``domain.handback.OUTCOME_TITLES``)."""
     irreversible: ClassVar[Localized | None] = None
     """What approving cannot undo, for an effect that leaves the application (a card refund):
@@ -446,3 +447,10 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
         """What approving this proposal cannot undo (``irreversible``), or None when approving
         it needs no confirmation step."""
         return None if self.irreversible is None else self.irreversible.text(language)
+
+    def success_title_key(self, preview: PreviewT) -> str:
+        """Which of ``outcome_titles`` this proposal's success reads under: ``"succeeded"``,
+        or a key of the operation's own (``"succeeded:account_credit"``) when what a success
+        did depends on the proposal (a refund to the card is sent; one to account credit is
+        not). A key it does not list reads the ``"succeeded"`` headline."""
+        return "succeeded"

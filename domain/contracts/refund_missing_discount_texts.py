@@ -211,6 +211,8 @@ class RefundMissingDiscountTexts:
     )
     outcome_titles: ClassVar[Mapping[str, Localized]] = {
         "succeeded": Localized("Refund sent", "Remboursement envoyé"),
+        # Nothing leaves the club for account credit: the member's account is credited.
+        "succeeded:account_credit": Localized("Account credited", "Compte crédité"),
         "needs_reconciliation": Localized(
             "Confirming with the card provider: do not refund again",
             "Confirmation auprès du fournisseur de paiement\u00a0: ne remboursez pas de nouveau",
@@ -252,6 +254,9 @@ class RefundMissingDiscountTexts:
         return Localized(
             "Credit {amount} to {who}'s club account", "Créditer {amount} au compte de {who}"
         ).text(language, amount=amount, who=preview.participant_name)
+
+    def success_title_key(self, preview: RefundPreview) -> str:
+        return "succeeded" if _to_card(preview) else "succeeded:account_credit"
 
     def inbox_reason(self, preview: RefundPreview, language: str = "en") -> str | None:
         return Localized(

@@ -140,13 +140,13 @@ def localized_outcome(
 
 
 def localized_outcome_title(
-    operation: str, outcome: dict[str, Any] | None, language: str
+    operation: str, preview: dict[str, Any], outcome: dict[str, Any] | None, language: str
 ) -> str | None:
-    """The outcome's headline in the reader's language ("Refund sent")."""
+    """The outcome's headline in the reader's language ("Refund sent", "Account credited")."""
     if not outcome:
         return None
     try:
-        return outcome_title(operation, outcome, language)
+        return outcome_title(operation, preview, outcome, language)
     except (ValueError, KeyError, TypeError):
         log.warning("outcome of a %s proposal has no headline", operation)
         return None
@@ -199,7 +199,7 @@ def proposal_view(
         "decline_note": record.get("decline_note"),
         "outcome_kind": outcome_kind,
         "outcome_title": localized_outcome_title(
-            operation, outcome if isinstance(outcome, dict) else None, language
+            operation, preview, outcome if isinstance(outcome, dict) else None, language
         ),
         "outcome_tone": "muted"
         if status == "declined"
