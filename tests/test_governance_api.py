@@ -120,7 +120,10 @@ def test_a_revision_is_a_new_proposal_that_supersedes_the_old_one(api):
         "status": None,
         "outcome": None,
         "reason": "superseded",
-        "message": None,
+        "message": (
+            "A newer proposal replaced this one: nothing was changed by it, and it can no "
+            f"longer be approved or declined. Review the newer one instead: {new}."
+        ),
         "approvals": None,
         "required": None,
         "superseded_by": new,

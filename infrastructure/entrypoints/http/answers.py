@@ -46,6 +46,7 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
+from countersign.infrastructure.entrypoints.http.refusals import refusal_message
 from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
 from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
@@ -205,11 +206,15 @@ def report_response(
     action: str,
     report: dict[str, Any],
 ) -> JSONResponse:
-    """An approve or decline answer: 404 and 403 as problems, anything else recorded and sent."""
+    """An approve or decline answer: 404 and 403 as problems, anything else recorded and sent,
+    a refusal with what happened and what to do next (``refusals``) when the proposal's
+    stored outcome does not say it."""
     if report["result"] == "not_approvable" and report["reason"] == "not_found":
         raise ProblemError("not-found")
     if report["result"] == "not_approvable" and report["reason"] == "forbidden":
         raise ProblemError("forbidden")
+    if report["result"] == "not_approvable" and not report.get("message"):
+        report["message"] = refusal_message(report)
     result = str(report["result"]) + (f":{report['reason']}" if report["reason"] else "")
     record(cs, request, service, action, str(report["proposal_id"]), result)
     return JSONResponse(report)

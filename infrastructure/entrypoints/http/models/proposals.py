@@ -166,7 +166,13 @@ class ApprovalReportOut(BaseModel):
             "(nothing changes), else null."
         )
     )
-    message: str | None = Field(description="The application's text for the outcome.")
+    message: str | None = Field(
+        description=(
+            "The application's text for the outcome, in English. On not_approvable: the "
+            "stored outcome's text (a declined proposal), or else what happened and what to "
+            "do next (never null)."
+        )
+    )
     approvals: int | None = Field(
         default=None,
         description="For awaiting_approvals: how many distinct people have approved so far.",
