@@ -43,6 +43,7 @@ from uuid import UUID
 
 from countersign.application.errors import (
     AgentCannotDecideError,
+    CorruptRecordError,
     MissingPermissionError,
     parse_id,
 )
@@ -242,13 +243,38 @@ def visible_proposal(
     store: Repository, proposal_id: str, caller: Caller
 ) -> tuple[Proposal, Member]:
     """The proposal and the caller's membership of its organization; NotFoundError alike for
-    a malformed or unknown id, another organization's proposal and a non-member."""
+    a malformed or unknown id, another organization's proposal (a damaged one too:
+    ``damaged_or_unknown``) and a non-member."""
     # One read, whatever the id names: an unknown id and another organization's proposal
     # are refused after the same work.
-    proposal = store.read(parse_id(proposal_id, "proposal"), Proposal)
+    pid = parse_id(proposal_id, "proposal")
+    try:
+        proposal = store.read(pid, Proposal)
+    except CorruptRecordError as damaged:
+        raise damaged_or_unknown(store, caller, pid, damaged) from None
     if not caller.acts_in(proposal.organization_id):
         raise NotFoundError("proposal")
     return proposal, member_of(store, proposal.organization_id, caller.email)
+
+
+def damaged_or_unknown(
+    store: Repository, caller: Caller, proposal_id: UUID, damaged: CorruptRecordError
+) -> CorruptRecordError | NotFoundError:
+    """What a caller is told of a proposal whose stored record does not read: the damage
+    itself (``damaged``, with its reference) when the record still says which club it
+    belongs to (``CorruptRecordError.clubs``, read from its stored bytes alone) and the
+    caller acts there as a member; otherwise NotFoundError, as for an unknown id. So another
+    club's member or token learns nothing of the id, as of any other club's proposal; and
+    a record that no longer says whose it is, is no one's to be told of (fail closed: its
+    damage is in the log under the reference, and ``audit verify`` names it)."""
+    club = damaged.clubs.get(proposal_id)
+    if club is None or not caller.acts_in(club):
+        return NotFoundError("proposal")
+    try:
+        member_of(store, club, caller.email)
+    except NotFoundError:
+        return NotFoundError("proposal")
+    return damaged
 
 
 def own_membership(store: Repository, caller: Caller) -> Member:

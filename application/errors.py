@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from uuid import UUID, uuid4
 
 from countersign.domain.errors import CountersignError, NotFoundError
@@ -76,11 +76,19 @@ class NotRevisableError(CountersignError):
 
 
 class CorruptRecordError(CountersignError):
-    """Raised when a stored record cannot be read; carries a correlation id for the logs."""
+    """Raised when a stored record cannot be read; carries a correlation id for the logs.
 
-    def __init__(self, correlation_id: str) -> None:
+    ``clubs``: for each aggregate the read asked for, the organization its first stored event
+    says it belongs to, read from its stored bytes alone (None where they name none or
+    do not read). A damaged record is its own club's to be told of (``damaged_or_unknown``);
+    anyone else is answered as for an unknown id."""
+
+    def __init__(
+        self, correlation_id: str, clubs: Mapping[UUID, UUID | None] | None = None
+    ) -> None:
         super().__init__(f"a stored record could not be read (reference {correlation_id})")
         self.correlation_id = correlation_id
+        self.clubs: Mapping[UUID, UUID | None] = dict(clubs or {})
 
 
 def new_correlation_id() -> str:

@@ -25,11 +25,13 @@ from uuid import UUID
 from countersign.application.approve_path import ApprovePath, claim_reads
 from countersign.application.authorization import (
     Caller,
+    damaged_or_unknown,
     member_of,
     require_decider,
     require_scope,
 )
 from countersign.application.errors import (
+    CorruptRecordError,
     NotRevisableError,
     UnknownOperationError,
     parse_id,
@@ -205,6 +207,8 @@ class ProposalService(ApprovePath):
         except NotFoundError:
             # An unknown id, and another tenant's proposal, get the same answer, echo included.
             return not_found(proposal_id)
+        except CorruptRecordError as damaged:
+            return self._damaged(proposal_id, pid, caller, damaged)
         if isinstance(claimed, CallOut):
             return self.settlement.call_out(claimed)
         if isinstance(claimed, Failed):
@@ -251,6 +255,19 @@ class ProposalService(ApprovePath):
         except NotFoundError:
             # An unknown id, and another tenant's proposal, get the same answer, echo included.
             return not_found(proposal_id)
+        except CorruptRecordError as damaged:
+            return self._damaged(proposal_id, pid, caller, damaged)
+
+    def _damaged(
+        self, proposal_id: str, pid: UUID, caller: Caller, damaged: CorruptRecordError
+    ) -> ApprovalReport:
+        """The answer to deciding a proposal whose record does not read: its own club is
+        told of the damage (CorruptRecordError, with its reference); anyone else gets the
+        unknown id's answer (``damaged_or_unknown``)."""
+        told = damaged_or_unknown(self.store, caller, pid, damaged)
+        if isinstance(told, NotFoundError):
+            return not_found(proposal_id)
+        raise told
 
     def _decline(
         self, store: Repository, pid: UUID, caller: Caller, note: str | None

@@ -698,8 +698,10 @@ def test_busy_and_unreadable_records_are_problems_too(api, caplog, monkeypatch):
     read = api.cs.store.read
 
     def unreadable(aggregate_id: Any, as_type: Any) -> Any:
-        if as_type is Proposal:
-            raise CorruptRecordError("cs-0000000000000bad")
+        if as_type is Proposal:  # a damaged record that still says it is Granite's
+            raise CorruptRecordError(
+                "cs-0000000000000bad", {aggregate_id: Organization.create_id("granite")}
+            )
         return read(aggregate_id, as_type)
 
     monkeypatch.setattr(api.cs.proposals, "approve", busy)

@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 from uuid import UUID
 
+from countersign.application.errors import CorruptRecordError
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
@@ -43,11 +44,11 @@ from countersign.infrastructure.persistence.stored_events import (
     _UNREADABLE,
     _corrupt,
     _table_name,
+    historical,
     is_domain_class,
     stored_topics,
 )
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
-from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import (
     IntegrityError,
@@ -238,7 +239,7 @@ class EventSourcedStore:
         except PersistenceError:
             raise  # the database out of reach (``unavailable``), not a record that is bad
         except _UNREADABLE as error:
-            raise _corrupt(aggregate_ids, error) from None
+            raise _corrupt(aggregate_ids, error, self.app) from None
         loaded = {i: aggregate for i, aggregate in bases.items() if aggregate is not None}
         for aggregate_id in changed & loaded.keys():
             self._snapshots.put(aggregate_id, loaded[aggregate_id], since)
@@ -281,7 +282,7 @@ class EventSourcedStore:
     ) -> A:
         """``shared`` gives the immutable snapshot itself: for reading only."""
         if version is not None:
-            aggregate: Any = self._historical(aggregate_id, version)
+            aggregate: Any = historical(self.app, aggregate_id, version)
         else:
             reads = self._local.reads  # an attribute, not the property's call
             key = aggregate_id.int
@@ -338,7 +339,15 @@ class EventSourcedStore:
                 if i != aggregate_id:
                     wanted.append(i)
             along.ids = []
-        loaded = self._load_many(wanted)
+        try:
+            loaded = self._load_many(wanted)
+        except CorruptRecordError:
+            if len(wanted) == 1:
+                raise
+            # One damaged record does not fail the read of another fetched with it (a
+            # proposal named in the path, with the token's club): each is read on its own.
+            wanted = [aggregate_id]
+            loaded = self._load_many(wanted)
         for i in wanted:
             found = loaded.get(i)
             if found is not None:
@@ -346,17 +355,6 @@ class EventSourcedStore:
             elif along is not None and i != aggregate_id:
                 along.absent.add(i)
         return loaded.get(aggregate_id)
-
-    def _historical(self, aggregate_id: UUID, version: int) -> Aggregate | None:
-        try:
-            aggregate: Aggregate = self.app.repository.get(aggregate_id, version=version)
-        except AggregateNotFoundError:
-            return None
-        except PersistenceError:
-            raise
-        except _UNREADABLE as error:
-            raise _corrupt([aggregate_id], error) from None
-        return aggregate
 
     def save(self, *aggregates: Aggregate, final: bool = False) -> None:
         """``final``: the caller is done with these objects; after the commit they become the

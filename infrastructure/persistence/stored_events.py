@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 from countersign.application.errors import CorruptRecordError, new_correlation_id
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError, Snapshot
 from eventsourcing.persistence import (
     Mapper,
+    PersistenceError,
     StoredEvent,
 )
 from eventsourcing.utils import TopicError, get_topic, register_topic, resolve_topic
@@ -178,7 +181,9 @@ _UNREADABLE = (
 )
 
 
-def _corrupt(aggregate_ids: Sequence[UUID], error: BaseException) -> CorruptRecordError:
+def _corrupt(
+    aggregate_ids: Sequence[UUID], error: BaseException, app: Application[UUID] | None = None
+) -> CorruptRecordError:
     correlation_id = new_correlation_id()
     log.error(
         "unreadable stored events for %s (%s), correlation id %s",
@@ -186,7 +191,57 @@ def _corrupt(aggregate_ids: Sequence[UUID], error: BaseException) -> CorruptReco
         type(error).__name__,
         correlation_id,
     )
-    return CorruptRecordError(correlation_id)
+    clubs = {} if app is None else stored_clubs(app, aggregate_ids)
+    return CorruptRecordError(correlation_id, clubs)
+
+
+def historical(app: Application[UUID], aggregate_id: UUID, version: int) -> Aggregate | None:
+    """The aggregate as it was at ``version`` (None: no such aggregate); CorruptRecordError
+    if its events up to there do not read."""
+    try:
+        aggregate: Aggregate = app.repository.get(aggregate_id, version=version)
+    except AggregateNotFoundError:
+        return None
+    except PersistenceError:
+        raise  # the database out of reach, not a record that is bad
+    except _UNREADABLE as error:
+        raise _corrupt([aggregate_id], error, app) from None
+    return aggregate
+
+
+def stored_clubs(app: Application[UUID], aggregate_ids: Sequence[UUID]) -> dict[UUID, UUID | None]:
+    """The organization each aggregate's first stored event names (``organization_id``), read
+    from its stored bytes alone, neither its topic resolved nor its event built: what a
+    record that no longer reads still says of whose it is. Its JSON's own field if that
+    reads; else the one organization id its bytes spell out in that field's stored form (a
+    flipped byte elsewhere, a field gone); None where they name none (an organization's own
+    record) or more than one, or do not read at all (a cipher's check failing). Only on the
+    way to CorruptRecordError: one query per aggregate."""
+    clubs: dict[UUID, UUID | None] = {}
+    for aggregate_id in aggregate_ids:
+        clubs[aggregate_id] = None
+        first = app.recorder.select_events(aggregate_id, lte=1, limit=1)
+        try:
+            plain = _plain_state(app.mapper, first[0]) if first else b""
+        except Exception:  # a cipher or compressor refusing damaged bytes: they name no one
+            plain = b""
+        try:
+            named = app.mapper.transcoder.decode(plain).get("organization_id")
+            clubs[aggregate_id] = named if isinstance(named, UUID) else UUID(str(named))
+            continue
+        except _UNREADABLE:
+            pass
+        spelled = {UUID(found.decode()) for found in _STORED_CLUB.findall(plain)}
+        if len(spelled) == 1:
+            clubs[aggregate_id] = spelled.pop()
+    return clubs
+
+
+#: ``organization_id`` as the transcoder stores it (``UUIDAsHex``), whitespace allowed.
+_STORED_CLUB = re.compile(
+    rb'"organization_id"\s*:\s*\{\s*"_type_"\s*:\s*"uuid_hex"\s*,'
+    rb'\s*"_data_"\s*:\s*"([0-9a-f]{32})"\s*\}'
+)
 
 
 def _table_name(recorder: Any) -> str:
