@@ -60,3 +60,23 @@ def test_a_decline_after_the_expiry_records_it_expired_as_an_approve_would(
     history = cs.audit.history(declined, None)
     assert [e["type"] for e in history["events"]][-1] == "Expired"
     assert "Declined" not in [e["type"] for e in history["events"]]
+
+
+def test_the_status_route_speaks_the_language_the_card_route_does(cs, seeded, client):
+    """The card took ``?language=fr``; the status route an outcome's ``status_path`` points to
+    answered its message in English whatever was asked (its service speaks both)."""
+    auth = _approver(cs)
+    proposal_id = _propose(client, seeded, auth)
+    approved = client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth).json()
+    assert approved["result"] == "executed"
+    path = f"/api/v1/proposals/{proposal_id}"
+    card = client.get(path, params={"language": "fr"}, headers=auth).json()
+    status = client.get(f"{path}/status", params={"language": "fr"}, headers=auth)
+    assert status.status_code == 200, status.text
+    assert status.json()["message"] == card["message"]
+    assert status.json()["message"].startswith("Remboursement")
+    english = client.get(f"{path}/status", headers=auth).json()
+    assert english["message"] == approved["message"]
+    refused = client.get(f"{path}/status", params={"language": "de"}, headers=auth)
+    assert refused.status_code == 422
+    assert refused.json()["problems"][0]["field"] == "language"

@@ -39,6 +39,9 @@ from fastapi.responses import JSONResponse
 router = APIRouter(prefix=API_PREFIX, route_class=GatedRoute)
 
 ProposalId = Annotated[str, Path(max_length=64, description="The proposal's opaque id.")]
+Language = Annotated[
+    Literal["en", "fr"], Query(description="The language of the application's own words.")
+]
 
 
 @router.post(
@@ -110,7 +113,7 @@ def card(
     cs: Wired,
     service: Service,
     proposal_id: ProposalId,
-    language: Annotated[Literal["en", "fr"], Query(description="The card's language.")] = "en",
+    language: Language = "en",
 ) -> JSONResponse:
     with answers(request):
         document = with_status_path(cs.access.card(proposal_id, service.caller, language).to_json())
@@ -193,9 +196,15 @@ def decline(
     summary="Where a proposal's execution stands (an outcome's status_path)",
     tags=["proposals"],
 )
-def status(request: Request, cs: Wired, service: Service, proposal_id: ProposalId) -> JSONResponse:
+def status(
+    request: Request,
+    cs: Wired,
+    service: Service,
+    proposal_id: ProposalId,
+    language: Language = "en",
+) -> JSONResponse:
     with answers(request):
-        document = cs.access.status(proposal_id, service.caller).to_json()
+        document = cs.access.status(proposal_id, service.caller, language).to_json()
     return JSONResponse(document)
 
 
