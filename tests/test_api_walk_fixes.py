@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from countersign.domain.proposal_status import ProposalStatus
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token
@@ -80,3 +81,13 @@ def test_the_status_route_speaks_the_language_the_card_route_does(cs, seeded, cl
     refused = client.get(f"{path}/status", params={"language": "de"}, headers=auth)
     assert refused.status_code == 422
     assert refused.json()["problems"][0]["field"] == "language"
+
+
+def test_the_schema_names_every_status_a_proposal_can_answer(cs, client):
+    """The status route answers ``superseded`` (a replaced proposal's), which its schema's
+    list of statuses left out."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for model in ("ProposalCardOut", "ProposalStatusOut"):
+        described = schemas[model]["properties"]["status"]["description"]
+        words = set(described.replace(",", " ").replace(".", " ").split())
+        assert {str(s) for s in ProposalStatus} <= words, (model, described)

@@ -353,8 +353,8 @@ class ProposalStatusOut(BaseModel):
     proposal_id: str
     status: str = Field(
         description=(
-            "pending, executing, reconciling, succeeded, revision_required, failed, declined "
-            "or expired."
+            "pending, executing, reconciling, succeeded, revision_required, failed, "
+            "declined, expired or superseded (see the card's superseded_by)."
         )
     )
     outcome_kind: str | None = Field(
