@@ -11,6 +11,7 @@ from countersign.domain.proposal_status import ProposalStatus
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token
+from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD
@@ -91,3 +92,21 @@ def test_the_schema_names_every_status_a_proposal_can_answer(cs, client):
         described = schemas[model]["properties"]["status"]["description"]
         words = set(described.replace(",", " ").replace(".", " ").split())
         assert {str(s) for s in ProposalStatus} <= words, (model, described)
+
+
+def test_a_stopped_read_model_answers_503_with_retry_after(cs, seeded, client, monkeypatch):
+    """Every other 503 (busy, database-unavailable) says when to try again; the one for a read
+    model stopped at an event it cannot process said nothing, so a client or proxy that
+    honours Retry-After had no wait to honour."""
+    auth = _approver(cs)
+
+    def stopped(names: Any = None) -> None:
+        raise ProjectionStoppedError("projection 'browser_view' stopped at notification 7", 7)
+
+    monkeypatch.setattr(cs, "catch_up", stopped)
+    answer = client.get("/api/v1/inbox", headers=auth)
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["type"] == "urn:countersign:problem:unavailable"
+    assert int(answer.headers["retry-after"]) > 0
+    assert "notification 7" not in answer.text
+    assert "browser_view" not in answer.text

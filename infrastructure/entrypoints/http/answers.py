@@ -116,7 +116,8 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         raise ProblemError("forbidden") from None
     except ProjectionStoppedError as stopped:
         log.error("projection stopped (request %s): %s", correlation_id_of(request), stopped)
-        raise ProblemError("unavailable") from None
+        # An operator has to act; a minute is a wait a client can honour meanwhile.
+        raise ProblemError("unavailable", headers={"Retry-After": "60"}) from None
     except CorruptRecordError as corrupt:
         log.error(
             "unreadable record, reference %s (request correlation id %s)",

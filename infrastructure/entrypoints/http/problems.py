@@ -134,7 +134,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Busy",
         "The records this request acts on are busy with other changes; try again.",
     ),
-    "unavailable": (503, "Unavailable", "This read model is unavailable; an operator is needed."),
+    "unavailable": (
+        503,
+        "Unavailable",
+        "This read model is unavailable; an operator is needed. Try again later (see Retry-After).",
+    ),
     "database-unavailable": (
         503,
         "Database unavailable",
