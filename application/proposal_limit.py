@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 
 from countersign.application.ports import Clock, ProposalCounts
 from countersign.domain.errors import CountersignError
+from countersign.domain.times import seconds_wait
 
 _UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _SHAPE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day)s?\s*$", re.IGNORECASE)
@@ -36,7 +37,8 @@ class TooManyProposalsError(CountersignError):
 
     def __init__(self, retry_after: int) -> None:
         self.retry_after = retry_after
-        super().__init__(f"too many proposals in a short time; try again in {retry_after} seconds")
+        wait = seconds_wait(retry_after)
+        super().__init__(f"too many proposals in a short time; try again in {wait}")
 
 
 @dataclass(frozen=True)

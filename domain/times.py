@@ -23,6 +23,8 @@ MINUTES = "{n} min"  # the unit's symbol, the same in both languages
 HOURS = "{n} h"
 DAYS = Localized("{n} days", "{n} jours")
 ONE_DAY = Localized("1 day", "1 jour")
+SECONDS = Localized("{n} seconds", "{n} secondes")
+ONE_SECOND = Localized("1 second", "1 seconde")
 AT = Localized("at {time}", "à {time}")
 ON_AT = Localized("on {date} at {time}", "le {date} à {time}")
 
@@ -138,3 +140,9 @@ def expiry(expires_at: datetime, now: datetime, language: str) -> str:
         return (EXPIRES_NOW if left > 0 else EXPIRED_NOW).text(language)
     phrase = EXPIRES_IN if left > 0 else EXPIRED_AGO
     return phrase.text(language, distance=distance(left, language))
+
+
+def seconds_wait(seconds: int, language: str = "en") -> str:
+    """A wait in whole seconds, as a sentence says it: "1 second", "30 seconds" ("1 seconde",
+    "30 secondes")."""
+    return ONE_SECOND.text(language) if seconds == 1 else SECONDS.text(language, n=seconds)

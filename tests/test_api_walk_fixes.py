@@ -7,7 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from countersign.application.assistant.closing_texts import RATE_LIMITED
+from countersign.application.assistant.turn_limits import TooManyTurnsError
+from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.proposal_status import ProposalStatus
+from countersign.domain.times import seconds_wait
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token
@@ -110,3 +114,25 @@ def test_a_stopped_read_model_answers_503_with_retry_after(cs, seeded, client, m
     assert int(answer.headers["retry-after"]) > 0
     assert "notification 7" not in answer.text
     assert "browser_view" not in answer.text
+
+
+def test_a_one_second_wait_reads_one_second_not_one_seconds(cs, seeded, client, monkeypatch):
+    """A 30/minute limit often leaves a one-second wait: the API's 429 said "try again in 1
+    seconds", the assistant's closing words "1 seconds" ("1 secondes" in French)."""
+    auth = _approver(cs)
+
+    def limited(*args: Any, **kwargs: Any) -> None:
+        raise TooManyProposalsError(1)
+
+    monkeypatch.setattr(cs.access, "propose", limited)
+    body = {"operation": REFUND, "resource_id": seeded["orders"]["refund-ok"], "request": TO_CARD}
+    answer = client.post("/api/v1/proposals", json=body, headers=auth)
+    assert answer.status_code == 429
+    assert answer.headers["retry-after"] == "1"
+    assert answer.json()["detail"].endswith("try again in 1 second.")
+    assert str(TooManyProposalsError(1)).endswith("try again in 1 second")
+    assert str(TooManyTurnsError(1)).endswith("try again in 1 second")
+    assert str(TooManyTurnsError(60)).endswith("try again in 60 seconds")
+    assert RATE_LIMITED.text("en", wait=seconds_wait(1)).endswith("try again in 1 second.")
+    assert RATE_LIMITED.text("fr", wait=seconds_wait(1, "fr")).endswith("dans 1 seconde.")
+    assert RATE_LIMITED.text("fr", wait=seconds_wait(2, "fr")).endswith("dans 2 secondes.")

@@ -13,6 +13,7 @@ from countersign.application.errors import HeldForPeopleError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import Problem, explain
 from countersign.domain.messages import shows_amounts
+from countersign.domain.times import seconds_wait
 
 PROPOSED = Localized(
     "I prepared a proposal for your review. The card shows exactly what approval will do, "
@@ -38,9 +39,9 @@ ROUND_LIMIT = Localized(
 manager's words (``Problem.for_people``) followed by a space, or nothing."""
 RATE_LIMITED = Localized(
     "You have made many proposals in a short time, so I cannot prepare another one now. "
-    "Nothing was changed; try again in {seconds} seconds.",
+    "Nothing was changed; try again in {wait}.",
     "Vous avez fait beaucoup de propositions en peu de temps : je ne peux pas en préparer une "
-    "autre maintenant. Rien n'a été modifié ; réessayez dans {seconds} secondes.",
+    "autre maintenant. Rien n'a été modifié ; réessayez dans {wait}.",
 )
 HELD_FOR_PEOPLE = Localized(
     "A proposal for this is already waiting for a decision ({why}), so I did not replace it. "
@@ -88,7 +89,7 @@ def closing_text(
         with_amounts = shows_amounts(str(made.get("operation")), dict(made.get("preview") or {}))
         return (PROPOSED if with_amounts else PROPOSED_NO_AMOUNTS).text(language)
     if ended == "rate_limited":
-        return RATE_LIMITED.text(language, seconds=limited[-1])
+        return RATE_LIMITED.text(language, wait=seconds_wait(limited[-1], language))
     if ended == "held_for_people" and held:
         return HELD_FOR_PEOPLE.text(language, why=HELD_WHY[held[-1]].text(language))
     if ended == "round_limit":

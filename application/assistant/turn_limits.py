@@ -51,6 +51,7 @@ from enum import StrEnum
 from countersign.application.ports import Clock, ProposalCounts
 from countersign.application.proposal_limit import RateLimit, member_key, take
 from countersign.domain.errors import CountersignError
+from countersign.domain.times import seconds_wait
 
 #: Turns of one process waiting for the model at once, at most: a model endpoint that answers
 #: slowly (a byte every few seconds keeps each read within its timeout) would otherwise hold
@@ -134,7 +135,7 @@ class TooManyTurnsError(CountersignError):
         self.retry_after = retry_after
         super().__init__(
             "too many messages to the assistants in a short time; try again in "
-            f"{retry_after} seconds"
+            f"{seconds_wait(retry_after)}"
         )
 
 

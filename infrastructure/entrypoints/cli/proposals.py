@@ -20,6 +20,7 @@ from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
 from countersign.domain.errors import NotFoundError
 from countersign.domain.messages import proposal_headline
+from countersign.domain.times import seconds_wait
 from countersign.infrastructure.entrypoints.cli import cards, listings, render
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
@@ -116,9 +117,9 @@ def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
 
 _TOO_MANY_TURNS = Localized(
     "You have sent the assistants many messages in a short time. Nothing was sent or "
-    "changed; try again in {seconds} seconds.",
+    "changed; try again in {wait}.",
     "Vous avez envoyé beaucoup de messages aux assistants en peu de temps. Rien n'a été "
-    "envoyé ni modifié ; réessayez dans {seconds} secondes.",
+    "envoyé ni modifié ; réessayez dans {wait}.",
 )
 
 
@@ -129,7 +130,8 @@ def _too_many_turns(refused: TooManyTurnsError, language: str) -> Result:
         "message": str(refused),
         "retry_after": refused.retry_after,
     }
-    return document, _TOO_MANY_TURNS.text(language, seconds=refused.retry_after)
+    wait = seconds_wait(refused.retry_after, language)
+    return document, _TOO_MANY_TURNS.text(language, wait=wait)
 
 
 def _turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) -> str:

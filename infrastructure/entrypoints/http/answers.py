@@ -43,6 +43,7 @@ from countersign.application.errors import (
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
+from countersign.domain.times import seconds_wait
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
@@ -159,14 +160,14 @@ def _retry_later(error: CountersignError) -> ProblemError | None:
         return ProblemError(
             "too-many-proposals",
             f"This member made too many proposals in a short time; try again in "
-            f"{error.retry_after} seconds.",
+            f"{seconds_wait(error.retry_after)}.",
             headers={"Retry-After": str(error.retry_after)},
         )
     if isinstance(error, TooManyTurnsError):
         return ProblemError(
             "too-many-turns",
             f"This member sent the assistants too many messages in a short time; try again "
-            f"in {error.retry_after} seconds.",
+            f"in {seconds_wait(error.retry_after)}.",
             headers={"Retry-After": str(error.retry_after)},
         )
     return None

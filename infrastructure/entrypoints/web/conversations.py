@@ -13,6 +13,7 @@ from countersign.application.assistant.service import MAX_MESSAGE
 from countersign.application.assistant.turn_limits import TooManyTurnsError
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
+from countersign.domain.times import seconds_wait
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     chat_address,
@@ -131,7 +132,8 @@ class ConversationPages:
             )
         except TooManyTurnsError as too_many:
             # Nothing was recorded: the message stays in the box, to send once it may.
-            error = visit.t("chat.too_many_messages", seconds=too_many.retry_after)
+            wait = seconds_wait(too_many.retry_after, visit.language)
+            error = visit.t("chat.too_many_messages", wait=wait)
             page = self.chat(visit, error=error, draft=message, status=429)
             page.headers["Retry-After"] = str(too_many.retry_after)
             return page

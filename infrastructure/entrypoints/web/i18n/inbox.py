@@ -58,7 +58,7 @@ EN: dict[str, str] = {
     "chat.message_too_long": "Keep the message under {limit} characters.",
     "chat.too_many_messages": (
         "You have sent the assistants many messages in a short time. Nothing was sent or "
-        "changed; try again in {seconds} seconds."
+        "changed; try again in {wait}."
     ),
     "chat.new": "Start a new conversation",
     "updates.still": "Not settled yet. Check again for the latest.",
@@ -150,7 +150,7 @@ FR: dict[str, str] = {
     "chat.message_too_long": "Limitez le message à {limit} caractères.",
     "chat.too_many_messages": (
         "Vous avez envoyé beaucoup de messages aux assistants en peu de temps. Rien n'a été "
-        "envoyé ni modifié ; réessayez dans {seconds} secondes."
+        "envoyé ni modifié ; réessayez dans {wait}."
     ),
     "chat.new": "Nouvelle conversation",
     "updates.still": "Pas encore réglé. Vérifiez de nouveau pour la dernière situation.",
