@@ -136,3 +136,21 @@ def test_a_one_second_wait_reads_one_second_not_one_seconds(cs, seeded, client, 
     assert RATE_LIMITED.text("en", wait=seconds_wait(1)).endswith("try again in 1 second.")
     assert RATE_LIMITED.text("fr", wait=seconds_wait(1, "fr")).endswith("dans 1 seconde.")
     assert RATE_LIMITED.text("fr", wait=seconds_wait(2, "fr")).endswith("dans 2 secondes.")
+
+
+def test_the_schema_of_a_replay_as_of_names_every_field_it_answers(cs, seeded, client):
+    """``history?as_of=`` answers ``approvals``, ``approvals_required`` and
+    ``no_longer_counting`` in its ``as_of`` state, which its schema did not name: a client
+    generated from the OpenAPI document dropped them."""
+    auth = _approver(cs)
+    proposal_id = _propose(client, seeded, auth)
+    client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth)
+    token = issue_token(cs, "granite", "audit", ["audit.read"], issued_by=AVA, kind="approver")
+    answer = client.get(
+        f"/api/v1/proposals/{proposal_id}/history",
+        params={"as_of": 2},
+        headers={"Authorization": f"Bearer {token.token}"},
+    )
+    assert answer.status_code == 200, answer.text
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert set(answer.json()["as_of"]) == set(schemas["HistoryAsOfOut"]["properties"])

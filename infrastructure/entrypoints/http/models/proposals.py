@@ -393,10 +393,20 @@ class HistoryEventOut(BaseModel):
 
 
 class HistoryAsOfOut(BaseModel):
+    """The proposal as it stood at ``as_of``: what the approver was shown, and what had
+    happened by then."""
+
     version: int
     status: str
     preview: dict[str, Any]
-    approved_by: str | None
+    approved_by: str | None = Field(
+        description="The approval that completed the quorum by then, or null."
+    )
+    approvals: list[str] = Field(description="Who had approved by then, in order.")
+    approvals_required: int = Field(description="How many approvals its policy needed.")
+    no_longer_counting: list[dict[str, Any]] = Field(
+        description="Approvals that had stopped counting by then (approved_by, reason)."
+    )
     outcome: dict[str, Any] | None
 
 
