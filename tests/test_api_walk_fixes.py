@@ -1,5 +1,7 @@
 """What an integrator's walk through the JSON API found, each kept fixed here: a decline sent
-after a proposal's expiry, the status route's schema, and the wait a 429 names."""
+after a proposal's expiry, the status route's language, the schema of the status route and
+of a replay as of a version, the Retry-After of a stopped read model's 503, and the wait a
+429 names."""
 
 from __future__ import annotations
 
