@@ -192,7 +192,7 @@ def decline(
 @router.get(
     "/proposals/{proposal_id}/status",
     response_model=ProposalStatusOut,
-    responses=problem_responses(403, 404),
+    responses=problem_responses(403, 404, 422),
     summary="Where a proposal's execution stands (an outcome's status_path)",
     tags=["proposals"],
 )
