@@ -419,13 +419,23 @@ def proposal_record(proposal: Proposal) -> dict[str, Any]:
     }
 
 
+#: A time whose ``+`` offset a query string turned into a space (``?as_of=...T14:00+01:00``
+#: sent unencoded reads ``...T14:00 01:00``): the time, and the offset's digits.
+_OFFSET_DECODED_AS_SPACE = re.compile(r"(.+[T ][0-9:.,]+) ([0-9]{2}(?::?[0-9]{2})?)")
+
+
 def parse_as_of(value: str) -> int | datetime:
-    """A version number or an ISO 8601 time (ASCII only: ``'¹'.isdigit()`` is True)."""
+    """A version number or an ISO 8601 time (ASCII only: ``'¹'.isdigit()`` is True). A
+    ``+`` offset that reached it as a space, as a URL's query decodes an unencoded ``+``, is
+    read as the ``+`` it was."""
     text = value.strip()
     if re.fullmatch(r"[0-9]{1,9}", text):
         return int(text)
     if re.fullmatch(r"[0-9]{10,}", text):
         return 0  # beyond any version: the history answers not found
+    decoded_plus = _OFFSET_DECODED_AS_SPACE.fullmatch(text)
+    if decoded_plus:
+        text = f"{decoded_plus[1]}+{decoded_plus[2]}"
     try:
         if not text.isascii():
             raise ValueError(text)

@@ -15,6 +15,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -428,6 +429,25 @@ def test_history_needs_the_auditor_permission_and_replays_as_of_a_version(api):
         api.get(f"/api/v1/proposals/{proposal_id}/history", auditor, as_of="yesterday")
     )
     assert (status, body["problems"][0]["field"]) == (422, "as_of")
+
+
+def test_history_as_of_a_time_whose_plus_offset_the_url_turned_into_a_space(api):
+    # An integrator's `?as_of=2026-12-06T14:00:00+01:00`, sent unencoded: the query decodes
+    # the `+` to a space. It reads as the `+` it was (it answered 422), not as a time zone
+    # dropped: the same history as the offset sent encoded.
+    proposal_id = api.proposal()
+    api.post(f"/api/v1/proposals/{proposal_id}/approve", api.granite)
+    auditor = api.token("granite", "auditor", ["audit.read"])
+    made = api.get(f"/api/v1/proposals/{proposal_id}/history", auditor).json()["events"][0]["at"]
+    later = datetime.fromisoformat(made).astimezone(timezone(timedelta(hours=1)))
+    path = f"/api/v1/proposals/{proposal_id}/history"
+    unencoded = api.client.get(f"{path}?as_of={later.isoformat()}", headers=_auth(auditor))
+    encoded = api.get(path, auditor, as_of=later.isoformat())
+
+    assert "+01:00" in later.isoformat()
+    assert unencoded.status_code == 200, unencoded.text
+    assert unencoded.json() == encoded.json()
+    assert [e["type"] for e in unencoded.json()["events"]] == ["Proposed"]
 
 
 # -- propose, approve, decline ----------------------------------------------------------------
