@@ -40,7 +40,9 @@ class MessageIn(Body):
     language: Literal["en", "fr"] = Field(
         default="en",
         description="The language of the application's own words in the answer (its "
-        "messages and what a refusal tells the manager): en or fr.",
+        "messages and what a refusal tells the manager): en or fr. A problem document "
+        "answered instead (a 422, a 429 too-many-turns) is in English, as every problem "
+        "the API answers; its type names it.",
     )
 
 
