@@ -70,6 +70,10 @@ def test_an_operator_adds_a_webhook_and_notify_run_delivers_to_it(cli):
     assert delivery["status"] == "delivered"
     assert delivery["attempt_log"][0]["status_code"] == 200
     assert cli("webhooks", "deliveries", "--org", "granite", "--dead") == []
+    # The next page after the last one listed: none here; an id not the club's is not found.
+    after = ("webhooks", "deliveries", "--org", "granite", "--before")
+    assert cli(*after, delivery["delivery_id"]) == []
+    assert cli(*after, "dlv_not_one_of_granites") == {"error": "not_found"}
 
 
 def test_a_dead_letter_is_listed_and_redelivered(cli, capsys, database_url):

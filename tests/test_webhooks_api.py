@@ -157,3 +157,59 @@ def test_a_duplicate_url_is_a_409_that_says_so(cs, seeded, client, manager):
     assert again.json()["type"] == "urn:countersign:problem:rejected"
     assert "already registered" in again.json()["detail"]
     assert len(client.get(HOOKS, headers=auth(manager)).json()["items"]) == 1
+
+
+def test_deliveries_page_on_by_the_last_one_listed_and_new_ones_do_not_shift_the_pages(
+    cs, seeded, client, manager, clock
+):
+    # An integrator auditing failures lists every delivery, not only the newest 100: each
+    # full page names where the next starts, and a delivery made between two pages neither
+    # repeats nor hides one. (They were at most ?limit=100, with no way further back.)
+    def propose_on(order: str) -> None:
+        cs.proposals.propose(
+            organization="granite",
+            actor=AVA,
+            operation=REFUND,
+            resource_id=seeded["orders"][order],
+            request=TO_CARD,
+        )
+
+    with receiving() as receiver:
+        client.post(HOOKS, headers=auth(manager), json={"url": receiver.url})
+        client.post(HOOKS, headers=auth(manager), json={"url": receiver.url + "/second"})
+        for order in ("refund-ok", "refund-stale"):
+            propose_on(order)
+        notification_sender(cs, NotifySettings(public_url="https://club.example")).run_once()
+        everything = client.get(f"{HOOKS}/deliveries?limit=100", headers=auth(manager)).json()
+        all_ids = [d["delivery_id"] for d in everything["items"]]
+        assert len(all_ids) >= 4  # two proposals, two endpoints (and e-mails)
+        assert everything["next_before"] is None
+
+        paged: list[str] = []
+        page = client.get(f"{HOOKS}/deliveries?limit=2", headers=auth(manager)).json()
+        clock.advance(minutes=1)  # later, as a delivery made after a page is
+        propose_on("refund-declined")  # made between two pages: on none of these
+        notification_sender(cs, NotifySettings(public_url="https://club.example")).run_once()
+        while True:
+            paged += [d["delivery_id"] for d in page["items"]]
+            assert len(page["items"]) <= 2
+            if page["next_before"] is None:
+                break
+            page = client.get(
+                f"{HOOKS}/deliveries",
+                params={"limit": 2, "before": page["next_before"]},
+                headers=auth(manager),
+            ).json()
+    assert paged == all_ids
+    newest = client.get(f"{HOOKS}/deliveries?limit=100", headers=auth(manager)).json()["items"]
+    assert len(newest) > len(all_ids)
+    assert [d["delivery_id"] for d in newest][-len(all_ids) :] == all_ids
+
+    # Another club's delivery id, or none at all, is not a place to start from.
+    maple = issue_token(
+        cs, "maple", "hooks-bot", ["webhooks.manage"], issued_by=MIA, kind="approver"
+    ).token
+    for token, before in ((maple, all_ids[0]), (manager, "no-such-delivery")):
+        refused = client.get(f"{HOOKS}/deliveries", params={"before": before}, headers=auth(token))
+        assert refused.status_code == 404, refused.text
+        assert refused.headers["content-type"].startswith("application/problem+json")

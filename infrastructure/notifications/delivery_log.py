@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.notifications.ledger import (
     DEAD,
     DELIVERED,
@@ -19,14 +20,35 @@ from countersign.infrastructure.notifications.ledger import (
 
 
 def deliveries(
-    ledger: DeliveryLedger, organization_id: str, *, dead_only: bool = False, limit: int = 50
+    ledger: DeliveryLedger,
+    organization_id: str,
+    *,
+    dead_only: bool = False,
+    limit: int = 50,
+    before: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The club's deliveries, newest first, each with its attempts."""
+    """The club's deliveries, newest first, each with its attempts; with ``before`` (a
+    delivery id of the club's, the last of a page), the ones listed after it: the next page,
+    however many deliveries were made since (NotFoundError for an id the club has none of)."""
     where = "d.organization_id = ?" + (" AND d.status = ?" if dead_only else "")
     params: list[Any] = [organization_id] + ([DEAD] if dead_only else [])
     with ledger.sql.transaction() as cursor:
         if not table_exists(cursor, "notifications", ledger.postgres):
+            if before is not None:
+                raise NotFoundError("delivery")
             return []
+        if before is not None:
+            # The order below, from where that delivery stands in it: older, or as old and
+            # after it by id.
+            mark = cursor.execute(
+                "SELECT created_at FROM notification_deliveries"
+                " WHERE delivery_id = ? AND organization_id = ?",
+                (before, organization_id),
+            ).fetchone()
+            if mark is None:
+                raise NotFoundError("delivery")
+            where += " AND (d.created_at < ? OR (d.created_at = ? AND d.delivery_id > ?))"
+            params += [mark[0], mark[0], before]
         rows = cursor.execute(
             "SELECT d.delivery_id, d.event_id, d.channel, d.target, d.status, d.attempts,"
             " d.next_attempt_at, d.created_at, d.delivered_at, d.last_error,"

@@ -126,11 +126,20 @@ class Webhooks:
         return delivery_log.failing_deliveries(self.ledger, str(org.id))
 
     def deliveries(
-        self, caller: Caller | None, organization: str, *, dead_only: bool = False, limit: int = 50
+        self,
+        caller: Caller | None,
+        organization: str,
+        *,
+        dead_only: bool = False,
+        limit: int = 50,
+        before: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The club's deliveries (or only its dead letters), newest first, with attempts."""
+        """The club's deliveries (or only its dead letters), newest first, with attempts;
+        ``before``: those listed after that delivery (the next page)."""
         org = self.cs.notifications.managed_organization(caller, organization)
-        found = delivery_log.deliveries(self.ledger, str(org.id), dead_only=dead_only, limit=limit)
+        found = delivery_log.deliveries(
+            self.ledger, str(org.id), dead_only=dead_only, limit=limit, before=before
+        )
         return [club_view(delivery) for delivery in found]
 
     def redeliver(

@@ -241,6 +241,11 @@ def add_notification_commands(sub: Any, add: Callable[..., Any]) -> None:
     deliveries.add_argument("--org", required=True)
     deliveries.add_argument("--dead", action="store_true", help="only the dead letters")
     deliveries.add_argument("--limit", type=int, default=50)
+    deliveries.add_argument(
+        "--before",
+        metavar="DELIVERY_ID",
+        help="the next page: the deliveries listed after this one (the last line's id)",
+    )
     redeliver = add(
         "redeliver",
         Handler("notify", "cmd_webhooks_redeliver"),

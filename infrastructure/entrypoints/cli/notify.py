@@ -64,7 +64,9 @@ def cmd_webhooks_remove(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result:
-    found = _webhooks(cs).deliveries(None, args.org, dead_only=args.dead, limit=args.limit)
+    found = _webhooks(cs).deliveries(
+        None, args.org, dead_only=args.dead, limit=args.limit, before=args.before
+    )
     document: Any = _json(found)
     lines = []
     for delivery in found:

@@ -98,10 +98,22 @@ def deliveries(
     service: Service,
     dead: Annotated[bool, Query(description="Only the dead letters.")] = False,
     limit: Annotated[int, Query(ge=1, le=100, description="At most this many.")] = 50,
+    before: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="The next page: the deliveries listed after this one (a page's "
+            "next_before). 404 for an id the organization has no delivery of.",
+        ),
+    ] = None,
 ) -> JSONResponse:
     with answers(request):
-        items = Webhooks(cs).deliveries(service.caller, _slug(service), dead_only=dead, limit=limit)
-    return JSONResponse(jsonable_encoder({"items": items}))
+        items = Webhooks(cs).deliveries(
+            service.caller, _slug(service), dead_only=dead, limit=limit, before=before
+        )
+    # A full page may have more after it; a shorter one is the last.
+    next_before = items[-1]["delivery_id"] if len(items) == limit else None
+    return JSONResponse(jsonable_encoder({"items": items, "next_before": next_before}))
 
 
 @router.post(

@@ -85,6 +85,10 @@ class DeliveryOut(BaseModel):
 
 class DeliveriesOut(BaseModel):
     items: list[DeliveryOut]
+    next_before: str | None = Field(
+        description="Where the next page starts (pass it as ?before=), or null after the last "
+        "page: a full page's last delivery id. Deliveries made meanwhile do not shift it."
+    )
 
 
 class RedeliveredOut(BaseModel):
