@@ -197,7 +197,9 @@ class Site:
             return response
         if isinstance(error, ProjectionStoppedError):
             log.error("projection stopped (request %s): %s", correlation_id_of(request), error)
-            return self.error(visit, "unavailable", 503)
+            response = self.error(visit, "unavailable", 503)
+            response.headers["Retry-After"] = "60"  # as the API's 503 unavailable says
+            return response
         if database_unavailable(error):
             log.warning(
                 "database unavailable (request %s): %s",
