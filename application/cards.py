@@ -26,6 +26,13 @@ from countersign.domain.contracts.presentation import preview_changes
 from countersign.domain.errors import CountersignError, NotFoundError
 from countersign.domain.messages import lapsed_approval_message, proposal_headline
 from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.proposal_status import status_at
+
+
+def shown_status(status: str, expires_at: datetime | None, now: datetime) -> str:
+    """A proposal's status as its readers are told it at ``now``, from its record (the
+    pages' lists and review): ``proposal_status.status_at``, as the card and status say it."""
+    return status_at(status, expires_at, now)
 
 
 class ProposalCards:
@@ -59,6 +66,7 @@ class ProposalCards:
         except NotFoundError:
             raise NotFoundError("proposal") from None  # another club's: as an unknown id
         club = self.store.read(proposal.organization_id, Organization)
+        now = self.clock.now()
         return ProposalCard(
             proposal_id=str(proposal.id),
             operation=proposal.kind,
@@ -66,7 +74,8 @@ class ProposalCards:
             resource_id=str(proposal.resource_id),
             requested_by=proposal.requested_by,
             interaction_id=proposal.interaction_id,
-            status=str(proposal.status),
+            # Past its expiry it is expired, as the pages say, before the sweeper records it.
+            status=proposal.status_at(now),
             preview=proposal.preview,
             expires_at=proposal.expires_at,
             approved_by=proposal.approved_by,
@@ -148,7 +157,7 @@ class ProposalCards:
         the facts as they are. The review warns of them before anyone approves. None for a
         proposal that is not pending, nor expired ones, which nobody can approve anyway."""
         contract = self.registry.get(proposal.kind)
-        if proposal.status != ProposalStatus.PENDING or contract is None:
+        if proposal.status_at(self.clock.now()) != ProposalStatus.PENDING or contract is None:
             return []
         snapshots = SharedSnapshots(self.store)
         try:

@@ -266,7 +266,9 @@ class ProposalAccess:
             message = f"{message} {unattended}" if message else unattended
         return ProposalStatusReport(
             proposal_id=str(proposal.id),
-            status=str(proposal.status),
+            # Past its expiry it is expired, as the card and the pages say, before the
+            # sweeper records it; reading it records nothing.
+            status=proposal.status_at(self.cards.clock.now()),
             outcome_kind=outcome.get("kind"),
             reconciliation_pending=proposal.status == ProposalStatus.RECONCILING,
             message=message,

@@ -24,6 +24,7 @@ from countersign.domain.proposal_status import (
     RECONCILING,
     ProposalStatus,
     SupersessionReason,
+    status_at,
 )
 from countersign.domain.scope import Scope, Section
 from eventsourcing.domain import Aggregate, event
@@ -181,6 +182,11 @@ class Proposal(Aggregate):
 
     def is_expired_at(self, now: datetime) -> bool:
         return now >= self.expires_at
+
+    def status_at(self, now: datetime) -> str:
+        """Its status as a reader is told it at ``now`` (``proposal_status.status_at``): a
+        pending one past its expiry is expired before anything records it."""
+        return status_at(self.status, self.expires_at, now)
 
     @property
     def approvals_required(self) -> int:

@@ -6,6 +6,7 @@ hold these as their text (``"pending"``), never by topic (tests/test_proposal_to
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 
 
@@ -59,3 +60,14 @@ FINISHED = frozenset(
         ProposalStatus.SUPERSEDED,
     }
 )
+
+
+def status_at(status: str, expires_at: datetime | None, now: datetime) -> str:
+    """The status a reader is told at ``now``: a pending proposal past its expiry is
+    ``expired`` (nobody can approve or decline it now), though its stream records Expired
+    only when the sweeper, or an approve or decline sent to it, gets there. Every surface
+    (the pages, the API's card and status, MCP, the command line) reads it so; reading it
+    writes nothing."""
+    if status == PENDING and expires_at is not None and now >= expires_at:
+        return str(EXPIRED)
+    return str(status)

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.identity.tokens import issue_token
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
+from fastapi.testclient import TestClient
 
 from tests.conftest import AVA
 from tests.test_web_pages import Web, web_for
@@ -32,3 +34,43 @@ def test_the_pages_503_for_a_stopped_read_model_says_when_to_try_again(web, monk
     assert page.status_code == 503, page.text
     assert page.headers["retry-after"] == "60"
     assert "notification 7" not in page.text
+
+
+def _approver(cs: Countersign) -> dict[str, str]:
+    token = issue_token(cs, "granite", "billing", ["orders.refund"], issued_by=AVA, kind="approver")
+    return {"Authorization": f"Bearer {token.token}"}
+
+
+def test_every_surface_reports_a_proposal_past_its_expiry_as_expired(web, clock):
+    """Until the sweeper recorded Expired (never, with only ``serve`` running on PostgreSQL),
+    the API's card and status, and so MCP's proposal_status and the command line's show,
+    said ``pending`` of a proposal nobody could approve, which the pages showed expired.
+    Reading it records nothing."""
+    cs = web.cs
+    proposal_id = web.propose()
+    versions = len(cs.audit.history(proposal_id, None)["events"])
+    clock.advance(days=2)
+    api = TestClient(web.app, raise_server_exceptions=False)
+    auth = _approver(cs)
+    path = f"/api/v1/proposals/{proposal_id}"
+    card = api.get(path, headers=auth)
+    assert card.status_code == 200, card.text
+    assert card.json()["status"] == "expired"
+    assert card.json()["withdraws"] == []
+    status = api.get(f"{path}/status", headers=auth)
+    assert status.status_code == 200, status.text
+    assert status.json()["status"] == "expired"
+    # What MCP's proposal_status and the command line's show and status read.
+    assert cs.access.status(proposal_id, AVA).status == "expired"
+    assert cs.access.card(proposal_id, AVA).status == "expired"
+    assert "Expired" in web.browser(AVA).get(f"/proposals/{proposal_id}").text
+    # Nothing was written by reading it; the sweeper still records it.
+    assert len(cs.audit.history(proposal_id, None)["events"]) == versions
+    assert web.proposal(proposal_id).status == "pending"
+    approved = api.post(f"{path}/approve", headers=auth).json()
+    assert (approved["result"], approved["reason"], approved["status"]) == (
+        "not_approvable",
+        "expired",
+        "expired",
+    )
+    assert api.get(f"{path}/status", headers=auth).json()["status"] == "expired"

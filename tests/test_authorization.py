@@ -9,6 +9,7 @@ import pytest
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization
 from countersign.domain.errors import NotFoundError
+from countersign.domain.proposal import Proposal
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD, count_events
 from tests.support.proposing import propose
@@ -65,7 +66,9 @@ def test_an_expired_foreign_proposal_is_not_touched_by_the_other_tenant(cs, seed
     assert cs.proposals.approve(proposal_id, MIA).reason == "not_found"
 
     assert count_events(cs) == before
-    assert cs.cards.card(proposal_id, AVA).status == "pending"
+    # Nothing recorded it expired (its club's reader is told it is: past its expiry).
+    assert cs.store.get(uuid.UUID(proposal_id), Proposal).status == "pending"
+    assert cs.cards.card(proposal_id, AVA).status == "expired"
 
 
 def test_proposing_against_another_tenants_order_is_not_found(cs, seeded):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from countersign.application.cards import shown_status
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.handback import reason_text
@@ -163,10 +164,9 @@ def proposal_view(
     the columns) or a browser_view card; times in the club's ``zone``."""
     operation = str(record["operation"])
     preview = dict(record.get("preview") or {})
-    status = str(record["status"])
     expires_at = as_time(record.get("expires_at"))
-    if status == "pending" and expires_at is not None and expires_at <= now:
-        status = "expired"  # the sweeper records it later; nobody can approve it now
+    # Past its expiry: expired, though the sweeper records it later (as the API says it).
+    status = shown_status(str(record["status"]), expires_at, now)
     outcome = record.get("outcome")
     outcome_kind = str(outcome.get("kind")) if isinstance(outcome, dict) else None
     return {

@@ -260,7 +260,8 @@ class ProposalCardOut(BaseModel):
     status: str = Field(
         description=(
             "pending, executing, reconciling, succeeded, revision_required, failed, "
-            "declined, expired or superseded."
+            "declined, expired or superseded. A pending one past its expires_at is expired "
+            "(before its history records Expired)."
         )
     )
     preview: dict[str, Any]
@@ -354,7 +355,8 @@ class ProposalStatusOut(BaseModel):
     status: str = Field(
         description=(
             "pending, executing, reconciling, succeeded, revision_required, failed, "
-            "declined, expired or superseded (see the card's superseded_by)."
+            "declined, expired or superseded (see the card's superseded_by). A pending one "
+            "past its expires_at is expired (before its history records Expired)."
         )
     )
     outcome_kind: str | None = Field(
