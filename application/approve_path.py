@@ -11,6 +11,7 @@ committed (``Settlement.call_out``, settlement.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -306,3 +307,18 @@ class ApprovePath:
             return NotApprovable(NotApprovableReason.SUPERSEDED)
         assert proposal.outcome is not None
         return AlreadyCompleted(proposal.outcome)
+
+
+def closed_to_approval(proposal: Proposal, now: datetime) -> ApprovalReport | None:
+    """The ``not_approvable`` answer approving ``proposal`` at ``now`` gives without a claim
+    (step 3), or None while it is open to approval; read only, so nothing is recorded (the
+    status of one past its expiry is ``expired``, as its readers are told). A proposal
+    already carried out, which an approval answers ``already_completed``, is ``not_pending``
+    here: asked a passkey challenge, nobody is to sign for it."""
+    if proposal.status == PENDING and not proposal.is_expired_at(now):
+        return None
+    decided = ApprovePath._decided(proposal) or NotApprovable(NotApprovableReason.EXPIRED)
+    if isinstance(decided, AlreadyCompleted):
+        report = approval_report(proposal, NotApprovable(NotApprovableReason.NOT_PENDING))
+        return replace(report, outcome=None, message=None, status=proposal.status_at(now))
+    return replace(approval_report(proposal, decided), status=proposal.status_at(now))

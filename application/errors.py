@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 from uuid import UUID, uuid4
 
 from countersign.domain.errors import CountersignError, NotFoundError
 from countersign.domain.uuids import parse
+
+if TYPE_CHECKING:
+    from countersign.application.reports import ApprovalReport
 
 
 class ForbiddenError(CountersignError):
@@ -73,6 +77,17 @@ class NotRevisableError(CountersignError):
         )
         self.status = status
         self.superseded_by = superseded_by
+
+
+class NotApprovableError(CountersignError):
+    """Raised when a passkey challenge is asked for a proposal no approval can decide now
+    (decided, being carried out, superseded, or past its expiry), so nobody signs for
+    nothing: ``report`` is the ``not_approvable`` answer approving it gives (its reason,
+    status and stored outcome). Nothing is recorded, not even Expired."""
+
+    def __init__(self, report: ApprovalReport) -> None:
+        super().__init__(f"this proposal cannot be approved now ({report.reason})")
+        self.report = report
 
 
 class CorruptRecordError(CountersignError):

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from countersign.application.approve_path import ApprovePath, claim_reads
+from countersign.application.approve_path import ApprovePath, claim_reads, closed_to_approval
 from countersign.application.authorization import (
     Caller,
     damaged_or_unknown,
@@ -32,6 +32,7 @@ from countersign.application.authorization import (
 )
 from countersign.application.errors import (
     CorruptRecordError,
+    NotApprovableError,
     NotRevisableError,
     UnknownOperationError,
     parse_id,
@@ -219,8 +220,9 @@ class ProposalService(ApprovePath):
     def approval_challenge(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
         """What an approver's authenticator signs to approve this proposal (``PasskeyStep``).
         NotFoundError for an unknown id, another club's, or a non-member (and where no
-        passkey check is wired). A proposal no longer pending gets one too: approving it
-        answers from its stored state, as always."""
+        passkey check is wired). NotApprovableError, with the ``not_approvable`` answer
+        approving it gives, for one no longer open to approval (decided, being carried out,
+        superseded, or past its expiry), so nobody signs for nothing; nothing is recorded."""
         try:
             proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
         except NotFoundError:
@@ -233,6 +235,9 @@ class ProposalService(ApprovePath):
         ):
             raise NotFoundError("proposal")
         member = member_of(self.store, proposal.organization_id, caller.email)
+        closed = closed_to_approval(proposal, self.clock.now())
+        if closed is not None:
+            raise NotApprovableError(closed)
         return self.passkeys.challenge(self.store, proposal, member)
 
     # -- decline ------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from countersign.infrastructure.identity.tokens import issue_token
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 from fastapi.testclient import TestClient
 
-from tests.conftest import AVA
+from tests.conftest import AVA, count_events
+from tests.test_passkeys import register, require_passkey, signed
 from tests.test_web_pages import Web, web_for
 
 
@@ -74,3 +75,48 @@ def test_every_surface_reports_a_proposal_past_its_expiry_as_expired(web, clock)
         "expired",
     )
     assert api.get(f"{path}/status", headers=auth).json()["status"] == "expired"
+
+
+def test_the_passkey_challenge_of_a_decided_proposal_is_refused_as_approving_it_is(web, clock):
+    """The approval challenge answered a fresh challenge for a proposal already decided,
+    so a person signed with their passkey for nothing; it now answers 409 not-approvable with
+    the reason and the message approving it gives, and writes nothing."""
+    cs = web.cs
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    api = TestClient(web.app, raise_server_exceptions=False)
+    auth = _approver(cs)
+    declined = web.propose("refund-stale")
+    assert api.post(f"/api/v1/proposals/{declined}/decline", headers=auth).status_code == 200
+    replaced = web.propose("refund-two-approvers")
+    web.propose("refund-two-approvers")  # a newer one for the same thing replaces it
+    succeeded = web.propose("account-credit")
+    done = cs.access.approve(succeeded, AVA, signed(cs, succeeded, AVA, key))
+    assert done.result == "executed"
+    expired = web.propose("refund-ok")
+    clock.advance(days=2)
+    before = count_events(cs)
+    for proposal_id, reason, status in (
+        (declined, "not_pending", "declined"),
+        (replaced, "superseded", "superseded"),
+        (succeeded, "not_pending", "succeeded"),
+        (expired, "expired", "expired"),
+    ):
+        path = f"/api/v1/proposals/{proposal_id}"
+        refused = api.get(f"{path}/approval-challenge", headers=auth)
+        assert refused.status_code == 409, (reason, refused.text)
+        problem = refused.json()
+        assert problem["type"] == "urn:countersign:problem:not-approvable"
+        assert (problem["reason"], problem["proposal_status"]) == (reason, status)
+        assert "nonce" not in problem
+        assert count_events(cs) == before  # refusing it records nothing, Expired included
+        approved = api.post(f"{path}/approve", headers=auth).json()
+        if approved["result"] == "not_approvable":  # a succeeded one is already_completed
+            assert approved["reason"] == reason
+            assert problem["detail"] == approved["message"]
+            assert problem["superseded_by"] == approved.get("superseded_by")
+    # A pending one still gets its challenge.
+    fresh = web.propose("refund-declined")
+    challenge = api.get(f"/api/v1/proposals/{fresh}/approval-challenge", headers=auth)
+    assert challenge.status_code == 200, challenge.text
+    assert challenge.json()["passkeys"] == 1

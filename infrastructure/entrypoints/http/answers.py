@@ -37,6 +37,7 @@ from countersign.application.errors import (
     ForbiddenError,
     HeldForPeopleError,
     MissingPermissionError,
+    NotApprovableError,
     NotRevisableError,
     UnknownOperationError,
 )
@@ -64,7 +65,9 @@ DESCRIPTIONS = {
     404: "No such resource in the token's organization (unknown and foreign ids alike).",
     409: "A rule of the application refused the request (not-revisable: the proposal ran or "
     "was superseded, and can no longer be edited; held-for-people: an agent token's proposal "
-    "would replace a pending one that another member made or someone approved).",
+    "would replace a pending one that another member made or someone approved; "
+    "not-approvable: a passkey challenge asked for a proposal no approval can decide now, "
+    "with the reason and message approving it gives).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     415: "A body was sent without 'Content-Type: application/json' (unsupported-media-type).",
     422: "The request has problems (see 'problems').",
@@ -135,6 +138,17 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         # its own edit here) as the approve answer gives them.
         extensions = {"proposal_status": settled.status, "superseded_by": newer}
         raise ProblemError("not-revisable", detail, extensions=extensions) from None
+    except NotApprovableError as closed:
+        # What approving it answers (its reason and message), as a problem: the passkey
+        # challenge of a proposal no approval can decide is refused before anyone signs.
+        report = closed.report.to_json()
+        extensions = {
+            "reason": report["reason"],
+            "proposal_status": report["status"],
+            "superseded_by": report.get("superseded_by"),
+        }
+        detail = report.get("message") or refusal_message(report)
+        raise ProblemError("not-approvable", detail, extensions=extensions) from None
     except CountersignError as refused:
         later = _retry_later(refused)
         if later is not None:

@@ -67,13 +67,18 @@ class ProblemDocument(BaseModel):
     )
     proposal_status: str | None = Field(
         default=None,
-        description="not-revisable only: the status of the proposal named (why it cannot be "
-        "edited).",
+        description="not-revisable and not-approvable only: the status of the proposal named "
+        "(why it cannot be edited, or approved).",
     )
     superseded_by: str | None = Field(
         default=None,
-        description="not-revisable only: the newer proposal that replaced the one named, "
-        "where one did; edit that one instead.",
+        description="not-revisable and not-approvable only: the newer proposal that replaced "
+        "the one named, where one did; edit (or review) that one instead.",
+    )
+    reason: str | None = Field(
+        default=None,
+        description="not-approvable only: why no approval can decide it now, as approving it "
+        "answers: not_pending, expired, in_progress or superseded.",
     )
 
 
@@ -106,6 +111,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         409,
         "Not revisable",
         "Only a pending, declined, expired or revision-required proposal can be edited.",
+    ),
+    "not-approvable": (
+        409,
+        "Not approvable",
+        "This proposal cannot be approved now, so there is nothing to sign; see 'reason'.",
     ),
     "held-for-people": (
         409,

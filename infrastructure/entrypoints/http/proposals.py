@@ -151,7 +151,7 @@ def approve(
 @router.get(
     "/proposals/{proposal_id}/approval-challenge",
     response_model=ApprovalChallengeOut,
-    responses=problem_responses(403, 404),
+    responses=problem_responses(403, 404, 409),
     summary="What the approver's passkey signs to approve a proposal",
     tags=["proposals"],
 )
@@ -161,7 +161,10 @@ def approval_challenge(
     """A fresh challenge for the token's member: pass ``options`` to
     ``navigator.credentials.get()`` in your own interface, then POST the result with
     ``nonce`` as ``passkey_assertion`` to ``approve``. It binds this proposal's contract
-    digest, its id and the approver, so the assertion approves nothing else."""
+    digest, its id and the approver, so the assertion approves nothing else. A proposal no
+    approval can decide now (decided, being carried out, superseded, past its expiry) is
+    refused with 409 ``not-approvable``: its ``reason`` and ``detail`` are the reason and
+    message approving it answers, so nobody signs for nothing."""
     with answers(request):
         document = cs.access.approval_challenge(proposal_id, service.caller)
     return JSONResponse(document)

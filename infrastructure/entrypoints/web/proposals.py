@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -13,7 +14,7 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 from countersign.application.authorization import sections_of
-from countersign.application.errors import ForbiddenError
+from countersign.application.errors import ForbiddenError, NotApprovableError
 from countersign.application.proposal_access import ProposalReview
 from countersign.application.settlement import Settling
 from countersign.domain.club.organization import Permission
@@ -181,8 +182,11 @@ class ProposalPages:
         mine = decision(view, reviewed.record, reviewed.may_decide, user.email)
         passkey = None
         if mine.may_approve and (reviewed.record.get("policy") or {}).get("require_passkey"):
-            challenge = self.cs.access.approval_challenge(view["id"], user.caller)
-            passkey = {"options_json": json.dumps(challenge["options"]), **challenge}
+            # Only a proposal open to approval gets one (one that expired since it was read
+            # is refused, as the API refuses it): the page then offers no approval to sign.
+            with contextlib.suppress(NotApprovableError):
+                challenge = self.cs.access.approval_challenge(view["id"], user.caller)
+                passkey = {"options_json": json.dumps(challenge["options"]), **challenge}
         signed = reviewed.record.get("approval_passkeys") or {}
         return self.site.render(
             visit,
