@@ -92,3 +92,23 @@ def visible_only(value: str) -> str:
     if value.isprintable():
         return value
     return "".join(ch for ch in value if not _hidden(ch))
+
+
+#: Why a message that shows nothing is refused (``blank``), in the words a problem shows.
+NOTHING_WRITTEN = "nothing is written in it: only spaces or invisible characters"
+
+
+def blank(value: str) -> bool:
+    """Whether ``value`` shows a reader nothing: it is empty, or holds only spaces of any
+    kind, line breaks and tabs, control characters, and characters that format without being
+    seen (a zero-width space, non-joiner or joiner, a word joiner, a byte order mark). An
+    assistant is never asked to answer one."""
+    if value.isprintable():  # one pass in C: most text ends here
+        return not value.strip()
+    category = unicodedata.category
+    return all(ch.isspace() or category(ch) in _UNSEEN for ch in value)
+
+
+#: What shows nothing by itself: control and formatting characters, line and paragraph
+#: separators (the joiners are formatting characters too).
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp"})

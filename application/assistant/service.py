@@ -56,6 +56,7 @@ from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
 from countersign.domain.scope import Scope, Section
+from countersign.domain.visible_text import NOTHING_WRITTEN, blank
 from pydantic import ValidationError
 
 log = logging.getLogger("countersign.assistant")
@@ -140,9 +141,13 @@ class AssistantService:
 
         Raises NotFoundError (unknown or foreign organization, resource or conversation, or a
         non-member), ForbiddenError (a member, or a token, without the section's
-        permissions) and TooManyTurnsError (the member's turn limit leaves no room now);
-        nothing is recorded then.
+        permissions), TooManyTurnsError (the member's turn limit leaves no room now) and
+        InvalidRequestError (``message``: a message that shows nothing, only spaces or
+        invisible characters, before the model is asked or the turn counted); nothing is
+        recorded then.
         """
+        if blank(message):
+            raise InvalidRequestError.one("message", NOTHING_WRITTEN)
         started = time.perf_counter()
         model_seconds = 0.0
         caller = Caller.of(actor)

@@ -21,6 +21,7 @@ from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
 from countersign.domain.errors import NotFoundError
 from countersign.domain.messages import proposal_headline
 from countersign.domain.times import seconds_wait
+from countersign.domain.visible_text import blank
 from countersign.infrastructure.entrypoints.cli import cards, listings, render
 from countersign.infrastructure.entrypoints.cli.common import (
     Result,
@@ -194,7 +195,7 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             line = input(_YOU.text(language)).strip()
         except EOFError:
             break
-        if not line:
+        if blank(line):  # nothing written, or only spaces and invisible characters
             continue
         command, _, rest = line.partition(" ")
         if command in ("/quit", "/exit"):

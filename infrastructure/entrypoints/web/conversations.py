@@ -14,6 +14,7 @@ from countersign.application.assistant.turn_limits import TooManyTurnsError
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
 from countersign.domain.times import seconds_wait
+from countersign.domain.visible_text import blank
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     chat_address,
@@ -113,7 +114,7 @@ class ConversationPages:
     def send_message(self, visit: Visit) -> Response:
         user = visit.signed_in
         message = visit.form.get("message", "").replace("\r\n", "\n").strip()
-        if not message:
+        if blank(message):  # nothing written, or only spaces and invisible characters
             return self.chat(visit, error=visit.t("chat.message_required"))
         if len(message) > MAX_MESSAGE:
             error = visit.t("chat.message_too_long", limit=MAX_MESSAGE)

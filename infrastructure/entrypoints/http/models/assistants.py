@@ -4,9 +4,11 @@ inbox."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from countersign.application.assistant.sections import ASSISTANTS
+from countersign.domain.contracts.problems import RequestValueError
+from countersign.domain.visible_text import NOTHING_WRITTEN, blank
 from countersign.infrastructure.entrypoints.http.models import Body
 from countersign.infrastructure.entrypoints.http.models.proposals import ProposalCreatedOut
 from pydantic import AfterValidator, BaseModel, Field
@@ -28,10 +30,20 @@ KNOWN_SECTION = AfterValidator(_known_section)
 section (installed after this module is imported) is taken like countersign's own."""
 
 
+def _written(message: str) -> str:
+    if blank(message):
+        raise RequestValueError(NOTHING_WRITTEN)
+    return message
+
+
 class MessageIn(Body):
     """One manager message for a section assistant."""
 
-    message: str = Field(min_length=1, max_length=2000, description="What the manager wrote.")
+    message: Annotated[str, AfterValidator(_written)] = Field(
+        min_length=1,
+        max_length=2000,
+        description="What the manager wrote: not only spaces or invisible characters (422).",
+    )
     interaction_id: str | None = Field(
         default=None,
         max_length=64,
