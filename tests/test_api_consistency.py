@@ -120,3 +120,18 @@ def test_the_passkey_challenge_of_a_decided_proposal_is_refused_as_approving_it_
     challenge = api.get(f"/api/v1/proposals/{fresh}/approval-challenge", headers=auth)
     assert challenge.status_code == 200, challenge.text
     assert challenge.json()["passkeys"] == 1
+
+
+def test_the_review_page_asks_no_passkey_for_a_proposal_past_its_expiry(web, clock):
+    """The pages' equivalent of the challenge: the review page of a proposal no approval can
+    decide offers no passkey to sign with, before the sweeper records its expiry too."""
+    require_passkey(web.cs)
+    register(web.cs, AVA, "Ava's laptop")
+    proposal_id = web.propose()
+    ava = web.browser(AVA)
+    assert "Approve with my passkey" in ava.get(f"/proposals/{proposal_id}").text
+    clock.advance(days=2)
+    page = web.browser(AVA).get(f"/proposals/{proposal_id}")  # signed in again: days later
+    assert page.status_code == 200
+    assert "Approve with my passkey" not in page.text
+    assert "passkey.js" not in page.text
