@@ -14,6 +14,7 @@ Environment:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -99,3 +100,32 @@ def _truncate_postgres(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP SCHEMA public CASCADE")
         conn.execute("CREATE SCHEMA public")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One Chromium for a module's tests (the browser tests): launching it and Playwright's
+    driver cost about a second of CPU and two of waiting on the loaded 2-core machine, once
+    per test before. Each test still opens contexts of its own (cookies, storage and
+    permissions are per context), and ``browser`` closes whatever one a test left open.
+    Skips without Chromium, and fails under CI (``tests/test_browser_e2e.py``)."""
+    from tests.test_browser_e2e import CHROMIUM, CHROMIUM_ARGS, _browser_or_fail
+
+    sync_playwright = _browser_or_fail()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def browser(chromium: Any) -> Iterator[Any]:
+    """The module's Chromium, for one test: the contexts the test opened are closed after
+    it, passed or failed, so the next test starts from none."""
+    yield chromium
+    for context in list(chromium.contexts):
+        context.close()

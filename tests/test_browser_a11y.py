@@ -40,12 +40,9 @@ from tests.support.club_day import start_within_one_club_day
 from tests.support.proposing import BACK_TO_CARD, CANCEL, SEND, propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     DESKTOP,
     PHONE,
     Served,
-    _browser_or_fail,
 )
 from tests.test_settling import stuck_claim
 
@@ -158,8 +155,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
 
 
 def _blocking(axe: Any, page: Any) -> list[str]:
-    """The serious and critical violations axe-core finds on the page, one line each."""
-    found = axe.run(page).response.get("violations", [])
+    """The serious and critical violations axe-core finds on the page, one line each: run
+    as the library's ``Axe.run`` runs it, on the axe-core its context's init script loaded."""
+    from axe_playwright_python.sync_playwright import DEFAULT_OPTIONS
+
+    options = axe._format_script_args(options=DEFAULT_OPTIONS)
+    assert page.evaluate("typeof axe") == "object", "axe-core is not loaded in the page"
+    found = page.evaluate(f"axe.run({options}).then(results => results)").get("violations", [])
     return [
         f"{v['id']} ({v['impact']}): {v['help']} at "
         + ", ".join(str(node.get("target")) for node in v.get("nodes", [])[:3])
@@ -173,9 +175,8 @@ def _blocking(axe: Any, page: Any) -> list[str]:
 @pytest.mark.parametrize("size", ["desktop", "phone"])
 @pytest.mark.parametrize("language", ["en", "fr"])
 def test_every_page_passes_axe_at_desktop_and_phone_size(
-    site: tuple[Served, dict[str, str]], language: str, size: str
+    site: tuple[Served, dict[str, str]], browser: Any, language: str, size: str
 ) -> None:
-    sync_playwright = _browser_or_fail()
     from axe_playwright_python.sync_playwright import Axe
 
     served, paths = site
@@ -183,50 +184,46 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
     axe = Axe()
     problems: dict[str, list[str]] = {}
     locale = "fr-CA" if language == "fr" else "en-CA"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            viewport = {"desktop": DESKTOP, "phone": PHONE}[size]
-            context = browser.new_context(viewport=viewport, locale=locale)
-            page = context.new_page()
-            page.goto(served.base_url + "/sign-in")
-            assert page.locator("html").get_attribute("lang") == language
-            _check(page, axe, problems, f"{language}-{size}-sign-in")
-            page.fill("#email", AVA)
-            page.fill("#password", served.passwords[AVA])
-            page.locator("form.sign-in button[type=submit], main button[type=submit]").first.click()
-            page.wait_for_url(served.base_url + "/")
-            # Every tab is in sight at this size (on a phone they wrap, never scroll away).
-            for tab in page.locator(".tabs-main a").all():
-                box = tab.bounding_box()
-                assert box is not None
-                assert box["x"] >= 0, (size, tab.inner_text())
-                assert box["x"] + box["width"] <= viewport["width"], (size, tab.inner_text())
-            for name, path in paths.items():
-                page.goto(served.base_url + path)
-                _check(page, axe, problems, f"{language}-{size}-{name}")
-            # The confirmation step of an irreversible refund (a plain form post), and
-            # of one that also withdraws another proposal.
-            for review, name in (("review-pending", "confirm"), ("review-withdraws", "")):
-                page.goto(served.base_url + paths[review])
-                page.click("button.approve")
-                page.wait_for_url(re.compile(r".*/approve\?asked=[0-9a-f]{32}$"))
-                _check(page, axe, problems, f"{language}-{size}-{name or 'confirm-withdraws'}")
-            # The webhooks page's form: a refused URL, then an added endpoint's secret.
-            page.goto(served.base_url + paths["webhooks"])
-            page.fill("#url", "http://10.0.0.7/hooks")
-            page.click("#add-endpoint button[type=submit]")
-            page.wait_for_selector("#url-error")
-            _check(page, axe, problems, f"{language}-{size}-webhooks-refused")
-            page.fill("#url", f"https://93.184.215.14/hooks/{language}-{size}")
-            page.click("#add-endpoint button[type=submit]")
-            page.wait_for_selector("#new-secret")
-            _check(page, axe, problems, f"{language}-{size}-webhooks-added")
-            context.close()
-        finally:
-            browser.close()
+    viewport = {"desktop": DESKTOP, "phone": PHONE}[size]
+    context = browser.new_context(viewport=viewport, locale=locale)
+    # axe-core in every document the context loads, before the page's own scripts (the
+    # library's run() sent its 572 kB over for each check: about a tenth of a second each).
+    context.add_init_script(script=axe.axe_script)
+    page = context.new_page()
+    page.goto(served.base_url + "/sign-in")
+    assert page.locator("html").get_attribute("lang") == language
+    _check(page, axe, problems, f"{language}-{size}-sign-in")
+    page.fill("#email", AVA)
+    page.fill("#password", served.passwords[AVA])
+    page.locator("form.sign-in button[type=submit], main button[type=submit]").first.click()
+    page.wait_for_url(served.base_url + "/")
+    # Every tab is in sight at this size (on a phone they wrap, never scroll away).
+    for tab in page.locator(".tabs-main a").all():
+        box = tab.bounding_box()
+        assert box is not None
+        assert box["x"] >= 0, (size, tab.inner_text())
+        assert box["x"] + box["width"] <= viewport["width"], (size, tab.inner_text())
+    for name, path in paths.items():
+        page.goto(served.base_url + path)
+        _check(page, axe, problems, f"{language}-{size}-{name}")
+    # The confirmation step of an irreversible refund (a plain form post), and
+    # of one that also withdraws another proposal.
+    for review, name in (("review-pending", "confirm"), ("review-withdraws", "")):
+        page.goto(served.base_url + paths[review])
+        page.click("button.approve")
+        page.wait_for_url(re.compile(r".*/approve\?asked=[0-9a-f]{32}$"))
+        _check(page, axe, problems, f"{language}-{size}-{name or 'confirm-withdraws'}")
+    # The webhooks page's form: a refused URL, then an added endpoint's secret.
+    page.goto(served.base_url + paths["webhooks"])
+    page.fill("#url", "http://10.0.0.7/hooks")
+    page.click("#add-endpoint button[type=submit]")
+    page.wait_for_selector("#url-error")
+    _check(page, axe, problems, f"{language}-{size}-webhooks-refused")
+    page.fill("#url", f"https://93.184.215.14/hooks/{language}-{size}")
+    page.click("#add-endpoint button[type=submit]")
+    page.wait_for_selector("#new-secret")
+    _check(page, axe, problems, f"{language}-{size}-webhooks-added")
+    context.close()
     assert problems == {}, problems
 
 
@@ -238,11 +235,10 @@ def _check(page: Any, axe: Any, problems: dict[str, list[str]], name: str) -> No
 
 
 def test_each_outcome_reads_as_what_it_is_with_its_next_step(
-    site: tuple[Served, dict[str, str]],
+    site: tuple[Served, dict[str, str]], browser: Any
 ) -> None:
     """In a real browser: each outcome's headline and next step, the needs-attention list,
     the styled 404, and the French card with French money."""
-    sync_playwright = _browser_or_fail()
     served, paths = site
     SHOTS.mkdir(parents=True, exist_ok=True)
     revise = "Ask the assistant for a new proposal"
@@ -253,62 +249,55 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
         "review-reconciling": (CONFIRMING, "Follow the check"),
         "review-outage": (CONFIRMING, "Follow the check"),
     }
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            context = browser.new_context(viewport=DESKTOP, locale="en-CA")
-            page = context.new_page()
-            page.goto(served.base_url + "/sign-in")
-            page.fill("#email", AVA)
-            page.fill("#password", served.passwords[AVA])
-            page.locator("form.sign-in button[type=submit], main button[type=submit]").first.click()
-            page.wait_for_url(served.base_url + "/")
-            # Needs attention: every decided proposal that still needs a person.
-            attention = page.locator("#attention .inbox-card")
-            assert attention.count() == 5, page.locator("#attention").inner_text()
-            for name, (title, next_step) in expected.items():
-                page.goto(served.base_url + paths[name])
-                assert page.locator("#outcome-title").inner_text() == title, name
-                step = page.locator("#outcome .next-step a")
-                if next_step is None:
-                    assert step.count() == 0, name
-                else:
-                    assert step.inner_text() == next_step, name
-                assert "/api/" not in page.locator("#outcome").inner_text(), name
-            page.goto(served.base_url + paths["review-outage"])
-            assert "refunded nothing" in page.locator("#outcome").inner_text()
-            assert page.locator("#waiting").inner_text().startswith("Waiting since ")
-            assert page.locator("#settling-alert").count() == 0  # it has just started
-            page.goto(served.base_url + paths["review-reconciling"])
-            assert "answer was lost" in page.locator("#outcome").inner_text()
-            assert page.locator("#waiting").inner_text().endswith(", 10 min.")
-            assert (
-                page.locator("#settling-alert")
-                .inner_text()
-                .startswith("Nothing is settling it: an operator must start the worker")
-            )
-            page.goto(served.base_url + paths["review-withdrawn"])
-            assert page.locator("#status").inner_text() == "Withdrawn"
-            assert (
-                page.locator("#withdrawn-why")
-                .inner_text()
-                .startswith("Withdrawn: the $48.00 CAD refund approved at ")
-            )
-            # A styled page, not a problem document, for a path that is not there.
-            missing = page.goto(served.base_url + "/no-such-page")
-            assert missing is not None
-            assert missing.status == 404
-            assert page.locator("header.topbar").count() == 1
-            assert "application/problem+json" not in (missing.headers.get("content-type") or "")
-            # The French card, with French money.
-            page.goto(served.base_url + paths["review-sent"])
-            page.click(".lang button[value=fr]")
-            page.wait_for_url(served.base_url + paths["review-sent"])
-            assert page.locator("#outcome-title").inner_text() == "Remboursement envoyé"
-            assert "48,00\u00a0$\u00a0CA" in page.locator("main").inner_text()
-            page.screenshot(path=str(SHOTS / "outcome-sent-fr.png"), full_page=True)
-            context.close()
-        finally:
-            browser.close()
+    context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+    page = context.new_page()
+    page.goto(served.base_url + "/sign-in")
+    page.fill("#email", AVA)
+    page.fill("#password", served.passwords[AVA])
+    page.locator("form.sign-in button[type=submit], main button[type=submit]").first.click()
+    page.wait_for_url(served.base_url + "/")
+    # Needs attention: every decided proposal that still needs a person.
+    attention = page.locator("#attention .inbox-card")
+    assert attention.count() == 5, page.locator("#attention").inner_text()
+    for name, (title, next_step) in expected.items():
+        page.goto(served.base_url + paths[name])
+        assert page.locator("#outcome-title").inner_text() == title, name
+        step = page.locator("#outcome .next-step a")
+        if next_step is None:
+            assert step.count() == 0, name
+        else:
+            assert step.inner_text() == next_step, name
+        assert "/api/" not in page.locator("#outcome").inner_text(), name
+    page.goto(served.base_url + paths["review-outage"])
+    assert "refunded nothing" in page.locator("#outcome").inner_text()
+    assert page.locator("#waiting").inner_text().startswith("Waiting since ")
+    assert page.locator("#settling-alert").count() == 0  # it has just started
+    page.goto(served.base_url + paths["review-reconciling"])
+    assert "answer was lost" in page.locator("#outcome").inner_text()
+    assert page.locator("#waiting").inner_text().endswith(", 10 min.")
+    assert (
+        page.locator("#settling-alert")
+        .inner_text()
+        .startswith("Nothing is settling it: an operator must start the worker")
+    )
+    page.goto(served.base_url + paths["review-withdrawn"])
+    assert page.locator("#status").inner_text() == "Withdrawn"
+    assert (
+        page.locator("#withdrawn-why")
+        .inner_text()
+        .startswith("Withdrawn: the $48.00 CAD refund approved at ")
+    )
+    # A styled page, not a problem document, for a path that is not there.
+    missing = page.goto(served.base_url + "/no-such-page")
+    assert missing is not None
+    assert missing.status == 404
+    assert page.locator("header.topbar").count() == 1
+    assert "application/problem+json" not in (missing.headers.get("content-type") or "")
+    # The French card, with French money.
+    page.goto(served.base_url + paths["review-sent"])
+    page.click(".lang button[value=fr]")
+    page.wait_for_url(served.base_url + paths["review-sent"])
+    assert page.locator("#outcome-title").inner_text() == "Remboursement envoyé"
+    assert "48,00\u00a0$\u00a0CA" in page.locator("main").inner_text()
+    page.screenshot(path=str(SHOTS / "outcome-sent-fr.png"), full_page=True)
+    context.close()

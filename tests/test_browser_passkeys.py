@@ -25,7 +25,7 @@ from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.servers import serving
-from tests.test_browser_e2e import CHROMIUM, CHROMIUM_ARGS, DESKTOP, Served, _browser_or_fail
+from tests.test_browser_e2e import DESKTOP, Served
 
 NOAH = "noah@granite.example"
 
@@ -97,9 +97,8 @@ def _refunds(served: Served, proposal_id: str) -> int:
 
 
 def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_works(
-    served: Served,
+    served: Served, browser: Any
 ) -> None:
-    sync_playwright = _browser_or_fail()
     large = served.cs.proposals.propose(
         organization="granite",
         actor=AVA,
@@ -108,81 +107,72 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
         request=TO_CARD,
     ).proposal_id
     review = f"{served.base_url}/proposals/{large}"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            ava, ava_cdp, ava_key = _person(browser, served, AVA)
-            _add_passkey(ava, served, "Ava's laptop")
-            ava.goto(review)
-            assert "asks for your passkey" in ava.locator("#passkey-hint").inner_text()
-            # The page is already at the review address, so waiting for that address would
-            # return at once: wait for the navigation the signed approval makes.
-            with ava.expect_navigation(url=review):
-                ava.click("#approve-passkey button[type=submit]")
-            assert ava.locator("#quorum-title").inner_text() == (
-                'Approvals: 1 of 2 — Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")'
-            )
-            assert _refunds(served, large) == 0
+    ava, ava_cdp, ava_key = _person(browser, served, AVA)
+    _add_passkey(ava, served, "Ava's laptop")
+    ava.goto(review)
+    assert "asks for your passkey" in ava.locator("#passkey-hint").inner_text()
+    # The page is already at the review address, so waiting for that address would
+    # return at once: wait for the navigation the signed approval makes.
+    with ava.expect_navigation(url=review):
+        ava.click("#approve-passkey button[type=submit]")
+    assert ava.locator("#quorum-title").inner_text() == (
+        'Approvals: 1 of 2 — Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")'
+    )
+    assert _refunds(served, large) == 0
 
-            noah, noah_cdp, noah_key = _person(browser, served, NOAH)
-            _add_passkey(noah, served, "Noah's phone")
-            noah.goto(review)
-            # The message box shows only once it has something to say.
-            assert not noah.locator("[data-passkey-error]").is_visible()
-            # A prompt that fails user verification: nothing is sent, nothing changes.
-            noah_cdp.send(
-                "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": False}
-            )
-            noah.click("#approve-passkey button[type=submit]")
-            error = noah.locator("[data-passkey-error]")
-            error.wait_for(state="visible")
-            noah.wait_for_function(
-                "() => document.querySelector('[data-passkey-error]').textContent.length > 0"
-            )
-            assert "The passkey was not used" in error.inner_text()
-            assert noah.url == review
-            assert _refunds(served, large) == 0
-            noah_cdp.send(
-                "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": True}
-            )
-            with noah.expect_navigation(url=review):
-                noah.click("#approve-passkey button[type=submit]")
-            assert noah.locator("#status").inner_text() == "Succeeded"
-            approvals = noah.locator(".meta-list").inner_text()
-            assert 'Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")' in approvals
-            assert 'Noah Bergeron — Approved with a passkey ("Noah\'s phone")' in approvals
-            assert _refunds(served, large) == 1
-            stored = [
-                e["passkey"]["name"]
-                for e in served.cs.audit.history(large)["events"]
-                if e["type"] == "Approved"
-            ]
-            assert stored == ["Ava's laptop", "Noah's phone"]
+    noah, noah_cdp, noah_key = _person(browser, served, NOAH)
+    _add_passkey(noah, served, "Noah's phone")
+    noah.goto(review)
+    # The message box shows only once it has something to say.
+    assert not noah.locator("[data-passkey-error]").is_visible()
+    # A prompt that fails user verification: nothing is sent, nothing changes.
+    noah_cdp.send(
+        "WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": False}
+    )
+    noah.click("#approve-passkey button[type=submit]")
+    error = noah.locator("[data-passkey-error]")
+    error.wait_for(state="visible")
+    noah.wait_for_function(
+        "() => document.querySelector('[data-passkey-error]').textContent.length > 0"
+    )
+    assert "The passkey was not used" in error.inner_text()
+    assert noah.url == review
+    assert _refunds(served, large) == 0
+    noah_cdp.send("WebAuthn.setUserVerified", {"authenticatorId": noah_key, "isUserVerified": True})
+    with noah.expect_navigation(url=review):
+        noah.click("#approve-passkey button[type=submit]")
+    assert noah.locator("#status").inner_text() == "Succeeded"
+    approvals = noah.locator(".meta-list").inner_text()
+    assert 'Ava Lindqvist — Approved with a passkey ("Ava\'s laptop")' in approvals
+    assert 'Noah Bergeron — Approved with a passkey ("Noah\'s phone")' in approvals
+    assert _refunds(served, large) == 1
+    stored = [
+        e["passkey"]["name"]
+        for e in served.cs.audit.history(large)["events"]
+        if e["type"] == "Approved"
+    ]
+    assert stored == ["Ava's laptop", "Noah's phone"]
 
-            # Ava removes her passkey: approving with it no longer works.
-            served.cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=True)
-            small = served.cs.proposals.propose(
-                organization="granite",
-                actor=AVA,
-                operation=REFUND,
-                resource_id=served.seeded["orders"]["refund-ok"],
-                request=TO_CARD,
-            ).proposal_id
-            ava.goto(served.base_url + "/account/passkeys")
-            ava.click("button >> text=Remove Ava's laptop")
-            ava.wait_for_selector("#notice")
-            assert "it approves nothing any more" in ava.locator("#notice").inner_text()
-            ava.goto(f"{served.base_url}/proposals/{small}")
-            assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
-            with ava.expect_navigation(url=re.compile(r".*/proposals/[0-9a-f-]{36}$")):
-                ava.click("#approve-passkey button[type=submit]")
-            assert "could not be verified" in ava.locator(".notice").inner_text()
-            assert ava.locator("#status").inner_text() == "Awaiting approval"
-            assert _refunds(served, small) == 0
-            assert ava_cdp.send("WebAuthn.getCredentials", {"authenticatorId": ava_key})[
-                "credentials"
-            ]  # still on her device, no longer accepted by the club
-        finally:
-            browser.close()
+    # Ava removes her passkey: approving with it no longer works.
+    served.cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=True)
+    small = served.cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=served.seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    ).proposal_id
+    ava.goto(served.base_url + "/account/passkeys")
+    ava.click("button >> text=Remove Ava's laptop")
+    ava.wait_for_selector("#notice")
+    assert "it approves nothing any more" in ava.locator("#notice").inner_text()
+    ava.goto(f"{served.base_url}/proposals/{small}")
+    assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
+    with ava.expect_navigation(url=re.compile(r".*/proposals/[0-9a-f-]{36}$")):
+        ava.click("#approve-passkey button[type=submit]")
+    assert "could not be verified" in ava.locator(".notice").inner_text()
+    assert ava.locator("#status").inner_text() == "Awaiting approval"
+    assert _refunds(served, small) == 0
+    assert ava_cdp.send("WebAuthn.getCredentials", {"authenticatorId": ava_key})[
+        "credentials"
+    ]  # still on her device, no longer accepted by the club
