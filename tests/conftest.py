@@ -20,7 +20,11 @@ import psycopg
 import pytest
 from countersign.infrastructure.bootstrap import enable_plugins
 from countersign.infrastructure.settings import plugin_names
-from countersign.infrastructure.testing.databases import POSTGRES_SERVER, worker_tag
+from countersign.infrastructure.testing.databases import (
+    POSTGRES_SERVER,
+    TestDatabases,
+    worker_tag,
+)
 from countersign.infrastructure.testing.deployment import (
     AVA,
     BEN,
@@ -82,17 +86,18 @@ TO_CARD = {
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+def postgres_url(test_databases: TestDatabases) -> str:
     """An empty PostgreSQL database of this session's own, for tests that manage their
-    database themselves (``_truncate_postgres`` empties it)."""
+    database themselves (``_truncate_postgres`` empties it). Dropped at the session's end
+    together with the worker's other databases (``TestDatabases.drop_at_close``)."""
     require_postgres()
     name = f"countersign_test_{worker_tag()}"
     with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
-    yield f"{POSTGRES_SERVER}/{name}"
-    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    url = f"{POSTGRES_SERVER}/{name}"
+    test_databases.drop_at_close(url)
+    return url
 
 
 def _truncate_postgres(url: str) -> None:
