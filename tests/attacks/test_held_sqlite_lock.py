@@ -37,6 +37,7 @@ from countersign.infrastructure.testing.fixtures import SEEDED
 from tests.attacks.conftest import Api, Web, assert_no_leak, problem
 from tests.attacks.test_held_locks import STUCK, WAIT, Timed, stalled_then_carried_on
 from tests.attacks.test_held_locks import cs as cs  # the kit's cs, its waits bounded by WAIT
+from tests.attacks.test_held_locks import database_timeout as database_timeout  # cs's: WAIT
 from tests.conftest import AVA
 
 NOAH = "noah@granite.example"
