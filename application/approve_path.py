@@ -212,7 +212,9 @@ class ApprovePath:
             return Commit([proposal], failed(proposal, "UnknownEffectProvider"))
         return Commit([proposal, *loaded.aggregates()], CallOut(contract, execution, effect))
 
-    def _closed_to_approval(self, proposal: Proposal, now: datetime) -> _Claim:
+    def _closed_to_approval(
+        self, proposal: Proposal, now: datetime
+    ) -> Commit[ApprovalReport] | Answer[ApprovalReport]:
         """Step 3: the answer of a proposal that is no longer pending (its stored outcome, or
         why not), or of one past its expiry (recording Expired)."""
         decided = self._decided(proposal)
@@ -309,12 +311,12 @@ class ApprovePath:
         return AlreadyCompleted(proposal.outcome)
 
 
-def closed_to_approval(proposal: Proposal, now: datetime) -> ApprovalReport | None:
-    """The ``not_approvable`` answer approving ``proposal`` at ``now`` gives without a claim
-    (step 3), or None while it is open to approval; read only, so nothing is recorded (the
-    status of one past its expiry is ``expired``, as its readers are told). A proposal
-    already carried out, which an approval answers ``already_completed``, is ``not_pending``
-    here: asked a passkey challenge, nobody is to sign for it."""
+def challenge_refusal(proposal: Proposal, now: datetime) -> ApprovalReport | None:
+    """Why a passkey challenge for ``proposal`` is refused at ``now``: the ``not_approvable``
+    answer approving it gives at step 3 (``_closed_to_approval``), or None while it is open
+    to approval. Read only, so nothing is recorded (the status of one past its expiry is
+    ``expired``, as its readers are told). A proposal already carried out, which an approval
+    answers ``already_completed``, is ``not_pending`` here: nobody is to sign for it."""
     if proposal.status == PENDING and not proposal.is_expired_at(now):
         return None
     decided = ApprovePath._decided(proposal) or NotApprovable(NotApprovableReason.EXPIRED)

@@ -17,6 +17,9 @@ from countersign.domain.ports import A, EffectResponse, Repository
 from eventsourcing.domain import Aggregate
 
 T = TypeVar("T")
+#: What a decision answers: read only once decided, so a decision answering a narrower type
+#: is one answering a wider (``Commit[ApprovalReport]`` is a ``Commit[ApprovalReport | ...]``).
+T_co = TypeVar("T_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -43,21 +46,21 @@ class Reads:
 
 @direct_init
 @dataclass(frozen=True)
-class Commit(Generic[T]):
+class Commit(Generic[T_co]):
     """A decision to record the new events of these aggregates, in one atomic commit, and
     then to answer ``answer``. Once committed they are shared read-only state: the decision
     is done with them, and a command given to one raises."""
 
     aggregates: Sequence[Aggregate]
-    answer: T
+    answer: T_co
 
 
 @direct_init
 @dataclass(frozen=True)
-class Answer(Generic[T]):
+class Answer(Generic[T_co]):
     """A decision to answer ``answer`` and record nothing."""
 
-    answer: T
+    answer: T_co
 
 
 class UnitOfWork(Protocol):

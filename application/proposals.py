@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from countersign.application.approve_path import ApprovePath, claim_reads, closed_to_approval
+from countersign.application.approve_path import ApprovePath, challenge_refusal, claim_reads
 from countersign.application.authorization import (
     Caller,
     damaged_or_unknown,
@@ -69,6 +69,7 @@ from countersign.domain.outcomes import (
 )
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
+from countersign.domain.proposal_status import PENDING
 from countersign.domain.visible_text import visible_only
 
 log = logging.getLogger("countersign.proposals")
@@ -235,9 +236,9 @@ class ProposalService(ApprovePath):
         ):
             raise NotFoundError("proposal")
         member = member_of(self.store, proposal.organization_id, caller.email)
-        closed = closed_to_approval(proposal, self.clock.now())
-        if closed is not None:
-            raise NotApprovableError(closed)
+        refused = challenge_refusal(proposal, self.clock.now())
+        if refused is not None:
+            raise NotApprovableError(refused)
         return self.passkeys.challenge(self.store, proposal, member)
 
     # -- decline ------------------------------------------------------------------------------
@@ -287,16 +288,12 @@ class ProposalService(ApprovePath):
         if contract is None or not caller.may(member, contract.permission):
             return Answer(approval_report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
         require_decider(caller)
-        decided = self._decided(proposal)
-        if decided is not None:
-            return Answer(approval_report(proposal, decided))
         now = self.clock.now()
-        if proposal.is_expired_at(now):
-            # Past its expiry it lapsed, whether or not the sweeper has recorded it yet: the
-            # decline records Expired and answers as an approve would, not a decline.
-            proposal.expire(now)
-            expired = NotApprovable(NotApprovableReason.EXPIRED)
-            return Commit([proposal], approval_report(proposal, expired))
+        if proposal.status != PENDING or proposal.is_expired_at(now):
+            # As an approve's step 3: a decided one answers from its stored state, and one
+            # past its expiry lapsed, whether or not the sweeper recorded it yet (Expired is
+            # recorded now, and the answer is an approve's, not a decline).
+            return self._closed_to_approval(proposal, now)
         note = visible_only(note).strip() if note else None
         clean_note = note[:500] if note else None
         proposal.decline(
