@@ -144,3 +144,21 @@ def test_a_new_conversation_has_the_keyboards_focus_in_its_message_box(web: Web)
     # A conversation under way opens at its latest answer, not scrolled to the box.
     going = _main(ava.get(sent.headers["location"]))
     assert not re.search(r'<textarea id="message"[^>]* autofocus', going)
+
+
+def test_a_french_manager_who_asks_for_account_credit_gets_an_account_credit_proposal(
+    web: Web,
+) -> None:
+    """The demo's stand-in model reads "crédit au compte" as it reads "account credit": Mia,
+    who writes in French, asked for credit and was shown a card refund to Visa."""
+    mia = web.browser(MIA)
+    order = web.seeded["orders"]["maple-refund"]
+    chat = f"/chat/orders/{order}"
+    words = "Jack a manqué son rabais hâtif, remboursez-le en crédit au compte."
+    sent = mia.form(chat, {"message": words}, chat)
+    assert sent.status_code == 303
+    page = _main(mia.get(sent.headers["location"], **{"Accept-Language": "fr"}))
+    proposal_id = re.search(r'href="/proposals/([0-9a-f-]{36})"', page)[1]
+    review = _main(mia.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}))
+    assert re.search(r"Créditer 48,00\s\$\sCA au compte de Jack Wilson</button>", review)
+    assert "Rembourser 48,00" not in review  # to the card

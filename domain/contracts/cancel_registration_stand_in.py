@@ -5,9 +5,10 @@ files stay together."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from countersign.domain.contracts.stand_in_words import wants_account_credit
 
 
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
@@ -17,6 +18,6 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     order = reads.get("get_order_investigation") or {}
     if (order.get("registration") or {}).get("status") == "cancelled":
         return "This registration is already cancelled; there is nothing left to cancel."
-    if re.search(r"\b(credit|account|crédit|compte)", words, re.IGNORECASE):
+    if wants_account_credit(words):
         return {"destination": "account_credit"}
     return {"destination": "original_payment_method"}

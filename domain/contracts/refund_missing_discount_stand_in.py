@@ -5,9 +5,10 @@ files stay together."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from countersign.domain.contracts.stand_in_words import wants_account_credit
 
 
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
@@ -19,11 +20,12 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
         payments = [p for p in order.get("payments", []) if p.get("refundable_cents", 0) > 0]
         if not payments:
             break
-        wants_credit = re.search(r"\b(credit|account)\b", words, re.IGNORECASE) is not None
         return {
             "payment": payments[0]["ref"],
             "line_item": discount["line_item"],
             "discount": discount["ref"],
-            "destination": "account_credit" if wants_credit else "original_payment_method",
+            "destination": "account_credit"
+            if wants_account_credit(words)
+            else "original_payment_method",
         }
     return "Nothing is owed on this order: every eligible discount was applied or refunded."
