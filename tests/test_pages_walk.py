@@ -3,7 +3,8 @@
 The confirmation of a card refund is a page of its own (a form answered by a redirect), so
 the browser's back button after approving never lands on a form's answer; a session that
 ended while a form was open signs in again back to that page; a count of one reads in the
-singular; a new conversation's message box has the keyboard's focus.
+singular; a new conversation's message box has the keyboard's focus; a French manager who asks
+the stand-in model for account credit gets it; an edit posted twice shows the proposal it made.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import re
 from typing import Any
 from urllib.parse import urlencode
+from uuid import UUID
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.i18n import translator
 
-from tests.conftest import AVA, MIA
+from tests.conftest import AVA, MIA, TO_CARD
 from tests.test_web_pages import CSRF, Browser, Web, _main, web_for
+
+NOAH = "noah@granite.example"  # the seeded second manager of Granite
 
 
 @pytest.fixture
@@ -162,3 +166,39 @@ def test_a_french_manager_who_asks_for_account_credit_gets_an_account_credit_pro
     review = _main(mia.get(f"/proposals/{proposal_id}", **{"Accept-Language": "fr"}))
     assert re.search(r"Créditer 48,00\s\$\sCA au compte de Jack Wilson</button>", review)
     assert "Rembourser 48,00" not in review  # to the card
+
+
+def test_an_edit_sent_twice_shows_the_new_proposal_it_made_and_proposes_nothing_twice(
+    web: Web,
+) -> None:
+    """A double click on "Prepare the new proposal", or the back button and the form sent
+    again, posts one edit twice. The second post found the proposal replaced (by the first)
+    and answered with the old proposal's page: "This proposal can no longer be edited: it was
+    approved, or a newer one replaced it", as if the edit had failed. It answers as the
+    first did, with the new proposal; nothing is proposed twice."""
+    proposal_id = web.propose()
+    ava = web.browser(AVA)
+    edit = f"/proposals/{proposal_id}/edit"
+    fields = {**TO_CARD, "destination": "account_credit", "csrf_token": ava.csrf(edit)}
+    first = ava.post(edit, fields)
+    assert first.status_code == 303
+    newer = first.headers["location"]
+    assert newer != f"/proposals/{proposal_id}"
+
+    again = ava.post(edit, fields)
+    assert again.status_code == 303
+    assert again.headers["location"] == newer
+    page = _main(ava.get(newer))
+    assert "Here is the new proposal, prepared again from your changes." in page
+    assert "can no longer be edited" not in page
+    assert web.proposal(newer.rsplit("/", 1)[1]).status == "pending"  # not replaced again
+    assert web.proposal(proposal_id).superseded_by == UUID(newer.rsplit("/", 1)[1])
+
+    # Another edit of the replaced proposal (other words, or another manager's) is still
+    # refused, and says so.
+    other = ava.post(edit, {**fields, "destination": "original_payment_method"})
+    assert other.headers["location"] == f"/proposals/{proposal_id}"
+    assert "can no longer be edited" in _main(ava.get(other.headers["location"]))
+    noah = web.browser(NOAH)
+    noah_edit = noah.post(edit, {**fields, "csrf_token": noah.csrf("/")})
+    assert noah_edit.headers["location"] == f"/proposals/{proposal_id}"

@@ -57,10 +57,11 @@ class EditPages:
 
     def revise(self, visit: Visit) -> Response:
         """A new proposal from the posted form; the form again, with what is wrong, if the
-        application refuses it."""
+        application refuses it. The same edit posted again (a double click, the back button
+        and the form sent once more) answers as the first did, with the proposal it made."""
         found = self._editable(visit)
         if isinstance(found, Response):
-            return found
+            return self._made_already(visit) or found
         reviewed, contract = found
         fields = specs(contract.Request)
         values = posted(fields, visit.form)
@@ -86,8 +87,7 @@ class EditPages:
             )
         except NotRevisableError:
             # Approved or replaced meanwhile: its page says which, and links the newer one.
-            self.site.flash(visit, "not_revisable", pid)
-            return redirect(f"/proposals/{pid}")
+            return self._made_already(visit) or self._not_revisable(visit, pid)
         except ConcurrencyConflictError:
             general = [visit.t("notice.busy")]
             return self._page(visit, reviewed, contract, fields, values, {}, general, status=409)
@@ -113,9 +113,36 @@ class EditPages:
         if not reviewed.may_decide:
             raise PageError("forbidden", 403)
         if str(reviewed.record["status"]) not in REVISABLE:
-            self.site.flash(visit, "not_revisable", pid)
-            return redirect(f"/proposals/{pid}")
+            return self._not_revisable(visit, pid)
         return reviewed, contract
+
+    def _not_revisable(self, visit: Visit, pid: str) -> Response:
+        self.site.flash(visit, "not_revisable", pid)
+        return redirect(f"/proposals/{pid}")
+
+    def _made_already(self, visit: Visit) -> Response | None:
+        """The proposal this person's own edit of this one made from exactly the posted form,
+        with the notice a first post shows; None when something else replaced it (another
+        member's edit, other words, a newer proposal from an assistant) or it is not replaced.
+        """
+        pid = proposal_id_of(visit)
+        record = self.cs.access.review(pid, visit.signed_in.caller).record
+        newer_id = record.get("superseded_by")
+        contract = REGISTRY.get(str(record["operation"]))
+        if record.get("superseded_reason") != "revised" or not newer_id or contract is None:
+            return None
+        newer = self.cs.access.review(str(newer_id), visit.signed_in.caller).record
+        fields = specs(contract.Request)
+        request, unreadable = request_of(fields, posted(fields, visit.form))
+        if (
+            unreadable
+            or newer.get("revision_of") != pid
+            or str(newer.get("requested_by", "")).lower() != visit.signed_in.email.lower()
+            or not _unchanged(contract, request, newer.get("request"))
+        ):
+            return None
+        self.site.flash(visit, "revised", str(newer_id))
+        return redirect(f"/proposals/{newer_id}")
 
     def _page(
         self,
