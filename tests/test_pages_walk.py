@@ -4,11 +4,13 @@ The confirmation of a card refund is a page of its own (a form answered by a red
 the browser's back button after approving never lands on a form's answer; a session that
 ended while a form was open signs in again back to that page; a count of one reads in the
 singular; a new conversation's message box has the keyboard's focus; a French manager who asks
-the stand-in model for account credit gets it; an edit posted twice shows the proposal it made.
+the stand-in model for account credit gets it, and the email assistant's French example drafts
+in French; an edit posted twice shows the proposal it made.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 from urllib.parse import urlencode
@@ -202,3 +204,24 @@ def test_an_edit_sent_twice_shows_the_new_proposal_it_made_and_proposes_nothing_
     noah = web.browser(NOAH)
     noah_edit = noah.post(edit, {**fields, "csrf_token": noah.csrf("/")})
     assert noah_edit.headers["location"] == f"/proposals/{proposal_id}"
+
+
+def test_the_email_assistants_french_example_drafts_in_french_about_what_it_names(
+    web: Web,
+) -> None:
+    """The email assistant's box suggests, in French, "Écrire à la ligue Monday Night Open sur
+    l'horaire de la glace". Typed as suggested, the demo's stand-in model drafted "Club news"
+    with an English body ("Hello curlers, A quick note about club news."); in English its
+    example drafts about what it names. Both now do, each in its own language."""
+    ava = web.browser(AVA)
+    form = f"/chat/email_broadcasts/{web.seeded['broadcast_forms']['granite']}"
+    for language, subject, body in (
+        ("fr", "L'horaire de la glace", "Un mot sur l'horaire de la glace."),
+        ("en", "The ice schedule", "A quick note about the ice schedule."),
+    ):
+        empty = ava.get(form, **{"Accept-Language": language})
+        example = re.search(r'placeholder="[^:"]+:\s([^"]+)"', empty.text)[1]
+        sent = ava.form(form, {"message": html.unescape(example)}, form)
+        card = html.unescape(_main(ava.get(sent.headers["location"])))
+        assert subject in card, language
+        assert body in card, language

@@ -5,12 +5,27 @@ files stay together."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+#: What the draft is about: what follows "about" (English) or "sur", "à propos de", "au
+#: sujet de" (French), as the assistant's examples word it in each language.
+_TOPIC = re.compile(r"\s(about|sur|à propos de|au sujet de)\s(.+)", re.IGNORECASE | re.DOTALL)
+#: French words a request to write to members uses; a draft asked for in French is French.
+_FRENCH = re.compile(r"\b(écri\w*|ligue|membres|courriel|envo\w*|aux)\b", re.IGNORECASE)
+_DRAFT = {
+    "en": ("club news", "Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!"),
+    "fr": (
+        "nouvelles du club",
+        "Bonjour,\n\nUn mot sur {topic}.\n\nAu plaisir de vous voir sur la glace\u00a0!",
+    ),
+}
+
 
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
-    """A short draft to the leagues the manager named, about what follows "about"."""
+    """A short draft to the leagues the manager named, about what follows "about" ("sur"),
+    in the language the manager wrote in."""
     leagues = (reads.get("list_leagues") or {}).get("leagues", [])
     named = [
         league["name"]
@@ -21,9 +36,12 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     if not named:
         names = ", ".join(league["name"] for league in leagues)
         return f"Which leagues should receive it? The club has: {names}."
-    topic = words.split(" about ", 1)[1].rstrip(".") if " about " in words else "club news"
+    found = _TOPIC.search(words)
+    french = found.group(1).lower() != "about" if found else _FRENCH.search(words) is not None
+    default, body = _DRAFT["fr" if french else "en"]
+    topic = found.group(2).strip().rstrip(".") if found else default
     return {
         "filters": {"leagues": named},
         "subject": topic[:1].upper() + topic[1:80],
-        "body": f"Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!",
+        "body": body.format(topic=topic),
     }
