@@ -5,7 +5,8 @@ the browser's back button after approving never lands on a form's answer; a sess
 ended while a form was open signs in again back to that page; a count of one reads in the
 singular; a new conversation's message box has the keyboard's focus; a French manager who asks
 the stand-in model for account credit gets it, and the email assistant's French example drafts
-in French; an edit posted twice shows the proposal it made.
+in French; an edit posted twice shows the proposal it made; an expired proposal's page says what
+to do next.
 """
 
 from __future__ import annotations
@@ -225,3 +226,24 @@ def test_the_email_assistants_french_example_drafts_in_french_about_what_it_name
         card = html.unescape(_main(ava.get(sent.headers["location"])))
         assert subject in card, language
         assert body in card, language
+
+
+def test_an_expired_proposals_page_says_what_to_do_next(web: Web, clock: Any) -> None:
+    """An expired proposal's page said only "This proposal expired before anyone approved it.
+    Nothing changed.", with no way on (the command line says to ask for a new proposal). It
+    offers the next step a proposal that was not executed offers: the assistant, about the
+    same order."""
+    proposal_id = web.propose()
+    clock.advance(days=2)
+    ava = web.browser(AVA)
+    chat = f"/chat/orders/{web.seeded['orders']['refund-ok']}"
+    for language, words in (
+        ("en", "Ask the assistant for a new proposal"),
+        ("fr", "Demander une nouvelle proposition à l'assistant"),
+    ):
+        page = _main(ava.get(f"/proposals/{proposal_id}", **{"Accept-Language": language}))
+        expired = re.search(r'<section[^>]* id="expired".*?</section>', page, re.S)
+        assert expired, language
+        assert f'<a class="button primary" href="{chat}">{words}</a>' in html.unescape(
+            expired[0]
+        ), language

@@ -388,9 +388,9 @@ def _next_step(view: dict[str, Any], conversation: str, visit: Visit) -> dict[st
     """The one thing the outcome asks of the manager next, as a button."""
     if view["reconciling"]:
         return {"href": f"/proposals/{view['id']}/status", "label": visit.t("review.status_page")}
-    if view["status"] == "revision_required":
-        # Their own conversation shows why it was not executed; anyone else starts one about
-        # the same record.
+    if view["status"] in ("revision_required", "expired"):
+        # Their own conversation shows why it was not executed (or that it expired); anyone
+        # else starts one about the same record.
         return {"href": conversation, "label": visit.t("review.revise")}
     return None
 
