@@ -314,6 +314,32 @@ def test_the_page_says_why_the_last_holder_keeps_members_manage(web):
     assert MANAGE in _held(web.cs, MIA, "maple")
 
 
+def test_a_manager_who_gives_up_members_manage_is_told_it_was_saved_not_refused(web):
+    """Ava unticked her own "Manage members' permissions" and saved: the change was made,
+    and the page answered "Not allowed: Your role in this club does not allow this." (the
+    members page, which the save led back to, was no longer hers). She is told it was saved
+    and why the page is closed to her now, on the inbox, in her language."""
+    ava = web.browser(AVA)
+    kept = [p for p in _held(web.cs, AVA) if p != MANAGE]
+    data = {"email": AVA, **{f"permission.{p}": "on" for p in kept}}
+    done = ava.form("/members/permissions", data, from_page="/members")
+    assert (done.status_code, done.headers["location"]) == (303, "/")
+    assert MANAGE not in _held(web.cs, AVA)
+    inbox = ava.get("/")
+    assert inbox.status_code == 200
+    main = unescape(_main(inbox))
+    assert "The permissions were saved. You no longer hold “Manage members' permissions”" in main
+    assert "Not allowed" not in main
+    assert 'href="/members"' not in inbox.text
+
+    noah = web.browser(NOAH)  # gives it back; then Ava, in French, gives it up again
+    noah.form("/members/permissions", {**data, f"permission.{MANAGE}": "on"}, "/members")
+    ava.form("/language", {"lang": "fr", "next": "/"})
+    ava.form("/members/permissions", data, from_page="/members")
+    french = unescape(_main(ava.get("/")))
+    assert "Les permissions sont enregistrées. Vous ne détenez plus" in french
+
+
 def test_every_permission_has_its_words_on_the_page_in_both_languages():
     from countersign.domain.club.organization import Permission
     from countersign.domain.contracts import BUILT_IN

@@ -4,7 +4,8 @@ gives one of them exactly the permissions ticked.
 Only members holding ``members.manage`` see it (others get the forbidden page; the
 application decides). A change is a POST with the session's CSRF token, answered with a
 redirect back to the page; a refused change (taking ``members.manage`` from its last holder,
-a person no longer in the club) shows the page again, saying why, and changes nothing.
+a person no longer in the club) shows the page again, saying why, and changes nothing. A
+person who gave up ``members.manage`` themselves is told on the inbox that it was saved.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from countersign.domain.club.organization import (
     LastMemberManagerError,
     Member,
+    Permission,
     UnknownPermissionError,
 )
 from countersign.domain.contracts import PERMISSIONS, REGISTRY
@@ -29,6 +31,7 @@ log = logging.getLogger("countersign.web")
 #: A ticked permission's field: ``permission.orders.refund`` (a form keeps one value a name).
 FIELD = "permission."
 MAX_EMAIL = 254
+MANAGE = Permission.MANAGE_MEMBERS
 
 
 class MemberPages:
@@ -71,6 +74,11 @@ class MemberPages:
             held["email"],
             correlation_id_of(visit.request),
         )
+        if held["email"] == user.email.strip().lower() and MANAGE not in held["permissions"]:
+            # Saved, and this page is no longer theirs: say so where they may read it, not
+            # with the forbidden page the members page would now answer.
+            self.site.flash(visit, "permissions_saved_own")
+            return redirect("/")
         self.site.flash(visit, "permissions_saved" if held["changed"] else "permissions_unchanged")
         return redirect("/members")
 

@@ -71,6 +71,10 @@ EN: dict[str, str] = {
     "nav.members": "Members",
     "notice.permissions_saved": "The permissions were saved: they apply from the next request.",
     "notice.permissions_unchanged": "Nothing changed: the member already held exactly those.",
+    "notice.permissions_saved_own": (
+        "The permissions were saved. You no longer hold “Manage members' permissions”, so the "
+        "members page is closed to you; a member who holds it can give it back."
+    ),
     "notice.endpoint_removed": "The endpoint was removed: it receives nothing more.",
     "notice.endpoint_not_removed": "There was no such endpoint; nothing was changed.",
     "nav.signed_in_as": "Signed in as {name} ({email}) at {club}",
@@ -225,6 +229,11 @@ FR: dict[str, str] = {
     ),
     "notice.permissions_unchanged": (
         "Rien n'a changé : le membre détenait déjà exactement celles-ci."
+    ),
+    "notice.permissions_saved_own": (
+        "Les permissions sont enregistrées. Vous ne détenez plus « Gérer les permissions des "
+        "membres » : la page des membres vous est donc fermée ; un membre qui la détient peut "
+        "vous la redonner."
     ),
     "notice.endpoint_removed": "Le point de réception a été retiré : il ne reçoit plus rien.",
     "notice.endpoint_not_removed": ("Aucun point de réception de ce type ; rien n'a été modifié."),
