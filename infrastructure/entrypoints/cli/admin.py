@@ -38,6 +38,7 @@ SERVER_FACTORY = "countersign.infrastructure.server:create_app"
 
 def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     import uvicorn
+    from countersign.infrastructure.request_deadline import connection_options
     from countersign.infrastructure.server_settings import (
         SECURE_ENV,
         is_loopback,
@@ -89,6 +90,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         # JSON logs: uvicorn's loggers go through countersign's handler (server.py).
         log_config=None if log_format() == "json" else LOGGING_CONFIG,
         **uvicorn_proxy_options(trusted),
+        **connection_options(),
     )
     with (
         _environment(configuration),
@@ -115,12 +117,14 @@ def _check_server_settings(sweeping: bool) -> None:
         allowed_networks_from_env,
     )
     from countersign.infrastructure.observability.health import metrics_token_from_env
+    from countersign.infrastructure.request_deadline import read_timeout_from_env
     from countersign.infrastructure.server_settings import (
         metrics_dir_from_env,
         session_secret_from_env,
     )
 
     session_secret_from_env()
+    read_timeout_from_env()
     metrics_token_from_env()
     metrics_dir_from_env()
     allowed_networks_from_env()

@@ -34,6 +34,7 @@ from countersign.infrastructure.identity.tokens import (
 )
 from countersign.infrastructure.observability.logs import say
 from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.request_deadline import connection_options
 from mcp.server import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -101,11 +102,12 @@ def serve_http(cs: Countersign, *, host: str, port: int, language: str = "en") -
     """Serve streamable HTTP on ``host:port`` until interrupted (its settings read first: a
     wrong one stops it before it says it serves)."""
     app = http_app(cs, host=host, language=language)
+    options = connection_options()  # the read deadline: refused now if it is wrong
     say(
         f"countersign: MCP over streamable HTTP at http://{host}:{port}{PATH} "
         "(Authorization: Bearer <API token>); Ctrl-C stops"
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", **options)
 
 
 def token_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:

@@ -1,0 +1,125 @@
+"""A deadline for reading each HTTP request: a client that has not sent a whole request (its
+head and its body) within ``COUNTERSIGN_HTTP_READ_TIMEOUT`` seconds of connecting, of its
+previous answer, or of its request's first byte, has its connection closed.
+
+uvicorn reads a request for as long as its client takes: a connection that sends part of a
+request head, or one byte of it every few seconds (slowloris), is held open for ever. Each
+held connection takes one of the process's file descriptors, and once they are all held the
+server accepts no one: about a thousand such connections from one client, with no token and
+no request ever completed, locked every club's agents out of ``countersign mcp --http``
+(connection reset) until the client let them go. Behind the reverse proxy the deployment
+guide describes, the proxy reads each request itself first (nginx's client_header_timeout and
+client_body_timeout) and hands countersign only whole ones; this deadline holds wherever
+uvicorn is reached directly (MCP over HTTP, a health check's port, a deployment without
+that proxy).
+
+The deadline counts the client's time only: while uvicorn itself has stopped reading (a
+pipelined request waiting for the one before it to be answered), it waits. An answer that
+takes long (an assistant's turn, an event stream) is never cut: the deadline ends once the
+request is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from functools import cache
+from typing import Any
+
+from countersign.infrastructure.settings import SettingsError
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = logging.getLogger("countersign.http")
+
+READ_TIMEOUT_ENV = "COUNTERSIGN_HTTP_READ_TIMEOUT"
+#: Seconds a client has to send one whole request (a request is at most
+#: COUNTERSIGN_API_MAX_BODY, 64 KiB, of body: 3.2 KiB a second is enough for it).
+DEFAULT_READ_TIMEOUT = 20.0
+
+
+def read_timeout_from_env() -> float:
+    """COUNTERSIGN_HTTP_READ_TIMEOUT, checked (a positive number of seconds, at most an
+    hour); SettingsError otherwise, so a server refuses it before it serves anything."""
+    value = os.environ.get(READ_TIMEOUT_ENV, "").strip()
+    if not value:
+        return DEFAULT_READ_TIMEOUT
+    try:
+        seconds = float(value) if value.isascii() else 0.0
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise SettingsError(
+            f"{READ_TIMEOUT_ENV} must be a positive number of seconds, at most 3600 (such as "
+            f"20 or 0.5), not {value!r}"
+        )
+    return seconds
+
+
+@cache
+def _read_timeout() -> float:
+    """The setting, read once per process (each of ``serve``'s workers reads the environment
+    ``serve`` checked before it started them)."""
+    return read_timeout_from_env()
+
+
+class DeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol (httptools), with a deadline on reading each request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._read_deadline is None:
+            self._arm()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # The next request's time starts now (an idle keep-alive connection is closed sooner,
+        # by uvicorn's own keep-alive timeout; one that trickles bytes, by this deadline),
+        # unless a pipelined request is already read and waiting to be answered.
+        if not self.transport.is_closing() and not self.pipeline:
+            self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._read_deadline = self.loop.call_later(_read_timeout(), self._read_too_slow)
+
+    def _disarm(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _read_too_slow(self) -> None:
+        self._read_deadline = None
+        if self.transport.is_closing():
+            return
+        if self.flow is not None and self.flow.read_paused:
+            # uvicorn stopped reading (a request waits for the one before it): not the
+            # client's time.
+            self._arm()
+            return
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        log.info("closed the connection of %s: no whole request within the deadline", client)
+        self.transport.close()
+
+
+def connection_options() -> dict[str, Any]:
+    """The keyword arguments of ``uvicorn.Config``/``uvicorn.run`` every countersign server
+    runs with: the deadline on reading a request (``DeadlineProtocol``)."""
+    read_timeout_from_env()  # refused before anything is served, not at the first connection
+    return {"http": DeadlineProtocol}
