@@ -22,6 +22,7 @@ from countersign.application.assistant.conversations import (
     check_owned,
     conversation_view,
     last_outcome,
+    may_add_turn,
     may_continue,
     open_scope,
     section_assistant,
@@ -382,7 +383,7 @@ class AssistantService:
                 started_through=caller.recorded_credential,
             )
         interaction = self.store.get(parse_id(interaction_id, "conversation"), Interaction)
-        return may_continue(check_owned(interaction, scope, actor), caller)
+        return may_add_turn(may_continue(check_owned(interaction, scope, actor), caller))
 
     def _assistant(self, section: str) -> SectionAssistant:
         return section_assistant(self.assistants, section)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from countersign.application.assistant.conversations import MAX_TURNS, ConversationFullError
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.assistant.turn_limits import TooManyTurnsError
 from countersign.application.authorization import Caller
@@ -172,6 +173,12 @@ _CONFIRM = Localized(
     "Approuver {id} : {headline} ? Tapez oui pour approuver : ",
 )
 _NOT_APPROVED = Localized("Not approved; nothing changed.", "Non approuvée ; rien n'a changé.")
+_FULL = Localized(
+    "This conversation holds its {limit} messages, the most one may; nothing was sent. Send "
+    "it again: your next message starts a new conversation.",
+    "Cette conversation compte ses {limit} messages, le plus qu'une puisse en compter ; rien "
+    "n'a été envoyé. Renvoyez-le : votre prochain message commence une nouvelle conversation.",
+)
 _ENDED = Localized("Conversation {id} ended.", "Conversation {id} terminée.")
 _NOTHING_SAID = Localized("Nothing was said.", "Rien n'a été dit.")
 _YOU = Localized("you> ", "vous> ")
@@ -221,8 +228,10 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             continue
         try:
             report = _turn(cs, args, line, interaction)
-        except TooManyTurnsError as too_many:
-            print(render.terminal(_too_many_turns(too_many, args.language)[1]), flush=True)
+        except (TooManyTurnsError, ConversationFullError) as refused:
+            print(_not_sent(refused, language), flush=True)
+            # A full conversation: the next message starts a new one.
+            interaction = None if isinstance(refused, ConversationFullError) else interaction
             continue
         turn = json.loads(render.to_json(report.to_json()))
         interaction = turn["interaction_id"]
@@ -232,6 +241,14 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
         print(render.terminal(_turn_text(cs, args, turn)), flush=True)
     ended = _ENDED.text(language, id=interaction) if interaction else _NOTHING_SAID.text(language)
     return {"interaction_id": interaction, "turns": turns}, ended
+
+
+def _not_sent(refused: TooManyTurnsError | ConversationFullError, language: str) -> str:
+    """What the chat says of a message it did not send: when to try again, or that the
+    conversation is full."""
+    if isinstance(refused, TooManyTurnsError):
+        return render.terminal(_too_many_turns(refused, language)[1])
+    return _FULL.text(language, limit=MAX_TURNS)
 
 
 def _in_language(cs: Countersign, args: argparse.Namespace, report: dict[str, Any]) -> Any:

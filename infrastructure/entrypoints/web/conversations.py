@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 from countersign.application.assistant import sections
+from countersign.application.assistant.conversations import MAX_TURNS, ConversationFullError
 from countersign.application.assistant.sections.orders import ORDERS
 from countersign.application.assistant.service import MAX_MESSAGE
 from countersign.application.assistant.turn_limits import TooManyTurnsError
@@ -131,6 +132,10 @@ class ConversationPages:
                 interaction_id=visit.form.get("interaction_id", "").strip() or None,
                 language=visit.language,
             )
+        except ConversationFullError:
+            # Nothing was recorded: the message stays in the box, for a new conversation.
+            error = visit.t("chat.conversation_full", limit=MAX_TURNS)
+            return self.chat(visit, error=error, draft=message, status=422)
         except TooManyTurnsError as too_many:
             # Nothing was recorded: the message stays in the box, to send once it may.
             wait = seconds_wait(too_many.retry_after, visit.language)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from countersign.application.assistant.conversations import MAX_TURNS
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.domain.contracts.problems import RequestValueError
 from countersign.domain.visible_text import NOTHING_WRITTEN, blank
@@ -47,7 +48,9 @@ class MessageIn(Body):
     interaction_id: str | None = Field(
         default=None,
         max_length=64,
-        description="Continue this conversation (from an earlier answer); omit to start one.",
+        description="Continue this conversation (from an earlier answer); omit to start one. "
+        f"A conversation holds at most {MAX_TURNS} turns: a message to a full one is refused "
+        "(422 on interaction_id), nothing recorded; start a new one.",
     )
     language: Literal["en", "fr"] = Field(
         default="en",

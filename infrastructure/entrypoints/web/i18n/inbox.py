@@ -60,6 +60,10 @@ EN: dict[str, str] = {
         "You have sent the assistants many messages in a short time. Nothing was sent or "
         "changed; try again in {wait}."
     ),
+    "chat.conversation_full": (
+        "This conversation holds its {limit} messages, the most one may. Nothing was sent; "
+        "start a new conversation for this message."
+    ),
     "chat.new": "Start a new conversation",
     "updates.still": "Not settled yet. Check again for the latest.",
     "updates.running": "This page checks again every {seconds} seconds.",
@@ -151,6 +155,10 @@ FR: dict[str, str] = {
     "chat.too_many_messages": (
         "Vous avez envoyé beaucoup de messages aux assistants en peu de temps. Rien n'a été "
         "envoyé ni modifié ; réessayez dans {wait}."
+    ),
+    "chat.conversation_full": (
+        "Cette conversation compte ses {limit} messages, le plus qu'une puisse en compter. "
+        "Rien n'a été envoyé ; commencez une nouvelle conversation pour ce message."
     ),
     "chat.new": "Nouvelle conversation",
     "updates.still": "Pas encore réglé. Vérifiez de nouveau pour la dernière situation.",
