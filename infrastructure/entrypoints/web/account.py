@@ -13,6 +13,7 @@ import logging
 
 from countersign.domain.club.passkeys import PasskeyError
 from countersign.domain.errors import DuplicateError, NotFoundError
+from countersign.infrastructure.entrypoints.web.request_form import form_json
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import format_time
 from countersign.infrastructure.entrypoints.web.visits import Visit
@@ -55,7 +56,7 @@ class AccountPages:
     def add(self, visit: Visit) -> Response:
         user = visit.signed_in
         try:
-            credential = json.loads(visit.form.get("credential", "") or "null")
+            credential = form_json(visit.form.get("credential", "") or "null")
             if not isinstance(credential, dict):
                 raise PasskeyError("no passkey was given")
             self.cs.passkeys.finish_registration(

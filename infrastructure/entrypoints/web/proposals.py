@@ -29,6 +29,7 @@ from countersign.domain.messages import (
 )
 from countersign.domain.times import at_time, distance, since_time
 from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.web.request_form import form_json
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     as_time,
@@ -378,7 +379,7 @@ def _assertion(visit: Visit) -> dict[str, Any] | None:
     if not raw:
         return None
     try:
-        credential = json.loads(raw)
+        credential = form_json(raw)
     except ValueError:
         credential = None
     return {"nonce": visit.form.get("nonce", ""), "credential": credential}

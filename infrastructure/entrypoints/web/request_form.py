@@ -238,10 +238,20 @@ def _value(spec: Spec, raw: str) -> Any:
         return [line.strip() for line in raw.split("\n") if line.strip()]
     if spec.kind == "json":
         try:
-            return json.loads(raw)
+            return form_json(raw)
         except ValueError:
             raise _Unreadable("edit.problem.json") from None
     return None if raw.strip() == "" and not spec.required else raw
+
+
+def form_json(raw: str) -> Any:
+    """The JSON a form's field holds; ValueError for text that is not JSON, a number too large
+    to read, or nesting deeper than the parser goes (``json.loads`` raises RecursionError for
+    that, which a caller catching ValueError missed: the page was an internal error)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _option_value(option: Any) -> str:
