@@ -390,6 +390,24 @@ def test_arguments_that_are_not_an_object_are_refused(cs, seeded):
         assert answer == Refused('{"error": "the arguments were not a JSON object"}')
 
 
+def test_arguments_too_deep_or_too_long_to_read_are_refused_not_raised(cs, seeded):
+    """A model's arguments nested thousands deep, or holding a number of thousands of digits,
+    raised RecursionError and ValueError out of the tool into the framework's run; they are
+    refused as the section assistants refuse them, and nothing is proposed."""
+    proposer = _proposer(cs)
+    tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+    too_large = "the arguments were longer than 16000 characters, or nested deeper than 8 levels"
+
+    deep = proposer.propose(tool, '{"payment": ' + "[" * 5000 + "]" * 5000 + "}")
+    huge = proposer.propose(tool, '{"payment": ' + "1" * 5000 + "}")
+    long = proposer.propose(tool, json.dumps({**TO_CARD, "payment": "P" * 20_000}))
+
+    assert deep == Refused(json.dumps({"error": too_large}))
+    assert huge == Refused('{"error": "the arguments were not a JSON object"}')
+    assert long == Refused(json.dumps({"error": too_large}))
+    assert count_events(cs, "Proposal.Proposed") == 0
+
+
 def test_an_unexpected_failure_reaches_the_model_as_a_reference_only(cs, seeded, monkeypatch):
     proposer = _proposer(cs)
     tool = proposer.tools({REFUND: seeded["orders"]["refund-ok"]})[0]

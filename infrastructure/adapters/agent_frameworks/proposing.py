@@ -24,6 +24,11 @@ from typing import Any
 
 from countersign.application.assistant.schemas import function_tool
 from countersign.application.assistant.service import NOT_POSSIBLE, refusal
+from countersign.application.assistant.tool_arguments import (
+    NOT_AN_OBJECT,
+    parsed,
+    why_unreadable,
+)
 from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import (
     ForbiddenError,
@@ -43,7 +48,6 @@ log = logging.getLogger("countersign.agent_frameworks")
 #: The languages a proposer's cards and refusals are written in.
 LANGUAGES = ("en", "fr")
 
-NOT_AN_OBJECT = "the arguments were not a JSON object"
 UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
 #: The answer to a second propose call of one model response: a proposal ends the turn.
 NOT_RUN = "not run: this turn already ended with proposal {proposal_id}"
@@ -198,8 +202,8 @@ class Proposer:
 
     def _propose(self, tool: ProposeTool, arguments: Any) -> Proposed | Refused:
         request = _object(arguments)
-        if request is None:
-            return _refused({"error": NOT_AN_OBJECT})
+        if isinstance(request, str):
+            return _refused({"error": request})
         try:
             created = self.access.propose(
                 self.caller,
@@ -257,13 +261,15 @@ def _run_key(run: Any) -> Hashable:
     return run if isinstance(run, str) else ("object", id(run))
 
 
-def _object(arguments: Any) -> dict[str, Any] | None:
+def _object(arguments: Any) -> dict[str, Any] | str:
+    """The request a model's call carries, or why it carries none. Its JSON text is read as the
+    section assistants read their models' (``tool_arguments``: bounded in length and depth);
+    read with ``json.loads`` alone, text nested thousands deep or a number of thousands of
+    digits raised RecursionError or ValueError out of the tool, into the framework's run."""
     if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
-            return None
-    return arguments if isinstance(arguments, dict) else None
+        request = parsed(arguments)
+        return request if request is not None else why_unreadable(arguments)
+    return arguments if isinstance(arguments, dict) else NOT_AN_OBJECT
 
 
 def _refused(result: dict[str, Any]) -> Refused:
