@@ -71,6 +71,22 @@ def test_a_request_that_is_not_json_says_where_it_broke(command, seeded):
     assert "      request: not valid JSON (Expecting ',' delimiter)" in err.splitlines()
 
 
+def test_a_request_nested_too_deep_or_with_a_number_too_long_is_refused_not_an_error(
+    command, seeded
+):
+    """An agent running the command line with ``[`` 5,000 times, or a number of 5,000 digits,
+    in --request got "Internal error" (exit 1) and json's RecursionError or ValueError
+    traceback on stderr; it is a request that does not parse, exit 4, as any other."""
+    deep = '{"payment": ' + "[" * 5000 + "]" * 5000 + "}"
+    huge = '{"payment": ' + "1" * 5000 + "}"
+
+    for request, why in ((deep, "nested too deeply"), (huge, "a number too large to read")):
+        status, out, err = command(*_propose(seeded, request))
+        assert (status, out) == (4, "")
+        assert f"      request: not valid JSON ({why})" in err.splitlines()
+        assert "Traceback" not in err
+
+
 def test_an_unknown_operation_is_a_refused_request(command, seeded):
     argv = _propose(seeded, json.dumps(TO_CARD))
     argv[argv.index(REFUND)] = "order.refund_everything"

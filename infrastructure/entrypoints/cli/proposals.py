@@ -369,6 +369,9 @@ def _read_request(raw: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidRequestError.one(
-            "request", f"not valid JSON ({error.msg})", MALFORMED_REQUEST
-        ) from None
+        why = error.msg
+    except ValueError:  # a number of thousands of digits, which int() will not read
+        why = "a number too large to read"
+    except RecursionError:  # deeper than the parser goes: an internal error before
+        why = "nested too deeply"
+    raise InvalidRequestError.one("request", f"not valid JSON ({why})", MALFORMED_REQUEST)
