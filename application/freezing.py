@@ -8,6 +8,7 @@ superseded in the same commit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -46,18 +47,29 @@ _REVISABLE = frozenset(
 replaced (the newer proposal is the one to edit)."""
 
 
+#: What an origin's values keep: letters, digits, single spaces and ``. _ - + /``, enough for
+#: a product's name and version ("Claude Desktop", "1.2.0-beta+3"). An MCP client names
+#: itself, so its name is the agent's to write: with brackets, quotes and other punctuation it
+#: closed the "(...)" the card, the review page and the audit trail show it in, and went on in
+#: the application's own voice ("through MCP (Claude) — approved by Noah Okafor (…").
+_NOT_ORIGIN_TEXT = re.compile(r"[^\w .+/-]+")
+#: The longest value kept.
+ORIGIN_TEXT_LENGTH = 40
+
+
 def clean_origin(origin: Mapping[str, str] | None) -> dict[str, str] | None:
-    """Where a request came from, as recorded: only the known keys, each a short line of
-    printable text (an MCP client names itself; nothing it says is trusted beyond that)."""
+    """Where a request came from, as recorded: only the known keys, each a short name of
+    plain characters (``_NOT_ORIGIN_TEXT``); nothing a client says of itself is trusted beyond
+    that."""
     if not origin:
         return None
     cleaned = {}
     for key in _ORIGIN_KEYS:
         value = origin.get(key)
         if isinstance(value, str):
-            text = "".join(ch for ch in value if ch.isprintable()).strip()[:80]
-            if text:
-                cleaned[key] = text
+            text = " ".join(_NOT_ORIGIN_TEXT.sub("", value).split())[:ORIGIN_TEXT_LENGTH]
+            if text.strip():
+                cleaned[key] = text.strip()
     return cleaned or None
 
 

@@ -347,7 +347,7 @@ def test_a_proposal_records_where_its_request_came_from_cleaned(cs, seeded):
     origin = cs.access.record(created.proposal_id, AVA)["origin"]
     assert origin == {
         "channel": "mcp",
-        "client": ("desk-agent[31m" + "x" * 200)[:80],
+        "client": ("desk-agent31m" + "x" * 200)[:40],
         "client_version": "1.2.0",
     }
     assert cs.cards.card(created.proposal_id, AVA).origin == origin

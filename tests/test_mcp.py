@@ -510,10 +510,43 @@ def test_the_review_page_says_it_came_through_mcp(cs, seeded):
     assert browser.sign_in(AVA, seed_passwords(cs)[AVA]).status_code == 303
 
     page = browser.get(f"/proposals/{created.proposal_id}").text
-    assert "Proposed through MCP (&lt;b&gt;Claude&lt;/b&gt; 1.2)" in page
+    assert "Proposed through MCP (bClaude/b 1.2)" in page  # no markup kept, none run
     french = browser.get(f"/proposals/{created.proposal_id}", **{"Accept-Language": "fr"}).text
-    assert "Proposée via MCP (&lt;b&gt;Claude&lt;/b&gt; 1.2)" in french
+    assert "Proposée via MCP (bClaude/b 1.2)" in french
     assert "Proposed through" not in browser.get(f"/proposals/{plain.proposal_id}").text
+
+
+def test_a_client_name_cannot_go_on_in_the_applications_words(cs, seeded):
+    """An MCP client names itself, so an agent writes its name: "Claude) — approved by Noah
+    Okafor (noah@granite.example" closed the "(...)" the card, the review page and the audit
+    trail show it in, and read on as the application's own words. Only a name's plain
+    characters are kept (letters, digits, spaces, . _ - + /), at most 40."""
+    created = cs.access.propose(
+        Caller(AVA, "granite"),
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+        origin={
+            "channel": "mcp",
+            "client": "Claude) \u2014 approved by Noah Okafor (noah@granite.example",
+            "client_version": "1.2; approved by Noah",
+        },
+    )
+
+    assert cs.access.record(created.proposal_id, AVA)["origin"] == {
+        "channel": "mcp",
+        "client": "Claude approved by Noah Okafor noahgrani",
+        "client_version": "1.2 approved by Noah",
+    }
+    kept = "Claude approved by Noah Okafor noahgrani 1.2 approved by Noah"
+    for runner in cs.projection_runners(["audit_trail"]):
+        runner.catch_up()
+    with cs.sql.transaction() as cursor:
+        summary = cursor.execute(
+            "SELECT summary FROM audit_events WHERE proposal_id = ? AND event_type = 'Proposed'",
+            (created.proposal_id,),
+        ).fetchone()[0]
+    assert summary == f"proposed {REFUND} through MCP ({kept})"
 
 
 def test_another_client_names_itself_in_the_origin(cs, seeded, served):
