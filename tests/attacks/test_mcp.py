@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from countersign.application.authorization import Caller
+from countersign.application.freezing import ORIGIN_TEXT_LENGTH
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.tokens import issue_token
 
@@ -170,9 +171,13 @@ def test_a_client_that_names_itself_with_control_characters_is_recorded_cleaned(
 
     origin = cs.access.record(pid, AVA)["origin"]
     assert origin["channel"] == "mcp"
-    assert origin["client"] == ("evil[31mclient" + "A" * 5000)[:80]
-    assert origin["client_version"] == "1.0X-Injected: yes"
-    assert all(value.isprintable() and len(value) <= 80 for value in origin.values())
+    # Only a name's plain characters are kept (no escape, bracket, colon or line break), at
+    # most ORIGIN_TEXT_LENGTH of them.
+    assert origin["client"] == ("evil31mclient" + "A" * 5000)[:ORIGIN_TEXT_LENGTH]
+    assert origin["client_version"] == "1.0X-Injected yes"
+    assert all(
+        value.isprintable() and len(value) <= ORIGIN_TEXT_LENGTH for value in origin.values()
+    )
 
 
 def test_another_clubs_ids_answer_exactly_like_unknown_ones(cs, seeded, agent):
