@@ -68,6 +68,8 @@ MAX_ROUNDS = 4
 TURN_SECONDS = 60.0
 CONTEXT_BUDGET = 6000  # characters of application-written context, history included
 MAX_MESSAGE = 2000
+"""The most characters of a manager's message an assistant reads: a longer one is refused on
+every surface (``too_long``), never cut short and sent as if the manager had written that."""
 MAX_TOOL_RESULT = 4000
 HISTORY_ENTRIES = 6
 
@@ -144,11 +146,13 @@ class AssistantService:
         non-member), ForbiddenError (a member, or a token, without the section's
         permissions), TooManyTurnsError (the member's turn limit leaves no room now) and
         InvalidRequestError (``message``: a message that shows nothing, only spaces or
-        invisible characters, before the model is asked or the turn counted); nothing is
-        recorded then.
+        invisible characters, or one longer than ``MAX_MESSAGE`` characters, before the model
+        is asked or the turn counted); nothing is recorded then.
         """
         if blank(message):
             raise InvalidRequestError.one("message", NOTHING_WRITTEN)
+        if len(message) > MAX_MESSAGE:
+            raise InvalidRequestError.one("message", too_long(len(message)))
         started = time.perf_counter()
         model_seconds = 0.0
         caller = Caller.of(actor)
@@ -162,7 +166,7 @@ class AssistantService:
             self.turn_limiter.admit(club, member.email, token_name(caller))
         messages = self._context(assistant, interaction, message, scope)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
-        interaction.hear(message[:MAX_MESSAGE])
+        interaction.hear(message)
         self.store.save(interaction)
 
         shown: list[dict[str, str]] = []
@@ -433,6 +437,14 @@ class _Turn:
         """A refused call's tool result (``refusal``), remembered for the closing text."""
         self.refused[:] = problems
         return refusal(problems, more, self.language)
+
+
+def too_long(length: int) -> str:
+    """Why a message of ``length`` characters is refused, and what to do about it."""
+    return (
+        f"at most {MAX_MESSAGE:,} characters: this message has {length:,}; nothing was sent. "
+        "Shorten it, or send it in parts"
+    )
 
 
 def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dict[str, Any]:

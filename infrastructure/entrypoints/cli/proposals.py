@@ -228,7 +228,7 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
             continue
         try:
             report = _turn(cs, args, line, interaction)
-        except (TooManyTurnsError, ConversationFullError) as refused:
+        except (TooManyTurnsError, InvalidRequestError) as refused:
             print(_not_sent(refused, language), flush=True)
             # A full conversation: the next message starts a new one.
             interaction = None if isinstance(refused, ConversationFullError) else interaction
@@ -243,12 +243,14 @@ def _chat_interactively(cs: Countersign, args: argparse.Namespace) -> Result:
     return {"interaction_id": interaction, "turns": turns}, ended
 
 
-def _not_sent(refused: TooManyTurnsError | ConversationFullError, language: str) -> str:
-    """What the chat says of a message it did not send: when to try again, or that the
-    conversation is full."""
+def _not_sent(refused: TooManyTurnsError | InvalidRequestError, language: str) -> str:
+    """What the chat says of a message it did not send: when to try again, that the
+    conversation is full, or what is wrong with the message (one too long to read)."""
     if isinstance(refused, TooManyTurnsError):
         return render.terminal(_too_many_turns(refused, language)[1])
-    return _FULL.text(language, limit=MAX_TURNS)
+    if isinstance(refused, ConversationFullError):
+        return _FULL.text(language, limit=MAX_TURNS)
+    return render.render_refusal(refused.problems, language, refused.more_problems)
 
 
 def _in_language(cs: Countersign, args: argparse.Namespace, report: dict[str, Any]) -> Any:
