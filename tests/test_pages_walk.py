@@ -6,7 +6,7 @@ ended while a form was open signs in again back to that page; a count of one rea
 singular; a new conversation's message box has the keyboard's focus; a French manager who asks
 the stand-in model for account credit gets it, and the email assistant's French example drafts
 in French; an edit posted twice shows the proposal it made; an expired proposal's page says what
-to do next.
+to do next; a draft's approve button says what approving does.
 """
 
 from __future__ import annotations
@@ -247,3 +247,28 @@ def test_an_expired_proposals_page_says_what_to_do_next(web: Web, clock: Any) ->
         assert f'<a class="button primary" href="{chat}">{words}</a>' in html.unescape(
             expired[0]
         ), language
+
+
+def test_a_drafts_approve_button_and_inbox_line_say_what_approving_does(web: Web) -> None:
+    """Every other operation's approve button, and its pending card's line in the inbox, says
+    what approving does ("Move Walter Brooks to Junior Program"); a draft's read "Approve: Put
+    a draft in the broadcast form", an instruction to the reader. It reads as an action too."""
+    draft = web.cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation="email_broadcast.apply_draft",
+        resource_id=web.seeded["broadcast_forms"]["granite"],
+        request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Ice", "body": "Hi"},
+    ).proposal_id
+    ava = web.browser(AVA)
+    for language, label in (
+        ("en", "Put this draft in the broadcast form"),
+        ("fr", "Placer ce brouillon dans le formulaire d'envoi"),
+    ):
+        review = html.unescape(
+            _main(ava.get(f"/proposals/{draft}", **{"Accept-Language": language}))
+        )
+        assert re.search(rf'class="button approve wide"[^>]*>{re.escape(label)}</button>', review)
+        inbox = html.unescape(_main(ava.get("/", **{"Accept-Language": language})))
+        assert f'<span class="detail">{label}</span>' in inbox, language
+        assert not re.search(r"Approve: |Approuver\s:", inbox), language

@@ -99,6 +99,12 @@ class ApplyBroadcastDraftTexts:
         "le brouillon « {subject} » approuvé {when} a remplacé celui du formulaire d'envoi.",
     )
 
+    def approve_label(self, preview: BroadcastDraftPreview, language: str = "en") -> str:
+        return Localized(
+            "Put this draft in the broadcast form",
+            "Placer ce brouillon dans le formulaire d'envoi",
+        ).text(language)
+
     def headline(self, preview: BroadcastDraftPreview, language: str = "en") -> str:
         subject = preview.subject if len(preview.subject) <= 80 else preview.subject[:79] + "…"
         return Localized("“{subject}” to {whom}", "« {subject} » à {whom}").text(
