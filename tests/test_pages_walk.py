@@ -6,7 +6,8 @@ ended while a form was open signs in again back to that page; a count of one rea
 singular; a new conversation's message box has the keyboard's focus; a French manager who asks
 the stand-in model for account credit gets it, and the email assistant's French example drafts
 in French; an edit posted twice shows the proposal it made; an expired proposal's page says what
-to do next; a draft's approve button says what approving does.
+to do next; a draft's approve button says what approving does; a decline that came too late
+says it did not happen.
 """
 
 from __future__ import annotations
@@ -272,3 +273,32 @@ def test_a_drafts_approve_button_and_inbox_line_say_what_approving_does(web: Web
         inbox = html.unescape(_main(ava.get("/", **{"Accept-Language": language})))
         assert f'<span class="detail">{label}</span>' in inbox, language
         assert not re.search(r"Approve: |Approuver\s:", inbox), language
+
+
+def test_a_decline_that_came_too_late_says_so_in_its_own_words(web: Web, clock: Any) -> None:
+    """Ava opened the decline box while Noah approved: her decline answered "This proposal
+    was already approved. This is its stored outcome; nothing was executed again.", words for
+    an approval sent twice, which a manager who meant to stop it can read as "nothing ran".
+    A decline sent twice answered "it can no longer be approved". Each now says that the
+    decline did not happen, and why."""
+    approved, declined, expiring = (web.propose(order) for order in
+                                    ("refund-ok", "refund-stale", "refund-declined"))  # fmt: skip
+    web.cs.proposals.approve(approved, NOAH)
+    web.cs.proposals.decline(declined, NOAH, "duplicate")
+    clock.advance(days=2)
+    ava = web.browser(AVA)  # signed in after two days
+    for proposal_id, notice in (
+        (approved, "Not declined: it had already been approved. Here is its outcome."),
+        (declined, "This proposal was already declined; nothing more was changed."),
+        (expiring, "Not declined: this proposal had expired before anyone decided it."),
+    ):
+        path = f"/proposals/{proposal_id}"
+        answer = ava.form(f"{path}/decline", {"note": "stop"}, path)
+        assert answer.headers["location"] == path
+        page = html.unescape(_main(ava.get(path)))
+        assert notice in page, page[:300]
+        assert "nothing was executed again" not in page
+        assert "can no longer be approved" not in page
+    french = ava.form(f"/proposals/{approved}/decline", {"note": "stop"}, f"/proposals/{approved}")
+    page = html.unescape(_main(ava.get(french.headers["location"], **{"Accept-Language": "fr"})))
+    assert "Non refusée : elle avait déjà été approuvée." in page.replace("\u00a0", " ")

@@ -333,6 +333,8 @@ class ProposalPages:
             elif kind == "executed" and report.outcome:
                 # The notice above the card says how it ended, as the card below does.
                 kind = f"executed.{_notice_outcome(report.outcome)}"
+        if decline and kind in DECLINE_REFUSALS:
+            kind = f"decline.{kind}"  # a decline that did not happen says so, in its words
         log.info(
             "%s %s %s: %s (request %s)",
             user.email,
@@ -357,6 +359,13 @@ class ProposalPages:
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
             settling=settling_view(reviewed.settling, visit),
         )
+
+
+#: Why a decline was not recorded, where the approve path's words ("it can no longer be
+#: approved", "nothing was executed again") would not say that the decline did not happen.
+DECLINE_REFUSALS = frozenset(
+    {"already_completed", "not_pending", "expired", "in_progress", "forbidden"}
+)
 
 
 def _notice_outcome(outcome: dict[str, Any]) -> str:

@@ -63,6 +63,18 @@ EN: dict[str, str] = {
         "Someone else's approval of this proposal is executing. Refresh in a moment."
     ),
     "notice.forbidden": "Your role does not allow approving this kind of proposal.",
+    "notice.decline.already_completed": (
+        "Not declined: it had already been approved. Here is its outcome."
+    ),
+    "notice.decline.not_pending": "This proposal was already declined; nothing more was changed.",
+    "notice.decline.expired": (
+        "Not declined: this proposal had expired before anyone decided it. Nothing changed."
+    ),
+    "notice.decline.in_progress": (
+        "Not declined: someone else's approval of it is executing. Refresh in a moment to see "
+        "its outcome."
+    ),
+    "notice.decline.forbidden": "Your role does not allow declining this kind of proposal.",
     "notice.busy": "The records this proposal acts on are busy. Try again in a moment.",
     "notice.order_missing": "There is no order with that number in this club.",
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
@@ -216,6 +228,21 @@ FR: dict[str, str] = {
         "L'approbation de quelqu'un d'autre est en cours d'exécution. Actualisez dans un instant."
     ),
     "notice.forbidden": "Votre rôle ne permet pas d'approuver ce type de proposition.",
+    "notice.decline.already_completed": (
+        "Non refusée : elle avait déjà été approuvée. Voici son résultat."
+    ),
+    "notice.decline.not_pending": (
+        "Cette proposition était déjà refusée ; rien de plus n'a été modifié."
+    ),
+    "notice.decline.expired": (
+        "Non refusée : cette proposition avait expiré avant que quiconque la décide. Rien n'a "
+        "changé."
+    ),
+    "notice.decline.in_progress": (
+        "Non refusée : l'approbation de quelqu'un d'autre est en cours d'exécution. Actualisez "
+        "dans un instant pour voir son résultat."
+    ),
+    "notice.decline.forbidden": "Votre rôle ne permet pas de refuser ce type de proposition.",
     "notice.busy": (
         "Les éléments visés par cette proposition sont occupés. Réessayez dans un instant."
     ),
