@@ -3,10 +3,10 @@ virtual one (CDP ``WebAuthn.addVirtualAuthenticator``): no mock of navigator.cre
 
 Pages are served under ``http://localhost:PORT`` (127.0.0.1 is not a valid RP id); the
 relying party's origin is configured once the port is known. Ava and Noah each add a passkey
-on ``/account/passkeys``; a $128 refund needs both, each with their own passkey: Ava's
-approval waits for Noah, Noah's first prompt fails user verification (nothing changes, the
-page says so), his second runs the refund. Then Ava removes her passkey, and approving with
-it no longer works."""
+on ``/account/passkeys``, reached by its links (the review page's hint, every page's foot); a
+$128 refund needs both, each with their own passkey: Ava's approval waits for Noah, Noah's
+first prompt fails user verification (nothing changes, the page says so), his second runs the
+refund. Then Ava removes her passkey, and approving with it no longer works."""
 
 from __future__ import annotations
 
@@ -81,8 +81,16 @@ def _person(browser: Any, served: Served, email: str) -> tuple[Any, Any, str]:
     return page, cdp, authenticator
 
 
-def _add_passkey(page: Any, served: Served, name: str) -> None:
-    page.goto(served.base_url + "/account/passkeys")
+def _add_passkey(page: Any, served: Served, name: str, link: str) -> None:
+    """Add a passkey on the passkeys page, reached as a manager reaches it: by ``link`` on
+    the page they are on (no page linked to it, and the hint sent them to an "Account" menu
+    that does not exist)."""
+    page.click(link)
+    page.wait_for_url(served.base_url + "/account/passkeys")
+    name_field = page.locator("#passkey-name")
+    # Styled as every other field of the site (it was a bare browser box).
+    assert name_field.evaluate("e => getComputedStyle(e).borderRadius") == "8px"
+    assert name_field.evaluate("e => e.getBoundingClientRect().height") >= 44
     page.fill("#passkey-name", name)
     page.click("#add-passkey button[type=submit]")
     page.wait_for_selector("#notice")
@@ -108,7 +116,9 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
     ).proposal_id
     review = f"{served.base_url}/proposals/{large}"
     ava, ava_cdp, ava_key = _person(browser, served, AVA)
-    _add_passkey(ava, served, "Ava's laptop")
+    ava.goto(review)
+    assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
+    _add_passkey(ava, served, "Ava's laptop", "#passkey-hint a")
     ava.goto(review)
     assert "asks for your passkey" in ava.locator("#passkey-hint").inner_text()
     # The page is already at the review address, so waiting for that address would
@@ -121,7 +131,7 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
     assert _refunds(served, large) == 0
 
     noah, noah_cdp, noah_key = _person(browser, served, NOAH)
-    _add_passkey(noah, served, "Noah's phone")
+    _add_passkey(noah, served, "Noah's phone", "footer a[href='/account/passkeys']")
     noah.goto(review)
     # The message box shows only once it has something to say.
     assert not noah.locator("[data-passkey-error]").is_visible()

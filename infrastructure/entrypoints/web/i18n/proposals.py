@@ -134,9 +134,9 @@ EN: dict[str, str] = {
         "The club's policy asks for your passkey: it signs exactly this proposal."
     ),
     "review.passkey_none": (
-        "The club's policy asks for a passkey, and you have none yet: add one on your "
-        "passkeys page (Account, then Passkeys)."
+        "The club's policy asks for a passkey, and you have none yet: add one first."
     ),
+    "review.passkey_add": "Add a passkey",
     "edit.title": "Edit the proposal",
     "edit.back": "Back to the proposal",
     "edit.lead": (
@@ -302,8 +302,9 @@ FR: dict[str, str] = {
     ),
     "review.passkey_none": (
         "La règle du club demande une clé d'accès, et vous n'en avez pas encore : "
-        "ajoutez-en une sur la page de vos clés d'accès."
+        "ajoutez-en une d'abord."
     ),
+    "review.passkey_add": "Ajouter une clé d'accès",
     "edit.title": "Modifier la proposition",
     "edit.back": "Retour à la proposition",
     "edit.lead": (
