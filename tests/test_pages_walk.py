@@ -7,7 +7,8 @@ singular; a new conversation's message box has the keyboard's focus; a French ma
 the stand-in model for account credit gets it, and the email assistant's French example drafts
 in French; an edit posted twice shows the proposal it made; an expired proposal's page says what
 to do next; a draft's approve button says what approving does; a decline that came too late
-says it did not happen.
+says it did not happen; the approval policy on a review page says when a passkey is
+required.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.i18n import translator
 
-from tests.conftest import AVA, MIA, TO_CARD
+from tests.conftest import AVA, MIA, REFUND, TO_CARD
 from tests.test_web_pages import CSRF, Browser, Web, _main, web_for
 
 NOAH = "noah@granite.example"  # the seeded second manager of Granite
@@ -302,3 +303,26 @@ def test_a_decline_that_came_too_late_says_so_in_its_own_words(web: Web, clock: 
     french = ava.form(f"/proposals/{approved}/decline", {"note": "stop"}, f"/proposals/{approved}")
     page = html.unescape(_main(ava.get(french.headers["location"], **{"Accept-Language": "fr"})))
     assert "Non refusée : elle avait déjà été approuvée." in page.replace("\u00a0", " ")
+
+
+def test_the_review_pages_approval_policy_says_when_a_passkey_is_required(web: Web) -> None:
+    """A proposal frozen under a policy that requires passkeys: the command line's card says
+    "each approval signed with a passkey", and the review page's "Approval policy" said only
+    "one manager's approval is enough". It says so on the page too, in both languages."""
+    web.cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=True)
+    signed = web.propose()
+    web.cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=False)
+    plain = web.propose("refund-stale")
+    ava = web.browser(AVA)
+    for language, words in (
+        ("en", "Each approval must be signed with the approver's passkey."),
+        ("fr", "Chaque approbation doit être signée avec la clé d'accès de son auteur."),
+    ):
+        policy = re.search(
+            r'<section class="policy".*?</section>',
+            html.unescape(ava.get(f"/proposals/{signed}", **{"Accept-Language": language}).text),
+            re.S,
+        )
+        assert policy, language
+        assert f"<p>{words}</p>" in policy[0].replace("\u00a0", " "), language
+        assert words not in html.unescape(ava.get(f"/proposals/{plain}").text)

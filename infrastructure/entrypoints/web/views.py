@@ -327,6 +327,8 @@ def policy_lines(policy: Any, preview: dict[str, Any], t: Translate, language: s
         lines.append(t("policy.under_threshold"))
     elif not rule.get("requester_may_approve", True):
         lines.append(t("policy.not_requester"))
+    if policy.get("require_passkey", rule.get("require_passkey")):
+        lines.append(t("policy.passkey"))
     return lines
 
 

@@ -126,6 +126,7 @@ EN: dict[str, str] = {
     "policy.quorum": "{count} different managers must approve",
     "policy.single": "one manager's approval is enough",
     "policy.not_requester": "The person who requested it may not approve it.",
+    "policy.passkey": "Each approval must be signed with the approver's passkey.",
     "policy.under_threshold": (
         "This one is not above that amount: one manager's approval is enough."
     ),
@@ -293,6 +294,7 @@ FR: dict[str, str] = {
     "policy.quorum": "{count} gestionnaires différents doivent approuver",
     "policy.single": "l'approbation d'un seul gestionnaire suffit",
     "policy.not_requester": "La personne qui l'a demandée ne peut pas l'approuver.",
+    "policy.passkey": ("Chaque approbation doit être signée avec la clé d'accès de son auteur."),
     "policy.under_threshold": (
         "Celle-ci ne dépasse pas ce montant : l'approbation d'un seul gestionnaire suffit."
     ),
