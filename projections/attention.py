@@ -3,8 +3,11 @@
 A decided proposal needs attention while it is being reconciled (the provider owes an answer:
 someone may have to tell the member), when it failed (someone gives support its reference),
 and when it was not executed because a fact changed (someone may want a new proposal). It stops
-needing attention when it settles, or, for a failure or a revision, once a newer proposal is
-made in the same conversation: the manager followed it up. A proposal the manager declined
+needing attention when it settles, or, for a failure or a revision, once a newer proposal
+follows it up: one made in the same conversation, or one for the same thing (the same operation
+on the same record and subject: the ``PendingSlot`` its freezing holds), whoever made it and
+wherever (a manager who follows a not-executed proposal's "Ask the assistant for a new
+proposal" starts a conversation of their own). A proposal the manager declined
 never needs attention: declining was that person's own decision, and nothing is owed to anyone.
 Nor does a superseded one: a newer proposal, or an execution, has taken its place.
 """
@@ -30,6 +33,7 @@ from countersign.projections.base import (
 
 ITEMS = "attention_items"
 THREADS = "attention_threads"
+SLOTS = "attention_slots"
 
 #: Outcomes that need attention until a newer proposal follows them in the conversation.
 _FOLLOWED_UP_BY_A_NEW_PROPOSAL = frozenset({"failed", "revision_required"})
@@ -39,7 +43,9 @@ class Attention(Projection):
     """One row per proposal: its status, and whether it needs attention now (``open``)."""
 
     name = "attention"
-    version = 2  # superseded proposals; "superseded" (by a newer one in the thread) renamed
+    # 2: superseded proposals; "superseded" (by a newer one in the thread) renamed. 3: a newer
+    # proposal for the same thing follows one up, in whatever conversation.
+    version = 3
     tables = (
         Table(
             ITEMS,
@@ -59,6 +65,11 @@ class Attention(Projection):
             THREADS,
             (Column("organization_id"), Column("interaction_id"), Column("proposal_id")),
             key=("organization_id", "interaction_id"),
+        ),
+        Table(
+            SLOTS,
+            (Column("slot_id"), Column("kind"), Column("subject"), Column("proposal_id")),
+            key=("slot_id", "kind", "subject"),
         ),
     )
 
@@ -93,6 +104,29 @@ class Attention(Projection):
             "open": False,
             "since": utc(event.timestamp),
         }
+
+    @handles("PendingSlot.Held")
+    def held(self, event: Any, position: int, rows: Rows) -> None:
+        """A proposal is now the latest for its operation and subject of a record: the one it
+        follows, if any, is followed up (``PendingSlot.Held`` is in the new proposal's
+        commit)."""
+        slot_id, proposal_id = aggregate_id(event), id_text(event.proposal_id)
+        earlier = rows.get(SLOTS, (slot_id, event.kind, event.subject))
+        if earlier is not None and earlier["proposal_id"] != proposal_id:
+            batch = rows.batch.get(self) or _Batch.of(self, rows)
+            item = batch.item(earlier["proposal_id"])
+            if item is not None and not item["followed_up"]:
+                _set(item, item["status"], True)
+                batch.changed[earlier["proposal_id"]] = item
+        rows.put(
+            SLOTS,
+            {
+                "slot_id": slot_id,
+                "kind": event.kind,
+                "subject": event.subject,
+                "proposal_id": proposal_id,
+            },
+        )
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:

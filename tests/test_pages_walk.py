@@ -24,7 +24,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.i18n import translator
 
 from tests.conftest import AVA, MIA, REFUND, TO_CARD
-from tests.test_web_pages import CSRF, Browser, Web, _main, web_for
+from tests.test_web_pages import CSRF, Browser, Web, _cards, _main, web_for
 
 NOAH = "noah@granite.example"  # the seeded second manager of Granite
 
@@ -326,3 +326,27 @@ def test_the_review_pages_approval_policy_says_when_a_passkey_is_required(web: W
         assert policy, language
         assert f"<p>{words}</p>" in policy[0].replace("\u00a0", " "), language
         assert words not in html.unescape(ava.get(f"/proposals/{plain}").text)
+
+
+def test_a_proposal_followed_up_in_another_conversation_leaves_needs_attention(web: Web) -> None:
+    """Emma's card declined Ava's refund: "Needs attention" lists it, and its page offers
+    "Ask the assistant for a new proposal". Noah follows that (a conversation of his own) and
+    proposes account credit instead; the list kept the declined refund for every manager, for
+    good, since only a newer proposal in Ava's own conversation let it go. A newer proposal
+    for the same thing lets it go, whoever makes it, wherever."""
+    declined = web.propose("refund-declined")
+    web.cs.proposals.approve(declined, AVA)
+    ava, noah = web.browser(AVA), web.browser(NOAH)
+    assert _cards(ava.get("/"), "attention") == [declined]
+
+    review = _main(noah.get(f"/proposals/{declined}"))
+    chat = re.search(r'<p class="next-step"><a class="button primary" href="([^"]+)"', review)[1]
+    sent = noah.form(chat, {"message": "Her card declined: refund her as account credit"}, chat)
+    card = _main(noah.get(sent.headers["location"]))
+    newer = re.search(r'href="/proposals/([0-9a-f-]{36})"', card)[1]
+    assert newer != declined
+
+    for manager in (ava, noah):
+        inbox = manager.get("/")
+        assert _cards(inbox, "attention") == []
+        assert "Nothing needs attention." in inbox.text

@@ -21,7 +21,7 @@ EN: dict[str, str] = {
     "inbox.attention": "Needs attention",
     "inbox.attention_lead": (
         "Being checked with a provider, failed, or not executed. Each leaves this list once "
-        "it settles, or once a newer proposal follows it in the same conversation."
+        "it settles, or once a newer proposal for the same thing follows it."
     ),
     "inbox.attention_empty": "Nothing needs attention.",
     "inbox.attention_more": "{count} more.",
@@ -113,8 +113,8 @@ FR: dict[str, str] = {
     "inbox.attention": "À surveiller",
     "inbox.attention_lead": (
         "En vérification auprès d'un fournisseur, en échec ou non exécutées. Chacune quitte "
-        "cette liste une fois réglée, ou quand une proposition plus récente la suit dans la "
-        "même conversation."
+        "cette liste une fois réglée, ou quand une proposition plus récente pour la même "
+        "chose la suit."
     ),
     "inbox.attention_empty": "Rien à surveiller.",
     "inbox.attention_more": "{count} de plus.",
