@@ -5,10 +5,11 @@ the browser's back button after approving never lands on a form's answer; a sess
 ended while a form was open signs in again back to that page; a count of one reads in the
 singular; a new conversation's message box has the keyboard's focus; a French manager who asks
 the stand-in model for account credit gets it, and the email assistant's French example drafts
-in French; an edit posted twice shows the proposal it made; an expired proposal's page says what
-to do next; a draft's approve button says what approving does; a decline that came too late
-says it did not happen; the approval policy on a review page says when a passkey is
-required.
+in French; an edit posted twice shows the proposal it made; an expired proposal's page says
+what to do next, and when it expired; a draft's approve button says what approving does; a
+decline that came too late says it did not happen; the approval policy on a review page says
+when a passkey is required; a proposal followed up in another conversation leaves Needs
+attention.
 """
 
 from __future__ import annotations
@@ -249,6 +250,11 @@ def test_an_expired_proposals_page_says_what_to_do_next(web: Web, clock: Any) ->
         assert f'<a class="button primary" href="{chat}">{words}</a>' in html.unescape(
             expired[0]
         ), language
+    # When it expired, in the past tense ("Expires 2026-12-05 · expired 24 h ago" before).
+    for language, label in (("en", "Expired"), ("fr", "Expirée")):
+        page = _main(ava.get(f"/proposals/{proposal_id}", **{"Accept-Language": language}))
+        assert f"<dt>{label}</dt>" in html.unescape(page), language
+        assert not re.search(r"<dt>Expires?</dt>", page), language
 
 
 def test_a_drafts_approve_button_and_inbox_line_say_what_approving_does(web: Web) -> None:
