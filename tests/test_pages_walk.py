@@ -4,12 +4,12 @@ The confirmation of a card refund is a page of its own (a form answered by a red
 the browser's back button after approving never lands on a form's answer; a session that
 ended while a form was open signs in again back to that page; a count of one reads in the
 singular; a new conversation's message box has the keyboard's focus; a French manager who asks
-the stand-in model for account credit gets it, and the email assistant's French example drafts
-in French; an edit posted twice shows the proposal it made; an expired proposal's page says
-what to do next, and when it expired; a draft's approve button says what approving does; a
-decline that came too late says it did not happen; the approval policy on a review page says
-when a passkey is required; a proposal followed up in another conversation leaves Needs
-attention.
+the stand-in model for account credit gets it, the email assistant's French example drafts in
+French, and the stand-in answers French in French; an edit posted twice shows the proposal it
+made; an expired proposal's page says what to do next, and when it expired; a draft's approve
+button says what approving does; a decline that came too late says it did not happen; the
+approval policy on a review page says when a passkey is required; a proposal followed up in
+another conversation leaves Needs attention.
 """
 
 from __future__ import annotations
@@ -356,3 +356,26 @@ def test_a_proposal_followed_up_in_another_conversation_leaves_needs_attention(w
         inbox = manager.get("/")
         assert _cards(inbox, "attention") == []
         assert "Nothing needs attention." in inbox.text
+
+
+def test_the_stand_in_model_answers_a_manager_who_writes_french_in_french(web: Web) -> None:
+    """The demo's stand-in model proposed in French words but answered in English: Mia asked,
+    in French, about an order on which nothing is owed any more ("Nothing is owed on this
+    order: ..."), and to move a member without naming one the search found. It answers in
+    the language the manager wrote in; in English as before."""
+    mia = web.browser(MIA)
+    order = web.seeded["orders"]["maple-refund"]
+    web.cs.proposals.approve(web.propose("maple-refund", actor=MIA, org="maple"), MIA)
+    roster = f"/chat/roster/{web.seeded['rosters']['maple']}"
+    for path, words, answer in (
+        (f"/chat/orders/{order}", "Jack a-t-il encore une remise manquée ?",
+         "Rien n'est dû sur cette commande : chaque remise admissible a été appliquée ou "
+         "remboursée."),
+        (roster, "Déplacez Zoé Inconnue vers la ligue Tuesday Draw",
+         "Quel membre faut-il déplacer, et vers quelle ligue ?"),
+        (f"/chat/orders/{order}", "Is anything still owed to Jack?",
+         "Nothing is owed on this order: every eligible discount was applied or refunded."),
+    ):  # fmt: skip
+        sent = mia.form(path, {"message": words}, path)
+        page = html.unescape(_main(mia.get(sent.headers["location"])))
+        assert answer in page.replace("\u00a0", " "), words

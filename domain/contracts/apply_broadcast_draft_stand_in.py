@@ -9,11 +9,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.stand_in_words import language_of
+
 #: What the draft is about: what follows "about" (English) or "sur", "à propos de", "au
 #: sujet de" (French), as the assistant's examples word it in each language.
 _TOPIC = re.compile(r"\s(about|sur|à propos de|au sujet de)\s(.+)", re.IGNORECASE | re.DOTALL)
-#: French words a request to write to members uses; a draft asked for in French is French.
-_FRENCH = re.compile(r"\b(écri\w*|ligue|membres|courriel|envo\w*|aux)\b", re.IGNORECASE)
+_WHICH_LEAGUES = Localized(
+    "Which leagues should receive it? The club has: {names}.",
+    "Quelles ligues doivent le recevoir ? Ligues du club : {names}.",
+)
 _DRAFT = {
     "en": ("club news", "Hello curlers,\n\nA quick note about {topic}.\n\nSee you on the ice!"),
     "fr": (
@@ -35,9 +40,9 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     ]
     if not named:
         names = ", ".join(league["name"] for league in leagues)
-        return f"Which leagues should receive it? The club has: {names}."
+        return _WHICH_LEAGUES.text(language_of(words), names=names)
     found = _TOPIC.search(words)
-    french = found.group(1).lower() != "about" if found else _FRENCH.search(words) is not None
+    french = found.group(1).lower() != "about" if found else language_of(words) == "fr"
     default, body = _DRAFT["fr" if french else "en"]
     topic = found.group(2).strip().rstrip(".") if found else default
     return {

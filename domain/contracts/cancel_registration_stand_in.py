@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from countersign.domain.contracts.stand_in_words import wants_account_credit
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.stand_in_words import language_of, wants_account_credit
+
+_ALREADY_CANCELLED = Localized(
+    "This registration is already cancelled; there is nothing left to cancel.",
+    "Cette inscription est déjà annulée ; il n'y a plus rien à annuler.",
+)
 
 
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
@@ -17,7 +23,7 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     the registration is cancelled."""
     order = reads.get("get_order_investigation") or {}
     if (order.get("registration") or {}).get("status") == "cancelled":
-        return "This registration is already cancelled; there is nothing left to cancel."
+        return _ALREADY_CANCELLED.text(language_of(words))
     if wants_account_credit(words):
         return {"destination": "account_credit"}
     return {"destination": "original_payment_method"}

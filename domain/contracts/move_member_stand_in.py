@@ -8,6 +8,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.stand_in_words import language_of
+
+_NO_LEAGUE = Localized("no league", "aucune ligue")
+_LEAVE_AND_JOIN = Localized(
+    "{name} plays in {plays}. Which league should they leave, and which should they join?",
+    "{name} joue dans {plays}. Quelle ligue ce membre doit-il quitter, et laquelle rejoindre ?",
+)
+_EXAMPLE = Localized(
+    "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors.",
+    "Déplacer Olivia Chen de Sunday Mixed Doubles à Thursday Seniors.",
+)
+_NOBODY = Localized(
+    "The member search found nobody by that name. Which member should move, and to which "
+    "league? For example: {example}",
+    "La recherche n'a trouvé aucun membre de ce nom. Quel membre faut-il déplacer, et vers "
+    "quelle ligue ? Par exemple : {example}",
+)
+_WHICH_ONE = Localized(
+    "Which member should move, and to which league? The member search found: {shown}. Name "
+    "one of them, for example: {example}",
+    "Quel membre faut-il déplacer, et vers quelle ligue ? La recherche a trouvé : {shown}. "
+    "Nommez-en un, par exemple : {example}",
+)
+_MORE = Localized("{shown} and {left} more", "{shown} et {left} autres")
+
 
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
     """The move the manager's words describe: the one member they name (as the member
@@ -15,10 +41,10 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     that the member plays in (the source)
     and the one they do not (the destination). Naming only the destination is enough
     for a member who plays in one league."""
-    said = words.casefold()
+    said, language = words.casefold(), language_of(words)
     member = _one_named_member(said, reads.get("find_members"))
     if member is None:
-        return _which_member(said, reads.get("find_members"))
+        return _which_member(said, reads.get("find_members"), language)
     leagues = _named_leagues(said, reads.get("list_leagues"))
     plays_in = [name for name in leagues if name in member["leagues"]]
     joins = [name for name in leagues if name not in member["leagues"]]
@@ -27,11 +53,8 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     elif not plays_in and len(joins) == 1 and len(member["leagues"]) == 1:
         source, destination = member["leagues"][0], joins[0]
     else:
-        plays = ", ".join(member["leagues"]) or "no league"
-        return (
-            f"{member['name']} plays in {plays}. Which league should they leave, and which "
-            "should they join?"
-        )
+        plays = ", ".join(member["leagues"]) or _NO_LEAGUE.text(language)
+        return _LEAVE_AND_JOIN.text(language, name=member["name"], plays=plays)
     return {"email": member["email"], "from_league": source, "to_league": destination}
 
 
@@ -50,7 +73,7 @@ def _one_named_member(said: str, found: Any) -> dict[str, Any] | None:
 _NAMED_AT_MOST = 6
 
 
-def _which_member(said: str, found: Any) -> str:
+def _which_member(said: str, found: Any, language: str) -> str:
     """The question when the words name no one member: the members the search found (the
     ones the words name, if several), so the manager can answer with one of them."""
     members = list(found.get("members", [])) if isinstance(found, Mapping) else []
@@ -58,21 +81,14 @@ def _which_member(said: str, found: Any) -> str:
     named = [m for m in members if m["name"] and m["name"].casefold() in said]
     if len(named) > 1:
         members, more = named, 0
+    example = _EXAMPLE.text(language)
     if not members:
-        return (
-            "The member search found nobody by that name. Which member should move, and to "
-            "which league? For example: Move Olivia Chen from Sunday Mixed Doubles to "
-            "Thursday Seniors."
-        )
+        return _NOBODY.text(language, example=example)
     shown = ", ".join(m["name"] for m in members[:_NAMED_AT_MOST])
     left = len(members) - _NAMED_AT_MOST + more
     if left > 0:
-        shown += f" and {left} more"
-    return (
-        f"Which member should move, and to which league? The member search found: {shown}. "
-        "Name one of them, for example: Move Olivia Chen from Sunday Mixed Doubles to "
-        "Thursday Seniors."
-    )
+        shown = _MORE.text(language, shown=shown, left=left)
+    return _WHICH_ONE.text(language, shown=shown, example=example)
 
 
 def _named_leagues(said: str, listing: Any) -> list[str]:

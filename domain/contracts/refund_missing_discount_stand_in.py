@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from countersign.domain.contracts.stand_in_words import wants_account_credit
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.stand_in_words import language_of, wants_account_credit
+
+_NOTHING_OWED = Localized(
+    "Nothing is owed on this order: every eligible discount was applied or refunded.",
+    "Rien n'est dû sur cette commande : chaque remise admissible a été appliquée ou remboursée.",
+)
 
 
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
@@ -28,4 +34,4 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
             if wants_account_credit(words)
             else "original_payment_method",
         }
-    return "Nothing is owed on this order: every eligible discount was applied or refunded."
+    return _NOTHING_OWED.text(language_of(words))

@@ -17,6 +17,8 @@ from typing import Any
 import httpx2
 import openai
 from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.stand_in_words import language_of
 
 BASE_URL = "http://scripted.countersign.invalid/v1"
 
@@ -210,18 +212,23 @@ def _propose(words: str, reads: dict[str, Any], proposers: dict[str, AnyContract
         if isinstance(filled, dict):
             return Call(contract.tool_name, filled)
         said = said or filled
-    return Say(said or _what_i_can_do(proposers))
+    return Say(said or _what_i_can_do(proposers, language_of(words)))
 
 
-def _what_i_can_do(proposers: dict[str, AnyContract]) -> str:
-    """Nothing the words asked for is something this assistant proposes: say what it can."""
-    can = "; ".join(contract.title.text("en").lower() for contract in proposers.values())
-    if not can:
-        return "I could not find anything to propose."
-    return (
-        f"I could not find anything to propose from that. Here I can only propose: {can}. "
-        "Say what you need in those terms."
-    )
+_NOTHING = Localized("I could not find anything to propose.", "Je n'ai rien trouvé à proposer.")
+_ONLY = Localized(
+    "I could not find anything to propose from that. Here I can only propose: {can}. Say what "
+    "you need in those terms.",
+    "Je n'ai rien trouvé à proposer à partir de cela. Ici, je peux seulement proposer : {can}. "
+    "Dites ce qu'il vous faut en ces termes.",
+)
+
+
+def _what_i_can_do(proposers: dict[str, AnyContract], language: str) -> str:
+    """Nothing the words asked for is something this assistant proposes: say what it can, in
+    the language the manager wrote in."""
+    can = "; ".join(contract.title.text(language).lower() for contract in proposers.values())
+    return _ONLY.text(language, can=can) if can else _NOTHING.text(language)
 
 
 def _read_this_turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
