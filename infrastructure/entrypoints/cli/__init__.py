@@ -48,6 +48,7 @@ from countersign.infrastructure.entrypoints.cli.parser import CommandParser, bui
 from countersign.infrastructure.observability.logs import configure_logging, say
 from countersign.infrastructure.persistence.sql import postgres_unreachable
 from countersign.infrastructure.settings import (
+    Database,
     NoDatabaseError,
     Settings,
     SettingsError,
@@ -175,6 +176,15 @@ def run(args: argparse.Namespace) -> int:
 
         if timed_out(error):  # a lock held on countersign's tables as it started, say
             return emit(*_database_unavailable(error, sent=False))
+        from countersign.infrastructure.persistence.privileges import (
+            lacks_privilege,
+            refused_privilege,
+        )
+
+        refused = refused_privilege(error)
+        if refused is not None:  # a role that may not create what every start makes
+            message = lacks_privilege(Database.parse(settings.database_url).user, refused)
+            return emit({"error": "configuration", "message": message}, f"error: {message}", 2)
         if not isinstance(error, postgres_unreachable()):
             raise
         server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
