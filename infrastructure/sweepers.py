@@ -26,7 +26,10 @@ from countersign.application.errors import new_correlation_id
 from countersign.application.reports import SweepReport
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.webhooks import notification_sender
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 from countersign.infrastructure.settings import Settings
 
 log = logging.getLogger("countersign.worker")
@@ -131,7 +134,7 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
                 log.warning(
                     "%s pass: the database is unavailable (%s); the next pass tries again",
                     sweeper.name,
-                    type(error).__name__,
+                    unavailable_reason(error),
                 )
                 continue
             correlation_id = new_correlation_id()

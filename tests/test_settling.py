@@ -239,7 +239,9 @@ def test_a_pass_the_database_did_not_answer_is_one_warning_not_an_internal_error
     [record] = [r for r in caplog.records if r.name == "countersign.worker"]
     assert record.levelname == "WARNING"
     assert record.getMessage() == (
-        "reconcile pass: the database is unavailable (OperationalError); the next pass tries again"
+        "reconcile pass: the database is unavailable (OperationalError: terminating connection"
+        " due to administrator command: the server ended the session or is restarting; the next"
+        " requests connect again); the next pass tries again"
     )
     assert record.exc_info is None
 

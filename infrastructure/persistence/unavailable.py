@@ -103,3 +103,60 @@ def timed_out(error: BaseException) -> bool:
         or bool(_driver_classes(error) & _CANCELLED)
         or _sqlite_locked(error)
     )
+
+
+#: The most of the server's words a log line carries.
+_SAID_MOST = 200
+_DISK = "the database server's disk is full: free space where PostgreSQL keeps its data"
+_CONNECTIONS = (
+    "the database server has no connection left: raise max_connections (or the role's "
+    "CONNECTION LIMIT), or end other sessions; each countersign process holds a few "
+    '(docs/deploy.md, "Connections")'
+)
+_WAITED = (
+    "a statement waited for a lock, or ran, past COUNTERSIGN_DATABASE_TIMEOUT and was "
+    'cancelled (docs/deploy.md, "A lock held on a table")'
+)
+_RESTARTED = "the server ended the session or is restarting; the next requests connect again"
+_REACH = (
+    "check that PostgreSQL is running and reachable at COUNTERSIGN_DATABASE_URL's host and "
+    "port, and has connections to spare"
+)
+
+
+def _sqlstate(error: BaseException) -> str:
+    for found in (error, error.__cause__, error.__context__):
+        sqlstate = getattr(found, "sqlstate", None)
+        if isinstance(sqlstate, str):
+            return sqlstate
+    return ""
+
+
+def _said(error: BaseException) -> str:
+    """The first line of the database's own words (the driver's error where the library
+    wrapped it): a message, never a statement nor its values."""
+    for found in (error.__cause__, error):
+        if found is not None and str(found).strip():
+            first = " ".join(str(found).strip().splitlines()[0].split())
+            return first[:_SAID_MOST]
+    return ""
+
+
+def unavailable_reason(error: BaseException) -> str:
+    """For the operator's log: why the database did not answer, in its own words, and what to
+    do (``error`` is one ``database_unavailable`` accepts). The clients are told only to try
+    again; the cause is the operator's."""
+    sqlstate, said = _sqlstate(error), _said(error)
+    words = said.lower()
+    if sqlstate == "53100" or "no space left" in words or "could not extend file" in words:
+        advice = _DISK
+    elif sqlstate == "53300" or "too many clients" in words or "too many connections" in words:
+        advice = _CONNECTIONS
+    elif timed_out(error):
+        advice = _WAITED
+    elif sqlstate.startswith("57P") or "terminating connection" in words:
+        advice = _RESTARTED
+    else:
+        advice = _REACH
+    cause = f"{type(error).__name__}: {said}" if said else type(error).__name__
+    return f"{cause}: {advice}"

@@ -17,7 +17,11 @@ from typing import Any
 
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
-from countersign.infrastructure.persistence.unavailable import database_unavailable, timed_out
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    timed_out,
+    unavailable_reason,
+)
 from countersign.infrastructure.projection_engine import held_locks, skips
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
@@ -399,7 +403,7 @@ def run_forever(
             else:
                 log.warning(
                     "projections: the database is unavailable (%s); trying again in %.0f s",
-                    type(error).__name__,
+                    unavailable_reason(error),
                     wait,
                 )
             for runner in runners:

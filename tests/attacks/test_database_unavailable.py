@@ -128,7 +128,10 @@ def test_the_projection_runner_waits_out_a_cut_and_carries_on(api: Api, monkeypa
     assert not thread.is_alive()
     assert cuts == [0]
     assert runner.status().lag == 0
-    assert "the database is unavailable (OperationalError); trying again" in caplog.text
+    assert (
+        f"the database is unavailable (OperationalError: {CUT}: the server ended the session or"
+        " is restarting; the next requests connect again); trying again in" in caplog.text
+    )
     assert "the database answers again; carrying on" in caplog.text
 
 

@@ -345,7 +345,9 @@ def _database_unavailable(error: Exception, *, sent: bool) -> Answer:
     say it. ``sent``: a decision was on its way (approve, decline, revise, the chat), which
     may have been recorded; a command that only reads, or that never reached the database,
     is told only to try again."""
-    log.warning("database unavailable: %s", type(error).__name__)
+    from countersign.infrastructure.persistence.unavailable import unavailable_reason
+
+    log.warning("database unavailable: %s", unavailable_reason(error))
     message = "the database did not answer in time; try again in a few seconds"
     if sent:
         message += (

@@ -50,7 +50,10 @@ from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
 from countersign.infrastructure.entrypoints.http.refusals import refusal_message
 from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -161,7 +164,7 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         log.warning(
             "database unavailable (request %s): %s",
             correlation_id_of(request),
-            type(error).__name__,
+            unavailable_reason(error),
         )
         raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
 

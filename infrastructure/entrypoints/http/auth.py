@@ -32,7 +32,10 @@ from countersign.infrastructure.entrypoints.http.hops import in_thread
 from countersign.infrastructure.entrypoints.http.lean import lean_app, lean_handler
 from countersign.infrastructure.entrypoints.http.problems import ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal, authenticate
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -73,7 +76,7 @@ def identify(cs: Countersign, authorization: str | None) -> ServicePrincipal:
         # lock held past COUNTERSIGN_DATABASE_TIMEOUT: answered as the routes answer it.
         if not database_unavailable(error):
             raise
-        log.warning("database unavailable while checking a token: %s", type(error).__name__)
+        log.warning("database unavailable while checking a token: %s", unavailable_reason(error))
         raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
     if found is None:
         raise ProblemError(

@@ -42,7 +42,10 @@ from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.mcp import answers
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -171,7 +174,11 @@ class CountersignTools:
             return answers.refused({"error": "rejected", "message": str(rule)})
         except Exception as error:
             if database_unavailable(error):  # not the request's fault, and a retry will do
-                log.warning("MCP tool %r: the database is unavailable (%s)", name[:60], error)
+                log.warning(
+                    "MCP tool %r: the database is unavailable (%s)",
+                    name[:60],
+                    unavailable_reason(error),
+                )
                 return answers.refused(DATABASE_UNAVAILABLE)
             correlation_id = new_correlation_id()
             log.exception("MCP tool %r failed, correlation id %s", name[:60], correlation_id)

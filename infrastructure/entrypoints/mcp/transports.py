@@ -33,7 +33,10 @@ from countersign.infrastructure.identity.tokens import (
     record_action,
 )
 from countersign.infrastructure.observability.logs import say
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 from countersign.infrastructure.request_deadline import connection_options
 from mcp.server import ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -224,7 +227,7 @@ async def _unidentified(send: Send, error: Exception) -> None:
     ``COUNTERSIGN_DATABASE_TIMEOUT`` is 503 with Retry-After, as the JSON API answers it (a
     client retries); anything else 500 with a correlation id, the details in the log only."""
     if database_unavailable(error):
-        log.warning("database unavailable while checking a token: %s", type(error).__name__)
+        log.warning("database unavailable while checking a token: %s", unavailable_reason(error))
         await _refuse(send, 503, "database_unavailable", {"Retry-After": "5"})
         return
     correlation_id = new_correlation_id()

@@ -32,7 +32,10 @@ from countersign.infrastructure.entrypoints.web.visits import (
     Visit,
     page_of_form,
 )
-from countersign.infrastructure.persistence.unavailable import database_unavailable
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 from countersign.infrastructure.projection_engine.runner import ProjectionStoppedError
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.concurrency import run_in_threadpool
@@ -204,7 +207,7 @@ class Site:
             log.warning(
                 "database unavailable (request %s): %s",
                 correlation_id_of(request),
-                type(error).__name__,
+                unavailable_reason(error),
             )
             response = self.error(visit, "database", 503)
             response.headers["Retry-After"] = "5"

@@ -1,0 +1,98 @@
+"""The operator's log says why the database did not answer, and what to do about it.
+
+An operator's walk filled the disk of PostgreSQL's data directory, then gave the server fewer
+connections than the services held: both times every request was answered 503
+``database-unavailable`` (rightly: nothing was committed, and a retry later goes through), and
+the services' log said, hundreds of times, only ``database unavailable (request cs-…):
+OperationalError`` or ``database unavailable while checking a token: OperationalError``. The
+server's own words ("could not extend file …: No space left on device", "sorry, too many
+clients already") were nowhere in countersign's lines, nor what to do. Now each line names
+the cause in the server's words and the step to take (free space, raise max_connections,
+start the server); the answers to clients are as before, without the server's words.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import psycopg
+from countersign.infrastructure.entrypoints.http import auth
+from countersign.infrastructure.persistence.unavailable import NoConnectionError
+from countersign.infrastructure.sweepers import run_pass, sweepers
+from eventsourcing.persistence import OperationalError
+
+from tests.attacks.conftest import Api, assert_no_leak, problem
+
+DISK_FULL = 'could not extend file "base/16384/49612": No space left on device'
+TOO_MANY = (
+    'connection failed: connection to server at "127.0.0.1", port 5432 failed: '
+    "FATAL:  sorry, too many clients already"
+)
+
+
+def _disk_full(*args: Any, **kwargs: Any) -> Any:
+    """What a commit or a read meets when the data directory's disk is full: the driver's
+    DiskFull (SQLSTATE 53100), raised as the library's OperationalError (pg_pool.py)."""
+    try:
+        raise psycopg.errors.DiskFull(DISK_FULL)
+    except psycopg.Error as error:
+        raise OperationalError(str(error)) from error
+
+
+def _too_many_clients(*args: Any, **kwargs: Any) -> Any:
+    """What connecting meets when the server has no connection left (max_connections)."""
+    raise psycopg.OperationalError(TOO_MANY)
+
+
+def _no_connection(*args: Any, **kwargs: Any) -> Any:
+    raise NoConnectionError("couldn't get a connection after 5.00 sec")
+
+
+def _lines(caplog, logger: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == logger]
+
+
+def test_a_full_disk_is_said_in_the_log_with_what_to_do_and_not_to_the_client(
+    api: Api, monkeypatch, caplog
+):
+    proposal_id = api.propose()
+    monkeypatch.setattr(api.cs.access, "card", _disk_full)
+
+    with caplog.at_level(logging.WARNING, logger="countersign.http"):
+        answer = api.get(f"/api/v1/proposals/{proposal_id}")
+
+    status, body = problem(answer)
+    assert status == 503
+    assert body["type"].endswith(":database-unavailable")
+    assert "No space left" not in answer.text
+    assert_no_leak(answer.text)
+    [line] = _lines(caplog, "countersign.http")
+    assert DISK_FULL in line
+    assert "the database server's disk is full: free space" in line
+
+
+def test_a_server_out_of_connections_is_said_at_the_token_check(api: Api, monkeypatch, caplog):
+    monkeypatch.setattr(auth, "authenticate", _too_many_clients)
+
+    with caplog.at_level(logging.WARNING, logger="countersign.http"):
+        answer = api.get("/api/v1/inbox")
+
+    assert answer.status_code == 503
+    assert "too many clients" not in answer.text
+    [line] = _lines(caplog, "countersign.http")
+    assert line.startswith("database unavailable while checking a token: ")
+    assert "sorry, too many clients already" in line
+    assert "raise max_connections" in line
+
+
+def test_a_worker_pass_without_a_connection_says_what_to_check(cs, monkeypatch, caplog):
+    monkeypatch.setattr(cs.sweepers, "reconcile", _no_connection)
+
+    with caplog.at_level(logging.WARNING, logger="countersign.worker"):
+        assert run_pass(sweepers(cs, 5.0), 1).failed == ["reconcile"]
+
+    [line] = _lines(caplog, "countersign.worker")
+    assert line.startswith("reconcile pass: the database is unavailable (NoConnectionError: ")
+    assert "check that PostgreSQL is running" in line
+    assert line.endswith("; the next pass tries again")
