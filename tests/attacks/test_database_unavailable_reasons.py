@@ -96,3 +96,30 @@ def test_a_worker_pass_without_a_connection_says_what_to_check(cs, monkeypatch, 
     assert line.startswith("reconcile pass: the database is unavailable (NoConnectionError: ")
     assert "check that PostgreSQL is running" in line
     assert line.endswith("; the next pass tries again")
+
+
+def test_an_approval_whose_service_record_meets_an_outage_is_a_warning_not_an_error(
+    api: Api, monkeypatch, caplog
+):
+    """The walk's restarts under load: an approval executed, then its line in
+    ``api_service_actions`` met the server gone, and the log said ``ERROR could not record
+    service:billing's approve`` with a 30-line traceback, as a defect would be said. The
+    approval stands (it is in the event stream, with the token that made it), and the line
+    now says so, once, with the reason."""
+    from countersign.infrastructure.entrypoints.http import answers
+
+    proposal_id = api.propose()
+    monkeypatch.setattr(answers, "record_action", _too_many_clients)
+
+    with caplog.at_level(logging.WARNING, logger="countersign.http"):
+        answer = api.post(f"/api/v1/proposals/{proposal_id}/approve")
+
+    assert answer.status_code == 200
+    assert answer.json()["result"] == "executed"
+    [record] = [r for r in caplog.records if r.name == "countersign.http"]
+    assert record.levelname == "WARNING"
+    assert record.exc_info is None
+    line = record.getMessage()
+    assert "could not record" in line
+    assert "sorry, too many clients already" in line
+    assert "the approve stands, in the event stream" in line

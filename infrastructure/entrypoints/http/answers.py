@@ -213,8 +213,19 @@ def record(
         record_action(
             cs, service, action=action, target=target, result=result, correlation_id=correlation_id
         )
-    except Exception:
+    except Exception as error:
         # The outcome is already in the event stream; the caller must still learn it.
+        if database_unavailable(error):  # a restart or an outage just then: no defect
+            log.warning(
+                "could not record %s's %s [%s] in api_service_actions: the %s stands, in the"
+                " event stream; the database is unavailable (%s)",
+                service.service,
+                action,
+                correlation_id,
+                action,
+                unavailable_reason(error),
+            )
+            return
         log.exception("could not record %s's %s [%s]", service.service, action, correlation_id)
 
 

@@ -88,7 +88,15 @@ def http_app(
                 result=created.status,
                 correlation_id=correlation_id,
             )
-        except Exception:  # the proposal stands; the log line says what was not recorded
+        except Exception as error:  # the proposal stands; the log line says what was not recorded
+            if database_unavailable(error):  # a restart or an outage just then: no defect
+                log.warning(
+                    "could not record an MCP proposal [%s] in api_service_actions: the proposal"
+                    " stands, in the event stream; the database is unavailable (%s)",
+                    correlation_id,
+                    unavailable_reason(error),
+                )
+                return
             log.exception("could not record an MCP proposal [%s]", correlation_id)
 
     tools = CountersignTools(cs, token_caller, language=language, on_proposed=recorded)
