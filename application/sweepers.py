@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from functools import partial
 from uuid import UUID, uuid4
@@ -48,8 +48,13 @@ class Sweepers:
         *,
         registry: Mapping[str, AnyContract] = REGISTRY,
         lease: timedelta = timedelta(seconds=60),
+        stops_the_pass: Callable[[BaseException], bool] = lambda _: False,
     ) -> None:
         self.store = store
+        #: Whether an error is the store itself out of reach (the database down, its disk
+        #: full): not one candidate's, so the pass stops there and its caller says why once,
+        #: rather than one error per candidate, each failing alike.
+        self.stops_the_pass = stops_the_pass
         self.settlement = settlement
         self.open_work = open_work
         self.clock = clock
@@ -115,7 +120,9 @@ class Sweepers:
     def _reconcile_or_log(self, proposal: Proposal) -> SweepReport:
         try:
             return self._reconcile_one(proposal)
-        except Exception:
+        except Exception as error:
+            if self.stops_the_pass(error):
+                raise
             # One unreadable or misbehaving candidate must not block all the others.
             correlation_id = new_correlation_id()
             log.exception("reconciling %s failed, correlation id %s", proposal.id, correlation_id)

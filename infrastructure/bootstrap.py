@@ -42,6 +42,7 @@ from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.event_store import EventSourcedStore
 from countersign.infrastructure.persistence.presence import prepare
 from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.plugins import enable
 from countersign.infrastructure.projection_engine.in_place import TablesInPlace
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
@@ -243,7 +244,14 @@ def bootstrap(
         clock=clock,
         proposals=proposals,
         cards=cards,
-        sweepers=Sweepers(store, settlement, ProjectedOpenWork(app, sql), clock, lease=lease),
+        sweepers=Sweepers(
+            store,
+            settlement,
+            ProjectedOpenWork(app, sql),
+            clock,
+            lease=lease,
+            stops_the_pass=database_unavailable,
+        ),
         club=ClubService(store),
         audit=audit,
         read_models=ReadModels(sql),

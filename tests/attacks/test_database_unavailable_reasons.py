@@ -23,6 +23,8 @@ from countersign.infrastructure.sweepers import run_pass, sweepers
 from eventsourcing.persistence import OperationalError
 
 from tests.attacks.conftest import Api, assert_no_leak, problem
+from tests.conftest import AVA
+from tests.support.proposing import propose
 
 DISK_FULL = 'could not extend file "base/16384/49612": No space left on device'
 TOO_MANY = (
@@ -123,3 +125,26 @@ def test_an_approval_whose_service_record_meets_an_outage_is_a_warning_not_an_er
     assert "could not record" in line
     assert "sorry, too many clients already" in line
     assert "the approve stands, in the event stream" in line
+
+
+def test_a_reconcile_pass_that_meets_a_full_disk_is_one_warning_not_an_error_per_proposal(
+    cs, seeded, clock, monkeypatch, caplog
+):
+    """The walk's full disk: every lost refund the reconciler took up failed its commit, and
+    each was logged ``ERROR reconciling … failed, correlation id …`` with a traceback (the
+    server's CONTEXT quoting the insert function's SQL), every pass, as a defect would be.
+    The database not answering is the whole pass's: one warning saying why and what to do,
+    as the other sweepers say it, and the proposals are left for the next pass."""
+    lost = propose(cs, seeded, "refund-lost-response")
+    assert cs.proposals.approve(lost, AVA).status == "reconciling"
+    monkeypatch.setattr(cs.store, "decide", _disk_full)
+
+    with caplog.at_level(logging.WARNING):
+        assert run_pass(sweepers(cs, 5.0), 1).failed == ["reconcile"]
+
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    [line] = _lines(caplog, "countersign.worker")
+    assert line.startswith("reconcile pass: the database is unavailable (OperationalError: ")
+    assert "the database server's disk is full" in line
+    monkeypatch.undo()
+    assert cs.access.card(lost, AVA).status == "reconciling"  # the next pass's
