@@ -270,10 +270,18 @@ class Database:
                 raise SettingsError(
                     "a PostgreSQL URL names a database: postgresql://user@host:5432/dbname"
                 )
+            try:
+                port = parsed.port
+            except ValueError:  # not a number, or out of range (an unexpanded ${DB_PORT})
+                given = parsed.netloc.rpartition("@")[2].rpartition(":")[2]  # never the password
+                raise SettingsError(
+                    f"the database URL's port is not a port number (0 to 65535): {given!r}; "
+                    "check COUNTERSIGN_DATABASE_URL or --database"
+                ) from None
             return cls(
                 kind="postgres",
                 host=parsed.hostname or "127.0.0.1",
-                port=parsed.port or 5432,
+                port=port or 5432,
                 user=unquote(parsed.username or "postgres"),
                 password=unquote(parsed.password or ""),
                 dbname=parsed.path.strip("/"),

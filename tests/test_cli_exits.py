@@ -237,6 +237,22 @@ def test_a_postgres_server_that_cannot_be_reached_says_what_to_check():
     assert "hunter2" not in done.stderr
 
 
+@pytest.mark.parametrize("port", ["${DB_PORT}", "5432x", "99999"])
+def test_a_database_url_whose_port_is_no_port_says_so_in_one_line(port: str, capsys):
+    """An environment file's unexpanded ``${DB_PORT}`` (systemd does not expand it), a typo,
+    a port out of range: every command and service stopped with exit status 1 and Python's
+    traceback ending in ``ValueError: Port could not be cast to integer value``."""
+    url = f"postgresql://countersign:hunter2@db.internal:{port}/countersign"
+
+    status = main(["inbox", "--org", "granite", "--as", AVA, "--database", url])
+
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert err.startswith("error: the database URL's port is not a port number (0 to 65535):")
+    assert "Traceback" not in err
+    assert "hunter2" not in err
+
+
 def test_the_demo_refuses_a_database_url_it_cannot_use(capsys):
     assert main(["demo", "--database", "mysql://x/y"]) == 2
     out, err = capsys.readouterr()
