@@ -253,6 +253,62 @@ def test_a_database_url_whose_port_is_no_port_says_so_in_one_line(port: str, cap
     assert "hunter2" not in err
 
 
+def _disk_full(*args: object, **kwargs: object) -> None:
+    import psycopg
+    from eventsourcing.persistence import OperationalError
+
+    try:
+        raise psycopg.errors.DiskFull('could not extend file "base/1/2": No space left on device')
+    except psycopg.Error as error:
+        raise OperationalError(str(error)) from error
+
+
+def _no_connection(*args: object, **kwargs: object) -> None:
+    from countersign.infrastructure.persistence.unavailable import NoConnectionError
+
+    raise NoConnectionError("couldn't get a connection after 5.00 sec")
+
+
+def _too_many_clients(*args: object, **kwargs: object) -> None:
+    import psycopg
+
+    raise psycopg.OperationalError(
+        'connection failed: connection to server at "127.0.0.1", port 5432 failed: '
+        "FATAL:  sorry, too many clients already"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (_disk_full, "error: the database did not answer in time; try again in a few seconds"),
+        (_no_connection, "error: the database did not answer in time; try again in a few seconds"),
+        (
+            _too_many_clients,
+            "error: the PostgreSQL server has no connection left (connection failed: connection"
+            ' to server at "127.0.0.1", port 5432 failed: FATAL:  sorry, too many clients'
+            " already): raise its max_connections, or end other sessions, then try again",
+        ),
+    ],
+)
+def test_a_database_that_fails_a_command_as_it_starts_is_one_line_not_a_traceback(
+    fault, said: str, monkeypatch, capsys
+):
+    """The walk's full disk and the pool that gave no connection in time at a command's or a
+    service's start: a traceback ending in ``OperationalError: could not extend file`` or
+    ``NoConnectionError``, where the same fault a moment later, once started, is one line.
+    And a server out of connections was answered "check COUNTERSIGN_DATABASE_URL"."""
+    from countersign.infrastructure import bootstrap
+
+    monkeypatch.setattr(bootstrap, "bootstrap", fault)
+    url = "postgresql://countersign:hunter2@127.0.0.1:5432/countersign"
+
+    status = main(["inbox", "--org", "granite", "--as", AVA, "--database", url])
+
+    out, err = capsys.readouterr()
+    assert (status, out, err) == (1, "", said + "\n")
+
+
 def test_the_demo_refuses_a_database_url_it_cannot_use(capsys):
     assert main(["demo", "--database", "mysql://x/y"]) == 2
     out, err = capsys.readouterr()

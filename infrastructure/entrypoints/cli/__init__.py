@@ -172,32 +172,7 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
     except Exception as error:
-        from countersign.infrastructure.persistence.unavailable import timed_out
-
-        if timed_out(error):  # a lock held on countersign's tables as it started, say
-            return emit(*_database_unavailable(error, sent=False))
-        from countersign.infrastructure.persistence.privileges import (
-            lacks_privilege,
-            refused_privilege,
-        )
-
-        refused = refused_privilege(error)
-        if refused is not None:  # a role that may not create what every start makes
-            message = lacks_privilege(Database.parse(settings.database_url).user, refused)
-            return emit({"error": "configuration", "message": message}, f"error: {message}", 2)
-        if not isinstance(error, postgres_unreachable()):
-            raise
-        server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        message = (
-            f"cannot reach the PostgreSQL database ({server_said}); check "
-            "COUNTERSIGN_DATABASE_URL or --database"
-        )
-        if _server_intervened(error):  # reached, and the URL right: the server said no for now
-            message = (
-                f"the PostgreSQL server ended the connection as this command started "
-                f"({server_said}); try again in a few seconds"
-            )
-        return emit({"error": "database_unavailable", "message": message}, f"error: {message}", 1)
+        return emit(*_not_started(error, settings.database_url))
     try:
         document, text = args.handler(cs, args)
         return emit(document, text, 0)
@@ -207,6 +182,45 @@ def run(args: argparse.Namespace) -> int:
         return emit(*_answer_to(error, getattr(args, "language", "en"), args.command))
     finally:
         cs.close()
+
+
+def _not_started(error: Exception, database_url: str) -> Answer:
+    """What a command or a service says when the database failed it as it started: a lock
+    held, a role without the privileges, a server out of reach or out of connections, a full
+    disk; anything else an internal error with its reference. One line each, never a
+    traceback (the log has it, for an internal error)."""
+    from countersign.infrastructure.persistence.privileges import (
+        lacks_privilege,
+        refused_privilege,
+    )
+    from countersign.infrastructure.persistence.unavailable import timed_out
+
+    if timed_out(error):  # a lock held on countersign's tables as it started, say
+        return _database_unavailable(error, sent=False)
+    refused = refused_privilege(error)
+    if refused is not None:  # a role that may not create what every start makes
+        message = lacks_privilege(Database.parse(database_url).user, refused)
+        return {"error": "configuration", "message": message}, f"error: {message}", 2
+    if not isinstance(error, postgres_unreachable()):
+        # The database out of reach past connecting (a full disk, no connection from the
+        # pool in time), or an internal error: as once started, nothing having been sent.
+        return _answer_to(error)
+    server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    message = (
+        f"cannot reach the PostgreSQL database ({server_said}); check "
+        "COUNTERSIGN_DATABASE_URL or --database"
+    )
+    if "too many clients" in server_said or "too many connections" in server_said:
+        message = (
+            f"the PostgreSQL server has no connection left ({server_said}): raise its "
+            "max_connections, or end other sessions, then try again"
+        )
+    elif _server_intervened(error):  # reached, and the URL right: the server said no for now
+        message = (
+            f"the PostgreSQL server ended the connection as this command started "
+            f"({server_said}); try again in a few seconds"
+        )
+    return {"error": "database_unavailable", "message": message}, f"error: {message}", 1
 
 
 def _server_intervened(error: BaseException) -> bool:
