@@ -17,7 +17,9 @@ which a rebuild holds for minutes while it builds indexes, is waited for without
 start (``SqlDatabase.schema_lock``, on a connection of its own). The maintenance commands
 (``projections rebuild``, ``audit verify``, ``audit export``: the command line's
 ``maintenance``) run with no timeout at all, and a rebuild's writer process and index
-builders connect without one.
+builders connect without one: their connections say so themselves (``statement_timeout`` and
+``lock_timeout`` 0), so that a timeout set on the role or the database (which docs/deploy.md
+suggests behind a pooler that drops startup options) never cuts them off.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ __all__ = ["TIMEOUT_KEY", "CountersignPostgresFactory", "UnboundedCreate", "sess
 _BOUND = "_countersign_timeout"
 
 
-def session_options(seconds: float) -> str:
-    """libpq's ``options`` for a connection whose statements wait at most ``seconds``, with
-    what ``PGOPTIONS`` says after them: libpq reads that variable only for a connection made
-    without ``options``, and the last setting of a name is the one taken, so an operator's
-    ``PGOPTIONS`` keeps the last word."""
-    waits = milliseconds(seconds)
+def session_options(seconds: float | None) -> str:
+    """libpq's ``options`` for a connection whose statements wait at most ``seconds`` (None:
+    without a limit, said as 0, so that no ``statement_timeout`` or ``lock_timeout`` set on
+    the role or the database cuts off a maintenance command), with what ``PGOPTIONS`` says
+    after them: libpq reads that variable only for a connection made without ``options``, and
+    the last setting of a name is the one taken, so an operator's ``PGOPTIONS`` keeps the last
+    word."""
+    waits = 0 if seconds is None else milliseconds(seconds)
     ours = f"-c statement_timeout={waits} -c lock_timeout={waits}"
     theirs = os.environ.get("PGOPTIONS", "").strip()
     return f"{ours} {theirs}" if theirs else ours
@@ -85,8 +89,8 @@ class CountersignPostgresFactory(PostgresFactory):
             pool: Any = self.datastore.pool
             pool.kwargs = {**(pool.kwargs or {}), **dict(parse_qsl(given))}
         waits = self.env.get(TIMEOUT_KEY)
-        if waits:
-            seconds = int(waits) / 1000
-            bounded: Any = self.datastore.pool
-            bounded.kwargs = {**(bounded.kwargs or {}), "options": session_options(seconds)}
+        seconds = int(waits) / 1000 if waits else None
+        bounded: Any = self.datastore.pool
+        bounded.kwargs = {**(bounded.kwargs or {}), "options": session_options(seconds)}
+        if seconds is not None:
             setattr(self.datastore, _BOUND, seconds)

@@ -81,10 +81,11 @@ class SqlDatabase:
             db = self.database
             # The URL's libpq parameters (TLS, keepalives...), then the statements' timeouts.
             options: dict[str, Any] = dict(db.params)
-            if bounded and self.timeout is not None:
-                from countersign.infrastructure.persistence.pg_waits import session_options
+            from countersign.infrastructure.persistence.pg_waits import session_options
 
-                options["options"] = session_options(self.timeout)
+            # Without a timeout, one of 0 said all the same: the role's or the database's
+            # own never applies to what is meant to have none.
+            options["options"] = session_options(self.timeout if bounded else None)
             return psycopg.connect(
                 host=db.host,
                 port=db.port,
