@@ -356,6 +356,8 @@ def _decode_chunk(
 
 #: Seconds between two tries of a projection stopped at an event it cannot take.
 STOPPED_RETRY = 10.0
+#: Seconds between two reads of a following runner's stored positions (``run_forever``).
+RECHECK = 10.0
 
 
 def run_forever(
@@ -364,8 +366,13 @@ def run_forever(
     idle_sleep: float = 0.02,
     on_batch: Callable[[str, int], None] | None = None,
     stopped_retry: float = STOPPED_RETRY,
+    recheck: float = RECHECK,
 ) -> None:
     """Follow the log until ``stop`` is set; poll with a short sleep unless behind.
+
+    Every ``recheck`` seconds the stored positions are read again: another process may have
+    set one back (a rebuild killed halfway), which polling the head alone sees only at the
+    next commit, the projection behind and ``/readyz`` failing until then.
 
     A projection stopped at an event it cannot take (a damaged record, a handler that fails)
     is said once, at ERROR, and tried at that event again every ``stopped_retry`` seconds
@@ -383,7 +390,12 @@ def run_forever(
     """
     failures = 0
     held: dict[str, tuple[float, str, float]] = {}  # stopped: next try, what, when said
+    rechecked = time.monotonic()
     while not stop.is_set():
+        if time.monotonic() - rechecked >= recheck:
+            for runner in runners:
+                runner.known_position = None  # read again from what is stored
+            rechecked = time.monotonic()
         try:
             behind = _poll(runners, on_batch, held, stopped_retry)
         except Exception as error:
