@@ -44,6 +44,7 @@ from tests.mcp_client import (
     tool_names,
 )
 from tests.servers import serving
+from tests.support.mcp_requests import initialize
 from tests.test_web_pages import Browser
 
 if TYPE_CHECKING:  # the MCP SDK and countersign's MCP server are imported by the tests and
@@ -405,16 +406,7 @@ def test_someone_elses_proposal_and_another_clubs_are_not_found(cs, seeded, serv
     assert seen["maple_card"] == seen["noah_card"] == seen["unknown_card"] == "Resource not found"
 
 
-HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "curl", "version": "1"},
-    },
-}
+HELLO = initialize("curl")
 
 
 def post(base: str, message: dict[str, Any], **headers: str) -> httpx2.Response:

@@ -36,6 +36,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.mcp_client import over_http, tool_names
 from tests.servers import serving
+from tests.support.mcp_requests import initialize
 from tests.test_projections import catch_up_all
 
 if TYPE_CHECKING:  # the MCP SDK and countersign's MCP server are imported where they are
@@ -342,16 +343,7 @@ def served(cs: Countersign, seeded: dict[str, Any]) -> Iterator[Any]:
         yield running
 
 
-_HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "curl", "version": "1"},
-    },
-}
+_HELLO = initialize("curl")
 
 
 def test_mcp_refuses_an_approver_token_with_401_and_says_to_issue_an_agent_token(

@@ -19,21 +19,13 @@ from countersign.infrastructure.identity.tokens import issue_token
 
 from tests.conftest import AVA, MIA
 from tests.servers import RunningServer, serving
+from tests.support.mcp_requests import initialize
 
 if TYPE_CHECKING:  # countersign's MCP server imports the MCP SDK: the fixture imports it, so
     # collecting this module imports neither (docs/testing.md)
     from countersign.infrastructure.entrypoints.mcp.sessions import SessionLimits
 
-HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "flood", "version": "1"},
-    },
-}
+HELLO = initialize("flood")
 
 
 @cache

@@ -28,6 +28,7 @@ from countersign.infrastructure.identity.tokens import issue_token
 
 from tests.conftest import AVA
 from tests.receivers import free_port
+from tests.support.mcp_requests import initialize
 
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
 #: The server's open-file limit, and more half-sent requests than it allows.
@@ -37,16 +38,7 @@ START_TIMEOUT = 90.0
 #: How long a test waits for the server to close a held connection; without the deadline it
 #: never does, and the test fails here.
 PATIENCE = 30.0
-HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "agent", "version": "1"},
-    },
-}
+HELLO = initialize("agent")
 
 
 def _few_open_files() -> None:
