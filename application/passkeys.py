@@ -253,6 +253,9 @@ class PasskeyStep:
         if entry is None:
             log.info("passkey approval of %s: not a passkey of the approver", proposal.id)
             return PasskeyRefusal("passkey_rejected")
+        if ring.nonce_used(nonce):
+            log.info("passkey approval of %s: its assertion was used already", proposal.id)
+            return PasskeyRefusal("passkey_rejected")
         challenge = approval_challenge(proposal.digest, proposal.id, member.email, nonce)
         try:
             checked = self.ceremonies.verify_assertion(
@@ -265,7 +268,7 @@ class PasskeyStep:
         except PasskeyRejectedError as rejected:
             log.info("passkey approval of %s refused: %s", proposal.id, rejected)
             return PasskeyRefusal("passkey_rejected")
-        ring.use(checked.credential_id, checked.sign_count)
+        ring.use(checked.credential_id, checked.sign_count, nonce, self.clock.now())
         assertion = PasskeyAssertion(
             credential_id=checked.credential_id,
             name=str(entry["name"]),

@@ -276,3 +276,57 @@ def test_each_approval_of_a_quorum_needs_its_own_assertion(cs, seeded):
         "Ava's laptop",
         "Noah's phone",
     ]
+
+
+class SyncedPasskey(Authenticator):
+    """A passkey whose signature counter is always 0, as many synced passkeys report: the
+    counter then cannot tell a replayed assertion from a new one."""
+
+    def sign(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.sign_count = -1  # sign() counts it up to the 0 it reports
+        return super().sign(*args, **kwargs)
+
+
+def test_an_assertion_used_once_is_refused_again_even_when_its_counter_cannot_tell(cs, seeded):
+    """Noah signs an approval of a two-manager refund with a synced passkey; his permission is
+    taken away, so when Ava's approval comes his no longer counts; it is given back. The
+    service that relayed his first approval sends the same assertion again, minutes later:
+    it must not count for a decision Noah did not sign again."""
+    from countersign.domain.club.organization import Organization, Permission
+
+    require_passkey(cs, approvals=2)
+    noah_key = register(cs, NOAH, "Noah's phone", SyncedPasskey())
+    ava_key = register(cs, AVA, "Ava's laptop")
+    proposal_id = propose(cs, seeded)
+    noahs = signed(cs, proposal_id, NOAH, noah_key)
+    first = cs.proposals.approve(proposal_id, NOAH, noahs)
+    assert (first.result, first.approvals) == ("awaiting_approvals", 1)
+
+    def permissions(of: list[Permission]) -> None:
+        org = cs.store.get(Organization.create_id("granite"), Organization)
+        org.change_permissions(NOAH, of)
+        cs.store.save(org)
+
+    permissions([Permission.READ_AUDIT])
+    second = cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, ava_key))
+    assert (second.result, second.approvals) == ("awaiting_approvals", 1)
+    permissions([Permission.REFUND_ORDERS, Permission.READ_AUDIT])
+
+    replayed = cs.proposals.approve(proposal_id, NOAH, noahs)
+
+    assert (replayed.result, replayed.reason) == ("not_approvable", "passkey_rejected")
+    assert cs.sandbox.refunds() == []
+    # Signed anew, it counts.
+    again = cs.proposals.approve(proposal_id, NOAH, signed(cs, proposal_id, NOAH, noah_key))
+    assert again.result == "executed", again
+    assert len(cs.sandbox.refunds()) == 1
+
+
+def test_a_ring_remembers_a_nonce_for_longer_than_the_server_accepts_it():
+    from datetime import timedelta
+
+    from countersign.domain.club.passkeys import NONCE_MEMORY
+    from countersign.infrastructure.identity import passkeys
+
+    accepted = timedelta(seconds=passkeys.NONCE_SECONDS + passkeys._CLOCK_SKEW)
+    assert accepted < NONCE_MEMORY

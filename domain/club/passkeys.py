@@ -9,14 +9,19 @@ key the ring ever held, ``passkeys`` only those in use.
 An approval signed with a passkey signs ``approval_challenge``: a hash of the proposal's
 contract digest, its id, the approver and a fresh nonce. The assertion therefore covers
 exactly what the person was shown, and nothing else can reuse it (WebAuthn's dynamic linking,
-as PSD2's strong customer authentication binds a code to the amount and the payee).
+as PSD2's strong customer authentication binds a code to the amount and the payee). Nor can
+the same assertion count twice: the ring remembers the nonces its passkeys signed for
+``NONCE_MEMORY`` (longer than a nonce lives), since many synced passkeys report a signature
+counter of 0 for ever, which cannot tell a replayed assertion from a new one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any, TypedDict
 from uuid import UUID
 
@@ -26,6 +31,11 @@ from eventsourcing.domain import Aggregate, event
 
 MAX_NAME = 60
 MAX_PASSKEYS = 10
+#: How long a ring remembers a nonce one of its passkeys signed: at least as long as the server
+#: accepts a nonce (``infrastructure.identity.passkeys.NONCE_SECONDS`` and its clock skew), so
+#: no assertion can be used again while its nonce still holds.
+NONCE_MEMORY = timedelta(minutes=15)
+_NO_NONCES: Mapping[str, datetime] = MappingProxyType({})
 _CHALLENGE_PURPOSE = "countersign.approval.v1"
 
 
@@ -75,6 +85,10 @@ def passkey_name(name: str) -> str:
 
 class PasskeyRing(Aggregate):
     """One member's passkeys in one club."""
+
+    #: Nonces its passkeys signed in the last ``NONCE_MEMORY``, with when (a class default for
+    #: rings stored before they were kept; not annotated here, which would make it a field).
+    used_nonces = _NO_NONCES
 
     @staticmethod
     def create_id(organization_id: UUID, email: str) -> UUID:
@@ -138,9 +152,14 @@ class PasskeyRing(Aggregate):
             raise NotFoundError("passkey")
         self._removed(credential_id=credential_id, at=at)
 
-    def use(self, credential_id: str, sign_count: int) -> None:
-        """Record the authenticator's signature counter after an assertion it signed."""
-        self._used(credential_id=credential_id, sign_count=sign_count)
+    def nonce_used(self, nonce: str) -> bool:
+        """Whether one of these passkeys already signed an assertion over ``nonce``."""
+        return nonce in self.used_nonces
+
+    def use(self, credential_id: str, sign_count: int, nonce: str, at: datetime) -> None:
+        """Record the authenticator's signature counter after an assertion it signed, and the
+        nonce it signed, which no assertion may use again."""
+        self._used(credential_id=credential_id, sign_count=sign_count, nonce=nonce, at=at)
 
     @event("PasskeyRegistered")
     def _registered(
@@ -175,7 +194,16 @@ class PasskeyRing(Aggregate):
         self.passkeys = {k: v for k, v in self.passkeys.items() if k != credential_id}
 
     @event("PasskeyUsed")
-    def _used(self, credential_id: str, sign_count: int) -> None:
+    def _used(
+        self,
+        credential_id: str,
+        sign_count: int,
+        nonce: str | None = None,  # absent from events stored before nonces were kept
+        at: datetime | None = None,
+    ) -> None:
+        if nonce is not None and at is not None:
+            kept = {n: t for n, t in self.used_nonces.items() if at - t < NONCE_MEMORY}
+            self.used_nonces = MappingProxyType({**kept, nonce: at})
         if credential_id in self.passkeys:
             entry = {**self.passkeys[credential_id], "sign_count": sign_count}
             self.passkeys = {**self.passkeys, credential_id: entry}
