@@ -330,3 +330,29 @@ def test_a_ring_remembers_a_nonce_for_longer_than_the_server_accepts_it():
 
     accepted = timedelta(seconds=passkeys.NONCE_SECONDS + passkeys._CLOCK_SKEW)
     assert accepted < NONCE_MEMORY
+
+
+def test_a_ring_with_the_nonces_it_signed_is_snapshotted_and_loaded_the_same(cs, seeded):
+    """A ring's history grows with use, so it is snapshotted: the nonces it remembers go into
+    the snapshot and come back from it, and a replay is refused after a cold load too."""
+    from uuid import UUID
+
+    from countersign.domain.club.organization import Organization
+    from countersign.domain.club.passkeys import PasskeyRing
+    from countersign.infrastructure.persistence import stored_snapshots
+    from countersign.infrastructure.persistence.event_store import EventSourcedStore
+
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop", SyncedPasskey())
+    proposal_id = propose(cs, seeded)
+    used = signed(cs, proposal_id, AVA, key)
+    assert cs.proposals.approve(proposal_id, AVA, used).result == "executed"
+    ring_id = PasskeyRing.create_id(Organization.create_id("granite"), AVA)
+    ring = cs.app.repository.get(ring_id)
+    assert ring.nonce_used(used["nonce"])
+
+    cs.app.snapshot_recorder.insert_events([stored_snapshots.take(cs.app.mapper, ring)])
+    loaded = EventSourcedStore(cs.app).get(UUID(str(ring_id)), PasskeyRing)
+
+    assert loaded.used_nonces == ring.used_nonces
+    assert loaded.nonce_used(used["nonce"])

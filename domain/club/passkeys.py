@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from types import MappingProxyType
 from typing import Any, TypedDict
 from uuid import UUID
 
@@ -35,7 +33,6 @@ MAX_PASSKEYS = 10
 #: accepts a nonce (``infrastructure.identity.passkeys.NONCE_SECONDS`` and its clock skew), so
 #: no assertion can be used again while its nonce still holds.
 NONCE_MEMORY = timedelta(minutes=15)
-_NO_NONCES: Mapping[str, datetime] = MappingProxyType({})
 _CHALLENGE_PURPOSE = "countersign.approval.v1"
 
 
@@ -86,10 +83,6 @@ def passkey_name(name: str) -> str:
 class PasskeyRing(Aggregate):
     """One member's passkeys in one club."""
 
-    #: Nonces its passkeys signed in the last ``NONCE_MEMORY``, with when (a class default for
-    #: rings stored before they were kept; not annotated here, which would make it a field).
-    used_nonces = _NO_NONCES
-
     @staticmethod
     def create_id(organization_id: UUID, email: str) -> UUID:
         return stable_id("passkeys", organization_id, email.strip().lower())
@@ -102,6 +95,8 @@ class PasskeyRing(Aggregate):
         self.passkeys: dict[str, dict[str, Any]] = {}
         #: Every key this ring ever held, removed ones included: what an auditor verifies with.
         self.registered: dict[str, dict[str, Any]] = {}
+        #: Nonces its passkeys signed in the last ``NONCE_MEMORY``, with when (``_nonces``).
+        self.used_nonces: dict[str, datetime] = {}
 
     def usable(self, credential_id: str, membership_id: str | None) -> dict[str, Any] | None:
         """The passkey in use under this id, registered during the member's present
@@ -154,7 +149,11 @@ class PasskeyRing(Aggregate):
 
     def nonce_used(self, nonce: str) -> bool:
         """Whether one of these passkeys already signed an assertion over ``nonce``."""
-        return nonce in self.used_nonces
+        return nonce in self._nonces()
+
+    def _nonces(self) -> dict[str, datetime]:
+        """``used_nonces``; none in a ring loaded from a snapshot taken before they were kept."""
+        return self.__dict__.get("used_nonces") or {}
 
     def use(self, credential_id: str, sign_count: int, nonce: str, at: datetime) -> None:
         """Record the authenticator's signature counter after an assertion it signed, and the
@@ -202,8 +201,8 @@ class PasskeyRing(Aggregate):
         at: datetime | None = None,
     ) -> None:
         if nonce is not None and at is not None:
-            kept = {n: t for n, t in self.used_nonces.items() if at - t < NONCE_MEMORY}
-            self.used_nonces = MappingProxyType({**kept, nonce: at})
+            kept = {n: t for n, t in self._nonces().items() if at - t < NONCE_MEMORY}
+            self.used_nonces = {**kept, nonce: at}
         if credential_id in self.passkeys:
             entry = {**self.passkeys[credential_id], "sign_count": sign_count}
             self.passkeys = {**self.passkeys, credential_id: entry}
