@@ -37,7 +37,7 @@ from tests.receivers import (
 )
 from tests.servers import serving
 from tests.support.club_day import start_within_one_club_day
-from tests.support.proposing import BACK_TO_CARD, CANCEL, SEND, propose
+from tests.support.proposing import BACK_TO_CARD, CANCEL, MOVE, SEND, propose
 from tests.test_browser_e2e import (
     ARTIFACTS,
     DESKTOP,
@@ -113,6 +113,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     ).proposal_id
     revised = cs.access.revise(replaced, AVA, {**draft, "subject": "Ice times"}).proposal_id
 
+    # A roster move whose policy asks for a passkey, and Ava has none: the review page offers
+    # to add one instead of an approval that cannot work.
+    cs.policies.set("granite", MOVE, 1, require_passkey=True)
+    needs_passkey = propose(cs, seeded, operation=MOVE)
+
     # The webhooks page with an endpoint that is down, and its dead letters. (The module's
     # site is made before any test's own fixtures, so it allows loopback for itself.)
     with pytest.MonkeyPatch.context() as patch:
@@ -128,6 +133,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "review-replaced": f"/proposals/{replaced}",
         "review-withdrawn": f"/proposals/{withdrawn}",
         "review-revised": f"/proposals/{revised}",
+        "review-needs-passkey": f"/proposals/{needs_passkey}",
         "edit-refund": f"/proposals/{pending}/edit",
         "edit-draft": f"/proposals/{revised}/edit",
         "review-sent": f"/proposals/{sent}",

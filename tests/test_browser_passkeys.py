@@ -3,14 +3,17 @@ virtual one (CDP ``WebAuthn.addVirtualAuthenticator``): no mock of navigator.cre
 
 Pages are served under ``http://localhost:PORT`` (127.0.0.1 is not a valid RP id); the
 relying party's origin is configured once the port is known. Ava and Noah each add a passkey
-on ``/account/passkeys``, reached by its links (the review page's hint, every page's foot); a
+on ``/account/passkeys``, reached by its links (the review page's "Add a passkey", offered
+in place of an approval while they have none, and every page's foot); a
 $128 refund needs both, each with their own passkey: Ava's approval waits for Noah, Noah's
 first prompt fails user verification (nothing changes, the page says so), his second runs the
-refund. Then Ava removes her passkey, and approving with it no longer works."""
+refund. Then Ava removes her passkey, and the page no longer offers her an approval to sign
+(the application refusing a removed passkey is ``tests/test_passkeys.py``'s).
+
+A manager with no passkey, on a phone in French, reaches "Add a passkey" by keyboard alone."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,7 +28,7 @@ from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.servers import serving
-from tests.test_browser_e2e import DESKTOP, Served
+from tests.test_browser_e2e import DESKTOP, PHONE, Served
 
 NOAH = "noah@granite.example"
 
@@ -117,8 +120,11 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
     review = f"{served.base_url}/proposals/{large}"
     ava, ava_cdp, ava_key = _person(browser, served, AVA)
     ava.goto(review)
-    assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
-    _add_passkey(ava, served, "Ava's laptop", "#passkey-hint a")
+    # Without a passkey: no approval that cannot work, the way to add one in its place.
+    assert "you have none in this club yet" in ava.locator("#passkey-hint").inner_text()
+    assert ava.locator("#approve-passkey").count() == 0
+    assert ava.locator("#decide summary.decline").is_visible()
+    _add_passkey(ava, served, "Ava's laptop", "#passkey-needed a")
     ava.goto(review)
     assert "asks for your passkey" in ava.locator("#passkey-hint").inner_text()
     # The page is already at the review address, so waiting for that address would
@@ -177,12 +183,59 @@ def test_two_managers_approve_with_their_passkeys_and_a_removed_one_no_longer_wo
     ava.wait_for_selector("#notice")
     assert "it approves nothing any more" in ava.locator("#notice").inner_text()
     ava.goto(f"{served.base_url}/proposals/{small}")
-    assert "you have none yet" in ava.locator("#passkey-hint").inner_text()
-    with ava.expect_navigation(url=re.compile(r".*/proposals/[0-9a-f-]{36}$")):
-        ava.click("#approve-passkey button[type=submit]")
-    assert "could not be verified" in ava.locator(".notice").inner_text()
+    # The club no longer counts it: the page offers to add a passkey, no approval to sign.
+    assert "you have none in this club yet" in ava.locator("#passkey-hint").inner_text()
+    assert ava.locator("#approve-passkey").count() == 0
     assert ava.locator("#status").inner_text() == "Awaiting approval"
     assert _refunds(served, small) == 0
     assert ava_cdp.send("WebAuthn.getCredentials", {"authenticatorId": ava_key})[
         "credentials"
     ]  # still on her device, no longer accepted by the club
+
+
+def test_a_manager_without_a_passkey_reaches_add_a_passkey_by_keyboard_on_a_phone(
+    served: Served, browser: Any
+) -> None:
+    """Before, the review page offered "Approuver avec ma clé d'accès" to a manager with no
+    passkey, and pressing it could only fail. Now, in French at phone size, the decision bar
+    says approving needs a passkey and offers "Ajouter une clé d'accès" and "Refuser…": the
+    keyboard reaches the first, and Enter opens the passkeys page."""
+    served.cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=True)
+    proposal_id = served.cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=served.seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    ).proposal_id
+    context = browser.new_context(viewport=PHONE, locale="fr-CA")
+    page = context.new_page()
+    page.goto(served.base_url + "/sign-in")
+    page.fill("#email", NOAH)
+    page.fill("#password", served.passwords[NOAH])
+    page.locator("main button[type=submit]").click()
+    page.wait_for_url(served.base_url + "/")
+    page.goto(f"{served.base_url}/proposals/{proposal_id}")
+    decide = page.locator("#decide")
+    assert "Approuver avec ma clé d'accès" not in page.locator("main").inner_text()
+    assert decide.locator("#passkey-hint").inner_text() == (
+        "Approuver cette proposition demande votre clé d'accès, et vous n'en avez pas "
+        "encore dans ce club."
+    )
+    add = decide.locator("a[href='/account/passkeys']")
+    assert add.inner_text() == "Ajouter une clé d'accès"
+    assert decide.locator("summary").inner_text() == "Refuser…"
+    box = add.bounding_box()
+    assert box is not None
+    assert box["x"] >= 0
+    assert box["x"] + box["width"] <= PHONE["width"]
+    assert box["height"] >= 44
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('href')") == "/account/passkeys":
+            break
+    assert page.evaluate("document.activeElement.closest('#decide') !== null")
+    with page.expect_navigation(url=served.base_url + "/account/passkeys"):
+        page.keyboard.press("Enter")
+    assert page.locator("h1").inner_text() == "Vos clés d'accès"
+    context.close()

@@ -74,3 +74,56 @@ def test_a_passkey_is_renamed_through_the_account_page(web: Web) -> None:
     forged = browser.post(f"{PAGE}/rename", {"credential_id": key.id, "name": "x"})
     assert forged.status_code == 403
     assert [p["name"] for p in web.cs.passkeys.passkeys("granite", AVA)] == ["Ava's work laptop"]
+
+
+def _decision_area(page: Any) -> str:
+    """The review page's decision area (``#decide``), as text, tags kept."""
+    found = re.search(r'<div class="decide[^"]*" id="decide">.*?</details>\s*</div>', _text(page))
+    assert found, _text(page)[:2000]
+    return found.group(0)
+
+
+def test_a_manager_without_a_passkey_is_offered_to_add_one_not_an_approval_that_cannot_work(
+    web: Web,
+) -> None:
+    """Before: the page offered "Approve with my passkey" to a manager with no passkey in the
+    club, and pressing it could only fail. Now the decision area says approval needs a passkey
+    and offers "Add a passkey" (the passkeys page) and Decline, in English and in French; a
+    manager with a passkey still gets the button."""
+    require_passkey(web.cs)
+    proposal_id = web.propose()
+    browser = web.browser(AVA)
+    review = f"/proposals/{proposal_id}"
+
+    english = browser.get(review, **{"Accept-Language": "en"})
+    french = browser.get(review, **{"Accept-Language": "fr"})
+
+    area = _decision_area(english)
+    assert "Approve with my passkey" not in _text(english)
+    assert 'action="/proposals/' + proposal_id + '/approve"' not in area
+    assert "passkey.js" not in english.text  # nothing to sign with
+    assert "Approving this proposal needs your passkey, and you have none in this club yet." in area
+    assert re.search(
+        r'<a class="button primary wide" href="/account/passkeys"[^>]*>Add a passkey</a>', area
+    )
+    assert f'action="/proposals/{proposal_id}/decline"' in area  # Decline stays
+    french_area = _decision_area(french)
+    assert "Approuver avec ma clé d'accès" not in _text(french)
+    assert (
+        "Approuver cette proposition demande votre clé d'accès, et vous n'en avez pas "
+        "encore dans ce club." in french_area
+    )
+    assert re.search(
+        r'<a class="button primary wide" href="/account/passkeys"[^>]*>'
+        r"Ajouter une clé d'accès</a>",
+        french_area,
+    )
+    assert f'action="/proposals/{proposal_id}/decline"' in french_area
+
+    # With a passkey registered, the same page offers the signed approval, as before.
+    register(web.cs, AVA, "Ava's laptop")
+    page = browser.get(review, **{"Accept-Language": "en"})
+    area = _decision_area(page)
+    assert "Approve with my passkey" in area
+    assert "Add a passkey" not in area
+    assert "passkey.js" in page.text

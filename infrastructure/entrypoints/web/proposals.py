@@ -8,6 +8,7 @@ import hmac
 import json
 import logging
 import math
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -36,6 +37,7 @@ from countersign.infrastructure.entrypoints.web.views import (
     chat_address,
     decision,
     format_time,
+    page_number,
     policy_lines,
     proposal_view,
 )
@@ -68,7 +70,7 @@ class ProposalPages:
         if section not in readable:
             section = ""
         recent = visit.query("view") == "recent"
-        page = _page_number(visit.query("page"))
+        page = page_number(visit.query("page"))
         now = self.cs.clock.now()
         listed: dict[str, Any] = {"items": [], "total": 0}
         attention: dict[str, Any] = {"items": [], "total": 0}
@@ -188,6 +190,9 @@ class ProposalPages:
             with contextlib.suppress(NotApprovableError):
                 challenge = self.cs.access.approval_challenge(view["id"], user.caller)
                 passkey = {"options_json": json.dumps(challenge["options"]), **challenge}
+            if passkey is not None and not passkey["passkeys"]:
+                # Nothing of theirs could sign it: no approval to offer, a passkey to add.
+                mine, passkey = replace(mine, may_approve=False, needs_passkey=True), None
         signed = reviewed.record.get("approval_passkeys") or {}
         return self.site.render(
             visit,
@@ -483,10 +488,6 @@ def proposal_id_of(visit: Visit) -> str:
         return str(UUID(visit.params.get("proposal_id", "").strip()))
     except ValueError:
         raise PageError("not_found", 404) from None
-
-
-def _page_number(value: str) -> int:
-    return int(value) if value.isascii() and value.isdigit() and 0 < len(value) < 7 else 1
 
 
 def _asked(visit: Visit, proposal_id: str) -> str:

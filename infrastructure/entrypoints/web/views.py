@@ -259,6 +259,11 @@ def _governance(record: dict[str, Any], t: Translate) -> dict[str, Any]:
     }
 
 
+def page_number(value: str) -> int:
+    """A list's page number from its query: 1 for anything but a plain positive number."""
+    return int(value) if value.isascii() and value.isdigit() and 0 < len(value) < 7 else 1
+
+
 @dataclass(frozen=True)
 class Decision:
     """What the signed-in person may do about a proposal, and why not when they may not."""
@@ -269,6 +274,9 @@ class Decision:
     final: bool
     """Whether their approval would be the last one needed (and so run it)."""
     may_edit: bool
+    needs_passkey: bool = False
+    """Whether approving needs a passkey the person has none of in the club (the page then
+    offers to add one, not an approval that cannot work)."""
 
 
 def decision(

@@ -136,7 +136,7 @@ EN: dict[str, str] = {
         "The club's policy asks for your passkey: it signs exactly this proposal."
     ),
     "review.passkey_none": (
-        "The club's policy asks for a passkey, and you have none yet: add one first."
+        "Approving this proposal needs your passkey, and you have none in this club yet."
     ),
     "review.passkey_add": "Add a passkey",
     "edit.title": "Edit the proposal",
@@ -305,8 +305,8 @@ FR: dict[str, str] = {
         "La règle du club demande votre clé d'accès : elle signe exactement cette proposition."
     ),
     "review.passkey_none": (
-        "La règle du club demande une clé d'accès, et vous n'en avez pas encore : "
-        "ajoutez-en une d'abord."
+        "Approuver cette proposition demande votre clé d'accès, et vous n'en avez pas "
+        "encore dans ce club."
     ),
     "review.passkey_add": "Ajouter une clé d'accès",
     "edit.title": "Modifier la proposition",
