@@ -16,8 +16,15 @@ from dataclasses import replace
 from enum import Enum
 from typing import Any, Final, Literal
 
-from countersign.application.authorization import Caller, membership, require_all, require_decider
-from countersign.application.errors import UnknownOperationError
+from countersign.application.authorization import (
+    Caller,
+    may_read,
+    membership,
+    read_permissions,
+    require_all,
+    require_decider,
+)
+from countersign.application.errors import MissingPermissionError, UnknownOperationError
 from countersign.application.ports import AggregateStore, Answer, Commit, Reads
 from countersign.domain.approval_policy import ApprovalPolicy
 from countersign.domain.club.organization import Organization, Permission
@@ -40,6 +47,12 @@ KEPT: Final = _Kept.KEPT
 def _shown(policy: ApprovalPolicy) -> dict[str, Any]:
     """A policy as callers read it: every setting, ``require_passkey`` included."""
     return {**policy.to_json(), "require_passkey": policy.require_passkey}
+
+
+def _listed(org: Organization, operation: str) -> dict[str, Any]:
+    """One operation's policy in force (one approval where none is set), and who set it."""
+    entry = org.policies.get(operation, {})
+    return {**_shown(org.approval_policy(operation)), "set_by": entry.get("set_by")}
 
 
 class PolicyService:
@@ -109,12 +122,24 @@ class PolicyService:
         org = self.store.read(organization_id, Organization)
         if by is not None:
             self._manager(org, by)
-        listed = []
-        for operation in self.registry:
-            entry = org.policies.get(operation, {})
-            policy = _shown(org.approval_policy(operation))
-            listed.append({**policy, "set_by": entry.get("set_by")})
-        return listed
+        return [_listed(org, operation) for operation in self.registry]
+
+    def readable(self, organization: str, by: Caller) -> list[dict[str, Any]]:
+        """The policies in force that ``by`` may see, as ``in_force`` lists them: every
+        operation's with ``policies.manage`` (who may change them may read them all); else
+        those of the operations whose proposals the member may read (the operation's
+        permission, or ``audit.read``), since each such proposal's page already shows the
+        policy it was frozen under: this shows nobody a rule of proposals hidden from them.
+        MissingPermissionError when that is none; NotFoundError for another club or a
+        non-member, as for an unknown club."""
+        org = self.store.read(self._organization_id(organization, by), Organization)
+        member = membership(org, by.email)
+        every = by.may(member, Permission.MANAGE_POLICIES)
+        shown = [op for op in self.registry if every or may_read(by, member, op, self.registry)]
+        if not shown:
+            readers = {p for op in self.registry for p in read_permissions(op, self.registry)}
+            raise MissingPermissionError([Permission.MANAGE_POLICIES, *readers], any_of=True)
+        return [_listed(org, operation) for operation in shown]
 
     @staticmethod
     def _organization_id(organization: str, by: Caller | None) -> Any:

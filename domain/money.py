@@ -18,6 +18,11 @@ _NBSP = "\N{NO-BREAK SPACE}"
 #: separator, decimal separator, suffix. Formatting it does not load Babel's locale data
 #: (about 6 MB of CLDR tables a server would otherwise carry for good); tests/test_money.py
 #: checks every entry against Babel itself, so Babel stays the source of truth.
+#: The currency of the club's books (every order is in it). A policy's threshold names no
+#: currency of its own (it applies to a proposal's amount, in that proposal's currency), so
+#: where no proposal is in sight, the approval policies page, it reads in this one.
+CLUB_CURRENCY = "CAD"
+
 _CHECKED: dict[tuple[str, str], tuple[str, str, str, str]] = {
     ("en", "CAD"): ("$", ",", ".", " CAD"),
     ("fr", "CAD"): ("", _NBSP, ",", f"{_NBSP}${_NBSP}CA"),

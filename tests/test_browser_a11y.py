@@ -117,6 +117,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     # to add one instead of an approval that cannot work.
     cs.policies.set("granite", MOVE, 1, require_passkey=True)
     needs_passkey = propose(cs, seeded, operation=MOVE)
+    # For the approval policies page: a refund rule with a threshold, set after every refund
+    # above was proposed (each keeps the rule it was frozen under).
+    cs.policies.set("granite", REFUND, 2, above_cents=10_000, requester_may_approve=False)
 
     # The webhooks page with an endpoint that is down, and its dead letters. (The module's
     # site is made before any test's own fixtures, so it allows loopback for itself.)
@@ -149,6 +152,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "chat-roster": f"/chat/roster/{seeded['rosters']['granite']}",
         "webhooks": "/webhooks",
         "members": "/members",
+        "policies": "/policies",
         "not-found": "/no-such-page",
     }
     app = create_app(cs)

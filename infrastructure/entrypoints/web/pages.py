@@ -35,6 +35,7 @@ from countersign.infrastructure.entrypoints.web.account import AccountPages
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
 from countersign.infrastructure.entrypoints.web.edits import EditPages
 from countersign.infrastructure.entrypoints.web.members import MemberPages
+from countersign.infrastructure.entrypoints.web.policies import PolicyPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
 from countersign.infrastructure.entrypoints.web.sessions import Sessions, session_secret
 from countersign.infrastructure.entrypoints.web.signing_in import SignInPages
@@ -69,6 +70,7 @@ def mount_pages(
     webhooks = WebhookPages(site)
     members = MemberPages(site)
     account = AccountPages(site)
+    policies = PolicyPages(site)
     get, post = ["GET"], ["POST"]
     routes: list[tuple[str, Handler, list[str], bool, bool]] = [
         # path, handler, methods, signed in, CSRF checked
@@ -98,6 +100,7 @@ def mount_pages(
         ("/webhooks/remove", webhooks.remove, post, True, True),
         ("/webhooks/redeliver", webhooks.redeliver, post, True, True),
         ("/members", members.page, get, True, False),
+        ("/policies", policies.page, get, True, False),
         ("/members/permissions", members.set_permissions, post, True, True),
     ]
     for path, handler, methods, signed_in, csrf in routes:

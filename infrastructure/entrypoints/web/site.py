@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.application.proposal_limit import TooManyProposalsError
+from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.visible_text import shown
 from countersign.infrastructure.bootstrap import Countersign
@@ -293,11 +294,13 @@ class Site:
             "script": f"/assets/{script}?v={self.asset_version[script]}" if script else None,
             "chats": [],
             "counts": None,
+            "policies_link": False,
             "nav": None,
         }
         if visit.user is not None:
             base["chats"] = club_chats(visit.user)
             base["counts"] = self._counts(visit)
+            base["policies_link"] = self._may_see_policies(visit)
         base.update(context)
         if base["refresh"] and script is None:
             # A page that updates by itself does so by a script the person can pause.
@@ -317,6 +320,14 @@ class Site:
         if not visit.inbox_caught_up:
             self.cs.catch_up(INBOX_PROJECTIONS)
             visit.inbox_caught_up = True
+
+    def _may_see_policies(self, visit: Visit) -> bool:
+        """Whether the foot links the approval policies page: as ``PolicyService.readable``
+        decides it, a member with ``policies.manage`` or one who may read some proposals."""
+        user = visit.signed_in
+        return user.may(Permission.MANAGE_POLICIES) or bool(
+            self.cs.access.readable_sections(user.caller)
+        )
 
     def _counts(self, visit: Visit) -> dict[str, int] | None:
         """The navigation's counts: awaiting the person's decision, needing attention; None

@@ -24,6 +24,7 @@ from countersign.infrastructure.entrypoints.web.i18n import (
     frame,
     inbox,
     members,
+    policies,
     proposals,
     webhooks,
 )
@@ -32,7 +33,7 @@ LANGUAGES = ("en", "fr")
 DEFAULT_LANGUAGE = "en"
 
 #: The pages' own words by area (a module each), then every section's (below).
-_AREAS = (frame, inbox, proposals, webhooks, members, account)
+_AREAS = (frame, inbox, proposals, webhooks, members, account, policies)
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {key: text for area in _AREAS for key, text in area.EN.items()},
