@@ -121,3 +121,23 @@ def test_a_member_sees_the_policies_of_the_proposals_they_may_read_and_no_more(w
     # Another club's rules answer as an unknown club's.
     with pytest.raises(NotFoundError):
         web.cs.policies.readable("granite", Caller(AVA, "maple"))
+
+
+def test_a_page_still_shows_when_whether_to_link_the_policies_cannot_be_read(
+    web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The foot's link is a convenience: when what Ben may read cannot be read (a database
+    gone away mid-page), his passkeys page shows, without the link, and without a trace."""
+    web.cs.club.set_permissions("granite", BEN, ["orders.refund"])
+    ben = web.browser(BEN)
+    assert 'href="/policies"' in ben.get("/account/passkeys").text
+
+    def unreadable(*args: Any, **kwargs: Any) -> list[str]:
+        raise RuntimeError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(web.cs.access, "readable_sections", unreadable)
+    page = ben.get("/account/passkeys")
+
+    assert page.status_code == 200
+    assert 'href="/policies"' not in page.text
+    assert "server closed" not in page.text

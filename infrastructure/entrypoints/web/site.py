@@ -325,9 +325,13 @@ class Site:
         """Whether the foot links the approval policies page: as ``PolicyService.readable``
         decides it, a member with ``policies.manage`` or one who may read some proposals."""
         user = visit.signed_in
-        return user.may(Permission.MANAGE_POLICIES) or bool(
-            self.cs.access.readable_sections(user.caller)
-        )
+        if user.may(Permission.MANAGE_POLICIES):
+            return True
+        try:
+            return bool(self.cs.access.readable_sections(user.caller))
+        except Exception:  # a link is a convenience: the page (an error page too) must show
+            log.warning("whether to link the approval policies could not be read", exc_info=True)
+            return False
 
     def _counts(self, visit: Visit) -> dict[str, int] | None:
         """The navigation's counts: awaiting the person's decision, needing attention; None
