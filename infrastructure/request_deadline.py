@@ -69,6 +69,8 @@ class DeadlineProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._read_deadline: asyncio.TimerHandle | None = None
+        #: Between a request's first byte and its last: it is still being read.
+        self._reading = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -80,10 +82,12 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._reading = True
         if self._read_deadline is None:
             self._arm()
 
     def on_message_complete(self) -> None:
+        self._reading = False
         self._disarm()
         super().on_message_complete()
 
@@ -91,8 +95,10 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().on_response_complete()
         # The next request's time starts now (an idle keep-alive connection is closed sooner,
         # by uvicorn's own keep-alive timeout; one that trickles bytes, by this deadline),
-        # unless a pipelined request is already read and waiting to be answered.
-        if not self.transport.is_closing() and not self.pipeline:
+        # unless the last request begun was read whole and is being answered: a pipelined
+        # one, which uvicorn has just started (and taken out of ``pipeline``), or is about to.
+        answering = self.cycle is not None and not self.cycle.response_complete
+        if not self.transport.is_closing() and (self._reading or not answering):
             self._arm()
 
     def _arm(self) -> None:
