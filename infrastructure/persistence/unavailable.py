@@ -124,6 +124,26 @@ _REACH = (
 )
 
 
+#: The same, on the embedded SQLite database: a file on this machine, not a server.
+_SQLITE_DISK = "the disk that holds the SQLite database file is full: free space there"
+_SQLITE_FILE = (
+    "check the SQLite database file COUNTERSIGN_DATABASE_URL (or --database) names: that its "
+    "disk has room and answers, and that this process may read and write it and its directory"
+)
+#: SQLite's result code for a full disk (``SQLITE_FULL``: "database or disk is full").
+_SQLITE_FULL = 13
+
+
+def _sqlite_code(error: BaseException) -> int | None:
+    """SQLite's primary result code when ``error`` is sqlite3's (or the library's wrapping of
+    it); None for any other database's."""
+    for found in (error, error.__cause__, error.__context__):
+        code = getattr(found, "sqlite_errorcode", None)
+        if type(code) is int:
+            return code & 0xFF
+    return None
+
+
 def _sqlstate(error: BaseException) -> str:
     for found in (error, error.__cause__, error.__context__):
         sqlstate = getattr(found, "sqlstate", None)
@@ -148,7 +168,12 @@ def unavailable_reason(error: BaseException) -> str:
     again; the cause is the operator's."""
     sqlstate, said = _sqlstate(error), _said(error)
     words = said.lower()
-    if sqlstate == "53100" or "no space left" in words or "could not extend file" in words:
+    sqlite = _sqlite_code(error)  # None: PostgreSQL's, or the pool's
+    if sqlite == _SQLITE_FULL:
+        advice = _SQLITE_DISK
+    elif sqlite is not None:
+        advice = _WAITED if sqlite == _SQLITE_BUSY else _SQLITE_FILE
+    elif sqlstate == "53100" or "no space left" in words or "could not extend file" in words:
         advice = _DISK
     elif sqlstate == "53300" or "too many clients" in words or "too many connections" in words:
         advice = _CONNECTIONS

@@ -14,6 +14,7 @@ start the server); the answers to clients are as before, without the server's wo
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
 import psycopg
@@ -148,3 +149,35 @@ def test_a_reconcile_pass_that_meets_a_full_disk_is_one_warning_not_an_error_per
     assert "the database server's disk is full" in line
     monkeypatch.undo()
     assert cs.access.card(lost, AVA).status == "reconciling"  # the next pass's
+
+
+def _sqlite_disk_full(*args: Any, **kwargs: Any) -> Any:
+    """What a commit or a read meets on the embedded SQLite database when its disk is full:
+    sqlite3's own error (SQLITE_FULL, here from a page limit), raised as the library's
+    OperationalError, as its SQLite datastore raises it."""
+    with sqlite3.connect(":memory:") as connection:
+        connection.execute("CREATE TABLE t (x)")
+        connection.execute("PRAGMA max_page_count = 2")
+        try:
+            connection.execute("INSERT INTO t VALUES (?)", ("x" * 100_000,))
+        except sqlite3.OperationalError as error:
+            raise OperationalError(str(error)) from error
+    raise AssertionError("the page limit did not stop the insert")
+
+
+def test_a_full_disk_under_sqlite_says_so_not_to_check_postgresql(api: Api, monkeypatch, caplog):
+    """The embedded default: the disk that holds the SQLite file full. The line said 'check
+    that PostgreSQL is running and reachable at COUNTERSIGN_DATABASE_URL's host and port',
+    a server the deployment does not have."""
+    proposal_id = api.propose()
+    monkeypatch.setattr(api.cs.access, "card", _sqlite_disk_full)
+
+    with caplog.at_level(logging.WARNING, logger="countersign.http"):
+        answer = api.get(f"/api/v1/proposals/{proposal_id}")
+
+    assert answer.status_code == 503
+    assert "disk is full" not in answer.text
+    [line] = _lines(caplog, "countersign.http")
+    assert "OperationalError: database or disk is full" in line
+    assert "PostgreSQL" not in line
+    assert "the disk that holds the SQLite database file is full: free space there" in line
