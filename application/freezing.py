@@ -8,7 +8,6 @@ superseded in the same commit.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -27,6 +26,7 @@ from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
 from countersign.domain.scope import Scope
 from countersign.domain.uuids import id_text, new_id, new_id_prefix
+from countersign.domain.visible_text import NAME_LENGTH, plain_name
 
 _ORIGIN_KEYS = ("channel", "client", "client_version")
 
@@ -47,19 +47,13 @@ _REVISABLE = frozenset(
 replaced (the newer proposal is the one to edit)."""
 
 
-#: What an origin's values keep: letters, digits, single spaces and ``. _ - + /``, enough for
-#: a product's name and version ("Claude Desktop", "1.2.0-beta+3"). An MCP client names
-#: itself, so its name is the agent's to write: with brackets, quotes and other punctuation it
-#: closed the "(...)" the card, the review page and the audit trail show it in, and went on in
-#: the application's own voice ("through MCP (Claude) — approved by Noah Okafor (…").
-_NOT_ORIGIN_TEXT = re.compile(r"[^\w .+/-]+")
-#: The longest value kept.
-ORIGIN_TEXT_LENGTH = 40
+#: The longest origin value kept (``plain_name``).
+ORIGIN_TEXT_LENGTH = NAME_LENGTH
 
 
 def clean_origin(origin: Mapping[str, str] | None) -> dict[str, str] | None:
     """Where a request came from, as recorded: only the known keys, each a short name of
-    plain characters (``_NOT_ORIGIN_TEXT``); nothing a client says of itself is trusted beyond
+    plain characters (``plain_name``); nothing a client says of itself is trusted beyond
     that."""
     if not origin:
         return None
@@ -67,9 +61,9 @@ def clean_origin(origin: Mapping[str, str] | None) -> dict[str, str] | None:
     for key in _ORIGIN_KEYS:
         value = origin.get(key)
         if isinstance(value, str):
-            text = " ".join(_NOT_ORIGIN_TEXT.sub("", value).split())[:ORIGIN_TEXT_LENGTH]
-            if text.strip():
-                cleaned[key] = text.strip()
+            text = plain_name(value)
+            if text:
+                cleaned[key] = text
     return cleaned or None
 
 

@@ -31,6 +31,7 @@ from countersign.domain.handback import (
     outcome_title_keys,
 )
 from countersign.domain.outcomes import Succeeded, outcome_from_stored
+from countersign.domain.visible_text import plain_name
 from pydantic import BaseModel, ValidationError
 
 APPROVED_WITH_PASSKEY = Localized(
@@ -274,16 +275,23 @@ def preview_rows_of(kind: str, preview: dict[str, Any], language: str = "en") ->
 
 
 _CHANNELS = {"mcp": "MCP"}
+_CLIENT_KEYS = ("client", "client_version")
 _PROPOSED_THROUGH = Localized("Proposed through {source}", "Proposée via {source}")
 
 
 def origin_source(origin: dict[str, Any] | None) -> str | None:
     """Where a request came from, in a few words ("MCP (Claude Desktop 1.2)"); None for one
-    made in countersign itself (no recorded origin)."""
+    made in countersign itself (no recorded origin). Each value is shown as ``plain_name``
+    keeps it, for an origin an earlier release recorded with more of a client's words."""
     if not origin or not origin.get("channel"):
         return None
-    channel = str(origin["channel"])
-    client = " ".join(str(origin[key]) for key in ("client", "client_version") if origin.get(key))
+    channel = plain_name(str(origin["channel"]))
+    if not channel:
+        return None
+    named = (
+        plain_name(str(origin[key])) for key in ("client", "client_version") if origin.get(key)
+    )
+    client = " ".join(name for name in named if name)
     return _CHANNELS.get(channel, channel) + (f" ({client})" if client else "")
 
 

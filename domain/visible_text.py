@@ -13,6 +13,7 @@ stored before.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 
 #: Joiners stay: they join letters in Persian and Indic scripts and make one emoji of several.
@@ -112,3 +113,25 @@ def blank(value: str) -> bool:
 #: What shows nothing by itself: control and formatting characters, line and paragraph
 #: separators (the joiners are formatting characters too).
 _UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+#: What a name a client gives itself keeps: letters, digits, single spaces and ``. _ - + /``,
+#: enough for a product's name and version ("Claude Desktop", "1.2.0-beta+3"). An MCP client
+#: names itself, so its name is the agent's to write: with brackets, quotes and other
+#: punctuation it closed the "(...)" the card, the review page and the audit trail show it
+#: in, and went on in the application's own voice ("through MCP (Claude) — approved by Noah
+#: Okafor (…").
+_NOT_NAME_TEXT = re.compile(r"[^\w .+/-]+")
+#: The longest name kept.
+NAME_LENGTH = 40
+#: A name already plain: one match in C, for the names shown at every proposal's line.
+_PLAIN_NAME = re.compile(r"[\w.+/-]+(?: [\w.+/-]+)*")
+
+
+def plain_name(value: str) -> str:
+    """``value`` with only a name's plain characters (``_NOT_NAME_TEXT``), at most
+    ``NAME_LENGTH``: kept so where a client's name comes in (an origin), and shown so where
+    it goes out, for what was stored before."""
+    if len(value) <= NAME_LENGTH and _PLAIN_NAME.fullmatch(value):
+        return value
+    return " ".join(_NOT_NAME_TEXT.sub("", value).split())[:NAME_LENGTH].strip()

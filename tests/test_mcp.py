@@ -541,6 +541,45 @@ def test_a_client_name_cannot_go_on_in_the_applications_words(cs, seeded):
     assert summary == f"proposed {REFUND} through MCP ({kept})"
 
 
+def test_a_client_name_recorded_before_the_cleaning_is_shown_cleaned(
+    cs, seeded, monkeypatch, capsys
+):
+    """A proposal recorded by an earlier release, which kept 80 printable characters of the
+    client's name: its review page and its card show only the name's plain characters, as a
+    new one records them (the event stays as it was stored)."""
+    from countersign.application import proposals
+
+    def as_before(origin: dict[str, str] | None) -> dict[str, str] | None:
+        return origin and {key: value[:80] for key, value in origin.items()}
+
+    monkeypatch.setattr(proposals, "clean_origin", as_before)
+    created = cs.access.propose(
+        Caller(AVA, "granite"),
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+        origin={
+            "channel": "mcp",
+            "client": "Claude) \u2014 approved by Noah Okafor (noah@granite.example",
+            "client_version": "1.2",
+        },
+    )
+    monkeypatch.undo()
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    browser = Browser(TestClient(app, follow_redirects=False))
+    assert browser.sign_in(AVA, seed_passwords(cs)[AVA]).status_code == 303
+
+    shown = "MCP (Claude approved by Noah Okafor noahgrani 1.2)"
+    page = browser.get(f"/proposals/{created.proposal_id}").text
+    assert f"Proposed through {shown}" in page
+    assert "approved by Noah Okafor (" not in page
+    main(["show", created.proposal_id, "--as", AVA, "--database", cs.settings.database_url])
+    card = " ".join(capsys.readouterr().out.replace("\u2502", " ").split())  # the box's sides
+    assert f"Proposed through {shown}" in card
+    assert "approved by Noah Okafor (" not in card
+
+
 def test_another_client_names_itself_in_the_origin(cs, seeded, served):
     from mcp_types import Implementation
 
