@@ -278,6 +278,21 @@ def _too_many_clients(*args: object, **kwargs: object) -> None:
     )
 
 
+#: What PostgreSQL 15 answers a role that is not a superuser once only the reserved
+#: connections are left (SQLSTATE 53300, as "too many clients"); 16 and later say "...reserved
+#: for roles with the SUPERUSER attribute". A service's own role meets this one, not that.
+RESERVED = (
+    'connection failed: connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
+    "remaining connection slots are reserved for non-replication superuser connections"
+)
+
+
+def _only_reserved_slots(*args: object, **kwargs: object) -> None:
+    import psycopg
+
+    raise psycopg.OperationalError(RESERVED)
+
+
 @pytest.mark.parametrize(
     ("fault", "said"),
     [
@@ -288,6 +303,11 @@ def _too_many_clients(*args: object, **kwargs: object) -> None:
             "error: the PostgreSQL server has no connection left (connection failed: connection"
             ' to server at "127.0.0.1", port 5432 failed: FATAL:  sorry, too many clients'
             " already): raise its max_connections, or end other sessions, then try again",
+        ),
+        (
+            _only_reserved_slots,
+            f"error: the PostgreSQL server has no connection left ({RESERVED}): raise its "
+            "max_connections, or end other sessions, then try again",
         ),
     ],
 )

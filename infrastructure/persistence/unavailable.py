@@ -162,6 +162,24 @@ def _said(error: BaseException) -> str:
     return ""
 
 
+#: The server's words for SQLSTATE 53300 ``too_many_connections``, which a failed connection's
+#: error carries only in its text: "sorry, too many clients already" (a superuser, or every
+#: slot taken), "remaining connection slots are reserved for ..." (any other role, such as
+#: the services', once only the superusers' reserved slots are left), "too many connections
+#: for role ..." or "... for database ..." (a ``CONNECTION LIMIT``).
+_NO_CONNECTION_LEFT = (
+    "too many clients",
+    "remaining connection slots are reserved",
+    "too many connections",
+)
+
+
+def no_connection_left(said: str) -> bool:
+    """Whether the server's words ``said`` say it has no connection left for this role."""
+    words = said.lower()
+    return any(words_of_it in words for words_of_it in _NO_CONNECTION_LEFT)
+
+
 def unavailable_reason(error: BaseException) -> str:
     """For the operator's log: why the database did not answer, in its own words, and what to
     do (``error`` is one ``database_unavailable`` accepts). The clients are told only to try
@@ -175,7 +193,7 @@ def unavailable_reason(error: BaseException) -> str:
         advice = _WAITED if sqlite == _SQLITE_BUSY else _SQLITE_FILE
     elif sqlstate == "53100" or "no space left" in words or "could not extend file" in words:
         advice = _DISK
-    elif sqlstate == "53300" or "too many clients" in words or "too many connections" in words:
+    elif sqlstate == "53300" or no_connection_left(words):
         advice = _CONNECTIONS
     elif timed_out(error):
         advice = _WAITED

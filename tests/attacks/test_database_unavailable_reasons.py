@@ -181,3 +181,29 @@ def test_a_full_disk_under_sqlite_says_so_not_to_check_postgresql(api: Api, monk
     assert "OperationalError: database or disk is full" in line
     assert "PostgreSQL" not in line
     assert "the disk that holds the SQLite database file is full: free space there" in line
+
+
+def _only_reserved_slots(*args: Any, **kwargs: Any) -> Any:
+    """What connecting meets, as a role that is not a superuser (a service's own), when the
+    server has only its reserved connections left: PostgreSQL 15's words for SQLSTATE 53300,
+    which a failed connection's error carries only in its text."""
+    raise psycopg.OperationalError(
+        'connection failed: connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
+        "remaining connection slots are reserved for non-replication superuser connections"
+    )
+
+
+def test_a_server_out_of_connections_for_a_services_role_is_said_too(api: Api, monkeypatch, caplog):
+    """'sorry, too many clients already' is what a superuser meets; the role the services
+    connect as is refused sooner, in other words, and its line said only to check that
+    PostgreSQL runs and is reachable."""
+    monkeypatch.setattr(auth, "authenticate", _only_reserved_slots)
+
+    with caplog.at_level(logging.WARNING, logger="countersign.http"):
+        answer = api.get("/api/v1/inbox")
+
+    assert answer.status_code == 503
+    assert "reserved" not in answer.text
+    [line] = _lines(caplog, "countersign.http")
+    assert "remaining connection slots are reserved" in line
+    assert "the database server has no connection left: raise max_connections" in line

@@ -193,7 +193,7 @@ def _not_started(error: Exception, database_url: str) -> Answer:
         lacks_privilege,
         refused_privilege,
     )
-    from countersign.infrastructure.persistence.unavailable import timed_out
+    from countersign.infrastructure.persistence.unavailable import no_connection_left, timed_out
 
     if timed_out(error):  # a lock held on countersign's tables as it started, say
         return _database_unavailable(error, sent=False)
@@ -210,7 +210,7 @@ def _not_started(error: Exception, database_url: str) -> Answer:
         f"cannot reach the PostgreSQL database ({server_said}); check "
         "COUNTERSIGN_DATABASE_URL or --database"
     )
-    if "too many clients" in server_said or "too many connections" in server_said:
+    if no_connection_left(server_said):
         message = (
             f"the PostgreSQL server has no connection left ({server_said}): raise its "
             "max_connections, or end other sessions, then try again"
