@@ -35,7 +35,8 @@ ITEMS = "attention_items"
 THREADS = "attention_threads"
 SLOTS = "attention_slots"
 
-#: Outcomes that need attention until a newer proposal follows them in the conversation.
+#: Outcomes that need attention until a newer proposal follows them up: one made in the same
+#: conversation, or one for the same thing (its pending slot), wherever it was made.
 _FOLLOWED_UP_BY_A_NEW_PROPOSAL = frozenset({"failed", "revision_required"})
 
 
