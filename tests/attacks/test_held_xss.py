@@ -277,6 +277,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/webhooks": ("/webhooks", 200),
         "/members": ("/members", 200),
         "/account/passkeys": ("/account/passkeys", 200),
+        "/policies": ("/policies", 200),
     }
     assert set(signed_in_pages) == get_pages(web.app)
     for route, (target, status) in signed_in_pages.items():
