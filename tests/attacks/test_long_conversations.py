@@ -12,7 +12,9 @@ conversation), and a new conversation takes it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 from uuid import UUID, uuid4
 
 from countersign.application.assistant.conversations import CONVERSATION_FULL, MAX_TURNS
@@ -79,8 +81,16 @@ def test_the_chat_page_says_the_conversation_is_full_and_keeps_the_message(web: 
     assert page.status_code == 422
     said = " ".join(page.text.split())
     assert f"This conversation holds its {MAX_TURNS} messages, the most one may." in said
+    assert "press Send to start a new conversation with this message" in said
     assert "One more?</textarea>" in page.text  # kept in the box
     assert count_events(web.cs) == events
+    # The form now sends to a new conversation: Send as it stands, and the message is heard.
+    [kept] = re.findall(r'name="interaction_id" value="([^"]*)"', page.text)
+    assert kept == ""
+    sent = ava.submit(f"/chat/orders/{order}", {"message": "One more?", "interaction_id": kept})
+    assert sent.status_code == 303, sent.text
+    started = parse_qs(urlsplit(sent.headers["location"]).query)["interaction"][0]
+    assert started != full
 
 
 def test_the_terminal_chat_says_so_and_its_next_message_starts_a_new_conversation(

@@ -55,10 +55,17 @@ class ConversationPages:
         return redirect(f"/chat/{ORDERS.section}/{order_id}")
 
     def chat(
-        self, visit: Visit, error: str | None = None, draft: str = "", status: int = 422
+        self,
+        visit: Visit,
+        error: str | None = None,
+        draft: str = "",
+        status: int = 422,
+        *,
+        send_to_new: bool = False,
     ) -> Response:
         """The conversation's page; with ``error``, said above the message box (which holds
-        ``draft``), answered with ``status``."""
+        ``draft``), answered with ``status``. With ``send_to_new`` (the conversation is full)
+        the box sends its message to a new conversation."""
         user = visit.signed_in
         wanted = visit.form.get("interaction_id", "") if error else visit.query("interaction")
         conversation = self.cs.assistant.conversation(
@@ -78,7 +85,7 @@ class ConversationPages:
         context: dict[str, Any] = {
             "section": section,
             "resource_id": resource_id,
-            "interaction_id": conversation.interaction_id or "",
+            "interaction_id": "" if send_to_new else conversation.interaction_id or "",
             "timeline": self._timeline(visit, conversation.timeline),
             # What the side panel shows: the order, or the club (the leagues, the form). A
             # plug-in's section shows neither: its records are the company's, and the panel
@@ -133,9 +140,10 @@ class ConversationPages:
                 language=visit.language,
             )
         except ConversationFullError:
-            # Nothing was recorded: the message stays in the box, for a new conversation.
+            # Nothing was recorded: the message stays in the box, which now sends it to a new
+            # conversation (the full one is still shown above it).
             error = visit.t("chat.conversation_full", limit=MAX_TURNS)
-            return self.chat(visit, error=error, draft=message, status=422)
+            return self.chat(visit, error=error, draft=message, status=422, send_to_new=True)
         except TooManyTurnsError as too_many:
             # Nothing was recorded: the message stays in the box, to send once it may.
             wait = seconds_wait(too_many.retry_after, visit.language)

@@ -61,8 +61,8 @@ EN: dict[str, str] = {
         "changed; try again in {wait}."
     ),
     "chat.conversation_full": (
-        "This conversation holds its {limit} messages, the most one may. Nothing was sent; "
-        "start a new conversation for this message."
+        "This conversation holds its {limit} messages, the most one may. Nothing was sent: "
+        "press Send to start a new conversation with this message."
     ),
     "chat.new": "Start a new conversation",
     "updates.still": "Not settled yet. Check again for the latest.",
@@ -158,7 +158,8 @@ FR: dict[str, str] = {
     ),
     "chat.conversation_full": (
         "Cette conversation compte ses {limit} messages, le plus qu'une puisse en compter. "
-        "Rien n'a été envoyé ; commencez une nouvelle conversation pour ce message."
+        "Rien n'a été envoyé : appuyez sur Envoyer pour commencer une nouvelle conversation "
+        "avec ce message."
     ),
     "chat.new": "Nouvelle conversation",
     "updates.still": "Pas encore réglé. Vérifiez de nouveau pour la dernière situation.",
