@@ -226,6 +226,22 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
     assert "(set by operator)" in text
 
 
+def test_policy_amounts_read_in_the_clubs_currency(run):
+    """``policy show`` and ``policy set`` said "above 10000 cents": an operator had to count
+    the zeros. They read the threshold as the approval policies page does, in the club's
+    currency; ``--above-cents`` still takes cents."""
+    run("seed")
+    base = ("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals", "2")
+
+    code, said, _ = run(*base, "--above-cents", "12850")
+    shown_code, shown, _ = run("policy", "show", "--org", "granite")
+
+    assert (code, shown_code) == (0, 0)
+    assert "now need 2 distinct approvals above $128.50 CAD." in said
+    assert f"{REFUND}  2 distinct approvals above $128.50 CAD (set by operator)" in shown
+    assert "cents" not in said + shown
+
+
 def test_require_passkey_is_set_kept_when_left_out_and_refuses_approve(cs, seeded, cli, run):
     """``--require-passkey true`` through the command line; a later ``policy set`` that leaves
     the option out keeps it (it used to reset it to false); ``countersign approve`` of such a

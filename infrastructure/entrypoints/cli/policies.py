@@ -2,7 +2,9 @@
 
 The command line is the operator's: it sets a club's policy without naming a member (the
 event records ``set_by`` "operator"). A policy binds the proposals frozen after it; each open
-proposal keeps the one it was frozen under.
+proposal keeps the one it was frozen under. ``--above-cents`` takes cents; what is printed
+reads the threshold in the club's currency, as the approval policies page does (a policy
+stores no currency of its own: ``domain.money.CLUB_CURRENCY``).
 
 Bad values are refused by argparse itself (its one-line error, exit 2), before anything is
 read or written: the types below say what each option takes.
@@ -14,6 +16,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, Final
 
 from countersign.domain.approval_policy import MAX_APPROVALS, PolicyError
+from countersign.domain.money import CLUB_CURRENCY
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
 
 if TYPE_CHECKING:
@@ -81,7 +84,8 @@ def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
     verb = "now need" if policy["changed"] else "already needed"
     text = (
         f"{document['organization']}: new {policy['operation']} proposals {verb} "
-        f"{describe_policy(policy, None)}. Open proposals keep the policy they were frozen under."
+        f"{describe_policy(policy, CLUB_CURRENCY)}. "
+        "Open proposals keep the policy they were frozen under."
     )
     return document, text
 
@@ -96,5 +100,7 @@ def cmd_policy_show(cs: Countersign, args: argparse.Namespace) -> Result:
     width = max((len(p["operation"]) for p in policies), default=0)
     for policy in policies:
         source = f" (set by {policy['set_by']})" if policy.get("set_by") else ""
-        lines.append(f"  {policy['operation']:<{width}}  {describe_policy(policy, None)}{source}")
+        lines.append(
+            f"  {policy['operation']:<{width}}  {describe_policy(policy, CLUB_CURRENCY)}{source}"
+        )
     return document, "\n".join(lines)
