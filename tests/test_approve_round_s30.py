@@ -1,4 +1,4 @@
-"""Session 30's approve round (docs/design.md, "The cycle's cost"): the proposal's links on
+"""Session 30's approve round (docs/speed.md, "The cycle's cost"): the proposal's links on
 the approve path are computed with the library's ``_version`` (what its ``version`` property
 returns, without the property's call) and a dict of the event's fields (no keyword call of
 ``_link``), and ``approve_and_claim`` calls the approval's body by position. Every link is

@@ -1,4 +1,4 @@
-"""The approve path's shortcuts (docs/design.md, "The cycle's cost", session 29): the
+"""The approve path's shortcuts (docs/speed.md, "The cycle's cost", session 29): the
 proposal's status guards written inline, the approval's event given its fields and link in
 one dict, the execution contract and the executed report made by position, the quorum's
 recheck skipped when there is no earlier approval, and a draft applied to a form keeping its

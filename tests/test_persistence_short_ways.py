@@ -1,4 +1,4 @@
-"""The persistence path's short ways (docs/design.md, "The cycle's cost", session 29): each
+"""The persistence path's short ways (docs/speed.md, "The cycle's cost", session 29): each
 does what the longer way it replaces did, and falls back to it where it must.
 
 - ``aggregate_copy.collected`` (a commit's events, for ``EventSourcedStore.save``) takes

@@ -68,7 +68,7 @@ T = TypeVar("T")
 #: A proposal's snapshot is a few kilobytes and every cycle leaves one, so this is most of
 #: what a long-running client keeps: 128 would keep about 0.6 MB less, but the card cycle of
 #: ``scripts/bench.py`` reads orders its own process made a few hundred commits earlier, and
-#: cost 1.3-1.4% more instructions (docs/design.md, "Client memory").
+#: cost 1.3-1.4% more instructions (docs/speed.md, "Client memory").
 SNAPSHOTS = 256
 
 

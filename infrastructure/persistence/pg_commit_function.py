@@ -46,7 +46,7 @@ def _stale_reads(schema: Identifier, table: Identifier) -> Composed:
     # answer (the relied-on version if it is the latest; else another, or none), but the
     # backward walk of the primary key stops at that bound. Asked for as the first in
     # descending order, the plan max() is rewritten to, without max()'s Result node and
-    # init plan. (docs/design.md, the server's rounds, for the figures.)
+    # init plan. (docs/speed.md, the server's rounds, for the figures.)
     return SQL(
         "(SELECT unnest(check_ids) AS id, unnest(check_versions) AS version) AS c "
         "WHERE c.version IS DISTINCT FROM ("

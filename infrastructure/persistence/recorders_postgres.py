@@ -68,7 +68,7 @@ _FLUSH = "pg_logical_emit_message(true, 'countersign', current_database())"
 _FLUSH_IF_DURABLE = f"SELECT {_FLUSH} WHERE current_setting('synchronous_commit') <> 'off'"
 #: What a connection sends in its place once it has written the message (its session's commits
 #: wait for the disk): the setting is not read again, which cost the server about 4,200
-#: instructions a commit (docs/design.md, s31-pgserver). The store changes that setting only for
+#: instructions a commit (docs/speed.md, s31-pgserver). The store changes that setting only for
 #: a transaction (the commit function's ``set_config(..., true)``), so on that connection
 #: commits go on waiting. A session set off afterwards by someone else would have the message
 #: written and, as its commit then does not wait, nothing waited for: only a record in the log

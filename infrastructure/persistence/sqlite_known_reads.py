@@ -4,7 +4,7 @@ find nothing.
 The check (``check_statement``): under the write lock (``BEGIN IMMEDIATE``), one scalar
 subquery per aggregate the commit relied on without writing it, each the aggregate's newest
 version (SQLite's min/max shortcut on the primary key), compared with the version relied on.
-It cost about 40,000 instructions a commit (79,000 a cycle of two, 3.5%; docs/design.md,
+It cost about 40,000 instructions a commit (79,000 a cycle of two, 3.5%; docs/speed.md,
 "The cycle's cost"), on aggregates a decision mostly read from snapshots this process holds,
 whose versions this process had itself written or checked at its last commit.
 

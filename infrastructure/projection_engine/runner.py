@@ -72,7 +72,7 @@ class ProjectionRunner:
     PARALLEL_FROM = 20_000
     #: Events read a batch, by default. A batch costs the writer (on PostgreSQL the server
     #: too) a transaction, each position moved, a statement or COPY per table, whatever its
-    #: size: 2,000 rather than 1,000 took a sixth off both (docs/design.md, "Rebuild speed"),
+    #: size: 2,000 rather than 1,000 took a sixth off both (docs/speed.md, "Rebuild speed"),
     #: for one batch's rows more in memory (up to three live, two in flight).
     BATCH_SIZE = 2000
 
