@@ -342,6 +342,8 @@ def test_other_clubs_ids_answer_exactly_like_unknown_ones_on_every_route(web):
     cases = [
         ("GET", "/proposals/{}", [maple_proposal, UNKNOWN, "not-a-uuid", granite_order]),
         ("GET", "/proposals/{}/status", [maple_proposal, UNKNOWN, "not-a-uuid"]),
+        ("GET", "/proposals/{}/history", [maple_proposal, UNKNOWN, "not-a-uuid", granite_order]),
+        ("GET", "/proposals/{}/history?as_of=1", [maple_proposal, UNKNOWN, "not-a-uuid"]),
         ("POST", "/proposals/{}/approve", [maple_proposal, UNKNOWN, "not-a-uuid"]),
         ("POST", "/proposals/{}/decline", [maple_proposal, UNKNOWN, "not-a-uuid"]),
         ("GET", "/chat/orders/{}", [maple_order, UNKNOWN, "not-a-uuid", maple_form]),

@@ -4,9 +4,9 @@ Stored: Eve, a granite manager whose name is markup, tells the assistants things
 ``<script>alert(1)</script>``, ``"><img src=x onerror=alert(1)>`` and ``javascript:alert(1)``;
 the order assistant proposes a refund, the email assistant drafts an email whose subject and
 body carry them, and Eve declines the refund with them as the note. Ava, another manager,
-opens the inbox, the review cards and the status pages; Eve opens her conversations. Every
-page shows the text as text: no script, image, event handler or javascript: URL reaches the
-markup. The audit history (JSON) holds the note verbatim, as data.
+opens the inbox, the review cards, the status and history pages; Eve opens her conversations.
+Every page shows the text as text: no script, image, event handler or javascript: URL reaches
+the markup. The audit history (JSON) holds the note verbatim, as data.
 
 Reflected: the same strings in query strings (``?lang=``, ``?next=``, any name), sent raw as
 curl would, in the path, in the sign-in form's fields, in the webhook URL the webhooks page
@@ -180,6 +180,15 @@ def test_stored_markup_is_shown_as_text_to_every_member_on_every_page(web: Web, 
         "Ava's edit of the draft": (ava.get(f"/proposals/{draft_id}/edit"), [said]),
         "Ava's review of the declined refund": (ava.get(f"/proposals/{refund_id}"), [said]),
         "Ava's status of the refund": (ava.get(f"/proposals/{refund_id}/status"), []),
+        # The history names Eve and quotes her note; as it stood then, the draft's preview.
+        "Ava's history of the declined refund": (
+            ava.get(f"/proposals/{refund_id}/history"),
+            [EVE_NAME, said],
+        ),
+        "Ava's draft as it stood then": (
+            ava.get(f"/proposals/{draft_id}/history?as_of=1"),
+            [EVE_NAME, SCRIPT],
+        ),
         "Ava's webhooks page (Eve's endpoint)": (ava.get("/webhooks"), [EVE_NAME]),
         "Ava's members page (Eve's name)": (ava.get("/members"), [EVE_NAME, EVE]),
     }
@@ -269,6 +278,7 @@ def test_reflected_markup_comes_back_escaped_and_every_page_forbids_scripts(web:
         "/chat/{section}/{resource_id:path}": (f"/chat/orders/{order}", 200),
         "/proposals/{proposal_id}": (f"/proposals/{proposal_id}", 200),
         "/proposals/{proposal_id}/status": (f"/proposals/{proposal_id}/status", 200),
+        "/proposals/{proposal_id}/history": (f"/proposals/{proposal_id}/history", 200),
         # Without its approve form's digest, the review page (the confirmation page is
         # below, as that form's redirect leads to it).
         "/proposals/{proposal_id}/approve": (f"/proposals/{proposal_id}/approve", 303),

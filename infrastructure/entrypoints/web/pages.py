@@ -1,8 +1,8 @@
 """The server-rendered browser experience, mounted on the HTTP application.
 
 ``mount_pages(app, cs)`` adds HTML routes beside the JSON API: the site's plumbing
-(``site.py``), then the handlers by area (``signing_in.py``, ``proposals.py``, ``edits.py``,
-``conversations.py``), which render ``views.py``'s values through the templates.
+(``site.py``), then the handlers by area (``signing_in.py``, ``proposals.py``, ``history.py``,
+``edits.py``, ``conversations.py``), which render ``views.py``'s values through the templates.
 
 Everything works without JavaScript: approve, decline, editing a proposal, sending a message
 and switching language are plain POST forms, each carrying the session's CSRF token, and every
@@ -34,6 +34,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.account import AccountPages
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
 from countersign.infrastructure.entrypoints.web.edits import EditPages
+from countersign.infrastructure.entrypoints.web.history import HistoryPages
 from countersign.infrastructure.entrypoints.web.members import MemberPages
 from countersign.infrastructure.entrypoints.web.policies import PolicyPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
@@ -66,6 +67,7 @@ def mount_pages(
     proposals = ProposalPages(site)
     conversations = ConversationPages(site)
     edits = EditPages(site)
+    history = HistoryPages(site)
 
     webhooks = WebhookPages(site)
     members = MemberPages(site)
@@ -89,6 +91,7 @@ def mount_pages(
         ("/proposals/{proposal_id}/approve", proposals.approve, post, True, True),
         ("/proposals/{proposal_id}/decline", proposals.decline, post, True, True),
         ("/proposals/{proposal_id}/status", proposals.status, get, True, False),
+        ("/proposals/{proposal_id}/history", history.page, get, True, False),
         ("/proposals/{proposal_id}/edit", edits.form, get, True, False),
         ("/proposals/{proposal_id}/edit", edits.revise, post, True, True),
         ("/webhooks", webhooks.page, get, True, False),

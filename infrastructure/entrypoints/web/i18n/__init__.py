@@ -22,6 +22,7 @@ from countersign.domain.contracts.presentation import Localized, french
 from countersign.infrastructure.entrypoints.web.i18n import (
     account,
     frame,
+    history,
     inbox,
     members,
     policies,
@@ -33,7 +34,7 @@ LANGUAGES = ("en", "fr")
 DEFAULT_LANGUAGE = "en"
 
 #: The pages' own words by area (a module each), then every section's (below).
-_AREAS = (frame, inbox, proposals, webhooks, members, account, policies)
+_AREAS = (frame, inbox, proposals, history, webhooks, members, account, policies)
 
 TEXTS: dict[str, dict[str, str]] = {
     "en": {key: text for area in _AREAS for key, text in area.EN.items()},

@@ -1,0 +1,287 @@
+"""The auditor's history of one proposal, as a page: every event of its stream in order,
+when (in the club's zone) and who, in a plain sentence; and, from any event, the proposal as
+it stood then (``?as_of=<event>``).
+
+Who may read it, and what it holds, is the application's (``ProposalAccess.history``, the
+API's history route and ``countersign history`` read the same): this module only words it.
+An event it has no sentence for (a plug-in's, a newer release's) is listed by its type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from countersign.domain.contracts.problems import InvalidRequestError
+from countersign.domain.errors import NotFoundError
+from countersign.domain.messages import (
+    APPROVED_WITH_PASSKEY,
+    credential_note,
+    lapsed_approval_message,
+    origin_line,
+)
+from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of
+from countersign.infrastructure.entrypoints.web.site import Site
+from countersign.infrastructure.entrypoints.web.views import as_time, format_time, proposal_view
+from countersign.infrastructure.entrypoints.web.visits import PageError, Visit
+from starlette.responses import Response
+
+#: How long an unknown event's type may be shown (a topic is short; anything longer is cut).
+TYPE_LENGTH = 80
+
+
+class HistoryPages:
+    """``/proposals/{id}/history``: read-only, for whoever may read the proposal's history."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.cs = site.cs
+
+    def page(self, visit: Visit) -> Response:
+        user = visit.signed_in
+        proposal_id = proposal_id_of(visit)
+        # The whole history first: it is the access check (404 for an unknown or another
+        # club's id, 403 without the permission), before the query is read at all.
+        history = self.cs.access.history(proposal_id, user.caller)
+        total = len(history["events"])
+        as_of = _version(visit.query("as_of", 12))
+        if as_of is not None:
+            try:
+                history = self.cs.access.history(proposal_id, user.caller, as_of)
+            except InvalidRequestError:
+                raise PageError("no_such_point", 404) from None
+        record = self.cs.access.record(proposal_id, user.caller)
+        zone, language = user.membership.time_zone, visit.language
+        now = self.cs.clock.now()
+        proposal = proposal_view(record, visit.t, language, now, zone)
+        wording = Wording(visit, record, self._namer(visit))
+        listed = history["events"]
+        events = [wording.event(event, listed[:index]) for index, event in enumerate(listed)]
+        state = history.get("as_of")
+        return self.site.render(
+            visit,
+            "history.html",
+            proposal=proposal,
+            events=events,
+            total=total,
+            as_of=wording.state(state, events[-1]["when"]) if state is not None else None,
+        )
+
+    def _namer(self, visit: Visit) -> Callable[[str], str]:
+        """Who someone is, as the review page names a decider: their name and address, the
+        address alone once they left the club (each looked up once a page)."""
+        names: dict[str, str] = {}
+        club = visit.signed_in.organization
+
+        def who(email: str) -> str:
+            if email not in names:
+                try:
+                    name = self.cs.club.membership(club, email).member.name
+                except NotFoundError:
+                    name = email
+                names[email] = email if name == email else f"{name} ({email})"
+            return names[email]
+
+        return who
+
+
+def _version(value: str) -> int | None:
+    """The event asked for (``?as_of=3``); anything but a number is no such event."""
+    if not value:
+        return None
+    if not re.fullmatch(r"[0-9]{1,9}", value.strip()):
+        raise PageError("no_such_point", 404)
+    return int(value)
+
+
+class Wording:
+    """Each event of one history in the reader's words."""
+
+    def __init__(self, visit: Visit, record: dict[str, Any], who: Callable[[str], str]) -> None:
+        self.t = visit.t
+        self.language = visit.language
+        self.zone = visit.signed_in.membership.time_zone
+        self.record = record
+        self.who = who
+        self.operation = str(record["operation"])
+        self.preview = dict(record.get("preview") or {})
+        self.required = int(record.get("approvals_required") or 1)
+
+    def event(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        """One event: its number, when, and what it means (``text``, then ``details``)."""
+        at = as_time(event.get("at"))
+        shown: dict[str, Any] = {
+            "version": int(event["version"]),
+            "when": format_time(at, self.zone, self.language),
+            "iso": at.astimezone(UTC).isoformat(timespec="milliseconds") if at else "",
+            "details": [],
+            "note": None,
+            "link": None,
+        }
+        describe = _DESCRIBE.get(str(event.get("type")))
+        if describe is None:
+            kind = str(event.get("type"))[:TYPE_LENGTH]
+            return {**shown, "text": self.t("history.unknown", type=kind)}
+        return {**shown, **describe(self, event, before)}
+
+    def state(self, state: dict[str, Any], when: str) -> dict[str, Any]:
+        """The proposal as it stood after an event, as its review page would have shown it."""
+        record = {
+            **self.record,
+            "status": state["status"],
+            "preview": state["preview"],
+            "outcome": state["outcome"],
+            "approvals": state["approvals"],
+            "approvals_required": state["approvals_required"],
+            "no_longer_counting": state["no_longer_counting"],
+            "expires_at": None,  # as recorded then: not as read today
+        }
+        view = proposal_view(record, self.t, self.language, _EPOCH, self.zone)
+        return {
+            "version": state["version"],
+            "when": when,
+            "proposal": view,
+            "approvals": [self.who(str(email)) for email in state["approvals"]],
+            "required": state["approvals_required"],
+            "no_longer_counting": [
+                lapsed_approval_message(self.operation, self.who(email), reason, self.language)
+                for email, reason in view["no_longer_counting"]
+            ],
+        }
+
+    # -- one method an event type -----------------------------------------------------------
+
+    def proposed(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        who = self.who(str(event.get("requested_by") or ""))
+        revision_of = event.get("revision_of")
+        key = "history.proposed_revision" if revision_of else "history.proposed"
+        details = [
+            line
+            for line in (
+                origin_line(event.get("origin"), self.language, event.get("requested_through")),
+                self._expires(event.get("expires_at")),
+            )
+            if line
+        ]
+        link = None
+        if revision_of:
+            href = f"/proposals/{revision_of}/history"
+            link = {"href": href, "label": self.t("history.earlier_version")}
+        return {"text": self.t(key, who=who), "details": details, "link": link}
+
+    def _expires(self, value: Any) -> str | None:
+        moment = as_time(value)
+        if moment is None:
+            return None
+        return self.t("history.expires", when=format_time(moment, self.zone, self.language))
+
+    def approved(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        who = self.who(str(event.get("approved_by") or ""))
+        counting = _count(before) + 1
+        if self.required > 1:
+            text = self.t(
+                "history.approved_quorum", who=who, given=counting, required=self.required
+            )
+        else:
+            text = self.t("history.approved", who=who)
+        details = []
+        if event.get("role"):
+            details.append(self.t("history.role", role=str(event["role"])))
+        how = credential_note(event.get("credential"), self.language)
+        if how:
+            details.append(how[0].upper() + how[1:] + ".")
+        passkey = event.get("passkey")
+        if isinstance(passkey, dict) and passkey.get("name"):
+            details.append(APPROVED_WITH_PASSKEY.text(self.language, name=str(passkey["name"])))
+        return {"text": text, "details": details}
+
+    def lapsed(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        who = self.who(str(event.get("approved_by") or ""))
+        why = lapsed_approval_message(self.operation, who, str(event.get("reason")), self.language)
+        return {"text": self.t("history.lapsed", who=who), "details": [why[0].upper() + why[1:]]}
+
+    def declined(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        who = self.who(str(event.get("declined_by") or ""))
+        how = credential_note(event.get("credential"), self.language)
+        details = [how[0].upper() + how[1:] + "."] if how else []
+        return {
+            "text": self.t("history.declined", who=who),
+            "details": details,
+            "note": event.get("note") or None,
+        }
+
+    def outcome(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        """What the application recorded of carrying it out, in its own outcome words."""
+        kind = str(event.get("type"))
+        outcome = event.get("outcome") if isinstance(event.get("outcome"), dict) else None
+        if kind == "RevisionRequired" and before and before[-1].get("type") == "Declined":
+            return {"text": self.t("history.declined_closed")}
+        if kind == "Failed":
+            text = self.t("history.failed", error_class=str(event.get("error_class") or "?"))
+        else:
+            text = self.t(_OUTCOME_TEXT[kind])
+        details = []
+        if kind != "Reconciling" and any(e.get("type") == "Reconciling" for e in before):
+            details.append(self.t("history.settled"))
+        view = proposal_view(
+            {**self.record, "status": "", "outcome": outcome, "expires_at": None},
+            self.t,
+            self.language,
+            _EPOCH,
+            self.zone,
+        )
+        if view["message"]:
+            details.append(view["message"])
+        if view["support_reference"]:
+            details.append(self.t("history.reference", reference=view["support_reference"]))
+        return {"text": text, "details": details}
+
+    def superseded(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
+        reason = str(event.get("reason") or "unknown")
+        if reason not in ("revised", "replaced", "withdrawn"):
+            reason = "unknown"
+        link = None
+        if event.get("by"):
+            link = {"href": f"/proposals/{event['by']}", "label": self.t("history.superseded_link")}
+        return {"text": self.t(f"history.superseded.{reason}"), "link": link}
+
+
+def _count(before: list[dict[str, Any]]) -> int:
+    """How many approvals counted before an event: each approval, less those that lapsed."""
+    types = [event.get("type") for event in before]
+    return types.count("Approved") - types.count("ApprovalLapsed")
+
+
+_OUTCOME_TEXT = {
+    "Succeeded": "history.succeeded",
+    "Reconciling": "history.reconciling",
+    "RevisionRequired": "history.revision_required",
+}
+
+#: A reading time for the views of past states: nothing in them is read against today.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Describe = Callable[[Wording, dict[str, Any], list[dict[str, Any]]], dict[str, Any]]
+
+
+def _text(key: str) -> Describe:
+    """An event the application records of itself, said in one fixed sentence."""
+    return lambda wording, event, before: {"text": wording.t(key)}
+
+
+_DESCRIBE: dict[str, Describe] = {
+    "Proposed": Wording.proposed,
+    "Approved": Wording.approved,
+    "ApprovalLapsed": Wording.lapsed,
+    "Claimed": _text("history.claimed"),
+    "Revalidated": _text("history.revalidated"),
+    "Succeeded": Wording.outcome,
+    "Reconciling": Wording.outcome,
+    "RevisionRequired": Wording.outcome,
+    "Failed": Wording.outcome,
+    "Declined": Wording.declined,
+    "Expired": _text("history.expired"),
+    "Superseded": Wording.superseded,
+}

@@ -1,0 +1,135 @@
+"""A proposal's history page: what happened to it, in order, and who did it."""
+
+from __future__ import annotations
+
+EN: dict[str, str] = {
+    "history.title": "History",
+    "history.link": "Its history: who did what, and when",
+    "history.lead": (
+        "Everything recorded about this proposal, oldest first, in the club's time. Any "
+        "event shows the proposal as it stood then."
+    ),
+    "history.now": "Now: {status}",
+    "history.events": "{count} events",
+    "history.events.one": "1 event",
+    "history.events_until": "Events 1 to {version} of {total}",
+    "history.event": "Event {version}",
+    "history.as_of_link": "As it stood after event {version}",
+    "history.whole": "The whole history",
+    "history.as_of_title": "As it stood after event {version}",
+    "history.as_of_lead": (
+        "What the approvers were shown then, its status and its approvals so far; what "
+        "happened later is left out."
+    ),
+    "history.status_then": "Status then",
+    "history.approvals_then": "Approvals so far",
+    "history.approvals_none": "None yet",
+    "history.outcome_then": "Outcome",
+    "history.the_application": "countersign (the application)",
+    "history.proposed": "{who} proposed it.",
+    "history.proposed_revision": "{who} proposed it, as an edit of an earlier version.",
+    "history.earlier_version": "The earlier version's history",
+    "history.expires": "To be approved by {when}.",
+    "history.approved": "{who} approved it.",
+    "history.approved_quorum": "{who} approved it: approval {given} of {required}.",
+    "history.role": "Their role in the club then: {role}.",
+    "history.lapsed": "The approval by {who} stopped counting.",
+    "history.claimed": "Approved in full: the application started carrying it out.",
+    "history.revalidated": (
+        "The application checked again that the facts it was approved on still held: they did."
+    ),
+    "history.succeeded": "The application carried it out.",
+    "history.reconciling": (
+        "The provider's answer was not known: the application had to confirm with the "
+        "provider what happened."
+    ),
+    "history.settled": "The check with the provider settled it.",
+    "history.revision_required": "The application did not carry it out: it needs a new proposal.",
+    "history.declined_closed": "The decline closed it: nothing will be carried out.",
+    "history.failed": (
+        "It failed inside the application: nothing more will be tried (error {error_class})."
+    ),
+    "history.reference": "Support reference: {reference}",
+    "history.declined": "{who} declined it.",
+    "history.note": "Their note:",
+    "history.expired": "It expired before it was approved.",
+    "history.superseded.revised": "An edit of it took its place.",
+    "history.superseded.replaced": "A newer proposal for the same thing took its place.",
+    "history.superseded.withdrawn": "Another proposal was carried out, which withdrew it.",
+    "history.superseded.unknown": "Another proposal took its place.",
+    "history.superseded_link": "The proposal that took its place",
+    "history.unknown": "An event this page does not describe: “{type}”.",
+    "error.no_such_point.title": "No such point in the history",
+    "error.no_such_point.text": (
+        "This proposal's history has no such event. Its history page lists every one."
+    ),
+}
+
+FR: dict[str, str] = {
+    "history.title": "Historique",
+    "history.link": "Son historique : qui a fait quoi, et quand",
+    "history.lead": (
+        "Tout ce qui a été enregistré sur cette proposition, du plus ancien au plus récent, à "
+        "l'heure du club. Chaque événement montre la proposition telle qu'elle était alors."
+    ),
+    "history.now": "Aujourd'hui : {status}",
+    "history.events": "{count} événements",
+    "history.events.one": "1 événement",
+    "history.events_until": "Événements 1 à {version} sur {total}",
+    "history.event": "Événement {version}",
+    "history.as_of_link": "Telle qu'elle était après l'événement {version}",
+    "history.whole": "Tout l'historique",
+    "history.as_of_title": "Telle qu'elle était après l'événement {version}",
+    "history.as_of_lead": (
+        "Ce qui était alors montré aux approbateurs, son statut et ses approbations à ce "
+        "moment ; la suite n'y figure pas."
+    ),
+    "history.status_then": "Statut alors",
+    "history.approvals_then": "Approbations à ce moment",
+    "history.approvals_none": "Aucune encore",
+    "history.outcome_then": "Résultat",
+    "history.the_application": "countersign (l'application)",
+    "history.proposed": "{who} l'a proposée.",
+    "history.proposed_revision": "{who} l'a proposée, en modifiant une version antérieure.",
+    "history.earlier_version": "L'historique de la version antérieure",
+    "history.expires": "À approuver avant le {when}.",
+    "history.approved": "{who} l'a approuvée.",
+    "history.approved_quorum": "{who} l'a approuvée : approbation {given} sur {required}.",
+    "history.role": "Son rôle dans le club alors : {role}.",
+    "history.lapsed": "L'approbation de {who} a cessé de compter.",
+    "history.claimed": "Approuvée en entier : l'application a commencé à l'exécuter.",
+    "history.revalidated": (
+        "L'application a vérifié de nouveau que les faits approuvés tenaient toujours : "
+        "c'était le cas."
+    ),
+    "history.succeeded": "L'application l'a exécutée.",
+    "history.reconciling": (
+        "La réponse du fournisseur était inconnue : l'application devait confirmer auprès du "
+        "fournisseur ce qui s'était passé."
+    ),
+    "history.settled": "La vérification auprès du fournisseur l'a réglée.",
+    "history.revision_required": (
+        "L'application ne l'a pas exécutée : il faut une nouvelle proposition."
+    ),
+    "history.declined_closed": "Le refus l'a close : rien ne sera exécuté.",
+    "history.failed": (
+        "Elle a échoué dans l'application : rien d'autre ne sera tenté (erreur {error_class})."
+    ),
+    "history.reference": "Référence pour le support : {reference}",
+    "history.declined": "{who} l'a refusée.",
+    "history.note": "Sa note :",
+    "history.expired": "Elle a expiré avant d'être approuvée.",
+    "history.superseded.revised": "Une modification l'a remplacée.",
+    "history.superseded.replaced": (
+        "Une proposition plus récente pour la même chose l'a remplacée."
+    ),
+    "history.superseded.withdrawn": "Une autre proposition a été exécutée, ce qui l'a retirée.",
+    "history.superseded.unknown": "Une autre proposition l'a remplacée.",
+    "history.superseded_link": "La proposition qui l'a remplacée",
+    "history.unknown": "Un événement que cette page ne décrit pas : « {type} ».",
+    "error.no_such_point.title": "Ce point n'existe pas dans l'historique",
+    "error.no_such_point.text": (
+        "L'historique de cette proposition n'a pas cet événement. Sa page d'historique les "
+        "liste tous."
+    ),
+}

@@ -1,0 +1,475 @@
+"""A proposal's history page, without a browser (the ASGI app, on both databases).
+
+Before it, an auditor replayed a proposal's history only from the command line (``countersign
+history``) and the API (``GET /api/v1/proposals/{id}/history``): no page showed what happened
+to a proposal, in order, and who did it. ``/proposals/{id}/history`` lists every event of its
+stream, each with when (the club's zone, the page's language), who and a plain sentence, and
+from any event shows the proposal as it stood then (``?as_of=<event>``). Who may read it is
+the API's rule (``ProposalAccess.history``)."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.domain.club.organization import Organization
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.bootstrap import Countersign, enable_plugins
+from countersign.infrastructure.persistence.stored_events import allow_event_packages
+from eventsourcing.domain import Aggregate
+
+from tests.conftest import AVA, DRAFT, MIA, REFUND, events_table
+from tests.support.proposing import BACK_TO_CARD, CANCEL, propose
+from tests.test_corrupt_records import _fresh, _rewrite_state
+from tests.test_web_pages import UNKNOWN, Web, _main, web_for
+
+BEN = "ben@granite.example"  # seeded with no permission
+NOAH = "noah@granite.example"  # a manager, as Ava
+AVA_IS = "Ava Lindqvist (ava@granite.example)"
+NOAH_IS = "Noah Bergeron (noah@granite.example)"
+BEN_IS = "Ben Okafor (ben@granite.example)"
+FR = {"Accept-Language": "fr"}
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
+
+
+def _text(fragment: str) -> str:
+    """What a person reads of a piece of the page: its text, spaces flattened."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _events(page: Any) -> list[str]:
+    """Each event as it reads: its sentence, then each line beneath it, split by " / "."""
+    assert page.status_code == 200, page.text[:500]
+    items = re.findall(r'<li class="event"[^>]*>(.*?)</li>', _main(page))
+    read = []
+    for item in items:
+        lines = re.findall(r'<p class="(?:event-text|hint)">(.*?)</p>', item)
+        quoted = re.findall(r"<blockquote[^>]*>(.*?)</blockquote>", item)
+        read.append(" / ".join(_text(line) for line in [*lines, *quoted]))
+    return read
+
+
+def _history(web: Web, proposal_id: str, who: str = AVA, query: str = "", **headers: str) -> Any:
+    return web.browser(who).get(f"/proposals/{proposal_id}/history{query}", **headers)
+
+
+# -- each kind of event, in English and French ---------------------------------------------
+
+
+def test_a_refund_carried_out_reads_event_by_event_in_english_and_french(web: Web) -> None:
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, AVA)
+
+    english = _history(web, proposal_id)
+    french = _history(web, proposal_id, **FR)
+
+    refunded = (
+        "Refunded $48.00 CAD for Olivia Chen's missed Early-bird 15% discount to "
+        "Visa •••• 4242. The order total is now $297.00 CAD."
+    )
+    assert _events(english) == [
+        f"{AVA_IS} proposed it. / To be approved by 2026-12-01 04:00 EST.",
+        f"{AVA_IS} approved it. / Their role in the club then: manager.",
+        "Approved in full: the application started carrying it out.",
+        "The application checked again that the facts it was approved on still held: they did.",
+        f"The application carried it out. / {refunded}",
+    ]
+    assert _events(french)[0] == (
+        f"{AVA_IS} l'a proposée. / À approuver avant le 1er déc. 2026, 4 h 00 HNE."
+    )
+    assert _events(french)[1:3] == [
+        f"{AVA_IS} l'a approuvée. / Son rôle dans le club alors : manager.",
+        "Approuvée en entier : l'application a commencé à l'exécuter.",
+    ]
+    assert _events(french)[4].startswith("L'application l'a exécutée. / Remboursement de 48,00")
+    # When: the club's zone, as the other pages write it, and the instant for machines.
+    main = _main(english)
+    assert re.search(
+        r'<time datetime="20[0-9-]+T[0-9:.]+\+00:00">20[0-9-]+ [0-9:]+ ES?T</time>', main
+    )
+    assert "Now: Succeeded" in _text(main)
+    assert "Aujourd'hui\u00a0: Réussie" in html.unescape(french.text)
+    assert "5 events" in _text(main)
+    assert "5 événements" in _text(_main(french))
+    assert "<form" not in _main(english)  # nothing to decide here
+
+
+def test_a_quorum_with_an_approval_that_stopped_counting_and_a_decline_with_its_note(
+    web: Web,
+) -> None:
+    web.cs.policies.set("granite", REFUND, 2, above_cents=None)
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, NOAH)
+    web.cs.club.set_permissions("granite", NOAH, ["audit.read"])
+    web.cs.proposals.approve(proposal_id, AVA)  # Noah's no longer counts: 1 of 2 again
+    web.cs.club.set_permissions("granite", BEN, ["orders.refund"])
+    web.cs.proposals.decline(proposal_id, BEN, 'Too much <b>"now"</b>')
+
+    english = _events(_history(web, proposal_id))
+    french = _events(_history(web, proposal_id, **FR))
+
+    lost = (
+        "No longer counts: Noah Bergeron (noah@granite.example) lost the permission to "
+        "approve “Refund a missed discount” (orders.refund)"
+    )
+    assert english[1:] == [
+        f"{NOAH_IS} approved it: approval 1 of 2. / Their role in the club then: manager.",
+        f"The approval by {NOAH_IS} stopped counting. / {lost}",
+        f"{AVA_IS} approved it: approval 1 of 2. / Their role in the club then: manager.",
+        f'{BEN_IS} declined it. / Their note: / Too much <b>"now"</b>',
+        "The decline closed it: nothing will be carried out.",
+    ]
+    assert french[1].startswith(f"{NOAH_IS} l'a approuvée : approbation 1 sur 2.")
+    assert french[2].startswith(f"L'approbation de {NOAH_IS} a cessé de compter. / Ne compte")
+    assert french[4] == f'{BEN_IS} l\'a refusée. / Sa note : / Too much <b>"now"</b>'
+    assert french[5] == "Le refus l'a close : rien ne sera exécuté."
+
+
+def test_a_lost_answer_settled_by_the_check_with_the_provider(web: Web) -> None:
+    proposal_id = propose(web.cs, web.seeded, "refund-lost-response")
+    web.cs.proposals.approve(proposal_id, AVA)
+    web.cs.sweepers.reconcile()
+
+    english = _events(_history(web, proposal_id))
+    french = _events(_history(web, proposal_id, **FR))
+
+    assert english[4].startswith(
+        "The provider's answer was not known: the application had to confirm with the "
+        "provider what happened. / "
+    )
+    assert english[5].startswith(
+        "The application carried it out. / The check with the provider settled it. / Refunded"
+    )
+    assert french[4].startswith("La réponse du fournisseur était inconnue")
+    assert french[5].startswith(
+        "L'application l'a exécutée. / La vérification auprès du fournisseur l'a réglée."
+    )
+
+
+def test_not_carried_out_and_a_failure_with_its_support_reference(
+    web: Web, clock: FakeClock
+) -> None:
+    stale = propose(web.cs, web.seeded, "refund-declined")  # the card provider refuses it
+    web.cs.proposals.approve(stale, AVA)
+    failing = propose(web.cs, web.seeded)
+
+    def undecodable(state: dict[str, Any]) -> dict[str, Any]:
+        return {**state, "arguments": {**state["arguments"], "amount_cents": "lots"}}
+
+    _rewrite_state(web.cs, failing, 1, undecodable)
+    other = _fresh(web.cs, clock)
+    try:
+        report = other.proposals.approve(failing, AVA)
+    finally:
+        other.close()
+    reference = report.outcome["correlation_id"]
+
+    assert _events(_history(web, stale))[-1].startswith(
+        "The application did not carry it out: it needs a new proposal. / "
+    )
+    assert _events(_history(web, stale, **FR))[-1].startswith(
+        "L'application ne l'a pas exécutée : il faut une nouvelle proposition. / "
+    )
+    failed = _events(_history(web, failing))[-1]
+    assert failed.startswith("It failed inside the application: nothing more will be tried (error ")
+    assert failed.endswith(f"Support reference: {reference}")
+    assert f"Référence pour le support : {reference}" in _events(_history(web, failing, **FR))[-1]
+
+
+def test_expired_and_each_way_another_proposal_takes_its_place(web: Web, clock: FakeClock) -> None:
+    cs, seeded = web.cs, web.seeded
+    expiring = propose(cs, seeded, "refund-two-approvers")
+    clock.advance(days=30)
+    cs.sweepers.expire_due()
+    draft = {"filters": {"leagues": ["Monday Night Open"]}, "subject": "Ice", "body": "Hello"}
+    edited = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=DRAFT,
+        resource_id=seeded["broadcast_forms"]["granite"],
+        request=draft,
+    ).proposal_id
+    edit = cs.access.revise(edited, AVA, {**draft, "subject": "Ice times"}).proposal_id
+    withdrawn = propose(cs, seeded, "refund-ok", operation=CANCEL, request=BACK_TO_CARD)
+    carried_out = propose(cs, seeded, "refund-ok")
+    cs.proposals.approve(carried_out, AVA)
+
+    assert _events(_history(web, expiring))[-1] == "It expired before it was approved."
+    assert _events(_history(web, expiring, **FR))[-1] == "Elle a expiré avant d'être approuvée."
+    assert _events(_history(web, edited))[-1] == "An edit of it took its place."
+    assert _events(_history(web, edited, **FR))[-1] == "Une modification l'a remplacée."
+    assert f'href="/proposals/{edit}">The proposal that took its place</a>' in _main(
+        _history(web, edited)
+    )
+    # The edit's own history begins with it, and leads back to the version it edited.
+    revised = _history(web, edit)
+    assert _events(revised)[0].startswith(f"{AVA_IS} proposed it, as an edit of an earlier")
+    assert (
+        f'href="/proposals/{edited}/history">The earlier version\'s history</a>'
+        in html.unescape(_main(revised))
+    )
+    assert _events(_history(web, withdrawn))[-1] == (
+        "Another proposal was carried out, which withdrew it."
+    )
+    assert _events(_history(web, withdrawn, **FR))[-1] == (
+        "Une autre proposition a été exécutée, ce qui l'a retirée."
+    )
+    first = propose(cs, seeded, "refund-stale")
+    propose(cs, seeded, "refund-stale")  # the same refund again: the newer takes its place
+    assert _events(_history(web, first))[-1] == (
+        "A newer proposal for the same thing took its place."
+    )
+    assert _events(_history(web, first, **FR))[-1] == (
+        "Une proposition plus récente pour la même chose l'a remplacée."
+    )
+
+
+class NotedByPlugin(Aggregate.Event):
+    """A plug-in's event on a proposal: a type the history page has no sentence for."""
+
+    note: str
+
+    def apply(self, aggregate: Any) -> None:
+        pass
+
+
+def test_an_event_the_page_does_not_know_is_listed_by_its_type(web: Web) -> None:
+    proposal_id = web.propose()
+    # As a plug-in's events are stored: its package declared (``event_packages``).
+    allow_event_packages([__name__])
+    try:
+        proposal = web.cs.store.get(UUID(proposal_id), Proposal)
+        proposal.trigger_event(NotedByPlugin, note="<i>checked</i>")
+        web.cs.store.save(proposal)
+        web.cs.proposals.approve(proposal_id, AVA)
+
+        english = _events(_history(web, proposal_id))
+        french = _events(_history(web, proposal_id, **FR))
+    finally:
+        enable_plugins()  # the deployment's own again
+
+    assert english[1] == "An event this page does not describe: “NotedByPlugin”."
+    assert french[1] == "Un événement que cette page ne décrit pas : « NotedByPlugin »."
+    assert english[2].startswith(f"{AVA_IS} approved it.")  # and the rest after it
+    assert len(english) == 6
+
+
+# -- as it stood then ------------------------------------------------------------------------
+
+
+def test_from_any_event_the_proposal_as_it_stood_then(web: Web) -> None:
+    web.cs.policies.set("granite", REFUND, 2, above_cents=None)
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, NOAH)
+    web.cs.proposals.approve(proposal_id, AVA)  # the second: carried out
+
+    whole = _history(web, proposal_id)
+    assert (
+        f'href="/proposals/{proposal_id}/history?as_of=2#as-of">As it stood after event 2</a>'
+        in (_main(whole))
+    )
+    then = _history(web, proposal_id, query="?as_of=2")
+    main = _main(then)
+    section = _text(re.search(r'<section class="as-of".*?</section>', main).group(0))
+
+    assert section.startswith("As it stood after event 2 ")
+    assert "Status then Awaiting approval" in section
+    assert f"Approvals so far 1 of 2 — {NOAH_IS}" in section
+    assert "Outcome" not in section
+    # The preview exactly as the review page shows it, by the same template.
+    review = _main(web.browser(AVA).get(f"/proposals/{proposal_id}"))
+    preview = re.search(r'<dl class="preview">.*?</dl>', review).group(0)
+    assert preview in main
+    # Only what had happened by then.
+    assert len(_events(then)) == 2
+    assert "Events 1 to 2 of 6" in _text(main)
+    assert 'aria-current="step"' in main
+    assert "Now: Succeeded" in _text(main)  # and what it is today, said as today's
+    # After the last event: the outcome.
+    last = _main(_history(web, proposal_id, query="?as_of=6", **FR))
+    section = _text(re.search(r'<section class="as-of".*?</section>', last).group(0))
+    assert "Statut alors Réussie" in section
+    assert "Résultat Remboursement envoyé Remboursement de 48,00 $ CA" in section
+
+
+@pytest.mark.parametrize("as_of", ["0", "7", "99999999999", "two", "-1", "1.5"])
+def test_an_event_the_history_does_not_have_is_a_clear_not_found(web: Web, as_of: str) -> None:
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, AVA)  # 5 events
+
+    page = _history(web, proposal_id, query=f"?as_of={as_of}")
+
+    assert page.status_code == 404
+    assert "No such point in the history" in page.text
+    assert "This proposal's history has no such event." in html.unescape(page.text)
+    assert "Traceback" not in page.text
+    french = _history(web, proposal_id, query=f"?as_of={as_of}", **FR)
+    assert "Ce point n'existe pas dans l'historique" in html.unescape(french.text)
+
+
+# -- who may read it -------------------------------------------------------------------------
+
+
+def test_who_may_read_a_history_is_who_may_read_it_through_the_api(web: Web) -> None:
+    """Ava (a manager) and Ben as an auditor only (audit.read, no operation's permission)
+    read it, and their review pages link it; Ben without a permission, or with the refunds'
+    permission alone, gets the forbidden page, as from the API's history route, and no link.
+    Nobody gets a control to decide from it."""
+    proposal_id = web.propose()
+    path = f"/proposals/{proposal_id}/history"
+    link = f'<a href="{path}">Its history: who did what, and when</a>'
+    api = web.app
+
+    assert link in _main(web.browser(AVA).get(f"/proposals/{proposal_id}"))
+    assert link in _main(web.browser(AVA).get(f"/proposals/{proposal_id}/status"))
+    for permissions in ([], ["orders.refund"]):
+        web.cs.club.set_permissions("granite", BEN, permissions)
+        ben = web.browser(BEN)
+        refused = ben.get(path)
+        assert refused.status_code == 403, permissions
+        assert "Not allowed" in refused.text
+        assert ben.get(f"{path}?as_of=1").status_code == 403
+        assert link not in ben.get(f"/proposals/{proposal_id}").text
+    token = _api_token(web, BEN, ["orders.refund"])
+    assert _api_history(api, proposal_id, token) == 403  # the API's answer, the same
+
+    web.cs.club.set_permissions("granite", BEN, ["audit.read"])
+    ben = web.browser(BEN)
+    review = ben.get(f"/proposals/{proposal_id}")
+    assert link in _main(review)
+    assert 'action="/proposals/' not in _main(review)  # an auditor decides nothing
+    for shown in (ben.get(path), ben.get(f"{path}?as_of=1")):
+        assert shown.status_code == 200
+        assert _events(shown)[0].startswith(f"{AVA_IS} proposed it.")
+        assert "<form" not in _main(shown)
+        assert "<button" not in _main(shown)
+    assert _api_history(api, proposal_id, _api_token(web, BEN, ["audit.read"])) == 200
+
+
+def test_another_clubs_id_answers_as_an_unknown_one(web: Web) -> None:
+    maple = web.propose("maple-refund", actor=MIA, org="maple")
+    ava = web.browser(AVA)
+
+    answers = {
+        (ava.get(f"/proposals/{some}/history{query}").status_code,
+         ava.get(f"/proposals/{some}/history{query}").text)
+        for some in (maple, UNKNOWN, "not-a-uuid", web.seeded["orders"]["refund-ok"])
+        for query in ("", "?as_of=1", "?as_of=x")
+    }  # fmt: skip
+
+    assert len(answers) == 1
+    [(status, text)] = answers
+    assert status == 404
+    assert "Not found" in text
+    signed_out = web.browser().get(f"/proposals/{maple}/history")
+    assert signed_out.status_code == 303
+    assert signed_out.headers["location"].startswith("/sign-in?next=")
+
+
+def _api_token(web: Web, email: str, permissions: list[str]) -> str:
+    from countersign.infrastructure.identity.tokens import issue_token
+
+    name = f"audit-{len(permissions)}-{permissions[0].replace('.', '-')}"
+    issued = issue_token(web.cs, "granite", name, permissions, issued_by=email, kind="approver")
+    return issued.token
+
+
+def _api_history(app: Any, proposal_id: str, token: str) -> int:
+    from fastapi.testclient import TestClient
+
+    client = TestClient(app)
+    answer = client.get(
+        f"/api/v1/proposals/{proposal_id}/history",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    return int(answer.status_code)
+
+
+# -- a long history, a damaged record ----------------------------------------------------------
+
+
+def test_a_long_history_is_still_one_readable_page(web: Web) -> None:
+    """Five approvals needed; four given, then the four approvers lose the permission, and
+    four more come: each earlier approval stops counting as a later one rechecks it. Every
+    event is on the one page, in order, each approver named once per event."""
+    web.cs.policies.set("granite", REFUND, 5, above_cents=None)
+    club = web.cs.store.get(Organization.create_id("granite"), Organization)
+    helpers = [f"helper{n}@granite.example" for n in range(1, 9)]
+    for n, email in enumerate(helpers, 1):
+        club.add_member(email, f"Helper {n}", "manager", ["orders.refund"])
+    web.cs.store.save(club)
+    proposal_id = web.propose()
+    for email in helpers[:4]:
+        web.cs.proposals.approve(proposal_id, email)
+    for email in helpers[:4]:
+        web.cs.club.set_permissions("granite", email, [])
+    for email in [*helpers[4:], AVA]:
+        web.cs.proposals.approve(proposal_id, email)
+
+    page = _history(web, proposal_id)
+    events = _events(page)
+    stream = web.cs.audit.history(proposal_id)["events"]
+
+    assert len(events) == len(stream) >= 16
+    main = _main(page)
+    numbers = [int(n) for n in re.findall(r'<li class="event" id="event-([0-9]+)"', main)]
+    assert numbers == list(range(1, len(stream) + 1))
+    assert events[1].startswith("Helper 1 (helper1@granite.example) approved it: approval 1 of 5.")
+    assert events[4].startswith("Helper 4 (helper4@granite.example) approved it: approval 4 of 5.")
+    lapsed = [e for e in events if "stopped counting" in e]
+    assert len(lapsed) == 4
+    assert events[-1].startswith("The application carried it out.")
+    assert "?page=" not in main  # one page, no pagination
+    assert len(page.text) < 60_000
+
+
+def test_a_damaged_record_answers_as_the_review_page_does(web: Web, clock: FakeClock) -> None:
+    """One of its events stored under a topic nothing may import: the page says something
+    went wrong, with the reference the logs hold, as the review page does; never the topic,
+    the table or a trace."""
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, AVA)
+    _rewrite_topic(web.cs, proposal_id, 2, "os:system")
+    other = _fresh(web.cs, clock)
+    try:
+        fresh = web_for(other, web.seeded)
+        ava = fresh.browser(AVA)
+        history = ava.get(f"/proposals/{proposal_id}/history")
+        review = ava.get(f"/proposals/{proposal_id}")
+    finally:
+        other.close()
+
+    assert history.status_code == review.status_code == 500
+    titles = [re.findall(r"<h1[^>]*>(.*?)</h1>", page.text) for page in (history, review)]
+    assert titles[0] == titles[1] == ["Something went wrong"]
+    assert "Something went wrong" in history.text
+    assert re.search(r"cs-[0-9a-z-]+", _main(history))
+    for leak in ("os:system", "Traceback", events_table(web.cs), "SELECT"):
+        assert leak not in history.text, leak
+
+
+def _rewrite_topic(cs: Countersign, proposal_id: str, version: int, topic: str) -> None:
+    """Store one event under another topic, directly in SQL, as a bad migration would."""
+    table, key = events_table(cs), UUID(proposal_id)
+    where = "WHERE originator_id={0} AND originator_version={0}"
+    if cs.database.kind == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(cs.database.sqlite_path)
+        conn.execute(f"UPDATE {table} SET topic=? {where.format('?')}", (topic, key.hex, version))
+        conn.commit()
+        conn.close()
+        return
+    import psycopg
+
+    db = cs.database
+    with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
+        conn.execute(f"UPDATE {table} SET topic=%s {where.format('%s')}", (topic, key, version))
