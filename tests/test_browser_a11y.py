@@ -43,6 +43,7 @@ from tests.test_browser_e2e import (
     DESKTOP,
     PHONE,
     Served,
+    _fits_the_screen,
 )
 from tests.test_settling import stuck_claim
 
@@ -147,6 +148,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
         "review-executing": f"/proposals/{executing}",
         "status-reconciling": f"/proposals/{lost}/status",
         "status-waiting": f"/proposals/{outage}/status",
+        "history-sent": f"/proposals/{sent}/history",
+        "history-awaiting-as-of": f"/proposals/{awaiting}/history?as_of=2",
+        "history-not-executed": f"/proposals/{stale}/history",
+        "history-reconciling": f"/proposals/{lost}/history",
+        "history-revised": f"/proposals/{revised}/history",
         "chat-orders": f"/chat/orders/{seeded['orders']['refund-ok']}",
         "chat-email": f"/chat/email_broadcasts/{seeded['broadcast_forms']['granite']}",
         "chat-roster": f"/chat/roster/{seeded['rosters']['granite']}",
@@ -311,4 +317,53 @@ def test_each_outcome_reads_as_what_it_is_with_its_next_step(
     assert page.locator("#outcome-title").inner_text() == "Remboursement envoyé"
     assert "48,00\u00a0$\u00a0CA" in page.locator("main").inner_text()
     page.screenshot(path=str(SHOTS / "outcome-sent-fr.png"), full_page=True)
+    context.close()
+
+
+@pytest.mark.parametrize(("language", "size"), [("en", "desktop"), ("fr", "phone")])
+def test_an_auditor_reads_a_history_and_a_past_state_by_keyboard_alone(
+    site: tuple[Served, dict[str, str]], browser: Any, language: str, size: str
+) -> None:
+    """Ben, given audit.read alone (no operation's permission), opens a carried-out refund's
+    review page, reaches its history link by Tab and opens it with Enter, then the refund
+    as it stood after its approval: nothing wider than the screen, in his language."""
+    served, paths = site
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    served.cs.club.set_permissions("granite", "ben@granite.example", ["audit.read"])
+    viewport = {"desktop": DESKTOP, "phone": PHONE}[size]
+    context = browser.new_context(viewport=viewport, locale=f"{language}-CA")
+    page = context.new_page()
+    page.goto(served.base_url + "/sign-in")
+    page.fill("#email", "ben@granite.example")
+    page.fill("#password", served.passwords["ben@granite.example"])
+    page.locator("main button[type=submit]").click()
+    page.wait_for_url(served.base_url + "/")
+    review = paths["review-sent"]
+    page.goto(served.base_url + review)
+    assert page.locator("#decide").count() == 0  # an auditor decides nothing
+
+    def tab_to(href: str) -> None:
+        for _ in range(80):
+            page.keyboard.press("Tab")
+            if page.evaluate("document.activeElement.getAttribute('href')") == href:
+                return
+        raise AssertionError(f"the keyboard never reached {href}")
+
+    tab_to(f"{review}/history")
+    with page.expect_navigation(url=f"{served.base_url}{review}/history"):
+        page.keyboard.press("Enter")
+    heading = {"en": "5 events", "fr": "5 événements"}[language]
+    assert page.locator("#events-title").inner_text() == heading
+    first = page.locator("li.event .event-text").first.inner_text()
+    assert first.startswith("Ava Lindqvist (ava@granite.example)")
+    _fits_the_screen(page)
+    page.screenshot(path=str(SHOTS / f"{language}-{size}-history-keyboard.png"), full_page=True)
+    tab_to(f"{review}/history?as_of=2#as-of")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*\?as_of=2#as-of$"))
+    title = {"en": "As it stood after event 2", "fr": "Telle qu'elle était après l'événement 2"}
+    assert page.locator("#as-of-title").inner_text() == title[language]
+    assert page.locator("li.event").count() == 2
+    _fits_the_screen(page)
+    page.screenshot(path=str(SHOTS / f"{language}-{size}-history-as-of.png"), full_page=True)
     context.close()
