@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from countersign.application.authorization import Caller, Credential
 from countersign.domain.club.organization import Organization
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.clock import FakeClock
@@ -22,7 +23,7 @@ from countersign.infrastructure.bootstrap import Countersign, enable_plugins
 from countersign.infrastructure.persistence.stored_events import allow_event_packages
 from eventsourcing.domain import Aggregate
 
-from tests.conftest import AVA, DRAFT, MIA, REFUND, events_table
+from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table
 from tests.support.proposing import BACK_TO_CARD, CANCEL, propose
 from tests.test_corrupt_records import _fresh, _rewrite_state
 from tests.test_web_pages import UNKNOWN, Web, _main, web_for
@@ -230,6 +231,44 @@ def test_expired_and_each_way_another_proposal_takes_its_place(web: Web, clock: 
     assert _events(_history(web, first, **FR))[-1] == (
         "Une proposition plus récente pour la même chose l'a remplacée."
     )
+
+
+def test_tokens_and_clients_are_named_as_the_review_page_names_them(web: Web) -> None:
+    """An agent's token proposed it through an MCP client whose name carries markup, and an
+    approver token approved it: the history says so in the review page's own words, the
+    client's name cleaned as that page cleans it."""
+    refunds = frozenset({"orders.refund"})
+    agent = Caller(AVA, "granite", refunds, Credential.AGENT_TOKEN, "ops-bot")
+    created = web.cs.access.propose(
+        agent,
+        operation=REFUND,
+        resource_id=web.seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+        origin={
+            "channel": "mcp",
+            "client": 'Claude<img src=x onerror="1">',
+            "client_version": "1.2",
+        },
+    )
+    billing = Caller(AVA, "granite", refunds, Credential.APPROVER_TOKEN, "billing")
+    web.cs.access.approve(created.proposal_id, billing)
+
+    ava = web.browser(AVA)
+    for language in ("en", "fr"):
+        review = _text(
+            _main(ava.get(f"/proposals/{created.proposal_id}", **{"Accept-Language": language}))
+        )
+        history = _history(web, created.proposal_id, **{"Accept-Language": language})
+        proposed, approved = _events(history)[:2]
+        origin = proposed.split(" / ")[1]
+        assert origin.startswith(("Proposed by the agent “ops-bot”", "Proposée par l'agent"))
+        assert origin in review
+        assert "<img" not in history.text
+        how = approved.split(" / ")[-1]
+        assert how in (
+            "Through the service “billing” (approver token).",
+            "Via le service « billing » (jeton d'approbateur).",
+        )
 
 
 class NotedByPlugin(Aggregate.Event):
