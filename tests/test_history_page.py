@@ -191,13 +191,7 @@ def test_expired_and_each_way_another_proposal_takes_its_place(web: Web, clock: 
     clock.advance(days=30)
     cs.sweepers.expire_due()
     draft = {"filters": {"leagues": ["Monday Night Open"]}, "subject": "Ice", "body": "Hello"}
-    edited = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=DRAFT,
-        resource_id=seeded["broadcast_forms"]["granite"],
-        request=draft,
-    ).proposal_id
+    edited = propose(cs, seeded, operation=DRAFT, request=draft)
     edit = cs.access.revise(edited, AVA, {**draft, "subject": "Ice times"}).proposal_id
     withdrawn = propose(cs, seeded, "refund-ok", operation=CANCEL, request=BACK_TO_CARD)
     carried_out = propose(cs, seeded, "refund-ok")
@@ -292,6 +286,7 @@ def test_an_event_the_page_does_not_know_is_listed_by_its_type(web: Web) -> None
 
         english = _events(_history(web, proposal_id))
         french = _events(_history(web, proposal_id, **FR))
+        then = _history(web, proposal_id, query="?as_of=2")
     finally:
         enable_plugins()  # the deployment's own again
 
@@ -299,6 +294,9 @@ def test_an_event_the_page_does_not_know_is_listed_by_its_type(web: Web) -> None
     assert french[1] == "Un événement que cette page ne décrit pas : « NotedByPlugin »."
     assert english[2].startswith(f"{AVA_IS} approved it.")  # and the rest after it
     assert len(english) == 6
+    # As it stood after it: pending, as before it.
+    assert _events(then)[-1] == english[1]
+    assert "Status then Awaiting approval" in _text(_main(then))
 
 
 # -- as it stood then ------------------------------------------------------------------------
