@@ -132,6 +132,9 @@ def test_a_quorum_with_an_approval_that_stopped_counting_and_a_decline_with_its_
     assert french[2].startswith(f"L'approbation de {NOAH_IS} a cessé de compter. / Ne compte")
     assert french[4] == f'{BEN_IS} l\'a refusée. / Sa note : / Too much <b>"now"</b>'
     assert french[5] == "Le refus l'a close : rien ne sera exécuté."
+    # As it stood after the lapse: no approval counting, and why Noah's stopped.
+    then = _text(_main(_history(web, proposal_id, query="?as_of=3")))
+    assert f"Approvals so far 0 of 2 {lost}" in then
 
 
 def test_a_lost_answer_settled_by_the_check_with_the_provider(web: Web) -> None:

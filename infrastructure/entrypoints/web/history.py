@@ -106,7 +106,6 @@ class Wording:
         self.record = record
         self.who = who
         self.operation = str(record["operation"])
-        self.preview = dict(record.get("preview") or {})
         self.required = int(record.get("approvals_required") or 1)
 
     def event(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
@@ -146,7 +145,9 @@ class Wording:
             "approvals": [self.who(str(email)) for email in state["approvals"]],
             "required": state["approvals_required"],
             "no_longer_counting": [
-                lapsed_approval_message(self.operation, self.who(email), reason, self.language)
+                _line(
+                    lapsed_approval_message(self.operation, self.who(email), reason, self.language)
+                )
                 for email, reason in view["no_longer_counting"]
             ],
         }
@@ -191,7 +192,7 @@ class Wording:
             details.append(self.t("history.role", role=str(event["role"])))
         how = credential_note(event.get("credential"), self.language)
         if how:
-            details.append(how[0].upper() + how[1:] + ".")
+            details.append(_line(how) + ".")
         passkey = event.get("passkey")
         if isinstance(passkey, dict) and passkey.get("name"):
             details.append(APPROVED_WITH_PASSKEY.text(self.language, name=str(passkey["name"])))
@@ -200,12 +201,12 @@ class Wording:
     def lapsed(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
         who = self.who(str(event.get("approved_by") or ""))
         why = lapsed_approval_message(self.operation, who, str(event.get("reason")), self.language)
-        return {"text": self.t("history.lapsed", who=who), "details": [why[0].upper() + why[1:]]}
+        return {"text": self.t("history.lapsed", who=who), "details": [_line(why)]}
 
     def declined(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
         who = self.who(str(event.get("declined_by") or ""))
         how = credential_note(event.get("credential"), self.language)
-        details = [how[0].upper() + how[1:] + "."] if how else []
+        details = [_line(how) + "."] if how else []
         return {
             "text": self.t("history.declined", who=who),
             "details": details,
@@ -246,6 +247,12 @@ class Wording:
         if event.get("by"):
             link = {"href": f"/proposals/{event['by']}", "label": self.t("history.superseded_link")}
         return {"text": self.t(f"history.superseded.{reason}"), "link": link}
+
+
+def _line(text: str) -> str:
+    """A phrase the application words to follow something ("no longer counts: …"), as a line
+    of its own: capitalised."""
+    return text[:1].upper() + text[1:]
 
 
 def _count(before: list[dict[str, Any]]) -> int:
