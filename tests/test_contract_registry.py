@@ -176,6 +176,30 @@ def test_a_declared_preview_without_its_labels_is_refused_at_install(lazy_ops):
         install([_plugin(NOTE)])
 
 
+def test_a_preview_value_that_may_be_none_needs_words_for_it_or_it_is_refused(lazy_ops):
+    """A preview field that may hold None (``int | None``: no limit) read "None" on every card,
+    in English and in French, and no test saw it unless an example held None."""
+    optional = OPERATION.format(extra="").replace(
+        "class Preview(Frozen):\n    note: str\n", "class Preview(Frozen):\n    note: str | None\n"
+    )
+    (lazy_ops / "note.py").write_text(optional)
+
+    with pytest.raises(PluginError, match=r"lazy\.note's preview field 'note' may be None"):
+        install([_plugin(NOTE)])
+
+    words = 'PreviewField(Localized(en="Note", fr="Note"), words=lambda v, language: v)'
+    (lazy_ops / "worded.py").write_text(
+        optional.replace(
+            'preview_fields = {"note": PreviewField(Localized(en="Note", fr="Note"))}',
+            f'preview_fields = {{"note": {words}}}',
+        )
+    )
+    install(
+        [_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.worded:Note"))]
+    )
+    assert "lazy.note" in REGISTRY.loaded()
+
+
 def test_a_plugins_revision_reason_clashing_with_countersigns_is_the_one_refused(lazy_ops):
     _write(lazy_ops, "note", "revision_reasons = {'audience_changed': Localized('A', 'A')}")
 

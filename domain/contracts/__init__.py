@@ -30,10 +30,10 @@ import importlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, get_args, overload
 
 from countersign.domain.club.organization import Permission
-from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.presentation import Localized, Shown
 from countersign.domain.scope import Section
 
 if TYPE_CHECKING:
@@ -171,6 +171,13 @@ class _Contents:
             raise RegistryError(
                 f"{kind} labels {sorted(labelled)}, its preview has {sorted(fields)}"
             )
+        unworded = _unworded_optionals(contract)
+        if unworded:
+            raise RegistryError(
+                f'{kind}\'s preview field {unworded[0]!r} may be None, which reads "None" to '
+                "people in every language: give its PreviewField words=lambda value, language: "
+                '... (a text field; the value is "None" then), or make the field never None'
+            )
         for code in contract.revision_reasons:
             if code in self.reasons or code in reserved:
                 raise RegistryError(f"revision reason {code!r} is declared twice")
@@ -179,6 +186,19 @@ class _Contents:
             check(contract)
         self.reasons.update(contract.revision_reasons)
         self.loaded[kind] = contract
+
+
+def _unworded_optionals(contract: AnyContract) -> list[str]:
+    """The preview fields that may hold None and are shown as text as they are: each would
+    read "None" on the card. A flag (None is "no") or a field with its own words is fine."""
+    return [
+        name
+        for name, field in contract.Preview.model_fields.items()
+        if type(None) in get_args(field.annotation)
+        and (shown := contract.preview_fields.get(name)) is not None
+        and shown.shown is not Shown.FLAG
+        and shown.words is None
+    ]
 
 
 class Registry(Mapping[str, "AnyContract"]):
