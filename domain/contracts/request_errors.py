@@ -62,7 +62,7 @@ SAFE_MESSAGES: dict[str, str] = {
 #: A model-facing request's references name parts of its record (the order's payments "P1",
 #: ...): said without "conversation", since an agent over MCP and a service over the API send
 #: them too.
-_REQUEST_MESSAGES = {
+SAFE_REQUEST_MESSAGES = {
     **SAFE_MESSAGES,
     "string_pattern_mismatch": "not one of this record's references",
 }
@@ -145,7 +145,7 @@ def problems_from(error: ValidationError, limit: int | None = None) -> list[Prob
     return [
         Problem(
             field=field_path(item["loc"]),
-            message=safe_message(item, _REQUEST_MESSAGES),
+            message=safe_message(item, SAFE_REQUEST_MESSAGES),
             for_people=SAFE_SENTENCES.get(str(item.get("type", "")), MALFORMED_REQUEST),
         )
         for item in error.errors(include_input=False, include_url=False)[:limit]

@@ -19,6 +19,7 @@ from countersign.application.reports import ApprovalReport, ProposalCreated
 from countersign.domain.contracts import PERMISSIONS, AnyContract
 from countersign.domain.contracts.base import UndecodableContractError
 from countersign.domain.contracts.problems import InvalidRequestError, Problem
+from countersign.domain.contracts.request_errors import SAFE_REQUEST_MESSAGES
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.testing.conformance import (
@@ -157,6 +158,31 @@ def names_path(problems: list[Problem], path: JsonPath) -> bool:
     """A problem names the field at ``path``, or a field that encloses it."""
     field = dotted(path)
     return any(p.field == field or field.startswith(p.field + ".") for p in problems)
+
+
+#: How a request's pattern mismatch reads to the model: every request pattern is taken for a
+#: reference to a part of the record (the order's payments "P1").
+_AS_REFERENCE = SAFE_REQUEST_MESSAGES["string_pattern_mismatch"]
+
+
+def control_character_refusal(path: JsonPath, problems: list[Problem]) -> str:
+    """Why the strict-request check fails for a free-text field at ``path`` whose control
+    character was refused, but not for itself (``problems``): the cause, when it is a
+    ``pattern=``, and what to write instead."""
+    field = dotted(path)
+    said = "; ".join(f'"{p.message}"' for p in problems if names_path([p], path))
+    why = (
+        f"{field} takes free text, but a line break or control character in it was refused "
+        f"as {said}"
+    )
+    if any(p.message == _AS_REFERENCE for p in problems):
+        return (
+            f"{why}: its pattern= refused it first, and a request's pattern is read as one "
+            "of the record's references (P1, L2): the model is told it is not one, the "
+            "manager that the request names something not in the record. For free text (an "
+            "email), drop pattern= and check its form with a rule in resolve (a Finding)."
+        )
+    return f"{why}, not as a control character (ContractRequest refuses those by itself)"
 
 
 def accepted(contract: AnyContract, request: Any) -> bool:

@@ -53,6 +53,7 @@ from countersign.infrastructure.testing.scenarios import (
     accepted,
     approve_tampered,
     assert_conforms,
+    control_character_refusal,
     decodes,
     event_types,
     history_of,
@@ -148,7 +149,9 @@ class ConformanceSuite(TextChecks):
                 assert names_path(found, path), (path, control, found)
                 assert not any(control in p.field + p.message for p in found), "input echoed"
                 if free_text:  # refused for the control character itself, and saying so
-                    assert any("control characters" in p.message for p in found), (path, found)
+                    assert any("control characters" in p.message for p in found), (
+                        control_character_refusal(path, found)
+                    )
 
         # A value of the wrong JSON type anywhere is named and refused.
         for path, value in nodes(example):

@@ -1,0 +1,32 @@
+"""What the conformance kit says when a new contract fails one of its checks: the cause and
+what to write instead, not a bare assertion over the problems it found."""
+
+from __future__ import annotations
+
+import pytest
+from countersign.domain.contracts.base import ContractRequest
+from countersign.domain.contracts.problems import InvalidRequestError
+from countersign.domain.contracts.request_errors import parse_request
+from countersign.infrastructure.testing.scenarios import control_character_refusal
+from pydantic import Field
+
+
+class _Request(ContractRequest):
+    """Propose adding a person to a league."""
+
+    email: str = Field(description="Their email.", max_length=254, pattern=r"^[^@\s]+@[^@\s]+$")
+
+
+def test_a_free_text_field_refused_by_its_pattern_is_said_to_read_as_a_reference():
+    """An email given ``pattern=``: a line break in it is refused by the pattern, worded for
+    every request as one of the record's references ("P1"), which the model and the manager
+    then read. The strict-request check failed with the problems alone."""
+    with pytest.raises(InvalidRequestError) as refused:
+        parse_request(_Request, {"email": "c\nhloe@example.com"})
+
+    said = control_character_refusal(("email",), refused.value.problems)
+
+    assert said.startswith("email takes free text, but a line break or control character in it")
+    assert '"not one of this record\'s references"' in said
+    assert "its pattern= refused it first" in said
+    assert "check its form with a rule in resolve (a Finding)" in said
