@@ -142,7 +142,7 @@ class Conformance:
                 f"{self.case_module(kind)} calling register(ConformanceCase(kind={kind!r}, "
                 "...)) (the fields are described in countersign.infrastructure.testing."
                 "conformance), then write its golden preview with COUNTERSIGN_UPDATE_GOLDEN=1 "
-                "pytest -k golden, and review and commit it.",
+                f'pytest -k "golden and {kind}", and review and commit it.',
                 pytrace=False,
             )
         return case

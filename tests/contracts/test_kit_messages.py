@@ -3,10 +3,13 @@ what to write instead, not a bare assertion over the problems it found."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from countersign.domain.contracts.base import ContractRequest
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import parse_request
+from countersign.infrastructure.testing.conformance import Conformance
 from countersign.infrastructure.testing.scenarios import control_character_refusal
 from pydantic import Field
 
@@ -30,3 +33,16 @@ def test_a_free_text_field_refused_by_its_pattern_is_said_to_read_as_a_reference
     assert '"not one of this record\'s references"' in said
     assert "its pattern= refused it first" in said
     assert "check its form with a rule in resolve (a Finding)" in said
+
+
+def test_a_kind_without_a_case_is_told_the_command_that_writes_its_golden_preview_only():
+    """The failure said ``COUNTERSIGN_UPDATE_GOLDEN=1 pytest -k golden``: every contract's
+    golden check, any of whose files it rewrites, on every backend."""
+    conformance = Conformance(cases="tests.contracts.cases", golden=Path("tests/contracts"))
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        conformance.case_for("roster.add_nobody")
+
+    assert 'COUNTERSIGN_UPDATE_GOLDEN=1 pytest -k "golden and roster.add_nobody"' in str(
+        failed.value
+    )
