@@ -200,6 +200,28 @@ def test_a_preview_value_that_may_be_none_needs_words_for_it_or_it_is_refused(la
     assert "lazy.note" in REGISTRY.loaded()
 
 
+def test_an_operation_whose_arguments_hold_money_must_say_how_much_for_the_policies(lazy_ops):
+    """An approval policy's threshold ("two approvers above $100") reads a proposal's money
+    from ``amount_cents``; a contract that did not define it moved money under no threshold,
+    and nothing said so."""
+    paid = OPERATION.format(extra="").replace(
+        "class Arguments(Frozen):\n    note: str\n",
+        "class Arguments(Frozen):\n    note: str\n    fee_cents: int = 0\n",
+    )
+    (lazy_ops / "note.py").write_text(paid)
+
+    with pytest.raises(PluginError, match=r"lazy\.note's arguments hold money \(fee_cents\)"):
+        install([_plugin(NOTE)])
+
+    said = (
+        "    def amount_cents(self, arguments: Arguments) -> int:\n"
+        "        return arguments.fee_cents\n"
+    )
+    (lazy_ops / "said.py").write_text(paid.replace("    def load(", said + "\n    def load(", 1))
+    install([_plugin(Declared("lazy.note", Section("roster"), "lazy.note", "lazy_ops.said:Note"))])
+    assert "lazy.note" in REGISTRY.loaded()
+
+
 def test_a_plugins_revision_reason_clashing_with_countersigns_is_the_one_refused(lazy_ops):
     _write(lazy_ops, "note", "revision_reasons = {'audience_changed': Localized('A', 'A')}")
 

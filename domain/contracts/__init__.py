@@ -178,6 +178,14 @@ class _Contents:
                 "people in every language: give its PreviewField words=lambda value, language: "
                 '... (a text field; the value is "None" then), or make the field never None'
             )
+        money = _unmeasured_money(contract)
+        if money:
+            raise RegistryError(
+                f"{kind}'s arguments hold money ({', '.join(money)}) but it does not say how "
+                "much a proposal moves, so an approval policy's threshold (two approvers above "
+                "$100) would never apply to it: define amount_cents(arguments) (None for a "
+                "proposal that moves none)"
+            )
         for code in contract.revision_reasons:
             if code in self.reasons or code in reserved:
                 raise RegistryError(f"revision reason {code!r} is declared twice")
@@ -199,6 +207,16 @@ def _unworded_optionals(contract: AnyContract) -> list[str]:
         and shown.shown is not Shown.FLAG
         and shown.words is None
     ]
+
+
+def _unmeasured_money(contract: AnyContract) -> list[str]:
+    """The money fields (``*_cents``) of a contract's arguments when it does not define
+    ``amount_cents``, which approval policies read; [] otherwise."""
+    from countersign.domain.contracts.base import OperationContract  # loaded with any contract
+
+    if type(contract).amount_cents is not OperationContract.amount_cents:
+        return []
+    return [name for name in contract.Arguments.model_fields if name.endswith("_cents")]
 
 
 class Registry(Mapping[str, "AnyContract"]):

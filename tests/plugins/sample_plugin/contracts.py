@@ -254,6 +254,10 @@ class InvoiceCredit(
         _check_balance(facts.invoice, arguments.amount_cents)
         return {"balance_cents": facts.invoice.balance_cents}
 
+    def amount_cents(self, arguments: CreditArguments) -> int:
+        """The credit, for an approval policy's threshold."""
+        return arguments.amount_cents
+
     def is_external(self, arguments: CreditArguments) -> bool:
         return True
 
