@@ -26,7 +26,7 @@ from countersign.application.authorization import (
 )
 from countersign.application.errors import MissingPermissionError, UnknownOperationError
 from countersign.application.ports import AggregateStore, Answer, Commit, Reads
-from countersign.domain.approval_policy import ApprovalPolicy
+from countersign.domain.approval_policy import ApprovalPolicy, PolicyError
 from countersign.domain.club.organization import Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.errors import NotFoundError
@@ -83,6 +83,13 @@ class PolicyService:
         does not act in), or MissingPermissionError."""
         if operation not in self.registry:
             raise UnknownOperationError(operation)
+        from countersign.domain.contracts.base import names_an_amount  # with the contract
+
+        if isinstance(above_cents, int) and not names_an_amount(self.registry[operation]):
+            raise PolicyError(
+                f"{operation} moves no money, so no proposal of it is ever above an amount: "
+                "set its approvals without a threshold"
+            )
         asked = ApprovalPolicy(
             operation,
             approvals,

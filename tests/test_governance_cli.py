@@ -335,6 +335,25 @@ def test_a_bad_policy_value_is_one_clear_line_and_exit_2(run, cli, option, value
     assert (refund["approvals"], refund["set_by"]) == (2, "seed")  # nothing was written
 
 
+def test_a_threshold_on_an_operation_that_moves_no_money_is_refused_in_one_line(run, cli):
+    """A move moves no money: "2 approvals above $100.00" was accepted, listed as in force, and
+    applied to no move ever (a proposal without an amount is covered only without one)."""
+    cli("seed")
+    args = ("--operation", "roster.move_member", "--approvals", "2", "--above-cents", "10000")
+
+    code, out, err = run("policy", "set", "--org", "granite", *args)
+
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines()[-1] == (
+        "error: roster.move_member moves no money, so no proposal of it is ever above an "
+        "amount: set its approvals without a threshold"
+    )
+    listed = cli("policy", "show", "--org", "granite")["policies"]
+    move = next(p for p in listed if p["operation"] == "roster.move_member")
+    assert (move["approvals"], move["above_cents"]) == (1, None)
+    cli("policy", "set", "--org", "granite", *args[:4])  # without one: every move
+
+
 def test_an_unknown_club_has_no_policies(cli):
     cli("seed")
     assert cli("policy", "show", "--org", "nowhere") == {"error": "not_found"}

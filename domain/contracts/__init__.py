@@ -212,9 +212,9 @@ def _unworded_optionals(contract: AnyContract) -> list[str]:
 def _unmeasured_money(contract: AnyContract) -> list[str]:
     """The money fields (``*_cents``) of a contract's arguments when it does not define
     ``amount_cents``, which approval policies read; [] otherwise."""
-    from countersign.domain.contracts.base import OperationContract  # loaded with any contract
+    from countersign.domain.contracts.base import names_an_amount  # loaded with any contract
 
-    if type(contract).amount_cents is not OperationContract.amount_cents:
+    if names_an_amount(contract):
         return []
     return [name for name in contract.Arguments.model_fields if name.endswith("_cents")]
 

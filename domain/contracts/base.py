@@ -149,6 +149,12 @@ def missing_parts(contract: Any) -> list[str]:
     return found
 
 
+def names_an_amount(contract: Any) -> bool:
+    """Whether the contract says how much money a proposal moves (it defines ``amount_cents``):
+    an approval policy's threshold applies to its proposals only then."""
+    return type(contract).amount_cents is not OperationContract.amount_cents
+
+
 class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, FactsT]):
     """Everything about one operation kind. Subclasses read in the same order as this one.
 
