@@ -11,6 +11,7 @@ from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.contracts.request_errors import parse_request
 from countersign.infrastructure.testing.conformance import Conformance
 from countersign.infrastructure.testing.scenarios import control_character_refusal
+from countersign.infrastructure.testing.suite import ConformanceSuite
 from pydantic import Field
 
 
@@ -45,4 +46,22 @@ def test_a_kind_without_a_case_is_told_the_command_that_writes_its_golden_previe
 
     assert 'COUNTERSIGN_UPDATE_GOLDEN=1 pytest -k "golden and roster.add_nobody"' in str(
         failed.value
+    )
+
+
+def test_a_kind_without_a_case_fails_once_and_its_other_checks_say_where_to_look():
+    """A registered operation without a case failed each of its 24 checks with the same
+    400-character message; the one check that it has a case is enough to fail."""
+
+    class Suite(ConformanceSuite):
+        conformance = Conformance(cases="tests.contracts.cases", golden=Path("tests/contracts"))
+
+    with pytest.raises(pytest.fail.Exception):
+        Suite().test_every_registered_contract_has_a_conformance_case("roster.add_nobody")
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        Suite().test_the_propose_tool_is_strict_and_every_field_described("roster.add_nobody")
+
+    assert str(skipped.value) == (
+        "roster.add_nobody has no conformance case: "
+        "test_every_registered_contract_has_a_conformance_case says what to write"
     )
