@@ -129,6 +129,7 @@ BUILT_IN: tuple[Declared, ...] = (
     Declared(
         "roster.remove_member", Section("roster"), "roster.manage", ".remove_member:RemoveMember"
     ),
+    Declared("roster.add_member", Section("roster"), "roster.manage", ".add_member:AddMember"),
 )
 """countersign's own operations, in registry order."""
 

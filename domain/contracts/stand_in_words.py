@@ -12,12 +12,12 @@ _ACCOUNT_CREDIT = re.compile(r"\b(credit|account|crédit|compte)", re.IGNORECASE
 _FRENCH = re.compile(
     r"\b(le|la|les|des|une|un|est|et|pour|sur|vers|au|aux|du|de|il|elle|son|sa|ses|a-t-il|"
     r"a-t-elle|encore|remise|rabais|rembours\w*|annul\w*|ligue|membres?|courriel|écri\w*|"
-    r"déplac\w*|retir\w*|envo\w*)\b",
+    r"déplac\w*|retir\w*|envo\w*|ajout\w*|inscri\w*)\b",
     re.IGNORECASE,
 )
 _ENGLISH = re.compile(
     r"\b(the|and|to|for|of|her|his|she|he|is|was|anything|still|missed|refund\w*|please|"
-    r"about|cancel\w*|email|move|remove|take|out|send|league|members?)\b",
+    r"about|cancel\w*|email|move|remove|take|out|send|add|league|members?)\b",
     re.IGNORECASE,
 )
 
