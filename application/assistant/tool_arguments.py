@@ -1,10 +1,12 @@
 """A model's tool-call arguments as the assistants read them: a JSON object of bounded size
-and depth, or a sentence that tells the model why not (``service.AssistantService``)."""
+and depth (read by ``domain.untrusted_json``, with the tighter bounds below), or a sentence
+that tells the model why not (``service.AssistantService``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from countersign.domain.untrusted_json import UnreadableJsonError, read_json
 
 #: The longest arguments a tool call may carry (characters): every tool's request is a few
 #: short fields and an e-mail body of at most 5,000.
@@ -24,38 +26,21 @@ def sent_back(raw: str) -> str:
 def parsed(raw: str) -> dict[str, Any] | None:
     """The call's arguments as a JSON object; None if they are not one, are longer than
     ``MAX_ARGUMENTS`` or nest deeper than ``MAX_DEPTH``."""
-    if len(raw or "") > MAX_ARGUMENTS:
-        return None
-    try:
-        value = json.loads(raw or "{}")
-    except (ValueError, TypeError, RecursionError):
-        return None
-    return value if isinstance(value, dict) and _depth(value) <= MAX_DEPTH else None
+    value = _read(raw)
+    return value if isinstance(value, dict) else None
 
 
 def why_unreadable(raw: str) -> str:
     """What the model reads when ``parsed`` found none in ``raw``."""
-    if len(raw or "") > MAX_ARGUMENTS:
-        return TOO_LARGE
     try:
-        value = json.loads(raw or "{}")
-    except (ValueError, TypeError):
-        return NOT_AN_OBJECT
-    except RecursionError:
-        return TOO_LARGE
-    return TOO_LARGE if isinstance(value, dict) else NOT_AN_OBJECT
+        read_json(raw or "{}", max_chars=MAX_ARGUMENTS, max_depth=MAX_DEPTH)
+    except UnreadableJsonError as refused:
+        return TOO_LARGE if refused.kind in ("length", "depth") else NOT_AN_OBJECT
+    return NOT_AN_OBJECT
 
 
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (its own containers, walked without recursion)."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            if depth <= MAX_DEPTH:
-                todo.extend(
-                    (child, depth + 1)
-                    for child in (item.values() if isinstance(item, dict) else item)
-                )
-    return deepest
+def _read(raw: str) -> Any:
+    try:
+        return read_json(raw or "{}", max_chars=MAX_ARGUMENTS, max_depth=MAX_DEPTH)
+    except UnreadableJsonError:
+        return None

@@ -22,6 +22,7 @@ from countersign.domain.contracts.request_errors import MALFORMED_REQUEST
 from countersign.domain.errors import NotFoundError
 from countersign.domain.messages import proposal_headline
 from countersign.domain.times import seconds_wait
+from countersign.domain.untrusted_json import UnreadableJsonError, read_json
 from countersign.domain.visible_text import blank
 from countersign.infrastructure.entrypoints.cli import cards, listings, render
 from countersign.infrastructure.entrypoints.cli.common import (
@@ -369,11 +370,7 @@ def _read_request(raw: str) -> Any:
         except OSError:
             raise UsageError(f"cannot read the request file {raw[1:]!r}") from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        why = error.msg
-    except ValueError:  # a number of thousands of digits, which int() will not read
-        why = "a number too large to read"
-    except RecursionError:  # deeper than the parser goes: an internal error before
-        why = "nested too deeply"
-    raise InvalidRequestError.one("request", f"not valid JSON ({why})", MALFORMED_REQUEST)
+        return read_json(text)
+    except UnreadableJsonError as refused:
+        why = f"not valid JSON ({refused.why})"
+        raise InvalidRequestError.one("request", why, MALFORMED_REQUEST) from None

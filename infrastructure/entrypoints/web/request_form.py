@@ -28,6 +28,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from countersign.domain.contracts.presentation import Localized, RequestField
 from countersign.domain.contracts.problems import Problem
+from countersign.domain.untrusted_json import read_json
 from pydantic import BaseModel
 
 Translate = Callable[..., str]
@@ -245,13 +246,11 @@ def _value(spec: Spec, raw: str) -> Any:
 
 
 def form_json(raw: str) -> Any:
-    """The JSON a form's field holds; ValueError for text that is not JSON, a number too large
-    to read, or nesting deeper than the parser goes (``json.loads`` raises RecursionError for
-    that, which a caller catching ValueError missed: the page was an internal error)."""
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    """The JSON a form's field holds; ValueError (``UnreadableJsonError``) for text that is not
+    JSON or that ``domain.untrusted_json`` refuses: too long, nested too deeply, a number too
+    long (a caller catching only json's ValueError once missed RecursionError, and the page
+    was an internal error)."""
+    return read_json(raw)
 
 
 def _option_value(option: Any) -> str:
