@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import time
@@ -44,6 +45,10 @@ from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.storage import ensure_tables, made
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase, unique_violations
+from countersign.infrastructure.persistence.unavailable import (
+    database_unavailable,
+    unavailable_reason,
+)
 
 TOKEN_PREFIX = "cst"  # noqa: S105 - a public prefix, not a secret
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
@@ -381,6 +386,31 @@ def record_action(
                 correlation_id,
             ),
         )
+
+
+def say_not_recorded(
+    log: logging.Logger,
+    error: Exception,
+    principal: ServicePrincipal,
+    *,
+    action: str,
+    correlation_id: str,
+) -> None:
+    """Log that ``record_action`` failed, where a caller (the JSON API, the MCP server) answers
+    its client anyway: what the service did stands in the event stream. The database being
+    unavailable just then (a restart, an outage) is a warning with its reason, no traceback;
+    anything else is a defect, logged with one."""
+    who = f"{principal.service}'s {action} [{correlation_id}]"
+    if database_unavailable(error):
+        log.warning(
+            "could not record %s in api_service_actions: the %s stands, in the event stream;"
+            " the database is unavailable (%s)",
+            who,
+            action,
+            unavailable_reason(error),
+        )
+        return
+    log.error("could not record %s", who, exc_info=error)
 
 
 def service_actions(cs: Countersign, organization_slug: str) -> list[dict[str, Any]]:

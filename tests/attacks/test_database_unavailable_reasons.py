@@ -24,7 +24,7 @@ from countersign.infrastructure.sweepers import run_pass, sweepers
 from eventsourcing.persistence import OperationalError
 
 from tests.attacks.conftest import Api, assert_no_leak, problem
-from tests.conftest import AVA
+from tests.conftest import AVA, TO_CARD
 from tests.support.proposing import propose
 
 DISK_FULL = 'could not extend file "base/16384/49612": No space left on device'
@@ -207,3 +207,40 @@ def test_a_server_out_of_connections_for_a_services_role_is_said_too(api: Api, m
     [line] = _lines(caplog, "countersign.http")
     assert "remaining connection slots are reserved" in line
     assert "the database server has no connection left: raise max_connections" in line
+
+
+def test_an_mcp_proposal_whose_service_record_meets_an_outage_names_the_token(
+    cs, seeded, monkeypatch, caplog
+):
+    """The MCP server said its own line for the same outage (``could not record an MCP
+    proposal``), without the token's name the JSON API's line gives: one warning, worded as
+    the API's, naming the service and its action; the proposal stands."""
+    from countersign.infrastructure.entrypoints.mcp import http_app, transports
+    from countersign.infrastructure.identity.tokens import issue_token
+
+    from tests.mcp_client import over_http, structured
+    from tests.servers import serving
+
+    monkeypatch.setattr(transports, "record_action", _too_many_clients)
+    bearer = issue_token(
+        cs, "granite", "agent", ["orders.refund"], issued_by=AVA, kind="agent"
+    ).token
+    arguments = {"resource_id": seeded["orders"]["refund-ok"], **TO_CARD}
+
+    async def proposing(session: Any) -> dict[str, Any]:
+        tool = "propose_order_refund_missing_discount"
+        return structured(await session.call_tool(tool, arguments))
+
+    with (
+        caplog.at_level(logging.WARNING, logger="countersign.mcp"),
+        serving(http_app(cs), lifespan="on") as running,
+    ):
+        created = over_http(running.base, bearer, proposing)
+
+    assert created["status"] == "pending"
+    [record] = [r for r in caplog.records if r.name == "countersign.mcp"]
+    assert (record.levelname, record.exc_info) == ("WARNING", None)
+    line = record.getMessage()
+    assert line.startswith("could not record service:agent's mcp.propose [cs-")
+    assert "the mcp.propose stands, in the event stream" in line
+    assert "sorry, too many clients already" in line

@@ -49,7 +49,11 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
 from countersign.infrastructure.entrypoints.http.refusals import refusal_message
-from countersign.infrastructure.identity.tokens import ServicePrincipal, record_action
+from countersign.infrastructure.identity.tokens import (
+    ServicePrincipal,
+    record_action,
+    say_not_recorded,
+)
 from countersign.infrastructure.persistence.unavailable import (
     database_unavailable,
     unavailable_reason,
@@ -213,20 +217,8 @@ def record(
         record_action(
             cs, service, action=action, target=target, result=result, correlation_id=correlation_id
         )
-    except Exception as error:
-        # The outcome is already in the event stream; the caller must still learn it.
-        if database_unavailable(error):  # a restart or an outage just then: no defect
-            log.warning(
-                "could not record %s's %s [%s] in api_service_actions: the %s stands, in the"
-                " event stream; the database is unavailable (%s)",
-                service.service,
-                action,
-                correlation_id,
-                action,
-                unavailable_reason(error),
-            )
-            return
-        log.exception("could not record %s's %s [%s]", service.service, action, correlation_id)
+    except Exception as error:  # the outcome is in the event stream; the caller must learn it
+        say_not_recorded(log, error, service, action=action, correlation_id=correlation_id)
 
 
 def report_response(

@@ -31,6 +31,7 @@ from countersign.infrastructure.identity.tokens import (
     authenticate,
     ensure_token_tables,
     record_action,
+    say_not_recorded,
 )
 from countersign.infrastructure.observability.logs import say
 from countersign.infrastructure.persistence.unavailable import (
@@ -78,26 +79,20 @@ def http_app(
 
     def recorded(ctx: ServerRequestContext[Any, Any], created: ProposalCreated) -> None:
         """Log the proposal under the token's name, as the JSON API logs its services'."""
-        correlation_id = new_correlation_id()
+        correlation_id, principal = new_correlation_id(), _principal(ctx)
         try:
             record_action(
                 cs,
-                _principal(ctx),
+                principal,
                 action="mcp.propose",
                 target=created.proposal_id,
                 result=created.status,
                 correlation_id=correlation_id,
             )
         except Exception as error:  # the proposal stands; the log line says what was not recorded
-            if database_unavailable(error):  # a restart or an outage just then: no defect
-                log.warning(
-                    "could not record an MCP proposal [%s] in api_service_actions: the proposal"
-                    " stands, in the event stream; the database is unavailable (%s)",
-                    correlation_id,
-                    unavailable_reason(error),
-                )
-                return
-            log.exception("could not record an MCP proposal [%s]", correlation_id)
+            say_not_recorded(
+                log, error, principal, action="mcp.propose", correlation_id=correlation_id
+            )
 
     tools = CountersignTools(cs, token_caller, language=language, on_proposed=recorded)
     server = tools.server().streamable_http_app(
