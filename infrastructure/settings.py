@@ -273,11 +273,13 @@ class Database:
             try:
                 port = parsed.port
             except ValueError:  # not a number, or out of range (an unexpanded ${DB_PORT})
+                port = 0
+            if port == 0:  # 0 too: read as no port, it connected to 5432, another database
                 given = parsed.netloc.rpartition("@")[2].rpartition(":")[2]  # never the password
                 raise SettingsError(
-                    f"the database URL's port is not a port number (0 to 65535): {given!r}; "
+                    f"the database URL's port is not a port number (1 to 65535): {given!r}; "
                     "check COUNTERSIGN_DATABASE_URL or --database"
-                ) from None
+                )
             return cls(
                 kind="postgres",
                 host=parsed.hostname or "127.0.0.1",

@@ -237,20 +237,39 @@ def test_a_postgres_server_that_cannot_be_reached_says_what_to_check():
     assert "hunter2" not in done.stderr
 
 
-@pytest.mark.parametrize("port", ["${DB_PORT}", "5432x", "99999"])
+@pytest.mark.parametrize("port", ["${DB_PORT}", "5432x", "99999", "0"])
 def test_a_database_url_whose_port_is_no_port_says_so_in_one_line(port: str, capsys):
     """An environment file's unexpanded ``${DB_PORT}`` (systemd does not expand it), a typo,
     a port out of range: every command and service stopped with exit status 1 and Python's
-    traceback ending in ``ValueError: Port could not be cast to integer value``."""
+    traceback ending in ``ValueError: Port could not be cast to integer value``. Port 0 was
+    read as no port at all, and the command connected to 5432, some other database."""
     url = f"postgresql://countersign:hunter2@db.internal:{port}/countersign"
 
     status = main(["inbox", "--org", "granite", "--as", AVA, "--database", url])
 
     out, err = capsys.readouterr()
     assert (status, out) == (2, "")
-    assert err.startswith("error: the database URL's port is not a port number (0 to 65535):")
+    assert err.startswith("error: the database URL's port is not a port number (1 to 65535):")
     assert "Traceback" not in err
     assert "hunter2" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("seed",), ("worker", "--once"), ("projections", "status"), ("audit", "verify")],
+)
+def test_port_zero_is_refused_by_every_command_that_reads_the_url(argv, capsys, monkeypatch):
+    """The URL from the environment too: read by each command before it connects anywhere."""
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_URL", "postgresql://postgres@127.0.0.1:0/cs_hb_x")
+
+    status = main(list(argv))
+
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert err == (
+        "error: the database URL's port is not a port number (1 to 65535): '0'; "
+        "check COUNTERSIGN_DATABASE_URL or --database\n"
+    )
 
 
 def _disk_full(*args: object, **kwargs: object) -> None:
