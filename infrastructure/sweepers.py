@@ -28,8 +28,10 @@ from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.webhooks import notification_sender
 from countersign.infrastructure.persistence.unavailable import (
     database_unavailable,
+    timed_out,
     unavailable_reason,
 )
+from countersign.infrastructure.projection_engine import held_locks
 from countersign.infrastructure.settings import Settings
 
 log = logging.getLogger("countersign.worker")
@@ -89,15 +91,39 @@ def _settled(reports: Sequence[SweepReport]) -> int:
 SETTLED = frozenset({"settled", "replayed"})
 
 
+class PassWaitedError(Exception):
+    """Raised when a sweeper's pass waited in vain for the database (a lock another session
+    held past COUNTERSIGN_DATABASE_TIMEOUT); its text names the lock, its holder and what to
+    do, as ``projections run`` does (``held_locks``)."""
+
+
 def _recorded(cs: Countersign, sweeper: Sweeper, every: timedelta) -> Sweeper:
     """The sweeper, recording each pass it finishes (a failed one is not recorded)."""
 
     def run() -> int:
-        done = sweeper.run()
+        try:
+            done = sweeper.run()
+        except Exception as error:
+            if timed_out(error):
+                raise PassWaitedError(_waited(cs, sweeper.name, error)) from error
+            raise
         cs.sweeper_passes.record(sweeper.name, cs.clock.now(), every)
         return done
 
     return Sweeper(sweeper.name, sweeper.verb, run)
+
+
+def _waited(cs: Countersign, name: str, error: BaseException) -> str:
+    """Who holds a lock on any table now: a pass touches many, and cannot say which waited."""
+    return held_locks.gave_up(
+        f"{name} pass",
+        None,
+        error,
+        cs.sql.timeout,
+        held_locks.holders(cs.sql, None),
+        postgres=cs.sql.is_postgres,
+        carries_on="The next pass tries again",
+    )
 
 
 @dataclass
@@ -126,6 +152,9 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
     for sweeper in sweepers:
         try:
             done[sweeper.name] = sweeper.run()
+        except PassWaitedError as waited:
+            failed.append(sweeper.name)
+            log.warning("%s", waited)
         except Exception as error:
             failed.append(sweeper.name)
             if database_unavailable(error):

@@ -449,9 +449,9 @@ def _gave_up(runners: list[ProjectionRunner], stalled: _StalledError) -> str:
     first = stalled.runner or runners[0]
     log_table = str(getattr(first.app.recorder, "events_table_name", "the events table"))
     if stalled.runner is None:
-        where, tables = "the log", [log_table]
+        where, tables = "projections: the log", [log_table]
     else:
-        where = f"projection {stalled.runner.name!r}"
+        where = f"projections: projection {stalled.runner.name!r}"
         tables = [t.name for t in stalled.runner.projection.tables]
         tables += [log_table, TRACKING_TABLE]
     found = held_locks.holders(first.sql, tables)

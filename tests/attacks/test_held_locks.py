@@ -500,3 +500,29 @@ def test_mcp_over_http_behind_a_held_lock_answers_database_unavailable_with_retr
         assert_no_leak(answer.text)
         assert "Traceback" not in caplog.text
         assert post(running.base, HELLO, Authorization=f"Bearer {agent}").status_code == 200
+
+
+def test_the_worker_names_the_lock_it_waited_for_and_its_holder(
+    cs: Countersign, database_url: str, caplog
+):
+    """A sweeper's pass behind another session's lock gave up after the timeout and the
+    worker said only ``reconcile pass: the database is unavailable (QueryCanceled: …)``: not
+    what was locked, nor by whom, nor what to do, as ``projections run`` says them. It now
+    says them as the runner does, and the next pass tries again."""
+    from countersign.infrastructure.sweepers import run_pass, sweepers
+
+    with (
+        caplog.at_level(logging.WARNING, logger="countersign.worker"),
+        held(database_url, events_table(cs)) as holder,
+    ):
+        report = run_pass(sweepers(cs, 5.0), 1)
+
+    assert report.failed[0] == "reconcile"
+    [warning, *_] = [r.getMessage() for r in caplog.records if r.name == "countersign.worker"]
+    assert warning.startswith("reconcile pass waited 1 s for the database and gave up")
+    assert f"{events_table(cs)} is locked (AccessExclusiveLock) by session {holder}" in warning
+    assert "(user postgres, psql, idle in transaction" in warning
+    assert (
+        f"End that transaction, or the session: SELECT pg_terminate_backend({holder})." in warning
+    )
+    assert warning.endswith("The next pass tries again once the lock is gone")
