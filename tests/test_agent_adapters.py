@@ -358,6 +358,8 @@ def test_the_proposal_limit_reaches_the_model_with_when_to_try_again(cs, seeded,
         "error": "too_many_proposals",
         "message": "too many proposals in a short time; try again in 42 seconds",
         "retry_after": 42,
+        "explain_to_manager": "You have made many proposals in a short time, so I cannot "
+        "prepare another one now. Nothing was changed; try again in 42 seconds.",
     }
     assert "Traceback" not in caplog.text
     assert "ERROR" not in [r.levelname for r in caplog.records]
@@ -421,7 +423,8 @@ def test_an_unexpected_failure_reaches_the_model_as_a_reference_only(cs, seeded,
     assert isinstance(answer, Refused)
     assert re.fullmatch(
         r'\{"error": "countersign could not take this proposal now; nothing was changed '
-        r'\(reference cs-[0-9a-f]{16}\)"\}',
+        r'\(reference (cs-[0-9a-f]{16})\)", "explain_to_manager": "countersign could not take '
+        r'this proposal now. Nothing was changed; try again shortly \(reference \1\)."\}',
         answer.text,
     )
 
@@ -612,3 +615,56 @@ def test_forgetting_old_runs_never_drops_a_response_still_proposing(cs, seeded, 
     first.join()
     second.join()
     assert sum(isinstance(a, Proposed) for a in answers) == 1
+
+
+@pytest.mark.parametrize(
+    ("raised", "french"),
+    [
+        (
+            "held",
+            "Une proposition pour ceci attend déjà une décision (quelqu'un l'a déjà approuvée) : "
+            "je ne l'ai pas remplacée. Rien n'a été modifié ; ouvrez-la depuis « À traiter » "
+            "pour l'approuver, la modifier ou la refuser.",
+        ),
+        (
+            "limited",
+            "Vous avez fait beaucoup de propositions en peu de temps : je ne peux pas en préparer "
+            "une autre maintenant. Rien n'a été modifié ; réessayez dans 42 secondes.",
+        ),
+        (
+            "broken",
+            "countersign n'a pas pu prendre cette proposition maintenant. Rien n'a été modifié ; "
+            "réessayez bientôt (référence cs-",
+        ),
+    ],
+)
+def test_a_refusal_the_manager_must_hear_of_is_in_the_proposers_language(
+    cs, seeded, raised, french
+):
+    """A French proposer's card was French, but a proposal held for people, the proposal
+    limit and an unexpected failure answered in English only, where the section assistants
+    tell the manager in the conversation's language. The error the model reads is as before;
+    ``explain_to_manager`` says it in the proposer's language, the section assistants'
+    words."""
+    from countersign.application.errors import HeldForPeopleError
+    from countersign.application.proposal_limit import TooManyProposalsError
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        if raised == "held":
+            raise HeldForPeopleError(HeldForPeopleError.APPROVED)
+        if raised == "limited":
+            raise TooManyProposalsError(42)
+        raise RuntimeError("SELECT * FROM stored_events")
+
+    cs.access.propose = refused  # type: ignore[method-assign]
+    tool = _proposer(cs).tools({REFUND: seeded["orders"]["refund-ok"]})[0]
+
+    answers = {
+        language: json.loads(_proposer(cs, language=language).propose(tool, TO_CARD).text)
+        for language in ("en", "fr")
+    }
+
+    assert answers["fr"]["explain_to_manager"].startswith(french)
+    assert ENGLISH.findall(answers["fr"]["explain_to_manager"].replace("countersign", "")) == []
+    assert answers["en"].keys() == answers["fr"].keys()
+    assert "Nothing was changed" in answers["en"]["explain_to_manager"]

@@ -9,6 +9,12 @@ assistants' models receive. Calling it validates the request strictly (an unknow
 as ``amount_cents`` is refused), freezes the proposal through ``ProposalAccess.propose`` and
 answers with the app-authored card; a refusal answers with the same safe problems the
 assistants' models get, for the model to correct its call.
+
+The proposer's ``language`` (``en`` or ``fr``, a setting of the adapter: a framework's tool
+call carries no conversation to read one from) is the card's and that of every refusal's
+``explain_to_manager``, what the model tells the person it works for, in the words the
+section assistants end their turns with (``closing_texts``); the ``error`` the model corrects
+its call from is English, as the section assistants' models read it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from countersign.application.assistant.closing_texts import (
+    HELD_FOR_PEOPLE,
+    HELD_WHY,
+    RATE_LIMITED,
+)
 from countersign.application.assistant.schemas import function_tool
 from countersign.application.assistant.service import NOT_POSSIBLE, refusal
 from countersign.application.assistant.tool_arguments import (
@@ -39,8 +50,10 @@ from countersign.application.errors import (
 from countersign.application.proposal_access import ProposalAccess
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
+from countersign.domain.times import seconds_wait
 from countersign.infrastructure.adapters.agent_frameworks.card_text import card_text
 
 log = logging.getLogger("countersign.agent_frameworks")
@@ -49,6 +62,13 @@ log = logging.getLogger("countersign.agent_frameworks")
 LANGUAGES = ("en", "fr")
 
 UNAVAILABLE = "countersign could not take this proposal now; nothing was changed (reference {ref})"
+#: ``UNAVAILABLE`` as the manager reads it (``explain_to_manager``), in the proposer's language.
+UNAVAILABLE_TO_MANAGER = Localized(
+    "countersign could not take this proposal now. Nothing was changed; try again shortly "
+    "(reference {ref}).",
+    "countersign n'a pas pu prendre cette proposition maintenant. Rien n'a été modifié ; "
+    "réessayez bientôt (référence {ref}).",
+)
 #: The answer to a second propose call of one model response: a proposal ends the turn.
 NOT_RUN = "not run: this turn already ended with proposal {proposal_id}"
 #: The error of a refusal by COUNTERSIGN_PROPOSAL_LIMIT (``retry_after`` says when to try).
@@ -216,7 +236,9 @@ class Proposer:
         except InvalidRequestError as invalid:
             return _refused(refusal(invalid.problems, invalid.more_problems, self.language))
         except HeldForPeopleError as held:
-            return _refused({"error": str(held)})
+            why = HELD_WHY[held.reason].text(self.language)
+            told = HELD_FOR_PEOPLE.text(self.language, why=why)
+            return _refused({"error": str(held), "explain_to_manager": told})
         except (NotFoundError, ForbiddenError, UnknownOperationError):
             return _refused({"error": NOT_POSSIBLE})
         except TooManyProposalsError as limited:
@@ -229,7 +251,11 @@ class Proposer:
                         "error": TOO_MANY,
                         "message": str(limited),
                         "retry_after": limited.retry_after,
-                    }
+                        "explain_to_manager": RATE_LIMITED.text(
+                            self.language, wait=seconds_wait(limited.retry_after, self.language)
+                        ),
+                    },
+                    ensure_ascii=False,
                 )
             )
         except Exception:
@@ -237,7 +263,10 @@ class Proposer:
             # the model gets a reference, the log the whole story.
             reference = new_correlation_id()
             log.exception("proposing through %s failed, reference %s", tool.name, reference)
-            return _refused({"error": UNAVAILABLE.format(ref=reference)})
+            told = UNAVAILABLE_TO_MANAGER.text(self.language, ref=reference)
+            return _refused(
+                {"error": UNAVAILABLE.format(ref=reference), "explain_to_manager": told}
+            )
         text = card_text(card, self.language, tuple(created.supersedes))
         return Proposed(created.proposal_id, text)
 
