@@ -229,3 +229,27 @@ def test_a_rebuild_builds_each_index_in_a_write_transaction_of_its_own(
     statements = [s for table in runner.projection.tables for s in index_statements(table)]
     assert len(statements) >= 4
     assert len(opened) == len(statements)
+
+
+def test_the_worker_says_another_connection_holds_the_write_lock_and_what_to_do(
+    cs: Countersign, database_url: str, caplog
+):
+    """On SQLite a sweeper's pass behind the write lock said only that the database was
+    unavailable ("database is locked"); it says, as ``projections run`` does, that another
+    connection holds the write lock and what to do."""
+    import logging
+
+    from countersign.infrastructure.sweepers import run_pass, sweepers
+
+    work = sweepers(cs, 5.0)  # (its notify sender makes its tables: a write)
+    with caplog.at_level(logging.WARNING, logger="countersign.worker"), held(database_url):
+        report = run_pass(work, 1)
+
+    assert report.failed[0] == "reconcile"
+    [warning, *_] = [r.getMessage() for r in caplog.records if r.name == "countersign.worker"]
+    assert warning.startswith("reconcile pass waited 1 s for the database and gave up (")
+    assert warning.endswith(
+        "another connection holds the SQLite database's write lock (a long transaction, or a "
+        "BEGIN left open in the sqlite3 shell). End that transaction; the next pass tries "
+        "again once the lock is let go"
+    )
