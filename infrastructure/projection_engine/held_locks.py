@@ -4,9 +4,7 @@ waited in vain for the database (PostgreSQL): a statement cancelled after
 on the log or on a projection's tables (an operator's ``LOCK TABLE`` in psql, a migration).
 The warning names what waited, the table, and the session holding the lock, read from
 ``pg_locks`` and ``pg_stat_activity`` once the wait has ended (nothing is looked up on the
-way of a pass that goes through), and what to do.
-
-"""
+way of a pass that goes through), and what to do."""
 
 from __future__ import annotations
 
