@@ -103,11 +103,11 @@ def _recorded(cs: Countersign, sweeper: Sweeper, every: timedelta) -> Sweeper:
     def run() -> int:
         try:
             done = sweeper.run()
+            cs.sweeper_passes.record(sweeper.name, cs.clock.now(), every)
         except Exception as error:
             if timed_out(error):
                 raise PassWaitedError(_waited(cs, sweeper.name, error)) from error
             raise
-        cs.sweeper_passes.record(sweeper.name, cs.clock.now(), every)
         return done
 
     return Sweeper(sweeper.name, sweeper.verb, run)

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -526,3 +527,24 @@ def test_the_worker_names_the_lock_it_waited_for_and_its_holder(
         f"End that transaction, or the session: SELECT pg_terminate_backend({holder})." in warning
     )
     assert warning.endswith("The next pass tries again once the lock is gone")
+
+
+def test_a_pass_whose_record_waits_for_a_lock_names_its_holder_too(
+    cs: Countersign, database_url: str, caplog
+):
+    """A pass that did its work and then waited in vain to record that it finished (a lock
+    on ``sweeper_passes``) said only that the database was unavailable."""
+    from countersign.infrastructure.sweepers import run_pass, sweepers
+
+    work = sweepers(cs, 5.0)
+    cs.sweeper_passes.record("reconcile", cs.clock.now(), timedelta(seconds=5))  # its table
+    with (
+        caplog.at_level(logging.WARNING, logger="countersign.worker"),
+        held(database_url, "sweeper_passes") as holder,
+    ):
+        report = run_pass(work[:1], 1)
+
+    assert report.failed == ["reconcile"]
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "countersign.worker"]
+    assert warning.startswith("reconcile pass waited 1 s for the database and gave up")
+    assert f"sweeper_passes is locked (AccessExclusiveLock) by session {holder}" in warning
