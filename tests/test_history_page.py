@@ -25,6 +25,7 @@ from eventsourcing.domain import Aggregate
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table
 from tests.support.proposing import BACK_TO_CARD, CANCEL, propose
+from tests.support.store_queries import store_queries
 from tests.test_corrupt_records import _fresh, _rewrite_state
 from tests.test_web_pages import UNKNOWN, Web, _main, web_for
 
@@ -513,3 +514,34 @@ def _rewrite_topic(cs: Countersign, proposal_id: str, version: int, topic: str) 
     db = cs.database
     with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
         conn.execute(f"UPDATE {table} SET topic=%s {where.format('%s')}", (topic, key, version))
+
+
+def test_a_history_with_many_people_reads_the_club_once_not_once_a_person(
+    web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forty approvers, each named on the page: the club (who each one is) is read once for
+    the page, as the proposal is, however many people its history names."""
+    web.cs.policies.set("granite", REFUND, 5, above_cents=None)
+    club = web.cs.store.get(Organization.create_id("granite"), Organization)
+    helpers = [f"helper{n}@granite.example" for n in range(1, 41)]
+    for n, email in enumerate(helpers, 1):
+        club.add_member(email, f"Helper {n}", "manager", ["orders.refund"])
+    web.cs.store.save(club)
+    proposal_id = web.propose()
+    for start in range(0, 40, 4):
+        for email in helpers[start : start + 4]:
+            web.cs.proposals.approve(proposal_id, email)
+        for email in helpers[start : start + 4]:
+            web.cs.club.set_permissions("granite", email, [])
+    short = web.propose()  # one person: Ava proposed it
+    _history(web, short)  # signed in: the first visit's own reads are not the page's
+    asked = store_queries(web.cs, monkeypatch)
+    _history(web, short)
+    one_person = list(asked)
+    asked.clear()
+
+    page = _history(web, proposal_id)
+
+    events = _events(page)
+    assert any(e.startswith("Helper 40 (helper40@granite.example) approved it") for e in events)
+    assert len(asked) == len(one_person), (asked, one_person)

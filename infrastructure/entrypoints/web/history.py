@@ -40,6 +40,13 @@ class HistoryPages:
         self.cs = site.cs
 
     def page(self, visit: Visit) -> Response:
+        # One request's reads (as the API's): the club, read to name each person the history
+        # names, and the proposal, read by each check, are queried once for the page, not
+        # once a person (a quorum's history names dozens).
+        with self.cs.one_request():
+            return self._page(visit)
+
+    def _page(self, visit: Visit) -> Response:
         user = visit.signed_in
         proposal_id = proposal_id_of(visit)
         # The whole history first: it is the access check (404 for an unknown or another
