@@ -341,7 +341,15 @@ def test_from_any_event_the_proposal_as_it_stood_then(web: Web) -> None:
     assert "Résultat Remboursement envoyé Remboursement de 48,00 $ CA" in section
 
 
-@pytest.mark.parametrize("as_of", ["0", "7", "99999999999", "two", "-1", "1.5"])
+@pytest.mark.parametrize(
+    "as_of",
+    [
+        *("0", "7", "99999999999", "two", "-1", "1.5"),
+        "2" + "%20" * 11 + "x",  # a number, then more than the page reads of it
+        "%D9%A3",  # an Arabic-Indic three
+        "%EF%BC%93",  # a full-width three
+    ],
+)
 def test_an_event_the_history_does_not_have_is_a_clear_not_found(web: Web, as_of: str) -> None:
     proposal_id = web.propose()
     web.cs.proposals.approve(proposal_id, AVA)  # 5 events

@@ -28,6 +28,9 @@ from countersign.infrastructure.entrypoints.web.views import as_time, format_tim
 from countersign.infrastructure.entrypoints.web.visits import PageError, Visit
 from starlette.responses import Response
 
+#: The longest ``?as_of=`` read, as the API's history route (its ``max_length``).
+AS_OF_LENGTH = 40
+
 #: How long an unknown event's type may be shown (a topic is short; anything longer is cut).
 TYPE_LENGTH = 80
 
@@ -53,7 +56,7 @@ class HistoryPages:
         # club's id, 403 without the permission), before the query is read at all.
         history = self.cs.access.history(proposal_id, user.caller)
         total = len(history["events"])
-        as_of = _version(visit.query("as_of", 12))
+        as_of = _version(visit.query("as_of", AS_OF_LENGTH + 1))
         if as_of is not None:
             try:
                 history = self.cs.access.history(proposal_id, user.caller, as_of)
@@ -95,10 +98,12 @@ class HistoryPages:
 
 
 def _version(value: str) -> int | None:
-    """The event asked for (``?as_of=3``); anything but a number is no such event."""
+    """The event asked for (``?as_of=3``); anything but a number is no such event, and so is
+    anything longer than the API's ``as_of`` may be (read whole: never a number cut from
+    the front of something longer)."""
     if not value:
         return None
-    if not re.fullmatch(r"[0-9]{1,9}", value.strip()):
+    if len(value) > AS_OF_LENGTH or not re.fullmatch(r"[0-9]{1,9}", value.strip()):
         raise PageError("no_such_point", 404)
     return int(value)
 
