@@ -553,3 +553,34 @@ def test_a_history_with_many_people_reads_the_club_once_not_once_a_person(
     events = _events(page)
     assert any(e.startswith("Helper 40 (helper40@granite.example) approved it") for e in events)
     assert len(asked) == len(one_person), (asked, one_person)
+
+
+def test_a_point_recorded_in_one_step_with_the_next_event_says_nobody_could_see_it(
+    web: Web,
+) -> None:
+    """The last approval and the claim are committed together, and the claim with what
+    follows it (Proposal.approve_and_claim), and a decline with its closing: the proposal
+    never stood, where anyone could read it, as it stands after the first of them. The page
+    says so there, rather than offer it as a state the approvers saw; a point that did stand
+    (after the first approval of two) carries no such line."""
+    web.cs.policies.set("granite", REFUND, 2, above_cents=None)
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, NOAH)
+    web.cs.proposals.approve(proposal_id, AVA)  # events 3 (approved), 4 (claimed), 5, 6
+    declined = web.propose("refund-stale")
+    web.cs.proposals.decline(declined, AVA, "no")  # events 2 (declined), 3 (closed)
+
+    def as_of(pid: str, version: int, **headers: str) -> str:
+        page = _history(web, pid, query=f"?as_of={version}", **headers)
+        assert page.status_code == 200
+        return _text(re.search(r'<section class="as-of".*?</section>', _main(page)).group(0))
+
+    together = "Recorded in the same step as event {n}: no one could have seen the proposal as "
+    assert together.format(n=4) in as_of(proposal_id, 3)
+    assert together.format(n=5) in as_of(proposal_id, 4)
+    assert together.format(n=3) in as_of(declined, 2)
+    assert "Enregistré dans la même étape que l'événement 4 : personne n'a pu voir" in (
+        as_of(proposal_id, 3, **FR)
+    )
+    for version in (1, 2, 6):
+        assert "Recorded in the same step" not in as_of(proposal_id, version)

@@ -54,7 +54,7 @@ class HistoryPages:
         proposal_id = proposal_id_of(visit)
         # The whole history first: it is the access check (404 for an unknown or another
         # club's id, 403 without the permission), before the query is read at all.
-        history = self.cs.access.history(proposal_id, user.caller)
+        history = whole = self.cs.access.history(proposal_id, user.caller)
         total = len(history["events"])
         as_of = _version(visit.query("as_of", AS_OF_LENGTH + 1))
         if as_of is not None:
@@ -76,7 +76,7 @@ class HistoryPages:
             proposal=proposal,
             events=events,
             total=total,
-            as_of=wording.state(state, events[-1]["when"]) if state is not None else None,
+            as_of=wording.state(state, events[-1]["when"], whole["events"]) if state else None,
         )
 
     def _namer(self, visit: Visit) -> Callable[[str], str]:
@@ -137,8 +137,15 @@ class Wording:
             return {**shown, "text": self.t("history.unknown", type=kind)}
         return {**shown, **describe(self, event, before)}
 
-    def state(self, state: dict[str, Any], when: str) -> dict[str, Any]:
-        """The proposal as it stood after an event, as its review page would have shown it."""
+    def state(
+        self, state: dict[str, Any], when: str, every: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The proposal as it stood after an event, as its review page would have shown it;
+        ``together``: the next event's number, if the two were committed in one step, so
+        that nobody could have read it as it stands here (``_TOGETHER``)."""
+        version = int(state["version"])
+        kinds = [str(event.get("type")) for event in every[version - 1 : version + 1]]
+        together = version + 1 if tuple(kinds) in _TOGETHER else None
         record = {
             **self.record,
             "status": state["status"],
@@ -153,6 +160,7 @@ class Wording:
         return {
             "version": state["version"],
             "when": when,
+            "together": together,
             "proposal": view,
             "approvals": [self.who(str(email)) for email in state["approvals"]],
             "required": state["approvals_required"],
@@ -272,6 +280,17 @@ def _count(before: list[dict[str, Any]]) -> int:
     types = [event.get("type") for event in before]
     return types.count("Approved") - types.count("ApprovalLapsed")
 
+
+#: An event and the one after it that the domain always commits in one step: the last
+#: approval and the claim (``Proposal.approve_and_claim``: an approval followed by a claim
+#: was the last one needed), the claim and what the claim's own commit records next
+#: (revalidated, or why it went no further: ``approve_path``), a decline and its closing
+#: (``Proposal.decline``). Nobody could read the proposal as it stood between them.
+_TOGETHER = {
+    ("Approved", "Claimed"),
+    *(("Claimed", after) for after in ("Revalidated", "RevisionRequired", "Failed")),
+    ("Declined", "RevisionRequired"),
+}
 
 _OUTCOME_TEXT = {
     "Succeeded": "history.succeeded",

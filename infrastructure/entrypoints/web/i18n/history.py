@@ -21,6 +21,10 @@ EN: dict[str, str] = {
         "What the approvers were shown then, its status and its approvals so far; what "
         "happened later is left out."
     ),
+    "history.together": (
+        "Recorded in the same step as event {next}: no one could have seen the proposal as "
+        "it stands here, only as it stood after that event."
+    ),
     "history.status_then": "Status then",
     "history.approvals_then": "Approvals so far",
     "history.approvals_none": "None yet",
@@ -83,6 +87,11 @@ FR: dict[str, str] = {
     "history.as_of_lead": (
         "Ce qui était alors montré aux approbateurs, son statut et ses approbations à ce "
         "moment ; la suite n'y figure pas."
+    ),
+    "history.together": (
+        "Enregistré dans la même étape que l'événement {next} : personne n'a pu voir la "
+        "proposition telle qu'elle apparaît ici, seulement telle qu'elle était après cet "
+        "événement."
     ),
     "history.status_then": "Statut alors",
     "history.approvals_then": "Approbations à ce moment",
