@@ -201,8 +201,12 @@ def test_expired_and_each_way_another_proposal_takes_its_place(web: Web, clock: 
     carried_out = propose(cs, seeded, "refund-ok")
     cs.proposals.approve(carried_out, AVA)
 
-    assert _events(_history(web, expiring))[-1] == "It expired before it was approved."
-    assert _events(_history(web, expiring, **FR))[-1] == "Elle a expiré avant d'être approuvée."
+    assert _events(_history(web, expiring))[-1] == (
+        "It expired before it was approved in full: it can no longer be approved."
+    )
+    assert _events(_history(web, expiring, **FR))[-1] == (
+        "Elle a expiré avant d'être approuvée en entier : elle ne peut plus être approuvée."
+    )
     assert _events(_history(web, edited))[-1] == "An edit of it took its place."
     assert _events(_history(web, edited, **FR))[-1] == "Une modification l'a remplacée."
     assert f'href="/proposals/{edit}">The proposal that took its place</a>' in _main(
@@ -584,3 +588,24 @@ def test_a_point_recorded_in_one_step_with_the_next_event_says_nobody_could_see_
     )
     for version in (1, 2, 6):
         assert "Recorded in the same step" not in as_of(proposal_id, version)
+
+
+def test_a_quorum_that_expired_half_approved_is_not_said_never_approved(
+    web: Web, clock: FakeClock
+) -> None:
+    """One approval of two, then the expiry: the page lists the approval, and the expiry
+    says what it cut short (not "before it was approved", which the line above belies)."""
+    web.cs.policies.set("granite", REFUND, 2, above_cents=None)
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, NOAH)
+    clock.advance(days=30)
+    web.cs.sweepers.expire_due()
+
+    english = _events(_history(web, proposal_id))
+    french = _events(_history(web, proposal_id, **FR))
+
+    assert english[1].startswith(f"{NOAH_IS} approved it: approval 1 of 2.")
+    assert english[2] == "It expired before it was approved in full: it can no longer be approved."
+    assert french[2] == (
+        "Elle a expiré avant d'être approuvée en entier : elle ne peut plus être approuvée."
+    )

@@ -56,7 +56,7 @@ EN: dict[str, str] = {
     "history.reference": "Support reference: {reference}",
     "history.declined": "{who} declined it.",
     "history.note": "Their note:",
-    "history.expired": "It expired before it was approved.",
+    "history.expired": "It expired before it was approved in full: it can no longer be approved.",
     "history.superseded.revised": "An edit of it took its place.",
     "history.superseded.replaced": "A newer proposal for the same thing took its place.",
     "history.superseded.withdrawn": "Another proposal was carried out, which withdrew it.",
@@ -127,7 +127,9 @@ FR: dict[str, str] = {
     "history.reference": "Référence pour le support : {reference}",
     "history.declined": "{who} l'a refusée.",
     "history.note": "Sa note :",
-    "history.expired": "Elle a expiré avant d'être approuvée.",
+    "history.expired": (
+        "Elle a expiré avant d'être approuvée en entier : elle ne peut plus être approuvée."
+    ),
     "history.superseded.revised": "Une modification l'a remplacée.",
     "history.superseded.replaced": (
         "Une proposition plus récente pour la même chose l'a remplacée."
