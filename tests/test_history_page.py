@@ -222,6 +222,13 @@ def test_expired_and_each_way_another_proposal_takes_its_place(web: Web, clock: 
     assert _events(_history(web, withdrawn))[-1] == (
         "Another proposal was carried out, which withdrew it."
     )
+    # Its link names it as the review page does: it withdrew this one, it took no place.
+    withdrawing = _main(_history(web, withdrawn))
+    assert f'href="/proposals/{carried_out}">The proposal that withdrew it</a>' in withdrawing
+    assert "The proposal that took its place" not in withdrawing
+    assert "La proposition qui l'a retirée</a>" in html.unescape(
+        _main(_history(web, withdrawn, **FR))
+    )
     assert _events(_history(web, withdrawn, **FR))[-1] == (
         "Une autre proposition a été exécutée, ce qui l'a retirée."
     )

@@ -265,7 +265,9 @@ class Wording:
             reason = "unknown"
         link = None
         if event.get("by"):
-            link = {"href": f"/proposals/{event['by']}", "label": self.t("history.superseded_link")}
+            # A withdrawing proposal took no place: it is named as the review page names it.
+            key = "history.withdrawn_link" if reason == "withdrawn" else "history.superseded_link"
+            link = {"href": f"/proposals/{event['by']}", "label": self.t(key)}
         return {"text": self.t(f"history.superseded.{reason}"), "link": link}
 
 

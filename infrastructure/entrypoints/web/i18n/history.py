@@ -62,6 +62,7 @@ EN: dict[str, str] = {
     "history.superseded.withdrawn": "Another proposal was carried out, which withdrew it.",
     "history.superseded.unknown": "Another proposal took its place.",
     "history.superseded_link": "The proposal that took its place",
+    "history.withdrawn_link": "The proposal that withdrew it",
     "history.unknown": "An event this page does not describe: “{type}”.",
     "error.no_such_point.title": "No such point in the history",
     "error.no_such_point.text": (
@@ -137,6 +138,7 @@ FR: dict[str, str] = {
     "history.superseded.withdrawn": "Une autre proposition a été exécutée, ce qui l'a retirée.",
     "history.superseded.unknown": "Une autre proposition l'a remplacée.",
     "history.superseded_link": "La proposition qui l'a remplacée",
+    "history.withdrawn_link": "La proposition qui l'a retirée",
     "history.unknown": "Un événement que cette page ne décrit pas : « {type} ».",
     "error.no_such_point.title": "Ce point n'existe pas dans l'historique",
     "error.no_such_point.text": (
