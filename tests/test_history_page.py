@@ -616,3 +616,22 @@ def test_a_quorum_that_expired_half_approved_is_not_said_never_approved(
     assert french[2] == (
         "Elle a expiré avant d'être approuvée en entier : elle ne peut plus être approuvée."
     )
+
+
+def test_an_approval_signed_with_a_passkey_names_the_passkey_as_the_card_does(
+    web: Web,
+) -> None:
+    """The passkey's name is what its owner typed: it reads as text, in both languages."""
+    from tests.test_passkeys import register, require_passkey, signed
+
+    require_passkey(web.cs)
+    key = register(web.cs, AVA, "Ava's <b>laptop</b>")
+    proposal_id = web.propose()
+    web.cs.proposals.approve(proposal_id, AVA, signed(web.cs, proposal_id, AVA, key))
+
+    english = _history(web, proposal_id)
+    french = _history(web, proposal_id, **FR)
+
+    assert _events(english)[1].endswith('Approved with a passkey ("Ava\'s <b>laptop</b>")')
+    assert _events(french)[1].endswith("Approuvée avec une clé d'accès (« Ava's <b>laptop</b> »)")
+    assert "<b>laptop" not in english.text
