@@ -286,6 +286,44 @@ def test_the_stand_in_asks_when_the_words_do_not_say_who_or_where(cs, seeded):
     assert "Quelle ligue Olivia Chen doit rejoindre ?" in nowhere.messages[-1]["text"]
 
 
+def _ask_in(cs, seeded, words, language):
+    """The roster assistant's turn for Ava's words, on a page in ``language``."""
+    return cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="roster",
+        resource_id=seeded["rosters"]["granite"],
+        message=words,
+        language=language,
+    )
+
+
+@pytest.mark.parametrize(
+    ("words", "language", "said"),
+    [
+        (
+            "Add Olivia Chen to Monday Night Open",
+            "en",
+            "Olivia Chen already plays in Monday Night Open.",
+        ),
+        (
+            "Ajoute Olivia Chen à Monday Night Open",
+            "fr",
+            "Olivia Chen joue déjà dans Monday Night Open.",
+        ),
+    ],
+)
+def test_the_stand_in_says_the_member_already_plays_in_the_league_named(
+    cs, seeded, words, language, said
+):
+    """The manager named the league: asking them which league reads as if they had not."""
+    turn = _ask_in(cs, seeded, words, language)
+
+    assert (turn.ended, turn.proposal) == ("reply", None)
+    assert turn.messages[-1]["text"] == said
+    assert _roster(cs, seeded).members_of("Monday Night Open")[OLIVIA] == "Olivia Chen"
+
+
 def test_the_review_page_reads_a_league_without_a_limit_in_english_and_french(cs, seeded):
     _at_the_desk(cs, seeded, lambda roster: roster.add_league("Friday Fun"))
     passwords = seed_passwords(cs)

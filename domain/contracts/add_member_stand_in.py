@@ -36,7 +36,8 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     """The addition the manager's words describe: the person (by the email the words hold, or
     the one member among those the search found whose name they say), their name when the
     search does not know them (the words before their email), and the one league they name
-    that the person does not play in yet."""
+    that the person does not play in yet (or the only league named, though they play in it,
+    for the contract to tell the manager so instead of asking which league)."""
     said, language = words.casefold(), language_of(words)
     example = _EXAMPLE.text(language)
     found = reads.get("find_members")
@@ -54,11 +55,10 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     member = named[0] if named else {"email": email, "name": name, "leagues": []}
     listing = reads.get("list_leagues")
     leagues = listing.get("leagues", []) if isinstance(listing, Mapping) else []
-    joins = [
-        league["name"]
-        for league in leagues
-        if league["name"].casefold() in said and league["name"] not in member["leagues"]
-    ]
+    named_leagues = [league["name"] for league in leagues if league["name"].casefold() in said]
+    joins = [league for league in named_leagues if league not in member["leagues"]]
+    if not joins and len(named_leagues) == 1:
+        joins = named_leagues  # the one league named, which they play in: the contract says so
     if len(joins) != 1:
         return _WHICH_LEAGUE.text(language, name=member["name"], example=example)
     request: dict[str, Any] = {"email": member["email"], "league": joins[0]}
