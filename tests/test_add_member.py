@@ -324,6 +324,40 @@ def test_the_stand_in_says_the_member_already_plays_in_the_league_named(
     assert _roster(cs, seeded).members_of("Monday Night Open")[OLIVIA] == "Olivia Chen"
 
 
+@pytest.mark.parametrize(
+    ("words", "language", "said"),
+    [
+        (
+            "Add Olivia Chan, olivia.chen@example.com, to Junior Program",
+            "en",
+            "The club knows this email address as Olivia Chen, not Olivia Chan.",
+        ),
+        (
+            "Ajoute Olivia Chan (olivia.chen@example.com) à Junior Program",
+            "fr",
+            "Le club connaît cette adresse courriel sous le nom Olivia Chen, pas Olivia Chan.",
+        ),
+    ],
+)
+def test_the_stand_in_says_the_club_knows_the_email_by_another_name(
+    cs, seeded, words, language, said
+):
+    """A name that is not the one the club knows may be another person with a mistyped
+    email: the manager is told, and nothing is proposed under the club's name instead."""
+    turn = _ask_in(cs, seeded, words, language)
+
+    assert (turn.ended, turn.proposal) == ("reply", None)
+    assert turn.messages[-1]["text"] == said
+    assert _roster(cs, seeded).leagues_of(OLIVIA) == ["Monday Night Open", "Sunday Mixed Doubles"]
+
+
+def test_the_stand_in_proposes_a_member_named_as_the_club_knows_them_with_their_email(cs, seeded):
+    turn = _ask(cs, seeded, "Add olivia chen, olivia.chen@example.com, to Junior Program")
+
+    assert turn.proposal is not None
+    assert turn.proposal["preview"]["member_name"] == "Olivia Chen"
+
+
 def test_the_review_page_reads_a_league_without_a_limit_in_english_and_french(cs, seeded):
     _at_the_desk(cs, seeded, lambda roster: roster.add_league("Friday Fun"))
     passwords = seed_passwords(cs)

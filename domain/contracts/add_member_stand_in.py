@@ -35,7 +35,8 @@ _WHICH_LEAGUE = Localized(
 def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
     """The addition the manager's words describe: the person (by the email the words hold, or
     the one member among those the search found whose name they say), their name when the
-    search does not know them (the words before their email), and the one league they name
+    search does not know them or the words give a member another name than the club's (the
+    words before their email), and the one league they name
     that the person does not play in yet (or the only league named, though they play in it,
     for the contract to tell the manager so instead of asking which league)."""
     said, language = words.casefold(), language_of(words)
@@ -49,7 +50,7 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
         for m in members
         if m["email"] == email or (email is None and m["name"] and m["name"].casefold() in said)
     ]
-    name = _name_before(words, written) if written and not named else None
+    name = _name_before(words, written) if written else None
     if len(named) != 1 and (email is None or not name):
         return _WHO.text(language, example=example)
     member = named[0] if named else {"email": email, "name": name, "leagues": []}
@@ -62,13 +63,13 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     if len(joins) != 1:
         return _WHICH_LEAGUE.text(language, name=member["name"], example=example)
     request: dict[str, Any] = {"email": member["email"], "league": joins[0]}
-    if not named:
-        request["name"] = name
+    if name and (not named or member["name"].casefold() not in said):
+        request["name"] = name  # another name than the club's for a member: the contract says so
     return request
 
 
 def _name_before(words: str, email: re.Match[str]) -> str | None:
-    """The name the words give a new person: what they say between the verb and the email."""
+    """The name the words give the person: what they say between the verb and the email."""
     before = words[: email.start()]
     verbs = list(_VERB.finditer(before))
     name = before[verbs[-1].end() :] if verbs else before
