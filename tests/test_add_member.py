@@ -351,6 +351,32 @@ def test_the_stand_in_says_the_club_knows_the_email_by_another_name(
     assert _roster(cs, seeded).leagues_of(OLIVIA) == ["Monday Night Open", "Sunday Mixed Doubles"]
 
 
+@pytest.mark.parametrize(
+    ("words", "language", "said"),
+    [
+        (
+            "Add Zoe Park, zoe@example, to Junior Program",
+            "en",
+            "The member's email is not an email address.",
+        ),
+        (
+            "Ajoute Zoe Park (zoe@example) à Junior Program",
+            "fr",
+            "Le courriel du membre n'est pas une adresse courriel.",
+        ),
+    ],
+)
+def test_the_stand_in_says_an_address_without_a_domain_is_not_an_email(
+    cs, seeded, words, language, said
+):
+    """The manager gave a name and an address: "who should join?" would read as if they
+    had given neither."""
+    turn = _ask_in(cs, seeded, words, language)
+
+    assert (turn.ended, turn.proposal) == ("reply", None)
+    assert turn.messages[-1]["text"] == said
+
+
 def test_the_stand_in_proposes_a_member_named_as_the_club_knows_them_with_their_email(cs, seeded):
     turn = _ask(cs, seeded, "Add olivia chen, olivia.chen@example.com, to Junior Program")
 

@@ -13,7 +13,9 @@ from countersign.domain.contracts.stand_in_words import language_of
 
 DEMO_SCENE = DemoScene(words="Add Chloe Dubois, chloe.dubois@example.com, to Junior Program")
 
-_EMAIL = re.compile(r"[^@\s,;()<>]+@[^@\s,;()<>]+\.[^@\s,;()<>.]+")
+#: What the words give as an address: anything with an @ (a sentence's last full stop left
+#: out), so the contract, not the stand-in, says when it is not an email address.
+_EMAIL = re.compile(r"[^@\s,;()<>]+@(?:[^@\s,;()<>]*[^@\s,;()<>.])?")
 #: The verb before the name, in the words the cue matches.
 _VERB = re.compile(r"\b(add|enrol|enroll|sign up|ajoute[rz]?|inscri(re|vez))\b", re.IGNORECASE)
 _EXAMPLE = Localized(
