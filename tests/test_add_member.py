@@ -384,6 +384,40 @@ def test_the_stand_in_proposes_a_member_named_as_the_club_knows_them_with_their_
     assert turn.proposal["preview"]["member_name"] == "Olivia Chen"
 
 
+def _signed_in(cs) -> TestClient:
+    """Ava's browser, signed in to the pages."""
+    passwords = seed_passwords(cs)
+    app = create_app(cs)
+    mount_pages(app, cs, secure_cookies=False)
+    browser = TestClient(app, follow_redirects=False)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', browser.get("/sign-in").text)
+    assert token is not None
+    browser.post(
+        "/sign-in",
+        data={"email": AVA, "password": passwords[AVA], "csrf_token": token.group(1)},
+    )
+    return browser
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [("en", "Add Chloe Dubois to Junior Program"), ("fr", "Ajouter Chloe Dubois à Junior Program")],
+)
+def test_the_inbox_card_says_what_approval_does_once(cs, seeded, language, words):
+    """The addition's headline is what its approval does: the card does not say it twice."""
+    created = _propose(cs, seeded)
+
+    inbox = _signed_in(cs).get("/", headers={"Accept-Language": language}).text
+
+    card = re.search(
+        rf'<a class="inbox-card[^"]*" href="/proposals/{created.proposal_id}">(.*?)</a>',
+        inbox,
+        re.DOTALL,
+    )
+    assert card is not None
+    assert card.group(1).count(words) == 1
+
+
 def test_the_review_page_reads_a_league_without_a_limit_in_english_and_french(cs, seeded):
     _at_the_desk(cs, seeded, lambda roster: roster.add_league("Friday Fun"))
     passwords = seed_passwords(cs)
