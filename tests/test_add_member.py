@@ -418,6 +418,31 @@ def test_the_inbox_card_says_what_approval_does_once(cs, seeded, language, words
     assert card.group(1).count(words) == 1
 
 
+@pytest.mark.parametrize(
+    ("language", "lead"),
+    [
+        (
+            "en",
+            "Ask to add a member to a league, to move them from one league to another, or to "
+            "take them out of one.",
+        ),
+        (
+            "fr",
+            "Demandez d'ajouter un membre à une ligue, de le faire passer d'une ligue à une "
+            "autre, ou de l'en retirer.",
+        ),
+    ],
+)
+def test_the_roster_assistant_says_it_adds_members_before_anything_is_asked(
+    cs, seeded, language, lead
+):
+    chat = _signed_in(cs).get(
+        f"/chat/roster/{seeded['rosters']['granite']}", headers={"Accept-Language": language}
+    )
+
+    assert lead in chat.text.replace("&#39;", "'")
+
+
 def test_the_review_page_reads_a_league_without_a_limit_in_english_and_french(cs, seeded):
     _at_the_desk(cs, seeded, lambda roster: roster.add_league("Friday Fun"))
     passwords = seed_passwords(cs)

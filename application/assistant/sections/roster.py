@@ -105,8 +105,10 @@ ROSTER = SectionAssistant(
         name=Localized("Roster", "Effectifs"),
         assistant=Localized("Roster assistant", "Assistant des effectifs"),
         lead=Localized(
-            "Ask to move a member from one league to another, or to take them out of one.",
-            "Demandez de faire passer un membre d'une ligue à une autre, ou de l'en retirer.",
+            "Ask to add a member to a league, to move them from one league to another, or to "
+            "take them out of one.",
+            "Demandez d'ajouter un membre à une ligue, de le faire passer d'une ligue à une "
+            "autre, ou de l'en retirer.",
         ),
         placeholder=Localized(
             "For example: Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors",
