@@ -384,6 +384,55 @@ def test_the_stand_in_proposes_a_member_named_as_the_club_knows_them_with_their_
     assert turn.proposal["preview"]["member_name"] == "Olivia Chen"
 
 
+REPLACES = {
+    "en": "It replaces an earlier proposal that was awaiting approval, which can no longer be "
+    "approved.",
+    "fr": "Elle remplace une proposition antérieure qui attendait une approbation et qui ne peut "
+    "plus être approuvée.",
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "first", "second", "other"),
+    [
+        (
+            "en",
+            "Add Pat Lee, pat.lee@example.com, to Junior Program",
+            "Add Pat Lee, pat.lee@example.com, to Thursday Seniors",
+            "Add Sam Roy, sam.roy@example.com, to Thursday Seniors",
+        ),
+        (
+            "fr",
+            "Ajoute Pat Lee, pat.lee@example.com, à Junior Program",
+            "Ajoute Pat Lee, pat.lee@example.com, à Thursday Seniors",
+            "Ajoute Sam Roy, sam.roy@example.com, à Thursday Seniors",
+        ),
+    ],
+)
+def test_the_assistant_says_when_a_new_addition_replaces_one_awaiting_approval(
+    cs, seeded, language, first, second, other
+):
+    """The same person proposed again replaces the pending addition (the contract's subject
+    is the person): the manager reads it where the new card appears, not only on the old one."""
+    asked = _ask_in(cs, seeded, first, language)
+    again = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="roster",
+        resource_id=seeded["rosters"]["granite"],
+        message=second,
+        interaction_id=asked.interaction_id,
+        language=language,
+    )
+    another = _ask_in(cs, seeded, other, language)
+
+    assert again.proposal is not None
+    assert again.proposal["supersedes"] == [asked.proposal["proposal_id"]]
+    assert again.messages[-1]["text"].endswith(REPLACES[language])
+    assert REPLACES[language] not in asked.messages[-1]["text"]
+    assert REPLACES[language] not in another.messages[-1]["text"]
+
+
 def _signed_in(cs) -> TestClient:
     """Ava's browser, signed in to the pages."""
     passwords = seed_passwords(cs)

@@ -29,6 +29,13 @@ PROPOSED_NO_AMOUNTS = Localized(
     "l'approbation. Rien ne change tant que vous ne l'approuvez pas.",
 )
 """What a turn that proposed something without an amount (a draft, a move) ends with."""
+REPLACES = Localized(
+    "It replaces an earlier proposal that was awaiting approval, which can no longer be approved.",
+    "Elle remplace une proposition antérieure qui attendait une approbation et qui ne peut "
+    "plus être approuvée.",
+)
+"""Added when the proposal superseded a pending one (the same record, or the same subject of
+it: the same member of the roster), which its card elsewhere shows as replaced."""
 ROUND_LIMIT = Localized(
     "I could not prepare a valid proposal this time. {why}Nothing was changed. Rephrase the "
     "request, or use the ordinary interface.",
@@ -87,7 +94,8 @@ def closing_text(
     if ended == "proposal":
         made = proposal or {}
         with_amounts = shows_amounts(str(made.get("operation")), dict(made.get("preview") or {}))
-        return (PROPOSED if with_amounts else PROPOSED_NO_AMOUNTS).text(language)
+        said = (PROPOSED if with_amounts else PROPOSED_NO_AMOUNTS).text(language)
+        return f"{said} {REPLACES.text(language)}" if made.get("supersedes") else said
     if ended == "rate_limited":
         return RATE_LIMITED.text(language, wait=seconds_wait(limited[-1], language))
     if ended == "held_for_people" and held:
