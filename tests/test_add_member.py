@@ -492,6 +492,26 @@ def test_the_roster_assistant_says_it_adds_members_before_anything_is_asked(
     assert lead in chat.text.replace("&#39;", "'")
 
 
+@pytest.mark.parametrize(
+    ("language", "full", "room"),
+    [("en", "8 members · full", "2 members"), ("fr", "8 membres · complète", "2 membres")],
+)
+def test_the_roster_assistant_page_shows_which_league_is_full(cs, seeded, language, full, room):
+    """The manager sees which league has no room before asking to add someone to it."""
+    for n in range(2):  # 6 of its 8 are taken
+        cs.club.join("granite", "Monday Night Open", f"Curler {n}", f"curler{n}@example.com")
+
+    chat = _signed_in(cs).get(
+        f"/chat/roster/{seeded['rosters']['granite']}", headers={"Accept-Language": language}
+    )
+
+    leagues = dict(
+        re.findall(r'<li><span>([^<]+)</span><span class="hint">([^<]+)</span></li>', chat.text)
+    )
+    assert leagues["Monday Night Open"] == full
+    assert leagues["Sunday Mixed Doubles"] == room
+
+
 def test_the_review_page_reads_a_league_without_a_limit_in_english_and_french(cs, seeded):
     _at_the_desk(cs, seeded, lambda roster: roster.add_league("Friday Fun"))
     passwords = seed_passwords(cs)
