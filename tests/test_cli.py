@@ -679,3 +679,30 @@ def test_an_approval_refused_as_expired_or_in_progress_says_what_to_do_next():
     # In French, the reason too (it read "Non approuvable : in progress.").
     assert refused("in_progress", "fr").startswith("Non approuvable : en cours d'exécution.")
     assert refused("not_pending", "fr").startswith("Non approuvable : plus en attente.")
+
+
+def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
+    from countersign.domain.club.roster import Roster
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.settings import Settings
+
+    roster_id = cli("seed")["rosters"]["granite"]
+    cs = bootstrap(Settings(database_url=database_url))
+    try:
+        roster = cs.store.get(UUID(roster_id), Roster)
+        roster.add_league("Friday Fun", 4)
+        cs.store.save(roster)
+    finally:
+        cs.close()
+    join = ["roster", "join", "--org", "granite", "--league", "Friday Fun"]
+
+    assert (
+        main([*join, "--name", "Ann Li", "--email", "ann@example.com", "--database", database_url])
+        == 0
+    )
+    assert capsys.readouterr().out == "Ann Li joined Friday Fun (1 member).\n"
+    assert (
+        main([*join, "--name", "Bo Li", "--email", "bo@example.com", "--database", database_url])
+        == 0
+    )
+    assert capsys.readouterr().out == "Bo Li joined Friday Fun (2 members).\n"

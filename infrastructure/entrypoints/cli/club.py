@@ -67,7 +67,9 @@ def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_roster_join(cs: Countersign, args: argparse.Namespace) -> Result:
     joined = cs.club.join(args.org, args.league, args.name, args.email)
-    return joined, f"{args.name} joined {args.league} ({joined['active_members']} members)."
+    count = joined["active_members"]
+    members = "1 member" if count == 1 else f"{count} members"
+    return joined, f"{args.name} joined {args.league} ({members})."
 
 
 def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
