@@ -98,7 +98,7 @@ def test_a_refund_carried_out_reads_event_by_event_in_english_and_french(web: We
         r'<time datetime="20[0-9-]+T[0-9:.]+\+00:00">20[0-9-]+ [0-9:]+ ES?T</time>', main
     )
     assert "Now: Succeeded" in _text(main)
-    assert "Aujourd'hui\u00a0: Réussie" in html.unescape(french.text)
+    assert "Actuellement\u00a0: Réussie" in html.unescape(french.text)  # not "today"
     assert "5 events" in _text(main)
     assert "5 événements" in _text(_main(french))
     assert "<form" not in _main(english)  # nothing to decide here

@@ -77,7 +77,7 @@ FR: dict[str, str] = {
         "Tout ce qui a été enregistré sur cette proposition, du plus ancien au plus récent, à "
         "l'heure du club. Chaque événement montre la proposition telle qu'elle était alors."
     ),
-    "history.now": "Aujourd'hui : {status}",
+    "history.now": "Actuellement : {status}",
     "history.events": "{count} événements",
     "history.events.one": "1 événement",
     "history.events_until": "Événements 1 à {version} sur {total}",
