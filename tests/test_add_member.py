@@ -136,13 +136,20 @@ def test_an_addition_to_a_full_league_is_refused_before_anyone_reviews_it(cs, se
     )
 
 
-def test_a_second_addition_of_the_same_person_supersedes_the_first_and_no_other(cs, seeded):
+def test_a_second_addition_of_the_same_person_to_the_same_league_supersedes_the_first_only(
+    cs, seeded
+):
+    """The thing an addition is about is the person in that league: proposing it again
+    replaces the pending one, while the same person proposed for another league (curlers
+    often play in two) or another person for the same league leaves it pending."""
     first = _propose(cs, seeded)
 
-    second = _propose(cs, seeded, {**NEW_JUNIOR, "league": "Thursday Seniors"})
+    second = _propose(cs, seeded)
+    elsewhere = _propose(cs, seeded, {**NEW_JUNIOR, "league": "Thursday Seniors"})
     other = _propose(cs, seeded, {**NEW_JUNIOR, "email": "sam.roy@example.com", "name": "Sam"})
 
     assert second.supersedes == [first.proposal_id]
+    assert elsewhere.supersedes == []
     assert other.supersedes == []
 
 
@@ -398,22 +405,23 @@ REPLACES = {
         (
             "en",
             "Add Pat Lee, pat.lee@example.com, to Junior Program",
+            "Add Pat Lee, pat.lee@example.com, to Junior Program",
             "Add Pat Lee, pat.lee@example.com, to Thursday Seniors",
-            "Add Sam Roy, sam.roy@example.com, to Thursday Seniors",
         ),
         (
             "fr",
             "Ajoute Pat Lee, pat.lee@example.com, à Junior Program",
+            "Ajoute Pat Lee, pat.lee@example.com, à Junior Program",
             "Ajoute Pat Lee, pat.lee@example.com, à Thursday Seniors",
-            "Ajoute Sam Roy, sam.roy@example.com, à Thursday Seniors",
         ),
     ],
 )
 def test_the_assistant_says_when_a_new_addition_replaces_one_awaiting_approval(
     cs, seeded, language, first, second, other
 ):
-    """The same person proposed again replaces the pending addition (the contract's subject
-    is the person): the manager reads it where the new card appears, not only on the old one."""
+    """The same addition proposed again replaces the pending one (the contract's subject is
+    the person in that league): the manager reads it where the new card appears, not only on
+    the old one; the same person proposed for another league replaces nothing."""
     asked = _ask_in(cs, seeded, first, language)
     again = cs.assistant.turn(
         organization="granite",

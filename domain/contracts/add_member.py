@@ -184,8 +184,10 @@ class AddMember(
     # -- governance -----------------------------------------------------------------------------
 
     def subject(self, arguments: AddMemberArguments) -> str:
-        """The roster holds many members: adding one does not replace an addition of another."""
-        return arguments.email
+        """The roster holds many members, and a member may play in several leagues: an
+        addition is about one person in one league. Proposing it again replaces the pending
+        one; the same person proposed for another league, or another person, does not."""
+        return f"{arguments.email}/{arguments.league}"
 
     def recheck(self, arguments: AddMemberArguments, facts: AddFacts) -> dict[str, Any]:
         roster = facts.roster
