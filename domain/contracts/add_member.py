@@ -16,7 +16,6 @@ that would withdraw every pending addition to the league as soon as one of them 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -24,17 +23,15 @@ from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.add_member_texts import AddMemberTexts
 from countersign.domain.contracts.base import (
     ContractRequest,
-    Facts,
     Frozen,
     OperationContract,
     Prepared,
 )
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
-from countersign.domain.errors import NotFoundError
+from countersign.domain.contracts.roster_facts import RosterFacts, load_roster
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope, Section
-from eventsourcing.domain import Aggregate
 from pydantic import Field
 
 MAX_LEAGUE_NAME = 100
@@ -115,20 +112,10 @@ class AddMemberResult(Frozen):
     league_members: int
 
 
-@dataclass
-class AddFacts(Facts):
-    """The roster the member joins."""
-
-    roster: Roster
-
-    def aggregates(self) -> list[Aggregate]:
-        return [self.roster]
-
-
 class AddMember(
     AddMemberTexts,
     OperationContract[
-        AddMemberRequest, AddMemberArguments, AddMemberPreview, AddMemberResult, AddFacts
+        AddMemberRequest, AddMemberArguments, AddMemberPreview, AddMemberResult, RosterFacts
     ],
 ):
     """Add a person to one league of the roster."""
@@ -138,13 +125,11 @@ class AddMember(
     section = Section("roster")
     permission = "roster.manage"
 
-    def load(self, scope: Scope, store: Repository) -> AddFacts:
-        if scope.resource_id != Roster.create_id(scope.organization_id):
-            raise NotFoundError("roster")
-        return AddFacts(roster=store.get(scope.resource_id, Roster))
+    def load(self, scope: Scope, store: Repository) -> RosterFacts:
+        return load_roster(scope, store)
 
     def resolve(
-        self, request: AddMemberRequest, facts: AddFacts
+        self, request: AddMemberRequest, facts: RosterFacts
     ) -> Prepared[AddMemberArguments, AddMemberPreview]:
         roster = facts.roster
         email, league = request.email.lower(), request.league
@@ -189,7 +174,7 @@ class AddMember(
         one; the same person proposed for another league, or another person, does not."""
         return f"{arguments.email}/{arguments.league}"
 
-    def recheck(self, arguments: AddMemberArguments, facts: AddFacts) -> dict[str, Any]:
+    def recheck(self, arguments: AddMemberArguments, facts: RosterFacts) -> dict[str, Any]:
         roster = facts.roster
         email, name, league = arguments.email, arguments.member_name, arguments.league
         check_known_as(roster, email, name)
@@ -202,7 +187,7 @@ class AddMember(
         }
 
     def execute(
-        self, execution: ExecutionContract[AddMemberArguments], facts: AddFacts
+        self, execution: ExecutionContract[AddMemberArguments], facts: RosterFacts
     ) -> AddMemberResult:
         arguments = execution.arguments
         facts.roster.join(arguments.league, arguments.member_name, arguments.email)

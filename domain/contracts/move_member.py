@@ -15,25 +15,22 @@ counts as the move left them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.base import (
     ContractRequest,
-    Facts,
     Frozen,
     OperationContract,
     Prepared,
 )
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.move_member_texts import MoveMemberTexts
-from countersign.domain.errors import NotFoundError
+from countersign.domain.contracts.roster_facts import RosterFacts, load_roster
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope, Section
-from eventsourcing.domain import Aggregate
 from pydantic import Field
 
 MAX_LEAGUE_NAME = 100
@@ -108,20 +105,10 @@ class MoveMemberResult(Frozen):
     to_league_members: int
 
 
-@dataclass
-class MoveFacts(Facts):
-    """The roster the member moves within."""
-
-    roster: Roster
-
-    def aggregates(self) -> list[Aggregate]:
-        return [self.roster]
-
-
 class MoveMember(
     MoveMemberTexts,
     OperationContract[
-        MoveMemberRequest, MoveMemberArguments, MoveMemberPreview, MoveMemberResult, MoveFacts
+        MoveMemberRequest, MoveMemberArguments, MoveMemberPreview, MoveMemberResult, RosterFacts
     ],
 ):
     """Move a member from one league of the roster to another."""
@@ -131,13 +118,11 @@ class MoveMember(
     section = Section("roster")
     permission = "roster.manage"
 
-    def load(self, scope: Scope, store: Repository) -> MoveFacts:
-        if scope.resource_id != Roster.create_id(scope.organization_id):
-            raise NotFoundError("roster")
-        return MoveFacts(roster=store.get(scope.resource_id, Roster))
+    def load(self, scope: Scope, store: Repository) -> RosterFacts:
+        return load_roster(scope, store)
 
     def resolve(
-        self, request: MoveMemberRequest, facts: MoveFacts
+        self, request: MoveMemberRequest, facts: RosterFacts
     ) -> Prepared[MoveMemberArguments, MoveMemberPreview]:
         roster = facts.roster
         email = request.email.lower()
@@ -174,7 +159,7 @@ class MoveMember(
         """The roster holds many members: moving one does not replace a move of another."""
         return arguments.email
 
-    def recheck(self, arguments: MoveMemberArguments, facts: MoveFacts) -> dict[str, Any]:
+    def recheck(self, arguments: MoveMemberArguments, facts: RosterFacts) -> dict[str, Any]:
         roster = facts.roster
         member, email = arguments.member_name, arguments.email
         source, destination = arguments.from_league, arguments.to_league
@@ -189,7 +174,7 @@ class MoveMember(
         }
 
     def execute(
-        self, execution: ExecutionContract[MoveMemberArguments], facts: MoveFacts
+        self, execution: ExecutionContract[MoveMemberArguments], facts: RosterFacts
     ) -> MoveMemberResult:
         arguments = execution.arguments
         facts.roster.move(arguments.email, arguments.from_league, arguments.to_league)

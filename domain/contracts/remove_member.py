@@ -17,25 +17,22 @@ the count as the removal left it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.base import (
     ContractRequest,
-    Facts,
     Frozen,
     OperationContract,
     Prepared,
 )
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
 from countersign.domain.contracts.remove_member_texts import RemoveMemberTexts
-from countersign.domain.errors import NotFoundError
+from countersign.domain.contracts.roster_facts import RosterFacts, load_roster
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope, Section
-from eventsourcing.domain import Aggregate
 from pydantic import Field
 
 MAX_LEAGUE_NAME = 100
@@ -101,16 +98,6 @@ class RemoveMemberResult(Frozen):
     league_members: int
 
 
-@dataclass
-class RemoveFacts(Facts):
-    """The roster the member leaves a league of."""
-
-    roster: Roster
-
-    def aggregates(self) -> list[Aggregate]:
-        return [self.roster]
-
-
 class RemoveMember(
     RemoveMemberTexts,
     OperationContract[
@@ -118,7 +105,7 @@ class RemoveMember(
         RemoveMemberArguments,
         RemoveMemberPreview,
         RemoveMemberResult,
-        RemoveFacts,
+        RosterFacts,
     ],
 ):
     """Take a member out of one league of the roster."""
@@ -128,13 +115,11 @@ class RemoveMember(
     section = Section("roster")
     permission = "roster.manage"
 
-    def load(self, scope: Scope, store: Repository) -> RemoveFacts:
-        if scope.resource_id != Roster.create_id(scope.organization_id):
-            raise NotFoundError("roster")
-        return RemoveFacts(roster=store.get(scope.resource_id, Roster))
+    def load(self, scope: Scope, store: Repository) -> RosterFacts:
+        return load_roster(scope, store)
 
     def resolve(
-        self, request: RemoveMemberRequest, facts: RemoveFacts
+        self, request: RemoveMemberRequest, facts: RosterFacts
     ) -> Prepared[RemoveMemberArguments, RemoveMemberPreview]:
         roster, league = facts.roster, request.league
         check_league_exists(roster, league)
@@ -162,7 +147,7 @@ class RemoveMember(
         """The roster holds many members: removing one does not replace a removal of another."""
         return arguments.email
 
-    def recheck(self, arguments: RemoveMemberArguments, facts: RemoveFacts) -> dict[str, Any]:
+    def recheck(self, arguments: RemoveMemberArguments, facts: RosterFacts) -> dict[str, Any]:
         roster, league = facts.roster, arguments.league
         check_still_plays_in(roster, arguments.email, arguments.member_name, league)
         return {
@@ -172,7 +157,7 @@ class RemoveMember(
         }
 
     def execute(
-        self, execution: ExecutionContract[RemoveMemberArguments], facts: RemoveFacts
+        self, execution: ExecutionContract[RemoveMemberArguments], facts: RosterFacts
     ) -> RemoveMemberResult:
         arguments = execution.arguments
         facts.roster.leave(arguments.league, arguments.email)
