@@ -108,13 +108,21 @@ class Countersign:
         self.store.read_along(aggregate_id)
 
     def projection_runners(
-        self, names: list[str] | None = None, batch_size: int | None = None
+        self,
+        names: list[str] | None = None,
+        batch_size: int | None = None,
+        *,
+        take_over: bool = False,
     ) -> list[ProjectionRunner]:
         """Runners for the named projections (all of them by default), reading ``batch_size``
-        events a batch (by default ``ProjectionRunner.BATCH_SIZE``)."""
+        events a batch (by default ``ProjectionRunner.BATCH_SIZE``). ``take_over``: tables a
+        later release built are dropped too, for an operator's rebuild
+        (``infrastructure/projection_engine/releases.py``)."""
         _check_names(names)
         return [
-            ProjectionRunner(self.app, self.sql, PROJECTIONS[name], batch_size=batch_size)
+            ProjectionRunner(
+                self.app, self.sql, PROJECTIONS[name], batch_size=batch_size, take_over=take_over
+            )
             for name in (names or list(PROJECTIONS))
         ]
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from countersign.infrastructure.projection_engine.runner import ProjectionRunner, TablesInPlace
+import pytest
+from countersign.infrastructure.projection_engine.runner import (
+    ProjectionRunner,
+    ProjectionStoppedError,
+    TablesInPlace,
+)
 from countersign.projections.base import Column, Projection, Rows, Table, handles
 
 from tests.conftest import AVA
@@ -129,3 +134,71 @@ def test_an_old_deployments_projections_rebuild_themselves_and_show_the_new_colu
         )
     assert facts[ids["pending_card_refund"]] == 1
     assert facts[ids["declined"]] == 0
+
+
+def test_a_process_of_an_earlier_release_leaves_a_later_releases_tables_alone(cs, seeded):
+    """During an upgrade, a process of the earlier release that starts (a worker restarted,
+    a page's first view) meets tables the later release built: it leaves them as they are
+    and says so, instead of dropping them (the later release then dropped them in turn, and
+    so on). An operator's rebuild with the earlier release takes them over on purpose."""
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
+    later = ProjectionRunner(cs.app, cs.sql, _Uppercase())
+    later.catch_up()
+    built = _rows(cs)
+    assert built == [(proposal_id, "ORDER.REFUND_MISSING_DISCOUNT", AVA)]
+
+    for in_place in (None, TablesInPlace()):
+        with pytest.raises(ProjectionStoppedError, match="built by a later release") as stopped:
+            ProjectionRunner(cs.app, cs.sql, _WithRequester(), in_place=in_place).catch_up()
+        assert "version 2; this one has version 1" in str(stopped.value)
+        assert "countersign projections rebuild" in str(stopped.value)
+    assert _rows(cs) == built
+    assert later.position() == later.head()
+
+    taken = ProjectionRunner(cs.app, cs.sql, _WithRequester(), take_over=True)
+    assert taken.position() == 0
+    taken.catch_up()
+    assert _rows(cs) == [(proposal_id, "order.refund_missing_discount", AVA)]
+
+
+def test_a_runner_of_the_earlier_release_stops_writing_once_a_later_one_rebuilt(cs, seeded):
+    """A runner of the earlier release still following the log when the later release's
+    first process rebuilt the tables: its next batch finds the tables are not its code's
+    and it stops there; before, it wrote its rows into the later release's tables."""
+    first = propose_on(cs, seeded["orders"]["refund-ok"])
+    earlier = ProjectionRunner(cs.app, cs.sql, _WithRequester())
+    earlier.catch_up()
+    ProjectionRunner(cs.app, cs.sql, _Uppercase()).catch_up()
+
+    second = propose_on(cs, seeded["orders"]["refund-stale"])
+    with pytest.raises(ProjectionStoppedError, match="built by a later release"):
+        earlier.catch_up()
+    ProjectionRunner(cs.app, cs.sql, _Uppercase()).catch_up()
+    assert _rows(cs) == sorted(
+        [
+            (first, "ORDER.REFUND_MISSING_DISCOUNT", AVA),
+            (second, "ORDER.REFUND_MISSING_DISCOUNT", AVA),
+        ]
+    )
+
+
+def test_a_workers_pass_that_meets_a_later_releases_tables_says_so_in_one_line(caplog):
+    """A worker of the earlier release during an upgrade: its passes that read a projection
+    the later release built say why, in the operator's words, and the others carry on."""
+    from countersign.infrastructure.projection_engine.releases import BuiltByLaterReleaseError
+    from countersign.infrastructure.sweepers import Sweeper, run_pass
+
+    def stopped() -> int:
+        raise BuiltByLaterReleaseError("projection 'open_work' was built by a later release")
+
+    report = run_pass(
+        [Sweeper("expire", "expired", stopped), Sweeper("notify", "sent", lambda: 2)], 1
+    )
+    assert report.failed == ["expire"]
+    assert report.done == {"notify": 2}
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert record.getMessage() == (
+        "expire pass: projection 'open_work' was built by a later release;"
+        " the next pass tries again"
+    )
+    assert record.exc_info is None  # no traceback: not a defect

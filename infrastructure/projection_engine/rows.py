@@ -428,14 +428,30 @@ def index_statements(spec: Table) -> list[str]:
     return statements
 
 
-def lock_position(cursor: Cursor, name: str, position: int, *, postgres: bool) -> None:
-    """Lock a projection's tracking row; ProjectionRaceError if it is not at ``position``."""
-    locked = cursor.execute(
-        f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?"
-        + (" FOR UPDATE" if postgres else ""),
-        (name,),
-    ).fetchone()
-    if locked is None or int(locked[0]) != position:
+def lock_position(
+    cursor: Cursor, name: str, position: int, *, postgres: bool, fingerprint: str | None = None
+) -> None:
+    """Lock a projection's tracking row; ProjectionRaceError if it is not at ``position`` or
+    (given) another ``fingerprint`` built the tables since: the caller reads the position
+    again, which settles whose tables they are (``ProjectionRunner._checked_position``)."""
+    if fingerprint is None:
+        locked = cursor.execute(
+            f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?"
+            + (" FOR UPDATE" if postgres else ""),
+            (name,),
+        ).fetchone()
+    else:
+        locked = cursor.execute(
+            f"SELECT t.position, s.fingerprint FROM {TRACKING_TABLE} t"
+            f" LEFT JOIN {SCHEMA_TABLE} s ON s.projection = t.projection"
+            " WHERE t.projection = ?" + (" FOR UPDATE OF t" if postgres else ""),
+            (name,),
+        ).fetchone()
+    if (
+        locked is None
+        or int(locked[0]) != position
+        or (fingerprint is not None and locked[1] != fingerprint)
+    ):
         raise ProjectionRaceError(name)
 
 

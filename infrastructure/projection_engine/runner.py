@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from countersign.infrastructure.persistence.app import CountersignApplication
@@ -28,6 +27,7 @@ from countersign.infrastructure.projection_engine.heap import frozen_heap
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.in_place import TablesInPlace
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
+from countersign.infrastructure.projection_engine.releases import claim_tables
 from countersign.infrastructure.projection_engine.rows import (
     SCHEMA_TABLE,
     TRACKING_TABLE,
@@ -84,8 +84,11 @@ class ProjectionRunner:
         batch_size: int | None = None,
         *,
         in_place: TablesInPlace | None = None,
+        take_over: bool = False,
     ) -> None:
         self.app = app
+        #: Drop tables a later release built, as an operator's rebuild does (``releases``).
+        self.take_over = take_over
         self.sql = sql
         self.projection = projection
         self.batch_size = batch_size or self.BATCH_SIZE
@@ -117,7 +120,8 @@ class ProjectionRunner:
     def setup(self, *, indexes: bool = True) -> None:
         """Create the projection's tables and tracking row if they are missing. Tables built
         under another ``fingerprint`` (an upgrade changed the projection) are dropped and the
-        position set back to 0: the next catch-up rebuilds them from the whole log."""
+        position set back to 0: the next catch-up rebuilds them from the whole log; tables a
+        later release built stop the projection here instead (``releases``)."""
         with self.sql.transaction() as cursor:
             self.sql.lock_schema(cursor)
             cursor.execute(
@@ -125,7 +129,8 @@ class ProjectionRunner:
                 " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
             )
             skips.create(cursor)
-            self._drop_if_built_by_other_code(cursor)
+            if claim_tables(cursor, self.projection, self._fingerprint, take_over=self.take_over):
+                self.known_position = None
             cursor.execute(
                 f"INSERT INTO {TRACKING_TABLE} (projection, position) VALUES (?, 0)"
                 " ON CONFLICT (projection) DO NOTHING",
@@ -137,48 +142,13 @@ class ProjectionRunner:
         if self.in_place is not None:
             self.in_place.add(self.name, self._fingerprint)
 
-    def _drop_if_built_by_other_code(self, cursor: Cursor) -> None:
-        cursor.execute(
-            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
-            " projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, updated_at TEXT)"
-        )
-        fingerprint = self._fingerprint
-        stored = cursor.execute(
-            f"SELECT fingerprint FROM {SCHEMA_TABLE} WHERE projection = ?", (self.name,)
-        ).fetchone()
-        if stored is not None and stored[0] == fingerprint:
-            return
-        tracked = cursor.execute(
-            f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,)
-        ).fetchone()
-        if tracked is not None:  # built before, by other code (or before fingerprints)
-            log.warning(
-                "projection %r was built by another version of countersign (%s, now %s): "
-                "its tables are dropped and rebuilt from the log",
-                self.name,
-                stored[0] if stored is not None else "no fingerprint",
-                fingerprint,
-            )
-            for table in self.projection.tables:
-                cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
-            cursor.execute(f"DELETE FROM {TRACKING_TABLE} WHERE projection = ?", (self.name,))
-            self.known_position = None
-        cursor.execute(
-            f"INSERT INTO {SCHEMA_TABLE} (projection, fingerprint, updated_at) VALUES (?, ?, ?)"
-            " ON CONFLICT (projection) DO UPDATE"
-            " SET fingerprint = excluded.fingerprint, updated_at = excluded.updated_at",
-            (self.name, fingerprint, datetime.now(tz=UTC).isoformat()),
-        )
-
     def position(self) -> int:
         """Where the projection stands, read as committed, on the reading connection: no
         write lock is taken (SQLite's is the whole database's, which another connection may
         hold), and the batch that writes after it checks it again under its lock
-        (``_lock_position``), so a position moved meanwhile is a race, read again."""
-        if self.in_place is not None:
-            return self._checked_position(self.in_place)
-        self.known_position = self._stored_position()
-        return self.known_position
+        (``_lock_position``), so a position moved meanwhile is a race, read again. Read with
+        the fingerprint its tables were built under (``_checked_position``)."""
+        return self._checked_position(self.in_place)
 
     def _stored_position(self) -> int:
         """The tracking row's position (0 without one), read as committed."""
@@ -188,14 +158,17 @@ class ProjectionRunner:
             ).fetchone()
         return int(row[0]) if row else 0
 
-    def _checked_position(self, in_place: TablesInPlace) -> int:
+    def _checked_position(self, in_place: TablesInPlace | None) -> int:
         """The position, read with the fingerprint its tables were built under, in the same
         statement: a tracking row and that fingerprint stand for the tables (whatever drops
         them deletes the row in the same transaction: ``reset``, a new version's ``setup``).
-        No row (another process is rebuilding them, or a rebuild stopped between its reset
-        and its ``setup``), or another fingerprint (another version built them): this
-        process no longer knows them in place, and ``setup`` makes or rebuilds them, as it
-        would for a runner built without ``in_place``, before the position is read again."""
+        Another fingerprint (another release built them since): ``setup`` rebuilds them for
+        this process's code, or stops the projection here if a later release built them
+        (``releases``), before the position is read again; a runner of the earlier release
+        kept writing its rows into the later one's tables before. No row (another process is
+        rebuilding them, or a rebuild stopped between its reset and its ``setup``): a page's
+        runner (``in_place``) no longer knows them in place and makes them, as a runner built
+        without it would; any other reads position 0."""
         with self.sql.reading() as cursor:
             row = cursor.execute(
                 f"SELECT t.position, s.fingerprint FROM {TRACKING_TABLE} t"
@@ -203,8 +176,11 @@ class ProjectionRunner:
                 " WHERE t.projection = ?",
                 (self.name,),
             ).fetchone()
-        if row is None or row[1] != self._fingerprint:
-            in_place.forget(self.name)
+        if row is None and in_place is None:
+            self.known_position = 0
+        elif row is None or row[1] != self._fingerprint:
+            if in_place is not None:
+                in_place.forget(self.name)
             self.setup()  # the schema lock, as at any runner's start: waits as long
             self.known_position = self._stored_position()
         else:
@@ -336,7 +312,13 @@ class ProjectionRunner:
     def _lock_position(self, cursor: Cursor, position: int) -> None:
         """Lock this projection's tracking row; raise if it is no longer at ``position``."""
         try:
-            lock_position(cursor, self.name, position, postgres=self.sql.is_postgres)
+            lock_position(
+                cursor,
+                self.name,
+                position,
+                postgres=self.sql.is_postgres,
+                fingerprint=self._fingerprint,
+            )
         except ProjectionRaceError:
             self.known_position = None
             raise

@@ -83,7 +83,8 @@ def cmd_projections_skip(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_projections_rebuild(cs: Countersign, args: argparse.Namespace) -> Result:
-    runners = cs.projection_runners(args.names, batch_size=args.batch_size)
+    # An operator's rebuild makes the tables this release's, even a later release's.
+    runners = cs.projection_runners(args.names, batch_size=args.batch_size, take_over=True)
     names = [runner.name for runner in runners]
     progress = Progress(f"rebuild {', '.join(names)}", runners[0].head() if runners else 0)
     from countersign.infrastructure.projection_engine.together import rebuild_together

@@ -1,0 +1,99 @@
+"""Which release built a projection's tables, and what a process of another release does.
+
+Each projection records the ``fingerprint`` of the code that built its tables
+(``projection_schemas``: its ``version`` and its tables' shape, ``v4-1a2b…``). A process whose
+projection has another fingerprint finds it when it sets the projection up (``claim_tables``,
+from ``ProjectionRunner.setup``), and each runner checks it again with its position:
+
+* tables built by an *earlier* release, or by a release of the same version with other
+  tables (no order between them): dropped, and rebuilt from the log for this process's code,
+  as an upgrade wants;
+* tables built by a *later* release (a higher version): left exactly as they are, and the
+  projection stops in this process (``BuiltByLaterReleaseError``, a
+  ``ProjectionStoppedError``: a page or the API answers 503, a runner holds it and tries again
+  while its other projections go on). Before, a process of the earlier release still running
+  during an upgrade dropped what the new release had built, which dropped its tables in turn,
+  and a runner of the earlier release kept writing its rows into the new release's tables.
+  Going back to an earlier release on purpose is ``countersign projections rebuild`` with it,
+  once the later release's processes are stopped (``take_over``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime
+
+from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.projection_engine.rows import (
+    SCHEMA_TABLE,
+    TRACKING_TABLE,
+    ProjectionStoppedError,
+)
+from countersign.projections.base import Projection
+
+log = logging.getLogger("countersign.projections")
+
+_VERSION = re.compile(r"v(\d+)-")
+
+
+class BuiltByLaterReleaseError(ProjectionStoppedError):
+    """A projection's tables were built by a later release of countersign than this
+    process's: they are left as they are, and this process does not use them."""
+
+
+def version_of(fingerprint: str | None) -> int | None:
+    """The projection version a stored fingerprint names (None: none it can tell)."""
+    found = _VERSION.match(fingerprint or "")
+    return int(found.group(1)) if found else None
+
+
+def claim_tables(
+    cursor: Cursor, projection: Projection, fingerprint: str, *, take_over: bool = False
+) -> bool:
+    """Make the tables this process's: record ``fingerprint``, dropping tables another
+    release built (True when it dropped them: their position is gone). Raises
+    ``BuiltByLaterReleaseError``, changing nothing, when a later release built them, unless
+    ``take_over`` (an operator's rebuild)."""
+    name = projection.name
+    cursor.execute(
+        f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
+        " projection TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, updated_at TEXT)"
+    )
+    stored = cursor.execute(
+        f"SELECT fingerprint FROM {SCHEMA_TABLE} WHERE projection = ?", (name,)
+    ).fetchone()
+    if stored is not None and stored[0] == fingerprint:
+        return False
+    dropped = False
+    tracked = cursor.execute(
+        f"SELECT position FROM {TRACKING_TABLE} WHERE projection = ?", (name,)
+    ).fetchone()
+    if tracked is not None:  # built before, by other code (or before fingerprints)
+        theirs = version_of(stored[0]) if stored is not None else None
+        if not take_over and theirs is not None and theirs > projection.version:
+            raise BuiltByLaterReleaseError(
+                f"projection {name!r} was built by a later release of countersign "
+                f"(version {theirs}; this one has version {projection.version}): its tables "
+                "are left as they are and this process does not use them. Stop this "
+                "process and run the later release; to go back to this release, stop the "
+                "later one's processes and run `countersign projections rebuild` with this one"
+            )
+        log.warning(
+            "projection %r was built by another version of countersign (%s, now %s): "
+            "its tables are dropped and rebuilt from the log",
+            name,
+            stored[0] if stored is not None else "no fingerprint",
+            fingerprint,
+        )
+        for table in projection.tables:
+            cursor.execute(f"DROP TABLE IF EXISTS {table.name}")
+        cursor.execute(f"DELETE FROM {TRACKING_TABLE} WHERE projection = ?", (name,))
+        dropped = True
+    cursor.execute(
+        f"INSERT INTO {SCHEMA_TABLE} (projection, fingerprint, updated_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (projection) DO UPDATE"
+        " SET fingerprint = excluded.fingerprint, updated_at = excluded.updated_at",
+        (name, fingerprint, datetime.now(tz=UTC).isoformat()),
+    )
+    return dropped
