@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, BEN
 from tests.support.proposing import proposal
-from tests.test_move_member import _ask, _roster  # the roster's test helpers
+from tests.test_move_member import REPLACES, _ask, _ask_in, _roster  # the roster's helpers
 
 ADD = "roster.add_member"
 CHLOE = "chloe.dubois@example.com"
@@ -293,18 +293,6 @@ def test_the_stand_in_asks_when_the_words_do_not_say_who_or_where(cs, seeded):
     assert "Quelle ligue Olivia Chen doit rejoindre ?" in nowhere.messages[-1]["text"]
 
 
-def _ask_in(cs, seeded, words, language):
-    """The roster assistant's turn for Ava's words, on a page in ``language``."""
-    return cs.assistant.turn(
-        organization="granite",
-        actor=AVA,
-        section="roster",
-        resource_id=seeded["rosters"]["granite"],
-        message=words,
-        language=language,
-    )
-
-
 @pytest.mark.parametrize(
     ("words", "language", "said"),
     [
@@ -389,14 +377,6 @@ def test_the_stand_in_proposes_a_member_named_as_the_club_knows_them_with_their_
 
     assert turn.proposal is not None
     assert turn.proposal["preview"]["member_name"] == "Olivia Chen"
-
-
-REPLACES = {
-    "en": "It replaces an earlier proposal that was awaiting approval, which can no longer be "
-    "approved.",
-    "fr": "Elle remplace une proposition antérieure qui attendait une approbation et qui ne peut "
-    "plus être approuvée.",
-}
 
 
 @pytest.mark.parametrize(

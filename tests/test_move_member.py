@@ -23,6 +23,7 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, BEN, MIA
 from tests.support.proposing import MOVE, TO_SENIORS, proposal
+from tests.test_projections import catch_up_all
 
 OLIVIA = "olivia.chen@example.com"
 
@@ -214,6 +215,94 @@ def test_a_destination_that_filled_up_meanwhile_requires_revision(cs, seeded):
     assert _roster(cs, seeded).member_count("Thursday Seniors") == 8
 
 
+# -- which pending move a new one replaces ------------------------------------------------------
+
+
+def _move(cs, seeded, from_league: str, to_league: str, email: str = OLIVIA):
+    request = {"email": email, "from_league": from_league, "to_league": to_league}
+    return proposal(cs, seeded, operation=MOVE, request=request)
+
+
+def _awaiting(cs, clock) -> list[tuple[str, str, str]]:
+    """What the roster's inbox shows the manager (the ``browser_view`` projection): who moves
+    from which league to which, for each move awaiting approval."""
+    catch_up_all(cs)
+    inbox = cs.read_models.inbox(cs.club.organization_id("granite"), clock.now(), section="roster")
+    return sorted(
+        (card["preview"]["email"], card["preview"]["from_league"], card["preview"]["to_league"])
+        for card in inbox["items"]
+    )
+
+
+def test_a_move_out_of_the_same_league_replaces_the_pending_one_and_no_other(cs, seeded, clock):
+    """A move is about one member leaving one league: another move of Olivia out of Sunday
+    Mixed Doubles replaces the pending one (she can leave it once), while her move out of
+    Monday Night Open, or another member's move, leaves it pending."""
+    first = _move(cs, seeded, "Sunday Mixed Doubles", "Thursday Seniors")
+
+    instead = _move(cs, seeded, "Sunday Mixed Doubles", "Junior Program")
+    elsewhere = _move(cs, seeded, "Monday Night Open", "Thursday Seniors")
+    other = _move(cs, seeded, "Sunday Mixed Doubles", "Junior Program", "lucas.roy@example.com")
+
+    assert instead.supersedes == [first.proposal_id]
+    assert elsewhere.supersedes == []
+    assert other.supersedes == []
+    assert cs.cards.card(first.proposal_id, AVA).superseded_by == instead.proposal_id
+    assert _awaiting(cs, clock) == [
+        ("lucas.roy@example.com", "Sunday Mixed Doubles", "Junior Program"),
+        (OLIVIA, "Monday Night Open", "Thursday Seniors"),
+        (OLIVIA, "Sunday Mixed Doubles", "Junior Program"),
+    ]
+
+
+def test_moves_of_one_member_out_of_two_leagues_both_await_approval_and_both_run(cs, seeded, clock):
+    """Olivia plays in Monday Night Open and Sunday Mixed Doubles: moving her from each to
+    another league are two independent changes. Neither withdraws the other, before or after
+    either is approved."""
+    monday = _move(cs, seeded, "Monday Night Open", "Junior Program")
+    sunday = _move(cs, seeded, "Sunday Mixed Doubles", "Thursday Seniors")
+
+    cards = [cs.cards.card(created.proposal_id, AVA) for created in (monday, sunday)]
+    first = cs.proposals.approve(monday.proposal_id, AVA)
+    still = cs.cards.card(sunday.proposal_id, AVA)
+    second = cs.proposals.approve(sunday.proposal_id, AVA)
+
+    assert [(card.status, card.withdraws) for card in cards] == [("pending", [])] * 2
+    assert (first.status, still.status, second.status) == ("succeeded", "pending", "succeeded")
+    assert _awaiting(cs, clock) == []
+    assert second.message == (
+        "Olivia Chen now plays in Thursday Seniors (5 members) instead of Sunday Mixed Doubles "
+        "(1 member)."
+    )
+    assert _leagues_of(cs, seeded) == ["Junior Program", "Thursday Seniors"]
+
+
+def test_moves_into_one_league_from_two_both_await_approval_and_the_second_fails_closed(
+    cs, seeded, clock
+):
+    """The subject is the league the member leaves, so two moves of Olivia into Thursday
+    Seniors, one from each of her leagues, replace nothing: both await approval, and once one
+    runs the other requires revision (she already plays there) and changes nothing."""
+    monday = _move(cs, seeded, "Monday Night Open", "Thursday Seniors")
+    sunday = _move(cs, seeded, "Sunday Mixed Doubles", "Thursday Seniors")
+    assert (monday.supersedes, sunday.supersedes) == ([], [])
+
+    first = cs.proposals.approve(sunday.proposal_id, AVA)
+    version = _roster(cs, seeded).version
+    second = cs.proposals.approve(monday.proposal_id, AVA)
+
+    assert first.status == "succeeded"
+    assert second.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "member_already_in_destination",
+            "params": {"member": "Olivia Chen", "league": "Thursday Seniors"},
+        },
+    }
+    assert _roster(cs, seeded).version == version
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
+
+
 def test_a_move_expires(cs, seeded, clock):
     created = proposal(cs, seeded, operation=MOVE)
     clock.advance(days=1, seconds=1)
@@ -331,6 +420,27 @@ def _ask(cs, seeded, words):
     )
 
 
+def _ask_in(cs, seeded, words, language):
+    """The roster assistant's turn for Ava's words, on a page in ``language``."""
+    return cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="roster",
+        resource_id=seeded["rosters"]["granite"],
+        message=words,
+        language=language,
+    )
+
+
+#: What the assistant adds when its proposal replaced one awaiting approval.
+REPLACES = {
+    "en": "It replaces an earlier proposal that was awaiting approval, which can no longer be "
+    "approved.",
+    "fr": "Elle remplace une proposition antérieure qui attendait une approbation et qui ne peut "
+    "plus être approuvée.",
+}
+
+
 @pytest.mark.parametrize(
     "words",
     [
@@ -351,6 +461,50 @@ def test_the_offline_stand_in_proposes_the_move_the_manager_asked_for(cs, seeded
         "Sunday Mixed Doubles",
         "Thursday Seniors",
     )
+
+
+@pytest.mark.parametrize(
+    ("language", "words", "instead", "elsewhere"),
+    [
+        (
+            "en",
+            "Move Olivia Chen from Sunday Mixed Doubles to Thursday Seniors",
+            "Move Olivia Chen from Sunday Mixed Doubles to Junior Program",
+            "Move Olivia Chen from Monday Night Open to Thursday Seniors",
+        ),
+        (
+            "fr",
+            "Déplacer Olivia Chen de Sunday Mixed Doubles à Thursday Seniors",
+            "Déplacer Olivia Chen de Sunday Mixed Doubles à Junior Program",
+            "Déplacer Olivia Chen de Monday Night Open à Thursday Seniors",
+        ),
+    ],
+)
+def test_the_assistant_says_when_a_new_move_replaces_one_awaiting_approval(
+    cs, seeded, language, words, instead, elsewhere
+):
+    """Another move of the member out of the same league replaces the pending one, and the
+    manager reads it where the new card appears; a move out of another league replaces
+    nothing."""
+    asked = _ask_in(cs, seeded, words, language)
+    again = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="roster",
+        resource_id=seeded["rosters"]["granite"],
+        message=instead,
+        interaction_id=asked.interaction_id,
+        language=language,
+    )
+    another = _ask_in(cs, seeded, elsewhere, language)
+
+    assert again.proposal is not None
+    assert again.proposal["supersedes"] == [asked.proposal["proposal_id"]]
+    assert again.messages[-1]["text"].endswith(REPLACES[language])
+    assert another.proposal is not None
+    assert another.proposal["supersedes"] == []
+    assert REPLACES[language] not in asked.messages[-1]["text"]
+    assert REPLACES[language] not in another.messages[-1]["text"]
 
 
 def test_the_stand_in_asks_when_the_words_do_not_say_which_move(cs, seeded):

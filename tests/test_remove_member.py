@@ -15,7 +15,8 @@ from countersign.domain.errors import NotFoundError
 
 from tests.conftest import AVA, BEN, MIA
 from tests.support.proposing import proposal
-from tests.test_move_member import _ask, _cli, _roster  # the roster's test helpers
+from tests.test_move_member import REPLACES, _ask, _ask_in, _cli, _roster  # roster helpers
+from tests.test_projections import catch_up_all
 
 REMOVE = "roster.remove_member"
 NOAH = "noah.fraser@example.com"  # plays in Monday Night Open and Thursday Seniors
@@ -120,14 +121,53 @@ def test_a_malformed_request_is_refused_safely_and_changes_nothing(cs, seeded, r
     assert _roster(cs, seeded).version == version
 
 
-def test_a_second_removal_of_the_same_member_supersedes_the_first(cs, seeded):
+def _awaiting(cs, clock) -> list[tuple[str, str]]:
+    """What the roster's inbox shows the manager (the ``browser_view`` projection): who
+    leaves which league, for each removal awaiting approval."""
+    catch_up_all(cs)
+    inbox = cs.read_models.inbox(cs.club.organization_id("granite"), clock.now(), section="roster")
+    return sorted((card["preview"]["email"], card["preview"]["league"]) for card in inbox["items"])
+
+
+def test_a_removal_proposed_again_replaces_the_pending_one_and_no_other(cs, seeded, clock):
+    """A removal is about one member in one league: proposing it again replaces the pending
+    one, while the same member out of another league (a member may play in two, and both
+    removals may be wanted at the end of a season) or another member leaves it pending."""
     first = _propose(cs, seeded)
 
-    second = _propose(cs, seeded, {"member": NOAH, "league": "Monday Night Open"})
+    again = _propose(cs, seeded, {"member": NOAH, "league": "Thursday Seniors"})
+    elsewhere = _propose(cs, seeded, {"member": NOAH, "league": "Monday Night Open"})
     other = _propose(cs, seeded, {"member": "Walter Brooks", "league": "Thursday Seniors"})
 
-    assert second.supersedes == [first.proposal_id]
+    assert again.supersedes == [first.proposal_id]
+    assert elsewhere.supersedes == []
     assert other.supersedes == []
+    assert cs.cards.card(first.proposal_id, AVA).superseded_by == again.proposal_id
+    assert _awaiting(cs, clock) == [
+        (NOAH, "Monday Night Open"),
+        (NOAH, "Thursday Seniors"),
+        ("walter.brooks@example.com", "Thursday Seniors"),
+    ]
+
+
+def test_removals_of_one_member_from_two_leagues_both_await_approval_and_both_run(
+    cs, seeded, clock
+):
+    """End of season: Noah leaves both his leagues. Neither proposal withdraws the other,
+    before or after either is approved."""
+    seniors = _propose(cs, seeded)
+    monday = _propose(cs, seeded, {"member": "Noah Fraser", "league": "Monday Night Open"})
+
+    cards = [cs.cards.card(created.proposal_id, AVA) for created in (seniors, monday)]
+    first = cs.proposals.approve(seniors.proposal_id, AVA)
+    still = cs.cards.card(monday.proposal_id, AVA)
+    second = cs.proposals.approve(monday.proposal_id, AVA)
+
+    assert [(card.status, card.withdraws) for card in cards] == [("pending", [])] * 2
+    assert _awaiting(cs, clock) == []
+    assert (first.status, still.status, second.status) == ("succeeded", "pending", "succeeded")
+    assert second.message == "Noah Fraser no longer plays in Monday Night Open (members now: 5)."
+    assert _leagues_of(cs, seeded) == []
 
 
 # -- approve ------------------------------------------------------------------------------------
@@ -299,6 +339,47 @@ def test_the_offline_stand_in_proposes_the_removal_the_manager_asked_for(cs, see
     )
     asked = [c for c in cs.audit_interaction(turn.interaction_id) if c["name"].startswith("prop")]
     assert asked[-1]["arguments"] == {"member": member, "league": "Thursday Seniors"}
+
+
+@pytest.mark.parametrize(
+    ("language", "words", "elsewhere"),
+    [
+        (
+            "en",
+            "Take Noah Fraser out of Thursday Seniors",
+            "Take Noah Fraser out of Monday Night Open",
+        ),
+        (
+            "fr",
+            "Retirer Noah Fraser de Thursday Seniors",
+            "Retirer Noah Fraser de Monday Night Open",
+        ),
+    ],
+)
+def test_the_assistant_says_when_a_new_removal_replaces_one_awaiting_approval(
+    cs, seeded, language, words, elsewhere
+):
+    """The same removal asked for again replaces the pending one, and the manager reads it
+    where the new card appears; the same member out of another league replaces nothing."""
+    asked = _ask_in(cs, seeded, words, language)
+    again = cs.assistant.turn(
+        organization="granite",
+        actor=AVA,
+        section="roster",
+        resource_id=seeded["rosters"]["granite"],
+        message=words,
+        interaction_id=asked.interaction_id,
+        language=language,
+    )
+    another = _ask_in(cs, seeded, elsewhere, language)
+
+    assert again.proposal is not None
+    assert again.proposal["supersedes"] == [asked.proposal["proposal_id"]]
+    assert again.messages[-1]["text"].endswith(REPLACES[language])
+    assert another.proposal is not None
+    assert another.proposal["supersedes"] == []
+    assert REPLACES[language] not in asked.messages[-1]["text"]
+    assert REPLACES[language] not in another.messages[-1]["text"]
 
 
 def test_the_stand_in_asks_which_league_when_the_words_do_not_say(cs, seeded):

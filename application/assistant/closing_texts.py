@@ -35,7 +35,8 @@ REPLACES = Localized(
     "plus être approuvée.",
 )
 """Added when the proposal superseded a pending one (the same record, or the same subject of
-it: the same member of the roster), which its card elsewhere shows as replaced."""
+it: the same member in the same league of the roster), which its card elsewhere shows as
+replaced."""
 ROUND_LIMIT = Localized(
     "I could not prepare a valid proposal this time. {why}Nothing was changed. Rephrase the "
     "request, or use the ordinary interface.",

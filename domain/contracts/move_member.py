@@ -156,8 +156,18 @@ class MoveMember(
     # -- governance -----------------------------------------------------------------------------
 
     def subject(self, arguments: MoveMemberArguments) -> str:
-        """The roster holds many members: moving one does not replace a move of another."""
-        return arguments.email
+        """A move is about one person leaving one league: a member may play in several, and
+        moving them out of each is a change of its own. Two moves out of the same league
+        conflict (the member leaves it once), so a new one replaces the pending one, whatever
+        its destination; a move out of another league, or of another person, does not.
+
+        Not the destination too: two moves of a member out of the same league to different
+        leagues would then both stay pending, alternatives of which approving one makes the
+        other fail closed. Not the member alone: moving them out of one league would
+        withdraw their pending move out of another. Two moves into the same league from two
+        of the member's leagues do conflict and replace nothing: once one runs, the other
+        fails closed at its recheck (they already play there), changing nothing."""
+        return f"{arguments.email}/{arguments.from_league}"
 
     def recheck(self, arguments: MoveMemberArguments, facts: RosterFacts) -> dict[str, Any]:
         roster = facts.roster

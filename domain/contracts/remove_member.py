@@ -144,8 +144,11 @@ class RemoveMember(
     # -- governance -----------------------------------------------------------------------------
 
     def subject(self, arguments: RemoveMemberArguments) -> str:
-        """The roster holds many members: removing one does not replace a removal of another."""
-        return arguments.email
+        """The roster holds many members, and a member may play in several leagues: a
+        removal is about one person in one league (at the end of a season a member may leave
+        both of theirs). Proposing it again replaces the pending one; the same person out of
+        another league, or another person, does not."""
+        return f"{arguments.email}/{arguments.league}"
 
     def recheck(self, arguments: RemoveMemberArguments, facts: RosterFacts) -> dict[str, Any]:
         roster, league = facts.roster, arguments.league
