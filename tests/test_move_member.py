@@ -12,9 +12,12 @@ from uuid import UUID
 
 import pytest
 from countersign.application.errors import ForbiddenError
+from countersign.domain.club.organization import Organization
 from countersign.domain.club.roster import Roster
+from countersign.domain.contracts.move_member import MoveMember
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
+from countersign.domain.pending_slot import PendingSlot
 from countersign.infrastructure.demo.passwords import seed_passwords
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http import create_app
@@ -301,6 +304,62 @@ def test_moves_into_one_league_from_two_both_await_approval_and_the_second_fails
     }
     assert _roster(cs, seeded).version == version
     assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
+
+
+def _as_the_last_release_froze_it(monkeypatch, cs, seeded, from_league: str, to_league: str):
+    """A move frozen by the release before moves were about the league left: its slot held it
+    under the member's email alone (that release's ``subject``, restored while it is frozen)."""
+    with monkeypatch.context() as last_release:
+        last_release.setattr(MoveMember, "subject", lambda self, arguments: arguments.email)
+        return _move(cs, seeded, from_league, to_league)
+
+
+@pytest.mark.parametrize("approved_first", ["held_before", "proposed_since"])
+def test_a_move_pending_from_the_last_release_runs_once_beside_one_proposed_since(
+    cs, seeded, clock, monkeypatch, approved_first
+):
+    """A move pending when a deployment upgrades was held under the member's email alone. A
+    move of Olivia out of the same league proposed since no longer finds it (its subject
+    names the league), so both await approval until the old one expires: whichever is
+    approved first moves her, and the other fails closed at its recheck, changing nothing."""
+    held = _as_the_last_release_froze_it(
+        monkeypatch, cs, seeded, "Sunday Mixed Doubles", "Thursday Seniors"
+    )
+    since = _move(cs, seeded, "Sunday Mixed Doubles", "Junior Program")
+    slot = cs.store.get(
+        PendingSlot.create_id(Organization.create_id("granite"), _roster(cs, seeded).id),
+        PendingSlot,
+    )
+    assert slot.latest[MOVE] == {
+        OLIVIA: UUID(held.proposal_id),
+        f"{OLIVIA}/Sunday Mixed Doubles": UUID(since.proposal_id),
+    }
+    assert since.supersedes == []
+    assert _awaiting(cs, clock) == [
+        (OLIVIA, "Sunday Mixed Doubles", "Junior Program"),
+        (OLIVIA, "Sunday Mixed Doubles", "Thursday Seniors"),
+    ]
+    first, second = (held, since) if approved_first == "held_before" else (since, held)
+
+    ran = cs.proposals.approve(first.proposal_id, AVA)
+    version = _roster(cs, seeded).version
+    refused = cs.proposals.approve(second.proposal_id, AVA)
+
+    assert ran.status == "succeeded"
+    assert (refused.result, refused.status) == ("executed", "revision_required")
+    assert refused.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "member_left_source_league",
+            "params": {"member": "Olivia Chen", "league": "Sunday Mixed Doubles"},
+        },
+    }
+    assert refused.message == (
+        "Nothing was changed. Olivia Chen no longer plays in Sunday Mixed Doubles. Ask the "
+        "assistant for a new proposal if it is still needed."
+    )
+    assert _roster(cs, seeded).version == version
+    assert _leagues_of(cs, seeded) == sorted(["Monday Night Open", first.preview["to_league"]])
 
 
 def test_a_move_expires(cs, seeded, clock):

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from uuid import UUID
 
 import pytest
 from countersign.application.errors import ForbiddenError
+from countersign.domain.club.organization import Organization
 from countersign.domain.contracts.problems import InvalidRequestError
+from countersign.domain.contracts.remove_member import RemoveMember
 from countersign.domain.errors import NotFoundError
+from countersign.domain.pending_slot import PendingSlot
 
 from tests.conftest import AVA, BEN, MIA
 from tests.support.proposing import proposal
@@ -167,6 +171,70 @@ def test_removals_of_one_member_from_two_leagues_both_await_approval_and_both_ru
     assert _awaiting(cs, clock) == []
     assert (first.status, still.status, second.status) == ("succeeded", "pending", "succeeded")
     assert second.message == "Noah Fraser no longer plays in Monday Night Open (members now: 5)."
+    assert _leagues_of(cs, seeded) == []
+
+
+def _as_the_last_release_froze_it(monkeypatch, cs, seeded, request=None):
+    """A removal frozen by the release before removals were about a league: its slot held it
+    under the member's email alone (that release's ``subject``, restored while it is frozen)."""
+    with monkeypatch.context() as last_release:
+        last_release.setattr(RemoveMember, "subject", lambda self, arguments: arguments.email)
+        return _propose(cs, seeded, request)
+
+
+@pytest.mark.parametrize("approved_first", ["held_before", "proposed_since"])
+def test_a_removal_pending_from_the_last_release_runs_once_beside_the_same_one_proposed_since(
+    cs, seeded, clock, monkeypatch, approved_first
+):
+    """A removal pending when a deployment upgrades was held under the member's email alone.
+    The same removal proposed since no longer finds it (its subject names the league), so
+    both await approval until the old one expires: whichever is approved first takes Noah out
+    of the league, and the other fails closed at its recheck, changing nothing. A removal
+    out of his other league replaces neither."""
+    held = _as_the_last_release_froze_it(monkeypatch, cs, seeded)
+    since = _propose(cs, seeded)
+    elsewhere = _propose(cs, seeded, {"member": NOAH, "league": "Monday Night Open"})
+    slot = cs.store.get(
+        PendingSlot.create_id(Organization.create_id("granite"), _roster(cs, seeded).id),
+        PendingSlot,
+    )
+    assert slot.latest[REMOVE] == {
+        NOAH: UUID(held.proposal_id),
+        f"{NOAH}/Thursday Seniors": UUID(since.proposal_id),
+        f"{NOAH}/Monday Night Open": UUID(elsewhere.proposal_id),
+    }
+    assert (since.supersedes, elsewhere.supersedes) == ([], [])
+    assert _awaiting(cs, clock) == [
+        (NOAH, "Monday Night Open"),
+        (NOAH, "Thursday Seniors"),
+        (NOAH, "Thursday Seniors"),
+    ]
+    first, second = (held, since) if approved_first == "held_before" else (since, held)
+
+    ran = cs.proposals.approve(first.proposal_id, AVA)
+    version = _roster(cs, seeded).version
+    refused = cs.proposals.approve(second.proposal_id, AVA)
+
+    assert ran.message == "Noah Fraser no longer plays in Thursday Seniors (members now: 3)."
+    assert (refused.result, refused.status) == ("executed", "revision_required")
+    assert refused.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "member_left_league",
+            "params": {"member": "Noah Fraser", "league": "Thursday Seniors"},
+        },
+    }
+    assert refused.message == (
+        "Nothing was changed. Noah Fraser no longer plays in Thursday Seniors. Ask the "
+        "assistant for a new proposal if it is still needed."
+    )
+    assert _roster(cs, seeded).version == version
+    assert _leagues_of(cs, seeded) == ["Monday Night Open"]
+    assert _awaiting(cs, clock) == [(NOAH, "Monday Night Open")]
+    # Needs attention shows the one not executed, as it shows any removal that failed closed.
+    attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
+    assert [card["proposal_id"] for card in attention["items"]] == [second.proposal_id]
+    assert cs.proposals.approve(elsewhere.proposal_id, AVA).status == "succeeded"
     assert _leagues_of(cs, seeded) == []
 
 
