@@ -88,7 +88,7 @@ def test_a_refund_carried_out_reads_event_by_event_in_english_and_french(web: We
         f"{AVA_IS} l'a proposée. / À approuver avant le 1er déc. 2026, 4 h 00 HNE."
     )
     assert _events(french)[1:3] == [
-        f"{AVA_IS} l'a approuvée. / Son rôle dans le club alors : manager.",
+        f"{AVA_IS} l'a approuvée. / Son rôle dans le club alors : gestionnaire.",
         "Approuvée en entier : l'application a commencé à l'exécuter.",
     ]
     assert _events(french)[4].startswith("L'application l'a exécutée. / Remboursement de 48,00")

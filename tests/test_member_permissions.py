@@ -7,6 +7,7 @@ from its last holder are refused and change nothing."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from html import unescape
 from typing import Any
@@ -399,3 +400,20 @@ def test_a_permissions_change_stored_before_changed_by_was_kept_still_loads(cs, 
     member = org.member(BEN)
     assert member is not None
     assert sorted(member.permissions) == [AUDIT]
+
+
+def _roles(page: Any) -> list[str]:
+    """Each member's role as the page shows it, beside their name."""
+    return re.findall(r'<span class="pill tone-muted[^"]*">([^<]*)</span>', unescape(_main(page)))
+
+
+def test_each_members_role_reads_in_the_pages_language(web, cs):
+    """The role beside a member's name was the stored word ("manager") on the French page
+    too; a role countersign names reads in the reader's words, one a club made up as typed."""
+    club = cs.store.get(Organization.create_id("granite"), Organization)
+    club.add_member("zoe@granite.example", "Zoe Roy", "Skip", [])
+    cs.store.save(club)
+    browser = web.browser(AVA)
+    assert _roles(browser.get("/members")) == ["Manager", "Staff", "Manager", "Skip"]
+    browser.form("/language", {"lang": "fr", "next": "/members"})
+    assert _roles(browser.get("/members")) == ["Gestionnaire", "Personnel", "Gestionnaire", "Skip"]

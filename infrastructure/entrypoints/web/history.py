@@ -24,7 +24,12 @@ from countersign.domain.messages import (
 )
 from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of
 from countersign.infrastructure.entrypoints.web.site import Site
-from countersign.infrastructure.entrypoints.web.views import as_time, format_time, proposal_view
+from countersign.infrastructure.entrypoints.web.views import (
+    as_time,
+    format_time,
+    proposal_view,
+    role_name,
+)
 from countersign.infrastructure.entrypoints.web.visits import PageError, Visit
 from starlette.responses import Response
 
@@ -209,7 +214,7 @@ class Wording:
             text = self.t("history.approved", who=who)
         details = []
         if event.get("role"):
-            details.append(self.t("history.role", role=str(event["role"])))
+            details.append(self.t("history.role", role=role_name(event["role"], self.t)))
         how = credential_note(event.get("credential"), self.language)
         if how:
             details.append(_line(how) + ".")

@@ -23,6 +23,7 @@ from countersign.domain.contracts import PERMISSIONS, REGISTRY
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
+from countersign.infrastructure.entrypoints.web.views import role_name
 from countersign.infrastructure.entrypoints.web.visits import Visit
 from starlette.responses import Response
 
@@ -88,7 +89,7 @@ def _member(member: Member, visit: Visit) -> dict[str, Any]:
     return {
         "email": member.email,
         "name": member.name,
-        "role": member.role,
+        "role": _capitalised(role_name(member.role, visit.t)),
         "permissions": [
             {
                 "name": name,
@@ -111,3 +112,8 @@ def _label(permission: str, visit: Visit) -> str:
         return label
     titles = [c.title.text(visit.language) for c in REGISTRY.values() if c.permission == permission]
     return ", ".join(titles) or permission
+
+
+def _capitalised(text: str) -> str:
+    """A role as a label of its own: "Gestionnaire", not "gestionnaire"."""
+    return text[:1].upper() + text[1:]

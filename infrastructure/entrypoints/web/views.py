@@ -119,6 +119,16 @@ def preview_rows(operation: str, preview: dict[str, Any], language: str) -> list
 _CARD_MASK = re.compile(r"(\S+) (•+) ?(\d{2,4})\b")
 
 
+def role_name(role: Any, t: Translate) -> str:
+    """A member's role in the reader's words ("manager" reads "gestionnaire" in French): the
+    roles countersign seeds have words in the catalogue (``role.<name>``); one a club made up
+    reads as it was given."""
+    given = str(role or "")
+    key = f"role.{given.strip().lower()}"
+    named = t(key)
+    return given if named == key else named
+
+
 def unbroken(text: str | None) -> str:
     """``text`` with each masked card ("Visa •••• 4242") kept on one line: a line break
     inside it would read as two things."""

@@ -30,6 +30,9 @@ EN: dict[str, str] = {
     "members.permission.policies.manage": "Set approval policies",
     "members.permission.webhooks.manage": "Manage webhooks",
     "members.permission.members.manage": "Manage members' permissions",
+    # A member's role, as it reads mid-sentence (the members page capitalises it).
+    "role.manager": "manager",
+    "role.staff": "staff",
 }
 
 FR: dict[str, str] = {
@@ -63,4 +66,6 @@ FR: dict[str, str] = {
     "members.permission.policies.manage": "Régler les politiques d'approbation",
     "members.permission.webhooks.manage": "Gérer les webhooks",
     "members.permission.members.manage": "Gérer les permissions des membres",
+    "role.manager": "gestionnaire",
+    "role.staff": "personnel",
 }
