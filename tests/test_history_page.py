@@ -183,10 +183,28 @@ def test_not_carried_out_and_a_failure_with_its_support_reference(
     assert _events(_history(web, stale, **FR))[-1].startswith(
         "L'application ne l'a pas exécutée : il faut une nouvelle proposition. / "
     )
-    failed = _events(_history(web, failing))[-1]
-    assert failed.startswith("It failed inside the application: nothing more will be tried (error ")
-    assert failed.endswith(f"Support reference: {reference}")
-    assert f"Référence pour le support : {reference}" in _events(_history(web, failing, **FR))[-1]
+    failed = _events(_history(web, failing))[-1].split(" / ")
+    assert failed[:2] == [
+        "It failed inside the application: nothing more will be tried.",
+        "Why: the arguments it was approved with could no longer be read.",
+    ]
+    assert failed[-1] == f"Support reference: {reference}"
+    # In French, in French words: never the exception's class name.
+    french = _events(_history(web, failing, **FR))[-1].split(" / ")
+    assert french[:2] == [
+        "Elle a échoué dans l'application : rien d'autre ne sera tenté.",
+        "Cause : les arguments approuvés ne pouvaient plus être lus.",
+    ]
+    assert french[-1] == f"Référence pour le support : {reference}"
+    assert "UndecodableContractError" not in _history(web, failing, **FR).text
+
+    # A failure this page has no words for (a newer release's) stays a code, labelled.
+    failure = [e["version"] for e in web.cs.audit.history(failing)["events"]][-1]
+    _rewrite_state(web.cs, failing, failure, lambda s: {**s, "error_class": "QuotaExceeded"})
+    assert _events(_history(web, failing))[-1].split(" / ")[1] == "Error code: QuotaExceeded."
+    assert _events(_history(web, failing, **FR))[-1].split(" / ")[1] == (
+        "Code d'erreur : QuotaExceeded."
+    )
 
 
 def test_expired_and_each_way_another_proposal_takes_its_place(web: Web, clock: FakeClock) -> None:

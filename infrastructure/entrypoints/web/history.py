@@ -244,11 +244,12 @@ class Wording:
         outcome = event.get("outcome") if isinstance(event.get("outcome"), dict) else None
         if kind == "RevisionRequired" and before and before[-1].get("type") == "Declined":
             return {"text": self.t("history.declined_closed")}
+        details = []
         if kind == "Failed":
-            text = self.t("history.failed", error_class=str(event.get("error_class") or "?"))
+            text = self.t("history.failed")
+            details.append(self._failure(event.get("error_class")))
         else:
             text = self.t(_OUTCOME_TEXT[kind])
-        details = []
         if kind != "Reconciling" and any(e.get("type") == "Reconciling" for e in before):
             details.append(self.t("history.settled"))
         view = proposal_view(
@@ -263,6 +264,14 @@ class Wording:
         if view["support_reference"]:
             details.append(self.t("history.reference", reference=view["support_reference"]))
         return {"text": text, "details": details}
+
+    def _failure(self, error_class: Any) -> str:
+        """Why it failed, in the reader's words; a failure this page has no words for (a
+        newer release's) as its code, labelled as one."""
+        code = str(error_class or "?")[:TYPE_LENGTH]
+        key = f"history.failure.{code}"
+        why = self.t(key)
+        return self.t("history.failure.code", code=code) if why == key else why
 
     def superseded(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
         reason = str(event.get("reason") or "unknown")

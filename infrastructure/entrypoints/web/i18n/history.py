@@ -50,9 +50,20 @@ EN: dict[str, str] = {
     "history.settled": "The check with the provider settled it.",
     "history.revision_required": "The application did not carry it out: it needs a new proposal.",
     "history.declined_closed": "The decline closed it: nothing will be carried out.",
-    "history.failed": (
-        "It failed inside the application: nothing more will be tried (error {error_class})."
+    "history.failed": "It failed inside the application: nothing more will be tried.",
+    # Why, for each failure the application records (``Failed.error_class``); another
+    # (a newer release's) is shown as its code.
+    "history.failure.UndecodableContractError": (
+        "Why: the arguments it was approved with could no longer be read."
     ),
+    "history.failure.ContractDigestMismatch": (
+        "Why: what would have been carried out no longer matched what was approved."
+    ),
+    "history.failure.ExecutionError": "Why: an error stopped it while it was carried out.",
+    "history.failure.UnknownEffectProvider": (
+        "Why: the provider it needs is not set up in this installation."
+    ),
+    "history.failure.code": "Error code: {code}.",
     "history.reference": "Support reference: {reference}",
     "history.declined": "{who} declined it.",
     "history.note": "Their note:",
@@ -122,9 +133,18 @@ FR: dict[str, str] = {
         "L'application ne l'a pas exécutée : il faut une nouvelle proposition."
     ),
     "history.declined_closed": "Le refus l'a close : rien ne sera exécuté.",
-    "history.failed": (
-        "Elle a échoué dans l'application : rien d'autre ne sera tenté (erreur {error_class})."
+    "history.failed": "Elle a échoué dans l'application : rien d'autre ne sera tenté.",
+    "history.failure.UndecodableContractError": (
+        "Cause : les arguments approuvés ne pouvaient plus être lus."
     ),
+    "history.failure.ContractDigestMismatch": (
+        "Cause : ce qui aurait été exécuté ne correspondait plus à ce qui a été approuvé."
+    ),
+    "history.failure.ExecutionError": "Cause : une erreur l'a arrêtée pendant son exécution.",
+    "history.failure.UnknownEffectProvider": (
+        "Cause : le fournisseur dont elle a besoin n'est pas configuré dans cette installation."
+    ),
+    "history.failure.code": "Code d'erreur : {code}.",
     "history.reference": "Référence pour le support : {reference}",
     "history.declined": "{who} l'a refusée.",
     "history.note": "Sa note :",
