@@ -19,6 +19,11 @@ OUTSIDE_HISTORY = Localized(
 )
 
 
+#: How the topics of countersign's own proposal events begin ("…:Proposal.Approved"): a class
+#: of the same name in another module (a plug-in's) is another event.
+PROPOSAL_EVENT_TOPIC = f"{Proposal.__module__}:{Proposal.__qualname__}."
+
+
 class AuditService:
     """Reads proposal histories exactly as stored."""
 
@@ -50,7 +55,13 @@ class AuditService:
         document: dict[str, Any] = {
             "proposal_id": str(pid),
             "events": [
-                {"version": e.version, "type": e.type, "at": e.at.isoformat(), **_fields(e)}
+                {
+                    "version": e.version,
+                    "type": e.type,
+                    "topic": e.topic,
+                    "at": e.at.isoformat(),
+                    **_fields(e),
+                }
                 for e in events
             ],
         }
@@ -74,8 +85,9 @@ class AuditService:
         return document
 
 
-#: What every event of a history says first: its version, type and when it was recorded.
-_ENVELOPE = ("version", "type", "at")
+#: What every event of a history says first: its version, type (and the type's whole topic,
+#: module and class) and when it was recorded.
+_ENVELOPE = ("version", "type", "topic", "at")
 
 
 def _fields(event: StoredEventView) -> dict[str, Any]:

@@ -30,6 +30,9 @@ class StoredEventView:
     type: str
     at: datetime
     fields: dict[str, Any]
+    #: Its class's whole name, module and class ("countersign.domain.proposal:Proposal.
+    #: Approved"): a plug-in's event may have the same ``type`` as one of countersign's.
+    topic: str = ""
 
 
 @direct_init

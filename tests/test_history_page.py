@@ -332,6 +332,41 @@ def test_an_event_the_page_does_not_know_is_listed_by_its_type(web: Web) -> None
     assert "Status then Awaiting approval" in _text(_main(then))
 
 
+class PluginChecks:
+    """A plug-in's own events, in its own module: one is named as countersign's is."""
+
+    class Approved(Aggregate.Event):
+        """The plug-in's check passed: no person approved anything."""
+
+        check: str
+
+        def apply(self, aggregate: Any) -> None:
+            pass
+
+
+def test_a_plugin_event_named_as_countersigns_is_not_worded_as_countersigns(web: Web) -> None:
+    """A plug-in's ``Approved`` (another module's, another meaning) was worded as a person's
+    approval ("Ava approved it." with no one named, and counted towards the quorum); it is
+    known by its whole topic, so it is listed as an event the page does not describe, named
+    so that it is not taken for countersign's."""
+    proposal_id = web.propose()
+    allow_event_packages([__name__])
+    try:
+        proposal = web.cs.store.get(UUID(proposal_id), Proposal)
+        proposal.trigger_event(PluginChecks.Approved, check="address")
+        web.cs.store.save(proposal)
+        english = _events(_history(web, proposal_id))
+        french = _events(_history(web, proposal_id, **FR))
+    finally:
+        enable_plugins()
+
+    topic = f"{__name__}:PluginChecks.Approved"
+    assert english[1] == f"An event this page does not describe: “{topic}”."
+    assert french[1] == f"Un événement que cette page ne décrit pas : « {topic} »."
+    assert len(english) == 2
+    assert not any("approved it" in line for line in english)
+
+
 # -- as it stood then ------------------------------------------------------------------------
 
 

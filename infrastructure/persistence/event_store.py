@@ -55,6 +55,7 @@ from eventsourcing.persistence import (
     PersistenceError,
     StoredEvent,
 )
+from eventsourcing.utils import get_topic
 
 log = logging.getLogger("countersign.store")
 
@@ -476,6 +477,7 @@ class EventSourcedStore:
                 type=type(event).__name__,
                 at=getattr(event, "timestamp"),  # noqa: B009 - not on the library's protocol
                 fields={k: v for k, v in vars(event).items() if k not in _ENVELOPE},
+                topic=get_topic(type(event)),
             )
             for event in events
         ]

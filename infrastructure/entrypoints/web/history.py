@@ -4,7 +4,8 @@ it stood then (``?as_of=<event>``).
 
 Who may read it, and what it holds, is the application's (``ProposalAccess.history``, the
 API's history route and ``countersign history`` read the same): this module only words it.
-An event it has no sentence for (a plug-in's, a newer release's) is listed by its type.
+An event it has no sentence for (a plug-in's, a newer release's) is listed by its type; which
+event it is, is read from its whole topic (module and class), never its class name alone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from countersign.application.audit import PROPOSAL_EVENT_TOPIC
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.messages import (
@@ -136,10 +138,10 @@ class Wording:
             "note": None,
             "link": None,
         }
-        describe = _DESCRIBE.get(str(event.get("type")))
+        kind = _kind(event)
+        describe = _DESCRIBE.get(kind)
         if describe is None:
-            kind = str(event.get("type"))[:TYPE_LENGTH]
-            return {**shown, "text": self.t("history.unknown", type=kind)}
+            return {**shown, "text": self.t("history.unknown", type=_unknown_name(event))}
         return {**shown, **describe(self, event, before)}
 
     def state(
@@ -149,7 +151,7 @@ class Wording:
         ``together``: the next event's number, if the two were committed in one step, so
         that nobody could have read it as it stands here (``_TOGETHER``)."""
         version = int(state["version"])
-        kinds = [str(event.get("type")) for event in every[version - 1 : version + 1]]
+        kinds = [_kind(event) for event in every[version - 1 : version + 1]]
         together = version + 1 if tuple(kinds) in _TOGETHER else None
         record = {
             **self.record,
@@ -240,9 +242,9 @@ class Wording:
 
     def outcome(self, event: dict[str, Any], before: list[dict[str, Any]]) -> dict[str, Any]:
         """What the application recorded of carrying it out, in its own outcome words."""
-        kind = str(event.get("type"))
+        kind = _kind(event)
         outcome = event.get("outcome") if isinstance(event.get("outcome"), dict) else None
-        if kind == "RevisionRequired" and before and before[-1].get("type") == "Declined":
+        if kind == "RevisionRequired" and before and _kind(before[-1]) == "Declined":
             return {"text": self.t("history.declined_closed")}
         details = []
         if kind == "Failed":
@@ -250,7 +252,7 @@ class Wording:
             details.append(self._failure(event.get("error_class")))
         else:
             text = self.t(_OUTCOME_TEXT[kind])
-        if kind != "Reconciling" and any(e.get("type") == "Reconciling" for e in before):
+        if kind != "Reconciling" and any(_kind(e) == "Reconciling" for e in before):
             details.append(self.t("history.settled"))
         view = proposal_view(
             {**self.record, "status": "", "outcome": outcome, "expires_at": None},
@@ -285,6 +287,23 @@ class Wording:
         return {"text": self.t(f"history.superseded.{reason}"), "link": link}
 
 
+def _kind(event: dict[str, Any]) -> str:
+    """Which of countersign's events it is ("Approved"), by its whole topic; for any other
+    (a plug-in's, a newer release's) its topic, which no sentence of this page is keyed by."""
+    topic = str(event.get("topic") or "")
+    if topic.startswith(PROPOSAL_EVENT_TOPIC):
+        return topic.removeprefix(PROPOSAL_EVENT_TOPIC)
+    return topic or f":{event.get('type')}"
+
+
+def _unknown_name(event: dict[str, Any]) -> str:
+    """An event the page has no sentence for, as it is listed: by its type, or by its whole
+    topic when the type is also one of countersign's (a plug-in's ``Approved`` is not)."""
+    name = str(event.get("type"))
+    shown = str(event.get("topic") or name) if name in _DESCRIBE else name
+    return shown[:TYPE_LENGTH]
+
+
 def _line(text: str) -> str:
     """A phrase the application words to follow something ("no longer counts: …"), as a line
     of its own: capitalised."""
@@ -293,7 +312,7 @@ def _line(text: str) -> str:
 
 def _count(before: list[dict[str, Any]]) -> int:
     """How many approvals counted before an event: each approval, less those that lapsed."""
-    types = [event.get("type") for event in before]
+    types = [_kind(event) for event in before]
     return types.count("Approved") - types.count("ApprovalLapsed")
 
 

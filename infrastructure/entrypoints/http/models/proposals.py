@@ -391,6 +391,12 @@ class HistoryEventOut(BaseModel):
 
     version: int
     type: str
+    topic: str = Field(
+        description=(
+            "The event's whole type, module and class: a plug-in's event may share its type "
+            "with one of countersign's."
+        )
+    )
     at: datetime
 
 
