@@ -43,7 +43,9 @@ class BrowserView(Projection):
     """What a manager sees: the frozen preview, status, approver and the localized outcome."""
 
     name = "browser_view"
-    version = 4  # superseded cards, approvals; approvals that no longer count; why superseded
+    # superseded cards, approvals; approvals that no longer count; why superseded; 5: what a
+    # card replaced (``replaces``)
+    version = 5
     tables = (
         Table(
             CARDS,
@@ -77,6 +79,7 @@ class BrowserView(Projection):
                 Column("policy", "json"),
                 Column("approval_credentials", "json"),
                 Column("no_longer_counting", "json"),
+                Column("replaces", "json"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "status", "proposed_at"),),
@@ -203,6 +206,14 @@ class BrowserView(Projection):
         at = event.timestamp
         card["updated_at"] = at if at.tzinfo is UTC else at.astimezone(UTC)
         card["version"] = event.originator_version
+        # The proposal that took its place when it was made (an edit, or the same thing
+        # proposed again; committed with it, after its ``Proposed``) names it, so that its
+        # reviewer reads that approving it is not in addition to this one; one that withdrew
+        # it by being carried out does not. A new list, as in ``approved``.
+        newer = None if event.reason == "withdrawn" else self._card(event.by, rows)
+        if newer is not None:
+            replaced = {"proposal_id": card["proposal_id"], "reason": event.reason}
+            newer["replaces"] = [*(newer["replaces"] or ()), replaced]
 
     @handles("Proposal.Claimed")
     def claimed(self, event: Any, position: int, rows: Rows) -> None:

@@ -27,22 +27,23 @@ from tests.support.golden_tables import rebuilt_digests
 #: Per golden stream, per table: rows and the digest of their SQLite ``quote()``d values,
 #: sorted, as rebuilt by the code before (f223aa3), in batches of 1,000 and of 2 alike; the
 #: outcomes' French texts of two streams since session 40, which elides "de" before a name
-#: that begins with a vowel ("la remise … d'Olivia Chen", not "de Olivia Chen").
+#: that begins with a vowel ("la remise … d'Olivia Chen", not "de Olivia Chen"); the cards'
+#: since session 48, which added the ``replaces`` column (what a card took the place of).
 BEFORE = {
     "golden_0a9997d": {
-        "proposal_cards": (5, "bf84b7f6ab067f57"),
+        "proposal_cards": (5, "2c9d616647193bbc"),
         "handback_proposals": (5, "7abf35e5f177ddcb"),
         "handback_messages": (3, "f5abad84ae3bd1bf"),
         "revision_context": (1, "a5472841e923a8bf"),
     },
     "golden_a41ffac": {
-        "proposal_cards": (15, "d410cf4c950cd6c2"),
+        "proposal_cards": (15, "12f0573d87ec7f07"),
         "handback_proposals": (15, "dbac2d790b0ba2db"),
         "handback_messages": (10, "aa65a13fe87d0e88"),
         "revision_context": (2, "79a9ad0308400e06"),
     },
     "golden_caf348e": {
-        "proposal_cards": (21, "ab8eda5450007709"),
+        "proposal_cards": (21, "18a601d74b30c18f"),
         "handback_proposals": (21, "b64bc5465b7af899"),
         "handback_messages": (17, "2e2dfe5fd234191d"),
         "revision_context": (3, "e718ad5647441a09"),
@@ -163,7 +164,7 @@ def test_a_card_given_a_column_the_table_lacks_is_refused_at_the_batch_end() -> 
     sql_rows = SqlRows(None, BrowserView.tables, "sqlite")  # type: ignore[arg-type]
     view.proposed(_proposed(proposal), 1, sql_rows)
     sql_rows.batch[view].cards[proposal.int]["colour"] = "red"
-    with pytest.raises(ValueError, match="29 values"):
+    with pytest.raises(ValueError, match="30 values"):
         view.end_batch(sql_rows)
 
 

@@ -241,6 +241,7 @@ class ProposalPages:
             max_note=MAX_NOTE,
             withdraws=_withdraws(reviewed, visit),
             withdrawn=_withdrawn(reviewed, visit, now),
+            replaces=self.site.replaces(visit, view),
             settling=settling_view(reviewed.settling, visit),
         )
 

@@ -26,6 +26,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
+from countersign.infrastructure.entrypoints.web.views import replaces_view
 from countersign.infrastructure.entrypoints.web.visits import (
     Handler,
     PageError,
@@ -320,6 +321,19 @@ class Site:
         if not visit.inbox_caught_up:
             self.cs.catch_up(INBOX_PROJECTIONS)
             visit.inbox_caught_up = True
+
+    def replaces(self, visit: Visit, view: dict[str, Any]) -> dict[str, Any] | None:
+        """What a pending proposal took the place of, in words (``views.replaces_view``)."""
+        if not view["pending"]:
+            return None
+        try:
+            scope = self.cs.access.inbox_scope(visit.signed_in.caller)
+            self.catch_up_inbox(visit)
+            card = self.cs.read_models.card(str(scope.organization_id), view["id"])
+        except Exception:  # a pointer to the earlier one: the review must show without it
+            log.warning("what a proposal replaced could not be read", exc_info=True)
+            return None
+        return replaces_view(list((card or {}).get("replaces") or []), visit.t)
 
     def _may_see_policies(self, visit: Visit) -> bool:
         """Whether the foot links the approval policies page: as ``PolicyService.readable``

@@ -446,3 +446,18 @@ def chat_address(section: str, resource: str) -> str:
     """A conversation's page: its section and its resource as the section names it (an id, or
     a key, which may hold any character: each is escaped)."""
     return f"/chat/{quote(section, safe='')}/{quote(resource, safe='')}"
+
+
+def replaces_view(replaced: list[dict[str, Any]], t: Translate) -> dict[str, Any] | None:
+    """What a pending proposal took the place of when it was made (an edit revises the
+    version it edits; one made again for the same thing replaces the earlier), so that its
+    reviewer knows approving it is not in addition to that one, with a link to each (of the
+    same operation, so whoever reads this one may read them)."""
+    if not replaced:
+        return None
+    how = "revised" if any(old["reason"] == "revised" for old in replaced) else "replaced"
+    return {
+        "title": t(f"review.replaces_title.{how}"),
+        "text": t(f"review.replaces_text.{how}"),
+        "links": [f"/proposals/{old['proposal_id']}" for old in replaced],
+    }

@@ -88,6 +88,17 @@ EN: dict[str, str] = {
     ),
     "review.replaced_link": "Open the newer proposal",
     "review.withdrawn_title": "This proposal will not run",
+    "review.replaces_title.replaced": "It replaces an earlier proposal",
+    "review.replaces_text.replaced": (
+        "It was proposed again for the same thing, so the earlier proposal can no longer be "
+        "approved: approving this one carries it out once, not in addition to the earlier one."
+    ),
+    "review.replaces_title.revised": "It revises an earlier proposal",
+    "review.replaces_text.revised": (
+        "It is an edit of an earlier proposal, which can no longer be approved: approving "
+        "this one carries out this version only, not both."
+    ),
+    "review.replaces_link": "Open the earlier proposal",
     "review.withdrawn_link": "Open the proposal that withdrew it",
     "review.withdraws_private": "A proposal your role does not let you open",
     "state.withdrawn": "Withdrawn",
@@ -254,6 +265,18 @@ FR: dict[str, str] = {
     ),
     "review.replaced_link": "Ouvrir la proposition plus récente",
     "review.withdrawn_title": "Cette proposition ne sera pas exécutée",
+    "review.replaces_title.replaced": "Elle remplace une proposition antérieure",
+    "review.replaces_text.replaced": (
+        "Elle a été proposée de nouveau pour la même chose : la proposition antérieure ne "
+        "peut plus être approuvée, et approuver celle-ci l'exécute une seule fois, pas en "
+        "plus de l'autre."
+    ),
+    "review.replaces_title.revised": "Elle modifie une proposition antérieure",
+    "review.replaces_text.revised": (
+        "C'est une modification d'une proposition antérieure, qui ne peut plus être "
+        "approuvée : approuver celle-ci exécute cette version seulement, pas les deux."
+    ),
+    "review.replaces_link": "Ouvrir la proposition antérieure",
     "review.withdrawn_link": "Ouvrir la proposition qui l'a retirée",
     "review.withdraws_private": "Une proposition que votre rôle ne vous permet pas d'ouvrir",
     "state.withdrawn": "Retirée",
