@@ -131,6 +131,28 @@ def test_readyz_fails_while_a_projection_lags_past_the_limit_and_passes_once_cau
     assert caught_up.json()["checks"]["projections"]["max_lag"] == 0
 
 
+def test_readyz_fails_while_a_later_release_built_a_projection(client, cs):
+    """During a rolling upgrade the later release's runner keeps the projection caught up,
+    so no lag shows; but this process's pages and API answer 503 for it (its tables are not
+    this release's code's): the balancer should stop sending it traffic."""
+    _catch_up(cs)
+    assert client.get("/readyz").status_code == 200
+    with cs.sql.transaction() as cursor:
+        cursor.execute(
+            "UPDATE projection_schemas SET fingerprint = ? WHERE projection = ?",
+            ("v999-0123456789abcdef", "browser_view"),
+        )
+
+    ready = client.get("/readyz")
+
+    assert ready.status_code == 503
+    projections = ready.json()["checks"]["projections"]
+    assert projections["ok"] is False
+    assert projections["max_lag"] == 0  # not lag: the later release keeps it caught up
+    assert projections["built_by_later_release"] == ["browser_view"]
+    assert client.get("/api/v1/inbox", headers=_token(cs)).status_code == 503
+
+
 def test_a_zero_lag_limit_never_fails_readiness(database_url, clock):
     cs = bootstrap(Settings(database_url=database_url, ready_max_lag=0), clock=clock)
     try:

@@ -26,8 +26,10 @@ from typing import Any
 
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.observability.metrics import DatabaseCollector, enable, render
-from countersign.infrastructure.projection_engine.rows import TRACKING_TABLE
+from countersign.infrastructure.projection_engine.releases import version_of
+from countersign.infrastructure.projection_engine.rows import SCHEMA_TABLE, TRACKING_TABLE
 from countersign.infrastructure.settings import SettingsError
+from countersign.projections import PROJECTIONS
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
@@ -99,6 +101,7 @@ def readiness(cs: Countersign) -> dict[str, dict[str, Any]]:
             positions = cursor.execute(
                 f"SELECT projection, position FROM {TRACKING_TABLE}"
             ).fetchall()
+            built = cursor.execute(f"SELECT projection, fingerprint FROM {SCHEMA_TABLE}").fetchall()
         head = _head(cs)
     except Exception as error:
         # One line a probe, not a traceback: probes every few seconds from every balancer
@@ -108,15 +111,26 @@ def readiness(cs: Countersign) -> dict[str, dict[str, Any]]:
     limit = cs.settings.ready_max_lag
     lags = {str(name): max(0, head - int(position)) for name, position in positions}
     worst = max(lags.values(), default=0)
+    later = _built_by_later_release(built)
     return {
         "database": {"ok": True},
         "projections": {
-            "ok": limit == 0 or worst <= limit,
+            "ok": (limit == 0 or worst <= limit) and not later,
             "max_lag": worst,
+            "built_by_later_release": later,
             "limit": limit,
             "lag": dict(sorted(lags.items())),
         },
     }
+
+
+def _built_by_later_release(built: list[Any]) -> list[str]:
+    """This process's projections whose tables a later release built: kept caught up by that
+    release's runner (no lag shows), but this process's pages and API answer 503 for them
+    (``projection_engine/releases.py``), so it should get no traffic."""
+    ours = {name: projection.version for name, projection in PROJECTIONS.items()}
+    found = ((str(name), version_of(str(fingerprint))) for name, fingerprint in built)
+    return sorted(n for n, v in found if n in ours and v is not None and v > ours[n])
 
 
 def _head(cs: Countersign) -> int:
