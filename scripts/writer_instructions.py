@@ -146,6 +146,7 @@ def capture(url: str, folder: str, warm: int, batch_size: int = 0) -> dict[str, 
         first.dialect,
         {r.name: tuple(r.projection.tables) for r in runners},
         first.head(),
+        {r.name: r.projection.fingerprint() for r in runners},
     )
     streams = {"warm": io.BytesIO(), "measured": io.BytesIO(), "all": io.BytesIO()}
     events = {"warm": 0, "measured": 0}

@@ -202,3 +202,35 @@ def test_a_workers_pass_that_meets_a_later_releases_tables_says_so_in_one_line(c
         " the next pass tries again"
     )
     assert record.exc_info is None  # no traceback: not a defect
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["in_process", "writer_process"])
+def test_a_rebuild_stops_once_another_release_claimed_the_tables_at_its_position(
+    cs, seeded, parallel
+):
+    """A rebuild with the earlier release (an operator's, taking the tables over) while a
+    process of the later release still runs: that one claims the tables again and may be at
+    the very position the rebuild's next batch starts from (both read batches of the same
+    size from 0). The rebuild's batches check the fingerprint under their lock, as every
+    runner's do, whether they commit in this process or in the writer process; before, the
+    writer's checked only the position and wrote the earlier release's rows into the later
+    release's tables."""
+    from countersign.infrastructure.projection_engine.together import rebuild_together
+
+    for _ in range(3):
+        propose_on(cs, seeded["orders"]["refund-ok"])
+    runners = cs.projection_runners(["audit_trail"], batch_size=5, take_over=True)
+    claimed: list[int] = []
+
+    def later_release_claims(count: int) -> None:
+        if not claimed:  # as the later release's setup does, here without moving the position
+            with cs.sql.transaction() as cursor:
+                cursor.execute(
+                    "UPDATE projection_schemas SET fingerprint = ? WHERE projection = ?",
+                    ("v999-0123456789abcdef", "audit_trail"),
+                )
+        claimed.append(count)
+
+    with pytest.raises(ProjectionStoppedError, match="advanced by another runner"):
+        rebuild_together(runners, later_release_claims, parallel=parallel)
+    assert len(claimed) < -(-runners[0].head() // 5)  # it stopped before the log's end

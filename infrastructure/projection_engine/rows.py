@@ -447,11 +447,9 @@ def lock_position(
             " WHERE t.projection = ?" + (" FOR UPDATE OF t" if postgres else ""),
             (name,),
         ).fetchone()
-    if (
-        locked is None
-        or int(locked[0]) != position
-        or (fingerprint is not None and locked[1] != fingerprint)
-    ):
+    if locked is None or int(locked[0]) != position:
+        raise ProjectionRaceError(name)
+    if fingerprint is not None and locked[1] != fingerprint:
         raise ProjectionRaceError(name)
 
 
@@ -490,11 +488,12 @@ def commit_batch(
     last: int,
     *,
     postgres: bool,
+    fingerprints: Mapping[str, str] = MappingProxyType({}),
 ) -> None:
-    """Inside one transaction: for each projection, check it still stands at ``position``,
-    write its rows and move it to ``last``."""
+    """Inside one transaction: for each projection, check it still stands at ``position``
+    (under its fingerprint, if given), write its rows and move it to ``last``."""
     made: dict[int, tuple[Any, str]] = {}  # the texts of the batch's values, for them all
     for name, rows in batches:
-        lock_position(cursor, name, position, postgres=postgres)
+        lock_position(cursor, name, position, postgres=postgres, fingerprint=fingerprints.get(name))
         flush(name, rows, last, cursor, made)
         save_position(cursor, name, last)

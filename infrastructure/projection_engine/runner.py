@@ -370,12 +370,7 @@ class ProjectionRunner:
         self, progress: Callable[[int], None] | None, *, parallel: bool, events: int
     ) -> int:
         # Started first, the writer process gets ready while the tables are reset.
-        tables = {self.name: self.projection.tables}
-        writer = (
-            WriterProcess(self.sql.database, self.dialect, tables, events=events)
-            if parallel
-            else None
-        )
+        writer = WriterProcess.of([self], events=events) if parallel else None
         try:
             self.reset(indexes=False)
             processed = 0

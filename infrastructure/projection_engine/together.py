@@ -72,8 +72,7 @@ def rebuild_together(
     writer = None
     if shared and parallel:
         # Started first, the writer process gets ready while the tables are reset.
-        tables = {runner.name: runner.projection.tables for runner in runners}
-        writer = WriterProcess(runners[0].sql.database, runners[0].dialect, tables, events=head)
+        writer = WriterProcess.of(runners, events=head)
     if not runners:
         return 0
     try:

@@ -11,10 +11,13 @@ The protocol is messages, one after another, over the child's stdin and stdout, 
 marshalled or pickled (both ends are this module, so nothing foreign is ever read;
 ``Sender``, ``_read``):
 
-- ``("setup", database, dialect, {projection: tables}, events)`` once (``events``: how many
-  the rebuild will read, which sizes SQLite's checkpoints, ``checkpoint_pages``);
+- ``("setup", database, dialect, {projection: tables}, events, {projection: fingerprint})``
+  once (``events``: how many the rebuild will read, which sizes SQLite's checkpoints,
+  ``checkpoint_pages``; the fingerprints of the rebuilding process's code, or none: then
+  the positions alone are checked);
 - ``("batch", position, last, [(projection, packed rows), ...])``: in ONE transaction, for
-  each projection, check that it still stands at ``position``, write its rows and move it to
+  each projection, check that it still stands at ``position`` under that fingerprint (another
+  release has not claimed its tables since, ``releases.py``), write its rows and move it to
   ``last``; answered ``("ok",)``, ``("raced", projection)``, ``("stopped", message)`` or
   ``("failed", message)``; on SQLite a rebuild sends ``("flat", ...)`` instead, each table's
   rows flattened with their times as text (``flat_batch``), and the same answers;
@@ -247,10 +250,13 @@ class WriterProcess:
         database: Database,
         dialect: str,
         tables: Mapping[str, Sequence[Table]],
+        fingerprints: Mapping[str, str] | None = None,
         *,
         events: int = 0,
     ) -> None:
-        """``events``: about how many the rebuild will read (``checkpoint_pages``)."""
+        """``events``: about how many the rebuild will read (``checkpoint_pages``);
+        ``fingerprints``: each projection's, as the rebuilding process's code has it, checked
+        with the position by every batch (without: the position alone)."""
         self._process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
             # -P: not the working directory first on its path (a module there named like ours
             # would run instead); -m: the entry point, by name (``writer_main``: it configures
@@ -271,10 +277,23 @@ class WriterProcess:
         self._finished = False
         try:
             tables_sent = {k: tuple(v) for k, v in tables.items()}
-            self._send(("setup", database, dialect, tables_sent, events))
+            self._send(("setup", database, dialect, tables_sent, events, fingerprints or {}))
         except ProjectionStoppedError:
             self.close()  # it ended at once: reap it before saying so
             raise
+
+    @classmethod
+    def of(cls, runners: Sequence[Any], *, events: int = 0) -> WriterProcess:
+        """The writer of a rebuild of ``runners`` (``ProjectionRunner``s of one database):
+        their tables, and the fingerprint of each, which every batch checks."""
+        first = runners[0]
+        return cls(
+            first.sql.database,
+            first.dialect,
+            {runner.name: runner.projection.tables for runner in runners},
+            {runner.name: runner.projection.fingerprint() for runner in runners},
+            events=events,
+        )
 
     def submit(self, position: int, last: int, batches: list[tuple[str, Packed]]) -> None:
         """Send a batch once fewer than ``IN_FLIGHT`` are in flight (raising the error of the
@@ -369,10 +388,11 @@ def _ended() -> ProjectionStoppedError:
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The child's end: commit each batch it is sent, answering for each."""
     try:
-        kind, database, dialect, tables, events = _read(requests)
+        kind, database, dialect, tables, events, *told = _read(requests)
     except EOFError:
         return  # the runner went away before it sent anything
     assert kind == "setup"
+    fingerprints: Mapping[str, str] = told[0] if told else {}  # none: positions alone
     sql = SqlDatabase(database)
     if not sql.is_postgres:
         sqlite3.register_adapter(type(None), _NONE)
@@ -394,10 +414,10 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             if failed:  # a batch sent after one that failed was prepared on its rows
                 _write(replies, ("skipped", _SKIPPED))
                 continue
-            reply = _commit(sql, dialect, tables, message, written_keys)
+            reply = _commit(sql, dialect, tables, message, written_keys, fingerprints)
             if reply[0] == "stopped" and written_keys is not None:
                 written_keys = None  # perhaps a "new" row was there already: once more, as ever
-                reply = _commit(sql, dialect, tables, message, None)
+                reply = _commit(sql, dialect, tables, message, None, fingerprints)
             failed = reply[0] != "ok"
             _write(replies, reply)
     finally:
@@ -424,6 +444,7 @@ def _commit(
     tables: Mapping[str, Sequence[Table]],
     message: tuple[str, int, int, list[tuple[str, Packed]]],
     written_keys: WrittenKeys | None,
+    fingerprints: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """Commit one batch (``commit_batch``); the answer for the runner."""
     kind, position, last, batches = message
@@ -444,6 +465,7 @@ def _commit(
                 position,
                 last,
                 postgres=sql.is_postgres,
+                fingerprints=fingerprints or {},
             )
         return ("ok",)
     except ProjectionRaceError as raced:
