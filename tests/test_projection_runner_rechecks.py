@@ -57,3 +57,45 @@ def test_a_caught_up_runner_carries_on_after_a_rebuild_that_stopped_halfway(
     assert rebuilt.status().lag == 0
     with cs.sql.transaction() as cursor:
         assert cursor.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0] > 0
+
+
+def test_a_following_runner_makes_the_tables_a_rebuild_killed_before_its_setup_dropped(
+    cs: Any, seeded: dict[str, Any]
+):
+    """A rebuild killed between its reset's commit and its ``setup``'s: the projection's
+    tables and tracking row are gone. A following runner makes them again, as a page's runner
+    does, and carries on from the log's start; before, it read position 0, its batch found no
+    tracking row (a race, read again at once) and it spun on that, at a full core, writing
+    nothing, until some other process made them."""
+    propose(cs, seeded)
+    runners = cs.projection_runners(["audit_trail", "handback"])
+    for runner in runners:
+        runner.catch_up()
+    [audit_trail] = [runner for runner in runners if runner.name == "audit_trail"]
+    with cs.sql.transaction() as cursor:  # what reset committed before it was killed
+        for table in audit_trail.projection.tables:
+            cursor.execute(f"DROP TABLE {table.name}")
+        cursor.execute("DELETE FROM projection_tracking WHERE projection = 'audit_trail'")
+    carried_on = threading.Event()
+
+    def on_batch(name: str, processed: int) -> None:
+        if name == "audit_trail":
+            carried_on.set()
+
+    stop = threading.Event()
+    follower = threading.Thread(
+        target=together.run_forever,
+        args=(runners, stop, 0.01),
+        kwargs={"on_batch": on_batch, "recheck": 0.05},
+    )
+    follower.start()
+    try:
+        carried_on.wait(10)
+    finally:
+        stop.set()
+        follower.join(30)
+    assert not follower.is_alive()
+    assert carried_on.is_set()
+    assert audit_trail.status().lag == 0
+    with cs.sql.transaction() as cursor:
+        assert cursor.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0] > 0

@@ -166,9 +166,10 @@ class ProjectionRunner:
         this process's code, or stops the projection here if a later release built them
         (``releases``), before the position is read again; a runner of the earlier release
         kept writing its rows into the later one's tables before. No row (another process is
-        rebuilding them, or a rebuild stopped between its reset and its ``setup``): a page's
-        runner (``in_place``) no longer knows them in place and makes them, as a runner built
-        without it would; any other reads position 0."""
+        rebuilding them, or a rebuild stopped between its reset and its ``setup``): the tables
+        are gone too, and ``setup`` makes them (a page's runner, ``in_place``, no longer knows
+        them in place). Any other runner read position 0 there before, and its batch, finding
+        no row to lock, raced again at once, spinning until another process made them."""
         with self.sql.reading() as cursor:
             row = cursor.execute(
                 f"SELECT t.position, s.fingerprint FROM {TRACKING_TABLE} t"
@@ -176,9 +177,7 @@ class ProjectionRunner:
                 " WHERE t.projection = ?",
                 (self.name,),
             ).fetchone()
-        if row is None and in_place is None:
-            self.known_position = 0
-        elif row is None or row[1] != self._fingerprint:
+        if row is None or row[1] != self._fingerprint:
             if in_place is not None:
                 in_place.forget(self.name)
             self.setup()  # the schema lock, as at any runner's start: waits as long
