@@ -88,24 +88,47 @@ def test_tables_built_by_other_code_are_dropped_and_rebuilt_on_the_next_catch_up
     assert rewritten.status().lag == 0
 
 
-def test_a_process_that_knew_the_tables_in_place_sees_another_version_rebuilt_them(cs, seeded):
+def test_a_process_that_knew_the_tables_in_place_sees_another_build_rebuilt_them(cs, seeded):
     """A page's runner (``in_place``) makes no table once its process made them; its first
-    read of the position still finds that another version rebuilt them since, and rebuilds
-    them for its own code, as any runner of the old code would."""
+    read of the position still finds that another build rebuilt them since. It does not take
+    them back (before, it dropped them for its own code, and the other build's next batch
+    dropped them again, and so on): it stops there; a process of its build that starts
+    takes them for its code, as at any start."""
     proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
     in_place = TablesInPlace()
     ProjectionRunner(cs.app, cs.sql, _Proposals(), in_place=in_place).catch_up()
     assert in_place.holds("upgraded_proposals", _Proposals().fingerprint())
 
-    # Another process, of the next version: a new column.
+    # Another process, of another build with the same version: a new column.
     ProjectionRunner(cs.app, cs.sql, _WithRequester()).catch_up()
-    assert _rows(cs) == [(proposal_id, "order.refund_missing_discount", AVA)]
+    theirs = [(proposal_id, "order.refund_missing_discount", AVA)]
+    assert _rows(cs) == theirs
 
     again = ProjectionRunner(cs.app, cs.sql, _Proposals(), in_place=in_place)
-    assert again.position() == 0  # dropped and made again, as this process's code has them
-    again.catch_up()
+    with pytest.raises(ProjectionStoppedError, match="another build of countersign"):
+        again.catch_up()
+    assert _rows(cs) == theirs
+
+    started = ProjectionRunner(cs.app, cs.sql, _Proposals())
+    assert started.position() == 0  # dropped and made again, as this process's code has them
+    started.catch_up()
     assert _rows(cs) == [(proposal_id, "order.refund_missing_discount")]
-    assert in_place.holds("upgraded_proposals", _Proposals().fingerprint())
+
+
+def test_two_builds_of_one_version_running_side_by_side_do_not_drop_each_others_tables(cs, seeded):
+    """Two runners following the log, of two builds with the same projection version and
+    other tables: the one that set the tables up last keeps them, the other stops at its
+    next batch (before, each batch dropped the other's tables: a catch-up never ended)."""
+    for order in ("refund-ok", "refund-stale", "refund-declined"):
+        propose_on(cs, seeded["orders"][order])
+    first = ProjectionRunner(cs.app, cs.sql, _Proposals(), batch_size=2)
+    second = ProjectionRunner(cs.app, cs.sql, _WithRequester(), batch_size=2)
+    second.catch_up()
+    with pytest.raises(ProjectionStoppedError, match="another build of countersign"):
+        first.catch_up()
+    second.catch_up()
+    assert second.status().lag == 0
+    assert all(len(row) == 3 for row in _rows(cs))
 
 
 def test_an_old_deployments_projections_rebuild_themselves_and_show_the_new_columns(upgraded):  # noqa: F811

@@ -49,12 +49,19 @@ def version_of(fingerprint: str | None) -> int | None:
 
 
 def claim_tables(
-    cursor: Cursor, projection: Projection, fingerprint: str, *, take_over: bool = False
+    cursor: Cursor,
+    projection: Projection,
+    fingerprint: str,
+    take_over: bool = False,
+    since_start: bool = False,
 ) -> bool:
     """Make the tables this process's: record ``fingerprint``, dropping tables another
     release built (True when it dropped them: their position is gone). Raises
     ``BuiltByLaterReleaseError``, changing nothing, when a later release built them, unless
-    ``take_over`` (an operator's rebuild)."""
+    ``take_over`` (an operator's rebuild); and, ``since_start`` (a runner that had made them
+    its own finds them changed since), when another build of the same projection version
+    did: a process that starts takes the tables for its code, one already running does not
+    take them back, so two builds never drop each other's tables batch after batch."""
     name = projection.name
     cursor.execute(
         f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} ("
@@ -71,13 +78,22 @@ def claim_tables(
     ).fetchone()
     if tracked is not None:  # built before, by other code (or before fingerprints)
         theirs = version_of(stored[0]) if stored is not None else None
-        if not take_over and theirs is not None and theirs > projection.version:
+        ours = projection.version
+        if not take_over and theirs is not None and theirs > ours:
             raise BuiltByLaterReleaseError(
                 f"projection {name!r} was built by a later release of countersign "
-                f"(version {theirs}; this one has version {projection.version}): its tables "
+                f"(version {theirs}; this one has version {ours}): its tables "
                 "are left as they are and this process does not use them. Stop this "
                 "process and run the later release; to go back to this release, stop the "
                 "later one's processes and run `countersign projections rebuild` with this one"
+            )
+        if not take_over and since_start and theirs == ours:
+            raise BuiltByLaterReleaseError(
+                f"projection {name!r} was rebuilt since this process started by another "
+                f"build of countersign with the same projection version ({ours}) and other "
+                "tables: they are left as they are and this process does not use them. Stop "
+                "this process; a process of either build that starts takes the tables for "
+                "its own code"
             )
         log.warning(
             "projection %r was built by another version of countersign (%s, now %s): "

@@ -117,7 +117,7 @@ class ProjectionRunner:
     def name(self) -> str:
         return self.projection.name
 
-    def setup(self, *, indexes: bool = True) -> None:
+    def setup(self, *, indexes: bool = True, since_start: bool = False) -> None:
         """Create the projection's tables and tracking row if they are missing. Tables built
         under another ``fingerprint`` (an upgrade changed the projection) are dropped and the
         position set back to 0: the next catch-up rebuilds them from the whole log; tables a
@@ -129,7 +129,9 @@ class ProjectionRunner:
                 " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
             )
             skips.create(cursor)
-            if claim_tables(cursor, self.projection, self._fingerprint, take_over=self.take_over):
+            if claim_tables(
+                cursor, self.projection, self._fingerprint, self.take_over, since_start
+            ):
                 self.known_position = None
             cursor.execute(
                 f"INSERT INTO {TRACKING_TABLE} (projection, position) VALUES (?, 0)"
@@ -180,7 +182,9 @@ class ProjectionRunner:
         if row is None or row[1] != self._fingerprint:
             if in_place is not None:
                 in_place.forget(self.name)
-            self.setup()  # the schema lock, as at any runner's start: waits as long
+            # The schema lock, as at any runner's start: waits as long. Tables this runner
+            # held that another build claimed since are not taken back (``releases``).
+            self.setup(since_start=True)
             self.known_position = self._stored_position()
         else:
             self.known_position = int(row[0])
