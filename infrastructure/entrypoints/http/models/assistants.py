@@ -124,6 +124,13 @@ class InboxItemOut(BaseModel):
     no_longer_counting: list[dict[str, Any]] | None = Field(
         description="Approvals that no longer count towards the quorum, and why."
     )
+    replaces: list[dict[str, Any]] | None = Field(
+        default=None,
+        description=(
+            "The proposals it took the place of when it was made, each with its proposal_id "
+            "and reason (replaced: the same thing proposed again; revised: an edit of it)."
+        ),
+    )
 
 
 class InboxOut(BaseModel):
