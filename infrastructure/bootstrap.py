@@ -52,6 +52,7 @@ from countersign.infrastructure.proposal_counts import TURN_COUNTS, SqlProposalC
 from countersign.infrastructure.settings import Database, Settings, SettingsError, plugin_names
 from countersign.infrastructure.sweeper_passes import SqlSweeperPasses
 from countersign.projections import PROJECTIONS
+from countersign.projections.base import Projection
 
 
 @dataclass
@@ -125,6 +126,12 @@ class Countersign:
             )
             for name in (names or list(PROJECTIONS))
         ]
+
+    def projections(self, names: list[str] | None = None) -> list[Projection]:
+        """The named projections (all of them by default), as this release's code has them:
+        for a report that reads their tables without setting them up."""
+        _check_names(names)
+        return [PROJECTIONS[name] for name in (names or list(PROJECTIONS))]
 
     def catch_up(self, names: Sequence[str]) -> None:
         """Bring the named projections up to the log, for a request that reads them next (a

@@ -85,7 +85,10 @@ class ProjectionRunner:
         *,
         in_place: TablesInPlace | None = None,
         take_over: bool = False,
+        set_up: bool = True,
     ) -> None:
+        """``set_up=False``: the tables are neither made nor claimed now (a read-only
+        report's runner, ``standing``, which asks only ``unreadable_next``)."""
         self.app = app
         #: Drop tables a later release built, as an operator's rebuild does (``releases``).
         self.take_over = take_over
@@ -110,7 +113,7 @@ class ProjectionRunner:
         #: checks that they are still the ones it holds.
         self.in_place = in_place
         self._fingerprint = projection.fingerprint()
-        if in_place is None or not in_place.holds(self.name, self._fingerprint):
+        if set_up and (in_place is None or not in_place.holds(self.name, self._fingerprint)):
             self.setup()
 
     @property
@@ -196,12 +199,12 @@ class ProjectionRunner:
     def status(self) -> ProjectionStatus:
         return ProjectionStatus(self.name, self.position(), self.head())
 
-    def unreadable_next(self) -> str | None:
-        """What stops this projection at its next batch, if an event there that it handles
-        does not decode: the message its runner logs when it stops there (None: every such
-        event of the next batch reads). For ``projections status``, whose reader has a
-        lagging projection and no runner's log at hand."""
-        for notification in self._select(self.position()):
+    def unreadable_next(self, position: int) -> str | None:
+        """What stops this projection at its batch after ``position``, if an event there that
+        it handles does not decode: the message its runner logs when it stops there (None:
+        every such event of that batch reads). For ``projections status``, whose reader has
+        a lagging projection and no runner's log at hand. Reads the log only."""
+        for notification in self._select(position):
             if self._handler(notification.topic) is None:
                 continue
             try:

@@ -32,19 +32,22 @@ log = logging.getLogger("countersign.cli")
 
 
 def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
+    """Every projection named (all by default): where it stands, whose code built its
+    tables and what to do next. Read-only: it sets nothing up, drops nothing, and lists
+    every projection, a later release's too (``projection_engine/standing.py``)."""
     from countersign.infrastructure.projection_engine import skips
+    from countersign.infrastructure.projection_engine.standing import standings
 
     statuses, lines = [], []
-    for runner in cs.projection_runners(args.names):
-        status = runner.status().to_json()
-        # A lagging projection whose next event does not read is stopped there: say where.
-        status["stopped"] = runner.unreadable_next() if status["lag"] else None
+    for standing in standings(cs.app, cs.sql, cs.projections(args.names)):
+        status = standing.to_json()
         statuses.append(status)
         lines.append(
             f"{status['name']:<14} position {status['position']:>9,}  lag {status['lag']:>9,}"
         )
-        if status["stopped"]:
-            lines.append(f"  {status['stopped']}")
+        for said in (standing.note, standing.stopped):
+            if said:
+                lines.append(f"  {said}")
     skipped = skips.listed(cs.sql)
     for skip in skipped:
         lines.append(

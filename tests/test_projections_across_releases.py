@@ -1,0 +1,147 @@
+"""What the operator's commands do with projections other releases built: ``projections
+status`` reads them without touching them and lists every one, and a rebuild that another
+release's process claims the tables from stops instead of taking them back
+(``infrastructure/projection_engine/standing.py``, ``releases.py``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.projections import PROJECTIONS
+
+from tests.support.proposing import propose_on
+
+#: A later release's fingerprint, an earlier one's, and another build of this version's.
+LATER = "v999-0123456789abcdef"
+EARLIER = "v0-0123456789abcdef"
+
+
+def _other_build(name: str) -> str:
+    return f"v{PROJECTIONS[name].version}-0123456789abcdef"
+
+
+def _stored(cs) -> dict[str, Any]:
+    """Everything a projection's setup could change: fingerprints, tracking rows (their
+    times too), and each projection table's row count."""
+    with cs.sql.reading() as cursor:
+        return {
+            "schemas": sorted(
+                cursor.execute(
+                    "SELECT projection, fingerprint, updated_at FROM projection_schemas"
+                ).fetchall()
+            ),
+            "tracking": sorted(
+                cursor.execute(
+                    "SELECT projection, position, updated_at FROM projection_tracking"
+                ).fetchall()
+            ),
+            "rows": {
+                table.name: cursor.execute(f"SELECT COUNT(*) FROM {table.name}").fetchone()
+                for projection in PROJECTIONS.values()
+                for table in projection.tables
+            },
+        }
+
+
+def _built_by(cs, fingerprints: dict[str, str]) -> None:
+    with cs.sql.transaction() as cursor:
+        for name, fingerprint in fingerprints.items():
+            cursor.execute(
+                "UPDATE projection_schemas SET fingerprint = ? WHERE projection = ?",
+                (fingerprint, name),
+            )
+
+
+@pytest.fixture
+def built(cs, seeded):
+    """Every projection caught up over a few proposals, by this release's code."""
+    for order in ("refund-ok", "refund-stale"):
+        propose_on(cs, seeded["orders"][order])
+    for runner in cs.projection_runners():
+        runner.catch_up()
+    return cs
+
+
+def _status(cs, capsys, *more: str) -> tuple[int, str, str]:
+    status = main(["projections", "status", *more, "--database", cs.settings.database_url])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_status_lists_every_projection_whichever_release_built_it_and_changes_nothing(
+    built, capsys
+):
+    """Before, status made a runner per projection: it stopped at the first projection a
+    later release built (exit 1, the others not shown)."""
+    cs = built
+    _built_by(
+        cs,
+        {
+            "browser_view": LATER,
+            "audit_trail": EARLIER,
+            "handback": _other_build("handback"),
+        },
+    )
+    before = _stored(cs)
+
+    status, out, err = _status(cs, capsys)
+
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    for name in PROJECTIONS:
+        assert any(line.startswith(f"{name} ") for line in lines), name
+    after_later = lines[[line.split()[0] for line in lines].index("browser_view") + 1]
+    assert "built by a later release (v999; this one has v" in after_later
+    assert "this release will not touch it" in after_later
+    assert "countersign projections rebuild browser_view" in after_later
+    assert "built by an earlier release (v0)" in out
+    assert "built by another build of countersign with the same projection version" in out
+    assert "Traceback" not in out
+
+    status, out, _ = _status(cs, capsys, "--json")
+    assert status == 0
+    states = {document["name"]: document for document in json.loads(out)}
+    assert set(states) == set(PROJECTIONS)
+    assert states["browser_view"]["state"] == "built_by_later_release"
+    assert states["browser_view"]["built_version"] == 999
+    assert states["browser_view"]["lag"] == 0  # the later release's position, as stored
+    assert states["audit_trail"]["state"] == "built_by_earlier_release"
+    assert states["handback"]["state"] == "built_by_other_build"
+    assert states["attention"]["state"] == "current"
+    assert states["attention"]["note"] is None
+    assert _stored(cs) == before
+
+
+def test_status_leaves_an_earlier_releases_tables_as_they_are(built, capsys):
+    """Before, status set each projection up: it dropped the tables an earlier release built
+    and set their position back to 0, as if the operator had asked for a rebuild."""
+    cs = built
+    _built_by(cs, {"audit_trail": EARLIER})
+    before = _stored(cs)
+
+    status, out, _ = _status(cs, capsys, "audit_trail")
+
+    assert status == 0
+    assert _stored(cs) == before
+    assert before["rows"]["audit_events"][0] > 0
+    assert "built by an earlier release (v0)" in out
+
+
+def test_status_of_projections_no_runner_set_up_says_not_built_and_sets_none_up(cs, capsys):
+    """Projections no process has set up yet (no tracking row, no fingerprint): every one
+    not built, and status records none (before, it set each one up)."""
+    for runner in cs.projection_runners():
+        runner.setup()  # the tables exist, whatever the fixture did
+    with cs.sql.transaction() as cursor:
+        cursor.execute("DELETE FROM projection_tracking")
+        cursor.execute("DELETE FROM projection_schemas")
+    before = _stored(cs)
+
+    status, out, _ = _status(cs, capsys, "--json")
+
+    assert status == 0
+    assert _stored(cs) == before
+    assert {document["state"] for document in json.loads(out)} == {"not_built"}
