@@ -254,6 +254,6 @@ def test_a_rebuild_stops_once_another_release_claimed_the_tables_at_its_position
                 )
         claimed.append(count)
 
-    with pytest.raises(ProjectionStoppedError, match="advanced by another runner"):
+    with pytest.raises(ProjectionStoppedError, match="taken by a process of another release"):
         rebuild_together(runners, later_release_claims, parallel=parallel)
     assert len(claimed) < -(-runners[0].head() // 5)  # it stopped before the log's end

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
+from countersign.infrastructure.projection_engine.together import rebuild_together
 from countersign.projections import PROJECTIONS
 
 from tests.support.proposing import propose_on
@@ -145,3 +147,71 @@ def test_status_of_projections_no_runner_set_up_says_not_built_and_sets_none_up(
     assert status == 0
     assert _stored(cs) == before
     assert {document["state"] for document in json.loads(out)} == {"not_built"}
+
+
+def _later_audit_trail() -> Any:
+    """The audit trail as a later release has it: the same tables, a higher version."""
+    return type("LaterAuditTrail", (type(PROJECTIONS["audit_trail"]),), {"version": 999})()
+
+
+def _audit_stored(cs) -> tuple[Any, ...]:
+    with cs.sql.reading() as cursor:
+        return (
+            cursor.execute(
+                "SELECT fingerprint FROM projection_schemas WHERE projection = 'audit_trail'"
+            ).fetchone(),
+            cursor.execute(
+                "SELECT position FROM projection_tracking WHERE projection = 'audit_trail'"
+            ).fetchone(),
+            cursor.execute("SELECT COUNT(*) FROM audit_events").fetchone(),
+        )
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["in_process", "writer_process"])
+@pytest.mark.parametrize("claim", ["fingerprint", "later_runner"])
+@pytest.mark.parametrize("together", [False, True], ids=["alone", "together"])
+def test_a_take_over_rebuild_of_one_projection_stops_once_another_release_claims_it(
+    cs, seeded, parallel, claim, together
+):
+    """An operator's rebuild of one projection (taking the tables over) while a process of
+    the later release still runs: that one claims the tables again during the rebuild. The
+    rebuild stops there with one line and leaves the tables as the later release has them.
+    Before, the race it met (in its writer process or in this one) sent it on in this
+    process, whose next position read set the tables up again under its take-over: it
+    dropped the later release's tables and rebuilt them for its own code, and each release
+    went on dropping the other's. ``rebuild_together`` (the command's) stopped already, but
+    said another runner of this release had moved the projection on."""
+    for _ in range(3):
+        propose_on(cs, seeded["orders"]["refund-ok"])
+    [runner] = cs.projection_runners(["audit_trail"], batch_size=5, take_over=True)
+    claimed: list[tuple[Any, ...]] = []
+
+    def later_release_claims(count: int) -> None:
+        if claimed:
+            return
+        if claim == "fingerprint":  # as in test_projection_upgrades.py, position kept
+            with cs.sql.transaction() as cursor:
+                cursor.execute(
+                    "UPDATE projection_schemas SET fingerprint = ? WHERE projection = ?",
+                    (LATER, "audit_trail"),
+                )
+        else:  # a later release's runner starts: it drops the tables and catches them up
+            from countersign.infrastructure.projection_engine.runner import ProjectionRunner
+
+            ProjectionRunner(cs.app, cs.sql, _later_audit_trail()).catch_up()
+        claimed.append(_audit_stored(cs))
+
+    def rebuild() -> None:
+        if together:  # as `countersign projections rebuild audit_trail` does
+            rebuild_together([runner], later_release_claims, parallel=parallel)
+        else:
+            runner.rebuild(later_release_claims, parallel=parallel)
+
+    with pytest.raises(ProjectionStoppedError) as stopped:
+        rebuild()
+
+    said = str(stopped.value)
+    assert "was taken by a process of another release of countersign during the rebuild" in said
+    assert "\n" not in said
+    assert claimed == [_audit_stored(cs)]  # nothing written over what the later release has
+    assert claimed[0][0][0] != PROJECTIONS["audit_trail"].fingerprint()

@@ -15,7 +15,9 @@ from ``ProjectionRunner.setup``), and each runner checks it again with its posit
   during an upgrade dropped what the new release had built, which dropped its tables in turn,
   and a runner of the earlier release kept writing its rows into the new release's tables.
   Going back to an earlier release on purpose is ``countersign projections rebuild`` with it,
-  once the later release's processes are stopped (``take_over``).
+  once the later release's processes are stopped (``take_over``). The take-over is the
+  rebuild's start only: a process of the later release that claims the tables again during
+  the rebuild stops it (``overtaken``), rather than the two dropping each other's tables.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import logging
 import re
 from datetime import UTC, datetime
 
-from countersign.infrastructure.persistence.sql import Cursor
+from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.projection_engine.rows import (
     SCHEMA_TABLE,
     TRACKING_TABLE,
     ProjectionStoppedError,
 )
+from countersign.infrastructure.projection_engine.stops import advanced
 from countersign.projections.base import Projection
 
 log = logging.getLogger("countersign.projections")
@@ -113,3 +116,37 @@ def claim_tables(
         (name, fingerprint, datetime.now(tz=UTC).isoformat()),
     )
     return dropped
+
+
+def stored_fingerprint(sql: SqlDatabase, name: str) -> str | None:
+    """The fingerprint the projection's tables were last set up under (None: none stored)."""
+    with sql.reading() as cursor:
+        found = cursor.execute(
+            f"SELECT fingerprint FROM {SCHEMA_TABLE} WHERE projection = ?", (name,)
+        ).fetchone()
+    return str(found[0]) if found is not None else None
+
+
+def own_tables(sql: SqlDatabase, projection: Projection) -> bool:
+    """Whether the projection's tables are still set up for this process's code."""
+    return stored_fingerprint(sql, projection.name) == projection.fingerprint()
+
+
+def overtaken(sql: SqlDatabase, projection: Projection) -> ProjectionStoppedError:
+    """What stops a rebuild of ``projection`` that another runner overtook: a process of
+    another release (or build) that set the tables up for its own code meanwhile, whose
+    tables are then left as it made them (a ``BuiltByLaterReleaseError``: the rebuild's
+    take-over was its start's, and taking them back would only have that process drop them
+    again); else a runner of this release that moved the position on (``stops.advanced``)."""
+    name, ours = projection.name, projection.version
+    stored = stored_fingerprint(sql, name)
+    if stored is None or stored == projection.fingerprint():
+        return ProjectionStoppedError(advanced(name))
+    theirs = version_of(stored)
+    return BuiltByLaterReleaseError(
+        f"projection {name!r} was taken by a process of another release of countersign "
+        f"during the rebuild (version {theirs if theirs is not None else 'unknown'}; this "
+        f"one has version {ours}), which set its tables up for its own code: they are left "
+        "as it made them. Stop every process of that release (serve, worker, projections "
+        "run), then run the rebuild again"
+    )

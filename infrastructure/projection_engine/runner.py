@@ -27,7 +27,11 @@ from countersign.infrastructure.projection_engine.heap import frozen_heap
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.in_place import TablesInPlace
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
-from countersign.infrastructure.projection_engine.releases import claim_tables
+from countersign.infrastructure.projection_engine.releases import (
+    BuiltByLaterReleaseError,
+    claim_tables,
+    overtaken,
+)
 from countersign.infrastructure.projection_engine.rows import (
     SCHEMA_TABLE,
     TRACKING_TABLE,
@@ -132,9 +136,10 @@ class ProjectionRunner:
                 " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
             )
             skips.create(cursor)
-            if claim_tables(
-                cursor, self.projection, self._fingerprint, self.take_over, since_start
-            ):
+            # An operator's take-over is at the start (``reset``), not at a position read
+            # that finds another release claimed the tables since (``releases.overtaken``).
+            take_over = self.take_over and not since_start
+            if claim_tables(cursor, self.projection, self._fingerprint, take_over, since_start):
                 self.known_position = None
             cursor.execute(
                 f"INSERT INTO {TRACKING_TABLE} (projection, position) VALUES (?, 0)"
@@ -380,9 +385,12 @@ class ProjectionRunner:
         try:
             self.reset(indexes=False)
             processed = 0
-            if writer is not None:
-                processed = self._catch_up_with(writer, progress, emptied=True)
-            processed += self.catch_up(progress)  # what the writer left, if anything
+            try:
+                if writer is not None:
+                    processed = self._catch_up_with(writer, progress, emptied=True)
+                processed += self.catch_up(progress)  # what the writer left, if anything
+            except BuiltByLaterReleaseError:  # claimed since the reset: left to that process
+                raise overtaken(self.sql, self.projection) from None
             self.create_indexes()  # meanwhile the writer process ends
         finally:
             if writer is not None:
@@ -399,7 +407,8 @@ class ProjectionRunner:
         """Catch up, the writer process committing batches while the next is prepared (which
         reads the rows of those in flight from memory, ``InFlight``).
         On a race with another runner of this projection (a live ``projections run``, say)
-        it stops, and the caller carries on in this process from wherever that one got to.
+        it stops, and the caller carries on in this process from wherever that one got to
+        (or stops, if a process of another release took the tables: ``_rebuild``).
 
         ``emptied``: the tables were just emptied; if the position is still 0, no other
         runner has written since, so rows no batch of this one wrote are not looked for."""

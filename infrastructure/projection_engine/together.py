@@ -25,6 +25,7 @@ from countersign.infrastructure.persistence.unavailable import (
 from countersign.infrastructure.projection_engine import held_locks, skips
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
+from countersign.infrastructure.projection_engine.releases import overtaken, own_tables
 from countersign.infrastructure.projection_engine.rows import (
     TRACKING_TABLE,
     Packed,
@@ -37,12 +38,7 @@ from countersign.infrastructure.projection_engine.rows import (
     save_position,
 )
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner, frozen_heap
-from countersign.infrastructure.projection_engine.stops import (
-    advanced,
-    end_batch,
-    held_batch,
-    stopped,
-)
+from countersign.infrastructure.projection_engine.stops import end_batch, held_batch, stopped
 from countersign.infrastructure.projection_engine.writer import WriterProcess
 from countersign.infrastructure.settings import Database
 from countersign.projections.messages import forget_outcome_texts
@@ -83,8 +79,8 @@ def rebuild_together(
                 if not shared:
                     return _rebuild_separately(runners, progress)
                 return _rebuild_shared(runners, progress, writer)
-        finally:
-            create_indexes(runners)  # whatever happened, readers get their indexes back
+        finally:  # whatever happened, readers get their indexes back: on tables still theirs
+            create_indexes([r for r in runners if own_tables(r.sql, r.projection)])
     finally:
         if writer is not None:
             writer.close()
@@ -158,7 +154,7 @@ def _rebuild_separately(
             try:
                 runner.apply(decoded, position)
             except ProjectionRaceError:
-                raise ProjectionStoppedError(advanced(runner.name)) from None
+                raise overtaken(runner.sql, runner.projection) from None
         total += len(decoded)
         position = decoded[-1][0].id
         if progress is not None:
@@ -196,7 +192,7 @@ def _rebuild_shared(
                 with first.sql.reading() as reader:
                     rows = _prepare_together(runners, batch, reader, in_flight.overlays(), known)
                 packed = [(r.name, rows[i].packed()) for i, r in enumerate(runners)]
-                _submit_or_stop(writer, position, last, packed)
+                _submit_or_stop(writer, runners, position, last, packed)
                 in_flight.add([runner_rows.written for runner_rows in rows])
                 # Sent: only its writes are read again (``in_flight``), not its packed values
                 # nor the rows it read, which would otherwise live while the next is prepared.
@@ -206,7 +202,7 @@ def _rebuild_shared(
             if progress is not None:
                 progress(len(batch))
         if writer is not None:
-            _submit_or_stop(writer, position, position, None)
+            _submit_or_stop(writer, runners, position, position, None)
     except BaseException:
         if writer is not None:
             writer.settle()
@@ -217,24 +213,29 @@ def _rebuild_shared(
 
 
 def _submit_or_stop(
-    writer: WriterProcess, position: int, last: int, packed: list[tuple[str, Packed]] | None
+    writer: WriterProcess,
+    runners: list[ProjectionRunner],
+    position: int,
+    last: int,
+    packed: list[tuple[str, Packed]] | None,
 ) -> None:
     """Hand a batch to the writer (None: only wait for the last one); a race means another
-    runner moved a projection during the rebuild."""
+    runner moved a projection, or another release took it, during the rebuild."""
     try:
         if packed is None:
             writer.finish()
         else:
             writer.submit(position, last, packed)
     except ProjectionRaceError as raced:
-        raise ProjectionStoppedError(advanced(str(raced))) from None
+        [runner] = [r for r in runners if r.name == str(raced)]
+        raise overtaken(runner.sql, runner.projection) from None
 
 
 def _lock_or_stop(runner: ProjectionRunner, cursor: Cursor, position: int) -> None:
     try:
         runner._lock_position(cursor, position)
     except ProjectionRaceError:
-        raise ProjectionStoppedError(advanced(runner.name)) from None
+        raise overtaken(runner.sql, runner.projection) from None
 
 
 #: Events decoded at once in a rebuild of several projections, before each projection runs
