@@ -153,6 +153,35 @@ def test_readyz_fails_while_a_later_release_built_a_projection(client, cs):
     assert client.get("/api/v1/inbox", headers=_token(cs)).status_code == 503
 
 
+def test_readyz_fails_while_another_build_of_the_same_version_built_a_projection(client, cs):
+    """Two builds of one projection version with other tables (a hotfix beside the build it
+    replaces): a running process of this build that finds the other's tables stops that
+    projection rather than take them back, so its pages and API answer 503; its readiness
+    fails too, with its own reason, as for a later release's (before, it said ready)."""
+    from countersign.projections import PROJECTIONS
+
+    _catch_up(cs)
+    token = _token(cs)
+    assert client.get("/api/v1/inbox", headers=token).status_code == 200
+    assert client.get("/readyz").status_code == 200
+    version = PROJECTIONS["browser_view"].version
+    with cs.sql.transaction() as cursor:
+        cursor.execute(
+            "UPDATE projection_schemas SET fingerprint = ? WHERE projection = ?",
+            (f"v{version}-0123456789abcdef", "browser_view"),
+        )
+
+    ready = client.get("/readyz")
+
+    assert ready.status_code == 503
+    projections = ready.json()["checks"]["projections"]
+    assert projections["ok"] is False
+    assert projections["max_lag"] == 0
+    assert projections["built_by_other_build"] == ["browser_view"]
+    assert projections["built_by_later_release"] == []
+    assert client.get("/api/v1/inbox", headers=token).status_code == 503
+
+
 def test_a_zero_lag_limit_never_fails_readiness(database_url, clock):
     cs = bootstrap(Settings(database_url=database_url, ready_max_lag=0), clock=clock)
     try:

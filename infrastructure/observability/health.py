@@ -4,7 +4,9 @@
   outage never gets healthy workers restarted.
 * ``GET /readyz``: this worker can serve (readiness): the database answers a query, and no
   projection is more than ``COUNTERSIGN_READY_MAX_LAG`` events behind the log (a stopped or
-  overwhelmed projection runner: pages and inboxes would show stale state). 200 when ready,
+  overwhelmed projection runner: pages and inboxes would show stale state), and none was
+  built by other code than this process's (a later release, or another build of the same
+  projection version: its pages would answer 503). 200 when ready,
   503 otherwise; the body names each check, never an error's text (which is logged, with the
   request's correlation id).
 * ``GET /metrics``: Prometheus' text format (``metrics.py``), for the operator only: with
@@ -111,26 +113,37 @@ def readiness(cs: Countersign) -> dict[str, dict[str, Any]]:
     limit = cs.settings.ready_max_lag
     lags = {str(name): max(0, head - int(position)) for name, position in positions}
     worst = max(lags.values(), default=0)
-    later = _built_by_later_release(built)
+    later, other = _built_elsewhere(built)
     return {
         "database": {"ok": True},
         "projections": {
-            "ok": (limit == 0 or worst <= limit) and not later,
+            "ok": (limit == 0 or worst <= limit) and not later and not other,
             "max_lag": worst,
             "built_by_later_release": later,
+            "built_by_other_build": other,
             "limit": limit,
             "lag": dict(sorted(lags.items())),
         },
     }
 
 
-def _built_by_later_release(built: list[Any]) -> list[str]:
-    """This process's projections whose tables a later release built: kept caught up by that
-    release's runner (no lag shows), but this process's pages and API answer 503 for them
-    (``projection_engine/releases.py``), so it should get no traffic."""
-    ours = {name: projection.version for name, projection in PROJECTIONS.items()}
-    found = ((str(name), version_of(str(fingerprint))) for name, fingerprint in built)
-    return sorted(n for n, v in found if n in ours and v is not None and v > ours[n])
+def _built_elsewhere(built: list[Any]) -> tuple[list[str], list[str]]:
+    """This process's projections whose tables other code built, which its pages and API
+    answer 503 for (``projection_engine/releases.py``), so it should get no traffic: those
+    a later release built (kept caught up by that release's runner, so no lag shows), and
+    those another build of the same projection version built with other tables (a running
+    process of this build stops there rather than take them back)."""
+    later, other = [], []
+    for name, fingerprint in built:
+        projection = PROJECTIONS.get(str(name))
+        theirs = version_of(str(fingerprint))
+        if projection is None or theirs is None:
+            continue
+        if theirs > projection.version:
+            later.append(str(name))
+        elif theirs == projection.version and fingerprint != projection.fingerprint():
+            other.append(str(name))
+    return sorted(later), sorted(other)
 
 
 def _head(cs: Countersign) -> int:
