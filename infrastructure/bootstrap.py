@@ -114,15 +114,22 @@ class Countersign:
         batch_size: int | None = None,
         *,
         take_over: bool = False,
+        set_up: bool = True,
     ) -> list[ProjectionRunner]:
         """Runners for the named projections (all of them by default), reading ``batch_size``
         events a batch (by default ``ProjectionRunner.BATCH_SIZE``). ``take_over``: tables a
         later release built are dropped too, for an operator's rebuild
-        (``infrastructure/projection_engine/releases.py``)."""
+        (``infrastructure/projection_engine/releases.py``). ``set_up=False``: their tables are
+        neither made nor claimed, for a command that only decodes events with them."""
         _check_names(names)
         return [
             ProjectionRunner(
-                self.app, self.sql, PROJECTIONS[name], batch_size=batch_size, take_over=take_over
+                self.app,
+                self.sql,
+                PROJECTIONS[name],
+                batch_size=batch_size,
+                take_over=take_over,
+                set_up=set_up,
             )
             for name in (names or list(PROJECTIONS))
         ]

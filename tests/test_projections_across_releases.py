@@ -215,3 +215,77 @@ def test_a_take_over_rebuild_of_one_projection_stops_once_another_release_claims
     assert "\n" not in said
     assert claimed == [_audit_stored(cs)]  # nothing written over what the later release has
     assert claimed[0][0][0] != PROJECTIONS["audit_trail"].fingerprint()
+
+
+def test_a_skip_during_an_upgrade_leaves_the_audit_trails_tables_to_their_release(
+    built, seeded, capsys
+):
+    """``projections skip`` decodes the event with a runner's decoder: it made an audit
+    trail runner, which set the audit trail up. During an upgrade that stopped the skip at
+    a later release's audit trail (exit 1), and dropped an earlier release's."""
+    from tests.test_projection_skips import _damaged
+
+    cs = built
+    position, _ = _damaged(cs, seeded)
+    for fingerprint in (LATER, EARLIER):
+        _built_by(cs, {"audit_trail": fingerprint})
+        before = _stored(cs)
+        with cs.sql.transaction() as cursor:
+            cursor.execute("DELETE FROM projection_skips")
+
+        status = main(
+            [
+                *("projections", "skip", str(position), "--reason", "backup lost"),
+                *("--database", cs.settings.database_url),
+            ]
+        )
+
+        out, err = capsys.readouterr()
+        assert (status, err) == (0, ""), (fingerprint, err)
+        assert f"every projection passes notification {position}" in out
+        assert _stored(cs) == before
+
+
+def test_a_projections_run_stopped_beside_a_later_release_says_it_stopped_cleanly(built):
+    """Stopping `projections run` reads where each projection stands, for its last line. It
+    read that with each runner's status(), which set a projection up again when it found
+    other code's tables: one a later release built meanwhile ended the command there, exit
+    1 with that projection's stop, instead of "stopped cleanly"."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    cs = built
+    command = [
+        str(Path(sys.executable).with_name("countersign")),
+        *("projections", "run", "--json", "--database", cs.settings.database_url),
+    ]
+    env = {**os.environ, "COUNTERSIGN_LOG_LEVEL": "WARNING"}
+    runner = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert runner.stderr is not None
+        said = ""
+        while "following the log" not in said:
+            said = runner.stderr.readline()
+            assert said, "projections run ended before it followed the log"
+        _built_by(cs, {"browser_view": LATER})
+        time.sleep(0.5)
+        runner.send_signal(signal.SIGTERM)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+
+    assert runner.returncode == 0, err
+    document = json.loads(out)
+    assert document["stopped"] is True
+    states = {status["name"]: status["state"] for status in document["status"]}
+    assert states["browser_view"] == "built_by_later_release"
+    assert states["audit_trail"] == "current"
+    assert "Traceback" not in err

@@ -66,7 +66,9 @@ def cmd_projections_skip(cs: Countersign, args: argparse.Namespace) -> Result:
     decode (infrastructure/projection_engine/skips.py says why and when)."""
     from countersign.infrastructure.projection_engine import skips
 
-    [runner] = cs.projection_runners(["audit_trail"])  # any: they decode alike
+    # Any projection's runner decodes alike; its tables are not set up (nor claimed, which
+    # dropped an earlier release's audit trail, and stopped at a later release's).
+    [runner] = cs.projection_runners(["audit_trail"], set_up=False)
     position = max(1, args.position)
     found = cs.app.recorder.select_notifications(position, limit=1)
     notification = found[0] if found else None
@@ -125,7 +127,11 @@ def cmd_projections_run(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.projection_engine.together import run_forever
 
     run_forever(runners, stop, on_batch=on_batch)
-    statuses = [runner.status().to_json() for runner in runners]
+    from countersign.infrastructure.projection_engine.standing import standings
+
+    # Read as stored, as `projections status` reads them: a runner's own status() sets a
+    # projection up again if it finds other code's tables (and stops at a later release's).
+    statuses = [s.to_json() for s in standings(cs.app, cs.sql, [r.projection for r in runners])]
     return {"stopped": True, "processed": processed, "status": statuses}, (
         "projections: stopped cleanly; " + ", ".join(f"{n} +{c:,}" for n, c in processed.items())
     )
