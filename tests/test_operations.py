@@ -182,6 +182,32 @@ def test_readyz_fails_while_another_build_of_the_same_version_built_a_projection
     assert client.get("/api/v1/inbox", headers=token).status_code == 503
 
 
+def test_a_serving_process_does_not_take_back_tables_another_build_claimed_after_its_start(
+    client, cs
+):
+    """A serving process set every projection up at its start, but its pages' runners did
+    not know it (``TablesInPlace``): the first page that read a projection set it up again,
+    as a starting process does, and took back the tables another build of the same version
+    had claimed since (which took them back in turn). It stops there now, as it does once a
+    page has read the projection."""
+    from countersign.projections import PROJECTIONS
+
+    version = PROJECTIONS["browser_view"].version
+    theirs = f"v{version}-0123456789abcdef"
+    with cs.sql.transaction() as cursor:
+        cursor.execute(
+            "UPDATE projection_schemas SET fingerprint = ? WHERE projection = ?",
+            (theirs, "browser_view"),
+        )
+
+    assert client.get("/api/v1/inbox", headers=_token(cs)).status_code == 503
+    with cs.sql.reading() as cursor:
+        stored = cursor.execute(
+            "SELECT fingerprint FROM projection_schemas WHERE projection = 'browser_view'"
+        ).fetchone()
+    assert stored == (theirs,)
+
+
 def test_a_zero_lag_limit_never_fails_readiness(database_url, clock):
     cs = bootstrap(Settings(database_url=database_url, ready_max_lag=0), clock=clock)
     try:

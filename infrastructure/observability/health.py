@@ -30,6 +30,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.observability.metrics import DatabaseCollector, enable, render
 from countersign.infrastructure.projection_engine.releases import version_of
 from countersign.infrastructure.projection_engine.rows import SCHEMA_TABLE, TRACKING_TABLE
+from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.infrastructure.settings import SettingsError
 from countersign.projections import PROJECTIONS
 from fastapi import FastAPI, HTTPException, Request
@@ -74,7 +75,12 @@ def mount_operations(app: FastAPI, cs: Countersign) -> None:
     the caller)."""
     token = metrics_token_from_env()  # a wrong value stops the worker before it serves
     enable()  # this process serves its metrics: count from now on
-    cs.projection_runners()  # every projection's tables and tracking row exist from the start
+    # Every projection's tables and tracking row exist from the start, and this process's
+    # pages know it set them up (``TablesInPlace``): a page that reads one finds another
+    # build's tables, claimed since, as a running process does (it stops there); its first
+    # read set them up again before, as a starting process does, and took them back.
+    for projection in cs.projections():
+        ProjectionRunner(cs.app, cs.sql, projection, in_place=cs.tables_in_place)
     database = DatabaseCollector(cs.sql, lambda: _head(cs))
 
     def healthz() -> JSONResponse:
