@@ -72,8 +72,8 @@ class Standing:
 def standings(
     app: CountersignApplication, sql: SqlDatabase, projections: Sequence[Projection]
 ) -> list[Standing]:
-    """Every projection's ``Standing``, from one read of the tracking rows and fingerprints
-    (tables no runner has made yet read as none). Nothing is written."""
+    """Every projection's ``Standing``, from the tracking rows and fingerprints as stored
+    (tables no runner has made yet read as none). Nothing is written or locked."""
     head = int(app.recorder.max_notification_id() or 0)
     positions = _read(sql, f"SELECT projection, position FROM {TRACKING_TABLE}")
     built = _read(sql, f"SELECT projection, fingerprint FROM {SCHEMA_TABLE}")
