@@ -83,3 +83,31 @@ def test_an_edit_says_it_revises_the_earlier_version(web: Web) -> None:
 
 def test_a_proposal_that_replaced_nothing_says_nothing_of_it(web: Web) -> None:
     assert _replaces(web, web.propose()) is None
+
+
+def _links_to(web: Web, proposal_id: str, earlier: str, **headers: str) -> list[str]:
+    """Every link of the page's main part to ``earlier``'s page, by the text it reads."""
+    page = web.browser(AVA).get(f"/proposals/{proposal_id}", **headers)
+    assert page.status_code == 200, page.text[:500]
+    found = re.findall(rf'<a[^>]*href="/proposals/{earlier}"[^>]*>(.*?)</a>', _main(page))
+    return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split()) for text in found]
+
+
+def test_a_pending_edit_links_the_earlier_version_once(web: Web) -> None:
+    """The box saying it revises the earlier proposal links it; "What changed" below it does
+    not again (it did: two links to the same page, "Open the earlier proposal" and "See the
+    earlier version", which read as two earlier proposals). Once the edit is decided, the box
+    is gone and "What changed" keeps the link: the page still links it, once."""
+    draft = {"filters": {"leagues": ["Monday Night Open"]}, "subject": "Ice", "body": "Hello"}
+    edited = propose(web.cs, web.seeded, operation=DRAFT, request=draft)
+    edit = web.cs.access.revise(edited, AVA, {**draft, "subject": "Ice times"}).proposal_id
+
+    assert _links_to(web, edit, edited) == ["Open the earlier proposal"]
+    assert _links_to(web, edit, edited, **FR) == ["Ouvrir la proposition antérieure"]
+    page = _main(web.browser(AVA).get(f"/proposals/{edit}"))
+    assert 'id="changes-title">What changed</h2>' in page  # the changes are still shown
+
+    web.cs.access.decline(edit, AVA, "not now")
+    assert _replaces(web, edit) is None
+    assert _links_to(web, edit, edited) == ["See the earlier version"]
+    assert _links_to(web, edit, edited, **FR) == ["Voir la version précédente"]
