@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -24,11 +25,35 @@ OUTSIDE_HISTORY = Localized(
 PROPOSAL_EVENT_TOPIC = f"{Proposal.__module__}:{Proposal.__qualname__}."
 
 
+#: The package countersign's own events are stored under.
+_OWN_PACKAGE = Proposal.__module__.partition(".")[0]
+
+
+def event_name(topic: str, namespaces: Mapping[str, str]) -> str:
+    """An event's stable name, which a client keys by (``proposal.approved``): its aggregate
+    and event classes in snake case, not the module it is stored under (``topic``), which a
+    refactoring may move and which is no client's business. A plug-in's is prefixed by its
+    namespace (``sample.invoice_tags.tagged``), as its permissions and operations are, so that
+    it never reads as one of countersign's; ``namespaces`` maps each enabled plug-in's event
+    packages to its namespace. A package neither declares is ``unknown.…`` (the store reads no
+    such event: a name all the same, never the module)."""
+    module, _, qualname = topic.partition(":")
+    name = ".".join(re.sub(r"(?<!^)(?=[A-Z])", "_", part).lower() for part in qualname.split("."))
+    if module.partition(".")[0] == _OWN_PACKAGE:
+        return name
+    for package, namespace in namespaces.items():
+        if module == package or module.startswith(package + "."):
+            return f"{namespace}.{name}"
+    return f"unknown.{name}"
+
+
 class AuditService:
     """Reads proposal histories exactly as stored."""
 
-    def __init__(self, store: AggregateStore) -> None:
+    def __init__(self, store: AggregateStore, namespaces: Mapping[str, str] | None = None) -> None:
         self.store = store
+        #: The enabled plug-ins' event packages, each with its plug-in's namespace.
+        self.namespaces = dict(namespaces or {})
 
     def history(self, proposal_id: str, as_of: int | datetime | None = None) -> dict[str, Any]:
         """Every event in order; with ``as_of`` (a version or a time) only those up to it,
@@ -58,6 +83,7 @@ class AuditService:
                 {
                     "version": e.version,
                     "type": e.type,
+                    "event": event_name(e.topic, self.namespaces),
                     "topic": e.topic,
                     "at": e.at.isoformat(),
                     **_fields(e),
@@ -85,9 +111,9 @@ class AuditService:
         return document
 
 
-#: What every event of a history says first: its version, type (and the type's whole topic,
-#: module and class) and when it was recorded.
-_ENVELOPE = ("version", "type", "topic", "at")
+#: What every event of a history says first: its version, type, stable name (``event_name``),
+#: the type's whole topic (module and class) and when it was recorded.
+_ENVELOPE = ("version", "type", "event", "topic", "at")
 
 
 def _fields(event: StoredEventView) -> dict[str, Any]:

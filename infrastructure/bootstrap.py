@@ -253,7 +253,9 @@ def bootstrap(
             SqlProposalCounts(sql, TURN_COUNTS), RateLimit.parse(settings.turn_limit), clock
         ),
     )
-    audit = AuditService(store)
+    audit = AuditService(
+        store, {package: p.namespace for p in plugins for package in p.event_packages}
+    )
     access = ProposalAccess(store, proposals, cards, audit, limiter=limiter)
     return Countersign(
         settings=settings,

@@ -393,7 +393,7 @@ def test_the_demo_tells_the_whole_story(capsys, tmp_path):
         "The audience changed",
         "Olivia Chen now plays in Thursday Seniors",
         "Lucas Roy already plays in Junior Program.",
-        "Reconciling",
+        "proposal.reconciling",  # the history, by its events' stable names
         "Awaiting approval (1)",
         "Monday Night Open: 6 -> 5 members",
         "cancelled",
@@ -501,6 +501,34 @@ def test_a_history_says_its_times_are_utc_and_shows_them_so():
         "History of proposal p-1 (times in UTC)",
         "  v1   2026-12-05 21:46:21.898  Proposed",
         "  v2   2026-12-05 21:47:00.000  Approved",
+    ]
+
+
+def test_a_history_lists_each_event_by_its_stable_name_not_its_module():
+    """The human history named each event by its class and then printed its topic, the
+    module it is stored under, as one of its fields; it is named by its stable name now, as a
+    client keys by it (``--json`` keeps the type and the topic too)."""
+    from countersign.infrastructure.entrypoints.cli.listings import render_history
+
+    text = render_history(
+        {
+            "proposal_id": "p-1",
+            "events": [
+                {
+                    "version": 1,
+                    "type": "Approved",
+                    "event": "proposal.approved",
+                    "topic": "countersign.domain.proposal:Proposal.Approved",
+                    "at": "2026-12-05T21:47:00+00:00",
+                    "approved_by": "ava@granite.example",
+                },
+            ],
+        }
+    )
+    assert text.splitlines() == [
+        "History of proposal p-1 (times in UTC)",
+        "  v1   2026-12-05 21:47:00.000  proposal.approved",
+        '         approved_by: "ava@granite.example"',
     ]
 
 

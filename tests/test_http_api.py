@@ -409,6 +409,14 @@ def test_history_needs_the_auditor_permission_and_replays_as_of_a_version(api):
         "Revalidated",
         "Succeeded",
     ]
+    # Each event's stable name, which names no module of countersign's: what a client keys by.
+    assert [e["event"] for e in full.json()["events"]] == [
+        "proposal.proposed",
+        "proposal.approved",
+        "proposal.claimed",
+        "proposal.revalidated",
+        "proposal.succeeded",
+    ]
     # The CLI's history document, exactly.
     assert full.json() == json.loads(render.to_json(api.cs.audit.history(proposal_id)))
     assert [e["type"] for e in then.json()["events"]] == ["Proposed"]

@@ -66,14 +66,16 @@ def render_order(order: dict[str, Any]) -> str:
 def render_history(history: dict[str, Any]) -> str:
     """A proposal's events, oldest first, each with its time in UTC to the millisecond (an
     auditor compares them with the server's logs, which are in UTC too: the heading says so,
-    since a card shows the club's own zone)."""
+    since a card shows the club's own zone). Each is named by its stable name
+    (``proposal.approved``), not the module it is stored under (``--json`` has both)."""
     lines = [f"History of proposal {history['proposal_id']} (times in UTC)"]
     for event in history["events"]:
         at = _utc_time(event["at"])
-        lines.append(f"  v{event['version']:<3} {at}  {event['type']}")
+        lines.append(f"  v{event['version']:<3} {at}  {event.get('event') or event['type']}")
         # Every field, whole (what was approved: the arguments and preview; policies, facts,
         # outcomes), wrapped rather than cut short.
-        details = {k: v for k, v in event.items() if k not in {"version", "type", "at"}}
+        envelope = {"version", "type", "event", "topic", "at"}
+        details = {k: v for k, v in event.items() if k not in envelope}
         lines += _fields(details)
     if "as_of" in history:
         state = history["as_of"]

@@ -390,11 +390,20 @@ class HistoryEventOut(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     version: int
-    type: str
+    type: str = Field(description="The event's class name (Approved): a plug-in's may share it.")
+    event: str = Field(
+        description=(
+            "The event's stable name, to key by: proposal.<event> for countersign's "
+            "(proposal.proposed, proposal.approved, proposal.succeeded...); a plug-in's "
+            "begins with its plug-in's namespace (sample.invoice_tags.tagged). It names no "
+            "module and stays the same when countersign's code moves."
+        )
+    )
     topic: str = Field(
         description=(
-            "The event's whole type, module and class: a plug-in's event may share its type "
-            "with one of countersign's."
+            "The stored event type, as the event store records it (module and class): kept "
+            "for clients that read it before event existed; it may change when countersign's "
+            "modules move, so key by event."
         )
     )
     at: datetime
