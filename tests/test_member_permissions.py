@@ -417,3 +417,52 @@ def test_each_members_role_reads_in_the_pages_language(web, cs):
     assert _roles(browser.get("/members")) == ["Manager", "Staff", "Manager", "Skip"]
     browser.form("/language", {"lang": "fr", "next": "/members"})
     assert _roles(browser.get("/members")) == ["Gestionnaire", "Personnel", "Gestionnaire", "Skip"]
+
+
+def _labels(page: Any) -> list[str]:
+    """Each permission checkbox's label, as a person (or a screen reader) reads it."""
+    found = re.findall(r'<label for="m\d+-[^"]+">(.*?)</label>', _main(page))
+    return [" ".join(unescape(re.sub(r"<[^>]+>", " ", label)).split()) for label in found]
+
+
+def _codes(page: Any) -> dict[str, str]:
+    """The foot's list of permission names for the command line: each label's code."""
+    box = re.search(r'<details[^>]*id="permission-codes".*?</details>', _main(page))
+    assert box, _main(page)
+    rows = re.findall(r"<dt>(.*?)</dt> <dd><code>(.*?)</code></dd>", box.group(0))
+    return {unescape(label): unescape(code) for label, code in rows}
+
+
+def test_a_permission_reads_as_its_label_and_its_code_is_kept_for_the_command_line(web):
+    """Each checkbox read its label and then its code ("Lire la piste d'audit audit.read"),
+    which is the command line's and the API's, not a manager's. The label is the page's
+    language alone; the codes are listed once, folded away beside the command the foot
+    names, for an operator who types them."""
+    browser = web.browser(AVA)
+    for language, audit in (("en", "Read the audit trail"), ("fr", "Lire la piste d'audit")):
+        browser.form("/language", {"lang": language, "next": "/members"})
+        page = browser.get("/members")
+        labels = _labels(page)
+        assert audit in labels
+        assert not any(code in label for label in labels for code in PERMISSIONS), labels
+        codes = _codes(page)
+        assert codes[audit] == AUDIT
+        assert sorted(codes.values()) == sorted(PERMISSIONS)
+
+
+def test_the_api_documents_roles_and_permissions_as_stable_codes():
+    """The API answers codes, never a language's labels: a client keys by them."""
+    from countersign.infrastructure.entrypoints.http.models.members import (
+        MemberOut,
+        PermissionsIn,
+        PermissionsSetOut,
+    )
+
+    for field in (
+        MemberOut.model_fields["role"],
+        MemberOut.model_fields["permissions"],
+        PermissionsSetOut.model_fields["permissions"],
+        PermissionsIn.model_fields["permissions"],
+    ):
+        assert "stable code" in (field.description or ""), field.description
+        assert "not translated" in (field.description or ""), field.description

@@ -50,6 +50,8 @@ class MemberPages:
             "members.html",
             status,
             members=[_member(m, visit) for m in members],
+            # Each permission's code, for the command line the foot names (not the boxes').
+            codes=[{"name": n, "label": _label(n, visit)} for n in sorted(PERMISSIONS)],
             error=error,
             notice=self.site.notice(visit),
             nav="members",

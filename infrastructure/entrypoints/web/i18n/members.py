@@ -14,6 +14,7 @@ EN: dict[str, str] = {
     "members.how_to": (
         "A new member is added by the club's administrator. The command line sets permissions too:"
     ),
+    "members.codes_title": "Permission names for the command line and the API",
     "members.error.last_manager": (
         "{email} is the last member who may manage members: give that permission to someone "
         "else first, or nobody could change a member's permissions again. Nothing changed."
@@ -49,6 +50,7 @@ FR: dict[str, str] = {
         "Un nouveau membre est ajouté par l'administrateur du club. La ligne de commande règle "
         "aussi les permissions :"
     ),
+    "members.codes_title": "Noms des permissions pour la ligne de commande et l'API",
     "members.error.last_manager": (
         "{email} est le dernier membre à pouvoir gérer les membres : donnez d'abord cette "
         "permission à quelqu'un d'autre, sinon personne ne pourrait plus changer les "
