@@ -348,9 +348,13 @@ def test_a_plugin_event_named_as_countersigns_is_not_worded_as_countersigns(web:
     """A plug-in's ``Approved`` (another module's, another meaning) was worded as a person's
     approval ("Ava approved it." with no one named, and counted towards the quorum); it is
     known by its whole topic, so it is listed as an event the page does not describe, named
-    so that it is not taken for countersign's."""
+    so that it is not taken for countersign's: by its stable name, under its plug-in's
+    namespace (it was its topic, the module path, "tests.test_history_page:PluginChecks.
+    Approved": an implementation's name on a manager's page)."""
     proposal_id = web.propose()
     allow_event_packages([__name__])
+    # As a deployment enables a plug-in "checks" declaring this package (bootstrap).
+    web.cs.audit.namespaces[__name__] = "checks"
     try:
         proposal = web.cs.store.get(UUID(proposal_id), Proposal)
         proposal.trigger_event(PluginChecks.Approved, check="address")
@@ -359,10 +363,11 @@ def test_a_plugin_event_named_as_countersigns_is_not_worded_as_countersigns(web:
         french = _events(_history(web, proposal_id, **FR))
     finally:
         enable_plugins()
+        web.cs.audit.namespaces.pop(__name__, None)
 
-    topic = f"{__name__}:PluginChecks.Approved"
-    assert english[1] == f"An event this page does not describe: “{topic}”."
-    assert french[1] == f"Un événement que cette page ne décrit pas : « {topic} »."
+    name = "checks.plugin_checks.approved"
+    assert english[1] == f"An event this page does not describe: “{name}”."
+    assert french[1] == f"Un événement que cette page ne décrit pas : « {name} »."
     assert len(english) == 2
     assert not any("approved it" in line for line in english)
 

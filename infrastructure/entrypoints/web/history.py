@@ -38,7 +38,7 @@ from starlette.responses import Response
 #: The longest ``?as_of=`` read, as the API's history route (its ``max_length``).
 AS_OF_LENGTH = 40
 
-#: How long an unknown event's type may be shown (a topic is short; anything longer is cut).
+#: How long an unknown event's name may be shown (a name is short; anything longer is cut).
 TYPE_LENGTH = 80
 
 
@@ -297,10 +297,11 @@ def _kind(event: dict[str, Any]) -> str:
 
 
 def _unknown_name(event: dict[str, Any]) -> str:
-    """An event the page has no sentence for, as it is listed: by its type, or by its whole
-    topic when the type is also one of countersign's (a plug-in's ``Approved`` is not)."""
+    """An event the page has no sentence for, as it is listed: by its type, or, when the type
+    is also one of countersign's (a plug-in's ``Approved`` is not), by its stable name, its
+    plug-in's namespace first (``audit.event_name``), never its module path."""
     name = str(event.get("type"))
-    shown = str(event.get("topic") or name) if name in _DESCRIBE else name
+    shown = str(event.get("event") or name) if name in _DESCRIBE else name
     return shown[:TYPE_LENGTH]
 
 
