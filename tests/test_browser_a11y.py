@@ -1,6 +1,8 @@
 """Every page kind, checked by axe-core in a real Chromium, at desktop and phone sizes, in
-English and French: no serious or critical accessibility violation. Each page's screenshot
-goes to ``test-artifacts/a11y/`` (``<language>-<size>-<page>.png``) for a person to look at.
+English and French: no serious or critical accessibility violation. The screenshot of a page
+with one goes to ``test-artifacts/a11y/`` (``<language>-<size>-<page>.png``) for a person to
+look at; with ``COUNTERSIGN_A11Y_SCREENSHOTS=1`` every page's does (a full-page screenshot of
+each of the 36 pages cost about 5 s of each of the four checks, for files nobody read).
 
 One server and one browser for the module. The outcomes are made through the application
 (the payment sandbox's test cards decide them): a refund sent (which withdrew a pending
@@ -13,6 +15,7 @@ and FAILS when CI is set (``tests/test_browser_e2e.py``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -243,11 +246,16 @@ def test_every_page_passes_axe_at_desktop_and_phone_size(
     assert problems == {}, problems
 
 
+#: Every checked page's screenshot, not only those of the pages that fail.
+EVERY_SHOT = os.environ.get("COUNTERSIGN_A11Y_SCREENSHOTS", "").strip() not in ("", "0")
+
+
 def _check(page: Any, axe: Any, problems: dict[str, list[str]], name: str) -> None:
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     found = _blocking(axe, page)
     if found:
         problems[name] = found
+    if found or EVERY_SHOT:
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def test_each_outcome_reads_as_what_it_is_with_its_next_step(
