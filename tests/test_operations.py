@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -24,6 +25,7 @@ from uuid import UUID
 import httpx
 import pytest
 from countersign.domain.proposal import Proposal
+from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import main
@@ -433,14 +435,16 @@ def test_an_unknown_log_format_stops_the_command_with_the_fix(monkeypatch, capsy
 
 
 def test_one_worker_pass_settles_lost_responses_and_expires_overdue_proposals(database_url, capsys):
-    """Real clock: a proposal that lives one second is overdue a second later."""
-    cs = bootstrap(Settings(database_url=database_url, proposal_ttl_seconds=1))
+    """The worker runs on the real clock: a proposal that lives one second, made on a clock
+    two seconds behind it, is overdue when the worker looks (instead of sleeping 1.2 s on
+    each database for the second to pass)."""
+    behind = FakeClock(datetime.now(UTC) - timedelta(seconds=2))
+    cs = bootstrap(Settings(database_url=database_url, proposal_ttl_seconds=1), clock=behind)
     try:
         seeded = seed(cs)
         lost = propose(cs, seeded, "refund-lost-response")
         assert cs.proposals.approve(lost, AVA).status == "reconciling"
         overdue = propose(cs, seeded, "refund-ok")
-        time.sleep(1.2)
         status = main(["worker", "--once", "--json", "--database", database_url])
         document = json.loads(capsys.readouterr().out)
         statuses = {pid: cs.cards.card(pid, AVA).status for pid in (lost, overdue)}
