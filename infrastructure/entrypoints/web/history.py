@@ -40,6 +40,10 @@ AS_OF_LENGTH = 40
 
 #: How long an unknown event's name may be shown (a name is short; anything longer is cut).
 TYPE_LENGTH = 80
+#: Where an unknown event's name goes in its sentence, found again after the translation.
+_NAME_MARK = "\x00name\x00"
+#: A name's words, each with the dot or underscore that ends it (``plugin_``, ``checks.``).
+_NAME_PARTS = re.compile(r"[^._]+[._]?|[._]")
 
 
 class HistoryPages:
@@ -137,11 +141,18 @@ class Wording:
             "details": [],
             "note": None,
             "link": None,
+            "unknown": None,
         }
         kind = _kind(event)
         describe = _DESCRIBE.get(kind)
         if describe is None:
-            return {**shown, "text": self.t("history.unknown", type=_unknown_name(event))}
+            name = _unknown_name(event)
+            lead, _, tail = self.t("history.unknown", type=_NAME_MARK).partition(_NAME_MARK)
+            # The name's parts, so that the page offers a line break after each dot and each
+            # underscore (``<wbr>``): a long name on a phone then wraps between its words,
+            # not in the middle of one.
+            unknown = {"lead": lead, "parts": _NAME_PARTS.findall(name), "tail": tail}
+            return {**shown, "text": self.t("history.unknown", type=name), "unknown": unknown}
         return {**shown, **describe(self, event, before)}
 
     def state(
