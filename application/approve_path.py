@@ -188,7 +188,7 @@ class ApprovePath:
         except NotFoundError:
             return self._revise(proposal, RevisionReason(code="resource_unavailable"))
         except RevisionNeededError as stale:
-            return self._revise(proposal, stale.reason)
+            return self._revise(proposal, stale.reason, already_so=stale.already_so)
         proposal.record_revalidated(checked)
         # 8. Execute a local operation; 9. record its outcome: the effect and Succeeded go
         #    into the claim's commit, with the pending proposals it made stale superseded.
@@ -288,10 +288,11 @@ class ApprovePath:
         return self.passkeys.check(store, proposal, member, submitted)
 
     def _revise(
-        self, proposal: Proposal, reason: RevisionReason
+        self, proposal: Proposal, reason: RevisionReason, *, already_so: bool = False
     ) -> Commit[ApprovalReport | CallOut | Failed]:
-        """The claim's commit records RevisionRequired: nothing executes."""
-        proposal.require_revision(revision_required(reason))
+        """The claim's commit records RevisionRequired: nothing executes (``already_so``:
+        because what it asked for already holds)."""
+        proposal.require_revision(revision_required(reason, already_so=already_so))
         return Commit([proposal], approval_report(proposal))
 
     @staticmethod

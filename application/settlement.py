@@ -77,9 +77,10 @@ def succeeded(result: BaseModel) -> dict[str, Any]:
     return {"kind": "succeeded", "result": dumped(result)}
 
 
-def revision_required(reason: RevisionReason) -> dict[str, Any]:
-    """The stored outcome of a proposal that executed nothing, for this reason."""
-    return stored(RevisionRequired(reason=reason))
+def revision_required(reason: RevisionReason, *, already_so: bool = False) -> dict[str, Any]:
+    """The stored outcome of a proposal that executed nothing, for this reason; ``already_so``
+    when the reason is that what it asked for already holds (stored only then)."""
+    return stored(RevisionRequired(reason=reason, already_so=already_so))
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,9 @@ class Settlement:
                 message = success_message(contract, proposal.preview, result)
                 report = executed_report(proposal, message)
             except RevisionNeededError as refused:
-                proposal.require_revision(revision_required(refused.reason))
+                proposal.require_revision(
+                    revision_required(refused.reason, already_so=refused.already_so)
+                )
                 report = approval_report(proposal)
             except EffectAlreadyRecordedError:
                 # Another process (an approver that woke up, or the reconciler) already

@@ -49,12 +49,16 @@ OUTCOME_TITLES: dict[str, Localized] = {
     "revision_required": Localized(
         "Not executed: nothing changed", "Non exécutée : rien n'a changé"
     ),
+    "already_so": Localized(
+        "Nothing to do: it was already so", "Rien à faire : c'était déjà le cas"
+    ),
     "declined": Localized("Declined: nothing changed", "Refusée : rien n'a changé"),
     "terminal_failure": Localized("Failed: nothing changed", "Échec : rien n'a changé"),
 }
-"""The headline of each kind of outcome (a decline is a revision-required outcome of its own
-kind here), unless the operation words it itself (``OperationContract.outcome_titles``, which
-may also word one revision reason: ``"revision_required:<code>"``)."""
+"""The headline of each kind of outcome (a decline, and a revision required because what it
+asked for already holds, are revision-required outcomes of their own kinds here), unless the
+operation words it itself (``OperationContract.outcome_titles``, which may also word one
+revision reason: ``"revision_required:<code>"``)."""
 
 SUPERSEDED: dict[str, Localized] = {
     "revision": Localized(
@@ -97,6 +101,10 @@ _FIXED: dict[str, dict[str, str]] = {
             "Nothing was changed. {reason} Ask the assistant for a new proposal if it is "
             "still needed."
         ),
+        "already_so": (
+            "Nothing was changed. {reason} That is already what this proposal asked for, so "
+            "nothing is left to do."
+        ),
         "failure": (
             "Nothing was changed: an internal error stopped this proposal, and it will not be "
             "retried. Give support this reference: {correlation_id}"
@@ -111,6 +119,10 @@ _FIXED: dict[str, dict[str, str]] = {
         "revision": (
             "Rien n'a été modifié. {reason} Demandez à l'assistant une nouvelle proposition si "
             "elle est toujours nécessaire."
+        ),
+        "already_so": (
+            "Rien n'a été modifié. {reason} C'est déjà ce que demandait cette proposition ; "
+            "il ne reste donc rien à faire."
         ),
         "failure": (
             "Rien n'a été modifié : une erreur interne a arrêté cette proposition, qui ne sera "
@@ -152,7 +164,8 @@ def outcome_text(
     if isinstance(outcome, Succeeded):
         return success_text
     if isinstance(outcome, RevisionRequired):
-        return texts["revision"].format(reason=reason_text(outcome.reason, language))
+        said = "already_so" if outcome.already_so else "revision"
+        return texts[said].format(reason=reason_text(outcome.reason, language))
     if isinstance(outcome, NeedsReconciliation):
         told = unavailable if outcome.cause == "provider_unavailable" else uncertain
         return told.text(_language(language))
@@ -161,9 +174,12 @@ def outcome_text(
 
 
 def outcome_title_key(outcome: Outcome) -> str:
-    """Which headline an outcome reads under: its kind, or "declined" for a decline."""
+    """Which headline an outcome reads under: its kind, "declined" for a decline, or
+    "already_so" for a revision required because what it asked for already holds."""
     if isinstance(outcome, RevisionRequired) and outcome.reason.code == "declined_by_manager":
         return "declined"
+    if isinstance(outcome, RevisionRequired) and outcome.already_so:
+        return "already_so"
     return outcome.kind
 
 

@@ -6,6 +6,7 @@ approval, the browser, the assistant hand-back, the auditor) gets exactly those 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -14,7 +15,14 @@ from uuid import UUID
 
 from countersign.domain.frozen_records import direct_init
 from countersign.domain.scope import Scope
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 ReasonParam = str | int | bool
 ReconciliationCause = Literal["response_lost", "provider_unavailable"]
@@ -59,12 +67,28 @@ class NeedsReconciliation(BaseModel):
 
 
 class RevisionRequired(BaseModel):
-    """Nothing was executed: a material fact changed, or the manager declined."""
+    """Nothing was executed: a material fact changed, or the manager declined.
+
+    ``already_so``: the fact that changed is that what the proposal asked for already holds
+    (a removal whose member has left the league meanwhile, however they left it): the
+    contract's recheck said so of its finding (``Finding(already_so=True)``). Nothing is
+    owed and nothing is left to do, so it needs nobody's attention. It is stored only when
+    true (``Proposal.RevisionRequired`` version 2): every other outcome is stored, and
+    answered, as before; an outcome stored before it existed never says it, and reads as
+    not already so, which is what its recheck found (it did not tell)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["revision_required"] = "revision_required"
     reason: RevisionReason
+    already_so: bool = False
+
+    @model_serializer(mode="wrap")
+    def _already_so_only_when_true(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if not self.already_so and isinstance(dumped, dict):
+            dumped.pop("already_so", None)
+        return dumped
 
 
 class TerminalFailure(BaseModel):
@@ -90,6 +114,17 @@ def outcome_from_stored(stored: dict[str, Any]) -> Outcome:
     if stored.get("kind") == "needs_reconciliation" and "status_path" in stored:
         stored = {key: value for key, value in stored.items() if key != "status_path"}
     return OUTCOME_ADAPTER.validate_python(stored)
+
+
+def is_already_so(stored: Mapping[str, Any] | None) -> bool:
+    """Whether a stored outcome is a revision required because what the proposal asked for
+    already holds (``RevisionRequired.already_so``): read from the stored values alone, as a
+    projection reads them."""
+    return (
+        stored is not None
+        and stored.get("kind") == "revision_required"
+        and stored.get("already_so") is True
+    )
 
 
 class NotApprovableReason(StrEnum):

@@ -154,10 +154,22 @@ class Succeeded(Aggregate.Event):
 
 
 class RevisionRequired(Aggregate.Event):
-    """A material fact changed, the provider refused, or the manager declined."""
+    """A material fact changed, the provider refused, or the manager declined. Version 2's
+    outcome may say that the fact that changed is that what the proposal asked for already
+    holds (``"already_so": true``, ``domain.outcomes.RevisionRequired``): a release before
+    it would read such an outcome as something it is not, and refuses it instead (a
+    ``class_version`` newer than its own)."""
 
+    class_version = 2
     outcome: dict[str, Any]
     chain: str
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """Version 1 (up to 257e0cd) had no way to say it: no recheck told that what a
+        proposal asked for already held. Its outcome is read as it was written, which
+        version 2 reads as not already so (the key is stored only when true); nothing is
+        added, so every answer shows it as before."""
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain

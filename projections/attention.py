@@ -9,7 +9,9 @@ on the same record and subject: the ``PendingSlot`` its freezing holds), whoever
 wherever (a manager who follows a not-executed proposal's "Ask the assistant for a new
 proposal" starts a conversation of their own). A proposal the manager declined
 never needs attention: declining was that person's own decision, and nothing is owed to anyone.
-Nor does a superseded one: a newer proposal, or an execution, has taken its place.
+Nor does a superseded one: a newer proposal, or an execution, has taken its place. Nor does
+one not executed because what it asked for already holds (its outcome says ``already_so``:
+the same removal approved twice, in either order): nothing is owed, nothing is left to do.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from datetime import UTC
 from typing import Any
 
+from countersign.domain.outcomes import is_already_so
 from countersign.projections.base import (
     Column,
     KeptRows,
@@ -45,8 +48,9 @@ class Attention(Projection):
 
     name = "attention"
     # 2: superseded proposals; "superseded" (by a newer one in the thread) renamed. 3: a newer
-    # proposal for the same thing follows one up, in whatever conversation.
-    version = 3
+    # proposal for the same thing follows one up, in whatever conversation. 4: a revision
+    # required because what it asked for already holds ("already_so") needs none.
+    version = 4
     tables = (
         Table(
             ITEMS,
@@ -146,7 +150,8 @@ class Attention(Projection):
         batch, key = (rows.batch.get(self) or _Batch.of(self, rows)), aggregate_id(event)
         item = batch.item(key)
         if item is not None and item["status"] != "declined":  # a decline's outcome
-            _set(item, "revision_required", None, event_time(event))
+            status = "already_so" if is_already_so(event.outcome) else "revision_required"
+            _set(item, status, None, event_time(event))
             batch.changed[key] = item
 
     @handles("Proposal.Succeeded")

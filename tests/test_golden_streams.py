@@ -28,11 +28,18 @@ from uuid import UUID
 import psycopg
 import pytest
 from countersign.application.errors import CorruptRecordError
+from countersign.application.settlement import revision_required
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.club.orders import Order, OrderStatus
 from countersign.domain.club.organization import Organization
 from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.club.roster import Roster
+from countersign.domain.outcomes import (
+    RevisionReason,
+    RevisionRequired,
+    is_already_so,
+    outcome_from_stored,
+)
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
@@ -613,3 +620,64 @@ def test_every_projection_stores_the_same_rows_however_it_is_rebuilt(golden):
     for parallel in (False, True):
         assert rebuild_together(cs.projection_runners(), parallel=parallel) == manifest["events"]
         assert snapshot(cs) == one_by_one, parallel
+
+
+# -- versioned events: Proposal.RevisionRequired v2 may say "already so" -----------------------
+
+
+@pytest.mark.parametrize("golden", _with_proposal("revision_required"), indirect=True)
+def test_golden_revisions_read_as_written_need_attention_and_are_rewritten_as_written(golden):
+    """``Proposal.RevisionRequired`` v2's outcome may say that what the proposal asked for
+    already holds (``already_so``); v1 could not. A release's v1 revision decodes through the
+    upcaster to its outcome exactly as written, which reads as not already so: its words are
+    those of any revision, it still needs attention, and its chain link verifies. Written
+    again today it is the release's state with ``class_version`` 2 added, field for field
+    and in the same order: nothing else of a revision that is not already so changed."""
+    cs, manifest = golden
+    revised = manifest["proposals"]["revision_required"]
+    (version,) = [
+        e.version for e in cs.store.history(UUID(revised)) if e.type == "RevisionRequired"
+    ]
+    written = _stored_state(cs, revised, version)
+    assert "class_version" not in written
+    assert Proposal.RevisionRequired.class_version == 2
+
+    assert cs.store.get(UUID(revised), Proposal).outcome == written["outcome"]
+    card = cs.access.card(revised, AVA)
+    assert card.outcome == written["outcome"]
+    assert "already_so" not in (card.outcome or {})
+    assert (card.message or "").endswith(
+        "Ask the assistant for a new proposal if it is still needed."
+    )
+    answer = cs.access.approve(revised, AVA)
+    assert (answer.result, answer.outcome) == ("already_completed", written["outcome"])
+    runners = cs.projection_runners()
+    assert rebuild_together(runners) == runners[0].head()
+    with cs.sql.transaction() as cursor:
+        items = cursor.execute("SELECT proposal_id, status FROM attention_items").fetchall()
+    assert (revised, "revision_required") in [tuple(item) for item in items]
+    assert verify(cs.app, cs.sql).ok
+
+    (stored,) = cs.app.recorder.select_events(UUID(revised), gt=version - 1, lte=version)
+    event = cs.app.mapper.to_domain_event(stored)
+    again = json.loads(bytes(cs.app.mapper.to_stored_event(type(event)(**vars(event))).state))
+    assert again.pop("class_version") == 2
+    assert list(again.items()) == list(json.loads(bytes(stored.state)).items())
+
+
+def test_the_upcaster_reads_a_revision_as_it_was_written_and_not_already_so():
+    reason = {"code": "member_left_league", "params": {"member": "Noah Fraser"}}
+    outcome = {"kind": "revision_required", "reason": reason}
+    state: dict[str, Any] = {"outcome": outcome, "chain": "c"}
+    Proposal.RevisionRequired.upcast_v1_v2(state)
+    assert state == {"outcome": {"kind": "revision_required", "reason": reason}, "chain": "c"}
+    read = outcome_from_stored(state["outcome"])
+    assert isinstance(read, RevisionRequired)
+    assert read.already_so is False
+    assert not is_already_so(state["outcome"])
+    # Today's writer stores the marker only when it is true.
+    assert revision_required(RevisionReason.model_validate(reason)) == outcome
+    assert revision_required(RevisionReason.model_validate(reason), already_so=True) == {
+        **outcome,
+        "already_so": True,
+    }

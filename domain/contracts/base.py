@@ -54,11 +54,13 @@ class Frozen(BaseModel):
 
 
 class RevisionNeededError(CountersignError):
-    """Raised when current state no longer proves the preview; nothing may execute."""
+    """Raised when current state no longer proves the preview; nothing may execute.
+    ``already_so``: because what the proposal asks for already holds (``Finding``)."""
 
-    def __init__(self, code: str, **params: str | int | bool) -> None:
+    def __init__(self, code: str, *, already_so: bool = False, **params: str | int | bool) -> None:
         super().__init__(code)
         self.reason = RevisionReason(code=code, params=params)
+        self.already_so = already_so
 
 
 class UndecodableContractError(CountersignError):
@@ -382,12 +384,15 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     def revalidate(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:
         """The facts rechecked (``recheck``); RevisionNeededError with the first finding of the
-        rule they broke, as its stored reason (code and params)."""
+        rule they broke, as its stored reason (code and params), and whether it found that
+        what the proposal asks for already holds (``Finding.already_so``)."""
         try:
             return self.recheck(arguments, facts)
         except RuleBrokenError as broken:
             finding = broken.findings[0]
-            raise RevisionNeededError(finding.code, **finding.params) from None
+            raise RevisionNeededError(
+                finding.code, already_so=finding.already_so, **finding.params
+            ) from None
 
     @abstractmethod
     def recheck(self, arguments: ArgumentsT, facts: FactsT) -> dict[str, Any]:

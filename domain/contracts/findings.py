@@ -25,6 +25,12 @@ class Finding:
     when proposing (``problem`` names another one, where two refusals are one reason);
     ``params`` fill both sentences (``_cents`` ones read as money in ``currency``); ``field``
     and ``message`` tell the model what to correct.
+
+    ``already_so``: what the finding says is that what the proposal asks for already holds
+    (the member to take out of a league no longer plays in it), so nothing is owed. Approving
+    then stores it in the revision-required outcome (``RevisionRequired.already_so``), and
+    the proposal needs nobody's attention. Only where it is exactly true: a finding that
+    leaves part of what was asked undone (a refund not given back) is not.
     """
 
     def __init__(
@@ -34,12 +40,14 @@ class Finding:
         message: str = "",
         *,
         problem: str = "",
+        already_so: bool = False,
         **params: Param,
     ) -> None:
         self.code = code
         self.field = field
         self.message = message or code.replace("_", " ")
         self.problem = problem or code
+        self.already_so = already_so
         self.params = params
 
     def for_people(self, sentences: Mapping[str, Localized]) -> Localized:
