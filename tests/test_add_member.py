@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import AVA, BEN
 from tests.support.proposing import proposal
 from tests.test_move_member import REPLACES, _ask, _ask_in, _roster  # the roster's helpers
+from tests.test_projections import catch_up_all
 
 ADD = "roster.add_member"
 CHLOE = "chloe.dubois@example.com"
@@ -223,6 +224,33 @@ def test_a_fact_the_addition_relied_on_that_changed_meanwhile_requires_revision(
         "needed."
     )
     assert _roster(cs, seeded).version == version
+
+
+def test_a_person_added_to_the_league_meanwhile_needs_nothing_more(cs, seeded):
+    """Chloe joined the league at the desk, under the name the manager read: what the
+    addition asked for already holds. It changes nothing, says so, and needs nobody's
+    attention."""
+    created = _propose(cs, seeded)
+    _at_the_desk(cs, seeded, lambda roster: roster.join("Junior Program", "Chloe Dubois", CHLOE))
+    version = _roster(cs, seeded).version
+
+    report = cs.proposals.approve(created.proposal_id, AVA)
+
+    assert report.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "member_already_in_league",
+            "params": {"member": "Chloe Dubois", "league": "Junior Program"},
+        },
+        "already_so": True,
+    }
+    assert report.message == (
+        "Nothing was changed. Chloe Dubois already plays in Junior Program. That is already "
+        "what this proposal asked for, so nothing is left to do."
+    )
+    assert _roster(cs, seeded).version == version
+    catch_up_all(cs)
+    assert cs.read_models.needs_attention(cs.club.organization_id("granite"))["total"] == 0
 
 
 def test_additions_to_one_league_each_run_though_the_count_changed_between_them(cs, seeded):

@@ -23,6 +23,7 @@ from countersign.infrastructure.entrypoints.cli import main
 
 from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
 from tests.support.proposing import BACK_TO_CARD, CANCEL, propose_on
+from tests.test_projections import catch_up_all
 
 TO_ACCOUNT = {"destination": "account_credit"}
 MONDAY = "Monday Night Open"
@@ -422,6 +423,44 @@ def test_a_registration_cancelled_elsewhere_after_proposing_fails_closed(cs, see
         "for a new proposal if it is still needed."
     )
     assert cs.sandbox.refunds() == []
+    # What Olivia paid is still held, and her spot too: the cancellation is not done, so it
+    # is no "already so", and it stays under Needs attention.
+    assert "already_so" not in report.outcome
+    catch_up_all(cs)
+    attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
+    assert [card["proposal_id"] for card in attention["items"]] == [to_card]
+
+
+def test_a_registration_cancelled_refunded_and_released_elsewhere_needs_nothing_more(cs, seeded):
+    """At the desk: every cent given back, the registration cancelled and Olivia out of the
+    league. What the cancellation asked for already holds: it changes nothing, says so, and
+    needs nobody's attention."""
+    order_id = seeded["orders"]["refund-ok"]
+    to_card = propose_on(cs, order_id, operation=CANCEL)
+    cs.club.refund_manually("granite", order_id, AVA, "P1", 34500)
+    order = cs.store.get(UUID(order_id), Order)
+    order.cancel(None, "office@granite.example")
+    cs.store.save(order)
+    _leave(cs, MONDAY, "olivia.chen@example.com")
+
+    report = cs.proposals.approve(to_card, AVA)
+
+    assert report.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "registration_already_cancelled",
+            "params": {"participant": "Olivia Chen", "league": MONDAY},
+        },
+        "already_so": True,
+    }
+    assert report.message == (
+        "Nothing was changed. The registration has already been cancelled, everything paid has "
+        "been given back, and Olivia Chen no longer holds a spot in Monday Night Open. That is "
+        "already what this proposal asked for, so nothing is left to do."
+    )
+    assert cs.sandbox.refunds() == []
+    catch_up_all(cs)
+    assert cs.read_models.needs_attention(cs.club.organization_id("granite"))["total"] == 0
 
 
 def test_leaving_the_league_after_proposing_fails_closed(cs, seeded):

@@ -200,6 +200,12 @@ def test_a_member_already_in_the_destination_meanwhile_requires_revision(cs, see
         "Sunday Mixed Doubles",
         "Thursday Seniors",
     ]
+    # She still plays in the league she was to leave: the move is not done, so it is no
+    # "already so", and it stays under Needs attention.
+    assert "already_so" not in report.outcome
+    catch_up_all(cs)
+    attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
+    assert [card["proposal_id"] for card in attention["items"]] == [created.proposal_id]
 
 
 def test_a_destination_that_filled_up_meanwhile_requires_revision(cs, seeded):
@@ -360,6 +366,54 @@ def test_a_move_pending_from_the_last_release_runs_once_beside_one_proposed_sinc
     )
     assert _roster(cs, seeded).version == version
     assert _leagues_of(cs, seeded) == sorted(["Monday Night Open", first.preview["to_league"]])
+
+
+@pytest.mark.parametrize("approved_first", ["held_before", "proposed_since"])
+def test_the_same_move_pending_from_the_last_release_and_proposed_since_runs_once(
+    cs, seeded, clock, monkeypatch, approved_first
+):
+    """The same move twice, once held under the last release's subject: both await approval,
+    whichever is approved first moves Olivia, and the other finds her already where it would
+    leave her. It changes nothing, says so, and needs nobody's attention, in either order."""
+    held = _as_the_last_release_froze_it(
+        monkeypatch, cs, seeded, "Sunday Mixed Doubles", "Thursday Seniors"
+    )
+    since = _move(cs, seeded, "Sunday Mixed Doubles", "Thursday Seniors")
+    assert since.supersedes == []
+    first, second = (held, since) if approved_first == "held_before" else (since, held)
+
+    assert cs.proposals.approve(first.proposal_id, AVA).status == "succeeded"
+    version = _roster(cs, seeded).version
+    refused = cs.proposals.approve(second.proposal_id, AVA)
+
+    assert (refused.result, refused.status) == ("executed", "revision_required")
+    assert refused.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "member_already_moved",
+            "params": {
+                "member": "Olivia Chen",
+                "from_league": "Sunday Mixed Doubles",
+                "to_league": "Thursday Seniors",
+            },
+        },
+        "already_so": True,
+    }
+    assert refused.message == (
+        "Nothing was changed. Olivia Chen already plays in Thursday Seniors and no longer in "
+        "Sunday Mixed Doubles. That is already what this proposal asked for, so nothing is "
+        "left to do."
+    )
+    assert cs.cards.card(second.proposal_id, AVA, language="fr").message == (
+        "Rien n'a été modifié. Olivia Chen joue déjà dans Thursday Seniors et ne joue plus "
+        "dans Sunday Mixed Doubles. C'est déjà ce que demandait cette proposition ; il ne "
+        "reste donc rien à faire."
+    )
+    assert _roster(cs, seeded).version == version
+    assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
+    catch_up_all(cs)
+    attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
+    assert attention["total"] == 0
 
 
 def test_a_move_expires(cs, seeded, clock):

@@ -337,3 +337,41 @@ def _load_facts(cs: Countersign, contract: Any, proposal_id: str) -> Any:
 
     proposal = cs.store.get(UUID(proposal_id), Proposal)
     return contract.load(proposal.scope, cs.store)
+
+
+@pytest.mark.parametrize("approved_first", ["held_before", "proposed_since"])
+def test_the_same_discount_refunded_by_another_proposal_needs_nothing_more(
+    cs, seeded, monkeypatch, approved_first
+):
+    """Two refunds of the same missed discount both pending (one held under a subject an
+    earlier release gave it): whichever is approved first refunds it, and the other finds
+    nothing owed. It changes nothing, says so, and needs nobody's attention, in either
+    order."""
+    from tests.test_projections import catch_up_all
+
+    order_id = seeded["orders"]["account-credit"]
+    with monkeypatch.context() as last_release:
+        last_release.setattr(type(REGISTRY[REFUND]), "subject", lambda self, arguments: "")
+        held = propose_on(cs, order_id, TO_ACCOUNT_CREDIT)
+    since = propose_on(cs, order_id, TO_ACCOUNT_CREDIT)
+    first, second = (held, since) if approved_first == "held_before" else (since, held)
+
+    assert cs.proposals.approve(first, AVA).status == "succeeded"
+    report = cs.proposals.approve(second, AVA)
+
+    assert report.outcome == {
+        "kind": "revision_required",
+        "reason": {
+            "code": "discount_already_refunded",
+            "params": {"discount": "Early-bird 15% discount"},
+        },
+        "already_so": True,
+    }
+    assert report.message == (
+        "Nothing was changed. The Early-bird 15% discount has already been refunded. That is "
+        "already what this proposal asked for, so nothing is left to do."
+    )
+    order = cs.club.order("granite", order_id)
+    assert len(order.refunds) == 1
+    catch_up_all(cs)
+    assert cs.read_models.needs_attention(cs.club.organization_id("granite"))["total"] == 0

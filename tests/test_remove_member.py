@@ -23,6 +23,14 @@ from tests.test_move_member import REPLACES, _ask, _ask_in, _cli, _roster  # ros
 from tests.test_projections import catch_up_all
 
 REMOVE = "roster.remove_member"
+ALREADY_OUT = (
+    "Nothing was changed. Noah Fraser no longer plays in Thursday Seniors. That is already "
+    "what this proposal asked for, so nothing is left to do."
+)
+ALREADY_OUT_FR = (
+    "Rien n'a été modifié. Noah Fraser ne joue plus dans Thursday Seniors. C'est déjà ce que "
+    "demandait cette proposition ; il ne reste donc rien à faire."
+)
 NOAH = "noah.fraser@example.com"  # plays in Monday Night Open and Thursday Seniors
 OUT_OF_SENIORS = {"member": "Noah Fraser", "league": "Thursday Seniors"}
 
@@ -189,7 +197,8 @@ def test_a_removal_pending_from_the_last_release_runs_once_beside_the_same_one_p
     """A removal pending when a deployment upgrades was held under the member's email alone.
     The same removal proposed since no longer finds it (its subject names the league), so
     both await approval until the old one expires: whichever is approved first takes Noah out
-    of the league, and the other fails closed at its recheck, changing nothing. A removal
+    of the league, and the other fails closed at its recheck, changing nothing, and says that
+    what it asked for already holds: it leaves Needs attention, in either order. A removal
     out of his other league replaces neither."""
     held = _as_the_last_release_froze_it(monkeypatch, cs, seeded)
     since = _propose(cs, seeded)
@@ -223,17 +232,15 @@ def test_a_removal_pending_from_the_last_release_runs_once_beside_the_same_one_p
             "code": "member_left_league",
             "params": {"member": "Noah Fraser", "league": "Thursday Seniors"},
         },
+        "already_so": True,
     }
-    assert refused.message == (
-        "Nothing was changed. Noah Fraser no longer plays in Thursday Seniors. Ask the "
-        "assistant for a new proposal if it is still needed."
-    )
+    assert refused.message == ALREADY_OUT
     assert _roster(cs, seeded).version == version
     assert _leagues_of(cs, seeded) == ["Monday Night Open"]
     assert _awaiting(cs, clock) == [(NOAH, "Monday Night Open")]
-    # Needs attention shows the one not executed, as it shows any removal that failed closed.
+    # What it asked for already holds: nothing is owed, so nothing needs attention.
     attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
-    assert [card["proposal_id"] for card in attention["items"]] == [second.proposal_id]
+    assert attention == {"items": [], "total": 0}
     assert cs.proposals.approve(elsewhere.proposal_id, AVA).status == "succeeded"
     assert _leagues_of(cs, seeded) == []
 
@@ -296,6 +303,8 @@ def _at_the_desk(cs, seeded, change) -> None:
     ids=["removed", "moved"],
 )
 def test_a_member_who_left_the_league_meanwhile_requires_revision(cs, seeded, meanwhile):
+    """However Noah left the league, what the removal asked for already holds: it changes
+    nothing, says so, and needs nobody's attention."""
     created = _propose(cs, seeded)
     _at_the_desk(cs, seeded, meanwhile)
     version = _roster(cs, seeded).version
@@ -308,18 +317,19 @@ def test_a_member_who_left_the_league_meanwhile_requires_revision(cs, seeded, me
             "code": "member_left_league",
             "params": {"member": "Noah Fraser", "league": "Thursday Seniors"},
         },
+        "already_so": True,
     }
-    assert report.message == (
-        "Nothing was changed. Noah Fraser no longer plays in Thursday Seniors. Ask the "
-        "assistant for a new proposal if it is still needed."
-    )
-    assert "Noah Fraser ne joue plus dans Thursday Seniors." in (
-        cs.cards.card(created.proposal_id, AVA, language="fr").message or ""
-    )
+    assert report.message == ALREADY_OUT
+    assert cs.cards.card(created.proposal_id, AVA, language="fr").message == ALREADY_OUT_FR
     assert _roster(cs, seeded).version == version
+    catch_up_all(cs)
+    attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
+    assert attention["total"] == 0
 
 
 def test_a_member_who_left_and_rejoined_under_another_name_requires_revision(cs, seeded):
+    """He plays in the league again, under another name: the removal did not happen, so it
+    is no "already so", and it stays under Needs attention."""
     created = _propose(cs, seeded)
     _at_the_desk(cs, seeded, lambda roster: roster.leave("Thursday Seniors", NOAH))
     cs.club.join("granite", "Thursday Seniors", "Noah F. Junior", NOAH)
@@ -328,7 +338,13 @@ def test_a_member_who_left_and_rejoined_under_another_name_requires_revision(cs,
 
     assert report.outcome is not None
     assert report.outcome["reason"]["code"] == "member_left_league"
+    assert "already_so" not in report.outcome
+    assert report.message is not None
+    assert report.message.endswith("Ask the assistant for a new proposal if it is still needed.")
     assert _leagues_of(cs, seeded) == ["Monday Night Open", "Thursday Seniors"]
+    catch_up_all(cs)
+    attention = cs.read_models.needs_attention(cs.club.organization_id("granite"))
+    assert [card["proposal_id"] for card in attention["items"]] == [created.proposal_id]
 
 
 def test_removals_from_one_league_each_run_though_the_count_changed_between_them(cs, seeded):

@@ -243,12 +243,16 @@ def check_known_as(roster: Roster, email: str, name: str) -> None:
 
 
 def check_not_in(roster: Roster, email: str, member: str, league: str) -> None:
+    """The person does not play in the league yet. At approval, after ``check_known_as``
+    (the club knows the email by the name the manager read, if at all), one who does is
+    already where the addition would put them: nothing is left to do."""
     if roster.plays_in(league, email):
         raise RuleBrokenError(
             Finding(
                 "member_already_in_league",
                 "email",
                 f"{member} already plays in {league!r}",
+                already_so=True,
                 member=member,
                 league=league,
             )

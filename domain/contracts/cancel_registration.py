@@ -214,6 +214,7 @@ class CancelRegistration(
         self, arguments: CancelRegistrationArguments, facts: CancellationFacts
     ) -> dict[str, Any]:
         order = facts.order
+        check_not_cancelled_already(order, facts.roster, arguments.league, arguments.member_email)
         check_active(order)
         check_nothing_settling(order)
         balance = order.refundable_balance_cents
@@ -284,6 +285,29 @@ def check_active(order: Order) -> None:
             Finding(
                 "registration_no_longer_active",
                 message="this registration has already been cancelled",
+            )
+        )
+
+
+def check_not_cancelled_already(order: Order, roster: Roster, league: str, email: str) -> None:
+    """At approval: the registration is not already where the cancellation would leave it:
+    cancelled, nothing of what was paid still held (every payment given back, no refund
+    settling) and the participant out of the league. Then nothing is left to do. One
+    cancelled with money still to give back, or whose spot is still held, is not: the
+    rules after this one say why (``check_active``)."""
+    if (
+        not order.is_active
+        and order.refundable_balance_cents == 0
+        and not order.unresolved_attempts()
+        and not roster.plays_in(league, email)
+    ):
+        raise RuleBrokenError(
+            Finding(
+                "registration_already_cancelled",
+                message="this registration has already been cancelled and fully refunded",
+                already_so=True,
+                participant=order.participant_name,
+                league=league,
             )
         )
 

@@ -90,6 +90,12 @@ class CancelRegistrationTexts:
             "The registration has already been cancelled.",
             "L'inscription a déjà été annulée.",
         ),
+        "registration_already_cancelled": Localized(
+            "The registration has already been cancelled, everything paid has been given "
+            "back, and {participant} no longer holds a spot in {league}.",
+            "L'inscription a déjà été annulée, tout ce qui avait été payé a été rendu et "
+            "{participant} n'a plus de place dans la ligue {league}.",
+        ),
         "refundable_balance_changed": Localized(
             "What is left to refund on the order changed from {approved_cents} to "
             "{current_cents} since it was proposed.",

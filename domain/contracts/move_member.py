@@ -4,7 +4,8 @@ The model names the member by email and both leagues by name. The application fi
 member's name, checks that they play in the first league and not in the second and that the
 second has room, and shows each league's member count before and after. Approval checks the
 same three rules again (any of them broken fails closed) and moves the member in the commit
-that records the outcome.
+that records the outcome. A member already moved (out of the first league, in the second)
+fails closed too, saying that what the move asked for already holds.
 
 The counts are not rechecked, on purpose: they are what the reviewer reads around the move, not
 a condition of it (the room the destination needs is one, and is rechecked). Another move
@@ -173,6 +174,7 @@ class MoveMember(
         roster = facts.roster
         member, email = arguments.member_name, arguments.email
         source, destination = arguments.from_league, arguments.to_league
+        check_not_moved_already(roster, email, member, source, destination)
         check_plays_in(roster, email, member, source)
         check_not_in(roster, email, member, destination)
         check_has_room(roster, destination)
@@ -219,6 +221,29 @@ def check_leagues_differ(source: str, destination: str) -> None:
     if source == destination:
         raise RuleBrokenError(
             Finding("same_league", "to_league", "must be another league than from_league")
+        )
+
+
+def check_not_moved_already(
+    roster: Roster, email: str, member: str, source: str, destination: str
+) -> None:
+    """At approval: the member is not already where the move would leave them (out of the
+    league they were to leave, in the other under the name the manager read: the same move
+    run already, or made at the desk). Then nothing is left to do. One still in both
+    leagues, or in neither, is not there: the other rules say why."""
+    if email not in roster.members_of(source) and (
+        roster.members_of(destination).get(email) == member
+    ):
+        raise RuleBrokenError(
+            Finding(
+                "member_already_moved",
+                "email",
+                f"{member} already plays in {destination!r} and no longer in {source!r}",
+                already_so=True,
+                member=member,
+                from_league=source,
+                to_league=destination,
+            )
         )
 
 

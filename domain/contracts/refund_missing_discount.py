@@ -306,7 +306,8 @@ def check_discount_on(discount: Discount, line_item: str) -> None:
 
 def check_discount_owed(order: Order, discount: Discount) -> None:
     """Neither applied at checkout nor refunded since: one reason when approving, each its own
-    sentence when proposing."""
+    sentence when proposing. Either way nothing of the discount is owed any more, which is
+    what the refund asks for: at approval, nothing is left to do (``already_so``)."""
     if discount.applied:
         raise RuleBrokenError(
             Finding(
@@ -314,6 +315,7 @@ def check_discount_owed(order: Order, discount: Discount) -> None:
                 "discount",
                 f"discount {discount.ref} was applied at checkout; nothing is owed",
                 problem="discount_applied",
+                already_so=True,
                 discount=discount.name,
             )
         )
@@ -324,6 +326,7 @@ def check_discount_owed(order: Order, discount: Discount) -> None:
                 "discount",
                 f"discount {discount.ref} has already been refunded",
                 problem="discount_refunded",
+                already_so=True,
                 discount=discount.name,
             )
         )

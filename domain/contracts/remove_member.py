@@ -4,7 +4,8 @@ The model names the member as the manager did (by name or by email, as the membe
 them) and the league by name. The application finds the one member of that league the words
 name (a name two members of the league share is refused: name them by email), and shows the
 league's member count before and after. Approval checks again that the member, under the
-name the manager read, still plays in that league; if not, it fails closed. The member leaves
+name the manager read, still plays in that league; if not, it fails closed (and, when they no
+longer play in it at all, says that what it asked for already holds). The member leaves
 the league (the roster's ``leave``, a ``MemberLeft`` event) in the commit that records the
 outcome; the other leagues they play in keep them.
 
@@ -221,13 +222,18 @@ def find_member(roster: Roster, said: str, league: str) -> tuple[str, str]:
 
 
 def check_still_plays_in(roster: Roster, email: str, member: str, league: str) -> None:
-    """The member still plays in the league, under the name the manager read."""
-    if roster.members_of(league).get(email) != member:
+    """The member still plays in the league, under the name the manager read. One who no
+    longer plays in it at all (taken out by another removal, moved, or taken out at the
+    desk) is already where the removal would leave them: nothing is left to do. One who
+    plays in it under another name is not (``already_so`` says which)."""
+    playing_as = roster.members_of(league).get(email)
+    if playing_as != member:
         raise RuleBrokenError(
             Finding(
                 "member_left_league",
                 "member",
                 f"{member} no longer plays in {league!r}",
+                already_so=playing_as is None,
                 member=member,
                 league=league,
             )
