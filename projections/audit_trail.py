@@ -21,7 +21,7 @@ from countersign.domain.messages import (
     origin_source,
     requester_note,
 )
-from countersign.domain.outcomes import RevisionReason
+from countersign.domain.outcomes import RevisionReason, is_already_so
 from countersign.projections.base import (
     Column,
     Projection,
@@ -333,7 +333,9 @@ class AuditTrail(Projection):
     @handles("Proposal.RevisionRequired")
     def revision_required(self, event: Any, position: int, rows: Rows) -> None:
         reason = RevisionReason.model_validate(event.outcome["reason"])
-        summary = f"revision required ({reason.code}): {reason_text(reason)}"
+        # What it asked for already holds: nothing is left to do (``RevisionRequired``).
+        so = ", already so: nothing left to do" if is_already_so(event.outcome) else ""
+        summary = f"revision required ({reason.code}{so}): {reason_text(reason)}"
         self._record_event(event, position, rows, SYSTEM, summary)
 
     @handles("Proposal.Reconciling")

@@ -18,7 +18,7 @@ from countersign.domain.messages import (
     awaiting_approvals_messages,
     superseded_messages,
 )
-from countersign.domain.outcomes import RevisionReason
+from countersign.domain.outcomes import RevisionReason, is_already_so
 from countersign.projections.base import (
     Column,
     KeptRows,
@@ -235,8 +235,8 @@ def _tell_outcome(
                 "operation": operation,
                 "reason_code": reason.code,
                 "reason_params": reason.params,
-                "context_en": _context(operation, reason, "en"),
-                "context_fr": _context(operation, reason, "fr"),
+                "context_en": _context(operation, reason, "en", is_already_so(outcome)),
+                "context_fr": _context(operation, reason, "fr", is_already_so(outcome)),
                 "created_at": at if at.tzinfo is UTC else at.astimezone(UTC),
             },
         )
@@ -286,9 +286,15 @@ def _say(
     )
 
 
-def _context(operation: str, reason: RevisionReason, language: str) -> str:
+def _context(operation: str, reason: RevisionReason, language: str, already_so: bool) -> str:
     lead = {
         "en": f"The last {operation} proposal in this conversation was not executed: ",
         "fr": f"La dernière proposition {operation} de cette conversation n'a pas été exécutée : ",
     }[language]
-    return (lead + reason_text(reason, language))[:MAX_CONTEXT_CHARS]
+    tail = ""
+    if already_so:  # what it asked for already holds
+        tail = {
+            "en": " That is already what it asked for: nothing is left to do.",
+            "fr": " C'est déjà ce qu'elle demandait : il ne reste rien à faire.",
+        }[language]
+    return (lead + reason_text(reason, language) + tail)[:MAX_CONTEXT_CHARS]

@@ -28,7 +28,7 @@ from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.handback import reason_text
 from countersign.domain.interaction import Interaction
-from countersign.domain.outcomes import RevisionReason
+from countersign.domain.outcomes import RevisionReason, is_already_so
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.scope import Scope, Section
 
@@ -46,10 +46,11 @@ class OpenScope:
 @dataclass(frozen=True)
 class LastOutcome:
     """Why the conversation's last proposal was not executed: it ``expired``, or a revision
-    is required for ``reason``."""
+    is required for ``reason`` (``already_so``: because what it asked for already holds)."""
 
     expired: bool
     reason: RevisionReason | None
+    already_so: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class ConversationView:
     timeline: list[dict[str, Any]]
     expired: bool
     revision: str | None  # the application's reason, in the language asked for
+    #: The revision's reason is that what the proposal asked for already holds.
+    already_so: bool = False
     #: The resource's key where its section's contracts name resources by key (a plug-in's
     #: company key): what the conversation's address names it by. None: by ``resource_id``.
     resource_key: str | None = None
@@ -180,7 +183,8 @@ def last_outcome(store: AggregateStore, interaction: Interaction) -> LastOutcome
     outcome = proposal.outcome or {}
     if outcome.get("kind") != "revision_required":
         return None
-    return LastOutcome(expired=False, reason=RevisionReason.model_validate(outcome["reason"]))
+    reason = RevisionReason.model_validate(outcome["reason"])
+    return LastOutcome(expired=False, reason=reason, already_so=is_already_so(outcome))
 
 
 def conversation_view(
@@ -200,6 +204,7 @@ def conversation_view(
             if last is not None and last.reason is not None
             else None
         ),
+        already_so=last is not None and last.already_so,
         resource_key=scope.key,
     )
 

@@ -368,10 +368,11 @@ class AssistantService:
                 "the manager asks for one, from freshly read facts."
             )
         assert last.reason is not None
+        so = " That is already what it asked for: nothing is left to do." if last.already_so else ""
         return (
             "Context from the application: the last proposal in this conversation was not "
-            f"executed. {reason_text(last.reason)} Prepare a new proposal only if the manager asks "
-            "for one, from freshly read facts."
+            f"executed. {reason_text(last.reason)}{so} Prepare a new proposal only if the manager "
+            "asks for one, from freshly read facts."
         )[:600]
 
     def _interaction(

@@ -81,7 +81,8 @@ class ConversationPages:
         if conversation.expired:
             note = visit.t("chat.expired_note")
         elif conversation.revision is not None:
-            note = visit.t("chat.revision_note", reason=conversation.revision)
+            said = "chat.already_so_note" if conversation.already_so else "chat.revision_note"
+            note = visit.t(said, reason=conversation.revision)
         context: dict[str, Any] = {
             "section": section,
             "resource_id": resource_id,

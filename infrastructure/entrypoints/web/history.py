@@ -24,6 +24,7 @@ from countersign.domain.messages import (
     lapsed_approval_message,
     origin_line,
 )
+from countersign.domain.outcomes import is_already_so
 from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of
 from countersign.infrastructure.entrypoints.web.site import Site
 from countersign.infrastructure.entrypoints.web.views import (
@@ -261,6 +262,8 @@ class Wording:
         if kind == "Failed":
             text = self.t("history.failed")
             details.append(self._failure(event.get("error_class")))
+        elif kind == "RevisionRequired" and is_already_so(outcome):
+            text = self.t("history.already_so")  # what it asked for already holds
         else:
             text = self.t(_OUTCOME_TEXT[kind])
         if kind != "Reconciling" and any(_kind(e) == "Reconciling" for e in before):

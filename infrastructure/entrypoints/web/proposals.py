@@ -37,6 +37,7 @@ from countersign.infrastructure.entrypoints.web.views import (
     chat_address,
     decision,
     format_time,
+    notice_outcome,
     page_number,
     policy_lines,
     proposal_view,
@@ -338,7 +339,7 @@ class ProposalPages:
                 kind = "withdrawn"  # another proposal was carried out: not a newer one
             elif kind == "executed" and report.outcome:
                 # The notice above the card says how it ended, as the card below does.
-                kind = f"executed.{_notice_outcome(report.outcome)}"
+                kind = f"executed.{notice_outcome(report.outcome)}"
         if decline and kind in DECLINE_REFUSALS:
             kind = f"decline.{kind}"  # a decline that did not happen says so, in its words
         log.info(
@@ -374,15 +375,6 @@ DECLINE_REFUSALS = frozenset(
 )
 
 
-def _notice_outcome(outcome: dict[str, Any]) -> str:
-    """Which of the approval notices an outcome reads under: its kind."""
-    kind = str(outcome.get("kind") or "")
-    return kind if kind in _NOTICED_OUTCOMES else "other"
-
-
-_NOTICED_OUTCOMES = ("succeeded", "revision_required", "needs_reconciliation", "terminal_failure")
-
-
 #: Seconds after which a page of a proposal in this state reloads itself (no script needed).
 REFRESH = {"executing": 3, "reconciling": 15}
 
@@ -404,7 +396,7 @@ def _next_step(view: dict[str, Any], conversation: str, visit: Visit) -> dict[st
     """The one thing the outcome asks of the manager next, as a button."""
     if view["reconciling"]:
         return {"href": f"/proposals/{view['id']}/status", "label": visit.t("review.status_page")}
-    if view["status"] in ("revision_required", "expired"):
+    if view["status"] in ("revision_required", "expired") and not view["already_so"]:
         # Their own conversation shows why it was not executed (or that it expired); anyone
         # else starts one about the same record.
         return {"href": conversation, "label": visit.t("review.revise")}

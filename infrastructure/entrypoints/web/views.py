@@ -31,7 +31,7 @@ from countersign.domain.messages import (
     shows_amounts,
 )
 from countersign.domain.money import format_money
-from countersign.domain.outcomes import RevisionReason
+from countersign.domain.outcomes import RevisionReason, is_already_so
 from countersign.domain.times import expiry, local_day, local_time
 
 log = logging.getLogger("countersign.web")
@@ -179,6 +179,8 @@ def proposal_view(
     status = shown_status(str(record["status"]), expires_at, now)
     outcome = record.get("outcome")
     outcome_kind = str(outcome.get("kind")) if isinstance(outcome, dict) else None
+    # Not executed because what it asked for already holds: nothing is owed, nothing to do.
+    already_so = is_already_so(outcome if isinstance(outcome, dict) else None)
     return {
         "id": str(record["proposal_id"]),
         "operation": operation,
@@ -188,8 +190,12 @@ def proposal_view(
         "resource_id": str(record.get("resource_id") or ""),
         "interaction_id": str(record.get("interaction_id") or ""),
         "status": status,
-        "status_label": t(_state_key(status, record.get("superseded_reason"))),
-        "tone": STATUS_TONE.get(status, "muted"),
+        "status_label": t(
+            "state.already_so"
+            if already_so
+            else _state_key(status, record.get("superseded_reason"))
+        ),
+        "tone": "muted" if already_so else STATUS_TONE.get(status, "muted"),
         "rows": preview_rows(operation, preview, language),
         "has_amounts": shows_amounts(operation, preview),
         "requested_by": str(record.get("requested_by") or ""),
@@ -212,9 +218,10 @@ def proposal_view(
             operation, preview, outcome if isinstance(outcome, dict) else None, language
         ),
         "outcome_tone": "muted"
-        if status == "declined"
+        if status == "declined" or already_so
         else OUTCOME_TONE.get(outcome_kind or "", "muted"),
         "declined": status == "declined",
+        "already_so": already_so,
         "reason": inbox_reason(operation, preview, language),
         "why_not": _why_not(operation, outcome, language),
         "updated_at": format_time(record.get("updated_at"), zone, language),
@@ -239,6 +246,22 @@ def proposal_view(
             if isinstance(lapsed, dict)
         ],
     }
+
+
+def notice_outcome(outcome: dict[str, Any]) -> str:
+    """Which of the approval notices an outcome reads under: its kind, or ``already_so`` for
+    a revision required because what it asked for already holds."""
+    kind = "already_so" if is_already_so(outcome) else str(outcome.get("kind") or "")
+    return kind if kind in _NOTICED_OUTCOMES else "other"
+
+
+_NOTICED_OUTCOMES = (
+    "succeeded",
+    "revision_required",
+    "already_so",
+    "needs_reconciliation",
+    "terminal_failure",
+)
 
 
 def _state_key(status: str, superseded_reason: Any) -> str:

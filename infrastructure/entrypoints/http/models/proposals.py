@@ -150,6 +150,8 @@ class ApprovalReportOut(BaseModel):
     outcome: dict[str, Any] | None = Field(
         description=(
             "kind: succeeded | needs_reconciliation | revision_required | terminal_failure. "
+            "A revision_required one with already_so: true executed nothing because what it "
+            "asked for already holds: nothing is left to do. "
             "Also on not_approvable for a declined or expired proposal: its stored outcome "
             "(with 'message')."
         )

@@ -46,6 +46,9 @@ EN: dict[str, str] = {
     "notice.executed.revision_required": (
         "Approved, but not executed: nothing changed. Here is why."
     ),
+    "notice.executed.already_so": (
+        "Approved, but not executed: it was already so. Nothing is left to do."
+    ),
     "notice.executed.needs_reconciliation": (
         "Approved, but the provider has not confirmed it yet. Do not do it again: this "
         "page says when it settles."
@@ -210,6 +213,9 @@ FR: dict[str, str] = {
     "notice.executed.succeeded": "Approuvée et effectuée. Voici ce qui s'est passé.",
     "notice.executed.revision_required": (
         "Approuvée, mais non exécutée : rien n'a changé. Voici pourquoi."
+    ),
+    "notice.executed.already_so": (
+        "Approuvée, mais non exécutée : c'était déjà le cas. Il ne reste rien à faire."
     ),
     "notice.executed.needs_reconciliation": (
         "Approuvée, mais le fournisseur ne l'a pas encore confirmée. Ne la refaites pas : "

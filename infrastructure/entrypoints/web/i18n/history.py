@@ -49,6 +49,10 @@ EN: dict[str, str] = {
     ),
     "history.settled": "The check with the provider settled it.",
     "history.revision_required": "The application did not carry it out: it needs a new proposal.",
+    "history.already_so": (
+        "The application did not carry it out: what it asked for was already so, and nothing "
+        "is left to do."
+    ),
     "history.declined_closed": "The decline closed it: nothing will be carried out.",
     "history.failed": "It failed inside the application: nothing more will be tried.",
     # Why, for each failure the application records (``Failed.error_class``); another
@@ -131,6 +135,10 @@ FR: dict[str, str] = {
     "history.settled": "La vérification auprès du fournisseur l'a réglée.",
     "history.revision_required": (
         "L'application ne l'a pas exécutée : il faut une nouvelle proposition."
+    ),
+    "history.already_so": (
+        "L'application ne l'a pas exécutée : ce qu'elle demandait était déjà le cas, et il ne "
+        "reste rien à faire."
     ),
     "history.declined_closed": "Le refus l'a close : rien ne sera exécuté.",
     "history.failed": "Elle a échoué dans l'application : rien d'autre ne sera tenté.",

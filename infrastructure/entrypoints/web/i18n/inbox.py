@@ -72,6 +72,10 @@ EN: dict[str, str] = {
     "updates.resume": "Resume updates",
     "updates.now": "Check now",
     "chat.revision_note": "The last proposal was not executed: {reason}",
+    "chat.already_so_note": (
+        "The last proposal was not executed: {reason} That is already what it asked for, so "
+        "nothing is left to do."
+    ),
     "chat.expired_note": "The last proposal expired before anyone approved it.",
     "order.title": "Order",
     "order.participant": "Participant",
@@ -169,6 +173,10 @@ FR: dict[str, str] = {
     "updates.resume": "Reprendre les mises à jour",
     "updates.now": "Vérifier maintenant",
     "chat.revision_note": "La dernière proposition n'a pas été exécutée : {reason}",
+    "chat.already_so_note": (
+        "La dernière proposition n'a pas été exécutée : {reason} C'est déjà ce qu'elle "
+        "demandait ; il ne reste donc rien à faire."
+    ),
     "chat.expired_note": "La dernière proposition a expiré avant d'être approuvée.",
     "order.title": "Commande",
     "order.participant": "Participant(e)",
