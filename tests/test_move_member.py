@@ -393,8 +393,8 @@ def test_the_same_move_pending_from_the_last_release_and_proposed_since_runs_onc
             "code": "member_already_moved",
             "params": {
                 "member": "Olivia Chen",
-                "from_league": "Sunday Mixed Doubles",
-                "to_league": "Thursday Seniors",
+                "league": "Thursday Seniors",
+                "left_league": "Sunday Mixed Doubles",
             },
         },
         "already_so": True,

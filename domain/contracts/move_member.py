@@ -241,8 +241,8 @@ def check_not_moved_already(
                 f"{member} already plays in {destination!r} and no longer in {source!r}",
                 already_so=True,
                 member=member,
-                from_league=source,
-                to_league=destination,
+                league=destination,
+                left_league=source,
             )
         )
 

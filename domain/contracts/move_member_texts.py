@@ -67,10 +67,6 @@ class MoveMemberTexts:
         "member_already_in_destination": Localized(
             "{member} already plays in {league}.", "{member} joue déjà dans {league}."
         ),
-        "member_already_moved": Localized(
-            "{member} already plays in {to_league} and no longer in {from_league}.",
-            "{member} joue déjà dans {to_league} et ne joue plus dans {from_league}.",
-        ),
         "destination_league_full": Localized(
             "{league} is full: it holds its {capacity} members.",
             "{league} est complète : elle compte déjà ses {capacity} membres.",
@@ -84,8 +80,8 @@ class MoveMemberTexts:
             "{member} already plays in {league}.", "{member} joue déjà dans {league}."
         ),
         "member_already_moved": Localized(
-            "{member} already plays in {to_league} and no longer in {from_league}.",
-            "{member} joue déjà dans {to_league} et ne joue plus dans {from_league}.",
+            "{member} already plays in {league} and no longer in {left_league}.",
+            "{member} joue déjà dans {league} et ne joue plus dans {left_league}.",
         ),
         "destination_league_full": Localized(
             "{league} is full: it holds its {capacity} members.",
