@@ -26,6 +26,7 @@ from countersign.application.reports import (
     awaiting_approvals,
     executed_report,
 )
+from countersign.application.seal_check import Unverified, seal_problem, set_aside
 from countersign.application.settlement import (
     CallOut,
     Failed,
@@ -53,9 +54,11 @@ from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
 from countersign.domain.proposal_status import DECLINED, EXECUTING, EXPIRED, PENDING, SUPERSEDED
+from countersign.domain.seals import SealKeys
 from countersign.domain.uuids import new_id
 
-_Claim = Commit[ApprovalReport | CallOut | Failed] | Answer[ApprovalReport | CallOut | Failed]
+_Decided = ApprovalReport | CallOut | Failed | Unverified
+_Claim = Commit[_Decided] | Answer[_Decided]
 
 
 def claim_reads(seen: Proposal | None) -> list[UUID]:
@@ -96,11 +99,13 @@ def _decoded(contract: AnyContract, proposal: Proposal) -> tuple[Any, str] | str
 
 class ApprovePath:
     """An approval's steps up to its claim commit, on the service's contracts, settlement,
-    passkey check and clock (set by ``ProposalService.__init__``)."""
+    passkey check, seal keys and clock (set by ``ProposalService.__init__``)."""
 
     registry: Mapping[str, AnyContract]
     settlement: Settlement
     passkeys: PasskeyStep | None
+    #: None: no seal keys, nothing sealed nor checked (the service sets it).
+    seals: SealKeys | None = None
     clock: Clock
 
     def _claim(
@@ -148,11 +153,14 @@ class ApprovePath:
         now = self.clock.now()
         if proposal.status != PENDING or proposal.is_expired_at(now):
             return self._closed_to_approval(proposal, now)
-        # 4. Check the approval policy it was frozen under: whether the requester may approve
-        #    it; whether it takes a passkey, and this approval was signed with one of the
-        #    approver's over this proposal's digest; and whether this approval is the last one
-        #    its quorum needs, counting only earlier approvers who may still approve (rechecked
-        #    now). An earlier one is recorded alone; approving twice changes nothing.
+        # 4. With seal keys, check that what is stored of it is what was sealed when it was
+        #    proposed, before its policy decides anything (one that is not is set aside:
+        #    seal_check.py). Check the approval policy it was frozen under: whether the
+        #    requester may approve it; whether it takes a passkey, and this approval was
+        #    signed with one of the approver's over this proposal's digest; and whether this
+        #    approval is the last one its quorum needs, counting only earlier approvers who
+        #    may still approve (rechecked now). An earlier one is recorded alone; approving
+        #    twice changes nothing.
         approval = Approval(member, caller.recorded_credential)
         not_yet = self._policy_short_of_claim(
             store, proposal, org, contract, approval, now, passkey, signed
@@ -243,7 +251,14 @@ class ApprovePath:
         Before an approval may complete the quorum, every earlier one is rechecked: its
         approver must still be the same member (not gone, nor gone and back) holding the
         operation's permission. One that is not stays recorded and is marked as no longer
-        counting (``ApprovalLapsed``), in this decision's commit."""
+        counting (``ApprovalLapsed``), in this decision's commit.
+
+        With seal keys, first of all: a proposal whose stored record is not what was sealed
+        when it was proposed is set aside (``set_aside``), nothing approved nor claimed."""
+        if self.seals is not None:
+            problem = seal_problem(self.seals, proposal)
+            if problem is not None:
+                return set_aside(proposal, problem)
         email = approval.member.email
         if email == proposal.requested_by and not proposal.requester_may_approve:
             refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)

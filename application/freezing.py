@@ -25,6 +25,7 @@ from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
 from countersign.domain.scope import Scope
+from countersign.domain.seals import SealKeys
 from countersign.domain.uuids import id_text, new_id, new_id_prefix
 from countersign.domain.visible_text import NAME_LENGTH, plain_name
 
@@ -84,9 +85,11 @@ def freeze(
     expires_at: datetime,
     revision_of: Proposal | None = None,
     origin: dict[str, str] | None = None,
+    seals: SealKeys | None = None,
 ) -> Commit[ProposalCreated]:
     """Check the requester, resolve the contract against the facts, freeze the proposal
-    under the policy in force, and supersede what it replaces."""
+    under the policy in force (sealed with ``seals``' sealing key, if any), and supersede
+    what it replaces."""
     org = store.read(scope.organization_id, Organization)
     member = membership(org, caller.email)
     require_all(caller, member, contract.permission)
@@ -103,6 +106,7 @@ def freeze(
     # The new id kept at hand: ``proposal.id`` is a property of the library's (a call each).
     proposal_id = new_id()
     proposal = Proposal.propose(
+        seals=seals,
         id=proposal_id,
         organization_id=scope.organization_id,  # the organization's id: it was read by it
         section=str(contract.section),

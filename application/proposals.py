@@ -53,6 +53,7 @@ from countersign.application.reports import (
     not_found,
     outcome_text,
 )
+from countersign.application.seal_check import Unverified
 from countersign.application.settlement import (
     CallOut,
     Failed,
@@ -70,6 +71,7 @@ from countersign.domain.outcomes import (
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
 from countersign.domain.proposal_status import PENDING
+from countersign.domain.seals import SealKeys
 from countersign.domain.visible_text import visible_only
 
 log = logging.getLogger("countersign.proposals")
@@ -87,6 +89,7 @@ class ProposalService(ApprovePath):
         registry: Mapping[str, AnyContract] = REGISTRY,
         ttl: timedelta = timedelta(days=1),
         passkeys: PasskeyStep | None = None,
+        seals: SealKeys | None = None,
     ) -> None:
         self.store = store
         #: Calls a claimed external operation's provider and records how it ends.
@@ -94,6 +97,10 @@ class ProposalService(ApprovePath):
         #: Checks the passkey a proposal's policy may require (None: no passkey can be
         #: checked, so a proposal that requires one cannot be approved).
         self.passkeys = passkeys
+        #: The seal keys held outside the database (COUNTERSIGN_SEAL_KEYS): new proposals
+        #: are sealed, and one is approved only if its seal verifies (seal_check.py). None:
+        #: neither, the chain alone (docs/design.md, "Seals").
+        self.seals = seals
         self.clock = clock
         self.registry = registry
         self.ttl = ttl
@@ -137,6 +144,7 @@ class ProposalService(ApprovePath):
                 interaction_id=interaction_id,
                 expires_at=self.clock.now() + self.ttl,
                 origin=clean_origin(origin),
+                seals=self.seals,
             ),
         )
 
@@ -173,6 +181,7 @@ class ProposalService(ApprovePath):
                 interaction_id=original.interaction_id,
                 expires_at=self.clock.now() + self.ttl,
                 revision_of=store.get(pid, Proposal),
+                seals=self.seals,
             ),
         )
 
@@ -213,7 +222,7 @@ class ProposalService(ApprovePath):
             return self._damaged(proposal_id, pid, caller, damaged)
         if isinstance(claimed, CallOut):
             return self.settlement.call_out(claimed)
-        if isinstance(claimed, Failed):
+        if isinstance(claimed, (Failed, Unverified)):
             claimed.log()  # the commit stands: its correlation id is the stored one
             return claimed.report
         return claimed

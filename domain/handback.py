@@ -34,6 +34,28 @@ SHARED_REASONS: dict[str, Localized] = {
         "The record this proposal acts on is no longer available.",
         "L'élément visé par cette proposition n'est plus disponible.",
     ),
+    # A proposal set aside at approval because its record does not verify against its seal
+    # (application/seal_check.py); ``reference`` is the correlation id in the logs.
+    "proposal_unsealed": Localized(
+        "This proposal has no seal from this server (it was made before proposals were "
+        "sealed, or its seal was removed), so what it says could not be verified and it was "
+        "not approved. Reference: {reference}.",
+        "Cette proposition n'a pas de sceau de ce serveur (elle date d'avant le scellement des "
+        "propositions, ou son sceau a été retiré) : son contenu n'a pas pu être vérifié et "
+        "elle n'a pas été approuvée. Référence : {reference}.",
+    ),
+    "proposal_seal_invalid": Localized(
+        "This proposal's stored record is not the one sealed when it was proposed, so it was "
+        "not approved. Reference: {reference}.",
+        "L'enregistrement de cette proposition n'est plus celui qui a été scellé lors de sa "
+        "création : elle n'a pas été approuvée. Référence : {reference}.",
+    ),
+    "proposal_seal_key_unknown": Localized(
+        "This proposal was sealed with the key {key_id}, which this server does not hold, so "
+        "it could not be verified and was not approved. Reference: {reference}.",
+        "Cette proposition a été scellée avec la clé {key_id}, que ce serveur n'a pas : elle "
+        "n'a pas pu être vérifiée et n'a pas été approuvée. Référence : {reference}.",
+    ),
 }
 """Reasons the lifecycle itself records, whatever the operation. Each contract declares the
 reasons it raises (``revision_reasons``)."""

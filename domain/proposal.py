@@ -27,7 +27,8 @@ from countersign.domain.proposal_status import (
     status_at,
 )
 from countersign.domain.scope import Scope, Section
-from eventsourcing.domain import Aggregate, event
+from countersign.domain.seals import SealKeys
+from eventsourcing.domain import Aggregate
 
 __all__ = ["FINISHED", "Proposal", "ProposalStatus", "SupersessionReason"]
 
@@ -53,8 +54,9 @@ class Proposal(Aggregate):
 
     #: Read as None from a proposal's state taken before it was recorded (``__init__``).
     requested_through: str | None = None
+    #: Read as None from a proposal's state taken before seals were recorded (``__init__``).
+    seal: dict[str, str] | None = None
 
-    @event("Proposed")
     def __init__(
         self,
         *,
@@ -77,10 +79,12 @@ class Proposal(Aggregate):
         origin: dict[str, str] | None = None,
         resource_key: str | None = None,
         requested_through: str | None = None,
+        seal: dict[str, str] | None = None,
     ) -> None:
-        # The last six are absent from events stored before revisions, policies, origins,
+        # Applies ``Proposed`` (proposal_events.py), whose fields these are. The last six
+        # before ``seal`` are absent from events stored before revisions, policies, origins,
         # keys and credentials: a decoded old event keeps what it stored, and its chain link
-        # covers only that.
+        # covers only that. ``seal`` is None in version 1 events (its upcaster).
         self.chain = chain
         self.organization_id = organization_id
         self.section = section
@@ -121,6 +125,9 @@ class Proposal(Aggregate):
         #: MCP server over stdio, an agent framework), ``agent_token:<name>`` or
         #: ``approver_token:<name>``; None in events stored before it was recorded.
         self.requested_through = requested_through
+        #: The seal of its first link under a key held outside the database
+        #: (``{"key_id", "mac"}``, domain/seals.py); None when made without seal keys.
+        self.seal = seal
         #: Who has approved so far and still counts, in order (a quorum policy asks for
         #: several people); an approval that no longer counts moves to ``lapsed_approvals``.
         self.approvals: tuple[str, ...] = ()
@@ -140,10 +147,11 @@ class Proposal(Aggregate):
         self.superseded_reason: str | None = None
 
     @classmethod
-    def propose(cls, **fields: Any) -> Proposal:
+    def propose(cls, *, seals: SealKeys | None = None, **fields: Any) -> Proposal:
         """Create a proposal whose first event opens its hash chain. Without a ``digest``,
         its contract digest is computed here, with the first link, from the same walk of
-        its arguments and preview."""
+        its arguments and preview. With ``seals``, the first link is sealed under the
+        sealing key (one HMAC, domain/seals.py)."""
         # eventsourcing 9.5.6 asks for every keyword-only argument of an event-decorated
         # __init__, defaults or not, when the aggregate is created. (Tested first, in C:
         # freezing gives them all, and a dict made again of twenty fields costs about 5,700
@@ -154,14 +162,44 @@ class Proposal(Aggregate):
         # the library matching every field against ``__init__``'s signature first (about
         # 36,000 instructions): every field is given here, and the event's ``__init__``
         # refuses a missing or an unknown one as ever.
-        proposed = cls.Proposed  # type: ignore[attr-defined]  # made by @event("Proposed")
+        proposed = cls.Proposed
         at = _now()
         if "digest" not in fields:
             digest, chain = proposed_digest_and_link(fields, at)
-            return cls._create(proposed, **fields, digest=digest, chain=chain, timestamp=at)
+            seal = None if seals is None else seals.seal(fields["id"], chain)
+            return cls._create(
+                proposed, **fields, digest=digest, chain=chain, seal=seal, timestamp=at
+            )
         content = {key: value for key, value in fields.items() if key != "id"}
         chain = chain_link("", 1, "Proposed", content, at)
-        return cls._create(proposed, **fields, chain=chain, timestamp=at)
+        seal = None if seals is None else seals.seal(fields["id"], chain)
+        return cls._create(proposed, **fields, chain=chain, seal=seal, timestamp=at)
+
+    def first_link(self) -> str:
+        """The first link of its chain, made again from its state: what its ``Proposed``
+        event stored, read back (or a snapshot of it), its digest and time included. A
+        proposal made since seals were recorded stored every field, so these are exactly the
+        fields its link covered."""
+        fields: dict[str, Any] = {
+            "organization_id": self.organization_id,
+            "section": self.section,
+            "resource_id": self.resource_id,
+            "requested_by": self.requested_by,
+            "interaction_id": self.interaction_id,
+            "kind": self.kind,
+            "contract_version": self.contract_version,
+            "arguments": self.arguments,
+            "preview": self.preview,
+            "expires_at": self.expires_at,
+            "digest": self.digest,
+            "request": self.request,
+            "revision_of": self.revision_of,
+            "policy": self.policy,
+            "origin": self.origin,
+            "resource_key": self.resource_key,
+            "requested_through": self.requested_through,
+        }
+        return chain_link("", 1, "Proposed", fields, self.created_on)
 
     def _trigger(self, event_class: type[Any], event_type: str, fields: dict[str, Any]) -> None:
         """Trigger the next event of ``fields``, linked to the chain with its time."""
@@ -327,6 +365,13 @@ class Proposal(Aggregate):
         self._trigger(self.Declined, "Declined", fields)
         self._require_revision(outcome)
 
+    def set_aside_unverified(self, outcome: dict[str, Any]) -> None:
+        """pending -> revision_required, nothing approved nor claimed: its stored record
+        does not verify against its seal (application/seal_check.py), so nothing it says,
+        its policy, quorum or expiry included, may decide an approval."""
+        self.check_is("approve", PENDING)
+        self._require_revision(outcome)
+
     def expire(self, at: datetime) -> None:
         self.check_is("expire", PENDING)
         self._trigger(self.Expired, "Expired", {"at": at})
@@ -336,10 +381,11 @@ class Proposal(Aggregate):
 
     # -- events (replayed on load: they never raise and never look outside) -----------------
     #
-    # ``Proposed`` is made by ``@event("Proposed")`` on ``__init__``; the others are defined
-    # in proposal_events.py, and the library makes each here the aggregate's own subclass,
-    # ``Proposal.<Name>`` in this module: the topics they are stored under, as ever.
+    # Defined in proposal_events.py, and the library makes each here the aggregate's own
+    # subclass, ``Proposal.<Name>`` in this module: the topics they are stored under, as ever
+    # (``Proposed``, the "created" event, is applied by ``__init__``).
 
+    Proposed = proposal_events.Proposed
     Approved = proposal_events.Approved
     ApprovalLapsed = proposal_events.ApprovalLapsed
     Claimed = proposal_events.Claimed

@@ -1,5 +1,6 @@
-"""The Proposal aggregate's events after ``Proposed``: what each records and how it applies
-itself (replayed on load: they never raise and never look outside).
+"""The Proposal aggregate's events: ``Proposed``, which creates it (its ``__init__`` applies
+it), and the events after it, what each records and how it applies itself (replayed on load:
+they never raise and never look outside).
 
 Each event class applies itself (``apply``), and a command of the aggregate triggers it with
 ``trigger_event``: the library's explicit style, which costs less than half of its ``@event``
@@ -36,6 +37,47 @@ from eventsourcing.domain import Aggregate
 
 if TYPE_CHECKING:
     from countersign.domain.proposal import Proposal
+
+
+class Proposed(Aggregate.Created):
+    """A proposal frozen for people to approve: the operation, its arguments and preview,
+    their contract digest, the policy and expiry it was frozen under, and the first link of
+    its hash chain. Its fields are ``Proposal.__init__``'s, in its order (the fields added
+    after the first release default to None there: events stored before them lack them).
+
+    Version 2 adds ``seal``: the HMAC of the first link and the proposal's id under a key
+    held outside the database, with that key's id (``{"key_id", "mac"}``, domain/seals.py),
+    or None when no key is configured. The seal is outside the link it seals, like
+    ``chain`` itself. Version 2 is an explicit class (version 1 was made by
+    ``@event("Proposed")`` on ``__init__``, which cannot carry a version), stored under the
+    same topic, ``countersign.domain.proposal:Proposal.Proposed``."""
+
+    class_version = 2
+    organization_id: UUID
+    section: str
+    resource_id: UUID
+    requested_by: str
+    interaction_id: str
+    kind: str
+    contract_version: int
+    arguments: dict[str, Any]
+    preview: dict[str, Any]
+    expires_at: datetime
+    digest: str
+    chain: str
+    request: dict[str, Any] | None
+    revision_of: UUID | None
+    policy: dict[str, Any] | None
+    origin: dict[str, str] | None
+    resource_key: str | None
+    requested_through: str | None
+    seal: dict[str, str] | None
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """Version 1 (up to 257e0cd) had no seal: every proposal before version 2 was made
+        without one, which a deployment holding seal keys refuses to approve."""
+        state["seal"] = None
 
 
 class Approved(Aggregate.Event):

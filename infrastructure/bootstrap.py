@@ -238,6 +238,7 @@ def bootstrap(
         clock,
         ttl=timedelta(seconds=settings.proposal_ttl_seconds),
         passkeys=PasskeyStep(ceremonies, clock),
+        seals=settings.seal_keys,
     )
     cards = ProposalCards(store, clock, lease=lease, passes=sweeper_passes)
     limiter = ProposalLimiter(

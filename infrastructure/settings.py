@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import ceil
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlparse
@@ -16,6 +16,8 @@ from countersign.application.assistant.turn_limits import (
     MAX_CONCURRENT_TURNS,
 )
 from countersign.application.proposal_limit import RateLimit
+from countersign.domain.seals import SealKeys
+from countersign.infrastructure.seal_keys import SealKeysError, seal_keys_from_env
 
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
 #: The origins passkeys' pages are served from (``Settings.webauthn_origins``); ``serve``
@@ -92,6 +94,10 @@ class Settings:
     #: (each connection's statement_timeout and lock_timeout); past it the request answers
     #: that the database did not answer. None: no limit (the maintenance commands).
     database_timeout: float | None = DEFAULT_DATABASE_TIMEOUT
+    #: COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE): the keys, held outside the
+    #: database, that seal each new proposal (the first) and verify a proposal's seal
+    #: before it is approved and in ``audit verify`` (every one). None: no seals.
+    seal_keys: SealKeys | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
@@ -136,6 +142,10 @@ class Settings:
             DEFAULT_DATABASE_TIMEOUT,
         )
         limit = _rate("COUNTERSIGN_PROPOSAL_LIMIT", DEFAULT_PROPOSAL_LIMIT)
+        try:
+            seal_keys = seal_keys_from_env()
+        except SealKeysError as error:
+            raise SettingsError(str(error)) from None
         return cls(
             turns_per_club=_turns_per_club(),
             turn_limit=_rate("COUNTERSIGN_TURN_LIMIT", str(DEFAULT_TURN_LIMIT)),
@@ -150,6 +160,7 @@ class Settings:
             ready_max_lag=int(max_lag),
             proposal_limit=limit,
             database_timeout=database_timeout,
+            seal_keys=seal_keys,
         )
 
 

@@ -38,6 +38,9 @@ its own to the total and to any attributed callable that encloses it.
         countersign.application.proposals:ProposalService.approve \
         countersign.infrastructure.persistence.event_store:EventSourcedStore.save
 
+``COUNTERSIGN_SEAL_KEYS``, when set, is the cycling instance's (docs/design.md, "Seals"): the
+cycle then seals each proposal and checks its seal at approval.
+
 ``--inner`` is the process valgrind runs; not for use by hand.
 """
 
@@ -116,13 +119,14 @@ def inner(
     """The process under callgrind: seed, warm up, then the measured cycles in a callback."""
     from bench import Fixture, make_fixture, one_cycle, prepare_postgres
     from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.seal_keys import seal_keys_from_env
     from countersign.infrastructure.settings import Settings
 
     if backend == "postgres":
         prepare_postgres(url)
     else:
         url = f"sqlite:///{tempfile.mkdtemp(prefix='cycle-instr-')}/countersign.db"
-    cs = bootstrap(Settings(database_url=url))
+    cs = bootstrap(Settings(database_url=url, seal_keys=seal_keys_from_env()))
     try:
         card = operation == "card"
         if card:

@@ -46,6 +46,7 @@ def _proposal_fields() -> dict[str, Any]:
         "origin": None,
         "resource_key": None,
         "requested_through": "person",
+        "seal": {"key_id": "k1", "mac": "the seal"},
         "digest": "the digest",
         "chain": "the first link",
     }
@@ -93,10 +94,11 @@ def test_a_proposal_is_the_library_s_key_for_key():
 
 def test_a_proposal_made_as_the_domain_makes_it_is_too():
     fields = _proposal_fields()
-    del fields["digest"], fields["chain"]
+    del fields["digest"], fields["chain"], fields["seal"]
     before = datetime.now(tz=UTC)
     made = Proposal.propose(**fields)
-    original = _by_library(Proposal, **{**fields, "digest": made.digest, "chain": made.chain})
+    made_again = {"digest": made.digest, "chain": made.chain, "seal": made.seal}
+    original = _by_library(Proposal, **{**fields, **made_again})
     assert list(vars(made)) == list(vars(original))
     assert {k: v for k, v in vars(made).items() if k not in _TIMES} == {
         k: v for k, v in vars(original).items() if k not in _TIMES

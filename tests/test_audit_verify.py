@@ -28,8 +28,9 @@ from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table
 MALLORY = "mallory@evil.example"
 DRAFT_REQUEST = {"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"}
 PROPOSAL_TOPIC = "countersign.domain.proposal:Proposal."
-# What a proposal event's link covers is everything but its envelope (Proposal.propose/_link).
-ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
+# What a proposal event's link covers is everything but its envelope (Proposal.propose/_link),
+# and a Proposed event's seal (outside the link it seals).
+ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain", "seal"}
 
 # The story's proposals, in log order, and their events.
 LIFECYCLES = {

@@ -121,6 +121,7 @@ def _domain_events() -> list[Any]:
         origin=None,
         resource_key=None,
         requested_through="person",
+        seal={"key_id": "k1", "mac": "m" * 64},
     )
     return [*slot.collect_events(), *proposal.collect_events()]
 
@@ -252,6 +253,7 @@ def _proposal_fields() -> dict[str, Any]:
         "origin": None,
         "resource_key": "rk",
         "requested_through": "agent_token:ops",
+        "seal": None,
         "digest": "the digest",
         "chain": "the first link",
     }

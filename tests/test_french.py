@@ -40,7 +40,7 @@ from countersign.infrastructure.entrypoints.web.views import money, proposal_vie
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from tests.conftest import AVA, REFUND, TO_CARD
-from tests.test_contract_metadata import example, raised_reasons
+from tests.test_contract_metadata import example, placeholders, raised_reasons
 
 GOLDEN = Path(__file__).parent / "contracts" / "golden"
 
@@ -84,7 +84,10 @@ def stored_outcomes(contract: AnyContract) -> list[dict[str, Any]]:
     raised = raised_reasons(contract)
     for code in [*contract.revision_reasons, *SHARED_REASONS]:
         params: dict[str, Any] = {"currency": "CAD"}
-        for name in raised.get(code, set()):
+        # The lifecycle's own reasons take what their sentences name (a set-aside proposal's
+        # ``reference``, application/seal_check.py).
+        shared = placeholders(SHARED_REASONS[code].en) if code in SHARED_REASONS else set()
+        for name in raised.get(code, set()) | shared:
             params[name] = 2500 if name.endswith(("_cents", "_count")) else f"<{name}>"
         outcomes.append({"kind": "revision_required", "reason": {"code": code, "params": params}})
     return outcomes

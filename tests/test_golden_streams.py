@@ -41,6 +41,7 @@ from countersign.domain.outcomes import (
     outcome_from_stored,
 )
 from countersign.domain.proposal import Proposal
+from countersign.domain.seals import SealKeys
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -56,6 +57,7 @@ from tests.conftest import AVA, MIA, events_table
 from tests.test_corrupt_records import _rewrite_state
 
 NOAH = "noah@granite.example"
+REFUND_KIND = "order.refund_missing_discount"
 FIXTURES = Path(__file__).parent / "fixtures"
 #: Every release's golden stream from cdaaaa4 on (older fixtures have their own test).
 RELEASES = sorted(
@@ -488,6 +490,47 @@ def test_the_upcaster_adds_the_credential_membership_and_passkey_as_unknown():
     assert state["membership_id"] is None
     assert state["passkey"] is None  # every approval before version 3 was given without one
     assert Proposal.Approved.class_version == 3
+
+
+def test_golden_proposals_read_without_a_seal_and_are_set_aside_where_keys_are_held(golden):
+    """Every release before seals wrote ``Proposed`` at version 1, without one: it reads with
+    ``seal`` None (its upcaster), its link still verifies, and a deployment that holds seal
+    keys sets a pending one aside as unsealed at approval, executing nothing (a proposal made
+    today is version 2: tests/test_proposal_seals.py)."""
+    cs, manifest = golden
+    for proposal_id in manifest["proposals"].values():
+        written = _stored_state(cs, proposal_id, 1)
+        assert "class_version" not in written
+        assert "seal" not in written
+        assert cs.store.get(UUID(proposal_id), Proposal).seal is None
+    assert verify(cs.app, cs.sql).ok
+    keys = SealKeys([("k1", b"golden-seal-secret-0123456789abcdef")])
+    keyed = bootstrap(
+        Settings(database_url=cs.settings.database_url, seal_keys=keys), clock=cs.clock
+    )
+    try:
+        pending = manifest["proposals"]["awaiting_second_approval"]
+        report = keyed.access.approve(pending, NOAH)
+        assert report.status == "revision_required"
+        assert report.outcome is not None
+        assert report.outcome["reason"]["code"] == "proposal_unsealed"
+        assert [e.type for e in keyed.store.history(UUID(pending))][-1] == "RevisionRequired"
+        checked = verify(keyed.app, keyed.sql, seals=keys).to_json()
+        assert checked["ok"] is True
+        seals = checked["seals"]
+        assert (seals["sealed_proposals"], seals["unsealed_proposals"]) == (
+            0,
+            len(manifest["proposals"]),
+        )
+    finally:
+        keyed.close()
+
+
+def test_the_upcaster_adds_no_seal():
+    state: dict[str, Any] = {"kind": REFUND_KIND, "chain": "c"}
+    Proposal.Proposed.upcast_v1_v2(state)
+    assert state == {"kind": REFUND_KIND, "chain": "c", "seal": None}
+    assert Proposal.Proposed.class_version == 2
 
 
 def test_an_approval_from_a_version_after_this_one_fails_closed(golden):

@@ -165,11 +165,13 @@ def test_a_snapshot_stored_before_the_split_decodes_and_is_taken_again_the_same(
     again = mapper.to_stored_event(taken)
     expected = stored.state
     if isinstance(replayed, Proposal):
-        # Its events were stored before the requester's credential was recorded: it replays
-        # as not known, and a snapshot taken now says so after the resource's key.
-        assert replayed.requested_through is None
+        # Its events were stored before the requester's credential and seals were recorded:
+        # it replays with neither, and a snapshot taken now says so after the resource's key.
+        assert (replayed.requested_through, replayed.seal) == (None, None)
         expected = re.sub(
-            rb'("resource_key":(?:null|"[^"]*"))', rb'\1,"requested_through":null', expected
+            rb'("resource_key":(?:null|"[^"]*"))',
+            rb'\1,"requested_through":null,"seal":null',
+            expected,
         )
     assert (again.topic, again.state) == (stored.topic, expected)
 

@@ -13,6 +13,11 @@ signature against the public key the approver's ``PasskeyRegistered`` event hold
 passkeys included), and its challenge against this proposal's contract digest, id and
 approver (``assertion_problem``). A proposal whose assertion does not hold is named like a
 broken link.
+
+With seal keys (``COUNTERSIGN_SEAL_KEYS``), each proposal's seal is checked against the first
+link, once the chain holds (``seals.py``): a proposal without one (made before keys were
+configured, or its seal removed) is counted and listed as unsealed, and one whose seal is
+under a key not held, or is not its link's, as badly sealed, which fails the check.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from uuid import UUID
 from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.hash_chain import chain_link
 from countersign.domain.proposal import Proposal
+from countersign.domain.seals import SealKeys
+from countersign.infrastructure.audit.seals import SealReport
 from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
@@ -50,12 +57,15 @@ class VerifyReport:
     #: plug-in's aggregates while it is not enabled): not checked, said.
     unread: dict[str, int] = field(default_factory=dict)
     broken: list[dict[str, Any]] = field(default_factory=list)
+    #: What the seals showed, with seal keys configured (None: not checked).
+    seals: SealReport | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.broken
+        return not self.broken and (self.seals is None or self.seals.ok)
 
     def to_json(self) -> dict[str, Any]:
+        seals = {} if self.seals is None else {"seals": self.seals.to_json()}
         return {
             "ok": self.ok,
             "proposals_checked": self.proposals,
@@ -67,6 +77,7 @@ class VerifyReport:
             # Each broken proposal's first broken link, in the log's order (the first
             # ``LISTED``: a store broken throughout would otherwise be a document as large).
             "broken_links": self.broken[:LISTED],
+            **seals,
         }
 
 
@@ -81,8 +92,10 @@ def verify(
     app: CountersignApplication,
     sql: SqlDatabase,
     progress: Callable[[int], None] | None = None,
+    seals: SealKeys | None = None,
 ) -> VerifyReport:
-    report = VerifyReport()
+    """Check every proposal's stream; with ``seals``, every proposal's seal too."""
+    report = VerifyReport(seals=None if seals is None else SealReport(seals))
     trail = AuditedLinks(sql)
     for proposal_id in _proposal_ids(app, trail.proposal_ids(), report):
         report.proposals += 1
@@ -121,15 +134,15 @@ def _check(
         version = event.originator_version
         if version != expected_version:
             return {"version": expected_version, "problem": "event removed (version gap)"}
-        fields = {k: v for k, v in written.items() if k not in _ENVELOPE}
-        if type(event).__name__ == "Proposed":
-            fields.pop("id", None)
+        fields = _linked_fields(type(event).__name__, written)
         stored = written.get("chain")
         link = _link(previous, version, type(event).__name__, fields, written, report)
         if link is None:
             return {"version": version, "problem": MISMATCH}
         if version in audited and audited[version] != stored:
             return {"version": version, "problem": "link differs from the audit trail's copy"}
+        if version == 1 and report.seals is not None:
+            report.seals.check(proposal_id, link, written)
         previous = link
         if type(event).__name__ == "Approved":
             problem = _approval_problem(app, events[0][1], proposal_id, written)
@@ -138,6 +151,16 @@ def _check(
     if audited and max(audited) > len(events):
         return {"version": len(events) + 1, "problem": "event removed (audited, now missing)"}
     return _replay_problem(events)
+
+
+def _linked_fields(event_type: str, written: dict[str, Any]) -> dict[str, Any]:
+    """What an event's link covers of its stored state: its fields without the envelope, and
+    a ``Proposed`` event's without its id and its seal (which is outside the link it seals)."""
+    fields = {k: v for k, v in written.items() if k not in _ENVELOPE}
+    if event_type == "Proposed":
+        fields.pop("id", None)
+        fields.pop("seal", None)
+    return fields
 
 
 def _link(

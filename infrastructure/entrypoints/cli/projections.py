@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from countersign.domain.errors import NotFoundError
@@ -182,7 +182,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     # once it has run a while (a short check stays silent, for the cron job reading stderr),
     # and, off a terminal, every half minute rather than every second (a cron job's mail).
     progress = Progress("audit verify", 0, every=30.0, unit="proposals", quiet_for=VERIFY_QUIET_FOR)
-    report = verify(cs.app, cs.sql, progress.advance).to_json()
+    report = verify(cs.app, cs.sql, progress.advance, cs.settings.seal_keys).to_json()
     progress.finish()
     unlinked = report["events_with_unlinked_times"]
     times = (
@@ -198,11 +198,16 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
             + ", ".join(f"{package} ({count:,})" for package, count in unread.items())
             + " (a plug-in that is not enabled?)."
         )
+    seals = report.get("seals")
+    if seals is not None:
+        times += seals_summary(seals)
     if report["ok"]:
         text = (
             f"audit verify: OK, {report['events_checked']:,} events of "
             f"{report['proposals_checked']:,} proposals; every hash-chain link holds.{times}"
         )
+    elif not report["broken_proposals"] and seals is not None:
+        raise FaultFoundError(report, badly_sealed_text(seals))  # exit status 5
     else:
         count = report["broken_proposals"]
         lines = [
@@ -218,8 +223,37 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
                 f"  and {count - len(shown):,} more (--json lists the first "
                 f"{len(report['broken_links']):,})"
             )
+        if seals is not None and seals["badly_sealed_proposals"]:
+            lines.append(badly_sealed_text(seals))
         raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
     return report, text
+
+
+def seals_summary(seals: dict[str, Any]) -> str:
+    """What the seals showed, after the chain's verdict (with seal keys configured)."""
+    text = f" Seals: {seals['sealed_proposals']:,} proposals sealed and verified"
+    unsealed = seals["unsealed_proposals"]
+    if unsealed:
+        text += (
+            f"; {unsealed:,} without a seal (made before seal keys were configured, or their "
+            "seal removed): proved by the chain alone, and refused at approval (--json lists "
+            "them)"
+        )
+    return text + "."
+
+
+def badly_sealed_text(seals: dict[str, Any]) -> str:
+    """The proposals whose seal does not verify, each named (``BROKEN_SHOWN`` of them)."""
+    count = seals["badly_sealed_proposals"]
+    lines = [
+        f"audit verify: BADLY SEALED: {count} proposal{'s' if count != 1 else ''} whose seal "
+        "does not verify under the configured keys:"
+    ]
+    shown = seals["badly_sealed"][:BROKEN_SHOWN]
+    lines += [f"  proposal {b['proposal_id']}: {b['problem']}" for b in shown]
+    if count > len(shown):
+        lines.append(f"  and {count - len(shown):,} more (--json lists them)")
+    return "\n".join(lines)
 
 
 #: Broken proposals ``audit verify`` lists on the terminal (``--json``: verify.LISTED).

@@ -1,0 +1,77 @@
+"""The approve path's seal check (docs/design.md, "Seals"): with seal keys configured, a
+proposal is approved only if its seal is the seal of what is stored.
+
+The first link of its chain is made again from its state, which is what its ``Proposed``
+event stored (or a snapshot of it): its arguments, preview, digest, policy, expiry and time.
+A proposal with no seal, a seal
+under a key not held here, or a seal that is not the link's, is set aside before anything of
+its record decides the approval: its RevisionRequired outcome says why and asks for a new
+proposal, which is frozen again from the request under the policy in force, and sealed.
+Nothing is approved, claimed or executed; the log has the correlation id the outcome shows.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from uuid import UUID
+
+from countersign.application.errors import new_correlation_id
+from countersign.application.ports import Commit
+from countersign.application.reports import ApprovalReport, approval_report
+from countersign.application.settlement import revision_required
+from countersign.domain.outcomes import ReasonParam, RevisionReason
+from countersign.domain.proposal import Proposal
+from countersign.domain.seals import SealKeys, SealProblem
+
+log = logging.getLogger("countersign.proposals")
+
+#: The revision reason a proposal set aside records, by its seal's problem (their sentences
+#: are domain/handback.py's SHARED_REASONS).
+REASONS = {
+    "unsealed": "proposal_unsealed",
+    "unknown_key": "proposal_seal_key_unknown",
+    "mismatch": "proposal_seal_invalid",
+}
+
+
+def seal_problem(seals: SealKeys, proposal: Proposal) -> SealProblem | None:
+    """Why ``proposal``'s seal does not prove what is stored of it, or None when it does.
+    The link covers the stored contract digest, which step 6 checks against the stored
+    arguments and preview (and an approver's passkey signs)."""
+    seal = proposal.seal
+    if not seal:
+        return SealProblem("unsealed")
+    return seals.problem(proposal.id, proposal.first_link(), seal)
+
+
+@dataclass(frozen=True)
+class Unverified:
+    """A proposal set aside as unverified, and what to log once that commit stands (a
+    decision may run again, and only its last run's correlation id is stored)."""
+
+    report: ApprovalReport
+    proposal_id: UUID
+    problem: SealProblem
+    correlation_id: str
+
+    def log(self) -> None:
+        log.error(
+            "proposal %s not approved: it %s; set aside for a new proposal, correlation id %s",
+            self.proposal_id,
+            self.problem.text,
+            self.correlation_id,
+        )
+
+
+def set_aside(proposal: Proposal, problem: SealProblem) -> Commit[Unverified]:
+    """Record that ``proposal`` does not verify against its seal (RevisionRequired, for the
+    reason ``REASONS`` names), with a correlation id to log once its commit stands."""
+    correlation_id = new_correlation_id()
+    params: dict[str, ReasonParam] = {"reference": correlation_id}
+    if problem.kind == "unknown_key":
+        params["key_id"] = problem.key_id or "?"
+    reason = RevisionReason(code=REASONS[problem.kind], params=params)
+    proposal.set_aside_unverified(revision_required(reason))
+    unverified = Unverified(approval_report(proposal), proposal.id, problem, correlation_id)
+    return Commit([proposal], unverified)

@@ -1,0 +1,119 @@
+"""Proposal seals: an anchor for what people approve, held outside the database.
+
+The hash chain proves a stream was not altered since its links were made, but anyone who can
+write the database can change a pending proposal's frozen policy or expiry and make every
+link again. A seal is an HMAC-SHA256, under a key the database never holds, over the first
+link of a proposal's chain (which covers its frozen arguments, preview, digest, policy,
+expiry and time) and its id: a writer without the key can change the proposal, but not make
+the seal of what they changed (docs/design.md, "Seals").
+
+Keys have ids so that they can be rotated: the first key seals, and every key held verifies.
+A seal is stored with its key's id, on the ``Proposed`` event (version 2), outside its own
+link.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+#: What a seal's MAC covers before the proposal's id and first link: a fixed label, so that
+#: a MAC made with the same key for anything else is never a seal.
+_LABEL = b"countersign proposal seal v1\0"
+
+SealProblemKind = Literal["unsealed", "unknown_key", "mismatch"]
+
+#: What a key's id may be: a short label of plain characters (it is named in logs, in
+#: ``audit verify``'s report and in the outcome of a proposal sealed with a key not held).
+KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,31}")
+
+
+def plain_key_id(value: object) -> str | None:
+    """``value`` if it is a key id as ``KEY_ID`` has them, else None: a stored seal's id is
+    named only if it is one (a tampered one may be anything)."""
+    return value if isinstance(value, str) and KEY_ID.fullmatch(value) else None
+
+
+@dataclass(frozen=True)
+class SealProblem:
+    """Why a proposal's seal does not prove it: it has none (``unsealed``: proposed before
+    keys were configured, or its seal was removed), its key is not one held here
+    (``unknown_key``, naming it), or it is not the seal of what is stored (``mismatch``)."""
+
+    kind: SealProblemKind
+    #: The seal's key id, when it is one (``plain_key_id``; None: none, or not a key id).
+    key_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The problem in a few words, for the logs and ``audit verify``."""
+        if self.kind == "unsealed":
+            return "has no seal"
+        if self.kind == "unknown_key":
+            named = "an unreadable key id" if self.key_id is None else f"key {self.key_id!r}"
+            return f"is sealed with {named}, which is not configured"
+        key = "" if self.key_id is None else f" (key {self.key_id!r})"
+        return f"does not match its seal{key}"
+
+
+class SealKeys:
+    """The seal keys held by this process, in order: the first seals, every one verifies.
+    Its ``repr`` names the ids alone, never a key."""
+
+    __slots__ = ("_keys", "_sealing_id", "_sealing_key")
+
+    def __init__(self, keys: Sequence[tuple[str, bytes]]) -> None:
+        if not keys:
+            raise ValueError("at least one seal key is needed")
+        ids = [key_id for key_id, _ in keys]
+        if len(set(ids)) != len(ids):
+            raise ValueError("each seal key needs an id of its own")
+        self._keys: dict[str, bytes] = dict(keys)
+        self._sealing_id, self._sealing_key = keys[0]
+
+    @property
+    def sealing_id(self) -> str:
+        """The id of the key new proposals are sealed with."""
+        return self._sealing_id
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every key's id, the sealing key's first."""
+        return tuple(self._keys)
+
+    def __repr__(self) -> str:
+        return f"SealKeys(ids={self.ids!r})"
+
+    def seal(self, proposal_id: UUID, first_link: str) -> dict[str, str]:
+        """The seal of a proposal whose chain opens with ``first_link``, under the sealing
+        key: what its ``Proposed`` event stores (``seal``)."""
+        return {"key_id": self._sealing_id, "mac": _mac(self._sealing_key, proposal_id, first_link)}
+
+    def problem(
+        self, proposal_id: UUID, first_link: str, seal: Mapping[str, Any] | None
+    ) -> SealProblem | None:
+        """Why ``seal`` is not the seal of the proposal ``proposal_id`` whose chain opens with
+        ``first_link`` (the link made again from what is stored), or None when it is."""
+        if not seal:
+            return SealProblem("unsealed")
+        key_id = seal.get("key_id")
+        key = self._keys.get(key_id) if isinstance(key_id, str) else None
+        if key is None:
+            return SealProblem("unknown_key", plain_key_id(key_id))
+        mac = seal.get("mac")
+        if (
+            not isinstance(mac, str)
+            or not mac.isascii()
+            or not hmac.compare_digest(mac, _mac(key, proposal_id, first_link))
+        ):
+            return SealProblem("mismatch", key_id)
+        return None
+
+
+def _mac(key: bytes, proposal_id: UUID, first_link: str) -> str:
+    message = b"%s%s\0%s" % (_LABEL, str(proposal_id).encode(), first_link.encode())
+    return hmac.digest(key, message, "sha256").hex()

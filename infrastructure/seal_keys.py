@@ -1,0 +1,82 @@
+"""The seal keys, from the environment: held outside the database (docs/design.md, "Seals").
+
+``COUNTERSIGN_SEAL_KEYS`` lists them as ``ID:SECRET`` separated by commas, the sealing key
+first; or ``COUNTERSIGN_SEAL_KEYS_FILE`` names a file of them, one ``ID:SECRET`` a line
+(blank lines and lines starting with ``#`` ignored), for a secret store that mounts files.
+Neither set: no seals (the chain alone proves the streams, as before). A value countersign
+cannot use is refused at start, saying what to do, and never quoting a secret.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from countersign.domain.seals import KEY_ID, SealKeys
+
+SEAL_KEYS_ENV = "COUNTERSIGN_SEAL_KEYS"
+SEAL_KEYS_FILE_ENV = "COUNTERSIGN_SEAL_KEYS_FILE"
+#: The fewest characters a secret may have: 32 random characters or more (``openssl rand
+#: -base64 32`` gives 44), as an HMAC-SHA256 key.
+MIN_SECRET = 32
+_HOW = (
+    "list keys as ID:SECRET separated by commas, the sealing key first (an id of letters, "
+    "digits, '.', '_' or '-', up to 32; a secret of at least 32 characters without spaces or "
+    "commas, such as `openssl rand -base64 32` prints)"
+)
+
+
+class SealKeysError(ValueError):
+    """A seal key setting countersign cannot use; the message says the fix."""
+
+
+def seal_keys_from_env() -> SealKeys | None:
+    """The keys ``COUNTERSIGN_SEAL_KEYS`` or ``COUNTERSIGN_SEAL_KEYS_FILE`` give, checked;
+    None when neither is set."""
+    listed = os.environ.get(SEAL_KEYS_ENV, "").strip()
+    path = os.environ.get(SEAL_KEYS_FILE_ENV, "").strip()
+    if listed and path:
+        raise SealKeysError(
+            f"set {SEAL_KEYS_ENV} or {SEAL_KEYS_FILE_ENV}, not both: one place holds the keys"
+        )
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise SealKeysError(
+                f"{SEAL_KEYS_FILE_ENV}: the file it names cannot be read "
+                f"({type(error).__name__}); it must be a text file of ID:SECRET lines this "
+                "process may read"
+            ) from None
+        lines = [line.strip() for line in text.splitlines()]
+        entries = [line for line in lines if line and not line.startswith("#")]
+        return parse_seal_keys(entries, SEAL_KEYS_FILE_ENV, "line")
+    if listed:
+        return parse_seal_keys(listed.split(","), SEAL_KEYS_ENV, "entry")
+    return None
+
+
+def parse_seal_keys(entries: list[str], source: str, unit: str = "entry") -> SealKeys:
+    """Keys from ``ID:SECRET`` entries, the first one sealing; SealKeysError naming the
+    setting (``source``) and the entry's position, or the id, never the secret."""
+    keys: list[tuple[str, bytes]] = []
+    for position, raw in enumerate(entries, start=1):
+        entry = raw.strip()
+        key_id, colon, secret = entry.partition(":")
+        key_id, secret = key_id.strip(), secret.strip()
+        if not colon or not KEY_ID.fullmatch(key_id):
+            raise SealKeysError(f"{source}: {unit} {position} has no valid key id; {_HOW}")
+        if len(secret) < MIN_SECRET or not secret.isascii() or not secret.isprintable():
+            raise SealKeysError(
+                f"{source}: the secret of key {key_id!r} is too short or not plain text; {_HOW}"
+            )
+        if " " in secret or "," in secret:
+            raise SealKeysError(
+                f"{source}: the secret of key {key_id!r} has a space or a comma; {_HOW}"
+            )
+        if any(key_id == known for known, _ in keys):
+            raise SealKeysError(f"{source}: key id {key_id!r} is listed twice; {_HOW}")
+        keys.append((key_id, secret.encode("ascii")))
+    if not keys:
+        raise SealKeysError(f"{source} is set but lists no key; {_HOW}")
+    return SealKeys(keys)
