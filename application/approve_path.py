@@ -76,14 +76,18 @@ def claim_reads(seen: Proposal | None) -> list[UUID]:
     return [organization_id, resource_id, PendingSlot.create_id(organization_id, resource_id)]
 
 
-def _decoded(contract: AnyContract, proposal: Proposal) -> tuple[Any, str] | str:
+def _decoded(contract: AnyContract, proposal: Proposal, sealed: list[str]) -> tuple[Any, str] | str:
     """Step 6: the stored arguments decoded and the contract digest recomputed from the
     stored values, or why the claim fails (undecodable arguments; a digest that is not the
     proposal's). Stored values that hash to the proposal's digest and to models this process
     froze are those models' dump: the models are taken as they are, not validated again
-    (``frozen_models``)."""
-    digest = contract_digest(
-        proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
+    (``frozen_models``). ``sealed``: the digest the seal check recomputed, if it ran."""
+    digest = (
+        sealed[0]
+        if sealed
+        else contract_digest(
+            proposal.kind, proposal.contract_version, proposal.arguments, proposal.preview
+        )
     )
     verified = digest == proposal.digest
     arguments = FROZEN_MODELS.arguments(digest, contract.Arguments) if verified else None
@@ -114,7 +118,7 @@ class ApprovePath:
         """The approve path up to its claim commit, decided on what ``store`` reads; a
         passkey's new signature counter goes into whatever it commits."""
         signed: list[SignedApproval] = []
-        decided = self._claim_steps(store, pid, caller, passkey, signed)
+        decided = self._claim_steps(store, pid, caller, passkey, signed, [])
         if signed and isinstance(decided, Commit):
             return Commit([*decided.aggregates, signed[0].ring], decided.answer)
         return decided
@@ -126,8 +130,10 @@ class ApprovePath:
         caller: Caller,
         passkey: Mapping[str, Any] | None,
         signed: list[SignedApproval],
+        sealed: list[str],
     ) -> _Claim:
-        """The approve path's steps up to its claim commit.
+        """The approve path's steps up to its claim commit (``sealed``: the contract digest
+        the seal check recomputed, for step 6).
 
         A local operation executes here, in the claim's commit; an external one records its
         attempt here and is called out once the claim is committed (``Settlement.call_out``).
@@ -163,7 +169,7 @@ class ApprovePath:
         #    twice changes nothing.
         approval = Approval(member, caller.recorded_credential)
         not_yet = self._policy_short_of_claim(
-            store, proposal, org, contract, approval, now, passkey, signed
+            store, proposal, org, contract, approval, now, passkey, signed, sealed
         )
         if not_yet is not None:
             return not_yet
@@ -180,7 +186,7 @@ class ApprovePath:
             membership_id=member.membership_id,
         )
         # 6. Decode the arguments and check the digest: what runs is what the approver saw.
-        decoded = _decoded(contract, proposal)
+        decoded = _decoded(contract, proposal, sealed)
         if isinstance(decoded, str):
             return Commit([proposal], failed(proposal, decoded))
         arguments, digest = decoded
@@ -242,6 +248,7 @@ class ApprovePath:
         now: datetime,
         passkey: Mapping[str, Any] | None,
         signed: list[SignedApproval],
+        sealed: list[str],
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
         may not approve it; this member already has; its passkey is missing or does not
@@ -254,9 +261,10 @@ class ApprovePath:
         counting (``ApprovalLapsed``), in this decision's commit.
 
         With seal keys, first of all: a proposal whose stored record is not what was sealed
-        when it was proposed is set aside (``set_aside``), nothing approved nor claimed."""
+        when it was proposed is set aside (``set_aside``), nothing approved nor claimed; the
+        digest a verified seal's check recomputed is appended to ``sealed``."""
         if self.seals is not None:
-            problem = seal_problem(self.seals, proposal)
+            problem = seal_problem(self.seals, proposal, sealed)
             if problem is not None:
                 return set_aside(proposal, problem)
         email = approval.member.email

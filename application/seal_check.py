@@ -2,12 +2,14 @@
 proposal is approved only if its seal is the seal of what is stored.
 
 The first link of its chain is made again from its state, which is what its ``Proposed``
-event stored (or a snapshot of it): its arguments, preview, digest, policy, expiry and time.
-A proposal with no seal, a seal
-under a key not held here, or a seal that is not the link's, is set aside before anything of
-its record decides the approval: its RevisionRequired outcome says why and asks for a new
-proposal, which is frozen again from the request under the policy in force, and sealed.
-Nothing is approved, claimed or executed; the log has the correlation id the outcome shows.
+event stored (or a snapshot of it): its arguments, preview, policy, expiry and time, with its
+contract digest made again from its arguments and preview in the same walk (which step 6 then
+takes instead of its own). A proposal with no seal, a seal under a key not held here, a
+digest that is not its arguments', or a seal that is not the link's, is set aside before
+anything of its record decides the approval: its RevisionRequired outcome says why and asks
+for a new proposal, which is frozen again from the request under the policy in force, and
+sealed. Nothing is approved, claimed or executed; the log has the correlation id the outcome
+shows.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from countersign.application.reports import ApprovalReport, approval_report
 from countersign.application.settlement import revision_required
 from countersign.domain.outcomes import ReasonParam, RevisionReason
 from countersign.domain.proposal import Proposal
-from countersign.domain.seals import SealKeys, SealProblem
+from countersign.domain.seals import SealKeys, SealProblem, plain_key_id
 
 log = logging.getLogger("countersign.proposals")
 
@@ -35,14 +37,21 @@ REASONS = {
 }
 
 
-def seal_problem(seals: SealKeys, proposal: Proposal) -> SealProblem | None:
-    """Why ``proposal``'s seal does not prove what is stored of it, or None when it does.
-    The link covers the stored contract digest, which step 6 checks against the stored
-    arguments and preview (and an approver's passkey signs)."""
+def seal_problem(seals: SealKeys, proposal: Proposal, verified: list[str]) -> SealProblem | None:
+    """Why ``proposal``'s seal does not prove what is stored of it, or None when it does,
+    its contract digest then appended to ``verified`` (step 6 takes it instead of hashing
+    the arguments and preview again). A stored digest that is not its arguments' and
+    preview's is a mismatch: the link covers it, and the approver's passkey signs it."""
     seal = proposal.seal
     if not seal:
         return SealProblem("unsealed")
-    return seals.problem(proposal.id, proposal.first_link(), seal)
+    digest, link = proposal.proposed_digest_and_link()
+    if digest != proposal.digest:
+        return SealProblem("mismatch", plain_key_id(seal.get("key_id")))
+    problem = seals.problem(proposal.id, link, seal)
+    if problem is None:
+        verified.append(digest)
+    return problem
 
 
 @dataclass(frozen=True)

@@ -175,11 +175,13 @@ class Proposal(Aggregate):
         seal = None if seals is None else seals.seal(fields["id"], chain)
         return cls._create(proposed, **fields, chain=chain, seal=seal, timestamp=at)
 
-    def first_link(self) -> str:
-        """The first link of its chain, made again from its state: what its ``Proposed``
-        event stored, read back (or a snapshot of it), its digest and time included. A
-        proposal made since seals were recorded stored every field, so these are exactly the
-        fields its link covered."""
+    def proposed_digest_and_link(self) -> tuple[str, str]:
+        """Its contract digest and the first link of its chain made again from its state,
+        which is what its ``Proposed`` event stored, read back (or a snapshot of it): the
+        digest from its arguments and preview, and the link over its fields with that
+        digest, from one walk of them, as ``propose`` made them. A proposal made since seals
+        were recorded stored every field, so these are exactly the fields its link covered,
+        and the link is its stored one when nothing was changed."""
         fields: dict[str, Any] = {
             "organization_id": self.organization_id,
             "section": self.section,
@@ -191,7 +193,6 @@ class Proposal(Aggregate):
             "arguments": self.arguments,
             "preview": self.preview,
             "expires_at": self.expires_at,
-            "digest": self.digest,
             "request": self.request,
             "revision_of": self.revision_of,
             "policy": self.policy,
@@ -199,7 +200,7 @@ class Proposal(Aggregate):
             "resource_key": self.resource_key,
             "requested_through": self.requested_through,
         }
-        return chain_link("", 1, "Proposed", fields, self.created_on)
+        return proposed_digest_and_link(fields, self.created_on)
 
     def _trigger(self, event_class: type[Any], event_type: str, fields: dict[str, Any]) -> None:
         """Trigger the next event of ``fields``, linked to the chain with its time."""

@@ -14,6 +14,7 @@ link.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
 from collections.abc import Mapping, Sequence
@@ -72,8 +73,13 @@ class SealKeys:
         ids = [key_id for key_id, _ in keys]
         if len(set(ids)) != len(ids):
             raise ValueError("each seal key needs an id of its own")
-        self._keys: dict[str, bytes] = dict(keys)
-        self._sealing_id, self._sealing_key = keys[0]
+        # Each key's HMAC, keyed once and copied for each message (``_mac``): hmac.digest
+        # looks the hash up in OpenSSL at every call (about 15,000 instructions more).
+        self._keys: dict[str, Any] = {
+            key_id: hmac.new(key, digestmod=hashlib.sha256) for key_id, key in keys
+        }
+        self._sealing_id = ids[0]
+        self._sealing_key = self._keys[ids[0]]
 
     @property
     def sealing_id(self) -> str:
@@ -114,6 +120,9 @@ class SealKeys:
         return None
 
 
-def _mac(key: bytes, proposal_id: UUID, first_link: str) -> str:
-    message = b"%s%s\0%s" % (_LABEL, str(proposal_id).encode(), first_link.encode())
-    return hmac.digest(key, message, "sha256").hex()
+def _mac(keyed: Any, proposal_id: UUID, first_link: str) -> str:
+    """HMAC-SHA256 of the label, the id and the link, from ``keyed``, a key's HMAC with
+    nothing in it yet (copied, never updated: it serves every thread)."""
+    mac = keyed.copy()
+    mac.update(b"%s%s\0%s" % (_LABEL, str(proposal_id).encode(), first_link.encode()))
+    return str(mac.hexdigest())

@@ -184,6 +184,7 @@ def test_a_first_approval_is_not_rechecked_and_a_later_one_is(monkeypatch):
             NOW,
             None,
             [],
+            [],
         )
         is None
     )
@@ -199,6 +200,7 @@ def test_a_first_approval_is_not_rechecked_and_a_later_one_is(monkeypatch):
         _Approval(),  # type: ignore[arg-type]
         NOW,
         None,
+        [],
         [],
     )
     assert rechecked == [later]

@@ -8,13 +8,15 @@ approval after it is made by a fresh process, which holds nothing of the stream 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 from countersign.domain.seals import SealKeys
@@ -243,6 +245,32 @@ def test_a_removed_seal_is_refused_at_approval_as_unsealed(cs, seeded, deploymen
     assert report.outcome is not None
     assert report.outcome["reason"]["code"] == "proposal_unsealed"
     assert _refunds_of(cs, proposal_id) == []
+
+
+def test_a_changed_digest_is_set_aside_before_anything_is_signed_for_it(cs, seeded, deployments):
+    proposal_id = _propose(deployments(K1), seeded)
+    _forge(cs, proposal_id, 1, lambda state: state.update(digest="0" * 64))
+
+    report = deployments(K1).proposals.approve(proposal_id, AVA)
+
+    assert report.status == "revision_required"
+    assert report.outcome is not None
+    assert report.outcome["reason"]["code"] == "proposal_seal_invalid"
+    assert _event_types(cs, proposal_id) == ["Proposed", "RevisionRequired"]
+
+
+def test_a_seal_is_hmac_sha256_of_a_label_the_proposal_id_and_its_first_link():
+    proposal_id, link = uuid4(), "ab" * 32
+    message = b"countersign proposal seal v1\0%s\0%s" % (str(proposal_id).encode(), link.encode())
+    expected = hmac.new(SECRET_1.encode(), message, hashlib.sha256).hexdigest()
+    seal = K1.seal(proposal_id, link)
+    assert seal == {"key_id": "k1", "mac": expected}
+    assert K1.problem(proposal_id, link, seal) is None
+    assert K2_THEN_K1.problem(proposal_id, link, seal) is None  # every key held verifies
+    other = K1.problem(uuid4(), link, seal)  # bound to its proposal: it stands for no other
+    assert other is not None
+    assert other.kind == "mismatch"
+    assert repr(K2_THEN_K1) == "SealKeys(ids=('k2', 'k1'))"
 
 
 # -- proposals made before keys, and rotation ---------------------------------------------------
