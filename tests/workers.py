@@ -18,7 +18,8 @@ or approver process would, and talks to the parent test only through argv, stdin
 
 ``forks``
     A fork server for the crash suite (tests/test_crash_points.py), which kills hundreds of
-    processes: it pays for the imports once, prints ``ready``, then for each JSON line on
+    processes: it pays for the imports once (PostgreSQL's driver and the contracts too: see
+    ``_imports_of_every_child``), prints ``ready``, then for each JSON line on
     stdin ``{"command", "args", "env"}`` forks a child that sets ``env`` (say
     ``COUNTERSIGN_CRASH_AT``, read by its own bootstrap) and runs one of the commands below,
     prints ``forked <pid>``, waits for it and prints ``exited <json>`` (its signal or exit
@@ -226,7 +227,23 @@ FORKED: dict[str, Callable[..., int]] = {
 }
 
 
+def _imports_of_every_child() -> None:
+    """What each child would otherwise import for itself, once, before any fork: the
+    PostgreSQL driver, its pool and countersign's recorder for it (``bootstrap`` imports them
+    only for a PostgreSQL URL, so that a SQLite process never loads them) and the built-in
+    contracts (the registry imports each on first use). In every child they cost about half
+    a second of CPU on PostgreSQL (142 modules: psycopg, psycopg_pool, ssl, asyncio...) and
+    a few dozen milliseconds on SQLite; the crash suite forks a few hundred children, and
+    ``bootstrap_together``'s processes reached their schema statements only after importing
+    them side by side. Nothing here connects: each child still opens its own connections."""
+    from countersign.domain.contracts import REGISTRY
+    from countersign.infrastructure.persistence import recorders_postgres  # noqa: F401
+
+    REGISTRY.load_all()
+
+
 def serve_forks() -> None:
+    _imports_of_every_child()
     say("ready")
     for line in sys.stdin:
         request = json.loads(line)
