@@ -7,7 +7,6 @@ Whatever one changes, the other never executes, refuses or reports from the old 
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from uuid import uuid4
 
@@ -30,6 +29,7 @@ from tests.conftest import (
     count_events,
     events_table,
 )
+from tests.support import lock_waits
 from tests.support.proposing import propose, propose_on
 
 
@@ -170,7 +170,7 @@ def test_postgres_commits_wait_for_the_writers_lock(postgres_url, clock):
                 target=lambda: (cs.app.recorder.insert_events(_stored(cs, Counter())), done.set())
             )
             writer.start()
-            time.sleep(0.3)
+            lock_waits.until_blocked(holder, events_table(cs), done.is_set)
             assert not done.is_set(), "an insert went past another writer's table lock"
             holder.rollback()
         writer.join(timeout=10)
