@@ -429,3 +429,49 @@ def test_both_settings_at_once_are_refused(monkeypatch, tmp_path):
     monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS_FILE", str(tmp_path / "keys"))
     with pytest.raises(SettingsError, match="not both"):
         Settings.from_env()
+
+
+# -- audit verify --require-seals ---------------------------------------------------------------
+
+
+def test_require_seals_fails_the_check_on_a_proposal_without_a_seal(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    """A deployment that held its keys from its start can ask that every proposal be sealed:
+    an unsealed one (its seal removed, or one made up without the key) then fails the check,
+    named, as a badly sealed one does; with every proposal sealed, it passes."""
+    keyed = deployments(K1)
+    sealed = _propose(keyed, seeded)
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    capsys.readouterr()
+    assert main(["audit", "verify", "--require-seals", "--database", database_url]) == 0
+    assert "Seals: 1 proposals sealed and verified." in capsys.readouterr().out
+
+    unsealed = _propose(cs, seeded, "refund-two-approvers")  # made without the key
+
+    assert main(["audit", "verify", "--require-seals", "--database", database_url]) == 5
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert (
+        "audit verify: UNSEALED: 1 proposal without a seal, where every proposal must have "
+        "one (--require-seals):"
+    ) in text
+    assert f"  proposal {unsealed}, proposed 20" in text
+    assert sealed not in text
+    assert main(["audit", "verify", "--require-seals", "--json", "--database", database_url]) == 5
+    seals = json.loads(capsys.readouterr().out)["seals"]
+    assert (seals["ok"], seals["required"], seals["unsealed_proposals"]) == (False, True, 1)
+    assert [entry["proposal_id"] for entry in seals["unsealed"]] == [unsealed]
+    # Without the flag the same store passes, the unsealed one counted (as before).
+    assert main(["audit", "verify", "--database", database_url]) == 0
+
+
+def test_require_seals_without_keys_says_what_to_set(cs, database_url, capsys, monkeypatch):
+    monkeypatch.delenv("COUNTERSIGN_SEAL_KEYS", raising=False)
+    monkeypatch.delenv("COUNTERSIGN_SEAL_KEYS_FILE", raising=False)
+    capsys.readouterr()
+    assert main(["audit", "verify", "--require-seals", "--database", database_url]) == 2
+    err = capsys.readouterr().err
+    assert "--require-seals checks seals, and no seal keys are configured: set " in err
+    assert "COUNTERSIGN_SEAL_KEYS" in err
+    assert "Traceback" not in err

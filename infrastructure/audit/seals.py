@@ -6,8 +6,10 @@ here is proved by the key, as well as by the chain. An *unsealed* one (no seal: 
 keys were configured, or its seal removed, which nothing in the stream tells apart) is
 proved by the chain alone: counted and listed, not a failure, since every proposal made
 before the keys were set is one (``--json``'s ``seals.unsealed``; the approve path refuses to
-approve one). A *badly sealed* one (a key not held here, named, or a seal that is not its
-link's) was altered, or sealed by a deployment whose key is missing here: it fails the check.
+approve one), unless every proposal must be sealed (``--require-seals``, for a deployment
+that held its keys from its start), where it fails the check. A *badly sealed* one (a key
+not held here, named, or a seal that is not its link's) was altered, or sealed by a
+deployment whose key is missing here: it fails the check.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class SealReport:
     """What the seals showed."""
 
     keys: SealKeys
+    #: Every proposal must be sealed (``audit verify --require-seals``, for a deployment that
+    #: held its keys from its start): an unsealed one fails the check too.
+    required: bool = False
     sealed: int = 0
     unsealed: int = 0
     #: The first ``LISTED`` unsealed proposals: their ids and when they were proposed.
@@ -37,7 +42,7 @@ class SealReport:
 
     @property
     def ok(self) -> bool:
-        return not self.badly_sealed
+        return not self.badly_sealed and not (self.required and self.unsealed)
 
     def check(self, proposal_id: UUID, first_link: str, proposed: dict[str, Any]) -> None:
         """Check one proposal's seal (``proposed``: its ``Proposed`` event's stored state)
@@ -64,6 +69,7 @@ class SealReport:
         return {
             "ok": self.ok,
             "keys": list(self.keys.ids),
+            "required": self.required,
             "sealed_proposals": self.sealed,
             "unsealed_proposals": self.unsealed,
             "unsealed": self.unsealed_listed,

@@ -93,9 +93,14 @@ def verify(
     sql: SqlDatabase,
     progress: Callable[[int], None] | None = None,
     seals: SealKeys | None = None,
+    *,
+    require_seals: bool = False,
 ) -> VerifyReport:
-    """Check every proposal's stream; with ``seals``, every proposal's seal too."""
-    report = VerifyReport(seals=None if seals is None else SealReport(seals))
+    """Check every proposal's stream; with ``seals``, every proposal's seal too (with
+    ``require_seals``, a proposal without one fails the check)."""
+    report = VerifyReport(
+        seals=None if seals is None else SealReport(seals, required=require_seals)
+    )
     trail = AuditedLinks(sql)
     for proposal_id in _proposal_ids(app, trail.proposal_ids(), report):
         report.proposals += 1

@@ -108,6 +108,12 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         "prove no proposal event was altered or removed",
         audit_sub,
     )
+    verify.add_argument(
+        "--require-seals",
+        action="store_true",
+        help="with seal keys configured: a proposal without a seal fails the check too (for a "
+        "deployment that held its keys from its start)",
+    )
     verify.set_defaults(maintenance=True)
 
     users = sub.add_parser("users", help="people's sign-in credentials")

@@ -171,6 +171,12 @@ def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
+    require_seals = bool(getattr(args, "require_seals", False))
+    if require_seals and cs.settings.seal_keys is None:
+        raise UsageError(
+            "--require-seals checks seals, and no seal keys are configured: set "
+            "COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE) as the deployment does"
+        )
     try:
         catch_up(cs, ["audit_trail"])
     except ProjectionStoppedError as stopped:
@@ -182,7 +188,9 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     # once it has run a while (a short check stays silent, for the cron job reading stderr),
     # and, off a terminal, every half minute rather than every second (a cron job's mail).
     progress = Progress("audit verify", 0, every=30.0, unit="proposals", quiet_for=VERIFY_QUIET_FOR)
-    report = verify(cs.app, cs.sql, progress.advance, cs.settings.seal_keys).to_json()
+    report = verify(
+        cs.app, cs.sql, progress.advance, cs.settings.seal_keys, require_seals=require_seals
+    ).to_json()
     progress.finish()
     unlinked = report["events_with_unlinked_times"]
     times = (
@@ -207,7 +215,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
             f"{report['proposals_checked']:,} proposals; every hash-chain link holds.{times}"
         )
     elif not report["broken_proposals"] and seals is not None:
-        raise FaultFoundError(report, badly_sealed_text(seals))  # exit status 5
+        raise FaultFoundError(report, seal_faults_text(seals))  # exit status 5
     else:
         count = report["broken_proposals"]
         lines = [
@@ -223,8 +231,8 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
                 f"  and {count - len(shown):,} more (--json lists the first "
                 f"{len(report['broken_links']):,})"
             )
-        if seals is not None and seals["badly_sealed_proposals"]:
-            lines.append(badly_sealed_text(seals))
+        if seals is not None and not seals["ok"]:
+            lines.append(seal_faults_text(seals))
         raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
     return report, text
 
@@ -233,7 +241,7 @@ def seals_summary(seals: dict[str, Any]) -> str:
     """What the seals showed, after the chain's verdict (with seal keys configured)."""
     text = f" Seals: {seals['sealed_proposals']:,} proposals sealed and verified"
     unsealed = seals["unsealed_proposals"]
-    if unsealed:
+    if unsealed and not seals["required"]:
         text += (
             f"; {unsealed:,} without a seal (made before seal keys were configured, or their "
             "seal removed): proved by the chain alone, and refused at approval (--json lists "
@@ -242,17 +250,33 @@ def seals_summary(seals: dict[str, Any]) -> str:
     return text + "."
 
 
-def badly_sealed_text(seals: dict[str, Any]) -> str:
-    """The proposals whose seal does not verify, each named (``BROKEN_SHOWN`` of them)."""
+def seal_faults_text(seals: dict[str, Any]) -> str:
+    """The proposals whose seal does not verify, each named (``BROKEN_SHOWN`` of them), and,
+    where every proposal must be sealed (``--require-seals``), those without a seal."""
+    lines: list[str] = []
     count = seals["badly_sealed_proposals"]
-    lines = [
-        f"audit verify: BADLY SEALED: {count} proposal{'s' if count != 1 else ''} whose seal "
-        "does not verify under the configured keys:"
-    ]
-    shown = seals["badly_sealed"][:BROKEN_SHOWN]
-    lines += [f"  proposal {b['proposal_id']}: {b['problem']}" for b in shown]
-    if count > len(shown):
-        lines.append(f"  and {count - len(shown):,} more (--json lists them)")
+    if count:
+        lines.append(
+            f"audit verify: BADLY SEALED: {count} proposal{'s' if count != 1 else ''} whose "
+            "seal does not verify under the configured keys:"
+        )
+        shown = seals["badly_sealed"][:BROKEN_SHOWN]
+        lines += [f"  proposal {b['proposal_id']}: {b['problem']}" for b in shown]
+        if count > len(shown):
+            lines.append(f"  and {count - len(shown):,} more (--json lists them)")
+    unsealed = seals["unsealed_proposals"]
+    if seals["required"] and unsealed:
+        lines.append(
+            f"audit verify: UNSEALED: {unsealed} proposal{'s' if unsealed != 1 else ''} "
+            "without a seal, where every proposal must have one (--require-seals):"
+        )
+        listed = seals["unsealed"][:BROKEN_SHOWN]
+        lines += [
+            f"  proposal {u['proposal_id']}, proposed {u['proposed_at'] or 'at an unreadable time'}"
+            for u in listed
+        ]
+        if unsealed > len(listed):
+            lines.append(f"  and {unsealed - len(listed):,} more (--json lists the first ones)")
     return "\n".join(lines)
 
 
