@@ -9,6 +9,7 @@ from operator import itemgetter
 from typing import Any
 
 from countersign.domain.approval_policy import ApprovalPolicy
+from countersign.domain.outcomes import is_already_so
 from countersign.projections.base import (
     Column,
     Projection,
@@ -40,8 +41,9 @@ class Analytics(Projection):
     the row it ends in. The rows written are those the moves one by one would leave."""
 
     name = "analytics"
-    # supersession, quorum approvals, revisions, policies; lapsed approvals; why superseded
-    version = 4
+    # supersession, quorum approvals, revisions, policies; lapsed approvals; why superseded;
+    # 5: a revision required because what it asked for already holds (``already_so``)
+    version = 5
     tables = (
         Table(
             ORGANIZATIONS,
@@ -76,6 +78,7 @@ class Analytics(Projection):
                 Column("superseded_by"),
                 Column("superseded_at", "time"),
                 Column("superseded_reason"),
+                Column("already_so", "bool"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "proposed_day"), ("operation", "outcome")),
@@ -251,6 +254,7 @@ class Analytics(Projection):
             "revision_required",
             "revision_required",
             revision_reason=code,
+            already_so=is_already_so(event.outcome),
         )
 
     def _decide(self, event: Any, rows: Rows, decision: str, by: str | None) -> None:
@@ -370,6 +374,7 @@ _NEW_FACT: dict[str, Any] = {
     "outcome": "pending",
     "approvals_count": 0,
     "approvals_lapsed": 0,
+    "already_so": False,
 }
 
 

@@ -198,3 +198,25 @@ def test_the_auditor_reads_it_in_the_history_and_the_audit_trail(
         "L'application ne l'a pas exécutée : ce qu'elle demandait était déjà le cas, et il ne "
         "reste rien à faire."
     )
+
+
+def test_an_analyst_counts_it_apart_from_the_revisions_that_still_owe_something(
+    web: Web, monkeypatch: Any
+) -> None:
+    """``proposal_facts.already_so`` (docs/analytics.md): true for the proposal not executed
+    because what it asked for already held, false for the one that ran and for every other."""
+    ran, already = _twice(web, monkeypatch, "proposed_since")
+    cs = web.cs
+    cs.proposals.approve(already, AVA)
+    catch_up_all(cs)
+
+    with cs.sql.transaction() as cursor:
+        rows = cursor.execute(
+            "SELECT proposal_id, outcome, revision_reason, already_so FROM proposal_facts"
+        ).fetchall()
+    facts = {row[0]: (row[1], row[2], bool(row[3])) for row in rows}
+    assert facts[already] == ("revision_required", "member_left_league", True)
+    assert facts[ran] == ("succeeded", None, False)
+    assert [fact[2] for pid, fact in facts.items() if pid not in (ran, already)] == [
+        False for pid in facts if pid not in (ran, already)
+    ]
