@@ -67,16 +67,29 @@ class UnknownOperationError(CountersignError):
 
 class NotRevisableError(CountersignError):
     """Raised when an edit names a proposal that can no longer be revised (approved, executing
-    or finished by an execution, or already superseded by a newer one)."""
+    or finished by an execution, or already superseded by a newer one), or one that owes
+    nothing: ``already_so``, not executed because what it asked for already held. An edit
+    is for a proposal that still owes its change; a different change is a new proposal."""
 
-    def __init__(self, status: str, superseded_by: UUID | None = None) -> None:
-        detail = f"; edit the newer one, {superseded_by}" if superseded_by else ""
-        super().__init__(
-            "only a pending, declined, expired or revision-required proposal can be edited; "
-            f"this one is {status}{detail}"
-        )
+    def __init__(
+        self, status: str, superseded_by: UUID | None = None, *, already_so: bool = False
+    ) -> None:
+        if already_so:
+            said = (
+                "what this proposal asked for was already so when it was approved, and nothing "
+                "is left to do, so there is nothing to edit; a different change is a new "
+                "proposal"
+            )
+        else:
+            detail = f"; edit the newer one, {superseded_by}" if superseded_by else ""
+            said = (
+                "only a pending, declined, expired or revision-required proposal can be "
+                f"edited; this one is {status}{detail}"
+            )
+        super().__init__(said)
         self.status = status
         self.superseded_by = superseded_by
+        self.already_so = already_so
 
 
 class NotApprovableError(CountersignError):

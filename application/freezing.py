@@ -21,6 +21,7 @@ from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import AnyContract
 from countersign.domain.contracts.frozen_models import FROZEN_MODELS
 from countersign.domain.contracts.model_calls import dumped
+from countersign.domain.outcomes import is_already_so
 from countersign.domain.pending_slot import PendingSlot
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
@@ -45,7 +46,8 @@ _REVISABLE = frozenset(
     }
 )
 """What an edit may start from: nothing that ran, or is running, and nothing already
-replaced (the newer proposal is the one to edit)."""
+replaced (the newer proposal is the one to edit); nor a revision required because what it
+asked for already held (``already_so``): it owes nothing, so there is nothing to edit."""
 
 
 #: The longest origin value kept (``plain_name``).
@@ -93,8 +95,13 @@ def freeze(
     org = store.read(scope.organization_id, Organization)
     member = membership(org, caller.email)
     require_all(caller, member, contract.permission)
-    if revision_of is not None and revision_of.status not in _REVISABLE:
-        raise NotRevisableError(str(revision_of.status), revision_of.superseded_by)
+    if revision_of is not None:
+        already_so = is_already_so(revision_of.outcome)
+        if revision_of.status not in _REVISABLE or already_so:
+            # Already so: nothing is owed, so there is nothing to edit (docs/design.md).
+            raise NotRevisableError(
+                str(revision_of.status), revision_of.superseded_by, already_so=already_so
+            )
     # Read-only: nothing here changes them, so the contract reads the shared state.
     prepared = contract.prepare(parsed, contract.load(scope, SharedSnapshots(store)))
     arguments = dumped(prepared.arguments)

@@ -3,10 +3,12 @@ Chromium at desktop and phone sizes, in English and French.
 
 The same removal of Noah from Thursday Seniors, once held under the subject the last release
 gave it and once proposed since, both approved: the second changes nothing, and its card says
-there is nothing to do, in muted tones, with no "ask for a new proposal" button; the inbox
-shows nothing needing attention. Screenshots go to ``test-artifacts/already-so/``
-(``<language>-<size>-card.png`` and ``-inbox.png``) for a person to look at. Without
-Chromium this test skips locally and FAILS when CI is set (``tests/test_browser_e2e.py``).
+there is nothing to do, in muted tones, with no "ask for a new proposal" button and no Edit;
+the edit page, opened anyway (an old tab, a bookmark), goes back to the card, which says
+there is nothing to edit; the inbox shows nothing needing attention. Screenshots go to
+``test-artifacts/already-so/`` (``<language>-<size>-card.png``, ``-edit.png`` and
+``-inbox.png``) for a person to look at. Without Chromium this test skips locally and FAILS
+when CI is set (``tests/test_browser_e2e.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ WORDS = {
         "Nothing was changed. Noah Fraser no longer plays in Thursday Seniors. That is already "
         "what this proposal asked for, so nothing is left to do.",
         "Nothing needs attention.",
+        "There is nothing to edit: what this proposal asked for was already so, and nothing "
+        "is left to do. For a different change, ask for a new proposal.",
     ),
     "fr": (
         "Rien à faire",
@@ -40,6 +44,8 @@ WORDS = {
         "Rien n'a été modifié. Noah Fraser ne joue plus dans Thursday Seniors. C'est déjà ce "
         "que demandait cette proposition ; il ne reste donc rien à faire.",
         "Rien à surveiller.",
+        "Il n'y a rien à modifier : ce que demandait cette proposition était déjà le cas, et "
+        "il ne reste rien à faire. Pour un autre changement, demandez une nouvelle proposition.",
     ),
 }
 
@@ -84,7 +90,7 @@ def test_the_card_says_nothing_is_left_to_do_on_a_desktop_and_a_phone(
         for language in ("en", "fr")
         for size, viewport in (("desktop", DESKTOP), ("phone", PHONE))
     ):
-        status, title, message, nothing = WORDS[language]
+        status, title, message, nothing, nothing_to_edit = WORDS[language]
         context = browser.new_context(viewport=viewport, locale="en-CA")
         page = context.new_page()
         _sign_in(page, running, AVA)
@@ -99,9 +105,20 @@ def test_the_card_says_nothing_is_left_to_do_on_a_desktop_and_a_phone(
         assert _read(page, "#outcome-title") == title
         assert _read(page, "#outcome p") == message
         assert page.locator("#outcome .next-step").count() == 0
+        # Nothing is owed: nothing to edit, approve or decline, nor a new proposal to ask for.
+        assert page.locator(f'main a[href="{path}/edit"], main .edit-action').count() == 0
+        assert page.locator("main form").count() == 0
+        assert page.locator("main .next-step").count() == 0
         if size == "phone":
             _fits_the_screen(page)
         page.screenshot(path=str(SHOTS / f"{language}-{size}-card.png"), full_page=True)
+
+        page.goto(running.base_url + path + "/edit")
+        page.wait_for_url(running.base_url + path)
+        assert _read(page, ".notice") == nothing_to_edit
+        if size == "phone":
+            _fits_the_screen(page)
+        page.screenshot(path=str(SHOTS / f"{language}-{size}-edit.png"), full_page=True)
 
         page.goto(running.base_url + "/")
         assert _read(page, "#attention").endswith(nothing)

@@ -279,18 +279,23 @@ def _refused(invalid: InvalidRequestError, language: str) -> Answer:
 
 
 def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
-    """An edit of a proposal that ran or was superseded: nothing was written; the text says
-    why and, for a superseded one, which newer proposal to edit instead."""
+    """An edit of a proposal that ran or was superseded, or that owes nothing (already so):
+    nothing was written; the text says why and, for a superseded one, which newer proposal
+    to edit instead."""
     newer = str(refused.superseded_by) if refused.superseded_by else None
-    document = {
+    document: dict[str, Any] = {
         "error": "not_revisable",
         "status": refused.status,
         "superseded_by": newer,
         "message": str(refused),
     }
+    if refused.already_so:  # it owes nothing, as its card's outcome says (only when true)
+        document["already_so"] = True
     from countersign.infrastructure.entrypoints.cli import cards
 
-    text = cards.render_not_revisable(refused.status, newer, language)
+    text = cards.render_not_revisable(
+        refused.status, newer, language, already_so=refused.already_so
+    )
     return document, text, NOT_APPLICABLE
 
 

@@ -260,6 +260,15 @@ def render_revision(
     return "\n".join([*lines, render_card(card, language, now, actor)])
 
 
+_NOT_REVISABLE_ALREADY_SO = Localized(
+    "Not revisable: what this proposal asked for was already so when it was approved, and "
+    "nothing is left to do, so there is nothing to edit. For a different change, propose it "
+    "anew (the assistant, or countersign propose). Nothing was changed.",
+    "Modification impossible : ce que demandait cette proposition était déjà le cas quand "
+    "elle a été approuvée, et il ne reste rien à faire ; il n'y a donc rien à modifier. Pour "
+    "un autre changement, proposez-le de nouveau (l'assistant, ou countersign propose). Rien "
+    "n'a été changé.",
+)
 _NOT_REVISABLE = Localized(
     "Not revisable: this proposal's status is {status}, and only a pending, declined, expired or "
     "revision-required proposal can be edited. Nothing was changed.",
@@ -273,7 +282,11 @@ _EDIT_NEWER = Localized(
 )
 
 
-def render_not_revisable(status: str, superseded_by: str | None, language: str = "en") -> str:
+def render_not_revisable(
+    status: str, superseded_by: str | None, language: str = "en", *, already_so: bool = False
+) -> str:
+    if already_so:  # it owes nothing: a different change is a new proposal
+        return _NOT_REVISABLE_ALREADY_SO.text(language)
     lines = [_NOT_REVISABLE.text(language, status=status_words(status, language))]
     if superseded_by:
         lines.append("  " + _EDIT_NEWER.text(language, newer=superseded_by))

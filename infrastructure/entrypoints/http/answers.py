@@ -64,6 +64,13 @@ from fastapi.responses import JSONResponse
 
 log = logging.getLogger("countersign.http")
 
+#: An edit of a proposal that owes nothing: what it asked for already held when it was
+#: approved. A different change is a new proposal (POST /api/v1/proposals), as on the page.
+ALREADY_SO_NOT_REVISABLE = (
+    "This proposal was not executed because what it asked for was already so: nothing is "
+    "left to do, so there is nothing to edit. For a different change, propose it anew."
+)
+
 DESCRIPTIONS = {
     400: "The body is not valid JSON (or too deeply nested, not UTF-8, a number too large).",
     401: "No valid API token (checked before the body is read).",
@@ -71,7 +78,9 @@ DESCRIPTIONS = {
     "to decide (agent-cannot-decide).",
     404: "No such resource in the token's organization (unknown and foreign ids alike).",
     409: "A rule of the application refused the request (not-revisable: the proposal ran or "
-    "was superseded, and can no longer be edited; held-for-people: an agent token's proposal "
+    "was superseded, and can no longer be edited, or, with already_so: true, it was not "
+    "executed because what it asked for already held, so there is nothing to edit; "
+    "held-for-people: an agent token's proposal "
     "would replace a pending one that another member made or someone approved; "
     "not-approvable: a passkey challenge asked for a proposal no approval can decide now, "
     "with the reason and message approving it gives).",
@@ -143,7 +152,10 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
             detail += f" Edit the newer one instead: {newer}."
         # The same facts for a program (a service retrying a revision that timed out finds
         # its own edit here) as the approve answer gives them.
-        extensions = {"proposal_status": settled.status, "superseded_by": newer}
+        extensions: dict[str, Any] = {"proposal_status": settled.status, "superseded_by": newer}
+        if settled.already_so:  # it owes nothing: the card's own marker, only when true
+            detail = ALREADY_SO_NOT_REVISABLE
+            extensions["already_so"] = True
         raise ProblemError("not-revisable", detail, extensions=extensions) from None
     except NotApprovableError as closed:
         # What approving it answers (its reason and message), as a problem: the passkey

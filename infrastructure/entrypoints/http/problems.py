@@ -75,6 +75,12 @@ class ProblemDocument(BaseModel):
         description="not-revisable and not-approvable only: the newer proposal that replaced "
         "the one named, where one did; edit (or review) that one instead.",
     )
+    already_so: bool | None = Field(
+        default=None,
+        description="not-revisable only, and only when true: the proposal was not executed "
+        "because what it asked for already held (its outcome's already_so), so it owes "
+        "nothing and there is nothing to edit; a different change is a new proposal.",
+    )
     reason: str | None = Field(
         default=None,
         description="not-approvable only: why no approval can decide it now, as approving it "

@@ -79,7 +79,8 @@ def revise(
     derived values, preview) and freeze a new pending proposal with ``revision_of`` set; a
     pending original is superseded in the same commit (``supersedes``). Its card lists what
     changed. Needs what proposing the operation needs. 409 (not-revisable) for a proposal
-    that ran or was superseded."""
+    that ran or was superseded, or that owes nothing (``already_so``: what it asked for
+    already held; a different change is a new proposal)."""
     with answers(request):
         created = cs.access.revise(proposal_id, service.caller, body.request)
     return _created(cs, request, service, "revise", created)

@@ -5,7 +5,9 @@ what the request asked for, and posting it asks the application to run the whole
 again (``ProposalAccess.revise``). Problems come back next to the fields they are about, in
 the application's own people-worded sentences, with everything the person typed kept. An
 edit of a pending proposal that asks for exactly what it already asks for is refused, and
-says so. A success goes to the new proposal, which shows what changed.
+says so. A success goes to the new proposal, which shows what changed. A proposal that was
+already so (not executed because what it asked for already held) owes nothing: there is
+nothing to edit, and its page says so; a different change is a new proposal.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from countersign.application.proposal_access import ProposalReview
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError
+from countersign.domain.outcomes import is_already_so
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of
 from countersign.infrastructure.entrypoints.web.request_form import (
@@ -85,9 +88,10 @@ class EditPages:
             return self._page(
                 visit, reviewed, contract, fields, values, by_field, general, status=422
             )
-        except NotRevisableError:
+        except NotRevisableError as refused:
             # Approved or replaced meanwhile: its page says which, and links the newer one.
-            return self._made_already(visit) or self._not_revisable(visit, pid)
+            made = self._made_already(visit)
+            return made or self._not_revisable(visit, pid, already_so=refused.already_so)
         except ConcurrencyConflictError:
             general = [visit.t("notice.busy")]
             return self._page(visit, reviewed, contract, fields, values, {}, general, status=409)
@@ -112,12 +116,15 @@ class EditPages:
             raise PageError("not_found", 404)
         if not reviewed.may_decide:
             raise PageError("forbidden", 403)
+        if is_already_so(reviewed.record.get("outcome")):
+            # It owes nothing (docs/design.md): no edit, and its page says why.
+            return self._not_revisable(visit, pid, already_so=True)
         if str(reviewed.record["status"]) not in REVISABLE:
             return self._not_revisable(visit, pid)
         return reviewed, contract
 
-    def _not_revisable(self, visit: Visit, pid: str) -> Response:
-        self.site.flash(visit, "not_revisable", pid)
+    def _not_revisable(self, visit: Visit, pid: str, *, already_so: bool = False) -> Response:
+        self.site.flash(visit, "not_revisable.already_so" if already_so else "not_revisable", pid)
         return redirect(f"/proposals/{pid}")
 
     def _made_already(self, visit: Visit) -> Response | None:

@@ -318,7 +318,8 @@ def decision(
     """The person's part in ``view`` (a proposal_view of ``record``): approving needs the
     permission, a pending proposal, not having approved it already, and, for the requester,
     a policy that lets them; their approval runs it when it is the last one its quorum needs.
-    Editing needs the permission, a state an edit starts from, and a request with fields."""
+    Editing needs the permission, a state an edit starts from, a proposal that still owes
+    something (not one already so), and a request with fields."""
     policy = record.get("policy") if isinstance(record.get("policy"), dict) else {}
     who = email.strip().lower()
     you_approved = who in view["approvals"]
@@ -332,6 +333,7 @@ def decision(
         final=len(view["approvals"]) + 1 >= view["approvals_required"],
         may_edit=may_decide
         and view["status"] in REVISABLE
+        and not view["already_so"]
         and not view["superseded_by"]
         and _has_request_fields(view["operation"]),
     )

@@ -162,6 +162,10 @@ EN: dict[str, str] = {
     "notice.not_revisable": (
         "This proposal can no longer be edited: it was approved, or a newer one replaced it."
     ),
+    "notice.not_revisable.already_so": (
+        "There is nothing to edit: what this proposal asked for was already so, and nothing "
+        "is left to do. For a different change, ask for a new proposal."
+    ),
     "notice.revised": (
         "Here is the new proposal, prepared again from your changes. Review it before "
         "anyone approves it."
@@ -354,6 +358,10 @@ FR: dict[str, str] = {
     "notice.not_revisable": (
         "Cette proposition ne peut plus être modifiée : elle a été approuvée, ou une plus "
         "récente l'a remplacée."
+    ),
+    "notice.not_revisable.already_so": (
+        "Il n'y a rien à modifier : ce que demandait cette proposition était déjà le cas, et "
+        "il ne reste rien à faire. Pour un autre changement, demandez une nouvelle proposition."
     ),
     "notice.revised": (
         "Voici la nouvelle proposition, préparée de nouveau à partir de vos modifications. "
