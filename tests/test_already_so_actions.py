@@ -7,6 +7,10 @@ from an old tab, the form posted, the API's revisions, the command line's ``revi
 refused with words that say why, and proposes nothing. A different change is a new
 proposal, not an edit of one that got what it asked for. A removal that failed closed and
 still owes something (Noah back in the league under another name) still offers both.
+
+The command line says it too: ``show`` and ``approve`` read "nothing to do: it was already
+so", not "revision required", while ``--json`` keeps ``status: revision_required`` and
+``outcome.already_so: true`` for the scripts that read it.
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ from typing import Any
 
 import pytest
 from countersign.application.errors import NotRevisableError
-from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.cli import cards, main
 from countersign.infrastructure.identity.tokens import issue_token
 
 from tests.conftest import AVA, count_events
-from tests.test_remove_member import NOAH, _at_the_desk, _propose
+from tests.test_remove_member import NOAH, OUT_OF_SENIORS, REMOVE, _at_the_desk, _propose
 from tests.test_web_pages import Web, _main, _notice, web_for
 
 FR = {"Accept-Language": "fr"}
@@ -191,6 +195,72 @@ def command(database_url: str, seeded: dict[str, Any], capsys: Any) -> Any:
         return status, out, err
 
     return run
+
+
+def _status_row(card: str) -> str:
+    (row,) = [line for line in card.splitlines() if "│ Status" in line or "│ Statut" in line]
+    return " ".join(row.strip("│ ").split())
+
+
+def test_the_command_line_card_says_nothing_to_do_and_its_json_is_unchanged(
+    cs: Any, seeded: dict[str, Any], command: Any
+) -> None:
+    already = _already_so(cs, seeded)
+
+    _, english, _ = command("show", already, "--as", AVA)
+    _, french, _ = command("show", already, "--as", AVA, "--language", "fr")
+    _, document, _ = command("show", already, "--as", AVA, "--json")
+
+    assert _status_row(english) == "Status nothing to do: it was already so"
+    assert "revision required" not in english
+    assert _status_row(french) == "Statut rien à faire : c'était déjà le cas"
+    assert "révision requise" not in french
+    card = json.loads(document)
+    assert card["status"] == "revision_required"
+    assert card["outcome"]["already_so"] is True
+
+
+def test_the_command_line_approval_says_nothing_to_do_and_its_json_is_unchanged(
+    cs: Any, seeded: dict[str, Any], command: Any
+) -> None:
+    # Proposed by the command, on the clock it runs by (the fixtures' clock stands still).
+    propose = ["propose", "--org", "granite", "--operation", REMOVE, "--as", AVA]
+    roster = ["--resource", seeded["rosters"]["granite"], "--request", json.dumps(OUT_OF_SENIORS)]
+    _, created, _ = command(*propose, *roster, "--json")
+    pid = json.loads(created)["proposal_id"]
+    _at_the_desk(cs, seeded, lambda roster: roster.leave("Thursday Seniors", NOAH))
+
+    _, approved, _ = command("approve", pid, "--as", AVA)
+    _, again, _ = command("approve", pid, "--as", AVA)
+    _, document, _ = command("approve", pid, "--as", AVA, "--json")
+
+    assert approved.splitlines()[0] == (
+        "Approved, but not executed: it was already so. Nothing is left to do."
+    )
+    assert "revision required" not in approved
+    assert again.splitlines()[0] == (
+        "Already completed (stored outcome): it was already so. Nothing is left to do."
+    )
+    assert "revision required" not in again
+    report = json.loads(document)
+    assert (report["result"], report["status"]) == ("already_completed", "revision_required")
+    assert report["outcome"]["already_so"] is True
+
+
+def test_the_command_line_approval_reads_french_in_a_french_chat() -> None:
+    """The chat's /approve prints the report in the chat's language."""
+    report = {
+        "result": "executed",
+        "status": "revision_required",
+        "outcome": {"kind": "revision_required", "already_so": True},
+        "message": "Rien n'a été modifié.",
+    }
+
+    text = cards.render_report(report, AVA, "fr")
+
+    assert text.splitlines()[0] == (
+        "Approuvée, mais non exécutée : c'était déjà le cas. Il ne reste rien à faire."
+    )
 
 
 def test_the_command_line_refuses_the_edit_and_says_why(

@@ -15,6 +15,7 @@ from countersign.domain.messages import (
     preview_rows_of,
 )
 from countersign.domain.money import format_money
+from countersign.domain.outcomes import is_already_so
 from countersign.domain.times import expiry, local_time
 from countersign.infrastructure.entrypoints.cli.render import box
 
@@ -66,7 +67,8 @@ _STATUS = {
     "superseded": Localized("superseded", "remplacée"),
 }
 """A proposal's status in words. English keeps the name --json gives (with spaces for its
-underscores), which scripts and support search for."""
+underscores), which support searches for; a script reads --json. One revision required
+reads otherwise: one already so owes nothing, and says so (``card_status``)."""
 
 
 #: The refusals' reasons that are no status, in words (English as --json names them).
@@ -81,6 +83,24 @@ _REASONS = {
 def status_words(status: str, language: str = "en") -> str:
     known = _STATUS.get(status)
     return known.text(language) if known else status.replace("_", " ")
+
+
+#: The status of a revision required because what it asked for already held, as the page's
+#: outcome says it: nothing is owed. --json keeps ``status: revision_required`` and
+#: ``outcome.already_so: true``, which scripts read.
+_ALREADY_SO = Localized("nothing to do: it was already so", "rien à faire : c'était déjà le cas")
+
+
+def _already_so(card: dict[str, Any]) -> bool:
+    return is_already_so(card.get("outcome") if isinstance(card.get("outcome"), dict) else None)
+
+
+def card_status(card: dict[str, Any], language: str = "en") -> str:
+    """A card's status in words: "nothing to do: it was already so" for one that owes
+    nothing, else its status's words."""
+    if _already_so(card):
+        return _ALREADY_SO.text(language)
+    return status_words(card["status"], language)
 
 
 _APPROVALS = Localized("{count} of {required}", "{count} sur {required}")
@@ -185,7 +205,7 @@ def render_card(
     origin = origin_line(card.get("origin"), language, card.get("requested_through"))
     if origin:
         rows.append((label("origin"), origin))
-    rows.append((label("status"), status_words(card["status"], language)))
+    rows.append((label("status"), card_status(card, language)))
     if card["status"] == "pending":  # a decided one no longer expires (as the page says)
         zone = card.get("time_zone") or "UTC"
         rows.append((label("expires"), expires(card["expires_at"], zone, now, language)))
@@ -301,6 +321,17 @@ _RESULT = {
     "declined": Localized("Declined", "Refusée"),
 }
 _NEEDS_RECONCILIATION = Localized("needs reconciliation", "rapprochement nécessaire")
+#: An approval that found what it asked for already so, as the page's notice says it.
+_ALREADY_SO_RESULT = {
+    "executed": Localized(
+        "Approved, but not executed: it was already so. Nothing is left to do.",
+        "Approuvée, mais non exécutée : c'était déjà le cas. Il ne reste rien à faire.",
+    ),
+    "already_completed": Localized(
+        "Already completed (stored outcome): it was already so. Nothing is left to do.",
+        "Déjà terminée (résultat enregistré) : c'était déjà le cas. Il ne reste rien à faire.",
+    ),
+}
 _APPROVED = Localized("Approved", "Approuvée")
 _ALREADY_YOURS = Localized(
     "Already approved by you; nothing changed", "Déjà approuvée par vous ; rien n'a changé"
@@ -385,6 +416,9 @@ def render_report(report: dict[str, Any], actor: str | None = None, language: st
     if report["result"] == "not_approvable":
         return _not_approvable(report, actor, language)
     outcome = report.get("outcome") or {}
+    said = _ALREADY_SO_RESULT.get(report["result"]) if _already_so(report) else None
+    if said is not None:
+        return f"{said.text(language)}\n  {report.get('message') or ''}".rstrip()
     headline = _RESULT[report["result"]].text(language)
     kind = str(outcome.get("kind", ""))
     word = (
