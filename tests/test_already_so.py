@@ -55,6 +55,12 @@ def _status(page: Any) -> str:
     return _read(found.group(1))
 
 
+def _asked_for(page: Any) -> str | None:
+    """The caption over the proposal's rows, if the page shows one."""
+    found = re.search(r'<h2 class="preview-title"[^>]*>(.*?)</h2>', _main(page), re.S)
+    return _read(found.group(1)) if found else None
+
+
 def _twice(web: Web, monkeypatch: Any, approved_first: str) -> tuple[str, str]:
     """The same removal asked of the roster assistant twice, in two conversations, once
     before the upgrade (held under the last release's subject) and once since; the first
@@ -91,6 +97,9 @@ def test_the_manager_reads_that_nothing_is_left_to_do_and_nothing_needs_attentio
     assert "tone-muted" in outcome
     assert _read(outcome) == f"Nothing to do: it was already so {ALREADY_OUT}"
     assert "next-step" not in outcome  # no "ask the assistant for a new proposal"
+    # Its rows (members before 4, after 3) are what it asked for, not what was done.
+    assert _asked_for(page) == "What it asked for (not carried out)"
+    assert _asked_for(browser.get(f"/proposals/{ran}")) is None
     inbox = browser.get("/")
     assert _cards(inbox, "attention") == []
     assert "Nothing needs attention." in inbox.text
@@ -103,6 +112,7 @@ def test_the_manager_reads_that_nothing_is_left_to_do_and_nothing_needs_attentio
     page = browser.get(f"/proposals/{already}")
     assert _status(page) == "Rien à faire"
     assert _read(_outcome(page)) == f"Rien à faire : c'était déjà le cas {ALREADY_OUT_FR}"
+    assert _asked_for(page) == "Ce qu'elle demandait (non exécutée)"
     assert "Rien à surveiller." in browser.get("/").text
 
 
