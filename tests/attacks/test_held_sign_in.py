@@ -274,3 +274,32 @@ def test_a_browser_cookie_forged_or_of_another_account_is_an_unknown_browser(
         forger.client.cookies.set("countersign_device", forged)
         forger.page_token("/sign-in")
         assert _attempt(forger, NOAH, web.passwords[NOAH]).status_code == 429
+
+
+def test_a_success_for_one_account_does_not_clear_another_accounts_failures_in_a_browser(
+    web: Web, checks: list[str]
+):
+    """A club's shared laptop, known for Ava and for Ben (staff). Ben guessed at Ava's
+    password there four times, then signed in as himself on the same laptop: his success
+    cleared the browser's count, Ava's failures with it, so he had four fresh guesses after
+    each of his own sign-ins and the five-a-window limit on her account did not hold there at
+    all; and her count, once at five, refused his own sign-in too (a red-team finding). A
+    known browser's failures are counted for the account they were made on: Ava's are hers,
+    his success clears his own count only."""
+    shared = web.browser()
+    assert shared.sign_in(AVA, web.passwords[AVA]).status_code == 303
+    _signed_out(shared)
+    assert shared.sign_in(BEN, web.passwords[BEN]).status_code == 303
+    _signed_out(shared)
+    checks.clear()
+
+    answers = []
+    for round_ in range(3):
+        answers += [_attempt(shared, AVA, f"guess-{round_}-{n}") for n in range(ACCOUNT_LIMIT - 1)]
+        assert _attempt(shared, BEN, web.passwords[BEN]).status_code == 303  # his own account
+        _signed_out(shared)
+
+    statuses = [a.status_code for a in answers]
+    assert statuses == [200] * ACCOUNT_LIMIT + [429] * (len(answers) - ACCOUNT_LIMIT)
+    assert checks.count(AVA) == ACCOUNT_LIMIT  # nothing checked after the fifth
+    assert _attempt(shared, AVA, web.passwords[AVA]).status_code == 429

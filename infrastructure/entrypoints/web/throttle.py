@@ -31,8 +31,10 @@ The rules:
 * **A known browser** (one where a sign-in to the account succeeded in the last 180 days:
   its signed cookie holds a random id, and ``session_store.browser_known`` finds the pair)
   is counted on its own key instead of the account's: ``ACCOUNT_LIMIT`` failures per
-  ``WINDOW`` for that browser, and the account's count neither refuses it nor grows with
-  its mistakes nor is cleared by its success. So the per-account limit, which lets anyone
+  ``WINDOW`` for that browser and that account (the key is the pair: on a browser known for
+  several accounts, a club's shared laptop, a success on one never clears another's
+  failures), and the account's count neither refuses it nor grows with its mistakes nor is
+  cleared by its success. So the per-account limit, which lets anyone
   lock a known email out by guessing wrong on purpose, no longer keeps its person out of
   the browsers they use: a guesser elsewhere locks only the browsers that never signed in
   to it (the "device cookies" of OWASP's guidance on brute-force protection). An account
@@ -115,9 +117,12 @@ def address_key(address: str) -> str:
     return _digest("address", address.strip().lower() or "unknown")
 
 
-def device_key(nonce: str) -> str:
-    """A known browser's key: a SHA-256 digest of its device cookie's nonce."""
-    return _digest("device", nonce)
+def device_key(nonce: str, email: str) -> str:
+    """A known browser's key for one account: a SHA-256 digest of its device cookie's nonce
+    and the normalised email. A browser known for several accounts (a club's shared laptop)
+    counts each account's failures apart: one person's success there never clears another
+    account's failures, nor does a guesser's count on one account lock the others out."""
+    return _digest("device", f"{nonce}\0{email.strip().lower()}")
 
 
 def _digest(scope: Scope, value: str) -> str:
@@ -151,7 +156,7 @@ class SignInThrottle:
         (until ``succeeded``) and let the caller check the password."""
         ensure_tables(self.sql, _TABLE, _SCHEMA)
         account = account_key(email)
-        known = device_key(device) if device else None
+        known = device_key(device, email) if device else None
         keys: dict[Scope, str] = (
             {"device": known, "address": address_key(address)}
             if known
