@@ -15,6 +15,7 @@ MAX_ARGUMENTS = 16_000
 MAX_DEPTH = 8
 NOT_AN_OBJECT = "the arguments were not a JSON object"
 TOO_LARGE = "the arguments were longer than 16000 characters, or nested deeper than 8 levels"
+NOT_TEXT = "the arguments held a string that is not Unicode text (a lone surrogate escape)"
 
 
 def sent_back(raw: str) -> str:
@@ -35,6 +36,8 @@ def why_unreadable(raw: str) -> str:
     try:
         read_json(raw or "{}", max_chars=MAX_ARGUMENTS, max_depth=MAX_DEPTH)
     except UnreadableJsonError as refused:
+        if refused.kind == "text":
+            return NOT_TEXT
         return TOO_LARGE if refused.kind in ("length", "depth") else NOT_AN_OBJECT
     return NOT_AN_OBJECT
 

@@ -138,6 +138,8 @@ def _reply(response: Any) -> ModelReply:
     text = message.content
     if text is not None and type(text) is not str:
         raise TypeError("the answer's content is not text")
+    if text is not None:
+        _unicode(text)
     calls = []
     for call in message.tool_calls or []:
         function: Any = getattr(call, "function", None)
@@ -146,6 +148,8 @@ def _reply(response: Any) -> ModelReply:
         fields = (call.id, function.name, function.arguments)
         if not all(type(field) is str for field in fields):
             raise TypeError("a tool call's id, name or arguments is not text")
+        for field in fields:
+            _unicode(field)
         calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments))
     if len(calls) > MAX_TOOL_CALLS:
         log.warning(
@@ -153,3 +157,10 @@ def _reply(response: Any) -> ModelReply:
         )
         del calls[MAX_TOOL_CALLS:]
     return ModelReply(text=text, tool_calls=calls)
+
+
+def _unicode(text: str) -> None:
+    """UnicodeEncodeError (a ValueError: ``_MALFORMED``) for text no UTF-8 can hold: a lone
+    surrogate, which the client reads from a ``\\ud800`` escape in the endpoint's JSON. Kept,
+    it failed the conversation's save, and the turn answered an internal error."""
+    text.encode("utf-8")
