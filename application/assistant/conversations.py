@@ -70,6 +70,10 @@ class ConversationView:
     #: The resource's key where its section's contracts name resources by key (a plug-in's
     #: company key): what the conversation's address names it by. None: by ``resource_id``.
     resource_key: str | None = None
+    #: What started it (``Interaction.started_through``): ``person``, a token's kind and name
+    #: (``agent_token:ops-bot``), or None (before it was recorded). In a token's conversation
+    #: every message under the manager's name is the token's, never the person's.
+    started_through: str | None = None
 
 
 def section_assistant(
@@ -130,11 +134,14 @@ def may_continue(interaction: Interaction, caller: Caller) -> Interaction:
 
     A token speaks only in the conversations it started: an agent's words added to the
     person's own conversation were shown under "You" and sent to the model as the person's
-    earlier words. The person may continue any conversation of theirs, a token's included
-    (their words are their own). A conversation started before its credential was recorded
-    is continued by the person only."""
+    earlier words. For the same reason the person does not continue a token's conversation
+    (its words would reach the model as theirs, and theirs would be shown as the token's):
+    they read it, and their message starts a conversation of their own. A conversation
+    started before its credential was recorded is continued by the person only."""
     presented = caller.recorded_credential
-    if presented == Credential.PERSON or interaction.started_through == presented:
+    if interaction.started_through == presented:
+        return interaction
+    if presented == Credential.PERSON and interaction.started_through is None:
         return interaction
     raise NotFoundError("conversation")
 
@@ -206,6 +213,7 @@ def conversation_view(
         ),
         already_so=last is not None and last.already_so,
         resource_key=scope.key,
+        started_through=interaction.started_through if interaction is not None else None,
     )
 
 

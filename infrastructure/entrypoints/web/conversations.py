@@ -12,6 +12,7 @@ from countersign.application.assistant.conversations import MAX_TURNS, Conversat
 from countersign.application.assistant.sections.orders import ORDERS
 from countersign.application.assistant.service import MAX_MESSAGE
 from countersign.application.assistant.turn_limits import TooManyTurnsError
+from countersign.application.authorization import Credential
 from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
 from countersign.domain.times import seconds_wait
@@ -24,6 +25,15 @@ from countersign.infrastructure.entrypoints.web.views import (
 )
 from countersign.infrastructure.entrypoints.web.visits import Visit
 from starlette.responses import Response
+
+
+def token_name(started_through: str | None) -> str | None:
+    """The name of the token that started a conversation (``agent_token:ops-bot``), or None
+    for the person's own (or one started before that was recorded)."""
+    if started_through is None or started_through == Credential.PERSON:
+        return None
+    return started_through.partition(":")[2] or started_through
+
 
 #: countersign's own club-wide sections, whose pages show the club (its leagues and form).
 _CLUB_WIDE = frozenset(
@@ -77,8 +87,14 @@ class ConversationPages:
             language=visit.language,
         )
         section, resource_id = conversation.section, conversation.resource_id
+        token = token_name(conversation.started_through)
         note = None
-        if conversation.expired:
+        if token is not None:
+            # A token's conversation: its words are the token's, never shown as the person's,
+            # and the person's message starts a conversation of their own.
+            note = visit.t("chat.token_note", name=token)
+            send_to_new = True
+        elif conversation.expired:
             note = visit.t("chat.expired_note")
         elif conversation.revision is not None:
             said = "chat.already_so_note" if conversation.already_so else "chat.revision_note"
@@ -88,6 +104,9 @@ class ConversationPages:
             "resource_id": resource_id,
             "interaction_id": "" if send_to_new else conversation.interaction_id or "",
             "timeline": self._timeline(visit, conversation.timeline),
+            "manager_label": (
+                visit.t("chat.you") if token is None else visit.t("chat.from_token", name=token)
+            ),
             # What the side panel shows: the order, or the club (the leagues, the form). A
             # plug-in's section shows neither: its records are the company's, and the panel
             # is left out rather than show the club's leagues beside an invoice.

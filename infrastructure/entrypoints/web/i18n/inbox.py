@@ -48,6 +48,12 @@ EN: dict[str, str] = {
     "start.order_hint": "The order reference from the registration system, or its id.",
     "start.order_submit": "Open the order assistant",
     "chat.you": "You",
+    "chat.from_token": "Token “{name}”",
+    "chat.token_note": (
+        "Your token “{name}” started this conversation through the API: the messages marked"
+        " with its name are its words, not yours. A message you send here starts a"
+        " conversation of your own."
+    ),
     "chat.assistant": "Assistant",
     "chat.application": "countersign",
     "chat.message": "Your message",
@@ -148,6 +154,12 @@ FR: dict[str, str] = {
     "start.order_hint": "La référence de la commande dans le système d'inscription, ou son id.",
     "start.order_submit": "Ouvrir l'assistant commandes",
     "chat.you": "Vous",
+    "chat.from_token": "Jeton « {name} »",
+    "chat.token_note": (
+        "Votre jeton « {name} » a commencé cette conversation par l'API : les messages"
+        " marqués de son nom sont les siens, pas les vôtres. Un message envoyé ici commence"
+        " une conversation à vous."
+    ),
     "chat.assistant": "Assistant",
     "chat.application": "countersign",
     "chat.message": "Votre message",
