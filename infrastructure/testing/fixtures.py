@@ -45,10 +45,23 @@ SEEDED = pytest.StashKey[dict[str, Any] | None]()
 """What seeding the test's database returned, when it is a copy of the seeded template."""
 
 
+#: Whether this process has reached the PostgreSQL server (``require_postgres``).
+_reached = False
+
+
 def require_postgres() -> None:
-    """Skip the test when the PostgreSQL server is unreachable; fail it if ``CI`` is set."""
+    """Skip the test when the PostgreSQL server is unreachable; fail it if ``CI`` is set.
+
+    Asked once per process until the server answers, then no more: the check is a
+    connection of its own (about 20 ms on the loaded 2-core machine, twice the reset of a
+    test's database), and a server that goes away later fails the tests that use it, skip
+    or not, with their own connection's error."""
+    global _reached
+    if _reached:
+        return
     problem = postgres_problem()
     if problem is None:
+        _reached = True
         return
     if os.environ.get("CI"):
         pytest.fail(f"CI is set but PostgreSQL is unreachable at {POSTGRES_SERVER}: {problem}")
