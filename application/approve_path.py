@@ -261,8 +261,10 @@ class ApprovePath:
         counting (``ApprovalLapsed``), in this decision's commit.
 
         With seal keys, first of all: a proposal whose stored record is not what was sealed
-        when it was proposed is set aside (``set_aside``), nothing approved nor claimed; the
-        digest a verified seal's check recomputed is appended to ``sealed``."""
+        when it was proposed, or with an event after that its seal does not vouch for (a
+        forged approval, which must not count), is set aside (``set_aside``), nothing
+        approved nor claimed; the digest a verified seal's check recomputed is appended to
+        ``sealed``."""
         if self.seals is not None:
             problem = seal_problem(self.seals, proposal, sealed)
             if problem is not None:

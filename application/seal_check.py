@@ -1,12 +1,15 @@
 """The approve path's seal check (docs/design.md, "Seals"): with seal keys configured, a
 proposal is approved only if its seal is the seal of what is stored.
 
-The first link of its chain is made again from its state, which is what its ``Proposed``
-event stored (or a snapshot of it): its arguments, preview, policy, expiry and time, with its
-contract digest made again from its arguments and preview in the same walk (which step 6 then
-takes instead of its own). A proposal with no seal, a seal under a key not held here, a
-digest that is not its arguments', or a seal that is not the link's, is set aside before
-anything of its record decides the approval: its RevisionRequired outcome says why and asks
+Every event after ``Proposed`` must be vouched for by its own seal, as the store checked it
+when it read the stream (``Proposal.unvouched``, infrastructure/persistence/event_seals.py):
+a forged approval never counts towards a quorum. The first link of its chain is made again
+from its state, which is what its ``Proposed`` event stored (or a snapshot of it): its
+arguments, preview, policy, expiry and time, with its contract digest made again from its
+arguments and preview in the same walk (which step 6 then takes instead of its own). A
+proposal with no seal, a seal under a key not held here, a digest that is not its
+arguments', or a seal that is not the link's, is set aside before anything of its record
+decides the approval: its RevisionRequired outcome says why and asks
 for a new proposal, which is frozen again from the request under the policy in force, and
 sealed. Nothing is approved, claimed or executed; the log has the correlation id the outcome
 shows.
@@ -41,7 +44,13 @@ def seal_problem(seals: SealKeys, proposal: Proposal, verified: list[str]) -> Se
     """Why ``proposal``'s seal does not prove what is stored of it, or None when it does,
     its contract digest then appended to ``verified`` (step 6 takes it instead of hashing
     the arguments and preview again). A stored digest that is not its arguments' and
-    preview's is a mismatch: the link covers it, and the approver's passkey signs it."""
+    preview's is a mismatch: the link covers it, and the approver's passkey signs it.
+
+    An event after ``Proposed`` that its seal does not vouch for, as the store found when it
+    read it (``Proposal.unvouched``: a forged approval, say), is a problem first: nothing
+    of the stream may count towards the quorum then."""
+    if proposal.unvouched is not None:
+        return proposal.unvouched
     seal = proposal.seal
     if not seal:
         return SealProblem("unsealed")
@@ -52,6 +61,15 @@ def seal_problem(seals: SealKeys, proposal: Proposal, verified: list[str]) -> Se
     if problem is None:
         verified.append(digest)
     return problem
+
+
+def reason_code(problem: SealProblem) -> str:
+    """The revision reason of a proposal set aside for ``problem``: an event after
+    ``Proposed`` without a seal, after a sealed one, is a record that is not the one
+    sealed (its seal removed, or the event made up)."""
+    if problem.version is not None and problem.kind == "unsealed":
+        return REASONS["mismatch"]
+    return REASONS[problem.kind]
 
 
 @dataclass(frozen=True)
@@ -80,7 +98,7 @@ def set_aside(proposal: Proposal, problem: SealProblem) -> Commit[Unverified]:
     params: dict[str, ReasonParam] = {"reference": correlation_id}
     if problem.kind == "unknown_key":
         params["key_id"] = problem.key_id or "?"
-    reason = RevisionReason(code=REASONS[problem.kind], params=params)
+    reason = RevisionReason(code=reason_code(problem), params=params)
     proposal.set_aside_unverified(revision_required(reason))
     unverified = Unverified(approval_report(proposal), proposal.id, problem, correlation_id)
     return Commit([proposal], unverified)

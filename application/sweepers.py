@@ -26,14 +26,19 @@ from countersign.application.ports import (
     SharedSnapshots,
 )
 from countersign.application.reports import SweepReport
-from countersign.application.settlement import Settlement
+from countersign.application.seal_check import seal_problem
+from countersign.application.settlement import Failed, Settlement, failed
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal, ProposalStatus
+from countersign.domain.seals import SealKeys, SealProblem
 
 log = logging.getLogger("countersign.proposals")
+
+#: A claimed proposal failed as unverified: its report, its failure and why.
+_Unverified = tuple[SweepReport, Failed, SealProblem]
 
 
 class Sweepers:
@@ -49,8 +54,11 @@ class Sweepers:
         registry: Mapping[str, AnyContract] = REGISTRY,
         lease: timedelta = timedelta(seconds=60),
         stops_the_pass: Callable[[BaseException], bool] = lambda _: False,
+        seals: SealKeys | None = None,
     ) -> None:
         self.store = store
+        #: With seal keys, the reconciler acts only on a record its seals vouch for.
+        self.seals = seals
         #: Whether an error is the store itself out of reach (the database down, its disk
         #: full): not one candidate's, so the pass stops there and its caller says why once,
         #: rather than one error per candidate, each failing alike.
@@ -131,6 +139,20 @@ class Sweepers:
             )
 
     def _reconcile_one(self, proposal: Proposal) -> SweepReport:
+        if self.seals is not None and (proposal.unvouched is not None or proposal.seal):
+            unverified = self.store.decide(
+                Reads([proposal.id]), partial(self._fail_unverified, self.seals, proposal.id)
+            )
+            if unverified is not None:
+                swept, ended, problem = unverified
+                ended.log()
+                log.error(
+                    "proposal %s not reconciled: it %s; nothing sent, correlation id %s",
+                    proposal.id,
+                    problem.text,
+                    ended.correlation_id,
+                )
+                return swept
         contract = self.registry[proposal.kind]
         execution = ExecutionContract(
             proposal_id=proposal.id,
@@ -156,6 +178,14 @@ class Sweepers:
         except EffectResponseLostError:
             return uncertain
         action = "settled"
+        if response is None and self.seals is not None and not proposal.seal:
+            # Made before the keys (or forged whole, unsealed): what the provider holds is
+            # recorded, but nothing is sent on a record no seal vouches for.
+            log.error(
+                "proposal %s is unsealed: its request is not sent again; a person settles it",
+                proposal.id,
+            )
+            return uncertain
         if response is None:
             action = "replayed"
             self.settlement.faults.reached("reconcile_before_replay")
@@ -169,3 +199,24 @@ class Sweepers:
             self.settlement.faults.reached("reconcile_after_replay")
         report = self.settlement.settle(contract, execution, response)
         return SweepReport(report.proposal_id, action, report.status or "", report.outcome)
+
+    @staticmethod
+    def _fail_unverified(
+        seals: SealKeys, proposal_id: UUID, store: Repository
+    ) -> Commit[_Unverified | None] | Answer[_Unverified | None]:
+        """With seal keys: a claimed proposal whose record its seals do not vouch for (an
+        event after ``Proposed``, or ``Proposed`` itself once sealed) fails, terminally, with
+        a correlation id to log once the commit stands, and nothing is sent to its provider;
+        None when it is vouched for (or no longer claimed)."""
+        proposal = store.get(proposal_id, Proposal)
+        if proposal.status not in (ProposalStatus.EXECUTING, ProposalStatus.RECONCILING):
+            return Answer(None)
+        problem = proposal.unvouched
+        if problem is None and proposal.seal:
+            problem = seal_problem(seals, proposal, [])
+        if problem is None:
+            return Answer(None)
+        ended = failed(proposal, "UnverifiedRecord")
+        status = str(proposal.status)
+        report = SweepReport(str(proposal.id), "failed_unverified", status, proposal.outcome)
+        return Commit([proposal], (report, ended, problem))

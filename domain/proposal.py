@@ -27,7 +27,7 @@ from countersign.domain.proposal_status import (
     status_at,
 )
 from countersign.domain.scope import Scope, Section
-from countersign.domain.seals import SealKeys
+from countersign.domain.seals import SealKeys, SealProblem
 from eventsourcing.domain import Aggregate
 
 __all__ = ["FINISHED", "Proposal", "ProposalStatus", "SupersessionReason"]
@@ -56,6 +56,13 @@ class Proposal(Aggregate):
     requested_through: str | None = None
     #: Read as None from a proposal's state taken before seals were recorded (``__init__``).
     seal: dict[str, str] | None = None
+    #: Set only by a store holding seal keys, as it reads the events after ``Proposed``
+    #: (``seals.event_problem``): the first one its seal does not vouch for, named; None
+    #: while every one read is (or without keys, when nothing is checked).
+    unvouched: SealProblem | None = None
+    #: Whether an event after ``Proposed`` is sealed, as read or stored under seal keys: from
+    #: then on, every later one must be (``seals.event_problem``).
+    later_sealed: bool = False
 
     def __init__(
         self,

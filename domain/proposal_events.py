@@ -19,7 +19,7 @@ The classes here are its bases, never stored.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from countersign.domain.club.passkeys import PasskeyAssertion
@@ -37,6 +37,21 @@ from eventsourcing.domain import Aggregate
 
 if TYPE_CHECKING:
     from countersign.domain.proposal import Proposal
+
+
+def _no_seal(state: dict[str, Any]) -> None:
+    """The upcaster to the version that adds ``seal`` to an event after ``Proposed``: one
+    written before it, or written since without seal keys, has none, and reads ``seal`` as
+    None (the class's), with nothing added to what it stored.
+
+    With seal keys configured, every event after ``Proposed`` carries the seal of its own
+    chain link (``{"key_id", "mac"}``, domain/seals.py), outside that link, as ``chain``
+    is; it is made as the event is stored, and is then the event's own ``seal``. Without
+    keys an event has none (its class's None, no field of its own), and the mapper stores it
+    as its ``unsealed_version`` was stored (infrastructure/persistence/stored_events.py): the
+    same bytes as before seals were, which a release before them still reads, at no cost to
+    a cycle without keys. A sealed event is stored at the class's version, which such a
+    release refuses (a version from its future), so it never acts on one unchecked."""
 
 
 class Proposed(Aggregate.Created):
@@ -96,7 +111,7 @@ class Approved(Aggregate.Event):
     one before (docs/proof.md): the chain link of an upcast event still covers the fields
     as they were written, which ``audit verify`` hashes."""
 
-    class_version = 3
+    class_version = 4
     approved_by: str
     approved_at: datetime
     role: str | None
@@ -104,6 +119,10 @@ class Approved(Aggregate.Event):
     membership_id: str | None
     passkey: PasskeyAssertion | None
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 3 was, byte for byte (``_no_seal``).
+    unsealed_version = 3
+    upcast_v3_v4 = staticmethod(_no_seal)
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -139,9 +158,15 @@ class ApprovalLapsed(Aggregate.Event):
     rechecked it (``reason``: ``removed``, ``lost_permission``, ``rejoined``). The
     ``Approved`` it names stays in the stream."""
 
+    class_version = 2
+
     approved_by: str
     reason: str
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 1 was, byte for byte (``_no_seal``).
+    unsealed_version = 1
+    upcast_v1_v2 = staticmethod(_no_seal)
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
@@ -161,9 +186,15 @@ class ApprovalLapsed(Aggregate.Event):
 class Claimed(Aggregate.Event):
     """pending -> executing, with a fresh attempt id."""
 
+    class_version = 2
+
     attempt_id: UUID
     claimed_at: datetime
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 1 was, byte for byte (``_no_seal``).
+    unsealed_version = 1
+    upcast_v1_v2 = staticmethod(_no_seal)
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
@@ -175,8 +206,14 @@ class Claimed(Aggregate.Event):
 class Revalidated(Aggregate.Event):
     """Current state still proves the preview: the facts rechecked."""
 
+    class_version = 2
+
     facts: dict[str, Any]
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 1 was, byte for byte (``_no_seal``).
+    unsealed_version = 1
+    upcast_v1_v2 = staticmethod(_no_seal)
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
@@ -186,8 +223,14 @@ class Revalidated(Aggregate.Event):
 class Succeeded(Aggregate.Event):
     """The effect is recorded: the typed result."""
 
+    class_version = 2
+
     outcome: dict[str, Any]
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 1 was, byte for byte (``_no_seal``).
+    unsealed_version = 1
+    upcast_v1_v2 = staticmethod(_no_seal)
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
@@ -202,9 +245,13 @@ class RevisionRequired(Aggregate.Event):
     it would read such an outcome as something it is not, and refuses it instead (a
     ``class_version`` newer than its own)."""
 
-    class_version = 2
+    class_version = 3
     outcome: dict[str, Any]
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 2 was, byte for byte (``_no_seal``).
+    unsealed_version = 2
+    upcast_v2_v3 = staticmethod(_no_seal)
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -226,10 +273,14 @@ class Reconciling(Aggregate.Event):
     JSON API's route to the proposal's status (``status_path``): an event records facts,
     and the entry points build the route from the proposal's id."""
 
-    class_version = 2
+    class_version = 3
     outcome: dict[str, Any]
     idempotency_key: str
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 2 was, byte for byte (``_no_seal``).
+    unsealed_version = 2
+    upcast_v2_v3 = staticmethod(_no_seal)
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -248,9 +299,15 @@ class Reconciling(Aggregate.Event):
 class Failed(Aggregate.Event):
     """A terminal internal failure: the correlation id is in the outcome."""
 
+    class_version = 2
+
     outcome: dict[str, Any]
     error_class: str
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 1 was, byte for byte (``_no_seal``).
+    unsealed_version = 1
+    upcast_v1_v2 = staticmethod(_no_seal)
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
@@ -262,11 +319,15 @@ class Declined(Aggregate.Event):
     """A permitted member declined it. Version 2 records what they presented
     (``credential``: ``person``, or ``approver_token:<token name>``)."""
 
-    class_version = 2
+    class_version = 3
     declined_by: str
     note: str | None
     credential: str
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 2 was, byte for byte (``_no_seal``).
+    unsealed_version = 2
+    upcast_v2_v3 = staticmethod(_no_seal)
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
@@ -285,8 +346,14 @@ class Declined(Aggregate.Event):
 class Expired(Aggregate.Event):
     """Approval was attempted, or the sweeper ran, after the expiry."""
 
+    class_version = 2
+
     at: datetime
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 1 was, byte for byte (``_no_seal``).
+    unsealed_version = 1
+    upcast_v1_v2 = staticmethod(_no_seal)
 
     def apply(self, aggregate: Proposal) -> None:
         aggregate.chain = self.chain
@@ -299,10 +366,14 @@ class Superseded(Aggregate.Event):
     Version 2 records why (``reason``, a SupersessionReason): an edit of it, a newer
     proposal for the same thing, or another proposal carried out, which withdrew it."""
 
-    class_version = 2
+    class_version = 3
     by: UUID
     reason: str | None
     chain: str
+    seal: ClassVar[dict[str, str] | None] = None
+    #: Stored without a seal (no keys) as version 2 was, byte for byte (``_no_seal``).
+    unsealed_version = 2
+    upcast_v2_v3 = staticmethod(_no_seal)
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:

@@ -9,7 +9,10 @@ the seal of what they changed (docs/design.md, "Seals").
 
 Keys have ids so that they can be rotated: the first key seals, and every key held verifies.
 A seal is stored with its key's id, on the ``Proposed`` event (version 2), outside its own
-link.
+link. Every later event of a proposal carries the seal of its own link too, made as it is
+stored (``seal_event``), and a store holding keys checks each one it reads
+(``event_problem``): a link covers the one before it, so the seals of a stream's events
+vouch for every event of it, in order, up to the last.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
+
+from countersign.domain.hash_chain import chain_link
 
 #: What a seal's MAC covers before the proposal's id and first link: a fixed label, so that
 #: a MAC made with the same key for anything else is never a seal.
@@ -48,12 +53,21 @@ class SealProblem:
     kind: SealProblemKind
     #: The seal's key id, when it is one (``plain_key_id``; None: none, or not a key id).
     key_id: str | None = None
+    #: The event whose seal it is, after ``Proposed``: its version and type (None: the
+    #: proposal's own seal, on ``Proposed``).
+    version: int | None = None
+    event_type: str | None = None
 
     @property
     def text(self) -> str:
         """The problem in a few words, for the logs and ``audit verify``."""
+        if self.version is not None:
+            return f"has an event {self.version} ({self.event_type}) that {self._text(True)}"
+        return self._text(False)
+
+    def _text(self, event: bool) -> str:
         if self.kind == "unsealed":
-            return "has no seal"
+            return "has no seal, after a sealed one" if event else "has no seal"
         if self.kind == "unknown_key":
             named = "an unreadable key id" if self.key_id is None else f"key {self.key_id!r}"
             return f"is sealed with {named}, which is not configured"
@@ -106,6 +120,8 @@ class SealKeys:
         ``first_link`` (the link made again from what is stored), or None when it is."""
         if not seal:
             return SealProblem("unsealed")
+        if not isinstance(seal, Mapping):  # a tampered one may be anything
+            return SealProblem("mismatch")
         key_id = seal.get("key_id")
         key = self._keys.get(key_id) if isinstance(key_id, str) else None
         if key is None:
@@ -126,3 +142,44 @@ def _mac(keyed: Any, proposal_id: UUID, first_link: str) -> str:
     mac = keyed.copy()
     mac.update(b"%s%s\0%s" % (_LABEL, str(proposal_id).encode(), first_link.encode()))
     return str(mac.hexdigest())
+
+
+#: What an event's link does not cover of its fields: its envelope (the time is linked, as
+#: ``at``), its link and its seal.
+_NOT_LINKED = frozenset(
+    {"originator_id", "originator_version", "timestamp", "originator_topic", "chain", "seal"}
+)
+
+
+def seal_event(seals: SealKeys, event: Any) -> None:
+    """Seal ``event``, an event after ``Proposed`` made in this process, with the seal of its
+    own link (which the event carries, made from the state before it), as it is stored: its
+    ``seal``, which is its class's None until then (proposal_events.py)."""
+    event.__dict__["seal"] = seals.seal(event.originator_id, event.chain)
+
+
+def event_problem(
+    seals: SealKeys, previous: str, event: Any, sealed_before: bool
+) -> SealProblem | None:
+    """Why ``event``, an event after ``Proposed`` read from the store, is not vouched for by
+    its seal, or None when it is. Its link is made again from its fields and time over
+    ``previous`` (the link before it, as the stream holds it): it must be the stored link,
+    and its seal that link's under a key held.
+
+    An event without a seal is vouched for by nothing, but is a problem only after a sealed
+    one (``sealed_before``, ``Proposed`` included): once a stream is sealed, every later event
+    is made by a process holding the keys, so an unsealed one was made up or its seal
+    removed. A stream sealed nowhere before it was made before keys were configured (the
+    approve path refuses its unsealed ``Proposed``, seal_check.py)."""
+    seal = event.seal
+    version, event_type = event.originator_version, type(event).__name__
+    if not seal:
+        return SealProblem("unsealed", None, version, event_type) if sealed_before else None
+    fields = {key: value for key, value in vars(event).items() if key not in _NOT_LINKED}
+    link = chain_link(previous, version, event_type, fields, event.timestamp)
+    problem = seals.problem(event.originator_id, link, seal)
+    if problem is None and link != event.chain:
+        problem = SealProblem("mismatch", plain_key_id(seal.get("key_id")))
+    if problem is None:
+        return None
+    return SealProblem(problem.kind, problem.key_id, version, event_type)

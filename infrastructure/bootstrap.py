@@ -211,7 +211,7 @@ def bootstrap(
     # Processes starting together would race to create the event store's tables and functions.
     with sql.schema_lock():
         app = CountersignApplication(env=database.eventsourcing_env(settings.database_timeout))
-    store = EventSourcedStore(app)
+    store = EventSourcedStore(app, seals=settings.seal_keys)
     sandbox = SandboxPaymentProvider(sql)
     email_sandbox = SandboxEmailProvider(sql)
     clock = clock or SystemClock()
@@ -276,6 +276,7 @@ def bootstrap(
             clock,
             lease=lease,
             stops_the_pass=database_unavailable,
+            seals=settings.seal_keys,
         ),
         club=ClubService(store),
         audit=audit,

@@ -219,6 +219,8 @@ def test_audit_verify_names_a_tampered_proposal_as_badly_sealed(
     assert document["seals"]["badly_sealed"] == [
         {
             "proposal_id": proposal_id,
+            "version": 1,
+            "event": "Proposed",
             "key_id": "k1",
             "problem": "the proposal does not match its seal (key 'k1')",
         }

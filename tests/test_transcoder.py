@@ -9,6 +9,7 @@ import math
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from enum import IntEnum, StrEnum
+from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
@@ -139,16 +140,46 @@ def test_the_guarded_mapper_stores_events_as_the_librarys_mapper_does(cs, seeded
         *cs.store.app.events.get(Organization.create_id("granite")),
         *cs.store.app.events.get(Id(proposal_id)),
     ]
-    versioned = [e for e in events if getattr(type(e), "class_version", 1) > 1]
+    # Versioned as stored: an unsealed event after ``Proposed`` at its version before seals.
+    versioned = [e for e in events if _stored_version(e) > 1]
     assert versioned, "a cycle writes events of a class_version above 1"
     for event in events:
         for _ in range(2):  # the second time from what the mapper learned of the class
-            ours, theirs = mapper.to_stored_event(event), library.to_stored_event(event)
+            ours, theirs = mapper.to_stored_event(event), _librarys(library, event)
             assert type(ours) is StoredEvent
             assert ours == theirs
             assert vars(ours) == vars(theirs)
     for event in versioned:
         assert b'"class_version"' in mapper.to_stored_event(event).state
+
+
+def _stored_version(event: Any) -> int:
+    unsealed = getattr(type(event), "unsealed_version", None)
+    if unsealed is not None and event.seal is None:
+        return int(unsealed)
+    return int(getattr(type(event), "class_version", 1))
+
+
+def _librarys(library: Any, event: Any) -> Any:
+    """What the library's mapper stores of ``event``; for an event after ``Proposed`` without
+    a seal (no seal keys), what it stored of it before seals were: without the field, at the
+    version before (domain/proposal_events.py, the same bytes as ever)."""
+    from eventsourcing.persistence import StoredEvent
+
+    unsealed = getattr(type(event), "unsealed_version", None)
+    if unsealed is None or event.seal is not None:
+        return library.to_stored_event(event)
+    theirs = library.to_stored_event(event)
+    state = {k: v for k, v in vars(event).items() if k != "seal"}
+    del state["originator_id"], state["originator_version"]
+    if unsealed > 1:
+        state["class_version"] = unsealed
+    return StoredEvent(
+        originator_id=theirs.originator_id,
+        originator_version=theirs.originator_version,
+        topic=theirs.topic,
+        state=library.transcoder.encode(state),
+    )
 
 
 def test_registered_after_it_is_made_ids_and_utc_times_still_take_the_short_way():

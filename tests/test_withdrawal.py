@@ -166,7 +166,7 @@ def test_the_upcaster_reads_a_version_1_supersession_as_unknown():
     state: dict[str, Any] = {"by": "x", "chain": "c"}
     Proposal.Superseded.upcast_v1_v2(state)
     assert state == {"by": "x", "chain": "c", "reason": None}
-    assert Proposal.Superseded.class_version == 2
+    assert Proposal.Superseded.class_version == 3
 
 
 # -- the pages and the API ------------------------------------------------------------------------

@@ -15,9 +15,11 @@ approver (``assertion_problem``). A proposal whose assertion does not hold is na
 broken link.
 
 With seal keys (``COUNTERSIGN_SEAL_KEYS``), each proposal's seal is checked against the first
-link, once the chain holds (``seals.py``): a proposal without one (made before keys were
-configured, or its seal removed) is counted and listed as unsealed, and one whose seal is
-under a key not held, or is not its link's, as badly sealed, which fails the check.
+link, and each later event's seal against its own link, once the chain holds (``seals.py``):
+a proposal without one (made before keys were configured, or its seal removed) is counted
+and listed as unsealed, and one whose seal, or an event's, is under a key not held, or is not
+its link's, or an event without one after a sealed one, as badly sealed, which fails the
+check.
 """
 
 from __future__ import annotations
@@ -41,7 +43,16 @@ from countersign.infrastructure.persistence.stored_events import (
     written_fields,
 )
 
-_ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic", "chain"}
+#: What a link does not cover of an event's stored state (its seal is outside the link it
+#: seals, as the link is).
+_ENVELOPE = {
+    "originator_id",
+    "originator_version",
+    "timestamp",
+    "originator_topic",
+    "chain",
+    "seal",
+}
 
 
 @dataclass
@@ -146,8 +157,8 @@ def _check(
             return {"version": version, "problem": MISMATCH}
         if version in audited and audited[version] != stored:
             return {"version": version, "problem": "link differs from the audit trail's copy"}
-        if version == 1 and report.seals is not None:
-            report.seals.check(proposal_id, link, written)
+        if report.seals is not None:  # the proposal's seal, then each event's (seals.py)
+            report.seals.check_link(proposal_id, version, type(event).__name__, link, written)
         previous = link
         if type(event).__name__ == "Approved":
             problem = _approval_problem(app, events[0][1], proposal_id, written)
@@ -160,11 +171,10 @@ def _check(
 
 def _linked_fields(event_type: str, written: dict[str, Any]) -> dict[str, Any]:
     """What an event's link covers of its stored state: its fields without the envelope, and
-    a ``Proposed`` event's without its id and its seal (which is outside the link it seals)."""
+    a ``Proposed`` event's without its id. No event's seal: it is outside the link it seals."""
     fields = {k: v for k, v in written.items() if k not in _ENVELOPE}
     if event_type == "Proposed":
         fields.pop("id", None)
-        fields.pop("seal", None)
     return fields
 
 

@@ -18,7 +18,8 @@ from countersign.application.errors import CorruptRecordError
 from countersign.application.ports import Answer, Commit, Reads, StoredEventView
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError, StaleReadError
 from countersign.domain.ports import Repository
-from countersign.infrastructure.persistence import store_sql, stored_snapshots
+from countersign.domain.seals import SealKeys
+from countersign.infrastructure.persistence import event_seals, store_sql, stored_snapshots
 from countersign.infrastructure.persistence.aggregate_copy import (
     _FROZEN,
     TAKES,
@@ -45,8 +46,8 @@ from countersign.infrastructure.persistence.stored_events import (
     _corrupt,
     _table_name,
     historical,
+    ids_with_events,
     is_domain_class,
-    stored_topics,
 )
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.domain import Aggregate
@@ -89,8 +90,11 @@ class EventSourcedStore:
         app: CountersignApplication,
         cache_size: int = SNAPSHOTS,
         snapshot_interval: int = stored_snapshots.SNAPSHOT_INTERVAL,
+        seals: SealKeys | None = None,
     ) -> None:
         self.app = app
+        #: Seal keys: what it stores is sealed, what it reads checked (event_seals.py).
+        self.seals = seals
         self._local = ThreadReads()
         self._snapshots = SnapshotCache(cache_size)
         self._unit_of_work = StoreUnitOfWork(self)
@@ -254,7 +258,12 @@ class EventSourcedStore:
             if bases[originator_id] is not None:  # never catch a snapshot up in place
                 bases[originator_id] = copy_aggregate(bases[originator_id])
         domain_event: Any = self.app.mapper.to_domain_event(event)
-        bases[originator_id] = domain_event.mutate(bases[originator_id])
+        if self.seals is None:
+            bases[originator_id] = domain_event.mutate(bases[originator_id])
+        else:  # each event after ``Proposed`` checked against its seal (event_seals.py)
+            bases[originator_id] = event_seals.applied(
+                self.seals, bases[originator_id], domain_event
+            )
 
     def _select_after(self, after: list[tuple[UUID, int]]) -> list[StoredEvent]:
         """The events of each aggregate past its version, in order of aggregate and version."""
@@ -369,6 +378,8 @@ class EventSourcedStore:
         # checks; an aggregate passed here unchanged is only read): the recorder verifies it
         # under the writers' lock.
         expected = reads.relied_on(written)
+        if self.seals is not None:
+            event_seals.seal_new(self.seals, pending)  # each event after Proposed (event_seals.py)
         to_stored_event = self.app.mapper.to_stored_event
         stored: list[StoredEvent] = []
         for _, events in pending:
@@ -485,16 +496,4 @@ class EventSourcedStore:
     def ids_with_events(
         self, aggregate_class: type[Aggregate], event_names: Sequence[str]
     ) -> Iterator[UUID]:
-        topics = stored_topics(aggregate_class, event_names)
-        seen: set[UUID] = set()
-        start = 1
-        while True:
-            batch = self.app.recorder.select_notifications(start, limit=500, topics=topics)
-            if not batch:
-                return
-            for notification in batch:
-                originator_id = UUID(str(notification.originator_id))
-                if originator_id not in seen:
-                    seen.add(originator_id)
-                    yield originator_id
-            start = batch[-1].id + 1
+        return ids_with_events(self.app, aggregate_class, event_names)

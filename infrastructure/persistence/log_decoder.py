@@ -201,8 +201,12 @@ class ProjectionDecoder:
                             expected -= 1
                     if expected:
                         state = self._walk(stored, kind)
-                if state.pop("class_version", 1) != kind.class_version:
-                    raise _UseMapper  # upcast, or refuse a newer version: the mapper's job
+                # Upcast, or refuse a newer version: the mapper's job. But an event stored
+                # without a seal, as its version before seals was (proposal_events.py), reads
+                # as its one upcaster leaves it (its class's ``seal``, None).
+                written = state.pop("class_version", 1)
+                if written != kind.class_version and (written != kind.unsealed or "seal" in state):
+                    raise _UseMapper
                 # The aggregate's one UUID, looked up here for SQLite's strings (a method call
                 # an event costs more than the lookup); PostgreSQL's UUIDs and any id not seen
                 # lately take the method.
@@ -259,7 +263,9 @@ class ProjectionDecoder:
         set_dict = _dict_setter(cls)
         if set_dict is None:
             return None
-        return _Kind(cls, getattr(cls, "class_version", 1), set_dict)
+        kind = _Kind(cls, getattr(cls, "class_version", 1), set_dict)
+        kind.unsealed = getattr(cls, "unsealed_version", None)
+        return kind
 
 
 def _dict_setter(cls: type) -> Callable[[Any, dict[str, Any]], None] | None:
@@ -278,10 +284,10 @@ def _dict_setter(cls: type) -> Callable[[Any, dict[str, Any]], None] | None:
 
 
 class _Kind:
-    """One event class, its current class version, how its instances' ``__dict__`` is set
-    and where its transcoded fields were."""
+    """One event class, its current class version (and the one it is stored at unsealed),
+    how its instances' ``__dict__`` is set and where its transcoded fields were."""
 
-    __slots__ = ("class_version", "cls", "set_dict", "transcoded")
+    __slots__ = ("class_version", "cls", "set_dict", "transcoded", "unsealed")
 
     def __init__(
         self, cls: type, class_version: int, set_dict: Callable[[Any, dict[str, Any]], None]
@@ -290,6 +296,8 @@ class _Kind:
         self.class_version = class_version
         self.set_dict = set_dict
         self.transcoded: tuple[str, ...] = ()
+        #: The version an event that may carry a seal is stored at without one, else None.
+        self.unsealed: int | None = None
 
 
 def _notification(entry: LogEntry | Notification) -> Notification:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -104,11 +104,14 @@ class GuardedMapper(Mapper[UUID]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        #: event class -> (its topic, its class version if above 1, else 0)
-        self._classes: dict[type, tuple[str, int]] = {}
+        #: event class -> (its topic, its class version if above 1, else 0, and for an event
+        #: that may carry a seal (domain/proposal_events.py), the version it is written at
+        #: without one (0 for 1), else None)
+        self._classes: dict[type, tuple[str, int, int | None]] = {}
 
-    def _class_facts(self, cls: type) -> tuple[str, int]:
+    def _class_facts(self, cls: type) -> tuple[str, int, int | None]:
         class_version = getattr(cls, "class_version", 1)
+        unsealed = getattr(cls, "unsealed_version", None)
         topic = get_topic(cls)
         if not topic_allowed(topic) and not issubclass(cls, Snapshot):  # snapshots: revive()
             # Refused as it is written, not once it is stored: no process could read it back
@@ -118,15 +121,23 @@ class GuardedMapper(Mapper[UUID]):
                 f"{topic} is outside the packages countersign reads events of: a plug-in "
                 "names its events' package in its event_packages"
             )
-        facts = (topic, class_version if class_version > 1 else 0)
+        facts = (
+            topic,
+            class_version if class_version > 1 else 0,
+            None if unsealed is None else (unsealed if unsealed > 1 else 0),
+        )
         self._classes[cls] = facts
         return facts
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
         facts = self._classes.get(cls)
-        topic, class_version = facts if facts is not None else self._class_facts(cls)
+        topic, class_version, unsealed = facts if facts is not None else self._class_facts(cls)
         state = domain_event.__dict__
+        # An event that may carry a seal and has none (no seal keys: no field of its own)
+        # is written as its version before seals was: the same bytes (proposal_events.py).
+        if unsealed is not None and "seal" not in state:
+            class_version = unsealed
         transcoder = self.transcoder
         if type(transcoder) is FastJSONTranscoder:
             # The library's dict of the state, its two pops and ``encode``, in one call
@@ -273,3 +284,23 @@ def written_fields(mapper: Mapper[UUID], stored_event: StoredEvent) -> dict[str,
     state: dict[str, Any] = mapper.transcoder.decode(_plain_state(mapper, stored_event))
     state.pop("class_version", None)
     return state
+
+
+def ids_with_events(
+    app: Application[UUID], aggregate_class: type[Aggregate], event_names: Sequence[str]
+) -> Iterator[UUID]:
+    """The ids of the aggregates of ``aggregate_class`` with an event of these names, in the
+    order of their first such event (``EventSourcedStore.ids_with_events``)."""
+    topics = stored_topics(aggregate_class, event_names)
+    seen: set[UUID] = set()
+    start = 1
+    while True:
+        batch = app.recorder.select_notifications(start, limit=500, topics=topics)
+        if not batch:
+            return
+        for notification in batch:
+            originator_id = UUID(str(notification.originator_id))
+            if originator_id not in seen:
+                seen.add(originator_id)
+                yield originator_id
+        start = batch[-1].id + 1

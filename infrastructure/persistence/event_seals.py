@@ -1,0 +1,46 @@
+"""The store's side of event seals (docs/design.md, "Seals"): with seal keys, every event
+after ``Proposed`` that a commit stores is sealed as it is stored, and every one a read
+takes from the database is checked against its seal before it is applied.
+
+A read that finds an event its seal does not vouch for still applies it (the proposal is
+read as it is stored, for people to see), and marks the proposal with the problem
+(``Proposal.unvouched``, the first one): whatever would act on it (the approve path, the
+reconciler) sets it aside or fails it instead (application/seal_check.py). What this process
+itself stored is vouched for by the process that made it: its snapshot is caught up from the
+database, one read event at a time, each checked over the link before it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from countersign.domain.seals import SealKeys, event_problem, seal_event
+
+
+def seal_new(seals: SealKeys, pending: Any) -> None:
+    """Seal each event after ``Proposed`` of a commit's ``pending`` (aggregate, events) pairs
+    that has no seal yet (a decision run again stores the same events once)."""
+    for aggregate, events in pending:
+        for event in events:
+            if getattr(type(event), "unsealed_version", None) is not None and event.seal is None:
+                seal_event(seals, event)
+                aggregate.__dict__["later_sealed"] = True
+
+
+def applied(seals: SealKeys, base: Any, event: Any) -> Any:
+    """``event``, read from the database, applied to ``base`` (a private copy, or None for a
+    stream's first event), checked first against its seal if it may carry one: the first
+    event of the stream its seal does not vouch for is recorded on the aggregate."""
+    if base is None or getattr(type(event), "unsealed_version", None) is None:
+        return event.mutate(base)
+    problem = None
+    if base.unvouched is None:
+        sealed_before = base.seal is not None or base.later_sealed
+        problem = event_problem(seals, base.chain, event, sealed_before)
+    aggregate = event.mutate(base)
+    state = aggregate.__dict__
+    if problem is not None:
+        state["unvouched"] = problem
+    if event.seal:
+        state["later_sealed"] = True
+    return aggregate
