@@ -529,6 +529,16 @@ def test_golden_proposals_read_without_a_seal_and_are_set_aside_where_keys_are_h
             0,
             len(manifest["proposals"]),
         )
+        # Every event after Proposed was written without a seal too, in streams sealed nowhere
+        # before it: read as seal None, none unvouched; only the set-aside's own is sealed.
+        later = 0
+        for proposal_id in manifest["proposals"].values():
+            proposal = keyed.store.get(UUID(proposal_id), Proposal)
+            assert proposal.unvouched is None
+            events = list(keyed.app.events.get(UUID(proposal_id)))
+            later += len(events) - 1
+            assert all(event.seal is None for event in events[1:-1])
+        assert (seals["sealed_events"], seals["unsealed_events"]) == (1, later - 1)
     finally:
         keyed.close()
 
