@@ -165,6 +165,9 @@ def test_every_event_of_a_sealed_proposal_carries_the_seal_of_its_own_link(cs, s
     assert checked["ok"] is True
     assert (checked["seals"]["sealed_events"], checked["seals"]["unsealed_events"]) == (4, 0)
     assert len(_refunds_of(cs, proposal_id)) == 1
+    # Another process reads the whole stream and checks every event of it: all vouched for.
+    read = deployments(K1).store.get(UUID(proposal_id), Proposal)
+    assert (read.unvouched, read.later_sealed) == (None, True)
 
 
 def test_without_keys_events_are_stored_as_before_seals_and_a_forged_approval_counts(cs, seeded):
@@ -293,6 +296,25 @@ def test_a_forged_claim_is_failed_by_the_reconciler_and_nothing_is_sent(
     assert _types(worker, proposal_id)[-1] == "Failed"
     assert worker.sweepers.reconcile() == []
     assert _refunds_of(cs, proposal_id) == []
+
+
+@pytest.mark.parametrize(
+    ("order", "action"), [("refund-lost-response", "settled"), ("provider-outage", "replayed")]
+)
+def test_a_sealed_claim_whose_answer_was_lost_is_reconciled_as_ever(
+    cs, seeded, deployments, order, action
+):
+    """No false alarm: a claim this deployment made, its answer lost, read back whole by
+    another process, every event checked, is settled (or sent again) as without keys."""
+    proposal_id = _propose(deployments(K1), seeded, order=order)
+    assert deployments(K1).proposals.approve(proposal_id, AVA).status == "reconciling"
+    cs.clock.advance(hours=1)
+
+    [swept] = [r for r in deployments(K1).sweepers.reconcile() if r.proposal_id == proposal_id]
+
+    assert (swept.action, swept.status) == (action, "succeeded")
+    assert len(_refunds_of(cs, proposal_id)) == 1
+    assert verify(cs.app, cs.sql, seals=K1).ok
 
 
 def test_without_keys_the_reconciler_sends_a_forged_claim(cs, seeded):

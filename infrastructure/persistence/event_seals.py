@@ -16,13 +16,25 @@ from typing import Any
 
 from countersign.domain.seals import SealKeys, event_problem, seal_event
 
+#: Each event class met -> whether it may carry a seal (an event after ``Proposed``: its class
+#: has ``unsealed_version``), asked once: ``getattr`` with a default raises and clears a
+#: formatted AttributeError for every other class (a commit's club events, ``Proposed``).
+_SEALABLE: dict[type, bool] = {}
+
+
+def _sealable(cls: type) -> bool:
+    sealable = _SEALABLE.get(cls)
+    if sealable is None:
+        sealable = _SEALABLE[cls] = getattr(cls, "unsealed_version", None) is not None
+    return sealable
+
 
 def seal_new(seals: SealKeys, pending: Any) -> None:
     """Seal each event after ``Proposed`` of a commit's ``pending`` (aggregate, events) pairs
     that has no seal yet (a decision run again stores the same events once)."""
     for aggregate, events in pending:
         for event in events:
-            if getattr(type(event), "unsealed_version", None) is not None and event.seal is None:
+            if _sealable(type(event)) and event.seal is None:
                 seal_event(seals, event)
                 aggregate.__dict__["later_sealed"] = True
 
@@ -31,7 +43,7 @@ def applied(seals: SealKeys, base: Any, event: Any) -> Any:
     """``event``, read from the database, applied to ``base`` (a private copy, or None for a
     stream's first event), checked first against its seal if it may carry one: the first
     event of the stream its seal does not vouch for is recorded on the aggregate."""
-    if base is None or getattr(type(event), "unsealed_version", None) is None:
+    if base is None or not _sealable(type(event)):
         return event.mutate(base)
     problem = None
     if base.unvouched is None:
