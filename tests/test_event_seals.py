@@ -497,6 +497,12 @@ def test_the_projections_decoder_reads_events_stored_unsealed_without_the_mapper
         entries.extend(batch)
     claims = [e for e in entries if e.topic.endswith(":Proposal.Claimed")]
     assert len(claims) == 2
+    # The decoder leaves to the mapper any event holding a run of 19 decimal digits (an
+    # integer orjson might not hold): a MAC's 64 hex digits hold one about once in 160. So
+    # the sealed claim's MAC is read here as letters and digits that never make such a run
+    # (the decoder does not check a seal; the store does, when it reads the stream).
+    mac = json.loads(claims[1].state)["seal"]["mac"]
+    claims[1] = claims[1]._replace(state=claims[1].state.replace(mac.encode(), b"a1" * 32))
 
     class NoMapper:
         transcoder = cs.app.mapper.transcoder
