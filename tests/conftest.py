@@ -13,12 +13,14 @@ Environment:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import psycopg
 import pytest
-from countersign.infrastructure.bootstrap import enable_plugins
+from countersign.domain.seals import SealKeys
+from countersign.infrastructure.bootstrap import Countersign, bootstrap, enable_plugins
 from countersign.infrastructure.settings import plugin_names
 from countersign.infrastructure.testing.databases import (
     POSTGRES_SERVER,
@@ -134,3 +136,18 @@ def browser(chromium: Any) -> Iterator[Any]:
     yield chromium
     for context in list(chromium.contexts):
         context.close()
+
+
+@pytest.fixture
+def deployments(cs: Countersign) -> Iterator[Callable[[SealKeys | None], Countersign]]:
+    """Fresh processes on ``cs``'s database, each holding the seal keys given (or none):
+    deployments with and without seal keys, side by side (the seal tests)."""
+    made: list[Countersign] = []
+
+    def deployment(keys: SealKeys | None) -> Countersign:
+        made.append(bootstrap(replace(cs.settings, seal_keys=keys), clock=cs.clock))
+        return made[-1]
+
+    yield deployment
+    for one in made:
+        one.close()

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -23,7 +21,7 @@ from countersign.domain.hash_chain import chain_link
 from countersign.domain.proposal import Proposal
 from countersign.domain.seals import SealKeys
 from countersign.infrastructure.audit.verify import verify
-from countersign.infrastructure.bootstrap import Countersign, bootstrap
+from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder, _notification
 from countersign.infrastructure.persistence.recorders import LogEntry
@@ -48,20 +46,6 @@ SEALED_VERSIONS = {
     "RevisionRequired": 3,
     "Reconciling": 3,
 }
-
-
-@pytest.fixture
-def deployments(cs: Countersign) -> Iterator[Callable[[SealKeys | None], Countersign]]:
-    """Fresh processes on ``cs``'s database, each holding the seal keys given (or none)."""
-    made: list[Countersign] = []
-
-    def deployment(keys: SealKeys | None) -> Countersign:
-        made.append(bootstrap(replace(cs.settings, seal_keys=keys), clock=cs.clock))
-        return made[-1]
-
-    yield deployment
-    for one in made:
-        one.close()
 
 
 def _propose(

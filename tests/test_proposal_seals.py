@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,20 +34,6 @@ K1 = SealKeys([("k1", SECRET_1.encode())])
 K2_THEN_K1 = SealKeys([("k2", SECRET_2.encode()), ("k1", SECRET_1.encode())])
 K2 = SealKeys([("k2", SECRET_2.encode())])
 ASK_AGAIN = "Ask the assistant for a new proposal if it is still needed."
-
-
-@pytest.fixture
-def deployments(cs: Countersign) -> Iterator[Callable[[SealKeys | None], Countersign]]:
-    """Fresh processes on ``cs``'s database, each holding the seal keys given (or none)."""
-    made: list[Countersign] = []
-
-    def deployment(keys: SealKeys | None) -> Countersign:
-        made.append(bootstrap(replace(cs.settings, seal_keys=keys), clock=cs.clock))
-        return made[-1]
-
-    yield deployment
-    for one in made:
-        one.close()
 
 
 def _propose(cs: Countersign, seeded: dict[str, Any], order: str = "refund-ok") -> str:
