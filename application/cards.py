@@ -19,6 +19,7 @@ from countersign.application.ports import (
 from countersign.application.quorum import display_name
 from countersign.application.reports import ProposalCard, outcome_text
 from countersign.application.settlement import DEFAULT_EVERY, RECONCILE, Settling, settling_of
+from countersign.application.shown_seals import Unverified, unverified
 from countersign.application.supersession import siblings
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
@@ -27,6 +28,7 @@ from countersign.domain.errors import CountersignError, NotFoundError
 from countersign.domain.messages import lapsed_approval_message, proposal_headline
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.proposal_status import status_at
+from countersign.domain.seals import SealKeys
 
 
 def shown_status(status: str, expires_at: datetime | None, now: datetime) -> str:
@@ -46,6 +48,7 @@ class ProposalCards:
         registry: Mapping[str, AnyContract] = REGISTRY,
         lease: timedelta = timedelta(seconds=60),
         passes: SweeperPasses | None = None,
+        seals: SealKeys | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -54,6 +57,8 @@ class ProposalCards:
         #: Where the sweepers' schedules record their passes (None: nobody records them, so
         #: no reconciler is known to run).
         self.passes = passes
+        #: The seal keys held here (None: none): what a card shows is checked against them.
+        self.seals = seals
 
     def card(self, proposal_id: str, actor: str, language: str = "en") -> ProposalCard:
         """The reviewer's card. NotFoundError for an unknown id or another tenant's."""
@@ -67,6 +72,8 @@ class ProposalCards:
             raise NotFoundError("proposal") from None  # another club's: as an unknown id
         club = self.store.read(proposal.organization_id, Organization)
         now = self.clock.now()
+        status = proposal.status_at(now)
+        unvouched = self.unverified(proposal, status)
         return ProposalCard(
             proposal_id=str(proposal.id),
             operation=proposal.kind,
@@ -75,7 +82,7 @@ class ProposalCards:
             requested_by=proposal.requested_by,
             interaction_id=proposal.interaction_id,
             # Past its expiry it is expired, as the pages say, before the sweeper records it.
-            status=proposal.status_at(now),
+            status=status,
             preview=proposal.preview,
             expires_at=proposal.expires_at,
             approved_by=proposal.approved_by,
@@ -113,7 +120,14 @@ class ProposalCards:
                 )
                 if passkey is not None
             ],
+            unverified=unvouched.to_json(language) if unvouched is not None else None,
         )
+
+    def unverified(self, proposal: Proposal, status: str) -> Unverified | None:
+        """Why ``proposal``'s seals do not vouch for what is stored of it, as its readers
+        are told (``status``: as they are told it now); None when they do, or no keys are
+        held here."""
+        return unverified(self.seals, proposal, status == ProposalStatus.PENDING)
 
     @staticmethod
     def _no_longer_counting(

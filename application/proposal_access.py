@@ -42,6 +42,7 @@ from countersign.application.reports import (
     outcome_text,
 )
 from countersign.application.settlement import Settling
+from countersign.application.shown_seals import Unverified
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.problems import InvalidRequestError
@@ -123,6 +124,9 @@ class ProposalReview:
     settling: Settling | None = None
     #: The resource as a conversation's address names it (``ConversationLink.resource_id``).
     chat_resource: str = ""
+    #: With seal keys configured: why its seals do not vouch for what is stored of it (None:
+    #: they do, or no keys are held here).
+    unverified: Unverified | None = None
 
 
 class ProposalAccess:
@@ -307,6 +311,7 @@ class ProposalAccess:
             ),
             withdrawn_by=self._withdrawn_by(caller, member, proposal),
             settling=self.cards.settling(str(proposal.status), proposal.claimed_at),
+            unverified=self.cards.unverified(proposal, proposal.status_at(self.cards.clock.now())),
         )
 
     def _withdrawn_by(

@@ -160,6 +160,10 @@ class ProposalCard(Report):
     """The decliner's note to the requester, if they wrote one."""
     proposed_at: datetime | None = None
     """When it was proposed (its first event)."""
+    unverified: dict[str, Any] | None = None
+    """With seal keys configured: why its seals do not vouch for what is stored of it
+    (``reason``, ``event_version``, ``event_type``, ``message`` in the card's language;
+    application/shown_seals.py); None when they do, or no keys are held."""
 
 
 @dataclass(frozen=True)

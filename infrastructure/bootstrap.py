@@ -240,7 +240,9 @@ def bootstrap(
         passkeys=PasskeyStep(ceremonies, clock),
         seals=settings.seal_keys,
     )
-    cards = ProposalCards(store, clock, lease=lease, passes=sweeper_passes)
+    cards = ProposalCards(
+        store, clock, lease=lease, passes=sweeper_passes, seals=settings.seal_keys
+    )
     limiter = ProposalLimiter(
         SqlProposalCounts(sql), RateLimit.parse(settings.proposal_limit), clock
     )

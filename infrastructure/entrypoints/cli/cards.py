@@ -52,6 +52,7 @@ _CARD = {
     "superseded_by": Localized("Superseded by", "Remplacée par"),
     "withdrawn_by": Localized("Withdrawn by", "Retirée par"),
     "changed": Localized("Changed", "Modifié"),
+    "unverified": Localized("NOT VOUCHED FOR", "NON GARANTIE"),
 }
 """The review card's own labels: the preview's rows are labelled by the operation's contract."""
 
@@ -206,6 +207,8 @@ def render_card(
     if origin:
         rows.append((label("origin"), origin))
     rows.append((label("status"), card_status(card, language)))
+    if card.get("unverified"):  # its seals do not vouch for it (application/shown_seals.py)
+        rows.append((label("unverified"), card["unverified"]["message"]))
     if card["status"] == "pending":  # a decided one no longer expires (as the page says)
         zone = card.get("time_zone") or "UTC"
         rows.append((label("expires"), expires(card["expires_at"], zone, now, language)))

@@ -185,7 +185,14 @@ class ProposalPages:
             conversation = f"{chat_address(link.section, link.resource_id)}?{query}"
         mine = decision(view, reviewed.record, reviewed.may_decide, user.email)
         passkey = None
-        if mine.may_approve and (reviewed.record.get("policy") or {}).get("require_passkey"):
+        # One its seals do not vouch for is set aside when approved, before any passkey or
+        # confirmation counts: none is asked for (application/shown_seals.py).
+        sealed_as_shown = reviewed.unverified is None
+        if (
+            mine.may_approve
+            and sealed_as_shown
+            and (reviewed.record.get("policy") or {}).get("require_passkey")
+        ):
             # Only a proposal open to approval gets one (one that expired since it was read
             # is refused, as the API refuses it): the page then offers no approval to sign.
             with contextlib.suppress(NotApprovableError):
@@ -244,6 +251,7 @@ class ProposalPages:
             withdrawn=_withdrawn(reviewed, visit, now),
             replaces=self.site.replaces(visit, view),
             settling=settling_view(reviewed.settling, visit),
+            unverified=_unverified(reviewed, visit),
         )
 
     def _name(self, user: User, email: str) -> str:
@@ -310,6 +318,8 @@ class ProposalPages:
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
+        if reviewed.unverified is not None:  # approving it sets it aside: nothing to confirm
+            return None
         return view, reviewed
 
     def decline(self, visit: Visit) -> Response:
@@ -365,6 +375,7 @@ class ProposalPages:
             checked_at=format_time(now, _zone(visit), visit.language),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
             settling=settling_view(reviewed.settling, visit),
+            unverified=_unverified(reviewed, visit),
         )
 
 
@@ -489,3 +500,10 @@ def _asked(visit: Visit, proposal_id: str) -> str:
     does not give the token away in the browser's history)."""
     token = visit.session.csrf_token
     return hashlib.sha256(f"confirm\0{token}\0{proposal_id}".encode()).hexdigest()[:32]
+
+
+def _unverified(reviewed: ProposalReview, visit: Visit) -> str | None:
+    """What the reader is told first when its seals do not vouch for the proposal."""
+    if reviewed.unverified is None:
+        return None
+    return reviewed.unverified.message(visit.language)

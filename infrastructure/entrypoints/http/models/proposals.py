@@ -234,6 +234,22 @@ class WithdrawnOut(BaseModel):
     )
 
 
+class UnverifiedOut(BaseModel):
+    """Why a proposal's seals do not vouch for what is stored of it."""
+
+    reason: str = Field(
+        description=(
+            "What its approval would record: proposal_unsealed, proposal_seal_key_unknown "
+            "or proposal_seal_invalid."
+        )
+    )
+    event_version: int | None = Field(
+        description="The event no seal vouches for, after Proposed (null: the proposal's own)."
+    )
+    event_type: str | None = Field(description="That event's type (null: the proposal's own).")
+    message: str = Field(description="What a reader is told, in the card's language.")
+
+
 class PasskeyApprovalOut(BaseModel):
     """An approval given with a passkey."""
 
@@ -347,6 +363,14 @@ class ProposalCardOut(BaseModel):
     )
     proposed_at: datetime | None = Field(
         default=None, description="When it was proposed (its first event)."
+    )
+    unverified: UnverifiedOut | None = Field(
+        default=None,
+        description=(
+            "With seal keys configured: why its seals do not vouch for what is stored of it "
+            "(approving it then sets it aside for a new proposal); null when they do, or the "
+            "server holds no keys. Lists and history are not checked."
+        ),
     )
 
 

@@ -1,0 +1,118 @@
+"""What a reader is told of a proposal its seals do not vouch for (docs/design.md, "Seals").
+
+With seal keys configured, the approve path sets aside a proposal whose record its seals do
+not prove (application/seal_check.py), and ``audit verify`` names it. The reviewer deciding
+on it reads it first: the card (the API, the command line) and the review page check the same
+seals when they show it, and say so before anything else, in the reader's language, with what
+approving it would do. The lists, the inbox and the history show what is stored, unchecked.
+
+A proposal that has no seal at all and is no longer pending was, most likely, made before the
+keys were set: it is shown as it always was (approving it is no longer possible, so there is
+nothing to warn of; ``audit verify`` counts it as unsealed). A pending one is named, since
+approving it will set it aside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from countersign.application.seal_check import reason_code, seal_problem
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.proposal import Proposal
+from countersign.domain.seals import SealKeys, SealProblem
+
+#: What is wrong, by the reason its approval would record (seal_check.REASONS), for the
+#: proposal's own seal.
+_WHAT: dict[str, Localized] = {
+    "proposal_unsealed": Localized(
+        "This proposal has no seal from this server (it was made before proposals were "
+        "sealed, or its seal was removed), so what it says cannot be verified.",
+        "Cette proposition n'a pas de sceau de ce serveur (elle date d'avant le scellement des "
+        "propositions, ou son sceau a été retiré) : son contenu ne peut pas être vérifié.",
+    ),
+    "proposal_seal_key_unknown": Localized(
+        "This proposal was sealed with the key {key_id}, which this server does not hold, so "
+        "what it says cannot be verified.",
+        "Cette proposition a été scellée avec la clé {key_id}, que ce serveur n'a pas : son "
+        "contenu ne peut pas être vérifié.",
+    ),
+    "proposal_seal_invalid": Localized(
+        "This proposal's stored record is not the one sealed when it was proposed: it was "
+        "changed in the database.",
+        "L'enregistrement de cette proposition n'est plus celui qui a été scellé lors de sa "
+        "création : il a été modifié dans la base de données.",
+    ),
+}
+#: An event after ``Proposed`` that no seal held here vouches for (made up, or changed).
+_EVENT = Localized(
+    "Its history holds an event that no seal of this server vouches for (event {version}, "
+    "{event_type}), so what it shows cannot be trusted.",
+    "Son historique contient un événement qu'aucun sceau de ce serveur ne garantit "
+    "(événement {version}, {event_type}) : ce qu'elle affiche n'est pas fiable.",
+)
+_IF_APPROVED = Localized(
+    "Approving it will not carry it out: countersign will set it aside and ask for a new proposal.",
+    "L'approuver ne l'exécutera pas : countersign la mettra de côté et demandera une "
+    "nouvelle proposition.",
+)
+_SHOWN = Localized(
+    "What it shows may not be what happened.",
+    "Ce qu'elle affiche n'est peut-être pas ce qui s'est passé.",
+)
+_WHO_CAN_TELL = Localized(
+    "Whoever runs countersign can find what was changed with countersign audit verify.",
+    "La personne qui administre countersign peut trouver ce qui a été modifié avec "
+    "countersign audit verify.",
+)
+
+
+@dataclass(frozen=True)
+class Unverified:
+    """Why what is shown of a proposal is not vouched for by its seals."""
+
+    problem: SealProblem
+    #: Whether it is pending, so that approving it would set it aside.
+    pending: bool
+
+    @property
+    def reason(self) -> str:
+        """The reason code its approval records (``proposal_seal_invalid``, ...)."""
+        return reason_code(self.problem)
+
+    def message(self, language: str = "en") -> str:
+        """What a reader is told, in ``language``: what is wrong, what approving would do
+        (or that what is shown may not have happened), and who can find out more."""
+        problem = self.problem
+        if problem.version is not None:
+            what = _EVENT.text(language, version=problem.version, event_type=problem.event_type)
+        else:
+            what = _WHAT[self.reason].text(language, key_id=problem.key_id or "?")
+        parts = [what, (_IF_APPROVED if self.pending else _SHOWN).text(language)]
+        if self.reason != "proposal_unsealed":  # one made before the keys is no one's doing
+            parts.append(_WHO_CAN_TELL.text(language))
+        return " ".join(parts)
+
+    def to_json(self, language: str = "en") -> dict[str, Any]:
+        """The card's ``unverified``: the reason, the event (when it is one after
+        ``Proposed``) and the message."""
+        return {
+            "reason": self.reason,
+            "event_version": self.problem.version,
+            "event_type": self.problem.event_type,
+            "message": self.message(language),
+        }
+
+
+def unverified(seals: SealKeys | None, proposal: Proposal, pending: bool) -> Unverified | None:
+    """Why ``proposal`` as stored is not vouched for by its seals, or None: no keys are held
+    here, its seals prove it, or it has none and is no longer pending (made before the keys,
+    most likely: nothing to act on). ``pending``: whether it is open to approval now."""
+    if seals is None:
+        return None
+    problem = seal_problem(seals, proposal, [])
+    if problem is None:
+        return None
+    if problem.kind == "unsealed" and problem.version is None and not pending:
+        return None
+    return Unverified(problem, pending)

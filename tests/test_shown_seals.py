@@ -1,0 +1,226 @@
+"""What a reviewer reads of a proposal its seals do not vouch for (application/shown_seals.py).
+
+With seal keys, approving such a proposal sets it aside (tests/test_event_seals.py), but the
+manager deciding reads it first: the review page, the status page, the API's card and the
+command line's ``show`` check its seals when they show it and say so before anything else,
+with what approving it would do. A writer changed the database directly, as in the seal
+tests; every reader here is a fresh process."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.identity.tokens import issue_token
+
+from tests.conftest import AVA
+from tests.test_audit_verify import _forge
+from tests.test_event_seals import (
+    K1,
+    K2,
+    SECRET_1,
+    _forged_approval,
+    _propose,
+    _types,
+)
+from tests.test_web_pages import _main, web_for
+
+FORGED_APPROVAL_EN = (
+    "Its history holds an event that no seal of this server vouches for (event 2, Approved), "
+    "so what it shows cannot be trusted. Approving it will not carry it out: countersign will "
+    "set it aside and ask for a new proposal. Whoever runs countersign can find what was "
+    "changed with countersign audit verify."
+)
+FORGED_APPROVAL_FR = (
+    "Son historique contient un événement qu'aucun sceau de ce serveur ne garantit "
+    "(événement 2, Approved) : ce qu'elle affiche n'est pas fiable. L'approuver ne l'exécutera "
+    "pas : countersign la mettra de côté et demandera une nouvelle proposition. La personne "
+    "qui administre countersign peut trouver ce qui a été modifié avec countersign audit verify."
+)
+
+
+def _read(fragment: str) -> str:
+    """Text as a person reads it: tags out, entities read, spaces flattened."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _warning(page: Any) -> str | None:
+    """The page's warning that the record is not vouched for, as read, if it shows one."""
+    assert page.status_code == 200, page.text[:500]
+    found = re.search(r'<section class="alert tone-bad unverified".*?</section>', _main(page))
+    return _read(found.group(0)) if found else None
+
+
+def _review(cs: Any, seeded: dict[str, Any], proposal_id: str, language: str = "en") -> Any:
+    headers = {"Accept-Language": language}
+    browser = web_for(cs, seeded).browser(AVA)
+    return browser.client.get(f"/proposals/{proposal_id}", headers=headers)
+
+
+def _api_card(cs: Any, seeded: dict[str, Any], proposal_id: str) -> dict[str, Any]:
+    token = issue_token(
+        cs, "granite", "reader", ["orders.refund"], issued_by=AVA, kind="agent"
+    ).token
+    answer = (
+        web_for(cs, seeded)
+        .browser()
+        .client.get(
+            f"/api/v1/proposals/{proposal_id}", headers={"Authorization": f"Bearer {token}"}
+        )
+    )
+    assert answer.status_code == 200, answer.text[:500]
+    document: dict[str, Any] = answer.json()
+    return document
+
+
+def test_a_forged_approval_is_named_first_on_the_review_page_in_both_languages(
+    cs, seeded, deployments
+):
+    proposal_id = _propose(deployments(K1), seeded, approvals=2)
+    _forged_approval(cs, proposal_id)
+    reader = deployments(K1)
+
+    english = _review(reader, seeded, proposal_id)
+    french = _review(reader, seeded, proposal_id, "fr")
+
+    assert _warning(english) == f"countersign cannot vouch for this record {FORGED_APPROVAL_EN}"
+    assert _warning(french) == (
+        f"countersign ne peut pas garantir cet enregistrement {FORGED_APPROVAL_FR}"
+    )
+    # Said before the proposal's own words, and the lead's promise is not made.
+    main_text = _main(english)
+    assert main_text.index('id="unverified"') < main_text.index("preview")
+    assert "This is exactly what approval will do" not in english.text
+    # Its button does not promise the refund, nor a confirmation: approving sets it aside.
+    assert 'aria-describedby="unverified-title">Approve</button>' in english.text
+    assert "You will confirm once more" not in english.text
+    assert _types(reader, proposal_id) == ["Proposed", "Approved"]  # reading recorded nothing
+    browser = web_for(reader, seeded).browser(AVA)
+    path = f"/proposals/{proposal_id}"
+    answer = browser.form(f"{path}/approve", {}, path)
+    assert (answer.status_code, answer.headers["location"]) == (303, path)
+    assert _types(reader, proposal_id) == ["Proposed", "Approved", "RevisionRequired"]
+    assert reader.sandbox.refunds() == []
+
+
+def test_a_sealed_proposal_shows_no_warning_and_the_lead_stays(cs, seeded, deployments):
+    reader = deployments(K1)
+    proposal_id = _propose(reader, seeded, approvals=2)
+
+    page = _review(reader, seeded, proposal_id)
+
+    assert _warning(page) is None
+    assert "This is exactly what approval will do" in page.text
+    assert _api_card(reader, seeded, proposal_id)["unverified"] is None
+
+
+def test_without_keys_nothing_is_checked_and_nothing_is_said(cs, seeded, deployments):
+    proposal_id = _propose(deployments(K1), seeded, approvals=2)
+    _forged_approval(cs, proposal_id)
+    reader = deployments(None)
+
+    assert _warning(_review(reader, seeded, proposal_id)) is None
+    assert _api_card(reader, seeded, proposal_id)["unverified"] is None
+
+
+def test_an_api_client_and_the_command_line_read_the_same_warning(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    proposal_id = _propose(deployments(K1), seeded, approvals=2)
+    _forged_approval(cs, proposal_id)
+
+    card = _api_card(deployments(K1), seeded, proposal_id)
+
+    assert card["status"] == "pending"
+    assert card["unverified"] == {
+        "reason": "proposal_seal_invalid",
+        "event_version": 2,
+        "event_type": "Approved",
+        "message": FORGED_APPROVAL_EN,
+    }
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    capsys.readouterr()
+    assert main(["show", proposal_id, "--as", AVA, "--database", database_url]) == 0
+    shown = " ".join(line.strip("│ ") for line in capsys.readouterr().out.splitlines())
+    assert "NOT VOUCHED FOR" in shown
+    assert "no seal of this server vouches for (event 2, Approved)" in " ".join(shown.split())
+
+
+def test_what_people_approve_changed_in_the_database_is_named(cs, seeded, deployments):
+    """The frozen preview edited in place, every link made again: the chain holds, the seal
+    of ``Proposed`` does not."""
+    proposal_id = _propose(deployments(K1), seeded)
+
+    def smaller(state: dict[str, Any]) -> None:
+        state["preview"]["refund_cents"] = 1
+
+    _forge(cs, proposal_id, 1, smaller, through_the_end=True)
+
+    warning = _warning(_review(deployments(K1), seeded, proposal_id))
+
+    assert warning is not None
+    assert (
+        "This proposal's stored record is not the one sealed when it was proposed: it was "
+        "changed in the database. Approving it will not carry it out"
+    ) in warning
+
+
+def test_a_forged_outcome_is_named_on_the_review_and_status_pages(cs, seeded, deployments):
+    """A writer changes what a success recorded, its link made again: the pages would show
+    it as it was done."""
+    proposal_id = _propose(deployments(K1), seeded)
+    assert deployments(K1).proposals.approve(proposal_id, AVA).status == "succeeded"
+    last = len(_types(cs, proposal_id))
+
+    def another_result(state: dict[str, Any]) -> None:
+        state["outcome"]["result"]["forged"] = True
+
+    _forge(cs, proposal_id, last, another_result)
+    reader = deployments(K1)
+
+    for path in ("", "/status"):
+        page = web_for(reader, seeded).browser(AVA).get(f"/proposals/{proposal_id}{path}")
+        warning = _warning(page)
+        assert warning is not None, path
+        assert f"(event {last}, Succeeded)" in warning
+        assert "What it shows may not be what happened." in warning
+        assert "Approving it" not in warning
+
+
+def test_a_proposal_sealed_under_a_key_not_held_is_named_with_its_key(cs, seeded, deployments):
+    proposal_id = _propose(deployments(K2), seeded)
+
+    card = _api_card(deployments(K1), seeded, proposal_id)
+
+    assert card["unverified"]["reason"] == "proposal_seal_key_unknown"
+    assert card["unverified"]["message"].startswith(
+        "This proposal was sealed with the key k2, which this server does not hold, so what "
+        "it says cannot be verified. Approving it will not carry it out"
+    )
+
+
+@pytest.mark.parametrize("pending", [True, False])
+def test_a_proposal_made_before_the_keys_is_named_only_while_it_can_be_approved(
+    cs, seeded, deployments, pending
+):
+    """Made without keys: while pending, approving it will set it aside, so the reader is
+    told; once decided it is shown as it always was (nothing to act on, nobody's doing)."""
+    made_before = deployments(None)
+    proposal_id = _propose(made_before, seeded)
+    if not pending:
+        assert made_before.proposals.approve(proposal_id, AVA).status == "succeeded"
+
+    warning = _warning(_review(deployments(K1), seeded, proposal_id))
+
+    if pending:
+        assert warning == (
+            "countersign cannot vouch for this record This proposal has no seal from this "
+            "server (it was made before proposals were sealed, or its seal was removed), so "
+            "what it says cannot be verified. Approving it will not carry it out: countersign "
+            "will set it aside and ask for a new proposal."
+        )
+    else:
+        assert warning is None
