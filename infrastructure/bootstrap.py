@@ -38,6 +38,7 @@ from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvid
 from countersign.infrastructure.adapters.payment_sandbox import SandboxPaymentProvider
 from countersign.infrastructure.identity.passkeys import WebAuthnCeremonies
 from countersign.infrastructure.observability.counting import MeteredProposalService, counted
+from countersign.infrastructure.observability.outages import OutageLog
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.event_store import EventSourcedStore
 from countersign.infrastructure.persistence.presence import prepare
@@ -83,6 +84,8 @@ class Countersign:
     plugins: tuple[Plugin, ...]  # the plug-ins COUNTERSIGN_PLUGINS enabled
     #: The projections whose tables this process's requests found in place (``catch_up``).
     tables_in_place: TablesInPlace = field(default_factory=TablesInPlace)
+    #: The database-unavailable warnings of its requests, each reason said once a while.
+    outages: OutageLog = field(default_factory=OutageLog)
 
     def audit_interaction(self, interaction_id: str) -> list[dict[str, object]]:
         """The tool calls of one conversation, as recorded (arguments redacted)."""

@@ -47,6 +47,7 @@ from countersign.domain.errors import ConcurrencyConflictError, CountersignError
 from countersign.domain.times import seconds_wait
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.http.auth import countersign
 from countersign.infrastructure.entrypoints.http.problems import ProblemDocument, ProblemError
 from countersign.infrastructure.entrypoints.http.refusals import refusal_message
 from countersign.infrastructure.identity.tokens import (
@@ -177,10 +178,11 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
     except Exception as error:
         if not database_unavailable(error):
             raise
-        log.warning(
-            "database unavailable (request %s): %s",
-            correlation_id_of(request),
+        countersign(request).outages.warning(
+            log,
             unavailable_reason(error),
+            "database unavailable (request %s)",
+            correlation_id_of(request),
         )
         raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
 

@@ -76,7 +76,9 @@ def identify(cs: Countersign, authorization: str | None) -> ServicePrincipal:
         # lock held past COUNTERSIGN_DATABASE_TIMEOUT: answered as the routes answer it.
         if not database_unavailable(error):
             raise
-        log.warning("database unavailable while checking a token: %s", unavailable_reason(error))
+        cs.outages.warning(
+            log, unavailable_reason(error), "database unavailable while checking a token"
+        )
         raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
     if found is None:
         raise ProblemError(

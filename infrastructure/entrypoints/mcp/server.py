@@ -174,10 +174,11 @@ class CountersignTools:
             return answers.refused({"error": "rejected", "message": str(rule)})
         except Exception as error:
             if database_unavailable(error):  # not the request's fault, and a retry will do
-                log.warning(
-                    "MCP tool %r: the database is unavailable (%s)",
-                    name[:60],
+                self.cs.outages.warning(
+                    log,
                     unavailable_reason(error),
+                    "MCP tool %r: the database is unavailable",
+                    name[:60],
                 )
                 return answers.refused(DATABASE_UNAVAILABLE)
             correlation_id = new_correlation_id()

@@ -34,6 +34,7 @@ from countersign.infrastructure.identity.tokens import (
     say_not_recorded,
 )
 from countersign.infrastructure.observability.logs import say
+from countersign.infrastructure.observability.outages import OutageLog
 from countersign.infrastructure.persistence.unavailable import (
     database_unavailable,
     unavailable_reason,
@@ -148,7 +149,7 @@ class BearerGate:
         try:
             principal = await to_thread.run_sync(self._identify, authorization)
         except Exception as error:
-            await _unidentified(send, error)
+            await _unidentified(send, error, self.cs.outages)
             return
         if principal is None:
             await _refuse(send, 401, "unauthenticated", _challenge(authorization))
@@ -225,12 +226,14 @@ def _headers(scope: Scope) -> tuple[str | None, str | None]:
     return found.get(b"authorization"), found.get(b"mcp-session-id")
 
 
-async def _unidentified(send: Send, error: Exception) -> None:
+async def _unidentified(send: Send, error: Exception, outages: OutageLog) -> None:
     """The token's check failed: the database out of reach or a lock held past
     ``COUNTERSIGN_DATABASE_TIMEOUT`` is 503 with Retry-After, as the JSON API answers it (a
     client retries); anything else 500 with a correlation id, the details in the log only."""
     if database_unavailable(error):
-        log.warning("database unavailable while checking a token: %s", unavailable_reason(error))
+        outages.warning(
+            log, unavailable_reason(error), "database unavailable while checking a token"
+        )
         await _refuse(send, 503, "database_unavailable", {"Retry-After": "5"})
         return
     correlation_id = new_correlation_id()

@@ -206,10 +206,11 @@ class Site:
             response.headers["Retry-After"] = "60"  # as the API's 503 unavailable says
             return response
         if database_unavailable(error):
-            log.warning(
-                "database unavailable (request %s): %s",
-                correlation_id_of(request),
+            self.cs.outages.warning(
+                log,
                 unavailable_reason(error),
+                "database unavailable (request %s)",
+                correlation_id_of(request),
             )
             response = self.error(visit, "database", 503)
             response.headers["Retry-After"] = "5"
