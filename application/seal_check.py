@@ -51,6 +51,12 @@ def seal_problem(seals: SealKeys, proposal: Proposal, verified: list[str]) -> Se
     of the stream may count towards the quorum then."""
     if proposal.unvouched is not None:
         return proposal.unvouched
+    if proposal.sealed_here:
+        # Sealed by this process from the fields it still holds (``Proposal.sealed_here``):
+        # a changed stored record cannot reach this object; events others appended since
+        # were checked as they were read (``unvouched``, above).
+        verified.append(proposal.digest)
+        return None
     seal = proposal.seal
     if not seal:
         return SealProblem("unsealed")

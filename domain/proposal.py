@@ -63,6 +63,11 @@ class Proposal(Aggregate):
     #: Whether an event after ``Proposed`` is sealed, as read or stored under seal keys: from
     #: then on, every later one must be (``seals.event_problem``).
     later_sealed: bool = False
+    #: True only on the object ``propose`` made under seal keys, and on this process's copies
+    #: of it: its first link and seal were made here from the very fields it holds, so its
+    #: seal needs no check (application/seal_check.py). Never stored: a proposal read from
+    #: the database, in this process or any other, has False, and is checked.
+    sealed_here: bool = False
 
     def __init__(
         self,
@@ -174,13 +179,17 @@ class Proposal(Aggregate):
         if "digest" not in fields:
             digest, chain = proposed_digest_and_link(fields, at)
             seal = None if seals is None else seals.seal(fields["id"], chain)
-            return cls._create(
+            made = cls._create(
                 proposed, **fields, digest=digest, chain=chain, seal=seal, timestamp=at
             )
-        content = {key: value for key, value in fields.items() if key != "id"}
-        chain = chain_link("", 1, "Proposed", content, at)
-        seal = None if seals is None else seals.seal(fields["id"], chain)
-        return cls._create(proposed, **fields, chain=chain, seal=seal, timestamp=at)
+        else:
+            content = {key: value for key, value in fields.items() if key != "id"}
+            chain = chain_link("", 1, "Proposed", content, at)
+            seal = None if seals is None else seals.seal(fields["id"], chain)
+            made = cls._create(proposed, **fields, chain=chain, seal=seal, timestamp=at)
+        if seal is not None:
+            made.__dict__["sealed_here"] = True
+        return made
 
     def proposed_digest_and_link(self) -> tuple[str, str]:
         """Its contract digest and the first link of its chain made again from its state,

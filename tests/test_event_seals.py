@@ -502,3 +502,35 @@ def test_the_projections_decoder_reads_events_stored_unsealed_without_the_mapper
     assert [vars(event) for event in decoded] == [vars(event) for event in expected]
     assert decoded[0].seal is None
     assert decoded[1].seal["key_id"] == "k1"
+
+
+# -- the proposing process's own seal -----------------------------------------------------------
+
+
+def test_only_the_proposing_process_skips_its_seal_check_and_it_runs_what_it_sealed(
+    cs, seeded, deployments
+):
+    """``Proposal.sealed_here``: the process that made and sealed a proposal holds the very
+    fields it sealed, so its approval does not make the link again (application/seal_check.py).
+    It is never read from the database: another process checks, and is not fooled by a record
+    changed there; the proposing one carries out what it sealed, not what the row now says."""
+    proposer = deployments(K1)
+    proposal_id = _propose(proposer, seeded)
+    sealed = proposer.store.get(UUID(proposal_id), Proposal)
+    assert sealed.sealed_here is True
+    assert deployments(K1).store.get(UUID(proposal_id), Proposal).sealed_here is False
+    assert deployments(None).store.get(UUID(proposal_id), Proposal).sealed_here is False
+    other_id = _propose(deployments(K1), seeded, order="refund-declined")
+
+    def refund_one_cent(state: dict[str, Any]) -> None:
+        state["arguments"]["amount_cents"] = 1
+        state["preview"]["amount_cents"] = 1
+
+    for forged in (proposal_id, other_id):
+        _forge(cs, forged, 1, refund_one_cent, through_the_end=True)
+
+    assert deployments(K1).proposals.approve(other_id, AVA).status == "revision_required"
+    assert proposer.proposals.approve(proposal_id, AVA).status == "succeeded"
+    [refund] = _refunds_of(cs, proposal_id)
+    assert refund["amount_cents"] == sealed.arguments["amount_cents"] != 1
+    assert not verify(cs.app, cs.sql, seals=K1).ok  # the changed rows are named

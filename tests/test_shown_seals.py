@@ -155,7 +155,7 @@ def test_what_people_approve_changed_in_the_database_is_named(cs, seeded, deploy
     proposal_id = _propose(deployments(K1), seeded)
 
     def smaller(state: dict[str, Any]) -> None:
-        state["preview"]["refund_cents"] = 1
+        state["preview"]["amount_cents"] = 1
 
     _forge(cs, proposal_id, 1, smaller, through_the_end=True)
 
