@@ -65,7 +65,9 @@ class Notifications(Projection):
     webhook endpoints."""
 
     name = "notifications"
-    version = 2  # an approval that no longer counts leaves ``approvers``
+    #: 2: an approval that no longer counts leaves ``approvers``; 3: ``requested_through``,
+    #: what the requester presented (an agent token's name), which the e-mail names.
+    version = 3
     tables = (
         Table(
             NOTIFICATIONS,
@@ -80,6 +82,7 @@ class Notifications(Projection):
                 Column("requester"),
                 Column("approvers", "json"),
                 Column("occurred_at", "time"),
+                Column("requested_through"),
             ),
             key=("event_id",),
             indexes=(("position",), ("organization_id", "occurred_at")),
@@ -94,6 +97,7 @@ class Notifications(Projection):
                 Column("section"),
                 Column("requester"),
                 Column("approvers", "json"),
+                Column("requested_through"),
             ),
             key=("proposal_id",),
         ),
@@ -123,6 +127,9 @@ class Notifications(Projection):
             "section": str(event.section),
             "requester": event.requested_by,
             "approvers": [],
+            # ``person``, ``assistant``, ``agent_token:<name>``...; absent (None) from a
+            # proposal recorded before credentials were.
+            "requested_through": getattr(event, "requested_through", None),
         }
         batch = rows.batch.get(self) or _Batch.of(self, rows)
         batch.kept[key] = batch.changed[key] = proposal  # put at the batch's end
@@ -228,6 +235,7 @@ class Notifications(Projection):
                 proposal["requester"],
                 list(proposal["approvers"]),  # approvers
                 at if at.tzinfo is UTC else at.astimezone(UTC),  # occurred_at
+                proposal["requested_through"],
             ),
         )
 

@@ -70,8 +70,15 @@ BEFORE = {
 def test_rebuilt_rows_are_those_of_the_code_before(
     release: str, batch_size: int, tmp_path: Path
 ) -> None:
+    # Notifications' version 3 added ``requested_through`` to its two tables: the digests
+    # leave it out, and every golden stream was written before it was recorded (None: the
+    # e-mail reads the member's own proposal, tests/test_notification_emails.py).
     digests = rebuilt_digests(
-        release, tmp_path, ("attention", "notifications", "open_work"), batch_size
+        release,
+        tmp_path,
+        ("attention", "notifications", "open_work"),
+        batch_size,
+        without=("requested_through",),
     )
     assert digests == BEFORE[release]
 

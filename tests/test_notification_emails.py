@@ -13,17 +13,22 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
+from countersign.application.authorization import Caller, Credential
 from countersign.domain.club.organization import Organization, Permission
+from countersign.domain.messages import origin_line
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.notifications.ledger import DeliveryLedger
+from countersign.infrastructure.notifications.messages import Mail, email_message
 from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 
-from tests.conftest import AVA, BEN, MIA
+from tests.conftest import AVA, BEN, MIA, REFUND, TO_CARD
 from tests.receivers import (
     allow_loopback,  # noqa: F401 - autouse
     free_port,
     receiving,
 )
+from tests.support.golden_tables import open_golden
 from tests.support.proposing import propose
 
 CLEO = "cleo@granite.example"  # may approve refunds, reads French
@@ -108,7 +113,7 @@ def test_members_who_may_approve_are_emailed_in_their_language(cs, seeded, smtp)
     assert english["Content-Language"] == "en"
     assert "awaits your approval" in english["Subject"]
     assert "Hello Dan Ng" in body(english)
-    assert f"{AVA} proposed" in body(english)
+    assert f"Ava Lindqvist ({AVA}) proposed an operation" in body(english)  # as "Requested by"
     assert link in body(english)
 
     for message in inbox.messages:
@@ -214,3 +219,100 @@ def test_a_relay_refusing_the_address_is_said_so_not_could_not_connect(cs, seede
     assert attempt["status_code"] is None
     assert attempt["result"] == "failed: the e-mail relay refused the address"
     assert attempt["result_key"] == "address_refused"
+
+
+def _propose_as(cs: Countersign, seeded: Any, credential: Credential, service: str) -> str:
+    """A refund Ava's token named ``service`` proposed (an agent token proposes, never decides)."""
+    caller = Caller(AVA, "granite", frozenset({"orders.refund"}), credential, service)
+    return cs.access.propose(
+        caller, operation=REFUND, resource_id=seeded["orders"]["refund-ok"], request=TO_CARD
+    ).proposal_id
+
+
+@pytest.mark.parametrize("rebuilt", [False, True], ids=["followed", "rebuilt"])
+def test_an_agent_tokens_proposal_is_mailed_as_the_token_acting_for_its_member(
+    cs, seeded, smtp, rebuilt
+):
+    """A manager reads that Ava's agent token proposed it, not that Ava asked: the token's name
+    and whose it is, in the review page's words, in English and French; the same from the
+    outbox as the runner followed the log and as a rebuild made it again."""
+    inbox, port = smtp
+    approvers(cs)
+    proposal_id = _propose_as(cs, seeded, Credential.AGENT_TOKEN, "front-desk")
+    if rebuilt:
+        [runner] = cs.projection_runners(["notifications"])
+        runner.rebuild()
+    assert notification_sender(cs, settings(port)).run_once().delivered == 3
+    [english] = inbox.to(DAN)
+    assert (
+        "The agent “front-desk” (agent token), acting for Ava Lindqvist"
+        f" ({AVA}), proposed an operation that needs a person's approval"
+    ) in " ".join(body(english).split())
+    assert f"Ava Lindqvist ({AVA}) proposed" not in body(english)
+    [french] = inbox.to(CLEO)
+    assert (
+        "L'agent « front-desk » (jeton d'agent), agissant pour Ava Lindqvist"
+        f" ({AVA}), a proposé une opération"
+    ) in " ".join(body(french).split())
+    # The review page names the token in the same words, in each language.
+    through = cs.access.record(proposal_id, DAN)["requested_through"]
+    assert origin_line(None, "en", through) == "Proposed by the agent “front-desk” (agent token)"
+    assert origin_line(None, "fr", through) == "Proposée par l'agent « front-desk » (jeton d'agent)"
+
+
+def test_an_approver_tokens_and_an_assistants_proposals_are_named_too(cs, seeded, smtp):
+    inbox, port = smtp
+    approvers(cs)
+    _propose_as(cs, seeded, Credential.APPROVER_TOKEN, "billing")
+    notification_sender(cs, settings(port)).run_once()
+    [english] = inbox.to(DAN)
+    assert (
+        f"The service “billing” (approver token), acting for Ava Lindqvist ({AVA}), proposed"
+    ) in " ".join(body(english).split())
+    [french] = inbox.to(CLEO)
+    assert "Le service « billing » (jeton d'approbateur), agissant pour" in " ".join(
+        body(french).split()
+    )
+    inbox.messages.clear()
+    _propose_as(cs, seeded, Credential.ASSISTANT, "")
+    notification_sender(cs, settings(port)).run_once()
+    [english] = inbox.to(DAN)
+    assert f"The assistant, on behalf of Ava Lindqvist ({AVA}), proposed" in " ".join(
+        body(english).split()
+    )
+
+
+def test_a_token_name_cannot_write_lines_of_the_mail(cs, seeded, smtp):
+    """A token's name is the club's text: one recorded with line breaks and punctuation (an
+    earlier release's, or written to the log by other means) is shown as a plain name, on the
+    proposer's line, and no header or line of the message is its own."""
+    inbox, port = smtp
+    approvers(cs)
+    _propose_as(cs, seeded, Credential.AGENT_TOKEN, 'bot"\r\nBcc: x@evil.example\n\nClick <a>')
+    notification_sender(cs, settings(port)).run_once()
+    [english] = inbox.to(DAN)
+    assert english["Bcc"] is None
+    text = body(english)
+    assert "The agent “botBcc xevil.exampleClick a” (agent token), acting for" in text
+    assert not any(line.startswith(("Bcc", "Click")) for line in text.splitlines())
+
+
+def test_a_proposal_recorded_before_credentials_were_is_mailed_as_its_members(tmp_path):
+    """Old rows: a golden stream of a release before ``requested_through`` was recorded,
+    rebuilt into this release's outbox, reads as the member's own proposal."""
+    cs = open_golden("golden_0a9997d", tmp_path)
+    try:
+        [runner] = cs.projection_runners(["notifications"])
+        runner.rebuild()
+        rows = DeliveryLedger(cs.sql).outbox_after(0, 100)
+        awaiting = [r for r in rows if r["reason"] == "awaiting_approval"]
+        assert awaiting
+        assert all(r["requested_through"] is None for r in awaiting)
+        for row in awaiting:
+            name = cs.notifications.member_name(row["organization_id"], row["requester"])
+            message = email_message(
+                row, Mail(DAN, "Dan Ng", "en", name), "Granite", "https://x/p", "cs@x"
+            )
+            assert f"{name} ({row['requester']}) proposed an operation" in body(message)
+    finally:
+        cs.close()

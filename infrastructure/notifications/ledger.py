@@ -156,6 +156,7 @@ _NOTIFICATION_COLUMNS = (
     "requester",
     "approvers",
     "occurred_at",
+    "requested_through",
 )
 
 

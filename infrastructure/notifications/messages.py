@@ -15,6 +15,7 @@ from typing import Any
 
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.visible_text import plain_name
 
 _SUBJECTS = {
     "awaiting_approval": Localized(
@@ -54,6 +55,22 @@ _BODIES = {
         "\n{link}\n",
     ),
 }
+#: Who proposed it, as the review page says it ("Requested by" and the line beneath): an
+#: agent or approver token and the member it acts for, or the member's assistant. A person's
+#: own request (and one recorded before credentials were) is the member alone.
+_PROPOSED_THROUGH = {
+    "agent_token": Localized(
+        "The agent “{service}” (agent token), acting for {who},",
+        "L'agent « {service} » (jeton d'agent), agissant pour {who},",
+    ),
+    "approver_token": Localized(
+        "The service “{service}” (approver token), acting for {who},",
+        "Le service « {service} » (jeton d'approbateur), agissant pour {who},",
+    ),
+    "assistant": Localized(
+        "The assistant, on behalf of {who},", "L'assistant, pour le compte de {who},"
+    ),
+}
 _FALLBACK_TITLE = Localized("an operation", "une opération")
 _SIGNATURE = Localized(
     "\n--\nThis message was sent by countersign for {club}.\n",
@@ -81,6 +98,22 @@ def webhook_body(notification: dict[str, Any], organization: str, review_url: st
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
 
 
+def proposer(
+    requested_through: str | None, requester: str, requester_name: str, language: str
+) -> str:
+    """Who proposed it, for the awaiting-approval e-mail: "Ava Tran (ava@club.example)", or
+    "The agent “front-desk” (agent token), acting for Ava Tran (ava@club.example),". A token's
+    name and a member's name are the club's text: kept to a name's plain characters (no line
+    of the e-mail's own can be forged with them)."""
+    name = " ".join(requester_name.split())
+    who = f"{name} ({requester})" if name and name != requester else requester
+    kind, _, service = (requested_through or "").partition(":")
+    through = _PROPOSED_THROUGH.get(kind)
+    if through is None:
+        return who
+    return through.text(language, service=plain_name(service) or "?", who=who)
+
+
 @dataclass(frozen=True)
 class Mail:
     """Who the message is for and what it says."""
@@ -88,6 +121,8 @@ class Mail:
     to: str
     name: str
     language: str
+    #: The requester's name as their club knows them now (their address once they left).
+    requester_name: str = ""
 
 
 def email_message(
@@ -108,7 +143,12 @@ def email_message(
     body = _BODIES[reason].text(
         language,
         name=mail.name,
-        requester=notification["requester"],
+        requester=proposer(
+            notification.get("requested_through"),
+            notification["requester"],
+            mail.requester_name,
+            language,
+        ),
         title=title,
         link=review_url,
     )

@@ -321,9 +321,10 @@ class NotificationSender:
         notification = delivery.notification
         club = self.club_name(delivery.organization_id)
         name = self.member_name(delivery.organization_id, delivery.target)
+        requester = self.member_name(delivery.organization_id, notification["requester"])
         message = email_message(
             notification,
-            Mail(delivery.target, name, delivery.language),
+            Mail(delivery.target, name, delivery.language, requester),
             club,
             self.settings.review_url(notification["proposal_id"]),
             self.settings.smtp_from,
