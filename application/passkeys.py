@@ -2,7 +2,13 @@
 
 ``PasskeyService`` is the account page's: list, add (a WebAuthn registration ceremony), name
 and remove a member's passkeys in their club, each a ``PasskeyRing`` event, the public key
-in the registration's event.
+in the registration's event. Each of those writes counts against the member's budget
+(``COUNTERSIGN_PASSKEY_CHANGE_LIMIT``, 20 an hour by default), checked and counted in one
+step of counts every process shares (their own table), as the proposal and turn limits are:
+past it ``TooManyPasskeyChangesError`` says when to try again and nothing is written. A
+change that writes nothing (refused, or a rename to the name it has) gives its room back. A
+ring is snapshotted (every 100 events), so its load costs the same however long its history;
+the budget bounds how fast that history, and the events table, can grow.
 
 ``PasskeyStep`` is one step of the approve path (step 4 of docs/design.md): a proposal whose
 frozen policy requires a passkey is approved only with an assertion, signed by a passkey the
@@ -15,12 +21,18 @@ on the ring in the same commit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from countersign.application.authorization import member_of, membership
+from countersign.application.passkey_limit import (
+    DEFAULT_PASSKEY_CHANGE_LIMIT,
+    TooManyPasskeyChangesError,
+    passkey_budget,
+)
 from countersign.application.ports import (
     AggregateStore,
     Answer,
@@ -28,8 +40,10 @@ from countersign.application.ports import (
     Commit,
     PasskeyCeremonies,
     PasskeyRejectedError,
+    ProposalCounts,
     Reads,
 )
+from countersign.application.proposal_limit import RateLimit, take
 from countersign.domain.club.organization import Member, Organization
 from countersign.domain.club.passkeys import (
     PasskeyAssertion,
@@ -68,10 +82,48 @@ def _listed(ring: PasskeyRing | None) -> list[dict[str, Any]]:
 class PasskeyService:
     """A member's passkeys in one club: the account page's list, add, rename and remove."""
 
-    def __init__(self, store: AggregateStore, ceremonies: PasskeyCeremonies, clock: Clock):
+    def __init__(
+        self,
+        store: AggregateStore,
+        ceremonies: PasskeyCeremonies,
+        clock: Clock,
+        counts: ProposalCounts | None = None,
+        limit: RateLimit = DEFAULT_PASSKEY_CHANGE_LIMIT,
+    ):
         self.store = store
         self.ceremonies = ceremonies
         self.clock = clock
+        #: The shared counts of changes (None: not limited, for trusted code and tools).
+        self.counts = counts
+        self.limit = limit
+
+    @contextmanager
+    def _budgeted(self, organization_id: UUID, member: Member) -> Iterator[Callable[[], None]]:
+        """Room for one change of ``member``'s ring, taken now (checked and counted in one
+        step of the shared counts); TooManyPasskeyChangesError, counting nothing, if there
+        is none. The body makes the change; if it raises, or calls the function it is given
+        (it wrote nothing), the room is given back."""
+        if self.counts is None:
+            yield lambda: None
+            return
+        counts, now = self.counts, self.clock.now()
+        key = passkey_budget(str(organization_id), member.email)
+        wait = take(counts, key, self.limit, now)
+        if wait is not None:
+            raise TooManyPasskeyChangesError(wait)
+        given_back = False
+
+        def give_back() -> None:
+            nonlocal given_back
+            if not given_back:
+                given_back = True
+                counts.give_back(key, now)
+
+        try:
+            yield give_back
+        except BaseException:
+            give_back()
+            raise
 
     def _member(self, organization: str, email: str) -> tuple[UUID, Member]:
         organization_id = Organization.create_id(organization.strip().lower())
@@ -111,6 +163,17 @@ class PasskeyService:
         """Verify the new credential against the registration's challenge and record it.
         PasskeyError (with a sentence for people) when it does not verify or cannot be kept."""
         organization_id, member = self._member(organization, email)
+        with self._budgeted(organization_id, member):
+            return self._register(organization_id, member, name, nonce, credential)
+
+    def _register(
+        self,
+        organization_id: UUID,
+        member: Member,
+        name: str,
+        nonce: str,
+        credential: Mapping[str, Any],
+    ) -> dict[str, Any]:
         now = self.clock.now()
         if not self.ceremonies.nonce_holds(nonce, self._purpose(organization_id, member), now):
             raise PasskeyError("this passkey request has expired; add the passkey again")
@@ -154,16 +217,18 @@ class PasskeyService:
         organization_id, member = self._member(organization, email)
         ring_id = PasskeyRing.create_id(organization_id, member.email)
 
-        def changing(store: Repository) -> Commit[None] | Answer[None]:
+        def changing(store: Repository) -> Commit[bool] | Answer[bool]:
             try:
                 ring = store.get(ring_id, PasskeyRing)
             except NotFoundError:
                 raise NotFoundError("passkey") from None
             if change(ring) is False:
-                return Answer(None)
-            return Commit([ring], None)
+                return Answer(False)
+            return Commit([ring], True)
 
-        self.store.decide(Reads([ring_id]), changing)
+        with self._budgeted(organization_id, member) as give_back:
+            if not self.store.decide(Reads([ring_id]), changing):
+                give_back()  # the name it had: nothing written, nothing counted
 
     @staticmethod
     def _purpose(organization_id: UUID, member: Member) -> str:

@@ -49,7 +49,11 @@ from countersign.infrastructure.projection_engine.in_place import TablesInPlace
 from countersign.infrastructure.projection_engine.open_work import ProjectedOpenWork
 from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
-from countersign.infrastructure.proposal_counts import TURN_COUNTS, SqlProposalCounts
+from countersign.infrastructure.proposal_counts import (
+    PASSKEY_COUNTS,
+    TURN_COUNTS,
+    SqlProposalCounts,
+)
 from countersign.infrastructure.settings import Database, Settings, SettingsError, plugin_names
 from countersign.infrastructure.sweeper_passes import SqlSweeperPasses
 from countersign.projections import PROJECTIONS
@@ -291,7 +295,13 @@ def bootstrap(
         policies=PolicyService(store),
         toolbox=AgentToolbox(store, access),
         notifications=NotificationsService(store),
-        passkeys=PasskeyService(store, ceremonies, clock),
+        passkeys=PasskeyService(
+            store,
+            ceremonies,
+            clock,
+            SqlProposalCounts(sql, PASSKEY_COUNTS),
+            RateLimit.parse(settings.passkey_change_limit),
+        ),
         sweeper_passes=sweeper_passes,
         plugins=plugins,
     )

@@ -1,7 +1,8 @@
 """The ``ProposalCounts`` port over the shared database: when each member's recent proposals
-were made, so that ``COUNTERSIGN_PROPOSAL_LIMIT`` holds across every process; and, in a table
-of their own (``TURN_COUNTS``), when their recent assistant turns began, for
-``COUNTERSIGN_TURN_LIMIT``.
+were made, so that ``COUNTERSIGN_PROPOSAL_LIMIT`` holds across every process; and, in tables
+of their own, when their recent assistant turns began (``TURN_COUNTS``, for
+``COUNTERSIGN_TURN_LIMIT``) and when they last changed their passkeys (``PASSKEY_COUNTS``, for
+``COUNTERSIGN_PASSKEY_CHANGE_LIMIT``).
 
 ``take`` checks and counts in one transaction that no other ``take`` of the same member can
 interleave with: SQLite's ``BEGIN IMMEDIATE`` serialises write transactions, and PostgreSQL
@@ -20,9 +21,11 @@ from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 _TABLE = "proposal_counts"
 TURN_COUNTS = "turn_counts"
 """The assistant turns' counts (``turn_limits.TurnLimiter``)."""
+PASSKEY_COUNTS = "passkey_change_counts"
+"""The passkey changes' counts (``passkeys.PasskeyService``)."""
 #: The first half of the two-part PostgreSQL advisory lock key for one member's counts, by
 #: table.
-_LOCK_CLASSES = {_TABLE: 1_347_571_532, TURN_COUNTS: 1_347_571_533}
+_LOCK_CLASSES = {_TABLE: 1_347_571_532, TURN_COUNTS: 1_347_571_533, PASSKEY_COUNTS: 1_347_571_534}
 
 
 def _schema(table: str) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from countersign.application.assistant.turn_limits import (
     DEFAULT_TURNS_PER_CLUB,
     MAX_CONCURRENT_TURNS,
 )
+from countersign.application.passkey_limit import DEFAULT_PASSKEY_CHANGE_LIMIT
 from countersign.application.proposal_limit import RateLimit
 from countersign.domain.seals import SealKeys
 from countersign.infrastructure.seal_keys import SealKeysError, seal_keys_from_env
@@ -85,6 +86,9 @@ class Settings:
     #: COUNTERSIGN_TURN_LIMIT: how many assistant turns one member may start in a while as
     #: themselves (the web chat and the command line together), and each of their API tokens.
     turn_limit: str = str(DEFAULT_TURN_LIMIT)
+    #: COUNTERSIGN_PASSKEY_CHANGE_LIMIT: how many changes to their passkeys (adding, naming,
+    #: removing one) one member may make in a while, in each club.
+    passkey_change_limit: str = str(DEFAULT_PASSKEY_CHANGE_LIMIT)
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
     #: an installed plug-in that is not named is never loaded. None (settings made in code
     #: that do not say): the ones COUNTERSIGN_PLUGINS names, as every process of the
@@ -149,6 +153,9 @@ class Settings:
         return cls(
             turns_per_club=_turns_per_club(),
             turn_limit=_rate("COUNTERSIGN_TURN_LIMIT", str(DEFAULT_TURN_LIMIT)),
+            passkey_change_limit=_rate(
+                "COUNTERSIGN_PASSKEY_CHANGE_LIMIT", str(DEFAULT_PASSKEY_CHANGE_LIMIT)
+            ),
             plugins=plugin_names(),
             webauthn_rp_id=rp_id,
             webauthn_origins=origins,

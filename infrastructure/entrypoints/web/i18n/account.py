@@ -23,6 +23,10 @@ EN: dict[str, str] = {
     "passkeys.removed": "The passkey was removed: it approves nothing any more.",
     "passkeys.not_removed": "That passkey was already removed.",
     "passkeys.registered": "The passkey was added.",
+    "passkeys.too_many": (
+        "Too many changes were made to your passkeys in a short time: nothing was changed. "
+        "Try again in {wait}."
+    ),
 }
 
 FR: dict[str, str] = {
@@ -49,4 +53,8 @@ FR: dict[str, str] = {
     "passkeys.removed": "La clé d'accès a été retirée : elle n'approuve plus rien.",
     "passkeys.not_removed": "Cette clé d'accès était déjà retirée.",
     "passkeys.registered": "La clé d'accès a été ajoutée.",
+    "passkeys.too_many": (
+        "Trop de modifications ont été faites à vos clés d'accès en peu de temps : rien n'a "
+        "été modifié. Réessayez dans {wait}."
+    ),
 }
