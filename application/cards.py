@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from countersign.application.authorization import member_of
 from countersign.application.errors import parse_id
@@ -120,7 +121,7 @@ class ProposalCards:
                 )
                 if passkey is not None
             ],
-            unverified=unvouched.to_json(language) if unvouched is not None else None,
+            unverified=None if unvouched is None else unvouched.to_json(language),
         )
 
     def unverified(self, proposal: Proposal, status: str) -> Unverified | None:
@@ -128,6 +129,11 @@ class ProposalCards:
         are told (``status``: as they are told it now); None when they do, or no keys are
         held here."""
         return unverified(self.seals, proposal, status == ProposalStatus.PENDING)
+
+    def unverified_json(self, proposal: Proposal, language: str = "en") -> dict[str, Any] | None:
+        """``unverified`` as a card or a history says it (``Unverified.to_json``), now."""
+        found = self.unverified(proposal, proposal.status_at(self.clock.now()))
+        return None if found is None else found.to_json(language)
 
     @staticmethod
     def _no_longer_counting(

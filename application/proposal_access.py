@@ -342,14 +342,18 @@ class ProposalAccess:
         proposal_id: str,
         actor: str | Caller,
         as_of: int | datetime | str | None = None,
+        language: str = "en",
     ) -> dict[str, Any]:
         """The auditor's replay (AuditService.history); ``as_of`` may be given as text (a
-        version or an ISO 8601 time), read only once the caller may see the history."""
+        version or an ISO 8601 time), read only once the caller may see the history. With
+        seal keys, its ``unverified`` says why its seals do not vouch for what is stored, as
+        the card does (in ``language``; None when they do)."""
         caller = Caller.of(actor)
         proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_all(caller, member, Permission.READ_AUDIT)
         moment = parse_as_of(as_of) if isinstance(as_of, str) else as_of
-        return self.audit.history(str(proposal.id), moment)
+        document = self.audit.history(str(proposal.id), moment)
+        return {**document, "unverified": self.cards.unverified_json(proposal, language)}
 
     def readable_sections(self, actor: Caller) -> list[str]:
         """The sections whose proposals the caller may list in their organization."""

@@ -224,3 +224,69 @@ def test_a_proposal_made_before_the_keys_is_named_only_while_it_can_be_approved(
         )
     else:
         assert warning is None
+
+
+# -- the history ---------------------------------------------------------------------------------
+
+
+def test_the_history_page_says_it_first_and_marks_the_event_no_seal_vouches_for(
+    cs, seeded, deployments
+):
+    proposal_id = _propose(deployments(K1), seeded, approvals=2)
+    _forged_approval(cs, proposal_id)
+    reader = deployments(K1)
+    browser = web_for(reader, seeded).browser(AVA)
+
+    for language, warning, marked in (
+        ("en", FORGED_APPROVAL_EN, "No seal of this server vouches for this event"),
+        ("fr", FORGED_APPROVAL_FR, "Aucun sceau de ce serveur ne garantit cet événement"),
+    ):
+        page = browser.client.get(
+            f"/proposals/{proposal_id}/history", headers={"Accept-Language": language}
+        )
+        shown = _warning(page)
+        assert shown is not None, language
+        assert shown.endswith(warning), language
+        event_2 = re.search(r'<li class="event" id="event-2".*?</li>', _main(page))
+        event_1 = re.search(r'<li class="event" id="event-1".*?</li>', _main(page))
+        assert event_2 is not None
+        assert event_1 is not None
+        assert marked in _read(event_2.group(0))
+        assert marked not in _read(event_1.group(0))
+        # Its point in time shows the warning too (it is about the stored stream).
+        then = browser.client.get(
+            f"/proposals/{proposal_id}/history?as_of=1", headers={"Accept-Language": language}
+        )
+        assert _warning(then) is not None
+
+
+def test_the_api_and_the_command_lines_history_say_it_too(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    proposal_id = _propose(deployments(K1), seeded, approvals=2)
+    _forged_approval(cs, proposal_id)
+    reader = deployments(K1)
+    token = issue_token(reader, "granite", "auditor", ["audit.read"], issued_by=AVA, kind="agent")
+    client = web_for(reader, seeded).browser().client
+    headers = {"Authorization": f"Bearer {token.token}"}
+
+    history = client.get(f"/api/v1/proposals/{proposal_id}/history", headers=headers)
+    french = client.get(f"/api/v1/proposals/{proposal_id}/history?language=fr", headers=headers)
+    sealed_id = _propose(reader, seeded, order="refund-declined")
+    sealed = client.get(f"/api/v1/proposals/{sealed_id}/history", headers=headers)
+
+    assert history.status_code == french.status_code == sealed.status_code == 200
+    assert history.json()["unverified"] == {
+        "reason": "proposal_seal_invalid",
+        "event_version": 2,
+        "event_type": "Approved",
+        "message": FORGED_APPROVAL_EN,
+    }
+    assert french.json()["unverified"]["message"] == FORGED_APPROVAL_FR
+    assert sealed.json()["unverified"] is None
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    capsys.readouterr()
+    assert main(["history", proposal_id, "--database", database_url]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "NOT VOUCHED FOR: Its history holds an event that no seal" in printed
+    assert "(event 2, Approved)" in printed

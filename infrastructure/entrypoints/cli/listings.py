@@ -69,6 +69,11 @@ def render_history(history: dict[str, Any]) -> str:
     since a card shows the club's own zone). Each is named by its stable name
     (``proposal.approved``), not the module it is stored under (``--json`` has both)."""
     lines = [f"History of proposal {history['proposal_id']} (times in UTC)"]
+    if history.get("unverified"):  # its seals do not vouch for it (application/shown_seals.py)
+        lines += [
+            f"  NOT VOUCHED FOR: {line}" if i == 0 else f"  {line}"
+            for i, line in enumerate(textwrap.wrap(history["unverified"]["message"], 86))
+        ]
     for event in history["events"]:
         at = _utc_time(event["at"])
         lines.append(f"  v{event['version']:<3} {at}  {event.get('event') or event['type']}")

@@ -228,7 +228,10 @@ def history(
         str | None,
         Query(max_length=40, description="Only events up to this version or ISO 8601 time."),
     ] = None,
+    language: Language = "en",
 ) -> JSONResponse:
     with answers(request):
-        document = history_with_status_paths(cs.access.history(proposal_id, service.caller, as_of))
+        document = history_with_status_paths(
+            cs.access.history(proposal_id, service.caller, as_of, language)
+        )
     return JSONResponse(jsonable_encoder(document))

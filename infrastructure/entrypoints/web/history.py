@@ -66,7 +66,7 @@ class HistoryPages:
         proposal_id = proposal_id_of(visit)
         # The whole history first: it is the access check (404 for an unknown or another
         # club's id, 403 without the permission), before the query is read at all.
-        history = whole = self.cs.access.history(proposal_id, user.caller)
+        history = whole = self.cs.access.history(proposal_id, user.caller, None, visit.language)
         total = len(history["events"])
         as_of = _version(visit.query("as_of", AS_OF_LENGTH + 1))
         if as_of is not None:
@@ -82,12 +82,16 @@ class HistoryPages:
         listed = history["events"]
         events = [wording.event(event, listed[:index]) for index, event in enumerate(listed)]
         state = history.get("as_of")
+        unverified = whole.get("unverified") or {}
         return self.site.render(
             visit,
             "history.html",
             proposal=proposal,
             events=events,
             total=total,
+            # Its seals do not vouch for it: said first, and the event they fail at marked.
+            unverified=unverified.get("message"),
+            unvouched_version=unverified.get("event_version"),
             as_of=wording.state(state, events[-1]["when"], whole["events"]) if state else None,
         )
 

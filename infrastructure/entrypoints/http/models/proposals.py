@@ -459,3 +459,11 @@ class HistoryOut(BaseModel):
     proposal_id: str
     events: list[HistoryEventOut]
     as_of: HistoryAsOfOut | None = None
+    unverified: UnverifiedOut | None = Field(
+        default=None,
+        description=(
+            "With seal keys configured: why its seals do not vouch for what is stored of it, "
+            "as the card says it (event_version names the first event they do not); null "
+            "when they do, or the server holds no keys."
+        ),
+    )

@@ -9,6 +9,9 @@ EN: dict[str, str] = {
         "Everything recorded about this proposal, oldest first, in the club's time. Any "
         "event shows the proposal as it stood then."
     ),
+    "history.unvouched": (
+        "No seal of this server vouches for this event: it may not have happened."
+    ),
     "history.now": "Now: {status}",
     "history.events": "{count} events",
     "history.events.one": "1 event",
@@ -91,6 +94,9 @@ FR: dict[str, str] = {
     "history.lead": (
         "Tout ce qui a été enregistré sur cette proposition, du plus ancien au plus récent, à "
         "l'heure du club. Chaque événement montre la proposition telle qu'elle était alors."
+    ),
+    "history.unvouched": (
+        "Aucun sceau de ce serveur ne garantit cet événement : il n'a peut-être pas eu lieu."
     ),
     "history.now": "Actuellement : {status}",
     "history.events": "{count} événements",
