@@ -123,6 +123,20 @@ def _forged_approval(cs: Countersign, proposal_id: str, **how: Any) -> None:
     _append(cs, proposal_id, Proposal.Approved, fields, **how)
 
 
+def _forged_outcome(cs: Countersign, seeded: dict[str, Any], deployments: Any) -> tuple[str, int]:
+    """A sealed refund carried out, whose ``Succeeded`` a writer then changes, its link made
+    again: (its id, that event's version)."""
+    proposal_id = _propose(deployments(K1), seeded)
+    assert deployments(K1).proposals.approve(proposal_id, AVA).status == "succeeded"
+    last = len(_types(cs, proposal_id))
+
+    def claim_another_result(state: dict[str, Any]) -> None:
+        state["outcome"]["result"]["forged"] = True
+
+    _forge(cs, proposal_id, last, claim_another_result)
+    return proposal_id, last
+
+
 def _audit(database_url: str, keys: str, capsys: Any, monkeypatch: Any, *extra: str) -> Any:
     monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", keys)
     capsys.readouterr()
@@ -322,14 +336,7 @@ def test_without_keys_the_reconciler_sends_a_forged_claim(cs, seeded):
 def test_audit_verify_names_a_forged_outcome(
     cs, seeded, deployments, database_url, capsys, monkeypatch
 ):
-    proposal_id = _propose(deployments(K1), seeded)
-    assert deployments(K1).proposals.approve(proposal_id, AVA).status == "succeeded"
-    last = len(_types(cs, proposal_id))
-
-    def claim_another_result(state: dict[str, Any]) -> None:
-        state["outcome"]["result"]["forged"] = True
-
-    _forge(cs, proposal_id, last, claim_another_result)
+    proposal_id, last = _forged_outcome(cs, seeded, deployments)
 
     code, document = _audit(database_url, f"k1:{SECRET_1}", capsys, monkeypatch)
 

@@ -23,6 +23,7 @@ from tests.test_event_seals import (
     K2,
     SECRET_1,
     _forged_approval,
+    _forged_outcome,
     _propose,
     _types,
 )
@@ -171,14 +172,7 @@ def test_what_people_approve_changed_in_the_database_is_named(cs, seeded, deploy
 def test_a_forged_outcome_is_named_on_the_review_and_status_pages(cs, seeded, deployments):
     """A writer changes what a success recorded, its link made again: the pages would show
     it as it was done."""
-    proposal_id = _propose(deployments(K1), seeded)
-    assert deployments(K1).proposals.approve(proposal_id, AVA).status == "succeeded"
-    last = len(_types(cs, proposal_id))
-
-    def another_result(state: dict[str, Any]) -> None:
-        state["outcome"]["result"]["forged"] = True
-
-    _forge(cs, proposal_id, last, another_result)
+    proposal_id, last = _forged_outcome(cs, seeded, deployments)
     reader = deployments(K1)
 
     for path in ("", "/status"):
