@@ -135,6 +135,36 @@ class SealKeys:
             return SealProblem("mismatch", key_id)
         return None
 
+    def sign_anchor(self, digest: str) -> dict[str, str]:
+        """The signature of an anchor (``infrastructure/audit/anchor.py``) whose lines hash to
+        ``digest``, under the sealing key: its id and MAC, over a label of its own, so that
+        no seal is ever an anchor's signature or the other way round."""
+        return {"key_id": self._sealing_id, "mac": _anchor_mac(self._sealing_key, digest)}
+
+    def anchor_problem(self, key_id: object, mac: object, digest: str) -> SealProblem | None:
+        """Why ``mac`` under the key ``key_id`` is not the signature of an anchor whose lines
+        hash to ``digest`` (a key not held here, named; or not its MAC), or None."""
+        key = self._keys.get(key_id) if isinstance(key_id, str) else None
+        if key is None:
+            return SealProblem("unknown_key", plain_key_id(key_id))
+        if (
+            not isinstance(mac, str)
+            or not mac.isascii()
+            or not hmac.compare_digest(mac, _anchor_mac(key, digest))
+        ):
+            return SealProblem("mismatch", plain_key_id(key_id))
+        return None
+
+
+#: What an anchor's signature covers before the digest of its lines.
+_ANCHOR_LABEL = b"countersign anchor v1\0"
+
+
+def _anchor_mac(keyed: Any, digest: str) -> str:
+    mac = keyed.copy()
+    mac.update(_ANCHOR_LABEL + digest.encode())
+    return str(mac.hexdigest())
+
 
 def _mac(keyed: Any, proposal_id: UUID, first_link: str) -> str:
     """HMAC-SHA256 of the label, the id and the link, from ``keyed``, a key's HMAC with

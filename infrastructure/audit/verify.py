@@ -33,6 +33,7 @@ from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.hash_chain import chain_link
 from countersign.domain.proposal import Proposal
 from countersign.domain.seals import SealKeys
+from countersign.infrastructure.audit.anchor import AnchorReport
 from countersign.infrastructure.audit.seals import SealReport
 from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.app import CountersignApplication
@@ -70,13 +71,21 @@ class VerifyReport:
     broken: list[dict[str, Any]] = field(default_factory=list)
     #: What the seals showed, with seal keys configured (None: not checked).
     seals: SealReport | None = None
+    #: What the store showed against an anchor (``--anchor``; None: none given).
+    anchor: AnchorReport | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.broken and (self.seals is None or self.seals.ok)
+        return (
+            not self.broken
+            and (self.seals is None or self.seals.ok)
+            and (self.anchor is None or self.anchor.ok)
+        )
 
     def to_json(self) -> dict[str, Any]:
         seals = {} if self.seals is None else {"seals": self.seals.to_json()}
+        if self.anchor is not None:
+            seals["anchor"] = self.anchor.to_json()
         return {
             "ok": self.ok,
             "proposals_checked": self.proposals,

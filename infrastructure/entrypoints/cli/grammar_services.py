@@ -114,7 +114,21 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         help="with seal keys configured: a proposal without a seal fails the check too (for a "
         "deployment that held its keys from its start)",
     )
+    verify.add_argument(
+        "--anchor",
+        metavar="FILE",
+        help="also check the store against an anchor `audit anchor` wrote: every proposal it "
+        "holds must still have its anchored last event (none removed, cut back or rewritten)",
+    )
     verify.set_defaults(maintenance=True)
+    anchor = add(
+        "anchor",
+        Handler("anchors", "cmd_audit_anchor"),
+        "write every proposal's last link, to keep outside the database (verify --anchor)",
+        audit_sub,
+    )
+    anchor.add_argument("--out", metavar="FILE", help="a new file to write it to (default: stdout)")
+    anchor.set_defaults(maintenance=True)
 
     users = sub.add_parser("users", help="people's sign-in credentials")
     users_sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")

@@ -177,6 +177,10 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
             "--require-seals checks seals, and no seal keys are configured: set "
             "COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE) as the deployment does"
         )
+    from countersign.infrastructure.entrypoints.cli import anchors
+
+    # The anchor is read and checked first: a file that is not one stops before the long part.
+    anchor = anchors.read_anchor_option(cs, args.anchor) if args.anchor else None
     try:
         catch_up(cs, ["audit_trail"])
     except ProjectionStoppedError as stopped:
@@ -188,10 +192,19 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     # once it has run a while (a short check stays silent, for the cron job reading stderr),
     # and, off a terminal, every half minute rather than every second (a cron job's mail).
     progress = Progress("audit verify", 0, every=30.0, unit="proposals", quiet_for=VERIFY_QUIET_FOR)
-    report = verify(
+    checked = verify(
         cs.app, cs.sql, progress.advance, cs.settings.seal_keys, require_seals=require_seals
-    ).to_json()
+    )
     progress.finish()
+    if anchor is not None:
+        from countersign.infrastructure.audit.anchor import check_anchor
+
+        against = Progress(
+            "audit verify --anchor", anchor.proposals, every=30.0, quiet_for=VERIFY_QUIET_FOR
+        )
+        checked.anchor = check_anchor(cs.app, anchor, against.advance)
+        against.finish()
+    report = checked.to_json()
     unlinked = report["events_with_unlinked_times"]
     times = (
         f" {unlinked:,} events written before events' times were linked: their content is"
@@ -209,19 +222,22 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     seals = report.get("seals")
     if seals is not None:
         times += seals_summary(seals)
+    anchored = report.get("anchor")
+    if anchored is not None:
+        times += anchors.anchor_summary(anchored)
     if report["ok"]:
         text = (
             f"audit verify: OK, {report['events_checked']:,} events of "
             f"{report['proposals_checked']:,} proposals; every hash-chain link holds.{times}"
         )
-    elif not report["broken_proposals"] and seals is not None:
-        raise FaultFoundError(report, seal_faults_text(seals))  # exit status 5
-    else:
-        count = report["broken_proposals"]
-        lines = [
+        return report, text
+    lines = []
+    count = report["broken_proposals"]
+    if count:
+        lines.append(
             f"audit verify: BROKEN: {count} proposal{'s' if count != 1 else ''} affected, "
             "each at its first broken link:"
-        ]
+        )
         shown = report["broken_links"][:BROKEN_SHOWN]
         lines += [
             f"  proposal {b['proposal_id']} version {b['version']}: {b['problem']}" for b in shown
@@ -231,10 +247,11 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
                 f"  and {count - len(shown):,} more (--json lists the first "
                 f"{len(report['broken_links']):,})"
             )
-        if seals is not None and not seals["ok"]:
-            lines.append(seal_faults_text(seals))
-        raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
-    return report, text
+    if seals is not None and not seals["ok"]:
+        lines.append(seal_faults_text(seals))
+    if anchored is not None and not anchored["ok"]:
+        lines.append(anchors.anchor_faults_text(anchored))
+    raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
 
 
 def seals_summary(seals: dict[str, Any]) -> str:

@@ -1,0 +1,127 @@
+"""``audit anchor``, and what ``audit verify --anchor`` says of one: where every proposal's
+stream stood, written for keeping outside the database (infrastructure/audit/anchor.py)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from countersign.infrastructure.entrypoints.cli.common import (
+    ALREADY_PRINTED,
+    RefusedError,
+    Result,
+    UsageError,
+)
+from countersign.infrastructure.entrypoints.cli.progress import Progress
+from countersign.infrastructure.observability.logs import say
+
+if TYPE_CHECKING:
+    from countersign.infrastructure.audit.anchor import Anchor
+    from countersign.infrastructure.bootstrap import Countersign
+
+#: Seconds a command runs before it shows its progress (a short run stays silent for cron).
+QUIET_FOR = 2.0
+#: Differences listed on the terminal (``--json`` lists anchor.LISTED).
+SHOWN = 20
+
+
+def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
+    """Write the anchor to ``--out`` (a new file: an anchor is kept, never replaced) or to
+    stdout, and say on stderr what it holds."""
+    from countersign.infrastructure.audit.anchor import AnchorChangedError, make_anchor
+
+    keys = cs.settings.seal_keys
+    progress = Progress("audit anchor", 0, every=30.0, unit="proposals", quiet_for=QUIET_FOR)
+    out_path = Path(args.out) if args.out else None
+    try:
+        with _output(out_path) as out:
+            head, count = make_anchor(cs.app, cs.sql, keys, out, cs.clock.now(), progress.advance)
+    except AnchorChangedError as changed:
+        raise RefusedError(
+            "anchor_changed",
+            f"the proposals changed below the log's head while they were read ({changed}): "
+            "no anchor was kept (what was written has no integrity line, and is refused); run "
+            "it again, and `countersign audit verify` if it happens again",
+        ) from None
+    progress.finish()
+    signed = (
+        f"signed with seal key {keys.sealing_id!r}"
+        if keys is not None
+        else "unsigned (no seal keys are configured: it proves as much as where it is kept)"
+    )
+    where = f"to {out_path}" if out_path is not None else "on stdout"
+    say(
+        f"audit anchor: {count:,} proposals at log position {head:,}, {signed}, written {where}; "
+        "keep it where the database's writers cannot reach, and check the database against it "
+        "with `countersign audit verify --anchor FILE`"
+    )
+    return ALREADY_PRINTED, ""
+
+
+@contextlib.contextmanager
+def _output(path: Path | None) -> Any:
+    if path is None:
+        yield sys.stdout.buffer
+        return
+    try:
+        file: IO[bytes] = path.open("xb")
+    except FileExistsError:
+        raise UsageError(
+            f"{path} exists: an anchor is kept, never replaced; name a new file (one a run, "
+            "such as anchor-2026-12-07T0900.jsonl)"
+        ) from None
+    except OSError as error:
+        raise UsageError(
+            f"cannot create {path} ({error.strerror or type(error).__name__}): choose a path "
+            "this process may write"
+        ) from None
+    try:
+        with file:
+            yield file
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # a half-written anchor is no anchor
+        raise
+
+
+def read_anchor_option(cs: Countersign, value: str) -> Anchor:
+    """The anchor ``audit verify --anchor`` names, read and checked before anything else is:
+    UsageError (exit status 2) saying what is wrong with it and the fix."""
+    from countersign.infrastructure.audit.anchor import AnchorFileError, read_anchor
+
+    try:
+        return read_anchor(Path(value), cs.settings.seal_keys)
+    except AnchorFileError as error:
+        raise UsageError(f"--anchor: {error}") from None
+
+
+def anchor_summary(anchor: dict[str, Any]) -> str:
+    """What the anchor showed, after the chain's verdict, when every proposal is as anchored."""
+    signed = f"signed with key {anchor['key_id']!r}" if anchor["signed"] else "unsigned"
+    return (
+        f" Anchor: {anchor['proposals_checked']:,} proposals as anchored at log position "
+        f"{anchor['log_position']:,} (made {anchor['made_at']}, {signed}); events after it "
+        "are not its business."
+    )
+
+
+def anchor_faults_text(anchor: dict[str, Any]) -> str:
+    """The proposals not as the anchor has them, each named (``SHOWN`` of them)."""
+    count = anchor["not_as_anchored"]
+    lines = [
+        f"audit verify: NOT AS ANCHORED: {count} proposal{'s' if count != 1 else ''} of the "
+        f"anchor made {anchor['made_at']} (log position {anchor['log_position']:,}) removed, "
+        "cut back or rewritten since:"
+    ]
+    shown = anchor["differences"][:SHOWN]
+    lines += [f"  proposal {d['proposal_id']}: {d['text']}" for d in shown]
+    if count > len(shown):
+        lines.append(
+            f"  and {count - len(shown):,} more (--json lists the first "
+            f"{len(anchor['differences']):,})"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""Where every proposal's stream stood at a position of the notification log: its last event
+at or before it (its version, its type, its chain link) and its club, read from the event
+table a page at a time in the order of the proposals' ids, so that memory stays flat however
+many there are (``audit anchor``, infrastructure/audit/anchor.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from uuid import UUID
+
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.stored_events import stored_topics, written_fields
+from eventsourcing.persistence import StoredEvent
+
+#: Proposals read at a time.
+PAGE = 500
+
+
+class ProposalHeads:
+    """The proposals as they stood at notification ``head``, from the event table, a page at
+    a time in the order of their ids (memory stays flat however many there are)."""
+
+    def __init__(self, sql: SqlDatabase, head: int) -> None:
+        self.sql = sql
+        self.head = head
+        self.page = PAGE
+        postgres = sql.is_postgres
+        self.table = POSTGRES_EVENTS if postgres else SQLITE_EVENTS
+        self.position = "notification_id" if postgres else "rowid"
+        self.topics = stored_topics(Proposal, ["Proposed"])
+        self._proposed = (
+            f"p.originator_version = 1 AND p.{self.position} <= ? "
+            f"AND p.topic IN ({', '.join('?' for _ in self.topics)})"
+        )
+
+    def _id(self, value: UUID) -> Any:
+        return value if self.sql.is_postgres else value.hex
+
+    def count(self) -> int:
+        with self.sql.reading() as cursor:
+            row = cursor.execute(
+                f"SELECT COUNT(*) FROM {self.table} p WHERE {self._proposed}",
+                (self.head, *self.topics),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def entries(self, app: CountersignApplication) -> Iterator[dict[str, Any]]:
+        after: UUID | None = None
+        while True:
+            since = "" if after is None else "AND p.originator_id > ? "
+            statement = (
+                f"SELECT p.originator_id, p.state, e.originator_version, e.topic, e.state "
+                f"FROM {self.table} p JOIN {self.table} e ON e.originator_id = p.originator_id "
+                f"WHERE {self._proposed} {since}"
+                f"AND e.originator_version = (SELECT MAX(m.originator_version) "
+                f"FROM {self.table} m WHERE m.originator_id = p.originator_id "
+                f"AND m.{self.position} <= ?) "
+                f"ORDER BY p.originator_id LIMIT {self.page}"
+            )
+            params = [self.head, *self.topics, *([] if after is None else [self._id(after)])]
+            with self.sql.reading() as cursor:
+                rows = cursor.execute(statement, (*params, self.head)).fetchall()
+            for raw_id, proposed, version, topic, state in rows:
+                after = UUID(str(raw_id))
+                first = _fields(app, after, 1, self.topics[0], proposed)
+                last = _fields(app, after, int(version), topic, state)
+                yield {
+                    "proposal_id": str(after),
+                    "organization_id": str(first.get("organization_id")),
+                    "version": int(version),
+                    "event": _event_type(topic),
+                    "chain": last.get("chain"),
+                }
+            if len(rows) < self.page:
+                return
+
+
+def _fields(
+    app: CountersignApplication, proposal_id: UUID, version: int, topic: str, state: Any
+) -> dict[str, Any]:
+    return written_fields(
+        app.mapper,
+        StoredEvent(
+            originator_id=proposal_id,
+            originator_version=version,
+            topic=topic,
+            state=bytes(state),
+        ),
+    )
+
+
+def _event_type(topic: str) -> str:
+    return topic.rpartition(".")[2]
