@@ -357,3 +357,20 @@ def test_the_proposals_are_read_a_page_at_a_time_in_the_order_of_their_ids(
     assert [e["proposal_id"] for e in _lines(paged)[1:-1]] == sorted(ids)
     assert _lines(paged)[1:-1] == whole[1:-1]
     assert _verify(run, paged)[0] == 0
+
+
+def test_proposals_changing_below_the_head_as_they_are_read_leave_no_anchor(
+    cs, seeded, deployments, run, tmp_path, monkeypatch
+):
+    from countersign.infrastructure.persistence.proposal_heads import ProposalHeads
+
+    _decided(deployments(K1), seeded)
+    counted = ProposalHeads.count
+    # One more counted than read: as an event committed late below the head, or one removed.
+    monkeypatch.setattr(ProposalHeads, "count", lambda self: counted(self) + 1)
+    path = tmp_path / "a.jsonl"
+    code, _out, err = run("audit", "anchor", "--out", str(path))
+    assert code == 1
+    assert "Busy:" in err
+    assert "try again" in err
+    assert not path.exists()  # no half-written anchor is left to be kept

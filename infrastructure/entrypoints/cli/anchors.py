@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from countersign.domain.errors import ConcurrencyConflictError
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
-    RefusedError,
     Result,
     UsageError,
 )
@@ -22,6 +23,8 @@ from countersign.infrastructure.observability.logs import say
 if TYPE_CHECKING:
     from countersign.infrastructure.audit.anchor import Anchor
     from countersign.infrastructure.bootstrap import Countersign
+
+log = logging.getLogger("countersign.cli")
 
 #: Seconds a command runs before it shows its progress (a short run stays silent for cron).
 QUIET_FOR = 2.0
@@ -41,12 +44,10 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
         with _output(out_path) as out:
             head, count = make_anchor(cs.app, cs.sql, keys, out, cs.clock.now(), progress.advance)
     except AnchorChangedError as changed:
-        raise RefusedError(
-            "anchor_changed",
-            f"the proposals changed below the log's head while they were read ({changed}): "
-            "no anchor was kept (what was written has no integrity line, and is refused); run "
-            "it again, and `countersign audit verify` if it happens again",
-        ) from None
+        # Answered as busy (exit 1, "try again"): what was written has no integrity line, and
+        # is refused as incomplete; a --out file is removed.
+        log.warning("audit anchor: the proposals changed while they were read (%s)", changed)
+        raise ConcurrencyConflictError(str(changed)) from None
     progress.finish()
     signed = (
         f"signed with seal key {keys.sealing_id!r}"
