@@ -20,6 +20,10 @@ a proposal without one (made before keys were configured, or its seal removed) i
 and listed as unsealed, and one whose seal, or an event's, is under a key not held, or is not
 its link's, or an event without one after a sealed one, as badly sealed, which fails the
 check.
+
+Nothing in the database says which event was a stream's last: with an anchor kept outside it
+(``audit verify --anchor``, ``anchor.py``), each anchored proposal must still have its
+anchored last event, and one removed, cut back or rewritten fails the check (``anchor``).
 """
 
 from __future__ import annotations

@@ -200,7 +200,11 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         from countersign.infrastructure.audit.anchor import check_anchor
 
         against = Progress(
-            "audit verify --anchor", anchor.proposals, every=30.0, quiet_for=VERIFY_QUIET_FOR
+            "audit verify --anchor",
+            anchor.proposals,
+            every=30.0,
+            unit="proposals",
+            quiet_for=VERIFY_QUIET_FOR,
         )
         checked.anchor = check_anchor(cs.app, anchor, against.advance)
         against.finish()
