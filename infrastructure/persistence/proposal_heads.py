@@ -49,34 +49,52 @@ class ProposalHeads:
         return int(row[0]) if row else 0
 
     def entries(self, app: CountersignApplication) -> Iterator[dict[str, Any]]:
+        """Each proposal's line of the anchor, in the order of their ids: a page of
+        proposals, then their last events, in two statements (one joining the two took a
+        plan that read the whole table for each page)."""
         after: UUID | None = None
         while True:
             since = "" if after is None else "AND p.originator_id > ? "
-            statement = (
-                f"SELECT p.originator_id, p.state, e.originator_version, e.topic, e.state "
-                f"FROM {self.table} p JOIN {self.table} e ON e.originator_id = p.originator_id "
-                f"WHERE {self._proposed} {since}"
-                f"AND e.originator_version = (SELECT MAX(m.originator_version) "
-                f"FROM {self.table} m WHERE m.originator_id = p.originator_id "
-                f"AND m.{self.position} <= ?) "
-                f"ORDER BY p.originator_id LIMIT {self.page}"
-            )
             params = [self.head, *self.topics, *([] if after is None else [self._id(after)])]
             with self.sql.reading() as cursor:
-                rows = cursor.execute(statement, (*params, self.head)).fetchall()
-            for raw_id, proposed, version, topic, state in rows:
+                proposals = cursor.execute(
+                    f"SELECT p.originator_id, p.topic, p.state FROM {self.table} p "
+                    f"WHERE {self._proposed} {since}"
+                    f"ORDER BY p.originator_id LIMIT {self.page}",
+                    params,
+                ).fetchall()
+                lasts = self._lasts(cursor, [UUID(str(row[0])) for row in proposals])
+            for raw_id, proposed_topic, proposed in proposals:
                 after = UUID(str(raw_id))
-                first = _fields(app, after, 1, self.topics[0], proposed)
-                last = _fields(app, after, int(version), topic, state)
+                first = _fields(app, after, 1, proposed_topic, proposed)
+                found = lasts.get(after)
+                if found is None:  # removed as it was read: the count tells (AnchorChangedError)
+                    continue
+                version, topic, state = found
                 yield {
                     "proposal_id": str(after),
                     "organization_id": str(first.get("organization_id")),
-                    "version": int(version),
+                    "version": version,
                     "event": _event_type(topic),
-                    "chain": last.get("chain"),
+                    "chain": _fields(app, after, version, topic, state).get("chain"),
                 }
-            if len(rows) < self.page:
+            if len(proposals) < self.page:
                 return
+
+    def _lasts(self, cursor: Any, ids: list[UUID]) -> dict[UUID, tuple[int, str, Any]]:
+        """The last event at or before the head of each of these proposals: its version,
+        topic and state."""
+        if not ids:
+            return {}
+        rows = cursor.execute(
+            f"SELECT e.originator_id, e.originator_version, e.topic, e.state "
+            f"FROM {self.table} e WHERE e.originator_id IN ({', '.join('?' for _ in ids)}) "
+            f"AND e.originator_version = (SELECT MAX(m.originator_version) "
+            f"FROM {self.table} m WHERE m.originator_id = e.originator_id "
+            f"AND m.{self.position} <= ?)",
+            [*(self._id(i) for i in ids), self.head],
+        ).fetchall()
+        return {UUID(str(r[0])): (int(r[1]), str(r[2]), r[3]) for r in rows}
 
 
 def _fields(
