@@ -297,6 +297,8 @@ def test_an_anchor_under_a_key_not_held_is_named_as_such(cs, seeded, deployments
         (None, "the anchor ends before its integrity line: it is incomplete"),
         ("cut", "is cut short"),
         ("entry", "line 2 of the anchor is not an anchored proposal"),
+        ("x" * 100_000, "is not an anchor"),  # read 4,096 bytes at a time, never whole
+        ("long", "the anchor's line 2 is cut short"),
     ],
 )
 def test_a_malformed_anchor_is_a_usage_error(cs, seeded, run, tmp_path, content, said):
@@ -306,6 +308,8 @@ def test_a_malformed_anchor_is_a_usage_error(cs, seeded, run, tmp_path, content,
         content = header
     elif content == "cut":
         content = made.read_text()[:-5]
+    elif content == "long":
+        content = header + '{"proposal_id": "' + "x" * 100_000 + '"}\n' + "".join(rest)
     elif content == "entry":
         content = header + '{"proposal_id": "x"}\n' + "".join(rest)
     path = tmp_path / "anchor.jsonl"

@@ -46,6 +46,8 @@ from countersign.infrastructure.persistence.stored_events import written_fields
 #: The format this release writes and reads.
 FORMAT = 1
 _END = "countersign_anchor"
+#: The longest line read (an anchored proposal's is about 250 bytes).
+MAX_LINE = 4096
 #: How many differences a report lists (each proposal's, in the anchor's order).
 LISTED = 100
 _HOW = (
@@ -139,7 +141,7 @@ def read_anchor(path: Path, keys: SealKeys | None) -> Anchor:
 
 
 def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
-    first = file.readline()
+    first = file.readline(MAX_LINE)
     header = _document(first, 1)
     if header is None or "countersign_anchor" not in header:
         raise AnchorFileError(
@@ -147,9 +149,11 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
             "give a file `countersign audit anchor` wrote"
         )
     if header.get("countersign_anchor") != FORMAT:
+        given = header.get("countersign_anchor")
+        named = given if type(given) is int else "unknown"
         raise AnchorFileError(
-            f"{path.name} is an anchor of another format ({header.get('countersign_anchor')!r}, "
-            f"this release reads {FORMAT}): check it with the release that made it"
+            f"{path.name} is an anchor of another format ({named}, this release reads "
+            f"{FORMAT}): check it with the release that made it"
         )
     made_at, position, count = (header.get(k) for k in ("made_at", "log_position", "proposals"))
     key_id = header.get("key_id")
@@ -164,7 +168,7 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
     digest = hashlib.sha256()
     digest.update(first)
     entries, previous, end = 0, None, None
-    for number, raw in enumerate(file, start=2):
+    for number, raw in enumerate(_lines(file), start=2):
         if end is not None:
             raise AnchorFileError(f"the anchor has lines after its integrity line: {_HOW}")
         document = _document(raw, number)
@@ -196,6 +200,12 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
     elif end.get("mac") is not None:
         raise AnchorFileError(f"the anchor's header and its integrity line disagree: {_HOW}")
     return Anchor(path, made_at, position if isinstance(position, int) else 0, entries, key_id)
+
+
+def _lines(file: IO[bytes]) -> Iterator[bytes]:
+    """The file's lines from where it stands, each read up to ``MAX_LINE`` bytes: a longer
+    one (no anchor's line is) is read as a line cut short, never held whole."""
+    return iter(lambda: file.readline(MAX_LINE), b"")
 
 
 def _check_signature(keys: SealKeys | None, key_id: str, mac: Any, digest: str) -> None:
@@ -230,7 +240,7 @@ def _count(value: Any) -> bool:
 
 def _document(raw: bytes, number: int) -> dict[str, Any] | None:
     if not raw.endswith(b"\n"):
-        return None if number == 1 and not raw else _refuse_cut(number)
+        return None if number == 1 else _refuse_cut(number)  # the header: no anchor
     try:
         document = json.loads(raw)
     except ValueError:
@@ -240,8 +250,8 @@ def _document(raw: bytes, number: int) -> dict[str, Any] | None:
 
 def _refuse_cut(number: int) -> dict[str, Any]:
     raise AnchorFileError(
-        f"the anchor's line {number} is cut short: it is incomplete (cut short, or still "
-        f"being written); {_HOW}"
+        f"the anchor's line {number} is cut short (incomplete, or still being written) or "
+        f"longer than an anchor's line; {_HOW}"
     )
 
 
@@ -281,8 +291,8 @@ def _entry_or_none(document: dict[str, Any] | None) -> tuple[UUID, str, int, str
 def _entries(path: Path) -> Iterator[tuple[UUID, str, int, str, str]]:
     """The anchored proposals of a file ``read_anchor`` has checked, read again."""
     with path.open("rb") as file:
-        file.readline()
-        for number, raw in enumerate(file, start=2):
+        file.readline(MAX_LINE)
+        for number, raw in enumerate(_lines(file), start=2):
             document = _document(raw, number)
             if document is not None and document.get("end") == _END:
                 return
