@@ -102,7 +102,11 @@ def read_anchor_option(cs: Countersign, value: str) -> Anchor:
 
 def anchor_summary(anchor: dict[str, Any]) -> str:
     """What the anchor showed, after the chain's verdict, when every proposal is as anchored."""
-    signed = f"signed with key {anchor['key_id']!r}" if anchor["signed"] else "unsigned"
+    signed = (
+        f"signed with key {anchor['key_id']!r}"
+        if anchor["signed"]
+        else "unsigned: as strong as where it was kept"
+    )
     return (
         f" Anchor: {anchor['proposals_checked']:,} proposals as anchored at log position "
         f"{anchor['log_position']:,} (made {anchor['made_at']}, {signed}); events after it "
