@@ -94,10 +94,7 @@ def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     as_of = _version_or_time(args.as_of) if args.as_of else None
     history = json.loads(render.to_json(cs.audit.history(args.proposal_id, as_of)))
     # As the API's history says it, with seal keys (the operator's command: no member).
-    from countersign.domain.proposal import Proposal
-
-    proposal = cs.store.get(UUID(history["proposal_id"]), Proposal)
-    history["unverified"] = cs.cards.unverified_json(proposal)
+    history["unverified"] = cs.cards.unverified_of(history["proposal_id"])
     history = history_with_status_paths(history)
     return history, listings.render_history(history)
 
