@@ -24,6 +24,49 @@ def select_events(
     """The events of each aggregate in ``after`` past its version; for each aggregate in
     ``cold``, its newest stored snapshot that no event outruns (True: a snapshot, first)
     and its events after it. In order of aggregate and version."""
+    statement = select_statement(recorder, table, snapshot_table, after, cold)
+    if statement is None:
+        return []
+    sql, params = statement
+    if isinstance(recorder, SQLiteAggregateRecorder):
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(sql, params)
+            rows = [tuple(r) for r in cursor.fetchall()]
+    else:  # PostgreSQL (its module is imported only by a process that uses it)
+        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            rows = [
+                (
+                    r["kind"],
+                    r["originator_id"],
+                    r["originator_version"],
+                    r["topic"],
+                    r["state"],
+                )
+                for r in cursor.fetchall()
+            ]
+    return [
+        (
+            kind == 0,
+            StoredEvent(
+                originator_id=UUID(str(originator_id)),
+                originator_version=int(version),
+                topic=topic,
+                state=bytes(state),
+            ),
+        )
+        for kind, originator_id, version, topic, state in rows
+    ]
+
+
+def select_statement(
+    recorder: Any,
+    table: str,
+    snapshot_table: str,
+    after: list[tuple[UUID, int]],
+    cold: Sequence[UUID],
+) -> tuple[str, list[Any]] | None:
+    """The one query of ``select_events`` and its parameters (None: nothing to read)."""
     sqlite = isinstance(recorder, SQLiteAggregateRecorder)
     mark = "?" if sqlite else "%s"
     columns = "originator_id, originator_version, topic, state"
@@ -59,40 +102,11 @@ def select_events(
         parts.append(f"SELECT 1 AS kind, {columns} FROM {table} WHERE {where}")
         params += [v for i, version in after for v in (i.hex if sqlite else i, version)]
     if not parts:
-        return []
+        return None
     if cold:
-        sql = latest + " UNION ALL ".join(parts) + " ORDER BY 2, 1, 3"
-    else:  # the hot path, as it always was
-        sql = f"SELECT 1 AS kind, {columns} FROM {table} WHERE {where} ORDER BY 2, 3"
-    if sqlite:
-        with recorder.datastore.transaction(commit=False) as cursor:
-            cursor.execute(sql, params)
-            rows = [tuple(r) for r in cursor.fetchall()]
-    else:  # PostgreSQL (its module is imported only by a process that uses it)
-        with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
-            rows = [
-                (
-                    r["kind"],
-                    r["originator_id"],
-                    r["originator_version"],
-                    r["topic"],
-                    r["state"],
-                )
-                for r in cursor.fetchall()
-            ]
-    return [
-        (
-            kind == 0,
-            StoredEvent(
-                originator_id=UUID(str(originator_id)),
-                originator_version=int(version),
-                topic=topic,
-                state=bytes(state),
-            ),
-        )
-        for kind, originator_id, version, topic, state in rows
-    ]
+        return latest + " UNION ALL ".join(parts) + " ORDER BY 2, 1, 3", params
+    # the hot path, as it always was
+    return f"SELECT 1 AS kind, {columns} FROM {table} WHERE {where} ORDER BY 2, 3", params
 
 
 def replace_snapshots(
