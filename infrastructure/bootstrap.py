@@ -216,8 +216,12 @@ def bootstrap(
     # seconds for a lock, or run as long (persistence/pg_waits.py).
     sql = SqlDatabase(database, timeout=settings.database_timeout)
     # Processes starting together would race to create the event store's tables and functions.
-    with sql.schema_lock():
-        app = CountersignApplication(env=database.eventsourcing_env(settings.database_timeout))
+    try:
+        with sql.schema_lock():
+            app = CountersignApplication(env=database.eventsourcing_env(settings.database_timeout))
+    except BaseException:
+        sql.close()  # the connection the lock was taken on (a start that failed)
+        raise
     store = EventSourcedStore(app, seals=settings.seal_keys)
     sandbox = SandboxPaymentProvider(sql)
     email_sandbox = SandboxEmailProvider(sql)

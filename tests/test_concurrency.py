@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
 from countersign.application.ports import NoFaults
 from countersign.application.proposals import ProposalService
@@ -49,6 +50,8 @@ MOVES = [
 ]
 TIMEOUT = 120
 BOOTSTRAP_ROUNDS = 15
+#: Rounds of processes starting together on an empty database.
+EMPTY_ROUNDS = 5
 
 _TOTAL = 32000 + 4500 - 2000  # league fee + locker rental - returning member discount
 _EXPECTED_TYPES = ["Proposed", "Approved", "Claimed", "Revalidated", "Succeeded"]
@@ -279,6 +282,43 @@ def test_workers_that_start_at_the_same_moment_all_bootstrap(
             failures += child.json("failed")
             if failures:
                 break
+    finally:
+        forks.close()
+    assert failures == []
+
+
+def test_workers_that_start_together_on_an_empty_database_make_its_schema_once(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A first deploy: the processes start together on a database that holds nothing yet.
+    The schema lock lets one make the event store's tables, types and functions while the
+    others wait, then find them made: every process starts, and each thing is there once
+    (without the lock, concurrent ``CREATE TYPE`` and ``CREATE TABLE IF NOT EXISTS`` collide
+    in PostgreSQL's catalogue and a process fails to start)."""
+    forks = Forks(tmp_path / "forks-stderr.txt")
+    failures: list[str] = []
+    try:
+        for _ in range(EMPTY_ROUNDS):
+            _truncate_postgres(postgres_url)
+            child = forks.run("bootstrap_together", postgres_url, str(WORKERS))
+            (counted,) = child.json("bootstrapped")
+            assert counted["workers"] == WORKERS, (child, forks.errors())
+            failures += child.json("failed")
+            if failures:
+                break
+            with psycopg.connect(postgres_url) as conn:
+                made = conn.execute(
+                    "SELECT t.typname, count(*) FROM pg_type AS t"
+                    " JOIN pg_namespace AS n ON n.oid = t.typnamespace"
+                    " WHERE n.nspname = 'public' AND t.typname IN"
+                    " ('stored_event_uuid', 'countersign_events', 'countersign_snapshots')"
+                    " GROUP BY t.typname ORDER BY 1"
+                ).fetchall()
+            assert made == [
+                ("countersign_events", 1),
+                ("countersign_snapshots", 1),
+                ("stored_event_uuid", 1),
+            ]
     finally:
         forks.close()
     assert failures == []

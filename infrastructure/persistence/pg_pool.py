@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from time import monotonic
 from typing import Any
 
@@ -171,6 +172,41 @@ def putconn(pool: Any, conn: psycopg.Connection[Any]) -> None:
     lock.release()
 
 
+#: Held while a pool is opened (``opened``): one thread opens it, whichever asks first.
+_opening = threading.Lock()
+
+
+def opened(pool: Any) -> None:
+    """``pool.open(False)``, as the library opens a pool that does not wait to fill, then (with
+    psycopg_pool 3.3's ``ConnectionPool``) a wait for its first connection, as long as
+    ``getconn`` would wait for one (``pool.timeout``; past it, getconn's PoolTimeout), the
+    pool left open to go on connecting as it would be. Opened without that wait, the
+    request that opened it waited as a client, and a client waiting while the pool is
+    smaller than its maximum makes it grow by one: the pool's first connection and a second
+    were both opened for that one request, at every start (a start opened four connections,
+    2026-12-07). A pool opened meanwhile by another thread is left as it is."""
+    with _opening:
+        if not pool._closed:
+            return
+        pool.open(False)
+        if not steps_here(pool):
+            return  # the pool's own steps: getconn waits for the connection as a client
+        with pool._lock:
+            if len(pool._pool) >= pool._min_size or pool._pool_full_event is not None:
+                return
+            # What the pool's ``wait`` waits on, set by the pool once it holds min_size; not
+            # ``wait`` itself, which closes the pool for good if the server does not answer.
+            filled = pool._pool_full_event = threading.Event()
+    try:
+        ready = filled.wait(pool.timeout)
+    finally:
+        with pool._lock:
+            if pool._pool_full_event is filled:
+                pool._pool_full_event = None
+    if not ready:
+        raise PoolTimeout(f"couldn't get a connection after {pool.timeout:.2f} sec")
+
+
 #: psycopg's errors as the library's ``PostgresDatastore.get_connection`` translates them, in
 #: its order (a subclass before its base); except a statement the server cancelled (its
 #: ``statement_timeout`` or ``lock_timeout``, ``COUNTERSIGN_DATABASE_TIMEOUT``), which the
@@ -201,7 +237,7 @@ class PooledConnection:
     ``connection()``, as one context manager written as a class: each is a generator-based
     context manager, about a dozen Python calls a commit between them. The same steps: the
     pool opened as the library opens it (every time if it waits for the pool to fill, else
-    when it is closed: opening an open pool that does not wait does nothing), a connection
+    when it is closed, then its first connection waited for: ``opened``), a connection
     from the pool (``getconn``), the library's composite types registered on it, the
     connection's own context (commit, or rollback on an error: nothing to do, and not
     called, for an idle connection left without an error), the connection given back
@@ -233,9 +269,10 @@ def taken(datastore: PostgresDatastore) -> psycopg.Connection[Any]:
     commit can take a connection without the context object: ``given_back`` ends it.)"""
     pool = datastore.pool
     try:
-        wait = datastore.pool_open_timeout is not None
-        if wait or pool._closed:
-            pool.open(wait, datastore.pool_open_timeout or 30.0)
+        if datastore.pool_open_timeout is not None:
+            pool.open(True, datastore.pool_open_timeout)
+        elif pool._closed:
+            opened(pool)
         conn = getconn(pool)
     except psycopg.Error as error:
         raise _translated(error) from error

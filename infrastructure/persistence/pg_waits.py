@@ -14,16 +14,17 @@ alone (``sql.NO_STATEMENT_TIMEOUT``, a ``SET LOCAL``), its lock waits still boun
 the tables and functions at a start (the recorders' ``_create_table``), and a projection's
 reset and index builds (``SqlDatabase.lock_schema(long=True)``). The schema lock itself,
 which a rebuild holds for minutes while it builds indexes, is waited for without a limit at a
-start (``SqlDatabase.schema_lock``, on a connection of its own). The maintenance commands
-(``projections rebuild``, ``audit verify``, ``audit export``: the command line's
-``maintenance``) run with no timeout at all, and a rebuild's writer process and index
-builders connect without one: their connections say so themselves (``statement_timeout`` and
+start (``SqlDatabase.schema_lock``: the timeouts off for that statement alone). The maintenance
+commands (``projections rebuild``, ``audit verify``, ``audit export``: the command line's
+``maintenance``) run with no timeout at all, and a rebuild's writer process and index builders
+connect without one: their connections say so themselves (``statement_timeout`` and
 ``lock_timeout`` 0), so that a timeout set on the role or the database (which docs/deploy.md
 suggests behind a pooler that drops startup options) never cuts them off.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 from urllib.parse import parse_qsl
@@ -94,3 +95,10 @@ class CountersignPostgresFactory(PostgresFactory):
         bounded.kwargs = {**(bounded.kwargs or {}), "options": session_options(seconds)}
         if seconds is not None:
             setattr(self.datastore, _BOUND, seconds)
+        # Every connection from the datastore through pg_pool's steps, from the first: the
+        # library's recorders take one as they are made (their composite types' lookup),
+        # before countersign's recorder would set this (recorders_postgres.py), and the
+        # library's way of opening the pool opened two connections for it (pg_pool.opened).
+        from countersign.infrastructure.persistence.pg_pool import PooledConnection
+
+        self.datastore.get_connection = functools.partial(PooledConnection, self.datastore)  # type: ignore[method-assign,assignment]

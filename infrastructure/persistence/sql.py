@@ -50,6 +50,16 @@ SCHEMA_LOCK_KEY = 7_361_902_114
 NO_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', '0', true)"
 
 
+#: The schema lock, waited for without a limit by a connection that has one: no statement or
+#: lock timeout until the end of the transaction, which is the end of the two statements when
+#: they are sent together on a connection in autocommit (one implicit transaction); the
+#: lock, a session's, is held after it.
+_WAIT_FOR_SCHEMA_LOCK = (
+    "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true);"
+    f" SELECT pg_advisory_lock({SCHEMA_LOCK_KEY})"
+)
+
+
 class SqlDatabase:
     """One lazily opened connection, one transaction at a time, ``?`` placeholders.
 
@@ -74,7 +84,7 @@ class SqlDatabase:
     def is_postgres(self) -> bool:
         return self.database.kind == "postgres"
 
-    def _connect(self, *, autocommit: bool = False, bounded: bool = True) -> Any:
+    def _connect(self, *, autocommit: bool = False) -> Any:
         if self.is_postgres:
             import psycopg  # here: a SQLite process (the projection writer's) never loads it
 
@@ -85,7 +95,7 @@ class SqlDatabase:
 
             # Without a timeout, one of 0 said all the same: the role's or the database's
             # own never applies to what is meant to have none.
-            options["options"] = session_options(self.timeout if bounded else None)
+            options["options"] = session_options(self.timeout)
             return psycopg.connect(
                 host=db.host,
                 port=db.port,
@@ -95,7 +105,7 @@ class SqlDatabase:
                 autocommit=autocommit,
                 **options,
             )
-        waits = self.timeout if bounded and self.timeout is not None else SQLITE_MAINTENANCE_WAIT
+        waits = self.timeout if self.timeout is not None else SQLITE_MAINTENANCE_WAIT
         connection = sqlite3.connect(
             self.database.sqlite_path, timeout=waits, isolation_level=None, check_same_thread=False
         )
@@ -209,18 +219,30 @@ class SqlDatabase:
     @contextmanager
     def schema_lock(self) -> Iterator[None]:
         """Hold the schema lock (PostgreSQL) while another library creates its tables. It is
-        waited for without a limit, on a connection of its own: another countersign process
-        holds it only while it changes the schema (a start's tables: moments; a rebuild's
-        index builds: minutes), and a process starting meanwhile waits for it to finish."""
+        waited for without a limit: another countersign process holds it only while it
+        changes the schema (a start's tables: moments; a rebuild's index builds: minutes),
+        and a process starting meanwhile waits for it to finish.
+
+        Taken on the connection ``reading`` uses (a start opened one of its own for it, one
+        connection of four, 2026-12-07), without the statement and lock timeouts for that
+        one statement alone (``_WAIT_FOR_SCHEMA_LOCK``), and given back on it. A statement
+        that fails on that connection meanwhile ends the connection and, with it, the lock:
+        nothing reads through this object while it is held (a start, a rebuild's index
+        builds, each on connections of their own)."""
         if not self.is_postgres:
             yield
             return
-        with self._connect(autocommit=True, bounded=False) as connection:
-            connection.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK_KEY,))
-            try:
-                yield
-            finally:
-                connection.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK_KEY,))
+        with self._autocommit():
+            holder = self._reader
+            # psycopg sends a query without parameters as it is: both statements in one
+            # round trip, as one transaction, whose end ends the settings too.
+            holder.execute(_WAIT_FOR_SCHEMA_LOCK)
+        try:
+            yield
+        finally:
+            with self._autocommit():
+                if self._reader is holder:  # else the lock went with the connection
+                    holder.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK_KEY,))
 
     def _drop(self) -> None:
         if self._connection is not None:
