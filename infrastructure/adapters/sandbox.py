@@ -38,11 +38,8 @@ class SandboxProvider(Generic[HeldT]):
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
         with self.db.transaction() as cursor:
-            self.db.lock_schema(cursor)
-            for statement in self.schema:
-                cursor.execute(statement)
-            for statement in self.postgres_schema if self.db.is_postgres else ():
-                cursor.execute_native(statement)
+            postgres = self.postgres_schema if self.db.is_postgres else ()
+            self.db.make_schema(cursor, [*self.schema, *postgres])
         self.faults = ScriptedFaults(db, self.name)
 
     def _request(self, key: str, once: Once[HeldT]) -> HeldT:

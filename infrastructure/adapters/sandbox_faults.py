@@ -54,8 +54,7 @@ class ScriptedFaults:
         self.slow_seconds = slow_seconds
         self.following = False
         with self.db.transaction() as cursor:
-            self.db.lock_schema(cursor)
-            cursor.execute(_SCHEMA)
+            self.db.make_schema(cursor, [_SCHEMA])
 
     def follow(self) -> None:
         """Read scripts from now on (each process that should meet them calls this)."""

@@ -27,9 +27,7 @@ def ensure_tables(
         if name in done:
             return
         with sql.transaction() as cursor:
-            sql.lock_schema(cursor)
-            for statement in statements:
-                cursor.execute(statement)
+            sql.make_schema(cursor, statements)
             if migrate is not None:
                 migrate(sql, cursor)
         done.add(name)

@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl
 from countersign.infrastructure.persistence.sql import NO_STATEMENT_TIMEOUT
 from countersign.infrastructure.settings import PARAMETERS_KEY, TIMEOUT_KEY, milliseconds
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
+from psycopg.sql import SQL
 
 __all__ = ["TIMEOUT_KEY", "CountersignPostgresFactory", "UnboundedCreate", "session_options"]
 
@@ -60,16 +61,44 @@ def bound_of(datastore: Any) -> float | None:
 
 class UnboundedCreate:
     """A recorder whose tables, indexes and functions are made at a start with no statement
-    timeout (an upgrade's migration may rightly run long): the library runs its ``CREATE``
-    statements in one transaction (``_create_table``), whose first statement here switches
-    it off for the rest of it. A lock is still waited for only as long as the connection's
-    ``lock_timeout`` (a ``CREATE INDEX IF NOT EXISTS`` queued behind an operator's lock would
-    hold up every commit behind it): a start while one is held stops with the database not
-    answering, and the next start makes them."""
+    timeout (an upgrade's migration may rightly run long): its ``CREATE`` statements run in
+    one transaction, whose first statement here switches it off for the rest of it. A lock
+    is still waited for only as long as the connection's ``lock_timeout`` (a ``CREATE INDEX
+    IF NOT EXISTS`` queued behind an operator's lock would hold up every commit behind it):
+    a start while one is held stops with the database not answering, and the next start
+    makes them.
 
-    def _create_table(self, curs: Any) -> None:
-        curs.execute(NO_STATEMENT_TIMEOUT)
-        super()._create_table(curs)  # type: ignore[misc]
+    The library's ``create_table`` (eventsourcing 9.5.6) as one transaction of one round
+    trip between its BEGIN and COMMIT: the statements sent as one string, in the library's
+    order (its composite types first), where it sent one a round trip and made each type in
+    a transaction of its own (three round trips each, twice a start: the events' recorder
+    and the snapshots' make the same type). A type that is already there is passed over as
+    the library passes it over (``duplicate_object``), here in the statement itself; two
+    starts never make one at the same time (the schema lock: ``SqlDatabase.schema_lock``).
+    Then the library's type adapters, as it registers them."""
+
+    def create_table(self) -> None:
+        recorder: Any = self
+        statements: list[Any] = [SQL(NO_STATEMENT_TIMEOUT)]
+        others = []
+        for statement in recorder.sql_create_statements:
+            text = statement.as_string()
+            if "CREATE TYPE" in text:
+                statements.append(_passed_over_if_there(text))
+            else:
+                others.append(statement)
+        with recorder.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL(";\n").join([*statements, *others]), prepare=False)
+        recorder.datastore.register_type_adapters()
+
+
+def _passed_over_if_there(create_type: str) -> SQL:
+    """``CREATE TYPE`` that does nothing where the type is there (``duplicate_object``), in a
+    transaction that goes on (the block's exception handler rolls back only its own)."""
+    assert "$TYPE$" not in create_type
+    return SQL(
+        "DO $TYPE$ BEGIN " + create_type + "; EXCEPTION WHEN duplicate_object THEN NULL; END $TYPE$"
+    )
 
 
 class CountersignPostgresAggregateRecorder(UnboundedCreate, PostgresAggregateRecorder):

@@ -216,6 +216,14 @@ class SqlDatabase:
                 cursor.execute(NO_STATEMENT_TIMEOUT)
             cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,))
 
+    def make_schema(self, cursor: Cursor, statements: Sequence[str]) -> None:
+        """``lock_schema``, then ``statements`` (DDL without parameters, written as the
+        database takes them: no ``?`` is rewritten): on PostgreSQL all in one round trip
+        (``Cursor.execute_all``), where one each took a start about 30 of its round trips
+        (2026-12-07); on SQLite one by one."""
+        lock = [f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"] if self.is_postgres else []
+        cursor.execute_all([*lock, *statements])
+
     @contextmanager
     def schema_lock(self) -> Iterator[None]:
         """Hold the schema lock (PostgreSQL) while another library creates its tables. It is
@@ -277,6 +285,18 @@ class Cursor:
         """Execute with the driver's own placeholders (``%s``/``%b`` for psycopg), as written."""
         self._cursor.execute(sql, tuple(params))
         return self
+
+    def execute_all(self, statements: Sequence[str]) -> None:
+        """``statements``, without parameters and run as written (no ``?`` rewritten), in
+        turn: on PostgreSQL sent as one string, in one round trip (psycopg sends a query
+        without parameters as it is; the server runs its statements in the transaction under
+        way, and the first that fails fails it, the rest not run); on SQLite one by one."""
+        if self._is_postgres:
+            if statements:
+                self._cursor.execute(";\n".join(statements))
+            return
+        for statement in statements:
+            self._cursor.execute(statement)
 
     def copy_in(self, sql: str, types: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """PostgreSQL only: run ``COPY ... FROM STDIN``, sending each row's values as ``types``."""

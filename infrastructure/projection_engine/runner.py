@@ -130,12 +130,14 @@ class ProjectionRunner:
         position set back to 0: the next catch-up rebuilds them from the whole log; tables a
         later release built stop the projection here instead (``releases``)."""
         with self.sql.transaction() as cursor:
-            self.sql.lock_schema(cursor)
-            cursor.execute(
-                f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} ("
-                " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)"
+            self.sql.make_schema(
+                cursor,
+                [
+                    f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} ("
+                    " projection TEXT PRIMARY KEY, position BIGINT NOT NULL, updated_at TEXT)",
+                    skips.CREATE_SKIPS,
+                ],
             )
-            skips.create(cursor)
             # An operator's take-over is at the start (``reset``), not at a position read
             # that finds another release claimed the tables since (``releases.overtaken``).
             take_over = self.take_over and not since_start
@@ -146,9 +148,13 @@ class ProjectionRunner:
                 " ON CONFLICT (projection) DO NOTHING",
                 (self.name,),
             )
-            for table in self.projection.tables:
-                for statement in create_statements(table, self.dialect, indexes=indexes):
-                    cursor.execute(statement)
+            cursor.execute_all(
+                [
+                    statement
+                    for table in self.projection.tables
+                    for statement in create_statements(table, self.dialect, indexes=indexes)
+                ]
+            )
         if self.in_place is not None:
             self.in_place.add(self.name, self._fingerprint)
 

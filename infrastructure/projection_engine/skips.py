@@ -63,7 +63,8 @@ class Skip:
 
 
 def create(cursor: Cursor) -> None:
-    """The table, where it is missing (``ProjectionRunner.setup``, under the schema lock)."""
+    """The table, where it is missing (``skip``; ``ProjectionRunner.setup`` sends
+    ``CREATE_SKIPS`` with its other statements, under the schema lock)."""
     cursor.execute(CREATE_SKIPS)
 
 
