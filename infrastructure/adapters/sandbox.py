@@ -37,9 +37,8 @@ class SandboxProvider(Generic[HeldT]):
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        with self.db.transaction() as cursor:
-            postgres = self.postgres_schema if self.db.is_postgres else ()
-            self.db.make_schema(cursor, [*self.schema, *postgres])
+        postgres = self.postgres_schema if self.db.is_postgres else ()
+        self.db.make_schema([*self.schema, *postgres])
         self.faults = ScriptedFaults(db, self.name)
 
     def _request(self, key: str, once: Once[HeldT]) -> HeldT:

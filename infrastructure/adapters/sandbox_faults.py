@@ -53,8 +53,7 @@ class ScriptedFaults:
         self.provider = provider
         self.slow_seconds = slow_seconds
         self.following = False
-        with self.db.transaction() as cursor:
-            self.db.make_schema(cursor, [_SCHEMA])
+        self.db.make_schema([_SCHEMA])
 
     def follow(self) -> None:
         """Read scripts from now on (each process that should meet them calls this)."""

@@ -26,9 +26,11 @@ def ensure_tables(
         done = _prepared.setdefault(sql, set())
         if name in done:
             return
-        with sql.transaction() as cursor:
-            sql.make_schema(cursor, statements)
-            if migrate is not None:
+        if migrate is None:
+            sql.make_schema(statements)
+        else:
+            with sql.transaction() as cursor:
+                sql.schema_statements(cursor, statements)
                 migrate(sql, cursor)
         done.add(name)
 

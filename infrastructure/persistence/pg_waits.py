@@ -88,7 +88,7 @@ class UnboundedCreate:
             else:
                 others.append(statement)
         with recorder.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL(";\n").join([*statements, *others]), prepare=False)
+            curs.execute(SQL("\n;\n").join([*statements, *others]), prepare=False)
         recorder.datastore.register_type_adapters()
 
 

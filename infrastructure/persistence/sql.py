@@ -216,13 +216,26 @@ class SqlDatabase:
                 cursor.execute(NO_STATEMENT_TIMEOUT)
             cursor.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,))
 
-    def make_schema(self, cursor: Cursor, statements: Sequence[str]) -> None:
+    def schema_statements(self, cursor: Cursor, statements: Sequence[str]) -> None:
         """``lock_schema``, then ``statements`` (DDL without parameters, written as the
-        database takes them: no ``?`` is rewritten): on PostgreSQL all in one round trip
-        (``Cursor.execute_all``), where one each took a start about 30 of its round trips
-        (2026-12-07); on SQLite one by one."""
+        database takes them: no ``?`` is rewritten), in the transaction under way: on
+        PostgreSQL all in one round trip (``Cursor.execute_all``), where one each took a
+        start about 30 of its round trips (2026-12-07); on SQLite one by one."""
         lock = [f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"] if self.is_postgres else []
         cursor.execute_all([*lock, *statements])
+
+    def make_schema(self, statements: Sequence[str]) -> None:
+        """``schema_statements`` in a transaction of their own. On PostgreSQL, on the
+        connection ``statements`` uses, in one round trip: the string's statements run as
+        one transaction (the server's own for a string of several statements: all or
+        nothing, the schema lock held to its end), without the BEGIN and COMMIT of
+        ``transaction`` nor, at a start, the writing connection opened for them alone."""
+        if self.is_postgres:
+            with self.statements() as cursor:
+                self.schema_statements(cursor, statements)
+            return
+        with self.transaction() as cursor:
+            self.schema_statements(cursor, statements)
 
     @contextmanager
     def schema_lock(self) -> Iterator[None]:
@@ -290,10 +303,12 @@ class Cursor:
         """``statements``, without parameters and run as written (no ``?`` rewritten), in
         turn: on PostgreSQL sent as one string, in one round trip (psycopg sends a query
         without parameters as it is; the server runs its statements in the transaction under
-        way, and the first that fails fails it, the rest not run); on SQLite one by one."""
+        way, and the first that fails fails it, the rest not run; each semicolon on a line
+        of its own, so that a statement's closing ``--`` comment cannot hide it); on SQLite
+        one by one."""
         if self._is_postgres:
             if statements:
-                self._cursor.execute(";\n".join(statements))
+                self._cursor.execute("\n;\n".join(statements))
             return
         for statement in statements:
             self._cursor.execute(statement)

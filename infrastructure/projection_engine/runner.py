@@ -130,7 +130,7 @@ class ProjectionRunner:
         position set back to 0: the next catch-up rebuilds them from the whole log; tables a
         later release built stop the projection here instead (``releases``)."""
         with self.sql.transaction() as cursor:
-            self.sql.make_schema(
+            self.sql.schema_statements(
                 cursor,
                 [
                     f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} ("
