@@ -211,16 +211,17 @@ def bootstrap(
     settings = settings or Settings.from_env(database_url)
     plugins = enable_plugins(settings.plugins)
     database = Database.parse(settings.database_url)
-    prepare(database, create)
     # On PostgreSQL, each connection's statements wait at most COUNTERSIGN_DATABASE_TIMEOUT
     # seconds for a lock, or run as long (persistence/pg_waits.py).
     sql = SqlDatabase(database, timeout=settings.database_timeout)
-    # Processes starting together would race to create the event store's tables and functions.
     try:
+        prepare(database, create, sql)
+        # Processes starting together would race to create the event store's tables and
+        # functions.
         with sql.schema_lock():
             app = CountersignApplication(env=database.eventsourcing_env(settings.database_timeout))
     except BaseException:
-        sql.close()  # the connection the lock was taken on (a start that failed)
+        sql.close()  # the connection it asked and took the lock on (a start that failed)
         raise
     store = EventSourcedStore(app, seals=settings.seal_keys)
     sandbox = SandboxPaymentProvider(sql)

@@ -68,14 +68,14 @@ class UnboundedCreate:
     a start while one is held stops with the database not answering, and the next start
     makes them.
 
-    The library's ``create_table`` (eventsourcing 9.5.6) as one transaction of one round
-    trip between its BEGIN and COMMIT: the statements sent as one string, in the library's
-    order (its composite types first), where it sent one a round trip and made each type in
-    a transaction of its own (three round trips each, twice a start: the events' recorder
-    and the snapshots' make the same type). A type that is already there is passed over as
-    the library passes it over (``duplicate_object``), here in the statement itself; two
-    starts never make one at the same time (the schema lock: ``SqlDatabase.schema_lock``).
-    Then the library's type adapters, as it registers them."""
+    The library's ``create_table`` (eventsourcing 9.5.6) as one transaction of one round trip:
+    the statements sent as one string, in the library's order (its composite types first),
+    where it sent one a round trip and made each type in a transaction of its own (three round
+    trips each, twice a start: the events' recorder and the snapshots' make the same type). A
+    type that is already there is passed over as the library passes it over
+    (``duplicate_object``), here in the statement itself; two starts never make one at the same
+    time (the schema lock: ``SqlDatabase.schema_lock``). Then the library's type adapters, as
+    it registers them."""
 
     def create_table(self) -> None:
         recorder: Any = self
@@ -87,8 +87,12 @@ class UnboundedCreate:
                 statements.append(_passed_over_if_there(text))
             else:
                 others.append(statement)
-        with recorder.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("\n;\n").join([*statements, *others]), prepare=False)
+        # On the datastore's connection, in autocommit (the library's after_connect): the
+        # string's statements are one transaction, the server's own, with no BEGIN and COMMIT
+        # of their own to send (a connection not in autocommit would commit as it is given
+        # back: pg_pool.given_back).
+        with recorder.datastore.get_connection() as conn:
+            conn.execute(SQL("\n;\n").join([*statements, *others]), prepare=False)
         recorder.datastore.register_type_adapters()
 
 

@@ -14,6 +14,7 @@ import contextlib
 import sqlite3
 from typing import Any
 
+from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.settings import Database, NoDatabaseError, SettingsError
 
 SQLITE_EVENTS = "stored_events"
@@ -23,14 +24,17 @@ _WHAT_TO_DO = (
 )
 
 
-def prepare(database: Database, create: bool) -> None:
+def prepare(database: Database, create: bool, sql: SqlDatabase) -> None:
     """Make room for a database that may be created (a SQLite file's folder); else raise
-    NoDatabaseError, saying what to do, unless the database already holds countersign."""
+    NoDatabaseError, saying what to do, unless the database already holds countersign.
+    ``sql``: the start's own, for ``database``, whose reading connection asks PostgreSQL
+    (the start goes on with it: a connection of its own was one of a command's six,
+    2026-12-07)."""
     if create:
         if database.sqlite_file is not None:
             _room_for(database)
         return
-    lacking = _sqlite_lacks(database) if database.kind == "sqlite" else _postgres_lacks(database)
+    lacking = _sqlite_lacks(database) if database.kind == "sqlite" else _postgres_lacks(sql)
     if lacking is not None:
         raise NoDatabaseError(f"no database at {database.url}{lacking}; {_WHAT_TO_DO}")
 
@@ -83,16 +87,16 @@ def _sqlite_lacks(database: Database) -> str | None:
     return None if found else " (the file holds no countersign tables)"
 
 
-def _postgres_lacks(database: Database) -> str | None:
+def _postgres_lacks(sql: SqlDatabase) -> str | None:
     """None when the database holds countersign; else what it lacks. An unreachable server
     raises psycopg's OperationalError, as connecting later would."""
     import psycopg  # here: a SQLite process never loads it
 
+    database = sql.database
     try:
-        with _connect(database, database.dbname) as connection:
-            (table,) = connection.execute(
-                "SELECT to_regclass(%s)::text", (POSTGRES_EVENTS,)
-            ).fetchone()
+        with sql.reading() as cursor:
+            found = cursor.execute("SELECT to_regclass(?)::text", (POSTGRES_EVENTS,)).fetchone()
+        table = found[0] if found else None
     except psycopg.OperationalError:
         if _server_lacks_database(database):
             return f" (the server has no database {database.dbname}: createdb makes it)"

@@ -90,7 +90,10 @@ class SqlDatabase:
 
             db = self.database
             # The URL's libpq parameters (TLS, keepalives...), then the statements' timeouts.
-            options: dict[str, Any] = dict(db.params)
+            # A server that does not answer at all (a host that drops the packets) is given
+            # up after 10 s, unless the URL says otherwise: a start's first connection is one
+            # of these (``schema_lock``, ``presence``).
+            options: dict[str, Any] = {"connect_timeout": "10", **dict(db.params)}
             from countersign.infrastructure.persistence.pg_waits import session_options
 
             # Without a timeout, one of 0 said all the same: the role's or the database's
