@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -181,3 +182,22 @@ def test_a_pool_with_a_check_or_reset_function_takes_its_own_steps(
             break
         threading.Event().wait(0.01)
     assert reset == [conn]
+
+
+def test_a_pool_opened_for_a_server_that_does_not_answer_times_out_and_stays_open() -> None:
+    """``pg_pool.opened``, the first request's wait for the pool's first connection: past the
+    pool's timeout, getconn's error; the pool is left open, to go on connecting (psycopg_pool's
+    own ``open(wait=True)`` would close it for good)."""
+    pool: ConnectionPool[Any] = ConnectionPool(
+        "postgresql://postgres@127.0.0.1:9/nothing", open=False, min_size=1, timeout=0.5
+    )
+    try:
+        started = time.monotonic()
+        with pytest.raises(PoolTimeout) as timed_out:
+            pg_pool.opened(pool)
+        assert str(timed_out.value) == "couldn't get a connection after 0.50 sec"
+        assert 0.4 < time.monotonic() - started < 3.0
+        assert not pool.closed
+        pg_pool.opened(pool)  # open already: nothing to wait for here
+    finally:
+        pool.close()

@@ -1,0 +1,59 @@
+"""What a start holds on PostgreSQL: the connections a process has open once ``bootstrap``
+returns, which docs/deploy.md ("Connections") budgets for each process. Two: the event store's
+pool keeps one, and ``SqlDatabase``'s reading connection, on which the start asked whether the
+database holds countersign and took the schema lock. (Until 2026-12-07 a start opened four: one
+of its own for the lock, closed once it was let go, and the pool two for its first request.)"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.settings import Settings
+
+from tests.conftest import _truncate_postgres
+
+pytestmark = pytest.mark.postgres
+
+
+def _held(url: str) -> int:
+    """The connections others hold on the database."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _settled(url: str, expected: int) -> int:
+    """``_held``, given a second to reach ``expected`` (a closed connection's server process
+    leaves the list a moment after the client has closed it)."""
+    deadline = time.monotonic() + 1.0
+    held = _held(url)
+    while held != expected and time.monotonic() < deadline:
+        time.sleep(0.02)
+        held = _held(url)
+    return held
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["empty", "made"])
+def test_a_start_holds_two_connections_and_its_close_gives_them_back(
+    postgres_url: str, made: bool
+) -> None:
+    _truncate_postgres(postgres_url)
+    if made:  # a restart: the tables are there
+        bootstrap(Settings(database_url=postgres_url)).close()
+    before = _settled(postgres_url, 0)
+    cs = bootstrap(Settings(database_url=postgres_url), create=made is False)
+    try:
+        started = _held(postgres_url)
+        time.sleep(0.2)  # a connection the pool would still be opening is open by now
+        after_a_moment = _held(postgres_url)
+    finally:
+        cs.close()
+    closed = _settled(postgres_url, before)
+    assert (started - before, after_a_moment - before, closed - before) == (2, 2, 0)
