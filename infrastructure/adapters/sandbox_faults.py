@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar, get_args
 
+from countersign.infrastructure.identity.storage import ensure_tables
 from countersign.infrastructure.persistence.sql import SqlDatabase
 
 Fault = Literal["ok", "lost_response", "outage", "decline", "slow", "duplicate"]
@@ -53,7 +54,8 @@ class ScriptedFaults:
         self.provider = provider
         self.slow_seconds = slow_seconds
         self.following = False
-        self.db.make_schema([_SCHEMA])
+        # Once per handle: both sandboxes keep their scripts in this one table.
+        ensure_tables(db, "sandbox_fault_scripts", [_SCHEMA])
 
     def follow(self) -> None:
         """Read scripts from now on (each process that should meet them calls this)."""
