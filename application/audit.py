@@ -58,9 +58,17 @@ class AuditService:
     def history(self, proposal_id: str, as_of: int | datetime | None = None) -> dict[str, Any]:
         """Every event in order; with ``as_of`` (a version or a time) only those up to it,
         and the state then: exactly what the approver was shown and what had happened."""
+        return self.checked_history(proposal_id, as_of)[0]
+
+    def checked_history(
+        self, proposal_id: str, as_of: int | datetime | None = None
+    ) -> tuple[dict[str, Any], Proposal]:
+        """``history``, and the proposal made from the very events it lists (never a snapshot
+        a process holds: ``AggregateStore.recorded``), for its seals to be checked: what is
+        checked is what is shown (application/shown_seals.py)."""
         pid = parse_id(proposal_id, "proposal")
-        proposal = self.store.get(pid, Proposal)  # NotFoundError if it is not a proposal
-        events = self.store.history(pid)
+        # NotFoundError if it is not a proposal.
+        proposal, events = self.store.recorded(pid, Proposal)
         # Out of range, ``as_of`` is the request's problem (422 on the API, exit 4 on the
         # command line), not a missing proposal: it was a 404, as for an unknown id.
         if isinstance(as_of, datetime):
@@ -108,7 +116,7 @@ class AuditService:
                 "no_longer_counting": [dict(lapsed) for lapsed in state.lapsed_approvals],
                 "outcome": state.outcome,
             }
-        return document
+        return document, proposal
 
 
 #: What every event of a history says first: its version, type, stable name (``event_name``),

@@ -130,12 +130,6 @@ class ProposalCards:
         held here."""
         return unverified(self.seals, proposal, status == ProposalStatus.PENDING)
 
-    def unverified_of(self, proposal_id: str, language: str = "en") -> dict[str, Any] | None:
-        """``unverified_json`` of the proposal ``proposal_id`` (the operator's commands, which
-        read any club's); NotFoundError for an unknown id."""
-        proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
-        return self.unverified_json(proposal, language)
-
     def unverified_json(self, proposal: Proposal, language: str = "en") -> dict[str, Any] | None:
         """``unverified`` as a card or a history says it (``Unverified.to_json``), now."""
         found = self.unverified(proposal, proposal.status_at(self.clock.now()))

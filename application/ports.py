@@ -101,6 +101,13 @@ class AggregateStore(UnitOfWork, Protocol):
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
 
+    def recorded(self, aggregate_id: UUID, as_type: type[A]) -> tuple[A, list[StoredEventView]]:
+        """The aggregate made from its stored events alone, never from a snapshot this process
+        holds (with seal keys, its events checked as a read checks them), and those very
+        events (``history``): what an auditor reads and what is checked, from one read.
+        NotFoundError when absent or of another type."""
+        ...
+
     def ids_with_events(
         self, aggregate_class: type[Aggregate], event_names: Sequence[str]
     ) -> Iterator[UUID]:

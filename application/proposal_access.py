@@ -352,8 +352,10 @@ class ProposalAccess:
         proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_all(caller, member, Permission.READ_AUDIT)
         moment = parse_as_of(as_of) if isinstance(as_of, str) else as_of
-        document = self.audit.history(str(proposal.id), moment)
-        return {**document, "unverified": self.cards.unverified_json(proposal, language)}
+        # Checked as stored, in the events shown: the proposal read above may be a snapshot
+        # this process holds (the one that proposed it, or read it before a change).
+        document, stored = self.audit.checked_history(str(proposal.id), moment)
+        return {**document, "unverified": self.cards.unverified_json(stored, language)}
 
     def readable_sections(self, actor: Caller) -> list[str]:
         """The sections whose proposals the caller may list in their organization."""

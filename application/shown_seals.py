@@ -4,7 +4,8 @@ With seal keys configured, the approve path sets aside a proposal whose record i
 not prove (application/seal_check.py), and ``audit verify`` names it. The reviewer deciding
 on it reads it first: the card (the API, the command line) and the review page check the same
 seals when they show it, and say so before anything else, in the reader's language, with what
-approving it would do. The lists, the inbox and the history show what is stored, unchecked.
+approving it would do. The history checks the very events it lists, as stored
+(``AuditService.checked_history``). The lists and the inbox show what is stored, unchecked.
 
 A proposal that has no seal at all and is no longer pending was, most likely, made before the
 keys were set: it is shown as it always was (approving it is no longer possible, so there is

@@ -284,3 +284,32 @@ def test_the_api_and_the_command_lines_history_say_it_too(
     printed = " ".join(capsys.readouterr().out.split())
     assert "NOT VOUCHED FOR: Its history holds an event that no seal" in printed
     assert "(event 2, Approved)" in printed
+
+
+def test_the_history_checks_the_events_it_shows_not_a_snapshot_this_process_holds(
+    cs, seeded, deployments
+):
+    """The history lists the stored events; its warning must be about those. The proposing
+    process holds its own proposal (``sealed_here``), and any reader holds what it read
+    before: a record changed in the database since is what their history shows, so it is
+    what they check, in the API's history and on the page."""
+    proposer = deployments(K1)
+    proposal_id = _propose(proposer, seeded)
+    reader = deployments(K1)
+    reader.cards.card(proposal_id, AVA)  # read (and held) before the change
+
+    def smaller(state: dict[str, Any]) -> None:
+        state["arguments"]["amount_cents"] = 1
+        state["preview"]["amount_cents"] = 1
+
+    _forge(cs, proposal_id, 1, smaller, through_the_end=True)
+
+    for process in (proposer, reader):
+        history = process.access.history(proposal_id, AVA, None, "en")
+        assert history["events"][0]["preview"]["amount_cents"] == 1  # what it shows
+        assert history["unverified"] is not None
+        assert history["unverified"]["reason"] == "proposal_seal_invalid"
+        page = web_for(process, seeded).browser(AVA).client.get(f"/proposals/{proposal_id}/history")
+        shown = _warning(page)
+        assert shown is not None
+        assert "it was changed in the database" in shown

@@ -41,13 +41,14 @@ from countersign.infrastructure.persistence.recorders import (
 )
 from countersign.infrastructure.persistence.snapshot_cache import SnapshotCache
 from countersign.infrastructure.persistence.stored_events import (
-    _ENVELOPE,
     _UNREADABLE,
     _corrupt,
     _table_name,
+    event_views,
     historical,
     ids_with_events,
     is_domain_class,
+    replayed,
 )
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.domain import Aggregate
@@ -56,7 +57,6 @@ from eventsourcing.persistence import (
     PersistenceError,
     StoredEvent,
 )
-from eventsourcing.utils import get_topic
 
 log = logging.getLogger("countersign.store")
 
@@ -482,16 +482,16 @@ class EventSourcedStore:
         events = list(self.app.events.get(aggregate_id))
         if not events:
             raise NotFoundError("history")
-        return [
-            StoredEventView(
-                version=event.originator_version,
-                type=type(event).__name__,
-                at=getattr(event, "timestamp"),  # noqa: B009 - not on the library's protocol
-                fields={k: v for k, v in vars(event).items() if k not in _ENVELOPE},
-                topic=get_topic(type(event)),
-            )
-            for event in events
-        ]
+        return event_views(events)
+
+    def recorded(self, aggregate_id: UUID, as_type: type[A]) -> tuple[A, list[StoredEventView]]:
+        """The aggregate made from its stored events alone, with those events: one read, no
+        snapshot this process holds (``stored_events.replayed``)."""
+        stored = self._select_after([(aggregate_id, 0)])
+        aggregate, events = replayed(self.app, self.seals, stored)
+        if aggregate is None or not isinstance(aggregate, as_type):
+            raise NotFoundError.of(as_type)
+        return aggregate, events
 
     def ids_with_events(
         self, aggregate_class: type[Aggregate], event_names: Sequence[str]

@@ -14,6 +14,9 @@ from typing import Any
 from uuid import UUID
 
 from countersign.application.errors import CorruptRecordError, new_correlation_id
+from countersign.application.ports import StoredEventView
+from countersign.domain.seals import SealKeys
+from countersign.infrastructure.persistence import event_seals
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, EventSourcingError, Snapshot
@@ -82,6 +85,44 @@ def topic_allowed(topic: str) -> bool:
 
 
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
+
+
+def event_views(events: Sequence[Any]) -> list[StoredEventView]:
+    """Domain events read from the store, as an auditor reads them."""
+    return [
+        StoredEventView(
+            version=event.originator_version,
+            type=type(event).__name__,
+            at=getattr(event, "timestamp"),  # noqa: B009 - not on the library's protocol
+            fields={k: v for k, v in vars(event).items() if k not in _ENVELOPE},
+            topic=get_topic(type(event)),
+        )
+        for event in events
+    ]
+
+
+def replayed(
+    app: Application[UUID], seals: SealKeys | None, stored: Sequence[StoredEvent]
+) -> tuple[Aggregate | None, list[StoredEventView]]:
+    """One aggregate made from its ``stored`` events alone (None: it has none), each event
+    after ``Proposed`` checked against its seal as a read checks it (event_seals.py), and those
+    very events as an auditor reads them: what a history shows is what is checked, never a
+    snapshot a process holds. CorruptRecordError if an event does not read."""
+    aggregate: Any = None
+    events: list[Any] = []
+    try:
+        for one in stored:
+            event: Any = app.mapper.to_domain_event(one)
+            events.append(event)
+            if seals is None or aggregate is None:
+                aggregate = event.mutate(aggregate)
+            else:
+                aggregate = event_seals.applied(seals, aggregate, event)
+    except PersistenceError:
+        raise  # the database out of reach, not a record that is bad
+    except _UNREADABLE as error:
+        raise _corrupt([UUID(str(stored[0].originator_id))], error, app) from None
+    return aggregate, event_views(events)
 
 
 class UnreadableEventError(Exception):

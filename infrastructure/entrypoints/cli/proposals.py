@@ -92,9 +92,11 @@ def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     as_of = _version_or_time(args.as_of) if args.as_of else None
-    history = json.loads(render.to_json(cs.audit.history(args.proposal_id, as_of)))
-    # As the API's history says it, with seal keys (the operator's command: no member).
-    history["unverified"] = cs.cards.unverified_of(history["proposal_id"])
+    document, stored = cs.audit.checked_history(args.proposal_id, as_of)
+    history = json.loads(render.to_json(document))
+    # As the API's history says it, with seal keys (the operator's command: no member), of
+    # the events it lists.
+    history["unverified"] = cs.cards.unverified_json(stored)
     history = history_with_status_paths(history)
     return history, listings.render_history(history)
 
