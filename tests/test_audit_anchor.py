@@ -386,3 +386,53 @@ def test_proposals_changing_below_the_head_as_they_are_read_leave_no_anchor(
     assert "Busy:" in err
     assert "try again" in err
     assert not path.exists()  # no half-written anchor is left to be kept
+
+
+def test_an_anchor_changed_after_it_was_read_is_refused_not_checked(
+    cs, seeded, deployments, run, tmp_path
+):
+    """The file is read twice (its integrity, then each proposal against the store): one
+    swapped in between, its signature never checked, must not decide the verdict. Here the
+    line of the stream cut back is gone from the second read."""
+    from countersign.infrastructure.audit.anchor import (
+        AnchorFileError,
+        check_anchor,
+        read_anchor,
+    )
+
+    declined, _, _ = _decided(deployments(K1), seeded)
+    path = _anchor(run, tmp_path)
+    _cut(cs, declined, 2)
+    anchor = read_anchor(path, K1)
+    assert not check_anchor(cs.app, anchor).ok  # as read and checked: the cut is named
+    kept = [line for line in path.read_text().splitlines() if declined not in line]
+    path.write_text("".join(line + "\n" for line in kept))
+
+    with pytest.raises(AnchorFileError, match="changed while it was checked"):
+        check_anchor(cs.app, anchor)
+
+
+def test_an_anchor_swapped_while_the_chain_is_verified_is_a_usage_error(
+    cs, seeded, deployments, run, tmp_path, monkeypatch
+):
+    """``audit verify --anchor`` reads the anchor, verifies the whole chain (minutes on a
+    large log), then checks the anchor's proposals: a file swapped meanwhile is refused, with
+    the fix, not a traceback and not a verdict."""
+    from countersign.infrastructure.audit import verify as verifying
+
+    declined, _, _ = _decided(deployments(K1), seeded)
+    path = _anchor(run, tmp_path)
+    _cut(cs, declined, 2)
+    real = verifying.verify
+
+    def verify_while_swapped(*args: Any, **kwargs: Any) -> Any:
+        kept = [line for line in path.read_text().splitlines() if declined not in line]
+        path.write_text("".join(line + "\n" for line in kept))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verifying, "verify", verify_while_swapped)
+    code, out, err = run("audit", "verify", "--anchor", str(path))
+    assert code == 2
+    assert "--anchor: a.jsonl changed while it was checked" in err
+    assert "OK" not in out + err
+    assert "Traceback" not in err

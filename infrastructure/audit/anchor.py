@@ -19,11 +19,12 @@ lines, in this order:
 
 Checking one (``read_anchor`` then ``check_anchor``) reads the file twice, a line at a time:
 first its form and its integrity line (a file that is not one, damaged, edited, or signed
-under a key not held is refused before anything is checked), then each proposal against the
-store: it must still exist, have at least the anchored version, and its link at that version
-must be the anchored one. Otherwise it is named: removed (no stream), cut back (the events
-removed, from which version) or rewritten (its link differs: changed, or cut back and made
-again, sealed or not). Proposals made after the anchor are not its business.
+under a key not held is refused before anything is checked), then, the same lines again (a
+file changed in between is refused, its SHA-256 no longer the one checked), each proposal
+against the store: it must still exist, have at least the anchored version, and its link at
+that version must be the anchored one. Otherwise it is named: removed (no stream), cut back
+(the events removed, from which version) or rewritten (its link differs: changed, or cut back
+and made again, sealed or not). Proposals made after the anchor are not its business.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ class Anchor:
     log_position: int
     proposals: int
     key_id: str | None
+    #: The SHA-256 of its lines as read and checked: ``check_anchor`` reads them again, and
+    #: refuses a file changed in between (``_entries``).
+    sha256: str = ""
 
     @property
     def signed(self) -> bool:
@@ -199,7 +203,8 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
         _check_signature(keys, key_id, end.get("mac"), digest.hexdigest())
     elif end.get("mac") is not None:
         raise AnchorFileError(f"the anchor's header and its integrity line disagree: {_HOW}")
-    return Anchor(path, made_at, position if isinstance(position, int) else 0, entries, key_id)
+    position = position if isinstance(position, int) else 0
+    return Anchor(path, made_at, position, entries, key_id, digest.hexdigest())
 
 
 def _lines(file: IO[bytes]) -> Iterator[bytes]:
@@ -288,15 +293,36 @@ def _entry_or_none(document: dict[str, Any] | None) -> tuple[UUID, str, int, str
         return None
 
 
-def _entries(path: Path) -> Iterator[tuple[UUID, str, int, str, str]]:
-    """The anchored proposals of a file ``read_anchor`` has checked, read again."""
-    with path.open("rb") as file:
-        file.readline(MAX_LINE)
-        for number, raw in enumerate(_lines(file), start=2):
-            document = _document(raw, number)
-            if document is not None and document.get("end") == _END:
-                return
-            yield _entry(document, number)
+def _entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str]]:
+    """The anchored proposals of a file ``read_anchor`` has checked, read again: the same
+    lines, or AnchorFileError once they are found not to be (a file replaced or edited since
+    it was checked, its signature then never checked)."""
+    changed = AnchorFileError(
+        f"{anchor.path.name} changed while it was checked (its lines are not the ones read "
+        f"and verified first): {_HOW}"
+    )
+    digest = hashlib.sha256()
+    try:
+        with anchor.path.open("rb") as file:
+            digest.update(file.readline(MAX_LINE))
+            for number, raw in enumerate(_lines(file), start=2):
+                document = _document(raw, number)
+                if document is not None and document.get("end") == _END:
+                    break
+                digest.update(raw)
+                entry = _entry_or_none(document)
+                if entry is None:
+                    raise changed
+                yield entry
+    except OSError as error:
+        raise AnchorFileError(
+            f"the anchor file cannot be read again ({error.strerror or type(error).__name__}): "
+            f"{_HOW}"
+        ) from None
+    except AnchorFileError:
+        raise changed from None
+    if digest.hexdigest() != anchor.sha256:
+        raise changed
 
 
 @dataclass
@@ -330,9 +356,10 @@ class AnchorReport:
 def check_anchor(
     app: CountersignApplication, anchor: Anchor, progress: Callable[[int], None] | None = None
 ) -> AnchorReport:
-    """Every anchored proposal against the store as it is now."""
+    """Every anchored proposal against the store as it is now; AnchorFileError if the file
+    is no longer the one ``read_anchor`` checked."""
     report = AnchorReport(anchor)
-    for proposal_id, organization, version, event, chain in _entries(anchor.path):
+    for proposal_id, organization, version, event, chain in _entries(anchor):
         report.checked += 1
         found = _difference(app, proposal_id, version, event, chain)
         if found is not None:

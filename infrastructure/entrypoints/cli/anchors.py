@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from countersign.infrastructure.entrypoints.cli.progress import Progress
 from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
-    from countersign.infrastructure.audit.anchor import Anchor
+    from countersign.infrastructure.audit.anchor import Anchor, AnchorReport
     from countersign.infrastructure.bootstrap import Countersign
 
 log = logging.getLogger("countersign.cli")
@@ -96,6 +97,19 @@ def read_anchor_option(cs: Countersign, value: str) -> Anchor:
 
     try:
         return read_anchor(Path(value), cs.settings.seal_keys)
+    except AnchorFileError as error:
+        raise UsageError(f"--anchor: {error}") from None
+
+
+def check_anchor_option(
+    cs: Countersign, anchor: Anchor, progress: Callable[[int], None]
+) -> AnchorReport:
+    """Every proposal of the anchor ``read_anchor_option`` read against the store: UsageError
+    (exit status 2) if the file changed since (replaced or edited while the chain was checked)."""
+    from countersign.infrastructure.audit.anchor import AnchorFileError, check_anchor
+
+    try:
+        return check_anchor(cs.app, anchor, progress)
     except AnchorFileError as error:
         raise UsageError(f"--anchor: {error}") from None
 

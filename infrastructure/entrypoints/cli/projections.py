@@ -197,8 +197,6 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     )
     progress.finish()
     if anchor is not None:
-        from countersign.infrastructure.audit.anchor import check_anchor
-
         against = Progress(
             "audit verify --anchor",
             anchor.proposals,
@@ -206,7 +204,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
             unit="proposals",
             quiet_for=VERIFY_QUIET_FOR,
         )
-        checked.anchor = check_anchor(cs.app, anchor, against.advance)
+        checked.anchor = anchors.check_anchor_option(cs, anchor, against.advance)
         against.finish()
     report = checked.to_json()
     unlinked = report["events_with_unlinked_times"]
