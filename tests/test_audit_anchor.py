@@ -436,3 +436,36 @@ def test_an_anchor_swapped_while_the_chain_is_verified_is_a_usage_error(
     assert "--anchor: a.jsonl changed while it was checked" in err
     assert "OK" not in out + err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("damage", ["no_link", "unreadable"])
+def test_a_damaged_last_event_stops_the_anchor_with_what_names_it(
+    cs, seeded, deployments, run, tmp_path, damage
+):
+    """A writer changed a proposal's last event: its link taken out, or its bytes unreadable.
+    No anchor is written (one naming no link would be refused by its own check as not what
+    ``audit anchor`` wrote), no internal error: what is damaged, that nothing was changed, and
+    that ``audit verify`` names it."""
+    from tests.test_audit_verify import _rewrite_state
+
+    declined, _, _ = _decided(deployments(K1), seeded)
+    last = len(_types(cs, declined))
+    if damage == "no_link":
+        _rewrite_state(cs, declined, last, lambda state: state.pop("chain"))
+    else:
+        _sql(
+            cs,
+            "UPDATE {table} SET state=? WHERE originator_id=? AND originator_version=?",
+            b"\x00not json",
+            UUID(declined),
+            last,
+        )
+    path = tmp_path / "a.jsonl"
+
+    code, out, err = run("audit", "anchor", "--out", str(path))
+
+    assert (code, out) == (1, "")
+    assert not path.exists()
+    assert "a stored record this needs cannot be read (altered or damaged); nothing was " in err
+    assert "`countersign audit verify` names the damaged proposals" in err
+    assert "Traceback" not in err

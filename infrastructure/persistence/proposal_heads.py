@@ -13,8 +13,13 @@ from countersign.domain.proposal import Proposal
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
-from countersign.infrastructure.persistence.stored_events import stored_topics, written_fields
-from eventsourcing.persistence import StoredEvent
+from countersign.infrastructure.persistence.stored_events import (
+    _UNREADABLE,
+    _corrupt,
+    stored_topics,
+    written_fields,
+)
+from eventsourcing.persistence import PersistenceError, StoredEvent
 
 #: Proposals read at a time.
 PAGE = 500
@@ -66,17 +71,17 @@ class ProposalHeads:
                 lasts = self._lasts(cursor, [UUID(str(row[0])) for row in proposals])
             for raw_id, proposed_topic, proposed in proposals:
                 after = UUID(str(raw_id))
-                first = _fields(app, after, 1, proposed_topic, proposed)
                 found = lasts.get(after)
                 if found is None:  # removed as it was read: the count tells (AnchorChangedError)
                     continue
-                version, topic, state = found
+                version, topic, _ = found
+                organization, chain = _club_and_link(app, after, (proposed_topic, proposed), found)
                 yield {
                     "proposal_id": str(after),
-                    "organization_id": str(first.get("organization_id")),
+                    "organization_id": organization,
                     "version": version,
                     "event": _event_type(topic),
-                    "chain": _fields(app, after, version, topic, state).get("chain"),
+                    "chain": chain,
                 }
             if len(proposals) < self.page:
                 return
@@ -95,6 +100,31 @@ class ProposalHeads:
             [*(self._id(i) for i in ids), self.head],
         ).fetchall()
         return {UUID(str(r[0])): (int(r[1]), str(r[2]), r[3]) for r in rows}
+
+
+def _club_and_link(
+    app: CountersignApplication,
+    proposal_id: UUID,
+    proposed: tuple[str, Any],
+    last: tuple[int, str, Any],
+) -> tuple[str, str]:
+    """The club its ``Proposed`` names and its last event's chain link; CorruptRecordError
+    (what ``audit verify`` names) if either does not read, or that link is not one: an
+    anchor holds only links its own check reads back."""
+    version, topic, state = last
+    try:
+        first = _fields(app, proposal_id, 1, *proposed)
+        chain = _fields(app, proposal_id, version, topic, state).get("chain")
+        if not (isinstance(chain, str) and len(chain) == 64 and set(chain) <= _HEX):
+            raise ValueError(f"event {version} holds no chain link")
+    except PersistenceError:
+        raise  # the database out of reach, not a record that is bad
+    except _UNREADABLE as error:
+        raise _corrupt([proposal_id], error, app) from None
+    return str(first.get("organization_id")), chain
+
+
+_HEX = frozenset("0123456789abcdef")
 
 
 def _fields(
