@@ -469,3 +469,49 @@ def test_a_damaged_last_event_stops_the_anchor_with_what_names_it(
     assert "a stored record this needs cannot be read (altered or damaged); nothing was " in err
     assert "`countersign audit verify` names the damaged proposals" in err
     assert "Traceback" not in err
+
+
+def _remade(path: Path, header_change: Any = None, entry_change: Any = None) -> None:
+    """An unsigned anchor edited, its SHA-256 made again (nothing else proves it)."""
+    header, *entries, end = path.read_text().splitlines()
+    document = json.loads(header)
+    if header_change is not None:
+        header_change(document)
+    header = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    if entry_change is not None:
+        entry = json.loads(entries[0])
+        entry_change(entry)
+        entries[0] = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    body = "".join(line + "\n" for line in (header, *entries))
+    ending = json.loads(end)
+    ending["sha256"] = hashlib.sha256(body.encode()).hexdigest()
+    path.write_text(body + json.dumps(ending) + "\n")
+
+
+@pytest.mark.parametrize("field", ["made_at", "event"])
+def test_an_anchors_text_cannot_write_to_the_operators_terminal(
+    cs, seeded, deployments, run, tmp_path, field
+):
+    """What the command prints of an anchor (when it was made, each proposal's last event)
+    is countersign's own text: an unsigned anchor edited to hold a line of its own or a
+    terminal's control sequence is refused as not one countersign writes, never printed."""
+    declined, _, _ = _decided(deployments(None), seeded)
+    path = _anchor(run, tmp_path, keys=None)
+    _cut(cs, declined, 2)
+    forged = "2026-12-07\x1b[2J\naudit verify: OK, every link holds"
+
+    def header(document: dict[str, Any]) -> None:
+        document["made_at"] = forged
+
+    def entry(document: dict[str, Any]) -> None:
+        document["event"] = forged
+
+    if field == "made_at":
+        _remade(path, header_change=header)
+    else:
+        _remade(path, entry_change=entry)
+    code, out, err = run("audit", "verify", "--anchor", str(path), keys=None)
+    assert code == 2
+    assert "\x1b" not in out + err
+    assert "audit verify: OK" not in out + err
+    assert "not one countersign writes" in err or "is not an anchored proposal" in err

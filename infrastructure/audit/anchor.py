@@ -162,7 +162,7 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
     made_at, position, count = (header.get(k) for k in ("made_at", "log_position", "proposals"))
     key_id = header.get("key_id")
     if not (
-        isinstance(made_at, str)
+        _moment(made_at)
         and _count(position)
         and _count(count)
         and header.get("signed") is (key_id is not None)
@@ -204,7 +204,7 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
     elif end.get("mac") is not None:
         raise AnchorFileError(f"the anchor's header and its integrity line disagree: {_HOW}")
     position = position if isinstance(position, int) else 0
-    return Anchor(path, made_at, position, entries, key_id, digest.hexdigest())
+    return Anchor(path, str(made_at), position, entries, key_id, digest.hexdigest())
 
 
 def _lines(file: IO[bytes]) -> Iterator[bytes]:
@@ -237,6 +237,18 @@ def _check_signature(keys: SealKeys | None, key_id: str, mac: Any, digest: str) 
 
 def _plain(key_id: str) -> bool:
     return plain_key_id(key_id) is not None
+
+
+def _moment(value: Any) -> bool:
+    """Whether ``value`` is a time as ``audit anchor`` writes it (an ISO 8601 text): what is
+    printed of an anchor is never a line or a control sequence of the file's own."""
+    if not isinstance(value, str) or len(value) > 64:
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _count(value: Any) -> bool:
@@ -280,6 +292,7 @@ def _entry_or_none(document: dict[str, Any] | None) -> tuple[UUID, str, int, str
         type(version) is int
         and version >= 1
         and isinstance(event, str)
+        and event.isidentifier()  # an event class's name, printed as it is
         and isinstance(organization, str)
         and isinstance(raw_id, str)
         and isinstance(chain, str)
