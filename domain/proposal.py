@@ -63,10 +63,11 @@ class Proposal(Aggregate):
     #: Whether an event after ``Proposed`` is sealed, as read or stored under seal keys: from
     #: then on, every later one must be (``seals.event_problem``).
     later_sealed: bool = False
-    #: True only on the object ``propose`` made under seal keys, and on this process's copies
-    #: of it: its first link and seal were made here from the very fields it holds, so its
-    #: seal needs no check (application/seal_check.py). Never stored: a proposal read from
-    #: the database, in this process or any other, has False, and is checked.
+    #: True only on the object ``propose`` made under seal keys (its contract digest made there
+    #: too, not given), and on this process's copies of it: its digest, first link and seal
+    #: were made here from the very fields it holds, so its seal needs no check
+    #: (application/seal_check.py). Never stored: a proposal read from the database, in this
+    #: process or any other, has False, and is checked.
     sealed_here: bool = False
 
     def __init__(
@@ -182,14 +183,15 @@ class Proposal(Aggregate):
             made = cls._create(
                 proposed, **fields, digest=digest, chain=chain, seal=seal, timestamp=at
             )
-        else:
-            content = {key: value for key, value in fields.items() if key != "id"}
-            chain = chain_link("", 1, "Proposed", content, at)
-            seal = None if seals is None else seals.seal(fields["id"], chain)
-            made = cls._create(proposed, **fields, chain=chain, seal=seal, timestamp=at)
-        if seal is not None:
-            made.__dict__["sealed_here"] = True
-        return made
+            if seal is not None:
+                # Its digest and link made here from its fields: vouched for (``sealed_here``).
+                made.__dict__["sealed_here"] = True
+            return made
+        # A digest given (a tool, a benchmark) is not hashed here: its approval checks it.
+        content = {key: value for key, value in fields.items() if key != "id"}
+        chain = chain_link("", 1, "Proposed", content, at)
+        seal = None if seals is None else seals.seal(fields["id"], chain)
+        return cls._create(proposed, **fields, chain=chain, seal=seal, timestamp=at)
 
     def proposed_digest_and_link(self) -> tuple[str, str]:
         """Its contract digest and the first link of its chain made again from its state,

@@ -541,3 +541,40 @@ def test_only_the_proposing_process_skips_its_seal_check_and_it_runs_what_it_sea
     [refund] = _refunds_of(cs, proposal_id)
     assert refund["amount_cents"] == sealed.arguments["amount_cents"] != 1
     assert not verify(cs.app, cs.sql, seals=K1).ok  # the changed rows are named
+
+
+def test_only_a_proposal_whose_digest_propose_made_itself_skips_the_check():
+    """``propose`` given a contract digest (a tool, a benchmark) seals the link over that
+    digest without hashing the arguments: it is not what ``sealed_here`` vouches for (the
+    fields hashed here), so its approval checks it, and a digest that is not its arguments'
+    is a mismatch, never taken as verified for step 6."""
+    from datetime import UTC, datetime, timedelta
+    from uuid import uuid4
+
+    from countersign.application.seal_check import seal_problem
+
+    fields: dict[str, Any] = {
+        "id": uuid4(),
+        "organization_id": uuid4(),
+        "section": "orders",
+        "resource_id": uuid4(),
+        "requested_by": AVA,
+        "interaction_id": "int-1",
+        "kind": "order.refund_missing_discount",
+        "contract_version": 1,
+        "arguments": {"amount_cents": 1},
+        "preview": {"amount_cents": 1},
+        "expires_at": datetime.now(UTC) + timedelta(days=1),
+    }
+    made_here = Proposal.propose(seals=K1, **fields)
+    given = Proposal.propose(seals=K1, **{**fields, "id": uuid4()}, digest="0" * 64)
+    verified: list[str] = []
+
+    assert made_here.sealed_here is True
+    assert seal_problem(K1, made_here, verified) is None
+    assert verified == [made_here.digest]
+    assert given.sealed_here is False
+    problem = seal_problem(K1, given, verified)
+    assert problem is not None
+    assert problem.kind == "mismatch"
+    assert verified == [made_here.digest]
