@@ -313,3 +313,38 @@ def test_the_history_checks_the_events_it_shows_not_a_snapshot_this_process_hold
         shown = _warning(page)
         assert shown is not None
         assert "it was changed in the database" in shown
+
+
+def test_an_approval_from_a_warning_is_not_carried_out_by_a_process_holding_it_unchanged(
+    cs, seeded, deployments
+):
+    """Two server processes: the one that proposed it holds what it sealed, the other reads
+    the record changed in the database and warns that approving sets it aside. The approve
+    form, sent from that warning to the first process (a load balancer's choice), must not
+    carry out what the person never saw (a draft sent to members asks for no confirmation
+    page): nothing is approved, and they are asked to read it again, where that process
+    shows what it would carry out."""
+    proposer = deployments(K1)
+    proposal_id = web_for(proposer, seeded).draft("Ice times", "Monday at 7")
+    reader = deployments(K1)
+
+    def changed(state: dict[str, Any]) -> None:
+        state["request"]["subject"] = "Something else"
+
+    _forge(cs, proposal_id, 1, changed, through_the_end=True)
+    page = _review(reader, seeded, proposal_id)
+    assert _warning(page) is not None
+    assert 'name="unverified" value="yes"' in page.text  # the form says what it was sent from
+
+    path = f"/proposals/{proposal_id}"
+    browser = web_for(proposer, seeded).browser(AVA)
+    answer = browser.form(f"{path}/approve", {"unverified": "yes"}, path)
+
+    assert (answer.status_code, answer.headers["location"]) == (303, path)
+    assert _types(cs, proposal_id) == ["Proposed"]
+    shown = _read(browser.get(path).text)
+    assert "Nothing was approved: the page you approved from said" in shown
+    # Sent to the process that reads what the page read, it is set aside, as the page said.
+    reading = web_for(reader, seeded).browser(AVA)
+    reading.form(f"{path}/approve", {"unverified": "yes"}, path)
+    assert _types(cs, proposal_id) == ["Proposed", "RevisionRequired"]

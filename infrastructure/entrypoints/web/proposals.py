@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
 import json
 import logging
@@ -30,7 +29,12 @@ from countersign.domain.messages import (
 )
 from countersign.domain.times import at_time, distance, since_time
 from countersign.infrastructure.correlation import correlation_id_of
-from countersign.infrastructure.entrypoints.web.request_form import form_json
+from countersign.infrastructure.entrypoints.web.approve_form import (
+    assertion,
+    confirm_token,
+    unverified_text,
+    vouched_here,
+)
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     as_time,
@@ -251,7 +255,7 @@ class ProposalPages:
             withdrawn=_withdrawn(reviewed, visit, now),
             replaces=self.site.replaces(visit, view),
             settling=settling_view(reviewed.settling, visit),
-            unverified=_unverified(reviewed, visit),
+            unverified=unverified_text(reviewed, visit),
         )
 
     def _name(self, user: User, email: str) -> str:
@@ -281,9 +285,19 @@ class ProposalPages:
         its own (the form is answered by a redirect to it, so the browser's back button after
         approving reloads that page, never a form's answer), and runs when that page's form
         comes back with ``confirm``. The JSON API approves by id alone."""
+        if visit.form.get("unverified") == "yes" and vouched_here(
+            self.cs.access, visit, proposal_id_of(visit)
+        ):
+            # Sent from a warning that its seals do not vouch for it (another process read the
+            # record changed in the database), to a process that holds it as sealed (the one
+            # that proposed it, or read it before): what this one would carry out is not what
+            # the person read. Nothing is approved; they read it again here.
+            pid = proposal_id_of(visit)
+            self.site.flash(visit, "unverified_elsewhere", pid)
+            return redirect(f"/proposals/{pid}")
         if visit.form.get("confirm") != "yes" and self._to_confirm(visit) is not None:
             proposal_id = proposal_id_of(visit)
-            asked = urlencode({"asked": _asked(visit, proposal_id)})
+            asked = urlencode({"asked": confirm_token(visit, proposal_id)})
             return redirect(f"/proposals/{proposal_id}/approve?{asked}")
         return self._decide(visit, decline=False)
 
@@ -295,7 +309,7 @@ class ProposalPages:
         nothing."""
         proposal_id = proposal_id_of(visit)
         asked = visit.query("asked", 64).encode()
-        if not hmac.compare_digest(asked, _asked(visit, proposal_id).encode()):
+        if not hmac.compare_digest(asked, confirm_token(visit, proposal_id).encode()):
             return redirect(f"/proposals/{proposal_id}")
         found = self._to_confirm(visit)
         if found is None:
@@ -334,7 +348,7 @@ class ProposalPages:
                 note = visit.form.get("note", "").replace("\r\n", "\n").strip()[:MAX_NOTE]
                 report = self.cs.access.decline(pid, user.caller, note or None)
             else:
-                report = self.cs.access.approve(pid, user.caller, _assertion(visit))
+                report = self.cs.access.approve(pid, user.caller, assertion(visit))
         except ConcurrencyConflictError:
             self.site.flash(visit, "busy", pid)
             return redirect(f"/proposals/{pid}")
@@ -375,7 +389,7 @@ class ProposalPages:
             checked_at=format_time(now, _zone(visit), visit.language),
             refresh=5 if view["status"] in ("reconciling", "executing") else None,
             settling=settling_view(reviewed.settling, visit),
-            unverified=_unverified(reviewed, visit),
+            unverified=unverified_text(reviewed, visit),
         )
 
 
@@ -388,19 +402,6 @@ DECLINE_REFUSALS = frozenset(
 
 #: Seconds after which a page of a proposal in this state reloads itself (no script needed).
 REFRESH = {"executing": 3, "reconciling": 15}
-
-
-def _assertion(visit: Visit) -> dict[str, Any] | None:
-    """The passkey assertion the approve form carries (passkey.js puts the authenticator's
-    answer in ``credential``), or None; something unreadable is passed on to be refused."""
-    raw = visit.form.get("credential", "")
-    if not raw:
-        return None
-    try:
-        credential = form_json(raw)
-    except ValueError:
-        credential = None
-    return {"nonce": visit.form.get("nonce", ""), "credential": credential}
 
 
 def _next_step(view: dict[str, Any], conversation: str, visit: Visit) -> dict[str, str] | None:
@@ -492,18 +493,3 @@ def proposal_id_of(visit: Visit) -> str:
         return str(UUID(visit.params.get("proposal_id", "").strip()))
     except ValueError:
         raise PageError("not_found", 404) from None
-
-
-def _asked(visit: Visit, proposal_id: str) -> str:
-    """What the approve form's redirect carries to its confirmation page: a digest of this
-    session's form token and the proposal, which no link made elsewhere can know (and which
-    does not give the token away in the browser's history)."""
-    token = visit.session.csrf_token
-    return hashlib.sha256(f"confirm\0{token}\0{proposal_id}".encode()).hexdigest()[:32]
-
-
-def _unverified(reviewed: ProposalReview, visit: Visit) -> str | None:
-    """What the reader is told first when its seals do not vouch for the proposal."""
-    if reviewed.unverified is None:
-        return None
-    return reviewed.unverified.message(visit.language)

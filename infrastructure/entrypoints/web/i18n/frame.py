@@ -81,6 +81,11 @@ EN: dict[str, str] = {
     ),
     "notice.decline.forbidden": "Your role does not allow declining this kind of proposal.",
     "notice.busy": "The records this proposal acts on are busy. Try again in a moment.",
+    "notice.unverified_elsewhere": (
+        "Nothing was approved: the page you approved from said countersign could not vouch "
+        "for this record, and this server holds it as it was sealed. Read it again below "
+        "before deciding."
+    ),
     "notice.order_missing": "There is no order with that number in this club.",
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
     "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
@@ -259,6 +264,11 @@ FR: dict[str, str] = {
     "notice.decline.forbidden": "Votre rôle ne permet pas de refuser ce type de proposition.",
     "notice.busy": (
         "Les éléments visés par cette proposition sont occupés. Réessayez dans un instant."
+    ),
+    "notice.unverified_elsewhere": (
+        "Rien n'a été approuvé : la page d'où vous avez approuvé indiquait que countersign ne "
+        "pouvait pas garantir cet enregistrement, et ce serveur le détient tel qu'il a été "
+        "scellé. Relisez-le ci-dessous avant de décider."
     ),
     "notice.order_missing": "Aucune commande de ce club ne porte ce numéro.",
     "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
