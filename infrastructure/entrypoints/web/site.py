@@ -206,12 +206,8 @@ class Site:
             response.headers["Retry-After"] = "60"  # as the API's 503 unavailable says
             return response
         if database_unavailable(error):
-            self.cs.outages.warning(
-                log,
-                unavailable_reason(error),
-                "database unavailable (request %s)",
-                correlation_id_of(request),
-            )
+            cid, reason = correlation_id_of(request), unavailable_reason(error)
+            self.cs.outages.warning(log, reason, "database unavailable (request %s)", cid)
             response = self.error(visit, "database", 503)
             response.headers["Retry-After"] = "5"
             return response
