@@ -47,11 +47,26 @@ _WHAT: dict[str, Localized] = {
 }
 #: An event after ``Proposed`` that no seal held here vouches for (made up, or changed).
 _EVENT = Localized(
-    "Its history holds an event that no seal of this server vouches for (event {version}, "
-    "{event_type}), so what it shows cannot be trusted.",
+    "Its history holds an event that no seal of this server vouches for (event {version}: "
+    "{what}), so what it shows cannot be trusted.",
     "Son historique contient un événement qu'aucun sceau de ce serveur ne garantit "
-    "(événement {version}, {event_type}) : ce qu'elle affiche n'est pas fiable.",
+    "(événement {version} : {what}) : ce qu'elle affiche n'est pas fiable.",
 )
+#: What each event after ``Proposed`` records, as a reader names it (the API's
+#: ``event_type`` keeps the class's name); another type is named by its class.
+_EVENT_WORDS: dict[str, Localized] = {
+    "Approved": Localized("an approval", "une approbation"),
+    "ApprovalLapsed": Localized("an approval that no longer counts", "une approbation annulée"),
+    "Claimed": Localized("its claim for execution", "sa prise en charge pour exécution"),
+    "Revalidated": Localized("its recheck before execution", "sa revérification avant exécution"),
+    "Succeeded": Localized("its success", "sa réussite"),
+    "Failed": Localized("its failure", "son échec"),
+    "Expired": Localized("its expiry", "son expiration"),
+    "RevisionRequired": Localized("its revision required", "sa demande de révision"),
+    "Reconciling": Localized("its reconciliation", "son rapprochement"),
+    "Declined": Localized("its decline", "son refus"),
+    "Superseded": Localized("its replacement", "son remplacement"),
+}
 _IF_APPROVED = Localized(
     "Approving it will not carry it out: countersign will set it aside and ask for a new proposal.",
     "L'approuver ne l'exécutera pas : countersign la mettra de côté et demandera une "
@@ -86,7 +101,9 @@ class Unverified:
         (or that what is shown may not have happened), and who can find out more."""
         problem = self.problem
         if problem.version is not None:
-            what = _EVENT.text(language, version=problem.version, event_type=problem.event_type)
+            words = _EVENT_WORDS.get(problem.event_type or "")
+            event = words.text(language) if words else problem.event_type or "?"
+            what = _EVENT.text(language, version=problem.version, what=event)
         else:
             what = _WHAT[self.reason].text(language, key_id=problem.key_id or "?")
         parts = [what, (_IF_APPROVED if self.pending else _SHOWN).text(language)]

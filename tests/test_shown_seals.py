@@ -30,16 +30,17 @@ from tests.test_event_seals import (
 from tests.test_web_pages import _main, web_for
 
 FORGED_APPROVAL_EN = (
-    "Its history holds an event that no seal of this server vouches for (event 2, Approved), "
+    "Its history holds an event that no seal of this server vouches for (event 2: an approval), "
     "so what it shows cannot be trusted. Approving it will not carry it out: countersign will "
     "set it aside and ask for a new proposal. Whoever runs countersign can find what was "
     "changed with countersign audit verify."
 )
 FORGED_APPROVAL_FR = (
     "Son historique contient un événement qu'aucun sceau de ce serveur ne garantit "
-    "(événement 2, Approved) : ce qu'elle affiche n'est pas fiable. L'approuver ne l'exécutera "
-    "pas : countersign la mettra de côté et demandera une nouvelle proposition. La personne "
-    "qui administre countersign peut trouver ce qui a été modifié avec countersign audit verify."
+    "(événement 2 : une approbation) : ce qu'elle affiche n'est pas fiable. L'approuver ne "
+    "l'exécutera pas : countersign la mettra de côté et demandera une nouvelle proposition. "
+    "La personne qui administre countersign peut trouver ce qui a été modifié avec "
+    "countersign audit verify."
 )
 
 
@@ -147,7 +148,7 @@ def test_an_api_client_and_the_command_line_read_the_same_warning(
     assert main(["show", proposal_id, "--as", AVA, "--database", database_url]) == 0
     shown = " ".join(line.strip("│ ") for line in capsys.readouterr().out.splitlines())
     assert "NOT VOUCHED FOR" in shown
-    assert "no seal of this server vouches for (event 2, Approved)" in " ".join(shown.split())
+    assert "no seal of this server vouches for (event 2: an approval)" in " ".join(shown.split())
 
 
 def test_what_people_approve_changed_in_the_database_is_named(cs, seeded, deployments):
@@ -179,7 +180,7 @@ def test_a_forged_outcome_is_named_on_the_review_and_status_pages(cs, seeded, de
         page = web_for(reader, seeded).browser(AVA).get(f"/proposals/{proposal_id}{path}")
         warning = _warning(page)
         assert warning is not None, path
-        assert f"(event {last}, Succeeded)" in warning
+        assert f"(event {last}: its success)" in warning
         assert "What it shows may not be what happened." in warning
         assert "Approving it" not in warning
 
@@ -283,7 +284,7 @@ def test_the_api_and_the_command_lines_history_say_it_too(
     assert main(["history", proposal_id, "--database", database_url]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "NOT VOUCHED FOR: Its history holds an event that no seal" in printed
-    assert "(event 2, Approved)" in printed
+    assert "(event 2: an approval)" in printed
 
 
 def test_the_history_checks_the_events_it_shows_not_a_snapshot_this_process_holds(
