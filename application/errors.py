@@ -103,6 +103,19 @@ class NotApprovableError(CountersignError):
         self.report = report
 
 
+class VouchedHereError(CountersignError):
+    """Raised when an approval says its approver read the proposal as not vouched for by its
+    seals (another process read its record changed in the database), and this process holds
+    it as it was sealed: what this one would carry out is not what the approver read, so
+    nothing is approved and they read it again."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "nothing was approved: what was read said countersign could not vouch for this "
+            "record, and this server holds it as it was sealed; read it again before deciding"
+        )
+
+
 class CorruptRecordError(CountersignError):
     """Raised when a stored record cannot be read; carries a correlation id for the logs.
 

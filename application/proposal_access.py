@@ -31,6 +31,7 @@ from countersign.application.authorization import (
     visible_proposal,
 )
 from countersign.application.cards import ProposalCards
+from countersign.application.errors import ForbiddenError, VouchedHereError
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_limit import ProposalLimiter, limited
 from countersign.application.proposals import ProposalService
@@ -195,11 +196,19 @@ class ProposalAccess:
         proposal_id: str,
         actor: str | Caller,
         passkey_assertion: Mapping[str, Any] | None = None,
+        *,
+        read_unverified: bool = False,
     ) -> ApprovalReport:
         """ProposalService.approve, once ``_check_decision`` lets the caller; the proposal
-        it read tells the approval what its claim will read (``seen``)."""
+        it read tells the approval what its claim will read (``seen``). ``read_unverified``:
+        the approver read it as not vouched for by its seals (``ProposalReview.unverified``,
+        the card's ``unverified``); VouchedHereError if this process holds it as sealed."""
         caller = Caller.of(actor)
         seen = self._check_decision(proposal_id, caller)
+        if read_unverified:
+            require_decider(caller)  # an agent token is told it cannot decide, as ever
+            if self.vouched_for(proposal_id, caller):
+                raise VouchedHereError
         return self.proposals.approve(proposal_id, caller, passkey_assertion, seen=seen)
 
     def approval_challenge(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
@@ -313,6 +322,19 @@ class ProposalAccess:
             settling=self.cards.settling(str(proposal.status), proposal.claimed_at),
             unverified=self.cards.unverified(proposal, proposal.status_at(self.cards.clock.now())),
         )
+
+    def vouched_for(self, proposal_id: str, actor: str | Caller) -> bool:
+        """Whether this process's seal keys vouch for the proposal as it holds it, so that
+        approving it here carries out what they vouch for (``ProposalReview.unverified`` is
+        None); False when the caller may not read it (approving answers that)."""
+        caller = Caller.of(actor)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
+        try:
+            require_any(caller, member, read_permissions(proposal.kind, self.registry))
+        except ForbiddenError:
+            return False
+        now = self.cards.clock.now()
+        return self.cards.unverified(proposal, proposal.status_at(now)) is None
 
     def _withdrawn_by(
         self, caller: Caller, member: Member, proposal: Proposal

@@ -395,7 +395,7 @@ def test_json_log_lines_carry_the_correlation_id_the_caller_was_given(
     proposal_id = propose(cs, seeded, "refund-ok")
     approved = client.post(f"/api/v1/proposals/{proposal_id}/approve", headers=auth)
 
-    def broken(*_: Any) -> Any:
+    def broken(*_: Any, **__: Any) -> Any:
         raise RuntimeError("the disk is on fire")
 
     monkeypatch.setattr(cs.access, "approve", broken)

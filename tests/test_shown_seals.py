@@ -349,3 +349,60 @@ def test_an_approval_from_a_warning_is_not_carried_out_by_a_process_holding_it_u
     reading = web_for(reader, seeded).browser(AVA)
     reading.form(f"{path}/approve", {"unverified": "yes"}, path)
     assert _types(cs, proposal_id) == ["Proposed", "RevisionRequired"]
+
+
+def _api(process: Any, seeded: dict[str, Any], token: str, path: str, body: Any = None) -> Any:
+    client = web_for(process, seeded).browser().client
+    return client.post(path, json=body, headers={"Authorization": f"Bearer {token}"})
+
+
+def test_an_api_approval_sent_as_read_unverified_is_not_carried_out_where_it_is_vouched_for(
+    cs, seeded, deployments
+):
+    """The JSON API approves by id, so what the approver read travels as ``unverified``: the
+    card it read said its seals do not vouch for it. Sent to the process that proposed it
+    (which holds what it sealed), nothing is approved and the answer says to read it again;
+    sent to one that reads what the card read, it is set aside, as the card said. Without
+    the field the proposing process carries out what it sealed, as before."""
+    proposer = deployments(K1)
+    proposal_id = web_for(proposer, seeded).draft("Ice times", "Monday at 7")
+    reader = deployments(K1)
+
+    def changed(state: dict[str, Any]) -> None:
+        state["request"]["subject"] = "Something else"
+
+    _forge(cs, proposal_id, 1, changed, through_the_end=True)
+    approver = issue_token(
+        cs, "granite", "desk", ["email_broadcasts.prepare"], issued_by=AVA, kind="approver"
+    ).token
+    card = (
+        web_for(reader, seeded)
+        .browser()
+        .client.get(
+            f"/api/v1/proposals/{proposal_id}", headers={"Authorization": f"Bearer {approver}"}
+        )
+    )
+    assert card.json()["unverified"]["reason"] == "proposal_seal_invalid"
+    path = f"/api/v1/proposals/{proposal_id}/approve"
+
+    answer = _api(proposer, seeded, approver, path, {"unverified": True})
+
+    assert answer.status_code == 409, answer.text[:500]
+    problem = answer.json()
+    assert problem["type"] == "urn:countersign:problem:unverified-elsewhere"
+    assert problem["detail"].startswith("Nothing was approved: the card you read said")
+    assert _types(cs, proposal_id) == ["Proposed"]
+
+    # An agent token is told it cannot decide, whatever it says it read.
+    agent = issue_token(
+        cs, "granite", "bot", ["email_broadcasts.prepare"], issued_by=AVA, kind="agent"
+    ).token
+    refused = _api(proposer, seeded, agent, path, {"unverified": True})
+    assert refused.status_code == 403
+    assert refused.json()["type"] == "urn:countersign:problem:agent-cannot-decide"
+    assert _api(proposer, seeded, approver, path, {"unverified": "maybe"}).status_code == 422
+    assert _types(cs, proposal_id) == ["Proposed"]
+
+    set_aside = _api(reader, seeded, approver, path, {"unverified": True})
+    assert set_aside.status_code == 200, set_aside.text[:500]
+    assert _types(cs, proposal_id) == ["Proposed", "RevisionRequired"]

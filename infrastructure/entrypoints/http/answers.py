@@ -14,7 +14,9 @@ Status scheme (the same on every route):
   422 a request with problems (at most 20 listed, ``more_problems`` counts the rest);
   409 a domain rule refused it (``not-revisable``: an edit of a proposal that ran or was
   superseded; its detail names the newer proposal to edit instead; ``held-for-people``: an
-  agent token's proposal would replace a pending one another member made or someone approved).
+  agent token's proposal would replace a pending one another member made or someone approved;
+  ``unverified-elsewhere``: an approval sent with ``unverified`` to a process that holds the
+  proposal as it was sealed, so not what the approver read).
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
 The application decides (``cs.access``, ``cs.assistant``; a token's scopes travel in its
@@ -40,6 +42,7 @@ from countersign.application.errors import (
     NotApprovableError,
     NotRevisableError,
     UnknownOperationError,
+    VouchedHereError,
 )
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.domain.contracts.problems import InvalidRequestError
@@ -84,7 +87,9 @@ DESCRIPTIONS = {
     "held-for-people: an agent token's proposal "
     "would replace a pending one that another member made or someone approved; "
     "not-approvable: a passkey challenge asked for a proposal no approval can decide now, "
-    "with the reason and message approving it gives).",
+    "with the reason and message approving it gives; unverified-elsewhere: an approval sent "
+    "with unverified: true to a server process that holds the proposal as it was sealed, so "
+    "nothing was approved: read the card again).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     415: "A body was sent without 'Content-Type: application/json' (unsupported-media-type).",
     422: "The request has problems (see 'problems').",
@@ -130,6 +135,8 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         # its token, tried to approve, decline, edit or change the club's rules).
         log.warning("an agent token asked to decide (request %s)", correlation_id_of(request))
         raise ProblemError("agent-cannot-decide") from None
+    except VouchedHereError:
+        raise ProblemError("unverified-elsewhere") from None
     except MissingPermissionError as missing:
         needs = ("one of " if missing.any_of else "") + ", ".join(missing.needs)
         raise ProblemError("forbidden", f"This token may not do that; it needs {needs}.") from None

@@ -123,6 +123,13 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Not approvable",
         "This proposal cannot be approved now, so there is nothing to sign; see 'reason'.",
     ),
+    "unverified-elsewhere": (
+        409,
+        "Vouched for here",
+        "Nothing was approved: the card you read said countersign could not vouch for this "
+        "record, and this server holds it as it was sealed. Read the card again before "
+        "deciding.",
+    ),
     "held-for-people": (
         409,
         "Held for people",

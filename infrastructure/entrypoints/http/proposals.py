@@ -140,12 +140,17 @@ def approve(
     needs several distinct approvers, an earlier approval is recorded alone and answers
     ``awaiting_approvals`` (``approvals`` of ``required``); the claim comes with the last one.
     Where it requires a passkey, the body carries the approver's ``passkey_assertion`` over
-    ``approval-challenge``; without it the answer is ``not_approvable`` ``passkey_required``."""
+    ``approval-challenge``; without it the answer is ``not_approvable`` ``passkey_required``.
+    ``unverified``: the card read said its seals do not vouch for it (see the field)."""
     relayed = None
     if body is not None and body.passkey_assertion is not None:
         relayed = body.passkey_assertion.model_dump()
+    read_unverified = body is not None and body.unverified
     with answers(request):
-        report = with_status_path(cs.access.approve(proposal_id, service.caller, relayed).to_json())
+        approved = cs.access.approve(
+            proposal_id, service.caller, relayed, read_unverified=read_unverified
+        )
+        report = with_status_path(approved.to_json())
     return report_response(cs, request, service, "approve", report)
 
 

@@ -61,6 +61,15 @@ class ApproveIn(Body):
     for a passkey)."""
 
     passkey_assertion: PasskeyAssertionIn | None = None
+    unverified: bool = Field(
+        default=False,
+        description="Send true when the card the approver read said 'unverified' (its seals "
+        "do not vouch for it). Behind several server processes, one that holds the proposal "
+        "as it was sealed would otherwise carry out what the approver never read: it "
+        "approves nothing and answers 409 unverified-elsewhere (read the card again). "
+        "Where the record is not vouched for here either, approving sets it aside, as "
+        "the card said.",
+    )
 
 
 class ApprovalChallengeOut(BaseModel):
