@@ -62,10 +62,14 @@ def _review(cs: Any, seeded: dict[str, Any], proposal_id: str, language: str = "
     return browser.client.get(f"/proposals/{proposal_id}", headers=headers)
 
 
-def _api_card(cs: Any, seeded: dict[str, Any], proposal_id: str) -> dict[str, Any]:
-    token = issue_token(
-        cs, "granite", "reader", ["orders.refund"], issued_by=AVA, kind="agent"
-    ).token
+def _api_card(
+    cs: Any, seeded: dict[str, Any], proposal_id: str, token: str | None = None
+) -> dict[str, Any]:
+    """The card as the API answers it, read with ``token`` (by default an agent's of refunds)."""
+    if token is None:
+        token = issue_token(
+            cs, "granite", "reader", ["orders.refund"], issued_by=AVA, kind="agent"
+        ).token
     answer = (
         web_for(cs, seeded)
         .browser()
@@ -316,6 +320,20 @@ def test_the_history_checks_the_events_it_shows_not_a_snapshot_this_process_hold
         assert "it was changed in the database" in shown
 
 
+def _changed_behind_its_proposer(cs: Any, seeded: dict[str, Any], deployments: Any) -> Any:
+    """Two server processes with the same key: the one that proposed a draft (and holds what
+    it sealed), and another; then a writer changes the draft's record in the database."""
+    proposer = deployments(K1)
+    proposal_id = web_for(proposer, seeded).draft("Ice times", "Monday at 7")
+    reader = deployments(K1)
+
+    def changed(state: dict[str, Any]) -> None:
+        state["request"]["subject"] = "Something else"
+
+    _forge(cs, proposal_id, 1, changed, through_the_end=True)
+    return proposer, reader, proposal_id
+
+
 def test_an_approval_from_a_warning_is_not_carried_out_by_a_process_holding_it_unchanged(
     cs, seeded, deployments
 ):
@@ -325,14 +343,7 @@ def test_an_approval_from_a_warning_is_not_carried_out_by_a_process_holding_it_u
     carry out what the person never saw (a draft sent to members asks for no confirmation
     page): nothing is approved, and they are asked to read it again, where that process
     shows what it would carry out."""
-    proposer = deployments(K1)
-    proposal_id = web_for(proposer, seeded).draft("Ice times", "Monday at 7")
-    reader = deployments(K1)
-
-    def changed(state: dict[str, Any]) -> None:
-        state["request"]["subject"] = "Something else"
-
-    _forge(cs, proposal_id, 1, changed, through_the_end=True)
+    proposer, reader, proposal_id = _changed_behind_its_proposer(cs, seeded, deployments)
     page = _review(reader, seeded, proposal_id)
     assert _warning(page) is not None
     assert 'name="unverified" value="yes"' in page.text  # the form says what it was sent from
@@ -362,27 +373,13 @@ def test_an_api_approval_sent_as_read_unverified_is_not_carried_out_where_it_is_
     """The JSON API approves by id, so what the approver read travels as ``unverified``: the
     card it read said its seals do not vouch for it. Sent to the process that proposed it
     (which holds what it sealed), nothing is approved and the answer says to read it again;
-    sent to one that reads what the card read, it is set aside, as the card said. Without
-    the field the proposing process carries out what it sealed, as before."""
-    proposer = deployments(K1)
-    proposal_id = web_for(proposer, seeded).draft("Ice times", "Monday at 7")
-    reader = deployments(K1)
-
-    def changed(state: dict[str, Any]) -> None:
-        state["request"]["subject"] = "Something else"
-
-    _forge(cs, proposal_id, 1, changed, through_the_end=True)
+    sent to one that reads what the card read, it is set aside, as the card said."""
+    proposer, reader, proposal_id = _changed_behind_its_proposer(cs, seeded, deployments)
     approver = issue_token(
         cs, "granite", "desk", ["email_broadcasts.prepare"], issued_by=AVA, kind="approver"
     ).token
-    card = (
-        web_for(reader, seeded)
-        .browser()
-        .client.get(
-            f"/api/v1/proposals/{proposal_id}", headers={"Authorization": f"Bearer {approver}"}
-        )
-    )
-    assert card.json()["unverified"]["reason"] == "proposal_seal_invalid"
+    card = _api_card(reader, seeded, proposal_id, approver)
+    assert card["unverified"]["reason"] == "proposal_seal_invalid"
     path = f"/api/v1/proposals/{proposal_id}/approve"
 
     answer = _api(proposer, seeded, approver, path, {"unverified": True})
