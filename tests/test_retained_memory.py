@@ -12,8 +12,10 @@ import pytest
 from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.demo.seed import seed
+from countersign.infrastructure.persistence.known_reads import KnownReads
 from countersign.infrastructure.persistence.unit_of_work import REMEMBERED, _ReadSets
 from countersign.infrastructure.testing.deployment import AVA
+from eventsourcing.persistence import StoredEvent
 
 
 def _retained_by(work: object) -> int:
@@ -67,6 +69,31 @@ def test_read_set_hints_are_bounded() -> None:
     newest = proposals[-1]
     assert hints.with_remembered((newest,)) == [newest, *shared]
     assert hints.with_remembered((proposals[0],)) == [proposals[0]]  # forgotten first
+
+
+def test_what_a_process_knows_of_its_commits_stays_small() -> None:
+    """Each cycle commits a new proposal, whose version the process knows from then on (the
+    read-set check's probes skipped, known_reads): 10,000 cycles must not fill that memory
+    with proposals nobody reads again."""
+    known = KnownReads()
+    proposals = [uuid4() for _ in range(10_000)]
+    club = uuid4()  # the form every proposal reads
+
+    def commit_all() -> None:
+        for n, proposal in enumerate(proposals, start=1):
+            event = StoredEvent(proposal, 1, "countersign:Proposal.Proposed", b"{}")
+            known.committed(n, n, [event], {club: 1}, None)
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        commit_all()
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024, f"{peak:,} bytes at the peak"  # 4,096 known: 222 KB
+    assert known.claim({proposals[-1]: 1, club: 1}) == len(proposals)
 
 
 #: What every memory a cycling process fills may hold together, full: the ids' texts and

@@ -36,8 +36,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-#: At most this many aggregates known; past it, only the last commit's.
-KEPT = 4096
+#: At most this many aggregates known; past it, only the last commit's. A cycling process
+#: commits a new proposal every cycle and knows its version from then on, though only the
+#: next few commits read it again (its approval): at 4,096 it was full only after about
+#: 4,000 cycles (8,000 commits), and 3,000 cycles left 254 KB here (traced). The read-set
+#: hints' size (``unit_of_work.REMEMBERED``, twice the store's snapshots) keeps what a commit
+#: reads again soon, and a commit that finds it full still knows what it wrote and relied
+#: on: over 3,000 cycles one commit of 6,000 made the check's probes (the first), at either
+#: size.
+KEPT = 512
 
 
 def _key(aggregate_id: Any) -> int:
