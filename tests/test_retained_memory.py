@@ -98,7 +98,8 @@ def test_what_a_process_knows_of_its_commits_stays_small() -> None:
 
 #: What every memory a cycling process fills may hold together, full: the ids' texts and
 #: hex digits and the derived ids (512 each), the store's snapshots (256 proposals of a few
-#: kilobytes), the read-set hints (512), the frozen models (64 contracts): about 1.9 MB
+#: kilobytes), the read-set hints (512), the known reads (512), the frozen models (64
+#: contracts): about 1.9 MB
 #: (traced). With 4,096 ids each way they held 2.6 MB after 1,500 cycles, and went on growing.
 CYCLING_MEMORY = 2_300_000
 
