@@ -513,3 +513,38 @@ def test_a_lost_answer_says_since_when_and_that_nothing_settles_it(
         assert len(served.cs.sandbox.refunds()) == 2
         context.close()
     assert problems == [], f"the browser reported errors (CSP violations?): {problems}"
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_after_sending_the_answer_is_on_screen(
+    served: Served, browser: Any, viewport: dict[str, int]
+) -> None:
+    """Sending a message lands the page on the turn just taken: what Ava wrote at the top of
+    the screen and the assistant's answer below it, not the empty box under them (the
+    answer above the screen, out of sight)."""
+    context = browser.new_context(viewport=viewport, locale="en-CA")
+    page = context.new_page()
+    page.goto(served.base_url + "/sign-in")
+    page.fill("#email", AVA)
+    page.fill("#password", served.passwords[AVA])
+    page.click("button[type=submit] >> text=Sign in")
+    page.wait_for_url(served.base_url + "/")
+    # A conversation with a turn already in it, so that the page is longer than the screen.
+    page.goto(f"{served.base_url}/chat/orders/{served.seeded['orders']['refund-ok']}")
+    page.fill("#message", "Olivia never got her early-bird discount")
+    page.click("button >> text=Send")
+    page.wait_for_url(re.compile(r".*#latest$"))
+    page.fill("#message", MESSAGE)
+    page.click("button >> text=Send")
+    page.wait_for_url(re.compile(r".*#latest$"))
+    answer = page.locator(".proposal-card").last
+    answer.wait_for()
+
+    def on_screen(locator: Any) -> bool:
+        box = locator.bounding_box()
+        return box is not None and 0 <= box["y"] <= viewport["height"] - 20
+
+    assert on_screen(page.locator(".from-manager").last.locator(".said")), "your message"
+    assert on_screen(answer.locator(".card-head")), "the answer's card"
+    assert page.locator(".from-manager").last.inner_text().endswith(MESSAGE)
+    page.screenshot(path=str(ARTIFACTS / f"chat-after-send-{viewport['width']}.png"))

@@ -197,5 +197,10 @@ class ConversationPages:
                 )
                 shown.append({"kind": "card", "proposal": view})
             else:
-                shown.append(entry)
+                shown.append(dict(entry))
+        # The page lands on the turn just taken (#latest): its words at the top of the
+        # screen and the answer below them, not the box under the answer.
+        said = [entry for entry in shown if entry["kind"] == "manager"]
+        if said:
+            said[-1]["latest"] = True
         return shown
