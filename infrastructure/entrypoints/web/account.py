@@ -58,7 +58,8 @@ class AccountPages:
             passkeys=passkeys,
             options_json=json.dumps(begun["options"]),
             nonce=begun["nonce"],
-            notice=visit.t(f"passkeys.{notice}") if isinstance(notice, str) else None,
+            # Not "notice": the frame would say it a second time above the page's title.
+            changed=visit.t(f"passkeys.{notice}") if isinstance(notice, str) else None,
             refusal=refusal,
             nav="passkeys",
             status=status,
