@@ -620,6 +620,33 @@ def test_the_assistant_says_when_a_new_move_replaces_one_awaiting_approval(
     assert REPLACES[language] not in another.messages[-1]["text"]
 
 
+@pytest.mark.parametrize(
+    ("language", "words", "asked"),
+    [
+        (
+            "en",
+            "Move Olivia Chen from Thursday Seniors to Sunday Mixed Doubles",
+            "Olivia Chen plays in Monday Night Open, Sunday Mixed Doubles. Which league should "
+            "they leave, and which should they join?",
+        ),
+        (
+            "fr",
+            "Déplacer Olivia Chen de Thursday Seniors à Sunday Mixed Doubles",
+            "Olivia Chen joue dans Monday Night Open, Sunday Mixed Doubles. Quelle ligue ce "
+            "membre doit-il quitter, et laquelle rejoindre ?",
+        ),
+    ],
+)
+def test_the_stand_in_never_proposes_the_move_the_other_way(cs, seeded, language, words, asked):
+    """Asked to move a member into a league they already play in, out of one they do not
+    (the demo's data, once its story moved Olivia, and the page's own example), the stand-in
+    asks, saying where they play: it does not propose the opposite move."""
+    turn = _ask_in(cs, seeded, words, language)
+
+    assert (turn.ended, turn.proposal) == ("reply", None)
+    assert turn.messages[-1]["text"] == asked
+
+
 def test_the_stand_in_asks_when_the_words_do_not_say_which_move(cs, seeded):
     # Olivia plays in two leagues: which one she leaves is not said.
     unclear = _ask(cs, seeded, "Move Olivia Chen to Junior Program")

@@ -5,6 +5,7 @@ files stay together."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +49,7 @@ def request_from_words(words: str, reads: Mapping[str, Any]) -> dict[str, Any] |
     leagues = _named_leagues(said, reads.get("list_leagues"))
     plays_in = [name for name in leagues if name in member["leagues"]]
     joins = [name for name in leagues if name not in member["leagues"]]
-    if len(plays_in) == 1 and len(joins) == 1:
+    if len(plays_in) == 1 and len(joins) == 1 and plays_in[0] not in _joined(said, leagues):
         source, destination = plays_in[0], joins[0]
     elif not plays_in and len(joins) == 1 and len(member["leagues"]) == 1:
         source, destination = member["leagues"][0], joins[0]
@@ -89,6 +90,16 @@ def _which_member(said: str, found: Any, language: str) -> str:
     if left > 0:
         shown = _MORE.text(language, shown=shown, left=left)
     return _WHICH_ONE.text(language, shown=shown, example=example)
+
+
+#: Words that name the league a member joins ("to Thursday Seniors", « à Thursday Seniors »).
+_INTO = re.compile(r"\b(to|into|vers|dans)\s+$|(^|\s)à\s+$")
+
+
+def _joined(said: str, leagues: list[str]) -> list[str]:
+    """The named leagues the words say the member joins. One the member already plays in is
+    not a league they leave: taken for the source, the move would run the other way."""
+    return [name for name in leagues if _INTO.search(said[: said.find(name.casefold())])]
 
 
 def _named_leagues(said: str, listing: Any) -> list[str]:
