@@ -299,6 +299,12 @@ class PasskeyCeremonies(Protocol):
 
     rp_id: str
 
+    @property
+    def origins(self) -> Sequence[str]:
+        """The origins the pages are served from: an assertion from any other does not
+        verify."""
+        ...
+
     def issue_nonce(self, purpose: str, now: datetime) -> str: ...
 
     def nonce_holds(self, nonce: str, purpose: str, now: datetime) -> bool: ...

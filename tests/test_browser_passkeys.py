@@ -239,3 +239,56 @@ def test_a_manager_without_a_passkey_reaches_add_a_passkey_by_keyboard_on_a_phon
         page.keyboard.press("Enter")
     assert page.locator("h1").inner_text() == "Vos clés d'accès"
     context.close()
+
+
+@pytest.mark.parametrize(
+    ("locale", "said"),
+    [
+        (
+            "en-CA",
+            "Passkeys cannot be used at this address: open the site at {address} and try again.",
+        ),
+        (
+            "fr-CA",
+            "Les clés d'accès ne fonctionnent pas à cette adresse\N{NO-BREAK SPACE}: ouvrez "
+            "le site à {address} et réessayez.",
+        ),
+    ],
+)
+def test_a_passkey_tried_at_another_address_says_which_address_works(
+    served: Served, browser: Any, locale: str, said: str
+) -> None:
+    """The site opened at http://127.0.0.1:PORT (the address serve and demo --serve print)
+    while its passkeys belong to localhost: the browser refuses every passkey there, and the
+    page said "You can try again", which could never work. It names the address that does."""
+    elsewhere = served.base_url.replace("//localhost:", "//127.0.0.1:")
+    context = browser.new_context(viewport=DESKTOP, locale=locale)
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+            }
+        },
+    )
+    page.goto(elsewhere + "/sign-in")
+    page.fill("#email", NOAH)
+    page.fill("#password", served.passwords[NOAH])
+    page.locator("main button[type=submit]").click()
+    page.wait_for_url(elsewhere + "/")
+    page.goto(elsewhere + "/account/passkeys")
+    page.fill("#passkey-name", "Noah's laptop")
+    page.click("#add-passkey button[type=submit]")
+    error = page.locator("#add-passkey [data-passkey-error]")
+    expected = said.format(address=served.base_url)
+    page.wait_for_function("e => e.textContent !== ''", arg=error.element_handle(), timeout=10_000)
+    assert error.inner_text() == expected
+    assert served.cs.passkeys.passkeys("granite", NOAH) == []
+    context.close()

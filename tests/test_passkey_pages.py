@@ -128,3 +128,11 @@ def test_a_manager_without_a_passkey_is_offered_to_add_one_not_an_approval_that_
     assert "Approve with my passkey" in area
     assert "Add a passkey" not in area
     assert "passkey.js" in page.text
+    # Tried at an address the passkeys do not belong to, it names the one they do.
+    address = web.cs.passkeys.ceremonies.origins[0]
+    assert (
+        html.unescape(area).count(
+            f"Passkeys cannot be used at this address: open the site at {address} and try again."
+        )
+        == 1
+    )

@@ -57,6 +57,7 @@ class AccountPages:
             script="passkey.js",
             passkeys=passkeys,
             options_json=json.dumps(begun["options"]),
+            address=self.cs.passkeys.ceremonies.origins[0],
             nonce=begun["nonce"],
             # Not "notice": the frame would say it a second time above the page's title.
             changed=visit.t(f"passkeys.{notice}") if isinstance(notice, str) else None,

@@ -201,7 +201,9 @@ class ProposalPages:
             # is refused, as the API refuses it): the page then offers no approval to sign.
             with contextlib.suppress(NotApprovableError):
                 challenge = self.cs.access.approval_challenge(view["id"], user.caller)
+                address = self.cs.passkeys.ceremonies.origins[0]
                 passkey = {"options_json": json.dumps(challenge["options"]), **challenge}
+                passkey["address"] = address
             if passkey is not None and not passkey["passkeys"]:
                 # Nothing of theirs could sign it: no approval to offer, a passkey to add.
                 mine, passkey = replace(mine, may_approve=False, needs_passkey=True), None

@@ -23,6 +23,9 @@ EN: dict[str, str] = {
     "passkeys.removed": "The passkey was removed: it approves nothing any more.",
     "passkeys.not_removed": "That passkey was already removed.",
     "passkeys.registered": "The passkey was added.",
+    "passkeys.wrong_address": (
+        "Passkeys cannot be used at this address: open the site at {address} and try again."
+    ),
     "passkeys.too_many": (
         "Too many changes were made to your passkeys in a short time: nothing was changed. "
         "Try again in {wait}."
@@ -53,6 +56,10 @@ FR: dict[str, str] = {
     "passkeys.removed": "La clé d'accès a été retirée : elle n'approuve plus rien.",
     "passkeys.not_removed": "Cette clé d'accès était déjà retirée.",
     "passkeys.registered": "La clé d'accès a été ajoutée.",
+    "passkeys.wrong_address": (
+        "Les clés d'accès ne fonctionnent pas à cette adresse : ouvrez le site à {address} et "
+        "réessayez."
+    ),
     "passkeys.too_many": (
         "Trop de modifications ont été faites à vos clés d'accès en peu de temps : rien n'a "
         "été modifié. Réessayez dans {wait}."

@@ -13,24 +13,36 @@ document.addEventListener("DOMContentLoaded", function () {
       }
       event.preventDefault();
       var error = form.querySelector("[data-passkey-error]");
+      var say = function (words) {
+        if (error) { error.textContent = form.getAttribute(words) || ""; }
+      };
       if (error) { error.textContent = ""; }
       var options = JSON.parse(form.getAttribute("data-options") || "{}");
       var asked;
-      if (form.getAttribute("data-passkey") === "create") {
-        asked = navigator.credentials.create({
-          publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options)
-        });
-      } else {
-        asked = navigator.credentials.get({
-          publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options)
-        });
+      try {
+        if (form.getAttribute("data-passkey") === "create") {
+          asked = navigator.credentials.create({
+            publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options)
+          });
+        } else {
+          asked = navigator.credentials.get({
+            publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options)
+          });
+        }
+      } catch (unusable) {
+        // No passkeys at this address at all (not a secure context: no PublicKeyCredential).
+        say("data-wrong-address");
+        return;
       }
       asked.then(function (credential) {
         form.querySelector("input[name=credential]").value = JSON.stringify(credential.toJSON());
         form.setAttribute("data-passkey-done", "yes");
         form.submit();
-      }).catch(function () {
-        if (error) { error.textContent = form.getAttribute("data-cancelled") || ""; }
+      }).catch(function (refused) {
+        // SecurityError: the passkeys belong to another address (localhost, not 127.0.0.1);
+        // trying again here never works. Anything else: the person cancelled, or it failed.
+        var elsewhere = refused && refused.name === "SecurityError";
+        say(elsewhere ? "data-wrong-address" : "data-cancelled");
       });
     });
   });
