@@ -63,7 +63,9 @@ def test_demo_serve_tells_the_story_then_serves_its_data_and_stops_cleanly(tmp_p
     try:
         address, story = _read_until(process, r"See it in the browser: (http://\S+)")
         _, sign_ins = _read_until(process, r"maple-refund")
-        assert address.group(1) == f"http://127.0.0.1:{port}"
+        # localhost, not 127.0.0.1: the passkeys belong to localhost, and the browser
+        # refuses them at 127.0.0.1.
+        assert address.group(1) == f"http://localhost:{port}"
         assert "Ava approves by id alone" in story  # the story came first
         assert f"The demo's data stays in {database}." in sign_ins
         ava = re.search(r"ava@granite\.example +(\S+) +manager of granite", sign_ins)

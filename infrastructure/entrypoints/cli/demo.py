@@ -20,7 +20,10 @@ def cmd_demo_serve(cs: Countersign, args: argparse.Namespace) -> Result:
 
     passwords = seed_passwords(cs)
     orders = orders_still_owed(cs)
-    browse = browse_text(f"http://{args.host}:{args.port}", args.database, passwords, orders)
+    # The pages' passkeys belong to localhost (COUNTERSIGN_WEBAUTHN_RP_ID): at 127.0.0.1 the
+    # browser refuses every one, so the address to open is localhost's.
+    host = "localhost" if args.host == "127.0.0.1" else args.host
+    browse = browse_text(f"http://{host}:{args.port}", args.database, passwords, orders)
     # stdout holds the story (or, with --json, its one document): the address goes beside it.
     print(browse, file=sys.stderr if args.json else sys.stdout, flush=True)
     return cmd_serve(cs, args)
