@@ -8,6 +8,7 @@ the reconciliation status page, and French outcomes by Accept-Language or the sw
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -651,7 +652,20 @@ def test_an_order_number_opens_its_assistant(web):
     for missing in ("maple-refund", web.seeded["orders"]["maple-refund"], "no-such-order", ""):
         answer = browser.get("/orders/open?" + urlencode({"ref": missing}))
         assert answer.headers["location"] == "/", missing
-    assert "There is no order with that number in this club." in browser.get("/").text
+    # What to do next, too: the field is at the foot of the inbox, far below on a phone.
+    assert (
+        "There is no order with that number in this club. Check the order reference the "
+        "registration system shows, or use the order's id, under Start a conversation below."
+    ) in html.unescape(browser.get("/").text)
+    french = html.unescape(browser.get("/", **{"Accept-Language": "fr"}).text)
+    assert "Aucune commande" not in french  # said once, then gone
+    browser.get("/orders/open?ref=no-such-order")
+    french = html.unescape(browser.get("/", **{"Accept-Language": "fr"}).text)
+    assert (
+        "Aucune commande de ce club ne porte ce numéro. Vérifiez la référence de la commande "
+        "dans le système d'inscription, ou utilisez son id, sous Démarrer une conversation "
+        "plus bas."
+    ) in french.replace("\N{NO-BREAK SPACE}", " ")
 
 
 # -- conversation, approve, decline ------------------------------------------------------------

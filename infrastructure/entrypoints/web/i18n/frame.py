@@ -86,7 +86,10 @@ EN: dict[str, str] = {
         "for this record, and this server holds it as it was sealed. Read it again below "
         "before deciding."
     ),
-    "notice.order_missing": "There is no order with that number in this club.",
+    "notice.order_missing": (
+        "There is no order with that number in this club. Check the order reference the "
+        "registration system shows, or use the order's id, under Start a conversation below."
+    ),
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
     "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
     "nav.webhooks": "Webhooks",
@@ -270,7 +273,11 @@ FR: dict[str, str] = {
         "pouvait pas garantir cet enregistrement, et ce serveur le détient tel qu'il a été "
         "scellé. Relisez-le ci-dessous avant de décider."
     ),
-    "notice.order_missing": "Aucune commande de ce club ne porte ce numéro.",
+    "notice.order_missing": (
+        "Aucune commande de ce club ne porte ce numéro. Vérifiez la référence de la commande "
+        "dans le système d'inscription, ou utilisez son id, sous Démarrer une conversation "
+        "plus bas."
+    ),
     "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
     "notice.nothing_redelivered": "Aucune lettre morte de ce type ; rien n'a été modifié.",
     "nav.webhooks": "Webhooks",
