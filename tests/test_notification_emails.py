@@ -316,3 +316,15 @@ def test_a_proposal_recorded_before_credentials_were_is_mailed_as_its_members(tm
             assert f"{name} ({row['requester']}) proposed an operation" in body(message)
     finally:
         cs.close()
+
+
+def test_a_review_link_by_default_opens_where_the_pages_passkeys_work(monkeypatch):
+    """Unset, the e-mails' review links point at the address the pages' passkeys belong to
+    by default (a browser refuses a passkey of localhost at 127.0.0.1, so a manager who
+    followed a link there could not approve with one)."""
+    from countersign.infrastructure.notifications.settings import NotifySettings
+    from countersign.infrastructure.settings import Settings
+
+    monkeypatch.delenv("COUNTERSIGN_PUBLIC_URL", raising=False)
+    link = NotifySettings.from_env().review_url("p-1")
+    assert link == f"{Settings().webauthn_origins[0]}/proposals/p-1"

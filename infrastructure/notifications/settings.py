@@ -11,7 +11,7 @@ from countersign.infrastructure.notifications.destinations import (
 from countersign.infrastructure.notifications.destinations import Network, parse_networks
 from countersign.infrastructure.settings import SettingsError
 
-DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+DEFAULT_PUBLIC_URL = "http://localhost:8000"
 
 
 @dataclass(frozen=True)
