@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from uuid import UUID
 
 import pytest
@@ -113,6 +114,30 @@ def test_a_tampered_topic_fails_closed_without_importing_it(cs, seeded, clock):
         other.close()
     assert corrupt.value.correlation_id.startswith("cs-")
     assert "os" not in str(corrupt.value).split("reference")[0]
+
+
+def test_the_class_a_created_event_names_is_never_imported_from_outside_the_domain(
+    cs, seeded, clock, monkeypatch
+):
+    """The stored topic is checked, and a created event names the class it makes in a field
+    of its own too (``originator_topic``), which the library resolved, importing whatever
+    module it named: a writer of the database could make every reader import any module
+    installed. Now it is read like a tampered topic: a damaged record, nothing imported."""
+    monkeypatch.delitem(sys.modules, "this", raising=False)
+    proposal_id = propose(cs, seeded)
+
+    def made_by_another_module(state):
+        return {**state, "originator_topic": "this:Zen"}
+
+    _rewrite_state(cs, proposal_id, 1, made_by_another_module)
+    other = _fresh(cs, clock)
+    try:
+        with pytest.raises(CorruptRecordError) as corrupt:
+            other.proposals.approve(proposal_id, AVA)
+    finally:
+        other.close()
+    assert "this" not in sys.modules
+    assert corrupt.value.correlation_id.startswith("cs-")
 
 
 def test_an_event_from_a_newer_contract_version_is_not_silently_accepted(cs, seeded, clock):

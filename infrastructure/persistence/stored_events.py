@@ -19,7 +19,7 @@ from countersign.domain.seals import SealKeys
 from countersign.infrastructure.persistence import event_seals
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.domain import Aggregate, EventSourcingError, Snapshot
+from eventsourcing.domain import Aggregate, CanInitAggregate, EventSourcingError, Snapshot
 from eventsourcing.persistence import (
     Mapper,
     PersistenceError,
@@ -217,7 +217,20 @@ class GuardedMapper(Mapper[UUID]):
             raise UnreadableEventError(
                 f"{stored_event.topic} was written by a newer version of countersign"
             )
+        if issubclass(cls, CanInitAggregate):
+            _check_maker(cls, event.__dict__.get("originator_topic"))
         return event
+
+
+def _check_maker(cls: type, named: Any) -> None:
+    """A created event makes the aggregate its ``originator_topic`` field names (the
+    library resolves it, importing its module): only a class of the domain whose event it
+    is, or UnreadableEventError before anything is imported on a stored field's say-so."""
+    if isinstance(named, str) and topic_allowed(named):
+        maker = resolve_topic(named)
+        if is_domain_class(maker) and issubclass(cls, getattr(maker, "Event", ())):
+            return
+    raise UnreadableEventError(f"a created event names another class: {str(named)[:80]!r}")
 
 
 _new_stored_event = object.__new__
