@@ -43,6 +43,7 @@ from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import (
+    applied,
     stored_topics,
     topic_allowed,
     written_fields,
@@ -219,7 +220,7 @@ def _replay_problem(events: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any] 
     aggregate = None
     for event, _ in events:
         try:
-            aggregate = event.mutate(aggregate)
+            aggregate = applied(None, aggregate, event)  # of its own aggregate, as a read
         except Exception as error:
             return {
                 "version": event.originator_version,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from countersign.domain.seals import SealKeys, event_problem, seal_event
+from countersign.domain.proposal import Proposal
+from countersign.domain.seals import SealKeys, SealProblem, event_problem, seal_event
 
 #: Each event class met -> whether it may carry a seal (an event after ``Proposed``: its class
 #: has ``unsealed_version``), asked once: ``getattr`` with a default raises and clears a
@@ -42,13 +43,23 @@ def seal_new(seals: SealKeys, pending: Any) -> None:
 def applied(seals: SealKeys, base: Any, event: Any) -> Any:
     """``event``, read from the database, applied to ``base`` (a private copy, or None for a
     stream's first event), checked first against its seal if it may carry one: the first
-    event of the stream its seal does not vouch for is recorded on the aggregate."""
-    if base is None or not _sealable(type(event)):
+    event of the stream its seal does not vouch for is recorded on the aggregate. An event
+    of a proposal that can carry none (a plug-in's: stored_events.applied lets no other
+    through) is vouched for by nothing: after a sealed one, it is that first event."""
+    if base is None:
+        return event.mutate(base)
+    if not _sealable(type(event)):
+        if isinstance(base, Proposal) and base.unvouched is None and _sealed(base):
+            unvouched = SealProblem(
+                "unsealed", None, event.originator_version, type(event).__name__
+            )
+            aggregate = event.mutate(base)
+            aggregate.__dict__["unvouched"] = unvouched
+            return aggregate
         return event.mutate(base)
     problem = None
     if base.unvouched is None:
-        sealed_before = base.seal is not None or base.later_sealed
-        problem = event_problem(seals, base.chain, event, sealed_before)
+        problem = event_problem(seals, base.chain, event, _sealed(base))
     aggregate = event.mutate(base)
     state = aggregate.__dict__
     if problem is not None:
@@ -56,3 +67,9 @@ def applied(seals: SealKeys, base: Any, event: Any) -> Any:
     if event.seal:
         state["later_sealed"] = True
     return aggregate
+
+
+def _sealed(proposal: Any) -> bool:
+    """Whether an event of ``proposal`` so far is sealed (``Proposed`` included): from then
+    on, every later one must be (``seals.event_problem``)."""
+    return proposal.seal is not None or bool(proposal.later_sealed)

@@ -44,6 +44,7 @@ from countersign.infrastructure.persistence.stored_events import (
     _UNREADABLE,
     _corrupt,
     _table_name,
+    applied,
     event_views,
     historical,
     ids_with_events,
@@ -258,12 +259,8 @@ class EventSourcedStore:
             if bases[originator_id] is not None:  # never catch a snapshot up in place
                 bases[originator_id] = copy_aggregate(bases[originator_id])
         domain_event: Any = self.app.mapper.to_domain_event(event)
-        if self.seals is None:
-            bases[originator_id] = domain_event.mutate(bases[originator_id])
-        else:  # each event after ``Proposed`` checked against its seal (event_seals.py)
-            bases[originator_id] = event_seals.applied(
-                self.seals, bases[originator_id], domain_event
-            )
+        # Its own aggregate's, and each event after ``Proposed`` checked against its seal.
+        bases[originator_id] = applied(self.seals, bases[originator_id], domain_event)
 
     def _select_after(self, after: list[tuple[UUID, int]]) -> list[StoredEvent]:
         """The events of each aggregate past its version, in order of aggregate and version."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -101,6 +101,46 @@ def event_views(events: Sequence[Any]) -> list[StoredEventView]:
     ]
 
 
+#: (aggregate class, event class) -> whether events of that class may follow in its streams.
+_OWN: dict[tuple[type, type], bool] = {}
+
+
+def applied(seals: SealKeys | None, base: Any, event: Any) -> Any:
+    """``event``, read from the store, applied to ``base`` (None: its stream's first), with
+    ``seals`` checked as a read checks them (event_seals.py). UnreadableEventError for an
+    event countersign never stores in that stream: another of its aggregates' events, a
+    second created one, the bare ``Event`` of its class, or a first that creates nothing
+    (one a writer stored ran its ``apply`` on an object it was not written for, and,
+    carrying no seal, unchecked). A plug-in's event (its declared package) is read, as the
+    history lists it; after a sealed ``Proposed`` no seal vouches for it (event_seals.py)."""
+    if base is None:
+        if not isinstance(event, CanInitAggregate):
+            raise UnreadableEventError(f"{type(event).__qualname__} cannot open a stream")
+    else:
+        key = (type(base), type(event))
+        own = _OWN.get(key)
+        if own is None:
+            own = _OWN[key] = _follows(*key)
+        if not own:
+            raise UnreadableEventError(
+                f"{type(event).__qualname__} is not an event of {type(base).__qualname__}"
+            )
+    if seals is None:
+        return event.mutate(base)
+    return event_seals.applied(seals, base, event)
+
+
+def _follows(aggregate_class: Any, event_class: type) -> bool:
+    own = getattr(aggregate_class, "Event", None)
+    if not isinstance(own, type) or event_class is own:
+        return False
+    if issubclass(event_class, CanInitAggregate):
+        return False
+    return issubclass(event_class, own) or not event_class.__module__.startswith(
+        f"{DOMAIN_PACKAGE}."
+    )
+
+
 def replayed(
     app: Application[UUID], seals: SealKeys | None, stored: Sequence[StoredEvent]
 ) -> tuple[Aggregate | None, list[StoredEventView]]:
@@ -114,10 +154,7 @@ def replayed(
         for one in stored:
             event: Any = app.mapper.to_domain_event(one)
             events.append(event)
-            if seals is None or aggregate is None:
-                aggregate = event.mutate(aggregate)
-            else:
-                aggregate = event_seals.applied(seals, aggregate, event)
+            aggregate = applied(seals, aggregate, event)
     except PersistenceError:
         raise  # the database out of reach, not a record that is bad
     except _UNREADABLE as error:
@@ -264,13 +301,22 @@ def historical(app: Application[UUID], aggregate_id: UUID, version: int) -> Aggr
     """The aggregate as it was at ``version`` (None: no such aggregate); CorruptRecordError
     if its events up to there do not read."""
     try:
-        aggregate: Aggregate = app.repository.get(aggregate_id, version=version)
+        aggregate: Aggregate = app.repository.get(
+            aggregate_id, version=version, projector_func=_projected
+        )
     except AggregateNotFoundError:
         return None
     except PersistenceError:
         raise  # the database out of reach, not a record that is bad
     except _UNREADABLE as error:
         raise _corrupt([aggregate_id], error, app) from None
+    return aggregate
+
+
+def _projected(aggregate: Any, events: Iterable[Any]) -> Any:
+    """The library's projection of an aggregate, each event applied as a read applies it."""
+    for event in events:
+        aggregate = applied(None, aggregate, event)
     return aggregate
 
 

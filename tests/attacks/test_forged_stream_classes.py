@@ -1,0 +1,156 @@
+"""A database writer's events of the wrong class are never applied to a stream they do not
+belong to, nor let through a sealed proposal unchecked (``stored_events.applied``,
+``event_seals.applied``).
+
+An event of any domain class was applied to whichever stream held it: another aggregate's
+event (an order's ``Cancelled``) or the bare ``Proposal.Event`` in a sealed proposal's stream
+carries no seal to check, so it was applied unchecked, shown as vouched for (a proposal
+"cancelled", no warning), and approving past it carried the proposal out; without seal keys,
+``audit verify`` replayed it as the library does and found nothing. Each is now a record that
+does not read: the reader gets the damaged record's answer and its reference, nothing is
+carried out, and ``audit verify`` names the event. A plug-in's event, which countersign's
+history lists in a proposal's stream, is read as before, but after a sealed ``Proposed`` no
+seal vouches for it: it is named, and approving sets the proposal aside."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from countersign.domain.club.orders import Order
+from countersign.domain.hash_chain import chain_link
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.bootstrap import enable_plugins
+from countersign.infrastructure.identity.tokens import issue_token
+from countersign.infrastructure.persistence.stored_events import allow_event_packages
+from eventsourcing.domain import Aggregate
+
+from tests.conftest import AVA
+from tests.test_audit_verify import _broken, _verify
+from tests.test_event_seals import K1, _propose, _types
+from tests.test_web_pages import web_for
+
+
+def _store(cs: Any, event: Any) -> None:
+    """What a writer of the database stores: an event, through the store's own recorder."""
+    cs.app.recorder.insert_events([cs.app.mapper.to_stored_event(event)])
+
+
+def _api(cs: Any, seeded: dict[str, Any]) -> Any:
+    """Ava's approver token's client: ``call(method, path)``."""
+    token = issue_token(
+        cs, "granite", "desk", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
+    client = web_for(cs, seeded).browser().client
+
+    def call(method: str, path: str) -> Any:
+        return client.request(method, path, headers={"Authorization": f"Bearer {token}"})
+
+    return call
+
+
+def test_another_aggregates_event_in_a_sealed_proposal_is_a_damaged_record(cs, seeded, deployments):
+    proposal_id = _propose(deployments(K1), seeded)
+    _store(
+        cs,
+        Order.Cancelled(
+            originator_id=UUID(proposal_id),
+            originator_version=2,
+            timestamp=cs.clock.now(),
+            proposal_id=None,
+            cancelled_by="writer@granite.example",
+        ),
+    )
+    api = _api(deployments(K1), seeded)
+
+    card = api("GET", f"/api/v1/proposals/{proposal_id}")
+    approved = api("POST", f"/api/v1/proposals/{proposal_id}/approve")
+
+    # Before: the card said "cancelled", with no word of the seals (unverified None), and
+    # approving failed on an assertion.
+    assert card.status_code == 500, card.text[:300]
+    assert card.json()["type"] == "urn:countersign:problem:internal-error"
+    assert "cancelled" not in card.text
+    assert approved.status_code == 500
+    assert _types(cs, proposal_id) == ["Proposed", "Cancelled"]
+
+
+def test_an_unsealed_bare_event_in_a_sealed_proposal_is_never_approved_past(
+    cs, seeded, deployments
+):
+    proposal_id = _propose(deployments(K1), seeded)
+    _store(
+        cs,
+        Proposal.Event(
+            originator_id=UUID(proposal_id), originator_version=2, timestamp=cs.clock.now()
+        ),
+    )
+    api = _api(deployments(K1), seeded)
+
+    approved = api("POST", f"/api/v1/proposals/{proposal_id}/approve")
+
+    # Before: 200, the refund carried out (Approved, Claimed, Revalidated, Succeeded).
+    assert approved.status_code == 500, approved.text[:300]
+    assert _types(cs, proposal_id) == ["Proposed", "Event"]
+
+
+def test_audit_verify_names_another_aggregates_event_even_with_its_link_made_and_no_keys(
+    cs, seeded
+):
+    """Without seal keys the chain alone proves a stream: a writer who makes the foreign
+    event's link with the real ``chain_link`` leaves every link holding, and the check
+    replayed the stream with the library's own ``mutate``, which applied it."""
+    proposal_id = _propose(cs, seeded)
+    proposed = next(iter(cs.app.events.get(UUID(proposal_id))))
+    fields = {"proposal_id": None, "cancelled_by": "writer@granite.example"}
+    at = cs.clock.now()
+    cancelled = Order.Cancelled(
+        originator_id=UUID(proposal_id), originator_version=2, timestamp=at, **fields
+    )
+    cancelled.__dict__["chain"] = chain_link(proposed.chain, 2, "Cancelled", fields, at)
+    _store(cs, cancelled)
+
+    report = _verify(cs)
+
+    proposal_id_found, version, problem = _broken(report)
+    assert (proposal_id_found, version) == (proposal_id, 2)
+    assert problem == "stored event does not replay (UnreadableEventError)"
+
+
+class NotedByPlugin(Aggregate.Event):
+    """A plug-in's event: one the store reads in any stream, as the history lists it."""
+
+    note: str
+
+    def apply(self, aggregate: Any) -> None:
+        pass
+
+
+def test_a_plugin_event_in_a_sealed_proposal_is_vouched_for_by_nothing(cs, seeded, deployments):
+    """A plug-in's event class can carry no seal, so a sealed proposal's read let it through
+    unchecked: the card said nothing, and approving carried the proposal out. After a sealed
+    ``Proposed`` it is now what no seal vouches for: named first, and approving sets the
+    proposal aside."""
+    proposal_id = _propose(deployments(K1), seeded)
+    allow_event_packages([__name__])  # as a deployment's plug-in declares its package
+    try:
+        _store(
+            cs,
+            NotedByPlugin(
+                originator_id=UUID(proposal_id),
+                originator_version=2,
+                timestamp=cs.clock.now(),
+                note="approved elsewhere",
+            ),
+        )
+        api = _api(deployments(K1), seeded)
+        card = api("GET", f"/api/v1/proposals/{proposal_id}")
+        approved = api("POST", f"/api/v1/proposals/{proposal_id}/approve")
+    finally:
+        enable_plugins()
+
+    assert card.status_code == 200, card.text[:300]
+    assert card.json()["unverified"]["event_version"] == 2
+    assert card.json()["unverified"]["event_type"] == "NotedByPlugin"
+    assert approved.json()["status"] == "revision_required"
+    assert _types(cs, proposal_id) == ["Proposed", "NotedByPlugin", "RevisionRequired"]
