@@ -438,12 +438,14 @@ def test_an_anchor_swapped_while_the_chain_is_verified_is_a_usage_error(
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("damage", ["no_link", "unreadable"])
+@pytest.mark.parametrize("damage", ["no_link", "unreadable", "topic"])
 def test_a_damaged_last_event_stops_the_anchor_with_what_names_it(
     cs, seeded, deployments, run, tmp_path, damage
 ):
-    """A writer changed a proposal's last event: its link taken out, or its bytes unreadable.
-    No anchor is written (one naming no link would be refused by its own check as not what
+    """A writer changed a proposal's last event: its link taken out, its bytes unreadable, or
+    its topic one whose event name is no class's (written into the anchor as it was, it made
+    the whole anchor one its own check refuses, which showed only when it was checked). No
+    anchor is written (one naming no link would be refused by its own check as not what
     ``audit anchor`` wrote), no internal error: what is damaged, that nothing was changed, and
     that ``audit verify`` names it."""
     from tests.test_audit_verify import _rewrite_state
@@ -452,6 +454,14 @@ def test_a_damaged_last_event_stops_the_anchor_with_what_names_it(
     last = len(_types(cs, declined))
     if damage == "no_link":
         _rewrite_state(cs, declined, last, lambda state: state.pop("chain"))
+    elif damage == "topic":
+        _sql(
+            cs,
+            "UPDATE {table} SET topic=? WHERE originator_id=? AND originator_version=?",
+            "countersign.domain.proposal:Proposal.Declined by no one",
+            UUID(declined),
+            last,
+        )
     else:
         _sql(
             cs,

@@ -109,14 +109,16 @@ def _club_and_link(
     last: tuple[int, str, Any],
 ) -> tuple[str, str]:
     """The club its ``Proposed`` names and its last event's chain link; CorruptRecordError
-    (what ``audit verify`` names) if either does not read, or that link is not one: an
-    anchor holds only links its own check reads back."""
+    (what ``audit verify`` names) if either does not read, that link is not one, or its
+    topic names no event class: an anchor holds only what its own check reads back."""
     version, topic, state = last
     try:
         first = _fields(app, proposal_id, 1, *proposed)
         chain = _fields(app, proposal_id, version, topic, state).get("chain")
         if not (isinstance(chain, str) and len(chain) == 64 and set(chain) <= _HEX):
             raise ValueError(f"event {version} holds no chain link")
+        if not _event_type(topic).isidentifier():  # as anchor.py reads an event's name
+            raise ValueError(f"event {version}'s topic names no event class")
     except PersistenceError:
         raise  # the database out of reach, not a record that is bad
     except _UNREADABLE as error:
