@@ -7,7 +7,6 @@ once. ``countersign worker`` runs them on a schedule (infrastructure/sweepers.py
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -76,13 +75,27 @@ class Sweepers:
         reports = []
         now = self.clock.now()
         for proposal_id in self.open_work.expiry_candidates(now):
-            with contextlib.suppress(NotFoundError):
-                expired = self.store.decide(
-                    Reads([proposal_id]), partial(self._expire_if_due, proposal_id, now)
-                )
-                if expired is not None:
-                    reports.append(expired)
+            expired = self._expire_or_log(proposal_id, now)
+            if expired is not None:
+                reports.append(expired)
         return reports
+
+    def _expire_or_log(self, proposal_id: UUID, now: datetime) -> SweepReport | None:
+        """Expire one candidate if it is due. One whose record does not read (or that fails
+        otherwise) is logged with a reference and passed over, as the reconciler does: the
+        candidates come oldest first, and it stopped every pass, for every club, on it."""
+        try:
+            return self.store.decide(
+                Reads([proposal_id]), partial(self._expire_if_due, proposal_id, now)
+            )
+        except NotFoundError:
+            return None
+        except Exception as error:
+            if self.stops_the_pass(error):
+                raise
+            correlation_id = getattr(error, "correlation_id", None) or new_correlation_id()
+            log.exception("expiring %s failed, correlation id %s", proposal_id, correlation_id)
+            return None
 
     @staticmethod
     def _expire_if_due(

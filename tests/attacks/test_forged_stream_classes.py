@@ -14,6 +14,7 @@ seal vouches for it: it is named, and approving sets the proposal aside."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 from uuid import UUID
 
@@ -26,7 +27,9 @@ from countersign.infrastructure.persistence.stored_events import allow_event_pac
 from eventsourcing.domain import Aggregate
 
 from tests.conftest import AVA
+from tests.support.proposing import propose
 from tests.test_audit_verify import _broken, _verify
+from tests.test_corrupt_records import _fresh
 from tests.test_event_seals import K1, _propose, _types
 from tests.test_web_pages import web_for
 
@@ -154,3 +157,29 @@ def test_a_plugin_event_in_a_sealed_proposal_is_vouched_for_by_nothing(cs, seede
     assert card.json()["unverified"]["event_type"] == "NotedByPlugin"
     assert approved.json()["status"] == "revision_required"
     assert _types(cs, proposal_id) == ["Proposed", "NotedByPlugin", "RevisionRequired"]
+
+
+def test_a_damaged_overdue_proposal_does_not_stop_every_other_from_expiring(
+    cs, seeded, clock, caplog
+):
+    """The expiry sweeper takes its candidates oldest first, and one whose record does not
+    read (here a writer's bare event; an event gap or a field taken out does the same) raised
+    out of the pass: every pass stopped on it, and no overdue proposal of any club was
+    recorded Expired again. It is logged with its reference, as the reconciler does, and the
+    pass goes on."""
+    damaged = propose(cs, seeded, "refund-ok")
+    overdue = propose(cs, seeded, "refund-stale")
+    clock.advance(days=1, seconds=1)
+    _store(
+        cs,
+        Proposal.Event(originator_id=UUID(damaged), originator_version=2, timestamp=clock.now()),
+    )
+    worker = _fresh(cs, clock)  # a worker process: it has not held either proposal
+    try:
+        with caplog.at_level(logging.ERROR, logger="countersign"):
+            swept = worker.sweepers.expire_due()
+    finally:
+        worker.close()
+
+    assert [s.proposal_id for s in swept] == [overdue]
+    assert f"expiring {damaged} failed, correlation id cs-" in caplog.text
