@@ -105,14 +105,15 @@ class NotApprovableError(CountersignError):
 
 class VouchedHereError(CountersignError):
     """Raised when an approval says its approver read the proposal as not vouched for by its
-    seals (another process read its record changed in the database), and this process holds
-    it as it was sealed: what this one would carry out is not what the approver read, so
-    nothing is approved and they read it again."""
+    seals (another process read its record changed in the database), and this process would
+    carry it out as it holds it (as it was sealed, or with no keys to check it): not what the
+    approver read, so nothing is approved and they read it again."""
 
     def __init__(self) -> None:
         super().__init__(
             "nothing was approved: what was read said countersign could not vouch for this "
-            "record, and this server holds it as it was sealed; read it again before deciding"
+            "record, and this server would carry out the record as it holds it, which is not "
+            "what was read; read it again before deciding"
         )
 
 

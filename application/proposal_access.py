@@ -202,12 +202,13 @@ class ProposalAccess:
         """ProposalService.approve, once ``_check_decision`` lets the caller; the proposal
         it read tells the approval what its claim will read (``seen``). ``read_unverified``:
         the approver read it as not vouched for by its seals (``ProposalReview.unverified``,
-        the card's ``unverified``); VouchedHereError if this process holds it as sealed."""
+        the card's ``unverified``); VouchedHereError if this process would carry it out as it
+        holds it (``approves_as_sealed``), which is not what was read."""
         caller = Caller.of(actor)
         seen = self._check_decision(proposal_id, caller)
         if read_unverified:
             require_decider(caller)  # an agent token is told it cannot decide, as ever
-            if self.vouched_for(proposal_id, caller):
+            if self.approves_as_sealed(proposal_id, caller):
                 raise VouchedHereError
         return self.proposals.approve(proposal_id, caller, passkey_assertion, seen=seen)
 
@@ -323,18 +324,21 @@ class ProposalAccess:
             unverified=self.cards.unverified(proposal, proposal.status_at(self.cards.clock.now())),
         )
 
-    def vouched_for(self, proposal_id: str, actor: str | Caller) -> bool:
-        """Whether this process's seal keys vouch for the proposal as it holds it, so that
-        approving it here carries out what they vouch for (``ProposalReview.unverified`` is
-        None); False when the caller may not read it (approving answers that)."""
+    def approves_as_sealed(self, proposal_id: str, actor: str | Caller) -> bool:
+        """Whether approving the proposal here would carry it out as this process holds it
+        with no warning: it is pending and ``ProposalReview.unverified`` is None (its seals
+        vouch for it, or this process holds no keys to check them with); False when the
+        caller may not read it (approving answers that)."""
         caller = Caller.of(actor)
         proposal, member = visible_proposal(self.store, proposal_id, caller)
         try:
             require_any(caller, member, read_permissions(proposal.kind, self.registry))
         except ForbiddenError:
             return False
-        now = self.cards.clock.now()
-        return self.cards.unverified(proposal, proposal.status_at(now)) is None
+        status = proposal.status_at(self.cards.clock.now())
+        if status != ProposalStatus.PENDING:
+            return False  # approving it carries out nothing: it answers what it holds
+        return self.cards.unverified(proposal, status) is None
 
     def _withdrawn_by(
         self, caller: Caller, member: Member, proposal: Proposal

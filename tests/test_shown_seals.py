@@ -403,3 +403,31 @@ def test_an_api_approval_sent_as_read_unverified_is_not_carried_out_where_it_is_
     set_aside = _api(reader, seeded, approver, path, {"unverified": True})
     assert set_aside.status_code == 200, set_aside.text[:500]
     assert _types(cs, proposal_id) == ["Proposed", "RevisionRequired"]
+
+
+def test_an_api_approval_read_unverified_of_a_decided_proposal_answers_as_always(
+    cs, seeded, deployments
+):
+    """Approving a decided proposal carries out nothing and answers what it holds, so the
+    ``unverified`` a client read says nothing about what would run: the answer is the usual
+    one, not ``unverified-elsewhere``. A process holding no keys, which would carry out a
+    pending one unchecked, refuses as one holding it sealed does."""
+    proposer, reader, proposal_id = _changed_behind_its_proposer(cs, seeded, deployments)
+    approver = issue_token(
+        cs, "granite", "desk", ["email_broadcasts.prepare"], issued_by=AVA, kind="approver"
+    ).token
+    path = f"/api/v1/proposals/{proposal_id}/approve"
+
+    keyless = _api(deployments(None), seeded, approver, path, {"unverified": True})
+    assert keyless.status_code == 409, keyless.text[:500]
+    assert keyless.json()["detail"].endswith(
+        "this server would carry out the record as it holds it, which is not what you read. "
+        "Read the card again before deciding."
+    )
+    assert _types(cs, proposal_id) == ["Proposed"]
+
+    _api(reader, seeded, approver, path, {"unverified": True})  # set aside, as the card said
+    again = _api(proposer, seeded, approver, path, {"unverified": True})
+    assert again.status_code == 200, again.text[:500]
+    assert again.json()["result"] == "already_completed"  # its stored outcome, as ever
+    assert _types(cs, proposal_id) == ["Proposed", "RevisionRequired"]

@@ -15,8 +15,8 @@ Status scheme (the same on every route):
   409 a domain rule refused it (``not-revisable``: an edit of a proposal that ran or was
   superseded; its detail names the newer proposal to edit instead; ``held-for-people``: an
   agent token's proposal would replace a pending one another member made or someone approved;
-  ``unverified-elsewhere``: an approval sent with ``unverified`` to a process that holds the
-  proposal as it was sealed, so not what the approver read).
+  ``unverified-elsewhere``: an approval sent with ``unverified`` to a process that would carry
+  out the pending proposal as it holds it, which is not what the approver read).
 * 503 busy (retry) or a read model stopped; 500 unexpected, with a correlation id.
 
 The application decides (``cs.access``, ``cs.assistant``; a token's scopes travel in its
@@ -88,8 +88,8 @@ DESCRIPTIONS = {
     "would replace a pending one that another member made or someone approved; "
     "not-approvable: a passkey challenge asked for a proposal no approval can decide now, "
     "with the reason and message approving it gives; unverified-elsewhere: an approval sent "
-    "with unverified: true to a server process that holds the proposal as it was sealed, so "
-    "nothing was approved: read the card again).",
+    "with unverified: true to a server process that would carry out the pending proposal as "
+    "it holds it, not as it was read, so nothing was approved: read the card again).",
     413: "The request body is over the size limit (COUNTERSIGN_API_MAX_BODY bytes).",
     415: "A body was sent without 'Content-Type: application/json' (unsupported-media-type).",
     422: "The request has problems (see 'problems').",

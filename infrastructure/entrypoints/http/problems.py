@@ -125,10 +125,10 @@ KINDS: dict[str, tuple[int, str, str]] = {
     ),
     "unverified-elsewhere": (
         409,
-        "Vouched for here",
+        "Not what was read",
         "Nothing was approved: the card you read said countersign could not vouch for this "
-        "record, and this server holds it as it was sealed. Read the card again before "
-        "deciding.",
+        "record, and this server would carry out the record as it holds it, which is not "
+        "what you read. Read the card again before deciding.",
     ),
     "held-for-people": (
         409,

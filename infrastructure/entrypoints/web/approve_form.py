@@ -45,10 +45,10 @@ def unverified_text(reviewed: ProposalReview, visit: Visit) -> str | None:
 
 
 def vouched_here(access: ProposalAccess, visit: Visit, proposal_id: str) -> bool:
-    """Whether this process's seal keys vouch for the proposal as it holds it (what its
-    approval here would carry out); False when the caller may not read it (the approval
-    answers that)."""
+    """Whether approving the proposal here would carry it out as this process holds it, with
+    no warning (``ProposalAccess.approves_as_sealed``); False when the caller may not read
+    it (the approval answers that)."""
     try:
-        return access.vouched_for(proposal_id, visit.signed_in.caller)
+        return access.approves_as_sealed(proposal_id, visit.signed_in.caller)
     except ForbiddenError:
         return False

@@ -64,11 +64,11 @@ class ApproveIn(Body):
     unverified: bool = Field(
         default=False,
         description="Send true when the card the approver read said 'unverified' (its seals "
-        "do not vouch for it). Behind several server processes, one that holds the proposal "
-        "as it was sealed would otherwise carry out what the approver never read: it "
-        "approves nothing and answers 409 unverified-elsewhere (read the card again). "
-        "Where the record is not vouched for here either, approving sets it aside, as "
-        "the card said.",
+        "do not vouch for it). Behind several server processes, one that holds the pending "
+        "proposal as it was sealed (or holds no seal keys) would otherwise carry out what "
+        "the approver never read: it approves nothing and answers 409 unverified-elsewhere "
+        "(read the card again). Where the record is not vouched for here either, approving "
+        "sets it aside, as the card said; a decided proposal answers as always.",
     )
 
 

@@ -83,8 +83,8 @@ EN: dict[str, str] = {
     "notice.busy": "The records this proposal acts on are busy. Try again in a moment.",
     "notice.unverified_elsewhere": (
         "Nothing was approved: the page you approved from said countersign could not vouch "
-        "for this record, and this server holds it as it was sealed. Read it again below "
-        "before deciding."
+        "for this record, and this server would carry out the record as it holds it, which "
+        "is not what you read. Read it again below before deciding."
     ),
     "notice.order_missing": (
         "There is no order with that number in this club. Check the order reference the "
@@ -270,8 +270,9 @@ FR: dict[str, str] = {
     ),
     "notice.unverified_elsewhere": (
         "Rien n'a été approuvé : la page d'où vous avez approuvé indiquait que countersign ne "
-        "pouvait pas garantir cet enregistrement, et ce serveur le détient tel qu'il a été "
-        "scellé. Relisez-le ci-dessous avant de décider."
+        "pouvait pas garantir cet enregistrement, et ce serveur exécuterait l'enregistrement "
+        "tel qu'il le détient, qui n'est pas ce que vous avez lu. Relisez-le ci-dessous "
+        "avant de décider."
     ),
     "notice.order_missing": (
         "Aucune commande de ce club ne porte ce numéro. Vérifiez la référence de la commande "
