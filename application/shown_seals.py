@@ -10,7 +10,8 @@ approving it would do. The history checks the very events it lists, as stored
 A proposal that has no seal at all and is no longer pending was, most likely, made before the
 keys were set: it is shown as it always was (approving it is no longer possible, so there is
 nothing to warn of; ``audit verify`` counts it as unsealed). A pending one is named, since
-approving it will set it aside.
+approving it will set it aside; and any one is, where every proposal was sealed
+(``SealKeys.required``, ``COUNTERSIGN_SEALS_REQUIRED``): its seal was removed.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ _WHAT: dict[str, Localized] = {
         "création : il a été modifié dans la base de données.",
     ),
 }
+#: ``proposal_unsealed`` where every proposal is sealed (``SealKeys.required``).
+_SEAL_REMOVED = Localized(
+    "This proposal has no seal, and this server has sealed every proposal it made: its seal "
+    "was removed in the database, so what it says cannot be verified.",
+    "Cette proposition n'a pas de sceau, et ce serveur a scellé chacune de ses propositions : "
+    "son sceau a été retiré dans la base de données, et son contenu ne peut pas être vérifié.",
+)
 #: An event after ``Proposed`` that no seal held here vouches for (made up, or changed).
 _EVENT = Localized(
     "Its history holds an event that no seal of this server vouches for (event {version}: "
@@ -90,6 +98,9 @@ class Unverified:
     problem: SealProblem
     #: Whether it is pending, so that approving it would set it aside.
     pending: bool
+    #: Its seal was removed: it has none, and every proposal here is sealed
+    #: (``SealKeys.required``), so it was not made before the keys.
+    removed: bool = False
 
     @property
     def reason(self) -> str:
@@ -104,10 +115,13 @@ class Unverified:
             words = _EVENT_WORDS.get(problem.event_type or "")
             event = words.text(language) if words else problem.event_type or "?"
             what = _EVENT.text(language, version=problem.version, what=event)
+        elif self.removed:
+            what = _SEAL_REMOVED.text(language)
         else:
             what = _WHAT[self.reason].text(language, key_id=problem.key_id or "?")
         parts = [what, (_IF_APPROVED if self.pending else _SHOWN).text(language)]
-        if self.reason != "proposal_unsealed":  # one made before the keys is no one's doing
+        if self.reason != "proposal_unsealed" or self.removed:
+            # (one made before the keys is no one's doing)
             parts.append(_WHO_CAN_TELL.text(language))
         return " ".join(parts)
 
@@ -131,6 +145,9 @@ def unverified(seals: SealKeys | None, proposal: Proposal, pending: bool) -> Unv
     problem = seal_problem(seals, proposal, [])
     if problem is None:
         return None
-    if problem.kind == "unsealed" and problem.version is None and not pending:
-        return None
+    if problem.kind == "unsealed" and problem.version is None:
+        if seals.required:  # every proposal here was sealed: this one's seal was removed
+            return Unverified(problem, pending, removed=True)
+        if not pending:
+            return None
     return Unverified(problem, pending)

@@ -79,9 +79,12 @@ class SealKeys:
     """The seal keys held by this process, in order: the first seals, every one verifies.
     Its ``repr`` names the ids alone, never a key."""
 
-    __slots__ = ("_keys", "_sealing_id", "_sealing_key")
+    __slots__ = ("_keys", "_sealing_id", "_sealing_key", "required")
 
-    def __init__(self, keys: Sequence[tuple[str, bytes]]) -> None:
+    def __init__(self, keys: Sequence[tuple[str, bytes]], *, required: bool = False) -> None:
+        """``required``: every proposal of this deployment was sealed (it has had keys since
+        it started), so one without a seal had it removed; without it, an unsealed proposal
+        no longer pending was most likely made before the keys."""
         if not keys:
             raise ValueError("at least one seal key is needed")
         ids = [key_id for key_id, _ in keys]
@@ -94,6 +97,7 @@ class SealKeys:
         }
         self._sealing_id = ids[0]
         self._sealing_key = self._keys[ids[0]]
+        self.required = required
 
     @property
     def sealing_id(self) -> str:
@@ -106,7 +110,8 @@ class SealKeys:
         return tuple(self._keys)
 
     def __repr__(self) -> str:
-        return f"SealKeys(ids={self.ids!r})"
+        required = ", required=True" if self.required else ""
+        return f"SealKeys(ids={self.ids!r}{required})"
 
     def seal(self, proposal_id: UUID, first_link: str) -> dict[str, str]:
         """The seal of a proposal whose chain opens with ``first_link``, under the sealing

@@ -16,6 +16,8 @@ from countersign.domain.seals import KEY_ID, SealKeys
 
 SEAL_KEYS_ENV = "COUNTERSIGN_SEAL_KEYS"
 SEAL_KEYS_FILE_ENV = "COUNTERSIGN_SEAL_KEYS_FILE"
+SEALS_REQUIRED_ENV = "COUNTERSIGN_SEALS_REQUIRED"
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
 #: The fewest characters a secret may have: 32 random characters or more (``openssl rand
 #: -base64 32`` gives 44), as an HMAC-SHA256 key.
 MIN_SECRET = 32
@@ -31,8 +33,22 @@ class SealKeysError(ValueError):
 
 
 def seal_keys_from_env() -> SealKeys | None:
-    """The keys ``COUNTERSIGN_SEAL_KEYS`` or ``COUNTERSIGN_SEAL_KEYS_FILE`` give, checked;
-    None when neither is set."""
+    """The keys ``COUNTERSIGN_SEAL_KEYS`` or ``COUNTERSIGN_SEAL_KEYS_FILE`` give, checked,
+    required of every proposal where ``COUNTERSIGN_SEALS_REQUIRED`` says so; None when
+    neither is set."""
+    required = os.environ.get(SEALS_REQUIRED_ENV, "").strip().lower()
+    if required not in _TRUE + _FALSE:
+        raise SealKeysError(f"{SEALS_REQUIRED_ENV} must be true or false, not {required!r}")
+    keys = _keys_from_env(required in _TRUE)
+    if keys is None and required in _TRUE:
+        raise SealKeysError(
+            f"{SEALS_REQUIRED_ENV}=true requires every proposal to be sealed, and no seal "
+            f"keys are configured: set {SEAL_KEYS_ENV} or {SEAL_KEYS_FILE_ENV} too"
+        )
+    return keys
+
+
+def _keys_from_env(required: bool) -> SealKeys | None:
     listed = os.environ.get(SEAL_KEYS_ENV, "").strip()
     path = os.environ.get(SEAL_KEYS_FILE_ENV, "").strip()
     if listed and path:
@@ -50,15 +66,18 @@ def seal_keys_from_env() -> SealKeys | None:
             ) from None
         lines = [line.strip() for line in text.splitlines()]
         entries = [line for line in lines if line and not line.startswith("#")]
-        return parse_seal_keys(entries, SEAL_KEYS_FILE_ENV, "line")
+        return parse_seal_keys(entries, SEAL_KEYS_FILE_ENV, "line", required=required)
     if listed:
-        return parse_seal_keys(listed.split(","), SEAL_KEYS_ENV, "entry")
+        return parse_seal_keys(listed.split(","), SEAL_KEYS_ENV, "entry", required=required)
     return None
 
 
-def parse_seal_keys(entries: list[str], source: str, unit: str = "entry") -> SealKeys:
-    """Keys from ``ID:SECRET`` entries, the first one sealing; SealKeysError naming the
-    setting (``source``) and the entry's position, or the id, never the secret."""
+def parse_seal_keys(
+    entries: list[str], source: str, unit: str = "entry", *, required: bool = False
+) -> SealKeys:
+    """Keys from ``ID:SECRET`` entries, the first one sealing (``required``: of every
+    proposal, ``SealKeys.required``); SealKeysError naming the setting (``source``) and the
+    entry's position, or the id, never the secret."""
     keys: list[tuple[str, bytes]] = []
     for position, raw in enumerate(entries, start=1):
         entry = raw.strip()
@@ -79,4 +98,4 @@ def parse_seal_keys(entries: list[str], source: str, unit: str = "entry") -> Sea
         keys.append((key_id, secret.encode("ascii")))
     if not keys:
         raise SealKeysError(f"{source} is set but lists no key; {_HOW}")
-    return SealKeys(keys)
+    return SealKeys(keys, required=required)

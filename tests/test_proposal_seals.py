@@ -393,6 +393,17 @@ def test_keys_are_read_from_the_environment_the_first_one_sealing(monkeypatch, t
             "/nonexistent/seal-keys",
             "COUNTERSIGN_SEAL_KEYS_FILE: the file it names cannot be read (FileNotFoundError)",
         ),
+        (
+            "COUNTERSIGN_SEALS_REQUIRED",
+            "maybe",
+            "COUNTERSIGN_SEALS_REQUIRED must be true or false, not 'maybe'",
+        ),
+        (
+            "COUNTERSIGN_SEALS_REQUIRED",
+            "true",
+            "COUNTERSIGN_SEALS_REQUIRED=true requires every proposal to be sealed, and no seal "
+            "keys are configured: set COUNTERSIGN_SEAL_KEYS or COUNTERSIGN_SEAL_KEYS_FILE too",
+        ),
     ],
 )
 def test_a_seal_key_setting_it_cannot_use_stops_the_start_saying_what_to_do(
@@ -451,6 +462,25 @@ def test_require_seals_fails_the_check_on_a_proposal_without_a_seal(
     assert (seals["ok"], seals["required"], seals["unsealed_proposals"]) == (False, True, 1)
     assert [entry["proposal_id"] for entry in seals["unsealed"]] == [unsealed]
     # Without the flag the same store passes, the unsealed one counted (as before).
+    assert main(["audit", "verify", "--database", database_url]) == 0
+
+
+def test_a_deployment_that_requires_seals_fails_every_check_on_an_unsealed_proposal(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    """``COUNTERSIGN_SEALS_REQUIRED=true`` says for every check what ``--require-seals``
+    says for one: a proposal without a seal fails ``audit verify`` without the flag."""
+    _propose(deployments(K1), seeded)
+    unsealed = _propose(cs, seeded, "refund-two-approvers")  # made without the key
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    monkeypatch.setenv("COUNTERSIGN_SEALS_REQUIRED", "true")
+    capsys.readouterr()
+
+    assert main(["audit", "verify", "--database", database_url]) == 5
+    out = capsys.readouterr()
+    assert "audit verify: UNSEALED: 1 proposal without a seal" in out.out + out.err
+    assert f"  proposal {unsealed}, proposed 20" in out.out + out.err
+    monkeypatch.setenv("COUNTERSIGN_SEALS_REQUIRED", "false")
     assert main(["audit", "verify", "--database", database_url]) == 0
 
 

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import pytest
+from countersign.domain.seals import SealKeys
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.identity.tokens import issue_token
 
@@ -223,6 +224,41 @@ def test_a_proposal_made_before_the_keys_is_named_only_while_it_can_be_approved(
         )
     else:
         assert warning is None
+
+
+@pytest.mark.parametrize("pending", [True, False])
+def test_where_every_proposal_is_sealed_an_unsealed_one_is_named_whatever_its_status(
+    cs, seeded, deployments, pending
+):
+    """A deployment that has held its keys since it started says so
+    (``COUNTERSIGN_SEALS_REQUIRED``): a proposal without a seal there had it removed in the
+    database, so it is named even once decided, as a changed record is, and who can find
+    out more is told, in English and French."""
+    unsealed = deployments(None)  # a record with no seal, as one whose seal was removed
+    proposal_id = _propose(unsealed, seeded)
+    if not pending:
+        assert unsealed.proposals.approve(proposal_id, AVA).status == "succeeded"
+    required = deployments(SealKeys([("k1", SECRET_1.encode())], required=True))
+
+    english = _warning(_review(required, seeded, proposal_id))
+    french = _warning(_review(required, seeded, proposal_id, "fr"))
+
+    then_en = (
+        "Approving it will not carry it out"
+        if pending
+        else "What it shows may not be what happened."
+    )
+    assert english == (
+        "countersign cannot vouch for this record This proposal has no seal, and this server "
+        "has sealed every proposal it made: its seal was removed in the database, so what it "
+        f"says cannot be verified. {then_en}"
+        + (": countersign will set it aside and ask for a new proposal." if pending else "")
+        + " Whoever runs countersign can find what was changed with countersign audit verify."
+    )
+    assert french is not None
+    assert "son sceau a été retiré dans la base de données" in french
+    card = _api_card(required, seeded, proposal_id)
+    assert card["unverified"]["reason"] == "proposal_unsealed"
 
 
 # -- the history ---------------------------------------------------------------------------------

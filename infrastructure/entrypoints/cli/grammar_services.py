@@ -112,7 +112,8 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         "--require-seals",
         action="store_true",
         help="with seal keys configured: a proposal without a seal fails the check too (for a "
-        "deployment that held its keys from its start)",
+        "deployment that held its keys from its start; COUNTERSIGN_SEALS_REQUIRED=true says "
+        "it for every check)",
     )
     verify.add_argument(
         "--anchor",

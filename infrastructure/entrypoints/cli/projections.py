@@ -171,8 +171,11 @@ def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
-    require_seals = bool(getattr(args, "require_seals", False))
-    if require_seals and cs.settings.seal_keys is None:
+    keys = cs.settings.seal_keys
+    # COUNTERSIGN_SEALS_REQUIRED says it for every check, as the flag does for one.
+    required = keys is not None and keys.required
+    require_seals = bool(getattr(args, "require_seals", False)) or required
+    if require_seals and keys is None:
         raise UsageError(
             "--require-seals checks seals, and no seal keys are configured: set "
             "COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE) as the deployment does"
