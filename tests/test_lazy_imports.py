@@ -166,3 +166,25 @@ def test_the_commands_help_imports_no_web_stack_nor_what_only_some_commands_need
     assert "pydantic" not in {m.split(".")[0] for m in modules}
     operations = {"." + d.contract.split(":")[0].lstrip(".") for d in BUILT_IN}
     assert not [m for m in modules if any(m.endswith(o) for o in operations)]
+
+
+def test_the_contract_registry_imports_no_aggregate():
+    """A plug-in's package, a tool listing operations or the commands' help reads the
+    registry: it names the permissions (``domain.club.permissions``) without importing the
+    organization aggregate, and with it the event-sourcing library (about 1.7 MB)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys; import countersign.domain.contracts; "
+            "print(json.dumps(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    assert "countersign.domain.club.organization" not in modules
+    assert not {m for m in modules if m.split(".")[0] == "eventsourcing"}, sorted(modules)

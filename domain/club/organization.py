@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 from uuid import UUID, uuid4
 
 from countersign.domain.approval_policy import ApprovalPolicy
 from countersign.domain.club.ids import stable_id
+from countersign.domain.club.permissions import (  # each kept importable from here, as before
+    LastMemberManagerError as LastMemberManagerError,
+)
+from countersign.domain.club.permissions import Permission as Permission
+from countersign.domain.club.permissions import (
+    UnknownPermissionError as UnknownPermissionError,
+)
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE, valid_time_zone
 from countersign.domain.club.webhooks import MAX_ENDPOINTS, WebhookUrlError, valid_webhook_url
 from countersign.domain.errors import (
@@ -20,43 +26,6 @@ from countersign.domain.errors import (
 )
 from countersign.domain.frozen_records import direct_init
 from eventsourcing.domain import Aggregate, event
-
-
-class Permission(StrEnum):
-    """The permissions the application checks itself. A permission is a plain string: each
-    operation contract declares the one its proposals need (``OperationContract.permission``),
-    so the set grows with the registry (``domain.contracts.PERMISSIONS``)."""
-
-    REFUND_ORDERS = "orders.refund"
-    PREPARE_BROADCASTS = "email_broadcasts.prepare"
-    READ_AUDIT = "audit.read"
-    MANAGE_POLICIES = "policies.manage"
-    MANAGE_WEBHOOKS = "webhooks.manage"
-    MANAGE_MEMBERS = "members.manage"
-
-
-class UnknownPermissionError(CountersignError):
-    """Raised when a change of permissions names a permission nobody may hold."""
-
-    def __init__(self, unknown: Iterable[str], known: Iterable[str]) -> None:
-        self.unknown = tuple(sorted(set(unknown)))
-        self.known = tuple(sorted(set(known)))
-        super().__init__(
-            f"no such permission: {', '.join(self.unknown)}; "
-            f"the permissions are: {', '.join(self.known)}"
-        )
-
-
-class LastMemberManagerError(CountersignError):
-    """Raised when a change would leave the club with nobody holding members.manage, so that
-    nobody could grant a permission again."""
-
-    def __init__(self, email: str) -> None:
-        self.email = email
-        super().__init__(
-            f"{email} is the last member who holds {Permission.MANAGE_MEMBERS}: give it to "
-            "someone else first, or nobody could change a member's permissions again"
-        )
 
 
 class LanguageError(CountersignError):

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, get_args, overload
 
-from countersign.domain.club.organization import Permission
+from countersign.domain.club.permissions import Permission
 from countersign.domain.contracts.presentation import Localized, Shown
 from countersign.domain.scope import Section
 

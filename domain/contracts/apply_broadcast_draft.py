@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.club.broadcasts import BroadcastForm
-from countersign.domain.club.organization import Permission
+from countersign.domain.club.permissions import Permission
 from countersign.domain.club.roster import Roster
 from countersign.domain.contracts.apply_broadcast_draft_texts import ApplyBroadcastDraftTexts
 from countersign.domain.contracts.base import (

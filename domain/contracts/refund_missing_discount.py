@@ -11,7 +11,7 @@ from typing import Any, Literal
 from uuid import UUID
 
 from countersign.domain.club.orders import Discount, Order, Payment
-from countersign.domain.club.organization import Permission
+from countersign.domain.club.permissions import Permission
 from countersign.domain.contracts.base import (
     ALL_SIBLINGS,
     ContractRequest,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from countersign.domain.club.organization import LastMemberManagerError, UnknownPermissionError
+from countersign.domain.club.permissions import LastMemberManagerError, UnknownPermissionError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotFoundError, NotMemberError
 from countersign.infrastructure.entrypoints.cli.common import RefusedError, Result

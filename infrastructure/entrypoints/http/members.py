@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from countersign.domain.club.organization import LastMemberManagerError, UnknownPermissionError
+from countersign.domain.club.permissions import LastMemberManagerError, UnknownPermissionError
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
