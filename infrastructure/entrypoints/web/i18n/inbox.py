@@ -37,7 +37,10 @@ EN: dict[str, str] = {
     "inbox.recent_empty": "No proposal has been decided yet.",
     "inbox.reference": "reference {reference}",
     "inbox.updated": "Last change {when}",
-    "inbox.no_sections": "Your role does not include approving any kind of proposal.",
+    "inbox.no_sections": (
+        "Your role does not include approving any kind of proposal. To approve some, ask a "
+        "club manager: they can change your permissions on the Members page."
+    ),
     "inbox.all": "All",
     "inbox.requested_by": "Requested by {who}",
     "inbox.page": "Page {page} of {pages}",
@@ -143,7 +146,11 @@ FR: dict[str, str] = {
     "inbox.empty": (
         "Rien n'attend d'approbation. Les propositions des assistants apparaissent ici."
     ),
-    "inbox.no_sections": "Votre rôle ne permet d'approuver aucun type de proposition.",
+    "inbox.no_sections": (
+        "Votre rôle ne permet d'approuver aucun type de proposition. Pour en approuver, "
+        "demandez à un gestionnaire du club : il peut changer vos permissions sur la page "
+        "Membres."
+    ),
     "inbox.all": "Toutes",
     "inbox.requested_by": "Demandée par {who}",
     "inbox.page": "Page {page} sur {pages}",

