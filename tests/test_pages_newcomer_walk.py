@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
 
-from tests.conftest import BEN
+from tests.conftest import AVA, BEN
 from tests.test_web_pages import Web, _main, web_for
 
 NOTHING_CHANGED = {
@@ -52,3 +52,26 @@ def test_a_member_whose_role_approves_nothing_is_told_whom_to_ask(
 ) -> None:
     ben = web.browser(BEN)
     assert told in _read(ben.get("/", **{"Accept-Language": language}))
+
+
+@pytest.mark.parametrize(
+    ("language", "sign_in", "inbox"),
+    [("en", "Sign in", "Go to the inbox"), ("fr", "Se connecter", "Aller à la liste à traiter")],
+)
+def test_the_form_expired_page_offers_signing_in_to_someone_signed_out(
+    web: Web, language: str, sign_in: str, inbox: str
+) -> None:
+    stranger = web.browser()
+    stranger.get("/sign-in")
+    refused = stranger.post(
+        "/sign-in", {"email": AVA, "password": "wrong"}, **{"Accept-Language": language}
+    )
+    assert refused.status_code == 403
+    page = _read(refused)
+    assert f'<a class="button" href="/sign-in">{sign_in}</a>' in page
+    assert inbox not in page
+    # Someone signed in is still offered their inbox.
+    ava = web.browser(AVA)
+    forged = ava.post("/language", {"lang": language, "next": "/"}, **{"Accept-Language": language})
+    assert forged.status_code == 403
+    assert f'<a class="button" href="/">{inbox}</a>' in _read(forged)

@@ -144,6 +144,7 @@ EN: dict[str, str] = {
         "reference if you contact support: {reference}"
     ),
     "error.home": "Go to the inbox",
+    "error.sign_in": "Sign in",
     "notice.withdrawn": (
         "Another proposal was carried out and withdrew this one: it can no longer be "
         "approved or declined."
@@ -345,6 +346,7 @@ FR: dict[str, str] = {
         "référence si vous contactez le soutien : {reference}"
     ),
     "error.home": "Aller à la liste à traiter",
+    "error.sign_in": "Se connecter",
     "notice.withdrawn": (
         "Une autre proposition a été exécutée et a retiré celle-ci\u00a0: elle ne peut plus "
         "être approuvée ni refusée."
