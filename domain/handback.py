@@ -123,6 +123,9 @@ _FIXED: dict[str, dict[str, str]] = {
             "Nothing was changed. {reason} Ask the assistant for a new proposal if it is "
             "still needed."
         ),
+        "revision_under_title": (
+            "{reason} Ask the assistant for a new proposal if it is still needed."
+        ),
         "already_so": (
             "Nothing was changed. {reason} That is already what this proposal asked for, so "
             "nothing is left to do."
@@ -141,6 +144,10 @@ _FIXED: dict[str, dict[str, str]] = {
         "revision": (
             "Rien n'a été modifié. {reason} Demandez à l'assistant une nouvelle proposition si "
             "elle est toujours nécessaire."
+        ),
+        "revision_under_title": (
+            "{reason} Demandez à l'assistant une nouvelle proposition si elle est toujours "
+            "nécessaire."
         ),
         "already_so": (
             "Rien n'a été modifié. {reason} C'est déjà ce que demandait cette proposition ; "
@@ -164,6 +171,14 @@ def reason_text(reason: RevisionReason, language: str = "en") -> str:
     if sentence is None:
         return _FIXED[_language(language)]["unknown_reason"]
     return sentence.text(_language(language), **_format_params(reason.params, language))
+
+
+def revision_text_under_title(reason: RevisionReason, language: str = "en") -> str:
+    """A revision's message under a headline that already says nothing changed (a decline's,
+    "Declined: nothing changed"): its reason and what to do, without saying it again."""
+    return _FIXED[_language(language)]["revision_under_title"].format(
+        reason=reason_text(reason, language)
+    )
 
 
 def done_text(language: str = "en") -> str:

@@ -29,8 +29,9 @@ from countersign.domain.handback import (
     done_text,
     outcome_text,
     outcome_title_keys,
+    revision_text_under_title,
 )
-from countersign.domain.outcomes import Succeeded, outcome_from_stored
+from countersign.domain.outcomes import RevisionRequired, Succeeded, outcome_from_stored
 from countersign.domain.visible_text import plain_name
 from pydantic import BaseModel, ValidationError
 
@@ -45,6 +46,21 @@ def outcome_message(
 ) -> str:
     """What the browser, the conversation and the CLI say about an outcome. Never the model."""
     return outcome_messages(kind, preview, stored_outcome, (language,))[0]
+
+
+def outcome_message_under_title(
+    kind: str, preview: dict[str, Any], stored_outcome: dict[str, Any], language: str = "en"
+) -> str:
+    """``outcome_message`` as it reads under ``outcome_title``: a revision's (a decline's
+    too) under the general headline, which already says nothing changed, does not say it
+    again; under an operation's own headline it does."""
+    outcome = outcome_from_stored(stored_outcome)
+    if isinstance(outcome, RevisionRequired) and not outcome.already_so:
+        contract = REGISTRY.get(kind)
+        titles = contract.outcome_titles if contract is not None else {}
+        if not any(key in titles for key in outcome_title_keys(outcome)):
+            return revision_text_under_title(outcome.reason, language)
+    return outcome_message(kind, preview, stored_outcome, language)
 
 
 def outcome_messages(

@@ -75,3 +75,23 @@ def test_the_form_expired_page_offers_signing_in_to_someone_signed_out(
     forged = ava.post("/language", {"lang": language, "next": "/"}, **{"Accept-Language": language})
     assert forged.status_code == 403
     assert f'<a class="button" href="/">{inbox}</a>' in _read(forged)
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_a_declined_proposal_says_once_that_nothing_changed(web: Web, language: str) -> None:
+    proposal_id = web.propose()
+    web.cs.proposals.decline(proposal_id, AVA)
+    ava = web.browser(AVA)
+    headers = {"Accept-Language": language}
+    for path in (f"/proposals/{proposal_id}", f"/proposals/{proposal_id}/status"):
+        panel = _read(ava.get(path, **headers))
+        panel = panel[panel.index('id="outcome-title"') :]
+        panel = panel[: panel.index("</section>")]
+        assert len(NOTHING_CHANGED[language].findall(panel)) == 1, (path, panel)
+        assert {
+            "en": "Declined: nothing changed</h2> <p>The manager declined this proposal. Ask "
+            "the assistant for a new proposal if it is still needed.</p>",
+            "fr": "Refusée : rien n'a changé</h2> <p>Le gestionnaire a refusé cette "
+            "proposition. Demandez à l'assistant une nouvelle proposition si elle est toujours "
+            "nécessaire.</p>",
+        }[language] in panel

@@ -23,7 +23,7 @@ from countersign.domain.messages import (
     inbox_reason,
     irreversible_note,
     operation_title,
-    outcome_message,
+    outcome_message_under_title,
     outcome_title,
     outcome_title_says_why,
     preview_rows_of,
@@ -140,11 +140,12 @@ def unbroken(text: str | None) -> str:
 def localized_outcome(
     operation: str, preview: dict[str, Any], outcome: dict[str, Any] | None, language: str
 ) -> str | None:
-    """The application's own outcome message (never a model's), in the reader's language."""
+    """The application's own outcome message (never a model's), in the reader's language, as
+    it reads under the outcome's headline."""
     if not outcome or operation not in REGISTRY:
         return None
     try:
-        return outcome_message(operation, preview, outcome, language)
+        return outcome_message_under_title(operation, preview, outcome, language)
     except (ValueError, KeyError, TypeError):
         log.warning("outcome of a %s proposal could not be described", operation)
         return None
