@@ -95,3 +95,31 @@ def test_a_declined_proposal_says_once_that_nothing_changed(web: Web, language: 
             "proposition. Demandez à l'assistant une nouvelle proposition si elle est toujours "
             "nécessaire.</p>",
         }[language] in panel
+
+
+@pytest.mark.parametrize(
+    ("language", "notice"),
+    [
+        ("en", "There is no order with that number in this club."),
+        ("fr", "Aucune commande de ce club ne porte ce numéro."),
+    ],
+)
+def test_an_order_number_no_order_has_stays_in_its_field(
+    web: Web, language: str, notice: str
+) -> None:
+    ava = web.browser(AVA)
+    typed = 'ORD-20 "9"<b>'
+    answer = ava.get("/orders/open?" + f"ref={typed}", **{"Accept-Language": language})
+    assert answer.status_code == 303
+    inbox = ava.get(answer.headers["location"], **{"Accept-Language": language})
+    page = _read(inbox)
+    assert notice in page
+    assert _typed_in_the_field(inbox) == typed
+    # The field of an inbox reached otherwise is empty.
+    assert _typed_in_the_field(ava.get("/", **{"Accept-Language": language})) == ""
+
+
+def _typed_in_the_field(page: Any) -> str:
+    field = re.search(r'<input id="ref"[^>]* value="([^"]*)"', page.text)
+    assert field is not None
+    return html.unescape(field.group(1))

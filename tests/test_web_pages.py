@@ -651,7 +651,9 @@ def test_an_order_number_opens_its_assistant(web):
     assert opened.headers["location"] == f"/chat/orders/{web.seeded['orders']['refund-ok']}"
     for missing in ("maple-refund", web.seeded["orders"]["maple-refund"], "no-such-order", ""):
         answer = browser.get("/orders/open?" + urlencode({"ref": missing}))
-        assert answer.headers["location"] == "/", missing
+        # Back to the inbox, with what was typed still in the field.
+        back = "/?" + urlencode({"ref": missing}) if missing else "/"
+        assert answer.headers["location"] == back, missing
     # What to do next, too: the field is at the foot of the inbox, far below on a phone.
     assert (
         "There is no order with that number in this club. Check the order reference the "

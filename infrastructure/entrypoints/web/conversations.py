@@ -17,6 +17,7 @@ from countersign.domain.club.broadcasts import BroadcastForm
 from countersign.domain.errors import NotFoundError
 from countersign.domain.times import seconds_wait
 from countersign.domain.visible_text import blank
+from countersign.infrastructure.entrypoints.web.order_field import back_to_the_field
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     chat_address,
@@ -61,7 +62,7 @@ class ConversationPages:
                 order_id = None
         if order_id is None:
             self.site.flash(visit, "order_missing")
-            return redirect("/")
+            return redirect(back_to_the_field(reference))
         return redirect(f"/chat/{ORDERS.section}/{order_id}")
 
     def chat(

@@ -17,7 +17,6 @@ from countersign.application.authorization import sections_of
 from countersign.application.errors import ForbiddenError, NotApprovableError
 from countersign.application.proposal_access import ProposalReview
 from countersign.application.settlement import Settling
-from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.messages import (
     APPROVED_WITH_PASSKEY,
@@ -35,6 +34,7 @@ from countersign.infrastructure.entrypoints.web.approve_form import (
     unverified_text,
     vouched_here,
 )
+from countersign.infrastructure.entrypoints.web.order_field import order_field
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     as_time,
@@ -164,7 +164,7 @@ class ProposalPages:
             all_tab=len(readable) == len(sections_of()),
             section=section,
             readable=readable,
-            may_refund=user.may(Permission.REFUND_ORDERS),
+            order_field=order_field(visit),
             notice=self.site.notice(visit),
             nav="inbox",
         )
