@@ -23,10 +23,14 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from countersign.application.ports import Clock, ProposalCounts
 from countersign.domain.errors import CountersignError
 from countersign.domain.times import seconds_wait
+
+if TYPE_CHECKING:  # annotations only: the ports (and the event-sourcing library) load with
+    # what runs them, not with the settings that read the limits
+    from countersign.application.ports import Clock, ProposalCounts
 
 _UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 _SHAPE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day)s?\s*$", re.IGNORECASE)

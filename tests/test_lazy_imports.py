@@ -162,8 +162,10 @@ def test_the_commands_help_imports_no_web_stack_nor_what_only_some_commands_need
             )
         )
     }, modules
-    # Nor pydantic (the contracts' and the requests' models), nor any operation's contract.
+    # Nor pydantic (the contracts' and the requests' models), nor any operation's contract,
+    # nor the event-sourcing library (the aggregates, the ports: what the handlers run).
     assert "pydantic" not in {m.split(".")[0] for m in modules}
+    assert "eventsourcing" not in {m.split(".")[0] for m in modules}
     operations = {"." + d.contract.split(":")[0].lstrip(".") for d in BUILT_IN}
     assert not [m for m in modules if any(m.endswith(o) for o in operations)]
 

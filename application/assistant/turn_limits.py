@@ -47,11 +47,15 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from countersign.application.ports import Clock, ProposalCounts
 from countersign.application.proposal_limit import RateLimit, member_key, take
 from countersign.domain.errors import CountersignError
 from countersign.domain.times import seconds_wait
+
+if TYPE_CHECKING:  # annotations only: the ports (and the event-sourcing library) load with
+    # what runs them, not with the settings that read the limits
+    from countersign.application.ports import Clock, ProposalCounts
 
 #: Turns of one process waiting for the model at once, at most: a model endpoint that answers
 #: slowly (a byte every few seconds keeps each read within its timeout) would otherwise hold
