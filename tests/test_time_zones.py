@@ -17,6 +17,8 @@ from countersign.domain.errors import TimeZoneError
 from countersign.domain.times import expiry, local_day, local_time
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.cli.cards import expires
+from countersign.infrastructure.entrypoints.cli.render import box
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.test_web_pages import Web, web  # noqa: F401  (the pages fixture)
@@ -138,13 +140,18 @@ def test_the_command_line_sets_the_zone_and_shows_cards_in_it(
     request = json.dumps(TO_CARD)
     propose = ["propose", "--org", "granite", "--as", AVA, "--operation", REFUND]
     assert main([*propose, "--resource", order_id, "--request", request, *db]) == 0
-    created = capsys.readouterr().out
+    created = read(capsys)
     # Proposed "now" (the real clock): a day from now, in Paris time.
     assert re.search(r"Expires\s+\d{4}-\d\d-\d\d \d\d:\d\d CES?T \(expires in 23 h\)", created)
     proposal_id = re.search(r"Proposal\s+([0-9a-f-]{36})", created)
     assert proposal_id, created
     assert main(["show", proposal_id.group(1), "--as", AVA, "--language", "fr", *db]) == 0
-    assert "(expire dans 23 h)" in capsys.readouterr().out
+    assert "(expire dans 23 h)" in read(capsys)
+
+
+def read(capsys: pytest.CaptureFixture[str]) -> str:
+    """What the terminal shows: a no-break space reads as a space."""
+    return capsys.readouterr().out.replace(NBSP, " ")
 
 
 def seed_output_order(capsys: pytest.CaptureFixture[str]) -> str:
@@ -152,3 +159,38 @@ def seed_output_order(capsys: pytest.CaptureFixture[str]) -> str:
     found = re.search(r"order refund-ok: ([0-9a-f-]{36})", capsys.readouterr().out)
     assert found
     return found.group(1)
+
+
+def test_the_command_lines_french_card_reads_its_times_as_the_french_pages_do(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Granite reads America/Toronto: the French card says "HNE" (or "HAE" in summer) and
+    the day as the French pages write it, never the English "EST"."""
+    db = ["--database", database_url]
+    assert main(["seed", *db]) == 0
+    order_id = seed_output_order(capsys)
+    propose = ["propose", "--org", "granite", "--as", AVA, "--operation", REFUND]
+    request = json.dumps(TO_CARD)
+    assert (
+        main([*propose, "--resource", order_id, "--request", request, "--language", "fr", *db]) == 0
+    )
+    created = read(capsys)
+    french_time = r"\d+(er)? \S+ \d{4}, \d+ h \d\d H[NA]E"
+    assert re.search(rf"Expire le\s+{french_time}[\s│]+\(expire dans 23 h\)", created), created
+    assert not re.search(r" E[SD]T\b", created)
+    proposal_id = re.search(r"Proposition\s+([0-9a-f-]{36})", created)
+    assert proposal_id, created
+    assert main(["show", proposal_id.group(1), "--as", AVA, "--language", "fr", *db]) == 0
+    card = read(capsys)
+    assert re.search(rf"Expire le\s+{french_time}[\s│]+\(expire dans 23 h\)", card), card
+    assert main(["show", proposal_id.group(1), "--as", AVA, *db]) == 0
+    english = read(capsys)
+    assert re.search(r"Expires\s+\d{4}-\d\d-\d\d \d\d:\d\d E[SD]T \(expires in 23 h\)", english)
+
+
+def test_a_card_too_narrow_for_the_expiry_moves_the_time_left_whole_to_the_next_line() -> None:
+    afternoon = datetime(2026, 12, 1, 17, 44, tzinfo=UTC)
+    value = expires(afternoon, "America/Toronto", afternoon - timedelta(hours=23, minutes=59), "fr")
+    shown = box("Examen", [("Approbations manquantes", value)]).replace(NBSP, " ")
+    assert "1er déc. 2026, 12 h 44 HNE" in shown
+    assert "(expire dans 23 h)" in shown

@@ -30,10 +30,19 @@ def preview_rows(
 def expires(
     value: Any, zone: str = DEFAULT_TIME_ZONE, now: datetime | None = None, language: str = "en"
 ) -> str:
-    """'2026-11-30 04:00 EST (expires in 23 h)': in the club's zone, and how far away."""
+    """'2026-11-30 04:00 EST (expires in 23 h)': in the club's zone, and how far away, as the
+    pages write it ('30 nov. 2026, 4 h 00 HNE (expire dans 23 h)' in French)."""
     moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    shown = local_time(moment, zone)
-    return f"{shown} ({expiry(moment, now, language)})" if now is not None else shown
+    shown = local_time(moment, zone, language)
+    if now is None:
+        return shown
+    # Held together, as the pages' nowrap does: a card too narrow for the whole line moves
+    # "(expires in 23 h)" to the next line rather than cut it after "23".
+    distance = expiry(moment, now, language).replace(" ", _NBSP)
+    return f"{shown} ({distance})"
+
+
+_NBSP = "\N{NO-BREAK SPACE}"
 
 
 _CARD = {
