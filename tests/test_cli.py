@@ -69,14 +69,25 @@ def test_orders_show_gives_references_and_no_provider_ids(seeded_cli):
     }
     assert order["payments"][0]["refundable_cents"] == 34500
     assert "ch_" not in json.dumps(order)
-    assert cli("orders", "show", data["orders"]["maple-refund"], "--org", "granite") == {
-        "error": "not_found"
-    }
+    assert cli("orders", "show", data["orders"]["maple-refund"], "--org", "granite") == (
+        _no_order("granite", data["orders"]["maple-refund"])
+    )
     # By its order number too, as the pages take it: the club's own orders only.
     assert cli("orders", "show", "refund-ok", "--org", "granite") == order
     for foreign in ("maple-refund", "refund-ok"):
         club = "granite" if foreign == "maple-refund" else "maple"
-        assert cli("orders", "show", foreign, "--org", club) == {"error": "not_found"}
+        assert cli("orders", "show", foreign, "--org", club) == _no_order(club, foreign)
+
+
+def _no_order(club: str, reference: str) -> dict[str, str]:
+    """What --json says of an order the club has by neither number nor id."""
+    return {
+        "error": "not_found",
+        "resource": "order",
+        "message": f'Not found: {club} has no order whose number or id is "{reference}". Name '
+        "the order by its number, as the registration system shows it (refund-ok in the "
+        f"demo), or by its id; `countersign orders show NUMBER --org {club}` shows one.",
+    }
 
 
 def test_an_order_number_written_like_an_id_is_still_an_order_number(seeded_cli, database_url):
@@ -100,7 +111,7 @@ def test_an_order_number_written_like_an_id_is_still_an_order_number(seeded_cli,
     assert shown["order_id"] == str(order.id)
     assert shown["participant"] == "Uma Imported"
     assert cli("orders", "show", str(order.id), "--org", "granite") == shown
-    assert cli("orders", "show", number, "--org", "maple") == {"error": "not_found"}
+    assert cli("orders", "show", number, "--org", "maple") == _no_order("maple", number)
 
 
 def test_propose_approve_show_history_round_trip(seeded_cli):
@@ -659,7 +670,10 @@ def test_propose_help_says_what_each_argument_takes(capsys):
         main(["propose", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "`countersign operations` lists them" in shown
-    assert "the id of the order, broadcast form or roster it acts on" in shown
+    assert (
+        "the order: its number, as the registration system shows it (refund-ok), or its id; "
+        "left out for the club's own roster or broadcast form" in shown
+    )
     assert "a JSON object, or @ and a file holding it" in shown
     with pytest.raises(SystemExit):
         main(["approve", "--help"])
@@ -670,12 +684,13 @@ def test_propose_help_says_what_each_argument_takes(capsys):
 
 
 def test_not_found_says_what_to_check(database_url, capsys):
-    """The seed's order name is not an id: the answer says what to check, not just
-    "Not found." (an unknown id and another club's still answer alike)."""
+    """An order found, but a member the club does not have: the answer says what to check,
+    not just "Not found." (an unknown id and another club's still answer alike; an order the
+    club does not have says what to pass, tests/test_cli_resources.py)."""
     db = ["--database", database_url]
     assert main(["seed", *db]) == 0
     capsys.readouterr()
-    propose = ["propose", "--org", "granite", "--as", "ava@granite.example"]
+    propose = ["propose", "--org", "granite", "--as", "nobody@granite.example"]
     request = json.dumps(TO_CARD)
     argv = [*propose, "--operation", "order.refund_missing_discount", "--request", request]
     assert main([*argv, "--resource", "refund-ok", *db]) == 0

@@ -12,6 +12,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
 )
+from countersign.infrastructure.entrypoints.cli.resources import order_id
 
 if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
@@ -45,12 +46,13 @@ def cmd_org_set_timezone(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_orders_show(cs: Countersign, args: argparse.Namespace) -> Result:
-    order = cs.club.investigate(args.org, args.order_id)
+    order = cs.club.investigate(args.org, order_id(cs, args.org, args.order_id))
     return order, listings.render_order(order)
 
 
 def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Result:
-    order = cs.club.refund_manually(args.org, args.order_id, args.actor, args.payment, args.amount)
+    named = order_id(cs, args.org, args.order_id)
+    order = cs.club.refund_manually(args.org, named, args.actor, args.payment, args.amount)
     return order, "Refund recorded.\n" + listings.render_order(order)
 
 

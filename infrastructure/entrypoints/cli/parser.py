@@ -49,6 +49,13 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+#: What --resource takes, as `orders show` takes an order (cli/resources.py).
+_RESOURCE = (
+    "the order: its number, as the registration system shows it (refund-ok), or its id; left "
+    "out for the club's own roster or broadcast form; another section's record by its id or key"
+)
+
+
 class _Sections:
     """The sections with an assistant, as ``--section``'s choices: the section registry (and
     its assistants' schemas) is imported when a command reads them, not to build the grammar
@@ -256,13 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KIND",
         help="the operation's kind; `countersign operations` lists them and their requests",
     )
-    propose.add_argument(
-        "--resource",
-        required=True,
-        metavar="ID",
-        help="the id of the order, broadcast form or roster it acts on (`countersign seed` "
-        "lists the demo's)",
-    )
+    propose.add_argument("--resource", metavar="ORDER|ID", help=_RESOURCE)
     propose.add_argument(
         "--request",
         required=True,
@@ -347,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--section", required=True, choices=_Sections(), metavar="SECTION", help="%(choices)s"
     )
-    chat.add_argument("--resource", required=True, metavar="ID", help="order, form or roster id")
+    chat.add_argument("--resource", metavar="ORDER|ID", help=_RESOURCE)
     chat.add_argument("--message", help="one turn, then exit")
     chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
     chat.add_argument("--language", default="en", choices=["en", "fr"])

@@ -31,6 +31,10 @@ from countersign.infrastructure.entrypoints.cli.common import (
     catch_up,
     parse_time,
 )
+from countersign.infrastructure.entrypoints.cli.resources import (
+    operation_resource,
+    section_resource,
+)
 from countersign.infrastructure.entrypoints.status_path import (
     history_with_status_paths,
     with_status_path,
@@ -47,10 +51,11 @@ def _caller(args: argparse.Namespace) -> Caller:
 
 def cmd_propose(cs: Countersign, args: argparse.Namespace) -> Result:
     request = _read_request(args.request)
+    resource = operation_resource(cs, args.org, args.operation, args.resource, args.language)
     created = cs.access.propose(
         _caller(args),
         operation=args.operation,
-        resource_id=args.resource,
+        resource_id=resource,
         request=request,
     ).to_json()
     zone = cs.club.time_zone(args.org)
@@ -112,6 +117,7 @@ def cmd_expire(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
+    args.resource = section_resource(cs, args.org, args.section, args.resource, args.language)
     if args.message is not None:
         try:
             report = _turn(cs, args, args.message, args.interaction)
