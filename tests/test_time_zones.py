@@ -20,7 +20,7 @@ from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.cli.cards import expires
 from countersign.infrastructure.entrypoints.cli.render import box
 
-from tests.conftest import AVA, REFUND, TO_CARD
+from tests.conftest import AVA, DRAFT, REFUND, TO_CARD
 from tests.test_web_pages import Web, web  # noqa: F401  (the pages fixture)
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -194,3 +194,29 @@ def test_a_card_too_narrow_for_the_expiry_moves_the_time_left_whole_to_the_next_
     shown = box("Examen", [("Approbations manquantes", value)]).replace(NBSP, " ")
     assert "1er déc. 2026, 12 h 44 HNE" in shown
     assert "(expire dans 23 h)" in shown
+
+
+def test_the_text_cards_of_mcp_and_the_agent_frameworks_read_french_times_in_french(
+    cs, seeded
+) -> None:
+    """An MCP client or an agent framework asked for French reads the expiry as the French
+    pages write it, "HNE" and not "EST"."""
+    from countersign.application.authorization import Caller
+    from countersign.infrastructure.adapters.agent_frameworks.card_text import card_text
+    from countersign.infrastructure.entrypoints.mcp import answers
+
+    created = cs.access.propose(
+        Caller(AVA, "granite"),
+        operation=DRAFT,
+        resource_id=seeded["broadcast_forms"]["granite"],
+        request={"filters": {"leagues": ["Thursday Seniors"]}, "subject": "Hi", "body": "Hello"},
+    )
+    card = cs.access.card(created.proposal_id, Caller(AVA, "granite"))
+    french = local_time(card.expires_at, "America/Toronto", "fr")
+    assert french.endswith((" HNE", " HAE"))
+    for text in (answers.card_text(card, "fr"), card_text(card, "fr")):
+        assert french in text, text
+        assert not re.search(r" E[SD]T\b", text), text
+    english = local_time(card.expires_at, "America/Toronto")
+    for text in (answers.card_text(card, "en"), card_text(card, "en")):
+        assert english in text, text

@@ -52,6 +52,6 @@ def card_text(card: ProposalCard, language: str = "en", replaced: tuple[str, ...
         lines.append(REPLACES.text(language, replaced=", ".join(replaced)))
     if card.approvals_required > 1:
         lines.append(QUORUM.text(language, count=card.approvals_required))
-    expires = local_time(card.expires_at, card.time_zone)
+    expires = local_time(card.expires_at, card.time_zone, language)
     lines.append(AWAITS.text(language, proposal_id=card.proposal_id, expires=expires))
     return "\n".join(lines)

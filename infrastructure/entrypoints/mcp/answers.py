@@ -176,7 +176,7 @@ def card_text(card: ProposalCard, language: str) -> str:
     if origin:
         lines.append(origin)
     lines.append(f"{label('approvals')}: {len(card.approvals)}/{card.approvals_required}")
-    lines.append(f"{label('expires')}: {local_time(card.expires_at, card.time_zone)}")
+    lines.append(f"{label('expires')}: {local_time(card.expires_at, card.time_zone, language)}")
     lines += [
         f"{row.label}: {one_value(row.value)}"
         for row in preview_rows_of(card.operation, card.preview, language)
