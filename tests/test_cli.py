@@ -85,8 +85,8 @@ def _no_order(club: str, reference: str) -> dict[str, str]:
         "error": "not_found",
         "resource": "order",
         "message": f'Not found: {club} has no order whose number or id is "{reference}". Name '
-        "the order by its number, as the registration system shows it (refund-ok in the "
-        f"demo), or by its id; `countersign orders show NUMBER --org {club}` shows one.",
+        "the order by its number, as the registration system shows it, or by its id; "
+        f"`countersign orders show NUMBER --org {club}` shows one.",
     }
 
 

@@ -57,14 +57,14 @@ def test_propose_and_chat_take_the_order_number_orders_show_takes(
         (
             "en",
             'Not found: granite has no order whose number or id is "{ref}". Name the order by '
-            "its number, as the registration system shows it (refund-ok in the demo), or by its "
+            "its number, as the registration system shows it, or by its "
             "id; `countersign orders show NUMBER --org granite` shows one.",
         ),
         (
             "fr",
             "Introuvable : granite n'a aucune commande dont le numéro ou l'identifiant est "
             "« {ref} ». Nommez la commande par son numéro, tel que le système d'inscription "
-            "l'affiche (refund-ok dans la démo), ou par son identifiant ; `countersign orders "
+            "l'affiche, ou par son identifiant ; `countersign orders "
             "show NUMÉRO --org granite` en affiche une.",
         ),
     ],

@@ -35,11 +35,11 @@ class UnknownOrderError(NotFoundError):
 
 _NO_SUCH_ORDER = Localized(
     'Not found: {organization} has no order whose number or id is "{reference}". Name the '
-    "order by its number, as the registration system shows it (refund-ok in the demo), or "
+    "order by its number, as the registration system shows it, or "
     "by its id; `countersign orders show NUMBER --org {organization}` shows one.",
     "Introuvable : {organization} n'a aucune commande dont le numéro ou l'identifiant est "
     "« {reference} ». Nommez la commande par son numéro, tel que le système d'inscription "
-    "l'affiche (refund-ok dans la démo), ou par son identifiant ; `countersign orders show "
+    "l'affiche, ou par son identifiant ; `countersign orders show "
     "NUMÉRO --org {organization}` en affiche une.",
 )
 _RESOURCE_NEEDED = Localized(
