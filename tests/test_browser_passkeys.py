@@ -58,10 +58,8 @@ def served(database_url: str) -> Iterator[Served]:
         yield running
 
 
-def _person(browser: Any, served: Served, email: str) -> tuple[Any, Any, str]:
-    """A signed-in page with its own virtual authenticator (user verification on)."""
-    context = browser.new_context(viewport=DESKTOP, locale="en-CA")
-    page = context.new_page()
+def _authenticator(context: Any, page: Any) -> tuple[Any, str]:
+    """A virtual authenticator for ``page`` (user verification on): its CDP session and id."""
     cdp = context.new_cdp_session(page)
     cdp.send("WebAuthn.enable")
     authenticator = cdp.send(
@@ -76,6 +74,14 @@ def _person(browser: Any, served: Served, email: str) -> tuple[Any, Any, str]:
             }
         },
     )["authenticatorId"]
+    return cdp, authenticator
+
+
+def _person(browser: Any, served: Served, email: str) -> tuple[Any, Any, str]:
+    """A signed-in page with its own virtual authenticator (user verification on)."""
+    context = browser.new_context(viewport=DESKTOP, locale="en-CA")
+    page = context.new_page()
+    cdp, authenticator = _authenticator(context, page)
     page.goto(served.base_url + "/sign-in")
     page.fill("#email", email)
     page.fill("#password", served.passwords[email])
@@ -264,20 +270,7 @@ def test_a_passkey_tried_at_another_address_says_which_address_works(
     elsewhere = served.base_url.replace("//localhost:", "//127.0.0.1:")
     context = browser.new_context(viewport=DESKTOP, locale=locale)
     page = context.new_page()
-    cdp = context.new_cdp_session(page)
-    cdp.send("WebAuthn.enable")
-    cdp.send(
-        "WebAuthn.addVirtualAuthenticator",
-        {
-            "options": {
-                "protocol": "ctap2",
-                "transport": "internal",
-                "hasResidentKey": True,
-                "hasUserVerification": True,
-                "isUserVerified": True,
-            }
-        },
-    )
+    _authenticator(context, page)
     page.goto(elsewhere + "/sign-in")
     page.fill("#email", NOAH)
     page.fill("#password", served.passwords[NOAH])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -88,6 +89,17 @@ def test_arguments_that_do_not_decode_are_a_terminal_failure(cs, seeded, clock, 
     assert (failed["type"], failed["error_class"]) == ("Failed", "UndecodableContractError")
 
 
+def _approving_elsewhere_is_refused(cs: Any, clock: Any, proposal_id: str) -> Any:
+    """Approving the proposal in another process is refused as a damaged record: the error."""
+    other = _fresh(cs, clock)
+    try:
+        with pytest.raises(CorruptRecordError) as corrupt:
+            other.proposals.approve(proposal_id, AVA)
+    finally:
+        other.close()
+    return corrupt
+
+
 def test_a_tampered_topic_fails_closed_without_importing_it(cs, seeded, clock):
     proposal_id = propose(cs, seeded)
     table = events_table(cs)
@@ -106,12 +118,7 @@ def test_a_tampered_topic_fails_closed_without_importing_it(cs, seeded, clock):
         db = cs.database
         with psycopg.connect(host=db.host, port=db.port, user=db.user, dbname=db.dbname) as conn:
             conn.execute(f"UPDATE {table} SET topic=%s WHERE originator_id=%s", (topic, key))
-    other = _fresh(cs, clock)
-    try:
-        with pytest.raises(CorruptRecordError) as corrupt:
-            other.proposals.approve(proposal_id, AVA)
-    finally:
-        other.close()
+    corrupt = _approving_elsewhere_is_refused(cs, clock, proposal_id)
     assert corrupt.value.correlation_id.startswith("cs-")
     assert "os" not in str(corrupt.value).split("reference")[0]
 
@@ -130,12 +137,7 @@ def test_the_class_a_created_event_names_is_never_imported_from_outside_the_doma
         return {**state, "originator_topic": "this:Zen"}
 
     _rewrite_state(cs, proposal_id, 1, made_by_another_module)
-    other = _fresh(cs, clock)
-    try:
-        with pytest.raises(CorruptRecordError) as corrupt:
-            other.proposals.approve(proposal_id, AVA)
-    finally:
-        other.close()
+    corrupt = _approving_elsewhere_is_refused(cs, clock, proposal_id)
     assert "this" not in sys.modules
     assert corrupt.value.correlation_id.startswith("cs-")
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
+import markupsafe
 from httpx2 import Response
 
 from tests.attacks.conftest import Api, Web, assert_nothing_changed, problem, snapshot, tables
@@ -159,7 +160,12 @@ def test_sql_in_every_id_query_and_field_is_data_never_sql(api: Api, web: Web):
         assert ava.get(f"/chat/orders/{quoted}").status_code == 404
         assert ava.get(f"/chat/orders/{order}", params={"interaction": sql}).status_code == 404
         opened = ava.get("/orders/open", params={"ref": sql})
-        assert (opened.status_code, opened.headers["location"]) == (303, "/")
+        # No order has it: back to the inbox with it in the order field, as data.
+        assert opened.status_code == 303
+        assert opened.headers["location"] == "/?" + urlencode({"ref": sql[:100]})
+        inbox = ava.get(opened.headers["location"])
+        assert inbox.status_code == 200
+        assert f'value="{markupsafe.escape(sql[:100])}"' in inbox.text  # escaped, in the field
         assert ava.get("/", params={"section": sql, "page": sql}).status_code == 200
     failed = web.browser().sign_in(SQL[0], SQL[2])
     assert failed.status_code == 200
