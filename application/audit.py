@@ -68,7 +68,7 @@ class AuditService:
         checked is what is shown (application/shown_seals.py)."""
         pid = parse_id(proposal_id, "proposal")
         # NotFoundError if it is not a proposal.
-        proposal, events = self.store.recorded(pid, Proposal)
+        proposal, events, then = self.store.recorded(pid, Proposal)
         # Out of range, ``as_of`` is the request's problem (422 on the API, exit 4 on the
         # command line), not a missing proposal: it was a 404, as for an unknown id.
         if isinstance(as_of, datetime):
@@ -100,7 +100,7 @@ class AuditService:
             ],
         }
         if as_of is not None:
-            state = self.store.get(pid, Proposal, version=as_of)
+            state = then(as_of)  # from the rows just read and checked, not a second read
             document["as_of"] = {
                 "version": as_of,
                 "status": str(state.status),

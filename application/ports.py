@@ -101,11 +101,14 @@ class AggregateStore(UnitOfWork, Protocol):
 
     def history(self, aggregate_id: UUID) -> list[StoredEventView]: ...
 
-    def recorded(self, aggregate_id: UUID, as_type: type[A]) -> tuple[A, list[StoredEventView]]:
+    def recorded(
+        self, aggregate_id: UUID, as_type: type[A]
+    ) -> tuple[A, list[StoredEventView], Callable[[int], A]]:
         """The aggregate made from its stored events alone, never from a snapshot this process
-        holds (with seal keys, its events checked as a read checks them), and those very
-        events (``history``): what an auditor reads and what is checked, from one read.
-        NotFoundError when absent or of another type."""
+        holds (with seal keys, its events checked as a read checks them), those very events
+        (``history``), and what makes the aggregate as it was at a version of them: what an
+        auditor reads and what is checked, from one read. NotFoundError when absent or of
+        another type."""
         ...
 
     def ids_with_events(

@@ -356,6 +356,35 @@ def test_the_history_checks_the_events_it_shows_not_a_snapshot_this_process_hold
         assert "it was changed in the database" in shown
 
 
+def test_the_history_as_of_a_version_shows_the_state_of_the_events_it_checked(
+    cs, seeded, deployments, monkeypatch
+):
+    """``as_of``'s state (what the approver was shown then) is made from the very rows the
+    history lists and checks, not from a second read (which another process's write could
+    land between, or which a process's own copies could answer): a record changed in the
+    database shows the same in the events, the state and the warning."""
+    proposer = deployments(K1)
+    proposal_id = _propose(proposer, seeded)
+
+    def smaller(state: dict[str, Any]) -> None:
+        state["arguments"]["amount_cents"] = 1
+        state["preview"]["amount_cents"] = 1
+
+    _forge(cs, proposal_id, 1, smaller, through_the_end=True)
+
+    def no_second_read(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the history read the proposal a second time")
+
+    monkeypatch.setattr(proposer.audit.store, "get", no_second_read)
+    history, checked = proposer.audit.checked_history(proposal_id, 1)
+    assert history["events"][0]["preview"]["amount_cents"] == 1
+    assert history["as_of"]["preview"]["amount_cents"] == 1
+    assert history["as_of"]["version"] == 1
+    unverified = proposer.cards.unverified_json(checked)
+    assert unverified is not None
+    assert unverified["reason"] == "proposal_seal_invalid"
+
+
 def _changed_behind_its_proposer(cs: Any, seeded: dict[str, Any], deployments: Any) -> Any:
     """Two server processes with the same key: the one that proposed a draft (and holds what
     it sealed), and another; then a writer changes the draft's record in the database."""

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -50,6 +51,7 @@ from countersign.infrastructure.persistence.stored_events import (
     ids_with_events,
     is_domain_class,
     replayed,
+    replayed_at,
 )
 from countersign.infrastructure.persistence.unit_of_work import StoreUnitOfWork
 from eventsourcing.domain import Aggregate
@@ -481,14 +483,16 @@ class EventSourcedStore:
             raise NotFoundError("history")
         return event_views(events)
 
-    def recorded(self, aggregate_id: UUID, as_type: type[A]) -> tuple[A, list[StoredEventView]]:
-        """The aggregate made from its stored events alone, with those events: one read, no
-        snapshot this process holds (``stored_events.replayed``)."""
+    def recorded(
+        self, aggregate_id: UUID, as_type: type[A]
+    ) -> tuple[A, list[StoredEventView], Callable[[int], A]]:
+        """The aggregate from its stored events alone, those events, and what makes it as it
+        was at one of their versions from the same rows: one read, no snapshot held here."""
         stored = self._select_after([(aggregate_id, 0)])
         aggregate, events = replayed(self.app, self.seals, stored)
         if aggregate is None or not isinstance(aggregate, as_type):
             raise NotFoundError.of(as_type)
-        return aggregate, events
+        return aggregate, events, partial(replayed_at, self.app, self.seals, stored)
 
     def ids_with_events(
         self, aggregate_class: type[Aggregate], event_names: Sequence[str]

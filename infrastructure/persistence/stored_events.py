@@ -162,6 +162,14 @@ def replayed(
     return aggregate, event_views(events)
 
 
+def replayed_at(
+    app: Application[UUID], seals: SealKeys | None, stored: Sequence[StoredEvent], version: int
+) -> Any:
+    """``replayed``'s aggregate as it was at ``version`` of its ``stored`` events (one of
+    them), from those very rows."""
+    return replayed(app, seals, [one for one in stored if one.originator_version <= version])[0]
+
+
 class UnreadableEventError(Exception):
     """Raised when a stored event names a forbidden topic or a class version from the future."""
 
