@@ -85,6 +85,7 @@ def freeze(
     *,
     interaction_id: str | None,
     expires_at: datetime,
+    now: datetime,
     revision_of: Proposal | None = None,
     origin: dict[str, str] | None = None,
     seals: SealKeys | None = None,
@@ -150,7 +151,8 @@ def freeze(
             hold_for_people(pending, member.email)
         replaced.append((pending, _REPLACED))
     superseded = supersede(replaced, proposal_id) if replaced else []
-    slot.hold(contract.kind, subject, proposal_id)
+    # The slot forgets, as of ``now``, every proposal of the resource that has expired.
+    slot.hold(contract.kind, subject, proposal_id, expires_at=expires_at, at=now)
     supersedes: list[str] = []
     for old in superseded:
         supersedes.append(str(old.id))

@@ -133,6 +133,7 @@ class ProposalService(ApprovePath):
         parsed = contract.parse_request(request)
         organization_id = Organization.create_id(organization.strip().lower())
         scope = contract.scope(organization_id, resource_id)
+        now = self.clock.now()
         return self.store.decide(
             freezing_reads(contract, scope),
             lambda store: freeze(
@@ -142,7 +143,8 @@ class ProposalService(ApprovePath):
                 scope,
                 caller,
                 interaction_id=interaction_id,
-                expires_at=self.clock.now() + self.ttl,
+                expires_at=now + self.ttl,
+                now=now,
                 origin=clean_origin(origin),
                 seals=self.seals,
             ),
@@ -170,6 +172,7 @@ class ProposalService(ApprovePath):
             raise NotRevisableError(str(original.status))
         parsed = contract.parse_request(request)
         reads = freezing_reads(contract, original.scope)
+        now = self.clock.now()
         return self.store.decide(
             Reads([*reads.ids, pid], targets=reads.targets),
             lambda store: freeze(
@@ -179,7 +182,8 @@ class ProposalService(ApprovePath):
                 original.scope,
                 caller,
                 interaction_id=original.interaction_id,
-                expires_at=self.clock.now() + self.ttl,
+                expires_at=now + self.ttl,
+                now=now,
                 revision_of=store.get(pid, Proposal),
                 seals=self.seals,
             ),

@@ -200,10 +200,10 @@ def test_the_trigger_s_timestamp_is_the_library_s(trigger: Any, monkeypatch: pyt
     slot = PendingSlot(organization_id=uuid4(), resource_id=uuid4())
     slot.collect_events()
     pid = uuid4()
-    trigger(slot, PendingSlot.Held, kind="k", subject="", proposal_id=pid, timestamp=AT)
-    trigger(slot, PendingSlot.Held, kind="k", subject="", proposal_id=pid, timestamp=None)
+    trigger(slot, PendingSlot.Held, **_held(pid), timestamp=AT)
+    trigger(slot, PendingSlot.Held, **_held(pid), timestamp=None)
     before = datetime.now(tz=UTC)
-    trigger(slot, PendingSlot.Held, kind="k", subject="", proposal_id=pid)
+    trigger(slot, PendingSlot.Held, **_held(pid))
     given_at, given_none, made = slot.collect_events()
     assert given_at.timestamp is AT
     assert before >= given_none.timestamp.replace(tzinfo=UTC) >= AT
@@ -213,10 +213,15 @@ def test_the_trigger_s_timestamp_is_the_library_s(trigger: Any, monkeypatch: pyt
     # The library's zone, read at every call.
     zone = timezone(timedelta(hours=2), "EET")
     monkeypatch.setattr(eventsourcing.domain, "TZINFO", zone)
-    trigger(slot, PendingSlot.Held, kind="k", subject="", proposal_id=pid)
+    trigger(slot, PendingSlot.Held, **_held(pid))
     (zoned,) = slot.collect_events()
     assert zoned.timestamp.tzinfo is zone
     assert slot.modified_on is zoned.timestamp
+
+
+def _held(proposal_id: Any) -> dict[str, Any]:
+    """A ``Held`` event's fields (version 2: no expiry known)."""
+    return {"kind": "k", "subject": "", "proposal_id": proposal_id, "expires_s": None, "at_s": None}
 
 
 def test_create_s_timestamp_is_the_library_s(monkeypatch: pytest.MonkeyPatch):
