@@ -43,16 +43,20 @@ class HeldForPeopleError(AgentCannotDecideError):
     """Raised when an agent token's or an assistant's proposal would replace a pending one for
     the same thing that another member requested, or that someone approved: replacing it would
     decide what people are asked to approve (withdraw a person's request, or set their
-    approvals aside). The pending one stays as it is; a person approves, edits or declines it.
-    ``reason``: ``requested_by_another`` or ``approved``."""
+    approvals aside). An agent token replaces only what it requested itself: what its member
+    asked for in person, or through another token, is held too. The pending one stays as it
+    is; a person approves, edits or declines it. ``reason``: ``requested_by_another``,
+    ``requested_elsewhere`` (its member, not through this agent token) or ``approved``."""
 
     REQUESTED_BY_ANOTHER = "requested_by_another"
+    REQUESTED_ELSEWHERE = "requested_elsewhere"
     APPROVED = "approved"
 
     def __init__(self, reason: str) -> None:
-        why = (
-            "someone has approved it" if reason == self.APPROVED else "another member requested it"
-        )
+        why = {
+            self.APPROVED: "someone has approved it",
+            self.REQUESTED_ELSEWHERE: "it was requested, but not through this agent token",
+        }.get(reason, "another member requested it")
         super().__init__(
             f"a pending proposal for the same thing awaits people's decision ({why}); an "
             "assistant or an agent token cannot replace it: a person may approve, edit or "

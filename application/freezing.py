@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from countersign.application.authorization import Caller, membership, require_all
+from countersign.application.authorization import Caller, Credential, membership, require_all
 from countersign.application.errors import HeldForPeopleError, NotRevisableError
 from countersign.application.ports import Commit, Reads, SharedSnapshots
 from countersign.application.reports import ProposalCreated, own
@@ -148,7 +148,7 @@ def freeze(
     )
     for pending in still_pending(store, slot.latest_for(contract.kind, subject)):
         if not caller.may_decide:
-            hold_for_people(pending, member.email)
+            hold_for_people(pending, member.email, _token_credential(caller))
         replaced.append((pending, _REPLACED))
     superseded = supersede(replaced, proposal_id) if replaced else []
     # The slot forgets, as of ``now``, every proposal of the resource that has expired.
@@ -170,13 +170,23 @@ def freeze(
     return Commit([proposal, slot, *superseded], created)
 
 
-def hold_for_people(pending: Proposal, requester: str) -> None:
+def hold_for_people(pending: Proposal, requester: str, token: str | None = None) -> None:
     """HeldForPeopleError unless a caller that never decides (an agent token, an assistant)
     may replace ``pending`` with a proposal requested by ``requester``: only one that this
     same member requested and nobody has approved (an approval that no longer counts
-    included). Replacing any other would withdraw another person's request, or set
-    approvals aside: decisions, which are people's."""
+    included); for an agent token (``token``: its recorded credential), only one requested
+    through that token. Replacing any other would withdraw another person's request, the
+    member's own (made in person, or through another of their tokens: an edit, which an
+    agent token may not make), or set approvals aside: decisions, which are people's."""
     if pending.approvals or pending.lapsed_approvals:
         raise HeldForPeopleError(HeldForPeopleError.APPROVED)
     if pending.requested_by.strip().lower() != requester.strip().lower():
         raise HeldForPeopleError(HeldForPeopleError.REQUESTED_BY_ANOTHER)
+    if token is not None and pending.requested_through != token:
+        raise HeldForPeopleError(HeldForPeopleError.REQUESTED_ELSEWHERE)
+
+
+def _token_credential(caller: Caller) -> str | None:
+    """An agent token's recorded credential (``agent_token:inbox-bot``); None for any other
+    caller (an assistant acting for its signed-in person refines the person's requests)."""
+    return caller.recorded_credential if caller.credential == Credential.AGENT_TOKEN else None

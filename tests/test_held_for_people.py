@@ -109,15 +109,12 @@ def test_an_agent_cannot_set_approvals_aside_even_on_its_own_members_proposal(cs
     assert (done.result, done.status) == ("executed", "succeeded")
 
 
-def test_an_agent_still_replaces_its_own_members_proposal_nobody_approved(cs, seeded):
+def test_an_agent_still_replaces_its_own_proposal_nobody_approved(cs, seeded):
+    # (Another token of the same member is held: tests/attacks/test_agent_supersession.py.)
     order = seeded["orders"]["refund-ok"]
-    first = _propose(cs, _agent_caller(cs), order)
-    again = cs.access.propose(
-        _agent_caller(cs, name="other-assistant"),  # another token of the same member
-        operation=REFUND,
-        resource_id=order,
-        request=TO_CARD,
-    )
+    agent = _agent_caller(cs)
+    first = _propose(cs, agent, order)
+    again = cs.access.propose(agent, operation=REFUND, resource_id=order, request=TO_CARD)
     assert again.supersedes == [first]
     assert _events(cs, first) == ["Proposed", "Superseded"]
 

@@ -66,6 +66,10 @@ HELD_WHY = {
     HeldForPeopleError.APPROVED: Localized(
         "someone has already approved it", "quelqu'un l'a déjà approuvée"
     ),
+    HeldForPeopleError.REQUESTED_ELSEWHERE: Localized(
+        "it was asked for directly or through another agent",
+        "elle a été demandée directement ou par un autre agent",
+    ),
 }
 UNAVAILABLE = Localized(
     "The assistant is unavailable right now. Nothing was changed; try again shortly.",
