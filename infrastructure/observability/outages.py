@@ -9,6 +9,9 @@ went unsaid since. Each request is still answered 503 with Retry-After (its acce
 stands); the sweepers and the projection runner already log once a pass, so they log as they
 did.
 
+The same holds for a warning a caller can repeat at will: an agent token asking to decide
+(``http/answers.py``) is said once a while for each token, with the count of the others.
+
 A ``Countersign`` keeps one ``OutageLog`` (``Countersign.outages``): a process's threads share
 it, and two deployments in one process (the tests) do not.
 """

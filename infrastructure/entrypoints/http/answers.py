@@ -133,8 +133,15 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
         raise ProblemError("held-for-people", f"{said[:1].upper()}{said[1:]}.") from None
     except AgentCannotDecideError:
         # Worth a look: an agent's token was used to decide (an agent, or someone holding
-        # its token, tried to approve, decline, edit or change the club's rules).
-        log.warning("an agent token asked to decide (request %s)", correlation_id_of(request))
+        # its token, tried to approve, decline, edit or change the club's rules). Said once a
+        # while for each token, with how many went unsaid: an agent asking in a loop would
+        # otherwise bury every other warning of the process (the outages' log says so).
+        countersign(request).outages.warning(
+            log,
+            _token_of(request),
+            "an agent token asked to decide (request %s)",
+            correlation_id_of(request),
+        )
         raise ProblemError("agent-cannot-decide") from None
     except VouchedHereError:
         raise ProblemError("unverified-elsewhere") from None
@@ -193,6 +200,15 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
             correlation_id_of(request),
         )
         raise ProblemError("database-unavailable", headers={"Retry-After": "5"}) from None
+
+
+def _token_of(request: Request) -> str:
+    """The token a request's caller presented, by name and club (the gate's check found it)."""
+    found = getattr(request.state, "principal", None)
+    found = getattr(found, "found", found)  # a check the route made: what it found
+    if not isinstance(found, ServicePrincipal):
+        return "a token not known here"
+    return f"token {found.name!r} of {found.organization_slug}"
 
 
 def _retry_later(error: CountersignError) -> ProblemError | None:
