@@ -40,7 +40,10 @@ The rules:
   to it (the "device cookies" of OWASP's guidance on brute-force protection). An account
   has at most ten known browsers, and a password change or "sign out everywhere" forgets
   them all, so a browser that knew an old password gets no more guesses than any other.
-  The address limit applies to every attempt.
+  A known browser's failures count towards its address's limit, but that limit does not
+  refuse it: a guesser at the same address (a campus, a NAT, a VPN exit) locked everyone
+  there out, the browsers they sign in on included. The address limit refuses every other
+  attempt: the guesser's browser is known for no one else's account.
 
 Behind a reverse proxy, list the proxy's address in ``COUNTERSIGN_TRUSTED_PROXIES``
 (``infrastructure/server_settings.py``) so that ``request.client`` is the real client: otherwise
@@ -151,9 +154,9 @@ class SignInThrottle:
         }
 
     def admit(self, email: str, address: str, device: str | None = None) -> Attempt | Refusal:
-        """Refuse if the account (or, from a known browser, its ``device`` nonce: see the
-        module's rules) or the address is over its limit; else count the attempt as a failure
-        (until ``succeeded``) and let the caller check the password."""
+        """Refuse if the account or the address is over its limit (from a known browser, only
+        if its ``device`` nonce is: see the module's rules); else count the attempt as a
+        failure of each key (until ``succeeded``) and let the caller check the password."""
         ensure_tables(self.sql, _TABLE, _SCHEMA)
         account = account_key(email)
         known = device_key(device, email) if device else None
@@ -169,6 +172,8 @@ class SignInThrottle:
             cursor.execute(f"DELETE FROM {_TABLE} WHERE failed_at <= ?", (now - window,))
             waits: list[tuple[int, Scope]] = []
             for scope, digest in keys.items():
+                if known and scope == "address":
+                    continue  # counted below, but a known browser answers to its own count
                 limit = self.limits[scope]
                 # The limit-th newest failure is the one whose leaving ends the refusal.
                 newest = cursor.execute(
