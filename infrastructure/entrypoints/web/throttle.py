@@ -8,7 +8,8 @@ The rules:
 
 * Failures are counted per **account** and per **client address**, in a sliding window of
   ``WINDOW`` (15 minutes). The account key is a SHA-256 digest of the normalised email and
-  the address key a SHA-256 digest of the address: the table holds neither verbatim. An email
+  the address key a SHA-256 digest of the address (an IPv6 one's /64: its holder picks any
+  address in it): the table holds neither verbatim. An email
   nobody has is counted exactly like a real one, so the answers never tell them apart.
 * Once an account has ``ACCOUNT_LIMIT`` (5) failures in the window, or an address has
   ``ADDRESS_LIMIT`` (50, across any number of accounts: a shared office or campus address
@@ -54,6 +55,7 @@ ignored, so no client can pick the address it is counted under.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import uuid
 from dataclasses import dataclass
@@ -68,6 +70,8 @@ from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 WINDOW = timedelta(minutes=15)
 #: Failures per account (normalised email, known or not) within WINDOW before it is refused.
 ACCOUNT_LIMIT = 5
+#: The bits of an IPv6 address that name the network a client holds (and picks from).
+IPV6_PREFIX = 64
 #: Failures per client address, over all accounts, within WINDOW before it is refused.
 ADDRESS_LIMIT = 50
 
@@ -116,8 +120,23 @@ def account_key(email: str) -> str:
 
 
 def address_key(address: str) -> str:
-    """The client address's key: a SHA-256 digest of it."""
-    return _digest("address", address.strip().lower() or "unknown")
+    """The client address's key: a SHA-256 digest of its network, as one client holds it:
+    an IPv4 address (an IPv4-mapped IPv6 one too), or an IPv6 address's /64, whose 2^64
+    addresses any host on it picks at will (one address per guess would never be refused).
+    Anything else (no address) is counted as written."""
+    return _digest("address", _network(address.strip().lower()) or "unknown")
+
+
+def _network(address: str) -> str:
+    try:
+        parsed = ipaddress.ip_address(address.partition("%")[0])  # (a zone names no network)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, IPV6_PREFIX), strict=False))
+    return str(parsed)
 
 
 def device_key(nonce: str, email: str) -> str:
