@@ -22,7 +22,7 @@ from typing import Any
 from countersign.application.seal_check import reason_code, seal_problem
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.proposal import Proposal
-from countersign.domain.seals import SealKeys, SealProblem
+from countersign.domain.seals import SealKeys, SealProblem, event_topic
 
 #: What is wrong, by the reason its approval would record (seal_check.REASONS), for the
 #: proposal's own seal.
@@ -61,20 +61,31 @@ _EVENT = Localized(
     "(événement {version} : {what}) : ce qu'elle affiche n'est pas fiable.",
 )
 #: What each event after ``Proposed`` records, as a reader names it (the API's
-#: ``event_type`` keeps the class's name); another type is named by its class.
+#: ``event_type`` keeps the class's name), by the event's class (``event_topic``): a
+#: plug-in's class of the same name (its own ``Approved``) is not countersign's approval.
 _EVENT_WORDS: dict[str, Localized] = {
-    "Approved": Localized("an approval", "une approbation"),
-    "ApprovalLapsed": Localized("an approval that no longer counts", "une approbation annulée"),
-    "Claimed": Localized("its claim for execution", "sa prise en charge pour exécution"),
-    "Revalidated": Localized("its recheck before execution", "sa revérification avant exécution"),
-    "Succeeded": Localized("its success", "sa réussite"),
-    "Failed": Localized("its failure", "son échec"),
-    "Expired": Localized("its expiry", "son expiration"),
-    "RevisionRequired": Localized("its revision required", "sa demande de révision"),
-    "Reconciling": Localized("its reconciliation", "son rapprochement"),
-    "Declined": Localized("its decline", "son refus"),
-    "Superseded": Localized("its replacement", "son remplacement"),
+    event_topic(getattr(Proposal, name)): words
+    for name, words in {
+        "Approved": Localized("an approval", "une approbation"),
+        "ApprovalLapsed": Localized("an approval that no longer counts", "une approbation annulée"),
+        "Claimed": Localized("its claim for execution", "sa prise en charge pour exécution"),
+        "Revalidated": Localized(
+            "its recheck before execution", "sa revérification avant exécution"
+        ),
+        "Succeeded": Localized("its success", "sa réussite"),
+        "Failed": Localized("its failure", "son échec"),
+        "Expired": Localized("its expiry", "son expiration"),
+        "RevisionRequired": Localized("its revision required", "sa demande de révision"),
+        "Reconciling": Localized("its reconciliation", "son rapprochement"),
+        "Declined": Localized("its decline", "son refus"),
+        "Superseded": Localized("its replacement", "son remplacement"),
+    }.items()
 }
+#: Any other event (a plug-in's, which has no words of its own here): named by no class
+#: name, which its author chose, and which may be one of countersign's.
+_OTHER_EVENT = Localized(
+    "an event countersign does not know", "un événement que countersign ne connaît pas"
+)
 _IF_APPROVED = Localized(
     "Approving it will not carry it out: countersign will set it aside and ask for a new proposal.",
     "L'approuver ne l'exécutera pas : countersign la mettra de côté et demandera une "
@@ -112,9 +123,8 @@ class Unverified:
         (or that what is shown may not have happened), and who can find out more."""
         problem = self.problem
         if problem.version is not None:
-            words = _EVENT_WORDS.get(problem.event_type or "")
-            event = words.text(language) if words else problem.event_type or "?"
-            what = _EVENT.text(language, version=problem.version, what=event)
+            words = _EVENT_WORDS.get(problem.event_topic or "", _OTHER_EVENT)
+            what = _EVENT.text(language, version=problem.version, what=words.text(language))
         elif self.removed:
             what = _SEAL_REMOVED.text(language)
         else:

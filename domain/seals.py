@@ -57,6 +57,9 @@ class SealProblem:
     #: proposal's own seal, on ``Proposed``).
     version: int | None = None
     event_type: str | None = None
+    #: That event's class, as ``module:qualname`` (``event_topic``): what names it to a
+    #: reader, since a plug-in's class may have the name of one of countersign's.
+    event_topic: str | None = None
 
     @property
     def text(self) -> str:
@@ -186,6 +189,12 @@ _NOT_LINKED = frozenset(
 )
 
 
+def event_topic(cls: type) -> str:
+    """An event class's identity, ``module:qualname`` (as the library's topics name it):
+    ``Proposal.Approved`` is countersign's approval, a plug-in's ``Approved`` is not."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def seal_event(seals: SealKeys, event: Any) -> None:
     """Seal ``event``, an event after ``Proposed`` made in this process, with the seal of its
     own link (which the event carries, made from the state before it), as it is stored: its
@@ -208,8 +217,9 @@ def event_problem(
     approve path refuses its unsealed ``Proposed``, seal_check.py)."""
     seal = event.seal
     version, event_type = event.originator_version, type(event).__name__
+    topic = event_topic(type(event))
     if not seal:
-        return SealProblem("unsealed", None, version, event_type) if sealed_before else None
+        return SealProblem("unsealed", None, version, event_type, topic) if sealed_before else None
     fields = {key: value for key, value in vars(event).items() if key not in _NOT_LINKED}
     link = chain_link(previous, version, event_type, fields, event.timestamp)
     problem = seals.problem(event.originator_id, link, seal)
@@ -217,4 +227,4 @@ def event_problem(
         problem = SealProblem("mismatch", plain_key_id(seal.get("key_id")))
     if problem is None:
         return None
-    return SealProblem(problem.kind, problem.key_id, version, event_type)
+    return SealProblem(problem.kind, problem.key_id, version, event_type, topic)

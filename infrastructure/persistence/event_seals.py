@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from countersign.domain.proposal import Proposal
-from countersign.domain.seals import SealKeys, SealProblem, event_problem, seal_event
+from countersign.domain.seals import SealKeys, SealProblem, event_problem, event_topic, seal_event
 
 #: Each event class met -> whether it may carry a seal (an event after ``Proposed``: its class
 #: has ``unsealed_version``), asked once: ``getattr`` with a default raises and clears a
@@ -50,8 +50,9 @@ def applied(seals: SealKeys, base: Any, event: Any) -> Any:
         return event.mutate(base)
     if not _sealable(type(event)):
         if isinstance(base, Proposal) and base.unvouched is None and _sealed(base):
+            cls = type(event)
             unvouched = SealProblem(
-                "unsealed", None, event.originator_version, type(event).__name__
+                "unsealed", None, event.originator_version, cls.__name__, event_topic(cls)
             )
             aggregate = event.mutate(base)
             aggregate.__dict__["unvouched"] = unvouched

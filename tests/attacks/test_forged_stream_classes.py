@@ -30,7 +30,8 @@ from tests.conftest import AVA
 from tests.support.proposing import propose
 from tests.test_audit_verify import _broken, _verify
 from tests.test_corrupt_records import _fresh
-from tests.test_event_seals import K1, _propose, _types
+from tests.test_event_seals import K1, _forged_approval, _propose, _types
+from tests.test_shown_seals import _review, _warning
 from tests.test_web_pages import web_for
 
 
@@ -157,6 +158,67 @@ def test_a_plugin_event_in_a_sealed_proposal_is_vouched_for_by_nothing(cs, seede
     assert card.json()["unverified"]["event_type"] == "NotedByPlugin"
     assert approved.json()["status"] == "revision_required"
     assert _types(cs, proposal_id) == ["Proposed", "NotedByPlugin", "RevisionRequired"]
+
+
+class PluginInvoice:
+    """A plug-in's aggregate whose event has the name of one of countersign's."""
+
+    class Approved(Aggregate.Event):
+        invoice: str
+
+        def apply(self, aggregate: Any) -> None:
+            pass
+
+
+def test_a_plugin_event_named_like_countersigns_is_not_called_by_countersigns_words(
+    cs, seeded, deployments
+):
+    """The warning named the first unvouched event by its class's name alone, so a
+    plug-in's ``Approved`` was "an approval" / « une approbation »: what no one gave. It is
+    looked up by the event's class (its topic), and one countersign does not know is named
+    as such, in both languages; the card's ``event_type`` still gives the class's name."""
+    proposal_id = _propose(deployments(K1), seeded)
+    allow_event_packages([__name__])
+    try:
+        _store(
+            cs,
+            PluginInvoice.Approved(
+                originator_id=UUID(proposal_id),
+                originator_version=2,
+                timestamp=cs.clock.now(),
+                invoice="INV-1",
+            ),
+        )
+        reader = deployments(K1)
+        card = _api(reader, seeded)("GET", f"/api/v1/proposals/{proposal_id}").json()
+        english = _warning(_review(reader, seeded, proposal_id))
+        french = _warning(_review(reader, seeded, proposal_id, "fr"))
+    finally:
+        enable_plugins()
+
+    assert card["unverified"]["event_type"] == "Approved"
+    assert "(event 2: an event countersign does not know)" in card["unverified"]["message"]
+    assert english is not None
+    assert french is not None
+    assert "(event 2: an event countersign does not know)" in english
+    assert "(événement 2 : un événement que countersign ne connaît pas)" in french
+    for text in (card["unverified"]["message"], english):
+        assert "an approval" not in text
+    assert "une approbation" not in french
+
+
+def test_countersigns_own_approval_is_still_called_an_approval(cs, seeded, deployments):
+    proposal_id = _propose(deployments(K1), seeded, approvals=2)
+    _forged_approval(cs, proposal_id)
+    reader = deployments(K1)
+
+    english = _warning(_review(reader, seeded, proposal_id))
+    french = _warning(_review(reader, seeded, proposal_id, "fr"))
+
+    assert english is not None
+    assert "(event 2: an approval)" in english
+    assert french is not None
+    assert "(événement 2 : une approbation)" in french
 
 
 def test_a_damaged_overdue_proposal_does_not_stop_every_other_from_expiring(
