@@ -125,23 +125,42 @@ class Anchor:
     #: The SHA-256 of its lines as read and checked: ``check_anchor`` reads them again, and
     #: refuses a file changed in between (``_entries``).
     sha256: str = ""
+    #: Whether its key is the configured sealing key (False: a retired key the key ring
+    #: still lists; None: unsigned).
+    key_current: bool | None = None
+    #: Whether seal keys were configured when it was checked (an unsigned one is then said to
+    #: be weaker than it could be).
+    keys_configured: bool = False
 
     @property
     def signed(self) -> bool:
         return self.key_id is not None
 
 
-def read_anchor(path: Path, keys: SealKeys | None) -> Anchor:
+def read_anchor(path: Path, keys: SealKeys | None, *, require_signed: bool = False) -> Anchor:
     """The anchor at ``path``, its every line read and its integrity line checked (its
-    signature too, under ``keys``); AnchorFileError saying what is wrong and the fix."""
+    signature too, under ``keys``: the sealing key or a retired one they still list);
+    AnchorFileError saying what is wrong and the fix. ``require_signed`` (with keys, where
+    every proposal must be sealed: ``--require-seals``, ``COUNTERSIGN_SEALS_REQUIRED``):
+    an unsigned anchor is refused too, since whoever reaches where it is kept can make one."""
     try:
         with path.open("rb") as file:
-            return _read(file, keys, path)
+            anchor = _read(file, keys, path)
     except OSError as error:
         raise AnchorFileError(
             f"the anchor file cannot be read ({error.strerror or type(error).__name__}): "
             "name a file `countersign audit anchor` wrote"
         ) from None
+    if require_signed and not anchor.signed:
+        raise AnchorFileError(
+            f"{path.name} is unsigned, and every anchor must be signed here (--require-seals, "
+            "or COUNTERSIGN_SEALS_REQUIRED=true): whoever can write where an unsigned anchor "
+            "is kept can make one of a store cut back. Check against an anchor "
+            "`countersign audit anchor` wrote with the seal keys configured (it signs it); "
+            "an unsigned one made before the keys can only be checked without --require-seals "
+            "and with COUNTERSIGN_SEALS_REQUIRED=false"
+        )
+    return anchor
 
 
 def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
@@ -204,7 +223,17 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
     elif end.get("mac") is not None:
         raise AnchorFileError(f"the anchor's header and its integrity line disagree: {_HOW}")
     position = position if isinstance(position, int) else 0
-    return Anchor(path, str(made_at), position, entries, key_id, digest.hexdigest())
+    current = None if key_id is None else keys is not None and key_id == keys.sealing_id
+    return Anchor(
+        path,
+        str(made_at),
+        position,
+        entries,
+        key_id,
+        digest.hexdigest(),
+        key_current=current,
+        keys_configured=keys is not None,
+    )
 
 
 def _lines(file: IO[bytes]) -> Iterator[bytes]:
@@ -359,6 +388,9 @@ class AnchorReport:
             "log_position": self.anchor.log_position,
             "signed": self.anchor.signed,
             "key_id": self.anchor.key_id,
+            # True: the sealing key; False: a retired key the key ring still lists.
+            "key_current": self.anchor.key_current,
+            "keys_configured": self.anchor.keys_configured,
             "anchored_proposals": self.anchor.proposals,
             "proposals_checked": self.checked,
             "not_as_anchored": self.different,

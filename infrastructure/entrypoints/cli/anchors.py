@@ -90,13 +90,14 @@ def _output(path: Path | None) -> Any:
         raise
 
 
-def read_anchor_option(cs: Countersign, value: str) -> Anchor:
+def read_anchor_option(cs: Countersign, value: str, require_signed: bool = False) -> Anchor:
     """The anchor ``audit verify --anchor`` names, read and checked before anything else is:
-    UsageError (exit status 2) saying what is wrong with it and the fix."""
+    UsageError (exit status 2) saying what is wrong with it and the fix (``require_signed``:
+    an unsigned one is, where every proposal must be sealed)."""
     from countersign.infrastructure.audit.anchor import AnchorFileError, read_anchor
 
     try:
-        return read_anchor(Path(value), cs.settings.seal_keys)
+        return read_anchor(Path(value), cs.settings.seal_keys, require_signed=require_signed)
     except AnchorFileError as error:
         raise UsageError(f"--anchor: {error}") from None
 
@@ -116,11 +117,20 @@ def check_anchor_option(
 
 def anchor_summary(anchor: dict[str, Any]) -> str:
     """What the anchor showed, after the chain's verdict, when every proposal is as anchored."""
-    signed = (
-        f"signed with key {anchor['key_id']!r}"
-        if anchor["signed"]
-        else "unsigned: as strong as where it was kept"
-    )
+    if anchor["signed"] and anchor["key_current"]:
+        signed = f"signed with key {anchor['key_id']!r}"
+    elif anchor["signed"]:
+        signed = (
+            f"signed with key {anchor['key_id']!r}, a retired key the configured keys still "
+            "list (not the sealing key): it verifies while they list it"
+        )
+    elif anchor["keys_configured"]:
+        signed = (
+            "unsigned: as strong as where it was kept, though seal keys are configured; "
+            "`audit anchor` signs new ones, and --require-seals refuses an unsigned one"
+        )
+    else:
+        signed = "unsigned: as strong as where it was kept"
     return (
         f" Anchor: {anchor['proposals_checked']:,} proposals as anchored at log position "
         f"{anchor['log_position']:,} (made {anchor['made_at']}, {signed}); events after it "

@@ -183,7 +183,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.entrypoints.cli import anchors
 
     # The anchor is read and checked first: a file that is not one stops before the long part.
-    anchor = anchors.read_anchor_option(cs, args.anchor) if args.anchor else None
+    anchor = anchors.read_anchor_option(cs, args.anchor, require_seals) if args.anchor else None
     try:
         catch_up(cs, ["audit_trail"])
     except ProjectionStoppedError as stopped:

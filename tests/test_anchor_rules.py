@@ -1,0 +1,121 @@
+"""What ``audit verify --anchor`` accepts of an anchor where seal keys are configured, and
+what it says of the events an anchor does not cover (docs/design.md, "Anchors").
+
+- Where every proposal must be sealed (``--require-seals``, ``COUNTERSIGN_SEALS_REQUIRED``),
+  an unsigned anchor is refused: whoever can write where it is kept can make one of a store
+  cut back, and it passed, said to be unsigned. An anchor signed with a retired key the
+  configured keys still list passes, and says so; one signed with a key not listed fails.
+- The events recorded after the anchor was made are counted, their proposals listed (a
+  bounded list), and ``--max-unanchored N`` fails the check when there are more than N.
+
+Every command is run as a user would, through ``main``, on both backends."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from countersign.infrastructure.entrypoints.cli import main
+
+from tests.test_audit_anchor import KEYS, _anchor, _decided, _verify
+from tests.test_event_seals import K1, K2_THEN_K1, SECRET_1, SECRET_2
+
+#: k2 seals now, k1 retired and still listed.
+RING = {**KEYS, "k2,k1": f"k2:{SECRET_2},k1:{SECRET_1}"}
+
+REQUIRED = "COUNTERSIGN_SEALS_REQUIRED"
+
+
+@pytest.fixture
+def run(database_url: str, capsys: Any, monkeypatch: Any) -> Any:
+    """tests/test_audit_anchor.py's ``run``, with the key ring ``k2,k1`` too (``RING``), and
+    ``COUNTERSIGN_SEALS_REQUIRED`` unset unless a test sets it."""
+    monkeypatch.delenv(REQUIRED, raising=False)
+
+    def command(*argv: str, keys: str | None = "k1") -> tuple[int, str, str]:
+        if keys is None:
+            monkeypatch.delenv("COUNTERSIGN_SEAL_KEYS", raising=False)
+        else:
+            monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", RING[keys])
+        capsys.readouterr()
+        code = main([*argv, "--database", database_url])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return command
+
+
+def test_where_seals_are_required_an_unsigned_anchor_is_refused_saying_what_to_do(
+    cs, seeded, deployments, run, tmp_path, monkeypatch
+):
+    _decided(deployments(K1), seeded)
+    unsigned = _anchor(run, tmp_path, keys=None)
+
+    # Before: accepted, and said to be unsigned (exit 0).
+    code, out, err = run("audit", "verify", "--require-seals", "--anchor", str(unsigned))
+    assert code == 2
+    assert "--anchor: a.jsonl is unsigned, and every anchor must be signed here" in err
+    assert "`countersign audit anchor` wrote with the seal keys configured" in err
+    assert "OK" not in out
+    assert "Traceback" not in err
+    monkeypatch.setenv(REQUIRED, "true")
+    code, out, err = run("audit", "verify", "--json", "--anchor", str(unsigned))
+    assert code == 2
+    assert json.loads(out)["error"] == "usage"
+    assert "COUNTERSIGN_SEALS_REQUIRED=true" in err
+    # A signed one passes, where seals are required.
+    signed = _anchor(run, tmp_path, name="signed.jsonl")
+    code, document = _verify(run, signed)
+    assert code == 0, document
+    assert document["anchor"]["key_current"] is True
+
+
+def test_without_the_requirement_an_unsigned_anchor_passes_and_says_it_could_be_signed(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    unsigned = _anchor(run, tmp_path, keys=None)
+
+    code, out, _err = run("audit", "verify", "--anchor", str(unsigned))
+
+    assert code == 0
+    assert "unsigned: as strong as where it was kept, though seal keys are configured" in out
+    assert "--require-seals refuses an unsigned one" in out
+    assert _verify(run, unsigned)[1]["anchor"]["keys_configured"] is True
+
+
+def test_an_anchor_signed_with_a_retired_key_still_listed_passes_and_says_so(
+    cs, seeded, deployments, run, tmp_path, monkeypatch
+):
+    _decided(deployments(K1), seeded)
+    path = _anchor(run, tmp_path, keys="k1")
+    monkeypatch.setenv(REQUIRED, "true")
+
+    code, out, _err = run("audit", "verify", "--anchor", str(path), keys="k2,k1")
+
+    assert code == 0
+    assert (
+        "signed with key 'k1', a retired key the configured keys still list (not the sealing "
+        "key): it verifies while they list it"
+    ) in out
+    document = _verify(run, path, keys="k2,k1")[1]["anchor"]
+    assert (document["key_id"], document["key_current"]) == ("k1", False)
+    # Once the key ring no longer lists it, the anchor fails, naming the key.
+    code, _out, err = run("audit", "verify", "--anchor", str(path), keys="k2")
+    assert code == 2
+    assert "the anchor is signed with key 'k1', which is not configured" in err
+    assert SECRET_1 not in err
+
+
+def test_the_anchor_of_a_rotated_deployment_is_checked_under_its_new_sealing_key(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K2_THEN_K1), seeded)
+    path = _anchor(run, tmp_path, keys="k2,k1")
+
+    code, document = _verify(run, path, keys="k2,k1")
+
+    assert code == 0, document
+    assert (document["anchor"]["key_id"], document["anchor"]["key_current"]) == ("k2", True)
+    assert _verify(run, path, keys="k1")[0] == 2  # k2 not listed: refused
