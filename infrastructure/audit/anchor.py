@@ -24,7 +24,8 @@ file changed in between is refused, its SHA-256 no longer the one checked), each
 against the store: it must still exist, have at least the anchored version, and its link at
 that version must be the anchored one. Otherwise it is named: removed (no stream), cut back
 (the events removed, from which version) or rewritten (its link differs: changed, or cut back
-and made again, sealed or not). Proposals made after the anchor are not its business.
+and made again, sealed or not). Proposals made after the anchor, and events recorded after
+it, are what it does not cover: ``unanchored.py`` counts them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import IO, Any
 from uuid import UUID
 
 from countersign.domain.seals import SealKeys, plain_key_id
+from countersign.infrastructure.audit.unanchored import Unanchored
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.proposal_heads import ProposalHeads
 from countersign.infrastructure.persistence.sql import SqlDatabase
@@ -376,10 +378,12 @@ class AnchorReport:
     #: The first ``LISTED`` proposals not as anchored, in the anchor's order.
     differences: list[dict[str, Any]] = field(default_factory=list)
     different: int = 0
+    #: The proposals' events recorded after it, which it does not cover (unanchored.py).
+    unanchored: Unanchored | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.different
+        return not self.different and (self.unanchored is None or self.unanchored.ok)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -395,6 +399,7 @@ class AnchorReport:
             "proposals_checked": self.checked,
             "not_as_anchored": self.different,
             "differences": self.differences,
+            "unanchored": None if self.unanchored is None else self.unanchored.to_json(),
         }
 
 

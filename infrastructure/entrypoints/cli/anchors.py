@@ -8,7 +8,6 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
     from countersign.infrastructure.audit.anchor import Anchor, AnchorReport
+    from countersign.infrastructure.audit.unanchored import Unanchored
     from countersign.infrastructure.bootstrap import Countersign
 
 log = logging.getLogger("countersign.cli")
@@ -90,6 +90,19 @@ def _output(path: Path | None) -> Any:
         raise
 
 
+def anchor_options(
+    cs: Countersign, args: argparse.Namespace, require_signed: bool
+) -> Anchor | None:
+    """``audit verify``'s ``--anchor``, read and checked (``read_anchor_option``), or None;
+    UsageError for a ``--max-unanchored`` without it."""
+    if getattr(args, "max_unanchored", None) is not None and not args.anchor:
+        raise UsageError(
+            "--max-unanchored counts the events recorded after an anchor: give the anchor "
+            "with --anchor FILE"
+        )
+    return read_anchor_option(cs, args.anchor, require_signed) if args.anchor else None
+
+
 def read_anchor_option(cs: Countersign, value: str, require_signed: bool = False) -> Anchor:
     """The anchor ``audit verify --anchor`` names, read and checked before anything else is:
     UsageError (exit status 2) saying what is wrong with it and the fix (``require_signed``:
@@ -102,17 +115,41 @@ def read_anchor_option(cs: Countersign, value: str, require_signed: bool = False
         raise UsageError(f"--anchor: {error}") from None
 
 
-def check_anchor_option(
-    cs: Countersign, anchor: Anchor, progress: Callable[[int], None]
-) -> AnchorReport:
-    """Every proposal of the anchor ``read_anchor_option`` read against the store: UsageError
-    (exit status 2) if the file changed since (replaced or edited while the chain was checked)."""
+def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> AnchorReport:
+    """Every proposal of the anchor ``read_anchor_option`` read against the store, then the
+    proposals' events recorded after it counted (more than ``limit`` fail the check), each
+    with its progress once it runs a while: UsageError (exit status 2) if the file changed
+    since (replaced or edited while the chain was checked)."""
     from countersign.infrastructure.audit.anchor import AnchorFileError, check_anchor
 
+    against = Progress(
+        "audit verify --anchor", anchor.proposals, every=30.0, unit="proposals", quiet_for=QUIET_FOR
+    )
     try:
-        return check_anchor(cs.app, anchor, progress)
+        report = check_anchor(cs.app, anchor, against.advance)
     except AnchorFileError as error:
         raise UsageError(f"--anchor: {error}") from None
+    against.finish()
+    report.unanchored = _count_unanchored(cs, anchor, limit)
+    return report
+
+
+def _count_unanchored(cs: Countersign, anchor: Anchor, limit: int | None) -> Unanchored:
+    """The proposals' events recorded after ``anchor``, up to the log's head now (with the
+    progress, a window of positions at a time, once it runs a while)."""
+    from countersign.infrastructure.audit.unanchored import count_unanchored
+
+    head = cs.app.recorder.max_notification_id() or 0
+    progress = Progress(
+        "audit verify --anchor: events after it",
+        max(head - anchor.log_position, 0),
+        every=30.0,
+        unit="log positions",
+        quiet_for=QUIET_FOR,
+    )
+    found = count_unanchored(cs.sql, anchor.log_position, head, limit, progress.advance)
+    progress.finish()
+    return found
 
 
 def anchor_summary(anchor: dict[str, Any]) -> str:
@@ -131,26 +168,75 @@ def anchor_summary(anchor: dict[str, Any]) -> str:
         )
     else:
         signed = "unsigned: as strong as where it was kept"
-    return (
+    text = (
         f" Anchor: {anchor['proposals_checked']:,} proposals as anchored at log position "
-        f"{anchor['log_position']:,} (made {anchor['made_at']}, {signed}); events after it "
-        "are not its business."
+        f"{anchor['log_position']:,} (made {anchor['made_at']}, {signed})."
     )
+    unanchored = anchor.get("unanchored")
+    return text if unanchored is None else text + unanchored_text(unanchored)
+
+
+def unanchored_text(unanchored: dict[str, Any]) -> str:
+    """What the anchor does not cover: the proposals' events recorded after it, how many, of
+    which proposals (``SHOWN`` of them listed, each on a line of its own)."""
+    events, proposals = unanchored["events"], unanchored["proposals"]
+    if not events:
+        return (
+            f" No proposal's event was recorded after it (up to log position "
+            f"{unanchored['up_to_log_position']:,}): it covers every one."
+        )
+    new = unanchored["new_proposals"]
+    made = f", {new:,} of them made since" if new else ""
+    lines = [
+        f" Not covered by it: {events:,} event{'s' if events != 1 else ''} of "
+        f"{proposals:,} proposal{'s' if proposals != 1 else ''}{made}, recorded after it "
+        f"(log positions {unanchored['after_log_position'] + 1:,} to "
+        f"{unanchored['up_to_log_position']:,}): an event among them removed is shown by no "
+        "anchor until the next one is made:"
+    ]
+    shown = unanchored["listed"][:SHOWN]
+    lines += [f"  proposal {u['proposal_id']}: {_after(u)}" for u in shown]
+    if proposals > len(shown):
+        lines.append(
+            f"  and {proposals - len(shown):,} more (--json lists the first "
+            f"{len(unanchored['listed']):,})"
+        )
+    return "\n".join(lines)
+
+
+def _after(listed: dict[str, Any]) -> str:
+    first, last = listed["first_version"], listed["last_version"]
+    events = f"event {first}" if first == last else f"events {first} to {last}"
+    return f"made after it ({events})" if listed["made_after_anchor"] else f"{events} after it"
 
 
 def anchor_faults_text(anchor: dict[str, Any]) -> str:
-    """The proposals not as the anchor has them, each named (``SHOWN`` of them)."""
+    """The proposals not as the anchor has them, each named (``SHOWN`` of them); the
+    proposals' events after it, failing the check when more than ``--max-unanchored``."""
+    lines = []
     count = anchor["not_as_anchored"]
-    lines = [
-        f"audit verify: NOT AS ANCHORED: {count} proposal{'s' if count != 1 else ''} of the "
-        f"anchor made {anchor['made_at']} (log position {anchor['log_position']:,}) removed, "
-        "cut back or rewritten since:"
-    ]
-    shown = anchor["differences"][:SHOWN]
-    lines += [f"  proposal {d['proposal_id']}: {d['text']}" for d in shown]
-    if count > len(shown):
+    if count:
         lines.append(
-            f"  and {count - len(shown):,} more (--json lists the first "
-            f"{len(anchor['differences']):,})"
+            f"audit verify: NOT AS ANCHORED: {count} proposal{'s' if count != 1 else ''} of "
+            f"the anchor made {anchor['made_at']} (log position {anchor['log_position']:,}) "
+            "removed, cut back or rewritten since:"
         )
+        shown = anchor["differences"][:SHOWN]
+        lines += [f"  proposal {d['proposal_id']}: {d['text']}" for d in shown]
+        if count > len(shown):
+            lines.append(
+                f"  and {count - len(shown):,} more (--json lists the first "
+                f"{len(anchor['differences']):,})"
+            )
+    unanchored = anchor.get("unanchored")
+    if unanchored is not None and not unanchored["ok"]:
+        lines.append(
+            f"audit verify: UNANCHORED: {unanchored['events']:,} events of proposals recorded "
+            f"after the anchor made {anchor['made_at']} (log position "
+            f"{anchor['log_position']:,}), more than --max-unanchored "
+            f"{unanchored['max_unanchored']:,}: make an anchor now (`countersign audit "
+            "anchor`), keep it, and check against it; anchor more often if this recurs."
+        )
+    if unanchored is not None:
+        lines.append("audit verify:" + unanchored_text(unanchored))
     return "\n".join(lines)

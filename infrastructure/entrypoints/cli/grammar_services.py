@@ -30,6 +30,13 @@ def worker_count(value: str) -> int:
     return int(value)
 
 
+def event_count(value: str) -> int:
+    """A number of events: 0 or more."""
+    if not (value.isascii() and value.isdigit()):
+        raise argparse.ArgumentTypeError(f"a number of events, 0 or more, not {value!r}")
+    return int(value)
+
+
 def port_number(value: str) -> int:
     """A TCP port to listen on: 1 to 65535."""
     if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= 65535:
@@ -119,7 +126,16 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         "--anchor",
         metavar="FILE",
         help="also check the store against an anchor `audit anchor` wrote: every proposal it "
-        "holds must still have its anchored last event (none removed, cut back or rewritten)",
+        "holds must still have its anchored last event (none removed, cut back or rewritten); "
+        "the proposals' events recorded after it, which it does not cover, are counted",
+    )
+    verify.add_argument(
+        "--max-unanchored",
+        type=event_count,
+        metavar="N",
+        help="with --anchor: fail the check (exit status 5) when more than N of the proposals' "
+        "events were recorded after the anchor (it is older than the deployment's anchors "
+        "should be)",
     )
     verify.set_defaults(maintenance=True)
     anchor = add(

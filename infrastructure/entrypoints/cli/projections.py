@@ -183,7 +183,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.entrypoints.cli import anchors
 
     # The anchor is read and checked first: a file that is not one stops before the long part.
-    anchor = anchors.read_anchor_option(cs, args.anchor, require_seals) if args.anchor else None
+    anchor = anchors.anchor_options(cs, args, require_seals)
     try:
         catch_up(cs, ["audit_trail"])
     except ProjectionStoppedError as stopped:
@@ -200,15 +200,9 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     )
     progress.finish()
     if anchor is not None:
-        against = Progress(
-            "audit verify --anchor",
-            anchor.proposals,
-            every=30.0,
-            unit="proposals",
-            quiet_for=VERIFY_QUIET_FOR,
+        checked.anchor = anchors.check_anchor_option(
+            cs, anchor, getattr(args, "max_unanchored", None)
         )
-        checked.anchor = anchors.check_anchor_option(cs, anchor, against.advance)
-        against.finish()
     report = checked.to_json()
     unlinked = report["events_with_unlinked_times"]
     times = (

@@ -1,0 +1,163 @@
+"""What an anchor does not cover: the proposals' events recorded after it was made
+(``audit verify --anchor``, docs/design.md, "Anchors").
+
+An anchor is where every proposal's stream stood at a position of the notification log; an
+event recorded after that position and deleted before the next anchor is shown by nothing.
+So the check says how many there are now, of how many proposals (those made since among
+them), and lists the first ``LISTED`` of those proposals, in the order their first event
+after the anchor was recorded; ``--max-unanchored N`` fails it beyond N.
+
+The events after the position are read a window of positions at a time (``WINDOW``), two
+index searches each on both databases, so the memory stays flat and the progress can be
+said however many there are: a proposal is counted at its first event after the anchor (the
+event before it, if any, is at or before the position), so none is counted twice and none is
+held in memory but the listed ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from countersign.domain.proposal import Proposal
+from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.stored_events import stored_topics
+
+#: Proposals listed (``--json``; the terminal shows fewer).
+LISTED = 100
+#: Log positions read at a time.
+WINDOW = 10_000
+
+
+@dataclass
+class Unanchored:
+    """The proposals' events recorded after an anchor's position, up to the log's head."""
+
+    log_position: int
+    head: int
+    #: ``--max-unanchored``: the most events after the anchor the check accepts (None: any).
+    limit: int | None = None
+    events: int = 0
+    proposals: int = 0
+    #: Of ``proposals``, those made after the anchor (the anchor holds none of their events).
+    new_proposals: int = 0
+    #: The first ``LISTED`` proposals, each ``{"proposal_id", "first_version",
+    #: "last_version", "events", "made_after_anchor"}``.
+    listed: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.limit is None or self.events <= self.limit
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "after_log_position": self.log_position,
+            "up_to_log_position": self.head,
+            "max_unanchored": self.limit,
+            "events": self.events,
+            "proposals": self.proposals,
+            "new_proposals": self.new_proposals,
+            "listed": self.listed,
+        }
+
+
+def count_unanchored(
+    sql: SqlDatabase,
+    log_position: int,
+    head: int,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Unanchored:
+    """The proposals' events after ``log_position`` up to ``head`` (the log's head now),
+    counted a window of positions at a time; ``progress`` is told the positions read."""
+    found = Unanchored(log_position, max(head, log_position), limit)
+    reader = _Reader(sql, log_position)
+    firsts: dict[UUID, int] = {}
+    low = log_position
+    while low < found.head:
+        high = min(low + WINDOW, found.head)
+        found.events += reader.count(low, high)
+        for proposal_id, version in reader.firsts(low, high):
+            found.proposals += 1
+            found.new_proposals += version == 1
+            if len(firsts) < LISTED:
+                firsts[proposal_id] = version
+        if progress is not None:
+            progress(high - low)
+        low = high
+    counts = reader.counts(list(firsts), found.head)
+    for proposal_id, first in firsts.items():
+        events, last = counts.get(proposal_id, (0, first))
+        found.listed.append(
+            {
+                "proposal_id": str(proposal_id),
+                "first_version": first,
+                "last_version": last,
+                "events": events,
+                "made_after_anchor": first == 1,
+            }
+        )
+    return found
+
+
+class _Reader:
+    """The statements, on either database: a proposal's events are those of a stream whose
+    first event is a ``Proposed`` (any other stream is no proposal's)."""
+
+    def __init__(self, sql: SqlDatabase, log_position: int) -> None:
+        self.sql = sql
+        self.anchored = log_position
+        self.table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
+        self.position = "notification_id" if sql.is_postgres else "rowid"
+        self.topics = stored_topics(Proposal, ["Proposed"])
+        topics = ", ".join("?" for _ in self.topics)
+        self._proposals = (
+            f"FROM {self.table} e JOIN {self.table} p ON p.originator_id = e.originator_id "
+            f"AND p.originator_version = 1 AND p.topic IN ({topics}) "
+            f"WHERE e.{self.position} > ? AND e.{self.position} <= ?"
+        )
+
+    def count(self, low: int, high: int) -> int:
+        with self.sql.reading() as cursor:
+            row = cursor.execute(
+                f"SELECT COUNT(*) {self._proposals}", (*self.topics, low, high)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def firsts(self, low: int, high: int) -> list[tuple[UUID, int]]:
+        """The proposals whose first event after the anchor is in (``low``, ``high``], with
+        its version, in the order they were recorded: the event before it, if it has one,
+        is at or before the anchor's position."""
+        with self.sql.reading() as cursor:
+            rows = cursor.execute(
+                f"SELECT e.originator_id, e.originator_version FROM {self.table} e "
+                f"JOIN {self.table} p ON p.originator_id = e.originator_id "
+                f"AND p.originator_version = 1 "
+                f"AND p.topic IN ({', '.join('?' for _ in self.topics)}) "
+                f"LEFT JOIN {self.table} b ON b.originator_id = e.originator_id "
+                f"AND b.originator_version = e.originator_version - 1 "
+                f"WHERE e.{self.position} > ? AND e.{self.position} <= ? "
+                f"AND (b.{self.position} IS NULL OR b.{self.position} <= ?) "
+                f"ORDER BY e.{self.position}",
+                (*self.topics, low, high, self.anchored),
+            ).fetchall()
+        return [(UUID(str(row[0])), int(row[1])) for row in rows]
+
+    def counts(self, ids: list[UUID], head: int) -> dict[UUID, tuple[int, int]]:
+        """For each of these proposals, its events after the anchor up to ``head``: how many,
+        and the last one's version."""
+        if not ids:
+            return {}
+        keys = [i if self.sql.is_postgres else i.hex for i in ids]
+        with self.sql.reading() as cursor:
+            rows = cursor.execute(
+                f"SELECT originator_id, COUNT(*), MAX(originator_version) FROM {self.table} "
+                f"WHERE originator_id IN ({', '.join('?' for _ in ids)}) "
+                f"AND {self.position} > ? AND {self.position} <= ? GROUP BY originator_id",
+                (*keys, self.anchored, head),
+            ).fetchall()
+        return {UUID(str(row[0])): (int(row[1]), int(row[2])) for row in rows}
