@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from uuid import UUID
 
 import pytest
 from countersign.infrastructure.entrypoints.cli import main
@@ -237,3 +238,33 @@ def test_the_count_is_read_a_window_at_a_time_its_list_bounded_with_its_progress
     }
     assert paged["listed"] == whole["listed"][:1]
     assert paged["listed"][0]["proposal_id"] in (later, pending)
+
+
+def test_a_proposal_with_a_gap_after_the_anchor_is_counted_once(
+    cs, seeded, deployments, run, tmp_path
+):
+    """A writer removed an event recorded after the anchor from the middle of a stream (the
+    chain's check names the gap): the events after it are still one proposal's, not two."""
+    from tests.test_audit_verify import _sql
+
+    _decided(deployments(K1), seeded)
+    path = _anchor(run, tmp_path)
+    later = _propose(deployments(K1), seeded, order="refund-two-approvers")
+    assert deployments(K1).proposals.approve(later, AVA).status == "succeeded"
+    versions = len(_types(cs, later))
+    assert versions >= 4
+    _sql(
+        cs,
+        "DELETE FROM {table} WHERE originator_id=? AND originator_version=?",
+        UUID(later),
+        3,
+    )
+
+    code, document = _verify(run, path)
+
+    assert code == 5  # the gap
+    unanchored = document["anchor"]["unanchored"]
+    assert (unanchored["proposals"], unanchored["new_proposals"]) == (1, 1)
+    assert unanchored["events"] == versions - 1
+    [listed] = unanchored["listed"]
+    assert (listed["proposal_id"], listed["first_version"]) == (later, 1)

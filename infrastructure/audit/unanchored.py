@@ -7,10 +7,10 @@ So the check says how many there are now, of how many proposals (those made sinc
 them), and lists the first ``LISTED`` of those proposals, in the order their first event
 after the anchor was recorded; ``--max-unanchored N`` fails it beyond N.
 
-The events after the position are read a window of positions at a time (``WINDOW``), two
-index searches each on both databases, so the memory stays flat and the progress can be
-said however many there are: a proposal is counted at its first event after the anchor (the
-event before it, if any, is at or before the position), so none is counted twice and none is
+The events after the position are read a window of positions at a time (``WINDOW``), each
+looked up in its stream by the primary key, so the memory stays flat and the progress can be
+said however many there are: a proposal is counted at its first event after the anchor (no
+event of its stream before it is after the position), so none is counted twice and none is
 held in memory but the listed ones.
 """
 
@@ -106,7 +106,9 @@ def count_unanchored(
 
 class _Reader:
     """The statements, on either database: a proposal's events are those of a stream whose
-    first event is a ``Proposed`` (any other stream is no proposal's)."""
+    first event is a ``Proposed`` (any other stream is no proposal's). Each event of a window
+    is looked up in its stream by the primary key, in subqueries the planners run per row
+    (a join here let PostgreSQL hash the whole table for each window)."""
 
     def __init__(self, sql: SqlDatabase, log_position: int) -> None:
         self.sql = sql
@@ -114,36 +116,40 @@ class _Reader:
         self.table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
         self.position = "notification_id" if sql.is_postgres else "rowid"
         self.topics = stored_topics(Proposal, ["Proposed"])
-        topics = ", ".join("?" for _ in self.topics)
-        self._proposals = (
-            f"FROM {self.table} e JOIN {self.table} p ON p.originator_id = e.originator_id "
-            f"AND p.originator_version = 1 AND p.topic IN ({topics}) "
-            f"WHERE e.{self.position} > ? AND e.{self.position} <= ?"
+        at = self.position
+        self._window = (
+            f"FROM {self.table} e WHERE e.{at} > ? AND e.{at} <= ? "
+            f"AND (SELECT p.topic FROM {self.table} p WHERE p.originator_id = e.originator_id "
+            f"AND p.originator_version = 1) IN ({', '.join('?' for _ in self.topics)}) "
+        )
+        before = (
+            f"FROM {self.table} b WHERE b.originator_id = e.originator_id "
+            "AND b.originator_version = e.originator_version - 1"
+        )
+        # The event before it at or before the anchor, or none: its first (version 1), or a
+        # gap (``verify`` names it) where none of the stream before it is after the anchor.
+        self._first = (
+            f"AND COALESCE((SELECT b.{at} {before}), -1) <= ? "
+            f"AND (e.originator_version = 1 OR EXISTS (SELECT 1 {before}) "
+            f"OR NOT EXISTS (SELECT 1 FROM {self.table} g WHERE g.originator_id = "
+            f"e.originator_id AND g.originator_version < e.originator_version AND g.{at} > ?)) "
         )
 
     def count(self, low: int, high: int) -> int:
         with self.sql.reading() as cursor:
             row = cursor.execute(
-                f"SELECT COUNT(*) {self._proposals}", (*self.topics, low, high)
+                f"SELECT COUNT(*) {self._window}", (low, high, *self.topics)
             ).fetchone()
         return int(row[0]) if row else 0
 
     def firsts(self, low: int, high: int) -> list[tuple[UUID, int]]:
         """The proposals whose first event after the anchor is in (``low``, ``high``], with
-        its version, in the order they were recorded: the event before it, if it has one,
-        is at or before the anchor's position."""
+        its version, in the order they were recorded."""
         with self.sql.reading() as cursor:
             rows = cursor.execute(
-                f"SELECT e.originator_id, e.originator_version FROM {self.table} e "
-                f"JOIN {self.table} p ON p.originator_id = e.originator_id "
-                f"AND p.originator_version = 1 "
-                f"AND p.topic IN ({', '.join('?' for _ in self.topics)}) "
-                f"LEFT JOIN {self.table} b ON b.originator_id = e.originator_id "
-                f"AND b.originator_version = e.originator_version - 1 "
-                f"WHERE e.{self.position} > ? AND e.{self.position} <= ? "
-                f"AND (b.{self.position} IS NULL OR b.{self.position} <= ?) "
+                f"SELECT e.originator_id, e.originator_version {self._window}{self._first}"
                 f"ORDER BY e.{self.position}",
-                (*self.topics, low, high, self.anchored),
+                (low, high, *self.topics, self.anchored, self.anchored),
             ).fetchall()
         return [(UUID(str(row[0])), int(row[1])) for row in rows]
 
