@@ -214,15 +214,9 @@ class PassLog:
     def __call__(self, report: PassReport) -> None:
         did = self.summary(report.done)
         if any(report.done.values()) or report.failed:
-            failed = f"; failed: {', '.join(report.failed)}" if report.failed else ""
-            log.info(
-                "%s: pass %d: %s%s (%.2f s)",
-                self.prefix,
-                report.number,
-                did,
-                failed,
-                report.seconds,
-            )
+            failed = f"failed: {', '.join(report.failed)}" if report.failed else ""
+            said = "; ".join(part for part in (did, failed) if part)
+            log.info("%s: pass %d: %s (%.2f s)", self.prefix, report.number, said, report.seconds)
         elif time.monotonic() - self.last_said >= self.ALIVE_EVERY:
             log.info("%s: pass %d: nothing to do", self.prefix, report.number)
         else:

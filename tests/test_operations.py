@@ -950,9 +950,60 @@ def test_a_worker_process_that_dies_is_logged_as_a_warning(monkeypatch):
     supervisor.addHandler(catch)
     monkeypatch.setattr("uvicorn.supervisors.Multiprocess", Supervisor)
     try:
-        assert admin._run(SimpleNamespace(workers=2, bind_socket=socket.socket)) is True
+        config = SimpleNamespace(workers=2, bind_socket=socket.socket, backlog=2048)
+        assert admin._run(config) is True
     finally:
         supervisor.removeHandler(catch)
     assert [(r.levelname, r.getMessage()) for r in seen] == [
         ("WARNING", "Child process [4242] died")
+    ]
+
+
+def test_serve_with_workers_accepts_connections_while_its_workers_start(monkeypatch):
+    """ "serving on" was logged, then every connection was refused for as long as the worker
+    processes took to import and wire countersign (10 to 15 s on the loaded 2-core machine
+    at each restart of `serve --workers 2`, an operator's finding): the shared socket was
+    bound by the supervisor but listened only once a worker started. It now listens as it
+    is bound, so a connection made meanwhile waits in its backlog and is answered."""
+    import uvicorn
+    from countersign.infrastructure.entrypoints.cli import admin
+
+    connected: list[bool] = []
+
+    class Supervisor:  # uvicorn's Multiprocess, before any worker process has started
+        def __init__(self, config: Any, sockets: Any) -> None:
+            self.sockets = sockets
+
+        def run(self) -> None:
+            [sock] = self.sockets
+            try:
+                with socket.create_connection(sock.getsockname(), timeout=5):
+                    connected.append(True)
+            except ConnectionRefusedError:
+                connected.append(False)
+            finally:
+                sock.close()
+
+    monkeypatch.setattr("uvicorn.supervisors.Multiprocess", Supervisor)
+    config = uvicorn.Config("countersign.infrastructure.server:create_app", port=0, workers=2)
+    assert admin._run(config) is True
+    assert connected == [True]
+
+
+def test_a_worker_pass_where_every_sweeper_failed_says_so_in_plain_words(caplog):
+    """A pass the database did not answer was logged as "worker: pass 4: ; failed:
+    reconcile, expire, notify (15.01 s)" (an operator's finding)."""
+    from countersign.infrastructure.sweepers import PassLog, PassReport
+
+    class Named:
+        def __init__(self, name: str, verb: str) -> None:
+            self.name, self.verb = name, verb
+
+    passes = PassLog([Named("reconcile", "settled"), Named("notify", "delivered")])  # type: ignore[list-item]
+    with caplog.at_level(logging.INFO, logger="countersign.worker"):
+        passes(PassReport(4, {}, ["reconcile", "notify"], 15.01))
+        passes(PassReport(5, {"notify": 0}, ["reconcile"], 7.6))
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker: pass 4: failed: reconcile, notify (15.01 s)",
+        "worker: pass 5: notify delivered 0; failed: reconcile (7.60 s)",
     ]

@@ -196,10 +196,10 @@ def _run(config: Any) -> bool:
     """Serve until stopped, as ``uvicorn.run`` does; whether the server started.
 
     Several workers share one listening socket bound here with TCP_NODELAY, which the
-    connections it accepts inherit. uvicorn binds that socket without naming the protocol,
-    and asyncio then leaves Nagle's algorithm on for every connection: each answer waited
-    for the client's delayed ACK, about 40 ms per request (one process binds its own
-    sockets through asyncio, which sets the option).
+    connections it accepts inherit, listening at once. uvicorn binds that socket without
+    naming the protocol, and asyncio then leaves Nagle's algorithm on for every connection:
+    each answer waited for the client's delayed ACK, about 40 ms per request (one process
+    binds its own sockets through asyncio, which sets the option).
     """
     import uvicorn
     from uvicorn.supervisors import Multiprocess
@@ -210,6 +210,10 @@ def _run(config: Any) -> bool:
         return bool(server.started)
     sock = config.bind_socket()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # Listening now, not once the first worker has started (uvicorn's workers call listen):
+    # a connection made while they import and wire countersign (seconds, on a busy machine)
+    # waits in the backlog instead of being refused after "serving on" was said.
+    sock.listen(config.backlog)
     _say_when_a_worker_dies()
     Multiprocess(config, sockets=[sock]).run()
     return True
