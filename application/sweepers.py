@@ -36,8 +36,9 @@ from countersign.domain.seals import SealKeys, SealProblem
 
 log = logging.getLogger("countersign.proposals")
 
-#: A claimed proposal failed as unverified: its report, its failure and why.
-_Unverified = tuple[SweepReport, Failed, SealProblem]
+#: A claimed proposal failed as unverified (or, sealed with a key not held here, left as
+#: it is: no failure): its report, its failure and why.
+_Unverified = tuple[SweepReport, Failed | None, SealProblem]
 
 
 class Sweepers:
@@ -158,6 +159,15 @@ class Sweepers:
             )
             if unverified is not None:
                 swept, ended, problem = unverified
+                if ended is None:
+                    log.error(
+                        "proposal %s not reconciled: it %s in this process; nothing sent or "
+                        "recorded. List that key in COUNTERSIGN_SEAL_KEYS (or _FILE) here, as "
+                        "on the process that sealed it: every process needs the same keys",
+                        proposal.id,
+                        problem.text,
+                    )
+                    return swept
                 ended.log()
                 log.error(
                     "proposal %s not reconciled: it %s; nothing sent, correlation id %s",
@@ -229,6 +239,14 @@ class Sweepers:
             problem = seal_problem(seals, proposal, [])
         if problem is None:
             return Answer(None)
+        if problem.kind == "unknown_key":
+            # Sealed with a key another process holds (a rotation's new key, put first there
+            # before this process had it): its provider may have acted on the claim, so it is
+            # not failed ("nothing was changed") but left for a process holding the key.
+            status = str(proposal.status)
+            return Answer(
+                (SweepReport(str(proposal.id), "still_uncertain", status, None), None, problem)
+            )
         ended = failed(proposal, "UnverifiedRecord")
         status = str(proposal.status)
         report = SweepReport(str(proposal.id), "failed_unverified", status, proposal.outcome)

@@ -296,6 +296,35 @@ def test_a_forged_claim_is_failed_by_the_reconciler_and_nothing_is_sent(
     assert _refunds_of(cs, proposal_id) == []
 
 
+def test_a_claim_sealed_with_a_key_this_worker_lacks_is_left_for_one_that_holds_it(
+    cs, seeded, deployments, caplog
+):
+    """A rotation's new key put first on the API's processes before the worker had it: the
+    approval's refund went out, its answer lost, and the worker without the new key failed
+    the proposal for good, its outcome "Nothing was changed" while the money had moved, so a
+    manager would refund by hand again (an operator's finding, rotating as documented). It
+    now sends nothing and records nothing, and says which key to give it; a worker holding
+    the key settles it."""
+    rotated = deployments(K2_THEN_K1)
+    proposal_id = _propose(rotated, seeded, order="refund-lost-response")
+    assert rotated.proposals.approve(proposal_id, AVA).status == "reconciling"
+    cs.clock.advance(hours=1)
+    lacking = deployments(K1)
+
+    with caplog.at_level(logging.ERROR, logger="countersign.proposals"):
+        [swept] = [r for r in lacking.sweepers.reconcile() if r.proposal_id == proposal_id]
+
+    assert (swept.action, swept.status) == ("still_uncertain", "reconciling")
+    [said] = [r.getMessage() for r in caplog.records if proposal_id in r.getMessage()]
+    assert "sealed with key 'k2', which is not configured" in said
+    assert "COUNTERSIGN_SEAL_KEYS" in said
+    assert _types(lacking, proposal_id)[-1] == "Reconciling"
+    assert len(_refunds_of(cs, proposal_id)) == 1  # the approval's, and nothing more
+    [settled] = [r for r in rotated.sweepers.reconcile() if r.proposal_id == proposal_id]
+    assert (settled.action, settled.status) == ("settled", "succeeded")
+    assert len(_refunds_of(cs, proposal_id)) == 1
+
+
 @pytest.mark.parametrize(
     ("order", "action"), [("refund-lost-response", "settled"), ("provider-outage", "replayed")]
 )
