@@ -59,6 +59,73 @@ class NoDatabaseError(SettingsError):
     """Raised when the database named holds no countersign yet and may not be created here."""
 
 
+#: Every setting an operator may set (the README's configuration tables), for
+#: ``check_setting_names``.
+SETTING_NAMES = frozenset(
+    (
+        "COUNTERSIGN_API_MAX_BODY",
+        "COUNTERSIGN_DATABASE_TIMEOUT",
+        "COUNTERSIGN_DATABASE_URL",
+        "COUNTERSIGN_HTTP_READ_TIMEOUT",
+        "COUNTERSIGN_LOG_FORMAT",
+        "COUNTERSIGN_LOG_LEVEL",
+        "COUNTERSIGN_MCP_SESSIONS_PER_CLUB",
+        "COUNTERSIGN_MCP_SESSIONS_PER_TOKEN",
+        "COUNTERSIGN_MCP_SESSION_IDLE",
+        "COUNTERSIGN_METRICS_TOKEN",
+        "COUNTERSIGN_MODEL",
+        "COUNTERSIGN_NOTIFY_FIRST_RETRY",
+        "COUNTERSIGN_NOTIFY_MAX_ATTEMPTS",
+        "COUNTERSIGN_NOTIFY_PER_CLUB",
+        "COUNTERSIGN_NOTIFY_PER_ENDPOINT",
+        "COUNTERSIGN_NOTIFY_TIMEOUT",
+        "COUNTERSIGN_NOTIFY_WORKERS",
+        "COUNTERSIGN_PASSKEY_CHANGE_LIMIT",
+        "COUNTERSIGN_PLUGINS",
+        "COUNTERSIGN_PROPOSAL_LIMIT",
+        "COUNTERSIGN_PROPOSAL_TTL",
+        "COUNTERSIGN_PUBLIC_URL",
+        "COUNTERSIGN_READY_MAX_LAG",
+        "COUNTERSIGN_RECONCILE_LEASE",
+        "COUNTERSIGN_SEALS_REQUIRED",
+        "COUNTERSIGN_SEAL_KEYS",
+        "COUNTERSIGN_SEAL_KEYS_FILE",
+        "COUNTERSIGN_SECURE_COOKIES",
+        "COUNTERSIGN_SESSION_SECRET",
+        "COUNTERSIGN_SMTP_FROM",
+        "COUNTERSIGN_SMTP_HOST",
+        "COUNTERSIGN_SMTP_PORT",
+        "COUNTERSIGN_TRUSTED_PROXIES",
+        "COUNTERSIGN_TURNS_PER_CLUB",
+        "COUNTERSIGN_TURN_LIMIT",
+        "COUNTERSIGN_WEBAUTHN_ORIGIN",
+        "COUNTERSIGN_WEBAUTHN_RP_ID",
+        "COUNTERSIGN_WEBHOOK_ALLOWED_NETWORKS",
+    )
+)
+_PREFIX = "COUNTERSIGN_"
+
+
+def check_setting_names() -> None:
+    """SettingsError for a COUNTERSIGN_ variable whose name is close to a setting's and is
+    not one (the seal keys' file as ``..._SEAL_KEY_FILE``): as it is, nothing reads it, and the setting meant
+    keeps its default unnoticed (proposals unsealed, say). A name close to none passes: the
+    test suite's and the tools' own (COUNTERSIGN_TEST_POSTGRES) are not settings."""
+    unknown = sorted(n for n in os.environ if n.startswith(_PREFIX) and n not in SETTING_NAMES)
+    if not unknown:
+        return
+    import difflib  # only then: most processes have no such name to look at
+
+    known = [name.removeprefix(_PREFIX) for name in SETTING_NAMES]
+    for name in unknown:
+        close = difflib.get_close_matches(name.removeprefix(_PREFIX), known, n=1, cutoff=0.8)
+        if close:
+            raise SettingsError(
+                f"{name} is not a countersign setting: did you mean {_PREFIX}{close[0]}? "
+                "Correct its name (as it is, it is ignored), or remove it"
+            )
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything that varies between deployments."""
@@ -105,6 +172,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, database_url: str | None = None) -> Settings:
+        check_setting_names()
         ttl = os.environ.get("COUNTERSIGN_PROPOSAL_TTL", "86400")
         lease = os.environ.get("COUNTERSIGN_RECONCILE_LEASE", "60")
         max_body = os.environ.get("COUNTERSIGN_API_MAX_BODY", str(DEFAULT_API_MAX_BODY)).strip()

@@ -494,3 +494,63 @@ def test_a_session_the_server_ended_as_a_command_started_says_try_again(monkeypa
         "(terminating connection due to administrator command); try again in a few seconds",
     }
     assert "COUNTERSIGN_DATABASE_URL" not in err
+
+
+@pytest.mark.parametrize(
+    ("mistyped", "meant"),
+    [
+        ("COUNTERSIGN_SEAL_KEY_FILE", "COUNTERSIGN_SEAL_KEYS_FILE"),
+        ("COUNTERSIGN_DATABSE_TIMEOUT", "COUNTERSIGN_DATABASE_TIMEOUT"),
+        ("COUNTERSIGN_TRUSTED_PROXY", "COUNTERSIGN_TRUSTED_PROXIES"),
+    ],
+)
+def test_a_mistyped_setting_name_is_refused_naming_the_setting_meant(
+    tmp_path, capsys, monkeypatch, mistyped, meant
+):
+    """COUNTERSIGN_SEAL_KEY_FILE in an environment file was ignored without a word, and every
+    proposal went unsealed (an operator's finding: an earlier release that did not read
+    COUNTERSIGN_SEAL_KEYS_FILE ignored it the same way). A name close to a setting's is refused
+    with one line naming the setting meant; the test suite's and tools' own names pass."""
+    url = f"sqlite:///{tmp_path / 'countersign.db'}"
+    assert main(["seed", "--database", url]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("COUNTERSIGN_TEST_WORKERS", "2")
+    monkeypatch.setenv("COUNTERSIGN_UPDATE_GOLDEN", "0")
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--database", url]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv(mistyped, "/etc/countersign/seal-keys")
+
+    status = main(["inbox", "--org", "granite", "--as", AVA, "--database", url])
+
+    out, err = capsys.readouterr()
+    assert (status, out) == (2, "")
+    assert err == (
+        f"error: {mistyped} is not a countersign setting: did you mean {meant}? Correct its "
+        "name (as it is, it is ignored), or remove it\n"
+    )
+
+
+def test_every_setting_the_product_reads_is_a_known_setting_name():
+    """The names the check above compares with: every COUNTERSIGN_ name the product reads from
+    the environment, but the test suite's and the tools' own, and every one the README's
+    configuration tables list."""
+    import re
+
+    from countersign.infrastructure.settings import SETTING_NAMES
+
+    root = Path(__file__).resolve().parent.parent
+    not_settings = {
+        "COUNTERSIGN_CRASH_AT",
+        "COUNTERSIGN_UPDATE_GOLDEN",
+        "COUNTERSIGN_TEST_BACKENDS",
+    }
+    not_settings |= {"COUNTERSIGN_TEST_POSTGRES", "COUNTERSIGN_NOTIFY_"}  # a prefix, in a message
+    read = set()
+    for folder in ("application", "domain", "projections", "infrastructure"):
+        for path in (root / folder).rglob("*.py"):
+            read |= set(re.findall(r"COUNTERSIGN_[A-Z0-9_]+", path.read_text()))
+    readme = (root / "README.md").read_text()
+    listed = set(re.findall(r"^\| `(COUNTERSIGN_[A-Z0-9_]+)`", readme, re.MULTILINE))
+    assert read - not_settings - SETTING_NAMES == set()
+    assert listed - SETTING_NAMES == set()
+    assert len(listed) > 20
