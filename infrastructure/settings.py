@@ -108,9 +108,10 @@ _PREFIX = "COUNTERSIGN_"
 
 def check_setting_names() -> None:
     """SettingsError for a COUNTERSIGN_ variable whose name is close to a setting's and is
-    not one (the seal keys' file as ``..._SEAL_KEY_FILE``): as it is, nothing reads it, and the setting meant
-    keeps its default unnoticed (proposals unsealed, say). A name close to none passes: the
-    test suite's and the tools' own (COUNTERSIGN_TEST_POSTGRES) are not settings."""
+    not one (the seal keys' file as ``..._SEAL_KEY_FILE``): as it is, nothing reads it, and
+    the setting meant keeps its default unnoticed (proposals unsealed, say). A name close to
+    none passes: the test suite's and the tools' own (COUNTERSIGN_TEST_POSTGRES) are not
+    settings."""
     unknown = sorted(n for n in os.environ if n.startswith(_PREFIX) and n not in SETTING_NAMES)
     if not unknown:
         return
