@@ -54,6 +54,9 @@ from psycopg_pool.pool import AddConnection
 
 #: psycopg_pool's own logger: the records its getconn and putconn make.
 _logger = logging.getLogger("psycopg.pool")
+#: Where a connection the server hung up on is said: psycopg's loggers are set to ERROR by
+#: eventsourcing as it is imported, so a warning there reached no operator.
+_said = logging.getLogger("countersign.store")
 _IDLE = TransactionStatus.IDLE
 _INFO = logging.INFO
 _REQUESTS_NUM = ConnectionPool._REQUESTS_NUM
@@ -127,7 +130,11 @@ def getconn(pool: Any) -> psycopg.Connection[Any]:
         # handed out to fail a request, but counted, logged and replaced as the pool's own
         # ``check`` does, and the next one taken.
         pool._stats[pool._CONNECTIONS_LOST] += 1
-        _logger.warning("discarding broken connection: %s", conn)
+        _said.warning(
+            "discarding broken connection: the server ended it (a restart, "
+            "pg_terminate_backend); a new one replaces it (%s)",
+            conn,
+        )
         with contextlib.suppress(Exception):
             conn.close()
         pool.run_task(AddConnection(pool))

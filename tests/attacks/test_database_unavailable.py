@@ -181,21 +181,31 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_after_the_server_ends_every_connection_the_next_requests_are_answered(
-    api: Api, database_url: str
+    api: Api, database_url: str, caplog
 ):
     """The review after a cut: each connection the pool and the process kept failed the one
     request that took it next (4-5 of the first 7 answered 503). A connection the server has
-    hung up on is now known without a round trip and replaced before it is handed out."""
+    hung up on is now known without a round trip and replaced before it is handed out, and
+    logged as docs/deploy.md says: the line went to psycopg's pool logger, which
+    eventsourcing sets to ERROR as it is imported, so no operator ever saw it (an
+    operator's finding, a PostgreSQL outage simulated)."""
     proposal_id = api.propose()
     for _ in range(12):  # every pooled connection used, and left waiting in the pool
         assert api.get(f"/api/v1/proposals/{proposal_id}").status_code == 200
     assert _end_every_other_session(database_url) >= 2
 
-    answers = [api.get(f"/api/v1/proposals/{proposal_id}").status_code for _ in range(12)]
+    with caplog.at_level(logging.WARNING):  # the services' default level
+        answers = [api.get(f"/api/v1/proposals/{proposal_id}").status_code for _ in range(12)]
     answers += [api.get("/api/v1/inbox").status_code for _ in range(3)]
     approved = api.post(f"/api/v1/proposals/{proposal_id}/approve")
 
     assert answers == [200] * 15
+    assert any(
+        r.levelno == logging.WARNING
+        and r.name.startswith("countersign")
+        and r.getMessage().startswith("discarding broken connection")
+        for r in caplog.records
+    )
     assert approved.status_code == 200, approved.text
     assert approved.json()["status"] == "succeeded"
 
