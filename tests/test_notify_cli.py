@@ -131,18 +131,15 @@ def test_an_unknown_club_or_endpoint_is_not_found(cli):
 
 def test_members_set_language(cli):
     changed = cli(
-        "members", "set-language", "--org", "granite", "--email", "BEN@granite.example",
-        "--language", "fr",
+        "members", "set-language", "fr", "--org", "granite", "--email", "BEN@granite.example",
     )  # fmt: skip
     assert changed == {"organization": "granite", "email": "ben@granite.example", "language": "fr"}
     refused = cli(
-        "members", "set-language", "--org", "granite", "--email", "ben@granite.example",
-        "--language", "de",
+        "members", "set-language", "de", "--org", "granite", "--email", "ben@granite.example",
     status=2)  # fmt: skip
     assert "not a language" in refused["message"]
     stranger = cli(
-        "members", "set-language", "--org", "granite", "--email", "mia@maple.example",
-        "--language", "fr",
+        "members", "set-language", "fr", "--org", "granite", "--email", "mia@maple.example",
     status=2)  # fmt: skip
     assert "not a member" in stranger["message"]
 

@@ -36,7 +36,7 @@ from countersign.application.errors import (
     new_correlation_id,
 )
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
-from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import answers, render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     FaultFoundError,
@@ -86,29 +86,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    language = answers.chosen_language(words)
     try:  # before the parser: its choices list the plug-ins' operations and sections
         _enable_plugins()
     except SettingsError as error:
-        json = "--json" in (sys.argv[1:] if argv is None else argv)
-        return _emitter(json)(
-            {"error": "configuration", "message": str(error)}, f"error: {error}", 2
-        )
+        return _emitter("--json" in words)(*_configuration(error, language))
     parser = build_parser()
     try:
         configure_logging()  # COUNTERSIGN_LOG_FORMAT (text or json), COUNTERSIGN_LOG_LEVEL
     except SettingsError as error:
         parser.exit(2, f"error: {error}\n")
-    if not (sys.argv[1:] if argv is None else argv):
+    if not words:
         parser.print_help()  # a bare `countersign`: what it can do
         return 0
-    words = sys.argv[1:] if argv is None else argv
     # --json, or an abbreviation argparse takes for it (--j): its usage errors are JSON too.
     CommandParser.json_errors = any(len(w) >= 3 and "--json".startswith(w) for w in words)
+    CommandParser.language = language
     try:
         args = parser.parse_args(argv)
     finally:
-        CommandParser.json_errors = False  # this command line's only
+        CommandParser.json_errors, CommandParser.language = False, "en"  # this line's only
     args.database = getattr(args, "database", None) or args.database_first
+    # --language, before the command or after it: the language of every answer.
+    args.language_named = getattr(args, "language", None) or args.language_first
+    args.language = args.language_named or "en"
     args.json = getattr(args, "json", False) or args.json_first
     args.create = getattr(args, "create", False) or args.create_first
     if args.command == "demo":
@@ -140,9 +142,7 @@ def _demo(args: argparse.Namespace) -> int:
             check_port_free(args.host, args.port, args.workers)
         told = run_demo(database_url=args.database, as_json=args.json)
     except SettingsError as error:  # a database URL it cannot use, a port it cannot serve
-        return _emitter(args.json)(
-            {"error": "configuration", "message": str(error)}, f"error: {error}", 2
-        )
+        return _emitter(args.json)(*_configuration(error, args.language))
     if told != 0 or not args.serve:
         return told
     args.handler = Handler("demo", "cmd_demo_serve")
@@ -168,23 +168,30 @@ def run(args: argparse.Namespace) -> int:
             settings = replace(settings, database_timeout=None)
         cs = bootstrap(settings, create=args.create or args.command in CREATING)
     except NoDatabaseError as error:
-        return emit({"error": "no_database", "message": str(error)}, f"error: {error}", 2)
+        said = answers.ERROR_LINE.text(args.language, message=error)
+        return emit({"error": "no_database", "message": str(error)}, said, 2)
     except SettingsError as error:
-        return emit({"error": "configuration", "message": str(error)}, f"error: {error}", 2)
+        return emit(*_configuration(error, args.language))
     except Exception as error:
-        return emit(*_not_started(error, settings.database_url))
+        return emit(*_not_started(error, settings.database_url, args.language))
     try:
         document, text = args.handler(cs, args)
         return emit(document, text, 0)
     except Exception as error:  # every refusal has its answer; anything else is internal
         if isinstance(error, BrokenPipeError) and _stdout_reader_gone():
             raise
-        return emit(*_answer_to(error, getattr(args, "language", "en"), args.command))
+        return emit(*_answer_to(error, args.language, args.command))
     finally:
         cs.close()
 
 
-def _not_started(error: Exception, database_url: str) -> Answer:
+def _configuration(error: SettingsError, language: str) -> Answer:
+    """A setting, or an option that stands for one, that cannot be used: status 2."""
+    said = answers.ERROR_LINE.text(language, message=error)
+    return {"error": "configuration", "message": str(error)}, said, 2
+
+
+def _not_started(error: Exception, database_url: str, language: str = "en") -> Answer:
     """What a command or a service says when the database failed it as it started: a lock
     held, a role without the privileges, a server out of reach or out of connections, a full
     disk; anything else an internal error with its reference. One line each, never a
@@ -196,7 +203,7 @@ def _not_started(error: Exception, database_url: str) -> Answer:
     from countersign.infrastructure.persistence.unavailable import no_connection_left, timed_out
 
     if timed_out(error):  # a lock held on countersign's tables as it started, say
-        return _database_unavailable(error, sent=False)
+        return _database_unavailable(error, language, sent=False)
     refused = refused_privilege(error)
     if refused is not None:  # a role that may not create what every start makes
         message = lacks_privilege(Database.parse(database_url).user, refused)
@@ -204,7 +211,7 @@ def _not_started(error: Exception, database_url: str) -> Answer:
     if not isinstance(error, postgres_unreachable()):
         # The database out of reach past connecting (a full disk, no connection from the
         # pool in time), or an internal error: as once started, nothing having been sent.
-        return _answer_to(error)
+        return _answer_to(error, language)
     server_said = str(error).strip().splitlines()[0] if str(error).strip() else ""
     message = (
         f"cannot reach the PostgreSQL database ({server_said}); check "
@@ -258,9 +265,10 @@ def _stop_writing() -> int:
     return READER_GONE
 
 
-def _unknown_operation(_: UnknownOperationError) -> Answer:
-    problem = {"field": "operation", "message": "no such operation"}
-    text = render.render_problems([problem], "`countersign operations` lists them")
+def _unknown_operation(_: UnknownOperationError, language: str) -> Answer:
+    problem = {"field": "operation", "message": answers.NO_SUCH_OPERATION.text("en")}
+    said = {**problem, "message": answers.NO_SUCH_OPERATION.text(language)}
+    text = render.render_problems([said], answers.OPERATIONS_LISTED.text(language))
     return {"error": "invalid_request", "problems": [problem]}, text, REFUSED
 
 
@@ -299,35 +307,38 @@ def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
     return document, text, NOT_APPLICABLE
 
 
-def _busy(_: Exception) -> Answer:
-    message = "the records this command acts on are busy with other changes; try again"
-    return {"error": "busy", "message": message}, f"Busy: {message}.", 1
+def _busy(_: Exception, language: str) -> Answer:
+    message = answers.BUSY.text(language)
+    document = {"error": "busy", "message": answers.BUSY.text("en")}
+    return document, answers.BUSY_LINE.text(language, message=message), 1
 
 
-#: An unknown club, member or id and another club's id answer alike (the application says
-#: no more); the text says what to check.
-NOT_FOUND = (
-    "Not found: check the club, the member and the id named (an unknown one and another club's "
-    "answer alike; `countersign seed` lists the demo's)."
-)
+def _usage(error: UsageError, language: str) -> Answer:
+    said = error.text(language)
+    return {"error": "usage", "message": said}, answers.ERROR_LINE.text(language, message=said), 2
 
-#: What the CLI answers for each refusal, most specific first: the document for --json, the
-#: text for people, the exit status (0 whenever the command was processed).
-_ANSWERS: tuple[tuple[type[Exception], Callable[[Any], Answer]], ...] = (
+
+def _rejected(error: Exception, language: str) -> Answer:
+    """A domain rule refused the command (a manual refund above the balance, say): the rule
+    says why in its own words."""
+    said = answers.REJECTED_LINE.text(language, message=error)
+    return {"error": "rejected", "message": str(error)}, said, 0
+
+
+#: What the CLI answers for each refusal, most specific first, in the reader's language:
+#: the document for --json, the text for people, the exit status (0 whenever the command
+#: was processed). An unknown club, member or id and another club's id answer alike.
+_ANSWERS: tuple[tuple[type[Exception], Callable[[Any, str], Answer]], ...] = (
     (UnknownOperationError, _unknown_operation),
-    (RefusedError, lambda e: (e.document(), str(e), REFUSED)),
-    (FaultFoundError, lambda e: (e.document, str(e), FAULT_FOUND)),
-    (NotFoundError, lambda _: ({"error": "not_found"}, NOT_FOUND, 0)),
-    (
-        ForbiddenError,
-        lambda _: ({"error": "forbidden"}, "You do not have permission to do that.", 0),
-    ),
-    (UsageError, lambda e: ({"error": "usage", "message": str(e)}, f"error: {e}", 2)),
-    (SettingsError, lambda e: ({"error": "configuration", "message": str(e)}, f"error: {e}", 2)),
+    (RefusedError, lambda e, _: (e.document(), str(e), REFUSED)),
+    (FaultFoundError, lambda e, _: (e.document, str(e), FAULT_FOUND)),
+    (NotFoundError, lambda _, lang: ({"error": "not_found"}, answers.NOT_FOUND.text(lang), 0)),
+    (ForbiddenError, lambda _, lang: ({"error": "forbidden"}, answers.FORBIDDEN.text(lang), 0)),
+    (UsageError, _usage),
+    (SettingsError, _configuration),
     (ConcurrencyConflictError, _busy),
-    (CorruptRecordError, lambda e: _damaged(e.correlation_id)),
-    # A domain rule refused the command (for example a manual refund above the balance).
-    (CountersignError, lambda e: ({"error": "rejected", "message": str(e)}, f"Rejected: {e}.", 0)),
+    (CorruptRecordError, lambda e, lang: _damaged(e.correlation_id, lang)),
+    (CountersignError, _rejected),
 )
 
 
@@ -352,17 +363,17 @@ def _answer_to(error: Exception, language: str = "en", command: str | None = Non
         return {"error": "not_found", "resource": "order", "message": text}, text, 0
     for refusal, answer in _ANSWERS:
         if isinstance(error, refusal):
-            return answer(error)
+            return answer(error, language)
     from countersign.infrastructure.persistence.unavailable import database_unavailable
 
     if database_unavailable(error):
-        return _database_unavailable(error, sent=command in DECIDING)
+        return _database_unavailable(error, language, sent=command in DECIDING)
     correlation_id = new_correlation_id()
     log.exception("internal error, correlation id %s", correlation_id)
-    return _internal(correlation_id)
+    return _internal(correlation_id, language)
 
 
-def _database_unavailable(error: Exception, *, sent: bool) -> Answer:
+def _database_unavailable(error: Exception, language: str, *, sent: bool) -> Answer:
     """The database went out of reach, or did not answer within COUNTERSIGN_DATABASE_TIMEOUT
     (a lock held on its tables), as the command started or ran: as the API and the pages
     say it. ``sent``: a decision was on its way (approve, decline, revise, the chat), which
@@ -371,33 +382,30 @@ def _database_unavailable(error: Exception, *, sent: bool) -> Answer:
     from countersign.infrastructure.persistence.unavailable import unavailable_reason
 
     log.warning("database unavailable: %s", unavailable_reason(error))
-    message = "the database did not answer in time; try again in a few seconds"
-    if sent:
-        message += (
-            ". A decision sent just before may have been recorded: look at the proposal "
-            "(countersign show) before sending it again"
-        )
-    return {"error": "database_unavailable", "message": message}, f"error: {message}", 1
+
+    def message(lang: str) -> str:
+        said = answers.UNAVAILABLE.text(lang)
+        return said + answers.MAY_BE_RECORDED.text(lang) if sent else said
+
+    said = answers.ERROR_LINE.text(language, message=message(language))
+    return {"error": "database_unavailable", "message": message("en")}, said, 1
 
 
-#: A stored record that does not read (altered, or damaged): for the operator or auditor at the
-#: command line, what it is and where to look, beside the reference its log line carries.
-DAMAGED = (
-    "a stored record this needs cannot be read (altered or damaged); nothing was changed. "
-    "`countersign audit verify` names the damaged proposals; the log has this reference"
-)
-
-
-def _damaged(correlation_id: str) -> Answer:
+def _damaged(correlation_id: str, language: str = "en") -> Answer:
     document, _, status = _internal(correlation_id)
-    message = f"{DAMAGED}: {correlation_id}"
-    return {**document, "message": message}, f"Internal error: {message}.", status
+    message = f"{answers.DAMAGED.text('en')}: {correlation_id}"
+    said = f"{answers.DAMAGED.text(language)} : {correlation_id}" if language == "fr" else message
+    return (
+        {**document, "message": message},
+        answers.INTERNAL_LINE.text(language, message=said),
+        status,
+    )
 
 
-def _internal(correlation_id: str) -> Answer:
+def _internal(correlation_id: str, language: str = "en") -> Answer:
     return (
         {"error": "internal_error", "correlation_id": correlation_id},
-        f"Internal error. Reference: {correlation_id}",
+        answers.INTERNAL.text(language, reference=correlation_id),
         1,
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import TimeZoneError
 from countersign.infrastructure.entrypoints.cli import listings
 from countersign.infrastructure.entrypoints.cli.common import (
@@ -24,54 +25,125 @@ def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
 
     data = seed(cs)
     data["passwords"] = seed_passwords(cs)
-    lines = ["Seeded the demo clubs (running it again changes nothing):"]
-    lines += [f"  organization {o['slug']}: {o['name']}" for o in data["organizations"]]
+    said = _SEEDED
+    lines = [said["title"].text(args.language)]
     lines += [
-        f"  user {u['email']} ({u['role']} of {u['organization']}), "
-        f"password for local use: {data['passwords'][u['email']]}"
+        said["organization"].text(args.language, slug=o["slug"], name=o["name"])
+        for o in data["organizations"]
+    ]
+    lines += [
+        said["user"].text(
+            args.language,
+            email=u["email"],
+            role=u["role"],
+            organization=u["organization"],
+            password=data["passwords"][u["email"]],
+        )
         for u in data["users"]
     ]
-    lines += [f"  order {key}: {order_id}" for key, order_id in data["orders"].items()]
-    lines += [f"  broadcast form of {slug}: {fid}" for slug, fid in data["broadcast_forms"].items()]
-    lines += [f"  roster of {slug}: {rid}" for slug, rid in data["rosters"].items()]
+    lines += [
+        said["order"].text(args.language, key=key, id=found)
+        for key, found in data["orders"].items()
+    ]
+    lines += [
+        said["form"].text(args.language, slug=slug, id=found)
+        for slug, found in data["broadcast_forms"].items()
+    ]
+    lines += [
+        said["roster"].text(args.language, slug=slug, id=found)
+        for slug, found in data["rosters"].items()
+    ]
     return data, "\n".join(lines)
+
+
+_SEEDED = {
+    "title": Localized(
+        "Seeded the demo clubs (running it again changes nothing):",
+        "Clubs de démonstration créés (relancer la commande ne change rien) :",
+    ),
+    "organization": Localized("  organization {slug}: {name}", "  club {slug} : {name}"),
+    "user": Localized(
+        "  user {email} ({role} of {organization}), password for local use: {password}",
+        "  utilisateur {email} ({role} de {organization}), mot de passe pour un usage local : "
+        "{password}",
+    ),
+    "order": Localized("  order {key}: {id}", "  commande {key} : {id}"),
+    "form": Localized(
+        "  broadcast form of {slug}: {id}", "  formulaire d'annonce de {slug} : {id}"
+    ),
+    "roster": Localized("  roster of {slug}: {id}", "  effectif de {slug} : {id}"),
+}
 
 
 def cmd_org_set_timezone(cs: Countersign, args: argparse.Namespace) -> Result:
     try:
         zone = cs.club.set_time_zone(args.org, args.tz)
     except TimeZoneError as error:
-        raise UsageError(str(error)) from None
-    return {"organization": args.org, "time_zone": zone}, f"{args.org} shows times in {zone}."
+        french = (
+            f"« {args.tz.strip()[:64]} » n'est pas un fuseau horaire ; utilisez un nom IANA "
+            "comme America/Toronto"
+        )
+        raise UsageError(str(error), french) from None
+    return {"organization": args.org, "time_zone": zone}, _SHOWS_TIMES.text(
+        args.language, organization=args.org, zone=zone
+    )
+
+
+_SHOWS_TIMES = Localized(
+    "{organization} shows times in {zone}.", "{organization} affiche les heures en {zone}."
+)
 
 
 def cmd_orders_show(cs: Countersign, args: argparse.Namespace) -> Result:
     order = cs.club.investigate(args.org, order_id(cs, args.org, args.order_id))
-    return order, listings.render_order(order)
+    return order, listings.render_order(order, args.language)
 
 
 def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Result:
     named = order_id(cs, args.org, args.order_id)
     order = cs.club.refund_manually(args.org, named, args.actor, args.payment, args.amount)
-    return order, "Refund recorded.\n" + listings.render_order(order)
+    recorded = Localized("Refund recorded.", "Remboursement enregistré.").text(args.language)
+    return order, f"{recorded}\n{listings.render_order(order, args.language)}"
 
 
 def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
     leagues = cs.club.leagues(args.org)
     text = "\n".join(
-        f"{league['name']}: {league['active_members']} "
-        + ("member, " if league["active_members"] == 1 else "members, ")
-        + ("no limit" if league["capacity"] is None else f"capacity {league['capacity']}")
+        _LEAGUE.text(
+            args.language,
+            name=league["name"],
+            members=_members(league["active_members"], args.language),
+            capacity=(
+                _NO_LIMIT if league["capacity"] is None else _CAPACITY.filled(n=league["capacity"])
+            ).text(args.language),
+        )
         for league in leagues
     )
     return leagues, text
 
 
+_LEAGUE = Localized("{name}: {members}, {capacity}", "{name} : {members}, {capacity}")
+_NO_LIMIT = Localized("no limit", "sans limite")
+_CAPACITY = Localized("capacity {n}", "capacité {n}")
+
+
+def _members(count: int, language: str) -> str:
+    """'1 member', '3 members' ('1 membre', '3 membres')."""
+    one = Localized("1 member", "1 membre")
+    return (
+        one.text(language)
+        if count == 1
+        else Localized("{n} members", "{n} membres").text(language, n=count)
+    )
+
+
 def cmd_roster_join(cs: Countersign, args: argparse.Namespace) -> Result:
     joined = cs.club.join(args.org, args.league, args.name, args.email)
-    count = joined["active_members"]
-    members = "1 member" if count == 1 else f"{count} members"
-    return joined, f"{args.name} joined {args.league} ({members})."
+    members = _members(joined["active_members"], args.language)
+    said = Localized(
+        "{name} joined {league} ({members}).", "{name} a rejoint {league} ({members})."
+    )
+    return joined, said.text(args.language, name=args.name, league=args.league, members=members)
 
 
 def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -34,7 +34,16 @@ class Handler:
 
 
 class UsageError(Exception):
-    """Raised when the command line itself is wrong; the message says how to fix it."""
+    """Raised when the command line itself is wrong; the message says how to fix it (in
+    French too, where ``french`` is given)."""
+
+    def __init__(self, message: str, french: str | None = None) -> None:
+        super().__init__(message)
+        self.french = french
+
+    def text(self, language: str) -> str:
+        """The message in ``language`` (English where it has no French)."""
+        return self.french if language == "fr" and self.french else str(self)
 
 
 class RefusedError(Exception):

@@ -198,7 +198,6 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     mcp.add_argument("--http", action="store_true", help="streamable HTTP, API tokens as bearer")
     mcp.add_argument("--host", default="127.0.0.1")
     mcp.add_argument("--port", type=port_number, default=8001)
-    mcp.add_argument("--language", default="en", choices=["en", "fr"])
 
     tokens = sub.add_parser("tokens", help="API tokens for application services")
     tokens_sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")

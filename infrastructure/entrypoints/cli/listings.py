@@ -15,52 +15,105 @@ from countersign.infrastructure.entrypoints.cli.cards import render_created
 from countersign.infrastructure.entrypoints.cli.render import box, json_value, printable
 
 
-def _registration(registration: dict[str, Any]) -> str:
+def _registration(registration: dict[str, Any], language: str) -> str:
     status = str(registration.get("status") or "active")
     league = registration.get("league")
-    return f"{status}, a spot in {league}" if league and status == "active" else status
+    if league and status == "active":
+        return _ORDER["spot"].text(language, league=league)
+    return _STATUS.get(status, Localized(status, status)).text(language)
 
 
-def render_order(order: dict[str, Any]) -> str:
+#: An order investigation's words (the order's own records, a product's name or a
+#: discount's eligibility, are shown as the club's system holds them).
+_ORDER = {
+    "title": Localized("Order investigation", "Enquête sur la commande"),
+    "order": Localized("Order", "Commande"),
+    "participant": Localized("Participant", "Participant"),
+    "total": Localized("Total", "Total"),
+    "registration": Localized("Registration", "Inscription"),
+    "note": Localized("Note", "Note"),
+    "spot": Localized("active, a spot in {league}", "active, une place dans {league}"),
+    "discount": Localized(
+        "{name} on {item} ({value}), {applied}; {eligibility}",
+        "{name} sur {item} ({value}), {applied} ; {eligibility}",
+    ),
+    "applied": Localized("applied", "appliquée"),
+    "not_applied": Localized("NOT applied", "NON appliquée"),
+    "payment": Localized(
+        "{label}: {amount}, {refundable} refundable",
+        "{label} : {amount}, {refundable} remboursable",
+    ),
+    "refund": Localized(
+        "{amount} from {payment} ({destination})", "{amount} de {payment} ({destination})"
+    ),
+}
+_STATUS = {
+    "active": Localized("active", "active"),
+    "cancelled": Localized("cancelled", "annulée"),
+}
+
+
+def render_order(order: dict[str, Any], language: str = "en") -> str:
     currency = order["currency"]
+
+    def money(cents: int) -> str:
+        return format_money(cents, currency, language)
+
+    def said(key: str) -> str:
+        return _ORDER[key].text(language)
+
     rows = [
-        ("Order", order["order_id"]),
-        ("Participant", order["participant"]),
-        ("Total", format_money(order["total_cents"], currency)),
-        ("Registration", _registration(order.get("registration") or {})),
+        (said("order"), order["order_id"]),
+        (said("participant"), order["participant"]),
+        (said("total"), money(order["total_cents"])),
+        (said("registration"), _registration(order.get("registration") or {}, language)),
     ]
+    colon = " : " if language == "fr" else ": "
     rows += [
-        (item["ref"], f"{item['product']}: {format_money(item['amount_cents'], currency)}")
+        (item["ref"], f"{item['product']}{colon}{money(item['amount_cents'])}")
         for item in order["line_items"]
     ]
     rows += [
         (
             d["ref"],
-            f"{d['name']} on {d['line_item']} ({format_money(d['value_cents'], currency)}), "
-            + ("applied" if d["applied"] else "NOT applied")
-            + f"; {d['eligibility']}",
+            _ORDER["discount"].text(
+                language,
+                name=d["name"],
+                item=d["line_item"],
+                value=money(d["value_cents"]),
+                applied=said("applied" if d["applied"] else "not_applied"),
+                eligibility=d["eligibility"],
+            ),
         )
         for d in order["discounts"]
     ]
     rows += [
         (
             p["ref"],
-            f"{p['label']}: {format_money(p['amount_cents'], currency)}, "
-            f"{format_money(p['refundable_cents'], currency)} refundable",
+            _ORDER["payment"].text(
+                language,
+                label=p["label"],
+                amount=money(p["amount_cents"]),
+                refundable=money(p["refundable_cents"]),
+            ),
         )
         for p in order["payments"]
     ]
     rows += [
         (
             r["ref"],
-            f"{format_money(r['amount_cents'], currency)} from {r['payment']} "
-            f"({r['destination'].replace('_', ' ')})",
+            _ORDER["refund"].text(
+                language,
+                amount=money(r["amount_cents"]),
+                payment=r["payment"],
+                destination=r["destination"].replace("_", " "),
+            ),
         )
         for r in order["refunds"]
     ]
     if order.get("note"):
-        rows.append(("Note", order["note"]))
-    return box("Order investigation", rows)
+        rows.append((said("note"), order["note"]))
+    return box(said("title"), rows)
 
 
 def render_history(history: dict[str, Any]) -> str:
@@ -112,16 +165,28 @@ def _utc_time(at: Any) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
 
 
-def render_inbox(inbox: dict[str, Any]) -> str:
+def render_inbox(inbox: dict[str, Any], language: str = "en") -> str:
     if not inbox["items"]:
-        return "The inbox is empty: nothing awaits approval."
-    lines = [f"Awaiting approval ({inbox['total']}), page {inbox['page']}:"]
+        return _INBOX["empty"].text(language)
+    lines = [_INBOX["title"].text(language, total=inbox["total"], page=inbox["page"])]
     for card in inbox["items"]:
-        lines.append(
-            f"  {card['proposal_id']}  {card['operation']}  "
-            f"{proposal_headline(card['operation'], card['preview'])}  (by {card['requested_by']})"
-        )
+        headline = proposal_headline(card["operation"], card["preview"], language)
+        by = _INBOX["by"].text(language, who=card["requested_by"])
+        lines.append(f"  {card['proposal_id']}  {card['operation']}  {headline}  ({by})")
     return "\n".join(lines)
+
+
+_INBOX = {
+    "empty": Localized(
+        "The inbox is empty: nothing awaits approval.",
+        "La boîte de réception est vide : rien n'attend d'approbation.",
+    ),
+    "title": Localized(
+        "Awaiting approval ({total}), page {page}:",
+        "En attente d'approbation ({total}), page {page} :",
+    ),
+    "by": Localized("by {who}", "par {who}"),
+}
 
 
 _BY_ID = Localized(

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
 from countersign.domain.club.organization import LanguageError
 from countersign.domain.club.webhooks import WebhookUrlError
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
@@ -98,16 +100,52 @@ def cmd_webhooks_redeliver(cs: Countersign, args: argparse.Namespace) -> Result:
 
 
 def cmd_members_set_language(cs: Countersign, args: argparse.Namespace) -> Result:
+    """The language countersign writes to a member in: ``members set-language LANG``. The
+    old spelling, ``--language LANG`` alone, still names it, and says that ``--language`` now
+    chooses the language of the answer, on this command as on every other."""
+    chosen = args.member_language
+    if chosen is None:
+        if not args.language_named:
+            raise UsageError(_NAME_IT.text("en"), _NAME_IT.text("fr"))
+        chosen = args.language_named
+        say(_OLD_SPELLING.text(args.language, chosen=chosen), logging.WARNING)
     try:
-        language = cs.notifications.set_member_language(args.org, args.email, args.language)
+        language = cs.notifications.set_member_language(args.org, args.email, chosen)
     except LanguageError as error:
-        raise UsageError(str(error)) from None
+        french = _NOT_A_LANGUAGE.text("fr", chosen=chosen[:20])
+        raise UsageError(str(error), french) from None
     except NotMemberError:
-        raise UsageError(f"{args.email} is not a member of {args.org}") from None
+        said = _NOT_MEMBER.filled(email=args.email, organization=args.org)
+        raise UsageError(said.en, said.fr) from None
     email = args.email.strip().lower()
     return {"organization": args.org, "email": email, "language": language}, (
-        f"{email} is written to in {language}."
+        _WRITTEN_TO.text(args.language, email=email, chosen=language)
     )
+
+
+_NAME_IT = Localized(
+    "name the member's language: countersign members set-language LANG --org ORG --email "
+    "EMAIL (en or fr)",
+    "nommez la langue du membre : countersign members set-language LANGUE --org CLUB --email "
+    "EMAIL (en ou fr)",
+)
+_OLD_SPELLING = Localized(
+    "note: the member's language is now named on its own (members set-language {chosen} "
+    "--org ... --email ...); --language chooses the language countersign answers in",
+    "remarque : la langue du membre se nomme maintenant seule (members set-language "
+    "{chosen} --org ... --email ...) ; --language choisit la langue des réponses de "
+    "countersign",
+)
+_NOT_A_LANGUAGE = Localized(
+    "{chosen!r} is not a language; use one of: en, fr",
+    "« {chosen} » n'est pas une langue ; utilisez en ou fr",
+)
+_NOT_MEMBER = Localized(
+    "{email} is not a member of {organization}", "{email} n'est pas membre de {organization}"
+)
+_WRITTEN_TO = Localized(
+    "{email} is written to in {chosen}.", "countersign écrit à {email} en {chosen}."
+)
 
 
 def cmd_notify_run(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -28,6 +29,8 @@ from countersign.infrastructure.entrypoints.cli.policies import (
     true_or_false,
 )
 
+#: The languages the command line answers in (``--language``, on every command).
+LANGUAGES = ("en", "fr")
 #: ``--as``'s help where a member acts on a proposal by its id.
 ACTING = "the member acting, by email; they must belong to the proposal's club"
 
@@ -89,24 +92,36 @@ class CommandParser(argparse.ArgumentParser):
     message on stderr and exit status 2."""
 
     json_errors = False
+    #: The language its usage errors are in: the command line's ``--language``, read first.
+    language = "en"
 
     def error(self, message: str) -> NoReturn:
+        from countersign.infrastructure.entrypoints.cli.answers import ERROR_LINE, usage_error
+
+        message = usage_error(message, CommandParser.language)
         if CommandParser.json_errors:
             from countersign.infrastructure.entrypoints.cli import render
 
             print(render.to_json({"error": "usage", "message": message}), flush=True)
         from countersign.infrastructure.observability.logs import json_logs, say
 
+        said = f"{self.prog}: {ERROR_LINE.text(CommandParser.language, message=message)}"
         if json_logs():  # COUNTERSIGN_LOG_FORMAT=json: one JSON object, as every stderr line
-            say(f"{self.prog}: error: {message}", logging.ERROR)
+            say(said, logging.ERROR)
             raise SystemExit(2)
-        super().error(message)
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{said}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("--database", metavar="URL", help="sqlite:///file.db or postgresql://...")
+    common.add_argument(
+        "--language",
+        choices=LANGUAGES,
+        help="the language countersign answers in: en (the default) or fr",
+    )
     common.add_argument(
         "--create",
         action="store_true",
@@ -123,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", dest="json_first", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--create", dest="create_first", action="store_true", help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--language", dest="language_first", choices=LANGUAGES, help=argparse.SUPPRESS
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -197,9 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
         "the language countersign writes to a member in (its e-mails)",
         members_sub,
     )
+    language.add_argument(
+        "member_language",
+        nargs="?",  # the old spelling, --language LANG alone, still names it (notify.py)
+        metavar="LANG",
+        help="the member's language: en or fr",
+    )
     language.add_argument("--org", required=True)
     language.add_argument("--email", required=True)
-    language.add_argument("--language", required=True, metavar="LANG", help="en or fr")
     permissions = add(
         "set-permissions",
         Handler("members", "cmd_members_set_permissions"),
@@ -215,7 +238,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A,B,C",
         help="permission names separated by commas; an empty value withdraws them all",
     )
-    permissions.add_argument("--language", default="en", choices=["en", "fr"])
 
     add_notification_commands(sub, add)
 
@@ -270,7 +292,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JSON|@FILE",
         help="the operation's request as a JSON object, or @ and a file holding it",
     )
-    propose.add_argument("--language", default="en", choices=["en", "fr"])
 
     revise = add(
         "revise",
@@ -285,7 +306,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JSON|@FILE",
         help="the whole edited request as a JSON object, or @ and a file holding it",
     )
-    revise.add_argument("--language", default="en", choices=["en", "fr"])
 
     approve = add("approve", Handler("proposals", "cmd_approve"), "approve a proposal by its id")
     approve.add_argument("proposal_id")
@@ -299,7 +319,6 @@ def build_parser() -> argparse.ArgumentParser:
     card = add("show", Handler("proposals", "cmd_show"), "a proposal's review card")
     card.add_argument("proposal_id")
     card.add_argument("--as", dest="actor", required=True, metavar="EMAIL", help=ACTING)
-    card.add_argument("--language", default="en", choices=["en", "fr"])
 
     history = add(
         "history", Handler("proposals", "cmd_history"), "a proposal's full event history (auditors)"
@@ -351,7 +370,6 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--resource", metavar="ORDER|ID", help=_RESOURCE)
     chat.add_argument("--message", help="one turn, then exit")
     chat.add_argument("--interaction", metavar="ID", help="continue this conversation")
-    chat.add_argument("--language", default="en", choices=["en", "fr"])
 
     inbox = add(
         "inbox",
@@ -372,7 +390,6 @@ def build_parser() -> argparse.ArgumentParser:
     handback.add_argument("interaction_id")
     handback.add_argument("--org", required=True)
     handback.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
-    handback.add_argument("--language", default="en", choices=["en", "fr"])
 
     add_service_commands(sub, add)
 

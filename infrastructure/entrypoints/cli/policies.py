@@ -16,6 +16,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, Final
 
 from countersign.domain.approval_policy import MAX_APPROVALS, PolicyError
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.money import CLUB_CURRENCY
 from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
 
@@ -81,13 +82,35 @@ def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
     except PolicyError as error:  # the domain's own bounds, should argparse's ever differ
         raise UsageError(str(error)) from None
     document = {"organization": args.org.strip().lower(), **policy}
-    verb = "now need" if policy["changed"] else "already needed"
-    text = (
-        f"{document['organization']}: new {policy['operation']} proposals {verb} "
-        f"{describe_policy(policy, CLUB_CURRENCY)}. "
-        "Open proposals keep the policy they were frozen under."
+    text = _SET[policy["changed"]].text(
+        args.language,
+        organization=document["organization"],
+        operation=policy["operation"],
+        rule=describe_policy(policy, CLUB_CURRENCY, args.language),
     )
     return document, text
+
+
+_SET = {
+    True: Localized(
+        "{organization}: new {operation} proposals now need {rule}. Open proposals keep the "
+        "policy they were frozen under.",
+        "{organization} : les nouvelles propositions {operation} demandent désormais {rule}. "
+        "Les propositions ouvertes gardent la règle sous laquelle elles ont été figées.",
+    ),
+    False: Localized(
+        "{organization}: new {operation} proposals already needed {rule}. Open proposals "
+        "keep the policy they were frozen under.",
+        "{organization} : les nouvelles propositions {operation} demandaient déjà {rule}. "
+        "Les propositions ouvertes gardent la règle sous laquelle elles ont été figées.",
+    ),
+}
+_POLICIES_OF = Localized(
+    "Approval policies of {organization} (for proposals frozen from now on):",
+    "Règles d'approbation de {organization} (pour les propositions figées à partir de "
+    "maintenant) :",
+)
+_SET_BY = Localized(" (set by {who})", " (fixée par {who})")
 
 
 def cmd_policy_show(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -96,11 +119,11 @@ def cmd_policy_show(cs: Countersign, args: argparse.Namespace) -> Result:
     organization = args.org.strip().lower()
     policies = cs.policies.in_force(organization)
     document: dict[str, Any] = {"organization": organization, "policies": policies}
-    lines = [f"Approval policies of {organization} (for proposals frozen from now on):"]
+    lines = [_POLICIES_OF.text(args.language, organization=organization)]
     width = max((len(p["operation"]) for p in policies), default=0)
     for policy in policies:
-        source = f" (set by {policy['set_by']})" if policy.get("set_by") else ""
-        lines.append(
-            f"  {policy['operation']:<{width}}  {describe_policy(policy, CLUB_CURRENCY)}{source}"
-        )
+        by = policy.get("set_by")
+        source = _SET_BY.text(args.language, who=by) if by else ""
+        rule = describe_policy(policy, CLUB_CURRENCY, args.language)
+        lines.append(f"  {policy['operation']:<{width}}  {rule}{source}")
     return document, "\n".join(lines)

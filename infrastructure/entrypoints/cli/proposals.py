@@ -77,14 +77,14 @@ def cmd_revise(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_approve(cs: Countersign, args: argparse.Namespace) -> Result:
     report = with_status_path(cs.access.approve(args.proposal_id, _caller(args)).to_json())
-    return report, cards.render_report(report, args.actor)
+    return report, cards.render_report(_in_language(cs, args, report), args.actor, args.language)
 
 
 def cmd_decline(cs: Countersign, args: argparse.Namespace) -> Result:
     report = with_status_path(
         cs.access.decline(args.proposal_id, _caller(args), args.note).to_json()
     )
-    return report, cards.render_report(report, args.actor)
+    return report, cards.render_report(_in_language(cs, args, report), args.actor, args.language)
 
 
 def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -269,7 +269,10 @@ def _in_language(cs: Countersign, args: argparse.Namespace, report: dict[str, An
     carries it in English; the card says it in any)."""
     if args.language == "en" or not report.get("message"):
         return report
-    card = cs.access.card(report["proposal_id"], _caller(args), args.language).to_json()
+    try:
+        card = cs.access.card(report["proposal_id"], _caller(args), args.language).to_json()
+    except (NotFoundError, ForbiddenError):  # the answer said so already, in English
+        return report
     return {**report, "message": card["message"] or report["message"]}
 
 
@@ -312,7 +315,7 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
         page_size=args.page_size,
     )
     document = json.loads(render.to_json(inbox))
-    return document, listings.render_inbox(document)
+    return document, listings.render_inbox(document, args.language)
 
 
 def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -322,12 +325,18 @@ def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
     context = cs.read_models.revision_context(organization_id, args.interaction_id)
     document = json.loads(render.to_json({"messages": messages, "revision_context": context}))
     text_key = f"text_{args.language}"
-    lines = [m[text_key] for m in document["messages"]] or ["No messages."]
+    lines = [m[text_key] for m in document["messages"]] or [_NO_MESSAGES.text(args.language)]
     if context:
-        lines.append(
-            f"Revision context for the next message: {context[f'context_{args.language}']}"
-        )
+        said = context[f"context_{args.language}"]
+        lines.append(_REVISION_CONTEXT.text(args.language, context=said))
     return document, "\n".join(lines)
+
+
+_NO_MESSAGES = Localized("No messages.", "Aucun message.")
+_REVISION_CONTEXT = Localized(
+    "Revision context for the next message: {context}",
+    "Contexte de révision pour le prochain message : {context}",
+)
 
 
 def _version_or_time(value: str) -> int | datetime:
@@ -378,7 +387,8 @@ def _read_request(raw: str) -> Any:
         try:
             text = Path(raw[1:]).read_text(encoding="utf-8")
         except OSError:
-            raise UsageError(f"cannot read the request file {raw[1:]!r}") from None
+            french = f"impossible de lire le fichier de la demande « {raw[1:]} »"
+            raise UsageError(f"cannot read the request file {raw[1:]!r}", french) from None
     try:
         return read_json(text)
     except UnreadableJsonError as refused:

@@ -1,0 +1,105 @@
+"""The command line's general answers in the reader's language (``--language``, on every
+command): not found, forbidden, busy, the usage and configuration errors, the internal ones,
+and argparse's own usage errors, which are read before the command line is."""
+
+from __future__ import annotations
+
+import re
+
+from countersign.domain.contracts.presentation import Localized
+
+#: An unknown club, member or id and another club's id answer alike (the application says
+#: no more); the text says what to check.
+NOT_FOUND = Localized(
+    "Not found: check the club, the member and the id named (an unknown one and another club's "
+    "answer alike; `countersign seed` lists the demo's).",
+    "Introuvable : vérifiez le club, le membre et l'identifiant indiqués (un inconnu et celui "
+    "d'un autre club reçoivent la même réponse ; `countersign seed` liste ceux de la démo).",
+)
+FORBIDDEN = Localized(
+    "You do not have permission to do that.", "Vous n'avez pas la permission de faire cela."
+)
+BUSY = Localized(
+    "the records this command acts on are busy with other changes; try again",
+    "les enregistrements sur lesquels agit cette commande sont pris par d'autres "
+    "modifications ; réessayez",
+)
+BUSY_LINE = Localized("Busy: {message}.", "Occupé : {message}.")
+ERROR_LINE = Localized("error: {message}", "erreur : {message}")
+REJECTED_LINE = Localized("Rejected: {message}.", "Refusé : {message}.")
+NO_SUCH_OPERATION = Localized("no such operation", "aucune opération de ce nom")
+OPERATIONS_LISTED = Localized(
+    "`countersign operations` lists them", "`countersign operations` les liste"
+)
+UNAVAILABLE = Localized(
+    "the database did not answer in time; try again in a few seconds",
+    "la base de données n'a pas répondu à temps ; réessayez dans quelques secondes",
+)
+MAY_BE_RECORDED = Localized(
+    ". A decision sent just before may have been recorded: look at the proposal "
+    "(countersign show) before sending it again",
+    ". Une décision envoyée juste avant a peut-être été enregistrée : regardez la "
+    "proposition (countersign show) avant de l'envoyer de nouveau",
+)
+#: A stored record that does not read (altered, or damaged): for the operator or auditor at
+#: the command line, what it is and where to look, beside the reference its log line carries.
+DAMAGED = Localized(
+    "a stored record this needs cannot be read (altered or damaged); nothing was changed. "
+    "`countersign audit verify` names the damaged proposals; the log has this reference",
+    "un enregistrement dont cette commande a besoin ne peut pas être lu (altéré ou "
+    "endommagé) ; rien n'a été modifié. `countersign audit verify` nomme les propositions "
+    "endommagées ; le journal porte cette référence",
+)
+INTERNAL_LINE = Localized("Internal error: {message}.", "Erreur interne : {message}.")
+INTERNAL = Localized(
+    "Internal error. Reference: {reference}", "Erreur interne. Référence : {reference}"
+)
+
+
+def chosen_language(words: list[str]) -> str:
+    """The language a command line asks for (``--language fr``, ``--language=fr`` or an
+    abbreviation argparse takes, ``--lang fr``), read before argparse reads it, so that its
+    own usage errors are in that language too; English when none is named or it is not one."""
+    chosen = "en"
+    for i, word in enumerate(words):
+        name, equals, value = word.partition("=")
+        if len(name) < 6 or not "--language".startswith(name):
+            continue
+        if not equals:
+            value = words[i + 1] if i + 1 < len(words) else ""
+        chosen = value if value in ("en", "fr") else chosen
+    return chosen
+
+
+#: argparse's usage errors (Python 3.11 to 3.13 write them so), in French.
+_ARGPARSE_FR: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), french)
+    for pattern, french in (
+        (r"the following arguments are required: (.*)", r"ces arguments sont requis : \1"),
+        (r"one of the arguments (.*) is required", r"l'un des arguments \1 est requis"),
+        (r"unrecognized arguments: (.*)", r"arguments non reconnus : \1"),
+        (r"ambiguous option: (.*) could match (.*)", r"option ambiguë : \1 peut désigner \2"),
+        (r"invalid choice: (.*) \(choose from (.*)\)", r"choix invalide : \1 (choisir parmi \2)"),
+        (r"invalid (\w+) value: (.*)", r"valeur \1 invalide : \2"),
+        (r"expected one argument", "une valeur est attendue"),
+        (r"expected at most one argument", "une valeur au plus est attendue"),
+        (r"expected at least one argument", "une valeur au moins est attendue"),
+        (r"not allowed with argument (.*)", r"interdit avec l'argument \1"),
+    )
+)
+_ARGUMENT = re.compile(r"argument ([^:]+): (.*)", re.DOTALL)
+
+
+def usage_error(message: str, language: str) -> str:
+    """argparse's usage error ``message`` in ``language``: in French, its known sentences
+    translated (an option's own words, a type's refusal, are left as they are)."""
+    if language != "fr":
+        return message
+    prefix = ""
+    named = _ARGUMENT.fullmatch(message)
+    if named:
+        prefix, message = f"argument {named.group(1)} : ", named.group(2)
+    for pattern, french in _ARGPARSE_FR:
+        if pattern.fullmatch(message):
+            return prefix + pattern.sub(french, message)
+    return prefix + message

@@ -1,0 +1,131 @@
+"""The command line's language: ``--language`` chooses the language of every answer of every
+command, before or after the command's name; ``members set-language`` names the member's
+language on its own, the old spelling still working with a note."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from countersign.application.authorization import organization_by_slug
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.cli.answers import chosen_language
+
+from tests.conftest import AVA, BEN, REFUND, TO_CARD
+
+
+def _stored_language(cs, email: str) -> str:
+    return organization_by_slug(cs.store, "granite").member(email).language
+
+
+UNKNOWN = "00000000-0000-0000-0000-000000000000"
+PROPOSE = (
+    *("propose", "--org", "granite", "--as", AVA, "--operation", REFUND),
+    *("--resource", "refund-ok", "--request", json.dumps(TO_CARD)),
+)
+
+
+@pytest.fixture
+def command(database_url, capsys, seeded):
+    """``countersign`` in this process, on the seeded clubs: (status, stdout, stderr)."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            status = main([*argv, "--database", database_url])
+        except SystemExit as stopped:  # argparse's own answers
+            status = int(stopped.code or 0)
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def test_not_found_is_answered_in_french_wherever_language_is_given(command):
+    after = command("show", UNKNOWN, "--as", AVA, "--language", "fr")
+    before = command("--language", "fr", "show", UNKNOWN, "--as", AVA)
+
+    for status, out, _ in (after, before):
+        assert status == 0
+        assert out.startswith("Introuvable : vérifiez le club, le membre et l'identifiant")
+    assert command("show", UNKNOWN, "--as", AVA)[1].startswith("Not found: check the club")
+
+
+def test_commands_that_had_no_language_answer_in_french(command):
+    proposed = command(*PROPOSE, "--json")
+    proposal_id = json.loads(proposed[1])["proposal_id"]
+
+    forbidden = command("inbox", "--org", "granite", "--as", BEN, "--language", "fr")
+    policies = command("policy", "show", "--org", "granite", "--language", "fr")
+    leagues = command("roster", "leagues", "--org", "granite", "--language", "fr")
+    order = command("orders", "show", "refund-ok", "--org", "granite", "--language", "fr")
+    inbox = command("inbox", "--org", "granite", "--as", AVA, "--language", "fr")
+    declined = command("decline", proposal_id, "--as", AVA, "--language", "fr")
+
+    assert forbidden[1].strip() == "Vous n'avez pas la permission de faire cela."
+    assert policies[1].startswith("Règles d'approbation de granite")
+    assert "2 approbations distinctes au-delà de 100,00" in policies[1]
+    assert "Monday Night Open : 6 membres, capacité 8" in leagues[1]
+    assert "Enquête sur la commande" in order[1]
+    assert "remboursable" in order[1]
+    assert inbox[1].startswith("En attente d'approbation (1), page 1 :")
+    assert declined[1].startswith("Refusée : ")
+    assert "Declined" not in declined[1]
+
+
+def test_usage_errors_are_in_french_too(command):
+    status, out, err = command("approve", "--language", "fr")
+    assert (status, out) == (2, "")
+    assert "countersign approve: erreur : ces arguments sont requis : proposal_id, --as" in err
+
+    status, out, err = command("--lang=fr", "approve", UNKNOWN, "--as", AVA, "--json", "--nope")
+    assert status == 2
+    assert json.loads(out) == {"error": "usage", "message": "arguments non reconnus : --nope"}
+
+    status, _, err = command("org", "set-timezone", "--org", "granite", "--tz", "Mars/Olympus",
+                             "--language", "fr")  # fmt: skip
+    assert status == 2
+    assert "erreur : « Mars/Olympus » n'est pas un fuseau horaire" in err
+
+
+def test_set_language_stores_the_members_language_and_answers_in_the_readers(command, cs):
+    status, out, _ = command(
+        "members", "set-language", "fr", "--org", "granite", "--email", BEN, "--language", "en"
+    )
+    assert (status, out.strip()) == (0, f"{BEN} is written to in fr.")
+    assert _stored_language(cs, BEN) == "fr"
+
+    status, out, _ = command(
+        "members", "set-language", "en", "--org", "granite", "--email", BEN, "--language", "fr"
+    )
+    assert (status, out.strip()) == (0, f"countersign écrit à {BEN} en en.")
+    assert _stored_language(cs, BEN) == "en"
+
+
+def test_the_old_spelling_still_names_the_members_language_with_a_note(command, cs):
+    status, out, err = command("members", "set-language", "--org", "granite", "--email", BEN,
+                               "--language", "fr")  # fmt: skip
+
+    assert status == 0
+    assert _stored_language(cs, BEN) == "fr"
+    assert out.strip() == f"countersign écrit à {BEN} en fr."
+    assert "members set-language fr --org" in err
+    assert "--language choisit" in err
+
+    status, _, err = command("members", "set-language", "--org", "granite", "--email", BEN)
+    assert status == 2
+    assert "name the member's language: countersign members set-language LANG" in err
+
+
+@pytest.mark.parametrize(
+    ("words", "language"),
+    [
+        (["show", "x", "--language", "fr"], "fr"),
+        (["--language=fr", "show"], "fr"),
+        (["--lang", "fr", "show"], "fr"),
+        (["--language", "de"], "en"),
+        (["--l", "fr"], "en"),  # too short to be --language alone (--limit)
+        (["--language"], "en"),
+    ],
+)
+def test_the_language_is_read_before_the_command_line_is(words, language):
+    assert chosen_language(words) == language
