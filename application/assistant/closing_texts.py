@@ -15,6 +15,14 @@ from countersign.domain.contracts.problems import Problem, explain
 from countersign.domain.messages import shows_amounts
 from countersign.domain.times import seconds_wait
 
+#: The line of a section's instructions that tells the model which language the manager
+#: reads countersign in (the page's, or the chat command's ``--language``): a real model
+#: writes in it, and the offline stand-in reads it as a model would.
+WRITE_TO_THE_MANAGER = {
+    "en": "Write to the manager in English, the language they read countersign in.",
+    "fr": "Write to the manager in French (français), the language they read countersign in.",
+}
+
 PROPOSED = Localized(
     "I prepared a proposal for your review. The card shows exactly what approval will do, "
     "with every amount computed by the application. Nothing changes until you approve it.",

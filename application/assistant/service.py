@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID, uuid4
 
-from countersign.application.assistant.closing_texts import closing_text
+from countersign.application.assistant.closing_texts import WRITE_TO_THE_MANAGER, closing_text
 from countersign.application.assistant.conversations import (
     ConversationView,
     check_owned,
@@ -164,7 +164,7 @@ class AssistantService:
         if self.turn_limiter is not None:
             # Counted: the turn begins. A token's turns apart from its person's own.
             self.turn_limiter.admit(club, member.email, token_name(caller))
-        messages = self._context(assistant, interaction, message, scope)
+        messages = self._context(assistant, interaction, message, scope, language)
         context_chars = sum(len(str(m.get("content") or "")) for m in messages)
         interaction.hear(message)
         self.store.save(interaction)
@@ -337,10 +337,17 @@ class AssistantService:
     # -- context --------------------------------------------------------------------------------
 
     def _context(
-        self, assistant: SectionAssistant, interaction: Interaction, message: str, scope: Scope
+        self,
+        assistant: SectionAssistant,
+        interaction: Interaction,
+        message: str,
+        scope: Scope,
+        language: str = "en",
     ) -> list[dict[str, Any]]:
-        """The bounded, application-written context for this turn."""
-        written = assistant.instructions + "\n\n" + assistant.summary(scope, self.store)
+        """The bounded, application-written context for this turn, in which the model is
+        told the language the manager reads."""
+        said = WRITE_TO_THE_MANAGER.get(language, WRITE_TO_THE_MANAGER["en"])
+        written = f"{assistant.instructions}\n{said}\n\n{assistant.summary(scope, self.store)}"
         revision = self._revision_context(interaction)
         if revision:
             written += "\n\n" + revision

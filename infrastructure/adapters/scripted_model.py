@@ -16,9 +16,15 @@ from typing import Any
 
 import httpx2
 import openai
+from countersign.application.assistant.closing_texts import WRITE_TO_THE_MANAGER
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.presentation import Localized
-from countersign.domain.contracts.stand_in_words import language_of
+from countersign.domain.contracts.stand_in_words import (
+    answering_in,
+    asks_for_help,
+    language_of,
+    only_greets,
+)
 
 BASE_URL = "http://scripted.countersign.invalid/v1"
 
@@ -130,21 +136,27 @@ class StandInPolicy:
     words and what it read (``OperationContract.stand_in``), those whose ``stand_in_cue``
     matches the words first, and proposes the first request it gets. It corrects a rejected
     request once by dropping the fields the application called unknown; a refusal it cannot
-    correct, it explains to the manager in the words the application gave for them.
+    correct, it explains to the manager in the words the application gave for them. What it
+    says of its own (a greeting, what it can propose) is in the language of the manager's
+    words, or, where they say too little to tell, the one its instructions name.
     """
 
     def __call__(self, request: dict[str, Any]) -> Answer:
         messages = request.get("messages", [])
-        offered = request.get("tools", [])
+        with answering_in(_conversation_language(messages)):
+            return self._answer(messages, request.get("tools", []))
+
+    def _answer(self, messages: list[dict[str, Any]], offered: list[dict[str, Any]]) -> Answer:
         last = messages[-1] if messages else {}
+        words = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        language = language_of(words)
         if last.get("role") not in ("user", "tool"):
-            return Say("How can I help with this?")
+            return Say(_HOW_CAN_I_HELP.text(language))
         if last.get("role") == "tool":
             answered = _answered_call(messages, last.get("tool_call_id"))
             result = _json(last.get("content"))
             if "problems" in result and answered is not None:
-                return self._correct(answered, result)
-        words = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+                return self._correct(answered, result, language)
         reads = _read_this_turn(messages)
         proposers = _proposers(offered)
         for tool in offered:
@@ -153,17 +165,18 @@ class StandInPolicy:
             arguments = _all_null(function.get("parameters") or {})
             if name not in proposers and arguments is not None and name not in reads:
                 return Call(name, arguments)
-        return _propose(words, reads, proposers)
+        return _propose(words, reads, proposers, language)
 
     @staticmethod
-    def _correct(call: dict[str, Any], refusal: dict[str, Any]) -> Answer:
+    def _correct(call: dict[str, Any], refusal: dict[str, Any], language: str) -> Answer:
         """Drop the fields the application called unknown and call again; otherwise tell the
         manager what the application said is wrong, in the words it gave for them."""
         problems = refusal.get("problems") or []
         unknown = {p.get("field") for p in problems if "unknown field" in p.get("message", "")}
         arguments = _json(call.get("arguments"))
         if not unknown or not isinstance(arguments, dict):
-            return Say(str(refusal.get("explain_to_manager") or "I could not prepare it."))
+            said = refusal.get("explain_to_manager") or _COULD_NOT_PREPARE.text(language)
+            return Say(str(said))
         return Call(call["name"], {k: v for k, v in arguments.items() if k not in unknown})
 
 
@@ -198,8 +211,22 @@ def _proposers(offered: list[dict[str, Any]]) -> dict[str, AnyContract]:
     return found
 
 
-def _propose(words: str, reads: dict[str, Any], proposers: dict[str, AnyContract]) -> Answer:
-    """The first request a contract fills, cued contracts first; else what one said."""
+def _conversation_language(messages: list[dict[str, Any]]) -> str:
+    """The language the instructions tell the model to write to the manager in."""
+    system = next((m for m in messages if m.get("role") == "system"), {})
+    instructions = str(system.get("content") or "")
+    return next((k for k, line in WRITE_TO_THE_MANAGER.items() if line in instructions), "en")
+
+
+def _propose(
+    words: str, reads: dict[str, Any], proposers: dict[str, AnyContract], language: str
+) -> Answer:
+    """Words that only greet or ask for help: a greeting back and what it can propose, in
+    ``language``. Else the first request a contract fills, cued contracts first; else what
+    one said; else that it can propose only what it can."""
+    if only_greets(words) or asks_for_help(words):
+        greeting = _HELLO.text(language) if only_greets(words) else ""
+        return Say(greeting + _what_i_can_do(proposers, language, _I_CAN))
     cued = [
         c
         for c in proposers.values()
@@ -212,9 +239,18 @@ def _propose(words: str, reads: dict[str, Any], proposers: dict[str, AnyContract
         if isinstance(filled, dict):
             return Call(contract.tool_name, filled)
         said = said or filled
-    return Say(said or _what_i_can_do(proposers, language_of(words)))
+    return Say(said or _what_i_can_do(proposers, language))
 
 
+_HOW_CAN_I_HELP = Localized("How can I help with this?", "Comment puis-je vous aider ici ?")
+_COULD_NOT_PREPARE = Localized("I could not prepare it.", "Je n'ai pas pu la préparer.")
+_HELLO = Localized("Hello! ", "Bonjour ! ")
+_I_CAN = Localized(
+    "Here I can propose: {can}. Tell me what you need, and I will prepare it for a person to "
+    "approve.",
+    "Ici, je peux proposer : {can}. Dites-moi ce qu'il vous faut, et je le préparerai pour "
+    "qu'une personne l'approuve.",
+)
 _NOTHING = Localized("I could not find anything to propose.", "Je n'ai rien trouvé à proposer.")
 _ONLY = Localized(
     "I could not find anything to propose from that. Here I can only propose: {can}. Say what "
@@ -224,11 +260,14 @@ _ONLY = Localized(
 )
 
 
-def _what_i_can_do(proposers: dict[str, AnyContract], language: str) -> str:
-    """Nothing the words asked for is something this assistant proposes: say what it can, in
-    the language the manager wrote in."""
-    can = "; ".join(contract.title.text(language).lower() for contract in proposers.values())
-    return _ONLY.text(language, can=can) if can else _NOTHING.text(language)
+def _what_i_can_do(
+    proposers: dict[str, AnyContract], language: str, said: Localized | None = None
+) -> str:
+    """What this assistant proposes (``said``: by default, that nothing the words asked for
+    is among it), in ``language``."""
+    titles = (contract.title.text(language).lower() for contract in proposers.values())
+    can = (" ; " if language == "fr" else "; ").join(titles)
+    return (said or _ONLY).text(language, can=can) if can else _NOTHING.text(language)
 
 
 def _read_this_turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
