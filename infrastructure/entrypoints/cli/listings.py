@@ -31,7 +31,7 @@ _ORDER = {
     "participant": Localized("Participant", "Participant"),
     "total": Localized("Total", "Total"),
     "registration": Localized("Registration", "Inscription"),
-    "note": Localized("Note", "Note"),
+    "note": Localized("Note", "Remarque"),
     "spot": Localized("active, a spot in {league}", "active, une place dans {league}"),
     "discount": Localized(
         "{name} on {item} ({value}), {applied}; {eligibility}",
@@ -47,10 +47,8 @@ _ORDER = {
         "{amount} from {payment} ({destination})", "{amount} de {payment} ({destination})"
     ),
 }
-_STATUS = {
-    "active": Localized("active", "active"),
-    "cancelled": Localized("cancelled", "annulée"),
-}
+#: A registration's status in words ("active" reads the same in both).
+_STATUS = {"cancelled": Localized("cancelled", "annulée")}
 
 
 def render_order(order: dict[str, Any], language: str = "en") -> str:
