@@ -42,11 +42,12 @@ from countersign.application.reports import (
     Report,
     outcome_text,
 )
+from countersign.application.revision_problems import every_problem
 from countersign.application.settlement import Settling
 from countersign.application.shown_seals import Unverified
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract
-from countersign.domain.contracts.problems import InvalidRequestError
+from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.interaction import Interaction
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
@@ -190,6 +191,19 @@ class ProposalAccess:
         club = str(proposal.organization_id)
         with limited(self.limiter, club, caller.email, token_name(caller)):
             return self.proposals.revise(str(proposal.id), caller, request)
+
+    def revision_problems(
+        self, proposal_id: str, actor: str | Caller, request: Any, left_out: list[str]
+    ) -> list[Problem]:
+        """Every problem of an edit's ``request``, writing nothing; ``left_out``: fields the
+        caller could not read (revision_problems.py). Checks what ``revise`` checks first."""
+        caller = Caller.of(actor)
+        proposal, member = visible_proposal(self.store, proposal_id, caller)
+        contract = self.registry.get(proposal.kind)
+        if contract is None:
+            return []
+        require_all(caller, member, contract.permission)
+        return every_problem(self.store, contract, proposal, request, left_out)
 
     def approve(
         self,

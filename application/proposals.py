@@ -53,6 +53,7 @@ from countersign.application.reports import (
     not_found,
     outcome_text,
 )
+from countersign.application.revision_problems import every_problem
 from countersign.application.seal_check import Unverified
 from countersign.application.settlement import (
     CallOut,
@@ -62,6 +63,7 @@ from countersign.application.settlement import (
 )
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import (
     NotApprovable,
@@ -170,7 +172,12 @@ class ProposalService(ApprovePath):
         contract = self.registry.get(original.kind)
         if contract is None:
             raise NotRevisableError(str(original.status))
-        parsed = contract.parse_request(request)
+        try:
+            parsed = contract.parse_request(request)
+        except InvalidRequestError:
+            # Its fields' problems, and what the valid ones name that the facts lack: at once.
+            problems = every_problem(self.store, contract, original, request)
+            raise InvalidRequestError(problems) from None
         reads = freezing_reads(contract, original.scope)
         now = self.clock.now()
         return self.store.decide(

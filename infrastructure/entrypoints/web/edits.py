@@ -24,6 +24,7 @@ from countersign.domain.outcomes import is_already_so
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.proposals import proposal_id_of
 from countersign.infrastructure.entrypoints.web.request_form import (
+    FormField,
     Spec,
     form_fields,
     place,
@@ -69,10 +70,19 @@ class EditPages:
         fields = specs(contract.Request)
         values = posted(fields, visit.form)
         request, unreadable = request_of(fields, values)
-        if unreadable:
-            errors = {path: [visit.t(key)] for path, key in unreadable.items()}
-            return self._page(visit, reviewed, contract, fields, values, errors, status=422)
         pid = str(reviewed.record["proposal_id"])
+        if unreadable:
+            # What the form cannot read, and every problem of the rest, at once.
+            left_out = sorted({path.split(".", 1)[0] for path in unreadable})
+            others = self.cs.access.revision_problems(
+                pid, visit.signed_in.caller, request, left_out
+            )
+            by_field, general = place(fields, others, visit.language)
+            for path, key in unreadable.items():
+                by_field.setdefault(path, []).insert(0, visit.t(key))
+            return self._page(
+                visit, reviewed, contract, fields, values, by_field, general, status=422
+            )
         pending = reviewed.record.get("status") == "pending"
         if pending and _unchanged(contract, request, reviewed.record.get("request")):
             # It would only replace this one with a copy. (A declined or expired one asked for
@@ -164,19 +174,31 @@ class EditPages:
         unchanged: bool = False,
     ) -> Response:
         record: dict[str, Any] = reviewed.record
+        shown_fields = form_fields(
+            fields, values, errors or {}, contract.request_fields, visit.language, visit.t
+        )
         return self.site.render(
             visit,
             "edit.html",
             status=status,
             proposal_id=str(record["proposal_id"]),
             title=contract.title.text(visit.language),
-            fields=form_fields(
-                fields, values, errors or {}, contract.request_fields, visit.language, visit.t
-            ),
+            fields=shown_fields,
+            marked=_marked(shown_fields),
             general=general or [],
             invalid=bool(errors or general) and not unchanged,
             unchanged=unchanged,
         )
+
+
+def _marked(fields: list[FormField]) -> list[FormField]:
+    """The fields with a problem, in the form's order (a group's fields after it), each
+    linked from the summary at the top of the form: every one to correct, at once."""
+    found: list[FormField] = []
+    for one in fields:
+        found += [one] if one.errors else []
+        found += _marked(list(one.children))
+    return found
 
 
 def _unchanged(contract: AnyContract, request: dict[str, Any], stored: Any) -> bool:

@@ -177,6 +177,7 @@ EN: dict[str, str] = {
     "edit.none": "(none)",
     "edit.problem.number": "Write a whole number.",
     "edit.problem.json": "This is not in the expected form (JSON).",
+    "edit.to_correct": "To correct:",
 }
 
 FR: dict[str, str] = {
@@ -363,4 +364,5 @@ FR: dict[str, str] = {
     "edit.none": "(aucun)",
     "edit.problem.number": "Écrivez un nombre entier.",
     "edit.problem.json": "Ce n'est pas dans la forme attendue (JSON).",
+    "edit.to_correct": "À corriger :",
 }
