@@ -72,6 +72,29 @@ def test_commands_that_had_no_language_answer_in_french(command):
     assert "Declined" not in declined[1]
 
 
+def test_the_operators_commands_answer_in_french_too(command):
+    proposed = json.loads(command(*PROPOSE, "--json")[1])["proposal_id"]
+
+    said = {
+        words[0]: command(*words, "--language", "fr")[1]
+        for words in (
+            ("webhooks", "list", "--org", "granite"),
+            ("provider", "refunds"),
+            ("expire",),
+            ("history", proposed),
+            ("operations",),
+        )
+    }
+
+    assert said["webhooks"].strip() == "granite n'a aucun webhook."
+    assert said["provider"].strip() == "Le bac à sable ne contient aucun remboursement."
+    assert said["expire"].strip() == "expire : rien à faire."
+    assert said["history"].startswith(f"Historique de la proposition {proposed} (heures UTC)")
+    assert (
+        "opérations (proposer avec : countersign propose --operation KIND) :" in said["operations"]
+    )
+
+
 def test_usage_errors_are_in_french_too(command):
     status, out, err = command("approve", "--language", "fr")
     assert (status, out) == (2, "")

@@ -148,35 +148,84 @@ def cmd_roster_join(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_provider_refunds(cs: Countersign, args: argparse.Namespace) -> Result:
     refunds = cs.sandbox.refunds()
+    said = _SANDBOX["refund"]
     lines = [
-        f"{r['idempotency_key']}: {r['status']}, {r['amount_cents']} cents, "
-        f"{r['requests']} request(s)"
+        said.text(
+            args.language,
+            key=r["idempotency_key"],
+            status=r["status"],
+            cents=r["amount_cents"],
+            requests=r["requests"],
+        )
         for r in refunds
     ]
-    return refunds, "\n".join(lines) or "The sandbox holds no refunds."
+    return refunds, "\n".join(lines) or _SANDBOX["no_refunds"].text(args.language)
 
 
 def cmd_provider_deliveries(cs: Countersign, args: argparse.Namespace) -> Result:
     deliveries = cs.email_sandbox.deliveries()
+    said = _SANDBOX["delivery"]
     lines = [
-        f"{d['idempotency_key']}: {d['status']}"
-        + (f" ({d['failure_code']})" if d["failure_code"] else "")
-        + f", {len(d['recipients'])} recipient(s), {d['requests']} request(s)"
+        said.text(
+            args.language,
+            key=d["idempotency_key"],
+            status=d["status"] + (f" ({d['failure_code']})" if d["failure_code"] else ""),
+            recipients=len(d["recipients"]),
+            requests=d["requests"],
+        )
         for d in deliveries
     ]
-    return deliveries, "\n".join(lines) or "The sandbox holds no deliveries."
+    return deliveries, "\n".join(lines) or _SANDBOX["no_deliveries"].text(args.language)
+
+
+#: What the providers' sandboxes hold, in words.
+_SANDBOX = {
+    "refund": Localized(
+        "{key}: {status}, {cents} cents, {requests} request(s)",
+        "{key} : {status}, {cents} cents, {requests} demande(s)",
+    ),
+    "no_refunds": Localized(
+        "The sandbox holds no refunds.", "Le bac à sable ne contient aucun remboursement."
+    ),
+    "delivery": Localized(
+        "{key}: {status}, {recipients} recipient(s), {requests} request(s)",
+        "{key} : {status}, {recipients} destinataire(s), {requests} demande(s)",
+    ),
+    "no_deliveries": Localized(
+        "The sandbox holds no deliveries.", "Le bac à sable ne contient aucun envoi."
+    ),
+}
 
 
 def cmd_operations(_: Countersign | None, args: argparse.Namespace) -> Result:
     from countersign.application.assistant.schemas import operation_catalogue
 
     catalogue = operation_catalogue()
-    lines = [f"{len(catalogue)} operations (propose with: countersign propose --operation KIND):"]
+    said = _OPERATIONS
+    lines = [said["title"].text(args.language, n=len(catalogue))]
     for entry in catalogue:
-        fields = ", ".join(entry["request_schema"].get("properties", {})) or "no fields"
-        where = "may call a provider" if entry["external"] else "local"
-        lines.append(
-            f"  {entry['kind']:<32} section {entry['section']}, needs {entry['permission']}, "
-            f"{where}; request: {{{fields}}}"
+        fields = ", ".join(entry["request_schema"].get("properties", {}))
+        line = said["line"].text(
+            args.language,
+            section=entry["section"],
+            permission=entry["permission"],
+            where=said["external" if entry["external"] else "local"].text(args.language),
+            fields=fields or said["no_fields"].text(args.language),
         )
+        lines.append(f"  {entry['kind']:<32} {line}")
     return catalogue, "\n".join(lines)
+
+
+_OPERATIONS = {
+    "title": Localized(
+        "{n} operations (propose with: countersign propose --operation KIND):",
+        "{n} opérations (proposer avec : countersign propose --operation KIND) :",
+    ),
+    "line": Localized(
+        "section {section}, needs {permission}, {where}; request: {{{fields}}}",
+        "section {section}, demande {permission}, {where} ; requête : {{{fields}}}",
+    ),
+    "external": Localized("may call a provider", "peut appeler un fournisseur"),
+    "local": Localized("local", "locale"),
+    "no_fields": Localized("no fields", "aucun champ"),
+}

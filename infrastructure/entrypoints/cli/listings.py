@@ -114,15 +114,15 @@ def render_order(order: dict[str, Any], language: str = "en") -> str:
     return box(said("title"), rows)
 
 
-def render_history(history: dict[str, Any]) -> str:
+def render_history(history: dict[str, Any], language: str = "en") -> str:
     """A proposal's events, oldest first, each with its time in UTC to the millisecond (an
     auditor compares them with the server's logs, which are in UTC too: the heading says so,
     since a card shows the club's own zone). Each is named by its stable name
     (``proposal.approved``), not the module it is stored under (``--json`` has both)."""
-    lines = [f"History of proposal {history['proposal_id']} (times in UTC)"]
+    lines = [_HISTORY["title"].text(language, id=history["proposal_id"])]
     if history.get("unverified"):  # its seals do not vouch for it (application/shown_seals.py)
         lines += [
-            f"  NOT VOUCHED FOR: {line}" if i == 0 else f"  {line}"
+            f"  {_HISTORY['unvouched'].text(language)} {line}" if i == 0 else f"  {line}"
             for i, line in enumerate(textwrap.wrap(history["unverified"]["message"], 86))
         ]
     for event in history["events"]:
@@ -135,9 +135,19 @@ def render_history(history: dict[str, Any]) -> str:
         lines += _fields(details)
     if "as_of" in history:
         state = history["as_of"]
-        lines.append(f"  State as of v{state['version']}: {state['status']}")
+        said = _HISTORY["as_of"].text(language, version=state["version"])
+        lines.append(f"  {said} {state['status']}")
         lines += _fields({k: v for k, v in state.items() if k not in {"version", "status"}})
     return "\n".join(lines)
+
+
+_HISTORY = {
+    "title": Localized(
+        "History of proposal {id} (times in UTC)", "Historique de la proposition {id} (heures UTC)"
+    ),
+    "unvouched": Localized("NOT VOUCHED FOR:", "NON GARANTI :"),
+    "as_of": Localized("State as of v{version}:", "État à la v{version} :"),
+}
 
 
 def _fields(fields: dict[str, Any]) -> list[str]:

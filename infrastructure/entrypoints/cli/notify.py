@@ -45,23 +45,26 @@ def cmd_webhooks_add(cs: Countersign, args: argparse.Namespace) -> Result:
                 " (127.0.0.0/8,10.1.0.0/16) in every process's environment"
             )
         raise UsageError(said) from None
-    text = (
-        f"Webhook {added.endpoint_id} of {added.organization} posts to {added.url}.\n"
-        f"Its signing secret is shown once; store it now:\n{added.secret}"
+    said = _SAID["added"].text(
+        args.language, id=added.endpoint_id, organization=added.organization, url=added.url
     )
-    return added.to_json(), text
+    return added.to_json(), f"{said}\n{added.secret}"
 
 
 def cmd_webhooks_list(cs: Countersign, args: argparse.Namespace) -> Result:
     endpoints = _webhooks(cs).endpoints(None, args.org)
-    lines = [f"{e['endpoint_id']}  {e['url']}  (added by {e['added_by']})" for e in endpoints]
-    return endpoints, "\n".join(lines) or f"{args.org} has no webhooks."
+    by = _SAID["added_by"]
+    lines = [
+        f"{e['endpoint_id']}  {e['url']}  ({by.text(args.language, who=e['added_by'])})"
+        for e in endpoints
+    ]
+    return endpoints, "\n".join(lines) or _SAID["none"].text(args.language, organization=args.org)
 
 
 def cmd_webhooks_remove(cs: Countersign, args: argparse.Namespace) -> Result:
     _webhooks(cs).remove(None, args.org, args.endpoint_id)
     return {"endpoint_id": args.endpoint_id, "removed": True}, (
-        f"Webhook {args.endpoint_id} removed: nothing more is posted to it."
+        _SAID["removed"].text(args.language, id=args.endpoint_id)
     )
 
 
@@ -74,29 +77,62 @@ def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result
     for delivery in found:
         lines.append(
             f"{delivery['delivery_id']}  {delivery['type']}  {delivery['channel']} "
-            f"{delivery['target']}: {delivery['status']} after {delivery['attempts']} attempt(s)"
+            f"{delivery['target']}: {delivery['status']} "
+            + _SAID["after"].text(args.language, n=delivery["attempts"])
         )
         for attempt in delivery["attempt_log"]:
             next_try = attempt["next_attempt_at"]
             lines.append(
                 f"    #{attempt['attempt']} {attempt['started_at']:%Y-%m-%d %H:%M:%S}Z "
                 f"{attempt['result']}"
-                + (f", next try {next_try:%Y-%m-%d %H:%M:%S}Z" if next_try else "")
+                + (
+                    _SAID["next_try"].text(args.language, at=f"{next_try:%Y-%m-%d %H:%M:%S}Z")
+                    if next_try
+                    else ""
+                )
             )
-    empty = "No dead letters." if args.dead else "No deliveries."
+    empty = _SAID["no_dead" if args.dead else "no_deliveries"].text(args.language)
     return document, "\n".join(lines) or empty
 
 
 def cmd_webhooks_redeliver(cs: Countersign, args: argparse.Namespace) -> Result:
     if not args.all and not args.delivery_id:
-        raise UsageError("name a dead letter's delivery id, or --all for every dead letter")
+        said = _SAID["name_one"]
+        raise UsageError(said.en, said.fr)
     ids = _webhooks(cs).redeliver(None, args.org, None if args.all else args.delivery_id)
-    text = (
-        f"{len(ids)} dead letter(s) put back in line; the next 'countersign notify run' sends them."
-        if ids
-        else "No such dead letter."
-    )
+    text = _SAID["redelivered" if ids else "no_such"].text(args.language, n=len(ids))
     return {"redelivered": ids}, text
+
+
+#: The webhook commands' answers.
+_SAID = {
+    "added": Localized(
+        "Webhook {id} of {organization} posts to {url}.\nIts signing secret is shown once; "
+        "store it now:",
+        "Le webhook {id} de {organization} envoie à {url}.\nSon secret de signature n'est "
+        "montré qu'une fois ; conservez-le maintenant :",
+    ),
+    "added_by": Localized("added by {who}", "ajouté par {who}"),
+    "none": Localized("{organization} has no webhooks.", "{organization} n'a aucun webhook."),
+    "removed": Localized(
+        "Webhook {id} removed: nothing more is posted to it.",
+        "Webhook {id} retiré : plus rien ne lui est envoyé.",
+    ),
+    "after": Localized("after {n} attempt(s)", "après {n} tentative(s)"),
+    "next_try": Localized(", next try {at}", ", prochain essai {at}"),
+    "no_dead": Localized("No dead letters.", "Aucun envoi abandonné."),
+    "no_deliveries": Localized("No deliveries.", "Aucun envoi."),
+    "name_one": Localized(
+        "name a dead letter's delivery id, or --all for every dead letter",
+        "nommez l'identifiant d'un envoi abandonné, ou --all pour tous",
+    ),
+    "redelivered": Localized(
+        "{n} dead letter(s) put back in line; the next 'countersign notify run' sends them.",
+        "{n} envoi(s) abandonné(s) remis en file ; le prochain 'countersign notify run' les "
+        "envoie.",
+    ),
+    "no_such": Localized("No such dead letter.", "Aucun envoi abandonné de ce nom."),
+}
 
 
 def cmd_members_set_language(cs: Countersign, args: argparse.Namespace) -> Result:

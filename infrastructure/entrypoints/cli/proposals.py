@@ -103,17 +103,17 @@ def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     # the events it lists.
     history["unverified"] = cs.cards.unverified_json(stored)
     history = history_with_status_paths(history)
-    return history, listings.render_history(history)
+    return history, listings.render_history(history, args.language)
 
 
 def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:
     reports = [with_status_path(report.to_json()) for report in cs.sweepers.reconcile()]
-    return {"resolved": reports}, _sweep_text("reconcile", reports)
+    return {"resolved": reports}, _sweep_text("reconcile", reports, args.language)
 
 
 def cmd_expire(cs: Countersign, args: argparse.Namespace) -> Result:
     reports = [report.to_json() for report in cs.sweepers.expire_due()]
-    return {"expired": reports}, _sweep_text("expire", reports)
+    return {"expired": reports}, _sweep_text("expire", reports, args.language)
 
 
 def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -372,9 +372,11 @@ _DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _TIME = re.compile(r"[T ]\d\d(?::(\d\d)(?::(\d\d)(?:[.,](\d+))?)?)?$")
 
 
-def _sweep_text(what: str, reports: list[dict[str, Any]]) -> str:
+def _sweep_text(what: str, reports: list[dict[str, Any]], language: str) -> str:
     if not reports:
-        return f"{what}: nothing to do."
+        return Localized("{what}: nothing to do.", "{what} : rien à faire.").text(
+            language, what=what
+        )
     return "\n".join(
         f"{what}: {r['proposal_id']} {r['action'].replace('_', ' ')} -> {r['status']}"
         for r in reports
