@@ -83,10 +83,15 @@ def test_the_operators_commands_answer_in_french_too(command):
             ("expire",),
             ("history", proposed),
             ("operations",),
+            ("tokens", "list", "--org", "maple"),
         )
     }
+    refused = command("users", "set-password", "--as", "nobody@nowhere.example", "--language", "fr")
 
     assert said["webhooks"].strip() == "granite n'a aucun webhook."
+    assert said["tokens"].strip() == "Aucun jeton."
+    assert refused[0] == 4
+    assert "nobody@nowhere.example n'est membre d'aucun club" in refused[2]
     assert said["provider"].strip() == "Le bac à sable ne contient aucun remboursement."
     assert said["expire"].strip() == "expire : rien à faire."
     assert said["history"].startswith(f"Historique de la proposition {proposed} (heures UTC)")

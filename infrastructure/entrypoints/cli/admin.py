@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from countersign.domain.errors import NotFoundError
+from countersign.infrastructure.entrypoints.cli import admin_words as words
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -342,28 +343,24 @@ def cmd_users_set_password(cs: Countersign, args: argparse.Namespace) -> Result:
     email = args.actor.strip().lower()
     if not cs.club.clubs_of(email):
         # A mistyped address would otherwise be "set" while the person's own is unchanged.
-        raise RefusedError(
-            "not_a_member",
-            f"{email} is a member of no club, so nobody signs in with it: check the address;"
-            " nothing was changed",
-            email=email,
-        )
-    password = _read_new_password()
+        said = words.NO_CLUB.text(args.language, email=email)
+        raise RefusedError("not_a_member", said, email=email)
+    password = _read_new_password(args.language)
     ended = set_password(cs, args.actor, password)
     return {"email": email, "password_set": True, "sessions_ended": ended}, (
-        f"Password set for {email}; {ended} browser session(s) ended."
+        words.PASSWORD_SET.text(args.language, email=email, ended=ended)
     )
 
 
-def _read_new_password() -> str:
+def _read_new_password(language: str) -> str:
     if not sys.stdin.isatty():
         # Piped: the first line, without its line ending (a password may hold other spaces).
         return sys.stdin.readline().rstrip("\r\n")
     import getpass
 
-    first = getpass.getpass("New password: ")
-    if getpass.getpass("Repeat it: ") != first:
-        raise UsageError("the two passwords differ; nothing was changed")
+    first = getpass.getpass(words.NEW_PASSWORD.text(language))
+    if getpass.getpass(words.REPEAT_IT.text(language)) != first:
+        raise UsageError(words.PASSWORDS_DIFFER.en, words.PASSWORDS_DIFFER.fr)
     return first
 
 
@@ -387,16 +384,18 @@ def cmd_tokens_issue(cs: Countersign, args: argparse.Namespace) -> Result:
         "permissions": list(issued.permissions),
         "kind": issued.kind,
     }
-    what = (
-        "an approver token: it may approve, decline and edit for this person"
-        if issued.kind == "approver"
-        else "an agent token: it reads and proposes, and can never approve"
+    what = (words.APPROVER_TOKEN if issued.kind == "approver" else words.AGENT_TOKEN).text(
+        args.language
     )
-    text = (
-        f"Token {issued.token_id} for {issued.organization} ({', '.join(issued.permissions)}), "
-        f"acting as {issued.issued_by}; {what}. Shown once; store it now:\n{issued.token}"
+    said = words.TOKEN_ISSUED.text(
+        args.language,
+        id=issued.token_id,
+        organization=issued.organization,
+        permissions=", ".join(issued.permissions),
+        who=issued.issued_by,
+        what=what,
     )
-    return document, text
+    return document, f"{said}\n{issued.token}"
 
 
 def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -404,7 +403,9 @@ def cmd_tokens_revoke(cs: Countersign, args: argparse.Namespace) -> Result:
 
     revoked = revoke_token(cs, args.token_id)
     return {"token_id": args.token_id, "revoked": revoked}, (
-        f"Token {args.token_id} revoked." if revoked else f"No active token {args.token_id}."
+        (words.TOKEN_REVOKED if revoked else words.NO_SUCH_TOKEN).text(
+            args.language, id=args.token_id
+        )
     )
 
 
@@ -414,7 +415,7 @@ def cmd_tokens_list(cs: Countersign, args: argparse.Namespace) -> Result:
     tokens = json.loads(render.to_json(list_tokens(cs, args.org)))
     lines = [
         f"{t['token_id']}  {t['name']:<20} {t['kind']:<8}  {','.join(t['permissions'])}"
-        + ("  (revoked)" if t.get("revoked_at") else "")
+        + (f"  {words.REVOKED.text(args.language)}" if t.get("revoked_at") else "")
         for t in tokens
     ]
-    return tokens, "\n".join(lines) or "No tokens."
+    return tokens, "\n".join(lines) or words.NO_TOKENS.text(args.language)
