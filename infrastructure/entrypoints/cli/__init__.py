@@ -9,7 +9,10 @@ request refused (a proposal's request the contract does not accept, a change of 
 the club's rules refuse); 5 when a check found a fault (``audit verify``: a broken hash
 chain, its report printed in full); 141 when the reader of
 its output went away (``countersign show ... | head``), as a program stopped by SIGPIPE.
-Whatever ends in a non-zero status says why on stderr, in words.
+Whatever ends in a non-zero status says why on stderr, in words: in the reader's language,
+``--language`` (en or fr, on every command, before or after its name), as every answer is;
+a --json document's codes and a refused request's problems (for programs and models) are the
+same in both.
 
 ``parser`` names every command and its handler; the handlers live by area (``proposals``,
 ``club``, ``projections`` for the read models and the audit trail, ``admin`` for the server,
@@ -309,7 +312,7 @@ def _not_revisable(refused: NotRevisableError, language: str) -> Answer:
 
 def _busy(_: Exception, language: str) -> Answer:
     message = answers.BUSY.text(language)
-    document = {"error": "busy", "message": answers.BUSY.text("en")}
+    document = {"error": "busy", "message": message}
     return document, answers.BUSY_LINE.text(language, message=message), 1
 
 
@@ -382,22 +385,20 @@ def _database_unavailable(error: Exception, language: str, *, sent: bool) -> Ans
     from countersign.infrastructure.persistence.unavailable import unavailable_reason
 
     log.warning("database unavailable: %s", unavailable_reason(error))
-
-    def message(lang: str) -> str:
-        said = answers.UNAVAILABLE.text(lang)
-        return said + answers.MAY_BE_RECORDED.text(lang) if sent else said
-
-    said = answers.ERROR_LINE.text(language, message=message(language))
-    return {"error": "database_unavailable", "message": message("en")}, said, 1
+    message = answers.UNAVAILABLE.text(language)
+    if sent:
+        message += answers.MAY_BE_RECORDED.text(language)
+    said = answers.ERROR_LINE.text(language, message=message)
+    return {"error": "database_unavailable", "message": message}, said, 1
 
 
 def _damaged(correlation_id: str, language: str = "en") -> Answer:
     document, _, status = _internal(correlation_id)
-    message = f"{answers.DAMAGED.text('en')}: {correlation_id}"
-    said = f"{answers.DAMAGED.text(language)} : {correlation_id}" if language == "fr" else message
+    colon = " : " if language == "fr" else ": "
+    message = f"{answers.DAMAGED.text(language)}{colon}{correlation_id}"
     return (
         {**document, "message": message},
-        answers.INTERNAL_LINE.text(language, message=said),
+        answers.INTERNAL_LINE.text(language, message=message),
         status,
     )
 
