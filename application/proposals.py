@@ -27,6 +27,7 @@ from countersign.application.authorization import (
     Caller,
     damaged_or_unknown,
     member_of,
+    require_all,
     require_decider,
     require_scope,
 )
@@ -167,7 +168,7 @@ class ProposalService(ApprovePath):
         original = self.store.get(pid, Proposal)
         if not caller.acts_in(original.organization_id):
             raise NotFoundError("proposal")  # another club's is unknown, as for approve
-        member_of(self.store, original.organization_id, caller.email)
+        member = member_of(self.store, original.organization_id, caller.email)
         require_decider(caller)
         contract = self.registry.get(original.kind)
         if contract is None:
@@ -175,7 +176,9 @@ class ProposalService(ApprovePath):
         try:
             parsed = contract.parse_request(request)
         except InvalidRequestError:
-            # Its fields' problems, and what the valid ones name that the facts lack: at once.
+            # Its fields' problems, and what the valid ones name that the facts lack: at once
+            # (the facts told only to whom freezing it would tell them).
+            require_all(caller, member, contract.permission)
             problems = every_problem(self.store, contract, original, request)
             raise InvalidRequestError(problems) from None
         reads = freezing_reads(contract, original.scope)
