@@ -216,6 +216,42 @@ def test_a_postgres_database_the_server_does_not_have_is_named(postgres_url, cap
     assert "hunter2" not in err  # the URL is shown without its password
 
 
+@pytest.mark.parametrize(
+    ("login", "server_said"),
+    [
+        (
+            "countersign_no_such_role:hunter2@",
+            'FATAL: role "countersign_no_such_role" does not exist',
+        ),
+        ("postgres:hunter2@", "server does not support SSL, but SSL was required"),
+    ],
+    ids=["unknown-role", "ssl-refused"],
+)
+def test_a_postgres_server_that_refuses_the_login_is_a_setting_to_fix(
+    postgres_url, capsys, login, server_said
+):
+    """The server answered: not "cannot reach" (exit 1, try again later) but a configuration
+    error (exit 2) quoting the refusal and naming what to check, in the reader's language."""
+    url = postgres_url.replace("postgres@", login, 1)
+    if "SSL" in server_said:
+        url += "?sslmode=require"  # this machine's server has no SSL
+
+    assert main(["inbox", "--org", "granite", "--as", AVA, "--database", url]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach" not in err
+    assert f"the PostgreSQL server answered but refused this connection ({server_said})" in err
+    assert "check the user, password, database name and sslmode in COUNTERSIGN_DATABASE_URL" in err
+    assert "hunter2" not in err
+    assert "Traceback" not in err
+
+    assert (
+        main(["--language", "fr", "inbox", "--org", "granite", "--as", AVA, "--database", url]) == 2
+    )
+    assert (
+        "le serveur PostgreSQL a répondu mais a refusé cette connexion" in capsys.readouterr().err
+    )
+
+
 _INBOX = ("inbox", "--org", "granite", "--as", AVA, "--database")
 
 

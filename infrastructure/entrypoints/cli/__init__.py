@@ -220,6 +220,11 @@ def _not_started(error: Exception, database_url: str, language: str = "en") -> A
         f"cannot reach the PostgreSQL database ({server_said}); check "
         "COUNTERSIGN_DATABASE_URL or --database"
     )
+    refusal = _login_refused(server_said)
+    if refusal is not None:
+        said = answers.LOGIN_REFUSED.text(language, said=refusal)
+        english = answers.LOGIN_REFUSED.text("en", said=refusal)
+        return {"error": "configuration", "message": english}, f"error: {said}", 2
     if no_connection_left(server_said):
         message = (
             f"the PostgreSQL server has no connection left ({server_said}): raise its "
@@ -231,6 +236,31 @@ def _not_started(error: Exception, database_url: str, language: str = "en") -> A
             f"({server_said}); try again in a few seconds"
         )
     return {"error": "database_unavailable", "message": message}, f"error: {message}", 1
+
+
+#: What libpq reports when the server answered a login with a refusal that a setting fixes
+#: (its ``FATAL:`` lines but those of a server busy, starting or stopping), or refused SSL.
+_LOGIN_REFUSALS = (
+    "does not exist",
+    "password authentication failed",
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "permission denied",
+    "not permitted to log in",
+    "does not support ssl",
+    "ssl was required",
+)
+
+
+def _login_refused(server_said: str) -> str | None:
+    """The server's refusal of this login, from "FATAL:" on (or libpq's words on SSL), if
+    ``server_said`` is one a setting fixes; None for a server out of reach or busy."""
+    lowered = server_said.lower()
+    if not any(refusal in lowered for refusal in _LOGIN_REFUSALS):
+        return None
+    fatal = server_said.find("FATAL:")
+    found = server_said[fatal:] if fatal >= 0 else server_said.rsplit(" failed: ", 1)[-1]
+    return " ".join(found.split())
 
 
 def _server_intervened(error: BaseException) -> bool:

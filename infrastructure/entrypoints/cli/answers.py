@@ -103,3 +103,15 @@ def usage_error(message: str, language: str) -> str:
         if pattern.fullmatch(message):
             return prefix + pattern.sub(french, message)
     return prefix + message
+
+
+#: The PostgreSQL server answered and refused this login (an unknown role or database, a wrong
+#: password, no ``pg_hba.conf`` entry, SSL asked of a server without it): a setting to fix,
+#: not a server out of reach. ``said``: the server's (or libpq's) own words.
+LOGIN_REFUSED = Localized(
+    "the PostgreSQL server answered but refused this connection ({said}): check the user, "
+    "password, database name and sslmode in COUNTERSIGN_DATABASE_URL or --database",
+    "le serveur PostgreSQL a répondu mais a refusé cette connexion ({said}) : vérifiez "
+    "l'utilisateur, le mot de passe, le nom de la base et sslmode dans "
+    "COUNTERSIGN_DATABASE_URL ou --database",
+)
