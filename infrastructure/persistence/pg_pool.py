@@ -58,6 +58,43 @@ _logger = logging.getLogger("psycopg.pool")
 #: eventsourcing as it is imported, so a warning there reached no operator.
 _said = logging.getLogger("countersign.store")
 _IDLE = TransactionStatus.IDLE
+
+
+class _ConnectErrors(logging.Filter):
+    """The last failed attempt to connect that psycopg_pool warned of ("error connecting in
+    'pool-1': ...", at each retry while the server is out of reach), kept so that a client
+    told there was no connection in time hears why (a refusal, a wrong port); the warnings
+    themselves still reach no handler, as eventsourcing's ERROR level on the logger meant."""
+
+    #: How long a failed attempt explains a wait for a connection (past it, another cause).
+    FRESH_FOR = 60.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = ""
+        self.at = 0.0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.msg == "error connecting in %r: %s" and isinstance(args, tuple) and args:
+            lines = str(args[-1]).strip().splitlines()
+            self.said = " ".join(lines[0].split())[:300] if lines else ""
+            self.at = monotonic()
+        # Shown from ERROR, as eventsourcing left the logger; all of them once someone has
+        # set the logger's level (a developer following the pool at INFO).
+        return record.levelno >= logging.ERROR or _logger.level != _READ_FROM
+
+    def last(self) -> str:
+        """The last attempt's words, if it failed within ``FRESH_FOR`` seconds."""
+        return self.said if self.said and monotonic() - self.at < self.FRESH_FOR else ""
+
+
+#: The logger's level here: records at WARNING are made again (eventsourcing set ERROR), for
+#: the filter to read; it lets none below ERROR through, so the handlers see what they saw.
+_READ_FROM = logging.WARNING
+_connect_errors = _ConnectErrors()
+_logger.addFilter(_connect_errors)
+_logger.setLevel(_READ_FROM)
 _INFO = logging.INFO
 _REQUESTS_NUM = ConnectionPool._REQUESTS_NUM
 
@@ -236,6 +273,11 @@ _TRANSLATED: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
 
 
 def _translated(error: psycopg.Error) -> PersistenceError:
+    if isinstance(error, PoolTimeout):
+        last = _connect_errors.last()
+        if last and last not in str(error):
+            # The operator's log then says why ("Connection refused" at which host and port).
+            error.args = (f"{error}; the last attempt to connect said: {last}",)
     return translated_error(error, _TRANSLATED, str(error))
 
 

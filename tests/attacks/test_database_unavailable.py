@@ -301,3 +301,30 @@ def test_an_outage_is_said_within_the_waits_not_after_ten_of_them(cs, clock):
         through.close()
     assert database_unavailable(failed.value), failed.value
     assert took < 8, f"{took:.1f} s: retried"  # ten waits of 1 s and more would be 10 s
+
+
+def test_no_connection_in_time_says_why_the_last_attempt_to_connect_failed(cs, clock, caplog):
+    """An operator's finding: the projection runner and the worker said only "couldn't get a
+    connection after 1.00 sec" through an outage, the pool's own failed attempts to connect
+    (which say "Connection refused" and where) being silenced. The error now carries the last
+    attempt's words, and the pool's warnings still print nothing."""
+    if cs.database.kind != "postgres":
+        pytest.skip("the connection pool is PostgreSQL's")
+    db = cs.database
+    proxy = _Proxy(db.host, db.port)
+    url = f"postgresql://{db.user}@127.0.0.1:{proxy.port}/{db.dbname}"
+    # Two seconds: the pool's own attempt to connect (refused at once) has time to fail.
+    through = bootstrap(Settings(database_url=url, database_timeout=2.0), clock=clock)
+    try:
+        through.app.recorder.max_notification_id()
+        proxy.cut()
+        with pytest.raises(Exception) as failed:
+            through.app.recorder.max_notification_id()
+    finally:
+        proxy.cut()
+        through.close()
+    said = str(failed.value)
+    assert "couldn't get a connection" in said
+    assert "the last attempt to connect said:" in said
+    assert f"port {proxy.port} failed" in said  # where it tried, in libpq's words
+    assert not [r for r in caplog.records if r.name == "psycopg.pool"]
