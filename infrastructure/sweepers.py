@@ -135,6 +135,8 @@ class PassReport:
     done: dict[str, int]
     failed: list[str]
     seconds: float
+    #: The sweepers among ``failed`` that found the database unavailable.
+    unavailable: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -150,6 +152,7 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
     started = time.perf_counter()
     done: dict[str, int] = {}
     failed: list[str] = []
+    unavailable: list[str] = []
     for sweeper in sweepers:
         try:
             done[sweeper.name] = sweeper.run()
@@ -166,6 +169,7 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
                     sweeper.name,
                     unavailable_reason(error),
                 )
+                unavailable.append(sweeper.name)
                 continue
             if isinstance(error, ProjectionStoppedError):
                 # What it reads stopped (a later release's tables, an event it cannot
@@ -174,7 +178,7 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
                 continue
             correlation_id = new_correlation_id()
             log.exception("%s pass failed, correlation id %s", sweeper.name, correlation_id)
-    return PassReport(number, done, failed, time.perf_counter() - started)
+    return PassReport(number, done, failed, time.perf_counter() - started, unavailable)
 
 
 def run_schedule(
@@ -187,8 +191,13 @@ def run_schedule(
     """A pass of every sweeper, then ``interval`` seconds' pause, until ``stop`` is set (a
     pass under way finishes first: each of its steps is a decision that commits or not)."""
     totals = Totals(done={sweeper.name: 0 for sweeper in sweepers})
+    out_of_reach: set[str] = set()  # the sweepers whose last pass found no database
     while not stop.is_set():
         report = run_pass(sweepers, totals.passes + 1)
+        for name in sorted(out_of_reach & report.done.keys()):
+            # Said once, as the projection runner says it: the outage's warnings end here.
+            log.warning("%s pass: the database answers again; carrying on", name)
+        out_of_reach = (out_of_reach - report.done.keys()) | set(report.unavailable)
         totals.passes += 1
         totals.failures += len(report.failed)
         for name, count in report.done.items():
