@@ -169,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
             # It reads or rebuilds everything, and an operator watches it: no statement
             # timeout (COUNTERSIGN_DATABASE_TIMEOUT is for the services' requests).
             settings = replace(settings, database_timeout=None)
-        cs = bootstrap(settings, create=args.create or args.command in CREATING)
+        creates = args.command in CREATING or getattr(args, "org_command", None) == "create"
+        cs = bootstrap(settings, create=args.create or creates)
     except NoDatabaseError as error:
         said = answers.ERROR_LINE.text(args.language, message=error)
         return emit({"error": "no_database", "message": str(error)}, said, 2)

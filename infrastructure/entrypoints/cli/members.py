@@ -63,7 +63,7 @@ def cmd_members_set_permissions(cs: Countersign, args: argparse.Namespace) -> Re
         LastMemberManagerError,
         NotFoundError,
     ) as refused:
-        raise _refusal(refused, organization, email, args.language) from None
+        raise refusal(refused, organization, email, args.language) from None
     document: dict[str, Any] = {"organization": organization, **held}
     return document, _held_text(held, args.language)
 
@@ -77,7 +77,7 @@ def _held_text(held: dict[str, Any], language: str) -> str:
     return said.text(language, email=held["email"])
 
 
-def _refusal(error: Exception, organization: str, email: str, language: str) -> RefusedError:
+def refusal(error: Exception, organization: str, email: str, language: str) -> RefusedError:
     """The refusal in the reader's language, its reason a code a program can branch on."""
     if isinstance(error, UnknownPermissionError):
         unknown, known = ", ".join(error.unknown), ", ".join(error.known)

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--create",
         action="store_true",
         help="create countersign's tables (and a SQLite file) if the database has none; only "
-        "seed and demo do without it",
+        "seed, demo and org create do without it",
     )
 
     parser = CommandParser(
@@ -168,6 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     set_timezone.add_argument("--org", required=True)
     set_timezone.add_argument("--tz", required=True, metavar="ZONE", help="e.g. America/Toronto")
+    create = add(
+        "create",
+        Handler("club_admin", "cmd_org_create"),
+        "register a new club (then add its first manager with members add)",
+        org_sub,
+    )
+    create.add_argument("slug", metavar="SHORT_NAME", help="the club's id for good: granite")
+    create.add_argument("--name", required=True, help="the club's name as people read it")
+    create.add_argument("--tz", metavar="ZONE", help="where its people read times")
 
     policy = sub.add_parser("policy", help="approval policies: who and how many approve")
     policy_sub = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
@@ -223,6 +232,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     language.add_argument("--org", required=True)
     language.add_argument("--email", required=True)
+    member_add = add(
+        "add",
+        Handler("club_admin", "cmd_members_add"),
+        "add a person to the club, with exactly these permissions",
+        members_sub,
+    )
+    member_add.add_argument("--org", required=True)
+    member_add.add_argument("--email", required=True)
+    member_add.add_argument("--name", required=True, help="as the pages show them")
+    member_add.add_argument("--role", required=True, help="manager, treasurer, coach...")
+    member_add.add_argument(
+        "--permissions",
+        default=[],
+        type=permission_list,
+        metavar="A,B,C",
+        help="permission names separated by commas (none if left out)",
+    )
+    member_remove = add(
+        "remove",
+        Handler("club_admin", "cmd_members_remove"),
+        "take a person off the club (never its last holder of members.manage)",
+        members_sub,
+    )
+    member_remove.add_argument("--org", required=True)
+    member_remove.add_argument("--email", required=True)
+    member_list = add(
+        "list", Handler("club_admin", "cmd_members_list"), "the club's members", members_sub
+    )
+    member_list.add_argument("--org", required=True)
     permissions = add(
         "set-permissions",
         Handler("members", "cmd_members_set_permissions"),
