@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from countersign.application import authorization
+from countersign.application import authorization, club_admin
 from countersign.application.authorization import (
     Caller,
     member_of,
@@ -186,12 +186,14 @@ class ClubService:
             raise NotFoundError("broadcast form")
         return {"subject": form.subject, "body": form.body}
 
-    def members(self, organization: str, by: Caller) -> list[Member]:
+    def members(self, organization: str, by: Caller | None) -> list[Member]:
         """Every member of the club with their permissions, by email; for a caller who holds
-        members.manage there. NotFoundError for an unknown club or one the caller does not act
-        in, MissingPermissionError without the permission."""
+        members.manage there (``by`` None: the operator, on the command line). NotFoundError
+        for an unknown club or one the caller does not act in, MissingPermissionError without
+        the permission."""
         org = self.store.read(_organization_id(organization, by), Organization)
-        _member_manager(org, by)
+        if by is not None:
+            _member_manager(org, by)
         found = (org.member(email) for email in sorted(org.members))
         return [member for member in found if member is not None]
 
@@ -224,6 +226,20 @@ class ClubService:
             return Commit([org], held) if changed else Answer(held)
 
         return self.store.decide(Reads([organization_id]), setting)
+
+    def register(self, slug: str, name: str) -> dict[str, Any]:
+        """The operator registers a club (``club_admin.register_club``)."""
+        return club_admin.register_club(self.store, slug, name)
+
+    def add_member(
+        self, organization: str, email: str, name: str, role: str, permissions: list[str]
+    ) -> dict[str, Any]:
+        """The operator adds a member (``club_admin.add_member``)."""
+        return club_admin.add_member(self.store, organization, email, name, role, permissions)
+
+    def remove_member(self, organization: str, email: str) -> dict[str, Any]:
+        """The operator removes a member (``club_admin.remove_member``)."""
+        return club_admin.remove_member(self.store, organization, email)
 
     def _roster(self, organization: str) -> Roster:
         org = organization_by_slug(self.store, organization)

@@ -46,7 +46,9 @@ def test_propose_and_chat_take_the_order_number_orders_show_takes(
     assert "Review: approve or decline" in card, card
     assert "Olivia Chen" in card
     chat = ["chat", "--org", "granite", "--as", AVA, "--section", "orders"]
-    status, turn, _ = run(capsys, *chat, "--resource", "refund-ok", "--message", "hello", *db)
+    status, turn, _ = run(
+        capsys, *chat, "--resource", "refund-ok", "--message", "refund the missed discount", *db
+    )
     assert status == 0
     assert "Olivia Chen" in turn, turn
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from countersign.application import club_admin
 from countersign.application.club_admin import ClubSetupError
-from countersign.domain.club.organization import Organization
 from countersign.domain.club.permissions import LastMemberManagerError, UnknownPermissionError
+from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import DuplicateError, NotFoundError, NotMemberError, TimeZoneError
 from countersign.infrastructure.entrypoints.cli.common import RefusedError, Result
@@ -74,16 +73,16 @@ _MEMBER_ALREADY = Localized(
 
 def cmd_org_create(cs: Countersign, args: argparse.Namespace) -> Result:
     try:
-        made = club_admin.register_club(cs.store, args.slug, args.name)
+        made = cs.club.register(args.slug, args.name)
     except ClubSetupError as refused:
         raise _setup_refusal(refused, args.language) from None
-    zone = Organization.time_zone  # the class default until set
+    zone = DEFAULT_TIME_ZONE  # until set
     if args.tz:
         try:
             zone = cs.club.set_time_zone(made["organization"], args.tz)
         except TimeZoneError:
             # Registered all the same: the zone is set on its own (org set-timezone).
-            zone = Organization.time_zone
+            zone = DEFAULT_TIME_ZONE
     text = _REGISTERED.text(
         args.language, organization=made["organization"], name=made["name"], zone=zone
     )
@@ -93,9 +92,7 @@ def cmd_org_create(cs: Countersign, args: argparse.Namespace) -> Result:
 def cmd_members_add(cs: Countersign, args: argparse.Namespace) -> Result:
     organization, email = args.org.strip().lower(), args.email.strip().lower()
     try:
-        added = club_admin.add_member(
-            cs.store, organization, email, args.name, args.role, args.permissions
-        )
+        added = cs.club.add_member(organization, email, args.name, args.role, args.permissions)
     except ClubSetupError as refused:
         raise _setup_refusal(refused, args.language) from None
     except DuplicateError:
@@ -118,7 +115,7 @@ def cmd_members_add(cs: Countersign, args: argparse.Namespace) -> Result:
 def cmd_members_remove(cs: Countersign, args: argparse.Namespace) -> Result:
     organization, email = args.org.strip().lower(), args.email.strip().lower()
     try:
-        removed = club_admin.remove_member(cs.store, organization, email)
+        removed = cs.club.remove_member(organization, email)
     except (NotMemberError, LastMemberManagerError, NotFoundError) as refused:
         raise refusal(refused, organization, email, args.language) from None
     text = _REMOVED.text(args.language, email=email, organization=organization)
@@ -127,19 +124,20 @@ def cmd_members_remove(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_members_list(cs: Countersign, args: argparse.Namespace) -> Result:
     organization = args.org.strip().lower()
-    org = cs.store.read(Organization.create_id(organization), Organization)  # NotFoundError
     members: list[dict[str, Any]] = []
     lines = []
-    for email in sorted(org.members):
-        member = org.member(email)
-        if member is None:
-            continue
+    for member in cs.club.members(organization, None):  # NotFoundError: no such club
         permissions = sorted(member.permissions)
         members.append(
-            {"email": email, "name": member.name, "role": member.role, "permissions": permissions}
+            {
+                "email": member.email,
+                "name": member.name,
+                "role": member.role,
+                "permissions": permissions,
+            }
         )
         held = ", ".join(permissions) or _NOTHING.text(args.language)
-        lines.append(printable(f"{email}  {member.name} ({member.role}): {held}"))
+        lines.append(printable(f"{member.email}  {member.name} ({member.role}): {held}"))
     return {"organization": organization, "members": members}, "\n".join(lines)
 
 
