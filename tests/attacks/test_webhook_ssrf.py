@@ -29,7 +29,7 @@ from countersign.infrastructure.notifications.settings import NotifySettings
 from countersign.infrastructure.notifications.webhooks import Webhooks, notification_sender
 
 from tests.attacks.conftest import Api, assert_no_leak, assert_nothing_changed, snapshot
-from tests.receivers import LOOPBACK_NETWORKS, free_port, receiving
+from tests.receivers import LOOPBACK_NETWORKS, POLL, free_port, receiving
 from tests.support.proposing import propose
 
 HOOKS = "/api/v1/webhooks"
@@ -379,7 +379,7 @@ class _Closing(BaseHTTPRequestHandler):
 def test_the_delivery_log_is_no_port_scanner(api: Api, monkeypatch) -> None:
     monkeypatch.setenv(ENVIRONMENT, "127.0.0.0/8")
     hangup = ThreadingHTTPServer(("127.0.0.1", 0), _Closing)
-    threading.Thread(target=hangup.serve_forever, daemon=True).start()
+    threading.Thread(target=hangup.serve_forever, args=(POLL,), daemon=True).start()
     try:
         with receiving() as failing:
             failing.statuses = [500]
