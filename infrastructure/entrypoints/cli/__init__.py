@@ -47,7 +47,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     RefusedError,
     UsageError,
 )
-from countersign.infrastructure.entrypoints.cli.parser import CommandParser, build_parser
+from countersign.infrastructure.entrypoints.cli.parser import CommandParser, command_parser
 from countersign.infrastructure.observability.logs import configure_logging, say
 from countersign.infrastructure.persistence.sql import postgres_unreachable
 from countersign.infrastructure.settings import (
@@ -95,7 +95,7 @@ def _main(argv: list[str] | None) -> int:
         _enable_plugins()
     except SettingsError as error:
         return _emitter("--json" in words)(*_configuration(error, language))
-    parser = build_parser()
+    parser = command_parser()
     try:
         configure_logging()  # COUNTERSIGN_LOG_FORMAT (text or json), COUNTERSIGN_LOG_LEVEL
     except SettingsError as error:
