@@ -226,7 +226,10 @@ def test_a_rate_limit_longer_than_the_turn_may_wait_ends_it_without_asking_early
     _, endpoint, turn = assistant_with(_limited(retry_after), SAY_DONE)
     started = time.monotonic()
     report = turn()
-    assert time.monotonic() - started < 2
+    # Not a speed check: any wait for the limit would last the call's 5 s at least (it used
+    # to be 20 s); a turn that waited none takes milliseconds, and 4.5 s leaves a loaded
+    # machine its margin (2 s did not always: h1's review of load-sensitive tests).
+    assert time.monotonic() - started < 4.5
     assert report.ended == "model_unavailable"
     assert len(endpoint.requests) == 1
     assert "Nothing was changed" in report.messages[-1]["text"]
