@@ -62,6 +62,19 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.fixture
+def fast_checks(web: Web, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A stand-in for Argon2 (a test that makes fifty failures), counting the checks."""
+    calls: list[str] = []
+
+    def fast(cs: Countersign, email: str, password: str) -> bool:
+        calls.append(email)
+        return web.passwords.get(email) == password
+
+    monkeypatch.setattr(signing_in, "verify_password", fast)
+    return calls
+
+
 def client(app: Any, address: str = "198.51.100.7", **headers: str) -> TestClient:
     return TestClient(app, follow_redirects=False, client=(address, 50000), headers=headers)
 

@@ -19,33 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.web import signing_in
 from countersign.infrastructure.entrypoints.web.throttle import ACCOUNT_LIMIT, ADDRESS_LIMIT
 
 from tests.conftest import AVA, BEN
-from tests.test_sign_in_throttle import WRONG, attempt, client, fail, web  # noqa: F401
+from tests.test_sign_in_throttle import WRONG, attempt, client, fail, fast_checks, web  # noqa: F401
 
 SHARED = "192.0.2.80"
 
 
-@pytest.fixture
-def fast_checks(web: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # noqa: F811
-    """A stand-in for Argon2 (the test makes fifty failures), counting the checks."""
-    calls: list[str] = []
-
-    def fast(cs: Countersign, email: str, password: str) -> bool:
-        calls.append(email)
-        return web.passwords.get(email) == password
-
-    monkeypatch.setattr(signing_in, "verify_password", fast)
-    return calls
-
-
 def test_a_guesser_at_the_same_address_does_not_lock_a_known_browser_out(
     web: Any,  # noqa: F811
-    fast_checks: list[str],
+    fast_checks: list[str],  # noqa: F811
 ) -> None:
     avas = client(web.app, address=SHARED)
     assert attempt(avas, AVA, web.passwords[AVA]).status_code == 303  # a browser she uses

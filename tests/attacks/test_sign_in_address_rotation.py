@@ -17,31 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from countersign.infrastructure.bootstrap import Countersign
-from countersign.infrastructure.entrypoints.web import signing_in
 from countersign.infrastructure.entrypoints.web.throttle import ADDRESS_LIMIT, address_key
 
 from tests.conftest import AVA
-from tests.test_sign_in_throttle import attempt, client, fail, web  # noqa: F401
-
-
-@pytest.fixture
-def fast_checks(web: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:  # noqa: F811
-    """A stand-in for Argon2 (the test makes fifty failures), counting the checks."""
-    calls: list[str] = []
-
-    def fast(cs: Countersign, email: str, password: str) -> bool:
-        calls.append(email)
-        return web.passwords.get(email) == password
-
-    monkeypatch.setattr(signing_in, "verify_password", fast)
-    return calls
+from tests.test_sign_in_throttle import attempt, client, fail, fast_checks, web  # noqa: F401
 
 
 def test_fresh_addresses_of_one_ipv6_network_share_one_count(
     web: Any,  # noqa: F811
-    fast_checks: list[str],
+    fast_checks: list[str],  # noqa: F811
 ) -> None:
     for number in range(ADDRESS_LIMIT):
         guesser = client(web.app, address=f"2001:db8:5:7:{number:x}::1")
