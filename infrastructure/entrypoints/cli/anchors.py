@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -194,14 +195,20 @@ def unanchored_text(unanchored: dict[str, Any]) -> str:
         f"{unanchored['up_to_log_position']:,}): an event among them removed is shown by no "
         "anchor until the next one is made:"
     ]
-    shown = unanchored["listed"][:SHOWN]
-    lines += [f"  proposal {u['proposal_id']}: {_after(u)}" for u in shown]
-    if proposals > len(shown):
-        lines.append(
-            f"  and {proposals - len(shown):,} more (--json lists the first "
-            f"{len(unanchored['listed']):,})"
-        )
+    lines += _first_shown(unanchored["listed"], proposals, _after)
     return "\n".join(lines)
+
+
+def _first_shown(
+    listed: list[dict[str, Any]], count: int, said: Callable[[dict[str, Any]], str]
+) -> list[str]:
+    """A line for each of the first ``SHOWN`` proposals ``listed`` (of ``count`` in all),
+    then how many more, and how many ``--json`` lists."""
+    shown = listed[:SHOWN]
+    lines = [f"  proposal {item['proposal_id']}: {said(item)}" for item in shown]
+    if count > len(shown):
+        lines.append(f"  and {count - len(shown):,} more (--json lists the first {len(listed):,})")
+    return lines
 
 
 def _after(listed: dict[str, Any]) -> str:
@@ -221,13 +228,7 @@ def anchor_faults_text(anchor: dict[str, Any]) -> str:
             f"the anchor made {anchor['made_at']} (log position {anchor['log_position']:,}) "
             "removed, cut back or rewritten since:"
         )
-        shown = anchor["differences"][:SHOWN]
-        lines += [f"  proposal {d['proposal_id']}: {d['text']}" for d in shown]
-        if count > len(shown):
-            lines.append(
-                f"  and {count - len(shown):,} more (--json lists the first "
-                f"{len(anchor['differences']):,})"
-            )
+        lines += _first_shown(anchor["differences"], count, lambda d: str(d["text"]))
     unanchored = anchor.get("unanchored")
     if unanchored is not None and not unanchored["ok"]:
         lines.append(
