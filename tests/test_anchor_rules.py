@@ -82,8 +82,11 @@ def test_without_the_requirement_an_unsigned_anchor_passes_and_says_it_could_be_
     code, out, _err = run("audit", "verify", "--anchor", str(unsigned))
 
     assert code == 0
-    assert "unsigned: as strong as where it was kept, though seal keys are configured" in out
-    assert "--require-seals refuses an unsigned one" in out
+    assert (
+        "UNSIGNED though seal keys are configured, accepted only because signed anchors are "
+        "not required here: it proves no more than the place it was kept"
+    ) in out
+    assert "--require-signed-anchor or --require-seals refuses it" in out
     assert _verify(run, unsigned)[1]["anchor"]["keys_configured"] is True
 
 
@@ -170,7 +173,7 @@ def test_an_anchor_of_the_latest_state_says_it_covers_every_event(
     code, out, _err = run("audit", "verify", "--anchor", str(path))
 
     assert code == 0
-    assert "No proposal's event was recorded after it (up to log position" in out
+    assert "No event was recorded after it (up to log position" in out
     assert _verify(run, path)[1]["anchor"]["unanchored"]["events"] == 0
 
 

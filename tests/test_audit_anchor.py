@@ -79,6 +79,11 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def _proposals(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An anchor's proposal lines (the other streams' follow them)."""
+    return [line for line in lines if "proposal_id" in line]
+
+
 def _decided(cs: Countersign, seeded: dict[str, Any], keys: SealKeys | None = K1) -> Any:
     """Three proposals (one declined, one succeeded, one pending) by processes holding
     ``keys``: their ids."""
@@ -96,10 +101,13 @@ def test_an_untouched_store_is_as_anchored_and_the_anchor_names_its_key_never_it
     declined, succeeded, pending = _decided(deployments(K1), seeded)
     path = _anchor(run, tmp_path)
 
-    header, *entries, end = _lines(path)
+    header, *lines, end = _lines(path)
+    entries = _proposals(lines)
     assert header["signed"] is True
     assert header["key_id"] == "k1"
     assert header["proposals"] == end["proposals"] == len(entries) == 3
+    assert lines[: len(entries)] == entries  # the proposals first, then the other streams
+    assert end["streams"] == len({line["stream_id"] for line in lines[len(entries) :]}) > 0
     assert SECRET_1 not in path.read_text()
     assert [e["proposal_id"] for e in entries] == sorted([declined, succeeded, pending])
     for entry in entries:
@@ -117,8 +125,8 @@ def test_an_untouched_store_is_as_anchored_and_the_anchor_names_its_key_never_it
     assert anchor["differences"] == []
     code, out, _err = run("audit", "verify", "--anchor", str(path))
     assert code == 0
-    assert "Anchor: 3 proposals as anchored at log position" in out
-    assert "signed with key 'k1'" in out
+    assert "Anchor: every stream as anchored at log position" in out
+    assert "signed with key 'k1'): 3 proposals and " in out
 
 
 def test_a_deleted_decline_is_named_with_the_version_it_was_cut_back_from(
@@ -231,7 +239,7 @@ def test_without_keys_a_stream_cut_back_is_shown(cs, seeded, run, tmp_path):
     code, out, _err = run("audit", "verify", "--anchor", str(fresh), keys="k1")
     assert code == 0
     assert "(made " in out
-    assert "unsigned: as strong as where it was kept, though seal keys are configured" in out
+    assert "UNSIGNED though seal keys are configured, accepted only because signed anchors " in out
 
 
 def test_a_stream_cut_back_then_extended_by_sealed_events_is_named_rewritten(
@@ -305,7 +313,7 @@ def test_an_anchor_under_a_key_not_held_is_named_as_such(cs, seeded, deployments
     [
         ("", "is not an anchor"),
         ("not json\n", "is not an anchor"),
-        ('{"countersign_anchor": 2}\n', "an anchor of another format (2, this release reads 1)"),
+        ('{"countersign_anchor": 3}\n', "another format (3, this release reads 1 and 2)"),
         (None, "the anchor ends before its integrity line: it is incomplete"),
         ("cut", "is cut short"),
         ("entry", "line 2 of the anchor is not an anchored proposal"),
@@ -350,7 +358,8 @@ def test_the_anchor_goes_to_stdout_by_default_and_is_the_same_each_run(
     _decided(deployments(K1), seeded)
     code, first, err = run("audit", "anchor")
     assert code == 0
-    assert "audit anchor: 3 proposals at log position" in err
+    assert "audit anchor: 3 proposals and " in err
+    assert " other streams (" in err
     assert "signed with seal key 'k1'" in err
     second = run("audit", "anchor")[1]
     # Made at another time; the same proposals, in the same order, with the same links.
@@ -370,7 +379,7 @@ def test_the_proposals_are_read_a_page_at_a_time_in_the_order_of_their_ids(
     monkeypatch.setattr(proposal_heads, "PAGE", 2)  # three proposals: two pages
     paged = _anchor(run, tmp_path, name="paged.jsonl")
 
-    assert [e["proposal_id"] for e in _lines(paged)[1:-1]] == sorted(ids)
+    assert [e["proposal_id"] for e in _proposals(_lines(paged))] == sorted(ids)
     assert _lines(paged)[1:-1] == whole[1:-1]
     assert _verify(run, paged)[0] == 0
 
@@ -398,11 +407,8 @@ def test_an_anchor_changed_after_it_was_read_is_refused_not_checked(
     """The file is read twice (its integrity, then each proposal against the store): one
     swapped in between, its signature never checked, must not decide the verdict. Here the
     line of the stream cut back is gone from the second read."""
-    from countersign.infrastructure.audit.anchor import (
-        AnchorFileError,
-        check_anchor,
-        read_anchor,
-    )
+    from countersign.infrastructure.audit.anchor import AnchorFileError, read_anchor
+    from countersign.infrastructure.audit.anchor_check import check_anchor
 
     declined, _, _ = _decided(deployments(K1), seeded)
     path = _anchor(run, tmp_path)

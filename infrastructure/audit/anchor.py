@@ -1,5 +1,6 @@
 """``countersign audit anchor`` and ``audit verify --anchor``: a record, kept outside the
-database, of where every proposal's stream stood, so that a stream cut back since shows.
+database, of where every stream of the store stood, so that an event removed or changed
+since, in any stream, shows.
 
 Seals prove each stored event, but nothing in the database can say which event was a
 stream's last: a writer who deletes a stream's last events leaves a shorter stream whose every
@@ -7,13 +8,17 @@ seal verifies (docs/design.md, "Seals"). An anchor is that last link, kept where
 database's writers cannot reach (an append-only store, another system). Its file is JSON
 lines, in this order:
 
-- a header: ``{"countersign_anchor": 1, "made_at", "log_position", "proposals", "signed",
+- a header: ``{"countersign_anchor": 2, "made_at", "log_position", "proposals", "signed",
   "key_id"}``, where ``log_position`` is the notification log's head when it was made: the
   anchor is the state of the log at that position, every event after it left out;
 - one line a proposal, in the order of their ids: ``{"proposal_id", "organization_id",
   "version", "event", "chain"}``, its stream's last event at that position (its version,
   its type) and that event's chain link, which covers every event before it;
-- the integrity line: ``{"end": "countersign_anchor", "proposals", "sha256", "mac"}``, the
+- then the lines of every other stream (the clubs, members, rosters, orders, forms,
+  policies, a plug-in's aggregates: whatever the store holds), in the order of their ids,
+  each event of them hashed (``stream_lines.py``);
+- the integrity line: ``{"end": "countersign_anchor", "proposals", "streams",
+  "stream_events", "sha256", "mac"}``, the
   SHA-256 of every byte before it and, with seal keys, its HMAC under the sealing key
   (``SealKeys.sign_anchor``: the key's id in the header, never the secret).
 
@@ -22,10 +27,12 @@ first its form and its integrity line (a file that is not one, damaged, edited, 
 under a key not held is refused before anything is checked), then, the same lines again (a
 file changed in between is refused, its SHA-256 no longer the one checked), each proposal
 against the store: it must still exist, have at least the anchored version, and its link at
-that version must be the anchored one. Otherwise it is named: removed (no stream), cut back
-(the events removed, from which version) or rewritten (its link differs: changed, or cut back
-and made again, sealed or not). Proposals made after the anchor, and events recorded after
-it, are what it does not cover: ``unanchored.py`` counts them.
+that version must be the anchored one, and every other stream must still hold each of its
+anchored events unchanged (``anchor_check.py``). Streams made after the anchor, and events
+recorded after it, are what it does not cover: ``unanchored.py`` counts them.
+
+An anchor of format 1 (the releases before this one) holds the proposals alone: it is read
+and checked as it is, and the check says that it covers the proposals only.
 """
 
 from __future__ import annotations
@@ -33,21 +40,24 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 from uuid import UUID
 
 from countersign.domain.seals import SealKeys, plain_key_id
-from countersign.infrastructure.audit.unanchored import Unanchored
+from countersign.infrastructure.audit.stream_lines import StreamLine, read_line, stream_lines
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.proposal_heads import ProposalHeads
 from countersign.infrastructure.persistence.sql import SqlDatabase
-from countersign.infrastructure.persistence.stored_events import written_fields
+from countersign.infrastructure.persistence.stream_heads import StreamHeads
 
-#: The format this release writes and reads.
-FORMAT = 1
+#: The format this release writes: every stream. It reads this one and format 1 (the
+#: proposals alone, as the releases before it wrote).
+FORMAT = 2
+PROPOSALS_ONLY = 1
+READ = (PROPOSALS_ONLY, FORMAT)
 _END = "countersign_anchor"
 #: The longest line read (an anchored proposal's is about 250 bytes).
 MAX_LINE = 4096
@@ -80,9 +90,10 @@ def make_anchor(
     out: IO[bytes],
     made_at: datetime,
     progress: Callable[[int], None] | None = None,
-) -> tuple[int, int]:
-    """Write an anchor of every proposal at the log's head to ``out``, a line at a time;
-    its head position and the number of proposals anchored."""
+) -> tuple[int, int, int, int]:
+    """Write an anchor of every stream at the log's head to ``out``, a line at a time (the
+    proposals, then the other streams): its head position, the number of proposals anchored,
+    and of the other streams and their events."""
     head = app.recorder.max_notification_id() or 0
     reader = ProposalHeads(sql, head)
     count = reader.count()
@@ -108,11 +119,20 @@ def make_anchor(
             progress(1)
     if written != count:  # the store changed below the head as it was read: no anchor
         raise AnchorChangedError(f"{count:,} proposals counted, {written:,} read")
+    streams, events, last = 0, 0, None
+    for stream in stream_lines(StreamHeads(sql, head).events()):
+        line = _line(stream.to_json())
+        digest.update(line)
+        out.write(line)
+        streams += stream.stream_id != last
+        events += stream.version - stream.from_version + 1
+        last = stream.stream_id
     hexdigest = digest.hexdigest()
     signature = None if keys is None else keys.sign_anchor(hexdigest)["mac"]
-    out.write(_line({"end": _END, "proposals": count, "sha256": hexdigest, "mac": signature}))
+    end = {"end": _END, "proposals": count, "streams": streams, "stream_events": events}
+    out.write(_line({**end, "sha256": hexdigest, "mac": signature}))
     out.flush()
-    return head, count
+    return head, count, streams, events
 
 
 @dataclass(frozen=True)
@@ -125,7 +145,7 @@ class Anchor:
     proposals: int
     key_id: str | None
     #: The SHA-256 of its lines as read and checked: ``check_anchor`` reads them again, and
-    #: refuses a file changed in between (``_entries``).
+    #: refuses a file changed in between (``entries``).
     sha256: str = ""
     #: Whether its key is the configured sealing key (False: a retired key the key ring
     #: still lists; None: unsigned).
@@ -133,6 +153,15 @@ class Anchor:
     #: Whether seal keys were configured when it was checked (an unsigned one is then said to
     #: be weaker than it could be).
     keys_configured: bool = False
+    #: Its format: 2 covers every stream; 1 (an older release's) the proposals alone.
+    format: int = FORMAT
+    #: The streams that are no proposal's it holds (format 2), and their events.
+    streams: int = 0
+    stream_events: int = 0
+
+    @property
+    def covers_every_stream(self) -> bool:
+        return self.format >= FORMAT
 
     @property
     def signed(self) -> bool:
@@ -173,12 +202,12 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
             f"{path.name} is not an anchor (its first line is not an anchor's header): "
             "give a file `countersign audit anchor` wrote"
         )
-    if header.get("countersign_anchor") != FORMAT:
-        given = header.get("countersign_anchor")
+    given = header.get("countersign_anchor")
+    if type(given) is not int or given not in READ:
         named = given if type(given) is int else "unknown"
         raise AnchorFileError(
             f"{path.name} is an anchor of another format ({named}, this release reads "
-            f"{FORMAT}): check it with the release that made it"
+            f"{' and '.join(str(f) for f in READ)}): check it with the release that made it"
         )
     made_at, position, count = (header.get(k) for k in ("made_at", "log_position", "proposals"))
     key_id = header.get("key_id")
@@ -192,7 +221,7 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
         raise AnchorFileError(f"the anchor's header is not one countersign writes: {_HOW}")
     digest = hashlib.sha256()
     digest.update(first)
-    entries, previous, end = 0, None, None
+    order, end = _Order(given), None
     for number, raw in enumerate(_lines(file), start=2):
         if end is not None:
             raise AnchorFileError(f"the anchor has lines after its integrity line: {_HOW}")
@@ -201,11 +230,8 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
             end = document
             continue
         digest.update(raw)
-        entry = _entry(document, number)
-        if previous is not None and entry[0] <= previous:
-            raise AnchorFileError(f"line {number} of the anchor is out of order: {_HOW}")
-        previous = entry[0]
-        entries += 1
+        order.take(document, number)
+    entries = order.proposals
     if end is None:
         raise AnchorFileError(
             "the anchor ends before its integrity line: it is incomplete (cut short, or still "
@@ -215,6 +241,7 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
         end.get("proposals") != entries
         or entries != count
         or end.get("sha256") != digest.hexdigest()
+        or (given == FORMAT and (end.get("streams"), end.get("stream_events")) != order.counts)
     ):
         raise AnchorFileError(
             "the anchor's lines do not match its integrity line: it was damaged or edited "
@@ -235,7 +262,47 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
         digest.hexdigest(),
         key_current=current,
         keys_configured=keys is not None,
+        format=given,
+        streams=order.counts[0],
+        stream_events=order.counts[1],
     )
+
+
+class _Order:
+    """The lines of an anchor as they are read: the proposals in the order of their ids,
+    then (format 2) the other streams in the order of theirs, each stream's lines in the
+    order of its versions; AnchorFileError at the first that is not."""
+
+    def __init__(self, format_: int) -> None:
+        self.streams_too = format_ == FORMAT
+        self.proposals = 0
+        self.previous: UUID | None = None
+        self.stream: StreamLine | None = None
+        self.counts = (0, 0)
+
+    def take(self, document: dict[str, Any] | None, number: int) -> None:
+        if self.stream is None and not (self.streams_too and _is_stream(document)):
+            proposal = _entry(document, number)[0]
+            if self.previous is not None and proposal <= self.previous:
+                raise AnchorFileError(f"line {number} of the anchor is out of order: {_HOW}")
+            self.previous = proposal
+            self.proposals += 1
+            return
+        line = read_line(document)
+        if line is None:
+            raise AnchorFileError(f"line {number} of the anchor is not an anchored stream: {_HOW}")
+        last, (streams, events) = self.stream, self.counts
+        same = last is not None and last.stream_id == line.stream_id
+        if last is not None and (
+            line.stream_id < last.stream_id or (same and line.from_version <= last.version)
+        ):
+            raise AnchorFileError(f"line {number} of the anchor is out of order: {_HOW}")
+        self.stream = line
+        self.counts = (streams + (not same), events + line.version - line.from_version + 1)
+
+
+def _is_stream(document: dict[str, Any] | None) -> bool:
+    return document is not None and "stream_id" in document
 
 
 def _lines(file: IO[bytes]) -> Iterator[bytes]:
@@ -337,10 +404,10 @@ def _entry_or_none(document: dict[str, Any] | None) -> tuple[UUID, str, int, str
         return None
 
 
-def _entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str]]:
-    """The anchored proposals of a file ``read_anchor`` has checked, read again: the same
-    lines, or AnchorFileError once they are found not to be (a file replaced or edited since
-    it was checked, its signature then never checked)."""
+def entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str] | StreamLine]:
+    """The anchored proposals and streams of a file ``read_anchor`` has checked, read again:
+    the same lines, or AnchorFileError once they are found not to be (a file replaced or
+    edited since it was checked, its signature then never checked)."""
     changed = AnchorFileError(
         f"{anchor.path.name} changed while it was checked (its lines are not the ones read "
         f"and verified first): {_HOW}"
@@ -354,7 +421,11 @@ def _entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str]]:
                 if document is not None and document.get("end") == _END:
                     break
                 digest.update(raw)
-                entry = _entry_or_none(document)
+                entry: tuple[UUID, str, int, str, str] | StreamLine | None = (
+                    read_line(document)
+                    if anchor.covers_every_stream and _is_stream(document)
+                    else _entry_or_none(document)
+                )
                 if entry is None:
                     raise changed
                 yield entry
@@ -367,108 +438,3 @@ def _entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str]]:
         raise changed from None
     if digest.hexdigest() != anchor.sha256:
         raise changed
-
-
-@dataclass
-class AnchorReport:
-    """What the store showed against an anchor."""
-
-    anchor: Anchor
-    checked: int = 0
-    #: The first ``LISTED`` proposals not as anchored, in the anchor's order.
-    differences: list[dict[str, Any]] = field(default_factory=list)
-    different: int = 0
-    #: The proposals' events recorded after it, which it does not cover (unanchored.py).
-    unanchored: Unanchored | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.different and (self.unanchored is None or self.unanchored.ok)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "made_at": self.anchor.made_at,
-            "log_position": self.anchor.log_position,
-            "signed": self.anchor.signed,
-            "key_id": self.anchor.key_id,
-            # True: the sealing key; False: a retired key the key ring still lists.
-            "key_current": self.anchor.key_current,
-            "keys_configured": self.anchor.keys_configured,
-            "anchored_proposals": self.anchor.proposals,
-            "proposals_checked": self.checked,
-            "not_as_anchored": self.different,
-            "differences": self.differences,
-            "unanchored": None if self.unanchored is None else self.unanchored.to_json(),
-        }
-
-
-def check_anchor(
-    app: CountersignApplication, anchor: Anchor, progress: Callable[[int], None] | None = None
-) -> AnchorReport:
-    """Every anchored proposal against the store as it is now; AnchorFileError if the file
-    is no longer the one ``read_anchor`` checked."""
-    report = AnchorReport(anchor)
-    for proposal_id, organization, version, event, chain in _entries(anchor):
-        report.checked += 1
-        found = _difference(app, proposal_id, version, event, chain)
-        if found is not None:
-            report.different += 1
-            if len(report.differences) < LISTED:
-                report.differences.append(
-                    {"proposal_id": str(proposal_id), "organization_id": organization, **found}
-                )
-        if progress is not None:
-            progress(1)
-    return report
-
-
-def _difference(
-    app: CountersignApplication, proposal_id: UUID, version: int, event: str, chain: str
-) -> dict[str, Any] | None:
-    """How a proposal's stream differs from its anchored last event, or None if it has it."""
-    anchored = {"anchored_version": version, "anchored_event": event}
-    at = list(app.recorder.select_events(proposal_id, gt=version - 1, limit=1))
-    if at and at[0].originator_version == version:
-        try:
-            stored = written_fields(app.mapper, at[0]).get("chain")
-        except Exception:
-            stored = None  # unreadable: ``verify`` names it; here, not the anchored link
-        if stored == chain:
-            return None
-        return {
-            "problem": "rewritten",
-            "stored_version": _last_version(app, proposal_id),
-            **anchored,
-            "text": f"rewritten: its link at version {version} ({event}) is not the anchored "
-            "one (an event up to it was changed, or removed and made again)",
-        }
-    if at:  # its next event is later: the anchored one is gone from the middle
-        return {
-            "problem": "rewritten",
-            "stored_version": _last_version(app, proposal_id),
-            **anchored,
-            "text": f"rewritten: its event {version} ({event}) is gone (the stream has a gap)",
-        }
-    last = _last_version(app, proposal_id)
-    if last is None:
-        return {
-            "problem": "removed",
-            "stored_version": None,
-            **anchored,
-            "text": f"removed: no stream (anchored at version {version}, {event})",
-        }
-    gone = f"event {version}" if last + 1 == version else f"events {last + 1} to {version}"
-    return {
-        "problem": "cut_back",
-        "stored_version": last,
-        "removed_from": last + 1,
-        **anchored,
-        "text": f"cut back: {gone} removed, the last anchored {event} (the stream now ends "
-        f"at version {last})",
-    }
-
-
-def _last_version(app: CountersignApplication, proposal_id: UUID) -> int | None:
-    last = list(app.recorder.select_events(proposal_id, desc=True, limit=1))
-    return last[0].originator_version if last else None

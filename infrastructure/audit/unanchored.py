@@ -1,5 +1,6 @@
-"""What an anchor does not cover: the proposals' events recorded after it was made
-(``audit verify --anchor``, docs/design.md, "Anchors").
+"""What an anchor does not cover: the events recorded after it was made, the proposals'
+and (for an anchor of every stream) the other streams' apart (``audit verify --anchor``,
+docs/design.md, "Anchors").
 
 An anchor is where every proposal's stream stood at a position of the notification log; an
 event recorded after that position and deleted before the next anchor is shown by nothing.
@@ -22,6 +23,7 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.proposal import Proposal
+from countersign.infrastructure.audit.stream_lines import names
 from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import stored_topics
@@ -34,7 +36,8 @@ WINDOW = 10_000
 
 @dataclass
 class Unanchored:
-    """The proposals' events recorded after an anchor's position, up to the log's head."""
+    """The proposals' events (or, ``streams``, the other streams') recorded after an
+    anchor's position, up to the log's head."""
 
     log_position: int
     head: int
@@ -45,22 +48,29 @@ class Unanchored:
     #: Of ``proposals``, those made after the anchor (the anchor holds none of their events).
     new_proposals: int = 0
     #: The first ``LISTED`` proposals, each ``{"proposal_id", "first_version",
-    #: "last_version", "events", "made_after_anchor"}``.
+    #: "last_version", "events", "made_after_anchor"}`` (streams: ``"stream_id"`` and its
+    #: ``"kind"``, the aggregate's class, for ``"proposal_id"``).
     listed: list[dict[str, Any]] = field(default_factory=list)
+    #: Whether these are the other streams' (``proposals`` then counts streams).
+    streams: bool = False
 
     @property
     def ok(self) -> bool:
         return self.limit is None or self.events <= self.limit
 
     def to_json(self) -> dict[str, Any]:
+        counted = (
+            {"streams": self.proposals, "new_streams": self.new_proposals}
+            if self.streams
+            else {"proposals": self.proposals, "new_proposals": self.new_proposals}
+        )
         return {
             "ok": self.ok,
             "after_log_position": self.log_position,
             "up_to_log_position": self.head,
             "max_unanchored": self.limit,
             "events": self.events,
-            "proposals": self.proposals,
-            "new_proposals": self.new_proposals,
+            **counted,
             "listed": self.listed,
         }
 
@@ -71,30 +81,34 @@ def count_unanchored(
     head: int,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    *,
+    streams: bool = False,
 ) -> Unanchored:
-    """The proposals' events after ``log_position`` up to ``head`` (the log's head now),
-    counted a window of positions at a time; ``progress`` is told the positions read."""
-    found = Unanchored(log_position, max(head, log_position), limit)
-    reader = _Reader(sql, log_position)
-    firsts: dict[UUID, int] = {}
+    """The proposals' events (``streams``: the other streams') after ``log_position`` up to
+    ``head`` (the log's head now), counted a window of positions at a time; ``progress`` is
+    told the positions read."""
+    found = Unanchored(log_position, max(head, log_position), limit, streams=streams)
+    reader = _Reader(sql, log_position, streams)
+    firsts: dict[UUID, tuple[int, str]] = {}
     low = log_position
     while low < found.head:
         high = min(low + WINDOW, found.head)
         found.events += reader.count(low, high)
-        for proposal_id, version in reader.firsts(low, high):
+        for proposal_id, version, kind in reader.firsts(low, high):
             found.proposals += 1
             found.new_proposals += version == 1
             if len(firsts) < LISTED:
-                firsts[proposal_id] = version
+                firsts[proposal_id] = (version, kind)
         if progress is not None:
             progress(high - low)
         low = high
     counts = reader.counts(list(firsts), found.head)
-    for proposal_id, first in firsts.items():
+    for proposal_id, (first, kind) in firsts.items():
         events, last = counts.get(proposal_id, (0, first))
+        named = {"stream_id": str(proposal_id), "kind": kind} if streams else {}
         found.listed.append(
             {
-                "proposal_id": str(proposal_id),
+                **(named or {"proposal_id": str(proposal_id)}),
                 "first_version": first,
                 "last_version": last,
                 "events": events,
@@ -110,17 +124,20 @@ class _Reader:
     is looked up in its stream by the primary key, in subqueries the planners run per row
     (a join here let PostgreSQL hash the whole table for each window)."""
 
-    def __init__(self, sql: SqlDatabase, log_position: int) -> None:
+    def __init__(self, sql: SqlDatabase, log_position: int, streams: bool = False) -> None:
         self.sql = sql
         self.anchored = log_position
         self.table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
         self.position = "notification_id" if sql.is_postgres else "rowid"
         self.topics = stored_topics(Proposal, ["Proposed"])
         at = self.position
+        # The other streams: those whose first event is no ``Proposed`` (or is gone).
+        which = "NOT IN" if streams else "IN"
         self._window = (
             f"FROM {self.table} e WHERE e.{at} > ? AND e.{at} <= ? "
-            f"AND (SELECT p.topic FROM {self.table} p WHERE p.originator_id = e.originator_id "
-            f"AND p.originator_version = 1) IN ({', '.join('?' for _ in self.topics)}) "
+            f"AND COALESCE((SELECT p.topic FROM {self.table} p WHERE p.originator_id = "
+            f"e.originator_id AND p.originator_version = 1), '') {which} "
+            f"({', '.join('?' for _ in self.topics)}) "
         )
         before = (
             f"FROM {self.table} b WHERE b.originator_id = e.originator_id "
@@ -142,16 +159,17 @@ class _Reader:
             ).fetchone()
         return int(row[0]) if row else 0
 
-    def firsts(self, low: int, high: int) -> list[tuple[UUID, int]]:
-        """The proposals whose first event after the anchor is in (``low``, ``high``], with
-        its version, in the order they were recorded."""
+    def firsts(self, low: int, high: int) -> list[tuple[UUID, int, str]]:
+        """The proposals (streams) whose first event after the anchor is in (``low``,
+        ``high``], with its version and the aggregate's class its topic names, in the order
+        they were recorded."""
         with self.sql.reading() as cursor:
             rows = cursor.execute(
-                f"SELECT e.originator_id, e.originator_version {self._window}{self._first}"
-                f"ORDER BY e.{self.position}",
+                f"SELECT e.originator_id, e.originator_version, e.topic "
+                f"{self._window}{self._first}ORDER BY e.{self.position}",
                 (low, high, *self.topics, self.anchored, self.anchored),
             ).fetchall()
-        return [(UUID(str(row[0])), int(row[1])) for row in rows]
+        return [(UUID(str(row[0])), int(row[1]), _kind(str(row[2]))) for row in rows]
 
     def counts(self, ids: list[UUID], head: int) -> dict[UUID, tuple[int, int]]:
         """For each of these proposals, its events after the anchor up to ``head``: how many,
@@ -167,3 +185,8 @@ class _Reader:
                 (*keys, self.anchored, head),
             ).fetchall()
         return {UUID(str(row[0])): (int(row[1]), int(row[2])) for row in rows}
+
+
+def _kind(topic: str) -> str:
+    kind = names(topic)[0]
+    return kind if kind.isidentifier() and len(kind) <= 100 else "?"

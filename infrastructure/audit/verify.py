@@ -37,7 +37,7 @@ from countersign.domain.club.passkeys import PasskeyRing
 from countersign.domain.hash_chain import chain_link
 from countersign.domain.proposal import Proposal
 from countersign.domain.seals import SealKeys
-from countersign.infrastructure.audit.anchor import AnchorReport
+from countersign.infrastructure.audit.anchor_check import AnchorReport
 from countersign.infrastructure.audit.seals import SealReport
 from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.app import CountersignApplication

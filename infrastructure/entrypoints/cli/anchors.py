@@ -1,5 +1,6 @@
-"""``audit anchor``, and what ``audit verify --anchor`` says of one: where every proposal's
-stream stood, written for keeping outside the database (infrastructure/audit/anchor.py)."""
+"""``audit anchor``, and what ``audit verify --anchor`` says of one: where every stream of
+the store stood, written for keeping outside the database (infrastructure/audit/anchor.py),
+said in the reader's language (anchor_words.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import ConcurrencyConflictError
+from countersign.infrastructure.entrypoints.cli import anchor_words as words
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     Result,
@@ -22,7 +25,8 @@ from countersign.infrastructure.entrypoints.cli.progress import Progress
 from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
-    from countersign.infrastructure.audit.anchor import Anchor, AnchorReport
+    from countersign.infrastructure.audit.anchor import Anchor
+    from countersign.infrastructure.audit.anchor_check import AnchorReport
     from countersign.infrastructure.audit.unanchored import Unanchored
     from countersign.infrastructure.bootstrap import Countersign
 
@@ -44,7 +48,7 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
     out_path = Path(args.out) if args.out else None
     try:
         with _output(out_path) as out:
-            head, count = make_anchor(cs.app, cs.sql, keys, out, cs.clock.now(), progress.advance)
+            made = make_anchor(cs.app, cs.sql, keys, out, cs.clock.now(), progress.advance)
     except AnchorChangedError as changed:
         # Answered as busy (exit 1, "try again"): what was written has no integrity line, and
         # is refused as incomplete; a --out file is removed.
@@ -57,8 +61,10 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
         else "unsigned (no seal keys are configured: it proves as much as where it is kept)"
     )
     where = f"to {out_path}" if out_path is not None else "on stdout"
+    head, count, streams, events = made
     say(
-        f"audit anchor: {count:,} proposals at log position {head:,}, {signed}, written {where}; "
+        f"audit anchor: {count:,} proposals and {streams:,} other streams ({events:,} events) "
+        f"at log position {head:,}, {signed}, written {where}; "
         "keep it where the database's writers cannot reach, and check the database against it "
         "with `countersign audit verify --anchor FILE`"
     )
@@ -101,19 +107,33 @@ def anchor_options(
             "--max-unanchored counts the events recorded after an anchor: give the anchor "
             "with --anchor FILE"
         )
-    return read_anchor_option(cs, args.anchor, require_signed) if args.anchor else None
+    if getattr(args, "require_signed_anchor", False) and not args.anchor:
+        raise UsageError(
+            "--require-signed-anchor demands a signed anchor: give it with --anchor FILE",
+            "--require-signed-anchor exige une ancre signée : donnez-la avec --anchor FICHIER",
+        )
+    flag = bool(getattr(args, "require_signed_anchor", False))
+    return read_anchor_option(cs, args.anchor, require_signed, flag) if args.anchor else None
 
 
-def read_anchor_option(cs: Countersign, value: str, require_signed: bool = False) -> Anchor:
+def read_anchor_option(
+    cs: Countersign, value: str, require_signed: bool = False, flag: bool = False
+) -> Anchor:
     """The anchor ``audit verify --anchor`` names, read and checked before anything else is:
     UsageError (exit status 2) saying what is wrong with it and the fix (``require_signed``:
-    an unsigned one is, where every proposal must be sealed)."""
+    an unsigned one is, where every proposal must be sealed; ``flag``: or where the auditor
+    demands a signed one, ``--require-signed-anchor``)."""
     from countersign.infrastructure.audit.anchor import AnchorFileError, read_anchor
 
     try:
-        return read_anchor(Path(value), cs.settings.seal_keys, require_signed=require_signed)
+        anchor = read_anchor(Path(value), cs.settings.seal_keys)
     except AnchorFileError as error:
         raise UsageError(f"--anchor: {error}") from None
+    if (require_signed or flag) and not anchor.signed:
+        said = words.REFUSED_UNSIGNED_FLAG if flag else words.REFUSED_UNSIGNED
+        name = anchor.path.name
+        raise UsageError(said.text("en", name=name), said.text("fr", name=name))
+    return anchor
 
 
 def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> AnchorReport:
@@ -121,7 +141,8 @@ def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> A
     proposals' events recorded after it counted (more than ``limit`` fail the check), each
     with its progress once it runs a while: UsageError (exit status 2) if the file changed
     since (replaced or edited while the chain was checked)."""
-    from countersign.infrastructure.audit.anchor import AnchorFileError, check_anchor
+    from countersign.infrastructure.audit.anchor import AnchorFileError
+    from countersign.infrastructure.audit.anchor_check import check_anchor
 
     against = Progress(
         "audit verify --anchor", anchor.proposals, every=30.0, unit="proposals", quiet_for=QUIET_FOR
@@ -132,112 +153,219 @@ def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> A
         raise UsageError(f"--anchor: {error}") from None
     against.finish()
     report.unanchored = _count_unanchored(cs, anchor, limit)
+    if anchor.covers_every_stream:
+        report.unanchored_streams = _count_unanchored(cs, anchor, limit, streams=True)
     return report
 
 
-def _count_unanchored(cs: Countersign, anchor: Anchor, limit: int | None) -> Unanchored:
-    """The proposals' events recorded after ``anchor``, up to the log's head now (with the
-    progress, a window of positions at a time, once it runs a while)."""
+def _count_unanchored(
+    cs: Countersign, anchor: Anchor, limit: int | None, streams: bool = False
+) -> Unanchored:
+    """The proposals' events (``streams``: the other streams') recorded after ``anchor``, up
+    to the log's head now (with the progress, a window of positions at a time, once it runs
+    a while)."""
     from countersign.infrastructure.audit.unanchored import count_unanchored
 
     head = cs.app.recorder.max_notification_id() or 0
     progress = Progress(
-        "audit verify --anchor: events after it",
+        "audit verify --anchor: other streams' events after it"
+        if streams
+        else "audit verify --anchor: events after it",
         max(head - anchor.log_position, 0),
         every=30.0,
         unit="log positions",
         quiet_for=QUIET_FOR,
     )
-    found = count_unanchored(cs.sql, anchor.log_position, head, limit, progress.advance)
+    found = count_unanchored(
+        cs.sql, anchor.log_position, head, limit, progress.advance, streams=streams
+    )
     progress.finish()
     return found
 
 
-def anchor_summary(anchor: dict[str, Any]) -> str:
-    """What the anchor showed, after the chain's verdict, when every proposal is as anchored."""
-    if anchor["signed"] and anchor["key_current"]:
-        signed = f"signed with key {anchor['key_id']!r}"
-    elif anchor["signed"]:
-        signed = (
-            f"signed with key {anchor['key_id']!r}, a retired key the configured keys still "
-            "list (not the sealing key): it verifies while they list it"
-        )
-    elif anchor["keys_configured"]:
-        signed = (
-            "unsigned: as strong as where it was kept, though seal keys are configured; "
-            "`audit anchor` signs new ones, and --require-seals refuses an unsigned one"
+def anchor_summary(anchor: dict[str, Any], language: str = "en") -> str:
+    """What the anchor showed, after the chain's verdict, when every stream it holds is as
+    anchored: what it covers (every stream, or the proposals only), and whether it is signed,
+    said every time."""
+    filled = {
+        "position": f"{anchor['log_position']:,}",
+        "made_at": anchor["made_at"],
+        "signed": _signed(anchor).text(language, key=repr(anchor["key_id"])),
+        "proposals": _counted(anchor["proposals_checked"], words.PROPOSALS_COUNTED, language),
+    }
+    if anchor["covers"] == "every_stream":
+        text = words.COVERS_EVERY_STREAM.text(
+            language,
+            **filled,
+            streams=_counted(anchor["streams_checked"], words.STREAMS_COUNTED, language),
+            events=_counted(anchor["anchored_stream_events"], words.EVENTS_COUNTED, language),
         )
     else:
-        signed = "unsigned: as strong as where it was kept"
-    text = (
-        f" Anchor: {anchor['proposals_checked']:,} proposals as anchored at log position "
-        f"{anchor['log_position']:,} (made {anchor['made_at']}, {signed})."
-    )
-    unanchored = anchor.get("unanchored")
-    return text if unanchored is None else text + unanchored_text(unanchored)
+        text = words.COVERS_PROPOSALS_ONLY.text(language, **filled)
+    return text + _not_covered(anchor, language)
 
 
-def unanchored_text(unanchored: dict[str, Any]) -> str:
-    """What the anchor does not cover: the proposals' events recorded after it, how many, of
-    which proposals (``SHOWN`` of them listed, each on a line of its own)."""
-    events, proposals = unanchored["events"], unanchored["proposals"]
-    if not events:
-        return (
-            f" No proposal's event was recorded after it (up to log position "
-            f"{unanchored['up_to_log_position']:,}): it covers every one."
-        )
-    new = unanchored["new_proposals"]
-    made = f", {new:,} of them made since" if new else ""
+def _counted(n: int, nouns: tuple[Localized, Localized], language: str) -> str:
+    """``n`` and its noun, one or several as the language counts them (French: 0 and 1 are
+    singular)."""
+    several = n > 1 if language == "fr" else n != 1
+    return nouns[several].text(language, n=f"{n:,}")
+
+
+def _signed(anchor: dict[str, Any]) -> Localized:
+    if anchor["signed"]:
+        return words.SIGNED if anchor["key_current"] else words.SIGNED_RETIRED
+    return words.UNSIGNED_WITH_KEYS if anchor["keys_configured"] else words.UNSIGNED
+
+
+def _not_covered(anchor: dict[str, Any], language: str) -> str:
+    """What the anchor does not cover: the events recorded after it, the proposals' and the
+    other streams', or that there are none."""
+    proposals, streams = anchor.get("unanchored"), anchor.get("unanchored_streams")
+    if proposals is None:
+        return ""
+    if streams is None:  # format 1: the proposals alone
+        if not proposals["events"]:
+            return words.NO_PROPOSAL_EVENT_AFTER.text(language, head=_at(proposals))
+        return unanchored_text(proposals, language)
+    if not proposals["events"] and not streams["events"]:
+        return words.NOTHING_AFTER.text(language, head=_at(proposals))
+    said = [unanchored_text(u, language) for u in (proposals, streams) if u["events"]]
+    return "\n".join(said)
+
+
+def _at(unanchored: dict[str, Any]) -> str:
+    return f"{unanchored['up_to_log_position']:,}"
+
+
+def unanchored_text(unanchored: dict[str, Any], language: str = "en") -> str:
+    """What the anchor does not cover of the proposals (or of the other streams): their
+    events recorded after it, how many, of which (``SHOWN`` of them listed, each on a line
+    of its own)."""
+    streams = "streams" in unanchored
+    count = unanchored["streams" if streams else "proposals"]
+    new = unanchored["new_streams" if streams else "new_proposals"]
     lines = [
-        f" Not covered by it: {events:,} event{'s' if events != 1 else ''} of "
-        f"{proposals:,} proposal{'s' if proposals != 1 else ''}{made}, recorded after it "
-        f"(log positions {unanchored['after_log_position'] + 1:,} to "
-        f"{unanchored['up_to_log_position']:,}): an event among them removed is shown by no "
-        "anchor until the next one is made:"
+        words.NOT_COVERED.text(
+            language,
+            events=_counted(unanchored["events"], words.EVENTS_COUNTED, language),
+            count=_counted(
+                count, words.STREAMS_COUNTED if streams else words.PROPOSALS_COUNTED, language
+            ),
+            made=words.MADE_SINCE.text(language, new=f"{new:,}") if new else "",
+            low=f"{unanchored['after_log_position'] + 1:,}",
+            head=_at(unanchored),
+        )
     ]
-    lines += _first_shown(unanchored["listed"], proposals, _after)
+    lines += _first_shown(unanchored["listed"], count, lambda item: _after(item, language))
     return "\n".join(lines)
 
 
 def _first_shown(
-    listed: list[dict[str, Any]], count: int, said: Callable[[dict[str, Any]], str]
+    listed: list[dict[str, Any]],
+    count: int,
+    said: Callable[[dict[str, Any]], str],
+    language: str = "en",
 ) -> list[str]:
-    """A line for each of the first ``SHOWN`` proposals ``listed`` (of ``count`` in all),
-    then how many more, and how many ``--json`` lists."""
+    """A line for each of the first ``SHOWN`` proposals or streams ``listed`` (of ``count``
+    in all), then how many more, and how many ``--json`` lists."""
     shown = listed[:SHOWN]
-    lines = [f"  proposal {item['proposal_id']}: {said(item)}" for item in shown]
+    lines = [_item(item, said(item), language) for item in shown]
     if count > len(shown):
-        lines.append(f"  and {count - len(shown):,} more (--json lists the first {len(listed):,})")
+        more, many = f"{count - len(shown):,}", f"{len(listed):,}"
+        lines.append(words.MORE.text(language, more=more, listed=many))
     return lines
 
 
-def _after(listed: dict[str, Any]) -> str:
+def _item(item: dict[str, Any], said: str, language: str) -> str:
+    if "stream_id" in item:
+        return words.STREAM_ITEM.text(language, kind=item["kind"], id=item["stream_id"], said=said)
+    return words.PROPOSAL_ITEM.text(language, id=item["proposal_id"], said=said)
+
+
+def _after(listed: dict[str, Any], language: str) -> str:
     first, last = listed["first_version"], listed["last_version"]
-    events = f"event {first}" if first == last else f"events {first} to {last}"
-    return f"made after it ({events})" if listed["made_after_anchor"] else f"{events} after it"
+    events = _versions(first, last, language)
+    if listed["made_after_anchor"]:
+        return words.MADE_AFTER.text(language, events=events)
+    return words.AFTER.text(language, events=events)
 
 
-def anchor_faults_text(anchor: dict[str, Any]) -> str:
-    """The proposals not as the anchor has them, each named (``SHOWN`` of them); the
-    proposals' events after it, failing the check when more than ``--max-unanchored``."""
+def _versions(first: int, last: int, language: str) -> str:
+    if first == last:
+        return words.ONE_EVENT.text(language, first=first)
+    return words.EVENTS.text(language, first=first, last=last)
+
+
+def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
+    """The proposals and the other streams not as the anchor has them, each named (``SHOWN``
+    of them); the events after it, failing the check when more than ``--max-unanchored``."""
     lines = []
+    made = {"made_at": anchor["made_at"], "position": f"{anchor['log_position']:,}"}
     count = anchor["not_as_anchored"]
     if count:
-        lines.append(
-            f"audit verify: NOT AS ANCHORED: {count} proposal{'s' if count != 1 else ''} of "
-            f"the anchor made {anchor['made_at']} (log position {anchor['log_position']:,}) "
-            "removed, cut back or rewritten since:"
+        counted = _counted(count, words.PROPOSALS_COUNTED, language)
+        lines.append(words.NOT_AS_ANCHORED.text(language, count=counted, **made))
+        lines += _first_shown(
+            anchor["differences"], count, lambda d: _proposal_said(d, language), language
         )
-        lines += _first_shown(anchor["differences"], count, lambda d: str(d["text"]))
-    unanchored = anchor.get("unanchored")
-    if unanchored is not None and not unanchored["ok"]:
-        lines.append(
-            f"audit verify: UNANCHORED: {unanchored['events']:,} events of proposals recorded "
-            f"after the anchor made {anchor['made_at']} (log position "
-            f"{anchor['log_position']:,}), more than --max-unanchored "
-            f"{unanchored['max_unanchored']:,}: make an anchor now (`countersign audit "
-            "anchor`), keep it, and check against it; anchor more often if this recurs."
+    count = anchor["streams_not_as_anchored"]
+    if count:
+        counted = _counted(count, words.STREAMS_COUNTED, language)
+        lines.append(words.STREAMS_NOT_AS_ANCHORED.text(language, count=counted, **made))
+        lines += _first_shown(
+            anchor["stream_differences"], count, lambda d: _stream_said(d, language), language
         )
-    if unanchored is not None:
-        lines.append("audit verify:" + unanchored_text(unanchored))
+    for unanchored, what in (
+        (anchor.get("unanchored"), words.OF_PROPOSALS),
+        (anchor.get("unanchored_streams"), words.OF_OTHER_STREAMS),
+    ):
+        if unanchored is not None and not unanchored["ok"]:
+            lines.append(
+                words.UNANCHORED_FAULT.text(
+                    language,
+                    events=f"{unanchored['events']:,}",
+                    what=what.text(language),
+                    limit=f"{unanchored['max_unanchored']:,}",
+                    **made,
+                )
+            )
+    covered = _not_covered(anchor, language)
+    if covered:
+        lines.append(("audit verify :" if language == "fr" else "audit verify:") + covered)
     return "\n".join(lines)
+
+
+def _proposal_said(difference: dict[str, Any], language: str) -> str:
+    if language != "fr":
+        return str(difference["text"])  # the JSON's own words
+    problem = difference["problem"]
+    stored = difference.get("stored_version")
+    gone = ""
+    if problem == "cut_back":
+        gone = _versions(difference["removed_from"], difference["anchored_version"], language)
+    return words.PROPOSAL_PROBLEMS[problem].text(
+        language,
+        anchored_version=difference["anchored_version"],
+        anchored_event=difference["anchored_event"],
+        stored_version=stored,
+        gone=gone,
+    )
+
+
+def _stream_said(difference: dict[str, Any], language: str) -> str:
+    problem = difference["problem"]
+    if problem == "changed" and "from_version" in difference:
+        problem = "changed_among"
+    gone = ""
+    if problem == "cut_back":
+        gone = _versions(difference["version"], difference["anchored_version"], language)
+    return words.STREAM_PROBLEMS[problem].text(
+        language,
+        version=difference["version"],
+        from_version=difference.get("from_version"),
+        anchored_version=difference["anchored_version"],
+        stored_version=difference.get("stored_version"),
+        stored_event=difference.get("stored_event"),
+        gone=gone,
+    )

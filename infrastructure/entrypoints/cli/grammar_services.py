@@ -125,9 +125,17 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     verify.add_argument(
         "--anchor",
         metavar="FILE",
-        help="also check the store against an anchor `audit anchor` wrote: every proposal it "
-        "holds must still have its anchored last event (none removed, cut back or rewritten); "
-        "the proposals' events recorded after it, which it does not cover, are counted",
+        help="also check the store against an anchor `audit anchor` wrote: every stream it "
+        "holds (the proposals, the clubs, members, orders, forms, policies...) must still have "
+        "each anchored event (none removed, changed or cut back); the events recorded after "
+        "it, which it does not cover, are counted (an anchor of an earlier release covers "
+        "the proposals only, and is said to)",
+    )
+    verify.add_argument(
+        "--require-signed-anchor",
+        action="store_true",
+        help="with --anchor: refuse an unsigned anchor (exit status 2, as for any anchor that "
+        "cannot be trusted), whatever the deployment requires of seals",
     )
     verify.add_argument(
         "--max-unanchored",
@@ -141,7 +149,7 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
     anchor = add(
         "anchor",
         Handler("anchors", "cmd_audit_anchor"),
-        "write every proposal's last link, to keep outside the database (verify --anchor)",
+        "write where every stream stood, to keep outside the database (verify --anchor)",
         audit_sub,
     )
     anchor.add_argument("--out", metavar="FILE", help="a new file to write it to (default: stdout)")

@@ -223,7 +223,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         times += seals_summary(seals)
     anchored = report.get("anchor")
     if anchored is not None:
-        times += anchors.anchor_summary(anchored)
+        times += anchors.anchor_summary(anchored, args.language)
     if report["ok"]:
         text = (
             f"audit verify: OK, {report['events_checked']:,} events of "
@@ -249,7 +249,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     if seals is not None and not seals["ok"]:
         lines.append(seal_faults_text(seals))
     if anchored is not None and not anchored["ok"]:
-        lines.append(anchors.anchor_faults_text(anchored))
+        lines.append(anchors.anchor_faults_text(anchored, args.language))
     raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
 
 
