@@ -1,0 +1,241 @@
+"""Anchors cover every stream the store holds (docs/design.md, "Anchors"), not the proposals
+alone: a writer who edits or deletes an event of a club's stream, or an order's, is named by
+``audit verify --anchor`` with the stream and the event's version, and the other streams'
+events recorded after the anchor are listed as not yet anchored. An anchor of format 1 (the
+proposals alone, as the releases before wrote) still verifies, and says what it covers.
+
+The writer works on the database directly, on both backends; every command is run as a user
+would, through ``main``, reading what it prints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.test_anchor_rules import _after_the_anchor
+from tests.test_audit_anchor import _anchor, _cut, _decided, _lines, _verify, run
+from tests.test_audit_verify import _sql
+from tests.test_event_seals import K1
+
+__all__ = ["run"]  # the fixture, shared with tests/test_audit_anchor.py
+
+
+def _club(seeded: dict[str, Any]) -> str:
+    """The Granite club's stream: registered, then its members, its time zone, its policies."""
+    return str(next(o["id"] for o in seeded["organizations"] if o["slug"] == "granite"))
+
+
+def _edit(cs: Countersign, stream_id: str, version: int, old: bytes, new: bytes) -> None:
+    """A writer edits one stored event's bytes in place (on either database)."""
+    [(state,)] = _sql(
+        cs,
+        "SELECT state FROM {table} WHERE originator_id=? AND originator_version=?",
+        UUID(stream_id),
+        version,
+    )
+    assert old in bytes(state)
+    _sql(
+        cs,
+        "UPDATE {table} SET state=? WHERE originator_id=? AND originator_version=?",
+        bytes(state).replace(old, new),
+        UUID(stream_id),
+        version,
+    )
+
+
+def _versions(cs: Countersign, stream_id: str) -> int:
+    [(last,)] = _sql(
+        cs, "SELECT MAX(originator_version) FROM {table} WHERE originator_id=?", UUID(stream_id)
+    )
+    return int(last)
+
+
+def test_an_edited_club_event_is_named_by_its_stream_and_version(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    path = _anchor(run, tmp_path)
+    assert any(line.get("stream_id") == club for line in _lines(path))
+    _edit(cs, club, 1, b"Granite Curling Club", b"Granite Curling Clux")
+
+    assert _verify(run, None)[0] == 0  # no link covers a club's event: only the anchor shows it
+    code, document = _verify(run, path)
+
+    assert code == 5
+    anchor = document["anchor"]
+    assert (anchor["covers"], anchor["not_as_anchored"]) == ("every_stream", 0)
+    assert anchor["streams_not_as_anchored"] == 1
+    [difference] = anchor["stream_differences"]
+    assert difference["stream_id"] == club
+    assert (difference["kind"], difference["problem"], difference["version"]) == (
+        "Organization",
+        "changed",
+        1,
+    )
+    code, out, err = run("audit", "verify", "--anchor", str(path))
+    assert code == 5
+    assert "OK" not in out
+    assert "audit verify: NOT AS ANCHORED: 1 other stream of the anchor made" in err
+    assert (
+        f"  Organization stream {club}: event 1 (Registered) changed: it is not the event anchored"
+    ) in err
+    code, _out, err = run("audit", "verify", "--anchor", str(path), "--language", "fr")
+    assert code == 5
+    assert "audit verify : PAS COMME ANCRÉ : 1 autre flux de l'ancre faite le" in err
+    assert (
+        f"  flux Organization {club} : événement 1 (Registered) modifié : ce n'est pas "
+        "l'événement ancré"
+    ) in err
+    assert "Traceback" not in err
+
+
+def test_a_club_event_deleted_is_named_cut_back_or_a_gap_and_a_stream_deleted_removed(
+    cs, seeded, deployments, run, tmp_path
+):
+    _, succeeded, _ = _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    last = _versions(cs, club)
+    order = str(seeded["orders"]["refund-declined"])
+    path = _anchor(run, tmp_path)
+    _sql(cs, "DELETE FROM {table} WHERE originator_id=? AND originator_version=?", UUID(club), 2)
+    _sql(cs, "DELETE FROM {table} WHERE originator_id=?", UUID(order))
+    _cut(cs, succeeded, 1)
+
+    code, document = _verify(run, path)
+
+    assert code == 5
+    anchor = document["anchor"]
+    named = {d["stream_id"]: d for d in anchor["stream_differences"]}
+    assert (named[club]["problem"], named[club]["version"]) == ("gap", 2)
+    assert (named[order]["problem"], named[order]["stored_version"]) == ("removed", None)
+    assert [d["proposal_id"] for d in anchor["differences"]] == [succeeded]
+    err = run("audit", "verify", "--anchor", str(path))[2]
+    assert f"  Organization stream {club}: event 2 removed (the stream has a gap there)" in err
+    assert f"  Order stream {order}: removed: no stream (anchored up to version" in err
+
+    _sql(cs, "DELETE FROM {table} WHERE originator_id=? AND originator_version>=?", UUID(club), 4)
+    cut = _verify(run, path)[1]["anchor"]["stream_differences"]
+    assert [d["problem"] for d in cut if d["stream_id"] == club] == ["gap"]  # its first
+    fresh = _anchor(run, tmp_path, name="fresh.jsonl")
+    _sql(cs, "DELETE FROM {table} WHERE originator_id=? AND originator_version>=?", UUID(club), 3)
+    [difference] = _verify(run, fresh)[1]["anchor"]["stream_differences"]
+    assert (difference["problem"], difference["version"]) == ("cut_back", 3)
+    assert difference["stored_version"] == 1
+    err = run("audit", "verify", "--anchor", str(fresh))[2]
+    assert f"Organization stream {club}: cut back: event 3 removed" in err
+    assert last > 3
+
+
+def test_the_other_streams_events_after_the_anchor_are_listed_as_not_yet_anchored(
+    cs, seeded, deployments, run, tmp_path
+):
+    _, _, pending = _decided(deployments(K1), seeded)
+    path = _anchor(run, tmp_path)
+    head = _lines(path)[0]["log_position"]
+    _after_the_anchor(cs, seeded, deployments, pending)  # a refund carried out: its order too
+
+    code, document = _verify(run, path)
+
+    assert code == 0, document
+    streams = document["anchor"]["unanchored_streams"]
+    assert streams["after_log_position"] == head
+    assert streams["events"] > 0
+    listed = {u["stream_id"]: u for u in streams["listed"]}
+    assert len(listed) == streams["streams"] > 0
+    assert "Order" in {u["kind"] for u in listed.values()}
+    code, out, _err = run("audit", "verify", "--anchor", str(path))
+    assert code == 0
+    events, count = streams["events"], streams["streams"]
+    other = "other stream" if count == 1 else "other streams"
+    assert f"Not covered by it: {events} events of {count} {other}" in out
+    shown = next(iter(listed.values()))
+    assert f"  {shown['kind']} stream {shown['stream_id']}: " in out
+    code, _out, err = run(
+        "audit", "verify", "--anchor", str(path), "--max-unanchored", str(events - 1)
+    )
+    assert code == 5
+    assert f"audit verify: UNANCHORED: {events} events of other streams recorded after" in err
+
+
+def _as_format_1(made: Path, into: Path) -> Path:
+    """The anchor the releases before wrote of the same store: its header and proposal lines
+    (written the same way), no other stream's, its integrity line over them, signed by K1."""
+    header, *lines, _end = _lines(made)
+    proposals = [line for line in lines if "proposal_id" in line]
+    header["countersign_anchor"] = 1
+    body = b"".join(
+        json.dumps(d, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        for d in (header, *proposals)
+    )
+    digest = hashlib.sha256(body).hexdigest()
+    end = {
+        "end": "countersign_anchor",
+        "proposals": len(proposals),
+        "sha256": digest,
+        "mac": K1.sign_anchor(digest)["mac"],
+    }
+    into.write_bytes(body + json.dumps(end, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+    return into
+
+
+def test_an_anchor_of_format_1_still_verifies_and_says_it_covers_the_proposals_only(
+    cs, seeded, deployments, run, tmp_path
+):
+    declined, _, _ = _decided(deployments(K1), seeded)
+    old = _as_format_1(_anchor(run, tmp_path), tmp_path / "old.jsonl")
+
+    code, document = _verify(run, old)
+    assert code == 0, document
+    anchor = document["anchor"]
+    assert (anchor["format"], anchor["covers"]) == (1, "proposals_only")
+    assert (anchor["proposals_checked"], anchor["streams_checked"]) == (3, None)
+    assert anchor["unanchored_streams"] is None
+    code, out, _err = run("audit", "verify", "--anchor", str(old))
+    assert code == 0
+    assert "Anchor of format 1 (made by an earlier release): 3 proposals as anchored" in out
+    assert "signed with key 'k1'). It COVERS THE PROPOSALS ONLY: no other stream" in out
+    out = run("audit", "verify", "--anchor", str(old), "--language", "fr")[1]
+    assert "Elle NE COUVRE QUE LES PROPOSITIONS : aucun autre flux" in out
+
+    # What it holds it still proves; what it does not hold, it says it did not check.
+    _edit(cs, _club(seeded), 1, b"Granite Curling Club", b"Granite Curling Clux")
+    assert _verify(run, old)[0] == 0
+    _cut(cs, declined, 2)
+    code, document = _verify(run, old)
+    assert code == 5
+    assert [d["proposal_id"] for d in document["anchor"]["differences"]] == [declined]
+
+
+def test_an_auditor_can_demand_a_signed_anchor_whatever_the_deployment_requires(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    unsigned = _anchor(run, tmp_path, keys=None)
+    signed = _anchor(run, tmp_path, name="signed.jsonl")
+
+    code, out, _err = run("audit", "verify", "--anchor", str(unsigned), keys=None)
+    assert code == 0
+    assert "UNSIGNED, accepted only because signed anchors are not required here" in out
+    code, out, err = run(
+        "audit", "verify", "--anchor", str(unsigned), "--require-signed-anchor", keys=None
+    )
+    assert code == 2
+    assert "OK" not in out
+    assert "--anchor: a.jsonl is UNSIGNED, and --require-signed-anchor demands a signed" in err
+    code, out, err = run(
+        "audit", "verify", "--anchor", str(unsigned), "--require-signed-anchor", "--language", "fr"
+    )
+    assert code == 2
+    assert "a.jsonl n'est PAS SIGNÉE, et --require-signed-anchor exige une ancre signée" in err
+    code, out, _err = run("audit", "verify", "--anchor", str(signed), "--require-signed-anchor")
+    assert code == 0
+    assert "signed with key 'k1'" in out
+    code, _out, err = run("audit", "verify", "--require-signed-anchor")
+    assert code == 2
+    assert "--require-signed-anchor demands a signed anchor: give it with --anchor FILE" in err
