@@ -20,6 +20,7 @@ from countersign.infrastructure.audit.anchor import LISTED, Anchor, entries
 from countersign.infrastructure.audit.stream_lines import StreamCheck, StreamLine
 from countersign.infrastructure.audit.unanchored import Unanchored
 from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import written_fields
 
 
@@ -81,22 +82,26 @@ class AnchorReport:
 
 
 def check_anchor(
-    app: CountersignApplication, anchor: Anchor, progress: Callable[[int], None] | None = None
+    app: CountersignApplication,
+    anchor: Anchor,
+    progress: Callable[[int], None] | None = None,
+    sql: SqlDatabase | None = None,
 ) -> AnchorReport:
-    """Every anchored proposal and stream against the store as it is now; AnchorFileError if
-    the file is no longer the one ``read_anchor`` checked."""
+    """Every anchored proposal and stream against the store as it is now (with ``sql``, the
+    streams' events read ``HELD`` streams at a time); AnchorFileError if the file is no longer
+    the one ``read_anchor`` checked."""
     report = AnchorReport(anchor)
-    streams = StreamCheck(app)
-    last_stream: UUID | None = None
+    streams = StreamCheck(app, sql)
+    batch: list[StreamLine] = []
+    held = 0
     for entry in entries(anchor):
         if isinstance(entry, StreamLine):
-            report.streams_checked += entry.stream_id != last_stream
-            last_stream = entry.stream_id
-            found = streams.difference(entry)
-            if found is not None:
-                report.streams_different += 1
-                if len(report.stream_differences) < LISTED:
-                    report.stream_differences.append(found)
+            if not batch or batch[-1].stream_id != entry.stream_id:
+                if held == HELD:
+                    _check_streams(report, streams, batch)
+                    held = 0
+                held += 1
+            batch.append(entry)
             continue
         proposal_id, organization, version, event, chain = entry
         report.checked += 1
@@ -109,7 +114,27 @@ def check_anchor(
                 )
         if progress is not None:
             progress(1)
+    _check_streams(report, streams, batch)
     return report
+
+
+#: Streams whose events are read in one statement.
+HELD = 500
+
+
+def _check_streams(report: AnchorReport, streams: StreamCheck, batch: list[StreamLine]) -> None:
+    """Check these lines (whole streams), their events read at once; empty ``batch``."""
+    streams.hold(list(dict.fromkeys(line.stream_id for line in batch)))
+    last: UUID | None = None
+    for line in batch:
+        report.streams_checked += line.stream_id != last
+        last = line.stream_id
+        found = streams.difference(line)
+        if found is not None:
+            report.streams_different += 1
+            if len(report.stream_differences) < LISTED:
+                report.stream_differences.append(found)
+    batch.clear()
 
 
 def _difference(

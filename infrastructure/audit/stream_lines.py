@@ -21,6 +21,8 @@ from typing import Any
 from uuid import UUID
 
 from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.sql import SqlDatabase
+from countersign.infrastructure.persistence.stream_heads import StoredRow, events_of
 
 #: Events a line holds at most (its marks are 8 digits each: 2,048 of its 4,096 bytes).
 CHUNK = 256
@@ -149,24 +151,39 @@ class StreamCheck:
     """Each anchored stream's lines against the store, in the anchor's order: the first
     difference of each stream, or None."""
 
-    def __init__(self, app: CountersignApplication) -> None:
+    def __init__(self, app: CountersignApplication, sql: SqlDatabase | None = None) -> None:
         self.app = app
+        self.sql = sql
         self._stream: UUID | None = None
         self._end = 0
         self._digest = ""
         self._differs = False
+        #: The events of the streams ``hold`` read, by stream and version.
+        self._held: dict[UUID, dict[int, StoredRow]] = {}
+
+    def hold(self, stream_ids: list[UUID]) -> None:
+        """Read these streams' events in one statement (with ``sql``; else each stream is
+        read as its line is checked): on PostgreSQL a statement a stream took 12 s for
+        16,000 streams, each a round trip."""
+        if self.sql is not None:  # a stream with no event left is held as one
+            self._held = {i: {} for i in stream_ids} | events_of(self.sql, stream_ids)
 
     def difference(self, line: StreamLine) -> dict[str, Any] | None:
         if line.stream_id != self._stream:
             self._stream, self._end, self._digest, self._differs = line.stream_id, 0, "", False
         if self._differs:  # its first difference is named; the rest follow from it
             return None
-        stored = {
-            record.originator_version: record
-            for record in self.app.recorder.select_events(
-                line.stream_id, gt=self._end, lte=line.version
-            )
-        }
+        held = self._held.get(line.stream_id)
+        stored: dict[int, Any] = (
+            {v: row for v, row in held.items() if self._end < v <= line.version}
+            if held is not None
+            else {
+                record.originator_version: record
+                for record in self.app.recorder.select_events(
+                    line.stream_id, gt=self._end, lte=line.version
+                )
+            }
+        )
         found = self._compare(line, stored)
         self._end = line.version
         self._differs = found is not None

@@ -8,6 +8,7 @@ infrastructure/audit/stream_lines.py). A proposal's stream, one whose first even
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 from uuid import UUID
 
 from countersign.domain.proposal import Proposal
@@ -59,3 +60,29 @@ class StreamHeads:
                 yield after[0], after[1], str(topic), state
             if len(rows) < self.page:
                 return
+
+
+class StoredRow(NamedTuple):
+    """An event as stored: its topic and state."""
+
+    topic: str
+    state: object
+
+
+def events_of(sql: SqlDatabase, stream_ids: list[UUID]) -> dict[UUID, dict[int, StoredRow]]:
+    """Every stored event of these streams, by stream and version (a stream with none is
+    absent), in one statement."""
+    if not stream_ids:
+        return {}
+    table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
+    keys = [i if sql.is_postgres else i.hex for i in stream_ids]
+    with sql.reading() as cursor:
+        rows = cursor.execute(
+            f"SELECT originator_id, originator_version, topic, state FROM {table} "
+            f"WHERE originator_id IN ({', '.join('?' for _ in keys)})",
+            keys,
+        ).fetchall()
+    found: dict[UUID, dict[int, StoredRow]] = {}
+    for raw_id, version, topic, state in rows:
+        found.setdefault(UUID(str(raw_id)), {})[int(version)] = StoredRow(str(topic), state)
+    return found

@@ -148,7 +148,7 @@ def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> A
         "audit verify --anchor", anchor.proposals, every=30.0, unit="proposals", quiet_for=QUIET_FOR
     )
     try:
-        report = check_anchor(cs.app, anchor, against.advance)
+        report = check_anchor(cs.app, anchor, against.advance, cs.sql)
     except AnchorFileError as error:
         raise UsageError(f"--anchor: {error}") from None
     against.finish()
