@@ -239,3 +239,23 @@ def test_an_auditor_can_demand_a_signed_anchor_whatever_the_deployment_requires(
     code, _out, err = run("audit", "verify", "--require-signed-anchor")
     assert code == 2
     assert "--require-signed-anchor demands a signed anchor: give it with --anchor FILE" in err
+
+
+def test_the_verdict_says_what_the_anchor_covers_and_whether_it_is_signed_in_french(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    unsigned = _anchor(run, tmp_path, keys=None)
+
+    code, out, _err = run(
+        "audit", "verify", "--anchor", str(unsigned), "--language", "fr", keys=None
+    )
+
+    assert code == 0
+    assert out.startswith("audit verify : OK, ")
+    assert "Ancre : chaque flux tel qu'ancré à la position " in out
+    assert (
+        "NON SIGNÉE, acceptée seulement parce que les ancres signées ne sont pas exigées ici"
+    ) in out
+    assert ": 3 propositions et " in out
+    assert "autres flux (clubs, membres" in out

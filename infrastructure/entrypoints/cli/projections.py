@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -225,11 +226,12 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     if anchored is not None:
         times += anchors.anchor_summary(anchored, args.language)
     if report["ok"]:
-        text = (
-            f"audit verify: OK, {report['events_checked']:,} events of "
-            f"{report['proposals_checked']:,} proposals; every hash-chain link holds.{times}"
+        text = VERIFIED.text(
+            args.language,
+            events=f"{report['events_checked']:,}",
+            proposals=f"{report['proposals_checked']:,}",
         )
-        return report, text
+        return report, text + times
     lines = []
     count = report["broken_proposals"]
     if count:
@@ -295,6 +297,13 @@ def seal_faults_text(seals: dict[str, Any]) -> str:
             lines.append(f"  and {unsealed - len(listed):,} more (--json lists the first ones)")
     return "\n".join(lines)
 
+
+#: ``audit verify``'s verdict when every check held (what the anchor showed follows it).
+VERIFIED = Localized(
+    "audit verify: OK, {events} events of {proposals} proposals; every hash-chain link holds.",
+    "audit verify : OK, {events} événements sur {proposals} propositions ; chaque maillon de "
+    "la chaîne de hachage tient.",
+)
 
 #: Broken proposals ``audit verify`` lists on the terminal (``--json``: verify.LISTED).
 BROKEN_SHOWN = 20
