@@ -192,8 +192,8 @@ class StreamCheck:
         return {"stream_id": str(line.stream_id), "kind": line.kind, **found}
 
     def _compare(self, line: StreamLine, stored: dict[int, Any]) -> dict[str, Any] | None:
-        added = sorted(v for v in stored if v <= self._end or v < line.from_version)
-        if added:  # where the anchor has none: inserted into a gap
+        added = sorted(v for v in stored if v < line.from_version)
+        if added:  # where the anchor has none (a gap it anchored): inserted there
             return self._said("added", added[0], line, stored)
         for version in range(line.from_version, line.version + 1):
             record = stored.get(version)

@@ -145,8 +145,10 @@ STREAM_PROBLEMS = {
         "supprimé : plus aucun flux (ancré jusqu'à la version {anchored_version})",
     ),
     "cut_back": Localized(
-        "cut back: {gone} removed (the stream now ends at version {stored_version})",
-        "tronqué : {gone} supprimé(s) (le flux s'arrête maintenant à la version {stored_version})",
+        "cut back: its events from version {version} on are removed (the stream now ends at "
+        "version {stored_version})",
+        "tronqué : ses événements à partir de la version {version} sont supprimés (le flux "
+        "s'arrête maintenant à la version {stored_version})",
     ),
     "gap": Localized(
         "event {version} removed (the stream has a gap there)",

@@ -357,9 +357,6 @@ def _stream_said(difference: dict[str, Any], language: str) -> str:
     problem = difference["problem"]
     if problem == "changed" and "from_version" in difference:
         problem = "changed_among"
-    gone = ""
-    if problem == "cut_back":
-        gone = _versions(difference["version"], difference["anchored_version"], language)
     return words.STREAM_PROBLEMS[problem].text(
         language,
         version=difference["version"],
@@ -367,5 +364,4 @@ def _stream_said(difference: dict[str, Any], language: str) -> str:
         anchored_version=difference["anchored_version"],
         stored_version=difference.get("stored_version"),
         stored_event=difference.get("stored_event"),
-        gone=gone,
     )
