@@ -262,3 +262,43 @@ def test_the_verdict_says_what_the_anchor_covers_and_whether_it_is_signed_in_fre
     ) in out
     assert ": 3 propositions et " in out
     assert "autres flux (clubs, membres" in out
+
+
+def test_a_long_stream_is_anchored_over_several_lines_and_named_at_the_event_changed(
+    cs, seeded, deployments, run, tmp_path, monkeypatch
+):
+    """A stream's events are written ``CHUNK`` to a line (256; 2 here): an event changed in a
+    later line is named by its own version, and the lines hold the whole stream."""
+    from countersign.infrastructure.audit import stream_lines
+
+    _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    monkeypatch.setattr(stream_lines, "CHUNK", 2)
+    path = _anchor(run, tmp_path)
+    lines = [line for line in _lines(path) if line.get("stream_id") == club]
+    assert [(line["from_version"], line["version"]) for line in lines][:2] == [(1, 2), (3, 4)]
+    assert lines[-1]["version"] == _versions(cs, club)
+    assert _verify(run, path)[0] == 0
+    [(state,)] = _sql(
+        cs,
+        "SELECT state FROM {table} WHERE originator_id=? AND originator_version=?",
+        UUID(club),
+        4,
+    )
+    _sql(
+        cs,
+        "UPDATE {table} SET state=? WHERE originator_id=? AND originator_version=?",
+        bytes(state).replace(b"}", b',"forged":true}', 1),
+        UUID(club),
+        4,
+    )
+
+    code, document = _verify(run, path)
+
+    assert code == 5
+    [difference] = document["anchor"]["stream_differences"]
+    assert (difference["stream_id"], difference["problem"], difference["version"]) == (
+        club,
+        "changed",
+        4,
+    )
