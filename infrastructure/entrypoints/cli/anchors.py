@@ -137,10 +137,11 @@ def read_anchor_option(
 
 
 def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> AnchorReport:
-    """Every proposal of the anchor ``read_anchor_option`` read against the store, then the
-    proposals' events recorded after it counted (more than ``limit`` fail the check), each
-    with its progress once it runs a while: UsageError (exit status 2) if the file changed
-    since (replaced or edited while the chain was checked)."""
+    """Every proposal and other stream of the anchor ``read_anchor_option`` read against the
+    store, then the events recorded after it counted, the proposals' and the other streams'
+    (more than ``limit`` of either fail the check), each with its progress once it runs a
+    while: UsageError (exit status 2) if the file changed since (replaced or edited while
+    the chain was checked)."""
     from countersign.infrastructure.audit.anchor import AnchorFileError
     from countersign.infrastructure.audit.anchor_check import check_anchor
 
