@@ -219,7 +219,8 @@ def bootstrap(
         # Processes starting together would race to create the event store's tables and
         # functions.
         with sql.schema_lock():
-            app = CountersignApplication(env=database.eventsourcing_env(settings.database_timeout))
+            env = database.eventsourcing_env(settings.database_timeout, settings.database_pool_idle)
+            app = CountersignApplication(env=env)
     except BaseException:
         sql.close()  # the connection it asked and took the lock on (a start that failed)
         raise

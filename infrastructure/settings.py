@@ -34,6 +34,11 @@ _RECORDERS_POSTGRES = "countersign.infrastructure.persistence.pg_waits"
 TIMEOUT_KEY = "POSTGRES_STATEMENT_TIMEOUT"
 #: The library's setting countersign's PostgreSQL factory reads the URL's parameters from.
 PARAMETERS_KEY = "POSTGRES_CONNECTION_PARAMETERS"
+#: The key, in the library's environment, of the seconds a pooled PostgreSQL connection above
+#: the pool's minimum may stay unused before it is closed (read by pg_waits).
+POOL_IDLE_KEY = "POSTGRES_POOL_IDLE"
+#: COUNTERSIGN_DATABASE_POOL_IDLE's default.
+DEFAULT_POOL_IDLE = 60.0
 DEFAULT_API_MAX_BODY = 64 * 1024
 DEFAULT_READY_MAX_LAG = 10_000
 DEFAULT_PROPOSAL_LIMIT = "30/minute"
@@ -64,6 +69,7 @@ class NoDatabaseError(SettingsError):
 SETTING_NAMES = frozenset(
     (
         "COUNTERSIGN_API_MAX_BODY",
+        "COUNTERSIGN_DATABASE_POOL_IDLE",
         "COUNTERSIGN_DATABASE_TIMEOUT",
         "COUNTERSIGN_DATABASE_URL",
         "COUNTERSIGN_HTTP_READ_TIMEOUT",
@@ -166,6 +172,9 @@ class Settings:
     #: (each connection's statement_timeout and lock_timeout); past it the request answers
     #: that the database did not answer. None: no limit (the maintenance commands).
     database_timeout: float | None = DEFAULT_DATABASE_TIMEOUT
+    #: COUNTERSIGN_DATABASE_POOL_IDLE: seconds a PostgreSQL connection a burst opened beyond
+    #: the one each process keeps may stay unused before it is closed.
+    database_pool_idle: float = DEFAULT_POOL_IDLE
     #: COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE): the keys, held outside the
     #: database, that seal each new proposal (the first) and verify a proposal's seal
     #: before it is approved and in ``audit verify`` (every one). None: no seals.
@@ -214,6 +223,11 @@ class Settings:
             os.environ.get("COUNTERSIGN_DATABASE_TIMEOUT", "").strip(),
             DEFAULT_DATABASE_TIMEOUT,
         )
+        pool_idle = _seconds(
+            "COUNTERSIGN_DATABASE_POOL_IDLE",
+            os.environ.get("COUNTERSIGN_DATABASE_POOL_IDLE", "").strip(),
+            DEFAULT_POOL_IDLE,
+        )
         limit = _rate("COUNTERSIGN_PROPOSAL_LIMIT", DEFAULT_PROPOSAL_LIMIT)
         try:
             seal_keys = seal_keys_from_env()
@@ -236,6 +250,7 @@ class Settings:
             ready_max_lag=int(max_lag),
             proposal_limit=limit,
             database_timeout=database_timeout,
+            database_pool_idle=pool_idle,
             seal_keys=seal_keys,
         )
 
@@ -396,10 +411,13 @@ class Database:
             return None
         return Path(self.sqlite_path).expanduser().resolve()
 
-    def eventsourcing_env(self, timeout: float | None = None) -> dict[str, str]:
+    def eventsourcing_env(
+        self, timeout: float | None = None, pool_idle: float = DEFAULT_POOL_IDLE
+    ) -> dict[str, str]:
         """The library's settings for this database; ``timeout``: seconds each PostgreSQL
         statement may wait or run (None: no limit), pg_waits.py; on SQLite, seconds a commit
-        waits for the write lock (None: ``SQLITE_MAINTENANCE_WAIT``)."""
+        waits for the write lock (None: ``SQLITE_MAINTENANCE_WAIT``). ``pool_idle``: seconds
+        a PostgreSQL connection above the pool's one may stay unused (pg_pool.shrink)."""
         if self.kind == "sqlite":
             return {
                 # The library's SQLite persistence, with statement caching fixed.
@@ -428,8 +446,9 @@ class Database:
             # psycopg_pool hands connections out first-in first-out: with four held open, a
             # lone client's commits went round four server processes, each with cold caches
             # (6% of an approval cycle). One is held; more open under concurrent load (up to
-            # the library's overflow of 10) and close again after ten idle minutes.
+            # the library's overflow of 10) and close again once unused for ``pool_idle``.
             "POSTGRES_POOL_SIZE": "1",
+            POOL_IDLE_KEY: str(pool_idle),
             # The lock timeout the insert functions of earlier versions set for their own
             # transaction (kept as they were, for those versions' processes during an
             # upgrade); the one the recorder calls waits as long as its connection's

@@ -30,7 +30,13 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from countersign.infrastructure.persistence.sql import NO_STATEMENT_TIMEOUT
-from countersign.infrastructure.settings import PARAMETERS_KEY, TIMEOUT_KEY, milliseconds
+from countersign.infrastructure.settings import (
+    DEFAULT_POOL_IDLE,
+    PARAMETERS_KEY,
+    POOL_IDLE_KEY,
+    TIMEOUT_KEY,
+    milliseconds,
+)
 from eventsourcing.postgres import PostgresAggregateRecorder, PostgresFactory
 from psycopg.sql import SQL
 
@@ -132,6 +138,11 @@ class CountersignPostgresFactory(PostgresFactory):
         # library's recorders take one as they are made (their composite types' lookup),
         # before countersign's recorder would set this (recorders_postgres.py), and the
         # library's way of opening the pool opened two connections for it (pg_pool.opened).
-        from countersign.infrastructure.persistence.pg_pool import PooledConnection
+        from countersign.infrastructure.persistence.pg_pool import PooledConnection, shrink
 
         self.datastore.get_connection = functools.partial(PooledConnection, self.datastore)  # type: ignore[method-assign,assignment]
+        # The connections a burst opened beyond the pool's one closed once unused that long,
+        # all of them (pg_pool.shrink), by the pool's scheduler: set before the pool opens,
+        # which is when the scheduler takes ``max_idle``.
+        bounded.max_idle = float(self.env.get(POOL_IDLE_KEY) or DEFAULT_POOL_IDLE)
+        bounded._shrink_pool = functools.partial(shrink, bounded)
