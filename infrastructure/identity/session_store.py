@@ -203,6 +203,27 @@ def write(
             cursor.execute(f"DELETE FROM {TABLE} WHERE id_sha256 = ?", (delete,))
 
 
+def erase(sql: SqlDatabase, key: str) -> None:
+    """``key`` taken out of every row's one-shot values, revoked and expired rows included
+    (a read, and no write where no row holds it)."""
+    ensure_session_table(sql)
+    pattern = f"%{json.dumps(key)}%"
+    with sql.reading() as cursor:
+        rows = cursor.execute(f"SELECT id_sha256 FROM {TABLE} WHERE data LIKE ?", (pattern,))
+        digests = [digest for (digest,) in rows.fetchall()]
+    if not digests:
+        return
+    with sql.transaction() as cursor:
+        for digest in digests:
+            found = cursor.execute(f"SELECT data FROM {TABLE} WHERE id_sha256 = ?", (digest,))
+            row = found.fetchone()
+            decoded = json.loads(row[0]) if row and row[0] else {}
+            if isinstance(decoded, dict) and key in decoded:
+                del decoded[key]
+                erased = json.dumps(decoded)
+                cursor.execute(f"UPDATE {TABLE} SET data = ? WHERE id_sha256 = ?", (erased, digest))
+
+
 def revoke_person(sql: SqlDatabase, email: str, now: int) -> int:
     """Revoke every session of ``email`` (every club, every device); how many rows that took
     (expired ones not yet deleted included)."""

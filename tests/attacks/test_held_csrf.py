@@ -228,7 +228,9 @@ def test_every_form_refuses_every_forged_submission_and_nothing_changes(web: Web
         signed_in = form.victim.get("/").status_code == 200
         form.victim.page_token("/" if signed_in else "/sign-in")
         answer = form.victim.submit(form.path, form.fields)
-        assert answer.status_code == 303, (form.path, answer.status_code)
+        # An endpoint added is answered with the page showing its secret, not a redirect.
+        worked = 201 if form.path == "/webhooks" else 303
+        assert answer.status_code == worked, (form.path, answer.status_code)
         if form.path == "/sign-out/everywhere":
             assert ava.get("/").headers["location"] == "/sign-in"  # signed out
     assert web.status(to_approve) == "succeeded"

@@ -165,7 +165,7 @@ def test_stored_markup_is_shown_as_text_to_every_member_on_every_page(web: Web, 
     declined = eve.submit(f"/proposals/{refund_id}/decline", {"note": said})
     assert declined.status_code == 303
     # Eve adds a webhook endpoint from the page: Ava's webhooks page names her.
-    assert eve.submit("/webhooks", {"url": "https://93.184.215.14/eve"}).status_code == 303
+    assert eve.submit("/webhooks", {"url": "https://93.184.215.14/eve"}).status_code == 201
     assert (web.status(refund_id), web.status(draft_id)) == ("declined", "pending")
 
     ava = web.member(AVA)

@@ -3,9 +3,12 @@ dead letters, each with a Redeliver button.
 
 Only members holding ``webhooks.manage`` see it (others get the forbidden page; the
 application decides). Every change is a POST with the session's CSRF token, answered with a
-redirect back to the page. An endpoint added here goes through the same checks as one added
-from the command line or the API (``Webhooks.add``: an http(s) URL, never an internal
-address), and its signing secret is shown once, on the page the redirect leads to.
+redirect back to the page; adding an endpoint, with the page itself. An endpoint added here
+goes through the same checks as one added from the command line or the API
+(``Webhooks.add``: an http(s) URL, never an internal address), and its signing secret is
+shown once, on the page that answers the form: never in the session store, whose row would
+hold it until the page after a redirect was seen (a tab closed first, or the session
+revoked meanwhile: until the row expired).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import format_time
 from countersign.infrastructure.entrypoints.web.visits import User, Visit
+from countersign.infrastructure.identity import session_store
 from countersign.infrastructure.notifications.webhooks import Webhooks
 from starlette.responses import Response
 
@@ -29,7 +33,8 @@ log = logging.getLogger("countersign.web")
 MAX_DEAD_LETTERS = 50
 #: How far back an endpoint's error rate looks.
 HEALTH_WINDOW = timedelta(hours=24)
-#: The session key that carries a new endpoint's secret to the one page that shows it.
+#: The session key that once carried a new endpoint's secret to the page after a redirect:
+#: erased from every session row (``WebhookPages``), never set again.
 NEW_SECRET = "webhook_secret"  # noqa: S105 - the name of a session key, not a secret
 
 
@@ -39,9 +44,15 @@ class WebhookPages:
     def __init__(self, site: Site) -> None:
         self.site = site
         self.cs = site.cs
+        session_store.erase(self.cs.sql, NEW_SECRET)  # left by an earlier version
 
     def page(
-        self, visit: Visit, url: str = "", error: str | None = None, status: int = 200
+        self,
+        visit: Visit,
+        url: str = "",
+        error: str | None = None,
+        status: int = 200,
+        added: dict[str, str] | None = None,
     ) -> Response:
         user = visit.signed_in
         webhooks = Webhooks(self.cs)
@@ -51,7 +62,6 @@ class WebhookPages:
         dead = webhooks.deliveries(
             user.caller, user.organization, dead_only=True, limit=MAX_DEAD_LETTERS
         )
-        added = visit.session.pop(NEW_SECRET) if error is None else None
         return self.site.render(
             visit,
             "webhooks.html",
@@ -59,7 +69,7 @@ class WebhookPages:
             endpoints=[_endpoint(e, visit, self._name(user, e["added_by"])) for e in endpoints],
             dead_letters=[_dead_letter(d, urls, visit) for d in dead],
             failing=webhooks.failing(user.caller, user.organization),
-            added=added if isinstance(added, dict) else None,
+            added=added,
             url=url,
             error=error,
             max_url=MAX_URL_LENGTH,
@@ -68,8 +78,9 @@ class WebhookPages:
         )
 
     def add(self, visit: Visit) -> Response:
-        """Register the URL typed in the form; the page again, saying what is wrong and
-        keeping what was typed, when it is refused."""
+        """Register the URL typed in the form and answer with the page showing its secret,
+        this once (201); the page again, saying what is wrong and keeping what was typed,
+        when it is refused."""
         user = visit.signed_in
         url = visit.form.get("url", "").strip()[: MAX_URL_LENGTH + 1]
         try:
@@ -85,8 +96,7 @@ class WebhookPages:
             added.endpoint_id,
             correlation_id_of(visit.request),
         )
-        visit.session.set(NEW_SECRET, {"url": added.url, "secret": added.secret})
-        return redirect("/webhooks")
+        return self.page(visit, status=201, added={"url": added.url, "secret": added.secret})
 
     def remove(self, visit: Visit) -> Response:
         user = visit.signed_in
