@@ -44,6 +44,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     FaultFoundError,
     Handler,
+    ProjectionNotSetUpError,
     RefusedError,
     UsageError,
 )
@@ -352,6 +353,12 @@ def _usage(error: UsageError, language: str) -> Answer:
     return {"error": "usage", "message": said}, answers.ERROR_LINE.text(language, message=said), 2
 
 
+def _not_set_up(error: ProjectionNotSetUpError, language: str) -> Answer:
+    said = error.text(language)
+    document = {"error": "projection_not_set_up", "projections": error.names, "message": said}
+    return document, answers.ERROR_LINE.text(language, message=said), 2
+
+
 def _rejected(error: Exception, language: str) -> Answer:
     """A domain rule refused the command (a manual refund above the balance, say): the rule
     says why in its own words."""
@@ -368,6 +375,7 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any, str], Answer]], ...] = (
     (FaultFoundError, lambda e, _: (e.document, str(e), FAULT_FOUND)),
     (NotFoundError, lambda _, lang: ({"error": "not_found"}, answers.NOT_FOUND.text(lang), 0)),
     (ForbiddenError, lambda _, lang: ({"error": "forbidden"}, answers.FORBIDDEN.text(lang), 0)),
+    (ProjectionNotSetUpError, _not_set_up),
     (UsageError, _usage),
     (SettingsError, _configuration),
     (ConcurrencyConflictError, _busy),

@@ -50,6 +50,25 @@ DAMAGED = Localized(
     "endommagé) ; rien n'a été modifié. `countersign audit verify` nomme les propositions "
     "endommagées ; le journal porte cette référence",
 )
+#: A command reads a projection this database does not hold as this release builds it: a
+#: read sets nothing up (``common.catch_up``). ``names``: the projections, as the command
+#: takes them.
+NOT_SET_UP = Localized(
+    "this command reads the projection {names}, which is not set up in this database yet; "
+    "nothing was changed. Build it with `countersign projections rebuild {names}` (from the "
+    "log, once), or keep `countersign projections run` going beside the application",
+    "cette commande lit la projection {names}, qui n'est pas encore installée dans cette "
+    "base ; rien n'a été modifié. Construisez-la avec `countersign projections rebuild "
+    "{names}` (à partir du journal, une fois), ou faites tourner `countersign projections "
+    "run` à côté de l'application",
+)
+BUILT_ELSEWHERE = Localized(
+    "this command reads the projection {names}, whose tables another release of countersign "
+    "built; nothing was changed. `countersign projections status` says what to do",
+    "cette commande lit la projection {names}, dont les tables ont été construites par une "
+    "autre version de countersign ; rien n'a été modifié. `countersign projections status` "
+    "dit quoi faire",
+)
 INTERNAL_LINE = Localized("Internal error: {message}.", "Erreur interne : {message}.")
 INTERNAL = Localized(
     "Internal error. Reference: {reference}", "Erreur interne. Référence : {reference}"

@@ -25,6 +25,9 @@ def cmd_seed(cs: Countersign, args: argparse.Namespace) -> Result:
 
     data = seed(cs)
     data["passwords"] = seed_passwords(cs)
+    # The projections' tables and positions too, as a start of `projections run` makes them:
+    # the commands that read them (inbox, handback, audit export) set nothing up.
+    cs.projection_runners()
     said = _SEEDED
     lines = [said["title"].text(args.language)]
     lines += [

@@ -71,8 +71,38 @@ class FaultFoundError(Exception):
         self.document = document
 
 
+class ProjectionNotSetUpError(UsageError):
+    """Raised when a command reads a projection that this database does not hold as this
+    release builds it (never set up, or built by another release): a read sets nothing up.
+    ``names``: those projections; the message says what to run, in English and French."""
+
+    def __init__(self, names: list[str], *, never_built: bool) -> None:
+        from countersign.infrastructure.entrypoints.cli import answers
+
+        said = answers.NOT_SET_UP if never_built else answers.BUILT_ELSEWHERE
+        joined = " ".join(names)
+        super().__init__(said.text("en", names=joined), said.text("fr", names=joined))
+        self.names = names
+
+
 def catch_up(cs: Countersign, names: list[str]) -> None:
-    for runner in cs.projection_runners(names):
+    """Bring the named projections up to the log before a command reads them, as
+    ``projections run`` would: their rows and positions. A read never sets one up: a
+    projection this database does not hold as this release's code builds it (no tracking
+    row; tables another release built, which a runner would drop and rebuild, or stop at) is
+    ProjectionNotSetUpError, and nothing is created, dropped or written
+    (``standing.standings`` reads them as stored)."""
+    from countersign.infrastructure.projection_engine.standing import (
+        CURRENT,
+        NOT_BUILT,
+        standings,
+    )
+
+    lacking = [s for s in standings(cs.app, cs.sql, cs.projections(names)) if s.state != CURRENT]
+    if lacking:
+        never_built = all(s.state == NOT_BUILT for s in lacking)
+        raise ProjectionNotSetUpError([s.name for s in lacking], never_built=never_built)
+    for runner in cs.projection_runners(names, set_up=False):
         runner.catch_up()
 
 
