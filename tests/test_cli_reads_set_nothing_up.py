@@ -116,3 +116,14 @@ def test_seed_sets_the_projections_up_for_the_reads(
     for _, argv in READS.values():
         status, _, err = run(capsys, database_url, *argv)
         assert status == 0, err
+
+
+def test_listing_a_clubs_webhooks_makes_no_table(
+    never_set_up: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The endpoints are the club's own record: listing them makes no table of the
+    notification sender's delivery ledger."""
+    before = tables(never_set_up)
+    status, out, _ = run(capsys, never_set_up, "webhooks", "list", "--org", "granite")
+    assert (status, out) == (0, "granite has no webhooks.\n")
+    assert tables(never_set_up) == before

@@ -7,6 +7,7 @@ Deliveries and dead letters are read and redelivered after the same check.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -59,10 +60,15 @@ class Webhooks:
         self, cs: Countersign, allowed_networks: tuple[Network, ...] | None = None
     ) -> None:
         self.cs = cs
-        self.ledger = DeliveryLedger(cs.sql)
         self.allowed_networks = (
             allowed_networks_from_env() if allowed_networks is None else allowed_networks
         )
+
+    @functools.cached_property
+    def ledger(self) -> DeliveryLedger:
+        """The delivery ledger, its tables made if missing: made when a method needs it, so
+        that listing the endpoints (the club's own record) makes no table."""
+        return DeliveryLedger(self.cs.sql)
 
     def add(self, caller: Caller | None, organization: str, url: str) -> AddedEndpoint:
         """Register ``url``. WebhookUrlError for anything but an http(s) URL, and
