@@ -9,9 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from countersign.infrastructure.bootstrap import bootstrap
 from countersign.infrastructure.persistence.pg_waits import CountersignPostgresFactory
-from countersign.infrastructure.settings import Database
+from countersign.infrastructure.settings import Database, Settings, SettingsError
 from eventsourcing.utils import Environment
+
+from tests.conftest import _truncate_postgres
 
 pytestmark = pytest.mark.postgres
 
@@ -54,6 +57,14 @@ def burst(datastore: Any) -> tuple[int, int]:
     return during[0]
 
 
+def shrunk_back(datastore: Any) -> tuple[int, int]:
+    """The pool's size and ready connections once it is back to its one, or 30 s on."""
+    deadline = time.monotonic() + 30
+    while sizes(datastore) != (1, 1) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return sizes(datastore)
+
+
 def sizes(datastore: Any) -> tuple[int, int]:
     stats = datastore.pool.get_stats()
     return stats["pool_size"], stats["pool_available"]
@@ -62,10 +73,7 @@ def sizes(datastore: Any) -> tuple[int, int]:
 def test_after_a_burst_the_pool_shrinks_back_to_its_one_connection(make_datastore: Any) -> None:
     datastore = make_datastore(pool_idle=0.5)
     assert burst(datastore) == (BURST, 0)
-    deadline = time.monotonic() + 30
-    while sizes(datastore) != (1, 1) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert sizes(datastore) == (1, 1)
+    assert shrunk_back(datastore) == (1, 1)
     with datastore.get_connection() as conn:
         assert conn.execute("SELECT 1").fetchone() == {"?column?": 1}
 
@@ -79,3 +87,22 @@ def test_one_idle_period_closes_every_connection_the_burst_added(make_datastore:
         pass  # a lone request afterwards: one connection was enough
     datastore.pool._shrink_pool()  # the period after it
     assert sizes(datastore) == (1, 1)
+
+
+def test_the_setting_reaches_a_started_processs_pool(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``COUNTERSIGN_DATABASE_POOL_IDLE``, as every process reads it at its start."""
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_POOL_IDLE", "soon")
+    with pytest.raises(SettingsError, match="COUNTERSIGN_DATABASE_POOL_IDLE must be a positive"):
+        Settings.from_env(postgres_url)
+    monkeypatch.setenv("COUNTERSIGN_DATABASE_POOL_IDLE", "0.5")
+    _truncate_postgres(postgres_url)
+    cs = bootstrap(Settings.from_env(postgres_url))
+    try:
+        datastore = cs.app.factory.datastore
+        assert burst(datastore) == (BURST, 0)
+        assert shrunk_back(datastore) == (1, 1)
+    finally:
+        cs.close()
+        _truncate_postgres(postgres_url)
