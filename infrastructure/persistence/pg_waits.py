@@ -138,11 +138,17 @@ class CountersignPostgresFactory(PostgresFactory):
         # library's recorders take one as they are made (their composite types' lookup),
         # before countersign's recorder would set this (recorders_postgres.py), and the
         # library's way of opening the pool opened two connections for it (pg_pool.opened).
-        from countersign.infrastructure.persistence.pg_pool import PooledConnection, shrink
+        from countersign.infrastructure.persistence.pg_pool import (
+            PooledConnection,
+            shrink,
+            steps_here,
+        )
 
         self.datastore.get_connection = functools.partial(PooledConnection, self.datastore)  # type: ignore[method-assign,assignment]
         # The connections a burst opened beyond the pool's one closed once unused that long,
-        # all of them (pg_pool.shrink), by the pool's scheduler: set before the pool opens,
-        # which is when the scheduler takes ``max_idle``.
+        # all of them (pg_pool.shrink; one a period with another psycopg_pool than the 3.3
+        # whose internals it uses), by the pool's scheduler: set before the pool opens, which
+        # is when the scheduler takes ``max_idle``.
         bounded.max_idle = float(self.env.get(POOL_IDLE_KEY) or DEFAULT_POOL_IDLE)
-        bounded._shrink_pool = functools.partial(shrink, bounded)
+        if steps_here(bounded):
+            bounded._shrink_pool = functools.partial(shrink, bounded)
