@@ -4,6 +4,7 @@ model's words cannot choose it, and a mistyped command reaches nobody."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -119,3 +120,21 @@ def test_the_french_chat_asks_in_french_and_takes_oui(chat):
     assert asked.endswith(" ? Tapez oui pour approuver : ")
     assert "Exécutée : réussie.\n  Remboursement de 48,00" in terminal.printed
     assert "Executed" not in terminal.printed
+
+
+def test_chat_at_info_logs_no_model_url(database_url, seeded, capsys, caplog, monkeypatch):
+    """At INFO the model client's request lines named the scripted model's made-up address;
+    a real endpoint's URL can carry credentials, so no line names the URL at all."""
+    monkeypatch.setenv("COUNTERSIGN_LOG_LEVEL", "INFO")
+    caplog.set_level(logging.INFO)
+    status = main(
+        [
+            *("chat", "--org", "granite", "--as", AVA, "--section", "orders"),
+            *("--resource", seeded["orders"]["refund-ok"], "--message", "hello"),
+            *("--database", database_url),
+        ]
+    )
+    assert status == 0
+    assert "Here I can propose" in capsys.readouterr().out
+    assert "scripted.countersign.invalid" not in caplog.text
+    assert "http://" not in caplog.text

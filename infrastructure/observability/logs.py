@@ -32,6 +32,10 @@ TEXT_FORMAT = "%(levelname)s %(name)s: %(message)s"
 EXTRA_FIELDS = ("method", "path", "status", "duration_ms")
 #: The loggers uvicorn configures for itself; in JSON mode their lines go through ours.
 _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.access")
+#: The HTTP clients' loggers (the model's client, the webhooks'): at INFO each says every
+#: request's whole URL, and a URL can carry credentials (``https://user:secret@host``, a key
+#: in its query). Their warnings and errors still show; our own lines say what was called.
+_HTTP_CLIENTS = ("httpx", "httpx2")
 
 
 #: Control characters (C0, DEL, C1), the Unicode line and paragraph separators and the
@@ -110,9 +114,12 @@ def configure_logging(stream: TextIO | None = None) -> None:
 
     Text keeps ``logging.basicConfig``'s manners (nothing changes where the root logger
     already has handlers, as under a test runner). JSON replaces them with one handler, and
-    routes uvicorn's own loggers through it too, so every line of a server is JSON.
+    routes uvicorn's own loggers through it too, so every line of a server is JSON. The HTTP
+    clients' request lines, which name whole URLs, are never logged (``_HTTP_CLIENTS``).
     """
     fmt, level = log_format(), log_level()
+    for name in _HTTP_CLIENTS:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     root = logging.getLogger()
     if fmt == "text":
         if not root.handlers:  # as ``logging.basicConfig``, with lines of their own
