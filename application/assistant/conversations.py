@@ -94,12 +94,16 @@ def open_scope(
     resource_id: str,
 ) -> OpenScope:
     """UnknownOperationError for a section without an assistant; NotFoundError for an
-    unknown organization, a non-member, or a resource that is not the organization's
-    (checked first); then ForbiddenError unless the caller may propose at least one of its
-    contracts. The assistant it opens offers only the contracts the caller may propose."""
+    unknown organization or a non-member; then ForbiddenError unless the caller may propose
+    at least one of its contracts; then NotFoundError for a resource that is not the
+    organization's. Who may not use the assistant learns nothing of its resources (an
+    order's id is made from its number: answering 404 for an unknown one and 403 for an
+    existing one told anyone which order numbers exist). The assistant it opens offers only
+    the contracts the caller may propose."""
     assistant = section_assistant(assistants, section)
     org = organization_by_slug(store, organization)
     member = membership(org, caller.email)
+    require_any(caller, member, (contract.permission for contract in assistant.contracts))
     # A section's resource is named as its contracts name theirs (a key, or an id).
     keyed = [c for c in assistant.contracts if c.resource_namespace is not None]
     scope = (
@@ -109,9 +113,26 @@ def open_scope(
     )
     for contract in assistant.contracts:
         contract.load(scope, store)  # NotFoundError unless it is this organization's
-    require_any(caller, member, (contract.permission for contract in assistant.contracts))
     offered = assistant.for_holder(lambda permission: caller.may(member, permission))
     return OpenScope(offered, org, member, scope)
+
+
+def may_open(
+    store: AggregateStore,
+    assistants: Mapping[Section, SectionAssistant],
+    organization: str,
+    caller: Caller,
+    section: str,
+) -> bool:
+    """Whether ``caller`` may talk to ``section``'s assistant in ``organization`` at all
+    (a member holding a permission one of its contracts needs), whatever the resource: what
+    ``open_scope`` checks before it looks at one."""
+    assistant = section_assistant(assistants, section)
+    try:
+        member = membership(organization_by_slug(store, organization), caller.email)
+    except NotFoundError:
+        return False
+    return any(caller.may(member, contract.permission) for contract in assistant.contracts)
 
 
 def check_owned(interaction: Interaction, scope: Scope, manager: str) -> Interaction:

@@ -24,6 +24,7 @@ from countersign.application.assistant.conversations import (
     last_outcome,
     may_add_turn,
     may_continue,
+    may_open,
     open_scope,
     section_assistant,
 )
@@ -401,6 +402,11 @@ class AssistantService:
         return section_assistant(self.assistants, section)
 
     # -- reading a conversation -----------------------------------------------------------------
+
+    def may_open(self, *, organization: str, actor: str | Caller, section: str) -> bool:
+        """Whether ``actor`` may talk to ``section``'s assistant in ``organization``: asked
+        before a resource is looked up for them, so who may not learns nothing of it."""
+        return may_open(self.store, self.assistants, organization, Caller.of(actor), section)
 
     def conversation(
         self,

@@ -51,11 +51,16 @@ class ConversationPages:
         self.cs = site.cs
 
     def open_order(self, visit: Visit) -> Response:
-        """The order assistant for an order number (its reference) or id, in this club."""
+        """The order assistant for an order number (its reference) or id, in this club. A
+        member who may not use the order assistant is answered as for a number no order has,
+        whether one has it or not: the answer is no way to learn which orders exist."""
         user = visit.signed_in
         reference = visit.query("ref").strip()
         order_id: str | None = None
-        if reference:
+        may_open = self.cs.assistant.may_open(
+            organization=user.organization, actor=user.caller, section=ORDERS.section
+        )
+        if reference and may_open:
             try:
                 order_id = self.cs.club.order_id(user.organization, reference)
             except NotFoundError:
