@@ -26,7 +26,13 @@ from countersign.application.reports import (
     awaiting_approvals,
     executed_report,
 )
-from countersign.application.seal_check import Unverified, seal_problem, set_aside
+from countersign.application.seal_check import (
+    KeyNotHeld,
+    Unverified,
+    not_verifiable_here,
+    seal_problem,
+    set_aside,
+)
 from countersign.application.settlement import (
     CallOut,
     Failed,
@@ -57,7 +63,7 @@ from countersign.domain.proposal_status import DECLINED, EXECUTING, EXPIRED, PEN
 from countersign.domain.seals import SealKeys
 from countersign.domain.uuids import new_id
 
-_Decided = ApprovalReport | CallOut | Failed | Unverified
+_Decided = ApprovalReport | CallOut | Failed | Unverified | KeyNotHeld
 _Claim = Commit[_Decided] | Answer[_Decided]
 
 
@@ -263,10 +269,13 @@ class ApprovePath:
         With seal keys, first of all: a proposal whose stored record is not what was sealed
         when it was proposed, or with an event after that its seal does not vouch for (a
         forged approval, which must not count), is set aside (``set_aside``), nothing
-        approved nor claimed; the digest a verified seal's check recomputed is appended to
-        ``sealed``."""
+        approved nor claimed; one sealed with a key this process does not hold is refused
+        with nothing recorded (``not_verifiable_here``); the digest a verified seal's check
+        recomputed is appended to ``sealed``."""
         if self.seals is not None:
             problem = seal_problem(self.seals, proposal, sealed)
+            if problem is not None and problem.kind == "unknown_key":
+                return not_verifiable_here(proposal, problem)
             if problem is not None:
                 return set_aside(proposal, problem)
         email = approval.member.email

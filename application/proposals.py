@@ -55,7 +55,7 @@ from countersign.application.reports import (
     outcome_text,
 )
 from countersign.application.revision_problems import every_problem
-from countersign.application.seal_check import Unverified
+from countersign.application.seal_check import KeyNotHeld, Unverified
 from countersign.application.settlement import (
     CallOut,
     Failed,
@@ -236,8 +236,8 @@ class ProposalService(ApprovePath):
             return self._damaged(proposal_id, pid, caller, damaged)
         if isinstance(claimed, CallOut):
             return self.settlement.call_out(claimed)
-        if isinstance(claimed, (Failed, Unverified)):
-            claimed.log()  # the commit stands: its correlation id is the stored one
+        if isinstance(claimed, (Failed, Unverified, KeyNotHeld)):
+            claimed.log()  # once its commit stands (a refused one has none): its id is stored
             return claimed.report
         return claimed
 

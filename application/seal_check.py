@@ -7,12 +7,15 @@ a forged approval never counts towards a quorum. The first link of its chain is 
 from its state, which is what its ``Proposed`` event stored (or a snapshot of it): its
 arguments, preview, policy, expiry and time, with its contract digest made again from its
 arguments and preview in the same walk (which step 6 then takes instead of its own). A
-proposal with no seal, a seal under a key not held here, a digest that is not its
-arguments', or a seal that is not the link's, is set aside before anything of its record
-decides the approval: its RevisionRequired outcome says why and asks
-for a new proposal, which is frozen again from the request under the policy in force, and
-sealed. Nothing is approved, claimed or executed; the log has the correlation id the outcome
-shows.
+proposal with no seal, a digest that is not its arguments', or a seal that is not the link's,
+is set aside before anything of its record decides the approval: its RevisionRequired
+outcome says why and asks for a new proposal, which is frozen again from the request under
+the policy in force, and sealed. Nothing is approved, claimed or executed; the log has the
+correlation id the outcome shows. A seal under a key not held here (the proposal's own, or an
+event's) is no sign of tampering: during a rotation the new key seals on the processes
+restarted first. That approval is refused (``not_verifiable_here``) with nothing recorded:
+the proposal stays pending for a process that holds the key, as the reconciler leaves such
+a claim.
 """
 
 from __future__ import annotations
@@ -22,10 +25,15 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from countersign.application.errors import new_correlation_id
-from countersign.application.ports import Commit
+from countersign.application.ports import Answer, Commit
 from countersign.application.reports import ApprovalReport, approval_report
 from countersign.application.settlement import revision_required
-from countersign.domain.outcomes import ReasonParam, RevisionReason
+from countersign.domain.outcomes import (
+    NotApprovable,
+    NotApprovableReason,
+    ReasonParam,
+    RevisionReason,
+)
 from countersign.domain.proposal import Proposal
 from countersign.domain.seals import SealKeys, SealProblem, plain_key_id
 
@@ -95,6 +103,32 @@ class Unverified:
             self.problem.text,
             self.correlation_id,
         )
+
+
+@dataclass(frozen=True)
+class KeyNotHeld:
+    """An approval refused because the proposal's record is sealed with a key this process
+    does not hold: nothing recorded, the proposal left for a process that holds the key."""
+
+    report: ApprovalReport
+    problem: SealProblem
+
+    def log(self) -> None:
+        log.error(
+            "proposal %s not approved here: it %s in this process; nothing was recorded, "
+            "and a process holding the key may approve it (list the key on every process)",
+            self.report.proposal_id,
+            self.problem.text,
+        )
+
+
+def not_verifiable_here(proposal: Proposal, problem: SealProblem) -> Answer[KeyNotHeld]:
+    """The answer to approving ``proposal`` whose ``problem`` is a key not held here (a
+    rotation's new key, put first on the processes restarted already): not tampering, as
+    far as anyone here can tell, so it is not set aside; nothing is approved, claimed or
+    recorded, and approving it on a process that holds the key proceeds as ever."""
+    refused = NotApprovable(NotApprovableReason.NOT_VERIFIABLE_HERE)
+    return Answer(KeyNotHeld(approval_report(proposal, refused), problem))
 
 
 def set_aside(proposal: Proposal, problem: SealProblem) -> Commit[Unverified]:

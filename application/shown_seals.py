@@ -91,6 +91,12 @@ _IF_APPROVED = Localized(
     "L'approuver ne l'exécutera pas : countersign la mettra de côté et demandera une "
     "nouvelle proposition.",
 )
+#: For a seal under a key not held here: approving it here records nothing (seal_check).
+_IF_APPROVED_HERE = Localized(
+    "Approving it here changes nothing: a server that holds this key can verify it, and "
+    "approve it.",
+    "L'approuver ici ne change rien : un serveur qui a cette clé peut la vérifier, et l'approuver.",
+)
 _SHOWN = Localized(
     "What it shows may not be what happened.",
     "Ce qu'elle affiche n'est peut-être pas ce qui s'est passé.",
@@ -129,7 +135,8 @@ class Unverified:
             what = _SEAL_REMOVED.text(language)
         else:
             what = _WHAT[self.reason].text(language, key_id=problem.key_id or "?")
-        parts = [what, (_IF_APPROVED if self.pending else _SHOWN).text(language)]
+        if_approved = _IF_APPROVED_HERE if problem.kind == "unknown_key" else _IF_APPROVED
+        parts = [what, (if_approved if self.pending else _SHOWN).text(language)]
         if self.reason != "proposal_unsealed" or self.removed:
             # (one made before the keys is no one's doing)
             parts.append(_WHO_CAN_TELL.text(language))

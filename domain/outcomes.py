@@ -147,6 +147,10 @@ class NotApprovableReason(StrEnum):
     PASSKEY_REJECTED = "passkey_rejected"
     """A passkey assertion was given and does not verify: not one of the approver's
     passkeys, an expired or foreign challenge, a bad signature or no user verification."""
+    NOT_VERIFIABLE_HERE = "not_verifiable_here"
+    """Its record is sealed with a key this process does not hold (a rotation's new key,
+    not yet on every process): nothing says it is forged, nothing here can vouch for it, so
+    nothing was recorded and a process holding the key may approve it."""
 
 
 ArgumentsT = TypeVar("ArgumentsT")

@@ -198,8 +198,60 @@ def test_a_proposal_sealed_under_a_key_not_held_is_named_with_its_key(cs, seeded
     assert card["unverified"]["reason"] == "proposal_seal_key_unknown"
     assert card["unverified"]["message"].startswith(
         "This proposal was sealed with the key k2, which this server does not hold, so what "
-        "it says cannot be verified. Approving it will not carry it out"
+        "it says cannot be verified. Approving it here changes nothing: a server that holds "
+        "this key can verify it, and approve it."
     )
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_approving_on_a_server_without_the_key_says_so_and_changes_nothing(
+    cs, seeded, deployments, language
+):
+    """A rotation's new key not yet on this server: the page's approval says what happened,
+    in the person's language, and the API's refusal says so too; the proposal stays
+    pending."""
+    proposal_id = _propose(deployments(K2), seeded)
+    without = deployments(K1)
+    browser = web_for(without, seeded).browser(AVA)
+    headers = {"Accept-Language": language}
+    page = browser.client.get(f"/proposals/{proposal_id}", headers=headers)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert token is not None
+    answer = browser.client.post(
+        f"/proposals/{proposal_id}/approve",
+        data={"csrf_token": token.group(1)},
+        headers=headers,
+    )
+    shown = _read(browser.client.get(answer.headers["location"], headers=headers).text)
+    said = {
+        "en": "This proposal is sealed with a key this server does not hold yet (a seal key "
+        "being changed), so it could not be verified here. Nothing was approved or changed, "
+        "and the proposal is still waiting for approval.",
+        "fr": "Cette proposition est scellée avec une clé que ce serveur n'a pas encore (une "
+        "clé de sceau en cours de changement) : elle n'a pas pu être vérifiée ici. Rien n'a "
+        "été approuvé ni modifié, et la proposition attend toujours son approbation.",
+    }[language]
+    assert said in shown.replace("\N{NO-BREAK SPACE}", " ")
+    assert without.access.card(proposal_id, AVA).status == "pending"
+
+    approver = issue_token(
+        without, "granite", "approver", ["orders.refund"], issued_by=AVA, kind="approver"
+    ).token
+    refused = (
+        web_for(without, seeded)
+        .browser()
+        .client.post(
+            f"/api/v1/proposals/{proposal_id}/approve",
+            headers={"Authorization": f"Bearer {approver}"},
+        )
+    )
+    body = refused.json()
+    assert (body["result"], body["reason"], body["status"]) == (
+        "not_approvable",
+        "not_verifiable_here",
+        "pending",
+    )
+    assert body["message"].startswith("This proposal is sealed with a key this server does not")
 
 
 @pytest.mark.parametrize("pending", [True, False])

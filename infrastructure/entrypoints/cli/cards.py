@@ -393,6 +393,15 @@ _NOT_APPROVABLE = {
         "Not approvable: the passkey assertion given does not verify; nothing changed.",
         "Non approuvable : l'assertion de clé d'accès donnée ne se vérifie pas ; rien n'a changé.",
     ),
+    "not_verifiable_here": Localized(
+        "Not approved: this proposal is sealed with a key this process does not hold yet (a "
+        "seal key being rotated in), so it could not be verified here. Nothing changed, and it "
+        "is still pending: approve it again once every process holds the key.",
+        "Non approuvée : cette proposition est scellée avec une clé que ce processus n'a pas "
+        "encore (une clé de sceau en cours de rotation) : elle n'a pas pu être vérifiée ici. "
+        "Rien n'a changé, et elle attend toujours : approuvez-la de nouveau quand chaque "
+        "processus aura la clé.",
+    ),
     "requester_may_not_approve": Localized(
         "Not approvable: its approval policy does not let the person who requested it "
         "approve it; another manager must.",

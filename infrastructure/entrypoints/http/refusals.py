@@ -41,6 +41,12 @@ _REFUSALS = {
         "expired or foreign challenge, a bad signature or no user verification): nothing "
         "changed. Get a fresh approval-challenge and have the passkey sign it again."
     ),
+    "not_verifiable_here": (
+        "This proposal is sealed with a key this server does not hold yet (a seal key being "
+        "rotated in), so it could not be verified here: nothing was approved or changed, and "
+        "it is still pending. Try again shortly, when every server holds the key; if it "
+        "persists, tell whoever runs countersign."
+    ),
 }
 _SUPERSEDED = (
     "A newer proposal replaced this one: nothing was changed by it, and it can no longer be "

@@ -334,7 +334,7 @@ class ProposalPages:
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
-        if reviewed.unverified is not None:  # approving it sets it aside: nothing to confirm
+        if reviewed.unverified is not None:  # approving it runs nothing: nothing to confirm
             return None
         return view, reviewed
 

@@ -171,8 +171,9 @@ class ApprovalReportOut(BaseModel):
             "'superseded_by') or requester_may_not_approve (its policy does not let the "
             "person who requested it approve it, whichever token acts for them), "
             "passkey_required (its policy asks each approval to be signed with the "
-            "approver's passkey: see approval-challenge) or passkey_rejected (the assertion "
-            "given does not verify). For "
+            "approver's passkey: see approval-challenge), passkey_rejected (the assertion "
+            "given does not verify) or not_verifiable_here (sealed with a key this server "
+            "does not hold yet: nothing recorded; try again once every server holds it). For "
             "awaiting_approvals: already_approved_by_you when the same person approves again "
             "(nothing changes), else null."
         )

@@ -168,6 +168,12 @@ EN: dict[str, str] = {
     "notice.passkey_rejected": (
         "Your passkey's answer could not be verified, so nothing was approved. Try again."
     ),
+    "notice.not_verifiable_here": (
+        "This proposal is sealed with a key this server does not hold yet (a seal key being "
+        "changed), so it could not be verified here. Nothing was approved or changed, and the "
+        "proposal is still waiting for approval. Try again in a few minutes; if this goes on, "
+        "tell whoever runs countersign."
+    ),
     "notice.not_revisable": (
         "This proposal can no longer be edited: it was approved, or a newer one replaced it."
     ),
@@ -374,6 +380,12 @@ FR: dict[str, str] = {
     "notice.passkey_rejected": (
         "La réponse de votre clé d'accès n'a pas pu être vérifiée ; rien n'a été approuvé. "
         "Réessayez."
+    ),
+    "notice.not_verifiable_here": (
+        "Cette proposition est scellée avec une clé que ce serveur n'a pas encore (une clé de "
+        "sceau en cours de changement) : elle n'a pas pu être vérifiée ici. Rien n'a été "
+        "approuvé ni modifié, et la proposition attend toujours son approbation. Réessayez "
+        "dans quelques minutes ; si cela dure, prévenez la personne qui administre countersign."
     ),
     "notice.not_revisable": (
         "Cette proposition ne peut plus être modifiée : elle a été approuvée, ou une plus "
