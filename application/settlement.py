@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from countersign.application.errors import new_correlation_id
@@ -114,11 +114,19 @@ class Failed:
         )
 
 
-def failed(proposal: Proposal, error_class: str, *, exc_info: bool = False) -> Failed:
+def failed(
+    proposal: Proposal,
+    error_class: str,
+    *,
+    exc_info: bool = False,
+    cause: Literal["unverified_record"] | None = None,
+) -> Failed:
     """Record a terminal failure on a claimed proposal, with a correlation id to log once
-    its commit stands (``Failed.log``), never from inside the decision."""
+    its commit stands (``Failed.log``), never from inside the decision; ``cause`` as
+    ``TerminalFailure`` says."""
     correlation_id = new_correlation_id()
-    proposal.fail(stored(TerminalFailure(correlation_id=correlation_id)), error_class)
+    outcome = TerminalFailure(correlation_id=correlation_id, cause=cause)
+    proposal.fail(stored(outcome), error_class)
     return Failed(
         approval_report(proposal),
         proposal.id,

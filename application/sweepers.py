@@ -247,7 +247,7 @@ class Sweepers:
             return Answer(
                 (SweepReport(str(proposal.id), "still_uncertain", status, None), None, problem)
             )
-        ended = failed(proposal, "UnverifiedRecord")
+        ended = failed(proposal, "UnverifiedRecord", cause="unverified_record")
         status = str(proposal.status)
         report = SweepReport(str(proposal.id), "failed_unverified", status, proposal.outcome)
         return Commit([proposal], (report, ended, problem))

@@ -76,6 +76,10 @@ OUTCOME_TITLES: dict[str, Localized] = {
     ),
     "declined": Localized("Declined: nothing changed", "Refusée : rien n'a changé"),
     "terminal_failure": Localized("Failed: nothing changed", "Échec : rien n'a changé"),
+    "unverified_record": Localized(
+        "Set aside: its record failed an integrity check",
+        "Mise de côté : son enregistrement a échoué à un contrôle d'intégrité",
+    ),
 }
 """The headline of each kind of outcome (a decline, and a revision required because what it
 asked for already holds, are revision-required outcomes of their own kinds here), unless the
@@ -134,6 +138,11 @@ _FIXED: dict[str, dict[str, str]] = {
             "Nothing was changed: an internal error stopped this proposal, and it will not be "
             "retried. Give support this reference: {correlation_id}"
         ),
+        "unverified_record": (
+            "This proposal's record failed an integrity check, so it was set aside: nothing "
+            "was executed from it, and it will not be retried. Quote this reference to whoever "
+            "runs countersign: {correlation_id}"
+        ),
         "unknown_reason": "A fact the proposal relied on has changed.",
         "done": (
             "Carried out as approved. Its operation is no longer enabled here, so its details "
@@ -156,6 +165,12 @@ _FIXED: dict[str, dict[str, str]] = {
         "failure": (
             "Rien n'a été modifié : une erreur interne a arrêté cette proposition, qui ne sera "
             "pas relancée. Donnez cette référence au soutien : {correlation_id}"
+        ),
+        "unverified_record": (
+            "L'enregistrement de cette proposition a échoué à un contrôle d'intégrité : elle a "
+            "été mise de côté, rien n'a été exécuté à partir de celui-ci, et elle ne sera pas "
+            "relancée. Donnez cette référence à la personne qui administre countersign : "
+            "{correlation_id}"
         ),
         "unknown_reason": "Un fait sur lequel reposait la proposition a changé.",
         "done": (
@@ -207,16 +222,20 @@ def outcome_text(
         told = unavailable if outcome.cause == "provider_unavailable" else uncertain
         return told.text(_language(language))
     assert isinstance(outcome, TerminalFailure)
-    return texts["failure"].format(correlation_id=outcome.correlation_id)
+    said = "unverified_record" if outcome.cause == "unverified_record" else "failure"
+    return texts[said].format(correlation_id=outcome.correlation_id)
 
 
 def outcome_title_key(outcome: Outcome) -> str:
-    """Which headline an outcome reads under: its kind, "declined" for a decline, or
-    "already_so" for a revision required because what it asked for already holds."""
+    """Which headline an outcome reads under: its kind, "declined" for a decline,
+    "already_so" for a revision required because what it asked for already holds, or
+    "unverified_record" for a failure whose record failed an integrity check."""
     if isinstance(outcome, RevisionRequired) and outcome.reason.code == "declined_by_manager":
         return "declined"
     if isinstance(outcome, RevisionRequired) and outcome.already_so:
         return "already_so"
+    if isinstance(outcome, TerminalFailure) and outcome.cause is not None:
+        return outcome.cause  # not the operation's failure: an operation's words do not fit
     return outcome.kind
 
 

@@ -92,12 +92,25 @@ class RevisionRequired(BaseModel):
 
 
 class TerminalFailure(BaseModel):
-    """An internal failure; not retryable. The correlation id is also in the logs."""
+    """An internal failure; not retryable. The correlation id is also in the logs.
+
+    ``cause``: ``unverified_record`` when the reconciler failed a claimed proposal whose
+    record its seals do not vouch for (a claim made up, or changed, in the database): an
+    integrity check failed, not the operation, and nothing was executed from that record.
+    Stored only then: every other failure is stored, and answered, as before."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["terminal_failure"] = "terminal_failure"
     correlation_id: str
+    cause: Literal["unverified_record"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _cause_only_when_known(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if self.cause is None and isinstance(dumped, dict):
+            dumped.pop("cause", None)
+        return dumped
 
 
 Outcome = Annotated[

@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 
 import pytest
 from countersign.domain.hash_chain import chain_link
+from countersign.domain.messages import outcome_title
 from countersign.domain.proposal import Proposal
 from countersign.domain.seals import SealKeys
 from countersign.infrastructure.audit.verify import verify
@@ -294,6 +295,56 @@ def test_a_forged_claim_is_failed_by_the_reconciler_and_nothing_is_sent(
     assert _types(worker, proposal_id)[-1] == "Failed"
     assert worker.sweepers.reconcile() == []
     assert _refunds_of(cs, proposal_id) == []
+
+
+@pytest.mark.parametrize(
+    ("language", "said", "headline"),
+    [
+        (
+            "en",
+            "This proposal's record failed an integrity check, so it was set aside: nothing "
+            "was executed from it, and it will not be retried. Quote this reference to "
+            "whoever runs countersign: {reference}",
+            "Set aside: its record failed an integrity check",
+        ),
+        (
+            "fr",
+            "L'enregistrement de cette proposition a échoué à un contrôle d'intégrité : elle a "
+            "été mise de côté, rien n'a été exécuté à partir de celui-ci, et elle ne sera pas "
+            "relancée. Donnez cette référence à la personne qui administre countersign : "
+            "{reference}",
+            "Mise de côté : son enregistrement a échoué à un contrôle d'intégrité",
+        ),
+    ],
+    ids=["en", "fr"],
+)
+def test_a_forged_claim_set_aside_says_so_not_that_nothing_was_changed(
+    cs, seeded, deployments, language, said, headline
+):
+    """The person reading the failed claim was told "Nothing was changed: an internal error
+    stopped this proposal": the truth is that its record failed an integrity check. It says
+    so, in their language, with the reference to quote, and no internals."""
+    proposal_id = _propose(deployments(K1), seeded)
+    _forged_approval(cs, proposal_id)
+    claimed = {"attempt_id": uuid4(), "claimed_at": cs.clock.now()}
+    _append(cs, proposal_id, Proposal.Claimed, claimed)
+    cs.clock.advance(hours=1)
+    worker = deployments(K1)
+    [swept] = [r for r in worker.sweepers.reconcile() if r.proposal_id == proposal_id]
+    assert swept.outcome is not None
+    reference = swept.outcome["correlation_id"]
+    assert swept.outcome == {
+        "kind": "terminal_failure",
+        "correlation_id": reference,
+        "cause": "unverified_record",
+    }
+
+    card = worker.access.card(proposal_id, AVA, language)
+
+    assert card.message == said.format(reference=reference)
+    assert outcome_title(card.operation, card.preview, swept.outcome, language) == headline
+    for internal in ("seal", "Approved", "Claimed", "UnverifiedRecord", "event 2"):
+        assert internal not in str(card.message)
 
 
 def test_a_claim_sealed_with_a_key_this_worker_lacks_is_left_for_one_that_holds_it(

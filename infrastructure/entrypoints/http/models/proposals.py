@@ -160,7 +160,9 @@ class ApprovalReportOut(BaseModel):
         description=(
             "kind: succeeded | needs_reconciliation | revision_required | terminal_failure. "
             "A revision_required one with already_so: true executed nothing because what it "
-            "asked for already holds: nothing is left to do. "
+            "asked for already holds: nothing is left to do. A terminal_failure with cause: "
+            "unverified_record is a record that failed an integrity check (set aside, nothing "
+            "executed from it). "
             "Also on not_approvable for a declined or expired proposal: its stored outcome "
             "(with 'message')."
         )
