@@ -32,6 +32,7 @@ from countersign.application.proposal_limit import ProposalLimiter, RateLimit
 from countersign.application.proposals import ProposalService
 from countersign.application.settlement import Settlement
 from countersign.application.sweepers import Sweepers
+from countersign.application.token_write_limit import TokenWriteLimiter
 from countersign.infrastructure.adapters.clock import SystemClock
 from countersign.infrastructure.adapters.crash_points import fault_points_from_env
 from countersign.infrastructure.adapters.email_sandbox import SandboxEmailProvider
@@ -51,6 +52,7 @@ from countersign.infrastructure.projection_engine.read_models import ReadModels
 from countersign.infrastructure.projection_engine.runner import ProjectionRunner
 from countersign.infrastructure.proposal_counts import (
     PASSKEY_COUNTS,
+    TOKEN_WRITE_COUNTS,
     TURN_COUNTS,
     SqlProposalCounts,
 )
@@ -84,6 +86,7 @@ class Countersign:
     toolbox: AgentToolbox  # the assistants' tools for an outside agent (the MCP server)
     notifications: NotificationsService  # webhook endpoints, members' languages, recipients
     passkeys: PasskeyService  # members' passkeys (the account page)
+    token_writes: TokenWriteLimiter  # an API token's decisions and changes, per while
     sweeper_passes: SqlSweeperPasses  # where the sweepers' schedules record their passes
     plugins: tuple[Plugin, ...]  # the plug-ins COUNTERSIGN_PLUGINS enabled
     #: The projections whose tables this process's requests found in place (``catch_up``).
@@ -307,6 +310,11 @@ def bootstrap(
             clock,
             SqlProposalCounts(sql, PASSKEY_COUNTS),
             RateLimit.parse(settings.passkey_change_limit),
+        ),
+        token_writes=TokenWriteLimiter(
+            SqlProposalCounts(sql, TOKEN_WRITE_COUNTS),
+            RateLimit.parse(settings.token_write_limit),
+            clock,
         ),
         sweeper_passes=sweeper_passes,
         plugins=plugins,

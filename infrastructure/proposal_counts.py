@@ -23,9 +23,16 @@ TURN_COUNTS = "turn_counts"
 """The assistant turns' counts (``turn_limits.TurnLimiter``)."""
 PASSKEY_COUNTS = "passkey_change_counts"
 """The passkey changes' counts (``passkeys.PasskeyService``)."""
+TOKEN_WRITE_COUNTS = "token_write_counts"  # noqa: S105 - a table name, not a secret
+"""An API token's decisions and changes' counts (``token_write_limit.TokenWriteLimiter``)."""
 #: The first half of the two-part PostgreSQL advisory lock key for one member's counts, by
 #: table.
-_LOCK_CLASSES = {_TABLE: 1_347_571_532, TURN_COUNTS: 1_347_571_533, PASSKEY_COUNTS: 1_347_571_534}
+_LOCK_CLASSES = {
+    _TABLE: 1_347_571_532,
+    TURN_COUNTS: 1_347_571_533,
+    PASSKEY_COUNTS: 1_347_571_534,
+    TOKEN_WRITE_COUNTS: 1_347_571_535,
+}
 
 
 def _schema(table: str) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from countersign.application.assistant.turn_limits import (
 )
 from countersign.application.passkey_limit import DEFAULT_PASSKEY_CHANGE_LIMIT
 from countersign.application.proposal_limit import RateLimit
+from countersign.application.token_write_limit import DEFAULT_TOKEN_WRITE_LIMIT
 from countersign.domain.seals import SealKeys
 from countersign.infrastructure.seal_keys import SealKeysError, seal_keys_from_env
 
@@ -101,6 +102,7 @@ SETTING_NAMES = frozenset(
         "COUNTERSIGN_SMTP_FROM",
         "COUNTERSIGN_SMTP_HOST",
         "COUNTERSIGN_SMTP_PORT",
+        "COUNTERSIGN_TOKEN_WRITE_LIMIT",
         "COUNTERSIGN_TRUSTED_PROXIES",
         "COUNTERSIGN_TURNS_PER_CLUB",
         "COUNTERSIGN_TURN_LIMIT",
@@ -163,6 +165,9 @@ class Settings:
     #: COUNTERSIGN_PASSKEY_CHANGE_LIMIT: how many changes to their passkeys (adding, naming,
     #: removing one) one member may make in a while, in each club.
     passkey_change_limit: str = str(DEFAULT_PASSKEY_CHANGE_LIMIT)
+    #: COUNTERSIGN_TOKEN_WRITE_LIMIT: how many decisions and changes (approve, decline, a
+    #: member's permissions, a policy, webhooks) each API token may send in a while.
+    token_write_limit: str = str(DEFAULT_TOKEN_WRITE_LIMIT)
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
     #: an installed plug-in that is not named is never loaded. None (settings made in code
     #: that do not say): the ones COUNTERSIGN_PLUGINS names, as every process of the
@@ -238,6 +243,9 @@ class Settings:
             turn_limit=_rate("COUNTERSIGN_TURN_LIMIT", str(DEFAULT_TURN_LIMIT)),
             passkey_change_limit=_rate(
                 "COUNTERSIGN_PASSKEY_CHANGE_LIMIT", str(DEFAULT_PASSKEY_CHANGE_LIMIT)
+            ),
+            token_write_limit=_rate(
+                "COUNTERSIGN_TOKEN_WRITE_LIMIT", str(DEFAULT_TOKEN_WRITE_LIMIT)
             ),
             plugins=plugin_names(),
             webauthn_rp_id=rp_id,

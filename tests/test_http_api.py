@@ -539,8 +539,7 @@ def test_approving_twice_returns_the_same_stored_outcome_as_the_cli_document(api
     assert [(a["service"], a["acting_member"], a["action"], a["result"]) for a in actions] == [
         ("service:billing-bot", AVA, "propose", "pending"),
         ("service:billing-bot", AVA, "approve", "executed"),
-        ("service:billing-bot", AVA, "approve", "already_completed"),
-    ]
+    ]  # (the repeat, which changed nothing, is not recorded)
 
 
 def test_decline_with_and_without_a_note_and_what_approving_then_says(api):

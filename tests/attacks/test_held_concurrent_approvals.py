@@ -86,13 +86,10 @@ def _assert_refunded_once(api: Api, proposal_id: str, answers: list[tuple[int, A
         assert count_events(api.cs, f"Proposal.{event}") == 1, event
     order = api.cs.club.investigate("granite", api.seeded["orders"]["refund-ok"])
     assert [(r["destination"], r["amount_cents"]) for r in order["refunds"]] == [("card", 4800)]
-    # Every answer is in the service log as what it was.
-    logged = Counter(
-        a["result"] for a in service_actions(api.cs, "granite") if a["action"] == "approve"
-    )
-    assert logged == Counter(
-        body["result"] + (f":{body['reason']}" if body["reason"] else "") for _, body in answers
-    )
+    # The answer that executed is in the service log; the others changed nothing, and are
+    # answered without a row each.
+    logged = [a["result"] for a in service_actions(api.cs, "granite") if a["action"] == "approve"]
+    assert logged == ["executed"]
     assert api.get(f"/api/v1/proposals/{proposal_id}").json()["status"] == "succeeded"
     report = audit_verify(api.cs)
     assert report["ok"], report

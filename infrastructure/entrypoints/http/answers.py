@@ -45,6 +45,7 @@ from countersign.application.errors import (
     VouchedHereError,
 )
 from countersign.application.proposal_limit import TooManyProposalsError
+from countersign.application.token_write_limit import TooManyWritesError
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
 from countersign.domain.times import seconds_wait
@@ -95,7 +96,8 @@ DESCRIPTIONS = {
     415: "A body was sent without 'Content-Type: application/json' (unsupported-media-type).",
     422: "The request has problems (see 'problems').",
     429: "The member made too many proposals (COUNTERSIGN_PROPOSAL_LIMIT), or sent the "
-    "assistants too many messages (COUNTERSIGN_TURN_LIMIT), in a short time; wait Retry-After "
+    "assistants too many messages (COUNTERSIGN_TURN_LIMIT), or the token sent too many "
+    "decisions and changes (COUNTERSIGN_TOKEN_WRITE_LIMIT), in a short time; wait Retry-After "
     "seconds.",
     500: "Unexpected error; quote the correlation id.",
     503: "Busy with other changes (retry), the database did not answer in time "
@@ -222,6 +224,13 @@ def _retry_later(error: CountersignError) -> ProblemError | None:
             f"{seconds_wait(error.retry_after)}.",
             headers={"Retry-After": str(error.retry_after)},
         )
+    if isinstance(error, TooManyWritesError):
+        return ProblemError(
+            "too-many-writes",
+            f"This token sent too many decisions and changes in a short time; try again in "
+            f"{seconds_wait(error.retry_after)}. Nothing was done.",
+            headers={"Retry-After": str(error.retry_after)},
+        )
     if isinstance(error, TooManyTurnsError):
         return ProblemError(
             "too-many-turns",
@@ -232,6 +241,13 @@ def _retry_later(error: CountersignError) -> ProblemError | None:
     return None
 
 
+def admit_write(cs: Countersign, service: ServicePrincipal) -> None:
+    """Count one decision or change the token sends, or refuse it (TooManyWritesError, a 429
+    inside ``answers``) past ``COUNTERSIGN_TOKEN_WRITE_LIMIT``: before the work, so a loop of
+    them stops whatever each would change."""
+    cs.token_writes.admit(service.organization_slug, service.acting_member, service.name)
+
+
 def record(
     cs: Countersign,
     request: Request,
@@ -239,8 +255,14 @@ def record(
     action: str,
     target: str,
     result: str,
+    *,
+    changed: bool = True,
 ) -> None:
-    """Log and record what the service did (``api_service_actions``), never failing the call."""
+    """Log and record what the service did (``api_service_actions``), never failing the call.
+    An answer that changed nothing (``changed`` false: a decision repeated on a decided
+    proposal, its stored outcome answered again; a setting given the value it has) is logged
+    and not recorded: a caller repeating it would otherwise grow the table without bound, and
+    the first answer that did something is recorded already (or there was none to record)."""
     correlation_id = correlation_id_of(request)
     log.info(
         "%s (acting as %s) %s %s: %s [%s]",
@@ -251,6 +273,8 @@ def record(
         result,
         correlation_id,
     )
+    if not changed:
+        return
     try:
         record_action(
             cs, service, action=action, target=target, result=result, correlation_id=correlation_id
@@ -276,5 +300,16 @@ def report_response(
     if report["result"] == "not_approvable" and not report.get("message"):
         report["message"] = refusal_message(report)
     result = str(report["result"]) + (f":{report['reason']}" if report["reason"] else "")
-    record(cs, request, service, action, str(report["proposal_id"]), result)
+    record(
+        cs, request, service, action, str(report["proposal_id"]), result, changed=_decided(report)
+    )
     return JSONResponse(report)
+
+
+def _decided(report: dict[str, Any]) -> bool:
+    """Whether an approve or decline answer recorded anything: it executed, declined or
+    counted an approval; not a stored outcome answered again (``already_completed``), a
+    refusal (``not_approvable``), nor the same person's approval given again."""
+    if report["result"] in ("already_completed", "not_approvable"):
+        return False
+    return bool(report["reason"] != "already_approved_by_you")

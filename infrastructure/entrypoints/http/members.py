@@ -15,7 +15,12 @@ from typing import Annotated
 
 from countersign.domain.club.permissions import LastMemberManagerError, UnknownPermissionError
 from countersign.domain.errors import NotMemberError
-from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
+from countersign.infrastructure.entrypoints.http.answers import (
+    admit_write,
+    answers,
+    problem_responses,
+    record,
+)
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.members import (
     MembersOut,
@@ -54,7 +59,7 @@ def members(request: Request, cs: Wired, service: Service) -> JSONResponse:
 @router.put(
     "/members/{email}/permissions",
     response_model=PermissionsSetOut,
-    responses=problem_responses(403, 404, 409, 422),
+    responses=problem_responses(403, 404, 409, 422, 429),
     summary="Give a member exactly these permissions",
     tags=["members"],
 )
@@ -67,6 +72,7 @@ def set_permissions(
     caller = service.caller
     assert caller.organization is not None
     with answers(request):
+        admit_write(cs, service)
         try:
             held = cs.club.set_permissions(caller.organization, email, body.permissions, by=caller)
         except NotMemberError:
@@ -80,5 +86,6 @@ def set_permissions(
         except LastMemberManagerError as last:
             raise ProblemError("rejected", f"{last}.") from None
     result = "changed" if held["changed"] else "unchanged"
-    record(cs, request, service, "set_permissions", held["email"], result)
+    changed = bool(held["changed"])
+    record(cs, request, service, "set_permissions", held["email"], result, changed=changed)
     return JSONResponse(held)

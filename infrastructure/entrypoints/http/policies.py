@@ -15,7 +15,12 @@ from typing import Annotated
 from countersign.application.errors import UnknownOperationError
 from countersign.application.policies import KEPT
 from countersign.domain.approval_policy import PolicyError
-from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
+from countersign.infrastructure.entrypoints.http.answers import (
+    admit_write,
+    answers,
+    problem_responses,
+    record,
+)
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.policies import (
     PoliciesOut,
@@ -54,7 +59,7 @@ def policies(request: Request, cs: Wired, service: Service) -> JSONResponse:
 @router.put(
     "/policies/{operation}",
     response_model=PolicySetOut,
-    responses=problem_responses(403, 404, 422),
+    responses=problem_responses(403, 404, 422, 429),
     summary="Set how many distinct people approve an operation's new proposals",
     tags=["policies"],
 )
@@ -68,6 +73,7 @@ def set_policy(
     caller = service.caller
     assert caller.organization is not None
     with answers(request):
+        admit_write(cs, service)
         try:
             policy = cs.policies.set(
                 caller.organization,
@@ -86,5 +92,5 @@ def set_policy(
             problems = [{"field": "body", "message": str(refused)}]
             raise ProblemError("invalid-request", problems=problems) from None
     result = "changed" if policy["changed"] else "unchanged"
-    record(cs, request, service, "set_policy", operation, result)
+    record(cs, request, service, "set_policy", operation, result, changed=bool(policy["changed"]))
     return JSONResponse(policy)

@@ -152,6 +152,11 @@ KINDS: dict[str, tuple[int, str, str]] = {
         "Too many messages",
         "This member sent the assistants too many messages in a short time; see Retry-After.",
     ),
+    "too-many-writes": (
+        429,
+        "Too many decisions and changes",
+        "This token sent too many decisions and changes in a short time; see Retry-After.",
+    ),
     "busy": (
         503,
         "Busy",

@@ -11,7 +11,12 @@ from typing import Annotated
 
 from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.domain.errors import DuplicateError
-from countersign.infrastructure.entrypoints.http.answers import answers, problem_responses, record
+from countersign.infrastructure.entrypoints.http.answers import (
+    admit_write,
+    answers,
+    problem_responses,
+    record,
+)
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
 from countersign.infrastructure.entrypoints.http.models.webhooks import (
     DeliveriesOut,
@@ -54,11 +59,12 @@ def list_endpoints(request: Request, cs: Wired, service: Service) -> JSONRespons
     "/webhooks",
     status_code=201,
     response_model=WebhookAddedOut,
-    responses=problem_responses(403, 404, 409, 422),
+    responses=problem_responses(403, 404, 409, 422, 429),
     summary="Register a webhook endpoint (its signing secret is answered once)",
 )
 def add_endpoint(request: Request, cs: Wired, service: Service, body: WebhookIn) -> JSONResponse:
     with answers(request):
+        admit_write(cs, service)
         try:
             added = Webhooks(cs).add(service.caller, _slug(service), body.url)
         except WebhookUrlError as error:
@@ -74,13 +80,14 @@ def add_endpoint(request: Request, cs: Wired, service: Service, body: WebhookIn)
 @router.delete(
     "/webhooks/{endpoint_id}",
     response_model=WebhookRemovedOut,
-    responses=problem_responses(403, 404),
+    responses=problem_responses(403, 404, 429),
     summary="Stop posting to a webhook endpoint",
 )
 def remove_endpoint(
     request: Request, cs: Wired, service: Service, endpoint_id: EndpointId
 ) -> JSONResponse:
     with answers(request):
+        admit_write(cs, service)
         Webhooks(cs).remove(service.caller, _slug(service), endpoint_id)
     record(cs, request, service, "webhooks.remove", endpoint_id, "removed")
     return JSONResponse({"endpoint_id": endpoint_id, "removed": True})
@@ -119,13 +126,14 @@ def deliveries(
 @router.post(
     "/webhooks/deliveries/{delivery_id}/redeliver",
     response_model=RedeliveredOut,
-    responses=problem_responses(403, 404),
+    responses=problem_responses(403, 404, 429),
     summary="Put one dead letter back in line",
 )
 def redeliver(
     request: Request, cs: Wired, service: Service, delivery_id: DeliveryId
 ) -> JSONResponse:
     with answers(request):
+        admit_write(cs, service)
         ids = Webhooks(cs).redeliver(service.caller, _slug(service), delivery_id)
     if not ids:
         # A delivered or pending delivery is no dead letter; another club's reads as unknown.
@@ -141,11 +149,13 @@ def redeliver(
 @router.post(
     "/webhooks/dead-letters/redeliver",
     response_model=RedeliveredOut,
-    responses=problem_responses(403, 404),
+    responses=problem_responses(403, 404, 429),
     summary="Put every dead letter of the organization back in line",
 )
 def redeliver_all(request: Request, cs: Wired, service: Service) -> JSONResponse:
     with answers(request):
+        admit_write(cs, service)
         ids = Webhooks(cs).redeliver(service.caller, _slug(service))
-    record(cs, request, service, "webhooks.redeliver", "all", f"{len(ids)} redelivered")
+    done = f"{len(ids)} redelivered"
+    record(cs, request, service, "webhooks.redeliver", "all", done, changed=bool(ids))
     return JSONResponse({"redelivered": ids})

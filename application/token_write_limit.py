@@ -1,0 +1,58 @@
+"""How many decisions and changes one API token may send in a while:
+``COUNTERSIGN_TOKEN_WRITE_LIMIT``, counted per token as the proposal limit counts proposals
+(``proposal_limit.take``), in the database every process shares.
+
+A token's proposals and its assistant messages have their own limits (``proposal_limit``,
+``assistant.turn_limits``). Everything else it may write (an approve, a decline, a member's
+permissions, a policy, a webhook endpoint, a redelivery) goes through this one, whether it
+changes anything or not: a script repeating a decision in a loop stops at the limit, and one
+repeating a change (a policy set back and forth) no longer grows the event log and the
+service log without bound. People at their pages are not counted here: their own limits are
+the pages' (sign-in, passkeys), and a person decides at a person's pace.
+
+Apart from the API so that the settings read the default without importing the application's
+services (the command line's help imports neither them nor pydantic).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from countersign.application.proposal_limit import RateLimit, proposal_budget, take
+from countersign.domain.errors import CountersignError
+from countersign.domain.times import seconds_wait
+
+if TYPE_CHECKING:  # annotations only, as in proposal_limit
+    from countersign.application.ports import Clock, ProposalCounts
+
+DEFAULT_TOKEN_WRITE_LIMIT = RateLimit(60, 60)
+"""A decision or a change a second, sustained: more than a service acting for one person
+sends, and a loop stops within the minute."""
+
+
+class TooManyWritesError(CountersignError):
+    """The token sent as many decisions and changes as the limit allows for now."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(
+            f"too many decisions and changes in a short time; try again in "
+            f"{seconds_wait(retry_after)}"
+        )
+
+
+class TokenWriteLimiter:
+    """Admits one more write by an API token if its recent ones leave room, and counts it."""
+
+    def __init__(self, counts: ProposalCounts, limit: RateLimit, clock: Clock) -> None:
+        self.counts = counts
+        self.limit = limit
+        self.clock = clock
+
+    def admit(self, organization: str, member: str, token: str) -> None:
+        """Count one write by ``token`` (its name) of ``member`` in ``organization``, checked
+        and counted in one step; TooManyWritesError, counting nothing, past the limit."""
+        key = f"{proposal_budget(organization, member, token)}/writes"
+        wait = take(self.counts, key, self.limit, self.clock.now())
+        if wait is not None:
+            raise TooManyWritesError(wait)

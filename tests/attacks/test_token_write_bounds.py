@@ -1,0 +1,83 @@
+"""Held: an approver token cannot grow the service log, or write, without bound.
+
+The attack run repeated decisions on a decided proposal with an approver token: each answered
+its stored outcome, and each added a row to ``api_service_actions``, a table the caller grew
+as fast as it could send. Now an answer that changed nothing (a decision repeated on a decided
+proposal, a setting given the value it has) is logged and not recorded: the answer that did
+something is the record. And every decision and change a token sends counts against
+``COUNTERSIGN_TOKEN_WRITE_LIMIT`` (its proposals and assistant messages have their own
+limits): past it, 429 with Retry-After, and nothing is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from countersign.application.proposal_limit import RateLimit
+from countersign.infrastructure.adapters.clock import FakeClock
+from countersign.infrastructure.identity.tokens import service_actions
+from countersign.infrastructure.settings import Settings
+
+from tests.attacks.conftest import Api, assert_no_leak, problem
+from tests.conftest import AVA, MIA, REFUND
+
+LIMIT = RateLimit.parse("60/minute")  # COUNTERSIGN_TOKEN_WRITE_LIMIT's default
+
+
+def _rows(api: Api, target: str) -> list[dict[str, Any]]:
+    return [row for row in service_actions(api.cs, "granite") if row["target"] == target]
+
+
+def test_repeated_decisions_on_a_decided_proposal_add_no_rows(api: Api) -> None:
+    proposal_id = api.propose()
+    first = api.post(f"/api/v1/proposals/{proposal_id}/approve")
+    assert first.json()["result"] == "executed"
+
+    for _ in range(5):
+        again = api.post(f"/api/v1/proposals/{proposal_id}/approve")
+        assert again.status_code == 200
+        assert again.json()["result"] == "already_completed"
+        assert again.json()["outcome"] == first.json()["outcome"]  # the stored outcome
+        late = api.post(f"/api/v1/proposals/{proposal_id}/decline")
+        assert (late.status_code, late.json()["result"]) == (200, "already_completed")
+
+    assert [(row["action"], row["result"]) for row in _rows(api, proposal_id)] == [
+        ("propose", "pending"),
+        ("approve", "executed"),
+    ]
+
+
+def test_setting_a_policy_to_what_it_is_adds_no_rows(api: Api) -> None:
+    body = {"approvals": 1, "requester_may_approve": True}
+    path = f"/api/v1/policies/{REFUND}"
+    answers = [api.client.put(path, headers=api.headers(AVA), json=body) for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200] * 4
+    assert [answer.json()["changed"] for answer in answers[1:]] == [False] * 3
+    assert len(_rows(api, REFUND)) == int(answers[0].json()["changed"])
+
+
+def test_the_write_limit_is_a_setting_of_sixty_a_minute_by_default(monkeypatch) -> None:
+    assert RateLimit.parse(Settings().token_write_limit) == LIMIT
+    monkeypatch.setenv("COUNTERSIGN_TOKEN_WRITE_LIMIT", "500/hour")
+    assert Settings.from_env().token_write_limit == "500/hour"
+
+
+def test_a_token_repeating_decisions_stops_at_its_write_limit(api: Api, clock: FakeClock) -> None:
+    proposal_id = api.propose()
+    for _ in range(LIMIT.count):
+        assert api.post(f"/api/v1/proposals/{proposal_id}/decline").status_code == 200
+    pending = api.propose("refund-stale")
+
+    refused = api.post(f"/api/v1/proposals/{pending}/approve")
+
+    status, document = problem(refused)
+    assert status == 429
+    assert document["title"] == "Too many decisions and changes"
+    assert 1 <= int(refused.headers["retry-after"]) <= LIMIT.seconds
+    assert_no_leak(refused.text)
+    assert api.get(f"/api/v1/proposals/{pending}").json()["status"] == "pending"
+    # Another club's token is not held back by it; and after the wait, it may decide again.
+    maple = api.propose("maple-refund", as_=MIA)
+    assert api.post(f"/api/v1/proposals/{maple}/decline", as_=MIA).status_code == 200
+    clock.advance(seconds=LIMIT.seconds + 1)
+    assert api.post(f"/api/v1/proposals/{pending}/approve").json()["result"] == "executed"
