@@ -358,6 +358,32 @@ def test_an_approval_sealed_with_a_key_not_held_here_is_not_counted_nor_set_asid
     assert rotated.proposals.approve(proposal_id, "noah@granite.example").status == "succeeded"
 
 
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "Not approved: this proposal is sealed with a key this process does not hold yet"),
+        ("fr", "Non approuvée : cette proposition est scellée avec une clé que ce processus"),
+    ],
+    ids=["en", "fr"],
+)
+def test_the_command_line_says_the_key_is_not_here_yet(
+    cs, seeded, database_url, capsys, monkeypatch, language, said
+):
+    # Proposed on the real clock, as the command line approves on it.
+    rotated = bootstrap(replace(cs.settings, seal_keys=K2_THEN_K1))
+    try:
+        proposal_id = _propose(rotated, seeded)
+    finally:
+        rotated.close()
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+
+    main(["approve", proposal_id, "--as", AVA, "--language", language, "--database", database_url])
+
+    printed = capsys.readouterr().out.replace("\N{NO-BREAK SPACE}", " ")
+    assert said in printed, printed
+    assert _event_types(cs, proposal_id) == ["Proposed"]
+
+
 def test_a_key_no_longer_held_fails_closed_naming_its_id(cs, seeded, deployments, caplog):
     proposal_id = _propose(deployments(K1), seeded)
     only_k2 = deployments(K2)
