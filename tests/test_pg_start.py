@@ -10,7 +10,7 @@ import time
 
 import psycopg
 import pytest
-from countersign.infrastructure.bootstrap import bootstrap
+from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import _truncate_postgres
@@ -41,6 +41,20 @@ def _settled(url: str, expected: int) -> int:
     return held
 
 
+def _pool_settled(cs: Countersign) -> None:
+    """Wait until the event store's pool opens no more connections: every one it counts (in
+    the pool, out, or being opened by its worker) is in the pool, ready, so the server's list
+    holds them all. Fails, never passes, if that takes more than ten seconds."""
+    pool = cs.app.recorder.datastore.pool
+    deadline = time.monotonic() + 10.0
+    stats = pool.get_stats()
+    while stats["pool_available"] != stats["pool_size"]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the pool was still opening connections after ten seconds: {stats}")
+        time.sleep(0.01)
+        stats = pool.get_stats()
+
+
 @pytest.mark.parametrize("made", [False, True], ids=["empty", "made"])
 def test_a_start_holds_two_connections_and_its_close_gives_them_back(
     postgres_url: str, made: bool
@@ -52,7 +66,9 @@ def test_a_start_holds_two_connections_and_its_close_gives_them_back(
     cs = bootstrap(Settings(database_url=postgres_url), create=made is False)
     try:
         started = _held(postgres_url)
-        time.sleep(0.2)  # a connection the pool would still be opening is open by now
+        # A connection the pool was still opening (a second one for its first request, as
+        # before 2026-12-07) is counted once the pool has opened it.
+        _pool_settled(cs)
         after_a_moment = _held(postgres_url)
     finally:
         cs.close()
