@@ -41,6 +41,13 @@ class RawEndpoint:
     def __init__(self, bodies: list[Body]) -> None:
         self.bodies = bodies
         self.requests: list[bytes] = []
+        #: The waits the model's client made between its requests, in seconds (``wait``).
+        self.waits: list[float] = []
+
+    def wait(self, seconds: float) -> None:
+        """The model's wait before asking again: counted, then waited."""
+        self.waits.append(seconds)
+        time.sleep(seconds)
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request.content)
@@ -80,7 +87,9 @@ def assistant_with(database_url: str, clock: Any) -> Iterator[Callable[..., Any]
             http_client=httpx2.Client(transport=httpx2.MockTransport(endpoint.handle)),
             max_retries=0,
         )
-        model = OpenAIChatModel(client, "fake", attempts=2, total_seconds=5.0, initial_wait=0.01)
+        model = OpenAIChatModel(
+            client, "fake", attempts=2, total_seconds=5.0, initial_wait=0.01, sleep=endpoint.wait
+        )
         cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
         opened.append((cs, model))
         order = str(seed(cs)["orders"]["refund-ok"])
@@ -224,12 +233,10 @@ def test_a_rate_limit_longer_than_the_turn_may_wait_ends_it_without_asking_early
     again. A wait past the call's time (5 s here) ends the turn at once, unavailable, with
     nothing changed, and one request sent (it used to wait 20 s, then ask again)."""
     _, endpoint, turn = assistant_with(_limited(retry_after), SAY_DONE)
-    started = time.monotonic()
     report = turn()
-    # Not a speed check: any wait for the limit would last the call's 5 s at least (it used
-    # to be 20 s); a turn that waited none takes milliseconds, and 4.5 s leaves a loaded
-    # machine its margin (2 s did not always: h1's review of load-sensitive tests).
-    assert time.monotonic() - started < 4.5
+    # Counted, not timed: the turn waited for nothing (it used to wait 20 s), whatever the
+    # machine's load.
+    assert endpoint.waits == []
     assert report.ended == "model_unavailable"
     assert len(endpoint.requests) == 1
     assert "Nothing was changed" in report.messages[-1]["text"]
@@ -246,6 +253,7 @@ def test_a_short_or_unreadable_rate_limit_wait_is_waited_out_once(assistant_with
     report = turn()
     assert report.ended == "reply"
     assert len(endpoint.requests) == 2
+    assert len(endpoint.waits) == 1
 
 
 def test_the_wait_asked_for_is_read_whole_in_both_forms():

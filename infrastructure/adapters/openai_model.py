@@ -11,6 +11,8 @@ from __future__ import annotations
 import email.utils
 import logging
 import math
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -86,7 +88,9 @@ class OpenAIChatModel:
         total_seconds: float = 30.0,
         initial_wait: float = 0.5,
         max_wait: float = 8.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``sleep`` waits between attempts (a test counts the waits it is asked for)."""
         self.client = client
         self.model = model
         self.retrying = Retrying(
@@ -94,6 +98,7 @@ class OpenAIChatModel:
             # stop_before_delay also counts the wait before the next attempt (Retry-After).
             stop=stop_after_attempt(attempts) | stop_before_delay(total_seconds),
             wait=_Wait(initial_wait, max_wait),
+            sleep=sleep,
             reraise=True,
             before_sleep=lambda state: log.warning(
                 "model call failed (%s); retrying",
