@@ -50,9 +50,9 @@ from countersign.infrastructure.demo.seed import (
     MAPLE_ORDER,
     ORDERS,
     USERS,
-    seed,
 )
 from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.testing.fixtures import SeededDatabase
 from pydantic import BaseModel, Field
 
 from tests.conftest import AVA, BEN, MIA, TO_CARD, count_events
@@ -285,8 +285,9 @@ class Wired:
 
 
 @pytest.fixture
-def wire(database_url: str, clock: FakeClock) -> Iterator[Callable[[Policy], Wired]]:
-    """``wire(Script(...))``: bootstrap and seed a countersign answering with that policy."""
+def wire(seeded_database: SeededDatabase, clock: FakeClock) -> Iterator[Callable[[Policy], Wired]]:
+    """``wire(Script(...))``: a countersign answering with that policy, on the test's copy of
+    the seeded template (once per test: a second would share its database)."""
     opened: list[tuple[Countersign, OpenAIChatModel]] = []
 
     def make(policy: Policy) -> Wired:
@@ -299,9 +300,10 @@ def wire(database_url: str, clock: FakeClock) -> Iterator[Callable[[Policy], Wir
             initial_wait=0.01,
             max_wait=0.05,
         )
-        cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
+        assert not opened, "one wiring a test: a second would share the first's database"
+        cs = bootstrap(Settings(database_url=seeded_database.url), clock=clock, model=model)
         opened.append((cs, model))
-        return Wired(cs=cs, seeded=seed(cs), endpoint=endpoint)
+        return Wired(cs=cs, seeded=seeded_database.seeded, endpoint=endpoint)
 
     yield make
     for cs, model in opened:

@@ -25,8 +25,8 @@ from countersign.application.assistant.turn_limits import MAX_CONCURRENT_TURNS
 from countersign.infrastructure.adapters.openai_model import MAX_TOOL_CALLS, OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import BASE_URL
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.testing.fixtures import SeededDatabase
 
 from tests.conftest import AVA
 from tests.support.slow_model import chat_completion
@@ -76,7 +76,9 @@ SAY_DONE = completion({"role": "assistant", "content": "Done."})
 
 
 @pytest.fixture
-def assistant_with(database_url: str, clock: Any) -> Iterator[Callable[..., Any]]:
+def assistant_with(seeded_database: SeededDatabase, clock: Any) -> Iterator[Callable[..., Any]]:
+    """``assistant_with(*bodies)``: a countersign whose model's endpoint answers with those
+    bodies, on the test's copy of the seeded template, and the turn to take on it."""
     opened: list[tuple[Countersign, OpenAIChatModel]] = []
 
     def make(*bodies: Body) -> tuple[Countersign, RawEndpoint, Any]:
@@ -90,9 +92,10 @@ def assistant_with(database_url: str, clock: Any) -> Iterator[Callable[..., Any]
         model = OpenAIChatModel(
             client, "fake", attempts=2, total_seconds=5.0, initial_wait=0.01, sleep=endpoint.wait
         )
-        cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
+        assert not opened, "one wiring a test: a second would share the first's database"
+        cs = bootstrap(Settings(database_url=seeded_database.url), clock=clock, model=model)
         opened.append((cs, model))
-        order = str(seed(cs)["orders"]["refund-ok"])
+        order = str(seeded_database.seeded["orders"]["refund-ok"])
 
         def turn() -> Any:
             return cs.assistant.turn(

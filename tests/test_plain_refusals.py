@@ -26,7 +26,6 @@ from countersign.domain.contracts.request_errors import MALFORMED_REQUEST, SAFE_
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import ScriptedEndpoint, StandInPolicy
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.settings import Settings
 
@@ -189,11 +188,11 @@ def test_a_refund_already_made_is_refused_by_its_discount_name(cs, seeded):
 
 
 @pytest.fixture
-def stand_in(database_url, clock) -> Iterator[tuple[Countersign, dict[str, Any]]]:
+def stand_in(seeded_database, clock) -> Iterator[tuple[Countersign, dict[str, Any]]]:
     """A seeded countersign whose model is the offline stand-in, behind the real client."""
     model = OpenAIChatModel(ScriptedEndpoint(StandInPolicy()).client(), "scripted")
-    cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
-    yield cs, seed(cs)
+    cs = bootstrap(Settings(database_url=seeded_database.url), clock=clock, model=model)
+    yield cs, seeded_database.seeded
     model.client.close()
     cs.close()
 

@@ -19,18 +19,17 @@ from countersign.domain.contracts.stand_in_words import (
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import Say, ScriptedEndpoint, StandInPolicy
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA
 
 
 @pytest.fixture
-def stand_in(database_url, clock) -> Iterator[tuple[Countersign, dict[str, Any]]]:
+def stand_in(seeded_database, clock) -> Iterator[tuple[Countersign, dict[str, Any]]]:
     """A seeded countersign whose model is the offline stand-in, behind the real client."""
     model = OpenAIChatModel(ScriptedEndpoint(StandInPolicy()).client(), "scripted")
-    cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
-    yield cs, seed(cs)
+    cs = bootstrap(Settings(database_url=seeded_database.url), clock=clock, model=model)
+    yield cs, seeded_database.seeded
     model.client.close()
     cs.close()
 
