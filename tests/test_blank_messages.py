@@ -21,6 +21,7 @@ from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.web import mount_pages
 from countersign.infrastructure.identity.tokens import issue_token
 from countersign.infrastructure.settings import Settings
+from countersign.infrastructure.testing.fixtures import SeededDatabase
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, count_events
@@ -31,13 +32,14 @@ BLANK = " \t\u00a0\u200b\u200c\n\u200d\u2060\ufeff "
 
 
 @pytest.fixture
-def wired(database_url: str, clock: FakeClock) -> Iterator[tuple[Countersign, ScriptedEndpoint]]:
+def wired(
+    seeded_database: SeededDatabase, clock: FakeClock
+) -> Iterator[tuple[Countersign, ScriptedEndpoint]]:
     """A seeded countersign whose model is a scripted endpoint, one turn a minute each."""
     endpoint = ScriptedEndpoint(Script(Say("Happy to help."), Say("Happy to help.")))
     model = OpenAIChatModel(endpoint.client(), "scripted", attempts=1, total_seconds=5.0)
-    settings = Settings(database_url=database_url, turn_limit="1/minute")
+    settings = Settings(database_url=seeded_database.url, turn_limit="1/minute")
     cs = bootstrap(settings, clock=clock, model=model)
-    seed(cs)
     yield cs, endpoint
     model.client.close()
     cs.close()

@@ -27,7 +27,6 @@ from countersign.domain.proposal import Proposal
 from countersign.infrastructure.adapters.openai_model import OpenAIChatModel
 from countersign.infrastructure.adapters.scripted_model import Call, Say, Script, ScriptedEndpoint
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.demo.seed import seed
 from countersign.infrastructure.entrypoints.cli import render
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.entrypoints.http.problems import PROBLEM_MEDIA_TYPE
@@ -657,7 +656,7 @@ def test_the_assistant_route_runs_a_turn_with_the_scripted_stand_in_model(api):
     assert body["problems"] == [{"field": "message", "message": "text is too short"}]
 
 
-def test_the_assistant_route_feeds_problems_back_to_a_scripted_model(database_url, clock):
+def test_the_assistant_route_feeds_problems_back_to_a_scripted_model(seeded_database, clock):
     """The model behind the route is the production adapter over a scripted endpoint: a
     rejected request goes back to it, a corrected one becomes the turn's proposal."""
     endpoint = ScriptedEndpoint(
@@ -669,9 +668,9 @@ def test_the_assistant_route_feeds_problems_back_to_a_scripted_model(database_ur
         )
     )
     model = OpenAIChatModel(endpoint.client(), "scripted", attempts=2, total_seconds=5.0)
-    cs = bootstrap(Settings(database_url=database_url), clock=clock, model=model)
+    cs = bootstrap(Settings(database_url=seeded_database.url), clock=clock, model=model)
+    seeded = seeded_database.seeded
     try:
-        seeded = seed(cs)
         token = issue_token(
             cs, "granite", "chat-bot", ["orders.refund"], issued_by=AVA, kind="approver"
         ).token

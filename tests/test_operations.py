@@ -622,11 +622,12 @@ def test_serve_on_the_embedded_database_settles_a_lost_answer_in_one_process_and
     [((), "on sqlite"), (("--no-sweepers",), "never"), (("--sweepers",), "always")],
 )
 def test_serve_says_when_no_sweeper_runs_and_sweepers_choose_explicitly(
-    database_url, tmp_path, options, sweeps
+    seeded_database, tmp_path, options, sweeps
 ):
     """PostgreSQL's default is off (``countersign worker`` is the service there), and serve
     says so in one line naming what to start; ``--sweepers`` and ``--no-sweepers`` choose."""
-    lost = _a_lost_answer(database_url)
+    database_url = seeded_database.url
+    lost = _a_lost_answer(database_url, seeded_database.seeded)
     sweeping = sweeps == "always" or (sweeps == "on sqlite" and database_url.startswith("sqlite"))
     deployment = Deployment(database_url, tmp_path)
     try:
@@ -643,11 +644,13 @@ def test_serve_says_when_no_sweeper_runs_and_sweepers_choose_explicitly(
     )
 
 
-def _a_lost_answer(url: str) -> str:
-    """A refund approved on the demo data whose provider answer was lost: reconciling."""
+def _a_lost_answer(url: str, seeded: dict[str, Any] | None = None) -> str:
+    """A refund approved on the demo data (seeded here unless ``seeded`` says what seeding
+    ``url`` returned) whose provider answer was lost: reconciling."""
     cs = bootstrap(Settings(database_url=url))
     try:
-        seeded = seed(cs)
+        if seeded is None:
+            seeded = seed(cs)
         lost = propose(cs, seeded, "refund-lost-response")
         assert cs.proposals.approve(lost, AVA).status == "reconciling"
     finally:
