@@ -17,7 +17,10 @@ from tests.receivers import (
 
 
 @pytest.fixture
-def cli(database_url, capsys, monkeypatch):
+def cli(seeded_database, capsys, monkeypatch):
+    """The command's JSON document, on a seeded database: a copy of the seeded template,
+    where ``seed`` changes nothing (idempotent) but the people's passwords."""
+    database_url = seeded_database.url
     monkeypatch.setenv("COUNTERSIGN_PUBLIC_URL", "https://club.example")
     monkeypatch.setenv("COUNTERSIGN_NOTIFY_MAX_ATTEMPTS", "1")
     monkeypatch.delenv("COUNTERSIGN_SMTP_HOST", raising=False)
