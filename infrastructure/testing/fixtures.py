@@ -82,8 +82,8 @@ def test_databases() -> Iterator[TestDatabases]:
 @pytest.fixture(params=backends())
 def database_url(request: pytest.FixtureRequest, test_databases: TestDatabases) -> Iterator[str]:
     """A database of the test's own, on each backend: the demo clubs' state when the test
-    asks for ``seeded``; the schema with nobody's rows when it asks for ``cs`` alone; else
-    empty, not even a schema (for a test that makes its own)."""
+    asks for ``seeded`` or ``seeded_database``; the schema with nobody's rows when it asks
+    for ``cs`` alone; else empty, not even a schema (for a test that makes its own)."""
     if request.param == "postgres":
         request.node.add_marker(pytest.mark.postgres)
         require_postgres()
