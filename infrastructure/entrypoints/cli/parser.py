@@ -37,7 +37,8 @@ ACTING = "the member acting, by email; they must belong to the proposal's club"
 
 
 class _Version(argparse.Action):
-    """``--version``: the installed version, read only when it is asked for."""
+    """``--version``: the installed version (and the checkout's commit), read only when it is
+    asked for (cli/version.py)."""
 
     def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
         super().__init__(
@@ -49,6 +50,8 @@ class _Version(argparse.Action):
         )
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from countersign.infrastructure.entrypoints.cli.version import installed_version
+
         print(f"countersign {installed_version()}", flush=True)
         parser.exit()
 
@@ -74,16 +77,6 @@ class _Sections:
         from countersign.application.assistant.sections import ASSISTANTS
 
         return iter(list(ASSISTANTS))
-
-
-def installed_version() -> str:
-    """The installed package's version (pyproject.toml's, as pip installed it)."""
-    from importlib import metadata  # read when asked: about 5 MB (email, zipfile, csv)
-
-    try:
-        return metadata.version("countersign")
-    except metadata.PackageNotFoundError:  # run from a source tree nobody installed
-        return "unknown (not installed)"
 
 
 class CommandParser(argparse.ArgumentParser):
