@@ -201,3 +201,68 @@ def test_a_pool_opened_for_a_server_that_does_not_answer_times_out_and_stays_ope
         pg_pool.opened(pool)  # open already: nothing to wait for here
     finally:
         pool.close()
+
+
+def test_several_first_requests_at_once_are_all_served(postgres_url: str) -> None:
+    """Threads making a fresh pool's first requests together: the one that opens it waits for
+    its first connection, and is not left waiting for a full pool while the others, queued as
+    clients, take every connection as it comes (it failed after the pool's timeout). Each
+    thread goes on making requests until every thread has been served once, or has failed."""
+    threads = 5
+    queued = threading.Event()
+
+    def when_the_others_are_queued(conn: psycopg.Connection[Any]) -> None:
+        # The pool's connections come once every thread but the opener waits as a client
+        # (as they may at any start): then the opener could not be left alone to fill it.
+        deadline = time.monotonic() + 10.0
+        while not queued.is_set() and time.monotonic() < deadline:
+            if pool.get_stats()["requests_waiting"] >= threads - 1:
+                queued.set()
+            threading.Event().wait(0.005)
+
+    pool: ConnectionPool[Any] = ConnectionPool(
+        postgres_url,
+        open=False,
+        min_size=2,
+        max_size=2,  # fewer than the requests: a connection given back goes to one waiting
+        timeout=5.0,
+        kwargs={"autocommit": True},
+        configure=when_the_others_are_queued,
+    )
+    start = threading.Barrier(threads)
+    lock = threading.Lock()
+    answered: list[str] = []
+    everyone_answered = threading.Event()
+
+    def answer(said: str) -> None:
+        with lock:
+            answered.append(said)
+            if len(answered) == threads:
+                everyone_answered.set()
+
+    def requests() -> None:
+        start.wait()
+        try:
+            if pool.closed:
+                pg_pool.opened(pool)
+            served = False
+            while not served or not everyone_answered.is_set():
+                conn = pg_pool.getconn(pool)
+                conn.execute("SELECT 1")
+                pg_pool.putconn(pool, conn)
+                if not served:
+                    served = True
+                    answer("served")
+        except Exception as error:  # the failure is the answer looked at
+            answer(f"{type(error).__name__}: {error}")
+
+    workers = [threading.Thread(target=requests) for _ in range(threads)]
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(30.0)
+    finally:
+        everyone_answered.set()
+        pool.close()
+    assert answered == ["served"] * threads

@@ -153,6 +153,8 @@ def getconn(pool: Any) -> psycopg.Connection[Any]:
     # (The pool's deadline, its timeout from now, is needed only to wait: one of no time
     # left is refused before a ready connection is taken.)
     if not ready or timeout <= 0.0:
+        if pool._pool_full_event.__class__ is _FirstConnection:
+            pool._pool_full_event.set()  # the opener need not wait alone (``opened``)
         lock.release()
         try:
             return pool._getconn_with_check_loop(monotonic() + timeout)  # type: ignore[no-any-return]
@@ -209,8 +211,11 @@ def putconn(pool: Any, conn: psycopg.Connection[Any]) -> None:
     lock = pool._lock
     lock.acquire()
     if pool._closed or pool._waiting or pool._pool_full_event is not None:
+        first = pool._pool_full_event
         lock.release()
         pool._add_to_pool(conn)  # closes it, hands it to a waiting client, or notifies
+        if first.__class__ is _FirstConnection:
+            first.set()  # a connection served and given back: the opener takes one too
         return
     pool._pool.append(conn)
     lock.release()
@@ -244,6 +249,12 @@ def shrink(pool: Any) -> None:
 _opening = threading.Lock()
 
 
+class _FirstConnection(threading.Event):
+    """What the request that opened a pool waits on (``opened``): set by the pool once it
+    holds ``min_size`` connections, as its own ``wait`` is, or by another request that
+    found no connection ready (``getconn``) or gave one back (``putconn``)."""
+
+
 def opened(pool: Any) -> None:
     """``pool.open(False)``, as the library opens a pool that does not wait to fill, then (with
     psycopg_pool 3.3's ``ConnectionPool``) a wait for its first connection, as long as
@@ -252,19 +263,25 @@ def opened(pool: Any) -> None:
     request that opened it waited as a client, and a client waiting while the pool is
     smaller than its maximum makes it grow by one: the pool's first connection and a second
     were both opened for that one request, at every start (a start opened four connections,
-    2026-12-07). A pool opened meanwhile by another thread is left as it is."""
+    2026-12-07). The wait ends too when another request is served meanwhile, or waits as a
+    client: the pool is then not opened for this request alone, and the pool, handing its
+    connections to the requests that wait, might not hold ``min_size`` of them at once
+    before the timeout (several threads' first requests at once each waited 5 s, and the
+    opener's failed). A pool opened meanwhile by another thread is left as it is."""
     with _opening:
         if not pool._closed:
             return
-        pool.open(False)
         if not steps_here(pool):
+            pool.open(False)
             return  # the pool's own steps: getconn waits for the connection as a client
+        filled = _FirstConnection()
         with pool._lock:
-            if len(pool._pool) >= pool._min_size or pool._pool_full_event is not None:
-                return
-            # What the pool's ``wait`` waits on, set by the pool once it holds min_size; not
-            # ``wait`` itself, which closes the pool for good if the server does not answer.
-            filled = pool._pool_full_event = threading.Event()
+            pool._open()  # ``open(False)``'s step: the pool's lock is held while it opens
+            # Set before a request can take the pool's lock: one that finds the pool open
+            # finds the event. What the pool's ``wait`` waits on, set by the pool once it
+            # holds min_size; not ``wait`` itself, which closes the pool for good if the
+            # server does not answer.
+            pool._pool_full_event = filled
     try:
         ready = filled.wait(pool.timeout)
     finally:
