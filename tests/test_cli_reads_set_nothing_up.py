@@ -127,3 +127,24 @@ def test_listing_a_clubs_webhooks_makes_no_table(
     status, out, _ = run(capsys, never_set_up, "webhooks", "list", "--org", "granite")
     assert (status, out) == (0, "granite has no webhooks.\n")
     assert tables(never_set_up) == before
+
+
+def test_listing_a_clubs_deliveries_before_the_sender_ran_makes_no_table(
+    never_set_up: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The deliveries are the notification sender's ledger: on a database where it never ran,
+    reading them (or only the dead letters, or a page after a delivery) says there are none
+    yet, in English and French, and makes none of its tables."""
+    before = tables(never_set_up)
+    deliveries = ("webhooks", "deliveries", "--org", "granite")
+    assert run(capsys, never_set_up, *deliveries) == (0, "No deliveries yet.\n", "")
+    assert run(capsys, never_set_up, *deliveries, "--language", "fr") == (
+        0,
+        "Aucun envoi pour l'instant.\n",
+        "",
+    )
+    assert run(capsys, never_set_up, *deliveries, "--dead") == (0, "No dead letters.\n", "")
+    assert run(capsys, never_set_up, *deliveries, "--json") == (0, "[]\n", "")
+    _, out, _ = run(capsys, never_set_up, *deliveries, "--before", "dlv_1", "--json")
+    assert json.loads(out)["error"] == "not_found"
+    assert tables(never_set_up) == before

@@ -33,7 +33,12 @@ def deliveries(
     where = "d.organization_id = ?" + (" AND d.status = ?" if dead_only else "")
     params: list[Any] = [organization_id] + ([DEAD] if dead_only else [])
     with ledger.sql.transaction() as cursor:
-        if not table_exists(cursor, "notifications", ledger.postgres):
+        # The notifications are the outbox projection's, the deliveries the sender's: either
+        # may not be made yet.
+        if not all(
+            table_exists(cursor, table, ledger.postgres)
+            for table in ("notifications", "notification_deliveries")
+        ):
             if before is not None:
                 raise NotFoundError("delivery")
             return []

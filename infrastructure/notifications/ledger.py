@@ -163,10 +163,13 @@ _NOTIFICATION_COLUMNS = (
 class DeliveryLedger:
     """The ledger's reads and writes, on SQLite and PostgreSQL alike."""
 
-    def __init__(self, sql: SqlDatabase) -> None:
+    def __init__(self, sql: SqlDatabase, *, create: bool = True) -> None:
+        """``create=False``: only to read (``delivery_log``), the tables left unmade if the
+        sender never ran; the reads see them missing and answer that nothing was sent."""
         self.sql = sql
         self.postgres = sql.is_postgres
-        ensure_tables(sql, "notification_ledger", _schema(0 if self.postgres else 1))
+        if create:
+            ensure_tables(sql, "notification_ledger", _schema(0 if self.postgres else 1))
 
     def _t(self, moment: datetime | None) -> Any:
         """A time as the column holds it (SQLite: ISO text in UTC, which sorts in time)."""

@@ -70,6 +70,12 @@ class Webhooks:
         that listing the endpoints (the club's own record) makes no table."""
         return DeliveryLedger(self.cs.sql)
 
+    @functools.cached_property
+    def read_ledger(self) -> DeliveryLedger:
+        """The delivery ledger to read (the deliveries, the endpoints' health), its tables
+        not made: a read on a database where the sender never ran sets nothing up."""
+        return DeliveryLedger(self.cs.sql, create=False)
+
     def add(self, caller: Caller | None, organization: str, url: str) -> AddedEndpoint:
         """Register ``url``. WebhookUrlError for anything but an http(s) URL, and
         AddressNotAllowedError for a host that is an internal address (destinations.py;
@@ -111,7 +117,7 @@ class Webhooks:
         found = []
         for endpoint in org.webhook_endpoints():
             health = delivery_log.endpoint_health(
-                self.ledger, str(org.id), endpoint.endpoint_id, since
+                self.read_ledger, str(org.id), endpoint.endpoint_id, since
             )
             last = health["last_attempt"]
             if last is not None:
@@ -129,7 +135,7 @@ class Webhooks:
     def failing(self, caller: Caller | None, organization: str) -> int:
         """How many of the club's deliveries failed and will be tried again."""
         org = self.cs.notifications.managed_organization(caller, organization)
-        return delivery_log.failing_deliveries(self.ledger, str(org.id))
+        return delivery_log.failing_deliveries(self.read_ledger, str(org.id))
 
     def deliveries(
         self,
@@ -144,7 +150,7 @@ class Webhooks:
         ``before``: those listed after that delivery (the next page)."""
         org = self.cs.notifications.managed_organization(caller, organization)
         found = delivery_log.deliveries(
-            self.ledger, str(org.id), dead_only=dead_only, limit=limit, before=before
+            self.read_ledger, str(org.id), dead_only=dead_only, limit=limit, before=before
         )
         return [club_view(delivery) for delivery in found]
 

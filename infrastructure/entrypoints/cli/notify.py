@@ -121,7 +121,7 @@ _SAID = {
     "after": Localized("after {n} attempt(s)", "après {n} tentative(s)"),
     "next_try": Localized(", next try {at}", ", prochain essai {at}"),
     "no_dead": Localized("No dead letters.", "Aucun envoi abandonné."),
-    "no_deliveries": Localized("No deliveries.", "Aucun envoi."),
+    "no_deliveries": Localized("No deliveries yet.", "Aucun envoi pour l'instant."),
     "name_one": Localized(
         "name a dead letter's delivery id, or --all for every dead letter",
         "nommez l'identifiant d'un envoi abandonné, ou --all pour tous",
