@@ -80,7 +80,8 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         f"{'on' if secure else 'off'}; forwarded headers trusted from "
         f"{', '.join(trusted) or 'nobody'}; Ctrl-C stops"
     )
-    say(SWEEPING.format(every=f"{background.every:g}") if background else NOT_SWEEPING)
+    if background is None:
+        say(NOT_SWEEPING)  # (the sweepers' line is said as their thread starts: ``_sweeping``)
     config = uvicorn.Config(
         SERVER_FACTORY,
         factory=True,
@@ -187,6 +188,9 @@ def _sweeping(background: InProcessSweepers | None) -> Iterator[None]:
         yield
         return
     background.start()
+    # Said once the thread is started, before anything is served: a server that answers and
+    # has not said it runs no sweeper (the test of --no-sweepers reads it).
+    say(SWEEPING.format(every=f"{background.every:g}"))
     try:
         yield
     finally:
