@@ -266,3 +266,18 @@ def test_several_first_requests_at_once_are_all_served(postgres_url: str) -> Non
         everyone_answered.set()
         pool.close()
     assert answered == ["served"] * threads
+
+
+def test_a_pool_of_no_minimum_size_is_opened_without_waiting_to_fill(postgres_url: str) -> None:
+    """A pool with ``min_size=0`` opens no connection of its own: ``opened`` does not wait for
+    one (it would time out), and the first request opens the connection it takes."""
+    pool: ConnectionPool[Any] = ConnectionPool(
+        postgres_url, open=False, min_size=0, max_size=2, timeout=2.0, kwargs={"autocommit": True}
+    )
+    try:
+        pg_pool.opened(pool)
+        conn = pg_pool.getconn(pool)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        pg_pool.putconn(pool, conn)
+    finally:
+        pool.close()

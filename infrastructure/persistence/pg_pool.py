@@ -277,6 +277,8 @@ def opened(pool: Any) -> None:
         filled = _FirstConnection()
         with pool._lock:
             pool._open()  # ``open(False)``'s step: the pool's lock is held while it opens
+            if len(pool._pool) >= pool._min_size or pool._pool_full_event is not None:
+                return  # (a pool of no minimum size opens no connection to wait for)
             # Set before a request can take the pool's lock: one that finds the pool open
             # finds the event. What the pool's ``wait`` waits on, set by the pool once it
             # holds min_size; not ``wait`` itself, which closes the pool for good if the
