@@ -1,14 +1,18 @@
-"""How many decisions and changes one API token may send in a while:
+"""How many changes to a club's settings one API token may send in a while:
 ``COUNTERSIGN_TOKEN_WRITE_LIMIT``, counted per token as the proposal limit counts proposals
 (``proposal_limit.take``), in the database every process shares.
 
 A token's proposals and its assistant messages have their own limits (``proposal_limit``,
-``assistant.turn_limits``). Everything else it may write (an approve, a decline, a member's
-permissions, a policy, a webhook endpoint, a redelivery) goes through this one, whether it
-changes anything or not: a script repeating a decision in a loop stops at the limit, and one
-repeating a change (a policy set back and forth) no longer grows the event log and the
-service log without bound. People at their pages are not counted here: their own limits are
-the pages' (sign-in, passkeys), and a person decides at a person's pace.
+``assistant.turn_limits``). The club's settings it may change (a member's permissions, a
+policy, a webhook endpoint, a redelivery) go through this one, whether they change anything
+or not: a script setting a policy back and forth in a loop stops at the limit instead of
+growing the event log and the service log without bound. Decisions are not counted: an
+approval or a decline that records anything is bounded by the proposals, which their own
+limit bounds, and one that changes nothing (a decision repeated on a decided proposal)
+records nothing; counting each would cost the approve path a transaction, and hold back an
+application service that relays a club's decisions at the pace its managers make them.
+People at their pages are not counted here: their own limits are the pages' (sign-in,
+passkeys), and a person decides at a person's pace.
 
 Apart from the API so that the settings read the default without importing the application's
 services (the command line's help imports neither them nor pydantic).
@@ -26,18 +30,17 @@ if TYPE_CHECKING:  # annotations only, as in proposal_limit
     from countersign.application.ports import Clock, ProposalCounts
 
 DEFAULT_TOKEN_WRITE_LIMIT = RateLimit(60, 60)
-"""A decision or a change a second, sustained: more than a service acting for one person
-sends, and a loop stops within the minute."""
+"""A change a second, sustained: more than a service acting for one person sends, and a
+loop stops within the minute."""
 
 
 class TooManyWritesError(CountersignError):
-    """The token sent as many decisions and changes as the limit allows for now."""
+    """The token sent as many changes as the limit allows for now."""
 
     def __init__(self, retry_after: int) -> None:
         self.retry_after = retry_after
         super().__init__(
-            f"too many decisions and changes in a short time; try again in "
-            f"{seconds_wait(retry_after)}"
+            f"too many changes in a short time; try again in {seconds_wait(retry_after)}"
         )
 
 

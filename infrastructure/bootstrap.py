@@ -86,7 +86,7 @@ class Countersign:
     toolbox: AgentToolbox  # the assistants' tools for an outside agent (the MCP server)
     notifications: NotificationsService  # webhook endpoints, members' languages, recipients
     passkeys: PasskeyService  # members' passkeys (the account page)
-    token_writes: TokenWriteLimiter  # an API token's decisions and changes, per while
+    token_writes: TokenWriteLimiter  # an API token's changes to club settings, per while
     sweeper_passes: SqlSweeperPasses  # where the sweepers' schedules record their passes
     plugins: tuple[Plugin, ...]  # the plug-ins COUNTERSIGN_PLUGINS enabled
     #: The projections whose tables this process's requests found in place (``catch_up``).

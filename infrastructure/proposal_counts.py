@@ -24,7 +24,7 @@ TURN_COUNTS = "turn_counts"
 PASSKEY_COUNTS = "passkey_change_counts"
 """The passkey changes' counts (``passkeys.PasskeyService``)."""
 TOKEN_WRITE_COUNTS = "token_write_counts"  # noqa: S105 - a table name, not a secret
-"""An API token's decisions and changes' counts (``token_write_limit.TokenWriteLimiter``)."""
+"""An API token's counts of changes to club settings (``token_write_limit.TokenWriteLimiter``)."""
 #: The first half of the two-part PostgreSQL advisory lock key for one member's counts, by
 #: table.
 _LOCK_CLASSES = {

@@ -165,8 +165,8 @@ class Settings:
     #: COUNTERSIGN_PASSKEY_CHANGE_LIMIT: how many changes to their passkeys (adding, naming,
     #: removing one) one member may make in a while, in each club.
     passkey_change_limit: str = str(DEFAULT_PASSKEY_CHANGE_LIMIT)
-    #: COUNTERSIGN_TOKEN_WRITE_LIMIT: how many decisions and changes (approve, decline, a
-    #: member's permissions, a policy, webhooks) each API token may send in a while.
+    #: COUNTERSIGN_TOKEN_WRITE_LIMIT: how many changes to a club's settings (a member's
+    #: permissions, a policy, webhooks) each API token may send in a while.
     token_write_limit: str = str(DEFAULT_TOKEN_WRITE_LIMIT)
     #: COUNTERSIGN_PLUGINS: the plug-ins this deployment enables, by name (comma-separated);
     #: an installed plug-in that is not named is never loaded. None (settings made in code

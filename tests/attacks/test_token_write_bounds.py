@@ -4,9 +4,10 @@ The attack run repeated decisions on a decided proposal with an approver token: 
 its stored outcome, and each added a row to ``api_service_actions``, a table the caller grew
 as fast as it could send. Now an answer that changed nothing (a decision repeated on a decided
 proposal, a setting given the value it has) is logged and not recorded: the answer that did
-something is the record. And every decision and change a token sends counts against
+something is the record. And every change to the club's settings a token sends counts against
 ``COUNTERSIGN_TOKEN_WRITE_LIMIT`` (its proposals and assistant messages have their own
-limits): past it, 429 with Retry-After, and nothing is done.
+limits; its decisions are bounded by the proposals): past it, 429 with Retry-After, and
+nothing is done.
 """
 
 from __future__ import annotations
@@ -62,22 +63,34 @@ def test_the_write_limit_is_a_setting_of_sixty_a_minute_by_default(monkeypatch) 
     assert Settings.from_env().token_write_limit == "500/hour"
 
 
-def test_a_token_repeating_decisions_stops_at_its_write_limit(api: Api, clock: FakeClock) -> None:
-    proposal_id = api.propose()
-    for _ in range(LIMIT.count):
-        assert api.post(f"/api/v1/proposals/{proposal_id}/decline").status_code == 200
-    pending = api.propose("refund-stale")
+def test_a_token_setting_a_policy_back_and_forth_stops_at_its_write_limit(
+    api: Api, clock: FakeClock
+) -> None:
+    """Each change of a policy is an event: a loop flipping one would grow the log without
+    bound. Past the limit, 429 and nothing done; decisions are not counted (each one that
+    records anything is bounded by the proposals), another club's token is not held back, and
+    after the wait the token may change settings again."""
+    path = f"/api/v1/policies/{REFUND}"
+    flips = [{"approvals": n, "requester_may_approve": True} for n in (2, 1)]
+    for i in range(LIMIT.count):
+        changed = api.client.put(path, headers=api.headers(AVA), json=flips[i % 2])
+        assert changed.status_code == 200, changed.text
+    before = api.client.get("/api/v1/policies", headers=api.headers(AVA)).json()
 
-    refused = api.post(f"/api/v1/proposals/{pending}/approve")
+    refused = api.client.put(path, headers=api.headers(AVA), json=flips[LIMIT.count % 2])
 
     status, document = problem(refused)
     assert status == 429
-    assert document["title"] == "Too many decisions and changes"
+    assert document["title"] == "Too many changes"
     assert 1 <= int(refused.headers["retry-after"]) <= LIMIT.seconds
     assert_no_leak(refused.text)
-    assert api.get(f"/api/v1/proposals/{pending}").json()["status"] == "pending"
-    # Another club's token is not held back by it; and after the wait, it may decide again.
-    maple = api.propose("maple-refund", as_=MIA)
-    assert api.post(f"/api/v1/proposals/{maple}/decline", as_=MIA).status_code == 200
-    clock.advance(seconds=LIMIT.seconds + 1)
+    assert api.client.get("/api/v1/policies", headers=api.headers(AVA)).json() == before
+    # The same token's decisions go on (a service relaying its managers' approvals).
+    pending = api.propose("refund-stale")
     assert api.post(f"/api/v1/proposals/{pending}/approve").json()["result"] == "executed"
+    # Another club's token is not held back by it; and after the wait, it may change again.
+    maple = api.client.put(path, headers=api.headers(MIA), json=flips[0])
+    assert maple.status_code == 200, maple.text
+    clock.advance(seconds=LIMIT.seconds + 1)
+    again = api.client.put(path, headers=api.headers(AVA), json=flips[LIMIT.count % 2])
+    assert again.status_code == 200, again.text

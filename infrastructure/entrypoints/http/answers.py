@@ -97,8 +97,8 @@ DESCRIPTIONS = {
     422: "The request has problems (see 'problems').",
     429: "The member made too many proposals (COUNTERSIGN_PROPOSAL_LIMIT), or sent the "
     "assistants too many messages (COUNTERSIGN_TURN_LIMIT), or the token sent too many "
-    "decisions and changes (COUNTERSIGN_TOKEN_WRITE_LIMIT), in a short time; wait Retry-After "
-    "seconds.",
+    "changes to the club's settings (COUNTERSIGN_TOKEN_WRITE_LIMIT), in a short time; wait "
+    "Retry-After seconds.",
     500: "Unexpected error; quote the correlation id.",
     503: "Busy with other changes (retry), the database did not answer in time "
     "(database-unavailable: see Retry-After), or a read model is stopped.",
@@ -227,8 +227,8 @@ def _retry_later(error: CountersignError) -> ProblemError | None:
     if isinstance(error, TooManyWritesError):
         return ProblemError(
             "too-many-writes",
-            f"This token sent too many decisions and changes in a short time; try again in "
-            f"{seconds_wait(error.retry_after)}. Nothing was done.",
+            "This token sent too many changes to the club's settings in a short time; try again "
+            f"in {seconds_wait(error.retry_after)}. Nothing was done.",
             headers={"Retry-After": str(error.retry_after)},
         )
     if isinstance(error, TooManyTurnsError):

@@ -154,8 +154,8 @@ KINDS: dict[str, tuple[int, str, str]] = {
     ),
     "too-many-writes": (
         429,
-        "Too many decisions and changes",
-        "This token sent too many decisions and changes in a short time; see Retry-After.",
+        "Too many changes",
+        "This token sent too many changes to the club's settings in a short time; see Retry-After.",
     ),
     "busy": (
         503,

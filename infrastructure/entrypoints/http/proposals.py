@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from countersign.application.reports import ProposalCreated
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.http.answers import (
-    admit_write,
     answers,
     problem_responses,
     record,
@@ -125,7 +124,7 @@ def card(
 @router.post(
     "/proposals/{proposal_id}/approve",
     response_model=ApprovalReportOut,
-    responses=problem_responses(403, 404, 409, 422, 429),
+    responses=problem_responses(403, 404, 409, 422),
     summary="Approve a proposal by its id",
     tags=["proposals"],
 )
@@ -148,7 +147,6 @@ def approve(
         relayed = body.passkey_assertion.model_dump()
     read_unverified = body is not None and body.unverified
     with answers(request):
-        admit_write(cs, service)
         approved = cs.access.approve(
             proposal_id, service.caller, relayed, read_unverified=read_unverified
         )
@@ -181,7 +179,7 @@ def approval_challenge(
 @router.post(
     "/proposals/{proposal_id}/decline",
     response_model=ApprovalReportOut,
-    responses=problem_responses(400, 403, 404, 409, 422, 429),
+    responses=problem_responses(400, 403, 404, 409, 422),
     summary="Decline a proposal by its id",
     tags=["proposals"],
 )
@@ -196,7 +194,6 @@ def decline(
 ) -> JSONResponse:
     note = body.note if body is not None else None
     with answers(request):
-        admit_write(cs, service)
         report = with_status_path(cs.access.decline(proposal_id, service.caller, note).to_json())
     return report_response(cs, request, service, "decline", report)
 
