@@ -18,6 +18,7 @@ from uuid import UUID
 
 from countersign.application.authorization import Caller, membership, require_decider
 from countersign.application.passkeys import PasskeyRefusal, PasskeyStep, SignedApproval
+from countersign.application.policy_recheck import policy_raised, require_proposing_again
 from countersign.application.ports import Answer, Clock, Commit
 from countersign.application.quorum import Approval, lapse_reason, recheck
 from countersign.application.reports import (
@@ -168,11 +169,12 @@ class ApprovePath:
         # 4. With seal keys, check that what is stored of it is what was sealed when it was
         #    proposed, before its policy decides anything (one that is not is set aside:
         #    seal_check.py). Check the approval policy it was frozen under: whether the
-        #    requester may approve it; whether it takes a passkey, and this approval was
-        #    signed with one of the approver's over this proposal's digest; and whether this
-        #    approval is the last one its quorum needs, counting only earlier approvers who
-        #    may still approve (rechecked now). An earlier one is recorded alone; approving
-        #    twice changes nothing.
+        #    requester may approve it; whether the club's policy in force asks more of it
+        #    (then it fails closed, to be proposed again: policy_recheck.py); whether it
+        #    takes a passkey, and this approval was signed with one of the approver's over
+        #    this proposal's digest; and whether this approval is the last one its quorum
+        #    needs, counting only earlier approvers who may still approve (rechecked now). An
+        #    earlier one is recorded alone; approving twice changes nothing.
         approval = Approval(member, caller.recorded_credential)
         not_yet = self._policy_short_of_claim(
             store, proposal, org, contract, approval, now, passkey, signed, sealed
@@ -257,9 +259,10 @@ class ApprovePath:
         sealed: list[str],
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
-        may not approve it; this member already has; its passkey is missing or does not
-        verify; more approvals are needed, this one recorded alone), or None when it is the
-        last one needed. A verified passkey is appended to ``signed``.
+        may not approve it; the policy in force asks more of it than the frozen one, which
+        records RevisionRequired, ``policy_raised``; this member already has; its passkey is
+        missing or does not verify; more approvals are needed, this one recorded alone), or
+        None when it is the last one needed. A verified passkey is appended to ``signed``.
 
         Before an approval may complete the quorum, every earlier one is rechecked: its
         approver must still be the same member (not gone, nor gone and back) holding the
@@ -282,6 +285,8 @@ class ApprovePath:
         if email == proposal.requested_by and not proposal.requester_may_approve:
             refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)
             return Answer(approval_report(proposal, refused))
+        if policy_raised(proposal, org, contract):
+            return require_proposing_again(proposal)
         if proposal.has_approved(email):
             # Their own earlier approval counts only if given by this same membership.
             if lapse_reason(proposal, org, contract, email) is None:

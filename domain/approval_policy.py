@@ -3,11 +3,13 @@
 An organization sets one policy per operation (``Organization.set_approval_policy``, an
 ``ApprovalPolicySet`` event). A proposal is judged by the policy in force when it was frozen:
 ``ApprovalPolicy.frozen_for`` gives the JSON-ready record stored in its ``Proposed`` event and
-shown on its card, so a later change of policy never changes what an open proposal needs.
+shown on its card. A later change never lowers what an open proposal needs; one that asks more
+of it (``asks_more``) stops its approval: it must be proposed again, under the policy in force.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,3 +68,27 @@ class ApprovalPolicy:
             "requester_may_approve": self.requester_may_approve,
             **({"require_passkey": True} if self.require_passkey else {}),
         }
+
+
+def same_rule(rule: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
+    """Whether a frozen record's ``rule`` (``to_json``) is the policy an organization holds
+    as ``entry`` (``Organization.policies``' value, which also says who set it)."""
+    return (
+        rule["approvals"] == entry["approvals"]
+        and rule["above_cents"] == entry["above_cents"]
+        and rule["requester_may_approve"] == entry["requester_may_approve"]
+        and bool(rule.get("require_passkey")) == bool(entry.get("require_passkey"))
+    )
+
+
+def asks_more(now: Mapping[str, Any], frozen: Mapping[str, Any] | None) -> bool:
+    """Whether ``now``, what the policy in force asks of a proposal (``frozen_for``'s record
+    for its amount), asks more than ``frozen``, the record it was frozen with (None: one
+    approval by anyone permitted): more approvals, the requester barred from approving, or a
+    passkey on each approval. Asking less, or the same, is not more: the frozen rule stands."""
+    before = frozen or {}
+    return (
+        int(now["approvals_required"]) > int(before.get("approvals_required", 1))
+        or (not now["requester_may_approve"] and bool(before.get("requester_may_approve", True)))
+        or (bool(now.get("require_passkey")) and not before.get("require_passkey"))
+    )

@@ -34,6 +34,19 @@ SHARED_REASONS: dict[str, Localized] = {
         "The record this proposal acts on is no longer available.",
         "L'élément visé par cette proposition n'est plus disponible.",
     ),
+    # The club's approval policy asks more of a pending proposal than the one it was frozen
+    # under (application/policy_recheck.py): it fails closed at its next approval.
+    "policy_raised": Localized(
+        "The club's approval policy for this operation changed after this was proposed and "
+        "now asks more of it (more approvals, a passkey, or an approver other than the "
+        "requester), so it was not approved under the old one. The requester should propose "
+        "it again, to be decided under the policy now in force.",
+        "La politique d'approbation du club pour cette opération a changé depuis cette "
+        "proposition et en demande désormais davantage (plus d'approbations, une clé d'accès "
+        "ou un approbateur autre que le demandeur) : elle n'a donc pas été approuvée selon "
+        "l'ancienne. Le demandeur doit la proposer de nouveau, pour qu'elle soit décidée selon "
+        "la politique en vigueur.",
+    ),
     # A proposal set aside at approval because its record does not verify against its seal
     # (application/seal_check.py); ``reference`` is the correlation id in the logs.
     "proposal_unsealed": Localized(

@@ -391,6 +391,13 @@ class Proposal(Aggregate):
         self.check_is("approve", PENDING)
         self._require_revision(outcome)
 
+    def require_revision_unapproved(self, outcome: dict[str, Any]) -> None:
+        """pending -> revision_required, nothing approved nor claimed: the club's approval
+        policy now asks more of it than the one it was frozen under, so no approval may
+        decide it under the old one (application/policy_recheck.py)."""
+        self.check_is("approve", PENDING)
+        self._require_revision(outcome)
+
     def expire(self, at: datetime) -> None:
         self.check_is("expire", PENDING)
         self._trigger(self.Expired, "Expired", {"at": at})

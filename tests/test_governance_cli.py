@@ -219,8 +219,18 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
     listed = cli("policy", "show", "--org", "granite")["policies"]
     now = next(p for p in listed if p["operation"] == REFUND)
     assert (now["approvals"], now["above_cents"], now["set_by"]) == (2, None, "operator")
-    # The open proposal keeps the policy it was frozen under: one approval, Ava's own.
-    assert cli("approve", before, "--as", AVA)["status"] == "succeeded"
+    # The open proposal was frozen under a weaker rule (one approval, Ava's own may do): the
+    # policy in force asks more of it now, so approving it fails closed, and says why.
+    code, said, _ = run("approve", before, "--as", NOAH)
+    assert code == 0
+    assert said.startswith(
+        "Executed: revision required.\n  Nothing was changed. The club's approval policy for "
+        "this operation changed after this was proposed and now asks more of it"
+    )
+    assert "The requester should propose it again" in said
+    assert cli("show", before, "--as", AVA)["outcome"]["reason"]["code"] == "policy_raised"
+    _, dit, _ = run("approve", before, "--as", NOAH, "--language", "fr")
+    assert "La politique d'approbation du club pour cette opération a changé" in dit
     after = _propose(cli, orders["refund-stale"])
     assert after["approvals_required"] == 2
     code, text, _ = run("policy", "show", "--org", "granite")
