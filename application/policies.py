@@ -2,8 +2,9 @@
 
 A policy is an ``ApprovalPolicySet`` event of the organization, so every change is in the one
 stream with who made it. It binds proposals frozen after it: each proposal keeps the policy it
-was frozen under (``ApprovalPolicy.frozen_for``), so raising or lowering a quorum never
-changes what an open proposal needs.
+was frozen under (``ApprovalPolicy.frozen_for``), so lowering a policy never lowers what an
+open proposal needs; raising it fails an open proposal closed at its next approval, to be
+proposed again under the new one (policy_recheck.py).
 
 The operator's command line sets policies for any club (``set_by`` "operator"); a member, or a
 service acting as one, needs ``policies.manage`` in their own club.

@@ -73,12 +73,14 @@ class ApprovalPolicy:
 def same_rule(rule: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
     """Whether a frozen record's ``rule`` (``to_json``) is the policy an organization holds
     as ``entry`` (``Organization.policies``' value, which also says who set it)."""
-    return (
+    same: bool = (
         rule["approvals"] == entry["approvals"]
         and rule["above_cents"] == entry["above_cents"]
         and rule["requester_may_approve"] == entry["requester_may_approve"]
-        and bool(rule.get("require_passkey")) == bool(entry.get("require_passkey"))
+        # A rule keeps ``require_passkey`` only when True; an entry set before passkeys has none.
+        and rule.get("require_passkey", False) == entry.get("require_passkey", False)
     )
+    return same
 
 
 def asks_more(now: Mapping[str, Any], frozen: Mapping[str, Any] | None) -> bool:

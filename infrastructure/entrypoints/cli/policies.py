@@ -1,8 +1,9 @@
 """Approval policies from the command line: ``policy set`` and ``policy show``.
 
 The command line is the operator's: it sets a club's policy without naming a member (the
-event records ``set_by`` "operator"). A policy binds the proposals frozen after it; each open
-proposal keeps the one it was frozen under. ``--above-cents`` takes cents; what is printed
+event records ``set_by`` "operator"). A policy binds the proposals frozen after it; an open
+proposal keeps the one it was frozen under, unless the new one asks more of it: its next
+approval then fails closed (``policy_raised``). ``--above-cents`` takes cents; what is printed
 reads the threshold in the club's currency, as the approval policies page does (a policy
 stores no currency of its own: ``domain.money.CLUB_CURRENCY``).
 
@@ -93,10 +94,13 @@ def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
 
 _SET = {
     True: Localized(
-        "{organization}: new {operation} proposals now need {rule}. Open proposals keep the "
+        "{organization}: new {operation} proposals now need {rule}. An open proposal this "
+        "asks more of stops at its next approval, to be proposed again; the others keep the "
         "policy they were frozen under.",
         "{organization} : les nouvelles propositions {operation} demandent désormais {rule}. "
-        "Les propositions ouvertes gardent la règle sous laquelle elles ont été figées.",
+        "Une proposition ouverte à laquelle elle en demande davantage s'arrête à sa prochaine "
+        "approbation, pour être proposée de nouveau ; les autres gardent la règle sous "
+        "laquelle elles ont été figées.",
     ),
     False: Localized(
         "{organization}: new {operation} proposals already needed {rule}. Open proposals "

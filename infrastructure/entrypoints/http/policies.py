@@ -2,7 +2,8 @@
 
 Both need ``policies.manage`` (the token's scope and its member's permission alike). A policy
 binds the proposals frozen after it: an open proposal keeps the one it was frozen under, so
-lowering a quorum never lets a proposal waiting for its second approver through.
+lowering a quorum never lets a proposal waiting for its second approver through; raising one
+fails an open proposal it asks more of closed at its next approval (``policy_raised``).
 
 An operation kind that has no contract is an unknown resource of the path: 404, like any
 path that names nothing (the operations are listed by ``countersign operations``).
@@ -67,7 +68,8 @@ def set_policy(
     request: Request, cs: Wired, service: Service, operation: Operation, body: PolicyIn
 ) -> JSONResponse:
     """Put the policy in force for proposals frozen from now on (an ``ApprovalPolicySet``
-    event naming the token's member); open proposals keep theirs. Setting the policy already
+    event naming the token's member); open proposals keep theirs, except that one it asks
+    more of fails closed at its next approval. Setting the policy already
     in force changes nothing (``changed`` false). Needs ``policies.manage``; an unknown
     operation is 404."""
     caller = service.caller
