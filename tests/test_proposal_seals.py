@@ -145,8 +145,11 @@ def test_without_keys_a_proposal_has_no_seal_and_is_approved_as_before(cs, seede
 def test_without_keys_a_tampered_proposal_with_its_chain_made_again_passes(
     cs, seeded, deployments, tampering
 ):
-    """The weaker mode, as before: the chain alone does not stop a database writer."""
+    """The weaker mode, as before: the chain alone does not stop a database writer. One who
+    weakens a pending proposal's policy weakens the club's too (the test below: a frozen
+    rule asking less than the policy in force fails closed), here as the policy in force."""
     proposal_id = _tampered(cs, seeded, None, tampering)
+    cs.policies.set("granite", REFUND, 1, above_cents=None, require_passkey=False)
     approver = deployments(None)
 
     report = approver.proposals.approve(proposal_id, AVA)
@@ -154,6 +157,24 @@ def test_without_keys_a_tampered_proposal_with_its_chain_made_again_passes(
     assert report.status == "succeeded"
     assert len(_refunds_of(cs, proposal_id)) == 1
     assert verify(approver.app, approver.sql).ok
+
+
+@pytest.mark.parametrize(
+    "tampering", ["quorum_of_two_lowered_to_one", "passkey_requirement_dropped"]
+)
+def test_without_keys_a_policy_weakened_in_the_proposal_alone_fails_closed(
+    cs, seeded, deployments, tampering
+):
+    """The club's policy in force still asks what the proposal was frozen under: approval
+    compares the two, and a stored rule that asks less is no rule to approve it under."""
+    proposal_id = _tampered(cs, seeded, None, tampering)
+
+    report = deployments(None).proposals.approve(proposal_id, AVA)
+
+    assert (report.result, report.status) == ("executed", "revision_required")
+    assert report.outcome is not None
+    assert report.outcome["reason"]["code"] == "policy_raised"
+    assert _refunds_of(cs, proposal_id) == []
 
 
 @pytest.mark.parametrize("tampering", list(TAMPERING))
