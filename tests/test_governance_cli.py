@@ -251,6 +251,7 @@ def test_policy_amounts_read_in_the_clubs_currency(run):
 
     assert (code, shown_code) == (0, 0)
     assert "now need 2 distinct approvals above $128.50 CAD." in said
+    assert "An open proposal this asks more of stops at its next approval" in said
     assert f"{REFUND}  2 distinct approvals above $128.50 CAD (set by operator)" in shown
     assert "cents" not in said + shown
 
