@@ -52,8 +52,9 @@ class ConversationPages:
 
     def open_order(self, visit: Visit) -> Response:
         """The order assistant for an order number (its reference) or id, in this club. A
-        member who may not use the order assistant is answered as for a number no order has,
-        whether one has it or not: the answer is no way to learn which orders exist."""
+        member who may not use the order assistant is told so, whatever the number, before
+        any order is looked up: the answer is the same for every number, so no way to learn
+        which orders exist (and it points to nothing the member's pages do not show)."""
         user = visit.signed_in
         reference = visit.query("ref").strip()
         order_id: str | None = None
@@ -66,7 +67,7 @@ class ConversationPages:
             except NotFoundError:
                 order_id = None
         if order_id is None:
-            self.site.flash(visit, "order_missing")
+            self.site.flash(visit, "order_missing" if may_open else "order_assistant_not_yours")
             return redirect(back_to_the_field(reference))
         return redirect(f"/chat/{ORDERS.section}/{order_id}")
 

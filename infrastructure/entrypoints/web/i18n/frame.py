@@ -90,6 +90,10 @@ EN: dict[str, str] = {
         "There is no order with that number in this club. Check the order reference the "
         "registration system shows, or use the order's id, under Start a conversation below."
     ),
+    "notice.order_assistant_not_yours": (
+        "Your role does not include the order assistant, so no order opens here. To use it, "
+        "ask a club manager: they can change your permissions on the Members page."
+    ),
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
     "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
     "nav.webhooks": "Webhooks",
@@ -285,6 +289,11 @@ FR: dict[str, str] = {
         "Aucune commande de ce club ne porte ce numéro. Vérifiez la référence de la commande "
         "dans le système d'inscription, ou utilisez son id, sous Démarrer une conversation "
         "plus bas."
+    ),
+    "notice.order_assistant_not_yours": (
+        "Votre rôle ne comprend pas l'assistant des commandes : aucune commande ne s'ouvre "
+        "ici. Pour l'utiliser, demandez à un gestionnaire du club : il peut changer vos "
+        "permissions sur la page Membres."
     ),
     "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
     "notice.nothing_redelivered": "Aucune lettre morte de ce type ; rien n'a été modifié.",
