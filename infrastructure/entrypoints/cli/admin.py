@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from countersign.domain.errors import NotFoundError
 from countersign.infrastructure.entrypoints.cli import admin_words as words
 from countersign.infrastructure.entrypoints.cli import render
+from countersign.infrastructure.entrypoints.cli import service_words as service
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     RefusedError,
     Result,
     UsageError,
+    service_stopped,
 )
 from countersign.infrastructure.observability.logs import log_format, say
 from countersign.infrastructure.settings import DATABASE_URL_ENV, ORIGIN_ENV, SettingsError
@@ -72,16 +74,21 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
 
     background = InProcessSweepers(cs.settings) if sweeping else None
     cs.close()
-    workers = args.workers
+    workers, language = args.workers, args.language
     say(
-        f"countersign: serving on http://{args.host}:{args.port} with {workers} "
-        f"process{'es' if workers > 1 else ''} (pages at /, API under /api/v1, OpenAPI at "
-        f"/openapi.json, /healthz, /readyz, /metrics); secure cookies "
-        f"{'on' if secure else 'off'}; forwarded headers trusted from "
-        f"{', '.join(trusted) or 'nobody'}; Ctrl-C stops"
+        service.SERVING.text(
+            language,
+            host=args.host,
+            port=args.port,
+            workers=workers,
+            es="es" if workers > 1 else "",
+            secure=(service.ON if secure else service.OFF).text(language),
+            trusted=", ".join(trusted) or service.NOBODY.text(language),
+        )
     )
     if background is None:
-        say(NOT_SWEEPING)  # (the sweepers' line is said as their thread starts: ``_sweeping``)
+        # (the sweepers' line is said as their thread starts: ``_sweeping``)
+        say(service.NOT_SWEEPING.text(language))
     config = uvicorn.Config(
         SERVER_FACTORY,
         factory=True,
@@ -98,12 +105,12 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         _environment(configuration),
         _metrics_shared_by(workers),
         _stopped_by_signals(),
-        _sweeping(background),
+        _sweeping(background, language),
     ):
         started = _run(config)
     if not started:
-        raise SettingsError("the server did not start; its log above says why")
-    return {"stopped": True}, "countersign: server stopped."
+        raise SettingsError(service.NOT_STARTED.text(language))
+    return service_stopped(args, {"stopped": True}, service.SERVER_STOPPED.text(language))
 
 
 def _check_server_settings(sweeping: bool) -> None:
@@ -169,19 +176,8 @@ def _cannot_listen(host: str, port: int, error: OSError, options: str) -> Settin
     return SettingsError(f"cannot listen on {host}:{port} ({said}): choose another {options}")
 
 
-SWEEPING = (
-    "countersign: the sweepers (reconcile, expire, notify) run in this process every {every} s; "
-    "--no-sweepers leaves them to countersign worker"
-)
-NOT_SWEEPING = (
-    "countersign: no sweeper runs in this process: start `countersign worker` beside it, or "
-    "lost provider answers are never settled, overdue proposals never expire and nobody is "
-    "notified (or serve with --sweepers)"
-)
-
-
 @contextmanager
-def _sweeping(background: InProcessSweepers | None) -> Iterator[None]:
+def _sweeping(background: InProcessSweepers | None, language: str) -> Iterator[None]:
     """The sweepers' schedule for as long as the server runs; when it stops, the pass under
     way finishes and the thread ends."""
     if background is None:
@@ -190,7 +186,7 @@ def _sweeping(background: InProcessSweepers | None) -> Iterator[None]:
     background.start()
     # Said once the thread is started, before anything is served: a server that answers and
     # has not said it runs no sweeper (the test of --no-sweepers reads it).
-    say(SWEEPING.format(every=f"{background.every:g}"))
+    say(service.SWEEPING.text(language, every=f"{background.every:g}"))
     try:
         yield
     finally:

@@ -1,6 +1,6 @@
 """``audit anchor``, and what ``audit verify --anchor`` says of one: where every stream of
 the store stood, written for keeping outside the database (infrastructure/audit/anchor.py),
-said in the reader's language (anchor_words.py)."""
+said in the reader's language (the words in audit_words.py)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import ConcurrencyConflictError
-from countersign.infrastructure.entrypoints.cli import anchor_words as words
+from countersign.infrastructure.entrypoints.cli import audit_words as words
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
     Result,
     UsageError,
 )
 from countersign.infrastructure.entrypoints.cli.progress import Progress
+from countersign.infrastructure.entrypoints.cli.service_words import number
 from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ log = logging.getLogger("countersign.cli")
 #: Seconds a command runs before it shows its progress (a short run stays silent for cron).
 QUIET_FOR = 2.0
 #: Differences listed on the terminal (``--json`` lists anchor.LISTED).
-SHOWN = 20
+SHOWN = words.SHOWN
 
 
 def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
@@ -43,11 +44,13 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
     stdout, and say on stderr what it holds."""
     from countersign.infrastructure.audit.anchor import AnchorChangedError, make_anchor
 
-    keys = cs.settings.seal_keys
-    progress = Progress("audit anchor", 0, every=30.0, unit="proposals", quiet_for=QUIET_FOR)
+    keys, language = cs.settings.seal_keys, args.language
+    progress = Progress(
+        "audit anchor", 0, every=30.0, unit="proposals", quiet_for=QUIET_FOR, language=language
+    )
     out_path = Path(args.out) if args.out else None
     try:
-        with _output(out_path) as out:
+        with _output(out_path, language) as out:
             made = make_anchor(cs.app, cs.sql, keys, out, cs.clock.now(), progress.advance)
     except AnchorChangedError as changed:
         # Answered as busy (exit 1, "try again"): what was written has no integrity line, and
@@ -55,39 +58,40 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
         log.warning("audit anchor: the proposals changed while they were read (%s)", changed)
         raise ConcurrencyConflictError(str(changed)) from None
     progress.finish()
-    signed = (
-        f"signed with seal key {keys.sealing_id!r}"
-        if keys is not None
-        else "unsigned (no seal keys are configured: it proves as much as where it is kept)"
-    )
-    where = f"to {out_path}" if out_path is not None else "on stdout"
+    if keys is not None:
+        signed = words.ANCHOR_SIGNED.text(language, key=keys.sealing_id)
+    else:
+        signed = words.ANCHOR_UNSIGNED.text(language)
+    if out_path is not None:
+        where = words.TO_FILE.text(language, path=out_path)
+    else:
+        where = words.ON_STDOUT.text(language)
     head, count, streams, events = made
-    say(
-        f"audit anchor: {count:,} proposals and {streams:,} other streams ({events:,} events) "
-        f"at log position {head:,}, {signed}, written {where}; "
-        "keep it where the database's writers cannot reach, and check the database against it "
-        "with `countersign audit verify --anchor FILE`"
+    said = words.ANCHOR_MADE.text(
+        language,
+        proposals=words.many(words.PROPOSALS_COUNTED, count, language),
+        streams=words.many(words.STREAMS_COUNTED, streams, language),
+        events=words.many(words.EVENTS_COUNTED, events, language),
+        head=number(head, language),
+        signed=signed,
+        where=where,
     )
+    say(said)
     return ALREADY_PRINTED, ""
 
 
 @contextlib.contextmanager
-def _output(path: Path | None) -> Any:
+def _output(path: Path | None, language: str) -> Any:
     if path is None:
         yield sys.stdout.buffer
         return
     try:
         file: IO[bytes] = path.open("xb")
     except FileExistsError:
-        raise UsageError(
-            f"{path} exists: an anchor is kept, never replaced; name a new file (one a run, "
-            "such as anchor-2026-12-07T0900.jsonl)"
-        ) from None
+        raise _usage(words.ANCHOR_EXISTS, path=path) from None
     except OSError as error:
-        raise UsageError(
-            f"cannot create {path} ({error.strerror or type(error).__name__}): choose a path "
-            "this process may write"
-        ) from None
+        why = error.strerror or type(error).__name__
+        raise _usage(words.ANCHOR_NOT_CREATED, path=path, why=why) from None
     try:
         with file:
             yield file
@@ -103,15 +107,9 @@ def anchor_options(
     """``audit verify``'s ``--anchor``, read and checked (``read_anchor_option``), or None;
     UsageError for a ``--max-unanchored`` without it."""
     if getattr(args, "max_unanchored", None) is not None and not args.anchor:
-        raise UsageError(
-            "--max-unanchored counts the events recorded after an anchor: give the anchor "
-            "with --anchor FILE"
-        )
+        raise _usage(words.MAX_WITHOUT_ANCHOR)
     if getattr(args, "require_signed_anchor", False) and not args.anchor:
-        raise UsageError(
-            "--require-signed-anchor demands a signed anchor: give it with --anchor FILE",
-            "--require-signed-anchor exige une ancre signée : donnez-la avec --anchor FICHIER",
-        )
+        raise _usage(words.SIGNED_WITHOUT_ANCHOR)
     flag = bool(getattr(args, "require_signed_anchor", False))
     return read_anchor_option(cs, args.anchor, require_signed, flag) if args.anchor else None
 
@@ -131,12 +129,13 @@ def read_anchor_option(
         raise UsageError(f"--anchor: {error}") from None
     if (require_signed or flag) and not anchor.signed:
         said = words.REFUSED_UNSIGNED_FLAG if flag else words.REFUSED_UNSIGNED
-        name = anchor.path.name
-        raise UsageError(said.text("en", name=name), said.text("fr", name=name))
+        raise _usage(said, name=anchor.path.name)
     return anchor
 
 
-def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> AnchorReport:
+def check_anchor_option(
+    cs: Countersign, anchor: Anchor, limit: int | None, language: str = "en"
+) -> AnchorReport:
     """Every proposal and other stream of the anchor ``read_anchor_option`` read against the
     store, then the events recorded after it counted, the proposals' and the other streams'
     (more than ``limit`` of either fail the check), each with its progress once it runs a
@@ -146,21 +145,26 @@ def check_anchor_option(cs: Countersign, anchor: Anchor, limit: int | None) -> A
     from countersign.infrastructure.audit.anchor_check import check_anchor
 
     against = Progress(
-        "audit verify --anchor", anchor.proposals, every=30.0, unit="proposals", quiet_for=QUIET_FOR
+        "audit verify --anchor",
+        anchor.proposals,
+        every=30.0,
+        unit="proposals",
+        quiet_for=QUIET_FOR,
+        language=language,
     )
     try:
         report = check_anchor(cs.app, anchor, against.advance, cs.sql)
     except AnchorFileError as error:
         raise UsageError(f"--anchor: {error}") from None
     against.finish()
-    report.unanchored = _count_unanchored(cs, anchor, limit)
+    report.unanchored = _count_unanchored(cs, anchor, limit, language)
     if anchor.covers_every_stream:
-        report.unanchored_streams = _count_unanchored(cs, anchor, limit, streams=True)
+        report.unanchored_streams = _count_unanchored(cs, anchor, limit, language, streams=True)
     return report
 
 
 def _count_unanchored(
-    cs: Countersign, anchor: Anchor, limit: int | None, streams: bool = False
+    cs: Countersign, anchor: Anchor, limit: int | None, language: str, streams: bool = False
 ) -> Unanchored:
     """The proposals' events (``streams``: the other streams') recorded after ``anchor``, up
     to the log's head now (with the progress, a window of positions at a time, once it runs
@@ -168,14 +172,14 @@ def _count_unanchored(
     from countersign.infrastructure.audit.unanchored import count_unanchored
 
     head = cs.app.recorder.max_notification_id() or 0
+    label = words.STREAM_EVENTS_AFTER_IT if streams else words.EVENTS_AFTER_IT
     progress = Progress(
-        "audit verify --anchor: other streams' events after it"
-        if streams
-        else "audit verify --anchor: events after it",
+        label.text(language),
         max(head - anchor.log_position, 0),
         every=30.0,
         unit="log positions",
         quiet_for=QUIET_FOR,
+        language=language,
     )
     found = count_unanchored(
         cs.sql, anchor.log_position, head, limit, progress.advance, streams=streams
@@ -189,28 +193,21 @@ def anchor_summary(anchor: dict[str, Any], language: str = "en") -> str:
     anchored: what it covers (every stream, or the proposals only), and whether it is signed,
     said every time."""
     filled = {
-        "position": f"{anchor['log_position']:,}",
+        "position": number(anchor["log_position"], language),
         "made_at": anchor["made_at"],
         "signed": _signed(anchor).text(language, key=repr(anchor["key_id"])),
-        "proposals": _counted(anchor["proposals_checked"], words.PROPOSALS_COUNTED, language),
+        "proposals": words.many(words.PROPOSALS_COUNTED, anchor["proposals_checked"], language),
     }
     if anchor["covers"] == "every_stream":
         text = words.COVERS_EVERY_STREAM.text(
             language,
             **filled,
-            streams=_counted(anchor["streams_checked"], words.STREAMS_COUNTED, language),
-            events=_counted(anchor["anchored_stream_events"], words.EVENTS_COUNTED, language),
+            streams=words.many(words.STREAMS_COUNTED, anchor["streams_checked"], language),
+            events=words.many(words.EVENTS_COUNTED, anchor["anchored_stream_events"], language),
         )
     else:
         text = words.COVERS_PROPOSALS_ONLY.text(language, **filled)
     return text + _not_covered(anchor, language)
-
-
-def _counted(n: int, nouns: tuple[Localized, Localized], language: str) -> str:
-    """``n`` and its noun, one or several as the language counts them (French: 0 and 1 are
-    singular)."""
-    several = n > 1 if language == "fr" else n != 1
-    return nouns[several].text(language, n=f"{n:,}")
 
 
 def _signed(anchor: dict[str, Any]) -> Localized:
@@ -227,16 +224,16 @@ def _not_covered(anchor: dict[str, Any], language: str) -> str:
         return ""
     if streams is None:  # format 1: the proposals alone
         if not proposals["events"]:
-            return words.NO_PROPOSAL_EVENT_AFTER.text(language, head=_at(proposals))
+            return words.NO_PROPOSAL_EVENT_AFTER.text(language, head=_at(proposals, language))
         return unanchored_text(proposals, language)
     if not proposals["events"] and not streams["events"]:
-        return words.NOTHING_AFTER.text(language, head=_at(proposals))
+        return words.NOTHING_AFTER.text(language, head=_at(proposals, language))
     said = [unanchored_text(u, language) for u in (proposals, streams) if u["events"]]
     return "\n".join(said)
 
 
-def _at(unanchored: dict[str, Any]) -> str:
-    return f"{unanchored['up_to_log_position']:,}"
+def _at(unanchored: dict[str, Any], language: str) -> str:
+    return number(unanchored["up_to_log_position"], language)
 
 
 def unanchored_text(unanchored: dict[str, Any], language: str = "en") -> str:
@@ -249,16 +246,18 @@ def unanchored_text(unanchored: dict[str, Any], language: str = "en") -> str:
     lines = [
         words.NOT_COVERED.text(
             language,
-            events=_counted(unanchored["events"], words.EVENTS_COUNTED, language),
-            count=_counted(
-                count, words.STREAMS_COUNTED if streams else words.PROPOSALS_COUNTED, language
+            events=words.many(words.EVENTS_COUNTED, unanchored["events"], language),
+            count=words.many(
+                words.STREAMS_COUNTED if streams else words.PROPOSALS_COUNTED, count, language
             ),
-            made=words.MADE_SINCE.text(language, new=f"{new:,}") if new else "",
-            low=f"{unanchored['after_log_position'] + 1:,}",
-            head=_at(unanchored),
+            made=words.MADE_SINCE.text(language, new=number(new, language)) if new else "",
+            low=number(unanchored["after_log_position"] + 1, language),
+            head=_at(unanchored, language),
         )
     ]
-    lines += _first_shown(unanchored["listed"], count, lambda item: _after(item, language))
+    lines += _first_shown(
+        unanchored["listed"], count, lambda item: _after(item, language), language
+    )
     return "\n".join(lines)
 
 
@@ -273,7 +272,7 @@ def _first_shown(
     shown = listed[:SHOWN]
     lines = [_item(item, said(item), language) for item in shown]
     if count > len(shown):
-        more, many = f"{count - len(shown):,}", f"{len(listed):,}"
+        more, many = number(count - len(shown), language), number(len(listed), language)
         lines.append(words.MORE.text(language, more=more, listed=many))
     return lines
 
@@ -302,17 +301,17 @@ def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
     """The proposals and the other streams not as the anchor has them, each named (``SHOWN``
     of them); the events after it, failing the check when more than ``--max-unanchored``."""
     lines = []
-    made = {"made_at": anchor["made_at"], "position": f"{anchor['log_position']:,}"}
+    made = {"made_at": anchor["made_at"], "position": number(anchor["log_position"], language)}
     count = anchor["not_as_anchored"]
     if count:
-        counted = _counted(count, words.PROPOSALS_COUNTED, language)
+        counted = words.many(words.PROPOSALS_COUNTED, count, language)
         lines.append(words.NOT_AS_ANCHORED.text(language, count=counted, **made))
         lines += _first_shown(
             anchor["differences"], count, lambda d: _proposal_said(d, language), language
         )
     count = anchor["streams_not_as_anchored"]
     if count:
-        counted = _counted(count, words.STREAMS_COUNTED, language)
+        counted = words.many(words.STREAMS_COUNTED, count, language)
         lines.append(words.STREAMS_NOT_AS_ANCHORED.text(language, count=counted, **made))
         lines += _first_shown(
             anchor["stream_differences"], count, lambda d: _stream_said(d, language), language
@@ -325,15 +324,15 @@ def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
             lines.append(
                 words.UNANCHORED_FAULT.text(
                     language,
-                    events=f"{unanchored['events']:,}",
+                    events=number(unanchored["events"], language),
                     what=what.text(language),
-                    limit=f"{unanchored['max_unanchored']:,}",
+                    limit=number(unanchored["max_unanchored"], language),
                     **made,
                 )
             )
     covered = _not_covered(anchor, language)
     if covered:
-        lines.append(("audit verify :" if language == "fr" else "audit verify:") + covered)
+        lines.append(words.VERIFY_PREFIX.text(language) + covered)
     return "\n".join(lines)
 
 
@@ -366,3 +365,8 @@ def _stream_said(difference: dict[str, Any], language: str) -> str:
         stored_version=difference.get("stored_version"),
         stored_event=difference.get("stored_event"),
     )
+
+
+def _usage(said: Localized, **params: object) -> UsageError:
+    """A usage error in both languages (the command line says the reader's)."""
+    return UsageError(said.text("en", **params), said.text("fr", **params))

@@ -85,6 +85,23 @@ class ProjectionNotSetUpError(UsageError):
         self.names = names
 
 
+def service_stopped(args: argparse.Namespace, document: Any, text: str) -> Result:
+    """A service's last line as it stops (``serve``, ``worker``, ``projections run``): with
+    COUNTERSIGN_LOG_FORMAT=json, one JSON object on stderr as every line it said before it
+    (a log shipper read the plain text printed on stdout as garbage); --json's document is
+    printed on stdout either way."""
+    from countersign.infrastructure.observability.logs import json_logs, say
+
+    if not json_logs():
+        return document, text
+    say(text)
+    if args.json:
+        from countersign.infrastructure.entrypoints.cli import render
+
+        print(render.to_json(document), flush=True)
+    return ALREADY_PRINTED, ""
+
+
 def catch_up(cs: Countersign, names: list[str]) -> None:
     """Bring the named projections up to the log before a command reads them, as
     ``projections run`` would: their rows and positions. A read never sets one up: a

@@ -6,6 +6,7 @@ import sys
 import time
 from typing import TextIO
 
+from countersign.infrastructure.entrypoints.cli.service_words import COLON, UNITS, number
 from countersign.infrastructure.observability.logs import json_logs, say
 
 
@@ -24,9 +25,11 @@ class Progress:
         *,
         unit: str = "events",
         quiet_for: float = 0.0,
+        language: str = "en",
     ):
         self.label = label
         self.unit = unit
+        self.language = language
         self.quiet_for = quiet_for
         self.total = max(total, 0)
         self.done = 0
@@ -66,12 +69,24 @@ class Progress:
             self.stream.write("\n")
         self.stream.flush()
 
+    def _units(self) -> tuple[str, str]:
+        """The unit counted, (plural, singular), in the reader's language."""
+        known = UNITS.get(self.unit)
+        if known is None:
+            return self.unit, self.unit[:-1]
+        many, one = known
+        return many.text(self.language), one.text(self.language)
+
     def _show(self) -> None:
         self._shown = self.done
         share = self.done / self.total if self.total else 1.0
-        of = f"/{self.total:,}" if self.total else ""
-        unit = self.unit[:-1] if self.done == 1 and not self.total else self.unit  # 1 proposal
-        text = f"{self.label}: {self.done:,}{of} {unit}, {self.rate:,.0f} {self.unit}/s"
+        language = self.language
+        of = f"/{number(self.total, language)}" if self.total else ""
+        many, one = self._units()
+        unit = one if self.done == 1 and not self.total else many  # 1 proposal
+        colon = COLON.text(language)
+        done, rate = number(self.done, language), number(round(self.rate), language)
+        text = f"{self.label}{colon}{done}{of} {unit}, {rate} {many}/s"
         if self._tty and not self.total:
             self.stream.write(f"\r{text}")
         elif self._tty:
@@ -79,7 +94,7 @@ class Progress:
             filled = int(width * min(share, 1.0))
             self.stream.write(
                 f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{share:6.1%} {self.done:,}/{self.total:,} {self.rate:,.0f}/s"
+                f"{share:6.1%} {done}{of} {rate}/s"
             )
         elif self._json:
             say(text, stream=self.stream)

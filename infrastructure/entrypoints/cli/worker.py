@@ -16,7 +16,8 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
-from countersign.infrastructure.entrypoints.cli.common import Result
+from countersign.infrastructure.entrypoints.cli import service_words as words
+from countersign.infrastructure.entrypoints.cli.common import Result, service_stopped
 from countersign.infrastructure.settings import SettingsError
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
 
     work = sweepers(cs, args.interval, stop)
     names = ", ".join(sweeper.name for sweeper in work)
-    log.info("worker: running %s every %s s (SIGTERM or Ctrl-C stops)", names, args.interval)
+    log.info(words.WORKER_RUNNING.text(args.language, names=names, every=args.interval))
     passes = PassLog(work)
     try:
         totals = run_schedule(work, stop, args.interval, passes, once=args.once)
@@ -49,8 +50,9 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
         "done": totals.done,
         "failures": totals.failures,
     }
-    summary = passes.summary(totals.done)
-    return document, f"worker: stopped cleanly after {totals.passes} pass(es); {summary}"
+    summary = words.sweepers_summary(passes.verbs, totals.done, args.language)
+    said = words.WORKER_STOPPED.text(args.language, passes=totals.passes, summary=summary)
+    return service_stopped(args, document, said)
 
 
 def _serve_metrics(host: str, port: int) -> Any:

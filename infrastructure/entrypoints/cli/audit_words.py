@@ -1,10 +1,174 @@
-"""What ``audit anchor`` and ``audit verify --anchor`` say of an anchor, in English and French
-(``--language``): written for an auditor, who must not be able to read a verdict as more than
-it is (what the anchor covers, and whether it is signed, is said every time)."""
+"""Every word ``audit verify`` and ``audit anchor`` say, in English and French
+(``--language``): the commands' own lines, the chain's verdict, the seals', and what an anchor
+covers and shows, written for an auditor, who must not be able to read a verdict as more than
+it is (what the anchor covers, and whether it is signed, is said every time). The report's
+--json document keeps its codes and English words, for programs. The texts are put together in
+verify_texts.py (the chain, the seals) and anchors.py (the anchor)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from countersign.domain.contracts.presentation import Localized
+from countersign.infrastructure.entrypoints.cli.service_words import number
+
+#: Faults listed on the terminal (``--json`` lists verify.LISTED and anchor.LISTED).
+SHOWN = 20
+
+
+def many(texts: tuple[Localized, Localized], count: int, language: str, **params: Any) -> str:
+    """The first text for one, the second for any other count (French: for 0 and 1), with
+    ``{count}`` its number as the language writes it."""
+    one = count == 1 or (language == "fr" and count == 0)
+    return texts[0 if one else 1].text(language, count=number(count, language), **params)
+
+
+# -- the commands' own lines ------------------------------------------------------------------
+
+SEALS_WITHOUT_KEYS = Localized(
+    "--require-seals checks seals, and no seal keys are configured: set COUNTERSIGN_SEAL_KEYS "
+    "(or COUNTERSIGN_SEAL_KEYS_FILE) as the deployment does",
+    "--require-seals vérifie les sceaux, et aucune clé de scellement n'est configurée : "
+    "définissez COUNTERSIGN_SEAL_KEYS (ou COUNTERSIGN_SEAL_KEYS_FILE) comme le fait le "
+    "déploiement",
+)
+MAX_WITHOUT_ANCHOR = Localized(
+    "--max-unanchored counts the events recorded after an anchor: give the anchor with "
+    "--anchor FILE",
+    "--max-unanchored compte les événements enregistrés après une ancre : donnez l'ancre avec "
+    "--anchor FICHIER",
+)
+ANCHOR_EXISTS = Localized(
+    "{path} exists: an anchor is kept, never replaced; name a new file (one a run, such as "
+    "anchor-2026-12-07T0900.jsonl)",
+    "{path} existe : une ancre se garde, elle n'est jamais remplacée ; nommez un nouveau "
+    "fichier (un par exécution, comme anchor-2026-12-07T0900.jsonl)",
+)
+ANCHOR_NOT_CREATED = Localized(
+    "cannot create {path} ({why}): choose a path this process may write",
+    "impossible de créer {path} ({why}) : choisissez un chemin où ce processus peut écrire",
+)
+ANCHOR_MADE = Localized(
+    "audit anchor: {proposals} and {streams} ({events}) at log position {head}, {signed}, "
+    "written {where}; keep it where the database's writers cannot reach, and check the "
+    "database against it with `countersign audit verify --anchor FILE`",
+    "audit anchor : {proposals} et {streams} ({events}) à la position {head} du journal, "
+    "{signed}, écrite {where} ; gardez-la hors de portée de ceux qui écrivent dans la base de "
+    "données, et vérifiez la base de données par rapport à elle avec `countersign audit verify "
+    "--anchor FICHIER`",
+)
+ANCHOR_SIGNED = Localized(
+    "signed with seal key {key!r}", "signée avec la clé de scellement {key!r}"
+)
+ANCHOR_UNSIGNED = Localized(
+    "unsigned (no seal keys are configured: it proves as much as where it is kept)",
+    "non signée (aucune clé de scellement n'est configurée : elle prouve autant que l'endroit "
+    "où elle est gardée)",
+)
+TO_FILE = Localized("to {path}", "dans {path}")
+ON_STDOUT = Localized("on stdout", "sur la sortie standard")
+SIGNED_WITHOUT_ANCHOR = Localized(
+    "--require-signed-anchor demands a signed anchor: give it with --anchor FILE",
+    "--require-signed-anchor exige une ancre signée : donnez-la avec --anchor FICHIER",
+)
+#: The progress lines' labels (``audit verify --anchor`` counts the events after it twice).
+EVENTS_AFTER_IT = Localized(
+    "audit verify --anchor: events after it", "audit verify --anchor : événements après elle"
+)
+STREAM_EVENTS_AFTER_IT = Localized(
+    "audit verify --anchor: other streams' events after it",
+    "audit verify --anchor : événements des autres flux après elle",
+)
+
+# -- the chain's verdict ----------------------------------------------------------------------
+
+UNLINKED = Localized(
+    " {count} events written before events' times were linked: their content is proved, their "
+    "times are not.",
+    " {count} événements écrits avant que les heures des événements soient liées : leur contenu "
+    "est prouvé, leurs heures ne le sont pas.",
+)
+UNREAD = Localized(
+    " Not proposals, not checked: streams of events countersign does not read, of {streams} "
+    "(a plug-in that is not enabled?).",
+    " Ni propositions ni vérifiés : des flux d'événements que countersign ne lit pas, de "
+    "{streams} (un plug-in qui n'est pas activé ?).",
+)
+VERIFIED = Localized(
+    "audit verify: OK, {events} events of {proposals} proposals; every hash-chain link "
+    "holds.{more}",
+    "audit verify : OK, {events} événements sur {proposals} propositions ; chaque maillon de "
+    "la chaîne de hachage tient.{more}",
+)
+BROKEN = (
+    Localized(
+        "audit verify: BROKEN: {count} proposal affected, each at its first broken link:",
+        "audit verify : ROMPUE : {count} proposition touchée, à son premier maillon rompu :",
+    ),
+    Localized(
+        "audit verify: BROKEN: {count} proposals affected, each at its first broken link:",
+        "audit verify : ROMPUE : {count} propositions touchées, chacune à son premier maillon "
+        "rompu :",
+    ),
+)
+BROKEN_LINK = Localized(
+    "  proposal {id} version {version}: {problem}",
+    "  proposition {id} version {version} : {problem}",
+)
+MORE_ALL_LISTED = Localized(
+    "  and {more} more (--json lists them)", "  et {more} de plus (--json les liste)"
+)
+MORE_FIRST_LISTED = Localized(
+    "  and {more} more (--json lists the first ones)",
+    "  et {more} de plus (--json liste les premières)",
+)
+
+# -- the seals --------------------------------------------------------------------------------
+
+SEALED = Localized(
+    " Seals: {count} proposals sealed and verified",
+    " Sceaux : {count} propositions scellées et vérifiées",
+)
+UNSEALED_ALLOWED = Localized(
+    "; {count} without a seal (made before seal keys were configured, or their seal removed): "
+    "proved by the chain alone, and refused at approval (--json lists them)",
+    " ; {count} sans sceau (faites avant que les clés de scellement soient configurées, ou "
+    "leur sceau retiré) : prouvées par la seule chaîne, et refusées à l'approbation (--json "
+    "les liste)",
+)
+BADLY_SEALED = (
+    Localized(
+        "audit verify: BADLY SEALED: {count} proposal whose seal does not verify under the "
+        "configured keys:",
+        "audit verify : MAL SCELLÉE : {count} proposition dont le sceau ne se vérifie pas avec "
+        "les clés configurées :",
+    ),
+    Localized(
+        "audit verify: BADLY SEALED: {count} proposals whose seal does not verify under the "
+        "configured keys:",
+        "audit verify : MAL SCELLÉES : {count} propositions dont le sceau ne se vérifie pas "
+        "avec les clés configurées :",
+    ),
+)
+UNSEALED = (
+    Localized(
+        "audit verify: UNSEALED: {count} proposal without a seal, where every proposal must "
+        "have one (--require-seals):",
+        "audit verify : NON SCELLÉE : {count} proposition sans sceau, alors que chaque "
+        "proposition doit en avoir un (--require-seals) :",
+    ),
+    Localized(
+        "audit verify: UNSEALED: {count} proposals without a seal, where every proposal must "
+        "have one (--require-seals):",
+        "audit verify : NON SCELLÉES : {count} propositions sans sceau, alors que chaque "
+        "proposition doit en avoir un (--require-seals) :",
+    ),
+)
+PROPOSED_AT = Localized("  proposal {id}, proposed {at}", "  proposition {id}, proposée {at}")
+AT_A_TIME = Localized("{time}", "le {time}")
+AT_AN_UNREADABLE_TIME = Localized("at an unreadable time", "à une heure illisible")
+
+# -- the anchor -------------------------------------------------------------------------------
 
 COVERS_EVERY_STREAM = Localized(
     " Anchor: every stream as anchored at log position {position} (made {made_at}, {signed}): "
@@ -69,18 +233,18 @@ NOT_COVERED = Localized(
     "{low} à {head} du journal) : un événement parmi eux supprimé ou modifié n'est montré par "
     "aucune ancre avant la suivante :",
 )
-#: A count, by its noun: (one, several), each with ``{n}``.
+#: A count, by its noun: (one, several), each with ``{count}`` (``many``).
 EVENTS_COUNTED = (
-    Localized("{n} event", "{n} événement"),
-    Localized("{n} events", "{n} événements"),
+    Localized("{count} event", "{count} événement"),
+    Localized("{count} events", "{count} événements"),
 )
 PROPOSALS_COUNTED = (
-    Localized("{n} proposal", "{n} proposition"),
-    Localized("{n} proposals", "{n} propositions"),
+    Localized("{count} proposal", "{count} proposition"),
+    Localized("{count} proposals", "{count} propositions"),
 )
 STREAMS_COUNTED = (
-    Localized("{n} other stream", "{n} autre flux"),
-    Localized("{n} other streams", "{n} autres flux"),
+    Localized("{count} other stream", "{count} autre flux"),
+    Localized("{count} other streams", "{count} autres flux"),
 )
 MADE_SINCE = Localized(", {new} of them made since", ", dont {new} créé(s) depuis")
 MADE_AFTER = Localized("made after it ({events})", "créé après elle ({events})")
@@ -118,6 +282,7 @@ UNANCHORED_FAULT = Localized(
 )
 OF_PROPOSALS = Localized("of proposals", "des propositions")
 OF_OTHER_STREAMS = Localized("of other streams", "des autres flux")
+VERIFY_PREFIX = Localized("audit verify:", "audit verify :")
 
 #: A proposal not as anchored, by its problem (the JSON's ``text`` is the English).
 PROPOSAL_PROBLEMS = {

@@ -1,0 +1,97 @@
+"""What ``audit verify`` says of the chain and of the seals, in the reader's language (the
+words in audit_words.py; what it says of an anchor, anchors.py): the verdict, what the chain
+cannot prove, and each fault named, ``SHOWN`` of each listed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from countersign.domain.contracts.presentation import Localized
+from countersign.infrastructure.entrypoints.cli import audit_words as words
+from countersign.infrastructure.entrypoints.cli.service_words import number
+
+
+def unlinked_and_unread(report: dict[str, Any], language: str) -> str:
+    """What the chain cannot prove of the times, and the streams it did not read."""
+    said = ""
+    if report["events_with_unlinked_times"]:
+        count = number(report["events_with_unlinked_times"], language)
+        said += words.UNLINKED.text(language, count=count)
+    unread = report["streams_not_read"]
+    if unread:
+        streams = ", ".join(f"{p} ({number(n, language)})" for p, n in unread.items())
+        said += words.UNREAD.text(language, streams=streams)
+    return said
+
+
+def verified(report: dict[str, Any], more: str, language: str) -> str:
+    """``audit verify``'s line when every link holds; ``more``: what follows it."""
+    return words.VERIFIED.text(
+        language,
+        events=number(report["events_checked"], language),
+        proposals=number(report["proposals_checked"], language),
+        more=more,
+    )
+
+
+def broken_text(report: dict[str, Any], language: str) -> list[str]:
+    """The proposals whose chain is broken, each at its first broken link (``SHOWN``)."""
+    count = report["broken_proposals"]
+    if not count:
+        return []
+    lines = [words.many(words.BROKEN, count, language)]
+    shown = report["broken_links"][: words.SHOWN]
+    lines += [
+        words.BROKEN_LINK.text(
+            language, id=b["proposal_id"], version=b["version"], problem=b["problem"]
+        )
+        for b in shown
+    ]
+    if count > len(shown):
+        more, listed = count - len(shown), len(report["broken_links"])
+        lines.append(_more(words.MORE, more, language, listed=number(listed, language)))
+    return lines
+
+
+def _more(text: Localized, more: int, language: str, **params: str) -> str:
+    return text.text(language, more=number(more, language), **params)
+
+
+def seals_summary(seals: dict[str, Any], language: str = "en") -> str:
+    """What the seals showed, after the chain's verdict (with seal keys configured)."""
+    text = words.SEALED.text(language, count=number(seals["sealed_proposals"], language))
+    unsealed = seals["unsealed_proposals"]
+    if unsealed and not seals["required"]:
+        text += words.UNSEALED_ALLOWED.text(language, count=number(unsealed, language))
+    return text + "."
+
+
+def seal_faults_text(seals: dict[str, Any], language: str = "en") -> str:
+    """The proposals whose seal does not verify, each named (``SHOWN`` of them), and,
+    where every proposal must be sealed (``--require-seals``), those without a seal."""
+    lines: list[str] = []
+    count = seals["badly_sealed_proposals"]
+    if count:
+        lines.append(words.many(words.BADLY_SEALED, count, language))
+        shown = seals["badly_sealed"][: words.SHOWN]
+        lines += [
+            words.PROPOSAL_ITEM.text(language, id=b["proposal_id"], said=b["problem"])
+            for b in shown
+        ]
+        if count > len(shown):
+            lines.append(_more(words.MORE_ALL_LISTED, count - len(shown), language))
+    unsealed = seals["unsealed_proposals"]
+    if seals["required"] and unsealed:
+        lines.append(words.many(words.UNSEALED, unsealed, language))
+        listed = seals["unsealed"][: words.SHOWN]
+        for u in listed:
+            at = u["proposed_at"]
+            when = (
+                words.AT_A_TIME.text(language, time=at)
+                if at
+                else words.AT_AN_UNREADABLE_TIME.text(language)
+            )
+            lines.append(words.PROPOSED_AT.text(language, id=u["proposal_id"], at=when))
+        if unsealed > len(listed):
+            lines.append(_more(words.MORE_FIRST_LISTED, unsealed - len(listed), language))
+    return "\n".join(lines)

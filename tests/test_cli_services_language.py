@@ -1,0 +1,180 @@
+"""The services' and the data's commands in the reader's language (``--language fr``):
+``projections status``, ``rebuild`` and ``run``, ``audit verify`` and ``audit anchor``, the
+``worker``, ``serve``'s lines and the long commands' progress; English by default. And a
+service's last line, as it stops, is a JSON object like its others under JSON logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.observability import logs
+
+from tests.conftest import AVA
+from tests.http_load import Deployment
+from tests.support.proposing import propose
+from tests.test_audit_verify import _delete
+from tests.test_projections_across_releases import EARLIER, LATER, _built_by
+
+
+@pytest.fixture
+def command(database_url, capsys, seeded):
+    """``countersign`` in this process, on the seeded clubs: (status, stdout, stderr)."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        status = main([*argv, "--database", database_url])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+@pytest.fixture
+def json_logs(monkeypatch) -> Iterator[None]:
+    """COUNTERSIGN_LOG_FORMAT=json for the commands run; the process's logging put back."""
+    monkeypatch.setenv(logs.LOG_FORMAT_ENV, "json")
+    root = logging.getLogger()
+    level = root.level
+    yield
+    for handler in [h for h in root.handlers if isinstance(h, logs._OurHandler)]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def test_projections_status_and_rebuild_answer_in_french(command):
+    _, status_fr, _ = command("projections", "status", "--language", "fr")
+    _, status_en, _ = command("projections", "status")
+    _, rebuilt_fr, progress_fr = command(
+        "projections", "rebuild", "audit_trail", "--language", "fr"
+    )
+    _, rebuilt_en, progress_en = command("projections", "rebuild", "audit_trail")
+
+    assert "retard" in status_fr
+    assert "lag" not in status_fr
+    assert "lag" in status_en
+    assert rebuilt_fr.startswith("audit_trail reconstruite(s) à partir de ")
+    assert "événements/s, le journal lu une seule fois pour toutes" in rebuilt_fr
+    assert rebuilt_en.startswith("rebuilt audit_trail from ")
+    # The progress line: its label and its unit.
+    assert progress_fr.startswith("reconstruction de audit_trail : ")
+    assert " événements, " in progress_fr
+    assert progress_en.startswith("rebuild audit_trail: ")
+    assert " events, " in progress_en
+
+
+def test_tables_another_release_built_are_said_in_french(command, cs):
+    for runner in cs.projection_runners(["audit_trail", "browser_view"]):
+        runner.catch_up()
+    _built_by(cs, {"browser_view": LATER, "audit_trail": EARLIER})
+
+    _, said, _ = command("projections", "status", "audit_trail", "browser_view", "--language", "fr")
+
+    assert "construite par une version ultérieure (v999 ; celle-ci a v" in said
+    assert "cette version n'y touchera pas" in said
+    assert "construite par une version antérieure (v0) : cette version supprime ses tables" in said
+
+
+def test_audit_verify_says_its_verdict_in_french(command, cs, seeded):
+    _, sound_fr, _ = command("audit", "verify", "--language", "fr")
+    _, sound_en, _ = command("audit", "verify")
+    proposal_id = propose(cs, seeded, "refund-ok")
+    assert cs.proposals.approve(proposal_id, AVA).status == "succeeded"
+    _delete(cs, proposal_id, 3)
+    broken_fr = command("audit", "verify", "--language", "fr")
+    broken_en = command("audit", "verify")
+
+    assert sound_fr.startswith("audit verify : OK, ")
+    assert "chaque maillon de la chaîne de hachage tient." in sound_fr
+    assert "every hash-chain link holds." in sound_en
+    assert broken_fr[0] == broken_en[0] == 5
+    assert (
+        "audit verify : ROMPUE : 1 proposition touchée, à son premier maillon rompu :"
+        in broken_fr[2]
+    )
+    assert f"  proposition {proposal_id} version " in broken_fr[2]
+    assert "audit verify: BROKEN: 1 proposal affected" in broken_en[2]
+
+
+def test_audit_anchor_and_verify_against_it_in_french(command, tmp_path):
+    anchor = tmp_path / "anchor.jsonl"
+    status, _, made = command("audit", "anchor", "--out", str(anchor), "--language", "fr")
+    _, checked, _ = command("audit", "verify", "--anchor", str(anchor), "--language", "fr")
+    again = command("audit", "anchor", "--out", str(anchor), "--language", "fr")
+    _, _, made_en = command("audit", "anchor", "--out", str(tmp_path / "en.jsonl"))
+
+    assert status == 0
+    assert made.startswith("audit anchor : 0 proposition et ")
+    assert " autres flux (" in made
+    assert " événements) à la position " in made
+    assert "non signée (aucune clé de scellement n'est configurée" in made
+    assert f"écrite dans {anchor} ; gardez-la hors de portée" in made
+    assert made_en.startswith("audit anchor: 0 proposals and ")
+    assert "written to " in made_en
+    assert " Ancre : chaque flux tel qu'ancré à la position " in checked
+    assert "NON SIGNÉE, acceptée seulement parce que les ancres signées ne sont pas" in checked
+    assert "Aucun événement n'a été enregistré après elle" in checked
+    assert again[0] == 2
+    assert "existe : une ancre se garde, elle n'est jamais remplacée" in again[2]
+
+
+def test_the_worker_stops_in_french(command):
+    _, fr, _ = command("worker", "--once", "--language", "fr")
+    _, en, _ = command("worker", "--once")
+
+    assert fr.strip() == (
+        "worker : arrêté proprement après 1 passage(s) ; reconcile : 0 réglée(s), "
+        "expire : 0 expirée(s), notify : 0 livrée(s)"
+    )
+    assert en.strip().startswith("worker: stopped cleanly after 1 pass(es); reconcile settled 0")
+
+
+def test_with_json_logs_a_services_last_line_is_a_json_object(command, json_logs):
+    status, out, err = command("worker", "--once")
+    with_document = command("worker", "--once", "--json")
+
+    assert (status, out) == (0, "")
+    last = json.loads(err.splitlines()[-1])
+    assert last["message"].startswith("worker: stopped cleanly after 1 pass(es)")
+    assert {"time", "level", "logger", "process"} <= last.keys()
+    # --json still prints its document on stdout; the line beside it is JSON too.
+    assert json.loads(with_document[1])["stopped"] is True
+    assert json.loads(with_document[2].splitlines()[-1])["message"].startswith("worker: stopped")
+
+
+def _said(log: Path, start: str) -> list[dict[str, object]]:
+    """The service's JSON lines once one begins with ``start`` (waited for, the service
+    starting)."""
+    for _ in range(600):
+        lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+        if any(str(line["message"]).startswith(start) for line in lines):
+            return lines
+        time.sleep(0.1)
+    raise AssertionError(f"{start!r} never said:\n{log.read_text()}")
+
+
+@pytest.mark.slow
+def test_serve_and_projections_run_start_and_stop_in_french_as_json_lines(
+    database_url, tmp_path, seeded
+):
+    deployment = Deployment(database_url, tmp_path, env={"COUNTERSIGN_LOG_FORMAT": "json"})
+    try:
+        deployment.serve(1, "--language", "fr", "--no-sweepers")
+        runner = deployment._start("projections", "projections", "run", "--language", "fr")
+        _said(runner.log, "projections : suivi du journal pour ")
+    finally:
+        problems = deployment.stop()
+
+    assert problems == []
+    served = [json.loads(x) for x in (tmp_path / "serve.log").read_text().splitlines()]
+    messages = [str(line["message"]) for line in served]
+    assert messages[0].startswith("countersign : en service sur http://127.0.0.1:")
+    assert "cookies sécurisés désactivés" in messages[0]
+    assert messages[1].startswith("countersign : aucun balayeur ne tourne dans ce processus")
+    assert messages[-1] == "countersign : serveur arrêté."
+    ran = [json.loads(x) for x in runner.log.read_text().splitlines()]
+    assert str(ran[-1]["message"]).startswith("projections : arrêtées proprement ; ")
