@@ -86,8 +86,18 @@ class CommandParser(argparse.ArgumentParser):
     message on stderr and exit status 2."""
 
     json_errors = False
-    #: The language its usage errors are in: the command line's ``--language``, read first.
+    #: The language its help and usage errors are in: the command line's ``--language``,
+    #: read first.
     language = "en"
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """Its help and usage in the command line's ``--language`` (help_fr.py for French,
+        imported only then)."""
+        if CommandParser.language == "fr":
+            from countersign.infrastructure.entrypoints.cli.help_fr import FrenchHelpFormatter
+
+            return FrenchHelpFormatter(prog=self.prog)
+        return super()._get_formatter()
 
     def error(self, message: str) -> NoReturn:
         from countersign.infrastructure.entrypoints.cli.answers import ERROR_LINE, usage_error
