@@ -16,7 +16,7 @@ from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.observability import logs
 
 from tests.conftest import AVA
-from tests.http_load import Deployment
+from tests.http_load import Deployment, free_port
 from tests.support.proposing import propose
 from tests.test_audit_verify import _delete
 from tests.test_projections_across_releases import EARLIER, LATER, _built_by
@@ -165,7 +165,16 @@ def test_serve_and_projections_run_start_and_stop_in_french_as_json_lines(
     try:
         deployment.serve(1, "--language", "fr", "--no-sweepers")
         runner = deployment._start("projections", "projections", "run", "--language", "fr")
+        notify = deployment._start("notify", "notify", "run", "--language", "fr")
+        port = str(free_port())
+        mcp = deployment._start("mcp", "mcp", "--http", "--port", port, "--language", "fr")
         _said(runner.log, "projections : suivi du journal pour ")
+        _said(notify.log, "notify : livraison de la boîte d'envoi toutes les 5 s (Ctrl-C arrête)")
+        _said(mcp.log, f"countersign : MCP en HTTP diffusable à http://127.0.0.1:{port}/mcp")
+        # Its stop is uvicorn's own (it ends by the signal it was sent): not this test's.
+        deployment.services.remove(mcp)
+        mcp.process.terminate()
+        mcp.process.wait(timeout=30)
     finally:
         problems = deployment.stop()
 
@@ -178,3 +187,13 @@ def test_serve_and_projections_run_start_and_stop_in_french_as_json_lines(
     assert messages[-1] == "countersign : serveur arrêté."
     ran = [json.loads(x) for x in runner.log.read_text().splitlines()]
     assert str(ran[-1]["message"]).startswith("projections : arrêtées proprement ; ")
+    notified = [json.loads(x) for x in notify.log.read_text().splitlines()]
+    assert str(notified[-1]["message"]).startswith("notify : arrêté proprement ; 0 nouvelle(s)")
+
+
+def test_notify_answers_in_french(command):
+    _, fr, _ = command("notify", "run", "--once", "--language", "fr")
+    _, en, _ = command("notify", "run", "--once")
+
+    assert fr.strip().startswith("notify : 0 nouvelle(s) livraison(s) ; 0 tentée(s) : 0 livrée(s)")
+    assert en.strip().startswith("notify: 0 new deliveries; 0 attempted: 0 delivered")

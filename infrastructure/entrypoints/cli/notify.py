@@ -18,7 +18,7 @@ from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.entrypoints.cli import render
-from countersign.infrastructure.entrypoints.cli.common import Result, UsageError
+from countersign.infrastructure.entrypoints.cli.common import Result, UsageError, service_stopped
 from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
@@ -186,13 +186,17 @@ _WRITTEN_TO = Localized(
 
 def cmd_notify_run(cs: Countersign, args: argparse.Namespace) -> Result:
     """Pass after pass (or one, with --once), a progress line per pass that did something."""
+    from countersign.infrastructure.entrypoints.cli import service_words as words
     from countersign.infrastructure.notifications.sender import PassReport
     from countersign.infrastructure.notifications.webhooks import notification_sender
 
     sender = notification_sender(cs)
+    language = args.language
     if args.once:
         report = sender.run_once()
-        return report.to_json(), f"notify: {report.line()}"
+        return report.to_json(), words.NOTIFY_PASS.text(
+            language, line=words.notify_line(report, language)
+        )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -202,11 +206,13 @@ def cmd_notify_run(cs: Countersign, args: argparse.Namespace) -> Result:
         for name in ("fanned_out", "attempted", "delivered", "retrying", "dead"):
             setattr(totals, name, getattr(totals, name) + getattr(report, name))
         if report.fanned_out or report.attempted:
-            say(f"notify: {report.line()}")
+            say(words.NOTIFY_PASS.text(language, line=words.notify_line(report, language)))
 
-    say(f"notify: delivering the outbox every {args.interval:g} s (Ctrl-C stops)")
+    say(words.NOTIFY_RUNNING.text(language, every=f"{args.interval:g}"))
     sender.run(stop, args.interval, progress)
-    return {"stopped": True, **totals.to_json()}, f"notify: stopped cleanly; {totals.line()}"
+    document = {"stopped": True, **totals.to_json()}
+    said = words.NOTIFY_STOPPED.text(language, line=words.notify_line(totals, language))
+    return service_stopped(args, document, said)
 
 
 def _json(value: Any) -> Any:

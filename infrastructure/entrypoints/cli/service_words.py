@@ -5,6 +5,8 @@ stay as they are, for programs (``audit verify`` says its own in ``audit_words``
 
 from __future__ import annotations
 
+from typing import Any
+
 from countersign.domain.contracts.presentation import Localized
 
 COLON = Localized(": ", " : ")
@@ -78,6 +80,33 @@ def sweepers_summary(verbs: dict[str, str], done: dict[str, int], language: str)
         f"{name} : {count} {SWEEPER_DID_FR.get(verbs[name], verbs[name])}"
         for name, count in done.items()
     )
+
+
+# -- notify run ------------------------------------------------------------------------------
+
+NOTIFY_RUNNING = Localized(
+    "notify: delivering the outbox every {every} s (Ctrl-C stops)",
+    "notify : livraison de la boîte d'envoi toutes les {every} s (Ctrl-C arrête)",
+)
+NOTIFY_PASS = Localized("notify: {line}", "notify : {line}")
+NOTIFY_STOPPED = Localized("notify: stopped cleanly; {line}", "notify : arrêté proprement ; {line}")
+NOTIFY_LINE_FR = (
+    "{fanned_out} nouvelle(s) livraison(s) ; {attempted} tentée(s) : {delivered} livrée(s), "
+    "{retrying} à réessayer, {dead} morte(s)"
+)
+NOTIFY_SKIPPED_FR = ", {skipped} ignorée(s) (plus en attente)"
+
+
+def notify_line(report: Any, language: str) -> str:
+    """A notify pass's counts (``PassReport``), in the reader's language."""
+    if language != "fr":
+        return str(report.line())
+    counts = {name: getattr(report, name) for name in NOTIFY_COUNTS}
+    line = NOTIFY_LINE_FR.format(**counts)
+    return line + (NOTIFY_SKIPPED_FR.format(**counts) if report.skipped else "")
+
+
+NOTIFY_COUNTS = ("fanned_out", "attempted", "delivered", "retrying", "dead", "skipped")
 
 
 # -- projections ------------------------------------------------------------------------------

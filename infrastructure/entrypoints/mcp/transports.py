@@ -23,6 +23,7 @@ from anyio import to_thread
 from countersign.application.authorization import Caller
 from countersign.application.errors import new_correlation_id
 from countersign.application.reports import ProposalCreated
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.mcp.server import CountersignTools
 from countersign.infrastructure.entrypoints.mcp.sessions import SessionBook, SessionLimits
@@ -105,15 +106,21 @@ def http_app(
     return BearerGate(server, cs, limits)
 
 
+#: The streamable HTTP server's first line, in the language of the command that started it.
+_SERVING = Localized(
+    "countersign: MCP over streamable HTTP at {address} (Authorization: Bearer <API token>); "
+    "Ctrl-C stops",
+    "countersign : MCP en HTTP diffusable à {address} (Authorization: Bearer <jeton d'API>) ; "
+    "Ctrl-C arrête",
+)
+
+
 def serve_http(cs: Countersign, *, host: str, port: int, language: str = "en") -> None:
     """Serve streamable HTTP on ``host:port`` until interrupted (its settings read first: a
     wrong one stops it before it says it serves)."""
     app = http_app(cs, host=host, language=language)
     options = connection_options()  # the read deadline: refused now if it is wrong
-    say(
-        f"countersign: MCP over streamable HTTP at http://{host}:{port}{PATH} "
-        "(Authorization: Bearer <API token>); Ctrl-C stops"
-    )
+    say(_SERVING.text(language, address=f"http://{host}:{port}{PATH}"))
     uvicorn.run(app, host=host, port=port, log_level="warning", **options)
 
 
