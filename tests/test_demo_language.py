@@ -76,3 +76,13 @@ def test_demo_serve_says_where_to_look_in_french():
     assert "(Maple, en tant que Mia)" in french
     assert "L'histoire a réglé refund-ok : servez une base de données neuve" in french
     assert "See it in the browser: http://x:8000 (Ctrl-C stops the server)" in english
+
+
+def test_french_waits_for_another_manager_with_its_de_elided(capsys, tmp_path):
+    """The two managers' chapter read "en attente de un autre responsable"."""
+    database = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--language", "fr", "--database", database]) == 0
+    out = capsys.readouterr().out
+
+    assert "1 approbation(s) sur 2 ; en attente d'un autre responsable." in out
+    assert "en attente de un" not in out

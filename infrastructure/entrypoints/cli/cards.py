@@ -350,10 +350,11 @@ _ALREADY_YOURS = Localized(
 )
 _AWAITING = Localized(
     "{headline}: {approvals} of {required} approvals; waiting for {waiting}.",
-    "{headline} : {approvals} approbation(s) sur {required} ; en attente de {waiting}.",
+    "{headline} : {approvals} approbation(s) sur {required} ; en attente {waiting}.",
 )
-_ANOTHER_MANAGER = Localized("another manager", "un autre responsable")
-_MORE_MANAGERS = Localized("{missing} more managers", "{missing} autres responsables")
+# French says "en attente d'un autre responsable": the "de" belongs to the value.
+_ANOTHER_MANAGER = Localized("another manager", "d'un autre responsable")
+_MORE_MANAGERS = Localized("{missing} more managers", "de {missing} autres responsables")
 _NO_LONGER_COUNTS = Localized(
     "No longer counts: {who}'s approval ({reason}).",
     "Ne compte plus : l'approbation de {who} ({reason}).",
