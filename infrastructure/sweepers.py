@@ -24,6 +24,7 @@ from datetime import timedelta
 
 from countersign.application.errors import new_correlation_id
 from countersign.application.reports import SweepReport
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.notifications.webhooks import notification_sender
 from countersign.infrastructure.persistence.unavailable import (
@@ -215,26 +216,50 @@ class PassLog:
 
     ALIVE_EVERY = 60.0
 
-    def __init__(self, work: list[Sweeper], prefix: str = "worker") -> None:
+    def __init__(self, work: list[Sweeper], prefix: str = "worker", language: str = "en") -> None:
         self.verbs = {sweeper.name: sweeper.verb for sweeper in work}
         self.prefix = prefix
+        self.language = language
         self.last_said = time.monotonic()
 
     def __call__(self, report: PassReport) -> None:
         did = self.summary(report.done)
+        language, number = self.language, report.number
         if any(report.done.values()) or report.failed:
-            failed = f"failed: {', '.join(report.failed)}" if report.failed else ""
-            said = "; ".join(part for part in (did, failed) if part)
-            log.info("%s: pass %d: %s (%.2f s)", self.prefix, report.number, said, report.seconds)
+            failed = ", ".join(report.failed)
+            failed = _FAILED.text(language, names=failed) if report.failed else ""
+            said = _AND.text(language).join(part for part in (did, failed) if part)
+            seconds = f"{report.seconds:.2f}"
+            seconds = seconds.replace(".", ",") if language == "fr" else seconds
+            log.info(_PASS.text(language, prefix=self.prefix, number=number, said=said, s=seconds))
         elif time.monotonic() - self.last_said >= self.ALIVE_EVERY:
-            log.info("%s: pass %d: nothing to do", self.prefix, report.number)
+            log.info(_NOTHING.text(language, prefix=self.prefix, number=number))
         else:
             return
         self.last_said = time.monotonic()
 
     def summary(self, done: dict[str, int]) -> str:
-        """'reconcile settled 1, expire expired 0, notify delivered 0'."""
-        return ", ".join(f"{name} {self.verbs[name]} {count}" for name, count in done.items())
+        """'reconcile settled 1, expire expired 0, notify delivered 0'; in French
+        'reconcile : 1 réglée(s), expire : 0 expirée(s), notify : 0 livrée(s)'."""
+        if self.language != "fr":
+            return ", ".join(f"{name} {self.verbs[name]} {count}" for name, count in done.items())
+        return ", ".join(
+            f"{name} : {count} {_DID_FR.get(self.verbs[name], self.verbs[name])}"
+            for name, count in done.items()
+        )
+
+
+#: A pass's lines, in the language of the command that runs the schedule.
+_PASS = Localized(
+    "{prefix}: pass {number}: {said} ({s} s)", "{prefix} : passage {number} : {said} ({s} s)"
+)
+_NOTHING = Localized(
+    "{prefix}: pass {number}: nothing to do", "{prefix} : passage {number} : rien à faire"
+)
+_FAILED = Localized("failed: {names}", "en échec : {names}")
+_AND = Localized("; ", " ; ")
+#: What each sweeper did, as its line counts it (``Sweeper.verb``), in French.
+_DID_FR = {"settled": "réglée(s)", "expired": "expirée(s)", "delivered": "livrée(s)"}
 
 
 class InProcessSweepers:
@@ -243,9 +268,12 @@ class InProcessSweepers:
     as ``countersign worker``'s does on SIGTERM). It wires its own countersign, so it shares
     no connection with the server's workers."""
 
-    def __init__(self, settings: Settings, every: float = DEFAULT_INTERVAL) -> None:
+    def __init__(
+        self, settings: Settings, every: float = DEFAULT_INTERVAL, language: str = "en"
+    ) -> None:
         self.settings = settings
         self.every = every
+        self.language = language
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="countersign-sweepers")
 
@@ -265,6 +293,8 @@ class InProcessSweepers:
             return
         try:
             work = sweepers(cs, self.every, self._stop)
-            run_schedule(work, self._stop, self.every, PassLog(work, "serve sweepers"))
+            run_schedule(
+                work, self._stop, self.every, PassLog(work, "serve sweepers", self.language)
+            )
         finally:
             cs.close()

@@ -197,3 +197,22 @@ def test_notify_answers_in_french(command):
 
     assert fr.strip().startswith("notify : 0 nouvelle(s) livraison(s) ; 0 tentée(s) : 0 livrée(s)")
     assert en.strip().startswith("notify: 0 new deliveries; 0 attempted: 0 delivered")
+
+
+def test_the_sweepers_passes_are_logged_in_french(caplog):
+    from countersign.infrastructure.sweepers import PassLog, PassReport
+
+    class Named:
+        def __init__(self, name: str, verb: str) -> None:
+            self.name, self.verb = name, verb
+
+    work = [Named("reconcile", "settled"), Named("notify", "delivered")]
+    passes = PassLog(work, language="fr")  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO, logger="countersign.worker"):
+        passes(PassReport(4, {}, ["reconcile", "notify"], 15.01))
+        passes(PassReport(5, {"notify": 0}, ["reconcile"], 7.6))
+
+    assert [r.getMessage() for r in caplog.records] == [
+        "worker : passage 4 : en échec : reconcile, notify (15,01 s)",
+        "worker : passage 5 : notify : 0 livrée(s) ; en échec : reconcile (7,60 s)",
+    ]

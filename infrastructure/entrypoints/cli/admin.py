@@ -72,7 +72,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     # is a service of its own (docs/deploy.md).
     from countersign.infrastructure.sweepers import InProcessSweepers
 
-    background = InProcessSweepers(cs.settings) if sweeping else None
+    background = InProcessSweepers(cs.settings, language=args.language) if sweeping else None
     cs.close()
     workers, language = args.workers, args.language
     say(

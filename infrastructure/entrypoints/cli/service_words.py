@@ -68,20 +68,6 @@ WORKER_STOPPED = Localized(
     "worker: stopped cleanly after {passes} pass(es); {summary}",
     "worker : arrêté proprement après {passes} passage(s) ; {summary}",
 )
-#: What each sweeper did, as its line counts it (``Sweeper.verb``), in French.
-SWEEPER_DID_FR = {"settled": "réglée(s)", "expired": "expirée(s)", "delivered": "livrée(s)"}
-
-
-def sweepers_summary(verbs: dict[str, str], done: dict[str, int], language: str) -> str:
-    """'reconcile settled 1, expire expired 0'; in French 'reconcile : 1 réglée(s), ...'."""
-    if language != "fr":
-        return ", ".join(f"{name} {verbs[name]} {count}" for name, count in done.items())
-    return ", ".join(
-        f"{name} : {count} {SWEEPER_DID_FR.get(verbs[name], verbs[name])}"
-        for name, count in done.items()
-    )
-
-
 # -- notify run ------------------------------------------------------------------------------
 
 NOTIFY_RUNNING = Localized(

@@ -38,7 +38,7 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
     work = sweepers(cs, args.interval, stop)
     names = ", ".join(sweeper.name for sweeper in work)
     log.info(words.WORKER_RUNNING.text(args.language, names=names, every=args.interval))
-    passes = PassLog(work)
+    passes = PassLog(work, language=args.language)
     try:
         totals = run_schedule(work, stop, args.interval, passes, once=args.once)
     finally:
@@ -50,7 +50,7 @@ def cmd_worker(cs: Countersign, args: argparse.Namespace) -> Result:
         "done": totals.done,
         "failures": totals.failures,
     }
-    summary = words.sweepers_summary(passes.verbs, totals.done, args.language)
+    summary = passes.summary(totals.done)
     said = words.WORKER_STOPPED.text(args.language, passes=totals.passes, summary=summary)
     return service_stopped(args, document, said)
 
