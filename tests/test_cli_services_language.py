@@ -216,3 +216,14 @@ def test_the_sweepers_passes_are_logged_in_french(caplog):
         "worker : passage 4 : en échec : reconcile, notify (15,01 s)",
         "worker : passage 5 : notify : 0 livrée(s) ; en échec : reconcile (7,60 s)",
     ]
+
+
+def test_a_skip_refused_says_why_in_french(command):
+    nowhere = command("projections", "skip", "999999", "--reason", "lost", "--language", "fr")
+    no_reason = command("projections", "skip", "1", "--reason", " ", "--language", "fr")
+    english = command("projections", "skip", "999999", "--reason", "lost")
+
+    assert nowhere[0] == no_reason[0] == english[0] == 2
+    assert "erreur : le journal n'a aucun événement à la position 999999" in nowhere[2]
+    assert "erreur : dites pourquoi l'événement est sauté : --reason TEXTE" in no_reason[2]
+    assert "error: the log has no event at position 999999" in english[2]

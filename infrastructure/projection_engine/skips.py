@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import missing_table
@@ -39,7 +40,36 @@ REASON_MOST = 500
 
 
 class SkipRefusedError(ValueError):
-    """The event named cannot be skipped; the message says why and what to do instead."""
+    """The event named cannot be skipped; the message says why and what to do instead (in
+    French too: ``french``)."""
+
+    def __init__(self, said: Localized, **params: object) -> None:
+        super().__init__(said.text("en", **params))
+        self.french = said.text("fr", **params)
+
+
+_NO_REASON = Localized(
+    "say why the event is skipped: --reason TEXT",
+    "dites pourquoi l'événement est sauté : --reason TEXTE",
+)
+_LONG_REASON = Localized(
+    "the reason is a line, at most {most} characters",
+    "la raison tient sur une ligne, {most} caractères au plus",
+)
+_NO_EVENT = Localized(
+    "the log has no event at position {position}",
+    "le journal n'a aucun événement à la position {position}",
+)
+_READS = Localized(
+    "the event at position {position} ({event}) reads: a projection that stops there fails in "
+    "its handler, which needs a fix of the code, not a skip",
+    "l'événement à la position {position} ({event}) se lit : une projection qui s'y arrête "
+    "échoue dans son gestionnaire, ce qui demande une correction du code, pas un saut",
+)
+_SKIPPED_ALREADY = Localized(
+    "the event at position {position} is skipped already, by {who} at {at}: {reason}",
+    "l'événement à la position {position} est déjà sauté, par {who} le {at} : {reason}",
+)
 
 
 @dataclass(frozen=True)
@@ -116,21 +146,17 @@ def record(
     SkipRefusedError, recording nothing, otherwise."""
     reason = " ".join(reason.split())
     if not reason:
-        raise SkipRefusedError("say why the event is skipped: --reason TEXT")
+        raise SkipRefusedError(_NO_REASON)
     if len(reason) > REASON_MOST:
-        raise SkipRefusedError(f"the reason is a line, at most {REASON_MOST} characters")
+        raise SkipRefusedError(_LONG_REASON, most=REASON_MOST)
     if notification is None or notification.id != position:
-        raise SkipRefusedError(f"the log has no event at position {position}")
+        raise SkipRefusedError(_NO_EVENT, position=position)
     try:
         decode(notification)
     except Exception as error:  # what a runner stops on: this is what may be skipped
         cause = type(error).__name__
     else:
-        raise SkipRefusedError(
-            f"the event at position {position} ({event_named(notification)}) reads: a "
-            "projection that stops there fails in its handler, which needs a fix of the code, "
-            "not a skip"
-        )
+        raise SkipRefusedError(_READS, position=position, event=event_named(notification))
     skip = Skip(
         position,
         event_named(notification),
@@ -148,8 +174,11 @@ def record(
             # Said, not recorded again: the first skip's reason, who and when stay (a repeat
             # answered "recorded" with its own reason, and kept the first).
             raise SkipRefusedError(
-                f"the event at position {position} is skipped already, by {earlier[1]} at "
-                f"{earlier[2]}: {earlier[0]}"
+                _SKIPPED_ALREADY,
+                position=position,
+                who=earlier[1],
+                at=earlier[2],
+                reason=earlier[0],
             )
         cursor.execute(
             f"INSERT INTO {SKIPS_TABLE}"

@@ -111,7 +111,7 @@ def cmd_projections_skip(cs: Countersign, args: argparse.Namespace) -> Result:
             cs.sql, notification, runner.decode_event.decode, args.position, args.reason
         )
     except skips.SkipRefusedError as refused:
-        raise UsageError(str(refused)) from None
+        raise UsageError(str(refused), refused.french) from None
     document = {"skipped": skip.as_dict()}
     text = words.SKIP_RECORDED.text(
         args.language, position=skip.position, event=skip.event, reason=skip.reason
