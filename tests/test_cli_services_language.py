@@ -227,3 +227,20 @@ def test_a_skip_refused_says_why_in_french(command):
     assert "erreur : le journal n'a aucun événement à la position 999999" in nowhere[2]
     assert "erreur : dites pourquoi l'événement est sauté : --reason TEXTE" in no_reason[2]
     assert "error: the log has no event at position 999999" in english[2]
+
+
+def test_a_projection_stopped_at_an_unreadable_event_is_said_in_french(command, cs, seeded):
+    from tests.test_projection_skips import _damaged
+
+    position, _ = _damaged(cs, seeded)
+    _, status_fr, _ = command("projections", "status", "browser_view", "--language", "fr")
+    stopped = command("projections", "rebuild", "browser_view", "--language", "fr")
+    _, status_en, _ = command("projections", "status", "browser_view")
+
+    said = f"la projection 'browser_view' s'est arrêtée à la notification {position}"
+    assert said in status_fr
+    assert f"'countersign projections skip {position} --reason TEXTE' le fait passer" in status_fr
+    assert stopped[0] == 1
+    assert said in stopped[2]
+    assert "Rien après elle n'a été appliqué" in stopped[2]
+    assert f"projection 'browser_view' stopped at notification {position}" in status_en

@@ -1,10 +1,7 @@
 """Projection tables over SQL: the batch-scoped ``Rows`` implementation (its column codecs are
 in ``codecs``), the tracking table, and the one transaction that writes a batch with its new
-position.
-
-Kept apart from the runner (and from the event store) so that a writer process imports only
-this, the SQL helper and the projections' table declarations.
-"""
+position. Kept apart from the runner (and from the event store) so that a writer process
+imports only this, the SQL helper and the projections' table declarations."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.sql import Cursor, integrity_errors
 from countersign.infrastructure.projection_engine.codecs import (
     _COPY_ROWS,
@@ -34,8 +32,10 @@ class ProjectionStoppedError(Exception):
     ``position``: that event's, where it is known; ``applied``: how many events before it
     were applied all the same (``ProjectionRunner.run_batch``)."""
 
-    def __init__(self, message: str, position: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str | Localized, position: int | None = None) -> None:
+        #: What it says, in French too (``stops.stopped``; the English alone otherwise).
+        self.said = message if isinstance(message, Localized) else Localized(message, message)
+        super().__init__(self.said.en)
         self.position = position
         self.applied = 0
 

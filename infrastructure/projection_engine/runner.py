@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
@@ -210,7 +211,7 @@ class ProjectionRunner:
     def status(self) -> ProjectionStatus:
         return ProjectionStatus(self.name, self.position(), self.head())
 
-    def unreadable_next(self, position: int) -> str | None:
+    def unreadable_next(self, position: int) -> Localized | None:
         """What stops this projection at its batch after ``position``, if an event there that
         it handles does not decode: the message its runner logs when it stops there (None:
         every such event of that batch reads). For ``projections status``, whose reader has

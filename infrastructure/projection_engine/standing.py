@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.unavailable import missing_table
 from countersign.infrastructure.projection_engine.releases import version_of
@@ -50,7 +51,7 @@ class Standing:
     built_version: int | None = None
     note: str | None = None
     #: Where it stops, if its next event does not read (``ProjectionRunner.unreadable_next``).
-    stopped: str | None = None
+    stopped: Localized | None = None
 
     @property
     def lag(self) -> int:
@@ -65,7 +66,7 @@ class Standing:
             "state": self.state,
             "built_version": self.built_version,
             "note": self.note,
-            "stopped": self.stopped,
+            "stopped": self.stopped.en if self.stopped is not None else None,
         }
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
@@ -83,23 +84,33 @@ def advanced(name: str) -> str:
     )
 
 
-def stopped(name: str, notification: Entry, error: str, *, unreadable: bool = False) -> str:
+def stopped(name: str, notification: Entry, error: str, *, unreadable: bool = False) -> Localized:
     """What stops ``name`` at ``notification``, which it could not apply (``error``, the
-    exception's class): the event and its aggregate, and that the next run resumes there;
-    for an event that does not decode (``unreadable``), that an operator may pass it
-    (``skips.py``)."""
-    said = (
-        f"projection {name!r} stopped at notification {notification.id} "
-        f"({event_named(notification)}): {error}. "
-        "Nothing after it was applied; fix the cause and run the projection again: "
-        "it resumes from this event."
+    exception's class), in English and French: the event and its aggregate, and that the
+    next run resumes there; for an event that does not decode (``unreadable``), that an
+    operator may pass it (``skips.py``)."""
+    said = _STOPPED.filled(
+        name=repr(name), position=notification.id, event=event_named(notification), error=error
     )
-    if unreadable:
-        said += (
-            " If the record cannot be restored, 'countersign projections skip "
-            f"{notification.id} --reason TEXT' passes it in every projection, recorded."
-        )
-    return said
+    if not unreadable:
+        return said
+    skip = _SKIP_IT.filled(position=notification.id)
+    return Localized(said.en + skip.en, said.fr + skip.fr)
+
+
+_STOPPED = Localized(
+    "projection {name} stopped at notification {position} ({event}): {error}. Nothing after "
+    "it was applied; fix the cause and run the projection again: it resumes from this event.",
+    "la projection {name} s'est arrêtée à la notification {position} ({event}) : {error}. "
+    "Rien après elle n'a été appliqué ; corrigez la cause et relancez la projection : elle "
+    "reprend à cet événement.",
+)
+_SKIP_IT = Localized(
+    " If the record cannot be restored, 'countersign projections skip {position} --reason "
+    "TEXT' passes it in every projection, recorded.",
+    " Si l'enregistrement ne peut pas être restauré, 'countersign projections skip {position} "
+    "--reason TEXTE' le fait passer dans chaque projection, en l'enregistrant.",
+)
 
 
 def event_named(notification: Entry) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import (
@@ -299,7 +300,7 @@ def _run_chunk(
     runners run only over the events before it, and once a runner fails at an event the
     runners after it run only over the events before that one."""
     # The position the rebuild stops at, what it says, and the error it comes from.
-    stop: tuple[int, str, BaseException | None] | None
+    stop: tuple[int, Localized, BaseException | None] | None
     decoded, stop = _decode_chunk(runners, chunk, handlers)
     for i, runner_rows in enumerate(rows):
         todo = decoded
@@ -325,7 +326,7 @@ def _decode_chunk(
     runners: list[ProjectionRunner],
     chunk: Sequence[Entry],
     handlers: dict[str, tuple[Any, ...] | None],
-) -> tuple[list[tuple[Any, int, tuple[Any, ...]]], tuple[int, str, None] | None]:
+) -> tuple[list[tuple[Any, int, tuple[Any, ...]]], tuple[int, Localized, None] | None]:
     """``_run_chunk``'s decoding: each event some runner handles, decoded once, with its
     position and its topic's handlers, up to the first that does not decode (then the stop
     it makes: its position and what it says), passing those an operator skipped (skips.py)."""

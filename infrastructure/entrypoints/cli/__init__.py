@@ -397,7 +397,8 @@ def _answer_to(error: Exception, language: str = "en", command: str | None = Non
     if isinstance(error, InvalidRequestError):
         return _refused(error, language)
     if isinstance(error, ProjectionStoppedError):
-        return {"error": "projection_stopped", "message": str(error)}, str(error), 1
+        said = error.said.text(language)
+        return {"error": "projection_stopped", "message": str(error)}, said, 1
     if isinstance(error, NotRevisableError):
         return _not_revisable(error, language)
     if isinstance(error, UnknownOrderError):

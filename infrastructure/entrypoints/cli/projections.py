@@ -58,7 +58,8 @@ def cmd_projections_status(cs: Countersign, args: argparse.Namespace) -> Result:
                 language, name=f"{standing.name:<14}", position=f"{position:>9}", lag=f"{lag:>9}"
             )
         )
-        for said in (_note(standing, projection.version, language), standing.stopped):
+        stopped = standing.stopped.text(language) if standing.stopped is not None else None
+        for said in (_note(standing, projection.version, language), stopped):
             if said:
                 lines.append(f"  {said}")
     skipped = skips.listed(cs.sql)
