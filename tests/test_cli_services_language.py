@@ -244,3 +244,39 @@ def test_a_projection_stopped_at_an_unreadable_event_is_said_in_french(command, 
     assert said in stopped[2]
     assert "Rien après elle n'a été appliqué" in stopped[2]
     assert f"projection 'browser_view' stopped at notification {position}" in status_en
+
+
+def test_an_anchor_file_refused_says_why_in_french(command, tmp_path):
+    not_one = tmp_path / "notes.txt"
+    not_one.write_text("hello\n")
+    cut = tmp_path / "cut.jsonl"
+    assert command("audit", "anchor", "--out", str(cut))[0] == 0
+    cut.write_bytes(cut.read_bytes()[:-30])
+
+    refused = command("audit", "verify", "--anchor", str(not_one), "--language", "fr")
+    incomplete = command("audit", "verify", "--anchor", str(cut), "--language", "fr")
+    english = command("audit", "verify", "--anchor", str(not_one))
+
+    assert refused[0] == incomplete[0] == english[0] == 2
+    assert "erreur : --anchor : notes.txt n'est pas une ancre (sa première ligne" in refused[2]
+    assert "gardée hors de portée de ceux qui écrivent dans la base de données" in incomplete[2]
+    assert "error: --anchor: notes.txt is not an anchor (its first line" in english[2]
+
+
+def test_an_anchor_of_another_format_is_refused_in_french(command, tmp_path):
+    later = tmp_path / "later.jsonl"
+    assert command("audit", "anchor", "--out", str(later))[0] == 0
+    lines = later.read_bytes().split(b"\n")
+    lines[0] = lines[0].replace(b'"countersign_anchor":2', b'"countersign_anchor":3')
+    later.write_bytes(b"\n".join(lines))
+
+    status, _, said = command("audit", "verify", "--anchor", str(later), "--language", "fr")
+    english = command("audit", "verify", "--anchor", str(later))
+
+    assert status == english[0] == 2
+    assert (
+        "--anchor : later.jsonl est une ancre d'un autre format (3, cette version lit 1 et 2)"
+    ) in said
+    assert (
+        "later.jsonl is an anchor of another format (3, this release reads 1 and 2)" in (english[2])
+    )

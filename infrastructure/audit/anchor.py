@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import IO, Any
 from uuid import UUID
 
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.seals import SealKeys, plain_key_id
+from countersign.infrastructure.audit import anchor_words as words
 from countersign.infrastructure.audit.stream_lines import StreamLine, read_line, stream_lines
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.proposal_heads import ProposalHeads
@@ -63,10 +65,6 @@ _END = "countersign_anchor"
 MAX_LINE = 4096
 #: How many differences a report lists (each proposal's, in the anchor's order).
 LISTED = 100
-_HOW = (
-    "use a copy as `countersign audit anchor` wrote it, kept where the database's writers "
-    "cannot reach"
-)
 
 
 class AnchorChangedError(Exception):
@@ -76,7 +74,12 @@ class AnchorChangedError(Exception):
 
 class AnchorFileError(ValueError):
     """An anchor file that cannot be used: the message names what is wrong and the fix, never
-    a secret."""
+    a secret (in French too: ``french``)."""
+
+    def __init__(self, said: Localized, **params: object) -> None:
+        filled = said.filled(how=words.HOW, **params)  # the fix most of them end with
+        super().__init__(filled.en)
+        self.french = filled.fr
 
 
 def _line(document: dict[str, Any]) -> bytes:
@@ -168,29 +171,17 @@ class Anchor:
         return self.key_id is not None
 
 
-def read_anchor(path: Path, keys: SealKeys | None, *, require_signed: bool = False) -> Anchor:
+def read_anchor(path: Path, keys: SealKeys | None) -> Anchor:
     """The anchor at ``path``, its every line read and its integrity line checked (its
     signature too, under ``keys``: the sealing key or a retired one they still list);
-    AnchorFileError saying what is wrong and the fix. ``require_signed`` (with keys, where
-    every proposal must be sealed: ``--require-seals``, ``COUNTERSIGN_SEALS_REQUIRED``):
-    an unsigned anchor is refused too, since whoever reaches where it is kept can make one."""
+    AnchorFileError saying what is wrong and the fix. Whether an unsigned one is accepted is
+    the command's to say (``cli/anchors.read_anchor_option``)."""
     try:
         with path.open("rb") as file:
             anchor = _read(file, keys, path)
     except OSError as error:
-        raise AnchorFileError(
-            f"the anchor file cannot be read ({error.strerror or type(error).__name__}): "
-            "name a file `countersign audit anchor` wrote"
-        ) from None
-    if require_signed and not anchor.signed:
-        raise AnchorFileError(
-            f"{path.name} is unsigned, and every anchor must be signed here (--require-seals, "
-            "or COUNTERSIGN_SEALS_REQUIRED=true): whoever can write where an unsigned anchor "
-            "is kept can make one of a store cut back. Check against an anchor "
-            "`countersign audit anchor` wrote with the seal keys configured (it signs it); "
-            "an unsigned one made before the keys can only be checked without --require-seals "
-            "and with COUNTERSIGN_SEALS_REQUIRED=false"
-        )
+        why = error.strerror or type(error).__name__
+        raise AnchorFileError(words.UNREADABLE, why=why) from None
     return anchor
 
 
@@ -198,17 +189,12 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
     first = file.readline(MAX_LINE)
     header = _document(first, 1)
     if header is None or "countersign_anchor" not in header:
-        raise AnchorFileError(
-            f"{path.name} is not an anchor (its first line is not an anchor's header): "
-            "give a file `countersign audit anchor` wrote"
-        )
+        raise AnchorFileError(words.NOT_AN_ANCHOR, name=path.name)
     given = header.get("countersign_anchor")
     if type(given) is not int or given not in READ:
-        named = given if type(given) is int else "unknown"
-        raise AnchorFileError(
-            f"{path.name} is an anchor of another format ({named}, this release reads "
-            f"{' and '.join(str(f) for f in READ)}): check it with the release that made it"
-        )
+        named = given if type(given) is int else words.UNKNOWN
+        read = words.AND.filled(first=READ[0], second=READ[1])
+        raise AnchorFileError(words.OTHER_FORMAT, name=path.name, named=named, format=read)
     made_at, position, count = (header.get(k) for k in ("made_at", "log_position", "proposals"))
     key_id = header.get("key_id")
     if not (
@@ -218,13 +204,13 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
         and header.get("signed") is (key_id is not None)
         and (key_id is None or isinstance(key_id, str))
     ):
-        raise AnchorFileError(f"the anchor's header is not one countersign writes: {_HOW}")
+        raise AnchorFileError(words.BAD_HEADER)
     digest = hashlib.sha256()
     digest.update(first)
     order, end = _Order(given), None
     for number, raw in enumerate(_lines(file), start=2):
         if end is not None:
-            raise AnchorFileError(f"the anchor has lines after its integrity line: {_HOW}")
+            raise AnchorFileError(words.AFTER_END)
         document = _document(raw, number)
         if document is not None and document.get("end") == _END:
             end = document
@@ -233,24 +219,18 @@ def _read(file: IO[bytes], keys: SealKeys | None, path: Path) -> Anchor:
         order.take(document, number)
     entries = order.proposals
     if end is None:
-        raise AnchorFileError(
-            "the anchor ends before its integrity line: it is incomplete (cut short, or still "
-            f"being written); {_HOW}"
-        )
+        raise AnchorFileError(words.INCOMPLETE)
     if (
         end.get("proposals") != entries
         or entries != count
         or end.get("sha256") != digest.hexdigest()
         or (given == FORMAT and (end.get("streams"), end.get("stream_events")) != order.counts)
     ):
-        raise AnchorFileError(
-            "the anchor's lines do not match its integrity line: it was damaged or edited "
-            f"after it was made; {_HOW}"
-        )
+        raise AnchorFileError(words.DAMAGED)
     if key_id is not None:
         _check_signature(keys, key_id, end.get("mac"), digest.hexdigest())
     elif end.get("mac") is not None:
-        raise AnchorFileError(f"the anchor's header and its integrity line disagree: {_HOW}")
+        raise AnchorFileError(words.DISAGREE)
     position = position if isinstance(position, int) else 0
     current = None if key_id is None else keys is not None and key_id == keys.sealing_id
     return Anchor(
@@ -284,19 +264,19 @@ class _Order:
         if self.stream is None and not (self.streams_too and _is_stream(document)):
             proposal = _entry(document, number)[0]
             if self.previous is not None and proposal <= self.previous:
-                raise AnchorFileError(f"line {number} of the anchor is out of order: {_HOW}")
+                raise AnchorFileError(words.OUT_OF_ORDER, number=number)
             self.previous = proposal
             self.proposals += 1
             return
         line = read_line(document)
         if line is None:
-            raise AnchorFileError(f"line {number} of the anchor is not an anchored stream: {_HOW}")
+            raise AnchorFileError(words.NOT_STREAM, number=number)
         last, (streams, events) = self.stream, self.counts
         same = last is not None and last.stream_id == line.stream_id
         if last is not None and (
             line.stream_id < last.stream_id or (same and line.from_version <= last.version)
         ):
-            raise AnchorFileError(f"line {number} of the anchor is out of order: {_HOW}")
+            raise AnchorFileError(words.OUT_OF_ORDER, number=number)
         self.stream = line
         self.counts = (streams + (not same), events + line.version - line.from_version + 1)
 
@@ -312,25 +292,15 @@ def _lines(file: IO[bytes]) -> Iterator[bytes]:
 
 
 def _check_signature(keys: SealKeys | None, key_id: str, mac: Any, digest: str) -> None:
-    named = f"key {key_id!r}" if _plain(key_id) else "an unreadable key id"
+    named = words.KEY_NAMED.filled(key=key_id) if _plain(key_id) else words.KEY_UNREADABLE
     if keys is None:
-        raise AnchorFileError(
-            f"the anchor is signed with {named}, and no seal keys are configured: set "
-            "COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE) as the deployment does"
-        )
+        raise AnchorFileError(words.NO_KEYS, named=named)
     problem = keys.anchor_problem(key_id, mac, digest)
     if problem is None:
         return
     if problem.kind == "unknown_key":
-        raise AnchorFileError(
-            f"the anchor is signed with {named}, which is not configured: list it in "
-            "COUNTERSIGN_SEAL_KEYS (a key rotated out stays listed after the new one) to "
-            "check this anchor"
-        )
-    raise AnchorFileError(
-        f"the anchor's signature ({named}) does not match its lines: it was edited after it "
-        f"was made; {_HOW}"
-    )
+        raise AnchorFileError(words.KEY_NOT_CONFIGURED, named=named)
+    raise AnchorFileError(words.BAD_SIGNATURE, named=named)
 
 
 def _plain(key_id: str) -> bool:
@@ -364,10 +334,7 @@ def _document(raw: bytes, number: int) -> dict[str, Any] | None:
 
 
 def _refuse_cut(number: int) -> dict[str, Any]:
-    raise AnchorFileError(
-        f"the anchor's line {number} is cut short (incomplete, or still being written) or "
-        f"longer than an anchor's line; {_HOW}"
-    )
+    raise AnchorFileError(words.CUT, number=number)
 
 
 _HEX = frozenset("0123456789abcdef")
@@ -377,7 +344,7 @@ def _entry(document: dict[str, Any] | None, number: int) -> tuple[UUID, str, int
     """An anchored proposal's line: its id, club, version, last event and link."""
     entry = _entry_or_none(document)
     if entry is None:
-        raise AnchorFileError(f"line {number} of the anchor is not an anchored proposal: {_HOW}")
+        raise AnchorFileError(words.NOT_ENTRY, number=number)
     return entry
 
 
@@ -408,10 +375,7 @@ def entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str] | Stream
     """The anchored proposals and streams of a file ``read_anchor`` has checked, read again:
     the same lines, or AnchorFileError once they are found not to be (a file replaced or
     edited since it was checked, its signature then never checked)."""
-    changed = AnchorFileError(
-        f"{anchor.path.name} changed while it was checked (its lines are not the ones read "
-        f"and verified first): {_HOW}"
-    )
+    changed = AnchorFileError(words.CHANGED, name=anchor.path.name)
     digest = hashlib.sha256()
     try:
         with anchor.path.open("rb") as file:
@@ -430,10 +394,8 @@ def entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str] | Stream
                     raise changed
                 yield entry
     except OSError as error:
-        raise AnchorFileError(
-            f"the anchor file cannot be read again ({error.strerror or type(error).__name__}): "
-            f"{_HOW}"
-        ) from None
+        why = error.strerror or type(error).__name__
+        raise AnchorFileError(words.UNREADABLE_AGAIN, why=why) from None
     except AnchorFileError:
         raise changed from None
     if digest.hexdigest() != anchor.sha256:

@@ -126,7 +126,7 @@ def read_anchor_option(
     try:
         anchor = read_anchor(Path(value), cs.settings.seal_keys)
     except AnchorFileError as error:
-        raise UsageError(f"--anchor: {error}") from None
+        raise UsageError(f"--anchor: {error}", f"--anchor : {error.french}") from None
     if (require_signed or flag) and not anchor.signed:
         said = words.REFUSED_UNSIGNED_FLAG if flag else words.REFUSED_UNSIGNED
         raise _usage(said, name=anchor.path.name)
@@ -155,7 +155,7 @@ def check_anchor_option(
     try:
         report = check_anchor(cs.app, anchor, against.advance, cs.sql)
     except AnchorFileError as error:
-        raise UsageError(f"--anchor: {error}") from None
+        raise UsageError(f"--anchor: {error}", f"--anchor : {error.french}") from None
     against.finish()
     report.unanchored = _count_unanchored(cs, anchor, limit, language)
     if anchor.covers_every_stream:
