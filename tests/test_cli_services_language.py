@@ -96,7 +96,10 @@ def test_audit_verify_says_its_verdict_in_french(command, cs, seeded):
         "audit verify : ROMPUE : 1 proposition touchée, à son premier maillon rompu :"
         in broken_fr[2]
     )
-    assert f"  proposition {proposal_id} version " in broken_fr[2]
+    assert (
+        f"  proposition {proposal_id} version 3 : événement retiré (trou dans les versions)"
+        in (broken_fr[2])
+    )
     assert "audit verify: BROKEN: 1 proposal affected" in broken_en[2]
 
 
@@ -280,3 +283,18 @@ def test_an_anchor_of_another_format_is_refused_in_french(command, tmp_path):
     assert (
         "later.jsonl is an anchor of another format (3, this release reads 1 and 2)" in (english[2])
     )
+
+
+def test_a_proposal_not_as_anchored_is_said_in_french(command, cs, seeded, tmp_path):
+    proposal_id = propose(cs, seeded, "refund-ok")
+    assert cs.proposals.approve(proposal_id, AVA).status == "succeeded"
+    anchor = tmp_path / "anchor.jsonl"
+    assert command("audit", "anchor", "--out", str(anchor))[0] == 0
+    _delete(cs, proposal_id, 5)
+    _delete(cs, proposal_id, 4)
+
+    status, _, said = command("audit", "verify", "--anchor", str(anchor), "--language", "fr")
+
+    assert status == 5
+    assert "audit verify : PAS COMME ANCRÉ : 1 proposition de l'ancre faite le " in said
+    assert f"  proposition {proposal_id} : tronquée : événements 4 à 5 supprimé(s)" in said

@@ -168,6 +168,34 @@ PROPOSED_AT = Localized("  proposal {id}, proposed {at}", "  proposition {id}, p
 AT_A_TIME = Localized("{time}", "le {time}")
 AT_AN_UNREADABLE_TIME = Localized("at an unreadable time", "à une heure illisible")
 
+#: The chain's problems (``audit/verify.py``), as --json words them, in French; a problem not
+#: listed here is quoted as the check words it (``verify_texts.problem``).
+PROBLEMS_FR = {
+    "content or time does not match its hash-chain link": (
+        "le contenu ou l'heure ne correspond pas à son maillon de la chaîne de hachage"
+    ),
+    "link differs from the audit trail's copy": (
+        "le maillon diffère de la copie de la piste d'audit"
+    ),
+    "event removed (version gap)": "événement retiré (trou dans les versions)",
+    "event removed (audited, now missing)": "événement retiré (audité, maintenant absent)",
+    "approved without the passkey its policy required": (
+        "approuvée sans la clé d'accès que sa règle exigeait"
+    ),
+    "approved with a passkey registered only after the approval": (
+        "approuvée avec une clé d'accès enregistrée seulement après l'approbation"
+    ),
+    "approved with a passkey registered during another membership": (
+        "approuvée avec une clé d'accès enregistrée pendant une autre adhésion"
+    ),
+}
+#: The problems that name an error's class: (English opening, French opening).
+PROBLEMS_NAMING_FR = (
+    ("stored events are unreadable (", "les événements enregistrés sont illisibles ("),
+    ("stored event is unreadable (", "l'événement enregistré est illisible ("),
+    ("stored event does not replay (", "l'événement enregistré ne se rejoue pas ("),
+)
+
 # -- the anchor -------------------------------------------------------------------------------
 
 COVERS_EVERY_STREAM = Localized(

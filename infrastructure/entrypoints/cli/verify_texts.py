@@ -43,7 +43,10 @@ def broken_text(report: dict[str, Any], language: str) -> list[str]:
     shown = report["broken_links"][: words.SHOWN]
     lines += [
         words.BROKEN_LINK.text(
-            language, id=b["proposal_id"], version=b["version"], problem=b["problem"]
+            language,
+            id=b["proposal_id"],
+            version=b["version"],
+            problem=problem(b["problem"], language),
         )
         for b in shown
     ]
@@ -95,3 +98,15 @@ def seal_faults_text(seals: dict[str, Any], language: str = "en") -> str:
         if unsealed > len(listed):
             lines.append(_more(words.MORE_FIRST_LISTED, unsealed - len(listed), language))
     return "\n".join(lines)
+
+
+def problem(said: str, language: str) -> str:
+    """A problem of the chain, as --json words it, in ``language`` where it is known."""
+    if language != "fr":
+        return said
+    if said in words.PROBLEMS_FR:
+        return words.PROBLEMS_FR[said]
+    for english, french in words.PROBLEMS_NAMING_FR:
+        if said.startswith(english):
+            return french + said.removeprefix(english)
+    return said
