@@ -298,3 +298,32 @@ def test_a_proposal_not_as_anchored_is_said_in_french(command, cs, seeded, tmp_p
     assert status == 5
     assert "audit verify : PAS COMME ANCRÉ : 1 proposition de l'ancre faite le " in said
     assert f"  proposition {proposal_id} : tronquée : événements 4 à 5 supprimé(s)" in said
+
+
+def test_audit_verify_anchor_progress_is_said_in_french(command, tmp_path, monkeypatch):
+    from countersign.infrastructure.entrypoints.cli import anchors
+
+    anchor = tmp_path / "anchor.jsonl"
+    assert command("audit", "anchor", "--out", str(anchor))[0] == 0
+    monkeypatch.setattr(anchors, "QUIET_FOR", 0.0)  # shown however short the check
+
+    status, _, progress = command("audit", "verify", "--anchor", str(anchor), "--language", "fr")
+
+    assert status == 0
+    assert "audit verify --anchor : événements après elle : " in progress
+    assert "audit verify --anchor : événements des autres flux après elle : " in progress
+    assert " positions du journal/s" in progress
+    assert "after it" not in progress
+
+
+def test_what_an_anchor_does_not_cover_is_listed_in_french(command, cs, seeded, tmp_path):
+    anchor = tmp_path / "anchor.jsonl"
+    assert command("audit", "anchor", "--out", str(anchor))[0] == 0
+    proposal_id = propose(cs, seeded, "refund-ok")
+
+    status, said, _ = command("audit", "verify", "--anchor", str(anchor), "--language", "fr")
+
+    assert status == 0
+    assert " Non couvert par elle : " in said
+    assert f"  proposition {proposal_id} : créé après elle (événement" in said
+    assert f"  proposal {proposal_id}" not in said
