@@ -10,6 +10,7 @@ from typing import Any
 
 from countersign.application.authorization import member_of
 from countersign.application.errors import parse_id
+from countersign.application.policy_recheck import policy_raised
 from countersign.application.ports import (
     AggregateStore,
     Clock,
@@ -75,6 +76,7 @@ class ProposalCards:
         now = self.clock.now()
         status = proposal.status_at(now)
         unvouched = self.unverified(proposal, status)
+        changed = self.policy_changed(proposal, club)
         return ProposalCard(
             proposal_id=str(proposal.id),
             operation=proposal.kind,
@@ -109,7 +111,8 @@ class ProposalCards:
                     "operation": withdrawn.kind,
                     "headline": proposal_headline(withdrawn.kind, withdrawn.preview, language),
                 }
-                for withdrawn in self.withdrawn_by_approving(proposal)
+                # Sent back instead of carried out, approving it withdraws nothing.
+                for withdrawn in ([] if changed else self.withdrawn_by_approving(proposal))
             ],
             changes=self.changes(proposal, language),
             origin=proposal.origin,
@@ -122,7 +125,18 @@ class ProposalCards:
                 if passkey is not None
             ],
             unverified=None if unvouched is None else unvouched.to_json(language),
+            policy_changed=changed,
         )
+
+    def policy_changed(self, proposal: Proposal, club: Organization) -> bool:
+        """Whether ``proposal`` is pending and ``club``'s policy in force asks more of it than
+        the one it was frozen under (``policy_recheck.policy_raised``, the approve path's own
+        check): approving it then sends it back to be proposed again, executing nothing, and
+        no passkey is asked for. ``club``: its organization, which every reader has read."""
+        contract = self.registry.get(proposal.kind)
+        if contract is None or proposal.status_at(self.clock.now()) != ProposalStatus.PENDING:
+            return False
+        return policy_raised(proposal, club, contract)
 
     def unverified(self, proposal: Proposal, status: str) -> Unverified | None:
         """Why ``proposal``'s seals do not vouch for what is stored of it, as its readers

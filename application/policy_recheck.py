@@ -26,7 +26,7 @@ from countersign.domain.approval_policy import asks_more, same_rule
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import AnyContract
 from countersign.domain.contracts.base import UndecodableContractError
-from countersign.domain.outcomes import RevisionReason
+from countersign.domain.outcomes import NotApprovable, NotApprovableReason, RevisionReason
 from countersign.domain.proposal import Proposal
 
 #: The revision reason a proposal records when the policy in force asks more of it (its
@@ -52,6 +52,17 @@ def policy_raised(proposal: Proposal, org: Organization, contract: AnyContract) 
         amount = _amount(contract, proposal)
     in_force = org.approval_policy(proposal.kind).frozen_for(amount)
     return asks_more(in_force, frozen)
+
+
+def challenge_refused(
+    proposal: Proposal, org: Organization, contract: AnyContract | None
+) -> ApprovalReport | None:
+    """The ``not_approvable`` answer (``policy_raised``) to a passkey challenge for a pending
+    ``proposal`` the policy in force asks more of: approving it sends it back, with no
+    passkey, so nobody is asked to sign for it. None when the policy has not been raised."""
+    if contract is None or not policy_raised(proposal, org, contract):
+        return None
+    return approval_report(proposal, NotApprovable(NotApprovableReason.POLICY_RAISED))
 
 
 def require_proposing_again(proposal: Proposal) -> Commit[ApprovalReport]:

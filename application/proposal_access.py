@@ -129,6 +129,8 @@ class ProposalReview:
     #: With seal keys configured: why its seals do not vouch for what is stored of it (None:
     #: they do, or no keys are held here).
     unverified: Unverified | None = None
+    #: Pending, and approving it sends it back: the club's policy now asks more of it.
+    policy_changed: bool = False
 
 
 class ProposalAccess:
@@ -318,9 +320,8 @@ class ProposalAccess:
         proposal, member = visible_proposal(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         interaction = self._interaction(proposal)
-        requester = self.store.read(proposal.organization_id, Organization).member(
-            proposal.requested_by
-        )
+        club = self.store.read(proposal.organization_id, Organization)
+        requester = club.member(proposal.requested_by)
         return ProposalReview(
             record=proposal_record(proposal),
             may_decide=may_decide(caller, member, proposal.kind, self.registry),
@@ -336,6 +337,7 @@ class ProposalAccess:
             withdrawn_by=self._withdrawn_by(caller, member, proposal),
             settling=self.cards.settling(str(proposal.status), proposal.claimed_at),
             unverified=self.cards.unverified(proposal, proposal.status_at(self.cards.clock.now())),
+            policy_changed=self.cards.policy_changed(proposal, club),
         )
 
     def approves_as_sealed(self, proposal_id: str, actor: str | Caller) -> bool:

@@ -27,6 +27,7 @@ from countersign.application.authorization import (
     Caller,
     damaged_or_unknown,
     member_of,
+    membership,
     require_all,
     require_decider,
     require_scope,
@@ -40,6 +41,7 @@ from countersign.application.errors import (
 )
 from countersign.application.freezing import clean_origin, freeze, freezing_reads
 from countersign.application.passkeys import PasskeyStep
+from countersign.application.policy_recheck import challenge_refused
 from countersign.application.ports import (
     AggregateStore,
     Answer,
@@ -246,7 +248,9 @@ class ProposalService(ApprovePath):
         NotFoundError for an unknown id, another club's, or a non-member (and where no
         passkey check is wired). NotApprovableError, with the ``not_approvable`` answer
         approving it gives, for one no longer open to approval (decided, being carried out,
-        superseded, or past its expiry), so nobody signs for nothing; nothing is recorded."""
+        superseded, or past its expiry), or one the policy in force asks more of than the one
+        it was frozen under (``policy_raised``: approving it sends it back, with no passkey),
+        so nobody signs for nothing; nothing is recorded."""
         try:
             proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
         except NotFoundError:
@@ -258,8 +262,11 @@ class ProposalService(ApprovePath):
             or not caller.acts_in(proposal.organization_id)
         ):
             raise NotFoundError("proposal")
-        member = member_of(self.store, proposal.organization_id, caller.email)
-        refused = challenge_refusal(proposal, self.clock.now())
+        club = self.store.read(proposal.organization_id, Organization)
+        member = membership(club, caller.email)
+        refused = challenge_refusal(proposal, self.clock.now()) or challenge_refused(
+            proposal, club, self.registry.get(proposal.kind)
+        )
         if refused is not None:
             raise NotApprovableError(refused)
         return self.passkeys.challenge(self.store, proposal, member)

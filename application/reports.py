@@ -164,6 +164,10 @@ class ProposalCard(Report):
     """With seal keys configured: why its seals do not vouch for what is stored of it
     (``reason``, ``event_version``, ``event_type``, ``message`` in the card's language;
     application/shown_seals.py); None when they do, or no keys are held."""
+    policy_changed: bool = False
+    """Pending, and the club's approval policy now asks more of it than the one it was frozen
+    under (application/policy_recheck.py): approving it executes nothing, it goes back to be
+    proposed again (RevisionRequired, ``policy_raised``), and no passkey is asked for."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,17 @@ APPROVED_WITH_PASSKEY = Localized(
 )
 """How an approval signed with a passkey reads, on cards and in the audit trail."""
 
+POLICY_CHANGED = Localized(
+    "The club's approval policy for this operation changed after this was proposed and now "
+    "asks more of it. Approving it will not carry it out: it goes back to the requester, to "
+    "be proposed again under the policy now in force.",
+    "La politique d'approbation du club pour cette opération a changé depuis cette "
+    "proposition et en demande désormais davantage. L'approuver ne l'exécutera pas : elle "
+    "retournera au demandeur, pour être proposée de nouveau selon la politique en vigueur.",
+)
+"""What a pending proposal's card says when the policy in force asks more of it than the one
+it was frozen under (its ``policy_changed``; application/policy_recheck.py)."""
+
 
 def outcome_message(
     kind: str, preview: dict[str, Any], stored_outcome: dict[str, Any], language: str = "en"

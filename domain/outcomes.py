@@ -160,6 +160,11 @@ class NotApprovableReason(StrEnum):
     PASSKEY_REJECTED = "passkey_rejected"
     """A passkey assertion was given and does not verify: not one of the approver's
     passkeys, an expired or foreign challenge, a bad signature or no user verification."""
+    POLICY_RAISED = "policy_raised"
+    """Only a passkey challenge answers it: the club's policy now asks more of it than the one
+    it was frozen under, so no passkey is to sign for it. Approving it records
+    RevisionRequired(policy_raised) instead, with no passkey: proposed again, it is frozen
+    under the policy in force (application/policy_recheck.py)."""
     NOT_VERIFIABLE_HERE = "not_verifiable_here"
     """Its record is sealed with a key this process does not hold (a rotation's new key,
     not yet on every process): nothing says it is forged, nothing here can vouch for it, so

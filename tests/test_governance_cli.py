@@ -239,6 +239,28 @@ def test_policy_show_lists_every_operation_and_set_changes_new_proposals_only(cl
     assert "(set by operator)" in text
 
 
+def test_show_says_the_policy_changed_in_english_and_french(cli, run, orders):
+    """Approving it would send it back (test_policy_raised_card.py): show says so first."""
+    proposal_id = _propose(cli, orders["refund-two-approvers"])["proposal_id"]
+    _, before, _ = run("show", proposal_id, "--as", NOAH)
+    assert "POLICY CHANGED" not in before
+
+    cli("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals", "3")
+
+    code, shown, _ = run("show", proposal_id, "--as", NOAH)
+    assert code == 0
+    assert row(shown, "POLICY CHANGED").startswith(
+        "The club's approval policy for this operation changed after this was proposed and "
+        "now asks more of it. Approving it will not carry it out: it goes back to the requester"
+    )
+    _, dit, _ = run("show", proposal_id, "--as", NOAH, "--language", "fr")
+    assert row(dit, "RÈGLE MODIFIÉE").startswith(
+        "La politique d'approbation du club pour cette opération a changé depuis cette "
+        "proposition et en demande désormais davantage. L'approuver ne l'exécutera pas"
+    )
+    assert cli("show", proposal_id, "--as", NOAH)["policy_changed"] is True
+
+
 def test_policy_amounts_read_in_the_clubs_currency(run):
     """``policy show`` and ``policy set`` said "above 10000 cents": an operator had to count
     the zeros. They read the threshold as the approval policies page does, in the club's

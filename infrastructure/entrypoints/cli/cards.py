@@ -10,6 +10,7 @@ from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.messages import (
     APPROVED_WITH_PASSKEY,
+    POLICY_CHANGED,
     credential_note,
     origin_line,
     preview_rows_of,
@@ -62,6 +63,7 @@ _CARD = {
     "withdrawn_by": Localized("Withdrawn by", "Retirée par"),
     "changed": Localized("Changed", "Modifié"),
     "unverified": Localized("NOT VOUCHED FOR", "NON GARANTIE"),
+    "policy_changed": Localized("POLICY CHANGED", "RÈGLE MODIFIÉE"),
 }
 """The review card's own labels: the preview's rows are labelled by the operation's contract."""
 
@@ -218,6 +220,8 @@ def render_card(
     rows.append((label("status"), card_status(card, language)))
     if card.get("unverified"):  # its seals do not vouch for it (application/shown_seals.py)
         rows.append((label("unverified"), card["unverified"]["message"]))
+    elif card.get("policy_changed"):  # approving it sends it back (policy_recheck.py)
+        rows.append((label("policy_changed"), POLICY_CHANGED.text(language)))
     if card["status"] == "pending":  # a decided one no longer expires (as the page says)
         zone = card.get("time_zone") or "UTC"
         rows.append((label("expires"), expires(card["expires_at"], zone, now, language)))

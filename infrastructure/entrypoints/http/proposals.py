@@ -170,7 +170,9 @@ def approval_challenge(
     digest, its id and the approver, so the assertion approves nothing else. A proposal no
     approval can decide now (decided, being carried out, superseded, past its expiry) is
     refused with 409 ``not-approvable``: its ``reason`` and ``detail`` are the reason and
-    message approving it answers, so nobody signs for nothing."""
+    message approving it answers, so nobody signs for nothing. So is one the club's policy
+    now asks more of (``policy_raised``, the card's ``policy_changed``): approving it, with
+    no passkey, sends it back to be proposed again."""
     with answers(request):
         document = cs.access.approval_challenge(proposal_id, service.caller)
     return JSONResponse(document)

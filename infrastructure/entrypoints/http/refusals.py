@@ -47,6 +47,13 @@ _REFUSALS = {
         "it is still pending. Try again shortly, when every server holds the key; if it "
         "persists, tell whoever runs countersign."
     ),
+    # Only a passkey challenge answers it: approving it is not refused, it sends it back.
+    "policy_raised": (
+        "The club's approval policy for this operation changed after this was proposed and "
+        "now asks more of it, so there is nothing for a passkey to sign: nothing changed. "
+        "Approving it (with no passkey) will not carry it out but send it back to its "
+        "requester to propose again, under the policy now in force; declining it also ends it."
+    ),
 }
 _SUPERSEDED = (
     "A newer proposal replaced this one: nothing was changed by it, and it can no longer be "

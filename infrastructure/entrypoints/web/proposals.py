@@ -189,9 +189,9 @@ class ProposalPages:
             conversation = f"{chat_address(link.section, link.resource_id)}?{query}"
         mine = decision(view, reviewed.record, reviewed.may_decide, user.email)
         passkey = None
-        # One its seals do not vouch for is set aside when approved, before any passkey or
-        # confirmation counts: none is asked for (application/shown_seals.py).
-        sealed_as_shown = reviewed.unverified is None
+        # One its seals do not vouch for is set aside when approved, one the policy now asks
+        # more of sent back, before any passkey or confirmation counts: none is asked for.
+        sealed_as_shown = reviewed.unverified is None and not reviewed.policy_changed
         if (
             mine.may_approve
             and sealed_as_shown
@@ -258,6 +258,7 @@ class ProposalPages:
             replaces=self.site.replaces(visit, view),
             settling=settling_view(reviewed.settling, visit),
             unverified=unverified_text(reviewed, visit),
+            policy_changed=reviewed.policy_changed and reviewed.unverified is None,
         )
 
     def _name(self, user: User, email: str) -> str:
@@ -334,7 +335,7 @@ class ProposalPages:
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None
-        if reviewed.unverified is not None:  # approving it runs nothing: nothing to confirm
+        if reviewed.unverified is not None or reviewed.policy_changed:  # it runs nothing
             return None
         return view, reviewed
 

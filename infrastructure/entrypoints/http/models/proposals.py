@@ -175,7 +175,9 @@ class ApprovalReportOut(BaseModel):
             "passkey_required (its policy asks each approval to be signed with the "
             "approver's passkey: see approval-challenge), passkey_rejected (the assertion "
             "given does not verify) or not_verifiable_here (sealed with a key this server "
-            "does not hold yet: nothing recorded; try again once every server holds it). For "
+            "does not hold yet: nothing recorded; try again once every server holds it); from "
+            "approval-challenge alone, policy_raised (the club's policy now asks more of it: "
+            "approve it with no passkey to send it back to be proposed again). For "
             "awaiting_approvals: already_approved_by_you when the same person approves again "
             "(nothing changes), else null."
         )
@@ -382,6 +384,16 @@ class ProposalCardOut(BaseModel):
             "With seal keys configured: why its seals do not vouch for what is stored of it "
             "(approving it then sets it aside for a new proposal); null when they do, or the "
             "server holds no keys. Lists and history are not checked."
+        ),
+    )
+    policy_changed: bool = Field(
+        default=False,
+        description=(
+            "Pending, and the club's approval policy now asks more of it than the one it was "
+            "frozen under (more approvals, a passkey, or an approver other than the "
+            "requester): approving it executes nothing but sends it back to be proposed again "
+            "(revision_required, policy_raised), and needs no passkey (approval-challenge "
+            "answers 409 not-approvable, reason policy_raised)."
         ),
     )
 

@@ -106,6 +106,14 @@ EN: dict[str, str] = {
     "review.changes_title": "What changed",
     "review.asked_for": "What it asked for (not carried out)",
     "review.unverified_title": "countersign cannot vouch for this record",
+    "review.policy_changed_title": "The club's approval policy changed since this was proposed",
+    "review.policy_changed_text": (
+        "It now asks more of this proposal (more approvals, a passkey, or an approver other "
+        "than the requester). Approving it will not carry it out: it goes back to the "
+        "requester, who can propose it again under the policy now in force. No passkey is "
+        "needed for that. Decline it if it should not be done at all."
+    ),
+    "review.send_back": "Send back for a new proposal",
     "review.changes_field": "What",
     "review.changes_before": "Before",
     "review.changes_after": "After",
@@ -288,6 +296,17 @@ FR: dict[str, str] = {
     "review.changes_title": "Ce qui a changé",
     "review.asked_for": "Ce qu'elle demandait (non exécutée)",
     "review.unverified_title": "countersign ne peut pas garantir cet enregistrement",
+    "review.policy_changed_title": (
+        "La politique d'approbation du club a changé depuis cette proposition"
+    ),
+    "review.policy_changed_text": (
+        "Elle en demande désormais davantage (plus d'approbations, une clé d'accès ou un "
+        "approbateur autre que le demandeur). L'approuver ne l'exécutera pas : elle retournera "
+        "au demandeur, qui pourra la proposer de nouveau selon la politique en vigueur. Aucune "
+        "clé d'accès n'est demandée pour cela. Refusez-la si elle ne doit pas du tout être "
+        "faite."
+    ),
+    "review.send_back": "Renvoyer pour une nouvelle proposition",
     "review.changes_field": "Élément",
     "review.changes_before": "Avant",
     "review.changes_after": "Après",
