@@ -96,6 +96,11 @@ def test_the_review_page_says_approving_sends_it_back_and_asks_no_passkey(web, l
     assert web.proposal(proposal_id).status == "revision_required"
     assert cs.sandbox.refunds() == []
     after = _read(noah.get(path))
+    sent_back = {
+        "en": "Sent back to the requester: nothing was approved or carried out. Here is why.",
+        "fr": "Renvoyée au demandeur : rien n'a été approuvé ni exécuté. Voici pourquoi.",
+    }[language]
+    assert sent_back in after  # not "Approved, but not executed": no approval was recorded
     assert title not in after  # decided: nothing is sent back twice
     assert button not in after
 

@@ -250,8 +250,11 @@ def proposal_view(
 
 
 def notice_outcome(outcome: dict[str, Any]) -> str:
-    """Which of the approval notices an outcome reads under: its kind, or ``already_so`` for
-    a revision required because what it asked for already holds."""
+    """Which of the approval notices an outcome reads under: its kind, ``already_so`` for
+    a revision required because what it asked for already holds, or ``sent_back`` for one
+    a raised policy sent back (application/policy_recheck.py): no approval was recorded."""
+    if (outcome.get("reason") or {}).get("code") == "policy_raised":
+        return "sent_back"
     kind = "already_so" if is_already_so(outcome) else str(outcome.get("kind") or "")
     return kind if kind in _NOTICED_OUTCOMES else "other"
 

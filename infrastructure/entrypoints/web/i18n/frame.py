@@ -57,6 +57,9 @@ EN: dict[str, str] = {
         "Approved, but it failed: nothing changed. Give support the reference below."
     ),
     "notice.executed.other": "Approved. Here is what happened.",
+    "notice.executed.sent_back": (
+        "Sent back to the requester: nothing was approved or carried out. Here is why."
+    ),
     "notice.already_completed": (
         "This proposal was already approved. This is its stored outcome; nothing was "
         "executed again."
@@ -234,6 +237,9 @@ FR: dict[str, str] = {
     "club.form_empty": "Le formulaire d'envoi est vide.",
     "notice.executed": "Approuvée. Voici ce qui s'est passé.",
     "notice.executed.succeeded": "Approuvée et effectuée. Voici ce qui s'est passé.",
+    "notice.executed.sent_back": (
+        "Renvoyée au demandeur : rien n'a été approuvé ni exécuté. Voici pourquoi."
+    ),
     "notice.executed.revision_required": (
         "Approuvée, mais non exécutée : rien n'a changé. Voici pourquoi."
     ),
