@@ -428,6 +428,7 @@ def test_audit_verify_names_a_forged_outcome(
             "version": last,
             "event": "Succeeded",
             "key_id": "k1",
+            "code": "mismatch",
             "problem": f"event {last} (Succeeded) does not match its seal (key 'k1')",
         }
     ]
@@ -449,6 +450,35 @@ def test_audit_verify_names_an_appended_unsealed_event(
     [bad] = document["seals"]["badly_sealed"]
     assert (bad["proposal_id"], bad["version"], bad["event"]) == (proposal_id, 2, "Approved")
     assert bad["problem"] == "event 2 (Approved) has no seal, after a sealed one"
+    assert bad["code"] == "unsealed"
+
+
+def test_audit_verify_names_a_badly_sealed_event_in_french(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    """``--language fr``: an event after ``Proposed`` whose seal is not its link's, and one
+    without a seal after a sealed one, each named with its version and type in French."""
+    changed, last = _forged_outcome(cs, seeded, deployments)
+    appended = _propose(deployments(K1), seeded, approvals=2, order="refund-two-approvers")
+    _forged_approval(cs, appended)
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    capsys.readouterr()
+
+    assert main(["audit", "verify", "--language", "fr", "--database", database_url]) == 5
+    said = capsys.readouterr().err.splitlines()
+
+    assert said[0] == (
+        "audit verify : MAL SCELLÉES : 2 propositions dont le sceau ne se vérifie pas avec les "
+        "clés configurées :"
+    )
+    assert sorted(said[1:]) == sorted(
+        [
+            f"  proposition {changed} : l'événement {last} (Succeeded) ne correspond pas à son "
+            "sceau (clé 'k1')",
+            f"  proposition {appended} : l'événement 2 (Approved) n'a pas de sceau, après un "
+            "événement scellé",
+        ]
+    )
 
 
 # -- keys and rotation ----------------------------------------------------------------------------

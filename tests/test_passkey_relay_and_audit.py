@@ -12,6 +12,7 @@ import pytest
 from countersign.domain.club.passkeys import approval_challenge
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.http import create_app
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
@@ -244,3 +245,47 @@ def test_audit_verify_refuses_a_key_added_to_the_approvers_ring_after_the_approv
 
     assert found["proposal_id"] == first
     assert found["problem"] == "approved with a passkey registered only after the approval"
+
+
+def test_audit_verify_names_each_passkey_problem_in_french(cs, seeded, database_url, capsys):
+    """``--language fr``: an approval whose stored assertion does not hold is named in French
+    (a signature that does not verify, a digest it does not bind, a key the approver never
+    registered, an assertion that cannot be read); ``--json`` keeps the English words."""
+    require_passkey(cs)
+    key = register(cs, AVA, "Ava's laptop")
+    orders = ("refund-ok", "refund-stale", "refund-lost-response", "refund-two-approvers")
+    first, second, third, fourth = (propose(cs, seeded, order) for order in orders)
+    for proposal_id in (first, second, third, fourth):
+        cs.proposals.approve(proposal_id, AVA, signed(cs, proposal_id, AVA, key))
+    _forge(cs, second, _approved_version(cs, second), _flip_signature, through_the_end=True)
+
+    def swap_digest(state: dict[str, Any]) -> None:
+        state["digest"] = "0" * 64
+
+    def unregistered(state: dict[str, Any]) -> None:
+        state["passkey"] = {**state["passkey"], "credential_id": "never-registered"}
+
+    def unreadable(state: dict[str, Any]) -> None:
+        state["passkey"] = {**state["passkey"], "client_data_json": "not json"}
+
+    _forge(cs, first, 1, swap_digest, through_the_end=True)
+    _forge(cs, third, _approved_version(cs, third), unregistered, through_the_end=True)
+    _forge(cs, fourth, _approved_version(cs, fourth), unreadable, through_the_end=True)
+    capsys.readouterr()
+
+    assert main(["audit", "verify", "--language", "fr", "--database", database_url]) == 5
+    said = capsys.readouterr().err.splitlines()
+
+    assert said[0] == (
+        "audit verify : ROMPUE : 4 propositions touchées, chacune à son premier maillon rompu :"
+    )
+    problems = {
+        first: "l'assertion de la clé d'accès ne lie pas l'empreinte de cette proposition",
+        second: "la signature de la clé d'accès ne se vérifie pas avec la clé enregistrée",
+        third: "approuvée avec une clé d'accès que l'approbateur n'a jamais enregistrée",
+        fourth: "l'assertion de la clé d'accès est illisible",
+    }
+    assert sorted(said[1:]) == sorted(
+        f"  proposition {proposal_id} version {_approved_version(cs, proposal_id)} : {problem}"
+        for proposal_id, problem in problems.items()
+    )

@@ -229,6 +229,7 @@ def test_audit_verify_names_a_tampered_proposal_as_badly_sealed(
             "version": 1,
             "event": "Proposed",
             "key_id": "k1",
+            "code": "mismatch",
             "problem": "the proposal does not match its seal (key 'k1')",
         }
     ]
@@ -586,3 +587,55 @@ def test_require_seals_without_keys_says_what_to_set(cs, database_url, capsys, m
     assert "--require-seals checks seals, and no seal keys are configured: set " in err
     assert "COUNTERSIGN_SEAL_KEYS" in err
     assert "Traceback" not in err
+
+
+def test_audit_verify_names_each_seals_problem_in_french(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    """``--language fr``: each badly sealed proposal is named with its problem in French (a
+    seal that is not its link's, a key not held here, a key id that is not one), and, where
+    every proposal must be sealed, each proposal without one; ``--json`` keeps the English
+    words, and gives each problem's code."""
+    tampered = _tampered(cs, seeded, K1, "expiry_postponed")
+    foreign = _propose(deployments(K2), seeded, "refund-stale")
+    injected = _propose(deployments(K1), seeded, "refund-declined")
+    _rewrite_state(cs, injected, 1, lambda state: state["seal"].update(key_id="k1\nIgnore"))
+    unsealed = _propose(cs, seeded, "refund-lost-response")  # made without keys: no seal
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    capsys.readouterr()
+
+    argv = ["audit", "verify", "--require-seals", "--database", database_url]
+    assert main([*argv, "--language", "fr"]) == 5
+    said = capsys.readouterr().err.splitlines()
+
+    badly_sealed = {
+        tampered: "la proposition ne correspond pas à son sceau (clé 'k1')",
+        foreign: "la proposition est scellée avec la clé 'k2', qui n'est pas configurée",
+        injected: (
+            "la proposition est scellée avec un identifiant de clé illisible, qui n'est pas "
+            "configuré"
+        ),
+    }
+    assert said[0] == (
+        "audit verify : MAL SCELLÉES : 3 propositions dont le sceau ne se vérifie pas avec les "
+        "clés configurées :"
+    )
+    assert sorted(said[1:4]) == sorted(
+        f"  proposition {proposal} : {problem}" for proposal, problem in badly_sealed.items()
+    )
+    assert said[4] == (
+        "audit verify : NON SCELLÉE : 1 proposition sans sceau, alors que chaque proposition "
+        "doit en avoir un (--require-seals) :"
+    )
+    assert said[5].startswith(f"  proposition {unsealed}, proposée le 20")
+    assert len(said) == 6
+    assert main([*argv, "--json", "--language", "fr"]) == 5
+    listed = json.loads(capsys.readouterr().out)["seals"]["badly_sealed"]
+    assert {b["proposal_id"]: (b["code"], b["problem"]) for b in listed} == {
+        tampered: ("mismatch", "the proposal does not match its seal (key 'k1')"),
+        foreign: ("unknown_key", "the proposal is sealed with key 'k2', which is not configured"),
+        injected: (
+            "unknown_key",
+            "the proposal is sealed with an unreadable key id, which is not configured",
+        ),
+    }

@@ -44,7 +44,8 @@ class SealReport:
     #: The first ``LISTED`` unsealed proposals: their ids and when they were proposed.
     unsealed_listed: list[dict[str, Any]] = field(default_factory=list)
     #: Every badly sealed proposal: its id, the event (its version and type) whose seal does
-    #: not vouch for it (the first, ``Proposed`` included), and the problem, in words.
+    #: not vouch for it (the first, ``Proposed`` included), and the problem: its ``code``
+    #: (``mismatch``, ``unknown_key``, or ``unsealed`` after a sealed event) and, in words.
     badly_sealed: list[dict[str, Any]] = field(default_factory=list)
     #: The events after ``Proposed`` sealed and verified, and those without a seal in a
     #: stream sealed nowhere before them (made before keys were configured).
@@ -83,7 +84,8 @@ class SealReport:
                 when = at.isoformat() if isinstance(at, datetime) else None
                 self.unsealed_listed.append({"proposal_id": str(proposal_id), "proposed_at": when})
         else:
-            self._bad(proposal_id, 1, "Proposed", problem.key_id, f"the proposal {problem.text}")
+            said = f"the proposal {problem.text}"
+            self._bad(proposal_id, 1, "Proposed", problem.kind, problem.key_id, said)
 
     def check_event(
         self, proposal_id: UUID, version: int, event_type: str, link: str, written: dict[str, Any]
@@ -95,7 +97,8 @@ class SealReport:
         seal = written.get("seal")
         if not seal:
             if self._stream_sealed:
-                self._bad(proposal_id, version, event_type, None, "has no seal, after a sealed one")
+                said = "has no seal, after a sealed one"
+                self._bad(proposal_id, version, event_type, "unsealed", None, said)
             else:
                 self.unsealed_events += 1
             return
@@ -104,10 +107,16 @@ class SealReport:
         if problem is None:
             self.sealed_events += 1
         else:
-            self._bad(proposal_id, version, event_type, problem.key_id, problem.text)
+            self._bad(proposal_id, version, event_type, problem.kind, problem.key_id, problem.text)
 
     def _bad(
-        self, proposal_id: UUID, version: int, event_type: str, key_id: str | None, text: str
+        self,
+        proposal_id: UUID,
+        version: int,
+        event_type: str,
+        code: str,
+        key_id: str | None,
+        text: str,
     ) -> None:
         """One badly sealed event; a proposal is listed once, at its first one."""
         if self._stream_bad:
@@ -120,6 +129,7 @@ class SealReport:
                 "version": version,
                 "event": event_type,
                 "key_id": key_id,
+                "code": code,
                 "problem": problem,
             }
         )

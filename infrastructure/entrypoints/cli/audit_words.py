@@ -167,6 +167,32 @@ UNSEALED = (
 PROPOSED_AT = Localized("  proposal {id}, proposed {at}", "  proposition {id}, proposée {at}")
 AT_A_TIME = Localized("{time}", "le {time}")
 AT_AN_UNREADABLE_TIME = Localized("at an unreadable time", "à une heure illisible")
+#: A badly sealed proposal's problem in French, by its ``code`` (``audit/seals.py``; the
+#: English is the report's ``problem``): (of the proposal's own seal, of an event's), with
+#: ``{version}`` and ``{event}`` the event's, and ``{key}`` its key (``SEAL_KEY_FR``).
+SEAL_PROBLEMS_FR = {
+    "mismatch": (
+        "la proposition ne correspond pas à son sceau{key}",
+        "l'événement {version} ({event}) ne correspond pas à son sceau{key}",
+    ),
+    "unknown_key": (
+        "la proposition est scellée avec {key}",
+        "l'événement {version} ({event}) est scellé avec {key}",
+    ),
+    "unsealed": (
+        "la proposition n'a pas de sceau",
+        "l'événement {version} ({event}) n'a pas de sceau, après un événement scellé",
+    ),
+}
+#: The key a seal names, by the problem's code: (named, where its id is not a key id's).
+SEAL_KEY_FR = {
+    "mismatch": (" (clé {key_id!r})", ""),
+    "unknown_key": (
+        "la clé {key_id!r}, qui n'est pas configurée",
+        "un identifiant de clé illisible, qui n'est pas configuré",
+    ),
+    "unsealed": ("", ""),
+}
 
 #: The chain's problems (``audit/verify.py``), as --json words them, in French; a problem not
 #: listed here is quoted as the check words it (``verify_texts.problem``).
@@ -187,6 +213,17 @@ PROBLEMS_FR = {
     ),
     "approved with a passkey registered during another membership": (
         "approuvée avec une clé d'accès enregistrée pendant une autre adhésion"
+    ),
+    # A stored passkey assertion that does not verify (identity/passkeys.assertion_problem).
+    "approved with a passkey the approver never registered": (
+        "approuvée avec une clé d'accès que l'approbateur n'a jamais enregistrée"
+    ),
+    "the passkey assertion is unreadable": "l'assertion de la clé d'accès est illisible",
+    "the passkey assertion does not bind this proposal's digest": (
+        "l'assertion de la clé d'accès ne lie pas l'empreinte de cette proposition"
+    ),
+    "the passkey signature does not verify against the registered key": (
+        "la signature de la clé d'accès ne se vérifie pas avec la clé enregistrée"
     ),
 }
 #: The problems that name an error's class: (English opening, French opening).

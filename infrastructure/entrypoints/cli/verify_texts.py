@@ -78,7 +78,7 @@ def seal_faults_text(seals: dict[str, Any], language: str = "en") -> str:
         lines.append(words.many(words.BADLY_SEALED, count, language))
         shown = seals["badly_sealed"][: words.SHOWN]
         lines += [
-            words.PROPOSAL_ITEM.text(language, id=b["proposal_id"], said=b["problem"])
+            words.PROPOSAL_ITEM.text(language, id=b["proposal_id"], said=seal_problem(b, language))
             for b in shown
         ]
         if count > len(shown):
@@ -98,6 +98,21 @@ def seal_faults_text(seals: dict[str, Any], language: str = "en") -> str:
         if unsealed > len(listed):
             lines.append(_more(words.MORE_FIRST_LISTED, unsealed - len(listed), language))
     return "\n".join(lines)
+
+
+def seal_problem(bad: dict[str, Any], language: str) -> str:
+    """A badly sealed proposal's problem (``--json``'s ``seals.badly_sealed`` entry), in
+    ``language``: the French from its code, the event and the key; the English, and a code
+    this module does not know, as the report words it."""
+    code = bad.get("code")
+    if language != "fr" or code not in words.SEAL_PROBLEMS_FR:
+        return str(bad["problem"])
+    of_proposal, of_event = words.SEAL_PROBLEMS_FR[code]
+    named, unnamed = words.SEAL_KEY_FR[code]
+    key_id = bad.get("key_id")
+    key = unnamed if key_id is None else named.format(key_id=key_id)
+    said = of_proposal if bad["version"] == 1 else of_event
+    return said.format(version=bad["version"], event=bad["event"], key=key)
 
 
 def problem(said: str, language: str) -> str:
