@@ -314,9 +314,9 @@ def test_a_proposal_made_before_keys_were_set_is_refused_and_listed_as_unsealed(
     assert [entry["proposal_id"] for entry in seals["unsealed"]] == [before]
     assert main(["audit", "verify", "--database", database_url]) == 0
     assert (
-        "Seals: 1 proposals sealed and verified; 1 without a seal (made before seal keys were "
-        "configured, or their seal removed): proved by the chain alone, and refused at "
-        "approval (--json lists them)."
+        "Seals: 1 proposal sealed and verified; 1 without a seal (made before seal keys were "
+        "configured, or its seal removed): proved by the chain alone, and refused at "
+        "approval (--json lists it)."
     ) in capsys.readouterr().out
 
 
@@ -538,7 +538,7 @@ def test_require_seals_fails_the_check_on_a_proposal_without_a_seal(
     monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
     capsys.readouterr()
     assert main(["audit", "verify", "--require-seals", "--database", database_url]) == 0
-    assert "Seals: 1 proposals sealed and verified." in capsys.readouterr().out
+    assert "Seals: 1 proposal sealed and verified." in capsys.readouterr().out
 
     unsealed = _propose(cs, seeded, "refund-two-approvers")  # made without the key
 
@@ -639,3 +639,30 @@ def test_audit_verify_names_each_seals_problem_in_french(
             "the proposal is sealed with an unreadable key id, which is not configured",
         ),
     }
+
+
+def test_audit_verify_counts_the_seals_in_the_readers_language(
+    cs, seeded, deployments, database_url, capsys, monkeypatch
+):
+    """The OK line's account of the seals agrees with its counts, in English and French."""
+    _propose(deployments(K1), seeded)
+    _propose(deployments(K1), seeded, "refund-stale")
+    _propose(cs, seeded, "refund-lost-response")  # made without keys: no seal
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k1:{SECRET_1}")
+    capsys.readouterr()
+
+    assert main(["audit", "verify", "--language", "fr", "--database", database_url]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("audit verify : OK, 3 événements sur 3 propositions ;")
+    assert said.endswith(
+        " Sceaux : 2 propositions scellées et vérifiées ; 1 sans sceau (faite avant que les "
+        "clés de scellement soient configurées, ou son sceau retiré) : prouvée par la seule "
+        "chaîne, et refusée à l'approbation (--json la liste).\n"
+    )
+    _propose(cs, seeded, "refund-two-approvers")  # a second without a seal
+    assert main(["audit", "verify", "--database", database_url]) == 0
+    assert capsys.readouterr().out.endswith(
+        " Seals: 2 proposals sealed and verified; 2 without a seal (made before seal keys were "
+        "configured, or their seal removed): proved by the chain alone, and refused at "
+        "approval (--json lists them).\n"
+    )

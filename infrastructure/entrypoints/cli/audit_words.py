@@ -125,16 +125,31 @@ MORE_FIRST_LISTED = Localized(
 
 # -- the seals --------------------------------------------------------------------------------
 
-SEALED = Localized(
-    " Seals: {count} proposals sealed and verified",
-    " Sceaux : {count} propositions scellées et vérifiées",
+SEALED = (
+    Localized(
+        " Seals: {count} proposal sealed and verified",
+        " Sceaux : {count} proposition scellée et vérifiée",
+    ),
+    Localized(
+        " Seals: {count} proposals sealed and verified",
+        " Sceaux : {count} propositions scellées et vérifiées",
+    ),
 )
-UNSEALED_ALLOWED = Localized(
-    "; {count} without a seal (made before seal keys were configured, or their seal removed): "
-    "proved by the chain alone, and refused at approval (--json lists them)",
-    " ; {count} sans sceau (faites avant que les clés de scellement soient configurées, ou "
-    "leur sceau retiré) : prouvées par la seule chaîne, et refusées à l'approbation (--json "
-    "les liste)",
+UNSEALED_ALLOWED = (
+    Localized(
+        "; {count} without a seal (made before seal keys were configured, or its seal "
+        "removed): proved by the chain alone, and refused at approval (--json lists it)",
+        " ; {count} sans sceau (faite avant que les clés de scellement soient configurées, ou "
+        "son sceau retiré) : prouvée par la seule chaîne, et refusée à l'approbation (--json "
+        "la liste)",
+    ),
+    Localized(
+        "; {count} without a seal (made before seal keys were configured, or their seal "
+        "removed): proved by the chain alone, and refused at approval (--json lists them)",
+        " ; {count} sans sceau (faites avant que les clés de scellement soient configurées, ou "
+        "leur sceau retiré) : prouvées par la seule chaîne, et refusées à l'approbation (--json "
+        "les liste)",
+    ),
 )
 BADLY_SEALED = (
     Localized(

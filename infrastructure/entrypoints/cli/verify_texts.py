@@ -62,10 +62,10 @@ def _more(text: Localized, more: int, language: str, **params: str) -> str:
 
 def seals_summary(seals: dict[str, Any], language: str = "en") -> str:
     """What the seals showed, after the chain's verdict (with seal keys configured)."""
-    text = words.SEALED.text(language, count=number(seals["sealed_proposals"], language))
+    text = words.many(words.SEALED, seals["sealed_proposals"], language)
     unsealed = seals["unsealed_proposals"]
     if unsealed and not seals["required"]:
-        text += words.UNSEALED_ALLOWED.text(language, count=number(unsealed, language))
+        text += words.many(words.UNSEALED_ALLOWED, unsealed, language)
     return text + "."
 
 
