@@ -302,3 +302,66 @@ def test_a_long_stream_is_anchored_over_several_lines_and_named_at_the_event_cha
         "changed",
         4,
     )
+
+
+def _slipped_in(cs: Countersign, stream_id: str, version: int, into: str, as_version: int) -> None:
+    """A writer copies one stored event into ``into`` at ``as_version``, at a position of the
+    notification log below the anchor's (a free one: it picks it), where neither the anchor's
+    lines nor the count of the events after it look."""
+    position = "rowid" if cs.database.kind == "sqlite" else "notification_id"
+    [(low,)] = _sql(cs, f"SELECT MIN({position}) FROM {{table}}")
+    _sql(
+        cs,
+        f"INSERT INTO {{table}} ({position}, originator_id, originator_version, topic, state) "
+        "SELECT ?, ?, ?, topic, state FROM {table} WHERE originator_id=? AND originator_version=?",
+        int(low) - 1,
+        UUID(into),
+        as_version,
+        UUID(stream_id),
+        version,
+    )
+
+
+def test_an_event_written_in_below_the_anchors_position_is_named(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    last = _versions(cs, club)
+    path = _anchor(run, tmp_path)
+    _slipped_in(cs, club, last, into=club, as_version=last + 1)  # appended to the club's
+
+    code, document = _verify(run, path)
+
+    assert code == 5, document
+    anchor = document["anchor"]
+    assert anchor["ok"] is False
+    assert anchor["added_before_position"] == 1
+    code, out, err = run("audit", "verify", "--anchor", str(path))
+    assert (code, "OK" in out) == (5, False)
+    assert (
+        "audit verify: NOT AS ANCHORED: 1 event at or before the anchor's position that it does "
+        "not hold (written in since, at a position from before it; the anchor made"
+    ) in err
+    code, _out, err = run("audit", "verify", "--anchor", str(path), "--language", "fr")
+    assert code == 5
+    assert (
+        "audit verify : PAS COMME ANCRÉ : 1 événement à la position de l'ancre ou avant qu'elle "
+        "ne contient pas (écrit depuis, à une position d'avant elle ; l'ancre faite le"
+    ) in err
+
+
+def test_a_stream_written_in_below_the_anchors_position_is_counted(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    order = str(seeded["orders"]["refund-declined"])
+    path = _anchor(run, tmp_path)
+    forged = "0" * 8 + "-0000-4000-8000-" + "0" * 11 + "1"
+    _slipped_in(cs, order, 1, into=forged, as_version=1)  # a whole new order's stream
+
+    code, document = _verify(run, path)
+
+    assert code == 5, document
+    assert document["anchor"]["added_before_position"] == 1
+    assert document["anchor"]["unanchored_streams"]["events"] == 0  # not after it: before

@@ -7,6 +7,12 @@ which version) or rewritten (its link differs: changed, or cut back and made aga
 not). Another stream is named at its first event not as anchored, by its version
 (``stream_lines.StreamCheck``): removed, cut back, an event removed from its middle (a gap),
 changed, or added where the anchor has none.
+
+An event a writer puts in at a position of the log at or before the anchor's (a free one:
+SQLite takes any rowid, PostgreSQL any notification id), appended to a stream or making a
+new one, is in no anchored line and is not after the anchor either: the check counts the
+events stored at or before its position, which must be no more than it holds
+(``added_before``).
 """
 
 from __future__ import annotations
@@ -16,12 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.anchor import LISTED, Anchor, entries
 from countersign.infrastructure.audit.stream_lines import StreamCheck, StreamLine
 from countersign.infrastructure.audit.unanchored import Unanchored
 from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
-from countersign.infrastructure.persistence.stored_events import written_fields
+from countersign.infrastructure.persistence.stored_events import stored_topics, written_fields
 
 
 @dataclass
@@ -37,6 +45,9 @@ class AnchorReport:
     streams_checked: int = 0
     stream_differences: list[dict[str, Any]] = field(default_factory=list)
     streams_different: int = 0
+    #: The events stored at or before its position beyond those it holds: written in since,
+    #: at a position from before it (None: not counted, no SQL given).
+    added_before: int | None = None
     #: The proposals' events recorded after it, which it does not cover (unanchored.py).
     unanchored: Unanchored | None = None
     #: The other streams' events recorded after it (format 2; None for one of format 1).
@@ -47,6 +58,7 @@ class AnchorReport:
         return (
             not self.different
             and not self.streams_different
+            and not self.added_before
             and all(u is None or u.ok for u in (self.unanchored, self.unanchored_streams))
         )
 
@@ -74,6 +86,7 @@ class AnchorReport:
             "streams_checked": self.streams_checked if every else None,
             "streams_not_as_anchored": self.streams_different,
             "stream_differences": self.stream_differences,
+            "added_before_position": self.added_before,
             "unanchored": None if self.unanchored is None else self.unanchored.to_json(),
             "unanchored_streams": (
                 None if self.unanchored_streams is None else self.unanchored_streams.to_json()
@@ -94,6 +107,7 @@ def check_anchor(
     streams = StreamCheck(app, sql)
     batch: list[StreamLine] = []
     held = 0
+    proposal_events = 0  # a proposal anchored at version v had v events at its position
     for entry in entries(anchor):
         if isinstance(entry, StreamLine):
             if not batch or batch[-1].stream_id != entry.stream_id:
@@ -105,6 +119,7 @@ def check_anchor(
             continue
         proposal_id, organization, version, event, chain = entry
         report.checked += 1
+        proposal_events += version
         difference = _difference(app, proposal_id, version, event, chain)
         if difference is not None:
             report.different += 1
@@ -115,7 +130,32 @@ def check_anchor(
         if progress is not None:
             progress(1)
     _check_streams(report, streams, batch)
+    if sql is not None:
+        held_events = proposal_events + anchor.stream_events
+        stored = _stored_up_to(
+            sql, anchor.log_position, proposals_only=not anchor.covers_every_stream
+        )
+        report.added_before = max(0, stored - held_events)
     return report
+
+
+def _stored_up_to(sql: SqlDatabase, position: int, *, proposals_only: bool) -> int:
+    """How many events the store holds at or before ``position`` of the log (an anchor of
+    format 1: of the proposals' streams alone, those whose first event is a ``Proposed``)."""
+    table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
+    at = "notification_id" if sql.is_postgres else "rowid"
+    topics = stored_topics(Proposal, ["Proposed"]) if proposals_only else []
+    proposals = (
+        f" AND (SELECT p.topic FROM {table} p WHERE p.originator_id = e.originator_id AND "
+        f"p.originator_version = 1) IN ({', '.join('?' for _ in topics)})"
+        if proposals_only
+        else ""
+    )
+    with sql.reading() as cursor:
+        row = cursor.execute(
+            f"SELECT COUNT(*) FROM {table} e WHERE e.{at} <= ?{proposals}", [position, *topics]
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 #: Streams whose events are read in one statement.

@@ -316,6 +316,10 @@ def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
         lines += _first_shown(
             anchor["stream_differences"], count, lambda d: _stream_said(d, language), language
         )
+    added = anchor.get("added_before_position")
+    if added:
+        events = words.many(words.EVENTS_COUNTED, added, language)
+        lines.append(words.ADDED_BEFORE.text(language, events=events, **made))
     for unanchored, what in (
         (anchor.get("unanchored"), words.OF_PROPOSALS),
         (anchor.get("unanchored_streams"), words.OF_OTHER_STREAMS),

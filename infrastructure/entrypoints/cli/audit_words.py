@@ -350,6 +350,14 @@ STREAMS_NOT_AS_ANCHORED = Localized(
     "{position} du journal) dont un événement a été supprimé, modifié ou ajouté depuis, "
     "chacun nommé au premier :",
 )
+ADDED_BEFORE = Localized(
+    "audit verify: NOT AS ANCHORED: {events} at or before the anchor's position that it does "
+    "not hold (written in since, at a position from before it; the anchor made {made_at}, "
+    "log position {position})",
+    "audit verify : PAS COMME ANCRÉ : {events} à la position de l'ancre ou avant qu'elle ne "
+    "contient pas (écrit depuis, à une position d'avant elle ; l'ancre faite le {made_at}, "
+    "position {position} du journal)",
+)
 UNANCHORED_FAULT = Localized(
     "audit verify: UNANCHORED: {events} events {what} recorded after the anchor made "
     "{made_at} (log position {position}), more than --max-unanchored {limit}: make an anchor "
