@@ -39,6 +39,7 @@ from countersign.domain.proposal import Proposal
 from countersign.domain.seals import SealKeys
 from countersign.infrastructure.audit.anchor_check import AnchorReport
 from countersign.infrastructure.audit.seals import SealReport
+from countersign.infrastructure.audit.snapshot_check import SnapshotReport, check_snapshots
 from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.sql import SqlDatabase
@@ -78,6 +79,8 @@ class VerifyReport:
     seals: SealReport | None = None
     #: What the store showed against an anchor (``--anchor``; None: none given).
     anchor: AnchorReport | None = None
+    #: The stored snapshots against their events (snapshot_check.py; None: not checked).
+    snapshots: SnapshotReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,12 +88,15 @@ class VerifyReport:
             not self.broken
             and (self.seals is None or self.seals.ok)
             and (self.anchor is None or self.anchor.ok)
+            and (self.snapshots is None or self.snapshots.ok)
         )
 
     def to_json(self) -> dict[str, Any]:
         seals = {} if self.seals is None else {"seals": self.seals.to_json()}
         if self.anchor is not None:
             seals["anchor"] = self.anchor.to_json()
+        if self.snapshots is not None:
+            seals["snapshots"] = self.snapshots.to_json()
         return {
             "ok": self.ok,
             "proposals_checked": self.proposals,
@@ -134,6 +140,7 @@ def verify(
             report.broken.append({"proposal_id": str(proposal_id), **problem})
         if progress is not None:
             progress(1)
+    report.snapshots = check_snapshots(app, sql)
     return report
 
 

@@ -18,7 +18,9 @@ A snapshot is a cache, never the record:
   snapshotted class of the domain, and no class version from the future) and upcast like
   them (``upcast_vN_vN+1`` on the aggregate class, by the library's ``Snapshot.mutate``); one
   that cannot be read is ignored with a log line and the aggregate's events are replayed;
-- it is never projected, verified or chained: the notification log holds events only.
+- it is never projected or chained: the notification log holds events only; ``audit verify``
+  compares each with its events replayed (infrastructure/audit/snapshot_check.py), since a
+  writer's edit of one would change what a cold load decides.
 """
 
 from __future__ import annotations

@@ -446,3 +446,18 @@ REFUSED_UNSIGNED_FLAG = Localized(
     "tronquée. Vérifiez avec une ancre que `countersign audit anchor` a écrite avec les clés "
     "de sceau configurées (elle la signe)",
 )
+
+#: Stored snapshots that are not what their events replayed give (``audit verify``).
+SNAPSHOTS_NOT_AS_EVENTS = Localized(
+    "audit verify: SNAPSHOTS CHANGED: {count} of {checked} stored snapshots are not what their "
+    "events replayed give (a cold load would start from them): delete those rows of the "
+    "snapshots table (a load then replays the events) and find who wrote them:",
+    "audit verify : INSTANTANÉS MODIFIÉS : {count} des {checked} instantanés stockés ne sont "
+    "pas ce que donne la relecture de leurs événements (un chargement à froid partirait "
+    "d'eux) : supprimez ces lignes de la table des instantanés (un chargement relit alors les "
+    "événements) et cherchez qui les a écrites :",
+)
+SNAPSHOT_LINE = Localized(
+    "  {kind} stream {stream_id}: its snapshot at version {version} ({problem})",
+    "  flux {kind} {stream_id} : son instantané à la version {version} ({problem})",
+)

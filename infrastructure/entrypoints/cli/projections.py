@@ -269,6 +269,9 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         lines.append(verify_texts.seal_faults_text(seals, language))
     if anchored is not None and not anchored["ok"]:
         lines.append(anchors.anchor_faults_text(anchored, language))
+    snapshots = report.get("snapshots")
+    if snapshots is not None and not snapshots["ok"]:
+        lines.append(verify_texts.snapshot_faults_text(snapshots, language))
     raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
 
 

@@ -125,3 +125,18 @@ def problem(said: str, language: str) -> str:
         if said.startswith(english):
             return french + said.removeprefix(english)
     return said
+
+
+def snapshot_faults_text(snapshots: dict[str, Any], language: str = "en") -> str:
+    """The stored snapshots that are not their events replayed, each named (``SHOWN``)."""
+    lines = [
+        words.SNAPSHOTS_NOT_AS_EVENTS.text(
+            language,
+            count=number(snapshots["not_as_events"], language),
+            checked=number(snapshots["checked"], language),
+        )
+    ]
+    lines += [
+        words.SNAPSHOT_LINE.text(language, **d) for d in snapshots["differences"][: words.SHOWN]
+    ]
+    return "\n".join(lines)
