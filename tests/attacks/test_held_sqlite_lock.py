@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -41,6 +40,7 @@ from tests.attacks.test_held_locks import database_timeout as database_timeout  
 from tests.conftest import AVA
 
 NOAH = "noah@granite.example"
+_CONNECT = sqlite3.connect
 
 
 @pytest.fixture
@@ -67,11 +67,56 @@ def held(url: str) -> Iterator[None]:
         holder.close()
 
 
+def _busy_ms(connection: sqlite3.Connection) -> int:
+    """How long ``connection`` waits for another's write lock before SQLite's "database is
+    locked" (its busy timeout), in milliseconds."""
+    return int(connection.execute("PRAGMA busy_timeout").fetchone()[0])
+
+
+def _writers(cs: Countersign, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The connections the recorder's pool hands out for a write from now on, in order (each
+    a commit's attempt: ``insert_events`` takes the pool's writer)."""
+    pool: Any = cs.app.recorder.datastore.pool  # type: ignore[attr-defined]
+    taken: list[Any] = []
+    take = pool.get_connection
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        connection = take(*args, **kwargs)
+        if kwargs.get("is_writer") is True:
+            taken.append(connection)
+        return connection
+
+    monkeypatch.setattr(pool, "get_connection", recorded)
+    return taken
+
+
+#: How a statement that asks for SQLite's write lock begins (a read never waits for it).
+_WRITES = ("BEGIN IMMEDIATE", "BEGIN EXCLUSIVE", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP")
+
+
+def _opened_waits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[str]]]:
+    """The SQLite connections opened from now on, in order: each one's busy timeout (ms),
+    and the statements it began (sqlite3's trace callback)."""
+    opened: list[tuple[int, list[str]]] = []
+    connect = sqlite3.connect
+
+    def recorded(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = connect(*args, **kwargs)
+        began: list[str] = []
+        opened.append((_busy_ms(connection), began))
+        connection.set_trace_callback(began.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", recorded)
+    return opened
+
+
 def test_an_approval_behind_the_write_lock_is_not_committed_and_executes_once_later(
-    api: Api, database_url: str
+    api: Api, database_url: str, monkeypatch, caplog
 ):
     proposal_id = api.propose()
     path = f"/api/v1/proposals/{proposal_id}/approve"
+    writers = _writers(api.cs, monkeypatch)
     with held(database_url):
         approval = Timed(lambda: api.post(path))
         read = Timed(lambda: api.get(f"/api/v1/proposals/{proposal_id}"))
@@ -83,7 +128,11 @@ def test_an_approval_behind_the_write_lock_is_not_committed_and_executes_once_la
     assert approval.answer.headers["retry-after"] == "5"
     assert "read the proposal before sending it again" in body["detail"]
     assert_no_leak(approval.answer.text)
-    assert WAIT * 0.9 <= approval.seconds < WAIT * 4
+    # The commit took the writer once (not retried), which waited for the lock as long as
+    # COUNTERSIGN_DATABASE_TIMEOUT lets it, and ended by SQLite's "database is locked".
+    [writer] = writers
+    assert _busy_ms(writer._sqlite_conn) == WAIT * 1000
+    assert "OperationalError: database is locked" in caplog.text
     # Reads went on behind the lock.
     assert read.answer.status_code == 200, read.answer.text
     assert read.answer.json()["status"] == "pending"
@@ -116,7 +165,7 @@ def test_a_decision_on_a_page_behind_the_write_lock_says_the_database_did_not_an
 
 
 def test_pages_with_nothing_new_to_project_are_read_behind_the_write_lock(
-    web: Web, database_url: str
+    web: Web, database_url: str, caplog
 ):
     """A page catches the read models up before it reads them: with nothing new in the log
     that is reads only, and it took the write lock all the same (to read a position), so
@@ -129,27 +178,42 @@ def test_pages_with_nothing_new_to_project_are_read_behind_the_write_lock(
         card = Timed(lambda: browser.get(f"/proposals/{proposal_id}"))
     inbox.finish()
     card.finish()
+    # Answered while the lock was held, and not as the database unavailable: a page that
+    # asked for the write lock would have waited the timeout for it and answered 503.
     for page in (inbox, card):
         assert not page.stuck
         assert page.answer.status_code == 200, page.answer.text[:300]
-        assert page.seconds < WAIT * 0.9  # never waited for the lock
+    assert "database is locked" not in caplog.text
     assert proposal_id in inbox.answer.text
 
 
 def test_a_command_behind_the_write_lock_says_so_in_one_line(
-    cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch
+    cs: Countersign, seeded: dict[str, Any], database_url: str, monkeypatch, caplog
 ):
     """Every command writes as it starts (its tables): it gave up with a traceback after 30 s."""
     monkeypatch.setenv("COUNTERSIGN_DATABASE_URL", database_url)
     monkeypatch.setenv("COUNTERSIGN_DATABASE_TIMEOUT", str(WAIT))
     out, err = io.StringIO(), io.StringIO()
-    with held(database_url):
-        started = time.monotonic()
+
+    def inbox() -> int:
         with redirect_stdout(out), redirect_stderr(err):
-            status = main(["inbox", "--org", "granite", "--as", AVA])
-        seconds = time.monotonic() - started
-    assert status == 1
-    assert seconds < WAIT * 4
+            return main(["inbox", "--org", "granite", "--as", AVA])
+
+    with held(database_url):
+        waits = _opened_waits(monkeypatch)  # the command's connections, not the holder's
+        command = Timed(inbox)
+    command.finish()
+    monkeypatch.setattr(sqlite3, "connect", _CONNECT)
+    assert not command.stuck, f"the command waited for the lock for {STUCK} s and more"
+    assert command.answer == 1
+    # Every connection it asked the write lock on waits for it at most the timeout, and it
+    # gave up as such a wait ended (SQLite's "database is locked", in the operator's log).
+    writing = [
+        busy for busy, began in waits if any(s.lstrip().upper().startswith(_WRITES) for s in began)
+    ]
+    assert writing, "the command asked for the write lock on no connection"
+    assert set(writing) == {WAIT * 1000}, waits
+    assert "database is locked" in caplog.text
     said = out.getvalue() + err.getvalue()
     assert "error: the database did not answer in time; try again in a few seconds" in said
     assert "A decision sent" not in said  # an inbox decides nothing
