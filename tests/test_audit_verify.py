@@ -11,16 +11,17 @@ import json
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 from uuid import UUID
 
 import psycopg
 import pytest
 from countersign.domain.hash_chain import chain_link
 from countersign.infrastructure.audit.export import COLUMNS
-from countersign.infrastructure.audit.verify import verify
+from countersign.infrastructure.audit.verify import PROBLEMS, verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
-from countersign.infrastructure.entrypoints.cli import main
+from countersign.infrastructure.entrypoints.cli import audit_words, main
+from countersign.infrastructure.identity.passkeys import AssertionProblem
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, DRAFT, MIA, REFUND, TO_CARD, events_table
@@ -390,6 +391,47 @@ def test_a_proposal_whose_only_event_got_a_foreign_topic_is_not_lost_to_the_chec
     assert _broken(report) == (hidden, 1, "stored event is unreadable (UnreadableEventError)")
 
 
+def test_a_broken_link_carries_its_code_and_is_worded_from_it_in_french(
+    cs, seeded, database_url, capsys
+):
+    """--json gives each broken link's ``code`` and the fields its words name (the error
+    met), keeping the English ``problem``; ``--language fr`` words it from the code."""
+    hidden = cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-two-approvers"],
+        request=TO_CARD,
+    ).proposal_id
+    _sql(cs, "UPDATE {table} SET topic=? WHERE originator_id=?", "os:system", UUID(hidden))
+
+    assert _cli_verify(database_url, capsys)["first_broken_link"] == {
+        "proposal_id": hidden,
+        "version": 1,
+        "code": "event_unreadable",
+        "error": "UnreadableEventError",
+        "problem": "stored event is unreadable (UnreadableEventError)",
+    }
+    assert main(["audit", "verify", "--language", "fr", "--database", database_url]) == 5
+    assert capsys.readouterr().err.splitlines()[1] == (
+        f"  proposition {hidden} version 1 : l'événement enregistré est illisible "
+        "(UnreadableEventError)"
+    )
+
+
+def test_every_problem_the_check_can_name_has_words_in_english_and_french():
+    """Each code a broken link can carry (verify.PROBLEMS, the passkey assertion's included)
+    is worded on the terminal in both languages, the English as --json gives it: a new
+    problem cannot stay English under --language fr."""
+    assert set(get_args(AssertionProblem)) <= set(PROBLEMS)
+    assert set(audit_words.LINK_PROBLEMS) == set(PROBLEMS)
+    for code, english in PROBLEMS.items():
+        said = audit_words.LINK_PROBLEMS[code]
+        assert said.text("en", error="KeyError") == english.format(error="KeyError")
+        assert said.fr not in ("", said.en)
+        assert said.text("fr", error="KeyError").count("KeyError") == english.count("{error}")
+
+
 def test_an_envelope_edit_the_chain_does_not_cover_is_found_by_replaying(cs, story):
     """An event written before times were linked has its time outside its link: without
     it every link holds, yet the proposal cannot be read. The check replays each stream as a
@@ -404,6 +446,7 @@ def test_an_envelope_edit_the_chain_does_not_cover_is_found_by_replaying(cs, sto
     assert report["broken_links"][0] == {
         "proposal_id": story["refunded"],
         "version": 1,
+        "code": "link_mismatch",
         "problem": CHAIN_MISMATCH,
     }
     replayed = report["broken_links"][1]

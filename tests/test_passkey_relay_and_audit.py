@@ -148,6 +148,7 @@ def test_audit_verify_names_a_tampered_assertion_though_the_chain_was_forged(cs,
     assert found == {
         "proposal_id": second,
         "version": _approved_version(cs, second),
+        "code": "signature_invalid",
         "problem": "the passkey signature does not verify against the registered key",
     }
 
@@ -215,6 +216,7 @@ def test_audit_verify_names_a_required_passkey_stripped_from_an_approval(cs, see
     assert found == {
         "proposal_id": first,
         "version": _approved_version(cs, first),
+        "code": "passkey_missing",
         "problem": "approved without the passkey its policy required",
     }
 

@@ -112,8 +112,27 @@ class VerifyReport:
         }
 
 
-#: What a link that is neither its event's nor an older link of its fields says.
-MISMATCH = "content or time does not match its hash-chain link"
+#: Every problem a broken link can have, by the ``code`` its ``broken_links`` entry carries:
+#: the English ``problem`` --json words it with, ``{error}`` the class of the error met (the
+#: entry's ``error``). The terminal words each code in both languages (cli/audit_words.py).
+PROBLEMS: dict[str, str] = {
+    "events_unreadable": "stored events are unreadable ({error})",
+    "event_unreadable": "stored event is unreadable ({error})",
+    "version_gap": "event removed (version gap)",
+    # A link that is neither its event's nor an older link of its fields.
+    "link_mismatch": "content or time does not match its hash-chain link",
+    "audit_copy_differs": "link differs from the audit trail's copy",
+    "audited_event_missing": "event removed (audited, now missing)",
+    "event_does_not_replay": "stored event does not replay ({error})",
+    "passkey_missing": "approved without the passkey its policy required",
+    "passkey_registered_after": "approved with a passkey registered only after the approval",
+    "passkey_other_membership": "approved with a passkey registered during another membership",
+    # A stored assertion that does not verify (identity/passkeys.py ``AssertionProblem``).
+    "passkey_not_registered": "approved with a passkey the approver never registered",
+    "assertion_unreadable": "the passkey assertion is unreadable",
+    "assertion_not_bound": "the passkey assertion does not bind this proposal's digest",
+    "signature_invalid": "the passkey signature does not verify against the registered key",
+}
 
 #: How many broken proposals a report names (``VerifyReport.to_json``).
 LISTED = 100
@@ -153,7 +172,7 @@ def _check(
     try:
         stored_events = list(app.recorder.select_events(proposal_id))
     except Exception as error:
-        return {"version": None, "problem": f"stored events are unreadable ({_name(error)})"}
+        return _broken(None, "events_unreadable", error=_name(error))
     events = []
     for record in stored_events:
         # Each read by the mapper (its guards refuse a foreign topic or a future version),
@@ -161,32 +180,29 @@ def _check(
         try:
             events.append((app.mapper.to_domain_event(record), written_fields(app.mapper, record)))
         except Exception as error:
-            return {
-                "version": record.originator_version,
-                "problem": f"stored event is unreadable ({_name(error)})",
-            }
+            return _broken(record.originator_version, "event_unreadable", error=_name(error))
     previous = ""
     for expected_version, (event, written) in enumerate(events, start=1):
         report.events += 1
         version = event.originator_version
         if version != expected_version:
-            return {"version": expected_version, "problem": "event removed (version gap)"}
+            return _broken(expected_version, "version_gap")
         fields = _linked_fields(type(event).__name__, written)
         stored = written.get("chain")
         link = _link(previous, version, type(event).__name__, fields, written, report)
         if link is None:
-            return {"version": version, "problem": MISMATCH}
+            return _broken(version, "link_mismatch")
         if version in audited and audited[version] != stored:
-            return {"version": version, "problem": "link differs from the audit trail's copy"}
+            return _broken(version, "audit_copy_differs")
         if report.seals is not None:  # the proposal's seal, then each event's (seals.py)
             report.seals.check_link(proposal_id, version, type(event).__name__, link, written)
         previous = link
         if type(event).__name__ == "Approved":
             problem = _approval_problem(app, events[0][1], proposal_id, written)
             if problem is not None:
-                return {"version": version, "problem": problem}
+                return _broken(version, problem)
     if audited and max(audited) > len(events):
-        return {"version": len(events) + 1, "problem": "event removed (audited, now missing)"}
+        return _broken(len(events) + 1, "audited_event_missing")
     return _replay_problem(events)
 
 
@@ -229,15 +245,18 @@ def _replay_problem(events: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any] 
         try:
             aggregate = applied(None, aggregate, event)  # of its own aggregate, as a read
         except Exception as error:
-            return {
-                "version": event.originator_version,
-                "problem": f"stored event does not replay ({_name(error)})",
-            }
+            return _broken(event.originator_version, "event_does_not_replay", error=_name(error))
     return None
 
 
 def _name(error: BaseException) -> str:
     return type(error).__name__
+
+
+def _broken(version: int | None, code: str, **fields: str) -> dict[str, Any]:
+    """A proposal's first broken link: its version, the problem's code and the fields its
+    words need, and the problem in English (``PROBLEMS``)."""
+    return {"version": version, "code": code, **fields, "problem": PROBLEMS[code].format(**fields)}
 
 
 def _approval_problem(
@@ -249,19 +268,19 @@ def _approval_problem(
     """Why an approval does not hold as the proposal's frozen policy asked, or None: where
     the policy required a passkey, the approval must carry an assertion, and an assertion
     must verify against a key the approver registered before approving, during the
-    membership that approved."""
+    membership that approved. The problem is its code (``PROBLEMS``)."""
     assertion = approved.get("passkey")
     if not assertion:
         if (proposed.get("policy") or {}).get("require_passkey"):
-            return "approved without the passkey its policy required"
+            return "passkey_missing"
         return None
     registered = _ring_keys(app, proposed, approved)
     entry = registered.get(str(assertion.get("credential_id")))
     if entry is not None and not _before(entry.get("registered_at"), approved.get("approved_at")):
-        return "approved with a passkey registered only after the approval"
+        return "passkey_registered_after"
     membership = approved.get("membership_id")
     if entry is not None and membership is not None and entry.get("membership_id") != membership:
-        return "approved with a passkey registered during another membership"
+        return "passkey_other_membership"
     return assertion_problem(
         assertion,
         registered=registered,

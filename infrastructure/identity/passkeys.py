@@ -23,7 +23,7 @@ import secrets
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from countersign.application.ports import CheckedAssertion, NewPasskey, PasskeyRejectedError
 from countersign.domain.club.passkeys import PasskeyAssertion, approval_challenge
@@ -213,6 +213,14 @@ class WebAuthnCeremonies:
         )
 
 
+#: Why a stored assertion does not hold (``assertion_problem``): its key is not one the
+#: approver registered, it cannot be read, its challenge binds another proposal, or its
+#: signature does not verify.
+AssertionProblem = Literal[
+    "passkey_not_registered", "assertion_unreadable", "assertion_not_bound", "signature_invalid"
+]
+
+
 def assertion_problem(
     assertion: Mapping[str, Any],
     *,
@@ -220,26 +228,27 @@ def assertion_problem(
     digest: str,
     proposal_id: str,
     approver: str,
-) -> str | None:
-    """Why a stored approval's assertion does not hold, or None: its passkey must be one the
-    approver registered (``registered``: their ring's keys by credential id, removed ones
-    included), its challenge must bind this proposal's digest, id and approver with its
-    nonce, and its signature must verify against that key, with user verification."""
+) -> AssertionProblem | None:
+    """Why a stored approval's assertion does not hold, as its code, or None: its passkey
+    must be one the approver registered (``registered``: their ring's keys by credential id,
+    removed ones included), its challenge must bind this proposal's digest, id and approver
+    with its nonce, and its signature must verify against that key, with user verification.
+    ``audit verify`` words each code (audit/verify.py ``PROBLEMS``)."""
     from webauthn import verify_authentication_response
 
     stored: PasskeyAssertion = assertion  # type: ignore[assignment]
     entry = registered.get(str(stored.get("credential_id")))
     if entry is None:
-        return "approved with a passkey the approver never registered"
+        return "passkey_not_registered"
     expected = approval_challenge(digest, proposal_id, approver, str(stored.get("nonce")))
     try:
         client_data = json.loads(b64url_decode(str(stored["client_data_json"])))
         origin = str(client_data["origin"])
         challenge = b64url_decode(str(client_data["challenge"]))
     except Exception:
-        return "the passkey assertion is unreadable"
+        return "assertion_unreadable"
     if not hmac.compare_digest(challenge, expected):
-        return "the passkey assertion does not bind this proposal's digest"
+        return "assertion_not_bound"
     credential = {
         "id": stored["credential_id"],
         "rawId": stored["credential_id"],
@@ -261,5 +270,5 @@ def assertion_problem(
             require_user_verification=True,
         )
     except Exception:
-        return "the passkey signature does not verify against the registered key"
+        return "signature_invalid"
     return None

@@ -209,44 +209,62 @@ SEAL_KEY_FR = {
     "unsealed": ("", ""),
 }
 
-#: The chain's problems (``audit/verify.py``), as --json words them, in French; a problem not
-#: listed here is quoted as the check words it (``verify_texts.problem``).
-PROBLEMS_FR = {
-    "content or time does not match its hash-chain link": (
-        "le contenu ou l'heure ne correspond pas à son maillon de la chaîne de hachage"
+#: The chain's problems by their code (``audit/verify.py`` ``PROBLEMS``, whose English --json
+#: gives as ``problem``), with ``{error}`` the class of the error met.
+LINK_PROBLEMS = {
+    "events_unreadable": Localized(
+        "stored events are unreadable ({error})",
+        "les événements enregistrés sont illisibles ({error})",
     ),
-    "link differs from the audit trail's copy": (
-        "le maillon diffère de la copie de la piste d'audit"
+    "event_unreadable": Localized(
+        "stored event is unreadable ({error})", "l'événement enregistré est illisible ({error})"
     ),
-    "event removed (version gap)": "événement retiré (trou dans les versions)",
-    "event removed (audited, now missing)": "événement retiré (audité, maintenant absent)",
-    "approved without the passkey its policy required": (
-        "approuvée sans la clé d'accès que sa règle exigeait"
+    "version_gap": Localized(
+        "event removed (version gap)", "événement retiré (trou dans les versions)"
     ),
-    "approved with a passkey registered only after the approval": (
-        "approuvée avec une clé d'accès enregistrée seulement après l'approbation"
+    "link_mismatch": Localized(
+        "content or time does not match its hash-chain link",
+        "le contenu ou l'heure ne correspond pas à son maillon de la chaîne de hachage",
     ),
-    "approved with a passkey registered during another membership": (
-        "approuvée avec une clé d'accès enregistrée pendant une autre adhésion"
+    "audit_copy_differs": Localized(
+        "link differs from the audit trail's copy",
+        "le maillon diffère de la copie de la piste d'audit",
     ),
-    # A stored passkey assertion that does not verify (identity/passkeys.assertion_problem).
-    "approved with a passkey the approver never registered": (
-        "approuvée avec une clé d'accès que l'approbateur n'a jamais enregistrée"
+    "audited_event_missing": Localized(
+        "event removed (audited, now missing)", "événement retiré (audité, maintenant absent)"
     ),
-    "the passkey assertion is unreadable": "l'assertion de la clé d'accès est illisible",
-    "the passkey assertion does not bind this proposal's digest": (
-        "l'assertion de la clé d'accès ne lie pas l'empreinte de cette proposition"
+    "event_does_not_replay": Localized(
+        "stored event does not replay ({error})",
+        "l'événement enregistré ne se rejoue pas ({error})",
     ),
-    "the passkey signature does not verify against the registered key": (
-        "la signature de la clé d'accès ne se vérifie pas avec la clé enregistrée"
+    "passkey_missing": Localized(
+        "approved without the passkey its policy required",
+        "approuvée sans la clé d'accès que sa règle exigeait",
+    ),
+    "passkey_registered_after": Localized(
+        "approved with a passkey registered only after the approval",
+        "approuvée avec une clé d'accès enregistrée seulement après l'approbation",
+    ),
+    "passkey_other_membership": Localized(
+        "approved with a passkey registered during another membership",
+        "approuvée avec une clé d'accès enregistrée pendant une autre adhésion",
+    ),
+    "passkey_not_registered": Localized(
+        "approved with a passkey the approver never registered",
+        "approuvée avec une clé d'accès que l'approbateur n'a jamais enregistrée",
+    ),
+    "assertion_unreadable": Localized(
+        "the passkey assertion is unreadable", "l'assertion de la clé d'accès est illisible"
+    ),
+    "assertion_not_bound": Localized(
+        "the passkey assertion does not bind this proposal's digest",
+        "l'assertion de la clé d'accès ne lie pas l'empreinte de cette proposition",
+    ),
+    "signature_invalid": Localized(
+        "the passkey signature does not verify against the registered key",
+        "la signature de la clé d'accès ne se vérifie pas avec la clé enregistrée",
     ),
 }
-#: The problems that name an error's class: (English opening, French opening).
-PROBLEMS_NAMING_FR = (
-    ("stored events are unreadable (", "les événements enregistrés sont illisibles ("),
-    ("stored event is unreadable (", "l'événement enregistré est illisible ("),
-    ("stored event does not replay (", "l'événement enregistré ne se rejoue pas ("),
-)
 
 # -- the anchor -------------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ def broken_text(report: dict[str, Any], language: str) -> list[str]:
             language,
             id=b["proposal_id"],
             version=b["version"],
-            problem=problem(b["problem"], language),
+            problem=problem(b, language),
         )
         for b in shown
     ]
@@ -115,16 +115,14 @@ def seal_problem(bad: dict[str, Any], language: str) -> str:
     return said.format(version=bad["version"], event=bad["event"], key=key)
 
 
-def problem(said: str, language: str) -> str:
-    """A problem of the chain, as --json words it, in ``language`` where it is known."""
-    if language != "fr":
-        return said
-    if said in words.PROBLEMS_FR:
-        return words.PROBLEMS_FR[said]
-    for english, french in words.PROBLEMS_NAMING_FR:
-        if said.startswith(english):
-            return french + said.removeprefix(english)
-    return said
+def problem(broken: dict[str, Any], language: str) -> str:
+    """A broken link's problem (``--json``'s ``broken_links`` entry) in ``language``, from
+    its code and the fields its words name; a code this module does not know, as the report
+    words it (every code the check emits has words: tests/test_audit_verify.py)."""
+    words_of = words.LINK_PROBLEMS.get(broken.get("code", ""))
+    if words_of is None:
+        return str(broken["problem"])
+    return words_of.text(language, error=broken.get("error", ""))
 
 
 def snapshot_faults_text(snapshots: dict[str, Any], language: str = "en") -> str:
