@@ -236,6 +236,8 @@ def test_an_auditor_can_demand_a_signed_anchor_whatever_the_deployment_requires(
     )
     assert code == 2
     assert "a.jsonl n'est PAS SIGNÉE, et --require-signed-anchor exige une ancre signée" in err
+    # A seal key is a "clé de scellement" in every French text.
+    assert "a écrite avec les clés de scellement configurées (elle la signe)" in err
     code, out, _err = run("audit", "verify", "--anchor", str(signed), "--require-signed-anchor")
     assert code == 0
     assert "signed with key 'k1'" in out

@@ -228,8 +228,8 @@ def test_approving_on_a_server_without_the_key_says_so_and_changes_nothing(
         "being changed), so it could not be verified here. Nothing was approved or changed, "
         "and the proposal is still waiting for approval.",
         "fr": "Cette proposition est scellée avec une clé que ce serveur n'a pas encore (une "
-        "clé de sceau en cours de changement) : elle n'a pas pu être vérifiée ici. Rien n'a "
-        "été approuvé ni modifié, et la proposition attend toujours son approbation.",
+        "clé de scellement en cours de changement) : elle n'a pas pu être vérifiée ici. Rien "
+        "n'a été approuvé ni modifié, et la proposition attend toujours son approbation.",
     }[language]
     assert said in shown.replace("\N{NO-BREAK SPACE}", " ")
     assert without.access.card(proposal_id, AVA).status == "pending"

@@ -308,10 +308,11 @@ UNSIGNED_WITH_KEYS = Localized(
     "required here: it proves no more than the place it was kept, since whoever can write "
     "there can make one; `audit anchor` signs new ones, and --require-signed-anchor or "
     "--require-seals refuses it",
-    "NON SIGNÉE bien que des clés de sceau soient configurées, acceptée seulement parce que "
-    "les ancres signées ne sont pas exigées ici : elle ne prouve rien de plus que l'endroit "
-    "où elle était gardée, puisque quiconque peut y écrire peut en faire une ; `audit anchor` "
-    "signe les nouvelles, et --require-signed-anchor ou --require-seals la refuse",
+    "NON SIGNÉE bien que des clés de scellement soient configurées, acceptée seulement parce "
+    "que les ancres signées ne sont pas exigées ici : elle ne prouve rien de plus que "
+    "l'endroit où elle était gardée, puisque quiconque peut y écrire peut en faire une ; "
+    "`audit anchor` signe les nouvelles, et --require-signed-anchor ou --require-seals la "
+    "refuse",
 )
 NOTHING_AFTER = Localized(
     " No event was recorded after it (up to log position {head}): it covers every one.",
@@ -450,9 +451,9 @@ REFUSED_UNSIGNED = Localized(
     "--anchor : {name} n'est pas signée, et chaque ancre doit l'être ici (--require-seals, ou "
     "COUNTERSIGN_SEALS_REQUIRED=true) : quiconque peut écrire là où une ancre non signée est "
     "gardée peut en faire une d'une base tronquée. Vérifiez avec une ancre que `countersign "
-    "audit anchor` a écrite avec les clés de sceau configurées (elle la signe) ; une ancre non "
-    "signée faite avant les clés ne peut être vérifiée que sans --require-seals et avec "
-    "COUNTERSIGN_SEALS_REQUIRED=false",
+    "audit anchor` a écrite avec les clés de scellement configurées (elle la signe) ; une "
+    "ancre non signée faite avant les clés ne peut être vérifiée que sans --require-seals et "
+    "avec COUNTERSIGN_SEALS_REQUIRED=false",
 )
 REFUSED_UNSIGNED_FLAG = Localized(
     "--anchor: {name} is UNSIGNED, and --require-signed-anchor demands a signed anchor: "
@@ -462,7 +463,7 @@ REFUSED_UNSIGNED_FLAG = Localized(
     "--anchor : {name} n'est PAS SIGNÉE, et --require-signed-anchor exige une ancre signée : "
     "quiconque peut écrire là où une ancre non signée est gardée peut en faire une d'une base "
     "tronquée. Vérifiez avec une ancre que `countersign audit anchor` a écrite avec les clés "
-    "de sceau configurées (elle la signe)",
+    "de scellement configurées (elle la signe)",
 )
 
 #: Stored snapshots that are not what their events replayed give (``audit verify``).

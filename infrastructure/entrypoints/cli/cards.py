@@ -403,8 +403,8 @@ _NOT_APPROVABLE = {
         "seal key being rotated in), so it could not be verified here. Nothing changed, and it "
         "is still pending: approve it again once every process holds the key.",
         "Non approuvée : cette proposition est scellée avec une clé que ce processus n'a pas "
-        "encore (une clé de sceau en cours de rotation) : elle n'a pas pu être vérifiée ici. "
-        "Rien n'a changé, et elle attend toujours : approuvez-la de nouveau quand chaque "
+        "encore (une clé de scellement en cours de rotation) : elle n'a pas pu être vérifiée "
+        "ici. Rien n'a changé, et elle attend toujours : approuvez-la de nouveau quand chaque "
         "processus aura la clé.",
     ),
     "requester_may_not_approve": Localized(

@@ -398,8 +398,8 @@ FR: dict[str, str] = {
     ),
     "notice.not_verifiable_here": (
         "Cette proposition est scellée avec une clé que ce serveur n'a pas encore (une clé de "
-        "sceau en cours de changement) : elle n'a pas pu être vérifiée ici. Rien n'a été "
-        "approuvé ni modifié, et la proposition attend toujours son approbation. Réessayez "
+        "scellement en cours de changement) : elle n'a pas pu être vérifiée ici. Rien n'a "
+        "été approuvé ni modifié, et la proposition attend toujours son approbation. Réessayez "
         "dans quelques minutes ; si cela dure, prévenez la personne qui administre countersign."
     ),
     "notice.not_revisable": (
