@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.observability import logs
 
 from tests.conftest import AVA
-from tests.http_load import Deployment, free_port
+from tests.http_load import START_TIMEOUT, STOP_TIMEOUT, Deployment, free_port
 from tests.support.proposing import propose
 from tests.test_audit_verify import _delete
 from tests.test_projections_across_releases import EARLIER, LATER, _built_by
@@ -174,14 +176,12 @@ def test_serve_and_projections_run_start_and_stop_in_french_as_json_lines(
         _said(runner.log, "projections : suivi du journal pour ")
         _said(notify.log, "notify : livraison de la boîte d'envoi toutes les 5 s (Ctrl-C arrête)")
         _said(mcp.log, f"countersign : MCP en HTTP diffusable à http://127.0.0.1:{port}/mcp")
-        # Its stop is uvicorn's own (it ends by the signal it was sent): not this test's.
-        deployment.services.remove(mcp)
-        mcp.process.terminate()
-        mcp.process.wait(timeout=30)
     finally:
         problems = deployment.stop()
 
     assert problems == []
+    mcp_said = [json.loads(x) for x in mcp.log.read_text().splitlines() if x.startswith("{")]
+    assert mcp_said[-1]["message"] == "countersign : serveur MCP arrêté."
     served = [json.loads(x) for x in (tmp_path / "serve.log").read_text().splitlines()]
     messages = [str(line["message"]) for line in served]
     assert messages[0].startswith("countersign : en service sur http://127.0.0.1:")
@@ -327,3 +327,34 @@ def test_what_an_anchor_does_not_cover_is_listed_in_french(command, cs, seeded, 
     assert " Non couvert par elle : " in said
     assert f"  proposition {proposal_id} : créé après elle (événement" in said
     assert f"  proposal {proposal_id}" not in said
+
+
+def test_mcp_over_http_stops_cleanly_on_sigterm(database_url, tmp_path, seeded):
+    """SIGTERM stops ``mcp --http`` as it stops ``serve``: exit 0 and its stop line (it was
+    killed by the signal, status -15, and said nothing)."""
+    deployment = Deployment(database_url, tmp_path)
+    port = free_port()
+    mcp = deployment._start("mcp", "mcp", "--http", "--port", str(port))
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _answers(f"http://127.0.0.1:{port}/mcp"):
+            assert mcp.process.poll() is None, mcp.tail()
+            assert time.monotonic() < deadline, f"mcp --http never served:\n{mcp.tail()}"
+            time.sleep(0.2)
+        mcp.process.send_signal(signal.SIGTERM)
+        status = mcp.process.wait(timeout=STOP_TIMEOUT)
+    finally:
+        deployment.stop()
+
+    said = mcp.log.read_text()
+    assert status == 0, said
+    assert said.splitlines()[-1] == "countersign: MCP server stopped."
+    assert "Traceback" not in said
+
+
+def _answers(address: str) -> bool:
+    """Whether the server at ``address`` answers (401 without a token: it serves)."""
+    try:
+        return httpx.get(address, timeout=5).status_code == 401
+    except httpx.TransportError:
+        return False

@@ -292,16 +292,20 @@ MCP_SERVER = "countersign.infrastructure.entrypoints.mcp"
 
 def cmd_mcp(cs: Countersign, args: argparse.Namespace) -> Result:
     """Serve the propose-only MCP server: over stdio as one member (the agent's host launches
-    this command), or over streamable HTTP for API tokens. Nothing is printed on stdout, which
-    belongs to the protocol."""
+    this command), or over streamable HTTP for API tokens. Over stdio nothing is printed on
+    stdout, which belongs to the protocol; over HTTP the stop line is, as ``serve``'s."""
     import importlib
 
     from countersign.application.authorization import Caller
 
     mcp = importlib.import_module(MCP_SERVER)
     if args.http:
-        mcp.serve_http(cs, host=args.host, port=args.port, language=args.language)
-        return ALREADY_PRINTED, ""
+        # Stopped by SIGTERM or Ctrl-C as ``serve`` is: what is under way finished, its stop
+        # line said, exit 0 (it was killed by the signal uvicorn raised again).
+        with _stopped_by_signals():
+            mcp.serve_http(cs, host=args.host, port=args.port, language=args.language)
+        stopped = service.MCP_STOPPED.text(args.language)
+        return service_stopped(args, {"stopped": True}, stopped)
     if not args.org or not args.actor:
         raise UsageError("serving over stdio needs --org ORG and --as EMAIL (or use --http)")
     try:

@@ -87,10 +87,10 @@ class ProjectionNotSetUpError(UsageError):
 
 def service_stopped(args: argparse.Namespace, document: Any, text: str) -> Result:
     """A service's last line as it stops (``serve``, ``worker``, ``projections run``,
-    ``notify run``): with COUNTERSIGN_LOG_FORMAT=json, one JSON object on stderr as every line
-    it said before it (printed as words on stdout, it was the one line of the service's
-    journal a JSON collector could not read); --json's document is printed on stdout either
-    way."""
+    ``notify run``, ``mcp --http``): with COUNTERSIGN_LOG_FORMAT=json, one JSON object on
+    stderr as every line it said before it (printed as words on stdout, it was the one line
+    of the service's journal a JSON collector could not read); --json's document is printed
+    on stdout either way."""
     from countersign.infrastructure.observability.logs import json_logs, say
 
     if not json_logs():

@@ -53,6 +53,7 @@ NOT_SWEEPING = Localized(
     "--sweepers)",
 )
 SERVER_STOPPED = Localized("countersign: server stopped.", "countersign : serveur arrêté.")
+MCP_STOPPED = Localized("countersign: MCP server stopped.", "countersign : serveur MCP arrêté.")
 NOT_STARTED = Localized(
     "the server did not start; its log above says why",
     "le serveur n'a pas démarré ; son journal ci-dessus dit pourquoi",
