@@ -245,6 +245,14 @@ def visible_proposal(
     """The proposal and the caller's membership of its organization; NotFoundError alike for
     a malformed or unknown id, another organization's proposal (a damaged one too:
     ``damaged_or_unknown``) and a non-member."""
+    proposal, _, member = visible_proposal_in_club(store, proposal_id, caller)
+    return proposal, member
+
+
+def visible_proposal_in_club(
+    store: Repository, proposal_id: str, caller: Caller
+) -> tuple[Proposal, Organization, Member]:
+    """``visible_proposal``, with the organization it read for the membership."""
     # One read, whatever the id names: an unknown id and another organization's proposal
     # are refused after the same work.
     pid = parse_id(proposal_id, "proposal")
@@ -254,7 +262,8 @@ def visible_proposal(
         raise damaged_or_unknown(store, caller, pid, damaged) from None
     if not caller.acts_in(proposal.organization_id):
         raise NotFoundError("proposal")
-    return proposal, member_of(store, proposal.organization_id, caller.email)
+    club = store.read(proposal.organization_id, Organization)
+    return proposal, club, membership(club, caller.email)
 
 
 def damaged_or_unknown(

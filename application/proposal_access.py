@@ -29,6 +29,7 @@ from countersign.application.authorization import (
     require_decider,
     token_name,
     visible_proposal,
+    visible_proposal_in_club,
 )
 from countersign.application.cards import ProposalCards
 from countersign.application.errors import ForbiddenError, VouchedHereError
@@ -39,7 +40,7 @@ from countersign.application.reports import (
     ApprovalReport,
     ProposalCard,
     ProposalCreated,
-    Report,
+    ProposalStatusReport,
     outcome_text,
 )
 from countersign.application.revision_problems import every_problem
@@ -51,24 +52,6 @@ from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import NotFoundError
 from countersign.domain.interaction import Interaction
 from countersign.domain.proposal import Proposal, ProposalStatus, SupersessionReason
-
-
-@dataclass(frozen=True)
-class ProposalStatusReport(Report):
-    """Where a proposal's execution stands (what an outcome's ``status_path`` points to)."""
-
-    proposal_id: str
-    status: str
-    outcome_kind: str | None
-    reconciliation_pending: bool
-    message: str | None
-    #: While executing or reconciling: when it was claimed (the approval that ran it).
-    waiting_since: str | None = None
-    #: While executing or reconciling: ``waiting`` within the lease and one reconciler pass,
-    #: ``provider_silent`` past it with a reconciler running, ``unattended`` past it with
-    #: none: an operator must start the worker (``message`` then says so).
-    settling: str | None = None
-
 
 #: What a status says of a claim past its lease and one pass with no reconciler running, as
 #: the pages say it: nothing asks the provider until an operator starts the worker.
@@ -286,7 +269,7 @@ class ProposalAccess:
     ) -> ProposalStatusReport:
         """Where the execution stands; ForbiddenError without a permission to read it."""
         caller = Caller.of(actor)
-        proposal, member = visible_proposal(self.store, proposal_id, caller)
+        proposal, club, member = visible_proposal_in_club(self.store, proposal_id, caller)
         require_any(caller, member, read_permissions(proposal.kind, self.registry))
         outcome = proposal.outcome or {}
         message = outcome_text(proposal, language)
@@ -304,6 +287,7 @@ class ProposalAccess:
             message=message,
             waiting_since=settling.since.isoformat() if settling is not None else None,
             settling=_settling_state(settling) if settling is not None else None,
+            policy_changed=self.cards.policy_changed(proposal, club),
         )
 
     def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:

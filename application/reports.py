@@ -171,6 +171,26 @@ class ProposalCard(Report):
 
 
 @dataclass(frozen=True)
+class ProposalStatusReport(Report):
+    """Where a proposal's execution stands (what an outcome's ``status_path`` points to)."""
+
+    proposal_id: str
+    status: str
+    outcome_kind: str | None
+    reconciliation_pending: bool
+    message: str | None
+    #: While executing or reconciling: when it was claimed (the approval that ran it).
+    waiting_since: str | None = None
+    #: While executing or reconciling: ``waiting`` within the lease and one reconciler pass,
+    #: ``provider_silent`` past it with a reconciler running, ``unattended`` past it with
+    #: none: an operator must start the worker (``message`` then says so).
+    settling: str | None = None
+    #: Pending, and the club's policy now asks more of it than the one it was frozen under:
+    #: approving it sends it back (``ProposalCard.policy_changed``).
+    policy_changed: bool = False
+
+
+@dataclass(frozen=True)
 class SweepReport(Report):
     """One proposal that a reconcile or expire pass settled (or left)."""
 

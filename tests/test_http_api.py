@@ -601,6 +601,7 @@ def test_the_status_path_of_a_lost_card_refund_shows_reconciliation_then_success
         "message": api.cs.cards.card(proposal_id, AVA).message,
         "waiting_since": api.cs.clock.now().isoformat(),
         "settling": "waiting",
+        "policy_changed": False,
     }
     assert uncertain.json()["message"]
 

@@ -124,6 +124,7 @@ def test_the_api_card_says_policy_changed_and_the_challenge_refuses_it(web):
     assert (card.json()["status"], card.json()["policy_changed"]) == ("pending", True)
     other = api.get(f"/api/v1/proposals/{unaffected}", headers=auth).json()
     assert other["policy_changed"] is False
+    assert api.get(f"{path}/status", headers=auth).json()["policy_changed"] is True
     assert api.get(f"/api/v1/proposals/{unaffected}/approval-challenge", headers=auth).is_success
 
     versions = count_events(cs)
@@ -151,3 +152,38 @@ def test_a_card_read_through_the_application_says_it_in_both_languages(cs, seede
     cs.policies.set("granite", REFUND, 2, requester_may_approve=False, by=Caller(NOAH, "granite"))
     assert cs.access.card(proposal_id, AVA, "fr").policy_changed is True
     assert cs.access.review(proposal_id, NOAH).policy_changed is True
+
+
+def test_the_mcp_status_says_policy_changed_to_the_agent(cs, seeded):
+    """An agent checking on its proposal is told approving it would send it back, as the
+    API card tells an approver: it can propose again under today's policy."""
+    from countersign.infrastructure.entrypoints.mcp import http_app
+
+    from tests.mcp_client import over_http, structured
+    from tests.servers import serving
+
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
+    unaffected = propose_on(cs, seeded["orders"]["refund-ok"])  # below the threshold
+    bearer = issue_token(cs, "granite", "agent", ["orders.refund"], issued_by=AVA, kind="agent")
+
+    def statuses(*ids: str) -> list[dict[str, Any]]:
+        async def asking(session: Any) -> list[dict[str, Any]]:
+            return [
+                structured(await session.call_tool("proposal_status", {"proposal_id": pid}))
+                for pid in ids
+            ]
+
+        return over_http(running.base, bearer.token, asking)
+
+    with serving(http_app(cs), lifespan="on") as running:
+        before = statuses(proposal_id)
+        _raise_policy(cs)
+        after, other = statuses(proposal_id, unaffected)
+        # Sent back on its next approval, it is pending no more: nothing left to say.
+        cs.access.approve(proposal_id, Caller(NOAH, "granite"))
+        (sent_back,) = statuses(proposal_id)
+
+    assert before[0]["policy_changed"] is False
+    assert (after["status"], after["policy_changed"]) == ("pending", True)
+    assert other["policy_changed"] is False
+    assert (sent_back["status"], sent_back["policy_changed"]) == ("revision_required", False)

@@ -28,8 +28,8 @@ from countersign.application.assistant.sections import ASSISTANTS, ReadTool, Sec
 from countersign.application.authorization import Caller, membership, organization_by_slug
 from countersign.application.errors import ForbiddenError
 from countersign.application.ports import AggregateStore
-from countersign.application.proposal_access import ProposalAccess, ProposalStatusReport
-from countersign.application.reports import ProposalCard, ProposalCreated
+from countersign.application.proposal_access import ProposalAccess
+from countersign.application.reports import ProposalCard, ProposalCreated, ProposalStatusReport
 from countersign.domain.contracts import AnyContract
 from countersign.domain.contracts.problems import MAX_PROBLEMS, InvalidRequestError, Problem
 from countersign.domain.contracts.request_errors import problems_from

@@ -14,8 +14,7 @@ from typing import Any
 import mcp_types as types
 from countersign.application.assistant.schemas import strict_schema
 from countersign.application.assistant.service import refusal
-from countersign.application.proposal_access import ProposalStatusReport
-from countersign.application.reports import ProposalCard, ProposalCreated
+from countersign.application.reports import ProposalCard, ProposalCreated, ProposalStatusReport
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.messages import (
@@ -88,6 +87,11 @@ class StatusOut(BaseModel):
         "has not answered yet) or unattended (nothing asks it: an operator must start the "
         "worker); else null. Never do the work another way meanwhile."
     )
+    policy_changed: bool = Field(
+        description="Pending, and the club's approval policy now asks more of it than the "
+        "one it was frozen under: approving it executes nothing but sends it back, to be "
+        "proposed again under today's policy (revision_required, policy_raised)."
+    )
     review_path: str
 
 
@@ -123,6 +127,7 @@ def status(report: ProposalStatusReport) -> types.CallToolResult:
         message=report.message,
         waiting_since=report.waiting_since,
         settling=report.settling,
+        policy_changed=report.policy_changed,
         review_path=review_path(report.proposal_id),
     )
     return answer(shown.model_dump())

@@ -434,6 +434,9 @@ class ProposalStatusOut(BaseModel):
             "must start countersign worker)."
         ),
     )
+    policy_changed: bool = Field(
+        default=False, description="As the card's policy_changed: approving it sends it back."
+    )
 
 
 class HistoryEventOut(BaseModel):
