@@ -17,6 +17,7 @@ one whose policy is the frozen one a comparison of four settings.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from countersign.application.ports import Commit
@@ -38,19 +39,27 @@ def policy_raised(proposal: Proposal, org: Organization, contract: AnyContract) 
     """Whether the policy ``org`` has in force for the proposal's operation asks more of it
     (more approvals for its amount, a threshold now covering it, a passkey, the requester
     barred) than the policy it was frozen under."""
-    entry = org.policies.get(proposal.kind)
+    return raised_over(proposal.kind, proposal.policy, org, lambda: _amount(contract, proposal))
+
+
+def raised_over(
+    kind: str, frozen: Mapping[str, Any] | None, org: Organization, amount: Callable[[], Any]
+) -> bool:
+    """``policy_raised`` from a proposal's operation and the policy record it was frozen
+    with (as a projection's card keeps it). ``amount``: the money it moves, asked for only
+    when it was frozen under no policy and the one in force has a threshold."""
+    entry = org.policies.get(kind)
     if entry is None:
         return False  # none set: one approval by anyone permitted, the least any rule asks
-    frozen = proposal.policy
     if frozen is not None and same_rule(frozen["rule"], entry):
         return False
     if entry["above_cents"] is None:
-        amount = None  # covers every proposal, whatever its amount
+        cents = None  # covers every proposal, whatever its amount
     elif frozen is not None:
-        amount = frozen.get("amount_cents")
+        cents = frozen.get("amount_cents")
     else:
-        amount = _amount(contract, proposal)
-    in_force = org.approval_policy(proposal.kind).frozen_for(amount)
+        cents = amount()
+    in_force = org.approval_policy(kind).frozen_for(cents)
     return asks_more(in_force, frozen)
 
 

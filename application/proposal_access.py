@@ -7,7 +7,7 @@ page's record is read here.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +33,7 @@ from countersign.application.authorization import (
 )
 from countersign.application.cards import ProposalCards
 from countersign.application.errors import ForbiddenError, VouchedHereError
+from countersign.application.policy_recheck import raised_over
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_limit import ProposalLimiter, limited
 from countersign.application.proposals import ProposalService
@@ -391,6 +392,20 @@ class ProposalAccess:
         """What the caller may list: ``section`` if they may read it; without one, every
         section they may read (MissingPermissionError if that is none)."""
         return inbox_scope(actor, own_membership(self.store, actor), section, self.registry)
+
+    def policy_changed_among(self, actor: Caller, cards: Iterable[Mapping[str, Any]]) -> set[str]:
+        """The ids of the pending ``cards`` (the inbox's projection rows, of the caller's
+        club) that the club's policy now asks more of: approving one sends it back. One read
+        of the club, none per card: a card frozen under no policy keeps no amount, so under
+        a threshold set since it is not counted (its review page says it)."""
+        assert actor.organization_id is not None  # listed: its club was read for its scope
+        club = self.store.read(actor.organization_id, Organization)
+        return {
+            str(card["proposal_id"])
+            for card in cards
+            if card.get("status") == ProposalStatus.PENDING
+            and raised_over(str(card["operation"]), card.get("policy"), club, lambda: None)
+        }
 
     # -- what a review reads ------------------------------------------------------------------
 

@@ -187,3 +187,28 @@ def test_the_mcp_status_says_policy_changed_to_the_agent(cs, seeded):
     assert (after["status"], after["policy_changed"]) == ("pending", True)
     assert other["policy_changed"] is False
     assert (sent_back["status"], sent_back["policy_changed"]) == ("revision_required", False)
+
+
+@pytest.mark.parametrize(
+    ("language", "line"),
+    [
+        ("en", "Policy changed: approving sends it back"),
+        ("fr", "Politique modifiée : l'approuver la renvoie"),
+    ],
+)
+def test_the_inbox_card_says_approving_sends_it_back(web, language, line):
+    cs = web.cs
+    raised = web.propose("refund-two-approvers")  # $128.00
+    web.propose("refund-ok")  # $48.00: below the threshold, raised or not
+    noah = web.browser(NOAH)
+    noah.form("/language", {"lang": language, "next": "/"})
+    assert line not in _read(noah.get("/"))
+
+    _raise_policy(cs)
+
+    inbox = _read(noah.get("/"))
+    assert inbox.count(line) == 1  # on its card only
+    card = inbox[inbox.index(f'href="/proposals/{raised}"') :]
+    assert line in card[: card.index("</a>")]
+    cs.access.approve(raised, Caller(NOAH, "granite"))  # sent back: no longer pending
+    assert line not in _read(noah.get("/"))

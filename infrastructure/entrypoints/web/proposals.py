@@ -120,13 +120,11 @@ class ProposalPages:
                     overdue_before=self.cs.cards.overdue_claims_before(),
                 )
 
+        cards = [*listed["items"], *waiting["items"], *attention["items"]]
+        raised = self.cs.access.policy_changed_among(user.caller, cards) if cards else set()
+
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
-            return [
-                self._with_settling(
-                    proposal_view(item, visit.t, visit.language, now, _zone(visit)), item, visit
-                )
-                for item in found["items"]
-            ]
+            return [self._inbox_card(item, visit, now, raised) for item in found["items"]]
 
         total = int(listed["total"])
         pages = max(1, math.ceil(total / PAGE_SIZE))
@@ -169,13 +167,16 @@ class ProposalPages:
             nav="inbox",
         )
 
-    def _with_settling(
-        self, view: dict[str, Any], record: dict[str, Any], visit: Visit
+    def _inbox_card(
+        self, record: dict[str, Any], visit: Visit, now: datetime, raised: set[str]
     ) -> dict[str, Any]:
-        """An inbox card of a proposal waiting on its provider says since when, and whether
-        anything is settling it."""
+        """An inbox card: one waiting on its provider says since when, and whether anything
+        is settling it; one the club's policy now asks more of (``raised``: their ids), that
+        approving it sends it back."""
+        view = proposal_view(record, visit.t, visit.language, now, _zone(visit))
         waiting = self.cs.cards.settling(view["status"], as_time(record.get("approved_at")))
-        return {**view, "settling": settling_view(waiting, visit)}
+        changed = view["id"] in raised
+        return {**view, "settling": settling_view(waiting, visit), "policy_changed": changed}
 
     def review(self, visit: Visit) -> Response:
         user = visit.signed_in

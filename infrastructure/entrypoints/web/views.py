@@ -240,6 +240,8 @@ def proposal_view(
         "reconciling": status == "reconciling",
         # Since when it waits on its provider; the inbox fills it in (ProposalCards.settling).
         "settling": None,
+        # Whether the club's policy now asks more of it; the inbox fills it in too.
+        "policy_changed": False,
         **_governance(record, t),
         "no_longer_counting": [
             (str(lapsed.get("approved_by")), str(lapsed.get("reason")))

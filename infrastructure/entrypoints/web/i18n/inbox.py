@@ -104,6 +104,7 @@ EN: dict[str, str] = {
     "order.refunded": "Refunded {amount}",
     "order.refundable": "{amount} refundable",
     "inbox.approvals": "{given} of {required} approvals",
+    "inbox.policy_changed": "Policy changed: approving sends it back",
 }
 
 FR: dict[str, str] = {
@@ -215,4 +216,5 @@ FR: dict[str, str] = {
     "order.refunded": "{amount} remboursés",
     "order.refundable": "{amount} remboursable",
     "inbox.approvals": "Approbations : {given} sur {required}",
+    "inbox.policy_changed": "Politique modifiée : l'approuver la renvoie",
 }
