@@ -122,8 +122,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, dic
     cs.policies.set("granite", MOVE, 1, require_passkey=True)
     needs_passkey = propose(cs, seeded, operation=MOVE)
     # For the approval policies page: a refund rule with a threshold, set after every refund
-    # above was proposed (each keeps the rule it was frozen under).
-    cs.policies.set("granite", REFUND, 2, above_cents=10_000, requester_may_approve=False)
+    # above was proposed, above all of their amounts: it asks no more of any of them (a rule
+    # that did would send each back at its next approval, application/policy_recheck.py).
+    cs.policies.set("granite", REFUND, 2, above_cents=100_000, requester_may_approve=False)
 
     # The webhooks page with an endpoint that is down, and its dead letters. (The module's
     # site is made before any test's own fixtures, so it allows loopback for itself.)
