@@ -371,12 +371,8 @@ def test_an_event_with_a_tampered_topic_is_reported_unreadable(cs, story):
     assert "unreadable" in problem
 
 
-def test_a_proposal_whose_only_event_got_a_foreign_topic_is_not_lost_to_the_check(
-    cs, seeded, story
-):
-    """Its Proposed event given a topic countersign never reads: every read skips it, and
-    the audit trail (not caught up, or rebuilt since) holds no copy. The check reads the
-    whole log for such topics, and names it."""
+def _proposed_with_a_foreign_topic(cs: Any, seeded: dict[str, Any]) -> str:
+    """A proposal whose one event (its Proposed) was given a topic countersign never reads."""
     hidden = cs.proposals.propose(
         organization="granite",
         actor=AVA,
@@ -385,6 +381,16 @@ def test_a_proposal_whose_only_event_got_a_foreign_topic_is_not_lost_to_the_chec
         request=TO_CARD,
     ).proposal_id
     _sql(cs, "UPDATE {table} SET topic=? WHERE originator_id=?", "os:system", UUID(hidden))
+    return str(hidden)
+
+
+def test_a_proposal_whose_only_event_got_a_foreign_topic_is_not_lost_to_the_check(
+    cs, seeded, story
+):
+    """Its Proposed event given a topic countersign never reads: every read skips it, and
+    the audit trail (not caught up, or rebuilt since) holds no copy. The check reads the
+    whole log for such topics, and names it."""
+    hidden = _proposed_with_a_foreign_topic(cs, seeded)
 
     report = _verify(cs)
 
@@ -396,14 +402,7 @@ def test_a_broken_link_carries_its_code_and_is_worded_from_it_in_french(
 ):
     """--json gives each broken link's ``code`` and the fields its words name (the error
     met), keeping the English ``problem``; ``--language fr`` words it from the code."""
-    hidden = cs.proposals.propose(
-        organization="granite",
-        actor=AVA,
-        operation=REFUND,
-        resource_id=seeded["orders"]["refund-two-approvers"],
-        request=TO_CARD,
-    ).proposal_id
-    _sql(cs, "UPDATE {table} SET topic=? WHERE originator_id=?", "os:system", UUID(hidden))
+    hidden = _proposed_with_a_foreign_topic(cs, seeded)
 
     assert _cli_verify(database_url, capsys)["first_broken_link"] == {
         "proposal_id": hidden,
