@@ -87,6 +87,25 @@ TO_CARD = {
 }
 
 
+@pytest.fixture
+def command(database_url: str, capsys: pytest.CaptureFixture[str]) -> Callable[..., Any]:
+    """The ``countersign`` command in this process, on the test's database: ``run(*argv)``
+    answers (exit status, stdout, stderr); argparse's own answers (a usage error, --help)
+    give their status too. A test module that needs the clubs seeded overrides it with one
+    asking for ``seeded`` as well."""
+    from countersign.infrastructure.entrypoints.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            status = main([*argv, "--database", database_url])
+        except SystemExit as stopped:  # argparse's own answers
+            status = int(stopped.code or 0)
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def postgres_url(test_databases: TestDatabases) -> str:
     """An empty PostgreSQL database of this session's own, for tests that manage their

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from countersign.application.errors import NotRevisableError
-from countersign.infrastructure.entrypoints.cli import cards, main
+from countersign.infrastructure.entrypoints.cli import cards
 from countersign.infrastructure.identity.tokens import issue_token
 
 from tests.conftest import AVA, count_events
@@ -187,14 +187,9 @@ def test_an_api_client_is_refused_the_edit_with_the_marker_and_the_words(web: We
 
 
 @pytest.fixture
-def command(database_url: str, seeded: dict[str, Any], capsys: Any) -> Any:
-    def run(*argv: str) -> tuple[int, str, str]:
-        """(its exit status, stdout, stderr): a refusal's words go to stderr."""
-        status = main([*argv, "--database", database_url])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
+def command(command, seeded):
+    """``countersign`` in this process (tests/conftest.py), on the seeded clubs."""
+    return command
 
 
 def _status_row(card: str) -> str:

@@ -20,21 +20,6 @@ from tests.support.proposing import propose
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
 
 
-@pytest.fixture
-def command(database_url, capsys):
-    """The ``countersign`` command in this process: (status, stdout, stderr)."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            status = main([*argv, "--database", database_url])
-        except SystemExit as stopped:  # argparse's own answers
-            status = int(stopped.code or 0)
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
-
-
 def _propose(seeded, request: str, *more: str) -> list[str]:
     return [
         *("propose", "--org", "granite", "--as", AVA, "--operation", REFUND),

@@ -8,7 +8,6 @@ import json
 
 import pytest
 from countersign.application.authorization import organization_by_slug
-from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.entrypoints.cli.answers import chosen_language
 
 from tests.conftest import AVA, BEN, REFUND, TO_CARD
@@ -26,18 +25,9 @@ PROPOSE = (
 
 
 @pytest.fixture
-def command(database_url, capsys, seeded):
-    """``countersign`` in this process, on the seeded clubs: (status, stdout, stderr)."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            status = main([*argv, "--database", database_url])
-        except SystemExit as stopped:  # argparse's own answers
-            status = int(stopped.code or 0)
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
+def command(command, seeded):
+    """``countersign`` in this process (tests/conftest.py), on the seeded clubs."""
+    return command
 
 
 def test_not_found_is_answered_in_french_wherever_language_is_given(command):

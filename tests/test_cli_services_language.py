@@ -14,7 +14,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from countersign.infrastructure.entrypoints.cli import main
 from countersign.infrastructure.observability import logs
 
 from tests.conftest import AVA
@@ -25,15 +24,9 @@ from tests.test_projections_across_releases import EARLIER, LATER, _built_by
 
 
 @pytest.fixture
-def command(database_url, capsys, seeded):
-    """``countersign`` in this process, on the seeded clubs: (status, stdout, stderr)."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        status = main([*argv, "--database", database_url])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
+def command(command, seeded):
+    """``countersign`` in this process (tests/conftest.py), on the seeded clubs."""
+    return command
 
 
 @pytest.fixture

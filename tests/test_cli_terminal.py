@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from countersign.infrastructure.entrypoints.cli import main, render
+from countersign.infrastructure.entrypoints.cli import render
 
 from tests.conftest import AVA, REFUND, TO_CARD
 
@@ -17,16 +17,9 @@ NNBSP = "\N{NARROW NO-BREAK SPACE}"
 
 
 @pytest.fixture
-def command(database_url, seeded, capsys):
-    """The ``countersign`` command on the seeded database, in this process: (status, stdout,
-    stderr)."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        status = main([*argv, "--database", database_url])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
+def command(command, seeded):
+    """``countersign`` in this process (tests/conftest.py), on the seeded clubs."""
+    return command
 
 
 def test_a_french_card_reads_french_amounts_and_status_in_the_terminal(command, seeded):
