@@ -351,3 +351,20 @@ def _answers(address: str) -> bool:
         return httpx.get(address, timeout=5).status_code == 401
     except httpx.TransportError:
         return False
+
+
+def test_a_stop_signal_before_the_server_takes_the_signals_ends_its_start():
+    """``serve`` and ``mcp --http`` say they serve, then uvicorn takes SIGTERM over: a stop
+    in between (as an operator's, or a test's, right after that line) ends the start, where
+    a handler that did nothing let the server go on to serve, stopped by nothing. The
+    handler before it is back afterwards."""
+    from countersign.infrastructure.entrypoints.cli import admin
+
+    before = signal.getsignal(signal.SIGTERM)
+    went_on = False
+    with admin._stopped_by_signals() as stop:
+        signal.raise_signal(signal.SIGTERM)
+        went_on = True  # the server's start, which must not be reached
+
+    assert (went_on, stop.signalled) == (False, True)
+    assert signal.getsignal(signal.SIGTERM) is before

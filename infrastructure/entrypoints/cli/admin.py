@@ -101,14 +101,15 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
         **uvicorn_proxy_options(trusted),
         **connection_options(),
     )
+    started = False
     with (
         _environment(configuration),
         _metrics_shared_by(workers),
-        _stopped_by_signals(),
+        _stopped_by_signals() as stop,
         _sweeping(background, language),
     ):
         started = _run(config)
-    if not started:
+    if not started and not stop.signalled:
         raise SettingsError(service.NOT_STARTED.text(language))
     return service_stopped(args, {"stopped": True}, service.SERVER_STOPPED.text(language))
 
@@ -247,16 +248,37 @@ def _say_when_a_worker_dies() -> None:
     supervisor.setLevel(min(supervisor.getEffectiveLevel(), logging.INFO))
 
 
+class _Signalled(Exception):
+    """A stop signal, taken by ``_stopped_by_signals``' handler."""
+
+
+class StopSignals:
+    """Whether a stop signal ended the server's call (``_stopped_by_signals``)."""
+
+    signalled = False
+
+
 @contextmanager
-def _stopped_by_signals() -> Iterator[None]:
+def _stopped_by_signals() -> Iterator[StopSignals]:
     """SIGTERM and Ctrl-C stop the server cleanly (exit status 0). uvicorn stops on them,
-    then raises the signal again for whatever handler was there before: this one takes it,
-    so the command ends normally instead of being killed by its own stop signal."""
+    then raises the signal again for whatever handler was there before: this one takes it
+    and ends the server's call there, so the command ends normally instead of being killed
+    by its own stop signal. A signal that comes before uvicorn takes them over (the server
+    still starting, right after its "serving" line) ends the start the same way: a no-op
+    handler swallowed it, and the server went on to serve, stopped by nothing."""
+    state = StopSignals()
+
+    def stop(signum: int, frame: object) -> None:
+        state.signalled = True
+        raise _Signalled
+
     saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     for signum in saved:
-        signal.signal(signum, lambda *_: None)
+        signal.signal(signum, stop)
     try:
-        yield
+        yield state
+    except _Signalled:
+        pass
     finally:
         for signum, handler in saved.items():
             signal.signal(signum, handler)
