@@ -1,6 +1,7 @@
-"""How many changes to a club's settings one API token may send in a while:
-``COUNTERSIGN_TOKEN_WRITE_LIMIT``, counted per token as the proposal limit counts proposals
-(``proposal_limit.take``), in the database every process shares.
+"""How many changes to a club's settings one API token, or one person at the pages, may send
+in a while: ``COUNTERSIGN_TOKEN_WRITE_LIMIT``, counted per token, and per member as themselves,
+as the proposal limit counts proposals (``proposal_limit.take``), in the database every process
+shares.
 
 A token's proposals and its assistant messages have their own limits (``proposal_limit``,
 ``assistant.turn_limits``). The club's settings it may change (a member's permissions, a
@@ -11,8 +12,12 @@ approval or a decline that records anything is bounded by the proposals, which t
 limit bounds, and one that changes nothing (a decision repeated on a decided proposal)
 records nothing; counting each would cost the approve path a transaction, and hold back an
 application service that relays a club's decisions at the pace its managers make them.
-People at their pages are not counted here: their own limits are the pages' (sign-in,
-passkeys), and a person decides at a person's pace.
+
+The pages' settings forms (the members page's permissions, the webhooks page's endpoints and
+redeliveries) count the person as themselves, apart from each of their tokens: a browser's
+session is as scriptable as a token, and a loop posting the members form flipped a permission
+243 times in 5 seconds, each an event kept for ever (an attack run's figure, before this
+limit). A person setting up their club stays far below a change a second.
 
 Apart from the API so that the settings read the default without importing the application's
 services (the command line's help imports neither them nor pydantic).
@@ -35,7 +40,8 @@ loop stops within the minute."""
 
 
 class TooManyWritesError(CountersignError):
-    """The token sent as many changes as the limit allows for now."""
+    """The token (or the person at the pages) sent as many changes as the limit allows for
+    now."""
 
     def __init__(self, retry_after: int) -> None:
         self.retry_after = retry_after
@@ -45,16 +51,18 @@ class TooManyWritesError(CountersignError):
 
 
 class TokenWriteLimiter:
-    """Admits one more write by an API token if its recent ones leave room, and counts it."""
+    """Admits one more write by an API token, or by a person at the pages, if their recent
+    ones leave room, and counts it."""
 
     def __init__(self, counts: ProposalCounts, limit: RateLimit, clock: Clock) -> None:
         self.counts = counts
         self.limit = limit
         self.clock = clock
 
-    def admit(self, organization: str, member: str, token: str) -> None:
-        """Count one write by ``token`` (its name) of ``member`` in ``organization``, checked
-        and counted in one step; TooManyWritesError, counting nothing, past the limit."""
+    def admit(self, organization: str, member: str, token: str | None = None) -> None:
+        """Count one write by ``token`` (its name) of ``member`` in ``organization``, or by
+        the member as themselves (``token`` None: the pages), checked and counted in one step;
+        TooManyWritesError, counting nothing, past the limit."""
         key = f"{proposal_budget(organization, member, token)}/writes"
         wait = take(self.counts, key, self.limit, self.clock.now())
         if wait is not None:

@@ -61,6 +61,7 @@ class MemberPages:
         """Give the member exactly the permissions ticked; the page again, saying why, when
         the change is refused."""
         user = visit.signed_in
+        self.cs.token_writes.admit(user.organization, user.email)  # a person's budget too
         email = visit.form.get("email", "").strip()[:MAX_EMAIL]
         ticked = [name[len(FIELD) :] for name in visit.form if name.startswith(FIELD)]
         try:

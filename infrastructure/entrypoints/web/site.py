@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.application.proposal_limit import TooManyProposalsError
+from countersign.application.token_write_limit import TooManyWritesError
 from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.visible_text import shown
@@ -192,8 +193,9 @@ class Site:
             return self.error(visit, "not_found", 404)
         if isinstance(error, ForbiddenError):
             return self.error(visit, "forbidden", 403)
-        if isinstance(error, TooManyProposalsError):
-            response = self.error(visit, "too_many_proposals", 429)
+        if isinstance(error, TooManyProposalsError | TooManyWritesError):  # a settings form's
+            kind = "proposals" if isinstance(error, TooManyProposalsError) else "changes"
+            response = self.error(visit, f"too_many_{kind}", 429)
             response.headers["Retry-After"] = str(error.retry_after)
             return response
         if isinstance(error, ConcurrencyConflictError):

@@ -82,6 +82,7 @@ class WebhookPages:
         this once (201); the page again, saying what is wrong and keeping what was typed,
         when it is refused."""
         user = visit.signed_in
+        self.cs.token_writes.admit(user.organization, user.email)  # a person's budget
         url = visit.form.get("url", "").strip()[: MAX_URL_LENGTH + 1]
         try:
             added = Webhooks(self.cs).add(user.caller, user.organization, url)
@@ -100,6 +101,7 @@ class WebhookPages:
 
     def remove(self, visit: Visit) -> Response:
         user = visit.signed_in
+        self.cs.token_writes.admit(user.organization, user.email)  # a person's budget
         endpoint_id = visit.form.get("endpoint", "").strip()[:80]
         try:
             Webhooks(self.cs).remove(user.caller, user.organization, endpoint_id)
@@ -117,6 +119,7 @@ class WebhookPages:
 
     def redeliver(self, visit: Visit) -> Response:
         user = visit.signed_in
+        self.cs.token_writes.admit(user.organization, user.email)  # a person's budget
         chosen = visit.form.get("delivery", "").strip()[:80]
         ids = Webhooks(self.cs).redeliver(
             user.caller, user.organization, None if chosen == "all" else chosen

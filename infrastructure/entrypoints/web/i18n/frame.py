@@ -130,6 +130,11 @@ EN: dict[str, str] = {
     ),
     "error.too_large.title": "Too much text",
     "error.too_large.text": "The form sent more text than this page accepts.",
+    "error.too_many_changes.title": "Too many changes for now",
+    "error.too_many_changes.text": (
+        "You have changed the club's settings many times in a short time. Nothing was "
+        "changed; wait a minute, then try again."
+    ),
     "error.too_many_proposals.title": "Too many proposals for now",
     "error.too_many_proposals.text": (
         "You have made many proposals in a short time. Nothing was changed; wait a minute, "
@@ -342,6 +347,11 @@ FR: dict[str, str] = {
     ),
     "error.too_large.title": "Trop de texte",
     "error.too_large.text": "Le formulaire a envoyé plus de texte que cette page n'en accepte.",
+    "error.too_many_changes.title": "Trop de modifications pour l'instant",
+    "error.too_many_changes.text": (
+        "Vous avez modifié les réglages du club de nombreuses fois en peu de temps. Rien n'a "
+        "été modifié ; attendez une minute, puis réessayez."
+    ),
     "error.too_many_proposals.title": "Trop de propositions pour l'instant",
     "error.too_many_proposals.text": (
         "Vous avez fait beaucoup de propositions en peu de temps. Rien n'a été modifié ; "
