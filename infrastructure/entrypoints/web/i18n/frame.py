@@ -17,6 +17,10 @@ EN: dict[str, str] = {
     "sign_in.password": "Password",
     "sign_in.submit": "Sign in",
     "sign_in.failed": "That email and password do not match. Try again.",
+    "sign_in.busy": (
+        "Many sign-ins are being checked right now, so yours was not. Nothing was counted "
+        "against you: try again in a few seconds."
+    ),
     "sign_in.throttled": (
         "Too many failed sign-in attempts. Wait about {minutes} minutes, then try again."
     ),
@@ -215,6 +219,10 @@ FR: dict[str, str] = {
     "sign_in.password": "Mot de passe",
     "sign_in.submit": "Se connecter",
     "sign_in.failed": "Ce courriel et ce mot de passe ne correspondent pas. Réessayez.",
+    "sign_in.busy": (
+        "Beaucoup de connexions sont en cours de vérification, la vôtre ne l'a pas été. Rien "
+        "n'a été compté contre vous : réessayez dans quelques secondes."
+    ),
     "sign_in.throttled": (
         "Trop de tentatives de connexion ont échoué. "
         "Patientez environ {minutes} minutes, puis réessayez."
