@@ -6,12 +6,17 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import Counter
 
 from countersign.infrastructure.correlation import correlation_id_of
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES
 from countersign.infrastructure.entrypoints.web.sessions import new_browser_id
 from countersign.infrastructure.entrypoints.web.site import Site, redirect, safe_next
-from countersign.infrastructure.entrypoints.web.throttle import Refusal, SignInThrottle
+from countersign.infrastructure.entrypoints.web.throttle import (
+    Refusal,
+    SignInThrottle,
+    address_key,
+)
 from countersign.infrastructure.entrypoints.web.visits import Visit
 from countersign.infrastructure.identity.passwords import verify_password
 from countersign.infrastructure.identity.session_store import browser_known, remember_browser
@@ -24,9 +29,14 @@ CHOOSE_CLUB_SECONDS = 300
 #: Password checks one process makes at once. Each is Argon2id at 64 MiB and about a
 #: CPU-second, on the thread pool every club's pages share: 45 at once (one address's burst
 #: of failures, which the throttle admits up to fifty) grew a server by 2.2 GB and held a
-#: signed-in manager's inbox for 8.8 s. A sign-in that finds them all busy is answered at
-#: once (503, Retry-After), nothing checked or counted.
-PASSWORD_CHECKS = max(2, os.cpu_count() or 1)
+#: signed-in manager's inbox for 8.8 s. A sign-in that finds no check free for it is
+#: answered at once (503, Retry-After), nothing checked or counted. One client address
+#: holds at most two of them and one account one, so a member looping their own right
+#: password (which the throttle never refuses), or one address's burst, leaves the others
+#: free for everyone else.
+PASSWORD_CHECKS = max(4, 2 * (os.cpu_count() or 1))
+CHECKS_PER_ADDRESS = 2
+CHECKS_PER_ACCOUNT = 1
 BUSY_RETRY_SECONDS = 2
 
 
@@ -36,7 +46,7 @@ class SignInPages:
     def __init__(self, site: Site) -> None:
         self.site = site
         self.cs = site.cs
-        self._checking = threading.BoundedSemaphore(PASSWORD_CHECKS)
+        self._checks = _Checks()
 
     def sign_in_form(self, visit: Visit) -> Response:
         if visit.user is not None:
@@ -56,19 +66,23 @@ class SignInPages:
         )
 
     def sign_in(self, visit: Visit) -> Response:
-        """A sign-in, while fewer than ``PASSWORD_CHECKS`` are under way in this process;
-        otherwise the form again at once (503), nothing checked, counted or started."""
-        if not self._checking.acquire(blocking=False):
+        """A sign-in, while a password check is free for it (``PASSWORD_CHECKS``); otherwise
+        the form again at once (503), nothing checked, counted or started."""
+        email = visit.form.get("email", "").strip().lower()[:320]
+        client = visit.request.client.host if visit.request.client else "unknown"
+        keys = (f"account:{email}", address_key(client))
+        if not self._checks.take(keys):
             log.info(
-                "sign-in refused, every password check is busy (request %s)",
+                "sign-in refused, no password check free for it (request %s, client %s)",
                 correlation_id_of(visit.request),
+                client,
             )
             busy = self.site.render(
                 visit,
                 "sign_in.html",
                 503,
                 next=safe_next(visit.form.get("next", "")),
-                email=visit.form.get("email", "").strip().lower()[:320],
+                email=email,
                 error=visit.t("sign_in.busy"),
             )
             busy.headers["Retry-After"] = str(BUSY_RETRY_SECONDS)
@@ -76,7 +90,7 @@ class SignInPages:
         try:
             return self._sign_in(visit)
         finally:
-            self._checking.release()
+            self._checks.give_back(keys)
 
     def _sign_in(self, visit: Visit) -> Response:
         email = visit.form.get("email", "").strip().lower()[:320]
@@ -190,6 +204,37 @@ class SignInPages:
         if chosen in LANGUAGES:
             response.headers.append("set-cookie", self.site.sessions.language_header(chosen))
         return response
+
+
+class _Checks:
+    """The password checks under way in this process, by account and by client address."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._under_way = 0
+        self._held: Counter[str] = Counter()
+
+    def take(self, keys: tuple[str, str]) -> bool:
+        """One check for the account and the address ``keys`` name, if one is free for them."""
+        account, address = keys
+        with self._lock:
+            if (
+                self._under_way >= PASSWORD_CHECKS
+                or self._held[account] >= CHECKS_PER_ACCOUNT
+                or self._held[address] >= CHECKS_PER_ADDRESS
+            ):
+                return False
+            self._under_way += 1
+            self._held.update(keys)
+            return True
+
+    def give_back(self, keys: tuple[str, str]) -> None:
+        with self._lock:
+            self._under_way -= 1
+            self._held.subtract(keys)
+            for key in keys:
+                if self._held[key] <= 0:
+                    del self._held[key]
 
 
 def _remembering(response: Response, browser_cookie: str) -> Response:
