@@ -362,3 +362,33 @@ def test_a_redelivered_letter_counts_every_attempt_it_had(cs, seeded, clock):
     [delivered] = webhooks.deliveries(None, "granite")
     assert delivered["status"] == "delivered"
     assert delivered["attempts"] == len(delivered["attempt_log"]) == SETTINGS.max_attempts + 1
+
+
+def test_redelivering_every_dead_letter_of_a_club_takes_any_number_of_them(cs, seeded, clock):
+    """ "Redeliver all" put the club's dead letters back with one statement naming each id as a
+    parameter: past 65,535 of them PostgreSQL refused it, and the club's page answered 500."""
+    webhooks = Webhooks(cs)
+    granite = str(cs.notifications.managed_organization(None, "granite").id)
+    maple = str(cs.notifications.managed_organization(None, "maple").id)
+    now = webhooks.ledger._t(clock.now())
+    # PostgreSQL takes at most 65,535 parameters a statement; SQLite 250,000, which the same
+    # statement meets as PostgreSQL's limit shows it, so it is not made to write as many.
+    dead = 66_000 if webhooks.ledger.sql.is_postgres else 1_000
+    with webhooks.ledger.sql.transaction() as cursor:  # made by the database: fast on both
+        cursor.execute(
+            "INSERT INTO notification_deliveries (delivery_id, event_id, organization_id,"
+            " channel, target, language, status, attempts, next_attempt_at, created_at)"
+            " WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < ?)"
+            " SELECT 'd' || (100000 + x), 'e' || x, CASE WHEN x < ? THEN ? ELSE ? END,"
+            " 'webhook', 't', 'en', 'dead', 8, ?, ? FROM n",
+            (dead + 2, dead, granite, maple, now, now),
+        )
+    put_back = webhooks.redeliver(None, "granite")
+    assert put_back == [f"d{100000 + n}" for n in range(dead)]
+    with webhooks.ledger.sql.reading() as reader:
+        counts = reader.execute(
+            "SELECT organization_id, status, attempts, COUNT(*) FROM notification_deliveries"
+            " GROUP BY organization_id, status, attempts ORDER BY organization_id"
+        ).fetchall()
+    assert sorted(counts) == sorted([(granite, "pending", 0, dead), (maple, "dead", 8, 3)])
+    assert webhooks.redeliver(None, "granite") == []  # nothing dead is left

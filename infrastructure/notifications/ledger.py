@@ -448,27 +448,23 @@ class DeliveryLedger:
 
     def redeliver(self, organization_id: str, delivery: str | None, now: datetime) -> list[str]:
         """Put the club's dead letters (one, or all) back in line, due now, with a fresh set of
-        tries; the ids put back. A delivery that is not a dead letter of this club is left."""
+        tries; the ids put back. A delivery that is not a dead letter of this club is left.
+
+        One statement whatever their number: the ids come back from the UPDATE itself, not as
+        its parameters (a list of ids as parameters failed past 65,535 dead letters on
+        PostgreSQL, which takes no more in one statement)."""
         where = "organization_id = ? AND status = ?"
         params: list[Any] = [organization_id, DEAD]
         if delivery is not None:
             where += " AND delivery_id = ?"
             params.append(delivery.strip())
         with self.sql.transaction() as cursor:
-            ids = [
-                str(row[0])
-                for row in cursor.execute(
-                    f"SELECT delivery_id FROM notification_deliveries WHERE {where}", params
-                ).fetchall()
-            ]
-            if ids:
-                marks = ", ".join("?" for _ in ids)
-                cursor.execute(
-                    "UPDATE notification_deliveries SET status = ?, attempts = 0,"
-                    f" next_attempt_at = ? WHERE delivery_id IN ({marks})",
-                    (PENDING, self._t(now), *ids),
-                )
-        return ids
+            rows = cursor.execute(
+                "UPDATE notification_deliveries SET status = ?, attempts = 0,"
+                f" next_attempt_at = ? WHERE {where} RETURNING delivery_id",
+                (PENDING, self._t(now), *params),
+            ).fetchall()
+        return sorted(str(row[0]) for row in rows)
 
 
 def table_exists(cursor: Cursor, table: str, postgres: bool) -> bool:
