@@ -18,7 +18,7 @@ from uuid import UUID
 
 from countersign.application.authorization import Caller, membership, require_decider
 from countersign.application.passkeys import PasskeyRefusal, PasskeyStep, SignedApproval
-from countersign.application.policy_recheck import policy_raised, require_proposing_again
+from countersign.application.policy_recheck import policy_refusal
 from countersign.application.ports import Answer, Clock, Commit
 from countersign.application.quorum import Approval, lapse_reason, recheck
 from countersign.application.reports import (
@@ -259,10 +259,13 @@ class ApprovePath:
         sealed: list[str],
     ) -> _Claim | None:
         """Step 4: the answer when this approval may not claim the proposal (the requester
-        may not approve it; the policy in force asks more of it than the frozen one, which
-        records RevisionRequired, ``policy_raised``; this member already has; its passkey is
+        may not approve it, by the frozen policy or the one in force; the policy in force
+        asks more of whoever approves than the frozen one, which records RevisionRequired,
+        ``policy_raised``; this member already has; its passkey is
         missing or does not verify; more approvals are needed, this one recorded alone), or
         None when it is the last one needed. A verified passkey is appended to ``signed``.
+        A requester barred since it was frozen: an earlier approval of theirs is marked as no
+        longer counting (``ApprovalLapsed``, ``requester_barred``) in this decision's commit.
 
         Before an approval may complete the quorum, every earlier one is rechecked: its
         approver must still be the same member (not gone, nor gone and back) holding the
@@ -282,11 +285,9 @@ class ApprovePath:
             if problem is not None:
                 return set_aside(proposal, problem)
         email = approval.member.email
-        if email == proposal.requested_by and not proposal.requester_may_approve:
-            refused = NotApprovable(NotApprovableReason.REQUESTER_MAY_NOT_APPROVE)
-            return Answer(approval_report(proposal, refused))
-        if policy_raised(proposal, org, contract):
-            return require_proposing_again(proposal)
+        refused = policy_refusal(proposal, org, contract, email)
+        if refused is not None:
+            return refused
         if proposal.has_approved(email):
             # Their own earlier approval counts only if given by this same membership.
             if lapse_reason(proposal, org, contract, email) is None:

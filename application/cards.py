@@ -4,13 +4,20 @@ it would withdraw, and how an execution's wait for its provider stands."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from countersign.application.authorization import member_of
 from countersign.application.errors import parse_id
-from countersign.application.policy_recheck import policy_raised
+from countersign.application.policy_recheck import (
+    NOT_RAISED,
+    Raised,
+    barred,
+    raised,
+    raised_over,
+    sends_back,
+)
 from countersign.application.ports import (
     AggregateStore,
     Clock,
@@ -31,6 +38,13 @@ from countersign.domain.messages import lapsed_approval_message, proposal_headli
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.proposal_status import status_at
 from countersign.domain.seals import SealKeys
+
+
+def _sends_back(card: Mapping[str, Any], club: Organization, reader: str) -> bool:
+    """``policy_recheck.sends_back`` for an inbox card (a projection row)."""
+    frozen = card.get("policy")
+    found = raised_over(str(card["operation"]), frozen, club, lambda: card.get("amount_cents"))
+    return sends_back(str(card["requested_by"]), frozen, found, reader)
 
 
 def shown_status(status: str, expires_at: datetime | None, now: datetime) -> str:
@@ -76,7 +90,7 @@ class ProposalCards:
         now = self.clock.now()
         status = proposal.status_at(now)
         unvouched = self.unverified(proposal, status)
-        changed = self.policy_changed(proposal, club)
+        changed = self.policy_changed(proposal, club, actor)
         return ProposalCard(
             proposal_id=str(proposal.id),
             operation=proposal.kind,
@@ -128,15 +142,39 @@ class ProposalCards:
             policy_changed=changed,
         )
 
-    def policy_changed(self, proposal: Proposal, club: Organization) -> bool:
-        """Whether ``proposal`` is pending and ``club``'s policy in force asks more of it than
-        the one it was frozen under (``policy_recheck.policy_raised``, the approve path's own
-        check): approving it then sends it back to be proposed again, executing nothing, and
-        no passkey is asked for. ``club``: its organization, which every reader has read."""
+    def policy_changed(self, proposal: Proposal, club: Organization, reader: str) -> bool:
+        """Whether ``proposal`` is pending and approving it as ``reader`` sends it back:
+        ``club``'s policy in force asks more of it than the one it was frozen under, and the
+        reader is not a requester it bars (``policy_recheck.sends_back``, the approve path's
+        own check). Approving it then executes nothing, and no passkey is asked for.
+        ``club``: its organization, which every reader has read."""
+        found = self._raised(proposal, club)
+        return sends_back(proposal.requested_by, proposal.policy, found, reader)
+
+    def requester_barred(self, proposal: Proposal, club: Organization, reader: str) -> bool:
+        """Whether ``reader`` requested the pending ``proposal`` and may not approve it, by
+        the policy it was frozen under or the club's policy in force."""
+        found = self._raised(proposal, club)
+        return barred(proposal.requested_by, proposal.policy, found, reader)
+
+    def _raised(self, proposal: Proposal, club: Organization) -> Raised:
         contract = self.registry.get(proposal.kind)
         if contract is None or proposal.status_at(self.clock.now()) != ProposalStatus.PENDING:
-            return False
-        return policy_raised(proposal, club, contract)
+            return NOT_RAISED
+        return raised(proposal, club, contract)
+
+    def policy_changed_among(
+        self, club: Organization, reader: str, cards: Iterable[Mapping[str, Any]]
+    ) -> set[str]:
+        """The ids of the pending ``cards`` (the inbox's projection rows, of ``club``) that
+        approving as ``reader`` sends back, as ``policy_changed`` says it for each: from the
+        row's frozen ``policy`` and, for one frozen under no policy, its ``amount_cents``.
+        No read per card."""
+        return {
+            str(card["proposal_id"])
+            for card in cards
+            if card.get("status") == ProposalStatus.PENDING and _sends_back(card, club, reader)
+        }
 
     def unverified(self, proposal: Proposal, status: str) -> Unverified | None:
         """Why ``proposal``'s seals do not vouch for what is stored of it, as its readers

@@ -33,7 +33,6 @@ from countersign.application.authorization import (
 )
 from countersign.application.cards import ProposalCards
 from countersign.application.errors import ForbiddenError, VouchedHereError
-from countersign.application.policy_recheck import raised_over
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_limit import ProposalLimiter, limited
 from countersign.application.proposals import ProposalService
@@ -113,8 +112,12 @@ class ProposalReview:
     #: With seal keys configured: why its seals do not vouch for what is stored of it (None:
     #: they do, or no keys are held here).
     unverified: Unverified | None = None
-    #: Pending, and approving it sends it back: the club's policy now asks more of it.
+    #: Pending, and approving it as the caller sends it back: the club's policy now asks
+    #: more of it (``ProposalCards.policy_changed``).
     policy_changed: bool = False
+    #: The caller requested it and may not approve it, by the policy it was frozen under or
+    #: the club's policy in force (``ProposalCards.requester_barred``).
+    requester_barred: bool = False
 
 
 class ProposalAccess:
@@ -288,7 +291,7 @@ class ProposalAccess:
             message=message,
             waiting_since=settling.since.isoformat() if settling is not None else None,
             settling=_settling_state(settling) if settling is not None else None,
-            policy_changed=self.cards.policy_changed(proposal, club),
+            policy_changed=self.cards.policy_changed(proposal, club, caller.email),
         )
 
     def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:
@@ -322,7 +325,8 @@ class ProposalAccess:
             withdrawn_by=self._withdrawn_by(caller, member, proposal),
             settling=self.cards.settling(str(proposal.status), proposal.claimed_at),
             unverified=self.cards.unverified(proposal, proposal.status_at(self.cards.clock.now())),
-            policy_changed=self.cards.policy_changed(proposal, club),
+            policy_changed=self.cards.policy_changed(proposal, club, caller.email),
+            requester_barred=self.cards.requester_barred(proposal, club, caller.email),
         )
 
     def approves_as_sealed(self, proposal_id: str, actor: str | Caller) -> bool:
@@ -395,17 +399,11 @@ class ProposalAccess:
 
     def policy_changed_among(self, actor: Caller, cards: Iterable[Mapping[str, Any]]) -> set[str]:
         """The ids of the pending ``cards`` (the inbox's projection rows, of the caller's
-        club) that the club's policy now asks more of: approving one sends it back. One read
-        of the club, none per card: a card frozen under no policy keeps no amount, so under
-        a threshold set since it is not counted (its review page says it)."""
+        club) that approving as the caller sends back (``ProposalCards.policy_changed_among``):
+        one read of the club, none per card."""
         assert actor.organization_id is not None  # listed: its club was read for its scope
         club = self.store.read(actor.organization_id, Organization)
-        return {
-            str(card["proposal_id"])
-            for card in cards
-            if card.get("status") == ProposalStatus.PENDING
-            and raised_over(str(card["operation"]), card.get("policy"), club, lambda: None)
-        }
+        return self.cards.policy_changed_among(club, actor.email, cards)
 
     # -- what a review reads ------------------------------------------------------------------
 

@@ -248,9 +248,11 @@ class ProposalService(ApprovePath):
         NotFoundError for an unknown id, another club's, or a non-member (and where no
         passkey check is wired). NotApprovableError, with the ``not_approvable`` answer
         approving it gives, for one no longer open to approval (decided, being carried out,
-        superseded, or past its expiry), or one the policy in force asks more of than the one
-        it was frozen under (``policy_raised``: approving it sends it back, with no passkey),
-        so nobody signs for nothing; nothing is recorded."""
+        superseded, or past its expiry), or one this approver's approval cannot count for:
+        its requester, whom the frozen policy or the one in force bars
+        (``requester_may_not_approve``), or anyone when the policy in force asks more of it
+        than the one it was frozen under (``policy_raised``: approving it sends it back, with
+        no passkey), so nobody signs for nothing; nothing is recorded."""
         try:
             proposal = self.store.get(parse_id(proposal_id, "proposal"), Proposal)
         except NotFoundError:
@@ -265,7 +267,7 @@ class ProposalService(ApprovePath):
         club = self.store.read(proposal.organization_id, Organization)
         member = membership(club, caller.email)
         refused = challenge_refusal(proposal, self.clock.now()) or challenge_refused(
-            proposal, club, self.registry.get(proposal.kind)
+            proposal, club, self.registry.get(proposal.kind), member.email
         )
         if refused is not None:
             raise NotApprovableError(refused)

@@ -90,8 +90,8 @@ class ApprovalReport(Report):
     recorded)."""
     no_longer_counting: list[dict[str, str]] | None = None
     """For awaiting_approvals: earlier approvals the recheck found no longer count
-    (``approved_by``, ``reason``: removed, lost_permission, rejoined); the key is left out of
-    the document when there are none."""
+    (``approved_by``, ``reason``: removed, lost_permission, rejoined, requester_barred); the
+    key is left out of the document when there are none."""
 
     def to_json(self) -> dict[str, Any]:
         document = super().to_json()
@@ -153,7 +153,8 @@ class ProposalCard(Report):
     ``approver_token:<name>``, or ``unknown`` (recorded before credentials were)."""
     no_longer_counting: list[dict[str, str]] = field(default_factory=list)
     """Approvals that no longer count towards the quorum: ``approved_by``, ``reason``
-    (removed, lost_permission, rejoined) and ``message`` in the card's language."""
+    (removed, lost_permission, rejoined, requester_barred) and ``message`` in the card's
+    language."""
     declined_credential: str | None = None
     """What the decliner presented, as ``approval_credentials`` says it."""
     decline_note: str | None = None

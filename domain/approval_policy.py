@@ -5,6 +5,7 @@ An organization sets one policy per operation (``Organization.set_approval_polic
 ``ApprovalPolicy.frozen_for`` gives the JSON-ready record stored in its ``Proposed`` event and
 shown on its card. A later change never lowers what an open proposal needs; one that asks more
 of it (``asks_more``) stops its approval: it must be proposed again, under the policy in force.
+One that bars its requester (``bars_requester``) stops only the requester's own approval.
 """
 
 from __future__ import annotations
@@ -85,12 +86,19 @@ def same_rule(rule: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
 
 def asks_more(now: Mapping[str, Any], frozen: Mapping[str, Any] | None) -> bool:
     """Whether ``now``, what the policy in force asks of a proposal (``frozen_for``'s record
-    for its amount), asks more than ``frozen``, the record it was frozen with (None: one
-    approval by anyone permitted): more approvals, the requester barred from approving, or a
-    passkey on each approval. Asking less, or the same, is not more: the frozen rule stands."""
+    for its amount), asks more of whoever approves than ``frozen``, the record it was frozen
+    with (None: one approval by anyone permitted): more approvals, or a passkey on each
+    approval. Asking less, or the same, is not more: the frozen rule stands. Barring the
+    requester asks nothing more of anyone else (``bars_requester``)."""
     before = frozen or {}
-    return (
-        int(now["approvals_required"]) > int(before.get("approvals_required", 1))
-        or (not now["requester_may_approve"] and bool(before.get("requester_may_approve", True)))
-        or (bool(now.get("require_passkey")) and not before.get("require_passkey"))
+    return int(now["approvals_required"]) > int(before.get("approvals_required", 1)) or (
+        bool(now.get("require_passkey")) and not before.get("require_passkey")
+    )
+
+
+def bars_requester(now: Mapping[str, Any], frozen: Mapping[str, Any] | None) -> bool:
+    """Whether ``now`` bars the requester from approving a proposal that ``frozen`` let them
+    approve: their own approval is refused, and an earlier one no longer counts."""
+    return not now["requester_may_approve"] and bool(
+        (frozen or {}).get("requester_may_approve", True)
     )

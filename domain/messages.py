@@ -377,6 +377,12 @@ _LAPSED = {
         "no longer counts: {who} left the club and joined again since approving",
         "ne compte plus : {who} a quitté le club et l'a rejoint depuis son approbation",
     ),
+    "requester_barred": Localized(
+        "no longer counts: {who} requested it, and the club's policy no longer lets the "
+        "requester approve it",
+        "ne compte plus : {who} l'a demandée, et la règle du club ne permet plus à la "
+        "personne qui la demande de l'approuver",
+    ),
 }
 
 

@@ -328,7 +328,8 @@ class Proposal(Aggregate):
     def lapse_approval(self, approved_by: str, reason: str) -> None:
         """An earlier approval no longer counts towards the quorum (its approver left the
         club, lost the permission, or left and came back): it stays recorded, as lapsed.
-        ``reason``: ``removed``, ``lost_permission`` or ``rejoined``."""
+        ``reason``: ``removed``, ``lost_permission``, ``rejoined`` or ``requester_barred``
+        (a policy set since bars the requester, whose approval it was)."""
         self.check_is("recheck", PENDING)
         if not self.has_approved(approved_by):
             raise IllegalTransitionError("lapse an approval never given", self.status)

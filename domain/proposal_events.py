@@ -155,7 +155,8 @@ class Approved(Aggregate.Event):
 
 class ApprovalLapsed(Aggregate.Event):
     """An earlier approval stopped counting towards the quorum when a later approval
-    rechecked it (``reason``: ``removed``, ``lost_permission``, ``rejoined``). The
+    rechecked it (``reason``: ``removed``, ``lost_permission``, ``rejoined``,
+    ``requester_barred``). The
     ``Approved`` it names stays in the stream."""
 
     class_version = 2

@@ -164,7 +164,7 @@ def test_a_first_approval_is_not_rechecked_and_a_later_one_is(monkeypatch):
     rechecked: list[Proposal] = []
     monkeypatch.setattr(approve_path, "recheck", lambda p, org, contract: rechecked.append(p))
     # (the club's policy in force is no stricter than the frozen one: policy_recheck's tests)
-    monkeypatch.setattr(approve_path, "policy_raised", lambda p, org, contract: False)
+    monkeypatch.setattr(approve_path, "policy_refusal", lambda p, org, contract, email: None)
     path = approve_path.ApprovePath()
     path.passkeys = None
 

@@ -474,3 +474,27 @@ def test_approving_or_declining_a_superseded_proposal_names_the_newer_one(cli, r
     assert "│ Superseded by" in card
     assert new["proposal_id"] in card
     assert cli("show", old, "--as", AVA)["status"] == "superseded"
+
+
+def test_show_says_sent_back_only_to_a_reader_whose_approval_sends_it_back(cli, run, orders):
+    """A requester barred since it was proposed (test_policy_barred.py): Noah's approval goes
+    ahead under the rest of the frozen rule, and Ava's is refused, so neither is told it is
+    sent back; with a third approval asked too, Noah's sends it back, and only he is told."""
+    proposal_id = _propose(cli, orders["refund-two-approvers"])["proposal_id"]
+    policy = ("policy", "set", "--org", "granite", "--operation", REFUND)
+    barred = ("--requester-may-approve", "false")
+
+    def shown(reader: str, language: str = "en") -> str:
+        return run("show", proposal_id, "--as", reader, "--language", language)[1]
+
+    cli(*policy, "--approvals", "2", *barred)
+    for reader in (AVA, NOAH):
+        assert "POLICY CHANGED" not in shown(reader)
+        assert "RÈGLE MODIFIÉE" not in shown(reader, "fr")
+        assert cli("show", proposal_id, "--as", reader)["policy_changed"] is False
+
+    cli(*policy, "--approvals", "3", *barred)
+    assert "POLICY CHANGED" in shown(NOAH)
+    assert "RÈGLE MODIFIÉE" in shown(NOAH, "fr")
+    assert "POLICY CHANGED" not in shown(AVA)
+    assert cli("show", proposal_id, "--as", AVA)["policy_changed"] is False

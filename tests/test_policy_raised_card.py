@@ -149,7 +149,7 @@ def test_a_card_read_through_the_application_says_it_in_both_languages(cs, seede
     """The card's field is the approve path's own check: a raise by another member counts."""
     proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
     assert cs.access.card(proposal_id, AVA).policy_changed is False
-    cs.policies.set("granite", REFUND, 2, requester_may_approve=False, by=Caller(NOAH, "granite"))
+    cs.policies.set("granite", REFUND, 3, by=Caller(NOAH, "granite"))
     assert cs.access.card(proposal_id, AVA, "fr").policy_changed is True
     assert cs.access.review(proposal_id, NOAH).policy_changed is True
 

@@ -373,6 +373,11 @@ _LAPSED_REASONS = {
         "left the club and joined again since approving",
         "a quitté le club puis l'a rejoint depuis son approbation",
     ),
+    "requester_barred": Localized(
+        "requested it, and the club's policy no longer lets the requester approve it",
+        "l'a demandée, et la règle du club ne permet plus à la personne qui la demande "
+        "de l'approuver",
+    ),
 }
 _WITHDRAWN = Localized(
     "Not approvable: withdrawn when {newer} was carried out, which changed what it relied "

@@ -188,7 +188,7 @@ class ProposalPages:
             link = reviewed.conversation
             query = urlencode({"interaction": link.interaction_id})
             conversation = f"{chat_address(link.section, link.resource_id)}?{query}"
-        mine = decision(view, reviewed.record, reviewed.may_decide, user.email)
+        mine = decision(view, reviewed, user.email)
         passkey = None
         # One its seals do not vouch for is set aside when approved, one the policy now asks
         # more of sent back, before any passkey or confirmation counts: none is asked for.
@@ -332,7 +332,7 @@ class ProposalPages:
             return None
         now = self.cs.clock.now()
         view = proposal_view(reviewed.record, visit.t, visit.language, now, _zone(visit))
-        mine = decision(view, reviewed.record, reviewed.may_decide, visit.signed_in.email)
+        mine = decision(view, reviewed, visit.signed_in.email)
         # Only the approval that runs it: an earlier one of several changes nothing yet.
         if not (mine.may_approve and mine.final and view["irreversible"]):
             return None

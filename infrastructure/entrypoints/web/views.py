@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from countersign.application.cards import shown_status
+from countersign.application.proposal_access import ProposalReview
 from countersign.domain.club.time_zone import DEFAULT_TIME_ZONE
 from countersign.domain.contracts import REGISTRY
 from countersign.domain.handback import reason_text
@@ -318,20 +319,16 @@ class Decision:
     offers to add one, not an approval that cannot work)."""
 
 
-def decision(
-    view: dict[str, Any], record: dict[str, Any], may_decide: bool, email: str
-) -> Decision:
-    """The person's part in ``view`` (a proposal_view of ``record``): approving needs the
-    permission, a pending proposal, not having approved it already, and, for the requester,
-    a policy that lets them; their approval runs it when it is the last one its quorum needs.
-    Editing needs the permission, a state an edit starts from, a proposal that still owes
-    something (not one already so), and a request with fields."""
-    policy = record.get("policy") if isinstance(record.get("policy"), dict) else {}
-    who = email.strip().lower()
-    you_approved = who in view["approvals"]
-    barred = who == str(record.get("requested_by") or "").strip().lower() and not bool(
-        (policy or {}).get("requester_may_approve", True)
-    )
+def decision(view: dict[str, Any], reviewed: ProposalReview, email: str) -> Decision:
+    """The person's part in ``view`` (a proposal_view of ``reviewed.record``): approving
+    needs the permission, a pending proposal, not having approved it already, and, for the
+    requester, a policy that lets them (the one it was frozen under, and the club's in force:
+    ``ProposalReview.requester_barred``); their approval runs it when it is the last one its
+    quorum needs. Editing needs the permission, a state an edit starts from, a proposal that
+    still owes something (not one already so), and a request with fields."""
+    may_decide = reviewed.may_decide
+    you_approved = email.strip().lower() in view["approvals"]
+    barred = reviewed.requester_barred
     return Decision(
         may_approve=may_decide and view["pending"] and not you_approved and not barred,
         you_approved=you_approved,

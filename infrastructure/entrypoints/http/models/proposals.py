@@ -131,10 +131,12 @@ class LapsedApprovalOut(BaseModel):
     """An approval that no longer counts towards its proposal's quorum; it stays recorded."""
 
     approved_by: str = Field(description="Who gave it.")
-    reason: Literal["removed", "lost_permission", "rejoined"] = Field(
+    reason: Literal["removed", "lost_permission", "rejoined", "requester_barred"] = Field(
         description=(
             "removed (no longer a member), lost_permission (no longer holds the operation's "
-            "permission), rejoined (left the club and joined again since approving)."
+            "permission), rejoined (left the club and joined again since approving), "
+            "requester_barred (the requester's own, which the club's policy, changed since "
+            "it was proposed, no longer lets count)."
         )
     )
     message: str | None = Field(
