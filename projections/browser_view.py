@@ -6,7 +6,10 @@ who has approved so far and still counts (``approvals``, with what each presente
 ``no_longer_counting``): a first approval of several leaves it pending. A
 superseded card names the proposal that replaced it (``superseded_by``) and why
 (``superseded_reason``: revised, replaced, withdrawn), a revision the one it replaces
-(``revision_of``). Events stored before these existed read as one approval needed.
+(``revision_of``). Events stored before these existed read as one approval needed. Its
+``amount_cents`` is the money it moves (its frozen policy's, or for one frozen under none, its
+arguments' read as the approve path reads them), so the inbox can say, with no read, that a
+threshold set since covers it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from datetime import UTC
 from operator import itemgetter
 from typing import Any
 
+from countersign.domain.contracts import REGISTRY
+from countersign.domain.contracts.base import UndecodableContractError, names_an_amount
 from countersign.projections.base import (
     Column,
     Projection,
@@ -44,8 +49,8 @@ class BrowserView(Projection):
 
     name = "browser_view"
     # superseded cards, approvals; approvals that no longer count; why superseded; 5: what a
-    # card replaced (``replaces``)
-    version = 5
+    # card replaced (``replaces``); 6: the amount it moves (``amount_cents``)
+    version = 6
     tables = (
         Table(
             CARDS,
@@ -80,6 +85,7 @@ class BrowserView(Projection):
                 Column("approval_credentials", "json"),
                 Column("no_longer_counting", "json"),
                 Column("replaces", "json"),
+                Column("amount_cents", "int"),
             ),
             key=("proposal_id",),
             indexes=(("organization_id", "status", "proposed_at"),),
@@ -148,6 +154,7 @@ class BrowserView(Projection):
         card["approvals_required"] = 1 if not policy else approvals_required(policy)
         card["revision_of"] = None if revision_of is None else uuid_text(revision_of)
         card["policy"] = policy
+        card["amount_cents"] = policy.get("amount_cents") if policy else _amount(event)
         card["approval_credentials"] = []
         card["no_longer_counting"] = []
         (rows.batch.get(self) or self._batch(rows)).cards[event.originator_id.int] = card
@@ -302,15 +309,29 @@ class _Batch:
         """Each card put as its values (``Rows.put_values``), which are in column order: a
         card is a copy of ``_NEW_CARD`` or of a stored card taken in column order
         (``BrowserView._card``), and handlers only set columns it has (a key it lacks would
-        make 30 values, which ``put_values`` refuses). Why: packing a card by its 29 names
+        make 32 values, which ``put_values`` refuses). Why: packing a card by its 31 names
         (``itemgetter``) and ``put``'s checks cost more than taking its values in order."""
         put = values_putter(self.rows, BrowserView.tables)
         for card in self.cards.values():
             put(CARDS, tuple(card.values()))
 
 
+def _amount(event: Any) -> int | None:
+    """The money a proposal frozen under no policy moves (its record keeps none), as the
+    approve path's policy recheck reads it (``policy_recheck._amount``), so the inbox can say
+    that a threshold set since covers it: None for an operation that names no amount, or
+    arguments that no longer decode."""
+    contract = REGISTRY.get(event.kind)
+    if contract is None or not names_an_amount(contract):
+        return None
+    try:
+        return contract.amount_cents(contract.decode_arguments(event.arguments))
+    except UndecodableContractError:
+        return None
+
+
 #: A new card: every column in the table's order, None until ``proposed`` sets it. Copying it
-#: and setting a new card's 19 values costs a third less than writing out a dict of 29 keys
+#: and setting a new card's 20 values costs a third less than writing out a dict of 31 keys
 #: (which grows its table three times on the way).
 _NEW_CARD: dict[str, Any] = dict.fromkeys(column.name for column in BrowserView.tables[0].columns)
 _COLUMNS = tuple(_NEW_CARD)

@@ -22,7 +22,7 @@ from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 
-from tests.conftest import AVA, BEN, REFUND, count_events
+from tests.conftest import AVA, BEN, MIA, REFUND, count_events
 from tests.support.proposing import propose_on
 from tests.test_passkeys import register, require_passkey
 from tests.test_web_pages import Web, web_for
@@ -244,3 +244,22 @@ def test_the_challenge_refuses_the_requester_as_approving_would(web):
     assert refused.json()["reason"] == "requester_may_not_approve"
     card = api.get(f"/api/v1/proposals/{proposal_id}", headers=ava).json()
     assert card["policy_changed"] is False
+
+
+# -- the inbox, for a proposal frozen under no policy -------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_inbox_flags_one_frozen_under_no_policy_that_a_threshold_now_covers(web, language):
+    cs = web.cs
+    proposal_id = web.propose("maple-refund", actor=MIA, org="maple")  # Maple sets no policy
+    amount = web.proposal(proposal_id).preview["amount_cents"]
+    mia = web.browser(MIA)
+    mia.form("/language", {"lang": language, "next": "/"})
+    assert INBOX_LINE[language] not in _read(mia.get("/"))
+
+    cs.policies.set("maple", REFUND, 2, above_cents=amount - 1, by=Caller(MIA, "maple"))
+
+    inbox = _read(mia.get("/"))
+    card = inbox[inbox.index(f'href="/proposals/{proposal_id}"') :]
+    assert INBOX_LINE[language] in card[: card.index("</a>")]

@@ -131,6 +131,13 @@ class InboxItemOut(BaseModel):
             "and reason (replaced: the same thing proposed again; revised: an edit of it)."
         ),
     )
+    amount_cents: int | None = Field(
+        default=None,
+        description=(
+            "The money it moves, in cents of its preview's currency, as an approval "
+            "policy's threshold reads it; null for an operation that moves none."
+        ),
+    )
 
 
 class InboxOut(BaseModel):
