@@ -12,6 +12,7 @@ from countersign.application.authorization import member_of
 from countersign.application.errors import parse_id
 from countersign.application.policy_recheck import (
     NOT_RAISED,
+    REQUESTER_BARRED,
     Raised,
     barred,
     raised,
@@ -38,6 +39,29 @@ from countersign.domain.messages import lapsed_approval_message, proposal_headli
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.proposal_status import status_at
 from countersign.domain.seals import SealKeys
+
+
+def counted(record: dict[str, Any], uncounted: str | None) -> dict[str, Any]:
+    """``record``'s approvals (``approvals``, ``approval_credentials``, ``no_longer_counting``
+    and any ``approval_passkeys``, as ``proposal_record`` names them) with ``uncounted``'s
+    moved to ``no_longer_counting`` as ``requester_barred``, as the next approval that goes
+    ahead records it (``ProposalCards.uncounted``); ``record`` itself for None."""
+    if uncounted is None:
+        return record
+    keep = [i for i, email in enumerate(record["approvals"]) if email != uncounted]
+    moved = {"approved_by": uncounted, "reason": REQUESTER_BARRED}
+    passkeys = record.get("approval_passkeys")
+    return {
+        **record,
+        "approvals": [record["approvals"][i] for i in keep],
+        "approval_credentials": [record["approval_credentials"][i] for i in keep],
+        "no_longer_counting": [*record["no_longer_counting"], moved],
+        **(
+            {}
+            if passkeys is None
+            else {"approval_passkeys": {k: v for k, v in passkeys.items() if k != uncounted}}
+        ),
+    }
 
 
 def _sends_back(card: Mapping[str, Any], club: Organization, reader: str) -> bool:
@@ -91,6 +115,15 @@ class ProposalCards:
         status = proposal.status_at(now)
         unvouched = self.unverified(proposal, status)
         changed = self.policy_changed(proposal, club, actor)
+        uncounted = self.uncounted(proposal, club)
+        counting = counted(
+            {
+                "approvals": list(proposal.approvals),
+                "approval_credentials": list(proposal.approver_credentials),
+                "no_longer_counting": [dict(lapsed) for lapsed in proposal.lapsed_approvals],
+            },
+            uncounted,
+        )
         return ProposalCard(
             proposal_id=str(proposal.id),
             operation=proposal.kind,
@@ -111,10 +144,12 @@ class ProposalCards:
             outcome=proposal.outcome,
             message=outcome_text(proposal, language),
             time_zone=club.time_zone,
-            approvals=list(proposal.approvals),
+            approvals=counting["approvals"],
             approvals_required=proposal.approvals_required,
-            approval_credentials=list(proposal.approver_credentials),
-            no_longer_counting=self._no_longer_counting(proposal, club, language),
+            approval_credentials=counting["approval_credentials"],
+            no_longer_counting=self._no_longer_counting(
+                proposal, club, language, counting["no_longer_counting"]
+            ),
             policy=proposal.policy,
             revision_of=str(proposal.revision_of) if proposal.revision_of else None,
             superseded_by=str(proposal.superseded_by) if proposal.superseded_by else None,
@@ -136,7 +171,7 @@ class ProposalCards:
                 for email, passkey in zip(
                     proposal.approvals, proposal.approval_passkeys, strict=True
                 )
-                if passkey is not None
+                if passkey is not None and email != uncounted
             ],
             unverified=None if unvouched is None else unvouched.to_json(language),
             policy_changed=changed,
@@ -156,6 +191,16 @@ class ProposalCards:
         the policy it was frozen under or the club's policy in force."""
         found = self._raised(proposal, club)
         return barred(proposal.requested_by, proposal.policy, found, reader)
+
+    def uncounted(self, proposal: Proposal, club: Organization) -> str | None:
+        """The requester, when the pending ``proposal`` has an approval of theirs that the
+        club's policy in force, barring them since, no longer counts: the next approval that
+        goes ahead records it so (``ApprovalLapsed``, ``requester_barred``), and its readers
+        count it so before (``counted``). None otherwise."""
+        requester = proposal.requested_by
+        if requester in proposal.approvals and self._raised(proposal, club).requester_barred:
+            return requester
+        return None
 
     def _raised(self, proposal: Proposal, club: Organization) -> Raised:
         contract = self.registry.get(proposal.kind)
@@ -189,7 +234,7 @@ class ProposalCards:
 
     @staticmethod
     def _no_longer_counting(
-        proposal: Proposal, club: Organization, language: str
+        proposal: Proposal, club: Organization, language: str, lapsed_approvals: list[Any]
     ) -> list[dict[str, str]]:
         return [
             {
@@ -201,7 +246,7 @@ class ProposalCards:
                     language,
                 ),
             }
-            for lapsed in proposal.lapsed_approvals
+            for lapsed in lapsed_approvals
         ]
 
     def changes(self, proposal: Proposal, language: str = "en") -> list[dict[str, str]]:

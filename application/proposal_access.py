@@ -31,7 +31,7 @@ from countersign.application.authorization import (
     visible_proposal,
     visible_proposal_in_club,
 )
-from countersign.application.cards import ProposalCards
+from countersign.application.cards import ProposalCards, counted
 from countersign.application.errors import ForbiddenError, VouchedHereError
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_limit import ProposalLimiter, limited
@@ -311,7 +311,8 @@ class ProposalAccess:
         club = self.store.read(proposal.organization_id, Organization)
         requester = club.member(proposal.requested_by)
         return ProposalReview(
-            record=proposal_record(proposal),
+            # An approval the policy in force no longer counts is shown as such (counted).
+            record=counted(proposal_record(proposal), self.cards.uncounted(proposal, club)),
             may_decide=may_decide(caller, member, proposal.kind, self.registry),
             conversation=self._conversation(interaction, caller, proposal.resource_key),
             chat_resource=proposal.resource_key or str(proposal.resource_id),

@@ -130,6 +130,28 @@ def test_the_requesters_earlier_approval_no_longer_counts(cs, seeded):
     assert len(cs.sandbox.refunds()) == 1
 
 
+def test_readers_count_the_requesters_earlier_approval_out_before_anyone_approves(cs, seeded):
+    """Noah's approval will be the first of two that count, not the last: the card and the
+    review say so before he approves (reading records nothing)."""
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
+    assert cs.proposals.approve(proposal_id, AVA).result == "awaiting_approvals"  # 1 of 2
+
+    _bar_the_requester(cs)
+
+    card = cs.access.card(proposal_id, NOAH)
+    assert (card.approvals, card.approval_credentials) == ([], [])
+    assert [lapsed["reason"] for lapsed in card.no_longer_counting] == ["requester_barred"]
+    assert card.no_longer_counting[0]["message"].startswith(
+        "no longer counts: Ava Lindqvist requested it"
+    )
+    french = cs.access.card(proposal_id, NOAH, "fr").no_longer_counting[0]["message"]
+    assert french.startswith("ne compte plus : Ava Lindqvist l'a demandée")
+    record = cs.access.review(proposal_id, NOAH).record
+    assert record["approvals"] == []
+    assert record["no_longer_counting"] == [{"approved_by": AVA, "reason": "requester_barred"}]
+    assert _events(cs, proposal_id) == ["Proposed", "Approved"]
+
+
 def test_any_other_raise_still_sends_it_back_and_the_requester_is_still_refused(cs, seeded):
     proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
 
@@ -216,6 +238,33 @@ def test_the_review_page_for_another_approver_and_for_the_requester(web, languag
     assert title not in own
     assert BARRED[language] in own
     assert INBOX_LINE[language] not in _read(ava.get("/"))
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_review_page_counts_the_requesters_earlier_approval_out(web, language):
+    """Noah's approval will be the first of two that count: no confirmation of a refund that
+    would not run, and the page says why Ava's approval stopped counting."""
+    cs = web.cs
+    proposal_id = web.propose("refund-two-approvers")
+    cs.proposals.approve(proposal_id, AVA)
+    noah = web.browser(NOAH)
+    noah.form("/language", {"lang": language, "next": "/"})
+
+    _bar_the_requester(cs)
+
+    page = _read(noah.get(f"/proposals/{proposal_id}"))
+    first_of, lapsed = {
+        "en": ("Your approval will be 1 of 2", "no longer counts: Ava Lindqvist requested it"),
+        "fr": (
+            "Votre approbation comptera pour 1 sur 2",
+            "ne compte plus : Ava Lindqvist l'a demandée",
+        ),
+    }[language]
+    assert first_of in page
+    assert lapsed in page
+    answer = noah.form(f"/proposals/{proposal_id}/approve", {}, f"/proposals/{proposal_id}")
+    assert answer.headers["location"] == f"/proposals/{proposal_id}"  # no confirmation step
+    assert cs.sandbox.refunds() == []
 
 
 def test_the_challenge_refuses_the_requester_as_approving_would(web):
