@@ -172,7 +172,8 @@ def approval_challenge(
     refused with 409 ``not-approvable``: its ``reason`` and ``detail`` are the reason and
     message approving it answers, so nobody signs for nothing. So is one the club's policy
     now asks more of (``policy_raised``, the card's ``policy_changed``): approving it, with
-    no passkey, sends it back to be proposed again."""
+    no passkey, sends it back to be proposed again; and one whose requester asks while the
+    policy, frozen or in force, bars them (``requester_may_not_approve``)."""
     with answers(request):
         document = cs.access.approval_challenge(proposal_id, service.caller)
     return JSONResponse(document)

@@ -89,8 +89,10 @@ class StatusOut(BaseModel):
     )
     policy_changed: bool = Field(
         description="Pending, and the club's approval policy now asks more of it than the "
-        "one it was frozen under: approving it executes nothing but sends it back, to be "
-        "proposed again under today's policy (revision_required, policy_raised)."
+        "one it was frozen under (more approvals, a passkey): approving it executes nothing "
+        "but sends it back, to be proposed again under today's policy (revision_required, "
+        "policy_raised). Said of the person the token acts for: false to a requester the "
+        "policy bars, whose own approval is refused instead."
     )
     review_path: str
 

@@ -172,8 +172,9 @@ class ApprovalReportOut(BaseModel):
     reason: str | None = Field(
         description=(
             "For not_approvable: not_pending, expired, in_progress, superseded (see "
-            "'superseded_by') or requester_may_not_approve (its policy does not let the "
-            "person who requested it approve it, whichever token acts for them), "
+            "'superseded_by') or requester_may_not_approve (its policy, or the club's policy "
+            "set since, does not let the person who requested it approve it, whichever token "
+            "acts for them; approval-challenge answers it too), "
             "passkey_required (its policy asks each approval to be signed with the "
             "approver's passkey: see approval-challenge), passkey_rejected (the assertion "
             "given does not verify) or not_verifiable_here (sealed with a key this server "
@@ -392,10 +393,13 @@ class ProposalCardOut(BaseModel):
         default=False,
         description=(
             "Pending, and the club's approval policy now asks more of it than the one it was "
-            "frozen under (more approvals, a passkey, or an approver other than the "
-            "requester): approving it executes nothing but sends it back to be proposed again "
-            "(revision_required, policy_raised), and needs no passkey (approval-challenge "
-            "answers 409 not-approvable, reason policy_raised)."
+            "frozen under (more approvals, or a passkey): approving it as the caller executes "
+            "nothing but sends it back to be proposed again (revision_required, "
+            "policy_raised), and needs no passkey (approval-challenge answers 409 "
+            "not-approvable, reason policy_raised). Said of the caller: false to a requester "
+            "the policy bars (frozen, or since), whose approval is refused "
+            "(requester_may_not_approve); a policy that now bars the requester alone asks "
+            "nothing more of anyone else."
         ),
     )
 
