@@ -728,6 +728,43 @@ def test_an_approval_refused_as_expired_or_in_progress_says_what_to_do_next():
     assert refused("not_pending", "fr").startswith("Non approuvable : plus en attente.")
 
 
+def test_an_approval_refused_as_not_found_or_forbidden_says_what_to_do_next(
+    seeded_cli, database_url, capsys
+):
+    """``countersign approve`` (and ``decline``) by a member of another club, of an id that
+    does not exist, or by staff whose role does not decide it said "Not approvable: not
+    found." and "Not approvable: forbidden." and nothing more, where ``show`` and ``revise``
+    say what to check (found walking the README as a newcomer, hC). Nothing is recorded."""
+    cli, _ = seeded_cli
+    request = json.dumps(TO_CARD)
+    proposed = cli(
+        *("propose", "--org", "granite", "--as", "ava@granite.example"),
+        *("--operation", "order.refund_missing_discount", "--resource", "refund-ok"),
+        *("--request", request),
+    )
+    pid = proposed["proposal_id"]
+
+    def said(*argv: str) -> str:
+        assert main([*argv, "--database", database_url]) == 0
+        return capsys.readouterr().out
+
+    other_club = said("approve", pid, "--as", "mia@maple.example")
+    assert other_club.startswith("Not approvable: not found.\n  Nothing was changed. Check the")
+    assert "countersign inbox --org ORG --as mia@maple.example" in other_club
+    unknown = said("decline", "00000000-0000-0000-0000-000000000000", "--as", "ava@granite.example")
+    assert unknown.startswith("Not approvable: not found.\n  Nothing was changed.")
+    staff = said("approve", pid, "--as", "ben@granite.example")
+    assert staff.startswith("Not approvable: forbidden.\n  Nothing was changed: your role")
+    assert "countersign members set-permissions" in staff
+    staff_fr = said("decline", pid, "--as", "ben@granite.example", "--language", "fr")
+    assert staff_fr.startswith("Non approuvable : non autorisée.\n  Rien n'a changé : votre rôle")
+    assert "countersign inbox --org ORG --as mia" in said(
+        "approve", pid, "--as", "mia@maple.example", "--language", "fr"
+    )
+    # Still pending: none of them recorded anything.
+    assert cli("show", pid, "--as", "ava@granite.example")["status"] == "pending"
+
+
 def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
     from countersign.domain.club.roster import Roster
     from countersign.infrastructure.bootstrap import bootstrap

@@ -134,3 +134,38 @@ LOGIN_REFUSED = Localized(
     "l'utilisateur, le mot de passe, le nom de la base et sslmode dans "
     "COUNTERSIGN_DATABASE_URL ou --database",
 )
+
+
+#: What to do next after an approve or decline refused (``cards.render_report``), where the
+#: reason alone left the person without a way on: ``{show}`` the command that shows the
+#: proposal, ``{actor}`` the member named.
+NEXT_STEP = {
+    "expired": Localized(
+        "It expired before it was approved, and nothing changed. To go ahead, ask for a new "
+        "proposal (the assistant, or countersign propose).",
+        "Elle a expiré avant d'être approuvée, et rien n'a changé. Pour aller de l'avant, "
+        "demandez une nouvelle proposition (à l'assistant, ou countersign propose).",
+    ),
+    "in_progress": Localized(
+        "An approval is carrying it out right now; nothing more was done. See its outcome in "
+        "a moment: {show}. Do not do it again another way: it may already have happened.",
+        "Une approbation est en train de l'exécuter ; rien de plus n'a été fait. Voyez son "
+        "résultat dans un instant : {show}. Ne la refaites pas autrement : elle a peut-être "
+        "déjà eu lieu.",
+    ),
+    "not_found": Localized(
+        "Nothing was changed. Check the id and the member named (an unknown id and another "
+        "club's answer alike): countersign inbox --org ORG --as {actor} lists what awaits them.",
+        "Rien n'a changé. Vérifiez l'identifiant et le membre indiqués (un identifiant inconnu "
+        "et celui d'un autre club reçoivent la même réponse) : countersign inbox --org ORG "
+        "--as {actor} liste ce qui les attend.",
+    ),
+    "forbidden": Localized(
+        "Nothing was changed: your role in this club does not let you decide this kind of "
+        "proposal. A manager holding its permission can, or grants it to you (countersign "
+        "members set-permissions).",
+        "Rien n'a changé : votre rôle dans ce club ne vous permet pas de décider ce genre de "
+        "proposition. Un responsable qui en a la permission le peut, ou vous la donne "
+        "(countersign members set-permissions).",
+    ),
+}

@@ -18,6 +18,7 @@ from countersign.domain.messages import (
 from countersign.domain.money import format_money
 from countersign.domain.outcomes import is_already_so
 from countersign.domain.times import expiry, local_time
+from countersign.infrastructure.entrypoints.cli.answers import NEXT_STEP
 from countersign.infrastructure.entrypoints.cli.render import box
 
 
@@ -420,22 +421,6 @@ _NOT_APPROVABLE = {
     ),
 }
 _NOT_APPROVABLE_BECAUSE = Localized("Not approvable: {reason}.", "Non approuvable : {reason}.")
-#: What to do next, after the reason, where the refusal alone left the person without a way on.
-_NEXT_STEP = {
-    "expired": Localized(
-        "It expired before it was approved, and nothing changed. To go ahead, ask for a new "
-        "proposal (the assistant, or countersign propose).",
-        "Elle a expiré avant d'être approuvée, et rien n'a changé. Pour aller de l'avant, "
-        "demandez une nouvelle proposition (à l'assistant, ou countersign propose).",
-    ),
-    "in_progress": Localized(
-        "An approval is carrying it out right now; nothing more was done. See its outcome in "
-        "a moment: {show}. Do not do it again another way: it may already have happened.",
-        "Une approbation est en train de l'exécuter ; rien de plus n'a été fait. Voyez son "
-        "résultat dans un instant : {show}. Ne la refaites pas autrement : elle a peut-être "
-        "déjà eu lieu.",
-    ),
-}
 
 
 def render_report(report: dict[str, Any], actor: str | None = None, language: str = "en") -> str:
@@ -498,7 +483,7 @@ def _not_approvable(report: dict[str, Any], actor: str | None, language: str) ->
     text = _NOT_APPROVABLE_BECAUSE.text(language, reason=words or status_words(reason, language))
     if report.get("message"):  # a declined or expired proposal's stored outcome, in words
         text += f"\n  {report['message']}"
-    elif reason in _NEXT_STEP:
+    elif reason in NEXT_STEP:
         show = f"countersign show {report['proposal_id']}" + (f" --as {actor}" if actor else "")
-        text += "\n  " + _NEXT_STEP[reason].text(language, show=show)
+        text += "\n  " + NEXT_STEP[reason].text(language, show=show, actor=actor or "EMAIL")
     return text
