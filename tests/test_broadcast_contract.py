@@ -50,6 +50,28 @@ def test_approval_copies_the_frozen_draft_into_the_form_and_sends_nothing(cs, se
     assert (again.result, again.message) == ("already_completed", report.message)
 
 
+def test_an_applied_draft_says_how_to_send_it_in_countersign(cs, seeded):
+    """The outcome of an applied draft said "review and send it from the form", in both
+    languages, but no page or command sends from the form: the send is a proposal of its own
+    (email_broadcast.send), made by asking the email assistant (found walking the pages as a
+    newcomer, hC). It now says so."""
+    created = proposal(cs, seeded, operation=DRAFT)
+    report = cs.proposals.approve(created.proposal_id, AVA)
+
+    english = report.message or ""
+    assert english.endswith(
+        "Nothing has been sent: review it, then ask the email assistant to send it (a proposal "
+        "of its own, approved like this one)."
+    )
+    french = cs.cards.card(created.proposal_id, AVA, language="fr").message or ""
+    assert french.endswith(
+        "Rien n'a été envoyé : relisez-le, puis demandez à l'assistant courriel de l'envoyer "
+        "(une proposition à part, approuvée comme celle-ci)."
+    )
+    assert "from the form" not in english
+    assert "depuis le formulaire" not in french
+
+
 def test_a_changed_audience_requires_revision_and_leaves_the_form_alone(cs, seeded):
     created = proposal(cs, seeded, operation=DRAFT)
     cs.club.join("granite", "Thursday Seniors", "Grace Kim", "grace.kim@example.com")

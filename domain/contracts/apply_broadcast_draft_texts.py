@@ -119,13 +119,13 @@ class ApplyBroadcastDraftTexts:
             return (
                 f"Le brouillon est dans le formulaire d'envoi pour {whom} "
                 f"({audience_words(preview.filters_in_words, 'fr')}). Rien n'a "
-                "été envoyé : relisez-le "
-                "et envoyez-le depuis le formulaire."
+                "été envoyé : relisez-le, puis demandez à l'assistant courriel de l'envoyer "
+                "(une proposition à part, approuvée comme celle-ci)."
             )
         return (
             f"The draft is in the broadcast form for {whom} "
-            f"({preview.filters_in_words}). Nothing has been sent: review and send it from the "
-            "form."
+            f"({preview.filters_in_words}). Nothing has been sent: review it, then ask the email "
+            "assistant to send it (a proposal of its own, approved like this one)."
         )
 
     def stand_in(self, words: str, reads: Mapping[str, Any]) -> dict[str, Any] | str | None:
