@@ -765,6 +765,25 @@ def test_an_approval_refused_as_not_found_or_forbidden_says_what_to_do_next(
     assert cli("show", pid, "--as", "ava@granite.example")["status"] == "pending"
 
 
+def test_a_password_too_short_is_refused_in_words_about_passwords(
+    seeded_cli, database_url, capsys, monkeypatch
+):
+    """``users set-password`` with a short password said "The request did not fit this record,
+    so nothing was prepared.", a proposal's words, above the precise line (found walking the
+    README's commands as a newcomer, hC). It now says what a password needs, in French too."""
+    for language, said in (
+        ("en", "A password needs 12 to 1,024 characters; nothing was changed."),
+        ("fr", "Un mot de passe compte de 12 à 1 024 caractères ; rien n'a changé."),
+    ):
+        monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+        argv = ["users", "set-password", "--as", "ben@granite.example", "--language", language]
+        assert main([*argv, "--database", database_url]) == 4
+        err = capsys.readouterr().err  # a refusal is said on stderr
+        assert said in err
+        assert "nothing was prepared" not in err
+        assert "rien n'a été préparé" not in err
+
+
 def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
     from countersign.domain.club.roster import Roster
     from countersign.infrastructure.bootstrap import bootstrap

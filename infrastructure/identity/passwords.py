@@ -13,6 +13,7 @@ import threading
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.identity.session_store import ensure_session_table, revoke_person_in
@@ -21,6 +22,17 @@ from countersign.infrastructure.persistence.sql import Cursor
 
 MIN_PASSWORD = 12
 MAX_PASSWORD = 1024
+
+#: What a person reads about a password refused for its length (the line under it names the
+#: field and the bounds precisely).
+_PASSWORD_LENGTH = Localized(
+    "A password needs 12 to 1,024 characters; nothing was changed.",
+    "Un mot de passe compte de 12 à 1 024 caractères ; rien n'a changé.",
+)
+_NOT_AN_EMAIL = Localized(
+    "That is not an email address; nothing was changed.",
+    "Ce n'est pas une adresse courriel ; rien n'a changé.",
+)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS user_passwords ("
@@ -53,10 +65,12 @@ def set_password(cs: Countersign, email: str, password: str) -> int:
     ensure_tables(cs.sql, "user_passwords", _SCHEMA)
     address = _normalize(email)
     if "@" not in address:
-        raise InvalidRequestError.one("email", "not an email address")
+        raise InvalidRequestError.one("email", "not an email address", _NOT_AN_EMAIL)
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise InvalidRequestError.one(
-            "password", f"use between {MIN_PASSWORD} and {MAX_PASSWORD} characters"
+            "password",
+            f"use between {MIN_PASSWORD} and {MAX_PASSWORD} characters",
+            _PASSWORD_LENGTH,
         )
     password_hash = _hasher.hash(password)
     ensure_session_table(cs.sql)
