@@ -784,6 +784,32 @@ def test_a_password_too_short_is_refused_in_words_about_passwords(
         assert "rien n'a été préparé" not in err
 
 
+def test_a_chat_message_or_token_name_refused_is_said_in_its_own_words(
+    seeded_cli, database_url, capsys
+):
+    """``chat --message`` with nothing written or past 2,000 characters, and ``tokens issue``
+    with a malformed name, said "The request did not fit this record, so nothing was
+    prepared." above the precise line, a proposal's words (found walking the README's
+    commands as a newcomer, hC). Each now says what is wrong in the reader's language."""
+    chat = ["chat", "--org", "granite", "--as", "ava@granite.example", "--section", "orders"]
+    chat += ["--resource", "refund-ok", "--message"]
+    issue = ["tokens", "issue", "--org", "granite", "--as", "ava@granite.example"]
+    issue += ["--permissions", "orders.refund", "--name"]
+    cases = (
+        ([*chat, "   "], "en", "Write a message first: this one shows nothing; nothing was sent."),
+        ([*chat, "x" * 2001], "en", "A message holds at most 2,000 characters; nothing was sent."),
+        ([*chat, "x" * 2001], "fr", "Un message compte au plus 2 000 caractères ; rien n'a été"),
+        ([*issue, "Bad Name!"], "en", "A token's name is 1 to 63 lowercase letters, digits,"),
+        ([*issue, "Bad Name!"], "fr", "Le nom d'un jeton compte de 1 à 63 lettres minuscules,"),
+    )
+    for argv, language, said in cases:
+        assert main([*argv, "--language", language, "--database", database_url]) == 4
+        err = capsys.readouterr().err
+        assert said in err, err
+        assert "nothing was prepared" not in err
+        assert "rien n'a été préparé" not in err
+
+
 def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
     from countersign.domain.club.roster import Roster
     from countersign.infrastructure.bootstrap import bootstrap

@@ -23,6 +23,19 @@ WRITE_TO_THE_MANAGER = {
     "fr": "Write to the manager in French (français), the language they read countersign in.",
 }
 
+#: What a person reads about a message refused before any turn (the line under it, for the
+#: model and the API, says it precisely): nothing written, or past ``MAX_MESSAGE``.
+MESSAGE_BLANK = Localized(
+    "Write a message first: this one shows nothing; nothing was sent.",
+    "Écrivez d'abord un message : celui-ci ne montre rien ; rien n'a été envoyé.",
+)
+MESSAGE_TOO_LONG = Localized(
+    "A message holds at most {limit} characters; nothing was sent. Shorten it, or send it in "
+    "parts.",
+    "Un message compte au plus {limit} caractères ; rien n'a été envoyé. Raccourcissez-le, ou "
+    "envoyez-le en plusieurs fois.",
+)
+
 PROPOSED = Localized(
     "I prepared a proposal for your review. The card shows exactly what approval will do, "
     "with every amount computed by the application. Nothing changes until you approve it.",

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID, uuid4
 
-from countersign.application.assistant.closing_texts import WRITE_TO_THE_MANAGER, closing_text
+from countersign.application.assistant.closing_texts import (
+    MESSAGE_BLANK,
+    MESSAGE_TOO_LONG,
+    WRITE_TO_THE_MANAGER,
+    closing_text,
+)
 from countersign.application.assistant.conversations import (
     ConversationView,
     check_owned,
@@ -47,6 +52,7 @@ from countersign.application.proposal_limit import (
 )
 from countersign.application.proposals import ProposalService
 from countersign.application.reports import ProposalCreated, Report
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import (
     MAX_PROBLEMS,
     InvalidRequestError,
@@ -151,9 +157,11 @@ class AssistantService:
         is asked or the turn counted); nothing is recorded then.
         """
         if blank(message):
-            raise InvalidRequestError.one("message", NOTHING_WRITTEN)
+            raise InvalidRequestError.one("message", NOTHING_WRITTEN, MESSAGE_BLANK)
         if len(message) > MAX_MESSAGE:
-            raise InvalidRequestError.one("message", too_long(len(message)))
+            most = Localized(f"{MAX_MESSAGE:,}", f"{MAX_MESSAGE:,}".replace(",", " "))
+            said = MESSAGE_TOO_LONG.filled(limit=most)
+            raise InvalidRequestError.one("message", too_long(len(message)), said)
         started = time.perf_counter()
         model_seconds = 0.0
         caller = Caller.of(actor)

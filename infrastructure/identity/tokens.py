@@ -40,6 +40,7 @@ from countersign.application.authorization import Caller, Credential
 from countersign.application.errors import ForbiddenError
 from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import PERMISSIONS
+from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError, Problem
 from countersign.domain.errors import DuplicateError, NotFoundError
 from countersign.infrastructure.bootstrap import Countersign
@@ -76,6 +77,18 @@ _SCHEMA = (
 AGENT = "agent"
 APPROVER = "approver"
 KINDS = (AGENT, APPROVER)
+#: What a person reads about a token refused for its name or kind (the line under it, and the
+#: API's problem, say it precisely).
+_NAME_WORDS = Localized(
+    "A token's name is 1 to 63 lowercase letters, digits, dots, dashes or underscores; "
+    "nothing was issued.",
+    "Le nom d'un jeton compte de 1 à 63 lettres minuscules, chiffres, points, tirets ou "
+    "soulignés ; rien n'a été émis.",
+)
+_KIND_WORDS = Localized(
+    "A token is an agent token or an approver token; nothing was issued.",
+    "Un jeton est un jeton d'agent ou un jeton d'approbation ; rien n'a été émis.",
+)
 
 
 def ensure_token_tables(cs: Countersign) -> None:
@@ -211,10 +224,10 @@ def issue_token(
     clean_name = name.strip().lower()
     if not NAME_PATTERN.match(clean_name):
         raise InvalidRequestError.one(
-            "name", "1-63 lowercase letters, digits, dots, dashes or underscores"
+            "name", "1-63 lowercase letters, digits, dots, dashes or underscores", _NAME_WORDS
         )
     if kind not in KINDS:
-        raise InvalidRequestError.one("kind", "agent or approver")
+        raise InvalidRequestError.one("kind", "agent or approver", _KIND_WORDS)
     granted = _permissions(permissions)
     issuer = cs.club.membership(organization_slug, issued_by)
     member = issuer.member
