@@ -86,3 +86,17 @@ def test_french_waits_for_another_manager_with_its_de_elided(capsys, tmp_path):
 
     assert "1 approbation(s) sur 2 ; en attente d'un autre responsable." in out
     assert "en attente de un" not in out
+
+
+def test_the_french_demo_says_what_the_edit_changed_in_french(capsys, tmp_path):
+    """Chapter 9's edit: its card's "Modifié" row read "Refund to: Visa •••• 4242 → club
+    account credit for Ella Novak" in the French story, the card read in English (found
+    walking the README's Quickstart as a newcomer, hC); `countersign revise --language fr`
+    said it in French already."""
+    database = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["--language", "fr", "demo", "--database", database]) == 0
+    out = capsys.readouterr().out
+
+    assert "Modifié                    Remboursé vers : Visa •••• 4242 → crédit" in out
+    assert "Refund to:" not in out
+    assert "club account" not in out

@@ -105,7 +105,7 @@ def test_revise_prints_the_new_card_with_what_changed_and_supersedes_the_old(cli
     assert text.startswith(f"Révision {newest} de {new} :")
     assert f"{new} est remplacée" in text
     assert row(text, "Révision de") == new
-    assert row(text, "Modifié").startswith(f"{changed[0]['label']}: ")
+    assert row(text, "Modifié").startswith(f"{changed[0]['label']} : ")  # French colon
     assert cli("show", original, "--as", AVA)["superseded_by"] == new  # its own successor
 
 

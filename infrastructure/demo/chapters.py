@@ -73,7 +73,7 @@ def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
     first = propose(cs, order_id, TO_CARD)
     story.say(created_text(cs, first, language))
     revised = cs.access.revise(first["proposal_id"], AVA, TO_ACCOUNT_CREDIT).to_json()
-    card = cs.cards.card(revised["proposal_id"], AVA).to_json()
+    card = cs.cards.card(revised["proposal_id"], AVA, language).to_json()
     story.say(
         story.t(words.AVA_EDITS)
         + cards.render_revision(

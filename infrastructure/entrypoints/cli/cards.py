@@ -184,7 +184,8 @@ def governance_rows(
     if card.get("revision_of"):
         rows.append((label("revision_of"), card["revision_of"]))
         changes = card.get("changes") or []
-        shown = [f"{c['label']}: {c['before']} → {c['after']}" for c in changes]
+        colon = " :" if language == "fr" else ":"
+        shown = [f"{c['label']}{colon} {c['before']} → {c['after']}" for c in changes]
         for i, line in enumerate(shown or [_NOTHING_CHANGED.text(language)]):
             rows.append((label("changed") if i == 0 else "", line))
     newer = card.get("superseded_by")
