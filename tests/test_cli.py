@@ -810,6 +810,35 @@ def test_a_chat_message_or_token_name_refused_is_said_in_its_own_words(
         assert "rien n'a été préparé" not in err
 
 
+def test_a_broadcast_sent_to_one_recipient_says_one_recipient(seeded_cli):
+    """Maple's Tuesday Draw has one member: the send's outcome said "Sent “…” to 1 recipients"
+    and « … » a été envoyé à 1 destinataires (found sending a draft on the pages as Mia, a
+    newcomer's walk, hC); its card's headline already said "1 destinataire"."""
+    cli, _ = seeded_cli
+    mia = ("--org", "maple", "--as", "mia@maple.example")
+    draft = {"filters": {"leagues": ["Tuesday Draw"]}, "subject": "Ice closes early", "body": "Hi"}
+    applied = cli(
+        "propose",
+        *mia,
+        "--operation",
+        "email_broadcast.apply_draft",
+        "--request",
+        json.dumps(draft),
+    )
+    cli("approve", applied["proposal_id"], "--as", "mia@maple.example")
+    send = cli("propose", *mia, "--operation", "email_broadcast.send", "--request", "{}")
+    report = cli("approve", send["proposal_id"], "--as", "mia@maple.example")
+
+    assert report["message"] == (
+        "Sent “Ice closes early” to 1 recipient (members of Tuesday Draw), once."
+    )
+    french = cli("show", send["proposal_id"], "--as", "mia@maple.example", "--language", "fr")
+    assert french["message"] == (
+        "« Ice closes early » a été envoyé à 1 destinataire (membres de la ligue Tuesday Draw), "
+        "une seule fois."
+    )
+
+
 def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
     from countersign.domain.club.roster import Roster
     from countersign.infrastructure.bootstrap import bootstrap

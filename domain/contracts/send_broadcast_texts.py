@@ -157,12 +157,12 @@ class SendBroadcastTexts:
         self, preview: SendBroadcastPreview, result: SendBroadcastResult, language: str = "en"
     ) -> str:
         return Localized(
-            "Sent “{subject}” to {count} recipients ({audience}), once.",
-            "« {subject} » a été envoyé à {count} destinataires ({audience}), une seule fois.",
+            "Sent “{subject}” to {whom} ({audience}), once.",
+            "« {subject} » a été envoyé à {whom} ({audience}), une seule fois.",
         ).text(
             language,
             subject=result.subject,
-            count=result.audience_count,
+            whom=recipients(result.audience_count, language),
             audience=audience_words(preview.filters_in_words, language),
         )
 
