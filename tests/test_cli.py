@@ -839,6 +839,25 @@ def test_a_broadcast_sent_to_one_recipient_says_one_recipient(seeded_cli):
     )
 
 
+def test_handback_of_a_conversation_with_no_messages_says_what_that_means(
+    seeded_cli, database_url, capsys
+):
+    """``countersign handback`` of a mistyped conversation id (or another club's) said "No
+    messages." and nothing more, alike for a conversation whose proposals have no outcome yet
+    (found following the README's commands as a newcomer, hC). It now says both, and where a
+    conversation's id is shown."""
+    seeded_cli[0]("seed")
+    for language, said in (
+        ("en", "No messages in this conversation: none of its proposals has an outcome yet, or"),
+        ("fr", "Aucun message dans cette conversation : aucune de ses propositions n'a encore"),
+    ):
+        argv = ["handback", "int-typo", "--org", "granite", "--as", "ava@granite.example"]
+        assert main([*argv, "--language", language, "--database", database_url]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(said), out
+        assert "countersign chat" in out
+
+
 def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
     from countersign.domain.club.roster import Roster
     from countersign.infrastructure.bootstrap import bootstrap

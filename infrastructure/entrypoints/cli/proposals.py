@@ -332,7 +332,17 @@ def cmd_handback(cs: Countersign, args: argparse.Namespace) -> Result:
     return document, "\n".join(lines)
 
 
-_NO_MESSAGES = Localized("No messages.", "Aucun message.")
+#: Said alike for a conversation whose proposals have no outcome yet and for an id the club
+#: has no conversation under (a typo, another club's: the same answer, as everywhere).
+_NO_MESSAGES = Localized(
+    "No messages in this conversation: none of its proposals has an outcome yet, or the club "
+    "has no conversation with that id (countersign chat prints a conversation's id when it "
+    "ends; the chat page shows it after interaction= in its address).",
+    "Aucun message dans cette conversation : aucune de ses propositions n'a encore de "
+    "résultat, ou le club n'a aucune conversation avec cet identifiant (countersign chat "
+    "affiche l'identifiant d'une conversation quand elle se termine ; la page de conversation "
+    "le montre après interaction= dans son adresse).",
+)
 _REVISION_CONTEXT = Localized(
     "Revision context for the next message: {context}",
     "Contexte de révision pour le prochain message : {context}",
