@@ -367,3 +367,135 @@ def test_a_stream_written_in_below_the_anchors_position_is_counted(
     assert code == 5, document
     assert document["anchor"]["added_before_position"] == 1
     assert document["anchor"]["unanchored_streams"]["events"] == 0  # not after it: before
+
+
+def _position_of(cs: Countersign, stream_id: str, version: int) -> int:
+    position = "rowid" if cs.database.kind == "sqlite" else "notification_id"
+    [(at,)] = _sql(
+        cs,
+        f"SELECT {position} FROM {{table}} WHERE originator_id=? AND originator_version=?",
+        UUID(stream_id),
+        version,
+    )
+    return int(at)
+
+
+def test_the_events_written_in_below_the_anchors_position_are_listed_where_they_are(
+    cs, seeded, deployments, run, tmp_path
+):
+    """An auditor is told which events the anchor does not hold, not only how many: each by
+    its stream, its version and its position in the log, lowest position first."""
+    declined, _succeeded, _pending = _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    last, decided = _versions(cs, club), _versions(cs, declined)
+    path = _anchor(run, tmp_path)
+    _slipped_in(cs, club, last, into=club, as_version=last + 1)  # appended to the club's
+    forged = "0" * 8 + "-0000-4000-8000-" + "0" * 11 + "1"
+    order = str(seeded["orders"]["refund-declined"])
+    _slipped_in(cs, order, 1, into=forged, as_version=1)  # a new order's stream
+    _slipped_in(cs, declined, decided, into=declined, as_version=decided + 1)  # its last event
+    club_at, forged_at, declined_at = (
+        _position_of(cs, club, last + 1),
+        _position_of(cs, forged, 1),
+        _position_of(cs, declined, decided + 1),
+    )
+
+    code, document = _verify(run, path)
+
+    assert code == 5, document
+    anchor = document["anchor"]
+    assert anchor["added_before_position"] == 3
+    assert anchor["added_before_events"] == [
+        {
+            "log_position": declined_at,
+            "stream_id": declined,
+            "kind": "Proposal",
+            "version": decided + 1,
+            "event": "RevisionRequired",
+            "anchored_version": decided,
+        },
+        {
+            "log_position": forged_at,
+            "stream_id": forged,
+            "kind": "Order",
+            "version": 1,
+            "event": anchor["added_before_events"][1]["event"],
+            "anchored_version": None,
+        },
+        {
+            "log_position": club_at,
+            "stream_id": club,
+            "kind": "Organization",
+            "version": last + 1,
+            "event": anchor["added_before_events"][2]["event"],
+            "anchored_version": last,
+        },
+    ]
+    order_event = anchor["added_before_events"][1]["event"]
+    assert order_event.isidentifier()
+    code, _out, err = run("audit", "verify", "--anchor", str(path))
+    assert code == 5
+    assert (
+        f"  proposal {declined}: event {decided + 1} (RevisionRequired) at log position "
+        f"{declined_at}, after its anchored event {decided}\n"
+        f"  Order stream {forged}: event 1 ({order_event}) at log position {forged_at}, in a "
+        "stream the anchor does not hold\n"
+        f"  Organization stream {club}: event {last + 1} "
+    ) in err
+    code, _out, err = run("audit", "verify", "--anchor", str(path), "--language", "fr")
+    assert code == 5
+    assert (
+        f"  proposition {declined} : événement {decided + 1} (RevisionRequired) à la position "
+        f"{declined_at} du journal, après son événement ancré {decided}\n"
+        f"  flux Order {forged} : événement 1 ({order_event}) à la position {forged_at} du "
+        "journal, dans un flux que l'ancre ne contient pas\n"
+    ) in err
+
+
+def test_the_events_written_in_below_the_anchors_position_are_listed_up_to_a_bound(
+    cs, seeded, deployments, run, tmp_path
+):
+    _decided(deployments(K1), seeded)
+    order = str(seeded["orders"]["refund-declined"])
+    path = _anchor(run, tmp_path)
+    forged = "0" * 8 + "-0000-4000-8000-" + "0" * 11 + "2"
+    for version in range(1, 26):  # 25 events of a stream made up below the position
+        _slipped_in(cs, order, 1, into=forged, as_version=version)
+
+    code, document = _verify(run, path)
+
+    assert code == 5, document
+    anchor = document["anchor"]
+    assert anchor["added_before_position"] == 25
+    listed = anchor["added_before_events"]
+    assert [e["version"] for e in listed] == list(range(25, 0, -1))  # the lowest position first
+    code, _out, err = run("audit", "verify", "--anchor", str(path))
+    assert code == 5
+    shown = [line for line in err.splitlines() if line.startswith(f"  Order stream {forged}:")]
+    assert len(shown) == 20
+    assert "  and 5 more (--json lists the first 25)" in err
+    code, _out, err = run("audit", "verify", "--anchor", str(path), "--language", "fr")
+    assert "  et 5 de plus (--json liste les 25 premiers)" in err
+
+
+def test_an_event_written_in_below_the_position_is_listed_though_a_removal_evens_the_count(
+    cs, seeded, deployments, run, tmp_path
+):
+    """A writer who removes an anchored event and puts one in at a position from before the
+    anchor leaves as many events as it holds: the removal is named, and so is the addition."""
+    _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    last = _versions(cs, club)
+    path = _anchor(run, tmp_path)
+    _sql(cs, "DELETE FROM {table} WHERE originator_id=? AND originator_version=?", UUID(club), last)
+    forged = "0" * 8 + "-0000-4000-8000-" + "0" * 11 + "3"
+    _slipped_in(cs, club, 1, into=forged, as_version=1)
+
+    code, document = _verify(run, path)
+
+    assert code == 5, document
+    anchor = document["anchor"]
+    assert anchor["streams_not_as_anchored"] == 1
+    assert anchor["added_before_position"] == 1
+    [added] = anchor["added_before_events"]
+    assert (added["stream_id"], added["version"], added["anchored_version"]) == (forged, 1, None)

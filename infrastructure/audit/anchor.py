@@ -371,16 +371,24 @@ def _entry_or_none(document: dict[str, Any] | None) -> tuple[UUID, str, int, str
         return None
 
 
-def entries(anchor: Anchor) -> Iterator[tuple[UUID, str, int, str, str] | StreamLine]:
+def entries(
+    anchor: Anchor, part: str | None = None
+) -> Iterator[tuple[UUID, str, int, str, str] | StreamLine]:
     """The anchored proposals and streams of a file ``read_anchor`` has checked, read again:
     the same lines, or AnchorFileError once they are found not to be (a file replaced or
-    edited since it was checked, its signature then never checked)."""
+    edited since it was checked, its signature then never checked). ``part``: "proposals"
+    or "streams" alone, the other lines hashed but not read."""
     changed = AnchorFileError(words.CHANGED, name=anchor.path.name)
     digest = hashlib.sha256()
     try:
         with anchor.path.open("rb") as file:
             digest.update(file.readline(MAX_LINE))
             for number, raw in enumerate(_lines(file), start=2):
+                if part is not None and (part == "streams") != (b'"stream_id":' in raw):
+                    if raw.startswith(b'{"end":'):
+                        break  # the integrity line (sorted keys): the file's digest is checked
+                    digest.update(raw)  # the same bytes as checked, or the digest says not
+                    continue
                 document = _document(raw, number)
                 if document is not None and document.get("end") == _END:
                     break

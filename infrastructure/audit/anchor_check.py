@@ -12,7 +12,8 @@ An event a writer puts in at a position of the log at or before the anchor's (a 
 SQLite takes any rowid, PostgreSQL any notification id), appended to a stream or making a
 new one, is in no anchored line and is not after the anchor either: the check counts the
 events stored at or before its position, which must be no more than it holds
-(``added_before``).
+(``added_before``), and, only where they are more (or a stream is already not as anchored),
+lists where they are (added_before.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.proposal import Proposal
+from countersign.infrastructure.audit.added_before import locate_added
 from countersign.infrastructure.audit.anchor import LISTED, Anchor, entries
 from countersign.infrastructure.audit.stream_lines import StreamCheck, StreamLine
 from countersign.infrastructure.audit.unanchored import Unanchored
@@ -48,6 +50,8 @@ class AnchorReport:
     #: The events stored at or before its position beyond those it holds: written in since,
     #: at a position from before it (None: not counted, no SQL given).
     added_before: int | None = None
+    #: Where they are (added_before.py): the first ``LISTED`` by log position.
+    added_listed: list[dict[str, Any]] = field(default_factory=list)
     #: The proposals' events recorded after it, which it does not cover (unanchored.py).
     unanchored: Unanchored | None = None
     #: The other streams' events recorded after it (format 2; None for one of format 1).
@@ -87,6 +91,7 @@ class AnchorReport:
             "streams_not_as_anchored": self.streams_different,
             "stream_differences": self.stream_differences,
             "added_before_position": self.added_before,
+            "added_before_events": self.added_listed,
             "unanchored": None if self.unanchored is None else self.unanchored.to_json(),
             "unanchored_streams": (
                 None if self.unanchored_streams is None else self.unanchored_streams.to_json()
@@ -136,6 +141,11 @@ def check_anchor(
             sql, anchor.log_position, proposals_only=not anchor.covers_every_stream
         )
         report.added_before = max(0, stored - held_events)
+        if report.added_before or report.different or report.streams_different:
+            # where they are: read only then (a removal can hide an addition from the count)
+            added = locate_added(sql, anchor)
+            report.added_before = max(report.added_before, added.count)
+            report.added_listed = added.listed
     return report
 
 

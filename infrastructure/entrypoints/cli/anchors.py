@@ -278,6 +278,8 @@ def _first_shown(
 
 
 def _item(item: dict[str, Any], said: str, language: str) -> str:
+    if item.get("kind") == "Proposal" and "anchored_version" in item and "version" in item:
+        return words.PROPOSAL_ITEM.text(language, id=item["stream_id"], said=said)
     if "stream_id" in item:
         return words.STREAM_ITEM.text(language, kind=item["kind"], id=item["stream_id"], said=said)
     return words.PROPOSAL_ITEM.text(language, id=item["proposal_id"], said=said)
@@ -320,6 +322,8 @@ def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
     if added:
         events = words.many(words.EVENTS_COUNTED, added, language)
         lines.append(words.ADDED_BEFORE.text(language, events=events, **made))
+        listed = anchor.get("added_before_events") or []
+        lines += _first_shown(listed, added, lambda e: _added_said(e, language), language)
     for unanchored, what in (
         (anchor.get("unanchored"), words.OF_PROPOSALS),
         (anchor.get("unanchored_streams"), words.OF_OTHER_STREAMS),
@@ -338,6 +342,20 @@ def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
     if covered:
         lines.append(words.VERIFY_PREFIX.text(language) + covered)
     return "\n".join(lines)
+
+
+def _added_said(event: dict[str, Any], language: str) -> str:
+    """Where an event the anchor does not hold is: its version, class and log position,
+    and the anchored event it follows (or that its stream is not anchored)."""
+    anchored = event["anchored_version"]
+    said = words.ADDED_AFTER if anchored is not None else words.ADDED_NEW_STREAM
+    return said.text(
+        language,
+        version=event["version"],
+        event=event["event"],
+        position=number(event["log_position"], language),
+        anchored=anchored,
+    )
 
 
 def _proposal_said(difference: dict[str, Any], language: str) -> str:

@@ -377,6 +377,18 @@ ADDED_BEFORE = Localized(
     "contient pas (écrit depuis, à une position d'avant elle ; l'ancre faite le {made_at}, "
     "position {position} du journal)",
 )
+#: An event ``ADDED_BEFORE`` counts, where it is (after its stream's anchored last event,
+#: or in a stream the anchor does not hold).
+ADDED_AFTER = Localized(
+    "event {version} ({event}) at log position {position}, after its anchored event {anchored}",
+    "événement {version} ({event}) à la position {position} du journal, après son événement "
+    "ancré {anchored}",
+)
+ADDED_NEW_STREAM = Localized(
+    "event {version} ({event}) at log position {position}, in a stream the anchor does not hold",
+    "événement {version} ({event}) à la position {position} du journal, dans un flux que "
+    "l'ancre ne contient pas",
+)
 UNANCHORED_FAULT = Localized(
     "audit verify: UNANCHORED: {events} events {what} recorded after the anchor made "
     "{made_at} (log position {position}), more than --max-unanchored {limit}: make an anchor "
