@@ -61,3 +61,25 @@ def test_a_club_snapshot_edited_to_lower_a_policy_fails_audit_verify(cs, seeded,
     code, _out, err = run("audit", "verify", "--language", "fr")
     assert "audit verify : INSTANTANÉS MODIFIÉS : 1 des" in err
     assert "Traceback" not in err
+
+
+def test_the_snapshots_check_says_its_progress_once_it_runs_a_while(cs, seeded, run, monkeypatch):
+    """Each stored snapshot is a replay of its aggregate: thousands take a while, so the check
+    says how far it is on stderr, counted against the snapshots stored, in the reader's
+    language (a short one, within ``VERIFY_QUIET_FOR``, stays silent)."""
+    from countersign.infrastructure.entrypoints.cli import projections
+
+    for slug in ("granite", "maple"):
+        _store_snapshot(cs, _replayed(cs, Organization.create_id(slug)))
+    code, _out, err = run("audit", "verify")
+    assert code == 0
+    assert "snapshots" not in err  # within the quiet seconds: nothing said
+    monkeypatch.setattr(projections, "VERIFY_QUIET_FOR", 0.0)
+
+    code, _out, err = run("audit", "verify")
+
+    assert code == 0
+    assert "audit verify: stored snapshots: 2/2 snapshots, " in err
+    code, _out, err = run("audit", "verify", "--language", "fr")
+    assert code == 0
+    assert "audit verify : instantanés stockés : 2/2 instantanés, " in err

@@ -15,11 +15,17 @@ and only aggregates of a hundred events or more have one, so this replays a few 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from countersign.infrastructure.persistence.app import CountersignApplication
-from countersign.infrastructure.persistence.snapshot_replay import replayed_snapshots
+from countersign.infrastructure.persistence.snapshot_replay import (
+    count_snapshots,
+    replayed_snapshots,
+)
+
+__all__ = ["SnapshotReport", "check_snapshots", "count_snapshots"]
 from countersign.infrastructure.persistence.sql import SqlDatabase
 
 #: Snapshots a report names.
@@ -47,10 +53,15 @@ class SnapshotReport:
         }
 
 
-def check_snapshots(app: CountersignApplication, sql: SqlDatabase) -> SnapshotReport:
-    """Every stored snapshot the store would read against its aggregate's events replayed."""
+def check_snapshots(
+    app: CountersignApplication,
+    sql: SqlDatabase,
+    progress: Callable[[int], None] | None = None,
+) -> SnapshotReport:
+    """Every stored snapshot the store would read against its aggregate's events replayed
+    (``progress`` told of each stored snapshot read: a replay each, long at thousands)."""
     report = SnapshotReport()
-    for stream_id, kind, version, problem in replayed_snapshots(app, sql):
+    for stream_id, kind, version, problem in replayed_snapshots(app, sql, progress):
         report.checked += 1
         if problem is None:
             continue

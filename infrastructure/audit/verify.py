@@ -145,9 +145,11 @@ def verify(
     seals: SealKeys | None = None,
     *,
     require_seals: bool = False,
+    snapshots_progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Check every proposal's stream; with ``seals``, every proposal's seal too (with
-    ``require_seals``, a proposal without one fails the check)."""
+    ``require_seals``, a proposal without one fails the check); then the stored snapshots
+    (``snapshots_progress`` told of each read)."""
     report = VerifyReport(
         seals=None if seals is None else SealReport(seals, required=require_seals)
     )
@@ -159,7 +161,7 @@ def verify(
             report.broken.append({"proposal_id": str(proposal_id), **problem})
         if progress is not None:
             progress(1)
-    report.snapshots = check_snapshots(app, sql)
+    report.snapshots = check_snapshots(app, sql, snapshots_progress)
     return report
 
 

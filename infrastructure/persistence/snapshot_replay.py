@@ -4,7 +4,7 @@ edited would change what it decides while every event still holds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -21,14 +21,27 @@ from countersign.infrastructure.persistence.stored_events import (
 from eventsourcing.persistence import StoredEvent
 
 
+def count_snapshots(app: CountersignApplication, sql: SqlDatabase) -> int:
+    """How many snapshots are stored (what ``replayed_snapshots`` reads, for its progress)."""
+    with sql.reading() as cursor:
+        row = cursor.execute(
+            f"SELECT COUNT(*) FROM {_table_name(app.snapshot_recorder)}"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def replayed_snapshots(
-    app: CountersignApplication, sql: SqlDatabase
+    app: CountersignApplication,
+    sql: SqlDatabase,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[UUID, str, int, str | None]]:
     """For each stored snapshot a load would read (one it cannot read is ignored there, and
     here): its stream, its aggregate's class, its version, and how it differs from its events
     replayed up to that version (``changed``; ``events_missing``: they end before it;
-    ``events_unreadable``), or None."""
+    ``events_unreadable``), or None. ``progress`` is told of each stored snapshot read."""
     for stored in _stored(app, sql):
+        if progress is not None:
+            progress(1)
         try:
             held = stored_snapshots.revive(app.mapper, stored, is_domain_class)
         except (stored_snapshots.UnreadableSnapshotError, *_UNREADABLE):

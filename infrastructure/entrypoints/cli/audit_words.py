@@ -488,6 +488,10 @@ SNAPSHOTS_NOT_AS_EVENTS = Localized(
     "d'eux) : supprimez ces lignes de la table des instantanés (un chargement relit alors les "
     "événements) et cherchez qui les a écrites :",
 )
+#: The progress of the stored snapshots' check (each a replay of its aggregate).
+SNAPSHOTS_PROGRESS = Localized(
+    "audit verify: stored snapshots", "audit verify : instantanés stockés"
+)
 SNAPSHOT_LINE = Localized(
     "  {kind} stream {stream_id}: its snapshot at version {version} ({problem})",
     "  flux {kind} {stream_id} : son instantané à la version {version} ({problem})",

@@ -31,6 +31,7 @@ from countersign.infrastructure.observability.logs import say
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 
 if TYPE_CHECKING:
+    from countersign.infrastructure.audit.verify import VerifyReport
     from countersign.infrastructure.bootstrap import Countersign
     from countersign.infrastructure.projection_engine.standing import Standing
 
@@ -233,23 +234,7 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         # A tampered event can be one the trail cannot process, and a check sets nothing up
         # either (the chain alone is verified where no trail was built): verify regardless.
         log.warning("audit trail not caught up: %s", stopped)
-    from countersign.infrastructure.audit.verify import verify
-
-    # A proposal's stored events read at a time: minutes on a large log, so say how it goes
-    # once it has run a while (a short check stays silent, for the cron job reading stderr),
-    # and, off a terminal, every half minute rather than every second (a cron job's mail).
-    progress = Progress(
-        "audit verify",
-        0,
-        every=30.0,
-        unit="proposals",
-        quiet_for=VERIFY_QUIET_FOR,
-        language=language,
-    )
-    checked = verify(
-        cs.app, cs.sql, progress.advance, cs.settings.seal_keys, require_seals=require_seals
-    )
-    progress.finish()
+    checked = _verified(cs, language, require_seals)
     if anchor is not None:
         checked.anchor = anchors.check_anchor_option(
             cs, anchor, getattr(args, "max_unanchored", None), language
@@ -273,6 +258,54 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     if snapshots is not None and not snapshots["ok"]:
         lines.append(verify_texts.snapshot_faults_text(snapshots, language))
     raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
+
+
+def _verified(cs: Countersign, language: str, require_seals: bool) -> VerifyReport:
+    """``verify`` with its progress on stderr once it runs a while: the proposals', then the
+    stored snapshots' (each a replay of its aggregate: thousands take a while too)."""
+    from countersign.infrastructure.audit.snapshot_check import count_snapshots
+    from countersign.infrastructure.audit.verify import verify
+
+    # A proposal's stored events read at a time: minutes on a large log, so say how it goes
+    # once it has run a while (a short check stays silent, for the cron job reading stderr),
+    # and, off a terminal, every half minute rather than every second (a cron job's mail).
+    progress = Progress(
+        "audit verify",
+        0,
+        every=30.0,
+        unit="proposals",
+        quiet_for=VERIFY_QUIET_FOR,
+        language=language,
+    )
+    replays = Progress(
+        audit_words.SNAPSHOTS_PROGRESS.text(language),
+        count_snapshots(cs.app, cs.sql),
+        every=30.0,
+        unit="snapshots",
+        quiet_for=VERIFY_QUIET_FOR,
+        language=language,
+    )
+    proposals_done = [False]
+
+    def snapshots_progress(count: int) -> None:
+        if not proposals_done[0] and count:  # the proposals' line ends where theirs begins
+            progress.finish()
+            proposals_done[0] = True
+        replays.advance(count)
+
+    checked = verify(
+        cs.app,
+        cs.sql,
+        progress.advance,
+        cs.settings.seal_keys,
+        require_seals=require_seals,
+        snapshots_progress=snapshots_progress,
+    )
+    if not proposals_done[0]:
+        progress.finish()
+    if replays.done:  # none stored: nothing to say of them
+        replays.finish()
+    return checked
 
 
 #: Seconds ``audit verify`` runs before it shows its progress.

@@ -168,6 +168,10 @@ NOT_A_PROPOSAL_ID = Localized(
 UNITS = {
     "events": (Localized("events", "événements"), Localized("event", "événement")),
     "proposals": (Localized("proposals", "propositions"), Localized("proposal", "proposition")),
+    "snapshots": (
+        Localized("snapshots", "instantanés"),
+        Localized("snapshot", "instantané"),
+    ),
     "log positions": (
         Localized("log positions", "positions du journal"),
         Localized("log position", "position du journal"),
