@@ -60,6 +60,8 @@ def test_a_club_snapshot_edited_to_lower_a_policy_fails_audit_verify(cs, seeded,
     )
     code, _out, err = run("audit", "verify", "--language", "fr")
     assert "audit verify : INSTANTANÉS MODIFIÉS : 1 des" in err
+    said = f"  flux Organization {club} : son instantané à la version {forged.version} (modifié)"
+    assert said in err
     assert "Traceback" not in err
 
 

@@ -42,6 +42,7 @@ from countersign.infrastructure.audit.seals import SealReport
 from countersign.infrastructure.audit.snapshot_check import SnapshotReport, check_snapshots
 from countersign.infrastructure.identity.passkeys import assertion_problem
 from countersign.infrastructure.persistence.app import CountersignApplication
+from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import (
     applied,
@@ -154,7 +155,7 @@ def verify(
         seals=None if seals is None else SealReport(seals, required=require_seals)
     )
     trail = AuditedLinks(sql)
-    for proposal_id in _proposal_ids(app, trail.proposal_ids(), report):
+    for proposal_id in _proposal_ids(app, sql, trail.proposal_ids(), report):
         report.proposals += 1
         problem = _check(app, proposal_id, trail.links(proposal_id), report)
         if problem is not None:
@@ -314,7 +315,7 @@ def _before(registered_at: Any, approved_at: Any) -> bool:
 
 
 def _proposal_ids(
-    app: CountersignApplication, audited: list[str], report: VerifyReport
+    app: CountersignApplication, sql: SqlDatabase, audited: list[str], report: VerifyReport
 ) -> Iterator[UUID]:
     """Every proposal in the log, and the stream of every event whose topic countersign does
     not read where that stream is a proposal's: one event of it has a proposal's topic, or the
@@ -331,13 +332,12 @@ def _proposal_ids(
     proposals = tuple(topic.rpartition(".")[0] + "." for topic in stored_topics(Proposal, ["x"]))
     start = 1
     while True:
-        batch = app.recorder.select_notifications(start, limit=1000)
-        for notification in batch:
-            topic = notification.topic
+        batch = _log_page(sql, start, 1000)
+        for _position, originator_id, topic in batch:
             is_proposal = topic.startswith(proposals)
             if not is_proposal and topic_allowed(topic):
                 continue
-            stream_id = UUID(str(notification.originator_id))
+            stream_id = originator_id
             if stream_id in seen:
                 continue
             if is_proposal:
@@ -348,7 +348,7 @@ def _proposal_ids(
                 foreign[stream_id] = topic.partition(":")[0]
         if not batch:
             break
-        start = batch[-1].id + 1
+        start = batch[-1][0] + 1
     trail = set(audited)
     for stream_id, package in foreign.items():
         if str(stream_id) in trail or _proposal_shaped(app, stream_id):
@@ -359,6 +359,21 @@ def _proposal_ids(
     for audited_id in sorted(audited):
         if UUID(audited_id) not in seen:
             yield UUID(audited_id)
+
+
+def _log_page(sql: SqlDatabase, start: int, limit: int) -> list[tuple[int, UUID, str]]:
+    """The log from position ``start``: each event's position, stream and topic, never its
+    state (one a writer emptied would stop the library's read of the whole page here; the
+    stream's own check names it)."""
+    table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
+    at = "notification_id" if sql.is_postgres else "rowid"
+    with sql.reading() as cursor:
+        rows = cursor.execute(
+            f"SELECT {at}, originator_id, topic FROM {table} WHERE {at} >= ? "
+            f"ORDER BY {at} LIMIT {int(limit)}",
+            (start,),
+        ).fetchall()
+    return [(int(at_), UUID(str(raw_id)), str(topic)) for at_, raw_id, topic in rows]
 
 
 def _proposal_shaped(app: CountersignApplication, stream_id: UUID) -> bool:

@@ -115,6 +115,14 @@ BROKEN_LINK = Localized(
     "  proposal {id} version {version}: {problem}",
     "  proposition {id} version {version} : {problem}",
 )
+#: A broken proposal none of whose events the database returns (``events_unreadable``).
+UNREADABLE_AT_ALL = Localized(
+    "  proposal {id}: its stored events cannot be read at all ({error}), so no event of it "
+    "can be shown or checked: restore them from a backup",
+    "  proposition {id} : ses événements enregistrés ne peuvent pas être lus du tout "
+    "({error}), et aucun de ses événements ne peut être montré ni vérifié : restaurez-les "
+    "depuis une sauvegarde",
+)
 MORE_ALL_LISTED = Localized(
     "  and {more} more (--json lists them)", "  et {more} de plus (--json les liste)"
 )
@@ -492,6 +500,18 @@ SNAPSHOTS_NOT_AS_EVENTS = Localized(
 SNAPSHOTS_PROGRESS = Localized(
     "audit verify: stored snapshots", "audit verify : instantanés stockés"
 )
+#: How a stored snapshot differs from its events replayed (``--json``'s ``problem``, a code).
+SNAPSHOT_PROBLEMS = {
+    "changed": Localized("changed", "modifié"),
+    "events_missing": Localized(
+        "its events end before that version", "ses événements s'arrêtent avant cette version"
+    ),
+    "events_unreadable": Localized(
+        "its events cannot be read: see the proposals named above, or restore them",
+        "ses événements ne peuvent pas être lus : voyez les propositions nommées plus haut, "
+        "ou restaurez-les",
+    ),
+}
 SNAPSHOT_LINE = Localized(
     "  {kind} stream {stream_id}: its snapshot at version {version} ({problem})",
     "  flux {kind} {stream_id} : son instantané à la version {version} ({problem})",

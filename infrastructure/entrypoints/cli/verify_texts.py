@@ -48,6 +48,9 @@ def broken_text(report: dict[str, Any], language: str) -> list[str]:
             version=b["version"],
             problem=problem(b, language),
         )
+        if b["version"] is not None
+        # no event of it read: no version to name (``events_unreadable``)
+        else words.UNREADABLE_AT_ALL.text(language, id=b["proposal_id"], error=b.get("error"))
         for b in shown
     ]
     if count > len(shown):
@@ -135,6 +138,13 @@ def snapshot_faults_text(snapshots: dict[str, Any], language: str = "en") -> str
         )
     ]
     lines += [
-        words.SNAPSHOT_LINE.text(language, **d) for d in snapshots["differences"][: words.SHOWN]
+        words.SNAPSHOT_LINE.text(language, **{**d, "problem": _snapshot_problem(d, language)})
+        for d in snapshots["differences"][: words.SHOWN]
     ]
     return "\n".join(lines)
+
+
+def _snapshot_problem(difference: dict[str, Any], language: str) -> str:
+    """A snapshot's problem in ``language`` from its code (a code without words, as is)."""
+    said = words.SNAPSHOT_PROBLEMS.get(difference["problem"])
+    return str(difference["problem"]) if said is None else said.text(language)
