@@ -499,3 +499,30 @@ def test_an_event_written_in_below_the_position_is_listed_though_a_removal_evens
     assert anchor["added_before_position"] == 1
     [added] = anchor["added_before_events"]
     assert (added["stream_id"], added["version"], added["anchored_version"]) == (forged, 1, None)
+
+
+def test_an_anchor_changed_before_the_events_added_are_located_is_refused(
+    cs, seeded, deployments, run, tmp_path, monkeypatch
+):
+    """Where the events added are is read from the anchor's lines a third time, its
+    proposals and its other streams apart: a file changed in between (an other stream's line
+    removed, so that its events would be listed as added) is refused, never listed from."""
+    from countersign.infrastructure.audit import added_before, anchor_check
+
+    _decided(deployments(K1), seeded)
+    club = _club(seeded)
+    path = _anchor(run, tmp_path)
+    _slipped_in(cs, club, 1, into="0" * 8 + "-0000-4000-8000-" + "0" * 11 + "4", as_version=1)
+    real = added_before.locate_added
+
+    def located_once_changed(*args: Any, **kwargs: Any) -> Any:
+        kept = [line for line in path.read_text().splitlines() if club not in line]
+        path.write_text("".join(line + "\n" for line in kept))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(anchor_check, "locate_added", located_once_changed)
+    code, _out, err = run("audit", "verify", "--anchor", str(path))
+
+    assert code == 2
+    assert "--anchor: a.jsonl changed while it was checked" in err
+    assert "Traceback" not in err
