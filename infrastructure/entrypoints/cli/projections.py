@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from countersign.domain.errors import NotFoundError
-from countersign.infrastructure.entrypoints.cli import audit_words, verify_texts
+from countersign.infrastructure.entrypoints.cli import audit_words, snapshot_words, verify_texts
 from countersign.infrastructure.entrypoints.cli import service_words as words
 from countersign.infrastructure.entrypoints.cli.common import (
     ALREADY_PRINTED,
@@ -278,7 +278,7 @@ def _verified(cs: Countersign, language: str, require_seals: bool) -> VerifyRepo
         language=language,
     )
     replays = Progress(
-        audit_words.SNAPSHOTS_PROGRESS.text(language),
+        snapshot_words.SNAPSHOTS_PROGRESS.text(language),
         count_snapshots(cs.app, cs.sql),
         every=30.0,
         unit="snapshots",

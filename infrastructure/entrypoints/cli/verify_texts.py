@@ -8,6 +8,7 @@ from typing import Any
 
 from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.entrypoints.cli import audit_words as words
+from countersign.infrastructure.entrypoints.cli import snapshot_words
 from countersign.infrastructure.entrypoints.cli.service_words import number
 
 
@@ -131,14 +132,16 @@ def problem(broken: dict[str, Any], language: str) -> str:
 def snapshot_faults_text(snapshots: dict[str, Any], language: str = "en") -> str:
     """The stored snapshots that are not their events replayed, each named (``SHOWN``)."""
     lines = [
-        words.SNAPSHOTS_NOT_AS_EVENTS.text(
+        snapshot_words.SNAPSHOTS_NOT_AS_EVENTS.text(
             language,
             count=number(snapshots["not_as_events"], language),
             checked=number(snapshots["checked"], language),
         )
     ]
     lines += [
-        words.SNAPSHOT_LINE.text(language, **{**d, "problem": _snapshot_problem(d, language)})
+        snapshot_words.SNAPSHOT_LINE.text(
+            language, **{**d, "problem": _snapshot_problem(d, language)}
+        )
         for d in snapshots["differences"][: words.SHOWN]
     ]
     return "\n".join(lines)
@@ -146,5 +149,5 @@ def snapshot_faults_text(snapshots: dict[str, Any], language: str = "en") -> str
 
 def _snapshot_problem(difference: dict[str, Any], language: str) -> str:
     """A snapshot's problem in ``language`` from its code (a code without words, as is)."""
-    said = words.SNAPSHOT_PROBLEMS.get(difference["problem"])
+    said = snapshot_words.SNAPSHOT_PROBLEMS.get(difference["problem"])
     return str(difference["problem"]) if said is None else said.text(language)
