@@ -35,6 +35,7 @@ from countersign.infrastructure.entrypoints.web.account import AccountPages
 from countersign.infrastructure.entrypoints.web.conversations import ConversationPages
 from countersign.infrastructure.entrypoints.web.edits import EditPages
 from countersign.infrastructure.entrypoints.web.history import HistoryPages
+from countersign.infrastructure.entrypoints.web.inbox import InboxPage
 from countersign.infrastructure.entrypoints.web.members import MemberPages
 from countersign.infrastructure.entrypoints.web.policies import PolicyPages
 from countersign.infrastructure.entrypoints.web.proposals import ProposalPages
@@ -64,6 +65,7 @@ def mount_pages(
     site = Site(cs, sessions)
     app.state.pages = site
     signing = SignInPages(site)
+    inbox = InboxPage(site)
     proposals = ProposalPages(site)
     conversations = ConversationPages(site)
     edits = EditPages(site)
@@ -82,7 +84,7 @@ def mount_pages(
         ("/sign-out", signing.sign_out, post, False, True),
         ("/sign-out/everywhere", signing.sign_out_everywhere, post, True, True),
         ("/language", signing.switch_language, post, False, True),
-        ("/", proposals.inbox, get, True, False),
+        ("/", inbox.inbox, get, True, False),
         ("/orders/open", conversations.open_order, get, True, False),
         ("/chat/{section}/{resource_id:path}", conversations.chat, get, True, False),
         ("/chat/{section}/{resource_id:path}", conversations.send_message, post, True, True),

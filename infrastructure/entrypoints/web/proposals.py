@@ -1,4 +1,5 @@
-"""The proposals' pages: the inbox, the review card, approving and declining, the status page."""
+"""The proposals' pages: the review card, approving and declining, the status page (the
+inbox is ``inbox.py``)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ import contextlib
 import hmac
 import json
 import logging
-import math
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
 
-from countersign.application.authorization import sections_of
 from countersign.application.errors import ForbiddenError, NotApprovableError
 from countersign.application.proposal_access import ProposalReview
 from countersign.application.settlement import Settling
@@ -34,7 +33,6 @@ from countersign.infrastructure.entrypoints.web.approve_form import (
     unverified_text,
     vouched_here,
 )
-from countersign.infrastructure.entrypoints.web.order_field import order_field
 from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import (
     as_time,
@@ -42,7 +40,6 @@ from countersign.infrastructure.entrypoints.web.views import (
     decision,
     format_time,
     notice_outcome,
-    page_number,
     policy_lines,
     proposal_view,
 )
@@ -52,131 +49,15 @@ from starlette.responses import Response
 log = logging.getLogger("countersign.web")
 
 MAX_NOTE = 500
-PAGE_SIZE = 10
-#: At most this many proposals the person approved are listed as waiting on others.
-WAITING_SIZE = 20
 
 
 class ProposalPages:
-    """The handlers of the inbox and of one proposal. Who may see and decide which proposal
+    """The handlers of one proposal. Who may see and decide which proposal
     is the application's (``cs.access``); these pages show what it answers."""
 
     def __init__(self, site: Site) -> None:
         self.site = site
         self.cs = site.cs
-
-    def inbox(self, visit: Visit) -> Response:
-        """Three lists: what awaits the person's decision, what they approved that waits on
-        others, and what needs attention after a decision; or, a filter away
-        (``?view=recent``), every recent outcome."""
-        user = visit.signed_in
-        readable = self.cs.access.readable_sections(user.caller)
-        section = visit.query("section")
-        if section not in readable:
-            section = ""
-        recent = visit.query("view") == "recent"
-        page = page_number(visit.query("page"))
-        now = self.cs.clock.now()
-        listed: dict[str, Any] = {"items": [], "total": 0}
-        attention: dict[str, Any] = {"items": [], "total": 0}
-        waiting: dict[str, Any] = {"items": [], "total": 0}
-        if readable:
-            # Without a section: every section the person may read.
-            scope = self.cs.access.inbox_scope(user.caller, section or None)
-            section = scope.section or ""
-            self.site.catch_up_inbox(visit)
-            found = self.cs.read_models
-            if recent:
-                listed = found.recent(
-                    scope.organization_id,
-                    sections=scope.sections,
-                    operations=scope.operations,
-                    page=page,
-                    page_size=PAGE_SIZE,
-                )
-            else:
-                # What the person approved waits on others, in a group of its own.
-                listed = found.inbox(
-                    scope.organization_id,
-                    now,
-                    sections=scope.sections,
-                    operations=scope.operations,
-                    not_approved_by=user.email,
-                    page=page,
-                    page_size=PAGE_SIZE,
-                )
-                waiting = found.inbox(
-                    scope.organization_id,
-                    now,
-                    sections=scope.sections,
-                    operations=scope.operations,
-                    approved_by=user.email,
-                    page_size=WAITING_SIZE,
-                )
-                attention = found.needs_attention(
-                    scope.organization_id,
-                    sections=scope.sections,
-                    operations=scope.operations,
-                    overdue_before=self.cs.cards.overdue_claims_before(),
-                )
-
-        cards = [*listed["items"], *waiting["items"], *attention["items"]]
-        raised = self.cs.access.policy_changed_among(user.caller, cards) if cards else set()
-
-        def views(found: dict[str, Any]) -> list[dict[str, Any]]:
-            return [self._inbox_card(item, visit, now, raised) for item in found["items"]]
-
-        total = int(listed["total"])
-        pages = max(1, math.ceil(total / PAGE_SIZE))
-
-        def page_link(number: int) -> str:
-            query = {"page": str(number)}
-            if section:
-                query["section"] = section
-            if recent:
-                query["view"] = "recent"
-            return "/?" + urlencode(query)
-
-        def filter_link(view: str, name: str) -> str:
-            query = {key: value for key, value in (("section", name), ("view", view)) if value}
-            return "/" + ("?" + urlencode(query) if query else "")
-
-        return self.site.render(
-            visit,
-            "inbox.html",
-            items=views(listed),
-            total=total,
-            waiting=views(waiting),
-            waiting_total=int(waiting["total"]),
-            attention=views(attention),
-            attention_total=int(attention["total"]),
-            recent=recent,
-            open_link=filter_link("", section),
-            recent_link=filter_link("recent", section),
-            section_link=lambda name: filter_link("recent" if recent else "", name),
-            page=page,
-            pages=pages,
-            newer=page_link(page - 1) if page > 1 else None,
-            older=page_link(page + 1) if page < pages else None,
-            sections=readable if len(readable) > 1 else [],
-            all_tab=len(readable) == len(sections_of()),
-            section=section,
-            readable=readable,
-            order_field=order_field(visit),
-            notice=self.site.notice(visit),
-            nav="inbox",
-        )
-
-    def _inbox_card(
-        self, record: dict[str, Any], visit: Visit, now: datetime, raised: set[str]
-    ) -> dict[str, Any]:
-        """An inbox card: one waiting on its provider says since when, and whether anything
-        is settling it; one the club's policy now asks more of (``raised``: their ids), that
-        approving it sends it back."""
-        view = proposal_view(record, visit.t, visit.language, now, _zone(visit))
-        waiting = self.cs.cards.settling(view["status"], as_time(record.get("approved_at")))
-        changed = view["id"] in raised
-        return {**view, "settling": settling_view(waiting, visit), "policy_changed": changed}
 
     def review(self, visit: Visit) -> Response:
         user = visit.signed_in

@@ -20,11 +20,11 @@ from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.token_write_limit import TooManyWritesError
-from countersign.domain.club.organization import Permission
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.visible_text import shown
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
+from countersign.infrastructure.entrypoints.web import navigation
 from countersign.infrastructure.entrypoints.web.i18n import LANGUAGES, negotiate
 from countersign.infrastructure.entrypoints.web.sessions import Session, Sessions
 from countersign.infrastructure.entrypoints.web.views import replaces_view
@@ -299,8 +299,8 @@ class Site:
         }
         if visit.user is not None:
             base["chats"] = club_chats(visit.user)
-            base["counts"] = self._counts(visit)
-            base["policies_link"] = self._may_see_policies(visit)
+            base["counts"] = navigation.counts(self.cs, visit, self.catch_up_inbox)
+            base["policies_link"] = navigation.may_see_policies(self.cs, visit)
         base.update(context)
         if base["refresh"] and script is None:
             # A page that updates by itself does so by a script the person can pause.
@@ -333,39 +333,6 @@ class Site:
             log.warning("what a proposal replaced could not be read", exc_info=True)
             return None
         return replaces_view(list((card or {}).get("replaces") or []), visit.t)
-
-    def _may_see_policies(self, visit: Visit) -> bool:
-        """Whether the foot links the approval policies page: as ``PolicyService.readable``
-        decides it, a member with ``policies.manage`` or one who may read some proposals."""
-        user = visit.signed_in
-        if user.may(Permission.MANAGE_POLICIES):
-            return True
-        try:
-            return bool(self.cs.access.readable_sections(user.caller))
-        except Exception:  # a link is a convenience: the page (an error page too) must show
-            log.warning("whether to link the approval policies could not be read", exc_info=True)
-            return False
-
-    def _counts(self, visit: Visit) -> dict[str, int] | None:
-        """The navigation's counts: awaiting the person's decision, needing attention; None
-        when they may list no proposals, or the read models cannot say right now."""
-        user = visit.signed_in
-        try:
-            if not self.cs.access.readable_sections(user.caller):
-                return None
-            scope = self.cs.access.inbox_scope(user.caller)
-            self.catch_up_inbox(visit)
-            return self.cs.read_models.counts(
-                scope.organization_id,
-                self.cs.clock.now(),
-                sections=scope.sections,
-                operations=scope.operations,
-                not_approved_by=user.email,
-                overdue_before=self.cs.cards.overdue_claims_before(),
-            )
-        except Exception:  # counts are a convenience: the page itself must still show
-            log.warning("the navigation's counts could not be read", exc_info=True)
-            return None
 
     def error(self, visit: Visit, kind: str, status: int, reference: str = "") -> Response:
         # Nothing request-specific on the page (not even the path): an unknown id and another

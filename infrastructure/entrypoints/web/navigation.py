@@ -1,0 +1,52 @@
+"""What every signed-in page's frame shows of the person's club beyond its links: the
+navigation's counts, and whether the foot links the approval policies page. Each is a
+convenience: when it cannot be read, the page shows without it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from countersign.domain.club.organization import Permission
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.web.visits import Visit
+
+log = logging.getLogger("countersign.web")
+
+
+def may_see_policies(cs: Countersign, visit: Visit) -> bool:
+    """Whether the foot links the approval policies page: as ``PolicyService.readable``
+    decides it, a member with ``policies.manage`` or one who may read some proposals."""
+    user = visit.signed_in
+    if user.may(Permission.MANAGE_POLICIES):
+        return True
+    try:
+        return bool(cs.access.readable_sections(user.caller))
+    except Exception:  # a link is a convenience: the page (an error page too) must show
+        log.warning("whether to link the approval policies could not be read", exc_info=True)
+        return False
+
+
+def counts(
+    cs: Countersign, visit: Visit, catch_up: Callable[[Visit], None]
+) -> dict[str, int] | None:
+    """The navigation's counts: awaiting the person's decision, needing attention; None
+    when they may list no proposals, or the read models cannot say right now. ``catch_up``
+    brings the inbox's read models up to the log, once a request (``Site.catch_up_inbox``)."""
+    user = visit.signed_in
+    try:
+        if not cs.access.readable_sections(user.caller):
+            return None
+        scope = cs.access.inbox_scope(user.caller)
+        catch_up(visit)
+        return cs.read_models.counts(
+            scope.organization_id,
+            cs.clock.now(),
+            sections=scope.sections,
+            operations=scope.operations,
+            not_approved_by=user.email,
+            overdue_before=cs.cards.overdue_claims_before(),
+        )
+    except Exception:  # counts are a convenience: the page itself must still show
+        log.warning("the navigation's counts could not be read", exc_info=True)
+        return None
