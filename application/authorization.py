@@ -312,11 +312,14 @@ class InboxScope:
     may read (None: every one of those sections'). A section is listed to whoever holds one
     of its operations' permissions, but a proposal is read only with its own operation's
     permission or the auditor's (``read_permissions``), so a list shows no proposal whose
-    own page would refuse the caller."""
+    own page would refuse the caller. ``decidable``: the operations whose proposals the
+    caller may also decide (their own permission, and a credential that decides); the
+    others they may read await someone else's decision."""
 
     organization_id: str
     sections: tuple[str, ...] | None
     operations: tuple[str, ...] | None = None
+    decidable: tuple[str, ...] = ()
 
     @property
     def section(self) -> str | None:
@@ -345,7 +348,17 @@ def inbox_scope(
             everyone = [p for s in sections for p in readers_of(s, registry)]
             raise MissingPermissionError(everyone, any_of=True)
         listed = None if len(readable) == len(sections) else tuple(readable)
-    return InboxScope(organization_id, listed, _readable_operations(caller, member, registry))
+    readable_operations = _readable_operations(caller, member, registry)
+    decidable = tuple(
+        d.kind for d in declarations(registry) if may_decide_as(caller, member, d.permission)
+    )
+    return InboxScope(organization_id, listed, readable_operations, decidable)
+
+
+def may_decide_as(caller: Caller, member: Member, permission: str) -> bool:
+    """Whether the caller may decide proposals that need ``permission``: a credential that
+    decides (``require_decider``), and the permission held (within a token's scopes)."""
+    return caller.may_decide and caller.may(member, permission)
 
 
 def _readable_operations(

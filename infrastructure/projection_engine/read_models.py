@@ -83,18 +83,23 @@ class ReadModels:
         resource_id: str | None = None,
         approved_by: str | None = None,
         not_approved_by: str | None = None,
+        deciding: Sequence[str] | None = None,
+        not_deciding: Sequence[str] | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
         """Pending, unexpired proposals of one organization (of ``section``, or of any of
         ``sections``), newest first: a partly approved one still awaits the rest, a superseded
         one awaits nobody. ``approved_by`` keeps those that person already approved (they
-        wait on others), ``not_approved_by`` those they have not."""
+        wait on others), ``not_approved_by`` those they have not. ``deciding`` keeps those of
+        these operations (the ones a person may decide), ``not_deciding`` the others (the
+        ones they may only follow)."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
         where += _in_sections("section", section, sections, params, operations)
+        where += _deciding("operation", deciding, not_deciding, params)
         where += self._approvals("approvals", approved_by, not_approved_by, params)
         if resource_id:
             where += " AND resource_id = ?"
@@ -204,14 +209,17 @@ class ReadModels:
         sections: Sequence[str] | None = None,
         operations: Sequence[str] | None = None,
         not_approved_by: str | None = None,
+        deciding: Sequence[str] | None = None,
         overdue_before: datetime | None = None,
     ) -> dict[str, int]:
         """How many proposals await a decision (of ``not_approved_by``: those they have not
-        approved yet), and how many need attention (with ``overdue_before``, as
+        approved yet; with ``deciding``, of those operations alone: the ones they may
+        decide), and how many need attention (with ``overdue_before``, as
         ``needs_attention`` counts them)."""
         awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         awaiting_params: list[Any] = [organization_id, self._time(now)]
         awaiting += _in_sections("section", section, sections, awaiting_params, operations)
+        awaiting += _deciding("operation", deciding, None, awaiting_params)
         awaiting += self._approvals("approvals", None, not_approved_by, awaiting_params)
         open_items, open_params = self._attention(organization_id, overdue_before)
         open_items += _in_sections(
@@ -347,4 +355,23 @@ def _in_sections(
         if values is not None:
             condition += f" AND {name} IN (" + (", ".join("?" for _ in values) or "NULL") + ")"
             params.extend(values)
+    return condition
+
+
+def _deciding(
+    column: str,
+    deciding: Sequence[str] | None,
+    not_deciding: Sequence[str] | None,
+    params: list[Any],
+) -> str:
+    """The condition (appended to a WHERE) that keeps the rows of any of ``deciding`` (an
+    empty list keeps none) and leaves out those of any of ``not_deciding`` (an empty list
+    leaves out none); its values go to ``params``."""
+    condition = ""
+    if deciding is not None:
+        condition += f" AND {column} IN (" + (", ".join("?" for _ in deciding) or "NULL") + ")"
+        params.extend(deciding)
+    if not_deciding:
+        condition += f" AND {column} NOT IN (" + ", ".join("?" for _ in not_deciding) + ")"
+        params.extend(not_deciding)
     return condition

@@ -30,9 +30,10 @@ class InboxPage:
         self.cs = site.cs
 
     def inbox(self, visit: Visit) -> Response:
-        """Three lists: what awaits the person's decision, what they approved that waits on
-        others, and what needs attention after a decision; or, a filter away
-        (``?view=recent``), every recent outcome."""
+        """Four lists: what awaits the person's decision, what they may read but another
+        manager decides (both paged alike), what they approved that waits on others, and
+        what needs attention after a decision; or, a filter away (``?view=recent``), every
+        recent outcome."""
         user = visit.signed_in
         readable = self.cs.access.readable_sections(user.caller)
         section = visit.query("section")
@@ -44,10 +45,13 @@ class InboxPage:
         listed: dict[str, Any] = {"items": [], "total": 0}
         attention: dict[str, Any] = {"items": [], "total": 0}
         waiting: dict[str, Any] = {"items": [], "total": 0}
+        followed: dict[str, Any] = {"items": [], "total": 0}
+        decides = False
         if readable:
             # Without a section: every section the person may read.
             scope = self.cs.access.inbox_scope(user.caller, section or None)
             section = scope.section or ""
+            decides = bool(scope.decidable)
             self.site.catch_up_inbox(visit)
             found = self.cs.read_models
             if recent:
@@ -59,13 +63,25 @@ class InboxPage:
                     page_size=PAGE_SIZE,
                 )
             else:
-                # What the person approved waits on others, in a group of its own.
+                # What the person approved waits on others, in a group of its own; what
+                # they may read but not decide awaits another manager, in another.
                 listed = found.inbox(
                     scope.organization_id,
                     now,
                     sections=scope.sections,
                     operations=scope.operations,
                     not_approved_by=user.email,
+                    deciding=scope.decidable,
+                    page=page,
+                    page_size=PAGE_SIZE,
+                )
+                followed = found.inbox(
+                    scope.organization_id,
+                    now,
+                    sections=scope.sections,
+                    operations=scope.operations,
+                    not_approved_by=user.email,
+                    not_deciding=scope.decidable,
                     page=page,
                     page_size=PAGE_SIZE,
                 )
@@ -84,14 +100,14 @@ class InboxPage:
                     overdue_before=self.cs.cards.overdue_claims_before(),
                 )
 
-        cards = [*listed["items"], *waiting["items"], *attention["items"]]
+        cards = [*listed["items"], *followed["items"], *waiting["items"], *attention["items"]]
         raised = self.cs.access.policy_changed_among(user.caller, cards) if cards else set()
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
             return [self._inbox_card(item, visit, now, raised) for item in found["items"]]
 
         total = int(listed["total"])
-        pages = max(1, math.ceil(total / PAGE_SIZE))
+        pages = max(1, math.ceil(max(total, int(followed["total"])) / PAGE_SIZE))
 
         def page_link(number: int) -> str:
             query = {"page": str(number)}
@@ -110,6 +126,9 @@ class InboxPage:
             "inbox.html",
             items=views(listed),
             total=total,
+            decides=decides,
+            followed=views(followed),
+            followed_total=int(followed["total"]),
             waiting=views(waiting),
             waiting_total=int(waiting["total"]),
             attention=views(attention),

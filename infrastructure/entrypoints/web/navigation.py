@@ -30,7 +30,8 @@ def may_see_policies(cs: Countersign, visit: Visit) -> bool:
 def counts(
     cs: Countersign, visit: Visit, catch_up: Callable[[Visit], None]
 ) -> dict[str, int] | None:
-    """The navigation's counts: awaiting the person's decision, needing attention; None
+    """The navigation's counts: awaiting the person's decision (proposals of the kinds they
+    may decide, not only read, that they have not approved yet), needing attention; None
     when they may list no proposals, or the read models cannot say right now. ``catch_up``
     brings the inbox's read models up to the log, once a request (``Site.catch_up_inbox``)."""
     user = visit.signed_in
@@ -45,6 +46,7 @@ def counts(
             sections=scope.sections,
             operations=scope.operations,
             not_approved_by=user.email,
+            deciding=scope.decidable,
             overdue_before=cs.cards.overdue_claims_before(),
         )
     except Exception:  # counts are a convenience: the page itself must still show

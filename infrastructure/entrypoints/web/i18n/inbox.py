@@ -13,6 +13,19 @@ EN: dict[str, str] = {
     "inbox.empty_waiting": (
         "Nothing else awaits your decision: what you approved is below, waiting on others."
     ),
+    "inbox.empty_followed": (
+        "Nothing awaits your decision: the proposals below await another manager's."
+    ),
+    "inbox.decides_none": (
+        "Your role does not allow approving any kind of proposal: you may read them, and "
+        "another manager decides them. To approve some, ask a club manager: they can change "
+        "your permissions on the Members page."
+    ),
+    "inbox.followed": "Awaiting another manager's decision",
+    "inbox.followed_lead": (
+        "Your role lets you read these, not approve them: a manager who holds the permission "
+        "decides."
+    ),
     "inbox.waiting": "Waiting on others",
     "inbox.waiting_lead": (
         "You approved these; each needs another manager's approval before anything runs."
@@ -117,6 +130,20 @@ FR: dict[str, str] = {
     "inbox.empty_waiting": (
         "Rien d'autre n'attend votre décision : ce que vous avez approuvé est plus bas, en "
         "attente des autres."
+    ),
+    "inbox.empty_followed": (
+        "Rien n'attend votre décision : les propositions plus bas attendent celle d'un autre "
+        "gestionnaire."
+    ),
+    "inbox.decides_none": (
+        "Votre rôle ne permet d'approuver aucun type de proposition : vous pouvez les lire, et "
+        "un autre gestionnaire en décide. Pour en approuver, demandez à un gestionnaire du "
+        "club : il peut changer vos permissions sur la page Membres."
+    ),
+    "inbox.followed": "En attente de la décision d'un autre gestionnaire",
+    "inbox.followed_lead": (
+        "Votre rôle vous permet de les lire, pas de les approuver : un gestionnaire qui en a "
+        "la permission en décide."
     ),
     "inbox.waiting": "En attente des autres",
     "inbox.waiting_lead": (
