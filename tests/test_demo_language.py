@@ -100,3 +100,28 @@ def test_the_french_demo_says_what_the_edit_changed_in_french(capsys, tmp_path):
     assert "Modifié                    Remboursé vers : Visa •••• 4242 → crédit" in out
     assert "Refund to:" not in out
     assert "club account" not in out
+
+
+def test_the_demo_scenes_of_adding_and_removing_a_member_are_said_in_french(capsys, tmp_path):
+    """Their words are their contracts' (``DemoScene.words``), given in both languages: Ava
+    says them in French, and the stand-in model proposes from the French words."""
+    database = f"sqlite:///{tmp_path / 'demo.db'}"
+    assert main(["demo", "--language", "fr", "--json", "--database", database]) == 0
+    text = json.dumps(json.loads(capsys.readouterr().out), ensure_ascii=False)
+    assert "ava> Retirer Walter Brooks de Thursday Seniors" in text
+    assert "ava> Ajouter Chloe Dubois, chloe.dubois@example.com, à Junior Program" in text
+    assert "Walter Brooks ne joue plus dans Thursday Seniors" in text
+    assert "Chloe Dubois joue maintenant dans Junior Program" in text
+    assert "ava> Take Walter Brooks" not in text
+    assert "ava> Add Chloe Dubois" not in text
+
+
+def test_a_demo_scene_given_in_one_language_is_said_as_given_in_every_language():
+    """A plug-in's scene may give plain words (one language): they are shown as given."""
+    from countersign.domain.contracts.presentation import DemoScene, Localized
+
+    plain = DemoScene(words="Credit Olivia Chen $10")
+    assert plain.said("fr") == plain.said("en") == "Credit Olivia Chen $10"
+    both = DemoScene(words=Localized("Credit Olivia Chen $10", "Créditer 10 $ à Olivia Chen"))
+    assert both.said("en") == "Credit Olivia Chen $10"
+    assert both.said("fr") == "Créditer 10 $ à Olivia Chen"

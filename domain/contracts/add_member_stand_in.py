@@ -11,7 +11,12 @@ from typing import Any
 from countersign.domain.contracts.presentation import DemoScene, Localized
 from countersign.domain.contracts.stand_in_words import language_of
 
-DEMO_SCENE = DemoScene(words="Add Chloe Dubois, chloe.dubois@example.com, to Junior Program")
+DEMO_SCENE = DemoScene(
+    words=Localized(
+        "Add Chloe Dubois, chloe.dubois@example.com, to Junior Program",
+        "Ajouter Chloe Dubois, chloe.dubois@example.com, à Junior Program",
+    )
+)
 
 #: What the words give as an address: anything with an @ (a sentence's last full stop left
 #: out), so the contract, not the stand-in, says when it is not an email address.

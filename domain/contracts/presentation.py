@@ -88,14 +88,20 @@ class DemoScene:
     offline stand-in model turns the words into its proposal), and who approves it. An
     operation's stand-in module declares it; its texts class names it as ``demo_scene``."""
 
-    words: str
-    """What the manager says, in the seeded club's names (members, leagues, orders)."""
+    words: str | Localized
+    """What the manager says, in the seeded club's names (members, leagues, orders): in every
+    language the demo tells its story in (``Localized``), or in one (a plain string, shown as
+    given whatever the demo's language). The offline stand-in model reads them as said."""
     approvers: tuple[str, ...] = ()
     """The seeded managers who approve it, by email, in turn; none: the one who asked."""
     order: str | None = None
     """For a section whose assistant works on one order: the seeded order the words are
     about, by its name in the seed (``"refund-ok"``); None where the section has one record
     per club (the roster, the broadcast form)."""
+
+    def said(self, language: str) -> str:
+        """The words Ava says when the demo is told in ``language``."""
+        return self.words.text(language) if isinstance(self.words, Localized) else self.words
 
 
 EFFECT_UNCERTAIN = Localized(

@@ -10,7 +10,12 @@ from typing import Any
 from countersign.domain.contracts.presentation import DemoScene, Localized
 from countersign.domain.contracts.stand_in_words import language_of
 
-DEMO_SCENE = DemoScene(words="Take Walter Brooks out of Thursday Seniors")
+DEMO_SCENE = DemoScene(
+    words=Localized(
+        "Take Walter Brooks out of Thursday Seniors",
+        "Retirer Walter Brooks de Thursday Seniors",
+    )
+)
 
 _EXAMPLE = Localized(
     "For example: Take Walter Brooks out of Thursday Seniors.",

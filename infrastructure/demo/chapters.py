@@ -135,7 +135,8 @@ def every_other_operation(cs: Countersign, story: Story, data: dict[str, Any]) -
     """Every registered operation no chapter above showed, from the words its contract
     declares for the demo (``demo_scene``) to its outcome: Ava says them to the section's
     assistant, the offline stand-in model proposes, and the managers the scene names approve.
-    A scene's words are its contract's, in English: the stand-in reads them so."""
+    A scene's words are its contract's, in the story's language when it gives them in more
+    than one (``DemoScene.said``): the stand-in reads them as said."""
     language = story.language
     others = [contract for contract in REGISTRY.values() if not story.shows(contract.kind)]
     if not others:
@@ -147,13 +148,14 @@ def every_other_operation(cs: Countersign, story: Story, data: dict[str, Any]) -
         if scene is None:
             story.say(story.t(words.NO_SCENE, title=title))
             continue
-        story.say(f"{title}\nava> {scene.words}")
+        said = scene.said(language)
+        story.say(f"{title}\nava> {said}")
         turn = cs.assistant.turn(
             organization="granite",
             actor=AVA,
             section=str(contract.section),
             resource_id=scene_resource(cs, contract, data),
-            message=scene.words,
+            message=said,
             language=language,
         ).to_json()
         story.say(turn_text(cs, turn, language), turn)
