@@ -1,9 +1,9 @@
 """The inbox of a member who may read refunds but not approve them, in a real Chromium, at
 desktop and phone sizes, in English and French: the refunds are listed as awaiting another
 manager's decision, the roster move he may decide as awaiting his, and the menu counts his
-alone. Screenshots go to ``test-artifacts/inbox-whose-decision/`` for a person to look at.
-Without Chromium this test skips locally and FAILS when CI is set
-(``tests/test_browser_e2e.py``)."""
+alone; axe-core finds no serious or critical violation. Screenshots go to
+``test-artifacts/inbox-whose-decision/`` for a person to look at. Without Chromium this test
+skips locally and FAILS when CI is set (``tests/test_browser_e2e.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import BEN
 from tests.support.proposing import MOVE, propose
+from tests.test_browser_a11y import _blocking
 from tests.test_browser_e2e import (
     ARTIFACTS,
     DESKTOP,
@@ -56,9 +57,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def test_refunds_he_may_not_approve_await_another_manager(
     site: Served, browser: Any, language: str, size: str
 ) -> None:
+    from axe_playwright_python.sync_playwright import Axe
+
     SHOTS.mkdir(parents=True, exist_ok=True)
     viewport = {"desktop": DESKTOP, "phone": PHONE}[size]
     context = browser.new_context(viewport=viewport, locale=f"{language}-CA")
+    axe = Axe()
+    context.add_init_script(script=axe.axe_script)
     page = context.new_page()
     page.goto(site.base_url + "/sign-in")
     page.fill("#email", BEN)
@@ -77,6 +82,7 @@ def test_refunds_he_may_not_approve_await_another_manager(
     badge = page.locator("nav .count-badge").first
     assert badge.get_attribute("title") == said["menu"]
     _fits_the_screen(page)
+    assert _blocking(axe, page) == []
     page.screenshot(path=str(SHOTS / f"{language}-{size}-inbox.png"), full_page=True)
     context.close()
 
