@@ -148,3 +148,27 @@ def test_no_entry_point_reads_the_store_itself():
         if isinstance(node, ast.Attribute) and node.attr == "store"
     ]
     assert offenders == []
+
+
+def test_an_inbox_scope_names_the_kinds_its_caller_may_decide_not_only_read(cs, seeded):
+    """audit.read reads every kind; deciding needs the kind's own permission, and a
+    credential that decides: an agent token with the same permissions decides none."""
+    from countersign.application.authorization import Credential
+
+    cs.club.set_permissions("granite", BEN, ["audit.read", "roster.manage"])
+    ben = Caller(BEN, organization="granite")
+    scope = cs.access.inbox_scope(ben)
+    assert scope.operations is None  # an auditor reads every kind
+    assert sorted(scope.decidable) == [
+        "roster.add_member",
+        "roster.move_member",
+        "roster.remove_member",
+    ]
+    agent = Caller(
+        BEN,
+        organization="granite",
+        scopes=frozenset({"audit.read", "roster.manage"}),
+        credential=Credential.AGENT_TOKEN,
+        service="helper",
+    )
+    assert cs.access.inbox_scope(agent).decidable == ()
