@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,21 +42,23 @@ from countersign.domain.proposal_status import status_at
 from countersign.domain.seals import SealKeys
 
 
-def counted(record: dict[str, Any], uncounted: str | None) -> dict[str, Any]:
+def counted(record: Mapping[str, Any], uncounted: str | None) -> dict[str, Any]:
     """``record``'s approvals (``approvals``, ``approval_credentials``, ``no_longer_counting``
-    and any ``approval_passkeys``, as ``proposal_record`` names them) with ``uncounted``'s
-    moved to ``no_longer_counting`` as ``requester_barred``, as the next approval that goes
-    ahead records it (``ProposalCards.uncounted``); ``record`` itself for None."""
+    and any ``approval_passkeys``, as ``proposal_record`` and the inbox's rows name them)
+    with ``uncounted``'s moved to ``no_longer_counting`` as ``requester_barred``, as the next
+    approval that goes ahead records it (``ProposalCards.uncounted``); unchanged for None."""
     if uncounted is None:
-        return record
-    keep = [i for i, email in enumerate(record["approvals"]) if email != uncounted]
+        return dict(record)
+    approvals = list(record.get("approvals") or [])
+    credentials = list(record.get("approval_credentials") or [])
+    keep = [i for i, email in enumerate(approvals) if email != uncounted]
     moved = {"approved_by": uncounted, "reason": REQUESTER_BARRED}
     passkeys = record.get("approval_passkeys")
     return {
         **record,
-        "approvals": [record["approvals"][i] for i in keep],
-        "approval_credentials": [record["approval_credentials"][i] for i in keep],
-        "no_longer_counting": [*record["no_longer_counting"], moved],
+        "approvals": [approvals[i] for i in keep],
+        "approval_credentials": [credentials[i] for i in keep if i < len(credentials)],
+        "no_longer_counting": [*(record.get("no_longer_counting") or []), moved],
         **(
             {}
             if passkeys is None
@@ -64,11 +67,27 @@ def counted(record: dict[str, Any], uncounted: str | None) -> dict[str, Any]:
     }
 
 
-def _sends_back(card: Mapping[str, Any], club: Organization, reader: str) -> bool:
-    """``policy_recheck.sends_back`` for an inbox card (a projection row)."""
-    frozen = card.get("policy")
-    found = raised_over(str(card["operation"]), frozen, club, lambda: card.get("amount_cents"))
-    return sends_back(str(card["requested_by"]), frozen, found, reader)
+@dataclass(frozen=True)
+class InboxCards:
+    """The inbox's rows (projection rows, of one club) as a reader is told them, read with
+    one read of the club and none per card."""
+
+    counted: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """By id, the rows whose requester's approval the policy in force no longer counts,
+    moved to ``no_longer_counting`` (``counted``), as their card counts them."""
+    policy_changed: frozenset[str] = frozenset()
+    """The ids of the pending rows that approving as the reader sends back
+    (``ProposalCards.policy_changed``)."""
+
+    def card(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """``row`` as its reader is told it: its approvals counted as its card counts them."""
+        return self.counted.get(str(row["proposal_id"])) or dict(row)
+
+
+def _raised_row(row: Mapping[str, Any], club: Organization) -> Raised:
+    """``policy_recheck.raised_over`` for an inbox row (a projection row)."""
+    amount = row.get("amount_cents")
+    return raised_over(str(row["operation"]), row.get("policy"), club, lambda: amount)
 
 
 def shown_status(status: str, expires_at: datetime | None, now: datetime) -> str:
@@ -208,18 +227,30 @@ class ProposalCards:
             return NOT_RAISED
         return raised(proposal, club, contract)
 
-    def policy_changed_among(
-        self, club: Organization, reader: str, cards: Iterable[Mapping[str, Any]]
-    ) -> set[str]:
-        """The ids of the pending ``cards`` (the inbox's projection rows, of ``club``) that
-        approving as ``reader`` sends back, as ``policy_changed`` says it for each: from the
-        row's frozen ``policy`` and, for one frozen under no policy, its ``amount_cents``.
-        No read per card."""
-        return {
-            str(card["proposal_id"])
-            for card in cards
-            if card.get("status") == ProposalStatus.PENDING and _sends_back(card, club, reader)
-        }
+    def inbox_cards(
+        self, club: Organization, reader: str, rows: Iterable[Mapping[str, Any]]
+    ) -> InboxCards:
+        """The inbox's rows (projection rows, of ``club``) as ``reader`` is told them: the
+        pending ones whose requester the policy in force bars since, with that requester's
+        approval counted out (``uncounted``), and those approving as ``reader`` sends back
+        (``policy_changed``), from each row's frozen ``policy`` and, for one frozen under no
+        policy, its ``amount_cents``. No read per card."""
+        now = self.clock.now()
+        counted_rows: dict[str, dict[str, Any]] = {}
+        changed: set[str] = set()
+        for row in rows:
+            status = status_at(str(row.get("status")), row.get("expires_at"), now)
+            if status != ProposalStatus.PENDING:
+                continue
+            frozen, requester = row.get("policy"), str(row["requested_by"])
+            found = _raised_row(row, club)
+            if found is NOT_RAISED:
+                continue
+            if sends_back(requester, frozen, found, reader):
+                changed.add(str(row["proposal_id"]))
+            if found.requester_barred and requester in (row.get("approvals") or ()):
+                counted_rows[str(row["proposal_id"])] = counted(row, requester)
+        return InboxCards(counted_rows, frozenset(changed))
 
     def unverified(self, proposal: Proposal, status: str) -> Unverified | None:
         """Why ``proposal``'s seals do not vouch for what is stored of it, as its readers

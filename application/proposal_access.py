@@ -7,7 +7,7 @@ page's record is read here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +31,7 @@ from countersign.application.authorization import (
     visible_proposal,
     visible_proposal_in_club,
 )
-from countersign.application.cards import ProposalCards, counted
+from countersign.application.cards import InboxCards, ProposalCards, counted
 from countersign.application.errors import ForbiddenError, VouchedHereError
 from countersign.application.ports import AggregateStore
 from countersign.application.proposal_limit import ProposalLimiter, limited
@@ -398,13 +398,14 @@ class ProposalAccess:
         section they may read (MissingPermissionError if that is none)."""
         return inbox_scope(actor, own_membership(self.store, actor), section, self.registry)
 
-    def policy_changed_among(self, actor: Caller, cards: Iterable[Mapping[str, Any]]) -> set[str]:
-        """The ids of the pending ``cards`` (the inbox's projection rows, of the caller's
-        club) that approving as the caller sends back (``ProposalCards.policy_changed_among``):
-        one read of the club, none per card."""
+    def inbox_cards(self, actor: Caller, rows: Sequence[Mapping[str, Any]]) -> InboxCards:
+        """The inbox's rows (projection rows, of the caller's club) as the caller is told
+        them (``ProposalCards.inbox_cards``): one read of the club a page, none per card."""
+        if not rows:
+            return InboxCards()
         assert actor.organization_id is not None  # listed: its club was read for its scope
         club = self.store.read(actor.organization_id, Organization)
-        return self.cards.policy_changed_among(club, actor.email, cards)
+        return self.cards.inbox_cards(club, actor.email, rows)
 
     # -- what a review reads ------------------------------------------------------------------
 

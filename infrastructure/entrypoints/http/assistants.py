@@ -98,4 +98,7 @@ def inbox(
             page=page,
             page_size=page_size,
         )
+        # Approvals counted as the card counts them: one read of the club, none per item.
+        read = cs.access.inbox_cards(service.caller, document["items"])
+        document["items"] = [read.card(item) for item in document["items"]]
     return JSONResponse(jsonable_encoder(document))

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from countersign.application.authorization import sections_of
+from countersign.application.cards import InboxCards
 from countersign.infrastructure.entrypoints.web.order_field import order_field
 from countersign.infrastructure.entrypoints.web.proposals import settling_view
 from countersign.infrastructure.entrypoints.web.site import Site
@@ -101,10 +102,10 @@ class InboxPage:
                 )
 
         cards = [*listed["items"], *followed["items"], *waiting["items"], *attention["items"]]
-        raised = self.cs.access.policy_changed_among(user.caller, cards) if cards else set()
+        read = self.cs.access.inbox_cards(user.caller, cards)  # one read of the club
 
         def views(found: dict[str, Any]) -> list[dict[str, Any]]:
-            return [self._inbox_card(item, visit, now, raised) for item in found["items"]]
+            return [self._inbox_card(item, visit, now, read) for item in found["items"]]
 
         total = int(listed["total"])
         pages = max(1, math.ceil(max(total, int(followed["total"])) / PAGE_SIZE))
@@ -151,14 +152,14 @@ class InboxPage:
         )
 
     def _inbox_card(
-        self, record: dict[str, Any], visit: Visit, now: datetime, raised: set[str]
+        self, row: dict[str, Any], visit: Visit, now: datetime, read: InboxCards
     ) -> dict[str, Any]:
-        """An inbox card: one waiting on its provider says since when, and whether anything
-        is settling it; one the club's policy now asks more of (``raised``: their ids), that
-        approving it sends it back."""
+        """An inbox card, counted as its card counts it and flagged when approving sends it
+        back (``read``); one waiting on its provider says since when, and what settles it."""
+        record = read.card(row)
         view = proposal_view(
             record, visit.t, visit.language, now, visit.signed_in.membership.time_zone
         )
         waiting = self.cs.cards.settling(view["status"], as_time(record.get("approved_at")))
-        changed = view["id"] in raised
+        changed = view["id"] in read.policy_changed
         return {**view, "settling": settling_view(waiting, visit), "policy_changed": changed}

@@ -1,0 +1,162 @@
+"""A requester barred since a proposal was frozen, as the inbox, the API, MCP and the command
+line tell it (test_policy_barred.py tells the approve path and the review page).
+
+The inbox's approval count leaves out the requester's earlier approval, given under the
+frozen rule, before the next approval records it as lapsed, as the card and the review page
+already do, reading the club once for the page, not once per card. The card (API, ``show``)
+and MCP's ``proposal_status`` tell the requester, in their language, that they may not
+approve it, as the review page does. Granite's seed: discount refunds above $100 need two
+managers (Ava, who proposes, and Noah).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+from uuid import UUID
+
+import pytest
+from countersign.application.authorization import Caller
+from countersign.domain.club.organization import Organization
+from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.identity.tokens import issue_token
+from fastapi.testclient import TestClient
+
+from tests.conftest import AVA, REFUND
+from tests.test_web_pages import Web, web_for
+
+NOAH = "noah@granite.example"
+
+BARRED = {
+    "en": (
+        "You requested this proposal, and the club's policy asks another manager to approve "
+        "it. You may still decline it."
+    ),
+    "fr": (
+        "Vous avez demandé cette proposition, et la règle du club demande qu'un autre "
+        "gestionnaire l'approuve. Vous pouvez encore la refuser."
+    ),
+}
+COUNT = {
+    "en": ("1 of 2 approvals", "0 of 2 approvals"),
+    "fr": ("Approbations : 1 sur 2", "Approbations : 0 sur 2"),
+}
+
+
+def _bar_the_requester(cs: Countersign) -> None:
+    """Refunds above $100 still need two approvals, and no longer the requester's."""
+    cs.policies.set("granite", REFUND, 2, requester_may_approve=False, by=Caller(NOAH, "granite"))
+
+
+def _events(cs: Countersign, proposal_id: str) -> list[str]:
+    return [type(e).__name__ for e in cs.app.events.get(UUID(proposal_id))]
+
+
+def _read(page: Any) -> str:
+    return html.unescape(page.text).replace("\N{NO-BREAK SPACE}", " ")
+
+
+def _inbox_card(inbox: str, proposal_id: str) -> str:
+    card = inbox[inbox.index(f'href="/proposals/{proposal_id}"') :]
+    return card[: card.index("</a>")]
+
+
+def _bearer(cs: Countersign, email: str) -> dict[str, str]:
+    token = issue_token(
+        cs, "granite", f"{email[:3]}-app", ["orders.refund"], issued_by=email, kind="approver"
+    )
+    return {"Authorization": f"Bearer {token.token}"}
+
+
+@pytest.fixture
+def web(cs: Countersign, seeded: dict[str, Any]) -> Web:
+    return web_for(cs, seeded)
+
+
+# -- the inbox's approval count -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_inbox_counts_the_requesters_earlier_approval_out(web, language):
+    """Noah's inbox said 1 of 2 until his own approval recorded Ava's as lapsed; his approval
+    will be the first of two that count."""
+    cs = web.cs
+    proposal_id = web.propose("refund-two-approvers")  # Ava's
+    cs.proposals.approve(proposal_id, AVA)
+    noah = web.browser(NOAH)
+    noah.form("/language", {"lang": language, "next": "/"})
+    before, after = COUNT[language]
+    assert before in _inbox_card(_read(noah.get("/")), proposal_id)
+
+    _bar_the_requester(cs)
+
+    card = _inbox_card(_read(noah.get("/")), proposal_id)
+    assert after in card
+    assert before not in card
+    assert _events(cs, proposal_id) == ["Proposed", "Approved"]  # reading records nothing
+
+
+def test_the_api_inbox_counts_it_out_as_the_card_does(web):
+    cs = web.cs
+    proposal_id = web.propose("refund-two-approvers")
+    cs.proposals.approve(proposal_id, AVA)
+    api = TestClient(web.app, raise_server_exceptions=False)
+    noah = _bearer(cs, NOAH)
+
+    _bar_the_requester(cs)
+
+    answer = api.get("/api/v1/inbox", headers=noah)
+    assert answer.status_code == 200, answer.text
+    (item,) = [i for i in answer.json()["items"] if i["proposal_id"] == proposal_id]
+    card = api.get(f"/api/v1/proposals/{proposal_id}", headers=noah).json()
+    assert item["approvals"] == card["approvals"] == []
+    assert item["approval_credentials"] == card["approval_credentials"] == []
+    assert item["no_longer_counting"] == [{"approved_by": AVA, "reason": "requester_barred"}]
+    assert [lapsed["reason"] for lapsed in card["no_longer_counting"]] == ["requester_barred"]
+    assert _events(cs, proposal_id) == ["Proposed", "Approved"]
+
+
+def test_the_inbox_reads_the_club_once_for_the_page_not_once_per_card(web, monkeypatch):
+    """Counting them out reads nothing per card: the club is read as often for a page with
+    one barred requester's approval as for a page with three."""
+    cs = web.cs
+    noah = web.browser(NOAH)
+
+    def two_approvals(requester_may_approve: bool) -> None:  # every refund, whatever its amount
+        cs.policies.set(
+            "granite",
+            REFUND,
+            2,
+            above_cents=None,
+            requester_may_approve=requester_may_approve,
+            by=Caller(NOAH, "granite"),
+        )
+
+    def approved_by_ava(*ids: str) -> None:
+        two_approvals(True)
+        for order in ids:
+            cs.proposals.approve(web.propose(order), AVA)
+        two_approvals(False)
+
+    reads: list[Any] = []
+    stores = {id(cs.access.store): cs.access.store, id(cs.cards.store): cs.cards.store}
+    for store in stores.values():
+        original = store.read
+
+        def counting(aggregate_id: Any, cls: Any, *args: Any, _read: Any = original, **kw: Any):
+            reads.append(cls)
+            return _read(aggregate_id, cls, *args, **kw)
+
+        monkeypatch.setattr(store, "read", counting)
+
+    def club_reads() -> int:
+        reads.clear()
+        inbox = _read(noah.get("/"))
+        assert "1 of 2 approvals" not in inbox
+        return sum(1 for cls in reads if cls is Organization)
+
+    approved_by_ava("refund-two-approvers")
+    once = club_reads()
+    approved_by_ava("refund-ok", "refund-declined")
+    assert _read(noah.get("/")).count("0 of 2 approvals") == 3
+    assert club_reads() == once
