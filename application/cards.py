@@ -36,7 +36,11 @@ from countersign.domain.club.organization import Organization
 from countersign.domain.contracts import REGISTRY, AnyContract
 from countersign.domain.contracts.presentation import preview_changes
 from countersign.domain.errors import CountersignError, NotFoundError
-from countersign.domain.messages import lapsed_approval_message, proposal_headline
+from countersign.domain.messages import (
+    lapsed_approval_message,
+    proposal_headline,
+    requester_barred_message,
+)
 from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.proposal_status import status_at
 from countersign.domain.seals import SealKeys
@@ -194,6 +198,7 @@ class ProposalCards:
             ],
             unverified=None if unvouched is None else unvouched.to_json(language),
             policy_changed=changed,
+            requester_barred=self.told_barred(proposal, club, actor, language),
         )
 
     def policy_changed(self, proposal: Proposal, club: Organization, reader: str) -> bool:
@@ -210,6 +215,16 @@ class ProposalCards:
         the policy it was frozen under or the club's policy in force."""
         found = self._raised(proposal, club)
         return barred(proposal.requested_by, proposal.policy, found, reader)
+
+    def told_barred(
+        self, proposal: Proposal, club: Organization, reader: str, language: str = "en"
+    ) -> str | None:
+        """``requester_barred``, as the card and status tell it to ``reader`` in
+        ``language`` while the proposal is pending: the sentence that says so, or None."""
+        pending = proposal.status_at(self.clock.now()) == ProposalStatus.PENDING
+        if not pending or not self.requester_barred(proposal, club, reader):
+            return None
+        return requester_barred_message(language)
 
     def uncounted(self, proposal: Proposal, club: Organization) -> str | None:
         """The requester, when the pending ``proposal`` has an approval of theirs that the

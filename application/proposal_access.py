@@ -292,6 +292,7 @@ class ProposalAccess:
             waiting_since=settling.since.isoformat() if settling is not None else None,
             settling=_settling_state(settling) if settling is not None else None,
             policy_changed=self.cards.policy_changed(proposal, club, caller.email),
+            requester_barred=self.cards.told_barred(proposal, club, caller.email, language),
         )
 
     def record(self, proposal_id: str, actor: str | Caller) -> dict[str, Any]:

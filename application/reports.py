@@ -169,6 +169,11 @@ class ProposalCard(Report):
     """Pending, and the club's approval policy now asks more of it than the one it was frozen
     under (application/policy_recheck.py): approving it executes nothing, it goes back to be
     proposed again (RevisionRequired, ``policy_raised``), and no passkey is asked for."""
+    requester_barred: str | None = None
+    """Said of the reader: pending, and they requested it and its policy, frozen or the
+    club's in force, does not let them approve it (approving answers
+    ``requester_may_not_approve``): the sentence that says so, in the card's language, as
+    the review page says it. None otherwise."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,8 @@ class ProposalStatusReport(Report):
     #: Pending, and the club's policy now asks more of it than the one it was frozen under:
     #: approving it sends it back (``ProposalCard.policy_changed``).
     policy_changed: bool = False
+    #: The reader requested it and may not approve it (``ProposalCard.requester_barred``).
+    requester_barred: str | None = None
 
 
 @dataclass(frozen=True)

@@ -396,6 +396,21 @@ def lapsed_approval_message(kind: str, who: str, reason: str, language: str = "e
     return text.text(language, who=who, title=title, permission=permission)
 
 
+_REQUESTER_BARRED = Localized(
+    "You requested this proposal, and the club's policy asks another manager to approve it. "
+    "You may still decline it.",
+    "Vous avez demandé cette proposition, et la règle du club demande qu'un autre "
+    "gestionnaire l'approuve. Vous pouvez encore la refuser.",
+)
+
+
+def requester_barred_message(language: str = "en") -> str:
+    """What a pending proposal's requester is told when its policy, frozen or in force, does
+    not let them approve it (the card's and status's ``requester_barred``, as the review
+    page says it)."""
+    return _REQUESTER_BARRED.text(language)
+
+
 _THROUGH_APPROVER_TOKEN = Localized(
     "through the service “{service}” (approver token)",
     "via le service « {service} » (jeton d'approbateur)",

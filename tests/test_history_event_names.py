@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from countersign.application.audit import event_name
-from countersign.infrastructure.entrypoints.http.models.proposals import HistoryEventOut
+from countersign.infrastructure.entrypoints.http.models.history import HistoryEventOut
 
 SAMPLE = {"sample_plugin.domain": "sample"}
 

@@ -602,6 +602,7 @@ def test_the_status_path_of_a_lost_card_refund_shows_reconciliation_then_success
         "waiting_since": api.cs.clock.now().isoformat(),
         "settling": "waiting",
         "policy_changed": False,
+        "requester_barred": None,
     }
     assert uncertain.json()["message"]
 

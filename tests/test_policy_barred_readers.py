@@ -15,6 +15,7 @@ import html
 from typing import Any
 from uuid import UUID
 
+import anyio
 import pytest
 from countersign.application.authorization import Caller
 from countersign.domain.club.organization import Organization
@@ -23,6 +24,7 @@ from countersign.infrastructure.identity.tokens import issue_token
 from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND
+from tests.test_governance_cli import _propose, cli, orders, row, run  # noqa: F401 (fixtures)
 from tests.test_web_pages import Web, web_for
 
 NOAH = "noah@granite.example"
@@ -160,3 +162,119 @@ def test_the_inbox_reads_the_club_once_for_the_page_not_once_per_card(web, monke
     approved_by_ava("refund-ok", "refund-declined")
     assert _read(noah.get("/")).count("0 of 2 approvals") == 3
     assert club_reads() == once
+
+
+# -- the card, show and proposal_status say it to the requester ---------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_the_api_card_tells_the_requester_they_may_not_approve_it(web, language):
+    cs = web.cs
+    proposal_id = web.propose("refund-two-approvers")
+    api = TestClient(web.app, raise_server_exceptions=False)
+    path = f"/api/v1/proposals/{proposal_id}?language={language}"
+    ava, noah = _bearer(cs, AVA), _bearer(cs, NOAH)
+    assert api.get(path, headers=ava).json()["requester_barred"] is None  # the frozen rule
+
+    _bar_the_requester(cs)
+
+    assert api.get(path, headers=ava).json()["requester_barred"] == BARRED[language]
+    assert api.get(path, headers=noah).json()["requester_barred"] is None
+    status = f"/api/v1/proposals/{proposal_id}/status?language={language}"
+    assert api.get(status, headers=ava).json()["requester_barred"] == BARRED[language]
+    assert api.get(status, headers=noah).json()["requester_barred"] is None
+
+
+def test_a_decided_proposal_tells_nobody_they_may_not_approve_it(cs, seeded):
+    """A frozen bar says it too while it is pending; once decided there is nothing to
+    approve, and nothing more is said."""
+    from tests.support.proposing import propose_on
+
+    cs.policies.set(
+        "granite",
+        REFUND,
+        1,
+        above_cents=None,
+        requester_may_approve=False,
+        by=Caller(NOAH, "granite"),
+    )
+    proposal_id = propose_on(cs, seeded["orders"]["refund-ok"])
+    assert cs.access.card(proposal_id, AVA, "fr").requester_barred == BARRED["fr"]
+    assert cs.access.status(proposal_id, AVA).requester_barred == BARRED["en"]
+
+    assert cs.proposals.approve(proposal_id, NOAH).status == "succeeded"
+
+    assert cs.access.card(proposal_id, AVA).requester_barred is None
+    assert cs.access.status(proposal_id, AVA).requester_barred is None
+
+
+def _over_mcp(cs: Countersign, caller: Caller, proposal_id: str, language: str) -> Any:
+    """MCP's proposal_status and the card resource's text, over in-memory streams, from a
+    server started in ``language``."""
+    from countersign.infrastructure.entrypoints.mcp.server import CountersignTools
+    from mcp import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from tests.mcp_client import structured
+
+    server = CountersignTools(cs, lambda ctx: caller, language=language).server()
+    seen: list[Any] = []
+
+    async def main() -> None:
+        async with (
+            create_client_server_memory_streams() as (client, served),
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(
+                lambda: server.run(served[0], served[1], server.create_initialization_options())
+            )
+            async with ClientSession(client[0], client[1]) as session:
+                await session.initialize()
+                result = await session.call_tool("proposal_status", {"proposal_id": proposal_id})
+                uri = f"countersign://proposals/{proposal_id}"
+                card = (await session.read_resource(uri)).contents[0]
+                seen.append((structured(result), getattr(card, "text", "")))
+            group.cancel_scope.cancel()
+
+    anyio.run(main)
+    return seen[0]
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_mcp_tells_the_requester_they_may_not_approve_it(cs, seeded, language):
+    """MCP answers its caller about their own proposals only: the requester, here."""
+    from tests.support.proposing import propose_on
+
+    proposal_id = propose_on(cs, seeded["orders"]["refund-two-approvers"])
+    ava = Caller(AVA, "granite")
+    status, card = _over_mcp(cs, ava, proposal_id, language)
+    assert status["requester_barred"] is None  # the frozen rule lets her
+    assert BARRED[language] not in card
+
+    _bar_the_requester(cs)
+
+    status, card = _over_mcp(cs, ava, proposal_id, language)
+    assert status["requester_barred"] == BARRED[language]
+    assert status["policy_changed"] is False
+    assert BARRED[language] in card
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_show_tells_the_requester_they_may_not_approve_it(cli, run, orders, language):  # noqa: F811
+    cli("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals", "2",
+        "--above-cents", "10000")  # fmt: skip
+    proposal_id = _propose(cli, orders["refund-two-approvers"])["proposal_id"]
+    label = {"en": "Your approval", "fr": "Votre approbation"}[language]
+    shown = run("show", proposal_id, "--as", AVA, "--language", language)[1]
+    assert f"│ {label} " not in shown  # the frozen rule lets her
+
+    cli("policy", "set", "--org", "granite", "--operation", REFUND, "--approvals", "2",
+        "--above-cents", "10000", "--requester-may-approve", "false")  # fmt: skip
+
+    assert (
+        row(run("show", proposal_id, "--as", AVA, "--language", language)[1], label)
+        == (BARRED[language])
+    )
+    assert f"│ {label} " not in run("show", proposal_id, "--as", NOAH, "--language", language)[1]
+    card = cli("show", proposal_id, "--as", AVA, "--language", language)
+    assert card["requester_barred"] == BARRED[language]

@@ -15,10 +15,10 @@ from countersign.domain.messages import (
     origin_line,
     preview_rows_of,
 )
-from countersign.domain.money import format_money
 from countersign.domain.outcomes import is_already_so
 from countersign.domain.times import expiry, local_time
 from countersign.infrastructure.entrypoints.cli.answers import NEXT_STEP
+from countersign.infrastructure.entrypoints.cli.policy_words import describe_policy
 from countersign.infrastructure.entrypoints.cli.render import box
 
 
@@ -65,6 +65,7 @@ _CARD = {
     "changed": Localized("Changed", "Modifié"),
     "unverified": Localized("NOT VOUCHED FOR", "NON GARANTIE"),
     "policy_changed": Localized("POLICY CHANGED", "RÈGLE MODIFIÉE"),
+    "requester_barred": Localized("Your approval", "Votre approbation"),
 }
 """The review card's own labels: the preview's rows are labelled by the operation's contract."""
 
@@ -122,36 +123,6 @@ _NOTHING_CHANGED = Localized(
     "rien : le même aperçu que la proposition qu'elle révise",
 )
 _SHOW_IT = Localized("show it: {command}", "pour l'afficher : {command}")
-
-
-def describe_policy(rule: dict[str, Any], currency: str | None, language: str = "en") -> str:
-    """An approval rule in words: '2 distinct approvals above $100.00 CAD; the requester may
-    not approve their own'. Amounts read in ``currency`` where there is one, else in cents."""
-    count = int(rule["approvals"])
-    text = (
-        Localized("one approval", "une approbation")
-        if count == 1
-        else Localized("{n} distinct approvals", "{n} approbations distinctes")
-    ).text(language, n=count)
-    above = rule.get("above_cents")
-    if above is not None:
-        amount = (
-            format_money(int(above), currency, language)
-            if currency
-            else Localized("{n} cents", "{n} cents").text(language, n=int(above))
-        )
-        text += Localized(" above {amount}", " au-delà de {amount}").text(language, amount=amount)
-    if not rule.get("requester_may_approve", True):
-        text += Localized(
-            "; the requester may not approve their own",
-            " ; la personne qui la demande ne peut pas l'approuver",
-        ).text(language)
-    if rule.get("require_passkey"):
-        text += Localized(
-            "; each approval signed with a passkey",
-            " ; chaque approbation signée avec une clé d'accès",
-        ).text(language)
-    return text
 
 
 def governance_rows(
@@ -224,6 +195,8 @@ def render_card(
         rows.append((label("unverified"), card["unverified"]["message"]))
     elif card.get("policy_changed"):  # approving it sends it back (policy_recheck.py)
         rows.append((label("policy_changed"), POLICY_CHANGED.text(language)))
+    if card.get("requester_barred"):  # the reader requested it and may not approve it
+        rows.append((label("requester_barred"), card["requester_barred"]))
     if card["status"] == "pending":  # a decided one no longer expires (as the page says)
         zone = card.get("time_zone") or "UTC"
         rows.append((label("expires"), expires(card["expires_at"], zone, now, language)))

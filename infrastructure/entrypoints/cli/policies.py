@@ -69,7 +69,7 @@ def true_or_false(value: str) -> bool:
 
 def cmd_policy_set(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.application.policies import KEPT
-    from countersign.infrastructure.entrypoints.cli.cards import describe_policy
+    from countersign.infrastructure.entrypoints.cli.policy_words import describe_policy
 
     try:
         policy = cs.policies.set(
@@ -118,7 +118,7 @@ _SET_BY = Localized(" (set by {who})", " (fixée par {who})")
 
 
 def cmd_policy_show(cs: Countersign, args: argparse.Namespace) -> Result:
-    from countersign.infrastructure.entrypoints.cli.cards import describe_policy
+    from countersign.infrastructure.entrypoints.cli.policy_words import describe_policy
 
     organization = args.org.strip().lower()
     policies = cs.policies.in_force(organization)

@@ -14,12 +14,12 @@ from countersign.infrastructure.entrypoints.http.answers import (
     report_response,
 )
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, Service, Wired
+from countersign.infrastructure.entrypoints.http.models.history import HistoryOut
 from countersign.infrastructure.entrypoints.http.models.proposals import (
     ApprovalChallengeOut,
     ApprovalReportOut,
     ApproveIn,
     DeclineIn,
-    HistoryOut,
     ProposalCardOut,
     ProposalCreatedOut,
     ProposalStatusOut,

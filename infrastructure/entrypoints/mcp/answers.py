@@ -94,6 +94,12 @@ class StatusOut(BaseModel):
         "policy_raised). Said of the person the token acts for: false to a requester the "
         "policy bars, whose own approval is refused instead."
     )
+    requester_barred: str | None = Field(
+        description="Pending, and the person the token acts for requested it and its "
+        "policy, frozen or the club's set since, does not let them approve it: the sentence "
+        "saying so, in the server's language (their approval is refused, "
+        "requester_may_not_approve; they may still decline it). Null otherwise."
+    )
     review_path: str
 
 
@@ -130,6 +136,7 @@ def status(report: ProposalStatusReport) -> types.CallToolResult:
         waiting_since=report.waiting_since,
         settling=report.settling,
         policy_changed=report.policy_changed,
+        requester_barred=report.requester_barred,
         review_path=review_path(report.proposal_id),
     )
     return answer(shown.model_dump())
@@ -188,6 +195,8 @@ def card_text(card: ProposalCard, language: str) -> str:
         f"{row.label}: {one_value(row.value)}"
         for row in preview_rows_of(card.operation, card.preview, language)
     ]
+    if card.requester_barred:
+        lines.append(card.requester_barred)
     if card.message:
         lines.append(f"{label('outcome')}: {card.message}")
     lines.append(f"{label('review')}: {review_path(card.proposal_id)}")

@@ -1,5 +1,6 @@
 """The API's request bodies and the documents it answers, as they appear in the OpenAPI schema,
-a module per area of routes (``proposals``, ``assistants``, ``policies``, ``webhooks``).
+a module per area of routes (``proposals``, ``history``, ``assistants``, ``policies``,
+``webhooks``).
 
 Handlers answer the application's own report documents (``Report.to_json()``), the very
 documents the CLI prints with ``--json``; these models describe them.
