@@ -3,6 +3,8 @@ settles, and the form that edits it."""
 
 from __future__ import annotations
 
+from countersign.domain.messages import requester_barred_message
+
 EN: dict[str, str] = {
     "card.review": "Review and decide",
     "card.open": "Open",
@@ -129,10 +131,8 @@ EN: dict[str, str] = {
     "review.awaiting_more": (
         "It awaits {count} more managers' approvals; nothing runs until then."
     ),
-    "review.requester_barred": (
-        "You requested this proposal, and the club's policy asks another manager to "
-        "approve it. You may still decline it."
-    ),
+    # The card's and status's words (one text for the page, the API, MCP and ``show``).
+    "review.requester_barred": requester_barred_message("en"),
     "review.first_of": (
         "Your approval will be {given} of {required}: nothing runs until another manager "
         "approves too."
@@ -324,10 +324,7 @@ FR: dict[str, str] = {
     "review.awaiting_more": (
         "Il manque l'approbation de {count} autres gestionnaires ; rien ne s'exécute d'ici là."
     ),
-    "review.requester_barred": (
-        "Vous avez demandé cette proposition, et la règle du club demande qu'un autre "
-        "gestionnaire l'approuve. Vous pouvez encore la refuser."
-    ),
+    "review.requester_barred": requester_barred_message("fr"),
     "review.first_of": (
         "Votre approbation comptera pour {given} sur {required} : rien ne s'exécute tant "
         "qu'un autre gestionnaire n'a pas approuvé aussi."
