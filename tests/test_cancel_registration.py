@@ -563,6 +563,7 @@ def test_another_clubs_order_is_not_found_and_its_own_manager_cancels_it(cs, see
 # -- the command line -------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_the_command_line_proposes_and_approves_a_cancellation(database_url, capsys):
     def cli(*argv: str, status: int = 0) -> Any:
         assert main([*argv, "--json", "--database", database_url]) == status

@@ -687,6 +687,7 @@ def test_propose_help_says_what_each_argument_takes(capsys):
     assert "serve the web pages and the JSON API" in capsys.readouterr().out
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_not_found_says_what_to_check(database_url, capsys):
     """An order found, but a member the club does not have: the answer says what to check,
     not just "Not found." (an unknown id and another club's still answer alike; an order the
@@ -858,6 +859,7 @@ def test_handback_of_a_conversation_with_no_messages_says_what_that_means(
         assert "countersign chat" in out
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_joining_an_empty_league_counts_one_member(cli, database_url, capsys):
     from countersign.domain.club.roster import Roster
     from countersign.infrastructure.bootstrap import bootstrap

@@ -261,6 +261,7 @@ def test_show_says_the_policy_changed_in_english_and_french(cli, run, orders):
     assert cli("show", proposal_id, "--as", NOAH)["policy_changed"] is True
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_policy_amounts_read_in_the_clubs_currency(run):
     """``policy show`` and ``policy set`` said "above 10000 cents": an operator had to count
     the zeros. They read the threshold as the approval policies page does, in the club's

@@ -138,6 +138,7 @@ def _set(run, email: str, permissions: str, *more: str) -> tuple[int, str, str]:
     return run(*argv, "--permissions", permissions, *more)
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_set_permissions_from_the_command_line_in_english_and_french(run):
     assert run("seed")[0] == 0
     assert _set(run, BEN, "audit.read, members.manage") == (
@@ -158,6 +159,7 @@ def test_set_permissions_from_the_command_line_in_english_and_french(run):
     assert _set(run, BEN, "")[1] == "ben@granite.example already held no permission.\n"
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_a_refused_change_exits_4_saying_why_on_stderr(run):
     assert run("seed")[0] == 0
     code, out, err = _set(run, BEN, "audit.read,nope", "--language", "fr")

@@ -481,6 +481,7 @@ def _cli(database_url: str, capsys: pytest.CaptureFixture[str], *argv: str, stat
     return json.loads(out)
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_the_command_line_proposes_shows_and_approves_a_move(database_url, capsys):
     seeded = _cli(database_url, capsys, "seed")
     roster = seeded["rosters"]["granite"]

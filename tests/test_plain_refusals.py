@@ -226,6 +226,7 @@ def test_the_manager_reads_a_refusal_in_plain_words_in_the_chat(stand_in, langua
     assert "destination" not in shown
 
 
+@pytest.mark.usefixtures("seeded_database")  # seed runs on a copy of the seeded template
 def test_a_refused_propose_on_the_command_line_reads_plainly_and_json_keeps_the_fields(
     database_url, capsys
 ):
