@@ -452,12 +452,18 @@ def test_a_database_file_another_process_holds_is_not_called_something_else(
     )
 
 
+#: The server process is started as uvicorn's supervisor starts one (spawned); only the child
+#: imports the server, as under ``serve --workers``: imported in the parent too, it cost this
+#: test a second import of the whole application (half its time on the loaded machine).
 _SERVER_PROCESS = """
 import multiprocessing
-from countersign.infrastructure.server import create_app
+
+def serve():
+    from countersign.infrastructure.server import create_app
+    create_app()
 
 if __name__ == "__main__":
-    child = multiprocessing.get_context("spawn").Process(target=create_app)
+    child = multiprocessing.get_context("spawn").Process(target=serve)
     child.start()
     child.join()
     raise SystemExit(child.exitcode)
