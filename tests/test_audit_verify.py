@@ -261,6 +261,8 @@ def test_an_untouched_store_verifies_and_counts_every_proposal_and_event(cs, sto
         "first_broken_link": None,
         "broken_proposals": 0,
         "broken_links": [],
+        "malformed_keys": [],
+        "malformed_key_count": 0,
         "snapshots": {"ok": True, "checked": 0, "not_as_events": 0, "differences": []},
     }
     assert _verify(cs) == expected  # before the audit trail exists: the chain alone
@@ -278,6 +280,8 @@ def test_the_cli_verifies_an_untouched_store(cs, story, database_url, capsys):
         "first_broken_link": None,
         "broken_proposals": 0,
         "broken_links": [],
+        "malformed_keys": [],
+        "malformed_key_count": 0,
         "snapshots": {"ok": True, "checked": 0, "not_as_events": 0, "differences": []},
     }
     # It caught the audit trail up first: every event now has its audited link.
@@ -426,9 +430,12 @@ def test_every_problem_the_check_can_name_has_words_in_english_and_french():
     assert set(audit_words.LINK_PROBLEMS) == set(PROBLEMS)
     for code, english in PROBLEMS.items():
         said = audit_words.LINK_PROBLEMS[code]
-        assert said.text("en", error="KeyError") == english.format(error="KeyError")
+        # (a malformed key's words name its log position and stored value too)
+        fields = {"error": "KeyError", "position": 7, "value": "'zz'"}
+        assert said.text("en", **fields) == english.format(**fields)
         assert said.fr not in ("", said.en)
-        assert said.text("fr", error="KeyError").count("KeyError") == english.count("{error}")
+        assert said.text("fr", **fields).count("KeyError") == english.count("{error}")
+        assert said.text("fr", **fields).count("'zz'") == english.count("{value}")
 
 
 def test_an_envelope_edit_the_chain_does_not_cover_is_found_by_replaying(cs, story):

@@ -50,6 +50,7 @@ from countersign.domain.contracts.presentation import Localized
 from countersign.domain.seals import SealKeys, plain_key_id
 from countersign.infrastructure.audit import anchor_words as words
 from countersign.infrastructure.audit.stream_lines import StreamLine, read_line, stream_lines
+from countersign.infrastructure.persistence import stored_keys
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.proposal_heads import ProposalHeads
 from countersign.infrastructure.persistence.sql import SqlDatabase
@@ -98,6 +99,8 @@ def make_anchor(
     proposals, then the other streams): its head position, the number of proposals anchored,
     and of the other streams and their events."""
     head = app.recorder.max_notification_id() or 0
+    # An event whose key is no key would be left out unsaid: StoredKeyError, nothing written.
+    stored_keys.refuse_malformed(sql, head)
     reader = ProposalHeads(sql, head)
     count = reader.count()
     header = {

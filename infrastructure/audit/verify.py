@@ -41,6 +41,7 @@ from countersign.infrastructure.audit.anchor_check import AnchorReport
 from countersign.infrastructure.audit.seals import SealReport
 from countersign.infrastructure.audit.snapshot_check import SnapshotReport, check_snapshots
 from countersign.infrastructure.identity.passkeys import assertion_problem
+from countersign.infrastructure.persistence import stored_keys
 from countersign.infrastructure.persistence.app import CountersignApplication
 from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
@@ -76,6 +77,8 @@ class VerifyReport:
     #: plug-in's aggregates while it is not enabled): not checked, said.
     unread: dict[str, int] = field(default_factory=dict)
     broken: list[dict[str, Any]] = field(default_factory=list)
+    #: Stored events whose key is no key (stored_keys.py), in the log's order: in no stream.
+    malformed: list[dict[str, Any]] = field(default_factory=list)
     #: What the seals showed, with seal keys configured (None: not checked).
     seals: SealReport | None = None
     #: What the store showed against an anchor (``--anchor``; None: none given).
@@ -87,6 +90,7 @@ class VerifyReport:
     def ok(self) -> bool:
         return (
             not self.broken
+            and not self.malformed
             and (self.seals is None or self.seals.ok)
             and (self.anchor is None or self.anchor.ok)
             and (self.snapshots is None or self.snapshots.ok)
@@ -109,6 +113,9 @@ class VerifyReport:
             # Each broken proposal's first broken link, in the log's order (the first
             # ``LISTED``: a store broken throughout would otherwise be a document as large).
             "broken_links": self.broken[:LISTED],
+            # Events in no stream (or at no place in one): each's log position (``LISTED``).
+            "malformed_keys": self.malformed[:LISTED],
+            "malformed_key_count": len(self.malformed),
             **seals,
         }
 
@@ -133,6 +140,12 @@ PROBLEMS: dict[str, str] = {
     "assertion_unreadable": "the passkey assertion is unreadable",
     "assertion_not_bound": "the passkey assertion does not bind this proposal's digest",
     "signature_invalid": "the passkey signature does not verify against the registered key",
+    # A stored event's key that is no key (``malformed_keys``: stored_keys.py), at ``{position}``
+    # of the log, its stored value ``{value}`` shown safely.
+    "originator_id_malformed": "the stored event at log position {position} has a stream id "
+    "that is not a UUID ({value})",
+    "originator_version_malformed": "the stored event at log position {position} has a "
+    "version that is not a whole number from 1 ({value})",
 }
 
 #: How many broken proposals a report names (``VerifyReport.to_json``).
@@ -332,11 +345,11 @@ def _proposal_ids(
     proposals = tuple(topic.rpartition(".")[0] + "." for topic in stored_topics(Proposal, ["x"]))
     start = 1
     while True:
-        batch = _log_page(sql, start, 1000)
+        batch = _log_page(sql, start, 1000, report)
         for _position, originator_id, topic in batch:
             is_proposal = topic.startswith(proposals)
-            if not is_proposal and topic_allowed(topic):
-                continue
+            if originator_id is None or (not is_proposal and topic_allowed(topic)):
+                continue  # no stream's (listed as malformed), or not one to check
             stream_id = originator_id
             if stream_id in seen:
                 continue
@@ -361,19 +374,39 @@ def _proposal_ids(
             yield UUID(audited_id)
 
 
-def _log_page(sql: SqlDatabase, start: int, limit: int) -> list[tuple[int, UUID, str]]:
+def _log_page(
+    sql: SqlDatabase, start: int, limit: int, report: VerifyReport
+) -> list[tuple[int, UUID | None, str]]:
     """The log from position ``start``: each event's position, stream and topic, never its
     state (one a writer emptied would stop the library's read of the whole page here; the
-    stream's own check names it)."""
+    stream's own check names it). An event whose key is no key is listed in ``report``
+    (its stream None where its id is no UUID: it is in no stream)."""
     table = POSTGRES_EVENTS if sql.is_postgres else SQLITE_EVENTS
     at = "notification_id" if sql.is_postgres else "rowid"
     with sql.reading() as cursor:
         rows = cursor.execute(
-            f"SELECT {at}, originator_id, topic FROM {table} WHERE {at} >= ? "
-            f"ORDER BY {at} LIMIT {int(limit)}",
+            f"SELECT {at}, originator_id, originator_version, topic FROM {table} "
+            f"WHERE {at} >= ? ORDER BY {at} LIMIT {int(limit)}",
             (start,),
         ).fetchall()
-    return [(int(at_), UUID(str(raw_id)), str(topic)) for at_, raw_id, topic in rows]
+    page: list[tuple[int, UUID | None, str]] = []
+    for raw_at, raw_id, raw_version, topic in rows:
+        position, stream = int(raw_at), None
+        try:
+            stream = stored_keys.stream_id(raw_id, position)
+            stored_keys.version(raw_version, position)
+        except stored_keys.StoredKeyError as malformed:
+            fields = {"position": str(position), "value": malformed.value}
+            report.malformed.append(
+                {
+                    "log_position": position,
+                    "code": malformed.code,
+                    "value": malformed.value,
+                    "problem": PROBLEMS[malformed.code].format(**fields),
+                }
+            )
+        page.append((position, stream, str(topic)))
+    return page
 
 
 def _proposal_shaped(app: CountersignApplication, stream_id: UUID) -> bool:
@@ -415,4 +448,6 @@ class AuditedLinks:
             rows = cursor.execute(
                 "SELECT version, chain FROM audit_events WHERE proposal_id = ?", (str(proposal_id),)
             ).fetchall()
-        return {int(version): str(chain) for version, chain in rows}
+        # A copy of a version that is no whole number (SQLite's column holds one a writer put
+        # there) is no link's: the event's own is checked, and its key named (malformed_keys).
+        return {version: str(chain) for version, chain in rows if type(version) is int}

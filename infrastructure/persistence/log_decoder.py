@@ -24,6 +24,7 @@ from typing import Any
 from uuid import UUID, SafeUUID
 
 import orjson
+from countersign.infrastructure.persistence import stored_keys
 from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.persistence.stored_events import (
     is_domain_class,
@@ -215,7 +216,10 @@ class ProjectionDecoder:
                 if originator_id is None:
                     originator_id = self._originator_id(stored_id)
                 state["originator_id"] = originator_id
-                state["originator_version"] = entry.originator_version
+                version = entry.originator_version
+                if type(version) is not int or version < 1:
+                    raise _UseMapper  # no key (stored_keys.py): refused below
+                state["originator_version"] = version
                 event: Any = _new_object(kind.cls)
                 kind.set_dict(event, state)
                 return event
@@ -303,12 +307,14 @@ class _Kind:
 def _notification(entry: LogEntry | Notification) -> Notification:
     """The library's notification for a log entry (its originator id as a UUID)."""
     if isinstance(entry, Notification):
+        stored_keys.version(entry.originator_version, entry.id)
         return entry
-    originator_id = entry.originator_id
+    # A key a writer made no key (stored_keys.py) stops the projection at this event, as any
+    # event that does not decode: named with its position, skippable.
     return Notification(
         id=entry.id,
-        originator_id=originator_id if isinstance(originator_id, UUID) else UUID(originator_id),
-        originator_version=entry.originator_version,
+        originator_id=stored_keys.stream_id(entry.originator_id, entry.id),
+        originator_version=stored_keys.version(entry.originator_version, entry.id),
         topic=entry.topic,
         state=entry.state,
     )

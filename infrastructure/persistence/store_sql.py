@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from countersign.infrastructure.persistence import stored_keys
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteAggregateRecorder
@@ -45,20 +46,27 @@ def select_events(
                 )
                 for r in cursor.fetchall()
             ]
-    return [
-        (
-            kind == 0,
-            StoredEvent(
-                originator_id=UUID(str(originator_id)),
-                originator_version=int(version),
-                topic=topic,
-                # A state a writer emptied (NULL) reads as no state, which no event decodes
-                # from: named as the damaged record it is, never a crash of the read.
-                state=b"" if state is None else bytes(state),
-            ),
-        )
-        for kind, originator_id, version, topic, state in rows
-    ]
+    try:
+        return [
+            (
+                kind == 0,
+                StoredEvent(
+                    originator_id=UUID(str(originator_id)),
+                    # A version a writer made no whole number from 1 (SQLite's 1.5 or "x",
+                    # either's -1) is a damaged record, never read as another (1.5 as 1).
+                    originator_version=stored_keys.version(version),
+                    topic=topic,
+                    # A state a writer emptied (NULL) reads as no state, which no event
+                    # decodes from: named as the damaged record it is, never a crash.
+                    state=b"" if state is None else bytes(state),
+                ),
+            )
+            for kind, originator_id, version, topic, state in rows
+        ]
+    except stored_keys.StoredKeyError as error:
+        from countersign.infrastructure.persistence.stored_events import _corrupt
+
+        raise _corrupt([*(i for i, _ in after), *cold], error) from None
 
 
 def select_statement(

@@ -110,7 +110,7 @@ class ProjectionRunner:
         # from the recorder's plain log rows: the read and decode cost half of what they did.
         self.decode_event = ProjectionDecoder(app.mapper)
         select_log = getattr(app.recorder, "select_log", None)
-        self._read_log: Callable[[int, int], Sequence[Entry]] = select_log or (
+        self.read_log: Callable[[int, int], Sequence[Entry]] = select_log or (
             lambda after, limit: app.recorder.select_notifications(after + 1, limit=limit)
         )
         #: What this process knows to be in place already (``TablesInPlace``): with it, the
@@ -368,7 +368,7 @@ class ProjectionRunner:
                 progress(processed)
 
     def _select(self, position: int) -> Sequence[Entry]:
-        return self._read_log(position, self.batch_size)
+        return self.read_log(position, self.batch_size)
 
     def rebuild(
         self, progress: Callable[[int], None] | None = None, *, parallel: bool | None = None

@@ -43,6 +43,7 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
     """Write the anchor to ``--out`` (a new file: an anchor is kept, never replaced) or to
     stdout, and say on stderr what it holds."""
     from countersign.infrastructure.audit.anchor import AnchorChangedError, make_anchor
+    from countersign.infrastructure.persistence.stored_keys import StoredKeyError
 
     keys, language = cs.settings.seal_keys, args.language
     progress = Progress(
@@ -52,6 +53,14 @@ def cmd_audit_anchor(cs: Countersign, args: argparse.Namespace) -> Result:
     try:
         with _output(out_path, language) as out:
             made = make_anchor(cs.app, cs.sql, keys, out, cs.clock.now(), progress.advance)
+    except StoredKeyError as malformed:
+        # A stored event in no stream (or at no place in one): the anchor would leave it out
+        # unsaid. Nothing is kept (a --out file is removed); audit verify lists every one.
+        from countersign.infrastructure.entrypoints.cli import key_words
+
+        problem = key_words.problem(malformed.code, malformed.position, malformed.value)
+        refused = key_words.NO_ANCHOR.filled(problem=problem)
+        raise UsageError(refused.en, refused.fr) from None
     except AnchorChangedError as changed:
         # Answered as busy (exit 1, "try again"): what was written has no integrity line, and
         # is refused as incomplete; a --out file is removed.

@@ -272,6 +272,18 @@ LINK_PROBLEMS = {
         "the passkey signature does not verify against the registered key",
         "la signature de la clé d'accès ne se vérifie pas avec la clé enregistrée",
     ),
+    # A stored event's key that is no key (``malformed_keys``; lines of its own: key_words.py).
+    "originator_id_malformed": Localized(
+        "the stored event at log position {position} has a stream id that is not a UUID ({value})",
+        "l'événement enregistré à la position {position} du journal a un identifiant de flux "
+        "qui n'est pas un UUID ({value})",
+    ),
+    "originator_version_malformed": Localized(
+        "the stored event at log position {position} has a version that is not a whole number "
+        "from 1 ({value})",
+        "l'événement enregistré à la position {position} du journal a une version qui n'est pas "
+        "un nombre entier à partir de 1 ({value})",
+    ),
 }
 
 # -- the anchor -------------------------------------------------------------------------------

@@ -106,7 +106,9 @@ def cmd_projections_skip(cs: Countersign, args: argparse.Namespace) -> Result:
     # dropped an earlier release's audit trail, and stopped at a later release's).
     [runner] = cs.projection_runners(["audit_trail"], set_up=False)
     position = max(1, args.position)
-    found = cs.app.recorder.select_notifications(position, limit=1)
+    # The log's row as the runners read it (an id that is no UUID stopped the library's
+    # read with a traceback: persistence/stored_keys.py).
+    found = runner.read_log(position - 1, 1)
     notification = found[0] if found else None
     try:
         skip = skips.record(
@@ -249,7 +251,10 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
         more += anchors.anchor_summary(anchored, language)
     if report["ok"]:
         return report, verify_texts.verified(report, more, language)
-    lines = verify_texts.broken_text(report, language)
+    from countersign.infrastructure.entrypoints.cli.key_words import malformed_text
+
+    # An event in no stream first: the gap it leaves in its stream is named after it.
+    lines = malformed_text(report, language) + verify_texts.broken_text(report, language)
     if seals is not None and not seals["ok"]:
         lines.append(verify_texts.seal_faults_text(seals, language))
     if anchored is not None and not anchored["ok"]:
