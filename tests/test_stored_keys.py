@@ -275,3 +275,65 @@ def test_another_proposals_review_page_of_the_same_club_still_opens(cs, seeded, 
     main = _main(page)
     assert "Awaiting approval" in main
     assert f'action="/proposals/{pending}/approve"' in main
+
+
+@pytest.mark.parametrize(
+    ("column", "values"), [("originator_id", ("zz", "zy")), ("originator_version", (0, -3))]
+)
+def test_an_event_with_a_malformed_key_added_after_the_anchor(
+    cs, seeded, run, tmp_path, column, values
+):
+    """The anchor's check of what was added since reads the keys of the events after it:
+    such an event is named as above, the check goes on, no traceback."""
+    if column == "originator_id":
+        _sqlite_only(cs)
+    anchor = tmp_path / "before.jsonl"
+    assert run("audit", "anchor", "--out", str(anchor))[0] == 0
+    damaged, _pending = _decided_and_pending(cs, seeded)
+    for version, value in zip((1, 3), values, strict=True):
+        position = _position(cs, damaged, version)
+        _set(cs, column, value, position)
+
+    code, document = _verify(run, anchor)
+
+    assert code == 5, document
+    assert len(document["malformed_keys"]) == 2
+    for argv in (("audit", "verify", "--anchor", str(anchor)), ("audit", "verify")):
+        code, out, err = run(*argv)
+        assert code == 5
+        _no_traceback(out, err)
+        assert f"  the stored event at log position {position} has a " in err
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("originator_id", "0z"), ("originator_version", "x"), ("originator_version", 0)],
+    ids=["id", "text-version", "zero-version"],
+)
+def test_an_anchored_club_stream_whose_event_key_is_no_key(
+    cs, seeded, run, tmp_path, column, value
+):
+    """Another stream's event (the club's last) changed so after the anchor: the check of the
+    anchored streams (their events read by id, a removed one's stream by its last version)
+    names the stream as changed, the event by its position; no traceback."""
+    if column == "originator_id" or isinstance(value, str):
+        _sqlite_only(cs)
+    anchor = tmp_path / "before.jsonl"
+    assert run("audit", "anchor", "--out", str(anchor))[0] == 0
+    club = str(Organization.create_id("granite"))
+    [(last,)] = _sql(
+        cs, "SELECT MAX(originator_version) FROM {table} WHERE originator_id=?", UUID(club)
+    )
+    position = _position(cs, club, last)
+    _set(cs, column, value, position)
+
+    code, document = _verify(run, anchor)
+
+    assert code == 5, document
+    assert [m["log_position"] for m in document["malformed_keys"]] == [position]
+    assert club in json.dumps(document["anchor"])
+    code, out, err = run("audit", "verify", "--anchor", str(anchor))
+    assert code == 5
+    _no_traceback(out, err)
+    assert f"  the stored event at log position {position} has a " in err
+    assert f"Organization stream {club}: " in err

@@ -23,6 +23,7 @@ from uuid import UUID
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.anchor import LISTED, Anchor, entries
 from countersign.infrastructure.audit.stream_lines import StreamLine, names
+from countersign.infrastructure.persistence import stored_keys
 from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import stored_topics
@@ -146,13 +147,18 @@ class _Reader:
                 [*params, *self.topics],
             ).fetchall()
         for raw_id, version, at in rows:
+            try:
+                stream = stored_keys.stream_id(raw_id)
+                stored_keys.version(version)
+            except stored_keys.StoredKeyError:
+                continue  # in no stream, or at no place in one: named by ``malformed_keys``
             held = anchored.get(raw_id)
             if held is not None and version <= held[0]:
                 continue
             found.take(
                 {
                     "log_position": int(at),
-                    "stream_id": str(UUID(str(raw_id))),
+                    "stream_id": str(stream),
                     "kind": None if held is None else held[1],
                     "version": int(version),
                     "event": "?",

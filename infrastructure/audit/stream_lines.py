@@ -209,8 +209,12 @@ class StreamCheck:
         return None
 
     def _missing(self, version: int, line: StreamLine) -> dict[str, Any]:
-        last = list(self.app.recorder.select_events(line.stream_id, desc=True, limit=1))
-        stored_version = last[0].originator_version if last else None
+        held = self._held.get(line.stream_id)
+        if held is not None:  # its events whose version is one (events_of; stored_keys.py)
+            stored_version = max(held, default=None)
+        else:
+            last = list(self.app.recorder.select_events(line.stream_id, desc=True, limit=1))
+            stored_version = last[0].originator_version if last else None
         if stored_version is None:
             return {
                 "problem": "removed",

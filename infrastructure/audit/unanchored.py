@@ -24,6 +24,7 @@ from uuid import UUID
 
 from countersign.domain.proposal import Proposal
 from countersign.infrastructure.audit.stream_lines import names
+from countersign.infrastructure.persistence import stored_keys
 from countersign.infrastructure.persistence.presence import POSTGRES_EVENTS, SQLITE_EVENTS
 from countersign.infrastructure.persistence.sql import SqlDatabase
 from countersign.infrastructure.persistence.stored_events import stored_topics
@@ -169,7 +170,10 @@ class _Reader:
                 f"{self._window}{self._first}ORDER BY e.{self.position}",
                 (low, high, *self.topics, self.anchored, self.anchored),
             ).fetchall()
-        return [(UUID(str(row[0])), int(row[1]), _kind(str(row[2]))) for row in rows]
+        # An event whose key is no key is in no stream: counted above, and named by the
+        # check of the whole log (``malformed_keys``), not listed here as a stream's first.
+        keyed = (_keyed(row) for row in rows)
+        return [(k[0], k[1], _kind(str(k[2]))) for k in keyed if k is not None]
 
     def counts(self, ids: list[UUID], head: int) -> dict[UUID, tuple[int, int]]:
         """For each of these proposals, its events after the anchor up to ``head``: how many,
@@ -184,9 +188,20 @@ class _Reader:
                 f"AND {self.position} > ? AND {self.position} <= ? GROUP BY originator_id",
                 (*keys, self.anchored, head),
             ).fetchall()
-        return {UUID(str(row[0])): (int(row[1]), int(row[2])) for row in rows}
+        keyed = (_keyed(row, 2) for row in rows)  # (id, count, version) where a key
+        return {k[0]: (int(k[1]), k[2]) for k in keyed if k is not None}
 
 
 def _kind(topic: str) -> str:
     kind = names(topic)[0]
     return kind if kind.isidentifier() and len(kind) <= 100 else "?"
+
+
+def _keyed(row: Any, at: int = 1) -> tuple[Any, ...] | None:
+    """A row with its stream id a UUID and its version (``row[at]``) a whole number from 1,
+    or None where either is no key (stored_keys.py)."""
+    try:
+        key = stored_keys.stream_id(row[0]), stored_keys.version(row[at])
+    except stored_keys.StoredKeyError:
+        return None
+    return (key[0], *row[1:at], key[1], *row[at + 1 :])

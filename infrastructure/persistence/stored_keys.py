@@ -83,13 +83,15 @@ def refuse_malformed(sql: SqlDatabase, head: int) -> None:
             "OR typeof(originator_id) != 'text' OR length(originator_id) != 32 "
             "OR originator_id GLOB '*[^0-9a-f]*')"
         )
-        at, table = "rowid", SQLITE_EVENTS
+        # "+rowid": the primary key's covering index is scanned, not the table with its
+        # states (100,000 events: 0.14 to 0.44 s, the 2-core machine at a load of 8 to 13).
+        at, table = "+rowid", SQLITE_EVENTS
     with sql.reading() as cursor:
         rows = cursor.execute(
             f"SELECT {at}, originator_id, originator_version FROM {table} "
-            f"WHERE {where} AND {at} <= ? ORDER BY {at}",
+            f"WHERE {where} AND {at} <= ?",
             (head,),
         ).fetchall()
-    for position, raw_id, raw_version in rows:
+    for position, raw_id, raw_version in sorted(rows, key=lambda row: int(row[0])):
         stream_id(raw_id, int(position))
         version(raw_version, int(position))
