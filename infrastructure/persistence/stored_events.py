@@ -84,6 +84,18 @@ def topic_allowed(topic: str) -> bool:
     return topic.startswith(ALLOWED_TOPIC_PREFIXES)
 
 
+def names_no_class(topic: str) -> bool:
+    """Whether a topic of the allowed packages names no class (a writer's edit: its event
+    can never be read); False for any other topic (a plug-in's not enabled, say)."""
+    if not topic_allowed(topic):
+        return False
+    try:
+        resolve_topic(topic)
+    except Exception:
+        return True
+    return False
+
+
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 
 

@@ -22,7 +22,7 @@ from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import database_unavailable
-from countersign.infrastructure.projection_engine import skips
+from countersign.infrastructure.projection_engine import skips, stops
 from countersign.infrastructure.projection_engine.codecs import _SQL_TYPES
 from countersign.infrastructure.projection_engine.heap import frozen_heap
 from countersign.infrastructure.projection_engine.in_flight import InFlight
@@ -251,7 +251,7 @@ class ProjectionRunner:
     ) -> list[tuple[Entry, Any]]:
         """The next batch after ``position``; only events some handler wants are decoded
         (the others still advance the position: their event is None)."""
-        wanted = wanted or self.projection.handles_topic
+        wanted = wanted or self._wants
         notifications = self._select(position)
         return [(n, self._decode(n) if wanted(n.topic) else None) for n in notifications]
 
@@ -350,7 +350,7 @@ class ProjectionRunner:
         once per topic."""
         handler: Callable[[Any, int, Any], None] | None = self._handlers.get(topic, _UNKNOWN)
         if handler is _UNKNOWN:
-            handler = self._handlers[topic] = self.projection.handler_for(topic)
+            handler = self._handlers[topic] = stops.handler_of(self.projection, topic)
         return handler
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:

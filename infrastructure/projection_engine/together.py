@@ -23,7 +23,7 @@ from countersign.infrastructure.persistence.unavailable import (
     timed_out,
     unavailable_reason,
 )
-from countersign.infrastructure.projection_engine import held_locks, skips
+from countersign.infrastructure.projection_engine import held_locks, skips, stops
 from countersign.infrastructure.projection_engine.in_flight import InFlight
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.releases import overtaken, own_tables
@@ -147,7 +147,7 @@ def _rebuild_separately(
     """Runners on different databases: each decoded batch is applied to each in turn."""
 
     def wanted(topic: str) -> bool:
-        return any(runner.projection.handles_topic(topic) for runner in runners)
+        return any(stops.handler_of(runner.projection, topic) is not None for runner in runners)
 
     position = total = 0
     while decoded := runners[0].read(position, wanted):
@@ -338,7 +338,7 @@ def _decode_chunk(
         try:
             wanted = handlers[topic]
         except KeyError:
-            found = tuple(runner.projection.handler_for(topic) for runner in runners)
+            found = tuple(stops.handler_of(runner.projection, topic) for runner in runners)
             wanted = handlers[topic] = None if found.count(None) == len(found) else found
         if wanted is None:
             continue
