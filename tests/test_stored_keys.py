@@ -21,7 +21,7 @@ import pytest
 from countersign.domain.club.organization import Organization
 from countersign.infrastructure.bootstrap import Countersign
 
-from tests.conftest import AVA
+from tests.conftest import AVA, BACKENDS
 from tests.support.proposing import propose
 from tests.test_audit_anchor import _verify, run
 from tests.test_audit_verify import _sql
@@ -58,9 +58,21 @@ def _decided_and_pending(cs: Countersign, seeded: Any) -> tuple[str, str]:
     return damaged, pending
 
 
-def _sqlite_only(cs: Countersign) -> None:
-    if cs.database.kind != "sqlite":
-        pytest.skip("PostgreSQL's originator_id column is uuid-typed: it cannot hold one")
+def on(names: str, rows: list[tuple[Any, ...]], ids: list[str]) -> pytest.MarkDecorator:
+    """Each case on the backends its value fits (a row's first item; the backends this run
+    tests among them), not on every backend with a skip where the column cannot hold it:
+    PostgreSQL's ``originator_id`` is uuid-typed (no "zz"), its version bigint (no "x")."""
+    kept = [(row, name) for row, name in zip(rows, ids, strict=True) if row[0] in BACKENDS]
+    return pytest.mark.parametrize(
+        f"database_url,{names}" if names else "database_url",
+        [row if names else row[0] for row, _ in kept],
+        ids=[f"{row[0]}-{name}" for row, name in kept],
+        indirect=["database_url"],
+    )
+
+
+#: A test whose damage only SQLite's columns can hold.
+SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 def _no_traceback(*texts: str) -> None:
@@ -69,8 +81,8 @@ def _no_traceback(*texts: str) -> None:
         assert "Internal error. Reference" not in text
 
 
+@SQLITE_ONLY
 def test_an_event_whose_stream_id_is_not_a_uuid_is_named_by_verify(cs, seeded, run, tmp_path):
-    _sqlite_only(cs)
     damaged, pending = _decided_and_pending(cs, seeded)
     anchor = tmp_path / "before.jsonl"
     assert run("audit", "anchor", "--out", str(anchor))[0] == 0
@@ -119,10 +131,10 @@ def test_an_event_whose_stream_id_is_not_a_uuid_is_named_by_verify(cs, seeded, r
     assert pending != damaged
 
 
+@SQLITE_ONLY
 def test_an_anchor_is_not_made_of_a_log_with_a_stream_id_that_is_not_a_uuid(
     cs, seeded, run, tmp_path
 ):
-    _sqlite_only(cs)
     damaged, _pending = _decided_and_pending(cs, seeded)
     position = _position(cs, damaged, 3)
     _set(cs, "originator_id", "x" * 500, position)
@@ -144,15 +156,19 @@ def test_an_anchor_is_not_made_of_a_log_with_a_stream_id_that_is_not_a_uuid(
     assert f"l'événement enregistré à la position {position} du journal" in err
 
 
-BAD_VERSIONS = {"sqlite": ["x", 0, -1, 1.5], "postgres": [0, -1]}
-
-
-@pytest.mark.parametrize("index", range(4))
-def test_an_event_whose_version_is_no_positive_whole_number(cs, seeded, run, tmp_path, index):
-    values = BAD_VERSIONS["sqlite" if cs.database.kind == "sqlite" else "postgres"]
-    if index >= len(values):
-        pytest.skip("PostgreSQL's originator_version column is bigint: no text, no decimal")
-    value = values[index]
+@on(
+    "value",
+    [
+        ("sqlite", "x"),
+        ("sqlite", 0),
+        ("sqlite", -1),
+        ("sqlite", 1.5),
+        ("postgres", 0),
+        ("postgres", -1),
+    ],
+    ["text", "zero", "negative", "decimal", "zero", "negative"],
+)
+def test_an_event_whose_version_is_no_positive_whole_number(cs, seeded, run, tmp_path, value):
     damaged, pending = _decided_and_pending(cs, seeded)
     position = _position(cs, damaged)
     _set(cs, "originator_version", value, position)
@@ -202,13 +218,19 @@ def test_an_event_whose_version_is_no_positive_whole_number(cs, seeded, run, tmp
         assert pending in out
 
 
-@pytest.mark.parametrize("column", ["originator_id", "originator_version"])
+@on(
+    "column",
+    [
+        ("sqlite", "originator_id"),
+        ("sqlite", "originator_version"),
+        ("postgres", "originator_version"),
+    ],
+    ["id", "version", "version"],
+)
 def test_the_projections_stop_at_an_event_with_a_malformed_key_and_a_skip_passes_it(
     cs, seeded, run, column
 ):
     value = "zz" if column == "originator_id" else -1
-    if column == "originator_id":
-        _sqlite_only(cs)
     damaged, pending = _decided_and_pending(cs, seeded)
     position = _position(cs, damaged)
     _set(cs, column, value, position)
@@ -255,16 +277,20 @@ def test_a_topic_that_names_no_class_is_named_safely_everywhere(cs, seeded, run,
     assert f"stopped at notification {position} (Proposal.Nope of {damaged})" in err
 
 
-@pytest.mark.parametrize(
-    ("column", "value"),
-    [("originator_id", "zz"), ("originator_version", -1), ("topic", NO_CLASS)],
-    ids=["id", "version", "topic"],
+@on(
+    "column,value",
+    [
+        ("sqlite", "originator_id", "zz"),
+        ("sqlite", "originator_version", -1),
+        ("postgres", "originator_version", -1),
+        ("sqlite", "topic", NO_CLASS),
+        ("postgres", "topic", NO_CLASS),
+    ],
+    ["id", "version", "version", "topic", "topic"],
 )
 def test_another_proposals_review_page_of_the_same_club_still_opens(cs, seeded, column, value):
     from tests.test_web_pages import _main, web_for
 
-    if column == "originator_id":
-        _sqlite_only(cs)
     damaged, pending = _decided_and_pending(cs, seeded)
     web = web_for(cs, seeded)
     _set(cs, column, value, _position(cs, damaged))
@@ -278,16 +304,20 @@ def test_another_proposals_review_page_of_the_same_club_still_opens(cs, seeded, 
     assert f'action="/proposals/{pending}/approve"' in main
 
 
-@pytest.mark.parametrize(
-    ("column", "values"), [("originator_id", ("zz", "zy")), ("originator_version", (0, -3))]
+@on(
+    "column,values",
+    [
+        ("sqlite", "originator_id", ("zz", "zy")),
+        ("sqlite", "originator_version", (0, -3)),
+        ("postgres", "originator_version", (0, -3)),
+    ],
+    ["id", "version", "version"],
 )
 def test_an_event_with_a_malformed_key_added_after_the_anchor(
     cs, seeded, run, tmp_path, column, values
 ):
     """The anchor's check of what was added since reads the keys of the events after it:
     such an event is named as above, the check goes on, no traceback."""
-    if column == "originator_id":
-        _sqlite_only(cs)
     anchor = tmp_path / "before.jsonl"
     assert run("audit", "anchor", "--out", str(anchor))[0] == 0
     damaged, _pending = _decided_and_pending(cs, seeded)
@@ -306,10 +336,15 @@ def test_an_event_with_a_malformed_key_added_after_the_anchor(
         assert f"  the stored event at log position {position} has a " in err
 
 
-@pytest.mark.parametrize(
-    ("column", "value"),
-    [("originator_id", "0z"), ("originator_version", "x"), ("originator_version", 0)],
-    ids=["id", "text-version", "zero-version"],
+@on(
+    "column,value",
+    [
+        ("sqlite", "originator_id", "0z"),
+        ("sqlite", "originator_version", "x"),
+        ("sqlite", "originator_version", 0),
+        ("postgres", "originator_version", 0),
+    ],
+    ["id", "text-version", "zero-version", "zero-version"],
 )
 def test_an_anchored_club_stream_whose_event_key_is_no_key(
     cs, seeded, run, tmp_path, column, value
@@ -317,8 +352,6 @@ def test_an_anchored_club_stream_whose_event_key_is_no_key(
     """Another stream's event (the club's last) changed so after the anchor: the check of the
     anchored streams (their events read by id, a removed one's stream by its last version)
     names the stream as changed, the event by its position; no traceback."""
-    if column == "originator_id" or isinstance(value, str):
-        _sqlite_only(cs)
     anchor = tmp_path / "before.jsonl"
     assert run("audit", "anchor", "--out", str(anchor))[0] == 0
     club = str(Organization.create_id("granite"))
