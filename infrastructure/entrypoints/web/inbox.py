@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -66,34 +67,17 @@ class InboxPage:
             else:
                 # What the person approved waits on others, in a group of its own; what
                 # they may read but not decide awaits another manager, in another.
-                listed = found.inbox(
+                pending = partial(
+                    found.inbox,
                     scope.organization_id,
                     now,
                     sections=scope.sections,
                     operations=scope.operations,
-                    not_approved_by=user.email,
-                    deciding=scope.decidable,
-                    page=page,
-                    page_size=PAGE_SIZE,
                 )
-                followed = found.inbox(
-                    scope.organization_id,
-                    now,
-                    sections=scope.sections,
-                    operations=scope.operations,
-                    not_approved_by=user.email,
-                    not_deciding=scope.decidable,
-                    page=page,
-                    page_size=PAGE_SIZE,
-                )
-                waiting = found.inbox(
-                    scope.organization_id,
-                    now,
-                    sections=scope.sections,
-                    operations=scope.operations,
-                    approved_by=user.email,
-                    page_size=WAITING_SIZE,
-                )
+                to_decide = partial(pending, not_approved_by=user.email, page=page)
+                listed = to_decide(deciding=scope.decidable, page_size=PAGE_SIZE)
+                followed = to_decide(not_deciding=scope.decidable, page_size=PAGE_SIZE)
+                waiting = pending(approved_by=user.email, page_size=WAITING_SIZE)
                 attention = found.needs_attention(
                     scope.organization_id,
                     sections=scope.sections,
