@@ -47,6 +47,7 @@ from countersign.application.errors import (
     MissingPermissionError,
     parse_id,
 )
+from countersign.application.policy_recheck import OwnBarred, own_barred
 from countersign.domain.club.organization import Member, Organization, Permission
 from countersign.domain.contracts import REGISTRY, AnyContract, declaration, declarations
 from countersign.domain.errors import NotFoundError
@@ -288,9 +289,14 @@ def damaged_or_unknown(
 
 def own_membership(store: Repository, caller: Caller) -> Member:
     """The caller's membership of the organization they act in (NotFoundError without one)."""
+    return membership(own_club(store, caller), caller.email)
+
+
+def own_club(store: Repository, caller: Caller) -> Organization:
+    """The organization the caller acts in, read freshly (NotFoundError without one)."""
     if caller.organization_id is None:
         raise NotFoundError("organization")
-    return member_of(store, caller.organization_id, caller.email)
+    return store.read(caller.organization_id, Organization)
 
 
 def may_read(
@@ -320,6 +326,9 @@ class InboxScope:
     sections: tuple[str, ...] | None
     operations: tuple[str, ...] | None = None
     decidable: tuple[str, ...] = ()
+    barred: OwnBarred | None = None
+    """The caller's own proposals a policy bars them from approving: whatever their
+    operation, they await another manager's decision."""
 
     @property
     def section(self) -> str | None:
@@ -332,9 +341,11 @@ def inbox_scope(
     member: Member,
     section: str | None = None,
     registry: Mapping[str, AnyContract] = REGISTRY,
+    club: Organization | None = None,
 ) -> InboxScope:
     """What the caller may list: ``section`` if they may read it; without one, every section
-    they may read (MissingPermissionError if that is none)."""
+    they may read (MissingPermissionError if that is none). With ``club`` (theirs), which of
+    their own proposals its policies bar them from approving (``InboxScope.barred``)."""
     readable = readable_sections(caller, member, registry)
     assert caller.organization_id is not None  # its member was found there
     organization_id = str(caller.organization_id)
@@ -352,7 +363,20 @@ def inbox_scope(
     decidable = tuple(
         d.kind for d in declarations(registry) if may_decide_as(caller, member, d.permission)
     )
-    return InboxScope(organization_id, listed, readable_operations, decidable)
+    barred = None if club is None else own_barred(club, caller.email)
+    return InboxScope(organization_id, listed, readable_operations, decidable, barred)
+
+
+def own_inbox_scope(
+    store: Repository,
+    caller: Caller,
+    section: str | None = None,
+    registry: Mapping[str, AnyContract] = REGISTRY,
+) -> InboxScope:
+    """``inbox_scope`` in the caller's own club, read once, with which of their own
+    proposals its policies bar them from approving (``InboxScope.barred``)."""
+    club = own_club(store, caller)
+    return inbox_scope(caller, membership(club, caller.email), section, registry, club)
 
 
 def may_decide_as(caller: Caller, member: Member, permission: str) -> bool:

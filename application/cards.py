@@ -82,6 +82,9 @@ class InboxCards:
     policy_changed: frozenset[str] = frozenset()
     """The ids of the pending rows that approving as the reader sends back
     (``ProposalCards.policy_changed``)."""
+    requester_barred: frozenset[str] = frozenset()
+    """The ids of the pending rows the reader requested and may not approve, by the policy
+    frozen with them or the one in force (``ProposalCards.requester_barred``)."""
 
     def card(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """``row`` as its reader is told it: its approvals counted as its card counts them."""
@@ -248,24 +251,28 @@ class ProposalCards:
         """The inbox's rows (projection rows, of ``club``) as ``reader`` is told them: the
         pending ones whose requester the policy in force bars since, with that requester's
         approval counted out (``uncounted``), and those approving as ``reader`` sends back
-        (``policy_changed``), from each row's frozen ``policy`` and, for one frozen under no
-        policy, its ``amount_cents``. No read per card."""
+        (``policy_changed``), and those ``reader`` requested and may not approve
+        (``requester_barred``), from each row's frozen ``policy`` and, for one frozen under
+        no policy, its ``amount_cents``. No read per card."""
         now = self.clock.now()
         counted_rows: dict[str, dict[str, Any]] = {}
         changed: set[str] = set()
+        own_barred: set[str] = set()
         for row in rows:
             status = status_at(str(row.get("status")), row.get("expires_at"), now)
             if status != ProposalStatus.PENDING:
                 continue
             frozen, requester = row.get("policy"), str(row["requested_by"])
             found = _raised_row(row, club)
+            if barred(requester, frozen, found, reader):
+                own_barred.add(str(row["proposal_id"]))
             if found is NOT_RAISED:
                 continue
             if sends_back(requester, frozen, found, reader):
                 changed.add(str(row["proposal_id"]))
             if found.requester_barred and requester in (row.get("approvals") or ()):
                 counted_rows[str(row["proposal_id"])] = counted(row, requester)
-        return InboxCards(counted_rows, frozenset(changed))
+        return InboxCards(counted_rows, frozenset(changed), frozenset(own_barred))
 
     def unverified(self, proposal: Proposal, status: str) -> Unverified | None:
         """Why ``proposal``'s seals do not vouch for what is stored of it, as its readers

@@ -65,6 +65,30 @@ class Raised:
 NOT_RAISED = Raised()
 
 
+@dataclass(frozen=True)
+class OwnBarred:
+    """Which of ``requester``'s pending proposals a policy bars them from approving
+    (``barred``), as a query selects them: those frozen under a policy that bars the
+    requester, and those of an operation in ``in_force`` above its amount (None: any
+    amount), whose policy in force bars the requester. They decide none of them, and an
+    approval of theirs there no longer counts."""
+
+    requester: str
+    in_force: Mapping[str, int | None]
+
+
+def own_barred(org: Organization, requester: str) -> OwnBarred:
+    """``OwnBarred`` for ``requester`` under ``org``'s policies in force: ``barred`` for
+    every pending proposal of theirs, without reading one (a rule that does not bar the
+    requester asks nothing of them; one that does bars whatever it covers, frozen or not)."""
+    bars = {
+        kind: entry["above_cents"]
+        for kind, entry in org.policies.items()
+        if not entry["requester_may_approve"]
+    }
+    return OwnBarred(requester.strip().lower(), bars)
+
+
 def raised(proposal: Proposal, org: Organization, contract: AnyContract) -> Raised:
     """What the policy ``org`` has in force for the proposal's operation asks of it beyond
     the policy it was frozen under."""

@@ -18,9 +18,10 @@ from countersign.application.authorization import (
     Caller,
     InboxScope,
     decide_permission,
-    inbox_scope,
     may_decide,
     may_read,
+    own_club,
+    own_inbox_scope,
     own_membership,
     read_permissions,
     readable_sections,
@@ -395,18 +396,16 @@ class ProposalAccess:
         return readable_sections(actor, own_membership(self.store, actor), self.registry)
 
     def inbox_scope(self, actor: Caller, section: str | None = None) -> InboxScope:
-        """What the caller may list: ``section`` if they may read it; without one, every
-        section they may read (MissingPermissionError if that is none)."""
-        return inbox_scope(actor, own_membership(self.store, actor), section, self.registry)
+        """What the caller may list, and which of their own proposals a policy bars them
+        from approving (``authorization.own_inbox_scope``)."""
+        return own_inbox_scope(self.store, actor, section, self.registry)
 
     def inbox_cards(self, actor: Caller, rows: Sequence[Mapping[str, Any]]) -> InboxCards:
         """The inbox's rows (projection rows, of the caller's club) as the caller is told
         them (``ProposalCards.inbox_cards``): one read of the club a page, none per card."""
         if not rows:
             return InboxCards()
-        assert actor.organization_id is not None  # listed: its club was read for its scope
-        club = self.store.read(actor.organization_id, Organization)
-        return self.cards.inbox_cards(club, actor.email, rows)
+        return self.cards.inbox_cards(own_club(self.store, actor), actor.email, rows)
 
     # -- what a review reads ------------------------------------------------------------------
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from countersign.application.policy_recheck import OwnBarred
 from countersign.domain.contracts import REGISTRY
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import TableRebuiltError, missing_table
@@ -85,6 +87,7 @@ class ReadModels:
         not_approved_by: str | None = None,
         deciding: Sequence[str] | None = None,
         not_deciding: Sequence[str] | None = None,
+        barred: OwnBarred | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
@@ -93,14 +96,17 @@ class ReadModels:
         one awaits nobody. ``approved_by`` keeps those that person already approved (they
         wait on others), ``not_approved_by`` those they have not. ``deciding`` keeps those of
         these operations (the ones a person may decide), ``not_deciding`` the others (the
-        ones they may only follow)."""
+        ones they may only follow). ``barred``: that person's own proposals a policy bars
+        them from approving, which they do not decide and where their approval no longer
+        counts."""
         page = max(1, page)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
         where += _in_sections("section", section, sections, params, operations)
-        where += _deciding("operation", deciding, not_deciding, params)
-        where += self._approvals("approvals", approved_by, not_approved_by, params)
+        bars = self._barred(barred)
+        where += _deciding("operation", deciding, not_deciding, params, bars)
+        where += self._approvals("approvals", approved_by, not_approved_by, params, bars)
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)
@@ -210,17 +216,19 @@ class ReadModels:
         operations: Sequence[str] | None = None,
         not_approved_by: str | None = None,
         deciding: Sequence[str] | None = None,
+        barred: OwnBarred | None = None,
         overdue_before: datetime | None = None,
     ) -> dict[str, int]:
         """How many proposals await a decision (of ``not_approved_by``: those they have not
         approved yet; with ``deciding``, of those operations alone: the ones they may
-        decide), and how many need attention (with ``overdue_before``, as
-        ``needs_attention`` counts them)."""
+        decide, less their own that ``barred`` bars them from approving), and how many need
+        attention (with ``overdue_before``, as ``needs_attention`` counts them)."""
         awaiting = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         awaiting_params: list[Any] = [organization_id, self._time(now)]
         awaiting += _in_sections("section", section, sections, awaiting_params, operations)
-        awaiting += _deciding("operation", deciding, None, awaiting_params)
-        awaiting += self._approvals("approvals", None, not_approved_by, awaiting_params)
+        bars = self._barred(barred)
+        awaiting += _deciding("operation", deciding, None, awaiting_params, bars)
+        awaiting += self._approvals("approvals", None, not_approved_by, awaiting_params, bars)
         open_items, open_params = self._attention(organization_id, overdue_before)
         open_items += _in_sections(
             "a.section", section, sections, open_params, operations, "c.operation"
@@ -238,9 +246,17 @@ class ReadModels:
             "attention": int(attention[0]) if attention else 0,
         }
 
-    def _approvals(self, column: str, by: str | None, not_by: str | None, params: list[Any]) -> str:
+    def _approvals(
+        self,
+        column: str,
+        by: str | None,
+        not_by: str | None,
+        params: list[Any],
+        barred: Condition | None = None,
+    ) -> str:
         """The condition (appended to a WHERE) on whether a person's approval is among a
-        card's ``approvals`` (a JSON list of e-mails; a card without it has none)."""
+        card's ``approvals`` (a JSON list of e-mails; a card without it has none) and counts:
+        not on the cards ``barred`` selects (``_barred``), where it no longer does."""
         condition = ""
         for email, negated in ((by, False), (not_by, True)):
             if email is None:
@@ -252,8 +268,37 @@ class ReadModels:
                 found = (
                     f"EXISTS (SELECT 1 FROM json_each(COALESCE({column}, '[]')) WHERE value = ?)"
                 )
-            condition += f" AND {'NOT ' if negated else ''}{found}"
+            if barred is None:
+                condition += f" AND {'NOT ' if negated else ''}{found}"
+            elif negated:
+                condition += f" AND (NOT {found} OR {barred.sql})"
+                params.extend(barred.params)
+            else:
+                condition += f" AND {found} AND NOT {barred.sql}"
+                params.extend(barred.params)
         return condition
+
+    def _barred(self, barred: OwnBarred | None) -> Condition | None:
+        """The cards of ``barred.requester``'s that a policy bars them from approving
+        (``policy_recheck.barred``): frozen under one that bars the requester, or of an
+        operation whose policy in force bars the requester at their amount. Never NULL, so
+        it may be negated."""
+        if barred is None:
+            return None
+        if self.dialect == "postgres":
+            frozen = "COALESCE(policy ->> 'requester_may_approve' = 'false', FALSE)"
+        else:
+            frozen = "COALESCE(json_extract(policy, '$.requester_may_approve') = 0, FALSE)"
+        covered = [frozen]
+        params: list[Any] = [barred.requester]
+        for operation, above_cents in barred.in_force.items():
+            params.append(operation)
+            if above_cents is None:
+                covered.append("operation = ?")
+            else:
+                covered.append("(operation = ? AND COALESCE(amount_cents > ?, FALSE))")
+                params.append(above_cents)
+        return Condition(f"(LOWER(requested_by) = ? AND ({' OR '.join(covered)}))", params)
 
     def card(self, organization_id: str, proposal_id: str) -> dict[str, Any] | None:
         rows = self._select(
@@ -358,20 +403,37 @@ def _in_sections(
     return condition
 
 
+@dataclass(frozen=True)
+class Condition:
+    """A part of a WHERE and the values of its placeholders, in order."""
+
+    sql: str
+    params: list[Any]
+
+
 def _deciding(
     column: str,
     deciding: Sequence[str] | None,
     not_deciding: Sequence[str] | None,
     params: list[Any],
+    barred: Condition | None = None,
 ) -> str:
     """The condition (appended to a WHERE) that keeps the rows of any of ``deciding`` (an
     empty list keeps none) and leaves out those of any of ``not_deciding`` (an empty list
-    leaves out none); its values go to ``params``."""
+    leaves out none); its values go to ``params``. The rows ``barred`` selects count as
+    of no operation decided (``ReadModels._barred``)."""
     condition = ""
     if deciding is not None:
         condition += f" AND {column} IN (" + (", ".join("?" for _ in deciding) or "NULL") + ")"
         params.extend(deciding)
+        if barred is not None:
+            condition += f" AND NOT {barred.sql}"
+            params.extend(barred.params)
     if not_deciding:
-        condition += f" AND {column} NOT IN (" + ", ".join("?" for _ in not_deciding) + ")"
+        followed = f"{column} NOT IN (" + ", ".join("?" for _ in not_deciding) + ")"
         params.extend(not_deciding)
+        if barred is not None:
+            followed = f"({followed} OR {barred.sql})"
+            params.extend(barred.params)
+        condition += f" AND {followed}"
     return condition

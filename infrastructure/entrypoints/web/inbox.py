@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from countersign.application.authorization import sections_of
 from countersign.application.cards import InboxCards
+from countersign.application.policy_recheck import REQUESTER_BARRED
 from countersign.infrastructure.entrypoints.web.order_field import order_field
 from countersign.infrastructure.entrypoints.web.proposals import settling_view
 from countersign.infrastructure.entrypoints.web.site import Site
@@ -73,6 +74,7 @@ class InboxPage:
                     now,
                     sections=scope.sections,
                     operations=scope.operations,
+                    barred=scope.barred,  # their own that a policy bars them from approving
                 )
                 to_decide = partial(pending, not_approved_by=user.email, page=page)
                 listed = to_decide(deciding=scope.decidable, page_size=PAGE_SIZE)
@@ -145,5 +147,21 @@ class InboxPage:
             record, visit.t, visit.language, now, visit.signed_in.membership.time_zone
         )
         waiting = self.cs.cards.settling(view["status"], as_time(record.get("approved_at")))
-        changed = view["id"] in read.policy_changed
-        return {**view, "settling": settling_view(waiting, visit), "policy_changed": changed}
+        barred = view["id"] in read.requester_barred
+        return {
+            **view,
+            "settling": settling_view(waiting, visit),
+            "policy_changed": view["id"] in read.policy_changed,
+            "requester_barred": barred,
+            "your_approval_lapsed": barred and _lapsed_by(record, visit.signed_in.email),
+        }
+
+
+def _lapsed_by(record: dict[str, Any], email: str) -> bool:
+    """Whether ``email``'s approval of ``record`` no longer counts because a policy bars its
+    requester (counted out by ``InboxCards.card``, or recorded so: ``ApprovalLapsed``)."""
+    return any(
+        str(lapsed.get("approved_by")).lower() == email.strip().lower()
+        and lapsed.get("reason") == REQUESTER_BARRED
+        for lapsed in record.get("no_longer_counting") or ()
+    )

@@ -47,6 +47,7 @@ def counts(
             operations=scope.operations,
             not_approved_by=user.email,
             deciding=scope.decidable,
+            barred=scope.barred,
             overdue_before=cs.cards.overdue_claims_before(),
         )
     except Exception:  # counts are a convenience: the page itself must still show

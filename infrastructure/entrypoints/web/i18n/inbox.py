@@ -31,6 +31,9 @@ EN: dict[str, str] = {
         "You approved these; each needs another manager's approval before anything runs."
     ),
     "inbox.you_approved": "You approved it",
+    "inbox.your_approval_lapsed": (
+        "Your approval no longer counts: the club's policy no longer lets the requester approve it."
+    ),
     "inbox.attention": "Needs attention",
     "inbox.attention_lead": (
         "Being checked with a provider, failed, or not executed. Each leaves this list once "
@@ -151,6 +154,10 @@ FR: dict[str, str] = {
         "gestionnaire, et rien ne s'exécute d'ici là."
     ),
     "inbox.you_approved": "Vous l'avez approuvée",
+    "inbox.your_approval_lapsed": (
+        "Votre approbation ne compte plus : la règle du club ne permet plus à la personne "
+        "qui la demande de l'approuver."
+    ),
     "inbox.attention": "À surveiller",
     "inbox.attention_lead": (
         "En vérification auprès d'un fournisseur, en échec ou non exécutées. Chacune quitte "
