@@ -104,6 +104,11 @@ class InboxPage:
                 query["view"] = "recent"
             return "/?" + urlencode(query)
 
+        def list_end(count: int) -> dict[str, Any]:
+            """Where a list of ``count`` proposals ends, for a page past it."""
+            last = max(1, math.ceil(count / PAGE_SIZE))
+            return {"last": last, "href": page_link(last)}
+
         def filter_link(view: str, name: str) -> str:
             query = {key: value for key, value in (("section", name), ("view", view)) if value}
             return "/" + ("?" + urlencode(query) if query else "")
@@ -126,7 +131,9 @@ class InboxPage:
             section_link=lambda name: filter_link("recent" if recent else "", name),
             page=page,
             pages=pages,
-            newer=page_link(page - 1) if page > 1 else None,
+            # Past the last page, back to it rather than to a page as far past.
+            newer=page_link(min(page - 1, pages)) if page > 1 else None,
+            list_end=list_end,
             older=page_link(page + 1) if page < pages else None,
             sections=readable if len(readable) > 1 else [],
             all_tab=len(readable) == len(sections_of()),
