@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID, uuid4
 
@@ -121,20 +122,40 @@ class VouchedHereError(CountersignError):
         )
 
 
+@dataclass(frozen=True)
+class UnreadableEvent:
+    """The first stored event of a damaged record that does not read, as an operator finds
+    it: its log position, its stream, its version as stored (shown safely), its topic, and
+    what is wrong with it (``code``, one of ``audit verify``'s; ``error``, the class of the
+    error met, where one was)."""
+
+    position: int
+    stream_id: UUID
+    version: str
+    topic: str
+    code: str
+    error: str = ""
+
+
 class CorruptRecordError(CountersignError):
     """Raised when a stored record cannot be read; carries a correlation id for the logs.
 
     ``clubs``: for each aggregate the read asked for, the organization its first stored event
     says it belongs to, read from its stored bytes alone (None where they name none or
     do not read). A damaged record is its own club's to be told of (``damaged_or_unknown``);
-    anyone else is answered as for an unknown id."""
+    anyone else is answered as for an unknown id. ``event``: the stored event that does not
+    read, where the store found it (for the operator: its log position and what is wrong)."""
 
     def __init__(
-        self, correlation_id: str, clubs: Mapping[UUID, UUID | None] | None = None
+        self,
+        correlation_id: str,
+        clubs: Mapping[UUID, UUID | None] | None = None,
+        event: UnreadableEvent | None = None,
     ) -> None:
         super().__init__(f"a stored record could not be read (reference {correlation_id})")
         self.correlation_id = correlation_id
         self.clubs: Mapping[UUID, UUID | None] = dict(clubs or {})
+        self.event = event
 
 
 def new_correlation_id() -> str:

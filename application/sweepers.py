@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from uuid import UUID, uuid4
 
-from countersign.application.errors import new_correlation_id
+from countersign.application.errors import CorruptRecordError, new_correlation_id
 from countersign.application.ports import (
     AggregateStore,
     Answer,
@@ -94,7 +94,12 @@ class Sweepers:
         except Exception as error:
             if self.stops_the_pass(error):
                 raise
-            correlation_id = getattr(error, "correlation_id", None) or new_correlation_id()
+            if isinstance(error, CorruptRecordError):  # the store's line names the event
+                reference = error.correlation_id
+                log.error("expiring %s failed, correlation id %s", proposal_id, reference)
+                log.debug("expiring %s failed", proposal_id, exc_info=True)
+                return None
+            correlation_id = new_correlation_id()
             log.exception("expiring %s failed, correlation id %s", proposal_id, correlation_id)
             return None
 
@@ -146,8 +151,15 @@ class Sweepers:
             if self.stops_the_pass(error):
                 raise
             # One unreadable or misbehaving candidate must not block all the others.
-            correlation_id = new_correlation_id()
-            log.exception("reconciling %s failed, correlation id %s", proposal.id, correlation_id)
+            if isinstance(error, CorruptRecordError):  # the store's line names the event
+                correlation_id = error.correlation_id
+                log.error("reconciling %s failed, correlation id %s", proposal.id, correlation_id)
+                log.debug("reconciling %s failed", proposal.id, exc_info=True)
+            else:
+                correlation_id = new_correlation_id()
+                log.exception(
+                    "reconciling %s failed, correlation id %s", proposal.id, correlation_id
+                )
             return SweepReport(
                 str(proposal.id), f"error {correlation_id}", str(proposal.status), None
             )

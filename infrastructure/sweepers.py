@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from countersign.application.errors import new_correlation_id
+from countersign.application.errors import CorruptRecordError, new_correlation_id
 from countersign.application.reports import SweepReport
 from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.bootstrap import Countersign, bootstrap
@@ -172,10 +172,13 @@ def run_pass(sweepers: list[Sweeper], number: int) -> PassReport:
                 )
                 unavailable.append(sweeper.name)
                 continue
-            if isinstance(error, ProjectionStoppedError):
+            if isinstance(error, ProjectionStoppedError | CorruptRecordError):
                 # What it reads stopped (a later release's tables, an event it cannot
-                # take): an operator's to act on, said in its words, not as a defect.
+                # take), or a record it reads is damaged (the store's ERROR line of its
+                # reference names the event): an operator's to act on, said in its words,
+                # not as a defect.
                 log.error("%s pass: %s; the next pass tries again", sweeper.name, error)
+                log.debug("%s pass", sweeper.name, exc_info=True)
                 continue
             correlation_id = new_correlation_id()
             log.exception("%s pass failed, correlation id %s", sweeper.name, correlation_id)

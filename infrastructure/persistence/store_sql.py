@@ -66,7 +66,7 @@ def select_events(
     except stored_keys.StoredKeyError as error:
         from countersign.infrastructure.persistence.stored_events import _corrupt
 
-        raise _corrupt([*(i for i, _ in after), *cold], error) from None
+        raise _corrupt([*(i for i, _ in after), *cold], error, recorder=recorder) from None
 
 
 def select_statement(

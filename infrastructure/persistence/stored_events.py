@@ -304,17 +304,33 @@ _UNREADABLE = (
 
 
 def _corrupt(
-    aggregate_ids: Sequence[UUID], error: BaseException, app: Application[UUID] | None = None
+    aggregate_ids: Sequence[UUID],
+    error: BaseException,
+    app: Application[UUID] | None = None,
+    recorder: Any = None,
 ) -> CorruptRecordError:
+    """The error a read that met a damaged record raises, said in one ERROR line of the log:
+    which event does not read (its position, version, topic and problem, where the store
+    finds it: unreadable_events.py) and what to do. ``recorder``: where the events are read
+    from without ``app`` (then only their keys are checked)."""
+    from countersign.infrastructure.persistence.unreadable_events import (
+        described,
+        first_unreadable,
+    )
+
     correlation_id = new_correlation_id()
+    recorder = app.recorder if app is not None else recorder
+    mapper = app.mapper if app is not None else None
+    found = None if recorder is None else first_unreadable(recorder, mapper, aggregate_ids)
     log.error(
-        "unreadable stored events for %s (%s), correlation id %s",
+        "unreadable stored events for %s (%s), correlation id %s%s",
         ", ".join(str(i) for i in aggregate_ids),
         type(error).__name__,
         correlation_id,
+        "" if found is None else ": " + described(found),
     )
     clubs = {} if app is None else stored_clubs(app, aggregate_ids)
-    return CorruptRecordError(correlation_id, clubs)
+    return CorruptRecordError(correlation_id, clubs, found)
 
 
 def historical(app: Application[UUID], aggregate_id: UUID, version: int) -> Aggregate | None:

@@ -245,3 +245,6 @@ def test_a_damaged_overdue_proposal_does_not_stop_every_other_from_expiring(
 
     assert [s.proposal_id for s in swept] == [overdue]
     assert f"expiring {damaged} failed, correlation id cs-" in caplog.text
+    # In one line each, the store's naming the event and what to do: no traceback.
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+    assert "cannot be read: it does not apply to the events before it" in caplog.text

@@ -36,6 +36,7 @@ from countersign.application.errors import (
     ForbiddenError,
     NotRevisableError,
     UnknownOperationError,
+    UnreadableEvent,
     new_correlation_id,
 )
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
@@ -379,7 +380,7 @@ _ANSWERS: tuple[tuple[type[Exception], Callable[[Any, str], Answer]], ...] = (
     (UsageError, _usage),
     (SettingsError, _configuration),
     (ConcurrencyConflictError, _busy),
-    (CorruptRecordError, lambda e, lang: _damaged(e.correlation_id, lang)),
+    (CorruptRecordError, lambda e, lang: _damaged(e.correlation_id, lang, e.event)),
     (CountersignError, _rejected),
 )
 
@@ -432,10 +433,20 @@ def _database_unavailable(error: Exception, language: str, *, sent: bool) -> Ans
     return {"error": "database_unavailable", "message": message}, said, 1
 
 
-def _damaged(correlation_id: str, language: str = "en") -> Answer:
+def _damaged(
+    correlation_id: str, language: str = "en", event: UnreadableEvent | None = None
+) -> Answer:
     document, _, status = _internal(correlation_id)
     colon = " : " if language == "fr" else ": "
     message = f"{answers.DAMAGED.text(language)}{colon}{correlation_id}"
+    if event is not None:  # the store found which event: where it is, and what to do
+        message += ". " + answers.damaged_event(event, language)
+        document["unreadable_event"] = {
+            "log_position": event.position,
+            "version": event.version,
+            "topic": event.topic,
+            "code": event.code,
+        }
     return (
         {**document, "message": message},
         answers.INTERNAL_LINE.text(language, message=message),

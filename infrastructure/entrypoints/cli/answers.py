@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from countersign.application.errors import UnreadableEvent
 from countersign.domain.contracts.presentation import Localized
 
 #: An unknown club, member or id and another club's id answer alike (the application says
@@ -50,6 +51,51 @@ DAMAGED = Localized(
     "endommagé) ; rien n'a été modifié. `countersign audit verify` nomme les propositions "
     "endommagées ; le journal porte cette référence",
 )
+#: Which stored event of the damaged record does not read, where the store found it
+#: (``CorruptRecordError.event``): its place in the log, what is wrong, and what to do, as
+#: ``audit verify`` and a stopped projection say it.
+DAMAGED_EVENT = Localized(
+    "The stored event at log position {position} (version {version}, {event} of {stream}) "
+    "cannot be read: {problem}. Restore it from a backup (`countersign audit verify` names "
+    "every damaged event); if it cannot be restored, `countersign projections skip "
+    "{position} --reason TEXT` passes it in every projection, recorded",
+    "L'événement enregistré à la position {position} du journal (version {version}, {event} "
+    "de {stream}) ne peut pas être lu : {problem}. Restaurez-le depuis une sauvegarde "
+    "(`countersign audit verify` nomme chaque événement endommagé) ; s'il ne peut pas être "
+    "restauré, `countersign projections skip {position} --reason TEXTE` le fait passer dans "
+    "chaque projection, en l'enregistrant",
+)
+#: What is wrong with it, by its code (``audit verify``'s), ``{error}`` the error's class.
+DAMAGED_PROBLEMS = {
+    "originator_version_malformed": Localized(
+        "its version is not a whole number from 1",
+        "sa version n'est pas un nombre entier à partir de 1",
+    ),
+    "version_gap": Localized(
+        "the version before it is missing (version gap)",
+        "la version qui le précède manque (trou dans les versions)",
+    ),
+    "event_unreadable": Localized("it does not decode ({error})", "il ne se décode pas ({error})"),
+    "event_does_not_replay": Localized(
+        "it does not apply to the events before it ({error})",
+        "il ne s'applique pas aux événements qui le précèdent ({error})",
+    ),
+}
+
+
+def damaged_event(event: UnreadableEvent, language: str) -> str:
+    """``DAMAGED_EVENT`` of ``event`` in ``language``."""
+    problem = DAMAGED_PROBLEMS[event.code].text(language, error=event.error)
+    return DAMAGED_EVENT.text(
+        language,
+        position=event.position,
+        version=event.version,
+        event=event.topic.rpartition(":")[2],
+        stream=event.stream_id,
+        problem=problem,
+    )
+
+
 #: A command reads a projection this database does not hold as this release builds it: a
 #: read sets nothing up (``common.catch_up``). ``names``: the projections, as the command
 #: takes them.

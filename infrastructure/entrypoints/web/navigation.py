@@ -1,17 +1,35 @@
 """What every signed-in page's frame shows of the person's club beyond its links: the
 navigation's counts, and whether the foot links the approval policies page. Each is a
-convenience: when it cannot be read, the page shows without it."""
+convenience: when it cannot be read, the page shows without it (``not_read`` says why)."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 
+from countersign.application.errors import CorruptRecordError
 from countersign.domain.club.organization import Permission
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.web.visits import Visit
+from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 
 log = logging.getLogger("countersign.web")
+
+
+def not_read(what: str) -> None:
+    """Say at WARNING that ``what``, a convenience of a page, could not be read, as the error
+    being handled has it. A projection stopped at an event it cannot take, or a damaged
+    record, is the operator's to act on: one line, its own words (the event's log position,
+    its error and what to do; a damaged record's reference, whose ERROR line the store wrote
+    names the event), its traceback at DEBUG only, where every page of every visitor logged
+    it whole until the operator acted. Anything else, unexpected, with its traceback."""
+    error = sys.exc_info()[1]
+    if isinstance(error, ProjectionStoppedError | CorruptRecordError):
+        log.warning("%s: %s", what, error)
+        log.debug("%s", what, exc_info=True)
+    else:
+        log.warning("%s", what, exc_info=True)
 
 
 def may_see_policies(cs: Countersign, visit: Visit) -> bool:
@@ -23,7 +41,7 @@ def may_see_policies(cs: Countersign, visit: Visit) -> bool:
     try:
         return bool(cs.access.readable_sections(user.caller))
     except Exception:  # a link is a convenience: the page (an error page too) must show
-        log.warning("whether to link the approval policies could not be read", exc_info=True)
+        not_read("whether to link the approval policies could not be read")
         return False
 
 
@@ -51,5 +69,5 @@ def counts(
             overdue_before=cs.cards.overdue_claims_before(),
         )
     except Exception:  # counts are a convenience: the page itself must still show
-        log.warning("the navigation's counts could not be read", exc_info=True)
+        not_read("the navigation's counts could not be read")
         return None

@@ -213,11 +213,13 @@ class Site:
             response = self.error(visit, "database", 503)
             response.headers["Retry-After"] = "5"
             return response
-        reference = (
-            error.correlation_id
-            if isinstance(error, CorruptRecordError)
-            else correlation_id_of(request)
-        )
+        if isinstance(error, CorruptRecordError):
+            # The store's ERROR line of this reference names the event and what to do.
+            where = (request.method, request.url.path, error.correlation_id)
+            log.error("unreadable record on %s %s, correlation id %s", *where)
+            log.debug("unreadable record on %s %s", *where[:2], exc_info=True)
+            return self.error(visit, "internal", 500, reference=error.correlation_id)
+        reference = correlation_id_of(request)
         log.exception(
             "internal error on %s %s, correlation id %s",
             request.method,
@@ -330,7 +332,7 @@ class Site:
             self.catch_up_inbox(visit)
             card = self.cs.read_models.card(str(scope.organization_id), view["id"])
         except Exception:  # a pointer to the earlier one: the review must show without it
-            log.warning("what a proposal replaced could not be read", exc_info=True)
+            navigation.not_read("what a proposal replaced could not be read")
             return None
         return replaces_view(list((card or {}).get("replaces") or []), visit.t)
 
