@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,15 +75,34 @@ class Story:
         return f'"operation": "{kind}"' in json.dumps(self.chapters, default=str)
 
 
-def throwaway_database_url() -> str:
-    """A new SQLite file in a temporary folder of its own: the demo's unless told otherwise."""
+@contextmanager
+def throwaway_database(keep: bool, as_json: bool, language: str = "en") -> Iterator[str]:
+    """A new SQLite file in a temporary folder of its own, the demo's unless told otherwise:
+    removed with its folder when the demo ends (its story told, its server stopped, Ctrl-C),
+    unless ``keep`` (``--keep``): one folder a run was left behind in the temporary directory
+    for ever. Either way the last line says so, and where (on stderr under ``--json``, whose
+    stdout is one document)."""
     folder = Path(tempfile.mkdtemp(prefix="countersign-demo-"))
-    return f"sqlite:///{folder / 'demo.db'}"
+    database_url = f"sqlite:///{folder / 'demo.db'}"
+    try:
+        yield database_url
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        said = words.DATABASE_KEPT if keep else words.DATABASE_REMOVED
+        print(
+            said.text(language, database=database_url, folder=folder),
+            file=sys.stderr if as_json else sys.stdout,
+            flush=True,
+        )
 
 
 def run_demo(database_url: str | None = None, as_json: bool = False, language: str = "en") -> int:
-    """Tell the story on ``database_url`` (a new SQLite file by default), in ``language``."""
-    database_url = database_url or throwaway_database_url()
+    """Tell the story on ``database_url`` (a new SQLite file by default, left behind: the
+    command line's ``throwaway_database`` removes it), in ``language``."""
+    database_url = (
+        database_url or f"sqlite:///{tempfile.mkdtemp(prefix='countersign-demo-')}/demo.db"
+    )
     clock = FakeClock()
     cs = bootstrap(database_url=database_url, clock=clock)
     story = Story(as_json, language)

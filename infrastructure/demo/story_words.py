@@ -251,3 +251,17 @@ NO_SCENE = L(
     "{title}: its contract declares no demo scene (demo_scene).",
     "{title} : son contrat ne déclare aucune scène de démonstration (demo_scene).",
 )
+#: The demo's last line: what became of the throwaway database (``story.throwaway_database``).
+DATABASE_REMOVED = L(
+    "The demo's database was removed with its folder ({folder}). To keep it (to look at it, or "
+    "serve it again), run the demo with --keep.",
+    "La base de données de la démo a été supprimée avec son dossier ({folder}). Pour la garder "
+    "(pour l'examiner, ou la servir de nouveau), lancez la démo avec --keep.",
+)
+DATABASE_KEPT = L(
+    "The demo's database is kept (--keep): {database}. Serve it again with `countersign serve "
+    "--database {database}`; remove its folder {folder} when you are done with it.",
+    "La base de données de la démo est gardée (--keep) : {database}. Servez-la de nouveau avec "
+    "`countersign serve --database {database}` ; supprimez son dossier {folder} quand vous "
+    "n'en avez plus besoin.",
+)

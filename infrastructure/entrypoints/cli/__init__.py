@@ -135,10 +135,24 @@ def _enable_plugins() -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """The guided story; with ``--serve``, then the pages over the data it left."""
-    from countersign.infrastructure.demo.story import run_demo, throwaway_database_url
+    """The guided story; with ``--serve``, then the pages over the data it left. Without
+    ``--database``, on a throwaway SQLite file removed when it ends, unless ``--keep``
+    (``throwaway_database``); Ctrl-C ends it quietly (exit 130), the file removed too."""
+    from countersign.infrastructure.demo.story import throwaway_database
 
-    args.database = args.database or throwaway_database_url()
+    with contextlib.ExitStack() as stack:
+        if not args.database:
+            throwaway = throwaway_database(args.keep, args.json, args.language)
+            args.database = stack.enter_context(throwaway)
+        try:
+            return _demo_on(args)
+        except KeyboardInterrupt:
+            return 130
+
+
+def _demo_on(args: argparse.Namespace) -> int:
+    from countersign.infrastructure.demo.story import run_demo
+
     try:
         if args.serve:
             # A port that cannot be served says so before the story, not after it.

@@ -293,6 +293,11 @@ HELP_FR = {
         "décidé dans sa propre interface (il peut approuver, refuser et modifier ; MCP le "
         "refuse). Sans lui : un jeton d'agent, qui lit et propose et ne décide jamais"
     ),
+    "keep the demo's fresh SQLite file (its path is printed last) instead of removing it when "
+    "the demo ends": (
+        "garder le fichier SQLite neuf de la démo (son chemin est affiché en dernier) au lieu "
+        "de le supprimer à la fin de la démo"
+    ),
     "then serve the pages over the demo's data, and print the address and sign-ins": (
         "puis servir les pages sur les données de la démo, et afficher l'adresse et les "
         "identifiants de connexion"

@@ -454,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="then serve the pages over the demo's data, and print the address and sign-ins",
     )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the demo's fresh SQLite file (its path is printed last) instead of removing "
+        "it when the demo ends",
+    )
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=port_number, default=8000)
     add_sweepers_option(demo)

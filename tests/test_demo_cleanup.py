@@ -1,0 +1,81 @@
+"""``countersign demo`` (and ``scripts/demo``) without ``--database`` tells its story on a
+fresh SQLite file in a folder of its own, and removes that folder when it ends, normally or by
+Ctrl-C: one folder a run was left in the temporary directory for ever. ``--keep`` keeps it,
+and the last line says where, in English and French."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from countersign.infrastructure.demo import story
+from countersign.infrastructure.entrypoints.cli import main
+
+
+@pytest.fixture
+def temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary directory the demo makes its folder in, for this test alone."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def _left(temporary: Path) -> list[Path]:
+    return sorted(temporary.glob("countersign-demo-*"))
+
+
+def test_the_demo_removes_its_database_when_it_ends(temporary, capsys):
+    assert main(["demo", "--json"]) == 0
+
+    out, err = capsys.readouterr()
+    told = json.loads(out)  # stdout stays one document
+    assert told["database"].startswith(f"sqlite:///{temporary}/countersign-demo-")
+    assert _left(temporary) == []
+    folder = Path(told["database"].removeprefix("sqlite:///")).parent
+    assert (
+        f"The demo's database was removed with its folder ({folder}). To keep it (to look at "
+        "it, or serve it again), run the demo with --keep."
+    ) in err
+
+
+def _interrupted(*args: object) -> None:
+    raise KeyboardInterrupt
+
+
+def test_a_demo_stopped_by_ctrl_c_removes_its_database_too(temporary, capsys, monkeypatch):
+    monkeypatch.setattr(story, "tell", _interrupted)
+
+    assert main(["demo"]) == 130
+
+    out, err = capsys.readouterr()
+    assert _left(temporary) == []
+    assert "The demo's database was removed with its folder" in out
+    assert "Traceback" not in out + err
+
+
+def test_keep_keeps_the_demos_database_and_says_where(temporary, capsys, monkeypatch):
+    monkeypatch.setattr(story, "tell", _interrupted)
+
+    assert main(["demo", "--keep", "--language", "fr"]) == 130
+
+    out, _ = capsys.readouterr()
+    [folder] = _left(temporary)
+    assert (folder / "demo.db").exists()
+    database = f"sqlite:///{folder / 'demo.db'}"
+    assert (
+        f"La base de données de la démo est gardée (--keep) : {database}. Servez-la de nouveau "
+        f"avec `countersign serve --database {database}` ; supprimez son dossier {folder} "
+        "quand vous n'en avez plus besoin."
+    ) in out
+
+
+def test_a_database_named_is_never_removed(temporary, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(story, "tell", _interrupted)
+    database = tmp_path / "mine.db"
+
+    assert main(["demo", "--database", f"sqlite:///{database}"]) == 130
+
+    out, _ = capsys.readouterr()
+    assert database.exists()
+    assert "The demo's database" not in out
