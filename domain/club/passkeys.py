@@ -6,6 +6,25 @@ credential id, with each credential's public key (COSE, base64url) in the
 from the event stream alone, long after the passkey was removed: ``registered`` keeps every
 key the ring ever held, ``passkeys`` only those in use.
 
+``registered`` is not bounded, on purpose: retiring keys from it, as the ring is made, is not safe.
+Every ``Approved`` event stays in the log for ever, and ``audit verify`` checks each passkey
+approval against the approver's ring (infrastructure/audit/verify.py ``_ring_keys``): a key
+that signed one and was retired turns that approval into "approved with a passkey the
+approver never registered", a false tampering alarm on the auditor's check. ``register`` also
+refuses a credential id the ring ever held, so that one id never names two keys in an audit.
+And what a recorded event does to the state is fixed: making ``PasskeyRemoved`` drop a key
+from ``registered`` would replay every existing ring to another state than its stored
+snapshots hold, which ``audit verify`` reports as a changed snapshot. The only keys safe to
+retire are removed ones that never signed (no ``PasskeyUsed``, recorded in the commit of
+every passkey approval since approvals carried one), by an event of its own, with the
+credential id still refused; not done, for what it saves: the ring is bounded by the change
+budget (``COUNTERSIGN_PASSKEY_CHANGE_LIMIT``, 20 an hour by default) and ``MAX_PASSKEYS`` in
+use. A member adding and removing passkeys all day, every day, retires at most 10 an hour,
+240 a day; an entry is about 450 bytes at most (a 64-byte credential id, a 77-byte ES256 key,
+a 60-character name), some 100 KB a day of that member's ring and of its snapshot (one every
+100 events, the older ones deleted), where members register a handful in a membership.
+The ``PasskeyRegistered`` events stay in the log whatever the state keeps.
+
 An approval signed with a passkey signs ``approval_challenge``: a hash of the proposal's
 contract digest, its id, the approver and a fresh nonce. The assertion therefore covers
 exactly what the person was shown, and nothing else can reuse it (WebAuthn's dynamic linking,
