@@ -240,6 +240,8 @@ def test_the_projections_stop_at_an_event_with_a_malformed_key_and_a_skip_passes
     assert code == 1, out + err
     _no_traceback(out, err)
     assert f"stopped at notification {position} (Proposal.Proposed of " in err
+    code_said = "originator_id" if column == "originator_id" else "originator_version"
+    assert f"): StoredKeyError [{code_said}_malformed]. Nothing after it" in " ".join(err.split())
     assert f"'countersign projections skip {position} --reason TEXT'" in err
     code, out, err = run("projections", "skip", str(position), "--reason", "restored elsewhere")
     assert code == 0, out + err

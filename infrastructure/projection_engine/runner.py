@@ -224,7 +224,7 @@ class ProjectionRunner:
             except Exception as error:
                 if skips.skipped(self.sql, notification.id):
                     continue  # an operator passed it in every projection
-                return stopped(self.name, notification, type(error).__name__, unreadable=True)
+                return stopped(self.name, notification, error, unreadable=True)
         return None
 
     def run_batch(self, start_after: int | None = None) -> int:
@@ -307,7 +307,7 @@ class ProjectionRunner:
                     if skips.skipped(self.sql, notification.id):
                         continue  # an operator passed it in every projection (skips.py)
                     raise ProjectionStoppedError(
-                        stopped(self.name, notification, type(error).__name__, unreadable=True),
+                        stopped(self.name, notification, error, unreadable=True),
                         notification.id,
                     ) from None
             elif event is None:
@@ -493,5 +493,5 @@ class ProjectionRunner:
             if skips.skipped(self.sql, notification.id):
                 return None
             raise ProjectionStoppedError(
-                stopped(self.name, notification, type(error).__name__, unreadable=True)
+                stopped(self.name, notification, error, unreadable=True)
             ) from None

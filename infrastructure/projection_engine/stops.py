@@ -23,6 +23,7 @@ from uuid import UUID
 from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.stored_events import names_no_class
+from countersign.infrastructure.persistence.stored_keys import StoredKeyError
 from countersign.infrastructure.persistence.unavailable import database_unavailable
 from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError, SqlRows
@@ -85,11 +86,17 @@ def advanced(name: str) -> str:
     )
 
 
-def stopped(name: str, notification: Entry, error: str, *, unreadable: bool = False) -> Localized:
+def stopped(
+    name: str, notification: Entry, error: str | BaseException, *, unreadable: bool = False
+) -> Localized:
     """What stops ``name`` at ``notification``, which it could not apply (``error``, the
-    exception's class), in English and French: the event and its aggregate, and that the
+    exception or its class), in English and French: the event and its aggregate, and that the
     next run resumes there; for an event that does not decode (``unreadable``), that an
-    operator may pass it (``skips.py``)."""
+    operator may pass it (``skips.py``), and what is wrong as ``audit verify`` codes it (its
+    key no key: stored_keys.py; else ``event_unreadable``)."""
+    if isinstance(error, BaseException):
+        code = error.code if isinstance(error, StoredKeyError) else "event_unreadable"
+        error = f"{type(error).__name__} [{code}]" if unreadable else type(error).__name__
     said = _STOPPED.filled(
         name=repr(name), position=notification.id, event=event_named(notification), error=error
     )

@@ -349,7 +349,7 @@ def _decode_chunk(
                 continue  # an operator passed it in every projection
             first = next(i for i, handler in enumerate(wanted) if handler is not None)
             name = runners[first].name
-            said = stopped(name, notification, type(error).__name__, unreadable=True)
+            said = stopped(name, notification, error, unreadable=True)
             return decoded, (notification.id, said, None)
         keep((event, notification.id, wanted))
     return decoded, None
