@@ -7,8 +7,9 @@ A read of an aggregate selects its events by stream and version, without their l
 it asked for again, each event with its position, in log order, and checks them one by one
 as a read does: its version a whole number from 1 and the next of its stream
 (``stored_keys``), its state decoded by the mapper (its guards included), the event applied
-to the ones before it. One query per stream, on the failure's path only; it never raises (a
-finder that fails finds nothing, and the failure is answered as before)."""
+to the ones before it. One query per stream, on the failure's path only, of its first
+``MOST_EVENTS`` events; it never raises (a finder that fails finds nothing, and the failure
+is answered as before)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ log = logging.getLogger("countersign.store")
 #: The most streams a failed read's finder reads (a read of a whole club asks for many; the
 #: first damaged one is what the operator needs, and ``audit verify`` names every one).
 MOST_STREAMS = 50
+#: The most events it reads of each: a page of a damaged record asked again and again must
+#: not decode a long stream each time (past it, the error is answered as before).
+MOST_EVENTS = 2000
 
 #: What is wrong with the event, by ``UnreadableEvent.code``, in the log's English (the
 #: command line words each code in English and French: cli/audit_words.py ``LINK_PROBLEMS``).
@@ -114,14 +118,14 @@ def _rows(recorder: Any, stream_id: UUID) -> list[tuple[Any, ...]]:
         with recorder.datastore.transaction(commit=False) as cursor:
             cursor.execute(
                 f"SELECT rowid, originator_version, topic, state FROM {table} "
-                "WHERE originator_id = ? ORDER BY rowid",
+                f"WHERE originator_id = ? ORDER BY rowid LIMIT {MOST_EVENTS}",
                 (stream_id.hex,),
             )
             return [tuple(row) for row in cursor.fetchall()]
     with recorder.datastore.get_connection() as conn, conn.cursor() as cursor:
         cursor.execute(
             f"SELECT notification_id, originator_version, topic, state FROM {table} "
-            "WHERE originator_id = %s ORDER BY notification_id",
+            f"WHERE originator_id = %s ORDER BY notification_id LIMIT {MOST_EVENTS}",
             (stream_id,),
         )
         return [
