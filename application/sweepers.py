@@ -135,6 +135,12 @@ class Sweepers:
                 proposal = self.store.get(proposal_id, Proposal)
             except NotFoundError:
                 continue
+            except CorruptRecordError as damaged:
+                # Passed over, as expire passes one (the store's line names the event): it
+                # stopped every pass, for every club, on it.
+                reference = damaged.correlation_id
+                log.error("reconciling %s failed, correlation id %s", proposal_id, reference)
+                continue
             stuck = (
                 proposal.status == ProposalStatus.EXECUTING
                 and proposal.claimed_at is not None

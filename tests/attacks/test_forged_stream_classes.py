@@ -248,3 +248,39 @@ def test_a_damaged_overdue_proposal_does_not_stop_every_other_from_expiring(
     # In one line each, the store's naming the event and what to do: no traceback.
     assert [r.getMessage() for r in caplog.records if r.exc_info] == []
     assert "cannot be read: it does not apply to the events before it" in caplog.text
+
+
+def test_a_damaged_reconciling_proposal_does_not_stop_every_other_from_being_reconciled(
+    cs, seeded, clock, caplog
+):
+    """The reconciler read each candidate before the guard its comment promised ("one
+    unreadable or misbehaving candidate must not block all the others"): a damaged one
+    (the projection passing its event, as it does a writer's bare one or a skipped one)
+    raised out of ``reconcile``, and no other proposal of any club was settled again. It is
+    logged in one line with its reference, the store's line naming the event, and the pass
+    goes on."""
+    damaged = propose(cs, seeded, "refund-lost-response")
+    assert cs.proposals.approve(damaged, AVA).status == "reconciling"
+    outage = propose(cs, seeded, "provider-outage")  # its first request gets a 503
+    assert cs.proposals.approve(outage, AVA).status == "reconciling"
+    clock.advance(seconds=1)
+    after = len(cs.audit.history(damaged)["events"]) + 1
+    _store(
+        cs,
+        Proposal.Event(
+            originator_id=UUID(damaged), originator_version=after, timestamp=clock.now()
+        ),
+    )
+    worker = _fresh(cs, clock)  # a worker process: it has not held either proposal
+    try:
+        with caplog.at_level(logging.ERROR, logger="countersign"):
+            swept = worker.sweepers.reconcile()
+    finally:
+        worker.close()
+
+    assert [(s.proposal_id, s.action, s.status) for s in swept] == [
+        (outage, "replayed", "succeeded")
+    ]
+    assert f"reconciling {damaged} failed, correlation id cs-" in caplog.text
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+    assert "cannot be read: it does not apply to the events before it" in caplog.text
