@@ -167,6 +167,11 @@ def test_the_inbox_logs_a_stopped_projection_in_one_line_and_its_traceback_at_de
     assert f"'countersign projections skip {position} --reason TEXT'" in said
     # The traceback is there for whoever asks for it (DEBUG).
     assert any(r.exc_info for r in caplog.records if r.levelno == logging.DEBUG)
+    # Said once a while, not once a page: the next pages are counted, not logged.
+    for _ in range(3):
+        assert browser.get("/").status_code == 503
+    loud, _ = _loud(caplog)
+    assert len([r for r in loud if r.getMessage().startswith("the navigation's counts")]) == 1
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -17,16 +17,18 @@ from countersign.infrastructure.projection_engine.rows import ProjectionStoppedE
 log = logging.getLogger("countersign.web")
 
 
-def not_read(what: str) -> None:
+def not_read(cs: Countersign, what: str) -> None:
     """Say at WARNING that ``what``, a convenience of a page, could not be read, as the error
     being handled has it. A projection stopped at an event it cannot take, or a damaged
-    record, is the operator's to act on: one line, its own words (the event's log position,
-    its error and what to do; a damaged record's reference, whose ERROR line the store wrote
-    names the event), its traceback at DEBUG only, where every page of every visitor logged
-    it whole until the operator acted. Anything else, unexpected, with its traceback."""
+    record, is the operator's to act on: one line, in its own words (the event's log
+    position, its error and code, and what to do; a damaged record's reference, whose ERROR
+    line the store wrote names the event), once a while with the count of the pages that met
+    it since (``Countersign.outages``), its traceback at DEBUG only: every page of every
+    visitor logged it whole until the operator acted. Anything else, unexpected, with its
+    traceback."""
     error = sys.exc_info()[1]
     if isinstance(error, ProjectionStoppedError | CorruptRecordError):
-        log.warning("%s: %s", what, error)
+        cs.outages.warning(log, str(error), what)
         log.debug("%s", what, exc_info=True)
     else:
         log.warning("%s", what, exc_info=True)
@@ -41,7 +43,7 @@ def may_see_policies(cs: Countersign, visit: Visit) -> bool:
     try:
         return bool(cs.access.readable_sections(user.caller))
     except Exception:  # a link is a convenience: the page (an error page too) must show
-        not_read("whether to link the approval policies could not be read")
+        not_read(cs, "whether to link the approval policies could not be read")
         return False
 
 
@@ -69,5 +71,5 @@ def counts(
             overdue_before=cs.cards.overdue_claims_before(),
         )
     except Exception:  # counts are a convenience: the page itself must still show
-        not_read("the navigation's counts could not be read")
+        not_read(cs, "the navigation's counts could not be read")
         return None

@@ -332,7 +332,7 @@ class Site:
             self.catch_up_inbox(visit)
             card = self.cs.read_models.card(str(scope.organization_id), view["id"])
         except Exception:  # a pointer to the earlier one: the review must show without it
-            navigation.not_read("what a proposal replaced could not be read")
+            navigation.not_read(self.cs, "what a proposal replaced could not be read")
             return None
         return replaces_view(list((card or {}).get("replaces") or []), visit.t)
 
