@@ -6,6 +6,8 @@ and the last line says where, in English and French."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -79,3 +81,22 @@ def test_a_database_named_is_never_removed(temporary, tmp_path, capsys, monkeypa
     out, _ = capsys.readouterr()
     assert database.exists()
     assert "The demo's database" not in out
+
+
+def _terminated(*args: object) -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_demo_stopped_by_sigterm_removes_its_database_and_gives_the_signal_back(
+    temporary, capsys, monkeypatch
+):
+    monkeypatch.setattr(story, "tell", _terminated)
+    before = signal.getsignal(signal.SIGTERM)
+
+    assert main(["demo"]) == 143
+
+    out, err = capsys.readouterr()
+    assert _left(temporary) == []
+    assert "The demo's database was removed with its folder" in out
+    assert "Traceback" not in out + err
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,17 +77,43 @@ class Story:
         return f'"operation": "{kind}"' in json.dumps(self.chapters, default=str)
 
 
+class Terminated(Exception):
+    """SIGTERM, raised where the demo was (``throwaway_database``)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _terminated_raises() -> Iterator[None]:
+    """SIGTERM raises ``Terminated`` meanwhile (its default ends the process without
+    unwinding: the folder was left behind), the handler before put back after; ``serve``
+    takes the signal over while it serves, then gives it back. Only the main thread may set
+    one: elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 @contextmanager
 def throwaway_database(keep: bool, as_json: bool, language: str = "en") -> Iterator[str]:
     """A new SQLite file in a temporary folder of its own, the demo's unless told otherwise:
-    removed with its folder when the demo ends (its story told, its server stopped, Ctrl-C),
+    removed with its folder when the demo ends (its story told, its server stopped, Ctrl-C,
+    SIGTERM: ``Terminated``),
     unless ``keep`` (``--keep``): one folder a run was left behind in the temporary directory
     for ever. Either way the last line says so, and where (on stderr under ``--json``, whose
     stdout is one document)."""
     folder = Path(tempfile.mkdtemp(prefix="countersign-demo-"))
     database_url = f"sqlite:///{folder / 'demo.db'}"
     try:
-        yield database_url
+        with _terminated_raises():
+            yield database_url
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)

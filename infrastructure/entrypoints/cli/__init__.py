@@ -137,8 +137,9 @@ def _enable_plugins() -> None:
 def _demo(args: argparse.Namespace) -> int:
     """The guided story; with ``--serve``, then the pages over the data it left. Without
     ``--database``, on a throwaway SQLite file removed when it ends, unless ``--keep``
-    (``throwaway_database``); Ctrl-C ends it quietly (exit 130), the file removed too."""
-    from countersign.infrastructure.demo.story import throwaway_database
+    (``throwaway_database``); Ctrl-C ends it quietly (exit 130), SIGTERM too (143), the file
+    removed either way."""
+    from countersign.infrastructure.demo.story import Terminated, throwaway_database
 
     with contextlib.ExitStack() as stack:
         if not args.database:
@@ -148,6 +149,8 @@ def _demo(args: argparse.Namespace) -> int:
             return _demo_on(args)
         except KeyboardInterrupt:
             return 130
+        except Terminated:
+            return 143
 
 
 def _demo_on(args: argparse.Namespace) -> int:
