@@ -13,6 +13,11 @@ client_body_timeout) and hands countersign only whole ones; this deadline holds 
 uvicorn is reached directly (MCP over HTTP, a health check's port, a deployment without
 that proxy).
 
+A request head (its line and its headers) is bounded too, at ``MAX_HEAD_BYTES``: uvicorn's
+protocol keeps a URL and headers for as long as they come, and one connection without a token
+sent 600 MB of headers within the deadline, the process growing from 93 MB to 707 MB and
+keeping it. A head past it is answered 431 and its connection closed, before it ends.
+
 The deadline counts the client's time only: while uvicorn itself has stopped reading (a
 pipelined request waiting for the one before it to be answered), it waits. An answer that
 takes long (an assistant's turn, an event stream) is never cut: the deadline ends once the
@@ -36,6 +41,11 @@ READ_TIMEOUT_ENV = "COUNTERSIGN_HTTP_READ_TIMEOUT"
 #: Seconds a client has to send one whole request (a request is at most
 #: COUNTERSIGN_API_MAX_BODY, 64 KiB, of body: 3.2 KiB a second is enough for it).
 DEFAULT_READ_TIMEOUT = 20.0
+#: The most bytes of one request's head (its request line and headers) read before it is
+#: refused: four times what nginx reads by default (``large_client_header_buffers``), far past
+#: any browser's cookies. Counted per read, so at most one read (256 KiB) more is held.
+MAX_HEAD_BYTES = 64 * 1024
+_HEAD_TOO_LARGE = b"Request header fields too large."
 
 
 def read_timeout_from_env() -> float:
@@ -71,6 +81,23 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._read_deadline: asyncio.TimerHandle | None = None
         #: Between a request's first byte and its last: it is still being read.
         self._reading = False
+        #: Bytes received of the head being read (None once its headers are complete).
+        self._head_bytes: int | None = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_bytes is not None:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if (
+            self._head_bytes is not None
+            and self._head_bytes > MAX_HEAD_BYTES
+            and not self.transport.is_closing()
+        ):
+            self._refuse_head()
+
+    def on_headers_complete(self) -> None:
+        self._head_bytes = None
+        super().on_headers_complete()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -88,6 +115,7 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._reading = False
+        self._head_bytes = 0  # the next request's head starts after this one
         self._disarm()
         super().on_message_complete()
 
@@ -121,6 +149,20 @@ class DeadlineProtocol(HttpToolsProtocol):
             return
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
         log.info("closed the connection of %s: no whole request within the deadline", client)
+        self.transport.close()
+
+    def _refuse_head(self) -> None:
+        """431 and the connection closed: a head past ``MAX_HEAD_BYTES`` is never read on."""
+        self._disarm()
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        log.info("refused the request of %s: its head passed %d bytes", client, MAX_HEAD_BYTES)
+        if self.cycle is None or self.cycle.response_complete:  # nothing else being answered
+            self.transport.write(
+                b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                b"content-type: text/plain; charset=utf-8\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+                % (len(_HEAD_TOO_LARGE), _HEAD_TOO_LARGE)
+            )
         self.transport.close()
 
 

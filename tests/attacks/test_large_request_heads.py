@@ -1,0 +1,135 @@
+"""A request head (its line and headers) is bounded before anyone is authenticated.
+
+uvicorn's HTTP/1.1 protocol (httptools) keeps a request's URL and headers for as long as the
+client sends them: one connection without a token sent 600 MB of headers to ``serve`` in
+6 seconds, well within the read deadline, and the process grew from 93 MB to 707 MB and kept
+it (a few such connections at once and every club's server is out of memory). A head past
+``MAX_HEAD_BYTES`` is now refused, 431, and its connection closed, on every server countersign
+runs (``serve`` and ``mcp --http``: ``connection_options``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from countersign.infrastructure import request_deadline
+from countersign.infrastructure.request_deadline import MAX_HEAD_BYTES, connection_options
+
+from tests.receivers import free_port
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Every request answered 200, with the number of headers it came with."""
+    if scope["type"] != "http":
+        return
+    body = str(len(scope["headers"])).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+@contextlib.contextmanager
+def serving(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    monkeypatch.setenv(request_deadline.READ_TIMEOUT_ENV, "5")
+    request_deadline._read_timeout.cache_clear()
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", **connection_options()
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive(), "the server did not start"
+            time.sleep(0.05)
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        request_deadline._read_timeout.cache_clear()
+
+
+def exchange(port: int, head: bytes) -> bytes:
+    """What the server answered to ``head`` sent on a fresh connection, as much of it as it
+    read before answering (b"" when it closed the connection, or reset it, unanswered)."""
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        with contextlib.suppress(OSError):  # the server closed it before it had it all
+            connection.sendall(head)
+        with contextlib.suppress(OSError):
+            while chunk := connection.recv(65536):
+                received += chunk
+    return received
+
+
+def headers(size: int) -> bytes:
+    """Headers of about ``size`` bytes in all, 8,000-byte values each."""
+    line = b"X-Padding: " + b"p" * 8000 + b"\r\n"
+    return line * (size // len(line) + 1)
+
+
+def test_a_request_head_past_the_limit_is_refused_431_before_it_ends():
+    """Twice the limit of headers and no end yet: refused at once, not waited for."""
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        started = time.monotonic()
+        answer = exchange(port, b"GET /inbox HTTP/1.1\r\nHost: x\r\n" + headers(2 * MAX_HEAD_BYTES))
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
+        assert b"connection: close" in answer.lower()
+        assert time.monotonic() - started < 4  # not the read deadline (5 s) closing it
+
+
+def test_a_huge_head_is_never_read_whole_nor_answered():
+    """64 MB of headers, sent whole: the server stops reading long before the end and never
+    hands the request on (it answered 200 once it had kept all of it)."""
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        head = b"GET / HTTP/1.1\r\nHost: x\r\n" + headers(64 * 1024 * 1024) + b"\r\n"
+        answer = exchange(port, head)
+        assert not answer.startswith(b"HTTP/1.1 200 "), answer[:80]
+
+
+def test_a_url_past_the_limit_is_refused():
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        answer = exchange(port, b"GET /?q=" + b"a" * (2 * MAX_HEAD_BYTES))
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
+
+
+def test_a_large_but_ordinary_head_is_answered_and_the_connection_kept():
+    """A head of half the limit (long cookies, a long query) is answered as before, and the
+    next request on the same connection is counted from zero."""
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        one = b"GET / HTTP/1.1\r\nHost: x\r\n" + headers(MAX_HEAD_BYTES // 2 - 8100) + b"\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            for _ in range(4):
+                connection.sendall(one)
+                assert one_answer(connection).startswith(b"HTTP/1.1 200 ")
+
+
+def one_answer(connection: socket.socket) -> bytes:
+    """One whole answer read from ``connection`` (its head and its Content-Length body)."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = connection.recv(65536)
+        assert chunk, "the server closed the connection"
+        answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += connection.recv(65536)
+    return answer
