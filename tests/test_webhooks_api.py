@@ -106,6 +106,33 @@ def test_dead_letters_are_listed_and_redelivered_over_the_api(cs, seeded, client
     assert everything.json() == {"redelivered": []}
 
 
+@pytest.mark.parametrize("named", ["dlv_%00", "dlv_a%00b", "%00"])
+def test_a_delivery_id_holding_a_nul_is_unknown_on_every_backend(
+    cs, seeded, client, manager, named
+):
+    """A NUL byte, which PostgreSQL's text refuses, in a delivery id: the same 404 as any id
+    the club has no dead letter or delivery of (it was a 500 on PostgreSQL), and nothing is
+    put back in line."""
+    port = free_port()
+    client.post(HOOKS, headers=auth(manager), json={"url": f"http://127.0.0.1:{port}/h"})
+    cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    )
+    assert notification_sender(cs, NotifySettings(max_attempts=1)).run_once().dead == 1
+    again = client.post(f"{HOOKS}/deliveries/{named}/redeliver", headers=auth(manager))
+    assert again.status_code == 404, again.text
+    assert "only a delivery whose last try failed" in again.json()["detail"]
+    paged = client.get(f"{HOOKS}/deliveries?before={named}", headers=auth(manager))
+    assert paged.status_code == 404, paged.text
+    assert paged.headers["content-type"].startswith("application/problem+json")
+    [dead] = client.get(f"{HOOKS}/deliveries?dead=true", headers=auth(manager)).json()["items"]
+    assert dead["status"] == "dead"
+
+
 @pytest.mark.parametrize(
     "url", ["ftp://x.example/h", "javascript:alert(1)", "https://u:p@x.example/", "no url"]
 )

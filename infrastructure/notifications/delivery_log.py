@@ -15,6 +15,7 @@ from countersign.infrastructure.notifications.ledger import (
     PENDING,
     WEBHOOK,
     DeliveryLedger,
+    may_name_a_delivery,
     table_exists,
 )
 
@@ -43,6 +44,8 @@ def deliveries(
                 raise NotFoundError("delivery")
             return []
         if before is not None:
+            if not may_name_a_delivery(before):
+                raise NotFoundError("delivery")
             # The order below, from where that delivery stands in it: older, or as old and
             # after it by id.
             mark = cursor.execute(

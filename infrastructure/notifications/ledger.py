@@ -102,6 +102,12 @@ def delivery_id(event_id: str, channel: str, target: str) -> str:
     return f"dlv_{uuid5(_NAMESPACE, f'{event_id}/{channel}/{target}').hex}"
 
 
+def may_name_a_delivery(text: str) -> bool:
+    """Whether ``text`` may be a delivery's id at all: one holding a NUL byte names none
+    (PostgreSQL's text cannot hold it, and refused the query with an error, a 500)."""
+    return "\x00" not in text
+
+
 @dataclass(frozen=True)
 class Target:
     """Where one notification goes: an endpoint id (webhook) or an address (e-mail)."""
@@ -456,6 +462,8 @@ class DeliveryLedger:
         where = "organization_id = ? AND status = ?"
         params: list[Any] = [organization_id, DEAD]
         if delivery is not None:
+            if not may_name_a_delivery(delivery):
+                return []
             where += " AND delivery_id = ?"
             params.append(delivery.strip())
         with self.sql.transaction() as cursor:
