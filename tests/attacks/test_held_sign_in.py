@@ -131,6 +131,19 @@ def test_a_guesser_gets_five_checks_and_then_429_even_for_the_right_password(
     assert elsewhere.get("/").status_code == 303
 
 
+@pytest.mark.parametrize("email", [AVA + "\x00", "\x00", "a\x00@granite.example"])
+def test_an_email_holding_a_nul_byte_is_a_failed_sign_in_on_every_backend(web: Web, email: str):
+    """PostgreSQL's text cannot hold a NUL byte: the password's lookup failed with an error,
+    a 500 and a traceback for anyone who sent one, no token or account needed. It is a
+    failed sign-in, as any unknown email is (the same page, counted by the throttle)."""
+    browser = web.browser()
+    browser.page_token("/sign-in")
+    answer = _attempt(browser, email, web.passwords[AVA])
+    assert answer.status_code == 200, answer.text[:200]
+    assert FAILED in answer.text
+    assert browser.get("/").status_code == 303
+
+
 NOAH = "noah@granite.example"
 
 
