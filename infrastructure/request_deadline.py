@@ -45,6 +45,11 @@ DEFAULT_READ_TIMEOUT = 20.0
 #: refused: four times what nginx reads by default (``large_client_header_buffers``), far past
 #: any browser's cookies. Counted per read, so at most one read (256 KiB) more is held.
 MAX_HEAD_BYTES = 64 * 1024
+#: The most requests one connection may send ahead of their answers (pipelined): uvicorn
+#: queues each whole, and reads on after every answer, so a client that sends many and reads
+#: none grew a process by 17 MB a connection (20 connections: 94 MB to 430 MB). Past it the
+#: connection is closed. Browsers do not pipeline at all.
+MAX_PIPELINED = 16
 _HEAD_TOO_LARGE = b"Request header fields too large."
 
 
@@ -83,6 +88,8 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._reading = False
         #: Bytes received of the head being read (None once its headers are complete).
         self._head_bytes: int | None = 0
+        #: Closed for sending too many requests ahead of their answers (``MAX_PIPELINED``).
+        self._flooded = False
 
     def data_received(self, data: bytes) -> None:
         if self._head_bytes is not None:
@@ -97,7 +104,26 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_bytes = None
+        if self._flooded:
+            return  # the rest of what was read with the request that closed the connection
+        if len(self.pipeline) >= MAX_PIPELINED:
+            self._end_flood()
+            return
         super().on_headers_complete()
+
+    def _end_flood(self) -> None:
+        """Close a connection that sent more than ``MAX_PIPELINED`` requests ahead of their
+        answers; those queued are dropped unanswered (the one being answered is cut)."""
+        self._flooded = True
+        self._disarm()
+        self.pipeline.clear()
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        log.info(
+            "closed the connection of %s: more than %d requests sent ahead of their answers",
+            client,
+            MAX_PIPELINED,
+        )
+        self.transport.close()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
