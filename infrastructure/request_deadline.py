@@ -16,7 +16,9 @@ that proxy).
 A request head (its line and its headers) is bounded too, at ``MAX_HEAD_BYTES``: uvicorn's
 protocol keeps a URL and headers for as long as they come, and one connection without a token
 sent 600 MB of headers within the deadline, the process growing from 93 MB to 707 MB and
-keeping it. A head past it is answered 431 and its connection closed, before it ends.
+keeping it. A head past it is answered 431 and its connection closed, before it ends; so is
+a connection whose chunked body's framing and trailers (headers sent after the body, which
+uvicorn keeps as it keeps the head's) pass it.
 
 The deadline counts the client's time only: while uvicorn itself has stopped reading (a
 pipelined request waiting for the one before it to be answered), it waits. An answer that
@@ -88,22 +90,33 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._reading = False
         #: Bytes received of the head being read (None once its headers are complete).
         self._head_bytes: int | None = 0
+        #: Bytes received since its headers, and those of them that were body: the rest is a
+        #: chunked body's framing and its trailers, headers after the body, kept as headers.
+        self._after_head = 0
+        self._body_bytes = 0
         #: Closed for sending too many requests ahead of their answers (``MAX_PIPELINED``).
         self._flooded = False
 
     def data_received(self, data: bytes) -> None:
         if self._head_bytes is not None:
             self._head_bytes += len(data)
+        else:
+            self._after_head += len(data)
         super().data_received(data)
-        if (
-            self._head_bytes is not None
-            and self._head_bytes > MAX_HEAD_BYTES
-            and not self.transport.is_closing()
-        ):
-            self._refuse_head()
+        if self.transport.is_closing():
+            return
+        if self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse_head(answer=True)
+        elif self._head_bytes is None and self._after_head - self._body_bytes > MAX_HEAD_BYTES:
+            self._refuse_head(answer=False)  # trailers: the request may be answered already
+
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        super().on_body(body)
 
     def on_headers_complete(self) -> None:
         self._head_bytes = None
+        self._after_head = self._body_bytes = 0
         if self._flooded:
             return  # the rest of what was read with the request that closed the connection
         if len(self.pipeline) >= MAX_PIPELINED:
@@ -177,12 +190,14 @@ class DeadlineProtocol(HttpToolsProtocol):
         log.info("closed the connection of %s: no whole request within the deadline", client)
         self.transport.close()
 
-    def _refuse_head(self) -> None:
-        """431 and the connection closed: a head past ``MAX_HEAD_BYTES`` is never read on."""
+    def _refuse_head(self, *, answer: bool) -> None:
+        """The connection closed, after a 431 if ``answer`` and nothing else is being
+        answered: a head, or a chunked body's framing and trailers, past ``MAX_HEAD_BYTES``
+        is never read on."""
         self._disarm()
         client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
         log.info("refused the request of %s: its head passed %d bytes", client, MAX_HEAD_BYTES)
-        if self.cycle is None or self.cycle.response_complete:  # nothing else being answered
+        if answer and (self.cycle is None or self.cycle.response_complete):
             self.transport.write(
                 b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
                 b"content-type: text/plain; charset=utf-8\r\n"

@@ -47,8 +47,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 @contextlib.contextmanager
-def serving(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    monkeypatch.setenv(request_deadline.READ_TIMEOUT_ENV, "5")
+def serving(monkeypatch: pytest.MonkeyPatch, deadline: float = 5) -> Iterator[int]:
+    monkeypatch.setenv(request_deadline.READ_TIMEOUT_ENV, str(deadline))
     request_deadline._read_timeout.cache_clear()
     port = free_port()
     config = uvicorn.Config(
@@ -160,6 +160,41 @@ def test_a_few_pipelined_requests_are_all_answered():
         with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
             connection.sendall(few)
             while received.count(b"HTTP/1.1 200 ") < MAX_PIPELINED - 1:
+                chunk = connection.recv(65536)
+                assert chunk, f"closed after {received.count(b'HTTP/1.1 200 ')} answers"
+                received += chunk
+
+
+def test_trailers_past_the_limit_end_the_connection():
+    """Headers sent after a chunked body (trailers) are kept as the head's are: 300 MB of
+    them grew ``serve`` from 81 MB to 387 MB, the head's limit never counting them. Past
+    ``MAX_HEAD_BYTES`` of framing and trailers the connection is closed before they end."""
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch, deadline=60) as port:
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n"
+        trailers = headers(1024 * 1024)
+        sent = 0
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(head)
+            with contextlib.suppress(OSError):  # closed by the server: broken pipe, or reset
+                for _ in range(64):
+                    connection.sendall(trailers)
+                    sent += 1
+        assert sent < 8, f"{sent} MB of trailers read"
+
+
+def test_a_chunked_body_in_many_chunks_is_still_read():
+    """Framing in proportion to an ordinary body (4,000 chunks of 16 bytes) is not refused."""
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        chunks = b"10\r\n" + b"b" * 16 + b"\r\n"
+        request = (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunks * 4000
+            + b"0\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(request + b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+            received = b""
+            while received.count(b"HTTP/1.1 200 ") < 2:
                 chunk = connection.recv(65536)
                 assert chunk, f"closed after {received.count(b'HTTP/1.1 200 ')} answers"
                 received += chunk
