@@ -37,6 +37,7 @@ from countersign.infrastructure.testing.deployment import (
 )
 from countersign.infrastructure.testing.fixtures import require_postgres
 
+from tests.support.golden_postgres import GoldenPostgres
 from tests.support.mutants import apply_from_environment
 from tests.support.passwords import use_test_strength
 
@@ -119,6 +120,13 @@ def postgres_url(test_databases: TestDatabases) -> str:
     url = f"{POSTGRES_SERVER}/{name}"
     test_databases.drop_at_close(url)
     return url
+
+
+@pytest.fixture(scope="session")
+def golden_postgres(test_databases: TestDatabases) -> GoldenPostgres:
+    """This worker's golden databases on PostgreSQL (``tests/fixtures/*/postgres.sql``): each
+    dump loaded once, and copied for each test that asks (``GoldenPostgres.copy``)."""
+    return GoldenPostgres(test_databases)
 
 
 def _truncate_postgres(url: str) -> None:

@@ -55,6 +55,7 @@ from countersign.infrastructure.projection_engine.together import rebuild_togeth
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA, MIA, events_table
+from tests.support.golden_postgres import GoldenPostgres
 from tests.test_corrupt_records import _rewrite_state
 
 NOAH = "noah@granite.example"
@@ -89,7 +90,10 @@ def _with_proposal(name: str) -> list[str]:
 
 @pytest.fixture(params=RELEASES)
 def golden(
-    request: pytest.FixtureRequest, database_url: str, tmp_path: Path
+    request: pytest.FixtureRequest,
+    database_url: str,
+    golden_postgres: GoldenPostgres,
+    tmp_path: Path,
 ) -> Iterator[tuple[Countersign, dict[str, Any]]]:
     """Today's code on a copy of the release's database, an hour after it was written."""
     fixture = FIXTURES / request.param
@@ -99,20 +103,14 @@ def golden(
         database_url = f"sqlite:///{copy}"
         manifest = json.loads((fixture / "manifest.json").read_text())
     else:
-        _restore_postgres(fixture / "postgres.sql", database_url)
+        # (database_url, empty, only chose the backend: a copy of the loaded dump is used.)
+        database_url = golden_postgres.copy(fixture / "postgres.sql")
         manifest = json.loads((fixture / "manifest-postgres.json").read_text())
     clock = FakeClock(datetime.fromisoformat(manifest["written_at"]))
     clock.advance(hours=1)
     cs = bootstrap(Settings(database_url=database_url), clock=clock)
     yield cs, manifest
     cs.close()
-
-
-def _restore_postgres(dump: Path, url: str) -> None:
-    """Load the dump into the test's empty schema (psql's meta-commands are not SQL)."""
-    script = "\n".join(line for line in dump.read_text().splitlines() if not line.startswith("\\"))
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(script)  # type: ignore[arg-type]  # a trusted, committed file
 
 
 def _aggregate_ids(cs: Countersign) -> list[UUID]:

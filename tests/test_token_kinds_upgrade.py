@@ -27,13 +27,15 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import AVA, REFUND, TO_CARD
 from tests.servers import serving
-from tests.test_golden_streams import _restore_postgres
+from tests.support.golden_postgres import GoldenPostgres
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tokens_417270c"
 
 
 @pytest.fixture
-def upgraded(database_url: str, tmp_path: Path) -> Iterator[tuple[Countersign, dict[str, Any]]]:
+def upgraded(
+    database_url: str, golden_postgres: GoldenPostgres, tmp_path: Path
+) -> Iterator[tuple[Countersign, dict[str, Any]]]:
     """Today's code on a copy of 417270c's database, an hour after it was written."""
     if database_url.startswith("sqlite"):
         copy = tmp_path / "tokens.db"
@@ -41,7 +43,7 @@ def upgraded(database_url: str, tmp_path: Path) -> Iterator[tuple[Countersign, d
         database_url = f"sqlite:///{copy}"
         manifest = json.loads((FIXTURE / "manifest.json").read_text())
     else:
-        _restore_postgres(FIXTURE / "postgres.sql", database_url)
+        database_url = golden_postgres.copy(FIXTURE / "postgres.sql")
         manifest = json.loads((FIXTURE / "manifest-postgres.json").read_text())
     clock = FakeClock(datetime.fromisoformat(manifest["written_at"]))
     clock.advance(hours=1)

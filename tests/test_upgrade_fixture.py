@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from countersign.domain.club.organization import Organization
 from countersign.domain.club.roster import Roster
@@ -26,23 +25,15 @@ from countersign.infrastructure.bootstrap import Countersign, bootstrap
 from countersign.infrastructure.settings import Settings
 
 from tests.conftest import AVA
+from tests.support.golden_postgres import GoldenPostgres
 
 FIXTURE = Path(__file__).parent / "fixtures" / "golden_0a9997d"
 
 
-def _restore_postgres(url: str) -> None:
-    """Load the dump into the test's empty schema (psql's meta-commands are not SQL)."""
-    script = "\n".join(
-        line
-        for line in (FIXTURE / "postgres.sql").read_text().splitlines()
-        if not line.startswith("\\")
-    )
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(script)  # type: ignore[arg-type]  # a trusted, committed file
-
-
 @pytest.fixture
-def upgraded(database_url: str, tmp_path: Path) -> Iterator[tuple[Countersign, dict[str, Any]]]:
+def upgraded(
+    database_url: str, golden_postgres: GoldenPostgres, tmp_path: Path
+) -> Iterator[tuple[Countersign, dict[str, Any]]]:
     """Today's code on a copy of the old database, an hour after it was written."""
     if database_url.startswith("sqlite"):
         copy = tmp_path / "upgraded.db"
@@ -50,7 +41,7 @@ def upgraded(database_url: str, tmp_path: Path) -> Iterator[tuple[Countersign, d
         database_url = f"sqlite:///{copy}"
         manifest = json.loads((FIXTURE / "manifest.json").read_text())
     else:
-        _restore_postgres(database_url)
+        database_url = golden_postgres.copy(FIXTURE / "postgres.sql")
         manifest = json.loads((FIXTURE / "manifest-postgres.json").read_text())
     clock = FakeClock(datetime.fromisoformat(manifest["written_at"]))
     clock.advance(hours=1)
