@@ -4,15 +4,17 @@ command line's ``--request`` and an agent framework's tool call. Each reader use
 ``json.loads`` on its own, and each missed something once: text nested thousands deep raised
 RecursionError, a number of thousands of digits raised int()'s ValueError, and either became
 an internal error; an escaped lone surrogate (``"\\ud800"``: valid JSON, but a string no UTF-8
-text can hold) failed later, where the value was validated or stored. Here each is refused as
+text can hold) or a NUL (``"\\u0000"``, which PostgreSQL refuses) failed later, where the
+value was validated or stored (``domain.storable_text``). Here each is refused as
 unreadable, with text too long, before anything else reads the value; each caller words the
 refusal for its own reader (the page's message, the command's exit 4, the model's error)."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal
+
+from countersign.domain.storable_text import WHY, holds_unstorable
 
 #: The longest text read (characters): the API's default body limit (COUNTERSIGN_API_MAX_BODY).
 MAX_CHARS = 64 * 1024
@@ -23,9 +25,6 @@ MAX_DEPTH = 32
 MAX_NUMBER = 100
 
 Kind = Literal["syntax", "length", "depth", "number", "text"]
-#: A surrogate code point left alone: JSON reads a valid pair as one character, so any left is
-#: a lone one, which no UTF-8 text (a stored event, a database column, a model's request) holds.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class UnreadableJsonError(ValueError):
@@ -51,8 +50,8 @@ def read_json(text: str, *, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEP
         raise UnreadableJsonError("depth", "nested too deeply") from None
     if _depth(value, max_depth) > max_depth:
         raise UnreadableJsonError("depth", "nested too deeply")
-    if _holds_lone_surrogate(value):
-        raise UnreadableJsonError("text", "a string that is not Unicode text (a lone surrogate)")
+    if holds_unstorable(value):
+        raise UnreadableJsonError("text", f"a string holding {WHY}")
     return value
 
 
@@ -85,20 +84,3 @@ def _depth(value: Any, bound: int) -> int:
                     for child in (item.values() if isinstance(item, dict) else item)
                 )
     return deepest
-
-
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Whether a string of ``value`` (an object's key included) holds a lone surrogate
-    (walked without recursion; ``read_json`` has bounded its depth)."""
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, str):
-            if _LONE_SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return False

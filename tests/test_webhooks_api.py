@@ -107,12 +107,12 @@ def test_dead_letters_are_listed_and_redelivered_over_the_api(cs, seeded, client
 
 
 @pytest.mark.parametrize("named", ["dlv_%00", "dlv_a%00b", "%00"])
-def test_a_delivery_id_holding_a_nul_is_unknown_on_every_backend(
+def test_a_delivery_id_holding_a_nul_is_refused_on_every_backend(
     cs, seeded, client, manager, named
 ):
-    """A NUL byte, which PostgreSQL's text refuses, in a delivery id: the same 404 as any id
-    the club has no dead letter or delivery of (it was a 500 on PostgreSQL), and nothing is
-    put back in line."""
+    """A NUL byte, which PostgreSQL's text refuses, in a delivery id (it was a 500 on
+    PostgreSQL): the gate's 400 for any path or query holding one (the ledger itself also
+    reads such an id as unknown, for the command line), and nothing is put back in line."""
     port = free_port()
     client.post(HOOKS, headers=auth(manager), json={"url": f"http://127.0.0.1:{port}/h"})
     cs.proposals.propose(
@@ -124,10 +124,10 @@ def test_a_delivery_id_holding_a_nul_is_unknown_on_every_backend(
     )
     assert notification_sender(cs, NotifySettings(max_attempts=1)).run_once().dead == 1
     again = client.post(f"{HOOKS}/deliveries/{named}/redeliver", headers=auth(manager))
-    assert again.status_code == 404, again.text
-    assert "only a delivery whose last try failed" in again.json()["detail"]
+    assert again.status_code == 400, again.text
+    assert "holds a NUL character" in again.json()["detail"]
     paged = client.get(f"{HOOKS}/deliveries?before={named}", headers=auth(manager))
-    assert paged.status_code == 404, paged.text
+    assert paged.status_code == 400, paged.text
     assert paged.headers["content-type"].startswith("application/problem+json")
     [dead] = client.get(f"{HOOKS}/deliveries?dead=true", headers=auth(manager)).json()["items"]
     assert dead["status"] == "dead"

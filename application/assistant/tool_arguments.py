@@ -15,7 +15,9 @@ MAX_ARGUMENTS = 16_000
 MAX_DEPTH = 8
 NOT_AN_OBJECT = "the arguments were not a JSON object"
 TOO_LARGE = "the arguments were longer than 16000 characters, or nested deeper than 8 levels"
-NOT_TEXT = "the arguments held a string that is not Unicode text (a lone surrogate escape)"
+NOT_TEXT = (
+    "the arguments held a string no database stores (a NUL character or a lone surrogate escape)"
+)
 
 
 def sent_back(raw: str) -> str:

@@ -1,7 +1,8 @@
 """The gate in front of the JSON API: a bounded body, read only for an authenticated caller.
 
 ``ApiGate`` is a pure ASGI middleware for every path under ``/api/v1`` (known routes or not).
-Before anything else looks at a request it
+Before anything else looks at a request it answers 400 to a path or query string holding
+a NUL (which no id or value has, and no database stores: ``domain.storable_text``), then it
 
 1. refuses a declared ``Content-Length`` over the limit (413), without reading the body;
 2. checks the bearer token (401), still without reading a byte of the body, so an anonymous
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import logging
 
+from countersign.domain.storable_text import unstorable_target
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_in
 from countersign.infrastructure.entrypoints.http.auth import GatedRoute, TokenCheck, pending_check
@@ -49,6 +51,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("countersign.http")
 
 DEFAULT_MAX_BODY = 64 * 1024
+UNSTORABLE_TARGET = "The path or the query string holds a NUL character, which no id or value has."
 _CLOSE = {"Connection": "close"}
 
 
@@ -66,6 +69,9 @@ class ApiGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not is_api_path(str(scope.get("path", ""))):
             await self.app(scope, receive, send)
+            return
+        if unstorable_target(str(scope.get("path", "")), bytes(scope.get("query_string", b""))):
+            await self._refuse(scope, send, ProblemError("bad-request", UNSTORABLE_TARGET))
             return
         lengths, authorization, coded = _headers(scope)
         if lengths:

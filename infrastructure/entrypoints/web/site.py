@@ -21,6 +21,7 @@ from countersign.application.errors import CorruptRecordError, ForbiddenError, U
 from countersign.application.proposal_limit import TooManyProposalsError
 from countersign.application.token_write_limit import TooManyWritesError
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
+from countersign.domain.storable_text import holds_unstorable, unstorable_target
 from countersign.domain.visible_text import shown
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.correlation import correlation_id_of
@@ -169,6 +170,10 @@ class Site:
         request = visit.request
         if too_large:
             raise PageError("too_large", 413)
+        if unstorable_target(request.scope["path"], request.scope["query_string"]) or (
+            holds_unstorable(visit.form)
+        ):  # a NUL: no id, field or value has one, and no database stores it
+            raise PageError("bad_request", 400)
         visit.user = self._user(visit.session)
         if signed_in and visit.user is None:
             # Before the CSRF check: a signed-out visitor (a revoked or replayed session among

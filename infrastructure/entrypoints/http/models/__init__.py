@@ -8,10 +8,22 @@ documents the CLI prints with ``--json``; these models describe them.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from countersign.domain.storable_text import WHY, holds_unstorable
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class Body(BaseModel):
-    """A request body: a field the API does not know is refused, never ignored."""
+    """A request body: a field the API does not know is refused, never ignored, and no text
+    of it, however nested (a request's fields, a passkey's credential), holds what no
+    database stores (``domain.storable_text``): a 422 before any handler reads it."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        if holds_unstorable(value):
+            raise ValueError(f"a text holds {WHY}")
+        return value
