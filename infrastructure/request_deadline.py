@@ -209,6 +209,11 @@ class DeadlineProtocol(HttpToolsProtocol):
 
 def connection_options() -> dict[str, Any]:
     """The keyword arguments of ``uvicorn.Config``/``uvicorn.run`` every countersign server
-    runs with: the deadline on reading a request (``DeadlineProtocol``)."""
+    runs with: the deadline on reading a request (``DeadlineProtocol``), and no WebSocket.
+
+    No route of countersign's is a WebSocket one; with ``websockets`` installed (it comes with
+    a dependency), uvicorn took any ``Upgrade: websocket`` request as a handshake, on any path,
+    and answered its own bare 403 for the application. ``ws="none"``: it is an HTTP request,
+    answered as one."""
     read_timeout_from_env()  # refused before anything is served, not at the first connection
-    return {"http": DeadlineProtocol}
+    return {"http": DeadlineProtocol, "ws": "none"}
