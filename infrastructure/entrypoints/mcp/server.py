@@ -40,6 +40,7 @@ from countersign.application.reports import ProposalCreated
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import ConcurrencyConflictError, CountersignError, NotFoundError
+from countersign.domain.storable_text import WHY, holds_unstorable
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.entrypoints.mcp import answers
 from countersign.infrastructure.persistence.unavailable import (
@@ -140,6 +141,7 @@ class CountersignTools:
     ) -> types.CallToolResult:
         caller = self.caller_of(ctx)
         try:
+            _check_storable(arguments)
             return self._run(ctx, caller, self.cs.toolbox.tool(caller, name), arguments)
         except InvalidRequestError as error:
             return answers.invalid(error, self.language)
@@ -284,6 +286,16 @@ class CountersignTools:
             callers[email] = mine  # the most recently active last
             while len(callers) > CALLERS_A_CLUB:
                 callers.popitem(last=False)
+
+
+def _check_storable(arguments: dict[str, Any]) -> None:
+    """Refuse arguments holding text no database stores (a NUL; the SDK's JSON reader already
+    refuses a lone surrogate), whatever the tool: its reads and its request would meet it in
+    a lookup or a stored event (``domain.storable_text``)."""
+    for key, value in arguments.items():
+        if holds_unstorable(key) or holds_unstorable(value):
+            field = "arguments" if holds_unstorable(key) else key[:60]
+            raise InvalidRequestError.one(field, f"holds {WHY}")
 
 
 def _who(caller: Caller) -> tuple[str, str]:
