@@ -109,6 +109,8 @@ def _main(argv: list[str] | None) -> int:
     CommandParser.json_errors = any(len(w) >= 3 and "--json".startswith(w) for w in words)
     CommandParser.language = language
     try:
+        if (unstorable := answers.unstorable_argument(words, language)) is not None:
+            parser.error(unstorable)
         args = parser.parse_args(argv)
     finally:
         CommandParser.json_errors, CommandParser.language = False, "en"  # this line's only

@@ -8,6 +8,7 @@ import re
 
 from countersign.application.errors import UnreadableEvent
 from countersign.domain.contracts.presentation import Localized
+from countersign.domain.storable_text import unstorable
 
 #: An unknown club, member or id and another club's id answer alike (the application says
 #: no more); the text says what to check.
@@ -215,3 +216,22 @@ NEXT_STEP = {
         "(countersign members set-permissions).",
     ),
 }
+
+
+#: An argument holding bytes that are not UTF-8 (Python reads each as a lone surrogate) or a
+#: NUL: no database, stored event or UTF-8 text holds it (``domain.storable_text``).
+UNSTORABLE_ARGUMENT = Localized(
+    "argument {position} holds bytes that are not UTF-8 text, which cannot be stored; "
+    "write it in UTF-8",
+    "l'argument {position} contient des octets qui ne sont pas du texte UTF-8, qui ne peuvent "
+    "pas être enregistrés ; écrivez-le en UTF-8",
+)
+
+
+def unstorable_argument(words: list[str], language: str) -> str | None:
+    """The usage error for the first argument no database stores, if one does; checked once,
+    before any command reads its arguments."""
+    for position, word in enumerate(words, start=1):
+        if unstorable(word):
+            return UNSTORABLE_ARGUMENT.text(language, position=position)
+    return None

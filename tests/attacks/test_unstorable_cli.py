@@ -1,0 +1,88 @@
+"""Held: a command-line argument holding text no database stores is a usage error (exit 2),
+never a traceback, and nothing is stored.
+
+The arguments of a process are C strings: no NUL reaches them. Bytes that are not UTF-8 do
+(a file name, a pasted note, a terminal in another encoding), and Python reads each such byte
+as a lone surrogate (``os.fsdecode``: ``b"\\xff"`` is ``"\\udcff"``), which no UTF-8 text, no
+database and no stored event holds. Each command that writes or looks up text is run with one
+in the place it takes text (``tests/attacks/test_unstorable_text.py`` does the same for the
+API and the pages, ``test_unstorable_mcp.py`` for MCP's tools).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.attacks.conftest import LEAKS, assert_nothing_changed, snapshot
+from tests.conftest import AVA, REFUND, TO_CARD
+
+LONE = os.fsdecode(b"a\xffb")  # "a\udcffb", as Python reads such an argument
+
+
+def _commands(seeded: dict[str, Any], pending: str) -> dict[str, list[str]]:
+    order = seeded["orders"]["refund-ok"]
+    return {
+        "decline --note": ["decline", pending, "--as", AVA, "--note", LONE],
+        "decline id": ["decline", LONE, "--as", AVA],
+        "approve id": ["approve", LONE, "--as", AVA],
+        "show id": ["show", LONE, "--as", AVA],
+        "history id": ["history", LONE],
+        "members add --name": ["members", "add", "--org", "granite", "--email",
+                               "zed@granite.example", "--name", LONE, "--role", "manager"],
+        "members add --email": ["members", "add", "--org", "granite", "--email", LONE,
+                                "--name", "Zed", "--role", "manager"],
+        "webhooks add --url": ["webhooks", "add", "--org", "granite",
+                               "--url", f"https://hooks.example/{LONE}"],
+        "webhooks redeliver": ["webhooks", "redeliver", "--org", "granite", LONE],
+        "orders show": ["orders", "show", "--org", "granite", LONE],
+        "propose --resource": ["propose", "--org", "granite", "--as", AVA, "--operation",
+                               REFUND, "--resource", LONE, "--request", json.dumps(TO_CARD)],
+        "chat --message": ["chat", "--org", "granite", "--as", AVA, "--section", "orders",
+                           "--resource", order, "--message", LONE],
+        "--as": ["decline", pending, "--as", LONE],
+    }  # fmt: skip
+
+
+@pytest.fixture
+def pending(cs: Countersign, seeded: dict[str, Any]) -> str:
+    return cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    ).proposal_id
+
+
+def test_every_command_refuses_an_argument_no_database_stores(
+    cs: Countersign, seeded: dict[str, Any], pending: str, command: Callable[..., Any]
+) -> None:
+    before = snapshot(cs)
+    wrong = []
+    for name, argv in _commands(seeded, pending).items():
+        try:
+            status, _, err = command(*argv)
+        except Exception as error:  # what the person would see: a traceback
+            wrong.append(f"{name}: raised {type(error).__name__}: {error}"[:200])
+            continue
+        if status != 2 or "cannot be stored" not in err or any(leak in err for leak in LEAKS):
+            wrong.append(f"{name}: exit {status} {err.strip()[:160]!r}")
+    assert not wrong, "\n".join(wrong)
+    assert_nothing_changed(cs, before)
+
+
+def test_the_refusal_is_in_french_and_in_json_when_asked(
+    cs: Countersign, pending: str, command: Callable[..., Any]
+) -> None:
+    status, _, err = command("decline", pending, "--as", AVA, "--note", LONE, "--language", "fr")
+    assert status == 2
+    assert "ne peuvent pas être enregistrés" in err
+    status, out, _ = command("decline", pending, "--as", AVA, "--note", LONE, "--json")
+    assert status == 2
+    assert json.loads(out)["error"] == "usage"
