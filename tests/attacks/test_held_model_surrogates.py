@@ -118,3 +118,35 @@ def test_untrusted_json_refuses_a_string_no_utf8_can_hold(text: str):
         read_json(text)
     assert refused.value.kind == "text"
     assert read_json('"\\ud83d\\ude00"') == "\U0001f600"  # a pair is one character: fine
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        pytest.param('{"payment": "P1\\u0000"}', id="nul-value"),
+        pytest.param('{"P1\\u0000": "x"}', id="nul-key"),
+        pytest.param(f'{{"payment": "P1{LONE}"}}', id="lone-surrogate"),
+    ],
+)
+def test_the_model_is_told_its_arguments_hold_text_no_database_stores(
+    wire: Any,  # noqa: F811
+    arguments: str,
+):
+    """What the model reads back (the tool's answer in its next request) says why, in the
+    model-facing error's words, without echoing the text; the turn goes on, nothing is
+    proposed, and the call is recorded as malformed with no arguments."""
+    w = wire(Script(Call(PROPOSE_REFUND, arguments), Say("Sorry, I could not do that.")))
+
+    answer = _message(w, "Refund the missed discount")
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["ended"] == "reply"
+    assert answer.json()["proposal"] is None
+    told = [m for m in w.endpoint.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(told) == 1
+    assert "a string no database stores (a NUL character or a lone surrogate" in told[0]["content"]
+    assert "\\u0000" not in told[0]["content"]
+    assert "\x00" not in told[0]["content"]
+    events = list(w.cs.store.history(UUID(answer.json()["interaction_id"])))
+    called = [e.fields for e in events if e.type == "ToolCalled"]
+    assert [(c["outcome"], c["arguments"]) for c in called] == [("malformed", {})]
