@@ -18,6 +18,9 @@ from countersign.projections.base import Table
 
 _TABLES = {table.name: table for p in PROJECTIONS.values() for table in p.tables}
 MAX_PAGE_SIZE = 100
+#: The last page a list reads (the API's bound too): past it, its offset (page times page
+#: size) would pass what SQLite's INTEGER and PostgreSQL's bigint hold, from the command line.
+MAX_PAGE = 100_000
 
 
 def in_contract_order(operation: str, preview: Any) -> Any:
@@ -99,7 +102,7 @@ class ReadModels:
         ones they may only follow). ``barred``: that person's own proposals a policy bars
         them from approving, which they do not decide and where their approval no longer
         counts."""
-        page = max(1, page)
+        page = min(max(1, page), MAX_PAGE)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
         params: list[Any] = [organization_id, self._time(now)]
@@ -184,7 +187,7 @@ class ReadModels:
     ) -> dict[str, Any]:
         """Decided proposals of one organization (any outcome, declined, expired and superseded
         ones too), the most recently changed first."""
-        page = max(1, page)
+        page = min(max(1, page), MAX_PAGE)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
         where = "organization_id = ? AND status NOT IN ('pending', 'executing')"
         params: list[Any] = [organization_id]

@@ -86,3 +86,42 @@ def test_the_refusal_is_in_french_and_in_json_when_asked(
     status, out, _ = command("decline", pending, "--as", AVA, "--note", LONE, "--json")
     assert status == 2
     assert json.loads(out)["error"] == "usage"
+
+
+HUGE = "1" + "0" * 25  # past 2**63 (9.2e18): no SQLite INTEGER or PostgreSQL bigint holds it
+
+
+def _numbers(seeded: dict[str, Any], pending: str) -> dict[str, list[str]]:
+    order = seeded["orders"]["refund-ok"]
+    return {
+        "inbox --page": ["inbox", "--org", "granite", "--as", AVA, "--page", HUGE],
+        "inbox --page 2**63-1": ["inbox", "--org", "granite", "--as", AVA, "--page",
+                                 str(2**63 - 1)],
+        "inbox --page-size": ["inbox", "--org", "granite", "--as", AVA, "--page-size", HUGE],
+        "webhooks deliveries --limit": ["webhooks", "deliveries", "--org", "granite",
+                                        "--limit", HUGE],
+        "projections skip": ["projections", "skip", "--reason", "r", HUGE],
+        "orders refund-manually --amount": ["orders", "refund-manually", "--org", "granite",
+                                            "--as", AVA, "--payment", "P1", "--amount", HUGE,
+                                            order],
+        "policy set --above-cents": ["policy", "set", "--org", "granite", "--operation", REFUND,
+                                     "--approvals", "1", "--above-cents", HUGE],
+        "history --as-of": ["history", pending, "--as-of", HUGE],
+    }  # fmt: skip
+
+
+def test_every_number_past_64_bits_is_refused_or_read_as_nothing_found(
+    cs: Countersign, seeded: dict[str, Any], pending: str, command: Callable[..., Any]
+) -> None:
+    before = snapshot(cs)
+    wrong = []
+    for name, argv in _numbers(seeded, pending).items():
+        try:
+            status, _, err = command(*argv)
+        except Exception as error:  # what the person would see: a traceback
+            wrong.append(f"{name}: raised {type(error).__name__}: {error}"[:200])
+            continue
+        if status not in (0, 2, 3, 4) or "Internal error" in err or "Traceback" in err:
+            wrong.append(f"{name}: exit {status} {err.strip()[:160]!r}")
+    assert not wrong, "\n".join(wrong)
+    assert_nothing_changed(cs, before)

@@ -147,6 +147,7 @@ _ARGPARSE_FR: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"ambiguous option: (.*) could match (.*)", r"option ambiguë : \1 peut désigner \2"),
         (r"invalid choice: (.*) \(choose from (.*)\)", r"choix invalide : \1 (choisir parmi \2)"),
         (r"invalid (\w+) value: (.*)", r"valeur \1 invalide : \2"),
+        (r"must be a whole number from (.*) to (.*)", r"doit être un nombre entier de \1 à \2"),
         (r"expected one argument", "une valeur est attendue"),
         (r"expected at most one argument", "une valeur au plus est attendue"),
         (r"expected at least one argument", "une valeur au moins est attendue"),

@@ -140,3 +140,19 @@ def parse_time(value: str, *, versions: bool = True) -> datetime:
             f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999"
         ) from None
     return moment
+
+
+#: The largest whole number a command takes: SQLite's INTEGER and PostgreSQL's bigint hold
+#: no more (a page, a limit, a position or an amount past it failed in the database).
+MAX_WHOLE_NUMBER = 2**63 - 1
+
+
+def whole_number(text: str) -> int:
+    """The argument type of every whole number a command takes (a usage error, exit 2, for
+    one past ``MAX_WHOLE_NUMBER`` either way; ``int()``'s own refusal for one that is not)."""
+    value = int(text)
+    if abs(value) > MAX_WHOLE_NUMBER:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from {-MAX_WHOLE_NUMBER} to {MAX_WHOLE_NUMBER}"
+        )
+    return value

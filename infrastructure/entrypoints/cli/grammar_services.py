@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from countersign.infrastructure.entrypoints.cli.common import Handler
+from countersign.infrastructure.entrypoints.cli.common import Handler, whole_number
 
 
 class _ProjectionNames:
@@ -83,14 +83,18 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
             command.set_defaults(maintenance=True)
         names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
         names.known = _ProjectionNames()  # what its help's %(known)s shows
-        command.add_argument("--batch-size", type=int, default=None, help=argparse.SUPPRESS)
+        command.add_argument(
+            "--batch-size", type=whole_number, default=None, help=argparse.SUPPRESS
+        )
     skip = add(
         "skip",
         Handler("projections", "cmd_projections_skip"),
         "pass one event that cannot be read, in every projection, recorded with a reason",
         projections_sub,
     )
-    skip.add_argument("position", type=int, metavar="POSITION", help="the event's notification id")
+    skip.add_argument(
+        "position", type=whole_number, metavar="POSITION", help="the event's notification id"
+    )
     skip.add_argument(
         "--reason", required=True, metavar="TEXT", help="why (kept, and shown by status)"
     )
@@ -284,7 +288,7 @@ def add_notification_commands(sub: Any, add: Callable[..., Any]) -> None:
     )
     deliveries.add_argument("--org", required=True)
     deliveries.add_argument("--dead", action="store_true", help="only the dead letters")
-    deliveries.add_argument("--limit", type=int, default=50)
+    deliveries.add_argument("--limit", type=whole_number, default=50)
     deliveries.add_argument(
         "--before",
         metavar="DELIVERY_ID",

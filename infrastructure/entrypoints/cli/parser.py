@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, NoReturn
 
 from countersign.domain.contracts import REGISTRY
-from countersign.infrastructure.entrypoints.cli.common import Handler
+from countersign.infrastructure.entrypoints.cli.common import Handler, whole_number
 from countersign.infrastructure.entrypoints.cli.grammar_services import (
     add_notification_commands,
     add_service_commands,
@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     manual.add_argument("--org", required=True)
     manual.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     manual.add_argument("--payment", required=True, metavar="REF")
-    manual.add_argument("--amount", required=True, type=int, metavar="CENTS")
+    manual.add_argument("--amount", required=True, type=whole_number, metavar="CENTS")
 
     roster = sub.add_parser("roster", help="leagues and members")
     roster_sub = roster.add_subparsers(dest="roster_command", required=True, metavar="COMMAND")
@@ -434,8 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     inbox.add_argument("--org", required=True)
     inbox.add_argument("--as", dest="actor", required=True, metavar="EMAIL")
     inbox.add_argument("--section", choices=_Sections(), metavar="SECTION", help="%(choices)s")
-    inbox.add_argument("--page", type=int, default=1)
-    inbox.add_argument("--page-size", type=int, default=20)
+    inbox.add_argument("--page", type=whole_number, default=1)
+    inbox.add_argument("--page-size", type=whole_number, default=20)
 
     handback = add(
         "handback",
