@@ -19,6 +19,8 @@ from typing import Any
 #: a str is a lone one.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 WHY = "a NUL character or a lone surrogate, which no database stores"
+#: The validation error's type where a request model refuses such text (its safe message).
+UNSTORABLE_TEXT = "unstorable_text"
 
 
 def unstorable(text: str) -> bool:

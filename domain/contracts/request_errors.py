@@ -16,6 +16,7 @@ from countersign.domain.contracts.problems import (
     Problem,
     RequestValueError,
 )
+from countersign.domain.storable_text import UNSTORABLE_TEXT, WHY
 from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -58,6 +59,7 @@ SAFE_MESSAGES: dict[str, str] = {
     "recursion_loop": "nested too deeply",
     "uuid_type": "must be an id",
     "uuid_parsing": "must be an id",
+    UNSTORABLE_TEXT: f"holds {WHY}",
 }
 #: A model-facing request's references name parts of its record (the order's payments "P1",
 #: ...): said without "conversation", since an agent over MCP and a service over the API send

@@ -142,6 +142,9 @@ def _messages_are_the_projects(document: dict[str, Any]) -> list[tuple[str, str]
     return found
 
 
+UNSTORABLE = "holds a NUL character or a lone surrogate, which no database stores"
+
+
 def test_problems_say_it_in_the_projects_words_never_pydantics_nor_the_input(api):
     unchanged = Unchanged(api.cs)
     order = api.seeded["orders"]["refund-ok"]
@@ -151,8 +154,20 @@ def test_problems_say_it_in_the_projects_words_never_pydantics_nor_the_input(api
     unchanged = Unchanged(api.cs)
     lone = '"\\ud800' + ECHO + '"'  # valid JSON; a string no UTF-8 text can hold
     request = (
-        f'{{"payment": {lone}, "line_item": ["{ECHO}"], "discount": {{"x": "{ECHO}"}}, '
+        f'{{"payment": 5, "line_item": ["{ECHO}"], "discount": {{"x": "{ECHO}"}}, '
         f'"destination": "{ECHO}", "amount_cents": 1, "<b>{ECHO}</b>": 2, "{ECHO} x": 3}}'
+    )
+    # Text no database stores, anywhere in a field, is said of that field before anything
+    # else reads it (a lone surrogate in the request's payment: the request).
+    unstorable = _problem(
+        _post_raw(
+            api,
+            "/api/v1/proposals",
+            f'{{"operation": "{REFUND}", "resource_id": "{order}", '
+            f'"request": {{"payment": {lone}}}}}'.encode(),
+        ),
+        422,
+        "invalid-request",
     )
 
     refund = _problem(
@@ -214,16 +229,17 @@ def test_problems_say_it_in_the_projects_words_never_pydantics_nor_the_input(api
         (UNSHOWN_NAME, "unknown field; remove it"),  # anything else is not echoed
         (UNSHOWN_NAME, "unknown field; remove it"),
     ]
+    assert _messages_are_the_projects(unstorable) == [("request", UNSTORABLE)]
     assert _messages_are_the_projects(top) == [
-        ("operation", "must be a string"),
+        ("operation", UNSTORABLE),
         ("resource_id", "must be a string"),
         ("request", "must be a JSON object"),
         ("extra", "unknown field; remove it"),
         (UNSHOWN_NAME, "unknown field; remove it"),
     ]
-    assert _messages_are_the_projects(note) == [("note", "must be a string")]
+    assert _messages_are_the_projects(note) == [("note", UNSTORABLE)]
     assert _messages_are_the_projects(message) == [
-        ("message", "must be a string"),
+        ("message", UNSTORABLE),
         ("interaction_id", "must be a string"),
     ]
     assert _messages_are_the_projects(page) == [("page", "must be an integer")]

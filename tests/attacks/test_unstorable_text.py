@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from countersign.domain.storable_text import WHY
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from httpx2 import Response
@@ -239,9 +240,13 @@ def _answers(
             if answer.status_code < 400:
                 continue  # a long value read as any other that names nothing
             try:
-                problem(answer)
+                _, document = problem(answer)
             except AssertionError as error:
                 wrong.append(f"{where}: {answer.status_code} not a clean problem ({error})")
+                continue
+            said = [p["message"] for p in document.get("problems", [])]
+            if slot[0] == "body" and name != "long" and said != [f"holds {WHY}"]:
+                wrong.append(f"{where}: {answer.status_code} says {said or document['detail']}")
     return wrong
 
 

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from countersign.domain.storable_text import WHY, holds_unstorable
-from pydantic import BaseModel, ConfigDict, model_validator
+from countersign.domain.storable_text import UNSTORABLE_TEXT, WHY, holds_unstorable
+from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic_core import PydanticCustomError
 
 
 class Body(BaseModel):
     """A request body: a field the API does not know is refused, never ignored, and no text
-    of it, however nested (a request's fields, a passkey's credential), holds what no
-    database stores (``domain.storable_text``): a 422 before any handler reads it."""
+    of a field, however nested in it (a request's keys and values, a passkey's credential),
+    holds what no database stores (``domain.storable_text``): a 422 on that field before any
+    handler reads it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    @model_validator(mode="before")
+    @field_validator("*", mode="before")
     @classmethod
     def _storable(cls, value: Any) -> Any:
         if holds_unstorable(value):
-            raise ValueError(f"a text holds {WHY}")
+            raise PydanticCustomError(UNSTORABLE_TEXT, f"a text holds {WHY}")
         return value
