@@ -170,11 +170,11 @@ class Site:
         request = visit.request
         if too_large:
             raise PageError("too_large", 413)
+        visit.user = self._user(visit.session)  # (so the error page below shows who is in)
         if unstorable_target(request.scope["path"], request.scope["query_string"]) or (
             holds_unstorable(visit.form)
         ):  # a NUL: no id, field or value has one, and no database stores it
             raise PageError("bad_request", 400)
-        visit.user = self._user(visit.session)
         if signed_in and visit.user is None:
             # Before the CSRF check: a signed-out visitor (a revoked or replayed session among
             # them) is sent to sign in, whatever the form carried.
