@@ -18,11 +18,13 @@ model, the API's gate for paths and queries, the pages' ``Site`` for all three.
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from countersign.domain.storable_text import WHY
+from countersign.infrastructure.request_deadline import connection_options
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from httpx2 import Response
@@ -38,6 +40,7 @@ from tests.attacks.conftest import (
     snapshot,
 )
 from tests.conftest import AVA, REFUND, TO_CARD
+from tests.servers import serving
 
 #: A value as it is written in a JSON body (raw JSON text), and as a string elsewhere.
 NUL = "\x00"
@@ -394,3 +397,26 @@ def test_every_page_refuses_unstorable_text_with_its_error_page(web: Web, langua
     assert (after.events, after.refunds) == (before.events, before.refunds)
     wrong = _walk_pages(ava, ids, {"long": "x" * 3_000}, language)
     assert not wrong, "\n".join(wrong)
+
+
+# -- headers -----------------------------------------------------------------------------------
+
+
+def test_a_header_holding_a_nul_never_reaches_the_application(app: FastAPI) -> None:
+    """The headers read as values (the bearer token, the session cookie, Accept-Language):
+    the server's HTTP parser answers a NUL in any of them 400 itself, before the application
+    sees the request (bytes that are not UTF-8 are read as Latin-1, which every store takes)."""
+    headers = {
+        "Authorization": b"Bearer a\x00b",
+        "Cookie": b"countersign_session=a\x00b",
+        "Accept-Language": b"fr\x00",
+    }
+    with serving(app, **connection_options()) as server:
+        for path in ("/api/v1/inbox", "/sign-in"):
+            for name, value in headers.items():
+                with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+                    sock.sendall(
+                        f"GET {path} HTTP/1.1\r\nHost: x\r\n{name}: ".encode() + value + b"\r\n\r\n"
+                    )
+                    status = sock.recv(200).split(b"\r\n", 1)[0]
+                assert status == b"HTTP/1.1 400 Bad Request", (path, name, status)
