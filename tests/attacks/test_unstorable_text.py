@@ -332,7 +332,8 @@ def test_the_pages_table_names_every_page(app: FastAPI) -> None:
 
 
 def _page_ok(answer: Response, where: str, language: str) -> str | None:
-    if answer.status_code >= 500 or (answer.status_code < 300 and not where.endswith("long")):
+    taken = where.endswith(("long", "huge number"))  # text, or a number: either may be taken
+    if answer.status_code >= 500 or (answer.status_code < 300 and not taken):
         return f"{where}: {answer.status_code} {answer.text[:200]}"
     if answer.status_code in (301, 302, 303, 307):
         return None  # sent elsewhere (sign in, back to the form): nothing read, nothing kept
@@ -395,7 +396,7 @@ def test_every_page_refuses_unstorable_text_with_its_error_page(web: Web, langua
     assert not wrong, "\n".join(wrong)
     after = snapshot(web.cs)
     assert (after.events, after.refunds) == (before.events, before.refunds)
-    wrong = _walk_pages(ava, ids, {"long": "x" * 3_000}, language)
+    wrong = _walk_pages(ava, ids, {"long": "x" * 3_000, "huge number": HUGE}, language)
     assert not wrong, "\n".join(wrong)
 
 
