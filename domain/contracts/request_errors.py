@@ -27,7 +27,7 @@ SAFE_MESSAGES: dict[str, str] = {
     "missing": "this field is required",
     "extra_forbidden": "unknown field; remove it",
     "string_type": "must be a string",
-    "string_unicode": "must be a string",
+    "string_unicode": f"holds {WHY}",  # a lone surrogate: pydantic reads no such str
     "string_sub_type": "must be a string",
     "string_too_long": "text is too long",
     "string_too_short": "text is too short",
