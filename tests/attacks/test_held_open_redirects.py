@@ -100,6 +100,8 @@ def test_no_next_value_leads_off_the_site(web: Web):
     def check(channel: str, hostile: str, answer: object) -> None:
         status = getattr(answer, "status_code", None)
         location = getattr(answer, "headers", {}).get("location", "")
+        if "\x00" in hostile and status == 400 and not location:
+            return  # a NUL: the page that cannot read the request, going nowhere
         if status != 303 or where_a_browser_goes(location) != SITE:
             wrong.append(f"{channel} {hostile!r}: {status} to {location!r}")
 
@@ -111,6 +113,8 @@ def test_no_next_value_leads_off_the_site(web: Web):
         # Signed out, the sign-in page keeps next for later in a hidden field: the same rule.
         page = anonymous.get("/sign-in", params={"next": hostile})
         kept = re.search(r'name="next" value="([^"]*)"', page.text)
+        if "\x00" in hostile and page.status_code == 400 and kept is None:
+            continue  # no form, so no next kept
         if kept is None or where_a_browser_goes(kept.group(1)) != SITE:
             wrong.append(f"hidden next {hostile!r}: {kept and kept.group(1)!r}")
 
