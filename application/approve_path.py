@@ -16,7 +16,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from countersign.application.authorization import Caller, membership, require_decider
+from countersign.application.authorization import (
+    Caller,
+    membership,
+    require_decider,
+    undecidable,
+)
 from countersign.application.passkeys import PasskeyRefusal, PasskeyStep, SignedApproval
 from countersign.application.policy_recheck import policy_refusal
 from countersign.application.ports import Answer, Clock, Commit
@@ -151,7 +156,8 @@ class ApprovePath:
         # 2. Check the caller: still a member (NotFoundError otherwise: another tenant's
         #    proposal answers like an unknown one), still holding the operation's permission,
         #    with a credential that may decide (an agent token never does).
-        #    An unknown kind fails closed: nobody holds the permission it would need.
+        #    An unknown kind fails closed: its operation is not enabled here (a plug-in
+        #    turned off), and nobody may decide it.
         org = store.read(proposal.organization_id, Organization)
         if caller.organization is not None and caller.organization.strip().lower() != org.slug:
             # Acting in another club (a token's, a session's): this one's proposal is not
@@ -159,8 +165,10 @@ class ApprovePath:
             # (ProposalAccess); the service holds it too, for any that would not.
             raise NotFoundError("proposal")
         member = membership(org, caller.email)
-        if contract is None or not caller.may(member, contract.permission):
-            return Answer(approval_report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
+        refused = undecidable(contract, caller, member)
+        if refused is not None:
+            return Answer(approval_report(proposal, NotApprovable(refused)))
+        assert contract is not None  # undecidable: an unknown kind is refused
         require_decider(caller)
         # 3. Check that it is pending and not expired (recording Expired if it is).
         now = self.clock.now()

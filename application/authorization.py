@@ -52,6 +52,7 @@ from countersign.domain.club.organization import Member, Organization, Permissio
 from countersign.domain.contracts import REGISTRY, AnyContract, declaration, declarations
 from countersign.domain.errors import NotFoundError
 from countersign.domain.frozen_records import direct_init
+from countersign.domain.outcomes import NotApprovableReason
 from countersign.domain.ports import Repository
 from countersign.domain.proposal import Proposal
 from countersign.domain.scope import Section
@@ -185,6 +186,17 @@ def may_decide(
 ) -> bool:
     permission = decide_permission(kind, registry)
     return permission is not None and caller.may(member, permission)
+
+
+def undecidable(
+    contract: AnyContract | None, caller: Caller, member: Member
+) -> NotApprovableReason | None:
+    """Why ``caller`` may not decide a proposal of ``contract``'s kind: its operation is not
+    enabled here (its plug-in turned off; "forbidden" sent its manager after a permission
+    that no longer exists), or they lack its permission. None when they may."""
+    if contract is None:
+        return NotApprovableReason.OPERATION_NOT_ENABLED
+    return None if caller.may(member, contract.permission) else NotApprovableReason.FORBIDDEN
 
 
 def section_permissions(

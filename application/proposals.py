@@ -31,6 +31,7 @@ from countersign.application.authorization import (
     require_all,
     require_decider,
     require_scope,
+    undecidable,
 )
 from countersign.application.errors import (
     CorruptRecordError,
@@ -70,7 +71,6 @@ from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import (
     NotApprovable,
-    NotApprovableReason,
     RevisionReason,
 )
 from countersign.domain.ports import Repository
@@ -317,8 +317,10 @@ class ProposalService(ApprovePath):
             raise NotFoundError("proposal")  # as the approve path: another club's is unknown
         member = member_of(store, proposal.organization_id, caller.email)
         contract = self.registry.get(proposal.kind)
-        if contract is None or not caller.may(member, contract.permission):
-            return Answer(approval_report(proposal, NotApprovable(NotApprovableReason.FORBIDDEN)))
+        refused = undecidable(contract, caller, member)
+        if refused is not None:
+            return Answer(approval_report(proposal, NotApprovable(refused)))
+        assert contract is not None  # undecidable: an unknown kind is refused
         require_decider(caller)
         now = self.clock.now()
         if proposal.status != PENDING or proposal.is_expired_at(now):

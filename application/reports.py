@@ -7,10 +7,12 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from countersign.domain.contracts import REGISTRY
 from countersign.domain.frozen_records import direct_init
+from countersign.domain.handback import not_enabled_text
 from countersign.domain.messages import outcome_message
 from countersign.domain.outcomes import AlreadyCompleted, NotApprovable, NotApprovableReason
-from countersign.domain.proposal import Proposal
+from countersign.domain.proposal import Proposal, ProposalStatus
 from countersign.domain.uuids import id_text
 
 #: Each report class's field names, in order (``dataclasses.fields`` builds them anew per call).
@@ -227,9 +229,11 @@ def own(value: Any) -> Any:
 
 
 def outcome_text(proposal: Proposal, language: str = "en") -> str | None:
-    """The app-authored text for the proposal's outcome, if it has one."""
+    """The app-authored text for the proposal's outcome, if it has one; for a pending one
+    whose operation is not enabled here (its plug-in turned off), why nobody can decide it."""
     if proposal.outcome is None:
-        return None
+        pending = proposal.status == ProposalStatus.PENDING
+        return not_enabled_text(language) if pending and proposal.kind not in REGISTRY else None
     return outcome_message(proposal.kind, proposal.preview, proposal.outcome, language)
 
 

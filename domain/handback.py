@@ -161,6 +161,11 @@ _FIXED: dict[str, dict[str, str]] = {
             "Carried out as approved. Its operation is no longer enabled here, so its details "
             "are in the proposal's history."
         ),
+        "not_enabled": (
+            "Its operation is not enabled here (the plug-in that adds it is not named in "
+            "COUNTERSIGN_PLUGINS): nobody can approve or decline it until the plug-in is "
+            "enabled again, and nothing has changed."
+        ),
     },
     "fr": {
         "revision": (
@@ -190,6 +195,11 @@ _FIXED: dict[str, dict[str, str]] = {
             "Effectué comme approuvé. Son opération n'est plus activée ici : ses détails sont "
             "dans l'historique de la proposition."
         ),
+        "not_enabled": (
+            "Son opération n'est pas activée ici (le module d'extension qui l'ajoute n'est pas "
+            "nommé dans COUNTERSIGN_PLUGINS) : personne ne peut l'approuver ni la refuser tant "
+            "que le module d'extension n'est pas réactivé, et rien n'a changé."
+        ),
     },
 }
 
@@ -213,6 +223,12 @@ def done_text(language: str = "en") -> str:
     """What a success says whose operation is no longer registered (a plug-in turned off):
     its contract, which alone can describe it, is gone."""
     return _FIXED[_language(language)]["done"]
+
+
+def not_enabled_text(language: str = "en") -> str:
+    """What a pending proposal says whose operation is not registered here (its plug-in
+    turned off): why nobody can decide it, and what to do."""
+    return _FIXED[_language(language)]["not_enabled"]
 
 
 def outcome_text(

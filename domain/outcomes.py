@@ -165,6 +165,10 @@ class NotApprovableReason(StrEnum):
     it was frozen under, so no passkey is to sign for it. Approving it records
     RevisionRequired(policy_raised) instead, with no passkey: proposed again, it is frozen
     under the policy in force (application/policy_recheck.py)."""
+    OPERATION_NOT_ENABLED = "operation_not_enabled"
+    """Its operation is not registered in this process: the plug-in that adds it is not
+    enabled here (no longer named in ``COUNTERSIGN_PLUGINS``). Nothing was recorded: it is
+    decided once the plug-in is enabled again."""
     NOT_VERIFIABLE_HERE = "not_verifiable_here"
     """Its record is sealed with a key this process does not hold (a rotation's new key,
     not yet on every process): nothing says it is forged, nothing here can vouch for it, so

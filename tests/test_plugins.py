@@ -683,3 +683,34 @@ def test_a_finding_without_its_sentence_reads_as_its_own_message():
     told = Localized("Already in {locker}.", "Déjà au casier {locker}.")
     named = Finding("same_locker", "locker", "x", locker="B12")
     assert named.for_people({"same_locker": told}).text("fr") == "Déjà au casier B12."
+
+
+def test_a_pending_proposal_of_a_plugin_turned_off_says_why_it_cannot_be_decided(
+    wired, database_url
+):
+    """The deployment stops naming the plug-in while one of its proposals waits. Approving or
+    declining it answered "forbidden", telling its manager to grant themselves a permission
+    that no longer exists, and its card said nothing (a plug-in author's finding). It says
+    the operation is not enabled and what to do; nothing is recorded, and once the plug-in
+    is enabled again it is approved as ever."""
+    pending = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNTERSIGN_")}
+    off = ("--as", AVA, "--database", database_url)
+
+    approved = _countersign(env, "approve", pending, *off)
+    declined = _countersign(env, "decline", pending, *off, "--language", "fr")
+    answered = _countersign(env, "approve", pending, *off, "--json")
+    shown = _countersign(env, "show", pending, *off, "--json")
+
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(
+        "Not approvable: its operation is not enabled in this deployment (the plug-in that "
+        "adds it is not named in COUNTERSIGN_PLUGINS). Nothing changed: enable the plug-in again"
+    )
+    assert "set-permissions" not in approved.stdout
+    assert declined.stdout.startswith("Non approuvable : son opération n'est pas activée")
+    report = json.loads(answered.stdout)
+    assert (report["reason"], report["status"]) == ("operation_not_enabled", "pending")
+    assert json.loads(shown.stdout)["message"].startswith("Its operation is not enabled here")
+    assert "Traceback" not in approved.stderr + declined.stderr + shown.stderr
+    assert wired.proposals.approve(pending, AVA).status == "succeeded"  # enabled: as ever

@@ -387,6 +387,15 @@ _NOT_APPROVABLE = {
         "ici. Rien n'a changé, et elle attend toujours : approuvez-la de nouveau quand chaque "
         "processus aura la clé.",
     ),
+    "operation_not_enabled": Localized(
+        "Not approvable: its operation is not enabled in this deployment (the plug-in that "
+        "adds it is not named in COUNTERSIGN_PLUGINS). Nothing changed: enable the plug-in again "
+        "(countersign operations lists what is enabled) to approve or decline it.",
+        "Non approuvable : son opération n'est pas activée dans ce déploiement (le module "
+        "d'extension qui l'ajoute n'est pas nommé dans COUNTERSIGN_PLUGINS). Rien n'a changé : "
+        "réactivez le module d'extension (countersign operations liste ce qui est activé) "
+        "pour l'approuver ou la refuser.",
+    ),
     "requester_may_not_approve": Localized(
         "Not approvable: its approval policy does not let the person who requested it "
         "approve it; another manager must.",

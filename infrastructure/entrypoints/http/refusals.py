@@ -41,6 +41,11 @@ _REFUSALS = {
         "expired or foreign challenge, a bad signature or no user verification): nothing "
         "changed. Get a fresh approval-challenge and have the passkey sign it again."
     ),
+    "operation_not_enabled": (
+        "This proposal's operation is not enabled on this server: the plug-in that adds it is "
+        "not named in COUNTERSIGN_PLUGINS. Nothing was approved, declined or changed: tell "
+        "whoever runs countersign to enable the plug-in again to decide it."
+    ),
     "not_verifiable_here": (
         "This proposal is sealed with a key this server does not hold yet (a seal key being "
         "rotated in), so it could not be verified here: nothing was approved or changed, and "

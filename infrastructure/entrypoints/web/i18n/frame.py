@@ -184,6 +184,11 @@ EN: dict[str, str] = {
     "notice.passkey_rejected": (
         "Your passkey's answer could not be verified, so nothing was approved. Try again."
     ),
+    "notice.operation_not_enabled": (
+        "This proposal's operation is not enabled on this server (its plug-in is turned off), "
+        "so nothing was approved, declined or changed. Ask whoever runs countersign to "
+        "turn the plug-in back on to decide it."
+    ),
     "notice.not_verifiable_here": (
         "This proposal is sealed with a key this server does not hold yet (a seal key being "
         "changed), so it could not be verified here. Nothing was approved or changed, and the "
@@ -413,6 +418,11 @@ FR: dict[str, str] = {
     "notice.passkey_rejected": (
         "La réponse de votre clé d'accès n'a pas pu être vérifiée ; rien n'a été approuvé. "
         "Réessayez."
+    ),
+    "notice.operation_not_enabled": (
+        "L'opération de cette proposition n'est pas activée sur ce serveur (son module "
+        "d'extension est désactivé) : rien n'a été approuvé, refusé ni modifié. Demandez à la "
+        "personne qui administre countersign de réactiver le module pour en décider."
     ),
     "notice.not_verifiable_here": (
         "Cette proposition est scellée avec une clé que ce serveur n'a pas encore (une clé de "
