@@ -197,24 +197,40 @@ def install(plugins: Sequence[Plugin]) -> None:
     if len(namespaces) != len(set(namespaces)):
         raise PluginError(f"two plug-ins share a namespace ({', '.join(namespaces)})")
     _check_tools(plugins)
+    try:
+        # Each alone first, when there are several: a contract that breaks a registry rule
+        # is named with its own plug-in, not with every plug-in the deployment names.
+        for plugin in plugins if len(plugins) > 1 else ():
+            try:
+                _install_registries((plugin,))
+            except ValueError as broken:
+                raise PluginError(f"plug-in {plugin.name!r}: {broken}") from None
+        try:
+            _install_registries(plugins)
+        except ValueError as broken:
+            which = ", ".join(repr(plugin.name) for plugin in plugins)
+            raise PluginError(f"plug-in {which}: {broken}") from None
+    except PluginError:
+        contracts.install(())  # countersign's own registries, as if none had been named
+        sections.install(())
+        raise
+
+
+def _install_registries(plugins: Sequence[Plugin]) -> None:
+    """These plug-ins' contracts, permissions and sections in the registries; ValueError (a
+    RegistryError) when one breaks a registry rule."""
     own = [contract for plugin in plugins for contract in plugin.contracts]
     permissions = [p for plugin in plugins for p in plugin.permissions]
     assistants = [assistant for plugin in plugins for assistant in plugin.sections]
-    try:
-        contracts.install(own, permissions, check=_when_loaded(plugins))
-        # A plug-in's declared operations are loaded and checked now, in registry order: a
-        # broken one stops the process at start with one line (never a page or a command
-        # failing later), and which of two clashing lines is refused is the same in every
-        # process. countersign's own stay lazy (the suite checks every one of them).
-        for contract in own:
-            if isinstance(contract, contracts.Declared):
-                contracts.REGISTRY[contract.kind]
-        sections.install(assistants)
-    except ValueError as broken:
-        contracts.install(())  # countersign's own registries, as if none had been named
-        sections.install(())
-        which = ", ".join(plugin.name for plugin in plugins)
-        raise PluginError(f"plug-in {which}: {broken}") from None
+    contracts.install(own, permissions, check=_when_loaded(plugins))
+    # A plug-in's declared operations are loaded and checked now, in registry order: a
+    # broken one stops the process at start with one line (never a page or a command
+    # failing later), and which of two clashing lines is refused is the same in every
+    # process. countersign's own stay lazy (the suite checks every one of them).
+    for contract in own:
+        if isinstance(contract, contracts.Declared):
+            contracts.REGISTRY[contract.kind]
+    sections.install(assistants)
 
 
 def installs() -> int:

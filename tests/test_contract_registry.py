@@ -172,7 +172,7 @@ def test_an_operation_not_what_its_line_declares_is_refused_at_install(lazy_ops)
 def test_a_declared_preview_without_its_labels_is_refused_at_install(lazy_ops):
     _write(lazy_ops, "note", "preview_hidden = frozenset({'count'})")
 
-    with pytest.raises(PluginError, match=r"lazy\.note labels \['count', 'note'\], its preview"):
+    with pytest.raises(PluginError, match=r"lazy\.note labels 'count', which its Preview does not"):
         install([_plugin(NOTE)])
 
 

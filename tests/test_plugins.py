@@ -22,6 +22,7 @@ from uuid import UUID
 import pytest
 from countersign.application.errors import CorruptRecordError
 from countersign.domain.contracts import PERMISSIONS, REGISTRY, REVISION_REASONS
+from countersign.domain.contracts.presentation import Localized, PreviewField
 from countersign.domain.errors import NotFoundError
 from countersign.domain.scope import keyed_resource_id
 from countersign.infrastructure.adapters.clock import FakeClock
@@ -714,3 +715,68 @@ def test_a_pending_proposal_of_a_plugin_turned_off_says_why_it_cannot_be_decided
     assert json.loads(shown.stdout)["message"].startswith("Its operation is not enabled here")
     assert "Traceback" not in approved.stderr + declined.stderr + shown.stderr
     assert wired.proposals.approve(pending, AVA).status == "succeeded"  # enabled: as ever
+
+
+def _with_changed_tag_invoice(**change: Any) -> Any:
+    """``build``'s plug-in whose ``sample.tag_invoice`` has ``change`` (class attributes)."""
+    from countersign.application.plugins import Plugin
+    from sample_plugin.contracts import TagInvoice
+    from sample_plugin.plugin import ASSISTANT, build
+
+    plugin = build()
+    changed = type("Changed", (TagInvoice,), change)(plugin.contracts[0].book)
+    return Plugin(
+        "sample",
+        "sample",
+        contracts=(changed, plugin.contracts[1]),
+        sections=(ASSISTANT,),
+        providers=plugin.providers,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (
+            {"title": Localized("Tag an invoice", "")},
+            "sample.tag_invoice's title has no French text: everything people read is "
+            "written in English and French, Localized(en, fr)",
+        ),
+        (
+            {"revision_reasons": {"already_tagged": Localized("", "La facture a ce tag.")}},
+            "sample.tag_invoice's revision reason 'already_tagged' has no English text",
+        ),
+        (
+            {"preview_fields": {"tag": PreviewField(Localized("Tag", " "))}},
+            "sample.tag_invoice's preview field 'customer' has no label: add it to "
+            "preview_fields (a row the approver reads) or to preview_hidden",
+        ),
+    ],
+)
+def test_a_contract_with_a_blank_text_or_an_unlabelled_field_is_refused_saying_which(
+    installed, company, change, refusal
+):
+    """An empty French title or reason was accepted, and French managers read a blank; a
+    preview field without a label was refused by listing both sets of names, for the author
+    to compare (a newcomer's findings writing a plug-in)."""
+    from countersign.application.plugins import PluginError, install
+
+    with pytest.raises(PluginError) as refused:
+        install([_with_changed_tag_invoice(**change)])
+
+    assert str(refused.value).startswith(f"plug-in 'sample': {refusal}")
+    assert "sample.invoice_credit" not in REGISTRY
+
+
+def test_a_broken_contract_names_its_own_plugin_not_every_plugin_enabled(installed, company):
+    """With two plug-ins enabled, one's broken contract was reported as "plug-in acme-rentals,
+    acme-invoices: ...", blaming both."""
+    from countersign.application.plugins import Plugin, PluginError, install
+
+    other = Plugin("other", "other")
+    broken = _with_changed_tag_invoice(title=Localized("Tag an invoice", ""))
+
+    with pytest.raises(PluginError) as refused:
+        install([other, broken])
+
+    assert str(refused.value).startswith("plug-in 'sample': sample.tag_invoice's title")

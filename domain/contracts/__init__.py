@@ -168,9 +168,16 @@ class _Contents:
             )
         fields = set(contract.Preview.model_fields)
         labelled = set(contract.preview_fields) | contract.preview_hidden
-        if labelled != fields:
+        if fields - labelled:
             raise RegistryError(
-                f"{kind} labels {sorted(labelled)}, its preview has {sorted(fields)}"
+                f"{kind}'s preview field {sorted(fields - labelled)[0]!r} has no label: add it "
+                "to preview_fields (a row the approver reads) or to preview_hidden (a field "
+                "only shown through others, such as a currency)"
+            )
+        if labelled - fields:
+            raise RegistryError(
+                f"{kind} labels {sorted(labelled - fields)[0]!r}, which its Preview does not "
+                "have: remove it from preview_fields (or preview_hidden), or add the field"
             )
         unworded = _unworded_optionals(contract)
         if unworded:
@@ -178,6 +185,14 @@ class _Contents:
                 f'{kind}\'s preview field {unworded[0]!r} may be None, which reads "None" to '
                 "people in every language: give its PreviewField words=lambda value, language: "
                 '... (a text field; the value is "None" then), or make the field never None'
+            )
+        untranslated = _untranslated(contract)
+        if untranslated:
+            where, language = untranslated[0]
+            raise RegistryError(
+                f"{kind}'s {where} has no {_LANGUAGE_NAMES[language]} text: everything people "
+                "read is written in English and French, Localized(en, fr) (an empty one "
+                "showed a blank to every manager reading that language)"
             )
         money = _unmeasured_money(contract)
         if money:
@@ -207,6 +222,41 @@ def _unworded_optionals(contract: AnyContract) -> list[str]:
         and (shown := contract.preview_fields.get(name)) is not None
         and shown.shown is not Shown.FLAG
         and shown.words is None
+    ]
+
+
+_LANGUAGE_NAMES = {"en": "English", "fr": "French"}
+
+
+def _texts(contract: AnyContract) -> Iterator[tuple[str, Localized | None]]:
+    """Every text of a contract that people read, by where it is declared."""
+    yield "title", contract.title
+    yield "this_resource", contract.this_resource
+    for name, shown in contract.preview_fields.items():
+        yield f"preview field {name!r} label", shown.label
+    for name, asked in contract.request_fields.items():
+        yield f"request field {name!r} label", asked.label
+        yield f"request field {name!r} hint", asked.hint
+        for value, option in asked.options.items():
+            yield f"request field {name!r} option {value!r}", option
+    for kind, sentences in (
+        ("request problem", contract.request_problems),
+        ("revision reason", contract.revision_reasons),
+        ("outcome title", contract.outcome_titles),
+    ):
+        for code, sentence in sentences.items():
+            yield f"{kind} {code!r}", sentence
+    yield "irreversible", contract.irreversible
+
+
+def _untranslated(contract: AnyContract) -> list[tuple[str, str]]:
+    """Where a text of the contract is blank in a language, and which language."""
+    return [
+        (where, language)
+        for where, text in _texts(contract)
+        if text is not None
+        for language in _LANGUAGE_NAMES
+        if not str(getattr(text, language, None) or "").strip()
     ]
 
 
