@@ -724,7 +724,10 @@ def _with_changed_tag_invoice(**change: Any) -> Any:
     from sample_plugin.plugin import ASSISTANT, build
 
     plugin = build()
-    changed = type("Changed", (TagInvoice,), change)(plugin.contracts[0].book)
+    changed_class = type("Changed", (TagInvoice,), {})
+    for name, value in change.items():  # after the class: its Request is set as it is made
+        setattr(changed_class, name, value)
+    changed = changed_class(plugin.contracts[0].book)
     return Plugin(
         "sample",
         "sample",
@@ -780,3 +783,29 @@ def test_a_broken_contract_names_its_own_plugin_not_every_plugin_enabled(install
         install([other, broken])
 
     assert str(refused.value).startswith("plug-in 'sample': sample.tag_invoice's title")
+
+
+def test_a_request_letting_the_model_pick_an_amount_is_refused_unless_a_person_chooses_it(
+    installed, company
+):
+    """A contract whose request took the amount from the model (``amount_cents``) was
+    enabled, though the model never picks an amount (a newcomer's finding writing a deposit
+    refund whose amount the application computes). An amount only a person can choose is
+    declared so, as the sample's credit does."""
+    from countersign.application.plugins import PluginError, install
+    from pydantic import Field
+    from sample_plugin.contracts import TagRequest
+
+    class PricedTag(TagRequest):
+        fee_cents: int = Field(ge=0, description="The fee.")
+
+    with pytest.raises(PluginError) as refused:
+        install([_with_changed_tag_invoice(Request=PricedTag)])
+
+    assert str(refused.value).startswith(
+        "plug-in 'sample': sample.tag_invoice's request lets the model pick an amount "
+        "(fee_cents): compute it in resolve from the facts the request names; only an amount "
+        "a person chooses"
+    )
+    install([_with_changed_tag_invoice(Request=PricedTag, requested_amounts={"fee_cents"})])
+    assert "sample.tag_invoice" in REGISTRY

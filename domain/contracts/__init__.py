@@ -194,6 +194,14 @@ class _Contents:
                 "read is written in English and French, Localized(en, fr) (an empty one "
                 "showed a blank to every manager reading that language)"
             )
+        picked = _model_picked_money(contract)
+        if picked:
+            raise RegistryError(
+                f"{kind}'s request lets the model pick an amount ({', '.join(picked)}): "
+                "compute it in resolve from the facts the request names; only an amount a "
+                "person chooses (a credit of what the manager says) is listed in "
+                "requested_amounts, and the approver reads it on the card"
+            )
         money = _unmeasured_money(contract)
         if money:
             raise RegistryError(
@@ -257,6 +265,15 @@ def _untranslated(contract: AnyContract) -> list[tuple[str, str]]:
         if text is not None
         for language in _LANGUAGE_NAMES
         if not str(getattr(text, language, None) or "").strip()
+    ]
+
+
+def _model_picked_money(contract: AnyContract) -> list[str]:
+    """The request's money fields (``*_cents``) the contract does not say a person chooses."""
+    return [
+        name
+        for name in contract.Request.model_fields
+        if name.endswith("_cents") and name not in contract.requested_amounts
     ]
 
 

@@ -201,6 +201,10 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
     """How every ``Request`` field reads on the Edit page, where a person changes what a
     proposal asked for, by dotted path (``filters.leagues`` for a nested model's field): its
     label, a hint, and a label for each value it chooses from."""
+    requested_amounts: ClassVar[frozenset[str]] = frozenset()
+    """The ``Request``'s money fields (``*_cents``) only a person can choose (a credit of the
+    amount the manager names), read by the approver on the card. Any other is refused: the
+    application computes every amount from the facts, and the model never picks one."""
     revision_reasons: ClassVar[Mapping[str, Localized]]
     request_problems: ClassVar[Mapping[str, Localized]] = {}
     """Every sentence ``prepare`` gives people about a request it refuses, by a code of the

@@ -125,6 +125,9 @@ class InvoiceCredit(
     permission = PERMISSION
     provider = PROVIDER
     resource_namespace = INVOICES
+    #: How much to credit is the manager's call (the model writes down what they said), and
+    #: the approver reads it beside the balance: the one amount the application cannot compute.
+    requested_amounts = frozenset({"amount_cents"})
 
     def __init__(self, book: InvoiceBook) -> None:
         self.book = book

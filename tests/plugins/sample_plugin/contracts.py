@@ -212,6 +212,7 @@ class InvoiceCredit(
 ):
     kind = "sample.invoice_credit"
     provider = "sample.ledger"
+    requested_amounts = frozenset({"amount_cents"})  # the manager names the credit
     title = Localized("Credit an invoice", "Créditer une facture")
     preview_fields: ClassVar[Mapping[str, PreviewField]] = {
         **INVOICE_FIELDS,
