@@ -22,7 +22,7 @@ from uuid import UUID
 import pytest
 from countersign.application.errors import CorruptRecordError
 from countersign.domain.contracts import PERMISSIONS, REGISTRY, REVISION_REASONS
-from countersign.domain.contracts.presentation import Localized, PreviewField
+from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
 from countersign.domain.scope import keyed_resource_id
 from countersign.infrastructure.adapters.clock import FakeClock
@@ -718,13 +718,17 @@ def test_a_pending_proposal_of_a_plugin_turned_off_says_why_it_cannot_be_decided
 
 
 def _with_changed_tag_invoice(**change: Any) -> Any:
-    """``build``'s plug-in whose ``sample.tag_invoice`` has ``change`` (class attributes)."""
+    """``build``'s plug-in whose ``sample.tag_invoice`` has ``change`` (class attributes;
+    ``more_preview_fields`` replace or add to its own)."""
     from countersign.application.plugins import Plugin
     from sample_plugin.contracts import TagInvoice
     from sample_plugin.plugin import ASSISTANT, build
 
     plugin = build()
     changed_class = type("Changed", (TagInvoice,), {})
+    change = dict(change)  # a test's parameters, used again on the next backend
+    more = change.pop("more_preview_fields", {})
+    changed_class.preview_fields = {**TagInvoice.preview_fields, **more}
     for name, value in change.items():  # after the class: its Request is set as it is made
         setattr(changed_class, name, value)
     changed = changed_class(plugin.contracts[0].book)
@@ -735,6 +739,9 @@ def _with_changed_tag_invoice(**change: Any) -> Any:
         sections=(ASSISTANT,),
         providers=plugin.providers,
     )
+
+
+TAG, MONEY = Localized("Tag", "Étiquette"), Shown.MONEY
 
 
 @pytest.mark.parametrize(
@@ -753,6 +760,11 @@ def _with_changed_tag_invoice(**change: Any) -> Any:
             {"preview_fields": {"tag": PreviewField(Localized("Tag", " "))}},
             "sample.tag_invoice's preview field 'customer' has no label: add it to "
             "preview_fields (a row the approver reads) or to preview_hidden",
+        ),
+        (
+            {"more_preview_fields": {"tag": PreviewField(TAG, MONEY)}},
+            "sample.tag_invoice shows money (tag) but its Preview has no currency field, so "
+            "the card reads 50.00 with no currency",
         ),
     ],
 )

@@ -30,10 +30,11 @@ import importlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, get_args, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 from countersign.domain.club.permissions import Permission
-from countersign.domain.contracts.presentation import Localized, Shown
+from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.rules import broken_rule
 from countersign.domain.scope import Section
 
 if TYPE_CHECKING:
@@ -166,50 +167,9 @@ class _Contents:
                 f"{declared.permission!r}; its contract is {kind!r} in section "
                 f"{contract.section!r} with permission {contract.permission!r}"
             )
-        fields = set(contract.Preview.model_fields)
-        labelled = set(contract.preview_fields) | contract.preview_hidden
-        if fields - labelled:
-            raise RegistryError(
-                f"{kind}'s preview field {sorted(fields - labelled)[0]!r} has no label: add it "
-                "to preview_fields (a row the approver reads) or to preview_hidden (a field "
-                "only shown through others, such as a currency)"
-            )
-        if labelled - fields:
-            raise RegistryError(
-                f"{kind} labels {sorted(labelled - fields)[0]!r}, which its Preview does not "
-                "have: remove it from preview_fields (or preview_hidden), or add the field"
-            )
-        unworded = _unworded_optionals(contract)
-        if unworded:
-            raise RegistryError(
-                f'{kind}\'s preview field {unworded[0]!r} may be None, which reads "None" to '
-                "people in every language: give its PreviewField words=lambda value, language: "
-                '... (a text field; the value is "None" then), or make the field never None'
-            )
-        untranslated = _untranslated(contract)
-        if untranslated:
-            where, language = untranslated[0]
-            raise RegistryError(
-                f"{kind}'s {where} has no {_LANGUAGE_NAMES[language]} text: everything people "
-                "read is written in English and French, Localized(en, fr) (an empty one "
-                "showed a blank to every manager reading that language)"
-            )
-        picked = _model_picked_money(contract)
-        if picked:
-            raise RegistryError(
-                f"{kind}'s request lets the model pick an amount ({', '.join(picked)}): "
-                "compute it in resolve from the facts the request names; only an amount a "
-                "person chooses (a credit of what the manager says) is listed in "
-                "requested_amounts, and the approver reads it on the card"
-            )
-        money = _unmeasured_money(contract)
-        if money:
-            raise RegistryError(
-                f"{kind}'s arguments hold money ({', '.join(money)}) but it does not say how "
-                "much a proposal moves, so an approval policy's threshold (two approvers above "
-                "$100) would never apply to it: define amount_cents(arguments) (None for a "
-                "proposal that moves none)"
-            )
+        broken = broken_rule(contract)
+        if broken is not None:
+            raise RegistryError(broken)
         for code in contract.revision_reasons:
             if code in self.reasons or code in reserved:
                 raise RegistryError(f"revision reason {code!r} is declared twice")
@@ -218,73 +178,6 @@ class _Contents:
             check(contract)
         self.reasons.update(contract.revision_reasons)
         self.loaded[kind] = contract
-
-
-def _unworded_optionals(contract: AnyContract) -> list[str]:
-    """The preview fields that may hold None and are shown as text as they are: each would
-    read "None" on the card. A flag (None is "no") or a field with its own words is fine."""
-    return [
-        name
-        for name, field in contract.Preview.model_fields.items()
-        if type(None) in get_args(field.annotation)
-        and (shown := contract.preview_fields.get(name)) is not None
-        and shown.shown is not Shown.FLAG
-        and shown.words is None
-    ]
-
-
-_LANGUAGE_NAMES = {"en": "English", "fr": "French"}
-
-
-def _texts(contract: AnyContract) -> Iterator[tuple[str, Localized | None]]:
-    """Every text of a contract that people read, by where it is declared."""
-    yield "title", contract.title
-    yield "this_resource", contract.this_resource
-    for name, shown in contract.preview_fields.items():
-        yield f"preview field {name!r} label", shown.label
-    for name, asked in contract.request_fields.items():
-        yield f"request field {name!r} label", asked.label
-        yield f"request field {name!r} hint", asked.hint
-        for value, option in asked.options.items():
-            yield f"request field {name!r} option {value!r}", option
-    for kind, sentences in (
-        ("request problem", contract.request_problems),
-        ("revision reason", contract.revision_reasons),
-        ("outcome title", contract.outcome_titles),
-    ):
-        for code, sentence in sentences.items():
-            yield f"{kind} {code!r}", sentence
-    yield "irreversible", contract.irreversible
-
-
-def _untranslated(contract: AnyContract) -> list[tuple[str, str]]:
-    """Where a text of the contract is blank in a language, and which language."""
-    return [
-        (where, language)
-        for where, text in _texts(contract)
-        if text is not None
-        for language in _LANGUAGE_NAMES
-        if not str(getattr(text, language, None) or "").strip()
-    ]
-
-
-def _model_picked_money(contract: AnyContract) -> list[str]:
-    """The request's money fields (``*_cents``) the contract does not say a person chooses."""
-    return [
-        name
-        for name in contract.Request.model_fields
-        if name.endswith("_cents") and name not in contract.requested_amounts
-    ]
-
-
-def _unmeasured_money(contract: AnyContract) -> list[str]:
-    """The money fields (``*_cents``) of a contract's arguments when it does not define
-    ``amount_cents``, which approval policies read; [] otherwise."""
-    from countersign.domain.contracts.base import names_an_amount  # loaded with any contract
-
-    if names_an_amount(contract):
-        return []
-    return [name for name in contract.Arguments.model_fields if name.endswith("_cents")]
 
 
 class Registry(Mapping[str, "AnyContract"]):

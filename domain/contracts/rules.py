@@ -1,0 +1,142 @@
+"""The registry's rules about what a contract holds, checked when it loads (``broken_rule``):
+labels cover its preview, money reads with its currency and is measured, no text people
+read is blank in a language, and the model never picks an amount."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, get_args
+
+from countersign.domain.contracts.presentation import Localized, Shown
+
+if TYPE_CHECKING:
+    from countersign.domain.contracts import AnyContract
+
+
+def broken_rule(contract: AnyContract) -> str | None:
+    """The first rule ``contract`` breaks, as one sentence saying what to change; None."""
+    kind = contract.kind
+    fields = set(contract.Preview.model_fields)
+    labelled = set(contract.preview_fields) | contract.preview_hidden
+    if fields - labelled:
+        return (
+            f"{kind}'s preview field {sorted(fields - labelled)[0]!r} has no label: add it "
+            "to preview_fields (a row the approver reads) or to preview_hidden (a field "
+            "only shown through others, such as a currency)"
+        )
+    if labelled - fields:
+        return (
+            f"{kind} labels {sorted(labelled - fields)[0]!r}, which its Preview does not "
+            "have: remove it from preview_fields (or preview_hidden), or add the field"
+        )
+    money = _shown_money(contract)
+    if money and "currency" not in fields:
+        return (
+            f"{kind} shows money ({', '.join(money)}) but its Preview has no currency "
+            "field, so the card reads 50.00 with no currency and analytics' currency is "
+            "empty: add currency: str to its Preview and to preview_hidden"
+        )
+    unworded = _unworded_optionals(contract)
+    if unworded:
+        return (
+            f'{kind}\'s preview field {unworded[0]!r} may be None, which reads "None" to '
+            "people in every language: give its PreviewField words=lambda value, language: "
+            '... (a text field; the value is "None" then), or make the field never None'
+        )
+    untranslated = _untranslated(contract)
+    if untranslated:
+        where, language = untranslated[0]
+        return (
+            f"{kind}'s {where} has no {_LANGUAGE_NAMES[language]} text: everything people "
+            "read is written in English and French, Localized(en, fr) (an empty one "
+            "showed a blank to every manager reading that language)"
+        )
+    picked = _model_picked_money(contract)
+    if picked:
+        return (
+            f"{kind}'s request lets the model pick an amount ({', '.join(picked)}): "
+            "compute it in resolve from the facts the request names; only an amount a "
+            "person chooses (a credit of what the manager says) is listed in "
+            "requested_amounts, and the approver reads it on the card"
+        )
+    unmeasured = _unmeasured_money(contract)
+    if unmeasured:
+        return (
+            f"{kind}'s arguments hold money ({', '.join(unmeasured)}) but it does not say how "
+            "much a proposal moves, so an approval policy's threshold (two approvers above "
+            "$100) would never apply to it: define amount_cents(arguments) (None for a "
+            "proposal that moves none)"
+        )
+    return None
+
+
+def _shown_money(contract: AnyContract) -> list[str]:
+    """The preview fields shown as money, which read in the preview's ``currency``."""
+    return [name for name, shown in contract.preview_fields.items() if shown.shown is Shown.MONEY]
+
+
+def _unworded_optionals(contract: AnyContract) -> list[str]:
+    """The preview fields that may hold None and are shown as text as they are: each would
+    read "None" on the card. A flag (None is "no") or a field with its own words is fine."""
+    return [
+        name
+        for name, field in contract.Preview.model_fields.items()
+        if type(None) in get_args(field.annotation)
+        and (shown := contract.preview_fields.get(name)) is not None
+        and shown.shown is not Shown.FLAG
+        and shown.words is None
+    ]
+
+
+_LANGUAGE_NAMES = {"en": "English", "fr": "French"}
+
+
+def _texts(contract: AnyContract) -> Iterator[tuple[str, Localized | None]]:
+    """Every text of a contract that people read, by where it is declared."""
+    yield "title", contract.title
+    yield "this_resource", contract.this_resource
+    for name, shown in contract.preview_fields.items():
+        yield f"preview field {name!r} label", shown.label
+    for name, asked in contract.request_fields.items():
+        yield f"request field {name!r} label", asked.label
+        yield f"request field {name!r} hint", asked.hint
+        for value, option in asked.options.items():
+            yield f"request field {name!r} option {value!r}", option
+    for kind, sentences in (
+        ("request problem", contract.request_problems),
+        ("revision reason", contract.revision_reasons),
+        ("outcome title", contract.outcome_titles),
+    ):
+        for code, sentence in sentences.items():
+            yield f"{kind} {code!r}", sentence
+    yield "irreversible", contract.irreversible
+
+
+def _untranslated(contract: AnyContract) -> list[tuple[str, str]]:
+    """Where a text of the contract is blank in a language, and which language."""
+    return [
+        (where, language)
+        for where, text in _texts(contract)
+        if text is not None
+        for language in _LANGUAGE_NAMES
+        if not str(getattr(text, language, None) or "").strip()
+    ]
+
+
+def _model_picked_money(contract: AnyContract) -> list[str]:
+    """The request's money fields (``*_cents``) the contract does not say a person chooses."""
+    return [
+        name
+        for name in contract.Request.model_fields
+        if name.endswith("_cents") and name not in contract.requested_amounts
+    ]
+
+
+def _unmeasured_money(contract: AnyContract) -> list[str]:
+    """The money fields (``*_cents``) of a contract's arguments when it does not define
+    ``amount_cents``, which approval policies read; [] otherwise."""
+    from countersign.domain.contracts.base import names_an_amount  # loaded with any contract
+
+    if names_an_amount(contract):
+        return []
+    return [name for name in contract.Arguments.model_fields if name.endswith("_cents")]
