@@ -159,3 +159,35 @@ def _chatting(database_url: str, clock: Any) -> Any:
     return bootstrap(
         Settings(database_url=database_url, plugins=("sample",)), clock=clock, model=model
     )
+
+
+def test_a_pending_proposal_of_a_plugin_turned_off_says_so_on_its_page(wired, database_url, clock):
+    """The deployment stops naming the plug-in while one of its proposals waits: its page
+    told its manager "Your role does not allow approving this kind of proposal", and an
+    approval posted anyway read "forbidden" (a plug-in author's finding). Both say the
+    operation is not enabled here, in the reader's language, and nothing changes."""
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.settings import Settings
+
+    from tests.test_web_pages import web_for
+
+    pending = plugins._propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    enable_plugins(())
+    off = bootstrap(Settings(database_url=database_url, plugins=()), clock=clock)
+    try:
+        ava = web_for(off, {}).browser(AVA)
+        page = ava.get(f"/proposals/{pending}")
+        french = ava.get(f"/proposals/{pending}", **{"accept-language": "fr"})
+        answer = ava.form(f"/proposals/{pending}/approve", {})
+        told = ava.get(answer.headers["location"])
+    finally:
+        off.close()
+        enable_plugins(("sample",))  # as ``wired`` enabled it
+
+    assert page.status_code == 200, page.text[:300]
+    assert "is not enabled on this server (its plug-in is turned off), so nobody" in page.text
+    assert "Your role does not allow" not in page.text
+    assert "pas activée sur ce serveur (son module" in french.text
+    assert answer.status_code == 303
+    assert "operation is not enabled on this server (its plug-in is turned off), so" in told.text
+    assert wired.proposals.approve(pending, AVA).status == "succeeded"  # nothing had changed

@@ -16,6 +16,7 @@ from uuid import UUID
 from countersign.application.errors import ForbiddenError, NotApprovableError
 from countersign.application.proposal_access import ProposalReview
 from countersign.application.settlement import Settling
+from countersign.domain.contracts import REGISTRY
 from countersign.domain.errors import ConcurrencyConflictError, NotFoundError
 from countersign.domain.messages import (
     APPROVED_WITH_PASSKEY,
@@ -97,6 +98,8 @@ class ProposalPages:
             passkey=passkey,
             proposal=view,
             may_decide=reviewed.may_decide,
+            # Its plug-in turned off: nobody may decide it, and "your role" would be wrong.
+            operation_enabled=view["operation"] in REGISTRY,
             decision=mine,
             approvers=[
                 self._name(user, email)

@@ -48,6 +48,11 @@ EN: dict[str, str] = {
     "confirm.yes": "Yes: {action}",
     "confirm.cancel": "Not now, back to the proposal",
     "confirm.back": "Back to the proposal",
+    "review.operation_not_enabled": (
+        "This operation is not enabled on this server (its plug-in is turned off), so nobody "
+        "can approve or decline it for now. Nothing has changed. Ask whoever runs countersign "
+        "to turn the plug-in back on."
+    ),
     "review.forbidden_kind": (
         "Your role does not allow approving this kind of proposal. Ask a manager."
     ),
@@ -230,6 +235,11 @@ FR: dict[str, str] = {
     "confirm.yes": "Oui : {action}",
     "confirm.cancel": "Pas maintenant, retour à la proposition",
     "confirm.back": "Retour à la proposition",
+    "review.operation_not_enabled": (
+        "Cette opération n'est pas activée sur ce serveur (son module d'extension est "
+        "désactivé) : personne ne peut l'approuver ni la refuser pour l'instant. Rien n'a "
+        "changé. Demandez à la personne qui administre countersign de réactiver le module."
+    ),
     "review.forbidden_kind": (
         "Votre rôle ne permet pas d'approuver ce type de proposition. Demandez à un gestionnaire."
     ),
