@@ -821,3 +821,23 @@ def test_a_request_letting_the_model_pick_an_amount_is_refused_unless_a_person_c
     )
     install([_with_changed_tag_invoice(Request=PricedTag, requested_amounts={"fee_cents"})])
     assert "sample.tag_invoice" in REGISTRY
+
+
+def test_a_plugin_section_in_a_shell_without_the_setting_says_where_sections_come_from(
+    installed, tmp_path
+):
+    """A new shell without COUNTERSIGN_PLUGINS refused the plug-in's section as an invalid
+    choice among countersign's own, as if it were a typo (a newcomer's finding)."""
+    env = _env(installed, tmp_path)
+    chat = ("chat", "--org", "granite", "--as", AVA, "--section", "sample", "--message", "hi")
+
+    english = _countersign(env, *chat)
+    french = _countersign(env, *chat, "--language", "fr")
+
+    assert english.returncode == 2
+    assert english.stderr.strip().endswith(
+        "invalid choice: 'sample' (choose from 'orders', 'email_broadcasts', 'roster'); a "
+        "plug-in's sections and operations are offered only where COUNTERSIGN_PLUGINS names "
+        "it (countersign operations lists what is enabled)"
+    )
+    assert "là où COUNTERSIGN_PLUGINS le nomme" in french.stderr

@@ -157,9 +157,26 @@ _ARGPARSE_FR: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _ARGUMENT = re.compile(r"argument ([^:]+): (.*)", re.DOTALL)
 
 
+_PLUGIN_CHOICE = re.compile(r"argument --(section|operation): invalid choice")
+#: After an unknown section or operation: a plug-in's are there only where it is enabled (a
+#: new shell without COUNTERSIGN_PLUGINS refused a plug-in's section as a mere typo).
+PLUGIN_CHOICE_HINT = Localized(
+    "; a plug-in's sections and operations are offered only where COUNTERSIGN_PLUGINS names "
+    "it (countersign operations lists what is enabled)",
+    " ; les sections et opérations d'un module d'extension ne sont proposées que là où "
+    "COUNTERSIGN_PLUGINS le nomme (countersign operations liste ce qui est activé)",
+)
+
+
 def usage_error(message: str, language: str) -> str:
     """argparse's usage error ``message`` in ``language``: in French, its known sentences
-    translated (an option's own words, a type's refusal, are left as they are)."""
+    translated (an option's own words, a type's refusal, are left as they are); after an
+    unknown section or operation, where a plug-in's come from."""
+    hint = PLUGIN_CHOICE_HINT.text(language) if _PLUGIN_CHOICE.match(message) else ""
+    return _translated(message, language) + hint
+
+
+def _translated(message: str, language: str) -> str:
     if language != "fr":
         return message
     prefix = ""
