@@ -58,16 +58,20 @@ def find(names: tuple[str, ...]) -> tuple[Plugin, ...]:
         except Exception as error:
             raise SettingsError(
                 f"plug-in {name!r} ({point.value}) could not be loaded: "
-                f"{type(error).__name__}: {str(error)[:200]}"
+                f"{type(error).__name__}: {str(error)[:200]}; fix its package (the entry "
+                f"point's module:name, or what importing or building it raised) or remove it "
+                f"from {PLUGINS_ENV}"
             ) from None
         if not isinstance(plugin, Plugin):
             raise SettingsError(
                 f"plug-in {name!r}: {point.value} is a {type(plugin).__name__}, not a "
-                "countersign Plugin"
+                "countersign Plugin: its entry point names a Plugin or a function of no "
+                "arguments that returns one"
             )
         if plugin.name != name:
             raise SettingsError(
-                f"plug-in {name!r}: its entry point names a Plugin called {plugin.name!r}"
+                f"plug-in {name!r}: its entry point names a Plugin called {plugin.name!r}; "
+                "the entry point's name and the Plugin's name must be the same: rename one"
             )
         found.append(plugin)
     return tuple(found)

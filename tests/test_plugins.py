@@ -45,6 +45,9 @@ sample = sample_plugin.plugin:build
 sample-broken = sample_plugin.plugin:broken
 sample-lacking = sample_plugin.plugin:lacking
 sample-noevents = sample_plugin.plugin:noevents
+sample-typo = sample_plugin.plugin:biuld
+sample-section = sample_plugin.plugin:ASSISTANT
+sample-misnamed = sample_plugin.plugin:build
 """
 
 
@@ -141,7 +144,8 @@ def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(inst
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
         "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
-        "(installed: acme-invoices, sample, sample-broken, sample-lacking, sample-noevents); "
+        "(installed: acme-invoices, sample, sample-broken, sample-lacking, sample-misnamed, "
+        "sample-noevents, sample-section, sample-typo); "
         "install its package or remove it from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
@@ -841,3 +845,38 @@ def test_a_plugin_section_in_a_shell_without_the_setting_says_where_sections_com
         "it (countersign operations lists what is enabled)"
     )
     assert "là où COUNTERSIGN_PLUGINS le nomme" in french.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (
+            "sample-typo",
+            "error: plug-in 'sample-typo' (sample_plugin.plugin:biuld) could not be loaded: "
+            "AttributeError: module 'sample_plugin.plugin' has no attribute 'biuld'; fix its "
+            "package (the entry point's module:name, or what importing or building it raised) "
+            "or remove it from COUNTERSIGN_PLUGINS",
+        ),
+        (
+            "sample-section",
+            "error: plug-in 'sample-section': sample_plugin.plugin:ASSISTANT is a "
+            "SectionAssistant, not a countersign Plugin: its entry point names a Plugin or a "
+            "function of no arguments that returns one",
+        ),
+        (
+            "sample-misnamed",
+            "error: plug-in 'sample-misnamed': its entry point names a Plugin called 'sample'; "
+            "the entry point's name and the Plugin's name must be the same: rename one",
+        ),
+    ],
+)
+def test_a_plugin_whose_entry_point_is_wrong_stops_the_start_saying_what_to_do(
+    installed, tmp_path, name, said
+):
+    """A typo in the entry point, one naming something else than a Plugin, or a name that
+    is not the Plugin's: each was one line at the start, but said what went wrong and not
+    what to change (a newcomer's finding)."""
+    done = _countersign(_env(installed, tmp_path, COUNTERSIGN_PLUGINS=name), "operations")
+
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [said]
