@@ -48,6 +48,7 @@ sample-noevents = sample_plugin.plugin:noevents
 sample-typo = sample_plugin.plugin:biuld
 sample-section = sample_plugin.plugin:ASSISTANT
 sample-misnamed = sample_plugin.plugin:build
+sample-reshaped = sample_plugin.plugin:reshaped
 """
 
 
@@ -145,7 +146,7 @@ def test_a_plugin_named_but_not_installed_stops_the_command_with_what_to_do(inst
     assert done.stderr.strip().splitlines() == [  # the example plug-in is installed (setup)
         "error: COUNTERSIGN_PLUGINS names plug-in 'acme-payroll', which is not installed "
         "(installed: acme-invoices, sample, sample-broken, sample-lacking, sample-misnamed, "
-        "sample-noevents, sample-section, sample-typo); "
+        "sample-noevents, sample-reshaped, sample-section, sample-typo); "
         "install its package or remove it from COUNTERSIGN_PLUGINS"
     ]
     assert "Traceback" not in done.stderr
@@ -880,3 +881,24 @@ def test_a_plugin_whose_entry_point_is_wrong_stops_the_start_saying_what_to_do(
 
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [said]
+
+
+def test_a_preview_given_a_required_field_since_stops_the_projections_saying_what_to_do(
+    wired, database_url, installed, company
+):
+    """A plug-in author added a required field to a Preview while proposals stored without it
+    existed: every projection stopped there, saying only "ValidationError" (a newcomer's
+    finding). It names the type and the field, and what to do."""
+    done = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    assert wired.proposals.approve(done, AVA).status == "succeeded"
+    env = _env(installed, company, COUNTERSIGN_PLUGINS="sample-reshaped")
+
+    rebuilt = _countersign(env, "projections", "rebuild", "--database", database_url)
+
+    assert rebuilt.returncode != 0
+    assert (
+        "ValidationError: a stored _ReshapedPreview no longer reads as its contract's type "
+        "(origin: Field required): stored proposals keep the shape they were frozen with, so "
+        "a field added to a contract's Preview, Arguments or Result since needs a default"
+    ) in rebuilt.stderr
+    assert "Traceback" not in rebuilt.stderr

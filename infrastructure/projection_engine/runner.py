@@ -320,7 +320,7 @@ class ProjectionRunner:
                     # held on its table past the timeout): not an event it cannot take.
                     raise
                 raise ProjectionStoppedError(
-                    stopped(self.name, notification, type(error).__name__), notification.id
+                    stopped(self.name, notification, error), notification.id
                 ) from error
         if batch:
             last = batch[-1][0] if decoded else batch[-1]

@@ -29,6 +29,7 @@ from countersign.infrastructure.projection_engine.key_filter import KeyFilter
 from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError, SqlRows
 from countersign.projections.base import Projection
 from countersign.projections.messages import forget_outcome_texts
+from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from countersign.infrastructure.projection_engine.runner import ProjectionRunner
@@ -72,7 +73,7 @@ def end_batch(
     except Exception as error:
         if database_unavailable(error):
             raise  # the database out of reach (a lock held past the timeout), not a bad batch
-        raise ProjectionStoppedError(stopped(name, last, type(error).__name__)) from error
+        raise ProjectionStoppedError(stopped(name, last, error)) from error
     finally:
         rows.batch.clear()
         forget_outcome_texts()  # the batch's outcomes, remembered for its messages
@@ -96,7 +97,7 @@ def stopped(
     key no key: stored_keys.py; else ``event_unreadable``)."""
     if isinstance(error, BaseException):
         code = error.code if isinstance(error, StoredKeyError) else "event_unreadable"
-        error = f"{type(error).__name__} [{code}]" if unreadable else type(error).__name__
+        error = f"{type(error).__name__} [{code}]" if unreadable else _reason(error)
     said = _STOPPED.filled(
         name=repr(name), position=notification.id, event=event_named(notification), error=error
     )
@@ -104,6 +105,22 @@ def stopped(
         return said
     skip = _SKIP_IT.filled(position=notification.id)
     return Localized(said.en + skip.en, said.fr + skip.fr)
+
+
+def _reason(error: BaseException) -> str:
+    """What an event's handler raised, as the stop names it: the exception's class, and for a
+    stored value that no longer reads as its contract's type (a plug-in's ``Preview`` given a
+    required field), which one and what to do; never a stored value."""
+    if not isinstance(error, ValidationError) or not error.errors():
+        return type(error).__name__
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "?"
+    return (
+        f"ValidationError: a stored {error.title} no longer reads as its contract's type "
+        f"({where}: {first['msg']}): stored proposals keep the shape they were frozen with, "
+        "so a field added to a contract's Preview, Arguments or Result since needs a default, "
+        "and none is removed or retyped (docs/adding-an-operation.md)"
+    )
 
 
 _STOPPED = Localized(

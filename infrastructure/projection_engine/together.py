@@ -317,7 +317,7 @@ def _run_chunk(
             if database_unavailable(error):
                 raise  # the database out of reach, not an event the projection cannot take
             at = next(n for n in chunk if n.id == position)
-            stop = (position, stopped(runners[i].name, at, type(error).__name__), error)
+            stop = (position, stopped(runners[i].name, at, error), error)
     if stop is not None:
         raise ProjectionStoppedError(stop[1]) from stop[2]
 

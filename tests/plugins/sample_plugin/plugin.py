@@ -3,6 +3,7 @@
 - ``sample``: ``build``, which reads where the company's systems are
   (``SAMPLE_PLUGIN_DATA``, a folder) and builds the contracts with their clients;
 - ``sample-broken``: a plug-in whose operation is not named by its namespace;
+- ``sample-reshaped``: ``reshaped``, its tag preview given a required field since;
 - ``sample-leaky``: ``leaky``, the same operations reading an invoice whichever club's it is
   (as ACME's example did before its invoices named their club): the conformance kit must
   refuse it (tests/test_conformance_kit_tenants.py).
@@ -11,17 +12,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from countersign.application.assistant.sections import SectionAssistant, SectionTexts
 from countersign.application.plugins import Plugin
-from countersign.domain.contracts.presentation import Localized
+from countersign.domain.contracts.presentation import Localized, PreviewField
 from countersign.domain.errors import NotFoundError
 from countersign.domain.ports import Repository
 from countersign.domain.scope import Scope
 
 from sample_plugin.company import Invoice, InvoiceBook, LedgerService
-from sample_plugin.contracts import SECTION, InvoiceCredit, TagInvoice
+from sample_plugin.contracts import SECTION, InvoiceCredit, TagInvoice, TagPreview
 
 
 def _summary(scope: Scope, store: Repository) -> str:
@@ -76,6 +79,34 @@ def lacking() -> Plugin:
         name="sample-lacking",
         namespace="sample",
         contracts=(_Untitled(plugin.contracts[0].book), plugin.contracts[1]),
+        sections=plugin.sections,
+        providers=plugin.providers,
+        event_packages=plugin.event_packages,
+    )
+
+
+class _ReshapedPreview(TagPreview):
+    origin: str  # required: a preview stored before it was added lacks it
+
+
+class _Reshaped(TagInvoice):
+    preview_fields: ClassVar[Mapping[str, PreviewField]] = {
+        **TagInvoice.preview_fields,
+        "origin": PreviewField(Localized("Origin", "Origine")),
+    }
+
+
+_Reshaped.Preview = _ReshapedPreview  # type: ignore[assignment]  # set after the class is made
+
+
+def reshaped() -> Plugin:
+    """``build``'s plug-in whose tag preview was given a required field: the mistake it makes
+    on purpose, which stored previews of ``build``'s do not read as."""
+    plugin = build()
+    return Plugin(
+        name="sample-reshaped",
+        namespace="sample",
+        contracts=(_Reshaped(plugin.contracts[0].book), plugin.contracts[1]),
         sections=plugin.sections,
         providers=plugin.providers,
         event_packages=plugin.event_packages,
