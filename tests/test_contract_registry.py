@@ -310,3 +310,21 @@ def test_countersigns_own_operations_are_what_their_lines_declare():
 
     for declared in declarations():
         assert Declared.of(REGISTRY[declared.kind]) == declared
+
+
+def test_a_contract_subclass_keeps_the_types_its_body_sets():
+    """A subclass of a contract that sets its own Request in its body got its parent's back
+    (the parent's generic bases were read again), silently: found writing a plug-in whose
+    variant asked the model for an amount, which then went unnoticed."""
+    from countersign.domain.contracts.add_member import AddMember
+
+    class Narrower(AddMember.Request):  # type: ignore[name-defined, misc]
+        """Add a member, with a note."""
+
+        note: str = ""
+
+    class WithNote(AddMember):
+        Request = Narrower
+
+    assert WithNote.Request is Narrower
+    assert WithNote.Preview is AddMember.Preview

@@ -177,7 +177,9 @@ class OperationContract(ABC, Generic[RequestT, ArgumentsT, PreviewT, ResultT, Fa
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for parent in getattr(cls, "__orig_bases__", ()):
+        # Its own bases only: a subclass that sets ``Request`` (or another type) in its body
+        # has no ``__orig_bases__`` of its own, and its parent's put the parent's types back.
+        for parent in cls.__dict__.get("__orig_bases__", ()):
             if get_origin(parent) is OperationContract:
                 cls.Request, cls.Arguments, cls.Preview, cls.Result, cls.Facts = get_args(parent)
 
