@@ -734,7 +734,7 @@ def _with_changed_tag_invoice(**change: Any) -> Any:
     change = dict(change)  # a test's parameters, used again on the next backend
     more = change.pop("more_preview_fields", {})
     changed_class.preview_fields = {**TagInvoice.preview_fields, **more}
-    for name, value in change.items():  # after the class: its Request is set as it is made
+    for name, value in change.items():
         setattr(changed_class, name, value)
     changed = changed_class(plugin.contracts[0].book)
     return Plugin(
