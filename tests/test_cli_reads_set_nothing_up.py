@@ -90,7 +90,7 @@ def test_audit_verify_checks_the_chain_alone_and_sets_nothing_up(
     before = tables(never_set_up)
     status, out, _ = run(capsys, never_set_up, "audit", "verify")
     assert status == 0
-    assert out.startswith("audit verify: OK, 1 events of 1 proposals")
+    assert out.startswith("audit verify: OK, 1 event of 1 proposal;")
     assert tables(never_set_up) == before
 
 

@@ -95,10 +95,9 @@ UNREAD = Localized(
     "{streams} (un plug-in qui n'est pas activé ?).",
 )
 VERIFIED = Localized(
-    "audit verify: OK, {events} events of {proposals} proposals; every hash-chain link "
-    "holds.{more}",
-    "audit verify : OK, {events} événements sur {proposals} propositions ; chaque maillon de "
-    "la chaîne de hachage tient.{more}",
+    "audit verify: OK, {events} of {proposals}; every hash-chain link holds.{more}",
+    "audit verify : OK, {events} sur {proposals} ; chaque maillon de la chaîne de hachage "
+    "tient.{more}",
 )
 BROKEN = (
     Localized(

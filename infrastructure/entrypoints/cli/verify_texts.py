@@ -29,8 +29,8 @@ def verified(report: dict[str, Any], more: str, language: str) -> str:
     """``audit verify``'s line when every link holds; ``more``: what follows it."""
     return words.VERIFIED.text(
         language,
-        events=number(report["events_checked"], language),
-        proposals=number(report["proposals_checked"], language),
+        events=words.many(words.EVENTS_COUNTED, report["events_checked"], language),
+        proposals=words.many(words.PROPOSALS_COUNTED, report["proposals_checked"], language),
         more=more,
     )
 
