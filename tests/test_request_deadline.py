@@ -6,17 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import threading
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
-from countersign.infrastructure import request_deadline
-from countersign.infrastructure.request_deadline import connection_options
 
-from tests.receivers import free_port
+from tests.support.deadline_server import serving as served
 
 #: The read deadline in these tests, and how long the slow answer takes: three deadlines.
 DEADLINE = 0.5
@@ -40,26 +34,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-@contextlib.contextmanager
-def serving(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    monkeypatch.setenv(request_deadline.READ_TIMEOUT_ENV, str(DEADLINE))
-    request_deadline._read_timeout.cache_clear()
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", **connection_options()
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive(), "the server did not start"
-            time.sleep(0.05)
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        request_deadline._read_timeout.cache_clear()
+def serving(monkeypatch: pytest.MonkeyPatch) -> contextlib.AbstractContextManager[int]:
+    return served(monkeypatch, app, DEADLINE)
 
 
 def answers(port: int, requests: bytes, count: int) -> list[bytes]:

@@ -14,21 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
-from countersign.infrastructure import request_deadline
 from countersign.infrastructure.request_deadline import (
     MAX_HEAD_BYTES,
     MAX_PIPELINED,
-    connection_options,
 )
 
-from tests.receivers import free_port
+from tests.support.deadline_server import serving as served
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -46,26 +41,10 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-@contextlib.contextmanager
-def serving(monkeypatch: pytest.MonkeyPatch, deadline: float = 5) -> Iterator[int]:
-    monkeypatch.setenv(request_deadline.READ_TIMEOUT_ENV, str(deadline))
-    request_deadline._read_timeout.cache_clear()
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", **connection_options()
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive(), "the server did not start"
-            time.sleep(0.05)
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        request_deadline._read_timeout.cache_clear()
+def serving(
+    monkeypatch: pytest.MonkeyPatch, deadline: float = 5
+) -> contextlib.AbstractContextManager[int]:
+    return served(monkeypatch, app, deadline)
 
 
 def exchange(port: int, head: bytes) -> bytes:
