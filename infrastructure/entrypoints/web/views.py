@@ -241,8 +241,11 @@ def proposal_view(
         "reconciling": status == "reconciling",
         # Since when it waits on its provider; the inbox fills it in (ProposalCards.settling).
         "settling": None,
-        # Whether the club's policy now asks more of it; the inbox fills it in too.
+        # Whether the club's policy now asks more of it, or bars its reader, the requester,
+        # from approving it (and so their approval no longer counts); the inbox fills them in.
         "policy_changed": False,
+        "requester_barred": False,
+        "your_approval_lapsed": False,
         **_governance(record, t),
         "no_longer_counting": [
             (str(lapsed.get("approved_by")), str(lapsed.get("reason")))
