@@ -145,6 +145,7 @@ def _reply(response: Any) -> ModelReply:
         raise TypeError("the answer's content is not text")
     if text is not None:
         _unicode(text)
+        text = _without_nul(text)
     calls = []
     for call in message.tool_calls or []:
         function: Any = getattr(call, "function", None)
@@ -169,3 +170,13 @@ def _unicode(text: str) -> None:
     surrogate, which the client reads from a ``\\ud800`` escape in the endpoint's JSON. Kept,
     it failed the conversation's save, and the turn answered an internal error."""
     text.encode("utf-8")
+
+
+def _without_nul(text: str) -> str:
+    """The answer's prose without its NUL characters, which no database stores
+    (``storable_text``): kept, they were recorded in the conversation's events as they came.
+    Removed rather than refused as a lone surrogate is: a NUL has no glyph and no meaning in
+    prose, and refusing the answer ended the turn "the assistant is unavailable" over a
+    character nobody sees, while a lone surrogate is half a character whose meaning is lost.
+    Tool-call arguments holding one are still refused (``untrusted_json``: the model is told)."""
+    return text.replace("\x00", "") if "\x00" in text else text

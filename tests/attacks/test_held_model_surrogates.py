@@ -150,3 +150,30 @@ def test_the_model_is_told_its_arguments_hold_text_no_database_stores(
     events = list(w.cs.store.history(UUID(answer.json()["interaction_id"])))
     called = [e.fields for e in events if e.type == "ToolCalled"]
     assert [(c["outcome"], c["arguments"]) for c in called] == [("malformed", {})]
+
+
+def test_a_nul_in_the_answers_text_is_removed_and_the_answer_kept(
+    wire: Any,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A NUL in the model's prose (``\\u0000`` in the endpoint's JSON) was recorded in the
+    conversation's events as it came. It has no glyph and no meaning in prose, so the adapter
+    removes it: the person reads the answer (refusing it all, as a lone surrogate is, would
+    end the turn "unavailable" over an invisible character), and nothing stored holds one."""
+    monkeypatch.setattr("tests.test_assistant.ScriptedEndpoint", _EscapingEndpoint)
+    w = wire(Script(Say("Refunded\x00 already.\x00")))
+
+    answer = _message(w, "Refund the missed discount")
+
+    assert answer.status_code == 200, answer.text
+    turn = answer.json()
+    assert turn["ended"] == "reply"
+    assert turn["messages"] == [{"author": "model", "text": "Refunded already."}]
+    events = list(w.cs.store.history(UUID(turn["interaction_id"])))
+    said = [e.fields["text"] for e in events if e.type == "AssistantReplied"]
+    assert said == ["Refunded already."]
+    assert not any(
+        "\x00" in json.dumps(e.fields, default=str)
+        or "\\u0000" in json.dumps(e.fields, default=str)
+        for e in events
+    )
