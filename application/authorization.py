@@ -341,6 +341,17 @@ class InboxScope:
     barred: OwnBarred | None = None
     """The caller's own proposals a policy bars them from approving: whatever their
     operation, they await another manager's decision."""
+    enabled: tuple[str, ...] | None = None
+    """The operations enabled here (registered): a pending proposal of any other (its plug-in
+    turned off) is decided by nobody, and the inbox counts it apart (``ReadModels.inbox``)."""
+
+    @property
+    def pending_operations(self) -> tuple[str, ...] | None:
+        """``operations``, for the lists of pending proposals: of the enabled ones only. An
+        auditor reads every operation's, but nobody decides a proposal of one not enabled
+        here (a plug-in turned off), so no list offers it as awaiting a decision: the inbox
+        counts those apart (``ReadModels.inbox``'s ``not_enabled``)."""
+        return self.enabled if self.operations is None else self.operations
 
     @property
     def section(self) -> str | None:
@@ -376,7 +387,8 @@ def inbox_scope(
         d.kind for d in declarations(registry) if may_decide_as(caller, member, d.permission)
     )
     barred = None if club is None else own_barred(club, caller.email)
-    return InboxScope(organization_id, listed, readable_operations, decidable, barred)
+    enabled = tuple(d.kind for d in declarations(registry))
+    return InboxScope(organization_id, listed, readable_operations, decidable, barred, enabled)
 
 
 def own_inbox_scope(

@@ -9,12 +9,14 @@ installed distribution.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -24,11 +26,14 @@ from countersign.application.errors import CorruptRecordError
 from countersign.domain.contracts import PERMISSIONS, REGISTRY, REVISION_REASONS
 from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
+from countersign.domain.proposal import Proposal
 from countersign.domain.scope import keyed_resource_id
 from countersign.infrastructure.adapters.clock import FakeClock
 from countersign.infrastructure.audit.verify import verify
 from countersign.infrastructure.bootstrap import Countersign, bootstrap, enable_plugins
 from countersign.infrastructure.entrypoints.http.models.assistants import _known_section
+from countersign.infrastructure.entrypoints.web.views import format_time
+from countersign.infrastructure.identity.tokens import issue_token
 from countersign.infrastructure.persistence.stored_events import (
     UnwritableEventError,
     topic_allowed,
@@ -36,6 +41,7 @@ from countersign.infrastructure.persistence.stored_events import (
 from countersign.infrastructure.settings import Settings, SettingsError
 
 from tests.conftest import AVA, MIA, TO_CARD, events_table
+from tests.test_web_pages import _main, web_for
 
 PLUGINS = Path(__file__).parent / "plugins"
 COUNTERSIGN = Path(sys.executable).with_name("countersign")
@@ -902,3 +908,64 @@ def test_a_preview_given_a_required_field_since_stops_the_projections_saying_wha
         "a field added to a contract's Preview, Arguments or Result since needs a default"
     ) in rebuilt.stderr
     assert "Traceback" not in rebuilt.stderr
+
+
+def test_the_inbox_says_how_many_pending_proposals_a_plugin_turned_off_left(
+    wired, cs, seeded, clock, database_url
+):
+    """The deployment stops naming the plug-in while two of its proposals wait. They left
+    every inbox without a word (nobody holds their permission any more), so their manager
+    lost sight of them. The inbox page, the API's and the command line's say, for the club,
+    how many there are, what to do and when the first expires, EN and FR; nothing of another
+    club, nothing once they expired, and nothing while the plug-in is enabled."""
+    clock.advance(seconds=(datetime.now(UTC) - clock.now()).total_seconds())  # the CLI's now
+    first = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    clock.advance(minutes=5)
+    _propose(wired, "sample.invoice_credit", "INV 2/b", {"amount_cents": 500})
+    web = web_for(cs, seeded)
+    on = _main(web.browser(AVA).get("/"))
+    enable_plugins(())  # turned off in this process, as on the next start of a deployment
+    token = issue_token(
+        cs, "granite", "inbox-bot", ["orders.refund"], issued_by=AVA, kind="approver"
+    )
+
+    browser = web.browser(AVA)
+    page = _main(browser.get("/"))
+    french = html.unescape(_main(browser.get("/", **{"Accept-Language": "fr"})))
+    api = web.browser().get("/api/v1/inbox", Authorization=f"Bearer {token.token}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUNTERSIGN_")}
+    cli = ("inbox", "--org", "granite", "--as", AVA, "--database", database_url)
+    told = _countersign(env, *cli)
+    dit = _countersign(env, *cli, "--language", "fr")
+    other = _main(web.browser(MIA).get("/"))
+
+    expires = format_time(cs.store.get(UUID(first), Proposal).expires_at, "America/Toronto")
+    assert "pending proposals" not in on  # enabled: each is listed, to be decided
+    assert f"/proposals/{first}" in on
+    # Not offered as awaiting anyone's decision, not even to Ava who may read every
+    # operation's (audit.read): nobody can decide them.
+    assert f"/proposals/{first}" not in page
+    assert "sample." not in page
+    assert (
+        "2 pending proposals of this club are of operations not enabled on this server (their "
+        "plug-in is turned off), so nobody can approve or decline them here. Ask whoever runs "
+        "countersign to turn the plug-in back on to decide them, or let them expire: the "
+        f"first expires {expires}." in page
+    )
+    assert "2 propositions en attente de ce club relèvent d'opérations non activées" in french
+    assert "laissez-les expirer : la première expire le " in french
+    assert api.status_code == 200, api.text
+    assert api.json()["not_enabled"]["total"] == 2
+    assert api.json()["not_enabled"]["first_expires_at"] is not None
+    assert told.returncode == 0, told.stderr
+    assert "2 pending proposals of the club are of operations not enabled here" in told.stdout
+    assert "Enable the plug-in again to decide them, or let them expire" in told.stdout
+    assert told.stdout.startswith("The inbox is empty")
+    assert "sample." not in told.stdout
+    assert "2 propositions en attente du club relèvent" in dit.stdout
+    assert "Traceback" not in told.stderr + dit.stderr
+    assert "not enabled" not in other  # another club's inbox: not its proposals
+
+    clock.advance(days=30)
+    later = _main(web.browser(AVA).get("/"))
+    assert "not enabled on this server" not in later  # expired: nothing left to decide

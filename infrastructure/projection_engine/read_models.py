@@ -91,6 +91,7 @@ class ReadModels:
         deciding: Sequence[str] | None = None,
         not_deciding: Sequence[str] | None = None,
         barred: OwnBarred | None = None,
+        enabled: Sequence[str] | None = None,
         page: int = 1,
         page_size: int = 20,
     ) -> dict[str, Any]:
@@ -101,26 +102,37 @@ class ReadModels:
         these operations (the ones a person may decide), ``not_deciding`` the others (the
         ones they may only follow). ``barred``: that person's own proposals a policy bars
         them from approving, which they do not decide and where their approval no longer
-        counts."""
+        counts. With ``enabled`` (the operations enabled here), also ``not_enabled``: how many
+        of the organization's pending proposals are of another operation (a plug-in turned
+        off: nobody can decide them, and no list shows them to whom their permission would),
+        and when the first of them expires; counted by the same statement as ``total``."""
         page = min(max(1, page), MAX_PAGE)
         page_size = min(max(1, page_size), MAX_PAGE_SIZE)
-        where = "organization_id = ? AND status = 'pending' AND expires_at > ?"
-        params: list[Any] = [organization_id, self._time(now)]
-        where += _in_sections("section", section, sections, params, operations)
+        pending = "organization_id = ? AND status = 'pending' AND expires_at > ?"
+        pending_params: list[Any] = [organization_id, self._time(now)]
+        params: list[Any] = []
+        where = _in_sections("section", section, sections, params, operations)
         bars = self._barred(barred)
         where += _deciding("operation", deciding, not_deciding, params, bars)
         where += self._approvals("approvals", approved_by, not_approved_by, params, bars)
         if resource_id:
             where += " AND resource_id = ?"
             params.append(resource_id)
+        counted: dict[str, Any] = {}
         with self._transaction() as cursor:
-            total = cursor.execute(
-                f"SELECT COUNT(*) FROM proposal_cards WHERE {where}", params
-            ).fetchone()
+            if enabled is None:
+                total = cursor.execute(
+                    f"SELECT COUNT(*) FROM proposal_cards WHERE {pending}{where}",
+                    [*pending_params, *params],
+                ).fetchone()
+            else:
+                total, counted["not_enabled"] = self._counts(
+                    cursor, pending, pending_params, where, params, enabled
+                )
         items = self._select(
             "proposal_cards",
-            where,
-            [*params, page_size, (page - 1) * page_size],
+            pending + where,
+            [*pending_params, *params, page_size, (page - 1) * page_size],
             "ORDER BY proposed_at DESC, proposal_id LIMIT ? OFFSET ?",
         )
         return {
@@ -128,7 +140,33 @@ class ReadModels:
             "page": page,
             "page_size": page_size,
             "total": int(total[0]) if total else 0,
+            **counted,
         }
+
+    def _counts(
+        self,
+        cursor: Cursor,
+        pending: str,
+        pending_params: list[Any],
+        where: str,
+        params: list[Any],
+        enabled: Sequence[str],
+    ) -> tuple[Any, dict[str, Any]]:
+        """In one statement over the organization's pending proposals: how many ``where``
+        keeps (the list's total), how many are of no operation in ``enabled``, and when the
+        first of those expires."""
+        outside = (
+            "operation NOT IN (" + ", ".join("?" for _ in enabled) + ")" if enabled else "1 = 1"
+        )
+        row = cursor.execute(
+            f"SELECT COALESCE(SUM(CASE WHEN 1 = 1{where} THEN 1 ELSE 0 END), 0),"
+            f" COALESCE(SUM(CASE WHEN {outside} THEN 1 ELSE 0 END), 0),"
+            f" MIN(CASE WHEN {outside} THEN expires_at END)"
+            f" FROM proposal_cards WHERE {pending}",
+            [*params, *enabled, *enabled, *pending_params],
+        ).fetchone()
+        first = as_datetime(row[2]) if row else None
+        return row, {"total": int(row[1]) if row else 0, "first_expires_at": first}
 
     def needs_attention(
         self,
@@ -382,6 +420,13 @@ class ReadModels:
             if len(rows) < batch:
                 return
             position = rows[-1]["position"]
+
+
+def as_datetime(value: Any) -> datetime | None:
+    """A time a statement answered: PostgreSQL's a datetime, SQLite's the ISO text stored."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
 
 
 def _in_sections(

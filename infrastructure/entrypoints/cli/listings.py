@@ -174,13 +174,18 @@ def _utc_time(at: Any) -> str:
 
 
 def render_inbox(inbox: dict[str, Any], language: str = "en") -> str:
-    if not inbox["items"]:
-        return _INBOX["empty"].text(language)
-    lines = [_INBOX["title"].text(language, total=inbox["total"], page=inbox["page"])]
+    lines = [_INBOX["empty"].text(language)]
+    if inbox["items"]:
+        lines = [_INBOX["title"].text(language, total=inbox["total"], page=inbox["page"])]
     for card in inbox["items"]:
         headline = proposal_headline(card["operation"], card["preview"], language)
         by = _INBOX["by"].text(language, who=card["requested_by"])
         lines.append(f"  {card['proposal_id']}  {card['operation']}  {headline}  ({by})")
+    off = inbox.get("not_enabled") or {"total": 0}
+    if off["total"]:
+        key = "not_enabled_one" if off["total"] == 1 else "not_enabled"
+        first = _utc_time(off["first_expires_at"])[:16]
+        lines.append(_INBOX[key].text(language, count=off["total"], expires=f"{first} UTC"))
     return "\n".join(lines)
 
 
@@ -194,6 +199,24 @@ _INBOX = {
         "En attente d'approbation ({total}), page {page} :",
     ),
     "by": Localized("by {who}", "par {who}"),
+    "not_enabled": Localized(
+        "{count} pending proposals of the club are of operations not enabled here (their "
+        "plug-in is not named in COUNTERSIGN_PLUGINS): nobody can approve or decline them. "
+        "Enable the plug-in again to decide them, or let them expire (the first at {expires}).",
+        "{count} propositions en attente du club relèvent d'opérations non activées ici (leur "
+        "module d'extension n'est pas nommé dans COUNTERSIGN_PLUGINS) : personne ne peut les "
+        "approuver ni les refuser. Réactivez le module pour en décider, ou laissez-les expirer "
+        "(la première le {expires}).",
+    ),
+    "not_enabled_one": Localized(
+        "1 pending proposal of the club is of an operation not enabled here (its plug-in is "
+        "not named in COUNTERSIGN_PLUGINS): nobody can approve or decline it. Enable the "
+        "plug-in again to decide it, or let it expire (at {expires}).",
+        "1 proposition en attente du club relève d'une opération non activée ici (son module "
+        "d'extension n'est pas nommé dans COUNTERSIGN_PLUGINS) : personne ne peut l'approuver "
+        "ni la refuser. Réactivez le module pour en décider, ou laissez-la expirer (le "
+        "{expires}).",
+    ),
 }
 
 

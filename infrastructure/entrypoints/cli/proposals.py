@@ -310,7 +310,8 @@ def cmd_inbox(cs: Countersign, args: argparse.Namespace) -> Result:
         listed.organization_id,
         cs.clock.now(),
         sections=listed.sections,
-        operations=listed.operations,
+        operations=listed.pending_operations,
+        enabled=listed.enabled,  # counted apart: nobody decides them (not_enabled)
         page=args.page,
         page_size=args.page_size,
     )

@@ -94,7 +94,8 @@ def inbox(
             listed.organization_id,
             cs.clock.now(),
             sections=listed.sections,
-            operations=listed.operations,
+            operations=listed.pending_operations,
+            enabled=listed.enabled,  # counted apart: nobody decides them (not_enabled)
             page=page,
             page_size=page_size,
         )

@@ -15,7 +15,12 @@ from countersign.application.policy_recheck import REQUESTER_BARRED
 from countersign.infrastructure.entrypoints.web.order_field import order_field
 from countersign.infrastructure.entrypoints.web.proposals import settling_view
 from countersign.infrastructure.entrypoints.web.site import Site
-from countersign.infrastructure.entrypoints.web.views import as_time, page_number, proposal_view
+from countersign.infrastructure.entrypoints.web.views import (
+    as_time,
+    format_time,
+    page_number,
+    proposal_view,
+)
 from countersign.infrastructure.entrypoints.web.visits import Visit
 from starlette.responses import Response
 
@@ -73,11 +78,15 @@ class InboxPage:
                     scope.organization_id,
                     now,
                     sections=scope.sections,
-                    operations=scope.operations,
+                    operations=scope.pending_operations,
                     barred=scope.barred,  # their own that a policy bars them from approving
                 )
                 to_decide = partial(pending, not_approved_by=user.email, page=page)
-                listed = to_decide(deciding=scope.decidable, page_size=PAGE_SIZE)
+                # Its count also counts the club's pending proposals nobody can decide here
+                # (a plug-in turned off), which no list shows: one statement for both.
+                listed = to_decide(
+                    deciding=scope.decidable, page_size=PAGE_SIZE, enabled=scope.enabled
+                )
                 followed = to_decide(not_deciding=scope.decidable, page_size=PAGE_SIZE)
                 waiting = pending(approved_by=user.email, page_size=WAITING_SIZE)
                 attention = found.needs_attention(
@@ -94,6 +103,9 @@ class InboxPage:
             return [self._inbox_card(item, visit, now, read) for item in found["items"]]
 
         total = int(listed["total"])
+        not_enabled = listed.get("not_enabled") or {"total": 0}
+        first_expiry = not_enabled.get("first_expires_at")
+        zone = user.membership.time_zone
         pages = max(1, math.ceil(max(total, int(followed["total"])) / PAGE_SIZE))
 
         def page_link(number: int) -> str:
@@ -125,6 +137,8 @@ class InboxPage:
             waiting_total=int(waiting["total"]),
             attention=views(attention),
             attention_total=int(attention["total"]),
+            not_enabled=int(not_enabled["total"]),
+            not_enabled_expiry=format_time(first_expiry, zone, visit.language),
             recent=recent,
             open_link=filter_link("", section),
             recent_link=filter_link("recent", section),

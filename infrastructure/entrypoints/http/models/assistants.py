@@ -140,6 +140,20 @@ class InboxItemOut(BaseModel):
     )
 
 
+class NotEnabledOut(BaseModel):
+    """The club's pending proposals of operations not enabled on this server."""
+
+    total: int = Field(
+        description=(
+            "How many pending, unexpired proposals of the club are of an operation not enabled "
+            "here (its plug-in is not named in COUNTERSIGN_PLUGINS): nobody can approve or "
+            "decline them (``operation_not_enabled``) until the plug-in is enabled again, and "
+            "``items`` does not list them. They expire at their time otherwise."
+        )
+    )
+    first_expires_at: datetime | None = Field(description="When the first of them expires.")
+
+
 class InboxOut(BaseModel):
     """Pending, unexpired proposals, newest first."""
 
@@ -147,3 +161,4 @@ class InboxOut(BaseModel):
     page: int
     page_size: int
     total: int
+    not_enabled: NotEnabledOut

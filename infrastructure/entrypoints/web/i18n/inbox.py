@@ -41,6 +41,18 @@ EN: dict[str, str] = {
     ),
     "inbox.attention_empty": "Nothing needs attention.",
     "inbox.attention_more": "{count} more.",
+    "inbox.not_enabled": (
+        "{count} pending proposals of this club are of operations not enabled on this server "
+        "(their plug-in is turned off), so nobody can approve or decline them "
+        "here. Ask whoever runs countersign to turn the plug-in back on to decide them, "
+        "or let them expire: the first expires {expires}."
+    ),
+    "inbox.not_enabled.one": (
+        "1 pending proposal of this club is of an operation not enabled on this server (its "
+        "plug-in is turned off), so nobody can approve or decline it here. "
+        "Ask whoever runs countersign to turn the plug-in back on to decide it, or let it "
+        "expire: it expires {expires}."
+    ),
     "inbox.views": "Which proposals",
     "inbox.sections": "Sections",
     "inbox.pages": "Pages",
@@ -169,6 +181,20 @@ FR: dict[str, str] = {
     ),
     "inbox.attention_empty": "Rien à surveiller.",
     "inbox.attention_more": "{count} de plus.",
+    "inbox.not_enabled": (
+        "{count} propositions en attente de ce club relèvent d'opérations non activées sur ce "
+        "serveur (leur module d'extension est désactivé) : personne ne peut les approuver ni "
+        "les refuser ici. Demandez à la personne qui administre "
+        "countersign de réactiver le module pour en décider, ou laissez-les expirer : la "
+        "première expire le {expires}."
+    ),
+    "inbox.not_enabled.one": (
+        "1 proposition en attente de ce club relève d'une opération non activée sur ce "
+        "serveur (son module d'extension est désactivé) : personne ne peut l'approuver ni la "
+        "refuser ici. Demandez à la personne qui administre "
+        "countersign de réactiver le module pour en décider, ou laissez-la expirer : elle "
+        "expire le {expires}."
+    ),
     "inbox.views": "Quelles propositions",
     "inbox.sections": "Sections",
     "inbox.pages": "Pages",
