@@ -156,6 +156,10 @@ def _reply(response: Any) -> ModelReply:
             raise TypeError("a tool call's id, name or arguments is not text")
         for field in fields:
             _unicode(field)
+        if "\x00" in call.id or "\x00" in function.name:
+            # No tool's name or call's id holds one, and no database stores it (its arguments
+            # holding one are refused by ``untrusted_json``, and the model told).
+            raise ValueError("a tool call's id or name holds a NUL")
         calls.append(ToolCall(id=call.id, name=function.name, arguments=function.arguments))
     if len(calls) > MAX_TOOL_CALLS:
         log.warning(

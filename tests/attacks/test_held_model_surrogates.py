@@ -177,3 +177,20 @@ def test_a_nul_in_the_answers_text_is_removed_and_the_answer_kept(
         or "\\u0000" in json.dumps(e.fields, default=str)
         for e in events
     )
+
+
+def test_a_tool_call_whose_name_holds_a_nul_ends_the_turn_unavailable(
+    wire: Any,  # noqa: F811
+):
+    """No tool's name (and no call's id) holds a NUL: such a call is not one of ours, and
+    recorded as it came it put a NUL in the conversation's events (``ToolCalled``)."""
+    w = wire(Script(Call(PROPOSE_REFUND + "\x00", "{}"), Say("Done.")))
+
+    answer = _message(w, "Refund the missed discount")
+
+    assert answer.status_code == 200, answer.text
+    turn = answer.json()
+    assert turn["ended"] == "model_unavailable"
+    events = list(w.cs.store.history(UUID(turn["interaction_id"])))
+    assert not any("\x00" in json.dumps(e.fields, default=str) for e in events)
+    assert not any("\\u0000" in json.dumps(e.fields, default=str) for e in events)
