@@ -581,3 +581,23 @@ def test_every_setting_the_product_reads_is_a_known_setting_name():
     assert read - not_settings - SETTING_NAMES == set()
     assert listed - SETTING_NAMES == set()
     assert len(listed) > 20
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "argument --page: must be a whole number from "),
+        ("fr", "argument --page : doit être un nombre entier de "),
+    ],
+)
+@pytest.mark.parametrize("page", ["two", "1.5", ""])
+def test_a_whole_number_argument_that_is_no_number_says_so_in_words(capsys, language, said, page):
+    """``--page two`` read "invalid whole_number value: 'two'" (French: "valeur whole_number
+    invalide"), the name of a Python function, once every whole number's type was it."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["--language", language, "inbox", "--org", "g", "--as", AVA, "--page", page])
+
+    out, err = capsys.readouterr()
+    assert (stopped.value.code, out) == (2, "")
+    assert said in err
+    assert "whole_number" not in err

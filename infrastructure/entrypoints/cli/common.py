@@ -149,9 +149,13 @@ MAX_WHOLE_NUMBER = 2**63 - 1
 
 def whole_number(text: str) -> int:
     """The argument type of every whole number a command takes (a usage error, exit 2, for
-    one past ``MAX_WHOLE_NUMBER`` either way; ``int()``'s own refusal for one that is not)."""
-    value = int(text)
-    if abs(value) > MAX_WHOLE_NUMBER:
+    one past ``MAX_WHOLE_NUMBER`` either way, and in the same words for one that is no whole
+    number: argparse's own would name this function, "invalid whole_number value")."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or abs(value) > MAX_WHOLE_NUMBER:
         raise argparse.ArgumentTypeError(
             f"must be a whole number from {-MAX_WHOLE_NUMBER} to {MAX_WHOLE_NUMBER}"
         )
