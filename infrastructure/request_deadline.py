@@ -96,6 +96,8 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._body_bytes = 0
         #: Closed for sending too many requests ahead of their answers (``MAX_PIPELINED``).
         self._flooded = False
+        #: A whole head past ``MAX_HEAD_BYTES`` was parsed: refused once this read is parsed.
+        self._too_large = False
 
     def data_received(self, data: bytes) -> None:
         if self._head_bytes is not None:
@@ -105,20 +107,26 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().data_received(data)
         if self.transport.is_closing():
             return
-        if self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES:
+        if self._too_large or (self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES):
             self._refuse_head(answer=True)
         elif self._head_bytes is None and self._after_head - self._body_bytes > MAX_HEAD_BYTES:
             self._refuse_head(answer=False)  # trailers: the request may be answered already
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
-        super().on_body(body)
+        if not (self._flooded or self._too_large):  # a request never handed on: no cycle
+            super().on_body(body)
 
     def on_headers_complete(self) -> None:
         self._head_bytes = None
         self._after_head = self._body_bytes = 0
-        if self._flooded:
+        if self._flooded or self._too_large:
             return  # the rest of what was read with the request that closed the connection
+        # Its size as parsed: a head whose end came in the read that passed the limit was
+        # whole before it was counted (a head of 100 KB sent at once was answered).
+        if len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers) > MAX_HEAD_BYTES:
+            self._too_large = True
+            return
         if len(self.pipeline) >= MAX_PIPELINED:
             self._end_flood()
             return
@@ -156,7 +164,8 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._reading = False
         self._head_bytes = 0  # the next request's head starts after this one
         self._disarm()
-        super().on_message_complete()
+        if not (self._flooded or self._too_large):  # a request never handed on: no cycle
+            super().on_message_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -91,6 +91,22 @@ def test_a_url_past_the_limit_is_refused():
         assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
 
 
+@pytest.mark.parametrize("first", [0, 1000])
+def test_a_whole_head_past_the_limit_is_refused_however_it_arrives(first):
+    """A head of 1.5 times the limit whose end came in the read that passed the limit (sent
+    whole, or its first 1,000 bytes and then the rest) was answered 200: the bytes were
+    counted only while the head was still incomplete. Its size is what is refused."""
+    head = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * (MAX_HEAD_BYTES * 3 // 2) + b"\r\n\r\n"
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(head[:first])
+            time.sleep(0.2)  # read alone
+            with contextlib.suppress(OSError):
+                connection.sendall(head[first:])
+            answer = one_answer(connection)
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:80]
+
+
 def test_a_large_but_ordinary_head_is_answered_and_the_connection_kept():
     """A head of half the limit (long cookies, a long query) is answered as before, and the
     next request on the same connection is counted from zero."""
