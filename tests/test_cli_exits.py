@@ -601,3 +601,14 @@ def test_a_whole_number_argument_that_is_no_number_says_so_in_words(capsys, lang
     assert (stopped.value.code, out) == (2, "")
     assert said in err
     assert "whole_number" not in err
+
+
+@pytest.mark.parametrize("limit", ["-1", "0"])
+def test_a_deliveries_limit_below_one_is_a_usage_error(command, seeded, limit):
+    """``webhooks deliveries --limit -1`` was an internal error on PostgreSQL (a negative
+    LIMIT) and every delivery on SQLite; the API refuses a limit below 1 too."""
+    status, out, err = command("webhooks", "deliveries", "--org", "granite", "--limit", limit)
+
+    assert (status, out) == (2, "")
+    assert "argument --limit: must be a whole number from 1 to " in err
+    assert "Internal error" not in err

@@ -160,3 +160,12 @@ def whole_number(text: str) -> int:
             f"must be a whole number from {-MAX_WHOLE_NUMBER} to {MAX_WHOLE_NUMBER}"
         )
     return value
+
+
+def positive_whole_number(text: str) -> int:
+    """``whole_number`` from 1: a count of rows to list (``--limit``), which PostgreSQL
+    refused below 0 (an internal error) and SQLite read below 0 as no limit at all."""
+    value = whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_WHOLE_NUMBER}")
+    return value

@@ -10,7 +10,11 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from countersign.infrastructure.entrypoints.cli.common import Handler, whole_number
+from countersign.infrastructure.entrypoints.cli.common import (
+    Handler,
+    positive_whole_number,
+    whole_number,
+)
 
 
 class _ProjectionNames:
@@ -288,7 +292,7 @@ def add_notification_commands(sub: Any, add: Callable[..., Any]) -> None:
     )
     deliveries.add_argument("--org", required=True)
     deliveries.add_argument("--dead", action="store_true", help="only the dead letters")
-    deliveries.add_argument("--limit", type=whole_number, default=50)
+    deliveries.add_argument("--limit", type=positive_whole_number, default=50)
     deliveries.add_argument(
         "--before",
         metavar="DELIVERY_ID",
