@@ -612,3 +612,11 @@ def test_a_deliveries_limit_below_one_is_a_usage_error(command, seeded, limit):
     assert (status, out) == (2, "")
     assert "argument --limit: must be a whole number from 1 to " in err
     assert "Internal error" not in err
+
+
+def test_a_rebuild_batch_size_below_one_is_a_usage_error(command, seeded):
+    """``projections rebuild --batch-size -1`` was an internal error on PostgreSQL."""
+    status, out, err = command("projections", "rebuild", "browser_view", "--batch-size", "-1")
+
+    assert (status, out) == (2, "")
+    assert "argument --batch-size: must be a whole number from 1 to " in err

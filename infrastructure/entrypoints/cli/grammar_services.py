@@ -88,7 +88,7 @@ def add_service_commands(sub: Any, add: Callable[..., Any]) -> None:
         names = command.add_argument("names", nargs="*", metavar="NAME", help="%(known)s")
         names.known = _ProjectionNames()  # what its help's %(known)s shows
         command.add_argument(
-            "--batch-size", type=whole_number, default=None, help=argparse.SUPPRESS
+            "--batch-size", type=positive_whole_number, default=None, help=argparse.SUPPRESS
         )
     skip = add(
         "skip",
