@@ -834,6 +834,28 @@ def test_a_request_letting_the_model_pick_an_amount_is_refused_unless_a_person_c
     assert "sample.tag_invoice" in REGISTRY
 
 
+def test_an_amount_the_model_would_fill_in_a_nested_model_is_refused_too(installed, company):
+    """The rule read the request's own fields only: a list of lines each holding its
+    ``amount_cents`` let the model pick the amounts all the same."""
+    from countersign.application.plugins import PluginError, install
+    from pydantic import BaseModel, Field
+    from sample_plugin.contracts import TagRequest
+
+    class Line(BaseModel):
+        label: str = Field(max_length=40, description="What the line is for.")
+        amount_cents: int = Field(ge=0, description="How much.")
+
+    class LinedTag(TagRequest):
+        lines: list[Line] | None = Field(default=None, description="The lines.")
+
+    with pytest.raises(PluginError) as refused:
+        install([_with_changed_tag_invoice(Request=LinedTag)])
+
+    assert "request lets the model pick an amount (lines.amount_cents)" in str(refused.value)
+    install([_with_changed_tag_invoice(Request=LinedTag, requested_amounts={"lines.amount_cents"})])
+    assert "sample.tag_invoice" in REGISTRY
+
+
 def test_a_plugin_section_in_a_shell_without_the_setting_says_where_sections_come_from(
     installed, tmp_path
 ):

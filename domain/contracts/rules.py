@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, get_args
 
 from countersign.domain.contracts.presentation import Localized, Shown
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from countersign.domain.contracts import AnyContract
@@ -124,12 +125,33 @@ def _untranslated(contract: AnyContract) -> list[tuple[str, str]]:
 
 
 def _model_picked_money(contract: AnyContract) -> list[str]:
-    """The request's money fields (``*_cents``) the contract does not say a person chooses."""
+    """The request's money fields (``*_cents``) the contract does not say a person chooses,
+    those of the models it nests too (``lines.amount_cents``: a list of them, or one that
+    may be None, is the model's to fill as well)."""
     return [
-        name
-        for name in contract.Request.model_fields
-        if name.endswith("_cents") and name not in contract.requested_amounts
+        name for name in _money_paths(contract.Request) if name not in contract.requested_amounts
     ]
+
+
+def _money_paths(
+    model: type[BaseModel], prefix: str = "", seen: frozenset[type] = frozenset()
+) -> Iterator[str]:
+    """``model``'s ``*_cents`` fields, and its nested models', as dotted paths."""
+    for name, field in model.model_fields.items():
+        if name.endswith("_cents"):
+            yield prefix + name
+        for nested in _models_in(field.annotation):
+            if nested not in seen:
+                yield from _money_paths(nested, f"{prefix}{name}.", seen | {model})
+
+
+def _models_in(annotation: object) -> Iterator[type[BaseModel]]:
+    """The pydantic models an annotation names: itself, or within ``list[...]``,
+    ``X | None``, ``dict[str, X]`` and the like."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    for argument in get_args(annotation):
+        yield from _models_in(argument)
 
 
 def _unmeasured_money(contract: AnyContract) -> list[str]:
