@@ -926,10 +926,32 @@ def test_a_preview_given_a_required_field_since_stops_the_projections_saying_wha
     assert rebuilt.returncode != 0
     assert (
         "ValidationError: a stored _ReshapedPreview no longer reads as its contract's type "
-        "(origin: Field required): stored proposals keep the shape they were frozen with, so "
+        "(origin: missing): stored proposals keep the shape they were frozen with, so "
         "a field added to a contract's Preview, Arguments or Result since needs a default"
     ) in rebuilt.stderr
     assert "Traceback" not in rebuilt.stderr
+
+
+def test_a_stop_on_a_stored_value_never_names_the_value():
+    """A contract's own validator may write the value it refused into its message (an
+    email, a name): the stop names the field and pydantic's error type, never the message."""
+    from countersign.infrastructure.projection_engine.stops import _reason
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    class StoredPreview(BaseModel):
+        member: str
+
+        @field_validator("member")
+        @classmethod
+        def known(cls, value: str) -> str:
+            raise ValueError(f"{value} is not a member")
+
+    with pytest.raises(ValidationError) as refused:
+        StoredPreview.model_validate({"member": "ella@granite.example"})
+
+    said = _reason(refused.value)
+    assert "ella@granite.example" not in said
+    assert "(member: value_error)" in said
 
 
 def test_the_inbox_says_how_many_pending_proposals_a_plugin_turned_off_left(

@@ -110,14 +110,15 @@ def stopped(
 def _reason(error: BaseException) -> str:
     """What an event's handler raised, as the stop names it: the exception's class, and for a
     stored value that no longer reads as its contract's type (a plug-in's ``Preview`` given a
-    required field), which one and what to do; never a stored value."""
+    required field), which one and what to do; never a stored value (pydantic's error type,
+    ``missing``, not its message, which a contract's own validator may write a value into)."""
     if not isinstance(error, ValidationError) or not error.errors():
         return type(error).__name__
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "?"
     return (
         f"ValidationError: a stored {error.title} no longer reads as its contract's type "
-        f"({where}: {first['msg']}): stored proposals keep the shape they were frozen with, "
+        f"({where}: {first['type']}): stored proposals keep the shape they were frozen with, "
         "so a field added to a contract's Preview, Arguments or Result since needs a default, "
         "and none is removed or retyped (docs/adding-an-operation.md)"
     )
