@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, get_args
 
 from countersign.domain.contracts.presentation import Localized, Shown
-from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from countersign.domain.contracts import AnyContract
+    from pydantic import BaseModel
 
 
 def broken_rule(contract: AnyContract) -> str | None:
@@ -148,8 +148,8 @@ def _money_paths(
 def _models_in(annotation: object) -> Iterator[type[BaseModel]]:
     """The pydantic models an annotation names: itself, or within ``list[...]``,
     ``X | None``, ``dict[str, X]`` and the like."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        yield annotation
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        yield annotation  # a model (pydantic is not imported for ``countersign --help``)
     for argument in get_args(annotation):
         yield from _models_in(argument)
 
