@@ -63,18 +63,29 @@ def pending(cs: Countersign, seeded: dict[str, Any]) -> str:
 def test_every_command_refuses_an_argument_no_database_stores(
     cs: Countersign, seeded: dict[str, Any], pending: str, command: Callable[..., Any]
 ) -> None:
+    def refused(status: int, err: str) -> bool:
+        return status == 2 and "cannot be stored" in err and not any(e in err for e in LEAKS)
+
     before = snapshot(cs)
+    _each_answers(command, _commands(seeded, pending), refused)
+    assert_nothing_changed(cs, before)
+
+
+def _each_answers(
+    command: Callable[..., Any], commands: dict[str, list[str]], fine: Callable[[int, str], bool]
+) -> None:
+    """Runs every command; fails naming each whose exit status and stderr are not ``fine``
+    (or that raised: what the person would see is a traceback)."""
     wrong = []
-    for name, argv in _commands(seeded, pending).items():
+    for name, argv in commands.items():
         try:
             status, _, err = command(*argv)
-        except Exception as error:  # what the person would see: a traceback
+        except Exception as error:
             wrong.append(f"{name}: raised {type(error).__name__}: {error}"[:200])
             continue
-        if status != 2 or "cannot be stored" not in err or any(leak in err for leak in LEAKS):
+        if not fine(status, err):
             wrong.append(f"{name}: exit {status} {err.strip()[:160]!r}")
     assert not wrong, "\n".join(wrong)
-    assert_nothing_changed(cs, before)
 
 
 def test_the_refusal_is_in_french_and_in_json_when_asked(
@@ -113,15 +124,9 @@ def _numbers(seeded: dict[str, Any], pending: str) -> dict[str, list[str]]:
 def test_every_number_past_64_bits_is_refused_or_read_as_nothing_found(
     cs: Countersign, seeded: dict[str, Any], pending: str, command: Callable[..., Any]
 ) -> None:
+    def answered(status: int, err: str) -> bool:
+        return status in (0, 2, 3, 4) and "Internal error" not in err and "Traceback" not in err
+
     before = snapshot(cs)
-    wrong = []
-    for name, argv in _numbers(seeded, pending).items():
-        try:
-            status, _, err = command(*argv)
-        except Exception as error:  # what the person would see: a traceback
-            wrong.append(f"{name}: raised {type(error).__name__}: {error}"[:200])
-            continue
-        if status not in (0, 2, 3, 4) or "Internal error" in err or "Traceback" in err:
-            wrong.append(f"{name}: exit {status} {err.strip()[:160]!r}")
-    assert not wrong, "\n".join(wrong)
+    _each_answers(command, _numbers(seeded, pending), answered)
     assert_nothing_changed(cs, before)
