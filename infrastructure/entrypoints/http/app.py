@@ -47,6 +47,11 @@ def create_app(cs: Countersign, *, max_body: int | None = None) -> FastAPI:
         description=DESCRIPTION.format(max_body=limit),
         docs_url=None,
         redoc_url=None,
+        # A path with a slash added (/webhooks/) is an unknown path, answered as one is: the
+        # router's own redirect named the request's Host header as the address (307 to
+        # http://<Host>/webhooks), without the pages' headers
+        # (tests/attacks/test_slash_redirects.py).
+        redirect_slashes=False,
         # FastAPI's own OpenTelemetry spans, metrics and logs: countersign reports through its
         # log lines and /metrics, and no tracer is configured; with them on (the default),
         # every request asked the global providers whether one had been (1% of an

@@ -103,6 +103,9 @@ def http_app(
         max_request_body_size=cs.settings.api_max_body,
         session_idle_timeout=limits.idle_seconds,
     )
+    # POST /mcp/ is an unknown path (404), not the router's 307 to http://<Host>/mcp, an
+    # address the request's Host header names, which a client follows with its body.
+    server.router.redirect_slashes = False
     return BearerGate(server, cs, limits)
 
 
