@@ -40,6 +40,9 @@ _SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_email ON {TABLE} (email)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_expiry ON {TABLE} (expires_at)",
 )
+#: In a dead row's one-shot values: the "session ended" notice was given for it.
+NOTICE_GIVEN = "ended_notice_given"
+_NOTICE_GIVEN_DATA = json.dumps({NOTICE_GIVEN: True})
 _COLUMNS = "email, organization, org_version, data, created_at, seen_at, expires_at, revoked_at"
 
 
@@ -161,9 +164,15 @@ def write(
     update: SessionRow | None,
     delete: str | None,
     now: int,
+    notice_of: str | None = None,
 ) -> None:
     """One transaction: revoke the rows ``revoke`` names, insert a new row, update a live one
-    (never a revoked one: a revocation that got there first wins), delete one."""
+    (never a revoked one: a revocation that got there first wins), delete one.
+
+    ``notice_of``: the dead row (revoked or expired) whose "session ended" notice ``insert``
+    carries. It is marked as given (``NOTICE_GIVEN``), and ``insert`` is stored only if this
+    request marked it: a dead id gives its notice once, however often it is sent again or at
+    once."""
     ensure_session_table(sql)
     with sql.transaction() as cursor:
         for digest in revoke:
@@ -171,6 +180,14 @@ def write(
                 f"UPDATE {TABLE} SET revoked_at = ? WHERE id_sha256 = ? AND revoked_at IS NULL",
                 (now, digest),
             )
+        if notice_of is not None:
+            marked = cursor.execute(
+                f"UPDATE {TABLE} SET data = ? WHERE id_sha256 = ? AND data <> ?"
+                " AND (revoked_at IS NOT NULL OR expires_at <= ?)",
+                (_NOTICE_GIVEN_DATA, notice_of, _NOTICE_GIVEN_DATA, now),
+            ).rowcount
+            if not marked:
+                insert = None
         if insert is not None:
             cursor.execute(f"DELETE FROM {TABLE} WHERE expires_at < ?", (now,))
             cursor.execute(

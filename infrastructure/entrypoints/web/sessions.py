@@ -20,8 +20,10 @@ process sees the same sessions and any of them can end one for all.
   the session secret. It needs no storage (so a signed-out visitor's sign-in form needs no
   row either), changes whenever the id does, and reveals nothing about the id.
 * **Signed-out visitors** have an id too (the sign-in form's CSRF token needs one) but no
-  row: nothing a visitor does without a password creates a row. The one exception is the
-  notice after signing out, which replaces the signed-in row with one notice row.
+  row: nothing a visitor does without a password creates a row. The exceptions are the
+  notice after signing out, which replaces the signed-in row with one notice row, and the
+  "session ended" notice of a dead id, stored once for it (the dead row is marked: its
+  cookie replayed in a loop stored one row a request), never again.
 * **The language** chosen with the EN/FR switch lives in a separate cookie holding just
   ``en`` or ``fr``: it is no secret, it must work before anyone signs in (without a row), and
   it should survive signing out.
@@ -126,6 +128,9 @@ class Session:
         self.inserting = False  # ``row`` is new: insert it
         self.changed = False  # ``row`` was loaded and changed: update it
         self.ended: list[str] = []  # digests of ids to revoke
+        #: The dead row whose "session ended" notice this session's new row carries: it is
+        #: marked as given when that row is stored, so that the dead id gives it once.
+        self.noticing: str | None = None
         self._csrf_key = csrf_key
 
     # -- who ----------------------------------------------------------------------------------
@@ -194,11 +199,12 @@ class Session:
         self._start(email, None, 0, {"choose": choice})
 
     def sign_out(self) -> None:
-        """Revoke this id. A stored session is replaced by an empty one that can carry the
-        'signed out' notice; a visitor who had no row gets none."""
-        had_row = self.row is not None
+        """Revoke this id. A session someone was signed in to (or choosing a club in) is
+        replaced by an empty one that can carry the 'signed out' notice; a visitor who had no
+        row, or only a notice's, gets none (signing out again and again stored one row each)."""
+        had_someone = self.row is not None and self.row.email is not None
         self._rotate()
-        if had_row:
+        if had_someone:
             self._start_row(None, None, 0, {})
 
     def end(self) -> None:
@@ -248,6 +254,7 @@ class Session:
         self.row = None
         self.inserting = False
         self.changed = False
+        self.noticing = None
 
 
 def _csrf(key: bytes, raw_id: str) -> str:
@@ -295,7 +302,11 @@ class Sessions:
             if row.revoked_at is not None:
                 log.info("a revoked session id was presented; treated as signed out")
             fresh = self.anonymous()
-            fresh.note_ended()  # the sign-in page says why
+            if not row.data.get(session_store.NOTICE_GIVEN):
+                # The sign-in page says why, once: a dead cookie replayed in a loop stored
+                # a notice row for each request (tests/attacks/test_session_rows.py).
+                fresh.note_ended()
+                fresh.noticing = row.digest
             fresh.issue = True  # replace the dead id in the browser
             return fresh
         session = Session(raw_id, self.csrf_key, now, presented=True, row=row)
@@ -320,6 +331,7 @@ class Sessions:
                 update=update,
                 delete=delete,
                 now=session.now,
+                notice_of=session.noticing if insert is not None else None,
             )
 
     def revoke_person(self, email: str) -> int:
