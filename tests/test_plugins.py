@@ -816,22 +816,82 @@ def test_a_request_letting_the_model_pick_an_amount_is_refused_unless_a_person_c
     refund whose amount the application computes). An amount only a person can choose is
     declared so, as the sample's credit does."""
     from countersign.application.plugins import PluginError, install
-    from pydantic import Field
-    from sample_plugin.contracts import TagRequest
 
-    class PricedTag(TagRequest):
-        fee_cents: int = Field(ge=0, description="The fee.")
-
+    priced = _priced()
     with pytest.raises(PluginError) as refused:
-        install([_with_changed_tag_invoice(Request=PricedTag)])
+        install([_with_changed_tag_invoice(Request=priced["Request"])])
 
     assert str(refused.value).startswith(
         "plug-in 'sample': sample.tag_invoice's request lets the model pick an amount "
         "(fee_cents): compute it in resolve from the facts the request names; only an amount "
         "a person chooses"
     )
-    install([_with_changed_tag_invoice(Request=PricedTag, requested_amounts={"fee_cents"})])
+    install([_with_changed_tag_invoice(**priced)])
     assert "sample.tag_invoice" in REGISTRY
+
+
+def _priced(**change: Any) -> dict[str, Any]:
+    """``sample.tag_invoice`` asking for a fee a person names (``fee_cents``), shown on the
+    card as money, with ``change``; a change to None leaves that part the contract's own."""
+    from pydantic import Field
+    from sample_plugin.contracts import TagPreview, TagRequest
+
+    class PricedTag(TagRequest):
+        fee_cents: int = Field(ge=0, description="The fee.")
+
+    class PricedPreview(TagPreview):
+        fee_cents: int
+        currency: str
+
+    priced = {
+        "Request": PricedTag,
+        "Preview": PricedPreview,
+        "more_preview_fields": {"fee_cents": PreviewField(Localized("Fee", "Frais"), MONEY)},
+        "preview_hidden": frozenset({"currency"}),
+        "requested_amounts": frozenset({"fee_cents"}),
+        **change,
+    }
+    return {name: value for name, value in priced.items() if value is not None}
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (
+            {"Preview": None, "more_preview_fields": None, "preview_hidden": None},
+            "sample.tag_invoice's requested amount 'fee_cents' is not shown to the approver, "
+            "who must never approve an amount they were not shown: its Preview holds "
+            "'fee_cents' too (the amount resolve keeps), as a row of preview_fields shown as "
+            "money (Shown.MONEY)",
+        ),
+        (
+            {"more_preview_fields": {"fee_cents": PreviewField(TAG)}},
+            "sample.tag_invoice's requested amount 'fee_cents' is not shown to the approver",
+        ),
+        (
+            {"more_preview_fields": {}, "preview_hidden": {"currency", "fee_cents"}},
+            "sample.tag_invoice's requested amount 'fee_cents' is not shown to the approver",
+        ),
+        (
+            {"requested_amounts": {"fee_cents", "fees_cents"}},
+            "sample.tag_invoice lists 'fees_cents' in requested_amounts, which is not a money "
+            "field (*_cents) of its Request: list the Request's amount by its dotted path",
+        ),
+    ],
+)
+def test_an_amount_a_person_names_that_the_card_would_not_show_is_refused(
+    installed, company, change, refusal
+):
+    """An amount listed in ``requested_amounts`` was accepted whether or not the preview
+    showed it, so a manager could approve a fee the card never read (or read as 5000 for
+    $50.00, shown as text): it must be a row of the preview, shown as money."""
+    from countersign.application.plugins import PluginError, install
+
+    with pytest.raises(PluginError) as refused:
+        install([_with_changed_tag_invoice(**_priced(**change))])
+
+    assert str(refused.value).startswith(f"plug-in 'sample': {refusal}")
+    assert "sample.tag_invoice" not in REGISTRY
 
 
 def test_an_amount_the_model_would_fill_in_a_nested_model_is_refused_too(installed, company):
@@ -839,7 +899,7 @@ def test_an_amount_the_model_would_fill_in_a_nested_model_is_refused_too(install
     ``amount_cents`` let the model pick the amounts all the same."""
     from countersign.application.plugins import PluginError, install
     from pydantic import BaseModel, Field
-    from sample_plugin.contracts import TagRequest
+    from sample_plugin.contracts import TagPreview, TagRequest
 
     class Line(BaseModel):
         label: str = Field(max_length=40, description="What the line is for.")
@@ -848,11 +908,31 @@ def test_an_amount_the_model_would_fill_in_a_nested_model_is_refused_too(install
     class LinedTag(TagRequest):
         lines: list[Line] | None = Field(default=None, description="The lines.")
 
+    class LinedPreview(TagPreview):
+        lines: list[Line]
+
     with pytest.raises(PluginError) as refused:
         install([_with_changed_tag_invoice(Request=LinedTag)])
 
     assert "request lets the model pick an amount (lines.amount_cents)" in str(refused.value)
-    install([_with_changed_tag_invoice(Request=LinedTag, requested_amounts={"lines.amount_cents"})])
+    with pytest.raises(PluginError) as refused:
+        install(
+            [_with_changed_tag_invoice(Request=LinedTag, requested_amounts={"lines.amount_cents"})]
+        )
+
+    assert "requested amount 'lines.amount_cents' is not shown to the approver" in str(
+        refused.value
+    )
+    install(
+        [
+            _with_changed_tag_invoice(
+                Request=LinedTag,
+                Preview=LinedPreview,
+                more_preview_fields={"lines": PreviewField(Localized("Lines", "Lignes"))},
+                requested_amounts={"lines.amount_cents"},
+            )
+        ]
+    )
     assert "sample.tag_invoice" in REGISTRY
 
 

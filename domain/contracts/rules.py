@@ -1,6 +1,7 @@
 """The registry's rules about what a contract holds, checked when it loads (``broken_rule``):
 labels cover its preview, money reads with its currency and is measured, no text people
-read is blank in a language, and the model never picks an amount."""
+read is blank in a language, the model never picks an amount, and an amount a person names
+is shown to the approver."""
 
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ def broken_rule(contract: AnyContract) -> str | None:
             "person chooses (a credit of what the manager says) is listed in "
             "requested_amounts, and the approver reads it on the card"
         )
+    unshown = _unshown_requested_amount(contract)
+    if unshown:
+        return unshown
     unmeasured = _unmeasured_money(contract)
     if unmeasured:
         return (
@@ -131,6 +135,40 @@ def _model_picked_money(contract: AnyContract) -> list[str]:
     return [
         name for name in _money_paths(contract.Request) if name not in contract.requested_amounts
     ]
+
+
+def _unshown_requested_amount(contract: AnyContract) -> str | None:
+    """What is wrong with the first amount in ``requested_amounts`` the approver would not
+    read on the card: one the ``Request`` does not hold (a misspelt path lists nothing), or
+    one its ``Preview`` does not show under the same path, on a row of ``preview_fields``,
+    as money when it is the preview's own field (a nested one reads in its row's words).
+    The path is the check because previews are built by ``resolve`` from facts a registry
+    does not have: the rule cannot compare values, so the amount keeps its name."""
+    kind = contract.kind
+    asked = set(_money_paths(contract.Request))
+    previewed = set(_money_paths(contract.Preview))
+    for name in sorted(contract.requested_amounts):
+        if name not in asked:
+            return (
+                f"{kind} lists {name!r} in requested_amounts, which is not a money field "
+                "(*_cents) of its Request: list the Request's amount by its dotted path "
+                "(lines.amount_cents for a nested one), or remove it"
+            )
+        top = name.split(".", 1)[0]
+        row = contract.preview_fields.get(top)
+        shown = row is not None and (top != name or row.shown is Shown.MONEY)
+        if name not in previewed or not shown:
+            where = (
+                f"with {top!r} a row of preview_fields"
+                if top != name
+                else "as a row of preview_fields shown as money (Shown.MONEY)"
+            )
+            return (
+                f"{kind}'s requested amount {name!r} is not shown to the approver, who must "
+                f"never approve an amount they were not shown: its Preview holds {name!r} "
+                f"too (the amount resolve keeps), {where}"
+            )
+    return None
 
 
 def _money_paths(

@@ -31,7 +31,7 @@ from countersign.domain.contracts.base import (
     RevisionNeededError,
 )
 from countersign.domain.contracts.findings import Finding, RuleBrokenError
-from countersign.domain.contracts.presentation import Localized, PreviewField
+from countersign.domain.contracts.presentation import Localized, PreviewField, Shown
 from countersign.domain.errors import NotFoundError
 from countersign.domain.outcomes import ExecutionContract
 from countersign.domain.ports import EffectResponse, Repository
@@ -216,7 +216,7 @@ class InvoiceCredit(
     title = Localized("Credit an invoice", "Créditer une facture")
     preview_fields: ClassVar[Mapping[str, PreviewField]] = {
         **INVOICE_FIELDS,
-        "amount_cents": PreviewField(Localized("Credit", "Crédit"), emphasis=True),
+        "amount_cents": PreviewField(Localized("Credit", "Crédit"), Shown.MONEY, emphasis=True),
     }
     preview_hidden = frozenset({"currency"})
     revision_reasons: ClassVar[Mapping[str, Localized]] = {
