@@ -37,6 +37,37 @@ def test_the_pages_503_for_a_stopped_read_model_says_when_to_try_again(web, monk
     assert "notification 7" not in page.text
 
 
+def test_a_stopped_read_model_is_logged_once_a_while_not_once_a_request(web, monkeypatch, caplog):
+    """The inbox (the page and the API's) logged "projection stopped" at ERROR on every
+    request until an operator acted: a hundred visitors a minute buried the log in one
+    line. The other pages' stopped projections were said once a while; the inbox's too."""
+    ava = web.browser(AVA)
+    api = TestClient(web.app, raise_server_exceptions=False)
+    auth = _approver(web.cs)
+
+    def stopped(names: Any = None) -> None:
+        raise ProjectionStoppedError("projection 'browser_view' stopped at notification 7", 7)
+
+    monkeypatch.setattr(web.cs, "catch_up", stopped)
+    with caplog.at_level("ERROR"):
+        for _ in range(4):
+            assert ava.get("/").status_code == 503
+            assert api.get("/api/v1/inbox", headers=auth).status_code == 503
+
+    said = [r for r in caplog.records if r.getMessage().startswith("projection stopped")]
+    assert [(r.name, r.levelname) for r in said] == [
+        ("countersign.web", "ERROR"),
+        ("countersign.http", "ERROR"),
+    ]
+    assert all(r.getMessage().endswith("stopped at notification 7") for r in said)
+    web.cs.outages.every = 0  # the next one said tells how many went unsaid since
+    with caplog.at_level("ERROR"):
+        assert ava.get("/").status_code == 503
+    said = [r for r in caplog.records if r.getMessage().startswith("projection stopped")]
+    unsaid = "(and 3 more like it since the last time this was logged)"
+    assert said[-1].getMessage().endswith(f"stopped at notification 7 {unsaid}")
+
+
 def _approver(cs: Countersign) -> dict[str, str]:
     token = issue_token(cs, "granite", "billing", ["orders.refund"], issued_by=AVA, kind="approver")
     return {"Authorization": f"Bearer {token.token}"}

@@ -12,6 +12,11 @@ did.
 The same holds for a warning a caller can repeat at will: an agent token asking to decide
 (``http/answers.py``) is said once a while for each token, with the count of the others.
 
+A projection stopped at an event it cannot take fails every page and API request that reads
+it alike, until an operator acts, and each logged its ERROR line: it is said once a while
+too (``error``), at ERROR still (the operator must act, and an alert on ERROR lines sees it;
+the projection runner says it again every ten minutes).
+
 A ``Countersign`` keeps one ``OutageLog`` (``Countersign.outages``): a process's threads share
 it, and two deployments in one process (the tests) do not.
 """
@@ -44,6 +49,15 @@ class OutageLog:
         """``log.warning(message, *args)`` ending with ``reason``, unless the same message
         with the same reason was said less than ``every`` seconds ago: then it is counted,
         and the next one said tells how many were not."""
+        self._say(log, logging.WARNING, reason, message, *args)
+
+    def error(self, log: logging.Logger, reason: str, message: str, *args: object) -> None:
+        """As ``warning``, at ERROR: something an operator must act on."""
+        self._say(log, logging.ERROR, reason, message, *args)
+
+    def _say(
+        self, log: logging.Logger, level: int, reason: str, message: str, *args: object
+    ) -> None:
         key = (log.name, message, reason)
         now = self._clock()
         with self._lock:
@@ -57,11 +71,12 @@ class OutageLog:
             if len(self._said) > MOST:
                 del self._said[next(iter(self._said))]
         if unsaid:
-            log.warning(
+            log.log(
+                level,
                 f"{message}: %s (and %d more like it since the last time this was logged)",
                 *args,
                 reason,
                 unsaid,
             )
         else:
-            log.warning(f"{message}: %s", *args, reason)
+            log.log(level, f"{message}: %s", *args, reason)

@@ -153,7 +153,10 @@ def answers(request: Request) -> Iterator[None]:  # noqa: C901 - one clause per 
     except ForbiddenError:
         raise ProblemError("forbidden") from None
     except ProjectionStoppedError as stopped:
-        log.error("projection stopped (request %s): %s", correlation_id_of(request), stopped)
+        # Every request reading it fails alike until an operator acts: once a while.
+        countersign(request).outages.error(
+            log, str(stopped), "projection stopped (request %s)", correlation_id_of(request)
+        )
         # An operator has to act; a minute is a wait a client can honour meanwhile.
         raise ProblemError("unavailable", headers={"Retry-After": "60"}) from None
     except CorruptRecordError as corrupt:

@@ -208,7 +208,9 @@ class Site:
             response.headers["Retry-After"] = "1"
             return response
         if isinstance(error, ProjectionStoppedError):
-            log.error("projection stopped (request %s): %s", correlation_id_of(request), error)
+            # Every page reading it fails alike until an operator acts: once a while.
+            cid = correlation_id_of(request)
+            self.cs.outages.error(log, str(error), "projection stopped (request %s)", cid)
             response = self.error(visit, "unavailable", 503)
             response.headers["Retry-After"] = "60"  # as the API's 503 unavailable says
             return response
