@@ -17,8 +17,12 @@ A request head (its line and its headers) is bounded too, at ``MAX_HEAD_BYTES``:
 protocol keeps a URL and headers for as long as they come, and one connection without a token
 sent 600 MB of headers within the deadline, the process growing from 93 MB to 707 MB and
 keeping it. A head past it is answered 431 and its connection closed, before it ends; so is
-a connection whose chunked body's framing and trailers (headers sent after the body, which
-uvicorn keeps as it keeps the head's) pass it.
+a connection whose chunked body's trailers (headers sent after the body, which uvicorn keeps
+as it keeps the head's) and framing beyond what its chunks need pass it. The framing each
+whole chunk needs (its size in hex and two line ends) is not counted: a body sent a byte a
+chunk carries five bytes of it a byte, and was cut at 13 KiB of body, under the API's
+64 KiB; chunk extensions, padded sizes and trailers still are, and gain nothing from the
+chunks a body is cut into.
 
 The deadline counts the client's time only: while uvicorn itself has stopped reading (a
 pipelined request waiting for the one before it to be answered), it waits. An answer that
@@ -90,10 +94,14 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._reading = False
         #: Bytes received of the head being read (None once its headers are complete).
         self._head_bytes: int | None = 0
-        #: Bytes received since its headers, and those of them that were body: the rest is a
-        #: chunked body's framing and its trailers, headers after the body, kept as headers.
+        #: Bytes received since its headers, those of them that were body, and the framing
+        #: its whole chunks needed (``on_chunk_complete``): the rest is a chunked body's
+        #: trailers, headers after the body kept as headers, and framing beyond the need.
         self._after_head = 0
         self._body_bytes = 0
+        self._chunk_framing = 0
+        #: Body bytes of the chunk being read.
+        self._chunk_bytes = 0
         #: Closed for sending too many requests ahead of their answers (``MAX_PIPELINED``).
         self._flooded = False
         #: A whole head past ``MAX_HEAD_BYTES`` was parsed: refused once this read is parsed.
@@ -109,17 +117,31 @@ class DeadlineProtocol(HttpToolsProtocol):
             return
         if self._too_large or (self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES):
             self._refuse_head(answer=True)
-        elif self._head_bytes is None and self._after_head - self._body_bytes > MAX_HEAD_BYTES:
+        elif self._head_bytes is None and self._beyond_the_body() > MAX_HEAD_BYTES:
             self._refuse_head(answer=False)  # trailers: the request may be answered already
+
+    def _beyond_the_body(self) -> int:
+        """Bytes received since the head that are neither body nor the framing its whole
+        chunks needed: trailers, chunk extensions, padding, and the chunk begun."""
+        return self._after_head - self._body_bytes - self._chunk_framing
+
+    def on_chunk_header(self) -> None:
+        self._chunk_bytes = 0
+
+    def on_chunk_complete(self) -> None:
+        # What the chunk needed: its size in hex, a line end, its data, a line end (the last
+        # chunk, 0, ends after the trailers, counted as they came).
+        self._chunk_framing += len(f"{self._chunk_bytes:x}") + 4
 
     def on_body(self, body: bytes) -> None:
         self._body_bytes += len(body)
+        self._chunk_bytes += len(body)
         if not (self._flooded or self._too_large):  # a request never handed on: no cycle
             super().on_body(body)
 
     def on_headers_complete(self) -> None:
         self._head_bytes = None
-        self._after_head = self._body_bytes = 0
+        self._after_head = self._body_bytes = self._chunk_framing = 0
         if self._flooded or self._too_large:
             return  # the rest of what was read with the request that closed the connection
         # Its size as parsed: a head whose end came in the read that passed the limit was

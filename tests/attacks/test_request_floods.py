@@ -22,15 +22,24 @@ from countersign.infrastructure.request_deadline import (
     MAX_HEAD_BYTES,
     MAX_PIPELINED,
 )
+from countersign.infrastructure.settings import DEFAULT_API_MAX_BODY
 
 from tests.support.deadline_server import serving as served
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Every request answered 200, with the number of headers it came with."""
+    """Every request answered 200, with the number of headers it came with; on ``/body``,
+    with the number of bytes of body it read."""
     if scope["type"] != "http":
         return
     body = str(len(scope["headers"])).encode()
+    if scope["path"] == "/body":
+        read, more = 0, True
+        while more:
+            message = await receive()
+            read += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = f"read {read}".encode()
     await send(
         {
             "type": "http.response.start",
@@ -193,3 +202,48 @@ def test_a_chunked_body_in_many_chunks_is_still_read():
                 chunk = connection.recv(65536)
                 assert chunk, f"closed after {received.count(b'HTTP/1.1 200 ')} answers"
                 received += chunk
+
+
+def test_a_body_sent_a_byte_a_chunk_is_read_up_to_the_api_limit():
+    """A chunk of one byte carries five of framing ("1\\r\\n", "\\r\\n"): all framing was
+    counted against the trailers' bound, and such a body was cut at 13 KiB, under the API's
+    64 KiB. The framing each chunk needs is not counted any more. (The body is sent once the
+    server asked for it, 100 Continue: the read that ends a head is not counted, and one
+    that held the body too would hide what is.)"""
+    size = DEFAULT_API_MAX_BODY - 1024
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch) as port:
+        head = (
+            b"POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            b"Expect: 100-continue\r\n\r\n"
+        )
+        body = b"1\r\nb\r\n" * size + b"0\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(head)
+            received = b""
+            while b"100 Continue\r\n\r\n" not in received:
+                chunk = connection.recv(65536)
+                assert chunk, "closed before it asked for the body"
+                received += chunk
+            with contextlib.suppress(OSError):  # the server closed it before it had it all
+                connection.sendall(body + b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+            with contextlib.suppress(OSError):
+                while received.count(b"HTTP/1.1 200 ") < 2 and (chunk := connection.recv(65536)):
+                    received += chunk
+        assert f"read {size}".encode() in received, received[-200:]
+        assert received.count(b"HTTP/1.1 200 ") == 2
+
+
+def test_framing_beyond_what_chunks_need_still_ends_the_connection():
+    """Chunk extensions are framing no chunk needs, read and dropped: as many bytes of them
+    as of trailers end the connection, however many chunks carry them."""
+    with pytest.MonkeyPatch.context() as monkeypatch, serving(monkeypatch, deadline=60) as port:
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        padded = (b"1;x=" + b"e" * 4000 + b"\r\nb\r\n") * 256  # 1 MB, one body byte a chunk
+        sent = 0
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(head)
+            with contextlib.suppress(OSError):  # closed by the server: broken pipe, or reset
+                for _ in range(64):
+                    connection.sendall(padded)
+                    sent += 1
+        assert sent < 8, f"{sent} MB of chunk extensions read"
