@@ -106,6 +106,37 @@ def test_a_dead_letter_is_listed_and_redelivered(cli, capsys, database_url):
     cli("webhooks", "redeliver", "--org", "granite", status=2)  # neither an id nor --all
 
 
+def test_a_dead_letter_of_a_removed_endpoint_is_marked_and_refused_by_name(
+    cli, capsys, database_url
+):
+    """Redelivering it put it back, to fail again at once (nothing to deliver it to), and the
+    listing never said why it stayed: it says so, and redelivering it is refused (exit 4)."""
+    added = cli("webhooks", "add", "--org", "granite", "--url", f"http://127.0.0.1:{free_port()}/h")
+    propose(cli)
+    assert cli("notify", "run", "--once")["dead"] == 1
+    cli("webhooks", "remove", added["endpoint_id"], "--org", "granite")
+    [dead] = cli("webhooks", "deliveries", "--org", "granite", "--dead")
+    assert dead["endpoint_removed"] is True
+    listing = ["webhooks", "deliveries", "--org", "granite", "--database", database_url]
+    for language, said in [
+        ("en", "dead after 1 attempt(s) (its endpoint was removed: not tried again)"),
+        ("fr", "(son webhook a été retiré : plus d'essai)"),
+    ]:
+        assert main([*listing, "--language", language]) == 0
+        assert said in capsys.readouterr().out
+    refused = cli("webhooks", "redeliver", dead["delivery_id"], "--org", "granite", status=4)
+    assert refused["reason"] == "endpoint_removed"
+    assert refused["message"].startswith(
+        "This dead letter was for a webhook endpoint that has since been removed"
+    )
+    named = ["webhooks", "redeliver", dead["delivery_id"], "--org", "granite"]
+    assert main([*named, "--language", "fr", "--database", database_url]) == 4
+    said = capsys.readouterr()
+    assert "ajoutez de nouveau ce webhook" in said.out + said.err
+    assert "Traceback" not in said.out + said.err
+    assert cli("webhooks", "redeliver", "--org", "granite", "--all") == {"redelivered": []}
+
+
 @pytest.mark.parametrize(
     "url", ["ftp://example.com", "javascript:alert(1)", "example.com/hook", "https://a:b@x.io"]
 )

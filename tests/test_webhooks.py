@@ -165,6 +165,36 @@ def test_a_receiver_that_is_down_is_retried_ever_later_then_dead_then_redelivere
     assert webhooks.redeliver(None, "granite") == []  # nothing dead is left
 
 
+def test_a_dead_letter_of_a_removed_endpoint_is_listed_so_and_never_redelivered(cs, seeded, clock):
+    """A dead letter stayed one after its endpoint was removed: listed with a Redeliver
+    button for ever, "redeliver all" put it back each time, and the sender failed it again
+    at once (nothing to deliver it to). It is listed as the removed endpoint's, left by
+    "redeliver all", and redelivering it by name says why it is not."""
+    from countersign.infrastructure.notifications.webhooks import EndpointRemovedError
+
+    webhooks = Webhooks(cs)
+    removed = webhooks.add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks")
+    kept = webhooks.add(None, "granite", f"http://127.0.0.1:{free_port()}/hooks")
+    propose(cs, seeded)
+    for _ in range(SETTINGS.max_attempts):
+        sender(cs).run_once()
+        clock.advance(days=1)
+    dead = {d["target"]: d for d in webhooks.deliveries(None, "granite", dead_only=True)}
+    assert [d["endpoint_removed"] for d in dead.values()] == [False, False]
+    webhooks.remove(None, "granite", removed.endpoint_id)
+
+    listed = {d["target"]: d for d in webhooks.deliveries(None, "granite", dead_only=True)}
+    assert listed[removed.endpoint_id]["endpoint_removed"] is True
+    assert listed[kept.endpoint_id]["endpoint_removed"] is False
+    assert webhooks.redeliver(None, "granite") == [dead[kept.endpoint_id]["delivery_id"]]
+    with pytest.raises(EndpointRemovedError):
+        webhooks.redeliver(None, "granite", dead[removed.endpoint_id]["delivery_id"])
+    [still] = webhooks.deliveries(None, "granite", dead_only=True)
+    assert still["delivery_id"] == dead[removed.endpoint_id]["delivery_id"]
+    assert sender(cs).run_once().attempted == 1  # the kept endpoint's, put back
+    assert webhooks.redeliver(None, "granite") == []  # it is retrying; the other one is left
+
+
 def test_a_slow_receiver_does_not_hold_up_a_healthy_one(cs, seeded):
     held = threading.Event()
     webhooks = Webhooks(cs)
@@ -368,6 +398,7 @@ def test_redelivering_every_dead_letter_of_a_club_takes_any_number_of_them(cs, s
     """ "Redeliver all" put the club's dead letters back with one statement naming each id as a
     parameter: past 65,535 of them PostgreSQL refused it, and the club's page answered 500."""
     webhooks = Webhooks(cs)
+    endpoint = webhooks.add(None, "granite", "https://hooks.example/a").endpoint_id
     granite = str(cs.notifications.managed_organization(None, "granite").id)
     maple = str(cs.notifications.managed_organization(None, "maple").id)
     now = webhooks.ledger._t(clock.now())
@@ -380,8 +411,8 @@ def test_redelivering_every_dead_letter_of_a_club_takes_any_number_of_them(cs, s
             " channel, target, language, status, attempts, next_attempt_at, created_at)"
             " WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < ?)"
             " SELECT 'd' || (100000 + x), 'e' || x, CASE WHEN x < ? THEN ? ELSE ? END,"
-            " 'webhook', 't', 'en', 'dead', 8, ?, ? FROM n",
-            (dead + 2, dead, granite, maple, now, now),
+            " 'webhook', ?, 'en', 'dead', 8, ?, ? FROM n",
+            (dead + 2, dead, granite, maple, endpoint, now, now),
         )
     put_back = webhooks.redeliver(None, "granite")
     assert put_back == [f"d{100000 + n}" for n in range(dead)]

@@ -106,6 +106,41 @@ def test_dead_letters_are_listed_and_redelivered_over_the_api(cs, seeded, client
     assert everything.json() == {"redelivered": []}
 
 
+def test_a_dead_letter_of_a_removed_endpoint_says_so_and_is_not_redelivered(
+    cs, seeded, client, manager
+):
+    """It was put back in line by name and by "redeliver all", and failed again at once:
+    nothing is there to deliver it to. 409 says why, and what to do."""
+    added = client.post(
+        HOOKS, headers=auth(manager), json={"url": f"http://127.0.0.1:{free_port()}/h"}
+    ).json()
+    cs.proposals.propose(
+        organization="granite",
+        actor=AVA,
+        operation=REFUND,
+        resource_id=seeded["orders"]["refund-ok"],
+        request=TO_CARD,
+    )
+    assert notification_sender(cs, NotifySettings(max_attempts=1)).run_once().dead == 1
+    assert client.delete(f"{HOOKS}/{added['endpoint_id']}", headers=auth(manager)).is_success
+
+    [dead] = client.get(f"{HOOKS}/deliveries?dead=true", headers=auth(manager)).json()["items"]
+    assert dead["endpoint_removed"] is True
+    named = client.post(
+        f"{HOOKS}/deliveries/{dead['delivery_id']}/redeliver", headers=auth(manager)
+    )
+    assert named.status_code == 409, named.text
+    assert named.json()["detail"] == (
+        "This dead letter was for a webhook endpoint that has since been removed, so there is "
+        "nothing to deliver it to and it is not redelivered. To receive new notifications "
+        "there, add the endpoint again."
+    )
+    everything = client.post(f"{HOOKS}/dead-letters/redeliver", headers=auth(manager))
+    assert everything.json() == {"redelivered": []}
+    [still] = client.get(f"{HOOKS}/deliveries?dead=true", headers=auth(manager)).json()["items"]
+    assert still["attempts"] == 1
+
+
 @pytest.mark.parametrize("named", ["dlv_%00", "dlv_a%00b", "%00"])
 def test_a_delivery_id_holding_a_nul_is_refused_on_every_backend(
     cs, seeded, client, manager, named

@@ -110,6 +110,33 @@ def test_another_clubs_dead_letters_are_out_of_reach(web):
     assert len(Webhooks(web.cs).deliveries(None, "granite", dead_only=True)) == 1
 
 
+def test_a_dead_letter_of_a_removed_endpoint_says_so_and_offers_no_redelivery(web):
+    """It kept its Redeliver button after its endpoint was removed, and redelivering it put
+    it back in line to fail again at once: nothing is there to deliver it to."""
+    dead_letter(web)
+    [endpoint] = Webhooks(web.cs).endpoints(None, "granite")
+    Webhooks(web.cs).remove(None, "granite", endpoint["endpoint_id"])
+    [dead] = Webhooks(web.cs).deliveries(None, "granite", dead_only=True)
+    browser = web.browser(AVA)
+
+    for language, removed, notice in [
+        ("en", "Endpoint removed: not redelivered", "Not redelivered: its endpoint was removed"),
+        ("fr", "Point de réception retiré\u00a0: pas de renvoi", "Non renvoyée\u00a0: son point"),
+    ]:
+        page = _section(browser.get("/webhooks", **{"Accept-Language": language}), "dead-letters")
+        assert removed in page
+        assert dead["delivery_id"] not in page  # no Redeliver button
+        assert 'value="all"' not in page  # nor "Redeliver all": nothing it could put back
+        done = browser.form(
+            "/webhooks/redeliver", {"delivery": dead["delivery_id"]}, from_page="/webhooks"
+        )
+        assert done.status_code == 303
+        after = browser.get("/webhooks", **{"Accept-Language": language})
+        assert notice in after.text.replace("&#39;", "'")
+    [still] = Webhooks(web.cs).deliveries(None, "granite", dead_only=True)
+    assert len(still["attempt_log"]) == 1
+
+
 NBSP = "\N{NO-BREAK SPACE}"
 
 

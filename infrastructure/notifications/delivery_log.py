@@ -172,3 +172,16 @@ def failing_deliveries(ledger: DeliveryLedger, organization_id: str) -> int:
             (organization_id, PENDING),
         ).fetchone()
     return int(found[0]) if found else 0
+
+
+def dead_letter_to(ledger: DeliveryLedger, organization_id: str, delivery: str) -> str | None:
+    """The webhook endpoint a dead letter of the club's was for; None for another delivery."""
+    if not may_name_a_delivery(delivery):
+        return None
+    with ledger.sql.transaction() as cursor:
+        found = cursor.execute(
+            "SELECT target FROM notification_deliveries WHERE organization_id = ?"
+            " AND status = ? AND channel = ? AND delivery_id = ?",
+            (organization_id, DEAD, WEBHOOK, delivery.strip()),
+        ).fetchone()
+    return str(found[0]) if found else None

@@ -452,15 +452,19 @@ class DeliveryLedger:
             )
         return status
 
-    def redeliver(self, organization_id: str, delivery: str | None, now: datetime) -> list[str]:
+    def redeliver(
+        self, organization_id: str, delivery: str | None, now: datetime, endpoints: Sequence[str]
+    ) -> list[str]:
         """Put the club's dead letters (one, or all) back in line, due now, with a fresh set of
-        tries; the ids put back. A delivery that is not a dead letter of this club is left.
+        tries; the ids put back. A delivery that is not a dead letter of this club is left, and
+        so is a webhook's to an endpoint not in ``endpoints`` (the club's): one removed.
 
         One statement whatever their number: the ids come back from the UPDATE itself, not as
         its parameters (a list of ids as parameters failed past 65,535 dead letters on
         PostgreSQL, which takes no more in one statement)."""
-        where = "organization_id = ? AND status = ?"
-        params: list[Any] = [organization_id, DEAD]
+        marks = ", ".join("?" for _ in endpoints) or "NULL"
+        where = f"organization_id = ? AND status = ? AND (channel <> ? OR target IN ({marks}))"
+        params: list[Any] = [organization_id, DEAD, WEBHOOK, *endpoints]
         if delivery is not None:
             if not may_name_a_delivery(delivery):
                 return []

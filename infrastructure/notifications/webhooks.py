@@ -8,6 +8,7 @@ Deliveries and dead letters are read and redelivered after the same check.
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -152,14 +153,39 @@ class Webhooks:
         found = delivery_log.deliveries(
             self.read_ledger, str(org.id), dead_only=dead_only, limit=limit, before=before
         )
-        return [club_view(delivery) for delivery in found]
+        endpoints = {endpoint.endpoint_id for endpoint in org.webhook_endpoints()}
+        return [club_view(delivery, endpoints) for delivery in found]
 
     def redeliver(
         self, caller: Caller | None, organization: str, delivery_id: str | None = None
     ) -> list[str]:
-        """Put one dead letter (or all of the club's) back in line; the ids put back."""
+        """Put one dead letter (or all of the club's) back in line; the ids put back. A dead
+        letter to an endpoint removed since is left (all of them: skipped; the one named:
+        EndpointRemovedError): it would only fail again, and be listed as failing for ever."""
         org = self.cs.notifications.managed_organization(caller, organization)
-        return self.ledger.redeliver(str(org.id), delivery_id, self.cs.clock.now())
+        endpoints = [endpoint.endpoint_id for endpoint in org.webhook_endpoints()]
+        ids = self.ledger.redeliver(str(org.id), delivery_id, self.cs.clock.now(), endpoints)
+        if delivery_id is not None and not ids:
+            target = delivery_log.dead_letter_to(self.ledger, str(org.id), delivery_id)
+            if target is not None and target not in endpoints:
+                raise EndpointRemovedError(delivery_id)
+        return ids
+
+
+class EndpointRemovedError(Exception):
+    """A dead letter named to be redelivered whose webhook endpoint was removed since."""
+
+    #: What the club reads (the pages' ``notice.redeliver_endpoint_removed`` in French too).
+    MESSAGE = (
+        "This dead letter was for a webhook endpoint that has since been removed, so there is "
+        "nothing to deliver it to and it is not redelivered. To receive new notifications "
+        "there, add the endpoint again."
+    )
+    FRENCH = (
+        "Cet envoi abandonné visait un webhook retiré depuis : il n'y a plus rien à qui le "
+        "livrer, il n'est donc pas renvoyé. Pour y recevoir les nouvelles notifications, "
+        "ajoutez de nouveau ce webhook."
+    )
 
 
 def same_url(one: str, other: str) -> bool:
@@ -224,9 +250,10 @@ def result_text(status_code: int | None, error_class: str | None, channel: str =
     return RESULTS[result_key(status_code, error_class, channel)].format(code=status_code)
 
 
-def club_view(delivery: dict[str, Any]) -> dict[str, Any]:
+def club_view(delivery: dict[str, Any], endpoints: Collection[str]) -> dict[str, Any]:
     """A delivery as a club sees it: each attempt's result in plain words, without latency or
-    error class."""
+    error class, and whether it is a webhook's to an endpoint no longer among ``endpoints``
+    (the club's): removed, so it is not tried again, nor redelivered."""
     attempts = []
     channel = delivery["channel"]
     for attempt in delivery["attempt_log"]:
@@ -248,4 +275,5 @@ def club_view(delivery: dict[str, Any]) -> dict[str, Any]:
             last["result"] if last is not None and delivery["status"] != DELIVERED else None
         ),
         "attempt_log": attempts,
+        "endpoint_removed": channel == WEBHOOK and delivery["target"] not in endpoints,
     }

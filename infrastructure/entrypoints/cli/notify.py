@@ -18,7 +18,12 @@ from countersign.domain.club.webhooks import WebhookUrlError
 from countersign.domain.contracts.presentation import Localized
 from countersign.domain.errors import NotMemberError
 from countersign.infrastructure.entrypoints.cli import render
-from countersign.infrastructure.entrypoints.cli.common import Result, UsageError, service_stopped
+from countersign.infrastructure.entrypoints.cli.common import (
+    RefusedError,
+    Result,
+    UsageError,
+    service_stopped,
+)
 from countersign.infrastructure.observability.logs import say
 
 if TYPE_CHECKING:
@@ -79,6 +84,11 @@ def cmd_webhooks_deliveries(cs: Countersign, args: argparse.Namespace) -> Result
             f"{delivery['delivery_id']}  {delivery['type']}  {delivery['channel']} "
             f"{delivery['target']}: {delivery['status']} "
             + _SAID["after"].text(args.language, n=delivery["attempts"])
+            + (
+                _SAID["endpoint_removed"].text(args.language)
+                if delivery["endpoint_removed"]
+                else ""
+            )
         )
         for attempt in delivery["attempt_log"]:
             next_try = attempt["next_attempt_at"]
@@ -99,7 +109,13 @@ def cmd_webhooks_redeliver(cs: Countersign, args: argparse.Namespace) -> Result:
     if not args.all and not args.delivery_id:
         said = _SAID["name_one"]
         raise UsageError(said.en, said.fr)
-    ids = _webhooks(cs).redeliver(None, args.org, None if args.all else args.delivery_id)
+    from countersign.infrastructure.notifications.webhooks import EndpointRemovedError
+
+    try:
+        ids = _webhooks(cs).redeliver(None, args.org, None if args.all else args.delivery_id)
+    except EndpointRemovedError:
+        said = Localized(EndpointRemovedError.MESSAGE, EndpointRemovedError.FRENCH)
+        raise RefusedError("endpoint_removed", said.text(args.language)) from None
     text = _SAID["redelivered" if ids else "no_such"].text(args.language, n=len(ids))
     return {"redelivered": ids}, text
 
@@ -120,6 +136,10 @@ _SAID = {
     ),
     "after": Localized("after {n} attempt(s)", "après {n} tentative(s)"),
     "next_try": Localized(", next try {at}", ", prochain essai {at}"),
+    "endpoint_removed": Localized(
+        " (its endpoint was removed: not tried again)",
+        " (son webhook a été retiré : plus d'essai)",
+    ),
     "no_dead": Localized("No dead letters.", "Aucun envoi abandonné."),
     "no_deliveries": Localized("No deliveries yet.", "Aucun envoi pour l'instant."),
     "name_one": Localized(

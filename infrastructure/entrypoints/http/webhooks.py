@@ -28,7 +28,7 @@ from countersign.infrastructure.entrypoints.http.models.webhooks import (
 )
 from countersign.infrastructure.entrypoints.http.problems import API_PREFIX, ProblemError
 from countersign.infrastructure.identity.tokens import ServicePrincipal
-from countersign.infrastructure.notifications.webhooks import Webhooks
+from countersign.infrastructure.notifications.webhooks import EndpointRemovedError, Webhooks
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
@@ -126,7 +126,7 @@ def deliveries(
 @router.post(
     "/webhooks/deliveries/{delivery_id}/redeliver",
     response_model=RedeliveredOut,
-    responses=problem_responses(403, 404, 429),
+    responses=problem_responses(403, 404, 409, 429),
     summary="Put one dead letter back in line",
 )
 def redeliver(
@@ -134,7 +134,10 @@ def redeliver(
 ) -> JSONResponse:
     with answers(request):
         admit_write(cs, service)
-        ids = Webhooks(cs).redeliver(service.caller, _slug(service), delivery_id)
+        try:
+            ids = Webhooks(cs).redeliver(service.caller, _slug(service), delivery_id)
+        except EndpointRemovedError:
+            raise ProblemError("rejected", EndpointRemovedError.MESSAGE) from None
     if not ids:
         # A delivered or pending delivery is no dead letter; another club's reads as unknown.
         detail = (

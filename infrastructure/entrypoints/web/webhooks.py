@@ -25,7 +25,7 @@ from countersign.infrastructure.entrypoints.web.site import Site, redirect
 from countersign.infrastructure.entrypoints.web.views import format_time
 from countersign.infrastructure.entrypoints.web.visits import User, Visit
 from countersign.infrastructure.identity import session_store
-from countersign.infrastructure.notifications.webhooks import Webhooks
+from countersign.infrastructure.notifications.webhooks import EndpointRemovedError, Webhooks
 from starlette.responses import Response
 
 log = logging.getLogger("countersign.web")
@@ -121,9 +121,13 @@ class WebhookPages:
         user = visit.signed_in
         self.cs.token_writes.admit(user.organization, user.email)  # a person's budget
         chosen = visit.form.get("delivery", "").strip()[:80]
-        ids = Webhooks(self.cs).redeliver(
-            user.caller, user.organization, None if chosen == "all" else chosen
-        )
+        try:
+            ids = Webhooks(self.cs).redeliver(
+                user.caller, user.organization, None if chosen == "all" else chosen
+            )
+        except EndpointRemovedError:
+            self.site.flash(visit, "redeliver_endpoint_removed")
+            return redirect("/webhooks")
         self.site.flash(visit, "redelivered" if ids else "nothing_redelivered")
         return redirect("/webhooks")
 
@@ -202,5 +206,6 @@ def _dead_letter(delivery: dict[str, Any], urls: dict[str, str], visit: Visit) -
         "target": urls.get(target, target) if delivery["channel"] == "webhook" else target,
         "attempts": delivery["attempts"],
         "answer": _result(last, visit.t) if last is not None else "",
+        "endpoint_removed": delivery["endpoint_removed"],
         "last_at": format_time(last["started_at"], zone, visit.language) if last else "",
     }

@@ -80,6 +80,10 @@ class DeliveryOut(BaseModel):
     created_at: datetime
     delivered_at: datetime | None
     last_error: str | None = Field(description="The last attempt's result, unless delivered.")
+    endpoint_removed: bool = Field(
+        description="A webhook's endpoint was removed since: it is not tried again, and a dead "
+        "letter of it is not redelivered (409 rejected; all of them: skipped)."
+    )
     attempt_log: list[DeliveryAttemptOut]
 
 

@@ -103,6 +103,10 @@ EN: dict[str, str] = {
     ),
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
     "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
+    "notice.redeliver_endpoint_removed": (
+        "Not redelivered: its endpoint was removed, so there is nothing to deliver it to. To "
+        "receive new notifications there, add the endpoint again."
+    ),
     "nav.webhooks": "Webhooks",
     "nav.members": "Members",
     "notice.permissions_saved": "The permissions were saved: they apply from the next request.",
@@ -321,6 +325,11 @@ FR: dict[str, str] = {
     ),
     "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
     "notice.nothing_redelivered": "Aucune lettre morte de ce type ; rien n'a été modifié.",
+    "notice.redeliver_endpoint_removed": (
+        "Non renvoyée : son point de réception a été retiré, il n'y a plus rien à qui la "
+        "livrer. Pour y recevoir les nouvelles notifications, ajoutez de nouveau ce point de "
+        "réception."
+    ),
     "nav.webhooks": "Webhooks",
     "nav.members": "Membres",
     "notice.permissions_saved": (

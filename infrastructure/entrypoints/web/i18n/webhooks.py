@@ -82,6 +82,7 @@ EN: dict[str, str] = {
         "each becomes a dead letter here after its last try."
     ),
     "webhooks.dead": "Not delivered",
+    "webhooks.endpoint_removed": "Endpoint removed: not redelivered",
     "webhooks.redeliver": "Redeliver",
     "webhooks.redeliver_all": "Redeliver all",
     "webhooks.last_answer": "Last answer",
@@ -185,6 +186,7 @@ FR: dict[str, str] = {
         "réessayées, et chacune devient une lettre morte ici après son dernier essai."
     ),
     "webhooks.dead": "Non livrée",
+    "webhooks.endpoint_removed": "Point de réception retiré : pas de renvoi",
     "webhooks.redeliver": "Renvoyer",
     "webhooks.redeliver_all": "Tout renvoyer",
     "webhooks.last_answer": "Dernière réponse",
