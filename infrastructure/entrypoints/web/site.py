@@ -174,6 +174,13 @@ class Site:
         if unstorable_target(request.scope["path"], request.scope["query_string"]) or (
             holds_unstorable(visit.form)
         ):  # a NUL: no id, field or value has one, and no database stores it
+            # A sign-in holding one (its email or password) is answered here too, before the
+            # sign-in throttle, and is not counted, on purpose: the 400 is the same for every
+            # account and password, with no account read and no Argon2 check, so it tells a
+            # guesser nothing and costs the server nothing the throttle exists to bound.
+            # Counting it would write a throttle row for each such junk request (the NUL
+            # email can name no account; counted by address, it would lock a shared
+            # address's members out for requests that could never sign anyone in).
             raise PageError("bad_request", 400)
         if signed_in and visit.user is None:
             # Before the CSRF check: a signed-out visitor (a revoked or replayed session among
