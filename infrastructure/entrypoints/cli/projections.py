@@ -262,6 +262,15 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     snapshots = report.get("snapshots")
     if snapshots is not None and not snapshots["ok"]:
         lines.append(verify_texts.snapshot_faults_text(snapshots, language))
+    # What held is said too, as an OK says it: the times it cannot prove, the seals, and an
+    # anchor's cover and the events recorded after it, which a broken chain elsewhere leaves
+    # true (they were left out: an auditor read a broken chain as all there was to know).
+    held = verify_texts.unlinked_and_unread(report, language)
+    if seals is not None and seals["ok"]:
+        held += verify_texts.seals_summary(seals, language)
+    if anchored is not None and anchored["ok"]:
+        held += anchors.anchor_summary(anchored, language)
+    lines += verify_texts.still_said(held, language)
     raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
 
 

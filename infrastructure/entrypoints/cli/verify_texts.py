@@ -57,7 +57,30 @@ def broken_text(report: dict[str, Any], language: str) -> list[str]:
     if count > len(shown):
         more, listed = count - len(shown), len(report["broken_links"])
         lines.append(_more(words.MORE, more, language, listed=number(listed, language)))
+    lines.append(BROKEN_NEXT.text(language))
     return lines
+
+
+#: What an auditor does about a broken chain: a stored record that does not verify proves
+#: nothing, and the command said only where it broke.
+BROKEN_NEXT = Localized(
+    "  What to do: read each one with `countersign history ID` (what is stored now) and "
+    'compare it with the same proposal in a backup made before (docs/deploy.md, "Backups and '
+    'restore"); its stored record proves nothing until it is restored from one.',
+    "  Que faire : lisez chacune avec `countersign history ID` (ce qui est enregistré "
+    "maintenant) et comparez-la à la même proposition dans une sauvegarde faite avant "
+    "(docs/deploy.md, « Backups and restore ») ; son enregistrement ne prouve rien tant "
+    "qu'il n'en est pas restauré.",
+)
+#: What a failed check still found true (the times it cannot prove, the seals and the anchor
+#: that held, the events recorded after the anchor), said after its faults as an OK says it.
+STILL_SAID = Localized("audit verify:{more}", "audit verify :{more}")
+
+
+def still_said(more: str, language: str) -> list[str]:
+    """The line a failed check ends with: what ``more`` says of what held (an OK check says
+    it after its verdict), or nothing."""
+    return [STILL_SAID.text(language, more=more)] if more else []
 
 
 def _more(text: Localized, more: int, language: str, **params: str) -> str:
