@@ -1,0 +1,100 @@
+"""docs/analytics.md's column descriptions say every value the columns take: who set a policy
+or a member's permissions (a member's email, the command line's ``operator``, the demo's
+``seed``), and when a proposal has no decision. Each history is made as people make it
+(the command line, the Python API), on both backends, and read as an analyst reads it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from countersign.infrastructure.bootstrap import Countersign
+
+from tests.support.proposing import MOVE, propose
+from tests.test_analytics_docs import analyst_connection, doc_text, run
+
+NOAH = "noah@granite.example"
+
+
+def meaning(table: str, column: str) -> str:
+    """The Meaning cell of ``column`` in the doc's ``## Table `table` `` section."""
+    section = doc_text().split(f"## Table `{table}`", 1)[1].split("\n## ", 1)[0]
+    found = re.search(rf"^\| `{column}` \|[^|]*\|[^|]*\|(.*)\|$", section, re.MULTILINE)
+    assert found, f"{table}.{column} is not documented"
+    return found.group(1)
+
+
+def _caught_up(cs: Countersign, *names: str) -> None:
+    for runner in cs.projection_runners(list(names)):
+        runner.catch_up()
+
+
+def _rows(cs: Countersign, sql: str) -> list[dict[str, Any]]:
+    with analyst_connection(cs) as connection:
+        return run(connection, sql)
+
+
+@pytest.fixture
+def command(command: Any, seeded: Any) -> Any:
+    return command
+
+
+def test_who_set_a_policy_or_permissions_is_documented_for_every_way_of_setting_them(cs, command):
+    """The seed's policy says `seed`; the command line's, and its permission change, say
+    `operator`: the doc said "Email of the person" for both columns."""
+    assert (
+        command("policy", "set", "--org", "granite", "--operation", MOVE, "--approvals", "2")[0]
+        == 0
+    )
+    code, _, err = command(
+        "members",
+        "set-permissions",
+        "--org",
+        "granite",
+        "--email",
+        "ben@granite.example",
+        "--permissions",
+        "audit.read",
+    )
+    assert code == 0, err
+    _caught_up(cs, "audit_trail")
+
+    set_by = {r["set_by"] for r in _rows(cs, "SELECT set_by FROM policy_changes")}
+    changed_by = {r["changed_by"] for r in _rows(cs, "SELECT changed_by FROM permission_changes")}
+    assert {"seed", "operator"} <= set_by
+    assert "operator" in changed_by
+    for table, column, values in (
+        ("policy_changes", "set_by", set_by),
+        ("permission_changes", "changed_by", changed_by),
+    ):
+        said = meaning(table, column)
+        for value in values - {None}:
+            if "@" not in value:  # an email is "a member's email"
+                assert f"`{value}`" in said, f"{table}.{column} takes {value!r}, undocumented"
+
+
+def test_a_proposal_sent_back_before_any_approval_is_documented_as_undecided(cs, seeded):
+    """A policy raised while a move waited: its approval sends it back (`policy_raised`),
+    nothing approved. Its fact has an outcome and no decision, which the doc must say of
+    `decision`, `decided_at` and `decided_by`, or an analyst reads the NULL as pending."""
+    moved = propose(cs, seeded, operation=MOVE)
+    cs.policies.set("granite", MOVE, 2, above_cents=None)
+    report = cs.proposals.approve(moved, NOAH)
+    assert report.outcome is not None
+    assert report.outcome["reason"]["code"] == "policy_raised"
+    _caught_up(cs, "analytics")
+
+    [fact] = _rows(
+        cs,
+        "SELECT outcome, revision_reason, decision, decided_at, decided_by, seconds_to_decision"
+        f" FROM proposal_facts WHERE proposal_id = '{moved}'",
+    )
+    assert (fact["outcome"], fact["revision_reason"]) == ("revision_required", "policy_raised")
+    assert fact["decision"] is fact["decided_at"] is fact["decided_by"] is None
+    assert fact["seconds_to_decision"] is None
+    for column in ("decision", "decided_at", "decided_by"):
+        said = meaning("proposal_facts", column)
+        assert "`revision_required`" in said, column
+        assert "`policy_raised`" in said, column
+    assert "NULL wherever `decided_at` is" in meaning("proposal_facts", "seconds_to_decision")
