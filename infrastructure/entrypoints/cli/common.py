@@ -131,13 +131,18 @@ def parse_time(value: str, *, versions: bool = True) -> datetime:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         what = "a version or an ISO time" if versions else "an ISO time"
-        raise UsageError(f"{value!r} is not {what} like 2026-11-30T09:00Z") from None
+        quoi = "ni une version ni une heure ISO" if versions else "pas une heure ISO"
+        raise UsageError(
+            f"{value!r} is not {what} like 2026-11-30T09:00Z",
+            f"{value!r} n'est {quoi} comme 2026-11-30T09:00Z",
+        ) from None
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     try:  # times are compared and stored in UTC: one whose UTC is off the calendar is refused
         moment.astimezone(UTC)
     except OverflowError:
         raise UsageError(
-            f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999"
+            f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999",
+            f"{value!r} est hors limites : en UTC, elle tombe hors des années 1 à 9999",
         ) from None
     return moment
 
