@@ -40,3 +40,16 @@ def test_a_history_point_that_does_not_read_is_refused_in_french(cs, seeded, com
     code, _, err = command("history", proposal_id, "--as-of", "midi")
     assert code == 2
     assert err.strip() == "error: 'midi' is not a version or an ISO time like 2026-11-30T09:00Z"
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [("en", "audit export: 1 row"), ("fr", "audit export : 1 ligne")],
+)
+def test_an_export_of_one_row_says_one_row(cs, seeded, command, language, said):
+    """It said "1 rows" (and "1 lignes")."""
+    proposal_id = propose(cs, seeded)
+    code, out, err = command("audit", "export", "--proposal", proposal_id, "--language", language)
+    assert code == 0
+    assert len(out.splitlines()) == 1
+    assert err.strip() == said

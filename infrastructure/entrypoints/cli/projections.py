@@ -213,7 +213,7 @@ def cmd_audit_export(cs: Countersign, args: argparse.Namespace) -> Result:
     from countersign.infrastructure.audit.export import write_export
 
     count = write_export(rows, args.format, sys.stdout)
-    say(words.EXPORTED.text(args.language, count=number(count, args.language)))
+    say(audit_words.many(words.EXPORTED, count, args.language))
     return ALREADY_PRINTED, ""
 
 

@@ -156,7 +156,11 @@ STATUS_NOTES_FR = {
         "de suite, en montrant sa progression"
     ),
 }
-EXPORTED = Localized("audit export: {count} rows", "audit export : {count} lignes")
+#: One row, then any other count (French: 0 and 1 take the singular).
+EXPORTED = (
+    Localized("audit export: {count} row", "audit export : {count} ligne"),
+    Localized("audit export: {count} rows", "audit export : {count} lignes"),
+)
 NO_SUCH_CLUB = Localized("no club is named {name!r}", "aucun club ne s'appelle {name!r}")
 NOT_A_PROPOSAL_ID = Localized(
     "{value!r} is not a proposal id", "{value!r} n'est pas un identifiant de proposition"
