@@ -25,6 +25,32 @@ OUTSIDE_HISTORY = Localized(
 PROPOSAL_EVENT_TOPIC = f"{Proposal.__module__}:{Proposal.__qualname__}."
 
 
+#: An event and the one after it that the domain always commits in one step: the last
+#: approval and the claim (``Proposal.approve_and_claim``: an approval followed by a claim
+#: was the last one needed), the claim and what the claim's own commit records next
+#: (revalidated, or why it went no further: ``approve_path``), a decline and its closing
+#: (``Proposal.decline``). Nobody could read the proposal as it stood between them.
+RECORDED_TOGETHER = frozenset(
+    {
+        ("Approved", "Claimed"),
+        *(("Claimed", after) for after in ("Revalidated", "RevisionRequired", "Failed")),
+        ("Declined", "RevisionRequired"),
+    }
+)
+
+
+def recorded_with_next(topics: list[str], version: int) -> int | None:
+    """The version of the event committed in one step with event ``version`` of a history
+    whose events have ``topics`` (oldest first), or None: the proposal as it stood after
+    ``version`` was then never there to be seen (RECORDED_TOGETHER)."""
+    pair = tuple(
+        topic.removeprefix(PROPOSAL_EVENT_TOPIC)
+        for topic in topics[version - 1 : version + 1]
+        if topic.startswith(PROPOSAL_EVENT_TOPIC)
+    )
+    return version + 1 if pair in RECORDED_TOGETHER else None
+
+
 #: The package countersign's own events are stored under.
 _OWN_PACKAGE = Proposal.__module__.partition(".")[0]
 

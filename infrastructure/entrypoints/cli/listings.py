@@ -114,11 +114,14 @@ def render_order(order: dict[str, Any], language: str = "en") -> str:
     return box(said("title"), rows)
 
 
-def render_history(history: dict[str, Any], language: str = "en") -> str:
+def render_history(
+    history: dict[str, Any], language: str = "en", together: int | None = None
+) -> str:
     """A proposal's events, oldest first, each with its time in UTC to the millisecond (an
     auditor compares them with the server's logs, which are in UTC too: the heading says so,
     since a card shows the club's own zone). Each is named by its stable name
-    (``proposal.approved``), not the module it is stored under (``--json`` has both)."""
+    (``proposal.approved``), not the module it is stored under (``--json`` has both).
+    ``together``: the event recorded in one step with the ``as_of`` point, if one was."""
     lines = [_HISTORY["title"].text(language, id=history["proposal_id"])]
     if history.get("unverified"):  # its seals do not vouch for it (application/shown_seals.py)
         lines += [
@@ -137,6 +140,8 @@ def render_history(history: dict[str, Any], language: str = "en") -> str:
         state = history["as_of"]
         said = _HISTORY["as_of"].text(language, version=state["version"])
         lines.append(f"  {said} {state['status']}")
+        if together is not None:
+            lines.append(f"  {_HISTORY['together'].text(language, next=together)}")
         lines += _fields({k: v for k, v in state.items() if k not in {"version", "status"}})
     return "\n".join(lines)
 
@@ -147,6 +152,12 @@ _HISTORY = {
     ),
     "unvouched": Localized("NOT VOUCHED FOR:", "NON GARANTI :"),
     "as_of": Localized("State as of v{version}:", "État à la v{version} :"),
+    "together": Localized(
+        "(recorded in the same step as v{next}: nobody could have seen the proposal as it "
+        "stands here, only as it stood after v{next})",
+        "(enregistré dans la même étape que la v{next} : personne n'a pu voir la proposition "
+        "telle qu'elle est ici, seulement telle qu'elle était après la v{next})",
+    ),
 }
 
 

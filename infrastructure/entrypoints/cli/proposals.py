@@ -103,7 +103,15 @@ def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     # the events it lists.
     history["unverified"] = cs.cards.unverified_json(stored)
     history = history_with_status_paths(history)
-    return history, listings.render_history(history, args.language)
+    together = None
+    if "as_of" in history:
+        # The last approval with the claim, say: a state nobody could see, said as the page
+        # says it. The events after the point are read for it (the document stops there).
+        from countersign.application.audit import recorded_with_next
+
+        topics = [e["topic"] for e in cs.audit.history(args.proposal_id)["events"]]
+        together = recorded_with_next(topics, history["as_of"]["version"])
+    return history, listings.render_history(history, args.language, together)
 
 
 def cmd_reconcile(cs: Countersign, args: argparse.Namespace) -> Result:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from countersign.application.audit import PROPOSAL_EVENT_TOPIC
+from countersign.application.audit import PROPOSAL_EVENT_TOPIC, RECORDED_TOGETHER
 from countersign.domain.contracts.problems import InvalidRequestError
 from countersign.domain.errors import NotFoundError
 from countersign.domain.messages import (
@@ -165,10 +165,10 @@ class Wording:
     ) -> dict[str, Any]:
         """The proposal as it stood after an event, as its review page would have shown it;
         ``together``: the next event's number, if the two were committed in one step, so
-        that nobody could have read it as it stands here (``_TOGETHER``)."""
+        that nobody could have read it as it stands here (``RECORDED_TOGETHER``)."""
         version = int(state["version"])
         kinds = [_kind(event) for event in every[version - 1 : version + 1]]
-        together = version + 1 if tuple(kinds) in _TOGETHER else None
+        together = version + 1 if tuple(kinds) in RECORDED_TOGETHER else None
         record = {
             **self.record,
             "status": state["status"],
@@ -334,17 +334,6 @@ def _count(before: list[dict[str, Any]]) -> int:
     types = [_kind(event) for event in before]
     return types.count("Approved") - types.count("ApprovalLapsed")
 
-
-#: An event and the one after it that the domain always commits in one step: the last
-#: approval and the claim (``Proposal.approve_and_claim``: an approval followed by a claim
-#: was the last one needed), the claim and what the claim's own commit records next
-#: (revalidated, or why it went no further: ``approve_path``), a decline and its closing
-#: (``Proposal.decline``). Nobody could read the proposal as it stood between them.
-_TOGETHER = {
-    ("Approved", "Claimed"),
-    *(("Claimed", after) for after in ("Revalidated", "RevisionRequired", "Failed")),
-    ("Declined", "RevisionRequired"),
-}
 
 _OUTCOME_TEXT = {
     "Succeeded": "history.succeeded",
