@@ -357,7 +357,7 @@ def test_a_scheduled_check_tells_broken_from_sound_by_the_exit_status(
         f"  proposal {story['refunded']} version 4: {CHAIN_MISMATCH}\n"
         "  What to do: read each one with `countersign history ID` (what is stored now) and "
         'compare it with the same proposal in a backup made before (docs/deploy.md, "Backups '
-        'and restore"); its stored record proves nothing until it is restored from one.\n'
+        'and restore"); restore what was changed from it.\n'
     )
 
 

@@ -54,7 +54,7 @@ def test_a_broken_chain_says_what_to_do_next_in_english_and_french(cs, seeded, r
     assert err.splitlines()[-1] == (
         "  What to do: read each one with `countersign history ID` (what is stored now) and "
         'compare it with the same proposal in a backup made before (docs/deploy.md, "Backups '
-        'and restore"); its stored record proves nothing until it is restored from one.'
+        'and restore"); restore what was changed from it.'
     )
     code, _, err = run("audit", "verify", "--language", "fr", keys=None)
     assert code == 5

@@ -66,11 +66,11 @@ def broken_text(report: dict[str, Any], language: str) -> list[str]:
 BROKEN_NEXT = Localized(
     "  What to do: read each one with `countersign history ID` (what is stored now) and "
     'compare it with the same proposal in a backup made before (docs/deploy.md, "Backups and '
-    'restore"); its stored record proves nothing until it is restored from one.',
+    'restore"); restore what was changed from it.',
     "  Que faire : lisez chacune avec `countersign history ID` (ce qui est enregistré "
     "maintenant) et comparez-la à la même proposition dans une sauvegarde faite avant "
-    "(docs/deploy.md, « Backups and restore ») ; son enregistrement ne prouve rien tant "
-    "qu'il n'en est pas restauré.",
+    "(docs/deploy.md, « Backups and restore ») ; restaurez depuis elle ce qui a été "
+    "changé.",
 )
 #: What a failed check still found true (the times it cannot prove, the seals and the anchor
 #: that held, the events recorded after the anchor), said after its faults as an OK says it.
