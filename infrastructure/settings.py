@@ -62,7 +62,12 @@ class SettingsError(ValueError):
 
 
 class NoDatabaseError(SettingsError):
-    """Raised when the database named holds no countersign yet and may not be created here."""
+    """Raised when the database named holds no countersign yet and may not be created here;
+    ``french``: the same message in French (a command's ``--language fr``)."""
+
+    def __init__(self, message: str, french: str | None = None) -> None:
+        super().__init__(message)
+        self.french = french
 
 
 #: Every setting an operator may set (the README's configuration tables), for

@@ -22,6 +22,11 @@ POSTGRES_EVENTS = "countersign_events"
 _WHAT_TO_DO = (
     "run `countersign seed` to create the demo, or check the URL (--create makes an empty one)"
 )
+_WHAT_TO_DO_FR = (
+    "lancez `countersign seed` pour créer la démo, ou vérifiez l'URL (--create en crée une vide)"
+)
+#: What a database lacks, in English and French (``--language fr``: a command's answer).
+Lacking = tuple[str, str]
 
 
 def prepare(database: Database, create: bool, sql: SqlDatabase) -> None:
@@ -36,7 +41,11 @@ def prepare(database: Database, create: bool, sql: SqlDatabase) -> None:
         return
     lacking = _sqlite_lacks(database) if database.kind == "sqlite" else _postgres_lacks(sql)
     if lacking is not None:
-        raise NoDatabaseError(f"no database at {database.url}{lacking}; {_WHAT_TO_DO}")
+        english, french = lacking
+        raise NoDatabaseError(
+            f"no database at {database.url}{english}; {_WHAT_TO_DO}",
+            f"aucune base de données à {database.url}{french} ; {_WHAT_TO_DO_FR}",
+        )
 
 
 def _room_for(database: Database) -> None:
@@ -70,24 +79,35 @@ def _room_for(database: Database) -> None:
         ) from None
 
 
-def _sqlite_lacks(database: Database) -> str | None:
+def _sqlite_lacks(database: Database) -> Lacking | None:
     """None when the file holds countersign; else what it lacks ('' for the file itself)."""
     path = database.sqlite_file
     if path is None:
-        return " (an in-memory database starts empty)"
+        return (
+            " (an in-memory database starts empty)",
+            " (une base de données en mémoire commence vide)",
+        )
     if not path.is_file():
-        return ""
+        return ("", "")
     try:
         with contextlib.closing(sqlite3.connect(path)) as connection:
             found = connection.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SQLITE_EVENTS,)
             ).fetchone()
     except sqlite3.DatabaseError:
-        return " (the file is not a SQLite database)"
-    return None if found else " (the file holds no countersign tables)"
+        return (
+            " (the file is not a SQLite database)",
+            " (le fichier n'est pas une base de données SQLite)",
+        )
+    if found:
+        return None
+    return (
+        " (the file holds no countersign tables)",
+        " (le fichier ne contient aucune table de countersign)",
+    )
 
 
-def _postgres_lacks(sql: SqlDatabase) -> str | None:
+def _postgres_lacks(sql: SqlDatabase) -> Lacking | None:
     """None when the database holds countersign; else what it lacks. An unreachable server
     raises psycopg's OperationalError, as connecting later would."""
     import psycopg  # here: a SQLite process never loads it
@@ -99,9 +119,17 @@ def _postgres_lacks(sql: SqlDatabase) -> str | None:
         table = found[0] if found else None
     except psycopg.OperationalError:
         if _server_lacks_database(database):
-            return f" (the server has no database {database.dbname}: createdb makes it)"
+            return (
+                f" (the server has no database {database.dbname}: createdb makes it)",
+                f" (le serveur n'a pas de base de données {database.dbname} : createdb la crée)",
+            )
         raise
-    return None if table else " (the database holds no countersign tables)"
+    if table:
+        return None
+    return (
+        " (the database holds no countersign tables)",
+        " (la base de données ne contient aucune table de countersign)",
+    )
 
 
 def _server_lacks_database(database: Database) -> bool:

@@ -193,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
         creates = args.command in CREATING or getattr(args, "org_command", None) == "create"
         cs = bootstrap(settings, create=args.create or creates)
     except NoDatabaseError as error:
-        said = answers.ERROR_LINE.text(args.language, message=error)
+        message = error.french if args.language == "fr" and error.french else str(error)
+        said = answers.ERROR_LINE.text(args.language, message=message)
         return emit({"error": "no_database", "message": str(error)}, said, 2)
     except SettingsError as error:
         return emit(*_configuration(error, args.language))
