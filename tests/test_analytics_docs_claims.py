@@ -10,9 +10,16 @@ from typing import Any
 
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.projections.analytics import Analytics
 
 from tests.support.proposing import MOVE, propose
-from tests.test_analytics_docs import analyst_connection, doc_text, run
+from tests.test_analytics_docs import (
+    GOVERNANCE_TABLES,
+    NOTIFICATION_TABLES,
+    analyst_connection,
+    doc_text,
+    run,
+)
 
 NOAH = "noah@granite.example"
 
@@ -98,3 +105,17 @@ def test_a_proposal_sent_back_before_any_approval_is_documented_as_undecided(cs,
         assert "`revision_required`" in said, column
         assert "`policy_raised`" in said, column
     assert "NULL wherever `decided_at` is" in meaning("proposal_facts", "seconds_to_decision")
+
+
+def test_every_boolean_and_json_column_is_named_where_the_doc_says_how_to_read_them():
+    """ "Times and types" lists the booleans (BOOLEAN on PostgreSQL, 0 or 1 on SQLite: `= 1`
+    fails on PostgreSQL) and the JSON columns; it left out `already_so`, `active` and
+    `approvers`, which an analyst then compared as the backend they tried first."""
+    rule = doc_text().split("### Times and types", 1)[1].split("\n## ", 1)[0]
+    booleans = rule.split("- Booleans", 1)[1]
+    for table in (*Analytics.tables, *NOTIFICATION_TABLES, *GOVERNANCE_TABLES):
+        for column in table.columns:
+            if column.type not in ("bool", "json"):
+                continue
+            named = (f"`{table.name}.{column.name}`", f"`{column.name}`")
+            assert any(name in booleans for name in named), f"{table.name}.{column.name}"
