@@ -6,10 +6,13 @@ or a member's permissions (a member's email, the command line's ``operator``, th
 from __future__ import annotations
 
 import re
+import sqlite3
 from typing import Any
 
+import psycopg
 import pytest
 from countersign.infrastructure.bootstrap import Countersign
+from countersign.infrastructure.entrypoints.cli import main
 from countersign.projections.analytics import Analytics
 
 from tests.support.proposing import MOVE, propose
@@ -18,6 +21,7 @@ from tests.test_analytics_docs import (
     NOTIFICATION_TABLES,
     analyst_connection,
     doc_text,
+    documented_queries,
     run,
 )
 
@@ -119,3 +123,25 @@ def test_every_boolean_and_json_column_is_named_where_the_doc_says_how_to_read_t
                 continue
             named = (f"`{table.name}.{column.name}`", f"`{column.name}`")
             assert any(name in booleans for name in named), f"{table.name}.{column.name}"
+
+
+def test_the_delivery_queries_before_any_sender_ran_fail_as_the_doc_says(database_url):
+    """Until a sender has run, the ledger's tables do not exist (a database `countersign
+    seed` made): the doc quoted SQLite's error alone, and an analyst on PostgreSQL read
+    another one."""
+    assert main(["seed", "--create", "--database", database_url]) == 0
+    sql = documented_queries()["Dead letters"]
+    if database_url.startswith("sqlite:///"):
+        connection: Any = sqlite3.connect(database_url.removeprefix("sqlite:///"))
+    else:
+        connection = psycopg.connect(database_url)
+    try:
+        run(connection, sql)
+    except (sqlite3.Error, psycopg.Error) as error:
+        said = str(error).splitlines()[0]
+    else:
+        pytest.fail("the ledger exists before any sender ran")
+    finally:
+        connection.close()
+    notifications = doc_text().split("## Notifications", 1)[1].split("\n## ", 1)[0]
+    assert f'"{said}"' in " ".join(notifications.split())
