@@ -216,7 +216,7 @@ def anchor_summary(anchor: dict[str, Any], language: str = "en") -> str:
         )
     else:
         text = words.COVERS_PROPOSALS_ONLY.text(language, **filled)
-    return text + _not_covered(anchor, language)
+    return text + not_covered(anchor, language)
 
 
 def _signed(anchor: dict[str, Any]) -> Localized:
@@ -225,7 +225,7 @@ def _signed(anchor: dict[str, Any]) -> Localized:
     return words.UNSIGNED_WITH_KEYS if anchor["keys_configured"] else words.UNSIGNED
 
 
-def _not_covered(anchor: dict[str, Any], language: str) -> str:
+def not_covered(anchor: dict[str, Any], language: str) -> str:
     """What the anchor does not cover: the events recorded after it, the proposals' and the
     other streams', or that there are none."""
     proposals, streams = anchor.get("unanchored"), anchor.get("unanchored_streams")
@@ -347,7 +347,7 @@ def anchor_faults_text(anchor: dict[str, Any], language: str = "en") -> str:
                     **made,
                 )
             )
-    covered = _not_covered(anchor, language)
+    covered = not_covered(anchor, language)
     if covered:
         lines.append(words.VERIFY_PREFIX.text(language) + covered)
     return "\n".join(lines)

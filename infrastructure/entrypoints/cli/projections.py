@@ -262,14 +262,14 @@ def cmd_audit_verify(cs: Countersign, args: argparse.Namespace) -> Result:
     snapshots = report.get("snapshots")
     if snapshots is not None and not snapshots["ok"]:
         lines.append(verify_texts.snapshot_faults_text(snapshots, language))
-    # What held is said too, as an OK says it: the times it cannot prove, the seals, and an
-    # anchor's cover and the events recorded after it, which a broken chain elsewhere leaves
-    # true (they were left out: an auditor read a broken chain as all there was to know).
+    # What a broken chain leaves true is said too, as an OK says it: the times it cannot
+    # prove, and the events recorded after an anchor that held, which it does not cover (they
+    # were left out: an auditor read a broken chain as all there was to know). Not that the
+    # seals or the anchor vouch for the rest: they vouch for links, and a content changed
+    # under its link is the chain's finding alone.
     held = verify_texts.unlinked_and_unread(report, language)
-    if seals is not None and seals["ok"]:
-        held += verify_texts.seals_summary(seals, language)
     if anchored is not None and anchored["ok"]:
-        held += anchors.anchor_summary(anchored, language)
+        held += anchors.not_covered(anchored, language)
     lines += verify_texts.still_said(held, language)
     raise FaultFoundError(report, "\n".join(lines))  # exit status 5: checked, and broken
 
