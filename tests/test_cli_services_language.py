@@ -177,7 +177,7 @@ def test_serve_and_projections_run_start_and_stop_in_french_as_json_lines(
     assert mcp_said[-1]["message"] == "countersign : serveur MCP arrêté."
     served = [json.loads(x) for x in (tmp_path / "serve.log").read_text().splitlines()]
     messages = [str(line["message"]) for line in served]
-    assert messages[0].startswith("countersign : en service sur http://127.0.0.1:")
+    assert messages[0].startswith("countersign : en service sur http://localhost:")
     assert "cookies sécurisés désactivés" in messages[0]
     assert messages[1].startswith("countersign : aucun balayeur ne tourne dans ce processus")
     assert messages[-1] == "countersign : serveur arrêté."

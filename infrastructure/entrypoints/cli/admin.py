@@ -78,7 +78,7 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     say(
         service.SERVING.text(
             language,
-            host=args.host,
+            host=browsed_host(args.host, cs.settings.webauthn_rp_id),
             port=args.port,
             workers=workers,
             es="es" if workers > 1 else "",
@@ -112,6 +112,14 @@ def cmd_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     if not started and not stop.signalled:
         raise SettingsError(service.NOT_STARTED.text(language))
     return service_stopped(args, {"stopped": True}, service.SERVER_STOPPED.text(language))
+
+
+def browsed_host(host: str, rp_id: str) -> str:
+    """The host of the address ``serve`` says it serves on: the one to open. The pages'
+    passkeys belong to ``localhost`` by default (COUNTERSIGN_WEBAUTHN_RP_ID), and a browser
+    refuses every one at 127.0.0.1, the default host: the line said 127.0.0.1 while README
+    says to open localhost."""
+    return "localhost" if host == "127.0.0.1" and rp_id == "localhost" else host
 
 
 def _check_server_settings(sweeping: bool) -> None:

@@ -9,7 +9,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from countersign.domain.contracts.presentation import Localized
-from countersign.infrastructure.entrypoints.cli.admin import cmd_serve
+from countersign.infrastructure.entrypoints.cli.admin import browsed_host, cmd_serve
 from countersign.infrastructure.entrypoints.cli.common import Result
 
 if TYPE_CHECKING:
@@ -22,8 +22,8 @@ def cmd_demo_serve(cs: Countersign, args: argparse.Namespace) -> Result:
     passwords = seed_passwords(cs)
     orders = orders_still_owed(cs)
     # The pages' passkeys belong to localhost (COUNTERSIGN_WEBAUTHN_RP_ID): at 127.0.0.1 the
-    # browser refuses every one, so the address to open is localhost's.
-    host = "localhost" if args.host == "127.0.0.1" else args.host
+    # browser refuses every one, so the address to open is localhost's (as serve says too).
+    host = browsed_host(args.host, cs.settings.webauthn_rp_id)
     address = f"http://{host}:{args.port}"
     browse = browse_text(address, args.database, passwords, orders, args.language)
     # stdout holds the story (or, with --json, its one document): the address goes beside it.
