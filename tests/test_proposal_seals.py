@@ -242,6 +242,7 @@ def test_audit_verify_names_a_tampered_proposal_as_badly_sealed(
         "(key 'k1')"
     ) in captured.out + captured.err
     assert SECRET_1 not in captured.out + captured.err
+    assert "cannot be checked" not in captured.out + captured.err  # a mismatch is no missing key
 
 
 def test_a_removed_seal_is_refused_at_approval_as_unsealed(cs, seeded, deployments):
@@ -421,6 +422,43 @@ def test_a_key_no_longer_held_fails_closed_naming_its_id(cs, seeded, deployments
     assert checked["seals"]["badly_sealed"][0]["problem"] == (
         "the proposal is sealed with key 'k1', which is not configured"
     )
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        (
+            "en",
+            "A seal made with a key not configured here ('k1') cannot be checked: if the "
+            "deployment holds that key (one rotated out too soon, or a command run without the "
+            "services' keys), list it in COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE) "
+            "below the sealing key and run audit verify again",
+        ),
+        (
+            "fr",
+            "Un sceau fait avec une clé non configurée ici ('k1') ne peut pas être vérifié : si "
+            "le déploiement détient cette clé",
+        ),
+    ],
+)
+def test_audit_verify_says_to_list_a_key_rotated_out_too_soon(
+    cs, seeded, deployments, database_url, capsys, monkeypatch, language, said
+):
+    """An operator rotating the keys as docs/deploy.md says, who dropped the old key a step
+    early, was told only "BADLY SEALED ... sealed with key 'k1', which is not configured"
+    (exit 5), as if the records were forged, and not what to do."""
+    proposal_id = _propose(deployments(K1), seeded)
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k2:{SECRET_2}")
+    capsys.readouterr()
+
+    code = main(["audit", "verify", "--language", language, "--database", database_url])
+
+    printed = capsys.readouterr()
+    assert code == 5
+    assert proposal_id in printed.err
+    assert said in printed.err
+    monkeypatch.setenv("COUNTERSIGN_SEAL_KEYS", f"k2:{SECRET_2},k1:{SECRET_1}")
+    assert main(["audit", "verify", "--database", database_url]) == 0  # as it says
 
 
 def test_a_tampered_key_id_is_never_repeated(cs, seeded, deployments, caplog):
@@ -623,12 +661,14 @@ def test_audit_verify_names_each_seals_problem_in_french(
     assert sorted(said[1:4]) == sorted(
         f"  proposition {proposal} : {problem}" for proposal, problem in badly_sealed.items()
     )
-    assert said[4] == (
+    # what to do for the key not held here (its id only: never the unreadable one's)
+    assert said[4].startswith("  Un sceau fait avec une clé non configurée ici ('k2') ne peut")
+    assert said[5] == (
         "audit verify : NON SCELLÉE : 1 proposition sans sceau, alors que chaque proposition "
         "doit en avoir un (--require-seals) :"
     )
-    assert said[5].startswith(f"  proposition {unsealed}, proposée le 20")
-    assert len(said) == 6
+    assert said[6].startswith(f"  proposition {unsealed}, proposée le 20")
+    assert len(said) == 7
     assert main([*argv, "--json", "--language", "fr"]) == 5
     listed = json.loads(capsys.readouterr().out)["seals"]["badly_sealed"]
     assert {b["proposal_id"]: (b["code"], b["problem"]) for b in listed} == {

@@ -11,6 +11,21 @@ from countersign.infrastructure.entrypoints.cli import audit_words as words
 from countersign.infrastructure.entrypoints.cli import snapshot_words
 from countersign.infrastructure.entrypoints.cli.service_words import number
 
+#: What to do when a seal names a key this process does not hold (a key rotated out too soon,
+#: or a command run without the deployment's keys): it cannot be checked here.
+LIST_THE_KEY = Localized(
+    "  A seal made with a key not configured here ({keys}) cannot be checked: if the "
+    "deployment holds that key (one rotated out too soon, or a command run without the "
+    "services' keys), list it in COUNTERSIGN_SEAL_KEYS (or COUNTERSIGN_SEAL_KEYS_FILE) below "
+    "the sealing key and run audit verify again; a key the deployment never held was not "
+    "its seal.",
+    "  Un sceau fait avec une clé non configurée ici ({keys}) ne peut pas être vérifié : si "
+    "le déploiement détient cette clé (une clé retirée trop tôt, ou une commande lancée sans "
+    "les clés des services), listez-la dans COUNTERSIGN_SEAL_KEYS (ou "
+    "COUNTERSIGN_SEAL_KEYS_FILE) sous la clé de scellement et relancez audit verify ; une clé "
+    "que le déploiement n'a jamais détenue n'a pas fait son sceau.",
+)
+
 
 def unlinked_and_unread(report: dict[str, Any], language: str) -> str:
     """What the chain cannot prove of the times, and the streams it did not read."""
@@ -110,6 +125,13 @@ def seal_faults_text(seals: dict[str, Any], language: str = "en") -> str:
         ]
         if count > len(shown):
             lines.append(_more(words.MORE_ALL_LISTED, count - len(shown), language))
+        missing = sorted(
+            {str(b["key_id"]) for b in seals["badly_sealed"] if b.get("code") == "unknown_key"}
+            - {"None"}
+        )
+        if missing:
+            keys = ", ".join(repr(key) for key in missing)
+            lines.append(LIST_THE_KEY.text(language, keys=keys))
     unsealed = seals["unsealed_proposals"]
     if seals["required"] and unsealed:
         lines.append(words.many(words.UNSEALED, unsealed, language))
