@@ -242,6 +242,23 @@ def test_a_passkey_domain_that_is_an_address_or_a_url_is_refused_with_the_fix(mo
 # -- metrics ----------------------------------------------------------------------------------
 
 
+def test_every_metric_served_is_a_row_of_the_deploy_guides_metrics_table(client):
+    """An operator wiring alerts from docs/deploy.md met one on
+    ``countersign_projection_position``, which the guide's table of metrics did not list."""
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "deploy.md").read_text()
+    table = guide.split("## Metrics", 1)[1].split("\n\n| metric |", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    served = {
+        family.name
+        for family in text_string_to_metric_families(client.get("/metrics").text)
+        if family.name.startswith("countersign_")
+    }
+
+    assert served  # the gauges read from the database at each scrape, at least
+    missing = {name for name in served if name not in rows and f"{name}_total" not in rows}
+    assert missing == set(), f"served, not in docs/deploy.md's table: {sorted(missing)}"
+
+
 def test_metrics_count_approvals_and_provider_calls_and_read_the_rest_from_the_database(
     client, cs, seeded
 ):
