@@ -125,3 +125,21 @@ def test_a_demo_scene_given_in_one_language_is_said_as_given_in_every_language()
     both = DemoScene(words=Localized("Credit Olivia Chen $10", "Créditer 10 $ à Olivia Chen"))
     assert both.said("en") == "Credit Olivia Chen $10"
     assert both.said("fr") == "Créditer 10 $ à Olivia Chen"
+
+
+def test_the_policy_the_demo_states_reads_its_amount_as_the_cards_beneath_it_do(capsys, tmp_path):
+    """The story said "2 distinct managers above 100.00 CAD" (French "100,00 CAD") above cards
+    that show the same threshold as "$100.00 CAD" ("100,00 $ CA")."""
+    for language, said in (
+        ("en", "2 distinct managers above $100.00 CAD (set by command"),
+        (
+            "fr",
+            "2 responsables distincts au-delà de "
+            "100,00\N{NO-BREAK SPACE}$\N{NO-BREAK SPACE}CA (fixée",
+        ),
+    ):
+        database = f"sqlite:///{tmp_path / f'demo-{language}.db'}"
+        assert main(["demo", "--language", language, "--database", database]) == 0
+        out = capsys.readouterr().out
+
+        assert said in out, language

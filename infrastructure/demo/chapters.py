@@ -8,6 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from countersign.domain.contracts import REGISTRY, AnyContract
+from countersign.domain.money import format_money
 from countersign.infrastructure.adapters.email_sandbox import LOST_RESPONSE
 from countersign.infrastructure.bootstrap import Countersign
 from countersign.infrastructure.demo import story_words as words
@@ -61,15 +62,9 @@ def two_managers(cs: Countersign, story: Story, order_id: str) -> None:
     language = story.language
     story.chapter(words.TWO_TITLE)
     policy = next(p for p in cs.policies.in_force("granite") if p["operation"] == REFUND)
-    amount = f"{policy['above_cents'] / 100:.2f}"
-    story.say(
-        story.t(
-            words.POLICY,
-            operation=REFUND,
-            approvals=policy["approvals"],
-            amount=amount.replace(".", ",") if language == "fr" else amount,
-        )
-    )
+    # In the money's own format, as the cards beneath it show the same threshold.
+    amount = format_money(policy["above_cents"], "CAD", language)
+    story.say(story.t(words.POLICY, operation=REFUND, approvals=policy["approvals"], amount=amount))
     first = propose(cs, order_id, TO_CARD)
     story.say(created_text(cs, first, language))
     revised = cs.access.revise(first["proposal_id"], AVA, TO_ACCOUNT_CREDIT).to_json()

@@ -200,9 +200,9 @@ MEMBERS_CHANGED = L(
 )
 POLICY = L(
     "Granite's approval policy for {operation}: {approvals} distinct managers above {amount} "
-    "CAD (set by command: countersign policy set).",
+    "(set by command: countersign policy set).",
     "La règle d'approbation de Granite pour {operation} : {approvals} responsables distincts "
-    "au-delà de {amount} CAD (fixée par la commande countersign policy set).",
+    "au-delà de {amount} (fixée par la commande countersign policy set).",
 )
 AVA_EDITS = L(
     "Ava edits it: account credit instead of the card. The whole contract ran again on the "
