@@ -138,3 +138,56 @@ def test_chat_at_info_logs_no_model_url(database_url, seeded, capsys, caplog, mo
     assert "Here I can propose" in capsys.readouterr().out
     assert "scripted.countersign.invalid" not in caplog.text
     assert "http://" not in caplog.text
+
+
+@pytest.fixture
+def seeded_command(command, seeded):
+    return command
+
+
+@pytest.mark.parametrize(
+    ("language", "decide", "go_on"),
+    [
+        (
+            "en",
+            "Approve it with: countersign approve {id} --as {actor} (or decline it: countersign "
+            "decline {id} --as {actor} --note TEXT)",
+            "Conversation {interaction}: add --interaction {interaction} to the next --message "
+            "to continue it.",
+        ),
+        (
+            "fr",
+            "Approuvez-la avec : countersign approve {id} --as {actor} (ou refusez-la : "
+            "countersign decline {id} --as {actor} --note TEXTE)",
+            "Conversation {interaction} : ajoutez --interaction {interaction} au prochain "
+            "--message pour la poursuivre.",
+        ),
+    ],
+)
+def test_one_message_says_the_commands_that_decide_its_card_and_continue_it(
+    seeded_command, language, decide, go_on
+):
+    """A newcomer running README's `chat ... --message` was told "Approve or decline it by id
+    (/approve or /decline in a chat)", in no chat, and nothing printed the conversation's id
+    that --interaction takes. Each command it now prints does what it says."""
+    chat = ["chat", "--org", "granite", "--as", AVA, "--section", "roster"]
+    take_out = "Take Walter Brooks out of Thursday Seniors"
+
+    status, out, _ = seeded_command(*chat, "--message", take_out, "--language", language)
+
+    assert status == 0
+    [proposal_id] = re.findall(r"countersign approve (\S+) --as", out)
+    [interaction] = set(re.findall(r"--interaction (\S+) ", out))
+    assert decide.format(id=proposal_id, actor=AVA) in out
+    assert go_on.format(interaction=interaction) in out
+    assert "/approve" not in out
+    # the next message, as it says: the same conversation
+    status, more, _ = seeded_command(
+        *chat, "--message", "hello", "--interaction", interaction, "--language", language
+    )
+    assert status == 0
+    assert go_on.format(interaction=interaction) in more
+    # and the approval, as it says
+    status, approved, _ = seeded_command("approve", proposal_id, "--as", AVA)
+    assert status == 0
+    assert approved.startswith("Executed: succeeded.")

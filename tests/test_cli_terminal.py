@@ -59,8 +59,8 @@ def test_chat_in_french_prints_the_card_in_french(command, seeded):
     assert "Statut" in out
     assert "en attente" in out
     assert f"48,00{NBSP}${NBSP}CA" in out
-    assert "Approuvez-la ou refusez-la" in out
-    for english in ("Review", "Status", "Proposal", "Refund amount", "$48.00", "Approve or"):
+    assert "Approuvez-la avec : countersign approve" in out
+    for english in ("Review", "Status", "Proposal", "Refund amount", "$48.00", "Approve "):
         assert english not in out, english
 
 

@@ -242,8 +242,10 @@ def render_turn(
     language: str = "en",
     zone: str = DEFAULT_TIME_ZONE,
     now: datetime | None = None,
+    by_id: str | None = None,
 ) -> str:
-    """One turn of a conversation: its messages, and the card of what it proposed."""
+    """One turn of a conversation: its messages, and the card of what it proposed, then how
+    to decide it (``by_id``: how outside a chat, where /approve is no command)."""
     lines = []
     for message in turn["messages"]:
         who = "assistant" if message["author"] == "model" else "countersign"
@@ -254,5 +256,5 @@ def render_turn(
         lines.extend(f"{who}| {printable(line)}" for line in more)
     if turn.get("proposal"):
         lines.append(render_created(turn["proposal"], zone, now, language))
-        lines.append(_BY_ID.text(language))
+        lines.append(by_id or _BY_ID.text(language))
     return "\n".join(lines)

@@ -132,7 +132,7 @@ def cmd_chat(cs: Countersign, args: argparse.Namespace) -> Result:
         except TooManyTurnsError as too_many:
             return _too_many_turns(too_many, args.language)
         document = json.loads(render.to_json(report.to_json()))
-        return document, _turn_text(cs, args, document)
+        return document, _one_turn_text(cs, args, document)
     return _chat_interactively(cs, args)
 
 
@@ -159,6 +159,32 @@ def _turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) 
     """A turn in the chat's language, its card's times in the club's zone."""
     zone = cs.club.time_zone(args.org)
     return listings.render_turn(turn, args.language, zone, cs.clock.now())
+
+
+#: After one --message turn, where /approve and the next message are no commands: the
+#: commands that decide its card and continue its conversation.
+_DECIDE_IT = Localized(
+    "Approve it with: countersign approve {id} --as {actor} (or decline it: countersign "
+    "decline {id} --as {actor} --note TEXT)",
+    "Approuvez-la avec : countersign approve {id} --as {actor} (ou refusez-la : countersign "
+    "decline {id} --as {actor} --note TEXTE)",
+)
+_CONTINUE_IT = Localized(
+    "Conversation {id}: add --interaction {id} to the next --message to continue it.",
+    "Conversation {id} : ajoutez --interaction {id} au prochain --message pour la poursuivre.",
+)
+
+
+def _one_turn_text(cs: Countersign, args: argparse.Namespace, turn: dict[str, Any]) -> str:
+    """A --message turn: said as in a chat, then how to decide its card and go on with it
+    (the line said "/approve or /decline in a chat", and nothing printed the conversation's
+    id, which --interaction takes)."""
+    language, zone = args.language, cs.club.time_zone(args.org)
+    proposal = turn.get("proposal") or {}
+    decide = _DECIDE_IT.text(language, id=proposal.get("proposal_id"), actor=args.actor)
+    said = listings.render_turn(turn, language, zone, cs.clock.now(), by_id=decide)
+    interaction = turn.get("interaction_id")
+    return f"{said}\n{_CONTINUE_IT.text(language, id=interaction)}" if interaction else said
 
 
 def _turn(cs: Countersign, args: argparse.Namespace, message: str, interaction: str | None) -> Any:
