@@ -21,7 +21,7 @@ from countersign.application.authorization import (
     require_any,
 )
 from countersign.application.errors import UnknownOperationError, parse_id
-from countersign.application.ports import AggregateStore
+from countersign.application.ports import AggregateStore, SharedSnapshots
 from countersign.application.proposal_access import proposal_record
 from countersign.domain.club.organization import Member, Organization
 from countersign.domain.contracts.problems import InvalidRequestError, Problem
@@ -115,6 +115,29 @@ def open_scope(
         contract.load(scope, store)  # NotFoundError unless it is this organization's
     offered = assistant.for_holder(lambda permission: caller.may(member, permission))
     return OpenScope(offered, org, member, scope)
+
+
+def club_records(
+    store: AggregateStore,
+    assistants: Mapping[Section, SectionAssistant],
+    organization_id: UUID,
+    known: frozenset[str] = frozenset(),
+) -> frozenset[str]:
+    """The sections with one record per club (``club_resource``: the roster, the broadcast
+    form) whose record ``organization_id`` holds. A club registered with `countersign org
+    create` holds none until its business application makes them, and the pages offered
+    assistants that opened on "Not found". ``known``: sections not read again (held already)."""
+    held = set()
+    for section, assistant in assistants.items():
+        if assistant.club_resource is None or not assistant.contracts or section in known:
+            continue
+        scope = Scope(organization_id, section, assistant.club_resource(organization_id))
+        try:
+            assistant.contracts[0].load(scope, SharedSnapshots(store))
+        except NotFoundError:
+            continue
+        held.add(str(section))
+    return frozenset(held)
 
 
 def may_open(

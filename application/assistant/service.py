@@ -25,6 +25,7 @@ from countersign.application.assistant.closing_texts import (
 from countersign.application.assistant.conversations import (
     ConversationView,
     check_owned,
+    club_records,
     conversation_view,
     last_outcome,
     may_add_turn,
@@ -34,14 +35,17 @@ from countersign.application.assistant.conversations import (
     section_assistant,
 )
 from countersign.application.assistant.sections import ASSISTANTS, SectionAssistant
-from countersign.application.assistant.tool_arguments import parsed, sent_back, why_unreadable
+from countersign.application.assistant.tool_arguments import (
+    assistant_message,
+    parsed,
+    why_unreadable,
+)
 from countersign.application.assistant.turn_limits import TurnLimiter, TurnSlots
 from countersign.application.authorization import Caller, token_name
 from countersign.application.errors import ForbiddenError, HeldForPeopleError, parse_id
 from countersign.application.ports import (
     AggregateStore,
     ChatModel,
-    ModelReply,
     ModelUnavailableError,
     ToolCall,
 )
@@ -123,6 +127,8 @@ class AssistantService:
         self.proposals = proposals
         self.model = model
         self.assistants = assistants
+        #: Each club's records of its club-wide sections, once read: none is ever removed.
+        self._club_records: dict[UUID, frozenset[str]] = {}
         self.max_rounds = max_rounds
         #: How many proposals a member may make in a while (None: no limit).
         self.limiter = limiter
@@ -252,7 +258,7 @@ class AssistantService:
                 shown.append({"author": "model", "text": text})
                 ended = "reply"
                 break
-            messages.append(_assistant_message(reply))
+            messages.append(assistant_message(reply))
             proposal = self._run_tools(assistant, reply.tool_calls, turn, messages)
             if proposal is not None:
                 ended = "proposal"
@@ -416,6 +422,14 @@ class AssistantService:
         before a resource is looked up for them, so who may not learns nothing of it."""
         return may_open(self.store, self.assistants, organization, Caller.of(actor), section)
 
+    def club_records(self, organization_id: UUID) -> frozenset[str]:
+        """The sections with one record per club (its roster, its broadcast form) whose
+        record the club holds: only theirs have anything to open. A held one is read once."""
+        known = self._club_records.get(organization_id, frozenset())
+        held = known | club_records(self.store, self.assistants, organization_id, known)
+        self._club_records[organization_id] = held
+        return held
+
     def conversation(
         self,
         *,
@@ -480,20 +494,3 @@ def refusal(problems: list[Problem], more: int = 0, language: str = "en") -> dic
     result["explain_to_manager"] = explain(problems, language)
     result["note"] = EXPLAIN
     return result
-
-
-def _assistant_message(reply: ModelReply) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": reply.text,
-        "tool_calls": [
-            {
-                "id": c.id,
-                "type": "function",
-                # Arguments too large to act on are not sent back either: each next request
-                # would carry them again.
-                "function": {"name": c.name, "arguments": sent_back(c.arguments)},
-            }
-            for c in reply.tool_calls
-        ],
-    }

@@ -4,9 +4,12 @@ that tells the model why not (``service.AssistantService``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countersign.domain.untrusted_json import UnreadableJsonError, read_json
+
+if TYPE_CHECKING:
+    from countersign.application.ports import ModelReply
 
 #: The longest arguments a tool call may carry (characters): every tool's request is a few
 #: short fields and an e-mail body of at most 5,000.
@@ -49,3 +52,21 @@ def _read(raw: str) -> Any:
         return read_json(raw or "{}", max_chars=MAX_ARGUMENTS, max_depth=MAX_DEPTH)
     except UnreadableJsonError:
         return None
+
+
+def assistant_message(reply: ModelReply) -> dict[str, Any]:
+    """A model's answer as the next request carries it back to the model."""
+    return {
+        "role": "assistant",
+        "content": reply.text,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                # Arguments too large to act on are not sent back either: each next request
+                # would carry them again.
+                "function": {"name": c.name, "arguments": sent_back(c.arguments)},
+            }
+            for c in reply.tool_calls
+        ],
+    }

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
+from uuid import UUID
 
 from countersign.application.assistant.sections import ASSISTANTS
 from countersign.application.errors import CorruptRecordError, ForbiddenError, UnknownOperationError
@@ -314,7 +315,7 @@ class Site:
             "nav": None,
         }
         if visit.user is not None:
-            base["chats"] = club_chats(visit.user)
+            base["chats"] = club_chats(visit.user, self.cs.assistant.club_records)
             base["counts"] = navigation.counts(self.cs, visit, self.catch_up_inbox)
             base["policies_link"] = navigation.may_see_policies(self.cs, visit)
         base.update(context)
@@ -467,10 +468,12 @@ def safe_next(value: str) -> str:
     return value
 
 
-def club_chats(user: User) -> list[dict[str, str]]:
+def club_chats(user: User, held: Callable[[UUID], frozenset[str]]) -> list[dict[str, str]]:
     """The assistants of sections with one resource per club (the broadcast form, the roster)
-    that the person may use: each has a navigation link and a start-page link."""
+    that the person may use, where the club ``held`` their record: each has a navigation
+    link and a start-page link."""
     organization_id = user.membership.organization_id
+    sections = held(organization_id)
     return [
         {
             "section": str(section),
@@ -478,5 +481,6 @@ def club_chats(user: User) -> list[dict[str, str]]:
         }
         for section, assistant in ASSISTANTS.items()
         if assistant.club_resource is not None
+        and str(section) in sections
         and any(user.may(permission) for permission in assistant.permissions)
     ]
