@@ -67,9 +67,41 @@ def test_keep_keeps_the_demos_database_and_says_where(temporary, capsys, monkeyp
     database = f"sqlite:///{folder / 'demo.db'}"
     assert (
         f"La base de données de la démo est gardée (--keep) : {database}. Servez-la de nouveau "
-        f"avec `countersign serve --database {database}` ; supprimez son dossier {folder} "
+        f"avec `countersign serve --database {database}` et connectez-vous en tant que "
+        "ava@granite.example avec ava-demo-password (les personnes de la démo et leurs mots de "
+        f"passe : `countersign seed --database {database}`) ; supprimez son dossier {folder} "
         "quand vous n'en avez plus besoin."
     ) in out
+
+
+def test_a_kept_demo_served_again_as_it_says_lets_ava_sign_in(temporary, capsys):
+    """`demo --keep` said "Serve it again with countersign serve --database ...": served so,
+    every sign-in was refused ("That email and password do not match"), the demo's people
+    having no password but under `demo --serve`."""
+    from countersign.infrastructure.bootstrap import bootstrap
+    from countersign.infrastructure.entrypoints.http import create_app
+    from countersign.infrastructure.entrypoints.web import mount_pages
+    from fastapi.testclient import TestClient
+
+    from tests.test_web_pages import Browser
+
+    assert main(["demo", "--keep"]) == 0
+    out, _ = capsys.readouterr()
+    [folder] = _left(temporary)
+    database = f"sqlite:///{folder / 'demo.db'}"
+    assert f"`countersign serve --database {database}` and sign in as ava@granite.example " in out
+    assert "with ava-demo-password" in out
+
+    cs = bootstrap(database_url=database)
+    try:
+        app = create_app(cs)
+        mount_pages(app, cs, secure_cookies=False)
+        ava = Browser(TestClient(app, follow_redirects=False))
+        signed = ava.sign_in("ava@granite.example", "ava-demo-password")
+        assert signed.status_code == 303, signed.text
+        assert "Awaiting your decision" in ava.get("/").text
+    finally:
+        cs.close()
 
 
 def test_a_database_named_is_never_removed(temporary, tmp_path, capsys, monkeypatch):

@@ -125,9 +125,16 @@ def throwaway_database(keep: bool, as_json: bool, language: str = "en") -> Itera
         )
 
 
-def run_demo(database_url: str | None = None, as_json: bool = False, language: str = "en") -> int:
+def run_demo(
+    database_url: str | None = None,
+    as_json: bool = False,
+    language: str = "en",
+    passwords: bool = False,
+) -> int:
     """Tell the story on ``database_url`` (a new SQLite file by default, left behind: the
-    command line's ``throwaway_database`` removes it), in ``language``."""
+    command line's ``throwaway_database`` removes it), in ``language``; with ``passwords``,
+    then give the demo's people their local passwords, as ``countersign seed`` does (a kept
+    database served again refused every sign-in)."""
     database_url = (
         database_url or f"sqlite:///{tempfile.mkdtemp(prefix='countersign-demo-')}/demo.db"
     )
@@ -136,6 +143,10 @@ def run_demo(database_url: str | None = None, as_json: bool = False, language: s
     story = Story(as_json, language)
     try:
         tell(cs, clock, story, database_url)
+        if passwords:
+            from countersign.infrastructure.demo.passwords import seed_passwords
+
+            seed_passwords(cs)
     finally:
         cs.close()
     if as_json:

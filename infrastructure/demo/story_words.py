@@ -260,8 +260,12 @@ DATABASE_REMOVED = L(
 )
 DATABASE_KEPT = L(
     "The demo's database is kept (--keep): {database}. Serve it again with `countersign serve "
-    "--database {database}`; remove its folder {folder} when you are done with it.",
+    "--database {database}` and sign in as ava@granite.example with ava-demo-password (the "
+    "demo's people and passwords: `countersign seed --database {database}`); remove its "
+    "folder {folder} when you are done with it.",
     "La base de données de la démo est gardée (--keep) : {database}. Servez-la de nouveau avec "
-    "`countersign serve --database {database}` ; supprimez son dossier {folder} quand vous "
-    "n'en avez plus besoin.",
+    "`countersign serve --database {database}` et connectez-vous en tant que "
+    "ava@granite.example avec ava-demo-password (les personnes de la démo et leurs mots de "
+    "passe : `countersign seed --database {database}`) ; supprimez son dossier {folder} quand "
+    "vous n'en avez plus besoin.",
 )

@@ -164,7 +164,7 @@ def _demo_on(args: argparse.Namespace) -> int:
             from countersign.infrastructure.entrypoints.cli.admin import check_port_free
 
             check_port_free(args.host, args.port, args.workers)
-        told = run_demo(database_url=args.database, as_json=args.json, language=args.language)
+        told = run_demo(args.database, args.json, args.language, args.keep and not args.serve)
     except SettingsError as error:  # a database URL it cannot use, a port it cannot serve
         return _emitter(args.json)(*_configuration(error, args.language))
     if told != 0 or not args.serve:
