@@ -58,8 +58,23 @@ def test_commands_that_had_no_language_answer_in_french(command):
     assert "Enquête sur la commande" in order[1]
     assert "remboursable" in order[1]
     assert inbox[1].startswith("En attente d'approbation (1), page 1 :")
-    assert declined[1].startswith("Refusée : ")
+    # "Refusée : révision requise." read as a second outcome: it is declined, as show says
+    assert declined[1].startswith("Refusée.\n  Rien n'a été modifié.")
     assert "Declined" not in declined[1]
+    assert "révision" not in declined[1]
+
+
+def test_a_decline_says_declined_as_show_says_it(command):
+    """A newcomer's decline answered "Declined: revision required.", while `show` then said
+    its status is declined: the stored outcome's kind is no word for a decline."""
+    proposal_id = json.loads(command(*PROPOSE, "--json")[1])["proposal_id"]
+
+    status, said, _ = command("decline", proposal_id, "--as", AVA, "--note", "not now")
+
+    assert status == 0
+    assert said.startswith("Declined.\n  Nothing was changed. The manager declined this proposal.")
+    assert "revision" not in said
+    assert "declined" in command("show", proposal_id, "--as", AVA)[1]
 
 
 def test_the_operators_commands_answer_in_french_too(command):

@@ -419,6 +419,8 @@ def render_report(report: dict[str, Any], actor: str | None = None, language: st
     if said is not None:
         return f"{said.text(language)}\n  {report.get('message') or ''}".rstrip()
     headline = _RESULT[report["result"]].text(language)
+    if report["result"] == "declined":  # its stored outcome's kind is no word for a decline
+        return f"{headline}.\n  {report.get('message') or ''}".rstrip()
     kind = str(outcome.get("kind", ""))
     word = (
         _NEEDS_RECONCILIATION.text(language)
