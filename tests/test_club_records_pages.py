@@ -73,3 +73,27 @@ def test_the_demo_clubs_managers_are_offered_both_as_ever(web):
 
     for start in STARTS["en"]:
         assert start in inbox.text
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "Not found: rivers holds no record for the {section} section yet. A club's own"),
+        ("fr", "Introuvable : rivers ne détient encore aucun enregistrement pour la section "),
+    ],
+)
+def test_the_command_line_says_the_club_holds_no_such_record_yet(web, command, language, said):
+    """The same club at the command line: `roster leagues --org rivers` and `chat --section
+    roster` answered "Not found: check the club, the member and the id named", though all
+    three were right."""
+    chat = ("chat", "--org", "rivers", "--as", ZOE, "--message", "hi", "--language", language)
+    for argv, section in (
+        (("roster", "leagues", "--org", "rivers", "--language", language), "roster"),
+        ((*chat, "--section", "roster"), "roster"),
+        ((*chat, "--section", "email_broadcasts"), "email_broadcasts"),
+    ):
+        status, out, _ = command(*argv)
+
+        assert status == 0
+        assert out.startswith(said.format(section=section)), out
+        assert "docs/deploy.md" in out

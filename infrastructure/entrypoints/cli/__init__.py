@@ -412,7 +412,7 @@ DECIDING = frozenset({"approve", "decline", "revise", "chat"})
 
 def _answer_to(error: Exception, language: str = "en", command: str | None = None) -> Answer:
     from countersign.domain.contracts.problems import InvalidRequestError
-    from countersign.infrastructure.entrypoints.cli.resources import UnknownOrderError
+    from countersign.infrastructure.entrypoints.cli.resources import NamedNotFoundError
     from countersign.infrastructure.projection_engine.rows import ProjectionStoppedError
 
     if isinstance(error, InvalidRequestError):
@@ -422,9 +422,9 @@ def _answer_to(error: Exception, language: str = "en", command: str | None = Non
         return {"error": "projection_stopped", "message": str(error)}, said, 1
     if isinstance(error, NotRevisableError):
         return _not_revisable(error, language)
-    if isinstance(error, UnknownOrderError):
+    if isinstance(error, NamedNotFoundError):
         text = error.text(language)
-        return {"error": "not_found", "resource": "order", "message": text}, text, 0
+        return {"error": "not_found", "resource": error.resource, "message": text}, text, 0
     for refusal, answer in _ANSWERS:
         if isinstance(error, refusal):
             return answer(error, language)

@@ -13,7 +13,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     Result,
     UsageError,
 )
-from countersign.infrastructure.entrypoints.cli.resources import order_id
+from countersign.infrastructure.entrypoints.cli.resources import order_id, section_resource
 
 if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
@@ -110,6 +110,7 @@ def cmd_orders_refund_manually(cs: Countersign, args: argparse.Namespace) -> Res
 
 
 def cmd_roster_leagues(cs: Countersign, args: argparse.Namespace) -> Result:
+    section_resource(cs, args.org, "roster", None, args.language)  # a club without a roster
     leagues = cs.club.leagues(args.org)
     text = "\n".join(
         _LEAGUE.text(

@@ -18,9 +18,21 @@ if TYPE_CHECKING:
     from countersign.infrastructure.bootstrap import Countersign
 
 
-class UnknownOrderError(NotFoundError):
+class NamedNotFoundError(NotFoundError):
+    """A resource a command names that its club does not hold, said in words of its own
+    (``text``) rather than the general "Not found" (``resource``: what it is)."""
+
+    resource = ""
+
+    def text(self, language: str) -> str:
+        raise NotImplementedError
+
+
+class UnknownOrderError(NamedNotFoundError):
     """Raised when a command names an order its club has by neither number nor id (another
     club's order included: it is not this club's, whatever its number)."""
+
+    resource = "order"
 
     def __init__(self, organization: str, reference: str) -> None:
         super().__init__("order")
@@ -33,6 +45,31 @@ class UnknownOrderError(NotFoundError):
         )
 
 
+class NoClubRecordError(NamedNotFoundError):
+    """Raised when a command names a club-wide section (the roster, the broadcast form) of a
+    club that holds no record for it: one registered with `org create`, whose business
+    application has not made it (the general "Not found" said to check the club and the id)."""
+
+    resource = "club_record"
+
+    def __init__(self, organization: str, section: str) -> None:
+        super().__init__(section)
+        self.organization = organization
+        self.section = section
+
+    def text(self, language: str) -> str:
+        return _NO_CLUB_RECORD.text(language, organization=self.organization, section=self.section)
+
+
+_NO_CLUB_RECORD = Localized(
+    "Not found: {organization} holds no record for the {section} section yet. A club's own "
+    "records are its business application's, made in its code (docs/deploy.md, \"The clubs "
+    "and their people\"), as `countersign seed` makes the demo clubs'.",
+    "Introuvable : {organization} ne détient encore aucun enregistrement pour la section "
+    "{section}. Les enregistrements d'un club sont ceux de son application métier, créés dans "
+    "son code (docs/deploy.md, « The clubs and their people »), comme `countersign seed` crée "
+    "ceux des clubs de la démo.",
+)
 _NO_SUCH_ORDER = Localized(
     'Not found: {organization} has no order whose number or id is "{reference}". Name the '
     "order by its number, as the registration system shows it, or "
@@ -81,7 +118,10 @@ def section_resource(
     assistant = cs.assistant.assistants.get(Section(section))
     if assistant is None or assistant.club_resource is None:
         raise UsageError(_needed(section, _A_RECORD, language))
-    return str(assistant.club_resource(UUID(cs.club.organization_id(organization))))
+    organization_id = UUID(cs.club.organization_id(organization))  # an unknown club: not found
+    if section not in cs.assistant.club_records(organization_id):
+        raise NoClubRecordError(organization.strip().lower(), section)
+    return str(assistant.club_resource(organization_id))
 
 
 def operation_resource(
