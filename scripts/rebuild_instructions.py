@@ -34,7 +34,9 @@ and the allocator's arenas warm: 3,700 instructions an event fewer over one 20,0
 store); ``decoded``, every event decoded before the count and handed out again (what is left
 out is decoding and the events' freeing), and ``decoded-interned`` the same with each event's
 fields keyed by interned names (what the handlers' reads of fields would save if the decoder's
-keys were the names their code reads). ``--chunk`` sets how many events ``_prepare_together``
+keys were the names their code reads); ``orjson``, every event decoded by orjson into its
+domain class (``ProjectionDecoder``) instead of msgspec's structs (``StructDecoder``), as
+before session 58: what the structs save. ``--chunk`` sets how many events ``_prepare_together``
 decodes before each projection runs over them in turn (``together.CHUNK``). With
 ``VALGRIND_OPTS=--cache-sim=yes`` callgrind also counts the first-level cache misses; the line
 printed then gives them an event too (``I1mr`` code, ``D1mr`` and ``D1mw`` data read and
@@ -77,7 +79,12 @@ def _bound(kind: str) -> None:
     from countersign.infrastructure.projection_engine import rows
     from countersign.projections.base import Projection
 
-    if kind == "noop":
+    if kind == "orjson":
+        from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
+        from countersign.infrastructure.projection_engine import runner
+
+        runner.StructDecoder = ProjectionDecoder  # type: ignore[misc]
+    elif kind == "noop":
         handler_for = Projection.handler_for
 
         def no_op(self: Projection, topic: str) -> Any:
@@ -281,6 +288,7 @@ def main() -> None:
             "warm",
             "decoded",
             "decoded-interned",
+            "orjson",
         ],
         default="",
     )

@@ -387,6 +387,29 @@ def test_a_plugin_event_stored_by_an_earlier_version_is_upcast_when_read(wired):
     assert (tags.tags, tags.sources) == (("late",), ("proposal",))
 
 
+def test_a_plugins_own_events_are_read_by_the_projections_as_the_mapper_reads_them(wired):
+    """The projections' struct decoder (log_structs.py) makes a struct for a plug-in's own
+    event classes from their fields as for countersign's: nothing to add for them."""
+    import msgspec
+    from countersign.infrastructure.persistence.log_structs import StructDecoder
+
+    from tests.test_projection_structs import all_entries, as_notification, reads_alike
+
+    proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
+    wired.proposals.approve(proposal_id, AVA)
+    decode = StructDecoder(wired.app.mapper)
+    entries = all_entries(wired)
+    for entry in entries:
+        fast = decode(entry)
+        reads_alike(fast, wired.app.mapper.to_domain_event(as_notification(entry)))
+        assert isinstance(fast, msgspec.Struct), entry.topic
+    plugins = {e.topic for e in entries if e.topic.startswith("sample_plugin.")}
+    assert plugins == {
+        "sample_plugin.domain:InvoiceTags.Started",
+        "sample_plugin.domain:InvoiceTags.Tagged",
+    }
+
+
 def test_without_the_plugin_its_stored_events_are_refused(wired, database_url):
     proposal_id = _propose(wired, "sample.tag_invoice", "INV-1", {"tag": "late"})
     wired.proposals.approve(proposal_id, AVA)

@@ -16,6 +16,7 @@ from countersign.infrastructure.persistence.log_decoder import (
     _dict_setter,
     _uuid_of,
 )
+from countersign.infrastructure.persistence.log_structs import StructDecoder
 from countersign.infrastructure.persistence.recorders import LogEntry
 from countersign.infrastructure.persistence.stored_events import UnreadableEventError
 from countersign.infrastructure.persistence.transcoder import FastJSONTranscoder
@@ -298,5 +299,6 @@ def test_the_projections_rows_are_the_same_whichever_way_events_are_decoded(
         return self.mapper.to_domain_event(_as_notification(entry))
 
     monkeypatch.setattr(ProjectionDecoder, "decode", by_the_mapper)
+    monkeypatch.setattr(StructDecoder, "decode", by_the_mapper)
     rebuild_together(cs.projection_runners())
     assert snapshot(cs) == fast

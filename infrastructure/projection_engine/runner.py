@@ -18,7 +18,7 @@ from typing import Any
 
 from countersign.domain.contracts.presentation import Localized
 from countersign.infrastructure.persistence.app import CountersignApplication
-from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
+from countersign.infrastructure.persistence.log_structs import StructDecoder
 from countersign.infrastructure.persistence.recorders import Entry
 from countersign.infrastructure.persistence.sql import Cursor, SqlDatabase
 from countersign.infrastructure.persistence.unavailable import database_unavailable
@@ -106,9 +106,9 @@ class ProjectionRunner:
         # Topic -> the projection's handler of it, bound, or None (those events are not
         # decoded): looked up once per topic.
         self._handlers: dict[str, Any] = {}
-        # Handlers read events decoded by orjson (infrastructure/persistence/log_decoder.py)
-        # from the recorder's plain log rows: the read and decode cost half of what they did.
-        self.decode_event = ProjectionDecoder(app.mapper)
+        # Handlers read events decoded by msgspec into structs (persistence/log_structs.py),
+        # or by orjson (log_decoder.py), from the recorder's plain log rows.
+        self.decode_event = StructDecoder(app.mapper)
         select_log = getattr(app.recorder, "select_log", None)
         self.read_log: Callable[[int, int], Sequence[Entry]] = select_log or (
             lambda after, limit: app.recorder.select_notifications(after + 1, limit=limit)

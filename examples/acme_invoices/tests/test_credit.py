@@ -273,3 +273,48 @@ def test_without_the_plugin_enabled_the_operation_does_not_exist(cs, seeded, com
             propose(plain)
     finally:
         plain.close()
+
+
+# -- read by the projections as stored ----------------------------------------------------------
+
+
+def test_its_events_are_read_by_the_projections_as_the_mapper_reads_them(acme, company):
+    """The projections decode stored events with msgspec into structs made from each event
+    class (countersign's log_structs.py): a credit's events, its arguments, preview and
+    outcomes among them, read there as the library's mapper reads them, field for field."""
+    from uuid import UUID
+
+    import msgspec
+    from countersign.infrastructure.persistence.log_structs import StructDecoder
+    from eventsourcing.persistence import Notification
+
+    propose(acme)  # left pending
+    company.lose_next_answer()
+    acme.proposals.approve(propose(acme, "INV 2/b", {**CREDIT, "amount_cents": 1_000}), AVA)
+    settle(acme)
+    entries: list[Any] = []
+    while batch := acme.app.recorder.select_log(entries[-1].id if entries else 0, 500):
+        entries.extend(batch)
+    decode = StructDecoder(acme.app.mapper)
+    credits = 0
+    for entry in entries:
+        slow = acme.app.mapper.to_domain_event(
+            Notification(
+                id=entry.id,
+                originator_id=UUID(str(entry.originator_id)),
+                originator_version=entry.originator_version,
+                topic=entry.topic,
+                state=entry.state,
+            )
+        )
+        fast = decode(entry)
+        assert isinstance(fast, msgspec.Struct), entry.topic
+        assert type(fast).__qualname__ == type(slow).__qualname__
+        for name, value in vars(slow).items():
+            assert (name, getattr(fast, name), type(getattr(fast, name))) == (
+                name,
+                value,
+                type(value),
+            )
+        credits += entry.topic.endswith(":Proposal.Proposed") and slow.kind == "acme.invoice_credit"
+    assert credits >= 2
