@@ -13,7 +13,8 @@ library's as ``read_ceiling`` runs it (Python's defaults):
 
 - ``read``: the rebuild's read of the whole log, batch after batch (a runner's ``_select``,
   the recorder's ``select_log``: plain log entries, nothing decoded);
-- ``decode``: ``ProjectionDecoder.decode`` of every entry of that log, read beforehand (one
+- ``decode``: the runners' decoder's ``decode`` (``StructDecoder``, log_structs.py: msgspec
+  into structs, since session 58) of every entry of that log, read beforehand (one
   event of each topic decoded before the count, by this and by the library's mapper, so the
   imports a topic's first event may cause are left out);
 - ``stock``: the library's own read and decode of the same log, the ceiling issue 27 divides

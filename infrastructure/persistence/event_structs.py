@@ -1,6 +1,7 @@
 """The msgspec structs projections decode stored events into (log_structs.py), made from
-each event class's own fields. Imported when a projection decodes its first event of a type:
-msgspec is no import of the commands' help nor of a propose -> approve cycle (client memory).
+each event class's own fields. Imported when a process makes its first ``StructDecoder``
+(a projection runner's): msgspec is no import of the commands' help nor of a propose ->
+approve cycle, which make no runner (client memory).
 """
 
 from __future__ import annotations

@@ -41,15 +41,16 @@ class _Shape:
     __slots__ = ("class_version", "decode", "id", "time", "transcoded", "unsealed")
 
     def __init__(
-        self, decode: Callable[[bytes], Any], transcoded: tuple[str, ...], cls: type
+        self,
+        decode: Callable[[bytes], Any],
+        transcoded: tuple[str, ...],
+        cls: type,
+        wrappers: tuple[type, type],
     ) -> None:
-        from countersign.infrastructure.persistence import event_structs
-
         self.decode = decode
         self.transcoded = transcoded
         #: the structs msgspec makes of a transcoded time and id
-        self.time: type = event_structs.TIME
-        self.id: type = event_structs.ID
+        self.time, self.id = wrappers
         self.class_version: int = getattr(cls, "class_version", 1)
         self.unsealed: int | None = getattr(cls, "unsealed_version", None)
 
@@ -59,6 +60,12 @@ class StructDecoder(ProjectionDecoder):
 
     def __init__(self, mapper: Mapper[UUID]) -> None:
         super().__init__(mapper)
+        # msgspec is imported here, with the first decoder a process makes (a runner's), not
+        # with this module: the commands' help and a propose -> approve cycle import the
+        # runners' module but make no runner, and leave msgspec out (client memory).
+        from countersign.infrastructure.persistence import event_structs
+
+        self._structs = event_structs
         #: topic -> its shape, or None: ``ProjectionDecoder`` decodes it
         self._shapes: dict[str, _Shape | None] = {}
 
@@ -115,9 +122,8 @@ class StructDecoder(ProjectionDecoder):
         kind = self._kind(topic)
         if kind is None:
             return None
-        from countersign.infrastructure.persistence import event_structs
-
-        made = event_structs.event_decoder(kind.cls)
+        structs = self._structs
+        made = structs.event_decoder(kind.cls)
         if made is None:
             return None
-        return _Shape(made[0], made[1], kind.cls)
+        return _Shape(made[0], made[1], kind.cls, (structs.TIME, structs.ID))
