@@ -6,6 +6,7 @@ decoder, then the mapper: its upcasts, its guards, its errors)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from uuid import UUID, uuid4
 
 import msgspec
 import pytest
+from countersign.infrastructure.persistence.event_structs import event_struct
 from countersign.infrastructure.persistence.log_decoder import ProjectionDecoder
 from countersign.infrastructure.persistence.log_structs import StructDecoder
 from countersign.infrastructure.persistence.recorders import LogEntry
@@ -246,3 +248,44 @@ def test_the_projections_rows_are_the_same_whichever_way_events_are_decoded(
     monkeypatch.setattr(StructDecoder, "decode", _by_the_mapper)
     rebuild_together(cs.projection_runners())
     assert snapshot(cs) == structs
+
+
+@dataclasses.dataclass(frozen=True)
+class _Event:
+    originator_id: UUID
+    originator_version: int
+    timestamp: datetime
+    when: datetime | None
+    note: str = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class _NamedAsTheStructs(_Event):
+    stored_version: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _NamedAsTheVersion(_Event):
+    class_version: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Made(_Event):
+    tags: list[str] = dataclasses.field(default_factory=list)
+
+
+def test_a_class_whose_fields_a_struct_cannot_carry_gets_none_and_takes_the_long_way():
+    made = event_struct(_Event)
+    assert made is not None
+    struct, transcoded = made
+    assert (struct.__name__, struct.__qualname__, transcoded) == (
+        "_Event",
+        "_Event",
+        ("timestamp", "when"),
+    )
+    event = msgspec.json.decode(b'{"timestamp": "t", "when": null}', type=struct)
+    assert (event.timestamp, event.when, event.note, event.stored_version) == ("t", None, "none", 1)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"timestamp": "t", "when": null, "other": 1}', type=struct)
+    for cls in (_NamedAsTheStructs, _NamedAsTheVersion, _Made):
+        assert event_struct(cls) is None, cls

@@ -68,13 +68,48 @@ def _field_type(hint: Any) -> tuple[Any, bool]:
 def event_struct(cls: type) -> tuple[type, tuple[str, ...]] | None:
     """The struct msgspec decodes events of ``cls`` into, and its fields that may hold a
     transcoded object; None when the class cannot have one (not a dataclass, hints that do
-    not resolve, a class-level default msgspec cannot take): its events take the long way."""
+    not resolve, a default msgspec cannot take, a field named as one of the struct's own,
+    ``stored_version`` or ``class_version``): its events take the long way."""
     if not dataclasses.is_dataclass(cls):
         return None
     try:
         hints = typing.get_type_hints(cls)
     except Exception:
         return None
+    found = _fields(cls, hints)
+    if found is None:
+        return None
+    fields, transcoded = found
+    fields.sort(key=lambda field: field[2] is not msgspec.NODEFAULT)
+    fields += [(name, Any, None) for name in sorted(_FROM_ENTRY)]
+    fields.append(("stored_version", int, 1))
+    names = [name for name, _, _ in fields]
+    if len(set(names)) < len(names) or "class_version" in names:
+        return None  # a field named as one of the struct's own (msgspec would take both)
+    try:
+        struct = msgspec.defstruct(
+            cls.__name__,
+            [
+                (name, kind) if default is msgspec.NODEFAULT else (name, kind, default)
+                for name, kind, default in fields
+            ],
+            module=cls.__module__,
+            rename={"stored_version": "class_version"},
+            forbid_unknown_fields=True,
+            gc=False,
+        )
+    except (TypeError, ValueError):
+        return None  # a default msgspec refuses (a non-empty mutable one)
+    struct.__qualname__ = cls.__qualname__
+    return struct, tuple(transcoded)
+
+
+def _fields(
+    cls: type, hints: dict[str, Any]
+) -> tuple[list[tuple[str, Any, Any]], list[str]] | None:
+    """The stored fields of ``cls`` (name, msgspec's type, default or ``NODEFAULT``) and those
+    that may hold a transcoded object; None for a field made by a factory, or a class-level
+    value msgspec cannot take as a default."""
     fields: list[tuple[str, Any, Any]] = []
     transcoded: list[str] = []
     for field in dataclasses.fields(cls):
@@ -97,22 +132,7 @@ def event_struct(cls: type) -> tuple[type, tuple[str, ...]] | None:
         if default is not None and type(default) not in (str, int, bool):
             return None
         fields.append((name, Any, default))
-    fields.sort(key=lambda field: field[2] is not msgspec.NODEFAULT)
-    fields += [(name, Any, None) for name in sorted(_FROM_ENTRY)]
-    fields.append(("stored_version", int, 1))
-    struct = msgspec.defstruct(
-        cls.__name__,
-        [
-            (name, kind) if default is msgspec.NODEFAULT else (name, kind, default)
-            for name, kind, default in fields
-        ],
-        module=cls.__module__,
-        rename={"stored_version": "class_version"},
-        forbid_unknown_fields=True,
-        gc=False,
-    )
-    struct.__qualname__ = cls.__qualname__
-    return struct, tuple(transcoded)
+    return fields, transcoded
 
 
 def event_decoder(cls: type) -> tuple[Callable[[bytes], Any], tuple[str, ...]] | None:

@@ -123,7 +123,10 @@ class StructDecoder(ProjectionDecoder):
         if kind is None:
             return None
         structs = self._structs
-        made = structs.event_decoder(kind.cls)
+        try:
+            made = structs.event_decoder(kind.cls)
+        except Exception:
+            return None  # a class msgspec cannot make a struct of: the long way decides
         if made is None:
             return None
         return _Shape(made[0], made[1], kind.cls, (structs.TIME, structs.ID))
