@@ -7,17 +7,19 @@ instructions a read where an interned name costs 54). ``StructDecoder`` decodes 
 bytes with msgspec, in C, straight into a ``msgspec.Struct`` made for the event class from its
 own fields (so a new operation or plug-in needs nothing here): the struct has the class's
 name, every field the mapper's event would carry (stored keys it does not declare are refused,
-so nothing stored is dropped), its times and ids parsed by msgspec in C, and its fields in
-slots, which the interpreter reads by its fastest path. Projections read it as they read the
-event: by attribute, and by its class's name.
+so nothing stored is dropped), its ids parsed by msgspec in C and its times by
+``datetime.fromisoformat`` as the library reads them, and its fields in slots, which the
+interpreter reads by its fastest path. Projections read it as they read the event: by
+attribute, and by its class's name (docs/speed.md, session 58: 16.6% of a rebuild's
+instructions).
 
 Anything else goes to ``ProjectionDecoder``, and from there, as before, to the application's
 mapper, whose guards and errors apply unchanged: an event msgspec refuses (a missing field, a
 stored key the class does not declare, a value of another shape, NaN, bad UTF-8), one with an
 escape (which could hide a transcoded object from the count below), a transcoded object below
 the top level, a stored class version other than the current one, an unknown topic.
-``tests/test_projection_events.py`` checks the decoders agree on every field a projection
-reads, for every event type.
+``tests/test_projection_structs.py`` checks the decoders agree on every field a projection
+reads, for every event type (and ``tests/test_plugins.py`` and ACME's tests, for plug-ins').
 """
 
 from __future__ import annotations
