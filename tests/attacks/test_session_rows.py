@@ -81,3 +81,27 @@ def test_signing_out_where_nobody_is_signed_in_stores_nothing(site: Site):  # no
 
     assert rows(site) <= before
     assert ava.client.cookies.get(COOKIE)
+
+
+def test_a_notice_row_signed_out_of_and_replayed_in_turn_stores_nothing_more(
+    site: Site,  # noqa: F811
+):
+    """Each notice row is a cookie too: signing out of it revoked it, and a revoked row gave
+    its own "session ended" notice once, in a new row, whose cookie could be signed out of and
+    replayed in turn: one more row a round, for ever, without a password. A row nobody was
+    signed in to gives no such notice: no one's session ended."""
+    ava = site.browser(AVA)
+    cookie = cookie_of(ava)
+    ava.post("/sign-out", {"csrf_token": ava.csrf("/")})
+    before = rows(site)
+
+    for _ in range(REPLAYS):
+        answer = site.replay(cookie).get("/")  # the dead cookie: a notice row's in its place
+        assert answer.headers["location"] == "/sign-in"
+        cookie = answer.cookies.get(COOKIE) or cookie  # none: the same dead one again
+        holder = site.replay(cookie)
+        token = holder.csrf("/no-such-page")  # a page that does not read the notice
+        out = holder.post("/sign-out", {"csrf_token": token})
+        assert out.headers["location"] == "/sign-in"  # that row revoked: dead in turn
+
+    assert rows(site) <= before + 1

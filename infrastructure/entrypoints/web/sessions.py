@@ -22,8 +22,8 @@ process sees the same sessions and any of them can end one for all.
 * **Signed-out visitors** have an id too (the sign-in form's CSRF token needs one) but no
   row: nothing a visitor does without a password creates a row. The exceptions are the
   notice after signing out, which replaces the signed-in row with one notice row, and the
-  "session ended" notice of a dead id, stored once for it (the dead row is marked: its
-  cookie replayed in a loop stored one row a request), never again.
+  "session ended" notice of a dead id someone was signed in to, stored once for it (the
+  dead row is marked: its cookie replayed in a loop stored one row a request), never again.
 * **The language** chosen with the EN/FR switch lives in a separate cookie holding just
   ``en`` or ``fr``: it is no secret, it must work before anyone signs in (without a row), and
   it should survive signing out.
@@ -302,9 +302,11 @@ class Sessions:
             if row.revoked_at is not None:
                 log.info("a revoked session id was presented; treated as signed out")
             fresh = self.anonymous()
-            if not row.data.get(session_store.NOTICE_GIVEN):
+            if row.email is not None and not row.data.get(session_store.NOTICE_GIVEN):
                 # The sign-in page says why, once: a dead cookie replayed in a loop stored
-                # a notice row for each request (tests/attacks/test_session_rows.py).
+                # a notice row for each request (tests/attacks/test_session_rows.py). A row
+                # nobody was in (a notice's own, signed out of) ended no one's session: its
+                # notice would be a new row, its cookie signed out of and replayed in turn.
                 fresh.note_ended()
                 fresh.noticing = row.digest
             fresh.issue = True  # replace the dead id in the browser
