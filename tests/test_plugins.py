@@ -933,6 +933,7 @@ def test_an_amount_the_model_would_fill_in_a_nested_model_is_refused_too(install
 
     class LinedPreview(TagPreview):
         lines: list[Line]
+        currency: str
 
     with pytest.raises(PluginError) as refused:
         install([_with_changed_tag_invoice(Request=LinedTag)])
@@ -952,11 +953,86 @@ def test_an_amount_the_model_would_fill_in_a_nested_model_is_refused_too(install
                 Request=LinedTag,
                 Preview=LinedPreview,
                 more_preview_fields={"lines": PreviewField(Localized("Lines", "Lignes"))},
+                preview_hidden=frozenset({"currency"}),
                 requested_amounts={"lines.amount_cents"},
             )
         ]
     )
     assert "sample.tag_invoice" in REGISTRY
+
+
+def test_a_nested_amount_reads_as_money_in_its_row_and_needs_a_currency(installed, company):
+    """A requested amount in a list of lines was shown on its row as the list's raw text,
+    "[{'label': 'Setup fee', 'amount_cents': 2500}]": cents, where a manager approves an
+    amount. Each reads as money now, a line each, in the terminal and on the page, English
+    and French;
+    and such a row, like a field shown as money, needs the Preview's currency."""
+    from countersign.application.plugins import PluginError, install
+    from countersign.infrastructure.entrypoints.cli import cards
+    from countersign.infrastructure.entrypoints.web.i18n import translator
+    from countersign.infrastructure.entrypoints.web.views import proposal_view
+    from pydantic import BaseModel, Field
+    from sample_plugin.contracts import TagPreview, TagRequest
+
+    class Line(BaseModel):
+        label: str = Field(max_length=40, description="What the line is for.")
+        amount_cents: int = Field(ge=0, description="How much.")
+
+    class LinedTag(TagRequest):
+        lines: list[Line] | None = Field(default=None, description="The lines.")
+
+    class NoCurrency(TagPreview):
+        lines: list[Line]
+
+    class LinedPreview(NoCurrency):
+        currency: str
+
+    lined = {
+        "Request": LinedTag,
+        "more_preview_fields": {"lines": PreviewField(Localized("Lines", "Lignes"))},
+        "requested_amounts": {"lines.amount_cents"},
+    }
+    with pytest.raises(PluginError) as refused:
+        install([_with_changed_tag_invoice(Preview=NoCurrency, **lined)])
+
+    assert "sample.tag_invoice shows money (lines) but its Preview has no currency" in str(
+        refused.value
+    )
+    hidden = frozenset({"currency"})
+    install([_with_changed_tag_invoice(Preview=LinedPreview, preview_hidden=hidden, **lined)])
+    preview = {
+        "invoice_key": "INV-1",
+        "customer": "Granite Hardware",
+        "tag": "fees",
+        "lines": [
+            {"label": "Setup fee", "amount_cents": 2500},
+            {"label": "Travel", "amount_cents": 120050},
+        ],
+        "currency": "CAD",
+    }
+    said = {
+        "en": "Setup fee · $25.00 CAD\nTravel · $1,200.50 CAD",
+        "fr": "Setup fee · 25,00 $ CA\nTravel · 1 200,50 $ CA",
+    }
+    for language, lines in said.items():
+        label = "Lines" if language == "en" else "Lignes"
+        terminal = dict(cards.preview_rows("sample.tag_invoice", preview, language))
+        assert _spaced(terminal[label]) == lines
+        record = {
+            "proposal_id": "p",
+            "operation": "sample.tag_invoice",
+            "status": "pending",
+            "preview": preview,
+        }
+        view = proposal_view(record, translator(language), language, datetime.now(UTC))
+        row = next(row for row in view["rows"] if row.label == label)
+        assert _spaced(row.value) == lines
+        assert row.multiline  # a line each on the page too
+
+
+def _spaced(text: str) -> str:
+    """``text`` with its no-break spaces (French money's) as spaces."""
+    return text.replace("\u00a0", " ").replace("\u202f", " ")
 
 
 def test_a_plugin_section_in_a_shell_without_the_setting_says_where_sections_come_from(

@@ -213,7 +213,13 @@ def preview_rows(
             rows.append(PreviewRow(key, label, text, emphasis=field.emphasis, alert=alert))
         else:
             multiline = field.shown is Shown.MULTILINE
-            text = str(value) if field.words is None else field.words(str(value), language)
+            if field.words is not None:
+                text = field.words(str(value), language)
+            elif _holds_money(value):
+                text = _nested(value, currency, language)  # its lines, a line each
+                multiline = multiline or "\n" in text
+            else:
+                text = str(value)
             left_out = field.more(preview) if field.more is not None else 0
             if left_out > 0:
                 text = MORE.text(language, shown=text, count=left_out)
@@ -236,6 +242,36 @@ def fallback_fields(preview: Mapping[str, Any]) -> dict[str, PreviewField]:
         else:
             fields[key] = PreviewField(label)
     return fields
+
+
+def _holds_money(value: Any) -> bool:
+    """Whether a list or a mapping holds an amount (``*_cents``), at any depth."""
+    if isinstance(value, Mapping):
+        return any(
+            (isinstance(key, str) and key.endswith("_cents")) or _holds_money(item)
+            for key, item in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return any(_holds_money(item) for item in value)
+    return False
+
+
+def _nested(value: Any, currency: str, language: str, between: str = "\n") -> str:
+    """A list or mapping holding amounts as people read it, each amount as money: a list's
+    items a line each (a list within an item: ", " between), a mapping's values in its
+    order ("Setup fee · $25.00 CAD"). Its raw text read "[{'label': 'Setup fee',
+    'amount_cents': 2500}]": cents, where a manager approves an amount."""
+    if isinstance(value, Mapping):
+        return " · ".join(
+            _money(item, currency, language)
+            if isinstance(key, str) and key.endswith("_cents")
+            else _nested(item, currency, language, ", ")
+            for key, item in value.items()
+            if item is not None
+        )
+    if isinstance(value, list | tuple):
+        return between.join(_nested(item, currency, language, ", ") for item in value)
+    return str(value)
 
 
 def _money(cents: Any, currency: str, language: str) -> str:

@@ -76,8 +76,15 @@ def broken_rule(contract: AnyContract) -> str | None:
 
 
 def _shown_money(contract: AnyContract) -> list[str]:
-    """The preview fields shown as money, which read in the preview's ``currency``."""
-    return [name for name, shown in contract.preview_fields.items() if shown.shown is Shown.MONEY]
+    """The preview fields shown as money, which read in the preview's ``currency``: those
+    shown as money, and the rows holding an amount (``lines.amount_cents``), each read as
+    money in its row."""
+    nested = {path.split(".", 1)[0] for path in _money_paths(contract.Preview) if "." in path}
+    return [
+        name
+        for name, shown in contract.preview_fields.items()
+        if shown.shown is Shown.MONEY or (name in nested and shown.words is None)
+    ]
 
 
 def _unworded_optionals(contract: AnyContract) -> list[str]:
@@ -141,7 +148,8 @@ def _unshown_requested_amount(contract: AnyContract) -> str | None:
     """What is wrong with the first amount in ``requested_amounts`` the approver would not
     read on the card: one the ``Request`` does not hold (a misspelt path lists nothing), or
     one its ``Preview`` does not show under the same path, on a row of ``preview_fields``,
-    as money when it is the preview's own field (a nested one reads in its row's words).
+    as money when it is the preview's own field (a nested one reads as money in its row,
+    ``presentation.preview_rows``).
     The path is the check because previews are built by ``resolve`` from facts a registry
     does not have: the rule cannot compare values, so the amount keeps its name."""
     kind = contract.kind
