@@ -999,6 +999,23 @@ def test_a_nested_amount_reads_as_money_in_its_row_and_needs_a_currency(installe
         refused.value
     )
     hidden = frozenset({"currency"})
+    for hiding in (
+        PreviewField(Localized("Lines", "Lignes"), Shown.FLAG),  # "yes"
+        PreviewField(Localized("Lines", "Lignes"), words=lambda value, language: "see PDF"),
+    ):
+        with pytest.raises(PluginError) as refused:
+            install(
+                [
+                    _with_changed_tag_invoice(
+                        Preview=LinedPreview,
+                        preview_hidden=hidden,
+                        **{**lined, "more_preview_fields": {"lines": hiding}},
+                    )
+                ]
+            )
+        assert "requested amount 'lines.amount_cents' is not shown to the approver" in str(
+            refused.value
+        )
     install([_with_changed_tag_invoice(Preview=LinedPreview, preview_hidden=hidden, **lined)])
     preview = {
         "invoice_key": "INV-1",

@@ -164,10 +164,16 @@ def _unshown_requested_amount(contract: AnyContract) -> str | None:
             )
         top = name.split(".", 1)[0]
         row = contract.preview_fields.get(top)
-        shown = row is not None and (top != name or row.shown is Shown.MONEY)
+        if row is None:
+            shown = False
+        elif top == name:
+            shown = row.shown is Shown.MONEY
+        else:  # read as money in its row's text; a flag's yes, or words=, would hide it
+            shown = row.shown in (Shown.TEXT, Shown.MULTILINE) and row.words is None
         if name not in previewed or not shown:
             where = (
-                f"with {top!r} a row of preview_fields"
+                f"with {top!r} a row of preview_fields shown as text (Shown.TEXT or "
+                "Shown.MULTILINE, without words=), where each amount reads as money"
                 if top != name
                 else "as a row of preview_fields shown as money (Shown.MONEY)"
             )
