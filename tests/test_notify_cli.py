@@ -135,6 +135,13 @@ def test_a_dead_letter_of_a_removed_endpoint_is_marked_and_refused_by_name(
     assert "ajoutez de nouveau ce webhook" in said.out + said.err
     assert "Traceback" not in said.out + said.err
     assert cli("webhooks", "redeliver", "--org", "granite", "--all") == {"redelivered": []}
+    every = ["webhooks", "redeliver", "--all", "--org", "granite", "--database", database_url]
+    for language, said in [  # it read "No such dead letter.", though one was just listed
+        ("en", "No dead letter put back: there are none, or only ones to webhooks removed"),
+        ("fr", "Aucun envoi abandonné remis en file : il n'y en a pas, ou seulement pour"),
+    ]:
+        assert main([*every, "--language", language]) == 0
+        assert said in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,8 @@ def cmd_webhooks_redeliver(cs: Countersign, args: argparse.Namespace) -> Result:
     except EndpointRemovedError:
         said = Localized(EndpointRemovedError.MESSAGE, EndpointRemovedError.FRENCH)
         raise RefusedError("endpoint_removed", said.text(args.language)) from None
-    text = _SAID["redelivered" if ids else "no_such"].text(args.language, n=len(ids))
+    key = "redelivered" if ids else ("none_put_back" if args.all else "no_such")
+    text = _SAID[key].text(args.language, n=len(ids))
     return {"redelivered": ids}, text
 
 
@@ -152,6 +153,12 @@ _SAID = {
         "envoie.",
     ),
     "no_such": Localized("No such dead letter.", "Aucun envoi abandonné de ce nom."),
+    "none_put_back": Localized(
+        "No dead letter put back: there are none, or only ones to webhooks removed since, "
+        "which are not redelivered.",
+        "Aucun envoi abandonné remis en file : il n'y en a pas, ou seulement pour des "
+        "webhooks retirés depuis, qui ne sont pas renvoyés.",
+    ),
 }
 
 
