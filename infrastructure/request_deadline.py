@@ -22,7 +22,7 @@ as it keeps the head's) and framing beyond what its chunks need pass it. The fra
 whole chunk needs (its size in hex and two line ends) is not counted: a body sent a byte a
 chunk carries five bytes of it a byte, and was cut at 13 KiB of body, under the API's
 64 KiB; chunk extensions, padded sizes and trailers still are, and gain nothing from the
-chunks a body is cut into.
+chunks a body is cut into, nor from the body sent in the read that ended the head.
 
 The deadline counts the client's time only: while uvicorn itself has stopped reading (a
 pipelined request waiting for the one before it to be answered), it waits. An answer that
@@ -108,11 +108,17 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._too_large = False
 
     def data_received(self, data: bytes) -> None:
+        in_head = self._head_bytes is not None
         if self._head_bytes is not None:
             self._head_bytes += len(data)
         else:
             self._after_head += len(data)
         super().data_received(data)
+        if in_head and self._head_bytes is None:
+            # The read that ended the head counted with it: its body and framing are no credit
+            # against what comes after (a first read of 200 KiB of one-byte chunks let 200 KiB
+            # of trailers through the 64 KiB bound).
+            self._after_head = self._body_bytes + self._chunk_framing
         if self.transport.is_closing():
             return
         if self._too_large or (self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES):

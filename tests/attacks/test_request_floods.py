@@ -12,6 +12,7 @@ than ``MAX_PIPELINED`` requests waiting for their answers (closed).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import time
@@ -247,3 +248,64 @@ def test_framing_beyond_what_chunks_need_still_ends_the_connection():
                     connection.sendall(padded)
                     sent += 1
         assert sent < 8, f"{sent} MB of chunk extensions read"
+
+
+class _Connection(asyncio.Transport):
+    """What the protocol writes to, and whether it closed the connection: the reads it is
+    given are exactly those a test makes, not what the network happened to gather."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(
+            name, default
+        )
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def write(self, data: Any) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_a_first_read_of_body_gives_no_credit_to_the_trailers_after_it():
+    """The read that ends a head is counted with it; the body and the framing it also held
+    were taken off what came after, as if those bytes had been counted: a first read of
+    200 KiB of one-byte chunks (a read can hold 256 KiB) let 200 KB of trailers through the
+    64 KiB bound, kept as headers are."""
+    import uvicorn
+    from countersign.infrastructure.request_deadline import DeadlineProtocol
+    from uvicorn.server import ServerState
+
+    loop = asyncio.new_event_loop()
+    config = uvicorn.Config(app, http=DeadlineProtocol, ws="none", log_level="warning")
+    config.load()
+    protocol = DeadlineProtocol(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    connection = _Connection()
+    try:
+        protocol.connection_made(connection)
+        protocol.data_received(
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"1\r\nb\r\n" * (200 * 1024 // 6)
+        )
+        assert not connection.closed  # a body, read on
+        protocol.data_received(
+            b"0\r\n" + b"".join(b"X-T%d: %s\r\n" % (i, b"t" * 1000) for i in range(200))
+        )
+        assert connection.closed, "200 KB of trailers read"
+    finally:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
