@@ -10,7 +10,8 @@ POST's form, password included, sent again by the browser to that address: a 307
 method and the body), for the API (``/api/v1/inbox/``) and for ``mcp --http`` (``POST /mcp/``,
 which an MCP client follows with its JSON-RPC body). Now no server redirects a slash away:
 such a path is an unknown one, answered as any other unknown path is on that surface, with
-that surface's headers, and no answer names a host.
+that surface's headers, and no answer names a host; ``/mcp/`` alone is served as ``/mcp``,
+where MCP clients set up with it reached it through the redirect.
 """
 
 from __future__ import annotations
@@ -114,17 +115,22 @@ def mcp_base(cs: Any, seeded: Any) -> Iterator[str]:
 
 
 def test_the_mcp_path_with_a_slash_added_is_not_sent_to_the_requests_host(cs: Any, mcp_base: str):
+    """Nor refused: an MCP client set up with ``/mcp/`` (as some are) reached the endpoint
+    through the redirect; it is served there itself, never redirected."""
     token = issue_token(cs, "granite", "agent", ["orders.refund"], issued_by=AVA, kind="agent")
+    headers = {
+        "Authorization": f"Bearer {token.token}",
+        "Accept": "application/json, text/event-stream",
+    }
     with httpx2.Client(timeout=10) as client:
-        answer = client.post(
-            f"{mcp_base}/mcp/",
-            json=initialize("slash"),
-            headers={
-                "Authorization": f"Bearer {token.token}",
-                "Accept": "application/json, text/event-stream",
-                "Host": EVIL,
-            },
+        evil = client.post(
+            f"{mcp_base}/mcp/", json=initialize("slash"), headers={**headers, "Host": EVIL}
         )
+        served = client.post(f"{mcp_base}/mcp/", json=initialize("slash"), headers=headers)
 
-    assert answer.status_code == 404, answer.headers
-    assert "location" not in answer.headers
+    assert evil.status_code != 307, evil.headers
+    assert "location" not in evil.headers
+    assert served.status_code == 200, served.text
+    assert "location" not in served.headers
+    assert served.headers.get("mcp-session-id")
+    assert '"serverInfo"' in served.text

@@ -103,8 +103,9 @@ def http_app(
         max_request_body_size=cs.settings.api_max_body,
         session_idle_timeout=limits.idle_seconds,
     )
-    # POST /mcp/ is an unknown path (404), not the router's 307 to http://<Host>/mcp, an
-    # address the request's Host header names, which a client follows with its body.
+    # No path is redirected (the router's 307 to http://<Host>/mcp named the address the
+    # request's Host header said, and a client follows it with its body); /mcp/ is served as
+    # /mcp (BearerGate).
     server.router.redirect_slashes = False
     return BearerGate(server, cs, limits)
 
@@ -155,6 +156,10 @@ class BearerGate:
         if scope["type"] != "http":  # the lifespan: the SDK's session manager starts there
             await self.app(scope, receive, send)
             return
+        if scope.get("path") == PATH + "/":
+            # The endpoint with a slash added, as some MCP clients are set up (it reached it
+            # through the router's redirect before it was turned off): the same endpoint.
+            scope = {**scope, "path": PATH, "raw_path": PATH.encode()}
         authorization, session = _headers(scope)
         try:
             principal = await to_thread.run_sync(self._identify, authorization)
