@@ -137,6 +137,24 @@ def test_a_dead_letter_of_a_removed_endpoint_says_so_and_offers_no_redelivery(we
     assert len(still["attempt_log"]) == 1
 
 
+def test_redeliver_all_from_a_page_shown_before_the_endpoint_was_removed_says_why(web):
+    """The page still offering "Redeliver all" (opened before the endpoint was removed, in
+    another tab) read "There was no such dead letter" for the one it listed."""
+    dead_letter(web)
+    browser = web.browser(AVA)
+    [endpoint] = Webhooks(web.cs).endpoints(None, "granite")
+    Webhooks(web.cs).remove(None, "granite", endpoint["endpoint_id"])
+
+    for language, notice in [
+        ("en", "No dead letter was put back: there are none, or only ones to endpoints removed"),
+        ("fr", "Aucune lettre morte remise en file\u00a0: il n'y en a pas, ou seulement"),
+    ]:
+        done = browser.form("/webhooks/redeliver", {"delivery": "all"}, from_page="/webhooks")
+        assert done.status_code == 303
+        after = browser.get("/webhooks", **{"Accept-Language": language})
+        assert notice in after.text.replace("&#39;", "'")
+
+
 NBSP = "\N{NO-BREAK SPACE}"
 
 

@@ -128,7 +128,8 @@ class WebhookPages:
         except EndpointRemovedError:
             self.site.flash(visit, "redeliver_endpoint_removed")
             return redirect("/webhooks")
-        self.site.flash(visit, "redelivered" if ids else "nothing_redelivered")
+        nothing = "nothing_redelivered_all" if chosen == "all" else "nothing_redelivered"
+        self.site.flash(visit, "redelivered" if ids else nothing)
         return redirect("/webhooks")
 
     def _name(self, user: User, added_by: str) -> str | None:

@@ -103,6 +103,10 @@ EN: dict[str, str] = {
     ),
     "notice.redelivered": "Put back in line: the next delivery pass sends it again.",
     "notice.nothing_redelivered": "There was no such dead letter; nothing was changed.",
+    "notice.nothing_redelivered_all": (
+        "No dead letter was put back: there are none, or only ones to endpoints removed since, "
+        "which are not redelivered."
+    ),
     "notice.redeliver_endpoint_removed": (
         "Not redelivered: its endpoint was removed, so there is nothing to deliver it to. To "
         "receive new notifications there, add the endpoint again."
@@ -325,6 +329,10 @@ FR: dict[str, str] = {
     ),
     "notice.redelivered": "Remise en file : le prochain passage d'envoi la renverra.",
     "notice.nothing_redelivered": "Aucune lettre morte de ce type ; rien n'a été modifié.",
+    "notice.nothing_redelivered_all": (
+        "Aucune lettre morte remise en file : il n'y en a pas, ou seulement pour des points de "
+        "réception retirés depuis, qui ne sont pas renvoyées."
+    ),
     "notice.redeliver_endpoint_removed": (
         "Non renvoyée : son point de réception a été retiré, il n'y a plus rien à qui la "
         "livrer. Pour y recevoir les nouvelles notifications, ajoutez de nouveau ce point de "
