@@ -182,8 +182,8 @@ class EndpointRemovedError(Exception):
         "there, add the endpoint again."
     )
     FRENCH = (
-        "Cet envoi abandonné visait un webhook retiré depuis : il n'y a plus rien à qui le "
-        "livrer, il n'est donc pas renvoyé. Pour y recevoir les nouvelles notifications, "
+        "Cet envoi abandonné visait un webhook retiré depuis : il n'a plus de destinataire "
+        "et n'est donc pas renvoyé. Pour y recevoir les nouvelles notifications, "
         "ajoutez de nouveau ce webhook."
     )
 

@@ -334,8 +334,8 @@ FR: dict[str, str] = {
         "réception retirés depuis, qui ne sont pas renvoyées."
     ),
     "notice.redeliver_endpoint_removed": (
-        "Non renvoyée : son point de réception a été retiré, il n'y a plus rien à qui la "
-        "livrer. Pour y recevoir les nouvelles notifications, ajoutez de nouveau ce point de "
+        "Non renvoyée : son point de réception a été retiré, elle n'a plus de destinataire. "
+        "Pour y recevoir les nouvelles notifications, ajoutez de nouveau ce point de "
         "réception."
     ),
     "nav.webhooks": "Webhooks",
