@@ -32,6 +32,7 @@ from countersign.infrastructure.entrypoints.cli.common import (
     parse_time,
 )
 from countersign.infrastructure.entrypoints.cli.resources import (
+    UnknownProposalError,
     operation_resource,
     section_resource,
 )
@@ -97,7 +98,10 @@ def cmd_show(cs: Countersign, args: argparse.Namespace) -> Result:
 
 def cmd_history(cs: Countersign, args: argparse.Namespace) -> Result:
     as_of = _version_or_time(args.as_of) if args.as_of else None
-    document, stored = cs.audit.checked_history(args.proposal_id, as_of)
+    try:
+        document, stored = cs.audit.checked_history(args.proposal_id, as_of)
+    except NotFoundError:  # history names no club: the id alone is what to check
+        raise UnknownProposalError from None
     history = json.loads(render.to_json(document))
     # As the API's history says it, with seal keys (the operator's command: no member), of
     # the events it lists.

@@ -45,6 +45,28 @@ class UnknownOrderError(NamedNotFoundError):
         )
 
 
+class UnknownProposalError(NamedNotFoundError):
+    """Raised when ``history`` names an id no proposal has: that command names no club and no
+    member (it reads every club's proposals), so the general "check the club, the member and
+    the id named" sent its reader after options it does not take."""
+
+    resource = "proposal"
+
+    def __init__(self) -> None:
+        super().__init__("proposal")
+
+    def text(self, language: str) -> str:
+        return _NO_SUCH_PROPOSAL.text(language)
+
+
+_NO_SUCH_PROPOSAL = Localized(
+    "Not found: no proposal has that id. Check it: `countersign audit export --org CLUB` "
+    "lists each proposal of a club with its id.",
+    "Introuvable : aucune proposition n'a cet identifiant. Vérifiez-le : `countersign audit "
+    "export --org CLUB` liste chaque proposition d'un club avec son identifiant.",
+)
+
+
 class NoClubRecordError(NamedNotFoundError):
     """Raised when a command names a club-wide section (the roster, the broadcast form) of a
     club that holds no record for it: one registered with `org create`, whose business
