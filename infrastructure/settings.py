@@ -19,6 +19,8 @@ from countersign.application.passkey_limit import DEFAULT_PASSKEY_CHANGE_LIMIT
 from countersign.application.proposal_limit import RateLimit
 from countersign.application.token_write_limit import DEFAULT_TOKEN_WRITE_LIMIT
 from countersign.domain.seals import SealKeys
+from countersign.infrastructure.database_url import CONNECTION_PARAMETERS as CONNECTION_PARAMETERS
+from countersign.infrastructure.database_url import refused_parameter
 from countersign.infrastructure.seal_keys import SealKeysError, seal_keys_from_env
 
 DATABASE_URL_ENV = "COUNTERSIGN_DATABASE_URL"
@@ -58,16 +60,20 @@ def sqlite_wait(timeout: float | None) -> int:
 
 
 class SettingsError(ValueError):
-    """Raised when a setting has a value countersign cannot use; the message says the fix."""
-
-
-class NoDatabaseError(SettingsError):
-    """Raised when the database named holds no countersign yet and may not be created here;
-    ``french``: the same message in French (a command's ``--language fr``)."""
+    """Raised when a setting has a value countersign cannot use; the message says the fix.
+    ``french``: the same message in French (a command's ``--language fr``), where given."""
 
     def __init__(self, message: str, french: str | None = None) -> None:
         super().__init__(message)
         self.french = french
+
+    def text(self, language: str) -> str:
+        """The message in ``language`` (English where it has no French)."""
+        return self.french if language == "fr" and self.french else str(self)
+
+
+class NoDatabaseError(SettingsError):
+    """Raised when the database named holds no countersign yet and may not be created here."""
 
 
 #: Every setting an operator may set (the README's configuration tables), for
@@ -136,7 +142,9 @@ def check_setting_names() -> None:
         if close:
             raise SettingsError(
                 f"{name} is not a countersign setting: did you mean {_PREFIX}{close[0]}? "
-                "Correct its name (as it is, it is ignored), or remove it"
+                "Correct its name (as it is, it is ignored), or remove it",
+                f"{name} n'est pas un réglage de countersign : vouliez-vous dire "
+                f"{_PREFIX}{close[0]} ? Corrigez son nom (tel quel, il est ignoré) ou retirez-le",
             )
 
 
@@ -201,23 +209,31 @@ class Settings:
             ("COUNTERSIGN_RECONCILE_LEASE", lease),
         ):
             if not value.isdigit() or int(value) <= 0:
-                raise SettingsError(f"{name} must be a positive number of seconds, not {value!r}")
+                raise SettingsError(
+                    f"{name} must be a positive number of seconds, not {value!r}",
+                    f"{name} doit être un nombre positif de secondes, pas {value!r}",
+                )
         if not (max_body.isascii() and max_body.isdigit()) or int(max_body) <= 0:
             raise SettingsError(
-                f"COUNTERSIGN_API_MAX_BODY must be a positive number of bytes, not {max_body!r}"
+                f"COUNTERSIGN_API_MAX_BODY must be a positive number of bytes, not {max_body!r}",
+                f"COUNTERSIGN_API_MAX_BODY doit être un nombre positif d'octets, pas {max_body!r}",
             )
         max_lag = os.environ.get("COUNTERSIGN_READY_MAX_LAG", str(DEFAULT_READY_MAX_LAG)).strip()
         if not (max_lag.isascii() and max_lag.isdigit()):
             raise SettingsError(
                 "COUNTERSIGN_READY_MAX_LAG must be a number of events (0: no limit), "
-                f"not {max_lag!r}"
+                f"not {max_lag!r}",
+                "COUNTERSIGN_READY_MAX_LAG doit être un nombre d'événements (0 : aucune "
+                f"limite), pas {max_lag!r}",
             )
         rp_id = os.environ.get("COUNTERSIGN_WEBAUTHN_RP_ID", "").strip().lower() or "localhost"
         if not rp_id.replace(".", "").replace("-", "").isalnum() or _is_ip_address(rp_id):
             # WebAuthn takes a domain, never an address: browsers refuse 127.0.0.1 as one.
             raise SettingsError(
                 "COUNTERSIGN_WEBAUTHN_RP_ID must be a domain name such as example.org "
-                f"(localhost on this machine), not {rp_id!r}"
+                f"(localhost on this machine), not {rp_id!r}",
+                "COUNTERSIGN_WEBAUTHN_RP_ID doit être un nom de domaine tel que example.org "
+                f"(localhost sur cette machine), pas {rp_id!r}",
             )
         origins = tuple(
             o.strip().rstrip("/") for o in os.environ.get(ORIGIN_ENV, "").split(",") if o.strip()
@@ -226,7 +242,9 @@ class Settings:
             if not origin.startswith(("https://", "http://localhost")):
                 raise SettingsError(
                     "COUNTERSIGN_WEBAUTHN_ORIGIN must be https:// origins (http:// only for "
-                    f"localhost), not {origin!r}"
+                    f"localhost), not {origin!r}",
+                    "COUNTERSIGN_WEBAUTHN_ORIGIN doit être des origines https:// (http:// "
+                    f"seulement pour localhost), pas {origin!r}",
                 )
         database_timeout = _seconds(
             "COUNTERSIGN_DATABASE_TIMEOUT",
@@ -286,7 +304,8 @@ def _seconds(name: str, value: str, default: float) -> float:
         seconds = 0.0
     if not 0 < seconds < 86_400:
         raise SettingsError(
-            f"{name} must be a positive number of seconds (such as 5 or 0.5), not {value!r}"
+            f"{name} must be a positive number of seconds (such as 5 or 0.5), not {value!r}",
+            f"{name} doit être un nombre positif de secondes (tel que 5 ou 0.5), pas {value!r}",
         )
     return seconds
 
@@ -297,7 +316,11 @@ def _rate(name: str, default: str) -> str:
     try:
         RateLimit.parse(limit)
     except ValueError as error:
-        raise SettingsError(f"{name}: {error}") from None
+        raise SettingsError(
+            f"{name}: {error}",
+            f"{name} : {limit!r} n'est pas une limite telle que 30/minute (un nombre positif "
+            "par seconde, minute, heure ou jour)",
+        ) from None
     return limit
 
 
@@ -307,53 +330,11 @@ def _turns_per_club() -> int:
     if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_CONCURRENT_TURNS:
         raise SettingsError(
             f"{name} must be a number of assistant turns from 1 to {MAX_CONCURRENT_TURNS} "
-            f"(those a process lets wait on the model at once), not {value!r}"
+            f"(those a process lets wait on the model at once), not {value!r}",
+            f"{name} doit être un nombre de tours d'assistant de 1 à {MAX_CONCURRENT_TURNS} "
+            f"(ceux qu'un processus laisse attendre le modèle en même temps), pas {value!r}",
         )
     return int(value)
-
-
-#: The libpq connection parameters a PostgreSQL URL may give in its query, passed to every
-#: connection (each documented by libpq): TLS, and how a connection is named and kept. Any
-#: other is refused rather than dropped: ``?sslmode=require`` was dropped, and a process
-#: meant to refuse a plain connection made one. Not ``options``, which countersign sets for
-#: its statements' timeouts (``PGOPTIONS`` is added to it), nor a password.
-CONNECTION_PARAMETERS = frozenset(
-    {
-        "sslmode",
-        "sslrootcert",
-        "sslcert",
-        "sslkey",
-        "sslcrl",
-        "sslcrldir",
-        "sslsni",
-        "ssl_min_protocol_version",
-        "ssl_max_protocol_version",
-        "channel_binding",
-        "gssencmode",
-        "requirepeer",
-        "application_name",
-        "connect_timeout",
-        "keepalives",
-        "keepalives_idle",
-        "keepalives_interval",
-        "keepalives_count",
-        "tcp_user_timeout",
-        "target_session_attrs",
-    }
-)
-
-
-def _connection_parameters(query: str) -> tuple[tuple[str, str], ...]:
-    """A PostgreSQL URL's query as libpq parameters; SettingsError for one not passed on."""
-    found = parse_qsl(query, keep_blank_values=True, strict_parsing=False)
-    for name, _ in found:
-        if name not in CONNECTION_PARAMETERS:
-            raise SettingsError(
-                f"the database URL's parameter {name!r} is not one countersign passes on to "
-                f"PostgreSQL; it takes {', '.join(sorted(CONNECTION_PARAMETERS))}"
-                + (" (PGOPTIONS adds to the sessions' options)" if name == "options" else "")
-            )
-    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -378,12 +359,17 @@ class Database:
             # sqlite:///relative.db, sqlite:////absolute.db, sqlite:///:memory:
             path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else ""
             if not path:
-                raise SettingsError("a SQLite URL looks like sqlite:///countersign.db")
+                raise SettingsError(
+                    "a SQLite URL looks like sqlite:///countersign.db",
+                    "une URL SQLite s'écrit sqlite:///countersign.db",
+                )
             return cls(kind="sqlite", sqlite_path=path)
         if parsed.scheme in ("postgres", "postgresql"):
             if not parsed.path.strip("/"):
                 raise SettingsError(
-                    "a PostgreSQL URL names a database: postgresql://user@host:5432/dbname"
+                    "a PostgreSQL URL names a database: postgresql://user@host:5432/dbname",
+                    "une URL PostgreSQL nomme une base de données : "
+                    "postgresql://utilisateur@hôte:5432/nom",
                 )
             try:
                 port = parsed.port
@@ -393,8 +379,13 @@ class Database:
                 given = parsed.netloc.rpartition("@")[2].rpartition(":")[2]  # never the password
                 raise SettingsError(
                     f"the database URL's port is not a port number (1 to 65535): {given!r}; "
-                    "check COUNTERSIGN_DATABASE_URL or --database"
+                    "check COUNTERSIGN_DATABASE_URL or --database",
+                    "le port de l'URL de base de données n'est pas un numéro de port (1 à "
+                    f"65535) : {given!r} ; vérifiez COUNTERSIGN_DATABASE_URL ou --database",
                 )
+            refused = refused_parameter(parsed.query)
+            if refused is not None:
+                raise SettingsError(*refused)
             return cls(
                 kind="postgres",
                 host=parsed.hostname or "127.0.0.1",
@@ -402,11 +393,13 @@ class Database:
                 user=unquote(parsed.username or "postgres"),
                 password=unquote(parsed.password or ""),
                 dbname=parsed.path.strip("/"),
-                params=_connection_parameters(parsed.query),
+                params=tuple(parse_qsl(parsed.query, keep_blank_values=True)),
             )
         raise SettingsError(
             f"unsupported database URL scheme {parsed.scheme!r}: "
-            "use sqlite:///path.db or postgresql://user@host/dbname"
+            "use sqlite:///path.db or postgresql://user@host/dbname",
+            f"le schéma d'URL de base de données {parsed.scheme!r} n'est pas pris en charge : "
+            "utilisez sqlite:///chemin.db ou postgresql://utilisateur@hôte/nom",
         )
 
     @property

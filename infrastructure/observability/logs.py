@@ -95,7 +95,10 @@ class _OurHandler(logging.StreamHandler):  # type: ignore[type-arg]
 def log_format() -> str:
     value = os.environ.get(LOG_FORMAT_ENV, "").strip().lower() or "text"
     if value not in ("text", "json"):
-        raise SettingsError(f"{LOG_FORMAT_ENV} is text or json, not {value!r}")
+        raise SettingsError(
+            f"{LOG_FORMAT_ENV} is text or json, not {value!r}",
+            f"{LOG_FORMAT_ENV} vaut text ou json, pas {value!r}",
+        )
     return value
 
 
@@ -104,7 +107,8 @@ def log_level() -> int:
     level = logging.getLevelName(value)
     if not isinstance(level, int):
         raise SettingsError(
-            f"{LOG_LEVEL_ENV} is DEBUG, INFO, WARNING or ERROR, not {value.lower()!r}"
+            f"{LOG_LEVEL_ENV} is DEBUG, INFO, WARNING or ERROR, not {value.lower()!r}",
+            f"{LOG_LEVEL_ENV} vaut DEBUG, INFO, WARNING ou ERROR, pas {value.lower()!r}",
         )
     return level
 

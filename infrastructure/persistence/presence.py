@@ -11,6 +11,7 @@ administrator's (``createdb``); ``--create`` makes countersign's tables in it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import sqlite3
 from typing import Any
 
@@ -60,12 +61,18 @@ def _room_for(database: Database) -> None:
     except OSError as error:
         in_the_way = isinstance(error, FileExistsError | NotADirectoryError)
         reason = "a file is in its way" if in_the_way else error.strerror or "refused"
+        raison = "un fichier occupe sa place" if in_the_way else _raison(error)
         raise SettingsError(
             f"cannot create the folder of {path} ({reason}): choose another path in"
-            " COUNTERSIGN_DATABASE_URL or --database"
+            " COUNTERSIGN_DATABASE_URL or --database",
+            f"impossible de créer le dossier de {path} ({raison}) : choisissez un autre chemin"
+            " dans COUNTERSIGN_DATABASE_URL ou --database",
         ) from None
     if path.exists() and not path.is_file():
-        raise SettingsError(f"{path} is not a file: choose another path for the database")
+        raise SettingsError(
+            f"{path} is not a file: choose another path for the database",
+            f"{path} n'est pas un fichier : choisissez un autre chemin pour la base de données",
+        )
     try:
         with contextlib.closing(sqlite3.connect(path)) as connection:
             connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
@@ -73,10 +80,24 @@ def _room_for(database: Database) -> None:
         # Only that error is a file of something else; "database is locked" says itself.
         not_sqlite = "file is not a database" in str(error)
         said = "the file is not a SQLite database" if not_sqlite else str(error)
+        dit = "le fichier n'est pas une base de données SQLite" if not_sqlite else str(error)
         raise SettingsError(
             f"cannot open the SQLite database at {path} ({said}): choose another path in"
-            " COUNTERSIGN_DATABASE_URL or --database"
+            " COUNTERSIGN_DATABASE_URL or --database",
+            f"impossible d'ouvrir la base de données SQLite à {path} ({dit}) : choisissez un"
+            " autre chemin dans COUNTERSIGN_DATABASE_URL ou --database",
         ) from None
+
+
+def _raison(error: OSError) -> str:
+    """Why a folder could not be made, in French (the system's own words otherwise)."""
+    if isinstance(error, PermissionError):
+        return "permission refusée"
+    if error.errno == errno.EROFS:
+        return "système de fichiers en lecture seule"
+    if error.errno == errno.ENOSPC:
+        return "plus de place sur le disque"
+    return error.strerror or "refusé"
 
 
 def _sqlite_lacks(database: Database) -> Lacking | None:

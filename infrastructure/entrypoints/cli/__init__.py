@@ -101,7 +101,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         configure_logging()  # COUNTERSIGN_LOG_FORMAT (text or json), COUNTERSIGN_LOG_LEVEL
     except SettingsError as error:
-        parser.exit(2, f"error: {error}\n")
+        return _emitter("--json" in words)(*_configuration(error, language))
     if not words:
         parser.print_help()  # a bare `countersign`: what it can do
         return 0
@@ -193,8 +193,7 @@ def run(args: argparse.Namespace) -> int:
         creates = args.command in CREATING or getattr(args, "org_command", None) == "create"
         cs = bootstrap(settings, create=args.create or creates)
     except NoDatabaseError as error:
-        message = error.french if args.language == "fr" and error.french else str(error)
-        said = answers.ERROR_LINE.text(args.language, message=message)
+        said = answers.ERROR_LINE.text(args.language, message=error.text(args.language))
         return emit({"error": "no_database", "message": str(error)}, said, 2)
     except SettingsError as error:
         return emit(*_configuration(error, args.language))
@@ -213,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _configuration(error: SettingsError, language: str) -> Answer:
     """A setting, or an option that stands for one, that cannot be used: status 2."""
-    said = answers.ERROR_LINE.text(language, message=error)
+    said = answers.ERROR_LINE.text(language, message=error.text(language))
     return {"error": "configuration", "message": str(error)}, said, 2
 
 
