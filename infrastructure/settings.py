@@ -260,7 +260,7 @@ class Settings:
         try:
             seal_keys = seal_keys_from_env()
         except SealKeysError as error:
-            raise SettingsError(str(error)) from None
+            raise SettingsError(str(error), error.french) from None
         return cls(
             turns_per_club=_turns_per_club(),
             turn_limit=_rate("COUNTERSIGN_TURN_LIMIT", str(DEFAULT_TURN_LIMIT)),

@@ -40,6 +40,20 @@ INBOX = ("inbox", "--org", "granite", "--as", "ava@granite.example", "--language
             "ou retirez-le",
         ),
         (
+            "COUNTERSIGN_SEAL_KEYS",
+            "short",
+            "erreur : COUNTERSIGN_SEAL_KEYS : l'entrée 1 n'a pas d'id de clé valide ; listez "
+            "les clés en ID:SECRET séparées par des virgules, la clé de scellement en premier "
+            "(un id de lettres, de chiffres, de '.', de '_' ou de '-', jusqu'à 32 ; un secret "
+            "d'au moins 32 caractères sans espace ni virgule, tel que l'écrit `openssl rand "
+            "-base64 32`)",
+        ),
+        (
+            "COUNTERSIGN_SEALS_REQUIRED",
+            "maybe",
+            "erreur : COUNTERSIGN_SEALS_REQUIRED vaut true ou false, pas 'maybe'",
+        ),
+        (
             "COUNTERSIGN_LOG_FORMAT",
             "xml",
             "erreur : COUNTERSIGN_LOG_FORMAT vaut text ou json, pas 'xml'",
