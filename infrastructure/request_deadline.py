@@ -72,7 +72,9 @@ def read_timeout_from_env() -> float:
     if not 0 < seconds <= 3600:
         raise SettingsError(
             f"{READ_TIMEOUT_ENV} must be a positive number of seconds, at most 3600 (such as "
-            f"20 or 0.5), not {value!r}"
+            f"20 or 0.5), not {value!r}",
+            f"{READ_TIMEOUT_ENV} doit être un nombre positif de secondes, au plus 3600 (tel que "
+            f"20 ou 0.5), pas {value!r}",
         )
     return seconds
 

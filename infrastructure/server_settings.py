@@ -38,7 +38,8 @@ def session_secret_from_env() -> str | None:
     configured = os.environ.get(SESSION_SECRET_ENV, "").strip()
     if configured and len(configured) < _MIN_SESSION_SECRET:
         raise SettingsError(
-            f"{SESSION_SECRET_ENV} must have at least {_MIN_SESSION_SECRET} characters"
+            f"{SESSION_SECRET_ENV} must have at least {_MIN_SESSION_SECRET} characters",
+            f"{SESSION_SECRET_ENV} doit compter au moins {_MIN_SESSION_SECRET} caractères",
         )
     return configured or None
 
@@ -56,7 +57,10 @@ def trusted_proxies_from_env() -> list[str]:
         except ValueError:
             raise SettingsError(
                 f"{TRUSTED_PROXIES_ENV} lists IP addresses or networks separated by commas "
-                f"(e.g. 127.0.0.1,::1 or 10.0.0.0/8); {entry!r} is neither"
+                f"(e.g. 127.0.0.1,::1 or 10.0.0.0/8); {entry!r} is neither",
+                f"{TRUSTED_PROXIES_ENV} liste des adresses IP ou des réseaux séparés par des "
+                f"virgules (par exemple 127.0.0.1,::1 ou 10.0.0.0/8) ; {entry!r} n'est ni l'un "
+                "ni l'autre",
             ) from None
     return entries
 
@@ -81,7 +85,10 @@ def secure_from_env(default: bool = True) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise SettingsError(f"{SECURE_ENV} must be 1 or 0 (true/false, yes/no, on/off), not {value!r}")
+    raise SettingsError(
+        f"{SECURE_ENV} must be 1 or 0 (true/false, yes/no, on/off), not {value!r}",
+        f"{SECURE_ENV} vaut 1 ou 0 (true/false, yes/no, on/off), pas {value!r}",
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -111,11 +118,15 @@ def metrics_dir_from_env() -> str | None:
     except OSError as error:
         raise SettingsError(
             f"{METRICS_DIR_ENV} {configured!r} cannot be made ({error.strerror}): point it at "
-            "a directory this service may write to"
+            "a directory this service may write to",
+            f"{METRICS_DIR_ENV} {configured!r} ne peut pas être créé ({error.strerror}) : "
+            "indiquez un dossier où ce service peut écrire",
         ) from None
     if not os.access(configured, os.W_OK | os.X_OK):
         raise SettingsError(
             f"{METRICS_DIR_ENV} {configured!r} is not writable by this service: point it at a "
-            "directory it may write to"
+            "directory it may write to",
+            f"{METRICS_DIR_ENV} {configured!r} n'est pas accessible en écriture à ce service : "
+            "indiquez un dossier où il peut écrire",
         )
     return configured

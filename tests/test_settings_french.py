@@ -5,6 +5,7 @@ URL or a SQLite folder that cannot be used said "erreur : " and then English).""
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 from countersign.infrastructure.entrypoints.cli import main
@@ -118,4 +119,56 @@ def test_a_database_url_parameter_not_passed_on_is_refused_in_french(capsys):
     assert capsys.readouterr().err.startswith(
         "erreur : le paramètre 'foo' de l'URL de base de données n'est pas de ceux que "
         "countersign transmet à PostgreSQL ; il prend application_name, channel_binding, "
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "value", "french"),
+    [
+        (
+            ("worker", "--once"),
+            "COUNTERSIGN_NOTIFY_WORKERS",
+            "x",
+            "erreur : COUNTERSIGN_NOTIFY_WORKERS doit être un nombre entier positif, pas 'x'",
+        ),
+        (
+            ("serve",),
+            "COUNTERSIGN_METRICS_TOKEN",
+            "short",
+            "erreur : COUNTERSIGN_METRICS_TOKEN doit compter au moins 24 caractères",
+        ),
+        (
+            ("serve",),
+            "COUNTERSIGN_HTTP_READ_TIMEOUT",
+            "0",
+            "erreur : COUNTERSIGN_HTTP_READ_TIMEOUT doit être un nombre positif de secondes, au "
+            "plus 3600 (tel que 20 ou 0.5), pas '0'",
+        ),
+    ],
+)
+@pytest.mark.usefixtures("seeded")
+def test_a_service_setting_it_cannot_use_is_refused_in_french(
+    command, monkeypatch, argv, name, value, french
+):
+    monkeypatch.setenv(name, value)
+
+    status, out, err = command(*argv, "--language", "fr")
+
+    assert (status, out) == (2, "")
+    assert err == french + "\n"
+
+
+@pytest.mark.usefixtures("seeded")
+def test_a_port_taken_is_refused_in_french(command):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        status, _, err = command("serve", "--port", str(port), "--language", "fr")
+
+    assert status == 2
+    assert err == (
+        f"erreur : impossible d'écouter sur 127.0.0.1:{port} (adresse déjà utilisée) : "
+        "choisissez un autre --port ou --host\n"
     )

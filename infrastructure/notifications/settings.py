@@ -69,7 +69,9 @@ class NotifySettings:
         public_url = env.get("COUNTERSIGN_PUBLIC_URL", "").strip() or DEFAULT_PUBLIC_URL
         if not public_url.startswith(("http://", "https://")):
             raise SettingsError(
-                f"COUNTERSIGN_PUBLIC_URL must start with https:// or http://, not {public_url!r}"
+                f"COUNTERSIGN_PUBLIC_URL must start with https:// or http://, not {public_url!r}",
+                "COUNTERSIGN_PUBLIC_URL doit commencer par https:// ou http://, "
+                f"pas {public_url!r}",
             )
         workers = _number(env, "COUNTERSIGN_NOTIFY_WORKERS", 16)
         per_club = _number(env, "COUNTERSIGN_NOTIFY_PER_CLUB", 4)
@@ -82,7 +84,11 @@ class NotifySettings:
                 f"COUNTERSIGN_NOTIFY_{low} is more than COUNTERSIGN_NOTIFY_{high}: lower the "
                 f"first or raise the second (each bound is at most the next: "
                 f"COUNTERSIGN_NOTIFY_PER_ENDPOINT <= COUNTERSIGN_NOTIFY_PER_CLUB <= "
-                f"COUNTERSIGN_NOTIFY_WORKERS, not {per_endpoint}, {per_club}, {workers})"
+                f"COUNTERSIGN_NOTIFY_WORKERS, not {per_endpoint}, {per_club}, {workers})",
+                f"COUNTERSIGN_NOTIFY_{low} dépasse COUNTERSIGN_NOTIFY_{high} : baissez le "
+                "premier ou augmentez le second (chaque borne est au plus la suivante : "
+                "COUNTERSIGN_NOTIFY_PER_ENDPOINT <= COUNTERSIGN_NOTIFY_PER_CLUB <= "
+                f"COUNTERSIGN_NOTIFY_WORKERS, pas {per_endpoint}, {per_club}, {workers})",
             )
         return cls(
             public_url=public_url,
@@ -110,5 +116,8 @@ def allowed_networks_from_env() -> tuple[Network, ...]:
 def _number(env: os._Environ[str], name: str, default: int) -> int:
     value = env.get(name, "").strip() or str(default)
     if not (value.isascii() and value.isdigit()) or int(value) <= 0:
-        raise SettingsError(f"{name} must be a positive whole number, not {value!r}")
+        raise SettingsError(
+            f"{name} must be a positive whole number, not {value!r}",
+            f"{name} doit être un nombre entier positif, pas {value!r}",
+        )
     return int(value)

@@ -50,7 +50,10 @@ def metrics_token_from_env() -> str | None:
     if not token:
         return None
     if len(token) < 24:
-        raise SettingsError(f"{METRICS_TOKEN_ENV} must be at least 24 characters long")
+        raise SettingsError(
+            f"{METRICS_TOKEN_ENV} must be at least 24 characters long",
+            f"{METRICS_TOKEN_ENV} doit compter au moins 24 caractères",
+        )
     return token
 
 

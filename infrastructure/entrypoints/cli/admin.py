@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -182,7 +183,14 @@ def check_port_free(
 
 def _cannot_listen(host: str, port: int, error: OSError, options: str) -> SettingsError:
     said = error.strerror or type(error).__name__
-    return SettingsError(f"cannot listen on {host}:{port} ({said}): choose another {options}")
+    dit = {errno.EADDRINUSE: "adresse déjà utilisée", errno.EACCES: "permission refusée"}.get(
+        error.errno or 0, said
+    )
+    return SettingsError(
+        f"cannot listen on {host}:{port} ({said}): choose another {options}",
+        f"impossible d'écouter sur {host}:{port} ({dit}) : choisissez un autre "
+        + options.replace(" or ", " ou "),
+    )
 
 
 @contextmanager

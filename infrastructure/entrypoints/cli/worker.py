@@ -71,7 +71,9 @@ def _serve_metrics(host: str, port: int) -> Any:
         server, _thread = start_http_server(port, addr=host)
     except OSError as error:  # taken between the probe and now
         raise SettingsError(
-            f"cannot listen on {host}:{port} ({error.strerror}): choose another {_OPTIONS}"
+            f"cannot listen on {host}:{port} ({error.strerror}): choose another {_OPTIONS}",
+            f"impossible d'écouter sur {host}:{port} ({error.strerror}) : choisissez un autre "
+            "--metrics-port ou --metrics-host",
         ) from None
     return server
 

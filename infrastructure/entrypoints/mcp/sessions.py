@@ -47,7 +47,10 @@ class SessionLimits:
 def _positive(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip() or str(default)
     if not (value.isascii() and value.isdigit()) or int(value) <= 0:
-        raise SettingsError(f"{name} must be a positive whole number, not {value!r}")
+        raise SettingsError(
+            f"{name} must be a positive whole number, not {value!r}",
+            f"{name} doit être un nombre entier positif, pas {value!r}",
+        )
     return int(value)
 
 
