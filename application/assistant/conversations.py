@@ -20,7 +20,7 @@ from countersign.application.authorization import (
     organization_by_slug,
     require_any,
 )
-from countersign.application.errors import UnknownOperationError, parse_id
+from countersign.application.errors import CorruptRecordError, UnknownOperationError, parse_id
 from countersign.application.ports import AggregateStore, SharedSnapshots
 from countersign.application.proposal_access import proposal_record
 from countersign.domain.club.organization import Member, Organization
@@ -136,6 +136,10 @@ def club_records(
             assistant.contracts[0].load(scope, SharedSnapshots(store))
         except NotFoundError:
             continue
+        except CorruptRecordError:
+            # Held, but damaged: its own page says so, with the reference (logged as it was
+            # raised). Not every page of the club, the inbox with its pending work included.
+            pass
         held.add(str(section))
     return frozenset(held)
 
