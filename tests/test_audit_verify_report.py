@@ -59,7 +59,9 @@ def test_a_broken_chain_says_what_to_do_next_in_english_and_french(cs, seeded, r
     )
     code, _, err = run("audit", "verify", "--language", "fr", keys=None)
     assert code == 5
-    assert err.splitlines()[-1].startswith(
+    assert err.splitlines()[-1] == (
         "  Que faire : lisez chacune avec `countersign history ID` (ce qui est enregistré "
-        "maintenant)"
+        "maintenant), comparez-la à la même proposition dans une sauvegarde antérieure "
+        "(docs/deploy.md, « Backups and restore ») et restaurez à partir de celle-ci ce qui a "
+        "été modifié."
     )

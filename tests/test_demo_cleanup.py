@@ -66,8 +66,8 @@ def test_keep_keeps_the_demos_database_and_says_where(temporary, capsys, monkeyp
     assert (folder / "demo.db").exists()
     database = f"sqlite:///{folder / 'demo.db'}"
     assert (
-        f"La base de données de la démo est gardée (--keep) : {database}. Servez-la de nouveau "
-        f"avec `countersign serve --database {database}` et connectez-vous en tant que "
+        f"La base de données de la démo est gardée (--keep) : {database}. Servez-la avec "
+        f"`countersign serve --database {database}` et connectez-vous en tant que "
         "ava@granite.example avec ava-demo-password (les personnes de la démo et leurs mots de "
         f"passe : `countersign seed --database {database}`) ; supprimez son dossier {folder} "
         "quand vous n'en avez plus besoin."
@@ -89,7 +89,8 @@ def test_a_kept_demo_served_again_as_it_says_lets_ava_sign_in(temporary, capsys)
     out, _ = capsys.readouterr()
     [folder] = _left(temporary)
     database = f"sqlite:///{folder / 'demo.db'}"
-    assert f"`countersign serve --database {database}` and sign in as ava@granite.example " in out
+    # Served with, not "again": the demo without --serve served nothing.
+    assert f"Serve it with `countersign serve --database {database}` and sign in as ava@" in out
     assert "with ava-demo-password" in out
 
     cs = bootstrap(database_url=database)

@@ -259,11 +259,11 @@ DATABASE_REMOVED = L(
     "(pour l'examiner, ou la servir de nouveau), lancez la démo avec --keep.",
 )
 DATABASE_KEPT = L(
-    "The demo's database is kept (--keep): {database}. Serve it again with `countersign serve "
+    "The demo's database is kept (--keep): {database}. Serve it with `countersign serve "
     "--database {database}` and sign in as ava@granite.example with ava-demo-password (the "
     "demo's people and passwords: `countersign seed --database {database}`); remove its "
     "folder {folder} when you are done with it.",
-    "La base de données de la démo est gardée (--keep) : {database}. Servez-la de nouveau avec "
+    "La base de données de la démo est gardée (--keep) : {database}. Servez-la avec "
     "`countersign serve --database {database}` et connectez-vous en tant que "
     "ava@granite.example avec ava-demo-password (les personnes de la démo et leurs mots de "
     "passe : `countersign seed --database {database}`) ; supprimez son dossier {folder} quand "

@@ -83,9 +83,9 @@ BROKEN_NEXT = Localized(
     'compare it with the same proposal in a backup made before (docs/deploy.md, "Backups and '
     'restore"); restore what was changed from it.',
     "  Que faire : lisez chacune avec `countersign history ID` (ce qui est enregistré "
-    "maintenant) et comparez-la à la même proposition dans une sauvegarde faite avant "
-    "(docs/deploy.md, « Backups and restore ») ; restaurez depuis elle ce qui a été "
-    "changé.",
+    "maintenant), comparez-la à la même proposition dans une sauvegarde antérieure "
+    "(docs/deploy.md, « Backups and restore ») et restaurez à partir de celle-ci ce qui a "
+    "été modifié.",
 )
 #: What a failed check still found true (the times it cannot prove, the seals and the anchor
 #: that held, the events recorded after the anchor), said after its faults as an OK says it.
